@@ -1,0 +1,47 @@
+"""The zerocalc error tree.
+
+Every error zerocalc raises on bad input is a :class:`ZerocalcError` and also the
+matching builtin (``ValueError``, ``KeyError``...), so callers can catch either.
+The CLI turns any of them into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class ZerocalcError(Exception):
+    """Base class of every error zerocalc raises on purpose."""
+
+
+class ConfigError(ZerocalcError, ValueError):
+    """An impossible or malformed configuration (N = 0, Ψ < 0, a bad option value).
+
+    ``option`` names the offending option or field so the message can point at it.
+    """
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}" if option else message)
+
+
+class UnknownNameError(ZerocalcError, KeyError):
+    """A scheme, topology, collective, algorithm or dtype name that zerocalc does not know."""
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]) -> None:
+        self.kind, self.name, self.known = kind, name, tuple(known)
+        super().__init__(kind, name)
+
+    def __str__(self) -> str:
+        return f"unknown {self.kind} {self.name!r}; known: {', '.join(self.known)}"
+
+
+class TraceFormatError(ZerocalcError, ValueError):
+    """A trace that cannot be read: names the file, the line (or event index) and the reason."""
+
+    def __init__(self, file: str, line: int | None, reason: str) -> None:
+        self.file, self.line, self.reason = str(file), line, reason
+        where = f"{self.file}:{line}" if line is not None else self.file
+        super().__init__(f"{where}: {reason}")
+
+
+class TraceMismatchError(ZerocalcError, ValueError):
+    """Traces that contradict each other or the options (mixed world sizes, a Ψ the trace refutes)."""
