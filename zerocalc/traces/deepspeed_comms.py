@@ -1,0 +1,137 @@
+"""DeepSpeed comms logger output (``deepspeed/utils/comms_logging.py``), REFERENCE §5.
+
+* verbose lines, one per op (rank 0 only)::
+
+    [Rank 0] comm op: all_gather_into_tensor | time (ms): 0.11 | msg size: 6.0 MB
+        | algbw (Gbps): .. | busbw (Gbps): ..
+
+  (the 2022-07 .. 2023-07 form starts ``rank=0 | ``);
+* the ``log_summary`` table: an op name on its own line (optionally ``| [Caller Func: f]``),
+  then rows ``size count total_ms avg_ms tput_Gbps busbw_Gbps``. A summary row becomes
+  ``count`` rows of the canonical table with ``duration_s`` NA (only the mean is known,
+  in ``mean_duration_s``).
+
+Sizes are DeepSpeed's ``convert_size``: 1024-based units rounded to 2 decimals, of the tensor
+argument (``reduce_scatter_tensor``: the full input; ``all_gather_into_tensor``: the shard),
+so only an approximate byte count (``msg_size_bytes``) is known and no element count or
+dtype: those are NA. Its bandwidths use the global world size: kept as printed, never used.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TextIO
+
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.schema import DEEPSPEED_OPS, DEEPSPEED_SIZE_UNITS, DEEPSPEED_SUMMARY_COLUMNS
+
+FORMAT = "deepspeed_comms"
+_SIZE = r"(?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGTP]?B)"
+VERBOSE = re.compile(
+    r"(?:\[Rank (?P<rank>\d+)\] )?(?:rank=(?P<rank2>\d+) \| )?comm op: (?P<op>\S+) \| time \(ms\): "
+    r"(?P<time>\d+(?:\.\d+)?) \| msg size: " + _SIZE
+    + r" \| algbw \(Gbps\): (?P<algbw>\d+(?:\.\d+)?) +\| busbw \(Gbps\): (?P<busbw>\d+(?:\.\d+)?)"
+)
+HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\b")
+OPLINE = re.compile(r"^(?P<op>[A-Za-z_][\w.]*)(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?\s*$")
+SUMROW = re.compile(r"^\s+" + _SIZE + r"\s+(?P<rest>\d.*?)\s*$")
+
+
+def _bytes(size: str, unit: str) -> float:
+    return float(size) * DEEPSPEED_SIZE_UNITS[unit]
+
+
+def _base(file: str, lineno: int, name: str) -> dict[str, Any]:
+    return {"file": file, "rank": None, "step": None, "op": DEEPSPEED_OPS.get(name, "other"),
+            "dtype": None, "elem_bytes": None, "in_nelems": None, "out_nelems": None,
+            "group_size": None, "group": None, "start_s": None, "duration_s": None,
+            "source_line": lineno, "op_name": name}
+
+
+def parse_verbose_line(
+    line: str, *, file: str = "<line>", lineno: int | None = None
+) -> dict[str, Any] | None:
+    """A verbose ``comm op:`` line → row dict; ``None`` if the line is not one.
+
+    Raises :class:`TraceFormatError` for a line with ``comm op:`` that does not fit the layout.
+    """
+    if "comm op:" not in line:
+        return None
+    m = VERBOSE.search(line)
+    if m is None:
+        raise TraceFormatError(file, lineno, "'comm op:' line does not fit DeepSpeed's verbose layout")
+    row = _base(file, lineno or 0, m["op"])
+    rank = m["rank"] or m["rank2"]
+    row.update(rank=int(rank) if rank is not None else None, duration_s=float(m["time"]) * 1e-3,
+               msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=_bytes(m["size"], m["unit"]),
+               calls=1, algbw_Gbps_printed=float(m["algbw"]), busbw_Gbps_printed=float(m["busbw"]))
+    return row
+
+
+def parse_summary_row(line: str, *, file: str = "<line>", lineno: int | None = None) -> dict[str, Any] | None:
+    """A ``log_summary`` data row → its fields; ``None`` if the line is not indented data."""
+    m = SUMROW.match(line)
+    if m is None:
+        return None
+    toks = m["rest"].split()
+    if len(toks) != len(DEEPSPEED_SUMMARY_COLUMNS) or not toks[0].isdigit():
+        raise TraceFormatError(file, lineno, "log_summary row does not have 6 columns")
+    try:
+        vals = [int(toks[0])] + [float(t) for t in toks[1:]]
+    except ValueError:
+        raise TraceFormatError(file, lineno, "log_summary row with a non-numeric column") from None
+    rec = dict(zip(DEEPSPEED_SUMMARY_COLUMNS, vals, strict=True))
+    rec.update(msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=_bytes(m["size"], m["unit"]))
+    return rec
+
+
+def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
+    res = ParseResult(meta={"format": FORMAT, "backend": None})
+    rows = res.rows
+    in_table = False
+    current: tuple[str, str | None] | None = None
+    ranks: set[int] = set()
+    for lineno, line in enumerate(stream, 1):
+        try:
+            if "comm op:" in line and not line.lstrip().startswith("#"):
+                row = parse_verbose_line(line, file=file, lineno=lineno)
+                if row is not None:
+                    rows.append(row)
+                    if row["rank"] is not None:
+                        ranks.add(row["rank"])
+                continue
+            if HEADER.match(line):
+                in_table, current = True, None
+                continue
+            if not in_table:
+                continue
+            if not line.strip() or line.startswith("#"):
+                in_table = line.startswith("#") is False and in_table
+                if line.startswith("#"):
+                    in_table = False
+                continue
+            if line[0].isspace():
+                rec = parse_summary_row(line, file=file, lineno=lineno)
+                if rec is None:
+                    raise TraceFormatError(file, lineno, "unreadable log_summary row")
+                if current is None:
+                    raise TraceFormatError(file, lineno, "log_summary row before any op name")
+                name, caller = current
+                n = rec.pop("calls")
+                for _ in range(n):
+                    row = _base(file, lineno, name)
+                    row.update(caller=caller, calls=n, mean_duration_s=rec["avg_latency_ms"] * 1e-3,
+                               msg_size=rec["msg_size"], msg_size_bytes=rec["msg_size_bytes"],
+                               total_duration_s=rec["total_latency_ms"] * 1e-3, summary=True)
+                    rows.append(row)
+                continue
+            m = OPLINE.match(line)
+            if m is None:
+                in_table = False
+                continue
+            current = (m["op"], m["caller"])
+        except TraceFormatError as exc:
+            bad(file, lineno, exc.reason, strict, res.skipped)
+    res.meta.update(rank=next(iter(ranks)) if len(ranks) == 1 else None, world_size=None)
+    return res

@@ -1,0 +1,71 @@
+"""Which trace format a file holds, from its first bytes (after decompression).
+
+Looks for each format's signature in the head of the file (REFERENCE §5); a pickle (PyTorch
+Flight Recorder's default dump) is refused by name, never loaded.
+"""
+
+from __future__ import annotations
+
+import re
+
+from zerocalc.errors import TraceFormatError
+
+FORMATS: tuple[str, ...] = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
+
+#: How many leading bytes the detector looks at.
+HEAD_BYTES = 1 << 16
+
+_NCCL = re.compile(rb"NCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")
+_NCCL_ANY = re.compile(rb"NCCL (?:INFO|WARN) ")
+_PERF_HEADER = re.compile(rb"#\s+size\s+count\s+type\b|^\s*\d+\s+\d+\s+[a-z0-9]+\s+(?:\S+\s+){2,}", re.M)
+_PERF_ROW = re.compile(
+    rb"^\s*\d+\s+\d+\s+[a-z][a-z0-9]*(?:\s+[a-z]+)?(?:\s+-?\d+)?\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?\s", re.M
+)
+_DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
+
+
+def detect_format(head: bytes, file: str = "<bytes>") -> str:
+    """Name of the format of a file whose (decompressed) head is ``head``.
+
+    Raises :class:`TraceFormatError` for an empty file, a pickle, binary data or a text
+    that matches no format.
+    """
+    if not isinstance(head, bytes | bytearray):
+        raise TraceFormatError(file, None, "detector needs bytes")
+    head = bytes(head[:HEAD_BYTES])
+    if not head.strip():
+        raise TraceFormatError(file, None, "empty file")
+    if head[:1] == b"\x80" and len(head) > 1 and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        raise TraceFormatError(file, None, "a pickle (Flight Recorder dump?): never unpickled; "
+                                           "export the JSON variant instead")
+    if head[:2] == b"\x1f\x8b":
+        raise TraceFormatError(file, None, "gzip data inside gzip data")
+    if b"\x00" in head:
+        raise TraceFormatError(file, None, "binary data, not a text or JSON trace")
+    try:
+        text_ok = True
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # a multi-byte character cut at the end of the head is fine
+        text_ok = exc.start >= len(head) - 4
+    if not text_ok:
+        raise TraceFormatError(file, None, "binary data, not a text or JSON trace")
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        if b'"traceEvents"' in head or b'"ph"' in head:
+            return "kineto"
+        if b'"results"' in head or b'"nccl_version"' in head or b'"experiment_name"' in head:
+            return "nccl_tests_json"
+        if stripped[:1] == b"[":
+            return "kineto"
+        raise TraceFormatError(file, None, "JSON that is neither a Chrome trace nor an nccl-tests report")
+    if _NCCL.search(head):
+        return "nccl_log"
+    if _DS.search(head):
+        return "deepspeed_comms"
+    if _PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head):
+        return "nccl_tests"
+    if _NCCL_ANY.search(head):
+        return "nccl_log"  # an NCCL log without COLL lines (yet): parses to no rows
+    raise TraceFormatError(file, None, "unrecognised trace format (not an NCCL log, Kineto JSON, "
+                                       "nccl-tests output or DeepSpeed comms log)")

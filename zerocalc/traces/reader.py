@@ -1,0 +1,198 @@
+"""Read trace files of any supported format into one canonical table (issue 4).
+
+Accepts one path, many paths (one per rank) or a directory; plain or gzip; the format is
+detected per file unless given. Text formats are streamed; Kineto JSON is read whole with
+orjson. Decompressed size is capped; nothing is ever unpickled or written. Many large files
+are parsed in parallel worker processes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from zerocalc.errors import TraceFormatError, TraceMismatchError, UnknownNameError
+from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests
+from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format
+from zerocalc.traces.records import ParseResult, SkipLog
+from zerocalc.traces.schema import CANONICAL_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Default cap on the decompressed size of one file (bytes).
+MAX_BYTES = 8 * 2**30
+#: Total input size above which several files are parsed in worker processes.
+PARALLEL_MIN_BYTES = 32 * 2**20
+_SKIP_SUFFIXES = (".md", ".rst", ".py", ".ipynb")
+
+
+@dataclass(frozen=True)
+class TraceSet:
+    """The canonical table of all files read, what was skipped, and per-file metadata."""
+
+    table: pd.DataFrame
+    skipped: SkipLog = field(default_factory=SkipLog)
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def summary(self) -> pd.DataFrame:
+        """Per file, rank, step and op: number of calls and summed in/out elements and bytes."""
+        import pandas as pd
+
+        t = self.table.copy()
+        t["in_bytes"] = t["in_nelems"] * t["elem_bytes"]
+        t["out_bytes"] = t["out_nelems"] * t["elem_bytes"]
+        keys = ["file", "rank", "step", "op"]
+        g = t.groupby(keys, dropna=False, sort=True)
+        out = g.agg(
+            calls=("op", "size"),
+            in_nelems=("in_nelems", lambda s: s.sum(min_count=1)),
+            out_nelems=("out_nelems", lambda s: s.sum(min_count=1)),
+            in_bytes=("in_bytes", lambda s: s.sum(min_count=1)),
+            out_bytes=("out_bytes", lambda s: s.sum(min_count=1)),
+        ).reset_index()
+        return pd.DataFrame(out)
+
+
+class _Capped(io.RawIOBase):
+    """A read-only stream that refuses to yield more than ``cap`` bytes."""
+
+    def __init__(self, raw: BinaryIO, cap: int, file: str) -> None:
+        self._raw, self._cap, self._file, self.n = raw, cap, file, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = _guard(self._file, self._raw.read, len(b))
+        self.n += len(data)
+        if self.n > self._cap:
+            raise TraceFormatError(self._file, None,
+                                   f"decompressed size exceeds the cap of {self._cap} bytes")
+        b[: len(data)] = data
+        return len(data)
+
+
+def _guard(file: str, fn, *args):
+    """Run a read, turning decompression failures into TraceFormatError."""
+    try:
+        return fn(*args)
+    except EOFError:
+        raise TraceFormatError(file, None, "truncated gzip stream (no end-of-stream marker)") from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise TraceFormatError(file, None, f"corrupt gzip data ({exc})") from None
+
+
+def _open(path: str, cap: int) -> BinaryIO:
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
+    magic = raw.read(2)
+    raw.seek(0)
+    inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+    return io.BufferedReader(_Capped(inner, cap, path), buffer_size=1 << 20)
+
+
+def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,
+              max_bytes: int = MAX_BYTES) -> ParseResult:
+    """Parse one file (plain or gzip) into rows; see :func:`read_traces`."""
+    file = str(path)
+    if fmt is not None and fmt not in FORMATS:
+        raise UnknownNameError("trace format", fmt, FORMATS)
+    if not os.path.isfile(file):
+        raise TraceFormatError(file, None, "no such file")
+    with _open(file, max_bytes) as stream:
+        head = _guard(file, stream.peek, HEAD_BYTES)[:HEAD_BYTES]
+        kind = fmt or detect_format(head, file)
+        if kind in ("kineto", "nccl_tests_json"):
+            data = _guard(file, stream.read)
+            if not data.strip():
+                raise TraceFormatError(file, None, "empty file")
+            if kind == "kineto":
+                return kineto.parse_bytes(data, file, strict=strict)
+            return nccl_tests.parse_json_bytes(data, file, strict=strict)
+        text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
+        module = {"nccl_log": nccl_log, "nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
+        try:
+            return module.parse(text, file, strict=strict)
+        finally:
+            text.detach()
+
+
+def _expand(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    files: list[str] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            for q in sorted(p.rglob("*")):
+                if q.is_file() and not q.name.startswith(".") and q.suffix not in _SKIP_SUFFIXES:
+                    files.append(str(q))
+        elif p.exists():
+            files.append(str(p))
+        else:
+            raise TraceFormatError(str(p), None, "no such file or directory")
+    if not files:
+        raise TraceFormatError(", ".join(str(p) for p in paths) or "<none>", None, "no trace files found")
+    return files
+
+
+def _read_one(args: tuple[str, bool, str | None, int]) -> ParseResult:
+    file, strict, fmt, cap = args
+    return read_file(file, strict=strict, fmt=fmt, max_bytes=cap)
+
+
+def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,
+                fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None) -> TraceSet:
+    """Read one file, many files or a directory into a :class:`TraceSet`.
+
+    ``strict`` raises :class:`TraceFormatError` (file, line, reason) at the first unusable
+    line; the default skips it and reports it in ``TraceSet.skipped``. ``fmt`` forces one
+    of :data:`zerocalc.traces.detect.FORMATS`. ``workers`` = 1 reads sequentially; ``None``
+    uses worker processes when there are several files totalling more than 32 MiB.
+    Files that disagree on the world size raise :class:`TraceMismatchError`.
+    """
+    files = _expand(paths)
+    jobs = [(f, strict, fmt, max_bytes) for f in files]
+    if workers is None:
+        total = sum(os.path.getsize(f) for f in files)
+        workers = min(len(files), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
+    if workers > 1 and len(files) > 1:
+        import multiprocessing
+
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+            results = list(ex.map(_read_one, jobs))
+    else:
+        results = [_read_one(j) for j in jobs]
+    return _assemble(files, results)
+
+
+def _assemble(files: list[str], results: list[ParseResult]) -> TraceSet:
+    import pandas as pd
+
+    skipped = SkipLog()
+    meta: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for f, r in zip(files, results, strict=True):
+        skipped.merge(r.skipped)
+        meta[f] = dict(r.meta, rows=len(r.rows), skipped=r.skipped.count)
+        rows.extend(r.rows)
+    worlds = {m.get("world_size") for m in meta.values()} - {None}
+    if len(worlds) > 1:
+        detail = ", ".join(f"{os.path.basename(f)}: {m['world_size']}" for f, m in meta.items()
+                           if m.get("world_size") is not None)
+        raise TraceMismatchError(f"traces disagree on the world size ({detail}); read each run separately")
+    table = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    for col in CANONICAL_COLUMNS:
+        if col not in table.columns:
+            table[col] = None
+    extra = [c for c in table.columns if c not in CANONICAL_COLUMNS]
+    table = table[list(CANONICAL_COLUMNS) + extra]
+    table = table.astype(CANONICAL_COLUMNS)
+    return TraceSet(table=table, skipped=skipped, meta=meta)

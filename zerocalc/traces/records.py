@@ -1,0 +1,61 @@
+"""What a format parser hands back: rows, file metadata and the lines it skipped.
+
+Parsers collect plain dicts (fast, no pandas); the reader turns them into the
+canonical table. Lenient mode counts skipped lines and keeps the first few
+examples; strict mode raises :class:`~zerocalc.errors.TraceFormatError` at the first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from zerocalc.errors import TraceFormatError
+
+#: How many skipped lines are kept as examples, per read.
+MAX_EXAMPLES = 5
+
+
+@dataclass
+class SkipLog:
+    """Lines a lenient read could not use: a count, a count per reason and the first examples."""
+
+    count: int = 0
+    by_reason: Counter = field(default_factory=Counter)
+    examples: list[tuple[str, int | None, str]] = field(default_factory=list)
+
+    def add(self, file: str, line: int | None, reason: str) -> None:
+        self.count += 1
+        self.by_reason[reason] += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append((file, line, reason))
+
+    def merge(self, other: SkipLog) -> None:
+        self.count += other.count
+        self.by_reason.update(other.by_reason)
+        room = MAX_EXAMPLES - len(self.examples)
+        if room > 0:
+            self.examples.extend(other.examples[:room])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
+@dataclass
+class ParseResult:
+    """One file's rows (dicts with canonical and extra keys), its metadata and its skip log."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    skipped: SkipLog = field(default_factory=SkipLog)
+
+
+def bad(file: str, line: int | None, reason: str, strict: bool, skipped: SkipLog) -> None:
+    """Record an unusable line: raise in strict mode, count it otherwise."""
+    if strict:
+        raise TraceFormatError(file, line, reason)
+    skipped.add(file, line, reason)
