@@ -1,0 +1,1016 @@
+"""Measured against predicted: per-step volume per rank, which scheme ran, α and β fitted.
+
+Three parts, all pure (tables in, dataclasses and tables out; no printing, no files):
+
+* **Fit** (:func:`fit_alpha_beta`, :func:`fit_table`): least squares of the ring α-β
+  model ``t = h(op, p)·α + f(op, p)·n·β`` (REFERENCE §4; ``h`` latency hops of the ring,
+  ``f`` the nccl-tests bus-bandwidth factor, ``n`` the full vector in bytes), so that
+  ``1/β`` *is* the bus bandwidth. How the two regimes are handled is said in
+  :func:`fit_alpha_beta`.
+* **Measure** (:func:`measure`): bytes each rank sent per step under the model's ring
+  accounting (:func:`zerocalc.collectives.bytes_sent_per_rank`), every call put in one
+  category (:data:`CATEGORIES`), nothing dropped; steps, Ψ, N and missing element types
+  taken from options or inferred, with the inference kept as text for the user.
+* **Compare** (:func:`compare`, :func:`check`): every scheme's predicted per-step
+  collectives against the measured ones, by volume and by pattern (which ops, how much,
+  in what order), the consistent schemes best first, and each mismatch in words.
+
+Sources: issue 5; REFERENCE §3 (what implementations send), §4 (collective cost,
+nccl-tests bus bandwidth), §5 (trace formats).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from zerocalc.errors import ConfigError, TraceMismatchError, UnknownNameError
+
+# ---------------------------------------------------------------------------
+# Ring accounting and nccl-tests factors (REFERENCE §4)
+# ---------------------------------------------------------------------------
+
+#: Ops a data-parallel scheme is made of (CONTRACT: collective names).
+DP_OPS: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+
+#: Display names of ops, for sentences.
+OP_NAMES: dict[str, str] = {
+    "all_reduce": "all-reduce", "reduce_scatter": "reduce-scatter", "all_gather": "all-gather",
+    "broadcast": "broadcast", "reduce": "reduce", "all_to_all": "all-to-all", "send": "send",
+    "recv": "recv", "barrier": "barrier", "other": "other",
+}
+_OP_VERBS: dict[str, str] = {
+    "all_reduce": "all-reduces", "reduce_scatter": "reduce-scatters", "all_gather": "all-gathers",
+    "broadcast": "broadcasts", "reduce": "reduces", "all_to_all": "exchanges all-to-all",
+}
+
+
+def ring_bytes_factor(op: str, p: float) -> float:
+    """Bytes one rank sends in one ring call ÷ bytes of the full vector, averaged over ranks.
+
+    all-reduce 2(p-1)/p; reduce-scatter, all-gather, broadcast, reduce (pipelined chain)
+    and all-to-all (p-1)/p (REFERENCE §4; Patarasuk & Yuan 2009); send 1, recv 0,
+    barrier and other 0. The same accounting as
+    :func:`zerocalc.collectives.bytes_sent_per_rank` with the ring algorithm (a test checks it).
+    """
+    if op == "send":
+        return 1.0
+    if op in ("recv", "barrier", "other") or p <= 1:
+        return 0.0
+    share = (p - 1) / p
+    if op == "all_reduce":
+        return 2 * share
+    if op in ("reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"):
+        return share
+    raise UnknownNameError("collective", op, list(OP_NAMES))
+
+
+def busbw_factor(op: str, p: float) -> float:
+    """nccl-tests bus-bandwidth factor (``busbw = algbw × factor``, REFERENCE §4).
+
+    all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all (p-1)/p; broadcast,
+    reduce, send/recv 1. For the ring this is also the time-relevant bytes per rank ÷ n.
+    """
+    if op == "all_reduce":
+        return 2 * (p - 1) / p
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (p - 1) / p
+    if op in ("broadcast", "reduce", "send", "recv"):
+        return 1.0
+    raise UnknownNameError("collective", op, list(_OP_VERBS) + ["send", "recv"])
+
+
+def latency_hops(op: str, p: float) -> float:
+    """α terms of the ring (REFERENCE §4 and NCCL ``tuning.cc``): all-reduce 2(p-1), others p-1, p2p 1."""
+    if op == "all_reduce":
+        return 2.0 * (p - 1)
+    if op in ("send", "recv"):
+        return 1.0
+    return float(p - 1)
+
+
+def _num(col: pd.Series) -> np.ndarray:
+    """A nullable pandas column as float numpy with NaN for missing."""
+    return pd.to_numeric(col, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+
+
+def full_vector_elements(op: np.ndarray, in_nelems: np.ndarray, out_nelems: np.ndarray) -> np.ndarray:
+    """Elements of the collective's full vector (REFERENCE §4 convention) from the canonical in/out.
+
+    all-reduce, broadcast, reduce: in = out = full; all-gather: out (= shard × p);
+    reduce-scatter: in; all-to-all: the rank's send buffer (in); send: in; others 0.
+    """
+    full = np.where(np.isnan(out_nelems), in_nelems, np.fmax(in_nelems, out_nelems))
+    full = np.where(np.isin(op, ["all_to_all", "send"]), in_nelems, full)
+    full = np.where(np.isin(op, ["recv", "barrier", "other"]), 0.0, full)
+    return full
+
+
+# ---------------------------------------------------------------------------
+# α-β fit
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AlphaBetaFit:
+    """The fitted ring α-β model of one collective (or of several pooled ops) on one group size.
+
+    ``latency_s`` is the model's time of an empty message, ``h·α``; ``busbw_Bps`` is
+    ``1/β`` (bus bandwidth in bytes/s, comparable with nccl-tests' busbw column × 1e9).
+    Standard errors come from each least-squares fit's residuals (σ² (XᵀX)⁻¹).
+    """
+
+    op: str
+    group_size: int
+    alpha_s: float
+    alpha_se_s: float
+    latency_s: float
+    latency_se_s: float
+    beta_s_per_byte: float
+    busbw_Bps: float
+    busbw_se_Bps: float
+    method: str
+    n_points: int
+    latency_sizes_bytes: tuple[float, ...]
+    bandwidth_sizes_bytes: tuple[float, ...]
+    max_abs_rel_residual: float
+    note: str = ""
+
+    def predict_s(self, op: str, n_bytes: float, p: float) -> float:
+        """Ring α-β time of one call of ``op`` on ``n_bytes`` (full vector) over ``p`` ranks."""
+        return latency_hops(op, p) * self.alpha_s + busbw_factor(op, p) * n_bytes * self.beta_s_per_byte
+
+    def as_record(self) -> dict:
+        return {
+            "op": self.op, "group_size": self.group_size, "alpha_s": self.alpha_s,
+            "alpha_se_s": self.alpha_se_s, "latency_s": self.latency_s, "latency_se_s": self.latency_se_s,
+            "beta_s_per_byte": self.beta_s_per_byte, "busbw_GBps": self.busbw_Bps / 1e9,
+            "busbw_se_GBps": self.busbw_se_Bps / 1e9, "method": self.method, "n_points": self.n_points,
+            "n_latency_points": len(self.latency_sizes_bytes),
+            "n_bandwidth_points": len(self.bandwidth_sizes_bytes),
+            "max_abs_rel_residual": self.max_abs_rel_residual, "note": self.note,
+        }
+
+
+def _one_param_lsq(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least squares of ``y ≈ c·x`` (no intercept): c and its standard error."""
+    sxx = float(x @ x)
+    c = float(x @ y) / sxx
+    r = y - c * x
+    se = math.sqrt(float(r @ r) / (len(x) - 1) / sxx) if len(x) > 1 else math.nan
+    return c, se
+
+
+def fit_alpha_beta(
+    size_bytes: Sequence[float] | np.ndarray,
+    time_s: Sequence[float] | np.ndarray,
+    *,
+    op: str | Sequence[str],
+    group_size: float | Sequence[float],
+    share: float = 0.9,
+) -> AlphaBetaFit:
+    """Fit α (s per ring step) and β (s per byte) of ``t = h·α + f·n·β`` to measured calls.
+
+    Regimes (issue 5): the two terms are each fitted on the sizes where they dominate.
+    A size is *latency-dominated* when ``h·α ≥ share·t`` (the flat part of a sweep) and
+    *bandwidth-dominated* when ``f·n·β ≥ share·t``. Starting from α = min(t)/h and
+    β = the best observed 1/busbw, α is fitted by least squares on the latency sizes
+    with the bandwidth term held, β on the bandwidth sizes with the latency term held,
+    and the regimes are re-drawn until they stop changing (a fixed point, a few rounds).
+    Sizes in between (where NCCL switches protocol and neither term explains the time)
+    take no part and show up in ``max_abs_rel_residual``.
+
+    When either regime holds fewer than two sizes (a trace's few bucket sizes), both
+    parameters are fitted jointly by least squares of the *relative* error
+    (rows weighted by 1/t, close to a fit in log space): method ``"joint"``.
+
+    ``op`` and ``group_size`` may be one value or one per row (pooled ops share α and β:
+    the model's hops and bus factors put them on one scale). ``size_bytes`` is the full
+    vector (nccl-tests ``size``; REFERENCE §4).
+    """
+    n = np.asarray(size_bytes, dtype=float)
+    t = np.asarray(time_s, dtype=float)
+    if n.shape != t.shape:
+        raise ConfigError("sizes and times differ in length", option="fit")
+    m = len(n)
+    ops = [op] * m if isinstance(op, str) else list(op)
+    ps = np.full(m, float(group_size)) if np.isscalar(group_size) else np.asarray(group_size, dtype=float)
+    ok = np.isfinite(n) & np.isfinite(t) & (t > 0) & (n >= 0) & (ps > 1)
+    n, t, ps = n[ok], t[ok], ps[ok]
+    ops = [o for o, k in zip(ops, ok, strict=True) if k]
+    op_label = ops[0] if len(set(ops)) == 1 else "+".join(sorted(set(ops)))
+    p_label = int(ps[0]) if len(set(ps.tolist())) == 1 else -1
+    if len(n) < 2 or len(set(n.tolist())) < 2:
+        raise TraceMismatchError(
+            f"cannot fit α and β for {op_label}: need timed calls of at least two sizes, "
+            f"got {len(n)} call(s) of {len(set(n.tolist()))} size(s)"
+        )
+    h = np.array([latency_hops(o, p) for o, p in zip(ops, ps, strict=True)])
+    x = np.array([busbw_factor(o, p) for o, p in zip(ops, ps, strict=True)]) * n
+
+    alpha = float(np.min(t / h))
+    beta = float(np.min(t[x > 0] / x[x > 0])) if np.any(x > 0) else math.nan
+    lat = bw = np.zeros(len(n), bool)
+    method, a_se, b_se = "regimes", math.nan, math.nan
+    for _ in range(20):
+        new_lat = h * alpha >= share * t
+        new_bw = x * beta >= share * t
+        if new_lat.sum() < 2 or new_bw.sum() < 2:
+            method = "joint"
+            break
+        if np.array_equal(new_lat, lat) and np.array_equal(new_bw, bw):
+            break
+        lat, bw = new_lat, new_bw
+        alpha, a_se = _one_param_lsq(h[lat], (t - x * beta)[lat])
+        beta, b_se = _one_param_lsq(x[bw], (t - h * alpha)[bw])
+    if method == "joint":
+        lat = bw = np.ones(len(n), bool)
+        design = np.column_stack([h, x]) / t[:, None]
+        coef, *_ = np.linalg.lstsq(design, np.ones(len(n)), rcond=None)
+        resid = np.ones(len(n)) - design @ coef
+        dof = max(len(n) - 2, 1)
+        cov = float(resid @ resid) / dof * np.linalg.pinv(design.T @ design)
+        alpha, beta = float(coef[0]), float(coef[1])
+        a_se, b_se = float(np.sqrt(max(cov[0, 0], 0.0))), float(np.sqrt(max(cov[1, 1], 0.0)))
+    rel = (h * alpha + x * beta - t) / t
+    h0 = latency_hops(ops[0], ps[0])
+    notes = []
+    if beta <= 0 or alpha < 0:
+        notes.append("the fit is unphysical (α < 0 or β ≤ 0): the timings do not follow α-β")
+    if method == "joint" and len(n) < 3:
+        notes.append("two sizes: the fit is exact, no uncertainty")
+    return AlphaBetaFit(
+        op=op_label, group_size=p_label, alpha_s=alpha, alpha_se_s=a_se,
+        latency_s=h0 * alpha, latency_se_s=h0 * a_se,
+        beta_s_per_byte=beta,
+        busbw_Bps=1.0 / beta if beta > 0 else math.nan,
+        busbw_se_Bps=b_se / beta**2 if beta > 0 else math.nan,
+        method=method, n_points=len(n),
+        latency_sizes_bytes=tuple(sorted(set(n[lat].tolist()))) if method == "regimes" else (),
+        bandwidth_sizes_bytes=tuple(sorted(set(n[bw].tolist()))) if method == "regimes" else (),
+        max_abs_rel_residual=float(np.max(np.abs(rel))),
+        note="; ".join(notes),
+    )
+
+
+def _size_bytes(table: pd.DataFrame) -> np.ndarray:
+    """Full-vector bytes per row: nccl-tests' ``size_bytes`` where present, else elements × bytes."""
+    full = full_vector_elements(table["op"].astype(str).to_numpy(), _num(table["in_nelems"]),
+                                _num(table["out_nelems"])) * _num(table["elem_bytes"])
+    if "size_bytes" in table.columns:
+        sb = _num(table["size_bytes"])
+        full = np.where(np.isnan(sb), full, sb)
+    return full
+
+
+def fit_table(table: pd.DataFrame, *, pooled: bool = False) -> list[AlphaBetaFit]:
+    """Fit α-β per (op, group size) on every timed row of a canonical table (or nccl-tests rows).
+
+    Rows without ``duration_s``, with a group of one or with no data are left out.
+    ``pooled=True`` fits one α and β over all data-carrying ops per group size instead.
+    Raises :class:`TraceMismatchError` when nothing can be fitted.
+    """
+    if table.empty or "duration_s" not in table.columns:
+        raise TraceMismatchError("no timed collectives to fit (the input has no durations)")
+    df = pd.DataFrame({
+        "op": table["op"].astype(str).to_numpy(),
+        "p": _num(table["group_size"]),
+        "n": _size_bytes(table),
+        "t": _num(table["duration_s"]),
+    })
+    df = df[df["op"].isin(list(_OP_VERBS)) & (df["p"] > 1) & (df["n"] > 0) & (df["t"] > 0)]
+    if df.empty:
+        raise TraceMismatchError("no timed collectives with a size and a group of two or more ranks to fit")
+    fits, errors = [], []
+    keys = ["p"] if pooled else ["op", "p"]
+    for _, g in df.groupby(keys, sort=True):
+        try:
+            fits.append(fit_alpha_beta(g["n"], g["t"], op=list(g["op"]), group_size=list(g["p"])))
+        except TraceMismatchError as exc:
+            errors.append(str(exc))
+    if not fits:
+        raise TraceMismatchError("; ".join(errors))
+    return fits
+
+
+def fits_frame(fits: Iterable[AlphaBetaFit]) -> pd.DataFrame:
+    """Fits as a tidy table (one row per fit, units in column names)."""
+    return pd.DataFrame([f.as_record() for f in fits])
+
+
+# ---------------------------------------------------------------------------
+# Measured volume
+# ---------------------------------------------------------------------------
+
+#: Category of every measured call, with what it means (issue 5).
+CATEGORIES: dict[str, str] = {
+    "step": "gradient and parameter traffic of the step (what the schemes model)",
+    "buffers": "per-step broadcasts of model buffers (e.g. DDP's BatchNorm statistics), not parameters",
+    "scalar": "small scalar collectives (loss, gradient norm, overflow flags) and barriers",
+    "one_off": "traffic outside the steady state (initial broadcasts, calls outside the profiled steps)",
+    "unexplained": "collectives no data-parallel scheme explains (all-to-all, point-to-point, other groups)",
+}
+
+#: A collective whose full vector has at most this many elements is a scalar collective.
+SCALAR_MAX_ELEMENTS = 1024
+#: Per-step broadcasts moving less than this share of Ψ are model buffers, not parameters.
+BUFFER_MAX_SHARE_OF_PSI = 0.5
+#: Relative tolerance of "the same volume" (padding of shards, rounding in traces).
+RTOL = 0.02
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a trace says, per rank and per step, with how each fact was obtained.
+
+    ``calls`` is the canonical table plus columns ``step_id`` (the step used),
+    ``elem_bytes_used``, ``full_elements``, ``bytes_sent`` and ``category``.
+    ``psi_how``, ``n_how``, ``steps_how`` and ``notes`` are sentences for the user.
+    """
+
+    calls: pd.DataFrame
+    psi: int
+    psi_how: str
+    psi_trace: int | None
+    n: int
+    n_how: str
+    steps: int
+    steps_how: str
+    ranks: tuple[int, ...]
+    comm_elem_bytes: float
+    comm_dtype: str
+    notes: tuple[str, ...]
+    per_step: pd.DataFrame  # rank, step_id, category, calls, bytes_sent, duration_s
+    categories: pd.DataFrame  # category, description, calls_per_rank_per_step, bytes_per_rank_per_step, ...
+    #: (op, calls, full elements, bytes) per rank and step, in first-appearance order
+    pattern: tuple[tuple[str, float, float, float], ...]
+    order_variants: int
+
+    @property
+    def bytes_per_rank_per_step(self) -> float:
+        """Mean over ranks and steps of the step category's bytes sent."""
+        row = self.categories[self.categories["category"] == "step"]
+        return float(row["bytes_per_rank_per_step"].iloc[0]) if len(row) else 0.0
+
+
+def _world_sizes(meta: dict | None) -> dict[str, int]:
+    out = {}
+    for f, m in (meta or {}).items():
+        ws = m.get("world_size") if isinstance(m, dict) else None
+        if ws is not None and not pd.isna(ws):
+            out[str(f)] = int(ws)
+    return out
+
+
+def _order_calls(df: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in ("rank", "start_s", "source_line") if c in df.columns]
+    return df.sort_values(keys, kind="stable", na_position="last")
+
+
+def _repeating_suffix(sig: list, want: int | None) -> tuple[int, int]:
+    """(period, repetitions) of the longest run of equal blocks ending the sequence.
+
+    With ``want`` (``--steps K``): the smallest period repeated exactly K times at the end,
+    else the smallest repeated at least K times; (0, 0) when there is none.
+    """
+    m = len(sig)
+    best = (0, 0)
+    exact = None
+    at_least = None
+    for p in range(1, m // 2 + 1 if want is None else m // max(want, 1) + 1):
+        block = sig[m - p:]
+        reps = 1
+        while (reps + 1) * p <= m and sig[m - (reps + 1) * p: m - reps * p] == block:
+            reps += 1
+        if want is None:
+            if reps >= 2 and p * reps > best[0] * best[1]:
+                best = (p, reps)
+        else:
+            if reps == want and exact is None:
+                exact = (p, reps)
+            if reps >= want and at_least is None:
+                at_least = (p, want)
+    if want is None:
+        return best
+    return exact or at_least or (0, 0)
+
+
+def measure(
+    table: pd.DataFrame,
+    *,
+    psi: int | None = None,
+    n: int | None = None,
+    steps: int | None = None,
+    dtype: str | None = None,
+    meta: dict | None = None,
+) -> Measurement:
+    """Bytes each rank sent per step, by category, from a canonical trace table (issue 5).
+
+    ``psi``, ``n``, ``steps`` and ``dtype`` are the user's options (None: infer from the
+    trace). Raises :class:`TraceMismatchError` for mixed world sizes, no collectives,
+    or options the trace contradicts, and :class:`ConfigError` for bad option values.
+    """
+    from zerocalc.traces.schema import DTYPE_BYTES  # the one dtype → bytes table
+
+    notes: list[str] = []
+    if steps is not None and steps < 1:
+        raise ConfigError(f"must be a positive integer, got {steps}", option="--steps")
+    if n is not None and n < 1:
+        raise ConfigError(f"must be a positive integer, got {n}", option="--n")
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise UnknownNameError("dtype", dtype, list(DTYPE_BYTES))
+
+    ws = _world_sizes(meta)
+    if len(set(ws.values())) > 1:
+        by = ", ".join(f"{f} ({w})" for f, w in sorted(ws.items()))
+        raise TraceMismatchError(f"traces of different world sizes mixed: {by}")
+    df = table[table["op"].astype(str) != "other"] if len(table) else table
+    if df.empty or not df["op"].astype(str).isin(list(_OP_VERBS)).any():
+        files = ", ".join(sorted(set(table["file"].astype(str)))) if len(table) else "the input"
+        raise TraceMismatchError(f"no collectives in {files}: nothing to check")
+    df = _order_calls(df.reset_index(drop=True)).reset_index(drop=True)
+    df["rank"] = df["rank"].fillna(0).astype(int)
+    op = df["op"].astype(str).to_numpy()
+
+    # --- N: option or the trace's data-parallel group size --------------------------------
+    gs = _num(df["group_size"])
+    data_ops = np.isin(op, list(_OP_VERBS))
+    world = next(iter(ws.values()), None)
+    if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
+        raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
+    gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
+    sizes_by_elems = Counter()
+    in_e, out_e = _num(df["in_nelems"]), _num(df["out_nelems"])
+    full = full_vector_elements(op, in_e, out_e)
+    for p, e in zip(gs[data_ops], np.nan_to_num(full[data_ops]), strict=True):
+        sizes_by_elems[int(p)] += e
+    trace_n = max(sizes_by_elems, key=lambda k: (sizes_by_elems[k], k))
+    if n is None:
+        n = trace_n
+        n_how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
+        n_how += f"; world_size {world} in the trace header)" if world is not None else ")"
+    else:
+        if n not in sizes_by_elems:
+            raise TraceMismatchError(
+                f"--n {n} contradicts the trace: its collectives run on groups of "
+                f"{', '.join(str(k) for k in sorted(sizes_by_elems))} ranks"
+            )
+        n_how = f"N = {n}: from --n (the trace has collectives on groups of {n})"
+    ranks = tuple(sorted(set(df["rank"].tolist())))
+    if world is not None and len(ranks) > world:
+        raise TraceMismatchError(f"{len(ranks)} ranks in the traces but world_size is {world}")
+
+    # --- element types: recorded, else --dtype, else the rest of the trace ----------------
+    eb = _num(df["elem_bytes"])
+    missing = np.isnan(eb) & data_ops & (np.nan_to_num(full) > 0)
+    if missing.any():
+        if dtype is not None:
+            eb = np.where(missing, DTYPE_BYTES[dtype], eb)
+            notes.append(f"element type of {int(missing.sum())} call(s) not recorded: {dtype} from --dtype")
+        else:
+            known = ~np.isnan(eb) & data_ops
+            if not known.any():
+                raise TraceMismatchError(
+                    f"the trace records no element type for its {int(missing.sum())} collective(s): "
+                    "give --dtype"
+                )
+            dt = df["dtype"].astype("string").fillna("").to_numpy()
+            step_col = df["step"]
+            fill = eb.copy()
+            how = Counter()
+            for i in np.flatnonzero(missing):
+                same = known & (df["rank"].to_numpy() == df["rank"].iat[i])
+                if not pd.isna(step_col.iat[i]):
+                    same &= (step_col == step_col.iat[i]).fillna(False).to_numpy()
+                pool = same if same.any() else known
+                w = Counter()
+                for j in np.flatnonzero(pool):
+                    w[(dt[j], eb[j])] += np.nan_to_num(full[j]) * eb[j]
+                (name, b), _ = w.most_common(1)[0]
+                fill[i] = b
+                how[(op[i], name, "the same step" if same.any() else "the rest of the trace")] += 1
+            eb = fill
+            for (o, name, where), cnt in sorted(how.items()):
+                notes.append(
+                    f"element type of {cnt} {OP_NAMES[o]} call(s) not recorded in the trace: "
+                    f"taken as {name} ({int(DTYPE_BYTES.get(name, 0)) or '?'} B) from {where}"
+                )
+    nosize = data_ops & np.isnan(full)
+    if nosize.any():
+        notes.append(f"{int(nosize.sum())} call(s) record no size: counted as 0 bytes")
+    full = np.nan_to_num(full)
+    eb = np.nan_to_num(eb)
+    ring = np.array([ring_bytes_factor(o, p) if o in OP_NAMES else 0.0
+                     for o, p in zip(op, np.nan_to_num(gs, nan=1.0), strict=True)])
+    sent = ring * full * eb
+
+    # --- steps ---------------------------------------------------------------------------
+    step_marked = df["step"].notna().to_numpy()
+    step_id = np.full(len(df), -1, dtype=int)
+    if step_marked.any():
+        step_id[step_marked] = df.loc[step_marked, "step"].astype(int).to_numpy()
+        marked = len(set(step_id[step_marked].tolist()))
+        if steps is not None and steps != marked:
+            raise TraceMismatchError(f"--steps {steps} but the trace marks {marked} step(s)")
+        steps_how = f"{marked} step(s) from the trace's step markers"
+    else:
+        periods = {}
+        rank_arr = df["rank"].to_numpy()
+        sig = [(o, a, b, p) for o, a, b, p in zip(op, np.nan_to_num(in_e), np.nan_to_num(out_e), gs,
+                                                  strict=True)]
+        for r in ranks:
+            idx = np.flatnonzero(rank_arr == r)
+            seq = [sig[i] for i in idx]
+            per, reps = _repeating_suffix(seq, steps)
+            if per == 0:
+                if steps is not None:
+                    raise TraceMismatchError(
+                        f"--steps {steps}: the calls of rank {r} do not end in {steps} repetitions "
+                        "of one pattern"
+                    )
+                per, reps = len(seq), 1
+            start = len(seq) - per * reps
+            step_id[idx[start:]] = np.arange(per * reps) // per
+            periods[r] = (per, reps, start)
+        pers = sorted({v[:2] for v in periods.values()})
+        per, reps = pers[0]
+        lead = max(v[2] for v in periods.values())
+        if reps == 1:
+            steps_how = "no step markers and no repeating pattern: the whole trace is taken as one step"
+        elif steps is not None:
+            steps_how = f"{reps} step(s) from --steps (each the last {reps} repetitions of {per} calls)"
+        else:
+            steps_how = (f"{reps} step(s) from a repeating pattern of {per} calls per step "
+                         "(the trace has no step markers)")
+        if lead:
+            steps_how += f"; {lead} call(s) before the first repetition count as one-off"
+        if len(pers) > 1:
+            notes.append(f"ranks repeat different patterns: {pers}")
+    n_steps = len(set(step_id[step_id >= 0].tolist())) or 1
+
+    # --- categories ----------------------------------------------------------------------
+    cat = np.full(len(df), "step", dtype=object)
+    cat[~np.isin(op, list(DP_OPS) + ["barrier"])] = "unexplained"
+    other_group = np.isin(op, list(DP_OPS)) & (gs != n)
+    cat[other_group] = "unexplained"
+    cat[(cat == "step") & (step_id < 0)] = "one_off"
+    rank_arr = df["rank"].to_numpy()
+    if n_steps > 1:
+        sigs = list(zip(rank_arr, op, full, gs, strict=True))
+        present: dict = {}
+        for i, s in enumerate(sigs):
+            if cat[i] == "step":
+                present.setdefault(s, set()).add(step_id[i])
+        steps_of_rank = {r: set(step_id[(rank_arr == r) & (step_id >= 0)].tolist()) for r in ranks}
+        for i, s in enumerate(sigs):
+            if cat[i] == "step" and present[s] != steps_of_rank[s[0]]:
+                cat[i] = "one_off"
+    # Ψ as the trace sees it: the element total of one step's gradient collective(s).
+    grad = ((cat == "step") & np.isin(op, ["all_reduce", "reduce_scatter", "reduce"])
+            & (full > SCALAR_MAX_ELEMENTS))
+    psi_trace = None
+    if grad.any():
+        tot = pd.Series(full[grad]).groupby([rank_arr[grad], step_id[grad]]).sum()
+        psi_trace = int(round(float(tot.median())))
+        if tot.min() != tot.max():
+            notes.append(f"gradient elements per step vary between {int(tot.min()):,} and {int(tot.max()):,}")
+    psi_ref = psi_trace if psi_trace is not None else psi
+    bc = (cat == "step") & (op == "broadcast")
+    if bc.any() and psi_ref:
+        bc_tot = pd.Series(full[bc]).groupby([rank_arr[bc], step_id[bc]]).sum()
+        if float(bc_tot.max()) < BUFFER_MAX_SHARE_OF_PSI * psi_ref:
+            cat[bc] = "buffers"
+    cat[(cat == "step") & ((full <= SCALAR_MAX_ELEMENTS) | (op == "barrier"))] = "scalar"
+    cat[(cat == "one_off") & (op == "barrier")] = "scalar"
+
+    # --- Ψ: option or trace ----------------------------------------------------------------
+    if psi is None:
+        if psi_trace is None:
+            raise TraceMismatchError(
+                "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
+                "to infer Ψ from: give --psi"
+            )
+        psi = psi_trace
+        psi_how = (f"Ψ = {psi:,}: inferred from the trace (elements of one step's gradient "
+                   f"{'/'.join(sorted({OP_NAMES[o] for o in op[grad]}))} calls)")
+    else:
+        if psi_trace is not None and abs(psi_trace - psi) > RTOL * psi:
+            raise TraceMismatchError(
+                f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
+                "elements per step"
+            )
+        psi_how = f"Ψ = {psi:,}: from --psi"
+        psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per step)"
+                    if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
+
+    # --- element bytes on the wire: the step traffic's dominant type ----------------------
+    stepmask = cat == "step"
+    dt = df["dtype"].astype("string").fillna("?").to_numpy()
+    w = Counter()
+    for i in np.flatnonzero(stepmask):
+        w[(dt[i], eb[i])] += sent[i]
+    if w:
+        (comm_dtype, comm_eb), _ = w.most_common(1)[0]
+    else:
+        comm_dtype, comm_eb = (dtype or "fp32"), float(DTYPE_BYTES[dtype or "fp32"])
+        notes.append(f"no step traffic: the model is evaluated with {comm_dtype} on the wire")
+    if comm_dtype == "?":
+        comm_dtype = next((k for k, v in DTYPE_BYTES.items() if v == comm_eb), "?")
+
+    calls = df.copy()
+    calls["step_id"] = step_id
+    calls["elem_bytes_used"] = eb
+    calls["full_elements"] = full
+    calls["bytes_sent"] = sent
+    calls["category"] = cat
+
+    dur = _num(df["duration_s"]) if "duration_s" in df.columns else np.full(len(df), np.nan)
+    calls["duration_used_s"] = dur
+    per_step = (
+        calls.assign(one=1)
+        .groupby(["rank", "step_id", "category"], sort=True)
+        .agg(calls=("one", "sum"), bytes_sent=("bytes_sent", "sum"),
+             duration_s=("duration_used_s", lambda s: s.sum(min_count=1)))
+        .reset_index()
+    )
+    n_rank_steps = len(ranks) * n_steps
+    rows = []
+    for c, desc in CATEGORIES.items():
+        sub = per_step[per_step["category"] == c]
+        if c == "one_off":
+            rows.append({"category": c, "description": desc,
+                         "calls_per_rank_per_step": sub["calls"].sum() / len(ranks),
+                         "bytes_per_rank_per_step": sub["bytes_sent"].sum() / len(ranks),
+                         "min_bytes": math.nan, "max_bytes": math.nan, "per": "rank (whole trace)"})
+            continue
+        full_grid = (sub.set_index(["rank", "step_id"])["bytes_sent"]
+                     .reindex(pd.MultiIndex.from_product([ranks, sorted(set(step_id[step_id >= 0].tolist()))
+                                                          or [0]]), fill_value=0.0))
+        rows.append({"category": c, "description": desc,
+                     "calls_per_rank_per_step": sub["calls"].sum() / n_rank_steps,
+                     "bytes_per_rank_per_step": sub["bytes_sent"].sum() / n_rank_steps,
+                     "min_bytes": float(full_grid.min()), "max_bytes": float(full_grid.max()),
+                     "per": "rank and step"})
+    categories = pd.DataFrame(rows)
+    unexp = calls[calls["category"] == "unexplained"]
+    if len(unexp):
+        what = Counter(
+            f"{OP_NAMES.get(o, o)} on {int(p) if not pd.isna(p) else '?'} ranks"
+            for o, p in zip(unexp["op"].astype(str), _num(unexp["group_size"]), strict=True)
+        )
+        notes.append("not explained by any data-parallel scheme, reported apart: "
+                     + ", ".join(f"{k} ×{v}" for k, v in sorted(what.items())))
+
+    pattern, variants = _measured_pattern(calls[calls["category"] == "step"], len(ranks) * n_steps)
+    return Measurement(
+        calls=calls, psi=int(psi), psi_how=psi_how, psi_trace=psi_trace, n=int(n), n_how=n_how,
+        steps=n_steps, steps_how=steps_how, ranks=ranks, comm_elem_bytes=float(comm_eb),
+        comm_dtype=str(comm_dtype), notes=tuple(notes), per_step=per_step, categories=categories,
+        pattern=pattern, order_variants=variants,
+    )
+
+
+def _measured_pattern(step_calls: pd.DataFrame, n_rank_steps: int):
+    """Per-step ops in first-appearance order, each with mean calls, full elements and bytes."""
+    if step_calls.empty:
+        return (), 0
+    orders = Counter()
+    for _, g in step_calls.groupby(["rank", "step_id"], sort=False):
+        orders[tuple(dict.fromkeys(g["op"].astype(str)))] += 1
+    order = orders.most_common(1)[0][0]
+    agg = step_calls.groupby(step_calls["op"].astype(str)).agg(
+        calls=("op", "size"), elems=("full_elements", "sum"), bytes=("bytes_sent", "sum"))
+    pattern = tuple(
+        (o, float(agg.at[o, "calls"]) / n_rank_steps, float(agg.at[o, "elems"]) / n_rank_steps,
+         float(agg.at[o, "bytes"]) / n_rank_steps)
+        for o in order
+    )
+    return pattern, len(orders)
+
+
+# ---------------------------------------------------------------------------
+# Comparison with the schemes
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemeComparison:
+    """One scheme against the measured step: volume, pattern and, if it differs, why."""
+
+    scheme: str
+    predicted_bytes_per_rank_per_step: float
+    measured_bytes_per_rank_per_step: float
+    ratio: float  # measured ÷ predicted
+    volume_match: bool
+    pattern_match: bool
+    order: str  # "same", "rotated" (same cyclic order, the step boundary falls elsewhere), "different"
+    predicted_pattern: tuple[tuple[str, float, float, float], ...]  # (op, calls, elements, bytes)
+    measured_pattern: tuple[tuple[str, float, float, float], ...]
+    explanation: str
+    equivalent_to_dp: bool
+    predicted_time_s: float = math.nan
+
+    def as_record(self, psi: float) -> dict:
+        def pat(p):
+            return [{"op": o, "calls": c, "elements_over_psi": e / psi, "bytes": b} for o, c, e, b in p]
+
+        return {
+            "scheme": self.scheme,
+            "predicted_bytes_per_rank_per_step": self.predicted_bytes_per_rank_per_step,
+            "measured_bytes_per_rank_per_step": self.measured_bytes_per_rank_per_step,
+            "ratio": self.ratio,
+            "volume_match": self.volume_match,
+            "pattern_match": self.pattern_match,
+            "order": self.order,
+            "predicted_pattern": pat(self.predicted_pattern),
+            "measured_pattern": pat(self.measured_pattern),
+            "explanation": self.explanation,
+            "equivalent_to_dp": self.equivalent_to_dp,
+            "predicted_time_s": None if math.isnan(self.predicted_time_s) else self.predicted_time_s,
+        }
+
+
+def _gpus_per_node(n: int, gpus_per_node: int | None) -> int:
+    if gpus_per_node is None:
+        return n if n <= 8 or n % 8 else 8
+    if gpus_per_node < 1 or (n > gpus_per_node and n % gpus_per_node):
+        raise ConfigError(f"{gpus_per_node} does not divide N = {n}", option="--gpus-per-node")
+    return min(gpus_per_node, n)
+
+
+def predicted_pattern(scheme, *, psi: float, n: int, g: int, comm_bytes: float):
+    """A scheme's phases as numbers, merged per op in first-appearance order: (op, calls, elements, bytes).
+
+    Phases on a group of one rank move nothing and are left out. Bytes per rank under the
+    ring accounting of :func:`ring_bytes_factor`, the same as ``Scheme.bytes_per_rank()``.
+    """
+    from zerocalc import symbols as S
+
+    vals = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes, S.b_param: comm_bytes, S.b_grad: comm_bytes}
+    acc: dict[str, list[float]] = {}
+    for ph in scheme.phases:
+        p = float(ph.group.size.subs(vals))
+        calls = float(sympy_float(ph.calls, vals))
+        elems = float(sympy_float(ph.elements, vals))
+        eb = float(sympy_float(ph.elem_bytes, vals))
+        op = str(ph.collective.value)
+        if p <= 1:
+            continue
+        a = acc.setdefault(op, [0.0, 0.0, 0.0])
+        a[0] += calls
+        a[1] += calls * elems
+        a[2] += calls * ring_bytes_factor(op, p) * elems * eb
+    return tuple((o, *v) for o, v in acc.items())
+
+
+def sympy_float(expr, vals) -> float:
+    """A sympy expression (or number) evaluated at ``vals``."""
+    return float(expr.subs(vals)) if hasattr(expr, "subs") else float(expr)
+
+
+def _rotations(seq: tuple) -> list[tuple]:
+    return [seq[i:] + seq[:i] for i in range(len(seq))] or [()]
+
+
+def _psi_mult(x: float) -> str:
+    """``2.0 → '2Ψ'``, ``0.25 → '0.25Ψ'``."""
+    return f"{x:.3g}Ψ" if abs(x - 1) > 1e-9 else "Ψ"
+
+
+def _names(ops: Iterable[str]) -> str:
+    return " + ".join(OP_NAMES[o] for o in ops)
+
+
+def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str:
+    """One sentence saying how the measured step differs from (or agrees with) ``name``."""
+    pm = {o: (c, e, b) for o, c, e, b in pred}
+    mm = {o: (c, e, b) for o, c, e, b in meas}
+    extra = [o for o in mm if o not in pm]
+    missing = [o for o in pm if o not in mm]
+    parts = []
+    if extra and missing:
+        what = " + ".join(f"{OP_NAMES[o]} of {_psi_mult(mm[o][1] / psi)}" for o in extra)
+        parts.append(f"{what} where {name} "
+                     + " and ".join(f"{_OP_VERBS[o]} {_psi_mult(pm[o][1] / psi)}" for o in missing))
+    elif extra:
+        parts.append(" + ".join(f"{OP_NAMES[o]} of {_psi_mult(mm[o][1] / psi)}" for o in extra)
+                     + f" that {name} does not have")
+    elif missing:
+        parts.append(f"no {_names(missing)} where {name} "
+                     + " and ".join(f"{_OP_VERBS[o]} {_psi_mult(pm[o][1] / psi)}" for o in missing))
+    for o in mm:
+        if o in pm and not math.isclose(mm[o][2], pm[o][2], rel_tol=RTOL):
+            parts.append(f"{OP_NAMES[o]} of {_psi_mult(mm[o][1] / psi)} per step in {mm[o][0]:.3g} call(s) "
+                         f"where {name} {_OP_VERBS[o]} {_psi_mult(pm[o][1] / psi)} in {pm[o][0]:.3g}")
+    if not parts and order == "different":
+        parts.append(f"same collectives in another order ({_names(o for o, *_ in meas)} vs "
+                     f"{_names(o for o, *_ in pred)})")
+    same_volume = math.isclose(ratio, 1.0, rel_tol=RTOL)
+    if not parts:
+        s = f"matches {name}: {_names(o for o, *_ in meas)} of the predicted volume"
+        if order == "rotated":
+            s += (f", in rotated order ({name}: {_names(o for o, *_ in pred)}; the step boundary falls "
+                  "elsewhere, which the wire cannot tell)")
+        return s
+    tail = "same volume" if same_volume else f"{ratio:.3g}× {name}'s volume"
+    if same_volume and set(extra) | set(missing) == {"all_reduce", "reduce_scatter", "all_gather"}:
+        tail += " (a ring all-reduce is a reduce-scatter plus an all-gather), different pattern"
+    return "; ".join(parts) + f": {tail}"
+
+
+def compare(
+    m: Measurement,
+    schemes: Sequence[str] | None = None,
+    *,
+    gpus_per_node: int | None = None,
+    fit: AlphaBetaFit | None = None,
+) -> list[SchemeComparison]:
+    """Every scheme (or the ones named) against the measured step traffic, in SCHEME_NAMES order."""
+    from zerocalc.schemes import SCHEME_NAMES, get_scheme
+
+    names = list(SCHEME_NAMES) if not schemes else [get_scheme(s).name for s in schemes]
+    g = _gpus_per_node(m.n, gpus_per_node)
+    meas = m.pattern
+    measured = m.bytes_per_rank_per_step
+    out = []
+    for name in names:
+        sch = get_scheme(name)
+        pred = predicted_pattern(sch, psi=m.psi, n=m.n, g=g, comm_bytes=m.comm_elem_bytes)
+        predicted = sum(b for *_, b in pred)
+        ratio = measured / predicted if predicted > 0 else (math.inf if measured > 0 else 1.0)
+        volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
+        mo, po = tuple(o for o, *_ in meas), tuple(o for o, *_ in pred)
+        if mo == po:
+            order = "same"
+        elif set(mo) == set(po) and len(mo) == len(po) and mo in _rotations(po):
+            order = "rotated"
+        else:
+            order = "different"
+        per_op_ok = set(mo) == set(po) and all(
+            math.isclose(b, dict((o, bb) for o, *_, bb in pred)[o], rel_tol=RTOL) for o, *_, b in meas
+        )
+        pattern_match = per_op_ok and order != "different"
+        t_pred = math.nan
+        if fit is not None:
+            t_pred = 0.0
+            for ph in sch.phases:
+                from zerocalc import symbols as S
+
+                vals = {S.Psi: m.psi, S.N: m.n, S.G: g, S.b_comm: m.comm_elem_bytes}
+                p = float(ph.group.size.subs(vals))
+                if p > 1:
+                    nb = sympy_float(ph.elements, vals) * sympy_float(ph.elem_bytes, vals)
+                    t_pred += sympy_float(ph.calls, vals) * fit.predict_s(str(ph.collective.value), nb, p)
+        out.append(SchemeComparison(
+            scheme=name, predicted_bytes_per_rank_per_step=predicted,
+            measured_bytes_per_rank_per_step=measured,
+            ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
+            predicted_pattern=pred, measured_pattern=meas,
+            explanation=_explain(name, pred, meas, ratio, order, m.psi),
+            equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred,
+        ))
+    return out
+
+
+def consistent(comparisons: Sequence[SchemeComparison]) -> list[str]:
+    """Names of the schemes whose pattern and volume match, best first.
+
+    Best = same order before rotated order, then the closer volume; ties keep the scheme
+    order of :data:`zerocalc.schemes.SCHEME_NAMES`.
+    """
+    ok = [c for c in comparisons if c.pattern_match]
+    ok.sort(key=lambda c: (c.order != "same", abs(math.log(c.ratio)) if c.ratio > 0 else math.inf))
+    return [c.scheme for c in ok]
+
+
+def indistinguishable(comparisons: Sequence[SchemeComparison]) -> list[list[str]]:
+    """Groups of consistent schemes the trace cannot tell apart (same collectives, same volumes)."""
+    groups: dict[tuple, list[str]] = {}
+    for c in comparisons:
+        if c.pattern_match:
+            key = tuple(sorted((o, round(b)) for o, _, _, b in c.predicted_pattern))
+            groups.setdefault(key, []).append(c.scheme)
+    return [v for v in groups.values() if len(v) > 1]
+
+
+# ---------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Step communication time: α-β prediction for the measured calls vs the measured durations."""
+
+    fit: AlphaBetaFit | None
+    fit_source: str
+    predicted_step_time_s: float
+    measured_step_time_s: float
+    ratio: float
+    note: str = ""
+
+
+def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | None = None) -> Timing | None:
+    """Predicted vs measured step communication time (mean per rank and step, step category).
+
+    Without ``fit``, α and β are fitted (pooled over ops, :func:`fit_alpha_beta`) on the
+    trace's own timed step calls. Returns None when the trace has no durations.
+    """
+    step = m.calls[(m.calls["category"] == "step") & (m.calls["step_id"] >= 0)]
+    dur = step["duration_used_s"].to_numpy(dtype=float)
+    if step.empty or np.all(np.isnan(dur)):
+        return None
+    source = "given"
+    notes = []
+    if fit is None:
+        timed = step[~np.isnan(dur) & (step["full_elements"].to_numpy() > 0)]
+        try:
+            fit = fit_alpha_beta(timed["full_elements"] * timed["elem_bytes_used"], timed["duration_used_s"],
+                                 op=list(timed["op"].astype(str)), group_size=list(_num(timed["group_size"])))
+            source = "fitted on this trace's step collectives (pooled over ops)"
+        except TraceMismatchError as exc:
+            return Timing(None, "none", math.nan, float(np.nansum(dur)) / (len(m.ranks) * m.steps), math.nan,
+                          note=str(exc))
+    pred = sum(
+        fit.predict_s(o, e * b, p)
+        for o, e, b, p in zip(step["op"].astype(str), step["full_elements"], step["elem_bytes_used"],
+                              _num(step["group_size"]), strict=True)
+    ) / (len(m.ranks) * m.steps)
+    meas = float(np.nansum(dur)) / (len(m.ranks) * m.steps)
+    if backend == "gloo":
+        notes.append("gloo: durations are CPU op times that include waiting for the other ranks")
+    if fit.note:
+        notes.append(fit.note)
+    return Timing(fit, source, float(pred), meas, meas / pred if pred > 0 else math.nan, "; ".join(notes))
+
+
+# ---------------------------------------------------------------------------
+# The whole check
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Everything ``zerocalc check`` reports."""
+
+    measurement: Measurement
+    comparisons: tuple[SchemeComparison, ...]
+    matches: tuple[str, ...]
+    indistinguishable: tuple[tuple[str, ...], ...]
+    timing: Timing | None
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        """The ``check --format json`` contract (issue 5), plus detail fields."""
+        m = self.measurement
+        t = self.timing
+        return {
+            "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how,
+            "n": m.n, "n_how": m.n_how,
+            "steps": m.steps, "steps_how": m.steps_how,
+            "ranks": list(m.ranks), "comm_dtype": m.comm_dtype, "comm_elem_bytes": m.comm_elem_bytes,
+            "matches": list(self.matches),
+            "indistinguishable": [list(g) for g in self.indistinguishable],
+            "measured_bytes_per_rank_per_step": m.bytes_per_rank_per_step,
+            "categories": m.categories.to_dict(orient="records"),
+            "schemes": [c.as_record(m.psi) for c in self.comparisons],
+            "timing": None if t is None else {
+                "fit": None if t.fit is None else t.fit.as_record(), "fit_source": t.fit_source,
+                "predicted_step_time_s": t.predicted_step_time_s,
+                "measured_step_time_s": t.measured_step_time_s,
+                "ratio": t.ratio, "note": t.note,
+            },
+            "notes": list(m.notes) + list(self.notes),
+        }
+
+
+def check(
+    table: pd.DataFrame,
+    *,
+    psi: int | None = None,
+    n: int | None = None,
+    steps: int | None = None,
+    dtype: str | None = None,
+    schemes: Sequence[str] | None = None,
+    meta: dict | None = None,
+    gpus_per_node: int | None = None,
+    fit: AlphaBetaFit | None = None,
+) -> CheckResult:
+    """Measure a canonical trace table and compare it with every scheme (issue 5)."""
+    m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta)
+    backends = {str(v.get("backend")) for v in (meta or {}).values()
+                if isinstance(v, dict) and v.get("backend")}
+    t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)
+    comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None)
+    notes = []
+    if m.bytes_per_rank_per_step == 0:
+        notes.append("no gradient or parameter traffic in the steady state: no scheme can be checked")
+    return CheckResult(
+        measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
+        indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
+    )
