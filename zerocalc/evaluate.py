@@ -14,8 +14,9 @@ import sympy
 
 from zerocalc import symbols as S
 from zerocalc.collectives import Algorithm, as_algorithm
-from zerocalc.errors import ConfigError
-from zerocalc.schemes import get_scheme
+from zerocalc.errors import ConfigError, UnknownNameError
+from zerocalc.schemes import SCHEME_NAMES, SCHEMES, get_scheme
+from zerocalc.topology import DEFAULT_TOPOLOGY, Topology, get_topology
 
 #: dtype name → bytes per element on the wire
 DTYPE_BYTES: dict[str, float] = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
@@ -80,3 +81,119 @@ def model_bytes_per_rank(
     values = {s.name: 1.0 for s in S.ARGUMENTS}
     values.update(Psi=float(psi), N=float(n), G=float(g), b_comm=float(comm_bytes))
     return float(f(*(values[s.name] for s in S.ARGUMENTS)))
+
+
+def _positive(value, option: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ConfigError(f"must be positive and finite, got {value!r}", option=option)
+    return arr
+
+
+def dtype_bytes(comm_dtype: str | float) -> float:
+    """Bytes per element of a dtype name (``fp16`` → 2.0); numbers pass through."""
+    if isinstance(comm_dtype, int | float) and not isinstance(comm_dtype, bool):
+        return float(_positive(comm_dtype, "--dtype"))
+    try:
+        return DTYPE_BYTES[str(comm_dtype).lower()]
+    except KeyError:
+        raise UnknownNameError("dtype", str(comm_dtype), tuple(DTYPE_BYTES)) from None
+
+
+def evaluate_arrays(
+    schemes=None,
+    *,
+    psi,
+    n,
+    gpus_per_node: int | None = None,
+    topology: str | Topology = DEFAULT_TOPOLOGY,
+    comm_dtype: str | float = "fp16",
+    k: float = 12.0,
+    param_bytes: float = 2.0,
+    grad_bytes: float = 2.0,
+    algorithms=tuple(Algorithm),
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+    """The numeric core of :func:`evaluate` without the DataFrame: ``(config columns, {scheme: columns})``.
+
+    Configuration columns are flat arrays of one value per configuration (``psi``, ``n``,
+    ``gpus_per_node`` as modelled); per scheme the arrays ``bytes_per_rank``,
+    ``memory_bytes_per_rank`` and ``time_s_<algorithm>``.
+    """
+    topo = get_topology(topology)
+    names = [get_scheme(s).name for s in (SCHEME_NAMES if schemes is None else schemes)]
+    algs = [as_algorithm(a) for a in algorithms]
+    psi_a, n_a = np.broadcast_arrays(_positive(psi, "--psi"), np.asarray(n, dtype=float))
+    psi_a, n_a = psi_a.ravel(), n_a.ravel()
+    g = topo.gpus_per_node if gpus_per_node is None else gpus_per_node
+    g_a = np.broadcast_to(check_layout(n_a, g).astype(float), n_a.shape)
+    k = float(np.asarray(k))
+    if not (np.isfinite(k) and k >= 0):
+        raise ConfigError(f"must be a non-negative number, got {k!r}", option="--k")
+    values = dict(topo.values(), Psi=psi_a, N=n_a, G=g_a, b_comm=dtype_bytes(comm_dtype),
+                  b_param=float(param_bytes), b_grad=float(grad_bytes), K=k)
+    args = [values[s.name] for s in S.ARGUMENTS]
+    shape = psi_a.shape
+
+    def run(name: str, quantity: str, alg: str = Algorithm.RING.value) -> np.ndarray:
+        return np.broadcast_to(np.asarray(compiled(name, quantity, alg)(*args), dtype=float), shape)
+
+    per_scheme = {}
+    for name in names:
+        cols = {"bytes_per_rank": run(name, "bytes"), "memory_bytes_per_rank": run(name, "memory")}
+        for a in algs:
+            cols[f"time_s_{a.value}"] = run(name, "time", a.value)
+        per_scheme[name] = cols
+    config = {"psi": psi_a, "n": n_a, "gpus_per_node": g_a, "b_comm": np.full(shape, values["b_comm"])}
+    return config, per_scheme
+
+
+def evaluate(
+    schemes=None,
+    *,
+    psi,
+    n,
+    gpus_per_node: int | None = None,
+    topology: str | Topology = DEFAULT_TOPOLOGY,
+    comm_dtype: str | float = "fp16",
+    k: float = 12.0,
+    param_bytes: float = 2.0,
+    grad_bytes: float = 2.0,
+    default_algorithm: Algorithm | str = Algorithm.RING,
+):
+    """Evaluate schemes over one configuration or a sweep; a tidy ``pandas.DataFrame``.
+
+    ``psi`` (parameters) and ``n`` (ranks) are scalars or arrays that broadcast together;
+    ``gpus_per_node`` defaults to the topology's. One row per (configuration, scheme), with
+    columns ``scheme, psi, n, gpus_per_node, nodes, topology, comm_bytes_per_element,
+    bytes_per_rank`` (bytes one rank sends per step, ring algorithms),
+    ``bytes_per_rank_over_psi`` (÷ Ψ·b: 2(N-1)/N for dp), ``memory_bytes_per_rank``
+    (model states), ``time_s`` (the ``default_algorithm``, Ring like NCCL for large
+    messages), ``time_s_<algorithm>`` for every algorithm, and ``equivalent_to_dp``.
+    """
+    import pandas as pd
+
+    topo = get_topology(topology)
+    config, per_scheme = evaluate_arrays(
+        schemes, psi=psi, n=n, gpus_per_node=gpus_per_node, topology=topo, comm_dtype=comm_dtype,
+        k=k, param_bytes=param_bytes, grad_bytes=grad_bytes,
+    )
+    default = as_algorithm(default_algorithm).value
+    frames = []
+    for name, cols in per_scheme.items():
+        frame = {
+            "scheme": name,
+            "psi": config["psi"],
+            "n": config["n"].astype(np.int64),
+            "gpus_per_node": config["gpus_per_node"].astype(np.int64),
+            "nodes": np.ceil(config["n"] / config["gpus_per_node"]).astype(np.int64),
+            "topology": topo.name,
+            "comm_bytes_per_element": config["b_comm"],
+            "bytes_per_rank": cols["bytes_per_rank"],
+            "bytes_per_rank_over_psi": cols["bytes_per_rank"] / (config["psi"] * config["b_comm"]),
+            "memory_bytes_per_rank": cols["memory_bytes_per_rank"],
+            "time_s": cols[f"time_s_{default}"],
+        }
+        frame.update({k_: v for k_, v in cols.items() if k_.startswith("time_s_")})
+        frame["equivalent_to_dp"] = SCHEMES[name].equivalent_to_dp
+        frames.append(pd.DataFrame(frame))
+    return pd.concat(frames, ignore_index=True)

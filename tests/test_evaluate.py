@@ -1,0 +1,101 @@
+"""evaluate(): the tidy DataFrame, numbers worked out by hand, and property tests."""
+
+import numpy as np
+import pytest
+import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zerocalc import symbols as S
+from zerocalc.collectives import Algorithm
+from zerocalc.errors import ConfigError, UnknownNameError
+from zerocalc.evaluate import evaluate
+from zerocalc.schemes import SCHEME_NAMES, SCHEMES
+
+COLUMNS = {"scheme", "psi", "n", "gpus_per_node", "bytes_per_rank", "bytes_per_rank_over_psi",
+           "memory_bytes_per_rank", "time_s", "equivalent_to_dp"} | {f"time_s_{a}" for a in Algorithm}
+
+
+def test_columns_and_rows():
+    df = evaluate(psi=7.5e9, n=64)
+    assert COLUMNS <= set(df.columns)
+    assert list(df["scheme"]) == list(SCHEME_NAMES)
+    dp = df.set_index("scheme").loc["dp"]
+    assert dp["bytes_per_rank_over_psi"] == pytest.approx(2 * 63 / 64)
+
+
+def test_dp_ring_time_on_dgx_a100_by_hand():
+    # 64 ranks, 8 nodes: a ring spans nodes, α = 14 µs per hop, bandwidth = the slower of the
+    # NVLink (300 GB/s) and the node's 8 × 25 GB/s: 2·63 hops + 2·63/64·15 GB / 200 GB/s.
+    t = evaluate(["dp"], psi=7.5e9, n=64)["time_s"].iloc[0]
+    assert t == pytest.approx(2 * 63 * 14e-6 + 2 * 63 / 64 * 15e9 / 200e9)
+    # one node of 8: NVLink only, α = 3.4 µs
+    t1 = evaluate(["dp"], psi=7.5e9, n=8)["time_s"].iloc[0]
+    assert t1 == pytest.approx(2 * 7 * 3.4e-6 + 2 * 7 / 8 * 15e9 / 300e9)
+
+
+def test_sweep_is_tidy():
+    psi = np.array([1e9, 7.5e9, 175e9])
+    n = np.array([[8], [64]])
+    df = evaluate(["dp", "zero3"], psi=psi, n=n)
+    assert len(df) == 2 * 3 * 2
+    assert set(zip(df["psi"], df["n"], strict=True)) == {(p, m) for p in psi for m in (8, 64)}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [({"n": 0}, ConfigError, "--n"), ({"psi": -3}, ConfigError, "--psi"),
+     ({"n": 12}, ConfigError, "multiple"), ({"comm_dtype": "fp12"}, UnknownNameError, "dtype"),
+     ({"topology": "nope"}, UnknownNameError, "topology"), ({"k": -1}, ConfigError, "--k")],
+)
+def test_bad_input(kwargs, error, match):
+    args = {"psi": 1e9, "n": 8} | kwargs
+    with pytest.raises(error, match=match):
+        evaluate(**args)
+
+
+def test_partial_node_is_one_smaller_node():
+    df = evaluate(["fsdp-hybrid", "zero3"], psi=1e9, n=4, gpus_per_node=8).set_index("scheme")
+    assert df.loc["fsdp-hybrid", "gpus_per_node"] == 4
+    assert df.loc["fsdp-hybrid", "bytes_per_rank"] == pytest.approx(df.loc["zero3", "bytes_per_rank"])
+
+
+configs = st.tuples(
+    st.floats(1e6, 1e13), st.floats(1.01, 4.0), st.sampled_from([1, 2, 4, 8]), st.integers(1, 64),
+    st.sampled_from(["dgx-a100", "dgx-h100", "pcie-gen4", "ethernet-100g"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(configs)
+def test_non_negative_and_non_decreasing_in_psi(cfg):
+    psi, factor, g, nodes, topo = cfg
+    df = evaluate(psi=np.array([psi, psi * factor]), n=g * nodes, gpus_per_node=g, topology=topo)
+    cols = ["bytes_per_rank", "memory_bytes_per_rank"] + [f"time_s_{a}" for a in Algorithm]
+    for _, grp in df.groupby("scheme"):
+        small, big = grp.sort_values("psi")[cols].to_numpy()
+        assert np.all(small >= 0)
+        assert np.all(big >= small * (1 - 1e-12))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4096), st.floats(1e6, 1e13), st.floats(0, 32))
+def test_memory_non_increasing_dp_to_zero3(n, psi, k):
+    df = evaluate(["dp", "zero1", "zero2", "zero3"], psi=psi, n=n, gpus_per_node=1, k=k)
+    mem = df["memory_bytes_per_rank"].to_numpy()
+    assert np.all(np.diff(mem) <= mem[0] * 1e-12)
+
+
+@pytest.mark.parametrize("name", SCHEME_NAMES)
+def test_hierarchical_equals_flat_ring_on_one_node(name):
+    one_node = {S.N: S.G}
+    s = SCHEMES[name]
+    assert sympy.simplify((s.time_s("hierarchical") - s.time_s("ring")).subs(one_node)) == 0
+    assert sympy.simplify((s.bytes_per_rank("hierarchical") - s.bytes_per_rank("ring")).subs(one_node)) == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16]), st.floats(1e6, 1e12))
+def test_hierarchical_equals_flat_numerically_on_one_node(g, psi):
+    df = evaluate(psi=psi, n=g, gpus_per_node=g)
+    assert np.allclose(df["time_s_hierarchical"], df["time_s_ring"], rtol=1e-12, atol=0)

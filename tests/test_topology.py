@@ -1,0 +1,60 @@
+"""Topology presets, TOML-shaped mappings and user overrides."""
+
+import pytest
+
+from zerocalc.errors import ConfigError, UnknownNameError
+from zerocalc.topology import PRESETS, Link, get_topology, topology_from_mapping
+
+
+def test_presets_exist_with_sources():
+    assert {"dgx-a100", "dgx-h100", "pcie-gen4", "ethernet-100g"} <= set(PRESETS)
+    for t in PRESETS.values():
+        assert t.source and t.gpus_per_node >= 1
+
+
+def test_preset_numbers_from_datasheets():
+    a100, h100 = get_topology("dgx-a100"), get_topology("dgx-h100")
+    assert a100.intra.bw_Bps == 300e9  # NVLink3: 600 GB/s bidirectional
+    assert a100.inter.bw_Bps == 8 * 200e9 / 8  # 8 × 200 Gb/s
+    assert h100.intra.bw_Bps == 450e9  # NVLink4: 900 GB/s bidirectional
+    assert h100.inter.bw_Bps == 8 * 400e9 / 8  # 8 × 400 Gb/s
+    assert get_topology("ethernet-100g").inter.bw_Bps == 100e9 / 8
+
+
+def test_unknown_topology():
+    with pytest.raises(UnknownNameError, match="dgx-a100"):
+        get_topology("dgx-z9")
+
+
+def test_mapping_round_trip():
+    t = topology_from_mapping({"name": "lab", "gpus_per_node": 4,
+                               "intra": {"alpha_us": 2, "bw_GBps": 100},
+                               "inter": {"alpha_us": 10, "bw_GBps": 12.5}}, where="lab.toml")
+    assert (t.name, t.gpus_per_node) == ("lab", 4)
+    assert t.intra == Link(2e-6, 100e9) and t.inter == Link(10e-6, 12.5e9)
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [({"gpus_per_node": 8, "intra": {"alpha_us": 1, "bw_GBps": 1}}, r"\[inter\]"),
+     ({"gpus_per_node": 0, "intra": {"alpha_us": 1, "bw_GBps": 1}, "inter": {"alpha_us": 1, "bw_GBps": 1}},
+      "gpus_per_node"),
+     ({"gpus_per_node": 8, "intra": {"alpha_us": 1, "bw_GBps": "fast"},
+       "inter": {"alpha_us": 1, "bw_GBps": 1}}, "bw_GBps"),
+     ({"gpus_per_node": 8, "intra": {"alpha_us": 1, "bw_GBps": 0}, "inter": {"alpha_us": 1, "bw_GBps": 1}},
+      "positive"),
+     ({"gpus_per_node": 8, "nics": 2, "intra": {"alpha_us": 1, "bw_GBps": 1},
+       "inter": {"alpha_us": 1, "bw_GBps": 1}}, "unknown keys")],
+)
+def test_mapping_errors_name_the_file(data, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        topology_from_mapping(data, where="lab.toml")
+    assert "lab.toml" in str(info.value)
+
+
+def test_overrides():
+    t = get_topology("dgx-a100").with_overrides(inter_bw_GBps=400)
+    assert t.inter.bw_Bps == 400e9 and t.intra == get_topology("dgx-a100").intra
+    assert t.name == "dgx-a100+custom"
+    with pytest.raises(ConfigError):
+        get_topology("dgx-a100").with_overrides(intra_bw_GBps=0)
