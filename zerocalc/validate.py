@@ -246,7 +246,7 @@ def fit_alpha_beta(
         notes.append("two sizes: the fit is exact, no uncertainty")
     return AlphaBetaFit(
         op=op_label, group_size=p_label, alpha_s=alpha, alpha_se_s=a_se,
-        latency_s=h0 * alpha, latency_se_s=h0 * a_se,
+        latency_s=float(h0 * alpha), latency_se_s=float(h0 * a_se),
         beta_s_per_byte=beta,
         busbw_Bps=1.0 / beta if beta > 0 else math.nan,
         busbw_se_Bps=b_se / beta**2 if beta > 0 else math.nan,
@@ -317,7 +317,7 @@ CATEGORIES: dict[str, str] = {
 }
 
 #: A collective whose full vector has at most this many elements is a scalar collective.
-SCALAR_MAX_ELEMENTS = 1024
+SCALAR_MAX_ELEMENTS = 8
 #: Per-step broadcasts moving less than this share of Ψ are model buffers, not parameters.
 BUFFER_MAX_SHARE_OF_PSI = 0.5
 #: Relative tolerance of "the same volume" (padding of shards, rounding in traces).
@@ -356,6 +356,18 @@ class Measurement:
         """Mean over ranks and steps of the step category's bytes sent."""
         row = self.categories[self.categories["category"] == "step"]
         return float(row["bytes_per_rank_per_step"].iloc[0]) if len(row) else 0.0
+
+
+def _set_aside(df: pd.DataFrame, meta: dict | None) -> np.ndarray:
+    """Rows that are not one call of one rank: DeepSpeed ``log_summary`` aggregates, nccl-tests rows."""
+    aside = np.zeros(len(df), bool)
+    if "summary" in df.columns:
+        aside |= df["summary"].fillna(False).astype(bool).to_numpy()
+    bench = {str(f) for f, m in (meta or {}).items()
+             if isinstance(m, dict) and m.get("format") == "nccl_tests"}
+    if bench:
+        aside |= df["file"].astype(str).isin(bench).to_numpy()
+    return aside
 
 
 def _world_sizes(meta: dict | None) -> dict[str, int]:
@@ -430,9 +442,16 @@ def measure(
         by = ", ".join(f"{f} ({w})" for f, w in sorted(ws.items()))
         raise TraceMismatchError(f"traces of different world sizes mixed: {by}")
     df = table[table["op"].astype(str) != "other"] if len(table) else table
+    aside = _set_aside(df, meta)
+    if aside.any():
+        files = sorted(set(df.loc[aside, "file"].astype(str)))
+        notes.append("set aside (aggregates or benchmarks, not per-call traces): " + ", ".join(files))
+        df = df[~aside]
     if df.empty or not df["op"].astype(str).isin(list(_OP_VERBS)).any():
         files = ", ".join(sorted(set(table["file"].astype(str)))) if len(table) else "the input"
-        raise TraceMismatchError(f"no collectives in {files}: nothing to check")
+        hint = (" (nccl-tests output and comms-logger summaries are not per-call traces)"
+                if aside.any() else "")
+        raise TraceMismatchError(f"no collectives in {files}: nothing to check{hint}")
     df = _order_calls(df.reset_index(drop=True)).reset_index(drop=True)
     df["rank"] = df["rank"].fillna(0).astype(int)
     op = df["op"].astype(str).to_numpy()
@@ -631,6 +650,7 @@ def measure(
 
     dur = _num(df["duration_s"]) if "duration_s" in df.columns else np.full(len(df), np.nan)
     calls["duration_used_s"] = dur
+    calls["group_size_used"] = gs
     per_step = (
         calls.assign(one=1)
         .groupby(["rank", "step_id", "category"], sort=True)
@@ -661,7 +681,7 @@ def measure(
     if len(unexp):
         what = Counter(
             f"{OP_NAMES.get(o, o)} on {int(p) if not pd.isna(p) else '?'} ranks"
-            for o, p in zip(unexp["op"].astype(str), _num(unexp["group_size"]), strict=True)
+            for o, p in zip(unexp["op"].astype(str), unexp["group_size_used"], strict=True)
         )
         notes.append("not explained by any data-parallel scheme, reported apart: "
                      + ", ".join(f"{k} ×{v}" for k, v in sorted(what.items())))
@@ -931,7 +951,7 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
         timed = step[~np.isnan(dur) & (step["full_elements"].to_numpy() > 0)]
         try:
             fit = fit_alpha_beta(timed["full_elements"] * timed["elem_bytes_used"], timed["duration_used_s"],
-                                 op=list(timed["op"].astype(str)), group_size=list(_num(timed["group_size"])))
+                                 op=list(timed["op"].astype(str)), group_size=list(timed["group_size_used"]))
             source = "fitted on this trace's step collectives (pooled over ops)"
         except TraceMismatchError as exc:
             return Timing(None, "none", math.nan, float(np.nansum(dur)) / (len(m.ranks) * m.steps), math.nan,
@@ -939,7 +959,7 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
     pred = sum(
         fit.predict_s(o, e * b, p)
         for o, e, b, p in zip(step["op"].astype(str), step["full_elements"], step["elem_bytes_used"],
-                              _num(step["group_size"]), strict=True)
+                              step["group_size_used"], strict=True)
     ) / (len(m.ranks) * m.steps)
     meas = float(np.nansum(dur)) / (len(m.ranks) * m.steps)
     if backend == "gloo":
@@ -983,7 +1003,7 @@ class CheckResult:
                 "fit": None if t.fit is None else t.fit.as_record(), "fit_source": t.fit_source,
                 "predicted_step_time_s": t.predicted_step_time_s,
                 "measured_step_time_s": t.measured_step_time_s,
-                "ratio": t.ratio, "note": t.note,
+                "ratio": float(t.ratio), "note": t.note,
             },
             "notes": list(m.notes) + list(self.notes),
         }
