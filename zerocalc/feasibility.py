@@ -446,14 +446,15 @@ class FeasibilityConfig:
         for name, low in (("n", 1), ("steps", 0), ("micro_batch", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-                raise ConfigError(f"must be an integer ≥ {low}, got {value!r}", option=name)
+                raise ConfigError(f"must be an integer ≥ {low}, got {value!r}",
+                                  option="--" + name.replace("_", "-"))
         if self.seed < 0:
-            raise ConfigError(f"must be ≥ 0, got {self.seed}", option="seed")
+            raise ConfigError(f"must be ≥ 0, got {self.seed}", option="--seed")
         g = self.gpus_per_node
         if g is not None and (isinstance(g, bool) or not isinstance(g, int | np.integer) or g < 1
                               or self.n % min(g, self.n)):
             raise ConfigError(f"must be ≥ 1 and divide n = {self.n} (whole nodes), got {g!r}",
-                              option="gpus_per_node")
+                              option="--gpus-per-node")
 
     @property
     def g(self) -> int:
@@ -1008,8 +1009,8 @@ class PlanItem:
 _PLAN_CANDIDATES: tuple[tuple[str, str, str, bool, str], ...] = (
     ("native reduce-scatter for DeepSpeed ZeRO-1/2 (gradients reduced onto their shard owner, "
      "ZeRO §5.2, instead of a bucket all-reduce)", "deepspeed-zero12", "zero2", False,
-     "REFERENCE §3: DeepSpeed all-reduces regardless of the reduce_scatter flag (issues #5758, #6463); "
-     "PR #7440 was closed"),
+     "deepspeed/runtime/zero/stage_1_and_2.py all-reduces regardless of the reduce_scatter flag "
+     "(DeepSpeed issues #5758, #6463); PR #7440 was closed"),
     ("DeepSpeed ZeRO-2 with use_multi_rank_bucket_allreduce=False (one reduce per owner)",
      "deepspeed-zero12", "deepspeed-zero2-reduce", False,
      "an existing switch; N reduces instead of one all-reduce, more and smaller calls"),
@@ -1048,7 +1049,10 @@ def _plan(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], *, psi: int, comm_
         run = runs.get(dst)
         exact = run.equivalent if run is not None and run.steps else get_scheme(dst).equivalent_to_dp
         update = "changed" if changes else ("exact" if exact else "approximate")
-        if run is not None and run.steps and src != dst:
+        if src == dst:
+            evidence = "same collectives, " + ("a different update rule by construction" if changes
+                                               else "the same update")
+        elif run is not None and run.steps:
             evidence = (f"simulated {dst}: max rel diff {run.max_rel_diff:.2e} after {run.steps} steps "
                         f"({'within' if run.equivalent else 'outside'} {REL_TOL:g})")
         else:
@@ -1195,7 +1199,7 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     names = list(SIMULATED_SCHEMES) if schemes is None else [_check_scheme(s) for s in schemes]
     names = list(dict.fromkeys(names))
     if plan_period < 2:
-        raise ConfigError(f"must be ≥ 2, got {plan_period}", option="plan_period")
+        raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
     ref = simulate_reference(cfg)
     runs = {name: simulate_scheme(name, cfg, ref) for name in names}
     col = runs.get("colocated") or simulate_scheme("colocated", cfg, ref)
