@@ -7,6 +7,8 @@ error becomes one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
+from typing import Annotated
 
 import typer
 import typer.core
@@ -82,6 +84,166 @@ def main() -> None:
 # Commands are added below, one section per concern (table/derive, feasibility,
 # trace, check/fit, report). Each section only wires options to library calls.
 # ---------------------------------------------------------------------------
+
+
+# --- table / derive: the symbolic model (zerocalc.schemes, zerocalc.evaluate) ------------
+
+class TableFormat(StrEnum):
+    """Output formats of ``zerocalc table``."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+
+
+def _load_topology(
+    topology: str,
+    intra_alpha_us: float | None,
+    intra_bw_gbps: float | None,
+    inter_alpha_us: float | None,
+    inter_bw_gbps: float | None,
+):
+    """A preset name or a TOML file, then the link flags on top."""
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.topology import PRESETS, get_topology, topology_from_mapping
+
+    if topology not in PRESETS and (topology.endswith(".toml") or Path(topology).is_file()):
+        import tomllib
+
+        path = Path(topology)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read {topology}: {exc.strerror or exc}", option="--topology") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{topology}: not valid TOML: {exc}", option="--topology") from None
+        topo = topology_from_mapping(data, where=str(path))
+    else:
+        topo = get_topology(topology)
+    return topo.with_overrides(intra_alpha_us=intra_alpha_us, intra_bw_GBps=intra_bw_gbps,
+                               inter_alpha_us=inter_alpha_us, inter_bw_GBps=inter_bw_gbps)
+
+
+def _display_rows(df) -> tuple[list[str], list[list[str]]]:
+    from zerocalc.collectives import Algorithm
+    from zerocalc.units import format_bytes, format_seconds
+
+    header = ["scheme", "sent/rank", "sent/(Psi*b)"] + [f"t {a.value}" for a in Algorithm] + [
+        "memory/GPU", "= DP"]
+    rows = [
+        [r.scheme, format_bytes(r.bytes_per_rank), f"{r.bytes_per_rank_over_psi:.3f}"]
+        + [format_seconds(getattr(r, f"time_s_{a.value}")) for a in Algorithm]
+        + [format_bytes(r.memory_bytes_per_rank), "yes" if r.equivalent_to_dp else "no"]
+        for r in df.itertuples(index=False)
+    ]
+    return header, rows
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
+                 ("µ", r"$\mu$"), ("Psi", r"$\Psi$")):
+        text = text.replace(a, b)
+    return text
+
+
+def render_table(df, fmt: TableFormat) -> str:
+    """The evaluated DataFrame as text in one of the table formats."""
+    if fmt is TableFormat.csv:
+        return df.to_csv(index=False)
+    if fmt is TableFormat.json:
+        import json
+
+        return json.dumps(df.to_dict(orient="records"), indent=2) + "\n"
+    header, rows = _display_rows(df)
+    if fmt is TableFormat.markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+    if fmt is TableFormat.latex:
+        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\hline",
+                 " & ".join(_latex_escape(h) for h in header) + r" \\", r"\hline"]
+        lines += [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
+        lines += [r"\hline", r"\end{tabular}"]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    fmt_row = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+    lines = [fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+@app.command("table")
+def table_command(
+    psi: str = typer.Option("7.5e9", "--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T."),
+    n: int = typer.Option(64, "--n", help="Data-parallel ranks N."),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node",
+                                      help="GPUs per node [default: the topology's]."),
+    topology: str = typer.Option(
+        "dgx-a100", "--topology",
+        help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file."),
+    dtype: str = typer.Option("fp16", "--dtype", help="Communication dtype: fp32, fp16, bf16, fp8, int8."),
+    k: float = typer.Option(12.0, "--k",
+                            help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
+    schemes: str = typer.Option(None, "--schemes", help="Comma-separated scheme names [default: all]."),
+    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+    intra_alpha_us: float = typer.Option(None, "--intra-alpha-us", help="Override: intra-node latency, µs."),
+    intra_bw_gbps: float = typer.Option(None, "--intra-bw-GBps",
+                                        help="Override: one GPU's intra-node bandwidth, GB/s."),
+    inter_alpha_us: float = typer.Option(None, "--inter-alpha-us", help="Override: inter-node latency, µs."),
+    inter_bw_gbps: float = typer.Option(None, "--inter-bw-GBps",
+                                        help="Override: one node's inter-node bandwidth, GB/s."),
+) -> None:
+    """Per-rank bytes sent per step, α-β time per algorithm and memory per GPU of each scheme."""
+    from zerocalc.evaluate import evaluate
+    from zerocalc.units import format_bytes, parse_count
+
+    psi_count = parse_count(psi, option="--psi")
+    topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
+    names = None if schemes is None else [s.strip() for s in schemes.split(",") if s.strip()]
+    df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
+                  comm_dtype=dtype, k=k)
+    if fmt is TableFormat.table:
+        g = int(df["gpus_per_node"].iloc[0])
+        typer.echo(f"Psi = {psi_count:.4g} parameters, N = {n} ({int(df['nodes'].iloc[0])} node(s) × {g}), "
+                   f"{topo.name}, {dtype} on the wire, K = {k:g}; model states only "
+                   f"(GB = 1e9 B; {format_bytes(psi_count * df['comm_bytes_per_element'].iloc[0])} = Psi*b)")
+    typer.echo(render_table(df, fmt), nl=False)
+
+
+@app.command("derive")
+def derive_command(
+    scheme: str = typer.Argument(..., help="Scheme name, e.g. zero2, colocated, fsdp-hybrid."),
+    algorithm: str = typer.Option("ring", "--algorithm", help="ring, recursive, tree or hierarchical."),
+) -> None:
+    """The symbolic per-rank volume, step time and memory of one scheme (pretty and LaTeX)."""
+    import sympy
+
+    from zerocalc.collectives import as_algorithm
+    from zerocalc.memory import model_state_bytes
+    from zerocalc.schemes import get_scheme
+
+    s = get_scheme(scheme)
+    alg = as_algorithm(algorithm)
+    typer.echo(f"{s.name}: {s.title}  (update equals data parallel: {'yes' if s.equivalent_to_dp else 'no'})")
+    typer.echo(f"source: {s.source}")
+    typer.echo("phases per step:")
+    for ph in s.phases:
+        calls = "" if ph.calls == 1 else f"{ph.calls} × "
+        typer.echo(f"  {calls}{ph.collective.value} of {ph.elements} elements × {ph.elem_bytes} B "
+                   f"on {ph.group.value}: {ph.purpose}")
+    parts = [
+        (f"bytes sent per rank per step ({alg.value})", sympy.factor(sympy.simplify(s.bytes_per_rank(alg)))),
+        (f"communication time per step, s ({alg.value})", s.time_s(alg)),
+        ("model-state bytes per rank", sympy.simplify(model_state_bytes(s.name))),
+    ]
+    for label, expr in parts:
+        typer.echo(f"\n{label}:")
+        typer.echo(sympy.pretty(expr, use_unicode=True, wrap_line=False))
+        typer.echo(f"LaTeX: {sympy.latex(expr)}")
 
 
 # ---------------------------------------------------------------------------
@@ -165,3 +327,197 @@ def feasibility_cmd(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         typer.echo(_feasibility_table(result))
+
+
+# --- check / fit (issue 5): measured against predicted, α-β fitted from timings -------------
+
+
+def _check_text(res) -> str:
+    """The ``check`` result as plain text (numbers come from :mod:`zerocalc.validate`)."""
+    from zerocalc.units import format_bytes, format_seconds
+
+    m = res.measurement
+    lines = [m.psi_how, m.n_how, f"steps: {m.steps_how}",
+             f"ranks: {len(m.ranks)}; element type on the wire: {m.comm_dtype} ({m.comm_elem_bytes:g} B)"]
+    lines += [f"note: {t}" for t in list(m.notes) + list(res.notes)]
+    lines += ["", "measured, bytes sent per rank per step (ring accounting), by category:"]
+    for r in m.categories.itertuples():
+        if r.calls_per_rank_per_step == 0:
+            continue
+        per = "per rank, whole trace" if r.category == "one_off" else "per rank per step"
+        lines.append(f"  {r.category:<12}{r.calls_per_rank_per_step:>7.3g} calls "
+                     f"{format_bytes(r.bytes_per_rank_per_step):>12} {per}: {r.description}")
+    lines += ["", f"  {'scheme':<24}{'predicted':>12}{'measured':>12}{'ratio':>8}  pattern  explanation"]
+    for c in res.comparisons:
+        pat = "match" if c.pattern_match else "no"
+        lines.append(f"  {c.scheme:<24}{format_bytes(c.predicted_bytes_per_rank_per_step):>12}"
+                     f"{format_bytes(c.measured_bytes_per_rank_per_step):>12}{c.ratio:>8.3f}  {pat:<7}  "
+                     f"{c.explanation}")
+    lines.append("")
+    lines.append("consistent with the trace (best first): " + (", ".join(res.matches) or "none"))
+    for group in res.indistinguishable:
+        lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
+    t = res.timing
+    if t is not None:
+        if t.fit is not None:
+            lines.append(
+                f"timing: α-β {t.fit_source}: latency {format_seconds(t.fit.latency_s)}, busbw "
+                f"{t.fit.busbw_Bps / 1e9:.3g} ± {t.fit.busbw_se_Bps / 1e9:.2g} GB/s; step communication "
+                f"predicted {format_seconds(t.predicted_step_time_s)}, measured (sum of durations) "
+                f"{format_seconds(t.measured_step_time_s)}, ratio {t.ratio:.3g}")
+        else:
+            lines.append(f"timing: measured (sum of durations) {format_seconds(t.measured_step_time_s)} "
+                         f"per rank per step; no prediction ({t.note})")
+        if t.note and t.fit is not None:
+            lines.append(f"timing note: {t.note}")
+    return "\n".join(lines)
+
+
+@app.command("check")
+def check_cmd(
+    traces: Annotated[list[str], typer.Argument(help="Trace files (one per rank) or a directory.")],
+    psi: Annotated[str | None, typer.Option("--psi", help="Parameter count Ψ (7.5e9, 25.5M); "
+                                            "default: inferred.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Data-parallel degree N; default: inferred.")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Steps, when unmarked.")] = None,
+    scheme: Annotated[list[str] | None, typer.Option("--scheme", help="Schemes to compare (repeat or "
+                                                     "comma-separate).")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Element type of calls the trace records "
+                                              "none for.")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="Ranks per node "
+                                                      "(default: N up to 8).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Measure bytes per rank per step in real traces and compare them with every scheme."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.traces import read_traces
+    from zerocalc.units import parse_count
+    from zerocalc.validate import check
+
+    if fmt not in ("table", "json"):
+        raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
+    names = [s.strip() for item in scheme or [] for s in item.split(",") if s.strip()] or None
+    ts = read_traces(traces if len(traces) > 1 else traces[0])
+    res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
+                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)
+    if fmt == "json":
+        import json
+
+        typer.echo(json.dumps(res.as_dict(), indent=2, allow_nan=False, default=_json_default))
+    else:
+        typer.echo(_check_text(res))
+
+
+def _json_default(x):
+    """NaN → null and numpy scalars → Python numbers for ``json.dumps``."""
+    return x.item() if hasattr(x, "item") else str(x)
+
+
+def _nan_to_none(obj):
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_nan_to_none(v) for v in obj]
+    return obj
+
+
+@app.command("fit")
+def fit_cmd(
+    files: Annotated[list[str], typer.Argument(help="nccl-tests outputs (or timed traces), one run each.")],
+    pooled: Annotated[bool, typer.Option("--pooled", help="One α, β over all ops of a group size.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+) -> None:
+    """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.traces import read_traces
+    from zerocalc.validate import fit_table, fits_frame
+
+    if fmt not in ("table", "csv", "json"):
+        raise ConfigError(f"must be table, csv or json, got {fmt!r}", option="--format")
+    frames = []
+    for f in files:
+        df = fits_frame(fit_table(read_traces(f).table, pooled=pooled))
+        df.insert(0, "file", f)
+        frames.append(df)
+    import pandas as pd
+
+    out = pd.concat(frames, ignore_index=True)
+    if fmt == "csv":
+        typer.echo(out.to_csv(index=False), nl=False)
+    elif fmt == "json":
+        import json
+
+        recs = _nan_to_none(out.to_dict(orient="records"))
+        typer.echo(json.dumps(recs, indent=2, default=_json_default))
+    else:
+        from zerocalc.units import format_seconds
+
+        for r in out.itertuples():
+            lines = [f"{r.file}: {r.op} on {r.group_size} ranks, {r.n_points} sizes, method {r.method}",
+                     f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
+                     f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
+                     f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"]
+            if r.method == "regimes":
+                lines.append(f"  fitted on {r.n_latency_points} latency-dominated and {r.n_bandwidth_points} "
+                             "bandwidth-dominated sizes; the others differ by up to "
+                             f"{100 * r.max_abs_rel_residual:.0f} % from the model")
+            if r.reported_busbw_GBps == r.reported_busbw_GBps:
+                lines.append("  input's busbw column at the bandwidth sizes: up to "
+                             f"{r.reported_busbw_GBps:.4g} GB/s")
+            if r.small_message_time_s == r.small_message_time_s:
+                lines.append("  input's median time at the latency sizes: "
+                             f"{format_seconds(r.small_message_time_s)}")
+            if r.note:
+                lines.append(f"  note: {r.note}")
+            typer.echo("\n".join(lines))
+
+
+# --- trace (issue 4): read traces into the canonical table (zerocalc.traces) ---------------
+
+
+@trace_app.command("summary")
+def trace_summary(
+    paths: list[str] = typer.Argument(..., help="Trace files or directories (plain or gzip)."),  # noqa: B008
+    fmt: str = typer.Option("table", "--format", help="table, csv, or json (a list of the canonical rows)."),
+    strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
+    trace_format: str | None = typer.Option(None, "--trace-format", help="Force the input format."),
+) -> None:
+    """Per rank and step: count and volume of each collective, and the totals."""
+    from zerocalc.errors import ConfigError
+
+    if fmt not in ("table", "csv", "json"):
+        raise ConfigError(f"{fmt!r} is not one of table, csv, json", "--format")
+    from zerocalc.traces import CANONICAL_COLUMNS, read_traces
+
+    ts = read_traces(paths, strict=strict, fmt=trace_format)
+    if fmt == "json":
+        import json
+
+        rows = ts.table[list(CANONICAL_COLUMNS)].astype(object)
+        recs = rows.where(rows.notna(), None).to_dict(orient="records")
+        typer.echo(json.dumps(recs, indent=1))
+        return
+    summary = ts.summary()
+    if fmt == "csv":
+        typer.echo(summary.to_csv(index=False), nl=False)
+        return
+    from zerocalc.units import format_bytes
+
+    for file, part in summary.groupby("file", sort=False):
+        meta = ts.meta.get(file, {})
+        typer.echo(f"{file}: {meta.get('format')}, {meta.get('rows', 0)} calls"
+                   f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
+        for r in part.itertuples():
+            vol = format_bytes(float(r.in_bytes)) if r.in_bytes == r.in_bytes and r.in_bytes is not None else "?"
+            rank = "-" if r.rank is None or r.rank != r.rank else r.rank
+            step = "-" if r.step is None or r.step != r.step else r.step
+            typer.echo(f"  rank {rank!s:>4}  step {step!s:>5}  {r.op:<15} {r.calls:>6} calls  in {vol}")
+    total = summary.groupby("op")["calls"].sum()
+    typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
+    if ts.skipped:
+        typer.echo(f"skipped {ts.skipped.count} unreadable lines, e.g. "
+                   + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)

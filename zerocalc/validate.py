@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -140,6 +140,10 @@ class AlphaBetaFit:
     bandwidth_sizes_bytes: tuple[float, ...]
     max_abs_rel_residual: float
     note: str = ""
+    #: evidence from the input itself: nccl-tests' busbw column over the bandwidth sizes (max),
+    #: and the median measured time over the latency sizes
+    reported_busbw_GBps: float = math.nan
+    small_message_time_s: float = math.nan
 
     def predict_s(self, op: str, n_bytes: float, p: float) -> float:
         """Ring α-β time of one call of ``op`` on ``n_bytes`` (full vector) over ``p`` ranks."""
@@ -153,7 +157,10 @@ class AlphaBetaFit:
             "busbw_se_GBps": self.busbw_se_Bps / 1e9, "method": self.method, "n_points": self.n_points,
             "n_latency_points": len(self.latency_sizes_bytes),
             "n_bandwidth_points": len(self.bandwidth_sizes_bytes),
-            "max_abs_rel_residual": self.max_abs_rel_residual, "note": self.note,
+            "max_abs_rel_residual": self.max_abs_rel_residual,
+            "reported_busbw_GBps": self.reported_busbw_GBps,
+            "small_message_time_s": self.small_message_time_s,
+            "note": self.note,
         }
 
 
@@ -282,6 +289,7 @@ def fit_table(table: pd.DataFrame, *, pooled: bool = False) -> list[AlphaBetaFit
         "p": _num(table["group_size"]),
         "n": _size_bytes(table),
         "t": _num(table["duration_s"]),
+        "busbw": _num(table["busbw_GBps"]) if "busbw_GBps" in table.columns else np.nan,
     })
     df = df[df["op"].isin(list(_OP_VERBS)) & (df["p"] > 1) & (df["n"] > 0) & (df["t"] > 0)]
     if df.empty:
@@ -290,7 +298,14 @@ def fit_table(table: pd.DataFrame, *, pooled: bool = False) -> list[AlphaBetaFit
     keys = ["p"] if pooled else ["op", "p"]
     for _, g in df.groupby(keys, sort=True):
         try:
-            fits.append(fit_alpha_beta(g["n"], g["t"], op=list(g["op"]), group_size=list(g["p"])))
+            f = fit_alpha_beta(g["n"], g["t"], op=list(g["op"]), group_size=list(g["p"]))
+            big = g[g["n"].isin(f.bandwidth_sizes_bytes)]
+            small = g[g["n"].isin(f.latency_sizes_bytes)]
+            fits.append(replace(
+                f,
+                reported_busbw_GBps=float(big["busbw"].max()) if big["busbw"].notna().any() else math.nan,
+                small_message_time_s=float(small["t"].median()) if len(small) else math.nan,
+            ))
         except TraceMismatchError as exc:
             errors.append(str(exc))
     if not fits:
@@ -452,6 +467,15 @@ def measure(
         hint = (" (nccl-tests output and comms-logger summaries are not per-call traces)"
                 if aside.any() else "")
         raise TraceMismatchError(f"no collectives in {files}: nothing to check{hint}")
+    if df["rank"].notna().any():
+        per_rank = df[df["rank"].notna()].groupby("rank")["file"].agg(lambda f: sorted(set(f.astype(str))))
+        dup = {int(r): f for r, f in per_rank.items() if len(f) > 1}
+        if dup:
+            r, f = next(iter(dup.items()))
+            raise TraceMismatchError(
+                f"rank {r} appears in {len(f)} files ({', '.join(f)}): these are several runs; "
+                "check one at a time"
+            )
     df = _order_calls(df.reset_index(drop=True)).reset_index(drop=True)
     df["rank"] = df["rank"].fillna(0).astype(int)
     op = df["op"].astype(str).to_numpy()
@@ -838,7 +862,7 @@ def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str
                   "elsewhere, which the wire cannot tell)")
         return s
     tail = "same volume" if same_volume else f"{ratio:.3g}× {name}'s volume"
-    if same_volume and set(extra) | set(missing) == {"all_reduce", "reduce_scatter", "all_gather"}:
+    if same_volume and "all_reduce" in set(extra) | set(missing):
         tail += " (a ring all-reduce is a reduce-scatter plus an all-gather), different pattern"
     return "; ".join(parts) + f": {tail}"
 
