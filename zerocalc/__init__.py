@@ -25,4 +25,46 @@ __all__ = [
     "__version__",
     "format_bytes",
     "parse_count",
+    "read_traces",
+    "TraceSet",
+    # core model (issue 2)
+    "Algorithm",
+    "Collective",
+    "Group",
+    "Phase",
+    "SCHEMES",
+    "SCHEME_NAMES",
+    "Scheme",
+    "Topology",
+    "bytes_sent_per_rank",
+    "evaluate",  # the module zerocalc.evaluate; the function is zerocalc.evaluate.evaluate
+    "get_scheme",
+    "get_topology",
+    "model_bytes_per_rank",
+    "model_state_bytes",
 ]
+
+# Trace ingestion (issue 4) pulls in orjson and, on use, pandas: imported on first access
+# so that ``import zerocalc`` stays cheap.
+_LAZY = {"read_traces": "zerocalc.traces", "TraceSet": "zerocalc.traces"}
+# The core model imports sympy (about half a second): also on first access (issue 2).
+_LAZY.update(
+    {name: "zerocalc.collectives" for name in ("Algorithm", "Collective", "bytes_sent_per_rank")}
+    | {name: "zerocalc.schemes" for name in ("Group", "Phase", "SCHEMES", "SCHEME_NAMES", "Scheme",
+                                             "get_scheme")}
+    | {name: "zerocalc.topology" for name in ("Topology", "get_topology")}
+    | {"model_bytes_per_rank": "zerocalc.evaluate"}
+    | {"model_state_bytes": "zerocalc.memory"}
+)
+
+
+def __getattr__(name: str):
+    if name == "evaluate":  # a submodule: importing it makes it this attribute anyway
+        import importlib
+
+        return importlib.import_module("zerocalc.evaluate")
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'zerocalc' has no attribute {name!r}")

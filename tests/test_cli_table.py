@@ -1,0 +1,120 @@
+"""`zerocalc table` and `zerocalc derive` through typer's CliRunner."""
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.schemes import SCHEME_NAMES
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_default_table_lists_every_scheme():
+    r = run("table")
+    assert r.exit_code == 0, r.output
+    for name in SCHEME_NAMES:
+        assert f"\n{name} " in r.stdout
+    assert "N = 64 (8 node(s) × 8), dgx-a100" in r.stdout
+
+
+def test_json_contract():
+    r = run("table", "--format", "json", "--psi", "7.5B", "--n", "64")
+    assert r.exit_code == 0
+    records = json.loads(r.stdout)
+    assert [rec["scheme"] for rec in records] == list(SCHEME_NAMES)
+    rec = {x["scheme"]: x for x in records}
+    for x in records:
+        assert {"scheme", "bytes_per_rank", "bytes_per_rank_over_psi", "memory_bytes_per_rank",
+                "time_s", "equivalent_to_dp"} <= set(x)
+        assert isinstance(x["equivalent_to_dp"], bool)
+    # hand values: ring all-reduce of 7.5e9 fp16 elements over 64 ranks; ZeRO Table 1 memory
+    assert rec["dp"]["bytes_per_rank"] == pytest.approx(2 * 63 / 64 * 7.5e9 * 2)
+    assert rec["dp"]["bytes_per_rank_over_psi"] == pytest.approx(2 * 63 / 64)
+    assert rec["colocated"]["bytes_per_rank_over_psi"] == pytest.approx(63 / 64)
+    assert rec["zero3"]["memory_bytes_per_rank"] == pytest.approx(16 * 7.5e9 / 64)
+    assert rec["colocated"]["equivalent_to_dp"] is False
+
+
+def test_csv_reads_back():
+    r = run("table", "--format", "csv", "--schemes", "dp,zero2,zero3", "--dtype", "fp32", "--n", "16")
+    assert r.exit_code == 0
+    df = pd.read_csv(io.StringIO(r.stdout))
+    assert list(df["scheme"]) == ["dp", "zero2", "zero3"]
+    assert df.loc[0, "bytes_per_rank"] == pytest.approx(2 * 15 / 16 * 7.5e9 * 4)
+
+
+def test_markdown():
+    r = run("table", "--format", "markdown", "--schemes", "dp,zeropp")
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("| scheme |") and set(lines[1]) <= set("|-")
+    assert len(lines) == 4 and all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_latex_is_a_tabular():
+    r = run("table", "--format", "latex")
+    text = r.stdout.strip()
+    assert text.startswith(r"\begin{tabular}{l") and text.endswith(r"\end{tabular}")
+    spec = text.splitlines()[0].removeprefix(r"\begin{tabular}{").removesuffix("}")
+    assert set(spec) == {"l", "r"}
+    ncols = len(spec)
+    rows = [line for line in text.splitlines() if line.endswith(r"\\")]
+    assert len(rows) == 1 + len(SCHEME_NAMES)
+    for row in rows:
+        assert row.count(" & ") == ncols - 1
+        assert "_" not in row.replace(r"\_", "")  # every underscore escaped
+    assert "µ" not in text
+
+
+def test_topology_from_toml_and_flags(tmp_path):
+    f = tmp_path / "lab.toml"
+    f.write_text('name = "lab"\ngpus_per_node = 4\n[intra]\nalpha_us = 0\nbw_GBps = 100\n'
+                 '[inter]\nalpha_us = 0\nbw_GBps = 10\n')
+    r = run("table", "--topology", str(f), "--n", "8", "--schemes", "dp", "--format", "json")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)[0]
+    # α = 0; a ring over 2 nodes runs at min(100, 10) GB/s: 2·7/8·15e9 / 10e9
+    assert rec["time_s"] == pytest.approx(2 * 7 / 8 * 15e9 / 10e9)
+    assert rec["gpus_per_node"] == 4
+    r = run("table", "--topology", str(f), "--n", "8", "--schemes", "dp", "--format", "json",
+            "--inter-bw-GBps", "1000")
+    assert json.loads(r.stdout)[0]["time_s"] == pytest.approx(2 * 7 / 8 * 15e9 / 100e9)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--n", "0"], "--n"), (["--psi", "-3"], "--psi"), (["--psi", "banana"], "--psi"),
+     (["--schemes", "zero9"], "unknown scheme 'zero9'"), (["--topology", "dgx-z9"], "unknown topology"),
+     (["--n", "12"], "multiple"), (["--dtype", "fp12"], "unknown dtype"), (["--format", "xml"], "--format"),
+     (["--topology", "missing.toml"], "--topology")],
+)
+def test_bad_input_is_one_line_exit_2(args, needle):
+    r = run("table", *args)
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_bad_toml_names_the_file(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text("gpus_per_node = [\n")
+    r = run("table", "--topology", str(f))
+    assert r.exit_code == 2 and "bad.toml" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_derive_prints_pretty_and_latex():
+    r = run("derive", "zero3")
+    assert r.exit_code == 0
+    assert "all_gather" in r.stdout and "reduce_scatter" in r.stdout
+    assert r"LaTeX: \frac{3 \Psi b_{comm} \left(N - 1\right)}{N}" in r.stdout
+    r = run("derive", "zero9")
+    assert r.exit_code == 2 and "unknown scheme" in r.stderr
+    assert run("derive", "dp", "--algorithm", "butterfly").exit_code == 2
