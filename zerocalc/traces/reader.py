@@ -64,8 +64,14 @@ class TraceSet:
 class _Capped(io.RawIOBase):
     """A read-only stream that refuses to yield more than ``cap`` bytes."""
 
-    def __init__(self, raw: BinaryIO, cap: int, file: str) -> None:
-        self._raw, self._cap, self._file, self.n = raw, cap, file, 0
+    def __init__(self, raw: BinaryIO, cap: int, file: str, owned: tuple = ()) -> None:
+        super().__init__()
+        self._raw, self._cap, self._file, self.n, self._owned = raw, cap, file, 0, owned
+
+    def close(self) -> None:
+        for f in self._owned:
+            f.close()
+        super().close()
 
     def readable(self) -> bool:
         return True
@@ -91,11 +97,12 @@ def _guard(file: str, fn, *args):
 
 
 def _open(path: str, cap: int) -> BinaryIO:
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
+    raw = open(path, "rb")  # closed through the wrapper
     magic = raw.read(2)
     raw.seek(0)
     inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-    return io.BufferedReader(_Capped(inner, cap, path), buffer_size=1 << 20)
+    owned = (inner, raw) if inner is not raw else (raw,)
+    return io.BufferedReader(_Capped(inner, cap, path, owned), buffer_size=1 << 20)
 
 
 def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,

@@ -1,0 +1,84 @@
+"""Hypothesis: the line parsers and the detector raise nothing but TraceFormatError (issue 4)."""
+
+import gzip
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces.deepspeed_comms import parse_summary_row, parse_verbose_line
+from zerocalc.traces.detect import detect_format
+from zerocalc.traces.kineto import parse_bytes, parse_document
+from zerocalc.traces.nccl_log import parse_coll_line
+from zerocalc.traces.nccl_tests import parse_row
+
+REAL = (
+    "hopper01:191370:191425 [1] NCCL INFO AllGather: opCount d sendbuff 0x7fa921200000 recvbuff "
+    "0x7fa915800000 count 2097152 datatype 7 op 0 root 0 comm 0x55fca23fc0f0 [nranks=2] stream 0x55fca193e8e0"
+)
+TOKENS = REAL.split(" ") + ["[2]", "task", "globalrank", "-1", "99999999999999999999", "(nil)", "nranks=0]",
+                            "|", "comm op:", "time (ms):", "msg size:", "KB", "#", "\t", "float", "N/A"]
+mutated = st.lists(st.sampled_from(TOKENS), min_size=0, max_size=40).map(" ".join)
+texts = st.one_of(st.text(max_size=300), mutated)
+
+
+def _only_format_errors(fn, *args, **kw):
+    try:
+        fn(*args, **kw)
+    except TraceFormatError:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_nccl_coll_line(line):
+    _only_format_errors(parse_coll_line, line)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_nccl_tests_row(line):
+    _only_format_errors(parse_row, line)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_deepspeed_lines(line):
+    _only_format_errors(parse_verbose_line, line)
+    _only_format_errors(parse_summary_row, line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=400), texts.map(str.encode),
+                 st.binary(max_size=50).map(gzip.compress)))
+def test_detector(head):
+    _only_format_errors(detect_format, head)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=12), c, max_size=4),
+    max_leaves=20,
+)
+
+names = st.sampled_from(["record_param_comms", "c10d::allreduce_", "nccl:all_reduce", "gloo:all_reduce",
+                         "ProfilerStep#1", "ncclKernel_AllReduce", "cudaLaunchKernel", "ProfilerStep#x"])
+events = st.fixed_dictionaries(
+    {"ph": st.just("X"), "name": names, "ts": json_values, "dur": json_values},
+    optional={"cat": st.sampled_from(["cpu_op", "kernel", "user_annotation", "cuda_runtime"]),
+              "args": st.dictionaries(st.sampled_from(["Collective name", "In msg nelems", "Input Dims",
+                                                       "Input type", "External id", "correlation", "dtype",
+                                                       "Group size"]), json_values, max_size=5),
+              "pid": json_values, "tid": json_values},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(events, json_values), max_size=8), json_values)
+def test_kineto_events(evs, info):
+    _only_format_errors(parse_document, {"traceEvents": evs, "distributedInfo": info}, "f.json")
+    _only_format_errors(parse_bytes, orjson.dumps({"traceEvents": evs})[:-3], "f.json")
+
+
+
