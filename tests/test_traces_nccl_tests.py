@@ -41,7 +41,8 @@ def test_first_rows_by_hand():
     # "16777216  4194304  bfloat16  none  -1  108.8  154.20  77.10  0  98.19 ..."
     assert (first["dtype"], first["elem_bytes"], first["in_nelems"], first["out_nelems"]) == (
         "bf16", 2, 4194304, 8388608)
-    assert first["duration_s"] == pytest.approx(108.8e-6) and first["inplace_duration_s"] == pytest.approx(98.19e-6)
+    assert first["duration_s"] == pytest.approx(108.8e-6)
+    assert first["inplace_duration_s"] == pytest.approx(98.19e-6)
     old = read_traces(DATA / "all_gather_perf-oldformat-8ranks.txt").table
     assert old["layout"].iloc[0] == "pre2022" and old["redop"].isna().all()
 

@@ -102,7 +102,8 @@ def test_parallel_read_equals_sequential():
 
 def test_cli_summary_table_and_json():
     runner = CliRunner()
-    res = runner.invoke(app, ["trace", "summary", str(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz")])
+    resnet = DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"
+    res = runner.invoke(app, ["trace", "summary", str(resnet)])
     assert res.exit_code == 0, res.output
     assert "all_reduce" in res.output and "total: all_reduce 15, broadcast 6" in res.output
     res = runner.invoke(app, ["trace", "summary", str(LOG), "--format", "json"])

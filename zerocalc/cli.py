@@ -512,7 +512,8 @@ def trace_summary(
         typer.echo(f"{file}: {meta.get('format')}, {meta.get('rows', 0)} calls"
                    f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
         for r in part.itertuples():
-            vol = format_bytes(float(r.in_bytes)) if r.in_bytes == r.in_bytes and r.in_bytes is not None else "?"
+            known = r.in_bytes is not None and r.in_bytes == r.in_bytes
+            vol = format_bytes(float(r.in_bytes)) if known else "?"
             rank = "-" if r.rank is None or r.rank != r.rank else r.rank
             step = "-" if r.step is None or r.step != r.step else r.step
             typer.echo(f"  rank {rank!s:>4}  step {step!s:>5}  {r.op:<15} {r.calls:>6} calls  in {vol}")
