@@ -1,0 +1,816 @@
+"""The design-review report: the question of DeepSpeed #4582 answered in a multi-page PDF.
+
+Everything in the PDF is computed here from the public API (the symbolic model, the
+feasibility simulation, the trace check) when the report is generated; nothing is typed
+in by hand except prose and the published numbers it is compared against (ZeRO Table 1,
+cited). Two halves:
+
+* :func:`collect` computes the DataFrames and texts the report shows (:class:`ReportData`);
+  tests check these against independent derivations.
+* :func:`render` lays them out on A4 pages with matplotlib (:class:`_Writer`) and writes
+  the PDF: fonts embedded as TrueType (``pdf.fonttype`` 42, so text is extractable), fixed
+  DejaVu fonts, no creation date in the metadata, so the same inputs give the same file.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure, SubFigure
+from matplotlib.font_manager import FontProperties
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.mathtext import MathTextParser
+from matplotlib.patches import Rectangle
+from matplotlib.textpath import TextToPath
+
+__all__ = ["ReportConfig", "ReportData", "collect", "render", "write_report"]
+
+Progress = Callable[[str], None]
+
+# ---------------------------------------------------------------------------
+# Page layout
+# ---------------------------------------------------------------------------
+
+_PAGE_W, _PAGE_H = 8.27, 11.69  # A4, inches
+_MARGIN_X, _MARGIN_TOP, _MARGIN_BOTTOM = 0.85, 0.8, 0.85
+_TEXT_W = _PAGE_W - 2 * _MARGIN_X
+_BODY_PT = 9.5
+_LEADING = 1.38  # line height / font size
+
+_RC = {
+    "pdf.fonttype": 42,  # embed TrueType: text stays extractable and fonts travel with the file
+    "pdf.compression": 6,
+    "font.family": "DejaVu Sans",
+    "mathtext.fontset": "dejavusans",
+    "font.size": 9.0,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9.0,
+    "xtick.labelsize": 8.0,
+    "ytick.labelsize": 8.0,
+    "legend.fontsize": 8.0,
+    "savefig.dpi": 150,
+    "path.simplify": True,
+    "svg.hashsalt": "zerocalc",
+}
+
+_SANS = FontProperties(family="DejaVu Sans")
+_SANS_BOLD = FontProperties(family="DejaVu Sans", weight="bold")
+_MONO = FontProperties(family="DejaVu Sans Mono")
+_MONO_BOLD = FontProperties(family="DejaVu Sans Mono", weight="bold")
+_MONO_EM = 0.6021  # advance width of every DejaVu Sans Mono glyph, in ems
+
+
+class _Measure:
+    """Exact widths of text and mathtext, in points, from the font outlines."""
+
+    def __init__(self) -> None:
+        self._t2p = TextToPath()
+        self._math = MathTextParser("path")
+        self._cache: dict[tuple[str, float, bool], float] = {}
+
+    def text(self, s: str, size: float, bold: bool = False) -> float:
+        key = (s, size, bold)
+        if key not in self._cache:
+            prop = (_SANS_BOLD if bold else _SANS).copy()
+            prop.set_size(size)
+            w, _h, _d = self._t2p.get_text_width_height_descent(s, prop, ismath=False)
+            self._cache[key] = float(w)
+        return self._cache[key]
+
+    def math(self, latex: str, size: float) -> tuple[float, float, float]:
+        """(width, height, depth) in points of ``$latex$``; ValueError if mathtext cannot parse it."""
+        prop = _SANS.copy()
+        prop.set_size(size)
+        parsed = self._math.parse(f"${latex}$", dpi=72, prop=prop)
+        return float(parsed.width), float(parsed.height), float(parsed.depth)
+
+
+class _Writer:
+    """Flows headings, paragraphs, display maths, tables and figures onto A4 pages.
+
+    Positions are in inches from the top of the page (``self.y``); every page is a
+    matplotlib Figure kept until :meth:`save`, which adds "page k of M" footers.
+    """
+
+    def __init__(self, footer: str) -> None:
+        self.pages: list[Figure] = []
+        self.footer = footer
+        self.measure = _Measure()
+        self.page: Figure
+        self.y = 0.0
+        self.new_page()
+
+    # -- pages ---------------------------------------------------------------
+    def new_page(self) -> None:
+        self.page = Figure(figsize=(_PAGE_W, _PAGE_H))
+        self.pages.append(self.page)
+        self.y = _MARGIN_TOP
+
+    @property
+    def room(self) -> float:
+        return _PAGE_H - _MARGIN_BOTTOM - self.y
+
+    def ensure(self, height: float) -> None:
+        if height > self.room and self.y > _MARGIN_TOP + 1e-9:
+            self.new_page()
+
+    def skip(self, inches: float) -> None:
+        self.y += inches
+
+    def _text(self, x: float, y_top: float, s: str, size: float, *, bold: bool = False, mono: bool = False,
+              ha: str = "left", color: str = "black", italic: bool = False) -> None:
+        if mono:
+            prop = (_MONO_BOLD if bold else _MONO).copy()
+        else:
+            prop = (_SANS_BOLD if bold else _SANS).copy()
+        prop.set_size(size)
+        if italic:
+            prop.set_style("oblique")
+        self.page.text(x / _PAGE_W, 1 - y_top / _PAGE_H, s, fontproperties=prop, ha=ha, va="top",
+                       color=color, parse_math=False)
+
+    # -- text ----------------------------------------------------------------
+    def wrap(self, text: str, width_in: float, size: float, bold: bool = False) -> list[str]:
+        limit = width_in * 72.0
+        lines: list[str] = []
+        for para_line in text.split("\n"):
+            words = para_line.split(" ")
+            line = ""
+            for word in words:
+                candidate = word if not line else f"{line} {word}"
+                if line and self.measure.text(candidate, size, bold) > limit:
+                    lines.append(line)
+                    line = word
+                else:
+                    line = candidate
+            lines.append(line)
+        return lines
+
+    def title(self, text: str, subtitle: str) -> None:
+        self._text(_MARGIN_X, self.y, text, 17, bold=True)
+        self.y += 17 * 1.5 / 72
+        for line in self.wrap(subtitle, _TEXT_W, 10.5):
+            self._text(_MARGIN_X, self.y, line, 10.5, color="#333333")
+            self.y += 10.5 * _LEADING / 72
+        self.y += 0.12
+        self.page.add_artist(_rule(self.y))
+        self.y += 0.15
+
+    def heading(self, text: str, level: int = 1) -> None:
+        size = {1: 13.0, 2: 10.5}[level]
+        self.ensure(size * 1.6 / 72 + 4 * _BODY_PT * _LEADING / 72)  # keep a heading with what follows
+        self.y += 0.14 if level == 1 else 0.06
+        self._text(_MARGIN_X, self.y, text, size, bold=True, color="#1a1a1a" if level == 1 else "#333333")
+        self.y += size * 1.55 / 72
+
+    def paragraph(self, text: str, *, size: float = _BODY_PT, indent: float = 0.0, color: str = "black",
+                  italic: bool = False, after: float = 0.07) -> None:
+        step = size * _LEADING / 72
+        for line in self.wrap(text, _TEXT_W - indent, size):
+            self.ensure(step)
+            self._text(_MARGIN_X + indent, self.y, line, size, color=color, italic=italic)
+            self.y += step
+        self.y += after
+
+    def bullets(self, items: Sequence[str], *, size: float = _BODY_PT, marker: str = "•") -> None:
+        step = size * _LEADING / 72
+        indent = 0.2
+        for item in items:
+            lines = self.wrap(item, _TEXT_W - indent, size)
+            self.ensure(step * min(len(lines), 2))
+            for i, line in enumerate(lines):
+                self.ensure(step)
+                if i == 0:
+                    self._text(_MARGIN_X + 0.05, self.y, marker, size)
+                self._text(_MARGIN_X + indent, self.y, line, size)
+                self.y += step
+            self.y += 0.03
+        self.y += 0.05
+
+    # -- display maths ---------------------------------------------------------
+    def math(self, label: str, latex_lines: Sequence[str], *, size: float = 10.5,
+             fallback: Sequence[str] = ()) -> None:
+        """A labelled display equation; lines too wide for the page are drawn smaller (down to 6 pt).
+
+        ``latex_lines`` are mathtext bodies (no ``$``); when mathtext cannot parse one,
+        the matching ``fallback`` line (plain text) is drawn in monospace instead.
+        """
+        label_w = 1.45
+        avail = (_TEXT_W - label_w) * 72.0
+        rendered: list[tuple[str, float, float, float, bool]] = []  # text, size, height, depth, is_math
+        for i, body in enumerate(latex_lines):
+            try:
+                w, h, d = self.measure.math(body, size)
+                s = size if w <= avail else max(6.0, size * avail / w)
+                if s != size:
+                    w, h, d = self.measure.math(body, s)
+                rendered.append((f"${body}$", s, h - d, d, True))
+            except ValueError:
+                text = fallback[i] if i < len(fallback) else body
+                s = min(size - 1.5, max(5.5, avail / (len(text) * _MONO_EM)))
+                rendered.append((text, s, s * 0.8 / 72 * 72, s * 0.2, False))
+        total = sum((h + d) / 72 + 0.09 for _t, _s, h, d, _m in rendered) + 0.05
+        self.ensure(total)
+        first_baseline = self.y + (rendered[0][2] / 72 if rendered[0][4] else rendered[0][1] * 0.8 / 72)
+        label_prop = _SANS.copy()
+        label_prop.set_size(8.0)
+        self.page.text(_MARGIN_X / _PAGE_W, 1 - first_baseline / _PAGE_H, label, fontproperties=label_prop,
+                       ha="left", va="baseline", color="#444444", parse_math=False)
+        for text, s, h, d, is_math in rendered:
+            top = self.y
+            prop = _SANS.copy()
+            prop.set_size(s)
+            if is_math:
+                self.page.text((_MARGIN_X + label_w) / _PAGE_W, 1 - (top + h / 72) / _PAGE_H, text,
+                               fontproperties=prop, ha="left", va="baseline")
+            else:
+                self._text(_MARGIN_X + label_w, top, text, s, mono=True)
+            self.y += (h + d) / 72 + 0.09
+        self.y += 0.05
+
+    # -- tables ----------------------------------------------------------------
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str | None = None,
+              caption: str | None = None, size: float = 8.0, min_size: float = 5.5,
+              wrap: dict[int, int] | None = None) -> None:
+        """A monospace table; shrinks to fit the width and continues on the next page with its header.
+
+        ``wrap`` maps a column index to its width in characters: longer cells in that column
+        are wrapped onto several lines (at spaces) instead of widening the table.
+        """
+        ncol = len(header)
+        align = align or ("l" + "r" * (ncol - 1))
+        wrap = wrap or {}
+        cells = [[textwrap.wrap(str(c), wrap[j], break_on_hyphens=False) or [""] if j in wrap else [str(c)]
+                  for j, c in enumerate(r)] for r in rows]
+        widths = [max(len(str(header[j])), *(len(line) for r in cells for line in r[j])) for j in range(ncol)]
+        gap = 2
+        chars = sum(widths) + gap * (ncol - 1) + 0.5
+        size = min(size, max(min_size, _TEXT_W * 72 / (chars * _MONO_EM)))
+        char_w = size * _MONO_EM / 72
+        step = size * 1.45 / 72
+        if caption:
+            self.ensure(3 * step + (_BODY_PT * _LEADING / 72) * 2)
+            self.paragraph(caption, size=8.5, color="#333333", after=0.03)
+
+        def line(row: Sequence[str], bold: bool) -> None:
+            x = _MARGIN_X
+            for j, cell in enumerate(row):
+                if align[j] == "r":
+                    self._text(x + widths[j] * char_w, self.y, cell, size, mono=True, bold=bold, ha="right")
+                else:
+                    self._text(x, self.y, cell, size, mono=True, bold=bold)
+                x += (widths[j] + gap) * char_w
+            self.y += step
+
+        def head() -> None:
+            self.page.add_artist(_rule(self.y - 0.02, width=chars * char_w))
+            self.y += 0.03
+            line([str(h) for h in header], True)
+            self.page.add_artist(_rule(self.y - 0.01, width=chars * char_w, lw=0.5))
+            self.y += 0.02
+
+        self.ensure(3 * step)
+        head()
+        for i, row in enumerate(cells):
+            height = max(len(c) for c in row)
+            if self.room < height * step + 0.05:
+                self.page.add_artist(_rule(self.y, width=chars * char_w))
+                self.new_page()
+                head()
+            if i % 2 == 1:
+                self.page.add_artist(Rectangle(
+                    (_MARGIN_X / _PAGE_W, 1 - (self.y + height * step - 0.015) / _PAGE_H),
+                    chars * char_w / _PAGE_W, height * step / _PAGE_H, transform=self.page.transFigure,
+                    facecolor="#f0f0f0", edgecolor="none", zorder=-1))
+            for k in range(height):
+                line([c[k] if k < len(c) else "" for c in row], False)
+        self.page.add_artist(_rule(self.y + 0.01, width=chars * char_w))
+        self.y += 0.15
+
+    # -- figures ---------------------------------------------------------------
+    def figure(self, height: float, draw: Callable[[SubFigure], object], *,
+               caption: str | None = None) -> None:
+        """A figure ``height`` inches tall drawn by ``draw`` into a sub-figure of its own page.
+
+        A figure starts a fresh page when it does not fit; the page gets a constrained
+        layout restricted to the figure's rectangle, so tick labels and legends are never clipped
+        and the flowing text above and below stays where it is.
+        """
+        cap_lines = self.wrap(caption, _TEXT_W, 8.5) if caption else []
+        cap_h = len(cap_lines) * 8.5 * _LEADING / 72 + 0.1
+        if self.page.get_layout_engine() is not None:  # one laid-out figure per page
+            self.new_page()
+        self.ensure(height + cap_h)
+        top, bottom = self.y, self.y + height
+        host = self.page
+        host.set_layout_engine(ConstrainedLayoutEngine(
+            rect=(_MARGIN_X / _PAGE_W, 1 - bottom / _PAGE_H, _TEXT_W / _PAGE_W, (bottom - top) / _PAGE_H),
+            h_pad=0.03, w_pad=0.03))
+        sub = host.subfigures(1, 1)
+        draw(sub)
+        self.y = bottom + 0.08
+        for line in cap_lines:
+            self._text(_MARGIN_X, self.y, line, 8.5, color="#333333")
+            self.y += 8.5 * _LEADING / 72
+        self.y += 0.12
+
+    # -- output ----------------------------------------------------------------
+    def save(self, path: Path, metadata: dict[str, str | None], progress: Progress | None = None) -> None:
+        total = len(self.pages)
+        with PdfPages(path, metadata=metadata) as pdf:
+            for k, page in enumerate(self.pages, start=1):
+                prop = _SANS.copy()
+                prop.set_size(7.5)
+                page.text(0.5, _MARGIN_BOTTOM / 2 / _PAGE_H, f"{self.footer} · page {k} of {total}",
+                          ha="center", va="center", fontproperties=prop, color="#666666", parse_math=False)
+                pdf.savefig(page)
+                if progress is not None:
+                    progress(f"page {k}/{total} written")
+
+
+def _rule(y: float, *, width: float = _TEXT_W, lw: float = 0.8):
+    from matplotlib.lines import Line2D
+
+    return Line2D([_MARGIN_X / _PAGE_W, (_MARGIN_X + width) / _PAGE_W], [1 - y / _PAGE_H] * 2,
+                  color="#555555", linewidth=lw)
+
+
+def _dedent(text: str) -> str:
+    """Prose written as an indented triple-quoted block → paragraphs joined into single lines."""
+    paragraphs = textwrap.dedent(text).strip().split("\n\n")
+    return "\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+# ---------------------------------------------------------------------------
+# What the report shows
+# ---------------------------------------------------------------------------
+
+#: Schemes drawn in the sweep figures (the table and the derivations show every scheme).
+FIGURE_SCHEMES: tuple[str, ...] = ("dp", "zero2", "zero3", "colocated", "deepspeed-zero12", "fsdp-hybrid",
+                                   "zeropp")
+#: Schemes of the time-vs-Ψ figure (one line style each) and the algorithms drawn for them.
+TIME_SCHEMES: tuple[str, ...] = ("zero2", "deepspeed-zero12", "colocated")
+N_SWEEP: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+PSI_SWEEP: tuple[float, ...] = tuple(float(x) for x in np.logspace(6, 12, 25))
+
+#: ZeRO (Rajbhandari et al., SC20, arXiv 1910.02054) Table 1, 7.5B-parameter column: model-state
+#: memory per device in GB (1e9 bytes) as printed (rounded), K = 12, for P_os, P_os+g, P_os+g+p.
+ZERO_TABLE1_7P5B: pd.DataFrame = pd.DataFrame(
+    [(1, 120, 120, 120), (4, 52.5, 41.3, 30), (16, 35.6, 21.6, 7.5), (64, 31.4, 16.6, 1.88),
+     (256, 30.4, 15.4, 0.47), (1024, 30.1, 15.1, 0.12)],
+    columns=["n", "zero1", "zero2", "zero3"],
+)
+_TABLE1_LABELS = {"zero1": "ZeRO Table 1, P_os", "zero2": "ZeRO Table 1, P_os+g",
+                  "zero3": "ZeRO Table 1, P_os+g+p"}
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The cluster and model the report is about (the CLI's options), and where its traces come from."""
+
+    psi: float = 7.5e9
+    n: int = 64
+    gpus_per_node: int = 8
+    topology: str = "dgx-a100"
+    comm_dtype: str = "fp16"
+    k: float = 12.0
+    traces: tuple[Path, ...] = ()  # empty: the real traces bundled with zerocalc
+    feasibility_n: int = 4
+    feasibility_steps: int = 20
+    seed: int = 0
+
+
+@dataclass
+class ReportData:
+    """Everything the PDF shows, computed from the public API; each figure's DataFrame is kept."""
+
+    config: ReportConfig
+    table: pd.DataFrame
+    bytes_vs_n: pd.DataFrame
+    time_vs_psi: pd.DataFrame
+    memory_vs_n: pd.DataFrame
+    memory_points: pd.DataFrame
+    derivations: list[dict[str, object]]
+    identities: list[tuple[str, bool]]
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | None = None) -> pd.DataFrame:
+    from zerocalc.evaluate import evaluate
+
+    return evaluate(schemes, psi=psi, n=n, gpus_per_node=config.gpus_per_node,
+                    topology=topology or config.topology, comm_dtype=config.comm_dtype, k=config.k)
+
+
+def volume_table(config: ReportConfig) -> pd.DataFrame:
+    """Every scheme at the report's configuration: the model's tidy DataFrame (one row per scheme)."""
+    return _evaluate(config, psi=config.psi, n=config.n).reset_index(drop=True)
+
+
+def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
+               schemes: Sequence[str] = FIGURE_SCHEMES) -> pd.DataFrame:
+    """Bytes sent per rank per step against N at the report's Ψ (figure 1's data)."""
+    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes))
+    return df[["scheme", "psi", "n", "bytes_per_rank", "bytes_per_rank_over_psi"]].reset_index(drop=True)
+
+
+def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
+                topologies: Sequence[str] | None = None,
+                schemes: Sequence[str] = TIME_SCHEMES) -> pd.DataFrame:
+    """Step communication time against Ψ per topology and algorithm at the report's N (figure 2's data).
+
+    Long form: one row per (topology, algorithm, scheme, Ψ) with ``time_s``.
+    """
+    from zerocalc.collectives import Algorithm
+
+    if topologies is None:
+        topologies = _topology_names()
+    frames = []
+    for topo in topologies:
+        df = _evaluate(config, psi=np.asarray(psi_values, dtype=float), n=config.n, schemes=list(schemes),
+                       topology=topo)
+        for alg in Algorithm:
+            col = f"time_s_{alg.value}"
+            if col not in df.columns:
+                continue
+            part = df[["scheme", "psi", "n"]].copy()
+            part["topology"] = topo
+            part["algorithm"] = alg.value
+            part["time_s"] = df[col].to_numpy()
+            frames.append(part)
+    return pd.concat(frames, ignore_index=True)[["topology", "algorithm", "scheme", "psi", "n", "time_s"]]
+
+
+def memory_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
+                schemes: Sequence[str] = ("dp", "zero1", "zero2", "zero3")) -> pd.DataFrame:
+    """Model-state memory per GPU against N at the report's Ψ and K (figure 3's data)."""
+    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes))
+    return df[["scheme", "psi", "n", "memory_bytes_per_rank"]].reset_index(drop=True)
+
+
+def zero_table1_points() -> pd.DataFrame:
+    """ZeRO Table 1 (7.5B column) in long form, in bytes.
+
+    Columns ``scheme``, ``n``, ``memory_bytes_per_rank``, ``label``.
+    """
+    long = ZERO_TABLE1_7P5B.melt(id_vars="n", var_name="scheme", value_name="memory_GB")
+    long["memory_bytes_per_rank"] = long["memory_GB"] * 1e9
+    long["label"] = long["scheme"].map(_TABLE1_LABELS)
+    return long[["scheme", "n", "memory_bytes_per_rank", "label"]]
+
+
+def _topology_names() -> list[str]:
+    from zerocalc import topology
+
+    return list(topology.PRESETS)
+
+
+def _derivations() -> list[dict[str, object]]:
+    """Per scheme: the symbolic per-rank volume (ring), step time (ring) and model-state memory.
+
+    The time is split into its cases (one node; several nodes) and collected by latency,
+    reduction and bandwidth terms, so each line reads as α-terms + γ-terms + bytes/bandwidth.
+    """
+    import sympy
+
+    from zerocalc import symbols as S
+    from zerocalc.memory import model_state_bytes
+    from zerocalc.schemes import SCHEMES
+
+    collect_by = [S.alpha_intra, S.alpha_inter, S.gamma]
+    out = []
+    for name, scheme in SCHEMES.items():
+        time = sympy.piecewise_fold(scheme.time_s())
+        pieces = time.args if isinstance(time, sympy.Piecewise) else ((time, sympy.true),)
+        cases = []
+        for expr, cond in pieces:
+            expr = sympy.collect(sympy.expand(expr), collect_by, func=sympy.factor)
+            cases.append((expr, _condition_text(cond, len(pieces))))
+        out.append({"scheme": name, "title": scheme.title, "equivalent_to_dp": scheme.equivalent_to_dp,
+                    "volume": sympy.factor(scheme.bytes_per_rank()), "time_cases": cases,
+                    "memory": sympy.factor(model_state_bytes(name))})
+    return out
+
+
+def _condition_text(cond, n_pieces: int) -> str:
+    import sympy
+
+    from zerocalc import symbols as S
+
+    if cond is sympy.true:
+        return "several nodes (N > G)" if n_pieces > 1 else "any N"
+    if cond == (S.G >= S.N) or cond == (S.N <= S.G):
+        return "one node (N ≤ G)"
+    return str(cond)
+
+
+def _identities() -> list[tuple[str, bool]]:
+    """The identities the verdict rests on, each checked here by ``sympy.simplify(a - b) == 0``."""
+    import sympy
+
+    from zerocalc import symbols as S
+    from zerocalc.schemes import SCHEMES
+
+    v = {name: s.bytes_per_rank() for name, s in SCHEMES.items()}
+    bound = (S.N - 1) / S.N * S.Psi * S.b_comm
+    checks = [
+        ("V(zero2) = V(dp)", v["zero2"] - v["dp"]),
+        ("V(colocated) = V(dp) / 2", v["colocated"] - v["dp"] / 2),
+        ("V(zero3) = 3/2 · V(dp)", v["zero3"] - v["dp"] * 3 / 2),
+        ("V(deepspeed-zero12) = 3/2 · V(dp)", v["deepspeed-zero12"] - v["dp"] * 3 / 2),
+        ("V(colocated) = (N−1)/N · Ψ · b_comm: all of it is the parameter all-gather, "
+         "nothing is left for the gradient reduction", v["colocated"] - bound),
+    ]
+    return [(text, sympy.simplify(expr) == 0) for text, expr in checks]
+
+
+def collect(config: ReportConfig = ReportConfig(), progress: Progress | None = None) -> ReportData:
+    """Compute everything the report shows from the public API."""
+    say = progress or (lambda _msg: None)
+    say("evaluating the model at the chosen configuration")
+    table = volume_table(config)
+    say("deriving the symbolic volume, time and memory of every scheme")
+    derivations = _derivations()
+    identities = _identities()
+    say("sweeping N and Ψ for the figures")
+    data = ReportData(
+        config=config,
+        table=table,
+        bytes_vs_n=bytes_vs_n(config),
+        time_vs_psi=time_vs_psi(config),
+        memory_vs_n=memory_vs_n(config),
+        memory_points=zero_table1_points(),
+        derivations=derivations,
+        identities=identities,
+    )
+    return data
+
+
+# ---------------------------------------------------------------------------
+# The pages
+# ---------------------------------------------------------------------------
+
+_QUESTION = """
+    DeepSpeed issue #4582 ("Direct Correspondence between Gradient and Optimizer States to Reduce
+    Communication", opened 2023-10-30, open, no maintainer answer) argues: in ZeRO stage 2 (P_os+g) a
+    training step costs a ReduceScatter of the gradients (Ψ elements) plus an AllGather of the updated
+    parameters (Ψ), 2Ψ in all. If each gradient were placed in the same partition as its optimizer-state
+    shard, the ReduceScatter could be skipped and only the AllGather (Ψ) would remain: half the traffic.
+
+    Two facts from the ZeRO paper (Rajbhandari et al., SC20) bear on it. §2.1: every rank runs forward and
+    backward on a different micro-batch, and the update uses the gradient averaged over all ranks. §5.2:
+    ZeRO-2 already reduces each gradient only onto the rank that owns the matching optimizer-state shard
+    ("effectively a Reduce-Scatter"). So after the ReduceScatter the gradients are colocated with their
+    optimizer state; the question is whether the ReduceScatter relocates data (and could be avoided) or
+    computes the cross-rank sum (and cannot). This report answers it three ways: a symbolic derivation of
+    the volume, time and memory of every scheme (sections 2 to 5); a simulation of ranks that really train
+    with each scheme and are compared with data-parallel training (section 7); and real traces checked
+    against the model (section 6).
+"""
+
+_ASSUMPTIONS = [
+    "Notation: Ψ parameters (elements); N ranks in the data-parallel group, G per node, N/G nodes; "
+    "b_comm bytes per element on the wire (2 for fp16/bf16); b_param and b_grad bytes per stored "
+    "parameter and gradient; K bytes of optimizer state per parameter (12 for mixed-precision Adam, "
+    "ZeRO §3.1).",
+    "Volume = bytes ONE rank sends in one training step, averaged over the ranks of the group. A "
+    "collective's "
+    "size is the bytes of its full vector (Ψ·b for a whole-model all-reduce); ring all-reduce sends "
+    "2(p−1)/p of it per rank, reduce-scatter and all-gather (p−1)/p each (Patarasuk & Yuan 2009; Thakur, "
+    "Rabenseifner & Gropp 2005). The ZeRO paper's 2Ψ and 3Ψ are these volumes with (N−1)/N dropped.",
+    "Time = Hockney α-β(-γ): each message step costs a latency α plus bytes / bandwidth on the link it "
+    "crosses, plus γ per byte reduced. Intra-node and inter-node links have their own α and bandwidth "
+    "(the topology presets below); a phase on the world group runs at the pace of the slower tier it "
+    "crosses. Ring, recursive halving/doubling, binomial tree and a two-level hierarchical algorithm are "
+    "modelled. Phases run one after another and nothing overlaps with compute, so the time is the "
+    "exposed-communication upper bound of a step.",
+    "Memory = model states only (ZeRO §3.1, §5): parameters, gradients and optimizer states, divided by N "
+    "where a scheme shards them. Activations, temporary buffers and fragmentation are left out.",
+    "A scheme is the ordered list of collectives one step issues (collective, message size, bytes per "
+    "element, group: world, intra-node or inter-node) plus one fact: whether its update equals "
+    "data-parallel SGD/Adam on the global batch. The simulation (section 7) checks that fact by training.",
+]
+
+_SOURCES = [
+    "DeepSpeed issue #4582, \"Direct Correspondence between Gradient and Optimizer States to Reduce "
+    "Communication\", github.com/deepspeedai/DeepSpeed/issues/4582 (2023-10-30).",
+    "S. Rajbhandari, J. Rasley, O. Ruwase, Y. He. ZeRO: Memory Optimizations Toward Training Trillion "
+    "Parameter Models. SC20, arXiv:1910.02054. §2.1, §3.1, §5 (memory, Table 1), §7 (communication).",
+    "P. Patarasuk, X. Yuan. Bandwidth optimal all-reduce algorithms for clusters of workstations. "
+    "J. Parallel Distrib. Comput. 69(2), 2009: the 2(N−1)/N lower bound for all-reduce.",
+    "R. Thakur, R. Rabenseifner, W. Gropp. Optimization of Collective Communication Operations in MPICH. "
+    "IJHPCA 19(1), 2005: α-β-γ costs of ring, recursive halving/doubling and binomial-tree collectives.",
+    "R. W. Hockney. The communication challenge for MPP: Intel Paragon and Meiko CS-2. Parallel "
+    "Computing 20(3), 1994: the α-β model.",
+    "DeepSpeed source, deepspeed/runtime/zero/stage_1_and_2.py (use_multi_rank_bucket_allreduce) and "
+    "stage3.py; DeepSpeed issues #5758 and #6463, PR #7440: ZeRO-1/2 reduce gradients with all-reduce.",
+    "PyTorch ZeroRedundancyOptimizer (torch.distributed.optim) and pytorch issue #69591: DDP all-reduce "
+    "plus one broadcast per parameter shard.",
+    "Y. Zhao et al. PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel. VLDB 2023, "
+    "arXiv:2304.11277: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD.",
+    "G. Wang et al. ZeRO++: Extremely Efficient Collective Communication for Giant Model Training. "
+    "arXiv:2306.10209: qwZ, hpZ, qgZ.",
+    "NVIDIA nccl-tests, doc/PERFORMANCE.md: algorithm and bus bandwidth; NCCL src/graph/tuning.cc.",
+    "DeepSpeed estimate_zero2_model_states_mem_needs / estimate_zero3_model_states_mem_needs "
+    "(deepspeed/runtime/zero/stage_1_and_2.py, stage3.py).",
+    "Real traces: HolisticTraceAnalysis tests/data (PyTorch DDP ResNet-50 on A100, NCCL 2.17.1); a "
+    "DeepSpeed 0.19.8 ZeRO-3 run on 4 ranks over gloo; an all_reduce_perf sweep on 16 H100 GPUs (2 nodes).",
+]
+
+
+SECTION_TITLES: tuple[str, ...] = (
+    "1. The question",
+    "2. The model and its assumptions",
+    "3. Derivations",
+    "4. Volume, time and memory per scheme",
+    "5. Figures",
+    "6. Validation against real traces",
+    "7. Verdict and implementation plan",
+    "8. Sources",
+)
+
+
+def _latex(expr) -> str:
+    """sympy LaTeX made palatable to matplotlib's mathtext."""
+    import sympy
+
+    s = sympy.latex(expr, mul_symbol=None)
+    for a, b in ((r"\operatorname", r"\mathrm"), (r"\left\lceil", r"\lceil"), (r"\right\rceil", r"\rceil"),
+                 (r"\left\lfloor", r"\lfloor"), (r"\right\rfloor", r"\rfloor"), (r"\text", r"\mathrm"),
+                 (r"\frac", r"\dfrac")):
+        s = s.replace(a, b)
+    return s
+
+
+def _sci(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _fmt_bytes(x: float) -> str:
+    from zerocalc.units import format_bytes
+
+    return format_bytes(float(x))
+
+
+def _fmt_seconds(x: float) -> str:
+    from zerocalc.units import format_seconds
+
+    return format_seconds(float(x))
+
+
+def _config_line(config: ReportConfig) -> str:
+    return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
+            f"topology {config.topology}, {config.comm_dtype} communication, K = {config.k:g} bytes of "
+            "optimizer state per parameter")
+
+
+def _page_question(w: _Writer, data: ReportData) -> None:
+    w.title("Can ZeRO-2 skip its reduce-scatter?",
+            "Design review of DeepSpeed issue #4582 (colocating gradients with optimizer-state shards), "
+            "derived, simulated and measured with zerocalc. Configuration: "
+            + _config_line(data.config) + ".")
+    verdict = data.extra.get("verdict_short")
+    if verdict:
+        w.heading("In short", 2)
+        w.paragraph(str(verdict))
+    w.heading(SECTION_TITLES[0])
+    for para in _dedent(_QUESTION).split("\n"):
+        w.paragraph(para)
+
+
+def _page_model(w: _Writer, data: ReportData) -> None:
+    from zerocalc.schemes import SCHEMES
+    from zerocalc.symbols import SYMBOLS
+
+    w.heading(SECTION_TITLES[1])
+    w.bullets(_ASSUMPTIONS)
+    w.heading("Symbols", 2)
+    symbols = [[name, info.meaning, info.unit] for name, info in SYMBOLS.items()]
+    w.table(["symbol", "meaning", "unit"], symbols,
+            align="lll", size=7.5)
+    w.heading("Schemes", 2)
+    rows = []
+    for name, s in SCHEMES.items():
+        phases = " + ".join(f"{p.collective.value} ({p.group.value})" for p in s.phases)
+        rows.append([name, s.title, "yes" if s.equivalent_to_dp else "NO", phases])
+    w.table(["scheme", "what it is", "DP update", "collectives per step (group)"], rows, align="llll",
+            size=7.5,
+            wrap={1: 34, 3: 46})
+    topo = data.extra.get("topologies")
+    if isinstance(topo, pd.DataFrame) and not topo.empty:
+        w.heading("Topology presets", 2)
+        w.table(list(topo.columns), topo.astype(str).values.tolist(), size=7.0)
+
+
+def _page_derivations(w: _Writer, data: ReportData) -> None:
+    w.heading(SECTION_TITLES[2])
+    w.paragraph(
+        "Per scheme, from the phases of section 2 with ring algorithms: V = bytes one rank sends per step, "
+        "T = step communication time (α-β, phases in sequence), M = model-state bytes per GPU. Generated "
+        "from the symbolic model with sympy; nothing on this page is typed in.")
+    for d in data.derivations:
+        name = str(d["scheme"])
+        w.heading(f"{name}: {d['title']}" + ("" if d["equivalent_to_dp"] else "  (not the DP update)"), 2)
+        w.math("bytes sent per rank", [r"V = " + _latex(d["volume"])], fallback=[f"V = {d['volume']}"])
+        w.math("model states per GPU", [r"M = " + _latex(d["memory"])], fallback=[f"M = {d['memory']}"])
+        for expr, cond in d["time_cases"]:  # type: ignore[union-attr]
+            w.math(f"time, {cond}", [r"T = " + _latex(expr)], fallback=[f"T = {expr}"], size=9.5)
+    w.heading("Identities checked by sympy.simplify(a − b) = 0", 2)
+    w.table(["identity", "holds"], [[text, "yes" if ok else "NO"] for text, ok in data.identities],
+            align="ll", size=8.0)
+
+
+def _page_table(w: _Writer, data: ReportData) -> None:
+    from zerocalc.collectives import Algorithm
+
+    w.heading(SECTION_TITLES[3])
+    t = data.table
+    algs = [a.value for a in Algorithm if f"time_s_{a.value}" in t.columns]
+    header = ["scheme", "bytes/rank/step", "×Ψb", *[f"T {a}" for a in algs], "memory/GPU", "DP"]
+    rows = []
+    for _i, r in t.iterrows():
+        rows.append([str(r["scheme"]), _fmt_bytes(r["bytes_per_rank"]), f"{r['bytes_per_rank_over_psi']:.3f}",
+                     *[_fmt_seconds(r[f"time_s_{a}"]) for a in algs], _fmt_bytes(r["memory_bytes_per_rank"]),
+                     "yes" if r["equivalent_to_dp"] else "NO"])
+    w.table(header, rows, caption=(
+        "Table. " + _config_line(data.config) + ". bytes/rank/step: bytes one rank sends per step (ring "
+        "algorithms); ×Ψb: the same in units of Ψ × bytes per element; T: step communication time per "
+        "algorithm on the topology; memory: model states per GPU (GB = 1e9 B); DP: whether the update "
+        "equals data-parallel training."), size=7.5)
+
+
+def _page_figures(w: _Writer, data: ReportData) -> None:
+    from zerocalc import plots
+
+    c = data.config
+    w.heading(SECTION_TITLES[4])
+    w.figure(4.1, lambda sf: plots.plot_bytes_vs_n(data.bytes_vs_n, fig=sf), caption=(
+        f"Figure 1. Bytes one rank sends per step against N at Ψ = {c.psi:,.0f}, {c.comm_dtype}, ring "
+        "algorithms. Left in units of Ψ·b, right in bytes. The colocated proposal sits at half of "
+        "data parallel; the curves flatten at the paper's 2Ψ, 3Ψ and Ψ as (N−1)/N → 1."))
+    w.figure(6.2, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
+        f"Figure 2. Step communication time against Ψ at N = {c.n} ({c.gpus_per_node} GPUs per node) on "
+        "each topology preset; colour = algorithm, line style = scheme. Latency dominates on the left, "
+        "bandwidth on the right."))
+    w.figure(4.6, lambda sf: plots.plot_memory_vs_n(data.memory_vs_n, data.memory_points, fig=sf), caption=(
+        f"Figure 3. Model-state memory per GPU against N at Ψ = {c.psi:,.0f}, K = {c.k:g} (lines: the "
+        "model), with the printed cells of ZeRO Table 1 (7.5B column, GB = 1e9 B) overlaid as "
+        "unfilled markers. The colocated proposal does not change memory: it keeps ZeRO-2's sharding."
+        if c.psi == 7.5e9 and c.k == 12 else
+        f"Figure 3. Model-state memory per GPU against N at Ψ = {c.psi:,.0f}, K = {c.k:g}. ZeRO Table 1 "
+        "is printed for Ψ = 7.5B and K = 12 only, so its points are not overlaid here."))
+
+
+def _page_sources(w: _Writer, data: ReportData) -> None:
+    w.heading(SECTION_TITLES[7])
+    w.bullets([f"[{i}] {s}" for i, s in enumerate(_SOURCES, start=1)], marker="")
+
+
+#: PDF metadata: fixed strings and no creation date, so the same inputs give the same file.
+_METADATA: dict[str, str | None] = {
+    "Title": "Can ZeRO-2 skip its reduce-scatter? A design review of DeepSpeed #4582",
+    "Author": "zerocalc",
+    "Subject": "ZeRO communication volume, time and memory; the colocated-gradient proposal",
+    "Creator": "zerocalc",
+    "Producer": "zerocalc (matplotlib)",
+    "CreationDate": None,
+}
+
+
+def render(data: ReportData, path: str | Path, progress: Progress | None = None) -> int:
+    """Lay the report out and write the PDF to ``path``; returns the number of pages."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _msg: None)
+    with matplotlib.rc_context(_RC):
+        w = _Writer("zerocalc design review · DeepSpeed #4582")
+        say("laying out the text pages")
+        _page_question(w, data)
+        _page_model(w, data)
+        w.new_page()
+        _page_derivations(w, data)
+        w.new_page()
+        _page_table(w, data)
+        say("drawing the figures")
+        _page_figures(w, data)
+        for hook in data.extra.get("sections", ()):  # validation and verdict, when collected
+            hook(w, data)
+        w.new_page()
+        _page_sources(w, data)
+        w.save(path, metadata=_METADATA, progress=say)
+        return len(w.pages)
+
+
+def write_report(path: str | Path, config: ReportConfig = ReportConfig(),
+                 progress: Progress | None = None) -> ReportData:
+    """Collect and render: the whole report, written to ``path``."""
+    data = collect(config, progress)
+    render(data, path, progress)
+    return data
