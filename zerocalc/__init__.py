@@ -42,6 +42,9 @@ __all__ = [
     "get_topology",
     "model_bytes_per_rank",
     "model_state_bytes",
+    # feasibility simulation (issue 3)
+    "FeasibilityConfig",
+    "run_feasibility",
 ]
 
 # Trace ingestion (issue 4) pulls in orjson and, on use, pandas: imported on first access
@@ -55,6 +58,7 @@ _LAZY.update(
     | {name: "zerocalc.topology" for name in ("Topology", "get_topology")}
     | {"model_bytes_per_rank": "zerocalc.evaluate"}
     | {"model_state_bytes": "zerocalc.memory"}
+    | {name: "zerocalc.feasibility" for name in ("FeasibilityConfig", "run_feasibility")}
 )
 
 
