@@ -403,7 +403,7 @@ def check_cmd(
     if fmt == "json":
         import json
 
-        typer.echo(json.dumps(res.as_dict(), indent=2, allow_nan=False, default=_json_default))
+        typer.echo(json.dumps(_nan_to_none(res.as_dict()), indent=2, allow_nan=False, default=_json_default))
     else:
         typer.echo(_check_text(res))
 
@@ -416,6 +416,8 @@ def _json_default(x):
 def _nan_to_none(obj):
     import math
 
+    if hasattr(obj, "item") and not isinstance(obj, dict | list):
+        obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):

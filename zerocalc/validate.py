@@ -224,17 +224,19 @@ def fit_alpha_beta(
     beta = float(np.min(t[x > 0] / x[x > 0])) if np.any(x > 0) else math.nan
     lat = bw = np.zeros(len(n), bool)
     method, a_se, b_se = "regimes", math.nan, math.nan
-    for _ in range(20):
+    for _ in range(200):
         new_lat = h * alpha >= share * t
         new_bw = x * beta >= share * t
         if new_lat.sum() < 2 or new_bw.sum() < 2:
             method = "joint"
             break
-        if np.array_equal(new_lat, lat) and np.array_equal(new_bw, bw):
-            break
+        same = np.array_equal(new_lat, lat) and np.array_equal(new_bw, bw)
         lat, bw = new_lat, new_bw
+        old = (alpha, beta)
         alpha, a_se = _one_param_lsq(h[lat], (t - x * beta)[lat])
         beta, b_se = _one_param_lsq(x[bw], (t - h * alpha)[bw])
+        if same and abs(alpha - old[0]) <= 1e-12 * abs(alpha) and abs(beta - old[1]) <= 1e-12 * abs(beta):
+            break
     if method == "joint":
         lat = bw = np.ones(len(n), bool)
         design = np.column_stack([h, x]) / t[:, None]

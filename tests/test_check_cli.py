@@ -1,0 +1,107 @@
+"""``zerocalc check`` and ``zerocalc fit`` through typer's CliRunner, on the real traces.
+
+Expected values are the hand-derived ones of tests/test_validate.py (arithmetic repeated here).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+DATA = Path(__file__).parent / "data" / "traces"
+RESNET = str(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz")
+GLOO = sorted(str(p) for p in (DATA / "deepspeed-gloo-zero3-n4").glob("rank*.json.gz"))
+H100 = str(DATA / "nccl-tests" / "all_reduce_perf-16xH100-2nodes.txt")
+
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_check_json_contract_resnet():
+    r = _run("check", RESNET, "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["psi"] == 2049000 + 7875584 + 6563840 + 6637568 + 2431040 == 25_557_032
+    assert d["n"] == 2 and d["steps"] == 3 and d["matches"] == ["dp"]
+    dp = next(s for s in d["schemes"] if s["scheme"] == "dp")
+    # N = 2 ring all-reduce: one full vector per rank, 25,557,032 × 4 B
+    assert dp["measured_bytes_per_rank_per_step"] == dp["predicted_bytes_per_rank_per_step"] == 25_557_032 * 4
+    assert dp["ratio"] == 1.0 and dp["pattern_match"] is True
+    for s in d["schemes"]:
+        assert {"scheme", "predicted_bytes_per_rank_per_step", "measured_bytes_per_rank_per_step", "ratio",
+                "pattern_match"} <= set(s)
+    assert {c["category"] for c in d["categories"] if c["calls_per_rank_per_step"]} == {"step", "buffers"}
+
+
+def test_check_table_gloo_names_consistent_schemes():
+    r = _run("check", *GLOO, "--psi", "377856", "--n", "4")
+    assert r.exit_code == 0, r.output
+    assert "consistent with the trace (best first): fsdp-shard-grad-op, zero1, zero2" in r.stdout
+    assert "cannot tell apart" in r.stdout
+
+
+def test_check_scheme_filter():
+    r = _run("check", RESNET, "--scheme", "dp,zero3", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert [s["scheme"] for s in json.loads(r.stdout)["schemes"]] == ["dp", "zero3"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((RESNET, "--psi", "1000"), "contradicts the trace"),
+        ((RESNET, GLOO[0]), "world size"),
+        ((RESNET, "--n", "8"), "--n 8 contradicts"),
+        ((RESNET, "--scheme", "zero9"), "unknown scheme"),
+        ((RESNET, "--format", "xml"), "--format"),
+        ((H100,), "no collectives"),
+    ],
+)
+def test_check_bad_input_one_line_exit_2(args, needle):
+    r = _run("check", *args)
+    assert r.exit_code == 2
+    assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_check_no_collectives(tmp_path):
+    # A profiler trace with a step and a matmul, and no communication at all.
+    f = tmp_path / "nocomm.json"
+    f.write_text(json.dumps({
+        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2},
+        "traceEvents": [
+            {"name": "ProfilerStep#1", "ph": "X", "cat": "user_annotation", "ts": 1, "dur": 5,
+             "pid": 1, "tid": 1},
+            {"name": "aten::mm", "ph": "X", "cat": "cpu_op", "ts": 2, "dur": 1, "pid": 1, "tid": 1},
+        ],
+    }))
+    r = _run("check", str(f))
+    assert r.exit_code == 2 and "no collectives" in r.stderr
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_fit_h100(fmt):
+    r = _run("fit", H100, "--format", fmt)
+    assert r.exit_code == 0, r.output
+    if fmt == "csv":
+        import io
+
+        df = pd.read_csv(io.StringIO(r.stdout))
+        row = df.iloc[0]
+    elif fmt == "json":
+        row = json.loads(r.stdout)[0]
+    else:
+        assert "bus bandwidth" in r.stdout and "latency" in r.stdout
+        return
+    # busbw column at 8 GiB: 338.82 GB/s; small messages take 123–147 µs
+    assert abs(row["busbw_GBps"] - 338.82) < 10
+    assert 120e-6 < row["latency_s"] < 135e-6
+    assert row["group_size"] == 16 and row["op"] == "all_reduce"
