@@ -81,22 +81,22 @@ def _flat_bytes(c: Collective, n: sympy.Expr, p: sympy.Expr, a: Algorithm) -> sy
         return 2 * share if c is Collective.ALL_REDUCE else share
     if a is Algorithm.RECURSIVE:
         return {
-            Collective.ALL_REDUCE: 2 * share,  # Rabenseifner: halving RS + doubling AG
-            Collective.REDUCE_SCATTER: share,  # recursive halving
-            Collective.ALL_GATHER: share,  # recursive doubling
-            Collective.BROADCAST: binomial_gather + share,  # van de Geijn: binomial scatter + AG
-            Collective.REDUCE: share + binomial_gather,  # Rabenseifner: RS + binomial gather
-            Collective.ALL_TO_ALL: n * _log2(p) / 2,  # Bruck: log2(p) steps of n/2
-        }[c]
+            Collective.ALL_REDUCE: lambda: 2 * share,  # Rabenseifner: halving RS + doubling AG
+            Collective.REDUCE_SCATTER: lambda: share,  # recursive halving
+            Collective.ALL_GATHER: lambda: share,  # recursive doubling
+            Collective.BROADCAST: lambda: binomial_gather + share,  # van de Geijn: binomial scatter + AG
+            Collective.REDUCE: lambda: share + binomial_gather,  # Rabenseifner: RS + binomial gather
+            Collective.ALL_TO_ALL: lambda: n * _log2(p) / 2,  # Bruck: log2(p) steps of n/2
+        }[c]()
     if a is Algorithm.TREE:
         return {
-            Collective.ALL_REDUCE: 2 * share,  # binomial reduce + binomial broadcast
-            Collective.REDUCE_SCATTER: share + binomial_gather,  # reduce to root + binomial scatter
-            Collective.ALL_GATHER: binomial_gather + share,  # binomial gather + broadcast
-            Collective.BROADCAST: share,  # p-1 messages of n
-            Collective.REDUCE: share,
-            Collective.ALL_TO_ALL: share,  # no tree form: pairwise exchange
-        }[c]
+            Collective.ALL_REDUCE: lambda: 2 * share,  # binomial reduce + binomial broadcast
+            Collective.REDUCE_SCATTER: lambda: share + binomial_gather,  # reduce to root + binomial scatter
+            Collective.ALL_GATHER: lambda: binomial_gather + share,  # binomial gather + broadcast
+            Collective.BROADCAST: lambda: share,  # p-1 messages of n
+            Collective.REDUCE: lambda: share,
+            Collective.ALL_TO_ALL: lambda: share,  # no tree form: pairwise exchange
+        }[c]()
     raise AssertionError(a)  # pragma: no cover - hierarchical handled by the caller
 
 
@@ -162,36 +162,36 @@ def _flat_time(c: Collective, n, p, a: Algorithm, alpha, beta, gamma) -> sympy.E
     share = (p - 1) / p * n
     if a is Algorithm.RING:
         return {
-            Collective.ALL_REDUCE: 2 * (p - 1) * alpha + 2 * share * beta + share * gamma,
-            Collective.REDUCE_SCATTER: (p - 1) * alpha + share * (beta + gamma),
-            Collective.ALL_GATHER: (p - 1) * alpha + share * beta,
+            Collective.ALL_REDUCE: lambda: 2 * (p - 1) * alpha + 2 * share * beta + share * gamma,
+            Collective.REDUCE_SCATTER: lambda: (p - 1) * alpha + share * (beta + gamma),
+            Collective.ALL_GATHER: lambda: (p - 1) * alpha + share * beta,
             # pipelined chain: p-1 hops of latency, every link carries the whole vector once
             # (nccl-tests bus-bandwidth factor 1); nothing at all moves when p = 1
-            Collective.BROADCAST: (p - 1) * alpha + sympy.Min(1, p - 1) * n * beta,
-            Collective.REDUCE: (p - 1) * alpha + sympy.Min(1, p - 1) * n * (beta + gamma),
-            Collective.ALL_TO_ALL: (p - 1) * alpha + share * beta,  # pairwise exchange
-        }[c]
+            Collective.BROADCAST: lambda: (p - 1) * alpha + sympy.Min(1, p - 1) * n * beta,
+            Collective.REDUCE: lambda: (p - 1) * alpha + sympy.Min(1, p - 1) * n * (beta + gamma),
+            Collective.ALL_TO_ALL: lambda: (p - 1) * alpha + share * beta,  # pairwise exchange
+        }[c]()
     if a is Algorithm.RECURSIVE:
         return {
-            Collective.ALL_REDUCE: 2 * lg * alpha + 2 * share * beta + share * gamma,
-            Collective.REDUCE_SCATTER: lg * alpha + share * (beta + gamma),
-            Collective.ALL_GATHER: lg * alpha + share * beta,
-            Collective.BROADCAST: (lg + p - 1) * alpha + 2 * share * beta,
-            Collective.REDUCE: 2 * lg * alpha + 2 * share * beta + share * gamma,
-            Collective.ALL_TO_ALL: lg * alpha + n / 2 * lg * beta,
-        }[c]
+            Collective.ALL_REDUCE: lambda: 2 * lg * alpha + 2 * share * beta + share * gamma,
+            Collective.REDUCE_SCATTER: lambda: lg * alpha + share * (beta + gamma),
+            Collective.ALL_GATHER: lambda: lg * alpha + share * beta,
+            Collective.BROADCAST: lambda: (lg + p - 1) * alpha + 2 * share * beta,
+            Collective.REDUCE: lambda: 2 * lg * alpha + 2 * share * beta + share * gamma,
+            Collective.ALL_TO_ALL: lambda: lg * alpha + n / 2 * lg * beta,
+        }[c]()
     if a is Algorithm.TREE:
         bcast = lg * (alpha + n * beta)
         reduce = lg * (alpha + n * beta + n * gamma)
         gather = lg * alpha + share * beta
         return {
-            Collective.ALL_REDUCE: reduce + bcast,
-            Collective.REDUCE_SCATTER: reduce + gather,  # reduce + binomial scatter
-            Collective.ALL_GATHER: gather + bcast,
-            Collective.BROADCAST: bcast,
-            Collective.REDUCE: reduce,
-            Collective.ALL_TO_ALL: (p - 1) * alpha + share * beta,
-        }[c]
+            Collective.ALL_REDUCE: lambda: reduce + bcast,
+            Collective.REDUCE_SCATTER: lambda: reduce + gather,  # reduce + binomial scatter
+            Collective.ALL_GATHER: lambda: gather + bcast,
+            Collective.BROADCAST: lambda: bcast,
+            Collective.REDUCE: lambda: reduce,
+            Collective.ALL_TO_ALL: lambda: (p - 1) * alpha + share * beta,
+        }[c]()
     raise AssertionError(a)  # pragma: no cover
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 
 import sympy
 
@@ -72,7 +73,9 @@ class Phase:
         node); other flat algorithms spanning nodes get the per-GPU share G/bw_inter. On one
         node (N ≤ G) everything is intra-node.
         """
-        a = as_algorithm(algorithm)
+        return _phase_time(self, as_algorithm(algorithm))
+
+    def _time_s(self, a: Algorithm) -> sympy.Expr:
         n = self.elements * self.elem_bytes
         p = self.group.size
         b_intra, b_inter = 1 / S.bw_intra, S.G / S.bw_inter
@@ -92,6 +95,11 @@ class Phase:
             beta = sympy.Piecewise((b_intra, one_node), (spanning, True))
             t = time_s(self.collective, n, p, a, alpha=alpha, beta=beta, gamma=S.gamma)
         return self.calls * t
+
+
+@cache
+def _phase_time(phase: Phase, algorithm: Algorithm) -> sympy.Expr:
+    return phase._time_s(algorithm)
 
 
 @dataclass(frozen=True)
