@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import orjson
+
 from zerocalc.errors import TraceFormatError, TraceMismatchError, UnknownNameError
 from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests
 from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format
@@ -121,7 +123,12 @@ def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None 
             if not data.strip():
                 raise TraceFormatError(file, None, "empty file")
             if kind == "kineto":
-                return kineto.parse_bytes(data, file, strict=strict)
+                try:
+                    doc = orjson.loads(data)
+                except orjson.JSONDecodeError as exc:
+                    raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
+                del data  # hold the decoded events only, not the text as well
+                return kineto.parse_document(doc, file, strict=strict)
             return nccl_tests.parse_json_bytes(data, file, strict=strict)
         text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
         module = {"nccl_log": nccl_log, "nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]

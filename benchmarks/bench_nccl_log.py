@@ -1,0 +1,78 @@
+"""NCCL COLL log parse throughput (MB/s), against reading the same file line by line.
+
+Builds a large log in a temporary directory by repeating the real COLL lines of
+tests/data/traces/nccl-debug with varying opCount, count, comm and pid fields, then
+times ``read_traces`` on it. Baseline in the same run: iterating over the file's lines
+without parsing (the floor for any line parser). Target (issue 4): >= 100 MB/s.
+
+    python benchmarks/bench_nccl_log.py [--mb 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from zerocalc.traces import read_traces
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces" / "nccl-debug"
+
+
+def build(path: Path, target_mb: float) -> int:
+    lines = [ln for f in sorted(DATA.glob("*.txt")) for ln in f.read_text().splitlines()
+             if "opCount" in ln and not ln.startswith("#")]
+    rng = random.Random(0)
+    out, size, i = [], 0, 0
+    with path.open("w") as fh:
+        while size < target_mb * 1e6:
+            ln = rng.choice(lines)
+            ln = re.sub(r"opCount [0-9a-f]+", f"opCount {i:x}", ln)
+            ln = re.sub(r"count \d+ datatype", f"count {rng.randrange(1, 1 << 28)} datatype", ln)
+            ln = re.sub(r"comm 0x[0-9a-f]+", f"comm 0x{rng.randrange(1 << 44):x}", ln)
+            ln = re.sub(r":(\d+):(\d+) \[", lambda m: f":{rng.randrange(1000, 99999)}:{m[2]} [", ln)
+            out.append(ln + "\n")
+            i += 1
+            if len(out) == 10000:
+                chunk = "".join(out)
+                fh.write(chunk)
+                size += len(chunk)
+                out = []
+    return i
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=float, default=200.0)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "nccl.log"
+        n = build(path, args.mb)
+        mb = path.stat().st_size / 1e6
+        t0 = time.perf_counter()
+        with path.open() as fh:
+            for _ in fh:
+                pass
+        t_lines = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ts = read_traces(path, workers=1)
+        t_parse = time.perf_counter() - t0
+        assert len(ts.table) == n, (len(ts.table), n)
+        tracemalloc.start()
+        read_traces(path, workers=1)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    print(f"NCCL log: {mb:.0f} MB, {n} COLL lines")
+    print(f"  read_traces       {t_parse:6.2f} s  {mb / t_parse:7.1f} MB/s  (target >= 100 MB/s)")
+    print(f"  line iteration    {t_lines:6.2f} s  {mb / t_lines:7.1f} MB/s  (baseline)")
+    print(f"  ratio parse/baseline time: {t_parse / t_lines:.2f}")
+    print(f"  peak Python memory of read_traces (tracemalloc): {peak / 1e6:.0f} MB "
+          f"(the table of {n} rows; the file is streamed)")
+
+
+if __name__ == "__main__":
+    main()
