@@ -524,3 +524,45 @@ def trace_summary(
     if ts.skipped:
         typer.echo(f"skipped {ts.skipped.count} unreadable lines, e.g. "
                    + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
+
+
+# --- report (issue 6): the design-review PDF (zerocalc.report) ------------------------------
+
+
+@app.command("report")
+def report_cmd(
+    output: Annotated[str, typer.Option("-o", "--output", help="PDF to write.")] = (
+        "reports/zero-colocation-review.pdf"),
+    psi: Annotated[str, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T.")] = "7.5e9",
+    n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster.")] = 64,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")] = 8,
+    topology: Annotated[str, typer.Option(
+        "--topology", help="Preset: dgx-a100, dgx-h100, pcie-gen4, ethernet-100g.")] = "dgx-a100",
+    dtype: Annotated[str, typer.Option("--dtype", help="Communication dtype: fp32, fp16, bf16.")] = "fp16",
+    trace: Annotated[list[str] | None, typer.Option(
+        "--trace", help="A trace file or a directory of one run (repeat for several runs); "
+                        "default: the real traces bundled with zerocalc.")] = None,
+) -> None:
+    """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
+    import time
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.units import parse_count
+
+    start = time.perf_counter()
+
+    def progress(message: str) -> None:
+        typer.echo(f"[{time.perf_counter() - start:5.1f} s] {message}", err=True)
+
+    paths = tuple(Path(t) for t in trace or ())
+    for p in paths:
+        if not p.exists():
+            raise ConfigError(f"{p}: no such file or directory", option="--trace")
+    from zerocalc.report import ReportConfig, write_report
+
+    config = ReportConfig(psi=float(parse_count(psi, option="--psi")), n=n, gpus_per_node=gpus_per_node,
+                          topology=topology, comm_dtype=dtype, traces=paths)
+    progress("importing the model")
+    write_report(output, config, progress)
+    progress(f"wrote {output}")

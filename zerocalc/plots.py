@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure, SubFigure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 __all__ = [
     "SCHEME_COLORS",
     "plot_bytes_vs_n",
     "plot_divergence_vs_steps",
+    "plot_fit",
     "plot_memory_vs_n",
     "plot_time_vs_psi",
     "plot_validation",
@@ -77,6 +79,14 @@ def _count(x: float, _pos: object = None) -> str:
         if abs(x) >= factor:
             return f"{x / factor:g}{prefix}"
     return f"{x:g}"
+
+
+def _binary(x: float, _pos: object = None) -> str:
+    """Bytes on a base-2 axis: 1 KiB, 4 MiB, 16 GiB."""
+    for factor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(x) >= factor:
+            return f"{x / factor:g} {unit}"
+    return f"{x:g} B"
 
 
 def _seconds(x: float, _pos: object = None) -> str:
@@ -210,27 +220,64 @@ def plot_memory_vs_n(
     return _root(target)
 
 
-def plot_divergence_vs_steps(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) -> Figure:
-    """Distance of each run's parameters from the data-parallel reference against the step count.
+def plot_divergence_vs_steps(
+    df: pd.DataFrame, *, fig: Figure | SubFigure | None = None, tolerance: float | None = None,
+    floor: float = 1e-18,
+) -> Figure:
+    """Relative distance of each run's parameters from data-parallel training against the step count.
 
-    Columns: ``case`` (one line each), ``step``, ``max_abs_diff``. Zero differences are
-    drawn at the bottom of a symlog axis, so an exact scheme shows as a flat line at 0.
+    Columns: ``case`` (one line each), ``step``, ``max_rel_diff``. On the log axis, exact zeros
+    are drawn at ``floor`` (labelled "0"); ``tolerance`` adds a horizontal line.
     """
-    _require(df, ["case", "step", "max_abs_diff"], "plot_divergence_vs_steps")
+    _require(df, ["case", "step", "max_rel_diff"], "plot_divergence_vs_steps")
     target = _target(fig, (6.5, 4.0))
     ax = target.subplots()
+    palette = ("#d62728", "#2ca02c", "#ff7f0e", "#1f77b4", "#9467bd", "#8c564b")
     for i, (case, g) in enumerate(df.groupby("case", sort=False)):
         g = g.sort_values("step")
-        color = SCHEME_COLORS.get(str(case).split(" ")[0], f"C{i % 10}")
-        ax.plot(g["step"], g["max_abs_diff"], color=color, marker=_MARKERS[i % len(_MARKERS)],
-                markersize=3, linestyle=_LINESTYLES[i % len(_LINESTYLES)], linewidth=1.3, label=str(case))
-    positive = df.loc[df["max_abs_diff"] > 0, "max_abs_diff"]
-    linthresh = float(positive.min()) if not positive.empty else 1e-12
-    ax.set_yscale("symlog", linthresh=max(linthresh, 1e-16))
+        ax.plot(g["step"], g["max_rel_diff"].clip(lower=floor), color=palette[i % len(palette)],
+                marker=_MARKERS[i % len(_MARKERS)], markersize=3.5,
+                linestyle=_LINESTYLES[i % len(_LINESTYLES)], linewidth=1.3, label=str(case))
+    if tolerance is not None:
+        ax.axhline(tolerance, color="black", linewidth=0.8, linestyle="--")
+        ax.annotate(f"tolerance {tolerance:g}", (0.01, tolerance), xycoords=("axes fraction", "data"),
+                    xytext=(0, 3), textcoords="offset points", fontsize="small")
+    ax.set_yscale("log")
+    ax.set_ylim(floor / 3, 3.0)
+    ticks = [floor, *[10.0**e for e in range(int(np.log10(floor)) + 3, 1, 3)]]
+    ax.set_yticks(ticks, ["0", *[f"1e{int(np.log10(t))}" for t in ticks[1:]]])
+    ax.minorticks_off()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training steps")
-    ax.set_ylabel("max |θ − θ_DP| (parameters)")
+    ax.set_ylabel("max |θ − θ_DP| / max |θ_DP|")
     ax.grid(True, which="major", alpha=0.3)
+    target.legend(fontsize="small", frameon=False, loc="outside lower center", ncols=2)
+    return _root(target)
+
+
+def plot_fit(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) -> Figure:
+    """Measured against fitted collective time per message size (top) and the relative residual (bottom).
+
+    Columns: ``size_bytes``, ``measured_s``, ``predicted_s``, ``residual`` (measured / fitted − 1).
+    """
+    _require(df, ["size_bytes", "measured_s", "predicted_s", "residual"], "plot_fit")
+    target = _target(fig, (6.5, 4.5))
+    ax, ax_r = target.subplots(2, 1, sharex=True, height_ratios=[3, 1.4])
+    g = df.sort_values("size_bytes")
+    ax.plot(g["size_bytes"], g["measured_s"], "o", markersize=3.5, color="#ff7f0e", label="measured")
+    ax.plot(g["size_bytes"], g["predicted_s"], "-", color="#1f77b4", linewidth=1.3, label="α-β fit")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(_seconds))
+    ax.set_ylabel("time per call")
     ax.legend(fontsize="small", frameon=False)
+    ax_r.axhline(0.0, color="black", linewidth=0.8)
+    ax_r.plot(g["size_bytes"], 100 * g["residual"], "o-", markersize=3, color="#d62728", linewidth=0.8)
+    ax_r.set_ylabel("residual, %")
+    ax_r.set_xlabel("message size (bytes of the full vector)")
+    ax_r.xaxis.set_major_formatter(FuncFormatter(_binary))
+    for a in (ax, ax_r):
+        a.grid(True, which="major", alpha=0.3)
     return _root(target)
 
 
@@ -254,15 +301,15 @@ def plot_validation(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) 
     ax_b.set_xlabel("bytes per rank per step")
     ax_b.legend(fontsize="small", frameon=False, loc="lower right")
     ratio = df["measured_bytes"] / df["predicted_bytes"]
-    ax_r.barh(y, ratio - 1.0, left=1.0, color=["#2ca02c" if abs(r - 1) < 1e-3 else "#d62728" for r in ratio])
     ax_r.axvline(1.0, color="black", linewidth=0.8)
+    ax_r.plot(ratio, y, "D", color="#2ca02c", markersize=6)
     ax_r.set_xlabel("measured / predicted")
     for v, r in zip(y, ratio, strict=True):
-        ax_r.annotate(f"{r:.3f}", (max(r, 1.0), v), xytext=(3, 0), textcoords="offset points",
-                      va="center", fontsize="small")
-    hi = max(float(ratio.max()), 1.0)
-    lo = min(float(ratio.min()), 1.0)
-    ax_r.set_xlim(min(lo, 0.9) - 0.05, hi * 1.25 + 0.05)
+        ax_r.annotate(f"{r:.3f}", (r, v), xytext=(6, 0), textcoords="offset points", va="center",
+                      fontsize="small")
+    lo, hi = min(float(ratio.min()), 1.0), max(float(ratio.max()), 1.0)
+    pad = max(0.1, 0.15 * (hi - lo))
+    ax_r.set_xlim(lo - pad, hi + 2 * pad)
     for ax in (ax_b, ax_r):
         ax.grid(True, axis="x", alpha=0.3)
     return _root(target)
