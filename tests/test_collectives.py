@@ -1,4 +1,5 @@
-"""Collectives: per-rank bytes and α-β-γ times against REFERENCE §4 and hand derivations."""
+"""Collectives: per-rank bytes and α-β-γ times against Thakur, Rabenseifner & Gropp (2005)
+and hand derivations."""
 
 import pytest
 import sympy
@@ -22,7 +23,7 @@ def test_ring_all_reduce_is_reduce_scatter_plus_all_gather():
 
 
 def test_reference_time_formulas():
-    # REFERENCE §4, typed in independently of the implementation
+    # Thakur, Rabenseifner & Gropp 2005, typed in independently of the implementation
     lg = sympy.log(p, 2)
     share = (p - 1) / p * n
     expected = {

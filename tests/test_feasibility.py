@@ -219,7 +219,7 @@ def test_optimizer_state_is_sharded(runs4):
 
 
 def _hand_bytes(scheme: str, psi: int, n: int, g: int, b: int = 8) -> Fraction:
-    """Per-rank mean bytes by hand from ZeRO §7, REFERENCE-listed implementations, ring volumes
+    """Per-rank mean bytes by hand from ZeRO §7, the implementations' published behaviour, ring volumes
     (p-1)/p·n per pass (Patarasuk & Yuan 2009)."""
     ring = Fraction(n - 1, n) * psi  # elements of one world reduce-scatter / all-gather pass
     intra = Fraction(g - 1, g) * psi

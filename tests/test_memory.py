@@ -63,7 +63,7 @@ def test_every_scheme_has_a_memory_formula():
 def test_deepspeed_zero2_estimator():
     psi = 7_500_000_000
     cpu, gpu = deepspeed_estimate_zero2_model_states_mem_needs(psi, 8, 8, cpu_offload=False)
-    assert gpu == 2 * psi + 18 * psi // 64  # REFERENCE §6, current releases
+    assert gpu == 2 * psi + 18 * psi // 64  # DeepSpeed's estimator, current releases
     assert cpu == psi * 4 * 8 * 1.5
     _, old = deepspeed_estimate_zero2_model_states_mem_needs(psi, 8, 8, cpu_offload=False,
                                                              before_pr_5099=True)

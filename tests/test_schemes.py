@@ -42,7 +42,8 @@ def test_dp_is_the_all_reduce_bound():
 
 def test_fsdp_hybrid_derivation():
     # In-node FULL_SHARD: 3 × (G-1)/G Ψb. Across nodes: ring all-reduce of the Ψ/G shard over
-    # N/G replicas: 2(N/G - 1)/(N/G) · Ψb/G = 2Ψb(N-G)/(NG)  (REFERENCE §3 remark).
+    # N/G replicas: 2(N/G - 1)/(N/G) · Ψb/G = 2Ψb(N-G)/(NG)
+    # (the FSDP paper, arXiv 2304.11277, prints 2M(W-1)/(GW)).
     cross = [ph for ph in SCHEMES["fsdp-hybrid"].phases if ph.group is Group.INTER]
     assert len(cross) == 1
     derived = 2 * Psi * b * (N - G) / (N * G)

@@ -137,7 +137,7 @@ def bytes_sent_per_rank(
     """Bytes ONE rank sends in one call, averaged over the ``p`` ranks of the group.
 
     ``n_bytes`` is the full vector (module docstring). Ring: all-reduce 2(p-1)/p·n;
-    reduce-scatter, all-gather, broadcast, reduce, all-to-all (p-1)/p·n (REFERENCE §4,
+    reduce-scatter, all-gather, broadcast, reduce, all-to-all (p-1)/p·n (Thakur, Rabenseifner & Gropp 2005,
     Patarasuk & Yuan 2009). ``g`` (ranks per node, default the symbol G) is used by
     :attr:`Algorithm.HIERARCHICAL` only.
 
@@ -157,7 +157,7 @@ def bytes_sent_per_rank(
 
 
 def _flat_time(c: Collective, n, p, a: Algorithm, alpha, beta, gamma) -> sympy.Expr:
-    """Hockney α-β-γ time, single level (Thakur, Rabenseifner & Gropp 2005; REFERENCE §4)."""
+    """Hockney α-β-γ time, single level (Thakur, Rabenseifner & Gropp 2005; MPICH sources)."""
     lg = _log2(p)
     share = (p - 1) / p * n
     if a is Algorithm.RING:

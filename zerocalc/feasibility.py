@@ -1,6 +1,6 @@
 """Simulated ranks that execute each scheme on real numbers and compare its update with data parallelism.
 
-This is the evidence for the question of DeepSpeed issue #4582 (REFERENCE §1): *can ZeRO-2's
+This is the evidence for the question of DeepSpeed issue #4582: *can ZeRO-2's
 reduce-scatter be skipped by placing each gradient in the partition of its optimizer state?*
 
 What is simulated
@@ -14,7 +14,8 @@ What is simulated
   Algorithm 1, bias-corrected). Every rank draws its own micro-batch each step (ZeRO §2.1). The
   reference is one process training on the concatenation of the N micro-batches.
 * Each scheme shards the optimizer state (and gradients, parameters) the way it does in its source
-  (REFERENCE §2-§3) and runs the collectives it runs, in float64. Quantised collectives (ZeRO++) really
+  (ZeRO, arXiv 1910.02054 §5 and §7; the implementations' sources named in
+``zerocalc.schemes``) and runs the collectives it runs, in float64. Quantised collectives (ZeRO++) really
   quantise: blockwise symmetric int8 / int4 codes with one float32 scale per block, int4 packed two per
   byte.
 
@@ -26,7 +27,8 @@ the half-byte padding of an odd chunk), and its float32 scales are counted apart
 the symbolic model (and the ZeRO++ paper's 0.5M / 0.25M figures) count payload only.
 
 The symbolic model reports bytes sent per rank *averaged over the ranks of a group*
-(REFERENCE §4 convention). With uneven chunks single ranks send a little more or less, but every
+(the convention of Thakur, Rabenseifner & Gropp 2005).
+With uneven chunks single ranks send a little more or less, but every
 ring collective, chain and all-to-all here sends exactly ``(p-1)·n`` bytes in total, so the mean over
 ranks is an exact rational number. :func:`run_feasibility` keeps it as a :class:`fractions.Fraction`
 and compares it with the model's expression evaluated exactly (sympy rationals), for any Ψ and N,
@@ -84,7 +86,7 @@ REL_TOL = 1e-9
 #: Elements per quantisation block, one float32 scale each (ZeRO++ quantises blockwise, arXiv 2306.10209 §4).
 QUANT_BLOCK = 32
 #: Bytes per element on the wire for which the implementation plan is computed: fp16/bf16, as real runs
-#: communicate (REFERENCE notation b = 2).
+#: communicate (b = 2 in ZeRO's notation).
 DEFAULT_PLAN_COMM_BYTES = 2
 
 
@@ -619,7 +621,8 @@ def _sync_colocated(sim, params, grads, t):
 
 
 def _sync_ds_zero12(sim, params, grads, t):
-    """DeepSpeed ZeRO-1/2 as released: bucketed all-reduce of gradients (REFERENCE §3), each rank
+    """DeepSpeed ZeRO-1/2 as released: bucketed all-reduce of gradients
+    (``deepspeed/runtime/zero/stage_1_and_2.py``; DeepSpeed issues #5758, #6463), each rank
     keeps its partition of the average, updates it, all-gathers parameters."""
     n = sim.n
     avg = [np.empty(sim.psi) for _ in range(n)]
@@ -971,7 +974,7 @@ def lower_bound_bytes(psi: int, n: int, elem_bytes: int = WIRE_ELEM_BYTES) -> Fr
     ranks (ZeRO §2.1). Each message carries one value (or a partial sum) from one rank to another and
     merges at most two partial sums, so bringing N of them together anywhere takes at least N-1
     element transfers: at least ``(N-1)·Ψ`` elements in total, ``(N-1)/N·Ψ`` per rank on average —
-    the reduce-scatter bound of Patarasuk & Yuan (JPDC 2009), which a ring meets (REFERENCE §1). Where
+    the reduce-scatter bound of Patarasuk & Yuan (JPDC 2009), which a ring meets (ZeRO §2.1, §5.2). Where
     the owner of an element sits does not enter: colocating gradients with their optimizer shard
     changes where the sum is needed, not how many contributions it has. Only fewer bits per value
     (quantisation) or fewer reductions (periodic averaging) go below it, and both change the update.

@@ -3,7 +3,7 @@
 Three parts, all pure (tables in, dataclasses and tables out; no printing, no files):
 
 * **Fit** (:func:`fit_alpha_beta`, :func:`fit_table`): least squares of the ring α-β
-  model ``t = h(op, p)·α + f(op, p)·n·β`` (REFERENCE §4; ``h`` latency hops of the ring,
+  model ``t = h(op, p)·α + f(op, p)·n·β`` (Thakur, Rabenseifner & Gropp 2005; ``h`` latency hops of the ring,
   ``f`` the nccl-tests bus-bandwidth factor, ``n`` the full vector in bytes), so that
   ``1/β`` *is* the bus bandwidth. How the two regimes are handled is said in
   :func:`fit_alpha_beta`.
@@ -15,7 +15,8 @@ Three parts, all pure (tables in, dataclasses and tables out; no printing, no fi
   collectives against the measured ones, by volume and by pattern (which ops, how much,
   in what order), the consistent schemes best first, and each mismatch in words.
 
-Sources: issue 5; REFERENCE §3 (what implementations send), §4 (collective cost,
+Sources: DeepSpeed issues #5758 and #6463 and PyTorch issue #69591 (what implementations send);
+Thakur, Rabenseifner & Gropp 2005 and nccl-tests ``doc/PERFORMANCE.md`` (collective cost,
 nccl-tests bus bandwidth), §5 (trace formats).
 """
 
@@ -32,7 +33,7 @@ import pandas as pd
 from zerocalc.errors import ConfigError, TraceMismatchError, UnknownNameError
 
 # ---------------------------------------------------------------------------
-# Ring accounting and nccl-tests factors (REFERENCE §4)
+# Ring accounting (Thakur, Rabenseifner & Gropp 2005) and nccl-tests factors (doc/PERFORMANCE.md)
 # ---------------------------------------------------------------------------
 
 #: Ops a data-parallel scheme is made of (CONTRACT: collective names).
@@ -54,7 +55,7 @@ def ring_bytes_factor(op: str, p: float) -> float:
     """Bytes one rank sends in one ring call ÷ bytes of the full vector, averaged over ranks.
 
     all-reduce 2(p-1)/p; reduce-scatter, all-gather, broadcast, reduce (pipelined chain)
-    and all-to-all (p-1)/p (REFERENCE §4; Patarasuk & Yuan 2009); send 1, recv 0,
+    and all-to-all (p-1)/p (Thakur, Rabenseifner & Gropp 2005; Patarasuk & Yuan 2009); send 1, recv 0,
     barrier and other 0. The same accounting as
     :func:`zerocalc.collectives.bytes_sent_per_rank` with the ring algorithm (a test checks it).
     """
@@ -71,7 +72,7 @@ def ring_bytes_factor(op: str, p: float) -> float:
 
 
 def busbw_factor(op: str, p: float) -> float:
-    """nccl-tests bus-bandwidth factor (``busbw = algbw × factor``, REFERENCE §4).
+    """nccl-tests bus-bandwidth factor (``busbw = algbw × factor``, nccl-tests doc/PERFORMANCE.md).
 
     all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all (p-1)/p; broadcast,
     reduce, send/recv 1. For the ring this is also the time-relevant bytes per rank ÷ n.
@@ -86,7 +87,7 @@ def busbw_factor(op: str, p: float) -> float:
 
 
 def latency_hops(op: str, p: float) -> float:
-    """α terms of the ring (REFERENCE §4 and NCCL ``tuning.cc``): all-reduce 2(p-1), others p-1, p2p 1."""
+    """α terms of the ring (NCCL ``src/graph/tuning.cc``): all-reduce 2(p-1), others p-1, p2p 1."""
     if op == "all_reduce":
         return 2.0 * (p - 1)
     if op in ("send", "recv"):
@@ -100,7 +101,8 @@ def _num(col: pd.Series) -> np.ndarray:
 
 
 def full_vector_elements(op: np.ndarray, in_nelems: np.ndarray, out_nelems: np.ndarray) -> np.ndarray:
-    """Elements of the collective's full vector (REFERENCE §4 convention) from the canonical in/out.
+    """Elements of the collective's full vector from the canonical in/out
+    (the convention of Thakur, Rabenseifner & Gropp 2005).
 
     all-reduce, broadcast, reduce: in = out = full; all-gather: out (= shard × p);
     reduce-scatter: in; all-to-all: the rank's send buffer (in); send: in; others 0.
@@ -198,7 +200,7 @@ def fit_alpha_beta(
 
     ``op`` and ``group_size`` may be one value or one per row (pooled ops share α and β:
     the model's hops and bus factors put them on one scale). ``size_bytes`` is the full
-    vector (nccl-tests ``size``; REFERENCE §4).
+    vector (nccl-tests ``size``, doc/PERFORMANCE.md).
     """
     n = np.asarray(size_bytes, dtype=float)
     t = np.asarray(time_s, dtype=float)
