@@ -507,6 +507,8 @@ def trace_summary(
     if fmt == "csv":
         typer.echo(summary.to_csv(index=False), nl=False)
         return
+    import pandas as pd
+
     from zerocalc.units import format_bytes
 
     for file, part in summary.groupby("file", sort=False):
@@ -514,10 +516,9 @@ def trace_summary(
         typer.echo(f"{file}: {meta.get('format')}, {meta.get('rows', 0)} calls"
                    f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
         for r in part.itertuples():
-            known = r.in_bytes is not None and r.in_bytes == r.in_bytes
-            vol = format_bytes(float(r.in_bytes)) if known else "?"
-            rank = "-" if r.rank is None or r.rank != r.rank else r.rank
-            step = "-" if r.step is None or r.step != r.step else r.step
+            vol = "?" if pd.isna(r.in_bytes) else format_bytes(float(r.in_bytes))
+            rank = "-" if pd.isna(r.rank) else r.rank
+            step = "-" if pd.isna(r.step) else r.step
             typer.echo(f"  rank {rank!s:>4}  step {step!s:>5}  {r.op:<15} {r.calls:>6} calls  in {vol}")
     total = summary.groupby("op")["calls"].sum()
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))

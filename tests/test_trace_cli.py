@@ -1,0 +1,74 @@
+"""`zerocalc trace summary` as a user runs it: every output format, and bad input."""
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+DATA = Path(__file__).parent / "data" / "traces"
+TP_LOG = DATA / "nccl-debug" / "tp-allgather-reducescatter-2ranks.txt"
+CANONICAL = ["file", "rank", "step", "op", "dtype", "elem_bytes", "in_nelems", "out_nelems",
+             "group_size", "group", "start_s", "duration_s", "source_line"]
+
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, ["trace", "summary", *map(str, args)])
+
+
+def test_table_on_a_log_without_ranks():
+    # The torchtitan excerpt has 7 COLL lines: 3 AllGather, 2 ReduceScatter, 2 AllReduce, and no rank
+    # (the [dev] token is the CUDA device, not the rank): the table must say "-" rather than fail.
+    res = _run(TP_LOG)
+    assert res.exit_code == 0, res.output
+    assert "7 calls, world size 2" in res.output
+    assert "total: all_gather 3, all_reduce 2, reduce_scatter 2" in res.output
+    assert "rank    -" in res.output
+
+
+def test_json_is_the_canonical_rows():
+    res = _run(TP_LOG, "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert len(rows) == 7 and all(list(r) == CANONICAL for r in rows)
+    ag = [r for r in rows if r["op"] == "all_gather"]
+    # AllGather count = per-rank send count 2,097,152 fp32; out = 2 ranks × that.
+    assert {(r["in_nelems"], r["out_nelems"], r["elem_bytes"]) for r in ag} == {(2097152, 4194304, 4)}
+    assert all(r["rank"] is None and r["duration_s"] is None for r in rows)
+
+
+def test_csv_reads_back_per_rank_and_step():
+    # DLRM: 8 ranks, each with 3 all-reduces and 5 all-to-alls in one profiled step.
+    res = _run(DATA / "kineto" / "dlrm-v100-8ranks", "--format", "csv")
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(io.StringIO(res.stdout))
+    calls = df.groupby(["rank", "op"])["calls"].sum().unstack()
+    assert sorted(calls.index) == list(range(8))
+    assert (calls["all_reduce"] == 3).all() and (calls["all_to_all"] == 5).all()
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "garbage", "missing"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
+    path = tmp_path / "trace.json.gz"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":
+        whole = gzip.compress((DATA / "kineto" / "dlrm-v100-8ranks" / "rank0.json.gz").read_bytes())
+        path.write_bytes(whole[: len(whole) // 2])
+    elif kind == "garbage":
+        path.write_bytes(bytes(range(256)) * 16)
+    before = path.read_bytes() if path.exists() else None
+    res = _run(path)
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: ")
+    assert "trace.json.gz" in res.stderr and "Traceback" not in res.output
+    if before is not None:
+        assert path.read_bytes() == before  # the input is never touched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if kind == "missing" else ["trace.json.gz"])
