@@ -166,6 +166,10 @@ def test_gloo_zero3_run_matches_the_two_collective_schemes():
     by = {c.scheme: c for c in res.comparisons}
     assert by["zero3"].ratio == pytest.approx(2 / 3) and not by["zero3"].pattern_match
     assert "2Ψ" in by["zero3"].explanation  # the paper gathers twice per step, the run once
+    # ... because DeepSpeed keeps the forward gather for backward (stage3_max_reuse_distance = 1e9 by
+    # default, and Ψ = 377,856 is far below it): the explanation must say so.
+    assert "stage3_max_reuse_distance" in by["zero3"].explanation
+    assert "stage3_max_reuse_distance" not in by["deepspeed-zero12"].explanation
     assert by["dp"].ratio == pytest.approx(1.0) and not by["dp"].pattern_match
 
 

@@ -834,6 +834,14 @@ def _names(ops: Iterable[str]) -> str:
     return " + ".join(OP_NAMES[o] for o in ops)
 
 
+#: Why a fully sharded run can all-gather Ψ per step instead of 2Ψ: DeepSpeed ZeRO-3 keeps a gathered
+#: parameter if it will be reused within ``stage3_max_reuse_distance`` parameters (default 1e9,
+#: ``deepspeed/runtime/zero/config.py``), so a model smaller than that skips the backward re-gather once
+#: the first step has recorded the module trace; FSDP's ``reshard_after_forward=False`` does the same.
+_REUSED_PARAMETERS = ("the forward gather is kept for backward (a ZeRO-3 model under DeepSpeed's "
+                      "stage3_max_reuse_distance, or FSDP without reshard after forward, sends exactly this)")
+
+
 def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str:
     """One sentence saying how the measured step differs from (or agrees with) ``name``."""
     pm = {o: (c, e, b) for o, c, e, b in pred}
@@ -855,6 +863,8 @@ def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str
         if o in pm and not math.isclose(mm[o][2], pm[o][2], rel_tol=RTOL):
             parts.append(f"{OP_NAMES[o]} of {_psi_mult(mm[o][1] / psi)} per step in {mm[o][0]:.3g} call(s) "
                          f"where {name} {_OP_VERBS[o]} {_psi_mult(pm[o][1] / psi)} in {pm[o][0]:.3g}")
+            if o == "all_gather" and math.isclose(2 * mm[o][1], pm[o][1], rel_tol=RTOL):
+                parts.append(_REUSED_PARAMETERS)
     if not parts and order == "different":
         parts.append(f"same collectives in another order ({_names(o for o, *_ in meas)} vs "
                      f"{_names(o for o, *_ in pred)})")
