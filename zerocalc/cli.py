@@ -255,6 +255,8 @@ def _feasibility_table(result) -> str:
     """The text report of :func:`zerocalc.feasibility.run_feasibility`."""
     import textwrap
 
+    from zerocalc.units import format_bytes
+
     c = result.to_dict()["config"]
     head = (f"{'scheme':<24}{'sim B/rank/step':>16}{'model':>12}{'match':>7}{'grad B':>10}"
             f"{'max abs diff':>14}{'max rel diff':>14}  equivalent")
@@ -293,7 +295,7 @@ def _feasibility_table(result) -> str:
                   f"G = {b['gpus_per_node']}, {b['comm_bytes']}-byte wire elements, ring):"]
     for p in result.plan:
         lines.append(f"  {p.rank}. [{p.update}] {p.action}")
-        lines.append(f"     {p.from_scheme} → {p.to_scheme}: saves {p.bytes_saved_per_rank:.4g} B "
+        lines.append(f"     {p.from_scheme} → {p.to_scheme}: saves {format_bytes(p.bytes_saved_per_rank)} "
                      f"({p.bytes_saved_over_psi:.3g} B/parameter); {p.evidence}")
     return "\n".join(lines)
 
