@@ -505,9 +505,9 @@ def _condition_text(cond, n_pieces: int) -> str:
     from zerocalc import symbols as S
 
     if cond is sympy.true:
-        return "several nodes (N > G)" if n_pieces > 1 else "any N"
+        return "N > G" if n_pieces > 1 else "any N"
     if cond == (S.G >= S.N) or cond == (S.N <= S.G):
-        return "one node (N ≤ G)"
+        return "N ≤ G"
     return str(cond)
 
 
@@ -876,28 +876,64 @@ def _page_model(w: _Writer, data: ReportData) -> None:
     w.table(["scheme", "what it is", "DP update", "collectives per step (group)"], rows, align="llll",
             size=7.5,
             wrap={1: 34, 3: 46})
-    topo = data.extra.get("topologies")
-    if isinstance(topo, pd.DataFrame) and not topo.empty:
-        w.heading("Topology presets", 2)
-        w.table(list(topo.columns), topo.astype(str).values.tolist(), size=7.0)
+    from zerocalc.topology import PRESETS
+
+    w.heading("Topology presets", 2)
+    w.table(["preset", "G", "intra α", "intra GB/s (per GPU)", "inter α", "inter GB/s (per node)", "source"],
+            [[t.name, str(t.gpus_per_node), _fmt_seconds(t.intra.alpha_s), f"{t.intra.bw_Bps / 1e9:g}",
+              _fmt_seconds(t.inter.alpha_s), f"{t.inter.bw_Bps / 1e9:g}", t.source]
+             for t in PRESETS.values()], align="lrrrrrl", size=7.0, wrap={6: 48})
 
 
 def _page_derivations(w: _Writer, data: ReportData) -> None:
     w.heading(SECTION_TITLES[2])
     w.paragraph(
         "Per scheme, from the phases of section 2 with ring algorithms: V = bytes one rank sends per step, "
-        "T = step communication time (α-β, phases in sequence), M = model-state bytes per GPU. Generated "
-        "from the symbolic model with sympy; nothing on this page is typed in.")
+        "T = step communication time (α-β, phases in sequence; N ≤ G: one node, N > G: several nodes), "
+        "M = model-state bytes per GPU. Generated from the symbolic model with sympy; nothing on these "
+        "pages is typed in.")
     for d in data.derivations:
         name = str(d["scheme"])
         w.heading(f"{name}: {d['title']}" + ("" if d["equivalent_to_dp"] else "  (not the DP update)"), 2)
         w.math("bytes sent per rank", [r"V = " + _latex(d["volume"])], fallback=[f"V = {d['volume']}"])
         w.math("model states per GPU", [r"M = " + _latex(d["memory"])], fallback=[f"M = {d['memory']}"])
         for expr, cond in d["time_cases"]:  # type: ignore[union-attr]
-            w.math(f"time, {cond}", [r"T = " + _latex(expr)], fallback=[f"T = {expr}"], size=9.5)
+            lines = _split_terms(w, "T = ", expr, size=9.5)
+            w.math(f"time, {cond}", lines, fallback=[f"T = {expr}"], size=9.5)
     w.heading("Identities checked by sympy.simplify(a − b) = 0", 2)
     w.table(["identity", "holds"], [[text, "yes" if ok else "NO"] for text, ok in data.identities],
             align="ll", size=8.0)
+
+
+def _split_terms(w: _Writer, lhs: str, expr, *, size: float, min_size: float = 7.5) -> list[str]:
+    """``lhs + expr`` as mathtext lines: one line when it fits at ``min_size``, else its terms
+    packed greedily onto continuation lines that start with ``+``."""
+    import sympy
+
+    avail = (_TEXT_W - 1.45) * 72.0
+    whole = lhs + _latex(expr)
+    try:
+        if w.measure.math(whole, min_size)[0] <= avail or not isinstance(expr, sympy.Add):
+            return [whole]
+        lines: list[str] = []
+        current = lhs
+        terms = []
+        for term in sympy.Add.make_args(expr):
+            too_wide = w.measure.math(_latex(term), min_size)[0] > avail
+            terms.extend(sympy.Add.make_args(sympy.expand(term)) if too_wide else (term,))
+        for term in terms:
+            piece = _latex(term)
+            sep = "" if current in (lhs, "+ ") else " + "
+            candidate = current + sep + piece
+            if current not in (lhs, "+ ") and w.measure.math(candidate, size)[0] > avail:
+                lines.append(current)
+                current = "+ " + piece
+            else:
+                current = candidate
+        lines.append(current)
+        return [ln.replace("+ -", "- ") for ln in lines]
+    except ValueError:
+        return [whole]
 
 
 def _page_table(w: _Writer, data: ReportData) -> None:
