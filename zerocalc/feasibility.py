@@ -1165,7 +1165,8 @@ def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
     else:
         first = (f"No: the reduce-scatter is the sum of gradients over ranks, not a relocation — skipping "
                  f"it, the colocated scheme sends {float(col_grad):g} gradient bytes per rank where any "
-                 f"exact scheme needs at least (N-1)/N·Ψ·b = {float(lower):g} (Patarasuk & Yuan 2009), and "
+                 f"exact scheme needs at least (N-1)/N·Ψ·b = {float(lower):g} (here Ψ = {cfg.model.psi} "
+                 f"parameters of the simulated MLP, b = {WIRE_ELEM_BYTES} bytes; Patarasuk & Yuan 2009), and "
                  f"after {col.steps} steps on N = {cfg.n} ranks its parameters differ from data-parallel "
                  f"training by {col.max_rel_diff:.1e} (relative), {col.max_rel_diff / REL_TOL:.0e}× the "
                  f"{REL_TOL:g} tolerance" + (f" that {len(exact)} of the {len(claimed)} exact schemes "

@@ -1074,8 +1074,8 @@ def _page_verdict(w: _Writer, data: ReportData) -> None:
     w.table(["condition (colocated scheme)", "N", "compared with", "max rel diff", "exact"],
             [[d["condition"], str(d["n"]), d["compared_with"], f"{d['max_rel_diff']:.1e}",
               "yes" if d["equivalent"] else "no"] for d in result.conditions], align="lrlrl", size=7.5)
-    w.heading(f"Implementation plan, priced on the chosen cluster ({c.topology}, N = {c.n}, "
-              f"Ψ = {c.psi:,.0f})", 2)
+    w.heading("Implementation plan, priced on the chosen cluster", 2)
+    w.paragraph(f"{c.topology}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters.", size=8.5)
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
         "rules; within a tier by bytes saved). Bytes and time saved per rank per step are the model's "
