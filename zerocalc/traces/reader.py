@@ -187,22 +187,38 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     return _assemble(files, results)
 
 
-def _assemble(files: list[str], results: list[ParseResult]) -> TraceSet:
+def _frame(results: list[ParseResult]) -> pd.DataFrame:
+    """One frame of all rows, in file order; row dicts of consecutive files are built together."""
     import pandas as pd
+
+    frames: list[pd.DataFrame] = []
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        if r.columns is None:
+            rows.extend(r.rows)
+            continue
+        if rows:
+            frames.append(pd.DataFrame.from_records(rows))
+            rows = []
+        frames.append(pd.DataFrame(r.columns))
+    if rows or not frames:
+        frames.append(pd.DataFrame.from_records(rows) if rows else pd.DataFrame())
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _assemble(files: list[str], results: list[ParseResult]) -> TraceSet:
 
     skipped = SkipLog()
     meta: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
     for f, r in zip(files, results, strict=True):
         skipped.merge(r.skipped)
-        meta[f] = dict(r.meta, rows=len(r.rows), skipped=r.skipped.count)
-        rows.extend(r.rows)
+        meta[f] = dict(r.meta, rows=len(r), skipped=r.skipped.count)
     worlds = {m.get("world_size") for m in meta.values()} - {None}
     if len(worlds) > 1:
         detail = ", ".join(f"{os.path.basename(f)}: {m['world_size']}" for f, m in meta.items()
                            if m.get("world_size") is not None)
         raise TraceMismatchError(f"traces disagree on the world size ({detail}); read each run separately")
-    table = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    table = _frame(results)
     for col in CANONICAL_COLUMNS:
         if col not in table.columns:
             table[col] = None

@@ -1,8 +1,9 @@
 """What a format parser hands back: rows, file metadata and the lines it skipped.
 
-Parsers collect plain dicts (fast, no pandas); the reader turns them into the
-canonical table. Lenient mode counts skipped lines and keeps the first few
-examples; strict mode raises :class:`~zerocalc.errors.TraceFormatError` at the first.
+Parsers collect plain dicts (fast, no pandas), or, for formats with millions of
+rows, whole columns; the reader turns them into the canonical table. Lenient mode
+counts skipped lines and keeps the first few examples; strict mode raises
+:class:`~zerocalc.errors.TraceFormatError` at the first.
 """
 
 from __future__ import annotations
@@ -47,11 +48,21 @@ class SkipLog:
 
 @dataclass
 class ParseResult:
-    """One file's rows (dicts with canonical and extra keys), its metadata and its skip log."""
+    """One file's rows, its metadata and its skip log.
+
+    The rows are either ``rows`` (dicts with canonical and extra keys) or ``columns``
+    (column name → equally long sequences, in table order), never both.
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     skipped: SkipLog = field(default_factory=SkipLog)
+    columns: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        if self.columns is not None:
+            return len(self.columns["file"])
+        return len(self.rows)
 
 
 def bad(file: str, line: int | None, reason: str, strict: bool, skipped: SkipLog) -> None:
