@@ -219,3 +219,26 @@ def test_cli_report_writes_the_pdf_and_refuses_bad_input(tmp_path):
     bad = runner.invoke(app, ["report", "-o", str(tmp_path / "x.pdf"), "--psi", "banana"])
     assert bad.exit_code == 2 and "--psi" in bad.output
     assert not (tmp_path / "x.pdf").exists()
+
+
+def test_report_never_overwrites_an_input_or_a_non_pdf(tmp_path):
+    """An input trace, a directory or any existing non-PDF file is refused before any work is done."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    trace = tmp_path / "rank0.json.gz"
+    shutil.copy(Path(__file__).parent / "data" / "traces" / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz",
+                trace)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep me\n")
+    before = trace.read_bytes()
+    runner = CliRunner()
+    for out, why in [(trace, "input trace"), (tmp_path, "directory"), (notes, "not a PDF")]:
+        res = runner.invoke(app, ["report", "-o", str(out), "--trace", str(trace)])
+        assert res.exit_code == 2, res.output
+        assert why in res.stderr and res.stderr.count("\n") == 1
+    assert trace.read_bytes() == before and notes.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "rank0.json.gz"]

@@ -562,10 +562,11 @@ def report_cmd(
     for p in paths:
         if not p.exists():
             raise ConfigError(f"{p}: no such file or directory", option="--trace")
-    from zerocalc.report import ReportConfig, write_report
+    from zerocalc.report import ReportConfig, check_output, write_report
 
     config = ReportConfig(psi=float(parse_count(psi, option="--psi")), n=n, gpus_per_node=gpus_per_node,
                           topology=topology, comm_dtype=dtype, traces=paths)
+    check_output(output, config)
     progress("importing the model")
     write_report(output, config, progress)
     progress(f"wrote {output}")

@@ -14,6 +14,7 @@ cited). Two halves:
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ from matplotlib.mathtext import MathTextParser
 from matplotlib.patches import Rectangle
 from matplotlib.textpath import TextToPath
 
-__all__ = ["ReportConfig", "ReportData", "collect", "render", "write_report"]
+from zerocalc.errors import ConfigError
+
+__all__ = ["ReportConfig", "ReportData", "check_output", "collect", "render", "write_report"]
 
 Progress = Callable[[str], None]
 
@@ -1139,9 +1142,43 @@ def render(data: ReportData, path: str | Path, progress: Progress | None = None)
         return len(w.pages)
 
 
+def check_output(path: str | Path, config: ReportConfig = ReportConfig()) -> Path:
+    """The PDF path to write, refused (:class:`ConfigError`) where writing would lose data.
+
+    An input trace, a directory, or an existing file that is not a PDF is never overwritten.
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise ConfigError(f"{out} is a directory; give a file name such as {out / 'review.pdf'}",
+                          option="--output")
+    target = out.resolve()
+    for trace in config.traces:
+        t = Path(trace).resolve()
+        if target == t or (t.is_dir() and t in target.parents):
+            raise ConfigError(f"{out} is (inside) the input trace {trace}; write the PDF elsewhere",
+                              option="--output")
+    if out.exists():
+        with out.open("rb") as fh:
+            head = fh.read(5)
+        if head != b"%PDF-":
+            raise ConfigError(f"refusing to overwrite {out}: it exists and is not a PDF", option="--output")
+    return out
+
+
 def write_report(path: str | Path, config: ReportConfig = ReportConfig(),
                  progress: Progress | None = None) -> ReportData:
-    """Collect and render: the whole report, written to ``path``."""
+    """Collect and render: the whole report, written to ``path``.
+
+    The PDF is written next to ``path`` under a temporary name and moved into place at the end, so
+    an interrupted run leaves any earlier report intact; see :func:`check_output` for what is refused.
+    """
+    out = check_output(path, config)
     data = collect(config, progress)
-    render(data, path, progress)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.partial")
+    try:
+        render(data, tmp, progress)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return data
