@@ -209,3 +209,22 @@ def test_mixed_world_sizes_are_refused():
     bad["other-run.json"] = {"world_size": 2}
     with pytest.raises(TraceMismatchError, match="different world sizes"):
         measure(table, meta=bad)
+
+
+def test_joint_fit_uncertainty_matches_weighted_polyfit():
+    """The bf16 all-gather sweep on 2 GPUs has bandwidth-bound sizes only, so α and β are fitted
+    jointly. On 2 ranks an all-gather has one latency step and busbw factor (p-1)/p = 1/2, so the
+    model is t = α + β·n/2: a straight line, which numpy's weighted polyfit (weights 1/t, the
+    relative error) fits independently, with its own covariance. The two must agree, uncertainty
+    included (a rank-deficient covariance once reported ± 5e-16 µs here)."""
+    text = (DATA / "nccl-tests" / "all_gather_perf-bf16-2gpu.txt").read_text()
+    rows = [ln.split() for ln in text.splitlines() if ln.strip() and ln.split()[0].isdigit()]
+    size = np.array([float(r[0]) for r in rows])
+    t = np.array([float(r[5]) for r in rows]) * 1e-6  # out-of-place time(us)
+    (beta, alpha), cov = np.polyfit(size / 2, t, 1, w=1 / t, cov=True)
+    fit = fit_alpha_beta(size, t, op="all_gather", group_size=2)
+    assert fit.method == "joint"
+    assert fit.alpha_s == pytest.approx(alpha, rel=1e-6)
+    assert fit.beta_s_per_byte == pytest.approx(beta, rel=1e-6)
+    assert fit.alpha_se_s == pytest.approx(np.sqrt(cov[1, 1]), rel=1e-3)
+    assert fit.busbw_se_Bps == pytest.approx(np.sqrt(cov[0, 0]) / beta**2, rel=1e-3)

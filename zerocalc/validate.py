@@ -242,10 +242,16 @@ def fit_alpha_beta(
     if method == "joint":
         lat = bw = np.ones(len(n), bool)
         design = np.column_stack([h, x]) / t[:, None]
-        coef, *_ = np.linalg.lstsq(design, np.ones(len(n)), rcond=None)
-        resid = np.ones(len(n)) - design @ coef
+        # The α column is ~1/t and the β column ~n/t: many orders of magnitude apart. Solve and take
+        # the covariance in unit-norm columns, or the small singular value drowns in rounding.
+        scale = np.linalg.norm(design, axis=0)
+        scale[scale == 0] = 1.0
+        unit = design / scale
+        coef_u, *_ = np.linalg.lstsq(unit, np.ones(len(n)), rcond=None)
+        resid = np.ones(len(n)) - unit @ coef_u
         dof = max(len(n) - 2, 1)
-        cov = float(resid @ resid) / dof * np.linalg.pinv(design.T @ design)
+        cov = float(resid @ resid) / dof * np.linalg.pinv(unit.T @ unit) / np.outer(scale, scale)
+        coef = coef_u / scale
         alpha, beta = float(coef[0]), float(coef[1])
         a_se, b_se = float(np.sqrt(max(cov[0, 0], 0.0))), float(np.sqrt(max(cov[1, 1], 0.0)))
     rel = (h * alpha + x * beta - t) / t
