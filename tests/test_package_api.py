@@ -23,3 +23,11 @@ def test_core_model_reexports():
     for name in ("Algorithm", "Collective", "Group", "Phase", "Scheme", "Topology", "bytes_sent_per_rank",
                  "get_topology", "model_state_bytes"):
         assert name in zerocalc.__all__ and getattr(zerocalc, name) is not None
+
+
+def test_every_public_name_resolves():
+    for name in zerocalc.__all__:
+        assert getattr(zerocalc, name) is not None, name
+    from zerocalc import report, validate
+
+    assert zerocalc.check is validate.check and zerocalc.write_report is report.write_report

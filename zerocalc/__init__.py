@@ -27,7 +27,7 @@ __all__ = [
     "parse_count",
     "read_traces",
     "TraceSet",
-    # core model (issue 2)
+    # core model
     "Algorithm",
     "Collective",
     "Group",
@@ -42,15 +42,21 @@ __all__ = [
     "get_topology",
     "model_bytes_per_rank",
     "model_state_bytes",
-    # feasibility simulation (issue 3)
+    # feasibility simulation
     "FeasibilityConfig",
     "run_feasibility",
+    # measured against predicted
+    "check",
+    "fit_alpha_beta",
+    # the design-review PDF
+    "ReportConfig",
+    "write_report",
 ]
 
-# Trace ingestion (issue 4) pulls in orjson and, on use, pandas: imported on first access
+# Trace ingestion pulls in orjson and, on use, pandas: imported on first access
 # so that ``import zerocalc`` stays cheap.
 _LAZY = {"read_traces": "zerocalc.traces", "TraceSet": "zerocalc.traces"}
-# The core model imports sympy (about half a second): also on first access (issue 2).
+# The core model imports sympy (about half a second), the report matplotlib: also on first access.
 _LAZY.update(
     {name: "zerocalc.collectives" for name in ("Algorithm", "Collective", "bytes_sent_per_rank")}
     | {name: "zerocalc.schemes" for name in ("Group", "Phase", "SCHEMES", "SCHEME_NAMES", "Scheme",
@@ -59,6 +65,8 @@ _LAZY.update(
     | {"model_bytes_per_rank": "zerocalc.evaluate"}
     | {"model_state_bytes": "zerocalc.memory"}
     | {name: "zerocalc.feasibility" for name in ("FeasibilityConfig", "run_feasibility")}
+    | {name: "zerocalc.validate" for name in ("check", "fit_alpha_beta")}
+    | {name: "zerocalc.report" for name in ("ReportConfig", "write_report")}
 )
 
 
