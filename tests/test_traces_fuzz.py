@@ -1,4 +1,4 @@
-"""Hypothesis: the line parsers and the detector raise nothing but TraceFormatError (issue 4)."""
+"""Hypothesis: the line parsers and the detector raise nothing but TraceFormatError."""
 
 import gzip
 

@@ -1,4 +1,4 @@
-"""Kineto traces: expected values read off the trace files (issue 4, tests/data/traces/README.md)."""
+"""Kineto traces: expected values read off the trace files (tests/data/traces/README.md)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""NCCL COLL logs: expected values read off the lines of tests/data/traces/nccl-debug (issue 4)."""
+"""NCCL COLL logs: expected values read off the lines of tests/data/traces/nccl-debug."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Reader: directories, gzip, bad input, strict vs lenient, parallel reads, the CLI (issue 4)."""
+"""Reader: directories, gzip, bad input, strict vs lenient, parallel reads, the CLI."""
 
 import gzip
 import json

@@ -331,7 +331,7 @@ def feasibility_cmd(
         typer.echo(_feasibility_table(result))
 
 
-# --- check / fit (issue 5): measured against predicted, α-β fitted from timings -------------
+# --- check / fit: measured against predicted, α-β fitted from timings -------------
 
 
 def _check_text(res) -> str:
@@ -480,7 +480,7 @@ def fit_cmd(
             typer.echo("\n".join(lines))
 
 
-# --- trace (issue 4): read traces into the canonical table (zerocalc.traces) ---------------
+# --- trace: read traces into the canonical table (zerocalc.traces) ---------------
 
 
 @trace_app.command("summary")
@@ -529,7 +529,7 @@ def trace_summary(
                    + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
 
 
-# --- report (issue 6): the design-review PDF (zerocalc.report) ------------------------------
+# --- report: the design-review PDF (zerocalc.report) ------------------------------
 
 
 @app.command("report")

@@ -185,7 +185,7 @@ def fit_alpha_beta(
 ) -> AlphaBetaFit:
     """Fit α (s per ring step) and β (s per byte) of ``t = h·α + f·n·β`` to measured calls.
 
-    Regimes (issue 5): the two terms are each fitted on the sizes where they dominate.
+    Regimes: the two terms are each fitted on the sizes where they dominate.
     A size is *latency-dominated* when ``h·α ≥ share·t`` (the flat part of a sweep) and
     *bandwidth-dominated* when ``f·n·β ≥ share·t``. Starting from α = min(t)/h and
     β = the best observed 1/busbw, α is fitted by least squares on the latency sizes
@@ -332,7 +332,7 @@ def fits_frame(fits: Iterable[AlphaBetaFit]) -> pd.DataFrame:
 # Measured volume
 # ---------------------------------------------------------------------------
 
-#: Category of every measured call, with what it means (issue 5).
+#: Category of every measured call, with what it means.
 CATEGORIES: dict[str, str] = {
     "step": "gradient and parameter traffic of the step (what the schemes model)",
     "buffers": "per-step broadcasts of model buffers (e.g. DDP's BatchNorm statistics), not parameters",
@@ -446,7 +446,7 @@ def measure(
     dtype: str | None = None,
     meta: dict | None = None,
 ) -> Measurement:
-    """Bytes each rank sent per step, by category, from a canonical trace table (issue 5).
+    """Bytes each rank sent per step, by category, from a canonical trace table.
 
     ``psi``, ``n``, ``steps`` and ``dtype`` are the user's options (None: infer from the
     trace). Raises :class:`TraceMismatchError` for mixed world sizes, no collectives,
@@ -1030,7 +1030,7 @@ class CheckResult:
     notes: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
-        """The ``check --format json`` contract (issue 5), plus detail fields."""
+        """The ``check --format json`` contract, plus detail fields."""
         m = self.measurement
         t = self.timing
         return {
@@ -1065,7 +1065,7 @@ def check(
     gpus_per_node: int | None = None,
     fit: AlphaBetaFit | None = None,
 ) -> CheckResult:
-    """Measure a canonical trace table and compare it with every scheme (issue 5)."""
+    """Measure a canonical trace table and compare it with every scheme."""
     m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta)
     backends = {str(v.get("backend")) for v in (meta or {}).values()
                 if isinstance(v, dict) and v.get("backend")}

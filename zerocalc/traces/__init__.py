@@ -2,7 +2,7 @@
 
 ``read_traces(paths)`` returns a :class:`TraceSet` whose ``table`` has one row per
 collective call per rank in the canonical columns of :mod:`zerocalc.traces.schema`
-(issue 4). One module per format; the key → column tables live in ``schema``.
+One module per format; the key → column tables live in ``schema``.
 """
 
 from zerocalc.traces.detect import FORMATS, detect_format

@@ -1,6 +1,6 @@
 """The canonical trace table and every source's key → column mapping, kept as data.
 
-One row per collective call per rank (issue 4). Each format module looks its raw
+One row per collective call per rank. Each format module looks its raw
 keys up in the tables below instead of branching on versions in code; a new
 schema generation is a new table entry. Sources for every table: REFERENCE §5
 (trace formats and their version histories).
