@@ -27,7 +27,7 @@ import bisect
 import codecs
 import math
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 import msgspec
 import orjson
@@ -51,14 +51,13 @@ _US = 1e-6
 _NO_ARGS = msgspec.Raw()
 
 
-class _Event(msgspec.Struct, gc=False):
-    """The fields of one trace event that the parser reads; every other key is skipped.
+class _Event(msgspec.Struct, tag="X", tag_field="ph", gc=False):
+    """The fields of one complete event (``"ph": "X"``) that the parser reads; others are skipped.
 
     ``args`` stays an undecoded slice of the input (``msgspec.Raw``) until the parser
     needs it, which is for a few hundred of the tens of thousands of events.
     """
 
-    ph: Any = None
     name: Any = None
     cat: Any = None
     ts: Any = None
@@ -68,8 +67,15 @@ class _Event(msgspec.Struct, gc=False):
     args: msgspec.Raw = _NO_ARGS
 
 
+# Every other event phase of the Chrome trace event format: decoded as an empty object.
+_OTHER_PHASES = tuple(msgspec.defstruct(f"_Phase{i}", [], tag=ph, tag_field="ph", gc=False)
+                      for i, ph in enumerate("B E i I C b n e S T p F s t f P N O D M V v R c ( )".split()))
+
+_ANY_EVENT = Union[(_Event, *_OTHER_PHASES)]  # noqa: UP007 (built from a tuple)
+
+
 class _Trace(msgspec.Struct, gc=False):
-    traceEvents: list[_Event]  # noqa: N815 (the JSON key)
+    traceEvents: list[_ANY_EVENT]  # noqa: N815 (the JSON key)
     distributedInfo: msgspec.Raw = _NO_ARGS  # noqa: N815
 
 
@@ -97,7 +103,10 @@ def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
         info = _dist_info(_args(trace.distributedInfo), file, strict, res)
         events = trace.traceEvents
         del trace
-        sel = _select(enumerate(events), len(events), file, strict, res, {})
+        maybe = _NameFilter()
+        sel = _select([(i, e) for i, e in enumerate(events)
+                       if type(e) is _Event and type(n := e.name) is str and maybe[n]],
+                      len(events), file, strict, res)
         del events  # drop the decoded events before building anything else
         return _build(sel, info, res, file)
     except (msgspec.DecodeError, _Invalid):
@@ -206,17 +215,17 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
         raise TraceFormatError(file, None, "not a Chrome trace: no 'traceEvents' list")
     res = ParseResult(meta={"format": FORMAT})
     info = _dist_info(doc.get("distributedInfo"), file, strict, res)
-    roles: dict[tuple[str, Any], int] = {}
+    maybe = _NameFilter()
     used: list[tuple[int, _Event | None]] = []  # the events _select may use, as _Event; None = not an object
     for i, e in enumerate(events):
         if not isinstance(e, dict):
             used.append((i, None))
             continue
         name = e.get("name")
-        if e.get("ph") == "X" and type(name) is str and _role(roles, name, e.get("cat")) != _SKIP:
-            used.append((i, _Event("X", name, e.get("cat"), e.get("ts"), e.get("dur"), e.get("pid"),
+        if e.get("ph") == "X" and type(name) is str and maybe[name]:
+            used.append((i, _Event(name, e.get("cat"), e.get("ts"), e.get("dur"), e.get("pid"),
                                    e.get("tid"), e.get("args"))))
-    return _build(_select(used, len(events), file, strict, res, roles), info, res, file)
+    return _build(_select(used, len(events), file, strict, res), info, res, file)
 
 
 class _Selected(NamedTuple):
@@ -253,31 +262,32 @@ def _classify(name: str, cat: Any) -> int:
     return _C10D if name.startswith("c10d::") else _RPC if name == "record_param_comms" else _ANNOT
 
 
-def _role(roles: dict[tuple[str, Any], int], name: str, cat: Any) -> int:
-    key = (name, cat if type(cat) is str else None)  # any other category plays no part
-    role = roles.get(key)
-    if role is None:
-        role = roles[key] = _classify(*key)
-    return role
+class _NameFilter(dict):
+    """name -> whether an event of that name may matter, whatever its category (cached)."""
+
+    def __missing__(self, name: str) -> bool:
+        v = self[name] = (name.startswith(("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES))
+                          or name == "record_param_comms" or "Launch" in name)
+        return v
 
 
 _COMM_KIND = {_C10D: "c10d", _RPC: "rpc", _ANNOT: "annot"}
 
 
 def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: str, strict: bool,
-            res: ParseResult, roles: dict[tuple[str, Any], int]) -> _Selected:
-    """One pass over (index, event) keeping only what the table needs (``None`` = not an object)."""
+            res: ParseResult) -> _Selected:
+    """Keep what the table needs of (index, complete event) pairs that passed :class:`_NameFilter`.
+
+    ``None`` stands for an event that is not an object.
+    """
     sel = _Selected(n_events, {}, {}, [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
+    roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
         if e is None:
             bad(file, i, "event is not an object", strict, res.skipped)
             continue
-        if e.ph != "X":
-            continue
         name, cat = e.name, e.cat
-        if type(name) is not str:
-            continue
         key = (name, cat if type(cat) is str else None)  # any other category plays no part
         role = roles.get(key)
         if role is None:
