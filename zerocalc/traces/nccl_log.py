@@ -13,23 +13,28 @@ line of the same process and communicator, or from RCCL's ``globalrank``; otherw
 algorithm and protocol of the preceding call of that thread.
 
 The log is streamed in blocks of a few MB (constant memory in the file size, apart from
-the table itself). Each block is parsed column-wise: one ``findall`` of the compiled COLL
-regex in C gives the fields of every call; each column is converted through small
-per-block lookup tables of its distinct values, and the table is assembled with numpy
-(issue 4: >= 100 MB/s). Only a block with a COLL-looking line that does not match is
-re-read line by line, to report that line.
+the table itself), cut at the last newline before each multiple of the block size, so that
+any run of whole blocks can be scanned on its own (:func:`scan`) and the runs joined in
+order (:func:`finish`); the reader scans the runs of a large file in worker processes.
+Each block is parsed column-wise (issue 4: >= 100 MB/s): one ``re.split`` in C gives the
+fields of every call as one flat list, sliced into columns; few-valued fields become codes
+into a table of their distinct values, numbers are converted by numpy, and the table is
+assembled once at the end.
 """
 
 from __future__ import annotations
 
+import operator
 import re
-from itertools import repeat
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import chain, compress, count, repeat
 from typing import Any, TextIO
 
 import numpy as np
 
 from zerocalc.errors import TraceFormatError
-from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.records import ParseResult, SkipLog, bad
 from zerocalc.traces.schema import DTYPE_BYTES, NCCL_COLL_OPS, NCCL_DATATYPES, NCCL_REDOPS
 
 FORMAT = "nccl_log"
@@ -39,19 +44,25 @@ MARKER = "opCount "
 #: The marker of a TUNING line.
 TUNING_MARKER = " Bytes -> Algo "
 
-#: A COLL line; the groups, in order, are the fields the table needs (see ``_FIELDS``). The
-#: ``host:pid:tid [dev] `` prefix is the one that ends right before ``NCCL INFO``, as PREFIX.
-COLL = re.compile(
-    r"^[^\n]*?(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] )?"
+#: ``host:pid:tid [dev] ``, the prefix NCCL writes right before ``NCCL INFO``. The host is tried
+#: only where a run of host characters starts (the longest one wins anyway), which keeps a
+#: search through a long launcher prefix linear.
+_PREFIX = r"(?<![^\s:])(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+#: A COLL line from ``NCCL INFO`` to its end; the groups are the fields the table needs.
+_BODY = (
     r"NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): opCount (?P<opcount>[0-9a-fA-F]+)"
     r" sendbuff \S+ recvbuff \S+ count (?P<count>\d+)"
     r" datatype (?P<datatype>\d+) op (?P<redop>\d+) root (?P<root>-?\d+) comm (?P<comm>\S+)"
     r"(?: \[nranks=(?P<nranks>\d+)\])? stream \S+"
-    r"(?: task \d+ globalrank (?P<globalrank>\d+))?[ \t\r]*$",
-    re.M,
+    r"(?: task \d+ globalrank (?P<globalrank>\d+))?[ \t\r]*"
 )
-_FIELDS = tuple(COLL.groupindex)
-PREFIX = re.compile(r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] $")
+#: One COLL line; the prefix is the one that ends right before ``NCCL INFO``.
+COLL = re.compile(r"^[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"$", re.M)
+#: The same lines within a block that starts with a newline, for ``re.split``: starting with
+#: a literal newline lets the engine skip from line to line.
+_ROWS = re.compile(r"\n[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"(?=\n)")
+_ROW_FIELDS = tuple(_ROWS.groupindex)
+PREFIX = re.compile(_PREFIX + r"$")
 INIT = re.compile(
     r"^(?P<pre>[^\n]*?)NCCL INFO [^\n]*?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+)"
     r" nranks (?P<nranks>\d+)[^\n]*- Init COMPLETE",
@@ -64,10 +75,12 @@ TUNING = re.compile(
 )
 
 #: Characters per block read from the stream (the block is cut at its last newline).
-_BLOCK_CHARS = 1 << 22
+BLOCK_CHARS = 1 << 22
 _UNMATCHED = "line has 'opCount' but not the NCCL COLL layout"
-#: in/out factor of ``count`` (NCCL_COLL_OPS): 0, 1, or × nranks.
-_FACTOR_CODES = {"0": 0, "1": 1, "p": 2}
+#: Fields kept as codes into a table of their distinct values (few distinct values per log).
+_FACTORS = ("host", "tid", "dev", "op", "datatype", "redop", "root", "nranks", "globalrank")
+#: Missing integer in a code table.
+_NA = -1
 
 
 def _prefix(pre: str) -> tuple[str | None, int | None, int | None, int | None]:
@@ -83,11 +96,6 @@ def _redop(code: int) -> str:
 def _dtype(code: int) -> str:
     dtype = NCCL_DATATYPES.get(code)
     return dtype if dtype is not None else f"nccl:{code}"
-
-
-def _optional_ints(values: tuple[str, ...]) -> dict[str, int | None]:
-    """Each distinct value of an optional integer group → its int, or None when it is absent."""
-    return {s: int(s) if s else None for s in set(values)}
 
 
 def _check(op: str, nranks: int | None) -> str | None:
@@ -136,161 +144,267 @@ def parse_coll_line(line: str, *, file: str = "<line>", lineno: int | None = Non
     }
 
 
-class _Columns:
-    """The table being built: one list per column, extended block by block."""
-
-    #: Columns in the order of the table.
-    NAMES = ("rank", "op", "dtype", "elem_bytes", "group_size", "group", "source_line", "nccl_op",
-             "count", "opcount", "redop", "root", "host", "pid", "tid", "device", "fin", "fout")
-
-    def __init__(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name in self.NAMES}
-        self.comm_rank: dict[tuple[Any, Any, str], tuple[int, int]] = {}
-        self.last_by_thread: dict[tuple[Any, Any, Any], int] = {}
-        self.tuning: dict[int, tuple[str, str, int]] = {}
-
-    def __len__(self) -> int:
-        return len(self.cols["source_line"])
-
-    def add_block(self, found: list[tuple[str, ...]], lines: list[int]) -> None:
-        """Convert the regex groups of one block's valid COLL lines and append them."""
-        if not found:
-            return
-        f = dict(zip(_FIELDS, zip(*found, strict=True), strict=True))
-        c = self.cols
-        ops = f["op"]
-        c["nccl_op"] += ops
-        c["op"] += map({o: NCCL_COLL_OPS[o][0] for o in set(ops)}.__getitem__, ops)
-        c["fin"] += map({o: _FACTOR_CODES[NCCL_COLL_OPS[o][1]] for o in set(ops)}.__getitem__, ops)
-        c["fout"] += map({o: _FACTOR_CODES[NCCL_COLL_OPS[o][2]] for o in set(ops)}.__getitem__, ops)
-        dtypes = {s: _dtype(int(s)) for s in set(f["datatype"])}
-        c["dtype"] += map(dtypes.__getitem__, f["datatype"])
-        c["elem_bytes"] += map({s: DTYPE_BYTES.get(d) for s, d in dtypes.items()}.__getitem__, f["datatype"])
-        c["redop"] += map({s: _redop(int(s)) for s in set(f["redop"])}.__getitem__, f["redop"])
-        c["group_size"] += map(_optional_ints(f["nranks"]).__getitem__, f["nranks"])
-        c["rank"] += map(_optional_ints(f["globalrank"]).__getitem__, f["globalrank"])
-        c["count"] += map(int, f["count"])
-        c["opcount"] += map(int, f["opcount"], repeat(16))
-        c["root"] += map(int, f["root"])
-        c["group"] += f["comm"]
-        c["host"] += map({s: s or None for s in set(f["host"])}.__getitem__, f["host"])
-        for key, col in (("pid", "pid"), ("tid", "tid"), ("dev", "device")):
-            c[col] += map(_optional_ints(f[key]).__getitem__, f[key])
-        c["source_line"] += lines
-
-    def table(self, file: str) -> dict[str, Any]:
-        """The finished columns: canonical ones first, then the NCCL extras."""
-        import pandas as pd
-
-        c = self.cols
-        n = len(self)
-        count = pd.array(np.array(c["count"], dtype=np.int64), dtype="Int64")
-        scaled = count * pd.array(c["group_size"], dtype="Int64")  # NA where the line has no nranks
-        nelems = {}
-        for side in ("fin", "fout"):
-            code = np.array(c.pop(side), dtype=np.int8)
-            col = scaled.copy()
-            col[code == 1] = count[code == 1]
-            col[code == 0] = 0
-            nelems[side] = col
-        if self.comm_rank:  # after the sizes: those use the line's own nranks only
-            for i in [i for i, r in enumerate(c["rank"]) if r is None]:
-                hit = self.comm_rank.get((c["host"][i], c["pid"][i], c["group"][i]))
-                if hit is not None:
-                    c["rank"][i] = hit[0]
-                    if c["group_size"][i] is None:
-                        c["group_size"][i] = hit[1]
-        out: dict[str, Any] = {
-            "file": [file] * n, "rank": c["rank"], "op": c["op"], "dtype": c["dtype"],
-            "elem_bytes": c["elem_bytes"], "in_nelems": nelems["fin"], "out_nelems": nelems["fout"],
-        }
-        out.update((k, c[k]) for k in self.NAMES[4:16])
-        if self.tuning:
-            get = self.tuning.get
-            for j, name in enumerate(("algorithm", "protocol", "tuning_bytes")):
-                out[name] = [t[j] if t is not None else None for t in map(get, range(n))]
-        return out
+def _int(text: str | None) -> int:
+    return int(text) if text is not None else _NA
 
 
-def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
-    """Stream an NCCL log and return its table, one row per COLL line."""
-    res = ParseResult(meta={"format": FORMAT, "backend": "nccl"})
-    cols = _Columns()
-    line0 = 1  # line number of the first line of the current block
+@dataclass
+class Scan:
+    """The calls of a run of whole lines of a log, column by column, with what else it said.
+
+    Line numbers count from 1 at the start of the run. A few-valued field is a code array into
+    ``tables[name]`` (its distinct raw strings, ``None`` where the line lacks it).
+    """
+
+    lines: int = 0
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {
+        name: [] for name in (*_FACTORS, "line", "pid", "count", "opcount", "comm")})
+    tables: dict[str, Any] = field(default_factory=lambda: {name: defaultdict(count().__next__)
+                                                            for name in _FACTORS})
+    skipped: SkipLog = field(default_factory=SkipLog)
+    #: ``Init COMPLETE`` lines in order: (host, pid, comm, rank, nranks).
+    inits: list[tuple[Any, ...]] = field(default_factory=list)
+    #: TUNING lines in order: (line, host, pid, tid, op, algorithm, protocol, bytes).
+    tunings: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def freeze(self) -> Scan:
+        """Plain lists and arrays only (picklable): each code table becomes its list of values."""
+        self.tables = {name: list(table) for name, table in self.tables.items()}
+        self.columns = {name: np.concatenate(parts) if name != "comm" else list(chain.from_iterable(parts))
+                        for name, parts in self.columns.items()} if self.columns["line"] else {}
+        return self
+
+
+def scan(stream: TextIO, file: str, *, strict: bool = False, start: int = 0) -> Scan:
+    """Scan a log, or the part of one that starts at character ``start`` of its text.
+
+    Blocks end at the last newline before each multiple of :data:`BLOCK_CHARS` of the whole
+    text, so a part that starts at a block boundary is cut exactly as in a scan of the whole.
+    """
+    res = Scan()
     tail = ""
+    size = BLOCK_CHARS - start % BLOCK_CHARS
     while True:
-        chunk = stream.read(_BLOCK_CHARS)
+        chunk = stream.read(size)
+        size = BLOCK_CHARS
         block = tail + chunk
         tail = ""
         if chunk:
             cut = block.rfind("\n") + 1
             block, tail = block[:cut], block[cut:]
         if block:
-            _parse_block(block, file, line0, strict, res, cols)
-            line0 += block.count("\n")
+            _scan_block(block, file, res.lines + 1, strict, res)
+            res.lines += block.count("\n")
         if not chunk:
             break
-    table = cols.table(file)
-    ranks = set(table["rank"]) - {None}
-    sizes = set(table["group_size"]) - {None}
-    res.meta.update(
-        rank=next(iter(ranks)) if len(ranks) == 1 else None,
-        world_size=max(sizes) if sizes else None,
-        processes=len(set(zip(table["host"], table["pid"], strict=True))),
-    )
-    res.columns = table if len(cols) else None  # no rows: the reader's empty table
-    return res
+    return res.freeze()
 
 
-def _parse_block(block: str, file: str, line0: int, strict: bool, res: ParseResult, cols: _Columns) -> None:
-    """Parse the whole lines of one block (the first is line ``line0``) into ``cols``."""
-    found = COLL.findall(block)
-    texts = block.split("\n")
-    marked = [i for i, text in enumerate(texts) if MARKER in text]
-    unmatched: list[int] = []
-    if len(found) != block.count(MARKER):  # slow path: which marker lines did not match?
-        hits = [i for i in marked if COLL.search(texts[i]) is not None]
-        unmatched = [i for i in marked
-                     if COLL.search(texts[i]) is None and not texts[i].lstrip().startswith("#")]
-        marked = hits
-    lines = [line0 + i for i in marked]
-    reasons = {}
-    i_op, i_n = _FIELDS.index("op"), _FIELDS.index("nranks")
-    if not set(g[i_op] for g in found) <= NCCL_COLL_OPS.keys() or any(
-            g[i_n] and int(g[i_n]) < 1 for g in found):
-        reasons = {j: r for j, g in enumerate(found)
-                   if (r := _check(g[i_op], int(g[i_n]) if g[i_n] else None)) is not None}
-        for j, reason in reasons.items():
-            bad(file, lines[j], reason, strict, res.skipped)
-        found = [g for j, g in enumerate(found) if j not in reasons]
-        lines = [ln for j, ln in enumerate(lines) if j not in reasons]
-    for i in unmatched:
-        bad(file, line0 + i, _UNMATCHED, strict, res.skipped)
-    first = len(cols)
-    cols.add_block(found, lines)
+def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
+    """Stream an NCCL log and return its table, one row per COLL line."""
+    return finish([scan(stream, file, strict=strict)], file)
+
+
+def _factor(table: defaultdict, values: list) -> np.ndarray:
+    """Codes of ``values`` in ``table`` (which grows by the values it has not seen)."""
+    return np.fromiter(map(table.__getitem__, values), np.int32, len(values))
+
+
+def _scan_block(block: str, file: str, line0: int, strict: bool, res: Scan) -> None:
+    """Parse the whole lines of one block (the first is line ``line0``) into ``res``."""
+    text = "\n" + block if block.endswith("\n") else "\n" + block + "\n"
+    parts = _ROWS.split(text)
+    stride = len(_ROW_FIELDS) + 1
+    gaps = parts[::stride]  # the text before each call: "\n" + line, for each line that is not one
+    n = len(gaps) - 1
+    g = {name: parts[i::stride] for i, name in enumerate(_ROW_FIELDS, 1)}
+    lines = np.arange(line0, line0 + n, dtype=np.int64)
+    if any(gaps[:n]):
+        lines += np.cumsum(np.fromiter(map(str.count, gaps[:n], repeat("\n")), np.int64, n))
+    tables, cols = res.tables, res.columns
+    codes = {name: _factor(tables[name], g[name]) for name in _FACTORS}
+    ops, nranks = list(tables["op"]), [_int(s) for s in tables["nranks"]]
+    invalid = (np.array([op not in NCCL_COLL_OPS for op in ops])[codes["op"]]
+               | (np.array([p != _NA and p < 1 for p in nranks], bool)[codes["nranks"]]))
+    keep = None
+    if invalid.any():
+        for j in np.flatnonzero(invalid):
+            p = nranks[codes["nranks"][j]]
+            reason = _check(ops[codes["op"][j]], p if p != _NA else None)
+            bad(file, int(lines[j]), reason, strict, res.skipped)
+        keep = ~invalid
+    if block.count(MARKER) != n:  # some line with the marker did not match: report it
+        _report_unmatched(gaps, lines, line0, file, strict, res.skipped)
+    try:
+        pid = np.array(g["pid"], dtype=np.int64)
+    except TypeError:  # some line has no host:pid:tid prefix
+        pid = np.array([_int(s) for s in g["pid"]], dtype=np.int64)
+    numbers = {"pid": pid, "count": np.array(g["count"], dtype=np.int64),
+               "opcount": np.fromiter(map(int, g["opcount"], repeat(16)), np.int64, n)}
+    comm = g["comm"]
+    if keep is not None:
+        codes = {name: c[keep] for name, c in codes.items()}
+        numbers = {name: c[keep] for name, c in numbers.items()}
+        lines, comm = lines[keep], list(compress(comm, keep.tolist()))
+    for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
+        cols[name].append(c)
+    cols["comm"].append(comm)
     if "Init COMPLETE" in block:
         for m in INIT.finditer(block):
             host, pid, _, _ = _prefix(m["pre"])
-            cols.comm_rank[(host, pid, m["comm"])] = (int(m["rank"]), int(m["nranks"]))
+            res.inits.append((host, pid, m["comm"], int(m["rank"]), int(m["nranks"])))
     if TUNING_MARKER in block:
-        _attach_tuning(block, line0, lines, first, cols)
+        pos, line = 0, line0
+        for m in TUNING.finditer(block):
+            line += block.count("\n", pos, m.start())
+            pos = m.start()
+            host, pid, tid, _ = _prefix(m["pre"])
+            res.tunings.append((line, host, pid, tid, m["op"], m["algo"], m["proto"], int(m["bytes"])))
 
 
-def _attach_tuning(block: str, line0: int, lines: list[int], first: int, cols: _Columns) -> None:
-    """Give each TUNING line's algorithm and protocol to the preceding call of its thread."""
-    c = cols.cols
-    events: list[tuple[int, int, Any]] = [(ln, 0, first + j) for j, ln in enumerate(lines)]
-    pos, line = 0, line0
-    for m in TUNING.finditer(block):
-        line += block.count("\n", pos, m.start())
-        pos = m.start()
-        events.append((line, 1, m))
-    events.sort(key=lambda e: (e[0], e[1]))
-    for _, kind, obj in events:
-        if kind == 0:
-            cols.last_by_thread[(c["host"][obj], c["pid"][obj], c["tid"][obj])] = obj
+def _report_unmatched(gaps: list[str], lines: np.ndarray, line0: int, file: str, strict: bool,
+                      skipped: SkipLog) -> None:
+    """Report the lines with the marker, outside comments, that are not COLL lines."""
+    for j, gap in enumerate(gaps):
+        if MARKER not in gap:
             continue
-        host, pid, tid, _ = _prefix(obj["pre"])
-        row = cols.last_by_thread.get((host, pid, tid))
-        if row is not None and c["nccl_op"][row] == obj["op"] and row not in cols.tuning:
-            cols.tuning[row] = (obj["algo"], obj["proto"], int(obj["bytes"]))
+        first = line0 if j == 0 else int(lines[j - 1]) + 1  # the line after the previous call
+        for i, text in enumerate(gap.split("\n")[1:]):
+            if MARKER in text and not text.lstrip().startswith("#"):
+                bad(file, first + i, _UNMATCHED, strict, skipped)
+
+
+def finish(scans: list[Scan], file: str) -> ParseResult:
+    """Join the scans of consecutive parts of one log into its table, metadata and skip log."""
+    res = ParseResult(meta={"format": FORMAT, "backend": "nccl"})
+    offsets = []
+    offset = 0
+    for s in scans:
+        offsets.append(offset)
+        res.skipped.merge(SkipLog(s.skipped.count, s.skipped.by_reason,
+                                  [(f, ln + offset if ln is not None else None, r)
+                                   for f, ln, r in s.skipped.examples]))
+        offset += s.lines
+    t = _Table(scans, offsets)
+    n = len(t.line)
+    rank, group_size = t.ints("globalrank"), t.ints("nranks")
+    nelems = []
+    for side in (1, 2):  # in, out: count × its factor ("1", "0" or "p" = × nranks)
+        factor = t.lookup("op", lambda o, side=side: "01p".index(NCCL_COLL_OPS.get(o, "000")[side]), np.int8)
+        scaled = factor == 2
+        values = np.where(factor == 1, t.count, 0) + np.where(scaled, t.count * np.maximum(group_size, 0), 0)
+        nelems.append(_nullable(values, scaled & (group_size < 0)))
+    inits = [i for s in scans for i in s.inits]
+    if inits:  # after the sizes: those use the line's own nranks only
+        comm_rank = {(h, p, c): (r, size) for h, p, c, r, size in inits}
+        hosts, pids = t.lookup("host", None, object), t.pid
+        for i in np.flatnonzero(rank < 0).tolist():
+            hit = comm_rank.get((hosts[i], int(pids[i]) if pids[i] >= 0 else None, t.comm[i]))
+            if hit is not None:
+                rank[i] = hit[0]
+                if group_size[i] < 0:
+                    group_size[i] = hit[1]
+    dtype = t.lookup("datatype", lambda s: _dtype(int(s)), object)
+    elem_bytes = t.lookup("datatype", lambda s: DTYPE_BYTES.get(_dtype(int(s)), _NA), np.int64)
+    columns: dict[str, Any] = {
+        "file": np.full(n, file, dtype=object), "rank": _nullable(rank, rank < 0),
+        "op": t.lookup("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0], object), "dtype": dtype,
+        "elem_bytes": _nullable(elem_bytes, elem_bytes < 0), "in_nelems": nelems[0], "out_nelems": nelems[1],
+        "group_size": _nullable(group_size, group_size < 0), "group": np.array(t.comm, dtype=object),
+        "source_line": t.line, "nccl_op": t.lookup("op", None, object), "count": t.count,
+        "opcount": t.opcount, "redop": t.lookup("redop", lambda s: _redop(int(s)), object),
+        "root": t.inferred("root", _int), "host": t.inferred("host", None), "pid": _inferred(t.pid),
+        "tid": t.inferred("tid", _int), "device": t.inferred("dev", _int),
+    }
+    tunings = [(ln + off, *rest) for off, s in zip(offsets, scans, strict=True) for ln, *rest in s.tunings]
+    if tunings:
+        columns.update(_tuning(tunings, t, columns["nccl_op"]))
+    ranks = set(rank[rank >= 0].tolist())
+    sizes = group_size[group_size >= 0]
+    processes = {"host": t.codes["host"], "pid": t.pid}
+    res.meta.update(
+        rank=next(iter(ranks)) if len(ranks) == 1 else None,
+        world_size=int(sizes.max()) if len(sizes) else None,
+        processes=len(_frame(processes).drop_duplicates()),
+    )
+    res.columns = columns if n else None  # no rows: the reader's empty table
+    return res
+
+
+def _frame(columns: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(columns)
+
+
+def _nullable(values: np.ndarray, missing: np.ndarray) -> Any:
+    """An ``Int64`` array: ``values`` where not ``missing``."""
+    import pandas as pd
+
+    return pd.arrays.IntegerArray(values.astype(np.int64), missing)
+
+
+class _Table:
+    """The columns of consecutive scans joined, their code tables merged."""
+
+    def __init__(self, scans: list[Scan], offsets: list[int]) -> None:
+        parts = [(off, s.columns) for off, s in zip(offsets, scans, strict=True) if s.columns]
+        self.tables: dict[str, list] = {}
+        self.codes: dict[str, np.ndarray] = {}
+        for name in _FACTORS:
+            merged: defaultdict = defaultdict(count().__next__)
+            recoded = [np.array([merged[v] for v in sc.tables[name]], dtype=np.int32)[sc.columns[name]]
+                       for sc in scans if sc.columns]
+            self.tables[name] = list(merged)
+            self.codes[name] = np.concatenate(recoded) if recoded else np.zeros(0, np.int32)
+        empty = [np.zeros(0, np.int64)]
+        self.line = np.concatenate([c["line"] + off for off, c in parts] or empty)
+        self.pid, self.count, self.opcount = (np.concatenate([c[k] for _, c in parts] or empty)
+                                              for k in ("pid", "count", "opcount"))
+        self.comm = list(chain.from_iterable(c["comm"] for _, c in parts))
+
+    def lookup(self, name: str, fn, dtype) -> np.ndarray:
+        """``fn`` of each distinct raw string of a field (the string itself if ``fn`` is None),
+        spread over the rows."""
+        table = self.tables[name] if fn is None else [fn(v) for v in self.tables[name]]
+        return np.array(table, dtype=dtype)[self.codes[name]]
+
+    def ints(self, name: str) -> np.ndarray:
+        """An integer field, :data:`_NA` where missing (a fresh array)."""
+        return self.lookup(name, _int, np.int64)
+
+    def inferred(self, name: str, fn) -> Any:
+        """A string field (``fn`` None) or integer one (``fn`` :func:`_int`) as a table built from
+        rows of dicts had it: a typed array when no row lacks it, else a list with ``None`` for
+        pandas to infer the column type from, as it did."""
+        values = self.ints(name) if fn is _int else self.lookup(name, None, object)
+        return _inferred(values, self.lookup(name, lambda v: v is None, bool))
+
+
+def _inferred(values: np.ndarray, missing: np.ndarray | None = None) -> Any:
+    """A column as a table built from rows of dicts had it: ``values`` when none is missing,
+    else a list with ``None`` for pandas to infer the column type from, as it did."""
+    missing = values == _NA if missing is None else missing
+    if not missing.any():
+        return values
+    return [None if m else v for v, m in zip(values.tolist(), missing.tolist(), strict=True)]
+
+
+def _tuning(tunings: list[tuple[Any, ...]], t: _Table, ops: np.ndarray) -> dict[str, list]:
+    """Give each TUNING line's algorithm and protocol to the preceding call of its thread."""
+    hosts = {h: i for i, h in enumerate(t.tables["host"])}
+    threads = _frame({"h": t.codes["host"], "p": t.pid, "t": t.ints("tid")})
+    rows_of = threads.groupby(["h", "p", "t"], sort=False).indices
+    tuned: dict[int, tuple[str, str, int]] = {}
+    for line, host, pid, tid, op, algo, proto, nbytes in sorted(tunings, key=operator.itemgetter(0)):
+        rows = rows_of.get((hosts.get(host, _NA), _NA if pid is None else pid, _NA if tid is None else tid))
+        if rows is None:
+            continue
+        k = int(np.searchsorted(t.line[rows], line, side="right")) - 1
+        if k >= 0 and (row := int(rows[k])) not in tuned and ops[row] == op:
+            tuned[row] = (algo, proto, nbytes)
+    if not tuned:
+        return {}
+    n = len(t.line)
+    return {name: [tuned[i][j] if i in tuned else None for i in range(n)]
+            for j, name in enumerate(("algorithm", "protocol", "tuning_bytes"))}
