@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 MAX_BYTES = 8 * 2**30
 #: Total input size above which several files are parsed in worker processes.
 PARALLEL_MIN_BYTES = 32 * 2**20
+#: Size above which one plain NCCL log is cut into runs of whole blocks scanned in worker processes.
+SPLIT_MIN_BYTES = 64 * 2**20
 _SKIP_SUFFIXES = (".md", ".rst", ".py", ".ipynb")
 
 
@@ -162,6 +164,101 @@ def _read_one(args: tuple[str, bool, str | None, int]) -> ParseResult:
     return read_file(file, strict=strict, fmt=fmt, max_bytes=cap)
 
 
+class _Range(io.RawIOBase):
+    """Bytes ``start``..``end`` of a file; ``plain`` turns false at a non-ASCII byte or a CR."""
+
+    def __init__(self, file: str, start: int, end: int) -> None:
+        super().__init__()
+        self._f = open(file, "rb")  # noqa: SIM115 -- closed with the range
+        self._f.seek(start)
+        self._left = end - start
+        self.plain = True
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self._f.read(min(len(b), self._left))
+        self._left -= len(data)
+        self.plain = self.plain and data.isascii() and b"\r" not in data
+        b[: len(data)] = data
+        return len(data)
+
+
+def _scan_range(args: tuple[str, int, int, bool]) -> nccl_log.Scan | tuple[int | None, str] | None:
+    """Scan bytes ``start``..``end`` of an NCCL log: its :class:`~nccl_log.Scan`, or the line
+    (counted from ``start``) and reason of the first unusable line in strict mode, or ``None``
+    if the bytes are not plain ASCII lines (then a character is not a byte: no cut is exact)."""
+    file, start, end, strict = args
+    with io.BufferedReader(_Range(file, start, end), buffer_size=1 << 20) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+        try:
+            result: Any = nccl_log.scan(text, file, strict=strict, start=start)
+        except TraceFormatError as exc:
+            result = (exc.line, exc.reason)
+        plain = raw.raw.plain
+        text.detach()
+    return result if plain else None
+
+
+def _cuts(file: str, size: int, parts: int) -> list[int] | None:
+    """Byte offsets cutting a plain log into ``parts`` runs of whole :func:`nccl_log.scan` blocks:
+    each is just after the last newline before a multiple of the block size, as a sequential
+    scan cuts it (``None`` if a block there has no newline)."""
+    block = nccl_log.BLOCK_CHARS
+    cuts = [0]
+    with open(file, "rb") as f:
+        for i in range(1, parts):
+            at = size * i // parts // block * block
+            if at - block < cuts[-1]:
+                continue
+            f.seek(at - block)
+            newline = f.read(block).rfind(b"\n")
+            if newline < 0:
+                return None
+            cuts.append(at - block + newline + 1)
+    return [*cuts, size]
+
+
+def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
+    """Scan a large plain NCCL log in runs of whole blocks in worker processes and join the
+    runs: the same result as a sequential read, or ``None`` where the cut would not be exact."""
+    import multiprocessing
+
+    cuts = _cuts(file, os.path.getsize(file), workers)
+    if cuts is None or len(cuts) < 3:
+        return None
+    jobs = [(file, a, b, strict) for a, b in zip(cuts, cuts[1:], strict=False)]
+    with ProcessPoolExecutor(max_workers=len(jobs), mp_context=multiprocessing.get_context("spawn")) as ex:
+        pending = ex.map(_scan_range, jobs)
+        import pandas  # noqa: F401 -- the table needs it: import it while the workers scan
+
+        results = list(pending)
+    if any(r is None for r in results):
+        return None
+    lines = 0
+    for r in results:
+        if isinstance(r, tuple):  # strict: the first unusable line, in file order
+            line, reason = r
+            raise TraceFormatError(file, line + lines if line is not None else None, reason)
+        lines += r.lines
+    return nccl_log.finish(results, file)
+
+
+def _splittable(file: str, fmt: str | None, cap: int) -> bool:
+    """A plain (not gzip) NCCL log large enough to be scanned in parts, within the size cap."""
+    size = os.path.getsize(file)
+    if not SPLIT_MIN_BYTES <= size <= cap or fmt not in (None, nccl_log.FORMAT):
+        return False
+    with open(file, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    return not head.startswith(b"\x1f\x8b") and (fmt or detect_format(head, file)) == nccl_log.FORMAT
+
+
 def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,
                 fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None) -> TraceSet:
     """Read one file, many files or a directory into a :class:`TraceSet`.
@@ -169,10 +266,16 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     ``strict`` raises :class:`TraceFormatError` (file, line, reason) at the first unusable
     line; the default skips it and reports it in ``TraceSet.skipped``. ``fmt`` forces one
     of :data:`zerocalc.traces.detect.FORMATS`. ``workers`` = 1 reads sequentially; ``None``
-    uses worker processes when there are several files totalling more than 32 MiB.
+    uses worker processes when there are several files totalling more than 32 MiB, and cuts
+    one plain NCCL log of 64 MiB or more into one run of lines per CPU (issue 4), with the
+    same result as a sequential read.
     Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
     files = _expand(paths)
+    if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
+        result = _read_split(files[0], strict, workers or os.cpu_count() or 1)
+        if result is not None:
+            return _assemble(files, [result])
     jobs = [(f, strict, fmt, max_bytes) for f in files]
     if workers is None:
         total = sum(os.path.getsize(f) for f in files)
