@@ -1,8 +1,9 @@
-"""Read trace files of any supported format into one canonical table (issue 4).
+"""Read trace files of any supported format into one canonical table.
 
 Accepts one path, many paths (one per rank) or a directory; plain or gzip; the format is
-detected per file unless given. Text formats are streamed; Kineto JSON is read whole with
-orjson. Decompressed size is capped; nothing is ever unpickled or written. Many large files
+detected per file unless given. Text formats are streamed; Kineto JSON is read whole and
+decoded field by field (:func:`zerocalc.traces.kineto.parse_bytes`). Decompressed size is
+capped; nothing is ever unpickled or written. Many large files, or one large plain NCCL log,
 are parsed in parallel worker processes.
 """
 
@@ -17,8 +18,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
-
-import orjson
 
 from zerocalc.errors import TraceFormatError, TraceMismatchError, UnknownNameError
 from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests
@@ -121,16 +120,15 @@ def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None 
         head = _guard(file, stream.peek, HEAD_BYTES)[:HEAD_BYTES]
         kind = fmt or detect_format(head, file)
         if kind in ("kineto", "nccl_tests_json"):
-            data = _guard(file, stream.read)
-            if not data.strip():
+            chunks = []  # 1 MiB reads: no growing buffer, no copy of the whole file at the end but one
+            while chunk := _guard(file, stream.read, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+            del chunks
+            if not data or data.isspace():
                 raise TraceFormatError(file, None, "empty file")
-            if kind == "kineto":
-                try:
-                    doc = orjson.loads(data)
-                except orjson.JSONDecodeError as exc:
-                    raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
-                del data  # hold the decoded events only, not the text as well
-                return kineto.parse_document(doc, file, strict=strict)
+            if kind == "kineto":  # decodes only the fields it reads (kineto.parse_bytes)
+                return kineto.parse_bytes(data, file, strict=strict)
             return nccl_tests.parse_json_bytes(data, file, strict=strict)
         text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
         module = {"nccl_log": nccl_log, "nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
