@@ -83,3 +83,41 @@ def test_kineto_events(evs, info):
 
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, max_size=12), st.booleans())
+def test_nccl_log_blocks(lines, strict):
+    """The block scanner (the fast path of whole logs), not only the one-line parser."""
+    import io
+
+    from zerocalc.traces.nccl_log import parse
+
+    _only_format_errors(parse, io.StringIO("\n".join(lines) + "\n"), "f.log", strict=strict)
+
+
+def test_out_of_range_numbers_are_malformed_lines_not_overflows():
+    """A 20-digit opCount or a 23-digit count cannot fit the table's 64-bit columns: the line is
+    malformed (skipped and counted, or an error naming it in strict mode)."""
+    import io
+
+    import pytest
+
+    from zerocalc.traces.nccl_log import parse
+
+    too_long = [("opCount d", "opCount 99999999999999999999"), ("count 2097152", "count " + "9" * 23)]
+    for field, value in too_long:
+        log = REAL.replace(field, value) + "\n"
+        assert parse(io.StringIO(log), "f.log").skipped.count == 1
+        with pytest.raises(TraceFormatError, match="f.log:1"):
+            parse(io.StringIO(log), "f.log", strict=True)
+
+
+def test_kineto_thread_ids_must_be_scalars():
+    """A pid or tid that is a list or an object cannot identify a thread: the event is malformed."""
+    import pytest
+
+    ev = {"ph": "X", "name": "c10d::allreduce_", "cat": "cpu_op", "ts": 1, "dur": 2, "pid": [1], "tid": 1,
+          "args": {"Input Dims": [[4]]}}
+    doc = orjson.dumps({"traceEvents": [ev]})
+    assert parse_bytes(doc, "f.json").skipped.count == 1
+    with pytest.raises(TraceFormatError, match="pid/tid"):
+        parse_bytes(doc, "f.json", strict=True)

@@ -19,8 +19,11 @@ class ConfigError(ZerocalcError, ValueError):
     """
 
     def __init__(self, message: str, option: str | None = None) -> None:
-        self.option = option
+        self.option, self.message = option, message
         super().__init__(f"{option}: {message}" if option else message)
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.option))
 
 
 class UnknownNameError(ZerocalcError, KeyError):
@@ -29,6 +32,9 @@ class UnknownNameError(ZerocalcError, KeyError):
     def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]) -> None:
         self.kind, self.name, self.known = kind, name, tuple(known)
         super().__init__(kind, name)
+
+    def __reduce__(self):
+        return (type(self), (self.kind, self.name, self.known))
 
     def __str__(self) -> str:
         return f"unknown {self.kind} {self.name!r}; known: {', '.join(self.known)}"
@@ -41,6 +47,9 @@ class TraceFormatError(ZerocalcError, ValueError):
         self.file, self.line, self.reason = str(file), line, reason
         where = f"{self.file}:{line}" if line is not None else self.file
         super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary
+        return (type(self), (self.file, self.line, self.reason))
 
 
 class TraceMismatchError(ZerocalcError, ValueError):

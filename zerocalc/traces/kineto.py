@@ -232,6 +232,10 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     return _build(_select(used, len(events), file, strict, res), info, res, file)
 
 
+#: Types a pid or tid may have: what identifies a thread must be hashable and comparable.
+_SCALARS = (int, str, float)
+
+
 class _Selected(NamedTuple):
     """What the table needs of a trace, in compact form; the events themselves are not kept."""
 
@@ -302,8 +306,13 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
         if ts is None or dur is None or dur < 0:
             bad(file, i, f"event {name[:40]!r} without a valid ts/dur", strict, res.skipped)
             continue
+        thread = (e.pid, e.tid)
+        if not all(x is None or type(x) in _SCALARS for x in thread):
+            bad(file, i, f"event {name[:40]!r} with a pid/tid that is not a number or a string",
+                strict, res.skipped)
+            continue
         if role == _LAUNCH:  # arguments decoded only if a kernel has to be linked by correlation
-            launches.append((e.args, (e.pid, e.tid), ts))
+            launches.append((e.args, thread, ts))
         elif role == _KERNEL:
             args = _args(e.args)
             sel.kernels.append(i)
@@ -317,7 +326,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             recs[i] = (name, e.ts, e.dur, _args(e.args))
         elif role != _CHECKED:
             recs[i] = (name, e.ts, e.dur, _args(e.args))
-            comm.setdefault((e.pid, e.tid), []).append((ts, ts + dur, i, _COMM_KIND[role]))
+            comm.setdefault(thread, []).append((ts, ts + dur, i, _COMM_KIND[role]))
     return sel
 
 

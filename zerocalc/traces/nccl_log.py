@@ -47,14 +47,16 @@ TUNING_MARKER = " Bytes -> Algo "
 #: ``host:pid:tid [dev] ``, the prefix NCCL writes right before ``NCCL INFO``. The host is tried
 #: only where a run of host characters starts (the longest one wins anyway), which keeps a
 #: search through a long launcher prefix linear.
-_PREFIX = r"(?<![^\s:])(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
-#: A COLL line from ``NCCL INFO`` to its end; the groups are the fields the table needs.
+_PREFIX = r"(?<![^\s:])(?P<host>[^\s:]+):(?P<pid>\d{1,18}):(?P<tid>\d{1,18}) \[(?P<dev>\d{1,9})\] "
+#: A COLL line from ``NCCL INFO`` to its end; the groups are the fields the table needs. Numbers
+#: are bounded in length so that every one fits the table's 64-bit columns: a longer one makes the
+#: line malformed (skipped and counted, or a TraceFormatError in strict mode), never an overflow.
 _BODY = (
-    r"NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): opCount (?P<opcount>[0-9a-fA-F]+)"
-    r" sendbuff \S+ recvbuff \S+ count (?P<count>\d+)"
-    r" datatype (?P<datatype>\d+) op (?P<redop>\d+) root (?P<root>-?\d+) comm (?P<comm>\S+)"
-    r"(?: \[nranks=(?P<nranks>\d+)\])? stream \S+"
-    r"(?: task \d+ globalrank (?P<globalrank>\d+))?[ \t\r]*"
+    r"NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): opCount (?P<opcount>[0-9a-fA-F]{1,15})"
+    r" sendbuff \S+ recvbuff \S+ count (?P<count>\d{1,18})"
+    r" datatype (?P<datatype>\d{1,9}) op (?P<redop>\d{1,9}) root (?P<root>-?\d{1,18}) comm (?P<comm>\S+)"
+    r"(?: \[nranks=(?P<nranks>\d{1,9})\])? stream \S+"
+    r"(?: task \d+ globalrank (?P<globalrank>\d{1,9}))?[ \t\r]*"
 )
 #: One COLL line; the prefix is the one that ends right before ``NCCL INFO``.
 COLL = re.compile(r"^[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"$", re.M)
@@ -64,12 +66,12 @@ _ROWS = re.compile(r"\n[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"(?=\n)")
 _ROW_FIELDS = tuple(_ROWS.groupindex)
 PREFIX = re.compile(_PREFIX + r"$")
 INIT = re.compile(
-    r"^(?P<pre>[^\n]*?)NCCL INFO [^\n]*?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+)"
-    r" nranks (?P<nranks>\d+)[^\n]*- Init COMPLETE",
+    r"^(?P<pre>[^\n]*?)NCCL INFO [^\n]*?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d{1,9})"
+    r" nranks (?P<nranks>\d{1,9})[^\n]*- Init COMPLETE",
     re.M,
 )
 TUNING = re.compile(
-    r"^(?P<pre>[^\n]*?)NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): (?P<bytes>\d+) Bytes -> "
+    r"^(?P<pre>[^\n]*?)NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): (?P<bytes>\d{1,18}) Bytes -> "
     r"Algo (?P<algo>[^\s,]+) proto (?P<proto>[^\s,]+)",
     re.M,
 )
@@ -224,7 +226,7 @@ def _scan_block(block: str, file: str, line0: int, strict: bool, res: Scan) -> N
     tables, cols = res.tables, res.columns
     codes = {name: _factor(tables[name], g[name]) for name in _FACTORS}
     ops, nranks = list(tables["op"]), [_int(s) for s in tables["nranks"]]
-    invalid = (np.array([op not in NCCL_COLL_OPS for op in ops])[codes["op"]]
+    invalid = (np.array([op not in NCCL_COLL_OPS for op in ops], bool)[codes["op"]]
                | (np.array([p != _NA and p < 1 for p in nranks], bool)[codes["nranks"]]))
     keep = None
     if invalid.any():
