@@ -169,11 +169,16 @@ class Scan:
     #: TUNING lines in order: (line, host, pid, tid, op, algorithm, protocol, bytes).
     tunings: list[tuple[Any, ...]] = field(default_factory=list)
 
+    #: The distinct (host code, pid) pairs of the calls, once frozen.
+    processes: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int32), np.zeros(0, np.int64))
+
     def freeze(self) -> Scan:
         """Plain lists and arrays only (picklable): each code table becomes its list of values."""
         self.tables = {name: list(table) for name, table in self.tables.items()}
         self.columns = {name: np.concatenate(parts) if name != "comm" else list(chain.from_iterable(parts))
                         for name, parts in self.columns.items()} if self.columns["line"] else {}
+        if self.columns:
+            self.processes = _pairs(self.columns["host"], self.columns["pid"])
         return self
 
 
@@ -306,31 +311,58 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
                 rank[i] = hit[0]
                 if group_size[i] < 0:
                     group_size[i] = hit[1]
-    dtype = t.lookup("datatype", lambda s: _dtype(int(s)), object)
+    import pandas as pd
+
+    string, str_ = pd.StringDtype(na_value=pd.NA), pd.StringDtype(na_value=np.nan)
     elem_bytes = t.lookup("datatype", lambda s: DTYPE_BYTES.get(_dtype(int(s)), _NA), np.int64)
+    # The canonical dtypes (schema.CANONICAL_COLUMNS) and those the extra columns get from pandas'
+    # inference, built directly: a few-valued string column is its small table taken by the codes.
     columns: dict[str, Any] = {
-        "file": np.full(n, file, dtype=object), "rank": _nullable(rank, rank < 0),
-        "op": t.lookup("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0], object), "dtype": dtype,
+        "file": pd.array([file], dtype=string).take(np.zeros(n, np.intp)), "rank": _nullable(rank, rank < 0),
+        "step": _nullable(np.zeros(n, np.int64), np.ones(n, bool)),
+        "op": t.strings("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0], string),
+        "dtype": t.strings("datatype", lambda s: _dtype(int(s)), string),
         "elem_bytes": _nullable(elem_bytes, elem_bytes < 0), "in_nelems": nelems[0], "out_nelems": nelems[1],
-        "group_size": _nullable(group_size, group_size < 0), "group": np.array(t.comm, dtype=object),
-        "source_line": t.line, "nccl_op": t.lookup("op", None, object), "count": t.count,
-        "opcount": t.opcount, "redop": t.lookup("redop", lambda s: _redop(int(s)), object),
-        "root": t.inferred("root", _int), "host": t.inferred("host", None), "pid": _inferred(t.pid),
+        "group_size": _nullable(group_size, group_size < 0),
+        "group": pd.array(np.array(t.comm, dtype=object), dtype=string),
+        "start_s": pd.arrays.FloatingArray(np.zeros(n), np.ones(n, bool)),
+        "duration_s": pd.arrays.FloatingArray(np.zeros(n), np.ones(n, bool)),
+        "source_line": _nullable(t.line, np.zeros(n, bool)),
+        "nccl_op": t.strings("op", None, str_), "count": t.count,
+        "opcount": t.opcount, "redop": t.strings("redop", lambda s: _redop(int(s)), str_),
+        "root": t.inferred("root", _int),
+        "host": t.strings("host", None, str_) if t.has("host") else t.inferred("host", None),
+        "pid": _inferred(t.pid),
         "tid": t.inferred("tid", _int), "device": t.inferred("dev", _int),
     }
     tunings = [(ln + off, *rest) for off, s in zip(offsets, scans, strict=True) for ln, *rest in s.tunings]
     if tunings:
-        columns.update(_tuning(tunings, t, columns["nccl_op"]))
-    ranks = set(rank[rank >= 0].tolist())
+        columns.update(_tuning(tunings, t, t.lookup("op", None, object)))
+    ranks = rank[rank >= 0]
     sizes = group_size[group_size >= 0]
-    processes = {"host": t.codes["host"], "pid": t.pid}
     res.meta.update(
-        rank=next(iter(ranks)) if len(ranks) == 1 else None,
+        rank=int(ranks[0]) if len(ranks) and ranks.min() == ranks.max() else None,
         world_size=int(sizes.max()) if len(sizes) else None,
-        processes=len(_frame(processes).drop_duplicates()),
+        processes=t.processes,
     )
     res.columns = columns if n else None  # no rows: the reader's empty table
     return res
+
+
+def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pairs of two integer columns (``a`` non-negative codes, ``b`` >= -1)."""
+    if not len(a):
+        return a, b
+    span = int(b.max()) + 2
+    if span * (int(a.max()) + 1) < 2**62:  # one integer key per pair
+        key = np.sort(a.astype(np.int64) * span + (b + 1))
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
+        return (key // span).astype(a.dtype), key % span - 1
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    first = np.ones(len(a), bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[first], b[first]
 
 
 def _frame(columns: dict[str, Any]) -> Any:
@@ -343,7 +375,7 @@ def _nullable(values: np.ndarray, missing: np.ndarray) -> Any:
     """An ``Int64`` array: ``values`` where not ``missing``."""
     import pandas as pd
 
-    return pd.arrays.IntegerArray(values.astype(np.int64), missing)
+    return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), missing)
 
 
 class _Table:
@@ -353,12 +385,21 @@ class _Table:
         parts = [(off, s.columns) for off, s in zip(offsets, scans, strict=True) if s.columns]
         self.tables: dict[str, list] = {}
         self.codes: dict[str, np.ndarray] = {}
+        hosts, pids = [], []
         for name in _FACTORS:
             merged: defaultdict = defaultdict(count().__next__)
-            recoded = [np.array([merged[v] for v in sc.tables[name]], dtype=np.int32)[sc.columns[name]]
-                       for sc in scans if sc.columns]
+            recoded = []
+            for sc in scans:
+                if sc.columns:
+                    new = np.array([merged[v] for v in sc.tables[name]], dtype=np.int32)
+                    recoded.append(new[sc.columns[name]])
+                    if name == "host":
+                        hosts.append(new[sc.processes[0]])
+                        pids.append(sc.processes[1])
             self.tables[name] = list(merged)
             self.codes[name] = np.concatenate(recoded) if recoded else np.zeros(0, np.int32)
+        #: How many distinct (host, pid) pairs the calls come from.
+        self.processes = len(_pairs(np.concatenate(hosts), np.concatenate(pids))[0]) if hosts else 0
         empty = [np.zeros(0, np.int64)]
         self.line = np.concatenate([c["line"] + off for off, c in parts] or empty)
         self.pid, self.count, self.opcount = (np.concatenate([c[k] for _, c in parts] or empty)
@@ -370,6 +411,19 @@ class _Table:
         spread over the rows."""
         table = self.tables[name] if fn is None else [fn(v) for v in self.tables[name]]
         return np.array(table, dtype=dtype)[self.codes[name]]
+
+    def strings(self, name: str, fn, dtype) -> Any:
+        """A string column of ``dtype`` (a pandas ``StringDtype``): ``fn`` of each distinct raw
+        string (the string itself if ``fn`` is None, missing where it is None), spread over the
+        rows by taking the small array of distinct values (no per-row conversion)."""
+        import pandas as pd
+
+        table = self.tables[name] if fn is None else [fn(v) for v in self.tables[name]]
+        return pd.array(table, dtype=dtype).take(self.codes[name].astype(np.intp))
+
+    def has(self, name: str) -> bool:
+        """Whether some row has the field."""
+        return bool(len(self.codes[name])) and not self.lookup(name, lambda v: v is None, bool).all()
 
     def ints(self, name: str) -> np.ndarray:
         """An integer field, :data:`_NA` where missing (a fresh array)."""

@@ -301,7 +301,7 @@ def _frame(results: list[ParseResult]) -> pd.DataFrame:
         if rows:
             frames.append(pd.DataFrame.from_records(rows))
             rows = []
-        frames.append(pd.DataFrame(r.columns))
+        frames.append(pd.DataFrame(r.columns, copy=False))  # the arrays are the result's own
     if rows or not frames:
         frames.append(pd.DataFrame.from_records(rows) if rows else pd.DataFrame())
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
