@@ -34,6 +34,10 @@ MAX_BYTES = 8 * 2**30
 PARALLEL_MIN_BYTES = 32 * 2**20
 #: Size above which one plain NCCL log is cut into runs of whole blocks scanned in worker processes.
 SPLIT_MIN_BYTES = 64 * 2**20
+#: How many more bytes of such a log the reading process scans than each worker: it starts at once,
+#: a worker only once its interpreter has started and imported the parser (about 0.3 s). At most a
+#: quarter of a run.
+LEAD_BYTES = 24 * 2**20
 _SKIP_SUFFIXES = (".md", ".rst", ".py", ".ipynb")
 
 
@@ -203,15 +207,17 @@ def _scan_range(args: tuple[str, int, int, bool]) -> nccl_log.Scan | tuple[int |
     return result if plain else None
 
 
-def _cuts(file: str, size: int, parts: int) -> list[int] | None:
-    """Byte offsets cutting a plain log into ``parts`` runs of whole :func:`nccl_log.scan` blocks:
-    each is just after the last newline before a multiple of the block size, as a sequential
-    scan cuts it (``None`` if a block there has no newline)."""
+def _cuts(file: str, size: int, parts: int, lead: int = 0) -> list[int] | None:
+    """Byte offsets cutting a plain log into ``parts`` runs of whole :func:`nccl_log.scan` blocks,
+    the first about ``lead`` bytes longer than the others: each is just after the last newline
+    before a multiple of the block size, as a sequential scan cuts it (``None`` if a block there
+    has no newline)."""
     block = nccl_log.BLOCK_CHARS
+    lead = min(lead, size)
     cuts = [0]
     with open(file, "rb") as f:
         for i in range(1, parts):
-            at = size * i // parts // block * block
+            at = (lead + (size - lead) * i // parts) // block * block
             if at - block < cuts[-1]:
                 continue
             f.seek(at - block)
@@ -223,19 +229,24 @@ def _cuts(file: str, size: int, parts: int) -> list[int] | None:
 
 
 def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
-    """Scan a large plain NCCL log in runs of whole blocks in worker processes and join the
-    runs: the same result as a sequential read, or ``None`` where the cut would not be exact."""
+    """Scan a large plain NCCL log in ``workers`` runs of whole blocks, the first in this process
+    and the others in worker processes, and join the runs: the same result as a sequential read,
+    or ``None`` where the cut would not be exact."""
     import multiprocessing
 
-    cuts = _cuts(file, os.path.getsize(file), workers)
+    size = os.path.getsize(file)
+    cuts = _cuts(file, size, workers, min(LEAD_BYTES, size // (4 * workers)))
     if cuts is None or len(cuts) < 3:
         return None
     jobs = [(file, a, b, strict) for a, b in zip(cuts, cuts[1:], strict=False)]
-    with ProcessPoolExecutor(max_workers=len(jobs), mp_context=multiprocessing.get_context("spawn")) as ex:
-        pending = ex.map(_scan_range, jobs)
+    # spawn, not fork: the caller may hold threads (numpy's own included) whose locks a fork copies
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(jobs) - 1, mp_context=spawn) as ex:
+        pending = ex.map(_scan_range, jobs[1:])
+        first = _scan_range(jobs[0])  # while the workers start and scan the rest
         import pandas  # noqa: F401 -- the table needs it: import it while the workers scan
 
-        results = list(pending)
+        results = [first, *pending]
     if any(r is None for r in results):
         return None
     lines = 0
@@ -265,7 +276,8 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     line; the default skips it and reports it in ``TraceSet.skipped``. ``fmt`` forces one
     of :data:`zerocalc.traces.detect.FORMATS`. ``workers`` = 1 reads sequentially; ``None``
     uses worker processes when there are several files totalling more than 32 MiB, and cuts
-    one plain NCCL log of 64 MiB or more into one run of lines per CPU (issue 4), with the
+    one plain NCCL log of 64 MiB or more into one run of lines per CPU (issue 4; this process
+    scans the first, a little longer, while worker processes scan the others), with the
     same result as a sequential read.
     Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
