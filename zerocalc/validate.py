@@ -22,6 +22,7 @@ nccl-tests bus bandwidth), §5 (trace formats).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -51,24 +52,25 @@ _OP_VERBS: dict[str, str] = {
 }
 
 
+@functools.cache
 def ring_bytes_factor(op: str, p: float) -> float:
     """Bytes one rank sends in one ring call ÷ bytes of the full vector, averaged over ranks.
 
-    all-reduce 2(p-1)/p; reduce-scatter, all-gather, broadcast, reduce (pipelined chain)
-    and all-to-all (p-1)/p (Thakur, Rabenseifner & Gropp 2005; Patarasuk & Yuan 2009); send 1, recv 0,
-    barrier and other 0. The same accounting as
-    :func:`zerocalc.collectives.bytes_sent_per_rank` with the ring algorithm (a test checks it).
+    For the six collectives this is :func:`zerocalc.collectives.bytes_sent_per_rank` with the
+    ring algorithm (all-reduce 2(p-1)/p; reduce-scatter, all-gather, broadcast, reduce as a
+    pipelined chain, and all-to-all (p-1)/p; Thakur, Rabenseifner & Gropp 2005; Patarasuk & Yuan
+    2009) as a number; the trace-only ops add send 1, recv, barrier and other 0, and a group of one
+    rank sends nothing. Unknown ops raise :class:`UnknownNameError`.
     """
     if op == "send":
         return 1.0
     if op in ("recv", "barrier", "other") or p <= 1:
         return 0.0
-    share = (p - 1) / p
-    if op == "all_reduce":
-        return 2 * share
-    if op in ("reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"):
-        return share
-    raise UnknownNameError("collective", op, list(OP_NAMES))
+    if op not in _OP_VERBS:
+        raise UnknownNameError("collective", op, list(OP_NAMES))
+    from zerocalc.collectives import bytes_sent_per_rank
+
+    return float(bytes_sent_per_rank(op, 1, int(p) if float(p).is_integer() else p))
 
 
 def busbw_factor(op: str, p: float) -> float:
