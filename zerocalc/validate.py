@@ -799,24 +799,29 @@ def _gpus_per_node(n: int, gpus_per_node: int | None) -> int:
     return min(gpus_per_node, n)
 
 
+def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float):
+    """A scheme's phases as numbers, in order: (op, group size, calls, elements, bytes per element).
+
+    Phases on a group of one rank move nothing and are left out.
+    """
+    from zerocalc import symbols as S
+
+    vals = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes, S.b_param: comm_bytes, S.b_grad: comm_bytes}
+    for ph in scheme.phases:
+        p = float(ph.group.size.subs(vals))
+        if p > 1:
+            yield (str(ph.collective.value), p, sympy_float(ph.calls, vals), sympy_float(ph.elements, vals),
+                   sympy_float(ph.elem_bytes, vals))
+
+
 def predicted_pattern(scheme, *, psi: float, n: int, g: int, comm_bytes: float):
     """A scheme's phases as numbers, merged per op in first-appearance order: (op, calls, elements, bytes).
 
     Phases on a group of one rank move nothing and are left out. Bytes per rank under the
     ring accounting of :func:`ring_bytes_factor`, the same as ``Scheme.bytes_per_rank()``.
     """
-    from zerocalc import symbols as S
-
-    vals = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes, S.b_param: comm_bytes, S.b_grad: comm_bytes}
     acc: dict[str, list[float]] = {}
-    for ph in scheme.phases:
-        p = float(ph.group.size.subs(vals))
-        calls = float(sympy_float(ph.calls, vals))
-        elems = float(sympy_float(ph.elements, vals))
-        eb = float(sympy_float(ph.elem_bytes, vals))
-        op = str(ph.collective.value)
-        if p <= 1:
-            continue
+    for op, p, calls, elems, eb in _phase_numbers(scheme, psi=psi, n=n, g=g, comm_bytes=comm_bytes):
         a = acc.setdefault(op, [0.0, 0.0, 0.0])
         a[0] += calls
         a[1] += calls * elems
@@ -923,15 +928,8 @@ def compare(
         pattern_match = per_op_ok and order != "different"
         t_pred = math.nan
         if fit is not None:
-            t_pred = 0.0
-            for ph in sch.phases:
-                from zerocalc import symbols as S
-
-                vals = {S.Psi: m.psi, S.N: m.n, S.G: g, S.b_comm: m.comm_elem_bytes}
-                p = float(ph.group.size.subs(vals))
-                if p > 1:
-                    nb = sympy_float(ph.elements, vals) * sympy_float(ph.elem_bytes, vals)
-                    t_pred += sympy_float(ph.calls, vals) * fit.predict_s(str(ph.collective.value), nb, p)
+            t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb
+                         in _phase_numbers(sch, psi=m.psi, n=m.n, g=g, comm_bytes=m.comm_elem_bytes))
         out.append(SchemeComparison(
             scheme=name, predicted_bytes_per_rank_per_step=predicted,
             measured_bytes_per_rank_per_step=measured,
