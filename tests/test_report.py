@@ -147,6 +147,30 @@ def test_validation_data_from_the_bundled_traces(generated):
     assert (ds["measured_bytes"] == 0.75 * 377_856 * 4).all()
 
 
+def test_fit_points_of_a_broadcast_sweep_use_the_fitted_model(tmp_path):
+    # A broadcast_perf sweep on p = 8 ranks whose times follow the ring α-β model exactly:
+    # t = (p-1)·α + n·β (nccl-tests doc/PERFORMANCE.md: a broadcast's bus-bandwidth factor is 1),
+    # α = 5 µs per hop, 1/β = 100 GB/s, n = 8 B … 1 GiB. Fitted and measured time must then agree
+    # at every size, and the fit's bus bandwidth is 100 GB/s.
+    p, alpha, beta = 8, 5e-6, 1 / 100e9
+    ranks = [f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on host device {r:2d} [0000:0{r}:00] GPU"
+             for r in range(p)]
+    rows = []
+    for k in range(3, 31):
+        n = 2**k
+        t_us = ((p - 1) * alpha + n * beta) * 1e6
+        algbw = n / (t_us * 1e-6) / 1e9
+        rows.append(f"{n:>12} {n // 4:>12} float none 0 {t_us:.6f} {algbw:.2f} {algbw:.2f} 0 "
+                    f"{t_us:.6f} {algbw:.2f} {algbw:.2f} 0")
+    path = tmp_path / "broadcast_perf.txt"
+    path.write_text("# broadcast_perf -b 8 -e 1G -f 2 -g 1\n#\n# Using devices\n" + "\n".join(ranks)
+                    + "\n#\n" + "\n".join(rows) + "\n")
+    summary, points = report.nccl_tests_fit(path)
+    assert summary["busbw_GBps"].item() == pytest.approx(100.0, rel=1e-6)
+    assert len(points) == 28
+    assert points["predicted_s"].to_numpy() == pytest.approx(points["measured_s"].to_numpy(), rel=1e-6)
+
+
 # -- the PDF ------------------------------------------------------------------------------------
 
 

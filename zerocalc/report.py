@@ -671,11 +671,12 @@ def validation_frame(checks: dict[str, object]) -> pd.DataFrame:
 def nccl_tests_fit(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The α-β fit of an nccl-tests sweep: (fit summary, per-size measured vs fitted time).
 
-    Fitted time per size = latency hops × α + ring bytes factor × size × β, with the helpers
-    of :mod:`zerocalc.validate` (Thakur et al. 2005 ring costs).
+    Fitted time per size = the fitted model's own prediction,
+    :meth:`zerocalc.validate.AlphaBetaFit.predict_s` (latency hops × α + bus-bandwidth factor
+    × size × β; Thakur et al. 2005 ring costs, nccl-tests doc/PERFORMANCE.md).
     """
     from zerocalc.traces import read_traces
-    from zerocalc.validate import fit_table, fits_frame, latency_hops, ring_bytes_factor
+    from zerocalc.validate import fit_table, fits_frame
 
     table = read_traces(str(path)).table
     fits = fit_table(table)
@@ -685,8 +686,7 @@ def nccl_tests_fit(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         sub = table[(table["op"] == fit.op) & (table["group_size"] == fit.group_size)]
         for r in sub.itertuples():
             size = float(r.size_bytes)
-            pred = latency_hops(fit.op, fit.group_size) * fit.alpha_s + \
-                ring_bytes_factor(fit.op, fit.group_size) * size * fit.beta_s_per_byte
+            pred = fit.predict_s(fit.op, size, fit.group_size)
             rows.append({"op": fit.op, "group_size": fit.group_size, "size_bytes": size,
                          "measured_s": float(r.duration_s), "predicted_s": pred,
                          "residual": float(r.duration_s) / pred - 1.0})
