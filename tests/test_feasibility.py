@@ -247,6 +247,16 @@ def test_simulated_bytes_equal_model_bytes_exactly(n, g):
         assert sim == mod, scheme
 
 
+@pytest.mark.parametrize(("psi", "n", "g", "b"), [(388, 3, 1, 1), (388, 6, 2, 2), (388, 7, 1, 2),
+                                                  (388, 4, 4, 1), (7_500_000_000, 7, 7, 2)])
+def test_model_bytes_exact_for_other_integer_inputs(psi, n, g, b):
+    # e.g. dp at Ψ = 388, N = 3, b = 1: 2·(2/3)·388 = 1552/3 bytes, which sympy.nsimplify rewrites as a
+    # product of fractional powers, so the exact figure must not pass through it
+    for scheme in SIMULATED_SCHEMES:
+        assert model_bytes_exact(scheme, psi=psi, n=n, gpus_per_node=g, comm_bytes=b) == \
+            _hand_bytes(scheme, psi, n, g, b), scheme
+
+
 def test_uneven_chunks_make_single_ranks_differ_but_not_the_mean(runs4):
     # Ψ = 212 = 4·53 divides by 4; at N = 3 (212 = 71 + 71 + 70) ranks send different amounts.
     run = simulate_scheme("zero2", FeasibilityConfig(n=3, steps=1))

@@ -922,37 +922,38 @@ def simulate_shardwise_local(cfg: FeasibilityConfig) -> np.ndarray:
     return theta
 
 
+def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int, what: str) -> Fraction:
+    """A ring bytes-per-rank expression of :mod:`zerocalc.schemes` at integer Ψ, N, G (at most N) and
+    b, as an exact rational: with integers substituted it is a sympy Rational already."""
+    from zerocalc import symbols as S
+
+    value = expr.subs({S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.b_comm: comm_bytes})
+    if not value.is_Rational:
+        raise ValueError(f"model bytes of {what} did not evaluate to a rational: {value}")
+    return Fraction(int(value.p), int(value.q))
+
+
 def model_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
                       comm_bytes: int = WIRE_ELEM_BYTES) -> Fraction:
     """The symbolic model's bytes per rank per step (:meth:`zerocalc.schemes.Scheme.bytes_per_rank`,
     ring) evaluated with exact rational arithmetic."""
-    import sympy
-
-    from zerocalc import symbols as S
     from zerocalc.schemes import get_scheme
 
-    expr = get_scheme(name).bytes_per_rank().subs(
-        {S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.b_comm: comm_bytes})
-    value = sympy.nsimplify(sympy.simplify(expr))
-    if not value.is_Rational:
-        raise ValueError(f"model bytes of {name} did not evaluate to a rational: {value}")
-    return Fraction(int(value.p), int(value.q))
+    return _exact_bytes(get_scheme(name).bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
+                        comm_bytes=comm_bytes, what=name)
 
 
 def model_bytes_by_phase(name: str, *, psi: int, n: int, gpus_per_node: int,
                          comm_bytes: int = WIRE_ELEM_BYTES) -> dict[str, Fraction]:
     """Model bytes per rank per step summed by ``"<collective>/<group>"``, exact."""
-    import sympy
-
-    from zerocalc import symbols as S
     from zerocalc.schemes import get_scheme
 
     out: dict[str, Fraction] = {}
-    subs = {S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.b_comm: comm_bytes}
     for ph in get_scheme(name).phases:
-        v = sympy.nsimplify(sympy.simplify(ph.bytes_per_rank().subs(subs)))
         key = f"{ph.collective.value}/{ph.group.value}"
-        out[key] = out.get(key, Fraction(0)) + Fraction(int(v.p), int(v.q))
+        v = _exact_bytes(ph.bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
+                         comm_bytes=comm_bytes, what=f"{name} {key}")
+        out[key] = out.get(key, Fraction(0)) + v
     return out
 
 
