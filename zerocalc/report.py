@@ -562,12 +562,11 @@ def feasibility_result(config: ReportConfig):
 
     Its plan is priced at the report's Ψ and wire element size.
     """
-    from zerocalc.evaluate import DTYPE_BYTES
+    from zerocalc.evaluate import dtype_bytes
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
 
     cfg = FeasibilityConfig(n=config.feasibility_n, steps=config.feasibility_steps, seed=config.seed)
-    return run_feasibility(cfg, plan_psi=int(config.psi),
-                           plan_comm_bytes=int(DTYPE_BYTES.get(config.comm_dtype, 2)))
+    return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=int(dtype_bytes(config.comm_dtype)))
 
 
 def divergence_vs_steps(config: ReportConfig, result=None) -> pd.DataFrame:
@@ -1053,7 +1052,7 @@ def _page_validation(w: _Writer, data: ReportData) -> None:
 
 
 def _page_verdict(w: _Writer, data: ReportData) -> None:
-    from zerocalc.feasibility import REL_TOL
+    from zerocalc.feasibility import REL_TOL, WIRE_ELEM_BYTES
 
     result = data.extra["feasibility"]
     plan: pd.DataFrame = data.extra["plan"]
@@ -1064,8 +1063,9 @@ def _page_verdict(w: _Writer, data: ReportData) -> None:
     w.paragraph(result.verdict)
     w.heading("The simulation behind it", 2)
     w.paragraph(
-        f"{cfg.n} ranks, {cfg.steps} Adam steps, seed {cfg.seed}; bytes per rank per step with {8}-byte "
-        f"(float64) wire elements, simulated (ring collectives moving real array slices) and from the model; "
+        f"{cfg.n} ranks, {cfg.steps} Adam steps, seed {cfg.seed}; bytes per rank per step with "
+        f"{WIRE_ELEM_BYTES}-byte (float64) wire elements, simulated (ring collectives moving real array "
+        f"slices) and from the model; "
         f"equivalent = relative parameter difference from data-parallel training ≤ {REL_TOL:g}. The lower "
         f"bound for the gradient reduction of any exact scheme is (N−1)/N·Ψ·b = "
         f"{float(result.lower_bound_bytes_per_rank):,.0f} bytes (Patarasuk & Yuan 2009).", size=8.5)
