@@ -1078,7 +1078,6 @@ class FeasibilityResult:
     config: FeasibilityConfig
     runs: tuple[SchemeRun, ...]
     model_bytes: dict[str, Fraction]
-    model_bytes_float: dict[str, float]
     lower_bound_bytes_per_rank: Fraction
     conditions: tuple[dict, ...]
     divergence: tuple[dict, ...]
@@ -1102,7 +1101,7 @@ class FeasibilityResult:
                 "steps": r.steps,
                 "wire_elem_bytes": WIRE_ELEM_BYTES,
                 "bytes_per_rank_simulated": None if sim is None else float(sim),
-                "bytes_per_rank_model": self.model_bytes_float[r.scheme],
+                "bytes_per_rank_model": float(mb),
                 "bytes_per_rank_simulated_exact": None if sim is None else str(sim),
                 "bytes_per_rank_model_exact": str(mb),
                 "bytes_match": None if sim is None else sim == mb,
@@ -1198,8 +1197,6 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     and with the symbolic model, test the conditions under which colocated is exact, and derive the
     plan (model bytes at ``plan_psi`` parameters, ``plan_comm_bytes`` per element, the run's N and G)
     and the verdict."""
-    from zerocalc.evaluate import model_bytes_per_rank
-
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = list(SIMULATED_SCHEMES) if schemes is None else [_check_scheme(s) for s in schemes]
     names = list(dict.fromkeys(names))
@@ -1211,8 +1208,6 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     psi = cfg.model.psi
     model_exact = {name: model_bytes_exact(name, psi=psi, n=cfg.n, gpus_per_node=cfg.g)
                    for name in names}
-    model_float = {name: model_bytes_per_rank(name, psi=psi, n=cfg.n, gpus_per_node=cfg.g,
-                                              comm_bytes=float(WIRE_ELEM_BYTES)) for name in names}
     lower = lower_bound_bytes(psi, cfg.n)
 
     def cond(label: str, c: FeasibilityConfig, theta: np.ndarray | None = None,
@@ -1239,7 +1234,7 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     plan = _plan(cfg, runs, psi=plan_psi, comm_bytes=plan_comm_bytes, period=plan_period)
     verdict = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes)
     return FeasibilityResult(
-        config=cfg, runs=tuple(runs.values()), model_bytes=model_exact, model_bytes_float=model_float,
+        config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,
         plan_basis={"psi": plan_psi, "n": cfg.n, "gpus_per_node": cfg.g, "comm_bytes": plan_comm_bytes,
                     "period": plan_period, "algorithm": "ring"},
