@@ -106,10 +106,10 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                 continue
             if not in_table:
                 continue
-            if not line.strip() or line.startswith("#"):
-                in_table = line.startswith("#") is False and in_table
-                if line.startswith("#"):
-                    in_table = False
+            if line.startswith("#"):  # a comment ends the table, a blank line does not
+                in_table = False
+                continue
+            if not line.strip():
                 continue
             if line[0].isspace():
                 rec = parse_summary_row(line, file=file, lineno=lineno)
