@@ -411,7 +411,8 @@ def check_cmd(
 
 
 def _json_default(x):
-    """NaN → null and numpy scalars → Python numbers for ``json.dumps``."""
+    """``json.dumps``'s fallback: numpy scalars → Python numbers, anything else → its text
+    (NaN → null is :func:`_nan_to_none`'s work, done before)."""
     return x.item() if hasattr(x, "item") else str(x)
 
 
