@@ -1,7 +1,7 @@
 """Trace ingestion: NCCL debug logs, PyTorch profiler traces, nccl-tests and DeepSpeed comms logs.
 
 ``read_traces(paths)`` returns a :class:`TraceSet` whose ``table`` has one row per
-collective call per rank in the canonical columns of :mod:`zerocalc.traces.schema`
+collective call per rank in the canonical columns of :mod:`zerocalc.traces.schema`.
 One module per format; the key → column tables live in ``schema``.
 """
 

@@ -16,7 +16,7 @@ The log is streamed in blocks of a few MB (constant memory in the file size, apa
 the table itself), cut at the last newline before each multiple of the block size, so that
 any run of whole blocks can be scanned on its own (:func:`scan`) and the runs joined in
 order (:func:`finish`); the reader scans the runs of a large file in worker processes.
-Each block is parsed column-wise (issue 4: >= 100 MB/s): one ``re.split`` in C gives the
+Each block is parsed column-wise (benchmarks/bench_nccl_log.py): one ``re.split`` in C gives the
 fields of every call as one flat list, sliced into columns; few-valued fields become codes
 into a table of their distinct values, numbers are converted by numpy, and the table is
 assembled once at the end.

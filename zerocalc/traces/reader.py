@@ -276,7 +276,7 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     line; the default skips it and reports it in ``TraceSet.skipped``. ``fmt`` forces one
     of :data:`zerocalc.traces.detect.FORMATS`. ``workers`` = 1 reads sequentially; ``None``
     uses worker processes when there are several files totalling more than 32 MiB, and cuts
-    one plain NCCL log of 64 MiB or more into one run of lines per CPU (issue 4; this process
+    one plain NCCL log of 64 MiB or more into one run of lines per CPU (this process
     scans the first, a little longer, while worker processes scan the others), with the
     same result as a sequential read.
     Files that disagree on the world size raise :class:`TraceMismatchError`.
