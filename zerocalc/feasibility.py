@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -1213,15 +1213,13 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     def cond(label: str, c: FeasibilityConfig, theta: np.ndarray | None = None,
              ref_theta: np.ndarray | None = None) -> dict:
         if theta is None:
-            run = simulate_scheme("colocated", c)
-            theta, ref_theta = run.final_params, simulate_reference(c)[-1]
+            c_ref = simulate_reference(c)
+            theta, ref_theta = simulate_scheme("colocated", c, c_ref).final_params, c_ref[-1]
         a, r = _diff(theta, ref_theta)
         return {"condition": label, "n": c.n, "shared_micro_batch": c.shared_micro_batch, "steps": c.steps,
                 "compared_with": ("shard-wise local training" if "shard" in label
                                   else "data-parallel reference"),
                 "max_abs_diff": a, "max_rel_diff": r, "equivalent": r <= REL_TOL}
-
-    from dataclasses import replace
 
     conditions = (
         cond("N = 1", replace(cfg, n=1, gpus_per_node=None)),
