@@ -171,7 +171,7 @@ class World:
     Groups (names as in :mod:`zerocalc.schemes`): ``world`` (all N ranks), ``intra`` (the G ranks of one
     node: ranks ``m·G … m·G+G-1``), ``inter`` (one rank per node with the same local index).
     Every :meth:`send` copies the data (no aliasing between ranks) and adds its bits to the sender's
-    and receiver's counters, and to the sender's entry under the innermost-outermost open collective.
+    and receiver's counters, and to the sender's entry under the outermost open collective.
     """
 
     def __init__(self, n: int, gpus_per_node: int = 1) -> None:
@@ -192,9 +192,6 @@ class World:
         if kind == "inter":
             return [list(range(j, n, g)) for j in range(g)]
         raise ValueError(kind)
-
-    def group_of(self, rank: int, kind: str) -> list[int]:
-        return next(gr for gr in self.groups(kind) if rank in gr)
 
     @contextmanager
     def collective(self, op: str, group: str, purpose: str):
@@ -536,7 +533,7 @@ class _Sim:
 
 
 def _replicated(sync: Callable[[_Sim, list[np.ndarray], list[np.ndarray], int], None],
-                owned: Callable[[_Sim, int], np.ndarray]) -> Callable[[_Sim], Callable[[], np.ndarray]]:
+                owned: Callable[[_Sim, int], np.ndarray]) -> Callable[[_Sim], Callable[[int], np.ndarray]]:
     """A scheme whose ranks all hold the full parameters between steps (DP, ZeRO-1/2 and relatives):
     each rank computes its local gradient, then ``sync`` communicates and updates ``params`` in place."""
 
@@ -673,7 +670,7 @@ def _sync_torch_zero1(sim, params, grads, t):
 
 
 def _sharded(units: Callable[[_Sim], list[tuple[int, int]]], *, shard_group: str, reshard: bool,
-             replicate: bool) -> Callable[[_Sim], Callable[[], np.ndarray]]:
+             replicate: bool) -> Callable[[_Sim], Callable[[int], np.ndarray]]:
     """A scheme whose ranks hold only a shard of each unit's parameters between steps (ZeRO-3, FSDP).
 
     Forward: all-gather each unit in ``shard_group``; backward: all-gather again if ``reshard``
