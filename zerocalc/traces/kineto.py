@@ -49,6 +49,8 @@ from zerocalc.traces.schema import (
 
 FORMAT = "kineto"
 _KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel")
+#: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
+_NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES)
 _US = 1e-6
 _NO_ARGS = msgspec.Raw()
 
@@ -254,8 +256,8 @@ _SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED = range(9)
 
 def _classify(name: str, cat: Any) -> int:
     """The role of an event by name and category; ``_CHECKED`` = relevant, then dropped."""
-    if not (name.startswith(("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES))
-            or name == "record_param_comms" or (cat == "cuda_runtime" and "Launch" in name)):
+    if not (name.startswith(_NAME_PREFIXES) or name == "record_param_comms"
+            or (cat == "cuda_runtime" and "Launch" in name)):
         return _SKIP
     if cat == "kernel":
         return _KERNEL if name.startswith(_KERNEL_PREFIXES) else _CHECKED
@@ -274,8 +276,7 @@ class _NameFilter(dict):
     """name -> whether an event of that name may matter, whatever its category (cached)."""
 
     def __missing__(self, name: str) -> bool:
-        v = self[name] = (name.startswith(("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES))
-                          or name == "record_param_comms" or "Launch" in name)
+        v = self[name] = name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name
         return v
 
 
