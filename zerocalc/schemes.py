@@ -55,12 +55,15 @@ class Phase:
     calls: sympy.Expr = _ONE
     purpose: str = ""
 
+    def _algorithm(self, algorithm: Algorithm | str) -> Algorithm:
+        """``algorithm``, except that a one-tier group (intra or inter) has no hierarchy: ring there."""
+        a = as_algorithm(algorithm)
+        return Algorithm.RING if a is Algorithm.HIERARCHICAL and self.group is not Group.WORLD else a
+
     def bytes_per_rank(self, algorithm: Algorithm | str = Algorithm.RING) -> sympy.Expr:
         """Bytes one rank sends in this phase per step (all ``calls`` together)."""
-        a = as_algorithm(algorithm)
-        if self.group is not Group.WORLD and a is Algorithm.HIERARCHICAL:
-            a = Algorithm.RING  # a one-tier group has no hierarchy
         n = self.elements * self.elem_bytes
+        a = self._algorithm(algorithm)
         return self.calls * bytes_sent_per_rank(self.collective, n, self.group.size, a, g=S.G)
 
     def time_s(self, algorithm: Algorithm | str = Algorithm.RING) -> sympy.Expr:
@@ -73,18 +76,15 @@ class Phase:
         node); other flat algorithms spanning nodes get the per-GPU share G/bw_inter. On one
         node (N ≤ G) everything is intra-node.
         """
-        return _phase_time(self, as_algorithm(algorithm))
+        return _phase_time(self, self._algorithm(algorithm))
 
     def _time_s(self, a: Algorithm) -> sympy.Expr:
         n = self.elements * self.elem_bytes
         p = self.group.size
         b_intra, b_inter = 1 / S.bw_intra, S.G / S.bw_inter
-        if self.group is Group.INTRA:
-            a = Algorithm.RING if a is Algorithm.HIERARCHICAL else a
-            t = time_s(self.collective, n, p, a, alpha=S.alpha_intra, beta=b_intra, gamma=S.gamma)
-        elif self.group is Group.INTER:
-            a = Algorithm.RING if a is Algorithm.HIERARCHICAL else a
-            t = time_s(self.collective, n, p, a, alpha=S.alpha_inter, beta=b_inter, gamma=S.gamma)
+        if self.group is not Group.WORLD:
+            alpha, beta = (S.alpha_intra, b_intra) if self.group is Group.INTRA else (S.alpha_inter, b_inter)
+            t = time_s(self.collective, n, p, a, alpha=alpha, beta=beta, gamma=S.gamma)
         elif a is Algorithm.HIERARCHICAL:
             t = time_s(self.collective, n, p, a, alpha=S.alpha_intra, beta=b_intra, gamma=S.gamma,
                        g=S.G, alpha_inter=S.alpha_inter, beta_inter=b_inter)
