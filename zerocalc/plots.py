@@ -285,9 +285,9 @@ def plot_validation(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) 
     """Predicted against measured bytes per rank per step (left) and their ratio (right).
 
     Columns: ``label`` (one bar group per row, e.g. "resnet50 · all_reduce"),
-    ``predicted_bytes``, ``measured_bytes``.
+    ``predicted_bytes``, ``measured_bytes`` and ``ratio`` (measured / predicted).
     """
-    _require(df, ["label", "predicted_bytes", "measured_bytes"], "plot_validation")
+    _require(df, ["label", "predicted_bytes", "measured_bytes", "ratio"], "plot_validation")
     target = _target(fig, (9.0, 0.5 + 0.45 * max(len(df), 3)))
     ax_b, ax_r = target.subplots(1, 2, sharey=True, width_ratios=[3, 2])
     y = list(range(len(df)))
@@ -300,7 +300,7 @@ def plot_validation(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) 
     ax_b.xaxis.set_major_formatter(FuncFormatter(lambda x, _p: _si(x) + "B"))
     ax_b.set_xlabel("bytes per rank per step")
     ax_b.legend(fontsize="small", frameon=False, loc="lower right")
-    ratio = df["measured_bytes"] / df["predicted_bytes"]
+    ratio = df["ratio"]
     ax_r.axvline(1.0, color="black", linewidth=0.8)
     ax_r.plot(ratio, y, "D", color="#2ca02c", markersize=6)
     ax_r.set_xlabel("measured / predicted")
