@@ -130,6 +130,10 @@ _INT8, _INT4 = sympy.Integer(1), sympy.Rational(1, 2)
 _GRAD_RS = Phase(_RS, S.Psi, _b, _W, purpose="gradient reduce-scatter onto shard owners")
 _PARAM_AG = Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather after the sharded update")
 _GRAD_AR = Phase(_AR, S.Psi, _b, _W, purpose="gradient all-reduce")
+# ZeRO-3 and FSDP FULL_SHARD: parameters gathered for forward and again for backward, gradients scattered
+_FULL_SHARD = (Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather (forward)"),
+               Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather (backward)"),
+               Phase(_RS, S.Psi, _b, _W, purpose="gradient reduce-scatter"))
 
 _ALL = (
     Scheme(
@@ -147,11 +151,7 @@ _ALL = (
         "(\"effectively a Reduce-Scatter\") + all-gather = 2Ψ",
     ),
     Scheme(
-        "zero3", "ZeRO stage 3, P_os+g+p (paper)",
-        (Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather (forward)"),
-         Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather (backward)"),
-         Phase(_RS, S.Psi, _b, _W, purpose="gradient reduce-scatter")),
-        True,
+        "zero3", "ZeRO stage 3, P_os+g+p (paper)", _FULL_SHARD, True,
         "ZeRO (arXiv 1910.02054) §7.2.2: all-gather Ψ forward + all-gather Ψ backward + "
         "reduce-scatter Ψ = 3Ψ (1.5× data parallel)",
     ),
@@ -182,10 +182,7 @@ _ALL = (
         "+ one broadcast per parameter shard from its owner",
     ),
     Scheme(
-        "fsdp-full-shard", "PyTorch FSDP FULL_SHARD",
-        (Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather (forward)"),
-         Phase(_AG, S.Psi, _b, _W, purpose="parameter all-gather (backward)"),
-         Phase(_RS, S.Psi, _b, _W, purpose="gradient reduce-scatter")),
+        "fsdp-full-shard", "PyTorch FSDP FULL_SHARD", _FULL_SHARD,
         True, "PyTorch FSDP (arXiv 2304.11277) §3: FULL_SHARD = all-gather ×2 + reduce-scatter = 3Ψ",
     ),
     Scheme(
