@@ -12,7 +12,7 @@ expressions with (N-1)/N dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
@@ -111,7 +111,6 @@ class Scheme:
     phases: tuple[Phase, ...]
     equivalent_to_dp: bool
     source: str
-    notes: str = field(default="", compare=False)
 
     def bytes_per_rank(self, algorithm: Algorithm | str = Algorithm.RING) -> sympy.Expr:
         """Bytes one rank sends per step: the sum over phases of calls × bytes per call."""
