@@ -1,8 +1,9 @@
 """The one bridge from the symbolic model to numbers: lambdify once, evaluate vectorised.
 
-Every model expression (bytes per rank, time, memory) is turned into a numpy function of
-:data:`zerocalc.symbols.ARGUMENTS` once per (scheme, quantity, algorithm) and cached;
-sweeps pass numpy arrays and broadcast.
+Model expressions (bytes per rank, time, memory) are turned into numpy functions of
+:data:`zerocalc.symbols.ARGUMENTS` and cached: one per (scheme, quantity, algorithm) in
+:func:`compiled`, one per requested list of them in :func:`compiled_many` (what :func:`evaluate`
+uses); sweeps pass numpy arrays and broadcast.
 """
 
 from __future__ import annotations
@@ -129,8 +130,8 @@ def evaluate_arrays(
     """The numeric core of :func:`evaluate` without the DataFrame: ``(config columns, {scheme: columns})``.
 
     Configuration columns are flat arrays of one value per configuration (``psi``, ``n``,
-    ``gpus_per_node`` as modelled); per scheme the arrays ``bytes_per_rank``,
-    ``memory_bytes_per_rank`` and ``time_s_<algorithm>``.
+    ``gpus_per_node`` as modelled, ``b_comm`` bytes per element on the wire); per scheme the
+    arrays ``bytes_per_rank``, ``memory_bytes_per_rank`` and ``time_s_<algorithm>``.
     """
     topo = get_topology(topology)
     names = [get_scheme(s).name for s in (SCHEME_NAMES if schemes is None else schemes)]
