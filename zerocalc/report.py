@@ -32,6 +32,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.textpath import TextToPath
 
 from zerocalc.errors import ConfigError
+from zerocalc.units import format_bytes, format_seconds
 
 __all__ = ["ReportConfig", "ReportData", "check_output", "collect", "render", "write_report"]
 
@@ -824,22 +825,6 @@ def _latex(expr) -> str:
     return s
 
 
-def _sci(x: float) -> str:
-    return f"{x:.4g}"
-
-
-def _fmt_bytes(x: float) -> str:
-    from zerocalc.units import format_bytes
-
-    return format_bytes(float(x))
-
-
-def _fmt_seconds(x: float) -> str:
-    from zerocalc.units import format_seconds
-
-    return format_seconds(float(x))
-
-
 def _config_line(config: ReportConfig) -> str:
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
             f"topology {config.topology}, {config.comm_dtype} communication, K = {config.k:g} bytes of "
@@ -882,8 +867,8 @@ def _page_model(w: _Writer, data: ReportData) -> None:
 
     w.heading("Topology presets", 2)
     w.table(["preset", "G", "intra α", "intra GB/s (per GPU)", "inter α", "inter GB/s (per node)", "source"],
-            [[t.name, str(t.gpus_per_node), _fmt_seconds(t.intra.alpha_s), f"{t.intra.bw_Bps / 1e9:g}",
-              _fmt_seconds(t.inter.alpha_s), f"{t.inter.bw_Bps / 1e9:g}", t.source]
+            [[t.name, str(t.gpus_per_node), format_seconds(t.intra.alpha_s), f"{t.intra.bw_Bps / 1e9:g}",
+              format_seconds(t.inter.alpha_s), f"{t.inter.bw_Bps / 1e9:g}", t.source]
              for t in PRESETS.values()], align="lrrrrrl", size=7.0, wrap={6: 48})
 
 
@@ -947,9 +932,9 @@ def _page_table(w: _Writer, data: ReportData) -> None:
     header = ["scheme", "bytes/rank/step", "×Ψb", *[f"T {a}" for a in algs], "memory/GPU", "DP"]
     rows = []
     for _i, r in t.iterrows():
-        rows.append([str(r["scheme"]), _fmt_bytes(r["bytes_per_rank"]), f"{r['bytes_per_rank_over_psi']:.3f}",
-                     *[_fmt_seconds(r[f"time_s_{a}"]) for a in algs], _fmt_bytes(r["memory_bytes_per_rank"]),
-                     "yes" if r["equivalent_to_dp"] else "NO"])
+        rows.append([str(r["scheme"]), format_bytes(r["bytes_per_rank"]),
+                     f"{r['bytes_per_rank_over_psi']:.3f}", *[format_seconds(r[f"time_s_{a}"]) for a in algs],
+                     format_bytes(r["memory_bytes_per_rank"]), "yes" if r["equivalent_to_dp"] else "NO"])
     w.table(header, rows, caption=(
         "Table. " + _config_line(data.config) + ". bytes/rank/step: bytes one rank sends per step (ring "
         "algorithms); ×Ψb: the same in units of Ψ × bytes per element; T: step communication time per "
@@ -1022,13 +1007,13 @@ def _page_validation(w: _Writer, data: ReportData) -> None:
         cats = m.categories
         cats = cats[cats["calls_per_rank_per_step"] > 0]
         w.table(["category", "calls/rank/step", "bytes/rank/step", "what it is"],
-                [[r.category, f"{r.calls_per_rank_per_step:.3g}", _fmt_bytes(r.bytes_per_rank_per_step),
+                [[r.category, f"{r.calls_per_rank_per_step:.3g}", format_bytes(r.bytes_per_rank_per_step),
                   r.description] for r in cats.itertuples()], align="lrrl", size=7.5, wrap={3: 60})
         shown = ("dp", "zero2", "zero3", "colocated", "deepspeed-zero12", *res.matches)
         key = [c for c in res.comparisons if c.scheme in shown]
         w.table(["scheme", "predicted", "measured", "ratio", "pattern", "explanation"],
-                [[c.scheme, _fmt_bytes(c.predicted_bytes_per_rank_per_step),
-                  _fmt_bytes(c.measured_bytes_per_rank_per_step), f"{c.ratio:.3f}",
+                [[c.scheme, format_bytes(c.predicted_bytes_per_rank_per_step),
+                  format_bytes(c.measured_bytes_per_rank_per_step), f"{c.ratio:.3f}",
                   "match" if c.pattern_match else "no", c.explanation] for c in key],
                 align="lrrrll", size=7.0, wrap={5: 62})
     val = data.extra["validation"]
@@ -1044,8 +1029,8 @@ def _page_validation(w: _Writer, data: ReportData) -> None:
         f = summary.iloc[0]
         w.figure(4.0, lambda sf: plots.plot_fit(points, fig=sf), caption=(
             "Figure 6. Time: the α-β model fitted to the bundled all_reduce_perf sweep on "
-            f"{int(f['group_size'])} H100 GPUs (2 nodes): latency {_fmt_seconds(f['latency_s'])} ± "
-            f"{_fmt_seconds(f['latency_se_s'])}, "
+            f"{int(f['group_size'])} H100 GPUs (2 nodes): latency {format_seconds(f['latency_s'])} ± "
+            f"{format_seconds(f['latency_se_s'])}, "
             f"bus bandwidth {f['busbw_GBps']:.4g} ± {f['busbw_se_GBps']:.2g} GB/s (method {f['method']}). "
             "Bottom: measured / fitted − 1 per size; the sizes between the latency and bandwidth regimes "
             "(protocol and algorithm switches in NCCL) are where the two-parameter model is furthest off."))
@@ -1088,9 +1073,9 @@ def _page_verdict(w: _Writer, data: ReportData) -> None:
         "means the change is slower on this cluster.", size=8.5)
     w.table(["#", "step", "update", "from → to", "bytes saved", "time saved"],
             [[str(r.rank), r.action, r.update, f"{r.from_scheme} → {r.to_scheme}",
-              _fmt_bytes(r.bytes_saved_per_rank),
-              (_fmt_seconds(r.time_saved_s) if r.bytes_saved_per_rank or r.from_scheme != r.to_scheme
-               else f"hides ≤ {_fmt_seconds(r.from_time_s)}")]
+              format_bytes(r.bytes_saved_per_rank),
+              (format_seconds(r.time_saved_s) if r.bytes_saved_per_rank or r.from_scheme != r.to_scheme
+               else f"hides ≤ {format_seconds(r.from_time_s)}")]
              for r in plan.itertuples()], align="llllrr", size=7.0, wrap={1: 48, 3: 22})
     w.paragraph("Evidence and caveats per step: " + " ".join(
         f"({r.rank}) {r.evidence}; {r.note}." for r in plan.itertuples()), size=7.5, color="#333333")
