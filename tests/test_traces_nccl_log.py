@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from zerocalc.errors import TraceFormatError
@@ -96,3 +97,21 @@ def test_malformed_coll_line_strict_and_lenient(tmp_path):
     with pytest.raises(TraceFormatError) as err:
         read_traces(log, strict=True)
     assert err.value.line == 2 and err.value.file == str(log)
+
+
+
+def test_coll_fields_table_matches_the_parser(tmp_path):
+    # schema.NCCL_COLL_FIELDS says which field of a COLL line fills which column; this RCCL line
+    # has every field, each with its own value.
+    from zerocalc.traces.nccl_log import COLL
+    from zerocalc.traces.schema import NCCL_COLL_FIELDS
+
+    log = tmp_path / "rccl.log"
+    log.write_text(HOST + "AllGather: opCount 3 sendbuff 0x1 recvbuff 0x2 count 10 datatype 7 op 0 root 0 "
+                   "comm 0x9 [nranks=4] stream 0x3 task 0 globalrank 6\n")
+    row = read_traces(log).table.iloc[0]
+    assert set(NCCL_COLL_FIELDS) <= set(COLL.groupindex)
+    assert {NCCL_COLL_FIELDS[k]: row[NCCL_COLL_FIELDS[k]] for k in ("opcount", "count", "comm", "nranks",
+                                                                    "globalrank", "datatype")} == {
+        "opcount": 3, "count": 10, "group": "0x9", "group_size": 4, "rank": 6, "dtype": "fp32"}
+    assert all(not pd.isna(row[col]) for col in NCCL_COLL_FIELDS.values())

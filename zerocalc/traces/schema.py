@@ -68,11 +68,12 @@ NCCL_COLL_OPS: Final[dict[str, tuple[str, str, str]]] = {
     "Scatter": ("other", "p", "1"),
 }
 
-#: Regex group → canonical/extra column for a COLL line (the layout since NCCL 2.4).
+#: Regex group of a COLL line (the layout since NCCL 2.4) → the canonical/extra column it fills.
+#: ``nccl_log`` builds its columns directly (column-wise, for speed); a test holds it to this table.
 NCCL_COLL_FIELDS: Final[dict[str, str]] = {
     "host": "host", "pid": "pid", "tid": "tid", "dev": "device", "opcount": "opcount",
     "count": "count", "datatype": "dtype", "redop": "redop", "root": "root",
-    "comm": "group", "nranks": "group_size", "task": "task", "globalrank": "rank",
+    "comm": "group", "nranks": "group_size", "globalrank": "rank",
 }
 
 # ---------------------------------------------------------------------------
