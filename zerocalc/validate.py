@@ -355,8 +355,9 @@ RTOL = 0.02
 class Measurement:
     """What a trace says, per rank and per step, with how each fact was obtained.
 
-    ``calls`` is the canonical table plus columns ``step_id`` (the step used),
-    ``elem_bytes_used``, ``full_elements``, ``bytes_sent`` and ``category``.
+    ``calls`` is the canonical table plus columns ``step_id`` (the step used, -1 outside the
+    steps), ``elem_bytes_used``, ``full_elements``, ``bytes_sent``, ``category``,
+    ``duration_used_s`` and ``group_size_used`` (the world size, else ``n``, where a call records none).
     ``psi_how``, ``n_how``, ``steps_how`` and ``notes`` are sentences for the user.
     """
 
