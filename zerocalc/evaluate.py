@@ -13,14 +13,14 @@ from functools import cache
 import numpy as np
 import sympy
 
+from zerocalc import dtypes
 from zerocalc import symbols as S
 from zerocalc.collectives import Algorithm, as_algorithm
-from zerocalc.errors import ConfigError, UnknownNameError
+from zerocalc.errors import ConfigError
 from zerocalc.schemes import SCHEME_NAMES, SCHEMES, get_scheme
 from zerocalc.topology import DEFAULT_TOPOLOGY, Topology, get_topology
 
 #: dtype name → bytes per element on the wire
-DTYPE_BYTES: dict[str, float] = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
 
 
 def _expression(scheme: str, quantity: str, algorithm: str) -> sympy.Expr:
@@ -105,13 +105,11 @@ def _positive(value, option: str) -> np.ndarray:
 
 
 def dtype_bytes(comm_dtype: str | float) -> float:
-    """Bytes per element of a dtype name (``fp16`` → 2.0); numbers pass through."""
+    """Bytes per element of a dtype name or alias (``fp16`` → 2.0, :mod:`zerocalc.dtypes`);
+    numbers pass through."""
     if isinstance(comm_dtype, int | float) and not isinstance(comm_dtype, bool):
         return float(_positive(comm_dtype, "--dtype"))
-    try:
-        return DTYPE_BYTES[str(comm_dtype).lower()]
-    except KeyError:
-        raise UnknownNameError("dtype", str(comm_dtype), tuple(DTYPE_BYTES)) from None
+    return float(dtypes.dtype_bytes(str(comm_dtype)))
 
 
 def evaluate_arrays(

@@ -455,15 +455,15 @@ def measure(
     trace). Raises :class:`TraceMismatchError` for mixed world sizes, no collectives,
     or options the trace contradicts, and :class:`ConfigError` for bad option values.
     """
-    from zerocalc.traces.schema import DTYPE_BYTES  # the one dtype → bytes table
+    from zerocalc.dtypes import DTYPE_BYTES, canonical_dtype  # the one dtype → bytes table
 
     notes: list[str] = []
     if steps is not None and steps < 1:
         raise ConfigError(f"must be a positive integer, got {steps}", option="--steps")
     if n is not None and n < 1:
         raise ConfigError(f"must be a positive integer, got {n}", option="--n")
-    if dtype is not None and dtype not in DTYPE_BYTES:
-        raise UnknownNameError("dtype", dtype, list(DTYPE_BYTES))
+    if dtype is not None:
+        dtype = canonical_dtype(dtype)
 
     ws = _world_sizes(meta)
     if len(set(ws.values())) > 1:

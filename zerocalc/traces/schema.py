@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from zerocalc.dtypes import DTYPE_BYTES as _DTYPE_BYTES
+
 #: Canonical columns and their pandas dtypes, in order. Missing facts are NA, never guessed.
 CANONICAL_COLUMNS: Final[dict[str, str]] = {
     "file": "string",
@@ -27,17 +29,14 @@ CANONICAL_COLUMNS: Final[dict[str, str]] = {
     "source_line": "Int64",
 }
 
-#: The closed set of values of the ``op`` column (CONTRACT: collective names).
+#: The closed set of values of the ``op`` column (the model's collective names, plus point-to-point).
 OPS: Final[tuple[str, ...]] = (
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
     "all_to_all", "send", "recv", "barrier", "other",
 )
 
-#: Canonical dtype name → bytes per element.
-DTYPE_BYTES: Final[dict[str, int]] = {
-    "int8": 1, "uint8": 1, "int16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
-    "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8e4m3": 1, "fp8e5m2": 1, "bool": 1,
-}
+#: Canonical dtype name → bytes per element (the one table, shared with the model).
+DTYPE_BYTES = _DTYPE_BYTES
 
 # ---------------------------------------------------------------------------
 # NCCL debug log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL), REFERENCE §5
