@@ -68,7 +68,7 @@ def test_memory_vs_n_matches_zero_section_5_formulas():
 def test_zero_table1_points_are_the_printed_cells_and_the_model_meets_them():
     points = report.zero_table1_points()
     assert len(points) == 18 and set(points["scheme"]) == {"zero1", "zero2", "zero3"}
-    printed = {(4, "zero2"): 41.3, (64, "zero3"): 1.88, (1024, "zero1"): 30.1}  # REFERENCE §2
+    printed = {(4, "zero2"): 41.3, (64, "zero3"): 1.88, (1024, "zero1"): 30.1}  # ZeRO Table 1, 7.5B column
     for (n, scheme), gb in printed.items():
         row = points[(points["n"] == n) & (points["scheme"] == scheme)]
         assert row["memory_bytes_per_rank"].item() == pytest.approx(gb * 1e9)

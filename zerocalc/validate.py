@@ -37,7 +37,7 @@ from zerocalc.errors import ConfigError, TraceMismatchError, UnknownNameError
 # Ring accounting (Thakur, Rabenseifner & Gropp 2005) and nccl-tests factors (doc/PERFORMANCE.md)
 # ---------------------------------------------------------------------------
 
-#: Ops a data-parallel scheme is made of (CONTRACT: collective names).
+#: Ops a data-parallel scheme is made of (the model's collective names).
 DP_OPS: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
 
 #: Display names of ops, for sentences.

@@ -1,4 +1,4 @@
-"""DeepSpeed comms logger output (``deepspeed/utils/comms_logging.py``), REFERENCE §5.
+"""DeepSpeed comms logger output (``deepspeed/utils/comms_logging.py``).
 
 * verbose lines, one per op (rank 0 only)::
 

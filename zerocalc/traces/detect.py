@@ -1,6 +1,6 @@
 """Which trace format a file holds, from its first bytes (after decompression).
 
-Looks for each format's signature in the head of the file (REFERENCE §5); a pickle (PyTorch
+Looks for each format's signature in the head of the file; a pickle (PyTorch
 Flight Recorder's default dump) is refused by name, never loaded.
 """
 

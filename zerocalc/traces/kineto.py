@@ -1,6 +1,6 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON → one row per collective call.
 
-Every schema generation since 2023 (REFERENCE §5), resolved through the tables of
+Every schema generation since 2023 (PyTorch ``record_param_comms``), resolved through the tables of
 :mod:`zerocalc.traces.schema`:
 
 * a call is the outermost of the nested CPU events ``c10d::<op>`` ⊃ ``record_param_comms``
@@ -506,7 +506,7 @@ def _resolve(call: dict, recs: dict, file: str, generations: set[str]) -> dict[s
             if oi < 0 and row["out_nelems"] is None:
                 row["out_nelems"] = 0
     if row["op"] in ("all_reduce", "broadcast", "reduce"):
-        # in = out = the full vector (REFERENCE §5)
+        # in = out = the full vector (PyTorch ``record_param_comms``)
         if row["out_nelems"] is None:
             row["out_nelems"] = row["in_nelems"]
         if row["in_nelems"] is None:

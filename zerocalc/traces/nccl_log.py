@@ -1,6 +1,6 @@
 """NCCL debug logs (``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL[,TUNING,INIT]``).
 
-One ``COLL`` line per collective call, unchanged since NCCL 2.4 (REFERENCE §5)::
+One ``COLL`` line per collective call, unchanged since NCCL 2.4 (NCCL ``src/enqueue.cc``)::
 
     host:pid:tid [dev] NCCL INFO AllReduce: opCount 1a sendbuff 0x.. recvbuff 0x.. count 4096
         datatype 7 op 0 root 0 comm 0x.. [nranks=8] stream 0x..

@@ -1,6 +1,6 @@
 """nccl-tests ``*_perf`` output (text, both column layouts, and ``-J`` JSON) → one row per size.
 
-REFERENCE §5 and nccl-tests ``src/util.cu``: ``size`` is the total bytes, ``count`` the
+nccl-tests ``src/util.cu`` and ``doc/PERFORMANCE.md``: ``size`` is the total bytes, ``count`` the
 NCCL count argument (per-rank send count for all_gather); then out-of-place and in-place
 ``time(us) algbw busbw #wrong``. Before Aug 2022 there was no ``root`` column, an ``error``
 column instead of ``#wrong`` and no ``redop`` for all_gather/reduce_scatter. The op comes

@@ -2,7 +2,7 @@
 
 One row per collective call per rank. Each format module looks its raw
 keys up in the tables below instead of branching on versions in code; a new
-schema generation is a new table entry. Sources for every table: REFERENCE §5
+schema generation is a new table entry. Sources: the project files named at each table
 (trace formats and their version histories).
 """
 
@@ -39,7 +39,7 @@ OPS: Final[tuple[str, ...]] = (
 DTYPE_BYTES = _DTYPE_BYTES
 
 # ---------------------------------------------------------------------------
-# NCCL debug log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL), REFERENCE §5
+# NCCL debug log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL; NCCL src/enqueue.cc, src/nccl.h.in)
 # ---------------------------------------------------------------------------
 
 #: ``datatype <d>``: ncclDataType_t codes (nccl.h; bf16 since 2.10.3, fp8 since 2.24.3).
@@ -76,7 +76,7 @@ NCCL_COLL_FIELDS: Final[dict[str, str]] = {
 }
 
 # ---------------------------------------------------------------------------
-# PyTorch profiler (Kineto) JSON, REFERENCE §5
+# PyTorch profiler (Kineto) JSON (torch/csrc/distributed/c10d/ParamCommsUtils.cpp)
 # ---------------------------------------------------------------------------
 
 #: ``dtype`` arg of record_param_comms / kernels and ``Input type`` strings → canonical dtype.
@@ -117,7 +117,8 @@ KINETO_ANNOTATION_OPS: Final[dict[str, str]] = {
 }
 
 #: Argument keys of record_param_comms / NCCL kernels, one table per schema generation
-#: (REFERENCE §5). Checked newest first; a generation matches when its marker key is present.
+#: (PyTorch ``record_param_comms`` arguments). Checked newest first; a generation matches when its
+#: marker key is present.
 #: ``In msg size``/``Out msg size`` (Oct–Dec 2023) hold element counts: they were renamed to
 #: ``... nelems`` without a change of meaning.
 KINETO_ARG_GENERATIONS: Final[tuple[tuple[str, str, dict[str, str]], ...]] = (
@@ -168,7 +169,7 @@ GLOO_TRANSPORT_OPS: Final[dict[str, frozenset[str]]] = {
 }
 
 # ---------------------------------------------------------------------------
-# nccl-tests *_perf output, REFERENCE §5 and nccl-tests src/util.cu
+# nccl-tests *_perf output (nccl-tests src/util.cu, src/common.cu)
 # ---------------------------------------------------------------------------
 
 #: Column layouts of a result row, one per generation. ``oop``/``ip`` = out-of-place / in-place.
@@ -216,7 +217,7 @@ NCCL_TESTS_DTYPES: Final[dict[str, str]] = {
 }
 
 # ---------------------------------------------------------------------------
-# DeepSpeed comms logger, REFERENCE §5 (deepspeed/utils/comms_logging.py)
+# DeepSpeed comms logger (deepspeed/utils/comms_logging.py)
 # ---------------------------------------------------------------------------
 
 #: DeepSpeed record names → canonical op.
