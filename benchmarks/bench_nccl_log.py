@@ -6,7 +6,7 @@ times ``read_traces`` on it, sequentially (``workers=1``) and as by default (the
 into one run of lines per CPU, the first scanned by the reading process, the others in
 worker processes). Baseline in the same run:
 iterating over the file's lines without parsing (the floor for any line parser).
-Target (issue 4): >= 100 MB/s. Peak memory: Python allocations (tracemalloc) of the
+Target: >= 100 MB/s. Peak memory: Python allocations (tracemalloc) of the
 reading process, and of scanning the first run in this process, as a worker does.
 
     python benchmarks/bench_nccl_log.py [--mb 200]
