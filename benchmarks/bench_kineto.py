@@ -6,7 +6,7 @@ it had after its imports (a second load in the same process would measure the al
 reuse, not the loader); another reports the best time of ``--repeat`` loads. Contenders:
 ``read_traces`` (the public API: file → canonical table), ``kineto.parse_bytes`` (the Kineto
 parser on the file's bytes, plus the rows as a DataFrame), ``json.load`` and
-HolisticTraceAnalysis (``TraceAnalysis``). Targets (issue 4): at least 5x faster than
+HolisticTraceAnalysis (``TraceAnalysis``). Targets: at least 5x faster than
 HolisticTraceAnalysis with no more peak memory, within 1.5x of ``json.load``.
 HolisticTraceAnalysis is the optional ``bench`` extra: ``pip install -e .[bench]``.
 

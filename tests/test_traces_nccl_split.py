@@ -1,5 +1,5 @@
 """A large NCCL log cut into runs of lines scanned in worker processes reads exactly as a
-sequential read: same table, metadata, skip log and strict error (issue 4)."""
+sequential read: same table, metadata, skip log and strict error."""
 
 import random
 from pathlib import Path
