@@ -9,33 +9,47 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 from zerocalc.errors import ConfigError
 
-_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-_COUNT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTkmbgt]?)\s*$")
+_COUNT_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+# Digits with optional thousands separators: "25,557,032" (groups of three) or "25_557_032"
+# (Python's digit grouping), then an optional fraction, then EITHER an exponent OR a suffix.
+_COUNT_RE = re.compile(
+    r"^\s*(?P<int>[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)?(?P<frac>\.[0-9]+)?"
+    r"(?P<exp>[eE][+-]?[0-9]+)?\s*(?P<suffix>[KMBGTkmbgt]?)\s*$"
+)
+_COUNT_HINT = "write e.g. 7.5e9, 7.5B, 175B, 1T or 25,557,032"
 
 
 def parse_count(text: str | int | float, option: str = "--psi") -> int:
-    """Parse a parameter count: ``7.5e9``, ``7500000000``, ``7.5B``, ``175B``, ``1T``, ``350M``.
+    """Parse a parameter count: ``7.5e9``, ``7500000000``, ``7.5B``, ``175B``, ``1T``, ``350M``,
+    ``25,557,032`` or ``25_557_032`` (the thousands separators zerocalc itself prints).
 
-    Returns a positive integer; raises :class:`ConfigError` naming ``option`` otherwise.
+    A count is a whole number: ``1.5`` is refused, not rounded; a number with both an exponent and
+    a suffix (``7.5e9B``) is refused as ambiguous. Text is read exactly (``decimal``), so
+    ``1.234567B`` is 1,234,567,000. Returns a positive integer; raises :class:`ConfigError`
+    naming ``option`` otherwise.
     """
     if isinstance(text, int | float) and not isinstance(text, bool):
-        value = float(text)
+        if not math.isfinite(text):
+            raise ConfigError(f"must be a positive number, got {text!r}", option=option)
+        value = Decimal(text)
     else:
         m = _COUNT_RE.match(str(text))
-        if not m:
-            raise ConfigError(
-                f"{text!r} is not a count; write e.g. 7.5e9, 7.5B, 175B or 1T", option=option
-            )
-        value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2).upper()]
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"must be a positive number, got {text!r}", option=option)
-    rounded = round(value)
-    if rounded < 1:
-        raise ConfigError(f"must be at least 1, got {text!r}", option=option)
-    return int(rounded)
+        if not m or (m["int"] is None and m["frac"] is None):
+            raise ConfigError(f"{text!r} is not a count; {_COUNT_HINT}", option=option)
+        if m["exp"] and m["suffix"]:
+            raise ConfigError(f"{text!r} has both an exponent and a suffix; write 7.5e9 or 7.5B, "
+                              "not both", option=option)
+        digits = (m["int"] or "0").replace(",", "").replace("_", "") + (m["frac"] or "") + (m["exp"] or "")
+        value = Decimal(digits) * _COUNT_SUFFIX[m["suffix"].upper()]
+    if not value.is_finite() or value <= 0 or not math.isfinite(float(value)):
+        raise ConfigError(f"must be a positive finite number, got {text!r}", option=option)
+    if value != value.to_integral_value():
+        raise ConfigError(f"must be a whole number of parameters, got {text!r}", option=option)
+    return int(value)
 
 
 def format_bytes(n: float, base: int = 1000) -> str:
