@@ -118,3 +118,19 @@ def test_derive_prints_pretty_and_latex():
     r = run("derive", "zero9")
     assert r.exit_code == 2 and "unknown scheme" in r.stderr
     assert run("derive", "dp", "--algorithm", "butterfly").exit_code == 2
+
+
+def test_override_flag_error_names_the_flag(tmp_path):
+    r = run("table", "--intra-bw-GBps", "-3")
+    assert r.exit_code == 2 and r.stderr.strip() == "error: --intra-bw-GBps: must be positive, got -3"
+
+
+def test_toml_unknown_tier_key_is_refused(tmp_path):
+    f = tmp_path / "lab.toml"
+    f.write_text('gpus_per_node = 4\n[intra]\nalpha_us = 0\nbw_GBPS = 100\n[inter]\nalpha_us = 0\nbw_GBps = 10\n')
+    r = run("table", "--topology", str(f))
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (f"error: --topology: {f}: [intra] unknown keys: 'bw_GBPS' "
+                                "(known: alpha_us, bw_GBps)")
+    r = run("table", "--topology", str(tmp_path / "none.toml"))
+    assert r.exit_code == 2 and r.stderr.startswith(f"error: --topology: {tmp_path / 'none.toml'}: ")

@@ -58,3 +58,45 @@ def test_overrides():
     assert t.name == "dgx-a100+custom"
     with pytest.raises(ConfigError):
         get_topology("dgx-a100").with_overrides(intra_bw_GBps=0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    # the flag the user typed and the value in the user's units (GB/s, µs), not bw_Bps = -3e9
+    [({"intra_bw_GBps": -3}, "--intra-bw-GBps: must be positive, got -3"),
+     ({"inter_bw_GBps": 0}, "--inter-bw-GBps: must be positive, got 0"),
+     ({"inter_alpha_us": -1}, "--inter-alpha-us: must be non-negative, got -1"),
+     ({"intra_alpha_us": float("nan")}, "--intra-alpha-us: must be non-negative, got nan")],
+)
+def test_override_errors_name_the_flag_in_user_units(flags, message):
+    with pytest.raises(ConfigError) as info:
+        get_topology("dgx-a100").with_overrides(**flags)
+    assert str(info.value) == message
+
+
+def test_override_alpha_zero_is_allowed():
+    assert get_topology("dgx-a100").with_overrides(inter_alpha_us=0).inter.alpha_s == 0.0
+
+
+_OK_TIER = {"alpha_us": 1, "bw_GBps": 1}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [({"gpus_per_node": 8, "intra": {"alpha_us": 1, "bw_GBPS": 1}, "inter": _OK_TIER},
+      "--topology: lab.toml: [intra] unknown keys: 'bw_GBPS' (known: alpha_us, bw_GBps)"),
+     ({"gpus_per_node": 8, "intra": _OK_TIER, "inter": {**_OK_TIER, "nics": 8}},
+      "--topology: lab.toml: [inter] unknown keys: 'nics' (known: alpha_us, bw_GBps)"),
+     ({"gpus_per_node": 8, "intra": {"bw_GBps": 1}, "inter": _OK_TIER},
+      "--topology: lab.toml: [intra] missing key 'alpha_us'"),
+     ({"gpus_per_node": 8, "intra": _OK_TIER, "inter": {"alpha_us": 1, "bw_GBps": -5}},
+      "--topology: lab.toml: [inter] bw_GBps must be positive, got -5"),
+     ({"gpus_per_node": 8, "intra": _OK_TIER, "inter": {"alpha_us": 1, "bw_GBps": 0}},
+      "--topology: lab.toml: [inter] bw_GBps must be positive, got 0"),
+     ({"gpus_per_node": 8, "intra": {"alpha_us": -1, "bw_GBps": 1}, "inter": _OK_TIER},
+      "--topology: lab.toml: [intra] alpha_us must be non-negative, got -1")],
+)
+def test_toml_errors_are_prefixed_with_option_and_file(data, message):
+    with pytest.raises(ConfigError) as info:
+        topology_from_mapping(data, where="lab.toml", option="--topology")
+    assert str(info.value) == message

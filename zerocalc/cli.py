@@ -118,10 +118,10 @@ def _load_topology(
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ConfigError(f"cannot read {topology}: {exc.strerror or exc}", option="--topology") from None
+            raise ConfigError(f"{topology}: cannot read: {exc.strerror or exc}", option="--topology") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{topology}: not valid TOML: {exc}", option="--topology") from None
-        topo = topology_from_mapping(data, where=str(path))
+        topo = topology_from_mapping(data, where=str(path), option="--topology")
     else:
         topo = get_topology(topology)
     return topo.with_overrides(intra_alpha_us=intra_alpha_us, intra_bw_GBps=intra_bw_gbps,

@@ -80,7 +80,22 @@ class Topology:
         inter_alpha_us: float | None = None,
         inter_bw_GBps: float | None = None,
     ) -> Topology:
-        """A copy with some link figures replaced (user flags), in µs and GB/s."""
+        """A copy with some link figures replaced (user flags), in µs and GB/s.
+
+        A bad figure is a :class:`ConfigError` naming the flag and the value as the user gave it
+        (``--intra-bw-GBps: must be positive, got -3``).
+        """
+        given = {"--intra-alpha-us": intra_alpha_us, "--intra-bw-GBps": intra_bw_GBps,
+                 "--inter-alpha-us": inter_alpha_us, "--inter-bw-GBps": inter_bw_GBps}
+        for flag, v in given.items():
+            if v is None:
+                continue
+            bw = flag.endswith("GBps")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                    or v < 0 or (bw and v == 0):
+                raise ConfigError(f"must be {'positive' if bw else 'non-negative'}, got {v:g}"
+                                  if isinstance(v, int | float) else f"must be a number, got {v!r}",
+                                  option=flag)
         intra = Link.from_units(
             self.intra.alpha_s * 1e6 if intra_alpha_us is None else intra_alpha_us,
             self.intra.bw_Bps / GB if intra_bw_GBps is None else intra_bw_GBps,
@@ -139,19 +154,27 @@ def get_topology(name: str | Topology) -> Topology:
         raise UnknownNameError("topology", str(name), TOPOLOGY_NAMES) from None
 
 
-def _number(table: Mapping[str, Any], key: str, where: str) -> float:
+_TOP_KEYS = ("name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source")
+_TIER_KEYS = ("alpha_us", "bw_GBps")
+
+
+def _number(table: Mapping[str, Any], key: str, fail, *, positive: bool) -> float:
     if key not in table:
-        raise ConfigError(f"missing key {key!r}", option=where)
+        fail(f"missing key {key!r}")
     v = table[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-        raise ConfigError(f"{key} must be a non-negative number, got {v!r}", option=where)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 \
+            or (positive and v == 0):
+        fail(f"{key} must be {'positive' if positive else 'non-negative'}, got {v!r}")
     return float(v)
 
 
-def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology") -> Topology:
+def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
+                          option: str | None = None) -> Topology:
     """A topology from a parsed TOML document (the CLI reads the file)::
 
         name = "my-cluster"          # optional
+        title = "..."                # optional
+        source = "..."               # optional
         gpus_per_node = 8
         gamma_s_per_byte = 0.0       # optional
         [intra]                      # one GPU's link inside a node, one direction
@@ -161,26 +184,37 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology") -
         alpha_us = 14
         bw_GBps = 200
 
-    ``where`` (e.g. the file name) prefixes error messages.
+    Any other key, at the top or in a tier, is refused by name (a misspelt ``bw_GBPS`` would
+    otherwise be ignored). Every error is a :class:`ConfigError` for ``option`` whose message
+    starts with ``where`` (the file name): ``--topology: lab.toml: [intra] bw_GBps must be
+    positive, got 0``.
     """
+    def fail(message: str, tier: str | None = None):
+        raise ConfigError(f"{where}: {'[' + tier + '] ' if tier else ''}{message}", option=option)
+
     if not isinstance(data, Mapping):
-        raise ConfigError("expected a table", option=where)
+        fail("expected a table")
+    unknown = sorted(set(data) - set(_TOP_KEYS))
+    if unknown:
+        fail(f"unknown keys: {', '.join(map(repr, unknown))} (known: {', '.join(_TOP_KEYS)})")
     tiers = {}
     for tier in ("intra", "inter"):
         t = data.get(tier)
         if not isinstance(t, Mapping):
-            raise ConfigError(f"missing table [{tier}] with alpha_us and bw_GBps", option=where)
-        bw = _number(t, "bw_GBps", f"{where} [{tier}]")
-        if bw == 0:
-            raise ConfigError("bw_GBps must be positive", option=f"{where} [{tier}]")
-        tiers[tier] = Link.from_units(_number(t, "alpha_us", f"{where} [{tier}]"), bw)
+            fail(f"missing table [{tier}] with alpha_us and bw_GBps")
+        bad = sorted(set(t) - set(_TIER_KEYS))
+        if bad:
+            fail(f"unknown keys: {', '.join(map(repr, bad))} (known: {', '.join(_TIER_KEYS)})", tier)
+
+        def fail_tier(message: str, tier: str = tier):
+            fail(message, tier)
+
+        tiers[tier] = Link.from_units(_number(t, "alpha_us", fail_tier, positive=False),
+                                      _number(t, "bw_GBps", fail_tier, positive=True))
     g = data.get("gpus_per_node")
     if isinstance(g, bool) or not isinstance(g, int) or g < 1:
-        raise ConfigError(f"gpus_per_node must be a whole number ≥ 1, got {g!r}", option=where)
-    unknown = set(data) - {"name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source"}
-    if unknown:
-        raise ConfigError(f"unknown keys {sorted(unknown)}", option=where)
-    gamma = _number(data, "gamma_s_per_byte", where) if "gamma_s_per_byte" in data else 0.0
+        fail(f"gpus_per_node must be a whole number ≥ 1, got {g!r}")
+    gamma = _number(data, "gamma_s_per_byte", fail, positive=False) if "gamma_s_per_byte" in data else 0.0
     name = str(data.get("name", "custom"))
     return Topology(name, str(data.get("title", name)), g, tiers["intra"], tiers["inter"], gamma,
                     str(data.get("source", where)))
