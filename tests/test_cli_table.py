@@ -134,3 +134,18 @@ def test_toml_unknown_tier_key_is_refused(tmp_path):
                                 "(known: alpha_us, bw_GBps)")
     r = run("table", "--topology", str(tmp_path / "none.toml"))
     assert r.exit_code == 2 and r.stderr.startswith(f"error: --topology: {tmp_path / 'none.toml'}: ")
+
+
+@pytest.mark.parametrize("value", ["", " , "])
+def test_empty_schemes_option_is_exit_2(value):
+    r = run("table", "--schemes", value)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip().startswith("error: --schemes: no scheme given")
+
+
+def test_table_at_one_rank_marks_colocated_equivalent():
+    r = run("table", "--n", "1", "--schemes", "colocated,zeropp", "--format", "json")
+    assert r.exit_code == 0, r.output
+    # N = 1: no cross-rank sum to skip (colocated exact); zeropp still quantises
+    assert {d["scheme"]: d["equivalent_to_dp"] for d in json.loads(r.stdout)} == {
+        "colocated": True, "zeropp": False}

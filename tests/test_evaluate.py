@@ -99,3 +99,20 @@ def test_hierarchical_equals_flat_ring_on_one_node(name):
 def test_hierarchical_equals_flat_numerically_on_one_node(g, psi):
     df = evaluate(psi=psi, n=g, gpus_per_node=g)
     assert np.allclose(df["time_s_hierarchical"], df["time_s_ring"], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("schemes", [[], ()])
+def test_empty_scheme_list_is_a_config_error(schemes):
+    # pd.concat([]) used to raise a bare ValueError; an empty list names no scheme at all
+    with pytest.raises(ConfigError, match="--schemes"):
+        evaluate(schemes, psi=7.5e9, n=8)
+
+
+def test_equivalence_column_depends_on_n():
+    # At N = 1 there is no cross-rank gradient sum: the rank's own gradient IS the average, so the
+    # colocated update (each shard updated with its own rank's gradient) is the data-parallel update.
+    # ZeRO++ quantises weights to int8 and gradients to int4 whatever N is: never bit-equal.
+    df = evaluate(["dp", "colocated", "zeropp"], psi=1e6, n=np.array([1, 8]), gpus_per_node=8)
+    got = {(r.scheme, int(r.n)): bool(r.equivalent_to_dp) for r in df.itertuples()}
+    assert got == {("dp", 1): True, ("dp", 8): True, ("colocated", 1): True, ("colocated", 8): False,
+                   ("zeropp", 1): False, ("zeropp", 8): False}

@@ -332,3 +332,21 @@ def test_bad_config(kwargs, option):
 def test_unknown_scheme():
     with pytest.raises(UnknownNameError, match="zero4"):
         run_feasibility(FeasibilityConfig(n=2, steps=1), ["zero4"])
+
+
+@pytest.mark.parametrize("name", ["colocated", "zeropp"])
+def test_model_equivalence_at_one_rank_agrees_with_the_simulation(name):
+    # The simulation executes the scheme on one rank: colocated has nothing to skip and matches the
+    # reference exactly; zeropp still quantises (int8 weights, int4 gradients) and does not. The
+    # schemes' data (Scheme.equivalent_at) must say the same.
+    from zerocalc.schemes import get_scheme
+
+    cfg = FeasibilityConfig(n=1, steps=5, seed=0)
+    run = simulate_scheme(name, cfg)
+    assert run.equivalent is (name == "colocated")
+    assert get_scheme(name).equivalent_at(1) is run.equivalent
+
+
+def test_empty_scheme_list_is_refused():
+    with pytest.raises(ConfigError, match="--schemes"):
+        run_feasibility(FeasibilityConfig(n=2, steps=1), [])

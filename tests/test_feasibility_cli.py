@@ -84,3 +84,10 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     assert r.exit_code == 2
     assert needle in r.output
     assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("value", ["", " , "])
+def test_empty_schemes_option_is_exit_2(value):
+    r = _run("--schemes", value, "--steps", "1")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip().startswith("error: --schemes: no scheme given")

@@ -96,3 +96,13 @@ def test_model_bytes_per_rank_numbers():
 def test_model_bytes_per_rank_refuses_bad_layouts(n, g):
     with pytest.raises(ConfigError, match="--n"):
         model_bytes_per_rank("dp", psi=1e9, n=n, gpus_per_node=g)
+
+
+def test_exact_on_one_rank_only_for_the_colocated_scheme():
+    # Skipping the reduce-scatter changes nothing on one rank (nothing to sum); every other scheme
+    # is either exact for every N already or changes the values it sends (zeropp quantises).
+    assert [s.name for s in SCHEMES.values() if s.exact_on_one_rank] == ["colocated"]
+    assert SCHEMES["colocated"].equivalent_at(1) is True
+    assert SCHEMES["colocated"].equivalent_at(2) is False
+    assert SCHEMES["zeropp"].equivalent_at(1) is False
+    assert SCHEMES["dp"].equivalent_at(1) is True

@@ -228,7 +228,8 @@ def derive_command(
 
     s = get_scheme(scheme)
     alg = as_algorithm(algorithm)
-    typer.echo(f"{s.name}: {s.title}  (update equals data parallel: {'yes' if s.equivalent_to_dp else 'no'})")
+    same = "yes" if s.equivalent_to_dp else ("no; yes at N = 1" if s.exact_on_one_rank else "no")
+    typer.echo(f"{s.name}: {s.title}  (update equals data parallel: {same})")
     typer.echo(f"source: {s.source}")
     typer.echo("phases per step:")
     for ph in s.phases:
@@ -484,6 +485,11 @@ def fit_cmd(
 # --- trace: read traces into the canonical table (zerocalc.traces) ---------------
 
 
+def _plural(n: int, noun: str) -> str:
+    """``1 call``, ``2 calls``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 @trace_app.command("summary")
 def trace_summary(
     paths: list[str] = typer.Argument(..., help="Trace files or directories (plain or gzip)."),  # noqa: B008
@@ -499,6 +505,13 @@ def trace_summary(
     from zerocalc.traces import CANONICAL_COLUMNS, read_traces
 
     ts = read_traces(paths, strict=strict, fmt=trace_format)
+    for note in ts.notes:
+        typer.echo(f"note: {note}", err=True)
+    if ts.table.empty:
+        from zerocalc.errors import TraceFormatError
+
+        raise TraceFormatError(", ".join(ts.meta), None, "no collective calls found"
+                               + (f" (as {trace_format})" if trace_format else ""))
     if fmt == "json":
         import json
 
@@ -516,17 +529,18 @@ def trace_summary(
 
     for file, part in summary.groupby("file", sort=False):
         meta = ts.meta.get(file, {})
-        typer.echo(f"{file}: {meta.get('format')}, {meta.get('rows', 0)} calls"
+        typer.echo(f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
                    f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
         for r in part.itertuples():
             vol = "?" if pd.isna(r.in_bytes) else format_bytes(float(r.in_bytes))
             rank = "-" if pd.isna(r.rank) else r.rank
             step = "-" if pd.isna(r.step) else r.step
-            typer.echo(f"  rank {rank!s:>4}  step {step!s:>5}  {r.op:<15} {r.calls:>6} calls  in {vol}")
+            calls = "call " if r.calls == 1 else "calls"
+            typer.echo(f"  rank {rank!s:>4}  step {step!s:>5}  {r.op:<15} {r.calls:>6} {calls}  in {vol}")
     total = summary.groupby("op")["calls"].sum()
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
     if ts.skipped:
-        typer.echo(f"skipped {ts.skipped.count} unreadable lines, e.g. "
+        typer.echo(f"skipped {_plural(ts.skipped.count, 'unreadable line')}, e.g. "
                    + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
 
 

@@ -132,6 +132,10 @@ def evaluate_arrays(
     arrays ``bytes_per_rank``, ``memory_bytes_per_rank`` and ``time_s_<algorithm>``.
     """
     topo = get_topology(topology)
+    schemes = None if schemes is None else ([schemes] if isinstance(schemes, str) else list(schemes))
+    if schemes is not None and not schemes:
+        raise ConfigError("no scheme given; name at least one, e.g. dp,zero2 (or omit it for all)",
+                          option="--schemes")
     names = [get_scheme(s).name for s in (SCHEME_NAMES if schemes is None else schemes)]
     algs = [as_algorithm(a) for a in algorithms]
     psi_a, n_a = np.broadcast_arrays(_positive(psi, "--psi"), np.asarray(n, dtype=float))
@@ -180,7 +184,9 @@ def evaluate(
     bytes_per_rank`` (bytes one rank sends per step, ring algorithms),
     ``bytes_per_rank_over_psi`` (÷ Ψ·b: 2(N-1)/N for dp), ``memory_bytes_per_rank``
     (model states), ``time_s`` (the ``default_algorithm``, Ring like NCCL for large
-    messages), ``time_s_<algorithm>`` for every algorithm, and ``equivalent_to_dp``.
+    messages), ``time_s_<algorithm>`` for every algorithm, and ``equivalent_to_dp`` (at that
+    row's N: :meth:`zerocalc.schemes.Scheme.equivalent_at`). An empty ``schemes`` list is a
+    :class:`ConfigError` for ``--schemes``.
     """
     import pandas as pd
 
@@ -206,6 +212,7 @@ def evaluate(
             "time_s": cols[f"time_s_{default}"],
         }
         frame.update({k_: v for k_, v in cols.items() if k_.startswith("time_s_")})
-        frame["equivalent_to_dp"] = SCHEMES[name].equivalent_to_dp
+        frame["equivalent_to_dp"] = np.broadcast_to(SCHEMES[name].equivalent_at(config["n"]),
+                                                    config["n"].shape)
         frames.append(pd.DataFrame(frame))
     return pd.concat(frames, ignore_index=True)

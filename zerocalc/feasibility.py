@@ -1048,7 +1048,7 @@ def _plan(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], *, psi: int, comm_
         else:
             saved = model(src) - model(dst)
         run = runs.get(dst)
-        exact = run.equivalent if run is not None and run.steps else get_scheme(dst).equivalent_to_dp
+        exact = run.equivalent if run is not None and run.steps else get_scheme(dst).equivalent_at(cfg.n)
         update = "changed" if changes else ("exact" if exact else "approximate")
         if src == dst:
             evidence = "same collectives, " + ("a different update rule by construction" if changes
@@ -1057,7 +1057,7 @@ def _plan(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], *, psi: int, comm_
             evidence = (f"simulated {dst}: max rel diff {run.max_rel_diff:.2e} after {run.steps} steps "
                         f"({'within' if run.equivalent else 'outside'} {REL_TOL:g})")
         else:
-            evidence = f"model: {dst} equivalent_to_dp={get_scheme(dst).equivalent_to_dp}"
+            evidence = f"model: {dst} equivalent_to_dp={get_scheme(dst).equivalent_at(cfg.n)} at N = {cfg.n}"
         rows.append((changes, -saved, action, src, dst, saved, update, evidence, note))
     tier = {"exact": 0, "approximate": 1, "changed": 2}
     rows.sort(key=lambda r: (tier[r[6]], r[1]))
@@ -1113,7 +1113,7 @@ class FeasibilityResult:
                 "max_rel_diff": r.max_rel_diff,
                 "tolerance_rel": REL_TOL,
                 "equivalent": r.equivalent,
-                "equivalent_to_dp_model": get_scheme(r.scheme).equivalent_to_dp,
+                "equivalent_to_dp_model": get_scheme(r.scheme).equivalent_at(r.n),
             })
         return out
 
@@ -1197,6 +1197,9 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = list(SIMULATED_SCHEMES) if schemes is None else [_check_scheme(s) for s in schemes]
     names = list(dict.fromkeys(names))
+    if not names:
+        raise ConfigError("no scheme given; name at least one, e.g. dp,colocated (or omit it for all)",
+                          option="--schemes")
     if plan_period < 2:
         raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
     ref = simulate_reference(cfg)

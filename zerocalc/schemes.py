@@ -104,13 +104,28 @@ def _phase_time(phase: Phase, algorithm: Algorithm) -> sympy.Expr:
 
 @dataclass(frozen=True)
 class Scheme:
-    """A sharding scheme: its phases in step order and whether it computes the DP update."""
+    """A sharding scheme: its phases in step order and whether it computes the DP update.
+
+    ``equivalent_to_dp`` is the answer for N > 1 ranks. ``exact_on_one_rank`` says whether a scheme
+    that is not equivalent there becomes the data-parallel update at N = 1: with one rank there is
+    no cross-rank sum, so skipping it (the colocated proposal) changes nothing, whereas quantising
+    the values on the wire (ZeRO++) still rounds them. :meth:`equivalent_at` combines the two.
+    """
 
     name: str
     title: str
     phases: tuple[Phase, ...]
     equivalent_to_dp: bool
     source: str
+    exact_on_one_rank: bool = False
+
+    def equivalent_at(self, n):
+        """Whether the update equals data parallelism on ``n`` ranks (a number or a numpy array)."""
+        import numpy as np
+
+        one = np.asarray(n) == 1
+        out = np.where(one, self.equivalent_to_dp or self.exact_on_one_rank, self.equivalent_to_dp)
+        return bool(out) if out.ndim == 0 else out
 
     def bytes_per_rank(self, algorithm: Algorithm | str = Algorithm.RING) -> sympy.Expr:
         """Bytes one rank sends per step: the sum over phases of calls × bytes per call."""
@@ -158,7 +173,9 @@ _ALL = (
         "colocated", "Colocated gradients (DeepSpeed #4582 proposal)", (_PARAM_AG,), False,
         "DeepSpeed issue #4582: skip the reduce-scatter, keep only the all-gather (Ψ). Each rank "
         "then updates its shard with its OWN micro-batch gradient, not the average over ranks "
-        "(ZeRO §2.1), so the update is not data-parallel SGD",
+        "(ZeRO §2.1), so the update is not data-parallel SGD; at N = 1 the own gradient is the "
+        "average, and the scheme is the data-parallel update",
+        exact_on_one_rank=True,
     ),
     Scheme(
         "deepspeed-zero12", "DeepSpeed ZeRO-1/2 as shipped (bucket all-reduce)",
@@ -214,7 +231,8 @@ _ALL = (
         False,
         "ZeRO++ (Wang et al., arXiv 2306.10209) §3-4: cross-node volume 3M → 0.75M "
         "(qwZ 0.5M, hpZ 0, qgZ 0.25M, M = model bytes in fp16, counted per node). Quantised "
-        "weights and gradients: the update is not bit-equal to data parallel. Block-quantisation "
+        "weights and gradients: the update is not bit-equal to data parallel, even at N = 1 (the "
+        "values are still quantised). Block-quantisation "
         "scales (one per block of thousands of elements) are left out",
     ),
 )
