@@ -121,3 +121,96 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     res = CliRunner().invoke(app, ["trace", "summary", str(f)])
     assert res.exit_code == 2
     assert res.output.strip().count("\n") == 0 and "empty file" in res.output
+
+
+# --- inputs: duplicates, directories, forced formats ----------------------------------------
+
+# The torchtitan excerpt's COLL lines, counted in the file: 7 ("opCount" lines that are not comments).
+LOG_CALLS = sum(1 for ln in LOG.read_text().splitlines() if " opCount " in ln and not ln.startswith("#"))
+
+
+def test_same_file_twice_is_read_once(tmp_path, monkeypatch):
+    assert LOG_CALLS == 7
+    monkeypatch.chdir(LOG.parent)
+    link = tmp_path / "link.txt"
+    link.symlink_to(LOG)
+    ts = read_traces([LOG, LOG.name, f"./{LOG.name}", link])
+    assert len(ts.table) == LOG_CALLS
+    assert list(ts.meta) == [str(LOG)]  # the first spelling, first-seen order
+    assert len(ts.notes) == 3 and all("read once" in n for n in ts.notes)
+
+
+def test_directory_is_not_read_recursively():
+    # deepspeed-gloo-zero3-n4 holds one run (comms-summary.txt, rank0..3.json.gz) and, in
+    # no-step-markers/, a second run of the same job: only the first is read, the second is named.
+    d = DATA / "deepspeed-gloo-zero3-n4"
+    ts = read_traces(d)
+    direct = sorted(str(p) for p in d.iterdir() if p.is_file())
+    assert sorted(ts.meta) == direct and len(direct) == 5
+    assert not ts.table["file"].str.contains("no-step-markers").any()
+    assert list(ts.skipped_files) == [str(d / "no-step-markers")]
+    assert any("no-step-markers" in n and "subdirectory" in n for n in ts.notes)
+
+
+def test_bundled_deepspeed_directory_still_gives_four_ranks():
+    d = Path(__file__).parents[1] / "zerocalc" / "data" / "traces" / "deepspeed-gloo-zero3-n4"
+    ts = read_traces(d)
+    assert sorted(ts.table["rank"].dropna().unique()) == [0, 1, 2, 3]  # rank0..3.json.gz
+    assert ts.skipped_files == {}
+
+
+def test_directory_skips_a_file_that_is_not_a_trace(tmp_path):
+    src = DATA / "kineto" / "dlrm-v100-8ranks"
+    d = tmp_path / "run"
+    d.mkdir()
+    for r in (0, 1):
+        shutil.copy(src / f"rank{r}.json.gz", d)
+    (d / "notes.txt").write_text("lr 1e-3, ran on Tuesday\n")
+    ts = read_traces(d)
+    assert sorted(ts.table["rank"].unique()) == [0, 1]
+    assert list(ts.skipped_files) == [str(d / "notes.txt")]
+    assert "unrecognised" in ts.skipped_files[str(d / "notes.txt")]
+    assert ts.table.equals(read_traces([d / "rank0.json.gz", d / "rank1.json.gz"]).table)
+    with pytest.raises(TraceFormatError, match="unrecognised") as err:  # named: still an error
+        read_traces(d / "notes.txt")
+    assert err.value.file == str(d / "notes.txt")
+
+
+def test_directory_of_subdirectories_only(tmp_path):
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run2").mkdir()
+    with pytest.raises(TraceFormatError, match="no trace files found.*subdirectories.*run1.*run2"):
+        read_traces(tmp_path)
+
+
+def test_directory_of_non_traces_only(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    with pytest.raises(TraceFormatError, match="no trace files found.*notes.txt: unrecognised"):
+        read_traces(tmp_path)
+
+
+def test_unexpanded_glob_gets_a_hint():
+    with pytest.raises(TraceFormatError, match="globs are expanded by the shell") as err:
+        read_traces(str(DATA / "kineto" / "*.json.gz"))
+    assert err.value.file.endswith("*.json.gz")
+    with pytest.raises(TraceFormatError, match="no such file or directory$"):
+        read_traces(DATA / "kineto" / "nope.json.gz")
+
+
+@pytest.mark.parametrize(
+    ("path", "fmt", "looks_like"),
+    [
+        (DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz", "nccl_log", "kineto"),
+        (LOG, "deepspeed_comms", "nccl_log"),
+        (LOG, "nccl_tests", "nccl_log"),
+        (DATA / "deepspeed-comms" / "tutorial-examples.txt", "nccl_log", "deepspeed_comms"),
+    ],
+)
+def test_forced_format_with_no_records_names_file_and_format(path, fmt, looks_like):
+    with pytest.raises(TraceFormatError, match=f"no {fmt} records found; is it a {looks_like} file") as err:
+        read_traces(path, fmt=fmt)
+    assert err.value.file == str(path)
+
+
+def test_forced_format_that_matches_still_reads():
+    assert len(read_traces(LOG, fmt="nccl_log").table) == LOG_CALLS

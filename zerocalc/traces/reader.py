@@ -1,10 +1,12 @@
 """Read trace files of any supported format into one canonical table.
 
-Accepts one path, many paths (one per rank) or a directory; plain or gzip; the format is
-detected per file unless given. Text formats are streamed; Kineto JSON is read whole and
-decoded field by field (:func:`zerocalc.traces.kineto.parse_bytes`). Decompressed size is
-capped; nothing is ever unpickled or written. Many large files, or one large plain NCCL log,
-are parsed in parallel worker processes.
+Accepts one path, many paths (one per rank) or a directory of one run (the files directly in
+it; subdirectories are other runs and are not read); plain or gzip; the format is detected per
+file unless given. A file named twice (also as ``x`` and ``./x``) is read once. Text formats
+are streamed; Kineto JSON is read whole and decoded field by field
+(:func:`zerocalc.traces.kineto.parse_bytes`). Decompressed size is capped; nothing is ever
+unpickled or written. Many large files, or one large plain NCCL log, are parsed in parallel
+worker processes.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ class TraceSet:
     table: pd.DataFrame
     skipped: SkipLog = field(default_factory=SkipLog)
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Paths inside a given directory that were not read, with why: subdirectories (other runs)
+    #: and files whose format could not be detected (or, with a forced format, held none of it).
+    skipped_files: dict[str, str] = field(default_factory=dict)
+    #: One line per thing the reader did that the caller should know of (a path given twice, a
+    #: skipped subdirectory or file), for display.
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> pd.DataFrame:
         """Per file, rank, step and op: number of calls and summed in/out elements and bytes."""
@@ -114,56 +122,137 @@ def _open(path: str, cap: int) -> BinaryIO:
 
 def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,
               max_bytes: int = MAX_BYTES) -> ParseResult:
-    """Parse one file (plain or gzip) into rows; see :func:`read_traces`."""
-    file = str(path)
+    """Parse one file (plain or gzip) into rows; see :func:`read_traces`.
+
+    With ``fmt`` forced, a file holding no record of that format raises
+    :class:`TraceFormatError` naming the format the file looks like.
+    """
+    result = _parse(str(path), strict, fmt, max_bytes, optional=False)
+    if isinstance(result, str):  # not reached: only optional files give a reason
+        raise TraceFormatError(str(path), None, result)
+    return result
+
+
+def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: bool) -> ParseResult | str:
+    """:func:`read_file`, or, when ``optional`` (a file found in a directory), the reason it was
+    not read where its format cannot be detected or a forced format finds nothing in it."""
     if fmt is not None and fmt not in FORMATS:
         raise UnknownNameError("trace format", fmt, FORMATS)
     if not os.path.isfile(file):
         raise TraceFormatError(file, None, "no such file")
     with _open(file, max_bytes) as stream:
         head = _guard(file, stream.peek, HEAD_BYTES)[:HEAD_BYTES]
-        kind = fmt or detect_format(head, file)
-        if kind in ("kineto", "nccl_tests_json"):
-            chunks = []  # 1 MiB reads: no growing buffer, no copy of the whole file at the end but one
-            while chunk := _guard(file, stream.read, 1 << 20):
-                chunks.append(chunk)
-            data = b"".join(chunks)
-            del chunks
-            if not data or data.isspace():
-                raise TraceFormatError(file, None, "empty file")
-            if kind == "kineto":  # decodes only the fields it reads (kineto.parse_bytes)
-                return kineto.parse_bytes(data, file, strict=strict)
-            return nccl_tests.parse_json_bytes(data, file, strict=strict)
-        text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
-        module = {"nccl_log": nccl_log, "nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
         try:
-            return module.parse(text, file, strict=strict)
-        finally:
-            text.detach()
+            kind = fmt or detect_format(head, file)
+        except TraceFormatError as exc:
+            if optional:
+                return exc.reason
+            raise
+        result = _parse_stream(stream, file, kind, strict)
+    if fmt is not None and not len(result):
+        reason = _no_records(fmt, head, file)
+        if optional:
+            return reason
+        raise TraceFormatError(file, None, reason)
+    return result
 
 
-def _expand(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+def _no_records(fmt: str, head: bytes, file: str) -> str:
+    """Why a forced format found nothing: and which format the file looks like, if any."""
+    try:
+        guess = detect_format(head, file)
+    except TraceFormatError as exc:
+        return f"no {fmt} records found; the file is not a trace of a known format ({exc.reason})"
+    if guess == fmt:
+        return f"no {fmt} records found"
+    return f"no {fmt} records found; is it a {guess} file?"
+
+
+def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool) -> ParseResult:
+    if kind in ("kineto", "nccl_tests_json"):
+        chunks = []  # 1 MiB reads: no growing buffer, no copy of the whole file at the end but one
+        while chunk := _guard(file, stream.read, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        del chunks
+        if not data or data.isspace():
+            raise TraceFormatError(file, None, "empty file")
+        if kind == "kineto":  # decodes only the fields it reads (kineto.parse_bytes)
+            return kineto.parse_bytes(data, file, strict=strict)
+        return nccl_tests.parse_json_bytes(data, file, strict=strict)
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
+    module = {"nccl_log": nccl_log, "nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
+    try:
+        return module.parse(text, file, strict=strict)
+    finally:
+        text.detach()
+
+
+#: Characters that make a path a glob pattern (which the shell, not zerocalc, expands).
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass
+class _Inputs:
+    """The files to read, in first-seen order; ``optional`` = found in a directory (skipped,
+    not fatal, when their format cannot be detected); what was left out and why."""
+
+    files: list[str] = field(default_factory=list)
+    optional: list[bool] = field(default_factory=list)
+    skipped_files: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _expand(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> _Inputs:
+    """The files named by ``paths``: a directory gives the files directly in it (its
+    subdirectories are other runs: listed in ``skipped_files``, not read); a file named twice,
+    also by another spelling or a link, is read once (by its real path)."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    files: list[str] = []
+    paths = list(paths)
+    out = _Inputs()
+    seen: dict[str, str] = {}  # real path -> the spelling read
+
+    def add(file: str, optional: bool) -> None:
+        real = os.path.realpath(file)
+        if real in seen:
+            out.notes.append(f"{file}: the same file as {seen[real]}, read once")
+            return
+        seen[real] = file
+        out.files.append(file)
+        out.optional.append(optional)
+
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            for q in sorted(p.rglob("*")):
-                if q.is_file() and not q.name.startswith(".") and q.suffix not in _SKIP_SUFFIXES:
-                    files.append(str(q))
+            subdirs = []
+            for q in sorted(p.iterdir()):
+                if q.name.startswith("."):
+                    continue
+                if q.is_dir():
+                    subdirs.append(str(q))
+                elif q.is_file() and q.suffix not in _SKIP_SUFFIXES:
+                    add(str(q), optional=True)
+            for d in subdirs:
+                out.skipped_files[d] = "a subdirectory (another run?), not read; pass it on its own"
+                out.notes.append(f"{d}: a subdirectory (another run?), not read; pass it on its own")
         elif p.exists():
-            files.append(str(p))
+            add(str(p), optional=False)
+        elif _GLOB_CHARS & set(str(p)):
+            raise TraceFormatError(str(p), None, "no such file or directory (globs are expanded by the "
+                                                 "shell; quote-free or pass the directory)")
         else:
             raise TraceFormatError(str(p), None, "no such file or directory")
-    if not files:
-        raise TraceFormatError(", ".join(str(p) for p in paths) or "<none>", None, "no trace files found")
-    return files
+    if not out.files:
+        where = ", ".join(str(p) for p in paths) or "<none>"
+        sub = f" (subdirectories not read: {', '.join(out.skipped_files)})" if out.skipped_files else ""
+        raise TraceFormatError(where, None, f"no trace files found{sub}")
+    return out
 
 
-def _read_one(args: tuple[str, bool, str | None, int]) -> ParseResult:
-    file, strict, fmt, cap = args
-    return read_file(file, strict=strict, fmt=fmt, max_bytes=cap)
+def _read_one(args: tuple[str, bool, str | None, int, bool]) -> ParseResult | str:
+    file, strict, fmt, cap, optional = args
+    return _parse(file, strict, fmt, cap, optional)
 
 
 class _Range(io.RawIOBase):
@@ -272,6 +361,11 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
                 fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None) -> TraceSet:
     """Read one file, many files or a directory into a :class:`TraceSet`.
 
+    A directory gives the files directly in it: its subdirectories are other runs, not read
+    (listed in ``TraceSet.skipped_files`` and ``notes``), and a file in it whose format cannot
+    be detected is skipped with a note; a file named explicitly that cannot be read raises.
+    A file named twice (by any spelling, or through a link) is read once. With ``fmt`` forced,
+    a named file holding no record of that format raises :class:`TraceFormatError`.
     ``strict`` raises :class:`TraceFormatError` (file, line, reason) at the first unusable
     line; the default skips it and reports it in ``TraceSet.skipped``. ``fmt`` forces one
     of :data:`zerocalc.traces.detect.FORMATS`. ``workers`` = 1 reads sequentially; ``None``
@@ -281,12 +375,17 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     same result as a sequential read.
     Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
-    files = _expand(paths)
+    inputs = _expand(paths)
+    files = inputs.files
+    results: list[ParseResult | str]
     if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
         result = _read_split(files[0], strict, workers or os.cpu_count() or 1)
         if result is not None:
-            return _assemble(files, [result])
-    jobs = [(f, strict, fmt, max_bytes) for f in files]
+            if fmt is not None and not len(result):
+                with open(files[0], "rb") as f:
+                    raise TraceFormatError(files[0], None, _no_records(fmt, f.read(HEAD_BYTES), files[0]))
+            return _assemble(inputs, [result])
+    jobs = [(f, strict, fmt, max_bytes, opt) for f, opt in zip(files, inputs.optional, strict=True)]
     if workers is None:
         total = sum(os.path.getsize(f) for f in files)
         workers = min(len(files), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
@@ -297,7 +396,7 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
             results = list(ex.map(_read_one, jobs))
     else:
         results = [_read_one(j) for j in jobs]
-    return _assemble(files, results)
+    return _assemble(inputs, results)
 
 
 def _frame(results: list[ParseResult]) -> pd.DataFrame:
@@ -319,10 +418,21 @@ def _frame(results: list[ParseResult]) -> pd.DataFrame:
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
-def _assemble(files: list[str], results: list[ParseResult]) -> TraceSet:
-
+def _assemble(inputs: _Inputs, all_results: list[ParseResult | str]) -> TraceSet:
     skipped = SkipLog()
     meta: dict[str, dict[str, Any]] = {}
+    skipped_files, notes = dict(inputs.skipped_files), list(inputs.notes)
+    files, results = [], []
+    for f, r in zip(inputs.files, all_results, strict=True):
+        if isinstance(r, str):  # a file in a directory that is not a trace (of the forced format)
+            skipped_files[f] = r
+            notes.append(f"{f}: skipped, {r}")
+            continue
+        files.append(f)
+        results.append(r)
+    if not files:
+        why = "; ".join(f"{os.path.basename(f)}: {r}" for f, r in skipped_files.items())
+        raise TraceFormatError(", ".join(inputs.files), None, f"no trace files found ({why})")
     for f, r in zip(files, results, strict=True):
         skipped.merge(r.skipped)
         meta[f] = dict(r.meta, rows=len(r), skipped=r.skipped.count)
@@ -338,4 +448,4 @@ def _assemble(files: list[str], results: list[ParseResult]) -> TraceSet:
     extra = [c for c in table.columns if c not in CANONICAL_COLUMNS]
     table = table[list(CANONICAL_COLUMNS) + extra]
     table = table.astype(CANONICAL_COLUMNS)
-    return TraceSet(table=table, skipped=skipped, meta=meta)
+    return TraceSet(table=table, skipped=skipped, meta=meta, skipped_files=skipped_files, notes=tuple(notes))
