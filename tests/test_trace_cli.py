@@ -3,6 +3,7 @@
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -72,3 +73,62 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     if before is not None:
         assert path.read_bytes() == before  # the input is never touched
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if kind == "missing" else ["trace.json.gz"])
+
+
+def test_same_file_twice_counts_once():
+    res = _run(TP_LOG, TP_LOG)
+    assert res.exit_code == 0, res.output
+    assert "total: all_gather 3, all_reduce 2, reduce_scatter 2" in res.stdout
+    assert "read once" in res.stderr
+
+
+def test_forced_format_without_records_is_exit_2():
+    resnet = DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"
+    res = _run(resnet, "--trace-format", "nccl_log")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.count("\n") == 1
+    assert str(resnet) in res.stderr and "no nccl_log records found; is it a kineto file?" in res.stderr
+
+
+def test_no_collective_at_all_is_exit_2(tmp_path):
+    # An NCCL log with setup lines but no COLL line (NCCL_DEBUG_SUBSYS without COLL).
+    log = tmp_path / "init-only.log"
+    log.write_text("host:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                   "host:1:1 [0] NCCL INFO cudaDriverVersion 12020\n")
+    res = _run(log)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.count("\n") == 1 and "no collective calls found" in res.stderr
+
+
+def test_directory_notes_subdirectories_and_non_traces(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    for r in (0, 1):
+        (d / f"rank{r}.json.gz").write_bytes((DATA / "kineto" / "dlrm-v100-8ranks" / f"rank{r}.json.gz")
+                                            .read_bytes())
+    (d / "notes.txt").write_text("batch 128\n")
+    (d / "rerun").mkdir()
+    res = _run(d, "--format", "csv")
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(io.StringIO(res.stdout))
+    # each DLRM rank: 3 all-reduces and 5 all-to-alls in its one step (see test above)
+    assert df.groupby("op")["calls"].sum().to_dict() == {"all_reduce": 6, "all_to_all": 10}
+    assert "notes.txt: skipped" in res.stderr and "rerun: a subdirectory" in res.stderr
+
+
+def test_unexpanded_glob_hint():
+    res = _run(DATA / "kineto" / "*.json.gz")
+    assert res.exit_code == 2 and "globs are expanded by the shell" in res.stderr
+
+
+def test_singular_wording(tmp_path):
+    # One COLL line of the torchtitan excerpt and one broken COLL line: "1 call", "1 unreadable line".
+    first = next(ln for ln in TP_LOG.read_text().splitlines() if " opCount " in ln and not ln.startswith("#"))
+    log = tmp_path / "one.log"
+    log.write_text(first + "\n" + first.split(" count ")[0] + " count four\n")
+    res = _run(log)
+    assert res.exit_code == 0, res.output
+    assert f"{log}: nccl_log, 1 call, world size 2" in res.stdout
+    # AllGather count 2097152, datatype 7 = fp32: 2097152 × 4 B = 8.39 MB
+    assert re.search(r"all_gather +1 call +in 8\.39 MB", res.stdout) and " calls" not in res.stdout
+    assert "skipped 1 unreadable line, e.g." in res.stderr
