@@ -350,3 +350,11 @@ def test_model_equivalence_at_one_rank_agrees_with_the_simulation(name):
 def test_empty_scheme_list_is_refused():
     with pytest.raises(ConfigError, match="--schemes"):
         run_feasibility(FeasibilityConfig(n=2, steps=1), [])
+
+
+def test_steps_zero_compares_nothing():
+    # After 0 steps every scheme still holds θ0, so "equivalent" would be trivially true: it is
+    # unknown (None), for every scheme and every condition of the colocated scheme.
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp", "colocated", "zeropp"])
+    assert [rec["equivalent"] for rec in res.records()] == [None, None, None]
+    assert [c["equivalent"] for c in res.conditions] == [None, None, None, None]

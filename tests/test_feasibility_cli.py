@@ -91,3 +91,14 @@ def test_empty_schemes_option_is_exit_2(value):
     r = _run("--schemes", value, "--steps", "1")
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.strip().startswith("error: --schemes: no scheme given")
+
+
+def test_zero_steps_equivalence_is_null_and_na():
+    doc = json.loads(_run("--steps", "0", "--format", "json").output)
+    assert {rec["equivalent"] for rec in doc["schemes"]} == {None}
+    assert {c["equivalent"] for c in doc["conditions"]} == {None}
+    text = _run("--steps", "0", "--schemes", "dp,colocated").output
+    rows = [ln for ln in text.splitlines() if ln.startswith(("dp ", "colocated ")) and "0.00e+00" in ln]
+    assert len(rows) == 2 and all(ln.rstrip().endswith("n/a") for ln in rows)
+    conds = text.split("colocated scheme, conditions:")[1].split("\n\n")[0].strip().splitlines()
+    assert len(conds) == 4 and all("n/a" in ln and "exact" not in ln for ln in conds if "divergence" not in ln)

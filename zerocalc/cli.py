@@ -252,6 +252,11 @@ def derive_command(
 # ---------------------------------------------------------------------------
 
 
+def _yes_no_na(flag: bool | None) -> str:
+    """``yes``/``no``, or ``n/a`` where nothing was compared (``None``)."""
+    return "n/a" if flag is None else ("yes" if flag else "no")
+
+
 def _feasibility_table(result) -> str:
     """The text report of :func:`zerocalc.feasibility.run_feasibility`."""
     import textwrap
@@ -276,12 +281,12 @@ def _feasibility_table(result) -> str:
         lines.append(f"{r['scheme']:<24}{num(r['bytes_per_rank_simulated']):>16}"
                      f"{num(r['bytes_per_rank_model']):>12}{match:>7}"
                      f"{num(r['gradient_bytes_per_rank_simulated']):>10}{r['max_abs_diff']:>14.2e}"
-                     f"{r['max_rel_diff']:>14.2e}  {'yes' if r['equivalent'] else 'no'}")
+                     f"{r['max_rel_diff']:>14.2e}  {_yes_no_na(r['equivalent'])}")
     lines += ["", f"lower bound for the gradient reduction of an exact scheme: (N-1)/N·Ψ·b = "
                   f"{float(result.lower_bound_bytes_per_rank):g} B per rank per step "
                   "(Patarasuk & Yuan, JPDC 2009; ZeRO §2.1)", "", "colocated scheme, conditions:"]
     for cond in result.conditions:
-        exact = "exact" if cond["equivalent"] else "not exact"
+        exact = {None: "n/a (no step compared)", True: "exact", False: "not exact"}[cond["equivalent"]]
         lines.append(f"  {cond['condition']:<50} N = {cond['n']:<3} vs {cond['compared_with']:<26}"
                      f" max rel diff {cond['max_rel_diff']:.2e}  {exact}")
     div = result.divergence

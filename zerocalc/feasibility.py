@@ -858,9 +858,9 @@ class SchemeRun:
     diff_by_step: tuple[float, ...] = ()
 
     @property
-    def equivalent(self) -> bool:
-        """Within :data:`REL_TOL` of the reference (trivially true after 0 steps)."""
-        return self.max_rel_diff <= REL_TOL
+    def equivalent(self) -> bool | None:
+        """Within :data:`REL_TOL` of the reference; ``None`` after 0 steps, when nothing was compared."""
+        return None if self.steps == 0 else self.max_rel_diff <= REL_TOL
 
 
 def _check_scheme(name: str) -> str:
@@ -1219,7 +1219,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         return {"condition": label, "n": c.n, "shared_micro_batch": c.shared_micro_batch, "steps": c.steps,
                 "compared_with": ("shard-wise local training" if "shard" in label
                                   else "data-parallel reference"),
-                "max_abs_diff": a, "max_rel_diff": r, "equivalent": r <= REL_TOL}
+                "max_abs_diff": a, "max_rel_diff": r,
+                "equivalent": None if c.steps == 0 else r <= REL_TOL}
 
     conditions = (
         cond("N = 1", replace(cfg, n=1, gpus_per_node=None)),
