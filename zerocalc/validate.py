@@ -378,6 +378,8 @@ class Measurement:
     #: (op, calls, full elements, bytes) per rank and step, in first-appearance order
     pattern: tuple[tuple[str, float, float, float], ...]
     order_variants: int
+    #: how ranks were identified when the trace records none ("" when it records them)
+    ranks_how: str = ""
 
     @property
     def bytes_per_rank_per_step(self) -> float:
@@ -407,37 +409,113 @@ def _world_sizes(meta: dict | None) -> dict[str, int]:
     return out
 
 
+def _plural(k: float, word: str, words: str | None = None) -> str:
+    """``1 call``, ``2 calls``, ``1.5 calls`` (``words``: an irregular plural)."""
+    return f"{k:g} {word}" if k == 1 else f"{k:g} {words or word + 's'}"
+
+
+def _per_op_and_size(func, op: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``func(op, p)`` for every row, computed once per distinct (op, p) pair."""
+    if len(op) == 0:
+        return np.zeros(0)
+    pairs = pd.DataFrame({"o": np.asarray(op, dtype=object), "p": np.asarray(p, dtype=float)})
+    code = pairs.groupby(["o", "p"], sort=False, dropna=False).ngroup().to_numpy()
+    uniq = pairs.drop_duplicates()
+    vals = np.array([func(o, q) for o, q in zip(uniq["o"], uniq["p"], strict=True)], dtype=float)
+    return vals[code]
+
+
+#: Columns that tell one process apart from another when a trace records no rank (NCCL debug lines
+#: start ``host:pid:tid``; NCCL's own ``misc/debug.cc``).
+PROCESS_COLUMNS: tuple[str, ...] = ("file", "host", "pid")
+
+
+def _ranks_by_process(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Rows without a rank get one per process (file, and host and pid where the table has them).
+
+    NCCL debug logs without ``Init COMPLETE`` lines (``NCCL_DEBUG_SUBSYS=COLL``) record no rank, and
+    one file often holds the lines of every process: merged, they would count as one rank sending
+    the traffic of all. Returns the table and a sentence saying how the ranks were told apart
+    ("" when every row has a rank). Known ranks keep their numbers; processes are numbered after them.
+    """
+    na = df["rank"].isna().to_numpy()
+    if not na.any():
+        return df.assign(rank=df["rank"].astype(int)), ""
+    cols = [c for c in PROCESS_COLUMNS if c in df.columns and df.loc[na, c].notna().any()]
+    key = df.loc[na, cols].astype(str)
+    proc = key.groupby(cols, sort=False).ngroup().to_numpy()
+    known = df.loc[~na, "rank"]
+    base = int(known.max()) + 1 if len(known) else 0
+    rank = df["rank"].astype("Int64").to_numpy(dtype=object, na_value=None)
+    rank[na] = base + proc
+    df = df.assign(rank=np.asarray(rank, dtype=np.int64))
+    k = int(proc.max()) + 1
+    first, last = base, base + k - 1
+    span = f"rank {first}" if k == 1 else f"ranks {first}–{last}"
+    return df, (f"the trace records no rank for {_plural(k, 'process', 'processes')}: told apart by process "
+                f"({' + '.join(cols)}) and numbered {span} in order of appearance")
+
+
 def _order_calls(df: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in ("rank", "start_s", "source_line") if c in df.columns]
     return df.sort_values(keys, kind="stable", na_position="last")
 
 
-def _repeating_suffix(sig: list, want: int | None) -> tuple[int, int]:
-    """(period, repetitions) of the longest run of equal blocks ending the sequence.
+def _z_function(codes: Sequence[int]) -> np.ndarray:
+    """``z[i]`` = length of the longest common prefix of ``codes`` and ``codes[i:]`` (``z[0] = len``).
 
-    With ``want`` (``--steps K``): the smallest period repeated exactly K times at the end,
-    else the smallest repeated at least K times; (0, 0) when there is none.
+    The linear-time Z-algorithm (Gusfield 1997, §1.4).
+    """
+    m = len(codes)
+    z = [0] * m
+    if m:
+        z[0] = m
+    lo = hi = 0
+    for i in range(1, m):
+        k = min(hi - i, z[i - lo]) if i < hi else 0
+        while i + k < m and codes[k] == codes[i + k]:
+            k += 1
+        z[i] = k
+        if i + k > hi:
+            lo, hi = i, i + k
+    return np.asarray(z, dtype=np.int64)
+
+
+def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -> tuple[int, int]:
+    """(period, repetitions) of equal blocks ending the sequence.
+
+    Without ``want``: the run of at least two equal blocks that covers the most calls (ties: the
+    shorter period), considering only periods ≥ ``min_period`` (the caller's way of refusing a block
+    made only of scalar collectives). With ``want`` (``--steps K``): the *longest* block repeated
+    at least K times at the end, so that K = 1 takes the whole sequence as one step; (0, 0) when
+    there is none.
+
+    Linear in the length: reversed, the sequence ends in ``r`` repetitions of period ``p`` exactly
+    when its Z-function at ``p`` is at least ``(r - 1)·p``.
     """
     m = len(sig)
-    best = (0, 0)
-    exact = None
-    at_least = None
-    for p in range(1, m // 2 + 1 if want is None else m // max(want, 1) + 1):
-        block = sig[m - p:]
-        reps = 1
-        while (reps + 1) * p <= m and sig[m - (reps + 1) * p: m - reps * p] == block:
-            reps += 1
-        if want is None:
-            if reps >= 2 and p * reps > best[0] * best[1]:
-                best = (p, reps)
-        else:
-            if reps == want and exact is None:
-                exact = (p, reps)
-            if reps >= want and at_least is None:
-                at_least = (p, want)
+    if m == 0:
+        return (0, 0)
+    if isinstance(sig, np.ndarray):
+        codes = sig[::-1].tolist()
+    else:
+        index: dict = {}
+        codes = [index.setdefault(x, len(index)) for x in reversed(list(sig))]
+    z = _z_function(codes)
+    periods = np.arange(1, m + 1)
+    reps = 1 + np.minimum(np.append(z[1:], 0), m - periods) // periods
     if want is None:
-        return best
-    return exact or at_least or (0, 0)
+        ok = (reps >= 2) & (periods >= min_period)
+        if not ok.any():
+            return (0, 0)
+        cover = np.where(ok, periods * reps, 0)
+        i = int(np.argmax(cover))  # first maximum: the shortest period among ties
+        return int(periods[i]), int(reps[i])
+    ok = np.flatnonzero(reps >= max(want, 1))
+    if not len(ok):
+        return (0, 0)
+    i = int(ok[-1])
+    return int(periods[i]), int(want)
 
 
 def measure(
@@ -489,8 +567,10 @@ def measure(
                 f"rank {r} appears in {len(f)} files ({', '.join(f)}): these are several runs; "
                 "check one at a time"
             )
-    df = _order_calls(df.reset_index(drop=True)).reset_index(drop=True)
-    df["rank"] = df["rank"].fillna(0).astype(int)
+    df, ranks_how = _ranks_by_process(df.reset_index(drop=True))
+    if ranks_how:
+        notes.append(ranks_how)
+    df = _order_calls(df).reset_index(drop=True)
     op = df["op"].astype(str).to_numpy()
 
     # --- N: option or the trace's data-parallel group size --------------------------------
@@ -561,8 +641,8 @@ def measure(
         notes.append(f"{int(nosize.sum())} call(s) record no size: counted as 0 bytes")
     full = np.nan_to_num(full)
     eb = np.nan_to_num(eb)
-    ring = np.array([ring_bytes_factor(o, p) if o in OP_NAMES else 0.0
-                     for o, p in zip(op, np.nan_to_num(gs, nan=1.0), strict=True)])
+    ring = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
+                            op, np.nan_to_num(gs, nan=1.0))
     sent = ring * full * eb
 
     # --- steps ---------------------------------------------------------------------------
@@ -577,31 +657,39 @@ def measure(
     else:
         periods = {}
         rank_arr = df["rank"].to_numpy()
-        sig = [(o, a, b, p) for o, a, b, p in zip(op, np.nan_to_num(in_e), np.nan_to_num(out_e), gs,
-                                                  strict=True)]
-        for r in ranks:
-            idx = np.flatnonzero(rank_arr == r)
-            seq = [sig[i] for i in idx]
-            per, reps = _repeating_suffix(seq, steps)
+        # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
+        sig = (pd.DataFrame({"o": op, "i": np.nan_to_num(in_e), "u": np.nan_to_num(out_e), "p": gs})
+               .groupby(["o", "i", "u", "p"], sort=False, dropna=False).ngroup().to_numpy())
+        carries = np.isin(op, list(_OP_VERBS)) & (np.nan_to_num(full) > SCALAR_MAX_ELEMENTS)
+        bounds = np.flatnonzero(np.diff(rank_arr)) + 1  # df is sorted by rank
+        for idx in np.split(np.arange(len(df)), bounds):
+            r = int(rank_arr[idx[0]])
+            data_at = np.flatnonzero(carries[idx])
+            # a step must hold at least one collective that carries data: the last p calls do
+            # exactly when p reaches back to the last such call
+            min_period = len(idx) - int(data_at[-1]) if len(data_at) else len(idx) + 1
+            per, reps = _repeating_suffix(sig[idx], steps, min_period=min_period)
             if per == 0:
                 if steps is not None:
                     raise TraceMismatchError(
                         f"--steps {steps}: the calls of rank {r} do not end in {steps} repetitions "
                         "of one pattern"
                     )
-                per, reps = len(seq), 1
-            start = len(seq) - per * reps
+                per, reps = len(idx), 1
+            start = len(idx) - per * reps
             step_id[idx[start:]] = np.arange(per * reps) // per
             periods[r] = (per, reps, start)
         pers = sorted({v[:2] for v in periods.values()})
         per, reps = pers[0]
         lead = max(v[2] for v in periods.values())
-        if reps == 1:
+        if steps is not None:
+            steps_how = ("1 step from --steps 1: each rank's whole trace is one step" if steps == 1 else
+                         f"{reps} step(s) from --steps (the longest run of {reps} equal blocks ending each "
+                         f"rank's calls: {_plural(per, 'call')} per step)")
+        elif reps == 1:
             steps_how = "no step markers and no repeating pattern: the whole trace is taken as one step"
-        elif steps is not None:
-            steps_how = f"{reps} step(s) from --steps (each the last {reps} repetitions of {per} calls)"
         else:
-            steps_how = (f"{reps} step(s) from a repeating pattern of {per} calls per step "
+            steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
                          "(the trace has no step markers)")
         if lead:
             steps_how += f"; {lead} call(s) before the first repetition count as one-off"
@@ -617,15 +705,13 @@ def measure(
     cat[(cat == "step") & (step_id < 0)] = "one_off"
     rank_arr = df["rank"].to_numpy()
     if n_steps > 1:
-        sigs = list(zip(rank_arr, op, full, gs, strict=True))
-        present: dict = {}
-        for i, s in enumerate(sigs):
-            if cat[i] == "step":
-                present.setdefault(s, set()).add(step_id[i])
-        steps_of_rank = {r: set(step_id[(rank_arr == r) & (step_id >= 0)].tolist()) for r in ranks}
-        for i, s in enumerate(sigs):
-            if cat[i] == "step" and present[s] != steps_of_rank[s[0]]:
-                cat[i] = "one_off"
+        # a call signature (rank, op, size, group) that some of its rank's steps lack is not steady state
+        st = np.flatnonzero(cat == "step")
+        keyed = pd.DataFrame({"r": rank_arr[st], "o": op[st], "f": full[st], "g": gs[st], "s": step_id[st]})
+        in_steps = keyed.groupby(["r", "o", "f", "g"], sort=False, dropna=False)["s"].transform("nunique")
+        has = step_id >= 0
+        steps_of_rank = pd.Series(step_id[has]).groupby(rank_arr[has]).nunique()
+        cat[st[in_steps.to_numpy() != steps_of_rank.reindex(rank_arr[st]).to_numpy()]] = "one_off"
     # Ψ as the trace sees it: the element total of one step's gradient collective(s).
     grad = ((cat == "step") & np.isin(op, ["all_reduce", "reduce_scatter", "reduce"])
             & (full > SCALAR_MAX_ELEMENTS))
@@ -665,13 +751,17 @@ def measure(
                     if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
 
     # --- element bytes on the wire: the step traffic's dominant type ----------------------
+    # the gradient collectives' dominant type (bytes sent), else the whole step's: a rank that runs
+    # something else (a desynchronised all-gather of bytes) does not set the wire type of the gradients
     stepmask = cat == "step"
+    gradmask = (stepmask & np.isin(op, ["all_reduce", "reduce_scatter", "reduce"])
+                & (full > SCALAR_MAX_ELEMENTS))
+    basis = gradmask if gradmask.any() else stepmask
     dt = df["dtype"].astype("string").fillna("?").to_numpy()
-    w = Counter()
-    for i in np.flatnonzero(stepmask):
-        w[(dt[i], eb[i])] += sent[i]
-    if w:
-        (comm_dtype, comm_eb), _ = w.most_common(1)[0]
+    w = (pd.DataFrame({"dt": dt[basis], "eb": eb[basis], "b": sent[basis]})
+         .groupby(["dt", "eb"], sort=False)["b"].sum())
+    if len(w):
+        comm_dtype, comm_eb = w.idxmax()
     else:
         comm_dtype, comm_eb = (dtype or "fp32"), float(DTYPE_BYTES[dtype or "fp32"])
         notes.append(f"no step traffic: the model is evaluated with {comm_dtype} on the wire")
@@ -688,13 +778,11 @@ def measure(
     dur = _num(df["duration_s"]) if "duration_s" in df.columns else np.full(len(df), np.nan)
     calls["duration_used_s"] = dur
     calls["group_size_used"] = gs
-    per_step = (
-        calls.assign(one=1)
-        .groupby(["rank", "step_id", "category"], sort=True)
-        .agg(calls=("one", "sum"), bytes_sent=("bytes_sent", "sum"),
-             duration_s=("duration_used_s", lambda s: s.sum(min_count=1)))
-        .reset_index()
-    )
+    grouped = calls.groupby(["rank", "step_id", "category"], sort=True)
+    per_step = pd.DataFrame({
+        "calls": grouped.size(), "bytes_sent": grouped["bytes_sent"].sum(),
+        "duration_s": grouped["duration_used_s"].sum(min_count=1),
+    }).reset_index()
     n_rank_steps = len(ranks) * n_steps
     rows = []
     for c, desc in CATEGORIES.items():
@@ -728,26 +816,41 @@ def measure(
         calls=calls, psi=int(psi), psi_how=psi_how, psi_trace=psi_trace, n=int(n), n_how=n_how,
         steps=n_steps, steps_how=steps_how, ranks=ranks, comm_elem_bytes=float(comm_eb),
         comm_dtype=str(comm_dtype), notes=tuple(notes), per_step=per_step, categories=categories,
-        pattern=pattern, order_variants=variants,
+        pattern=pattern, order_variants=variants, ranks_how=ranks_how,
     )
 
 
 def _measured_pattern(step_calls: pd.DataFrame, n_rank_steps: int):
-    """Per-step ops in first-appearance order, each with mean calls, full elements and bytes."""
+    """Per-step ops in first-appearance order, each with mean calls, full elements and bytes.
+
+    The order is the most common one over (rank, step) (ties: the one seen first); each
+    (rank, step)'s order is encoded as one integer (op codes as base-``k+1`` digits), so no
+    Python loop runs over the groups.
+    """
     if step_calls.empty:
         return (), 0
-    orders = Counter()
-    for _, g in step_calls.groupby(["rank", "step_id"], sort=False):
-        orders[tuple(dict.fromkeys(g["op"].astype(str)))] += 1
-    order = orders.most_common(1)[0][0]
-    agg = step_calls.groupby(step_calls["op"].astype(str)).agg(
+    ops = step_calls["op"].astype(str).to_numpy()
+    code, names = pd.factorize(ops)
+    first = pd.DataFrame({"r": step_calls["rank"].to_numpy(), "s": step_calls["step_id"].to_numpy(),
+                          "c": code}).drop_duplicates()
+    base = len(names) + 1
+    pos = first.groupby(["r", "s"], sort=False).cumcount().to_numpy()
+    first = first.assign(d=(first["c"].to_numpy() + 1) * base ** pos.astype(np.int64))
+    keys = first.groupby(["r", "s"], sort=False)["d"].sum()
+    counts = keys.groupby(keys.to_numpy(), sort=False).size()
+    key = int(counts.idxmax())
+    order = []
+    while key:
+        key, digit = divmod(key, base)
+        order.append(str(names[digit - 1]))
+    agg = step_calls.groupby(ops).agg(
         calls=("op", "size"), elems=("full_elements", "sum"), bytes=("bytes_sent", "sum"))
     pattern = tuple(
         (o, float(agg.at[o, "calls"]) / n_rank_steps, float(agg.at[o, "elems"]) / n_rank_steps,
          float(agg.at[o, "bytes"]) / n_rank_steps)
         for o in order
     )
-    return pattern, len(orders)
+    return pattern, len(counts)
 
 
 # ---------------------------------------------------------------------------

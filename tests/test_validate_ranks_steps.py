@@ -1,0 +1,146 @@
+"""validate: ranks told apart by process when a trace records none, ``--steps K``, and the
+step detector (a repeating pattern must carry data).
+
+Expected values are worked out by hand from the NCCL lines written here or in tests/data/traces,
+with the arithmetic next to each assertion.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from zerocalc.traces import read_traces
+from zerocalc.validate import _repeating_suffix, check, measure
+
+DATA = Path(__file__).parent / "data" / "traces"
+NCCL = DATA / "nccl-debug"
+GLOO_PSI = 377_856  # 256·512+512 + 512·384+384 + 384·128+128 (tests/test_validate.py)
+
+# A real line of tests/data/traces/nccl-debug/ddp-allreduce-128ranks-L4-ray.txt (Ray prefix removed),
+# with host, pid, opCount, count, datatype and nranks as fields. NCCL's datatype 6 is ncclFloat16.
+LINE = ("{host}:{pid}:{tid} [{dev}] NCCL INFO AllReduce: opCount {op:x} sendbuff 0x78d056200000 "
+        "recvbuff 0x78d056200000 count {count} datatype 6 op 0 root 0 comm 0x78cfda04{dev:04x} "
+        "[nranks=4] stream 0x78d07125e5e0")
+
+
+def _synthetic_log(path: Path) -> Path:
+    """4 processes on 2 hosts, 3 steps of two fp16 gradient buckets (3,000,000 then 2,000,000
+    elements), no ``Init COMPLETE`` lines (NCCL_DEBUG_SUBSYS=COLL): the trace records no rank."""
+    procs = [("node0", 1000, 0), ("node0", 1001, 1), ("node1", 2000, 0), ("node1", 2001, 1)]
+    lines = []
+    for step in range(3):
+        for b, count in enumerate((3_000_000, 2_000_000)):
+            for host, pid, dev in procs:
+                lines.append(LINE.format(host=host, pid=pid, tid=pid + 7, dev=dev, op=2 * step + b,
+                                         count=count))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_ranks_without_rank_records_are_told_apart_by_process(tmp_path):
+    ts = read_traces(_synthetic_log(tmp_path / "coll.txt"))
+    assert ts.table["rank"].isna().all()  # the premise: no Init lines, no rank
+    m = measure(ts.table, meta=ts.meta)
+    # 4 processes (host:pid node0:1000, node0:1001, node1:2000, node1:2001)
+    assert len(m.ranks) == 4 and m.n == 4 and m.steps == 3
+    # Ψ = one step's gradient elements of ONE rank: 3,000,000 + 2,000,000
+    assert m.psi == 5_000_000
+    # ring all-reduce on 4 ranks: 2·3/4 · 5,000,000 · 2 B (fp16) = 15,000,000 B per rank per step
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * 3 / 4 * 5_000_000 * 2)
+    assert m.comm_dtype == "fp16"
+    assert "told apart by process" in m.ranks_how and "host" in m.ranks_how and "pid" in m.ranks_how
+    assert m.ranks_how in m.notes
+    # the true Ψ is accepted, not called a contradiction
+    assert measure(ts.table, psi=5_000_000, meta=ts.meta).psi == 5_000_000
+    assert check(ts.table, meta=ts.meta).matches[0] == "dp"
+
+
+def test_ray_log_holds_three_processes():
+    # pids 615, 22754 and 619 (the "host:pid:tid" prefixes of the four lines)
+    ts = read_traces(NCCL / "ddp-allreduce-128ranks-L4-ray.txt")
+    m = measure(ts.table, meta=ts.meta)
+    assert len(m.ranks) == 3 and m.n == 128
+
+
+def test_rccl_desync_wire_type_comes_from_the_gradient_all_reduces():
+    # pid 45006 all-reduces fp32 (datatype 7) buckets of 9,984,512 and 8,149,504 elements; pid 45012
+    # is stuck in an int8 all-gather (datatype 0). The wire type of the gradients is fp32.
+    ts = read_traces(NCCL / "rccl-4ranks-allreduce-allgather.txt")
+    m = measure(ts.table, meta=ts.meta)
+    assert len(m.ranks) == 2
+    assert m.comm_dtype == "fp32" and m.comm_elem_bytes == 4
+    assert m.psi == 9_984_512 + 8_149_504
+
+
+def test_known_ranks_are_kept():
+    # ResNet's trace records rank 0: no process numbering, no note
+    ts = read_traces(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz")
+    m = measure(ts.table, meta=ts.meta)
+    assert m.ranks == (0,) and m.ranks_how == ""
+
+
+def test_steps_1_is_the_whole_trace():
+    # gloo ZeRO-3 without step markers: per rank, 6 init broadcasts and 3 steps of all-gather +
+    # reduce-scatter (Ψ each) + a scalar all-reduce. As ONE step, the gradient reduce-scatters of
+    # the step total 3Ψ.
+    ts = read_traces(sorted((DATA / "deepspeed-gloo-zero3-n4" / "no-step-markers").glob("rank*.json.gz")))
+    m = measure(ts.table, steps=1, meta=ts.meta)
+    assert m.steps == 1 and "--steps 1" in m.steps_how
+    assert m.psi == 3 * GLOO_PSI
+    assert (m.calls["step_id"] == 0).all()  # nothing left out as "before the first step"
+
+
+def test_scalar_all_reduces_are_not_a_step():
+    # Rank 0 (pid 191369) ends in two scalar all-reduces (count 1): a "pattern" of scalars only.
+    # The step is then the whole trace, and Ψ comes from the reduce-scatter: count 2097152 is the
+    # recvcount, so the full vector is 2 · 2,097,152 = 4,194,304 elements.
+    ts = read_traces(NCCL / "tp-allgather-reducescatter-2ranks.txt")
+    m = measure(ts.table, meta=ts.meta)
+    assert m.steps == 1 and m.psi == 4_194_304
+
+
+def _brute_force(seq, want, min_period=1):
+    """The definition, checked block by block (quadratic)."""
+    m = len(seq)
+
+    def reps(p):
+        r = 1
+        while (r + 1) * p <= m and seq[m - (r + 1) * p: m - r * p] == seq[m - p:]:
+            r += 1
+        return r
+
+    if want is None:
+        best = (0, 0)
+        for p in range(max(min_period, 1), m // 2 + 1):
+            r = reps(p)
+            if r >= 2 and p * r > best[0] * best[1]:
+                best = (p, r)
+        return best
+    ok = [p for p in range(1, m + 1) if reps(p) >= want]
+    return (ok[-1], want) if ok else (0, 0)
+
+
+def test_repeating_suffix_by_hand():
+    assert _repeating_suffix(list("xxabcabcabc"), None) == (3, 3)
+    assert _repeating_suffix(list("xxabcabcabc"), 3) == (3, 3)
+    assert _repeating_suffix(list("xxabcabcabc"), 1) == (11, 1)  # K = 1: everything
+    assert _repeating_suffix(list("xxabcabcabc"), 4) == (0, 0)
+    assert _repeating_suffix(list("abababab"), 2) == (4, 2)  # the longest block seen twice
+    # "xyss": the only repetition is the scalar pair; refused when a step must reach back to y
+    assert _repeating_suffix(list("xyss"), None) == (1, 2)
+    assert _repeating_suffix(list("xyss"), None, min_period=3) == (0, 0)
+
+
+def test_repeating_suffix_agrees_with_the_definition():
+    rng = random.Random(7)
+    for _ in range(400):
+        unit = [rng.choice("abc") for _ in range(rng.randint(1, 4))]
+        seq = [rng.choice("abcd") for _ in range(rng.randint(0, 5))] + unit * rng.randint(1, 5)
+        for want in (None, 1, 2, 3):
+            for mp in (1, 2, 4):
+                if want is not None and mp != 1:
+                    continue
+                assert _repeating_suffix(seq, want, min_period=mp) == _brute_force(seq, want, mp), (seq, want)
