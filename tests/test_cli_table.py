@@ -54,6 +54,10 @@ def test_csv_reads_back():
 def test_markdown():
     r = run("table", "--format", "markdown", "--schemes", "dp,zeropp")
     lines = r.stdout.strip().splitlines()
+    # a paragraph line (Ψ, N, topology) and a blank line, then the table, still parseable
+    caption, blank, lines = lines[0], lines[1], lines[2:]
+    assert caption.startswith("Psi = 7.5e+09 parameters, N = 64 (8 node(s) × 8), dgx-a100, fp16")
+    assert blank == "" and "|" not in caption
     assert lines[0].startswith("| scheme |") and set(lines[1]) <= set("|-")
     assert len(lines) == 4 and all(line.count("|") == lines[0].count("|") for line in lines)
 
@@ -61,6 +65,9 @@ def test_markdown():
 def test_latex_is_a_tabular():
     r = run("table", "--format", "latex")
     text = r.stdout.strip()
+    # the Ψ/N/topology line is a LaTeX comment, so the tabular below compiles as before
+    comment, text = text.split("\n", 1)
+    assert comment.startswith("% Psi = 7.5e+09 parameters, N = 64 (8 node(s) × 8), dgx-a100")
     assert text.startswith(r"\begin{tabular}{l") and text.endswith(r"\end{tabular}")
     spec = text.splitlines()[0].removeprefix(r"\begin{tabular}{").removesuffix("}")
     assert set(spec) == {"l", "r"}
@@ -149,3 +156,24 @@ def test_table_at_one_rank_marks_colocated_equivalent():
     # N = 1: no cross-rank sum to skip (colocated exact); zeropp still quantises
     assert {d["scheme"]: d["equivalent_to_dp"] for d in json.loads(r.stdout)} == {
         "colocated": True, "zeropp": False}
+
+
+def test_text_table_notes_on_tree_and_zeropp():
+    out = run("table", "--schemes", "dp,zeropp").stdout.splitlines()
+    notes = [ln for ln in out if ln.startswith("note: ")]
+    assert any("binomial tree" in ln and "Thakur, Rabenseifner & Gropp" in ln
+               and "not NCCL's pipelined double binary tree" in ln for ln in notes)
+    assert any("zeropp" in ln and "int8" in ln and "int4" in ln and "--dtype" in ln for ln in notes)
+    # no zeropp row, no zeropp note
+    assert not [ln for ln in run("table", "--schemes", "dp").stdout.splitlines() if "zeropp" in ln]
+
+
+def test_version():
+    from zerocalc import __version__
+
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.stdout == f"zerocalc {__version__}\n"
+    # the version the package metadata carries (pyproject.toml)
+    from importlib.metadata import version
+
+    assert __version__ == version("zerocalc")

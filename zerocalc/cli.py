@@ -75,6 +75,22 @@ trace_app = typer.Typer(
 app.add_typer(trace_app, name="trace")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from zerocalc import __version__
+
+        typer.echo(f"zerocalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print 'zerocalc <version>' and exit.")] = False,
+) -> None:
+    """What a sharding scheme costs on the wire, in time and in memory; and what your traces say."""
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
@@ -150,8 +166,33 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def render_table(df, fmt: TableFormat) -> str:
-    """The evaluated DataFrame as text in one of the table formats."""
+#: Printed under the text table (and in the report's caption): what the columns do not say.
+TABLE_NOTES = (
+    "t tree is the textbook binomial tree without pipelining (Thakur, Rabenseifner & Gropp, IJHPCA "
+    "2005), not NCCL's pipelined double binary tree",
+    "zeropp's quantised phases (qwZ int8 weights, qgZ int4 gradients) keep their width whatever "
+    "--dtype says, and its memory includes hpZ's secondary parameter copy (Psi/G)",
+)
+
+
+def table_caption(df, psi: int, topology_name: str, dtype: str, k: float) -> str:
+    """The one line that says what the table is for: Ψ, N, nodes, topology, dtype, K."""
+    from zerocalc.units import format_bytes
+
+    g = int(df["gpus_per_node"].iloc[0])
+    n = int(df["n"].iloc[0])
+    return (f"Psi = {psi:.4g} parameters, N = {n} ({int(df['nodes'].iloc[0])} node(s) × {g}), "
+            f"{topology_name}, {dtype} on the wire, K = {k:g}; model states only "
+            f"(GB = 1e9 B; {format_bytes(psi * df['comm_bytes_per_element'].iloc[0])} = Psi*b)")
+
+
+def render_table(df, fmt: TableFormat, caption: str | None = None) -> str:
+    """The evaluated DataFrame as text in one of the table formats.
+
+    ``caption`` (Ψ, N, topology…) goes where the format can carry it and stay parseable: a
+    paragraph line before a markdown table, a ``%`` comment line before a LaTeX tabular, the
+    first line of the text table; CSV and JSON stay pure data.
+    """
     if fmt is TableFormat.csv:
         return df.to_csv(index=False)
     if fmt is TableFormat.json:
@@ -160,11 +201,13 @@ def render_table(df, fmt: TableFormat) -> str:
         return json.dumps(df.to_dict(orient="records"), indent=2) + "\n"
     header, rows = _display_rows(df)
     if fmt is TableFormat.markdown:
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines = [caption.replace("*", r"\*"), ""] if caption else []
+        lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     if fmt is TableFormat.latex:
-        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\hline",
+        lines = ["% " + caption] if caption else []
+        lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\hline",
                  " & ".join(_latex_escape(h) for h in header) + r" \\", r"\hline"]
         lines += [" & ".join(_latex_escape(c) for c in r) + r" \\" for r in rows]
         lines += [r"\hline", r"\end{tabular}"]
@@ -172,7 +215,10 @@ def render_table(df, fmt: TableFormat) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     fmt_row = lambda cells: "  ".join(  # noqa: E731
         c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
-    lines = [fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
+    lines = [caption] if caption else []
+    lines += [fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
+    notes = [t for t in TABLE_NOTES if not t.startswith("zeropp") or "zeropp" in set(df["scheme"])]
+    lines += [f"note: {t}" for t in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -199,19 +245,14 @@ def table_command(
 ) -> None:
     """Per-rank bytes sent per step, α-β time per algorithm and memory per GPU of each scheme."""
     from zerocalc.evaluate import evaluate
-    from zerocalc.units import format_bytes, parse_count
+    from zerocalc.units import parse_count
 
     psi_count = parse_count(psi, option="--psi")
     topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
     names = None if schemes is None else [s.strip() for s in schemes.split(",") if s.strip()]
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
                   comm_dtype=dtype, k=k)
-    if fmt is TableFormat.table:
-        g = int(df["gpus_per_node"].iloc[0])
-        typer.echo(f"Psi = {psi_count:.4g} parameters, N = {n} ({int(df['nodes'].iloc[0])} node(s) × {g}), "
-                   f"{topo.name}, {dtype} on the wire, K = {k:g}; model states only "
-                   f"(GB = 1e9 B; {format_bytes(psi_count * df['comm_bytes_per_element'].iloc[0])} = Psi*b)")
-    typer.echo(render_table(df, fmt), nl=False)
+    typer.echo(render_table(df, fmt, table_caption(df, psi_count, topo.name, dtype, k)), nl=False)
 
 
 @app.command("derive")
