@@ -221,8 +221,8 @@ def fit_alpha_beta(
             f"cannot fit α and β for {op_label}: need timed calls of at least two sizes, "
             f"got {len(n)} call(s) of {len(set(n.tolist()))} size(s)"
         )
-    h = np.array([latency_hops(o, p) for o, p in zip(ops, ps, strict=True)])
-    x = np.array([busbw_factor(o, p) for o, p in zip(ops, ps, strict=True)]) * n
+    h = _per_op_and_size(latency_hops, np.asarray(ops, dtype=object), ps)
+    x = _per_op_and_size(busbw_factor, np.asarray(ops, dtype=object), ps) * n
 
     alpha = float(np.min(t / h))
     beta = float(np.min(t[x > 0] / x[x > 0])) if np.any(x > 0) else math.nan
@@ -1104,11 +1104,12 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
         except TraceMismatchError as exc:
             return Timing(None, "none", math.nan, float(np.nansum(dur)) / (len(m.ranks) * m.steps), math.nan,
                           note=str(exc))
-    pred = sum(
-        fit.predict_s(o, e * b, p)
-        for o, e, b, p in zip(step["op"].astype(str), step["full_elements"], step["elem_bytes_used"],
-                              step["group_size_used"], strict=True)
-    ) / (len(m.ranks) * m.steps)
+    ops, ps = step["op"].astype(str).to_numpy(), step["group_size_used"].to_numpy(dtype=float)
+    pred = float(np.sum(
+        _per_op_and_size(latency_hops, ops, ps) * fit.alpha_s
+        + _per_op_and_size(busbw_factor, ops, ps) * step["full_elements"].to_numpy(dtype=float)
+        * step["elem_bytes_used"].to_numpy(dtype=float) * fit.beta_s_per_byte
+    )) / (len(m.ranks) * m.steps)
     meas = float(np.nansum(dur)) / (len(m.ranks) * m.steps)
     if backend == "gloo":
         notes.append("gloo: durations are CPU op times that include waiting for the other ranks")
