@@ -104,6 +104,16 @@ def main() -> None:
 
 # --- table / derive: the symbolic model (zerocalc.schemes, zerocalc.evaluate) ------------
 
+def _dtype_help() -> str:
+    from zerocalc.dtypes import ALIASES, DTYPE_BYTES
+
+    return (f"Communication dtype: {', '.join(DTYPE_BYTES)}; or an alias: "
+            f"{', '.join(f'{a} ({c})' for a, c in ALIASES.items())}.")
+
+
+_DTYPE_HELP = _dtype_help()
+
+
 class TableFormat(StrEnum):
     """Output formats of ``zerocalc table``."""
 
@@ -231,7 +241,7 @@ def table_command(
     topology: str = typer.Option(
         "dgx-a100", "--topology",
         help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file."),
-    dtype: str = typer.Option("fp16", "--dtype", help="Communication dtype: fp32, fp16, bf16, fp8, int8."),
+    dtype: str = typer.Option("fp16", "--dtype", help=_DTYPE_HELP),
     k: float = typer.Option(12.0, "--k",
                             help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
     schemes: str = typer.Option(None, "--schemes", help="Comma-separated scheme names [default: all]."),
@@ -381,21 +391,39 @@ def feasibility_cmd(
 # --- check / fit: measured against predicted, α-β fitted from timings -------------
 
 
-def _check_text(res) -> str:
+def _skip_notes(skipped) -> list[str]:
+    """The reader's summary of lines it could not use, as note lines ([] when none)."""
+    if not skipped:
+        return []
+    n = skipped.count
+    return [f"skipped {n} unreadable line{'' if n == 1 else 's'} (--strict stops at the first), e.g. "
+            + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in skipped.examples[:3])]
+
+
+def _check_text(res, skipped=()) -> str:
     """The ``check`` result as plain text (numbers come from :mod:`zerocalc.validate`)."""
     from zerocalc.units import format_bytes, format_seconds
+    from zerocalc.validate import reused_sentence
 
     m = res.measurement
+    told = ", told apart by process (the trace records no rank)" if m.ranks_how else ""
     lines = [m.psi_how, m.n_how, f"steps: {m.steps_how}",
-             f"ranks: {len(m.ranks)}; element type on the wire: {m.comm_dtype} ({m.comm_elem_bytes:g} B)"]
-    lines += [f"note: {t}" for t in list(m.notes) + list(res.notes)]
+             f"ranks: {len(m.ranks)}{told}; element type on the wire: {m.comm_dtype} ({m.comm_elem_bytes:g} B)"]
+    summary_notes = {reused_sentence(res.reused)} if res.reused else set()
+    lines += [f"note: {t}" for t in list(m.notes) + list(res.notes) if t not in summary_notes]
+    lines += [f"note: {t}" for t in skipped]
     lines += ["", "measured, bytes sent per rank per step (ring accounting), by category:"]
     for r in m.categories.itertuples():
         if r.calls_per_rank_per_step == 0:
             continue
         per = "per rank, whole trace" if r.category == "one_off" else "per rank per step"
-        lines.append(f"  {r.category:<12}{r.calls_per_rank_per_step:>7.3g} calls "
+        word = "call " if r.calls_per_rank_per_step == 1 else "calls"
+        lines.append(f"  {r.category:<12}{r.calls_per_rank_per_step:>7.3g} {word} "
                      f"{format_bytes(r.bytes_per_rank_per_step):>12} {per}: {r.description}")
+    if m.n == 1:
+        lines += ["", "N = 1: a single rank sends nothing to another rank; there is no cross-rank traffic to "
+                  "compare with the schemes."]
+        return "\n".join(lines)
     lines += ["", f"  {'scheme':<24}{'predicted':>12}{'measured':>12}{'ratio':>8}  pattern  explanation"]
     for c in res.comparisons:
         pat = "match" if c.pattern_match else "no"
@@ -403,7 +431,8 @@ def _check_text(res) -> str:
                      f"{format_bytes(c.measured_bytes_per_rank_per_step):>12}{c.ratio:>8.3f}  {pat:<7}  "
                      f"{c.explanation}")
     lines.append("")
-    lines.append("consistent with the trace (best first): " + (", ".join(res.matches) or "none"))
+    lines.append("consistent with the trace (best first): " + (", ".join(res.matches) or "none")
+                 + (f"; also {reused_sentence(res.reused)}" if res.reused else ""))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing
@@ -436,6 +465,7 @@ def check_cmd(
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="Ranks per node "
                                                       "(default: N up to 8).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme."""
     from zerocalc.errors import ConfigError
@@ -446,15 +476,18 @@ def check_cmd(
     if fmt not in ("table", "json"):
         raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
     names = [s.strip() for item in scheme or [] for s in item.split(",") if s.strip()] or None
-    ts = read_traces(traces if len(traces) > 1 else traces[0])
+    ts = read_traces(traces if len(traces) > 1 else traces[0], strict=strict)
     res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
                 schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)
     if fmt == "json":
         import json
 
-        typer.echo(json.dumps(_nan_to_none(res.as_dict()), indent=2, allow_nan=False, default=_json_default))
+        d = res.as_dict()
+        d["skipped_lines"] = {"count": ts.skipped.count,
+                              "examples": [list(e) for e in ts.skipped.examples]}
+        typer.echo(json.dumps(_nan_to_none(d), indent=2, allow_nan=False, default=_json_default))
     else:
-        typer.echo(_check_text(res))
+        typer.echo(_check_text(res, _skip_notes(ts.skipped)))
 
 
 def _json_default(x):
@@ -599,10 +632,11 @@ def report_cmd(
         "reports/zero-colocation-review.pdf"),
     psi: Annotated[str, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T.")] = "7.5e9",
     n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster.")] = 64,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")] = 8,
+    gpus_per_node: Annotated[int | None, typer.Option(
+        "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
     topology: Annotated[str, typer.Option(
-        "--topology", help="Preset: dgx-a100, dgx-h100, pcie-gen4, ethernet-100g.")] = "dgx-a100",
-    dtype: Annotated[str, typer.Option("--dtype", help="Communication dtype: fp32, fp16, bf16.")] = "fp16",
+        "--topology", help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file.")] = "dgx-a100",
+    dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
     trace: Annotated[list[str] | None, typer.Option(
         "--trace", help="A trace file or a directory of one run (repeat for several runs); "
                         "default: the real traces bundled with zerocalc.")] = None,
@@ -623,10 +657,15 @@ def report_cmd(
     for p in paths:
         if not p.exists():
             raise ConfigError(f"{p}: no such file or directory", option="--trace")
+    from zerocalc.dtypes import canonical_dtype
     from zerocalc.report import ReportConfig, check_output, write_report
+    from zerocalc.topology import PRESETS
 
-    config = ReportConfig(psi=float(parse_count(psi, option="--psi")), n=n, gpus_per_node=gpus_per_node,
-                          topology=topology, comm_dtype=dtype, traces=paths)
+    topo = _load_topology(topology, None, None, None, None)
+    config = ReportConfig(psi=float(parse_count(psi, option="--psi")), n=n,
+                          gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
+                          topology=topo if topology not in PRESETS else topology,
+                          comm_dtype=canonical_dtype(dtype), traces=paths)
     check_output(output, config)
     progress("importing the model")
     write_report(output, config, progress)

@@ -874,6 +874,9 @@ class SchemeComparison:
     explanation: str
     equivalent_to_dp: bool
     predicted_time_s: float = math.nan
+    #: the pattern and volume match once the scheme's all-gather volume is halved: the forward
+    #: gather kept for backward (:data:`_REUSED_PARAMETERS`)
+    matches_if_reused: bool = False
 
     def as_record(self, psi: float) -> dict:
         def pat(p):
@@ -892,6 +895,7 @@ class SchemeComparison:
             "explanation": self.explanation,
             "equivalent_to_dp": self.equivalent_to_dp,
             "predicted_time_s": None if math.isnan(self.predicted_time_s) else self.predicted_time_s,
+            "matches_if_reused": self.matches_if_reused,
         }
 
 
@@ -957,6 +961,10 @@ def _names(ops: Iterable[str]) -> str:
 #: the first step has recorded the module trace; FSDP's ``reshard_after_forward=False`` does the same.
 _REUSED_PARAMETERS = ("the forward gather is kept for backward (a ZeRO-3 model under DeepSpeed's "
                       "stage3_max_reuse_distance, or FSDP without reshard after forward, sends exactly this)")
+
+
+#: What a check of a one-rank run says instead of comparing volumes (nothing crosses between ranks).
+NO_CROSS_RANK_TRAFFIC = "N = 1: one rank, no cross-rank traffic to compare"
 
 
 def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str:
@@ -1030,6 +1038,12 @@ def compare(
             math.isclose(b, dict((o, bb) for o, *_, bb in pred)[o], rel_tol=RTOL) for o, *_, b in meas
         )
         pattern_match = per_op_ok and order != "different"
+        # the same with the scheme's all-gathers halved: the forward gather kept for backward
+        reused = (not pattern_match and order != "different" and set(mo) == set(po) and "all_gather" in po
+                  and all(math.isclose(b, dict((o, bb * (0.5 if o == "all_gather" else 1.0))
+                                               for o, *_, bb in pred)[o], rel_tol=RTOL) for o, *_, b in meas))
+        if m.n == 1:
+            ratio, volume_match, pattern_match, reused = math.nan, False, False, False
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb
@@ -1039,8 +1053,9 @@ def compare(
             measured_bytes_per_rank_per_step=measured,
             ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
             predicted_pattern=pred, measured_pattern=meas,
-            explanation=_explain(name, pred, meas, ratio, order, m.psi),
-            equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred,
+            explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
+                         else _explain(name, pred, meas, ratio, order, m.psi)),
+            equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
         ))
     return out
 
@@ -1133,6 +1148,8 @@ class CheckResult:
     indistinguishable: tuple[tuple[str, ...], ...]
     timing: Timing | None
     notes: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when the forward all-gather is kept for backward
+    reused: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
         """The ``check --format json`` contract, plus detail fields."""
@@ -1145,6 +1162,7 @@ class CheckResult:
             "ranks": list(m.ranks), "comm_dtype": m.comm_dtype, "comm_elem_bytes": m.comm_elem_bytes,
             "matches": list(self.matches),
             "indistinguishable": [list(g) for g in self.indistinguishable],
+            "matches_if_parameters_kept_for_backward": list(self.reused),
             "measured_bytes_per_rank_per_step": m.bytes_per_rank_per_step,
             "categories": m.categories.to_dict(orient="records"),
             "schemes": [c.as_record(m.psi) for c in self.comparisons],
@@ -1156,6 +1174,13 @@ class CheckResult:
             },
             "notes": list(m.notes) + list(self.notes),
         }
+
+
+def reused_sentence(schemes: Sequence[str]) -> str:
+    """The sentence saying that ``schemes`` send the measured pattern with parameters kept for backward."""
+    return (f"{', '.join(schemes)} with the parameters kept for backward send exactly this pattern "
+            "(DeepSpeed ZeRO-3 keeps a gathered parameter for reuse within stage3_max_reuse_distance; "
+            "FSDP without reshard after forward does the same)")
 
 
 def check(
@@ -1177,9 +1202,16 @@ def check(
     t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None)
     notes = []
-    if m.bytes_per_rank_per_step == 0:
+    if m.n == 1:
+        notes.append("N = 1: a single rank sends nothing to another rank, so there is no cross-rank traffic "
+                     "to compare with the schemes (every scheme predicts 0 B)")
+    elif m.bytes_per_rank_per_step == 0:
         notes.append("no gradient or parameter traffic in the steady state: no scheme can be checked")
+    reused = tuple(c.scheme for c in comps if c.matches_if_reused)
+    if reused:
+        notes.append(reused_sentence(reused))
     return CheckResult(
         measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
+        reused=reused,
     )
