@@ -134,7 +134,8 @@ def test_override_flag_error_names_the_flag(tmp_path):
 
 def test_toml_unknown_tier_key_is_refused(tmp_path):
     f = tmp_path / "lab.toml"
-    f.write_text('gpus_per_node = 4\n[intra]\nalpha_us = 0\nbw_GBPS = 100\n[inter]\nalpha_us = 0\nbw_GBps = 10\n')
+    f.write_text('gpus_per_node = 4\n[intra]\nalpha_us = 0\nbw_GBPS = 100\n'
+                 '[inter]\nalpha_us = 0\nbw_GBps = 10\n')
     r = run("table", "--topology", str(f))
     assert r.exit_code == 2
     assert r.stderr.strip() == (f"error: --topology: {f}: [intra] unknown keys: 'bw_GBPS' "

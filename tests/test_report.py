@@ -266,3 +266,75 @@ def test_report_never_overwrites_an_input_or_a_non_pdf(tmp_path):
         assert why in res.stderr and res.stderr.count("\n") == 1
     assert trace.read_bytes() == before and notes.read_text() == "keep me\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "rank0.json.gz"]
+
+
+# -- the verdict priced on the chosen cluster, the CLI's cluster options --------------------------
+
+
+def test_in_short_prices_the_saving_on_the_chosen_cluster(generated):
+    _path, data, pages = generated
+    page1 = " ".join(pages[0].split())
+    # deepspeed-zero12 → zero2 saves the all-reduce's surplus (N-1)/N·Ψ·b (see the plan test above):
+    # N = 64, Ψ = 7.5e9, b = 2: 63/64 × 2 = 1.97 B per parameter, 63/64 × 15e9 B = 14.77 GB.
+    assert ("saves 1.97 bytes per parameter per rank per step (on the chosen cluster: dgx-a100, N = 64"
+            in page1)
+    assert "14.77 GB per rank per step" in page1
+    # the simulation's own numbers stay where they describe the simulation
+    assert "after 20 steps on N = 4 ranks" in page1
+    assert "(N = 4, 2-byte wire elements)" not in page1
+
+
+def test_cluster_verdict_at_256_h100s():
+    # QA repro: Ψ = 70e9, N = 256 on DGX H100, fp16. The best exact saving, deepspeed-zero12 → zero2,
+    # is (N-1)/N·Ψ·b = 255/256 × 70e9 × 2 B = 139.45 GB per rank per step = 1.99 B per parameter.
+    config = report.ReportConfig(psi=70e9, n=256, topology="dgx-h100")
+    result = report.feasibility_result(config)
+    verdict = report.cluster_verdict(config, result, report.plan_on_cluster(config, result))
+    assert verdict.startswith(result.findings)
+    tail = verdict[len(result.findings):]
+    assert "(deepspeed-zero12 → zero2) saves 1.99 bytes per parameter" in tail
+    assert "dgx-h100, N = 256" in tail and "139.45 GB per rank per step" in tail
+
+
+def _report_config_from_cli(monkeypatch, tmp_path, *args):
+    """The ReportConfig the CLI builds (write_report replaced, so no PDF is made)."""
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    seen = {}
+    monkeypatch.setattr(report, "write_report",
+                        lambda out, config, progress=None: seen.setdefault("c", config))
+    r = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "x.pdf"), *args])
+    return r, seen.get("c")
+
+
+def test_cli_report_takes_a_toml_topology_and_its_gpus_per_node(monkeypatch, tmp_path):
+    f = tmp_path / "lab.toml"
+    f.write_text('name = "lab"\ngpus_per_node = 4\n[intra]\nalpha_us = 3\nbw_GBps = 100\n'
+                 '[inter]\nalpha_us = 10\nbw_GBps = 50\n')
+    r, config = _report_config_from_cli(monkeypatch, tmp_path, "--topology", str(f))
+    assert r.exit_code == 0, r.output
+    # the file's figures in bytes/s and seconds (1 GB = 1e9 B), G from the file, not 8
+    assert config.topology.name == "lab" and config.gpus_per_node == 4
+    assert config.topology.inter.bw_Bps == 50e9 and config.topology.intra.alpha_s == pytest.approx(3e-6)
+    r, config = _report_config_from_cli(monkeypatch, tmp_path, "--topology", str(f), "--gpus-per-node", "2")
+    assert config.gpus_per_node == 2
+    f.write_text('gpus_per_node = 4\n[intra]\nalpha_us = 3\nbw_GBps = 100\nnics = 2\n'
+                 '[inter]\nalpha_us = 10\nbw_GBps = 50\n')
+    r, config = _report_config_from_cli(monkeypatch, tmp_path, "--topology", str(f))
+    assert r.exit_code == 2 and config is None
+    assert f"--topology: {f}: [intra] unknown keys: 'nics'" in r.output
+
+
+def test_cli_report_dtype_names_and_help(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+    from zerocalc.dtypes import ALIASES, DTYPE_BYTES
+
+    r, config = _report_config_from_cli(monkeypatch, tmp_path, "--dtype", "bfloat16")
+    assert r.exit_code == 0 and config.comm_dtype == "bf16"
+    help_text = " ".join(CliRunner().invoke(app, ["report", "--help"]).output.split())
+    for name in (*DTYPE_BYTES, *ALIASES):
+        assert f"{name}," in help_text or f"{name};" in help_text or f"{name} (" in help_text, name

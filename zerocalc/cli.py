@@ -144,7 +144,8 @@ def _load_topology(
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ConfigError(f"{topology}: cannot read: {exc.strerror or exc}", option="--topology") from None
+            raise ConfigError(f"{topology}: cannot read: {exc.strerror or exc}",
+                              option="--topology") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{topology}: not valid TOML: {exc}", option="--topology") from None
         topo = topology_from_mapping(data, where=str(path), option="--topology")
@@ -635,7 +636,8 @@ def report_cmd(
     gpus_per_node: Annotated[int | None, typer.Option(
         "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
     topology: Annotated[str, typer.Option(
-        "--topology", help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file.")] = "dgx-a100",
+        "--topology",
+        help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file.")] = "dgx-a100",
     dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
     trace: Annotated[list[str] | None, typer.Option(
         "--trace", help="A trace file or a directory of one run (repeat for several runs); "

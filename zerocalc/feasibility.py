@@ -1081,6 +1081,8 @@ class FeasibilityResult:
     plan: tuple[PlanItem, ...]
     plan_basis: dict
     verdict: str
+    #: the verdict without its last sentence (the plan's saving at ``plan_basis``): what the simulation found
+    findings: str = ""
 
     def records(self) -> list[dict]:
         """One JSON-ready record per simulated scheme."""
@@ -1143,8 +1145,8 @@ def _f(x: Fraction | None) -> float | None:
 
 def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
              conditions: tuple[dict, ...], lower: Fraction, plan: tuple[PlanItem, ...],
-             comm_bytes: int) -> str:
-    """Two or three sentences, each built from the numbers of this run."""
+             comm_bytes: int) -> tuple[str, str]:
+    """(what the simulation found, what the plan saves): sentences built from the numbers of this run."""
     exact = [r for r in runs.values() if r.scheme != "colocated" and r.equivalent]
     claimed = [r for r in runs.values() if r.scheme != "colocated" and r.scheme != "zeropp"]
     by_cond = {c["condition"]: c for c in conditions}
@@ -1176,15 +1178,27 @@ def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
               f"otherwise each parameter shard is trained on its own rank's 1/N of the batch, a "
               f"local-SGD-like update{grow}.")
     top = next((p for p in plan if p.update == "exact" and p.bytes_saved_per_rank > 0), None)
-    if top is None:
-        third = (f"With N = {cfg.n} no exact change of scheme saves bytes; only changing the update rule "
-                 "(periodic averaging) or quantising would.")
-    else:
-        third = (f"The saving the issue is after exists only against implementations that all-reduce: "
-                 f"{top.action.split(' (')[0]} ({top.from_scheme} → {top.to_scheme}) saves "
-                 f"{top.bytes_saved_over_psi:.3g} bytes per parameter per rank per step (N = {cfg.n}, "
-                 f"{comm_bytes}-byte wire elements) without changing the update.")
-    return " ".join((first, second, third))
+    third = saving_sentence(None if top is None else top.action, None if top is None else top.from_scheme,
+                            None if top is None else top.to_scheme,
+                            None if top is None else top.bytes_saved_over_psi,
+                            f"N = {cfg.n}, {comm_bytes}-byte wire elements")
+    return " ".join((first, second)), third
+
+
+def saving_sentence(action: str | None, from_scheme: str | None, to_scheme: str | None,
+                    bytes_per_parameter: float | None, basis: str) -> str:
+    """The verdict's last sentence: the best exact saving of the plan and where it was priced.
+
+    ``basis`` says on what it was priced (``"N = 4, 2-byte wire elements"`` for the simulation's plan,
+    the chosen cluster for the report); ``action`` None means no exact change saves bytes there.
+    """
+    if action is None:
+        return (f"Priced at {basis}, no exact change of scheme saves bytes; only changing the update rule "
+                "(periodic averaging) or quantising would.")
+    return (f"The saving the issue is after exists only against implementations that all-reduce: "
+            f"{action.split(' (')[0]} ({from_scheme} → {to_scheme}) saves "
+            f"{bytes_per_parameter:.3g} bytes per parameter per rank per step ({basis}) without "
+            "changing the update.")
 
 
 def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str] | None = None, *,
@@ -1231,11 +1245,11 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     )
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
     plan = _plan(cfg, runs, psi=plan_psi, comm_bytes=plan_comm_bytes, period=plan_period)
-    verdict = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes)
+    findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,
         plan_basis={"psi": plan_psi, "n": cfg.n, "gpus_per_node": cfg.g, "comm_bytes": plan_comm_bytes,
                     "period": plan_period, "algorithm": "ring"},
-        verdict=verdict,
+        verdict=f"{findings} {saving}", findings=findings,
     )

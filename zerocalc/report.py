@@ -32,6 +32,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.textpath import TextToPath
 
 from zerocalc.errors import ConfigError
+from zerocalc.topology import Topology
 from zerocalc.units import format_bytes, format_seconds
 
 __all__ = ["ReportConfig", "ReportData", "check_output", "collect", "render", "write_report"]
@@ -382,7 +383,7 @@ class ReportConfig:
     psi: float = 7.5e9
     n: int = 64
     gpus_per_node: int = 8
-    topology: str = "dgx-a100"
+    topology: str | Topology = "dgx-a100"  # a preset name or a Topology (e.g. read from a TOML file)
     comm_dtype: str = "fp16"
     k: float = 12.0
     traces: tuple[Path, ...] = ()  # empty: the real traces bundled with zerocalc
@@ -632,6 +633,33 @@ def plan_on_cluster(config: ReportConfig, result) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _topology_name(config: ReportConfig) -> str:
+    t = config.topology
+    return t.name if isinstance(t, Topology) else str(t)
+
+
+def cluster_verdict(config: ReportConfig, result, plan: pd.DataFrame) -> str:
+    """The feasibility verdict with its saving priced on the report's cluster.
+
+    The simulation's findings (its N, its Ψ, its divergence) stay as the simulation found them; the
+    last sentence takes the plan's first exact item that saves bytes on the cluster (the plan's own
+    ranking) and states its saving from :func:`plan_on_cluster`: the model at the report's Ψ, N,
+    topology and wire dtype.
+    """
+    from zerocalc.feasibility import saving_sentence
+
+    exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0)]
+    basis = (f"on the chosen cluster: {_topology_name(config)}, N = {config.n}, Ψ = {config.psi:.3g}, "
+             f"{config.comm_dtype} on the wire, so {format_bytes(exact['bytes_saved_per_rank'].iloc[0])} per "
+             "rank per step" if len(exact) else
+             f"the chosen cluster ({_topology_name(config)}, N = {config.n}, {config.comm_dtype})")
+    if not len(exact):
+        return f"{result.findings} {saving_sentence(None, None, None, None, basis)}"
+    top = exact.iloc[0]
+    return (f"{result.findings} " + saving_sentence(top["action"], top["from_scheme"], top["to_scheme"],
+                                                    top["bytes_saved_per_rank"] / config.psi, basis))
+
+
 def trace_checks(paths_by_name: dict[str, Sequence[Path]]) -> dict[str, object]:
     """:func:`zerocalc.validate.check` on each named trace set (Ψ and N inferred from the trace)."""
     from zerocalc.traces import read_traces
@@ -715,9 +743,9 @@ def collect(config: ReportConfig = ReportConfig(), progress: Progress | None = N
     say("simulating every scheme on ranks that train (feasibility)")
     result = feasibility_result(config)
     data.extra["feasibility"] = result
-    data.extra["verdict_short"] = result.verdict
     data.extra["divergence"] = divergence_vs_steps(config, result)
     data.extra["plan"] = plan_on_cluster(config, result)
+    data.extra["verdict_short"] = cluster_verdict(config, result, data.extra["plan"])
     say("checking the model against " + ("the given traces" if config.traces else "the bundled real traces"))
     paths = {p.name: (p,) for p in config.traces} if config.traces else bundled_traces()
     checks = trace_checks(paths)
@@ -827,8 +855,8 @@ def _latex(expr) -> str:
 
 def _config_line(config: ReportConfig) -> str:
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
-            f"topology {config.topology}, {config.comm_dtype} communication, K = {config.k:g} bytes of "
-            "optimizer state per parameter")
+            f"topology {_topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
+            "bytes of optimizer state per parameter")
 
 
 def _page_question(w: _Writer, data: ReportData) -> None:
@@ -865,6 +893,7 @@ def _page_model(w: _Writer, data: ReportData) -> None:
             wrap={1: 34, 3: 46})
     from zerocalc.topology import PRESETS
 
+    w.ensure(2.8)  # the presets table (about 17 lines at 7 pt) stays on one page with its heading
     w.heading("Topology presets", 2)
     w.table(["preset", "G", "intra α", "intra GB/s (per GPU)", "inter α", "inter GB/s (per node)", "source"],
             [[t.name, str(t.gpus_per_node), format_seconds(t.intra.alpha_s), f"{t.intra.bw_Bps / 1e9:g}",
@@ -939,7 +968,10 @@ def _page_table(w: _Writer, data: ReportData) -> None:
         "Table. " + _config_line(data.config) + ". bytes/rank/step: bytes one rank sends per step (ring "
         "algorithms); ×Ψb: the same in units of Ψ × bytes per element; T: step communication time per "
         "algorithm on the topology; memory: model states per GPU (GB = 1e9 B); DP: whether the update "
-        "equals data-parallel training."), size=7.5)
+        "equals data-parallel training. T tree is the textbook binomial tree without pipelining "
+        "(Thakur, Rabenseifner & Gropp 2005), not NCCL's pipelined double binary tree; zeropp's quantised "
+        f"phases keep their int8/int4 width whatever the wire dtype ({data.config.comm_dtype}) is."),
+        size=7.5)
 
 
 def _page_figures(w: _Writer, data: ReportData) -> None:
@@ -1045,7 +1077,7 @@ def _page_verdict(w: _Writer, data: ReportData) -> None:
     cfg = result.config
     w.heading(SECTION_TITLES[6])
     w.heading("Verdict", 2)
-    w.paragraph(result.verdict)
+    w.paragraph(str(data.extra.get("verdict_short") or result.verdict))
     w.heading("The simulation behind it", 2)
     w.paragraph(
         f"{cfg.n} ranks, {cfg.steps} Adam steps, seed {cfg.seed}; bytes per rank per step with "
@@ -1063,7 +1095,7 @@ def _page_verdict(w: _Writer, data: ReportData) -> None:
             [[d["condition"], str(d["n"]), d["compared_with"], f"{d['max_rel_diff']:.1e}",
               "yes" if d["equivalent"] else "no"] for d in result.conditions], align="lrlrl", size=7.5)
     w.heading("Implementation plan, priced on the chosen cluster", 2)
-    w.paragraph(f"{c.topology}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters.", size=8.5)
+    w.paragraph(f"{_topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters.", size=8.5)
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
         "rules; within a tier by bytes saved). Bytes and time saved per rank per step are the model's "
