@@ -409,7 +409,8 @@ def _check_text(res, skipped=()) -> str:
     m = res.measurement
     told = ", told apart by process (the trace records no rank)" if m.ranks_how else ""
     lines = [m.psi_how, m.n_how, f"steps: {m.steps_how}",
-             f"ranks: {len(m.ranks)}{told}; element type on the wire: {m.comm_dtype} ({m.comm_elem_bytes:g} B)"]
+             f"ranks: {len(m.ranks)}{told}; element type on the wire: {m.comm_dtype} "
+             f"({m.comm_elem_bytes:g} B)"]
     summary_notes = {reused_sentence(res.reused)} if res.reused else set()
     lines += [f"note: {t}" for t in list(m.notes) + list(res.notes) if t not in summary_notes]
     lines += [f"note: {t}" for t in skipped]
@@ -516,22 +517,34 @@ def fit_cmd(
     files: Annotated[list[str], typer.Argument(help="nccl-tests outputs (or timed traces), one run each.")],
     pooled: Annotated[bool, typer.Option("--pooled", help="One α, β over all ops of a group size.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
 ) -> None:
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings."""
-    from zerocalc.errors import ConfigError
+    from zerocalc.errors import ConfigError, TraceMismatchError
     from zerocalc.traces import read_traces
-    from zerocalc.validate import fit_table, fits_frame
+    from zerocalc.validate import fit_trace, fits_frame
 
     if fmt not in ("table", "csv", "json"):
         raise ConfigError(f"must be table, csv or json, got {fmt!r}", option="--format")
-    frames = []
+    frames, remarks = [], {}
     for f in files:
-        df = fits_frame(fit_table(read_traces(f).table, pooled=pooled))
+        ts = read_traces(f, strict=strict)
+        res = fit_trace(ts.table, meta=ts.meta, pooled=pooled)
+        if not res.fits:
+            raise TraceMismatchError(f"{f}: nothing to fit: "
+                                     + ("; ".join(res.skipped) or "no timed collectives"))
+        df = fits_frame(res.fits)
         df.insert(0, "file", f)
         frames.append(df)
+        remarks[f] = ([f"note: {t}" for t in (*res.notes, *_skip_notes(ts.skipped))]
+                      + [f"skipped: {t}" for t in res.skipped])
     import pandas as pd
 
     out = pd.concat(frames, ignore_index=True)
+    if fmt != "table":  # the remarks go to stderr, stdout stays machine-readable
+        for f in files:
+            for line in remarks[f]:
+                typer.echo(f"{f}: {line}", err=True)
     if fmt == "csv":
         typer.echo(out.to_csv(index=False), nl=False)
     elif fmt == "json":
@@ -542,8 +555,9 @@ def fit_cmd(
     else:
         from zerocalc.units import format_seconds
 
-        for r in out.itertuples():
-            lines = [f"{r.file}: {r.op} on {r.group_size} ranks, {r.n_points} sizes, method {r.method}",
+        for i, r in enumerate(out.itertuples()):
+            lines = [f"{r.file}: {r.op} on {r.group_size} ranks, {r.n_sizes} "
+                     f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
                      f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
                      f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
                      f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"]
@@ -559,6 +573,8 @@ def fit_cmd(
                              f"{format_seconds(r.small_message_time_s)}")
             if r.note:
                 lines.append(f"  note: {r.note}")
+            if i + 1 == len(out) or out["file"].iat[i + 1] != r.file:
+                lines += [f"  {t}" for t in remarks[r.file]]
             typer.echo("\n".join(lines))
 
 

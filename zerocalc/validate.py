@@ -120,6 +120,10 @@ def full_vector_elements(op: np.ndarray, in_nelems: np.ndarray, out_nelems: np.n
 # ---------------------------------------------------------------------------
 
 
+#: A fit whose standard error reaches this share of its value is flagged as unreliable.
+UNRELIABLE_SE_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class AlphaBetaFit:
     """The fitted ring α-β model of one collective (or of several pooled ops) on one group size.
@@ -148,6 +152,15 @@ class AlphaBetaFit:
     #: and the median measured time over the latency sizes
     reported_busbw_GBps: float = math.nan
     small_message_time_s: float = math.nan
+    #: distinct message sizes among the points (``n_points`` counts calls)
+    n_sizes: int = 0
+
+    @property
+    def reliable(self) -> bool:
+        """False when a standard error is at least half its value (latency or bus bandwidth):
+        the fit then says little more than the order of magnitude."""
+        return not (self.busbw_se_Bps >= UNRELIABLE_SE_SHARE * abs(self.busbw_Bps)
+                    or self.latency_se_s >= UNRELIABLE_SE_SHARE * abs(self.latency_s))
 
     def predict_s(self, op: str, n_bytes: float, p: float) -> float:
         """Ring α-β time of one call of ``op`` on ``n_bytes`` (full vector) over ``p`` ranks."""
@@ -164,6 +177,7 @@ class AlphaBetaFit:
             "max_abs_rel_residual": self.max_abs_rel_residual,
             "reported_busbw_GBps": self.reported_busbw_GBps,
             "small_message_time_s": self.small_message_time_s,
+            "n_sizes": self.n_sizes, "reliable": self.reliable,
             "note": self.note,
         }
 
@@ -263,6 +277,13 @@ def fit_alpha_beta(
         notes.append("the fit is unphysical (α < 0 or β ≤ 0): the timings do not follow α-β")
     if method == "joint" and len(n) < 3:
         notes.append("two sizes: the fit is exact, no uncertainty")
+    b_bps, b_se_bps = (1.0 / beta, b_se / beta**2) if beta > 0 else (math.nan, math.nan)
+    unreliable = [what for what, se, v in (("bus bandwidth", b_se_bps, b_bps),
+                                           ("latency", h0 * a_se, h0 * alpha))
+                  if se >= UNRELIABLE_SE_SHARE * abs(v)]
+    if unreliable:
+        notes.append(f"unreliable: the standard error of the {' and the '.join(unreliable)} is at least half "
+                     "the value")
     return AlphaBetaFit(
         op=op_label, group_size=p_label, alpha_s=alpha, alpha_se_s=a_se,
         latency_s=float(h0 * alpha), latency_se_s=float(h0 * a_se),
@@ -273,7 +294,7 @@ def fit_alpha_beta(
         latency_sizes_bytes=tuple(sorted(set(n[lat].tolist()))) if method == "regimes" else (),
         bandwidth_sizes_bytes=tuple(sorted(set(n[bw].tolist()))) if method == "regimes" else (),
         max_abs_rel_residual=float(np.max(np.abs(rel))),
-        note="; ".join(notes),
+        note="; ".join(notes), n_sizes=len(set(n.tolist())),
     )
 
 
@@ -287,12 +308,24 @@ def _size_bytes(table: pd.DataFrame) -> np.ndarray:
     return full
 
 
-def fit_table(table: pd.DataFrame, *, pooled: bool = False) -> list[AlphaBetaFit]:
+@dataclass(frozen=True)
+class FitResult:
+    """The fits of one input, what was left out and why, and what was filled in."""
+
+    fits: tuple[AlphaBetaFit, ...]
+    #: one sentence per (op, group size) left out, with the reason
+    skipped: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def fit_trace(table: pd.DataFrame, *, meta: dict | None = None, pooled: bool = False) -> FitResult:
     """Fit α-β per (op, group size) on every timed row of a canonical table (or nccl-tests rows).
 
-    Rows without ``duration_s``, with a group of one or with no data are left out.
-    ``pooled=True`` fits one α and β over all data-carrying ops per group size instead.
-    Raises :class:`TraceMismatchError` when nothing can be fitted.
+    A call that records no group size takes its file's ``world_size`` from ``meta`` (as
+    :func:`measure` does), said in ``notes``. Collectives without a duration, a size or a group
+    of two or more ranks, and (op, group size) pairs with fewer than two distinct sizes, are
+    left out and named in ``skipped`` with the reason. ``pooled=True`` fits one α and β over all
+    data-carrying ops per group size instead.
     """
     if table.empty or "duration_s" not in table.columns:
         raise TraceMismatchError("no timed collectives to fit (the input has no durations)")
@@ -302,11 +335,30 @@ def fit_table(table: pd.DataFrame, *, pooled: bool = False) -> list[AlphaBetaFit
         "n": _size_bytes(table),
         "t": _num(table["duration_s"]),
         "busbw": _num(table["busbw_GBps"]) if "busbw_GBps" in table.columns else np.nan,
+        "file": table["file"].astype(str).to_numpy() if "file" in table.columns else "",
     })
-    df = df[df["op"].isin(list(_OP_VERBS)) & (df["p"] > 1) & (df["n"] > 0) & (df["t"] > 0)]
-    if df.empty:
-        raise TraceMismatchError("no timed collectives with a size and a group of two or more ranks to fit")
-    fits, errors = [], []
+    notes = []
+    ws = _world_sizes(meta)
+    nop = df["p"].isna() & df["op"].isin(list(_OP_VERBS))
+    if nop.any() and ws:
+        fill = df["file"].map(ws)
+        filled = nop & fill.notna()
+        df.loc[filled, "p"] = fill[filled]
+        for f, cnt in df[filled].groupby("file").size().items():
+            notes.append(f"{f}: {cnt} call(s) record no group size: taken as the trace's world_size {ws[f]}")
+    reason = pd.Series("", index=df.index)
+    reason[df["p"].isna()] = "no group size recorded (give a trace with a world size)"
+    reason[df["p"] <= 1] = "group of one rank (nothing crosses)"
+    reason[~(df["n"] > 0)] = "no size recorded"
+    reason[~(df["t"] > 0)] = "no duration recorded"
+    data = df["op"].isin(list(_OP_VERBS))
+    skipped = []
+    for (o, p, why), g in df.assign(why=reason)[data & (reason != "")].groupby(
+            ["op", "p", "why"], sort=True, dropna=False):
+        where = f"on {int(p)} ranks" if p == p else "on ? ranks"
+        skipped.append(f"{o} {where}: {len(g)} call(s) left out: {why}")
+    df = df[data & (reason == "")]
+    fits = []
     keys = ["p"] if pooled else ["op", "p"]
     for _, g in df.groupby(keys, sort=True):
         try:
@@ -318,11 +370,22 @@ def fit_table(table: pd.DataFrame, *, pooled: bool = False) -> list[AlphaBetaFit
                 reported_busbw_GBps=float(big["busbw"].max()) if big["busbw"].notna().any() else math.nan,
                 small_message_time_s=float(small["t"].median()) if len(small) else math.nan,
             ))
-        except TraceMismatchError as exc:
-            errors.append(str(exc))
-    if not fits:
-        raise TraceMismatchError("; ".join(errors))
-    return fits
+        except TraceMismatchError:
+            label = "+".join(sorted(set(g["op"])))
+            sizes = g["n"].nunique()
+            skipped.append(f"{label} on {int(g['p'].iloc[0])} ranks: {len(g)} call(s) of {sizes} "
+                           f"size{'' if sizes == 1 else 's'} left out: a fit needs at least two sizes")
+    return FitResult(fits=tuple(fits), skipped=tuple(skipped), notes=tuple(notes))
+
+
+def fit_table(table: pd.DataFrame, *, pooled: bool = False, meta: dict | None = None) -> list[AlphaBetaFit]:
+    """The fits of :func:`fit_trace` as a list; raises :class:`TraceMismatchError` (saying what was
+    left out and why) when nothing can be fitted."""
+    res = fit_trace(table, meta=meta, pooled=pooled)
+    if not res.fits:
+        raise TraceMismatchError("nothing to fit: " + ("; ".join(res.skipped) or "no timed collectives with "
+                                                       "a size and a group of two or more ranks"))
+    return list(res.fits)
 
 
 def fits_frame(fits: Iterable[AlphaBetaFit]) -> pd.DataFrame:
