@@ -757,7 +757,8 @@ def measure(
         if lead:
             steps_how += f"; {lead} call(s) before the first repetition count as one-off"
         if len(pers) > 1:
-            notes.append(f"ranks repeat different patterns: {pers}")
+            notes.append("ranks differ in their calls (calls per step × steps): "
+                         + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
     n_steps = len(set(step_id[step_id >= 0].tolist())) or 1
 
     # --- categories ----------------------------------------------------------------------
@@ -1222,7 +1223,8 @@ class CheckResult:
             "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how,
             "n": m.n, "n_how": m.n_how,
             "steps": m.steps, "steps_how": m.steps_how,
-            "ranks": list(m.ranks), "comm_dtype": m.comm_dtype, "comm_elem_bytes": m.comm_elem_bytes,
+            "ranks": list(m.ranks), "ranks_how": m.ranks_how,
+            "comm_dtype": m.comm_dtype, "comm_elem_bytes": m.comm_elem_bytes,
             "matches": list(self.matches),
             "indistinguishable": [list(g) for g in self.indistinguishable],
             "matches_if_parameters_kept_for_backward": list(self.reused),
