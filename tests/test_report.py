@@ -338,3 +338,19 @@ def test_cli_report_dtype_names_and_help(monkeypatch, tmp_path):
     help_text = " ".join(CliRunner().invoke(app, ["report", "--help"]).output.split())
     for name in (*DTYPE_BYTES, *ALIASES):
         assert f"{name}," in help_text or f"{name};" in help_text or f"{name} (" in help_text, name
+
+
+@pytest.mark.parametrize(("n", "colocated"), [(1, "yes"), (64, "NO")])
+def test_schemes_table_says_dp_update_at_the_reports_n(n, colocated):
+    # On one rank the colocated update is the data-parallel one (nothing to sum across ranks);
+    # zeropp quantises whatever N is. The schemes table follows the report's N.
+    from types import SimpleNamespace
+
+    tables = []
+    w = report._Writer("test")
+    w.table = lambda header, rows, **kw: tables.append((list(header), [list(r) for r in rows]))
+    report._page_model(w, SimpleNamespace(config=report.ReportConfig(n=n, gpus_per_node=1)))
+    header, rows = next(t for t in tables if "DP update" in t[0])
+    col = header.index("DP update")
+    dp_update = {r[0]: r[col] for r in rows}
+    assert dp_update["colocated"] == colocated and dp_update["zeropp"] == "NO" and dp_update["dp"] == "yes"

@@ -887,7 +887,7 @@ def _page_model(w: _Writer, data: ReportData) -> None:
     rows = []
     for name, s in SCHEMES.items():
         phases = " + ".join(f"{p.collective.value} ({p.group.value})" for p in s.phases)
-        rows.append([name, s.title, "yes" if s.equivalent_to_dp else "NO", phases])
+        rows.append([name, s.title, "yes" if s.equivalent_at(data.config.n) else "NO", phases])
     w.table(["scheme", "what it is", "DP update", "collectives per step (group)"], rows, align="llll",
             size=7.5,
             wrap={1: 34, 3: 46})
@@ -902,6 +902,8 @@ def _page_model(w: _Writer, data: ReportData) -> None:
 
 
 def _page_derivations(w: _Writer, data: ReportData) -> None:
+    from zerocalc.schemes import SCHEMES
+
     w.heading(SECTION_TITLES[2])
     w.paragraph(
         "Per scheme, from the phases of section 2 with ring algorithms: V = bytes one rank sends per step, "
@@ -910,7 +912,8 @@ def _page_derivations(w: _Writer, data: ReportData) -> None:
         "pages is typed in.")
     for d in data.derivations:
         name = str(d["scheme"])
-        w.heading(f"{name}: {d['title']}" + ("" if d["equivalent_to_dp"] else "  (not the DP update)"), 2)
+        same = SCHEMES[name].equivalent_at(data.config.n)
+        w.heading(f"{name}: {d['title']}" + ("" if same else "  (not the DP update)"), 2)
         w.math("bytes sent per rank", [r"V = " + _latex(d["volume"])], fallback=[f"V = {d['volume']}"])
         w.math("model states per GPU", [r"M = " + _latex(d["memory"])], fallback=[f"M = {d['memory']}"])
         for expr, cond in d["time_cases"]:  # type: ignore[union-attr]
