@@ -178,3 +178,13 @@ def test_version():
     from importlib.metadata import version
 
     assert __version__ == version("zerocalc")
+
+
+def test_psi_as_zerocalc_prints_it_and_ambiguous_forms():
+    # "25,557,032" is how check prints Ψ (ResNet-50); 2·(8-1)/8 × 25,557,032 × 2 B on 8 ranks, fp16
+    r = run("table", "--psi", "25,557,032", "--n", "8", "--schemes", "dp", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[0]["bytes_per_rank"] == pytest.approx(2 * 7 / 8 * 25_557_032 * 2)
+    for bad in ("7.5e9B", "1.5"):
+        r = run("table", "--psi", bad)
+        assert r.exit_code == 2 and r.stderr.startswith("error: --psi: ")
