@@ -814,7 +814,8 @@ _SOURCES = [
     "R. W. Hockney. The communication challenge for MPP: Intel Paragon and Meiko CS-2. Parallel "
     "Computing 20(3), 1994: the α-β model.",
     "DeepSpeed source, deepspeed/runtime/zero/stage_1_and_2.py (use_multi_rank_bucket_allreduce) and "
-    "stage3.py; DeepSpeed issues #5758 and #6463, PR #7440: ZeRO-1/2 reduce gradients with all-reduce.",
+    "stage3.py; DeepSpeed issues #5758 and #6463, PR #7440: ZeRO-1/2 reduce gradients with all-reduce; "
+    "deepspeed/runtime/zero/config.py: stage3_max_reuse_distance keeps gathered parameters for reuse.",
     "PyTorch ZeroRedundancyOptimizer (torch.distributed.optim) and pytorch issue #69591: DDP all-reduce "
     "plus one broadcast per parameter shard.",
     "Y. Zhao et al. PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel. VLDB 2023, "
