@@ -105,3 +105,12 @@ def test_fit_h100(fmt):
     assert abs(row["busbw_GBps"] - 338.82) < 10
     assert 120e-6 < row["latency_s"] < 135e-6
     assert row["group_size"] == 16 and row["op"] == "all_reduce"
+
+
+def test_empty_or_repeated_scheme_lists():
+    """`--scheme ""` names no scheme: an error naming the option; a name given twice is compared once."""
+    r = _run("check", RESNET, "--scheme", " , ")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --scheme:") and r.stderr.count("\n") == 1
+    r = _run("check", RESNET, "--scheme", "dp,zero2", "--scheme", "dp", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert [s["scheme"] for s in json.loads(r.stdout)["schemes"]] == ["dp", "zero2"]

@@ -96,6 +96,23 @@ def main() -> None:
     app()
 
 
+def _scheme_names(values: str | list[str] | None, option: str) -> list[str] | None:
+    """Scheme names from comma-separated and/or repeated options, in order, each once.
+
+    ``None`` (option not given) means every scheme; given but empty is an error naming the option.
+    """
+    if values is None or (not isinstance(values, str) and len(values) == 0):
+        return None
+    items = [values] if isinstance(values, str) else values
+    names = list(dict.fromkeys(s.strip() for item in items for s in item.split(",") if s.strip()))
+    if not names:
+        from zerocalc.errors import ConfigError
+
+        raise ConfigError("no scheme given; name some (e.g. zero2,colocated) or leave the option out",
+                          option=option)
+    return names
+
+
 # ---------------------------------------------------------------------------
 # Commands are added below, one section per concern (table/derive, feasibility,
 # trace, check/fit, report). Each section only wires options to library calls.
@@ -260,7 +277,7 @@ def table_command(
 
     psi_count = parse_count(psi, option="--psi")
     topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
-    names = None if schemes is None else [s.strip() for s in schemes.split(",") if s.strip()]
+    names = _scheme_names(schemes, "--schemes")
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
                   comm_dtype=dtype, k=k)
     typer.echo(render_table(df, fmt, table_caption(df, psi_count, topo.name, dtype, k)), nl=False)
@@ -376,9 +393,7 @@ def feasibility_cmd(
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
-    names = None
-    if schemes:
-        names = [s.strip() for item in schemes for s in item.split(",") if s.strip()]
+    names = _scheme_names(schemes, "--schemes")
     cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, gpus_per_node=gpus_per_node)
     result = run_feasibility(cfg, names)
     if fmt == "json":
@@ -477,7 +492,7 @@ def check_cmd(
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
-    names = [s.strip() for item in scheme or [] for s in item.split(",") if s.strip()] or None
+    names = _scheme_names(scheme, "--scheme")
     ts = read_traces(traces if len(traces) > 1 else traces[0], strict=strict)
     res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
                 schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)
