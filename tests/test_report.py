@@ -354,3 +354,38 @@ def test_schemes_table_says_dp_update_at_the_reports_n(n, colocated):
     col = header.index("DP update")
     dp_update = {r[0]: r[col] for r in rows}
     assert dp_update["colocated"] == colocated and dp_update["zeropp"] == "NO" and dp_update["dp"] == "yes"
+
+
+_ONE_RANK_LINE = ("node0:1000:1000 [0] NCCL INFO AllReduce: opCount {op:x} sendbuff 0x78d056200000 "
+                  "recvbuff 0x78d056200000 count {count} datatype 6 op 0 root 0 comm 0x78cfda045840 "
+                  "[nranks=1] stream 0x78d07125e5e0")
+
+
+def _one_rank_log(path: Path) -> Path:
+    """One process, three steps of one 1,000,000-element fp16 all-reduce: a world of one rank."""
+    path.write_text("\n".join(_ONE_RANK_LINE.format(op=s, count=1_000_000) for s in range(3)) + "\n")
+    return path
+
+
+def test_validation_leaves_out_a_trace_with_nothing_to_compare(tmp_path):
+    """With N = 1 no scheme sends anything across ranks: no ratio exists, so the figure has no row
+    for that trace (it used to make the report crash on a NaN axis limit)."""
+    from zerocalc.report import validation_frame
+    from zerocalc.traces import read_traces
+    from zerocalc.validate import check
+
+    ts = read_traces(_one_rank_log(tmp_path / "one.txt"))
+    assert validation_frame({"one": check(ts.table, meta=ts.meta)}).empty
+
+
+@pytest.mark.slow
+def test_report_on_a_one_rank_trace_is_written(tmp_path):
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    out = tmp_path / "one.pdf"
+    trace = _one_rank_log(tmp_path / "one.txt")
+    res = CliRunner().invoke(app, ["report", "-o", str(out), "--trace", str(trace)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes().startswith(b"%PDF-")

@@ -681,8 +681,12 @@ def validation_frame(checks: dict[str, object]) -> pd.DataFrame:
     """
     rows = []
     for name, res in checks.items():
-        comps = {c.scheme: c for c in res.comparisons}
-        best = res.matches[0] if res.matches else min(comps, key=lambda s: abs(np.log(comps[s].ratio)))
+        comps = {c.scheme: c for c in res.comparisons if c.ratio is not None and np.isfinite(c.ratio)
+                 and c.ratio > 0}
+        if not comps:  # e.g. N = 1: no cross-rank traffic, nothing to compare
+            continue
+        best = (res.matches[0] if res.matches and res.matches[0] in comps
+                else min(comps, key=lambda s: abs(np.log(comps[s].ratio))))
         c = comps[best]
         pred = {op: (calls, nbytes) for op, calls, _el, nbytes in c.predicted_pattern}
         meas = {op: (calls, nbytes) for op, calls, _el, nbytes in c.measured_pattern}
@@ -1049,16 +1053,18 @@ def _page_validation(w: _Writer, data: ReportData) -> None:
         key = [c for c in res.comparisons if c.scheme in shown]
         w.table(["scheme", "predicted", "measured", "ratio", "pattern", "explanation"],
                 [[c.scheme, format_bytes(c.predicted_bytes_per_rank_per_step),
-                  format_bytes(c.measured_bytes_per_rank_per_step), f"{c.ratio:.3f}",
+                  format_bytes(c.measured_bytes_per_rank_per_step),
+                  "n/a" if c.ratio is None or not np.isfinite(c.ratio) else f"{c.ratio:.3f}",
                   "match" if c.pattern_match else "no", c.explanation] for c in key],
                 align="lrrrll", size=7.0, wrap={5: 62})
     val = data.extra["validation"]
-    shown = val[val["predicted_bytes"] > 0]
-    w.figure(0.9 + 0.42 * max(len(shown), 3), lambda sf: plots.plot_validation(shown, fig=sf), caption=(
-        "Figure 5. Predicted against measured bytes per rank per step for each collective of each trace, "
-        "under the scheme that matches it (in brackets); right: measured / predicted (1.000 = exact). "
-        "Residuals (measured − predicted): " + "; ".join(
-            f"{r.label}: {r.residual_bytes:+,.0f} B" for r in val.itertuples()) + "."))
+    shown = val[val["predicted_bytes"] > 0] if not val.empty else val
+    if not shown.empty:
+        w.figure(0.9 + 0.42 * max(len(shown), 3), lambda sf: plots.plot_validation(shown, fig=sf), caption=(
+            "Figure 5. Predicted against measured bytes per rank per step for each collective of each trace, "
+            "under the scheme that matches it (in brackets); right: measured / predicted (1.000 = exact). "
+            "Residuals (measured − predicted): " + "; ".join(
+                f"{r.label}: {r.residual_bytes:+,.0f} B" for r in val.itertuples()) + "."))
     summary = data.extra.get("fit_summary")
     points = data.extra.get("fit_points")
     if isinstance(summary, pd.DataFrame) and isinstance(points, pd.DataFrame) and not points.empty:
