@@ -103,3 +103,12 @@ def test_zero_steps_equivalence_is_null_and_na():
     conds = text.split("colocated scheme, conditions:")[1].split("\n\n")[0].strip().splitlines()
     conds = [ln for ln in conds if "divergence" not in ln]
     assert len(conds) == 4 and all("n/a" in ln and "exact" not in ln for ln in conds)
+
+
+def test_sizes_beyond_the_cap_are_refused_quickly():
+    """`--n 1000` used to run for minutes (cost ∝ N² × steps): refused at once, naming the option."""
+    from zerocalc.feasibility import MAX_RANKS, MAX_STEPS
+
+    for option, value in (("--n", MAX_RANKS + 1), ("--steps", MAX_STEPS + 1)):
+        r = runner.invoke(app, ["feasibility", option, str(value)])
+        assert r.exit_code == 2 and r.stderr.startswith(f"error: {option}: at most")

@@ -426,6 +426,10 @@ class Adam:
         return param - self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
+#: Largest simulation accepted: 64 ranks × 20 steps of every scheme take a few seconds on 2 cores.
+MAX_RANKS, MAX_STEPS = 64, 1000
+
+
 @dataclass(frozen=True)
 class FeasibilityConfig:
     """One simulation: N ranks (``gpus_per_node`` per node), ``steps`` Adam steps, ``micro_batch``
@@ -449,6 +453,11 @@ class FeasibilityConfig:
                                   option="--" + name.replace("_", "-"))
         if self.seed < 0:
             raise ConfigError(f"must be ≥ 0, got {self.seed}", option="--seed")
+        for name, high in (("n", MAX_RANKS), ("steps", MAX_STEPS)):
+            if getattr(self, name) > high:
+                raise ConfigError(f"at most {high} (the simulation's cost grows with N² × steps; the "
+                                  f"verdict does not change with size), got {getattr(self, name)}",
+                                  option="--" + name)
         g = self.gpus_per_node
         if g is not None and (isinstance(g, bool) or not isinstance(g, int | np.integer) or g < 1
                               or self.n % min(g, self.n)):
