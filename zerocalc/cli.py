@@ -493,6 +493,8 @@ def check_cmd(
     if fmt not in ("table", "json"):
         raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
     names = _scheme_names(scheme, "--scheme")
+    if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
+        raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
     ts = read_traces(traces if len(traces) > 1 else traces[0], strict=strict)
     res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
                 schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)

@@ -519,6 +519,28 @@ def _ranks_by_process(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
                 f"({' + '.join(cols)}) and numbered {span} in order of appearance")
 
 
+def _tensor_parallel_sizes(df: pd.DataFrame, gs: np.ndarray, data_ops: np.ndarray,
+                           sizes: Counter) -> set[int]:
+    """Group sizes, below the largest, whose groups are blocks of consecutive global ranks.
+
+    Megatron-LM orders ranks tensor-parallel first (``parallel_state.py``, order ``tp-cp-ep-dp-pp``):
+    a tensor-parallel group of p is ranks kp … kp+p−1, each at position ``rank mod p``, while a
+    data-parallel group takes every TP-th rank. Read from NCCL's per-communicator rank
+    (``comm_rank``) where the trace has it and the data collectives run on groups of several sizes;
+    a size is left out only if another remains.
+    """
+    if "comm_rank" not in df.columns or len(sizes) < 2:
+        return set()
+    cr = _num(df["comm_rank"])
+    rank = df["rank"].to_numpy(dtype=float)
+    out = set()
+    for p in sorted(sizes)[:-1]:
+        on = data_ops & (gs == p)
+        if p > 1 and on.any() and not np.isnan(cr[on]).any() and np.all(cr[on] == rank[on] % p):
+            out.add(p)
+    return out if len(out) < len(sizes) else set()
+
+
 def _order_calls(df: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in ("rank", "start_s", "source_line") if c in df.columns]
     return df.sort_values(keys, kind="stable", na_position="last")
@@ -613,8 +635,17 @@ def measure(
     df = table[table["op"].astype(str) != "other"] if len(table) else table
     aside = _set_aside(df, meta)
     if aside.any():
-        files = sorted(set(df.loc[aside, "file"].astype(str)))
-        notes.append("set aside (aggregates or benchmarks, not per-call traces): " + ", ".join(files))
+        fcol = df["file"].astype(str)
+        kept = set(fcol[~aside])
+        whole = sorted(set(fcol[aside]) - kept)
+        part = sorted(set(fcol[aside]) & kept)
+        if whole:
+            notes.append("set aside (aggregates or benchmarks, not per-call traces): " + ", ".join(whole))
+        for f in part:
+            k = int((aside & (fcol == f).to_numpy()).sum())
+            notes.append(f"set aside {_plural(k, 'aggregate row')} of {f} (summaries, not calls); "
+                         f"its {_plural(int(((~aside) & (fcol == f).to_numpy()).sum()), 'per-call row')} "
+                         "are counted")
         df = df[~aside]
     if df.empty or not df["op"].astype(str).isin(list(_OP_VERBS)).any():
         files = ", ".join(sorted(set(table["file"].astype(str)))) if len(table) else "the input"
@@ -649,9 +680,20 @@ def measure(
     for p, e in zip(gs[data_ops], np.nan_to_num(full[data_ops]), strict=True):
         sizes_by_elems[int(p)] += e
     trace_n = max(sizes_by_elems, key=lambda k: (sizes_by_elems[k], k))
+    inner = _tensor_parallel_sizes(df, gs, data_ops, sizes_by_elems)
+    if inner:
+        trace_n = max((k for k in sizes_by_elems if k not in inner), key=lambda k: (sizes_by_elems[k], k))
     if n is None:
         n = trace_n
         n_how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
+        if inner:
+            n_how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
+                     f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
+                     "parallelism's layout, and are reported apart")
+        elif len(sizes_by_elems) > 1:
+            others = ", ".join(str(k) for k in sorted(sizes_by_elems) if k != n)
+            n_how += (f"; the trace also has groups of {others} ranks, reported apart: give --n if the "
+                      "data-parallel group is another")
         n_how += f"; world_size {world} in the trace header)" if world is not None else ")"
     else:
         if n not in sizes_by_elems:
@@ -663,6 +705,9 @@ def measure(
     ranks = tuple(sorted(set(df["rank"].tolist())))
     if world is not None and len(ranks) > world:
         raise TraceMismatchError(f"{len(ranks)} ranks in the traces but world_size is {world}")
+    if len(ranks) > n:
+        n_how += (f"; {len(ranks)} ranks in all: each data-parallel group of {n} is one of "
+                  f"{len(ranks) / n:g} model-parallel (pipeline or tensor) parts")
 
     # --- element types: recorded, else --dtype, else the rest of the trace ----------------
     eb = _num(df["elem_bytes"])
@@ -699,14 +744,35 @@ def measure(
                     f"element type of {cnt} {OP_NAMES[o]} call(s) not recorded in the trace: "
                     f"taken as {name} ({int(DTYPE_BYTES.get(name, 0)) or '?'} B) from {where}"
                 )
-    nosize = data_ops & np.isnan(full)
+    # DeepSpeed's comms logger gives no elements, only the tensor argument's size in 1024-based
+    # units rounded to 2 decimals (``msg_size_bytes``; traces/deepspeed_comms.py): the call's bytes,
+    # approximately. all_gather_into_tensor's argument is the shard (full vector = shard × p).
+    approx = np.full(len(df), np.nan)
+    if "msg_size_bytes" in df.columns:
+        msg = _num(df["msg_size_bytes"])
+        use = data_ops & np.isnan(full) & ~np.isnan(msg)
+        approx[use] = np.where(op[use] == "all_gather", msg[use] * gs[use], msg[use])
+        if use.any():
+            notes.append(f"{_plural(int(use.sum()), 'call')} record only an approximate message size "
+                         "(DeepSpeed's comms logger: 1024-based units rounded to 2 decimals): its bytes are "
+                         "used, approximately, and give no element count")
+            with np.errstate(invalid="ignore"):
+                full = np.where(use & (eb > 0), approx / eb, full)
+    nosize = data_ops & np.isnan(full) & np.isnan(approx)
     if nosize.any():
-        notes.append(f"{int(nosize.sum())} call(s) record no size: counted as 0 bytes")
+        notes.append(f"{_plural(int(nosize.sum()), 'call')} record no size: counted as 0 bytes "
+                     "(not as scalar collectives)")
+    sized = ~np.isnan(full) | ~np.isnan(approx)
+    full_bytes = np.where(np.isnan(full), approx, full * eb)
+    # scalar: at most SCALAR_MAX_ELEMENTS elements; a size in bytes only is one at ≥ 1 B per element
+    small = np.where(np.isnan(full), np.nan_to_num(approx) <= SCALAR_MAX_ELEMENTS,
+                     full <= SCALAR_MAX_ELEMENTS)
+    small &= sized
     full = np.nan_to_num(full)
     eb = np.nan_to_num(eb)
     ring = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
                             op, np.nan_to_num(gs, nan=1.0))
-    sent = ring * full * eb
+    sent = ring * np.nan_to_num(full_bytes)
 
     # --- steps ---------------------------------------------------------------------------
     step_marked = df["step"].notna().to_numpy()
@@ -723,7 +789,7 @@ def measure(
         # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
         sig = (pd.DataFrame({"o": op, "i": np.nan_to_num(in_e), "u": np.nan_to_num(out_e), "p": gs})
                .groupby(["o", "i", "u", "p"], sort=False, dropna=False).ngroup().to_numpy())
-        carries = np.isin(op, list(_OP_VERBS)) & (np.nan_to_num(full) > SCALAR_MAX_ELEMENTS)
+        carries = np.isin(op, list(_OP_VERBS)) & ~small
         bounds = np.flatnonzero(np.diff(rank_arr)) + 1  # df is sorted by rank
         for idx in np.split(np.arange(len(df)), bounds):
             r = int(rank_arr[idx[0]])
@@ -791,7 +857,7 @@ def measure(
         bc_tot = pd.Series(full[bc]).groupby([rank_arr[bc], step_id[bc]]).sum()
         if float(bc_tot.max()) < BUFFER_MAX_SHARE_OF_PSI * psi_ref:
             cat[bc] = "buffers"
-    cat[(cat == "step") & ((full <= SCALAR_MAX_ELEMENTS) | (op == "barrier"))] = "scalar"
+    cat[(cat == "step") & (small | (op == "barrier"))] = "scalar"
     cat[(cat == "one_off") & (op == "barrier")] = "scalar"
 
     # --- Ψ: option or trace ----------------------------------------------------------------
@@ -821,14 +887,22 @@ def measure(
     gradmask = (stepmask & np.isin(op, ["all_reduce", "reduce_scatter", "reduce"])
                 & (full > SCALAR_MAX_ELEMENTS))
     basis = gradmask if gradmask.any() else stepmask
+    typed = basis & (eb > 0)  # calls with a size in bytes only have no element type
     dt = df["dtype"].astype("string").fillna("?").to_numpy()
-    w = (pd.DataFrame({"dt": dt[basis], "eb": eb[basis], "b": sent[basis]})
+    w = (pd.DataFrame({"dt": dt[typed], "eb": eb[typed], "b": sent[typed]})
          .groupby(["dt", "eb"], sort=False)["b"].sum())
     if len(w):
         comm_dtype, comm_eb = w.idxmax()
     else:
         comm_dtype, comm_eb = (dtype or "fp32"), float(DTYPE_BYTES[dtype or "fp32"])
-        notes.append(f"no step traffic: the model is evaluated with {comm_dtype} on the wire")
+        notes.append(f"no step traffic: the model is evaluated with {comm_dtype} on the wire"
+                     if not basis.any() else
+                     f"the step traffic records no element type: the model is evaluated with "
+                     f"{comm_dtype} on the wire ({'from --dtype' if dtype else 'give --dtype to change it'})")
+    bytes_only = ~np.isnan(approx) & (eb <= 0)
+    if bytes_only.any():  # elements at the wire type, for the pattern's multiples of Ψ
+        full = np.where(bytes_only, approx / comm_eb, full)
+        eb = np.where(bytes_only, comm_eb, eb)
     if comm_dtype == "?":
         comm_dtype = next((k for k, v in DTYPE_BYTES.items() if v == comm_eb), "?")
 
@@ -966,7 +1040,9 @@ class SchemeComparison:
 def _gpus_per_node(n: int, gpus_per_node: int | None) -> int:
     if gpus_per_node is None:
         return n if n <= 8 or n % 8 else 8
-    if gpus_per_node < 1 or (n > gpus_per_node and n % gpus_per_node):
+    if gpus_per_node < 1:  # as ``table`` says it (evaluate.py)
+        raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
+    if n > gpus_per_node and n % gpus_per_node:
         raise ConfigError(f"{gpus_per_node} does not divide N = {n}", option="--gpus-per-node")
     return min(gpus_per_node, n)
 
@@ -1162,6 +1238,13 @@ class Timing:
     note: str = ""
 
 
+#: A fit on a trace's own calls whose worst relative residual exceeds this, or a prediction off the
+#: measured sum by more than this factor, is taken as timings that include waiting for other ranks: a
+#: collective kernel starts when its rank launches it and ends when the slowest rank has joined.
+SKEW_MAX_REL_RESIDUAL = 1.0
+SKEW_MAX_RATIO = 2.0
+
+
 def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | None = None) -> Timing | None:
     """Predicted vs measured step communication time (mean per rank and step, step category).
 
@@ -1194,7 +1277,17 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
         notes.append("gloo: durations are CPU op times that include waiting for the other ranks")
     if fit.note:
         notes.append(fit.note)
-    return Timing(fit, source, float(pred), meas, meas / pred if pred > 0 else math.nan, "; ".join(notes))
+    ratio = meas / pred if pred > 0 else math.nan
+    own = source != "given"
+    if (own and fit.max_abs_rel_residual > SKEW_MAX_REL_RESIDUAL) or not (
+            1 / SKEW_MAX_RATIO <= ratio <= SKEW_MAX_RATIO):
+        why = ([f"the fit misses its own calls by up to {fit.max_abs_rel_residual:.0%}"]
+               if own and fit.max_abs_rel_residual > SKEW_MAX_REL_RESIDUAL else [])
+        if not 1 / SKEW_MAX_RATIO <= ratio <= SKEW_MAX_RATIO:
+            why.append(f"the prediction misses the measured sum {ratio:.3g}×")
+        notes.append(f"{' and '.join(why)}: the kernel durations include waiting for the other ranks "
+                     "(skew between them), so these α-β numbers are not a measurement of the links")
+    return Timing(fit, source, float(pred), meas, ratio, "; ".join(notes))
 
 
 # ---------------------------------------------------------------------------

@@ -7,8 +7,10 @@ One ``COLL`` line per collective call, unchanged since NCCL 2.4 (NCCL ``src/enqu
 
 RCCL appends `` task N globalrank N``; launchers prepend their own prefixes (searched,
 not anchored); one real log has ``NCCL INFO [2] AllReduce:``. ``[dev]`` is the CUDA
-device, not the rank: the rank comes from the ``comm .. rank r nranks p .. Init COMPLETE``
-line of the same process and communicator, or from RCCL's ``globalrank``; otherwise NA.
+device, not the rank: the rank is RCCL's ``globalrank``, else the process's rank in the largest
+communicator of its ``comm .. rank r nranks p .. Init COMPLETE`` lines (the world: a rank within a
+tensor- or data-parallel sub-communicator is not a global rank), else NA. The rank within the
+call's own communicator is the extra column ``comm_rank``.
 ``TUNING`` lines (``AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE ...``) give the
 algorithm and protocol of the preceding call of that thread.
 
@@ -302,13 +304,18 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
         values = np.where(factor == 1, t.count, 0) + np.where(scaled, t.count * np.maximum(group_size, 0), 0)
         nelems.append(_nullable(values, scaled & (group_size < 0)))
     inits = [i for s in scans for i in s.inits]
+    world_n = None
     if inits:  # after the sizes: those use the line's own nranks only
-        comm_rank = {(h, p, c): (r, size) for h, p, c, r, size in inits}
+        in_comm = {(h, p, c): (r, size) for h, p, c, r, size in inits}
+        world_rank, world_n = _world_ranks(inits)
         hosts, pids = t.lookup("host", None, object), t.pid
-        for i in np.flatnonzero(rank < 0).tolist():
-            hit = comm_rank.get((hosts[i], int(pids[i]) if pids[i] >= 0 else None, t.comm[i]))
-            if hit is not None:
-                rank[i] = hit[0]
+        comm_rank = np.full(n, _NA, np.int64)
+        for i in range(n):
+            proc = (hosts[i], int(pids[i]) if pids[i] >= 0 else None)
+            if rank[i] < 0 and proc in world_rank:
+                rank[i] = world_rank[proc]
+            if (hit := in_comm.get((*proc, t.comm[i]))) is not None:
+                comm_rank[i] = hit[0]
                 if group_size[i] < 0:
                     group_size[i] = hit[1]
     import pandas as pd
@@ -335,18 +342,40 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
         "pid": _inferred(t.pid),
         "tid": t.inferred("tid", _int), "device": t.inferred("dev", _int),
     }
+    if inits:  # the rank within the call's own communicator (the checker reads the group layout from it)
+        columns["comm_rank"] = _nullable(comm_rank, comm_rank < 0)
     tunings = [(ln + off, *rest) for off, s in zip(offsets, scans, strict=True) for ln, *rest in s.tunings]
     if tunings:
         columns.update(_tuning(tunings, t, t.lookup("op", None, object)))
     ranks = rank[rank >= 0]
     sizes = group_size[group_size >= 0]
+    largest = max(int(sizes.max()) if len(sizes) else 0, world_n or 0)
     res.meta.update(
         rank=int(ranks[0]) if len(ranks) and ranks.min() == ranks.max() else None,
-        world_size=int(sizes.max()) if len(sizes) else None,
+        # the largest communicator is the world only when it can hold every process of the log
+        world_size=largest if largest and t.processes <= largest else None,
         processes=t.processes,
     )
     res.columns = columns if n else None  # no rows: the reader's empty table
     return res
+
+
+def _world_ranks(inits: list[tuple[Any, ...]]) -> tuple[dict[tuple[Any, Any], int], int | None]:
+    """Each process's global rank: its rank in the largest communicator of the log (the world).
+
+    A process belongs to several communicators under parallelism of more than one kind (tensor,
+    pipeline, data: Megatron-LM ``parallel_state.py``), and its rank in each is a different number;
+    only the world communicator's rank tells processes apart. A process with no Init line of that
+    size gets none; when the largest communicators do not give distinct ranks (two data-parallel
+    communicators of 4 ranks in a log of 8 processes, none of them the world) no process gets one,
+    and the checker tells them apart by process. Returns the ranks by (host, pid) and the world's
+    size (``None`` in the latter case).
+    """
+    world_n = max(size for *_, size in inits)
+    ranks = {(h, p): r for h, p, _, r, size in inits if size == world_n}
+    if len(set(ranks.values())) < len(ranks) or any(p is None for _, p in ranks):
+        return {}, None
+    return ranks, world_n
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
