@@ -306,18 +306,23 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
     inits = [i for s in scans for i in s.inits]
     world_n = None
     if inits:  # after the sizes: those use the line's own nranks only
+        import pandas as pd
+
         in_comm = {(h, p, c): (r, size) for h, p, c, r, size in inits}
         world_rank, world_n = _world_ranks(inits)
-        hosts, pids = t.lookup("host", None, object), t.pid
-        comm_rank = np.full(n, _NA, np.int64)
-        for i in range(n):
-            proc = (hosts[i], int(pids[i]) if pids[i] >= 0 else None)
-            if rank[i] < 0 and proc in world_rank:
-                rank[i] = world_rank[proc]
-            if (hit := in_comm.get((*proc, t.comm[i]))) is not None:
-                comm_rank[i] = hit[0]
-                if group_size[i] < 0:
-                    group_size[i] = hit[1]
+        # one lookup per distinct (host, pid, comm), spread over its rows
+        comm_code, comm_names = pd.factorize(np.array(t.comm, dtype=object))
+        keys = pd.DataFrame({"h": t.codes["host"], "p": t.pid, "c": comm_code})
+        which = keys.groupby(["h", "p", "c"], sort=False).ngroup().to_numpy()
+        found = np.full((len(keys.drop_duplicates()), 3), _NA, np.int64)  # world rank, comm rank, size
+        for j, (h, p, c) in enumerate(keys.drop_duplicates().itertuples(index=False)):
+            proc = (t.tables["host"][h], int(p) if p >= 0 else None)
+            found[j, 0] = world_rank.get(proc, _NA)
+            found[j, 1:] = in_comm.get((*proc, comm_names[c]), (_NA, _NA))
+        found = found[which]
+        rank = np.where(rank < 0, found[:, 0], rank)
+        comm_rank = found[:, 1]
+        group_size = np.where(group_size < 0, found[:, 2], group_size)
     import pandas as pd
 
     string, str_ = pd.StringDtype(na_value=pd.NA), pd.StringDtype(na_value=np.nan)
