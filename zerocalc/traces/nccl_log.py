@@ -30,7 +30,7 @@ import operator
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, repeat
+from itertools import chain, compress, count, islice, repeat
 from typing import Any, TextIO
 
 import numpy as np
@@ -63,8 +63,17 @@ _BODY = (
 #: One COLL line; the prefix is the one that ends right before ``NCCL INFO``.
 COLL = re.compile(r"^[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"$", re.M)
 #: The same lines within a block that starts with a newline, for ``re.split``: starting with
-#: a literal newline lets the engine skip from line to line.
-_ROWS = re.compile(r"\n[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"(?=\n)")
+#: a literal newline lets the engine skip from line to line. Neighbouring few-valued fields are
+#: captured as one (``tid [dev]``; ``datatype op redop root``): one code lookup per row for
+#: each, the fields read from its few distinct values (:data:`_MERGED`).
+_ROWS = re.compile(
+    r"\n[^\n]*?(?:"
+    + _PREFIX.replace(r"(?P<tid>\d{1,18}) \[(?P<dev>\d{1,9})\]", r"(?P<td>\d{1,18} \[\d{1,9}\])")
+    + r")?"
+    + _BODY.replace(r"(?P<datatype>\d{1,9}) op (?P<redop>\d{1,9}) root (?P<root>-?\d{1,18})",
+                    r"(?P<dro>\d{1,9} op \d{1,9} root -?\d{1,18})")
+    + r"(?=\n)"
+)
 _ROW_FIELDS = tuple(_ROWS.groupindex)
 PREFIX = re.compile(_PREFIX + r"$")
 INIT = re.compile(
@@ -83,6 +92,13 @@ BLOCK_CHARS = 1 << 22
 _UNMATCHED = "line has 'opCount' but not the NCCL COLL layout"
 #: Fields kept as codes into a table of their distinct values (few distinct values per log).
 _FACTORS = ("host", "tid", "dev", "op", "datatype", "redop", "root", "nranks", "globalrank")
+#: The groups of :data:`_ROWS` that hold several of them, and how to split one's text into theirs.
+_MERGED: dict[str, tuple[tuple[str, ...], Any]] = {
+    "td": (("tid", "dev"), lambda s: (s[: s.index(" ")], s[s.index("[") + 1 : -1])),
+    "dro": (("datatype", "redop", "root"), lambda s: tuple(s.split(" ")[::2])),
+}
+#: The fields of :data:`_FACTORS` captured on their own.
+_DIRECT = tuple(name for name in _FACTORS if not any(name in names for names, _ in _MERGED.values()))
 #: Missing integer in a code table.
 _NA = -1
 
@@ -166,6 +182,12 @@ class Scan:
     tables: dict[str, Any] = field(default_factory=lambda: {name: defaultdict(count().__next__)
                                                             for name in _FACTORS})
     skipped: SkipLog = field(default_factory=SkipLog)
+    #: While scanning: the distinct texts of each merged group (:data:`_MERGED`), and for each of
+    #: its fields the code of each text's part.
+    merged: dict[str, Any] = field(default_factory=lambda: {key: defaultdict(count().__next__)
+                                                            for key in _MERGED})
+    merged_codes: dict[str, list[list[int]]] = field(default_factory=lambda: {
+        key: [[] for _ in names] for key, (names, _) in _MERGED.items()})
     #: ``Init COMPLETE`` lines in order: (host, pid, comm, rank, nranks).
     inits: list[tuple[Any, ...]] = field(default_factory=list)
     #: TUNING lines in order: (line, host, pid, tid, op, algorithm, protocol, bytes).
@@ -177,11 +199,31 @@ class Scan:
     def freeze(self) -> Scan:
         """Plain lists and arrays only (picklable): each code table becomes its list of values."""
         self.tables = {name: list(table) for name, table in self.tables.items()}
+        self.merged, self.merged_codes = {}, {}
         self.columns = {name: np.concatenate(parts) if name != "comm" else list(chain.from_iterable(parts))
                         for name, parts in self.columns.items()} if self.columns["line"] else {}
         if self.columns:
             self.processes = _pairs(self.columns["host"], self.columns["pid"])
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A frozen scan as a worker process sends it, packed: the communicators as one string
+        (one object to pickle instead of one per call; they hold no whitespace) and the codes in
+        the smallest integer type that holds them. :meth:`__setstate__` unpacks it."""
+        state = dict(self.__dict__)
+        if self.columns:
+            columns = state["columns"] = dict(self.columns)
+            columns["comm"] = "\n".join(columns["comm"])
+            for name in _FACTORS:
+                columns[name] = columns[name].astype(np.min_scalar_type(len(self.tables[name])))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.columns:
+            self.columns["comm"] = self.columns["comm"].split("\n") if self.columns["comm"] else []
+            for name in _FACTORS:
+                self.columns[name] = self.columns[name].astype(np.int32)
 
 
 def scan(stream: TextIO, file: str, *, strict: bool = False, start: int = 0) -> Scan:
@@ -196,15 +238,18 @@ def scan(stream: TextIO, file: str, *, strict: bool = False, start: int = 0) -> 
     while True:
         chunk = stream.read(size)
         size = BLOCK_CHARS
-        block = tail + chunk
-        tail = ""
         if chunk:
-            cut = block.rfind("\n") + 1
-            block, tail = block[:cut], block[cut:]
-        if block:
-            _scan_block(block, file, res.lines + 1, strict, res)
-            res.lines += block.count("\n")
-        if not chunk:
+            # the block is text[1:end], the whole lines of tail + chunk; the rest is the next tail
+            # (kept in text, which is the one copy of the block made: no slices of it)
+            text = "\n" + tail + chunk
+            end = text.rfind("\n") + 1
+            tail = text[end:]
+            if end > 1:
+                res.lines += _scan_block(text, end, file, res.lines + 1, strict, res) - 1
+        else:
+            if tail:  # a last line without a newline
+                text = "\n" + tail + "\n"
+                _scan_block(text, len(text), file, res.lines + 1, strict, res)
             break
     return res.freeze()
 
@@ -219,19 +264,38 @@ def _factor(table: defaultdict, values: list) -> np.ndarray:
     return np.fromiter(map(table.__getitem__, values), np.int32, len(values))
 
 
-def _scan_block(block: str, file: str, line0: int, strict: bool, res: Scan) -> None:
-    """Parse the whole lines of one block (the first is line ``line0``) into ``res``."""
-    text = "\n" + block if block.endswith("\n") else "\n" + block + "\n"
+def _scan_block(text: str, end: int, file: str, line0: int, strict: bool, res: Scan) -> int:
+    """Parse the whole lines of one block (the first is line ``line0``) into ``res``.
+
+    ``text`` is a newline, the block's lines, each ending with a newline, and after ``end`` the
+    start of a line not in the block (not a call: it has no newline to end it). Returns the
+    number of newlines in ``text[:end]``.
+    """
     parts = _ROWS.split(text)
+    if end < len(text):  # the text after the block is at the end of the last gap
+        parts[-1] = parts[-1][: end - len(text)]
     stride = len(_ROW_FIELDS) + 1
     gaps = parts[::stride]  # the text before each call: "\n" + line, for each line that is not one
     n = len(gaps) - 1
     g = {name: parts[i::stride] for i, name in enumerate(_ROW_FIELDS, 1)}
     lines = np.arange(line0, line0 + n, dtype=np.int64)
+    # each call's match holds one newline (the one before it), each gap the rest
+    newlines = n + gaps[n].count("\n")
     if any(gaps[:n]):
-        lines += np.cumsum(np.fromiter(map(str.count, gaps[:n], repeat("\n")), np.int64, n))
+        steps = np.cumsum(np.fromiter(map(str.count, gaps[:n], repeat("\n")), np.int64, n))
+        lines += steps
+        newlines += int(steps[-1]) if n else 0
     tables, cols = res.tables, res.columns
-    codes = {name: _factor(tables[name], g[name]) for name in _FACTORS}
+    codes = {name: _factor(tables[name], g[name]) for name in _DIRECT}
+    for key, (names, split) in _MERGED.items():
+        merged, known = res.merged[key], res.merged_codes[key]
+        combined = _factor(merged, g[key])
+        for value in islice(merged, len(known[0]), None):  # texts first seen in this block
+            for codes_of, name, part in zip(known, names, (repeat(None) if value is None else split(value)),
+                                            strict=False):
+                codes_of.append(tables[name][part])
+        for codes_of, name in zip(known, names, strict=True):
+            codes[name] = np.array(codes_of, np.int32)[combined]
     ops, nranks = list(tables["op"]), [_int(s) for s in tables["nranks"]]
     invalid = (np.array([op not in NCCL_COLL_OPS for op in ops], bool)[codes["op"]]
                | (np.array([p != _NA and p < 1 for p in nranks], bool)[codes["nranks"]]))
@@ -242,7 +306,7 @@ def _scan_block(block: str, file: str, line0: int, strict: bool, res: Scan) -> N
             reason = _check(ops[codes["op"][j]], p if p != _NA else None)
             bad(file, int(lines[j]), reason, strict, res.skipped)
         keep = ~invalid
-    if block.count(MARKER) != n:  # some line with the marker did not match: report it
+    if MARKER in "".join(gaps):  # some line with the marker did not match: report it
         _report_unmatched(gaps, lines, line0, file, strict, res.skipped)
     try:
         pid = np.array(g["pid"], dtype=np.int64)
@@ -258,17 +322,18 @@ def _scan_block(block: str, file: str, line0: int, strict: bool, res: Scan) -> N
     for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
         cols[name].append(c)
     cols["comm"].append(comm)
-    if "Init COMPLETE" in block:
-        for m in INIT.finditer(block):
+    if text.find("Init COMPLETE", 1, end) >= 0:
+        for m in INIT.finditer(text, 1, end):
             host, pid, _, _ = _prefix(m["pre"])
             res.inits.append((host, pid, m["comm"], int(m["rank"]), int(m["nranks"])))
-    if TUNING_MARKER in block:
-        pos, line = 0, line0
-        for m in TUNING.finditer(block):
-            line += block.count("\n", pos, m.start())
+    if text.find(TUNING_MARKER, 1, end) >= 0:
+        pos, line = 1, line0
+        for m in TUNING.finditer(text, 1, end):
+            line += text.count("\n", pos, m.start())
             pos = m.start()
             host, pid, tid, _ = _prefix(m["pre"])
             res.tunings.append((line, host, pid, tid, m["op"], m["algo"], m["proto"], int(m["bytes"])))
+    return newlines
 
 
 def _report_unmatched(gaps: list[str], lines: np.ndarray, line0: int, file: str, strict: bool,
