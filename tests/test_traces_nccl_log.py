@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces import read_traces
@@ -115,3 +117,51 @@ def test_coll_fields_table_matches_the_parser(tmp_path):
                                                                     "globalrank", "datatype")} == {
         "opcount": 3, "count": 10, "group": "0x9", "group_size": 4, "rank": 6, "dtype": "fp32"}
     assert all(not pd.isna(row[col]) for col in NCCL_COLL_FIELDS.values())
+
+
+# Launcher prefixes and line starts of every shape: NCCL's own (host first), Ray's tag, a rank tag,
+# a host after a colon or a tab (no space before it), a host glued to the text before it, none.
+_PREFIXES = ["", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "[rank3]: ", "a:b", "x\t", "  ",
+             "noise opCount 3 ", "0: ", "x", "é "]
+_HOSTS = ["h1:10:20 [0] ", "node-x:12:22 [3] ", "", "h:1:2 [0]", "hé:3:4 [1] "]
+_ARGS = "sendbuff 0x1 recvbuff 0x2 count 7 datatype 7 op 0 root 0 comm 0x9"
+_BODIES = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3",
+           f"NCCL INFO [2] AllGather: opCount 2 {_ARGS} stream 0x3 task 0 globalrank 5",
+           "NCCL INFO Send: opCount 3 sendbuff 0x1 recvbuff (nil) count 5 datatype 0 op 0 root 1 comm 0x7 "
+           "[nranks=2] stream 0x3  ",
+           f"NCCL INFO AllReduce: opCount 4 {_ARGS.replace('count', 'cnt')} stream 0x3",
+           "NCCL INFO Channel 00/02 : 0 1"]
+_COMPARED = ("source_line", "nccl_op", "count", "opcount", "group", "host", "pid", "tid", "device", "rank",
+             "group_size")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(_HOSTS), st.sampled_from(_BODIES)),
+                min_size=1, max_size=30),
+       st.sampled_from(["\n", "\r\n"]))
+def test_block_scan_reads_each_line_as_the_one_line_parser(lines, newline):
+    """The block scanner tries NCCL's own layout first and a launcher's prefix next, before the
+    general pattern: whatever the line start, each line gives the row (or the skip) that the
+    one-line parser, which applies the general pattern to the line alone, gives it."""
+    import io
+
+    from zerocalc.traces.nccl_log import parse
+
+    text = [p + h + b for p, h, b in lines]
+    expected, bad = [], []
+    for i, line in enumerate(text, 1):
+        try:
+            row = parse_coll_line(line, file="f.log", lineno=i)
+        except TraceFormatError:
+            bad.append(i)
+            continue
+        if row is not None:
+            expected.append({k: row[k] for k in _COMPARED})
+    got = parse(io.BytesIO((newline.join(text) + newline).encode()), "f.log")
+    actual = []
+    if got.columns:
+        rows = pd.DataFrame(got.columns)[list(_COMPARED)].astype(object)
+        actual = [{k: (None if pd.isna(v) else v) for k, v in r.items()} for r in rows.to_dict("records")]
+    assert actual == expected
+    assert got.skipped.count == len(bad)
+    assert [line for _, line, _ in got.skipped.examples] == bad[: len(got.skipped.examples)]

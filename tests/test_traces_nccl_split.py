@@ -22,7 +22,7 @@ def _build(path: Path, *, noise: bool = True, bad_at: int | None = None, extra: 
              if "opCount" in ln and not ln.startswith("#")]
     rng = random.Random(4)
     out, size = [], 0
-    while size < 2.5 * nccl_log.BLOCK_CHARS:
+    while size < 2.5 * nccl_log.BLOCK_BYTES:
         ln = rng.choice(lines)
         r = rng.random()
         if r < 0.01:  # a TUNING line for the preceding call of this thread, when it matches
@@ -55,16 +55,35 @@ def split_small(monkeypatch):
     monkeypatch.setattr(reader, "SPLIT_MIN_BYTES", 0)
 
 
-def test_cut_at_block_boundaries(tmp_path, split_small):
+def test_chunks_start_after_the_last_newline_before_each_block(tmp_path, split_small):
     path = tmp_path / "nccl.log"
     _build(path)
-    size = path.stat().st_size
-    cuts = reader._cuts(str(path), size, 2)
     data = path.read_bytes()
-    # 2.5 blocks in two runs: the cut is where a sequential scan ends its first block
-    assert cuts == [0, data.rfind(b"\n", 0, nccl_log.BLOCK_CHARS) + 1, size]
-    assert reader._read_split(str(path), False, 2) is not None  # read in two runs
+    block = nccl_log.BLOCK_BYTES
+    with path.open("rb") as f:
+        starts = [reader._boundary(f, k, len(data)) for k in range(4)]
+    # 2.5 blocks: three chunks, each starting just after the last newline before k blocks
+    assert starts == [0, data.rfind(b"\n", 0, block) + 1, data.rfind(b"\n", 0, 2 * block) + 1, len(data)]
+    assert reader._read_split(str(path), False, 2) is not None  # read in chunks by two processes
     _same(path)
+
+
+def test_chunk_without_a_newline_is_empty(tmp_path, monkeypatch):
+    """A line longer than a block: the chunks that start inside it start where it does instead
+    (all but the last of them empty), and the read is still the sequential one."""
+    monkeypatch.setattr(nccl_log, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(reader, "SPLIT_MIN_BYTES", 0)
+    line = ("h:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 7 datatype 7 op 0 "
+            "root 0 comm 0x9 [nranks=4] stream 0x3\n")
+    long = "h:1:2 [0] NCCL INFO note " + "x" * 700 + "\n"
+    path = tmp_path / "nccl.log"
+    path.write_text(line * 3 + long + line * 5)
+    with path.open("rb") as f:
+        size = path.stat().st_size
+        starts = [reader._boundary(f, k, size) for k in range(size // 256 + 2)]
+    assert starts[2] == starts[3] == starts[4] == len(line) * 3  # where the long line starts
+    _same(path)
+    assert len(read_traces(path, workers=2).table) == 8
 
 
 def test_rank_from_a_later_run_and_tuning(tmp_path, split_small):
@@ -76,20 +95,41 @@ def test_rank_from_a_later_run_and_tuning(tmp_path, split_small):
     assert t["algorithm"].notna().any()
 
 
-def test_strict_error_line_in_second_run(tmp_path, split_small):
+def test_strict_error_is_the_first_in_the_file(tmp_path, split_small):
+    """Strict mode names the log's first unusable line, whichever process scans it: one in the last
+    chunk alone (a worker's first), then one in the first chunk as well (the reading process's)."""
     path = tmp_path / "nccl.log"
     _build(path, noise=False)
-    cut = reader._cuts(str(path), path.stat().st_size, 2)[1]
-    bad_at = path.read_bytes()[:cut].count(b"\n") + 1000  # a line of the second run
-    _build(path, noise=False, bad_at=bad_at)
-    for workers in (1, 2):
-        with pytest.raises(TraceFormatError) as err:
-            read_traces(path, workers=workers, strict=True)
-        assert err.value.line == bad_at and "not the NCCL COLL layout" in err.value.reason
+    data = path.read_bytes()
+    last = data[: data.rfind(b"\n", 0, 2 * nccl_log.BLOCK_BYTES) + 1].count(b"\n") + 1000
+    for bad_at in (last, 500):
+        _build(path, noise=False, bad_at=bad_at)
+        if bad_at == 500:  # keep the later bad line too
+            lines = path.read_text().split("\n")
+            lines[last - 1] = lines[last - 1].replace(" count ", " cnt ")
+            path.write_text("\n".join(lines))
+        for workers in (1, 2):
+            with pytest.raises(TraceFormatError) as err:
+                read_traces(path, workers=workers, strict=True)
+            assert err.value.line == bad_at and "not the NCCL COLL layout" in err.value.reason
 
 
-def test_non_ascii_falls_back_to_a_sequential_read(tmp_path, split_small):
+def test_non_ascii_and_carriage_returns_split_exactly(tmp_path, split_small):
+    """The log is scanned as bytes: a cut at a newline is exact whatever the bytes around it
+    (multi-byte UTF-8, invalid UTF-8, CRLF and lone CR line ends, read as text mode reads them)."""
     path = tmp_path / "nccl.log"
     _build(path, extra="h:1:2 [0] NCCL INFO note \u00e9\u00e9\u00e9\n")
-    assert reader._read_split(str(path), False, 2) is None  # characters are not bytes: no exact cut
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    for i in range(0, len(lines) - 1, 97):  # a non-ASCII host, an invalid byte, other line ends
+        lines[i] = lines[i].replace(b"ubuntu:", "\u00fcbuntu:".encode()).replace(b"hopper01:", b"hop\xff:")
+    ends = [b"\n", b"\r\n", b"\r\n", b"\r"]
+    path.write_bytes(b"".join(ln + ends[i % 4] for i, ln in enumerate(lines[:-1])))
+    assert reader._read_split(str(path), False, 2) is not None
     _same(path)
+    t = read_traces(path, workers=2).table
+    assert {"\u00fcbuntu", "hop\ufffd"} <= set(t["host"])
+    # every line is one line: the last call's line number counts CR, CRLF and LF ends alike
+    last_call = max(i for i, ln in enumerate(lines) if b"opCount" in ln and b"Bogus" not in ln
+                    and b" cnt " not in ln)
+    assert int(t["source_line"].max()) == last_call + 1

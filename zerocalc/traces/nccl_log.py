@@ -14,14 +14,19 @@ call's own communicator is the extra column ``comm_rank``.
 ``TUNING`` lines (``AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE ...``) give the
 algorithm and protocol of the preceding call of that thread.
 
-The log is streamed in blocks of a few MB (constant memory in the file size, apart from
-the table itself), cut at the last newline before each multiple of the block size, so that
-any run of whole blocks can be scanned on its own (:func:`scan`) and the runs joined in
-order (:func:`finish`); the reader scans the runs of a large file in worker processes.
+The log is read as bytes, in blocks of a few MB (constant memory in the file size, apart from
+the table itself), each cut at its last line end; since any run of whole lines reads the same
+wherever it is cut, the reader shares the chunks of a large log with worker processes
+(:func:`scan_bytes` scans one) and joins their scans in order (:func:`finish`).
+Line ends are read as text mode reads them (``\\r\\n`` and a lone ``\\r`` end a line too), and
+the fields a row keeps are decoded as UTF-8 (an invalid byte becomes U+FFFD); patterns match
+ASCII digits and whitespace only, so a line reads the same as bytes and as text.
 Each block is parsed column-wise (benchmarks/bench_nccl_log.py): one ``re.split`` in C gives the
-fields of every call as one flat list, sliced into columns; few-valued fields become codes
-into a table of their distinct values, numbers are converted by numpy, and the table is
-assembled once at the end.
+fields of every call in NCCL's own layout (``host:pid:tid [dev] NCCL INFO`` at the start of the
+line) as one flat list, sliced into columns; further splits read the lines left that carry the
+COLL marker, first where the prefix follows a space (after a launcher's tag), then with the
+general pattern. Few-valued fields become codes into a table of their distinct values, numbers
+are converted by numpy, and the table is assembled once at the end.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import chain, compress, count, islice, repeat
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
@@ -61,41 +66,48 @@ _BODY = (
     r"(?: task \d+ globalrank (?P<globalrank>\d{1,9}))?[ \t\r]*"
 )
 #: One COLL line; the prefix is the one that ends right before ``NCCL INFO``.
-COLL = re.compile(r"^[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"$", re.M)
-#: The same lines within a block that starts with a newline, for ``re.split``: starting with
-#: a literal newline lets the engine skip from line to line. Neighbouring few-valued fields are
-#: captured as one (``tid [dev]``; ``datatype op redop root``): one code lookup per row for
+COLL = re.compile(r"^[^\n]*?(?:" + _PREFIX + r")?" + _BODY + r"$", re.M | re.ASCII)
+#: The same lines within a block (bytes) that starts with a newline, for ``re.split``: starting
+#: with a literal newline lets the engine skip from line to line. Neighbouring few-valued fields
+#: are captured as one (``tid [dev]``; ``datatype op redop root``): one code lookup per row for
 #: each, the fields read from its few distinct values (:data:`_MERGED`).
-_ROWS = re.compile(
-    r"\n[^\n]*?(?:"
-    + _PREFIX.replace(r"(?P<tid>\d{1,18}) \[(?P<dev>\d{1,9})\]", r"(?P<td>\d{1,18} \[\d{1,9}\])")
-    + r")?"
-    + _BODY.replace(r"(?P<datatype>\d{1,9}) op (?P<redop>\d{1,9}) root (?P<root>-?\d{1,18})",
-                    r"(?P<dro>\d{1,9} op \d{1,9} root -?\d{1,18})")
-    + r"(?=\n)"
-)
+_MERGED_PREFIX = _PREFIX.replace(r"(?P<tid>\d{1,18}) \[(?P<dev>\d{1,9})\]", r"(?P<td>\d{1,18} \[\d{1,9}\])")
+_MERGED_BODY = _BODY.replace(r"(?P<datatype>\d{1,9}) op (?P<redop>\d{1,9}) root (?P<root>-?\d{1,18})",
+                             r"(?P<dro>\d{1,9} op \d{1,9} root -?\d{1,18})")
+_ROWS = re.compile((r"\n[^\n]*?(?:" + _MERGED_PREFIX + r")?" + _MERGED_BODY + r"(?=\n)").encode())
+#: The same match found faster where the prefix starts the line (as NCCL writes it) or follows a
+#: space (after a launcher's prefix), tried in this order before :data:`_ROWS` on the lines they
+#: leave. A line has at most one place where the body matches (its words cannot overlap a second
+#: ``NCCL INFO``) and at most one prefix that ends there (the host is the whole run of
+#: non-space, non-colon characters before ``:pid``), so each finds on a line what :data:`_ROWS`
+#: finds, or nothing; they only spare the engine trying the prefix at every character.
+_TIERS = tuple(re.compile((start + _MERGED_PREFIX.replace(r"(?<![^\s:])", "") + _MERGED_BODY
+                           + r"(?=\n)").encode()) for start in (r"\n", r"\n[^\n]*? "))
 _ROW_FIELDS = tuple(_ROWS.groupindex)
-PREFIX = re.compile(_PREFIX + r"$")
+assert all(tuple(tier.groupindex) == _ROW_FIELDS for tier in _TIERS)
+PREFIX = re.compile((_PREFIX + r"$").encode())
 INIT = re.compile(
-    r"^(?P<pre>[^\n]*?)NCCL INFO [^\n]*?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d{1,9})"
-    r" nranks (?P<nranks>\d{1,9})[^\n]*- Init COMPLETE",
+    rb"^(?P<pre>[^\n]*?)NCCL INFO [^\n]*?comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d{1,9})"
+    rb" nranks (?P<nranks>\d{1,9})[^\n]*- Init COMPLETE",
     re.M,
 )
 TUNING = re.compile(
-    r"^(?P<pre>[^\n]*?)NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): (?P<bytes>\d{1,18}) Bytes -> "
-    r"Algo (?P<algo>[^\s,]+) proto (?P<proto>[^\s,]+)",
+    rb"^(?P<pre>[^\n]*?)NCCL INFO (?:\[\d+\] )?(?P<op>[A-Za-z]+): (?P<bytes>\d{1,18}) Bytes -> "
+    rb"Algo (?P<algo>[^\s,]+) proto (?P<proto>[^\s,]+)",
     re.M,
 )
+#: The same markers as bytes.
+_MARKER, _TUNING_MARKER, _INIT_MARKER = MARKER.encode(), TUNING_MARKER.encode(), b"Init COMPLETE"
 
-#: Characters per block read from the stream (the block is cut at its last newline).
-BLOCK_CHARS = 1 << 22
+#: Bytes per block read from the stream (the block is cut at its last newline).
+BLOCK_BYTES = 1 << 22
 _UNMATCHED = "line has 'opCount' but not the NCCL COLL layout"
 #: Fields kept as codes into a table of their distinct values (few distinct values per log).
 _FACTORS = ("host", "tid", "dev", "op", "datatype", "redop", "root", "nranks", "globalrank")
 #: The groups of :data:`_ROWS` that hold several of them, and how to split one's text into theirs.
 _MERGED: dict[str, tuple[tuple[str, ...], Any]] = {
-    "td": (("tid", "dev"), lambda s: (s[: s.index(" ")], s[s.index("[") + 1 : -1])),
-    "dro": (("datatype", "redop", "root"), lambda s: tuple(s.split(" ")[::2])),
+    "td": (("tid", "dev"), lambda s: (s[: s.index(b" ")], s[s.index(b"[") + 1 : -1])),
+    "dro": (("datatype", "redop", "root"), lambda s: tuple(s.split(b" ")[::2])),
 }
 #: The fields of :data:`_FACTORS` captured on their own.
 _DIRECT = tuple(name for name in _FACTORS if not any(name in names for names, _ in _MERGED.values()))
@@ -103,10 +115,15 @@ _DIRECT = tuple(name for name in _FACTORS if not any(name in names for names, _ 
 _NA = -1
 
 
-def _prefix(pre: str) -> tuple[str | None, int | None, int | None, int | None]:
+def _prefix(pre: bytes) -> tuple[str | None, int | None, int | None, int | None]:
     """``host:pid:tid [dev] `` at the end of whatever precedes ``NCCL INFO``."""
     m = PREFIX.search(pre)
-    return (m["host"], int(m["pid"]), int(m["tid"]), int(m["dev"])) if m else (None, None, None, None)
+    return (_text(m["host"]), int(m["pid"]), int(m["tid"]), int(m["dev"])) if m else (None, None, None, None)
+
+
+def _text(raw: bytes | None) -> str | None:
+    """A field's bytes as text (UTF-8; an invalid byte becomes U+FFFD)."""
+    return raw.decode("utf-8", "replace") if raw is not None else None
 
 
 def _redop(code: int) -> str:
@@ -173,7 +190,8 @@ class Scan:
     """The calls of a run of whole lines of a log, column by column, with what else it said.
 
     Line numbers count from 1 at the start of the run. A few-valued field is a code array into
-    ``tables[name]`` (its distinct raw strings, ``None`` where the line lacks it).
+    ``tables[name]`` (its distinct raw values, ``None`` where the line lacks it: bytes while
+    scanning, text once frozen).
     """
 
     lines: int = 0
@@ -197,23 +215,24 @@ class Scan:
     processes: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int32), np.zeros(0, np.int64))
 
     def freeze(self) -> Scan:
-        """Plain lists and arrays only (picklable): each code table becomes its list of values."""
-        self.tables = {name: list(table) for name, table in self.tables.items()}
+        """Plain lists and arrays only (picklable): each code table becomes its list of values,
+        decoded, and the communicators one string, decoded in one go (joined by newlines, which
+        none holds: one object to pickle instead of one per call)."""
+        self.tables = {name: list(map(_text, table)) for name, table in self.tables.items()}
         self.merged, self.merged_codes = {}, {}
-        self.columns = {name: np.concatenate(parts) if name != "comm" else list(chain.from_iterable(parts))
+        self.columns = {name: np.concatenate(parts) if name != "comm"
+                        else _text(b"\n".join(chain.from_iterable(parts)))
                         for name, parts in self.columns.items()} if self.columns["line"] else {}
         if self.columns:
             self.processes = _pairs(self.columns["host"], self.columns["pid"])
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        """A frozen scan as a worker process sends it, packed: the communicators as one string
-        (one object to pickle instead of one per call; they hold no whitespace) and the codes in
-        the smallest integer type that holds them. :meth:`__setstate__` unpacks it."""
+        """A frozen scan as a worker process sends it, packed: the codes in the smallest integer
+        type that holds them. :meth:`__setstate__` unpacks it."""
         state = dict(self.__dict__)
         if self.columns:
             columns = state["columns"] = dict(self.columns)
-            columns["comm"] = "\n".join(columns["comm"])
             for name in _FACTORS:
                 columns[name] = columns[name].astype(np.min_scalar_type(len(self.tables[name])))
         return state
@@ -221,40 +240,47 @@ class Scan:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self.columns:
-            self.columns["comm"] = self.columns["comm"].split("\n") if self.columns["comm"] else []
             for name in _FACTORS:
                 self.columns[name] = self.columns[name].astype(np.int32)
 
 
-def scan(stream: TextIO, file: str, *, strict: bool = False, start: int = 0) -> Scan:
-    """Scan a log, or the part of one that starts at character ``start`` of its text.
-
-    Blocks end at the last newline before each multiple of :data:`BLOCK_CHARS` of the whole
-    text, so a part that starts at a block boundary is cut exactly as in a scan of the whole.
-    """
+def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> Scan:
+    """Scan a log (a text stream is read as its UTF-8 encoding)."""
     res = Scan()
-    tail = ""
-    size = BLOCK_CHARS - start % BLOCK_CHARS
+    tail = b""
     while True:
-        chunk = stream.read(size)
-        size = BLOCK_CHARS
+        chunk = stream.read(BLOCK_BYTES)
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8", "surrogatepass")
         if chunk:
             # the block is text[1:end], the whole lines of tail + chunk; the rest is the next tail
             # (kept in text, which is the one copy of the block made: no slices of it)
-            text = "\n" + tail + chunk
-            end = text.rfind("\n") + 1
+            text = b"\n" + tail + chunk
+            # after the last line end: a newline, or a lone carriage return (one not last in text,
+            # which a newline in the next chunk may follow)
+            end = max(text.rfind(b"\n"), text.rfind(b"\r", 0, len(text) - 1)) + 1
             tail = text[end:]
             if end > 1:
                 res.lines += _scan_block(text, end, file, res.lines + 1, strict, res) - 1
         else:
             if tail:  # a last line without a newline
-                text = "\n" + tail + "\n"
+                text = b"\n" + tail + b"\n"
                 _scan_block(text, len(text), file, res.lines + 1, strict, res)
             break
     return res.freeze()
 
 
-def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
+def scan_bytes(data: bytes, file: str, *, strict: bool = False) -> Scan:
+    """Scan a run of whole lines of a log held in memory (the last may lack its newline) as one
+    block: what :func:`scan` gives for the same lines."""
+    res = Scan()
+    if data:
+        text = b"\n" + data + (b"" if data.endswith(b"\n") else b"\n")
+        res.lines = _scan_block(text, len(text), file, 1, strict, res) - 1
+    return res.freeze()
+
+
+def parse(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> ParseResult:
     """Stream an NCCL log and return its table, one row per COLL line."""
     return finish([scan(stream, file, strict=strict)], file)
 
@@ -264,27 +290,106 @@ def _factor(table: defaultdict, values: list) -> np.ndarray:
     return np.fromiter(map(table.__getitem__, values), np.int32, len(values))
 
 
-def _scan_block(text: str, end: int, file: str, line0: int, strict: bool, res: Scan) -> int:
+@dataclass
+class _Split:
+    """The calls that one pattern finds in a text that starts with a newline: the fields of
+    each (lists of bytes), and the text between them (``gaps``: a newline and a line, for each
+    line that is not a call; ``gaps[j]`` precedes call ``j``, the last follows the last call)."""
+
+    fields: dict[str, list]
+    gaps: list[bytes]
+    #: The newlines in each gap (``None`` when every gap before the last is empty).
+    newlines: np.ndarray | None
+    #: Each call's line, counted from 0 at the text's first newline.
+    lines: np.ndarray
+
+    @classmethod
+    def of(cls, pattern: re.Pattern, text: bytes, end: int) -> _Split:
+        parts = pattern.split(text)
+        if end < len(text):  # the text after the block is at the end of the last gap
+            parts[-1] = parts[-1][: end - len(text)]
+        stride = len(_ROW_FIELDS) + 1
+        gaps = parts[::stride]
+        n = len(gaps) - 1
+        fields = {name: parts[i::stride] for i, name in enumerate(_ROW_FIELDS, 1)}
+        # each call's match holds one newline (the one before it), each gap the rest
+        lines = np.arange(n, dtype=np.int64)
+        newlines = None
+        if any(gaps[:n]):
+            newlines = np.fromiter(map(bytes.count, gaps, repeat(b"\n")), np.int64, n + 1)
+            lines += np.cumsum(newlines[:n])
+        return cls(fields, gaps, newlines, lines)
+
+    def gap_newlines(self) -> np.ndarray:
+        if self.newlines is None:
+            self.newlines = np.zeros(len(self.gaps), np.int64)
+            self.newlines[-1] = self.gaps[-1].count(b"\n")
+        return self.newlines
+
+    def total_newlines(self) -> int:
+        return len(self.lines) + int(self.gap_newlines().sum())
+
+    def gap_lines(self, which: np.ndarray) -> np.ndarray:
+        """The line (from 0) of each line of the gaps ``which``, in order. The text ends with a
+        newline, the last of the last gap, which ends the last line rather than starting one."""
+        newlines = self.gap_newlines()
+        first = np.arange(len(self.gaps), dtype=np.int64) + np.cumsum(newlines) - newlines
+        counts = newlines[which] - (which == len(self.gaps) - 1)
+        return np.repeat(first[which] - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+
+    def marked(self) -> np.ndarray:
+        """The gaps that hold a line with the COLL marker."""
+        return np.array([j for j in np.flatnonzero(self.gap_newlines()).tolist() if _MARKER in self.gaps[j]],
+                        np.int64)
+
+    def unmatched(self) -> list[int]:
+        """The lines (from 0) in the gaps that carry the COLL marker, outside comments."""
+        out = []
+        for j in self.marked().tolist():
+            first = int(self.lines[j - 1]) + 1 if j else 0  # the line after the previous call
+            for i, line in enumerate(self.gaps[j].split(b"\n")[1:]):
+                if _MARKER in line and not line.lstrip().startswith(b"#"):
+                    out.append(first + i)
+        return out
+
+
+def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res: Scan) -> int:
     """Parse the whole lines of one block (the first is line ``line0``) into ``res``.
 
     ``text`` is a newline, the block's lines, each ending with a newline, and after ``end`` the
     start of a line not in the block (not a call: it has no newline to end it). Returns the
-    number of newlines in ``text[:end]``.
+    number of newlines in the block (after line ends are read as text mode reads them).
     """
-    parts = _ROWS.split(text)
-    if end < len(text):  # the text after the block is at the end of the last gap
-        parts[-1] = parts[-1][: end - len(text)]
-    stride = len(_ROW_FIELDS) + 1
-    gaps = parts[::stride]  # the text before each call: "\n" + line, for each line that is not one
-    n = len(gaps) - 1
-    g = {name: parts[i::stride] for i, name in enumerate(_ROW_FIELDS, 1)}
-    lines = np.arange(line0, line0 + n, dtype=np.int64)
-    # each call's match holds one newline (the one before it), each gap the rest
-    newlines = n + gaps[n].count("\n")
-    if any(gaps[:n]):
-        steps = np.cumsum(np.fromiter(map(str.count, gaps[:n], repeat("\n")), np.int64, n))
-        lines += steps
-        newlines += int(steps[-1]) if n else 0
+    if text.find(b"\r", 0, end) >= 0:  # "\r\n" and a lone "\r" end a line, as in text mode
+        text = text[:end].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = len(text)
+    fast = _Split.of(_TIERS[0], text, end)
+    g, lines = fast.fields, fast.lines + line0
+    others = b"".join(fast.gaps)  # the lines that are not calls in NCCL's own layout
+    order = unmatched = None
+    if _MARKER in others:  # the next patterns on the lines left that carry the marker
+        found = [(g, lines)]
+        rest, line_of = fast, None
+        for pattern in (*_TIERS[1:], _ROWS):
+            which = rest.marked()
+            if not len(which):
+                break
+            # the block's line of each line of the text to search next
+            at = rest.gap_lines(which)
+            at = at + line0 if line_of is None else line_of[at]
+            sub = b"".join(map(rest.gaps.__getitem__, which.tolist()))
+            sub += b"" if sub.endswith(b"\n") else b"\n"  # one newline ends the text, as the block
+            rest, line_of = _Split.of(pattern, sub, len(sub)), at
+            if len(rest.lines):
+                found.append((rest.fields, line_of[rest.lines]))
+        else:  # lines with the marker that the general pattern does not match either
+            unmatched = line_of[rest.unmatched()]
+        if len(found) > 1:
+            g = {name: list(chain.from_iterable(f[name] for f, _ in found)) for name in g}
+            lines = np.concatenate([ls for _, ls in found])
+            order = np.argsort(lines, kind="stable")
+            lines = lines[order]
+    n = len(lines)
     tables, cols = res.tables, res.columns
     codes = {name: _factor(tables[name], g[name]) for name in _DIRECT}
     for key, (names, split) in _MERGED.items():
@@ -296,7 +401,18 @@ def _scan_block(text: str, end: int, file: str, line0: int, strict: bool, res: S
                 codes_of.append(tables[name][part])
         for codes_of, name in zip(known, names, strict=True):
             codes[name] = np.array(codes_of, np.int32)[combined]
-    ops, nranks = list(tables["op"]), [_int(s) for s in tables["nranks"]]
+    try:
+        pid = np.array(g["pid"], dtype=np.int64)
+    except TypeError:  # some line has no host:pid:tid prefix
+        pid = np.array([_int(s) for s in g["pid"]], dtype=np.int64)
+    numbers = {"pid": pid, "count": np.array(g["count"], dtype=np.int64),
+               "opcount": np.fromiter(map(int, g["opcount"], repeat(16)), np.int64, n)}
+    comm = g["comm"]
+    if order is not None:
+        codes = {name: c[order] for name, c in codes.items()}
+        numbers = {name: c[order] for name, c in numbers.items()}
+        comm = list(map(comm.__getitem__, order.tolist()))
+    ops, nranks = [_text(o) for o in tables["op"]], [_int(s) for s in tables["nranks"]]
     invalid = (np.array([op not in NCCL_COLL_OPS for op in ops], bool)[codes["op"]]
                | (np.array([p != _NA and p < 1 for p in nranks], bool)[codes["nranks"]]))
     keep = None
@@ -306,15 +422,9 @@ def _scan_block(text: str, end: int, file: str, line0: int, strict: bool, res: S
             reason = _check(ops[codes["op"][j]], p if p != _NA else None)
             bad(file, int(lines[j]), reason, strict, res.skipped)
         keep = ~invalid
-    if MARKER in "".join(gaps):  # some line with the marker did not match: report it
-        _report_unmatched(gaps, lines, line0, file, strict, res.skipped)
-    try:
-        pid = np.array(g["pid"], dtype=np.int64)
-    except TypeError:  # some line has no host:pid:tid prefix
-        pid = np.array([_int(s) for s in g["pid"]], dtype=np.int64)
-    numbers = {"pid": pid, "count": np.array(g["count"], dtype=np.int64),
-               "opcount": np.fromiter(map(int, g["opcount"], repeat(16)), np.int64, n)}
-    comm = g["comm"]
+    if unmatched is not None:  # lines with the marker that are not calls: report them
+        for line in unmatched.tolist():
+            bad(file, line, _UNMATCHED, strict, res.skipped)
     if keep is not None:
         codes = {name: c[keep] for name, c in codes.items()}
         numbers = {name: c[keep] for name, c in numbers.items()}
@@ -322,30 +432,20 @@ def _scan_block(text: str, end: int, file: str, line0: int, strict: bool, res: S
     for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
         cols[name].append(c)
     cols["comm"].append(comm)
-    if text.find("Init COMPLETE", 1, end) >= 0:
-        for m in INIT.finditer(text, 1, end):
-            host, pid, _, _ = _prefix(m["pre"])
-            res.inits.append((host, pid, m["comm"], int(m["rank"]), int(m["nranks"])))
-    if text.find(TUNING_MARKER, 1, end) >= 0:
-        pos, line = 1, line0
-        for m in TUNING.finditer(text, 1, end):
-            line += text.count("\n", pos, m.start())
+    if _INIT_MARKER in others:  # Init and TUNING lines are among the lines that are not calls
+        for m in INIT.finditer(others):
+            host, pid_, _, _ = _prefix(m["pre"])
+            res.inits.append((host, pid_, _text(m["comm"]), int(m["rank"]), int(m["nranks"])))
+    if _TUNING_MARKER in others:
+        line_of = fast.gap_lines(np.arange(len(fast.gaps))) + line0
+        pos, k = 0, -1
+        for m in TUNING.finditer(others):
+            k += others.count(b"\n", pos, m.start())  # the match starts a line, after its newline
             pos = m.start()
-            host, pid, tid, _ = _prefix(m["pre"])
-            res.tunings.append((line, host, pid, tid, m["op"], m["algo"], m["proto"], int(m["bytes"])))
-    return newlines
-
-
-def _report_unmatched(gaps: list[str], lines: np.ndarray, line0: int, file: str, strict: bool,
-                      skipped: SkipLog) -> None:
-    """Report the lines with the marker, outside comments, that are not COLL lines."""
-    for j, gap in enumerate(gaps):
-        if MARKER not in gap:
-            continue
-        first = line0 if j == 0 else int(lines[j - 1]) + 1  # the line after the previous call
-        for i, text in enumerate(gap.split("\n")[1:]):
-            if MARKER in text and not text.lstrip().startswith("#"):
-                bad(file, first + i, _UNMATCHED, strict, skipped)
+            host, pid_, tid, _ = _prefix(m["pre"])
+            res.tunings.append((int(line_of[k]), host, pid_, tid, _text(m["op"]), _text(m["algo"]),
+                                _text(m["proto"]), int(m["bytes"])))
+    return fast.total_newlines()
 
 
 def finish(scans: list[Scan], file: str) -> ParseResult:
@@ -503,7 +603,7 @@ class _Table:
         self.line = np.concatenate([c["line"] + off for off, c in parts] or empty)
         self.pid, self.count, self.opcount = (np.concatenate([c[k] for _, c in parts] or empty)
                                               for k in ("pid", "count", "opcount"))
-        self.comm = list(chain.from_iterable(c["comm"] for _, c in parts))
+        self.comm = "\n".join(c["comm"] for _, c in parts).split("\n") if parts else []
 
     def lookup(self, name: str, fn, dtype) -> np.ndarray:
         """``fn`` of each distinct raw string of a field (the string itself if ``fn`` is None),

@@ -34,12 +34,8 @@ if TYPE_CHECKING:
 MAX_BYTES = 8 * 2**30
 #: Total input size above which several files are parsed in worker processes.
 PARALLEL_MIN_BYTES = 32 * 2**20
-#: Size above which one plain NCCL log is cut into runs of whole blocks scanned in worker processes.
+#: Size above which one plain NCCL log is scanned in chunks shared with worker processes.
 SPLIT_MIN_BYTES = 64 * 2**20
-#: How many more bytes of such a log the reading process scans than each worker: it starts at once,
-#: a worker only once its interpreter has started and imported the parser (about 0.3 s). At most a
-#: quarter of a run.
-LEAD_BYTES = 24 * 2**20
 _SKIP_SUFFIXES = (".md", ".rst", ".py", ".ipynb")
 
 
@@ -180,8 +176,10 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool) -> Parse
         if kind == "kineto":  # decodes only the fields it reads (kineto.parse_bytes)
             return kineto.parse_bytes(data, file, strict=strict)
         return nccl_tests.parse_json_bytes(data, file, strict=strict)
+    if kind == "nccl_log":  # scanned as bytes (nccl_log.scan)
+        return nccl_log.parse(stream, file, strict=strict)
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
-    module = {"nccl_log": nccl_log, "nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
+    module = {"nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
     try:
         return module.parse(text, file, strict=strict)
     finally:
@@ -255,90 +253,88 @@ def _read_one(args: tuple[str, bool, str | None, int, bool]) -> ParseResult | st
     return _parse(file, strict, fmt, cap, optional)
 
 
-class _Range(io.RawIOBase):
-    """Bytes ``start``..``end`` of a file; ``plain`` turns false at a non-ASCII byte or a CR."""
-
-    def __init__(self, file: str, start: int, end: int) -> None:
-        super().__init__()
-        self._f = open(file, "rb")  # noqa: SIM115 -- closed with the range
-        self._f.seek(start)
-        self._left = end - start
-        self.plain = True
-
-    def close(self) -> None:
-        self._f.close()
-        super().close()
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        data = self._f.read(min(len(b), self._left))
-        self._left -= len(data)
-        self.plain = self.plain and data.isascii() and b"\r" not in data
-        b[: len(data)] = data
-        return len(data)
+def _boundary(f: BinaryIO, k: int, size: int) -> int:
+    """Where chunk ``k`` of a log starts: just after the last newline before byte ``k`` × the
+    block size (0 if there is none; the file's size past its end)."""
+    pos = min(k * nccl_log.BLOCK_BYTES, size)
+    if pos >= size:
+        return size
+    window = 1 << 16
+    while pos > 0:
+        start = max(0, pos - window)
+        f.seek(start)
+        newline = f.read(pos - start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        pos, window = start, window * 2
+    return 0
 
 
-def _scan_range(args: tuple[str, int, int, bool]) -> nccl_log.Scan | tuple[int | None, str] | None:
-    """Scan bytes ``start``..``end`` of an NCCL log: its :class:`~nccl_log.Scan`, or the line
-    (counted from ``start``) and reason of the first unusable line in strict mode, or ``None``
-    if the bytes are not plain ASCII lines (then a character is not a byte: no cut is exact)."""
-    file, start, end, strict = args
-    with io.BufferedReader(_Range(file, start, end), buffer_size=1 << 20) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
-        try:
-            result: Any = nccl_log.scan(text, file, strict=strict, start=start)
-        except TraceFormatError as exc:
-            result = (exc.line, exc.reason)
-        plain = raw.raw.plain
-        text.detach()
-    return result if plain else None
-
-
-def _cuts(file: str, size: int, parts: int, lead: int = 0) -> list[int] | None:
-    """Byte offsets cutting a plain log into ``parts`` runs of whole :func:`nccl_log.scan` blocks,
-    the first about ``lead`` bytes longer than the others: each is just after the last newline
-    before a multiple of the block size, as a sequential scan cuts it (``None`` if a block there
-    has no newline)."""
-    block = nccl_log.BLOCK_CHARS
-    lead = min(lead, size)
-    cuts = [0]
+def _scan_chunks(file: str, strict: bool, front: bool, shared: Any) -> dict[int, Any]:
+    """Scan the chunks of a log that this process claims, one at a time, from the front (the
+    reading process) or from the back (a worker), until the two ends meet: each chunk's
+    :class:`~nccl_log.Scan`, or in strict mode the line (counted from the chunk's start) and
+    reason of its first unusable line."""
+    out: dict[int, Any] = {}
+    size = os.path.getsize(file)
     with open(file, "rb") as f:
-        for i in range(1, parts):
-            at = (lead + (size - lead) * i // parts) // block * block
-            if at - block < cuts[-1]:
-                continue
-            f.seek(at - block)
-            newline = f.read(block).rfind(b"\n")
-            if newline < 0:
-                return None
-            cuts.append(at - block + newline + 1)
-    return [*cuts, size]
+        while True:
+            with shared.get_lock():
+                k = shared[0] if front else shared[1]
+                if shared[0] > shared[1]:
+                    break
+                shared[0 if front else 1] += 1 if front else -1
+            start = _boundary(f, k, size)
+            end = _boundary(f, k + 1, size)
+            f.seek(start)
+            try:
+                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict)
+            except TraceFormatError as exc:
+                out[k] = (exc.line, exc.reason)
+                if front:  # every chunk before it is read and clean: this is the log's first error
+                    with shared.get_lock():
+                        shared[0], shared[1] = 1, 0
+                    break
+    return out
+
+
+#: A worker's end of the chunk counters (set when its process starts).
+_SHARED: Any = None
+
+
+def _start_worker(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _worker_chunks(file: str, strict: bool) -> dict[int, Any]:
+    return _scan_chunks(file, strict, False, _SHARED)
 
 
 def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
-    """Scan a large plain NCCL log in ``workers`` runs of whole blocks, the first in this process
-    and the others in worker processes, and join the runs: the same result as a sequential read,
-    or ``None`` where the cut would not be exact."""
+    """Scan a large NCCL log in chunks of about one block, this process taking them from the
+    front and ``workers`` - 1 worker processes from the back, until the two ends meet (so each
+    process scans what its start-up and speed allow), and join them in order: the same result
+    as a sequential read (runs of whole lines read alike wherever they are cut). ``None`` for
+    fewer than two processes."""
     import multiprocessing
 
-    size = os.path.getsize(file)
-    cuts = _cuts(file, size, workers, min(LEAD_BYTES, size // (4 * workers)))
-    if cuts is None or len(cuts) < 3:
+    if workers < 2:
         return None
-    jobs = [(file, a, b, strict) for a, b in zip(cuts, cuts[1:], strict=False)]
+    size = os.path.getsize(file)
     # spawn, not fork: the caller may hold threads (numpy's own included) whose locks a fork copies
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=len(jobs) - 1, mp_context=spawn) as ex:
-        pending = ex.map(_scan_range, jobs[1:])
-        first = _scan_range(jobs[0])  # while the workers start and scan the rest
-        import pandas  # noqa: F401 -- the table needs it: import it while the workers scan
+    shared = spawn.Array("q", [0, -(-size // nccl_log.BLOCK_BYTES) - 1])  # next from the front, the back
+    with ProcessPoolExecutor(max_workers=workers - 1, mp_context=spawn, initializer=_start_worker,
+                             initargs=(shared,)) as ex:
+        pending = [ex.submit(_worker_chunks, file, strict) for _ in range(workers - 1)]
+        import pandas  # noqa: F401 -- the table needs it: import it while the workers start
 
-        results = [first, *pending]
-    if any(r is None for r in results):
-        return None
+        chunks = _scan_chunks(file, strict, True, shared)
+        for future in pending:
+            chunks.update(future.result())
     lines = 0
+    results = [chunks[k] for k in sorted(chunks)]
     for r in results:
         if isinstance(r, tuple):  # strict: the first unusable line, in file order
             line, reason = r
@@ -369,10 +365,10 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     ``strict`` raises :class:`TraceFormatError` (file, line, reason) at the first unusable
     line; the default skips it and reports it in ``TraceSet.skipped``. ``fmt`` forces one
     of :data:`zerocalc.traces.detect.FORMATS`. ``workers`` = 1 reads sequentially; ``None``
-    uses worker processes when there are several files totalling more than 32 MiB, and cuts
-    one plain NCCL log of 64 MiB or more into one run of lines per CPU (this process
-    scans the first, a little longer, while worker processes scan the others), with the
-    same result as a sequential read.
+    uses worker processes when there are several files totalling more than 32 MiB, and scans
+    one plain NCCL log of 64 MiB or more in chunks of about 4 MB shared between this process
+    (from the front) and a worker process per further CPU (from the back), with the same
+    result as a sequential read.
     Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
     inputs = _expand(paths)
