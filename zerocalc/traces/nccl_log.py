@@ -31,6 +31,7 @@ are converted by numpy, and the table is assembled once at the end.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections import defaultdict
@@ -217,14 +218,16 @@ class Scan:
     def freeze(self) -> Scan:
         """Plain lists and arrays only (picklable): each code table becomes its list of values,
         decoded, and the communicators one string, decoded in one go (joined by newlines, which
-        none holds: one object to pickle instead of one per call)."""
+        none holds: one object to pickle instead of one per call). The other columns stay one
+        array per block, joined once with those of the other scans (:class:`_Table`)."""
         self.tables = {name: list(map(_text, table)) for name, table in self.tables.items()}
         self.merged, self.merged_codes = {}, {}
-        self.columns = {name: np.concatenate(parts) if name != "comm"
-                        else _text(b"\n".join(chain.from_iterable(parts)))
-                        for name, parts in self.columns.items()} if self.columns["line"] else {}
-        if self.columns:
-            self.processes = _pairs(self.columns["host"], self.columns["pid"])
+        if not any(map(len, self.columns["line"])):
+            self.columns = {}
+            return self
+        self.columns["comm"] = _text(b"\n".join(chain.from_iterable(self.columns["comm"])))
+        pairs = [_pairs(h, p) for h, p in zip(self.columns["host"], self.columns["pid"], strict=True)]
+        self.processes = _pairs(np.concatenate([h for h, _ in pairs]), np.concatenate([p for _, p in pairs]))
         return self
 
     def __getstate__(self) -> dict[str, Any]:
@@ -234,14 +237,15 @@ class Scan:
         if self.columns:
             columns = state["columns"] = dict(self.columns)
             for name in _FACTORS:
-                columns[name] = columns[name].astype(np.min_scalar_type(len(self.tables[name])))
+                small = np.min_scalar_type(len(self.tables[name]))
+                columns[name] = [block.astype(small) for block in columns[name]]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self.columns:
             for name in _FACTORS:
-                self.columns[name] = self.columns[name].astype(np.int32)
+                self.columns[name] = [block.astype(np.int32) for block in self.columns[name]]
 
 
 def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> Scan:
@@ -316,7 +320,9 @@ class _Split:
         lines = np.arange(n, dtype=np.int64)
         newlines = None
         if any(gaps[:n]):
-            newlines = np.fromiter(map(bytes.count, gaps, repeat(b"\n")), np.int64, n + 1)
+            newlines = np.fromiter(map(len, gaps), np.int64, n + 1)  # counted where not empty
+            for j in np.flatnonzero(newlines).tolist():
+                newlines[j] = gaps[j].count(b"\n")
             lines += np.cumsum(newlines[:n])
         return cls(fields, gaps, newlines, lines)
 
@@ -385,7 +391,7 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
         else:  # lines with the marker that the general pattern does not match either
             unmatched = line_of[rest.unmatched()]
         if len(found) > 1:
-            g = {name: list(chain.from_iterable(f[name] for f, _ in found)) for name in g}
+            g = {name: functools.reduce(operator.add, [f[name] for f, _ in found]) for name in g}
             lines = np.concatenate([ls for _, ls in found])
             order = np.argsort(lines, kind="stable")
             lines = lines[order]
@@ -591,7 +597,8 @@ class _Table:
             for sc in scans:
                 if sc.columns:
                     new = np.array([merged[v] for v in sc.tables[name]], dtype=np.int32)
-                    recoded.append(new[sc.columns[name]])
+                    same = bool((new == np.arange(len(new))).all())  # the first scan's, or as it
+                    recoded.extend(sc.columns[name] if same else [new[block] for block in sc.columns[name]])
                     if name == "host":
                         hosts.append(new[sc.processes[0]])
                         pids.append(sc.processes[1])
@@ -600,8 +607,9 @@ class _Table:
         #: How many distinct (host, pid) pairs the calls come from.
         self.processes = len(_pairs(np.concatenate(hosts), np.concatenate(pids))[0]) if hosts else 0
         empty = [np.zeros(0, np.int64)]
-        self.line = np.concatenate([c["line"] + off for off, c in parts] or empty)
-        self.pid, self.count, self.opcount = (np.concatenate([c[k] for _, c in parts] or empty)
+        self.line = np.concatenate([block + off if off else block for off, c in parts for block in c["line"]]
+                                   or empty)
+        self.pid, self.count, self.opcount = (np.concatenate([b for _, c in parts for b in c[k]] or empty)
                                               for k in ("pid", "count", "opcount"))
         self.comm = "\n".join(c["comm"] for _, c in parts).split("\n") if parts else []
 
