@@ -24,14 +24,30 @@ def _run(*args):
     return runner.invoke(app, ["trace", "summary", *map(str, args)])
 
 
-def test_table_on_a_log_without_ranks():
+def test_table_on_a_log_without_ranks_is_per_process():
     # The torchtitan excerpt has 7 COLL lines: 3 AllGather, 2 ReduceScatter, 2 AllReduce, and no rank
-    # (the [dev] token is the CUDA device, not the rank): the table must say "-" rather than fail.
+    # (the [dev] token is the CUDA device, not the rank; no Init lines). Its two processes must be
+    # counted apart (host:pid, the start of NCCL's line prefix), not merged into one rank "-".
+    expected = {}  # (host:pid, NCCL op) -> calls, counted in the file
+    for ln in TP_LOG.read_text().splitlines():
+        if " opCount " in ln and not ln.startswith("#"):
+            host, pid = ln.split(":")[:2]
+            key = (f"{host}:{pid}", ln.split("NCCL INFO ")[1].split(":")[0])
+            expected[key] = expected.get(key, 0) + 1
+    assert len({p for p, _ in expected}) == 2
     res = _run(TP_LOG)
     assert res.exit_code == 0, res.output
     assert "7 calls, world size 2" in res.output
     assert "total: all_gather 3, all_reduce 2, reduce_scatter 2" in res.output
-    assert "rank    -" in res.output
+    assert "rank    -" not in res.output
+    ops = {"AllGather": "all_gather", "ReduceScatter": "reduce_scatter", "AllReduce": "all_reduce"}
+    for (proc, op), calls in expected.items():
+        assert any(f"process {proc} " in ln and f" {ops[op]} " in ln and f" {calls} call" in ln
+                   for ln in res.output.splitlines()), (proc, op, calls, res.output)
+    csv = pd.read_csv(io.StringIO(_run(TP_LOG, "--format", "csv").stdout))
+    assert csv["rank"].isna().all()
+    assert csv.groupby("process")["calls"].sum().to_dict() == {
+        p: sum(c for (q, _), c in expected.items() if q == p) for p, _ in expected}
 
 
 def test_json_is_the_canonical_rows():

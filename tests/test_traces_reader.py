@@ -112,7 +112,7 @@ def test_cli_summary_table_and_json():
     assert len(rows) == 7 and list(rows[0]) == list(CANONICAL_COLUMNS)
     assert rows[0]["in_nelems"] == 2097152 and rows[0]["step"] is None
     res = runner.invoke(app, ["trace", "summary", str(LOG), "--format", "csv"])
-    assert res.exit_code == 0 and res.output.startswith("file,rank,step,op,calls")
+    assert res.exit_code == 0 and res.output.startswith("file,rank,process,step,op,calls")
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):

@@ -610,7 +610,10 @@ def trace_summary(
     strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
     trace_format: str | None = typer.Option(None, "--trace-format", help="Force the input format."),
 ) -> None:
-    """Per rank and step: count and volume of each collective, and the totals."""
+    """Per rank and step: count and volume of each collective, and the totals.
+
+    A trace that records no rank (an NCCL log without Init lines) is summarised per process.
+    """
     from zerocalc.errors import ConfigError
 
     if fmt not in ("table", "csv", "json"):
@@ -644,12 +647,15 @@ def trace_summary(
         meta = ts.meta.get(file, {})
         typer.echo(f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
                    f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
-        for r in part.itertuples():
+        # no rank recorded: the process instead (columns aligned within the file)
+        who = [f"process {r.process}" if pd.isna(r.rank) and not pd.isna(r.process)
+               else f"rank {'-' if pd.isna(r.rank) else r.rank!s:>4}" for r in part.itertuples()]
+        width = max(map(len, who))
+        for w, r in zip(who, part.itertuples(), strict=True):
             vol = "?" if pd.isna(r.in_bytes) else format_bytes(float(r.in_bytes))
-            rank = "-" if pd.isna(r.rank) else r.rank
             step = "-" if pd.isna(r.step) else r.step
             calls = "call " if r.calls == 1 else "calls"
-            typer.echo(f"  rank {rank!s:>4}  step {step!s:>5}  {r.op:<15} {r.calls:>6} {calls}  in {vol}")
+            typer.echo(f"  {w:<{width}}  step {step!s:>5}  {r.op:<15} {r.calls:>6} {calls}  in {vol}")
     total = summary.groupby("op")["calls"].sum()
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
     if ts.skipped:

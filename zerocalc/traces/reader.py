@@ -54,13 +54,25 @@ class TraceSet:
     notes: tuple[str, ...] = ()
 
     def summary(self) -> pd.DataFrame:
-        """Per file, rank, step and op: number of calls and summed in/out elements and bytes."""
+        """Per file, rank, step and op: number of calls and summed in/out elements and bytes.
+
+        A call without a rank is counted under its process instead, ``host:pid`` (column
+        ``process``, missing where the rank is known or the trace names no process): NCCL debug
+        logs without ``Init COMPLETE`` lines record no rank, and one file often holds the lines
+        of every process, which would otherwise count as one.
+        """
         import pandas as pd
 
         t = self.table.copy()
         t["in_bytes"] = t["in_nelems"] * t["elem_bytes"]
         t["out_bytes"] = t["out_nelems"] * t["elem_bytes"]
-        keys = ["file", "rank", "step", "op"]
+        process = pd.Series(pd.NA, index=t.index, dtype="string")
+        if "host" in t.columns and "pid" in t.columns:
+            named = t["rank"].isna() & t["host"].notna()
+            pid = t["pid"].astype("Int64").astype("string").fillna("?")
+            process = process.mask(named, t["host"].astype("string") + ":" + pid)
+        t["process"] = process
+        keys = ["file", "rank", "process", "step", "op"]
         g = t.groupby(keys, dropna=False, sort=True)
         out = g.agg(
             calls=("op", "size"),
