@@ -309,6 +309,27 @@ def _report_config_from_cli(monkeypatch, tmp_path, *args):
     return r, seen.get("c")
 
 
+def test_time_vs_psi_draws_a_custom_topology_first_with_its_own_links():
+    """Figure 2 shows the report's own topology (read from TOML) before the presets, timed with its
+    links; one that shares a preset's name is labelled apart from that preset."""
+    from zerocalc.topology import PRESETS, Link, Topology
+
+    lab = Topology(name="lab", title="lab", gpus_per_node=4, intra=Link(3e-6, 100e9), inter=Link(10e-6, 50e9))
+    cfg = report.ReportConfig(n=4, gpus_per_node=4, topology=lab)  # one node of the lab machine
+    df = report.time_vs_psi(cfg, psi_values=(1e6, 1e9), schemes=("colocated",))
+    assert list(dict.fromkeys(df["topology"])) == ["lab", *PRESETS]
+    p, b = 4, 2.0
+    for _, r in df[(df["topology"] == "lab") & (df["algorithm"] == "ring")].iterrows():
+        # Thakur et al. 2005: ring all-gather (p-1)α + (p-1)/p·nβ, with the file's α and bandwidth
+        assert r["time_s"] == pytest.approx((p - 1) * 3e-6 + (p - 1) / p * r["psi"] * b / 100e9, rel=1e-9)
+    twin = Topology(name="dgx-a100", title="x", gpus_per_node=8, intra=Link(1e-6, 1e9), inter=Link(1e-6, 1e9))
+    labels = list(dict.fromkeys(report.time_vs_psi(report.ReportConfig(topology=twin), psi_values=(1e6,),
+                                                   schemes=("zero2",))["topology"]))
+    assert labels == ["dgx-a100 (custom)", *PRESETS]
+    assert list(dict.fromkeys(report.time_vs_psi(report.ReportConfig(), psi_values=(1e6,),
+                                                  schemes=("zero2",))["topology"])) == list(PRESETS)
+
+
 def test_cli_report_takes_a_toml_topology_and_its_gpus_per_node(monkeypatch, tmp_path):
     f = tmp_path / "lab.toml"
     f.write_text('name = "lab"\ngpus_per_node = 4\n[intra]\nalpha_us = 3\nbw_GBps = 100\n'

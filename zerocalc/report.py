@@ -427,16 +427,17 @@ def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
 
 
 def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
-                topologies: Sequence[str] | None = None,
+                topologies: Sequence[str | Topology] | None = None,
                 schemes: Sequence[str] = TIME_SCHEMES) -> pd.DataFrame:
     """Step communication time against Ψ per topology and algorithm at the report's N (figure 2's data).
 
-    Long form: one row per (topology, algorithm, scheme, Ψ) with ``time_s``.
+    Long form: one row per (topology, algorithm, scheme, Ψ) with ``time_s``. By default the report's
+    own topology when it is not a preset (one read from a TOML file), then every preset.
     """
     from zerocalc.collectives import Algorithm
 
     if topologies is None:
-        topologies = _topology_names()
+        topologies = _figure_topologies(config)
     frames = []
     for topo in topologies:
         df = _evaluate(config, psi=np.asarray(psi_values, dtype=float), n=config.n, schemes=list(schemes),
@@ -446,7 +447,7 @@ def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
             if col not in df.columns:
                 continue
             part = df[["scheme", "psi", "n"]].copy()
-            part["topology"] = topo
+            part["topology"] = _topology_label(topo)
             part["algorithm"] = alg.value
             part["time_s"] = df[col].to_numpy()
             frames.append(part)
@@ -471,10 +472,28 @@ def zero_table1_points() -> pd.DataFrame:
     return long[["scheme", "n", "memory_bytes_per_rank", "label"]]
 
 
-def _topology_names() -> list[str]:
-    from zerocalc import topology
+def _custom_topology(config: ReportConfig) -> Topology | None:
+    """The report's topology when it is not a preset (read from a TOML file)."""
+    from zerocalc.topology import PRESETS
 
-    return list(topology.PRESETS)
+    t = config.topology
+    return t if isinstance(t, Topology) and PRESETS.get(t.name) != t else None
+
+
+def _figure_topologies(config: ReportConfig) -> list[str | Topology]:
+    from zerocalc.topology import PRESETS
+
+    custom = _custom_topology(config)
+    return [*([custom] if custom is not None else []), *PRESETS]
+
+
+def _topology_label(topo: str | Topology) -> str:
+    """A topology's name; a custom one that shares a preset's name is told apart from it."""
+    from zerocalc.topology import PRESETS
+
+    if not isinstance(topo, Topology):
+        return str(topo)
+    return topo.name if PRESETS.get(topo.name, topo) == topo else f"{topo.name} (custom)"
 
 
 def _derivations() -> list[dict[str, object]]:
@@ -898,12 +917,16 @@ def _page_model(w: _Writer, data: ReportData) -> None:
             wrap={1: 34, 3: 46})
     from zerocalc.topology import PRESETS
 
+    custom = _custom_topology(data.config)
+    topologies = [*([custom] if custom is not None else []), *PRESETS.values()]
     w.ensure(2.8)  # the presets table (about 17 lines at 7 pt) stays on one page with its heading
-    w.heading("Topology presets", 2)
-    w.table(["preset", "G", "intra α", "intra GB/s (per GPU)", "inter α", "inter GB/s (per node)", "source"],
-            [[t.name, str(t.gpus_per_node), format_seconds(t.intra.alpha_s), f"{t.intra.bw_Bps / 1e9:g}",
-              format_seconds(t.inter.alpha_s), f"{t.inter.bw_Bps / 1e9:g}", t.source]
-             for t in PRESETS.values()], align="lrrrrrl", size=7.0, wrap={6: 48})
+    w.heading("Topologies" if custom is not None else "Topology presets", 2)
+    w.table(["topology" if custom is not None else "preset", "G", "intra α", "intra GB/s (per GPU)",
+             "inter α", "inter GB/s (per node)", "source"],
+            [[_topology_label(t), str(t.gpus_per_node), format_seconds(t.intra.alpha_s),
+              f"{t.intra.bw_Bps / 1e9:g}", format_seconds(t.inter.alpha_s), f"{t.inter.bw_Bps / 1e9:g}",
+              t.source or ("this report's --topology file" if t is custom else "")]
+             for t in topologies], align="lrrrrrl", size=7.0, wrap={6: 48})
 
 
 def _page_derivations(w: _Writer, data: ReportData) -> None:
@@ -991,9 +1014,13 @@ def _page_figures(w: _Writer, data: ReportData) -> None:
         f"Figure 1. Bytes one rank sends per step against N at Ψ = {c.psi:,.0f}, {c.comm_dtype}, ring "
         "algorithms. Left in units of Ψ·b, right in bytes. The colocated proposal sits at half of "
         "data parallel; the curves flatten at the paper's 2Ψ, 3Ψ and Ψ as (N−1)/N → 1."))
-    w.figure(6.2, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
+    panels = data.time_vs_psi["topology"].nunique()
+    custom = _custom_topology(c)
+    where = (f"this report's topology ({_topology_label(custom)}) and each preset" if custom is not None
+             else "each topology preset")
+    w.figure(3.1 * -(-panels // 2), lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
         f"Figure 2. Step communication time against Ψ at N = {c.n} ({c.gpus_per_node} GPUs per node) on "
-        "each topology preset; colour = algorithm, line style = scheme. Latency dominates on the left, "
+        f"{where}; colour = algorithm, line style = scheme. Latency dominates on the left, "
         "bandwidth on the right."))
     w.figure(4.6, lambda sf: plots.plot_memory_vs_n(data.memory_vs_n, data.memory_points, fig=sf), caption=(
         f"Figure 3. Model-state memory per GPU against N at Ψ = {c.psi:,.0f}, K = {c.k:g} (lines: the "
