@@ -85,10 +85,11 @@ def main() -> None:
             read_traces(path, workers=workers)
             peaks[name] = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-        chunks = -(-path.stat().st_size // nccl_log.BLOCK_BYTES)
+        size = path.stat().st_size
+        chunks = -(-size // nccl_log.BLOCK_BYTES)
         half = multiprocessing.get_context("spawn").Array("q", [chunks // 2, chunks - 1])
         tracemalloc.start()
-        reader._scan_chunks(str(path), False, False, half)
+        reader._scan_chunks(str(path), size, False, False, half)
         worker_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     print(f"NCCL log: {mb:.0f} MB, {n} COLL lines, {os.cpu_count()} CPUs")

@@ -282,13 +282,13 @@ def _boundary(f: BinaryIO, k: int, size: int) -> int:
     return 0
 
 
-def _scan_chunks(file: str, strict: bool, front: bool, shared: Any) -> dict[int, Any]:
+def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any) -> dict[int, Any]:
     """Scan the chunks of a log that this process claims, one at a time, from the front (the
     reading process) or from the back (a worker), until the two ends meet: each chunk's
     :class:`~nccl_log.Scan`, or in strict mode the line (counted from the chunk's start) and
-    reason of its first unusable line."""
+    reason of its first unusable line. ``size`` is the log's size when the read began (a log
+    still being written is read as it was then, by every process alike)."""
     out: dict[int, Any] = {}
-    size = os.path.getsize(file)
     with open(file, "rb") as f:
         while True:
             with shared.get_lock():
@@ -319,8 +319,8 @@ def _start_worker(shared: Any) -> None:
     _SHARED = shared
 
 
-def _worker_chunks(file: str, strict: bool) -> dict[int, Any]:
-    return _scan_chunks(file, strict, False, _SHARED)
+def _worker_chunks(file: str, size: int, strict: bool) -> dict[int, Any]:
+    return _scan_chunks(file, size, strict, False, _SHARED)
 
 
 def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
@@ -339,10 +339,10 @@ def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
     shared = spawn.Array("q", [0, -(-size // nccl_log.BLOCK_BYTES) - 1])  # next from the front, the back
     with ProcessPoolExecutor(max_workers=workers - 1, mp_context=spawn, initializer=_start_worker,
                              initargs=(shared,)) as ex:
-        pending = [ex.submit(_worker_chunks, file, strict) for _ in range(workers - 1)]
+        pending = [ex.submit(_worker_chunks, file, size, strict) for _ in range(workers - 1)]
         import pandas  # noqa: F401 -- the table needs it: import it while the workers start
 
-        chunks = _scan_chunks(file, strict, True, shared)
+        chunks = _scan_chunks(file, size, strict, True, shared)
         for future in pending:
             chunks.update(future.result())
     lines = 0
