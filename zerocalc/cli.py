@@ -643,19 +643,23 @@ def trace_summary(
 
     from zerocalc.units import format_bytes
 
+    def values(col: pd.Series) -> list:
+        """A column as a list, ``None`` where missing."""
+        return col.astype(object).where(col.notna(), None).tolist()
+
     for file, part in summary.groupby("file", sort=False):
         meta = ts.meta.get(file, {})
         typer.echo(f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
                    f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
         # no rank recorded: the process instead (columns aligned within the file)
-        who = [f"process {r.process}" if pd.isna(r.rank) and not pd.isna(r.process)
-               else f"rank {'-' if pd.isna(r.rank) else r.rank!s:>4}" for r in part.itertuples()]
+        who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
+               for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]
         width = max(map(len, who))
-        for w, r in zip(who, part.itertuples(), strict=True):
-            vol = "?" if pd.isna(r.in_bytes) else format_bytes(float(r.in_bytes))
-            step = "-" if pd.isna(r.step) else r.step
-            calls = "call " if r.calls == 1 else "calls"
-            typer.echo(f"  {w:<{width}}  step {step!s:>5}  {r.op:<15} {r.calls:>6} {calls}  in {vol}")
+        typer.echo("\n".join(
+            f"  {w:<{width}}  step {'-' if st is None else st!s:>5}  {op:<15} {c:>6} "
+            f"{'call ' if c == 1 else 'calls'}  in {'?' if b is None else format_bytes(float(b))}"
+            for w, st, op, c, b in zip(who, values(part["step"]), part["op"].tolist(), part["calls"].tolist(),
+                                       values(part["in_bytes"]), strict=True)))
     total = summary.groupby("op")["calls"].sum()
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
     if ts.skipped:

@@ -74,14 +74,10 @@ class TraceSet:
         t["process"] = process
         keys = ["file", "rank", "process", "step", "op"]
         g = t.groupby(keys, dropna=False, sort=True)
-        out = g.agg(
-            calls=("op", "size"),
-            in_nelems=("in_nelems", lambda s: s.sum(min_count=1)),
-            out_nelems=("out_nelems", lambda s: s.sum(min_count=1)),
-            in_bytes=("in_bytes", lambda s: s.sum(min_count=1)),
-            out_bytes=("out_bytes", lambda s: s.sum(min_count=1)),
-        ).reset_index()
-        return pd.DataFrame(out)
+        # missing where every call of the group lacks it (min_count=1), not 0
+        out = g[["in_nelems", "out_nelems", "in_bytes", "out_bytes"]].sum(min_count=1)
+        out.insert(0, "calls", g.size())
+        return pd.DataFrame(out.reset_index())
 
 
 class _Capped(io.RawIOBase):
