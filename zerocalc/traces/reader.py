@@ -285,13 +285,14 @@ def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any) -
     reason of its first unusable line. ``size`` is the log's size when the read began (a log
     still being written is read as it was then, by every process alike)."""
     out: dict[int, Any] = {}
+    side, step = (0, 1) if front else (1, -1)  # shared = [next from the front, next from the back]
     with open(file, "rb") as f:
         while True:
             with shared.get_lock():
-                k = shared[0] if front else shared[1]
                 if shared[0] > shared[1]:
                     break
-                shared[0 if front else 1] += 1 if front else -1
+                k = shared[side]
+                shared[side] = k + step
             start = _boundary(f, k, size)
             end = _boundary(f, k + 1, size)
             f.seek(start)
