@@ -10,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "zerocalc"
 #: The pure core: no printing, plotting, CLI or file output (the traces readers only read their inputs).
-CORE = ["symbols", "collectives", "topology", "schemes", "memory", "evaluate", "feasibility", "validate",
-        "units", "errors"]
+CORE = ["symbols", "collectives", "topology", "schemes", "memory", "evaluate", "feasibility", "plan",
+        "validate", "units", "errors"]
 FORBIDDEN_IMPORTS = ("matplotlib", "typer", "click")
 
 
@@ -25,7 +25,8 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-@pytest.mark.parametrize("module", CORE + ["traces/" + p.stem for p in (PKG / "traces").glob("*.py")])
+@pytest.mark.parametrize("module", CORE + ["traces/" + p.stem for p in (PKG / "traces").glob("*.py")]
+                         + ["sim/" + p.stem for p in (PKG / "sim").glob("*.py")])
 def test_core_does_no_io_printing_or_plotting(module):
     tree = _tree(PKG / f"{module}.py")
     for node in ast.walk(tree):

@@ -1,0 +1,60 @@
+"""The symbolic model's bytes evaluated exactly, to compare with what the simulated ranks counted.
+
+The symbolic model reports bytes sent per rank *averaged over the ranks of a group* (Thakur,
+Rabenseifner & Gropp 2005). With integers substituted its expressions are sympy rationals, so the
+comparison with the simulation's :class:`fractions.Fraction` counts is exact for any Ψ and N,
+including N not a power of two.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from zerocalc.sim.compare import SchemeRun
+from zerocalc.sim.world import WIRE_ELEM_BYTES
+
+__all__ = ["model_bytes_by_phase", "model_bytes_exact", "simulated_bytes_by_collective"]
+
+def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int, what: str) -> Fraction:
+    """A ring bytes-per-rank expression of :mod:`zerocalc.schemes` at integer Ψ, N, G (at most N) and
+    b, as an exact rational: with integers substituted it is a sympy Rational already."""
+    from zerocalc import symbols as S
+
+    value = expr.subs({S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.b_comm: comm_bytes})
+    if not value.is_Rational:
+        raise ValueError(f"model bytes of {what} did not evaluate to a rational: {value}")
+    return Fraction(int(value.p), int(value.q))
+
+
+def model_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
+                      comm_bytes: int = WIRE_ELEM_BYTES) -> Fraction:
+    """The symbolic model's bytes per rank per step (:meth:`zerocalc.schemes.Scheme.bytes_per_rank`,
+    ring) evaluated with exact rational arithmetic."""
+    from zerocalc.schemes import get_scheme
+
+    return _exact_bytes(get_scheme(name).bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
+                        comm_bytes=comm_bytes, what=name)
+
+
+def model_bytes_by_phase(name: str, *, psi: int, n: int, gpus_per_node: int,
+                         comm_bytes: int = WIRE_ELEM_BYTES) -> dict[str, Fraction]:
+    """Model bytes per rank per step summed by ``"<collective>/<group>"``, exact."""
+    from zerocalc.schemes import get_scheme
+
+    out: dict[str, Fraction] = {}
+    for ph in get_scheme(name).phases:
+        key = f"{ph.collective.value}/{ph.group.value}"
+        v = _exact_bytes(ph.bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
+                         comm_bytes=comm_bytes, what=f"{name} {key}")
+        out[key] = out.get(key, Fraction(0)) + v
+    return out
+
+
+def simulated_bytes_by_collective(run: SchemeRun) -> dict[str, Fraction]:
+    """Simulated bytes per rank per step summed by ``"<collective>/<group>"`` (comparable with
+    :func:`model_bytes_by_phase`)."""
+    out: dict[str, Fraction] = {}
+    for key, v in run.by_phase.items():
+        k = key.split(":")[0]
+        out[k] = out.get(k, Fraction(0)) + v
+    return out
