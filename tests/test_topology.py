@@ -100,3 +100,51 @@ def test_toml_errors_are_prefixed_with_option_and_file(data, message):
     with pytest.raises(ConfigError) as info:
         topology_from_mapping(data, where="lab.toml", option="--topology")
     assert str(info.value) == message
+
+
+def test_hardware_fields_from_datasheets():
+    a100, h100 = get_topology("dgx-a100"), get_topology("dgx-h100")
+    # DGX A100: A100 SXM4 (sm80), 12 NVLink3 links, NVSwitch gen 2, 8× HDR 200 Gb/s, AMD EPYC 7742
+    assert (a100.compute_capability, a100.nvlinks_per_gpu, a100.nvswitch_gen) == (80, 12, 2)
+    assert (a100.nics_per_node, a100.nic_Gbps, a100.cpu_vendor) == (8, 200.0, "amd")
+    assert a100.in_network_reduction_kind is None and not a100.nvls
+    # DGX H100: sm90, 18 NVLink4 links, NVSwitch gen 3 (NVLink SHARP), 8× NDR 400 Gb/s, Intel
+    assert (h100.compute_capability, h100.nvlinks_per_gpu, h100.nvswitch_gen) == (90, 18, 3)
+    assert (h100.nics_per_node, h100.nic_Gbps, h100.cpu_vendor) == (8, 400.0, "intel")
+    assert h100.in_network_reduction_kind == "nvls" and h100.nvls and not h100.sharp
+
+
+def test_toml_hardware_fields_round_trip_and_old_files_still_load():
+    from zerocalc.topology import topology_to_mapping
+
+    h100 = get_topology("dgx-h100")
+    assert topology_from_mapping(topology_to_mapping(h100)) == h100
+    old = topology_from_mapping({"gpus_per_node": 8, "intra": {"alpha_us": 1, "bw_GBps": 1},
+                                 "inter": {"alpha_us": 1, "bw_GBps": 1}})
+    assert old.compute_capability is None and old.in_network_reduction_kind is None
+    both = topology_from_mapping({"gpus_per_node": 8, "in_network_reduction": ["SHARP", "nvls"],
+                                  "intra": {"alpha_us": 1, "bw_GBps": 1},
+                                  "inter": {"alpha_us": 1, "bw_GBps": 1}})
+    assert both.in_network_reduction_kind == "nvls+sharp"
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    ({"in_network_reduction": ["infiniband"]}, "in_network_reduction: unknown kind 'infiniband'"),
+    ({"nic_Gbps": 0}, "nic_Gbps must be a positive number"),
+    ({"compute_capability": 9.0}, "compute_capability must be a whole number"),
+    ({"cpu_vendor": "via"}, "cpu_vendor: must be one of intel, amd, arm"),
+])
+def test_toml_hardware_field_errors(extra, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        topology_from_mapping({"gpus_per_node": 8, **extra, "intra": {"alpha_us": 1, "bw_GBps": 1},
+                               "inter": {"alpha_us": 1, "bw_GBps": 1}}, where="lab.toml")
+    assert "lab.toml" in str(info.value)
+
+
+def test_require_names_the_missing_field():
+    from zerocalc.topology import require
+
+    old = topology_from_mapping({"name": "lab", "gpus_per_node": 8, "intra": {"alpha_us": 1, "bw_GBps": 1},
+                                 "inter": {"alpha_us": 1, "bw_GBps": 1}})
+    with pytest.raises(ConfigError, match="does not give compute_capability"):
+        require(old, "compute_capability", "NCCL's cost model")

@@ -7,6 +7,15 @@ node's injection bandwidth, one direction; a rank's share when all G GPUs send a
 Units inside: seconds and bytes/second; GB = 1e9 bytes. Constructors convert from the
 user-facing units (µs, GB/s) once.
 
+Beside the two α-β tiers a topology carries the hardware facts NCCL's own cost model
+(:mod:`zerocalc.nccl`) reads from its topology search: the GPU's compute capability, how
+the GPUs of a node are joined (NVLink generation and links per GPU, NVSwitch generation, or
+PCIe only), the NICs of a node and their speed, the host CPU's vendor, and which kinds of
+in-network reduction the machine offers (``"nvls"``: NVLink SHARP in an NVSwitch 3 or later
+with Hopper or later GPUs; ``"sharp"``: InfiniBand SHARP in the network switches, NCCL's
+CollNet). These are optional: a topology without them still prices the textbook algorithms,
+and the NCCL model names the first field it misses.
+
 Latencies are NCCL's own per-hop figures for the Ring algorithm with the Simple protocol
 (the one used for the large messages of a training step): ``src/graph/tuning.cc``
 ``hwLat`` (NVLink 3.4 µs, network 14 µs in v2.30.7; PCI 5.7 µs). NCCL's base latency
@@ -45,9 +54,36 @@ class Link:
         return cls(alpha_s=float(alpha_us) / 1e6, bw_Bps=float(bw_GBps) * GB)
 
 
+IN_NETWORK_REDUCTIONS: tuple[str, ...] = ("nvls", "sharp")
+"""Kinds of in-network reduction: ``nvls`` = NVLink SHARP in the NVSwitch (NVSwitch 3 / H100 and
+later; NCCL's NVLS and NVLS Tree algorithms), ``sharp`` = InfiniBand SHARP in the network switches
+(NCCL's CollNet Direct / Chain, with the SHARP plugin)."""
+CPU_VENDORS: tuple[str, ...] = ("intel", "amd", "arm")
+
+# Optional hardware fields, their TOML type and meaning (one table for the dataclass, the TOML
+# reader and the error that names a missing one).
+HARDWARE_FIELDS: dict[str, str] = {
+    "gpu": "GPU model, e.g. 'H100 SXM5'",
+    "compute_capability": "CUDA compute capability × 10 (80 A100, 90 H100/H200, 100 B200)",
+    "nvlink_gen": "NVLink generation (0: no NVLink, GPUs talk over PCIe)",
+    "nvlinks_per_gpu": "NVLink links per GPU",
+    "nvswitch_gen": "NVSwitch generation joining the GPUs of a node (0: none)",
+    "pcie_gen": "PCIe generation of the GPU and NIC slots",
+    "nics_per_node": "network adapters per node used by NCCL",
+    "nic_Gbps": "speed of one NIC, Gb/s, one direction",
+    "cpu_vendor": "host CPU vendor: intel, amd or arm",
+    "in_network_reduction": "kinds of in-network reduction available: [] or some of nvls, sharp",
+}
+
+
 @dataclass(frozen=True)
 class Topology:
-    """A two-level machine. ``inter.bw_Bps`` is per NODE (all its NICs together)."""
+    """A two-level machine. ``inter.bw_Bps`` is per NODE (all its NICs together).
+
+    The hardware fields (``compute_capability`` … ``in_network_reduction``, see
+    :data:`HARDWARE_FIELDS`) are ``None`` when unknown; ``in_network_reduction`` is a tuple of
+    :data:`IN_NETWORK_REDUCTIONS` (empty: none).
+    """
 
     name: str
     title: str
@@ -56,11 +92,64 @@ class Topology:
     inter: Link
     gamma_s_per_byte: float = 0.0
     source: str = ""
+    gpu: str | None = None
+    compute_capability: int | None = None
+    nvlink_gen: int | None = None
+    nvlinks_per_gpu: int | None = None
+    nvswitch_gen: int | None = None
+    pcie_gen: int | None = None
+    nics_per_node: int | None = None
+    nic_Gbps: float | None = None
+    cpu_vendor: str | None = None
+    in_network_reduction: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
             raise ConfigError(f"must be a whole number ≥ 1, got {self.gpus_per_node!r}",
                               option="gpus_per_node")
+        for key in ("compute_capability", "nvlink_gen", "nvlinks_per_gpu", "nvswitch_gen", "pcie_gen",
+                    "nics_per_node"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)
+        if self.nic_Gbps is not None and (isinstance(self.nic_Gbps, bool)
+                                          or not isinstance(self.nic_Gbps, int | float)
+                                          or not math.isfinite(self.nic_Gbps) or self.nic_Gbps <= 0):
+            raise ConfigError(f"must be a positive number, got {self.nic_Gbps!r}", option="nic_Gbps")
+        if self.cpu_vendor is not None and self.cpu_vendor not in CPU_VENDORS:
+            raise ConfigError(f"must be one of {', '.join(CPU_VENDORS)}, got {self.cpu_vendor!r}",
+                              option="cpu_vendor")
+        if self.in_network_reduction is not None:
+            bad = [k for k in self.in_network_reduction if k not in IN_NETWORK_REDUCTIONS]
+            if bad:
+                raise ConfigError(f"unknown kind {bad[0]!r} (known: {', '.join(IN_NETWORK_REDUCTIONS)})",
+                                  option="in_network_reduction")
+
+    @property
+    def in_network_reduction_kind(self) -> str | None:
+        """The in-network reduction this machine offers: ``'nvls'``, ``'sharp'``, ``'nvls+sharp'``
+        or ``None`` (none, or not stated)."""
+        kinds = [k for k in IN_NETWORK_REDUCTIONS if k in (self.in_network_reduction or ())]
+        return "+".join(kinds) or None
+
+    @property
+    def nvls(self) -> bool:
+        """NVLink SHARP (reduction in the NVSwitch) is available."""
+        return "nvls" in (self.in_network_reduction or ())
+
+    @property
+    def sharp(self) -> bool:
+        """InfiniBand SHARP (reduction in the network switches, NCCL's CollNet) is available."""
+        return "sharp" in (self.in_network_reduction or ())
+
+    def hardware(self) -> dict[str, Any]:
+        """The hardware fields as a TOML-shaped mapping (unknown ones left out)."""
+        out: dict[str, Any] = {}
+        for key in HARDWARE_FIELDS:
+            v = getattr(self, key)
+            if v is not None:
+                out[key] = list(v) if isinstance(v, tuple) else v
+        return out
 
     def values(self) -> dict[str, float]:
         """Numbers for the link symbols, keyed by symbol name."""
@@ -118,25 +207,37 @@ PRESETS: dict[str, Topology] = {
             "dgx-a100", "NVIDIA DGX A100: NVLink3 + 8×200 Gb/s HDR InfiniBand", 8,
             Link.from_units(_NVLINK_US, 300.0), Link.from_units(_NET_US, 8 * 25.0),
             source="NVIDIA DGX A100 datasheet / A100 datasheet: NVLink3 600 GB/s per GPU "
-                   "bidirectional (300 GB/s each way); 8× ConnectX-6 HDR 200 Gb/s (25 GB/s) per node",
+                   "bidirectional (300 GB/s each way, 12 links); 6 second-generation NVSwitches; "
+                   "8× ConnectX-6 HDR 200 Gb/s (25 GB/s) per node; PCIe 4.0; 2× AMD EPYC 7742",
+            gpu="A100 SXM4", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
+            pcie_gen=4, nics_per_node=8, nic_Gbps=200.0, cpu_vendor="amd", in_network_reduction=(),
         ),
         Topology(
             "dgx-h100", "NVIDIA DGX H100: NVLink4 + 8×400 Gb/s NDR InfiniBand", 8,
             Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 8 * 50.0),
             source="NVIDIA DGX H100 datasheet / H100 SXM datasheet: NVLink4 900 GB/s per GPU "
-                   "bidirectional (450 GB/s each way); 8× ConnectX-7 NDR 400 Gb/s (50 GB/s) per node",
+                   "bidirectional (450 GB/s each way, 18 links); 4 third-generation NVSwitches (NVLink "
+                   "SHARP); 8× ConnectX-7 NDR 400 Gb/s (50 GB/s) per node; PCIe 5.0; 2× Intel Xeon "
+                   "Platinum 8480C",
+            gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18, nvswitch_gen=3,
+            pcie_gen=5, nics_per_node=8, nic_Gbps=400.0, cpu_vendor="intel", in_network_reduction=("nvls",),
         ),
         Topology(
             "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 25.0),
             source="PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes × 128/130 = 31.5 GB/s each way; "
-                   "ConnectX-6 HDR 200 Gb/s = 25 GB/s",
+                   "ConnectX-6 HDR 200 Gb/s = 25 GB/s; GPUs taken as A100 PCIe (no NVLink bridge)",
+            gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+            pcie_gen=4, nics_per_node=1, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
         ),
         Topology(
             "ethernet-100g", "Commodity cluster: 8 PCIe 4.0 GPUs per node, one 100 GbE NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 12.5),
             source="IEEE 802.3 100GBASE: 100 Gb/s = 12.5 GB/s per node; PCIe 4.0 x16 31.5 GB/s; "
-                   "NCCL network hop latency (RoCE/IB) as the α, TCP sockets are slower",
+                   "NCCL network hop latency (RoCE/IB) as the α, TCP sockets are slower; "
+                   "GPUs taken as A100 PCIe",
+            gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+            pcie_gen=4, nics_per_node=1, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
         ),
     )
 }
@@ -154,7 +255,8 @@ def get_topology(name: str | Topology) -> Topology:
         raise UnknownNameError("topology", str(name), TOPOLOGY_NAMES) from None
 
 
-_TOP_KEYS = ("name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source")
+_TOP_KEYS = ("name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source",
+             *HARDWARE_FIELDS)
 _TIER_KEYS = ("alpha_us", "bw_GBps")
 
 
@@ -177,6 +279,16 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         source = "..."               # optional
         gpus_per_node = 8
         gamma_s_per_byte = 0.0       # optional
+        # optional hardware facts NCCL's model reads (see HARDWARE_FIELDS):
+        compute_capability = 90
+        nvlink_gen = 4
+        nvlinks_per_gpu = 18
+        nvswitch_gen = 3
+        pcie_gen = 5
+        nics_per_node = 8
+        nic_Gbps = 400
+        cpu_vendor = "intel"
+        in_network_reduction = ["nvls"]
         [intra]                      # one GPU's link inside a node, one direction
         alpha_us = 3.4
         bw_GBps = 300
@@ -216,5 +328,54 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         fail(f"gpus_per_node must be a whole number ≥ 1, got {g!r}")
     gamma = _number(data, "gamma_s_per_byte", fail, positive=False) if "gamma_s_per_byte" in data else 0.0
     name = str(data.get("name", "custom"))
-    return Topology(name, str(data.get("title", name)), g, tiers["intra"], tiers["inter"], gamma,
-                    str(data.get("source", where)))
+    hardware = {key: _hardware_value(key, data[key], fail) for key in HARDWARE_FIELDS if key in data}
+    try:
+        return Topology(name, str(data.get("title", name)), g, tiers["intra"], tiers["inter"], gamma,
+                        str(data.get("source", where)), **hardware)
+    except ConfigError as exc:
+        fail(f"{exc.option}: {exc.message}")
+
+
+def _hardware_value(key: str, v: Any, fail) -> Any:
+    """One hardware field from TOML, checked for its type (range checks are the dataclass's)."""
+    if key in ("gpu", "cpu_vendor"):
+        if not isinstance(v, str):
+            fail(f"{key} must be a string, got {v!r}")
+        return v.lower() if key == "cpu_vendor" else v
+    if key == "in_network_reduction":
+        if isinstance(v, str):
+            v = [v] if v else []
+        if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+            fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
+        return tuple(dict.fromkeys(k.lower() for k in v))
+    if key == "nic_Gbps":
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            fail(f"{key} must be a positive number, got {v!r}")
+        return float(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        fail(f"{key} must be a whole number ≥ 0, got {v!r}")
+    return v
+
+
+def topology_to_mapping(topo: Topology) -> dict[str, Any]:
+    """A topology as the TOML-shaped mapping :func:`topology_from_mapping` reads back."""
+    out: dict[str, Any] = {"name": topo.name, "title": topo.title, "source": topo.source,
+                           "gpus_per_node": topo.gpus_per_node}
+    if topo.gamma_s_per_byte:
+        out["gamma_s_per_byte"] = topo.gamma_s_per_byte
+    out.update(topo.hardware())
+    for tier, link in (("intra", topo.intra), ("inter", topo.inter)):
+        out[tier] = {"alpha_us": link.alpha_s * 1e6, "bw_GBps": link.bw_Bps / GB}
+    return out
+
+
+def require(topo: Topology, key: str, needed_by: str) -> Any:
+    """The hardware field ``key`` of ``topo``; a :class:`ConfigError` naming it when unknown.
+
+    ``needed_by`` says what needs it (``"NCCL's cost model"``).
+    """
+    v = getattr(topo, key)
+    if v is None:
+        raise ConfigError(f"topology {topo.name!r} does not give {key} ({HARDWARE_FIELDS[key]}), "
+                          f"which {needed_by} needs; add it to the TOML file", option="--topology")
+    return v
