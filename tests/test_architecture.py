@@ -25,8 +25,14 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-@pytest.mark.parametrize("module", CORE + ["traces/" + p.stem for p in (PKG / "traces").glob("*.py")]
-                         + ["sim/" + p.stem for p in (PKG / "sim").glob("*.py")])
+def _modules(names: list[str]) -> list[str]:
+    """Each name as a module, or as every module of its package (``validate`` → ``validate/measure``, ...)."""
+    return [m for name in names
+            for m in ([f"{name}/{p.stem}" for p in sorted((PKG / name).glob("*.py"))]
+                      if (PKG / name).is_dir() else [name])]
+
+
+@pytest.mark.parametrize("module", _modules(CORE + ["traces", "sim"]))
 def test_core_does_no_io_printing_or_plotting(module):
     tree = _tree(PKG / f"{module}.py")
     for node in ast.walk(tree):

@@ -1,0 +1,68 @@
+"""Measured against predicted: per-step volume per rank, which scheme ran, α and β fitted.
+
+One module per stage, all pure (tables in, dataclasses and tables out; no printing, no files):
+
+* :mod:`.accounting`: the ring's bytes per rank of every call (Thakur, Rabenseifner & Gropp 2005),
+  nccl-tests bus-bandwidth factors and latency hops.
+* :mod:`.classify`: which rows are calls, and every call in one category (:data:`CATEGORIES`),
+  nothing dropped.
+* :mod:`.infer`: ranks, N, element types, steps and Ψ, from options or the trace, each with a
+  sentence for the user.
+* :mod:`.measure`: those stages in order (:func:`measure`), the per-step tables and the measured
+  pattern.
+* :mod:`.compare`: every scheme's predicted per-step collectives against the measured ones, by
+  volume and by pattern, the consistent schemes best first.
+* :mod:`.fit`: the ring α-β model fitted to timed calls (:func:`fit_alpha_beta`), and the step's time.
+* :mod:`.explain`: each mismatch in words.
+* :mod:`.pipeline`: :func:`check`, the stages above from trace table to :class:`CheckResult`.
+
+Sources: DeepSpeed issues #5758 and #6463 and PyTorch issue #69591 (what implementations send);
+Thakur, Rabenseifner & Gropp 2005 and nccl-tests ``doc/PERFORMANCE.md`` (collective cost,
+nccl-tests bus bandwidth), §5 (trace formats).
+"""
+
+from zerocalc.validate.accounting import (
+    DP_OPS,
+    OP_NAMES,
+    RTOL,
+    busbw_factor,
+    full_vector_elements,
+    latency_hops,
+    ring_bytes_factor,
+)
+from zerocalc.validate.classify import BUFFER_MAX_SHARE_OF_PSI, CATEGORIES, SCALAR_MAX_ELEMENTS
+from zerocalc.validate.compare import (
+    SchemeComparison,
+    compare,
+    consistent,
+    indistinguishable,
+    predicted_pattern,
+    sympy_float,
+)
+from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, reused_sentence
+from zerocalc.validate.fit import (
+    SKEW_MAX_RATIO,
+    SKEW_MAX_REL_RESIDUAL,
+    UNRELIABLE_SE_SHARE,
+    AlphaBetaFit,
+    FitResult,
+    Timing,
+    fit_alpha_beta,
+    fit_table,
+    fit_trace,
+    fits_frame,
+    timing,
+)
+from zerocalc.validate.infer import PROCESS_COLUMNS, _repeating_suffix, _z_function
+from zerocalc.validate.measure import Measurement, measure
+from zerocalc.validate.pipeline import CheckResult, check
+
+__all__ = [
+    "BUFFER_MAX_SHARE_OF_PSI", "CATEGORIES", "DP_OPS", "NO_CROSS_RANK_TRAFFIC", "OP_NAMES",
+    "PROCESS_COLUMNS", "RTOL", "SCALAR_MAX_ELEMENTS", "SKEW_MAX_RATIO", "SKEW_MAX_REL_RESIDUAL",
+    "UNRELIABLE_SE_SHARE", "AlphaBetaFit", "CheckResult", "FitResult", "Measurement", "SchemeComparison",
+    "Timing", "_repeating_suffix", "_z_function", "busbw_factor", "check", "compare", "consistent",
+    "fit_alpha_beta", "fit_table", "fit_trace", "fits_frame", "full_vector_elements", "indistinguishable",
+    "latency_hops", "measure", "predicted_pattern", "reused_sentence", "ring_bytes_factor", "sympy_float",
+    "timing",
+]

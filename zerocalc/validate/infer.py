@@ -1,0 +1,405 @@
+"""Infer: what the trace leaves implicit: ranks, N (the data-parallel group), element types, sizes,
+steps, Ψ and the element type on the wire, each with a sentence saying how it was found.
+
+Each function takes the calls ordered by rank and time (:func:`assign_ranks`) as numpy columns, and
+the user's option where there is one (None: infer it). Sources: NCCL ``misc/debug.cc`` (process
+prefix), Megatron-LM ``parallel_state.py`` (rank order), Gusfield 1997 §1.4 (Z-algorithm), and the
+trace formats of §5.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from zerocalc.errors import TraceMismatchError
+from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, RTOL, _num, _plural
+from zerocalc.validate.classify import gradient_calls
+
+#: start ``host:pid:tid``; NCCL's own ``misc/debug.cc``).
+PROCESS_COLUMNS: tuple[str, ...] = ("file", "host", "pid")
+
+
+def _ranks_by_process(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Rows without a rank get one per process (file, and host and pid where the table has them).
+
+    NCCL debug logs without ``Init COMPLETE`` lines (``NCCL_DEBUG_SUBSYS=COLL``) record no rank, and
+    one file often holds the lines of every process: merged, they would count as one rank sending
+    the traffic of all. Returns the table and a sentence saying how the ranks were told apart
+    ("" when every row has a rank). Known ranks keep their numbers; processes are numbered after them.
+    """
+    na = df["rank"].isna().to_numpy()
+    if not na.any():
+        return df.assign(rank=df["rank"].astype(int)), ""
+    cols = [c for c in PROCESS_COLUMNS if c in df.columns and df.loc[na, c].notna().any()]
+    key = df.loc[na, cols].astype(str)
+    proc = key.groupby(cols, sort=False).ngroup().to_numpy()
+    known = df.loc[~na, "rank"]
+    base = int(known.max()) + 1 if len(known) else 0
+    rank = df["rank"].astype("Int64").to_numpy(dtype=object, na_value=None)
+    rank[na] = base + proc
+    df = df.assign(rank=np.asarray(rank, dtype=np.int64))
+    k = int(proc.max()) + 1
+    first, last = base, base + k - 1
+    span = f"rank {first}" if k == 1 else f"ranks {first}–{last}"
+    return df, (f"the trace records no rank for {_plural(k, 'process', 'processes')}: told apart by process "
+                f"({' + '.join(cols)}) and numbered {span} in order of appearance")
+
+
+def _tensor_parallel_sizes(df: pd.DataFrame, gs: np.ndarray, data_ops: np.ndarray,
+                           sizes: Counter) -> set[int]:
+    """Group sizes, below the largest, whose groups are blocks of consecutive global ranks.
+
+    Megatron-LM orders ranks tensor-parallel first (``parallel_state.py``, order ``tp-cp-ep-dp-pp``):
+    a tensor-parallel group of p is ranks kp … kp+p−1, each at position ``rank mod p``, while a
+    data-parallel group takes every TP-th rank. Read from NCCL's per-communicator rank
+    (``comm_rank``) where the trace has it and the data collectives run on groups of several sizes;
+    a size is left out only if another remains.
+    """
+    if "comm_rank" not in df.columns or len(sizes) < 2:
+        return set()
+    cr = _num(df["comm_rank"])
+    rank = df["rank"].to_numpy(dtype=float)
+    out = set()
+    for p in sorted(sizes)[:-1]:
+        on = data_ops & (gs == p)
+        if p > 1 and on.any() and not np.isnan(cr[on]).any() and np.all(cr[on] == rank[on] % p):
+            out.add(p)
+    return out if len(out) < len(sizes) else set()
+
+
+def _order_calls(df: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in ("rank", "start_s", "source_line") if c in df.columns]
+    return df.sort_values(keys, kind="stable", na_position="last")
+
+
+def _z_function(codes: Sequence[int]) -> np.ndarray:
+    """``z[i]`` = length of the longest common prefix of ``codes`` and ``codes[i:]`` (``z[0] = len``).
+
+    The linear-time Z-algorithm (Gusfield 1997, §1.4).
+    """
+    m = len(codes)
+    z = [0] * m
+    if m:
+        z[0] = m
+    lo = hi = 0
+    for i in range(1, m):
+        k = min(hi - i, z[i - lo]) if i < hi else 0
+        while i + k < m and codes[k] == codes[i + k]:
+            k += 1
+        z[i] = k
+        if i + k > hi:
+            lo, hi = i, i + k
+    return np.asarray(z, dtype=np.int64)
+
+
+def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -> tuple[int, int]:
+    """(period, repetitions) of equal blocks ending the sequence.
+
+    Without ``want``: the run of at least two equal blocks that covers the most calls (ties: the
+    shorter period), considering only periods ≥ ``min_period`` (the caller's way of refusing a block
+    made only of scalar collectives). With ``want`` (``--steps K``): the *longest* block repeated
+    at least K times at the end, so that K = 1 takes the whole sequence as one step; (0, 0) when
+    there is none.
+
+    Linear in the length: reversed, the sequence ends in ``r`` repetitions of period ``p`` exactly
+    when its Z-function at ``p`` is at least ``(r - 1)·p``.
+    """
+    m = len(sig)
+    if m == 0:
+        return (0, 0)
+    if isinstance(sig, np.ndarray):
+        codes = sig[::-1].tolist()
+    else:
+        index: dict = {}
+        codes = [index.setdefault(x, len(index)) for x in reversed(list(sig))]
+    z = _z_function(codes)
+    periods = np.arange(1, m + 1)
+    reps = 1 + np.minimum(np.append(z[1:], 0), m - periods) // periods
+    if want is None:
+        ok = (reps >= 2) & (periods >= min_period)
+        if not ok.any():
+            return (0, 0)
+        cover = np.where(ok, periods * reps, 0)
+        i = int(np.argmax(cover))  # first maximum: the shortest period among ties
+        return int(periods[i]), int(reps[i])
+    ok = np.flatnonzero(reps >= max(want, 1))
+    if not len(ok):
+        return (0, 0)
+    i = int(ok[-1])
+    return int(periods[i]), int(want)
+
+
+def assign_ranks(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The calls with a rank each, ordered by rank and time, and how ranks were told apart.
+
+    Raises :class:`TraceMismatchError` when one rank appears in several files (several runs mixed).
+    """
+    if df["rank"].notna().any():
+        per_rank = df[df["rank"].notna()].groupby("rank")["file"].agg(lambda f: sorted(set(f.astype(str))))
+        dup = {int(r): f for r, f in per_rank.items() if len(f) > 1}
+        if dup:
+            r, f = next(iter(dup.items()))
+            raise TraceMismatchError(
+                f"rank {r} appears in {len(f)} files ({', '.join(f)}): these are several runs; "
+                "check one at a time"
+            )
+    df, ranks_how = _ranks_by_process(df.reset_index(drop=True))
+    return _order_calls(df).reset_index(drop=True), ranks_how
+
+
+def infer_n(df: pd.DataFrame, op: np.ndarray, full: np.ndarray, world: int | None,
+            n: int | None) -> tuple[np.ndarray, int, str]:
+    """Group size of every call (recorded, else the world size, else ``n``), N and how it was found.
+
+    N is ``--n`` (which must be one of the trace's group sizes) or the group size of the collectives
+    that move the most elements, tensor-parallel groups (:func:`_tensor_parallel_sizes`) left out.
+    """
+    gs = _num(df["group_size"])
+    data_ops = np.isin(op, list(_OP_VERBS))
+    if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
+        raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
+    gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
+    sizes_by_elems = Counter()
+    for p, e in zip(gs[data_ops], np.nan_to_num(full[data_ops]), strict=True):
+        sizes_by_elems[int(p)] += e
+    trace_n = max(sizes_by_elems, key=lambda k: (sizes_by_elems[k], k))
+    inner = _tensor_parallel_sizes(df, gs, data_ops, sizes_by_elems)
+    if inner:
+        trace_n = max((k for k in sizes_by_elems if k not in inner), key=lambda k: (sizes_by_elems[k], k))
+    if n is None:
+        n = trace_n
+        n_how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
+        if inner:
+            n_how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
+                     f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
+                     "parallelism's layout, and are reported apart")
+        elif len(sizes_by_elems) > 1:
+            others = ", ".join(str(k) for k in sorted(sizes_by_elems) if k != n)
+            n_how += (f"; the trace also has groups of {others} ranks, reported apart: give --n if the "
+                      "data-parallel group is another")
+        n_how += f"; world_size {world} in the trace header)" if world is not None else ")"
+    else:
+        if n not in sizes_by_elems:
+            raise TraceMismatchError(
+                f"--n {n} contradicts the trace: its collectives run on groups of "
+                f"{', '.join(str(k) for k in sorted(sizes_by_elems))} ranks"
+            )
+        n_how = f"N = {n}: from --n (the trace has collectives on groups of {n})"
+    ranks = sorted(set(df["rank"].tolist()))
+    if world is not None and len(ranks) > world:
+        raise TraceMismatchError(f"{len(ranks)} ranks in the traces but world_size is {world}")
+    if len(ranks) > n:
+        n_how += (f"; {len(ranks)} ranks in all: each data-parallel group of {n} is one of "
+                  f"{len(ranks) / n:g} model-parallel (pipeline or tensor) parts")
+    return gs, n, n_how
+
+
+def fill_elem_types(df: pd.DataFrame, op: np.ndarray, full: np.ndarray,
+                    dtype: str | None) -> tuple[np.ndarray, list[str]]:
+    """Bytes per element of every call: recorded, else ``--dtype``, else the type carrying the most
+    bytes among the same rank's calls of the same step (else of the whole trace), said in notes."""
+    from zerocalc.dtypes import DTYPE_BYTES
+
+    notes: list[str] = []
+    data_ops = np.isin(op, list(_OP_VERBS))
+    eb = _num(df["elem_bytes"])
+    missing = np.isnan(eb) & data_ops & (np.nan_to_num(full) > 0)
+    if not missing.any():
+        return eb, notes
+    if dtype is not None:
+        notes.append(f"element type of {int(missing.sum())} call(s) not recorded: {dtype} from --dtype")
+        return np.where(missing, DTYPE_BYTES[dtype], eb), notes
+    known = ~np.isnan(eb) & data_ops
+    if not known.any():
+        raise TraceMismatchError(
+            f"the trace records no element type for its {int(missing.sum())} collective(s): give --dtype"
+        )
+    dt = df["dtype"].astype("string").fillna("").to_numpy()
+    step_col = df["step"]
+    fill = eb.copy()
+    how = Counter()
+    for i in np.flatnonzero(missing):
+        same = known & (df["rank"].to_numpy() == df["rank"].iat[i])
+        if not pd.isna(step_col.iat[i]):
+            same &= (step_col == step_col.iat[i]).fillna(False).to_numpy()
+        pool = same if same.any() else known
+        w = Counter()
+        for j in np.flatnonzero(pool):
+            w[(dt[j], eb[j])] += np.nan_to_num(full[j]) * eb[j]
+        (name, b), _ = w.most_common(1)[0]
+        fill[i] = b
+        how[(op[i], name, "the same step" if same.any() else "the rest of the trace")] += 1
+    for (o, name, where), cnt in sorted(how.items()):
+        notes.append(
+            f"element type of {cnt} {OP_NAMES[o]} call(s) not recorded in the trace: "
+            f"taken as {name} ({int(DTYPE_BYTES.get(name, 0)) or '?'} B) from {where}"
+        )
+    return fill, notes
+
+
+def approximate_sizes(df: pd.DataFrame, op: np.ndarray, full: np.ndarray, gs: np.ndarray,
+                      eb: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Full elements and approximate bytes of calls that record only a message size, with notes.
+
+    DeepSpeed's comms logger gives no elements, only the tensor argument's size in 1024-based units
+    rounded to 2 decimals (``msg_size_bytes``; traces/deepspeed_comms.py): the call's bytes,
+    approximately. all_gather_into_tensor's argument is the shard (full vector = shard × p).
+    Returns (full elements, approximate full bytes or NaN, notes).
+    """
+    notes: list[str] = []
+    data_ops = np.isin(op, list(_OP_VERBS))
+    approx = np.full(len(df), np.nan)
+    if "msg_size_bytes" in df.columns:
+        msg = _num(df["msg_size_bytes"])
+        use = data_ops & np.isnan(full) & ~np.isnan(msg)
+        approx[use] = np.where(op[use] == "all_gather", msg[use] * gs[use], msg[use])
+        if use.any():
+            notes.append(f"{_plural(int(use.sum()), 'call')} record only an approximate message size "
+                         "(DeepSpeed's comms logger: 1024-based units rounded to 2 decimals): its bytes are "
+                         "used, approximately, and give no element count")
+            with np.errstate(invalid="ignore"):
+                full = np.where(use & (eb > 0), approx / eb, full)
+    nosize = data_ops & np.isnan(full) & np.isnan(approx)
+    if nosize.any():
+        notes.append(f"{_plural(int(nosize.sum()), 'call')} record no size: counted as 0 bytes "
+                     "(not as scalar collectives)")
+    return full, approx, notes
+
+
+def infer_steps(df: pd.DataFrame, op: np.ndarray, gs: np.ndarray, small: np.ndarray,
+                steps: int | None) -> tuple[np.ndarray, str, list[str]]:
+    """The step of every call (-1 outside the steps), how the steps were found, and notes.
+
+    From the trace's step markers where it has them; else each rank's calls end in repetitions of
+    one pattern (:func:`_repeating_suffix`) that holds at least one collective carrying data.
+    """
+    notes: list[str] = []
+    step_marked = df["step"].notna().to_numpy()
+    step_id = np.full(len(df), -1, dtype=int)
+    if step_marked.any():
+        step_id[step_marked] = df.loc[step_marked, "step"].astype(int).to_numpy()
+        marked = len(set(step_id[step_marked].tolist()))
+        if steps is not None and steps != marked:
+            raise TraceMismatchError(f"--steps {steps} but the trace marks {marked} step(s)")
+        return step_id, f"{marked} step(s) from the trace's step markers", notes
+    periods = {}
+    rank_arr = df["rank"].to_numpy()
+    in_e, out_e = _num(df["in_nelems"]), _num(df["out_nelems"])
+    # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
+    sig = (pd.DataFrame({"o": op, "i": np.nan_to_num(in_e), "u": np.nan_to_num(out_e), "p": gs})
+           .groupby(["o", "i", "u", "p"], sort=False, dropna=False).ngroup().to_numpy())
+    carries = np.isin(op, list(_OP_VERBS)) & ~small
+    bounds = np.flatnonzero(np.diff(rank_arr)) + 1  # df is sorted by rank
+    for idx in np.split(np.arange(len(df)), bounds):
+        r = int(rank_arr[idx[0]])
+        data_at = np.flatnonzero(carries[idx])
+        # a step must hold at least one collective that carries data: the last p calls do
+        # exactly when p reaches back to the last such call
+        min_period = len(idx) - int(data_at[-1]) if len(data_at) else len(idx) + 1
+        per, reps = _repeating_suffix(sig[idx], steps, min_period=min_period)
+        if per == 0:
+            if steps is not None:
+                raise TraceMismatchError(
+                    f"--steps {steps}: the calls of rank {r} do not end in {steps} repetitions "
+                    "of one pattern"
+                )
+            per, reps = len(idx), 1
+        start = len(idx) - per * reps
+        step_id[idx[start:]] = np.arange(per * reps) // per
+        periods[r] = (per, reps, start)
+    pers = sorted({v[:2] for v in periods.values()})
+    per, reps = pers[0]
+    lead = max(v[2] for v in periods.values())
+    if steps is not None:
+        steps_how = ("1 step from --steps 1: each rank's whole trace is one step" if steps == 1 else
+                     f"{reps} step(s) from --steps (the longest run of {reps} equal blocks ending each "
+                     f"rank's calls: {_plural(per, 'call')} per step)")
+    elif reps == 1:
+        steps_how = "no step markers and no repeating pattern: the whole trace is taken as one step"
+    else:
+        steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
+                     "(the trace has no step markers)")
+    if lead:
+        steps_how += f"; {lead} call(s) before the first repetition count as one-off"
+    if len(pers) > 1:
+        notes.append("ranks differ in their calls (calls per step × steps): "
+                     + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
+    return step_id, steps_how, notes
+
+
+def psi_in_trace(cat: np.ndarray, op: np.ndarray, full: np.ndarray, rank: np.ndarray,
+                 step_id: np.ndarray) -> tuple[int | None, list[str]]:
+    """Ψ as the trace sees it: the element total of one step's gradient collective(s) (median over
+    ranks and steps; None without one), and a note when it varies."""
+    grad = gradient_calls(cat, op, full)
+    if not grad.any():
+        return None, []
+    tot = pd.Series(full[grad]).groupby([rank[grad], step_id[grad]]).sum()
+    notes = []
+    if tot.min() != tot.max():
+        notes.append(f"gradient elements per step vary between {int(tot.min()):,} and {int(tot.max()):,}")
+    return int(round(float(tot.median()))), notes
+
+
+def infer_psi(psi: int | None, psi_trace: int | None, cat: np.ndarray, op: np.ndarray,
+              full: np.ndarray) -> tuple[int, str]:
+    """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's, and how."""
+    if psi is None:
+        if psi_trace is None:
+            raise TraceMismatchError(
+                "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
+                "to infer Ψ from: give --psi"
+            )
+        grad = gradient_calls(cat, op, full)
+        return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of one step's gradient "
+                           f"{'/'.join(sorted({OP_NAMES[o] for o in op[grad]}))} calls)")
+    if psi_trace is not None and abs(psi_trace - psi) > RTOL * psi:
+        raise TraceMismatchError(
+            f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
+            "elements per step"
+        )
+    psi_how = f"Ψ = {psi:,}: from --psi"
+    psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per step)"
+                if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
+    return psi, psi_how
+
+
+def wire_dtype(df: pd.DataFrame, cat: np.ndarray, op: np.ndarray, full: np.ndarray, eb: np.ndarray,
+               sent: np.ndarray, approx: np.ndarray, dtype: str | None):
+    """The step traffic's dominant element type on the wire (bytes sent), and the calls sized in bytes
+    only expressed in elements of it.
+
+    The gradient collectives' dominant type, else the whole step's: a rank that runs something else
+    (a desynchronised all-gather of bytes) does not set the wire type of the gradients. Returns
+    (dtype name, bytes per element, full elements, bytes per element of each call, notes).
+    """
+    from zerocalc.dtypes import DTYPE_BYTES
+
+    notes: list[str] = []
+    stepmask = cat == "step"
+    gradmask = gradient_calls(cat, op, full)
+    basis = gradmask if gradmask.any() else stepmask
+    typed = basis & (eb > 0)  # calls with a size in bytes only have no element type
+    dt = df["dtype"].astype("string").fillna("?").to_numpy()
+    w = (pd.DataFrame({"dt": dt[typed], "eb": eb[typed], "b": sent[typed]})
+         .groupby(["dt", "eb"], sort=False)["b"].sum())
+    if len(w):
+        comm_dtype, comm_eb = w.idxmax()
+    else:
+        comm_dtype, comm_eb = (dtype or "fp32"), float(DTYPE_BYTES[dtype or "fp32"])
+        notes.append(f"no step traffic: the model is evaluated with {comm_dtype} on the wire"
+                     if not basis.any() else
+                     f"the step traffic records no element type: the model is evaluated with "
+                     f"{comm_dtype} on the wire ({'from --dtype' if dtype else 'give --dtype to change it'})")
+    bytes_only = ~np.isnan(approx) & (eb <= 0)
+    if bytes_only.any():  # elements at the wire type, for the pattern's multiples of Ψ
+        full = np.where(bytes_only, approx / comm_eb, full)
+        eb = np.where(bytes_only, comm_eb, eb)
+    if comm_dtype == "?":
+        comm_dtype = next((k for k, v in DTYPE_BYTES.items() if v == comm_eb), "?")
+    return str(comm_dtype), float(comm_eb), full, eb, notes
+

@@ -1,0 +1,86 @@
+"""The whole check: measure the trace, time it, compare it with the schemes, explain the result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from zerocalc.validate.compare import SchemeComparison, compare, consistent, indistinguishable
+from zerocalc.validate.explain import reused_sentence
+from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
+from zerocalc.validate.measure import Measurement, measure
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Everything ``zerocalc check`` reports."""
+
+    measurement: Measurement
+    comparisons: tuple[SchemeComparison, ...]
+    matches: tuple[str, ...]
+    indistinguishable: tuple[tuple[str, ...], ...]
+    timing: Timing | None
+    notes: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when the forward all-gather is kept for backward
+    reused: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        """The ``check --format json`` contract, plus detail fields."""
+        m = self.measurement
+        t = self.timing
+        return {
+            "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how,
+            "n": m.n, "n_how": m.n_how,
+            "steps": m.steps, "steps_how": m.steps_how,
+            "ranks": list(m.ranks), "ranks_how": m.ranks_how,
+            "comm_dtype": m.comm_dtype, "comm_elem_bytes": m.comm_elem_bytes,
+            "matches": list(self.matches),
+            "indistinguishable": [list(g) for g in self.indistinguishable],
+            "matches_if_parameters_kept_for_backward": list(self.reused),
+            "measured_bytes_per_rank_per_step": m.bytes_per_rank_per_step,
+            "categories": m.categories.to_dict(orient="records"),
+            "schemes": [c.as_record(m.psi) for c in self.comparisons],
+            "timing": None if t is None else {
+                "fit": None if t.fit is None else t.fit.as_record(), "fit_source": t.fit_source,
+                "predicted_step_time_s": t.predicted_step_time_s,
+                "measured_step_time_s": t.measured_step_time_s,
+                "ratio": float(t.ratio), "note": t.note,
+            },
+            "notes": list(m.notes) + list(self.notes),
+        }
+
+
+def check(
+    table: pd.DataFrame,
+    *,
+    psi: int | None = None,
+    n: int | None = None,
+    steps: int | None = None,
+    dtype: str | None = None,
+    schemes: Sequence[str] | None = None,
+    meta: dict | None = None,
+    gpus_per_node: int | None = None,
+    fit: AlphaBetaFit | None = None,
+) -> CheckResult:
+    """Measure a canonical trace table and compare it with every scheme."""
+    m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta)
+    backends = {str(v.get("backend")) for v in (meta or {}).values()
+                if isinstance(v, dict) and v.get("backend")}
+    t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)
+    comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None)
+    notes = []
+    if m.n == 1:
+        notes.append("N = 1: a single rank sends nothing to another rank, so there is no cross-rank traffic "
+                     "to compare with the schemes (every scheme predicts 0 B)")
+    elif m.bytes_per_rank_per_step == 0:
+        notes.append("no gradient or parameter traffic in the steady state: no scheme can be checked")
+    reused = tuple(c.scheme for c in comps if c.matches_if_reused)
+    if reused:
+        notes.append(reused_sentence(reused))
+    return CheckResult(
+        measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
+        indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
+        reused=reused,
+    )
