@@ -58,3 +58,15 @@ def test_parse_count_non_whole_message():
 def test_parse_count_refuses_misplaced_separators(text):
     with pytest.raises(ConfigError, match="--psi"):
         parse_count(text)
+
+
+def test_format_diff_hides_rounding_noise_but_not_zero_or_real_differences():
+    from zerocalc.units import format_diff
+
+    # float64 noise after a few steps: 1e-16 on one BLAS build, 5e-16 on another, the same text
+    assert format_diff(1.9e-16) == format_diff(5.1e-16) == "< 1e-12"
+    assert format_diff(-3e-15) == "< 1e-12"
+    assert format_diff(0.0) == "0.0e+00" and format_diff(0.0, 2) == "0.00e+00"
+    assert format_diff(2.15e-1) == "2.1e-01" and format_diff(2.15e-1, 2) == "2.15e-01"
+    assert format_diff(1e-12) == "1.0e-12"  # the floor itself is shown
+    assert format_diff(None) == format_diff(float("nan")) == "n/a"

@@ -330,7 +330,7 @@ def _feasibility_table(result) -> str:
     """The text report of :func:`zerocalc.feasibility.run_feasibility`."""
     import textwrap
 
-    from zerocalc.units import format_bytes
+    from zerocalc.units import format_bytes, format_diff
 
     c = result.to_dict()["config"]
     head = (f"{'scheme':<24}{'sim B/rank/step':>16}{'model':>12}{'match':>7}{'grad B':>10}"
@@ -349,20 +349,21 @@ def _feasibility_table(result) -> str:
         match = "-" if r["bytes_match"] is None else ("yes" if r["bytes_match"] else "NO")
         lines.append(f"{r['scheme']:<24}{num(r['bytes_per_rank_simulated']):>16}"
                      f"{num(r['bytes_per_rank_model']):>12}{match:>7}"
-                     f"{num(r['gradient_bytes_per_rank_simulated']):>10}{r['max_abs_diff']:>14.2e}"
-                     f"{r['max_rel_diff']:>14.2e}  {_yes_no_na(r['equivalent'])}")
+                     f"{num(r['gradient_bytes_per_rank_simulated']):>10}"
+                     f"{format_diff(r['max_abs_diff'], 2):>14}"
+                     f"{format_diff(r['max_rel_diff'], 2):>14}  {_yes_no_na(r['equivalent'])}")
     lines += ["", f"lower bound for the gradient reduction of an exact scheme: (N-1)/N·Ψ·b = "
                   f"{float(result.lower_bound_bytes_per_rank):g} B per rank per step "
                   "(Patarasuk & Yuan, JPDC 2009; ZeRO §2.1)", "", "colocated scheme, conditions:"]
     for cond in result.conditions:
         exact = {None: "n/a (no step compared)", True: "exact", False: "not exact"}[cond["equivalent"]]
         lines.append(f"  {cond['condition']:<50} N = {cond['n']:<3} vs {cond['compared_with']:<26}"
-                     f" max rel diff {cond['max_rel_diff']:.2e}  {exact}")
+                     f" max rel diff {format_diff(cond['max_rel_diff'], 2)}  {exact}")
     div = result.divergence
     if div:
         picks = sorted({1, 2, 5, 10, 20, 50, 100, len(div)} & set(range(1, len(div) + 1)))
         lines.append("colocated divergence vs steps: " +
-                     ", ".join(f"step {k}: {div[k - 1]['max_rel_diff']:.2e}" for k in picks))
+                     ", ".join(f"step {k}: {format_diff(div[k - 1]['max_rel_diff'], 2)}" for k in picks))
     lines += ["", "verdict:",
               *textwrap.wrap(result.verdict, 110, initial_indent="  ", subsequent_indent="  ")]
     b = result.plan_basis
@@ -715,3 +716,7 @@ def report_cmd(
     progress("importing the model")
     write_report(output, config, progress)
     progress(f"wrote {output}")
+
+
+if __name__ == "__main__":  # python -m zerocalc.cli
+    main()

@@ -45,6 +45,7 @@ from zerocalc.sim.world import (
     reduce,
     reduce_scatter,
 )
+from zerocalc.units import format_diff
 
 __all__ = [
     "DEFAULT_PLAN_COMM_BYTES",
@@ -191,7 +192,8 @@ def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
     elif col.equivalent:
         why = "N = 1" if cfg.n == 1 else "every rank sees the same micro-batch"
         first = (f"Here the colocated scheme matches data-parallel training (max rel diff "
-                 f"{col.max_rel_diff:.1e}), but only because {why}: there is no cross-rank gradient sum "
+                 f"{format_diff(col.max_rel_diff)}), but only because {why}: there is no cross-rank "
+                 "gradient sum "
                  f"to skip, and the (N-1)/N·Ψ·b lower bound for the gradient reduction is {float(lower):g} "
                  "bytes.")
     else:
@@ -200,14 +202,16 @@ def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
                  f"exact scheme needs at least (N-1)/N·Ψ·b = {float(lower):g} (here Ψ = {cfg.model.psi} "
                  f"parameters of the simulated MLP, b = {WIRE_ELEM_BYTES} bytes; Patarasuk & Yuan 2009), and "
                  f"after {col.steps} steps on N = {cfg.n} ranks its parameters differ from data-parallel "
-                 f"training by {col.max_rel_diff:.1e} (relative), {col.max_rel_diff / REL_TOL:.0e}× the "
+                 f"training by {format_diff(col.max_rel_diff)} (relative), "
+                 f"{col.max_rel_diff / REL_TOL:.0e}× the "
                  f"{REL_TOL:g} tolerance" + (f" that {len(exact)} of the {len(claimed)} exact schemes "
                                               "simulated meet." if claimed else "."))
     div = col.diff_by_step
     grow = (f"; its divergence grows from {div[0]:.1e} after one step to {div[-1]:.1e} after {len(div)}"
             if len(div) > 1 and not col.equivalent else "")
     second = (f"It is exact only when no data parallelism is left — N = 1 (max rel diff "
-              f"{n1['max_rel_diff']:.1e}) or all ranks on one micro-batch ({shared['max_rel_diff']:.1e}) — "
+              f"{format_diff(n1['max_rel_diff'])}) or all ranks on one micro-batch "
+              f"({format_diff(shared['max_rel_diff'])}) — "
               f"otherwise each parameter shard is trained on its own rank's 1/N of the batch, a "
               f"local-SGD-like update{grow}.")
     top = next((p for p in plan if p.update == "exact" and p.bytes_saved_per_rank > 0), None)

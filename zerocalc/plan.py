@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from zerocalc.sim.accounting import model_bytes_exact
 from zerocalc.sim.compare import REL_TOL
+from zerocalc.units import format_diff
 
 __all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "build_plan", "saving_sentence"]
 
@@ -92,7 +93,8 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
             evidence = "same collectives, " + ("a different update rule by construction" if changes
                                                else "the same update")
         elif run is not None and run.steps:
-            evidence = (f"simulated {dst}: max rel diff {run.max_rel_diff:.2e} after {run.steps} steps "
+            evidence = (f"simulated {dst}: max rel diff {format_diff(run.max_rel_diff, 2)} after "
+                        f"{run.steps} steps "
                         f"({'within' if run.equivalent else 'outside'} {REL_TOL:g})")
         else:
             evidence = f"model: {dst} equivalent_to_dp={get_scheme(dst).equivalent_at(n)} at N = {n}"

@@ -33,7 +33,7 @@ from matplotlib.textpath import TextToPath
 
 from zerocalc.errors import ConfigError
 from zerocalc.topology import Topology
-from zerocalc.units import format_bytes, format_seconds
+from zerocalc.units import format_bytes, format_diff, format_seconds
 
 __all__ = ["ReportConfig", "ReportData", "check_output", "collect", "render", "write_report"]
 
@@ -1126,10 +1126,10 @@ def _page_verdict(w: _Writer, data: ReportData) -> None:
     w.table(["scheme", "simulated B", "model B", "same", "gradient B", "max rel diff", "DP-equivalent"],
             [[r["scheme"], _num(r["bytes_per_rank_simulated"]), _num(r["bytes_per_rank_model"]),
               "-" if r["bytes_match"] is None else ("yes" if r["bytes_match"] else "NO"),
-              _num(r["gradient_bytes_per_rank_simulated"]), f"{r['max_rel_diff']:.1e}",
+              _num(r["gradient_bytes_per_rank_simulated"]), format_diff(r["max_rel_diff"]),
               "yes" if r["equivalent"] else "NO"] for r in result.records()], size=7.5)
     w.table(["condition (colocated scheme)", "N", "compared with", "max rel diff", "exact"],
-            [[d["condition"], str(d["n"]), d["compared_with"], f"{d['max_rel_diff']:.1e}",
+            [[d["condition"], str(d["n"]), d["compared_with"], format_diff(d["max_rel_diff"]),
               "yes" if d["equivalent"] else "no"] for d in result.conditions], align="lrlrl", size=7.5)
     w.heading("Implementation plan, priced on the chosen cluster", 2)
     w.paragraph(f"{_topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters.", size=8.5)

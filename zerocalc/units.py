@@ -63,6 +63,26 @@ def format_bytes(n: float, base: int = 1000) -> str:
     raise AssertionError("unreachable")
 
 
+#: Relative or absolute differences below this are float64 rounding noise after a few dozen steps
+#: (machine epsilon 2.2e-16 times the operations' count), whose digits depend on the BLAS build and
+#: the summation order of the machine: text shows them as "< 1e-12", JSON keeps the value.
+DIFF_FLOOR = 1e-12
+
+
+def format_diff(x: float | None, digits: int = 1, floor: float = DIFF_FLOOR) -> str:
+    """A parameter difference as text that is the same on every machine.
+
+    ``format_diff(3.1e-3) == '3.1e-03'``, ``format_diff(0.0) == '0.0e+00'`` (an exact zero is no
+    noise); a nonzero value below ``floor`` (rounding noise, see :data:`DIFF_FLOOR`) is ``'< 1e-12'``;
+    None or NaN is ``'n/a'``.
+    """
+    if x is None or x != x:
+        return "n/a"
+    if x != 0 and abs(x) < floor:
+        return f"< {floor:g}"
+    return f"{x:.{digits}e}"
+
+
 def format_seconds(t: float) -> str:
     """Seconds as text with a unit that keeps three significant digits (µs, ms, s)."""
     if t != t:  # NaN
