@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "zerocalc"
 #: The pure core: no printing, plotting, CLI or file output (the traces readers only read their inputs).
-CORE = ["symbols", "collectives", "topology", "schemes", "memory", "evaluate", "feasibility", "plan",
+CORE = ["symbols", "collectives", "topology", "schemes", "memory", "evaluate", "feasibility", "plan", "in_network",
         "validate", "units", "errors"]
 FORBIDDEN_IMPORTS = ("matplotlib", "typer", "click")
 

@@ -8,12 +8,14 @@ including N not a power of two.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 from zerocalc.sim.compare import SchemeRun
 from zerocalc.sim.world import WIRE_ELEM_BYTES
 
-__all__ = ["model_bytes_by_phase", "model_bytes_exact", "simulated_bytes_by_collective"]
+__all__ = ["model_bytes_by_phase", "model_bytes_exact", "model_link_bytes_exact",
+           "simulated_bytes_by_collective"]
 
 def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int, what: str) -> Fraction:
     """A ring bytes-per-rank expression of :mod:`zerocalc.schemes` at integer Ψ, N, G (at most N) and
@@ -27,13 +29,34 @@ def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
 
 
 def model_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
-                      comm_bytes: int = WIRE_ELEM_BYTES) -> Fraction:
+                      comm_bytes: int = WIRE_ELEM_BYTES, in_network: Sequence[str] = ()) -> Fraction:
     """The symbolic model's bytes per rank per step (:meth:`zerocalc.schemes.Scheme.bytes_per_rank`,
-    ring) evaluated with exact rational arithmetic."""
+    ring; with ``in_network`` kinds, the bytes sent under :func:`zerocalc.in_network.scheme_link_bytes`)
+    evaluated with exact rational arithmetic."""
     from zerocalc.schemes import get_scheme
 
+    if in_network:
+        return model_link_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
+                                      in_network=in_network)["sent"]
     return _exact_bytes(get_scheme(name).bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
                         comm_bytes=comm_bytes, what=name)
+
+
+def model_link_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
+                           comm_bytes: int = WIRE_ELEM_BYTES,
+                           in_network: Sequence[str] = ()) -> dict[str, Fraction]:
+    """Model bytes per rank per step by link type and direction
+    (:func:`zerocalc.in_network.scheme_link_bytes`: rings when ``in_network`` is empty), exact: keys
+    ``intra_sent``, ``intra_received``, ``inter_sent``, ``inter_received`` and their sums
+    ``sent`` and ``received``."""
+    from zerocalc.in_network import scheme_link_bytes
+
+    lb = scheme_link_bytes(name, in_network)
+    out = {k: _exact_bytes(v, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
+                           what=f"{name} {k}") for k, v in lb.as_dict().items()}
+    out["sent"] = out["intra_sent"] + out["inter_sent"]
+    out["received"] = out["intra_received"] + out["inter_received"]
+    return out
 
 
 def model_bytes_by_phase(name: str, *, psi: int, n: int, gpus_per_node: int,

@@ -58,6 +58,8 @@ class SchemeRun:
     max_abs_diff: float = 0.0
     max_rel_diff: float = 0.0
     diff_by_step: tuple[float, ...] = ()
+    #: ``"<link>_<direction>"`` (``intra_sent`` … ``inter_received``) -> bytes per rank per step, averaged
+    link_bytes: dict[str, Fraction] = field(default_factory=dict)
 
     @property
     def equivalent(self) -> bool | None:
@@ -104,4 +106,6 @@ def simulate_scheme(name: str, cfg: FeasibilityConfig,
                   w.by_phase.items()} if k else {},
         optimizer_state_elements_per_rank_max=max(sim.opt_elements),
         final_params=theta, max_abs_diff=abs_d, max_rel_diff=rel_d, diff_by_step=tuple(diffs),
+        link_bytes={f"{link}_{d}": Fraction(sum(v), 8 * n * k) for (link, d), v in w.link_bits.items()}
+        if k else {},
     )

@@ -33,7 +33,7 @@ class _Sim:
 
     def __init__(self, cfg: FeasibilityConfig) -> None:
         self.cfg, self.n, self.model, self.opt = cfg, cfg.n, cfg.model, cfg.optimizer
-        self.world = World(cfg.n, cfg.g)
+        self.world = World(cfg.n, cfg.g, frozenset(cfg.in_network))
         self.teacher = _teacher(cfg)
         self.theta0 = _theta0(cfg)
         self.psi = self.model.psi

@@ -144,8 +144,16 @@ class FeasibilityConfig:
     model: MLP = field(default_factory=MLP)
     optimizer: Adam = field(default_factory=Adam)
     shared_micro_batch: bool = False
+    #: in-network reduction the simulated switches offer: some of ``("nvls", "sharp")``
+    #: (:mod:`zerocalc.in_network`, :mod:`zerocalc.sim.switch`); empty: rings only
+    in_network: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.in_network:
+            from zerocalc.in_network import KINDS, parse_kinds
+
+            kinds = parse_kinds(self.in_network, option="--in-network")
+            object.__setattr__(self, "in_network", tuple(k for k in KINDS if k in kinds))
         for name, low in (("n", 1), ("steps", 0), ("micro_batch", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:

@@ -50,14 +50,23 @@ class World:
     and receiver's counters, and to the sender's entry under the outermost open collective.
     """
 
-    def __init__(self, n: int, gpus_per_node: int = 1) -> None:
+    def __init__(self, n: int, gpus_per_node: int = 1, in_network: frozenset[str] = frozenset()) -> None:
         self.n, self.g = n, gpus_per_node
+        #: kinds of in-network reduction the switches offer (:data:`zerocalc.in_network.KINDS`)
+        self.in_network = frozenset(in_network)
         self.sent_bits = [0] * n
         self.recv_bits = [0] * n
         self.meta_bits = [0] * n
         #: (op, group, purpose) -> bits sent per rank
         self.by_phase: dict[tuple[str, str, str], list[int]] = {}
+        #: (link, direction) -> bits per rank; link ``intra`` (inside the node) or ``inter`` (across
+        #: nodes), direction ``sent`` or ``received``
+        self.link_bits: dict[tuple[str, str], list[int]] = {
+            (link, d): [0] * n for link in ("intra", "inter") for d in ("sent", "received")}
         self._ctx: tuple[str, str, str] | None = None
+
+    def node(self, rank: int) -> int:
+        return rank // self.g
 
     def groups(self, kind: str) -> list[list[int]]:
         n, g = self.n, self.g
@@ -88,11 +97,51 @@ class World:
             bits, meta, out = item.payload_bits, item.meta_bits, item.copy()
         else:
             bits, meta, out = int(item.nbytes) * 8, 0, item.copy()
-        self.sent_bits[src] += bits
-        self.recv_bits[dst] += bits
-        self.meta_bits[src] += meta
-        self.by_phase[self._ctx][src] += bits
+        link = "intra" if self.node(src) == self.node(dst) else "inter"
+        self._count_sent(src, bits, meta, link)
+        self._count_received(dst, bits, link)
         return out
+
+    def _count_sent(self, src: int, bits: int, meta: int, link: str) -> None:
+        self.sent_bits[src] += bits
+        self.meta_bits[src] += meta
+        self.by_phase[self._ctx][src] += bits  # type: ignore[index]
+        self.link_bits[(link, "sent")][src] += bits
+
+    def _count_received(self, dst: int, bits: int, link: str) -> None:
+        self.recv_bits[dst] += bits
+        self.link_bits[(link, "received")][dst] += bits
+
+    def to_switch(self, src: int, item: Item, link: str) -> Item:
+        """Rank ``src`` sends ``item`` into the switch of ``link`` (``intra``: the NVSwitch, ``inter``: the
+        network's); the switch is no rank, so only the sender's counters grow."""
+        if self._ctx is None:
+            raise RuntimeError("send outside a collective")
+        packet = isinstance(item, Packet)
+        bits, meta = (item.payload_bits, item.meta_bits) if packet else (int(item.nbytes) * 8, 0)
+        self._count_sent(src, bits, meta, link)
+        return item.copy()
+
+    def from_switch(self, dst: int, item: Item, link: str) -> Item:
+        """The switch of ``link`` delivers ``item`` (a sum it made, or a multicast copy) to rank ``dst``."""
+        if self._ctx is None:
+            raise RuntimeError("send outside a collective")
+        bits = item.payload_bits if isinstance(item, Packet) else int(item.nbytes) * 8
+        self._count_received(dst, bits, link)
+        return item.copy()
+
+    def switch_tier(self, group_kind: str, p: int) -> str | None:
+        """How a reduction on ``group_kind`` of ``p`` ranks runs: ``"intra"`` (one NVLS switch),
+        ``"inter"`` (one SHARP switch), ``"two-level"`` (a world group spanning nodes, with some switch),
+        or ``None`` (a ring)."""
+        if p == 1 or not self.in_network:
+            return None
+        nvls, sharp = "nvls" in self.in_network, "sharp" in self.in_network
+        if group_kind == "intra" or (group_kind == "world" and self.n <= self.g):
+            return "intra" if nvls else None
+        if group_kind == "inter":
+            return "inter" if sharp else None
+        return "two-level"
 
 
 def chunk_bounds(n: int, p: int) -> list[tuple[int, int]]:
@@ -114,6 +163,11 @@ def reduce_scatter(world: World, group: Sequence[int], inputs: Sequence[np.ndarr
     Each chunk travels p-1 hops: ``(p-1)·n`` elements in total, ``(p-1)/p·n`` per rank on average."""
     p = len(group)
     bounds = list(bounds) if bounds is not None else chunk_bounds(len(inputs[0]), p)
+    if world.switch_tier(group_kind, p):
+        from zerocalc.sim.switch import reduce_scatter_in_network
+
+        with world.collective("reduce_scatter", group_kind, purpose):
+            return reduce_scatter_in_network(world, group, inputs, bounds, group_kind)
     acc = [[np.array(inp[a:b], dtype=np.float64) for a, b in bounds] for inp in inputs]
     with world.collective("reduce_scatter", group_kind, purpose):
         for s in range(p - 1):
@@ -131,6 +185,11 @@ def all_gather(world: World, group: Sequence[int], pieces: Sequence[Item], *, gr
     """Ring all-gather: in step s rank i forwards piece ``i-s`` to rank i+1. Returns, per rank, the p
     pieces in group order (quantised pieces stay quantised: a ring forwards what it received)."""
     p = len(group)
+    if world.switch_tier(group_kind, p):
+        from zerocalc.sim.switch import all_gather_in_network
+
+        with world.collective("all_gather", group_kind, purpose):
+            return all_gather_in_network(world, group, pieces, group_kind)
     have: list[list[Item | None]] = [[None] * p for _ in range(p)]
     for i in range(p):
         have[i][i] = pieces[i]
@@ -147,7 +206,13 @@ def all_gather(world: World, group: Sequence[int], pieces: Sequence[Item], *, gr
 
 def all_reduce(world: World, group: Sequence[int], inputs: Sequence[np.ndarray], *,
                group_kind: str = "world", purpose: str = "gradient reduction") -> list[np.ndarray]:
-    """Ring all-reduce = ring reduce-scatter + ring all-gather: ``2(p-1)/p·n`` per rank."""
+    """Ring all-reduce = ring reduce-scatter + ring all-gather: ``2(p-1)/p·n`` per rank. With in-network
+    reduction (:mod:`zerocalc.sim.switch`) the switch sums instead."""
+    if world.switch_tier(group_kind, len(group)):
+        from zerocalc.sim.switch import all_reduce_in_network
+
+        with world.collective("all_reduce", group_kind, purpose):
+            return all_reduce_in_network(world, group, inputs, group_kind)
     with world.collective("all_reduce", group_kind, purpose):
         shards = reduce_scatter(world, group, inputs, group_kind=group_kind, purpose=purpose)
         have = all_gather(world, group, shards, group_kind=group_kind, purpose=purpose)
