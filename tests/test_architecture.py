@@ -10,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "zerocalc"
 #: The pure core: no printing, plotting, CLI or file output (the traces readers only read their inputs).
-CORE = ["symbols", "collectives", "topology", "schemes", "memory", "evaluate", "feasibility", "plan", "in_network",
-        "validate", "units", "errors"]
+CORE = ["symbols", "collectives", "topology", "schemes", "memory", "evaluate", "feasibility", "plan",
+        "in_network", "validate", "units", "errors"]
 FORBIDDEN_IMPORTS = ("matplotlib", "typer", "click")
 
 
