@@ -1,0 +1,267 @@
+"""Count the collectives in the real-run traces, independently of zerocalc (plain json/gzip).
+
+Usage::
+
+    python count_calls.py CASEDIR [CASEDIR ...]          # a readable table per rank and step
+    python count_calls.py --write CASEDIR [CASEDIR ...]  # also write CASEDIR/expected.json
+
+What is counted, per rank and per ``ProfilerStep#k`` (the step's window is the
+``ProfilerStep#k`` annotation on the main thread; a call belongs to it when it starts and
+ends inside the window):
+
+* every ``c10d::*`` CPU op on the main thread (the collective as the Python code called it):
+  its name, the root of a broadcast/reduce (``Concrete Inputs`` argument 2), the elements of
+  its input and output tensors (from ``Input Dims``; a
+  ``TensorList`` argument counts all tensors in the list, a 0-d tensor counts 1), and its
+  element type from ``Input type`` (``TensorList`` arguments carry no type);
+* every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
+  elements, element type, thread id. Worker events belong to the step in whose window
+  they start.
+
+Each ``c10d::*`` op is paired with the first not yet paired gloo worker event that starts
+after it and has the matching gloo name and input size (see ``GLOO_NAME``); the pairing gives
+the element type of ``TensorList`` calls and the worker thread (each gloo process group has
+its own pool of worker threads). The group size of an all-gather is output/input, of a
+reduce-scatter input/output; for the other collectives the trace does not name the group.
+"""
+
+import argparse
+import collections
+import gzip
+import json
+import math
+import os
+import re
+import sys
+
+# c10d op -> the gloo worker annotation that carries it out. Over gloo a reduce-scatter
+# runs as an all-reduce of the whole input (the worker event shows gloo:all_reduce).
+GLOO_NAME = {
+    "c10d::allreduce_": "gloo:all_reduce",
+    "c10d::allreduce_coalesced_": "gloo:all_reduce",
+    "c10d::_reduce_scatter_base_": "gloo:all_reduce",
+    "c10d::reduce_scatter_": "gloo:all_reduce",
+    "c10d::_allgather_base_": "gloo:all_gather",
+    "c10d::allgather_": "gloo:all_gather",
+    "c10d::allgather_into_tensor_coalesced_": "gloo:all_gather",
+    "c10d::broadcast_": "gloo:broadcast",
+    "c10d::reduce_": "gloo:reduce",
+}
+OUT_FIRST = ("allgather", "reduce_scatter", "alltoall")  # ops whose arg 0 is the output
+STEP = re.compile(r"ProfilerStep#(\d+)$")
+
+
+def numel(dims, typ):
+    """Elements of one argument from its Input Dims / Input type entries."""
+    if typ in ("", "Scalar", "ScalarList", "None") or dims is None:
+        return None
+    if typ in ("TensorList", "GenericList"):
+        return sum(numel(d, "Tensor") or 0 for d in dims)
+    if dims and isinstance(dims[0], list):  # nested list of shapes
+        return sum(numel(d, "Tensor") or 0 for d in dims)
+    return math.prod(dims)
+
+
+def c10d_call(e):
+    a = e.get("args", {})
+    dims, types = a.get("Input Dims", []), a.get("Input type", [])
+    sizes = [numel(d, t) for d, t in zip(dims, types, strict=False)]
+    name = e["name"]
+    if any(k in name for k in OUT_FIRST):
+        out_n, in_n, dtype = sizes[0], sizes[1], types[1]
+    else:
+        in_n = out_n = sizes[0] if sizes else None
+        dtype = types[0] if types else None
+    if dtype in ("TensorList", "GenericList", ""):
+        dtype = None
+    group = None
+    if "allgather" in name and in_n:
+        group = out_n // in_n
+    elif "reduce_scatter" in name and out_n:
+        group = in_n // out_n
+    root = None
+    if name in ("c10d::broadcast_", "c10d::reduce_"):  # (tensors, group, root_rank, root_tensor, ...)
+        conc = a.get("Concrete Inputs", [])
+        root = int(conc[2]) if len(conc) > 2 and conc[2].lstrip("-").isdigit() else None
+    return {"op": name, "dtype": dtype, "in_elems": in_n, "out_elems": out_n,
+            "group_size_from_shapes": group, "root": root, "ts": e["ts"], "dur": e.get("dur", 0)}
+
+
+def gloo_event(e):
+    a = e.get("args", {})
+    dims, types = a.get("Input Dims", [[]]), a.get("Input type", [""])
+    return {"op": e["name"], "dtype": types[0] or None, "elems": numel(dims[0], types[0] or "Tensor"),
+            "tid": e["tid"], "ts": e["ts"]}
+
+
+def count_file(path):
+    with gzip.open(path, "rt") as f:
+        trace = json.load(f)
+    info = trace.get("distributedInfo", {})
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted((e for e in events if STEP.match(e.get("name", ""))), key=lambda e: e["ts"])
+    main_tid = steps[0]["tid"] if steps else None
+    calls = sorted((c10d_call(e) for e in events
+                    if e.get("name", "").startswith("c10d::") and e["tid"] == main_tid),
+                   key=lambda c: c["ts"])
+    workers = sorted((gloo_event(e) for e in events if e.get("name", "").startswith("gloo:")),
+                     key=lambda g: g["ts"])
+    pair(calls, workers)
+    out = {"rank": info.get("rank"), "world_size": info.get("world_size"),
+           "backend": info.get("backend"),
+           "pg_config": [{k: g.get(k) for k in ("pg_name", "pg_desc", "pg_size", "ranks")}
+                         for g in info.get("pg_config", [])],
+           "steps": {}, "outside_steps": {}}
+    for s in steps:
+        lo, hi = s["ts"], s["ts"] + s["dur"]
+        inside = [c for c in calls if lo <= c["ts"] and c["ts"] + c["dur"] <= hi]
+        wk = [g for g in workers if lo <= g["ts"] < hi]
+        out["steps"][s["name"]] = summarise(inside, wk)
+    in_any = {id(c) for s in steps for c in calls
+              if s["ts"] <= c["ts"] and c["ts"] + c["dur"] <= s["ts"] + s["dur"]}
+    out["outside_steps"] = summarise([c for c in calls if id(c) not in in_any], [])["c10d"]
+    return out
+
+
+def pair(calls, workers):
+    """Pair each c10d op with its gloo worker event (same op kind and input size, after it)."""
+    free = list(workers)
+    for c in calls:
+        want = GLOO_NAME.get(c["op"])
+        for i, g in enumerate(free):
+            if g["op"] == want and g["ts"] >= c["ts"] and g["elems"] == c["in_elems"]:
+                c["worker"] = free.pop(i)
+                break
+
+
+def summarise(calls, workers):
+    """Aggregate calls by (op, dtype, in, out, group size, worker op), in order of first use."""
+    agg = collections.OrderedDict()
+    for c in calls:
+        w = c.get("worker")
+        key = (c["op"], c["dtype"] or (w["dtype"] if w else None), c["in_elems"], c["out_elems"],
+               c["group_size_from_shapes"], c["root"], w["op"] if w else None)
+        row = agg.setdefault(key, {"op": key[0], "dtype": key[1], "in_elems": key[2],
+                                   "out_elems": key[3], "group_size_from_shapes": key[4], "root": key[5],
+                                   "worker_op": key[6], "worker_tids": set(), "calls": 0})
+        row["calls"] += 1
+        if w:
+            row["worker_tids"].add(w["tid"])
+    rows = []
+    for r in agg.values():
+        r["worker_tids"] = sorted(r["worker_tids"])
+        rows.append(r)
+    totals = collections.OrderedDict()
+    for c in calls:
+        t = totals.setdefault(c["op"], {"calls": 0, "in_elems": 0})
+        t["calls"] += 1
+        t["in_elems"] += c["in_elems"] or 0
+    gagg = collections.OrderedDict()
+    for g in workers:
+        row = gagg.setdefault((g["op"], g["dtype"], g["elems"]),
+                              {"op": g["op"], "dtype": g["dtype"], "elems": g["elems"], "calls": 0})
+        row["calls"] += 1
+    unpaired = sum(1 for c in calls if "worker" not in c)
+    return {"c10d": rows, "c10d_totals": totals, "gloo_workers": list(gagg.values()),
+            "c10d_sequence": [f"{c['op']} {c['dtype'] or (c['worker']['dtype'] if 'worker' in c else '?')}"
+                              f" {c['in_elems']}->{c['out_elems']}" for c in calls],
+            "unpaired_c10d": unpaired}
+
+
+def count_case(casedir):
+    files = sorted(f for f in os.listdir(casedir) if re.fullmatch(r"rank\d+\.json\.gz", f))
+    if not files:
+        sys.exit(f"{casedir}: no rank*.json.gz")
+    ranks = {}
+    for f in files:
+        r = count_file(os.path.join(casedir, f))
+        ranks[str(r["rank"])] = r
+    return {"case": os.path.basename(os.path.normpath(casedir)),
+            "counted_by": "count_calls.py (plain json/gzip) from rank*.json.gz",
+            "per_step_all_ranks": common_rows(ranks), "ranks": ranks}
+
+
+def common_rows(ranks):
+    """Per step, the c10d rows (without worker thread ids) when every rank counts the same, else None."""
+    out = {}
+    first = next(iter(ranks.values()))
+    for step in first["steps"]:
+        seen = []
+        for r in ranks.values():
+            rows = r["steps"].get(step, {}).get("c10d")
+            seen.append(None if rows is None else [{k: v for k, v in row.items() if k != "worker_tids"}
+                                                    for row in rows])
+        out[step] = seen[0] if all(x == seen[0] for x in seen) else None
+    return out
+
+
+def show(res):
+    print(f"== {res['case']}")
+    for rank, r in res["ranks"].items():
+        groups = ", ".join(f"{g['pg_name']}:{g['ranks']}" for g in r["pg_config"])
+        print(f" rank {rank} (world {r['world_size']}, {r['backend']}; pg_config {groups})")
+        for step, s in r["steps"].items():
+            print(f"  {step}: " + "; ".join(f"{k} x{t['calls']} ({t['in_elems']} in)"
+                                           for k, t in s["c10d_totals"].items()))
+            for row in s["c10d"]:
+                print(f"    {row['calls']:3d} x {row['op']:30s} {str(row['dtype']):14s} "
+                      f"in {row['in_elems']} out {row['out_elems']} group {row['group_size_from_shapes']} "
+                      f"worker {row['worker_op']} tids {row['worker_tids']}")
+            if s["unpaired_c10d"]:
+                print(f"    ({s['unpaired_c10d']} c10d ops without a gloo worker event)")
+        if r["outside_steps"]:
+            print("  outside any ProfilerStep: " + "; ".join(
+                f"{row['calls']} x {row['op']} {row['in_elems']}" for row in r["outside_steps"]))
+
+
+def markdown(res):
+    """The per-step calls as a Markdown list, ranks that count alike merged."""
+
+    def key(s):
+        return [(r["op"], r["dtype"], r["in_elems"], r["out_elems"], r["root"], r["calls"])
+                for r in s["c10d"]]
+
+    blocks = collections.OrderedDict()  # per-step listing -> the steps that show it
+    for step in next(iter(res["ranks"].values()))["steps"]:
+        by = collections.OrderedDict()
+        for rank, r in res["ranks"].items():
+            s = r["steps"].get(step)
+            if s is not None:
+                by.setdefault(json.dumps(key(s)), (s, []))[1].append(rank)
+        text = []
+        for s, ranks in by.values():
+            text.append(f"  - rank{'s' if len(ranks) > 1 else ''} {','.join(ranks)}:")
+            for r in s["c10d"]:
+                g = r["group_size_from_shapes"]
+                grp = f", group {g} (from shapes)" if g else ""
+                grp += f", root {r['root']}" if r["root"] is not None else ""
+                text.append(f"    - {r['calls']} x `{r['op']}` {r['dtype']} in {r['in_elems']} "
+                            f"out {r['out_elems']}{grp}; worker `{r['worker_op']}`")
+        blocks.setdefault("\n".join(text), []).append(step)
+    lines = []
+    for text, steps in blocks.items():
+        lines.append(f"- {', '.join(steps)}{' (each)' if len(steps) > 1 else ''}:")
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("casedirs", nargs="+")
+    ap.add_argument("--write", action="store_true", help="write CASEDIR/expected.json")
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown list per step instead")
+    args = ap.parse_args()
+    for d in args.casedirs:
+        res = count_case(d)
+        if args.markdown:
+            print(markdown(res))
+        else:
+            show(res)
+        if args.write:
+            with open(os.path.join(d, "expected.json"), "w") as f:
+                json.dump(res, f, indent=1)
+                f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""Make the real-run profiler traces in this directory (one case per run).
+
+Usage (CPU, gloo backend; torch and DeepSpeed live in their own virtualenv, they are
+not dependencies of zerocalc)::
+
+    torchrun --nproc_per_node 4 make_traces.py CASE OUTDIR
+
+writes ``OUTDIR/rank{r}.json.gz``: the PyTorch profiler's Chrome trace of rank r, CPU
+activities, ``record_shapes=True``, schedule wait 0 / warm-up 1 / active ``steps``, and
+exactly one ``ProfilerStep#k`` per OPTIMIZER step (``prof.step()`` runs after
+``optimizer.step()``; the micro-batches of gradient accumulation all fall inside it).
+
+Every case trains the same tiny MLP (``LAYERS``; Ψ = 71,104 parameters) on random data
+with fixed seeds, so each layer's collectives can be told apart by their sizes.
+``python make_traces.py --list`` prints the cases; each run also writes ``OUTDIR/run.json``
+(what ran: versions, model, dtypes, groups, micro-batches, profiler schedule).
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.profiler import ProfilerActivity, profile, schedule
+
+# Linear layer sizes: (in, out). Every out size is a multiple of 4, so a shard over 2 or
+# 4 ranks needs no padding; the three layers have distinct sizes.
+LAYERS = [(128, 192), (192, 160), (160, 96)]
+PSI = sum(i * o + o for i, o in LAYERS)  # 71,104
+MICRO_BATCH = 8  # samples per micro-batch per rank
+LR = 1e-3
+
+
+class MLP(nn.Module):
+    """Linear(128,192) - ReLU - Linear(192,160) - ReLU - Linear(160,96)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in LAYERS)
+
+    def forward(self, x):
+        for k, layer in enumerate(self.layers):
+            x = layer(x)
+            if k < len(self.layers) - 1:
+                x = torch.relu(x)
+        return x
+
+
+def make_model(dtype=torch.float32):
+    torch.manual_seed(0)  # the same initial weights on every rank
+    return MLP().to(dtype)
+
+
+def batch(rank, step, micro, dtype=torch.float32):
+    """The micro-batch `micro` of optimizer step `step` on `rank` (fixed seed)."""
+    g = torch.Generator().manual_seed(10_000 + 1_000 * rank + 10 * step + micro)
+    x = torch.randn(MICRO_BATCH, LAYERS[0][0], generator=g).to(dtype)
+    y = torch.randn(MICRO_BATCH, LAYERS[-1][1], generator=g).to(dtype)
+    return x, y
+
+
+def loss_fn(out, y):
+    return nn.functional.mse_loss(out.float(), y.float())
+
+
+def run_profiled(outdir, steps, train_step):
+    """Warm-up step + `steps` profiled optimizer steps; train_step(step) runs one optimizer step."""
+    rank = dist.get_rank()
+
+    def save(prof):
+        prof.export_chrome_trace(os.path.join(outdir, f"rank{rank}.json.gz"))
+
+    sched = schedule(wait=0, warmup=1, active=steps, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, schedule=sched,
+                 on_trace_ready=save) as prof:
+        for step in range(1 + steps):
+            train_step(step)
+            prof.step()  # one ProfilerStep per optimizer step
+
+
+# --- plain PyTorch cases --------------------------------------------------------------------------
+
+
+def ddp_loop(model, opt, k, no_sync_first):
+    """k micro-batches per optimizer step; no_sync() on the first k-1 when no_sync_first."""
+    rank = dist.get_rank()
+    dtype = next(model.parameters()).dtype
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        for m in range(k):
+            x, y = batch(rank, step, m, dtype)
+            ctx = model.no_sync() if (no_sync_first and m < k - 1) else contextlib.nullcontext()
+            with ctx:
+                loss_fn(model(x), y).div(k).backward()
+        opt.step()
+
+    return train_step
+
+
+def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model(dtype), process_group=group)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
+
+
+def case_ddp_subgroup(outdir):
+    # Data-parallel groups of 2 inside a world of 4, as under tensor parallelism of 2:
+    # DP groups {0,2} and {1,3} (the TP groups would be {0,1} and {2,3}).
+    dp_group, _ = dist.new_subgroups_by_enumeration([[0, 2], [1, 3]])
+    case_ddp(outdir, group=dp_group)
+
+
+def case_ddp_zero_ro_fp16_hook(outdir):
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model())
+    model.register_comm_hook(state=None, hook=fp16_compress_hook)
+    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam, lr=LR)
+    run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
+
+
+def fsdp2_model(mesh, mp_policy=None):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    model = make_model()
+    kw = {"mesh": mesh, "reshard_after_forward": True,
+          "mp_policy": mp_policy or MixedPrecisionPolicy()}
+    for layer in model.layers:
+        fully_shard(layer, **kw)
+    fully_shard(model, **kw)
+    return model
+
+
+def fsdp2_loop(model, opt, k, sync_every):
+    rank = dist.get_rank()
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        for m in range(k):
+            if not sync_every:
+                model.set_requires_gradient_sync(m == k - 1)
+            x, y = batch(rank, step, m)
+            loss_fn(model(x), y).div(k).backward()
+        opt.step()
+
+    return train_step
+
+
+def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
+               sync_every=True, steps=3):
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
+    model = fsdp2_model(mesh, mp_policy)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every))
+
+
+def case_fsdp2_mixed(outdir):
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    case_fsdp2(outdir, mp_policy=mp)
+
+
+# --- DeepSpeed cases ------------------------------------------------------------------------------
+
+DS_GA = 4
+
+
+def ds_config(stage):
+    zero = {
+        "stage": stage,
+        "overlap_comm": False,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": 500_000_000,
+        "allgather_bucket_size": 500_000_000,
+    }
+    if stage == 3:
+        zero.update({
+            "stage3_param_persistence_threshold": 0,
+            "stage3_max_reuse_distance": 1_000_000_000,
+            "stage3_max_live_parameters": 1_000_000_000,
+            "stage3_prefetch_bucket_size": 50_000_000,
+        })
+    return {
+        "train_micro_batch_size_per_gpu": MICRO_BATCH,
+        "gradient_accumulation_steps": DS_GA,
+        "zero_optimization": zero,
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 1_000_000,
+    }
+
+
+def case_deepspeed(outdir, stage, steps=2):
+    import deepspeed
+
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    cfg = ds_config(stage)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    rank = dist.get_rank()
+
+    def train_step(step):
+        for m in range(DS_GA):  # engine.step() steps the optimizer at the 4th micro-batch only
+            x, y = batch(rank, step, m)
+            engine.backward(loss_fn(engine(x), y))
+            engine.step()
+        assert engine.global_steps == step + 1
+
+    run_profiled(outdir, steps, train_step)
+
+
+# --- the cases ------------------------------------------------------------------------------------
+
+def fsdp_groups(mesh_shape):
+    if mesh_shape == (2, 2):  # DeviceMesh [[0, 1], [2, 3]]: dim 0 replicate, dim 1 shard
+        return {"replicate": [[0, 2], [1, 3]], "shard": [[0, 1], [2, 3]]}
+    return {"shard": [[0, 1, 2, 3]]}
+
+
+WORLD4 = [[0, 1, 2, 3]]
+CASES = {
+    # name: (function(outdir), what ran: the facts the run was configured with)
+    "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
+        "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "hsdp-2x2": (lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard")), {
+        "scheme": "HSDP: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 2), per Linear + root",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-subgroup-dp2-of-4": (case_ddp_subgroup, {
+        "scheme": "DDP on a data-parallel sub-group of 2 in a world of 4 (as under TP=2)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": [[0, 2], [1, 3]]},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-bf16": (lambda o: case_ddp(o, dtype=torch.bfloat16), {
+        "scheme": "DDP on a bfloat16 model (gradients all-reduced in bfloat16)",
+        "param_dtype": "bfloat16", "reduce_dtype": "bfloat16", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-zero-ro-fp16-hook": (case_ddp_zero_ro_fp16_hook, {
+        "scheme": "DDP with fp16_compress_hook + ZeroRedundancyOptimizer(Adam)",
+        "param_dtype": "float32", "reduce_dtype": "float16", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ds-zero1-ga4": (lambda o: case_deepspeed(o, 1), {
+        "scheme": "DeepSpeed ZeRO stage 1", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(1)}),
+    "ds-zero2-ga4": (lambda o: case_deepspeed(o, 2), {
+        "scheme": "DeepSpeed ZeRO stage 2", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(2)}),
+    "ds-zero3-ga4": (lambda o: case_deepspeed(o, 3), {
+        "scheme": "DeepSpeed ZeRO stage 3", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3)}),
+    "fsdp2-ga4-sync-every": (lambda o: case_fsdp2(o, k=4, sync_every=True, steps=2), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "fsdp2-ga4-no-sync": (lambda o: case_fsdp2(o, k=4, sync_every=False, steps=2), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first 3)"}),
+    "ddp-ga4-sync-every": (lambda o: case_ddp(o, k=4, no_sync=False, steps=2), {
+        "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "ddp-ga4-no-sync": (lambda o: case_ddp(o, k=4, no_sync=True, steps=2), {
+        "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+}
+WORLD = 4  # every case runs on 4 ranks
+
+
+def describe(case):
+    """What ran, as written to OUTDIR/run.json."""
+    _, facts = CASES[case]
+    out = {"case": case, "world_size": WORLD, "backend": "gloo (CPU)", "torch": torch.__version__,
+           "python": sys.version.split()[0],
+           "model": {"layers": [f"Linear({i}, {o})" for i, o in LAYERS], "activation": "ReLU",
+                     "psi": PSI, "psi_per_layer": [i * o + o for i, o in LAYERS]},
+           "micro_batch_size": MICRO_BATCH, "optimizer": "Adam",
+           "profiler": {"activities": "CPU", "record_shapes": True,
+                        "schedule": {"wait": 0, "warmup": 1, "active": facts["steps_profiled"]},
+                        "one ProfilerStep per": "optimizer step"}}
+    if case.startswith("ds-"):
+        import deepspeed
+
+        out["deepspeed"] = deepspeed.__version__
+    out.update(facts)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("case", nargs="?", choices=sorted(CASES))
+    ap.add_argument("outdir", nargs="?")
+    ap.add_argument("--list", action="store_true", help="print the cases")
+    ap.add_argument("--describe", action="store_true", help="print CASE's run.json and exit")
+    args = ap.parse_args()
+    if args.describe and args.case:
+        print(json.dumps(describe(args.case), indent=1))
+        return
+    if args.list or not args.case:
+        for name, (_, facts) in CASES.items():
+            print(f"{name}\t{facts['scheme']}")
+        return
+    fn, facts = CASES[args.case]
+    if args.case.startswith("ds-"):
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend="gloo")
+    else:
+        dist.init_process_group("gloo")
+    if dist.get_world_size() != WORLD:
+        sys.exit(f"{args.case} runs on {WORLD} ranks, not {dist.get_world_size()}")
+    os.makedirs(args.outdir, exist_ok=True)
+    if dist.get_rank() == 0:
+        with open(os.path.join(args.outdir, "run.json"), "w") as f:
+            json.dump(describe(args.case), f, indent=1)
+            f.write("\n")
+    fn(args.outdir)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
