@@ -484,6 +484,8 @@ def check_cmd(
                                                       "(default: N up to 8).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Read the traces on a running Dask "
+                                                  "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme."""
     from zerocalc.errors import ConfigError
@@ -496,7 +498,7 @@ def check_cmd(
     names = _scheme_names(scheme, "--scheme")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
-    ts = read_traces(traces if len(traces) > 1 else traces[0], strict=strict)
+    ts = read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
     res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
                 schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)
     if fmt == "json":
@@ -610,6 +612,8 @@ def trace_summary(
     fmt: str = typer.Option("table", "--format", help="table, csv, or json (a list of the canonical rows)."),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
     trace_format: str | None = typer.Option(None, "--trace-format", help="Force the input format."),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Read the traces on a running Dask "
+                                         "cluster (tcp://HOST:PORT; zerocalc[dask])."),
 ) -> None:
     """Per rank and step: count and volume of each collective, and the totals.
 
@@ -621,7 +625,7 @@ def trace_summary(
         raise ConfigError(f"{fmt!r} is not one of table, csv, json", "--format")
     from zerocalc.traces import CANONICAL_COLUMNS, read_traces
 
-    ts = read_traces(paths, strict=strict, fmt=trace_format)
+    ts = read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler)
     for note in ts.notes:
         typer.echo(f"note: {note}", err=True)
     if ts.table.empty:

@@ -365,10 +365,60 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
     ``text`` is a newline, the block's lines, each ending with a newline, and after ``end`` the
     start of a line not in the block (not a call: it has no newline to end it). Returns the
     number of newlines in the block (after line ends are read as text mode reads them).
+    The fields are pulled out by polars where it is installed and reads every call of the block
+    (:mod:`zerocalc.traces.nccl_polars`, :data:`ENGINE`), else by ``re`` (:func:`_extract_re`).
     """
     if text.find(b"\r", 0, end) >= 0:  # "\r\n" and a lone "\r" end a line, as in text mode
         text = text[:end].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         end = len(text)
+    got = None
+    if _native(end):
+        from zerocalc.traces import nccl_polars
+
+        got = nccl_polars.extract(text, end, line0, res)
+    if got is not None:
+        codes, numbers, comm, lines, unmatched, init_lines, tuning_lines, newlines = got
+        for _, line in init_lines:
+            if m := INIT.match(line):
+                host, pid_, _, _ = _prefix(m["pre"])
+                res.inits.append((host, pid_, _text(m["comm"]), int(m["rank"]), int(m["nranks"])))
+        for j, line in tuning_lines:
+            if m := TUNING.match(line):
+                host, pid_, tid, _ = _prefix(m["pre"])
+                res.tunings.append((j + line0, host, pid_, tid, _text(m["op"]), _text(m["algo"]),
+                                    _text(m["proto"]), int(m["bytes"])))
+    else:
+        codes, numbers, comm, lines, unmatched, newlines = _extract_re(text, end, line0, res)
+    _store(codes, numbers, comm, lines, unmatched, file, strict, res)
+    return newlines
+
+
+#: Which engine pulls the fields out of a block: "auto" (polars where installed, for blocks of at
+#: least :data:`NATIVE_MIN_BYTES`), "polars" (every block) or "re" (never polars).
+ENGINE = "auto"
+#: The smallest block that "auto" gives polars (below it, importing polars costs more than it saves).
+NATIVE_MIN_BYTES = 1 << 18
+
+
+@functools.cache
+def _polars_available() -> bool:
+    from zerocalc.traces import nccl_polars
+
+    return nccl_polars.available()
+
+
+def _native(size: int) -> bool:
+    if ENGINE == "re":
+        return False
+    if ENGINE == "polars":
+        return True
+    return size >= NATIVE_MIN_BYTES and _polars_available()
+
+
+def _extract_re(text: bytes, end: int, line0: int, res: Scan) -> tuple:
+    """The calls of a block found by ``re``: (codes of the few-valued fields, numbers, communicators,
+    lines, the lines with the marker that are not calls or ``None``, newlines); the block's Init
+    and TUNING lines go to ``res``."""
     fast = _Split.of(_TIERS[0], text, end)
     g, lines = fast.fields, fast.lines + line0
     others = b"".join(fast.gaps)  # the lines that are not calls in NCCL's own layout
@@ -396,7 +446,7 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
             order = np.argsort(lines, kind="stable")
             lines = lines[order]
     n = len(lines)
-    tables, cols = res.tables, res.columns
+    tables = res.tables
     codes = {name: _factor(tables[name], g[name]) for name in _DIRECT}
     for key, (names, split) in _MERGED.items():
         merged, known = res.merged[key], res.merged_codes[key]
@@ -418,6 +468,14 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
         codes = {name: c[order] for name, c in codes.items()}
         numbers = {name: c[order] for name, c in numbers.items()}
         comm = list(map(comm.__getitem__, order.tolist()))
+    _others(others, fast, line0, res)
+    return codes, numbers, comm, lines, unmatched, fast.total_newlines()
+
+
+def _store(codes: dict, numbers: dict, comm: list, lines: np.ndarray, unmatched: np.ndarray | None,
+           file: str, strict: bool, res: Scan) -> None:
+    """Append a block's calls to ``res``, setting aside (and reporting) those that are not calls."""
+    tables, cols = res.tables, res.columns
     ops, nranks = [_text(o) for o in tables["op"]], [_int(s) for s in tables["nranks"]]
     invalid = (np.array([op not in NCCL_COLL_OPS for op in ops], bool)[codes["op"]]
                | (np.array([p != _NA and p < 1 for p in nranks], bool)[codes["nranks"]]))
@@ -434,10 +492,18 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
     if keep is not None:
         codes = {name: c[keep] for name, c in codes.items()}
         numbers = {name: c[keep] for name, c in numbers.items()}
+        if isinstance(comm, bytes):  # the communicators joined by newlines (nccl_polars)
+            comm = comm.split(b"\n")
         lines, comm = lines[keep], list(compress(comm, keep.tolist()))
     for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
         cols[name].append(c)
+    if isinstance(comm, bytes):  # one item per block (freeze joins the items by newlines)
+        comm = [comm] if len(lines) else []
     cols["comm"].append(comm)
+
+
+def _others(others: bytes, fast: _Split, line0: int, res: Scan) -> None:
+    """The Init and TUNING lines among a block's lines that are not calls."""
     if _INIT_MARKER in others:  # Init and TUNING lines are among the lines that are not calls
         for m in INIT.finditer(others):
             host, pid_, _, _ = _prefix(m["pre"])
@@ -451,7 +517,6 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
             host, pid_, tid, _ = _prefix(m["pre"])
             res.tunings.append((int(line_of[k]), host, pid_, tid, _text(m["op"]), _text(m["algo"]),
                                 _text(m["proto"]), int(m["bytes"])))
-    return fast.total_newlines()
 
 
 def finish(scans: list[Scan], file: str) -> ParseResult:

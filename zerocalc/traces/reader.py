@@ -342,14 +342,76 @@ def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
         chunks = _scan_chunks(file, size, strict, True, shared)
         for future in pending:
             chunks.update(future.result())
+    return _join_chunks(file, [chunks[k] for k in sorted(chunks)])
+
+
+def _join_chunks(file: str, results: list[Any]) -> ParseResult:
+    """The scans of a log's chunks, in order, joined into its result; in strict mode the first
+    chunk's error (its line counted from the chunk's start) raised with the log's line."""
     lines = 0
-    results = [chunks[k] for k in sorted(chunks)]
     for r in results:
         if isinstance(r, tuple):  # strict: the first unusable line, in file order
             line, reason = r
             raise TraceFormatError(file, line + lines if line is not None else None, reason)
         lines += r.lines
     return nccl_log.finish(results, file)
+
+
+def _scan_range(file: str, start: int, end: int, strict: bool) -> Any:
+    """One chunk of a log (bytes ``start`` to ``end``, whole lines) scanned: its
+    :class:`~nccl_log.Scan`, or in strict mode (line from the chunk's start, reason) of its
+    first unusable line."""
+    with open(file, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    try:
+        return nccl_log.scan_bytes(data, file, strict=strict)
+    except TraceFormatError as exc:
+        return (exc.line, exc.reason)
+
+
+def _task(kind: str, args: tuple) -> Any:
+    """One unit of a read on a cluster: a whole file (``"file"``) or a chunk of a log (``"chunk"``)."""
+    return _read_one(args) if kind == "file" else _scan_range(*args)
+
+
+def _read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
+                     scheduler: str) -> list[ParseResult | str]:
+    """Each file, or each chunk of a large plain NCCL log, read as a task on the Dask cluster at
+    ``scheduler`` (:mod:`zerocalc.traces.cluster`); the chunks of a log joined here, in order."""
+    from zerocalc.traces import cluster
+
+    jobs: list[tuple[str, tuple]] = []
+    parts: list[int] = []  # tasks per file: 0 = one whole-file task, else its chunks
+    for file, optional in zip(inputs.files, inputs.optional, strict=True):
+        try:
+            split = _splittable(file, fmt, cap)
+        except TraceFormatError:  # not a known format: its own task says so, as a local read does
+            split = False
+        if split:
+            size = os.path.getsize(file)
+            with open(file, "rb") as f:
+                bounds = [_boundary(f, k, size) for k in range(-(-size // nccl_log.BLOCK_BYTES) + 1)]
+            jobs.extend(("chunk", (file, a, b, strict)) for a, b in zip(bounds, bounds[1:], strict=False))
+            parts.append(len(bounds) - 1)
+        else:
+            jobs.append(("file", (file, strict, fmt, cap, optional)))
+            parts.append(0)
+    done = cluster.run(scheduler, _task, jobs)
+    results: list[ParseResult | str] = []
+    i = 0
+    for file, k in zip(inputs.files, parts, strict=True):
+        if not k:
+            results.append(done[i])
+            i += 1
+            continue
+        result = _join_chunks(file, done[i : i + k])
+        i += k
+        if fmt is not None and not len(result):
+            with open(file, "rb") as f:
+                raise TraceFormatError(file, None, _no_records(fmt, f.read(HEAD_BYTES), file))
+        results.append(result)
+    return results
 
 
 def _splittable(file: str, fmt: str | None, cap: int) -> bool:
@@ -363,7 +425,8 @@ def _splittable(file: str, fmt: str | None, cap: int) -> bool:
 
 
 def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,
-                fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None) -> TraceSet:
+                fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None,
+                scheduler: str | None = None) -> TraceSet:
     """Read one file, many files or a directory into a :class:`TraceSet`.
 
     A directory gives the files directly in it: its subdirectories are other runs, not read
@@ -378,10 +441,15 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     one plain NCCL log of 64 MiB or more in chunks of about 4 MB shared between this process
     (from the front) and a worker process per further CPU (from the back), with the same
     result as a sequential read.
+    ``scheduler`` (``tcp://HOST:PORT``) reads each file, and each chunk of a large plain NCCL
+    log, as a task on that running Dask cluster instead (:mod:`zerocalc.traces.cluster`; the
+    optional ``dask`` extra), with the same result.
     Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
     inputs = _expand(paths)
     files = inputs.files
+    if scheduler is not None:
+        return _assemble(inputs, _read_on_cluster(inputs, strict, fmt, max_bytes, scheduler))
     results: list[ParseResult | str]
     if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
         result = _read_split(files[0], strict, workers or os.cpu_count() or 1)

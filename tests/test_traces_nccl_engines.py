@@ -1,0 +1,113 @@
+"""The two engines that pull COLL fields out of an NCCL log (polars and ``re``) give the same table.
+
+nccl_log.ENGINE = "polars" sends every block to zerocalc.traces.nccl_polars (which leaves to ``re``
+a block it cannot read whole); "re" never does. Each input is read both ways and compared row
+for row, with its metadata and skip log.
+"""
+
+import importlib.util
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zerocalc.traces import nccl_log, nccl_polars, read_traces
+
+pytest.importorskip("polars")
+
+ROOT = Path(__file__).resolve().parent.parent
+NCCL_LOGS = sorted((ROOT / "tests" / "data" / "traces" / "nccl-debug").glob("*.txt"))
+
+
+def _both(monkeypatch, read):
+    """``read()`` under each engine, and how many blocks polars read itself."""
+    used = []
+    extract = nccl_polars.extract
+
+    def counted(*args):
+        got = extract(*args)
+        used.append(got is not None)
+        return got
+
+    monkeypatch.setattr(nccl_polars, "extract", counted)
+    out = {}
+    for engine in ("re", "polars"):
+        monkeypatch.setattr(nccl_log, "ENGINE", engine)
+        out[engine] = read()
+    return out["re"], out["polars"], sum(used)
+
+
+def _same(a, b):
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert a.meta == b.meta
+    assert (a.skipped.count, a.skipped.examples) == (b.skipped.count, b.skipped.examples)
+
+
+@pytest.mark.parametrize("log", NCCL_LOGS, ids=lambda p: p.name)
+def test_bundled_logs_read_alike(monkeypatch, log):
+    a, b, native = _both(monkeypatch, lambda: read_traces(log, workers=1))
+    _same(a, b)
+    assert len(a.table) == sum("opCount" in ln and not ln.startswith("#") for ln in log.read_text().splitlines())
+    assert native == 1  # one block, read by polars itself
+
+
+def _synthetic():
+    spec = importlib.util.spec_from_file_location("synth_nccl_log", ROOT / "benchmarks" / "synth_nccl_log.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_synthetic_128_rank_log_reads_alike_in_blocks_and_chunks(monkeypatch, tmp_path):
+    log = tmp_path / "ray.log"
+    lines, _ = _synthetic().build(log, 2.5 * nccl_log.BLOCK_BYTES)
+    assert log.read_bytes().count(b"opCount") == lines
+    a, b, native = _both(monkeypatch, lambda: read_traces(log, workers=1))
+    _same(a, b)
+    assert len(a.table) == lines and native == 3  # three blocks, all read by polars
+    # a log split between processes reads the same (the default read of a large log)
+    monkeypatch.setattr("zerocalc.traces.reader.SPLIT_MIN_BYTES", 1 << 20)
+    _same(b, read_traces(log, workers=2))
+
+
+# Line starts of every shape (as in test_traces_nccl_log), Init and TUNING lines, malformed calls,
+# calls without the host:pid:tid prefix, an unknown collective, and a byte that is not UTF-8.
+_PREFIXES = ["", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "[rank3]: ", "a:b", "x\t", "  ", "0: ", "é ",
+             "noise opCount 3 "]
+_HOSTS = ["h1:10:20 [0] ", "node-x:12:22 [3] ", "hé:3:4 [1] ", "h:1:2 [0]", ""]
+_ARGS = "sendbuff 0x1 recvbuff 0x2 count 7 datatype 7 op 0 root 0 comm 0x9"
+_BODIES = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3",
+           f"NCCL INFO [2] AllGather: opCount 2 {_ARGS} stream 0x3 task 0 globalrank 5",
+           "NCCL INFO Send: opCount 3 sendbuff 0x1 recvbuff (nil) count 5 datatype 0 op 0 root 1 comm 0x7 "
+           "[nranks=2] stream 0x3 \t",
+           f"NCCL INFO Frobnicate: opCount 3 {_ARGS} [nranks=4] stream 0x3",
+           f"NCCL INFO AllReduce: opCount 5 {_ARGS} [nranks=0] stream 0x3",
+           f"NCCL INFO AllReduce: opCount 4 {_ARGS.replace('count', 'cnt')} stream 0x3",
+           "NCCL INFO comm 0x9 rank 1 nranks 4 cudaDev 1 busId 1000 - Init COMPLETE",
+           "NCCL INFO AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}",
+           "NCCL INFO Channel 00/02 : 0 1"]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(_HOSTS), st.sampled_from(_BODIES)),
+                min_size=1, max_size=30),
+       st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_random_lines_read_alike(lines, newline, latin1):
+    data = (newline.join(p + h + b for p, h, b in lines) + newline).encode()
+    if latin1:
+        data = data.replace("é".encode(), b"\xe9")  # not UTF-8: polars leaves the block to re
+    out = {}
+    for engine in ("re", "polars"):
+        nccl_log.ENGINE = engine
+        try:
+            out[engine] = nccl_log.parse(io.BytesIO(data), "f.log")
+        finally:
+            nccl_log.ENGINE = "auto"
+    a, b = out["re"], out["polars"]
+    assert a.meta == b.meta and (a.skipped.count, a.skipped.examples) == (b.skipped.count, b.skipped.examples)
+    assert (a.columns is None) == (b.columns is None)
+    if a.columns is not None:
+        pd.testing.assert_frame_equal(pd.DataFrame(a.columns), pd.DataFrame(b.columns))
