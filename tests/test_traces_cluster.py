@@ -54,7 +54,8 @@ def test_a_log_in_chunks_and_a_run_in_files_read_as_locally(scheduler, tmp_path,
     for path in (log, DATA / "deepspeed-gloo-zero3-n4"):
         local, remote = read_traces(path, workers=1), read_traces(path, scheduler=scheduler)
         assert remote.table.equals(local.table) and remote.meta == local.meta
-        assert (remote.skipped.count, remote.skipped.examples) == (local.skipped.count, local.skipped.examples)
+        assert remote.skipped.count == local.skipped.count
+        assert remote.skipped.examples == local.skipped.examples
     assert len(read_traces(log, workers=1).table) == calls
 
 
@@ -69,8 +70,9 @@ def test_check_of_a_log_in_chunks_gives_the_same_json(scheduler, tmp_path, monke
 
 def test_an_error_on_a_worker_is_raised_here(scheduler, tmp_path):
     bad = tmp_path / "bad.log"
-    bad.write_text("h:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 7 datatype 7 op 0 "
-                   "root 0 comm 0x9 [nranks=2] stream 0x3\nh:1:2 [0] NCCL INFO AllReduce: opCount 2 cnt 7\n")
+    bad.write_text("h:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 7 datatype 7 "
+                   "op 0 root 0 comm 0x9 [nranks=2] stream 0x3\n"
+                   "h:1:2 [0] NCCL INFO AllReduce: opCount 2 cnt 7\n")
     with pytest.raises(TraceFormatError) as err:
         read_traces(bad, strict=True, scheduler=scheduler)
     assert (err.value.file, err.value.line) == (str(bad), 2)

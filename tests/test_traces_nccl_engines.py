@@ -50,7 +50,8 @@ def _same(a, b):
 def test_bundled_logs_read_alike(monkeypatch, log):
     a, b, native = _both(monkeypatch, lambda: read_traces(log, workers=1))
     _same(a, b)
-    assert len(a.table) == sum("opCount" in ln and not ln.startswith("#") for ln in log.read_text().splitlines())
+    lines = log.read_text().splitlines()
+    assert len(a.table) == sum("opCount" in ln and not ln.startswith("#") for ln in lines)
     assert native == 1  # one block, read by polars itself
 
 

@@ -71,6 +71,14 @@ def test_decompressed_size_cap(tmp_path):
         read_traces(f, max_bytes=10_000)
 
 
+def test_the_cap_is_on_what_gzip_expands_to_not_on_plain_files(tmp_path):
+    # the same 100 copies of the log, plain: read whatever its size (the cap guards against gzip bombs)
+    f = tmp_path / "big.txt"
+    f.write_bytes(LOG.read_bytes() * 100)
+    calls = sum(1 for ln in LOG.read_text().splitlines() if "opCount" in ln and not ln.startswith("#"))
+    assert len(read_traces(f, max_bytes=10_000).table) == 100 * calls
+
+
 def test_mixed_world_sizes():
     with pytest.raises(TraceMismatchError, match="world size"):
         read_traces([LOG, DATA / "nccl-debug" / "ddp-allreduce-128ranks-L4-ray.txt"])

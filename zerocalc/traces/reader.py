@@ -4,7 +4,8 @@ Accepts one path, many paths (one per rank) or a directory of one run (the files
 it; subdirectories are other runs and are not read); plain or gzip; the format is detected per
 file unless given. A file named twice (also as ``x`` and ``./x``) is read once. Text formats
 are streamed; Kineto JSON is read whole and decoded field by field
-(:func:`zerocalc.traces.kineto.parse_bytes`). Decompressed size is capped; nothing is ever
+(:func:`zerocalc.traces.kineto.parse_bytes`). What a gzip file expands to is capped (plain files
+are read whatever their size); nothing is ever
 unpickled or written. Many large files, or one large plain NCCL log, are parsed in parallel
 worker processes.
 """
@@ -30,7 +31,7 @@ from zerocalc.traces.schema import CANONICAL_COLUMNS
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Default cap on the decompressed size of one file (bytes).
+#: Default cap on what one gzip file expands to (bytes); plain files are read whatever their size.
 MAX_BYTES = 8 * 2**30
 #: Total input size above which several files are parsed in worker processes.
 PARALLEL_MIN_BYTES = 32 * 2**20
@@ -100,7 +101,7 @@ class _Capped(io.RawIOBase):
         self.n += len(data)
         if self.n > self._cap:
             raise TraceFormatError(self._file, None,
-                                   f"decompressed size exceeds the cap of {self._cap} bytes")
+                                   f"decompressed size exceeds the cap of {self._cap} bytes (a gzip bomb?)")
         b[: len(data)] = data
         return len(data)
 
@@ -116,12 +117,33 @@ def _guard(file: str, fn, *args):
 
 
 def _open(path: str, cap: int) -> BinaryIO:
+    """The file's bytes, decompressed if it is gzip; what a gzip file expands to is capped at ``cap``
+    bytes (a gzip bomb expands a thousandfold), a plain file is read whatever its size."""
     raw = open(path, "rb")  # closed through the wrapper
     magic = raw.read(2)
     raw.seek(0)
-    inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-    owned = (inner, raw) if inner is not raw else (raw,)
-    return io.BufferedReader(_Capped(inner, cap, path, owned), buffer_size=1 << 20)
+    if magic != b"\x1f\x8b":
+        return io.BufferedReader(_Plain(raw), buffer_size=1 << 20)
+    inner = gzip.GzipFile(fileobj=raw, mode="rb")
+    return io.BufferedReader(_Capped(inner, cap, path, (inner, raw)), buffer_size=1 << 20)
+
+
+class _Plain(io.RawIOBase):
+    """A plain file read as it is, through the same buffered interface as a gzip one."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self._raw = raw
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        return self._raw.readinto(b)
 
 
 def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,
@@ -415,9 +437,9 @@ def _read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
 
 
 def _splittable(file: str, fmt: str | None, cap: int) -> bool:
-    """A plain (not gzip) NCCL log large enough to be scanned in parts, within the size cap."""
+    """A plain (not gzip) NCCL log large enough to be scanned in parts."""
     size = os.path.getsize(file)
-    if not SPLIT_MIN_BYTES <= size <= cap or fmt not in (None, nccl_log.FORMAT):
+    if size < SPLIT_MIN_BYTES or fmt not in (None, nccl_log.FORMAT):
         return False
     with open(file, "rb") as f:
         head = f.read(HEAD_BYTES)
