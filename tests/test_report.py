@@ -380,10 +380,13 @@ def test_schemes_table_says_dp_update_at_the_reports_n(n, colocated):
     # zeropp quantises whatever N is. The schemes table follows the report's N.
     from types import SimpleNamespace
 
+    from zerocalc.report.layout import Writer
+    from zerocalc.report.sections import model
+
     tables = []
-    w = report._Writer("test")
+    w = Writer("test")
     w.table = lambda header, rows, **kw: tables.append((list(header), [list(r) for r in rows]))
-    report._page_model(w, SimpleNamespace(config=report.ReportConfig(n=n, gpus_per_node=1)))
+    model.draw(w, SimpleNamespace(config=report.ReportConfig(n=n, gpus_per_node=1)))
     header, rows = next(t for t in tables if "DP update" in t[0])
     col = header.index("DP update")
     dp_update = {r[0]: r[col] for r in rows}

@@ -1,0 +1,161 @@
+"""Blocks a :class:`~.layout.Writer` places on its pages: display maths, tables, figures.
+
+Each function draws at the writer's cursor, moves to a new page first when the block does
+not fit, and leaves the cursor below what it drew.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from matplotlib.figure import SubFigure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.patches import Rectangle
+
+from zerocalc.report.page import (
+    BODY_PT,
+    CAPTION_COLOR,
+    CAPTION_PT,
+    LEADING,
+    MARGIN_X,
+    MONO_EM,
+    PAGE_H,
+    PAGE_W,
+    TEXT_W,
+    font,
+    rule,
+)
+
+if TYPE_CHECKING:
+    from zerocalc.report.layout import Writer
+
+#: Width of the label column left of a display equation, inches.
+MATH_LABEL_W = 1.45
+
+
+def display_math(w: Writer, label: str, latex_lines: Sequence[str], *, size: float = 10.5,
+                 fallback: Sequence[str] = ()) -> None:
+    """A labelled display equation; lines too wide for the page are drawn smaller (down to 6 pt).
+
+    ``latex_lines`` are mathtext bodies (no ``$``); when mathtext cannot parse one,
+    the matching ``fallback`` line (plain text) is drawn in monospace instead.
+    """
+    avail = (TEXT_W - MATH_LABEL_W) * 72.0
+    rendered: list[tuple[str, float, float, float, bool]] = []  # text, size, height, depth, is_math
+    for i, body in enumerate(latex_lines):
+        try:
+            width, h, d = w.measure.math(body, size)
+            s = size if width <= avail else max(6.0, size * avail / width)
+            if s != size:
+                width, h, d = w.measure.math(body, s)
+            rendered.append((f"${body}$", s, h - d, d, True))
+        except ValueError:
+            text = fallback[i] if i < len(fallback) else body
+            s = min(size - 1.5, max(5.5, avail / (len(text) * MONO_EM)))
+            rendered.append((text, s, s * 0.8 / 72 * 72, s * 0.2, False))
+    total = sum((h + d) / 72 + 0.09 for _t, _s, h, d, _m in rendered) + 0.05
+    w.ensure(total)
+    first_baseline = w.y + (rendered[0][2] / 72 if rendered[0][4] else rendered[0][1] * 0.8 / 72)
+    w.page.text(MARGIN_X / PAGE_W, 1 - first_baseline / PAGE_H, label, fontproperties=font(8.0),
+                ha="left", va="baseline", color="#444444", parse_math=False)
+    for text, s, h, d, is_math in rendered:
+        top = w.y
+        if is_math:
+            w.page.text((MARGIN_X + MATH_LABEL_W) / PAGE_W, 1 - (top + h / 72) / PAGE_H, text,
+                        fontproperties=font(s), ha="left", va="baseline")
+        else:
+            w.text(MARGIN_X + MATH_LABEL_W, top, text, s, mono=True)
+        w.y += (h + d) / 72 + 0.09
+    w.y += 0.05
+
+
+def table(w: Writer, header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str | None = None,
+          caption: str | None = None, size: float = 8.0, min_size: float = 5.5,
+          wrap: dict[int, int] | None = None) -> None:
+    """A monospace table; shrinks to fit the width and continues on the next page with its header.
+
+    ``align`` has one letter per column, ``l`` or ``r`` (default: first left, the rest right).
+    ``wrap`` maps a column index to its width in characters: longer cells in that column
+    are wrapped onto several lines (at spaces) instead of widening the table.
+    """
+    ncol = len(header)
+    align = align or ("l" + "r" * (ncol - 1))
+    wrap = wrap or {}
+    cells = [[textwrap.wrap(str(c), wrap[j], break_on_hyphens=False) or [""] if j in wrap else [str(c)]
+              for j, c in enumerate(r)] for r in rows]
+    widths = [max(len(str(header[j])), *(len(line) for r in cells for line in r[j])) for j in range(ncol)]
+    gap = 2
+    chars = sum(widths) + gap * (ncol - 1) + 0.5
+    size = min(size, max(min_size, TEXT_W * 72 / (chars * MONO_EM)))
+    char_w = size * MONO_EM / 72
+    step = size * 1.45 / 72
+    if caption:
+        w.ensure(3 * step + (BODY_PT * LEADING / 72) * 2)
+        w.paragraph(caption, size=CAPTION_PT, color=CAPTION_COLOR, after=0.03)
+
+    def line(row: Sequence[str], bold: bool) -> None:
+        x = MARGIN_X
+        for j, cell in enumerate(row):
+            if align[j] == "r":
+                w.text(x + widths[j] * char_w, w.y, cell, size, mono=True, bold=bold, ha="right")
+            else:
+                w.text(x, w.y, cell, size, mono=True, bold=bold)
+            x += (widths[j] + gap) * char_w
+        w.y += step
+
+    def head() -> None:
+        w.page.add_artist(rule(w.y - 0.02, width=chars * char_w))
+        w.y += 0.03
+        line([str(h) for h in header], True)
+        w.page.add_artist(rule(w.y - 0.01, width=chars * char_w, lw=0.5))
+        w.y += 0.02
+
+    w.ensure(3 * step)
+    head()
+    for i, row in enumerate(cells):
+        height = max(len(c) for c in row)
+        if w.room < height * step + 0.05:
+            w.page.add_artist(rule(w.y, width=chars * char_w))
+            w.new_page()
+            head()
+        if i % 2 == 1:
+            w.page.add_artist(Rectangle(
+                (MARGIN_X / PAGE_W, 1 - (w.y + height * step - 0.015) / PAGE_H),
+                chars * char_w / PAGE_W, height * step / PAGE_H, transform=w.page.transFigure,
+                facecolor="#f0f0f0", edgecolor="none", zorder=-1))
+        for k in range(height):
+            line([c[k] if k < len(c) else "" for c in row], False)
+    w.page.add_artist(rule(w.y + 0.01, width=chars * char_w))
+    w.y += 0.15
+
+
+def figure(w: Writer, height: float, draw: Callable[[SubFigure], object], *,
+           caption: str | None = None) -> None:
+    """A figure ``height`` inches tall drawn by ``draw`` into a sub-figure of its own page.
+
+    Figures are numbered in the order they are drawn: the caption is printed after "Figure k. ".
+    A figure starts a fresh page when it does not fit; the page gets a constrained
+    layout restricted to the figure's rectangle, so tick labels and legends are never clipped
+    and the flowing text above and below stays where it is.
+    """
+    w.figures += 1
+    caption = f"Figure {w.figures}. {caption}" if caption else None
+    cap_lines = w.wrap(caption, TEXT_W, CAPTION_PT) if caption else []
+    cap_h = len(cap_lines) * CAPTION_PT * LEADING / 72 + 0.1
+    if w.page.get_layout_engine() is not None:  # one laid-out figure per page
+        w.new_page()
+    w.ensure(height + cap_h)
+    top, bottom = w.y, w.y + height
+    host = w.page
+    host.set_layout_engine(ConstrainedLayoutEngine(
+        rect=(MARGIN_X / PAGE_W, 1 - bottom / PAGE_H, TEXT_W / PAGE_W, (bottom - top) / PAGE_H),
+        h_pad=0.03, w_pad=0.03))
+    sub = host.subfigures(1, 1)
+    draw(sub)
+    w.y = bottom + 0.08
+    for line in cap_lines:
+        w.text(MARGIN_X, w.y, line, CAPTION_PT, color=CAPTION_COLOR)
+        w.y += CAPTION_PT * LEADING / 72
+    w.y += 0.12

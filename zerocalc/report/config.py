@@ -1,0 +1,89 @@
+"""What a report is about (:class:`ReportConfig`) and what it shows (:class:`ReportData`).
+
+Also the few words every section uses to name the configuration: the topology's name and label,
+and the one-line summary of the configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from zerocalc.topology import Topology
+
+#: Called with one line of progress at each stage of a long computation.
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The cluster and model the report is about (the CLI's options), and where its traces come from."""
+
+    psi: float = 7.5e9
+    n: int = 64
+    gpus_per_node: int = 8
+    topology: str | Topology = "dgx-a100"  # a preset name or a Topology (e.g. read from a TOML file)
+    comm_dtype: str = "fp16"
+    k: float = 12.0
+    traces: tuple[Path, ...] = ()  # empty: the real traces bundled with zerocalc
+    feasibility_n: int = 4
+    feasibility_steps: int = 20
+    seed: int = 0
+
+
+#: The report's default configuration (the committed PDF's).
+DEFAULT_CONFIG = ReportConfig()
+
+
+@dataclass
+class ReportData:
+    """Everything the PDF shows, computed from the public API; each figure's DataFrame is kept."""
+
+    config: ReportConfig
+    table: pd.DataFrame
+    bytes_vs_n: pd.DataFrame
+    time_vs_psi: pd.DataFrame
+    memory_vs_n: pd.DataFrame
+    memory_points: pd.DataFrame
+    derivations: list[dict[str, object]]
+    identities: list[tuple[str, bool]]
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def topology_name(config: ReportConfig) -> str:
+    t = config.topology
+    return t.name if isinstance(t, Topology) else str(t)
+
+
+def custom_topology(config: ReportConfig) -> Topology | None:
+    """The report's topology when it is not a preset (read from a TOML file)."""
+    from zerocalc.topology import PRESETS
+
+    t = config.topology
+    return t if isinstance(t, Topology) and PRESETS.get(t.name) != t else None
+
+
+def figure_topologies(config: ReportConfig) -> list[str | Topology]:
+    from zerocalc.topology import PRESETS
+
+    custom = custom_topology(config)
+    return [*([custom] if custom is not None else []), *PRESETS]
+
+
+def topology_label(topo: str | Topology) -> str:
+    """A topology's name; a custom one that shares a preset's name is told apart from it."""
+    from zerocalc.topology import PRESETS
+
+    if not isinstance(topo, Topology):
+        return str(topo)
+    return topo.name if PRESETS.get(topo.name, topo) == topo else f"{topo.name} (custom)"
+
+
+def config_line(config: ReportConfig) -> str:
+    return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
+            f"topology {topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
+            "bytes of optimizer state per parameter")
+

@@ -1,0 +1,167 @@
+"""The model's numbers behind the volume table and figures 1 to 3, and the symbolic derivations.
+
+Each function returns a tidy DataFrame (or list) computed from the public model
+(:func:`zerocalc.evaluate.evaluate`, :mod:`zerocalc.schemes`, :mod:`zerocalc.memory`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from zerocalc.report.config import ReportConfig, figure_topologies, topology_label
+from zerocalc.topology import Topology
+
+#: Schemes drawn in the sweep figures (the table and the derivations show every scheme).
+FIGURE_SCHEMES: tuple[str, ...] = ("dp", "zero2", "zero3", "colocated", "deepspeed-zero12", "fsdp-hybrid",
+                                   "zeropp")
+
+
+#: Schemes of the time-vs-Ψ figure (one line style each) and the algorithms drawn for them.
+TIME_SCHEMES: tuple[str, ...] = ("zero2", "deepspeed-zero12", "colocated")
+
+
+N_SWEEP: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+PSI_SWEEP: tuple[float, ...] = tuple(float(x) for x in np.logspace(6, 12, 25))
+
+
+#: ZeRO (Rajbhandari et al., SC20, arXiv 1910.02054) Table 1, 7.5B-parameter column: model-state
+#: memory per device in GB (1e9 bytes) as printed (rounded), K = 12, for P_os, P_os+g, P_os+g+p.
+ZERO_TABLE1_7P5B: pd.DataFrame = pd.DataFrame(
+    [(1, 120, 120, 120), (4, 52.5, 41.3, 30), (16, 35.6, 21.6, 7.5), (64, 31.4, 16.6, 1.88),
+     (256, 30.4, 15.4, 0.47), (1024, 30.1, 15.1, 0.12)],
+    columns=["n", "zero1", "zero2", "zero3"],
+)
+
+
+_TABLE1_LABELS = {"zero1": "ZeRO Table 1, P_os", "zero2": "ZeRO Table 1, P_os+g",
+                  "zero3": "ZeRO Table 1, P_os+g+p"}
+
+
+def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | None = None) -> pd.DataFrame:
+    from zerocalc.evaluate import evaluate
+
+    return evaluate(schemes, psi=psi, n=n, gpus_per_node=config.gpus_per_node,
+                    topology=topology or config.topology, comm_dtype=config.comm_dtype, k=config.k)
+
+
+def volume_table(config: ReportConfig) -> pd.DataFrame:
+    """Every scheme at the report's configuration: the model's tidy DataFrame (one row per scheme)."""
+    return _evaluate(config, psi=config.psi, n=config.n).reset_index(drop=True)
+
+
+def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
+               schemes: Sequence[str] = FIGURE_SCHEMES) -> pd.DataFrame:
+    """Bytes sent per rank per step against N at the report's Ψ (figure 1's data)."""
+    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes))
+    return df[["scheme", "psi", "n", "bytes_per_rank", "bytes_per_rank_over_psi"]].reset_index(drop=True)
+
+
+def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
+                topologies: Sequence[str | Topology] | None = None,
+                schemes: Sequence[str] = TIME_SCHEMES) -> pd.DataFrame:
+    """Step communication time against Ψ per topology and algorithm at the report's N (figure 2's data).
+
+    Long form: one row per (topology, algorithm, scheme, Ψ) with ``time_s``. By default the report's
+    own topology when it is not a preset (one read from a TOML file), then every preset.
+    """
+    from zerocalc.collectives import Algorithm
+
+    if topologies is None:
+        topologies = figure_topologies(config)
+    frames = []
+    for topo in topologies:
+        df = _evaluate(config, psi=np.asarray(psi_values, dtype=float), n=config.n, schemes=list(schemes),
+                       topology=topo)
+        for alg in Algorithm:
+            col = f"time_s_{alg.value}"
+            if col not in df.columns:
+                continue
+            part = df[["scheme", "psi", "n"]].copy()
+            part["topology"] = topology_label(topo)
+            part["algorithm"] = alg.value
+            part["time_s"] = df[col].to_numpy()
+            frames.append(part)
+    return pd.concat(frames, ignore_index=True)[["topology", "algorithm", "scheme", "psi", "n", "time_s"]]
+
+
+def memory_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
+                schemes: Sequence[str] = ("dp", "zero1", "zero2", "zero3")) -> pd.DataFrame:
+    """Model-state memory per GPU against N at the report's Ψ and K (figure 3's data)."""
+    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes))
+    return df[["scheme", "psi", "n", "memory_bytes_per_rank"]].reset_index(drop=True)
+
+
+def zero_table1_points() -> pd.DataFrame:
+    """ZeRO Table 1 (7.5B column) in long form, in bytes.
+
+    Columns ``scheme``, ``n``, ``memory_bytes_per_rank``, ``label``.
+    """
+    long = ZERO_TABLE1_7P5B.melt(id_vars="n", var_name="scheme", value_name="memory_GB")
+    long["memory_bytes_per_rank"] = long["memory_GB"] * 1e9
+    long["label"] = long["scheme"].map(_TABLE1_LABELS)
+    return long[["scheme", "n", "memory_bytes_per_rank", "label"]]
+
+
+def scheme_derivations() -> list[dict[str, object]]:
+    """Per scheme: the symbolic per-rank volume (ring), step time (ring) and model-state memory.
+
+    The time is split into its cases (one node; several nodes) and collected by latency,
+    reduction and bandwidth terms, so each line reads as α-terms + γ-terms + bytes/bandwidth.
+    """
+    import sympy
+
+    from zerocalc import symbols as S
+    from zerocalc.memory import model_state_bytes
+    from zerocalc.schemes import SCHEMES
+
+    collect_by = [S.alpha_intra, S.alpha_inter, S.gamma]
+    out = []
+    for name, scheme in SCHEMES.items():
+        time = sympy.piecewise_fold(scheme.time_s())
+        pieces = time.args if isinstance(time, sympy.Piecewise) else ((time, sympy.true),)
+        cases = []
+        for expr, cond in pieces:
+            expr = sympy.collect(sympy.expand(expr), collect_by, func=sympy.factor)
+            cases.append((expr, _condition_text(cond, len(pieces))))
+        out.append({"scheme": name, "title": scheme.title, "equivalent_to_dp": scheme.equivalent_to_dp,
+                    "volume": sympy.factor(scheme.bytes_per_rank()), "time_cases": cases,
+                    "memory": sympy.factor(model_state_bytes(name))})
+    return out
+
+
+def _condition_text(cond, n_pieces: int) -> str:
+    import sympy
+
+    from zerocalc import symbols as S
+
+    if cond is sympy.true:
+        return "N > G" if n_pieces > 1 else "any N"
+    if cond == (S.G >= S.N) or cond == (S.N <= S.G):
+        return "N ≤ G"
+    return str(cond)
+
+
+def checked_identities() -> list[tuple[str, bool]]:
+    """The identities the verdict rests on, each checked here by ``sympy.simplify(a - b) == 0``."""
+    import sympy
+
+    from zerocalc import symbols as S
+    from zerocalc.schemes import SCHEMES
+
+    v = {name: s.bytes_per_rank() for name, s in SCHEMES.items()}
+    bound = (S.N - 1) / S.N * S.Psi * S.b_comm
+    checks = [
+        ("V(zero2) = V(dp)", v["zero2"] - v["dp"]),
+        ("V(colocated) = V(dp) / 2", v["colocated"] - v["dp"] / 2),
+        ("V(zero3) = 3/2 · V(dp)", v["zero3"] - v["dp"] * 3 / 2),
+        ("V(deepspeed-zero12) = 3/2 · V(dp)", v["deepspeed-zero12"] - v["dp"] * 3 / 2),
+        ("V(colocated) = (N−1)/N · Ψ · b_comm: all of it is the parameter all-gather, "
+         "nothing is left for the gradient reduction", v["colocated"] - bound),
+    ]
+    return [(text, sympy.simplify(expr) == 0) for text, expr in checks]
+
