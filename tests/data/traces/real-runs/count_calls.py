@@ -14,6 +14,8 @@ ends inside the window):
   its input and output tensors (from ``Input Dims``; a
   ``TensorList`` argument counts all tensors in the list, a 0-d tensor counts 1), and its
   element type from ``Input type`` (``TensorList`` arguments carry no type);
+* the ``aten::mse_loss`` ops on the main thread: the model's loss, one per forward pass,
+  so one per micro-batch;
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
   elements, element type, thread id. Worker events belong to the step in whose window
   they start.
@@ -116,7 +118,14 @@ def count_file(path):
         lo, hi = s["ts"], s["ts"] + s["dur"]
         inside = [c for c in calls if lo <= c["ts"] and c["ts"] + c["dur"] <= hi]
         wk = [g for g in workers if lo <= g["ts"] < hi]
-        out["steps"][s["name"]] = summarise(inside, wk)
+        losses = [e for e in events if e["name"] == "aten::mse_loss" and e["tid"] == main_tid
+                  and lo <= e["ts"] and e["ts"] + e.get("dur", 0) <= hi]
+        row = out["steps"][s["name"]] = summarise(inside, wk)
+        row["loss_calls"] = len(losses)
+        # the calls in order with the forward passes between them: which micro-batch each falls in
+        marks = sorted([(e["ts"], "forward") for e in losses]
+                       + [(c["ts"], f"{c['op']} {c['in_elems']}") for c in inside])
+        row["timeline"] = [m for _, m in marks]
     in_any = {id(c) for s in steps for c in calls
               if s["ts"] <= c["ts"] and c["ts"] + c["dur"] <= s["ts"] + s["dur"]}
     out["outside_steps"] = summarise([c for c in calls if id(c) not in in_any], [])["c10d"]
@@ -201,8 +210,8 @@ def show(res):
         groups = ", ".join(f"{g['pg_name']}:{g['ranks']}" for g in r["pg_config"])
         print(f" rank {rank} (world {r['world_size']}, {r['backend']}; pg_config {groups})")
         for step, s in r["steps"].items():
-            print(f"  {step}: " + "; ".join(f"{k} x{t['calls']} ({t['in_elems']} in)"
-                                           for k, t in s["c10d_totals"].items()))
+            ops = "; ".join(f"{k} x{t['calls']} ({t['in_elems']} in)" for k, t in s["c10d_totals"].items())
+            print(f"  {step}: {s['loss_calls']} forward passes; {ops}")
             for row in s["c10d"]:
                 print(f"    {row['calls']:3d} x {row['op']:30s} {str(row['dtype']):14s} "
                       f"in {row['in_elems']} out {row['out_elems']} group {row['group_size_from_shapes']} "
@@ -214,6 +223,17 @@ def show(res):
                 f"{row['calls']} x {row['op']} {row['in_elems']}" for row in r["outside_steps"]))
 
 
+def squeeze(items):
+    """['a', 'a', 'b'] -> ['a x2', 'b']."""
+    out = []
+    for it in items:
+        if out and out[-1][0] == it:
+            out[-1][1] += 1
+        else:
+            out.append([it, 1])
+    return [f"{it} x{n}" if n > 1 else it for it, n in out]
+
+
 def markdown(res):
     """The per-step calls as a Markdown list, ranks that count alike merged."""
 
@@ -221,6 +241,8 @@ def markdown(res):
         return [(r["op"], r["dtype"], r["in_elems"], r["out_elems"], r["root"], r["calls"])
                 for r in s["c10d"]]
 
+    loss = {st: min(r["steps"][st]["loss_calls"] for r in res["ranks"].values() if st in r["steps"])
+            for st in next(iter(res["ranks"].values()))["steps"]}
     blocks = collections.OrderedDict()  # per-step listing -> the steps that show it
     for step in next(iter(res["ranks"].values()))["steps"]:
         by = collections.OrderedDict()
@@ -231,16 +253,17 @@ def markdown(res):
         text = []
         for s, ranks in by.values():
             text.append(f"  - rank{'s' if len(ranks) > 1 else ''} {','.join(ranks)}:")
+            text.append(f"    - order: {' / '.join(squeeze(s['timeline']))}")
             for r in s["c10d"]:
                 g = r["group_size_from_shapes"]
                 grp = f", group {g} (from shapes)" if g else ""
                 grp += f", root {r['root']}" if r["root"] is not None else ""
                 text.append(f"    - {r['calls']} x `{r['op']}` {r['dtype']} in {r['in_elems']} "
                             f"out {r['out_elems']}{grp}; worker `{r['worker_op']}`")
-        blocks.setdefault("\n".join(text), []).append(step)
+        blocks.setdefault((loss[step], "\n".join(text)), []).append(step)
     lines = []
-    for text, steps in blocks.items():
-        lines.append(f"- {', '.join(steps)}{' (each)' if len(steps) > 1 else ''}:")
+    for (passes, text), steps in blocks.items():
+        lines.append(f"- {', '.join(steps)}{' (each)' if len(steps) > 1 else ''} ({passes} forward passes):")
         lines.append(text)
     return "\n".join(lines)
 

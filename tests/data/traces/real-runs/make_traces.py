@@ -177,7 +177,7 @@ def case_fsdp2_mixed(outdir):
 DS_GA = 4
 
 
-def ds_config(stage):
+def ds_config(stage, reuse_distance=1_000_000_000, bf16=False):
     zero = {
         "stage": stage,
         "overlap_comm": False,
@@ -188,31 +188,33 @@ def ds_config(stage):
     if stage == 3:
         zero.update({
             "stage3_param_persistence_threshold": 0,
-            "stage3_max_reuse_distance": 1_000_000_000,
+            "stage3_max_reuse_distance": reuse_distance,
             "stage3_max_live_parameters": 1_000_000_000,
             "stage3_prefetch_bucket_size": 50_000_000,
         })
-    return {
+    cfg = {
         "train_micro_batch_size_per_gpu": MICRO_BATCH,
         "gradient_accumulation_steps": DS_GA,
         "zero_optimization": zero,
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 1_000_000,
     }
+    if bf16:
+        cfg["bf16"] = {"enabled": True}
+    return cfg
 
 
-def case_deepspeed(outdir, stage, steps=2):
+def case_deepspeed(outdir, cfg, steps=2):
     import deepspeed
 
     model = make_model()
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    cfg = ds_config(stage)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
 
     def train_step(step):
         for m in range(DS_GA):  # engine.step() steps the optimizer at the 4th micro-batch only
-            x, y = batch(rank, step, m)
+            x, y = batch(rank, step, m, torch.bfloat16 if "bf16" in cfg else torch.float32)
             engine.backward(loss_fn(engine(x), y))
             engine.step()
         assert engine.global_steps == step + 1
@@ -251,18 +253,27 @@ CASES = {
         "scheme": "DDP with fp16_compress_hook + ZeroRedundancyOptimizer(Adam)",
         "param_dtype": "float32", "reduce_dtype": "float16", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
-    "ds-zero1-ga4": (lambda o: case_deepspeed(o, 1), {
+    "ds-zero1-ga4": (lambda o: case_deepspeed(o, ds_config(1)), {
         "scheme": "DeepSpeed ZeRO stage 1", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(1)}),
-    "ds-zero2-ga4": (lambda o: case_deepspeed(o, 2), {
+    "ds-zero2-ga4": (lambda o: case_deepspeed(o, ds_config(2)), {
         "scheme": "DeepSpeed ZeRO stage 2", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(2)}),
-    "ds-zero3-ga4": (lambda o: case_deepspeed(o, 3), {
+    "ds-zero3-ga4": (lambda o: case_deepspeed(o, ds_config(3)), {
         "scheme": "DeepSpeed ZeRO stage 3", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3)}),
+    "ds-zero3-ga4-reuse0": (lambda o: case_deepspeed(o, ds_config(3, reuse_distance=0)), {
+        "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0", "param_dtype": "float32",
+        "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, reuse_distance=0)}),
+    "ds-zero2-ga4-bf16": (lambda o: case_deepspeed(o, ds_config(2, bf16=True)), {
+        "scheme": "DeepSpeed ZeRO stage 2, bf16 enabled", "param_dtype": "bfloat16",
+        "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(2, bf16=True)}),
     "fsdp2-ga4-sync-every": (lambda o: case_fsdp2(o, k=4, sync_every=True, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
