@@ -177,7 +177,7 @@ def case_fsdp2_mixed(outdir):
 DS_GA = 4
 
 
-def ds_config(stage, reuse_distance=1_000_000_000, bf16=False):
+def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False):
     zero = {
         "stage": stage,
         "overlap_comm": False,
@@ -190,7 +190,7 @@ def ds_config(stage, reuse_distance=1_000_000_000, bf16=False):
             "stage3_param_persistence_threshold": 0,
             "stage3_max_reuse_distance": reuse_distance,
             "stage3_max_live_parameters": 1_000_000_000,
-            "stage3_prefetch_bucket_size": 50_000_000,
+            "stage3_prefetch_bucket_size": prefetch,
         })
     cfg = {
         "train_micro_batch_size_per_gpu": MICRO_BATCH,
@@ -265,10 +265,11 @@ CASES = {
         "scheme": "DeepSpeed ZeRO stage 3", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3)}),
-    "ds-zero3-ga4-reuse0": (lambda o: case_deepspeed(o, ds_config(3, reuse_distance=0)), {
-        "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0", "param_dtype": "float32",
-        "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
-        "deepspeed_config": ds_config(3, reuse_distance=0)}),
+    "ds-zero3-ga4-reuse0-prefetch0": (lambda o: case_deepspeed(o, ds_config(3, 0, 0)), {
+        "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0, stage3_prefetch_bucket_size 0",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0)}),
     "ds-zero2-ga4-bf16": (lambda o: case_deepspeed(o, ds_config(2, bf16=True)), {
         "scheme": "DeepSpeed ZeRO stage 2, bf16 enabled", "param_dtype": "bfloat16",
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
