@@ -32,7 +32,7 @@ def _modules(names: list[str]) -> list[str]:
                       if (PKG / name).is_dir() else [name])]
 
 
-@pytest.mark.parametrize("module", _modules(CORE + ["traces", "sim"]))
+@pytest.mark.parametrize("module", _modules(CORE + ["traces", "sim", "nccl"]))
 def test_core_does_no_io_printing_or_plotting(module):
     tree = _tree(PKG / f"{module}.py")
     for node in ast.walk(tree):

@@ -176,15 +176,48 @@ def _display_rows(df) -> tuple[list[str], list[list[str]]]:
     from zerocalc.collectives import Algorithm
     from zerocalc.units import format_bytes, format_seconds
 
-    header = ["scheme", "sent/rank", "sent/(Psi*b)"] + [f"t {a.value}" for a in Algorithm] + [
-        "memory/GPU", "= DP"]
+    nccl = "time_s_nccl" in df.columns
+    header = ["scheme", "sent/rank", "sent/(Psi*b)"] + [f"t {a.value}" for a in Algorithm] + (
+        ["t NCCL", "NCCL choice"] if nccl else []) + ["memory/GPU", "= DP"]
     rows = [
         [r.scheme, format_bytes(r.bytes_per_rank), f"{r.bytes_per_rank_over_psi:.3f}"]
         + [format_seconds(getattr(r, f"time_s_{a.value}")) for a in Algorithm]
+        + ([format_seconds(r.time_s_nccl), r.nccl_choice] if nccl else [])
         + [format_bytes(r.memory_bytes_per_rank), "yes" if r.equivalent_to_dp else "no"]
         for r in df.itertuples(index=False)
     ]
     return header, rows
+
+
+def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
+                  nccl_proto: str | None) -> list[str]:
+    """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl.steps`) to the
+    table when the topology gives what the model needs; the notes to print under it."""
+    from zerocalc.nccl import LATEST, release_for, restrictions
+    from zerocalc.nccl.graph import REQUIRED_FIELDS
+    from zerocalc.nccl.steps import scheme_phases, scheme_time
+    from zerocalc.topology import require
+
+    missing = [f for f in REQUIRED_FIELDS if getattr(topo, f) is None]
+    if missing and nccl_version is None and nccl_algo is None and nccl_proto is None:
+        return [f"no NCCL columns: topology {topo.name!r} does not give {missing[0]} (and NCCL's model "
+                "needs it)"]
+    for f in missing:  # NCCL's model asked for explicitly: name the missing field
+        require(topo, f, "NCCL's cost model")
+    release, note = release_for(nccl_version or LATEST.tag.lstrip("v").split("-")[0])
+    algo, proto = restrictions(nccl_algo, nccl_proto)
+    times, choices = [], []
+    for r in df.itertuples(index=False):
+        phases = scheme_phases(r.scheme, psi=float(r.psi), n=int(r.n), gpus_per_node=int(r.gpus_per_node),
+                               comm_bytes=float(r.comm_bytes_per_element), topology=topo, release=release,
+                               algo_enable=algo, proto_enable=proto)
+        t, c = scheme_time(phases)
+        times.append(t)
+        choices.append(c)
+    df["time_s_nccl"] = times
+    df["nccl_choice"] = choices
+    return [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/protocol "
+            "it picks per collective; one call per phase" + (f"; {note}" if note else "")]
 
 
 def _latex_escape(text: str) -> str:
@@ -270,8 +303,15 @@ def table_command(
     inter_alpha_us: float = typer.Option(None, "--inter-alpha-us", help="Override: inter-node latency, µs."),
     inter_bw_gbps: float = typer.Option(None, "--inter-bw-GBps",
                                         help="Override: one node's inter-node bandwidth, GB/s."),
+    nccl_version: str = typer.Option(None, "--nccl-version",
+                                     help="NCCL version whose cost model prices 't NCCL' [default: latest]."),
+    nccl_algo: str = typer.Option(None, "--nccl-algo", envvar="NCCL_ALGO",
+                                  help="NCCL_ALGO list restricting NCCL's algorithms."),
+    nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
+                                   help="NCCL_PROTO list restricting NCCL's protocols."),
 ) -> None:
-    """Per-rank bytes sent per step, α-β time per algorithm and memory per GPU of each scheme."""
+    """Per-rank bytes sent per step, α-β time per algorithm, NCCL's own choice and time, and memory
+    per GPU of each scheme."""
     from zerocalc.evaluate import evaluate
     from zerocalc.units import parse_count
 
@@ -280,7 +320,14 @@ def table_command(
     names = _scheme_names(schemes, "--schemes")
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
                   comm_dtype=dtype, k=k)
-    typer.echo(render_table(df, fmt, table_caption(df, psi_count, topo.name, dtype, k)), nl=False)
+    notes = _nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto)
+    text = render_table(df, fmt, table_caption(df, psi_count, topo.name, dtype, k))
+    if fmt is TableFormat.table:
+        text += "".join(f"note: {t}\n" for t in notes)
+    else:
+        for t in notes:
+            typer.echo(f"note: {t}", err=True)
+    typer.echo(text, nl=False)
 
 
 @app.command("derive")
@@ -486,8 +533,19 @@ def check_cmd(
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Read the traces on a running Dask "
                                                   "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
+    topology: Annotated[str | None, typer.Option(
+        "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
+                           "TOML file.")] = None,
+    nccl_version: Annotated[str | None, typer.Option(
+        "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
+                               "modelled).")] = None,
+    nccl_algo: Annotated[str | None, typer.Option(
+        "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting the algorithms.")] = None,
+    nccl_proto: Annotated[str | None, typer.Option(
+        "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
 ) -> None:
-    """Measure bytes per rank per step in real traces and compare them with every scheme."""
+    """Measure bytes per rank per step in real traces and compare them with every scheme;
+    with --topology, compare nccl-tests sweeps size by size with NCCL's cost model."""
     from zerocalc.errors import ConfigError
     from zerocalc.traces import read_traces
     from zerocalc.units import parse_count
@@ -495,6 +553,12 @@ def check_cmd(
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
+    if topology is not None:
+        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict)
+        return
+    if nccl_version is not None:
+        raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too",
+                          option="--nccl-version")
     names = _scheme_names(scheme, "--scheme")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
@@ -538,14 +602,28 @@ def fit_cmd(
     pooled: Annotated[bool, typer.Option("--pooled", help="One α, β over all ops of a group size.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
+    out: Annotated[str | None, typer.Option(
+        "--out", help="Write a topology TOML calibrated on these nccl-tests sweeps (NCCL's model, one α-β "
+                      "per algorithm/protocol where the sweep allows), for table, check and report.")] = None,
+    topology: Annotated[str, typer.Option(
+        "--topology", help="With --out: the preset or TOML file the calibration starts from.")] = "dgx-h100",
+    nccl_version: Annotated[str | None, typer.Option(
+        "--nccl-version",
+        help="With --out: NCCL version (default: the file's, else the latest modelled).")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="With --out: ranks of a sweep whose file does not "
+                                          "say.")] = None,
 ) -> None:
-    """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings."""
+    """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
+    with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
     from zerocalc.errors import ConfigError, TraceMismatchError
     from zerocalc.traces import read_traces
     from zerocalc.validate import fit_trace, fits_frame
 
     if fmt not in ("table", "csv", "json"):
         raise ConfigError(f"must be table, csv or json, got {fmt!r}", option="--format")
+    if out is not None:
+        _fit_out(files, out, topology, nccl_version, n, strict)
+        return
     frames, remarks = [], {}
     for f in files:
         ts = read_traces(f, strict=strict)
@@ -720,6 +798,150 @@ def report_cmd(
     progress("importing the model")
     write_report(output, config, progress)
     progress(f"wrote {output}")
+
+
+# --- NCCL's cost model on nccl-tests sweeps: check --topology, fit --out (zerocalc.nccl) -------
+
+def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
+    """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines)."""
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError, TraceFormatError
+    from zerocalc.nccl.sweep import version_from_text
+    from zerocalc.traces.nccl_tests import parse
+
+    if n is not None and n < 1:
+        raise ConfigError("must be a whole number ≥ 1", option="--n")
+    out = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines(True)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        res = parse(iter(text), path, strict=strict)
+        if not res.rows:
+            raise TraceFormatError(path, None, "no nccl-tests result rows")
+        ops = {r["op"] for r in res.rows}
+        if len(ops) != 1 or "other" in ops:
+            why = ("cannot tell the collective (no <op>_perf in the file or its name)" if "other" in ops
+                   else f"several collectives: {sorted(ops)}")
+            raise TraceFormatError(path, None, why)
+        p = n or res.meta.get("world_size")
+        if not p:
+            raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
+        out.append((path, res.rows, ops.pop(), int(p), version_from_text(text), res.skipped))
+    return out
+
+
+def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str]]:
+    from zerocalc.nccl import LATEST
+
+    if given:
+        return given, []
+    if stated:
+        return stated, []
+    v = LATEST.tag.lstrip("v").split("-")[0]
+    return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"]
+
+
+def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict) -> None:
+    from zerocalc.nccl import restrictions
+    from zerocalc.nccl.sweep import compare_sweep
+
+    topo = _load_topology(topology, None, None, None, None)
+    algo, proto = restrictions(nccl_algo, nccl_proto)
+    sweeps, texts = [], []
+    for path, rows, op, p, stated, skipped in _sweep_inputs(paths, n, strict):
+        version, notes = _sweep_version(path, nccl_version, stated)
+        cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
+                            algo_enable=algo, proto_enable=proto)
+        d = cmp.as_dict()
+        d["file"], d["topology"] = path, topo.name
+        d["notes"] = notes + d["notes"] + _skip_notes(skipped)
+        sweeps.append(d)
+        texts.append(_sweep_text(d, cmp))
+    if fmt == "json":
+        import json
+
+        typer.echo(json.dumps(_nan_to_none({"sweeps": sweeps}), indent=2, allow_nan=False,
+                              default=_json_default))
+    else:
+        typer.echo("\n\n".join(texts))
+
+
+def _ratio_bar(ratio: float, width: int = 33) -> str:
+    """``ratio`` on a log axis from 1/4 to 4 (``|`` at 1, ``:`` at 1/2 and 2), marked ``*``."""
+    import math
+
+    cells = [" "] * width
+    mid = width // 2
+    for mark, at in (("|", 1.0), (":", 0.5), (":", 2.0)):
+        cells[mid + round(math.log(at, 4) * mid)] = mark
+    if ratio > 0 and math.isfinite(ratio):
+        x = math.log(ratio, 4) * mid
+        i = mid + round(max(-mid, min(mid, x)))
+        cells[i] = "*" if abs(x) <= mid else (">" if x > 0 else "<")
+    return "".join(cells)
+
+
+def _sweep_text(d: dict, cmp) -> str:
+    from zerocalc.units import format_bytes, format_seconds
+
+    rows = d["rows"]
+    lines = [f"{d['file']}: {d['op']} on {d['group_size']} ranks, NCCL {d['nccl_version']} "
+             f"(tables of {d['nccl_tables']}), topology {d['topology']}"]
+    lines += [f"note: {t}" for t in d["notes"]]
+    lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {'NCCL choice':<16} "
+                 f"[1/4{' ' * 5}1/2{' ' * 5}1{' ' * 7}2{' ' * 7}4]")
+    for r in rows:
+        lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
+                     f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
+                     f"{r['algorithm'] + '/' + r['protocol'] + ('*' if r['calibrated'] else ''):<16} "
+                     f"[{_ratio_bar(r['ratio'])}]")
+    if rows:
+        import numpy as np
+
+        ratios = np.array([r["ratio"] for r in rows])
+        lines.append(f"  ratio: min {ratios.min():.3g}, median {np.median(ratios):.3g}, "
+                     f"max {ratios.max():.3g}; "
+                     f"at the median size {cmp.median_size_ratio():.3g}"
+                     + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else ""))
+    return "\n".join(lines)
+
+
+def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
+    """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.sweep import compare_sweep, fit_calibration
+    from zerocalc.topology import topology_to_toml
+
+    target = Path(out)
+    if any(target.exists() and target.resolve() == Path(f).resolve() for f in [*files, topology]):
+        raise ConfigError(f"{out} is an input; choose another file", option="--out")
+    base = _load_topology(topology, None, None, None, None)
+    fits, lines = [], []
+    for path, rows, op, p, stated, _ in _sweep_inputs(files, n, strict):
+        version, notes = _sweep_version(path, nccl_version, stated)
+        cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
+                            nccl_version=version)
+        got = fit_calibration(cmp)
+        fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
+        lines += [f"{path}: {t}" for t in notes + list(cmp.notes)]
+        for c in got:
+            lines.append(f"{path}: {c.op} on {c.ranks} ranks, {c.algorithm}/{c.protocol}: "
+                         f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s")
+    name = Path(out).stem
+    topo = replace(base, name=name, title=f"{base.title}, calibrated on {', '.join(files)}",
+                   nccl_calibration=tuple(fits))
+    text = topology_to_toml(topo, header=f"zerocalc fit --out: {base.name} calibrated on {', '.join(files)}")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}", option="--out") from None
+    typer.echo("\n".join([*lines, f"wrote {out}"]))
 
 
 if __name__ == "__main__":  # python -m zerocalc.cli

@@ -73,7 +73,37 @@ HARDWARE_FIELDS: dict[str, str] = {
     "nic_Gbps": "speed of one NIC, Gb/s, one direction",
     "cpu_vendor": "host CPU vendor: intel, amd or arm",
     "in_network_reduction": "kinds of in-network reduction available: [] or some of nvls, sharp",
+    "net_latency_us": "latency the network plugin adds per network hop, µs (NCCL's latencyInter; 0 for IB)",
 }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One fitted α-β pair for NCCL's model: ``time = alpha_us + bytes / bw_GBps`` for collective
+    ``op`` on ``ranks`` ranks when NCCL picks ``algorithm``/``protocol`` (``'any'``: the sweep-wide
+    fit used for pairs without their own), as ``zerocalc fit --out`` writes it."""
+
+    op: str
+    ranks: int
+    algorithm: str
+    protocol: str
+    alpha_us: float
+    bw_GBps: float
+    nccl_version: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ranks, bool) or not isinstance(self.ranks, int) or self.ranks < 1:
+            raise ConfigError(f"ranks must be a whole number ≥ 1, got {self.ranks!r}",
+                              option="nccl_calibration")
+        for key, positive in (("alpha_us", False), ("bw_GBps", True)):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 \
+                    or (positive and v == 0):
+                raise ConfigError(f"{key} must be {'positive' if positive else 'non-negative'}, got {v!r}",
+                                  option="nccl_calibration")
+
+
+_CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBps", "nccl_version")
 
 
 @dataclass(frozen=True)
@@ -102,6 +132,8 @@ class Topology:
     nic_Gbps: float | None = None
     cpu_vendor: str | None = None
     in_network_reduction: tuple[str, ...] | None = None
+    net_latency_us: float | None = None
+    nccl_calibration: tuple[Calibration, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
@@ -223,6 +255,33 @@ PRESETS: dict[str, Topology] = {
             pcie_gen=5, nics_per_node=8, nic_Gbps=400.0, cpu_vendor="intel", in_network_reduction=("nvls",),
         ),
         Topology(
+            "dgx-h200", "NVIDIA DGX H200: NVLink4 + 8×400 Gb/s NDR InfiniBand", 8,
+            Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 8 * 50.0),
+            source="NVIDIA DGX H200 datasheet: 8× H200 SXM 141 GB, NVLink4 900 GB/s per GPU "
+                   "bidirectional (18 links), 4 third-generation NVSwitches; 8× ConnectX-7 400 Gb/s "
+                   "(4 OSFP ports); PCIe 5.0; 2× Intel Xeon Platinum 8480C",
+            gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18, nvswitch_gen=3,
+            pcie_gen=5, nics_per_node=8, nic_Gbps=400.0, cpu_vendor="intel", in_network_reduction=("nvls",),
+        ),
+        Topology(
+            "dgx-b200", "NVIDIA DGX B200: NVLink5 + 8×400 Gb/s InfiniBand", 8,
+            Link.from_units(_NVLINK_US, 900.0), Link.from_units(_NET_US, 8 * 50.0),
+            source="NVIDIA DGX B200 datasheet: 8× B200, NVLink5 1.8 TB/s per GPU bidirectional "
+                   "(18 links × 50 GB/s each way), 2 NVLink switch chips (fourth-generation NVSwitch); "
+                   "8× single-port ConnectX-7 VPI 400 Gb/s; PCIe 5.0; 2× Intel Xeon Platinum 8570",
+            gpu="B200 SXM", compute_capability=100, nvlink_gen=5, nvlinks_per_gpu=18, nvswitch_gen=4,
+            pcie_gen=5, nics_per_node=8, nic_Gbps=400.0, cpu_vendor="intel", in_network_reduction=("nvls",),
+        ),
+        Topology(
+            "gcp-a3-mega", "Google Cloud A3 Mega: 8× H100 NVLink4 + 8×200 Gb/s GPUDirect-TCPXO", 8,
+            Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 8 * 25.0),
+            source="Google Cloud a3-megagpu-8g: 8× H100 80 GB (HGX H100: NVLink4 18 links, third-generation "
+                   "NVSwitch), 8 GPU NICs × 200 Gb/s (GPUDirect-TCPXO; 1,800 Gb/s with the host NIC); "
+                   "Intel Xeon (Sapphire Rapids) hosts; PCIe 5.0",
+            gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18, nvswitch_gen=3,
+            pcie_gen=5, nics_per_node=8, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=("nvls",),
+        ),
+        Topology(
             "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 25.0),
             source="PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes × 128/130 = 31.5 GB/s each way; "
@@ -256,7 +315,7 @@ def get_topology(name: str | Topology) -> Topology:
 
 
 _TOP_KEYS = ("name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source",
-             *HARDWARE_FIELDS)
+             *HARDWARE_FIELDS, "nccl_calibration")
 _TIER_KEYS = ("alpha_us", "bw_GBps")
 
 
@@ -329,9 +388,10 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
     gamma = _number(data, "gamma_s_per_byte", fail, positive=False) if "gamma_s_per_byte" in data else 0.0
     name = str(data.get("name", "custom"))
     hardware = {key: _hardware_value(key, data[key], fail) for key in HARDWARE_FIELDS if key in data}
+    calibration = _calibration(data.get("nccl_calibration", []), fail)
     try:
         return Topology(name, str(data.get("title", name)), g, tiers["intra"], tiers["inter"], gamma,
-                        str(data.get("source", where)), **hardware)
+                        str(data.get("source", where)), **hardware, nccl_calibration=calibration)
     except ConfigError as exc:
         fail(f"{exc.option}: {exc.message}")
 
@@ -348,13 +408,38 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
             fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
         return tuple(dict.fromkeys(k.lower() for k in v))
-    if key == "nic_Gbps":
+    if key in ("nic_Gbps", "net_latency_us"):
+        if key == "net_latency_us" and isinstance(v, int | float) and not isinstance(v, bool) and v == 0:
+            return 0.0
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
             fail(f"{key} must be a positive number, got {v!r}")
         return float(v)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         fail(f"{key} must be a whole number ≥ 0, got {v!r}")
     return v
+
+
+def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
+    """``[[nccl_calibration]]`` tables → :class:`Calibration` (every key required, none unknown)."""
+    if not isinstance(items, list):
+        fail("nccl_calibration must be an array of tables ([[nccl_calibration]])")
+    out = []
+    for i, t in enumerate(items, 1):
+        where = f"[[nccl_calibration]] #{i}"
+        if not isinstance(t, Mapping):
+            fail(f"{where} must be a table")
+        unknown = sorted(set(t) - set(_CALIBRATION_KEYS))
+        missing = [k for k in _CALIBRATION_KEYS[:6] if k not in t]
+        if unknown or missing:
+            what = (f"unknown keys {', '.join(map(repr, unknown))}" if unknown
+                    else f"missing key {missing[0]!r}")
+            fail(f"{where}: {what} (keys: {', '.join(_CALIBRATION_KEYS)})")
+        try:
+            out.append(Calibration(str(t["op"]), t["ranks"], str(t["algorithm"]), str(t["protocol"]),
+                                   t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", ""))))
+        except ConfigError as exc:
+            fail(f"{where}: {exc.message}")
+    return tuple(out)
 
 
 def topology_to_mapping(topo: Topology) -> dict[str, Any]:
@@ -366,6 +451,9 @@ def topology_to_mapping(topo: Topology) -> dict[str, Any]:
     out.update(topo.hardware())
     for tier, link in (("intra", topo.intra), ("inter", topo.inter)):
         out[tier] = {"alpha_us": link.alpha_s * 1e6, "bw_GBps": link.bw_Bps / GB}
+    if topo.nccl_calibration:
+        out["nccl_calibration"] = [{k: getattr(c, k) for k in _CALIBRATION_KEYS}
+                                   for c in topo.nccl_calibration]
     return out
 
 
@@ -379,3 +467,35 @@ def require(topo: Topology, key: str, needed_by: str) -> Any:
         raise ConfigError(f"topology {topo.name!r} does not give {key} ({HARDWARE_FIELDS[key]}), "
                           f"which {needed_by} needs; add it to the TOML file", option="--topology")
     return v
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "nan")
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"no TOML form for {v!r}")
+
+
+def topology_to_toml(topo: Topology, header: str = "") -> str:
+    """The TOML text of :func:`topology_to_mapping` (read back by :func:`topology_from_mapping`);
+    ``header`` becomes comment lines at the top."""
+    data = topology_to_mapping(topo)
+    lines = [f"# {h}" for h in header.splitlines()]
+    tables = {k: v for k, v in data.items() if isinstance(v, Mapping)}
+    arrays = {k: v for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], Mapping)}
+    for k, v in data.items():
+        if k not in tables and k not in arrays:
+            lines.append(f"{k} = {_toml_value(v)}")
+    for k, v in tables.items():
+        lines += ["", f"[{k}]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in v.items())]
+    for k, items in arrays.items():
+        for item in items:
+            lines += ["", f"[[{k}]]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in item.items())]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,131 @@
+"""NCCL's cost model (zerocalc.nccl) against hand derivations from NCCL's tuning.cc."""
+
+import pytest
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
+from zerocalc.nccl.sweep import version_from_text
+from zerocalc.topology import get_topology, topology_from_mapping
+
+A, P, C = Algorithm, Protocol, Collective
+V19, V30 = RELEASES["2.19"], RELEASES["2.30"]
+
+
+def entry(topo, ranks, release, coll, algo, proto):
+    return tune(get_topology(topo), ranks, release).entries[(coll, algo, proto)]
+
+
+def test_ring_simple_allreduce_latency_two_nodes_by_hand():
+    # v2.30.7 tuning.cc: base 8.4 + (nsteps - nInterSteps)·max(NVLink hop 3.4, 3 × net overhead 1.0 on Intel)
+    # + nInterSteps·(net hop 14); nsteps = 2(16-1) = 30, nInterSteps = 2(nNodes-1) = 2
+    e = entry("dgx-h100", 16, V30, C.ALL_REDUCE, A.RING, P.SIMPLE)
+    assert e.latency_us == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0)
+    # v2.19.4: nInterSteps = 2·nNodes = 4
+    e = entry("dgx-h100", 16, V19, C.ALL_REDUCE, A.RING, P.SIMPLE)
+    assert e.latency_us == pytest.approx(8.4 + 26 * 3.4 + 4 * 14.0)
+    # AMD hosts (DGX A100): net overhead 2 µs × 3 for Simple = 6 µs > NVLink hop 3.4
+    e = entry("dgx-a100", 16, V30, C.ALL_REDUCE, A.RING, P.SIMPLE)
+    assert e.latency_us == pytest.approx(8.4 + 28 * 6.0 + 2 * 14.0)
+
+
+def test_tree_ll_allreduce_latency_by_hand():
+    # base 6.8 + 2·((ppn-1)·NVLink LL hop 0.6 + log2(nNodes)·net LL hop 5.0)
+    e = entry("dgx-h100", 16, V30, C.ALL_REDUCE, A.TREE, P.LL)
+    assert e.latency_us == pytest.approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0))
+    e = entry("dgx-h100", 32, V30, C.ALL_REDUCE, A.TREE, P.LL)
+    assert e.latency_us == pytest.approx(6.8 + 2 * (7 * 0.6 + 2 * 5.0))
+
+
+def test_ring_bandwidth_from_nics_by_hand():
+    # 8 NICs of 400 Gb/s = 50 GB/s behind PCIe 5 x16 (48 GB/s in NCCL's topo.cc) → the sm90 speed 48 per
+    # channel, one channel per NIC: bus bandwidth 8 × 48 = 384 GB/s, algorithm bandwidth × nRanks/nsteps
+    e = entry("dgx-h100", 16, V30, C.ALL_REDUCE, A.RING, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(384 * 16 / 30)
+    # DGX A100: HDR 25 GB/s, PCIe 4 x16 24 GB/s → speed 24 × 8 channels = 192 GB/s bus bandwidth
+    e = entry("dgx-a100", 16, V30, C.ALL_GATHER, A.RING, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(192 * 16 / 15)
+
+
+def test_nvls_single_node_h100_bus_bandwidth():
+    # NVLS graph: 8 channels, bwIntra 50 (8 × 60 > 370.8·8/7), bwInter raised to 60; v2.30.7:
+    # min(50·0.85·7/8·2, 60) · 8 = 480 GB/s bus bandwidth; NVIDIA/nccl-tests issue 290: "476GB/s looks to be
+    # in the expected range for H100" with NVLink SHARP on one node
+    e = entry("dgx-h100", 8, V30, C.ALL_REDUCE, A.NVLS, P.SIMPLE)
+    assert e.bandwidth_GBps * 14 / 8 == pytest.approx(480)
+    assert e.latency_us == pytest.approx(25.0)  # NVLS: NVLink hop only
+
+
+def test_algorithms_the_topology_cannot_run_are_disabled():
+    t = tune(get_topology("dgx-a100"), 8, V30)
+    assert not t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].enabled  # no NVSwitch 3 on A100
+    t = tune(get_topology("dgx-h100"), 8, V30)
+    assert t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].enabled
+    assert not t.entries[(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)].enabled  # single node
+    t = tune(get_topology("dgx-h100"), 16, V30)
+    assert not t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].enabled  # across nodes needs CollNet
+    assert not t.entries[(C.ALL_REDUCE, A.COLLNET_DIRECT, P.SIMPLE)].enabled  # no SHARP
+    assert (C.ALL_REDUCE, A.PAT, P.SIMPLE) not in t.entries  # PAT: all-gather / reduce-scatter only
+    assert (C.ALL_GATHER, A.PAT, P.SIMPLE) not in tune(get_topology("dgx-h100"), 16, V19).entries  # 2.19
+    pcie = tune(get_topology("pcie-gen4"), 8, V30)
+    assert not pcie.entries[(C.ALL_REDUCE, A.RING, P.LL128)].enabled  # LL128 needs NVLink
+
+
+def test_choice_is_the_least_time_and_restrictions_apply():
+    t = tune(get_topology("dgx-h100"), 16, V30)
+    for n in (8, 1 << 20, 1 << 30):
+        a, p, s = t.choose(C.ALL_REDUCE, n)
+        assert s == min(x[2] for x in t.times(C.ALL_REDUCE, n))
+    assert t.choose(C.ALL_REDUCE, 8)[:2] == (A.TREE, P.LL)
+    algo, proto = parse_list("ring", Algorithm, "NCCL_ALGO"), parse_list("^LL,LL128", Protocol, "NCCL_PROTO")
+    r = tune(get_topology("dgx-h100"), 16, V30, algo_enable=algo, proto_enable=proto)
+    assert r.choose(C.ALL_REDUCE, 8)[:2] == (A.RING, P.SIMPLE)
+    nvls_only = parse_list("NVLS", Algorithm, "NCCL_ALGO")
+    with pytest.raises(ConfigError, match="NVLS/Simple: no NVLink SHARP"):
+        tune(get_topology("dgx-a100"), 8, V30, algo_enable=nvls_only).choose(C.ALL_REDUCE, 1 << 20)
+
+
+def test_parse_list_grammar_of_tuning_cc():
+    # the examples in v2.30.7 tuning.cc's comment above parseList
+    got = parse_list("ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring", Algorithm, "NCCL_ALGO")
+    assert got[C.ALL_GATHER] == {A.RING, A.COLLNET_DIRECT}
+    assert got[C.ALL_REDUCE] == {A.TREE, A.COLLNET_DIRECT}
+    assert got[C.BROADCAST] == {A.RING}
+    got = parse_list("^LL128;allreduce:LL128", Protocol, "NCCL_PROTO")
+    assert got[C.ALL_GATHER] == {P.LL, P.SIMPLE} and got[C.ALL_REDUCE] == {P.LL128}
+    for bad in ("ring;tree", "warp", "allreduces:ring", ""):
+        with pytest.raises(ConfigError, match="NCCL_ALGO"):
+            parse_list(bad, Algorithm, "NCCL_ALGO")
+
+
+@pytest.mark.parametrize(("text", "version"), [
+    ("# nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602", "2.26.2"),
+    ("# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21805", "2.18.5"),
+    ("host:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.2", "2.19.3"),
+    ("# nThread 1 nGpus 1 minBytes 8", None),
+])
+def test_version_from_text(text, version):
+    assert version_from_text([text]) == version
+
+
+def test_release_for_versions():
+    assert release_for("2.19.3") == (V19, None)
+    assert release_for("v2.30.7-1") == (V30, None)
+    rel, note = release_for("2.26.2+cuda12.8")
+    assert rel is V30 and "2.26.2" in note
+    assert release_for("2.18.3")[0] is V19 and release_for("2.22.3")[0] is V19
+    assert release_for("2.23.4")[0] is V30
+    for bad in ("2.9.1", "3.0.0", "latest", "2.x"):
+        with pytest.raises(ConfigError, match="--nccl-version"):
+            release_for(bad)
+
+
+def test_old_toml_missing_a_field_is_named():
+    old = topology_from_mapping({"name": "lab", "gpus_per_node": 8, "intra": {"alpha_us": 3, "bw_GBps": 300},
+                                 "inter": {"alpha_us": 14, "bw_GBps": 200}})
+    with pytest.raises(ConfigError, match="does not give in_network_reduction"):
+        tune(old, 16, V30)
+    partial = topology_from_mapping({"name": "lab", "gpus_per_node": 8, "in_network_reduction": [],
+                                     "compute_capability": 80, "intra": {"alpha_us": 3, "bw_GBps": 300},
+                                     "inter": {"alpha_us": 14, "bw_GBps": 200}})
+    with pytest.raises(ConfigError, match="does not give nvlink_gen"):
+        tune(partial, 16, V30)

@@ -1,0 +1,25 @@
+"""NCCL's own cost model beside the textbook one: algorithms × protocols, version-keyed tables, choice.
+
+- :mod:`~zerocalc.nccl.tables`: the constants of each modelled NCCL release, and the release a
+  version maps to;
+- :mod:`~zerocalc.nccl.graph`: what NCCL's topology search would give the model, from a topology;
+- :mod:`~zerocalc.nccl.model`: latency and bandwidth per (collective, algorithm, protocol), the
+  time of each pair and the pair NCCL chooses;
+- :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists.
+"""
+
+from zerocalc.nccl.env import parse_list, restrictions
+from zerocalc.nccl.model import Entry, Tuning, tune
+from zerocalc.nccl.tables import (
+    LATEST,
+    RELEASES,
+    Algorithm,
+    Collective,
+    Protocol,
+    Release,
+    parse_version,
+    release_for,
+)
+
+__all__ = ["LATEST", "RELEASES", "Algorithm", "Collective", "Entry", "Protocol", "Release", "Tuning",
+           "parse_list", "parse_version", "release_for", "restrictions", "tune"]

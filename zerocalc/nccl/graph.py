@@ -1,0 +1,183 @@
+"""What NCCL's topology search would hand its cost model, derived from a :class:`Topology`.
+
+NCCL's ``ncclTopoTuneModel`` (``src/graph/tuning.cc``) reads, per algorithm, a *graph* found by
+the search of ``src/graph/search.cc``: its number of channels, the bandwidth of one channel inside
+a node (``bwIntra``) and between nodes (``bwInter``), the link type inside a node (NVLink or PCI)
+and between GPU and NIC, and the network's own latency (``latencyInter``). zerocalc has no PCI tree
+to search, so it derives the same numbers from the topology's datasheet figures. Assumptions (each
+a simplification of the search, not a fitted number):
+
+1. A GPU's bandwidth inside a node is NCCL's own figure: NVLink links × NCCL's per-link bandwidth
+   for the GPU generation (``topo.h``: 20 GB/s on sm80, 20.6 on sm90, 40.1 on sm100), the links to
+   the NVSwitches counting as one aggregated link as NCCL builds them; without NVLink, the PCIe
+   link (``topo.cc``: width × GT/s / 80 → 12, 24, 48, 96 GB/s for x16 gen 3–6).
+2. One NIC's bandwidth is ``nic_Gbps / 8`` GB/s (``topo.cc``: ``mbps / 8000``) and the path to it
+   is capped by the GPU's PCIe link (GPUDirect RDMA through a PCIe switch).
+3. The search's first pass takes the fastest speed of the release's speed array that fits the
+   bottleneck (``maxBw``) and then as many channels as the bandwidth holds
+   (``totalBw``; for non-ring patterns ``× g/(g-1)``, as search.cc does): one node → the GPU's
+   intra bandwidth; several nodes → one channel per NIC (more when a NIC holds several), the
+   node's NVLink capping the sum. Channels are then duplicated as ``ncclTopoDupChannels`` does
+   (same total bandwidth). The search's fallbacks (cross-NIC rings, lower speeds after a timeout,
+   PCI switch routing) are not modelled.
+4. Tree (and CollNet) graphs start from the ring's channels; on several nodes the second pass
+   raises ``bwIntra`` while it stays below ``2 × bwInter`` and the NVLink holds it (search.cc's
+   "increase bwIntra for trees").
+5. The NVLS graph has one channel per GPU of the node (at most ``NCCL_MAX_NVLS_ARITY``); on one
+   node its ``bwInter`` is raised up to ``2 × bwIntra`` (search.cc's NVLS pass 2); on several
+   nodes it is the NIC's.
+6. The NIC sits under the GPU's PCIe switch on NVLink machines (path PXB: LL128 allowed) and
+   behind the CPU on PCIe-only machines; the Tree pattern is the balanced tree (no 0.85 factor);
+   the network plugin reports no extra latency (``latencyInter`` 0, as NCCL's IB and socket
+   transports do) unless the topology gives ``net_latency_us``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.tables import Algorithm, Release
+from zerocalc.topology import Topology, require
+
+_NEEDED_BY = "NCCL's cost model"
+REQUIRED_FIELDS = ("compute_capability", "nvlink_gen", "nvswitch_gen", "pcie_gen", "nics_per_node",
+                   "nic_Gbps", "cpu_vendor", "in_network_reduction")
+"""Hardware fields NCCL's model needs (``nvlinks_per_gpu`` too when ``nvlink_gen`` > 0)."""
+PCIE_GBPS_X16 = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
+"""NCCL's PCIe x16 bandwidth per generation: ``topo.cc`` ``kvDictPciGen`` (8, 16, 32, 64 GT/s →
+60, 120, 240, 480) × width 16 / 80."""
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One algorithm's graph as ``ncclTopoTuneModel`` reads it (bandwidths in GB/s)."""
+
+    n_channels: int
+    bw_intra: float
+    bw_inter: float
+    nvlink: bool  # typeIntra == LINK_NVL
+    latency_inter_us: float = 0.0
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The communicator NCCL tunes for: ranks, nodes, GPU generation, CPU vendor and graphs."""
+
+    n_ranks: int
+    n_nodes: int
+    compute_capability: int
+    cpu_vendor: str
+    nvls: bool  # NVLink SHARP usable (NVSwitch 3+, sm90+)
+    collnet: bool  # InfiniBand SHARP (CollNet) usable
+    nvswitch: bool
+    ll128_path_ok: bool  # NVLink inside, NIC under the GPU's PCIe switch
+    graphs: dict[Algorithm, Graph]
+
+    @property
+    def ppn(self) -> float:
+        return self.n_ranks / self.n_nodes
+
+
+def _speeds(table: dict[int, tuple[float, ...]], cc: int) -> tuple[float, ...]:
+    key = max((k for k in table if k <= cc), default=0)
+    return table[key]
+
+
+def _first_fitting(speeds: tuple[float, ...], max_bw: float, total_bw: float, min_channels: int = 1) -> float:
+    """search.cc: the first speed ≤ maxBw whose minChannels copies fit totalBw (else the slowest)."""
+    for s in speeds:
+        if s <= max_bw and s * min_channels <= total_bw:
+            return s
+    return speeds[-1]
+
+
+def _dup(n: int, bw_intra: float, bw_inter: float, cc: int, max_channels: int) -> tuple[int, float, float]:
+    """``ncclTopoDupChannels``: double the channels at half the bandwidth, when fast enough."""
+    if bw_intra < 25.0 or (cc > 80 and bw_intra < 50.0 and n > 4):
+        return n, bw_intra, bw_inter
+    dup = min(2 * n, max_channels)
+    f = math.ceil(dup / n)
+    return dup, bw_intra / f, bw_inter / f
+
+
+def intra_bw_GBps(topo: Topology, release: Release) -> float:
+    """A GPU's bandwidth inside a node as NCCL counts it (assumption 1)."""
+    cc = require(topo, "compute_capability", _NEEDED_BY)
+    if require(topo, "nvlink_gen", _NEEDED_BY) > 0:
+        links = require(topo, "nvlinks_per_gpu", _NEEDED_BY)
+        per_link = release.nvlink_bw_per_link.get(cc) or release.nvlink_bw_per_link[
+            max((k for k in release.nvlink_bw_per_link if k <= cc), default=80)]
+        return links * per_link
+    return _pcie(topo)
+
+
+def _pcie(topo: Topology) -> float:
+    gen = require(topo, "pcie_gen", _NEEDED_BY)
+    if gen not in PCIE_GBPS_X16:
+        raise ConfigError(f"pcie_gen {gen} is not one NCCL's model knows (3 to 6)", option="--topology")
+    return PCIE_GBPS_X16[gen]
+
+
+def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
+    """The communicator of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``)."""
+    if not isinstance(n_ranks, int) or n_ranks < 1:
+        raise ConfigError(f"must be a whole number ≥ 1, got {n_ranks!r}", option="ranks")
+    cc = require(topo, "compute_capability", _NEEDED_BY)
+    g = min(topo.gpus_per_node, n_ranks)
+    n_nodes = math.ceil(n_ranks / topo.gpus_per_node)
+    nvlink = require(topo, "nvlink_gen", _NEEDED_BY) > 0
+    nvswitch = (require(topo, "nvswitch_gen", _NEEDED_BY) or 0) > 0
+    intra = intra_bw_GBps(topo, release)
+    max_ch = release.max_channels // 2
+    lat_inter = float(getattr(topo, "net_latency_us", None) or 0.0)
+    ring: Graph
+    tree: Graph
+    if n_nodes == 1:
+        speeds = _speeds(release.speed_intra, cc)
+        s = _first_fitting(speeds, intra, intra)
+        n = max(1, min(max_ch, int(intra // s + 1e-9)))
+        n, bi, be = _dup(n, s, s, cc, release.max_channels)
+        ring = tree = Graph(n, bi, be, nvlink)
+    else:
+        nics = require(topo, "nics_per_node", _NEEDED_BY)
+        nic = require(topo, "nic_Gbps", _NEEDED_BY) / 8.0
+        path = min(nic, _pcie(topo))
+        speeds = _speeds(release.speed_inter, cc)
+        node_cap = intra * g / (g - 1) if g > 1 else intra
+        s = _first_fitting(speeds, min(path, intra), node_cap)
+        n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1))
+        n, bi, be = _dup(n, s, s, cc, release.max_channels)
+        ring = Graph(n, bi, be, nvlink, lat_inter)
+        # pass 2 for trees: bwIntra up while < 2·bwInter and the NVLink holds it
+        tree_intra = bi
+        idx = speeds.index(s) if s in speeds else len(speeds) - 1
+        while idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= node_cap and bi == s:
+            idx -= 1
+            tree_intra = speeds[idx]
+        tree = Graph(n, tree_intra, be, nvlink, lat_inter)
+    graphs = {Algorithm.RING: ring, Algorithm.TREE: tree, Algorithm.PAT: tree,
+              Algorithm.COLLNET_DIRECT: tree, Algorithm.COLLNET_CHAIN: tree}
+    nvls = topo.nvls and nvswitch and (topo.nvswitch_gen or 0) >= 3 and cc >= 90
+    if nvls:
+        nch = min(release.max_nvls_arity, g)
+        if n_nodes == 1:
+            speeds = _speeds(release.speed_intra, cc)
+            total = intra * g / (g - 1) if g > 1 else intra
+            s = _first_fitting(speeds, intra, total, nch)
+            idx = speeds.index(s)
+            inter = s
+            while idx > 0 and inter < 2 * s:
+                idx -= 1
+                inter = speeds[idx]
+            graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, inter, True)
+        else:
+            s_net = ring.bw_inter * ring.n_channels / nch  # the NICs' bandwidth shared by the NVLS heads
+            speeds = _speeds(release.speed_inter, cc)
+            s = _first_fitting(speeds, s_net, s_net * nch)
+            graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, s, True, lat_inter)
+    return Machine(n_ranks=n_ranks, n_nodes=n_nodes, compute_capability=cc,
+                   cpu_vendor=require(topo, "cpu_vendor", _NEEDED_BY), nvls=bool(nvls),
+                   collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch, ll128_path_ok=nvlink,
+                   graphs=graphs)

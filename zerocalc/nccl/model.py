@@ -1,0 +1,310 @@
+"""NCCL's own cost model: latency and bandwidth per (collective, algorithm, protocol), and its choice.
+
+A transcription of ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` (``src/graph/tuning.cc``) and
+of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo``: the enabled
+pair of least predicted time, first in (algorithm, protocol) index order on a tie), at the two
+modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says which
+does what. Time of one operation (``numPipeOps`` = 1, as nccl-tests runs them)::
+
+    time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
+
+with ``nBytes`` the largest of the send and receive buffers (``ncclFuncMaxSendRecvCount``: the
+full vector for all-gather and reduce-scatter, as nccl-tests' ``size`` column).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.graph import Machine, machine
+from zerocalc.nccl.tables import (
+    AMPERE,
+    BLACKWELL,
+    HOPPER,
+    NET,
+    NVLINK,
+    PCI,
+    VOLTA,
+    Algorithm,
+    Collective,
+    Protocol,
+    Release,
+)
+from zerocalc.topology import Topology, require
+
+A, P, C = Algorithm, Protocol, Collective
+_PROTO_INDEX = {P.LL: 0, P.LL128: 1, P.SIMPLE: 2}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One (algorithm, protocol) of one collective: NCCL's latency (µs) and bandwidth (GB/s)."""
+
+    algorithm: Algorithm
+    protocol: Protocol
+    latency_us: float
+    bandwidth_GBps: float  # algorithm bandwidth after NCCL's bus→algorithm conversion; 0 = disabled
+    enabled: bool = True
+    why_disabled: str = ""
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The tuned table of one communicator: every collective × algorithm × protocol."""
+
+    release: Release
+    machine: Machine
+    entries: dict[tuple[Collective, Algorithm, Protocol], Entry] = field(default_factory=dict)
+
+    def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float) -> float | None:
+        """``ncclTopoGetAlgoTime`` in seconds; ``None`` when the pair is disabled."""
+        e = self.entries.get((coll, algo, proto))
+        if e is None or not e.enabled or e.bandwidth_GBps <= 0:
+            return None
+        return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
+
+    def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
+        """Every enabled pair's time (s), in NCCL's index order."""
+        out = []
+        for a in self.release.algorithms:
+            for p in P:
+                t = self.time_s(coll, a, p, n_bytes)
+                if t is not None:
+                    out.append((a, p, t))
+        return out
+
+    def choose(self, coll: Collective, n_bytes: float) -> tuple[Algorithm, Protocol, float]:
+        """The pair NCCL picks: least time, the first in index order on a tie (``topoGetAlgoInfo``)."""
+        best = None
+        for a, p, t in self.times(coll, n_bytes):
+            if best is None or t < best[2]:
+                best = (a, p, t)
+        if best is None:
+            reasons = sorted({f"{e.algorithm.value}/{e.protocol.value}: {e.why_disabled}"
+                              for (c, _, _), e in self.entries.items()
+                              if c == coll and e.why_disabled not in ("NCCL_ALGO", "NCCL_PROTO")})
+            raise ConfigError(f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
+                              f"here ({'; '.join(reasons[:4]) or 'all excluded'})", option="NCCL_ALGO")
+        return best
+
+
+def _log2i(n: int) -> int:
+    return int(n).bit_length() - 1 if n > 0 else -1
+
+
+def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
+    """``ncclTopoGetAlgoTime`` (numPipeOps = 1)."""
+    rel, m = t.release, t.machine
+    bw, lat = e.bandwidth_GBps, e.latency_us
+    log_size = _log2i(n_bytes >> 6)
+    corr = rel.tree_correction[_PROTO_INDEX[e.protocol]]
+    if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.name == "2.19"):
+        bw *= corr[log_size]
+    if (rel.name != "2.19" and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE and 0 <= log_size < 24
+            and m.compute_capability >= 100):
+        bw *= corr[log_size]  # x86 hosts assumed
+    ring = m.graphs[A.RING]
+    if (e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE
+            and n_bytes / (ring.n_channels * m.n_ranks) >= 64):
+        lat *= 1.9 if m.compute_capability < 80 else 1.4  # "plateau effect of ring"
+    return lat + n_bytes / (1000.0 * bw)
+
+
+def _cc_index(cc: int, release: Release) -> int:
+    if cc >= 100 and len(release.per_ch_max_tree_bws) > BLACKWELL:
+        return BLACKWELL
+    return HOPPER if cc >= 90 else AMPERE if cc >= 80 else VOLTA
+
+
+def _net_overhead_us(m: Machine) -> float:
+    """``getNetOverhead``: 1 µs per network post on Intel, 2 on AMD (x86), else 1."""
+    return 2.0 if m.cpu_vendor == "amd" else 1.0
+
+
+def _tune_one(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> tuple[float, float]:
+    """(latency µs, algorithm bandwidth GB/s) of one triple: the body of ``ncclTopoTuneModel``'s loop."""
+    new = rel.name != "2.19"
+    nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
+    ccx = _cc_index(m.compute_capability, rel)
+    idx2 = nn - 1 if nn <= 2 else 2
+    idx1 = ccx if nn == 1 else (1 if m.cpu_vendor == "amd" else 0)
+    ll_max = rel.ll_max_bws[idx1][idx2]
+    per_ch_tree = rel.per_ch_max_tree_bws[ccx][idx2]
+    per_ch_ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
+    per_ch_tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
+    g = m.graphs[a]
+    nsteps = (2 * (nr - 1) if coll == C.ALL_REDUCE
+              else nr - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nr)
+    collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
+    bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
+    if a in (A.NVLS, A.NVLS_TREE):
+        if new:
+            intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
+            intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
+            inter_bw = g.bw_inter * (2 if nn <= 2 and a == A.NVLS_TREE else 1)
+            cap = rel.per_ch_max_nvls_tree_bws[ccx][idx2] if a == A.NVLS_TREE else math.inf
+            bw = min(intra_bw, inter_bw, cap)
+        elif a == A.NVLS:
+            bw = min(g.bw_intra, g.bw_inter)
+        else:
+            bw = min(g.bw_intra, g.bw_inter if nn <= 2 else g.bw_inter / 2)
+    bus = g.n_channels * bw
+    # "Various model refinements"
+    if a == A.RING and p == P.LL:
+        f = 0.5 if new else (1 / 4 if (nn > 1 or coll in (C.ALL_REDUCE, C.REDUCE)) else 1 / 3)
+        bus = min(ll_max, bus * f)
+    if a == A.RING and p == P.LL128:
+        bus = min(bus * (0.7 if (not new and ppn < 2) else 0.92), g.n_channels * per_ch_ring_ll128)
+    if a == A.TREE and (coll == C.ALL_REDUCE or not new):
+        bus = min(bus * .92, g.n_channels * per_ch_tree)
+    if a == A.TREE and p == P.LL:
+        bus = min(bus / 3.8, ll_max)
+    if a == A.TREE and p == P.LL128:
+        bus = min(bus * (7.0 / 9.0 if nn == 1 else 120.0 / 128.0), g.n_channels * per_ch_tree_ll128)
+    if a == A.PAT:
+        bus *= .75
+    if collnet and p != P.SIMPLE:
+        bus = 0.0
+    if a == A.COLLNET_DIRECT and p == P.SIMPLE:
+        if new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+            bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
+        else:
+            factor = ppn / g.n_channels
+            factor -= (factor - 1) / 2
+            bus /= factor
+            if m.compute_capability >= 90:
+                bus *= .85
+    if new and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and nn > 1:
+        bus = 0.0  # needs a CollNet plugin with iallgather/ireducescatter and 1 GPU per NIC head
+    # bus → algorithm bandwidth
+    if new:
+        if not (a != A.RING and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
+            bus *= nr / nsteps if a in (A.RING, A.NVLS, A.NVLS_TREE) else .5
+    else:
+        bus *= nr / nsteps if a == A.RING else 5.0 / 6.0 if a in (A.NVLS, A.NVLS_TREE) else .5
+    # latency
+    pi = _PROTO_INDEX[p]
+    intra_hw = NVLINK if g.nvlink else PCI
+    hw = intra_hw if nn == 1 else NET
+    lat = rel.base_lat_us[a][pi]
+    intra_lat = rel.hw_lat_us[intra_hw][a][pi]
+    if new and ppn == 1:
+        inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
+    else:
+        inter_lat = rel.hw_lat_us[NET][a][pi]
+    inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
+    if a == A.RING:
+        step = rel.hw_lat_us[hw][a][pi]
+        if coll in (C.REDUCE, C.BROADCAST):
+            # sameChannels assumed (rings found on the first pass)
+            lat += step
+        else:
+            net_overhead = 0.0
+            if nn > 1:
+                net_overhead = _net_overhead_us(m) * (3 if p == P.SIMPLE else 1)
+            intra_lat = max(intra_lat, net_overhead)
+            if new:
+                n_inter = 0 if nn == 1 else 2 * (nn - 1) if coll == C.ALL_REDUCE else nn - 1
+            else:
+                n_inter = (2 * nn if nn > 1 else 0) if coll == C.ALL_REDUCE else \
+                    nn - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nn
+            lat += (nsteps - n_inter) * intra_lat + n_inter * inter_lat
+    elif a == A.TREE:
+        if coll == C.ALL_REDUCE or not new:
+            lat += 2 * ((nr // nn - 1) * intra_lat + _log2i(nn) * inter_lat)
+    elif a == A.COLLNET_DIRECT:
+        lat += 2 * (min(1, nr // nn - 1) * intra_lat + (nr // nn - 1) * 0.4) + inter_lat
+    elif a == A.COLLNET_CHAIN:
+        lat += 2 * (nr // nn - 1) * intra_lat + inter_lat
+    elif a == A.NVLS:
+        lat = intra_lat + (inter_lat if nn > 1 else 0.0)
+    elif a == A.NVLS_TREE:
+        lat += intra_lat + 2 * _log2i(nn) * inter_lat
+    elif a == A.PAT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        lat += _log2i(nn) * (inter_lat / 3.5) + nr * 2.8
+    return lat, bus
+
+
+def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
+    """The (collective, algorithm, protocol) triples NCCL prices at this release."""
+    if a not in rel.algorithms:
+        return False
+    if coll in (C.BROADCAST, C.REDUCE) and a != A.RING:
+        return False
+    if coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        allowed = {A.RING, A.NVLS} | ({A.PAT, A.COLLNET_DIRECT} if rel.name != "2.19" else set())
+        if a not in allowed:
+            return False
+    if coll == C.ALL_REDUCE and a == A.PAT:
+        return False
+    if a in (A.NVLS, A.NVLS_TREE, A.PAT, A.COLLNET_DIRECT, A.COLLNET_CHAIN) and p != P.SIMPLE:
+        return False
+    return True
+
+
+def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol,
+              algo_enable: Mapping[Collective, set[Algorithm]] | None,
+              proto_enable: Mapping[Collective, set[Protocol]] | None) -> str:
+    """Why NCCL leaves the pair out ('' when it does not): topology, defaults, NCCL_ALGO/NCCL_PROTO."""
+    if proto_enable is not None and p not in proto_enable[coll]:
+        return "NCCL_PROTO"
+    if algo_enable is not None and a not in algo_enable[coll]:
+        return "NCCL_ALGO"
+    if p == P.LL128 and proto_enable is None:
+        # LL128 by default only over NVLink inside the node and a NIC near the GPU (tuning.cc)
+        if not m.ll128_path_ok or m.compute_capability < 70:
+            return "LL128 off by default on this path"
+        if rel.name == "2.19" and m.compute_capability not in (70, 80, 90):
+            return "LL128 off by default on this GPU"
+    if a == A.NVLS_TREE and m.n_nodes == 1:
+        return "NVLS Tree needs several nodes"
+    if a in (A.NVLS, A.NVLS_TREE) and not m.nvls:
+        return "no NVLink SHARP (NVSwitch 3 and sm90 or later)"
+    if a in (A.NVLS, A.NVLS_TREE) and coll != C.ALL_REDUCE and m.ppn > rel.max_nvls_arity:
+        return "more local ranks than NVLS arity"
+    if a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN) and not m.collnet:
+        return "no CollNet (InfiniBand SHARP)"
+    if a == A.NVLS and m.n_nodes > 1 and not m.collnet:
+        return "NVLS across nodes needs CollNet"
+    if a == A.COLLNET_DIRECT and not m.nvswitch:
+        return "CollNet Direct needs NVSwitch"
+    if a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN) and m.ppn > 8:
+        return "CollNet with more than 8 local GPUs"
+    if a == A.PAT and (m.n_nodes != m.n_ranks or m.compute_capability < 60):
+        return "PAT needs one GPU per node"
+    return ""
+
+
+def tune(topo: Topology, n_ranks: int, release: Release, *,
+         algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
+         proto_enable: Mapping[Collective, set[Protocol]] | None = None) -> Tuning:
+    """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
+
+    ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
+    pairs as ``NCCL_ALGO`` / ``NCCL_PROTO`` do; ``None`` = NCCL's defaults.
+    """
+    require(topo, "in_network_reduction", "NCCL's cost model")
+    m = machine(topo, n_ranks, release)
+    entries = {}
+    for coll in C:
+        for a in release.algorithms:
+            for p in P:
+                if not _applies(release, coll, a, p):
+                    continue
+                why = _disabled(release, m, coll, a, p, algo_enable, proto_enable)
+                if a not in m.graphs:  # no graph found (NVLS without NVLink SHARP)
+                    entries[(coll, a, p)] = Entry(a, p, math.inf, 0.0, False, why or "no graph")
+                    continue
+                lat, bw = _tune_one(release, m, coll, a, p)
+                entries[(coll, a, p)] = Entry(a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else
+                                                                                            "zero bandwidth"))
+    return Tuning(release, m, entries)
+
+
+def enabled_algorithms(tuning: Tuning, coll: Collective) -> Iterable[Algorithm]:
+    """Algorithms with at least one enabled protocol for ``coll``."""
+    return [a for a in tuning.release.algorithms
+            if any(e.enabled for (c, aa, _), e in tuning.entries.items() if c == coll and aa == a)]

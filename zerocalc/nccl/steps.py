@@ -1,0 +1,99 @@
+"""A scheme's step priced with NCCL's cost model: per phase, the pair NCCL picks and its time.
+
+Each phase of :mod:`zerocalc.schemes` is ``calls`` calls of one collective on a group (world, the
+G ranks of a node, or the N/G ranks with one local rank per node); each call is priced by
+:func:`zerocalc.nccl.sweep.predict` for its byte count on a communicator of that group:
+
+- world: N ranks filling nodes of G;
+- intra: G ranks on one node;
+- inter: N/G ranks, one per node, each with the node's NICs shared by its G such groups
+  (``nics_per_node / G`` NICs, at least one), as NCCL sees a one-GPU-per-node communicator.
+
+All-to-all is not in NCCL's tuning model (it runs as grouped point-to-point sends): such phases
+keep their textbook ring time and are named as such. Phases run one after another, as in
+:meth:`zerocalc.schemes.Scheme.time_s`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import sympy
+
+from zerocalc import symbols as S
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.sweep import as_nccl_collective, predict
+from zerocalc.nccl.tables import Release
+from zerocalc.schemes import Group, get_scheme
+from zerocalc.topology import Topology
+
+_SHORT = {"all_reduce": "AR", "reduce_scatter": "RS", "all_gather": "AG", "broadcast": "BC", "reduce": "R",
+          "all_to_all": "A2A"}
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    collective: str
+    group: str
+    ranks: int
+    bytes_per_call: float
+    calls: float
+    algorithm: str
+    protocol: str
+    time_s: float  # all calls of the phase
+
+
+def _group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
+    if group is Group.INTER:
+        nics = max(1, (topo.nics_per_node or 1) // max(1, g))
+        return replace(topo, gpus_per_node=1, nics_per_node=nics), 1
+    return topo, None
+
+
+def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_bytes: float,
+                  topology: Topology, release: Release, algo_enable=None,
+                  proto_enable=None) -> list[PhaseTime]:
+    """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``."""
+    s = get_scheme(scheme)
+    g = min(gpus_per_node, n)
+    values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes}
+    out, tunings = [], {}
+    for ph in s.phases:
+        ranks = int(round(float(ph.group.size.subs(values))))
+        elements = float(sympy.sympify(ph.elements).subs(values))
+        width = float(sympy.sympify(ph.elem_bytes).subs(values))
+        calls = float(sympy.sympify(ph.calls).subs(values))
+        n_bytes = elements * width
+        if ranks <= 1 or n_bytes <= 0:
+            out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
+            continue
+        if ph.collective.value == "all_to_all":
+            links = {S.SYMBOLS[k].symbol: v for k, v in topology.values().items()}
+            t = float(ph.time_s("ring").subs({**values, **links}))
+            out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "textbook ring",
+                                 "-", t))
+            continue
+        coll = as_nccl_collective(ph.collective.value)
+        topo_g, _ = _group_topology(replace(topology, gpus_per_node=g), ph.group, g)
+        key = (ph.group, ranks)
+        if key not in tunings:
+            tunings[key] = tune(topo_g, ranks, release, algo_enable=algo_enable, proto_enable=proto_enable)
+        pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration)
+        out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
+                             pr.protocol.value, calls * pr.time_s))
+    return out
+
+
+def scheme_time(phases: list[PhaseTime]) -> tuple[float, str]:
+    """Total seconds and a short account of NCCL's choices (``AR NVLSTree/Simple; AG Ring/Simple``)."""
+    total = math.fsum(p.time_s for p in phases)
+    seen = []
+    for p in phases:
+        if p.algorithm == "-":
+            continue
+        label = f"{_SHORT.get(p.collective, p.collective)} " + (
+            p.algorithm if p.protocol == "-" else f"{p.algorithm}/{p.protocol}")
+        if label not in seen:
+            seen.append(label)
+    return total, "; ".join(seen) or "-"

@@ -1,0 +1,184 @@
+"""An nccl-tests sweep against NCCL's cost model: per size, measured and predicted time.
+
+Pure: rows in (as :mod:`zerocalc.traces.nccl_tests` reads them), a comparison out. The measured
+time is the out-of-place ``time`` column; the prediction is the time of the (algorithm, protocol)
+pair NCCL would choose (:meth:`zerocalc.nccl.model.Tuning.choose`) for the row's ``size`` (nccl-tests'
+``size`` is NCCL's ``nBytes``: the whole buffer of an all-reduce, the gathered output of an
+all-gather, the input of a reduce-scatter). ``ratio = predicted / measured``.
+
+A topology carrying a calibration (``nccl_calibration``, written by ``zerocalc fit --out``)
+replaces the model's time of a pair by the fitted ``α + bytes / bw`` where it was fitted for the
+same collective and group size: the pair's own fit, else the sweep-wide one.
+
+Also here: the NCCL version an nccl-tests output or an NCCL log states (:func:`version_from_text`)
+and the fit itself (:func:`fit_calibration`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.model import Tuning, tune
+from zerocalc.nccl.tables import Algorithm, Collective, Protocol, Release, release_for
+from zerocalc.topology import Calibration, Topology
+
+ANY = "any"
+
+_LIB = re.compile(r"nccl-library=(\d{4,6})\b")
+_LOG = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+
+
+def version_from_text(lines: Iterable[str]) -> str | None:
+    """The NCCL library version a file states, or ``None``.
+
+    nccl-tests ≥ 2.13 prints ``# nccl-tests version X nccl-headers=H nccl-library=L`` with
+    ``NCCL_VERSION_CODE`` = major·10000 + minor·100 + patch (``nccl.h``, since 2.9); NCCL's own
+    log prints ``NCCL version 2.19.3+cuda12.2`` (``init.cc``, with ``NCCL_DEBUG=VERSION`` or INFO).
+    The library wins over the headers: it is what ran.
+    """
+    for line in lines:
+        m = _LIB.search(line)
+        if m:
+            code = int(m[1])
+            return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+        m = _LOG.search(line)
+        if m:
+            return m[1]
+    return None
+
+
+def as_nccl_collective(op: str) -> Collective:
+    """The NCCL collective of an nccl-tests / zerocalc op name; :class:`ConfigError` otherwise."""
+    try:
+        return Collective(str(op))
+    except ValueError:
+        raise ConfigError(f"NCCL's cost model prices {', '.join(c.value for c in Collective)}; "
+                          f"not {op!r}", option="op") from None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    algorithm: Algorithm
+    protocol: Protocol
+    time_s: float
+    calibrated: bool = False
+
+
+def predict(tuning: Tuning, coll: Collective, n_bytes: float,
+            calibration: Sequence[Calibration] = ()) -> Prediction:
+    """NCCL's choice for ``n_bytes`` and its time; calibrated when a fit covers it (see module)."""
+    a, p, t = tuning.choose(coll, n_bytes)
+    fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
+    for c in fits:
+        if c.algorithm == a.value and c.protocol == p.value:
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
+    for c in fits:
+        if c.algorithm == ANY:
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
+    return Prediction(a, p, t)
+
+
+def textbook_ring_s(topo: Topology, coll: Collective, n_bytes: float, p: int) -> float:
+    """zerocalc's textbook ring time (:mod:`zerocalc.collectives`, REFERENCE §4) on ``topo``:
+    α of the slowest tier the group spans, β of its slowest link (the 'before' of the NCCL model)."""
+    from zerocalc.collectives import time_s
+
+    nodes = math.ceil(p / topo.gpus_per_node)
+    alpha = topo.inter.alpha_s if nodes > 1 else topo.intra.alpha_s
+    beta = max(1 / topo.intra.bw_Bps, 1 / topo.inter.bw_Bps) if nodes > 1 else 1 / topo.intra.bw_Bps
+    return float(time_s(coll.value, n_bytes, p, "ring", alpha=alpha, beta=beta))
+
+
+@dataclass(frozen=True)
+class SweepComparison:
+    """One sweep: op, group size, the version priced, and one row per size (JSON contract)."""
+
+    op: str
+    group_size: int
+    nccl_version: str
+    release: str
+    notes: tuple[str, ...]
+    rows: tuple[dict, ...]
+
+    def as_dict(self) -> dict:
+        return {"op": self.op, "group_size": self.group_size, "nccl_version": self.nccl_version,
+                "nccl_tables": self.release, "notes": list(self.notes), "rows": [dict(r) for r in self.rows]}
+
+    @property
+    def ratios(self) -> np.ndarray:
+        return np.array([r["ratio"] for r in self.rows], dtype=float)
+
+    def median_size_ratio(self) -> float:
+        """The ratio at the median size (the lower middle row when the count is even)."""
+        rows = sorted(self.rows, key=lambda r: r["bytes"])
+        return float(rows[(len(rows) - 1) // 2]["ratio"]) if rows else math.nan
+
+
+def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
+                  nccl_version: str, algo_enable=None, proto_enable=None) -> SweepComparison:
+    """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``."""
+    coll = as_nccl_collective(op)
+    release, note = release_for(nccl_version)
+    tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable)
+    calibration = topo.nccl_calibration or ()
+    out = []
+    for r in sorted(rows, key=lambda r: r["size_bytes"]):
+        measured = r.get("duration_s")
+        if measured is None or not measured > 0 or r["size_bytes"] <= 0:
+            continue
+        pr = predict(tuning, coll, r["size_bytes"], calibration)
+        out.append({"bytes": int(r["size_bytes"]), "measured_s": float(measured), "predicted_s": pr.time_s,
+                    "ratio": pr.time_s / float(measured), "algorithm": pr.algorithm.value,
+                    "protocol": pr.protocol.value, "calibrated": pr.calibrated,
+                    "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)})
+    notes = [note] if note else []
+    if calibration and not any(r["calibrated"] for r in out):
+        notes.append(f"the topology's calibration is for other collectives or group sizes; "
+                     f"{coll.value} on {group_size} ranks priced by NCCL's tables")
+    return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """α (s) and β (s/byte) of ``t = α + β n``, least squares on relative error, α ≥ 0, β > 0."""
+    w = 1.0 / t
+    A = np.column_stack([w, n * w])
+    (alpha, beta), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
+    if alpha < 0:
+        alpha = 0.0
+        beta = float(np.sum(n * w * w * t) / np.sum((n * w) ** 2))
+    if beta <= 0:
+        beta = float(np.min(t / n)) * 1e-3  # latency-bound: bandwidth not seen in the sweep
+        alpha = float(np.sum(w * w * (t - beta * n) * 1.0) / np.sum(w * w))
+    return float(alpha), float(beta)
+
+
+def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibration]:
+    """α-β per (algorithm, protocol) NCCL chose, where at least ``min_sizes`` sizes chose it, and
+    one pair over the whole sweep (``algorithm = protocol = 'any'``) for the rest."""
+    rows = [r for r in cmp.rows if r["measured_s"] > 0]
+    if len(rows) < 2:
+        raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: {len(rows)} timed size(s); "
+                          "a fit needs at least 2", option="fit")
+    out = []
+    pairs = sorted({(r["algorithm"], r["protocol"]) for r in rows})
+    for a, p in pairs:
+        sub = [r for r in rows if (r["algorithm"], r["protocol"]) == (a, p)]
+        if len({r["bytes"] for r in sub}) < min_sizes:
+            continue
+        alpha, beta = _fit_pair(np.array([r["bytes"] for r in sub], float),
+                                np.array([r["measured_s"] for r in sub], float))
+        out.append(Calibration(cmp.op, cmp.group_size, a, p, alpha * 1e6, 1 / beta / 1e9, cmp.nccl_version))
+    alpha, beta = _fit_pair(np.array([r["bytes"] for r in rows], float),
+                            np.array([r["measured_s"] for r in rows], float))
+    out.append(Calibration(cmp.op, cmp.group_size, ANY, ANY, alpha * 1e6, 1 / beta / 1e9, cmp.nccl_version))
+    return out
+
+
+def release_of(version: str) -> Release:
+    return release_for(version)[0]
