@@ -4,7 +4,7 @@ import pytest
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
-from zerocalc.nccl.sweep import version_from_text
+from zerocalc.nccl.predict import version_from_text
 from zerocalc.topology import get_topology, topology_from_mapping
 
 A, P, C = Algorithm, Protocol, Collective

@@ -140,3 +140,18 @@ def test_table_shows_nccl_choice_and_honours_restrictions():
     assert res.exit_code == 0 and "AR Ring/Simple" in res.stdout
     res = runner.invoke(app, ["table", "--topology", "dgx-a100", "--n", "8", "--nccl-algo", "nvls"])
     assert res.exit_code == 2 and "no NVLink SHARP" in res.stderr
+
+
+def test_plot_nccl_sweeps_draws_one_column_per_sweep():
+    import pandas as pd
+
+    from zerocalc.plots import plot_nccl_sweeps
+
+    rows = file_rows("all_gather_perf-16xH100-a3mega.txt")
+    df = pd.DataFrame({"sweep": "a", "bytes": [s for s, _, _ in rows],
+                       "measured_s": [t * 1e-6 for _, t, _ in rows]})
+    df["predicted_s"], df["textbook_s"] = df["measured_s"] * 0.9, df["measured_s"] * 1.5
+    fig = plot_nccl_sweeps(pd.concat([df, df.assign(sweep="b")]))
+    assert len(fig.axes) == 4 and fig.axes[0].get_title() == "a"
+    with pytest.raises(ValueError, match="textbook_s"):
+        plot_nccl_sweeps(df.drop(columns="textbook_s"))

@@ -807,7 +807,7 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     from pathlib import Path
 
     from zerocalc.errors import ConfigError, TraceFormatError
-    from zerocalc.nccl.sweep import version_from_text
+    from zerocalc.nccl.predict import version_from_text
     from zerocalc.traces.nccl_tests import parse
 
     if n is not None and n < 1:
@@ -846,7 +846,7 @@ def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[st
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict) -> None:
     from zerocalc.nccl import restrictions
-    from zerocalc.nccl.sweep import compare_sweep
+    from zerocalc.validate.sweep import compare_sweep
 
     topo = _load_topology(topology, None, None, None, None)
     algo, proto = restrictions(nccl_algo, nccl_proto)
@@ -915,8 +915,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     from pathlib import Path
 
     from zerocalc.errors import ConfigError
-    from zerocalc.nccl.sweep import compare_sweep, fit_calibration
     from zerocalc.topology import topology_to_toml
+    from zerocalc.validate.sweep import compare_sweep, fit_calibration
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve() for f in [*files, topology]):

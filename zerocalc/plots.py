@@ -22,6 +22,7 @@ __all__ = [
     "plot_divergence_vs_steps",
     "plot_fit",
     "plot_memory_vs_n",
+    "plot_nccl_sweeps",
     "plot_time_vs_psi",
     "plot_validation",
 ]
@@ -312,4 +313,43 @@ def plot_validation(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) 
     ax_r.set_xlim(lo - pad, hi + 2 * pad)
     for ax in (ax_b, ax_r):
         ax.grid(True, axis="x", alpha=0.3)
+    return _root(target)
+
+
+def plot_nccl_sweeps(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) -> Figure:
+    """nccl-tests sweeps against NCCL's cost model: one column per sweep, time per call against size
+    (measured points, NCCL's model, the textbook ring α-β) on top, predicted / measured below.
+
+    Columns: ``sweep`` (the panel title), ``bytes``, ``measured_s``, ``predicted_s``, ``textbook_s``.
+    """
+    _require(df, ["sweep", "bytes", "measured_s", "predicted_s", "textbook_s"], "plot_nccl_sweeps")
+    sweeps = list(dict.fromkeys(df["sweep"]))
+    target = _target(fig, (3.3 * len(sweeps), 4.6))
+    axes = target.subplots(2, len(sweeps), sharex="col", height_ratios=[3, 1.6], squeeze=False)
+    for j, name in enumerate(sweeps):
+        g = df[df["sweep"] == name].sort_values("bytes")
+        ax, ax_r = axes[0][j], axes[1][j]
+        ax.plot(g["bytes"], g["measured_s"], "o", markersize=3, color="#ff7f0e", label="measured")
+        ax.plot(g["bytes"], g["predicted_s"], "-", color="#1f77b4", linewidth=1.3, label="NCCL's model")
+        ax.plot(g["bytes"], g["textbook_s"], "--", color="#7f7f7f", linewidth=1.0, label="textbook ring α-β")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(_seconds))
+        ax.set_title(name, fontsize="small")
+        ax_r.axhspan(0.5, 2.0, color="#2ca02c", alpha=0.08)
+        ax_r.axhline(1.0, color="black", linewidth=0.8)
+        ax_r.plot(g["bytes"], g["predicted_s"] / g["measured_s"], "o-", markersize=2.5, linewidth=0.8,
+                  color="#1f77b4")
+        ax_r.plot(g["bytes"], g["textbook_s"] / g["measured_s"], "x", markersize=3, color="#7f7f7f")
+        ax_r.set_yscale("log", base=2)
+        ax_r.set_ylim(1 / 8, 16)
+        ax_r.yaxis.set_major_formatter(FuncFormatter(lambda x, _p: f"{x:g}"))
+        ax_r.xaxis.set_major_formatter(FuncFormatter(_binary))
+        ax_r.tick_params(axis="x", labelrotation=45, labelsize="x-small")
+        for a in (ax, ax_r):
+            a.grid(True, which="major", alpha=0.3)
+        if j == 0:
+            ax.set_ylabel("time per call")
+            ax_r.set_ylabel("predicted / measured")
+            ax.legend(fontsize="x-small", frameon=False)
     return _root(target)

@@ -5,7 +5,12 @@
 - :mod:`~zerocalc.nccl.graph`: what NCCL's topology search would give the model, from a topology;
 - :mod:`~zerocalc.nccl.model`: latency and bandwidth per (collective, algorithm, protocol), the
   time of each pair and the pair NCCL chooses;
-- :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists.
+- :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists;
+- :mod:`~zerocalc.nccl.predict`: one call's predicted pair and time (calibrated when a fit covers
+  it), and the NCCL version a file states;
+- :mod:`~zerocalc.nccl.steps`: a scheme's step priced phase by phase.
+
+Sweeps against measurements live in :mod:`zerocalc.validate.sweep`.
 """
 
 from zerocalc.nccl.env import parse_list, restrictions

@@ -23,7 +23,7 @@ import sympy
 
 from zerocalc import symbols as S
 from zerocalc.nccl.model import tune
-from zerocalc.nccl.sweep import as_nccl_collective, predict
+from zerocalc.nccl.predict import as_nccl_collective, predict
 from zerocalc.nccl.tables import Release
 from zerocalc.schemes import Group, get_scheme
 from zerocalc.topology import Topology

@@ -15,6 +15,8 @@ One module per stage, all pure (tables in, dataclasses and tables out; no printi
 * :mod:`.fit`: the ring α-β model fitted to timed calls (:func:`fit_alpha_beta`), and the step's time.
 * :mod:`.explain`: each mismatch in words.
 * :mod:`.pipeline`: :func:`check`, the stages above from trace table to :class:`CheckResult`.
+* :mod:`.sweep`: an nccl-tests sweep size by size against NCCL's own cost model
+  (:mod:`zerocalc.nccl`), and the α-β calibration ``zerocalc fit --out`` writes.
 
 Sources: DeepSpeed issues #5758 and #6463 and PyTorch issue #69591 (what implementations send);
 Thakur, Rabenseifner & Gropp 2005 and nccl-tests ``doc/PERFORMANCE.md`` (collective cost,

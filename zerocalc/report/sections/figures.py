@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from zerocalc.report.config import custom_topology, topology_label
+from zerocalc.report.page import MARGIN_BOTTOM, MARGIN_TOP, PAGE_H
 from zerocalc.report.sections import title
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ def draw(w: Writer, data: ReportData) -> None:
     custom = custom_topology(c)
     where = (f"this report's topology ({topology_label(custom)}) and each preset" if custom is not None
              else "each topology preset")
-    w.figure(3.1 * -(-panels // 2), lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
+    # 3.1 in per row of two panels, at most what a page holds under its caption
+    height = min(3.1 * -(-panels // 2), PAGE_H - MARGIN_TOP - MARGIN_BOTTOM - 0.9)
+    w.figure(height, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
         f"Step communication time against Ψ at N = {c.n} ({c.gpus_per_node} GPUs per node) on "
         f"{where}; colour = algorithm, line style = scheme. Latency dominates on the left, "
         "bandwidth on the right."))

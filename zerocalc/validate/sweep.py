@@ -1,87 +1,27 @@
-"""An nccl-tests sweep against NCCL's cost model: per size, measured and predicted time.
+"""An nccl-tests sweep against NCCL's cost model: per size, measured and predicted time; the fit.
 
 Pure: rows in (as :mod:`zerocalc.traces.nccl_tests` reads them), a comparison out. The measured
-time is the out-of-place ``time`` column; the prediction is the time of the (algorithm, protocol)
-pair NCCL would choose (:meth:`zerocalc.nccl.model.Tuning.choose`) for the row's ``size`` (nccl-tests'
-``size`` is NCCL's ``nBytes``: the whole buffer of an all-reduce, the gathered output of an
-all-gather, the input of a reduce-scatter). ``ratio = predicted / measured``.
-
-A topology carrying a calibration (``nccl_calibration``, written by ``zerocalc fit --out``)
-replaces the model's time of a pair by the fitted ``α + bytes / bw`` where it was fitted for the
-same collective and group size: the pair's own fit, else the sweep-wide one.
-
-Also here: the NCCL version an nccl-tests output or an NCCL log states (:func:`version_from_text`)
-and the fit itself (:func:`fit_calibration`).
+time is the out-of-place ``time`` column; the prediction is :func:`zerocalc.nccl.predict.predict`
+for the row's ``size`` (nccl-tests' ``size`` is NCCL's ``nBytes``: the whole buffer of an
+all-reduce, the gathered output of an all-gather, the input of a reduce-scatter).
+``ratio = predicted / measured``. Each row also carries ``textbook_s``, zerocalc's textbook ring
+time on the same topology (the α-β model before NCCL's own). :func:`fit_calibration` fits the α-β
+pairs ``zerocalc fit --out`` writes.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.model import Tuning, tune
-from zerocalc.nccl.tables import Algorithm, Collective, Protocol, Release, release_for
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
+from zerocalc.nccl.tables import Collective, release_for
 from zerocalc.topology import Calibration, Topology
-
-ANY = "any"
-
-_LIB = re.compile(r"nccl-library=(\d{4,6})\b")
-_LOG = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
-
-
-def version_from_text(lines: Iterable[str]) -> str | None:
-    """The NCCL library version a file states, or ``None``.
-
-    nccl-tests ≥ 2.13 prints ``# nccl-tests version X nccl-headers=H nccl-library=L`` with
-    ``NCCL_VERSION_CODE`` = major·10000 + minor·100 + patch (``nccl.h``, since 2.9); NCCL's own
-    log prints ``NCCL version 2.19.3+cuda12.2`` (``init.cc``, with ``NCCL_DEBUG=VERSION`` or INFO).
-    The library wins over the headers: it is what ran.
-    """
-    for line in lines:
-        m = _LIB.search(line)
-        if m:
-            code = int(m[1])
-            return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
-        m = _LOG.search(line)
-        if m:
-            return m[1]
-    return None
-
-
-def as_nccl_collective(op: str) -> Collective:
-    """The NCCL collective of an nccl-tests / zerocalc op name; :class:`ConfigError` otherwise."""
-    try:
-        return Collective(str(op))
-    except ValueError:
-        raise ConfigError(f"NCCL's cost model prices {', '.join(c.value for c in Collective)}; "
-                          f"not {op!r}", option="op") from None
-
-
-@dataclass(frozen=True)
-class Prediction:
-    algorithm: Algorithm
-    protocol: Protocol
-    time_s: float
-    calibrated: bool = False
-
-
-def predict(tuning: Tuning, coll: Collective, n_bytes: float,
-            calibration: Sequence[Calibration] = ()) -> Prediction:
-    """NCCL's choice for ``n_bytes`` and its time; calibrated when a fit covers it (see module)."""
-    a, p, t = tuning.choose(coll, n_bytes)
-    fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
-    for c in fits:
-        if c.algorithm == a.value and c.protocol == p.value:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
-    for c in fits:
-        if c.algorithm == ANY:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
-    return Prediction(a, p, t)
 
 
 def textbook_ring_s(topo: Topology, coll: Collective, n_bytes: float, p: int) -> float:
@@ -178,7 +118,3 @@ def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibra
                             np.array([r["measured_s"] for r in rows], float))
     out.append(Calibration(cmp.op, cmp.group_size, ANY, ANY, alpha * 1e6, 1 / beta / 1e9, cmp.nccl_version))
     return out
-
-
-def release_of(version: str) -> Release:
-    return release_for(version)[0]

@@ -1,0 +1,73 @@
+"""What NCCL's model predicts for one call, and the NCCL version a file states.
+
+:func:`predict` is NCCL's choice for a byte count (:meth:`zerocalc.nccl.model.Tuning.choose`) and
+its time; a topology carrying a calibration (``nccl_calibration``, written by ``zerocalc fit
+--out``) replaces the model's time of a pair by the fitted ``α + bytes / bw`` where it was fitted
+for the same collective and group size: the pair's own fit, else the sweep-wide one (``any``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.model import Tuning
+from zerocalc.nccl.tables import Algorithm, Collective, Protocol
+from zerocalc.topology import Calibration
+
+ANY = "any"
+
+_LIB = re.compile(r"nccl-library=(\d{4,6})\b")
+_LOG = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+
+
+def version_from_text(lines: Iterable[str]) -> str | None:
+    """The NCCL library version a file states, or ``None``.
+
+    nccl-tests ≥ 2.13 prints ``# nccl-tests version X nccl-headers=H nccl-library=L`` with
+    ``NCCL_VERSION_CODE`` = major·10000 + minor·100 + patch (``nccl.h``, since 2.9); NCCL's own
+    log prints ``NCCL version 2.19.3+cuda12.2`` (``init.cc``, with ``NCCL_DEBUG=VERSION`` or INFO).
+    The library wins over the headers: it is what ran.
+    """
+    for line in lines:
+        m = _LIB.search(line)
+        if m:
+            code = int(m[1])
+            return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+        m = _LOG.search(line)
+        if m:
+            return m[1]
+    return None
+
+
+def as_nccl_collective(op: str) -> Collective:
+    """The NCCL collective of an nccl-tests / zerocalc op name; :class:`ConfigError` otherwise."""
+    try:
+        return Collective(str(op))
+    except ValueError:
+        raise ConfigError(f"NCCL's cost model prices {', '.join(c.value for c in Collective)}; "
+                          f"not {op!r}", option="op") from None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    algorithm: Algorithm
+    protocol: Protocol
+    time_s: float
+    calibrated: bool = False
+
+
+def predict(tuning: Tuning, coll: Collective, n_bytes: float,
+            calibration: Sequence[Calibration] = ()) -> Prediction:
+    """NCCL's choice for ``n_bytes`` and its time; calibrated when a fit covers it (see module)."""
+    a, p, t = tuning.choose(coll, n_bytes)
+    fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
+    for c in fits:
+        if c.algorithm == a.value and c.protocol == p.value:
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
+    for c in fits:
+        if c.algorithm == ANY:
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
+    return Prediction(a, p, t)
