@@ -773,7 +773,6 @@ def report_cmd(
     import time
     from pathlib import Path
 
-    from zerocalc.errors import ConfigError
     from zerocalc.units import parse_count
 
     start = time.perf_counter()
@@ -781,21 +780,24 @@ def report_cmd(
     def progress(message: str) -> None:
         typer.echo(f"[{time.perf_counter() - start:5.1f} s] {message}", err=True)
 
-    paths = tuple(Path(t) for t in trace or ())
-    for p in paths:
-        if not p.exists():
-            raise ConfigError(f"{p}: no such file or directory", option="--trace")
+    # Every option and input is checked before any work (and before any progress line): the
+    # cluster, the output path, the traces; only then are the model and matplotlib loaded.
     from zerocalc.dtypes import canonical_dtype
-    from zerocalc.report import ReportConfig, check_output, write_report
+    from zerocalc.report.config import ReportConfig
+    from zerocalc.report.inputs import check_output, check_traces
     from zerocalc.topology import PRESETS
 
+    paths = tuple(Path(t) for t in trace or ())
     topo = _load_topology(topology, None, None, None, None)
     config = ReportConfig(psi=float(parse_count(psi, option="--psi")), n=n,
                           gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
                           topology=topo if topology not in PRESETS else topology,
                           comm_dtype=canonical_dtype(dtype), traces=paths)
     check_output(output, config)
+    check_traces(paths)
     progress("importing the model")
+    from zerocalc.report import write_report
+
     write_report(output, config, progress)
     progress(f"wrote {output}")
 

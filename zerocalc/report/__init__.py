@@ -3,7 +3,8 @@
 Everything in the PDF is computed from the public API (the symbolic model, the feasibility
 simulation, the trace check) when the report is generated; nothing is typed in by hand except
 prose and the published numbers it is compared against (ZeRO Table 1, cited).
-:func:`write_report` is the whole of it: :func:`collect` the data, then :func:`render` the pages.
+:func:`write_report` is the whole of it: check the inputs, :func:`collect` the data, then :func:`render`
+the pages.
 
 The package, data flowing down:
 
@@ -15,8 +16,9 @@ The package, data flowing down:
   widths), ``layout`` (:class:`~zerocalc.report.layout.Writer`: text flow, page breaks, page
   numbers), ``blocks`` (display maths, tables that continue across pages, numbered figures);
 * ``sections``: one module per section, in the order of ``sections.SECTIONS``;
-* ``document``: :func:`render`, :func:`check_output`, :func:`write_report`; fonts embedded as
-  TrueType, no creation date in the metadata, so the same inputs give the same file.
+* ``inputs``: :func:`check_output` and :func:`check_traces`, file-system checks run before any work;
+* ``document``: :func:`render` and :func:`write_report`; fonts embedded as TrueType, no creation
+  date in the metadata, so the same inputs give the same file.
 
 Adding to the report
 --------------------
@@ -34,36 +36,6 @@ Adding to the report
 * Then regenerate the committed PDF (``zerocalc report``) and look at every page.
 """
 
-from zerocalc.report.compute import collect
-from zerocalc.report.config import ReportConfig, ReportData
-from zerocalc.report.document import check_output, render, write_report
-from zerocalc.report.measured import (
-    bundled_nccl_tests,
-    bundled_traces,
-    nccl_tests_fit,
-    trace_checks,
-    validation_frame,
-)
-from zerocalc.report.sections import SECTION_TITLES
-from zerocalc.report.simulation import (
-    cluster_verdict,
-    divergence_vs_steps,
-    feasibility_result,
-    plan_on_cluster,
-)
-from zerocalc.report.sweeps import (
-    FIGURE_SCHEMES,
-    N_SWEEP,
-    PSI_SWEEP,
-    TIME_SCHEMES,
-    ZERO_TABLE1_7P5B,
-    bytes_vs_n,
-    memory_vs_n,
-    time_vs_psi,
-    volume_table,
-    zero_table1_points,
-)
-
 __all__ = [
     "FIGURE_SCHEMES",
     "N_SWEEP",
@@ -77,6 +49,7 @@ __all__ = [
     "bundled_traces",
     "bytes_vs_n",
     "check_output",
+    "check_traces",
     "cluster_verdict",
     "collect",
     "divergence_vs_steps",
@@ -92,3 +65,32 @@ __all__ = [
     "write_report",
     "zero_table1_points",
 ]
+
+# Imported on first access, so that checking a path (``report.inputs``) loads neither pandas nor
+# matplotlib: a bad ``zerocalc report`` option fails at once.
+_WHERE = {
+    "collect": "compute",
+    **dict.fromkeys(("ReportConfig", "ReportData"), "config"),
+    **dict.fromkeys(("check_output", "check_traces"), "inputs"),
+    **dict.fromkeys(("render", "write_report"), "document"),
+    **dict.fromkeys(("bundled_nccl_tests", "bundled_traces", "nccl_tests_fit", "trace_checks",
+                     "validation_frame"), "measured"),
+    "SECTION_TITLES": "sections",
+    **dict.fromkeys(("cluster_verdict", "divergence_vs_steps", "feasibility_result", "plan_on_cluster"),
+                    "simulation"),
+    **dict.fromkeys(("FIGURE_SCHEMES", "N_SWEEP", "PSI_SWEEP", "TIME_SCHEMES", "ZERO_TABLE1_7P5B",
+                     "bytes_vs_n", "memory_vs_n", "time_vs_psi", "volume_table", "zero_table1_points"),
+                    "sweeps"),
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

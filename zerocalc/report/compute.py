@@ -30,13 +30,17 @@ from zerocalc.report.sweeps import (
 def collect(config: ReportConfig = DEFAULT_CONFIG, progress: Progress | None = None) -> ReportData:
     """Compute everything the report shows from the public API.
 
-    The data several sections share first (the model's table and sweeps, the feasibility
-    simulation and its plan, the trace checks), then each section's own ``collect``
+    The data several sections share first (the trace checks, the model's table and sweeps, the
+    feasibility simulation and its plan), then each section's own ``collect``
     (:func:`zerocalc.report.sections.collect_all`).
     """
     from zerocalc.report.sections import collect_all
 
     say = progress or (lambda _msg: None)
+    # the traces first: a trace that cannot be read or checked fails before the simulation
+    say("checking the model against " + ("the given traces" if config.traces else "the bundled real traces"))
+    paths = {p.name: (p,) for p in config.traces} if config.traces else bundled_traces()
+    checks = trace_checks(paths)
     say("evaluating the model at the chosen configuration")
     table = volume_table(config)
     say("deriving the symbolic volume, time and memory of every scheme")
@@ -53,17 +57,14 @@ def collect(config: ReportConfig = DEFAULT_CONFIG, progress: Progress | None = N
         derivations=derivations,
         identities=identities,
     )
+    data.extra["checks"] = checks
+    data.extra["validation"] = validation_frame(checks)
     say("simulating every scheme on ranks that train (feasibility)")
     result = feasibility_result(config)
     data.extra["feasibility"] = result
     data.extra["divergence"] = divergence_vs_steps(config, result)
     data.extra["plan"] = plan_on_cluster(config, result)
     data.extra["verdict_short"] = cluster_verdict(config, result, data.extra["plan"])
-    say("checking the model against " + ("the given traces" if config.traces else "the bundled real traces"))
-    paths = {p.name: (p,) for p in config.traces} if config.traces else bundled_traces()
-    checks = trace_checks(paths)
-    data.extra["checks"] = checks
-    data.extra["validation"] = validation_frame(checks)
     if not config.traces:
         say("fitting α and β to the bundled nccl-tests sweep")
         data.extra["fit_summary"], data.extra["fit_points"] = nccl_tests_fit(bundled_nccl_tests())

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from zerocalc.errors import ConfigError
 from zerocalc.topology import Topology
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Called with one line of progress at each stage of a long computation.
 Progress = Callable[[str], None]
@@ -32,6 +35,19 @@ class ReportConfig:
     feasibility_n: int = 4
     feasibility_steps: int = 20
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
+        import math
+        from numbers import Integral, Real
+
+        if not (isinstance(self.psi, Real) and math.isfinite(self.psi) and self.psi > 0):
+            raise ConfigError(f"must be a positive number of parameters, got {self.psi!r}", option="--psi")
+        for value, option in ((self.n, "--n"), (self.gpus_per_node, "--gpus-per-node")):
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+                raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
+        if not (isinstance(self.k, Real) and math.isfinite(self.k) and self.k >= 0):
+            raise ConfigError(f"must be a number ≥ 0, got {self.k!r}", option="--k")
 
 
 #: The report's default configuration (the committed PDF's).
