@@ -154,9 +154,9 @@ def test_empty_schemes_option_is_exit_2(value):
 def test_table_at_one_rank_marks_colocated_equivalent():
     r = run("table", "--n", "1", "--schemes", "colocated,zeropp", "--format", "json")
     assert r.exit_code == 0, r.output
-    # N = 1: no cross-rank sum to skip (colocated exact); zeropp still quantises
+    # N = 1: no cross-rank sum to skip (colocated exact); zeropp sends nothing, so quantises nothing
     assert {d["scheme"]: d["equivalent_to_dp"] for d in json.loads(r.stdout)} == {
-        "colocated": True, "zeropp": False}
+        "colocated": True, "zeropp": True}
 
 
 def test_text_table_notes_on_tree_and_zeropp():

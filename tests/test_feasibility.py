@@ -290,11 +290,17 @@ def test_plan_ranked_by_model_savings():
     assert (plan[0].from_scheme, plan[0].to_scheme) == ("deepspeed-zero12", "zero2")
     # all-reduce 2(N-1)/N·Ψ·2 → reduce-scatter (N-1)/N·Ψ·2: saves (N-1)/N·2 = 1.5 bytes per parameter
     assert plan[0].bytes_saved_over_psi == pytest.approx(1.5)
-    tiers = [{"exact": 0, "approximate": 1, "changed": 2}[p.update] for p in plan]
-    assert tiers == sorted(tiers)
-    for t in set(tiers):
-        saved = [p.bytes_saved_per_rank for p, k in zip(plan, tiers, strict=True) if k == t]
-        assert saved == sorted(saved, reverse=True)
+    # unpriced, an item that sends more bytes is kept apart, after the ones that save
+    flags = [p.slower for p in plan]
+    assert flags == sorted(flags)
+    for group in ([p for p in plan if not p.slower], [p for p in plan if p.slower]):
+        tiers = [{"exact": 0, "approximate": 1, "changed": 2}[p.update] for p in group]
+        assert tiers == sorted(tiers)
+        for t in set(tiers):
+            saved = [p.bytes_saved_per_rank for p, k in zip(group, tiers, strict=True)
+                     if k == t and p.bytes_saved_per_rank is not None]
+            assert saved == sorted(saved, reverse=True)
+    assert all((p.bytes_saved_per_rank < 0) is p.slower for p in plan if p.bytes_saved_per_rank is not None)
     assert {p.to_scheme for p in plan if p.update == "changed"} == {"dp", "colocated"}
     assert [p.rank for p in plan] == list(range(1, len(plan) + 1))
 
@@ -336,15 +342,16 @@ def test_unknown_scheme():
 
 @pytest.mark.parametrize("name", ["colocated", "zeropp"])
 def test_model_equivalence_at_one_rank_agrees_with_the_simulation(name):
-    # The simulation executes the scheme on one rank: colocated has nothing to skip and matches the
-    # reference exactly; zeropp still quantises (int8 weights, int4 gradients) and does not. The
-    # schemes' data (Scheme.equivalent_at) must say the same.
+    # The simulation executes the scheme on one rank: colocated has nothing to skip, and zeropp sends
+    # nothing, so it quantises nothing (ZeRO++ quantises what goes on the wire); both match the reference
+    # exactly. The schemes' data (Scheme.equivalent_at) must say the same.
     from zerocalc.schemes import get_scheme
 
     cfg = FeasibilityConfig(n=1, steps=5, seed=0)
     run = simulate_scheme(name, cfg)
-    assert run.equivalent is (name == "colocated")
-    assert get_scheme(name).equivalent_at(1) is run.equivalent
+    assert run.equivalent is True and run.max_rel_diff == 0.0 and run.metadata_bytes_per_rank == 0
+    assert get_scheme(name).equivalent_at(1) is True
+    assert get_scheme(name).equivalent_at(2) is False
 
 
 def test_empty_scheme_list_is_refused():

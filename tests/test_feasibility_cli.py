@@ -112,3 +112,54 @@ def test_sizes_beyond_the_cap_are_refused_quickly():
     for option, value in (("--n", MAX_RANKS + 1), ("--steps", MAX_STEPS + 1)):
         r = runner.invoke(app, ["feasibility", option, str(value)])
         assert r.exit_code == 2 and r.stderr.startswith(f"error: {option}: at most")
+
+
+# -- the plan priced on the user's cluster -----------------------------------------------------------
+
+
+def test_plan_priced_on_a_preset_with_psi(tmp_path):
+    r = _run("--steps", "2", "--psi", "70B", "--topology", "dgx-h100", "--plan-n", "64", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""  # no progress bar when stderr is not a terminal
+    doc = json.loads(r.stdout)
+    b = doc["plan_basis"]
+    assert (b["psi"], b["n"], b["gpus_per_node"], b["topology"], b["in_network"]) == (
+        70_000_000_000, 64, 8, "dgx-h100", "nvls")
+    flags = [p["slower"] for p in doc["plan"]]
+    assert flags == sorted(flags) and any(flags)
+    priced = [p for p in doc["plan"] if p["bytes_saved_per_rank"] is not None]
+    assert all(isinstance(p["time_saved_s"], float) for p in priced)
+
+
+def test_plan_priced_on_a_toml_topology(tmp_path):
+    toml = tmp_path / "lab.toml"
+    toml.write_text('name = "lab"\ngpus_per_node = 4\nin_network_reduction = ["nvls", "sharp"]\n'
+                    '[intra]\nalpha_us = 3\nbw_GBps = 300\n[inter]\nalpha_us = 10\nbw_GBps = 100\n')
+    r = _run("--steps", "1", "--topology", str(toml), "--plan-n", "16")
+    assert r.exit_code == 0, r.output
+    assert "on lab, Ψ = 7.5e+09, N = 16, G = 4" in r.stdout and "in-network reduction priced: nvls+sharp)" \
+        in r.stdout
+    assert "slower on this cluster (kept apart):" in r.stdout or "slower" not in r.stdout
+
+
+@pytest.mark.parametrize("args, option", [
+    (("--psi", "lots"), "--psi"),
+    (("--topology", "dgx-z9"), "topology 'dgx-z9'"),
+    (("--topology", "missing.toml"), "--topology"),
+    (("--plan-n", "0"), "--plan-n"),
+    (("--plan-n", "12", "--gpus-per-node", "8"), "--plan-n"),
+    (("--dtype", "fp7"), "dtype 'fp7'"),
+])
+def test_bad_cluster_options_exit_2_with_one_line(args, option):
+    r = _run("--steps", "1", *args)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0]
+
+
+def test_zeropp_at_one_rank_sends_and_quantises_nothing():
+    r = _run("--n", "1", "--steps", "3", "--schemes", "zeropp", "--format", "json")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)["schemes"][0]
+    assert rec["bytes_per_rank_simulated"] == 0 and rec["metadata_bytes_per_rank_simulated"] == 0
+    assert rec["max_rel_diff"] == 0 and rec["equivalent"] is True and rec["equivalent_to_dp_model"] is True

@@ -98,11 +98,12 @@ def test_model_bytes_per_rank_refuses_bad_layouts(n, g):
         model_bytes_per_rank("dp", psi=1e9, n=n, gpus_per_node=g)
 
 
-def test_exact_on_one_rank_only_for_the_colocated_scheme():
-    # Skipping the reduce-scatter changes nothing on one rank (nothing to sum); every other scheme
-    # is either exact for every N already or changes the values it sends (zeropp quantises).
-    assert [s.name for s in SCHEMES.values() if s.exact_on_one_rank] == ["colocated"]
+def test_exact_on_one_rank_for_colocated_and_zeropp():
+    # Skipping the reduce-scatter changes nothing on one rank (nothing to sum), and ZeRO++ quantises
+    # what it sends, which on one rank is nothing; every other scheme is exact for every N already.
+    assert [s.name for s in SCHEMES.values() if s.exact_on_one_rank] == ["colocated", "zeropp"]
     assert SCHEMES["colocated"].equivalent_at(1) is True
     assert SCHEMES["colocated"].equivalent_at(2) is False
-    assert SCHEMES["zeropp"].equivalent_at(1) is False
+    assert SCHEMES["zeropp"].equivalent_at(1) is True
+    assert SCHEMES["zeropp"].equivalent_at(2) is False
     assert SCHEMES["dp"].equivalent_at(1) is True

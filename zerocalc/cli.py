@@ -7,6 +7,7 @@ error becomes one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import Annotated
 
@@ -413,13 +414,40 @@ def _feasibility_table(result) -> str:
                      ", ".join(f"step {k}: {format_diff(div[k - 1]['max_rel_diff'], 2)}" for k in picks))
     lines += ["", "verdict:",
               *textwrap.wrap(result.verdict, 110, initial_indent="  ", subsequent_indent="  ")]
+    from zerocalc.plan import helps, slower
+    from zerocalc.units import format_seconds
+
     b = result.plan_basis
-    lines += ["", f"plan (model bytes saved per rank per step; Ψ = {b['psi']:.3g}, N = {b['n']}, "
-                  f"G = {b['gpus_per_node']}, {b['comm_bytes']}-byte wire elements, ring):"]
-    for p in result.plan:
-        lines.append(f"  {p.rank}. [{p.update}] {p.action}")
-        lines.append(f"     {p.from_scheme} → {p.to_scheme}: saves {format_bytes(p.bytes_saved_per_rank)} "
-                     f"({p.bytes_saved_over_psi:.3g} B/parameter); {p.evidence}")
+    where = f"on {b['topology']}, " if b.get("topology") else ""
+    lines += ["", f"plan (model bytes{' and time' if where else ''} saved per rank per step; {where}"
+                  f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
+                  f"wire elements; in-network reduction priced: {b['in_network']}"
+                  + ("" if b.get("in_network_available") is not False else ", not on this cluster") + "):"]
+
+    def item_lines(p) -> list[str]:
+        if p.bytes_saved_per_rank is None:
+            saved = "not priced"
+        elif p.bytes_saved_per_rank >= 0:
+            saved = f"saves {format_bytes(p.bytes_saved_per_rank)} ({p.bytes_saved_over_psi:.3g} B/parameter)"
+        else:
+            saved = (f"sends {format_bytes(-p.bytes_saved_per_rank)} more "
+                     f"({-p.bytes_saved_over_psi:.3g} B/parameter)")
+        if p.time_saved_s is not None:
+            saved += (f", {format_seconds(p.time_saved_s)} per step" if p.time_saved_s >= 0
+                      else f", {format_seconds(-p.time_saved_s)} slower per step")
+        switch = f" [in the switch: {p.in_network}{'' if p.available is not False else ', not available'}]" \
+            if p.in_network else ""
+        return [f"  {p.rank}. [{p.update}] {p.action}{switch}",
+                f"     {p.from_scheme} → {p.to_scheme}: {saved}; {p.evidence}"]
+
+    for p in helps(result.plan):
+        lines += item_lines(p)
+    worse = slower(result.plan)
+    if worse:
+        lines += ["", "  slower on this cluster (kept apart):" if b.get("topology") else
+                  "  sending more bytes (kept apart):"]
+        for p in worse:
+            lines += item_lines(p)
     return "\n".join(lines)
 
 
@@ -431,25 +459,74 @@ def feasibility_cmd(
     schemes: list[str] | None = typer.Option(  # noqa: B008 - typer's option declaration
         None, "--schemes", help="Schemes to simulate (repeat or comma-separate); default: all."),
     gpus_per_node: int | None = typer.Option(
-        None, "--gpus-per-node", help="Ranks per node for fsdp-hybrid and zeropp (default: 2 if N is even)."),
+        None, "--gpus-per-node",
+        help="Ranks per node: of the simulation (for fsdp-hybrid and zeropp; default 2 if N is even) and "
+             "of the cluster the plan is priced on (default: the topology's)."),
+    psi: str = typer.Option("7.5e9", "--psi",
+                            help="Parameters of the model the plan is priced for: 7.5e9, 70B."),
+    plan_n: int | None = typer.Option(
+        None, "--plan-n", help="Data-parallel ranks N of the cluster the plan is priced on [default: --n]."),
+    topology: str = typer.Option(
+        "dgx-a100", "--topology",
+        help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or "
+             "a .toml file; its in-network reduction (nvls, sharp) is priced where it has one."),
+    dtype: str = typer.Option("fp16", "--dtype",
+                              help="Element type on the wire for the plan. " + _DTYPE_HELP),
     fmt: str = typer.Option("table", "--format", help="table or json."),
 ) -> None:
     """Simulate each scheme on N ranks training a small MLP, compare with data parallelism and the model,
-    and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to."""
+    and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to, priced on a
+    cluster."""
+    from fractions import Fraction
+
+    from zerocalc.dtypes import canonical_dtype, dtype_bytes
     from zerocalc.errors import ConfigError
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
+    from zerocalc.units import parse_count
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
     names = _scheme_names(schemes, "--schemes")
-    cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, gpus_per_node=gpus_per_node)
-    result = run_feasibility(cfg, names)
+    plan_psi = parse_count(psi, option="--psi")
+    comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
+    topo = _load_topology(topology, None, None, None, None)
+    cfg = FeasibilityConfig(n=n, steps=steps, seed=seed,
+                            gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
+    if plan_n is not None and plan_n < 1:
+        raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")
+    with _progress_bar("simulating") as progress:
+        result = run_feasibility(
+            cfg, names, plan_psi=plan_psi,
+            plan_comm_bytes=int(comm_bytes) if comm_bytes.denominator == 1 else comm_bytes,
+            plan_topology=topo, plan_n=n if plan_n is None else plan_n,
+            plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
+            progress=progress)
     if fmt == "json":
         import json
 
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         typer.echo(_feasibility_table(result))
+
+
+@contextmanager
+def _progress_bar(label: str):
+    """A rich progress bar on stderr while the body runs, only when stderr is a terminal; yields the
+    ``progress(done, total, what)`` callback (``None`` when there is no terminal)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def progress(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{label}: {what}")
+
+        yield progress
 
 
 # --- check / fit: measured against predicted, α-β fitted from timings -------------

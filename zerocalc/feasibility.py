@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from zerocalc.errors import ConfigError
-from zerocalc.plan import DEFAULT_PLAN_COMM_BYTES, PlanItem, build_plan, saving_sentence
+from zerocalc.plan import DEFAULT_PLAN_COMM_BYTES, PlanItem, build_plan, in_network_sentence, saving_sentence
 from zerocalc.sim.accounting import model_bytes_by_phase, model_bytes_exact, simulated_bytes_by_collective
 from zerocalc.sim.compare import REL_TOL, SchemeRun, _check_scheme, _diff, simulate_scheme
 from zerocalc.sim.quantize import QUANT_BLOCK, Packet, dequantize, quantize
@@ -90,13 +90,17 @@ def lower_bound_bytes(psi: int, n: int, elem_bytes: int = WIRE_ELEM_BYTES) -> Fr
     average over ranks: ``(N-1)/N · Ψ · b``.
 
     Why: the update of each parameter needs the sum of N gradient values that start on N different
-    ranks (ZeRO §2.1). Each message carries one value (or a partial sum) from one rank to another and
-    merges at most two partial sums, so bringing N of them together anywhere takes at least N-1
-    element transfers: at least ``(N-1)·Ψ`` elements in total, ``(N-1)/N·Ψ`` per rank on average —
+    ranks (ZeRO §2.1). Whoever adds them up — another rank, or a switch — each rank's values for the
+    elements it does not own must leave it at least once: ``(N-1)/N·Ψ`` elements per rank on average,
     the reduce-scatter bound of Patarasuk & Yuan (JPDC 2009), which a ring meets (ZeRO §2.1, §5.2). Where
     the owner of an element sits does not enter: colocating gradients with their optimizer shard
-    changes where the sum is needed, not how many contributions it has. Only fewer bits per value
-    (quantisation) or fewer reductions (periodic averaging) go below it, and both change the update.
+    changes where the sum is needed, not how many contributions it has.
+
+    What goes below what a ring step sends: in-network reduction (NVLS, SHARP: the switch sums, so a
+    rank's all-reduce sends about Ψ(1 + 1/N) instead of 2(N-1)/N·Ψ, :mod:`zerocalc.in_network`) — exact,
+    but not below this bound. What goes below the bound itself changes the update: fewer bits per value
+    (quantisation, ZeRO++, 1-bit Adam), low-rank or sparse gradients (PowerSGD, top-k), or fewer
+    reductions (periodic averaging, local SGD / DiLoCo).
     """
     return Fraction((n - 1) * psi * elem_bytes, n)
 
@@ -117,6 +121,11 @@ class FeasibilityResult:
     verdict: str
     #: the verdict without its last sentence (the plan's saving at ``plan_basis``): what the simulation found
     findings: str = ""
+    #: schemes simulated with in-network reduction (switches of ``plan_basis["in_network"]``), the
+    #: evidence of the plan's in-network items
+    in_network_runs: tuple[SchemeRun, ...] = ()
+    #: what in-network reduction does to the #4582 question, at ``plan_basis`` (part of ``verdict``)
+    in_network_finding: str = ""
 
     def records(self) -> list[dict]:
         """One JSON-ready record per simulated scheme."""
@@ -153,6 +162,20 @@ class FeasibilityResult:
             })
         return out
 
+    def _in_network_record(self, r: SchemeRun) -> dict:
+        from zerocalc.sim.accounting import model_link_bytes_exact
+
+        model = model_link_bytes_exact(r.scheme, psi=r.psi, n=r.n, gpus_per_node=r.gpus_per_node,
+                                       comm_bytes=WIRE_ELEM_BYTES, in_network=r.in_network,
+                                       switch_ops=r.switch_ops)
+        links = ("intra_sent", "intra_received", "inter_sent", "inter_received")
+        return {"scheme": r.scheme, "n": r.n, "gpus_per_node": r.gpus_per_node, "psi": r.psi,
+                "steps": r.steps, "in_network": "+".join(r.in_network), "switch_ops": list(r.switch_ops),
+                "link_bytes_per_rank_simulated": {k: _f(r.link_bytes.get(k)) for k in links},
+                "link_bytes_per_rank_model": {k: float(model[k]) for k in links},
+                "bytes_match": None if not r.steps else all(r.link_bytes[k] == model[k] for k in links),
+                "max_rel_diff": r.max_rel_diff, "equivalent": r.equivalent}
+
     def to_dict(self) -> dict:
         c = self.config
         return {
@@ -164,6 +187,16 @@ class FeasibilityResult:
                 "bytes_per_rank": float(self.lower_bound_bytes_per_rank),
                 "formula": "(N-1)/N * Psi * b",
                 "source": "Patarasuk & Yuan, JPDC 2009 (reduce-scatter bound); ZeRO §2.1",
+                "below_ring_step": "in-network reduction (NVLS, SHARP): exact, about Psi(1 + 1/N) per "
+                                   "all-reduce instead of 2(N-1)/N Psi, not below this bound",
+                "below_bound": ["fewer bits (quantisation, ZeRO++, 1-bit / 0/1 Adam)",
+                                "low-rank or sparse gradients (PowerSGD, top-k)",
+                                "fewer reductions (periodic averaging: local SGD, DiLoCo)"],
+            },
+            "in_network": {
+                "kinds": self.plan_basis.get("in_network", ""),
+                "finding": self.in_network_finding,
+                "schemes": [self._in_network_record(r) for r in self.in_network_runs],
             },
             "conditions": list(self.conditions),
             "divergence": list(self.divergence),
@@ -179,8 +212,9 @@ def _f(x: Fraction | None) -> float | None:
 
 def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
              conditions: tuple[dict, ...], lower: Fraction, plan: tuple[PlanItem, ...],
-             comm_bytes: int) -> tuple[str, str]:
-    """(what the simulation found, what the plan saves): sentences built from the numbers of this run."""
+             comm_bytes: int, basis: str) -> tuple[str, str]:
+    """(what the simulation found, what the plan saves at ``basis``): sentences built from the numbers of
+    this run."""
     exact = [r for r in runs.values() if r.scheme != "colocated" and r.equivalent]
     claimed = [r for r in runs.values() if r.scheme != "colocated" and r.scheme != "zeropp"]
     by_cond = {c["condition"]: c for c in conditions}
@@ -214,21 +248,27 @@ def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
               f"({format_diff(shared['max_rel_diff'])}) — "
               f"otherwise each parameter shard is trained on its own rank's 1/N of the batch, a "
               f"local-SGD-like update{grow}.")
-    top = next((p for p in plan if p.update == "exact" and p.bytes_saved_per_rank > 0), None)
+    top = next((p for p in plan if p.update == "exact" and not p.slower and not p.in_network
+                and (p.bytes_saved_per_rank or 0) > 0), None)
     third = saving_sentence(None if top is None else top.action, None if top is None else top.from_scheme,
                             None if top is None else top.to_scheme,
                             None if top is None else top.bytes_saved_over_psi,
-                            f"N = {cfg.n}, {comm_bytes}-byte wire elements")
+                            basis)
     return " ".join((first, second)), third
 
 
 def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str] | None = None, *,
                     plan_psi: int = 7_500_000_000, plan_comm_bytes: int = DEFAULT_PLAN_COMM_BYTES,
-                    plan_period: int = 4) -> FeasibilityResult:
+                    plan_period: int = 4, plan_topology=None, plan_n: int | None = None,
+                    plan_gpus_per_node: int | None = None, progress=None) -> FeasibilityResult:
     """Simulate ``schemes`` (default: all) and the colocated proposal, compare each with the reference
-    and with the symbolic model, test the conditions under which colocated is exact, and derive the
-    plan (model bytes at ``plan_psi`` parameters, ``plan_comm_bytes`` per element, the run's N and G)
-    and the verdict."""
+    and with the symbolic model, test the conditions under which colocated is exact, simulate the
+    in-network reductions the plan prices, and derive the plan and the verdict.
+
+    The plan is priced at ``plan_psi`` parameters, ``plan_comm_bytes`` per element, N = ``plan_n`` and
+    G = ``plan_gpus_per_node`` (default: the simulation's), on ``plan_topology`` (a preset name or a
+    :class:`zerocalc.topology.Topology`; ``None``: bytes only, no time). ``progress(done, total, what)``,
+    when given, is called as the simulations go (the CLI draws a bar with it)."""
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = list(SIMULATED_SCHEMES) if schemes is None else [_check_scheme(s) for s in schemes]
     names = list(dict.fromkeys(names))
@@ -237,12 +277,50 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                           option="--schemes")
     if plan_period < 2:
         raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
+    topology = None
+    if plan_topology is not None:
+        from zerocalc.topology import get_topology
+
+        topology = get_topology(plan_topology)
+    p_n = cfg.n if plan_n is None else plan_n
+    p_g = plan_gpus_per_node if plan_gpus_per_node is not None else (
+        cfg.g if plan_n is None or topology is None else topology.gpus_per_node)
+    if plan_n is not None or plan_gpus_per_node is not None:
+        from zerocalc.evaluate import check_layout
+
+        try:
+            p_g = int(check_layout(p_n, p_g))
+        except ConfigError as exc:  # the cluster's N is --plan-n here, not the simulation's --n
+            raise ConfigError(exc.message, option="--plan-n" if exc.option == "--n" else exc.option) from None
+    offered = tuple(getattr(topology, "in_network_reduction", None) or ())
+    kinds = offered or ("nvls", "sharp")
+    from zerocalc.plan import in_network_candidates
+
+    switched = [(s, ops) for s, ops in in_network_candidates() if s in names]
+    total = len(names) + len(switched) + 5
+    done = 0
+
+    def tick(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, what)
+
     ref = simulate_reference(cfg)
-    runs = {name: simulate_scheme(name, cfg, ref) for name in names}
+    tick("reference")
+    runs = {}
+    for name in names:
+        runs[name] = simulate_scheme(name, cfg, ref)
+        tick(name)
     col = runs.get("colocated") or simulate_scheme("colocated", cfg, ref)
     psi = cfg.model.psi
-    model_exact = {name: model_bytes_exact(name, psi=psi, n=cfg.n, gpus_per_node=cfg.g)
-                   for name in names}
+    model_exact = {name: model_bytes_exact(name, psi=psi, n=cfg.n, gpus_per_node=cfg.g,
+                                           in_network=cfg.in_network) for name in names}
+    in_network_runs = {}
+    for name, ops in switched:
+        switched_cfg = replace(cfg, in_network=kinds, switch_ops=ops)
+        in_network_runs[(name, ops)] = simulate_scheme(name, switched_cfg, ref)
+        tick(f"{name} with in-network reduction")
     lower = lower_bound_bytes(psi, cfg.n)
 
     def cond(label: str, c: FeasibilityConfig, theta: np.ndarray | None = None,
@@ -258,20 +336,40 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                 "equivalent": None if c.steps == 0 else r <= REL_TOL}
 
     conditions = (
-        cond("N = 1", replace(cfg, n=1, gpus_per_node=None)),
+        cond("N = 1", replace(cfg, n=1, gpus_per_node=None, in_network=())),
         cond("every rank on the same micro-batch", replace(cfg, shared_micro_batch=True)),
         cond("distinct micro-batches (data parallelism)", cfg, col.final_params, ref[-1]),
         cond("each shard trained on its own rank's micro-batch", cfg, col.final_params,
              simulate_shardwise_local(cfg)),
     )
+    for _ in range(4):
+        tick("conditions")
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
-    plan = build_plan(runs, psi=plan_psi, n=cfg.n, gpus_per_node=cfg.g, comm_bytes=plan_comm_bytes,
-                      period=plan_period)
-    findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes)
+    plan = build_plan(runs, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
+                      period=plan_period, topology=topology, in_network_runs=in_network_runs,
+                      in_network=kinds)
+    basis = _basis(topology, p_n, p_g, plan_comm_bytes)
+    findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
+    from zerocalc.units import format_seconds
+
+    finding = in_network_sentence(plan, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
+                                  basis=basis, format_time=format_seconds)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,
-        plan_basis={"psi": plan_psi, "n": cfg.n, "gpus_per_node": cfg.g, "comm_bytes": plan_comm_bytes,
-                    "period": plan_period, "algorithm": "ring"},
-        verdict=f"{findings} {saving}", findings=findings,
+        plan_basis={"psi": plan_psi, "n": p_n, "gpus_per_node": p_g,
+                    "comm_bytes": (plan_comm_bytes if isinstance(plan_comm_bytes, int)
+                                   else float(plan_comm_bytes)),
+                    "period": plan_period, "algorithm": "ring",
+                    "topology": None if topology is None else topology.name,
+                    "in_network": "+".join(kinds), "in_network_available": None if topology is None
+                    else all(k in offered for k in kinds)},
+        verdict=" ".join(x for x in (findings, saving, finding) if x), findings=findings,
+        in_network_runs=tuple(in_network_runs.values()), in_network_finding=finding,
     )
+
+
+def _basis(topology, n: int, g: int, comm_bytes: int) -> str:
+    """Where the plan was priced, in words: ``"N = 4, 2-byte wire elements"`` or the cluster too."""
+    where = f"N = {n}, {comm_bytes}-byte wire elements"
+    return where if topology is None else f"{topology.name}, {where}, G = {g}"

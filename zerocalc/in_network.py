@@ -60,6 +60,7 @@ from zerocalc.errors import ConfigError
 
 __all__ = [
     "KINDS",
+    "SWITCH_OPS",
     "LinkBytes",
     "collective_link_bytes",
     "in_network_time_s",
@@ -243,26 +244,40 @@ def _phase_parts(phase):
     return phase.collective, phase.elements * phase.elem_bytes, phase.group, runs * phase.calls
 
 
-def scheme_link_bytes(scheme, kinds=None) -> LinkBytes:
+#: The collectives a switch runs (NCCL's NVLS and CollNet algorithms cover these three, ``tuning.cc``).
+SWITCH_OPS: frozenset[str] = frozenset(c.value for c in _REDUCING)
+
+
+def _ops(ops) -> frozenset[str]:
+    return SWITCH_OPS if ops is None else frozenset(as_collective(o).value for o in ops)
+
+
+def scheme_link_bytes(scheme, kinds=None, ops=None) -> LinkBytes:
     """Bytes per rank per step by link type and direction of a scheme (name or
-    :class:`zerocalc.schemes.Scheme`): the sum over its phases of calls × :func:`collective_link_bytes`."""
+    :class:`zerocalc.schemes.Scheme`): the sum over its phases of calls × :func:`collective_link_bytes`.
+    ``ops`` (collective names; default all of :data:`SWITCH_OPS`) go through the switch, the rest as
+    rings (NCCL picks the algorithm per call: an all-gather through NVLS is no faster than a ring)."""
     from zerocalc.schemes import get_scheme
 
+    through = _ops(ops)
     total = LinkBytes()
     for ph in get_scheme(scheme).phases:
         c, n, group, calls = _phase_parts(ph)
-        total = total + collective_link_bytes(c, n, group, kinds).scaled(calls)
+        ks = kinds if c.value in through else None
+        total = total + collective_link_bytes(c, n, group, ks).scaled(calls)
     return total
 
 
-def scheme_in_network_time_s(scheme, kinds) -> sympy.Expr:
-    """Step communication seconds of a scheme under in-network reduction, phases one after another."""
+def scheme_in_network_time_s(scheme, kinds, ops=None) -> sympy.Expr:
+    """Step communication seconds of a scheme under in-network reduction of ``ops`` (as in
+    :func:`scheme_link_bytes`), phases one after another; the other phases keep the ring's time."""
     from zerocalc.schemes import get_scheme
 
+    through = _ops(ops)
     total = _ZERO
     for ph in get_scheme(scheme).phases:
         c, n, group, calls = _phase_parts(ph)
-        if c in _REDUCING:
+        if c.value in through:
             total += calls * in_network_time_s(c, n, group, kinds)
         else:
             total += ph.time_s(Algorithm.RING)

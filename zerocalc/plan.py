@@ -1,110 +1,303 @@
-"""The implementation plan: what to change, ranked by the bytes the model says it saves.
+"""The implementation plan: what to change, ranked by the bytes the model says it saves, priced on a cluster.
 
-Each item goes from one scheme to another (or keeps the scheme and changes how it runs); its saving is
-the symbolic model's difference of bytes per rank per step at the plan's Ψ, N, G and wire element size,
-never a number written here. Items are tiered by what they do to the update: ``exact`` (the
-data-parallel update), ``approximate`` (the same rule on quantised values), ``changed`` (a different
-update rule), and ranked by bytes saved within a tier.
+Each item goes from one scheme to another, or keeps the scheme and changes how it runs (in the switch,
+on fewer bits, less often); its saving is the symbolic model's difference of bytes per rank per step at
+the plan's Ψ, N, G and wire element size, never a number written here. Items are tiered by what they
+do to the update: ``exact`` (the data-parallel update), ``approximate`` (the same rule on quantised or
+compressed values), ``changed`` (a different update rule), and ranked by bytes saved within a tier.
+
+Priced on a cluster (a :class:`zerocalc.topology.Topology`), each item also gets the model's time saved
+per step. An item that is slower there (negative time saved; unpriced, one that sends more bytes) is
+kept apart: :func:`helps` lists the others in rank order, :func:`slower` these, ranked after them and
+flagged ``slower`` (in the JSON too).
+
+In-network reduction (:mod:`zerocalc.in_network`) is priced with the kinds the cluster offers
+(``Topology.in_network_reduction``); on a cluster without any, with NVLS and SHARP both, and the item
+says it is not available there (``available`` false).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from zerocalc.sim.accounting import model_bytes_exact
 from zerocalc.sim.compare import REL_TOL
 from zerocalc.units import format_diff
 
-__all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "build_plan", "saving_sentence"]
+__all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "build_plan", "helps", "in_network_sentence",
+           "saving_sentence", "slower"]
 
 #: Bytes per element on the wire for which the implementation plan is computed: fp16/bf16, as real runs
 #: communicate (b = 2 in ZeRO's notation).
 DEFAULT_PLAN_COMM_BYTES = 2
+#: The in-network reduction a plan prices on a cluster that offers none: both kinds, marked unavailable.
+ALL_KINDS = ("nvls", "sharp")
 
 
 @dataclass(frozen=True)
 class PlanItem:
     """One step of the implementation plan: going from ``from_scheme`` to ``to_scheme`` saves
-    ``bytes_saved_per_rank`` per rank per step by the symbolic model. ``update`` is ``"exact"`` (the
-    data-parallel update), ``"approximate"`` (same rule, quantised values) or ``"changed"`` (a
-    different update rule)."""
+    ``bytes_saved_per_rank`` per rank per step by the symbolic model (``None`` where the model cannot say:
+    a saving that depends on layer shapes). ``update`` is ``"exact"`` (the data-parallel update),
+    ``"approximate"`` (same rule, quantised or compressed values) or ``"changed"`` (a different update
+    rule). ``in_network`` names the in-network reduction ``to_scheme`` runs with (``"nvls+sharp"``;
+    empty: rings), ``available`` whether the priced cluster has it (``None``: not priced or not needed).
+    ``time_saved_s`` and ``from_time_s`` are the model's seconds per step on the priced cluster
+    (``None`` unpriced); ``slower`` flags an item that costs time there (or, unpriced, bytes)."""
 
     rank: int
     action: str
     from_scheme: str
     to_scheme: str
-    bytes_saved_per_rank: float
-    bytes_saved_over_psi: float
+    bytes_saved_per_rank: float | None
+    bytes_saved_over_psi: float | None
     update: str
     evidence: str
     note: str
+    in_network: str = ""
+    available: bool | None = None
+    time_saved_s: float | None = None
+    from_time_s: float | None = None
+    slower: bool = False
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-# (action, from, to, changes the update rule, note). Savings come from the model, never from here.
-_PLAN_CANDIDATES: tuple[tuple[str, str, str, bool, str], ...] = (
-    ("native reduce-scatter for DeepSpeed ZeRO-1/2 (gradients reduced onto their shard owner, "
-     "ZeRO §5.2, instead of a bucket all-reduce)", "deepspeed-zero12", "zero2", False,
-     "deepspeed/runtime/zero/stage_1_and_2.py all-reduces regardless of the reduce_scatter flag "
-     "(DeepSpeed issues #5758, #6463); PR #7440 was closed"),
-    ("DeepSpeed ZeRO-2 with use_multi_rank_bucket_allreduce=False (one reduce per owner)",
-     "deepspeed-zero12", "deepspeed-zero2-reduce", False,
-     "an existing switch; N reduces instead of one all-reduce, more and smaller calls"),
-    ("reduce-scatter + all-gather in PyTorch ZeroRedundancyOptimizer instead of DDP all-reduce + "
-     "per-parameter broadcasts", "torch-zero1", "zero1", False, "pytorch issue #69591"),
-    ("FSDP SHARD_GRAD_OP instead of FULL_SHARD (keep the gathered parameters through backward)",
-     "fsdp-full-shard", "fsdp-shard-grad-op", False, "costs the memory of the unsharded parameters"),
-    ("hierarchical partitioning: FSDP HYBRID_SHARD (shard inside a node, all-reduce Ψ/G across nodes)",
-     "fsdp-full-shard", "fsdp-hybrid", False,
-     "moves bytes onto intra-node links; optimizer state per rank grows from Ψ/N to Ψ/G"),
-    ("quantised collectives: ZeRO++ (int8 weights, in-node secondary copy, int4 gradients)",
-     "zero3", "zeropp", False, "quantisation error in weights and gradients; needs G > 1 for hpZ"),
-    ("overlap the collectives with backward and forward compute", "zero2", "zero2", False,
-     "hides time, moves the same bytes"),
-    ("periodic averaging (local SGD / DiLoCo) every {H} steps", "dp", "dp", True,
-     "averages parameters every H steps; the update is no longer the data-parallel one"),
-    ("colocated gradients (the proposal of DeepSpeed issue #4582)", "zero2", "colocated", True,
-     "each shard trained on its own rank's micro-batch only"),
+@dataclass(frozen=True)
+class _Candidate:
+    """A plan item before pricing. ``saving``: ``"scheme"`` (model(src) - model(dst)), ``"in_network"``
+    (ring src − dst in the switch), ``"period"`` (src × (H-1)/H), ``"bits"`` (src's gradient reduction on
+    ``bits`` per element instead of 8b), ``"shapes"`` (not priced: depends on layer shapes)."""
+
+    action: str
+    src: str
+    dst: str
+    update: str  # "model" (exact or approximate as the model / simulation says), "approximate", "changed"
+    note: str
+    saving: str = "scheme"
+    bits: int = 0
+    #: collectives ``dst`` runs through the switch (``saving == "in_network"``)
+    ops: tuple[str, ...] = ()
+
+
+# Savings come from the model, never from here.
+_CANDIDATES: tuple[_Candidate, ...] = (
+    _Candidate("native reduce-scatter for DeepSpeed ZeRO-1/2 (gradients reduced onto their shard owner, "
+               "ZeRO §5.2, instead of a bucket all-reduce)", "deepspeed-zero12", "zero2", "model",
+               "deepspeed/runtime/zero/stage_1_and_2.py all-reduces regardless of the reduce_scatter flag "
+               "(DeepSpeed issues #5758, #6463); PR #7440 was closed"),
+    _Candidate("DeepSpeed ZeRO-2 with use_multi_rank_bucket_allreduce=False (one reduce per owner)",
+               "deepspeed-zero12", "deepspeed-zero2-reduce", "model",
+               "an existing switch; N reduces instead of one all-reduce, more and smaller calls"),
+    _Candidate("reduce-scatter + all-gather in PyTorch ZeroRedundancyOptimizer instead of DDP all-reduce + "
+               "per-parameter broadcasts", "torch-zero1", "zero1", "model", "pytorch issue #69591"),
+    _Candidate("FSDP SHARD_GRAD_OP instead of FULL_SHARD (keep the gathered parameters through backward)",
+               "fsdp-full-shard", "fsdp-shard-grad-op", "model",
+               "costs the memory of the unsharded parameters"),
+    _Candidate("hierarchical partitioning: FSDP HYBRID_SHARD (shard inside a node, all-reduce Ψ/G across "
+               "nodes)", "fsdp-full-shard", "fsdp-hybrid", "model",
+               "moves bytes onto intra-node links; optimizer state per rank grows from Ψ/N to Ψ/G"),
+    _Candidate("in-network reduction of DeepSpeed ZeRO-1/2's gradient all-reduce (the switch sums: NVLS in "
+               "the node, SHARP across nodes)", "deepspeed-zero12",
+               "deepspeed-zero12", "model",
+               "NCCL picks NVLS / CollNet by itself where the hardware and NCCL_NVLS_ENABLE / "
+               "NCCL_COLLNET_ENABLE allow (NCCL src/graph/tuning.cc); the all-reduce goes from 2(N-1)/N·Ψ "
+               "to about Ψ(1 + 1/N) per rank each way", saving="in_network", ops=("all_reduce",)),
+    _Candidate("in-network all-reduce for data parallelism (DDP's gradient all-reduce summed in the "
+               "switch)", "dp", "dp", "model", "no sharding: the memory of data parallelism",
+               saving="in_network", ops=("all_reduce",)),
+    _Candidate("ZeRO-2's reduce-scatter and all-gather through the switch (NVLS / SHARP)", "zero2", "zero2",
+               "model", "a switch reduce-scatter sends the whole vector and an all-gather receives it: "
+               "no less than the ring's (N-1)/N·Ψ each; only the all-reduce is halved", saving="in_network",
+               ops=("reduce_scatter", "all_gather")),
+    _Candidate("quantised collectives: ZeRO++ (int8 weights, in-node secondary copy, int4 gradients)",
+               "zero3", "zeropp", "model",
+               "quantisation error in weights and gradients; needs G > 1 for hpZ"),
+    _Candidate("error-feedback 1-bit compression of the gradient all-reduce (1-bit Adam, 0/1 Adam)",
+               "dp", "dp", "approximate", "1-bit Adam (Tang et al., ICML 2021, arXiv 2102.02888) after a "
+               "full-precision warm-up, 0/1 Adam (Lu et al., ICLR 2023, arXiv 2202.06009) also skips "
+               "rounds; error feedback keeps convergence; priced on steady-state steps, scales left out",
+               saving="bits", bits=1),
+    _Candidate("low-rank gradient compression with error feedback (PowerSGD)", "dp", "dp", "approximate",
+               "Vogels, Karimireddy & Jaggi, NeurIPS 2019 (arXiv 1905.13727): rank r sends r(m+n) instead "
+               "of m·n per m×n layer; not priced: the model has no layer shapes", saving="shapes"),
+    _Candidate("overlap the collectives with backward and forward compute", "zero2", "zero2", "model",
+               "hides time, moves the same bytes", saving="none"),
+    _Candidate("periodic averaging (local SGD / DiLoCo) every {H} steps", "dp", "dp", "changed",
+               "averages parameters every H steps; the update is no longer the data-parallel one",
+               saving="period"),
+    _Candidate("colocated gradients (the proposal of DeepSpeed issue #4582)", "zero2", "colocated",
+               "changed", "each shard trained on its own rank's micro-batch only"),
 )
 
 
-def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
-               period: int) -> tuple[PlanItem, ...]:
+def _values(topology, *, psi, n, g, comm_bytes) -> dict[str, float]:
+    """Numbers for every symbol of :data:`zerocalc.symbols.ARGUMENTS` on a cluster (widths b = the wire's)."""
+    from zerocalc import symbols as S
+
+    known = dict(topology.values(), Psi=float(psi), N=float(n), G=float(g), H=float(g), n_mb=1.0, K=12.0)
+    return {s.name: known.get(s.name, float(comm_bytes)) for s in S.ARGUMENTS}
+
+
+def _times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> dict[tuple[str, tuple[str, ...]], float]:
+    """Model seconds per step on ``topology`` per (scheme, collectives through the switch; () = rings)."""
+    import sympy
+
+    from zerocalc import symbols as S
+    from zerocalc.in_network import scheme_in_network_time_s
     from zerocalc.schemes import get_scheme
 
-    def model(name: str) -> Fraction:
-        return model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes)
+    keys = sorted(set(keys))
+    exprs = [scheme_in_network_time_s(name, kinds, ops) if ops else get_scheme(name).time_s()
+             for name, ops in keys]
+    values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes)
+    f = sympy.lambdify(S.ARGUMENTS, exprs, modules="numpy")
+    return {k: float(v) for k, v in zip(keys, f(*(values[s.name] for s in S.ARGUMENTS)), strict=True)}
 
+
+def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
+               period: int, topology=None, in_network_runs: Mapping | None = None,
+               in_network: Sequence[str] | None = None) -> tuple[PlanItem, ...]:
+    """The plan at Ψ = ``psi`` parameters, N = ``n``, G = ``gpus_per_node``, ``comm_bytes`` per element.
+
+    ``runs`` (scheme → :class:`zerocalc.sim.SchemeRun`) and ``in_network_runs`` ((scheme, collectives
+    through the switch) → the same, simulated with switches) are the evidence. ``topology`` (a
+    :class:`zerocalc.topology.Topology`) prices each item's time; ``in_network`` overrides the kinds of
+    in-network reduction priced (default: the topology's, else both, marked unavailable)."""
+    from zerocalc.schemes import get_scheme
+
+    offered = tuple(getattr(topology, "in_network_reduction", None) or ()) if topology is not None else ()
+    wanted = in_network if in_network is not None else (offered or ALL_KINDS)
+    kinds = tuple(k for k in ALL_KINDS if k in wanted)
+    available = None if topology is None else all(k in offered for k in kinds)
+    tag = "+".join(kinds)
+    in_network_runs = in_network_runs or {}
+
+    def model(name: str, ks: Sequence[str] = (), ops: Sequence[str] | None = None) -> Fraction:
+        return model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
+                                 in_network=ks, switch_ops=ops)
+
+    def gradient_bytes(name: str) -> Fraction:
+        from zerocalc.sim.accounting import model_bytes_by_phase
+
+        by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes)
+        return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
+
+    times = None
+    if topology is not None:
+        keys = [(c.src, ()) for c in _CANDIDATES] + [(c.dst, c.ops if c.saving == "in_network" else ())
+                                                     for c in _CANDIDATES]
+        times = _times(keys, kinds, topology, psi=psi, n=n, g=gpus_per_node, comm_bytes=comm_bytes)
     rows = []
-    for action, src, dst, changes, note in _PLAN_CANDIDATES:
-        if "{H}" in action:
-            saved = model(src) * Fraction(period - 1, period)
+    for c in _CANDIDATES:
+        action, frac, saved = c.action, None, None
+        switch = c.saving == "in_network"
+        if c.saving == "period":
+            frac = Fraction(period - 1, period)
             action = action.format(H=period)
-        else:
-            saved = model(src) - model(dst)
-        run = runs.get(dst)
-        exact = run.equivalent if run is not None and run.steps else get_scheme(dst).equivalent_at(n)
-        update = "changed" if changes else ("exact" if exact else "approximate")
-        if src == dst:
-            evidence = "same collectives, " + ("a different update rule by construction" if changes
-                                               else "the same update")
-        elif run is not None and run.steps:
-            evidence = (f"simulated {dst}: max rel diff {format_diff(run.max_rel_diff, 2)} after "
-                        f"{run.steps} steps "
+        elif c.saving == "bits":
+            whole = model(c.src)
+            cut = gradient_bytes(c.src) * (1 - Fraction(c.bits) / (8 * Fraction(comm_bytes)))
+            frac = cut / whole if whole else Fraction(0)
+        elif c.saving == "none":
+            frac = Fraction(0)
+        if frac is not None:
+            saved = model(c.src) * frac
+        elif c.saving != "shapes":
+            saved = model(c.src) - (model(c.dst, kinds, c.ops) if switch else model(c.dst))
+        run = (in_network_runs.get((c.dst, c.ops)) if switch else runs.get(c.dst))
+        simulated = run is not None and run.steps
+        exact = run.equivalent if simulated else get_scheme(c.dst).equivalent_at(n)
+        update = c.update if c.update != "model" else ("exact" if exact else "approximate")
+        if simulated and (c.src != c.dst or switch):
+            evidence = (f"simulated {c.dst}{' with ' + tag + ' switches' if switch else ''}: max rel diff "
+                        f"{format_diff(run.max_rel_diff, 2)} after {run.steps} steps "
                         f"({'within' if run.equivalent else 'outside'} {REL_TOL:g})")
+        elif c.src == c.dst:
+            evidence = "same collectives, " + {"changed": "a different update rule by construction",
+                                               "approximate": "compressed values on the wire"}.get(
+                                                   c.update, "the same update")
         else:
-            evidence = f"model: {dst} equivalent_to_dp={get_scheme(dst).equivalent_at(n)} at N = {n}"
-        rows.append((changes, -saved, action, src, dst, saved, update, evidence, note))
+            evidence = f"model: {c.dst} equivalent_to_dp={get_scheme(c.dst).equivalent_at(n)} at N = {n}"
+        time_saved = from_time = None
+        if times is not None:
+            from_time = times[(c.src, ())]
+            if frac is not None:
+                time_saved = float(frac) * from_time
+            elif saved is not None:
+                time_saved = from_time - times[(c.dst, c.ops if switch else ())]
+        worse = (time_saved < 0) if time_saved is not None else (saved is not None and saved < 0)
+        rows.append(PlanItem(0, action, c.src, c.dst, None if saved is None else float(saved),
+                             None if saved is None else float(saved / psi), update, evidence, c.note,
+                             in_network=tag if switch else "", available=available if switch else None,
+                             time_saved_s=time_saved, from_time_s=from_time, slower=bool(worse)))
     tier = {"exact": 0, "approximate": 1, "changed": 2}
-    rows.sort(key=lambda r: (tier[r[6]], r[1]))
-    return tuple(
-        PlanItem(i + 1, action, src, dst, float(saved), float(saved / psi), update, evidence, note)
-        for i, (_, _, action, src, dst, saved, update, evidence, note) in enumerate(rows)
-    )
+    rows.sort(key=lambda r: (r.slower, tier[r.update], r.bytes_saved_per_rank is None,
+                             -(r.bytes_saved_per_rank or 0.0)))
+    return tuple(replace(r, rank=i + 1) for i, r in enumerate(rows))
+
+
+def in_network_candidates() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(scheme, collectives through the switch) of the plan's in-network items: what to simulate."""
+    return tuple((c.dst, c.ops) for c in _CANDIDATES if c.saving == "in_network")
+
+
+def helps(plan: Sequence[PlanItem]) -> tuple[PlanItem, ...]:
+    """The items that save time on the priced cluster (bytes, unpriced), in rank order."""
+    return tuple(p for p in plan if not p.slower)
+
+
+def slower(plan: Sequence[PlanItem]) -> tuple[PlanItem, ...]:
+    """The items that cost time on the priced cluster (bytes, unpriced): ranked after :func:`helps`."""
+    return tuple(p for p in plan if p.slower)
+
+
+def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
+                        basis: str, format_time=None) -> str:
+    """What in-network reduction does to the #4582 question, in numbers at the plan's basis.
+
+    Per parameter per rank per step, bytes sent: data parallelism's all-reduce on a ring (2(N-1)/N·b),
+    the same summed in the switch (:func:`zerocalc.in_network.scheme_link_bytes`), and the #4582
+    all-gather alone (ring); then the plan's in-network item for DeepSpeed ZeRO-1/2 with its time on the
+    priced cluster (``format_time`` formats seconds). Empty when the plan has no in-network item.
+    """
+    item = next((p for p in plan if p.in_network and p.from_scheme == "deepspeed-zero12"), None)
+    if item is None:
+        return ""
+    kinds = tuple(item.in_network.split("+"))
+
+    def per_param(name: str, ks: Sequence[str] = ()) -> float:
+        return float(model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
+                                       in_network=ks) / psi)
+
+    ring, switch, wanted = per_param("dp"), per_param("dp", kinds), per_param("colocated")
+    names = " and ".join({"nvls": "NVLS in the node", "sharp": "SHARP across nodes"}[k] for k in kinds)
+    if switch < ring:
+        text = (f"In-network reduction is the exact route to the traffic #4582 wanted: with {names} the "
+                f"switch sums, so data parallelism's gradient all-reduce sends {switch:.3g} bytes per "
+                f"parameter per rank instead of a ring's {ring:.3g} (the #4582 all-gather alone: "
+                f"{wanted:.3g}), and the update stays the data-parallel one")
+    else:
+        text = (f"In-network reduction ({names}) keeps the data-parallel update but does not pay at "
+                f"{basis}: data parallelism's all-reduce would send {switch:.3g} bytes per parameter per "
+                f"rank through the switches against a ring's {ring:.3g} (each level hands back 1/G of the "
+                "vector on top, which only a large group amortises; the #4582 all-gather alone: "
+                f"{wanted:.3g})")
+    sim = item.evidence if item.evidence.startswith("simulated") else ""
+    text += f" ({sim})." if sim else "."
+    if item.time_saved_s is not None:
+        fmt = format_time or (lambda t: f"{t:.3g} s")
+        t = item.time_saved_s
+        change = f"saves {fmt(t)} per step" if t >= 0 else f"costs {fmt(-t)} more per step"
+        where = f"On {basis}, DeepSpeed ZeRO-1/2 as shipped {change} that way"
+        if item.available is False:
+            where += (" — if the hardware offered it: this cluster has no in-network reduction (NVLS needs "
+                      "NVSwitch 3, H100 or later; SHARP needs SHARP-capable InfiniBand switches)")
+        text += f" {where}."
+    return text
 
 
 def saving_sentence(action: str | None, from_scheme: str | None, to_scheme: str | None,

@@ -231,9 +231,10 @@ _ALL = (
         False,
         "ZeRO++ (Wang et al., arXiv 2306.10209) §3-4: cross-node volume 3M → 0.75M "
         "(qwZ 0.5M, hpZ 0, qgZ 0.25M, M = model bytes in fp16, counted per node). Quantised "
-        "weights and gradients: the update is not bit-equal to data parallel, even at N = 1 (the "
-        "values are still quantised). Block-quantisation "
+        "weights and gradients: the update is not bit-equal to data parallel; at N = 1 nothing is sent "
+        "and so nothing is quantised, and the update is the data-parallel one. Block-quantisation "
         "scales (one per block of thousands of elements) are left out",
+        exact_on_one_rank=True,
     ),
 )
 

@@ -29,7 +29,8 @@ def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
 
 
 def model_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
-                      comm_bytes: int = WIRE_ELEM_BYTES, in_network: Sequence[str] = ()) -> Fraction:
+                      comm_bytes: int = WIRE_ELEM_BYTES, in_network: Sequence[str] = (),
+                      switch_ops: Sequence[str] | None = None) -> Fraction:
     """The symbolic model's bytes per rank per step (:meth:`zerocalc.schemes.Scheme.bytes_per_rank`,
     ring; with ``in_network`` kinds, the bytes sent under :func:`zerocalc.in_network.scheme_link_bytes`)
     evaluated with exact rational arithmetic."""
@@ -37,21 +38,23 @@ def model_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
 
     if in_network:
         return model_link_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                      in_network=in_network)["sent"]
+                                      in_network=in_network, switch_ops=switch_ops)["sent"]
     return _exact_bytes(get_scheme(name).bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
                         comm_bytes=comm_bytes, what=name)
 
 
 def model_link_bytes_exact(name: str, *, psi: int, n: int, gpus_per_node: int,
                            comm_bytes: int = WIRE_ELEM_BYTES,
-                           in_network: Sequence[str] = ()) -> dict[str, Fraction]:
+                           in_network: Sequence[str] = (),
+                           switch_ops: Sequence[str] | None = None) -> dict[str, Fraction]:
     """Model bytes per rank per step by link type and direction
     (:func:`zerocalc.in_network.scheme_link_bytes`: rings when ``in_network`` is empty), exact: keys
     ``intra_sent``, ``intra_received``, ``inter_sent``, ``inter_received`` and their sums
-    ``sent`` and ``received``."""
+    ``sent`` and ``received``. ``switch_ops``: the collectives that go through the switch (default: all
+    it can run)."""
     from zerocalc.in_network import scheme_link_bytes
 
-    lb = scheme_link_bytes(name, in_network)
+    lb = scheme_link_bytes(name, in_network, switch_ops)
     out = {k: _exact_bytes(v, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
                            what=f"{name} {k}") for k, v in lb.as_dict().items()}
     out["sent"] = out["intra_sent"] + out["inter_sent"]

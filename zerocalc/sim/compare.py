@@ -60,6 +60,9 @@ class SchemeRun:
     diff_by_step: tuple[float, ...] = ()
     #: ``"<link>_<direction>"`` (``intra_sent`` … ``inter_received``) -> bytes per rank per step, averaged
     link_bytes: dict[str, Fraction] = field(default_factory=dict)
+    #: the in-network reduction the run's switches offered, and the collectives that went through them
+    in_network: tuple[str, ...] = ()
+    switch_ops: tuple[str, ...] = ()
 
     @property
     def equivalent(self) -> bool | None:
@@ -108,4 +111,5 @@ def simulate_scheme(name: str, cfg: FeasibilityConfig,
         final_params=theta, max_abs_diff=abs_d, max_rel_diff=rel_d, diff_by_step=tuple(diffs),
         link_bytes={f"{link}_{d}": Fraction(sum(v), 8 * n * k) for (link, d), v in w.link_bits.items()}
         if k else {},
+        in_network=tuple(cfg.in_network), switch_ops=tuple(cfg.switch_ops) if cfg.in_network else (),
     )

@@ -33,7 +33,7 @@ class _Sim:
 
     def __init__(self, cfg: FeasibilityConfig) -> None:
         self.cfg, self.n, self.model, self.opt = cfg, cfg.n, cfg.model, cfg.optimizer
-        self.world = World(cfg.n, cfg.g, frozenset(cfg.in_network))
+        self.world = World(cfg.n, cfg.g, frozenset(cfg.in_network), frozenset(cfg.switch_ops))
         self.teacher = _teacher(cfg)
         self.theta0 = _theta0(cfg)
         self.psi = self.model.psi
@@ -273,7 +273,9 @@ def _zeropp(sim: _Sim):
     """ZeRO++ (arXiv 2306.10209) on ZeRO-3: qwZ = forward all-gather of int8-quantised weights over all
     ranks; hpZ = each rank keeps its node's shard of the gathered weights, so the backward all-gather
     stays inside the node; qgZ = gradients quantised to int4 and reduced by a two-hop all-to-all
-    (inside the node, then across nodes), dequantising and summing after each hop. Not DP-exact."""
+    (inside the node, then across nodes), dequantising and summing after each hop. Not DP-exact. Only
+    what is sent is quantised: a group of one rank sends nothing, so at N = 1 nothing is quantised and
+    the update is the data-parallel one."""
     world, n, g = sim.world, sim.n, sim.world.g
     part = sim.part
     master = [sim.theta0[slice(*part[r])].copy() for r in range(n)]
@@ -283,10 +285,16 @@ def _zeropp(sim: _Sim):
     # Elements a rank with local index j reduces in hop 1: the partitions of every rank m·G + j.
     hop1_idx = [_range_idx([part[m * g + j] for m in range(n // g)]) for j in range(g)]
 
+    def wire(x: np.ndarray, bits: int, ranks: int):
+        return quantize(x, bits) if ranks > 1 else x
+
+    def unwire(item) -> np.ndarray:
+        return item if isinstance(item, np.ndarray) else dequantize(item)
+
     def step(t: int) -> np.ndarray:
-        have = all_gather(world, list(range(n)), [quantize(master[r], 8) for r in range(n)],
+        have = all_gather(world, list(range(n)), [wire(master[r], 8, n) for r in range(n)],
                           purpose="parameter all-gather (forward)")
-        full = [np.concatenate([dequantize(p) for p in have[r]]) for r in range(n)]
+        full = [np.concatenate([unwire(p) for p in have[r]]) for r in range(n)]
         secondary = [full[r][slice(*sec_b[r % g])].copy() for r in range(n)]
         batches = [sim.batch(t, r) for r in range(n)]
         caches = [sim.model.forward(full[r], batches[r][0]) for r in range(n)]
@@ -300,18 +308,18 @@ def _zeropp(sim: _Sim):
         grads = [sim.model.backward(back[r], caches[r], batches[r][1]) for r in range(n)]
         partial: dict[int, np.ndarray] = {}
         for gr in world.groups("intra"):
-            recv = all_to_all(world, gr, [[quantize(grads[r][hop1_idx[j]], 4) for j in range(g)] for r in gr],
+            recv = all_to_all(world, gr, [[wire(grads[r][hop1_idx[j]], 4, g) for j in range(g)] for r in gr],
                               group_kind="intra")
             for j, r in enumerate(gr):
-                partial[r] = np.sum([dequantize(p) for p in recv[j]], axis=0)
+                partial[r] = np.sum([unwire(p) for p in recv[j]], axis=0)
         gshard: dict[int, np.ndarray] = {}
         for gr in world.groups("inter"):
             j = gr[0] % g
             cuts = np.cumsum([part[m * g + j][1] - part[m * g + j][0] for m in range(n // g)])[:-1]
-            recv = all_to_all(world, gr, [[quantize(c, 4) for c in np.split(partial[r], cuts)] for r in gr],
-                              group_kind="inter")
+            send = [[wire(c, 4, len(gr)) for c in np.split(partial[r], cuts)] for r in gr]
+            recv = all_to_all(world, gr, send, group_kind="inter")
             for i, r in enumerate(gr):
-                gshard[r] = np.sum([dequantize(p) for p in recv[i]], axis=0)
+                gshard[r] = np.sum([unwire(p) for p in recv[i]], axis=0)
         for r in range(n):
             master[r] = sim.adam(r, master[r], gshard[r] / n, t)
         return np.concatenate(master)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from zerocalc.sim.world import Item, World, all_gather, all_reduce, reduce_scatter
+from zerocalc.sim.world import Item, World, all_gather, all_reduce, chunk_bounds, reduce_scatter
 
 __all__ = ["all_gather_in_network", "all_reduce_in_network", "reduce_scatter_in_network"]
 
@@ -49,17 +49,51 @@ def _switch_all_gather(world: World, group: Sequence[int], pieces: Sequence[Item
     return [[world.from_switch(r, piece, link) for piece in held] for r in group]
 
 
-def _tier(world: World, group_kind: str, p: int) -> str:
-    tier = world.switch_tier(group_kind, p)
+def _tier(world: World, group_kind: str, p: int, op: str) -> str:
+    tier = world.switch_tier(group_kind, p, op)
     if tier is None:
-        raise RuntimeError(f"no in-network reduction for a {group_kind} group of {p}")
+        raise RuntimeError(f"no in-network {op} for a {group_kind} group of {p}")
     return tier
+
+
+def _has(world: World, level: str) -> bool:
+    """Whether one level of a two-level collective has its switch: NVLS in the node, SHARP across."""
+    return ("nvls" if level == "intra" else "sharp") in world.in_network
+
+
+def _level_reduce_scatter(world, gr, vectors, bounds, level):
+    if _has(world, level) and len(gr) > 1:
+        return _switch_reduce_scatter(world, gr, vectors, bounds, level)
+    return reduce_scatter(world, gr, vectors, bounds, group_kind=level, ring=True)
+
+
+def _level_all_gather(world, gr, pieces, level):
+    if _has(world, level) and len(gr) > 1:
+        return _switch_all_gather(world, gr, pieces, level)
+    return all_gather(world, gr, pieces, group_kind=level, ring=True)
+
+
+def _level_all_reduce(world, gr, vectors, level):
+    if _has(world, level) and len(gr) > 1:
+        return _single_all_reduce(world, gr, vectors, level)
+    return all_reduce(world, gr, vectors, group_kind=level, ring=True)
+
+
+def _single_all_reduce(world: World, group: Sequence[int], inputs: Sequence[np.ndarray], link: str):
+    """One switch: SHARP sums the whole vectors once; NVLS reduce-scatters and multicasts the chunks."""
+    if link == "inter":
+        into = [world.to_switch(r, np.asarray(v, dtype=np.float64), "inter")
+                for r, v in zip(group, inputs, strict=True)]
+        total = _sum(into)
+        return [world.from_switch(r, total, "inter") for r in group]
+    shards = _switch_reduce_scatter(world, group, inputs, chunk_bounds(len(inputs[0]), len(group)), "intra")
+    return [np.concatenate(h) for h in _switch_all_gather(world, group, shards, "intra")]
 
 
 def reduce_scatter_in_network(world: World, group: Sequence[int], inputs: Sequence[np.ndarray],
                               bounds: Sequence[tuple[int, int]], group_kind: str) -> list[np.ndarray]:
     """Reduce-scatter through the switch; group position i ends with the sum of ``bounds[i]``."""
-    tier = _tier(world, group_kind, len(group))
+    tier = _tier(world, group_kind, len(group), "reduce_scatter")
     if tier != "two-level":
         return _switch_reduce_scatter(world, group, inputs, bounds, tier)
     # Two levels over nodes of G consecutive ranks: in the node, local rank j reduces the elements that
@@ -71,14 +105,14 @@ def reduce_scatter_in_network(world: World, group: Sequence[int], inputs: Sequen
     local = [(int(cuts[j]), int(cuts[j + 1])) for j in range(g)]
     partial: dict[int, np.ndarray] = {}
     for gr in world.groups("intra"):
-        out = reduce_scatter(world, gr, [np.asarray(inputs[group.index(r)])[perm] for r in gr], local,
-                             group_kind="intra")
+        out = _level_reduce_scatter(world, gr, [np.asarray(inputs[group.index(r)])[perm] for r in gr], local,
+                                    "intra")
         partial.update(zip(gr, out, strict=True))
     result: dict[int, np.ndarray] = {}
     for gr in world.groups("inter"):
         sizes = np.cumsum([0] + [bounds[group.index(r)][1] - bounds[group.index(r)][0] for r in gr])
-        out = reduce_scatter(world, gr, [partial[r] for r in gr],
-                             [(int(sizes[i]), int(sizes[i + 1])) for i in range(len(gr))], group_kind="inter")
+        out = _level_reduce_scatter(world, gr, [partial[r] for r in gr],
+                                    [(int(sizes[i]), int(sizes[i + 1])) for i in range(len(gr))], "inter")
         result.update(zip(gr, out, strict=True))
     return [result[r] for r in group]
 
@@ -86,7 +120,7 @@ def reduce_scatter_in_network(world: World, group: Sequence[int], inputs: Sequen
 def all_gather_in_network(world: World, group: Sequence[int], pieces: Sequence[Item],
                           group_kind: str) -> list[list[Item]]:
     """All-gather by multicast; returns, per group position, the p pieces in group order."""
-    tier = _tier(world, group_kind, len(group))
+    tier = _tier(world, group_kind, len(group), "all_gather")
     if tier != "two-level":
         return _switch_all_gather(world, group, pieces, tier)
     g, n_nodes = world.g, world.n // world.g
@@ -94,13 +128,13 @@ def all_gather_in_network(world: World, group: Sequence[int], pieces: Sequence[I
     # across nodes first: rank (k, j) collects the pieces of every rank with local index j ...
     bundle: dict[int, list[Item]] = {}
     for gr in world.groups("inter"):
-        got = all_gather(world, gr, [piece[r] for r in gr], group_kind="inter")
+        got = _level_all_gather(world, gr, [piece[r] for r in gr], "inter")
         bundle.update(zip(gr, got, strict=True))
     # ... then in the node, one all-gather per source node m: every rank gets piece m·G + j for all j
     have: dict[int, list[Item | None]] = {r: [None] * world.n for r in group}
     for gr in world.groups("intra"):
         for m in range(n_nodes):
-            got = all_gather(world, gr, [bundle[r][m] for r in gr], group_kind="intra")
+            got = _level_all_gather(world, gr, [bundle[r][m] for r in gr], "intra")
             for r, row in zip(gr, got, strict=True):
                 for j, item in enumerate(row):
                     have[r][m * g + j] = item
@@ -110,32 +144,20 @@ def all_gather_in_network(world: World, group: Sequence[int], pieces: Sequence[I
 def all_reduce_in_network(world: World, group: Sequence[int], inputs: Sequence[np.ndarray],
                           group_kind: str) -> list[np.ndarray]:
     """All-reduce through the switch (module docstring); every rank ends with the whole sum."""
-    from zerocalc.sim.world import chunk_bounds
-
-    p = len(group)
-    tier = _tier(world, group_kind, p)
-    n = len(inputs[0])
-    if tier == "inter" and "sharp" in world.in_network:
-        into = [world.to_switch(r, np.asarray(v, dtype=np.float64), "inter") for r, v in zip(group, inputs,
-                                                                                                strict=True)]
-        total = _sum(into)
-        return [world.from_switch(r, total, "inter") for r in group]
-    if tier == "intra":
-        bounds = chunk_bounds(n, p)
-        shards = _switch_reduce_scatter(world, group, inputs, bounds, "intra")
-        return [np.concatenate(h) for h in _switch_all_gather(world, group, shards, "intra")]
+    tier = _tier(world, group_kind, len(group), "all_reduce")
+    if tier != "two-level":
+        return _single_all_reduce(world, group, inputs, tier)
     # two levels: reduce-scatter in the node, all-reduce of the node's 1/G share across nodes, all-gather
-    g = world.g
-    local = chunk_bounds(n, g)
+    local = chunk_bounds(len(inputs[0]), world.g)
     shard: dict[int, np.ndarray] = {}
     for gr in world.groups("intra"):
-        out = reduce_scatter(world, gr, [inputs[group.index(r)] for r in gr], local, group_kind="intra")
+        out = _level_reduce_scatter(world, gr, [inputs[group.index(r)] for r in gr], local, "intra")
         shard.update(zip(gr, out, strict=True))
     for gr in world.groups("inter"):
-        out = all_reduce(world, gr, [shard[r] for r in gr], group_kind="inter")
+        out = _level_all_reduce(world, gr, [shard[r] for r in gr], "inter")
         shard.update(zip(gr, out, strict=True))
     full: dict[int, np.ndarray] = {}
     for gr in world.groups("intra"):
-        got = all_gather(world, gr, [shard[r] for r in gr], group_kind="intra")
+        got = _level_all_gather(world, gr, [shard[r] for r in gr], "intra")
         full.update((r, np.concatenate(row)) for r, row in zip(gr, got, strict=True))
     return [full[r] for r in group]

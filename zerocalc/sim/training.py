@@ -147,6 +147,8 @@ class FeasibilityConfig:
     #: in-network reduction the simulated switches offer: some of ``("nvls", "sharp")``
     #: (:mod:`zerocalc.in_network`, :mod:`zerocalc.sim.switch`); empty: rings only
     in_network: tuple[str, ...] = ()
+    #: the collectives that go through the switch (the others run as rings)
+    switch_ops: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather")
 
     def __post_init__(self) -> None:
         if self.in_network:

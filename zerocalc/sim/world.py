@@ -22,6 +22,7 @@ import numpy as np
 from zerocalc.sim.quantize import Packet
 
 __all__ = [
+    "SWITCH_OPS",
     "WIRE_ELEM_BYTES",
     "Item",
     "World",
@@ -34,6 +35,9 @@ __all__ = [
     "reduce_scatter",
 ]
 
+#: The collectives a switch can run (NVLS and CollNet: all-reduce, reduce-scatter, all-gather; NCCL
+#: ``src/graph/tuning.cc``); broadcast, reduce and all-to-all stay rings.
+SWITCH_OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather"})
 #: Bytes per element of an unquantised message: the simulation moves float64 arrays.
 WIRE_ELEM_BYTES = 8
 
@@ -50,10 +54,13 @@ class World:
     and receiver's counters, and to the sender's entry under the outermost open collective.
     """
 
-    def __init__(self, n: int, gpus_per_node: int = 1, in_network: frozenset[str] = frozenset()) -> None:
+    def __init__(self, n: int, gpus_per_node: int = 1, in_network: frozenset[str] = frozenset(),
+                 switch_ops: frozenset[str] = SWITCH_OPS) -> None:
         self.n, self.g = n, gpus_per_node
         #: kinds of in-network reduction the switches offer (:data:`zerocalc.in_network.KINDS`)
         self.in_network = frozenset(in_network)
+        #: the collectives that go through the switch when it can (the others run as rings)
+        self.switch_ops = frozenset(switch_ops)
         self.sent_bits = [0] * n
         self.recv_bits = [0] * n
         self.meta_bits = [0] * n
@@ -130,11 +137,11 @@ class World:
         self._count_received(dst, bits, link)
         return item.copy()
 
-    def switch_tier(self, group_kind: str, p: int) -> str | None:
+    def switch_tier(self, group_kind: str, p: int, op: str | None = None) -> str | None:
         """How a reduction on ``group_kind`` of ``p`` ranks runs: ``"intra"`` (one NVLS switch),
         ``"inter"`` (one SHARP switch), ``"two-level"`` (a world group spanning nodes, with some switch),
         or ``None`` (a ring)."""
-        if p == 1 or not self.in_network:
+        if p == 1 or not self.in_network or (op is not None and op not in self.switch_ops):
             return None
         nvls, sharp = "nvls" in self.in_network, "sharp" in self.in_network
         if group_kind == "intra" or (group_kind == "world" and self.n <= self.g):
@@ -157,13 +164,13 @@ def chunk_bounds(n: int, p: int) -> list[tuple[int, int]]:
 
 def reduce_scatter(world: World, group: Sequence[int], inputs: Sequence[np.ndarray],
                    bounds: Sequence[tuple[int, int]] | None = None, *, group_kind: str = "world",
-                   purpose: str = "gradient reduction") -> list[np.ndarray]:
+                   purpose: str = "gradient reduction", ring: bool = False) -> list[np.ndarray]:
     """Ring reduce-scatter (Patarasuk & Yuan 2009): p-1 steps, in step s rank i sends its running sum of
     chunk ``i-s-1`` to rank i+1, which adds its own. Rank i ends with the full sum of chunk i.
     Each chunk travels p-1 hops: ``(p-1)·n`` elements in total, ``(p-1)/p·n`` per rank on average."""
     p = len(group)
     bounds = list(bounds) if bounds is not None else chunk_bounds(len(inputs[0]), p)
-    if world.switch_tier(group_kind, p):
+    if not ring and world.switch_tier(group_kind, p, "reduce_scatter"):
         from zerocalc.sim.switch import reduce_scatter_in_network
 
         with world.collective("reduce_scatter", group_kind, purpose):
@@ -181,11 +188,11 @@ def reduce_scatter(world: World, group: Sequence[int], inputs: Sequence[np.ndarr
 
 
 def all_gather(world: World, group: Sequence[int], pieces: Sequence[Item], *, group_kind: str = "world",
-               purpose: str = "parameter all-gather") -> list[list[Item]]:
+               purpose: str = "parameter all-gather", ring: bool = False) -> list[list[Item]]:
     """Ring all-gather: in step s rank i forwards piece ``i-s`` to rank i+1. Returns, per rank, the p
     pieces in group order (quantised pieces stay quantised: a ring forwards what it received)."""
     p = len(group)
-    if world.switch_tier(group_kind, p):
+    if not ring and world.switch_tier(group_kind, p, "all_gather"):
         from zerocalc.sim.switch import all_gather_in_network
 
         with world.collective("all_gather", group_kind, purpose):
@@ -205,17 +212,18 @@ def all_gather(world: World, group: Sequence[int], pieces: Sequence[Item], *, gr
 
 
 def all_reduce(world: World, group: Sequence[int], inputs: Sequence[np.ndarray], *,
-               group_kind: str = "world", purpose: str = "gradient reduction") -> list[np.ndarray]:
+               group_kind: str = "world", purpose: str = "gradient reduction",
+               ring: bool = False) -> list[np.ndarray]:
     """Ring all-reduce = ring reduce-scatter + ring all-gather: ``2(p-1)/p·n`` per rank. With in-network
     reduction (:mod:`zerocalc.sim.switch`) the switch sums instead."""
-    if world.switch_tier(group_kind, len(group)):
+    if not ring and world.switch_tier(group_kind, len(group), "all_reduce"):
         from zerocalc.sim.switch import all_reduce_in_network
 
         with world.collective("all_reduce", group_kind, purpose):
             return all_reduce_in_network(world, group, inputs, group_kind)
     with world.collective("all_reduce", group_kind, purpose):
-        shards = reduce_scatter(world, group, inputs, group_kind=group_kind, purpose=purpose)
-        have = all_gather(world, group, shards, group_kind=group_kind, purpose=purpose)
+        shards = reduce_scatter(world, group, inputs, group_kind=group_kind, purpose=purpose, ring=True)
+        have = all_gather(world, group, shards, group_kind=group_kind, purpose=purpose, ring=True)
     return [np.concatenate(h) for h in have]
 
 
