@@ -306,8 +306,10 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         if progress is not None:
             progress(done, total, what)
 
+    if progress is not None:
+        progress(0, total, "reference training")
     ref = simulate_reference(cfg)
-    tick("reference")
+    tick("reference training")
     runs = {}
     for name in names:
         runs[name] = simulate_scheme(name, cfg, ref)
