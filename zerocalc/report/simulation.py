@@ -8,20 +8,24 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.report.config import ReportConfig, topology_name
-from zerocalc.report.sweeps import volume_table
 from zerocalc.units import format_bytes
 
 
 def feasibility_result(config: ReportConfig):
     """The feasibility simulation behind section 7 (:func:`zerocalc.feasibility.run_feasibility`).
 
-    Its plan is priced at the report's Ψ and wire element size.
+    Its plan is priced on the report's cluster: Ψ, N, G, topology and wire element size.
     """
+    from fractions import Fraction
+
     from zerocalc.evaluate import dtype_bytes
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
 
     cfg = FeasibilityConfig(n=config.feasibility_n, steps=config.feasibility_steps, seed=config.seed)
-    return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=int(dtype_bytes(config.comm_dtype)))
+    b = Fraction(str(dtype_bytes(config.comm_dtype)))
+    return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=int(b) if b.denominator == 1 else b,
+                           plan_topology=config.topology, plan_n=config.n,
+                           plan_gpus_per_node=config.gpus_per_node)
 
 
 def divergence_vs_steps(config: ReportConfig, result=None) -> pd.DataFrame:
@@ -55,34 +59,20 @@ def divergence_vs_steps(config: ReportConfig, result=None) -> pd.DataFrame:
 
 
 def plan_on_cluster(config: ReportConfig, result) -> pd.DataFrame:
-    """The feasibility plan priced on the report's cluster by the model.
+    """The feasibility plan priced on the report's cluster (:func:`zerocalc.plan.build_plan`, which
+    :func:`feasibility_result` asked to price at the report's Ψ, N, G, topology and wire dtype).
 
-    For a change of scheme, bytes and time saved are the model's difference between the two
-    schemes at the report's Ψ, N, topology and element size; for an item that keeps the scheme
-    (overlap, periodic averaging) the fraction of the source scheme's volume the plan item saves
-    at its own basis is applied to the cluster's volume and time.
+    One row per plan item in the plan's order: the items that help, then those that are slower on
+    this cluster (``slower`` true). ``bytes_saved_per_rank`` is NaN where the model cannot price an
+    item (it depends on layer shapes).
     """
-    from zerocalc.evaluate import model_bytes_per_rank
-
-    table = volume_table(config).set_index("scheme")
-    basis = result.plan_basis
-    rows = []
-    for item in result.plan:
-        src, dst = table.loc[item.from_scheme], table.loc[item.to_scheme]
-        if item.from_scheme != item.to_scheme:
-            saved_b = float(src["bytes_per_rank"] - dst["bytes_per_rank"])
-            saved_t = float(src["time_s"] - dst["time_s"])
-        else:
-            at_basis = model_bytes_per_rank(item.from_scheme, psi=basis["psi"], n=basis["n"],
-                                            gpus_per_node=basis["gpus_per_node"],
-                                            comm_bytes=float(basis["comm_bytes"]))
-            frac = item.bytes_saved_per_rank / at_basis if at_basis else 0.0
-            saved_b = frac * float(src["bytes_per_rank"])
-            saved_t = frac * float(src["time_s"])
-        rows.append({"rank": item.rank, "action": item.action, "update": item.update,
-                     "from_scheme": item.from_scheme, "to_scheme": item.to_scheme,
-                     "bytes_saved_per_rank": saved_b, "time_saved_s": saved_t,
-                     "from_time_s": float(src["time_s"]), "evidence": item.evidence, "note": item.note})
+    rows = [{"rank": p.rank, "action": p.action, "update": p.update, "from_scheme": p.from_scheme,
+             "to_scheme": p.to_scheme,
+             "bytes_saved_per_rank": np.nan if p.bytes_saved_per_rank is None else p.bytes_saved_per_rank,
+             "time_saved_s": np.nan if p.time_saved_s is None else p.time_saved_s,
+             "from_time_s": np.nan if p.from_time_s is None else p.from_time_s,
+             "in_network": p.in_network, "available": p.available, "slower": p.slower,
+             "evidence": p.evidence, "note": p.note} for p in result.plan]
     return pd.DataFrame(rows)
 
 
@@ -90,13 +80,14 @@ def cluster_verdict(config: ReportConfig, result, plan: pd.DataFrame) -> str:
     """The feasibility verdict with its saving priced on the report's cluster.
 
     The simulation's findings (its N, its Ψ, its divergence) stay as the simulation found them; the
-    last sentence takes the plan's first exact item that saves bytes on the cluster (the plan's own
-    ranking) and states its saving from :func:`plan_on_cluster`: the model at the report's Ψ, N,
-    topology and wire dtype.
+    last sentence takes the plan's first exact change of scheme that saves bytes and is not slower on
+    the cluster (the plan's own ranking) and states its saving from :func:`plan_on_cluster`: the model
+    at the report's Ψ, N, topology and wire dtype.
     """
     from zerocalc.feasibility import saving_sentence
 
-    exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0)]
+    exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0) & ~plan["slower"]
+                 & (plan["in_network"] == "")]
     basis = (f"on the chosen cluster: {topology_name(config)}, N = {config.n}, Ψ = {config.psi:.3g}, "
              f"{config.comm_dtype} on the wire, so {format_bytes(exact['bytes_saved_per_rank'].iloc[0])} per "
              "rank per step" if len(exact) else

@@ -41,23 +41,51 @@ def draw(w: Writer, data: ReportData) -> None:
     w.table(["condition (colocated scheme)", "N", "compared with", "max rel diff", "exact"],
             [[d["condition"], str(d["n"]), d["compared_with"], format_diff(d["max_rel_diff"]),
               "yes" if d["equivalent"] else "no"] for d in result.conditions], align="lrlrl", size=7.5)
+    if result.in_network_finding:
+        w.heading("In-network reduction", 2)
+        w.paragraph(result.in_network_finding)
     w.heading("Implementation plan, priced on the chosen cluster", 2)
     w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters.", size=8.5)
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
         "rules; within a tier by bytes saved). Bytes and time saved per rank per step are the model's "
-        f"difference between the two schemes on this cluster ({c.comm_dtype} on the wire, default "
-        "algorithm); an item that keeps the scheme saves the share of the source scheme's traffic it "
-        "removes. A negative time "
-        "means the change is slower on this cluster.", size=8.5)
-    w.table(["#", "step", "update", "from → to", "bytes saved", "time saved"],
-            [[str(r.rank), r.action, r.update, f"{r.from_scheme} → {r.to_scheme}",
-              format_bytes(r.bytes_saved_per_rank),
-              (format_seconds(r.time_saved_s) if r.bytes_saved_per_rank or r.from_scheme != r.to_scheme
-               else f"hides ≤ {format_seconds(r.from_time_s)}")]
-             for r in plan.itertuples()], align="llllrr", size=7.0, wrap={1: 48, 3: 22})
+        f"difference between the two schemes on this cluster ({c.comm_dtype} on the wire, ring "
+        "algorithms); an item that keeps the scheme saves the share of the source scheme's traffic it "
+        "removes; an item in the switch is priced with the in-network reduction the cluster offers (with "
+        "NVLS and SHARP where it offers none, marked not available). Changes that are slower on this "
+        "cluster are listed apart, after the ones that help.", size=8.5)
+    helps, slower = plan[~plan["slower"]], plan[plan["slower"]]
+    _plan_table(w, helps)
+    if len(slower):
+        w.paragraph("Slower on this cluster (sends fewer bytes, takes longer):", size=8.5)
+        _plan_table(w, slower)
     w.paragraph("Evidence and caveats per step: " + " ".join(
         f"({r.rank}) {r.evidence}; {r.note}." for r in plan.itertuples()), size=7.5, color="#333333")
+
+
+def _plan_table(w: Writer, rows: pd.DataFrame) -> None:
+    def step(r) -> str:
+        if not r.in_network:
+            return r.action
+        return f"{r.action} [{r.in_network}{'' if r.available is not False else ', not on this cluster'}]"
+
+    def saved_bytes(r) -> str:
+        if pd.isna(r.bytes_saved_per_rank):
+            return "not priced"
+        b = r.bytes_saved_per_rank
+        return format_bytes(b) if b >= 0 else f"−{format_bytes(-b)}"
+
+    def saved_time(r) -> str:
+        if pd.isna(r.time_saved_s):
+            return "-"
+        if not r.bytes_saved_per_rank and r.from_scheme == r.to_scheme and not r.in_network:
+            return f"hides ≤ {format_seconds(r.from_time_s)}"
+        t = r.time_saved_s
+        return format_seconds(t) if t >= 0 else f"−{format_seconds(-t)}"
+
+    w.table(["#", "step", "update", "from → to", "bytes saved", "time saved"],
+            [[str(r.rank), step(r), r.update, f"{r.from_scheme} → {r.to_scheme}", saved_bytes(r),
+              saved_time(r)] for r in rows.itertuples()], align="llllrr", size=7.0, wrap={1: 48, 3: 22})
 
 
 def _num(x) -> str:
