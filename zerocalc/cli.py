@@ -468,8 +468,9 @@ def feasibility_cmd(
         None, "--plan-n", help="Data-parallel ranks N of the cluster the plan is priced on [default: --n]."),
     topology: str = typer.Option(
         "dgx-a100", "--topology",
-        help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or "
-             "a .toml file; its in-network reduction (nvls, sharp) is priced where it has one."),
+        help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gcp-a3-mega, "
+             "pcie-gen4, ethernet-100g) or a .toml file; its in-network reduction (nvls, sharp) is priced "
+             "where it has one."),
     dtype: str = typer.Option("fp16", "--dtype",
                               help="Element type on the wire for the plan. " + _DTYPE_HELP),
     fmt: str = typer.Option("table", "--format", help="table or json."),
