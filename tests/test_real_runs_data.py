@@ -1,0 +1,76 @@
+"""The real-run traces in tests/data/traces/real-runs agree with how their runs were configured.
+
+Two independent records of each run are compared: ``run.json`` (what the run was configured
+with, written by make_traces.py) and the profiler traces themselves, counted by the plain
+json/gzip counter beside them (count_calls.py, no zerocalc). ``expected.json`` must be what
+that counter reads off the committed traces today.
+"""
+
+import functools
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
+CASES = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
+
+
+@functools.cache
+def counter():
+    spec = importlib.util.spec_from_file_location("count_calls", RUNS / "count_calls.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@functools.cache
+def counted(case):
+    return json.loads(json.dumps(counter().count_case(str(RUNS / case))))
+
+
+def test_every_case_has_its_files():
+    assert len(CASES) >= 10
+    for case in CASES:
+        names = {p.name for p in (RUNS / case).iterdir()}
+        assert {"run.json", "expected.json", "rank0.json.gz", "rank3.json.gz"} <= names, case
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_expected_json_is_what_the_traces_count(case):
+    assert json.loads((RUNS / case / "expected.json").read_text()) == counted(case)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_traces_match_the_configured_run(case):
+    run = json.loads((RUNS / case / "run.json").read_text())
+    res = counted(case)
+    assert sorted(res["ranks"]) == [str(r) for r in range(run["world_size"])]
+    for rank, r in res["ranks"].items():
+        assert r["world_size"] == run["world_size"] and r["backend"] == "gloo"
+        # one ProfilerStep per optimizer step, each holding every micro-batch's forward pass
+        assert len(r["steps"]) == run["steps_profiled"], (case, rank)
+        assert {s["loss_calls"] for s in r["steps"].values()} == {run["micro_batches"]}, (case, rank)
+        assert all(s["unpaired_c10d"] == 0 for s in r["steps"].values())
+        # every configured group this rank belongs to is in its pg_config, and nothing else but the world
+        mine = {tuple(g) for groups in run["groups"].values() for g in groups if int(rank) in g}
+        listed = {tuple(g["ranks"]) for g in r["pg_config"]}
+        assert mine <= listed, (case, rank)
+        assert listed - mine <= {tuple(range(run["world_size"]))}, (case, rank)
+
+
+def test_gradient_reductions_per_optimizer_step_follow_the_sync_mode():
+    """Gradient reductions per optimizer step: k when synced every micro-batch, 1 at the boundary."""
+
+    def grad_calls(case, op, elems):
+        steps = counted(case)["ranks"]["0"]["steps"].values()
+        return {sum(r["calls"] for r in s["c10d"] if r["op"] == op and r["in_elems"] == elems) for s in steps}
+
+    assert grad_calls("ddp-ga4-sync-every", "c10d::allreduce_", 71104) == {4}
+    assert grad_calls("ddp-ga4-no-sync", "c10d::allreduce_", 71104) == {1}
+    assert grad_calls("fsdp2-ga4-sync-every", "c10d::_reduce_scatter_base_", 30880) == {4}
+    assert grad_calls("fsdp2-ga4-no-sync", "c10d::_reduce_scatter_base_", 30880) == {1}
+    assert grad_calls("ds-zero1-ga4", "c10d::allreduce_", 71104) == {1}
+    assert grad_calls("ds-zero2-ga4", "c10d::allreduce_", 71104) == {4}
+    assert grad_calls("ds-zero3-ga4", "c10d::_reduce_scatter_base_", 71104) == {4}
