@@ -97,6 +97,19 @@ def main() -> None:
     app()
 
 
+def _read_traces(paths, **options):
+    """``read_traces``, with a progress line on stderr while it reads when stderr is a terminal."""
+    from zerocalc.traces import read_traces
+    from zerocalc.traces.progress import terminal_meter
+
+    meter = terminal_meter()
+    try:
+        return read_traces(paths, progress=meter, **options)
+    finally:
+        if meter is not None:
+            meter.close()
+
+
 def _scheme_names(values: str | list[str] | None, option: str) -> list[str] | None:
     """Scheme names from comma-separated and/or repeated options, in order, each once.
 
@@ -625,7 +638,6 @@ def check_cmd(
     """Measure bytes per rank per step in real traces and compare them with every scheme;
     with --topology, compare nccl-tests sweeps size by size with NCCL's cost model."""
     from zerocalc.errors import ConfigError
-    from zerocalc.traces import read_traces
     from zerocalc.units import parse_count
     from zerocalc.validate import check
 
@@ -640,7 +652,7 @@ def check_cmd(
     names = _scheme_names(scheme, "--scheme")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
-    ts = read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
+    ts = _read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
     res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
                 schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)
     if fmt == "json":
@@ -779,9 +791,9 @@ def trace_summary(
 
     if fmt not in ("table", "csv", "json"):
         raise ConfigError(f"{fmt!r} is not one of table, csv, json", "--format")
-    from zerocalc.traces import CANONICAL_COLUMNS, read_traces
+    from zerocalc.traces import CANONICAL_COLUMNS
 
-    ts = read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler)
+    ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler)
     for note in ts.notes:
         typer.echo(f"note: {note}", err=True)
     if ts.table.empty:

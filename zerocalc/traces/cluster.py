@@ -38,15 +38,23 @@ def connect(address: str) -> Any:
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {exc}", option=OPTION) from None
 
 
-def run(address: str, fn: Callable, jobs: Sequence[tuple]) -> list[Any]:
-    """``[fn(*job) for job in jobs]``, each call a task on the cluster at ``address``, in order.
+def run(address: str, fn: Callable, jobs: Sequence[tuple], on_done: Callable[[int], None] | None = None
+        ) -> list[Any]:
+    """``[fn(*job) for job in jobs]``, each call a task on the cluster at ``address``, in order;
+    ``on_done(i)`` as job ``i`` finishes.
 
     An exception a task raises (a :class:`~zerocalc.errors.TraceFormatError` naming its file and
     line) is raised here as it was raised there.
     """
+    from distributed import as_completed
+
     client = connect(address)
     try:
         futures = [client.submit(fn, *job, pure=False) for job in jobs]
+        if on_done is not None:
+            index = {f.key: i for i, f in enumerate(futures)}
+            for future in as_completed(futures):
+                on_done(index[future.key])
         return client.gather(futures)
     finally:
         client.close()

@@ -82,11 +82,13 @@ class TraceSet:
 
 
 class _Capped(io.RawIOBase):
-    """A read-only stream that refuses to yield more than ``cap`` bytes."""
+    """A read-only stream that refuses to yield more than ``cap`` bytes; ``tick`` is told how far
+    into the compressed file each read got."""
 
-    def __init__(self, raw: BinaryIO, cap: int, file: str, owned: tuple = ()) -> None:
+    def __init__(self, raw: BinaryIO, cap: int, file: str, owned: tuple = (), tick=None) -> None:
         super().__init__()
         self._raw, self._cap, self._file, self.n, self._owned = raw, cap, file, 0, owned
+        self._tick = tick
 
     def close(self) -> None:
         for f in self._owned:
@@ -103,6 +105,8 @@ class _Capped(io.RawIOBase):
             raise TraceFormatError(self._file, None,
                                    f"decompressed size exceeds the cap of {self._cap} bytes (a gzip bomb?)")
         b[: len(data)] = data
+        if self._tick is not None:
+            self._tick(self._owned[-1].tell())
         return len(data)
 
 
@@ -116,24 +120,25 @@ def _guard(file: str, fn, *args):
         raise TraceFormatError(file, None, f"corrupt gzip data ({exc})") from None
 
 
-def _open(path: str, cap: int) -> BinaryIO:
+def _open(path: str, cap: int, tick=None) -> BinaryIO:
     """The file's bytes, decompressed if it is gzip; what a gzip file expands to is capped at ``cap``
-    bytes (a gzip bomb expands a thousandfold), a plain file is read whatever its size."""
+    bytes (a gzip bomb expands a thousandfold), a plain file is read whatever its size. ``tick``, if
+    given, is called with the position in the file after each read."""
     raw = open(path, "rb")  # closed through the wrapper
     magic = raw.read(2)
     raw.seek(0)
     if magic != b"\x1f\x8b":
-        return io.BufferedReader(_Plain(raw), buffer_size=1 << 20)
+        return io.BufferedReader(_Plain(raw, tick), buffer_size=1 << 20)
     inner = gzip.GzipFile(fileobj=raw, mode="rb")
-    return io.BufferedReader(_Capped(inner, cap, path, (inner, raw)), buffer_size=1 << 20)
+    return io.BufferedReader(_Capped(inner, cap, path, (inner, raw), tick), buffer_size=1 << 20)
 
 
 class _Plain(io.RawIOBase):
     """A plain file read as it is, through the same buffered interface as a gzip one."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, tick=None) -> None:
         super().__init__()
-        self._raw = raw
+        self._raw, self._tick = raw, tick
 
     def close(self) -> None:
         self._raw.close()
@@ -143,7 +148,10 @@ class _Plain(io.RawIOBase):
         return True
 
     def readinto(self, b) -> int:  # type: ignore[override]
-        return self._raw.readinto(b)
+        n = self._raw.readinto(b)
+        if self._tick is not None:
+            self._tick(self._raw.tell())
+        return n
 
 
 def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,
@@ -159,14 +167,15 @@ def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None 
     return result
 
 
-def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: bool) -> ParseResult | str:
+def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: bool,
+           tick=None) -> ParseResult | str:
     """:func:`read_file`, or, when ``optional`` (a file found in a directory), the reason it was
     not read where its format cannot be detected or a forced format finds nothing in it."""
     if fmt is not None and fmt not in FORMATS:
         raise UnknownNameError("trace format", fmt, FORMATS)
     if not os.path.isfile(file):
         raise TraceFormatError(file, None, "no such file")
-    with _open(file, max_bytes) as stream:
+    with _open(file, max_bytes, tick) as stream:
         head = _guard(file, stream.peek, HEAD_BYTES)[:HEAD_BYTES]
         try:
             kind = fmt or detect_format(head, file)
@@ -300,13 +309,15 @@ def _boundary(f: BinaryIO, k: int, size: int) -> int:
     return 0
 
 
-def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any) -> dict[int, Any]:
+def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, tick=None) -> dict[int, Any]:
     """Scan the chunks of a log that this process claims, one at a time, from the front (the
     reading process) or from the back (a worker), until the two ends meet: each chunk's
     :class:`~nccl_log.Scan`, or in strict mode the line (counted from the chunk's start) and
     reason of its first unusable line. ``size`` is the log's size when the read began (a log
-    still being written is read as it was then, by every process alike)."""
+    still being written is read as it was then, by every process alike). ``tick`` is told the bytes
+    of the chunks claimed so far, from both ends, after each chunk."""
     out: dict[int, Any] = {}
+    last = -(-size // nccl_log.BLOCK_BYTES) - 1
     side, step = (0, 1) if front else (1, -1)  # shared = [next from the front, next from the back]
     with open(file, "rb") as f:
         while True:
@@ -320,6 +331,8 @@ def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any) -
             f.seek(start)
             try:
                 out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict)
+                if tick is not None:
+                    tick(min(size, (shared[0] + last - shared[1]) * nccl_log.BLOCK_BYTES))
             except TraceFormatError as exc:
                 out[k] = (exc.line, exc.reason)
                 if front:  # every chunk before it is read and clean: this is the log's first error
@@ -342,7 +355,7 @@ def _worker_chunks(file: str, size: int, strict: bool) -> dict[int, Any]:
     return _scan_chunks(file, size, strict, False, _SHARED)
 
 
-def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
+def _read_split(file: str, strict: bool, workers: int, tick=None) -> ParseResult | None:
     """Scan a large NCCL log in chunks of about one block, this process taking them from the
     front and ``workers`` - 1 worker processes from the back, until the two ends meet (so each
     process scans what its start-up and speed allow), and join them in order: the same result
@@ -361,7 +374,7 @@ def _read_split(file: str, strict: bool, workers: int) -> ParseResult | None:
         pending = [ex.submit(_worker_chunks, file, size, strict) for _ in range(workers - 1)]
         import pandas  # noqa: F401 -- the table needs it: import it while the workers start
 
-        chunks = _scan_chunks(file, size, strict, True, shared)
+        chunks = _scan_chunks(file, size, strict, True, shared, tick)
         for future in pending:
             chunks.update(future.result())
     return _join_chunks(file, [chunks[k] for k in sorted(chunks)])
@@ -398,7 +411,7 @@ def _task(kind: str, args: tuple) -> Any:
 
 
 def _read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
-                     scheduler: str) -> list[ParseResult | str]:
+                     scheduler: str, track: _Track | None = None) -> list[ParseResult | str]:
     """Each file, or each chunk of a large plain NCCL log, read as a task on the Dask cluster at
     ``scheduler`` (:mod:`zerocalc.traces.cluster`); the chunks of a log joined here, in order."""
     from zerocalc.traces import cluster
@@ -419,7 +432,13 @@ def _read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
         else:
             jobs.append(("file", (file, strict, fmt, cap, optional)))
             parts.append(0)
-    done = cluster.run(scheduler, _task, jobs)
+    # the bytes of each task, for progress: a whole file, or its chunk
+    nbytes = [os.path.getsize(a[0]) if kind == "file" else a[2] - a[1] for kind, a in jobs]
+    on_done = None
+    if track is not None:
+        def on_done(i: int) -> None:
+            track.add(nbytes[i], files=int(jobs[i][0] == "file"))
+    done = cluster.run(scheduler, _task, jobs, on_done)
     results: list[ParseResult | str] = []
     i = 0
     for file, k in zip(inputs.files, parts, strict=True):
@@ -448,7 +467,7 @@ def _splittable(file: str, fmt: str | None, cap: int) -> bool:
 
 def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,
                 fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None,
-                scheduler: str | None = None) -> TraceSet:
+                scheduler: str | None = None, progress=None) -> TraceSet:
     """Read one file, many files or a directory into a :class:`TraceSet`.
 
     A directory gives the files directly in it: its subdirectories are other runs, not read
@@ -465,16 +484,20 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     result as a sequential read.
     ``scheduler`` (``tcp://HOST:PORT``) reads each file, and each chunk of a large plain NCCL
     log, as a task on that running Dask cluster instead (:mod:`zerocalc.traces.cluster`; the
-    optional ``dask`` extra), with the same result.
+    optional ``dask`` extra), with the same result. ``progress``, if given, is called as the read
+    goes with (bytes read, bytes in all, files read, files): on disk, compressed where they are
+    (zerocalc.traces.progress draws it on a terminal).
     Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
     inputs = _expand(paths)
     files = inputs.files
+    track = _Track(progress, [os.path.getsize(f) for f in files]) if progress is not None else None
     if scheduler is not None:
-        return _assemble(inputs, _read_on_cluster(inputs, strict, fmt, max_bytes, scheduler))
+        return _assemble(inputs, _read_on_cluster(inputs, strict, fmt, max_bytes, scheduler, track))
     results: list[ParseResult | str]
     if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
-        result = _read_split(files[0], strict, workers or os.cpu_count() or 1)
+        result = _read_split(files[0], strict, workers or os.cpu_count() or 1,
+                             track.within if track is not None else None)
         if result is not None:
             if fmt is not None and not len(result):
                 with open(files[0], "rb") as f:
@@ -488,10 +511,37 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
         import multiprocessing
 
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-            results = list(ex.map(_read_one, jobs))
+            results = []
+            for result in ex.map(_read_one, jobs):
+                results.append(result)
+                if track is not None:
+                    track.next_file()
     else:
-        results = [_read_one(j) for j in jobs]
+        results = []
+        for job in jobs:
+            results.append(_parse(*job, tick=track.within if track is not None else None))
+            if track is not None:
+                track.next_file()
     return _assemble(inputs, results)
+
+
+class _Track:
+    """Progress of a read, told to ``report(bytes read, bytes in all, files read, files)``."""
+
+    def __init__(self, report, sizes: list[int]) -> None:
+        self.report, self.sizes, self.total = report, sizes, sum(sizes)
+        self.files = self.done = 0
+
+    def within(self, pos: int) -> None:
+        """``pos`` bytes into the file being read."""
+        self.report(min(self.done + pos, self.total), self.total, self.files, len(self.sizes))
+
+    def next_file(self) -> None:
+        self.add(self.sizes[self.files], files=1)
+
+    def add(self, nbytes: int, files: int = 0) -> None:
+        self.done, self.files = self.done + nbytes, self.files + files
+        self.report(min(self.done, self.total), self.total, self.files, len(self.sizes))
 
 
 def _frame(results: list[ParseResult]) -> pd.DataFrame:

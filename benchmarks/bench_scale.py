@@ -1,0 +1,143 @@
+"""NCCL logs of any size: ``zerocalc check`` and ``trace summary`` in MB/s and peak memory.
+
+Generates the synthetic 128-rank DDP ``COLL`` log (benchmarks/synth_nccl_log.py: the layout of
+the bundled Ray log) at each size asked for, in a temporary directory (deleted at the end), and
+measures on each, in the same run:
+
+- ``grep -c opCount`` (the floor: reading the bytes and finding the marker),
+- the field extraction alone, single-threaded, by ``re`` (the scanner zerocalc had first) and
+  by polars (zerocalc.traces.nccl_polars), as CPU seconds (less sensitive to a busy machine),
+- ``zerocalc trace summary`` and ``zerocalc check`` as a user runs them, each in a fresh process:
+  wall time, MB/s, peak RSS (the child's ``ru_maxrss``) and peak RSS over the file's size,
+
+best of ``--repeat`` runs each; the ratios to ``grep -c`` are taken within the run. Targets
+(issue 13): ``check`` >= 150 MB/s on 2 cores, under 600 MB of peak RSS at 0.5 and 1.5 GB.
+``--kineto-ranks K`` also times ``check`` on K copies of the bundled Kineto trace, each given its
+own rank (HolisticTraceAnalysis on the same set when it is installed, as bench_kineto.py does).
+
+    nice python benchmarks/bench_scale.py [--sizes 500,1500] [--repeat 3] [--kineto-ranks 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KINETO = ROOT / "tests" / "data" / "traces" / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"
+
+
+def _synth():
+    spec = importlib.util.spec_from_file_location("synth_nccl_log", ROOT / "benchmarks" / "synth_nccl_log.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit status) of a command in a fresh process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+    if proc.returncode:
+        print(f"    {' '.join(cmd[:4])}...: exit {proc.returncode}: {err.splitlines()[-1] if err else ''}")
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def cpu_scan(path: Path, engine: str) -> float:
+    """CPU seconds of the field extraction alone (one process, one thread)."""
+    code = ("import sys, time; from zerocalc.traces import nccl_log; nccl_log.ENGINE = sys.argv[2];"
+            "__import__('polars') if sys.argv[2] == 'polars' else None;"  # its import is not the scan's
+            "t = time.process_time(); nccl_log.scan(open(sys.argv[1], 'rb'), sys.argv[1]);"
+            "print(time.process_time() - t)")
+    env = dict(os.environ, POLARS_MAX_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code, str(path), engine], capture_output=True, text=True,
+                         env=env, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def best(fn, repeat: int):
+    results = [fn() for _ in range(repeat)]
+    return min(results, key=lambda r: r[0] if isinstance(r, tuple) else r)
+
+
+def nccl_sizes(sizes_mb: list[float], repeat: int, tmp: Path) -> None:
+    synth = _synth()
+    zc = [sys.executable, "-m", "zerocalc"]
+    for mb_target in sizes_mb:
+        path = tmp / f"ray-{mb_target:g}MB.log"
+        calls, steps = synth.build(path, mb_target * 1e6)
+        mb = path.stat().st_size / 1e6
+        print(f"synthetic 128-rank COLL log: {mb:.0f} MB, {calls} calls, {steps} steps, "
+              f"{os.cpu_count()} CPUs")
+        grep = best(lambda path=path: run(["grep", "-c", "opCount", str(path)]), repeat)
+        print(f"  grep -c opCount        {grep[0]:7.2f} s  {mb / grep[0]:8.1f} MB/s  (baseline)")
+        for engine in ("re", "polars"):
+            try:
+                cpu = best(lambda engine=engine, path=path: cpu_scan(path, engine), repeat)
+            except subprocess.CalledProcessError:
+                print(f"  scan, {engine}: not measured (polars not installed?)")
+                continue
+            print(f"  scan by {engine:7s} (1 core) {cpu:7.2f} CPU s  {mb / cpu:6.1f} MB/s per core")
+        for name, args in (("trace summary", ["trace", "summary"]), ("check", ["check", "--format", "json"])):
+            wall, rss, rc = best(lambda args=args, path=path: run([*zc, *args, str(path)]), repeat)
+            if rc:
+                continue
+            print(f"  zerocalc {name:14s} {wall:7.2f} s  {mb / wall:8.1f} MB/s  peak RSS {rss:6.0f} MB "
+                  f"({rss / mb:.2f}x the file)  {wall / grep[0]:6.0f}x grep's time")
+        path.unlink()
+
+
+def kineto_set(ranks: int, repeat: int, tmp: Path) -> None:
+    """``ranks`` copies of the bundled Kineto trace, each with its own rank and the world size."""
+    text = gzip.decompress(KINETO.read_bytes()).decode()
+    folder = tmp / f"kineto-{ranks}"
+    folder.mkdir()
+    for r in range(ranks):
+        one = re.sub(r'"rank": 0, "world_size": 2', f'"rank": {r}, "world_size": {ranks}', text, count=1)
+        one = re.sub(r'"pg_size": 2, "ranks": \[0, 1\]', f'"pg_size": {ranks}, "ranks": '
+                     f'[{", ".join(map(str, range(ranks)))}]', one, count=1)
+        (folder / f"rank{r}.json").write_text(one)
+    gb = sum(f.stat().st_size for f in folder.iterdir()) / 1e9
+    print(f"Kineto set: {ranks} ranks, {gb:.1f} GB")
+    wall, rss, rc = best(lambda: run([sys.executable, "-m", "zerocalc", "check", "--format", "json",
+                                      str(folder)]), repeat)
+    if not rc:
+        print(f"  zerocalc check          {wall:7.2f} s  peak RSS {rss:6.0f} MB")
+    try:
+        import hta  # noqa: F401
+    except ImportError:
+        print("  HolisticTraceAnalysis not installed (pip install -e '.[bench]'): not measured")
+        return
+    code = ("import logging, sys; logging.disable(logging.WARNING);"
+            "from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir=sys.argv[1])")
+    wall, rss, rc = run([sys.executable, "-c", code, str(folder)])
+    if not rc:
+        print(f"  HolisticTraceAnalysis   {wall:7.2f} s  peak RSS {rss:6.0f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="500,1500", help="log sizes, MB, comma-separated")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--kineto-ranks", type=int, default=0, help="also a Kineto set of this many ranks")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        nccl_sizes([float(s) for s in args.sizes.split(",") if s], args.repeat, Path(tmp))
+        if args.kineto_ranks:
+            kineto_set(args.kineto_ranks, args.repeat, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
