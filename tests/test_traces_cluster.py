@@ -11,6 +11,9 @@ from zerocalc.cli import app
 from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.traces import nccl_log, read_traces, reader
 
+# distributed warns of a slow machine (a scratch directory slow to create, an event loop held up)
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "traces"
 runner = CliRunner()

@@ -46,9 +46,9 @@ def run(address: str, fn: Callable, jobs: Sequence[tuple], on_done: Callable[[in
     An exception a task raises (a :class:`~zerocalc.errors.TraceFormatError` naming its file and
     line) is raised here as it was raised there.
     """
+    client = connect(address)  # first: says what to install when Dask is missing
     from distributed import as_completed
 
-    client = connect(address)
     try:
         futures = [client.submit(fn, *job, pure=False) for job in jobs]
         if on_done is not None:
