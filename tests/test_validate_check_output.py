@@ -66,7 +66,7 @@ def test_check_says_ranks_were_told_apart_by_process(tmp_path):
     # Ψ = 3,000,000 + 2,000,000; a 4-rank ring all-reduce sends 2·3/4 · 5e6 · 2 B = 15.00 MB per rank
     assert "Ψ = 5,000,000" in r.stdout and "15.00 MB" in r.stdout
     d = json.loads(runner.invoke(app, ["check", str(tmp_path / "ok.txt"), "--format", "json"]).stdout)
-    assert d["ranks"] == [0, 1, 2, 3] and "told apart by process (file + host + pid)" in d["ranks_how"]
+    assert d["ranks"] == [0, 1, 2, 3] and "told apart by process (host + pid)" in d["ranks_how"]
 
 
 def test_one_rank_has_nothing_to_compare(tmp_path):

@@ -35,6 +35,10 @@ def _ranks_by_process(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     if not na.any():
         return df.assign(rank=df["rank"].astype(int)), ""
     cols = [c for c in PROCESS_COLUMNS if c in df.columns and df.loc[na, c].notna().any()]
+    if {"host", "pid"} <= set(cols) and df.loc[na, ["host", "pid"]].notna().all(axis=None):
+        # a process named by host and pid is one process in every file holding its lines: the
+        # parts of a log rotated or split by line count are one run, not one run per part
+        cols = [c for c in cols if c != "file"]
     key = df.loc[na, cols].astype(str)
     proc = key.groupby(cols, sort=False).ngroup().to_numpy()
     known = df.loc[~na, "rank"]
@@ -72,8 +76,15 @@ def _tensor_parallel_sizes(df: pd.DataFrame, gs: np.ndarray, data_ops: np.ndarra
 
 
 def _order_calls(df: pd.DataFrame) -> pd.DataFrame:
-    keys = [c for c in ("rank", "start_s", "source_line") if c in df.columns]
-    return df.sort_values(keys, kind="stable", na_position="last")
+    """Each rank's calls in time order, else in the order of its files (the parts of a rotated
+    log, as given) and of their lines."""
+    keys = [c for c in ("rank", "start_s") if c in df.columns]
+    if "source_line" in df.columns:
+        if "file" in df.columns and df["file"].nunique() > 1:
+            df = df.assign(_part=pd.factorize(df["file"])[0])
+            keys.append("_part")
+        keys.append("source_line")
+    return df.sort_values(keys, kind="stable", na_position="last").drop(columns="_part", errors="ignore")
 
 
 def _z_function(codes: Sequence[int]) -> np.ndarray:
