@@ -349,6 +349,8 @@ _SHARED: Any = None
 def _start_worker(shared: Any) -> None:
     global _SHARED
     _SHARED = shared
+    # one process per CPU already: polars (nccl_polars) need not start a thread per CPU in each
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 
 def _worker_chunks(file: str, size: int, strict: bool) -> dict[int, Any]:
