@@ -6,7 +6,9 @@ one file, each prefixed by Ray's ``(RayTrainWorker pid=.., ip=..)`` tag, then NC
 ``host:pid:tid [dev] NCCL INFO AllReduce: opCount ..`` line, 8 GPUs per node. Each step is DDP's
 gradient all-reduce in buckets (float32, sum, one communicator of all ranks), the processes'
 lines of one bucket interleaved in a varying order, each process counting its own ``opCount``.
-No ``Init COMPLETE`` lines (``NCCL_DEBUG_SUBSYS=COLL``): the log records no rank.
+No ``Init COMPLETE`` lines (``NCCL_DEBUG_SUBSYS=COLL``): the log records no rank; with
+``init=True`` each process first writes its ``Init COMPLETE`` line (``NCCL_DEBUG_SUBSYS=INIT,COLL``),
+process ``i`` being rank ``37 i mod ranks`` (not the order of the lines).
 
     python benchmarks/synth_nccl_log.py OUT.txt --mb 500 [--ranks 128]
 """
@@ -21,15 +23,18 @@ from pathlib import Path
 BUCKETS = (6553600, 6553600, 6553600, 6553600, 6553600, 7382228, 7066572, 1048576)
 
 
-def _templates(ranks: int, rng: random.Random) -> list[list[tuple[str, str]]]:
-    """For each rank and bucket, the line's text before and after the opCount value."""
-    out = []
+def _templates(ranks: int, rng: random.Random) -> tuple[list[list[tuple[str, str]]], list[str]]:
+    """For each rank and bucket, the line's text before and after the opCount value; each
+    process's ``Init COMPLETE`` line."""
+    out, inits = [], []
     for r in range(ranks):
         node, dev = divmod(r, 8)
         host = f"r24-02-22-23-29-0066-raycluster-lv52c-worker-l4-8-n{node:04d}"
         pid, tid = 600 + 37 * r, 18000 + 101 * r
         tag = f"(RayTrainWorker pid={pid}, ip=10.72.{node}.6) "
         comm, stream = f"0x{rng.randrange(1 << 44):x}", f"0x{rng.randrange(1 << 44):x}"
+        inits.append(f"{tag}{host}:{pid}:{tid} [{dev}] NCCL INFO comm {comm} rank {37 * r % ranks} "
+                     f"nranks {ranks} cudaDev {dev} busId {dev + 1}000 - Init COMPLETE\n")
         row = []
         for b, count in enumerate(BUCKETS):
             buf = f"0x{0x78d056200000 + (r << 32) + (b << 26):x}"
@@ -37,13 +42,14 @@ def _templates(ranks: int, rng: random.Random) -> list[list[tuple[str, str]]]:
                         f" sendbuff {buf} recvbuff {buf} count {count} datatype 7 op 0 root 0 comm {comm}"
                         f" [nranks={ranks}] stream {stream}\n"))
         out.append(row)
-    return out
+    return out, inits
 
 
-def build(path: str | Path, target_bytes: float, *, ranks: int = 128, seed: int = 0) -> tuple[int, int]:
+def build(path: str | Path, target_bytes: float, *, ranks: int = 128, seed: int = 0,
+          init: bool = False) -> tuple[int, int]:
     """Write whole steps until the file reaches ``target_bytes``; returns (COLL lines, steps)."""
     rng = random.Random(seed)
-    tpl = _templates(ranks, rng)
+    tpl, inits = _templates(ranks, rng)
     orders = []
     for _ in range(16):  # the order the processes' lines of one bucket reach the log
         order = list(range(ranks))
@@ -51,6 +57,8 @@ def build(path: str | Path, target_bytes: float, *, ranks: int = 128, seed: int 
         orders.append(order)
     size = lines = steps = 0
     with open(path, "w", encoding="ascii", newline="\n") as fh:
+        if init:
+            size = fh.write("".join(inits))
         while size < target_bytes:
             parts = []
             for b in range(len(BUCKETS)):

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import numpy as np
+
 from zerocalc.errors import TraceFormatError, TraceMismatchError, UnknownNameError
 from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests
 from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format
@@ -588,6 +590,7 @@ def _assemble(inputs: _Inputs, all_results: list[ParseResult | str]) -> TraceSet
         detail = ", ".join(f"{os.path.basename(f)}: {m['world_size']}" for f, m in meta.items()
                            if m.get("world_size") is not None)
         raise TraceMismatchError(f"traces disagree on the world size ({detail}); read each run separately")
+    _ranks_of_processes(results)
     table = _frame(results)
     for col in CANONICAL_COLUMNS:
         if col not in table.columns:
@@ -596,3 +599,35 @@ def _assemble(inputs: _Inputs, all_results: list[ParseResult | str]) -> TraceSet
     table = table[list(CANONICAL_COLUMNS) + extra]
     table = table.astype(CANONICAL_COLUMNS)
     return TraceSet(table=table, skipped=skipped, meta=meta, skipped_files=skipped_files, notes=tuple(notes))
+
+
+def _ranks_of_processes(results: list[ParseResult]) -> None:
+    """The calls of an NCCL log that records no rank for them get the rank their process
+    (host:pid) has in another log of the same read, where it has exactly one: the parts of a log
+    rotated or split by line count, of which only the first holds the ``Init COMPLETE`` lines
+    that give the ranks (nccl_log: the world communicator's rank)."""
+    import pandas as pd
+
+    logs = [r for r in results if r.meta.get("format") == nccl_log.FORMAT and r.columns is not None
+            and "host" in r.columns]
+    if len(logs) < 2:
+        return
+    keys = [pd.DataFrame({"h": pd.array(r.columns["host"], dtype="string"),
+                          "p": pd.array(r.columns["pid"], dtype="Int64"), "r": r.columns["rank"]})
+            for r in logs]
+    known = pd.concat([k.dropna().drop_duplicates() for k in keys]).drop_duplicates()
+    known = known[~known.duplicated(["h", "p"], keep=False)]  # a process with one rank only
+    if known.empty:
+        return
+    for r, k in zip(logs, keys, strict=True):
+        na = k["r"].isna().to_numpy()
+        if not na.any():
+            continue
+        found = k.loc[na, ["h", "p"]].merge(known, on=["h", "p"], how="left")["r"].to_numpy(
+            dtype="float64", na_value=np.nan)
+        if np.isnan(found).all():
+            continue
+        rank = k["r"].to_numpy(dtype="float64", na_value=np.nan)
+        rank[na] = found
+        r.columns["rank"] = pd.array(np.where(np.isnan(rank), 0, rank).astype(np.int64), dtype="Int64")
+        r.columns["rank"][np.isnan(rank)] = pd.NA

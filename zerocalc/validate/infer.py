@@ -152,6 +152,13 @@ def assign_ranks(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     if df["rank"].notna().any():
         per_rank = df[df["rank"].notna()].groupby("rank")["file"].agg(lambda f: sorted(set(f.astype(str))))
         dup = {int(r): f for r, f in per_rank.items() if len(f) > 1}
+        if dup and {"host", "pid"} <= set(df.columns):
+            # one process (host:pid) in every file: the parts of a log rotated or split by lines
+            calls = df[df["rank"].isin(list(dup))]
+            who = calls.assign(na=calls["host"].isna() | calls["pid"].isna()).groupby("rank").agg(
+                hosts=("host", "nunique"), pids=("pid", "nunique"), na=("na", "any"))
+            dup = {r: f for r, f in dup.items()
+                   if not (who.at[r, "hosts"] == who.at[r, "pids"] == 1 and not who.at[r, "na"])}
         if dup:
             r, f = next(iter(dup.items()))
             raise TraceMismatchError(
@@ -305,13 +312,17 @@ def infer_steps(df: pd.DataFrame, op: np.ndarray, gs: np.ndarray, small: np.ndar
            .groupby(["o", "i", "u", "p"], sort=False, dropna=False).ngroup().to_numpy())
     carries = np.isin(op, list(_OP_VERBS)) & ~small
     bounds = np.flatnonzero(np.diff(rank_arr)) + 1  # df is sorted by rank
+    found: dict[tuple[bytes, int], tuple[int, int]] = {}  # ranks that made the same calls: one search
     for idx in np.split(np.arange(len(df)), bounds):
         r = int(rank_arr[idx[0]])
         data_at = np.flatnonzero(carries[idx])
         # a step must hold at least one collective that carries data: the last p calls do
         # exactly when p reaches back to the last such call
         min_period = len(idx) - int(data_at[-1]) if len(data_at) else len(idx) + 1
-        per, reps = _repeating_suffix(sig[idx], steps, min_period=min_period)
+        key = (sig[idx].tobytes(), min_period)
+        if key not in found:
+            found[key] = _repeating_suffix(sig[idx], steps, min_period=min_period)
+        per, reps = found[key]
         if per == 0:
             if steps is not None:
                 raise TraceMismatchError(
