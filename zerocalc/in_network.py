@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from functools import cache
 
 import sympy
 
@@ -259,9 +260,13 @@ def scheme_link_bytes(scheme, kinds=None, ops=None) -> LinkBytes:
     rings (NCCL picks the algorithm per call: an all-gather through NVLS is no faster than a ring)."""
     from zerocalc.schemes import get_scheme
 
-    through = _ops(ops)
+    return _scheme_link_bytes(get_scheme(scheme), parse_kinds(kinds), _ops(ops))
+
+
+@cache
+def _scheme_link_bytes(scheme, kinds: frozenset[str], through: frozenset[str]) -> LinkBytes:
     total = LinkBytes()
-    for ph in get_scheme(scheme).phases:
+    for ph in scheme.phases:
         c, n, group, calls = _phase_parts(ph)
         ks = kinds if c.value in through else None
         total = total + collective_link_bytes(c, n, group, ks).scaled(calls)
@@ -273,9 +278,13 @@ def scheme_in_network_time_s(scheme, kinds, ops=None) -> sympy.Expr:
     :func:`scheme_link_bytes`), phases one after another; the other phases keep the ring's time."""
     from zerocalc.schemes import get_scheme
 
-    through = _ops(ops)
+    return _scheme_time(get_scheme(scheme), parse_kinds(kinds), _ops(ops))
+
+
+@cache
+def _scheme_time(scheme, kinds: frozenset[str], through: frozenset[str]) -> sympy.Expr:
     total = _ZERO
-    for ph in get_scheme(scheme).phases:
+    for ph in scheme.phases:
         c, n, group, calls = _phase_parts(ph)
         if c.value in through:
             total += calls * in_network_time_s(c, n, group, kinds)

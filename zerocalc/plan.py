@@ -151,11 +151,11 @@ def _times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> dict[tuple[str, t
     from zerocalc.schemes import get_scheme
 
     keys = sorted(set(keys))
-    exprs = [scheme_in_network_time_s(name, kinds, ops) if ops else get_scheme(name).time_s()
-             for name, ops in keys]
     values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes)
-    f = sympy.lambdify(S.ARGUMENTS, exprs, modules="numpy")
-    return {k: float(v) for k, v in zip(keys, f(*(values[s.name] for s in S.ARGUMENTS)), strict=True)}
+    numbers = {s: sympy.Float(values[s.name]) for s in S.ARGUMENTS}
+    # one evaluation each: substituting numbers (xreplace) is several times cheaper than lambdify here
+    return {(name, ops): float((scheme_in_network_time_s(name, kinds, ops) if ops
+                                else get_scheme(name).time_s()).xreplace(numbers)) for name, ops in keys}
 
 
 def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
