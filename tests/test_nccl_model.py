@@ -129,3 +129,15 @@ def test_old_toml_missing_a_field_is_named():
                                      "inter": {"alpha_us": 14, "bw_GBps": 200}})
     with pytest.raises(ConfigError, match="does not give nvlink_gen"):
         tune(partial, 16, V30)
+
+
+def test_formulas_give_the_hand_derived_numbers():
+    from zerocalc.nccl.formula import L0, B, c, f, formulas, l_inter, l_intra, m, n, p
+
+    ring = formulas("all_reduce")["Ring"]
+    # DGX H100, 16 ranks on 2 nodes, Ring/Simple (v2.30.7): 8.4 + 28·3.4 + 2·14 µs, bus bw 8 × 48 GB/s
+    values = {L0: 8.4, l_intra: 3.4, l_inter: 14.0, c: 8, B: 48.0, f: 1, p: 16, m: 2}
+    assert float(ring.subs({**values, n: 0})) == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0)
+    assert float(ring.subs({**values, n: 1e9}) - ring.subs({**values, n: 0})) == pytest.approx(
+        1e9 / (1000 * 384 * 16 / 30))
+    assert set(formulas("all_gather")) == {"Ring"} and formulas("broadcast") == {}

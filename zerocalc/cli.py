@@ -348,6 +348,8 @@ def table_command(
 def derive_command(
     scheme: str = typer.Argument(..., help="Scheme name, e.g. zero2, colocated, fsdp-hybrid."),
     algorithm: str = typer.Option("ring", "--algorithm", help="ring, recursive, tree or hierarchical."),
+    nccl: bool = typer.Option(False, "--nccl", help="Also NCCL's own Ring and Tree time formulas (tuning.cc) "
+                              "for the scheme's collectives."),
 ) -> None:
     """The symbolic per-rank volume, step time and memory of one scheme (pretty and LaTeX)."""
     import sympy
@@ -371,6 +373,14 @@ def derive_command(
         (f"communication time per step, s ({alg.value})", s.time_s(alg)),
         ("model-state bytes per rank", sympy.simplify(model_state_bytes(s.name))),
     ]
+    if nccl:
+        from zerocalc.nccl.formula import formulas
+
+        colls = list(dict.fromkeys(ph.collective.value for ph in s.phases))
+        for coll in colls:
+            for name, expr in formulas(coll).items():
+                parts.append((f"NCCL {name} time of one {coll} of n bytes, µs (NCCL 2.30 tuning.cc; "
+                              "see zerocalc.nccl.formula for the symbols)", expr))
     for label, expr in parts:
         typer.echo(f"\n{label}:")
         typer.echo(sympy.pretty(expr, use_unicode=True, wrap_line=False))
@@ -913,15 +923,16 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
         res = parse(iter(text), path, strict=strict)
         if not res.rows:
             raise TraceFormatError(path, None, "no nccl-tests result rows")
-        ops = {r["op"] for r in res.rows}
-        if len(ops) != 1 or "other" in ops:
-            why = ("cannot tell the collective (no <op>_perf in the file or its name)" if "other" in ops
-                   else f"several collectives: {sorted(ops)}")
-            raise TraceFormatError(path, None, why)
-        p = n or res.meta.get("world_size")
-        if not p:
-            raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
-        out.append((path, res.rows, ops.pop(), int(p), version_from_text(text), res.skipped))
+        if any(r["op"] == "other" for r in res.rows):
+            raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
+                                               "its name)")
+        groups: dict[tuple[str, int | None], list] = {}
+        for r in res.rows:  # one sweep per (collective, group size) the file holds
+            groups.setdefault((r["op"], n or r.get("group_size") or res.meta.get("world_size")), []).append(r)
+        for (op, p), rows in groups.items():
+            if not p:
+                raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
+            out.append((path, rows, op, int(p), version_from_text(text), res.skipped))
     return out
 
 

@@ -46,6 +46,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("volume_table", "Volume, time and memory per scheme", new_page=True),
     Section("figures", "Figures", progress="drawing the figures"),
     Section("validation", "Validation against real traces", new_page=True),
+    Section("nccl_sweeps", "NCCL's own cost model against nccl-tests sweeps", new_page=True),
     Section("verdict", "Verdict and implementation plan", new_page=True),
     Section("sources", "Sources", new_page=True),
 )

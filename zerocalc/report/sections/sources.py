@@ -32,6 +32,13 @@ _SOURCES = [
     "G. Wang et al. ZeRO++: Extremely Efficient Collective Communication for Giant Model Training. "
     "arXiv:2306.10209: qwZ, hpZ, qgZ.",
     "NVIDIA nccl-tests, doc/PERFORMANCE.md: algorithm and bus bandwidth; NCCL src/graph/tuning.cc.",
+    "NVIDIA NCCL v2.19.4-1 and v2.30.7-1: src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime), "
+    "src/graph/search.cc (speed arrays, channel duplication), src/graph/topo.h and topo.cc (NVLink, PCIe "
+    "and NIC bandwidths), src/enqueue.cc (the algorithm/protocol choice); NVIDIA DGX A100, DGX H100, DGX "
+    "H200 and DGX B200 datasheets; Google Cloud A3 Mega machine type; GoogleCloudPlatform "
+    "nccl-env-profile.sh for GPUDirect-TCPXO (NCCL_TUNER_PLUGIN).",
+    "nccl-tests sweeps published in dstackai/dstack examples/clusters (Nebius H100, Lambda B200, GCP A3 "
+    "Mega).",
     "DeepSpeed estimate_zero2_model_states_mem_needs / estimate_zero3_model_states_mem_needs "
     "(deepspeed/runtime/zero/stage_1_and_2.py, stage3.py).",
     "Real traces: HolisticTraceAnalysis tests/data (PyTorch DDP ResNet-50 on A100, NCCL 2.17.1); a "
