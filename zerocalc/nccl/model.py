@@ -126,6 +126,18 @@ def _net_overhead_us(m: Machine) -> float:
 
 def _tune_one(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> tuple[float, float]:
     """(latency µs, algorithm bandwidth GB/s) of one triple: the body of ``ncclTopoTuneModel``'s loop."""
+    return _latency_us(rel, m, coll, a, p), _bandwidth_GBps(rel, m, coll, a, p)
+
+
+def _nsteps(coll: Collective, nr: int) -> int:
+    """Ring steps: 2(p−1) for all-reduce, p−1 for all-gather / reduce-scatter, p otherwise (tuning.cc)."""
+    if coll == C.ALL_REDUCE:
+        return 2 * (nr - 1)
+    return nr - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nr
+
+
+def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
+    """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
     new = rel.name != "2.19"
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     ccx = _cc_index(m.compute_capability, rel)
@@ -136,8 +148,7 @@ def _tune_one(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
     per_ch_ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
     per_ch_tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
     g = m.graphs[a]
-    nsteps = (2 * (nr - 1) if coll == C.ALL_REDUCE
-              else nr - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nr)
+    nsteps = _nsteps(coll, nr)
     collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
     bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
     if a in (A.NVLS, A.NVLS_TREE):
@@ -185,7 +196,15 @@ def _tune_one(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
             bus *= nr / nsteps if a in (A.RING, A.NVLS, A.NVLS_TREE) else .5
     else:
         bus *= nr / nsteps if a == A.RING else 5.0 / 6.0 if a in (A.NVLS, A.NVLS_TREE) else .5
-    # latency
+    return bus
+
+
+def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
+    """Base latency + hops × per-hop latency of the link class (NVLink, PCI, network)."""
+    new = rel.name != "2.19"
+    nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
+    g = m.graphs[a]
+    nsteps = _nsteps(coll, nr)
     pi = _PROTO_INDEX[p]
     intra_hw = NVLINK if g.nvlink else PCI
     hw = intra_hw if nn == 1 else NET
@@ -225,7 +244,7 @@ def _tune_one(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
         lat += intra_lat + 2 * _log2i(nn) * inter_lat
     elif a == A.PAT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
         lat += _log2i(nn) * (inter_lat / 3.5) + nr * 2.8
-    return lat, bus
+    return lat
 
 
 def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
