@@ -23,7 +23,8 @@ TRACE_SETS = sorted(
     [p for p in DATA.glob("*/*") if p.is_file() and p.suffix in (".txt", ".gz") and p.parent.name in
      ("nccl-debug", "nccl-tests", "deepspeed-comms", "kineto")]
     + [DATA / "kineto" / "dlrm-v100-8ranks", DATA / "deepspeed-gloo-zero3-n4",
-       DATA / "deepspeed-gloo-zero3-n4" / "no-step-markers"])
+       DATA / "deepspeed-gloo-zero3-n4" / "no-step-markers"]
+    + [p for p in (DATA / "real-runs").iterdir() if p.is_dir()])
 
 
 @pytest.fixture(scope="module")
