@@ -245,7 +245,7 @@ class _Selected(NamedTuple):
     recs: dict[int, tuple[str, Any, Any, Any]]  # event index -> (name, ts, dur, args) of used events
     comm: dict[Any, list[tuple[float, float, int, str]]]  # thread -> (ts, end, index, kind)
     steps: list[tuple[float, float, int]]
-    gloo: list[tuple[float, float, int]]
+    gloo: list[tuple[float, float, int, Any]]  # (ts, end, index, worker thread)
     kernels: list[int]
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
 
@@ -323,7 +323,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             if k is not None:
                 sel.steps.append((ts, ts + dur, k))
         elif role == _GLOO:
-            sel.gloo.append((ts, ts + dur, i))
+            sel.gloo.append((ts, ts + dur, i, thread))
             recs[i] = (name, e.ts, e.dur, _args(e.args))
         elif role != _CHECKED:
             recs[i] = (name, e.ts, e.dur, _args(e.args))
@@ -348,9 +348,11 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
     """Group the selected events into calls, link kernels, resolve each call into a row."""
     rank = _int(info.get("rank"))
     world = _int(info.get("world_size"))
-    pg_sizes = {_int(pg.get("pg_size")) for pg in info.get("pg_config") or [] if isinstance(pg, dict)}
+    pgs = _process_groups(info)
     res.meta.update(rank=rank, world_size=world, backend=info.get("backend"),
                     nccl_version=info.get("nccl_version"))
+    if pgs:
+        res.meta["process_groups"] = [{"name": g, "size": p, "ranks": list(r)} for g, p, r in pgs]
     recs, steps, gloo = sel.recs, sel.steps, sel.gloo
 
     # --- group nested comm events into calls ------------------------------------------
@@ -413,8 +415,10 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
         if isinstance(row, str):
             ignored[row] = ignored.get(row, 0) + 1
             continue
-        if row["group_size"] is None and len(pg_sizes) == 1 and None not in pg_sizes and row["op"] != "send":
-            row["group_size"] = next(iter(pg_sizes))
+        if row["group_size"] is not None:
+            row["group_from"] = "recorded"
+        elif _group_from_shapes(row):
+            row["group_from"] = "shapes"
         if row["rank"] is None:
             row["rank"] = rank
         j = bisect.bisect_right(step_starts, call["ts"]) - 1
@@ -435,10 +439,13 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
             row["link"] = None
         row["_call"] = call
         rows.append(row)
-    if gloo:
+    if not rows and gloo:
+        rows.extend(_gloo_rows(gloo, recs, file, rank, steps, res))
+    elif gloo:
         _match_gloo(rows, gloo, recs, res)
     for r in rows:
-        del r["_call"]
+        r.pop("_call", None)
+    _fill_groups(rows, pgs, world)
     res.meta.update(schema=sorted(generations), steps=len(steps), ignored=ignored,
                     unlinked_kernels=unlinked, events=sel.n_events)
     return res
@@ -519,7 +526,7 @@ def _resolve(call: dict, recs: dict, file: str, generations: set[str]) -> dict[s
 
 
 def _match_gloo(
-    rows: list[dict], gloo: list[tuple[float, float, int]], recs: dict, res: ParseResult
+    rows: list[dict], gloo: list[tuple[float, float, int, Any]], recs: dict, res: ParseResult
 ) -> None:
     """Pair calls without kernels with gloo work annotations in issue order, all-or-nothing."""
     cands = [r for r in rows if r["link"] is None and r["op"] != "barrier"]
@@ -527,7 +534,7 @@ def _match_gloo(
     ok = len(cands) == len(gloo)
     pairs = []
     if ok:
-        for r, (ts, end, i) in zip(cands, gloo, strict=True):
+        for r, (ts, end, i, thread) in zip(cands, gloo, strict=True):
             g = recs[i]
             gop = KINETO_ANNOTATION_OPS.get(g[0][len("gloo:"):], "other")
             if gop != r["op"] and gop not in GLOO_TRANSPORT_OPS.get(r["op"], ()):
@@ -540,14 +547,115 @@ def _match_gloo(
             if dt is not None and r["dtype"] is not None and dt != r["dtype"]:
                 ok = False
                 break
-            pairs.append((r, ts, end, n, dt))
+            pairs.append((r, ts, end, n, dt, thread))
     res.meta["gloo_matched"] = ok
     if not ok:
         return
-    for r, ts, end, n, dt in pairs:
+    for r, ts, end, n, dt, thread in pairs:
         r["start_s"], r["duration_s"], r["link"] = ts * _US, (end - ts) * _US, "gloo-order"
+        r["worker"] = str(thread)
         if r["in_nelems"] is None:
             r["in_nelems"] = n
         if r["dtype"] is None and dt is not None:
             r["dtype"] = dt
             r["elem_bytes"] = DTYPE_BYTES.get(dt)
+
+
+def _process_groups(info: dict) -> list[tuple[str, int, tuple[int, ...]]]:
+    """The process groups of ``distributedInfo.pg_config`` (the groups this rank is a member of):
+    (description or name, size, ranks), those that state a size."""
+    out = []
+    for pg in info.get("pg_config") or []:
+        if not isinstance(pg, dict):
+            continue
+        size = _int(pg.get("pg_size"))
+        ranks = pg.get("ranks")
+        ranks = tuple(r for r in ranks if isinstance(r, int)) if isinstance(ranks, list) else ()
+        if size is None and ranks:
+            size = len(ranks)
+        if size is None:
+            continue
+        desc, name = pg.get("pg_desc"), pg.get("pg_name")
+        label = desc if isinstance(desc, str) and desc not in ("", "undefined") else f"pg {name}"
+        out.append((label, size, ranks))
+    return out
+
+
+def _group_from_shapes(row: dict) -> bool:
+    """Group size of an all-gather (output ÷ input) or reduce-scatter (input ÷ output) from its
+    element counts (§5: ``_allgather_base`` out = shard × p, ``_reduce_scatter_base`` in = shard × p)."""
+    i, o = row["in_nelems"], row["out_nelems"]
+    big, small = (o, i) if row["op"] == "all_gather" else (i, o) if row["op"] == "reduce_scatter" else (0, 0)
+    if not big or not small or big % small:
+        return False
+    row["group_size"] = big // small
+    return True
+
+
+def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...]]], world: int | None) -> None:
+    """Group size and group of the calls that record none, from what the trace does say.
+
+    In order: a gloo worker thread serves one process group (ProcessGroupGloo keeps a pool of worker
+    threads per group), so calls run by the worker of a call whose group size is known share it
+    (``group_from`` "worker"); else the rank's process groups in ``distributedInfo.pg_config``: one
+    group only (the world) gives its size, and groups besides ``default_pg`` all of one size give that
+    size (a sub-group job: DDP over a data-parallel group, HSDP's shard and replicate groups):
+    ``group_from`` "pg_config". A call whose size matches exactly one of the rank's groups is named
+    after it (``group``). Nothing is taken from ``world_size`` when the call says otherwise.
+    """
+    by_worker: dict[str, set[int]] = {}
+    for r in rows:
+        if r.get("worker") is not None and r["group_size"] is not None:
+            by_worker.setdefault(r["worker"], set()).add(r["group_size"])
+    others = {p for g, p, _ in pgs if g != "default_pg" and p != world}
+    only = {p for _, p, _ in pgs}
+    guess = None
+    if len(only) == 1:
+        guess = next(iter(only))
+    elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _ in pgs):
+        guess = next(iter(others))
+    for r in rows:
+        if r["group_size"] is None and r["op"] not in ("send", "recv"):
+            known = by_worker.get(r.get("worker"), set())
+            if len(known) == 1:
+                r["group_size"], r["group_from"] = next(iter(known)), "worker"
+            elif guess is not None:
+                r["group_size"], r["group_from"] = guess, "pg_config"
+        if r["op"] == "all_gather" and r["out_nelems"] is None and r["in_nelems"] is not None \
+                and r["group_size"] is not None:
+            r["out_nelems"] = r["in_nelems"] * r["group_size"]
+        if r["group"] is None and r["group_size"] is not None:
+            named = [g for g, p, _ in pgs if p == r["group_size"]]
+            if len(named) == 1:
+                r["group"] = named[0]
+
+
+def _gloo_rows(gloo: list[tuple[float, float, int, Any]], recs: dict, file: str, rank: int | None,
+               steps: list[tuple[float, float, int]], res: ParseResult) -> list[dict]:
+    """Rows from the ``gloo:<op>`` worker events of a trace that has no ``c10d::`` op for them.
+
+    Each worker event names its op and carries one input's ``Input Dims`` and ``Input type``
+    (an all-gather's input is the shard). gloo runs a reduce-scatter as an all-reduce of the whole
+    input (ProcessGroupGloo), so in such a trace a reduce-scatter reads as an all-reduce: said in
+    ``meta["notes"]``.
+    """
+    rows = []
+    step_starts = [s[0] for s in steps]
+    for ts, end, i, thread in sorted(gloo):
+        name, _, _, args = recs[i]
+        op = KINETO_ANNOTATION_OPS.get(name[len("gloo:"):], "other")
+        n, dt = _arg_nelems(args or {}, 0)
+        j = bisect.bisect_right(step_starts, ts) - 1
+        rows.append({
+            "file": file, "rank": rank, "op": op, "dtype": dt, "in_nelems": n,
+            "out_nelems": n if op in ("all_reduce", "broadcast", "reduce") else None,
+            "group_size": None, "group": None, "source_line": i, "op_name": name,
+            "elem_bytes": DTYPE_BYTES.get(dt) if dt else None,
+            "step": steps[j][2] if j >= 0 and ts <= steps[j][1] else None,
+            "cpu_start_s": None, "cpu_duration_s": None, "start_s": ts * _US, "duration_s": (end - ts) * _US,
+            "kernel": None, "link": "gloo-only", "worker": str(thread),
+        })
+    if rows:
+        res.meta["notes"] = ["only gloo worker events record the collectives: a reduce-scatter, which gloo "
+                             "runs as an all-reduce of its whole input, reads as an all-reduce"]
+    return rows
