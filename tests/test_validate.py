@@ -162,7 +162,9 @@ def test_gloo_zero3_run_matches_the_two_collective_schemes():
     # one-off: 3 × (1 + 12) int64 broadcasts in the first profiled step, 3/4 · 3 · 13 · 8 B = 234 B
     assert cats.at["one_off", "bytes_per_rank_per_step"] == pytest.approx(234)
     assert set(res.matches) == {"zero1", "zero2", "fsdp-shard-grad-op"}
-    assert res.matches[0] == "fsdp-shard-grad-op"  # all-gather then reduce-scatter, in that order
+    # the same two collectives of Ψ each: where the step boundary falls is no evidence, so no order among them
+    assert res.matches == ("zero1", "zero2", "fsdp-shard-grad-op")
+    assert [set(g) for g in res.indistinguishable] == [{"zero1", "zero2", "fsdp-shard-grad-op"}]
     by = {c.scheme: c for c in res.comparisons}
     assert by["zero3"].ratio == pytest.approx(2 / 3) and not by["zero3"].pattern_match
     assert "2Ψ" in by["zero3"].explanation  # the paper gathers twice per step, the run once

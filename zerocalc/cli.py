@@ -575,6 +575,7 @@ def _check_text(res, skipped=()) -> str:
     lines = [m.psi_how, m.n_how, f"steps: {m.steps_how}",
              f"ranks: {len(m.ranks)}{told}; element type on the wire: {m.comm_dtype} "
              f"({m.comm_elem_bytes:g} B)"]
+    lines += _check_layout_lines(m)
     summary_notes = {reused_sentence(res.reused)} if res.reused else set()
     lines += [f"note: {t}" for t in list(m.notes) + list(res.notes) if t not in summary_notes]
     lines += [f"note: {t}" for t in skipped]
@@ -597,7 +598,7 @@ def _check_text(res, skipped=()) -> str:
                      f"{format_bytes(c.measured_bytes_per_rank_per_step):>12}{c.ratio:>8.3f}  {pat:<7}  "
                      f"{c.explanation}")
     lines.append("")
-    lines.append("consistent with the trace (best first): " + (", ".join(res.matches) or "none")
+    lines.append("consistent with the trace (best first): " + (_ranked(res) or "none")
                  + (f"; also {reused_sentence(res.reused)}" if res.reused else ""))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
@@ -617,6 +618,62 @@ def _check_text(res, skipped=()) -> str:
     return "\n".join(lines)
 
 
+def _check_layout_lines(m) -> list[str]:
+    """Groups, element types per side and micro-batches, in words (empty parts left out)."""
+    out = []
+    world = f"world size {m.world_size}" if m.world_size is not None else "world size not recorded"
+    if m.shard_size:
+        out.append(f"groups: data-parallel N = {m.n} as HSDP's shard groups of {m.shard_size} × replicate "
+                   f"groups of {m.n // m.shard_size}; {world}")
+    elif m.dp_group_sizes:
+        out.append(f"groups: data-parallel N = {m.n} ({world})")
+    if m.param_dtype and m.grad_dtype:
+        out.append(f"element types: parameter-side collectives (all-gather, broadcast) {m.param_dtype}, "
+                   f"gradient-side (all-reduce, reduce-scatter, reduce) {m.grad_dtype}; each call is priced "
+                   "at its own type")
+    if m.micro_batches_how:
+        out.append(f"micro-batches: {m.micro_batches_how}; gradient sync: {m.grad_sync or 'not shown'} "
+                   f"({m.grad_sync_how})")
+    return out
+
+
+def _ranked(res) -> str:
+    """Consistent schemes, best first, those the trace cannot tell apart joined by ' = ' (no order)."""
+    groups = {s: g for g in res.indistinguishable for s in g}
+    out, seen = [], set()
+    for s in res.matches:
+        if s in seen:
+            continue
+        g = groups.get(s, (s,))
+        seen.update(g)
+        out.append(" = ".join(g))
+    return ", ".join(out)
+
+
+def _check_rows(res) -> list[dict]:
+    """One row per scheme: the check's table as records (csv, markdown)."""
+    return [{"scheme": c.scheme, "predicted_bytes_per_rank_per_step": c.predicted_bytes_per_rank_per_step,
+             "measured_bytes_per_rank_per_step": c.measured_bytes_per_rank_per_step, "ratio": c.ratio,
+             "pattern_match": c.pattern_match, "consistent": c.scheme in res.matches,
+             "explanation": c.explanation} for c in res.comparisons]
+
+
+def _check_markdown(res) -> str:
+    from zerocalc.units import format_bytes
+
+    m = res.measurement
+    lines = [f"- {m.psi_how}", f"- {m.n_how}", f"- steps: {m.steps_how}"]
+    lines += [f"- {t}" for t in _check_layout_lines(m)]
+    lines += ["", "| scheme | predicted per rank per step | measured | ratio | pattern | explanation |",
+              "|---|---:|---:|---:|---|---|"]
+    for c in res.comparisons:
+        lines.append(f"| {c.scheme} | {format_bytes(c.predicted_bytes_per_rank_per_step)} | "
+                     f"{format_bytes(c.measured_bytes_per_rank_per_step)} | {c.ratio:.3f} | "
+                     f"{'match' if c.pattern_match else 'no'} | {c.explanation.replace('|', '/')} |")
+    lines += ["", f"Consistent with the trace (best first): {_ranked(res) or 'none'}"]
+    return "\n".join(lines)
+
+
 @app.command("check")
 def check_cmd(
     traces: Annotated[list[str], typer.Argument(help="Trace files (one per rank) or a directory.")],
@@ -624,13 +681,15 @@ def check_cmd(
                                             "default: inferred.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Data-parallel degree N; default: inferred.")] = None,
     steps: Annotated[int | None, typer.Option("--steps", help="Steps, when unmarked.")] = None,
-    scheme: Annotated[list[str] | None, typer.Option("--scheme", help="Schemes to compare (repeat or "
-                                                     "comma-separate).")] = None,
+    scheme: Annotated[list[str] | None, typer.Option("--schemes", "--scheme", help="Schemes to compare "
+                                                     "(repeat or comma-separate).")] = None,
+    micro_batches: Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per optimizer "
+                                                      "step; default: inferred.")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="Element type of calls the trace records "
                                               "none for.")] = None,
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="Ranks per node "
                                                       "(default: N up to 8).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, json, csv or markdown.")] = "table",
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Read the traces on a running Dask "
                                                   "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
@@ -651,21 +710,31 @@ def check_cmd(
     from zerocalc.units import parse_count
     from zerocalc.validate import check
 
-    if fmt not in ("table", "json"):
-        raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
+    if fmt not in ("table", "json", "csv", "markdown"):
+        raise ConfigError(f"must be table, json, csv or markdown, got {fmt!r}", option="--format")
     if topology is not None:
+        if fmt not in ("table", "json"):
+            raise ConfigError(f"must be table or json with --topology, got {fmt!r}", option="--format")
         _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict)
         return
     if nccl_version is not None:
         raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too",
                           option="--nccl-version")
-    names = _scheme_names(scheme, "--scheme")
+    if micro_batches is not None and micro_batches < 1:
+        raise ConfigError(f"must be a positive integer, got {micro_batches}", option="--micro-batches")
+    names = _scheme_names(scheme, "--schemes")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
     ts = _read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
     res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
-                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node)
-    if fmt == "json":
+                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches)
+    if fmt == "csv":
+        import pandas as pd
+
+        typer.echo(pd.DataFrame(_check_rows(res)).to_csv(index=False), nl=False)
+    elif fmt == "markdown":
+        typer.echo(_check_markdown(res))
+    elif fmt == "json":
         import json
 
         d = res.as_dict()

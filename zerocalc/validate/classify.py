@@ -87,13 +87,15 @@ def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:
     return small & sized
 
 
-def steady_state(op: np.ndarray, gs: np.ndarray, n: int, step_id: np.ndarray, full: np.ndarray,
+def steady_state(op: np.ndarray, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full: np.ndarray,
                  rank: np.ndarray) -> np.ndarray:
-    """First categories: ``step``, ``unexplained`` (not a data-parallel op, or a group other than N) and
-    ``one_off`` (outside the steps, or a call signature some of its rank's steps lack)."""
+    """First categories: ``step``, ``unexplained`` (not a data-parallel op, or a group other than the
+    data-parallel ones: N, or HSDP's shard and replicate groups) and ``one_off`` (outside the steps, or a
+    call signature some of its rank's steps lack)."""
+    sizes = [dp_sizes] if np.isscalar(dp_sizes) else list(dp_sizes)
     cat = np.full(len(op), "step", dtype=object)
     cat[~np.isin(op, list(DP_OPS) + ["barrier"])] = "unexplained"
-    other_group = np.isin(op, list(DP_OPS)) & (gs != n)
+    other_group = np.isin(op, list(DP_OPS)) & ~np.isin(gs, sizes)
     cat[other_group] = "unexplained"
     cat[(cat == "step") & (step_id < 0)] = "one_off"
     if len(set(step_id[step_id >= 0].tolist())) > 1:

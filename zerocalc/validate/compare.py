@@ -18,10 +18,18 @@ from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
 from zerocalc.validate.measure import Measurement
 
+#: One predicted or measured pattern entry: (op, group size, dtype, calls, full elements, bytes) per rank
+#: and optimizer step.
+Entry = tuple[str, int, str, float, float, float]
+
 
 @dataclass(frozen=True)
 class SchemeComparison:
-    """One scheme against the measured step: volume, pattern and, if it differs, why."""
+    """One scheme against the measured step: volume, pattern and, if it differs, why.
+
+    ``predicted_pattern``/``measured_pattern`` merge each op's calls (op, calls, elements, bytes);
+    ``predicted_groups``/``measured_groups`` keep them apart per group size and dtype (:data:`Entry`).
+    """
 
     scheme: str
     predicted_bytes_per_rank_per_step: float
@@ -38,10 +46,16 @@ class SchemeComparison:
     #: the pattern and volume match once the scheme's all-gather volume is halved: the forward
     #: gather kept for backward (:data:`_REUSED_PARAMETERS`)
     matches_if_reused: bool = False
+    predicted_groups: tuple[Entry, ...] = ()
+    measured_groups: tuple[Entry, ...] = ()
 
     def as_record(self, psi: float) -> dict:
-        def pat(p):
-            return [{"op": o, "calls": c, "elements_over_psi": e / psi, "bytes": b} for o, c, e, b in p]
+        def pat(merged, fine):
+            if fine:
+                return [{"op": o, "calls": c, "elements_over_psi": e / psi, "bytes": b, "group": p,
+                         "dtype": d}
+                        for o, p, d, c, e, b in fine]
+            return [{"op": o, "calls": c, "elements_over_psi": e / psi, "bytes": b} for o, c, e, b in merged]
 
         return {
             "scheme": self.scheme,
@@ -51,8 +65,8 @@ class SchemeComparison:
             "volume_match": self.volume_match,
             "pattern_match": self.pattern_match,
             "order": self.order,
-            "predicted_pattern": pat(self.predicted_pattern),
-            "measured_pattern": pat(self.measured_pattern),
+            "predicted_pattern": pat(self.predicted_pattern, self.predicted_groups),
+            "measured_pattern": pat(self.measured_pattern, self.measured_groups),
             "explanation": self.explanation,
             "equivalent_to_dp": self.equivalent_to_dp,
             "predicted_time_s": None if math.isnan(self.predicted_time_s) else self.predicted_time_s,
@@ -70,34 +84,108 @@ def _gpus_per_node(n: int, gpus_per_node: int | None) -> int:
     return min(gpus_per_node, n)
 
 
-def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float):
-    """A scheme's phases as numbers, in order: (op, group size, calls, elements, bytes per element).
+@dataclass(frozen=True)
+class Pricing:
+    """What a scheme is evaluated at: the trace's Ψ and groups, its element type per side, its
+    micro-batches and gradient-sync mode."""
 
-    Phases on a group of one rank move nothing and are left out.
+    psi: float
+    n: int
+    g: int
+    param_bytes: float
+    grad_bytes: float
+    param_dtype: str = ""
+    grad_dtype: str = ""
+    h: int | None = None
+    micro_batches: int = 1
+    grad_sync: str = "every"
+
+
+def pricing_of(m: Measurement, gpus_per_node: int | None = None) -> Pricing:
+    """The :class:`Pricing` of a measurement: HSDP's shard size stands for G unless ``--gpus-per-node``."""
+    g = _gpus_per_node(m.n, gpus_per_node) if gpus_per_node is not None or not m.shard_size else m.shard_size
+    pb = m.param_elem_bytes if m.param_elem_bytes == m.param_elem_bytes else m.comm_elem_bytes
+    gb = m.grad_elem_bytes if m.grad_elem_bytes == m.grad_elem_bytes else m.comm_elem_bytes
+    return Pricing(psi=m.psi, n=m.n, g=g, param_bytes=pb, grad_bytes=gb,
+                   param_dtype=m.param_dtype or m.comm_dtype, grad_dtype=m.grad_dtype or m.comm_dtype,
+                   h=m.shard_size, micro_batches=m.micro_batches, grad_sync=m.grad_sync or "every")
+
+
+#: Parameter-side collectives (all-gather, broadcast of parameters) carry the parameter dtype; the others
+#: the reduction dtype (§7; schemes.py ``Side``).
+_PARAM_SIDE = ("all_gather", "broadcast")
+
+
+def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | None = None,
+                   pricing: Pricing | None = None):
+    """A scheme's phases as numbers, in order: (op, group size, calls per step, elements, bytes per
+    element, dtype).
+
+    Each phase is priced at its side's element type (parameter or gradient, :class:`Pricing`), run
+    as often per optimizer step as its cadence says at the pricing's micro-batches and gradient-sync
+    mode (``Phase.runs``, where the schemes state it). Phases on a group of one rank move nothing and are
+    left out.
     """
     from zerocalc import symbols as S
+    from zerocalc.dtypes import DTYPE_BYTES
 
-    vals = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes, S.b_param: comm_bytes, S.b_grad: comm_bytes}
+    if pricing is None:
+        pricing = Pricing(psi=psi, n=n, g=g, param_bytes=comm_bytes, grad_bytes=comm_bytes)
+    base = {S.Psi: pricing.psi, S.N: pricing.n, S.G: pricing.g}
+    for name, v in (("H", pricing.h or pricing.g), ("n_mb", pricing.micro_batches),
+                    ("b_p", pricing.param_bytes), ("b_g", pricing.grad_bytes)):
+        if hasattr(S, name):
+            base[getattr(S, name)] = v
     for ph in scheme.phases:
+        op = str(ph.collective.value)
+        side = str(getattr(ph, "side", "param" if op in _PARAM_SIDE else "grad"))
+        b = pricing.param_bytes if side == "param" else pricing.grad_bytes
+        vals = dict(base)
+        for name in ("b_comm", "b_param", "b_grad"):
+            if hasattr(S, name):
+                vals[getattr(S, name)] = b
         p = float(ph.group.size.subs(vals))
-        if p > 1:
-            yield (str(ph.collective.value), p, sympy_float(ph.calls, vals), sympy_float(ph.elements, vals),
-                   sympy_float(ph.elem_bytes, vals))
+        if p <= 1:
+            continue
+        runs = sympy_float(ph.runs(pricing.grad_sync), vals) if hasattr(ph, "runs") else 1.0
+        eb = sympy_float(ph.elem_bytes, vals)
+        dtype = (pricing.param_dtype if side == "param" else pricing.grad_dtype) if eb == b else \
+            next((k for k, v in DTYPE_BYTES.items() if v == eb), f"{eb:g} B")
+        yield (op, p, runs * sympy_float(ph.calls, vals), sympy_float(ph.elements, vals), eb, dtype)
 
 
-def predicted_pattern(scheme, *, psi: float, n: int, g: int, comm_bytes: float):
+def predicted_groups(scheme, pricing: Pricing) -> tuple[Entry, ...]:
+    """A scheme's phases as numbers per (op, group size, dtype), in first-appearance order (:data:`Entry`)."""
+    acc: dict[tuple[str, int, str], list[float]] = {}
+    for op, p, calls, elems, eb, dt in _phase_numbers(scheme, psi=0, n=0, g=0, pricing=pricing):
+        a = acc.setdefault((op, int(p), dt), [0.0, 0.0, 0.0])
+        a[0] += calls
+        a[1] += calls * elems
+        a[2] += calls * ring_bytes_factor(op, p) * elems * eb
+    return tuple((*k, *v) for k, v in acc.items())
+
+
+def _merged(entries) -> tuple[tuple[str, float, float, float], ...]:
+    """:data:`Entry` rows merged per op, in first-appearance order: (op, calls, elements, bytes)."""
+    acc: dict[str, list[float]] = {}
+    for o, _p, _d, c, e, b in entries:
+        a = acc.setdefault(o, [0.0, 0.0, 0.0])
+        a[0] += c
+        a[1] += e
+        a[2] += b
+    return tuple((o, *v) for o, v in acc.items())
+
+
+def predicted_pattern(scheme, *, psi: float, n: int, g: int, comm_bytes: float | None = None,
+                      pricing: Pricing | None = None):
     """A scheme's phases as numbers, merged per op in first-appearance order: (op, calls, elements, bytes).
 
     Phases on a group of one rank move nothing and are left out. Bytes per rank under the
     ring accounting of :func:`ring_bytes_factor`, the same as ``Scheme.bytes_per_rank()``.
     """
-    acc: dict[str, list[float]] = {}
-    for op, p, calls, elems, eb in _phase_numbers(scheme, psi=psi, n=n, g=g, comm_bytes=comm_bytes):
-        a = acc.setdefault(op, [0.0, 0.0, 0.0])
-        a[0] += calls
-        a[1] += calls * elems
-        a[2] += calls * ring_bytes_factor(op, p) * elems * eb
-    return tuple((o, *v) for o, v in acc.items())
+    if pricing is None:
+        pricing = Pricing(psi=psi, n=n, g=g, param_bytes=comm_bytes, grad_bytes=comm_bytes)
+    return _merged(predicted_groups(scheme, pricing))
 
 
 def sympy_float(expr, vals) -> float:
@@ -109,6 +197,20 @@ def _rotations(seq: tuple) -> list[tuple]:
     return [seq[i:] + seq[:i] for i in range(len(seq))] or [()]
 
 
+def _by_op_and_group(entries) -> dict[tuple[str, int], float]:
+    """Elements per (op, group size), dtypes merged: what the pattern comparison looks at."""
+    out: dict[tuple[str, int], float] = {}
+    for o, p, _d, _c, e, _b in entries:
+        out[(o, p)] = out.get((o, p), 0.0) + e
+    return out
+
+
+def _same_elements(meas: dict, pred: dict, *, halve_gathers: bool = False) -> bool:
+    return set(meas) == set(pred) and all(
+        math.isclose(e, pred[k] * (0.5 if halve_gathers and k[0] == "all_gather" else 1.0), rel_tol=RTOL)
+        for k, e in meas.items())
+
+
 def compare(
     m: Measurement,
     schemes: Sequence[str] | None = None,
@@ -116,70 +218,93 @@ def compare(
     gpus_per_node: int | None = None,
     fit: AlphaBetaFit | None = None,
 ) -> list[SchemeComparison]:
-    """Every scheme (or the ones named) against the measured step traffic, in SCHEME_NAMES order."""
+    """Every scheme (or the ones named) against the measured step traffic, in SCHEME_NAMES order.
+
+    Patterns are compared by elements per (op, group size), as multiples of Ψ, never by bytes, so
+    that no element type can make one scheme look like another; the volume ratio prices every call at
+    its own dtype (the scheme's parameter-side and gradient-side phases at the trace's).
+    """
     from zerocalc.schemes import SCHEME_NAMES, get_scheme
 
     names = list(SCHEME_NAMES) if not schemes else [get_scheme(s).name for s in schemes]
-    g = _gpus_per_node(m.n, gpus_per_node)
+    pricing = pricing_of(m, gpus_per_node)
+    meas_fine = m.pattern_groups
     meas = m.pattern
+    mkeys = _by_op_and_group(meas_fine)
     measured = m.bytes_per_rank_per_step
     out = []
     for name in names:
         sch = get_scheme(name)
-        pred = predicted_pattern(sch, psi=m.psi, n=m.n, g=g, comm_bytes=m.comm_elem_bytes)
+        fine = predicted_groups(sch, pricing)
+        pred = _merged(fine)
+        pkeys = _by_op_and_group(fine)
         predicted = sum(b for *_, b in pred)
         ratio = measured / predicted if predicted > 0 else (math.inf if measured > 0 else 1.0)
         volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
-        mo, po = tuple(o for o, *_ in meas), tuple(o for o, *_ in pred)
+        mo, po = tuple(dict.fromkeys((o, p) for o, p, *_ in meas_fine)), tuple(pkeys)
+        if not meas_fine:
+            mo = tuple((o, 0) for o, *_ in meas)
         if mo == po:
             order = "same"
         elif set(mo) == set(po) and len(mo) == len(po) and mo in _rotations(po):
             order = "rotated"
         else:
             order = "different"
-        per_op_ok = set(mo) == set(po) and all(
-            math.isclose(b, dict((o, bb) for o, *_, bb in pred)[o], rel_tol=RTOL) for o, *_, b in meas
-        )
-        pattern_match = per_op_ok and order != "different"
+        pattern_match = _same_elements(mkeys, pkeys) and order != "different" and volume_match
         # the same with the scheme's all-gathers halved: the forward gather kept for backward
-        reused = (not pattern_match and order != "different" and set(mo) == set(po) and "all_gather" in po
-                  and all(math.isclose(b, dict((o, bb * (0.5 if o == "all_gather" else 1.0))
-                                               for o, *_, bb in pred)[o], rel_tol=RTOL) for o, *_, b in meas))
+        reused = (not pattern_match and order != "different" and any(o == "all_gather" for o, _ in pkeys)
+                  and _same_elements(mkeys, pkeys, halve_gathers=True))
         if m.n == 1:
             ratio, volume_match, pattern_match, reused = math.nan, False, False, False
         t_pred = math.nan
         if fit is not None:
-            t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb
-                         in _phase_numbers(sch, psi=m.psi, n=m.n, g=g, comm_bytes=m.comm_elem_bytes))
+            t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _
+                         in _phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
         out.append(SchemeComparison(
             scheme=name, predicted_bytes_per_rank_per_step=predicted,
             measured_bytes_per_rank_per_step=measured,
             ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
             predicted_pattern=pred, measured_pattern=meas,
             explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
-                         else _explain(name, pred, meas, ratio, order, m.psi)),
+                         else _explain(name, pred, meas, ratio, order, m.psi, fine, meas_fine)),
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
+            predicted_groups=fine, measured_groups=meas_fine,
         ))
     return out
+
+
+def _wire_key(c: SchemeComparison) -> tuple:
+    """What the wire shows of a scheme's prediction: its collectives per group, elements and bytes."""
+    if c.predicted_groups:
+        return tuple(sorted((o, p, round(e), round(b)) for o, p, _d, _c, e, b in c.predicted_groups))
+    return tuple(sorted((o, round(b)) for o, _, _, b in c.predicted_pattern))
 
 
 def consistent(comparisons: Sequence[SchemeComparison]) -> list[str]:
     """Names of the schemes whose pattern and volume match, best first.
 
-    Best = same order before rotated order, then the closer volume; ties keep the scheme
-    order of :data:`zerocalc.schemes.SCHEME_NAMES`.
+    Best = the closer volume, then same order before rotated order. Schemes the trace cannot tell
+    apart (:func:`indistinguishable`) are never ranked among themselves: they stay together, in the
+    scheme order of :data:`zerocalc.schemes.SCHEME_NAMES`, at the place of the best of them.
     """
     ok = [c for c in comparisons if c.pattern_match]
-    ok.sort(key=lambda c: (c.order != "same", abs(math.log(c.ratio)) if c.ratio > 0 else math.inf))
+    best: dict[tuple, tuple] = {}
+    for c in ok:
+        k = (abs(math.log(c.ratio)) if c.ratio > 0 else math.inf, c.order != "same")
+        best[_wire_key(c)] = min(best.get(_wire_key(c), k), k)
+    first = {}
+    for i, c in enumerate(ok):
+        first.setdefault(_wire_key(c), i)
+    ok.sort(key=lambda c: (best[_wire_key(c)], first[_wire_key(c)]))
     return [c.scheme for c in ok]
 
 
 def indistinguishable(comparisons: Sequence[SchemeComparison]) -> list[list[str]]:
-    """Groups of consistent schemes the trace cannot tell apart (same collectives, same volumes)."""
+    """Groups of consistent schemes the trace cannot tell apart (same collectives on the same groups,
+    same elements, same volumes)."""
     groups: dict[tuple, list[str]] = {}
     for c in comparisons:
         if c.pattern_match:
-            key = tuple(sorted((o, round(b)) for o, _, _, b in c.predicted_pattern))
-            groups.setdefault(key, []).append(c.scheme)
+            groups.setdefault(_wire_key(c), []).append(c.scheme)
     return [v for v in groups.values() if len(v) > 1]
 

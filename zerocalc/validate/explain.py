@@ -29,8 +29,17 @@ _REUSED_PARAMETERS = ("the forward gather is kept for backward (a ZeRO-3 model u
 NO_CROSS_RANK_TRAFFIC = "N = 1: one rank, no cross-rank traffic to compare"
 
 
-def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str:
-    """One sentence saying how the measured step differs from (or agrees with) ``name``."""
+def _sizes(ps) -> str:
+    return " and ".join(str(p) for p in ps)
+
+
+def _explain(name: str, pred, meas, ratio: float, order: str, psi: float, pred_fine=(), meas_fine=()) -> str:
+    """One sentence saying how the measured step differs from (or agrees with) ``name``.
+
+    ``pred``/``meas`` are merged per op (op, calls, elements, bytes); ``pred_fine``/``meas_fine`` keep
+    group sizes and dtypes apart (op, group size, dtype, calls, elements, bytes): a difference of group
+    is said, and a difference of volume at equal elements is put down to the element types.
+    """
     pm = {o: (c, e, b) for o, c, e, b in pred}
     mm = {o: (c, e, b) for o, c, e, b in meas}
     extra = [o for o in mm if o not in pm]
@@ -47,15 +56,26 @@ def _explain(name: str, pred, meas, ratio: float, order: str, psi: float) -> str
         parts.append(f"no {_names(missing)} where {name} "
                      + " and ".join(f"{_OP_VERBS[o]} {_psi_mult(pm[o][1] / psi)}" for o in missing))
     for o in mm:
-        if o in pm and not math.isclose(mm[o][2], pm[o][2], rel_tol=RTOL):
+        if o in pm and not math.isclose(mm[o][1], pm[o][1], rel_tol=RTOL):
             parts.append(f"{OP_NAMES[o]} of {_psi_mult(mm[o][1] / psi)} per step in {mm[o][0]:.3g} call(s) "
                          f"where {name} {_OP_VERBS[o]} {_psi_mult(pm[o][1] / psi)} in {pm[o][0]:.3g}")
             if o == "all_gather" and math.isclose(2 * mm[o][1], pm[o][1], rel_tol=RTOL):
                 parts.append(_REUSED_PARAMETERS)
+    for o in mm:
+        ms = sorted({p for oo, p, *_ in meas_fine if oo == o})
+        ps = sorted({p for oo, p, *_ in pred_fine if oo == o})
+        if o in pm and ms and ps and ms != ps:
+            parts.append(f"{OP_NAMES[o]} on groups of {_sizes(ms)} ranks where {name} runs it on "
+                         f"{_sizes(ps)}")
+    same_volume = math.isclose(ratio, 1.0, rel_tol=RTOL)
+    if not parts and not same_volume and set(mm) == set(pm):
+        md = sorted({f"{OP_NAMES[o]} {d}" for o, _p, d, *_ in meas_fine})
+        pd_ = sorted({f"{OP_NAMES[o]} {d}" for o, _p, d, *_ in pred_fine})
+        parts.append("same collectives and elements in other element types"
+                     + (f" ({', '.join(md)} vs {', '.join(pd_)})" if md and pd_ else ""))
     if not parts and order == "different":
         parts.append(f"same collectives in another order ({_names(o for o, *_ in meas)} vs "
                      f"{_names(o for o, *_ in pred)})")
-    same_volume = math.isclose(ratio, 1.0, rel_tol=RTOL)
     if not parts:
         s = f"matches {name}: {_names(o for o, *_ in meas)} of the predicted volume"
         if order == "rotated":

@@ -9,8 +9,10 @@ trace formats of §5.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -169,13 +171,54 @@ def assign_ranks(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return _order_calls(df).reset_index(drop=True), ranks_how
 
 
+@dataclass(frozen=True)
+class Groups:
+    """The data-parallel layout the gradient collectives show.
+
+    ``n`` ranks in the data-parallel group; ``sizes`` the group sizes its collectives run on
+    (``{n}``, or HSDP's shard and replicate sizes); ``shard`` HSDP's shard-group size (None when the
+    gradients are reduced on one group).
+    """
+
+    n: int
+    sizes: frozenset[int]
+    shard: int | None
+    how: str
+
+
+def _hsdp(op: np.ndarray, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> tuple[int, int] | None:
+    """(shard size H, replicate size R) when the gradients are reduce-scattered on groups of H and the
+    shards then all-reduced on groups of R: HSDP (FSDP ``HYBRID_SHARD`` / FSDP2 on a 2-D mesh; §7).
+
+    Read from the elements: the all-reduces carry 1/H of the reduce-scatters' elements (each rank's
+    shard), which on one group would be pointless; None otherwise.
+    """
+    rs = grad & (op == "reduce_scatter")
+    ar = grad & (op == "all_reduce")
+    if not rs.any() or not ar.any():
+        return None
+    h, r = set(gs[rs].tolist()), set(gs[ar].tolist())
+    if len(h) != 1 or len(r) != 1:
+        return None
+    h_, r_ = int(next(iter(h))), int(next(iter(r)))
+    e_rs, e_ar = float(full[rs].sum()), float(full[ar].sum())
+    if h_ > 1 and r_ > 1 and math.isclose(e_ar * h_, e_rs, rel_tol=RTOL):
+        return h_, r_
+    return None
+
+
 def infer_n(df: pd.DataFrame, op: np.ndarray, full: np.ndarray, world: int | None,
-            n: int | None) -> tuple[np.ndarray, int, str]:
+            n: int | None) -> tuple[np.ndarray, Groups]:
     """Group size of every call (recorded, else the world size, else ``n``), N and how it was found.
 
-    N is ``--n`` (which must be one of the trace's group sizes) or the group size of the collectives
-    that move the most elements, tensor-parallel groups (:func:`_tensor_parallel_sizes`) left out.
+    N is ``--n`` (which must be one of the trace's group sizes) or found from the groups the
+    gradient collectives (all-reduce, reduce-scatter, reduce of more than a scalar) run on: the
+    group that reduces the most elements, or HSDP's shard × replicate groups (:func:`_hsdp`);
+    without gradient collectives, the group of the collectives that move the most elements.
+    Tensor-parallel groups (:func:`_tensor_parallel_sizes`) are left out.
     """
+    from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
+
     gs = _num(df["group_size"])
     data_ops = np.isin(op, list(_OP_VERBS))
     if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
@@ -184,13 +227,28 @@ def infer_n(df: pd.DataFrame, op: np.ndarray, full: np.ndarray, world: int | Non
     sizes_by_elems = Counter()
     for p, e in zip(gs[data_ops], np.nan_to_num(full[data_ops]), strict=True):
         sizes_by_elems[int(p)] += e
-    trace_n = max(sizes_by_elems, key=lambda k: (sizes_by_elems[k], k))
     inner = _tensor_parallel_sizes(df, gs, data_ops, sizes_by_elems)
-    if inner:
-        trace_n = max((k for k in sizes_by_elems if k not in inner), key=lambda k: (sizes_by_elems[k], k))
+    grad = np.isin(op, list(GRADIENT_OPS)) & (np.nan_to_num(full) > SCALAR_MAX_ELEMENTS) & (gs > 1)
+    grad &= ~np.isin(gs, list(inner))
+    by_grad = Counter()
+    for p, e in zip(gs[grad], full[grad], strict=True):
+        by_grad[int(p)] += e
+    most = Counter({k: v for k, v in sizes_by_elems.items() if k not in inner}) or sizes_by_elems
+    most_n = max(most, key=lambda k: (most[k], k))
+    trace_n = max(by_grad, key=lambda k: (by_grad[k], k)) if by_grad else most_n
+    hsdp = _hsdp(op, gs, full, grad)
+    sizes = frozenset({trace_n})
+    if hsdp is not None:
+        trace_n, sizes = hsdp[0] * hsdp[1], frozenset(hsdp)
     if n is None:
         n = trace_n
         n_how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
+        if by_grad and n != most_n:
+            n_how = (f"N = {n}: inferred from the trace (the group the gradient collectives run on; "
+                     f"groups of {most_n} ranks move more data")
+        if hsdp is not None:
+            n_how = (f"N = {n}: inferred from the trace (HSDP: gradients reduce-scattered on shard groups of "
+                     f"{hsdp[0]} ranks, then each shard all-reduced on replicate groups of {hsdp[1]}")
         if inner:
             n_how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
                      f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
@@ -201,19 +259,24 @@ def infer_n(df: pd.DataFrame, op: np.ndarray, full: np.ndarray, world: int | Non
                       "data-parallel group is another")
         n_how += f"; world_size {world} in the trace header)" if world is not None else ")"
     else:
-        if n not in sizes_by_elems:
+        if hsdp is not None and n == trace_n:
+            pass
+        elif n not in sizes_by_elems:
             raise TraceMismatchError(
                 f"--n {n} contradicts the trace: its collectives run on groups of "
                 f"{', '.join(str(k) for k in sorted(sizes_by_elems))} ranks"
             )
-        n_how = f"N = {n}: from --n (the trace has collectives on groups of {n})"
+        else:
+            sizes, hsdp = frozenset({n}), None
+        n_how = (f"N = {n}: from --n (the trace has collectives on groups of {n})" if hsdp is None else
+                 f"N = {n}: from --n (HSDP: shard groups of {hsdp[0]} × replicate groups of {hsdp[1]})")
     ranks = sorted(set(df["rank"].tolist()))
     if world is not None and len(ranks) > world:
         raise TraceMismatchError(f"{len(ranks)} ranks in the traces but world_size is {world}")
     if len(ranks) > n:
         n_how += (f"; {len(ranks)} ranks in all: each data-parallel group of {n} is one of "
                   f"{len(ranks) / n:g} model-parallel (pipeline or tensor) parts")
-    return gs, n, n_how
+    return gs, Groups(n=int(n), sizes=sizes, shard=hsdp[0] if hsdp else None, how=n_how)
 
 
 def fill_elem_types(df: pd.DataFrame, op: np.ndarray, full: np.ndarray,
@@ -354,13 +417,18 @@ def infer_steps(df: pd.DataFrame, op: np.ndarray, gs: np.ndarray, small: np.ndar
 
 
 def psi_in_trace(cat: np.ndarray, op: np.ndarray, full: np.ndarray, rank: np.ndarray,
-                 step_id: np.ndarray) -> tuple[int | None, list[str]]:
+                 step_id: np.ndarray, *, syncs: int = 1,
+                 shard_only: bool = False) -> tuple[int | None, list[str]]:
     """Ψ as the trace sees it: the element total of one step's gradient collective(s) (median over
-    ranks and steps; None without one), and a note when it varies."""
+    ranks and steps; None without one) ÷ the gradient reductions per step (``syncs``: K when they run
+    in every micro-batch), and a note when it varies. Under HSDP (``shard_only``) the replicate
+    all-reduce of the shards is left out: it reduces Ψ/H more elements of the same gradients."""
     grad = gradient_calls(cat, op, full)
+    if shard_only:
+        grad &= op == "reduce_scatter"
     if not grad.any():
         return None, []
-    tot = pd.Series(full[grad]).groupby([rank[grad], step_id[grad]]).sum()
+    tot = pd.Series(full[grad]).groupby([rank[grad], step_id[grad]]).sum() / syncs
     notes = []
     if tot.min() != tot.max():
         notes.append(f"gradient elements per step vary between {int(tot.min()):,} and {int(tot.max()):,}")
@@ -368,7 +436,7 @@ def psi_in_trace(cat: np.ndarray, op: np.ndarray, full: np.ndarray, rank: np.nda
 
 
 def infer_psi(psi: int | None, psi_trace: int | None, cat: np.ndarray, op: np.ndarray,
-              full: np.ndarray) -> tuple[int, str]:
+              full: np.ndarray, syncs: int = 1, shard_only: bool = False) -> tuple[int, str]:
     """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's, and how."""
     if psi is None:
         if psi_trace is None:
@@ -376,16 +444,18 @@ def infer_psi(psi: int | None, psi_trace: int | None, cat: np.ndarray, op: np.nd
                 "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
                 "to infer Ψ from: give --psi"
             )
-        grad = gradient_calls(cat, op, full)
-        return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of one step's gradient "
+        grad = gradient_calls(cat, op, full) & ((op == "reduce_scatter") if shard_only else True)
+        per = "one step's" if syncs == 1 else f"one of the step's {syncs} gradient reductions:"
+        return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of {per} gradient "
                            f"{'/'.join(sorted({OP_NAMES[o] for o in op[grad]}))} calls)")
     if psi_trace is not None and abs(psi_trace - psi) > RTOL * psi:
         raise TraceMismatchError(
             f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
-            "elements per step"
+            f"elements per {'step' if syncs == 1 else 'gradient reduction'}"
         )
     psi_how = f"Ψ = {psi:,}: from --psi"
-    psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per step)"
+    psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per "
+                f"{'step' if syncs == 1 else 'gradient reduction'})"
                 if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
     return psi, psi_how
 
@@ -425,3 +495,124 @@ def wire_dtype(df: pd.DataFrame, cat: np.ndarray, op: np.ndarray, full: np.ndarr
         comm_dtype = next((k for k, v in DTYPE_BYTES.items() if v == comm_eb), "?")
     return str(comm_dtype), float(comm_eb), full, eb, notes
 
+
+
+@dataclass(frozen=True)
+class MicroBatches:
+    """Micro-batches per optimizer step and when the gradients are reduced, with how each was found."""
+
+    k: int
+    how: str
+    #: "every" (gradients reduced in every micro-batch), "boundary" (once per optimizer step), or None
+    #: when the trace cannot tell (one micro-batch, or nothing repeats)
+    grad_sync: str | None
+    grad_sync_how: str
+
+
+def _leading_repeats(codes: list[int]) -> tuple[int, int]:
+    """(period, repetitions) of the block that starts the sequence and repeats back to back, covering the
+    most calls (ties: the shorter period); (len, 1) when nothing repeats. Z-function as in
+    :func:`_repeating_suffix`, read forwards."""
+    m = len(codes)
+    if m < 2:
+        return m, 1
+    z = _z_function(codes)
+    best = None
+    for p in range(1, m // 2 + 1):
+        reps = 1 + min(int(z[p]), m - p) // p
+        if reps >= 2 and (best is None or p * reps > best[0] * best[1]):
+            best = (p, reps)
+    return best or (m, 1)
+
+
+def infer_micro_batches(op: np.ndarray, gs: np.ndarray, full: np.ndarray, cat: np.ndarray, rank: np.ndarray,
+                        step_id: np.ndarray, k: int | None, *, marked: bool = True) -> MicroBatches:
+    """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
+    collectives that opens each optimizer step repeats back to back (the most common count over ranks
+    and steps). Gradient accumulation repeats forward and backward, and with them every collective
+    they issue (§7: DDP and FSDP reduce in every micro-batch unless ``no_sync``; FSDP and DeepSpeed
+    ZeRO-3 gather in every micro-batch; DeepSpeed ZeRO-2/3 reduce in every micro-batch, ZeRO-1 at the
+    boundary). The gradient-sync mode is read from where the gradient reductions fall: inside the
+    repeated block (every micro-batch) or only after it (at the boundary). Only a trace that marks its
+    optimizer steps (``marked``) is read so: without markers the steps are themselves repeated blocks.
+    """
+    from zerocalc.validate.classify import gradient_calls
+
+    grad = gradient_calls(cat, op, full)
+    use = (cat == "step") & (step_id >= 0)
+    sig = (pd.DataFrame({"o": op, "f": full, "p": gs}).groupby(["o", "f", "p"], sort=False, dropna=False)
+           .ngroup().to_numpy())
+    found: Counter = Counter()
+    modes: Counter = Counter()
+    order = np.lexsort((np.arange(len(op)), step_id, rank))
+    sel = order[use[order]]
+    bounds = np.flatnonzero((np.diff(rank[sel]) != 0) | (np.diff(step_id[sel]) != 0)) + 1
+    for part in np.split(sel, bounds) if len(sel) else []:
+        per, reps = _leading_repeats(sig[part].tolist())
+        found[reps] += 1
+        if reps > 1:
+            in_block = grad[part[:per * reps]].any()
+            after = grad[part[per * reps:]].any()
+            modes["every" if in_block else "boundary" if after else "none"] += 1
+    inferred = max(found, key=lambda r: (found[r], -r)) if found and marked else 1
+    if k is not None:
+        if k < 1:
+            from zerocalc.errors import ConfigError
+
+            raise ConfigError(f"must be a positive integer, got {k}", option="--micro-batches")
+        how = f"K = {k}: from --micro-batches"
+        if inferred > 1 and inferred != k:
+            how += f" (the trace's steps open with a block repeated {inferred} times)"
+    elif inferred > 1:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
+               f"repeated {k} times: one per micro-batch)")
+    elif not marked:
+        k = 1
+        how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "
+               "(give --micro-batches K)")
+    else:
+        k = 1
+        how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
+               "nothing before the boundary: give --micro-batches K if so)")
+    mode = max(modes, key=modes.get) if modes else None
+    if k == 1:
+        return MicroBatches(1, how, None, "one micro-batch per optimizer step: nothing to tell")
+    if mode == "every":
+        return MicroBatches(k, how, "every",
+                            "gradients reduced in every micro-batch (the repeated block holds the gradient "
+                            "collectives)")
+    if mode == "boundary":
+        return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (after the "
+                                                "repeated block: no_sync / set_requires_gradient_sync(False) "
+                                                "or a ZeRO-1 boundary reduction)")
+    return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
+
+
+#: Parameter-side and gradient-side collectives (§7: FSDP2 gathers in param_dtype and reduce-scatters in
+#: reduce_dtype; a DDP compression hook changes the all-reduce only).
+PARAM_SIDE_OPS: tuple[str, ...] = ("all_gather", "broadcast")
+
+
+def side_dtypes(df: pd.DataFrame, cat: np.ndarray, op: np.ndarray, full: np.ndarray, eb: np.ndarray,
+                wire: tuple[str, float]) -> tuple[str, float, str, float]:
+    """(parameter dtype, its bytes, gradient dtype, its bytes): the type carrying the most elements
+    among the steady-state parameter-side (all-gather, broadcast) and gradient-side collectives; a side
+    the step lacks takes the wire type."""
+    from zerocalc.dtypes import DTYPE_BYTES
+    from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+
+    dt = df["dtype"].astype("string").fillna("?").to_numpy()
+    out = []
+    for side in (np.isin(op, list(PARAM_SIDE_OPS)), gradient_calls(cat, op, full)):
+        use = side & (cat == "step") & (eb > 0) & (full > SCALAR_MAX_ELEMENTS)
+        if not use.any():
+            out += list(wire)
+            continue
+        w = (pd.DataFrame({"d": dt[use], "b": eb[use], "e": full[use]})
+             .groupby(["d", "b"], sort=False)["e"].sum())
+        name, b = w.idxmax()
+        if name == "?":
+            name = next((k for k, v in DTYPE_BYTES.items() if v == b), "?")
+        out += [str(name), float(b)]
+    return out[0], out[1], out[2], out[3]

@@ -55,6 +55,24 @@ class Measurement:
     order_variants: int
     #: how ranks were identified when the trace records none ("" when it records them)
     ranks_how: str = ""
+    #: the trace header's world size (None when it records none)
+    world_size: int | None = None
+    #: group sizes the data-parallel collectives run on ({N}, or HSDP's shard and replicate sizes)
+    dp_group_sizes: tuple[int, ...] = ()
+    #: HSDP's shard-group size (None: the gradients are reduced on one group)
+    shard_size: int | None = None
+    micro_batches: int = 1
+    micro_batches_how: str = ""
+    #: "every", "boundary" or None (the trace cannot tell), with the sentence saying why
+    grad_sync: str | None = None
+    grad_sync_how: str = ""
+    #: element types of the parameter-side (all-gather, broadcast) and gradient-side collectives
+    param_dtype: str = ""
+    param_elem_bytes: float = math.nan
+    grad_dtype: str = ""
+    grad_elem_bytes: float = math.nan
+    #: (op, group size, dtype, calls, full elements, bytes) per rank and step, ops in :attr:`pattern` order
+    pattern_groups: tuple[tuple[str, int, str, float, float, float], ...] = ()
 
     @property
     def bytes_per_rank_per_step(self) -> float:
@@ -72,6 +90,7 @@ def measure(
     steps: int | None = None,
     dtype: str | None = None,
     meta: dict | None = None,
+    micro_batches: int | None = None,
 ) -> Measurement:
     """Bytes each rank sent per step, by category, from a canonical trace table.
 
@@ -89,7 +108,8 @@ def measure(
     rank = df["rank"].to_numpy()
     full = full_vector_elements(op, _num(df["in_nelems"]), _num(df["out_nelems"]))
 
-    gs, n, n_how = infer.infer_n(df, op, full, world, n)
+    gs, groups = infer.infer_n(df, op, full, world, n)
+    n, n_how = groups.n, groups.how
     eb, more = infer.fill_elem_types(df, op, full, dtype)
     notes += more
     full, approx, more = infer.approximate_sizes(df, op, full, gs, eb)
@@ -103,14 +123,19 @@ def measure(
 
     step_id, steps_how, more = infer.infer_steps(df, op, gs, small, steps)
     notes += more
-    cat = classify.steady_state(op, gs, n, step_id, full, rank)
-    psi_trace, more = infer.psi_in_trace(cat, op, full, rank, step_id)
+    cat = classify.steady_state(op, gs, groups.sizes, step_id, full, rank)
+    mb = infer.infer_micro_batches(op, gs, full, cat, rank, step_id, micro_batches,
+                                   marked=bool(df["step"].notna().any()))
+    syncs = mb.k if mb.grad_sync == "every" else 1
+    psi_trace, more = infer.psi_in_trace(cat, op, full, rank, step_id, syncs=syncs,
+                                         shard_only=groups.shard is not None)
     notes += more
     cat = classify.small_traffic(cat, op, full, rank, step_id, small,
                                  psi_trace if psi_trace is not None else psi)
-    psi, psi_how = infer.infer_psi(psi, psi_trace, cat, op, full)
+    psi, psi_how = infer.infer_psi(psi, psi_trace, cat, op, full, syncs, shard_only=groups.shard is not None)
     comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(df, cat, op, full, eb, sent, approx, dtype)
     notes += more
+    sides = infer.side_dtypes(df, cat, op, full, eb, (comm_dtype, comm_eb))
 
     calls = df.assign(step_id=step_id, elem_bytes_used=eb, full_elements=full, bytes_sent=sent, category=cat,
                       duration_used_s=_num(df["duration_s"]) if "duration_s" in df.columns
@@ -122,12 +147,17 @@ def measure(
     unexplained = classify.unexplained_note(calls)
     if unexplained:
         notes.append(unexplained)
-    pattern, variants = _measured_pattern(calls[calls["category"] == "step"], len(ranks) * n_steps)
+    step_calls = calls[calls["category"] == "step"]
+    pattern, variants = _measured_pattern(step_calls, len(ranks) * n_steps)
     return Measurement(
         calls=calls, psi=int(psi), psi_how=psi_how, psi_trace=psi_trace, n=int(n), n_how=n_how,
         steps=n_steps, steps_how=steps_how, ranks=ranks, comm_elem_bytes=float(comm_eb),
         comm_dtype=str(comm_dtype), notes=tuple(notes), per_step=per_step, categories=categories,
-        pattern=pattern, order_variants=variants, ranks_how=ranks_how,
+        pattern=pattern, order_variants=variants, ranks_how=ranks_how, world_size=world,
+        dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard,
+        micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
+        param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
+        pattern_groups=_measured_groups(step_calls, len(ranks) * n_steps, [o for o, *_ in pattern]),
     )
 
 
@@ -203,3 +233,21 @@ def _measured_pattern(step_calls: pd.DataFrame, n_rank_steps: int):
     )
     return pattern, len(counts)
 
+
+
+def _measured_groups(step_calls: pd.DataFrame, n_rank_steps: int, op_order: list[str]):
+    """Per-step (op, group size, dtype) entries: mean calls, full elements and bytes per rank and step,
+    ops in ``op_order``, then by first appearance."""
+    if step_calls.empty:
+        return ()
+    df = pd.DataFrame({"o": step_calls["op"].astype(str).to_numpy(),
+                       "p": step_calls["group_size_used"].to_numpy(dtype=float),
+                       "d": step_calls["dtype"].astype("string").fillna("?").to_numpy(),
+                       "e": step_calls["full_elements"].to_numpy(dtype=float),
+                       "b": step_calls["bytes_sent"].to_numpy(dtype=float)})
+    rank = {o: i for i, o in enumerate(op_order)}
+    agg = df.groupby(["o", "p", "d"], sort=False).agg(calls=("e", "size"), e=("e", "sum"), b=("b", "sum"))
+    keys = sorted(agg.index, key=lambda k: rank.get(k[0], len(rank)))
+    return tuple((str(o), int(p), str(d), float(agg.at[(o, p, d), "calls"]) / n_rank_steps,
+                  float(agg.at[(o, p, d), "e"]) / n_rank_steps, float(agg.at[(o, p, d), "b"]) / n_rank_steps)
+                 for o, p, d in keys)

@@ -32,7 +32,11 @@ class CheckResult:
         t = self.timing
         return {
             "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how,
-            "n": m.n, "n_how": m.n_how,
+            "n": m.n, "n_how": m.n_how, "world_size": m.world_size,
+            "dp_group_sizes": list(m.dp_group_sizes), "hsdp_shard_size": m.shard_size,
+            "micro_batches": m.micro_batches, "micro_batches_how": m.micro_batches_how,
+            "grad_sync": m.grad_sync, "grad_sync_how": m.grad_sync_how,
+            "param_dtype": m.param_dtype, "grad_dtype": m.grad_dtype,
             "steps": m.steps, "steps_how": m.steps_how,
             "ranks": list(m.ranks), "ranks_how": m.ranks_how,
             "comm_dtype": m.comm_dtype, "comm_elem_bytes": m.comm_elem_bytes,
@@ -63,9 +67,15 @@ def check(
     meta: dict | None = None,
     gpus_per_node: int | None = None,
     fit: AlphaBetaFit | None = None,
+    micro_batches: int | None = None,
 ) -> CheckResult:
-    """Measure a canonical trace table and compare it with every scheme."""
-    m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta)
+    """Measure a canonical trace table and compare it with every scheme.
+
+    The stages in order: :func:`measure` (classify the calls, infer ranks, N, element types, steps,
+    micro-batches and Ψ), :func:`timing` (fit α-β), :func:`compare` (every scheme against the
+    measured step) and the notes that explain the result.
+    """
+    m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta, micro_batches=micro_batches)
     backends = {str(v.get("backend")) for v in (meta or {}).values()
                 if isinstance(v, dict) and v.get("backend")}
     t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)
