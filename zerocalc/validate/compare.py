@@ -131,9 +131,12 @@ def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | No
 
     if pricing is None:
         pricing = Pricing(psi=psi, n=n, g=g, param_bytes=comm_bytes, grad_bytes=comm_bytes)
+    from zerocalc import evaluate
+
     base = {S.Psi: pricing.psi, S.N: pricing.n, S.G: pricing.g}
     for name, v in (("H", pricing.h or pricing.g), ("n_mb", pricing.micro_batches),
-                    ("b_p", pricing.param_bytes), ("b_g", pricing.grad_bytes)):
+                    ("b_p", pricing.param_bytes), ("b_g", pricing.grad_bytes),
+                    ("D_reuse", getattr(evaluate, "DEFAULT_REUSE_DISTANCE", 1e9))):
         if hasattr(S, name):
             base[getattr(S, name)] = v
     for ph in scheme.phases:

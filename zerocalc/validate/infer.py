@@ -548,12 +548,17 @@ def infer_micro_batches(op: np.ndarray, gs: np.ndarray, full: np.ndarray, cat: n
     sel = order[use[order]]
     bounds = np.flatnonzero((np.diff(rank[sel]) != 0) | (np.diff(step_id[sel]) != 0)) + 1
     for part in np.split(sel, bounds) if len(sel) else []:
-        per, reps = _leading_repeats(sig[part].tolist())
-        found[reps] += 1
+        codes = sig[part].tolist()
+        per, reps = _leading_repeats(codes)
         if reps > 1:
             in_block = grad[part[:per * reps]].any()
             after = grad[part[per * reps:]].any()
             modes["every" if in_block else "boundary" if after else "none"] += 1
+            # the boundary micro-batch: the same block with the gradient reductions among its calls
+            rest = [c for c, g in zip(codes[per * reps:], grad[part[per * reps:]], strict=True) if not g]
+            if rest[:per] == codes[:per] and after and not in_block:
+                reps += 1
+        found[reps] += 1
     inferred = max(found, key=lambda r: (found[r], -r)) if found and marked else 1
     if k is not None:
         if k < 1:

@@ -1,0 +1,87 @@
+"""check on real gloo runs: each checks as the scheme that ran, with Ψ given and inferred, N = the
+data-parallel group, every call priced at its own dtype and group.
+
+Expected values are the runs' counts (tests/data/traces/real-runs/README.md, expected.json), and bytes
+are that arithmetic under the ring accounting: a rank sends 2(p-1)/p of an all-reduce's vector and
+(p-1)/p of an all-gather's or reduce-scatter's (Thakur, Rabenseifner & Gropp 2005).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zerocalc.traces import read_traces
+from zerocalc.validate import check
+
+RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
+PSI = 24_768 + 30_880 + 15_456  # the three layers (README: Ψ = 71,104)
+
+#: case → (scheme that ran, N, HSDP shard size, bytes per rank per step from the README's counts)
+CASES = {
+    # 6 bf16 all-gathers of 2Ψ in all and 3 fp32 reduce-scatters of Ψ, on 4
+    "fsdp2-mixed-bf16-fp32": ("fsdp-full-shard", 4, None, 2 * PSI * 3 / 4 * 2 + PSI * 3 / 4 * 4),
+    # fp32 on the shard group of 2: all-gathers of 2Ψ, reduce-scatters of Ψ; the shards' all-reduce of Ψ/2
+    # on the replicate group of 2
+    "hsdp-2x2": ("fsdp-hybrid", 4, 2, 2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
+    # one fp32 all-reduce of Ψ on the data-parallel group of 2 (world 4)
+    "ddp-subgroup-dp2-of-4": ("dp", 2, None, PSI * 2 * 1 / 2 * 4),
+    # one bf16 all-reduce of Ψ on 4
+    "ddp-bf16": ("dp", 4, None, PSI * 2 * 3 / 4 * 2),
+    # fp16 all-reduce of Ψ (compress hook), fp32 broadcasts of the shards (Ψ in all, one root each)
+    "ddp-zero-ro-fp16-hook": ("torch-zero1", 4, None, PSI * 2 * 3 / 4 * 2 + PSI * 3 / 4 * 4),
+}
+
+
+@pytest.fixture(scope="module")
+def traces():
+    return {c: read_traces(RUNS / c) for c in CASES}
+
+
+def _world(case):
+    e = json.loads((RUNS / case / "expected.json").read_text())
+    return {v["world_size"] for v in e["ranks"].values()}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("psi_given", [False, True])
+def test_real_run_checks_as_the_scheme_that_ran(traces, case, psi_given):
+    scheme, n, shard, nbytes = CASES[case]
+    ts = traces[case]
+    res = check(ts.table, meta=ts.meta, psi=PSI if psi_given else None)
+    m = res.measurement
+    assert m.psi == PSI and m.psi_trace == PSI
+    assert m.n == n and {m.world_size} == _world(case) and m.shard_size == shard
+    assert m.micro_batches == 1
+    assert m.bytes_per_rank_per_step == pytest.approx(nbytes, rel=1e-9)
+    assert scheme in res.matches
+    c = next(c for c in res.comparisons if c.scheme == scheme)
+    assert c.pattern_match and c.ratio == pytest.approx(1, abs=0.01)
+
+
+def test_mixed_precision_prices_each_side_at_its_dtype(traces):
+    res = check(traces["fsdp2-mixed-bf16-fp32"].table, meta=traces["fsdp2-mixed-bf16-fp32"].meta)
+    m = res.measurement
+    assert (m.param_dtype, m.grad_dtype) == ("bf16", "fp32")
+    d = res.as_dict()
+    fsdp = next(s for s in d["schemes"] if s["scheme"] == "fsdp-full-shard")
+    got = {(e["op"], e["group"], e["dtype"]): round(e["elements_over_psi"], 6) for e in fsdp["measured_pattern"]}
+    assert got == {("all_gather", 4, "bf16"): 2.0, ("reduce_scatter", 4, "fp32"): 1.0}
+    # the ZeRO-1/2 pattern (one gather of Ψ) is not what ran: the trace gathers 2Ψ elements
+    assert not {"zero1", "zero2", "fsdp-shard-grad-op"} & set(res.matches)
+    assert d["world_size"] == 4 and d["micro_batches"] == 1 and "micro_batches_how" in d and "grad_sync" in d
+
+
+def test_hsdp_psi_given_is_accepted_and_n_is_the_product_of_its_groups(traces):
+    # the issue: the check took every collective to span the world and inferred Ψ = 1.5× the truth
+    res = check(traces["hsdp-2x2"].table, meta=traces["hsdp-2x2"].meta, psi=PSI)
+    assert res.measurement.dp_group_sizes == (2,) and "HSDP" in res.measurement.n_how
+    assert res.matches == ("fsdp-hybrid",)
+
+
+def test_schemes_the_trace_cannot_tell_apart_are_not_ranked(traces):
+    res = check(traces["fsdp2-mixed-bf16-fp32"].table, meta=traces["fsdp2-mixed-bf16-fp32"].meta)
+    tied = [set(g) for g in res.indistinguishable]
+    assert {"zero3", "fsdp-full-shard"} <= tied[0]
+    # tied schemes keep the scheme list's order, whatever their step boundary looks like
+    assert list(res.matches) == [s for s in ("zero3", "fsdp-full-shard", "fsdp-hybrid") if s in res.matches]
