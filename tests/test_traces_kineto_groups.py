@@ -63,7 +63,8 @@ def test_a_trace_with_only_gloo_worker_events_is_read():
     doc = _doc("fsdp2-mixed-bf16-fp32")
     doc["traceEvents"] = [e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("c10d::")]
     res = kineto.parse_document(doc, "gloo-only.json")
-    workers = {k: v["gloo_workers"] for k, v in _expected("fsdp2-mixed-bf16-fp32")["ranks"]["0"]["steps"].items()}
+    steps = _expected("fsdp2-mixed-bf16-fp32")["ranks"]["0"]["steps"]
+    workers = {k: v["gloo_workers"] for k, v in steps.items()}
     rows = [r for r in res.rows if r["step"] is not None]
     # every worker event that starts inside a step is a row of that step (README: gloo_workers)
     for k, ws in workers.items():
@@ -73,7 +74,8 @@ def test_a_trace_with_only_gloo_worker_events_is_read():
         assert sorted((r["op"], r["in_nelems"]) for r in mine) == want
     ag = [r for r in rows if r["op"] == "all_gather"]
     # the worker event holds the shard; the group (pg_config: the world of 4) gives the gathered size
-    assert all(r["dtype"] == "bf16" and r["group_size"] == 4 and r["out_nelems"] == 4 * r["in_nelems"] for r in ag)
+    assert ag and all(r["dtype"] == "bf16" and r["group_size"] == 4 and r["out_nelems"] == 4 * r["in_nelems"]
+                      for r in ag)
     assert "reads as an all-reduce" in res.meta["notes"][0]
 
 
@@ -84,7 +86,8 @@ def test_a_call_after_the_last_profiler_step_window_has_no_step():
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "ProfilerStep#3"]
     rows = kineto.parse_document(doc, "ddp-bf16-two-markers.json").rows
     steps = _expected("ddp-bf16")["ranks"]["0"]["steps"]
-    want = {int(k.split("#")[1]): sum(v["calls"] for v in s["c10d_totals"].values()) for k, s in steps.items()}
+    want = {int(k.split("#")[1]): sum(v["calls"] for v in s["c10d_totals"].values())
+            for k, s in steps.items()}
     got = {k: sum(1 for r in rows if r["step"] == k) for k in (1, 2, 3)}
     assert got == {1: want[1], 2: want[2], 3: 0}
     assert sum(1 for r in rows if r["step"] is None) == want[3]

@@ -65,7 +65,8 @@ def test_mixed_precision_prices_each_side_at_its_dtype(traces):
     assert (m.param_dtype, m.grad_dtype) == ("bf16", "fp32")
     d = res.as_dict()
     fsdp = next(s for s in d["schemes"] if s["scheme"] == "fsdp-full-shard")
-    got = {(e["op"], e["group"], e["dtype"]): round(e["elements_over_psi"], 6) for e in fsdp["measured_pattern"]}
+    got = {(e["op"], e["group"], e["dtype"]): round(e["elements_over_psi"], 6)
+           for e in fsdp["measured_pattern"]}
     assert got == {("all_gather", 4, "bf16"): 2.0, ("reduce_scatter", 4, "fp32"): 1.0}
     # the ZeRO-1/2 pattern (one gather of Ψ) is not what ran: the trace gathers 2Ψ elements
     assert not {"zero1", "zero2", "fsdp-shard-grad-op"} & set(res.matches)
