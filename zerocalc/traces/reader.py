@@ -629,5 +629,4 @@ def _ranks_of_processes(results: list[ParseResult]) -> None:
             continue
         rank = k["r"].to_numpy(dtype="float64", na_value=np.nan)
         rank[na] = found
-        r.columns["rank"] = pd.array(np.where(np.isnan(rank), 0, rank).astype(np.int64), dtype="Int64")
-        r.columns["rank"][np.isnan(rank)] = pd.NA
+        r.columns["rank"] = pd.arrays.IntegerArray(np.nan_to_num(rank).astype(np.int64), np.isnan(rank))
