@@ -158,3 +158,8 @@ def test_in_network_dp_sends_less_than_the_ring_on_one_node():
     ring = simulate_scheme("dp", FeasibilityConfig(n=4, steps=1, gpus_per_node=4))
     assert ring.bytes_per_rank_exact == Fraction(2544) and run.bytes_per_rank_exact == Fraction(2120)
     assert run.equivalent
+
+
+def test_one_rank_in_network_takes_no_time():
+    t = in_network_time_s("all_reduce", S.Psi * S.b_comm, "world", "nvls+sharp")
+    assert t.subs({S.N: 1, S.G: 1, S.Psi: 10**9, S.b_comm: 2}) == 0

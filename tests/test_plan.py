@@ -93,3 +93,12 @@ def test_lower_bound_names_what_goes_below_it(h100):
     assert any("fewer bits" in x for x in lb["below_bound"])
     assert any("low-rank or sparse" in x for x in lb["below_bound"])
     assert any("fewer reductions" in x for x in lb["below_bound"])
+
+
+def test_one_rank_reduces_nothing_in_a_switch_or_on_a_ring():
+    res = run_feasibility(FeasibilityConfig(n=1, steps=2), ["dp", "deepspeed-zero12", "zero2", "colocated"],
+                          plan_topology="dgx-h100")
+    for p in res.plan:
+        if p.in_network:
+            assert p.bytes_saved_per_rank == 0 and p.time_saved_s == 0 and not p.slower
+    assert "with one rank nothing is reduced" in res.in_network_finding

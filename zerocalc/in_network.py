@@ -139,12 +139,14 @@ def _switch(kind: str, c: Collective, n, p) -> tuple[sympy.Expr, sympy.Expr]:
     return sympy.Piecewise((_ZERO, alone), (sent, True)), sympy.Piecewise((_ZERO, alone), (received, True))
 
 
-def _stage(c: Collective, n, p, tier: str, kinds: frozenset[str]) -> tuple[LinkBytes, int | sympy.Expr]:
-    """One level: the switch of ``tier`` when its kind is available, else a ring. (bytes, α steps)."""
+def _stage(c: Collective, n, p, tier: str, kinds: frozenset[str]) -> tuple[LinkBytes, sympy.Expr]:
+    """One level: the switch of ``tier`` when its kind is available, else a ring. (bytes, α steps; no
+    step on a group of one rank)."""
     kind = "nvls" if tier == "intra" else "sharp"
     if kind in kinds and c in _REDUCING:
         s, r = _switch(kind, c, n, p)
-        return _one_tier(tier, s, r), (2 if c is Collective.ALL_REDUCE and kind == "nvls" else 1)
+        stages = 2 if c is Collective.ALL_REDUCE and kind == "nvls" else 1
+        return _one_tier(tier, s, r), sympy.Piecewise((_ZERO, sympy.Le(p, 1)), (stages, True))
     b = bytes_sent_per_rank(c, n, p, Algorithm.RING)
     steps = 2 * (p - 1) if c is Collective.ALL_REDUCE else p - 1
     return _one_tier(tier, b, b), steps

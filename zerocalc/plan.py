@@ -275,6 +275,9 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
 
     ring, switch, wanted = per_param("dp"), per_param("dp", kinds), per_param("colocated")
     names = " and ".join({"nvls": "NVLS in the node", "sharp": "SHARP across nodes"}[k] for k in kinds)
+    if ring == 0:
+        return (f"In-network reduction changes nothing at {basis}: with one rank nothing is reduced, in a "
+                "switch or on a ring.")
     if switch < ring:
         text = (f"In-network reduction is the exact route to the traffic #4582 wanted: with {names} the "
                 f"switch sums, so data parallelism's gradient all-reduce sends {switch:.3g} bytes per "
