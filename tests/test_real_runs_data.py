@@ -74,3 +74,18 @@ def test_gradient_reductions_per_optimizer_step_follow_the_sync_mode():
     assert grad_calls("ds-zero1-ga4", "c10d::allreduce_", 71104) == {1}
     assert grad_calls("ds-zero2-ga4", "c10d::allreduce_", 71104) == {4}
     assert grad_calls("ds-zero3-ga4", "c10d::_reduce_scatter_base_", 71104) == {4}
+
+
+def test_parameter_gathers_per_optimizer_step_follow_the_reshard_rule():
+    """All-gathers per step: re-gathered in the backward unless parameters are kept from the forward."""
+
+    def gathers(case):
+        steps = counted(case)["ranks"]["1"]["steps"].values()
+        return {sum(r["calls"] for r in s["c10d"] if r["op"] == "c10d::_allgather_base_") for s in steps}
+
+    assert gathers("fsdp2-no-reshard") == {3}  # one per layer
+    assert gathers("fsdp2-mixed-bf16-fp32") == {6}  # forward + backward, per layer
+    assert gathers("fsdp2-ga4-no-sync") == {24}  # 2 per layer per micro-batch, no_sync or not
+    assert gathers("ds-zero3-ga4") == {4}  # one coalesced gather per micro-batch
+    assert gathers("ds-zero3-ga4-reuse0-prefetch0") == {24}  # per layer, forward and backward
+    assert gathers("ds-zero1-ga4") == gathers("ds-zero2-ga4") == {1}  # after the optimizer step

@@ -211,7 +211,7 @@ def show(res):
         print(f" rank {rank} (world {r['world_size']}, {r['backend']}; pg_config {groups})")
         for step, s in r["steps"].items():
             ops = "; ".join(f"{k} x{t['calls']} ({t['in_elems']} in)" for k, t in s["c10d_totals"].items())
-            print(f"  {step}: {s['loss_calls']} forward passes; {ops}")
+            print(f"  {step}: {s['loss_calls']} forward pass(es); {ops}")
             for row in s["c10d"]:
                 print(f"    {row['calls']:3d} x {row['op']:30s} {str(row['dtype']):14s} "
                       f"in {row['in_elems']} out {row['out_elems']} group {row['group_size_from_shapes']} "
@@ -263,7 +263,8 @@ def markdown(res):
         blocks.setdefault((loss[step], "\n".join(text)), []).append(step)
     lines = []
     for (passes, text), steps in blocks.items():
-        lines.append(f"- {', '.join(steps)}{' (each)' if len(steps) > 1 else ''} ({passes} forward passes):")
+        passes = f"{passes} forward pass{'es' if passes != 1 else ''}"
+        lines.append(f"- {', '.join(steps)}{' (each)' if len(steps) > 1 else ''} ({passes}):")
         lines.append(text)
     return "\n".join(lines)
 

@@ -128,11 +128,11 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
-def fsdp2_model(mesh, mp_policy=None):
+def fsdp2_model(mesh, mp_policy=None, reshard=True):
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     model = make_model()
-    kw = {"mesh": mesh, "reshard_after_forward": True,
+    kw = {"mesh": mesh, "reshard_after_forward": reshard,
           "mp_policy": mp_policy or MixedPrecisionPolicy()}
     for layer in model.layers:
         fully_shard(layer, **kw)
@@ -156,11 +156,11 @@ def fsdp2_loop(model, opt, k, sync_every):
 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
-               sync_every=True, steps=3):
+               sync_every=True, steps=3, reshard=True):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
-    model = fsdp2_model(mesh, mp_policy)
+    model = fsdp2_model(mesh, mp_policy, reshard)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every))
 
@@ -284,6 +284,10 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first 3)"}),
+    "fsdp2-no-reshard": (lambda o: case_fsdp2(o, reshard=False, steps=2), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=False (as ZeRO-2)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "ddp-ga4-sync-every": (lambda o: case_ddp(o, k=4, no_sync=False, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
