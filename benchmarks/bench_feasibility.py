@@ -3,7 +3,8 @@
 Run: ``python benchmarks/bench_feasibility.py [--n 4] [--steps 20] [--runs 5]``.
 Baseline: the reference alone (one process training the MLP on the global batch, ``steps`` Adam steps).
 Measured: ``run_feasibility`` for all 12 schemes, which also simulates the reference, the colocated
-conditions (N = 1, shared micro-batch) and the shard-wise local training. Reports seconds and the ratio.
+conditions (N = 1, shared micro-batch), the shard-wise local training and three schemes with in-network
+reduction (the evidence of the plan's in-network items). Reports seconds and the ratio.
 """
 
 from __future__ import annotations
