@@ -745,6 +745,27 @@ def check_cmd(
         typer.echo(_check_text(res, _skip_notes(ts.skipped)))
 
 
+def _missing_facts(runs: list[dict], op: str | None, ranks: int | None) -> str:
+    """What nccl-tests rows do not say and which option supplies it ("" when nothing is missing)."""
+    missing = {m for r in runs for m in r.get("missing", ())}
+    need = ["the collective (no <op>_perf name or header in the file: give --op)" for _ in [0]
+            if "op" in missing and op is None]
+    need += ["the number of ranks (no '#  Rank' lines: give --ranks)" for _ in [0]
+             if "ranks" in missing and ranks is None]
+    return f"the rows do not say {' nor '.join(need)}" if need else ""
+
+
+def _whole(text: str, option: str, minimum: int = 1) -> int:
+    """A whole number option given as text (``8``, ``1e3``, ``1,024``), at least ``minimum``."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.units import parse_count
+
+    value = parse_count(text, option=option)
+    if value < minimum:
+        raise ConfigError(f"must be at least {minimum}, got {text!r}", option=option)
+    return value
+
+
 def _json_default(x):
     """``json.dumps``'s fallback: numpy scalars → Python numbers, anything else → its text
     (NaN → null is :func:`_nan_to_none`'s work, done before)."""
@@ -767,7 +788,8 @@ def _nan_to_none(obj):
 
 @app.command("fit")
 def fit_cmd(
-    files: Annotated[list[str], typer.Argument(help="nccl-tests outputs (or timed traces), one run each.")],
+    files: Annotated[list[str], typer.Argument(help="nccl-tests outputs (or timed traces); each run in a "
+                                               "file is fitted apart.")],
     pooled: Annotated[bool, typer.Option("--pooled", help="One α, β over all ops of a group size.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
@@ -781,30 +803,49 @@ def fit_cmd(
         help="With --out: NCCL version (default: the file's, else the latest modelled).")] = None,
     n: Annotated[int | None, typer.Option("--n", help="With --out: ranks of a sweep whose file does not "
                                           "say.")] = None,
+    trace_format: Annotated[str | None, typer.Option(
+        "--trace-format", help="Force the input format.")] = None,
+    op: Annotated[str | None, typer.Option("--op", help="The collective of nccl-tests rows that name none "
+                                           "(an excerpt without its header), e.g. all_reduce.")] = None,
+    ranks: Annotated[str | None, typer.Option("--ranks", help="The group size of nccl-tests rows that "
+                                              "name none.")] = None,
 ) -> None:
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
     with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
     from zerocalc.errors import ConfigError, TraceMismatchError
     from zerocalc.traces import read_traces
+    from zerocalc.traces.nccl_tests import complete
     from zerocalc.validate import fit_trace, fits_frame
 
     if fmt not in ("table", "csv", "json"):
         raise ConfigError(f"must be table, csv or json, got {fmt!r}", option="--format")
+    group = _whole(ranks, "--ranks", minimum=2) if ranks is not None else n
     if out is not None:
-        _fit_out(files, out, topology, nccl_version, n, strict)
+        _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict)
         return
     frames, remarks = [], {}
     for f in files:
-        ts = read_traces(f, strict=strict)
-        res = fit_trace(ts.table, meta=ts.meta, pooled=pooled)
-        if not res.fits:
-            raise TraceMismatchError(f"{f}: nothing to fit: "
-                                     + ("; ".join(res.skipped) or "no timed collectives"))
-        df = fits_frame(res.fits)
-        df.insert(0, "file", f)
-        frames.append(df)
-        remarks[f] = ([f"note: {t}" for t in (*res.notes, *_skip_notes(ts.skipped))]
-                      + [f"skipped: {t}" for t in res.skipped])
+        ts = read_traces(f, strict=strict, fmt=trace_format)
+        table = complete(ts.table, op=op, ranks=group)
+        runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
+        parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
+            (r, table[table["run"] == r["run"]]) for r in runs]
+        remarks[f] = []
+        for run, part in parts:
+            res = fit_trace(part, meta=ts.meta, pooled=pooled)
+            label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
+            if not res.fits:
+                why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
+                raise TraceMismatchError(f"{label}: nothing to fit: "
+                                         + ("; ".join(w for w in why if w) or "no timed collectives"))
+            df = fits_frame(res.fits)
+            df.insert(0, "file", f)
+            df.insert(1, "run", run["run"] if run else (runs[0]["run"] if runs else None))
+            df.insert(2, "nccl_version", run["nccl_version"] if run else (
+                runs[0]["nccl_version"] if len(runs) == 1 else None))
+            frames.append(df)
+            remarks[f] += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
+        remarks[f] += [f"note: {t}" for t in _skip_notes(ts.skipped)]
     import pandas as pd
 
     out = pd.concat(frames, ignore_index=True)
@@ -823,7 +864,10 @@ def fit_cmd(
         from zerocalc.units import format_seconds
 
         for i, r in enumerate(out.itertuples()):
-            lines = [f"{r.file}: {r.op} on {r.group_size} ranks, {r.n_sizes} "
+            run = "" if r.run is None or r.run != r.run or (out["file"] == r.file).sum() == 1 else (
+                f", run {int(r.run) + 1}")
+            nccl = f", NCCL {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
+            lines = [f"{r.file}: {r.op} on {r.group_size} ranks{run}{nccl}, {r.n_sizes} "
                      f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
                      f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
                      f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
@@ -861,6 +905,10 @@ def trace_summary(
     trace_format: str | None = typer.Option(None, "--trace-format", help="Force the input format."),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Read the traces on a running Dask "
                                          "cluster (tcp://HOST:PORT; zerocalc[dask])."),
+    op: str | None = typer.Option(None, "--op", help="The collective of nccl-tests rows that name none "
+                                  "(an excerpt without its header), e.g. all_reduce."),
+    ranks: str | None = typer.Option(None, "--ranks",
+                                     help="The group size of nccl-tests rows that name none."),
 ) -> None:
     """Per rank and step: count and volume of each collective, and the totals.
 
@@ -871,8 +919,14 @@ def trace_summary(
     if fmt not in ("table", "csv", "json"):
         raise ConfigError(f"{fmt!r} is not one of table, csv, json", "--format")
     from zerocalc.traces import CANONICAL_COLUMNS
+    from zerocalc.traces.nccl_tests import complete
 
+    group = _whole(ranks, "--ranks", minimum=1) if ranks is not None else None
     ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler)
+    if op is not None or group is not None:
+        from dataclasses import replace
+
+        ts = replace(ts, table=complete(ts.table, op=op, ranks=group))
     for note in ts.notes:
         typer.echo(f"note: {note}", err=True)
     if ts.table.empty:

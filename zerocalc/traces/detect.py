@@ -1,7 +1,11 @@
 """Which trace format a file holds, from its first bytes (after decompression).
 
 Looks for each format's signature in the head of the file; a pickle (PyTorch
-Flight Recorder's default dump) is refused by name, never loaded.
+Flight Recorder's default dump) is refused by name, never loaded. A text line is looked at
+past a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``, ``0:``) as the
+line parsers read it, so a text whose first character is ``[`` (such a prefix, a shell prompt
+``[user@host dir]$``, DeepSpeed's ``[2022-06-21 ...] [INFO]``) is JSON only when it opens a JSON
+array of objects (``[`` then ``{`` or ``]``).
 """
 
 from __future__ import annotations
@@ -18,10 +22,24 @@ HEAD_BYTES = 1 << 16
 _NCCL = re.compile(rb"NCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")
 _NCCL_ANY = re.compile(rb"NCCL (?:INFO|WARN) ")
 _PERF_HEADER = re.compile(rb"#\s+size\s+count\s+type\b|^\s*\d+\s+\d+\s+[a-z0-9]+\s+(?:\S+\s+){2,}", re.M)
+#: A column header with or without its ``#`` (a paste whose ``#`` markdown ate, a hand-made table).
+_PERF_COLUMNS = re.compile(rb"^[^\n]{0,40}?\bsize\s+count\s+type\b[^\n]*\btime\s+algbw\s+busbw\b", re.M)
 _PERF_ROW = re.compile(
     rb"^\s*\d+\s+\d+\s+[a-z][a-z0-9]*(?:\s+[a-z]+)?(?:\s+-?\d+)?\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?\s", re.M
 )
 _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
+
+
+#: A JSON array of trace events (or an empty one), as opposed to a text line opening with ``[``.
+_JSON_ARRAY = re.compile(rb"\[\s*(?:\{|\]|$)")
+#: Launcher prefixes, as :func:`zerocalc.traces.nccl_tests.strip_prefix` removes them.
+_LINE_PREFIX = re.compile(
+    rb"^[ \t]*(?:(?:\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t]))[ \t]?){1,4}", re.M)
+
+
+def _unprefixed(head: bytes) -> bytes:
+    """``head`` with each line's launcher prefixes removed."""
+    return _LINE_PREFIX.sub(b"", head)
 
 
 def detect_format(head: bytes, file: str = "<bytes>") -> str:
@@ -51,7 +69,7 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
     if not text_ok:
         raise TraceFormatError(file, None, "binary data, not a text or JSON trace")
     stripped = head.lstrip()
-    if stripped[:1] in (b"{", b"["):
+    if stripped[:1] == b"{" or _JSON_ARRAY.match(stripped):
         if b'"traceEvents"' in head or b'"ph"' in head:
             return "kineto"
         if b'"results"' in head or b'"nccl_version"' in head or b'"experiment_name"' in head:
@@ -61,9 +79,10 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
         raise TraceFormatError(file, None, "JSON that is neither a Chrome trace nor an nccl-tests report")
     if _NCCL.search(head):
         return "nccl_log"
+    head = _unprefixed(head)
     if _DS.search(head):
         return "deepspeed_comms"
-    if _PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head):
+    if _PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head) or _PERF_COLUMNS.search(head):
         return "nccl_tests"
     if _NCCL_ANY.search(head):
         return "nccl_log"  # an NCCL log without COLL lines (yet): parses to no rows

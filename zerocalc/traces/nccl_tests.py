@@ -1,18 +1,33 @@
-"""nccl-tests ``*_perf`` output (text, both column layouts, and ``-J`` JSON) → one row per size.
+"""nccl-tests ``*_perf`` output (text, every column layout, and ``-J`` JSON) → one row per size.
 
-nccl-tests ``src/util.cu`` and ``doc/PERFORMANCE.md``: ``size`` is the total bytes, ``count`` the
-NCCL count argument (per-rank send count for all_gather); then out-of-place and in-place
-``time(us) algbw busbw #wrong``. Before Aug 2022 there was no ``root`` column, an ``error``
-column instead of ``#wrong`` and no ``redop`` for all_gather/reduce_scatter. The op comes
-from the ``<op>_perf`` name in the file (command line, ``Collective test starting``) or,
-failing that, in the file name; the group size from the ``#  Rank`` lines, or for
-all_gather/reduce_scatter from ``size / (count × elem_bytes)``.
+nccl-tests ``src/common.cu``/``src/util.cu`` and ``doc/PERFORMANCE.md``: ``size`` is the total
+bytes, ``count`` the NCCL count argument (per-rank send count for all_gather); then out-of-place
+and in-place ``time(us) algbw busbw #wrong``. Each layout is read BY ITS HEADER (the
+``#  size  count  type ...`` line above the rows): before Aug 2022 (nccl-tests 51af557) there
+was no common ``redop root`` pair but per-test lead columns (all_reduce, reduce_scatter and
+alltoall ``redop``; broadcast ``root``; reduce ``redop root``; all_gather and sendrecv neither)
+and an ``error`` column instead of ``#wrong``; ``-C`` labels the times ``cputime``, ``-S``
+appends a ``timestamp`` and per-iteration timing (2.19) adds ``i_min i_max i_p99 i_cv%`` to
+each side. A row that does not fit the header above it is refused (never read with shifted
+columns); rows without any header (an excerpt) are read by their shape. ``N/A`` cells (no
+data check, alltoall in-place) are missing values.
+
+Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``,
+``srun -l`` ``0:``, Ray ``(pid=…)``), removed by :func:`strip_prefix` as the NCCL log parser
+searches past them. A file may hold several runs: each ``# nccl-tests version``, ``# Collective
+test starting`` or ``# nThread`` line that does not belong to the current run's preamble starts
+a new one, with its own ranks (``#  Rank`` lines), op (``<op>_perf`` on the command line or in
+``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=``
+since nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). Every row carries
+its ``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]`` lists each run's op, group size,
+versions and what could not be told (``missing``: ``op``, ``ranks``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
@@ -24,64 +39,199 @@ from zerocalc.traces.schema import (
     NCCL_TESTS_DTYPES,
     NCCL_TESTS_JSON_BODY,
     NCCL_TESTS_JSON_KEYS,
-    NCCL_TESTS_LAYOUTS,
     NCCL_TESTS_OPS,
 )
 
 FORMAT = "nccl_tests"
-_PERF = re.compile(r"\b(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")_perf\b")
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid")
-_NUM = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_PERF = re.compile(r"\b(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")_perf(?:_mpi)?\b")
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
+_NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
+_INT = re.compile(r"^-?[0-9]+$")
+#: A launcher's tag before the payload, possibly several: ``[1,0]<stdout>:``, ``[0]``, ``[0]:``,
+#: ``0:`` / ``host:`` (srun -l, pdsh), ``(pid=1, ip=…)`` (Ray). Nothing with a space inside
+#: brackets (a shell prompt ``[user@host dir]$`` is a line of its own, not a prefix).
+_PREFIX = re.compile(r"^\s*(?:\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()]*\)|[\w.\-]+:(?=\s))\s?")
+#: Markers that open a run's preamble (nccl-tests src/util.cu writeDeviceReport, common.cu).
+_MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
+            ("starting", re.compile(r"^#\s*Collective test starting\b")),
+            ("nthread", re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\b")))
+_LIBRARY = re.compile(r"nccl-library=(\d+)")
+_TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
+_NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
+_HEADER = re.compile(r"\bsize\s+count\s+type\b")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
+#: Lead columns of the header → field names; then per side (out-of-place, in-place) these.
+_LEAD = {"size": "size_bytes", "count": "count", "type": "type", "redop": "redop", "root": "root"}
+_SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw",
+         "#wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
+         "i_p99": "i_p99_us", "i_cv%": "i_cv_pct"}
+
+
+def strip_prefix(line: str) -> str:
+    """``line`` without a launcher's prefixes (at most four), or ``line`` itself."""
+    for _ in range(4):
+        m = _PREFIX.match(line)
+        if not m or not m.group(0).strip():
+            break
+        line = line[m.end():]
+    return line
+
+
+def nccl_version_from_code(code: int) -> str:
+    """``NCCL_VERSION_CODE`` → ``x.y.z``: major×10000 + minor×100 + patch since 2.9, major×1000 +
+    minor×100 + patch before (NCCL ``src/nccl.h.in``, ``NCCL_VERSION(X,Y,Z)``)."""
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
 def _float(tok: str) -> float | None:
     return float(tok) if _NUM.match(tok) else None
 
 
-def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None) -> dict[str, Any] | None:
-    """One result row → dict of the layout's fields; ``None`` for comments and other lines.
+@dataclass
+class Layout:
+    """The columns of one header line (or of a headerless row's shape)."""
 
-    Raises :class:`TraceFormatError` for a line that starts like a result row (two integers)
-    but fits no known layout.
-    """
-    toks = line.split()
-    if len(toks) < 3 or not toks[0].isdigit() or not toks[1].isdigit():
+    name: str
+    columns: tuple[str, ...]
+    timestamp: bool = False
+    #: Why rows under this header cannot be read (an unknown column), or "".
+    invalid: str = ""
+    line: int | None = None
+
+    @property
+    def width(self) -> int:
+        return len(self.columns) + (2 if self.timestamp else 0)
+
+
+def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
+    """The :class:`Layout` of a column-header line (``#  size  count  type ...``), ``None`` for
+    other lines. A header with a column zerocalc does not know gives a layout whose rows are
+    refused (``invalid`` says why)."""
+    m = _HEADER.search(payload)
+    if not m or "algbw" not in payload:
         return None
-    for layout, cols in NCCL_TESTS_LAYOUTS.items():
-        if len(toks) < len(cols) or len(toks) > len(cols) + 2:  # + optional timestamp
-            continue
-        rec: dict[str, Any] = {"layout": layout}
-        ok = True
-        for col, tok in zip(cols, toks, strict=False):
-            if col in ("size_bytes", "count"):
-                if not tok.isdigit():
-                    ok = False
-                    break
-                rec[col] = int(tok)
-            elif col in ("type", "redop"):
-                if _float(tok) is not None:
-                    ok = False
-                    break
-                rec[col] = tok
-            elif col == "root":
-                if not tok.lstrip("-").isdigit():
-                    ok = False
-                    break
-                rec[col] = int(tok)
-            elif col.endswith("_wrong"):
-                rec[col] = None if tok == "N/A" else _float(tok)
-                if rec[col] is None and tok != "N/A":
-                    ok = False
-                    break
-            else:
-                v = _float(tok)
-                if v is None:
-                    ok = False
-                    break
-                rec[col] = v
-        if ok:
-            return rec
-    raise TraceFormatError(file, lineno, "result row fits no nccl-tests column layout")
+    before = payload[:m.start()].split()
+    toks = payload[m.start():].split()
+    cols: list[str] = []
+    side = ""
+    seen_time = 0
+    timestamp = False
+    new_wrong = False
+    unknown = [t for t in before if t != "#"]
+    for t in toks:
+        if t in _LEAD and not seen_time:
+            cols.append(_LEAD[t])
+        elif t in ("time", "cputime"):
+            seen_time += 1
+            side = "oop_" if seen_time == 1 else "ip_"
+            cols.append(side + _SIDE[t])
+        elif t in _SIDE and seen_time:
+            new_wrong |= t == "#wrong"
+            cols.append(side + _SIDE[t])
+        elif t == "timestamp" and seen_time == 2:
+            timestamp = True
+        else:
+            unknown.append(t)
+    if len(unknown) > 2:  # prose that names the columns, not a header
+        return None
+    invalid = ""
+    if unknown:
+        invalid = f"the header (line {lineno}) has column(s) nccl-tests does not print: {', '.join(unknown)}"
+    elif seen_time != 2 or cols[:3] != ["size_bytes", "count", "type"]:
+        invalid = f"the header (line {lineno}) lacks the out-of-place and in-place column groups"
+    lead = tuple(c for c in cols if c in ("redop", "root"))
+    if "oop_i_min_us" in cols:
+        name = "2022-per-iter"
+    elif new_wrong:
+        name = "2022" if lead == ("redop", "root") else "-".join(("2022", *lead))
+    else:
+        name = "-".join(("pre2022", *lead))
+    return Layout(name, tuple(cols), timestamp, invalid, lineno)
+
+
+def _shape_layout(toks: list[str]) -> Layout | None:
+    """The layout a headerless row's shape implies: after ``size count type``, a word is a
+    ``redop`` and an integer before the eight timing cells a ``root``."""
+    rest = len(toks) - 3
+    lead: list[str] = []
+    i = 3
+    for _ in range(2):
+        if rest <= 8 or i >= len(toks):
+            break
+        tok = toks[i]
+        if _float(tok) is None and tok != "N/A" and "redop" not in lead:
+            lead.append("redop")
+        elif _INT.match(tok) and rest - 1 >= 8:
+            lead.append("root")
+        else:
+            break
+        i += 1
+        rest -= 1
+    if rest != 8:
+        return None
+    sides = [p + c for p in ("oop_", "ip_") for c in ("time_us", "algbw", "busbw", "wrong")]
+    name = "2022" if lead == ["redop", "root"] else "-".join(("pre2022", *lead))
+    return Layout(name, ("size_bytes", "count", "type", *lead, *sides))
+
+
+def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> dict[str, Any]:
+    """One row's cells by ``layout``; :class:`TraceFormatError` when a cell does not fit its column."""
+    if len(toks) != layout.width:
+        where = f"the header (line {layout.line})" if layout.line is not None else "its layout"
+        raise TraceFormatError(file, lineno, f"row has {len(toks)} cells, {where} has {layout.width} "
+                                             "columns: refused, not read with shifted columns")
+    if layout.timestamp and not (_DATE.match(toks[-2]) and _CLOCK.match(toks[-1])):
+        raise TraceFormatError(file, lineno, "the header's timestamp column holds no date and time")
+    rec: dict[str, Any] = {"layout": layout.name}
+    for col, tok in zip(layout.columns, toks, strict=False):
+        if col in ("size_bytes", "count"):
+            if not _INT.match(tok) or tok.startswith("-"):
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a whole number")
+            rec[col] = int(tok)
+        elif col in ("type", "redop"):
+            if _float(tok) is not None or tok == "N/A":
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is a number, not a name")
+            rec[col] = tok
+        elif col == "root":
+            if not _INT.match(tok):
+                raise TraceFormatError(file, lineno, f"root {tok!r} is not an integer")
+            rec[col] = int(tok)
+        elif tok == "N/A":
+            rec[col] = None
+        else:
+            v = _float(tok)
+            if v is None:
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a number")
+            rec[col] = v
+    if rec["type"] not in NCCL_TESTS_DTYPES:
+        raise TraceFormatError(file, lineno, f"type {rec['type']!r} is not an nccl-tests data type")
+    return rec
+
+
+def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
+              layout: Layout | None = None) -> dict[str, Any] | None:
+    """One result row → dict of its layout's fields; ``None`` for comments and other lines.
+
+    Read by ``layout`` (the header above it) when given, else by its shape. Raises
+    :class:`TraceFormatError` for a line that starts like a result row (two integers and a name)
+    but does not fit the layout.
+    """
+    payload = strip_prefix(line)
+    toks = payload.split()
+    lead = toks[0] + toks[1] if len(toks) >= 3 else ""
+    if not (lead.isascii() and toks[0].isdecimal() and toks[1].isdecimal()):
+        return None
+    if layout is None:
+        layout = _shape_layout(toks)
+        if layout is None:
+            raise TraceFormatError(file, lineno, "result row fits no nccl-tests column layout "
+                                                 f"({len(toks)} cells)")
+    elif layout.invalid:
+        raise TraceFormatError(file, lineno, f"row refused: {layout.invalid}")
+    return _cells(toks, layout, file, lineno)
 
 
 def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, lineno: int) -> dict[str, Any]:
@@ -94,53 +244,159 @@ def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, l
         q, r = divmod(rec["size_bytes"], count * eb)
         if r == 0 and (p is None or p == q):
             p = q
+
     def scale(f: str) -> int | None:
         return count if f == "1" else (count * p if p is not None else None)
-    t = rec["oop_time_us"]
+
+    t = rec.get("oop_time_us")
     return {
         "file": file, "rank": None, "step": None, "op": op, "dtype": dtype, "elem_bytes": eb,
         "in_nelems": scale(spec[1]) if spec else None, "out_nelems": scale(spec[2]) if spec else None,
         "group_size": p, "group": None, "start_s": None,
         "duration_s": t * 1e-6 if t is not None else None, "source_line": lineno,
         "count": count, "size_bytes": rec["size_bytes"], "redop": rec.get("redop"), "root": rec.get("root"),
-        "algbw_GBps": rec["oop_algbw"], "busbw_GBps": rec["oop_busbw"],
+        "algbw_GBps": rec.get("oop_algbw"), "busbw_GBps": rec.get("oop_busbw"),
         "inplace_duration_s": rec["ip_time_us"] * 1e-6 if rec.get("ip_time_us") is not None else None,
         "inplace_algbw_GBps": rec.get("ip_algbw"), "inplace_busbw_GBps": rec.get("ip_busbw"),
         "wrong": rec.get("oop_wrong"), "layout": rec["layout"],
     }
 
 
+@dataclass
+class _Run:
+    """One run's preamble facts and rows, in file order."""
+
+    line: int
+    op_key: str | None = None
+    ranks: set[int] = field(default_factory=set)
+    nccl_version: str | None = None
+    nccl_tests_version: str | None = None
+    markers: set[str] = field(default_factory=set)
+    layout: Layout | None = None
+    recs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+
 def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
-    """Stream a text ``*_perf`` output."""
+    """Stream a text ``*_perf`` output: one or several runs, each read by its own header."""
     res = ParseResult(meta={"format": FORMAT})
-    recs: list[tuple[int, dict[str, Any]]] = []
-    ranks: set[int] = set()
-    op_key = None
+    runs: list[_Run] = []
+    pending_op: str | None = None  # an <op>_perf command line seen before its run's preamble
+
+    def current(lineno: int) -> _Run:
+        if not runs:
+            runs.append(_Run(lineno, op_key=pending_op))
+        return runs[-1]
+
     for lineno, line in enumerate(stream, 1):
-        if op_key is None and "_perf" in line:
-            m = _PERF.search(line)
-            op_key = m[1] if m else None
-        if line.lstrip().startswith("#"):
-            m = _RANK.match(line)
+        payload = strip_prefix(line).strip()
+        if not payload:
+            continue
+        kind = next((k for k, rx in _MARKERS if rx.match(payload)), None)
+        if kind is not None:
+            run = runs[-1] if runs else None
+            if run is None or run.recs or kind in run.markers or run.layout is not None:
+                run = _Run(lineno, op_key=pending_op)
+                runs.append(run)
+                pending_op = None
+            run.markers.add(kind)
+        if "_perf" in payload:
+            m = _PERF.search(payload)
             if m:
-                ranks.add(int(m[1]))
+                run = runs[-1] if runs else None
+                if kind == "starting" or (run is not None and not run.recs and run.op_key is None):
+                    current(lineno).op_key = m[1]
+                else:
+                    pending_op = m[1]
+        if "NCCL version" in payload or "nccl-library=" in payload:
+            m = _LIBRARY.search(payload)
+            v = nccl_version_from_code(int(m[1])) if m else None
+            m2 = _NCCL_VERSION.search(payload)
+            v = v or (m2[1] if m2 else None)
+            if v is not None:
+                current(lineno).nccl_version = current(lineno).nccl_version or v
+            m3 = _TESTS_VERSION.search(payload)
+            if m3:
+                current(lineno).nccl_tests_version = m3[1]
+        header = parse_header(payload, lineno) if "size" in payload else None
+        if header is not None:
+            run = current(lineno)
+            if run.recs:  # a second table without a preamble: a new run of the same test
+                run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), nccl_version=run.nccl_version,
+                           nccl_tests_version=run.nccl_tests_version)
+                runs.append(run)
+            run.layout = header
+            continue
+        if payload.startswith("#"):
+            m = _RANK.match(payload)
+            if m:
+                current(lineno).ranks.add(int(m[1]))
             continue
         try:
-            rec = parse_row(line, file=file, lineno=lineno)
+            run = runs[-1] if runs else None
+            rec = parse_row(payload, file=file, lineno=lineno, layout=run.layout if run else None)
         except TraceFormatError as exc:
             bad(file, lineno, exc.reason, strict, res.skipped)
             continue
         if rec is not None:
-            recs.append((lineno, rec))
-    if op_key is None:
-        m = _PERF.search(os.path.basename(file))
-        op_key = m[1] if m else None
-    p = len(ranks) if ranks else None
-    res.rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in recs]
-    sizes = {r["group_size"] for r in res.rows if r["group_size"] is not None}
-    res.meta.update(rank=None, world_size=sizes.pop() if len(sizes) == 1 else p, backend="nccl",
-                    test=f"{op_key}_perf" if op_key else None)
+            current(lineno).recs.append((lineno, rec))
+    name_op = _PERF.search(os.path.basename(file))
+    res.meta.update(rank=None, backend="nccl", runs=[])
+    sizes: set[int | None] = set()
+    for i, run in enumerate(r for r in runs if r.recs):
+        op_key = run.op_key or (name_op[1] if name_op else None)
+        p = len(run.ranks) if run.ranks else None
+        rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
+        gs = {r["group_size"] for r in rows}
+        group = gs.pop() if len(gs) == 1 else None
+        for r in rows:
+            r["run"] = i
+            r["nccl_version"] = run.nccl_version
+        res.rows.extend(rows)
+        missing = [k for k, v in (("op", op_key), ("ranks", group)) if v is None]
+        res.meta["runs"].append({
+            "run": i, "line": run.line, "op": NCCL_TESTS_OPS[op_key][0] if op_key else None,
+            "test": f"{op_key}_perf" if op_key else None, "group_size": group,
+            "nccl_version": run.nccl_version, "nccl_tests_version": run.nccl_tests_version,
+            "layout": rows[0]["layout"], "rows": len(rows), "missing": missing})
+        sizes.add(group)
+    runs_meta = res.meta["runs"]
+    tests = {r["test"] for r in runs_meta}
+    versions = {r["nccl_version"] for r in runs_meta}
+    res.meta.update(world_size=sizes.pop() if len(sizes) == 1 else None,
+                    test=tests.pop() if len(tests) == 1 else None,
+                    nccl_version=versions.pop() if len(versions) == 1 else None)
     return res
+
+
+def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:
+    """A copy of ``table`` whose nccl-tests rows that name no op or no group size take them from
+    the user's options (``--op``, ``--ranks``), with their element counts recomputed from
+    ``count`` as :func:`parse` computes them. Rows that name them keep what they say."""
+    import pandas as pd
+
+    if table.empty or "layout" not in table.columns or (op is None and ranks is None):
+        return table
+    key = None
+    if op is not None:
+        key = next((k for k, v in NCCL_TESTS_OPS.items() if op.lower() in (k, v[0])), None)
+        if key is None:
+            from zerocalc.errors import UnknownNameError
+
+            raise UnknownNameError("nccl-tests op", op, sorted(NCCL_TESTS_OPS))
+    key_of = {v[0]: k for k, v in NCCL_TESTS_OPS.items()}
+    type_of = {c: n for n, c in reversed(NCCL_TESTS_DTYPES.items())}
+    t = table.copy()
+    todo = t["layout"].notna() & ((t["op"] == "other") | t["group_size"].isna())
+    for idx in t.index[todo.fillna(False).to_numpy()]:
+        r = t.loc[idx]
+        k = key if r["op"] == "other" else key_of.get(r["op"])
+        p = ranks if pd.isna(r["group_size"]) else int(r["group_size"])
+        rec = {"type": type_of.get(r["dtype"], r["dtype"]), "count": int(r["count"]),
+               "size_bytes": int(r["size_bytes"]), "layout": r["layout"]}
+        new = _to_row(rec, k, p, str(r["file"]), int(r["source_line"]))
+        for c in ("op", "in_nelems", "out_nelems", "group_size"):
+            t.at[idx, c] = pd.NA if new[c] is None else new[c]
+    return t
 
 
 def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
