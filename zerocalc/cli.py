@@ -21,6 +21,24 @@ def _echo_err(text: str) -> None:
     typer.echo(text, err=True)
 
 
+def os_error_line(exc: OSError) -> str:
+    """An OS error as one line naming its path: ``out/r.pdf: Permission denied``."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {what}" if paths else what
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush finds no closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 class _OneLineErrors(typer.core.TyperGroup):
     """A command group whose errors are one line on stderr and exit code 2.
 
@@ -37,6 +55,18 @@ class _OneLineErrors(typer.core.TyperGroup):
             code = rv if isinstance(rv, int) else 0
         except ZerocalcError as exc:
             _echo_err(f"error: {exc}")
+            code = 2
+        except BrokenPipeError:  # the reader of our output went away (| head): not an error
+            _quiet_stdout()
+            code = 0
+        except SystemExit as exc:
+            # click answers a closed stdout (EPIPE) itself with exit 1 after wrapping sys.stdout
+            if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+                raise
+            _quiet_stdout()
+            code = 0 if exc.code == 1 else exc.code
+        except OSError as exc:  # a file that cannot be read or written, wherever it is opened
+            _echo_err(f"error: {os_error_line(exc)}")
             code = 2
         except typer.Exit as exc:
             code = exc.exit_code

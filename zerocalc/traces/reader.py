@@ -176,7 +176,7 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
     if fmt is not None and fmt not in FORMATS:
         raise UnknownNameError("trace format", fmt, FORMATS)
     if not os.path.isfile(file):
-        raise TraceFormatError(file, None, "no such file")
+        raise TraceFormatError(file, None, "not a regular file" if os.path.exists(file) else "no such file")
     with _open(file, max_bytes, tick) as stream:
         head = _guard(file, stream.peek, HEAD_BYTES)[:HEAD_BYTES]
         try:
