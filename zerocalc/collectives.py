@@ -63,6 +63,10 @@ def as_algorithm(value: Algorithm | str) -> Algorithm:
     try:
         return Algorithm(value)
     except ValueError:
+        pass
+    try:  # names are case-insensitive: Ring is ring
+        return Algorithm(str(value).strip().lower())
+    except ValueError:
         raise UnknownNameError("algorithm", str(value), [a.value for a in Algorithm]) from None
 
 

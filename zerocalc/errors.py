@@ -15,7 +15,9 @@ class ZerocalcError(Exception):
 class ConfigError(ZerocalcError, ValueError):
     """An impossible or malformed configuration (N = 0, Ψ < 0, a bad option value).
 
-    ``option`` names the offending option or field so the message can point at it.
+    ``option`` names the offending option or field so the message can point at it; options that
+    are only wrong together are joined by ``/`` (``--n/--gpus-per-node``), and the CLI names those
+    of them the user gave.
     """
 
     def __init__(self, message: str, option: str | None = None) -> None:

@@ -70,10 +70,11 @@ def check_layout(n, gpus_per_node):
     if np.any(partial):
         shape = np.broadcast(n, g_eff).shape
         bad = np.broadcast_to(n, shape)[np.broadcast_to(partial, shape)].flat[0]
-        raise ConfigError(
-            f"N = {int(bad)} is not a multiple of the GPUs per node; zerocalc models whole nodes "
-            "(or fewer GPUs than one node): pick N as a multiple of --gpus-per-node",
-            option="--n",
+        per = np.broadcast_to(g_eff, shape)[np.broadcast_to(partial, shape)].flat[0]
+        raise ConfigError(  # either option may be the one to change: the CLI names the one given
+            f"N = {int(bad)} is not a multiple of the {int(per)} GPUs per node; zerocalc models whole "
+            "nodes (or fewer GPUs than one node): pick N as a multiple of --gpus-per-node",
+            option="--n/--gpus-per-node",
         )
     return g_eff
 

@@ -249,4 +249,8 @@ def get_scheme(name: str | Scheme) -> Scheme:
     try:
         return SCHEMES[name]
     except KeyError:
+        pass
+    try:  # names are case-insensitive: ZeRO2 is zero2
+        return SCHEMES[str(name).strip().lower()]
+    except KeyError:
         raise UnknownNameError("scheme", str(name), SCHEME_NAMES) from None

@@ -311,6 +311,10 @@ def get_topology(name: str | Topology) -> Topology:
     try:
         return PRESETS[name]
     except KeyError:
+        pass
+    try:  # names are case-insensitive: DGX-H100 is dgx-h100
+        return PRESETS[str(name).strip().lower()]
+    except KeyError:
         raise UnknownNameError("topology", str(name), TOPOLOGY_NAMES) from None
 
 

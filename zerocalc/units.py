@@ -17,10 +17,40 @@ _COUNT_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10*
 # Digits with optional thousands separators: "25,557,032" (groups of three) or "25_557_032"
 # (Python's digit grouping), then an optional fraction, then EITHER an exponent OR a suffix.
 _COUNT_RE = re.compile(
-    r"^\s*(?P<int>[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)?(?P<frac>\.[0-9]+)?"
+    r"^\s*(?P<sign>[-+])?(?P<int>[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)?(?P<frac>\.[0-9]+)?"
     r"(?P<exp>[eE][+-]?[0-9]+)?\s*(?P<suffix>[KMBGTkmbgt]?)\s*$"
 )
 _COUNT_HINT = "write e.g. 7.5e9, 7.5B, 175B, 1T or 25,557,032"
+
+
+def parse_number(text: str | int | float, option: str, *, whole: bool = False) -> int | float:
+    """A number as every option reads it: ``64``, ``1e3``, ``1,024``, ``25_557_032``, ``1.5``, or with a
+    count suffix (``8K``, ``7.5B``); ``whole`` refuses a fraction (``1.5`` is not a number of
+    ranks), never rounds it. One parser for every numeric option, so ``--n 1e3`` reads as
+    ``--psi 1e9`` does. Raises :class:`ConfigError` naming ``option``.
+    """
+    if isinstance(text, bool):
+        raise ConfigError(f"{text!r} is not a number", option=option)
+    if isinstance(text, int | float):
+        value = Decimal(text) if math.isfinite(text) else None
+    else:
+        m = _COUNT_RE.match(str(text))
+        if not m or (m["int"] is None and m["frac"] is None):
+            hint = "write e.g. 64, 1e3 or 1,024" if whole else "write e.g. 12, 0.5, 1e-6 or 2.5e3"
+            raise ConfigError(f"{text!r} is not a {'whole ' if whole else ''}number; {hint}", option=option)
+        if m["exp"] and m["suffix"]:
+            raise ConfigError(f"{text!r} has both an exponent and a suffix; write 7.5e9 or 7.5B, "
+                              "not both", option=option)
+        digits = (m["sign"] or "") + (m["int"] or "0").replace(",", "").replace("_", "") + (
+            m["frac"] or "") + (m["exp"] or "")
+        value = Decimal(digits) * _COUNT_SUFFIX[m["suffix"].upper()]
+    if value is None or not value.is_finite() or not math.isfinite(float(value)):
+        raise ConfigError(f"must be a finite number, got {text!r}", option=option)
+    if whole:
+        if value != value.to_integral_value():
+            raise ConfigError(f"must be a whole number, got {text!r}", option=option)
+        return int(value)
+    return float(value)
 
 
 def parse_count(text: str | int | float, option: str = "--psi") -> int:
@@ -38,7 +68,9 @@ def parse_count(text: str | int | float, option: str = "--psi") -> int:
         value = Decimal(text)
     else:
         m = _COUNT_RE.match(str(text))
-        if not m or (m["int"] is None and m["frac"] is None):
+        if not m or (m["int"] is None and m["frac"] is None) or m["sign"] == "-":
+            if m and m["sign"] == "-" and (m["int"] or m["frac"]):
+                raise ConfigError(f"must be a positive finite number, got {text!r}", option=option)
             raise ConfigError(f"{text!r} is not a count; {_COUNT_HINT}", option=option)
         if m["exp"] and m["suffix"]:
             raise ConfigError(f"{text!r} has both an exponent and a suffix; write 7.5e9 or 7.5B, "

@@ -221,8 +221,7 @@ def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
     """
     payload = strip_prefix(line)
     toks = payload.split()
-    lead = toks[0] + toks[1] if len(toks) >= 3 else ""
-    if not (lead.isascii() and toks[0].isdecimal() and toks[1].isdecimal()):
+    if len(toks) < 3 or not ((toks[0] + toks[1]).isascii() and toks[0].isdecimal() and toks[1].isdecimal()):
         return None
     if layout is None:
         layout = _shape_layout(toks)
