@@ -54,11 +54,19 @@ def test_json_is_the_canonical_rows():
     res = _run(TP_LOG, "--format", "json")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert len(rows) == 7 and all(list(r) == CANONICAL for r in rows)
+    # the canonical columns, then the process the summary table and csv have
+    assert len(rows) == 7 and all(list(r) == [*CANONICAL, "process"] for r in rows)
     ag = [r for r in rows if r["op"] == "all_gather"]
     # AllGather count = per-rank send count 2,097,152 fp32; out = 2 ranks × that.
     assert {(r["in_nelems"], r["out_nelems"], r["elem_bytes"]) for r in ag} == {(2097152, 4194304, 4)}
     assert all(r["rank"] is None and r["duration_s"] is None for r in rows)
+
+
+def test_json_names_the_process_of_calls_without_rank():
+    # send-recv-2ranks.txt: 7 opCount lines, all from 'ubuntu:199574:...', no Init COMPLETE lines
+    res = _run(DATA / "nccl-debug" / "send-recv-2ranks.txt", "--format", "json")
+    rows = json.loads(res.stdout)
+    assert len(rows) == 7 and {r["process"] for r in rows} == {"ubuntu:199574"}
 
 
 def test_csv_reads_back_per_rank_and_step():

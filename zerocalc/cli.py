@@ -219,6 +219,15 @@ def _dtype_help() -> str:
 _DTYPE_HELP = _dtype_help()
 
 
+def _model_help() -> str:
+    from zerocalc.models import MODELS
+
+    return f"A model preset that sets --psi: {', '.join(MODELS)}."
+
+
+_MODEL_HELP = _model_help()
+
+
 class TableFormat(StrEnum):
     """Output formats of ``zerocalc table``."""
 
@@ -265,13 +274,15 @@ def _display_rows(df) -> tuple[list[str], list[list[str]]]:
     from zerocalc.units import format_bytes, format_seconds
 
     nccl = "time_s_nccl" in df.columns
+    fits = "fits" in df.columns
     header = ["scheme", "sent/rank", "sent/(Psi*b)"] + [f"t {a.value}" for a in Algorithm] + (
-        ["t NCCL", "NCCL choice"] if nccl else []) + ["memory/GPU", "= DP"]
+        ["t NCCL", "NCCL choice"] if nccl else []) + ["memory/GPU"] + (["fits"] if fits else []) + ["= DP"]
     rows = [
         [r.scheme, format_bytes(r.bytes_per_rank), f"{r.bytes_per_rank_over_psi:.3f}"]
         + [format_seconds(getattr(r, f"time_s_{a.value}")) for a in Algorithm]
         + ([format_seconds(r.time_s_nccl), r.nccl_choice] if nccl else [])
-        + [format_bytes(r.memory_bytes_per_rank), "yes" if r.equivalent_to_dp else "no"]
+        + [format_bytes(r.memory_bytes_per_rank)] + (["yes" if r.fits else "NO"] if fits else [])
+        + ["yes" if r.equivalent_to_dp else "no"]
         for r in df.itertuples(index=False)
     ]
     return header, rows
@@ -373,7 +384,7 @@ def render_table(df, fmt: TableFormat, caption: str | None = None) -> str:
 
 @app.command("table")
 def table_command(
-    psi: str = typer.Option("7.5e9", "--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T."),
+    psi: str = typer.Option(None, "--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T [default: 7.5e9]."),
     n: int = typer.Option(64, "--n", help="Data-parallel ranks N."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node",
                                       help="GPUs per node [default: the topology's]."),
@@ -397,25 +408,88 @@ def table_command(
                                   help="NCCL_ALGO list restricting NCCL's algorithms."),
     nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
                                    help="NCCL_PROTO list restricting NCCL's protocols."),
+    model: str = typer.Option(None, "--model", help=_MODEL_HELP),
+    gpu_memory: str = typer.Option(None, "--gpu-memory",
+                                   help="Memory of one GPU (80GB, 80GiB): adds a 'fits' column "
+                                        "[default: the topology's, if it names one]."),
+    sort: str = typer.Option(None, "--sort", help="time: the schemes that fit first, fastest first "
+                                                  "(ring time); memory: least memory first."),
 ) -> None:
     """Per-rank bytes sent per step, α-β time per algorithm, NCCL's own choice and time, and memory
-    per GPU of each scheme."""
-    from zerocalc.evaluate import evaluate
-    from zerocalc.units import parse_count
+    per GPU of each scheme.
 
-    psi_count = parse_count(psi, option="--psi")
+    With --gpu-memory, which schemes' model states fit on one GPU; with --sort time, the fastest
+    of those that fit comes first: the stage to use on this cluster."""
+    from zerocalc.evaluate import evaluate
+
+    psi_count, preset = model_psi(psi, model, default="7.5e9")
     topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
     names = _scheme_names(schemes, "--schemes")
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
                   comm_dtype=dtype, k=k)
-    notes = _nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto)
-    text = render_table(df, fmt, table_caption(df, psi_count, topo.name, dtype, k))
+    warn_implausible(psi=psi_count, n=n)
+    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto))
+    df, memory_note = _fits(df, gpu_memory, topo, sort)
+    notes += [memory_note] if memory_note else []
+    caption = table_caption(df, psi_count, topo.name, dtype, k)
+    if preset is not None:
+        caption = f"{preset.title}: {caption} [Psi: {preset.source}]"
+    text = render_table(df, fmt, caption)
     if fmt is TableFormat.table:
         text += "".join(f"note: {t}\n" for t in notes)
     else:
         for t in notes:
             typer.echo(f"note: {t}", err=True)
     typer.echo(text, nl=False)
+
+
+def _fits(df, gpu_memory: str | None, topo, sort: str | None):
+    """``df`` with ``gpu_memory_bytes`` and ``fits`` columns when a GPU memory is known (option, or
+    the topology's), sorted as asked; and the note that says what 'fits' covers."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.units import format_bytes, parse_bytes
+
+    if sort is not None and sort.lower() not in ("time", "memory"):
+        raise ConfigError(f"must be time or memory, got {sort!r}", option="--sort")
+    mem = parse_bytes(gpu_memory, "--gpu-memory") if gpu_memory is not None else getattr(
+        topo, "gpu_memory_bytes", None)
+    note = ""
+    if mem is not None:
+        df = df.assign(gpu_memory_bytes=mem, fits=df["memory_bytes_per_rank"] <= mem)
+        note = (f"fits: the model states fit in {format_bytes(mem)} per GPU; activations, buffers and "
+                "fragmentation are not counted, so 'yes' is necessary, not sufficient")
+    if sort is not None and sort.lower() == "time":
+        keys = (["fits"] if mem is not None else []) + ["time_s"]
+        df = df.sort_values(keys, ascending=[False] * (len(keys) - 1) + [True], kind="stable")
+    elif sort is not None:
+        df = df.sort_values("memory_bytes_per_rank", kind="stable")
+    return df.reset_index(drop=True), note
+
+
+def model_psi(psi: str | None, model: str | None, default: str | None = None, psi_option: str = "--psi"):
+    """Ψ from ``--psi`` (``None``: not given, then ``default``) or from ``--model`` (the preset,
+    returned too); both given is an error."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.units import parse_count
+
+    if model is None:
+        psi = default if psi is None else psi
+        return (parse_count(psi, option=psi_option) if psi is not None else None), None
+    from zerocalc.models import get_model
+
+    preset = get_model(model)
+    if psi is not None:
+        raise ConfigError(f"sets Psi itself ({preset.psi:,} for {preset.title}); give --model or "
+                          f"{psi_option}, not both", option="--model")
+    return preset.psi, preset
+
+
+def warn_implausible(psi: float | None = None, n: float | None = None) -> None:
+    """Print a warning line to stderr for a Ψ or N far outside anything trained."""
+    from zerocalc.units import implausible
+
+    for line in implausible(psi=psi, n=n):
+        _echo_err(f"warning: {line}")
 
 
 @app.command("derive")
@@ -777,11 +851,11 @@ def check_cmd(
         "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting the algorithms.")] = None,
     nccl_proto: Annotated[str | None, typer.Option(
         "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme;
     with --topology, compare nccl-tests sweeps size by size with NCCL's cost model."""
     from zerocalc.errors import ConfigError
-    from zerocalc.units import parse_count
     from zerocalc.validate import check
 
     if fmt not in ("table", "json", "csv", "markdown"):
@@ -800,7 +874,8 @@ def check_cmd(
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
     ts = _read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
-    res = check(ts.table, psi=parse_count(psi) if psi is not None else None, n=n, steps=steps, dtype=dtype,
+    psi_count, _ = model_psi(psi, model)
+    res = check(ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype,
                 schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches)
     if fmt == "csv":
         import pandas as pd
@@ -1011,7 +1086,7 @@ def trace_summary(
     if fmt == "json":
         import json
 
-        rows = ts.table[list(CANONICAL_COLUMNS)].astype(object)
+        rows = ts.table[list(CANONICAL_COLUMNS)].assign(process=ts.processes()).astype(object)
         recs = rows.where(rows.notna(), None).to_dict(orient="records")
         typer.echo(json.dumps(recs, indent=1))
         return
@@ -1054,7 +1129,8 @@ def trace_summary(
 def report_cmd(
     output: Annotated[str, typer.Option("-o", "--output", help="PDF to write.")] = (
         "reports/zero-colocation-review.pdf"),
-    psi: Annotated[str, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T.")] = "7.5e9",
+    psi: Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
+                                            "[default: 7.5e9].")] = None,
     n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster.")] = 64,
     gpus_per_node: Annotated[int | None, typer.Option(
         "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
@@ -1065,12 +1141,12 @@ def report_cmd(
     trace: Annotated[list[str] | None, typer.Option(
         "--trace", help="A trace file or a directory of one run (repeat for several runs); "
                         "default: the real traces bundled with zerocalc.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
     import time
     from pathlib import Path
 
-    from zerocalc.units import parse_count
 
     start = time.perf_counter()
 
@@ -1086,7 +1162,9 @@ def report_cmd(
 
     paths = tuple(Path(t) for t in trace or ())
     topo = _load_topology(topology, None, None, None, None)
-    config = ReportConfig(psi=float(parse_count(psi, option="--psi")), n=n,
+    psi_count, _ = model_psi(psi, model, default="7.5e9")
+    warn_implausible(psi=psi_count, n=n)
+    config = ReportConfig(psi=float(psi_count), n=n,
                           gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
                           topology=topo if topology not in PRESETS else topology,
                           comm_dtype=canonical_dtype(dtype), traces=paths)

@@ -84,9 +84,51 @@ def parse_count(text: str | int | float, option: str = "--psi") -> int:
     return int(value)
 
 
+_BYTE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}
+_BYTES_RE = re.compile(
+    r"^\s*(?P<num>[0-9][0-9_,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_bytes(text: str, option: str) -> int:
+    """A size with its unit: ``80GB`` (1e9), ``80GiB`` (2**30), ``1.5TB``, ``8e10B``. A bare number
+    is refused (GB or GiB? the difference is 7 %): the unit is part of the answer."""
+    m = _BYTES_RE.match(str(text))
+    unit = (m["unit"] or "").upper() if m else ""
+    if not m or unit not in _BYTE_UNITS:
+        hint = "give a unit, e.g. 80GB or 80GiB" if m and not m["unit"] else "write e.g. 80GB, 80GiB or 1.5TB"
+        raise ConfigError(f"{text!r} is not a size; {hint}", option=option)
+    value = parse_number(m["num"], option) * _BYTE_UNITS[unit]
+    if not value > 0:
+        raise ConfigError(f"must be positive, got {text!r}", option=option)
+    return int(value)
+
+
+#: Sizes past which a number is more likely a typo than a plan: no published model holds 1e14
+#: parameters (the largest dense ones ~1e12: GPT-3 1.75e11, Llama 3.1 4.05e11; MoE totals below
+#: 2e12) and no training cluster 1e6 GPUs (the largest reported: ~1e5, Llama 3 on 16k H100s,
+#: arXiv 2407.21783 §3.3).
+IMPLAUSIBLE_PSI = 10**14
+IMPLAUSIBLE_RANKS = 10**6
+
+
+def implausible(psi: float | None = None, n: float | None = None) -> list[str]:
+    """Warnings for sizes far outside anything trained (the numbers are still computed)."""
+    out = []
+    if psi is not None and psi >= IMPLAUSIBLE_PSI:
+        out.append(f"Psi = {psi:.3g} parameters is far beyond any trained model (the largest have ~2e12); "
+                   "the figures are extrapolations")
+    if n is not None and n >= IMPLAUSIBLE_RANKS:
+        out.append(f"N = {n:.3g} ranks is far beyond any training cluster (the largest ~1e5 GPUs); "
+                   "the figures are extrapolations")
+    return out
+
+
 def format_bytes(n: float, base: int = 1000) -> str:
-    """``format_bytes(1.5e9) == '1.50 GB'``; ``base=1024`` gives KiB/MiB/GiB."""
-    units = ["B", "KB", "MB", "GB", "TB", "PB"] if base == 1000 else ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    """``format_bytes(1.5e9) == '1.50 GB'``; ``base=1024`` gives KiB/MiB/GiB; units up to YB (1e24),
+    so a size never prints as ``6e+08 TB``."""
+    units = (["B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"] if base == 1000
+             else ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"])
     value = float(n)
     for unit in units:
         if abs(value) < base or unit == units[-1]:

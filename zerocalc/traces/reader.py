@@ -56,6 +56,19 @@ class TraceSet:
     #: skipped subdirectory or file), for display.
     notes: tuple[str, ...] = ()
 
+    def processes(self) -> pd.Series:
+        """Per call, its process ``host:pid`` where it records no rank (missing where the rank is
+        known or the trace names no process): the ``process`` column of :meth:`summary`."""
+        import pandas as pd
+
+        t = self.table
+        process = pd.Series(pd.NA, index=t.index, dtype="string")
+        if "host" in t.columns and "pid" in t.columns:
+            named = t["rank"].isna() & t["host"].notna()
+            pid = t["pid"].astype("Int64").astype("string").fillna("?")
+            process = process.mask(named, t["host"].astype("string") + ":" + pid)
+        return process
+
     def summary(self) -> pd.DataFrame:
         """Per file, rank, step and op: number of calls and summed in/out elements and bytes.
 
@@ -69,12 +82,7 @@ class TraceSet:
         t = self.table.copy()
         t["in_bytes"] = t["in_nelems"] * t["elem_bytes"]
         t["out_bytes"] = t["out_nelems"] * t["elem_bytes"]
-        process = pd.Series(pd.NA, index=t.index, dtype="string")
-        if "host" in t.columns and "pid" in t.columns:
-            named = t["rank"].isna() & t["host"].notna()
-            pid = t["pid"].astype("Int64").astype("string").fillna("?")
-            process = process.mask(named, t["host"].astype("string") + ":" + pid)
-        t["process"] = process
+        t["process"] = self.processes()
         keys = ["file", "rank", "process", "step", "op"]
         g = t.groupby(keys, dropna=False, sort=True)
         # missing where every call of the group lacks it (min_count=1), not 0
