@@ -228,6 +228,15 @@ def _model_help() -> str:
 _MODEL_HELP = _model_help()
 
 
+def _trace_format_help() -> str:
+    from zerocalc.traces.detect import FORMATS
+
+    return f"Read every file as this format ({', '.join(FORMATS)}) [default: detected per file]."
+
+
+_TRACE_FORMAT_HELP = _trace_format_help()
+
+
 class TableFormat(StrEnum):
     """Output formats of ``zerocalc table``."""
 
@@ -904,15 +913,18 @@ def _missing_facts(runs: list[dict], op: str | None, ranks: int | None) -> str:
     return f"the rows do not say {' nor '.join(need)}" if need else ""
 
 
-def _whole(text: str, option: str, minimum: int = 1) -> int:
-    """A whole number option given as text (``8``, ``1e3``, ``1,024``), at least ``minimum``."""
+def _at_least(value: int | None, minimum: int, option: str) -> int | None:
+    """``value`` (``None``: not given), refused below ``minimum``."""
     from zerocalc.errors import ConfigError
-    from zerocalc.units import parse_count
 
-    value = parse_count(text, option=option)
-    if value < minimum:
-        raise ConfigError(f"must be at least {minimum}, got {text!r}", option=option)
+    if value is not None and value < minimum:
+        raise ConfigError(f"must be at least {minimum}, got {value}", option=option)
     return value
+
+
+def _trace_format(name: str | None) -> str | None:
+    """``--trace-format`` as the reader names formats (case-insensitive, ``-`` for ``_``)."""
+    return None if name is None else name.strip().lower().replace("-", "_")
 
 
 def _json_default(x):
@@ -953,10 +965,10 @@ def fit_cmd(
     n: Annotated[int | None, typer.Option("--n", help="With --out: ranks of a sweep whose file does not "
                                           "say.")] = None,
     trace_format: Annotated[str | None, typer.Option(
-        "--trace-format", help="Force the input format.")] = None,
+        "--trace-format", help=_TRACE_FORMAT_HELP)] = None,
     op: Annotated[str | None, typer.Option("--op", help="The collective of nccl-tests rows that name none "
                                            "(an excerpt without its header), e.g. all_reduce.")] = None,
-    ranks: Annotated[str | None, typer.Option("--ranks", help="The group size of nccl-tests rows that "
+    ranks: Annotated[int | None, typer.Option("--ranks", help="The group size of nccl-tests rows that "
                                               "name none.")] = None,
 ) -> None:
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
@@ -968,13 +980,13 @@ def fit_cmd(
 
     if fmt not in ("table", "csv", "json"):
         raise ConfigError(f"must be table, csv or json, got {fmt!r}", option="--format")
-    group = _whole(ranks, "--ranks", minimum=2) if ranks is not None else n
+    group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
     if out is not None:
         _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict)
         return
     frames, remarks = [], {}
     for f in files:
-        ts = read_traces(f, strict=strict, fmt=trace_format)
+        ts = read_traces(f, strict=strict, fmt=_trace_format(trace_format))
         table = complete(ts.table, op=op, ranks=group)
         runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
         parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
@@ -1051,12 +1063,12 @@ def trace_summary(
     paths: list[str] = typer.Argument(..., help="Trace files or directories (plain or gzip)."),  # noqa: B008
     fmt: str = typer.Option("table", "--format", help="table, csv, or json (a list of the canonical rows)."),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
-    trace_format: str | None = typer.Option(None, "--trace-format", help="Force the input format."),
+    trace_format: str | None = typer.Option(None, "--trace-format", help=_TRACE_FORMAT_HELP),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Read the traces on a running Dask "
                                          "cluster (tcp://HOST:PORT; zerocalc[dask])."),
     op: str | None = typer.Option(None, "--op", help="The collective of nccl-tests rows that name none "
                                   "(an excerpt without its header), e.g. all_reduce."),
-    ranks: str | None = typer.Option(None, "--ranks",
+    ranks: int | None = typer.Option(None, "--ranks",
                                      help="The group size of nccl-tests rows that name none."),
 ) -> None:
     """Per rank and step: count and volume of each collective, and the totals.
@@ -1070,7 +1082,8 @@ def trace_summary(
     from zerocalc.traces import CANONICAL_COLUMNS
     from zerocalc.traces.nccl_tests import complete
 
-    group = _whole(ranks, "--ranks", minimum=1) if ranks is not None else None
+    group = _at_least(ranks, 1, "--ranks")
+    trace_format = _trace_format(trace_format)
     ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler)
     if op is not None or group is not None:
         from dataclasses import replace
