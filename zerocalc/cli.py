@@ -1053,6 +1053,16 @@ def fit_cmd(
 # --- trace: read traces into the canonical table (zerocalc.traces) ---------------
 
 
+def _runs_text(runs: list[dict] | None) -> str:
+    """``; 2 runs: all_reduce on 2 ranks (NCCL 2.29.7), all_gather on 2 ranks (NCCL 2.29.7)`` for a
+    file of several nccl-tests runs; "" for one run or another format."""
+    if not runs or len(runs) < 2:
+        return ""
+    return f"; {len(runs)} runs: " + ", ".join(
+        f"{r['op'] or '? op'} on {r['group_size'] or '?'} ranks"
+        + (f" (NCCL {r['nccl_version']})" if r.get("nccl_version") else "") for r in runs)
+
+
 def _plural(n: int, noun: str) -> str:
     """``1 call``, ``2 calls``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
@@ -1095,7 +1105,8 @@ def trace_summary(
         from zerocalc.errors import TraceFormatError
 
         raise TraceFormatError(", ".join(ts.meta), None, "no collective calls found"
-                               + (f" (as {trace_format})" if trace_format else ""))
+                               + (f" (as {trace_format})" if trace_format else "")
+                               + "".join(f"; {t}" for t in _skip_notes(ts.skipped)))
     if fmt == "json":
         import json
 
@@ -1118,7 +1129,8 @@ def trace_summary(
     for file, part in summary.groupby("file", sort=False):
         meta = ts.meta.get(file, {})
         typer.echo(f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
-                   f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}")
+                   f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}"
+                   + _runs_text(meta.get("runs")))
         # no rank recorded: the process instead (columns aligned within the file)
         who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
                for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]

@@ -2,7 +2,7 @@
 
 Looks for each format's signature in the head of the file; a pickle (PyTorch
 Flight Recorder's default dump) is refused by name, never loaded. A text line is looked at
-past a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``, ``0:``) as the
+past a launcher's prefix (:mod:`zerocalc.traces.prefix`) as the
 line parsers read it, so a text whose first character is ``[`` (such a prefix, a shell prompt
 ``[user@host dir]$``, DeepSpeed's ``[2022-06-21 ...] [INFO]``) is JSON only when it opens a JSON
 array of objects (``[`` then ``{`` or ``]``).
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.prefix import strip_prefixes
 
 FORMATS: tuple[str, ...] = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
 
@@ -32,16 +33,6 @@ _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Coun
 
 #: A JSON array of trace events (or an empty one), as opposed to a text line opening with ``[``.
 _JSON_ARRAY = re.compile(rb"\[\s*(?:\{|\]|$)")
-#: Launcher prefixes, as :func:`zerocalc.traces.nccl_tests.strip_prefix` removes them.
-_LINE_PREFIX = re.compile(
-    rb"^[ \t]*(?:(?:\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t]))[ \t]?){1,4}", re.M)
-
-
-def _unprefixed(head: bytes) -> bytes:
-    """``head`` with each line's launcher prefixes removed."""
-    return _LINE_PREFIX.sub(b"", head)
-
-
 def detect_format(head: bytes, file: str = "<bytes>") -> str:
     """Name of the format of a file whose (decompressed) head is ``head``.
 
@@ -79,7 +70,7 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
         raise TraceFormatError(file, None, "JSON that is neither a Chrome trace nor an nccl-tests report")
     if _NCCL.search(head):
         return "nccl_log"
-    head = _unprefixed(head)
+    head = strip_prefixes(head)
     if _DS.search(head):
         return "deepspeed_comms"
     if _PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head) or _PERF_COLUMNS.search(head):

@@ -12,15 +12,15 @@ each side. A row that does not fit the header above it is refused (never read wi
 columns); rows without any header (an excerpt) are read by their shape. ``N/A`` cells (no
 data check, alltoall in-place) are missing values.
 
-Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``,
-``srun -l`` ``0:``, Ray ``(pid=…)``), removed by :func:`strip_prefix` as the NCCL log parser
-searches past them. A file may hold several runs: each ``# nccl-tests version``, ``# Collective
-test starting`` or ``# nThread`` line that does not belong to the current run's preamble starts
-a new one, with its own ranks (``#  Rank`` lines), op (``<op>_perf`` on the command line or in
-``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=``
-since nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). Every row carries
-its ``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]`` lists each run's op, group size,
-versions and what could not be told (``missing``: ``op``, ``ranks``).
+Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``, ``srun
+-l`` ``0:``, Ray ``(pid=…)``), removed by :func:`zerocalc.traces.prefix.strip_prefix` as the NCCL
+log parser searches past them. A file may hold several runs: each ``# nccl-tests version``, ``#
+Collective test starting`` or ``# nThread`` line that does not belong to the current run's preamble
+starts a new one, with its own ranks (``# Rank`` lines), op (``<op>_perf`` on the command line or in
+``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=`` since
+nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). Every row carries its
+``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]`` lists each run's op, group size, versions
+and what could not be told (``missing``: ``op``, ``ranks``).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any, TextIO
 import orjson
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import (
     DTYPE_BYTES,
@@ -47,10 +48,6 @@ _PERF = re.compile(r"\b(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=Tru
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 _INT = re.compile(r"^-?[0-9]+$")
-#: A launcher's tag before the payload, possibly several: ``[1,0]<stdout>:``, ``[0]``, ``[0]:``,
-#: ``0:`` / ``host:`` (srun -l, pdsh), ``(pid=1, ip=…)`` (Ray). Nothing with a space inside
-#: brackets (a shell prompt ``[user@host dir]$`` is a line of its own, not a prefix).
-_PREFIX = re.compile(r"^\s*(?:\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()]*\)|[\w.\-]+:(?=\s))\s?")
 #: Markers that open a run's preamble (nccl-tests src/util.cu writeDeviceReport, common.cu).
 _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
             ("starting", re.compile(r"^#\s*Collective test starting\b")),
@@ -66,16 +63,6 @@ _LEAD = {"size": "size_bytes", "count": "count", "type": "type", "redop": "redop
 _SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw",
          "#wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
          "i_p99": "i_p99_us", "i_cv%": "i_cv_pct"}
-
-
-def strip_prefix(line: str) -> str:
-    """``line`` without a launcher's prefixes (at most four), or ``line`` itself."""
-    for _ in range(4):
-        m = _PREFIX.match(line)
-        if not m or not m.group(0).strip():
-            break
-        line = line[m.end():]
-    return line
 
 
 def nccl_version_from_code(code: int) -> str:
