@@ -69,6 +69,13 @@ def test_names_are_case_insensitive():
     assert out.exit_code == 0 and out.output.startswith("zero3:")
 
 
+def test_trace_format_help_names_every_format():
+    from zerocalc.cli import TRACE_FORMATS
+    from zerocalc.traces.detect import FORMATS
+
+    assert TRACE_FORMATS == FORMATS
+
+
 def test_short_version_flag():
     for flag in ("-V", "--version"):
         out = runner.invoke(app, [flag])

@@ -228,13 +228,11 @@ def _model_help() -> str:
 _MODEL_HELP = _model_help()
 
 
-def _trace_format_help() -> str:
-    from zerocalc.traces.detect import FORMATS
-
-    return f"Read every file as this format ({', '.join(FORMATS)}) [default: detected per file]."
-
-
-_TRACE_FORMAT_HELP = _trace_format_help()
+#: zerocalc.traces.detect.FORMATS, spelled out: importing zerocalc.traces at start-up would load
+#: numpy and pandas before any command runs (a test keeps the two equal).
+TRACE_FORMATS = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
+_TRACE_FORMAT_HELP = (f"Read every file as this format ({', '.join(TRACE_FORMATS)}) "
+                      "[default: detected per file].")
 
 
 class TableFormat(StrEnum):
