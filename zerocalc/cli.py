@@ -999,9 +999,10 @@ def fit_cmd(
                                          + ("; ".join(w for w in why if w) or "no timed collectives"))
             df = fits_frame(res.fits)
             df.insert(0, "file", f)
-            df.insert(1, "run", run["run"] if run else (runs[0]["run"] if runs else None))
-            df.insert(2, "nccl_version", run["nccl_version"] if run else (
-                runs[0]["nccl_version"] if len(runs) == 1 else None))
+            # added at the end: the columns before them keep their places
+            df["run"] = run["run"] if run else (runs[0]["run"] if runs else None)
+            df["nccl_version"] = run["nccl_version"] if run else (
+                runs[0]["nccl_version"] if len(runs) == 1 else None)
             frames.append(df)
             remarks[f] += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
         remarks[f] += [f"note: {t}" for t in _skip_notes(ts.skipped)]
