@@ -133,3 +133,15 @@ def test_version_codes():
     assert nccl_version_from_code(22907) == "2.29.7"
     assert nccl_version_from_code(2708) == "2.7.8"
     assert nccl_version_from_code(21803) == "2.18.3"
+
+
+def test_check_against_nccl_model_takes_each_run_apart():
+    # nccl-tests sweeps compared with NCCL's cost model: one comparison per run of the file
+    path = TESTS / "tag-output-allreduce-allgather-2ranks.txt"
+    out = runner.invoke(app, ["check", "--topology", "dgx-h100", "--format", "json", str(path)])
+    assert out.exit_code == 0, out.output
+    import json
+
+    sweeps = json.loads(out.stdout)["sweeps"]
+    assert [(s["op"], s["group_size"], s["nccl_version"], len(s["rows"])) for s in sweeps] == [
+        ("all_reduce", 2, "2.29.7", 8), ("all_gather", 2, "2.29.7", 8)]
