@@ -117,7 +117,7 @@ def test_cli_summary_table_and_json():
     res = runner.invoke(app, ["trace", "summary", str(LOG), "--format", "json"])
     assert res.exit_code == 0
     rows = json.loads(res.output)
-    assert len(rows) == 7 and list(rows[0]) == list(CANONICAL_COLUMNS)
+    assert len(rows) == 7 and list(rows[0]) == [*CANONICAL_COLUMNS, "process"]  # + the table's process
     assert rows[0]["in_nelems"] == 2097152 and rows[0]["step"] is None
     res = runner.invoke(app, ["trace", "summary", str(LOG), "--format", "csv"])
     assert res.exit_code == 0 and res.output.startswith("file,rank,process,step,op,calls")
