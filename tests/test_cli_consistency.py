@@ -69,6 +69,16 @@ def test_names_are_case_insensitive():
     assert out.exit_code == 0 and out.output.startswith("zero3:")
 
 
+def test_topology_help_names_every_preset():
+    from zerocalc.cli import TOPOLOGY_PRESETS
+    from zerocalc.topology import TOPOLOGY_NAMES
+
+    assert TOPOLOGY_PRESETS == TOPOLOGY_NAMES
+    for cmd in ("table", "report"):
+        out = runner.invoke(app, [cmd, "--help"])
+        assert "gcp-a3-mega" in out.output and "dgx-b200" in out.output
+
+
 def test_trace_format_help_names_every_format():
     from zerocalc.cli import TRACE_FORMATS
     from zerocalc.traces.detect import FORMATS

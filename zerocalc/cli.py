@@ -228,6 +228,12 @@ def _model_help() -> str:
 _MODEL_HELP = _model_help()
 
 
+#: zerocalc.topology.TOPOLOGY_NAMES, spelled out (the topology module is not imported at start-up;
+#: a test keeps the two equal).
+TOPOLOGY_PRESETS = ("dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gcp-a3-mega", "pcie-gen4",
+                    "ethernet-100g")
+_TOPOLOGY_HELP = f"Preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml file."
+
 #: zerocalc.traces.detect.FORMATS, spelled out: importing zerocalc.traces at start-up would load
 #: numpy and pandas before any command runs (a test keeps the two equal).
 TRACE_FORMATS = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
@@ -397,7 +403,7 @@ def table_command(
                                       help="GPUs per node [default: the topology's]."),
     topology: str = typer.Option(
         "dgx-a100", "--topology",
-        help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file."),
+        help=_TOPOLOGY_HELP),
     dtype: str = typer.Option("fp16", "--dtype", help=_DTYPE_HELP),
     k: float = typer.Option(12.0, "--k",
                             help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
@@ -1160,7 +1166,7 @@ def report_cmd(
         "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
     topology: Annotated[str, typer.Option(
         "--topology",
-        help="Preset (dgx-a100, dgx-h100, pcie-gen4, ethernet-100g) or a .toml file.")] = "dgx-a100",
+        help=_TOPOLOGY_HELP)] = "dgx-a100",
     dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
     trace: Annotated[list[str] | None, typer.Option(
         "--trace", help="A trace file or a directory of one run (repeat for several runs); "
