@@ -145,3 +145,16 @@ def test_check_against_nccl_model_takes_each_run_apart():
     sweeps = json.loads(out.stdout)["sweeps"]
     assert [(s["op"], s["group_size"], s["nccl_version"], len(s["rows"])) for s in sweeps] == [
         ("all_reduce", 2, "2.29.7", 8), ("all_gather", 2, "2.29.7", 8)]
+
+
+def test_fit_says_what_it_cannot_fit_and_fits_the_rest():
+    # the broadcast excerpt holds one size (8 B): nothing to fit; the 16-rank sweep has 31 sizes
+    one = TESTS / "broadcast_perf-pre2022-NA-2ranks.txt"
+    sweep = TESTS / "all_reduce_perf-16xH100-2nodes.txt"
+    out = runner.invoke(app, ["fit", str(sweep), str(one), "--format", "csv"])
+    assert out.exit_code == 0, out.output
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert [(r["op"], r["group_size"], r["n_sizes"]) for r in rows] == [("all_reduce", "16", "31")]
+    assert f"skipped: {one}: nothing to fit" in out.stderr and "two sizes" in out.stderr
+    out = runner.invoke(app, ["fit", str(one)])
+    assert out.exit_code == 2 and "nothing to fit" in out.output

@@ -988,7 +988,7 @@ def fit_cmd(
     if out is not None:
         _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict)
         return
-    frames, remarks = [], {}
+    frames, remarks, unfit = [], {}, []
     for f in files:
         ts = read_traces(f, strict=strict, fmt=_trace_format(trace_format))
         table = complete(ts.table, op=op, ranks=group)
@@ -999,10 +999,11 @@ def fit_cmd(
         for run, part in parts:
             res = fit_trace(part, meta=ts.meta, pooled=pooled)
             label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
-            if not res.fits:
+            if not res.fits:  # said, and the other files and runs fitted; an error if none fits
                 why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
-                raise TraceMismatchError(f"{label}: nothing to fit: "
-                                         + ("; ".join(w for w in why if w) or "no timed collectives"))
+                unfit.append(f"{label}: nothing to fit: "
+                             + ("; ".join(w for w in why if w) or "no timed collectives"))
+                continue
             df = fits_frame(res.fits)
             df.insert(0, "file", f)
             # added at the end: the columns before them keep their places
@@ -1012,6 +1013,10 @@ def fit_cmd(
             frames.append(df)
             remarks[f] += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
         remarks[f] += [f"note: {t}" for t in _skip_notes(ts.skipped)]
+    if not frames:
+        raise TraceMismatchError("; ".join(unfit))
+    for line in unfit:
+        _echo_err(f"skipped: {line}")
     import pandas as pd
 
     out = pd.concat(frames, ignore_index=True)
