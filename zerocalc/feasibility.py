@@ -291,7 +291,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         try:
             p_g = int(check_layout(p_n, p_g))
         except ConfigError as exc:  # the cluster's N is --plan-n here, not the simulation's --n
-            raise ConfigError(exc.message, option="--plan-n" if exc.option == "--n" else exc.option) from None
+            option = "/".join("--plan-n" if o == "--n" else o for o in (exc.option or "").split("/"))
+            raise ConfigError(exc.message, option=option or None) from None
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
     kinds = offered or ("nvls", "sharp")
     from zerocalc.plan import in_network_candidates
