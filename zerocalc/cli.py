@@ -978,7 +978,6 @@ def fit_cmd(
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
     with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
     from zerocalc.errors import ConfigError, TraceMismatchError
-    from zerocalc.traces import read_traces
     from zerocalc.traces.nccl_tests import complete
     from zerocalc.validate import fit_trace, fits_frame
 
@@ -990,7 +989,7 @@ def fit_cmd(
         return
     frames, remarks, unfit = [], {}, []
     for f in files:
-        ts = read_traces(f, strict=strict, fmt=_trace_format(trace_format))
+        ts = _read_traces(f, strict=strict, fmt=_trace_format(trace_format))
         table = complete(ts.table, op=op, ranks=group)
         runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
         parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
