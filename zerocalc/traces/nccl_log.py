@@ -411,6 +411,7 @@ def _native(size: int) -> bool:
     if ENGINE == "re":
         return False
     if ENGINE == "polars":
+        _polars_available()  # imported as it is for "auto" (one thread)
         return True
     return size >= NATIVE_MIN_BYTES and _polars_available()
 

@@ -13,6 +13,8 @@ bundled log, on synthetic ones and on random lines).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,16 @@ PATTERN = (
 
 
 def available() -> bool:
-    """Whether polars can be imported."""
+    """Whether polars can be imported.
+
+    The reader scans a large log in one process per CPU (zerocalc.traces.reader), so polars is
+    started with one thread unless ``POLARS_MAX_THREADS`` says otherwise (and unless something
+    imported it first): a pool of threads per process would compete with the processes (measured
+    on the synthetic 128-rank log, benchmarks/bench_scale.py: more CPU time in all, no less wall
+    time).
+    """
+    if "polars" not in sys.modules:
+        os.environ.setdefault("POLARS_MAX_THREADS", "1")
     try:
         import polars  # noqa: F401
     except ImportError:
