@@ -284,17 +284,54 @@ def test_report_never_overwrites_an_input_or_a_non_pdf(tmp_path):
 # -- the verdict priced on the chosen cluster, the CLI's cluster options --------------------------
 
 
-def test_in_short_prices_the_saving_on_the_chosen_cluster(generated):
+def test_in_short_is_one_sentence_and_at_most_five_bullets_about_the_cluster(generated):
+    from zerocalc.report.summary import MAX_BULLETS, in_short
+
     _path, data, pages = generated
-    page1 = " ".join(pages[0].split())
+    lead, bullets = in_short(data)
+    # one sentence: a single full stop, at the end
+    assert lead.endswith(".") and lead.count(". ") == 0 and "No: the reduce-scatter" in lead
+    assert 1 <= len(bullets) <= MAX_BULLETS == 5 and all(len(b) <= 200 for b in bullets)
+    box = " ".join(pages[0].split("In short")[1].split("1. The question")[0].split())
+    assert " ".join(lead.split()) in box
     # deepspeed-zero12 → zero2 saves the all-reduce's surplus (N-1)/N·Ψ·b (see the plan test above):
-    # N = 64, Ψ = 7.5e9, b = 2: 63/64 × 2 = 1.97 B per parameter, 63/64 × 15e9 B = 14.77 GB.
-    assert ("saves 1.97 bytes per parameter per rank per step (on the chosen cluster: dgx-a100, N = 64"
-            in page1)
-    assert "14.77 GB per rank per step" in page1
-    # the simulation's own numbers stay where they describe the simulation
-    assert "after 20 steps on N = 4 ranks" in page1
-    assert "(N = 4, 2-byte wire elements)" not in page1
+    # N = 64, Ψ = 7.5e9, b = 2: 63/64 × 15e9 B = 14.77 GB, written with three digits; ZeRO-2 sends
+    # 2·63/64·15e9 = 29.53 GB, the proposal half of it; ZeRO-2 memory 2Ψ + 14Ψ/64 = 16.64 GB.
+    assert "Ψ = 7.5B on 64 GPUs (dgx-a100, fp16)" in box
+    assert "skipping it sends 14.8 GB instead of ZeRO-2's 29.5 GB per GPU per step" in box
+    assert "(deepspeed-zero12 → zero2), 14.8 GB and" in box
+    assert "16.6 GB of model states per GPU" in box
+    assert "ms" in box and "14.77" not in box and "7,500,000,000" not in box  # one number format
+    # the simulation's toy sizes stay in section 7
+    for toy in ("N = 4", "212 parameters", "1272", "1,272", "20 steps", "8-byte", "e-0", "e+0"):
+        assert toy not in box, toy
+    verdict_page = next(p for p in pages if "7. Verdict and implementation plan" in p)
+    assert "after 20 steps on N = 4 ranks" in " ".join(verdict_page.split())
+
+
+def test_in_short_number_formats():
+    from zerocalc.report.summary import format_count, format_size
+
+    assert [format_count(x) for x in (7.5e9, 70e9, 175e9, 1.2e12, 350e6, 405e9)] == [
+        "7.5B", "70B", "175B", "1.2T", "350M", "405B"]
+    assert [format_size(x) for x in (14.77e9, 7.383e9, 999.6e6, 512, 0.0)] == [
+        "14.8 GB", "7.38 GB", "1 GB", "512 B", "0 B"]
+
+
+def test_plan_lists_changes_slower_on_the_cluster_apart_and_below(generated):
+    """FSDP HYBRID_SHARD saves bytes but moves the all-reduce onto the inter-node links: on dgx-a100
+    (N = 64) it is slower, so it is listed after every item that helps, in a table of its own."""
+    _path, data, pages = generated
+    plan = data.extra["plan"]
+    slower = plan[plan["slower"]]
+    assert "fsdp-hybrid" in set(slower["to_scheme"])
+    assert (plan[~plan["slower"]]["time_saved_s"].dropna() >= 0).all()
+    assert plan["rank"].max() == len(plan) and slower["rank"].min() > plan[~plan["slower"]]["rank"].max()
+    text = " ".join(" ".join(pages).split())
+    plan_part = text.split("Implementation plan, priced on the chosen cluster")[1]
+    helps, below = plan_part.split("Slower on this cluster")[:2]
+    assert "hierarchical partitioning: FSDP HYBRID_SHARD" not in helps
+    assert "hierarchical partitioning: FSDP HYBRID_SHARD" in below.split("Evidence and caveats")[0]
 
 
 def test_cluster_verdict_at_256_h100s():
@@ -427,3 +464,26 @@ def test_report_on_a_one_rank_trace_is_written(tmp_path):
     res = CliRunner().invoke(app, ["report", "-o", str(out), "--trace", str(trace)])
     assert res.exit_code == 0, res.output
     assert out.read_bytes().startswith(b"%PDF-")
+
+
+@pytest.mark.parametrize(("psi", "k", "overlaid"), [(7.5e9, 12.0, True), (70e9, 12.0, False),
+                                                    (7.5e9, 16.0, False)])
+def test_figure3_overlays_zero_table1_only_at_its_psi_and_k(monkeypatch, psi, k, overlaid):
+    """ZeRO Table 1's cells are for Ψ = 7.5B and K = 12 (ZeRO §5): drawn over the model's lines for
+    that model only, and the caption says which."""
+    from types import SimpleNamespace
+
+    from zerocalc import plots
+    from zerocalc.report.sections import figures
+
+    config = report.ReportConfig(psi=psi, k=k)
+    points = report.table1_overlay(config)
+    assert len(points) == (18 if overlaid else 0)
+    drawn, captions = [], []
+    monkeypatch.setattr(plots, "plot_memory_vs_n", lambda df, pts=None, fig=None: drawn.append(pts))
+    w = SimpleNamespace(figure=lambda h, draw, caption=None: (draw(None), captions.append(caption)))
+    data = SimpleNamespace(config=config, memory_vs_n=report.memory_vs_n(config), memory_points=points)
+    figures._memory_figure(w, data)
+    assert (drawn[0] is not None and len(drawn[0]) == 18) if overlaid else drawn[0] is None
+    assert ("overlaid as unfilled markers" in captions[0]) == overlaid
+    assert ("not overlaid here" in captions[0]) == (not overlaid)

@@ -58,6 +58,7 @@ __all__ = [
     "nccl_tests_fit",
     "plan_on_cluster",
     "render",
+    "table1_overlay",
     "time_vs_psi",
     "trace_checks",
     "validation_frame",
@@ -79,7 +80,8 @@ _WHERE = {
     **dict.fromkeys(("cluster_verdict", "divergence_vs_steps", "feasibility_result", "plan_on_cluster"),
                     "simulation"),
     **dict.fromkeys(("FIGURE_SCHEMES", "N_SWEEP", "PSI_SWEEP", "TIME_SCHEMES", "ZERO_TABLE1_7P5B",
-                     "bytes_vs_n", "memory_vs_n", "time_vs_psi", "volume_table", "zero_table1_points"),
+                     "bytes_vs_n", "memory_vs_n", "table1_overlay", "time_vs_psi", "volume_table",
+                     "zero_table1_points"),
                     "sweeps"),
 }
 

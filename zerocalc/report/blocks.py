@@ -159,3 +159,35 @@ def figure(w: Writer, height: float, draw: Callable[[SubFigure], object], *,
         w.text(MARGIN_X, w.y, line, CAPTION_PT, color=CAPTION_COLOR)
         w.y += CAPTION_PT * LEADING / 72
     w.y += 0.12
+
+
+def box(w: Writer, title: str, lead: str, bullets: Sequence[str], *, size: float = BODY_PT) -> None:
+    """A framed, shaded box the width of the text: a bold ``title``, a bold ``lead`` sentence and
+    ``bullets``, kept on one page (what a reader sees first)."""
+    pad, indent, title_pt = 0.12, 0.2, 10.5
+    inner = TEXT_W - 2 * pad
+    step = size * LEADING / 72
+    lead_lines = w.wrap(lead, inner, size, bold=True)
+    items = [w.wrap(b, inner - indent, size) for b in bullets]
+    height = (pad + title_pt * 1.55 / 72 + len(lead_lines) * step + (0.06 if items else 0)
+              + sum(len(lines) * step + 0.03 for lines in items) + pad - 0.03 * bool(items))
+    w.ensure(height + 0.2)
+    top = w.y + 0.06
+    w.page.add_artist(Rectangle((MARGIN_X / PAGE_W, 1 - (top + height) / PAGE_H), TEXT_W / PAGE_W,
+                                height / PAGE_H, transform=w.page.transFigure, facecolor="#f2f4f7",
+                                edgecolor="#8a94a3", linewidth=0.8, zorder=-1))
+    x = MARGIN_X + pad
+    w.y = top + pad
+    w.text(x, w.y, title, title_pt, bold=True, color="#1a1a1a")
+    w.y += title_pt * 1.55 / 72
+    for line in lead_lines:
+        w.text(x, w.y, line, size, bold=True)
+        w.y += step
+    w.y += 0.06 if items else 0
+    for lines in items:
+        w.text(x + 0.05, w.y, "•", size)
+        for line in lines:
+            w.text(x + indent, w.y, line, size)
+            w.y += step
+        w.y += 0.03
+    w.y = top + height + 0.16

@@ -21,9 +21,9 @@ from zerocalc.report.sweeps import (
     checked_identities,
     memory_vs_n,
     scheme_derivations,
+    table1_overlay,
     time_vs_psi,
     volume_table,
-    zero_table1_points,
 )
 
 
@@ -53,7 +53,7 @@ def collect(config: ReportConfig = DEFAULT_CONFIG, progress: Progress | None = N
         bytes_vs_n=bytes_vs_n(config),
         time_vs_psi=time_vs_psi(config),
         memory_vs_n=memory_vs_n(config),
-        memory_points=zero_table1_points(),
+        memory_points=table1_overlay(config),
         derivations=derivations,
         identities=identities,
     )

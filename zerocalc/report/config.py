@@ -63,7 +63,7 @@ class ReportData:
     bytes_vs_n: pd.DataFrame
     time_vs_psi: pd.DataFrame
     memory_vs_n: pd.DataFrame
-    memory_points: pd.DataFrame
+    memory_points: pd.DataFrame  # ZeRO Table 1 cells overlaid on figure 3; empty unless Ψ and K match
     derivations: list[dict[str, object]]
     identities: list[tuple[str, bool]]
     extra: dict[str, object] = field(default_factory=dict)

@@ -151,6 +151,10 @@ class Writer:
         """A matplotlib figure ``height`` inches tall, numbered, with its caption: :func:`.blocks.figure`."""
         blocks.figure(self, height, draw, caption=caption)
 
+    def box(self, title: str, lead: str, bullets: Sequence[str]) -> None:
+        """A framed box with a title, a bold lead sentence and bullets: :func:`.blocks.box`."""
+        blocks.box(self, title, lead, bullets)
+
     # -- output ----------------------------------------------------------------
     def save(self, path: Path, metadata: dict[str, str | None], progress: Progress | None = None) -> None:
         """Number the pages ("page k of M" footers) and write them to one PDF."""

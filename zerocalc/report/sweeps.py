@@ -38,6 +38,9 @@ ZERO_TABLE1_7P5B: pd.DataFrame = pd.DataFrame(
 )
 
 
+#: The configuration ZeRO Table 1's 7.5B column is printed for: Ψ = 7.5e9 parameters, K = 12 bytes of
+#: optimizer state per parameter (mixed-precision Adam), fp16 parameters and gradients (ZeRO §5).
+TABLE1_PSI, TABLE1_K = 7.5e9, 12.0
 _TABLE1_LABELS = {"zero1": "ZeRO Table 1, P_os", "zero2": "ZeRO Table 1, P_os+g",
                   "zero3": "ZeRO Table 1, P_os+g+p"}
 
@@ -105,6 +108,16 @@ def zero_table1_points() -> pd.DataFrame:
     long["memory_bytes_per_rank"] = long["memory_GB"] * 1e9
     long["label"] = long["scheme"].map(_TABLE1_LABELS)
     return long[["scheme", "n", "memory_bytes_per_rank", "label"]]
+
+
+def table1_overlay(config: ReportConfig) -> pd.DataFrame:
+    """The ZeRO Table 1 points figure 3 overlays on the model's lines: all of
+    :func:`zero_table1_points` when the report is at the table's Ψ and K (:data:`TABLE1_PSI`,
+    :data:`TABLE1_K`), none otherwise (the table's cells are for that model only)."""
+    points = zero_table1_points()
+    if config.psi == TABLE1_PSI and config.k == TABLE1_K:
+        return points
+    return points.iloc[0:0]
 
 
 def scheme_derivations() -> list[dict[str, object]]:

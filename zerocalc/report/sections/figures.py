@@ -32,14 +32,28 @@ def draw(w: Writer, data: ReportData) -> None:
         f"Step communication time against Ψ at N = {c.n} ({c.gpus_per_node} GPUs per node) on "
         f"{where}; colour = algorithm, line style = scheme. Latency dominates on the left, "
         "bandwidth on the right."))
-    w.figure(4.6, lambda sf: plots.plot_memory_vs_n(data.memory_vs_n, data.memory_points, fig=sf), caption=(
+    _memory_figure(w, data)
+    _divergence_figure(w, data)
+
+
+def _memory_figure(w: Writer, data: ReportData) -> None:
+    """Figure 3: the model's memory lines, with ZeRO Table 1 overlaid only where the report is at
+    the table's Ψ and K (``data.memory_points`` is empty otherwise; see
+    :func:`~zerocalc.report.sweeps.table1_overlay`)."""
+    from zerocalc import plots
+
+    c = data.config
+    points = data.memory_points
+    overlaid = points is not None and not points.empty
+    w.figure(4.6, lambda sf: plots.plot_memory_vs_n(data.memory_vs_n, points if overlaid else None, fig=sf),
+             caption=(
         f"Model-state memory per GPU against N at Ψ = {c.psi:,.0f}, K = {c.k:g} (lines: the "
         "model), with the printed cells of ZeRO Table 1 (7.5B column, GB = 1e9 B) overlaid as "
         "unfilled markers. The colocated proposal does not change memory: it keeps ZeRO-2's sharding."
-        if c.psi == 7.5e9 and c.k == 12 else
-        f"Model-state memory per GPU against N at Ψ = {c.psi:,.0f}, K = {c.k:g}. ZeRO Table 1 "
-        "is printed for Ψ = 7.5B and K = 12 only, so its points are not overlaid here."))
-    _divergence_figure(w, data)
+        if overlaid else
+        f"Model-state memory per GPU against N at Ψ = {c.psi:,.0f}, K = {c.k:g} (lines: the model). ZeRO "
+        "Table 1 is printed for Ψ = 7.5B and K = 12 only, so its cells are not overlaid here. The colocated "
+        "proposal does not change memory: it keeps ZeRO-2's sharding."))
 
 
 def _divergence_figure(w: Writer, data: ReportData) -> None:

@@ -37,10 +37,11 @@ def draw(w: Writer, data: ReportData) -> None:
             "Design review of DeepSpeed issue #4582 (colocating gradients with optimizer-state shards), "
             "derived, simulated and measured with zerocalc. Configuration: "
             + config_line(data.config) + ".")
-    verdict = data.extra.get("verdict_short")
-    if verdict:
-        w.heading("In short", 2)
-        w.paragraph(str(verdict))
+    if "feasibility" in data.extra:
+        from zerocalc.report.summary import in_short
+
+        lead, bullets = in_short(data)
+        w.box("In short", lead, bullets)
     w.heading(title("question"))
     numbers = {key: number(key) for key in ("model", "figures", "validation", "verdict")}
     for para in dedent(_QUESTION).format(**numbers).split("\n"):

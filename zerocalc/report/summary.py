@@ -1,0 +1,103 @@
+"""The first box of the report ("In short"): a one-sentence verdict and at most five bullets.
+
+Everything in it is about the chosen cluster (the report's Ψ, N, topology and wire dtype); the
+simulation's own small sizes stay in section 7. Numbers are written one way: counts as 7.5B,
+bytes with three significant digits (14.8 GB), times as 74.7 ms.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from zerocalc.report.config import topology_name
+from zerocalc.report.sections import number
+from zerocalc.units import format_seconds
+
+if TYPE_CHECKING:
+    from zerocalc.report.config import ReportData
+
+#: Largest number of bullets in the box.
+MAX_BULLETS = 5
+
+
+def format_count(x: float) -> str:
+    """A parameter count with a suffix and three significant digits: 7.5B, 70B, 175B, 1.2T, 350M."""
+    for factor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def format_size(n: float) -> str:
+    """Bytes with three significant digits and a decimal unit (GB = 1e9 B): 14.8 GB, 738 MB."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(value) < 999.5 or unit == "PB":
+            return f"{value:.3g} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def verdict_sentence(data: ReportData) -> str:
+    """The answer to the question in one sentence, from the simulation (never its sizes)."""
+    result = data.extra["feasibility"]
+    col = next(r for r in result.runs if r.scheme == "colocated")
+    if not col.steps:
+        return "Not decided: no training step was simulated, so the updates were not compared."
+    if col.equivalent:
+        return ("Only where there is nothing to sum: the simulated ranks had no data parallelism, so "
+                "skipping the reduce-scatter lost nothing; with it, the reduce-scatter is the sum of "
+                "gradients over ranks and cannot be skipped.")
+    return ("No: the reduce-scatter is the sum of gradients over ranks, not a relocation, so skipping it "
+            "changes the update and training is no longer data-parallel.")
+
+
+def in_short(data: ReportData) -> tuple[str, list[str]]:
+    """(verdict sentence, bullets): what the proposal would save on the chosen cluster, what can be
+    saved exactly instead, memory, and the evidence (simulation, real traces) by section."""
+    c = data.config
+    table = data.table.set_index("scheme")
+    z2, col = table.loc["zero2"], table.loc["colocated"]
+    bullets = [
+        f"Ψ = {format_count(c.psi)} on {c.n} GPUs ({topology_name(c)}, {c.comm_dtype}): skipping it sends "
+        f"{format_size(col['bytes_per_rank'])} instead of ZeRO-2's {format_size(z2['bytes_per_rank'])} per "
+        f"GPU per step ({format_seconds(col['time_s'])} instead of {format_seconds(z2['time_s'])})."]
+    plan = data.extra["plan"]
+    exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0) & ~plan["slower"]
+                 & (plan["in_network"] == "")]  # the change cluster_verdict names too
+    if len(exact):
+        top = exact.iloc[0]
+        bullets.append(f"Saved without changing the update: {top['action'].split(' (')[0]} "
+                       f"({top['from_scheme']} → {top['to_scheme']}), "
+                       f"{format_size(top['bytes_saved_per_rank'])} and "
+                       f"{format_seconds(top['time_saved_s'])} per GPU per step.")
+    else:
+        bullets.append("No change of scheme that keeps the update saves time on this cluster.")
+    mem_z2, mem_col = float(z2["memory_bytes_per_rank"]), float(col["memory_bytes_per_rank"])
+    bullets.append(f"Memory is unchanged: the proposal keeps ZeRO-2's sharding, {format_size(mem_col)} of "
+                   "model states per GPU." if mem_col == mem_z2 else
+                   f"Memory: {format_size(mem_col)} of model states per GPU, against ZeRO-2's "
+                   f"{format_size(mem_z2)}.")
+    result = data.extra["feasibility"]
+    runs = {r.scheme: r for r in result.runs}
+    claimed = [r for r in runs.values() if r.scheme not in ("colocated", "zeropp") and r.steps]
+    colocated = runs["colocated"]
+    if colocated.steps and not colocated.equivalent:
+        exact_runs = sum(bool(r.equivalent) for r in claimed)
+        bullets.append(f"Simulated training (section {number('verdict')}): without the reduce-scatter the "
+                       "parameters leave data-parallel training from the first step; "
+                       f"{exact_runs} of the {len(claimed)} exact schemes stay at rounding level.")
+    val = data.extra.get("validation")
+    if val is not None and not val.empty:
+        ratios = val["ratio"].to_numpy(dtype=float)
+        ratios = ratios[np.isfinite(ratios)]
+        runs_n = val["trace"].nunique()
+        if len(ratios):
+            dev = float(np.max(np.abs(ratios - 1.0)))
+            how = ("exactly" if dev == 0 else f"to within {dev:.1%}" if dev <= 0.05
+                   else f"only to within {dev:.0%}")
+            bullets.append(f"Real traces (section {number('validation')}): the model's bytes per step match "
+                           f"{runs_n} measured run{'s' if runs_n != 1 else ''} {how}.")
+    return verdict_sentence(data), bullets[:MAX_BULLETS]
