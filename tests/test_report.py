@@ -489,3 +489,20 @@ def test_figure3_overlays_zero_table1_only_at_its_psi_and_k(monkeypatch, psi, k,
     assert (drawn[0] is not None and len(drawn[0]) == 18) if overlaid else drawn[0] is None
     assert ("overlaid as unfilled markers" in captions[0]) == overlaid
     assert ("not overlaid here" in captions[0]) == (not overlaid)
+
+
+@pytest.mark.parametrize(("steps", "equivalent", "start"), [
+    (20, False, "No: the reduce-scatter is the sum of gradients over ranks"),
+    (20, True, "Only where there is nothing to sum"),
+    (0, None, "Not decided: no training step was simulated")])
+def test_in_short_verdict_follows_the_simulation(steps, equivalent, start):
+    """The lead sentence is the simulation's answer: diverged (the default), equal to data-parallel
+    training (ranks with nothing to sum, e.g. N = 1), or no step compared."""
+    from types import SimpleNamespace
+
+    from zerocalc.report.summary import verdict_sentence
+
+    run = SimpleNamespace(scheme="colocated", steps=steps, equivalent=equivalent)
+    data = SimpleNamespace(extra={"feasibility": SimpleNamespace(runs=[run])})
+    sentence = verdict_sentence(data)
+    assert sentence.startswith(start) and sentence.endswith(".") and ". " not in sentence
