@@ -28,7 +28,8 @@ METADATA: dict[str, str | None] = {
 
 
 def render(data: ReportData, path: str | Path, progress: Progress | None = None) -> int:
-    """Lay the report out and write the PDF to ``path``; returns the number of pages."""
+    """Lay the report out and write the PDF to ``path`` (in a directory that exists: none is created);
+    returns the number of pages."""
     path = Path(path)
     say = progress or (lambda _msg: None)
     with matplotlib.rc_context(RC):
