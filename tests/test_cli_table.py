@@ -121,7 +121,9 @@ def test_derive_prints_pretty_and_latex():
     r = run("derive", "zero3")
     assert r.exit_code == 0
     assert "all_gather" in r.stdout and "reduce_scatter" in r.stdout
-    assert r"LaTeX: \frac{3 \Psi b_{comm} \left(N - 1\right)}{N}" in r.stdout
+    # ZeRO §7.2.2 per micro-batch: two all-gathers in the parameter dtype, one reduce-scatter in the
+    # reduction dtype: n_mb·Ψ·(N-1)/N·(b_g + 2 b_p)
+    assert r"\frac{\Psi n_{mb} \left(N - 1\right) \left(b_{g} + 2 b_{p}\right)}{N}" in r.stdout
     r = run("derive", "zero9")
     assert r.exit_code == 2 and "unknown scheme" in r.stderr
     assert run("derive", "dp", "--algorithm", "butterfly").exit_code == 2

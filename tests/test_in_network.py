@@ -34,7 +34,7 @@ KEYS = ("intra_sent", "intra_received", "inter_sent", "inter_received")
 
 def _at(lb, n, g):
     """The four link-byte expressions at Ψ·b = 1 (bytes as a fraction of the model), N = n, G = g."""
-    v = {S.Psi: 1, S.b_comm: 1, S.N: n, S.G: g}
+    v = {S.Psi: 1, S.b_comm: 1, S.b_p: 1, S.b_g: 1, S.n_mb: 1, S.N: n, S.G: g, S.H: g}
     return tuple(sympy.nsimplify(getattr(lb, k).subs(v)) for k in KEYS)
 
 

@@ -50,14 +50,14 @@ def test_zero_section5_formulas_symbolically():
 def test_hybrid_and_zeropp_memory_by_hand():
     Psi, N, G = S.Psi, S.N, S.G
     two = {S.b_param: 2, S.b_grad: 2, S.K: 12}
-    assert sympy.simplify(model_state_bytes("fsdp-hybrid").subs(two) - 16 * Psi / G) == 0
+    assert sympy.simplify(model_state_bytes("fsdp-hybrid").subs(two).subs(S.H, G) - 16 * Psi / G) == 0
     # ZeRO++ hpZ: ZeRO-3 plus a bf16 secondary shard of the parameters inside the node
     assert sympy.simplify(model_state_bytes("zeropp").subs(two) - (16 * Psi / N + 2 * Psi / G)) == 0
 
 
 def test_every_scheme_has_a_memory_formula():
     for name in SCHEME_NAMES:
-        assert model_state_bytes(name).free_symbols <= {S.Psi, S.N, S.G, S.b_param, S.b_grad, S.K}
+        assert model_state_bytes(name).free_symbols <= {S.Psi, S.N, S.G, S.H, S.b_param, S.b_grad, S.K}
 
 
 def test_deepspeed_zero2_estimator():
@@ -82,3 +82,47 @@ def test_deepspeed_zero3_estimator():
     assert largest == 4 * layer
     assert gpu == 4 * layer + 18 * psi // 64
     assert cpu == layer * 4 * 8 * 1.5
+
+
+def test_deepspeed_zero1_keeps_the_whole_gradient():
+    # stage_1_and_2.py attaches its reducing gradient hooks only for partitioned gradients (stage 2) or
+    # overlap_comm: ZeRO-1 holds the whole fp16 gradient, P_os = 4Ψ + KΨ/N; ZeRO-2 P_os+g.
+    Psi, N, K = S.Psi, S.N, S.K
+    two = {S.b_param: 2, S.b_grad: 2}
+    assert sympy.simplify(model_state_bytes("deepspeed-zero1").subs(two) - (4 * Psi + K * Psi / N)) == 0
+    assert sympy.simplify(model_state_bytes("deepspeed-zero2").subs(two) - (2 * Psi + (2 + K) * Psi / N)) == 0
+    assert sympy.simplify(model_state_bytes("deepspeed-zero3").subs(two) - (4 + K) * Psi / N) == 0
+    assert model_state_bytes("deepspeed-zero12") == model_state_bytes("deepspeed-zero2")
+
+
+def test_fsdp_without_gradient_sync_keeps_unsharded_gradients():
+    # set_requires_gradient_sync(False) accumulates the unsharded gradient: FULL_SHARD 2Ψ/N + 2Ψ + KΨ/N
+    Psi, N, K = S.Psi, S.N, S.K
+    two = {S.b_param: 2, S.b_grad: 2}
+    got = model_state_bytes("fsdp-full-shard", "boundary").subs(two)
+    assert sympy.simplify(got - (2 * Psi / N + 2 * Psi + K * Psi / N)) == 0
+    assert model_state_bytes("deepspeed-zero2", "boundary") == model_state_bytes("deepspeed-zero2")
+
+
+# DeepSpeed 0.19.6 deepspeed/runtime/zero/stage3.py estimate_zero3_model_states_mem_needs, by hand:
+# Ψ = 1e9, L = 1e8, buffer factor 1.5. Every branch, with layouts where max() picks the 18/16 term.
+@pytest.mark.parametrize(
+    ("nodes", "gpn", "offload", "offload_params", "zero_init", "cpu", "gpu"),
+    [
+        # offload params, zero.Init: CPU Ψ·18/nodes·1.5 = 1e9·18·0.5·1.5; GPU 4L
+        (2, 8, True, True, True, 13_500_000_000, 400_000_000),
+        # without zero.Init: Ψ·max(4·gpn, 18/nodes)·1.5, max = 18 on one node of 2 GPUs
+        (1, 2, True, True, False, 27_000_000_000, 400_000_000),
+        # offload optimizer only: CPU Ψ·16/nodes·1.5; GPU 4L + 2Ψ/gpus = 4e8 + 2e9/16
+        (2, 8, True, False, True, 12_000_000_000, 525_000_000),
+        (1, 2, True, False, False, 24_000_000_000, 400_000_000 + 1_000_000_000),
+        # no offload: GPU 4L + 18Ψ/gpus = 4e8 + 18e9/16; CPU 4·L·gpn·1.5 (zero.Init) or 4·Ψ·gpn·1.5
+        (2, 8, False, False, True, 4_800_000_000, 1_525_000_000),
+        (2, 8, False, False, False, 48_000_000_000, 1_525_000_000),
+    ],
+)
+def test_deepspeed_zero3_estimator_every_branch(nodes, gpn, offload, offload_params, zero_init, cpu, gpu):
+    got = deepspeed_estimate_zero3_model_states_mem_needs(
+        1_000_000_000, 100_000_000, gpn, nodes, cpu_offload=offload, cpu_offload_params=offload_params,
+        zero_init=zero_init)
+    assert got == (cpu, gpu, 400_000_000)

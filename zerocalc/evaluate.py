@@ -1,9 +1,15 @@
 """The one bridge from the symbolic model to numbers: lambdify once, evaluate vectorised.
 
 Model expressions (bytes per rank, time, memory) are turned into numpy functions of
-:data:`zerocalc.symbols.ARGUMENTS` and cached: one per (scheme, quantity, algorithm) in
-:func:`compiled`, one per requested list of them in :func:`compiled_many` (what :func:`evaluate`
-uses); sweeps pass numpy arrays and broadcast.
+:data:`zerocalc.symbols.ARGUMENTS` and cached: one per (scheme, quantity, algorithm, gradient-sync
+mode) in :func:`compiled`, one per requested list of them in :func:`compiled_many` (what
+:func:`evaluate` uses); sweeps pass numpy arrays and broadcast.
+
+The parallel layout is applied here, numerically: ``n`` is the world of GPUs, the data-parallel
+group is N = world/(tp·pp) ranks carrying Ψ/(tp·pp) parameters (Megatron-LM's rank order
+tp-dp-pp: tensor-parallel ranks adjacent, pipeline stages outermost), so G/tp ranks of one
+data-parallel group share a node, and the tp groups of a node share its network bandwidth
+(the model's ``bw_inter`` becomes bw_inter·(G/tp)/G). REFERENCE: issue 10, "Parallel layout".
 """
 
 from __future__ import annotations
@@ -17,34 +23,39 @@ from zerocalc import dtypes
 from zerocalc import symbols as S
 from zerocalc.collectives import Algorithm, as_algorithm
 from zerocalc.errors import ConfigError
-from zerocalc.schemes import SCHEME_NAMES, SCHEMES, get_scheme
+from zerocalc.schemes import SCHEME_NAMES, SCHEMES, GradSync, as_grad_sync, get_scheme
 from zerocalc.topology import DEFAULT_TOPOLOGY, Topology, get_topology
 
-#: dtype name → bytes per element on the wire
+#: DeepSpeed's default ``stage3_max_reuse_distance`` (deepspeed/runtime/zero/config.py: 1e9 elements).
+DEFAULT_REUSE_DISTANCE = 1e9
 
 
-def _expression(scheme: str, quantity: str, algorithm: str) -> sympy.Expr:
+def _expression(scheme: str, quantity: str, algorithm: str,
+                grad_sync: str = GradSync.EVERY.value) -> sympy.Expr:
     sch = get_scheme(scheme)
     if quantity == "bytes":
-        return sch.bytes_per_rank(algorithm)
+        return sch.bytes_per_rank(algorithm, grad_sync)
     if quantity == "time":
-        return sch.time_s(algorithm)
+        return sch.time_s(algorithm, grad_sync)
     if quantity == "memory":
         from zerocalc.memory import model_state_bytes
 
-        return model_state_bytes(scheme)
+        return model_state_bytes(scheme, grad_sync)
     raise ValueError(f"unknown quantity {quantity!r}")
 
 
 @cache
-def compiled(scheme: str, quantity: str, algorithm: str = Algorithm.RING.value):
+def compiled(scheme: str, quantity: str, algorithm: str = Algorithm.RING.value,
+             grad_sync: str = GradSync.EVERY.value):
     """The numpy function of :data:`ARGUMENTS` for ``quantity`` ∈ {bytes, time, memory} of ``scheme``."""
-    return sympy.lambdify(S.ARGUMENTS, _expression(scheme, quantity, algorithm), modules="numpy", cse=True)
+    return sympy.lambdify(S.ARGUMENTS, _expression(scheme, quantity, algorithm, grad_sync), modules="numpy",
+                          cse=True)
 
 
 @cache
-def compiled_many(keys: tuple[tuple[str, str, str], ...]):
-    """One numpy function returning the list of quantities named by ``(scheme, quantity, algorithm)`` keys.
+def compiled_many(keys: tuple[tuple[str, ...], ...]):
+    """One numpy function returning the list of quantities named by ``(scheme, quantity, algorithm[,
+    grad_sync])`` keys.
 
     A single ``lambdify`` (one code string, common subexpressions shared across schemes) is
     several times cheaper to build than one per quantity, which matters for CLI start-up.
@@ -87,15 +98,77 @@ def model_bytes_per_rank(
     gpus_per_node: int = 8,
     comm_bytes: float = 2.0,
     algorithm: Algorithm | str = Algorithm.RING,
+    param_bytes: float | None = None,
+    grad_bytes: float | None = None,
+    micro_batches: int = 1,
+    grad_sync: GradSync | str = GradSync.EVERY,
+    hsdp_shard_size: int | None = None,
+    reuse_distance: float = DEFAULT_REUSE_DISTANCE,
 ) -> float:
-    """Bytes one rank sends per step for ``scheme`` (ring algorithms by default), as a float."""
+    """Bytes one rank sends per optimizer step for ``scheme`` (ring algorithms by default), as a float.
+
+    ``n`` is the data-parallel degree; ``param_bytes`` / ``grad_bytes`` (the widths of the parameter-
+    and gradient-side collectives) default to ``comm_bytes``; ``hsdp_shard_size`` to the GPUs per node.
+    """
     if not psi > 0:
         raise ConfigError(f"must be positive, got {psi!r}", option="--psi")
     g = check_layout(n, gpus_per_node)
-    f = compiled(get_scheme(scheme).name, "bytes", as_algorithm(algorithm).value)
+    mb = _micro_batches(micro_batches)
+    h = g if hsdp_shard_size is None else _shard_size(hsdp_shard_size, n)
+    f = compiled(get_scheme(scheme).name, "bytes", as_algorithm(algorithm).value,
+                 as_grad_sync(grad_sync).value)
     values = {s.name: 1.0 for s in S.ARGUMENTS}
-    values.update(Psi=float(psi), N=float(n), G=float(g), b_comm=float(comm_bytes))
+    values.update(Psi=float(psi), N=float(n), G=float(g), b_comm=float(comm_bytes),
+                  b_p=float(comm_bytes if param_bytes is None else param_bytes),
+                  b_g=float(comm_bytes if grad_bytes is None else grad_bytes),
+                  n_mb=float(mb), H=float(h), D_reuse=float(reuse_distance))
     return float(f(*(values[s.name] for s in S.ARGUMENTS)))
+
+
+def _micro_batches(value) -> int:
+    if isinstance(value, bool) or not float(value) >= 1 or float(value) != int(value):
+        raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option="--micro-batches")
+    return int(value)
+
+
+def _shard_size(h, n_dp) -> np.ndarray:
+    """HSDP's shard-group size: a whole number ≥ 1 that divides the data-parallel degree."""
+    h_a = np.asarray(h, dtype=float)
+    if np.any(h_a < 1) or np.any(h_a != np.floor(h_a)):
+        raise ConfigError(f"must be a whole number of ranks ≥ 1, got {h!r}", option="--hsdp-shard-size")
+    if np.any(np.asarray(n_dp) % h_a != 0):
+        raise ConfigError(f"{h!r} does not divide the data-parallel degree N = world/(tp·pp); HSDP needs "
+                          "whole replicas", option="--hsdp-shard-size")
+    return h_a
+
+
+def data_parallel_layout(n, gpus_per_node, tp: int = 1, pp: int = 1):
+    """``(N, G of one data-parallel group, G of the node)`` for ``n`` GPUs in the world.
+
+    N = n/(tp·pp) (must divide); with tensor-parallel ranks adjacent (Megatron-LM order tp-dp-pp),
+    G/tp ranks of one data-parallel group share a node when tp divides G, one when G divides tp;
+    the group must cover whole nodes (or lie in one). :class:`ConfigError` names the option.
+    """
+    for value, option in ((tp, "--tp"), (pp, "--pp")):
+        if isinstance(value, bool) or not float(value) >= 1 or float(value) != int(value):
+            raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
+    tp, pp = int(tp), int(pp)
+    g_node = check_layout(n, gpus_per_node)
+    n = np.asarray(n, dtype=float)
+    if np.any(n % (tp * pp) != 0):
+        raise ConfigError(f"the world of {n.flat[0]:g} GPUs is not a multiple of tp·pp = {tp * pp}",
+                          option="--n")
+    n_dp = n / (tp * pp)
+    g_full = np.asarray(gpus_per_node, dtype=float)
+    if np.any((g_full % tp != 0) & (tp % g_full != 0)):
+        raise ConfigError(f"tp = {tp} neither divides nor is a multiple of the {int(g_full.flat[0])} "
+                          "GPUs per node", option="--tp")
+    g_dp = np.minimum(np.where(g_full % tp == 0, g_full // tp, 1), n_dp)
+    if np.any(n_dp % g_dp != 0):
+        raise ConfigError(f"the data-parallel group of N = {n_dp.flat[0]:g} ranks, {g_dp.flat[0]:g} per "
+                          "node, does not cover whole nodes; pick tp, pp and --n so that it does",
+                          option="--n")
+    return n_dp, g_dp, g_node
 
 
 def _positive(value, option: str) -> np.ndarray:
@@ -105,11 +178,11 @@ def _positive(value, option: str) -> np.ndarray:
     return arr
 
 
-def dtype_bytes(comm_dtype: str | float) -> float:
+def dtype_bytes(comm_dtype: str | float, option: str = "--dtype") -> float:
     """Bytes per element of a dtype name or alias (``fp16`` → 2.0, :mod:`zerocalc.dtypes`);
     numbers pass through."""
     if isinstance(comm_dtype, int | float) and not isinstance(comm_dtype, bool):
-        return float(_positive(comm_dtype, "--dtype"))
+        return float(_positive(comm_dtype, option))
     return float(dtypes.dtype_bytes(str(comm_dtype)))
 
 
@@ -125,12 +198,24 @@ def evaluate_arrays(
     param_bytes: float = 2.0,
     grad_bytes: float = 2.0,
     algorithms=tuple(Algorithm),
+    param_dtype: str | float | None = None,
+    grad_dtype: str | float | None = None,
+    micro_batches: int = 1,
+    grad_sync: GradSync | str = GradSync.EVERY,
+    tp: int = 1,
+    pp: int = 1,
+    hsdp_shard_size: int | None = None,
+    reuse_distance: float = DEFAULT_REUSE_DISTANCE,
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
     """The numeric core of :func:`evaluate` without the DataFrame: ``(config columns, {scheme: columns})``.
 
-    Configuration columns are flat arrays of one value per configuration (``psi``, ``n``,
-    ``gpus_per_node`` as modelled, ``b_comm`` bytes per element on the wire); per scheme the
-    arrays ``bytes_per_rank``, ``memory_bytes_per_rank`` and ``time_s_<algorithm>``.
+    Configuration columns are flat arrays of one value per configuration (``psi``, ``n`` the
+    world, ``dp_size`` = N, ``gpus_per_node`` as modelled, ``gpus_per_node_dp`` of one
+    data-parallel group, ``hsdp_shard_size``, ``b_comm``, ``b_p``, ``b_g`` wire widths); per scheme
+    the arrays ``bytes_per_rank`` (per optimizer step), ``memory_bytes_per_rank`` and
+    ``time_s_<algorithm>``. ``param_bytes`` / ``grad_bytes`` are the STORED widths of the memory
+    model; ``param_dtype`` / ``grad_dtype`` the wire dtypes of the parameter- and gradient-side
+    collectives (default ``comm_dtype``).
     """
     topo = get_topology(topology)
     schemes = None if schemes is None else ([schemes] if isinstance(schemes, str) else list(schemes))
@@ -139,28 +224,46 @@ def evaluate_arrays(
                           option="--schemes")
     names = [get_scheme(s).name for s in (SCHEME_NAMES if schemes is None else schemes)]
     algs = [as_algorithm(a) for a in algorithms]
+    sync = as_grad_sync(grad_sync).value
+    mb = _micro_batches(micro_batches)
     psi_a, n_a = np.broadcast_arrays(_positive(psi, "--psi"), np.asarray(n, dtype=float))
     psi_a, n_a = psi_a.ravel(), n_a.ravel()
     g = topo.gpus_per_node if gpus_per_node is None else gpus_per_node
-    g_a = np.broadcast_to(check_layout(n_a, g).astype(float), n_a.shape)
+    n_dp, g_dp, g_node = data_parallel_layout(n_a, g, tp, pp)
+    g_a = np.broadcast_to(g_node.astype(float), n_a.shape)
+    g_dp = np.broadcast_to(g_dp.astype(float), n_a.shape)
+    h_a = g_dp if hsdp_shard_size is None else np.broadcast_to(_shard_size(hsdp_shard_size, n_dp), n_a.shape)
     k = float(np.asarray(k))
     if not (np.isfinite(k) and k >= 0):
         raise ConfigError(f"must be a non-negative number, got {k!r}", option="--k")
-    values = dict(topo.values(), Psi=psi_a, N=n_a, G=g_a, b_comm=dtype_bytes(comm_dtype),
-                  b_param=float(param_bytes), b_grad=float(grad_bytes), K=k)
+    reuse = float(reuse_distance)
+    if not (np.isfinite(reuse) and reuse >= 0):
+        raise ConfigError(f"must be a non-negative number of elements, got {reuse_distance!r}",
+                          option="--reuse-distance")
+    b_comm = dtype_bytes(comm_dtype)
+    b_p = b_comm if param_dtype is None else dtype_bytes(param_dtype, "--param-dtype")
+    b_g = b_comm if grad_dtype is None else dtype_bytes(grad_dtype, "--grad-dtype")
+    share = tp * pp
+    values = dict(topo.values(), Psi=psi_a / share if share > 1 else psi_a, N=n_dp, G=g_dp, b_comm=b_comm,
+                  b_param=float(param_bytes), b_grad=float(grad_bytes), K=k, b_p=b_p, b_g=b_g,
+                  n_mb=float(mb), H=h_a, D_reuse=reuse)
+    if tp > 1:  # the node's network is shared by its tp data-parallel groups (module docstring)
+        values["bw_inter"] = values["bw_inter"] * g_dp / g_a
     args = [values[s.name] for s in S.ARGUMENTS]
     shape = psi_a.shape
 
     ring = Algorithm.RING.value
     columns = [("bytes_per_rank", "bytes", ring), ("memory_bytes_per_rank", "memory", ring)]
     columns += [(f"time_s_{a.value}", "time", a.value) for a in algs]
-    keys = tuple((name, q, alg) for name in names for _, q, alg in columns)
+    keys = tuple((name, q, alg, sync) for name in names for _, q, alg in columns)
     results = iter(compiled_many(keys)(*args))
     per_scheme = {
         name: {col: np.broadcast_to(np.asarray(next(results), dtype=float), shape) for col, _, _ in columns}
         for name in names
     }
-    config = {"psi": psi_a, "n": n_a, "gpus_per_node": g_a, "b_comm": np.full(shape, values["b_comm"])}
+    config = {"psi": psi_a, "n": n_a, "gpus_per_node": g_a, "b_comm": np.full(shape, b_comm),
+              "dp_size": np.broadcast_to(n_dp, shape), "gpus_per_node_dp": g_dp, "hsdp_shard_size": h_a,
+              "b_p": np.full(shape, b_p), "b_g": np.full(shape, b_g)}
     return config, per_scheme
 
 
@@ -176,27 +279,45 @@ def evaluate(
     param_bytes: float = 2.0,
     grad_bytes: float = 2.0,
     default_algorithm: Algorithm | str = Algorithm.RING,
+    param_dtype: str | float | None = None,
+    grad_dtype: str | float | None = None,
+    micro_batches: int = 1,
+    grad_sync: GradSync | str = GradSync.EVERY,
+    tp: int = 1,
+    pp: int = 1,
+    hsdp_shard_size: int | None = None,
+    reuse_distance: float = DEFAULT_REUSE_DISTANCE,
 ):
     """Evaluate schemes over one configuration or a sweep; a tidy ``pandas.DataFrame``.
 
-    ``psi`` (parameters) and ``n`` (ranks) are scalars or arrays that broadcast together;
-    ``gpus_per_node`` defaults to the topology's. One row per (configuration, scheme), with
-    columns ``scheme, psi, n, gpus_per_node, nodes, topology, comm_bytes_per_element,
-    bytes_per_rank`` (bytes one rank sends per step, ring algorithms),
-    ``bytes_per_rank_over_psi`` (÷ Ψ·b: 2(N-1)/N for dp), ``memory_bytes_per_rank``
-    (model states), ``time_s`` (the ``default_algorithm``, Ring like NCCL for large
-    messages), ``time_s_<algorithm>`` for every algorithm, and ``equivalent_to_dp`` (at that
-    row's N: :meth:`zerocalc.schemes.Scheme.equivalent_at`). An empty ``schemes`` list is a
-    :class:`ConfigError` for ``--schemes``.
+    ``psi`` (parameters, all of the model) and ``n`` (GPUs in the world; the data-parallel degree
+    when ``tp = pp = 1``) are scalars or arrays that broadcast together; ``gpus_per_node``
+    defaults to the topology's. One row per (configuration, scheme), with columns ``scheme, psi,
+    n, gpus_per_node, nodes, topology, comm_bytes_per_element, bytes_per_rank`` (bytes one rank
+    sends per optimizer step, ring algorithms), ``bytes_per_rank_over_psi`` (÷ Ψ·b with Ψ the
+    data-parallel group's parameters: 2(N-1)/N for dp at one micro-batch), ``memory_bytes_per_rank``
+    (model states), ``time_s`` (the ``default_algorithm``, Ring like NCCL for large messages, per
+    optimizer step), ``time_s_<algorithm>`` for every algorithm, ``equivalent_to_dp`` (at that
+    row's N: :meth:`zerocalc.schemes.Scheme.equivalent_at`), then ``micro_batches``,
+    ``bytes_per_rank_per_micro_batch`` (per step ÷ micro-batches), ``grad_sync``, ``tp``, ``pp``,
+    ``dp_size`` (N), ``hsdp_shard_size`` (H), ``param_comm_bytes_per_element`` (b_p) and
+    ``grad_comm_bytes_per_element`` (b_g). At one micro-batch, tp = pp = 1 and one dtype the
+    earlier columns keep their meaning. An empty ``schemes`` list is a :class:`ConfigError` for
+    ``--schemes``.
     """
     import pandas as pd
 
     topo = get_topology(topology)
+    sync = as_grad_sync(grad_sync).value
     config, per_scheme = evaluate_arrays(
         schemes, psi=psi, n=n, gpus_per_node=gpus_per_node, topology=topo, comm_dtype=comm_dtype,
-        k=k, param_bytes=param_bytes, grad_bytes=grad_bytes,
+        k=k, param_bytes=param_bytes, grad_bytes=grad_bytes, param_dtype=param_dtype, grad_dtype=grad_dtype,
+        micro_batches=micro_batches, grad_sync=sync, tp=tp, pp=pp, hsdp_shard_size=hsdp_shard_size,
+        reuse_distance=reuse_distance,
     )
     default = as_algorithm(default_algorithm).value
+    mb = _micro_batches(micro_batches)
+    psi_dp = config["psi"] / (int(tp) * int(pp))
     frames = []
     for name, cols in per_scheme.items():
         frame = {
@@ -208,12 +329,54 @@ def evaluate(
             "topology": topo.name,
             "comm_bytes_per_element": config["b_comm"],
             "bytes_per_rank": cols["bytes_per_rank"],
-            "bytes_per_rank_over_psi": cols["bytes_per_rank"] / (config["psi"] * config["b_comm"]),
+            "bytes_per_rank_over_psi": cols["bytes_per_rank"] / (psi_dp * config["b_comm"]),
             "memory_bytes_per_rank": cols["memory_bytes_per_rank"],
             "time_s": cols[f"time_s_{default}"],
         }
         frame.update({k_: v for k_, v in cols.items() if k_.startswith("time_s_")})
-        frame["equivalent_to_dp"] = np.broadcast_to(SCHEMES[name].equivalent_at(config["n"]),
+        frame["equivalent_to_dp"] = np.broadcast_to(SCHEMES[name].equivalent_at(config["dp_size"]),
                                                     config["n"].shape)
+        frame.update({
+            "micro_batches": mb,
+            "bytes_per_rank_per_micro_batch": cols["bytes_per_rank"] / mb,
+            "grad_sync": sync,
+            "tp": int(tp),
+            "pp": int(pp),
+            "dp_size": config["dp_size"].astype(np.int64),
+            "hsdp_shard_size": config["hsdp_shard_size"].astype(np.int64),
+            "param_comm_bytes_per_element": config["b_p"],
+            "grad_comm_bytes_per_element": config["b_g"],
+        })
         frames.append(pd.DataFrame(frame))
     return pd.concat(frames, ignore_index=True)
+
+
+def phase_records(scheme: str, *, psi: float, n: int, gpus_per_node: int, param_bytes: float,
+                  grad_bytes: float, micro_batches: int = 1, grad_sync: GradSync | str = GradSync.EVERY,
+                  hsdp_shard_size: int | None = None, reuse_distance: float = DEFAULT_REUSE_DISTANCE,
+                  algorithm: Algorithm | str = Algorithm.RING) -> list[dict]:
+    """The phases of ``scheme`` as numbers, in step order, for one data-parallel configuration.
+
+    ``psi`` and ``n`` are the data-parallel group's parameters and ranks (N), ``gpus_per_node`` its
+    ranks per node. Each record: ``collective``, ``purpose``, ``side`` (param / grad / fixed),
+    ``elem_bytes``, ``group`` (:class:`~zerocalc.schemes.Group` value), ``group_size``, ``cadence``,
+    ``runs_per_step`` (micro-batches or 1 under ``grad_sync``), ``calls`` and ``elements`` of one run,
+    ``bytes_per_rank`` per optimizer step.
+    """
+    sch = get_scheme(scheme)
+    g = float(check_layout(n, gpus_per_node))
+    h = g if hsdp_shard_size is None else float(_shard_size(hsdp_shard_size, n))
+    vals = {S.Psi: psi, S.N: n, S.G: g, S.H: h, S.b_p: param_bytes, S.b_g: grad_bytes, S.b_comm: grad_bytes,
+            S.n_mb: _micro_batches(micro_batches), S.D_reuse: reuse_distance}
+    out = []
+    for ph in sch.phases:
+        out.append({
+            "collective": ph.collective.value, "purpose": ph.purpose, "side": ph.side.value,
+            "elem_bytes": float(ph.elem_bytes.subs(vals)), "group": ph.group.value,
+            "group_size": float(ph.group.size.subs(vals)), "cadence": ph.cadence.value,
+            "runs_per_step": float(ph.runs(grad_sync).subs(vals)),
+            "calls": float(sympy.sympify(ph.calls).subs(vals)),
+            "elements": float(sympy.sympify(ph.elements).subs(vals)),
+            "bytes_per_rank": float(ph.bytes_per_rank(algorithm, grad_sync).subs(vals)),
+        })
+    return out

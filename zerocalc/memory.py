@@ -5,6 +5,11 @@ state (K bytes per parameter: 12 for mixed-precision Adam). Activations, buffers
 fragmentation are not included. With b_param = b_grad = 2 (ZeRO §5, Table 1):
 
 * data parallel (2 + 2 + K)Ψ; P_os 4Ψ + KΨ/N; P_os+g 2Ψ + (2 + K)Ψ/N; P_os+g+p (4 + K)Ψ/N.
+
+Under tensor and pipeline parallelism Ψ is the parameters of one data-parallel group
+(total/(tp·pp)), which is what one GPU's shards are cut from. Under FSDP's
+``set_requires_gradient_sync(False)`` / ``no_sync()`` (``grad_sync="boundary"``) the gradients of
+the micro-batches accumulate unsharded, so the gradient term is whole.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import sympy
 
 from zerocalc import symbols as S
-from zerocalc.schemes import get_scheme
+from zerocalc.schemes import GradSync, as_grad_sync, get_scheme
 
 _P, _Gr, _O = S.b_param * S.Psi, S.b_grad * S.Psi, S.K * S.Psi
 
@@ -33,25 +38,48 @@ _FORMULAS = {
     "zero3": _sharded(True, True, True),
     # DeepSpeed #4582: gradients kept only for the local optimizer shard, as P_os+g
     "colocated": _sharded(False, True, True),
-    # stage_1_and_2.py keeps only the gradient partition between buckets: P_os+g model states
-    "deepspeed-zero12": _sharded(False, True, True),
+    # deepspeed/runtime/zero/stage_1_and_2.py: gradient hooks (which reduce a bucket and keep only
+    # the rank's partition) are attached only for partitioned gradients (stage 2) or overlap_comm;
+    # ZeRO-1 otherwise keeps the whole gradient until the boundary: P_os
+    "deepspeed-zero1": _sharded(False, False, True),
+    # ZeRO-2 keeps only the gradient partition between buckets: P_os+g model states
+    "deepspeed-zero2": _sharded(False, True, True),
     "deepspeed-zero2-reduce": _sharded(False, True, True),
+    # stage3.py: parameters, gradients and optimizer states partitioned (P_os+g+p); the gathered
+    # working copies (≤ stage3_max_live_parameters) are not model states
+    "deepspeed-zero3": _sharded(True, True, True),
     # ZeroRedundancyOptimizer shards the optimizer state only; DDP keeps all gradients
     "torch-zero1": _sharded(False, False, True),
     # FSDP (arXiv 2304.11277): FULL_SHARD shards all three; SHARD_GRAD_OP keeps the gathered
     # parameters from forward to backward, so its peak holds full parameters
     "fsdp-full-shard": _sharded(True, True, True),
     "fsdp-shard-grad-op": _sharded(False, True, True),
-    # HYBRID_SHARD shards inside the node of G only
-    "fsdp-hybrid": _sharded(True, True, True, over=S.G),
+    # HYBRID_SHARD shards inside its shard group of H only (a node by default)
+    "fsdp-hybrid": _sharded(True, True, True, over=S.H),
     # ZeRO++ §3.2 (hpZ): ZeRO-3 plus a secondary copy of the parameters sharded inside the node
     "zeropp": _sharded(True, True, True) + _P / S.G,
 }
 
 
-def model_state_bytes(scheme: str) -> sympy.Expr:
-    """Model-state bytes per rank of ``scheme`` as an expression in Ψ, N, G, b_param, b_grad, K."""
-    return _FORMULAS[get_scheme(scheme).name]
+#: FSDP keeps the micro-batches' gradients unsharded when it does not sync every micro-batch
+#: (FSDP2 set_requires_gradient_sync(False), FSDP1 no_sync()): the sharded gradient term is whole.
+_UNSHARDED_GRADS_AT_BOUNDARY = {
+    "fsdp-full-shard": _sharded(True, False, True),
+    "fsdp-shard-grad-op": _sharded(False, False, True),
+    "fsdp-hybrid": _sharded(True, False, True, over=S.H),
+}
+
+
+def model_state_bytes(scheme: str, grad_sync: GradSync | str = GradSync.EVERY) -> sympy.Expr:
+    """Model-state bytes per rank of ``scheme`` as an expression in Ψ, N, G, H, b_param, b_grad, K.
+
+    An alias (``deepspeed-zero12``) has the memory of the scheme it stands for.
+    """
+    s = get_scheme(scheme)
+    name = s.alias_of or s.name
+    if as_grad_sync(grad_sync) is GradSync.BOUNDARY and name in _UNSHARDED_GRADS_AT_BOUNDARY:
+        return _UNSHARDED_GRADS_AT_BOUNDARY[name]
+    return _FORMULAS[name]
 
 
 def deepspeed_estimate_zero2_model_states_mem_needs(

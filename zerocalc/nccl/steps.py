@@ -45,7 +45,8 @@ class PhaseTime:
 
 
 def _group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
-    if group is Group.INTER:
+    # HSDP's replicate group, with the shard group a node or more (H ≥ G), has one rank per node too
+    if group is Group.INTER or group is Group.REPLICATE:
         nics = max(1, (topo.nics_per_node or 1) // max(1, g))
         return replace(topo, gpus_per_node=1, nics_per_node=nics), 1
     return topo, None
@@ -53,24 +54,33 @@ def _group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int
 
 def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_bytes: float,
                   topology: Topology, release: Release, algo_enable=None,
-                  proto_enable=None) -> list[PhaseTime]:
-    """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``."""
+                  proto_enable=None, param_bytes: float | None = None, grad_bytes: float | None = None,
+                  micro_batches: int = 1, grad_sync: str = "every", hsdp_shard_size: int | None = None,
+                  reuse_distance: float = 1e9) -> list[PhaseTime]:
+    """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``, per optimizer
+    step: ``calls`` counts every run of the phase in the step's ``micro_batches`` (its cadence under
+    ``grad_sync``, :mod:`zerocalc.schemes`); ``param_bytes`` / ``grad_bytes`` are the wire widths of the
+    parameter- and gradient-side collectives (default ``comm_bytes``)."""
     s = get_scheme(scheme)
     g = min(gpus_per_node, n)
-    values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes}
+    values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
+              S.b_p: comm_bytes if param_bytes is None else param_bytes,
+              S.b_g: comm_bytes if grad_bytes is None else grad_bytes,
+              S.n_mb: micro_batches, S.H: g if hsdp_shard_size is None else hsdp_shard_size,
+              S.D_reuse: reuse_distance}
     out, tunings = [], {}
     for ph in s.phases:
         ranks = int(round(float(ph.group.size.subs(values))))
         elements = float(sympy.sympify(ph.elements).subs(values))
         width = float(sympy.sympify(ph.elem_bytes).subs(values))
-        calls = float(sympy.sympify(ph.calls).subs(values))
+        calls = float(sympy.sympify(ph.calls * ph.runs(grad_sync)).subs(values))
         n_bytes = elements * width
         if ranks <= 1 or n_bytes <= 0:
             out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
             continue
         if ph.collective.value == "all_to_all":
             links = {S.SYMBOLS[k].symbol: v for k, v in topology.values().items()}
-            t = float(ph.time_s("ring").subs({**values, **links}))
+            t = float(ph.time_s("ring", grad_sync).subs({**values, **links}))
             out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "textbook ring",
                                  "-", t))
             continue

@@ -22,7 +22,8 @@ def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
     b, as an exact rational: with integers substituted it is a sympy Rational already."""
     from zerocalc import symbols as S
 
-    value = expr.subs({S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.b_comm: comm_bytes})
+    value = expr.subs({S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.H: min(gpus_per_node, n),
+                       S.b_comm: comm_bytes, S.b_p: comm_bytes, S.b_g: comm_bytes, S.n_mb: 1})
     if not value.is_Rational:
         raise ValueError(f"model bytes of {what} did not evaluate to a rational: {value}")
     return Fraction(int(value.p), int(value.q))
@@ -69,7 +70,9 @@ def model_bytes_by_phase(name: str, *, psi: int, n: int, gpus_per_node: int,
 
     out: dict[str, Fraction] = {}
     for ph in get_scheme(name).phases:
-        key = f"{ph.collective.value}/{ph.group.value}"
+        # the simulation's HSDP shard group is a node (H = G), its replicate group the cross-node one
+        group = {"shard": "intra", "replicate": "inter"}.get(ph.group.value, ph.group.value)
+        key = f"{ph.collective.value}/{group}"
         v = _exact_bytes(ph.bytes_per_rank(), psi=psi, n=n, gpus_per_node=gpus_per_node,
                          comm_bytes=comm_bytes, what=f"{name} {key}")
         out[key] = out.get(key, Fraction(0)) + v

@@ -148,7 +148,7 @@ def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | No
             if hasattr(S, name):
                 vals[getattr(S, name)] = b
         p = float(ph.group.size.subs(vals))
-        if p <= 1:
+        if p <= 1 or sympy_float(ph.elements, vals) <= 0:  # e.g. no re-gather within the reuse distance
             continue
         runs = sympy_float(ph.runs(pricing.grad_sync), vals) if hasattr(ph, "runs") else 1.0
         eb = sympy_float(ph.elem_bytes, vals)

@@ -38,7 +38,7 @@ _ASSUMPTIONS = [
 
 
 def draw(w: Writer, data: ReportData) -> None:
-    from zerocalc.schemes import SCHEMES
+    from zerocalc.schemes import SCHEME_NAMES, SCHEMES
     from zerocalc.symbols import SYMBOLS
 
     w.heading(title("model"))
@@ -49,7 +49,8 @@ def draw(w: Writer, data: ReportData) -> None:
             align="lll", size=7.5)
     w.heading("Schemes", 2)
     rows = []
-    for name, s in SCHEMES.items():
+    for name in SCHEME_NAMES:
+        s = SCHEMES[name]
         phases = " + ".join(f"{p.collective.value} ({p.group.value})" for p in s.phases)
         rows.append([name, s.title, "yes" if s.equivalent_at(data.config.n) else "NO", phases])
     w.table(["scheme", "what it is", "DP update", "collectives per step (group)"], rows, align="llll",
