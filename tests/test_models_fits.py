@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from zerocalc.cli import app
 from zerocalc.errors import UnknownNameError
 from zerocalc.models import MODELS, get_model
-from zerocalc.units import format_bytes, parse_bytes
+from zerocalc.units import format_bytes, format_seconds, parse_bytes
 
 runner = CliRunner()
 
@@ -89,5 +89,9 @@ def test_absurd_sizes_warn_and_units_scale():
     # ring all-reduce of Ψ fp16 values: 2 (N-1)/N Ψ 2 B ≈ 4e20 B per rank
     assert "400.00 EB" in out.output
     assert format_bytes(6e20) == "600.00 EB" and format_bytes(1.6e21) == "1.60 ZB"
+    # ring time of that all-reduce, 4e20 B over 8 nodes' links: far past a year, said in years
+    assert " years " in out.output and "e+09 s" not in out.output
+    assert format_seconds(2 * 86_400) == "2 days" and format_seconds(3.15576e9) == "100 years"
+    assert format_seconds(93.1) == "93.1 s"  # below a day: seconds, as before
     quiet = runner.invoke(app, ["table", "--model", "llama-3.1-405b", "--n", "16384", "--schemes", "dp"])
     assert "warning" not in quiet.output

@@ -157,12 +157,23 @@ def format_diff(x: float | None, digits: int = 1, floor: float = DIFF_FLOOR) -> 
     return f"{x:.{digits}e}"
 
 
+#: Seconds in a day and in a (Julian) year: a duration past a day reads in days, past a year in
+#: years, never as ``2e+09 s``.
+DAY_S = 86_400
+YEAR_S = 365.25 * DAY_S
+
+
 def format_seconds(t: float) -> str:
-    """Seconds as text with a unit that keeps three significant digits (µs, ms, s)."""
+    """Seconds as text with a unit that keeps three significant digits (µs, ms, s; days and years
+    past a day, which only absurd sizes reach)."""
     if t != t:  # NaN
         return "n/a"
     if abs(t) < 1e-3:
         return f"{t * 1e6:.3g} µs"
     if abs(t) < 1:
         return f"{t * 1e3:.3g} ms"
-    return f"{t:.3g} s"
+    if abs(t) < DAY_S:
+        return f"{t:.3g} s"
+    if abs(t) < YEAR_S:
+        return f"{t / DAY_S:.3g} days"
+    return f"{t / YEAR_S:.3g} years"
