@@ -86,3 +86,17 @@ def test_schemes_the_trace_cannot_tell_apart_are_not_ranked(traces):
     assert {"zero3", "fsdp-full-shard"} <= tied[0]
     # tied schemes keep the scheme list's order, whatever their step boundary looks like
     assert list(res.matches) == [s for s in ("zero3", "fsdp-full-shard", "fsdp-hybrid") if s in res.matches]
+
+
+def test_one_process_driving_two_gpus_is_two_ranks():
+    # nccl-debug/single-process-2gpu-tensorflow.txt (NCCL issue #203): one process (gpu1:13135) drives
+    # [dev 0] and [dev 1], one communicator of nranks=2 each; device 0 logs all-reduces of 64, 237,184 and
+    # 386,560 float32 elements, device 1 the same and one of 8,192 (the file's header and lines)
+    log = Path(__file__).parent / "data" / "traces" / "nccl-debug" / "single-process-2gpu-tensorflow.txt"
+    ts = read_traces(log)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert m.ranks == (0, 1) and m.n == 2
+    per_rank = m.calls.groupby("rank")["full_elements"].apply(sorted).to_dict()
+    assert per_rank == {0: [64, 237_184, 386_560], 1: [64, 8_192, 237_184, 386_560]}
+    assert "dp" in res.matches

@@ -554,8 +554,11 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
         found = np.full((len(keys.drop_duplicates()), 3), _NA, np.int64)  # world rank, comm rank, size
         for j, (h, p, c) in enumerate(keys.drop_duplicates().itertuples(index=False)):
             proc = (t.tables["host"][h], int(p) if p >= 0 else None)
-            found[j, 0] = world_rank.get(proc, _NA)
             found[j, 1:] = in_comm.get((*proc, comm_names[c]), (_NA, _NA))
+            # a call on a world communicator has its rank in it: one process driving several GPUs
+            # (one communicator per device) holds several ranks, which host:pid alone would merge
+            on_world = world_n is not None and found[j, 2] == world_n
+            found[j, 0] = found[j, 1] if on_world else world_rank.get(proc, _NA)
         found = found[which]
         rank = np.where(rank < 0, found[:, 0], rank)
         comm_rank = found[:, 1]

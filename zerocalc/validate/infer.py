@@ -21,12 +21,15 @@ from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, RTOL, _num, _plural
 from zerocalc.validate.classify import gradient_calls
 
-#: start ``host:pid:tid``; NCCL's own ``misc/debug.cc``).
-PROCESS_COLUMNS: tuple[str, ...] = ("file", "host", "pid")
+#: Columns that tell one rank apart from another when a trace records none (NCCL debug lines start
+#: ``host:pid:tid [dev]``; NCCL's own ``misc/debug.cc``): the process, and the CUDA device within it,
+#: since one process may drive several GPUs, one communicator (one rank) each (REFERENCE §7).
+PROCESS_COLUMNS: tuple[str, ...] = ("file", "host", "pid", "device")
 
 
 def _ranks_by_process(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Rows without a rank get one per process (file, and host and pid where the table has them).
+    """Rows without a rank get one per process and device (file, host, pid and device where the table
+    has them).
 
     NCCL debug logs without ``Init COMPLETE`` lines (``NCCL_DEBUG_SUBSYS=COLL``) record no rank, and
     one file often holds the lines of every process: merged, they would count as one rank sending
@@ -41,6 +44,10 @@ def _ranks_by_process(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         # a process named by host and pid is one process in every file holding its lines: the
         # parts of a log rotated or split by line count are one run, not one run per part
         cols = [c for c in cols if c != "file"]
+    if "device" in cols:  # named only when some process drives several devices
+        by = [c for c in cols if c != "device"]
+        if not by or df.loc[na].groupby(by, dropna=False)["device"].nunique().max() <= 1:
+            cols = [c for c in cols if c != "device"]
     key = df.loc[na, cols].astype(str)
     proc = key.groupby(cols, sort=False).ngroup().to_numpy()
     known = df.loc[~na, "rank"]
