@@ -100,3 +100,29 @@ def test_one_process_driving_two_gpus_is_two_ranks():
     per_rank = m.calls.groupby("rank")["full_elements"].apply(sorted).to_dict()
     assert per_rank == {0: [64, 237_184, 386_560], 1: [64, 8_192, 237_184, 386_560]}
     assert "dp" in res.matches
+
+
+#: case → (micro-batches, gradient-sync mode the trace shows) as the README counts them: the repeated
+#: micro-batch block, and gradient reductions in every block or only in the last (None: nothing repeats)
+MICRO = {
+    "ddp-ga4-sync-every": (4, "every"),  # forward / all-reduce of Ψ, four times
+    "ds-zero2-ga4": (4, "every"),  # an all-reduce of Ψ after each micro-batch's backward
+    "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
+    "fsdp2-ga4-sync-every": (4, "every"),
+    "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
+    "ds-zero1-ga4": (1, None),  # 4 forwards send nothing; one all-reduce at the boundary
+    "ddp-ga4-no-sync": (1, None),
+}
+
+
+@pytest.mark.parametrize("case", list(MICRO))
+def test_micro_batches_and_gradient_sync_read_from_the_trace(case):
+    k, sync = MICRO[case]
+    ts = read_traces(RUNS / case)
+    m = check(ts.table, meta=ts.meta).measurement
+    assert (m.micro_batches, m.grad_sync) == (k, sync)
+    assert m.psi == PSI and m.n == 4  # Ψ per gradient reduction, not per optimizer step
+    if k == 1:
+        # four forwards, nothing sent before the boundary: given, K is taken and said so
+        m4 = check(ts.table, meta=ts.meta, micro_batches=4).measurement
+        assert m4.micro_batches == 4 and "--micro-batches" in m4.micro_batches_how and m4.psi == PSI
