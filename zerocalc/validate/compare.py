@@ -157,10 +157,13 @@ def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | No
         yield (op, p, runs * sympy_float(ph.calls, vals), sympy_float(ph.elements, vals), eb, dtype)
 
 
-def predicted_groups(scheme, pricing: Pricing) -> tuple[Entry, ...]:
-    """A scheme's phases as numbers per (op, group size, dtype), in first-appearance order (:data:`Entry`)."""
+def predicted_groups(scheme, pricing: Pricing, phases=None) -> tuple[Entry, ...]:
+    """A scheme's phases as numbers per (op, group size, dtype), in first-appearance order (:data:`Entry`);
+    ``phases``: :func:`_phase_numbers` already computed."""
     acc: dict[tuple[str, int, str], list[float]] = {}
-    for op, p, calls, elems, eb, dt in _phase_numbers(scheme, psi=0, n=0, g=0, pricing=pricing):
+    if phases is None:
+        phases = _phase_numbers(scheme, psi=0, n=0, g=0, pricing=pricing)
+    for op, p, calls, elems, eb, dt in phases:
         a = acc.setdefault((op, int(p), dt), [0.0, 0.0, 0.0])
         a[0] += calls
         a[1] += calls * elems
@@ -192,8 +195,12 @@ def predicted_pattern(scheme, *, psi: float, n: int, g: int, comm_bytes: float |
 
 
 def sympy_float(expr, vals) -> float:
-    """A sympy expression (or number) evaluated at ``vals``."""
-    return float(expr.subs(vals)) if hasattr(expr, "subs") else float(expr)
+    """A sympy expression (or number) evaluated at ``vals`` (every free symbol given: ``xreplace``, a
+    plain substitution, is enough and much faster than ``subs``)."""
+    if not hasattr(expr, "xreplace"):
+        return float(expr)
+    out = expr.xreplace(vals)
+    return float(out if getattr(out, "is_number", True) else expr.subs(vals))
 
 
 def _rotations(seq: tuple) -> list[tuple]:
@@ -238,7 +245,8 @@ def compare(
     out = []
     for name in names:
         sch = get_scheme(name)
-        fine = predicted_groups(sch, pricing)
+        phases = list(_phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
+        fine = predicted_groups(sch, pricing, phases)
         pred = _merged(fine)
         pkeys = _by_op_and_group(fine)
         predicted = sum(b for *_, b in pred)
@@ -261,8 +269,7 @@ def compare(
             ratio, volume_match, pattern_match, reused = math.nan, False, False, False
         t_pred = math.nan
         if fit is not None:
-            t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _
-                         in _phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
+            t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
         out.append(SchemeComparison(
             scheme=name, predicted_bytes_per_rank_per_step=predicted,
             measured_bytes_per_rank_per_step=measured,
