@@ -82,3 +82,14 @@ def test_readme_paths_exist():
     for path in re.findall(r"`((?:tests|zerocalc|reports|notebooks|benchmarks)/[^`*\s]+)`", README):
         assert (ROOT / path).exists(), path
     assert os.path.exists(ROOT / "reports" / "zero-colocation-review.pdf")
+
+
+def test_notebook_extra_brings_a_front_end():
+    # the sliders need JupyterLab and ipywidgets; the test extra runs the notebook without a front end
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=\[ ]", d)[0].lower() for d in extras["notebook"]}
+    assert {"jupyterlab", "ipywidgets", "ipykernel"} <= names
+    assert not any(d.lower().startswith("jupyterlab") for d in extras["test"])
+    assert "pip install -e '.[notebook]'" in README and "jupyter lab notebooks/explore.ipynb" in README
