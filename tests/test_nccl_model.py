@@ -8,7 +8,7 @@ from zerocalc.nccl.predict import version_from_text
 from zerocalc.topology import get_topology, topology_from_mapping
 
 A, P, C = Algorithm, Protocol, Collective
-V19, V30 = RELEASES["2.19"], RELEASES["2.30"]
+V19, V26, V30 = RELEASES["2.19"], RELEASES["2.26"], RELEASES["2.30"]
 
 
 def entry(topo, ranks, release, coll, algo, proto):
@@ -53,6 +53,16 @@ def test_nvls_single_node_h100_bus_bandwidth():
     e = entry("dgx-h100", 8, V30, C.ALL_REDUCE, A.NVLS, P.SIMPLE)
     assert e.bandwidth_GBps * 14 / 8 == pytest.approx(480)
     assert e.latency_us == pytest.approx(25.0)  # NVLS: NVLink hop only
+
+
+def test_nvls_tree_bandwidth_before_nvls_efficiency():
+    # v2.26.2: NVLS Tree bw = min(bwIntra, bwInter) on ≤ 2 nodes = 48 (one 400 Gb/s NIC per GPU behind
+    # PCIe 5: 48 GB/s per channel), 8 channels, × 5/6 bus → algorithm; v2.30.7 instead
+    # min(48·0.74·7/8·2, 2·48, perChMaxNVLSTreeBw 96) · 8 × 16/30 on Blackwell
+    e = entry("dgx-b200", 16, V26, C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(8 * 48 * 5 / 6)
+    e = entry("dgx-b200", 16, V30, C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(8 * 48 * 0.74 * 7 / 8 * 2 * 16 / 30, rel=1e-6)
 
 
 def test_algorithms_the_topology_cannot_run_are_disabled():
@@ -110,10 +120,11 @@ def test_version_from_text(text, version):
 def test_release_for_versions():
     assert release_for("2.19.3") == (V19, None)
     assert release_for("v2.30.7-1") == (V30, None)
-    rel, note = release_for("2.26.2+cuda12.8")
-    assert rel is V30 and "2.26.2" in note
+    assert release_for("2.26.2+cuda12.8") == (V26, None)
+    rel, note = release_for("2.28.3")
+    assert rel is V30 and "2.28.3" in note
     assert release_for("2.18.3")[0] is V19 and release_for("2.22.3")[0] is V19
-    assert release_for("2.23.4")[0] is V30
+    assert release_for("2.23.4")[0] is V26 and release_for("2.27.7")[0] is V26
     for bad in ("2.9.1", "3.0.0", "latest", "2.x"):
         with pytest.raises(ConfigError, match="--nccl-version"):
             release_for(bad)

@@ -103,8 +103,8 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     corr = rel.tree_correction[_PROTO_INDEX[e.protocol]]
     if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.name == "2.19"):
         bw *= corr[log_size]
-    if (rel.name != "2.19" and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE and 0 <= log_size < 24
-            and m.compute_capability >= 100):
+    if (rel.nvls_efficiency_model and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
+            and 0 <= log_size < 24 and m.compute_capability >= 100):
         bw *= corr[log_size]  # x86 hosts assumed
     ring = m.graphs[A.RING]
     if (e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE
@@ -152,7 +152,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
     bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
     if a in (A.NVLS, A.NVLS_TREE):
-        if new:
+        if rel.nvls_efficiency_model:
             intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
             intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
             inter_bw = g.bw_inter * (2 if nn <= 2 and a == A.NVLS_TREE else 1)
@@ -180,8 +180,11 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     if collnet and p != P.SIMPLE:
         bus = 0.0
     if a == A.COLLNET_DIRECT and p == P.SIMPLE:
-        if new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        if new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and rel.nvls_efficiency_model:
             bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
+        elif new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.26: interpolated 1-ppn / 8-ppn correction
+            w = (ppn - 1) / 7
+            bus = ppn * bw * (w * 0.85 + (1 - w) * 0.95)
         else:
             factor = ppn / g.n_channels
             factor -= (factor - 1) / 2
@@ -193,7 +196,8 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     # bus → algorithm bandwidth
     if new:
         if not (a != A.RING and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
-            bus *= nr / nsteps if a in (A.RING, A.NVLS, A.NVLS_TREE) else .5
+            nvls_ratio = nr / nsteps if rel.nvls_efficiency_model else 5.0 / 6.0
+            bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
     else:
         bus *= nr / nsteps if a == A.RING else 5.0 / 6.0 if a in (A.NVLS, A.NVLS_TREE) else .5
     return bus

@@ -11,15 +11,19 @@ Every number here is copied from NCCL's sources at the release named (GitHub NVI
 - ``src/graph/topo.h``: NCCL's bandwidth of one NVLink link per GPU generation (``SM80_NVLINK_BW``…);
 - ``src/include/device.h``: ``MAXCHANNELS`` and ``NCCL_MAX_NVLS_ARITY``.
 
-Modelled releases: **2.19** (v2.19.4; ``tuning.cc`` is byte-identical from v2.19.1 to v2.19.4) and
-**2.30** (v2.30.7, the latest release in the NVIDIA/nccl repository at the time of writing).
+Modelled releases: **2.19** (v2.19.4; ``tuning.cc`` is byte-identical from v2.19.1 to v2.19.4),
+**2.26** (v2.26.2; identical from v2.26.2 to v2.26.6) and **2.30** (v2.30.7, the latest release in
+the NVIDIA/nccl repository at the time of writing). 2.26 has 2.30's algorithms and formulas but the
+older NVLS / NVLS Tree bandwidth (``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no
+``perChMaxNVLSTreeBws``), NVLS Tree's 14 µs network hop and Blackwell caps of twice Hopper's.
 
-Which table a version gets (:func:`release_for`): 2.19.x and 2.30.x their own; any other 2.y.z
-with y ≥ 18 the nearest modelled release by the shape of its tables, with a note saying so:
-y ≤ 22 → 2.19 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop),
-y ≥ 23 → 2.30 (v2.23.4 first has the latest release's Tree/Simple 8.4 µs base + 4 µs per hop and
-its Ring-step count). Versions before 2.18 (no NVLS, other tables) and text that is not a version
-are refused with a :class:`~zerocalc.errors.ConfigError`.
+Which table a version gets (:func:`release_for`): 2.19.x, 2.26.x and 2.30.x their own; any other
+2.y.z with y ≥ 18 the nearest modelled release by the shape of its tables, with a note saying so:
+y ≤ 22 → 2.19 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop);
+23 ≤ y ≤ 27 → 2.26 (v2.23.4 first has the later Tree/Simple 8.4 µs base + 4 µs per hop and
+Ring-step count; ``nvlsEfficiency`` first appears in v2.28.3); y ≥ 28 → 2.30. Versions before
+2.18 (no NVLS, other tables) and text that is not a version are refused with a
+:class:`~zerocalc.errors.ConfigError`.
 
 Indices: algorithms in NCCL's order (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree,
 PAT), protocols (LL, LL128, Simple), link classes (NVLink, PCI, network), compute-capability rows
@@ -94,6 +98,7 @@ class Release:
     speed_inter: dict[int, tuple[float, ...]]
     max_channels: int
     max_nvls_arity: int
+    nvls_efficiency_model: bool = True  # NVLS bandwidth via nvlsEfficiency (2.28+), else min(intra, inter)
 
     @property
     def source(self) -> str:
@@ -139,6 +144,41 @@ V2_19 = Release(
     speed_inter={0: _SPEED_INTER_DEFAULT, 90: _SM90_INTER},
     max_channels=32,
     max_nvls_arity=8,
+    nvls_efficiency_model=False,
+)
+
+V2_26 = Release(
+    name="2.26", tag="v2.26.2-1",
+    algorithms=tuple(Algorithm),
+    base_lat_us={_A.TREE: (6.8, 14.0, 8.4), _A.RING: (6.6, 14.0, 8.4),
+                 _A.COLLNET_DIRECT: (0, 0, 0), _A.COLLNET_CHAIN: (0, 0, 0),
+                 _A.NVLS: (0, 0, 0), _A.NVLS_TREE: (0, 0, 0), _A.PAT: (8.0, 8.0, 8.0)},
+    hw_lat_us=(
+        {_A.TREE: (.6, 1.25, 4.0), _A.RING: (.6, 1.9, 3.4), _A.COLLNET_DIRECT: (0, 0, 3.7),
+         _A.COLLNET_CHAIN: (0, 0, 2.8), _A.NVLS: (0, 0, 25), _A.NVLS_TREE: (0, 0, 25), _A.PAT: (0, 0, 4.0)},
+        {_A.TREE: (1.0, 1.9, 4.0), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (0, 0, 3.7),
+         _A.COLLNET_CHAIN: (0, 0, 2.8), _A.NVLS: (0, 0, 0), _A.NVLS_TREE: (0, 0, 0), _A.PAT: (0, 0, 4.0)},
+        {_A.TREE: (5.0, 8.5, 14), _A.RING: (2.7, 4.0, 14.0), _A.COLLNET_DIRECT: (0, 0, 31),
+         _A.COLLNET_CHAIN: (0, 0, 30), _A.NVLS: (0, 0, 18), _A.NVLS_TREE: (0, 0, 14), _A.PAT: (0, 0, 14)},
+    ),
+    ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (2 * 141.0, 2 * 45.0, 2 * 35.0)),
+    per_ch_max_ring_ll128_bws=((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7),
+                               (2 * 36.7, 2 * 36.7, 2 * 36.7)),
+    per_ch_max_tree_ll128_bws=((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0),
+                               (2 * 36.7, 2 * 36.7, 2 * 29.0)),
+    per_ch_max_tree_bws=((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0),
+                         (2 * 38.7, 2 * 41.4, 2 * 36.0)),
+    per_ch_max_nvls_tree_bws=None,
+    nvls_efficiency=None,
+    tree_correction=_TREE_CORRECTION_19,
+    nvlink_bw_per_link={60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.0},
+    speed_intra={0: _SPEED_INTRA_DEFAULT,
+                 90: (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+                 100: (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0)},
+    speed_inter={0: _SPEED_INTER_DEFAULT, 90: _SM90_INTER, 100: _SM90_INTER},
+    max_channels=64,
+    max_nvls_arity=32,
+    nvls_efficiency_model=False,
 )
 
 V2_30 = Release(
@@ -175,7 +215,7 @@ V2_30 = Release(
     max_nvls_arity=32,
 )
 
-RELEASES: dict[str, Release] = {r.name: r for r in (V2_19, V2_30)}
+RELEASES: dict[str, Release] = {r.name: r for r in (V2_19, V2_26, V2_30)}
 LATEST = V2_30
 
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?\s*$")
@@ -205,6 +245,6 @@ def release_for(version: str) -> tuple[Release, str | None]:
     own = f"{major}.{minor}"
     if own in RELEASES:
         return RELEASES[own], None
-    release = V2_19 if minor <= 22 else V2_30
+    release = V2_19 if minor <= 22 else V2_26 if minor <= 27 else V2_30
     return release, (f"NCCL {major}.{minor}.{patch}: priced with the tables of NCCL {release.name} "
                      f"({release.tag}), the nearest modelled release")

@@ -32,7 +32,8 @@ _SOURCES = [
     "G. Wang et al. ZeRO++: Extremely Efficient Collective Communication for Giant Model Training. "
     "arXiv:2306.10209: qwZ, hpZ, qgZ.",
     "NVIDIA nccl-tests, doc/PERFORMANCE.md: algorithm and bus bandwidth; NCCL src/graph/tuning.cc.",
-    "NVIDIA NCCL v2.19.4-1 and v2.30.7-1: src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime), "
+    "NVIDIA NCCL v2.19.4-1, v2.26.2-1 and v2.30.7-1: src/graph/tuning.cc (ncclTopoTuneModel, "
+    "ncclTopoGetAlgoTime), "
     "src/graph/search.cc (speed arrays, channel duplication), src/graph/topo.h and topo.cc (NVLink, PCIe "
     "and NIC bandwidths), src/enqueue.cc (the algorithm/protocol choice); NVIDIA DGX A100, DGX H100, DGX "
     "H200 and DGX B200 datasheets; Google Cloud A3 Mega machine type; GoogleCloudPlatform "
