@@ -1235,13 +1235,15 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
         if any(r["op"] == "other" for r in res.rows):
             raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
                                                "its name)")
-        groups: dict[tuple[str, int | None], list] = {}
-        for r in res.rows:  # one sweep per (collective, group size) the file holds
-            groups.setdefault((r["op"], n or r.get("group_size") or res.meta.get("world_size")), []).append(r)
-        for (op, p), rows in groups.items():
+        groups: dict[tuple, list] = {}
+        for r in res.rows:  # one sweep per run, collective and group size the file holds
+            p = n or r.get("group_size") or res.meta.get("world_size")
+            groups.setdefault((r.get("run"), r["op"], p), []).append(r)
+        for (_, op, p), rows in groups.items():
             if not p:
                 raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
-            out.append((path, rows, op, int(p), version_from_text(text), res.skipped))
+            version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
+            out.append((path, rows, op, int(p), version, res.skipped))
     return out
 
 

@@ -27,15 +27,16 @@ def version_from_text(lines: Iterable[str]) -> str | None:
     """The NCCL library version a file states, or ``None``.
 
     nccl-tests ≥ 2.13 prints ``# nccl-tests version X nccl-headers=H nccl-library=L`` with
-    ``NCCL_VERSION_CODE`` = major·10000 + minor·100 + patch (``nccl.h``, since 2.9); NCCL's own
+    ``NCCL_VERSION_CODE`` (:func:`zerocalc.traces.nccl_tests.nccl_version_from_code`); NCCL's own
     log prints ``NCCL version 2.19.3+cuda12.2`` (``init.cc``, with ``NCCL_DEBUG=VERSION`` or INFO).
     The library wins over the headers: it is what ran.
     """
     for line in lines:
         m = _LIB.search(line)
         if m:
-            code = int(m[1])
-            return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+            from zerocalc.traces.nccl_tests import nccl_version_from_code
+
+            return nccl_version_from_code(int(m[1]))
         m = _LOG.search(line)
         if m:
             return m[1]
