@@ -28,7 +28,7 @@ def test_notebook_executes(tmp_path, monkeypatch):
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "No: the reduce-scatter is the sum of gradients over ranks" in text
     assert "consistent schemes: dp" in text
-    assert "V_colocated = V_zero2 / 2: True" in text
+    assert "V_colocated = V_zero2 / 2 at one wire width: True" in text
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     widget = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
