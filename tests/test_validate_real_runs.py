@@ -126,3 +126,32 @@ def test_micro_batches_and_gradient_sync_read_from_the_trace(case):
         # four forwards, nothing sent before the boundary: given, K is taken and said so
         m4 = check(ts.table, meta=ts.meta, micro_batches=4).measurement
         assert m4.micro_batches == 4 and "--micro-batches" in m4.micro_batches_how and m4.psi == PSI
+
+
+#: case → (scheme that ran, --micro-batches where the trace cannot show K): README's runs
+RAN = {
+    "ddp-ga4-sync-every": ("dp", None),
+    "ddp-ga4-no-sync": ("dp", 4),
+    "ds-zero1-ga4": ("deepspeed-zero1", 4),
+    "ds-zero2-ga4": ("deepspeed-zero2", None),
+    "ds-zero2-ga4-bf16": ("deepspeed-zero2", None),
+    "ds-zero3-ga4": ("deepspeed-zero3", None),
+    "fsdp2-ga4-sync-every": ("fsdp-full-shard", None),
+    "fsdp2-ga4-no-sync": ("fsdp-full-shard", None),
+}
+
+
+@pytest.mark.parametrize("case", list(RAN))
+def test_gradient_accumulation_runs_check_as_the_implementation_that_ran(case):
+    scheme, k = RAN[case]
+    ts = read_traces(RUNS / case)
+    for psi in (None, PSI):
+        res = check(ts.table, meta=ts.meta, psi=psi, micro_batches=k)
+        assert res.measurement.micro_batches == 4 and res.measurement.n == 4
+        assert scheme in res.matches, (case, res.matches)
+        c = next(c for c in res.comparisons if c.scheme == scheme)
+        assert c.ratio == pytest.approx(1, abs=0.01)
+    # ZeRO-1 reduces at the boundary, ZeRO-2 in every micro-batch: 4 micro-batches tell them apart
+    if scheme in ("deepspeed-zero1", "deepspeed-zero2"):
+        other = {"deepspeed-zero1": "deepspeed-zero2", "deepspeed-zero2": "deepspeed-zero1"}[scheme]
+        assert other not in res.matches

@@ -551,11 +551,15 @@ def infer_micro_batches(op: np.ndarray, gs: np.ndarray, full: np.ndarray, cat: n
            .ngroup().to_numpy())
     found: Counter = Counter()
     modes: Counter = Counter()
+    repeats: Counter = Counter()  # the most times one gradient call recurs in a step
     order = np.lexsort((np.arange(len(op)), step_id, rank))
     sel = order[use[order]]
     bounds = np.flatnonzero((np.diff(rank[sel]) != 0) | (np.diff(step_id[sel]) != 0)) + 1
     for part in np.split(sel, bounds) if len(sel) else []:
         codes = sig[part].tolist()
+        g = Counter(c for c, is_g in zip(codes, grad[part], strict=True) if is_g)
+        if g:
+            repeats[max(g.values())] += 1
         per, reps = _leading_repeats(codes)
         if reps > 1:
             in_block = grad[part[:per * reps]].any()
@@ -588,6 +592,10 @@ def infer_micro_batches(op: np.ndarray, gs: np.ndarray, full: np.ndarray, cat: n
         how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
                "nothing before the boundary: give --micro-batches K if so)")
     mode = max(modes, key=modes.get) if modes else None
+    if mode is None and k > 1 and repeats:
+        # K given, nothing repeats: the gradient reductions recur K times per step, or run once
+        most = max(repeats, key=repeats.get)
+        mode = "every" if most == k else "boundary" if most == 1 else None
     if k == 1:
         return MicroBatches(1, how, None, "one micro-batch per optimizer step: nothing to tell")
     if mode == "every":
@@ -595,9 +603,9 @@ def infer_micro_batches(op: np.ndarray, gs: np.ndarray, full: np.ndarray, cat: n
                             "gradients reduced in every micro-batch (the repeated block holds the gradient "
                             "collectives)")
     if mode == "boundary":
-        return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (after the "
-                                                "repeated block: no_sync / set_requires_gradient_sync(False) "
-                                                "or a ZeRO-1 boundary reduction)")
+        return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (no_sync / "
+                                                "set_requires_gradient_sync(False) on the earlier "
+                                                "micro-batches, or a ZeRO-1 boundary reduction)")
     return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
 
 
