@@ -190,3 +190,68 @@ def test_psi_as_zerocalc_prints_it_and_ambiguous_forms():
     for bad in ("7.5e9B", "1.5"):
         r = run("table", "--psi", bad)
         assert r.exit_code == 2 and r.stderr.startswith("error: --psi: ")
+
+
+# --- micro-batches, dtypes per side, layouts (issue 10) -------------------------------------------
+
+def test_table_micro_batches_per_optimizer_step():
+    # Ψ = 1e9, N = 8, fp16, 4 micro-batches; R = 7/8 · 2e9 B = one ring pass over the model.
+    # DeepSpeed ZeRO-1: AR at the boundary + AG = 3R; ZeRO-2: AR every micro-batch + AG = (2·4 + 1)R;
+    # FSDP FULL_SHARD: 3R every micro-batch = 12R, with set_requires_gradient_sync(False) 2·4R + R.
+    r_pass = 7 / 8 * 2e9
+    want = {"deepspeed-zero1": 3, "deepspeed-zero2": 9, "fsdp-full-shard": 12, "dp": 8}
+    r = run("table", "--psi", "1e9", "--n", "8", "--micro-batches", "4", "--format", "json",
+            "--schemes", ",".join(want))
+    assert r.exit_code == 0, r.output
+    recs = {x["scheme"]: x for x in json.loads(r.stdout)}
+    for name, units in want.items():
+        assert recs[name]["bytes_per_rank"] == pytest.approx(units * r_pass), name
+        assert recs[name]["micro_batches"] == 4
+        assert recs[name]["bytes_per_rank_per_micro_batch"] == pytest.approx(units * r_pass / 4)
+        assert all(c["group"] == "world" and c["group_size"] == 8 for c in recs[name]["collectives"])
+    r = run("table", "--psi", "1e9", "--n", "8", "--micro-batches", "4", "--grad-sync", "boundary",
+            "--format", "json", "--schemes", "fsdp-full-shard,dp")
+    recs = {x["scheme"]: x for x in json.loads(r.stdout)}
+    assert recs["fsdp-full-shard"]["bytes_per_rank"] == pytest.approx(9 * r_pass)
+    assert recs["dp"]["bytes_per_rank"] == pytest.approx(2 * r_pass)
+    text = run("table", "--micro-batches", "8", "--schemes",
+               "deepspeed-zero1,deepspeed-zero2,zero3,fsdp-full-shard").stdout
+    assert "8 micro-batches per optimizer step" in text and "per µbatch" in text
+    assert "deepspeed-zero2: AR(grad) ×8, AG(param) ×1" in text
+
+
+def test_table_dtypes_per_side_and_layout():
+    # FSDP2 MixedPrecisionPolicy(bf16, fp32): two bf16 gathers and one fp32 reduce-scatter: 7/8·Ψ·(2+2+4)
+    r = run("table", "--psi", "1e9", "--n", "8", "--param-dtype", "bf16", "--grad-dtype", "fp32",
+            "--format", "json", "--schemes", "fsdp-full-shard")
+    rec = json.loads(r.stdout)[0]
+    assert rec["bytes_per_rank"] == pytest.approx(7 / 8 * 1e9 * 8)
+    assert (rec["param_comm_bytes_per_element"], rec["grad_comm_bytes_per_element"]) == (2, 4)
+    assert {(c["collective"], c["elem_bytes"]) for c in rec["collectives"]} == {("all_gather", 2),
+                                                                                  ("reduce_scatter", 4)}
+    # tp 8 × pp 2 on 256 GPUs: DP group of 16 carrying Ψ/16; dp all-reduce 2·15/16·(Ψ/16)·2 B
+    r = run("table", "--psi", "16e9", "--n", "256", "--tp", "8", "--pp", "2", "--format", "json",
+            "--schemes", "dp,zero3")
+    recs = {x["scheme"]: x for x in json.loads(r.stdout)}
+    assert recs["dp"]["dp_size"] == 16 and recs["dp"]["n"] == 256
+    assert recs["dp"]["bytes_per_rank"] == pytest.approx(2 * 15 / 16 * 1e9 * 2)
+    assert recs["zero3"]["memory_bytes_per_rank"] == pytest.approx(16 * 1e9 / 16)
+    for bad, option in ((["--tp", "3"], "--n"), (["--micro-batches", "0"], "--micro-batches"),
+                        (["--grad-sync", "sometimes"], "gradient-sync"),
+                        (["--hsdp-shard-size", "3"], "--hsdp-shard-size")):
+        r = run("table", *bad)
+        assert r.exit_code == 2 and option in r.stderr, bad
+
+
+def test_derive_cites_the_rule_and_prints_a_legend():
+    r = run("derive", "deepspeed-zero2")
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.stdout.split())  # wrapped to the terminal's width
+    assert "ZeRO stage >= 2 communicates during non gradient accumulation boundaries" in flat
+    assert "every micro-batch" in flat and "once per optimizer step" in flat
+    assert "symbols:" in flat and "micro-batches per optimizer step" in flat
+    doc = json.loads(run("derive", "fsdp-full-shard", "--format", "json", "--grad-sync", "boundary").stdout)
+    assert [p["runs_per_step"] for p in doc["phases"]] == ["n_mb", "n_mb", "1"]
+    assert set(doc["symbols"]) >= {"Psi", "N", "b_p", "b_g", "n_mb"}
+    latex = run("derive", "dp", "--format", "latex").stdout
+    assert r"\Psi b_{g} n_{mb}" in latex and "LaTeX:" not in latex

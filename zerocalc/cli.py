@@ -288,10 +288,14 @@ def _display_rows(df) -> tuple[list[str], list[list[str]]]:
 
     nccl = "time_s_nccl" in df.columns
     fits = "fits" in df.columns
-    header = ["scheme", "sent/rank", "sent/(Psi*b)"] + [f"t {a.value}" for a in Algorithm] + (
+    per_mb = "micro_batches" in df.columns and int(df["micro_batches"].iloc[0]) > 1
+    header = ["scheme", "sent/rank", *(["per µbatch"] if per_mb else []), "sent/(Psi*b)"] + [
+        f"t {a.value}" for a in Algorithm] + (
         ["t NCCL", "NCCL choice"] if nccl else []) + ["memory/GPU"] + (["fits"] if fits else []) + ["= DP"]
     rows = [
-        [r.scheme, format_bytes(r.bytes_per_rank), f"{r.bytes_per_rank_over_psi:.3f}"]
+        [r.scheme, format_bytes(r.bytes_per_rank),
+         *([format_bytes(r.bytes_per_rank_per_micro_batch)] if per_mb else []),
+         f"{r.bytes_per_rank_over_psi:.3f}"]
         + [format_seconds(getattr(r, f"time_s_{a.value}")) for a in Algorithm]
         + ([format_seconds(r.time_s_nccl), r.nccl_choice] if nccl else [])
         + [format_bytes(r.memory_bytes_per_rank)] + (["yes" if r.fits else "NO"] if fits else [])
@@ -302,9 +306,11 @@ def _display_rows(df) -> tuple[list[str], list[list[str]]]:
 
 
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
-                  nccl_proto: str | None) -> list[str]:
+                  nccl_proto: str | None, reuse_distance: float = 1e9) -> list[str]:
     """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl.steps`) to the
     table when the topology gives what the model needs; the notes to print under it."""
+    from dataclasses import replace
+
     from zerocalc.nccl import LATEST, release_for, restrictions
     from zerocalc.nccl.graph import REQUIRED_FIELDS
     from zerocalc.nccl.steps import scheme_phases, scheme_time
@@ -320,9 +326,18 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
     algo, proto = restrictions(nccl_algo, nccl_proto)
     times, choices = [], []
     for r in df.itertuples(index=False):
-        phases = scheme_phases(r.scheme, psi=float(r.psi), n=int(r.n), gpus_per_node=int(r.gpus_per_node),
-                               comm_bytes=float(r.comm_bytes_per_element), topology=topo, release=release,
-                               algo_enable=algo, proto_enable=proto)
+        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
+        # under tensor parallelism the node's NICs are shared by its tp data-parallel groups
+        topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
+            topo, nics_per_node=max(1, topo.nics_per_node // tp))
+        phases = scheme_phases(r.scheme, psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
+                               gpus_per_node=_dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
+                               comm_bytes=float(r.comm_bytes_per_element), topology=topo_dp, release=release,
+                               algo_enable=algo, proto_enable=proto,
+                               param_bytes=float(r.param_comm_bytes_per_element),
+                               grad_bytes=float(r.grad_comm_bytes_per_element),
+                               micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
+                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance)
         t, c = scheme_time(phases)
         times.append(t)
         choices.append(c)
@@ -349,14 +364,107 @@ TABLE_NOTES = (
 
 
 def table_caption(df, psi: int, topology_name: str, dtype: str, k: float) -> str:
-    """The one line that says what the table is for: Ψ, N, nodes, topology, dtype, K."""
+    """The one line that says what the table is for: Ψ, N, nodes, topology, dtype, K, micro-batches,
+    and the parallel layout when there is one."""
     from zerocalc.units import format_bytes
 
     g = int(df["gpus_per_node"].iloc[0])
     n = int(df["n"].iloc[0])
-    return (f"Psi = {psi:.4g} parameters, N = {n} ({int(df['nodes'].iloc[0])} node(s) × {g}), "
-            f"{topology_name}, {dtype} on the wire, K = {k:g}; model states only "
-            f"(GB = 1e9 B; {format_bytes(psi * df['comm_bytes_per_element'].iloc[0])} = Psi*b)")
+    first = df.iloc[0]
+    tp, pp = int(first.get("tp", 1)), int(first.get("pp", 1))
+    mb = int(first.get("micro_batches", 1))
+    layout = ""
+    if tp * pp > 1:
+        layout = (f" = tp {tp} × pp {pp} × N {int(first['dp_size'])} data-parallel ranks, each group "
+                  f"carrying Psi/(tp·pp) = {psi / (tp * pp):.4g}")
+    steps = (f", {mb} micro-batches per optimizer step (volumes and times per optimizer step)"
+             if mb > 1 else "")
+    return (f"Psi = {psi:.4g} parameters, N = {n} ({int(df['nodes'].iloc[0])} node(s) × {g}){layout}, "
+            f"{topology_name}, {dtype} on the wire, K = {k:g}{steps}; model states only "
+            f"(GB = 1e9 B; {format_bytes(psi / (tp * pp) * df['comm_bytes_per_element'].iloc[0])} "
+            "= Psi*b)")
+
+
+class _Wire:
+    """The wire dtypes of a table: ``comm`` (normalises sent/(Psi*b)), ``param``, ``grad``, ``label``."""
+
+    def __init__(self, comm: str, param: str | None, grad: str | None, label: str) -> None:
+        self.comm, self.param, self.grad, self.label = comm, param, grad, label
+
+
+def _wire_dtypes(dtype: str | None, param_dtype: str | None, grad_dtype: str | None) -> _Wire:
+    """--dtype sets both sides; --param-dtype / --grad-dtype override one. With mixed sides and no
+    --dtype, sent/(Psi*b) is normalised by the gradient side's width."""
+    from zerocalc.dtypes import canonical_dtype
+
+    base = canonical_dtype(dtype, "--dtype") if dtype is not None else "fp16"
+    p = canonical_dtype(param_dtype, "--param-dtype") if param_dtype is not None else base
+    g = canonical_dtype(grad_dtype, "--grad-dtype") if grad_dtype is not None else base
+    comm = base if dtype is not None or p == g else g
+    label = dtype if (dtype is not None and p == g == base) else (
+        p if p == g else f"{p} parameters / {g} gradients")
+    return _Wire(comm, p, g, label)
+
+
+def _step_notes(df) -> list[str]:
+    """What runs per micro-batch and what per optimizer step, and on which group, per scheme shown
+    (only when it is not the textbook step: several micro-batches, tp/pp, an HSDP shard group)."""
+    from zerocalc.schemes import GradSync, get_scheme
+
+    first = df.iloc[0]
+    mb, sync = int(first.get("micro_batches", 1)), str(first.get("grad_sync", "every"))
+    layout = int(first.get("tp", 1)) * int(first.get("pp", 1)) > 1
+    hybrid = "fsdp-hybrid" in set(df["scheme"])
+    if mb == 1 and not layout and not hybrid:
+        return []
+    short = {"all_reduce": "AR", "reduce_scatter": "RS", "all_gather": "AG", "broadcast": "BC", "reduce": "R",
+             "all_to_all": "A2A"}
+    out = []
+    if mb > 1:
+        parts = []
+        for name in dict.fromkeys(df["scheme"]):
+            s = get_scheme(name)
+            runs = ", ".join(f"{short[ph.collective.value]}({ph.side.value}) ×"
+                             f"{mb if ph.runs(sync) != 1 else 1}" for ph in s.phases)
+            choice = " [--grad-sync]" if s.grad_sync_choice else ""
+            parts.append(f"{name}: {runs}{choice}")
+        mode = "" if sync == GradSync.EVERY.value else " under --grad-sync boundary"
+        out.append(f"runs per optimizer step of {mb} micro-batches{mode} (zerocalc derive SCHEME cites each "
+                   "rule): " + "; ".join(parts))
+    dp = int(first["dp_size"])
+    groups = [f"collectives run on the data-parallel group of N = {dp} ranks"
+              + (f" (world {int(first['n'])} / (tp·pp))" if layout else "")]
+    if hybrid:
+        h = int(df.loc[df["scheme"] == "fsdp-hybrid", "hsdp_shard_size"].iloc[0])
+        groups.append(f"except fsdp-hybrid's: gathers and reduce-scatter in shard groups of H = {h}, "
+                      f"all-reduce across replicate groups of N/H = {dp // h}")
+    if "zeropp" in set(df["scheme"]):
+        groups.append("and zeropp's hpZ/qgZ: in the node, then across nodes")
+    out.append("groups: " + "; ".join(groups))
+    return out
+
+
+def _with_collectives(df, reuse_distance: float):
+    """``df`` with a ``collectives`` column (JSON only): per scheme, its phases in step order with their
+    group, group size, side, element bytes, cadence and runs per optimizer step
+    (:func:`zerocalc.evaluate.phase_records`)."""
+    from zerocalc.evaluate import phase_records
+
+    recs = []
+    for r in df.itertuples(index=False):
+        tp_pp = int(r.tp) * int(r.pp)
+        g_dp = _dp_gpus_per_node(int(r.gpus_per_node), int(r.tp), int(r.dp_size))
+        recs.append(phase_records(r.scheme, psi=float(r.psi) / tp_pp, n=int(r.dp_size), gpus_per_node=g_dp,
+                                  param_bytes=float(r.param_comm_bytes_per_element),
+                                  grad_bytes=float(r.grad_comm_bytes_per_element),
+                                  micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
+                                  hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance))
+    return df.assign(collectives=recs)
+
+
+def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:
+    """Ranks of one data-parallel group on a node (:func:`zerocalc.evaluate.data_parallel_layout`)."""
+    return min(g // tp if g % tp == 0 else 1, dp)
 
 
 def render_table(df, fmt: TableFormat, caption: str | None = None) -> str:
@@ -398,13 +506,36 @@ def render_table(df, fmt: TableFormat, caption: str | None = None) -> str:
 @app.command("table")
 def table_command(
     psi: str = typer.Option(None, "--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T [default: 7.5e9]."),
-    n: int = typer.Option(64, "--n", help="Data-parallel ranks N."),
+    n: int = typer.Option(64, "--n", help="GPUs in the world: the data-parallel degree N when --tp and --pp "
+                                          "are 1, else N = n/(tp·pp)."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node",
                                       help="GPUs per node [default: the topology's]."),
     topology: str = typer.Option(
         "dgx-a100", "--topology",
         help=_TOPOLOGY_HELP),
-    dtype: str = typer.Option("fp16", "--dtype", help=_DTYPE_HELP),
+    dtype: str = typer.Option(None, "--dtype", help=_DTYPE_HELP + " Sets both sides [default: fp16]."),
+    param_dtype: str = typer.Option(None, "--param-dtype",
+                                    help="Dtype of the parameter-side collectives (all-gather, broadcast of "
+                                         "parameters), e.g. FSDP2 param_dtype [default: --dtype]."),
+    grad_dtype: str = typer.Option(None, "--grad-dtype",
+                                   help="Dtype of the gradient-side collectives (all-reduce, reduce-scatter, "
+                                        "reduce), e.g. FSDP2 reduce_dtype [default: --dtype]."),
+    micro_batches: int = typer.Option(1, "--micro-batches",
+                                      help="Micro-batches per optimizer step (gradient accumulation); each "
+                                           "scheme runs its collectives per micro-batch or per step as its "
+                                           "implementation does (zerocalc derive SCHEME)."),
+    grad_sync: str = typer.Option("every", "--grad-sync",
+                                  help="every or boundary: where the implementation lets you choose (DDP "
+                                       "and FSDP no_sync() / set_requires_gradient_sync(False)), reduce "
+                                       "gradients every micro-batch or only in the last."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel degree (the data-parallel group is n/(tp·pp))."),
+    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel degree."),
+    hsdp_shard_size: int = typer.Option(None, "--hsdp-shard-size",
+                                        help="fsdp-hybrid: ranks in one shard group H [default: the data-"
+                                             "parallel group's GPUs per node]."),
+    reuse_distance: float = typer.Option(1e9, "--reuse-distance",
+                                         help="deepspeed-zero3: stage3_max_reuse_distance, parameter "
+                                              "elements [default: DeepSpeed's 1e9]."),
     k: float = typer.Option(12.0, "--k",
                             help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
     schemes: str = typer.Option(None, "--schemes", help="Comma-separated scheme names [default: all]."),
@@ -428,23 +559,31 @@ def table_command(
     sort: str = typer.Option(None, "--sort", help="time: the schemes that fit first, fastest first "
                                                   "(ring time); memory: least memory first."),
 ) -> None:
-    """Per-rank bytes sent per step, α-β time per algorithm, NCCL's own choice and time, and memory
-    per GPU of each scheme.
+    """Per-rank bytes sent per optimizer step, α-β time per algorithm, NCCL's own choice and time, and
+    memory per GPU of each scheme.
 
-    With --gpu-memory, which schemes' model states fit on one GPU; with --sort time, the fastest
-    of those that fit comes first: the stage to use on this cluster."""
+    With --micro-batches, each scheme's collectives run per micro-batch or per optimizer step as its
+    implementation does them (zerocalc derive SCHEME cites the rule). With --gpu-memory, which schemes'
+    model states fit on one GPU; with --sort time, the fastest of those that fit comes first: the
+    stage to use on this cluster."""
     from zerocalc.evaluate import evaluate
 
     psi_count, preset = model_psi(psi, model, default="7.5e9")
     topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
     names = _scheme_names(schemes, "--schemes")
+    wire = _wire_dtypes(dtype, param_dtype, grad_dtype)
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
-                  comm_dtype=dtype, k=k)
+                  comm_dtype=wire.comm, k=k, param_dtype=wire.param, grad_dtype=wire.grad,
+                  micro_batches=micro_batches, grad_sync=grad_sync.strip().lower(), tp=tp, pp=pp,
+                  hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
     warn_implausible(psi=psi_count, n=n)
-    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto))
+    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance))
     df, memory_note = _fits(df, gpu_memory, topo, sort)
     notes += [memory_note] if memory_note else []
-    caption = table_caption(df, psi_count, topo.name, dtype, k)
+    notes += _step_notes(df)
+    if fmt is TableFormat.json:
+        df = _with_collectives(df, reuse_distance)
+    caption = table_caption(df, psi_count, topo.name, wire.label, k)
     if preset is not None:
         caption = f"{preset.title}: {caption} [Psi: {preset.source}]"
     text = render_table(df, fmt, caption)
@@ -505,47 +644,118 @@ def warn_implausible(psi: float | None = None, n: float | None = None) -> None:
         _echo_err(f"warning: {line}")
 
 
-@app.command("derive")
-def derive_command(
-    scheme: str = typer.Argument(..., help="Scheme name, e.g. zero2, colocated, fsdp-hybrid."),
-    algorithm: str = typer.Option("ring", "--algorithm", help="ring, recursive, tree or hierarchical."),
-    nccl: bool = typer.Option(False, "--nccl", help="Also NCCL's own Ring and Tree time formulas (tuning.cc) "
-                              "for the scheme's collectives."),
-) -> None:
-    """The symbolic per-rank volume, step time and memory of one scheme (pretty and LaTeX)."""
+class DeriveFormat(StrEnum):
+    """Output formats of ``zerocalc derive``."""
+
+    text = "text"
+    latex = "latex"
+    json = "json"
+
+
+def _derive_parts(s, alg, grad_sync: str, nccl: bool) -> list[tuple[str, str, object]]:
+    """(key, label, expression) of what ``derive`` shows for scheme ``s``."""
     import sympy
 
-    from zerocalc.collectives import as_algorithm
     from zerocalc.memory import model_state_bytes
-    from zerocalc.schemes import get_scheme
 
-    s = get_scheme(scheme)
-    alg = as_algorithm(algorithm)
-    same = "yes" if s.equivalent_to_dp else ("no; yes at N = 1" if s.exact_on_one_rank else "no")
-    typer.echo(f"{s.name}: {s.title}  (update equals data parallel: {same})")
-    typer.echo(f"source: {s.source}")
-    typer.echo("phases per step:")
-    for ph in s.phases:
-        calls = "" if ph.calls == 1 else f"{ph.calls} × "
-        typer.echo(f"  {calls}{ph.collective.value} of {ph.elements} elements × {ph.elem_bytes} B "
-                   f"on {ph.group.value}: {ph.purpose}")
     parts = [
-        (f"bytes sent per rank per step ({alg.value})", sympy.factor(sympy.simplify(s.bytes_per_rank(alg)))),
-        (f"communication time per step, s ({alg.value})", s.time_s(alg)),
-        ("model-state bytes per rank", sympy.simplify(model_state_bytes(s.name))),
+        ("bytes_per_rank", f"bytes sent per rank per optimizer step ({alg.value})",
+         sympy.factor(sympy.simplify(s.bytes_per_rank(alg, grad_sync)))),
+        ("time_s", f"communication time per optimizer step, s ({alg.value})", s.time_s(alg, grad_sync)),
+        ("memory_bytes_per_rank", "model-state bytes per rank",
+         sympy.simplify(model_state_bytes(s.name, grad_sync))),
     ]
     if nccl:
         from zerocalc.nccl.formula import formulas
 
-        colls = list(dict.fromkeys(ph.collective.value for ph in s.phases))
-        for coll in colls:
+        for coll in dict.fromkeys(ph.collective.value for ph in s.phases):
             for name, expr in formulas(coll).items():
-                parts.append((f"NCCL {name} time of one {coll} of n bytes, µs (NCCL 2.30 tuning.cc; "
-                              "see zerocalc.nccl.formula for the symbols)", expr))
-    for label, expr in parts:
+                parts.append((f"nccl_{name}_{coll}".lower(), f"NCCL {name} time of one {coll} of n bytes, µs "
+                              "(NCCL 2.30 tuning.cc; see zerocalc.nccl.formula for the symbols)", expr))
+    return parts
+
+
+def _phase_line(ph, grad_sync: str) -> str:
+    side = {"param": "parameter dtype", "grad": "reduction dtype", "fixed": "fixed width"}[ph.side.value]
+    calls = "" if ph.calls == 1 else f"{ph.calls} × "
+    return (f"{calls}{ph.collective.value} of {ph.elements} elements × {ph.elem_bytes} B ({side}) on the "
+            f"{ph.group.description}, {ph.when(grad_sync)}: {ph.purpose}")
+
+
+@app.command("derive")
+def derive_command(
+    scheme: str = typer.Argument(..., help="Scheme name, e.g. zero2, colocated, fsdp-hybrid."),
+    algorithm: str = typer.Option("ring", "--algorithm", help="ring, recursive, tree or hierarchical."),
+    grad_sync: str = typer.Option("every", "--grad-sync",
+                                  help="every or boundary: the gradient-sync mode of DDP and FSDP "
+                                       "(no_sync)."),
+    fmt: Annotated[DeriveFormat, typer.Option("--format", help="text (pretty and LaTeX), latex or json.")] = (
+        DeriveFormat.text),
+    nccl: bool = typer.Option(False, "--nccl", help="Also NCCL's own Ring and Tree time formulas (tuning.cc) "
+                              "for the scheme's collectives."),
+) -> None:
+    """The symbolic per-rank volume, time and memory of one scheme per optimizer step of n_mb micro-batches,
+    with what runs per micro-batch and per step (and its source), each collective's dtype side and group,
+    and a legend of the symbols."""
+    import shutil
+    import textwrap
+
+    import sympy
+
+    from zerocalc.collectives import as_algorithm
+    from zerocalc.schemes import as_grad_sync, get_scheme
+    from zerocalc.symbols import SYMBOLS
+
+    s = get_scheme(scheme)
+    alg = as_algorithm(algorithm)
+    sync = as_grad_sync(grad_sync.strip().lower()).value
+    parts = _derive_parts(s, alg, sync, nccl)
+    used = set().union(*(sympy.sympify(e).free_symbols for _, _, e in parts))
+    legend = [(name, info) for name, info in SYMBOLS.items() if info.symbol in used]
+    same = "yes" if s.equivalent_to_dp else ("no; yes at N = 1" if s.exact_on_one_rank else "no")
+    if fmt is DeriveFormat.json:
+        import json
+
+        doc = {
+            "scheme": s.name, "title": s.title, "alias_of": s.alias_of,
+            "equivalent_to_dp": s.equivalent_to_dp, "exact_on_one_rank": s.exact_on_one_rank,
+            "source": s.source, "micro_batch_rule": s.micro_batch_rule,
+            "grad_sync": sync, "grad_sync_choice": s.grad_sync_choice, "algorithm": alg.value,
+            "phases": [{"collective": ph.collective.value, "elements": str(ph.elements),
+                        "calls": str(ph.calls),
+                        "side": ph.side.value, "elem_bytes": str(ph.elem_bytes), "group": ph.group.value,
+                        "group_size": str(ph.group.size), "cadence": ph.cadence.value,
+                        "runs_per_step": str(ph.runs(sync)), "purpose": ph.purpose} for ph in s.phases],
+            "expressions": {key: {"label": label, "text": str(expr), "latex": sympy.latex(expr)}
+                            for key, label, expr in parts},
+            "symbols": {name: {"meaning": info.meaning, "unit": info.unit, "latex": sympy.latex(info.symbol)}
+                        for name, info in legend},
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    if fmt is DeriveFormat.latex:
+        for _, label, expr in parts:
+            typer.echo(f"% {label}\n{sympy.latex(expr)}")
+        return
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+
+    def para(text: str, indent: str = "") -> None:
+        typer.echo(textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  "))
+
+    para(f"{s.name}: {s.title}  (update equals data parallel: {same})")
+    para(f"source: {s.source}")
+    para(f"per micro-batch / per optimizer step: {s.micro_batch_rule}"
+         + (f" [--grad-sync {sync}]" if s.grad_sync_choice else ""))
+    typer.echo("phases of one optimizer step of n_mb micro-batches:")
+    for ph in s.phases:
+        para(_phase_line(ph, sync), "  ")
+    for _, label, expr in parts:
         typer.echo(f"\n{label}:")
-        typer.echo(sympy.pretty(expr, use_unicode=True, wrap_line=False))
+        typer.echo(sympy.pretty(expr, use_unicode=True, num_columns=width))
         typer.echo(f"LaTeX: {sympy.latex(expr)}")
+    typer.echo("\nsymbols:")
+    for name, info in legend:
+        para(f"{sympy.pretty(info.symbol, use_unicode=True)} ({name}): {info.meaning} [{info.unit}]", "  ")
 
 
 # ---------------------------------------------------------------------------
