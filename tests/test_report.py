@@ -506,3 +506,21 @@ def test_in_short_verdict_follows_the_simulation(steps, equivalent, start):
     data = SimpleNamespace(extra={"feasibility": SimpleNamespace(runs=[run])})
     sentence = verdict_sentence(data)
     assert sentence.startswith(start) and sentence.endswith(".") and ". " not in sentence
+
+
+def test_a_table_too_wide_for_the_page_wraps_its_prose_column_instead_of_running_off():
+    """A cell of 300 characters (a symbol's long meaning, say) would put the table past the right
+    margin even at the smallest size: its column is wrapped and every line stays inside the text."""
+    from zerocalc.report.layout import Writer
+    from zerocalc.report.page import MARGIN_X, MONO_EM, TEXT_W
+
+    drawn = []
+    w = Writer("test")
+    w.text = lambda x, y, s, size, **kw: drawn.append((x, s, size, kw.get("ha", "left")))
+    long = " ".join(["word"] * 60)
+    w.table(["symbol", "meaning", "unit"], [["b_p", long, "bytes/element"], ["N", "ranks", "ranks"]],
+            align="lll", size=7.5)
+    right = max(x + (0 if ha == "right" else len(s) * size * MONO_EM / 72) for x, s, size, ha in drawn)
+    assert right <= MARGIN_X + TEXT_W + 1e-6
+    assert any(s == "bytes/element" for _x, s, _size, _ha in drawn)  # the last column is drawn, on the page
+    assert sum(1 for _x, s, _size, _ha in drawn if s.startswith("word")) > 1  # the long cell is wrapped

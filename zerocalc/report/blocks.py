@@ -78,16 +78,31 @@ def table(w: Writer, header: Sequence[str], rows: Sequence[Sequence[str]], *, al
 
     ``align`` has one letter per column, ``l`` or ``r`` (default: first left, the rest right).
     ``wrap`` maps a column index to its width in characters: longer cells in that column
-    are wrapped onto several lines (at spaces) instead of widening the table.
+    are wrapped onto several lines (at spaces) instead of widening the table. A table too wide
+    even at ``min_size`` has its widest left-aligned columns wrapped until it fits at ``size``.
     """
     ncol = len(header)
     align = align or ("l" + "r" * (ncol - 1))
-    wrap = wrap or {}
-    cells = [[textwrap.wrap(str(c), wrap[j], break_on_hyphens=False) or [""] if j in wrap else [str(c)]
-              for j, c in enumerate(r)] for r in rows]
-    widths = [max(len(str(header[j])), *(len(line) for r in cells for line in r[j])) for j in range(ncol)]
+    wrap = dict(wrap or {})
     gap = 2
-    chars = sum(widths) + gap * (ncol - 1) + 0.5
+
+    def layout() -> tuple[list[list[list[str]]], list[int], float]:
+        cells = [[textwrap.wrap(str(c), wrap[j], break_on_hyphens=False) or [""] if j in wrap else [str(c)]
+                  for j, c in enumerate(r)] for r in rows]
+        widths = [max(len(str(header[j])), *(len(line) for r in cells for line in r[j])) for j in range(ncol)]
+        return cells, widths, sum(widths) + gap * (ncol - 1) + 0.5
+
+    cells, widths, chars = layout()
+    # Too wide even at min_size: wrap the widest left-aligned column (the prose one) so that the
+    # table fits at the size asked for, rather than running off the page.
+    while chars * min_size * MONO_EM / 72 > TEXT_W:
+        j = max((k for k in range(ncol) if align[k] == "l" and widths[k] > 16), key=lambda k: widths[k],
+                default=None)
+        if j is None:
+            break
+        fit = int(TEXT_W * 72 / (size * MONO_EM) - (chars - widths[j]))
+        wrap[j] = max(16, min(fit, widths[j] - 1))
+        cells, widths, chars = layout()
     size = min(size, max(min_size, TEXT_W * 72 / (chars * MONO_EM)))
     char_w = size * MONO_EM / 72
     step = size * 1.45 / 72
