@@ -1,0 +1,50 @@
+"""``zerocalc check --format csv|markdown`` and ``--schemes`` (``--scheme`` kept) on a real run.
+
+ddp-bf16 (tests/data/traces/real-runs/README.md): one bf16 all-reduce of Ψ = 71,104 on 4 ranks per step,
+so a rank sends 2·3/4·71,104·2 B = 213,312 B and only dp matches.
+"""
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+RUN = str(Path(__file__).parent / "data" / "traces" / "real-runs" / "ddp-bf16")
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_csv_has_one_row_per_scheme_named():
+    r = _run("check", RUN, "--schemes", "dp,zero2", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(io.StringIO(r.stdout))
+    assert list(df["scheme"]) == ["dp", "zero2"]
+    assert set(df["measured_bytes_per_rank_per_step"]) == {2 * 3 / 4 * 71_104 * 2}
+    assert df.set_index("scheme")["consistent"].to_dict() == {"dp": True, "zero2": False}
+
+
+def test_markdown_table_and_the_scheme_alias():
+    r = _run("check", RUN, "--scheme", "dp", "--format", "markdown")
+    assert r.exit_code == 0, r.output
+    assert "| scheme |" in r.stdout and "\n| dp |" in r.stdout
+    assert "Consistent with the trace (best first): dp" in r.stdout
+
+
+def test_json_reports_world_size_micro_batches_and_pattern_groups():
+    d = json.loads(_run("check", RUN, "--format", "json").stdout)
+    assert (d["world_size"], d["micro_batches"], d["grad_sync"]) == (4, 1, None)
+    dp = next(s for s in d["schemes"] if s["scheme"] == "dp")
+    assert [(e["op"], e["group"], e["dtype"]) for e in dp["measured_pattern"]] == [("all_reduce", 4, "bf16")]
+
+
+def test_bad_format_and_micro_batches_are_one_line_errors():
+    for args, opt in ((("--format", "xml"), "--format"), (("--micro-batches", "0"), "--micro-batches")):
+        r = _run("check", RUN, *args)
+        assert r.exit_code == 2 and r.stderr.startswith(f"error: {opt}") and r.stderr.count("\n") == 1
