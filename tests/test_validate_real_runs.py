@@ -155,3 +155,14 @@ def test_gradient_accumulation_runs_check_as_the_implementation_that_ran(case):
     if scheme in ("deepspeed-zero1", "deepspeed-zero2"):
         other = {"deepspeed-zero1": "deepspeed-zero2", "deepspeed-zero2": "deepspeed-zero1"}[scheme]
         assert other not in res.matches
+
+
+def test_deepspeed_zero3_with_reuse_distance_zero_is_named():
+    # README: stage3_max_reuse_distance 0, no prefetch: every layer gathered again in backward, so per
+    # micro-batch 2Ψ gathered and Ψ reduce-scattered: the textbook ZeRO-3 pattern, and DeepSpeed ZeRO-3's
+    # at reuse distance 0 (its default 1e9 keeps the forward gather)
+    ts = read_traces(RUNS / "ds-zero3-ga4-reuse0-prefetch0")
+    res = check(ts.table, meta=ts.meta)
+    assert "zero3" in res.matches and "deepspeed-zero3" not in res.matches
+    assert res.as_dict()["matches_if_parameters_gathered_again_in_backward"] == ["deepspeed-zero3"]
+    assert any("stage3_max_reuse_distance = 0" in t for t in res.notes)

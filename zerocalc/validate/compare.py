@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
 from zerocalc.validate.accounting import RTOL, ring_bytes_factor
@@ -47,6 +47,9 @@ class SchemeComparison:
     #: gather kept for backward (:data:`_REUSED_PARAMETERS`)
     matches_if_reused: bool = False
     predicted_groups: tuple[Entry, ...] = ()
+    #: the pattern and volume match once every parameter is gathered again in backward
+    #: (stage3_max_reuse_distance = 0, or a model past it)
+    matches_if_regathered: bool = False
     measured_groups: tuple[Entry, ...] = ()
 
     def as_record(self, psi: float) -> dict:
@@ -71,6 +74,7 @@ class SchemeComparison:
             "equivalent_to_dp": self.equivalent_to_dp,
             "predicted_time_s": None if math.isnan(self.predicted_time_s) else self.predicted_time_s,
             "matches_if_reused": self.matches_if_reused,
+            "matches_if_regathered": self.matches_if_regathered,
         }
 
 
@@ -99,6 +103,8 @@ class Pricing:
     h: int | None = None
     micro_batches: int = 1
     grad_sync: str = "every"
+    #: DeepSpeed's stage3_max_reuse_distance (None: its default, evaluate.DEFAULT_REUSE_DISTANCE)
+    reuse_distance: float | None = None
 
 
 def pricing_of(m: Measurement, gpus_per_node: int | None = None) -> Pricing:
@@ -136,7 +142,8 @@ def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | No
     base = {S.Psi: pricing.psi, S.N: pricing.n, S.G: pricing.g}
     for name, v in (("H", pricing.h or pricing.g), ("n_mb", pricing.micro_batches),
                     ("b_p", pricing.param_bytes), ("b_g", pricing.grad_bytes),
-                    ("D_reuse", getattr(evaluate, "DEFAULT_REUSE_DISTANCE", 1e9))):
+                    ("D_reuse", pricing.reuse_distance if pricing.reuse_distance is not None
+                     else getattr(evaluate, "DEFAULT_REUSE_DISTANCE", 1e9))):
         if hasattr(S, name):
             base[getattr(S, name)] = v
     for ph in scheme.phases:
@@ -265,6 +272,14 @@ def compare(
         # the same with the scheme's all-gathers halved: the forward gather kept for backward
         reused = (not pattern_match and order != "different" and any(o == "all_gather" for o, _ in pkeys)
                   and _same_elements(mkeys, pkeys, halve_gathers=True))
+        regathered = False
+        if not pattern_match and m.n > 1 and any(
+                getattr(S_, "name", "") == "D_reuse" for ph in sch.phases
+                for S_ in getattr(ph.elements, "free_symbols", ())):
+            re_fine = predicted_groups(sch, replace(pricing, reuse_distance=0.0))
+            re_total = sum(b for *_, b in re_fine)
+            regathered = (re_total > 0 and math.isclose(measured / re_total, 1.0, rel_tol=RTOL)
+                          and _same_elements(mkeys, _by_op_and_group(re_fine)))
         if m.n == 1:
             ratio, volume_match, pattern_match, reused = math.nan, False, False, False
         t_pred = math.nan
@@ -278,7 +293,7 @@ def compare(
             explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
                          else _explain(name, pred, meas, ratio, order, m.psi, fine, meas_fine)),
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
-            predicted_groups=fine, measured_groups=meas_fine,
+            predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
         ))
     return out
 

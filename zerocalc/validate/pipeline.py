@@ -43,6 +43,8 @@ class CheckResult:
             "matches": list(self.matches),
             "indistinguishable": [list(g) for g in self.indistinguishable],
             "matches_if_parameters_kept_for_backward": list(self.reused),
+            "matches_if_parameters_gathered_again_in_backward": [
+                c.scheme for c in self.comparisons if c.matches_if_regathered],
             "measured_bytes_per_rank_per_step": m.bytes_per_rank_per_step,
             "categories": m.categories.to_dict(orient="records"),
             "schemes": [c.as_record(m.psi) for c in self.comparisons],
@@ -89,6 +91,10 @@ def check(
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
+    regathered = [c.scheme for c in comps if c.matches_if_regathered]
+    if regathered:
+        notes.append(f"{', '.join(regathered)} with stage3_max_reuse_distance = 0 (or a model past it: every "
+                     "parameter gathered again in backward) sends exactly this pattern")
     return CheckResult(
         measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
