@@ -524,3 +524,21 @@ def test_a_table_too_wide_for_the_page_wraps_its_prose_column_instead_of_running
     assert right <= MARGIN_X + TEXT_W + 1e-6
     assert any(s == "bytes/element" for _x, s, _size, _ha in drawn)  # the last column is drawn, on the page
     assert sum(1 for _x, s, _size, _ha in drawn if s.startswith("word")) > 1  # the long cell is wrapped
+
+
+def test_micro_batch_section_prices_each_rule():
+    # The section's table: DeepSpeed ZeRO-1 pays the same per optimizer step at k = 8 as at k = 1
+    # (boundary all-reduce), ZeRO-2 (2k + 1)/3 times (all-reduce every micro-batch, one all-gather).
+    from zerocalc.report.config import ReportConfig
+    from zerocalc.report.sections import micro_batches
+
+    class _Data:
+        extra: dict = {}
+
+    cfg = ReportConfig()
+    data = _Data()
+    micro_batches.collect(cfg, data, lambda *_: None)
+    df = data.extra["micro_batches"].set_index(["label", "micro_batches"])["bytes_per_rank"]
+    assert df[("deepspeed-zero1", 8)] == pytest.approx(df[("deepspeed-zero1", 1)])
+    assert df[("deepspeed-zero2", 8)] == pytest.approx(df[("deepspeed-zero2", 1)] * 17 / 3)
+    assert df[("dp (DDP no_sync)", 32)] == pytest.approx(df[("dp (DDP)", 1)])

@@ -353,3 +353,40 @@ def plot_nccl_sweeps(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None)
             ax_r.set_ylabel("predicted / measured")
             ax.legend(fontsize="x-small", frameon=False)
     return _root(target)
+
+
+def plot_bytes_vs_micro_batches(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) -> Figure:
+    """Bytes one rank sends per optimizer step against the micro-batches per step, one line per
+    implementation (left), and the same per micro-batch (right).
+
+    Columns: ``label`` (the line's name: scheme and gradient-sync mode), ``micro_batches``,
+    ``bytes_per_rank`` (per optimizer step) and ``bytes_per_rank_per_micro_batch``; ``psi`` and ``n``
+    for the title when single-valued. The rules behind each line are the schemes' own
+    (:attr:`zerocalc.schemes.Scheme.micro_batch_rule`).
+    """
+    _require(df, ["label", "micro_batches", "bytes_per_rank", "bytes_per_rank_per_micro_batch"],
+             "plot_bytes_vs_micro_batches")
+    target = _target(fig, (9.0, 4.0))
+    ax_step, ax_mb = target.subplots(1, 2)
+    for i, (label, g) in enumerate(df.groupby("label", sort=False)):
+        g = g.sort_values("micro_batches")
+        style = dict(color=_color(str(label), i), marker=_MARKERS[i % len(_MARKERS)],
+                     markersize=3, linestyle=_LINESTYLES[i % 2], linewidth=1.3)
+        ax_step.plot(g["micro_batches"], g["bytes_per_rank"], label=str(label), **style)
+        ax_mb.plot(g["micro_batches"], g["bytes_per_rank_per_micro_batch"], **style)
+    for ax in (ax_step, ax_mb):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("micro-batches per optimizer step")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _p: f"{x:g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _p: _si(x) + "B"))
+    ax_step.set_ylabel("bytes sent per rank per optimizer step")
+    ax_mb.set_ylabel("bytes sent per rank per micro-batch (average)")
+    ax_step.set_yscale("log")
+    if {"psi", "n"} <= set(df.columns) and df["psi"].nunique() == 1 and df["n"].nunique() == 1:
+        ax_step.set_title(f"Ψ = {_count(float(df['psi'].iloc[0]))} parameters, N = {int(df['n'].iloc[0])}",
+                          fontsize="medium")
+    ax_mb.set_title("per micro-batch, boundary collectives shared out", fontsize="medium")
+    target.legend(*ax_step.get_legend_handles_labels(), loc="outside lower center", ncols=3,
+                  fontsize="small", frameon=False)
+    return _root(target)

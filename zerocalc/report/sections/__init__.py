@@ -45,6 +45,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("derivations", "Derivations"),  # continues on the page the model's tables end on
     Section("volume_table", "Volume, time and memory per scheme", new_page=True),
     Section("figures", "Figures", progress="drawing the figures"),
+    Section("micro_batches", "Gradient accumulation: bytes per optimizer step", new_page=True),
     Section("validation", "Validation against real traces", new_page=True),
     Section("nccl_sweeps", "NCCL's own cost model against nccl-tests sweeps", new_page=True),
     Section("verdict", "Verdict and implementation plan", new_page=True),
