@@ -44,12 +44,15 @@ def _synth():
 
 def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
     """(wall seconds, peak RSS in MB, exit status) of a command in a fresh process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
+    # output to a file, not /dev/null: grep stops at the first match when it writes to /dev/null
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=errf, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        errf.seek(0)
+        err = errf.read().decode(errors="replace").strip()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
     if proc.returncode:
         print(f"    {' '.join(cmd[:4])}...: exit {proc.returncode}: {err.splitlines()[-1] if err else ''}")
     return wall, usage.ru_maxrss / 1024, proc.returncode
