@@ -58,7 +58,7 @@ def main() -> None:
     for i, name in sample:
         s = SCHEMES[name]
         subs = {S.Psi: float(psi[i]), S.N: int(n[i]), S.G: 8, S.b_comm: 2, S.b_param: 2, S.b_grad: 2,
-                S.K: 12,
+                S.K: 12, S.b_p: 2, S.b_g: 2, S.n_mb: 1, S.H: 8, S.D_reuse: 1e9,
                 S.alpha_intra: topo["alpha_intra"], S.alpha_inter: topo["alpha_inter"],
                 S.bw_intra: topo["bw_intra"], S.bw_inter: topo["bw_inter"], S.gamma: topo["gamma"]}
         exprs = {"bytes_per_rank": s.bytes_per_rank(), "memory_bytes_per_rank": model_state_bytes(name)}

@@ -31,17 +31,21 @@ DEFAULT_REUSE_DISTANCE = 1e9
 
 
 def _expression(scheme: str, quantity: str, algorithm: str,
-                grad_sync: str = GradSync.EVERY.value) -> sympy.Expr:
+                grad_sync: str = GradSync.EVERY.value, shard_is_node: bool = False) -> sympy.Expr:
+    """The model expression; with ``shard_is_node`` HSDP's shard group is the node (H = G), which
+    folds its one-node-or-not cases away (a cheaper numpy function for the default layout)."""
     sch = get_scheme(scheme)
     if quantity == "bytes":
-        return sch.bytes_per_rank(algorithm, grad_sync)
-    if quantity == "time":
-        return sch.time_s(algorithm, grad_sync)
-    if quantity == "memory":
+        expr = sch.bytes_per_rank(algorithm, grad_sync)
+    elif quantity == "time":
+        expr = sch.time_s(algorithm, grad_sync)
+    elif quantity == "memory":
         from zerocalc.memory import model_state_bytes
 
-        return model_state_bytes(scheme, grad_sync)
-    raise ValueError(f"unknown quantity {quantity!r}")
+        expr = model_state_bytes(scheme, grad_sync)
+    else:
+        raise ValueError(f"unknown quantity {quantity!r}")
+    return expr.subs(S.H, S.G) if shard_is_node else expr
 
 
 @cache
@@ -255,7 +259,7 @@ def evaluate_arrays(
     ring = Algorithm.RING.value
     columns = [("bytes_per_rank", "bytes", ring), ("memory_bytes_per_rank", "memory", ring)]
     columns += [(f"time_s_{a.value}", "time", a.value) for a in algs]
-    keys = tuple((name, q, alg, sync) for name in names for _, q, alg in columns)
+    keys = tuple((name, q, alg, sync, hsdp_shard_size is None) for name in names for _, q, alg in columns)
     results = iter(compiled_many(keys)(*args))
     per_scheme = {
         name: {col: np.broadcast_to(np.asarray(next(results), dtype=float), shape) for col, _, _ in columns}
