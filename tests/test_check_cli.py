@@ -46,8 +46,9 @@ def test_check_table_gloo_names_consistent_schemes():
     r = _run("check", *GLOO, "--psi", "377856", "--n", "4")
     assert r.exit_code == 0, r.output
     # one all-gather and one reduce-scatter of Ψ each: the three cannot be told apart, so no order among them
-    assert ("consistent with the trace (best first): zero1 = zero2 = deepspeed-zero3 = fsdp-shard-grad-op"
-            in r.stdout)
+    # (DeepSpeed ZeRO-3 with the forward gather kept for backward, the regime it is said to match at)
+    assert ("consistent with the trace (best first): zero1 = zero2 = deepspeed-zero3 (reuse distance ≥ 2Ψ: "
+            "parameters kept for backward) = fsdp-shard-grad-op" in r.stdout)
     assert "cannot tell apart" in r.stdout
 
 
@@ -116,3 +117,24 @@ def test_empty_or_repeated_scheme_lists():
     r = _run("check", RESNET, "--scheme", "dp,zero2", "--scheme", "dp", "--format", "json")
     assert r.exit_code == 0, r.output
     assert [s["scheme"] for s in json.loads(r.stdout)["schemes"]] == ["dp", "zero2"]
+
+
+def test_check_says_the_reuse_regime_deepspeed_zero3_matched_at():
+    # tests/data/traces/real-runs/README.md: ds-zero3-ga4-reuse0-prefetch0 gathers every layer again in
+    # backward (stage3_max_reuse_distance 0); ds-zero3-ga4 keeps the forward gather
+    runs = DATA / "real-runs"
+    r = _run("check", str(runs / "ds-zero3-ga4-reuse0-prefetch0"))
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if x.startswith("consistent with the trace"))
+    assert "deepspeed-zero3 (reuse distance 0: every parameter gathered again in backward)" in line
+    r = _run("check", str(runs / "ds-zero3-ga4"), "--format", "json")
+    d = json.loads(r.stdout)
+    assert "deepspeed-zero3" in d["matches"]
+    assert "parameters kept for backward" in d["matches_reuse_regime"]["deepspeed-zero3"]["regime"]
+    r = _run("check", str(runs / "ds-zero3-ga4"), "--reuse-distance", "0", "--format", "json")
+    assert "deepspeed-zero3" not in json.loads(r.stdout)["matches"]
+
+
+def test_check_refuses_a_negative_reuse_distance():
+    r = runner.invoke(app, ["check", str(DATA / "real-runs" / "ds-zero3-ga4"), "--reuse-distance", "-1"])
+    assert r.exit_code == 2 and "--reuse-distance" in r.stderr and len(r.stderr.strip().splitlines()) == 1

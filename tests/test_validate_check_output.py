@@ -92,9 +92,9 @@ def test_summary_names_zero3_with_parameters_kept_for_backward():
     r = runner.invoke(app, ["check", *GLOO, "--psi", "377856", "--n", "4"])
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("consistent with the trace"))
-    assert line.startswith("consistent with the trace (best first): zero1 = zero2 = deepspeed-zero3 = "
-                           "fsdp-shard-grad-op; also zero3, fsdp-full-shard, fsdp-hybrid with the parameters "
-                           "kept for backward")
+    assert line.startswith("consistent with the trace (best first): zero1 = zero2 = deepspeed-zero3 (reuse "
+                           "distance ≥ 2Ψ: parameters kept for backward) = fsdp-shard-grad-op; also zero3, "
+                           "fsdp-full-shard, fsdp-hybrid with the parameters kept for backward")
     assert "stage3_max_reuse_distance" in line
     d = json.loads(runner.invoke(app, ["check", *GLOO, "--psi", "377856", "--n", "4", "--format",
                                        "json"]).stdout)

@@ -85,7 +85,9 @@ def test_schemes_the_trace_cannot_tell_apart_are_not_ranked(traces):
     tied = [set(g) for g in res.indistinguishable]
     assert {"zero3", "fsdp-full-shard"} <= tied[0]
     # tied schemes keep the scheme list's order, whatever their step boundary looks like
-    assert list(res.matches) == [s for s in ("zero3", "fsdp-full-shard", "fsdp-hybrid") if s in res.matches]
+    # (DeepSpeed ZeRO-3 at reuse distance 0 sends this too: every parameter gathered again in backward)
+    order = ("zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-hybrid")
+    assert list(res.matches) == [s for s in order if s in res.matches]
 
 
 def test_one_process_driving_two_gpus_is_two_ranks():
@@ -157,12 +159,91 @@ def test_gradient_accumulation_runs_check_as_the_implementation_that_ran(case):
         assert other not in res.matches
 
 
-def test_deepspeed_zero3_with_reuse_distance_zero_is_named():
+def _counted_step_bytes(case: str) -> tuple[float, dict[str, float]]:
+    """Bytes per rank of one optimizer step's gradient and parameter collectives, and the elements
+    per op (over Ψ), from the run's expected.json (counted from the traces by count_calls.py): a rank
+    of a group of p sends (p-1)/p of an all-gather's output and of a reduce-scatter's input
+    (Thakur et al. 2005); 1-element scalars (the loss/overflow all-reduce) left out."""
+    e = json.loads((RUNS / case / "expected.json").read_text())
+    rows = e["per_step_all_ranks"]["ProfilerStep#1"]
+    width = {"float": 4}
+    nbytes, elems = 0.0, {}
+    for r in rows:
+        if r["in_elems"] == 1:
+            continue
+        full = max(r["in_elems"], r["out_elems"])
+        p = r["group_size_from_shapes"]
+        nbytes += r["calls"] * full * (p - 1) / p * width[r["dtype"]]
+        elems[r["op"]] = elems.get(r["op"], 0.0) + r["calls"] * full / PSI
+    return nbytes, elems
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_deepspeed_zero3_with_reuse_distance_zero_matches_and_says_so(psi):
     # README: stage3_max_reuse_distance 0, no prefetch: every layer gathered again in backward, so per
-    # micro-batch 2Ψ gathered and Ψ reduce-scattered: the textbook ZeRO-3 pattern, and DeepSpeed ZeRO-3's
-    # at reuse distance 0 (its default 1e9 keeps the forward gather)
+    # micro-batch 2Ψ gathered and Ψ reduce-scattered, 4 micro-batches: the textbook ZeRO-3 pattern, and
+    # DeepSpeed ZeRO-3's at reuse distance 0 (its default 1e9 keeps the forward gather)
+    nbytes, elems = _counted_step_bytes("ds-zero3-ga4-reuse0-prefetch0")
+    assert elems == {"c10d::_allgather_base_": 8.0, "c10d::_reduce_scatter_base_": 4.0}
     ts = read_traces(RUNS / "ds-zero3-ga4-reuse0-prefetch0")
-    res = check(ts.table, meta=ts.meta)
-    assert "zero3" in res.matches and "deepspeed-zero3" not in res.matches
-    assert res.as_dict()["matches_if_parameters_gathered_again_in_backward"] == ["deepspeed-zero3"]
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    assert res.measurement.psi == PSI and res.measurement.micro_batches == 4
+    assert res.measurement.bytes_per_rank_per_step == pytest.approx(nbytes, rel=1e-9)
+    assert {"deepspeed-zero3", "zero3", "fsdp-full-shard"} <= set(res.matches)
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.pattern_match and ds.ratio == pytest.approx(1, abs=0.01) and ds.reuse_distance == 0
+    assert ds.predicted_bytes_per_rank_per_step == pytest.approx(nbytes, rel=1e-9)
+    assert "every parameter gathered again in backward" in ds.reuse_regime
+    d = res.as_dict()
+    assert d["matches_if_parameters_gathered_again_in_backward"] == ["deepspeed-zero3"]  # kept (contract)
+    assert d["matches_reuse_regime"]["deepspeed-zero3"]["reuse_distance"] == 0
+    rec = next(s for s in d["schemes"] if s["scheme"] == "deepspeed-zero3")
+    assert rec["reuse_distance"] == 0 and rec["pattern_match"]
     assert any("stage3_max_reuse_distance = 0" in t for t in res.notes)
+    # the trace cannot tell these apart: none is ranked above the others
+    assert any({"deepspeed-zero3", "zero3", "fsdp-full-shard"} <= set(g) for g in res.indistinguishable)
+
+
+def test_deepspeed_zero3_reuse_regime_given_prices_that_regime_only():
+    ts = read_traces(RUNS / "ds-zero3-ga4-reuse0-prefetch0")
+    # told the run kept its parameters (DeepSpeed's default reuse distance), deepspeed-zero3 cannot match
+    res = check(ts.table, meta=ts.meta, reuse_distance=1e9)
+    assert "deepspeed-zero3" not in res.matches and "zero3" in res.matches
+    assert not res.as_dict()["matches_if_parameters_gathered_again_in_backward"]
+    res0 = check(ts.table, meta=ts.meta, reuse_distance=0)
+    assert "deepspeed-zero3" in res0.matches
+
+
+def test_deepspeed_zero3_with_parameters_kept_keeps_its_verdict():
+    # README ds-zero3-ga4: one gather of Ψ and one reduce-scatter of Ψ per micro-batch, 4 micro-batches
+    nbytes, elems = _counted_step_bytes("ds-zero3-ga4")
+    assert elems == {"c10d::_allgather_base_": 4.0, "c10d::_reduce_scatter_base_": 4.0}
+    ts = read_traces(RUNS / "ds-zero3-ga4")
+    res = check(ts.table, meta=ts.meta)
+    assert "deepspeed-zero3" in res.matches and "zero3" not in res.matches
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.predicted_bytes_per_rank_per_step == pytest.approx(nbytes, rel=1e-9)
+    assert ds.reuse_distance >= 2 * PSI and "parameters kept for backward" in ds.reuse_regime
+    assert not res.as_dict()["matches_if_parameters_gathered_again_in_backward"]
+    # told reuse distance 0, the run's single gather per micro-batch is not DeepSpeed ZeRO-3's
+    assert "deepspeed-zero3" not in check(ts.table, meta=ts.meta, reuse_distance=0).matches
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_fsdp2_without_reshard_after_forward_checks_as_shard_grad_op(psi):
+    # FSDP2 fully_shard(reshard_after_forward=False) keeps the unsharded parameters from the forward to
+    # the backward (torch.distributed.fsdp.fully_shard docstring: no all-gather in backward), which is
+    # FSDP1's SHARD_GRAD_OP: README fsdp2-no-reshard counts one gather of Ψ and one reduce-scatter of Ψ
+    nbytes, elems = _counted_step_bytes("fsdp2-no-reshard")
+    assert elems == {"c10d::_allgather_base_": 1.0, "c10d::_reduce_scatter_base_": 1.0}
+    ts = read_traces(RUNS / "fsdp2-no-reshard")
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert m.psi == PSI and m.n == 4 and m.micro_batches == 1
+    assert m.bytes_per_rank_per_step == pytest.approx(nbytes, rel=1e-9)
+    assert "fsdp-shard-grad-op" in res.matches
+    c = next(c for c in res.comparisons if c.scheme == "fsdp-shard-grad-op")
+    assert c.pattern_match and c.ratio == pytest.approx(1, abs=0.01)
+    # the schemes that re-gather in backward do not match; with the gather kept they would
+    assert not {"zero3", "fsdp-full-shard", "fsdp-hybrid"} & set(res.matches)
+    assert {"zero3", "fsdp-full-shard"} <= set(res.reused)

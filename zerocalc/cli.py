@@ -725,6 +725,10 @@ def check_cmd(
                                                      "(repeat or comma-separate).")] = None,
     micro_batches: Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per optimizer "
                                                       "step; default: inferred.")] = None,
+    reuse_distance: Annotated[float | None, typer.Option(
+        "--reuse-distance", help="deepspeed-zero3: stage3_max_reuse_distance the run used, parameter "
+                                 "elements; default: each regime tried (kept for backward, gathered "
+                                 "again) and the one that matches said.")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="Element type of calls the trace records "
                                               "none for.")] = None,
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="Ranks per node "
@@ -762,13 +766,16 @@ def check_cmd(
                           option="--nccl-version")
     if micro_batches is not None and micro_batches < 1:
         raise ConfigError(f"must be a positive integer, got {micro_batches}", option="--micro-batches")
+    if reuse_distance is not None and not reuse_distance >= 0:
+        raise ConfigError(f"must be a number ≥ 0, got {reuse_distance:g}", option="--reuse-distance")
     names = _scheme_names(scheme, "--schemes")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
     ts = _read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
     psi_count, _ = model_psi(psi, model)
     res = check(ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype,
-                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches)
+                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
+                reuse_distance=reuse_distance)
     if fmt == "csv":
         import pandas as pd
 

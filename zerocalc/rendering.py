@@ -322,13 +322,14 @@ def _check_layout_lines(m) -> list[str]:
 def _ranked(res) -> str:
     """Consistent schemes, best first, those the trace cannot tell apart joined by ' = ' (no order)."""
     groups = {s: g for g in res.indistinguishable for s in g}
+    label = {c.scheme: c.label for c in res.comparisons}
     out, seen = [], set()
     for s in res.matches:
         if s in seen:
             continue
         g = groups.get(s, (s,))
         seen.update(g)
-        out.append(" = ".join(g))
+        out.append(" = ".join(label.get(x, x) for x in g))
     return ", ".join(out)
 
 

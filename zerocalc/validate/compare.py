@@ -51,6 +51,15 @@ class SchemeComparison:
     #: (stage3_max_reuse_distance = 0, or a model past it)
     matches_if_regathered: bool = False
     measured_groups: tuple[Entry, ...] = ()
+    #: DeepSpeed's stage3_max_reuse_distance the scheme was priced at (None: a scheme without one), and
+    #: that regime in words (:func:`reuse_regime`): the one that matched, when one did
+    reuse_distance: float | None = None
+    reuse_regime: str = ""
+
+    @property
+    def label(self) -> str:
+        """The scheme's name, with the reuse-distance regime it was priced at where it has one."""
+        return f"{self.scheme} ({self.reuse_regime})" if self.reuse_regime else self.scheme
 
     def as_record(self, psi: float) -> dict:
         def pat(merged, fine):
@@ -75,6 +84,8 @@ class SchemeComparison:
             "predicted_time_s": None if math.isnan(self.predicted_time_s) else self.predicted_time_s,
             "matches_if_reused": self.matches_if_reused,
             "matches_if_regathered": self.matches_if_regathered,
+            "reuse_distance": self.reuse_distance,
+            "reuse_regime": self.reuse_regime or None,
         }
 
 
@@ -234,12 +245,19 @@ def compare(
     *,
     gpus_per_node: int | None = None,
     fit: AlphaBetaFit | None = None,
+    reuse_distance: float | None = None,
 ) -> list[SchemeComparison]:
     """Every scheme (or the ones named) against the measured step traffic, in SCHEME_NAMES order.
 
     Patterns are compared by elements per (op, group size), as multiples of Ψ, never by bytes, so
     that no element type can make one scheme look like another; the volume ratio prices every call at
     its own dtype (the scheme's parameter-side and gradient-side phases at the trace's).
+
+    A scheme whose backward re-gather depends on DeepSpeed's ``stage3_max_reuse_distance``
+    (deepspeed-zero3) is priced at ``reuse_distance`` when given; otherwise at each regime in turn
+    (:func:`_reuse_candidates`: DeepSpeed's default, parameters kept for backward, every parameter
+    gathered again), and reported at the first that matches, with the regime said
+    (``SchemeComparison.reuse_regime``), as the micro-batches are read from the trace.
     """
     from zerocalc.schemes import SCHEME_NAMES, get_scheme
 
@@ -249,39 +267,27 @@ def compare(
     meas = m.pattern
     mkeys = _by_op_and_group(meas_fine)
     measured = m.bytes_per_rank_per_step
+    if reuse_distance is not None:
+        pricing = replace(pricing, reuse_distance=float(reuse_distance))
     out = []
     for name in names:
         sch = get_scheme(name)
-        phases = list(_phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
-        fine = predicted_groups(sch, pricing, phases)
+        regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
+        tried = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d)) for d in regimes]
+        # the first regime that matches (as micro-batches are read from the trace), else the first
+        d, phases, fine, pkeys, ratio, order, pattern_match = next(
+            (t for t in tried if t[-1]), tried[0])
         pred = _merged(fine)
-        pkeys = _by_op_and_group(fine)
         predicted = sum(b for *_, b in pred)
-        ratio = measured / predicted if predicted > 0 else (math.inf if measured > 0 else 1.0)
         volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
-        mo, po = tuple(dict.fromkeys((o, p) for o, p, *_ in meas_fine)), tuple(pkeys)
-        if not meas_fine:
-            mo = tuple((o, 0) for o, *_ in meas)
-        if mo == po:
-            order = "same"
-        elif set(mo) == set(po) and len(mo) == len(po) and mo in _rotations(po):
-            order = "rotated"
-        else:
-            order = "different"
-        pattern_match = _same_elements(mkeys, pkeys) and order != "different" and volume_match
         # the same with the scheme's all-gathers halved: the forward gather kept for backward
-        reused = (not pattern_match and order != "different" and any(o == "all_gather" for o, _ in pkeys)
+        reused = (not pattern_match and d is None and order != "different"
+                  and any(o == "all_gather" for o, _ in pkeys)
                   and _same_elements(mkeys, pkeys, halve_gathers=True))
-        regathered = False
-        if not pattern_match and m.n > 1 and any(
-                getattr(S_, "name", "") == "D_reuse" for ph in sch.phases
-                for S_ in getattr(ph.elements, "free_symbols", ())):
-            re_fine = predicted_groups(sch, replace(pricing, reuse_distance=0.0))
-            re_total = sum(b for *_, b in re_fine)
-            regathered = (re_total > 0 and math.isclose(measured / re_total, 1.0, rel_tol=RTOL)
-                          and _same_elements(mkeys, _by_op_and_group(re_fine)))
+        regime = "" if d is None else reuse_regime(d, m.psi)
+        regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
-            ratio, volume_match, pattern_match, reused = math.nan, False, False, False
+            ratio, volume_match, pattern_match, reused, regathered = math.nan, False, False, False, False
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
@@ -291,11 +297,79 @@ def compare(
             ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
             predicted_pattern=pred, measured_pattern=meas,
             explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
-                         else _explain(name, pred, meas, ratio, order, m.psi, fine, meas_fine)),
+                         else _explain(name, pred, meas, ratio, order, m.psi, fine, meas_fine)
+                         + (f" (at {regime})" if regime and pattern_match else "")),
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
+            reuse_distance=d, reuse_regime=regime,
         ))
     return out
+
+
+def _priced_by_reuse(scheme) -> bool:
+    """Whether a scheme's volume depends on the reuse distance D_reuse (deepspeed-zero3)."""
+    from zerocalc import symbols as S
+
+    return any(S.D_reuse in getattr(ph.elements, "free_symbols", ()) for ph in scheme.phases)
+
+
+def _reuse_candidates(pricing: Pricing) -> list[float]:
+    """The reuse distances a check tries, in order: the one given, else DeepSpeed's default (1e9,
+    ``deepspeed/runtime/zero/config.py``), 2Ψ (the least that keeps every parameter for backward, the
+    same as the default below Ψ = 5e8) and 0 (every parameter gathered again in backward). A regime
+    that predicts the same re-gather as an earlier one is not tried again."""
+    from zerocalc.evaluate import DEFAULT_REUSE_DISTANCE
+
+    if pricing.reuse_distance is not None:
+        return [pricing.reuse_distance]
+    out, seen = [], set()
+    for d in (DEFAULT_REUSE_DISTANCE, 2.0 * pricing.psi, 0.0):
+        again = _regathered(d, pricing.psi)
+        if again not in seen:
+            seen.add(again)
+            out.append(d)
+    return out
+
+
+def _regathered(d: float, psi: float) -> float:
+    """Elements DeepSpeed ZeRO-3 gathers again in backward per micro-batch at reuse distance ``d``:
+    Max(0, Ψ - D/2) (schemes.py, the deepspeed-zero3 scheme's backward phase)."""
+    return max(0.0, psi - d / 2)
+
+
+def reuse_regime(d: float, psi: float) -> str:
+    """A reuse distance in words, with what it means for the backward re-gather:
+    ``"reuse distance 0: every parameter gathered again in backward"``."""
+    again = _regathered(d, psi)
+    if d == 0:
+        return "reuse distance 0: every parameter gathered again in backward"
+    if again <= 0:  # DeepSpeed's default 1e9 for any Ψ up to 5e8
+        return "reuse distance ≥ 2Ψ: parameters kept for backward"
+    return f"reuse distance {d:,.0f}: {again / psi:.3g}Ψ gathered again in backward"
+
+
+def _against(sch, m: Measurement, mkeys: dict, meas_fine, pricing: Pricing):
+    """One scheme priced at ``pricing`` against the measured step: (reuse distance or None, phases,
+    predicted groups, elements per (op, group), ratio, order, whether pattern and volume match)."""
+    phases = list(_phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
+    fine = predicted_groups(sch, pricing, phases)
+    pkeys = _by_op_and_group(fine)
+    predicted = sum(b for *_, b in fine)
+    measured = m.bytes_per_rank_per_step
+    ratio = measured / predicted if predicted > 0 else (math.inf if measured > 0 else 1.0)
+    mo, po = tuple(dict.fromkeys((o, p) for o, p, *_ in meas_fine)), tuple(pkeys)
+    if not meas_fine:
+        mo = tuple((o, 0) for o, *_ in m.pattern)
+    if mo == po:
+        order = "same"
+    elif set(mo) == set(po) and len(mo) == len(po) and mo in _rotations(po):
+        order = "rotated"
+    else:
+        order = "different"
+    match = (_same_elements(mkeys, pkeys) and order != "different"
+             and math.isclose(ratio, 1.0, rel_tol=RTOL))
+    d = pricing.reuse_distance if _priced_by_reuse(sch) else None
+    return d, phases, fine, pkeys, ratio, order, match
 
 
 def _wire_key(c: SchemeComparison) -> tuple:

@@ -45,6 +45,9 @@ class CheckResult:
             "matches_if_parameters_kept_for_backward": list(self.reused),
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
+            "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
+                                     for c in self.comparisons
+                                     if c.scheme in self.matches and c.reuse_regime},
             "measured_bytes_per_rank_per_step": m.bytes_per_rank_per_step,
             "categories": m.categories.to_dict(orient="records"),
             "schemes": [c.as_record(m.psi) for c in self.comparisons],
@@ -70,18 +73,21 @@ def check(
     gpus_per_node: int | None = None,
     fit: AlphaBetaFit | None = None,
     micro_batches: int | None = None,
+    reuse_distance: float | None = None,
 ) -> CheckResult:
     """Measure a canonical trace table and compare it with every scheme.
 
     The stages in order: :func:`measure` (classify the calls, infer ranks, N, element types, steps,
     micro-batches and Ψ), :func:`timing` (fit α-β), :func:`compare` (every scheme against the
-    measured step) and the notes that explain the result.
+    measured step; ``reuse_distance``, DeepSpeed's stage3_max_reuse_distance, when known, else each
+    regime tried) and the notes that explain the result.
     """
     m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta, micro_batches=micro_batches)
     backends = {str(v.get("backend")) for v in (meta or {}).values()
                 if isinstance(v, dict) and v.get("backend")}
     t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)
-    comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None)
+    comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
+                    reuse_distance=reuse_distance)
     notes = []
     if m.n == 1:
         notes.append("N = 1: a single rank sends nothing to another rank, so there is no cross-rank traffic "
@@ -93,8 +99,9 @@ def check(
         notes.append(reused_sentence(reused))
     regathered = [c.scheme for c in comps if c.matches_if_regathered]
     if regathered:
-        notes.append(f"{', '.join(regathered)} with stage3_max_reuse_distance = 0 (or a model past it: every "
-                     "parameter gathered again in backward) sends exactly this pattern")
+        notes.append(f"{', '.join(regathered)} sends exactly this pattern with stage3_max_reuse_distance = 0 "
+                     "(or a model past it): every parameter gathered again in backward, none kept from the "
+                     "forward nor prefetched")
     return CheckResult(
         measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
