@@ -39,8 +39,8 @@ from zerocalc.feasibility import (
     simulated_bytes_by_collective,
 )
 
-EXACT = ("dp", "zero1", "zero2", "zero3", "deepspeed-zero12", "deepspeed-zero2-reduce", "torch-zero1",
-         "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+EXACT = ("dp", "zero1", "zero2", "zero3", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero2-reduce",
+         "torch-zero1", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
 PSI = MLP().psi  # 8·16 + 16 + 16·4 + 4 = 212
 
 
@@ -209,7 +209,7 @@ def test_colocated_is_each_shard_trained_on_its_own_micro_batch(runs4):
 def test_optimizer_state_is_sharded(runs4):
     runs = runs4[2]
     assert runs["dp"].optimizer_state_elements_per_rank_max == PSI
-    for s in ("zero1", "zero2", "zero3", "colocated", "deepspeed-zero12", "zeropp"):
+    for s in ("zero1", "zero2", "zero3", "colocated", "deepspeed-zero1", "deepspeed-zero2", "zeropp"):
         assert runs[s].optimizer_state_elements_per_rank_max == -(-PSI // 4)
     # torch ZeRO-1 shards whole tensors: W1 (128) alone on one rank
     assert runs["torch-zero1"].optimizer_state_elements_per_rank_max == 128
@@ -226,7 +226,8 @@ def _hand_bytes(scheme: str, psi: int, n: int, g: int, b: int = 8) -> Fraction:
     inter = Fraction(n - g, n * g) * psi  # (N/G-1)/(N/G) of Ψ/G
     return {
         "dp": 2 * ring * b, "zero1": 2 * ring * b, "zero2": 2 * ring * b, "zero3": 3 * ring * b,
-        "colocated": ring * b, "deepspeed-zero12": 3 * ring * b, "deepspeed-zero2-reduce": 2 * ring * b,
+        "colocated": ring * b, "deepspeed-zero1": 3 * ring * b, "deepspeed-zero2": 3 * ring * b,
+        "deepspeed-zero2-reduce": 2 * ring * b,
         "torch-zero1": 3 * ring * b, "fsdp-full-shard": 3 * ring * b, "fsdp-shard-grad-op": 2 * ring * b,
         "fsdp-hybrid": 3 * intra * b + 2 * inter * b,
         "zeropp": ring * 1 + intra * b + (intra + inter) * Fraction(1, 2),
@@ -287,9 +288,12 @@ def test_deterministic_for_a_seed():
 def test_plan_ranked_by_model_savings():
     res = run_feasibility(FeasibilityConfig(n=4, steps=3))
     plan = res.plan
-    assert (plan[0].from_scheme, plan[0].to_scheme) == ("deepspeed-zero12", "zero2")
-    # all-reduce 2(N-1)/N·Ψ·2 → reduce-scatter (N-1)/N·Ψ·2: saves (N-1)/N·2 = 1.5 bytes per parameter
+    assert (plan[0].from_scheme, plan[0].to_scheme) == ("deepspeed-zero2", "zero2")
+    assert (plan[1].from_scheme, plan[1].to_scheme) == ("deepspeed-zero1", "zero1")
+    # all-reduce 2(N-1)/N·Ψ·2 → reduce-scatter (N-1)/N·Ψ·2: saves (N-1)/N·2 = 1.5 bytes per parameter,
+    # for ZeRO-2 (every micro-batch) and ZeRO-1 (once per step) alike at one micro-batch
     assert plan[0].bytes_saved_over_psi == pytest.approx(1.5)
+    assert plan[1].bytes_saved_over_psi == pytest.approx(1.5)
     # unpriced, an item that sends more bytes is kept apart, after the ones that save
     flags = [p.slower for p in plan]
     assert flags == sorted(flags)
@@ -365,3 +369,13 @@ def test_steps_zero_compares_nothing():
     res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp", "colocated", "zeropp"])
     assert [rec["equivalent"] for rec in res.records()] == [None, None, None]
     assert [c["equivalent"] for c in res.conditions] == [None, None, None, None]
+
+
+def test_the_old_deepspeed_zero12_name_still_simulates_deepspeed_zero2():
+    # deepspeed-zero12 was DeepSpeed ZeRO-1 and ZeRO-2 under one name; it stays accepted (schemes.py
+    # SCHEME_ALIASES) and stands for deepspeed-zero2, whose record names it
+    res = run_feasibility(FeasibilityConfig(n=2, steps=1), ["deepspeed-zero12", "colocated"])
+    assert [r.scheme for r in res.runs if r.scheme != "colocated"] == ["deepspeed-zero2"]
+    rec = next(r for r in res.to_dict()["schemes"] if r["scheme"] == "deepspeed-zero2")
+    assert rec["aliases"] == ["deepspeed-zero12"]
+    assert simulate_scheme("deepspeed-zero12", FeasibilityConfig(n=2, steps=1)).scheme == "deepspeed-zero2"

@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 from zerocalc.cli import app
 
 runner = CliRunner()
-SCHEMES = ("dp", "zero1", "zero2", "zero3", "colocated", "deepspeed-zero12", "deepspeed-zero2-reduce",
-           "torch-zero1", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid", "zeropp")
+SCHEMES = ("dp", "zero1", "zero2", "zero3", "colocated", "deepspeed-zero1", "deepspeed-zero2",
+           "deepspeed-zero2-reduce", "torch-zero1", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid", "zeropp")
 
 
 def _run(*args):

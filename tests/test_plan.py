@@ -28,7 +28,7 @@ def _item(result, src, dst, in_network=""):
 
 
 def test_in_network_all_reduce_on_dgx_h100_by_hand(h100):
-    item = _item(h100, "deepspeed-zero12", "deepspeed-zero12", "nvls")
+    item = _item(h100, "deepspeed-zero2", "deepspeed-zero2", "nvls")
     assert item.update == "exact" and item.available is True and not item.slower
     # ring all-reduce sends 2·63/64·n; NVLS in the node: n out for the reduce-scatter + n/8 for the
     # multicast store, across nodes a ring all-reduce of n/8 over 8 nodes: 2·7/8·n/8 = 7/32·n
@@ -66,11 +66,11 @@ def test_verdict_states_in_network_numbers_on_the_cluster(h100):
     assert "sends 2.69 bytes per parameter per rank instead of a ring's 3.94" in text
     assert "all-gather alone: 1.97" in text and "data-parallel" in text
     assert "On dgx-h100, N = 64" in text and text in h100.verdict
-    assert "simulated deepspeed-zero12 with nvls switches: max rel diff" in text
+    assert "simulated deepspeed-zero2 with nvls switches: max rel diff" in text
 
 
 def test_cluster_without_in_network_reduction_prices_it_as_unavailable():
-    res = run_feasibility(FeasibilityConfig(n=4, steps=1), ["dp", "deepspeed-zero12", "colocated"],
+    res = run_feasibility(FeasibilityConfig(n=4, steps=1), ["dp", "deepspeed-zero2", "colocated"],
                           plan_topology="dgx-a100", plan_n=64)
     item = _item(res, "dp", "dp", "nvls+sharp")
     assert item.available is False and res.plan_basis["in_network_available"] is False
@@ -96,7 +96,7 @@ def test_lower_bound_names_what_goes_below_it(h100):
 
 
 def test_one_rank_reduces_nothing_in_a_switch_or_on_a_ring():
-    res = run_feasibility(FeasibilityConfig(n=1, steps=2), ["dp", "deepspeed-zero12", "zero2", "colocated"],
+    res = run_feasibility(FeasibilityConfig(n=1, steps=2), ["dp", "deepspeed-zero2", "zero2", "colocated"],
                           plan_topology="dgx-h100")
     for p in res.plan:
         if p.in_network:

@@ -39,9 +39,9 @@ def test_bytes_vs_n_matches_ring_volumes_derived_by_hand():
     df = report.bytes_vs_n(CONFIG)
     psi, b = 7.5e9, 2.0  # fp16 on the wire
     # ZeRO §7 with the ring factor kept: dp 2(N-1)/N Ψ, zero2 the same, zero3 3(N-1)/N Ψ, the
-    # #4582 proposal keeps only the all-gather, (N-1)/N Ψ; DeepSpeed ZeRO-1/2 all-reduce + all-gather
-    # 3(N-1)/N Ψ.
-    factor = {"dp": 2, "zero2": 2, "zero3": 3, "colocated": 1, "deepspeed-zero12": 3}
+    # #4582 proposal keeps only the all-gather, (N-1)/N Ψ; DeepSpeed ZeRO-2 all-reduce + all-gather
+    # 3(N-1)/N Ψ (ZeRO-1 the same at one micro-batch).
+    factor = {"dp": 2, "zero2": 2, "zero3": 3, "colocated": 1, "deepspeed-zero2": 3}
     for scheme, f in factor.items():
         g = df[df["scheme"] == scheme].sort_values("n")
         n = g["n"].to_numpy(dtype=float)
@@ -123,12 +123,15 @@ def test_divergence_data_separates_the_proposal_from_the_exact_schemes(generated
 def test_plan_is_priced_on_the_cluster_by_the_volume_table(generated):
     _path, data, _pages = generated
     plan = data.extra["plan"].set_index("to_scheme")
-    # deepspeed-zero12 → zero2 removes the all-reduce's surplus: 3(N-1)/N Ψb - 2(N-1)/N Ψb = (N-1)/N Ψb.
+    # deepspeed-zero2 → zero2 (and deepspeed-zero1 → zero1, at one micro-batch) removes the all-reduce's
+    # surplus: 3(N-1)/N Ψb - 2(N-1)/N Ψb = (N-1)/N Ψb.
     n, psi, b = 64, 7.5e9, 2.0
-    row = plan.loc["zero2"]
-    row = row[row["from_scheme"] == "deepspeed-zero12"].iloc[0] if isinstance(row, pd.DataFrame) else row
-    assert row["bytes_saved_per_rank"] == pytest.approx((n - 1) / n * psi * b, rel=1e-12)
-    assert row["update"] == "exact" and row["time_saved_s"] > 0
+    for src, dst in (("deepspeed-zero2", "zero2"), ("deepspeed-zero1", "zero1")):
+        row = plan.loc[dst]
+        row = row[row["from_scheme"] == src].iloc[0] if isinstance(row, pd.DataFrame) else row
+        assert row["from_scheme"] == src
+        assert row["bytes_saved_per_rank"] == pytest.approx((n - 1) / n * psi * b, rel=1e-12)
+        assert row["update"] == "exact" and row["time_saved_s"] > 0
     assert (data.extra["plan"]["rank"].to_numpy() == np.arange(1, len(plan) + 1)).all()
 
 
@@ -294,12 +297,12 @@ def test_in_short_is_one_sentence_and_at_most_five_bullets_about_the_cluster(gen
     assert 1 <= len(bullets) <= MAX_BULLETS == 5 and all(len(b) <= 200 for b in bullets)
     box = " ".join(pages[0].split("In short")[1].split("1. The question")[0].split())
     assert " ".join(lead.split()) in box
-    # deepspeed-zero12 → zero2 saves the all-reduce's surplus (N-1)/N·Ψ·b (see the plan test above):
+    # deepspeed-zero2 → zero2 saves the all-reduce's surplus (N-1)/N·Ψ·b (see the plan test above):
     # N = 64, Ψ = 7.5e9, b = 2: 63/64 × 15e9 B = 14.77 GB, written with three digits; ZeRO-2 sends
     # 2·63/64·15e9 = 29.53 GB, the proposal half of it; ZeRO-2 memory 2Ψ + 14Ψ/64 = 16.64 GB.
     assert "Ψ = 7.5B on 64 GPUs (dgx-a100, fp16)" in box
     assert "skipping it sends 14.8 GB instead of ZeRO-2's 29.5 GB per GPU per step" in box
-    assert "(deepspeed-zero12 → zero2), 14.8 GB and" in box
+    assert "(deepspeed-zero2 → zero2), 14.8 GB and" in box and "zero12" not in box
     assert "16.6 GB of model states per GPU" in box
     assert "ms" in box and "14.77" not in box and "7,500,000,000" not in box  # one number format
     # the simulation's toy sizes stay in section 7
@@ -337,14 +340,14 @@ def test_plan_lists_changes_slower_on_the_cluster_apart_and_below(generated):
 
 
 def test_cluster_verdict_at_256_h100s():
-    # QA repro: Ψ = 70e9, N = 256 on DGX H100, fp16. The best exact saving, deepspeed-zero12 → zero2,
+    # QA repro: Ψ = 70e9, N = 256 on DGX H100, fp16. The best exact saving, deepspeed-zero2 → zero2,
     # is (N-1)/N·Ψ·b = 255/256 × 70e9 × 2 B = 139.45 GB per rank per step = 1.99 B per parameter.
     config = report.ReportConfig(psi=70e9, n=256, topology="dgx-h100")
     result = report.feasibility_result(config)
     verdict = report.cluster_verdict(config, result, report.plan_on_cluster(config, result))
     assert verdict.startswith(result.findings)
     tail = verdict[len(result.findings):]
-    assert "(deepspeed-zero12 → zero2) saves 1.99 bytes per parameter" in tail
+    assert "(deepspeed-zero2 → zero2) saves 1.99 bytes per parameter" in tail
     assert "dgx-h100, N = 256" in tail and "139.45 GB per rank per step" in tail
 
 

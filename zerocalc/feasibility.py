@@ -129,7 +129,7 @@ class FeasibilityResult:
 
     def records(self) -> list[dict]:
         """One JSON-ready record per simulated scheme."""
-        from zerocalc.schemes import get_scheme
+        from zerocalc.schemes import SCHEME_ALIASES, get_scheme
 
         out = []
         for r in self.runs:
@@ -159,6 +159,9 @@ class FeasibilityResult:
                 "tolerance_rel": REL_TOL,
                 "equivalent": r.equivalent,
                 "equivalent_to_dp_model": get_scheme(r.scheme).equivalent_at(r.n),
+                # names that stand for this scheme (deepspeed-zero12, the one name of DeepSpeed ZeRO-1 and
+                # ZeRO-2 before they were told apart, is deepspeed-zero2's)
+                "aliases": [a for a, t in SCHEME_ALIASES.items() if t == r.scheme],
             })
         return out
 

@@ -85,12 +85,19 @@ class _Candidate:
 
 # Savings come from the model, never from here.
 _CANDIDATES: tuple[_Candidate, ...] = (
-    _Candidate("native reduce-scatter for DeepSpeed ZeRO-1/2 (gradients reduced onto their shard owner, "
-               "ZeRO §5.2, instead of a bucket all-reduce)", "deepspeed-zero12", "zero2", "model",
-               "deepspeed/runtime/zero/stage_1_and_2.py all-reduces regardless of the reduce_scatter flag "
-               "(DeepSpeed issues #5758, #6463); PR #7440 was closed"),
+    _Candidate("native reduce-scatter for DeepSpeed ZeRO-2 (each micro-batch's gradients reduced onto "
+               "their shard owner, ZeRO §5.2, instead of a bucket all-reduce)", "deepspeed-zero2", "zero2",
+               "model", "deepspeed/runtime/zero/stage_1_and_2.py all-reduces regardless of the "
+               "reduce_scatter flag (DeepSpeed issues #5758, #6463); PR #7440 was closed. Priced at one "
+               "micro-batch: with k "
+               "per optimizer step ZeRO-2 reduces k times, and saves k times this"),
+    _Candidate("native reduce-scatter for DeepSpeed ZeRO-1 (the accumulated gradient reduce-scattered "
+               "onto its shard owners at the boundary, ZeRO §5.1, instead of a bucket all-reduce)",
+               "deepspeed-zero1", "zero1", "model",
+               "the same all-reduce in stage_1_and_2.py, once per optimizer step (engine.py "
+               "allreduce_gradients): the same saving as ZeRO-2's at one micro-batch, at any k"),
     _Candidate("DeepSpeed ZeRO-2 with use_multi_rank_bucket_allreduce=False (one reduce per owner)",
-               "deepspeed-zero12", "deepspeed-zero2-reduce", "model",
+               "deepspeed-zero2", "deepspeed-zero2-reduce", "model",
                "an existing switch; N reduces instead of one all-reduce, more and smaller calls"),
     _Candidate("reduce-scatter + all-gather in PyTorch ZeroRedundancyOptimizer instead of DDP all-reduce + "
                "per-parameter broadcasts", "torch-zero1", "zero1", "model", "pytorch issue #69591"),
@@ -100,9 +107,9 @@ _CANDIDATES: tuple[_Candidate, ...] = (
     _Candidate("hierarchical partitioning: FSDP HYBRID_SHARD (shard inside a node, all-reduce Ψ/G across "
                "nodes)", "fsdp-full-shard", "fsdp-hybrid", "model",
                "moves bytes onto intra-node links; optimizer state per rank grows from Ψ/N to Ψ/G"),
-    _Candidate("in-network reduction of DeepSpeed ZeRO-1/2's gradient all-reduce (the switch sums: NVLS in "
-               "the node, SHARP across nodes)", "deepspeed-zero12",
-               "deepspeed-zero12", "model",
+    _Candidate("in-network reduction of DeepSpeed ZeRO-2's gradient all-reduce (the switch sums: NVLS in "
+               "the node, SHARP across nodes; ZeRO-1's all-reduce, once per step, the same at one "
+               "micro-batch)", "deepspeed-zero2", "deepspeed-zero2", "model",
                "NCCL picks NVLS / CollNet by itself where the hardware and NCCL_NVLS_ENABLE / "
                "NCCL_COLLNET_ENABLE allow (NCCL src/graph/tuning.cc); the all-reduce goes from 2(N-1)/N·Ψ "
                "to about Ψ(1 + 1/N) per rank each way", saving="in_network", ops=("all_reduce",)),
@@ -261,10 +268,10 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
 
     Per parameter per rank per step, bytes sent: data parallelism's all-reduce on a ring (2(N-1)/N·b),
     the same summed in the switch (:func:`zerocalc.in_network.scheme_link_bytes`), and the #4582
-    all-gather alone (ring); then the plan's in-network item for DeepSpeed ZeRO-1/2 with its time on the
+    all-gather alone (ring); then the plan's in-network item for DeepSpeed ZeRO-2 with its time on the
     priced cluster (``format_time`` formats seconds). Empty when the plan has no in-network item.
     """
-    item = next((p for p in plan if p.in_network and p.from_scheme == "deepspeed-zero12"), None)
+    item = next((p for p in plan if p.in_network and p.from_scheme == "deepspeed-zero2"), None)
     if item is None:
         return ""
     kinds = tuple(item.in_network.split("+"))
@@ -295,7 +302,8 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
         fmt = format_time or (lambda t: f"{t:.3g} s")
         t = item.time_saved_s
         change = f"saves {fmt(t)} per step" if t >= 0 else f"costs {fmt(-t)} more per step"
-        where = f"On {basis}, DeepSpeed ZeRO-1/2 as shipped {change} that way"
+        where = (f"On {basis}, DeepSpeed ZeRO-2 as shipped (ZeRO-1 too, at one micro-batch) {change} "
+                 "that way")
         if item.available is False:
             where += (" — if the hardware offered it: this cluster has no in-network reduction (NVLS needs "
                       "NVSwitch 3, H100 or later; SHARP needs SHARP-capable InfiniBand switches)")

@@ -35,7 +35,10 @@ SCHEME_COLORS: dict[str, str] = {
     "zero2": "#ff7f0e",
     "zero3": "#2ca02c",
     "colocated": "#d62728",
-    "deepspeed-zero12": "#9467bd",
+    "deepspeed-zero1": "#ffbb78",
+    "deepspeed-zero2": "#9467bd",
+    "deepspeed-zero12": "#9467bd",  # the alias of deepspeed-zero2, its colour
+    "deepspeed-zero3": "#98df8a",
     "deepspeed-zero2-reduce": "#c5b0d5",
     "torch-zero1": "#8c564b",
     "fsdp-full-shard": "#e377c2",

@@ -71,8 +71,12 @@ class SchemeRun:
 
 
 def _check_scheme(name: str) -> str:
+    """A simulated scheme's name; an alias (``deepspeed-zero12``) gives the scheme it stands for."""
+    from zerocalc.schemes import SCHEME_ALIASES
+
+    name = SCHEME_ALIASES.get(name, name)
     if name not in RUNNERS:
-        raise UnknownNameError("scheme", str(name), SIMULATED_SCHEMES)
+        raise UnknownNameError("scheme", str(name), (*SIMULATED_SCHEMES, *SCHEME_ALIASES))
     return name
 
 
@@ -80,7 +84,7 @@ def simulate_scheme(name: str, cfg: FeasibilityConfig,
                     reference: list[np.ndarray] | None = None) -> SchemeRun:
     """Run ``cfg.steps`` steps of scheme ``name`` on ``cfg.n`` simulated ranks and compare every step's
     parameters with ``reference`` (computed with :func:`simulate_reference` when not given)."""
-    _check_scheme(name)
+    name = _check_scheme(name)
     ref = reference if reference is not None else simulate_reference(cfg)
     sim = _Sim(cfg)
     step = RUNNERS[name](sim)

@@ -139,10 +139,10 @@ def _sync_colocated(sim, params, grads, t):
     _update_own_and_gather(sim, params, [grads[r][slice(*sim.part[r])] for r in range(sim.n)], t)
 
 
-def _sync_ds_zero12(sim, params, grads, t):
-    """DeepSpeed ZeRO-1/2 as released: bucketed all-reduce of gradients
-    (``deepspeed/runtime/zero/stage_1_and_2.py``; DeepSpeed issues #5758, #6463), each rank
-    keeps its partition of the average, updates it, all-gathers parameters."""
+def _bucket_all_reduce_and_update(sim, params, grads, t):
+    """Bucketed all-reduce of the gradients (``deepspeed/runtime/zero/stage_1_and_2.py``,
+    use_multi_rank_bucket_allreduce; DeepSpeed issues #5758, #6463): each rank keeps its partition of
+    the average, updates it, all-gathers the parameters."""
     n = sim.n
     avg = [np.empty(sim.psi) for _ in range(n)]
     for a, b in _buckets(sim):
@@ -150,6 +150,22 @@ def _sync_ds_zero12(sim, params, grads, t):
         for r in range(n):
             avg[r][a:b] = out[r]
     _update_own_and_gather(sim, params, [avg[r][slice(*sim.part[r])] / n for r in range(n)], t)
+
+
+def _sync_ds_zero1(sim, params, grads, t):
+    """DeepSpeed ZeRO-1 as released: the full gradient is kept (P_os), accumulated over the micro-batches
+    and all-reduced in buckets once, at the gradient-accumulation boundary (engine.py
+    allreduce_gradients, stage_1_and_2.py reduce_gradients). The simulation runs one micro-batch per
+    step, so that boundary is every step."""
+    _bucket_all_reduce_and_update(sim, params, grads, t)
+
+
+def _sync_ds_zero2(sim, params, grads, t):
+    """DeepSpeed ZeRO-2 as released: the backward hooks all-reduce each gradient bucket as it fills, in
+    every micro-batch (P_os+g keeps only the rank's partition of the result). With one micro-batch per
+    step it sends what ZeRO-1 sends; the two differ in memory and once there are several micro-batches
+    (:mod:`zerocalc.schemes`)."""
+    _bucket_all_reduce_and_update(sim, params, grads, t)
 
 
 def _sync_ds_zero2_reduce(sim, params, grads, t):
@@ -333,7 +349,8 @@ RUNNERS: dict[str, Callable[[_Sim], Callable[[int], np.ndarray]]] = {
     "zero2": _replicated(_sync_zero2, _own_part),
     "zero3": _sharded(lambda s: [(0, s.psi)], shard_group="world", reshard=True, replicate=False),
     "colocated": _replicated(_sync_colocated, _own_part),
-    "deepspeed-zero12": _replicated(_sync_ds_zero12, _own_part),
+    "deepspeed-zero1": _replicated(_sync_ds_zero1, _own_part),
+    "deepspeed-zero2": _replicated(_sync_ds_zero2, _own_part),
     "deepspeed-zero2-reduce": _replicated(_sync_ds_zero2_reduce, _own_part),
     "torch-zero1": _replicated(_sync_torch_zero1, _own_torch),
     "fsdp-full-shard": _sharded(lambda s: s.model.layer_ranges, shard_group="world", reshard=True,

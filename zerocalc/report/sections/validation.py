@@ -33,7 +33,9 @@ def draw(w: Writer, data: ReportData) -> None:
         m = res.measurement
         w.heading(f"Trace {name}", 2)
         w.bullets([m.psi_how, m.n_how, f"steps: {m.steps_how}",
-                   "consistent schemes (best first): " + (", ".join(res.matches) or "none")
+                   "consistent schemes (best first): " + (", ".join(
+                       next((c.label for c in res.comparisons if c.scheme == s), s) for s in res.matches)
+                       or "none")
                    + "".join(f"; the trace cannot tell apart {', '.join(g)}" for g in res.indistinguishable),
                    *[f"note: {t}" for t in (*m.notes, *res.notes)]], size=8.5)
         cats = m.categories
@@ -41,7 +43,7 @@ def draw(w: Writer, data: ReportData) -> None:
         w.table(["category", "calls/rank/step", "bytes/rank/step", "what it is"],
                 [[r.category, f"{r.calls_per_rank_per_step:.3g}", format_bytes(r.bytes_per_rank_per_step),
                   r.description] for r in cats.itertuples()], align="lrrl", size=7.5, wrap={3: 60})
-        shown = ("dp", "zero2", "zero3", "colocated", "deepspeed-zero12", *res.matches)
+        shown = ("dp", "zero2", "zero3", "colocated", "deepspeed-zero2", *res.matches)
         key = [c for c in res.comparisons if c.scheme in shown]
         w.table(["scheme", "predicted", "measured", "ratio", "pattern", "explanation"],
                 [[c.scheme, format_bytes(c.predicted_bytes_per_rank_per_step),
