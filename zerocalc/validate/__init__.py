@@ -6,8 +6,13 @@ One module per stage, all pure (tables in, dataclasses and tables out; no printi
   nccl-tests bus-bandwidth factors and latency hops.
 * :mod:`.classify`: which rows are calls, and every call in one category (:data:`CATEGORIES`),
   nothing dropped.
-* :mod:`.infer`: ranks, N, element types, steps and Ψ, from options or the trace, each with a
-  sentence for the user.
+* :mod:`.columns`: the calls as compact arrays (string columns as codes) and the grouping helpers
+  every stage uses, so that no stage copies the table or loops over rows in Python.
+* :mod:`.ranks`: which rank made each call (told apart by process when the trace records none), and
+  each rank's calls in time order.
+* :mod:`.infer`: N, element types, sizes and Ψ, from options or the trace, each with a sentence for
+  the user.
+* :mod:`.steps`: steps and micro-batches, from step markers or repeating call sequences.
 * :mod:`.measure`: those stages in order (:func:`measure`), the per-step tables and the measured
   pattern.
 * :mod:`.compare`: every scheme's predicted per-step collectives against the measured ones, by
@@ -55,9 +60,10 @@ from zerocalc.validate.fit import (
     fits_frame,
     timing,
 )
-from zerocalc.validate.infer import PROCESS_COLUMNS, _repeating_suffix, _z_function
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.pipeline import CheckResult, check
+from zerocalc.validate.ranks import PROCESS_COLUMNS
+from zerocalc.validate.steps import _repeating_suffix, _z_function
 
 __all__ = [
     "BUFFER_MAX_SHARE_OF_PSI", "CATEGORIES", "DP_OPS", "NO_CROSS_RANK_TRAFFIC", "OP_NAMES",

@@ -94,10 +94,19 @@ def full_vector_elements(op: np.ndarray, in_nelems: np.ndarray, out_nelems: np.n
 
 
 
-def _per_op_and_size(func, op: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``func(op, p)`` for every row, computed once per distinct (op, p) pair."""
-    if len(op) == 0:
+def _per_op_and_size(func, op, p: np.ndarray) -> np.ndarray:
+    """``func(op, p)`` for every row, computed once per distinct (op, p) pair; ``op`` is an array of
+    names or :class:`~zerocalc.validate.columns.Codes`."""
+    from zerocalc.validate.columns import Codes, first_rows, group_codes
+
+    if len(p) == 0:
         return np.zeros(0)
+    if isinstance(op, Codes):
+        p = np.asarray(p, dtype=float)
+        pair, _ = group_codes(op.codes, p)
+        first = first_rows(pair)
+        names = [*op.names, "nan"]  # code -1 reads the last
+        return np.array([func(names[op.codes[i]], float(p[i])) for i in first.tolist()], dtype=float)[pair]
     pairs = pd.DataFrame({"o": np.asarray(op, dtype=object), "p": np.asarray(p, dtype=float)})
     code = pairs.groupby(["o", "p"], sort=False, dropna=False).ngroup().to_numpy()
     uniq = pairs.drop_duplicates()

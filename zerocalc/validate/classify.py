@@ -14,6 +14,7 @@ import pandas as pd
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, DP_OPS, OP_NAMES, _plural, _world_sizes
+from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes
 
 #: Category of every measured call, with what it means.
 CATEGORIES: dict[str, str] = {
@@ -32,20 +33,25 @@ BUFFER_MAX_SHARE_OF_PSI = 0.5
 GRADIENT_OPS: tuple[str, ...] = ("all_reduce", "reduce_scatter", "reduce")
 
 
-def _set_aside(df: pd.DataFrame, meta: dict | None) -> np.ndarray:
+#: Each category's code in the arrays the check works on (the order of :data:`CATEGORIES`).
+STEP, BUFFERS, SCALAR, ONE_OFF, UNEXPLAINED = range(len(CATEGORIES))
+
+
+def _set_aside(table: pd.DataFrame, files: Codes, meta: dict | None) -> np.ndarray:
     """Rows that are not one call of one rank: DeepSpeed ``log_summary`` aggregates, nccl-tests rows."""
-    aside = np.zeros(len(df), bool)
-    if "summary" in df.columns:
-        aside |= df["summary"].fillna(False).astype(bool).to_numpy()
+    aside = np.zeros(len(table), bool)
+    if "summary" in table.columns:
+        aside |= table["summary"].fillna(False).astype(bool).to_numpy()
     bench = {str(f) for f, m in (meta or {}).items()
              if isinstance(m, dict) and m.get("format") == "nccl_tests"}
     if bench:
-        aside |= df["file"].astype(str).isin(bench).to_numpy()
+        aside |= files.isin(bench)
     return aside
 
 
-def select_calls(table: pd.DataFrame, meta: dict | None) -> tuple[pd.DataFrame, list[str]]:
-    """The per-call rows of a canonical table, with a sentence for each thing set aside.
+def select_calls(table: pd.DataFrame, meta: dict | None, ops: Codes | None = None) -> tuple[Rows, list[str]]:
+    """The per-call rows of a canonical table (``ops``: its ``op`` column as codes, if already made),
+    with a sentence for each thing set aside.
 
     Drops ``other`` rows; sets aside aggregates and benchmark rows (:func:`_set_aside`). Raises
     :class:`TraceMismatchError` for traces of different world sizes and when no collective is left.
@@ -55,27 +61,31 @@ def select_calls(table: pd.DataFrame, meta: dict | None) -> tuple[pd.DataFrame, 
     if len(set(ws.values())) > 1:
         by = ", ".join(f"{f} ({w})" for f, w in sorted(ws.items()))
         raise TraceMismatchError(f"traces of different world sizes mixed: {by}")
-    df = table[table["op"].astype(str) != "other"] if len(table) else table
-    aside = _set_aside(df, meta)
+    rows = Rows(table, np.arange(len(table)))
+    files = rows.codes("file")
+    fname = [*files.names, "nan"]  # code -1 (no file) reads the last
+    ops = ops if ops is not None else rows.codes("op")
+    keep = ~ops.eq("other")
+    aside = _set_aside(table, files, meta) & keep
     if aside.any():
-        fcol = df["file"].astype(str)
-        kept = set(fcol[~aside])
-        whole = sorted(set(fcol[aside]) - kept)
-        part = sorted(set(fcol[aside]) & kept)
+        kept_f, aside_f = set(files.present(keep & ~aside, na="nan")), set(files.present(aside, na="nan"))
+        whole = sorted(aside_f - kept_f)
+        part = sorted(aside_f & kept_f)
         if whole:
             notes.append("set aside (aggregates or benchmarks, not per-call traces): " + ", ".join(whole))
         for f in part:
-            k = int((aside & (fcol == f).to_numpy()).sum())
+            this = files.codes == (fname.index(f) if f != "nan" else -1)
+            k = int((aside & this).sum())
             notes.append(f"set aside {_plural(k, 'aggregate row')} of {f} (summaries, not calls); "
-                         f"its {_plural(int(((~aside) & (fcol == f).to_numpy()).sum()), 'per-call row')} "
+                         f"its {_plural(int((keep & ~aside & this).sum()), 'per-call row')} "
                          "are counted")
-        df = df[~aside]
-    if df.empty or not df["op"].astype(str).isin(list(_OP_VERBS)).any():
-        files = ", ".join(sorted(set(table["file"].astype(str)))) if len(table) else "the input"
+        keep &= ~aside
+    if not keep.any() or not ops.isin(_OP_VERBS)[keep].any():
+        names = ", ".join(sorted(set(files.present(na="nan")))) if len(table) else "the input"
         hint = (" (nccl-tests output and comms-logger summaries are not per-call traces)"
                 if aside.any() else "")
-        raise TraceMismatchError(f"no collectives in {files}: nothing to check{hint}")
-    return df, notes
+        raise TraceMismatchError(f"no collectives in {names}: nothing to check{hint}")
+    return rows.subset(np.flatnonzero(keep)), notes
 
 
 def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:
@@ -87,56 +97,68 @@ def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:
     return small & sized
 
 
-def steady_state(op: np.ndarray, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full: np.ndarray,
+def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full: np.ndarray,
                  rank: np.ndarray) -> np.ndarray:
-    """First categories: ``step``, ``unexplained`` (not a data-parallel op, or a group other than the
-    data-parallel ones: N, or HSDP's shard and replicate groups) and ``one_off`` (outside the steps, or a
-    call signature some of its rank's steps lack)."""
+    """First categories (codes :data:`STEP` …): ``step``, ``unexplained`` (not a data-parallel op, or a
+    group other than the data-parallel ones: N, or HSDP's shard and replicate groups) and ``one_off``
+    (outside the steps, or a call signature some of its rank's steps lack)."""
     sizes = [dp_sizes] if np.isscalar(dp_sizes) else list(dp_sizes)
-    cat = np.full(len(op), "step", dtype=object)
-    cat[~np.isin(op, list(DP_OPS) + ["barrier"])] = "unexplained"
-    other_group = np.isin(op, list(DP_OPS)) & ~np.isin(gs, sizes)
-    cat[other_group] = "unexplained"
-    cat[(cat == "step") & (step_id < 0)] = "one_off"
-    if len(set(step_id[step_id >= 0].tolist())) > 1:
+    cat = np.full(len(gs), STEP, dtype=np.int8)
+    cat[~ops.isin(list(DP_OPS) + ["barrier"])] = UNEXPLAINED
+    other_group = ops.isin(DP_OPS) & ~np.isin(gs, sizes)
+    cat[other_group] = UNEXPLAINED
+    cat[(cat == STEP) & (step_id < 0)] = ONE_OFF
+    has = step_id >= 0
+    if has.any() and step_id[has].min() != step_id[has].max():
         # a call signature (rank, op, size, group) that some of its rank's steps lack is not steady state
-        st = np.flatnonzero(cat == "step")
-        keyed = pd.DataFrame({"r": rank[st], "o": op[st], "f": full[st], "g": gs[st], "s": step_id[st]})
-        in_steps = keyed.groupby(["r", "o", "f", "g"], sort=False, dropna=False)["s"].transform("nunique")
-        has = step_id >= 0
-        steps_of_rank = pd.Series(step_id[has]).groupby(rank[has]).nunique()
-        cat[st[in_steps.to_numpy() != steps_of_rank.reindex(rank[st]).to_numpy()]] = "one_off"
+        st = np.flatnonzero(cat == STEP)
+        sig, n_sig = group_codes(rank[st], ops.codes[st], full[st], gs[st])
+        in_steps = _distinct_per(sig, step_id[st], n_sig)[sig]
+        r_inv, n_ranks = group_codes(rank)
+        steps_of_rank = _distinct_per(r_inv[has], step_id[has], n_ranks)
+        cat[st[in_steps != steps_of_rank[r_inv[st]]]] = ONE_OFF
     return cat
 
 
-def gradient_calls(cat: np.ndarray, op: np.ndarray, full: np.ndarray) -> np.ndarray:
+def _distinct_per(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
+    """Distinct ``value`` per ``key`` (0 … n_keys-1)."""
+    pair, _ = group_codes(key, value)
+    return np.bincount(key[first_rows(pair)], minlength=n_keys)
+
+
+def gradient_calls(cat: np.ndarray, ops: Codes, full: np.ndarray) -> np.ndarray:
     """Steady-state gradient reductions (all-reduce, reduce-scatter, reduce) larger than a scalar."""
-    return (cat == "step") & np.isin(op, list(GRADIENT_OPS)) & (full > SCALAR_MAX_ELEMENTS)
+    return (cat == STEP) & ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS)
 
 
-def small_traffic(cat: np.ndarray, op: np.ndarray, full: np.ndarray, rank: np.ndarray, step_id: np.ndarray,
+def small_traffic(cat: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray, step_id: np.ndarray,
                   small: np.ndarray, psi_ref: float | None) -> np.ndarray:
     """Last categories: per-step broadcasts under :data:`BUFFER_MAX_SHARE_OF_PSI` of Ψ are ``buffers``;
     scalar collectives and barriers are ``scalar``."""
     cat = cat.copy()
-    bc = (cat == "step") & (op == "broadcast")
+    barrier = ops.eq("barrier")
+    bc = (cat == STEP) & ops.eq("broadcast")
     if bc.any() and psi_ref:
-        bc_tot = pd.Series(full[bc]).groupby([rank[bc], step_id[bc]]).sum()
+        pair, _ = group_codes(rank[bc], step_id[bc])
+        bc_tot = pd.Series(full[bc]).groupby(pair).sum()
         if float(bc_tot.max()) < BUFFER_MAX_SHARE_OF_PSI * psi_ref:
-            cat[bc] = "buffers"
-    cat[(cat == "step") & (small | (op == "barrier"))] = "scalar"
-    cat[(cat == "one_off") & (op == "barrier")] = "scalar"
+            cat[bc] = BUFFERS
+    cat[(cat == STEP) & (small | barrier)] = SCALAR
+    cat[(cat == ONE_OFF) & barrier] = SCALAR
     return cat
 
 
-def unexplained_note(calls: pd.DataFrame) -> str:
+def unexplained_note(cat: np.ndarray, ops: Codes, gs: np.ndarray) -> str:
     """The sentence naming the calls no data-parallel scheme explains ("" when there are none)."""
-    unexp = calls[calls["category"] == "unexplained"]
+    unexp = np.flatnonzero(cat == UNEXPLAINED)
     if not len(unexp):
         return ""
-    what = Counter(
-        f"{OP_NAMES.get(o, o)} on {int(p) if not pd.isna(p) else '?'} ranks"
-        for o, p in zip(unexp["op"].astype(str), unexp["group_size_used"], strict=True)
-    )
+    kind, _ = group_codes(ops.codes[unexp], gs[unexp])
+    first, count = first_rows(kind), np.bincount(kind)
+    what = Counter()
+    for i, k in zip(first.tolist(), count.tolist(), strict=True):
+        c, p = ops.codes[unexp[i]], gs[unexp[i]]
+        o = ops.names[c] if c >= 0 else "nan"
+        what[f"{OP_NAMES.get(o, o)} on {int(p) if not np.isnan(p) else '?'} ranks"] += k
     return ("not explained by any data-parallel scheme, reported apart: "
             + ", ".join(f"{k} ×{v}" for k, v in sorted(what.items())))

@@ -335,26 +335,29 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
     Without ``fit``, α and β are fitted (pooled over ops, :func:`fit_alpha_beta`) on the
     trace's own timed step calls. Returns None when the trace has no durations.
     """
-    step = m.calls[(m.calls["category"] == "step") & (m.calls["step_id"] >= 0)]
-    dur = step["duration_used_s"].to_numpy(dtype=float)
-    if step.empty or np.all(np.isnan(dur)):
+    from zerocalc.validate.classify import STEP
+
+    c = m.columns
+    step = np.flatnonzero((c.cat == STEP) & (c.step_id >= 0))
+    dur = c.duration_s[step]
+    if not len(step) or np.all(np.isnan(dur)):
         return None
     source = "given"
     notes = []
+    full, eb, ps = c.full_elements[step], c.elem_bytes[step], c.group_size[step]
+    ops = c.ops.take(step)
     if fit is None:
-        timed = step[~np.isnan(dur) & (step["full_elements"].to_numpy() > 0)]
+        timed = ~np.isnan(dur) & (full > 0)
         try:
-            fit = fit_alpha_beta(timed["full_elements"] * timed["elem_bytes_used"], timed["duration_used_s"],
-                                 op=list(timed["op"].astype(str)), group_size=list(timed["group_size_used"]))
+            fit = fit_alpha_beta(full[timed] * eb[timed], dur[timed], op=ops.take(timed).labels("nan"),
+                                 group_size=ps[timed])
             source = "fitted on this trace's step collectives (pooled over ops)"
         except TraceMismatchError as exc:
             return Timing(None, "none", math.nan, float(np.nansum(dur)) / (len(m.ranks) * m.steps), math.nan,
                           note=str(exc))
-    ops, ps = step["op"].astype(str).to_numpy(), step["group_size_used"].to_numpy(dtype=float)
     pred = float(np.sum(
         _per_op_and_size(latency_hops, ops, ps) * fit.alpha_s
-        + _per_op_and_size(busbw_factor, ops, ps) * step["full_elements"].to_numpy(dtype=float)
-        * step["elem_bytes_used"].to_numpy(dtype=float) * fit.beta_s_per_byte
+        + _per_op_and_size(busbw_factor, ops, ps) * full * eb * fit.beta_s_per_byte
     )) / (len(m.ranks) * m.steps)
     meas = float(np.nansum(dur)) / (len(m.ranks) * m.steps)
     if backend == "gloo":

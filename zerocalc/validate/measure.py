@@ -1,14 +1,17 @@
 """Measure: bytes each rank sent per step, by category, from a canonical trace table.
 
-:func:`measure` reads as its stages: the per-call rows (:mod:`.classify`), ranks, N, element types
-and sizes (:mod:`.infer`), the ring bytes of every call (:mod:`.accounting`), steps, categories,
-Ψ and the wire type, then the per-step tables and the measured pattern.
+:func:`measure` reads as its stages: the per-call rows (:mod:`.classify`), ranks (:mod:`.ranks`), N,
+element types and sizes (:mod:`.infer`), the ring bytes of every call (:mod:`.accounting`), steps and
+micro-batches (:mod:`.steps`), categories, Ψ and the wire type, then the per-step tables and the
+measured pattern. Every stage works on compact per-call arrays (:mod:`.columns`), never on copies of
+the table; the table with the measured columns (:attr:`Measurement.calls`) is built when asked for.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -17,26 +20,57 @@ from zerocalc.errors import ConfigError
 from zerocalc.validate import classify, infer
 from zerocalc.validate.accounting import (
     OP_NAMES,
-    _num,
     _per_op_and_size,
     _world_sizes,
-    full_vector_elements,
     ring_bytes_factor,
 )
-from zerocalc.validate.classify import CATEGORIES
+from zerocalc.validate.classify import CATEGORIES, STEP
+from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, run_bounds
+from zerocalc.validate.ranks import assign_ranks
+from zerocalc.validate.steps import infer_micro_batches, infer_steps
+
+
+@dataclass(frozen=True)
+class CallColumns:
+    """The measured calls as compact columns, one entry per call, ordered by rank and time.
+
+    ``rows`` are the calls' rows of the canonical table; ``cat`` holds category codes
+    (:data:`~zerocalc.validate.classify.STEP` …, the order of :data:`CATEGORIES`); ``dtype`` the
+    recorded element types with missing ones read as "?".
+    """
+
+    rows: Rows
+    rank: np.ndarray
+    step_id: np.ndarray
+    ops: Codes
+    group_size: np.ndarray
+    full_elements: np.ndarray
+    elem_bytes: np.ndarray
+    bytes_sent: np.ndarray
+    cat: np.ndarray
+    duration_s: np.ndarray
+    dtype: Codes
+
+    def frame(self) -> pd.DataFrame:
+        """The canonical table's rows of these calls (index 0 … n-1, ``rank`` as assigned) plus the
+        measured columns (see :attr:`Measurement.calls`)."""
+        table = self.rows.table.take(self.rows.idx).reset_index(drop=True)
+        return table.assign(
+            rank=self.rank, step_id=self.step_id, elem_bytes_used=self.elem_bytes,
+            full_elements=self.full_elements, bytes_sent=self.bytes_sent,
+            category=np.array(list(CATEGORIES), dtype=object)[self.cat],
+            duration_used_s=self.duration_s, group_size_used=self.group_size)
 
 
 @dataclass(frozen=True)
 class Measurement:
     """What a trace says, per rank and per step, with how each fact was obtained.
 
-    ``calls`` is the canonical table plus columns ``step_id`` (the step used, -1 outside the
-    steps), ``elem_bytes_used``, ``full_elements``, ``bytes_sent``, ``category``,
-    ``duration_used_s`` and ``group_size_used`` (the world size, else ``n``, where a call records none).
-    ``psi_how``, ``n_how``, ``steps_how`` and ``notes`` are sentences for the user.
+    ``columns`` holds the calls as compact arrays (:class:`CallColumns`); :attr:`calls` is them as a
+    table. ``psi_how``, ``n_how``, ``steps_how`` and ``notes`` are sentences for the user.
     """
 
-    calls: pd.DataFrame
+    columns: CallColumns = field(repr=False, compare=False)
     psi: int
     psi_how: str
     psi_trace: int | None
@@ -74,6 +108,15 @@ class Measurement:
     #: (op, group size, dtype, calls, full elements, bytes) per rank and step, ops in :attr:`pattern` order
     pattern_groups: tuple[tuple[str, int, str, float, float, float], ...] = ()
 
+    @functools.cached_property
+    def calls(self) -> pd.DataFrame:
+        """The canonical table's rows of the measured calls (ordered by rank and time, index 0 … n-1,
+        ``rank`` as assigned) plus columns ``step_id`` (the step used, -1 outside the steps),
+        ``elem_bytes_used``, ``full_elements``, ``bytes_sent``, ``category``, ``duration_used_s`` and
+        ``group_size_used`` (the world size, else ``n``, where a call records none). Built on first
+        use."""
+        return self.columns.frame()
+
     @property
     def bytes_per_rank_per_step(self) -> float:
         """Mean over ranks and steps of the step category's bytes sent."""
@@ -100,65 +143,84 @@ def measure(
     """
     dtype = _check_options(n=n, steps=steps, dtype=dtype)
     world = next(iter(_world_sizes(meta).values()), None)
-    df, notes = classify.select_calls(table, meta)
-    df, ranks_how = infer.assign_ranks(df)
+    rows, notes = classify.select_calls(table, meta)
+    rows, rank, ranks_how = assign_ranks(rows)
     if ranks_how:
         notes.append(ranks_how)
-    op = df["op"].astype(str).to_numpy()
-    rank = df["rank"].to_numpy()
-    full = full_vector_elements(op, _num(df["in_nelems"]), _num(df["out_nelems"]))
+    ops = rows.codes("op")
+    in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
+    full = _full_elements(ops, in_e, out_e)
 
-    gs, groups = infer.infer_n(df, op, full, world, n)
+    gs, groups = infer.infer_n(rows, rank, ops, full, world, n)
     n, n_how = groups.n, groups.how
-    eb, more = infer.fill_elem_types(df, op, full, dtype)
+    dt = rows.codes("dtype")
+    eb, more = infer.fill_elem_types(rows, rank, ops, full, dt, dtype)
     notes += more
-    full, approx, more = infer.approximate_sizes(df, op, full, gs, eb)
+    full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb)
     notes += more
     small = classify.scalar_calls(full, approx)
-    full_bytes = np.where(np.isnan(full), approx, full * eb)
+    sent = np.where(np.isnan(full), approx, full * eb)  # the full vector's bytes
     full, eb = np.nan_to_num(full), np.nan_to_num(eb)
-    ring = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
-                            op, np.nan_to_num(gs, nan=1.0))
-    sent = ring * np.nan_to_num(full_bytes)
+    sent = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
+                            ops, np.nan_to_num(gs, nan=1.0)) * np.nan_to_num(sent)
 
-    step_id, steps_how, more = infer.infer_steps(df, op, gs, small, steps)
+    step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
+                                           in_e, out_e, gs, small, steps)
+    del in_e, out_e
     notes += more
-    cat = classify.steady_state(op, gs, groups.sizes, step_id, full, rank)
-    mb = infer.infer_micro_batches(op, gs, full, cat, rank, step_id, micro_batches,
-                                   marked=bool(df["step"].notna().any()))
+    cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank)
+    grad = classify.gradient_calls(cat, ops, full)
+    mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank, step_id,
+                             micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()))
     syncs = mb.k if mb.grad_sync == "every" else 1
-    psi_trace, more = infer.psi_in_trace(cat, op, full, rank, step_id, syncs=syncs,
-                                         shard_only=groups.shard is not None)
+    shard_only = groups.shard is not None
+    psi_trace, more = infer.psi_in_trace(grad, ops, full, rank, step_id, syncs=syncs, shard_only=shard_only)
     notes += more
-    cat = classify.small_traffic(cat, op, full, rank, step_id, small,
+    cat = classify.small_traffic(cat, ops, full, rank, step_id, small,
                                  psi_trace if psi_trace is not None else psi)
-    psi, psi_how = infer.infer_psi(psi, psi_trace, cat, op, full, syncs, shard_only=groups.shard is not None)
-    comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(df, cat, op, full, eb, sent, approx, dtype)
+    del small
+    grad = classify.gradient_calls(cat, ops, full)
+    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only)
+    dt = dt.filled("?")
+    comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(dt, cat == STEP, grad, full, eb, sent, approx,
+                                                           dtype)
     notes += more
-    sides = infer.side_dtypes(df, cat, op, full, eb, (comm_dtype, comm_eb))
+    del approx, grad
+    sides = infer.side_dtypes(dt, ops, cat == STEP, classify.gradient_calls(cat, ops, full), full, eb,
+                              (comm_dtype, comm_eb))
 
-    calls = df.assign(step_id=step_id, elem_bytes_used=eb, full_elements=full, bytes_sent=sent, category=cat,
-                      duration_used_s=_num(df["duration_s"]) if "duration_s" in df.columns
-                      else np.full(len(df), np.nan),
-                      group_size_used=gs)
-    ranks = tuple(sorted(set(rank.tolist())))
-    n_steps = len(set(step_id[step_id >= 0].tolist())) or 1
-    per_step, categories = _per_step_tables(calls, ranks, n_steps)
-    unexplained = classify.unexplained_note(calls)
+    cols = CallColumns(rows=rows, rank=rank, step_id=step_id, ops=ops, group_size=gs, full_elements=full,
+                       elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
+                       duration_s=rows.num("duration_s"))
+    bounds = run_bounds(rank)  # the calls are ordered by rank
+    ranks = tuple(rank[bounds[:-1]].tolist())
+    rank_idx = np.repeat(np.arange(len(ranks)), np.diff(bounds))
+    steps_used = np.unique(step_id[step_id >= 0])
+    n_steps = len(steps_used) or 1
+    per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used)
+    unexplained = classify.unexplained_note(cat, ops, gs)
     if unexplained:
         notes.append(unexplained)
-    step_calls = calls[calls["category"] == "step"]
-    pattern, variants = _measured_pattern(step_calls, len(ranks) * n_steps)
+    step = np.flatnonzero(cat == STEP)
+    pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps)
     return Measurement(
-        calls=calls, psi=int(psi), psi_how=psi_how, psi_trace=psi_trace, n=int(n), n_how=n_how,
+        columns=cols, psi=int(psi), psi_how=psi_how, psi_trace=psi_trace, n=int(n), n_how=n_how,
         steps=n_steps, steps_how=steps_how, ranks=ranks, comm_elem_bytes=float(comm_eb),
         comm_dtype=str(comm_dtype), notes=tuple(notes), per_step=per_step, categories=categories,
         pattern=pattern, order_variants=variants, ranks_how=ranks_how, world_size=world,
         dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard,
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
-        pattern_groups=_measured_groups(step_calls, len(ranks) * n_steps, [o for o, *_ in pattern]),
+        pattern_groups=_measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern]),
     )
+
+
+def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:
+    """:func:`~zerocalc.validate.accounting.full_vector_elements` on op codes."""
+    full = np.where(np.isnan(out_e), in_e, np.fmax(in_e, out_e))
+    full = np.where(ops.isin(["all_to_all", "send"]), in_e, full)
+    full[ops.isin(["recv", "barrier", "other"])] = 0.0
+    return full
 
 
 def _check_options(*, n: int | None, steps: int | None, dtype: str | None) -> str | None:
@@ -172,15 +234,28 @@ def _check_options(*, n: int | None, steps: int | None, dtype: str | None) -> st
     return canonical_dtype(dtype) if dtype is not None else None
 
 
-def _per_step_tables(calls: pd.DataFrame, ranks: tuple[int, ...], n_steps: int):
+def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, ...], steps_used: np.ndarray):
     """(rank, step, category) sums, and per category the mean calls and bytes per rank and step."""
-    step_id = calls["step_id"].to_numpy()
-    grouped = calls.groupby(["rank", "step_id", "category"], sort=True)
+    # one key per (rank, step, category name), in that sorted order: step -1 first, names alphabetical
+    by_name = {c: i for i, c in enumerate(sorted(CATEGORIES))}
+    alpha = np.array([by_name[c] for c in CATEGORIES], dtype=np.int64)
+    lo, hi = int(cols.step_id.min()), int(cols.step_id.max())
+    key = ((rank_idx.astype(np.int64) * (hi - lo + 1) + (cols.step_id - lo)) * len(CATEGORIES)
+           + alpha[cols.cat])
+    sums = (pd.DataFrame({"bytes_sent": cols.bytes_sent, "duration_s": cols.duration_s})
+            .groupby(key, sort=True))
+    keys = sums.size()
+    k = keys.index.to_numpy()
+    names_sorted = np.array(sorted(CATEGORIES), dtype=object)
     per_step = pd.DataFrame({
-        "calls": grouped.size(), "bytes_sent": grouped["bytes_sent"].sum(),
-        "duration_s": grouped["duration_used_s"].sum(min_count=1),
-    }).reset_index()
-    n_rank_steps = len(ranks) * n_steps
+        "rank": np.asarray(ranks, dtype=np.int64)[k // len(CATEGORIES) // (hi - lo + 1)],
+        "step_id": (k // len(CATEGORIES) % (hi - lo + 1) + lo).astype(np.int64),
+        "category": names_sorted[k % len(CATEGORIES)],
+        "calls": keys.to_numpy(), "bytes_sent": sums["bytes_sent"].sum().to_numpy(),
+        "duration_s": sums["duration_s"].sum(min_count=1).to_numpy(),
+    })
+    n_rank_steps = len(ranks) * max(len(steps_used), 1)
+    grid_steps = steps_used if len(steps_used) else np.zeros(1, dtype=np.int64)
     rows = []
     for c, desc in CATEGORIES.items():
         sub = per_step[per_step["category"] == c]
@@ -190,64 +265,69 @@ def _per_step_tables(calls: pd.DataFrame, ranks: tuple[int, ...], n_steps: int):
                          "bytes_per_rank_per_step": sub["bytes_sent"].sum() / len(ranks),
                          "min_bytes": math.nan, "max_bytes": math.nan, "per": "rank (whole trace)"})
             continue
-        full_grid = (sub.set_index(["rank", "step_id"])["bytes_sent"]
-                     .reindex(pd.MultiIndex.from_product([ranks, sorted(set(step_id[step_id >= 0].tolist()))
-                                                          or [0]]), fill_value=0.0))
+        # over every (rank, step) of the steps, 0 where the category has no call
+        cells = sub["bytes_sent"].to_numpy()[np.isin(sub["step_id"].to_numpy(), grid_steps)]
+        if len(cells) < len(ranks) * len(grid_steps):
+            cells = np.append(cells, 0.0)
         rows.append({"category": c, "description": desc,
                      "calls_per_rank_per_step": sub["calls"].sum() / n_rank_steps,
                      "bytes_per_rank_per_step": sub["bytes_sent"].sum() / n_rank_steps,
-                     "min_bytes": float(full_grid.min()), "max_bytes": float(full_grid.max()),
+                     "min_bytes": float(cells.min()), "max_bytes": float(cells.max()),
                      "per": "rank and step"})
     return per_step, pd.DataFrame(rows)
 
 
-def _measured_pattern(step_calls: pd.DataFrame, n_rank_steps: int):
-    """Per-step ops in first-appearance order, each with mean calls, full elements and bytes.
+def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray, n_rank_steps: int):
+    """Per-step ops in first-appearance order, each with mean calls, full elements and bytes, over the
+    step calls ``step``.
 
     The order is the most common one over (rank, step) (ties: the one seen first); each
     (rank, step)'s order is encoded as one integer (op codes as base-``k+1`` digits), so no
     Python loop runs over the groups.
     """
-    if step_calls.empty:
+    if not len(step):
         return (), 0
-    ops = step_calls["op"].astype(str).to_numpy()
-    code, names = pd.factorize(ops)
-    first = pd.DataFrame({"r": step_calls["rank"].to_numpy(), "s": step_calls["step_id"].to_numpy(),
-                          "c": code}).drop_duplicates()
+    code, names = pd.factorize(cols.ops.codes[step])  # ops numbered in order of first appearance
+    names = [cols.ops.names[c] if c >= 0 else "nan" for c in names.tolist()]
+    pair, _ = group_codes(rank_idx[step], cols.step_id[step])
     base = len(names) + 1
-    pos = first.groupby(["r", "s"], sort=False).cumcount().to_numpy()
-    first = first.assign(d=(first["c"].to_numpy() + 1) * base ** pos.astype(np.int64))
-    keys = first.groupby(["r", "s"], sort=False)["d"].sum()
-    counts = keys.groupby(keys.to_numpy(), sort=False).size()
-    key = int(counts.idxmax())
+    first = first_rows(pair * base + code)  # each op's first call in each (rank, step)
+    first.sort()
+    p_first, c_first = pair[first], code[first]
+    pos = pd.Series(p_first).groupby(p_first, sort=False).cumcount().to_numpy()
+    digits = (c_first.astype(np.int64) + 1) * base ** pos.astype(np.int64)
+    keys = pd.Series(digits).groupby(p_first, sort=False).sum().to_numpy()
+    variant, uniq = pd.factorize(keys)  # orders numbered in order of first appearance
+    counts = np.bincount(variant)
+    key = int(uniq[int(np.argmax(counts))])
     order = []
     while key:
         key, digit = divmod(key, base)
-        order.append(str(names[digit - 1]))
-    agg = step_calls.groupby(ops).agg(
-        calls=("op", "size"), elems=("full_elements", "sum"), bytes=("bytes_sent", "sum"))
+        order.append(names[digit - 1])
+    by_op = pd.DataFrame({"e": cols.full_elements[step], "b": cols.bytes_sent[step]}).groupby(code)
+    calls, elems, sent = by_op.size(), by_op["e"].sum(), by_op["b"].sum()
     pattern = tuple(
-        (o, float(agg.at[o, "calls"]) / n_rank_steps, float(agg.at[o, "elems"]) / n_rank_steps,
-         float(agg.at[o, "bytes"]) / n_rank_steps)
+        (o, float(calls.at[names.index(o)]) / n_rank_steps, float(elems.at[names.index(o)]) / n_rank_steps,
+         float(sent.at[names.index(o)]) / n_rank_steps)
         for o in order
     )
     return pattern, len(counts)
 
 
-
-def _measured_groups(step_calls: pd.DataFrame, n_rank_steps: int, op_order: list[str]):
+def _measured_groups(cols: CallColumns, step: np.ndarray, n_rank_steps: int, op_order: list[str]):
     """Per-step (op, group size, dtype) entries: mean calls, full elements and bytes per rank and step,
     ops in ``op_order``, then by first appearance."""
-    if step_calls.empty:
+    if not len(step):
         return ()
-    df = pd.DataFrame({"o": step_calls["op"].astype(str).to_numpy(),
-                       "p": step_calls["group_size_used"].to_numpy(dtype=float),
-                       "d": step_calls["dtype"].astype("string").fillna("?").to_numpy(),
-                       "e": step_calls["full_elements"].to_numpy(dtype=float),
-                       "b": step_calls["bytes_sent"].to_numpy(dtype=float)})
+    kind, _ = group_codes(cols.ops.codes[step], cols.group_size[step], cols.dtype.codes[step])
+    agg = pd.DataFrame({"e": cols.full_elements[step], "b": cols.bytes_sent[step]}).groupby(kind, sort=False)
+    calls, elems, sent = agg.size(), agg["e"].sum(), agg["b"].sum()
+    first = step[first_rows(kind)]
+    out = []
+    for j, i in enumerate(first.tolist()):
+        c, d = cols.ops.codes[i], cols.dtype.codes[i]
+        out.append((cols.ops.names[c] if c >= 0 else "nan", int(cols.group_size[i]), cols.dtype.names[d],
+                    float(calls.iat[j]) / n_rank_steps, float(elems.iat[j]) / n_rank_steps,
+                    float(sent.iat[j]) / n_rank_steps))
     rank = {o: i for i, o in enumerate(op_order)}
-    agg = df.groupby(["o", "p", "d"], sort=False).agg(calls=("e", "size"), e=("e", "sum"), b=("b", "sum"))
-    keys = sorted(agg.index, key=lambda k: rank.get(k[0], len(rank)))
-    return tuple((str(o), int(p), str(d), float(agg.at[(o, p, d), "calls"]) / n_rank_steps,
-                  float(agg.at[(o, p, d), "e"]) / n_rank_steps, float(agg.at[(o, p, d), "b"]) / n_rank_steps)
-                 for o, p, d in keys)
+    return tuple(sorted(out, key=lambda t: rank.get(t[0], len(rank))))

@@ -1,0 +1,107 @@
+"""validate.columns and the stages on compact columns: each helper against its pandas or brute-force
+definition on random input, and the check of a table with ``category`` string columns against the same
+table with plain string columns (the readers may return either).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from zerocalc.traces import read_traces
+from zerocalc.validate import check
+from zerocalc.validate import columns as C
+from zerocalc.validate.ranks import _lexsort_nan_last
+
+DATA = Path(__file__).parent / "data" / "traces"
+
+
+def _runs(rng: random.Random, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random runs of codes, drawn from a few patterns so that many repeat."""
+    patterns = [[rng.randrange(4) for _ in range(rng.randrange(1, 7))] for _ in range(5)]
+    runs = [list(rng.choice(patterns)) if rng.random() < 0.8 else [rng.randrange(4)] * rng.randrange(1, 4)
+            for _ in range(n_runs)]
+    codes = np.array([c for r in runs for c in r], dtype=np.int64)
+    bounds = np.concatenate([[0], np.cumsum([len(r) for r in runs])])
+    return codes, bounds
+
+
+def test_distinct_runs_points_each_run_at_the_first_equal_one():
+    rng = random.Random(0)
+    for _ in range(20):
+        codes, bounds = _runs(rng, rng.randrange(1, 60))
+        runs = [tuple(codes[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        first = {}
+        expected = [first.setdefault(r, i) for i, r in enumerate(runs)]
+        assert C.distinct_runs(codes, bounds).tolist() == expected
+
+
+def test_distinct_runs_stays_exact_when_every_hash_collides(monkeypatch):
+    # multipliers of 0: every run of a length hashes alike; the element-wise check must split them
+    monkeypatch.setattr(C, "_MULT", (np.uint64(0), np.uint64(0)))
+    rng = random.Random(1)
+    codes, bounds = _runs(rng, 80)
+    runs = [tuple(codes[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    rep = C.distinct_runs(codes, bounds).tolist()
+    assert all(runs[r] == runs[i] and r <= i for i, r in enumerate(rep))
+    assert len(set(rep)) < len(rep)  # equal runs still share a representative where the check holds
+
+
+def test_group_codes_and_first_rows_follow_pandas():
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 4, 500)
+    b = rng.choice([1.5, 2.0, np.nan], 500)
+    c = rng.integers(-1, 3, 500).astype(np.int8)
+    code, k = C.group_codes(a, b, c)
+    want = pd.DataFrame({"a": a, "b": b, "c": c}).groupby(["a", "b", "c"], sort=False, dropna=False).ngroup()
+    assert code.tolist() == want.tolist() and k == want.max() + 1
+    assert C.first_rows(code).tolist() == np.unique(code, return_index=True)[1].tolist()
+
+
+def test_codes_of_string_and_category_columns_agree():
+    s = pd.Series(["fp32", None, "bf16", "fp32", "?"], dtype="string")
+    for col in (s, s.astype("category"), s.astype(object)):
+        codes = C.string_codes(col)
+        assert codes.labels("<none>").tolist() == ["fp32", "<none>", "bf16", "fp32", "?"]
+        assert codes.isin(["fp32", "?"]).tolist() == [True, False, False, True, True]
+        assert codes.filled("?").labels("x").tolist() == ["fp32", "?", "bf16", "fp32", "?"]
+        assert codes.present(na="none") == [n for n in codes.names if n in {"fp32", "bf16", "?"}] + ["none"]
+
+
+def test_rank_order_is_pandas_stable_sort_with_nan_last():
+    rng = np.random.default_rng(3)
+    for sorted_within in (True, False):
+        rank = rng.integers(0, 5, 300)
+        start = rng.choice([0.5, 1.0, 2.0, np.nan], 300)
+        line = rng.integers(0, 50, 300).astype(float)
+        if sorted_within:  # the common case: each rank's rows already in order
+            start, line = np.full(300, np.nan), np.arange(300, dtype=float)
+        df = pd.DataFrame({"r": rank, "s": start, "l": line})
+        want = df.sort_values(["r", "s", "l"], kind="stable", na_position="last").index.to_numpy()
+        assert _lexsort_nan_last([rank, start, line]).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("trace", [
+    "nccl-debug/ddp-allreduce-128ranks-L4-ray.txt",
+    "nccl-debug/tp-allgather-reducescatter-2ranks.txt",
+    "kineto/dlrm-v100-8ranks",
+    "real-runs/hsdp-2x2",
+    "real-runs/ds-zero3-ga4",
+    "deepspeed-gloo-zero3-n4/no-step-markers",
+])
+def test_check_is_the_same_on_category_columns(trace):
+    ts = read_traces(DATA / trace)
+    cat = ts.table.copy()
+    for name in cat.columns:
+        if cat[name].dtype == object or isinstance(cat[name].dtype, pd.StringDtype):
+            cat[name] = cat[name].astype("category")
+    assert any(isinstance(d, pd.CategoricalDtype) for d in cat.dtypes)
+    plain = check(ts.table, meta=ts.meta)
+    as_cat = check(cat, meta=ts.meta)
+    assert json.dumps(as_cat.as_dict(), default=str) == json.dumps(plain.as_dict(), default=str)
+    assert as_cat.measurement.calls["category"].tolist() == plain.measurement.calls["category"].tolist()

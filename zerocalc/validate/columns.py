@@ -1,0 +1,219 @@
+"""Columns: the per-call numpy arrays the check works on, taken once from the canonical table.
+
+A trace of millions of calls is checked on a few compact arrays, never on copies of the whole table:
+the rows kept and their order are one index into the table (:class:`Rows`); a string column becomes
+small integer codes over its distinct values (:class:`Codes`; a pandas ``category`` column gives its
+own), a numeric column float64 with NaN where missing. Groups of calls ((rank, step), (op, size,
+group size), ...) are numbered by combining codes (:func:`group_codes`), so per-group counts, sums and
+searches run in numpy, or once per distinct group (:func:`distinct_runs`), not once per row or pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A string column as integer codes (-1: missing) over ``names``."""
+
+    codes: np.ndarray
+    names: tuple[str, ...]
+
+    def isin(self, values: Iterable[str]) -> np.ndarray:
+        """Rows whose value is one of ``values``."""
+        want = set(values)
+        lut = np.array([n in want for n in self.names] + [False], dtype=bool)
+        return lut[self.codes]  # code -1 reads the trailing False
+
+    def eq(self, value: str) -> np.ndarray:
+        """Rows whose value is ``value``."""
+        return self.isin((value,))
+
+    def take(self, idx) -> Codes:
+        """The rows ``idx`` (an index or a mask)."""
+        return Codes(self.codes[idx], self.names)
+
+    def labels(self, na: str) -> np.ndarray:
+        """Each row's value as a string (``na`` where missing), an object array."""
+        return np.array(list(self.names) + [na], dtype=object)[self.codes]
+
+    def present(self, mask: np.ndarray | None = None, na: str | None = None) -> list[str]:
+        """The values that occur (in the rows of ``mask``), in the order of :attr:`names`, then ``na``
+        if given and a value is missing."""
+        c = self.codes if mask is None else self.codes[mask]
+        seen = np.bincount(c[c >= 0], minlength=len(self.names)) > 0
+        out = [n for n, s in zip(self.names, seen, strict=True) if s]
+        return out + [na] if na is not None and (c < 0).any() else out
+
+    def filled(self, na: str) -> Codes:
+        """The same values with missing ones read as ``na`` (one code for ``na`` and any ``na`` value)."""
+        if not (self.codes < 0).any():
+            return self
+        names = list(self.names)
+        if na in names:
+            k = names.index(na)
+        else:
+            k = len(names)
+            names.append(na)
+        return Codes(np.where(self.codes < 0, k, self.codes).astype(_small_int(len(names))), tuple(names))
+
+
+def _small_int(n: int):
+    """The narrowest signed integer type for codes 0 … n (and -1)."""
+    return np.int8 if n < 127 else np.int16 if n < 32767 else np.int32 if n < 2**31 - 1 else np.int64
+
+
+def string_codes(col: pd.Series) -> Codes:
+    """A column as :class:`Codes`; values are named as ``astype(str)`` would name them.
+
+    A ``category`` column keeps its own codes (its unused categories stay named, unused); any other
+    column is factorized once.
+    """
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        names = tuple(str(c) for c in col.cat.categories)
+        return Codes(col.cat.codes.to_numpy(), names)
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    return Codes(codes.astype(_small_int(len(uniques))), tuple(str(u) for u in uniques))
+
+
+def numeric(col: pd.Series) -> np.ndarray:
+    """A nullable column as float64 with NaN where missing."""
+    return pd.to_numeric(col, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The calls a check works on: the canonical table's rows ``idx``, in that order.
+
+    Columns are taken from the table when asked for, only at these rows (no copy of the table).
+    """
+
+    table: pd.DataFrame
+    idx: np.ndarray
+    #: the table's string columns as codes, factorized once (shared by every subset)
+    _codes: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def has(self, name: str) -> bool:
+        """Whether the table has column ``name``."""
+        return name in self.table.columns
+
+    def num(self, name: str) -> np.ndarray:
+        """Column ``name`` as float64, NaN where missing (all NaN when the table lacks it)."""
+        if name not in self.table.columns:
+            return np.full(len(self.idx), np.nan)
+        return numeric(self.table[name])[self.idx]
+
+    def codes(self, name: str) -> Codes:
+        """Column ``name`` as :class:`Codes` at these rows."""
+        if name not in self._codes:
+            self._codes[name] = string_codes(self.table[name])
+        return self._codes[name].take(self.idx)
+
+    def notna(self, name: str) -> np.ndarray:
+        """Where column ``name`` holds a value."""
+        return self.table[name].notna().to_numpy()[self.idx]
+
+    def isna(self, name: str) -> np.ndarray:
+        """Where column ``name`` holds no value."""
+        return ~self.notna(name)
+
+    def values(self, name: str) -> np.ndarray:
+        """Column ``name`` as numbers to group by: float64 (NaN: missing) for a numeric column, else
+        :class:`Codes`' codes (-1: missing)."""
+        if self.table[name].dtype.kind in "iufb":
+            return self.num(name)
+        return self.codes(name).codes
+
+    def subset(self, keep: np.ndarray) -> Rows:
+        """These rows where ``keep`` (a mask or index over them)."""
+        return Rows(self.table, self.idx[keep], self._codes)
+
+
+def isna(values: np.ndarray) -> np.ndarray:
+    """Missing entries of :meth:`Rows.values`: NaN, or code -1."""
+    return values < 0 if values.dtype.kind == "i" else np.isnan(values)
+
+
+def group_codes(*arrays: np.ndarray) -> tuple[np.ndarray, int]:
+    """One integer per distinct combination of the arrays' values, numbered in order of first
+    appearance (as ``groupby(sort=False, dropna=False).ngroup()``; NaN is a value), and the count."""
+    if not arrays or len(arrays[0]) == 0:
+        return np.zeros(len(arrays[0]) if arrays else 0, dtype=np.int64), 0
+    code, k = None, 0
+    for a in arrays:
+        c, u = pd.factorize(a, use_na_sentinel=False)
+        if code is None:
+            code, k = c.astype(np.int64), len(u)
+        else:
+            code, uniq = pd.factorize(code * len(u) + c, use_na_sentinel=False)
+            k = len(uniq)
+    return code, k
+
+
+def first_rows(labels: np.ndarray) -> np.ndarray:
+    """The row where each label first appears, for labels numbered in order of first appearance
+    (:func:`group_codes`): row i is a first exactly when its label exceeds every label before it."""
+    if not len(labels):
+        return np.zeros(0, dtype=np.int64)
+    seen = np.maximum.accumulate(labels)
+    return np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))
+
+
+def sorted_group_codes(*arrays: np.ndarray) -> tuple[np.ndarray, int]:
+    """As :func:`group_codes`, numbered in the sorted order of the combinations (first array first);
+    NaN sorts last. The arrays are numeric or :class:`Codes` already ranked by the caller."""
+    if not arrays or len(arrays[0]) == 0:
+        return np.zeros(len(arrays[0]) if arrays else 0, dtype=np.int64), 0
+    code = np.zeros(len(arrays[0]), dtype=np.int64)
+    for a in arrays:
+        u, inv = np.unique(a, return_inverse=True)  # NaN sorts last (and is one value since numpy 1.21)
+        code = code * len(u) + inv.reshape(-1)
+    u, inv = np.unique(code, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64), len(u)
+
+
+def run_bounds(key: np.ndarray) -> np.ndarray:
+    """Start of each run of equal consecutive values of ``key``, and its end (length n + 1 array)."""
+    if len(key) == 0:
+        return np.zeros(1, dtype=np.int64)
+    return np.concatenate([[0], np.flatnonzero(key[1:] != key[:-1]) + 1, [len(key)]])
+
+
+_MULT = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
+def distinct_runs(codes: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """For each run ``codes[bounds[i]:bounds[i+1]]``, the index of the first run equal to it.
+
+    Runs are hashed (two polynomial hashes mod 2⁶⁴ and the length) and every run is then compared
+    element by element with the first run of its hash, so the answer is exact: a run whose hash
+    collides with a different run is its own representative. Lets a search that depends only on a
+    run's values (a step's call sequence) run once per distinct run.
+    """
+    n_runs = len(bounds) - 1
+    if n_runs <= 0:
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.diff(bounds)
+    run_of = np.repeat(np.arange(n_runs), lengths)
+    pos = np.arange(len(codes)) - bounds[:-1][run_of]
+    v = codes.astype(np.int64).astype(np.uint64) + np.uint64(1)
+    keys = [lengths.astype(np.int64)]
+    with np.errstate(over="ignore"):
+        for mult in _MULT:
+            powers = np.cumprod(np.full(int(lengths.max()), mult, dtype=np.uint64), dtype=np.uint64)
+            keys.append(np.add.reduceat(v * powers[pos], bounds[:-1]).view(np.int64))
+    label, _ = group_codes(*keys)  # numbered in order of first appearance
+    rep = first_rows(label)[label]
+    # exact: every element equal to the same position of its representative run
+    differs = codes != codes[bounds[:-1][rep][run_of] + pos]
+    bad = np.bincount(run_of[differs], minlength=n_runs) > 0
+    rep[bad] = np.flatnonzero(bad)
+    return rep

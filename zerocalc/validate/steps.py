@@ -1,0 +1,272 @@
+"""Steps and micro-batches: where each rank's steps begin and end, and how many micro-batches each
+optimizer step holds, from the trace's step markers or its repeating call sequences.
+
+Each search runs once per distinct call sequence (a rank's calls, or one (rank, step)'s), not once
+per rank or pair: the ranks of a data-parallel run make the same calls. Sources: Gusfield 1997 §1.4
+(Z-algorithm), §7 (micro-batches and gradient accumulation), and the trace formats of §5.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from zerocalc.errors import TraceMismatchError
+from zerocalc.validate.accounting import _OP_VERBS, _plural
+from zerocalc.validate.columns import Codes, distinct_runs, group_codes, run_bounds
+
+
+def _z_function(codes: Sequence[int]) -> np.ndarray:
+    """``z[i]`` = length of the longest common prefix of ``codes`` and ``codes[i:]`` (``z[0] = len``).
+
+    The linear-time Z-algorithm (Gusfield 1997, §1.4).
+    """
+    m = len(codes)
+    z = [0] * m
+    if m:
+        z[0] = m
+    lo = hi = 0
+    for i in range(1, m):
+        k = min(hi - i, z[i - lo]) if i < hi else 0
+        while i + k < m and codes[k] == codes[i + k]:
+            k += 1
+        z[i] = k
+        if i + k > hi:
+            lo, hi = i, i + k
+    return np.asarray(z, dtype=np.int64)
+
+
+def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -> tuple[int, int]:
+    """(period, repetitions) of equal blocks ending the sequence.
+
+    Without ``want``: the run of at least two equal blocks that covers the most calls (ties: the
+    shorter period), considering only periods ≥ ``min_period`` (the caller's way of refusing a block
+    made only of scalar collectives). With ``want`` (``--steps K``): the *longest* block repeated
+    at least K times at the end, so that K = 1 takes the whole sequence as one step; (0, 0) when
+    there is none.
+
+    Linear in the length: reversed, the sequence ends in ``r`` repetitions of period ``p`` exactly
+    when its Z-function at ``p`` is at least ``(r - 1)·p``.
+    """
+    m = len(sig)
+    if m == 0:
+        return (0, 0)
+    if isinstance(sig, np.ndarray):
+        codes = sig[::-1].tolist()
+    else:
+        index: dict = {}
+        codes = [index.setdefault(x, len(index)) for x in reversed(list(sig))]
+    z = _z_function(codes)
+    periods = np.arange(1, m + 1)
+    reps = 1 + np.minimum(np.append(z[1:], 0), m - periods) // periods
+    if want is None:
+        ok = (reps >= 2) & (periods >= min_period)
+        if not ok.any():
+            return (0, 0)
+        cover = np.where(ok, periods * reps, 0)
+        i = int(np.argmax(cover))  # first maximum: the shortest period among ties
+        return int(periods[i]), int(reps[i])
+    ok = np.flatnonzero(reps >= max(want, 1))
+    if not len(ok):
+        return (0, 0)
+    i = int(ok[-1])
+    return int(periods[i]), int(want)
+
+
+def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
+                gs: np.ndarray, small: np.ndarray, steps: int | None) -> tuple[np.ndarray, str, list[str]]:
+    """The step of every call (-1 outside the steps), how the steps were found, and notes.
+
+    From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
+    where it has them; else each rank's calls (sorted by rank) end in repetitions of one pattern
+    (:func:`_repeating_suffix`) that holds at least one collective carrying data.
+    """
+    notes: list[str] = []
+    step_id = np.full(len(rank), -1, dtype=np.int64)
+    step_marked = ~np.isnan(marked) if marked is not None else np.zeros(len(rank), bool)
+    if step_marked.any():
+        step_id[step_marked] = marked[step_marked].astype(np.int64)
+        n_marked = len(np.unique(step_id[step_marked]))
+        if steps is not None and steps != n_marked:
+            raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
+        return step_id, f"{n_marked} step(s) from the trace's step markers", notes
+    periods = {}
+    # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
+    sig, _ = group_codes(ops.codes, np.nan_to_num(in_e), np.nan_to_num(out_e), gs)
+    carries = ops.isin(_OP_VERBS) & ~small
+    bounds = run_bounds(rank)
+    found: dict[tuple[bytes, int], tuple[int, int]] = {}  # ranks that made the same calls: one search
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        r, n_calls = int(rank[lo]), hi - lo
+        data_at = np.flatnonzero(carries[lo:hi])
+        # a step must hold at least one collective that carries data: the last p calls do
+        # exactly when p reaches back to the last such call
+        min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
+        key = (sig[lo:hi].tobytes(), min_period)
+        if key not in found:
+            found[key] = _repeating_suffix(sig[lo:hi], steps, min_period=min_period)
+        per, reps = found[key]
+        if per == 0:
+            if steps is not None:
+                raise TraceMismatchError(
+                    f"--steps {steps}: the calls of rank {r} do not end in {steps} repetitions "
+                    "of one pattern"
+                )
+            per, reps = n_calls, 1
+        start = n_calls - per * reps
+        step_id[lo + start:hi] = np.arange(per * reps) // per
+        periods[r] = (per, reps, start)
+    pers = sorted({v[:2] for v in periods.values()})
+    per, reps = pers[0]
+    lead = max(v[2] for v in periods.values())
+    if steps is not None:
+        steps_how = ("1 step from --steps 1: each rank's whole trace is one step" if steps == 1 else
+                     f"{reps} step(s) from --steps (the longest run of {reps} equal blocks ending each "
+                     f"rank's calls: {_plural(per, 'call')} per step)")
+    elif reps == 1:
+        steps_how = "no step markers and no repeating pattern: the whole trace is taken as one step"
+    else:
+        steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
+                     "(the trace has no step markers)")
+    if lead:
+        steps_how += f"; {lead} call(s) before the first repetition count as one-off"
+    if len(pers) > 1:
+        notes.append("ranks differ in their calls (calls per step × steps): "
+                     + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
+    return step_id, steps_how, notes
+
+
+@dataclass(frozen=True)
+class MicroBatches:
+    """Micro-batches per optimizer step and when the gradients are reduced, with how each was found."""
+
+    k: int
+    how: str
+    #: "every" (gradients reduced in every micro-batch), "boundary" (once per optimizer step), or None
+    #: when the trace cannot tell (one micro-batch, or nothing repeats)
+    grad_sync: str | None
+    grad_sync_how: str
+
+
+def _leading_repeats(codes: Sequence[int]) -> tuple[int, int]:
+    """(period, repetitions) of the block that starts the sequence and repeats back to back, covering the
+    most calls (ties: the shorter period); (len, 1) when nothing repeats. Z-function as in
+    :func:`_repeating_suffix`, read forwards."""
+    m = len(codes)
+    if m < 2:
+        return m, 1
+    z = _z_function(codes)
+    periods = np.arange(1, m // 2 + 1)
+    reps = 1 + np.minimum(z[periods], m - periods) // periods
+    cover = np.where(reps >= 2, periods * reps, 0)
+    i = int(np.argmax(cover))  # first maximum: the shorter period among ties
+    return (int(periods[i]), int(reps[i])) if cover[i] > 0 else (m, 1)
+
+
+def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, int | None]:
+    """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions): the
+    micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
+    "none", or None when nothing repeats) and the most times one gradient call recurs (None: none)."""
+    g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
+    most = max(g.values()) if g else None
+    per, reps = _leading_repeats(codes)
+    mode = None
+    if reps > 1:
+        in_block = any(grad[:per * reps])
+        after = any(grad[per * reps:])
+        mode = "every" if in_block else "boundary" if after else "none"
+        # the boundary micro-batch: the same block with the gradient reductions among its calls
+        rest = [c for c, is_g in zip(codes[per * reps:], grad[per * reps:], strict=True) if not is_g]
+        if rest[:per] == codes[:per] and after and not in_block:
+            reps += 1
+    return reps, mode, most
+
+
+def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
+                        rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
+                        marked: bool = True) -> MicroBatches:
+    """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
+    collectives that opens each optimizer step repeats back to back (the most common count over ranks
+    and steps). Gradient accumulation repeats forward and backward, and with them every collective
+    they issue (§7: DDP and FSDP reduce in every micro-batch unless ``no_sync``; FSDP and DeepSpeed
+    ZeRO-3 gather in every micro-batch; DeepSpeed ZeRO-2/3 reduce in every micro-batch, ZeRO-1 at the
+    boundary). The gradient-sync mode is read from where the gradient reductions fall: inside the
+    repeated block (every micro-batch) or only after it (at the boundary). Only a trace that marks its
+    optimizer steps (``marked``) is read so: without markers the steps are themselves repeated blocks.
+
+    ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them.
+    """
+    found: Counter = Counter()
+    modes: Counter = Counter()
+    repeats: Counter = Counter()  # the most times one gradient call recurs in a step
+    if marked or k is not None:  # else K = 1 whatever the steps hold
+        _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats)
+    inferred = max(found, key=lambda r: (found[r], -r)) if found and marked else 1
+    if k is not None:
+        if k < 1:
+            from zerocalc.errors import ConfigError
+
+            raise ConfigError(f"must be a positive integer, got {k}", option="--micro-batches")
+        how = f"K = {k}: from --micro-batches"
+        if inferred > 1 and inferred != k:
+            how += f" (the trace's steps open with a block repeated {inferred} times)"
+    elif inferred > 1:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
+               f"repeated {k} times: one per micro-batch)")
+    elif not marked:
+        k = 1
+        how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "
+               "(give --micro-batches K)")
+    else:
+        k = 1
+        how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
+               "nothing before the boundary: give --micro-batches K if so)")
+    mode = max(modes, key=modes.get) if modes else None
+    if mode is None and k > 1 and repeats:
+        # K given, nothing repeats: the gradient reductions recur K times per step, or run once
+        most = max(repeats, key=repeats.get)
+        mode = "every" if most == k else "boundary" if most == 1 else None
+    if k == 1:
+        return MicroBatches(1, how, None, "one micro-batch per optimizer step: nothing to tell")
+    if mode == "every":
+        return MicroBatches(k, how, "every",
+                            "gradients reduced in every micro-batch (the repeated block holds the gradient "
+                            "collectives)")
+    if mode == "boundary":
+        return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (no_sync / "
+                                                "set_requires_gradient_sync(False) on the earlier "
+                                                "micro-batches, or a ZeRO-1 boundary reduction)")
+    return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
+
+
+def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
+                  rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
+                  repeats: Counter) -> None:
+    """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
+    searched once per distinct call sequence, counted once per pair (counters filled in order of first
+    appearance, as a loop over the pairs would)."""
+    sel = np.flatnonzero(use)
+    if not len(sel):
+        return
+    # the pairs' calls in (rank, step, call) order: already so when each rank's steps come in order
+    r, s = rank[sel], step_id[sel]
+    if not (np.all(r[1:] >= r[:-1]) and np.all((r[1:] != r[:-1]) | (s[1:] >= s[:-1]))):
+        sel = sel[np.lexsort((sel, s, r))]
+        r, s = rank[sel], step_id[sel]
+    sig, _ = group_codes(ops.codes[sel], full[sel], gs[sel])
+    bounds = np.concatenate([[0], np.flatnonzero((r[1:] != r[:-1]) | (s[1:] != s[:-1])) + 1, [len(sel)]])
+    rep = distinct_runs(sig, bounds)
+    firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
+    g = grad[sel]
+    for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        reps, mode, most = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist())
+        if most is not None:
+            repeats[most] += times
+        if mode is not None:
+            modes[mode] += times
+        found[reps] += times
