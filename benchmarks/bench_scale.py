@@ -5,13 +5,17 @@ the bundled Ray log) at each size asked for, in a temporary directory (deleted a
 measures on each, in the same run:
 
 - ``grep -c opCount`` (the floor: reading the bytes and finding the marker),
-- the field extraction alone, single-threaded, by ``re`` (the scanner zerocalc had first) and
-  by polars (zerocalc.traces.nccl_polars), as CPU seconds (less sensitive to a busy machine),
+- the field extraction alone, single-threaded, by ``re`` (the scanner zerocalc had first, the
+  fallback), by polars' regex extraction (``polars-regex``) and by polars reading fields by position
+  (``polars``, the default; zerocalc.traces.nccl_polars), as CPU seconds (less sensitive to a busy
+  machine),
 - ``zerocalc trace summary`` and ``zerocalc check`` as a user runs them, each in a fresh process:
   wall time, MB/s, peak RSS (the child's ``ru_maxrss``) and peak RSS over the file's size,
 
-best of ``--repeat`` runs each; the ratios to ``grep -c`` are taken within the run. Targets
-(issue 13): ``check`` >= 150 MB/s on 2 cores, under 600 MB of peak RSS at 0.5 and 1.5 GB.
+best of ``--repeat`` runs each; the ratios to ``grep -c`` are taken within the run. With two sizes
+or more, how the peak RSS of each command grows per GB of log (the slope between the smallest and
+largest size). Targets (issue 13): ``check`` >= 150 MB/s on 2 cores, under 600 MB of peak RSS at
+0.5 and 1.5 GB.
 ``--kineto-ranks K`` also times ``check`` on K copies of the bundled Kineto trace, each given its
 own rank (HolisticTraceAnalysis on the same set when it is installed, as bench_kineto.py does).
 
@@ -61,7 +65,7 @@ def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
 def cpu_scan(path: Path, engine: str) -> float:
     """CPU seconds of the field extraction alone (one process, one thread)."""
     code = ("import sys, time; from zerocalc.traces import nccl_log; nccl_log.ENGINE = sys.argv[2];"
-            "__import__('polars') if sys.argv[2] == 'polars' else None;"  # its import is not the scan's
+            "__import__('polars') if sys.argv[2] != 're' else None;"  # its import is not the scan's
             "t = time.process_time(); nccl_log.scan(open(sys.argv[1], 'rb'), sys.argv[1]);"
             "print(time.process_time() - t)")
     env = dict(os.environ, POLARS_MAX_THREADS="1")
@@ -78,6 +82,7 @@ def best(fn, repeat: int):
 def nccl_sizes(sizes_mb: list[float], repeat: int, tmp: Path) -> None:
     synth = _synth()
     zc = [sys.executable, "-m", "zerocalc"]
+    peaks: dict[str, list[tuple[float, float]]] = {}  # command -> (GB, peak RSS MB) per size
     for mb_target in sizes_mb:
         path = tmp / f"ray-{mb_target:g}MB.log"
         calls, steps = synth.build(path, mb_target * 1e6)
@@ -86,20 +91,26 @@ def nccl_sizes(sizes_mb: list[float], repeat: int, tmp: Path) -> None:
               f"{os.cpu_count()} CPUs")
         grep = best(lambda path=path: run(["grep", "-c", "opCount", str(path)]), repeat)
         print(f"  grep -c opCount        {grep[0]:7.2f} s  {mb / grep[0]:8.1f} MB/s  (baseline)")
-        for engine in ("re", "polars"):
+        for engine in ("re", "polars-regex", "polars"):
             try:
                 cpu = best(lambda engine=engine, path=path: cpu_scan(path, engine), repeat)
             except subprocess.CalledProcessError:
                 print(f"  scan, {engine}: not measured (polars not installed?)")
                 continue
-            print(f"  scan by {engine:7s} (1 core) {cpu:7.2f} CPU s  {mb / cpu:6.1f} MB/s per core")
+            print(f"  scan by {engine:12s} (1 core) {cpu:7.2f} CPU s  {mb / cpu:6.1f} MB/s per core")
         for name, args in (("trace summary", ["trace", "summary"]), ("check", ["check", "--format", "json"])):
             wall, rss, rc = best(lambda args=args, path=path: run([*zc, *args, str(path)]), repeat)
             if rc:
                 continue
             print(f"  zerocalc {name:14s} {wall:7.2f} s  {mb / wall:8.1f} MB/s  peak RSS {rss:6.0f} MB "
                   f"({rss / mb:.2f}x the file)  {wall / grep[0]:6.0f}x grep's time")
+            peaks.setdefault(name, []).append((mb / 1e3, rss))
         path.unlink()
+    for name, points in peaks.items():
+        if len(points) > 1:
+            (gb0, rss0), (gb1, rss1) = points[0], points[-1]
+            print(f"zerocalc {name}: peak RSS grows {(rss1 - rss0) / (gb1 - gb0):.0f} MB per GB of log "
+                  f"({gb0:.2f} -> {gb1:.2f} GB)")
 
 
 def kineto_set(ranks: int, repeat: int, tmp: Path) -> None:

@@ -1,8 +1,10 @@
-"""The two engines that pull COLL fields out of an NCCL log (polars and ``re``) give the same table.
+"""The engines that pull COLL fields out of an NCCL log (polars by position, polars by regex, and
+``re``) give the same table.
 
-nccl_log.ENGINE = "polars" sends every block to zerocalc.traces.nccl_polars (which leaves to ``re``
-a block it cannot read whole); "re" never does. Each input is read both ways and compared row
-for row, with its metadata and skip log.
+nccl_log.ENGINE = "polars" sends every block to zerocalc.traces.nccl_polars.extract_fields (which
+reads by position the lines in NCCL's own layout and leaves the others to ``re``, and a block it
+cannot read at all, not UTF-8, to ``re`` whole); "polars-regex" to its regex extraction; "re" never
+to polars. Each input is read every way and compared row for row, with its metadata and skip log.
 """
 
 import importlib.util
@@ -22,21 +24,26 @@ ROOT = Path(__file__).resolve().parent.parent
 NCCL_LOGS = sorted((ROOT / "tests" / "data" / "traces" / "nccl-debug").glob("*.txt"))
 
 
+ENGINES = ("re", "polars", "polars-regex")
+
+
 def _both(monkeypatch, read):
-    """``read()`` under each engine, and how many blocks polars read itself."""
+    """``read()`` under ``re`` and under polars by position, and how many blocks polars read itself;
+    the read by polars' regex extraction is compared with ``re``'s here."""
     used = []
-    extract = nccl_polars.extract
+    extract = nccl_polars.extract_fields
 
     def counted(*args):
         got = extract(*args)
         used.append(got is not None)
         return got
 
-    monkeypatch.setattr(nccl_polars, "extract", counted)
+    monkeypatch.setattr(nccl_polars, "extract_fields", counted)
     out = {}
-    for engine in ("re", "polars"):
+    for engine in ENGINES:
         monkeypatch.setattr(nccl_log, "ENGINE", engine)
         out[engine] = read()
+    _same(out["re"], out["polars-regex"])
     return out["re"], out["polars"], sum(used)
 
 
@@ -81,6 +88,8 @@ _PREFIXES = ["", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "[rank3]: ", "a:b", 
 _HOSTS = ["h1:10:20 [0] ", "node-x:12:22 [3] ", "hé:3:4 [1] ", "h:1:2 [0]", ""]
 _ARGS = "sendbuff 0x1 recvbuff 0x2 count 7 datatype 7 op 0 root 0 comm 0x9"
 _BODIES = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3",
+           f"NCCL INFO ReduceScatter: opCount 1b {_ARGS} [nranks=4] stream 0x3",
+           f"NCCL INFO [2] AllGather: opCount 2 {_ARGS} [nranks=4] stream 0x3",
            f"NCCL INFO [2] AllGather: opCount 2 {_ARGS} stream 0x3 task 0 globalrank 5",
            "NCCL INFO Send: opCount 3 sendbuff 0x1 recvbuff (nil) count 5 datatype 0 op 0 root 1 comm 0x7 "
            "[nranks=2] stream 0x3 \t",
@@ -90,10 +99,39 @@ _BODIES = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3",
            "NCCL INFO comm 0x9 rank 1 nranks 4 cudaDev 1 busId 1000 - Init COMPLETE",
            "NCCL INFO AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}",
            "NCCL INFO Channel 00/02 : 0 1"]
+# Calls one change away from NCCL's layout: each is read by neither engine or by both alike.
+_MALFORMED = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3 ",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3 extra",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS}  [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4]\tstream 0x3",
+              f"NCCL INFO AllReduce: opCount +1a {_ARGS} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount {'f' * 16} {_ARGS} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('count 7', 'count -7')} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('count 7', 'count +7')} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('count 7', 'count ' + '9' * 19)} [nranks=4] "
+              "stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('root 0', 'root -3')} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('datatype 7', 'datatype x')} [nranks=4] "
+              "stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=x] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4 stream 0x3",
+              f"NCCL INFO All-Reduce: opCount 1a {_ARGS} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce opCount 1a {_ARGS} [nranks=4] stream 0x3",
+              f"NCCL INFO x NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3 NCCL INFO AllReduce: "
+              "opCount 1",
+              "NCCL INFO AllReduce: opCount 1a sendbuff  recvbuff 0x2 count 7 datatype 7 op 0 root 0 "
+              "comm 0x9 [nranks=4] stream 0x3",
+              "", "# NCCL INFO AllReduce: opCount 1a",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3\x01",
+              "NCCL INFO AllReduce: opCount 1a " + _ARGS.replace("comm 0x9", "comm 0x9\x0b")
+              + " [nranks=4] stream 0x3"]
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(_HOSTS), st.sampled_from(_BODIES)),
+@given(st.lists(st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(_HOSTS),
+                          st.sampled_from(_BODIES + _MALFORMED)),
                 min_size=1, max_size=30),
        st.sampled_from(["\n", "\r\n"]), st.booleans())
 def test_random_lines_read_alike(lines, newline, latin1):
@@ -101,14 +139,16 @@ def test_random_lines_read_alike(lines, newline, latin1):
     if latin1:
         data = data.replace("é".encode(), b"\xe9")  # not UTF-8: polars leaves the block to re
     out = {}
-    for engine in ("re", "polars"):
+    for engine in ENGINES:
         nccl_log.ENGINE = engine
         try:
             out[engine] = nccl_log.parse(io.BytesIO(data), "f.log")
         finally:
             nccl_log.ENGINE = "auto"
-    a, b = out["re"], out["polars"]
-    assert a.meta == b.meta and (a.skipped.count, a.skipped.examples) == (b.skipped.count, b.skipped.examples)
-    assert (a.columns is None) == (b.columns is None)
-    if a.columns is not None:
-        pd.testing.assert_frame_equal(pd.DataFrame(a.columns), pd.DataFrame(b.columns))
+    a = out["re"]
+    for b in (out["polars"], out["polars-regex"]):
+        assert a.meta == b.meta
+        assert (a.skipped.count, a.skipped.examples) == (b.skipped.count, b.skipped.examples)
+        assert (a.columns is None) == (b.columns is None)
+        if a.columns is not None:
+            pd.testing.assert_frame_equal(pd.DataFrame(a.columns), pd.DataFrame(b.columns))

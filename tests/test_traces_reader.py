@@ -16,10 +16,25 @@ DATA = Path(__file__).parent / "data" / "traces"
 LOG = DATA / "nccl-debug" / "tp-allgather-reducescatter-2ranks.txt"
 
 
-def test_canonical_columns_and_dtypes():
-    t = read_traces(LOG).table
+@pytest.mark.parametrize("path", [LOG, DATA / "kineto", DATA / "deepspeed-comms",
+                                  DATA / "nccl-tests" / "all_gather_perf-bf16-2gpu.txt"],
+                         ids=lambda p: p.name)
+def test_canonical_columns_and_dtypes(path):
+    t = read_traces(path).table
     assert list(t.columns[: len(CANONICAL_COLUMNS)]) == list(CANONICAL_COLUMNS)
-    assert str(t["step"].dtype) == "Int64" and t["step"].isna().all()
+    assert {c: str(t[c].dtype) for c in CANONICAL_COLUMNS} == CANONICAL_COLUMNS
+    assert str(t["step"].dtype) == "Int64"
+    # the few-valued strings are categoricals of their distinct values, sorted
+    for c in ("file", "op", "dtype", "group"):
+        cats = list(t[c].cat.categories)
+        assert cats == sorted(set(t[c].dropna().astype(str)))
+
+
+def test_nccl_log_table_is_compact():
+    t = read_traces(LOG).table
+    assert t["step"].isna().all()
+    # no Python object per call: every column is a typed array (numbers, categoricals, masks)
+    assert not any(t[c].dtype == object for c in t.columns)
 
 
 def test_gzip_text_equals_plain(tmp_path):

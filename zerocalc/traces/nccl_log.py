@@ -21,12 +21,16 @@ wherever it is cut, the reader shares the chunks of a large log with worker proc
 Line ends are read as text mode reads them (``\\r\\n`` and a lone ``\\r`` end a line too), and
 the fields a row keeps are decoded as UTF-8 (an invalid byte becomes U+FFFD); patterns match
 ASCII digits and whitespace only, so a line reads the same as bytes and as text.
-Each block is parsed column-wise (benchmarks/bench_nccl_log.py): one ``re.split`` in C gives the
-fields of every call in NCCL's own layout (``host:pid:tid [dev] NCCL INFO`` at the start of the
-line) as one flat list, sliced into columns; further splits read the lines left that carry the
-COLL marker, first where the prefix follows a space (after a launcher's tag), then with the
-general pattern. Few-valued fields become codes into a table of their distinct values, numbers
-are converted by numpy, and the table is assembled once at the end.
+Where polars is installed it reads the fields of each block by position (:mod:`zerocalc.traces.nccl_polars`,
+:data:`ENGINE`) and leaves to ``re`` the lines in another form. The ``re`` scanner parses a block
+column-wise (benchmarks/bench_nccl_log.py): one ``re.split`` in C gives the fields of every call
+in NCCL's own layout (``host:pid:tid [dev] NCCL INFO`` at the start of the line) as one flat list,
+sliced into columns; further splits read the lines left that carry the COLL marker, first where
+the prefix follows a space (after a launcher's tag), then with the general pattern. Few-valued
+fields (the communicator among them) become codes into a table of their distinct values, kept in
+the smallest integer type that holds them, numbers are converted by numpy, and the table is
+assembled once at the end, compact: categorical columns for the strings, narrow identifiers
+(schema.CANONICAL_COLUMNS), about 100 bytes per call.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import operator
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, islice, repeat
+from itertools import count, islice, repeat
 from typing import Any, BinaryIO, TextIO
 
 import numpy as np
@@ -104,7 +108,7 @@ _MARKER, _TUNING_MARKER, _INIT_MARKER = MARKER.encode(), TUNING_MARKER.encode(),
 BLOCK_BYTES = 1 << 22
 _UNMATCHED = "line has 'opCount' but not the NCCL COLL layout"
 #: Fields kept as codes into a table of their distinct values (few distinct values per log).
-_FACTORS = ("host", "tid", "dev", "op", "datatype", "redop", "root", "nranks", "globalrank")
+_FACTORS = ("host", "tid", "dev", "op", "datatype", "redop", "root", "nranks", "globalrank", "comm")
 #: The groups of :data:`_ROWS` that hold several of them, and how to split one's text into theirs.
 _MERGED: dict[str, tuple[tuple[str, ...], Any]] = {
     "td": (("tid", "dev"), lambda s: (s[: s.index(b" ")], s[s.index(b"[") + 1 : -1])),
@@ -197,7 +201,7 @@ class Scan:
 
     lines: int = 0
     columns: dict[str, list[Any]] = field(default_factory=lambda: {
-        name: [] for name in (*_FACTORS, "line", "pid", "count", "opcount", "comm")})
+        name: [] for name in (*_FACTORS, "line", "pid", "count", "opcount")})
     tables: dict[str, Any] = field(default_factory=lambda: {name: defaultdict(count().__next__)
                                                             for name in _FACTORS})
     skipped: SkipLog = field(default_factory=SkipLog)
@@ -217,35 +221,17 @@ class Scan:
 
     def freeze(self) -> Scan:
         """Plain lists and arrays only (picklable): each code table becomes its list of values,
-        decoded, and the communicators one string, decoded in one go (joined by newlines, which
-        none holds: one object to pickle instead of one per call). The other columns stay one
-        array per block, joined once with those of the other scans (:class:`_Table`)."""
+        decoded. The columns stay one array per block, joined once with those of the other scans
+        (:class:`_Table`)."""
         self.tables = {name: list(map(_text, table)) for name, table in self.tables.items()}
         self.merged, self.merged_codes = {}, {}
         if not any(map(len, self.columns["line"])):
             self.columns = {}
             return self
-        self.columns["comm"] = _text(b"\n".join(chain.from_iterable(self.columns["comm"])))
         pairs = [_pairs(h, p) for h, p in zip(self.columns["host"], self.columns["pid"], strict=True)]
         self.processes = _pairs(np.concatenate([h for h, _ in pairs]), np.concatenate([p for _, p in pairs]))
         return self
 
-    def __getstate__(self) -> dict[str, Any]:
-        """A frozen scan as a worker process sends it, packed: the codes in the smallest integer
-        type that holds them. :meth:`__setstate__` unpacks it."""
-        state = dict(self.__dict__)
-        if self.columns:
-            columns = state["columns"] = dict(self.columns)
-            for name in _FACTORS:
-                small = np.min_scalar_type(len(self.tables[name]))
-                columns[name] = [block.astype(small) for block in columns[name]]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if self.columns:
-            for name in _FACTORS:
-                self.columns[name] = [block.astype(np.int32) for block in self.columns[name]]
 
 
 def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> Scan:
@@ -372,29 +358,22 @@ def _scan_block(text: bytes, end: int, file: str, line0: int, strict: bool, res:
         text = text[:end].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         end = len(text)
     got = None
-    if _native(end):
+    engine = _native(end)
+    if engine is not None:
         from zerocalc.traces import nccl_polars
 
-        got = nccl_polars.extract(text, end, line0, res)
-    if got is not None:
-        codes, numbers, comm, lines, unmatched, init_lines, tuning_lines, newlines = got
-        for _, line in init_lines:
-            if m := INIT.match(line):
-                host, pid_, _, _ = _prefix(m["pre"])
-                res.inits.append((host, pid_, _text(m["comm"]), int(m["rank"]), int(m["nranks"])))
-        for j, line in tuning_lines:
-            if m := TUNING.match(line):
-                host, pid_, tid, _ = _prefix(m["pre"])
-                res.tunings.append((j + line0, host, pid_, tid, _text(m["op"]), _text(m["algo"]),
-                                    _text(m["proto"]), int(m["bytes"])))
-    else:
-        codes, numbers, comm, lines, unmatched, newlines = _extract_re(text, end, line0, res)
-    _store(codes, numbers, comm, lines, unmatched, file, strict, res)
+        extract = nccl_polars.extract_fields if engine == "polars" else nccl_polars.extract_regex
+        got = extract(text, end, line0, res)
+    if got is None:
+        got = _extract_re(text, end, line0, res)
+    codes, numbers, lines, unmatched, newlines = got
+    _store(codes, numbers, lines, unmatched, file, strict, res)
     return newlines
 
 
 #: Which engine pulls the fields out of a block: "auto" (polars where installed, for blocks of at
-#: least :data:`NATIVE_MIN_BYTES`), "polars" (every block) or "re" (never polars).
+#: least :data:`NATIVE_MIN_BYTES`), "polars" (every block), "polars-regex" (every block, by polars'
+#: regex extraction: the engine before the positional one, kept for comparison) or "re" (never polars).
 ENGINE = "auto"
 #: The smallest block that "auto" gives polars (below it, importing polars costs more than it saves).
 NATIVE_MIN_BYTES = 1 << 18
@@ -407,19 +386,20 @@ def _polars_available() -> bool:
     return nccl_polars.available()
 
 
-def _native(size: int) -> bool:
+def _native(size: int) -> str | None:
+    """The polars engine for a block of ``size`` bytes ("polars" or "polars-regex"), or ``None``."""
     if ENGINE == "re":
-        return False
-    if ENGINE == "polars":
+        return None
+    if ENGINE in ("polars", "polars-regex"):
         _polars_available()  # imported as it is for "auto" (one thread)
-        return True
-    return size >= NATIVE_MIN_BYTES and _polars_available()
+        return ENGINE
+    return "polars" if size >= NATIVE_MIN_BYTES and _polars_available() else None
 
 
 def _extract_re(text: bytes, end: int, line0: int, res: Scan) -> tuple:
-    """The calls of a block found by ``re``: (codes of the few-valued fields, numbers, communicators,
-    lines, the lines with the marker that are not calls or ``None``, newlines); the block's Init
-    and TUNING lines go to ``res``."""
+    """The calls of a block found by ``re``: (codes of the few-valued fields, numbers, lines, the
+    lines with the marker that are not calls or ``None``, newlines); the block's Init and TUNING
+    lines go to ``res``."""
     fast = _Split.of(_TIERS[0], text, end)
     g, lines = fast.fields, fast.lines + line0
     others = b"".join(fast.gaps)  # the lines that are not calls in NCCL's own layout
@@ -464,16 +444,14 @@ def _extract_re(text: bytes, end: int, line0: int, res: Scan) -> tuple:
         pid = np.array([_int(s) for s in g["pid"]], dtype=np.int64)
     numbers = {"pid": pid, "count": np.array(g["count"], dtype=np.int64),
                "opcount": np.fromiter(map(int, g["opcount"], repeat(16)), np.int64, n)}
-    comm = g["comm"]
     if order is not None:
         codes = {name: c[order] for name, c in codes.items()}
         numbers = {name: c[order] for name, c in numbers.items()}
-        comm = list(map(comm.__getitem__, order.tolist()))
     _others(others, fast, line0, res)
-    return codes, numbers, comm, lines, unmatched, fast.total_newlines()
+    return codes, numbers, lines, unmatched, fast.total_newlines()
 
 
-def _store(codes: dict, numbers: dict, comm: list, lines: np.ndarray, unmatched: np.ndarray | None,
+def _store(codes: dict, numbers: dict, lines: np.ndarray, unmatched: np.ndarray | None,
            file: str, strict: bool, res: Scan) -> None:
     """Append a block's calls to ``res``, setting aside (and reporting) those that are not calls."""
     tables, cols = res.tables, res.columns
@@ -493,14 +471,32 @@ def _store(codes: dict, numbers: dict, comm: list, lines: np.ndarray, unmatched:
     if keep is not None:
         codes = {name: c[keep] for name, c in codes.items()}
         numbers = {name: c[keep] for name, c in numbers.items()}
-        if isinstance(comm, bytes):  # the communicators joined by newlines (nccl_polars)
-            comm = comm.split(b"\n")
-        lines, comm = lines[keep], list(compress(comm, keep.tolist()))
+        lines = lines[keep]
     for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
-        cols[name].append(c)
-    if isinstance(comm, bytes):  # one item per block (freeze joins the items by newlines)
-        comm = [comm] if len(lines) else []
-    cols["comm"].append(comm)
+        # codes, lines and pids in the smallest type that holds them (count and opCount whole)
+        cols[name].append(c if name in ("count", "opcount") else _small(c))
+
+
+def _small(values: np.ndarray) -> np.ndarray:
+    """An array of integers >= -1 in the smallest type that holds them."""
+    if not len(values):
+        return values
+    top = int(values.max())
+    small = np.int8 if top < 2**7 else np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
+    return values.astype(small, copy=False)
+
+
+def _read_others(found: list[tuple[int, bytes]], res: Scan) -> None:
+    """Init and TUNING lines, given as (line, text) in order, read into ``res`` (as :func:`_others`
+    reads them)."""
+    for line, text in found:
+        if _INIT_MARKER in text and (m := INIT.match(text)):
+            host, pid_, _, _ = _prefix(m["pre"])
+            res.inits.append((host, pid_, _text(m["comm"]), int(m["rank"]), int(m["nranks"])))
+        if _TUNING_MARKER in text and (m := TUNING.match(text)):
+            host, pid_, tid, _ = _prefix(m["pre"])
+            res.tunings.append((line, host, pid_, tid, _text(m["op"]), _text(m["algo"]), _text(m["proto"]),
+                                int(m["bytes"])))
 
 
 def _others(others: bytes, fast: _Split, line0: int, res: Scan) -> None:
@@ -538,8 +534,10 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
     for side in (1, 2):  # in, out: count × its factor ("1", "0" or "p" = × nranks)
         factor = t.lookup("op", lambda o, side=side: "01p".index(NCCL_COLL_OPS.get(o, "000")[side]), np.int8)
         scaled = factor == 2
-        values = np.where(factor == 1, t.count, 0) + np.where(scaled, t.count * np.maximum(group_size, 0), 0)
+        values = np.where(scaled, np.maximum(group_size, 0), factor)
+        values *= t.count
         nelems.append(_nullable(values, scaled & (group_size < 0)))
+        del factor, scaled
     inits = [i for s in scans for i in s.inits]
     world_n = None
     if inits:  # after the sizes: those use the line's own nranks only
@@ -548,8 +546,8 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
         in_comm = {(h, p, c): (r, size) for h, p, c, r, size in inits}
         world_rank, world_n = _world_ranks(inits)
         # one lookup per distinct (host, pid, comm), spread over its rows
-        comm_code, comm_names = pd.factorize(np.array(t.comm, dtype=object))
-        keys = pd.DataFrame({"h": t.codes["host"], "p": t.pid, "c": comm_code})
+        comm_names = t.tables["comm"]
+        keys = pd.DataFrame({"h": t.codes["host"], "p": t.pid, "c": t.codes["comm"]})
         which = keys.groupby(["h", "p", "c"], sort=False).ngroup().to_numpy()
         found = np.full((len(keys.drop_duplicates()), 3), _NA, np.int64)  # world rank, comm rank, size
         for j, (h, p, c) in enumerate(keys.drop_duplicates().itertuples(index=False)):
@@ -565,26 +563,27 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
         group_size = np.where(group_size < 0, found[:, 2], group_size)
     import pandas as pd
 
-    string, str_ = pd.StringDtype(na_value=pd.NA), pd.StringDtype(na_value=np.nan)
     elem_bytes = t.lookup("datatype", lambda s: DTYPE_BYTES.get(_dtype(int(s)), _NA), np.int64)
-    # The canonical dtypes (schema.CANONICAL_COLUMNS) and those the extra columns get from pandas'
-    # inference, built directly: a few-valued string column is its small table taken by the codes.
+    # The canonical dtypes (schema.CANONICAL_COLUMNS), built directly and compact: a few-valued
+    # string column is a categorical of the codes (no object per call), an identifier the smallest
+    # integer type that holds it, a column missing everywhere zeros that are never written (np.zeros
+    # takes fresh pages from the system, which hold no memory until touched) under its mask.
+    none = np.ones(n, bool)
     columns: dict[str, Any] = {
-        "file": pd.array([file], dtype=string).take(np.zeros(n, np.intp)), "rank": _nullable(rank, rank < 0),
-        "step": _nullable(np.zeros(n, np.int64), np.ones(n, bool)),
-        "op": t.strings("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0], string),
-        "dtype": t.strings("datatype", lambda s: _dtype(int(s)), string),
+        "file": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=pd.Index([file], dtype="string")),
+        "rank": _nullable(rank, rank < 0), "step": _nullable(np.zeros(n, np.int64), none),
+        "op": t.categorical("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0]),
+        "dtype": t.categorical("datatype", lambda s: _dtype(int(s))),
         "elem_bytes": _nullable(elem_bytes, elem_bytes < 0), "in_nelems": nelems[0], "out_nelems": nelems[1],
-        "group_size": _nullable(group_size, group_size < 0),
-        "group": pd.array(np.array(t.comm, dtype=object), dtype=string),
-        "start_s": pd.arrays.FloatingArray(np.zeros(n), np.ones(n, bool)),
-        "duration_s": pd.arrays.FloatingArray(np.zeros(n), np.ones(n, bool)),
+        "group_size": _nullable(group_size, group_size < 0), "group": t.categorical("comm", None),
+        "start_s": pd.arrays.FloatingArray(np.zeros(n), none),
+        "duration_s": pd.arrays.FloatingArray(np.zeros(n), none),
         "source_line": _nullable(t.line, np.zeros(n, bool)),
-        "nccl_op": t.strings("op", None, str_), "count": t.count,
-        "opcount": t.opcount, "redop": t.strings("redop", lambda s: _redop(int(s)), str_),
+        "nccl_op": t.categorical("op", None), "count": t.count,
+        "opcount": _narrow(t.opcount), "redop": t.categorical("redop", lambda s: _redop(int(s))),
         "root": t.inferred("root", _int),
-        "host": t.strings("host", None, str_) if t.has("host") else t.inferred("host", None),
-        "pid": _inferred(t.pid),
+        "host": t.categorical("host", None) if t.has("host") else t.inferred("host", None),
+        "pid": _inferred(_narrow(t.pid)),
         "tid": t.inferred("tid", _int), "device": t.inferred("dev", _int),
     }
     if inits:  # the rank within the call's own communicator (the checker reads the group layout from it)
@@ -627,6 +626,7 @@ def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct pairs of two integer columns (``a`` non-negative codes, ``b`` >= -1)."""
     if not len(a):
         return a, b
+    b = b.astype(np.int64, copy=False)
     span = int(b.max()) + 2
     if span * (int(a.max()) + 1) < 2**62:  # one integer key per pair
         key = np.sort(a.astype(np.int64) * span + (b + 1))
@@ -653,7 +653,8 @@ def _nullable(values: np.ndarray, missing: np.ndarray) -> Any:
 
 
 class _Table:
-    """The columns of consecutive scans joined, their code tables merged."""
+    """The columns of consecutive scans joined, their code tables merged; the scans' columns are
+    released as they are joined (each held once at a time, not twice)."""
 
     def __init__(self, scans: list[Scan], offsets: list[int]) -> None:
         parts = [(off, s.columns) for off, s in zip(offsets, scans, strict=True) if s.columns]
@@ -668,19 +669,29 @@ class _Table:
                     new = np.array([merged[v] for v in sc.tables[name]], dtype=np.int32)
                     same = bool((new == np.arange(len(new))).all())  # the first scan's, or as it
                     recoded.extend(sc.columns[name] if same else [new[block] for block in sc.columns[name]])
+                    sc.columns[name] = []
                     if name == "host":
                         hosts.append(new[sc.processes[0]])
                         pids.append(sc.processes[1])
             self.tables[name] = list(merged)
-            self.codes[name] = np.concatenate(recoded) if recoded else np.zeros(0, np.int32)
+            self.codes[name] = _small(np.concatenate(recoded)) if recoded else np.zeros(0, np.int8)
+            del recoded
         #: How many distinct (host, pid) pairs the calls come from.
         self.processes = len(_pairs(np.concatenate(hosts), np.concatenate(pids))[0]) if hosts else 0
         empty = [np.zeros(0, np.int64)]
-        self.line = np.concatenate([block + off if off else block for off, c in parts for block in c["line"]]
+        self.line = np.concatenate([block.astype(np.int64) + off for off, c in parts for block in c["line"]]
                                    or empty)
-        self.pid, self.count, self.opcount = (np.concatenate([b for _, c in parts for b in c[k]] or empty)
+        for _, c in parts:
+            c["line"] = []
+        self.pid, self.count, self.opcount = (self._join(parts, k, empty)
                                               for k in ("pid", "count", "opcount"))
-        self.comm = "\n".join(c["comm"] for _, c in parts).split("\n") if parts else []
+
+    @staticmethod
+    def _join(parts: list, name: str, empty: list) -> np.ndarray:
+        out = np.concatenate([b for _, c in parts for b in c[name]] or empty)
+        for _, c in parts:
+            c[name] = []
+        return out
 
     def lookup(self, name: str, fn, dtype) -> np.ndarray:
         """``fn`` of each distinct raw string of a field (the string itself if ``fn`` is None),
@@ -688,14 +699,21 @@ class _Table:
         table = self.tables[name] if fn is None else [fn(v) for v in self.tables[name]]
         return np.array(table, dtype=dtype)[self.codes[name]]
 
-    def strings(self, name: str, fn, dtype) -> Any:
-        """A string column of ``dtype`` (a pandas ``StringDtype``): ``fn`` of each distinct raw
-        string (the string itself if ``fn`` is None, missing where it is None), spread over the
-        rows by taking the small array of distinct values (no per-row conversion)."""
+    def categorical(self, name: str, fn) -> Any:
+        """A categorical column: ``fn`` of each distinct raw string (the string itself if ``fn`` is
+        None; missing where that is None), its categories the values that occur, sorted (so that
+        sorting the column sorts its strings), its codes the smallest integer type that holds them."""
         import pandas as pd
 
+        codes = self.codes[name]
         table = self.tables[name] if fn is None else [fn(v) for v in self.tables[name]]
-        return pd.array(table, dtype=dtype).take(self.codes[name].astype(np.intp))
+        used = np.bincount(codes, minlength=len(table)) > 0 if len(codes) else np.zeros(len(table), bool)
+        categories = sorted({v for v, u in zip(table, used.tolist(), strict=True) if u and v is not None})
+        at = {v: i for i, v in enumerate(categories)}
+        recode = np.array([at.get(v, -1) if v is not None else -1 for v in table], np.int64)
+        small = np.int8 if len(categories) < 2**7 else np.int16 if len(categories) < 2**15 else np.int32
+        return pd.Categorical.from_codes(recode.astype(small)[codes],
+                                         categories=pd.Index(categories, dtype="string"))
 
     def has(self, name: str) -> bool:
         """Whether some row has the field."""
@@ -709,8 +727,20 @@ class _Table:
         """A string field (``fn`` None) or integer one (``fn`` :func:`_int`) as a table built from
         rows of dicts had it: a typed array when no row lacks it, else a list with ``None`` for
         pandas to infer the column type from, as it did."""
-        values = self.ints(name) if fn is _int else self.lookup(name, None, object)
+        values = _narrow(self.ints(name)) if fn is _int else self.lookup(name, None, object)
         return _inferred(values, self.lookup(name, lambda v: v is None, bool))
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """An identifier column (a pid, thread, device, root) in the smallest signed integer type that
+    holds its values (and :data:`_NA`)."""
+    if not len(values):
+        return values
+    lo, hi = int(values.min()), int(values.max())
+    for small in (np.int8, np.int16, np.int32):
+        if np.iinfo(small).min <= lo and hi <= np.iinfo(small).max:
+            return values.astype(small)
+    return values
 
 
 def _inferred(values: np.ndarray, missing: np.ndarray | None = None) -> Any:

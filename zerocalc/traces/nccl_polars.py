@@ -1,19 +1,26 @@
 """The fields of NCCL ``COLL`` lines pulled out of a block of a log by polars, vectorised.
 
-polars (https://pola.rs) runs Rust's ``regex`` crate over a column of lines in native code
-(``Series.str.extract_groups``): no Python object per line except the line itself and the few
-distinct values of each few-valued field. It reads the lines where the ``host:pid:tid [dev] ``
-prefix precedes ``NCCL INFO`` (NCCL's own layout, with or without a launcher's tag before it).
-A block in which some line carries the ``opCount`` marker but not that form (no prefix, a
-malformed line), or which is not valid UTF-8, is left to the ``re`` scanner
-(:mod:`zerocalc.traces.nccl_log`), which reads every form and reports what it cannot read: the
-rows are the same either way (tests/test_traces_nccl_engines.py compares the two on every
-bundled log, on synthetic ones and on random lines).
+Two readers, both in native code with no Python object per line except the few distinct values of
+each few-valued field:
+
+- :func:`extract_fields` (the default): polars (https://pola.rs) splits each line at literal
+  separators (``NCCL INFO ``, then single spaces) and reads the fields by their place in NCCL's
+  layout, comparing the literal words; the lines in any other form go to the ``re`` scanner.
+  About twice the speed of the regex reader (benchmarks/bench_scale.py).
+- :func:`extract_regex`: Rust's ``regex`` crate over the lines (``Series.str.extract_groups``), for
+  the lines where the ``host:pid:tid [dev] `` prefix precedes ``NCCL INFO``; a block in which some
+  line with the ``opCount`` marker is not in that form goes to the ``re`` scanner whole.
+
+A block that is not valid UTF-8 is left to the ``re`` scanner (:mod:`zerocalc.traces.nccl_log`),
+which reads every form and reports what it cannot read: the rows are the same whichever reads them
+(tests/test_traces_nccl_engines.py compares the three on every bundled log, on synthetic ones and
+on random and malformed lines).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
@@ -57,14 +64,14 @@ def available() -> bool:
     return True
 
 
-def extract(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
+def extract_regex(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     """The calls of the block ``text[1:end]`` (whole lines, the first line ``line0``), coded
     into ``res``'s tables (:class:`~zerocalc.traces.nccl_log.Scan`); ``None`` when the block
     is left to the ``re`` scanner (see the module's docstring).
 
-    Returns (codes of the few-valued fields, numbers: pid/count/opcount, the communicators joined
-    by newlines, the calls' lines, the lines with the marker that are neither calls nor comments
-    (``None`` if none), Init lines and TUNING lines (line from 0, bytes), newlines in ``text[:end]``).
+    Returns (codes of the few-valued fields, numbers: pid/count/opcount, the calls' lines, the
+    lines with the marker that are neither calls nor comments (``None`` if none), newlines in
+    ``text[:end]``); the block's Init and TUNING lines go to ``res``.
     """
     import polars as pl
 
@@ -93,14 +100,9 @@ def extract(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     codes = {name: _codes(g[name], res.tables[name]) for name in nccl_log._FACTORS}
     numbers = {"pid": g["pid"].cast(pl.Int64).to_numpy(), "count": g["count"].cast(pl.Int64).to_numpy(),
                "opcount": g["opcount"].str.to_integer(base=16).cast(pl.Int64).to_numpy()}
-    comm = g["comm"].str.join("\n").item().encode("utf-8") if len(g) else b""
-    inits, tunings = [], []
-    others = ~marked
-    for marker, found in ((nccl_log._INIT_MARKER, inits), (nccl_log._TUNING_MARKER, tunings)):
-        hits = np.flatnonzero((others & lines.str.contains(marker.decode(), literal=True)).to_numpy())
-        for j in hits.tolist():
-            found.append((j, lines[j].encode("utf-8")))
-    return (codes, numbers, comm, at.astype(np.int64) + line0, unmatched, inits, tunings, len(lines) + 1)
+    at = at.astype(np.int64) + line0
+    _others(lines, marked, at, line0, text, res)
+    return codes, numbers, at, unmatched, len(lines) + 1
 
 
 def _codes(col: Any, table: Any) -> np.ndarray:
@@ -114,3 +116,172 @@ def _codes(col: Any, table: Any) -> np.ndarray:
     if len(known) < len(values):
         out = out.fill_null(table[None])
     return out.to_numpy().astype(np.int32, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The positional reader: literal splits, no regex captures
+# ---------------------------------------------------------------------------------------------
+
+#: The words of a COLL body (after ``NCCL INFO ``) split at single spaces, by position: NCCL's
+#: layout with ``[nranks=]`` and no RCCL tail (NCCL ``src/enqueue.cc``). Literal words are compared,
+#: the other fields read at their place.
+_WORDS = {1: "opCount", 3: "sendbuff", 5: "recvbuff", 7: "count", 9: "datatype", 11: "op", 13: "root",
+          15: "comm", 18: "stream"}
+_FIELD_AT = {"op": 0, "opcount": 2, "sendbuff": 4, "recvbuff": 6, "count": 8, "datatype": 10, "redop": 12,
+             "root": 14, "comm": 16, "nranks": 17, "stream": 19}
+#: A few-valued field's text → its value as the ``re`` scanner captures it (bytes), or not a call.
+_FEW = {"op": re.compile(rb"([A-Za-z]+):"), "datatype": re.compile(rb"([0-9]{1,9})"),
+        "redop": re.compile(rb"([0-9]{1,9})"), "root": re.compile(rb"(-?[0-9]{1,18})"),
+        "nranks": re.compile(rb"\[nranks=([0-9]{1,9})\]"), "comm": re.compile(rb"(.+)")}
+#: A block whose distinct texts before ``NCCL INFO`` outnumber this (a launcher that stamps each
+#: line with the time) has its ``host:pid:tid [dev]`` cut out of each by one regex first.
+_MANY_PREFIXES = 4096
+#: Missing integer (as in nccl_log).
+_NA = -1
+_PREFIX_END = f"(?:^|[{_WS}:])([^{_WS}:]+:[0-9]{{1,18}}:[0-9]{{1,18}} \\[[0-9]{{1,9}}\\] )$"
+
+
+def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
+    """The calls of the block ``text[1:end]`` (whole lines, the first line ``line0``) read by position,
+    coded into ``res``'s tables; what :func:`extract` returns, or ``None`` when the block is left to
+    the ``re`` scanner (not UTF-8, a byte polars' line reader takes for a separator, a BOM).
+
+    polars reads the lines (its CSV reader with a separator no line holds), keeps those with the
+    ``opCount`` marker, cuts each at its first ``NCCL INFO `` and the rest at single spaces
+    (``str.splitn``: memchr speed, no regex). A line is a call here when its words are NCCL's
+    (:data:`_WORDS`), its numbers are plain digits of the lengths ``re`` accepts, and no whitespace
+    other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
+    ``task N globalrank M`` tail, ``NCCL INFO [k]``, trailing blanks, a tab, a malformed call) goes to
+    the ``re`` scanner, so the rows are the same. The few-valued fields (the text before ``NCCL INFO``,
+    the op, datatype, reduction, root, communicator, ``[nranks=]``) are read from their distinct values
+    with ``re`` (the prefix by :data:`zerocalc.traces.nccl_log.PREFIX`, as the scanner reads it).
+    """
+    import polars as pl
+
+    from zerocalc.traces import nccl_log
+
+    block = text[1:end]
+    if b"\x01" in block or block.startswith(b"\xef\xbb\xbf"):
+        return None
+    try:
+        lines = pl.read_csv(block, has_header=False, separator="\x01", quote_char=None, new_columns=["l"],
+                            infer_schema=False)["l"]
+    except pl.exceptions.PolarsError:  # not UTF-8
+        return None
+    del block
+    n_lines = len(lines)
+    marked = lines.str.contains(nccl_log.MARKER, literal=True).fill_null(False)
+    at = np.flatnonzero(marked.to_numpy())
+    calls = lines.filter(marked)
+    parts = calls.str.splitn("NCCL INFO ", 2).struct.unnest()  # the last part holds the rest
+    pre, body = parts["field_0"], parts["field_1"]
+    words = body.str.splitn(" ", 20).struct.unnest()
+    f = {name: words[f"field_{i}"] for name, i in _FIELD_AT.items()}
+    ok = body.is_not_null() & f["stream"].is_not_null() & ~f["stream"].str.contains(" ", literal=True)
+    for i, word in _WORDS.items():
+        ok &= words[f"field_{i}"] == word
+    for name in ("sendbuff", "recvbuff", "stream"):
+        ok &= f[name].str.len_bytes() > 0
+    numbers = {}
+    for name, digits, base in (("count", 18, 10), ("opcount", 15, 16)):
+        s = f[name]
+        value = s.str.to_integer(base=base, strict=False)
+        ok &= value.is_not_null() & (s.str.len_bytes() <= digits) & ~s.str.starts_with("+") \
+            & ~s.str.starts_with("-")
+        numbers[name] = value.fill_null(0)
+    if any(c in text for c in (b"\t", b"\x0b", b"\x0c")):  # whitespace other than " " ends a field
+        ok &= ~calls.str.contains("[\t\x0b\x0c]")
+    ok = ok.fill_null(False).to_numpy().copy()
+    tables = res.tables
+    codes: dict[str, np.ndarray] = {}
+    for name, pattern in _FEW.items():
+        distinct, inverse = _factorize(f[name])
+        values = [pattern.fullmatch(v.encode("utf-8")) if v is not None else None for v in distinct]
+        good = np.array([m is not None for m in values], bool)
+        ok &= good[inverse]
+        code = [tables[name][m[1]] if m is not None else _NA for m in values]
+        codes[name] = np.array(code, np.int32)[inverse]
+    host_codes, pid = _prefixes(pre, tables)
+    for name, c in host_codes.items():
+        codes[name] = c
+    codes["globalrank"] = np.full(len(ok), tables["globalrank"][None], np.int32)
+    numbers = {"pid": pid, "count": numbers["count"].to_numpy(), "opcount": numbers["opcount"].to_numpy()}
+    keep = np.flatnonzero(ok)
+    codes = {name: c[keep] for name, c in codes.items()}
+    numbers = {name: np.asarray(c, np.int64)[keep] for name, c in numbers.items()}
+    found = at[keep].astype(np.int64) + line0
+    unmatched = None
+    if len(keep) < len(at):  # the other marked lines: the re scanner's
+        rest = np.flatnonzero(~ok)
+        codes, numbers, found, unmatched = _by_re(calls.gather(rest), at[rest].astype(np.int64) + line0, res,
+                                                  codes, numbers, found)
+    _others(lines, marked, found, line0, text, res)
+    return codes, numbers, found, unmatched, n_lines + 1
+
+
+def _factorize(col: Any) -> tuple[list, np.ndarray]:
+    """The distinct values of a string column (``None`` last where some is missing) and each row's
+    index among them."""
+    import polars as pl
+
+    known = col.unique(maintain_order=True).drop_nulls()
+    inverse = col.replace_strict(known, pl.int_range(len(known), dtype=pl.Int32, eager=True), default=None,
+                                 return_dtype=pl.Int32)
+    values = known.to_list()
+    if col.null_count():
+        inverse = inverse.fill_null(len(values))
+        values.append(None)
+    return values, inverse.to_numpy()
+
+
+def _prefixes(pre: Any, tables: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The codes of host, tid and dev, and the pid, of each call from the text before its
+    ``NCCL INFO`` (:data:`zerocalc.traces.nccl_log.PREFIX`, ``_NA`` where it has none)."""
+    from zerocalc.traces import nccl_log
+
+    if pre.n_unique() > _MANY_PREFIXES:  # a different text on each line: cut out the prefix first
+        pre = pre.str.extract(_PREFIX_END, 1)
+    distinct, inverse = _factorize(pre)
+    found = [nccl_log.PREFIX.search(v.encode("utf-8")) if v is not None else None for v in distinct]
+    codes = {name: np.array([tables[name][m[key] if m else None] for m in found], np.int32)[inverse]
+             for name, key in (("host", "host"), ("tid", "tid"), ("dev", "dev"))}
+    pid = np.array([int(m["pid"]) if m else _NA for m in found], np.int64)[inverse]
+    return codes, pid
+
+
+def _by_re(rest: Any, rest_lines: np.ndarray, res: Any, codes: dict, numbers: dict,
+           lines: np.ndarray) -> tuple[dict, dict, np.ndarray, np.ndarray | None]:
+    """The marked lines that the positional reader leaves (``rest``, at block lines ``rest_lines``)
+    read by the ``re`` scanner, merged in line order with the calls read by position."""
+    from zerocalc.traces import nccl_log
+
+    sub = b"\n" + "\n".join(rest.fill_null("").to_list()).encode("utf-8") + b"\n"
+    inits, tunings = res.inits, res.tunings
+    res.inits, res.tunings = [], []  # read with the block's other Init and TUNING lines (_others)
+    try:
+        more_codes, more_numbers, more_lines, unmatched, _ = nccl_log._extract_re(sub, len(sub), 0, res)
+    finally:
+        res.inits, res.tunings = inits, tunings
+    more_lines = rest_lines[more_lines]
+    order = np.argsort(np.concatenate([lines, more_lines]), kind="stable")
+    codes = {k: np.concatenate([codes[k], more_codes[k]])[order] for k in codes}
+    numbers = {k: np.concatenate([numbers[k], more_numbers[k]])[order] for k in numbers}
+    lines = np.concatenate([lines, more_lines])[order]
+    return codes, numbers, lines, (rest_lines[unmatched] if unmatched is not None else None)
+
+
+def _others(lines: Any, marked: Any, calls: np.ndarray, line0: int, text: bytes, res: Any) -> None:
+    """The Init and TUNING lines of a block, in order, among its lines that are not calls (``calls``:
+    the calls' lines, from ``line0``), read into ``res`` as the ``re`` scanner reads them."""
+    from zerocalc.traces import nccl_log
+
+    markers = [m for m in (nccl_log._INIT_MARKER, nccl_log._TUNING_MARKER) if m in text]
+    if not markers:
+        return
+    hit = None
+    for m in markers:
+        found = lines.str.contains(m.decode(), literal=True).fill_null(False)
+        hit = found if hit is None else hit | found
+    at = np.flatnonzero(hit.to_numpy())
+    at = at[~np.isin(at + line0, calls)]
+    nccl_log._read_others([(int(j) + line0, lines[int(j)].encode("utf-8")) for j in at], res)

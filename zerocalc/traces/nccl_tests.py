@@ -373,6 +373,9 @@ def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> 
     type_of = {c: n for n, c in reversed(NCCL_TESTS_DTYPES.items())}
     t = table.copy()
     todo = t["layout"].notna() & ((t["op"] == "other") | t["group_size"].isna())
+    categorical = isinstance(t["op"].dtype, pd.CategoricalDtype)
+    if categorical:  # the rows below may take an op that is not among its categories
+        t["op"] = t["op"].astype("string")
     for idx in t.index[todo.fillna(False).to_numpy()]:
         r = t.loc[idx]
         k = key if r["op"] == "other" else key_of.get(r["op"])
@@ -382,6 +385,8 @@ def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> 
         new = _to_row(rec, k, p, str(r["file"]), int(r["source_line"]))
         for c in ("op", "in_nelems", "out_nelems", "group_size"):
             t.at[idx, c] = pd.NA if new[c] is None else new[c]
+    if categorical:
+        t["op"] = t["op"].astype("category")
     return t
 
 

@@ -12,18 +12,21 @@ from typing import Final
 
 from zerocalc.dtypes import DTYPE_BYTES as _DTYPE_BYTES
 
-#: Canonical columns and their pandas dtypes, in order. Missing facts are NA, never guessed.
+#: Canonical columns and their pandas dtypes, in order. Missing facts are NA, never guessed. The
+#: few-valued strings are ``category`` (one small code per call; categories sorted, so a sort or a
+#: groupby orders them as strings; values read as ``str``): a table of millions of calls holds no
+#: Python object per call.
 CANONICAL_COLUMNS: Final[dict[str, str]] = {
-    "file": "string",
+    "file": "category",
     "rank": "Int64",
     "step": "Int64",
-    "op": "string",
-    "dtype": "string",
+    "op": "category",
+    "dtype": "category",
     "elem_bytes": "Int64",
     "in_nelems": "Int64",
     "out_nelems": "Int64",
     "group_size": "Int64",
-    "group": "string",
+    "group": "category",
     "start_s": "Float64",
     "duration_s": "Float64",
     "source_line": "Int64",
