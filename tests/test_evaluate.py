@@ -117,3 +117,27 @@ def test_equivalence_column_depends_on_n():
     got = {(r.scheme, int(r.n)): bool(r.equivalent_to_dp) for r in df.itertuples()}
     assert got == {("dp", 1): True, ("dp", 8): True, ("colocated", 1): True, ("colocated", 8): False,
                    ("zeropp", 1): True, ("zeropp", 8): False}
+
+
+@pytest.mark.parametrize(("n_unit", "kw"), [
+    (8, {}),  # N from 8 (one node: the N ≤ G cases) to 400
+    (8, {"micro_batches": 4, "grad_sync": "boundary", "param_dtype": "bf16", "grad_dtype": "fp32",
+         "schemes": ["deepspeed-zero1", "deepspeed-zero2", "fsdp-full-shard", "torch-zero1", "zeropp"]}),
+    (16, {"tp": 2, "pp": 2, "hsdp_shard_size": 4, "reuse_distance": 0, "topology": "dgx-h100",
+          "schemes": ["deepspeed-zero3", "fsdp-hybrid", "dp"]}),
+])
+def test_a_large_sweep_specialised_on_its_constants_gives_the_generic_numbers(monkeypatch, n_unit, kw):
+    import zerocalc.evaluate as E
+
+    psi = np.geomspace(1e6, 1e12, 50)
+    n = n_unit * np.arange(1, 51)
+    cfg, generic = E.evaluate_arrays(psi=psi, n=n, **kw)
+    before = E.compiled_fixed.cache_info().misses + E.compiled_fixed.cache_info().hits
+    monkeypatch.setattr(E, "SPECIALISE_FROM", 1)  # as a sweep of 100,000 configurations would be
+    cfg2, special = E.evaluate_arrays(psi=psi, n=n, **kw)
+    assert E.compiled_fixed.cache_info().misses + E.compiled_fixed.cache_info().hits == before + 1
+    for name, cols in generic.items():
+        for col, v in cols.items():
+            np.testing.assert_allclose(special[name][col], v, rtol=1e-12, err_msg=f"{name} {col}")
+    for k, v in cfg.items():
+        np.testing.assert_array_equal(cfg2[k], v)

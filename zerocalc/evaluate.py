@@ -68,6 +68,54 @@ def compiled_many(keys: tuple[tuple[str, ...], ...]):
     return sympy.lambdify(S.ARGUMENTS, exprs, modules="numpy", cse=True)
 
 
+#: A sweep of at least this many configurations is evaluated by a kernel specialised on the inputs that
+#: are the same for all of them (:func:`compiled_fixed`): its one-time build (about a second for every
+#: scheme) is repaid when the sweep is this large or its kernel is reused (chunks of one sweep).
+SPECIALISE_FROM = 100_000
+
+
+def _number(value: float) -> sympy.Expr:
+    """A constant for an expression: an Integer when whole (so that ``n_mb = 1``, ``b_p = b_g`` and
+    ``1/G`` fold exactly), else the same double as a Float."""
+    v = float(value)
+    return sympy.Integer(int(v)) if v.is_integer() else sympy.Float(v)
+
+
+@cache
+def compiled_fixed(keys: tuple[tuple[str, ...], ...], fixed: tuple[tuple[str, float], ...]):
+    """:func:`compiled_many` with the inputs named in ``fixed`` set to their values: a numpy function of
+    the other :data:`~zerocalc.symbols.ARGUMENTS` only (in their order).
+
+    With the constants in the expressions, sympy folds what they decide before the common
+    subexpressions are taken: one micro-batch drops its ``n_mb·`` factors, equal wire widths merge the
+    parameter- and gradient-side terms, the topology's scalars combine, a case split on constants
+    alone is decided, so the kernel runs fewer array operations per configuration
+    (``benchmarks/bench_sweep.py``).
+    """
+    values = dict(fixed)
+    subs = {s: _number(values[s.name]) for s in S.ARGUMENTS if s.name in values}
+    live = [s for s in S.ARGUMENTS if s.name not in values]
+    exprs = [_expression(*key).xreplace(subs) for key in keys]
+    return sympy.lambdify(live, exprs, modules="numpy", cse=True)
+
+
+def _kernel(keys: tuple[tuple[str, ...], ...], args: list, size: int):
+    """The function for ``keys`` and the arguments to pass it: :func:`compiled_many` with every
+    argument, or, for a sweep of :data:`SPECIALISE_FROM` configurations or more, :func:`compiled_fixed`
+    with only the arguments that vary over it (an array of one repeated value counts as fixed)."""
+    if size < SPECIALISE_FROM:
+        return compiled_many(keys), args
+    fixed, live = [], []
+    for sym, a in zip(S.ARGUMENTS, args, strict=True):
+        arr = np.asarray(a, dtype=float)
+        first = arr.flat[0]
+        if arr.ndim == 0 or bool(np.all(arr == first)):
+            fixed.append((sym.name, float(first)))
+        else:
+            live.append(a)
+    return compiled_fixed(keys, tuple(fixed)), live
+
+
 def check_layout(n, gpus_per_node):
     """Validate N and G and return G as used by the model.
 
@@ -260,7 +308,8 @@ def evaluate_arrays(
     columns = [("bytes_per_rank", "bytes", ring), ("memory_bytes_per_rank", "memory", ring)]
     columns += [(f"time_s_{a.value}", "time", a.value) for a in algs]
     keys = tuple((name, q, alg, sync, hsdp_shard_size is None) for name in names for _, q, alg in columns)
-    results = iter(compiled_many(keys)(*args))
+    kernel, kernel_args = _kernel(keys, args, psi_a.size)
+    results = iter(kernel(*kernel_args))
     per_scheme = {
         name: {col: np.broadcast_to(np.asarray(next(results), dtype=float), shape) for col, _, _ in columns}
         for name in names
