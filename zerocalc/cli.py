@@ -239,6 +239,9 @@ def _model_help() -> str:
     return f"A model preset that sets --psi: {', '.join(MODELS)}."
 
 
+_TUNER_HELP = ("Tuner plugin rules to price with (NCCL's example tuner CSV: collective_type,min_bytes,"
+               "max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]) [default: the "
+               "topology TOML's nccl_tuner].")
 _MODEL_HELP = _model_help()
 
 
@@ -280,31 +283,63 @@ def _load_topology(
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{topology}: not valid TOML: {exc}", option="--topology") from None
         topo = topology_from_mapping(data, where=str(path), option="--topology")
+        if topo.nccl_tuner and not Path(topo.nccl_tuner).is_absolute():  # relative to the TOML file
+            from dataclasses import replace
+
+            topo = replace(topo, nccl_tuner=str(path.parent / topo.nccl_tuner))
     else:
         topo = get_topology(topology)
     return topo.with_overrides(intra_alpha_us=intra_alpha_us, intra_bw_GBps=intra_bw_gbps,
                                inter_alpha_us=inter_alpha_us, inter_bw_GBps=inter_bw_gbps)
 
 
+def _read_tuner(path: str | None, topo):
+    """The tuner configuration of ``--nccl-tuner`` (else the one the topology TOML names), or None."""
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.tuner import parse_tuner
+
+    given = path or topo.nccl_tuner
+    if not given:
+        return None
+    option = "--nccl-tuner" if path else "--topology"
+    p = Path(given)
+    if p.is_dir():
+        raise ConfigError(f"{given}: is a directory, not a tuner configuration file", option=option)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{given}: cannot read: {exc.strerror or exc}", option=option) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{given}: not a text file", option=option) from None
+    return parse_tuner(text.splitlines(), given)
+
+
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
-                  nccl_proto: str | None, reuse_distance: float = 1e9) -> list[str]:
+                  nccl_proto: str | None, reuse_distance: float = 1e9,
+                  nccl_tuner: str | None = None) -> list[str]:
     """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl.steps`) to the
     table when the topology gives what the model needs; the notes to print under it."""
     from dataclasses import replace
 
-    from zerocalc.nccl import LATEST, release_for, restrictions
+    from zerocalc.nccl import LATEST, release_for
+    from zerocalc.nccl.env import settings
     from zerocalc.nccl.graph import REQUIRED_FIELDS
     from zerocalc.nccl.steps import scheme_phases, scheme_time
     from zerocalc.topology import require
 
     missing = [f for f in REQUIRED_FIELDS if getattr(topo, f) is None]
-    if missing and nccl_version is None and nccl_algo is None and nccl_proto is None:
+    if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None:
         return [f"no NCCL columns: topology {topo.name!r} does not give {missing[0]} (and NCCL's model "
                 "needs it)"]
     for f in missing:  # NCCL's model asked for explicitly: name the missing field
         require(topo, f, "NCCL's cost model")
-    release, note = release_for(nccl_version or LATEST.tag.lstrip("v").split("-")[0])
-    algo, proto = restrictions(nccl_algo, nccl_proto)
+    version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
+    release, note = release_for(version)
+    tuner = _read_tuner(nccl_tuner, topo)
+    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+    algo, proto = env.algo_enable, env.proto_enable
     times, choices = [], []
     for r in df.itertuples(index=False):
         tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
@@ -318,14 +353,17 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                                param_bytes=float(r.param_comm_bytes_per_element),
                                grad_bytes=float(r.grad_comm_bytes_per_element),
                                micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
-                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance)
+                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
+                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version)
         t, c = scheme_time(phases)
         times.append(t)
         choices.append(c)
     df["time_s_nccl"] = times
     df["nccl_choice"] = choices
     return [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/protocol "
-            "it picks per collective; one call per phase" + (f"; {note}" if note else "")]
+            "it picks per collective; one call per phase" + (f"; {note}" if note else ""), *env.notes,
+            *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
+              if tuner else [])]
 
 
 class _Wire:
@@ -421,6 +459,7 @@ def table_command(
                                   help="NCCL_ALGO list restricting NCCL's algorithms."),
     nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
                                    help="NCCL_PROTO list restricting NCCL's protocols."),
+    nccl_tuner: str = typer.Option(None, "--nccl-tuner", help=_TUNER_HELP),
     model: str = typer.Option(None, "--model", help=_MODEL_HELP),
     gpu_memory: str = typer.Option(None, "--gpu-memory",
                                    help="Memory of one GPU (80GB, 80GiB): adds a 'fits' column "
@@ -446,7 +485,7 @@ def table_command(
                   micro_batches=micro_batches, grad_sync=grad_sync.strip().lower(), tp=tp, pp=pp,
                   hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
     warn_implausible(psi=psi_count, n=n)
-    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance))
+    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner))
     df, memory_note = _fits(df, gpu_memory, topo, sort)
     notes += [memory_note] if memory_note else []
     notes += _step_notes(df)
@@ -747,6 +786,7 @@ def check_cmd(
         "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting the algorithms.")] = None,
     nccl_proto: Annotated[str | None, typer.Option(
         "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
+    nccl_tuner: Annotated[str | None, typer.Option("--nccl-tuner", help=_TUNER_HELP)] = None,
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme;
@@ -759,11 +799,11 @@ def check_cmd(
     if topology is not None:
         if fmt not in ("table", "json"):
             raise ConfigError(f"must be table or json with --topology, got {fmt!r}", option="--format")
-        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict)
+        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner)
         return
-    if nccl_version is not None:
-        raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too",
-                          option="--nccl-version")
+    for flag, given in (("--nccl-version", nccl_version), ("--nccl-tuner", nccl_tuner)):
+        if given is not None:
+            raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too", option=flag)
     if micro_batches is not None and micro_batches < 1:
         raise ConfigError(f"must be a positive integer, got {micro_batches}", option="--micro-batches")
     if reuse_distance is not None and not reuse_distance >= 0:
@@ -1129,20 +1169,24 @@ def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[st
     return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"]
 
 
-def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict) -> None:
-    from zerocalc.nccl import restrictions
+def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
+                 nccl_tuner=None) -> None:
+    from zerocalc.nccl.env import restrictions, settings
     from zerocalc.validate.sweep import compare_sweep
 
     topo = _load_topology(topology, None, None, None, None)
-    algo, proto = restrictions(nccl_algo, nccl_proto)
+    restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
+    tuner = _read_tuner(nccl_tuner, topo)
     sweeps, texts = [], []
     for path, rows, op, p, stated, skipped in _sweep_inputs(paths, n, strict):
         version, notes = _sweep_version(path, nccl_version, stated)
+        env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
-                            algo_enable=algo, proto_enable=proto)
+                            algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable, tuner=tuner)
         d = cmp.as_dict()
         d["file"], d["topology"] = path, topo.name
-        d["notes"] = notes + d["notes"] + _skip_notes(skipped)
+        d["notes"] = notes + list(env.notes) + d["notes"] + _skip_notes(skipped)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
     if fmt == "json":
@@ -1160,6 +1204,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     from pathlib import Path
 
     from zerocalc.errors import ConfigError
+    from zerocalc.nccl.env import settings
     from zerocalc.topology import topology_to_toml
     from zerocalc.validate.sweep import compare_sweep, fit_calibration
 
@@ -1170,8 +1215,10 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     fits, lines = [], []
     for path, rows, op, p, stated, _ in _sweep_inputs(files, n, strict):
         version, notes = _sweep_version(path, nccl_version, stated)
+        env = settings(base, version, None, None)  # the pairs check will price, under the same profile
         cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
-                            nccl_version=version)
+                            nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable)
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(cmp.notes)]

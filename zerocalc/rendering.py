@@ -372,6 +372,13 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _choice(row) -> str:
+    """``Tree/Simple``, ``*`` when calibrated, `` 2ch`` when a tuner imposed the channel count
+    (:mod:`zerocalc.nccl.tuner`)."""
+    return (f"{row['algorithm']}/{row['protocol']}" + ("*" if row["calibrated"] else "")
+            + (f" {row['channels']}ch" if row.get("channels") else ""))
+
+
 def _ratio_bar(ratio: float, width: int = 33) -> str:
     """``ratio`` on a log axis from 1/4 to 4 (``|`` at 1, ``:`` at 1/2 and 2), marked ``*``."""
     import math
@@ -399,7 +406,7 @@ def _sweep_text(d: dict, cmp) -> str:
     for r in rows:
         lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
                      f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
-                     f"{r['algorithm'] + '/' + r['protocol'] + ('*' if r['calibrated'] else ''):<16} "
+                     f"{_choice(r):<16} "
                      f"[{_ratio_bar(r['ratio'])}]")
     if rows:
         import numpy as np
@@ -408,5 +415,6 @@ def _sweep_text(d: dict, cmp) -> str:
         lines.append(f"  ratio: min {ratios.min():.3g}, median {np.median(ratios):.3g}, "
                      f"max {ratios.max():.3g}; "
                      f"at the median size {cmp.median_size_ratio():.3g}"
-                     + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else ""))
+                     + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else "")
+                     + ("; Nch = channels the tuner imposes" if any("channels" in r for r in rows) else ""))
     return "\n".join(lines)

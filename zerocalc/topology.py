@@ -107,6 +107,28 @@ _CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBp
 
 
 @dataclass(frozen=True)
+class NcclEnv:
+    """The NCCL environment a cluster's vendor profile sets for NCCL versions ``min_version`` to
+    ``max_version`` (inclusive; ``"2.21"`` covers every 2.21.x): ``NCCL_ALGO`` / ``NCCL_PROTO`` lists
+    (:mod:`zerocalc.nccl.env` grammar), ``NCCL_NVLS_ENABLE``, and the tuner plugin it loads, named
+    (``tuner``: what the profile loads, priced only when its rules are given with ``--nccl-tuner``).
+    NCCL's model applies the profile of the version it prices unless the user gives
+    ``--nccl-algo`` / ``--nccl-proto`` (:func:`zerocalc.nccl.env.settings`)."""
+
+    min_version: str
+    max_version: str
+    algo: str | None = None
+    proto: str | None = None
+    nvls_enable: bool | None = None
+    tuner: str = ""
+    source: str = ""
+
+
+_ENV_KEYS = {"min_version": "min_version", "max_version": "max_version", "NCCL_ALGO": "algo",
+             "NCCL_PROTO": "proto", "NCCL_NVLS_ENABLE": "nvls_enable", "tuner": "tuner", "source": "source"}
+
+
+@dataclass(frozen=True)
 class Topology:
     """A two-level machine. ``inter.bw_Bps`` is per NODE (all its NICs together).
 
@@ -134,6 +156,8 @@ class Topology:
     in_network_reduction: tuple[str, ...] | None = None
     net_latency_us: float | None = None
     nccl_calibration: tuple[Calibration, ...] = ()
+    nccl_env: tuple[NcclEnv, ...] = ()
+    nccl_tuner: str | None = None  # a tuner configuration file (TOML key; the CLI reads it)
 
     def __post_init__(self) -> None:
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
@@ -232,6 +256,24 @@ class Topology:
 
 _NVLINK_US, _PCI_US, _NET_US = 3.4, 5.7, 14.0
 
+_TCPXO_NOTES = ("GoogleCloudPlatform/container-engine-accelerators, gpudirect-tcpxo/README.md "
+                "(GPUDirect-TCPXO release notes: each release's NCCL configs and its NCCL)")
+_TCPXO_TUNER = "Google's tuner plugin libnccl-tuner.so with a3plus_tuner_config.textproto"
+#: The NCCL environment GCP's GPUDirect-TCPXO profile (nccl-env-profile.sh) sets, by the NCCL its plugin
+#: installer ships: 2.21.5 with installers v1.0.3-v1.0.7 (Jun-Nov 2024); 2.23 by default with v1.0.9-v1.0.11
+#: (May-Jun 2025; v1.0.8, Feb 2025, still had NCCL_PROTO=Simple); 2.26.5 with v1.0.12 (Aug 2025) and 2.28.7
+#: with v1.0.14-v1.0.15 (Nov 2025-Jan 2026), which drop NCCL_ALGO and NCCL_NVLS_ENABLE=0 for NVLS Tree.
+_TCPXO_ENV = (
+    NcclEnv("2.21", "2.21", algo="Ring,Tree", proto="Simple", nvls_enable=False, tuner=_TCPXO_TUNER,
+            source=_TCPXO_NOTES + ", releases of Jun 27 2024 (v1.0.3) to Nov 27 2024 (v1.0.7), NCCL 2.21.5"),
+    NcclEnv("2.22", "2.23", algo="Ring,Tree", proto="Simple,LL128", nvls_enable=False, tuner=_TCPXO_TUNER,
+            source=_TCPXO_NOTES + ", releases of May 01 2025 (v1.0.9-1) and Jun 27 2025 (v1.0.11), "
+                   "NCCL 2.23"),
+    NcclEnv("2.26", "2.28", proto="Simple,LL128", tuner=_TCPXO_TUNER,
+            source=_TCPXO_NOTES + ", releases of Aug 21 2025 (v1.0.12, NCCL 2.26.5) to Jan 9 2026 (v1.0.15, "
+                   "NCCL 2.28.7)"),
+)
+
 PRESETS: dict[str, Topology] = {
     t.name: t
     for t in (
@@ -277,9 +319,11 @@ PRESETS: dict[str, Topology] = {
             Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 8 * 25.0),
             source="Google Cloud a3-megagpu-8g: 8× H100 80 GB (HGX H100: NVLink4 18 links, third-generation "
                    "NVSwitch), 8 GPU NICs × 200 Gb/s (GPUDirect-TCPXO; 1,800 Gb/s with the host NIC); "
-                   "Intel Xeon (Sapphire Rapids) hosts; PCIe 5.0",
+                   "Intel Xeon (Sapphire Rapids) hosts; PCIe 5.0; the TCPXO plugin reports no network "
+                   "latency (google/nccl-plugin-gpudirect-tcpxo nccl_shim.cc: props.latency = 0)",
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18, nvswitch_gen=3,
             pcie_gen=5, nics_per_node=8, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=("nvls",),
+            net_latency_us=0.0, nccl_env=_TCPXO_ENV,
         ),
         Topology(
             "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,
@@ -319,7 +363,7 @@ def get_topology(name: str | Topology) -> Topology:
 
 
 _TOP_KEYS = ("name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source",
-             *HARDWARE_FIELDS, "nccl_calibration")
+             *HARDWARE_FIELDS, "nccl_calibration", "nccl_env", "nccl_tuner")
 _TIER_KEYS = ("alpha_us", "bw_GBps")
 
 
@@ -393,9 +437,14 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
     name = str(data.get("name", "custom"))
     hardware = {key: _hardware_value(key, data[key], fail) for key in HARDWARE_FIELDS if key in data}
     calibration = _calibration(data.get("nccl_calibration", []), fail)
+    env = _nccl_env(data.get("nccl_env", []), fail)
+    tuner = data.get("nccl_tuner")
+    if tuner is not None and (not isinstance(tuner, str) or not tuner.strip()):
+        fail(f"nccl_tuner must be a file name (a tuner configuration, see --nccl-tuner), got {tuner!r}")
     try:
         return Topology(name, str(data.get("title", name)), g, tiers["intra"], tiers["inter"], gamma,
-                        str(data.get("source", where)), **hardware, nccl_calibration=calibration)
+                        str(data.get("source", where)), **hardware, nccl_calibration=calibration,
+                        nccl_env=env, nccl_tuner=tuner)
     except ConfigError as exc:
         fail(f"{exc.option}: {exc.message}")
 
@@ -446,6 +495,38 @@ def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
     return tuple(out)
 
 
+def _nccl_env(items: Any, fail) -> tuple[NcclEnv, ...]:
+    """``[[nccl_env]]`` tables → :class:`NcclEnv` (versions required, no unknown key; the lists'
+    grammar is checked where the model reads them)."""
+    if not isinstance(items, list):
+        fail("nccl_env must be an array of tables ([[nccl_env]])")
+    out = []
+    for i, t in enumerate(items, 1):
+        where = f"[[nccl_env]] #{i}"
+        if not isinstance(t, Mapping):
+            fail(f"{where} must be a table")
+        unknown = sorted(set(t) - set(_ENV_KEYS))
+        missing = [k for k in ("min_version", "max_version") if k not in t]
+        if unknown or missing:
+            what = (f"unknown keys {', '.join(map(repr, unknown))}" if unknown
+                    else f"missing key {missing[0]!r}")
+            fail(f"{where}: {what} (keys: {', '.join(_ENV_KEYS)})")
+        kw: dict[str, Any] = {}
+        for key, attr in _ENV_KEYS.items():
+            if key not in t:
+                continue
+            v = t[key]
+            if key == "NCCL_NVLS_ENABLE":
+                if isinstance(v, bool) or v not in (0, 1):
+                    fail(f"{where}: NCCL_NVLS_ENABLE must be 0 or 1, got {v!r}")
+                v = bool(v)
+            elif not isinstance(v, str):
+                fail(f"{where}: {key} must be a string, got {v!r}")
+            kw[attr] = v
+        out.append(NcclEnv(**kw))
+    return tuple(out)
+
+
 def topology_to_mapping(topo: Topology) -> dict[str, Any]:
     """A topology as the TOML-shaped mapping :func:`topology_from_mapping` reads back."""
     out: dict[str, Any] = {"name": topo.name, "title": topo.title, "source": topo.source,
@@ -455,9 +536,14 @@ def topology_to_mapping(topo: Topology) -> dict[str, Any]:
     out.update(topo.hardware())
     for tier, link in (("intra", topo.intra), ("inter", topo.inter)):
         out[tier] = {"alpha_us": link.alpha_s * 1e6, "bw_GBps": link.bw_Bps / GB}
+    if topo.nccl_tuner:
+        out["nccl_tuner"] = topo.nccl_tuner
     if topo.nccl_calibration:
         out["nccl_calibration"] = [{k: getattr(c, k) for k in _CALIBRATION_KEYS}
                                    for c in topo.nccl_calibration]
+    if topo.nccl_env:
+        out["nccl_env"] = [{key: (int(v) if isinstance(v, bool) else v) for key, attr in _ENV_KEYS.items()
+                            if (v := getattr(e, attr)) not in (None, "")} for e in topo.nccl_env]
     return out
 
 

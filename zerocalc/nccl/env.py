@@ -10,6 +10,7 @@ prefix: ``NCCL_ALGO="ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
@@ -61,3 +62,60 @@ def restrictions(algo: str | None, proto: str | None) -> tuple[dict | None, dict
     """``(algo_enable, proto_enable)`` for :func:`zerocalc.nccl.model.tune` (``None``: not set)."""
     return (parse_list(algo, Algorithm, "NCCL_ALGO") if algo else None,
             parse_list(proto, Protocol, "NCCL_PROTO") if proto else None)
+
+
+def _version_key(text: str, *, upper: bool) -> tuple[int, int, float]:
+    from zerocalc.nccl.tables import parse_version
+
+    major, minor, patch = parse_version(text)
+    has_patch = str(text).strip().lstrip("v").count(".") >= 2
+    return major, minor, patch if has_patch or not upper else float("inf")
+
+
+def profile_for(topo, version: str):
+    """The :class:`zerocalc.topology.NcclEnv` of ``topo`` covering NCCL ``version`` (the last listed
+    when several do), or ``None``."""
+    v = _version_key(version, upper=False)
+    found = None
+    for env in getattr(topo, "nccl_env", ()) or ():
+        try:
+            lo, hi = _version_key(env.min_version, upper=False), _version_key(env.max_version, upper=True)
+        except ConfigError as exc:
+            raise ConfigError(f"topology {topo.name!r}: [[nccl_env]] {exc.message}",
+                              option="--topology") from None
+        if lo <= v <= hi:
+            found = env
+    return found
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What NCCL's model is told of the run's environment: the ``NCCL_ALGO`` / ``NCCL_PROTO``
+    restrictions (``None``: NCCL's defaults), ``NCCL_NVLS_ENABLE`` and notes saying where they came from."""
+
+    algo_enable: dict | None
+    proto_enable: dict | None
+    nvls_enable: bool = True
+    notes: tuple[str, ...] = ()
+
+
+def settings(topo, version: str, algo: str | None, proto: str | None, *,
+             tuner_given: bool = False) -> Settings:
+    """The environment NCCL runs with at ``version`` on ``topo``: the user's ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` when given, else the topology's vendor profile for that version
+    (:func:`profile_for`), else NCCL's defaults. A profile naming a tuner plugin the user did not give
+    (``--nccl-tuner``) is said in a note: its choices are not priced."""
+    env = profile_for(topo, version)
+    if env is None or algo is not None or proto is not None:
+        a, p = restrictions(algo, proto)
+        return Settings(a, p, True, ())
+    a, p = restrictions(env.algo, env.proto)
+    parts = [f"NCCL_ALGO={env.algo}" if env.algo else "", f"NCCL_PROTO={env.proto}" if env.proto else "",
+             "NCCL_NVLS_ENABLE=0" if env.nvls_enable is False else ""]
+    span = env.min_version if env.min_version == env.max_version else f"{env.min_version}-{env.max_version}"
+    notes = [f"{topo.name}'s NCCL environment for NCCL {span}: "
+             f"{' '.join(x for x in parts if x) or 'NCCL defaults'} ({env.source})"]
+    if env.tuner and not tuner_given:
+        notes.append(f"that environment also loads {env.tuner}, whose rules are not published: not priced "
+                     "(--nccl-tuner gives a tuner's rules)")
+    return Settings(a, p, env.nvls_enable is not False, tuple(notes))

@@ -59,11 +59,28 @@ class Tuning:
     machine: Machine
     entries: dict[tuple[Collective, Algorithm, Protocol], Entry] = field(default_factory=dict)
 
-    def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float) -> float | None:
-        """``ncclTopoGetAlgoTime`` in seconds; ``None`` when the pair is disabled."""
+    def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
+               channels: int | None = None, disabled_ok: bool = False) -> float | None:
+        """``ncclTopoGetAlgoTime`` in seconds; ``None`` when the pair is disabled (or, with
+        ``disabled_ok``, when it has no bandwidth at all).
+
+        ``channels``: the channel count a tuner plugin imposes (``nChannels`` of ``getCollInfo``):
+        the bandwidth becomes ``bw / C × min(c, C)``, as NCCL 2.19-2.21's ``ncclTopoGetAlgoTime``
+        prices a tuner's count (``bw = bw / comm->nChannels * info->nChannels``, v2.21.5
+        ``src/graph/tuning.cc``), ``C`` the algorithm's graph channels (zerocalc's stand-in for
+        ``comm->nChannels``); NCCL never runs more than the communicator has (``enqueue.cc``). Later
+        releases no longer price the count (the tuner edits the cost table instead) but still run
+        with it, so the same scaling stands for its effect on the run.
+        """
         e = self.entries.get((coll, algo, proto))
-        if e is None or not e.enabled or e.bandwidth_GBps <= 0:
+        if e is None or e.bandwidth_GBps <= 0 or not (e.enabled or disabled_ok):
             return None
+        if channels is not None and channels > 0 and algo in self.machine.graphs:
+            full = self.machine.graphs[algo].n_channels
+            scale = min(channels, full) / full
+            if scale < 1:
+                e = Entry(e.algorithm, e.protocol, e.latency_us, e.bandwidth_GBps * scale, e.enabled,
+                          e.why_disabled)
         return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
 
     def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
@@ -85,7 +102,7 @@ class Tuning:
         if best is None:
             reasons = sorted({f"{e.algorithm.value}/{e.protocol.value}: {e.why_disabled}"
                               for (c, _, _), e in self.entries.items()
-                              if c == coll and e.why_disabled not in ("NCCL_ALGO", "NCCL_PROTO")})
+                              if c == coll and e.why_disabled not in ("NCCL_ALGO", "NCCL_PROTO", NVLS_OFF)})
             raise ConfigError(f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
                               f"here ({'; '.join(reasons[:4]) or 'all excluded'})", option="NCCL_ALGO")
         return best
@@ -268,10 +285,20 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
     return True
 
 
+#: Reasons :func:`_disabled` gives that are the user's environment, not the machine: a pair left out
+#: for one of these still runs when a tuner plugin of API v1/v2 names it (see :mod:`zerocalc.nccl.tuner`).
+ENV_REASONS = ("NCCL_ALGO", "NCCL_PROTO", "LL128 off by default on this path",
+               "LL128 off by default on this GPU")
+NVLS_OFF = "NCCL_NVLS_ENABLE=0"
+
+
 def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol,
               algo_enable: Mapping[Collective, set[Algorithm]] | None,
-              proto_enable: Mapping[Collective, set[Protocol]] | None) -> str:
-    """Why NCCL leaves the pair out ('' when it does not): topology, defaults, NCCL_ALGO/NCCL_PROTO."""
+              proto_enable: Mapping[Collective, set[Protocol]] | None, nvls_enable: bool = True) -> str:
+    """Why NCCL leaves the pair out ('' when it does not): topology, defaults, NCCL_ALGO/NCCL_PROTO,
+    ``NCCL_NVLS_ENABLE=0`` (``nvlsSupport`` 0: no NVLS / NVLS Tree, ``src/transport/nvls.cc``)."""
+    if a in (A.NVLS, A.NVLS_TREE) and not nvls_enable:
+        return NVLS_OFF
     if proto_enable is not None and p not in proto_enable[coll]:
         return "NCCL_PROTO"
     if algo_enable is not None and a not in algo_enable[coll]:
@@ -303,11 +330,12 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
 
 def tune(topo: Topology, n_ranks: int, release: Release, *,
          algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
-         proto_enable: Mapping[Collective, set[Protocol]] | None = None) -> Tuning:
+         proto_enable: Mapping[Collective, set[Protocol]] | None = None, nvls_enable: bool = True) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
-    pairs as ``NCCL_ALGO`` / ``NCCL_PROTO`` do; ``None`` = NCCL's defaults.
+    pairs as ``NCCL_ALGO`` / ``NCCL_PROTO`` do; ``None`` = NCCL's defaults; ``nvls_enable=False``
+    is ``NCCL_NVLS_ENABLE=0``.
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
@@ -317,7 +345,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
             for p in P:
                 if not _applies(release, coll, a, p):
                     continue
-                why = _disabled(release, m, coll, a, p, algo_enable, proto_enable)
+                why = _disabled(release, m, coll, a, p, algo_enable, proto_enable, nvls_enable)
                 if a not in m.graphs:  # no graph found (NVLS without NVLink SHARP)
                     entries[(coll, a, p)] = Entry(a, p, math.inf, 0.0, False, why or "no graph")
                     continue

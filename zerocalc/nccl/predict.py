@@ -1,7 +1,9 @@
 """What NCCL's model predicts for one call, and the NCCL version a file states.
 
 :func:`predict` is NCCL's choice for a byte count (:meth:`zerocalc.nccl.model.Tuning.choose`) and
-its time; a topology carrying a calibration (``nccl_calibration``, written by ``zerocalc fit
+its time, or, with a tuner configuration, the choice and channels the tuner imposes
+(:func:`zerocalc.nccl.tuner.tuned_choice`); a topology carrying a calibration (``nccl_calibration``,
+written by ``zerocalc fit
 --out``) replaces the model's time of a pair by the fitted ``α + bytes / bw`` where it was fitted
 for the same collective and group size: the pair's own fit, else the sweep-wide one (``any``).
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.model import Tuning
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol
+from zerocalc.nccl.tuner import TunerConfig, tuned_choice
 from zerocalc.topology import Calibration
 
 ANY = "any"
@@ -58,17 +61,27 @@ class Prediction:
     protocol: Protocol
     time_s: float
     calibrated: bool = False
+    channels: int | None = None  # imposed by a tuner (None: NCCL's own)
+    tuner_line: int | None = None  # the tuner rule that chose the pair
 
 
 def predict(tuning: Tuning, coll: Collective, n_bytes: float,
-            calibration: Sequence[Calibration] = ()) -> Prediction:
-    """NCCL's choice for ``n_bytes`` and its time; calibrated when a fit covers it (see module)."""
-    a, p, t = tuning.choose(coll, n_bytes)
+            calibration: Sequence[Calibration] = (), tuner: TunerConfig | None = None,
+            tuner_api: int = 3) -> Prediction:
+    """NCCL's choice for ``n_bytes`` and its time (under ``tuner``, loaded into an NCCL of tuner API
+    ``tuner_api``, when given); calibrated when a fit covers the pair (see module)."""
+    channels = line = None
+    if tuner is not None:
+        c = tuned_choice(tuning, coll, n_bytes, tuner, tuner_api)
+        a, p, t, channels = c.algorithm, c.protocol, c.time_s, c.channels
+        line = c.rule.line if c.rule else None
+    else:
+        a, p, t = tuning.choose(coll, n_bytes)
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
         if c.algorithm == a.value and c.protocol == p.value:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line)
     for c in fits:
         if c.algorithm == ANY:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True)
-    return Prediction(a, p, t)
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line)
+    return Prediction(a, p, t, False, channels, line)

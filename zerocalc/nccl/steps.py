@@ -25,6 +25,7 @@ from zerocalc import symbols as S
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.predict import as_nccl_collective, predict
 from zerocalc.nccl.tables import Release
+from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.schemes import Group, get_scheme
 from zerocalc.topology import Topology
 
@@ -56,11 +57,14 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                   topology: Topology, release: Release, algo_enable=None,
                   proto_enable=None, param_bytes: float | None = None, grad_bytes: float | None = None,
                   micro_batches: int = 1, grad_sync: str = "every", hsdp_shard_size: int | None = None,
-                  reuse_distance: float = 1e9) -> list[PhaseTime]:
+                  reuse_distance: float = 1e9, nvls_enable: bool = True, tuner: TunerConfig | None = None,
+                  nccl_version: str | None = None) -> list[PhaseTime]:
     """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``, per optimizer
     step: ``calls`` counts every run of the phase in the step's ``micro_batches`` (its cadence under
     ``grad_sync``, :mod:`zerocalc.schemes`); ``param_bytes`` / ``grad_bytes`` are the wire widths of the
-    parameter- and gradient-side collectives (default ``comm_bytes``)."""
+    parameter- and gradient-side collectives (default ``comm_bytes``). ``tuner``: a tuner plugin's rules
+    (:mod:`zerocalc.nccl.tuner`), loaded into NCCL ``nccl_version`` (default: the release's own)."""
+    api = tuner_api(nccl_version or release.tag.lstrip("v").split("-")[0]) if tuner is not None else 3
     s = get_scheme(scheme)
     g = min(gpus_per_node, n)
     values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
@@ -88,8 +92,11 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         topo_g, _ = _group_topology(replace(topology, gpus_per_node=g), ph.group, g)
         key = (ph.group, ranks)
         if key not in tunings:
-            tunings[key] = tune(topo_g, ranks, release, algo_enable=algo_enable, proto_enable=proto_enable)
-        pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration)
+            tunings[key] = tune(topo_g, ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
+                                nvls_enable=nvls_enable)
+            if tuner is not None:
+                check_rules(tunings[key], tuner, topology.name)
+        pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api)
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
                              pr.protocol.value, calls * pr.time_s))
     return out

@@ -21,6 +21,7 @@ from zerocalc.errors import ConfigError
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Collective, release_for
+from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
 
 
@@ -61,23 +62,37 @@ class SweepComparison:
 
 
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
-                  nccl_version: str, algo_enable=None, proto_enable=None) -> SweepComparison:
-    """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``."""
+                  nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
+                  tuner: TunerConfig | None = None) -> SweepComparison:
+    """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
+    ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`)
+    and, when given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`)."""
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
-    tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable)
+    tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
+                  nvls_enable=nvls_enable)
+    api = 3
+    if tuner is not None:
+        api = tuner_api(nccl_version)
+        check_rules(tuning, tuner, topo.name)
     calibration = topo.nccl_calibration or ()
     out = []
     for r in sorted(rows, key=lambda r: r["size_bytes"]):
         measured = r.get("duration_s")
         if measured is None or not measured > 0 or r["size_bytes"] <= 0:
             continue
-        pr = predict(tuning, coll, r["size_bytes"], calibration)
-        out.append({"bytes": int(r["size_bytes"]), "measured_s": float(measured), "predicted_s": pr.time_s,
-                    "ratio": pr.time_s / float(measured), "algorithm": pr.algorithm.value,
-                    "protocol": pr.protocol.value, "calibrated": pr.calibrated,
-                    "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)})
+        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api)
+        row = {"bytes": int(r["size_bytes"]), "measured_s": float(measured), "predicted_s": pr.time_s,
+               "ratio": pr.time_s / float(measured), "algorithm": pr.algorithm.value,
+               "protocol": pr.protocol.value, "calibrated": pr.calibrated,
+               "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
+        if tuner is not None:
+            row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
+        out.append(row)
     notes = [note] if note else []
+    if tuner is not None:
+        notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
+                     f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
     if calibration and not any(r["calibrated"] for r in out):
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")

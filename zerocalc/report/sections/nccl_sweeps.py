@@ -13,12 +13,14 @@ if TYPE_CHECKING:
     from zerocalc.report.layout import Writer
 
 #: Bundled sweeps (``zerocalc/data/traces/nccl-tests``), the preset describing the hardware each ran on
-#: (provenance in that directory's README) and the ranks when the file does not list them.
-SWEEPS: tuple[tuple[str, str, int | None, str], ...] = (
-    ("all_reduce_perf-16xH100-2nodes-infiniband.txt", "dgx-h100", 16, "all-reduce 16×H100 IB"),
-    ("all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", "dgx-b200", 16, "all-reduce 16×B200 IB"),
-    ("all_gather_perf-16xH100-a3mega.txt", "gcp-a3-mega", None, "all-gather 16×H100 TCPXO"),
-    ("all_reduce_perf-16xH100-2nodes.txt", "gcp-a3-mega", None, "all-reduce 16×H100 TCPXO"),
+#: (provenance in tests/data/traces/README.md), the ranks when the file does not list them, and the NCCL
+#: version the run used when the file does not print it but its source states it (the TCPXO all-reduce:
+#: its source repository's README lists libnccl.so.2.21.5, installed by the plugin installer v1.0.3).
+SWEEPS: tuple[tuple[str, str, int | None, str, str | None], ...] = (
+    ("all_reduce_perf-16xH100-2nodes-infiniband.txt", "dgx-h100", 16, "all-reduce 16×H100 IB", None),
+    ("all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", "dgx-b200", 16, "all-reduce 16×B200 IB", None),
+    ("all_gather_perf-16xH100-a3mega.txt", "gcp-a3-mega", None, "all-gather 16×H100 TCPXO", None),
+    ("all_reduce_perf-16xH100-2nodes.txt", "gcp-a3-mega", None, "all-reduce 16×H100 TCPXO", "2.21.5"),
 )
 
 
@@ -27,6 +29,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
     from importlib.resources import files
 
     from zerocalc.nccl import LATEST
+    from zerocalc.nccl.env import settings
     from zerocalc.nccl.predict import version_from_text
     from zerocalc.topology import get_topology
     from zerocalc.traces.nccl_tests import parse
@@ -35,19 +38,29 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
     say("comparing NCCL's cost model with the bundled nccl-tests sweeps")
     root = files("zerocalc") / "data" / "traces" / "nccl-tests"
     frames, summary = [], []
-    for name, preset, ranks, label in SWEEPS:
+    for name, preset, ranks, label, source_version in SWEEPS:
         text = (root / name).read_text(encoding="utf-8").splitlines(True)
         res = parse(iter(text), name)
         stated = version_from_text(text)
-        version = stated or LATEST.tag.lstrip("v").split("-")[0]
-        cmp = compare_sweep(res.rows, get_topology(preset), op=res.rows[0]["op"],
-                            group_size=ranks or int(res.meta["world_size"]), nccl_version=version)
+        version = stated or source_version or LATEST.tag.lstrip("v").split("-")[0]
+        topo = get_topology(preset)
+        env = settings(topo, version, None, None)
+        group = ranks or int(res.meta["world_size"])
+        cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
+                            algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable)
         df = pd.DataFrame(cmp.rows)
+        if env.notes:  # the same sweep with NCCL's defaults: what the provider's environment changes
+            stock = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group,
+                                  nccl_version=version)
+            df["stock_ratio"] = [r["ratio"] for r in stock.rows]
         df["sweep"] = label
         frames.append(df)
         before = df["textbook_s"] / df["measured_s"]
         summary.append({
-            "sweep": label, "preset": preset, "version": version + ("" if stated else " (assumed)"),
+            "sweep": label, "preset": preset,
+            "version": version + ("" if stated else " (source)" if source_version else " (assumed)"),
+            "environment": "provider's" if env.notes else "NCCL defaults",
             "sizes": len(df), "inside": int(((df["ratio"] >= 0.5) & (df["ratio"] <= 2)).sum()),
             "min": df["ratio"].min(), "median_size": cmp.median_size_ratio(), "max": df["ratio"].max(),
             "before_min": before.min(), "before_max": before.max()})
@@ -71,19 +84,37 @@ def draw(w: Writer, data: ReportData) -> None:
         "where it states none). Ratio = predicted / out-of-place measured time; IB = InfiniBand, TCPXO = "
         "GCP's GPUDirect-TCPXO.")
     s = data.extra["nccl_sweep_summary"]
-    w.table(["sweep", "preset", "NCCL", "sizes in 0.5-2x", "min", "at median size", "max", "textbook α-β"],
-            [[r.sweep, r.preset, r.version, f"{r.inside} of {r.sizes}", f"{r.min:.2f}",
+    w.table(["sweep", "preset", "NCCL", "NCCL environment", "sizes in 0.5-2x", "min", "at median size", "max",
+             "textbook α-β"],
+            [[r.sweep, r.preset, r.version, r.environment, f"{r.inside} of {r.sizes}", f"{r.min:.2f}",
               f"{r.median_size:.2f}", f"{r.max:.2f}", f"{r.before_min:.2f}-{r.before_max:.2f}"]
              for r in s.itertuples()],
-            align="lllrrrrr", size=7.5)
+            align="llllrrrrr", size=7.0)
     df = data.extra["nccl_sweeps"]
-    stock, tuned = s.iloc[:-1], SWEEPS[-1][3]
-    big = df[(df["sweep"] == tuned) & (df["bytes"] >= 512 << 20)]["ratio"]
+    stock, tcpxo = s.iloc[:-1], SWEEPS[-1][3]
+    last = df[df["sweep"] == tcpxo]
+    out = last[(last["ratio"] < 0.5) | (last["ratio"] > 2)]
+    defaults = last["stock_ratio"]
+    t = last.set_index("bytes")["measured_s"]
+    step = t[32 << 20] / t[16 << 20] - 1
+    w.paragraph(
+        "The TCPXO all-reduce prints no NCCL version; its source repository installs NCCL 2.21.5 with GCP's "
+        "GPUDirect-TCPXO plugin v1.0.3, whose NCCL profile (GCP's release notes) sets NCCL_ALGO=Ring,Tree, "
+        "NCCL_PROTO=Simple and NCCL_NVLS_ENABLE=0; the gcp-a3-mega preset carries that profile per NCCL "
+        f"release. With NCCL's defaults the sweep's ratios run {defaults.min():.2f}-{defaults.max():.2f} "
+        f"({int(((defaults >= 0.5) & (defaults <= 2)).sum())} of {len(last)} sizes in the band); with the "
+        f"profile {last['ratio'].min():.2f}-{last['ratio'].max():.2f}, "
+        f"{len(last) - len(out)} of {len(last)} in the band"
+        + (", out: " + ", ".join(f"{b / 2**20:g} MiB ({r:.2f}x)" for b, r in zip(out["bytes"], out["ratio"],
+                                                                                   strict=True))
+           if len(out) else "")
+        + ". The profile also loads Google's tuner plugin, whose rules are not published: its choices are "
+        f"not priced. From 16 to 32 MiB the measured time grows {step:.0%} for twice the bytes (the file's "
+        "in-place times agree): the run changed algorithm or channels there, which one pair of NCCL's "
+        "model, its time growing with size, does not.")
     w.figure(4.4, lambda sf: plots.plot_nccl_sweeps(df, fig=sf), caption=(
         "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
         "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first three sweeps fall in "
-        f"the band at {int(stock['inside'].sum())} of {int(stock['sizes'].sum())} sizes. The last ran on "
-        "GCP's "
-        "GPUDirect-TCPXO, whose recommended NCCL environment loads Google's tuner plugin: NCCL's stock "
-        f"tables predict its sizes from 512 MiB up ({big.min():.2f}-{big.max():.2f}x) but not the per-call "
-        "cost below; zerocalc fit --out calibrates such a cluster from one sweep."))
+        f"the band at {int(stock['inside'].sum())} of {int(stock['sizes'].sum())} sizes; the last, priced "
+        "with the NCCL and environment it ran with, as said above. zerocalc check --nccl-tuner prices a "
+        "tuner's rules when they are known; zerocalc fit --out calibrates a cluster from one sweep."))
