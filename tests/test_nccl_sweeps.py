@@ -105,6 +105,21 @@ def test_bundled_tcpxo_sweep_at_the_nccl_and_environment_it_ran_with():
     assert rows[32 << 20][0] / rows[16 << 20][0] < 1.1
 
 
+def test_fit_out_keeps_the_providers_environment(tmp_path):
+    """fit --out fits the pairs NCCL picks under the preset's environment at the run's NCCL, and the TOML it
+    writes carries that environment, so check prices the same pairs with the fit."""
+    name, out = "all_reduce_perf-16xH100-2nodes.txt", tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(DATA / name), "--out", str(out), "--topology", "gcp-a3-mega",
+                              "--nccl-version", "2.21.5"])
+    assert res.exit_code == 0, res.output
+    doc = tomllib.loads(out.read_text())
+    assert doc["nccl_env"][0]["NCCL_PROTO"] == "Simple"
+    assert {(c["algorithm"], c["protocol"]) for c in doc["nccl_calibration"]} >= {("Ring", "Simple")}
+    cal = check_json(name, "--topology", str(out), "--nccl-version", "2.21.5")
+    assert all(r["calibrated"] for r in cal["rows"])
+    assert 0.9 <= float(np.median([r["ratio"] for r in cal["rows"]])) <= 1.1
+
+
 @pytest.mark.parametrize(("name", "preset", "extra", "version"), SWEEPS)
 def test_fit_out_calibrates_every_sweep(tmp_path, name, preset, extra, version):
     out = tmp_path / "c.toml"

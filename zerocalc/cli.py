@@ -1212,16 +1212,17 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     if any(target.exists() and target.resolve() == Path(f).resolve() for f in [*files, topology]):
         raise ConfigError(f"{out} is an input; choose another file", option="--out")
     base = _load_topology(topology, None, None, None, None)
+    tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
     fits, lines = [], []
     for path, rows, op, p, stated, _ in _sweep_inputs(files, n, strict):
         version, notes = _sweep_version(path, nccl_version, stated)
-        env = settings(base, version, None, None)  # the pairs check will price, under the same profile
+        env = settings(base, version, None, None, tuner_given=tuner is not None)  # as check prices it
         cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable)
+                            nvls_enable=env.nvls_enable, tuner=tuner)
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
-        lines += [f"{path}: {t}" for t in notes + list(cmp.notes)]
+        lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]
         for c in got:
             lines.append(f"{path}: {c.op} on {c.ranks} ranks, {c.algorithm}/{c.protocol}: "
                          f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s")

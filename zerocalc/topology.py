@@ -320,7 +320,8 @@ PRESETS: dict[str, Topology] = {
             source="Google Cloud a3-megagpu-8g: 8× H100 80 GB (HGX H100: NVLink4 18 links, third-generation "
                    "NVSwitch), 8 GPU NICs × 200 Gb/s (GPUDirect-TCPXO; 1,800 Gb/s with the host NIC); "
                    "Intel Xeon (Sapphire Rapids) hosts; PCIe 5.0; the TCPXO plugin reports no network "
-                   "latency (google/nccl-plugin-gpudirect-tcpxo nccl_shim.cc: props.latency = 0)",
+                   "latency (google/nccl-plugin-gpudirect-tcpxo nccl_shim.cc: props.latency = 0, NCCL's "
+                   "latencyInter in tuning.cc via topo.cc and search.cc, 2.19 to 2.30)",
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18, nvswitch_gen=3,
             pcie_gen=5, nics_per_node=8, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=("nvls",),
             net_latency_us=0.0, nccl_env=_TCPXO_ENV,
@@ -402,6 +403,16 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         [inter]                      # the whole node's injection bandwidth, one direction
         alpha_us = 14
         bw_GBps = 200
+        # optional: a tuner plugin's rules (NCCL's example tuner CSV, relative to this file) and the
+        # provider's NCCL environment per NCCL release (see NcclEnv)
+        # nccl_tuner = "rules.csv"             (a top-level key, before the tables)
+        [[nccl_env]]
+        min_version = "2.21"
+        max_version = "2.21"
+        NCCL_ALGO = "Ring,Tree"
+        NCCL_PROTO = "Simple"
+        NCCL_NVLS_ENABLE = 0
+        source = "..."
 
     Any other key, at the top or in a tier, is refused by name (a misspelt ``bw_GBPS`` would
     otherwise be ignored). Every error is a :class:`ConfigError` for ``option`` whose message

@@ -5,7 +5,10 @@
 - :mod:`~zerocalc.nccl.graph`: what NCCL's topology search would give the model, from a topology;
 - :mod:`~zerocalc.nccl.model`: latency and bandwidth per (collective, algorithm, protocol), the
   time of each pair and the pair NCCL chooses;
-- :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists;
+- :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists, and the provider's NCCL environment
+  a topology carries per NCCL release;
+- :mod:`~zerocalc.nccl.tuner`: a tuner plugin's rules (NCCL's example tuner CSV) and what each tuner
+  API makes of them;
 - :mod:`~zerocalc.nccl.predict`: one call's predicted pair and time (calibrated when a fit covers
   it), and the NCCL version a file states;
 - :mod:`~zerocalc.nccl.steps`: a scheme's step priced phase by phase.
@@ -13,7 +16,7 @@
 Sweeps against measurements live in :mod:`zerocalc.validate.sweep`.
 """
 
-from zerocalc.nccl.env import parse_list, restrictions
+from zerocalc.nccl.env import parse_list, restrictions, settings
 from zerocalc.nccl.model import Entry, Tuning, tune
 from zerocalc.nccl.tables import (
     LATEST,
@@ -25,6 +28,8 @@ from zerocalc.nccl.tables import (
     parse_version,
     release_for,
 )
+from zerocalc.nccl.tuner import TunerConfig, TunerRule, parse_tuner, tuned_choice, tuner_api
 
-__all__ = ["LATEST", "RELEASES", "Algorithm", "Collective", "Entry", "Protocol", "Release", "Tuning",
-           "parse_list", "parse_version", "release_for", "restrictions", "tune"]
+__all__ = ["LATEST", "RELEASES", "Algorithm", "Collective", "Entry", "Protocol", "Release", "TunerConfig",
+           "TunerRule", "Tuning", "parse_list", "parse_tuner", "parse_version", "release_for", "restrictions",
+           "settings", "tune", "tuned_choice", "tuner_api"]
