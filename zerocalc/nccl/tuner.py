@@ -2,8 +2,9 @@
 
 NCCL loads a *tuner plugin* (``NCCL_TUNER_PLUGIN``) and asks it, per collective call, for the
 algorithm, protocol and channel count (``getCollInfo``). zerocalc reads the rules of NCCL's own
-example tuner, whose configuration is documented (``plugins/tuner/example``, NCCL v2.30.7: README.md,
-``nccl_tuner.conf``, ``plugin.c``), one CSV line per rule::
+example tuner, whose configuration is documented (first in NCCL v2.28.3 as ``ext-tuner/example``;
+``plugins/tuner/example`` in v2.30.7: README.md, ``nccl_tuner.conf``, ``plugin.c``), one CSV line per
+rule::
 
     collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]
 
@@ -13,7 +14,9 @@ bounds inclusive, ``#`` comment lines. zerocalc refuses what ``plugin.c`` would 
 a default (an unknown name becomes ``ring`` / ``simple`` / ``allreduce`` there), and any line that
 does not have 8 to 10 fields, each error naming the file and line.
 
-What a rule does depends on the tuner API of the NCCL that loads the plugin (:func:`tuner_api`):
+What a rule does depends on the tuner API of the NCCL that loads the plugin (:func:`tuner_api`); the
+example plugin itself is built for the cost-table API, so under v1/v2 zerocalc prices what a plugin
+with the same rules returning ``(algorithm, protocol, nChannels)`` would make NCCL do:
 
 - **API v1/v2** (NCCL 2.19-2.21; ``src/enqueue.cc`` ``getTunerInfo``): the plugin returns the
   algorithm and protocol, and NCCL uses them as they are, without its own cost model, even when
