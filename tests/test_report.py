@@ -545,3 +545,32 @@ def test_micro_batch_section_prices_each_rule():
     assert df[("deepspeed-zero1", 8)] == pytest.approx(df[("deepspeed-zero1", 1)])
     assert df[("deepspeed-zero2", 8)] == pytest.approx(df[("deepspeed-zero2", 1)] * 17 / 3)
     assert df[("dp (DDP no_sync)", 32)] == pytest.approx(df[("dp (DDP)", 1)])
+
+
+def test_in_short_flags_model_states_above_the_gpu_memory(generated):
+    import dataclasses
+
+    from zerocalc.report.summary import in_short
+
+    _path, data, _pages = generated
+    # ZeRO-2 and the proposal keep 2Ψ + 14Ψ/N of model states: 15 GB + 1.64 GB = 16.6 GB at Ψ = 7.5e9,
+    # N = 64 (the bullet of the test above); a 16 GB GPU holds neither, an 80 GB one both
+    def memory_bullet(gpu):
+        d = dataclasses.replace(data, config=dataclasses.replace(data.config, gpu_memory_bytes=gpu))
+        return next(b for b in in_short(d)[1] if b.startswith("Memory"))
+
+    small, large = memory_bullet(16e9), memory_bullet(80e9)
+    assert small.endswith("16.6 GB of model states per GPU, above the GPU's 16 GB: neither fits.")
+    assert "above" not in large and large == memory_bullet(None)  # dgx-a100 states no GPU memory
+    with pytest.raises(ValueError, match="--gpu-memory"):
+        dataclasses.replace(data.config, gpu_memory_bytes=-1.0)
+
+
+def test_report_refuses_a_bad_gpu_memory_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    r = CliRunner().invoke(app, ["report", "-o", str(tmp_path / "r.pdf"), "--gpu-memory", "lots"])
+    assert r.exit_code == 2 and "--gpu-memory" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r.pdf").exists()

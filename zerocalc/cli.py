@@ -446,7 +446,8 @@ def table_command(
     k: float = typer.Option(12.0, "--k",
                             help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
     schemes: str = typer.Option(None, "--schemes", help="Comma-separated scheme names [default: all]."),
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.",
+                                             case_sensitive=False)] = TableFormat.table,
     intra_alpha_us: float = typer.Option(None, "--intra-alpha-us", help="Override: intra-node latency, µs."),
     intra_bw_gbps: float = typer.Option(None, "--intra-bw-GBps",
                                         help="Override: one GPU's intra-node bandwidth, GB/s."),
@@ -526,6 +527,18 @@ def _fits(df, gpu_memory: str | None, topo, sort: str | None):
     return df.reset_index(drop=True), note
 
 
+def output_format(value: str, allowed: tuple[str, ...]) -> str:
+    """``--format``'s value as one of ``allowed``, whatever its case (``JSON`` is ``json``): the
+    canonical name, which the rest of the command uses; anything else a :class:`ConfigError`."""
+    from zerocalc.errors import ConfigError
+
+    name = str(value).strip().lower()
+    if name not in allowed:
+        raise ConfigError(f"must be {', '.join(allowed[:-1])} or {allowed[-1]}, got {value!r}",
+                          option="--format")
+    return name
+
+
 def model_psi(psi: str | None, model: str | None, default: str | None = None, psi_option: str = "--psi"):
     """Ψ from ``--psi`` (``None``: not given, then ``default``) or from ``--model`` (the preset,
     returned too); both given is an error."""
@@ -597,8 +610,8 @@ def derive_command(
     grad_sync: str = typer.Option("every", "--grad-sync",
                                   help="every or boundary: the gradient-sync mode of DDP and FSDP "
                                        "(no_sync)."),
-    fmt: Annotated[DeriveFormat, typer.Option("--format", help="text (pretty and LaTeX), latex or json.")] = (
-        DeriveFormat.text),
+    fmt: Annotated[DeriveFormat, typer.Option("--format", help="text (pretty and LaTeX), latex or json.",
+                                              case_sensitive=False)] = DeriveFormat.text,
     nccl: bool = typer.Option(False, "--nccl", help="Also NCCL's own Ring and Tree time formulas (tuning.cc) "
                               "for the scheme's collectives."),
 ) -> None:
@@ -705,8 +718,7 @@ def feasibility_cmd(
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
     from zerocalc.units import parse_count
 
-    if fmt not in ("table", "json"):
-        raise ConfigError(f"must be table or json, got {fmt!r}", option="--format")
+    fmt = output_format(fmt, ("table", "json"))
     names = _scheme_names(schemes, "--schemes")
     plan_psi = parse_count(psi, option="--psi")
     comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
@@ -794,8 +806,7 @@ def check_cmd(
     from zerocalc.errors import ConfigError
     from zerocalc.validate import check
 
-    if fmt not in ("table", "json", "csv", "markdown"):
-        raise ConfigError(f"must be table, json, csv or markdown, got {fmt!r}", option="--format")
+    fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     if topology is not None:
         if fmt not in ("table", "json"):
             raise ConfigError(f"must be table or json with --topology, got {fmt!r}", option="--format")
@@ -903,12 +914,11 @@ def fit_cmd(
 ) -> None:
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
     with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
-    from zerocalc.errors import ConfigError, TraceMismatchError
+    from zerocalc.errors import TraceMismatchError
     from zerocalc.traces.nccl_tests import complete
     from zerocalc.validate import fit_trace, fits_frame
 
-    if fmt not in ("table", "csv", "json"):
-        raise ConfigError(f"must be table, csv or json, got {fmt!r}", option="--format")
+    fmt = output_format(fmt, ("table", "csv", "json"))
     group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
     if out is not None:
         _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict)
@@ -1005,10 +1015,8 @@ def trace_summary(
 
     A trace that records no rank (an NCCL log without Init lines) is summarised per process.
     """
-    from zerocalc.errors import ConfigError
 
-    if fmt not in ("table", "csv", "json"):
-        raise ConfigError(f"{fmt!r} is not one of table, csv, json", "--format")
+    fmt = output_format(fmt, ("table", "csv", "json"))
     from zerocalc.traces import CANONICAL_COLUMNS
     from zerocalc.traces.nccl_tests import complete
 
@@ -1087,6 +1095,9 @@ def report_cmd(
         "--trace", help="A trace file or a directory of one run (repeat for several runs); "
                         "default: the real traces bundled with zerocalc.")] = None,
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
+    gpu_memory: Annotated[str | None, typer.Option(
+        "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
+                             "[default: the topology's, where it gives one].")] = None,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
     import time
@@ -1104,6 +1115,7 @@ def report_cmd(
     from zerocalc.report.config import ReportConfig
     from zerocalc.report.inputs import check_output, check_traces
     from zerocalc.topology import PRESETS
+    from zerocalc.units import parse_bytes
 
     paths = tuple(Path(t) for t in trace or ())
     topo = _load_topology(topology, None, None, None, None)
@@ -1112,7 +1124,9 @@ def report_cmd(
     config = ReportConfig(psi=float(psi_count), n=n,
                           gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
                           topology=topo if topology not in PRESETS else topology,
-                          comm_dtype=canonical_dtype(dtype), traces=paths)
+                          comm_dtype=canonical_dtype(dtype), traces=paths,
+                          gpu_memory_bytes=None if gpu_memory is None else float(
+                              parse_bytes(gpu_memory, "--gpu-memory")))
     check_output(output, config)
     check_traces(paths)
     progress("importing the model")

@@ -35,6 +35,8 @@ class ReportConfig:
     feasibility_n: int = 4
     feasibility_steps: int = 20
     seed: int = 0
+    #: memory of one GPU in bytes (``--gpu-memory``); None: the topology's, where it gives one
+    gpu_memory_bytes: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -48,6 +50,19 @@ class ReportConfig:
                 raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
         if not (isinstance(self.k, Real) and math.isfinite(self.k) and self.k >= 0):
             raise ConfigError(f"must be a number ≥ 0, got {self.k!r}", option="--k")
+        mem = self.gpu_memory_bytes
+        if mem is not None and not (isinstance(mem, Real) and math.isfinite(mem) and mem > 0):
+            raise ConfigError(f"must be a positive number of bytes, got {mem!r}", option="--gpu-memory")
+
+    @property
+    def gpu_memory(self) -> float | None:
+        """Bytes of one GPU's memory: ``gpu_memory_bytes``, else the topology's (None: not known)."""
+        if self.gpu_memory_bytes is not None:
+            return float(self.gpu_memory_bytes)
+        from zerocalc.topology import get_topology
+
+        mem = getattr(get_topology(self.topology), "gpu_memory_bytes", None)
+        return None if mem is None else float(mem)
 
 
 #: The report's default configuration (the committed PDF's).

@@ -76,10 +76,15 @@ def in_short(data: ReportData) -> tuple[str, list[str]]:
     else:
         bullets.append("No change of scheme that keeps the update saves time on this cluster.")
     mem_z2, mem_col = float(z2["memory_bytes_per_rank"]), float(col["memory_bytes_per_rank"])
+    gpu, over = c.gpu_memory, ""
+    if gpu is not None and max(mem_col, mem_z2) > gpu:  # model states alone: activations come on top
+        who = ("neither fits" if min(mem_col, mem_z2) > gpu
+               else "ZeRO-2 does not fit" if mem_z2 > gpu else "the proposal does not fit")
+        over = f", above the GPU's {format_size(gpu)}: {who}"
     bullets.append(f"Memory is unchanged: the proposal keeps ZeRO-2's sharding, {format_size(mem_col)} of "
-                   "model states per GPU." if mem_col == mem_z2 else
+                   f"model states per GPU{over}." if mem_col == mem_z2 else
                    f"Memory: {format_size(mem_col)} of model states per GPU, against ZeRO-2's "
-                   f"{format_size(mem_z2)}.")
+                   f"{format_size(mem_z2)}{over}.")
     result = data.extra["feasibility"]
     runs = {r.scheme: r for r in result.runs}
     claimed = [r for r in runs.values() if r.scheme not in ("colocated", "zeropp") and r.steps]
