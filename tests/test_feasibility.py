@@ -40,7 +40,7 @@ from zerocalc.feasibility import (
 )
 
 EXACT = ("dp", "zero1", "zero2", "zero3", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero2-reduce",
-         "torch-zero1", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+         "deepspeed-zero3", "torch-zero1", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
 PSI = MLP().psi  # 8·16 + 16 + 16·4 + 4 = 212
 
 
@@ -209,7 +209,8 @@ def test_colocated_is_each_shard_trained_on_its_own_micro_batch(runs4):
 def test_optimizer_state_is_sharded(runs4):
     runs = runs4[2]
     assert runs["dp"].optimizer_state_elements_per_rank_max == PSI
-    for s in ("zero1", "zero2", "zero3", "colocated", "deepspeed-zero1", "deepspeed-zero2", "zeropp"):
+    for s in ("zero1", "zero2", "zero3", "colocated", "deepspeed-zero1", "deepspeed-zero2", "deepspeed-zero3",
+              "zeropp"):
         assert runs[s].optimizer_state_elements_per_rank_max == -(-PSI // 4)
     # torch ZeRO-1 shards whole tensors: W1 (128) alone on one rank
     assert runs["torch-zero1"].optimizer_state_elements_per_rank_max == 128
@@ -228,6 +229,10 @@ def _hand_bytes(scheme: str, psi: int, n: int, g: int, b: int = 8) -> Fraction:
         "dp": 2 * ring * b, "zero1": 2 * ring * b, "zero2": 2 * ring * b, "zero3": 3 * ring * b,
         "colocated": ring * b, "deepspeed-zero1": 3 * ring * b, "deepspeed-zero2": 3 * ring * b,
         "deepspeed-zero2-reduce": 2 * ring * b,
+        # DeepSpeed ZeRO-3 at its default reuse distance D = 1e9 keeps the forward gather for the last
+        # D/2 parameters (partitioned_param_coordinator.py __params_to_release): all-gather +
+        # reduce-scatter, one pass each, and the backward re-gather of max(0, Ψ - D/2)
+        "deepspeed-zero3": 2 * ring * b + Fraction(n - 1, n) * max(0, psi - 500_000_000) * b,
         "torch-zero1": 3 * ring * b, "fsdp-full-shard": 3 * ring * b, "fsdp-shard-grad-op": 2 * ring * b,
         "fsdp-hybrid": 3 * intra * b + 2 * inter * b,
         "zeropp": ring * 1 + intra * b + (intra + inter) * Fraction(1, 2),

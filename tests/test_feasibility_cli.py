@@ -9,8 +9,8 @@ from zerocalc.cli import app
 
 runner = CliRunner()
 SCHEMES = ("dp", "zero1", "zero2", "zero3", "colocated", "deepspeed-zero1", "deepspeed-zero2",
-           "deepspeed-zero2-reduce", "torch-zero1", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid",
-           "zeropp")
+           "deepspeed-zero2-reduce", "deepspeed-zero3", "torch-zero1", "fsdp-full-shard",
+           "fsdp-shard-grad-op", "fsdp-hybrid", "zeropp")
 
 
 def _run(*args):

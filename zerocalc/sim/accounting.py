@@ -19,11 +19,14 @@ __all__ = ["model_bytes_by_phase", "model_bytes_exact", "model_link_bytes_exact"
 
 def _exact_bytes(expr, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int, what: str) -> Fraction:
     """A ring bytes-per-rank expression of :mod:`zerocalc.schemes` at integer Ψ, N, G (at most N) and
-    b, as an exact rational: with integers substituted it is a sympy Rational already."""
+    b, one micro-batch and DeepSpeed's default reuse distance (as the simulation runs), as an exact
+    rational: with integers substituted it is a sympy Rational already."""
     from zerocalc import symbols as S
+    from zerocalc.evaluate import DEFAULT_REUSE_DISTANCE
 
     value = expr.subs({S.Psi: psi, S.N: n, S.G: min(gpus_per_node, n), S.H: min(gpus_per_node, n),
-                       S.b_comm: comm_bytes, S.b_p: comm_bytes, S.b_g: comm_bytes, S.n_mb: 1})
+                       S.b_comm: comm_bytes, S.b_p: comm_bytes, S.b_g: comm_bytes, S.n_mb: 1,
+                       S.D_reuse: int(DEFAULT_REUSE_DISTANCE)})
     if not value.is_Rational:
         raise ValueError(f"model bytes of {what} did not evaluate to a rational: {value}")
     return Fraction(int(value.p), int(value.q))

@@ -352,6 +352,12 @@ RUNNERS: dict[str, Callable[[_Sim], Callable[[int], np.ndarray]]] = {
     "deepspeed-zero1": _replicated(_sync_ds_zero1, _own_part),
     "deepspeed-zero2": _replicated(_sync_ds_zero2, _own_part),
     "deepspeed-zero2-reduce": _replicated(_sync_ds_zero2_reduce, _own_part),
+    # DeepSpeed ZeRO-3 partitions every parameter tensor over the ranks and gathers a module's tensors
+    # for its forward (stage3.py); at the default stage3_max_reuse_distance (1e9 elements, far above
+    # the simulated model) the forward gather is kept for backward (partitioned_param_coordinator.py
+    # __params_to_release), and each micro-batch's gradients are reduce-scattered
+    "deepspeed-zero3": _sharded(lambda s: s.model.tensor_ranges, shard_group="world", reshard=False,
+                                replicate=False),
     "torch-zero1": _replicated(_sync_torch_zero1, _own_torch),
     "fsdp-full-shard": _sharded(lambda s: s.model.layer_ranges, shard_group="world", reshard=True,
                                 replicate=False),
