@@ -58,16 +58,29 @@ class TraceSet:
 
     def processes(self) -> pd.Series:
         """Per call, its process ``host:pid`` where it records no rank (missing where the rank is
-        known or the trace names no process): the ``process`` column of :meth:`summary`."""
+        known or the trace names no process): the ``process`` column of :meth:`summary`.
+
+        A categorical column (its categories sorted): the text of each distinct (host, pid) pair
+        is made once, not once per call."""
         import pandas as pd
 
         t = self.table
-        process = pd.Series(pd.NA, index=t.index, dtype="string")
+        codes = np.full(len(t), -1, np.int32)
+        categories: list[str] = []
         if "host" in t.columns and "pid" in t.columns:
-            named = t["rank"].isna() & t["host"].notna()
-            pid = t["pid"].astype("Int64").astype("string").fillna("?")
-            process = process.mask(named, t["host"].astype("string") + ":" + pid)
-        return process
+            named = (t["rank"].isna() & t["host"].notna()).to_numpy(dtype=bool, na_value=False)
+            if named.any():
+                hosts, host_of = pd.factorize(t["host"][named])
+                pids, pid_of = pd.factorize(t["pid"][named])  # a missing pid: -1
+                pairs, pair_of = pd.factorize(hosts.astype(np.int64) * (len(pid_of) + 1) + (pids + 1))
+                span = len(pid_of) + 1
+                text = [f"{host_of[k // span]}:{int(pid_of[k % span - 1]) if k % span else '?'}"
+                        for k in pair_of.tolist()]
+                categories = sorted(set(text))
+                at = {v: i for i, v in enumerate(categories)}
+                codes[named] = np.array([at[v] for v in text], np.int32)[pairs]
+        return pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype="string")),
+                         index=t.index)
 
     def summary(self) -> pd.DataFrame:
         """Per file, rank, step and op: number of calls and summed in/out elements and bytes.
@@ -79,10 +92,12 @@ class TraceSet:
         """
         import pandas as pd
 
-        t = self.table.copy()
-        t["in_bytes"] = t["in_nelems"] * t["elem_bytes"]
-        t["out_bytes"] = t["out_nelems"] * t["elem_bytes"]
-        t["process"] = self.processes()
+        table = self.table
+        t = pd.DataFrame({  # the columns it needs, not a copy of the table
+            "file": table["file"], "rank": table["rank"], "process": self.processes(), "step": table["step"],
+            "op": table["op"], "in_nelems": table["in_nelems"], "out_nelems": table["out_nelems"],
+            "in_bytes": table["in_nelems"] * table["elem_bytes"],
+            "out_bytes": table["out_nelems"] * table["elem_bytes"]}, copy=False)
         keys = ["file", "rank", "process", "step", "op"]
         g = t.groupby(keys, dropna=False, sort=True)
         # missing where every call of the group lacks it (min_count=1), not 0
