@@ -1022,7 +1022,8 @@ def trace_summary(
 
     group = _at_least(ranks, 1, "--ranks")
     trace_format = _trace_format(trace_format)
-    ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler)
+    # the summary formats need per distinct call only its number of calls (memory flat in the log's length)
+    ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler, aggregate=fmt != "json")
     if op is not None or group is not None:
         from dataclasses import replace
 

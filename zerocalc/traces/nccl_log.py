@@ -118,6 +118,11 @@ _MERGED: dict[str, tuple[tuple[str, ...], Any]] = {
 _DIRECT = tuple(name for name in _FACTORS if not any(name in names for names, _ in _MERGED.values()))
 #: Missing integer in a code table.
 _NA = -1
+#: The fields that tell calls apart in a summary (per file, rank or process, op: counts and
+#: element totals; the rank from ``globalrank`` or the process's Init lines, the group size from
+#: ``[nranks=]`` or the communicator's Init line), with the pid: what an aggregated read keeps
+#: per distinct call.
+_KEY = ("host", "op", "datatype", "nranks", "globalrank", "comm")
 
 
 def _prefix(pre: bytes) -> tuple[str | None, int | None, int | None, int | None]:
@@ -218,6 +223,12 @@ class Scan:
 
     #: The distinct (host code, pid) pairs of the calls, once frozen.
     processes: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int32), np.zeros(0, np.int64))
+    #: Aggregated: keep per distinct call (:data:`_KEY` codes and pid) its number of calls and the
+    #: sum of their counts, not a row per call (memory that does not grow with the log's length).
+    #: Once frozen, the columns hold one row per distinct call: its fields, ``count`` the sum
+    #: and ``calls`` the number of calls (the table's ``aggregated_calls``).
+    aggregate: bool = False
+    sums: dict[tuple[int, ...], list[int]] = field(default_factory=dict)
 
     def freeze(self) -> Scan:
         """Plain lists and arrays only (picklable): each code table becomes its list of values,
@@ -225,7 +236,13 @@ class Scan:
         (:class:`_Table`)."""
         self.tables = {name: list(map(_text, table)) for name, table in self.tables.items()}
         self.merged, self.merged_codes = {}, {}
-        if not any(map(len, self.columns["line"])):
+        if self.aggregate:
+            keys = np.array(list(self.sums), np.int64).reshape(len(self.sums), len(_KEY) + 1)
+            sums = np.array(list(self.sums.values()), np.int64).reshape(len(self.sums), 2)
+            self.columns = {name: [_small(keys[:, i])] for i, name in enumerate(_KEY)}
+            self.columns.update(pid=[keys[:, -1]], calls=[sums[:, 0]], count=[sums[:, 1]])
+            self.sums = {}
+        if not any(map(len, self.columns["count"])):
             self.columns = {}
             return self
         pairs = [_pairs(h, p) for h, p in zip(self.columns["host"], self.columns["pid"], strict=True)]
@@ -234,9 +251,9 @@ class Scan:
 
 
 
-def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> Scan:
-    """Scan a log (a text stream is read as its UTF-8 encoding)."""
-    res = Scan()
+def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False, aggregate: bool = False) -> Scan:
+    """Scan a log (a text stream is read as its UTF-8 encoding); ``aggregate``: see :class:`Scan`."""
+    res = Scan(aggregate=aggregate)
     tail = b""
     while True:
         chunk = stream.read(BLOCK_BYTES)
@@ -260,19 +277,22 @@ def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> Scan:
     return res.freeze()
 
 
-def scan_bytes(data: bytes, file: str, *, strict: bool = False) -> Scan:
+def scan_bytes(data: bytes, file: str, *, strict: bool = False, aggregate: bool = False) -> Scan:
     """Scan a run of whole lines of a log held in memory (the last may lack its newline) as one
     block: what :func:`scan` gives for the same lines."""
-    res = Scan()
+    res = Scan(aggregate=aggregate)
     if data:
         text = b"\n" + data + (b"" if data.endswith(b"\n") else b"\n")
         res.lines = _scan_block(text, len(text), file, 1, strict, res) - 1
     return res.freeze()
 
 
-def parse(stream: BinaryIO | TextIO, file: str, *, strict: bool = False) -> ParseResult:
-    """Stream an NCCL log and return its table, one row per COLL line."""
-    return finish([scan(stream, file, strict=strict)], file)
+def parse(stream: BinaryIO | TextIO, file: str, *, strict: bool = False,
+          aggregate: bool = False) -> ParseResult:
+    """Stream an NCCL log and return its table, one row per COLL line (``aggregate``: one row per
+    distinct call, with its number of calls, ``aggregated_calls``, and the sum of their counts,
+    ``count``)."""
+    return finish([scan(stream, file, strict=strict, aggregate=aggregate)], file)
 
 
 def _factor(table: defaultdict, values: list) -> np.ndarray:
@@ -472,9 +492,39 @@ def _store(codes: dict, numbers: dict, lines: np.ndarray, unmatched: np.ndarray 
         codes = {name: c[keep] for name, c in codes.items()}
         numbers = {name: c[keep] for name, c in numbers.items()}
         lines = lines[keep]
+    if res.aggregate:
+        _fold(codes, numbers, res)
+        return
     for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
         # codes, lines and pids in the smallest type that holds them (count and opCount whole)
         cols[name].append(c if name in ("count", "opcount") else _small(c))
+
+
+def _fold(codes: dict, numbers: dict, res: Scan) -> None:
+    """Add a block's calls to the sums per distinct call (:attr:`Scan.sums`)."""
+    if not len(numbers["count"]):
+        return
+    keys = np.stack([codes[name].astype(np.int64) for name in _KEY] + [numbers["pid"].astype(np.int64)],
+                    axis=1)
+    radix = keys.max(axis=0) + 2  # the fields as digits of one number (a pid may be -1)
+    if float(np.prod(radix.astype(float))) < 2.0**62:
+        weights = np.cumprod(np.concatenate(([1], radix[:-1])))
+        first, inverse = np.unique((keys + 1) @ weights, return_index=True, return_inverse=True)[1:]
+        distinct = keys[first]
+    else:
+        distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(inverse[order]) != 0)))
+    calls = np.diff(np.append(starts, len(order)))
+    totals = np.add.reduceat(numbers["count"].astype(np.int64)[order], starts)
+    sums = res.sums
+    for key, n, total in zip(map(tuple, distinct.tolist()), calls.tolist(), totals.tolist(), strict=True):
+        if key in sums:
+            sums[key][0] += n
+            sums[key][1] += total
+        else:
+            sums[key] = [n, total]
 
 
 def _small(values: np.ndarray) -> np.ndarray:
@@ -528,7 +578,7 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
                                    for f, ln, r in s.skipped.examples]))
         offset += s.lines
     t = _Table(scans, offsets)
-    n = len(t.line)
+    n = len(t.count)
     rank, group_size = t.ints("globalrank"), t.ints("nranks")
     nelems = []
     for side in (1, 2):  # in, out: count × its factor ("1", "0" or "p" = × nranks)
@@ -569,7 +619,25 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
     # integer type that holds it, a column missing everywhere zeros that are never written (np.zeros
     # takes fresh pages from the system, which hold no memory until touched) under its mask.
     none = np.ones(n, bool)
-    columns: dict[str, Any] = {
+    if t.calls is not None:  # aggregated: a row per distinct call, with its number of calls
+        columns: dict[str, Any] = {
+            "file": pd.Categorical.from_codes(np.zeros(n, np.int8),
+                                              categories=pd.Index([file], dtype="string")),
+            "rank": _nullable(rank, rank < 0), "step": _nullable(np.zeros(n, np.int64), none),
+            "op": t.categorical("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0]),
+            "dtype": t.categorical("datatype", lambda s: _dtype(int(s))),
+            "elem_bytes": _nullable(elem_bytes, elem_bytes < 0), "in_nelems": nelems[0],
+            "out_nelems": nelems[1], "group_size": _nullable(group_size, group_size < 0),
+            "group": t.categorical("comm", None), "nccl_op": t.categorical("op", None), "count": t.count,
+            "host": t.categorical("host", None) if t.has("host") else t.inferred("host", None),
+            "pid": _inferred(_narrow(t.pid)), "aggregated_calls": t.calls,
+        }
+        if inits:
+            columns["comm_rank"] = _nullable(comm_rank, comm_rank < 0)
+        _meta(res, rank, group_size, world_n, t.processes)
+        res.columns = columns if n else None
+        return res
+    columns = {
         "file": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=pd.Index([file], dtype="string")),
         "rank": _nullable(rank, rank < 0), "step": _nullable(np.zeros(n, np.int64), none),
         "op": t.categorical("op", lambda o: NCCL_COLL_OPS.get(o, ("",))[0]),
@@ -591,17 +659,23 @@ def finish(scans: list[Scan], file: str) -> ParseResult:
     tunings = [(ln + off, *rest) for off, s in zip(offsets, scans, strict=True) for ln, *rest in s.tunings]
     if tunings:
         columns.update(_tuning(tunings, t, t.lookup("op", None, object)))
+    _meta(res, rank, group_size, world_n, t.processes)
+    res.columns = columns if n else None  # no rows: the reader's empty table
+    return res
+
+
+def _meta(res: ParseResult, rank: np.ndarray, group_size: np.ndarray, world_n: int | None,
+          processes: int) -> None:
+    """The log's rank (where it has one), world size and number of processes."""
     ranks = rank[rank >= 0]
     sizes = group_size[group_size >= 0]
     largest = max(int(sizes.max()) if len(sizes) else 0, world_n or 0)
     res.meta.update(
         rank=int(ranks[0]) if len(ranks) and ranks.min() == ranks.max() else None,
         # the largest communicator is the world only when it can hold every process of the log
-        world_size=largest if largest and t.processes <= largest else None,
-        processes=t.processes,
+        world_size=largest if largest and processes <= largest else None,
+        processes=processes,
     )
-    res.columns = columns if n else None  # no rows: the reader's empty table
-    return res
 
 
 def _world_ranks(inits: list[tuple[Any, ...]]) -> tuple[dict[tuple[Any, Any], int], int | None]:
@@ -661,7 +735,12 @@ class _Table:
         self.tables: dict[str, list] = {}
         self.codes: dict[str, np.ndarray] = {}
         hosts, pids = [], []
+        present = parts[0][1] if parts else {}
+        #: Aggregated scans: the number of calls of each row (a distinct call), else ``None``.
+        self.calls = None
         for name in _FACTORS:
+            if parts and name not in present:  # not kept by an aggregated read
+                continue
             merged: defaultdict = defaultdict(count().__next__)
             recoded = []
             for sc in scans:
@@ -679,12 +758,15 @@ class _Table:
         #: How many distinct (host, pid) pairs the calls come from.
         self.processes = len(_pairs(np.concatenate(hosts), np.concatenate(pids))[0]) if hosts else 0
         empty = [np.zeros(0, np.int64)]
+        self.pid, self.count = (self._join(parts, k, empty) for k in ("pid", "count"))
+        if "calls" in present:
+            self.calls = self._join(parts, "calls", empty)
+            return
         self.line = np.concatenate([block.astype(np.int64) + off for off, c in parts for block in c["line"]]
                                    or empty)
         for _, c in parts:
             c["line"] = []
-        self.pid, self.count, self.opcount = (self._join(parts, k, empty)
-                                              for k in ("pid", "count", "opcount"))
+        self.opcount = self._join(parts, "opcount", empty)
 
     @staticmethod
     def _join(parts: list, name: str, empty: list) -> np.ndarray:

@@ -102,7 +102,12 @@ class TraceSet:
         g = t.groupby(keys, dropna=False, sort=True)
         # missing where every call of the group lacks it (min_count=1), not 0
         out = g[["in_nelems", "out_nelems", "in_bytes", "out_bytes"]].sum(min_count=1)
-        out.insert(0, "calls", g.size())
+        if "aggregated_calls" in table.columns:  # an aggregated read: a row per distinct call (read_traces)
+            calls = table["aggregated_calls"].fillna(1).astype(np.int64).groupby(
+                [t[k] for k in keys], dropna=False, sort=True).sum()
+            out.insert(0, "calls", calls)
+        else:
+            out.insert(0, "calls", g.size())
         return pd.DataFrame(out.reset_index())
 
 
@@ -193,7 +198,7 @@ def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None 
 
 
 def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: bool,
-           tick=None) -> ParseResult | str:
+           tick=None, aggregate: bool = False) -> ParseResult | str:
     """:func:`read_file`, or, when ``optional`` (a file found in a directory), the reason it was
     not read where its format cannot be detected or a forced format finds nothing in it."""
     if fmt is not None and fmt not in FORMATS:
@@ -208,7 +213,7 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
             if optional:
                 return exc.reason
             raise
-        result = _parse_stream(stream, file, kind, strict)
+        result = _parse_stream(stream, file, kind, strict, aggregate)
     if fmt is not None and not len(result):
         reason = _no_records(fmt, head, file)
         if optional:
@@ -228,7 +233,8 @@ def _no_records(fmt: str, head: bytes, file: str) -> str:
     return f"no {fmt} records found; is it a {guess} file?"
 
 
-def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool) -> ParseResult:
+def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
+                  aggregate: bool = False) -> ParseResult:
     if kind in ("kineto", "nccl_tests_json"):
         chunks = []  # 1 MiB reads: no growing buffer, no copy of the whole file at the end but one
         while chunk := _guard(file, stream.read, 1 << 20):
@@ -241,7 +247,7 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool) -> Parse
             return kineto.parse_bytes(data, file, strict=strict)
         return nccl_tests.parse_json_bytes(data, file, strict=strict)
     if kind == "nccl_log":  # scanned as bytes (nccl_log.scan)
-        return nccl_log.parse(stream, file, strict=strict)
+        return nccl_log.parse(stream, file, strict=strict, aggregate=aggregate)
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
     module = {"nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
     try:
@@ -312,9 +318,9 @@ def _expand(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> _Inputs:
     return out
 
 
-def _read_one(args: tuple[str, bool, str | None, int, bool]) -> ParseResult | str:
-    file, strict, fmt, cap, optional = args
-    return _parse(file, strict, fmt, cap, optional)
+def _read_one(args: tuple[str, bool, str | None, int, bool, bool]) -> ParseResult | str:
+    file, strict, fmt, cap, optional, aggregate = args
+    return _parse(file, strict, fmt, cap, optional, aggregate=aggregate)
 
 
 def _boundary(f: BinaryIO, k: int, size: int) -> int:
@@ -334,7 +340,8 @@ def _boundary(f: BinaryIO, k: int, size: int) -> int:
     return 0
 
 
-def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, tick=None) -> dict[int, Any]:
+def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, tick=None,
+                 aggregate: bool = False) -> dict[int, Any]:
     """Scan the chunks of a log that this process claims, one at a time, from the front (the
     reading process) or from the back (a worker), until the two ends meet: each chunk's
     :class:`~nccl_log.Scan`, or in strict mode the line (counted from the chunk's start) and
@@ -355,7 +362,7 @@ def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, t
             end = _boundary(f, k + 1, size)
             f.seek(start)
             try:
-                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict)
+                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict, aggregate=aggregate)
                 if tick is not None:
                     tick(min(size, (shared[0] + last - shared[1]) * nccl_log.BLOCK_BYTES))
             except TraceFormatError as exc:
@@ -378,11 +385,12 @@ def _start_worker(shared: Any) -> None:
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 
-def _worker_chunks(file: str, size: int, strict: bool) -> dict[int, Any]:
-    return _scan_chunks(file, size, strict, False, _SHARED)
+def _worker_chunks(file: str, size: int, strict: bool, aggregate: bool) -> dict[int, Any]:
+    return _scan_chunks(file, size, strict, False, _SHARED, aggregate=aggregate)
 
 
-def _read_split(file: str, strict: bool, workers: int, tick=None) -> ParseResult | None:
+def _read_split(file: str, strict: bool, workers: int, tick=None,
+                aggregate: bool = False) -> ParseResult | None:
     """Scan a large NCCL log in chunks of about one block, this process taking them from the
     front and ``workers`` - 1 worker processes from the back, until the two ends meet (so each
     process scans what its start-up and speed allow), and join them in order: the same result
@@ -398,10 +406,10 @@ def _read_split(file: str, strict: bool, workers: int, tick=None) -> ParseResult
     shared = spawn.Array("q", [0, -(-size // nccl_log.BLOCK_BYTES) - 1])  # next from the front, the back
     with ProcessPoolExecutor(max_workers=workers - 1, mp_context=spawn, initializer=_start_worker,
                              initargs=(shared,)) as ex:
-        pending = [ex.submit(_worker_chunks, file, size, strict) for _ in range(workers - 1)]
+        pending = [ex.submit(_worker_chunks, file, size, strict, aggregate) for _ in range(workers - 1)]
         import pandas  # noqa: F401 -- the table needs it: import it while the workers start
 
-        chunks = _scan_chunks(file, size, strict, True, shared, tick)
+        chunks = _scan_chunks(file, size, strict, True, shared, tick, aggregate)
         for future in pending:
             chunks.update(future.result())
     return _join_chunks(file, [chunks[k] for k in sorted(chunks)])
@@ -419,7 +427,7 @@ def _join_chunks(file: str, results: list[Any]) -> ParseResult:
     return nccl_log.finish(results, file)
 
 
-def _scan_range(file: str, start: int, end: int, strict: bool) -> Any:
+def _scan_range(file: str, start: int, end: int, strict: bool, aggregate: bool = False) -> Any:
     """One chunk of a log (bytes ``start`` to ``end``, whole lines) scanned: its
     :class:`~nccl_log.Scan`, or in strict mode (line from the chunk's start, reason) of its
     first unusable line."""
@@ -427,7 +435,7 @@ def _scan_range(file: str, start: int, end: int, strict: bool) -> Any:
         f.seek(start)
         data = f.read(end - start)
     try:
-        return nccl_log.scan_bytes(data, file, strict=strict)
+        return nccl_log.scan_bytes(data, file, strict=strict, aggregate=aggregate)
     except TraceFormatError as exc:
         return (exc.line, exc.reason)
 
@@ -438,7 +446,8 @@ def _task(kind: str, args: tuple) -> Any:
 
 
 def _read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
-                     scheduler: str, track: _Track | None = None) -> list[ParseResult | str]:
+                     scheduler: str, track: _Track | None = None,
+                     aggregate: bool = False) -> list[ParseResult | str]:
     """Each file, or each chunk of a large plain NCCL log, read as a task on the Dask cluster at
     ``scheduler`` (:mod:`zerocalc.traces.cluster`); the chunks of a log joined here, in order."""
     from zerocalc.traces import cluster
@@ -454,10 +463,11 @@ def _read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
             size = os.path.getsize(file)
             with open(file, "rb") as f:
                 bounds = [_boundary(f, k, size) for k in range(-(-size // nccl_log.BLOCK_BYTES) + 1)]
-            jobs.extend(("chunk", (file, a, b, strict)) for a, b in zip(bounds, bounds[1:], strict=False))
+            jobs.extend(("chunk", (file, a, b, strict, aggregate))
+                        for a, b in zip(bounds, bounds[1:], strict=False))
             parts.append(len(bounds) - 1)
         else:
-            jobs.append(("file", (file, strict, fmt, cap, optional)))
+            jobs.append(("file", (file, strict, fmt, cap, optional, aggregate)))
             parts.append(0)
     # the bytes of each task, for progress: a whole file, or its chunk
     nbytes = [os.path.getsize(a[0]) if kind == "file" else a[2] - a[1] for kind, a in jobs]
@@ -494,7 +504,7 @@ def _splittable(file: str, fmt: str | None, cap: int) -> bool:
 
 def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,
                 fmt: str | None = None, max_bytes: int = MAX_BYTES, workers: int | None = None,
-                scheduler: str | None = None, progress=None) -> TraceSet:
+                scheduler: str | None = None, progress=None, aggregate: bool = False) -> TraceSet:
     """Read one file, many files or a directory into a :class:`TraceSet`.
 
     A directory gives the files directly in it: its subdirectories are other runs, not read
@@ -514,23 +524,29 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     optional ``dask`` extra), with the same result. ``progress``, if given, is called as the read
     goes with (bytes read, bytes in all, files read, files): on disk, compressed where they are
     (zerocalc.traces.progress draws it on a terminal).
-    Files that disagree on the world size raise :class:`TraceMismatchError`.
+    ``aggregate`` keeps of an NCCL log one row per distinct call (file, process, communicator, op,
+    datatype, group size, rank; ``count`` the sum of their counts, ``in_nelems``/``out_nelems``
+    their totals) with its number of calls in the ``aggregated_calls`` column, not a row per call: what
+    :meth:`TraceSet.summary` needs, in memory that does not grow with the log's length (other
+    formats keep their rows). Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
     inputs = _expand(paths)
     files = inputs.files
     track = _Track(progress, [os.path.getsize(f) for f in files]) if progress is not None else None
     if scheduler is not None:
-        return _assemble(inputs, _read_on_cluster(inputs, strict, fmt, max_bytes, scheduler, track))
+        return _assemble(inputs, _read_on_cluster(inputs, strict, fmt, max_bytes, scheduler, track,
+                                                  aggregate))
     results: list[ParseResult | str]
     if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
         result = _read_split(files[0], strict, workers or os.cpu_count() or 1,
-                             track.within if track is not None else None)
+                             track.within if track is not None else None, aggregate)
         if result is not None:
             if fmt is not None and not len(result):
                 with open(files[0], "rb") as f:
                     raise TraceFormatError(files[0], None, _no_records(fmt, f.read(HEAD_BYTES), files[0]))
             return _assemble(inputs, [result])
-    jobs = [(f, strict, fmt, max_bytes, opt) for f, opt in zip(files, inputs.optional, strict=True)]
+    jobs = [(f, strict, fmt, max_bytes, opt, aggregate)
+            for f, opt in zip(files, inputs.optional, strict=True)]
     if workers is None:
         total = sum(os.path.getsize(f) for f in files)
         workers = min(len(files), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
@@ -546,7 +562,8 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     else:
         results = []
         for job in jobs:
-            results.append(_parse(*job, tick=track.within if track is not None else None))
+            results.append(_read_one(job) if track is None else _parse(*job[:5], tick=track.within,
+                                                                            aggregate=aggregate))
             if track is not None:
                 track.next_file()
     return _assemble(inputs, results)
@@ -607,7 +624,8 @@ def _assemble(inputs: _Inputs, all_results: list[ParseResult | str]) -> TraceSet
         raise TraceFormatError(", ".join(inputs.files), None, f"no trace files found ({why})")
     for f, r in zip(files, results, strict=True):
         skipped.merge(r.skipped)
-        meta[f] = dict(r.meta, rows=len(r), skipped=r.skipped.count)
+        calls = r.columns.get("aggregated_calls") if r.columns is not None else None  # an aggregated read
+        meta[f] = dict(r.meta, rows=len(r) if calls is None else int(calls.sum()), skipped=r.skipped.count)
     worlds = {m.get("world_size") for m in meta.values()} - {None}
     if len(worlds) > 1:
         detail = ", ".join(f"{os.path.basename(f)}: {m['world_size']}" for f, m in meta.items()
