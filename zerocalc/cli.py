@@ -1039,9 +1039,15 @@ def trace_summary(
     if fmt == "json":
         import json
 
-        rows = ts.table[list(CANONICAL_COLUMNS)].assign(process=ts.processes()).astype(object)
-        recs = rows.where(rows.notna(), None).to_dict(orient="records")
-        typer.echo(json.dumps(recs, indent=1))
+        # written in parts: one part of the rows as Python objects at a time, not the whole table
+        table = ts.table[list(CANONICAL_COLUMNS)].assign(process=ts.processes())
+        part = 1 << 16
+        for start in range(0, len(table), part):
+            rows = table.iloc[start : start + part].astype(object)
+            text = json.dumps(rows.where(rows.notna(), None).to_dict(orient="records"), indent=1)
+            # the list's items as json.dumps(whole list, indent=1) writes them: "[\n", items, "\n]"
+            typer.echo(("[\n" if start == 0 else ",\n") + text[2:-2], nl=False)
+        typer.echo("\n]")
         return
     summary = ts.summary()
     if fmt == "csv":
