@@ -384,3 +384,52 @@ def test_the_old_deepspeed_zero12_name_still_simulates_deepspeed_zero2():
     rec = next(r for r in res.to_dict()["schemes"] if r["scheme"] == "deepspeed-zero2")
     assert rec["aliases"] == ["deepspeed-zero12"]
     assert simulate_scheme("deepspeed-zero12", FeasibilityConfig(n=2, steps=1)).scheme == "deepspeed-zero2"
+
+
+def _hand_bytes_k(scheme: str, psi: int, n: int, g: int, k: int, b: int = 8) -> Fraction:
+    """Per-rank mean bytes per optimizer step of k micro-batches by hand, from each implementation's rule
+    (REFERENCE §7; DeepSpeed engine.py allreduce_gradients: stage 0/1 reduce at the accumulation
+    boundary, stage ≥ 2 every micro-batch; ZeRO-3 / FSDP gather and reduce-scatter every micro-batch;
+    DDP without no_sync all-reduces every backward): what runs per micro-batch ×k, the rest once."""
+    ring = Fraction(n - 1, n) * psi
+    intra = Fraction(g - 1, g) * psi
+    inter = Fraction(n - g, n * g) * psi
+    return {
+        "dp": 2 * ring * b * k,
+        "zero1": 2 * ring * b,  # P_os keeps whole gradients: one reduce-scatter at the boundary
+        "zero2": ring * b * k + ring * b,
+        "zero3": 3 * ring * b * k,
+        "colocated": ring * b,
+        "deepspeed-zero1": 2 * ring * b + ring * b,
+        "deepspeed-zero2": 2 * ring * b * k + ring * b,
+        "deepspeed-zero2-reduce": ring * b * k + ring * b,
+        "deepspeed-zero3": 2 * ring * b * k,
+        "torch-zero1": 2 * ring * b * k + ring * b,
+        "fsdp-full-shard": 3 * ring * b * k,
+        "fsdp-shard-grad-op": 2 * ring * b * k,
+        "fsdp-hybrid": (3 * intra * b + 2 * inter * b) * k,
+        "zeropp": (ring * 1 + intra * b + (intra + inter) * Fraction(1, 2)) * k,
+    }[scheme]
+
+
+@pytest.mark.parametrize(("n", "g", "k"), [(2, 2, 2), (4, 2, 3), (6, 3, 2)])
+def test_gradient_accumulation_simulated_as_each_implementation_runs_it(n, g, k):
+    cfg = FeasibilityConfig(n=n, steps=2, gpus_per_node=g, micro_batches=k)
+    ref = simulate_reference(cfg)
+    for scheme in SIMULATED_SCHEMES:
+        run = simulate_scheme(scheme, cfg, ref)
+        model = model_bytes_exact(scheme, psi=PSI, n=n, gpus_per_node=g, micro_batches=k)
+        assert run.bytes_per_rank_exact == model == _hand_bytes_k(scheme, PSI, n, g, k), scheme
+        sim = {key: v for key, v in simulated_bytes_by_collective(run).items() if v}
+        mod = {key: v for key, v in model_bytes_by_phase(scheme, psi=PSI, n=n, gpus_per_node=g,
+                                                         micro_batches=k).items() if v}
+        assert sim == mod, scheme
+        # the reference trains on all n·k micro-batches at once: every exact scheme stays with it
+        assert run.equivalent == (scheme in EXACT), (scheme, run.max_rel_diff)
+    # DeepSpeed ZeRO-2 sends k times ZeRO-1's gradient traffic (the issue's point)
+    z1, z2 = (simulate_scheme(s, cfg, ref).gradient_bytes_per_rank_exact
+              for s in ("deepspeed-zero1", "deepspeed-zero2"))
+    assert z2 == k * z1
+    # colocated: each shard takes its own rank's mean gradient over its k micro-batches
+    np.testing.assert_array_equal(simulate_scheme("colocated", cfg, ref).final_params,
+                                  simulate_shardwise_local(cfg))

@@ -164,3 +164,18 @@ def test_zeropp_at_one_rank_sends_and_quantises_nothing():
     rec = json.loads(r.stdout)["schemes"][0]
     assert rec["bytes_per_rank_simulated"] == 0 and rec["metadata_bytes_per_rank_simulated"] == 0
     assert rec["max_rel_diff"] == 0 and rec["equivalent"] is True and rec["equivalent_to_dp_model"] is True
+
+
+def test_micro_batches_option_simulates_gradient_accumulation():
+    # 2 micro-batches on N = 2: DeepSpeed ZeRO-1 all-reduces once per step, ZeRO-2 every micro-batch;
+    # all-reduce 2·(1/2)·212·8 = 1696 B per pass, the parameter all-gather (1/2)·212·8 = 848 B once
+    r = _run("--n", "2", "--steps", "2", "--micro-batches", "2",
+             "--schemes", "deepspeed-zero1,deepspeed-zero2", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["config"]["micro_batches"] == 2
+    got = {rec["scheme"]: rec["bytes_per_rank_simulated"] for rec in doc["schemes"]}
+    assert got == {"deepspeed-zero1": 1696 + 848, "deepspeed-zero2": 2 * 1696 + 848}
+    assert all(rec["bytes_match"] and rec["equivalent"] for rec in doc["schemes"])
+    bad = _run("--micro-batches", "0")
+    assert bad.exit_code == 2 and "--micro-batches" in bad.stderr

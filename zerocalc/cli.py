@@ -689,6 +689,9 @@ def feasibility_cmd(
     n: int = typer.Option(4, "--n", help="Simulated ranks (data-parallel degree N)."),
     steps: int = typer.Option(20, "--steps", help="Adam steps to simulate (0: compare nothing)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the weights and of every micro-batch."),
+    micro_batches: int = typer.Option(
+        1, "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): each scheme "
+                                   "reduces every micro-batch or once per step as its implementation does."),
     schemes: list[str] | None = typer.Option(  # noqa: B008 - typer's option declaration
         None, "--schemes", help="Schemes to simulate (repeat or comma-separate); default: all."),
     gpus_per_node: int | None = typer.Option(
@@ -723,7 +726,7 @@ def feasibility_cmd(
     plan_psi = parse_count(psi, option="--psi")
     comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
     topo = _load_topology(topology, None, None, None, None)
-    cfg = FeasibilityConfig(n=n, steps=steps, seed=seed,
+    cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, micro_batches=micro_batches,
                             gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
     if plan_n is not None and plan_n < 1:
         raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")

@@ -170,7 +170,7 @@ class FeasibilityResult:
 
         model = model_link_bytes_exact(r.scheme, psi=r.psi, n=r.n, gpus_per_node=r.gpus_per_node,
                                        comm_bytes=WIRE_ELEM_BYTES, in_network=r.in_network,
-                                       switch_ops=r.switch_ops)
+                                       switch_ops=r.switch_ops, micro_batches=r.micro_batches)
         links = ("intra_sent", "intra_received", "inter_sent", "inter_received")
         return {"scheme": r.scheme, "n": r.n, "gpus_per_node": r.gpus_per_node, "psi": r.psi,
                 "steps": r.steps, "in_network": "+".join(r.in_network), "switch_ops": list(r.switch_ops),
@@ -204,7 +204,8 @@ class FeasibilityResult:
             "conditions": list(self.conditions),
             "divergence": list(self.divergence),
             "config": {"n": c.n, "steps": c.steps, "seed": c.seed, "gpus_per_node": c.g,
-                       "micro_batch": c.micro_batch, "psi": c.model.psi, "lr": c.optimizer.lr,
+                       "micro_batch": c.micro_batch, "micro_batches": c.micro_batches, "psi": c.model.psi,
+                       "lr": c.optimizer.lr,
                        "wire_elem_bytes": WIRE_ELEM_BYTES, "tolerance_rel": REL_TOL},
         }
 
@@ -321,7 +322,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     col = runs.get("colocated") or simulate_scheme("colocated", cfg, ref)
     psi = cfg.model.psi
     model_exact = {name: model_bytes_exact(name, psi=psi, n=cfg.n, gpus_per_node=cfg.g,
-                                           in_network=cfg.in_network) for name in names}
+                                           in_network=cfg.in_network, micro_batches=cfg.micro_batches)
+                   for name in names}
     in_network_runs = {}
     for name, ops in switched:
         switched_cfg = replace(cfg, in_network=kinds, switch_ops=ops)

@@ -172,7 +172,10 @@ def _feasibility_table(result) -> str:
             f"{'max abs diff':>14}{'max rel diff':>14}  equivalent")
     lines = [f"N = {c['n']} ranks ({c['gpus_per_node']} per node), {c['steps']} Adam steps, "
              f"seed {c['seed']}, "
-             f"2-layer MLP with Ψ = {c['psi']} parameters, {c['micro_batch']} samples per rank per step, "
+             f"2-layer MLP with Ψ = {c['psi']} parameters, "
+             + (f"{c['micro_batch']} samples per rank per step, " if c["micro_batches"] == 1 else
+                f"{c['micro_batches']} micro-batches of {c['micro_batch']} samples per rank per step "
+                "(gradient accumulation), ") +
              f"{c['wire_elem_bytes']}-byte (float64) wire elements; "
              f"equivalent = max rel diff ≤ {c['tolerance_rel']:g}",
              "", head, "-" * len(head)]

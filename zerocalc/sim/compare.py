@@ -63,6 +63,8 @@ class SchemeRun:
     #: the in-network reduction the run's switches offered, and the collectives that went through them
     in_network: tuple[str, ...] = ()
     switch_ops: tuple[str, ...] = ()
+    #: micro-batches per optimizer step (bytes are per optimizer step)
+    micro_batches: int = 1
 
     @property
     def equivalent(self) -> bool | None:
@@ -116,4 +118,5 @@ def simulate_scheme(name: str, cfg: FeasibilityConfig,
         link_bytes={f"{link}_{d}": Fraction(sum(v), 8 * n * k) for (link, d), v in w.link_bits.items()}
         if k else {},
         in_network=tuple(cfg.in_network), switch_ops=tuple(cfg.switch_ops) if cfg.in_network else (),
+        micro_batches=cfg.micro_batches,
     )

@@ -42,8 +42,15 @@ class _Sim:
         self.v: dict[int, np.ndarray] = {}
         self.opt_elements = [0] * cfg.n
 
-    def batch(self, t: int, r: int) -> tuple[np.ndarray, np.ndarray]:
-        return micro_batch(self.cfg, t, r, self.teacher)
+    def batch(self, t: int, r: int, j: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Micro-batch ``j`` of rank ``r`` at step ``t``."""
+        return micro_batch(self.cfg, t, r, self.teacher, j)
+
+    def scaled(self, grad: np.ndarray) -> np.ndarray:
+        """One micro-batch's share of the step's gradient: ÷ micro-batches (DeepSpeed scales the loss by
+        1/gradient_accumulation_steps; the mean over the step's samples, as the reference takes it)."""
+        k = self.cfg.micro_batches
+        return grad / k if k > 1 else grad
 
     def own(self, r: int, idx: np.ndarray) -> None:
         """Give rank r optimizer state (m, v) for the elements ``idx`` only."""
@@ -54,20 +61,40 @@ class _Sim:
         return self.opt.update(param, grad, self.m[r], self.v[r], t)
 
 
-def _replicated(sync: Callable[[_Sim, list[np.ndarray], list[np.ndarray], int], None],
-                owned: Callable[[_Sim, int], np.ndarray]) -> Callable[[_Sim], Callable[[int], np.ndarray]]:
-    """A scheme whose ranks all hold the full parameters between steps (DP, ZeRO-1/2 and relatives):
-    each rank computes its local gradient, then ``sync`` communicates and updates ``params`` in place."""
+def _replicated(reduce: Callable[[_Sim, list[np.ndarray]], list[np.ndarray]],
+                update: Callable[[_Sim, list[np.ndarray], list[np.ndarray], int], None],
+                owned: Callable[[_Sim, int], np.ndarray], *,
+                boundary: bool) -> Callable[[_Sim], Callable[[int], np.ndarray]]:
+    """A scheme whose ranks all hold the full parameters between steps (DP, ZeRO-1/2 and relatives).
+
+    Each rank computes its local gradient; ``reduce`` communicates one set of per-rank gradients and
+    returns what each rank keeps of their sum, ``update`` steps the parameters with it (÷ N) and
+    communicates what follows the step. With several micro-batches, ``boundary`` schemes accumulate
+    the gradients locally and reduce once per optimizer step (ZeRO-1's P_os keeps whole gradients;
+    DeepSpeed's engine reduces stage 0/1 only at the gradient-accumulation boundary); the others reduce
+    every micro-batch's gradients and accumulate what they keep (ZeRO-2, DDP without no_sync)."""
 
     def run(sim: _Sim):
-        n = sim.n
+        n, k = sim.n, sim.cfg.micro_batches
         params = [sim.theta0.copy() for _ in range(n)]
         for r in range(n):
             sim.own(r, owned(sim, r))
 
+        def grads(t: int, j: int) -> list[np.ndarray]:
+            return [sim.model.gradient(params[r], *sim.batch(t, r, j)) for r in range(n)]
+
         def step(t: int) -> np.ndarray:
-            grads = [sim.model.gradient(params[r], *sim.batch(t, r)) for r in range(n)]
-            sync(sim, params, grads, t)
+            if boundary:
+                acc = grads(t, 0)
+                for j in range(1, k):
+                    acc = [a + g for a, g in zip(acc, grads(t, j), strict=True)]
+                kept = reduce(sim, [sim.scaled(g) for g in acc])
+            else:
+                kept = reduce(sim, [sim.scaled(g) for g in grads(t, 0)])
+                for j in range(1, k):
+                    more = reduce(sim, [sim.scaled(g) for g in grads(t, j)])
+                    kept = [a + b for a, b in zip(kept, more, strict=True)]
+            update(sim, params, kept, t)
             spread = max(float(np.abs(p - params[0]).max(initial=0.0)) for p in params)
             if spread != 0.0:
                 raise AssertionError(f"replicas diverged by {spread}")
@@ -104,15 +131,24 @@ def _update_own_and_gather(sim: _Sim, params: list[np.ndarray], grad_shards: lis
         params[r][:] = np.concatenate(have[r])
 
 
-def _sync_dp(sim, params, grads, t):
-    avg = all_reduce(sim.world, list(range(sim.n)), grads)
+def _all_reduce_full(sim, grads):
+    """DDP: the whole gradient all-reduced; every rank keeps the sum."""
+    return all_reduce(sim.world, list(range(sim.n)), grads)
+
+
+def _update_all(sim, params, kept, t):
     for r in range(sim.n):
-        params[r][:] = sim.adam(r, params[r], avg[r] / sim.n, t)
+        params[r][:] = sim.adam(r, params[r], kept[r] / sim.n, t)
 
 
-def _sync_zero1(sim, params, grads, t):
-    shards = reduce_scatter(sim.world, list(range(sim.n)), grads, sim.part)
-    _update_own_and_gather(sim, params, [s / sim.n for s in shards], t)
+def _reduce_scatter_flat(sim, grads):
+    """ZeRO-1 (paper): one reduce-scatter onto the flat partition; rank r keeps part[r] of the sum."""
+    return reduce_scatter(sim.world, list(range(sim.n)), grads, sim.part)
+
+
+def _update_own(sim, params, kept, t):
+    """Each rank updates its partition with its reduced shard (÷ N), then all-gathers."""
+    _update_own_and_gather(sim, params, [s / sim.n for s in kept], t)
 
 
 def _buckets(sim: _Sim) -> list[tuple[int, int]]:
@@ -120,7 +156,7 @@ def _buckets(sim: _Sim) -> list[tuple[int, int]]:
     return list(reversed(sim.model.tensor_ranges))
 
 
-def _sync_zero2(sim, params, grads, t):
+def _reduce_scatter_buckets(sim, grads):
     """ZeRO-2: each bucket is reduce-scattered as backward produces it, split at the partition
     boundaries, so a rank keeps only the gradient elements it owns (empty and uneven chunks included)."""
     n = sim.n
@@ -130,49 +166,36 @@ def _sync_zero2(sim, params, grads, t):
         out = reduce_scatter(sim.world, list(range(n)), [g[a:b] for g in grads], bounds)
         for r in range(n):
             pieces[r].append((a + bounds[r][0], out[r]))
-    shards = [np.concatenate([p for _, p in sorted(pieces[r], key=lambda e: e[0])]) for r in range(n)]
-    _update_own_and_gather(sim, params, [s / n for s in shards], t)
+    return [np.concatenate([p for _, p in sorted(pieces[r], key=lambda e: e[0])]) for r in range(n)]
 
 
-def _sync_colocated(sim, params, grads, t):
-    """The proposal of issue #4582: rank r updates its partition with its LOCAL gradient; no reduction."""
-    _update_own_and_gather(sim, params, [grads[r][slice(*sim.part[r])] for r in range(sim.n)], t)
+def _local_part(sim, grads):
+    """The proposal of issue #4582: no reduction; rank r keeps its partition of its LOCAL gradient."""
+    return [grads[r][slice(*sim.part[r])] for r in range(sim.n)]
 
 
-def _bucket_all_reduce_and_update(sim, params, grads, t):
-    """Bucketed all-reduce of the gradients (``deepspeed/runtime/zero/stage_1_and_2.py``,
-    use_multi_rank_bucket_allreduce; DeepSpeed issues #5758, #6463): each rank keeps its partition of
-    the average, updates it, all-gathers the parameters."""
+def _update_own_local(sim, params, kept, t):
+    """The proposal of issue #4582: rank r updates its partition with its local gradient (not ÷ N)."""
+    _update_own_and_gather(sim, params, kept, t)
+
+
+def _bucket_all_reduce(sim, grads):
+    """DeepSpeed ZeRO-1/2 as released: bucketed all-reduce of the gradients
+    (``deepspeed/runtime/zero/stage_1_and_2.py``, use_multi_rank_bucket_allreduce; DeepSpeed issues
+    #5758, #6463); each rank keeps its partition of the sum."""
     n = sim.n
     avg = [np.empty(sim.psi) for _ in range(n)]
     for a, b in _buckets(sim):
         out = all_reduce(sim.world, list(range(n)), [g[a:b] for g in grads])
         for r in range(n):
             avg[r][a:b] = out[r]
-    _update_own_and_gather(sim, params, [avg[r][slice(*sim.part[r])] / n for r in range(n)], t)
+    return [avg[r][slice(*sim.part[r])] for r in range(n)]
 
 
-def _sync_ds_zero1(sim, params, grads, t):
-    """DeepSpeed ZeRO-1 as released: the full gradient is kept (P_os), accumulated over the micro-batches
-    and all-reduced in buckets once, at the gradient-accumulation boundary (engine.py
-    allreduce_gradients, stage_1_and_2.py reduce_gradients). The simulation runs one micro-batch per
-    step, so that boundary is every step."""
-    _bucket_all_reduce_and_update(sim, params, grads, t)
-
-
-def _sync_ds_zero2(sim, params, grads, t):
-    """DeepSpeed ZeRO-2 as released: the backward hooks all-reduce each gradient bucket as it fills, in
-    every micro-batch (P_os+g keeps only the rank's partition of the result). With one micro-batch per
-    step it sends what ZeRO-1 sends; the two differ in memory and once there are several micro-batches
-    (:mod:`zerocalc.schemes`)."""
-    _bucket_all_reduce_and_update(sim, params, grads, t)
-
-
-def _sync_ds_zero2_reduce(sim, params, grads, t):
+def _reduce_per_owner(sim, grads):
     """DeepSpeed ZeRO-2 with multi-rank bucket all-reduce off: one ``reduce`` per destination rank."""
     n = sim.n
-    shards = [reduce(sim.world, list(range(n)), k, [g[slice(*sim.part[k])] for g in grads]) for k in range(n)]
-    _update_own_and_gather(sim, params, [s / n for s in shards], t)
+    return [reduce(sim.world, list(range(n)), k, [g[slice(*sim.part[k])] for g in grads]) for k in range(n)]
 
 
 def _torch_owner(sim: _Sim) -> list[int]:
@@ -191,11 +214,10 @@ def _own_torch(sim: _Sim, r: int) -> np.ndarray:
     return _range_idx([ranges[i] for i, o in enumerate(_torch_owner(sim)) if o == r])
 
 
-def _sync_torch_zero1(sim, params, grads, t):
-    """PyTorch ZeroRedundancyOptimizer under DDP: all-reduce every gradient, each rank steps the
-    tensors it owns, then one broadcast per tensor from its owner (pytorch issue #69591)."""
+def _update_torch_zero1(sim, params, avg, t):
+    """PyTorch ZeroRedundancyOptimizer under DDP (whose all-reduce is :func:`_all_reduce_full`): each
+    rank steps the tensors it owns, then one broadcast per tensor from its owner (pytorch issue #69591)."""
     n = sim.n
-    avg = all_reduce(sim.world, list(range(n)), grads)
     ranges, owner = sim.model.tensor_ranges, _torch_owner(sim)
     for r in range(n):
         idx = _own_torch(sim, r)
@@ -238,14 +260,15 @@ def _sharded(units: Callable[[_Sim], list[tuple[int, int]]], *, shard_group: str
                         full[r][a:b] = np.concatenate(have[i])
             return full
 
-        def step(t: int) -> np.ndarray:
+        def micro(t: int, j: int) -> list[list[np.ndarray]]:
+            """One micro-batch: gather, forward, (gather again), backward, reduce: the gradient shards."""
             units_fwd = list(range(len(unit_list)))
             full = gather("parameter all-gather (forward)", units_fwd)
-            batches = [sim.batch(t, r) for r in range(n)]
+            batches = [sim.batch(t, r, j) for r in range(n)]
             caches = [sim.model.forward(full[r], batches[r][0]) for r in range(n)]
             if reshard:
                 full = gather("parameter all-gather (backward)", units_fwd[::-1])
-            grads = [sim.model.backward(full[r], caches[r], batches[r][1]) for r in range(n)]
+            grads = [sim.scaled(sim.model.backward(full[r], caches[r], batches[r][1])) for r in range(n)]
             gshard: list[list[np.ndarray]] = [[np.zeros(0)] * len(unit_list) for _ in range(n)]
             for u in units_fwd[::-1]:
                 a, b = unit_list[u]
@@ -259,6 +282,16 @@ def _sharded(units: Callable[[_Sim], list[tuple[int, int]]], *, shard_group: str
                         out = all_reduce(world, gr, [gshard[r][u] for r in gr], group_kind="inter")
                         for i, r in enumerate(gr):
                             gshard[r][u] = out[i]
+            return gshard
+
+        def step(t: int) -> np.ndarray:
+            # every micro-batch gathers and reduce-scatters (ZeRO-3, DeepSpeed stage 3, FSDP without
+            # no_sync); the shards of the reduced gradients accumulate until the step
+            gshard = micro(t, 0)
+            for j in range(1, sim.cfg.micro_batches):
+                more = micro(t, j)
+                gshard = [[x + y for x, y in zip(gs, ms, strict=True)]
+                          for gs, ms in zip(gshard, more, strict=True)]
             for r in range(n):
                 flat_p = np.concatenate(shards[r])
                 new = sim.adam(r, flat_p, np.concatenate(gshard[r]) / n, t)
@@ -308,11 +341,21 @@ def _zeropp(sim: _Sim):
         return item if isinstance(item, np.ndarray) else dequantize(item)
 
     def step(t: int) -> np.ndarray:
+        # ZeRO++ is built on ZeRO-3: every phase runs in every micro-batch, the reduced shards accumulate
+        gshard = micro(t, 0)
+        for j in range(1, sim.cfg.micro_batches):
+            more = micro(t, j)
+            gshard = {r: gshard[r] + more[r] for r in range(n)}
+        for r in range(n):
+            master[r] = sim.adam(r, master[r], gshard[r] / n, t)
+        return np.concatenate(master)
+
+    def micro(t: int, j: int) -> dict[int, np.ndarray]:
         have = all_gather(world, list(range(n)), [wire(master[r], 8, n) for r in range(n)],
                           purpose="parameter all-gather (forward)")
         full = [np.concatenate([unwire(p) for p in have[r]]) for r in range(n)]
         secondary = [full[r][slice(*sec_b[r % g])].copy() for r in range(n)]
-        batches = [sim.batch(t, r) for r in range(n)]
+        batches = [sim.batch(t, r, j) for r in range(n)]
         caches = [sim.model.forward(full[r], batches[r][0]) for r in range(n)]
         del full
         back = [np.empty(sim.psi) for _ in range(n)]
@@ -321,7 +364,7 @@ def _zeropp(sim: _Sim):
                            purpose="parameter all-gather (backward)")
             for i, r in enumerate(gr):
                 back[r][:] = np.concatenate(h[i])
-        grads = [sim.model.backward(back[r], caches[r], batches[r][1]) for r in range(n)]
+        grads = [sim.scaled(sim.model.backward(back[r], caches[r], batches[r][1])) for r in range(n)]
         partial: dict[int, np.ndarray] = {}
         for gr in world.groups("intra"):
             recv = all_to_all(world, gr, [[wire(grads[r][hop1_idx[j]], 4, g) for j in range(g)] for r in gr],
@@ -336,29 +379,29 @@ def _zeropp(sim: _Sim):
             recv = all_to_all(world, gr, send, group_kind="inter")
             for i, r in enumerate(gr):
                 gshard[r] = np.sum([unwire(p) for p in recv[i]], axis=0)
-        for r in range(n):
-            master[r] = sim.adam(r, master[r], gshard[r] / n, t)
-        return np.concatenate(master)
+        return gshard
 
     return step
 
 
 RUNNERS: dict[str, Callable[[_Sim], Callable[[int], np.ndarray]]] = {
-    "dp": _replicated(_sync_dp, _own_all),
-    "zero1": _replicated(_sync_zero1, _own_part),
-    "zero2": _replicated(_sync_zero2, _own_part),
+    "dp": _replicated(_all_reduce_full, _update_all, _own_all, boundary=False),
+    "zero1": _replicated(_reduce_scatter_flat, _update_own, _own_part, boundary=True),
+    "zero2": _replicated(_reduce_scatter_buckets, _update_own, _own_part, boundary=False),
     "zero3": _sharded(lambda s: [(0, s.psi)], shard_group="world", reshard=True, replicate=False),
-    "colocated": _replicated(_sync_colocated, _own_part),
-    "deepspeed-zero1": _replicated(_sync_ds_zero1, _own_part),
-    "deepspeed-zero2": _replicated(_sync_ds_zero2, _own_part),
-    "deepspeed-zero2-reduce": _replicated(_sync_ds_zero2_reduce, _own_part),
+    "colocated": _replicated(_local_part, _update_own_local, _own_part, boundary=True),
+    # DeepSpeed ZeRO-1 keeps the full gradient (P_os) and all-reduces it at the boundary; ZeRO-2 keeps
+    # its partition and all-reduces every micro-batch's buckets (engine.py allreduce_gradients)
+    "deepspeed-zero1": _replicated(_bucket_all_reduce, _update_own, _own_part, boundary=True),
+    "deepspeed-zero2": _replicated(_bucket_all_reduce, _update_own, _own_part, boundary=False),
+    "deepspeed-zero2-reduce": _replicated(_reduce_per_owner, _update_own, _own_part, boundary=False),
     # DeepSpeed ZeRO-3 partitions every parameter tensor over the ranks and gathers a module's tensors
     # for its forward (stage3.py); at the default stage3_max_reuse_distance (1e9 elements, far above
     # the simulated model) the forward gather is kept for backward (partitioned_param_coordinator.py
     # __params_to_release), and each micro-batch's gradients are reduce-scattered
     "deepspeed-zero3": _sharded(lambda s: s.model.tensor_ranges, shard_group="world", reshard=False,
                                 replicate=False),
-    "torch-zero1": _replicated(_sync_torch_zero1, _own_torch),
+    "torch-zero1": _replicated(_all_reduce_full, _update_torch_zero1, _own_torch, boundary=False),
     "fsdp-full-shard": _sharded(lambda s: s.model.layer_ranges, shard_group="world", reshard=True,
                                 replicate=False),
     "fsdp-shard-grad-op": _sharded(lambda s: s.model.layer_ranges, shard_group="world", reshard=False,

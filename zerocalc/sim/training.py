@@ -1,8 +1,9 @@
 """The training loop the simulated ranks run: a small MLP, Adam, the micro-batches and the reference.
 
 A two-layer MLP (tanh hidden layer, softmax cross-entropy) trained with Adam (Kingma & Ba 2015,
-Algorithm 1, bias-corrected). Every rank draws its own micro-batch each step (ZeRO §2.1). The
-reference is one process training on the concatenation of the N micro-batches.
+Algorithm 1, bias-corrected). Every rank draws its own micro-batch each step (ZeRO §2.1), or its own
+``micro_batches`` micro-batches under gradient accumulation, each rank's gradient then their mean.
+The reference is one process training on the concatenation of the N (× micro-batches) micro-batches.
 """
 
 from __future__ import annotations
@@ -127,14 +128,15 @@ class Adam:
 
 
 #: Largest simulation accepted: 64 ranks × 20 steps of every scheme take a few seconds on 2 cores.
-MAX_RANKS, MAX_STEPS = 64, 1000
+MAX_RANKS, MAX_STEPS, MAX_MICRO_BATCHES = 64, 1000, 64
 
 
 @dataclass(frozen=True)
 class FeasibilityConfig:
-    """One simulation: N ranks (``gpus_per_node`` per node), ``steps`` Adam steps, ``micro_batch``
-    samples per rank per step, all randomness from ``seed``. ``shared_micro_batch`` gives every rank
-    the same micro-batch (no data parallelism left)."""
+    """One simulation: N ranks (``gpus_per_node`` per node), ``steps`` Adam steps of ``micro_batches``
+    micro-batches of ``micro_batch`` samples per rank (gradient accumulation when more than one), all
+    randomness from ``seed``. ``shared_micro_batch`` gives every rank the same micro-batches (no data
+    parallelism left)."""
 
     n: int = 4
     steps: int = 20
@@ -149,6 +151,9 @@ class FeasibilityConfig:
     in_network: tuple[str, ...] = ()
     #: the collectives that go through the switch (the others run as rings)
     switch_ops: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather")
+    #: micro-batches per optimizer step (gradient accumulation); each scheme runs each collective per
+    #: micro-batch or per step as its implementation does (:mod:`zerocalc.schemes`, ``micro_batch_rule``)
+    micro_batches: int = 1
 
     def __post_init__(self) -> None:
         if self.in_network:
@@ -156,14 +161,14 @@ class FeasibilityConfig:
 
             kinds = parse_kinds(self.in_network, option="--in-network")
             object.__setattr__(self, "in_network", tuple(k for k in KINDS if k in kinds))
-        for name, low in (("n", 1), ("steps", 0), ("micro_batch", 1)):
+        for name, low in (("n", 1), ("steps", 0), ("micro_batch", 1), ("micro_batches", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
                 raise ConfigError(f"must be an integer ≥ {low}, got {value!r}",
                                   option="--" + name.replace("_", "-"))
         if self.seed < 0:
             raise ConfigError(f"must be ≥ 0, got {self.seed}", option="--seed")
-        for name, high in (("n", MAX_RANKS), ("steps", MAX_STEPS)):
+        for name, high in (("n", MAX_RANKS), ("steps", MAX_STEPS), ("micro_batches", MAX_MICRO_BATCHES)):
             if getattr(self, name) > high:
                 raise ConfigError(f"at most {high} (the simulation's cost grows with N² × steps; the "
                                   f"verdict does not change with size), got {getattr(self, name)}",
@@ -190,11 +195,11 @@ def _teacher(cfg: FeasibilityConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def micro_batch(cfg: FeasibilityConfig, step: int, rank: int,
-                teacher: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The micro-batch of ``rank`` at ``step`` (1-based): Gaussian inputs labelled by a fixed random
-    teacher network with label noise. With ``shared_micro_batch`` every rank gets rank 0's."""
+                teacher: tuple[np.ndarray, np.ndarray], index: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Micro-batch ``index`` (0-based) of ``rank`` at ``step`` (1-based): Gaussian inputs labelled by a
+    fixed random teacher network with label noise. With ``shared_micro_batch`` every rank gets rank 0's."""
     r = 0 if cfg.shared_micro_batch else rank
-    rng = np.random.default_rng([cfg.seed, step, r])
+    rng = np.random.default_rng([cfg.seed, step, r] + ([index] if index else []))
     x = rng.normal(size=(cfg.micro_batch, cfg.model.d_in))
     a, b = teacher
     logits = np.tanh(x @ a) @ b + rng.normal(scale=0.5, size=(cfg.micro_batch, cfg.model.d_out))
@@ -212,7 +217,7 @@ def simulate_reference(cfg: FeasibilityConfig) -> list[np.ndarray]:
     m, v = np.zeros_like(theta), np.zeros_like(theta)
     out = [theta.copy()]
     for t in range(1, cfg.steps + 1):
-        batches = [micro_batch(cfg, t, r, teacher) for r in range(cfg.n)]
+        batches = [micro_batch(cfg, t, r, teacher, j) for r in range(cfg.n) for j in range(cfg.micro_batches)]
         x = np.concatenate([b[0] for b in batches])
         y = np.concatenate([b[1] for b in batches])
         theta = cfg.optimizer.update(theta, cfg.model.gradient(theta, x, y), m, v, t)
@@ -222,13 +227,21 @@ def simulate_reference(cfg: FeasibilityConfig) -> list[np.ndarray]:
 
 def simulate_shardwise_local(cfg: FeasibilityConfig) -> np.ndarray:
     """What the colocated update *is*, written as one process: at every step shard r of θ takes an Adam
-    step with the gradient of rank r's micro-batch alone (1/N of the global batch) — each shard trained
-    on its own slice of the data, like local SGD with a different data shard per parameter shard."""
+    step with the gradient of rank r's micro-batch(es) alone (1/N of the global batch) — each shard
+    trained on its own slice of the data, like local SGD with a different data shard per parameter
+    shard. Several micro-batches: their gradients summed in order, then divided by their number."""
     teacher, theta = _teacher(cfg), _theta0(cfg)
     m, v = np.zeros_like(theta), np.zeros_like(theta)
     part = chunk_bounds(theta.size, cfg.n)
+    k = cfg.micro_batches
+
+    def own(t: int, r: int) -> np.ndarray:
+        g = cfg.model.gradient(theta, *micro_batch(cfg, t, r, teacher))
+        for j in range(1, k):
+            g = g + cfg.model.gradient(theta, *micro_batch(cfg, t, r, teacher, j))
+        return g / k if k > 1 else g
+
     for t in range(1, cfg.steps + 1):
-        g = np.concatenate([cfg.model.gradient(theta, *micro_batch(cfg, t, r, teacher))[a:b]
-                            for r, (a, b) in enumerate(part)])
+        g = np.concatenate([own(t, r)[a:b] for r, (a, b) in enumerate(part)])
         theta = cfg.optimizer.update(theta, g, m, v, t)
     return theta
