@@ -57,10 +57,28 @@ def test_group_codes_and_first_rows_follow_pandas():
     a = rng.integers(0, 4, 500)
     b = rng.choice([1.5, 2.0, np.nan], 500)
     c = rng.integers(-1, 3, 500).astype(np.int8)
-    code, k = C.group_codes(a, b, c)
-    want = pd.DataFrame({"a": a, "b": b, "c": c}).groupby(["a", "b", "c"], sort=False, dropna=False).ngroup()
+    d = rng.choice([4.0, 128.0, np.nan], 500)  # whole numbers of a small range, and NaN
+    e = rng.choice([1e12, 3.0, 7e15], 500)  # whole numbers of a wide range
+    code, k = C.group_codes(a, b, c, d, e)
+    want = (pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "e": e})
+            .groupby(["a", "b", "c", "d", "e"], sort=False, dropna=False).ngroup())
     assert code.tolist() == want.tolist() and k == want.max() + 1
+    for one in (a, d, e):
+        assert C.group_codes(one)[0].tolist() == pd.factorize(one, use_na_sentinel=False)[0].tolist()
     assert C.first_rows(code).tolist() == np.unique(code, return_index=True)[1].tolist()
+
+
+def test_group_sums_are_pandas_groupby_sums_to_the_bit():
+    rng = np.random.default_rng(4)
+    key = rng.integers(0, 40, 2000) * 7
+    vals = rng.random(2000) * 1e9 / 3  # not whole numbers: the summation order shows in the last bits
+    vals[rng.random(2000) < 0.1] = np.nan
+    labels, k = C.sorted_labels(key)
+    assert labels.tolist() == pd.factorize(key, sort=True)[0].tolist() and k == len(np.unique(key))
+    got = C.group_sums(labels, k, {"v": vals}, min_count=1)
+    want = pd.Series(vals).groupby(key).sum(min_count=1)
+    assert got["v"].to_numpy().tobytes() == want.to_numpy().tobytes()
+    assert got["size"].tolist() == pd.Series(vals).groupby(key).size().tolist()
 
 
 def test_codes_of_string_and_category_columns_agree():

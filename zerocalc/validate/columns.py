@@ -10,6 +10,7 @@ searches run in numpy, or once per distinct group (:func:`distinct_runs`), not o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -144,18 +145,90 @@ def isna(values: np.ndarray) -> np.ndarray:
 
 def group_codes(*arrays: np.ndarray) -> tuple[np.ndarray, int]:
     """One integer per distinct combination of the arrays' values, numbered in order of first
-    appearance (as ``groupby(sort=False, dropna=False).ngroup()``; NaN is a value), and the count."""
-    if not arrays or len(arrays[0]) == 0:
-        return np.zeros(len(arrays[0]) if arrays else 0, dtype=np.int64), 0
-    code, k = None, 0
+    appearance (as ``groupby(sort=False, dropna=False).ngroup()``; NaN is a value), and the count.
+
+    Integer arrays of a small range (codes, ranks, steps) are combined as they are; other arrays are
+    factorized first; the combination is factorized once.
+    """
+    n = len(arrays[0]) if arrays else 0
+    if n == 0:
+        return np.zeros(n, dtype=np.int64), 0
+    code, size = None, 1
     for a in arrays:
-        c, u = pd.factorize(a, use_na_sentinel=False)
+        c, k = _small_codes(np.asarray(a))
+        if c is None:
+            c, u = pd.factorize(a, use_na_sentinel=False)
+            c, k = c.astype(np.int64), len(u)
         if code is None:
-            code, k = c.astype(np.int64), len(u)
-        else:
-            code, uniq = pd.factorize(code * len(u) + c, use_na_sentinel=False)
-            k = len(uniq)
-    return code, k
+            code, size = c, k
+            continue
+        if size * k >= 1 << 62:
+            code, u = pd.factorize(code)
+            size = len(u)
+        code, size = code * k + c, size * k
+    return _renumber(code, size)
+
+
+def _small_codes(a: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """``a`` as non-negative integers below a small bound (value − min; NaN one past the largest) when
+    its values are whole numbers of a small range (codes, ranks, steps, group sizes); (None, 0) else."""
+    if a.dtype.kind in "iub":
+        lo, hi = int(a.min()), int(a.max())
+        return (a.astype(np.int64) - lo, hi - lo + 1) if hi - lo < 1 << 24 else (None, 0)
+    if a.dtype.kind != "f":
+        return None, 0
+    nan = np.isnan(a)
+    has_nan = bool(nan.any())
+    vals = a[~nan] if has_nan else a
+    if not len(vals):
+        return np.zeros(len(a), dtype=np.int64), 1
+    lo, hi = float(vals.min()), float(vals.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo >= 1 << 24:
+        return None, 0
+    if not np.all(vals == np.floor(vals)):
+        return None, 0
+    span = int(hi - lo) + 1
+    c = (np.where(nan, hi + 1, a) - lo).astype(np.int64) if has_nan else (a - lo).astype(np.int64)
+    return c, span + has_nan
+
+
+def _renumber(code: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Non-negative integers below ``size`` renumbered 0, 1, … in order of first appearance: through a
+    table of each value's first row when ``size`` is small, else by hashing."""
+    n = len(code)
+    if size > 4 * n + 1024:
+        c, u = pd.factorize(code)
+        return c.astype(np.int64), len(u)
+    first = np.full(size, n, dtype=np.int64)
+    np.minimum.at(first, code, np.arange(n))
+    values = np.flatnonzero(first < n)
+    lut = np.empty(size, dtype=np.int64)
+    lut[values[np.argsort(first[values], kind="stable")]] = np.arange(len(values))
+    return lut[code], len(values)
+
+
+def group_sums(labels: np.ndarray, k: int, values: dict[str, np.ndarray], *,
+               min_count: int = 0) -> pd.DataFrame:
+    """Per label 0 … k-1 (every label present), the sum of each array in ``values``, by pandas' own
+    group sum (compensated, in row order: the same floats as ``groupby(...).sum()`` on the same rows),
+    without hashing the labels again; column ``size`` counts the rows."""
+    key = pd.Categorical.from_codes(labels, categories=pd.RangeIndex(k), validate=False)
+    grouped = pd.DataFrame(values).groupby(key, observed=True, sort=True)
+    out = grouped.sum(min_count=min_count).reset_index(drop=True)
+    out["size"] = np.bincount(labels, minlength=k)
+    return out
+
+
+def sorted_labels(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """Non-negative integers renumbered 0, 1, … in increasing order (a table when small, else sorting)."""
+    if not len(key):
+        return np.zeros(0, dtype=np.int64), 0
+    size = int(key.max()) + 1
+    if size <= 4 * len(key) + 1024:
+        present = np.bincount(key, minlength=size) > 0
+        return (np.cumsum(present) - 1)[key], int(present.sum())
+    u, inv = np.unique(key, return_inverse=True)
+    return inv.reshape(-1), len(u)
 
 
 def first_rows(labels: np.ndarray) -> np.ndarray:
@@ -165,19 +238,6 @@ def first_rows(labels: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     seen = np.maximum.accumulate(labels)
     return np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))
-
-
-def sorted_group_codes(*arrays: np.ndarray) -> tuple[np.ndarray, int]:
-    """As :func:`group_codes`, numbered in the sorted order of the combinations (first array first);
-    NaN sorts last. The arrays are numeric or :class:`Codes` already ranked by the caller."""
-    if not arrays or len(arrays[0]) == 0:
-        return np.zeros(len(arrays[0]) if arrays else 0, dtype=np.int64), 0
-    code = np.zeros(len(arrays[0]), dtype=np.int64)
-    for a in arrays:
-        u, inv = np.unique(a, return_inverse=True)  # NaN sorts last (and is one value since numpy 1.21)
-        code = code * len(u) + inv.reshape(-1)
-    u, inv = np.unique(code, return_inverse=True)
-    return inv.reshape(-1).astype(np.int64), len(u)
 
 
 def run_bounds(key: np.ndarray) -> np.ndarray:

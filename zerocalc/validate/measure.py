@@ -25,7 +25,15 @@ from zerocalc.validate.accounting import (
     ring_bytes_factor,
 )
 from zerocalc.validate.classify import CATEGORIES, STEP
-from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, run_bounds
+from zerocalc.validate.columns import (
+    Codes,
+    Rows,
+    first_rows,
+    group_codes,
+    group_sums,
+    run_bounds,
+    sorted_labels,
+)
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_micro_batches, infer_steps
 
@@ -147,6 +155,9 @@ def measure(
     rows, rank, ranks_how = assign_ranks(rows)
     if ranks_how:
         notes.append(ranks_how)
+    bounds = run_bounds(rank)  # the calls are ordered by rank: each rank's as 0, 1, … in rank order
+    ranks = tuple(rank[bounds[:-1]].tolist())
+    rank_idx = np.repeat(np.arange(len(ranks), dtype=np.int32), np.diff(bounds))
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
@@ -154,7 +165,7 @@ def measure(
     gs, groups = infer.infer_n(rows, rank, ops, full, world, n)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
-    eb, more = infer.fill_elem_types(rows, rank, ops, full, dt, dtype)
+    eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype)
     notes += more
     full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb)
     notes += more
@@ -168,15 +179,16 @@ def measure(
                                            in_e, out_e, gs, small, steps)
     del in_e, out_e
     notes += more
-    cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank)
+    cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     grad = classify.gradient_calls(cat, ops, full)
-    mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank, step_id,
+    mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()))
     syncs = mb.k if mb.grad_sync == "every" else 1
     shard_only = groups.shard is not None
-    psi_trace, more = infer.psi_in_trace(grad, ops, full, rank, step_id, syncs=syncs, shard_only=shard_only)
+    psi_trace, more = infer.psi_in_trace(grad, ops, full, rank_idx, step_id, syncs=syncs,
+                                         shard_only=shard_only)
     notes += more
-    cat = classify.small_traffic(cat, ops, full, rank, step_id, small,
+    cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
                                  psi_trace if psi_trace is not None else psi)
     del small
     grad = classify.gradient_calls(cat, ops, full)
@@ -192,9 +204,6 @@ def measure(
     cols = CallColumns(rows=rows, rank=rank, step_id=step_id, ops=ops, group_size=gs, full_elements=full,
                        elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
                        duration_s=rows.num("duration_s"))
-    bounds = run_bounds(rank)  # the calls are ordered by rank
-    ranks = tuple(rank[bounds[:-1]].tolist())
-    rank_idx = np.repeat(np.arange(len(ranks)), np.diff(bounds))
     steps_used = np.unique(step_id[step_id >= 0])
     n_steps = len(steps_used) or 1
     per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used)
@@ -240,19 +249,18 @@ def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, 
     by_name = {c: i for i, c in enumerate(sorted(CATEGORIES))}
     alpha = np.array([by_name[c] for c in CATEGORIES], dtype=np.int64)
     lo, hi = int(cols.step_id.min()), int(cols.step_id.max())
-    key = ((rank_idx.astype(np.int64) * (hi - lo + 1) + (cols.step_id - lo)) * len(CATEGORIES)
-           + alpha[cols.cat])
-    sums = (pd.DataFrame({"bytes_sent": cols.bytes_sent, "duration_s": cols.duration_s})
-            .groupby(key, sort=True))
-    keys = sums.size()
-    k = keys.index.to_numpy()
-    names_sorted = np.array(sorted(CATEGORIES), dtype=object)
+    n_cat, n_step = len(CATEGORIES), hi - lo + 1
+    key = (rank_idx.astype(np.int64) * n_step + (cols.step_id - lo)) * n_cat + alpha[cols.cat]
+    labels, k = sorted_labels(key)
+    keys = np.empty(k, dtype=np.int64)
+    keys[labels] = key
+    sums = group_sums(labels, k, {"b": cols.bytes_sent})
     per_step = pd.DataFrame({
-        "rank": np.asarray(ranks, dtype=np.int64)[k // len(CATEGORIES) // (hi - lo + 1)],
-        "step_id": (k // len(CATEGORIES) % (hi - lo + 1) + lo).astype(np.int64),
-        "category": names_sorted[k % len(CATEGORIES)],
-        "calls": keys.to_numpy(), "bytes_sent": sums["bytes_sent"].sum().to_numpy(),
-        "duration_s": sums["duration_s"].sum(min_count=1).to_numpy(),
+        "rank": np.asarray(ranks, dtype=np.int64)[keys // n_cat // n_step],
+        "step_id": (keys // n_cat % n_step + lo).astype(np.int64),
+        "category": np.array(sorted(CATEGORIES), dtype=object)[keys % n_cat],
+        "calls": sums["size"].to_numpy(np.int64), "bytes_sent": sums["b"].to_numpy(),
+        "duration_s": group_sums(labels, k, {"d": cols.duration_s}, min_count=1)["d"].to_numpy(),
     })
     n_rank_steps = len(ranks) * max(len(steps_used), 1)
     grid_steps = steps_used if len(steps_used) else np.zeros(1, dtype=np.int64)
@@ -287,30 +295,33 @@ def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray,
     """
     if not len(step):
         return (), 0
-    code, names = pd.factorize(cols.ops.codes[step])  # ops numbered in order of first appearance
-    names = [cols.ops.names[c] if c >= 0 else "nan" for c in names.tolist()]
-    pair, _ = group_codes(rank_idx[step], cols.step_id[step])
-    base = len(names) + 1
-    first = first_rows(pair * base + code)  # each op's first call in each (rank, step)
+    code, n_ops = group_codes(cols.ops.codes[step])  # ops numbered in order of first appearance
+    op_codes = cols.ops.codes[step][first_rows(code)]
+    names = [cols.ops.names[c] if c >= 0 else "nan" for c in op_codes.tolist()]
+    pair, n_pairs = group_codes(rank_idx[step], cols.step_id[step])
+    base = n_ops + 1
+    first = first_rows(pair * base + code)  # each op's first call in each (rank, step), in call order
     first.sort()
     p_first, c_first = pair[first], code[first]
-    pos = pd.Series(p_first).groupby(p_first, sort=False).cumcount().to_numpy()
-    digits = (c_first.astype(np.int64) + 1) * base ** pos.astype(np.int64)
-    keys = pd.Series(digits).groupby(p_first, sort=False).sum().to_numpy()
-    variant, uniq = pd.factorize(keys)  # orders numbered in order of first appearance
+    # position of each first call within its (rank, step): its index among the pair's first calls
+    by_pair = np.argsort(p_first, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(p_first, minlength=n_pairs))[:-1]])
+    pos = np.empty(len(first), dtype=np.int64)
+    pos[by_pair] = np.arange(len(first)) - starts[p_first[by_pair]]
+    digits = (c_first.astype(np.int64) + 1) * base ** pos
+    keys = np.bincount(p_first, weights=digits, minlength=n_pairs) if base ** int(pos.max()) * base < 2**52 \
+        else pd.Series(digits).groupby(p_first).sum().to_numpy()
+    variant, uniq = pd.factorize(keys.astype(np.int64))  # orders numbered in order of first appearance
     counts = np.bincount(variant)
     key = int(uniq[int(np.argmax(counts))])
     order = []
     while key:
         key, digit = divmod(key, base)
         order.append(names[digit - 1])
-    by_op = pd.DataFrame({"e": cols.full_elements[step], "b": cols.bytes_sent[step]}).groupby(code)
-    calls, elems, sent = by_op.size(), by_op["e"].sum(), by_op["b"].sum()
-    pattern = tuple(
-        (o, float(calls.at[names.index(o)]) / n_rank_steps, float(elems.at[names.index(o)]) / n_rank_steps,
-         float(sent.at[names.index(o)]) / n_rank_steps)
-        for o in order
-    )
+    agg = group_sums(code, n_ops, {"e": cols.full_elements[step], "b": cols.bytes_sent[step]})
+    mean = {o: tuple(float(agg[c].iat[j]) / n_rank_steps for c in ("size", "e", "b"))
+            for j, o in enumerate(names)}
+    pattern = tuple((o, *mean[o]) for o in order)
     return pattern, len(counts)
 
 
@@ -319,15 +330,14 @@ def _measured_groups(cols: CallColumns, step: np.ndarray, n_rank_steps: int, op_
     ops in ``op_order``, then by first appearance."""
     if not len(step):
         return ()
-    kind, _ = group_codes(cols.ops.codes[step], cols.group_size[step], cols.dtype.codes[step])
-    agg = pd.DataFrame({"e": cols.full_elements[step], "b": cols.bytes_sent[step]}).groupby(kind, sort=False)
-    calls, elems, sent = agg.size(), agg["e"].sum(), agg["b"].sum()
+    kind, k = group_codes(cols.ops.codes[step], cols.group_size[step], cols.dtype.codes[step])
+    agg = group_sums(kind, k, {"e": cols.full_elements[step], "b": cols.bytes_sent[step]})
     first = step[first_rows(kind)]
     out = []
     for j, i in enumerate(first.tolist()):
         c, d = cols.ops.codes[i], cols.dtype.codes[i]
         out.append((cols.ops.names[c] if c >= 0 else "nan", int(cols.group_size[i]), cols.dtype.names[d],
-                    float(calls.iat[j]) / n_rank_steps, float(elems.iat[j]) / n_rank_steps,
-                    float(sent.iat[j]) / n_rank_steps))
+                    float(agg["size"].iat[j]) / n_rank_steps, float(agg["e"].iat[j]) / n_rank_steps,
+                    float(agg["b"].iat[j]) / n_rank_steps))
     rank = {o: i for i, o in enumerate(op_order)}
     return tuple(sorted(out, key=lambda t: rank.get(t[0], len(rank))))
