@@ -85,7 +85,8 @@ def select_calls(table: pd.DataFrame, meta: dict | None, ops: Codes | None = Non
         hint = (" (nccl-tests output and comms-logger summaries are not per-call traces)"
                 if aside.any() else "")
         raise TraceMismatchError(f"no collectives in {names}: nothing to check{hint}")
-    return rows.subset(np.flatnonzero(keep)), notes
+    kept = np.flatnonzero(keep)
+    return rows.subset(kept.astype(np.int32) if len(table) < 2**31 else kept), notes
 
 
 def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:

@@ -107,10 +107,14 @@ class Rows:
         return name in self.table.columns
 
     def num(self, name: str) -> np.ndarray:
-        """Column ``name`` as float64, NaN where missing (all NaN when the table lacks it)."""
-        if name not in self.table.columns:
-            return np.full(len(self.idx), np.nan)
-        return numeric(self.table[name])[self.idx]
+        """Column ``name`` as float64, NaN where missing. A column missing everywhere (or absent) is a
+        read-only view of one NaN, which takes no memory per call."""
+        if name not in self.table.columns or not self.table[name].notna().any():
+            return np.broadcast_to(np.float64(np.nan), (len(self.idx),))
+        col = self.table[name]
+        if col.dtype.kind in "iuf" and not isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+            return col.to_numpy()[self.idx].astype(np.float64)
+        return numeric(col.take(self.idx))
 
     def codes(self, name: str) -> Codes:
         """Column ``name`` as :class:`Codes` at these rows."""
@@ -158,14 +162,17 @@ def group_codes(*arrays: np.ndarray) -> tuple[np.ndarray, int]:
         c, k = _small_codes(np.asarray(a))
         if c is None:
             c, u = pd.factorize(a, use_na_sentinel=False)
-            c, k = c.astype(np.int64), len(u)
+            c, k = c.astype(np.int64, copy=False), len(u)
         if code is None:
-            code, size = c, k
+            code, size = c, k  # a new array in every case: combined in place below
             continue
         if size * k >= 1 << 62:
             code, u = pd.factorize(code)
-            size = len(u)
-        code, size = code * k + c, size * k
+            code, size = code.astype(np.int64, copy=False), len(u)
+        code *= k
+        code += c
+        size *= k
+        del c
     return _renumber(code, size)
 
 
@@ -174,7 +181,7 @@ def _small_codes(a: np.ndarray) -> tuple[np.ndarray | None, int]:
     its values are whole numbers of a small range (codes, ranks, steps, group sizes); (None, 0) else."""
     if a.dtype.kind in "iub":
         lo, hi = int(a.min()), int(a.max())
-        return (a.astype(np.int64) - lo, hi - lo + 1) if hi - lo < 1 << 24 else (None, 0)
+        return (np.subtract(a, lo, dtype=np.int64), hi - lo + 1) if hi - lo < 1 << 24 else (None, 0)
     if a.dtype.kind != "f":
         return None, 0
     nan = np.isnan(a)
@@ -188,7 +195,11 @@ def _small_codes(a: np.ndarray) -> tuple[np.ndarray | None, int]:
     if not np.all(vals == np.floor(vals)):
         return None, 0
     span = int(hi - lo) + 1
-    c = (np.where(nan, hi + 1, a) - lo).astype(np.int64) if has_nan else (a - lo).astype(np.int64)
+    c = np.empty(len(a), dtype=np.int64)
+    with np.errstate(invalid="ignore"):  # NaN, cast to a meaningless integer, is then overwritten
+        np.subtract(a, lo, out=c, casting="unsafe")
+    if has_nan:
+        c[nan] = span
     return c, span + has_nan
 
 
@@ -196,15 +207,16 @@ def _renumber(code: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     """Non-negative integers below ``size`` renumbered 0, 1, … in order of first appearance: through a
     table of each value's first row when ``size`` is small, else by hashing."""
     n = len(code)
-    if size > 4 * n + 1024:
+    if size > n + 1024 or n >= 2**31:
         c, u = pd.factorize(code)
         return c.astype(np.int64), len(u)
-    first = np.full(size, n, dtype=np.int64)
-    np.minimum.at(first, code, np.arange(n))
+    first = np.full(size, n, dtype=np.int32)  # tables of at most n entries, 4 B each
+    np.minimum.at(first, code, np.arange(n, dtype=np.int32))
     values = np.flatnonzero(first < n)
-    lut = np.empty(size, dtype=np.int64)
-    lut[values[np.argsort(first[values], kind="stable")]] = np.arange(len(values))
-    return lut[code], len(values)
+    lut = np.empty(size, dtype=np.int32)
+    lut[values[np.argsort(first[values], kind="stable")]] = np.arange(len(values), dtype=np.int32)
+    del first
+    return lut[code].astype(np.int64), len(values)
 
 
 def group_sums(labels: np.ndarray, k: int, values: dict[str, np.ndarray], *,

@@ -219,8 +219,9 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
     """
     notes: list[str] = []
     data_ops = ops.isin(_OP_VERBS)
-    approx = np.full(len(rows), np.nan)
+    approx = np.broadcast_to(np.float64(np.nan), (len(rows),))  # read-only, no memory per call
     if rows.has("msg_size_bytes"):
+        approx = np.full(len(rows), np.nan)
         msg = rows.num("msg_size_bytes")
         use = data_ops & np.isnan(full) & ~np.isnan(msg)
         approx[use] = np.where(ops.eq("all_gather")[use], msg[use] * gs[use], msg[use])

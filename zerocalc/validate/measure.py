@@ -48,7 +48,9 @@ class CallColumns:
     """
 
     rows: Rows
-    rank: np.ndarray
+    #: the ranks in increasing order, and each call's as an index into them
+    ranks: tuple[int, ...]
+    rank_idx: np.ndarray
     step_id: np.ndarray
     ops: Codes
     group_size: np.ndarray
@@ -64,10 +66,11 @@ class CallColumns:
         measured columns (see :attr:`Measurement.calls`)."""
         table = self.rows.table.take(self.rows.idx).reset_index(drop=True)
         return table.assign(
-            rank=self.rank, step_id=self.step_id, elem_bytes_used=self.elem_bytes,
+            rank=np.asarray(self.ranks, dtype=np.int64)[self.rank_idx], step_id=self.step_id.astype(np.int64),
+            elem_bytes_used=self.elem_bytes,
             full_elements=self.full_elements, bytes_sent=self.bytes_sent,
             category=np.array(list(CATEGORIES), dtype=object)[self.cat],
-            duration_used_s=self.duration_s, group_size_used=self.group_size)
+            duration_used_s=np.array(self.duration_s), group_size_used=self.group_size)
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,7 @@ def measure(
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
                                            in_e, out_e, gs, small, steps)
-    del in_e, out_e
+    del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     grad = classify.gradient_calls(cat, ops, full)
@@ -201,8 +204,8 @@ def measure(
     sides = infer.side_dtypes(dt, ops, cat == STEP, classify.gradient_calls(cat, ops, full), full, eb,
                               (comm_dtype, comm_eb))
 
-    cols = CallColumns(rows=rows, rank=rank, step_id=step_id, ops=ops, group_size=gs, full_elements=full,
-                       elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
+    cols = CallColumns(rows=rows, ranks=ranks, rank_idx=rank_idx, step_id=step_id, ops=ops, group_size=gs,
+                       full_elements=full, elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
                        duration_s=rows.num("duration_s"))
     steps_used = np.unique(step_id[step_id >= 0])
     n_steps = len(steps_used) or 1
@@ -260,7 +263,8 @@ def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, 
         "step_id": (keys // n_cat % n_step + lo).astype(np.int64),
         "category": np.array(sorted(CATEGORIES), dtype=object)[keys % n_cat],
         "calls": sums["size"].to_numpy(np.int64), "bytes_sent": sums["b"].to_numpy(),
-        "duration_s": group_sums(labels, k, {"d": cols.duration_s}, min_count=1)["d"].to_numpy(),
+        "duration_s": (np.full(k, np.nan) if cols.duration_s.strides == (0,)  # no durations at all
+                       else group_sums(labels, k, {"d": cols.duration_s}, min_count=1)["d"].to_numpy()),
     })
     n_rank_steps = len(ranks) * max(len(steps_used), 1)
     grid_steps = steps_used if len(steps_used) else np.zeros(1, dtype=np.int64)

@@ -76,26 +76,32 @@ def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -
     return int(periods[i]), int(want)
 
 
+def _zero_nan(a: np.ndarray) -> np.ndarray:
+    """``a`` with NaN as 0 (in place when ``a`` may be written: the caller's copy is done with)."""
+    return np.nan_to_num(a, copy=not a.flags.writeable)
+
+
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
                 gs: np.ndarray, small: np.ndarray, steps: int | None) -> tuple[np.ndarray, str, list[str]]:
     """The step of every call (-1 outside the steps), how the steps were found, and notes.
 
     From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
     where it has them; else each rank's calls (sorted by rank) end in repetitions of one pattern
-    (:func:`_repeating_suffix`) that holds at least one collective carrying data.
+    (:func:`_repeating_suffix`) that holds at least one collective carrying data. ``in_e`` and
+    ``out_e`` are spent: their NaN become 0.
     """
     notes: list[str] = []
-    step_id = np.full(len(rank), -1, dtype=np.int64)
+    step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked) if marked is not None else np.zeros(len(rank), bool)
     if step_marked.any():
-        step_id[step_marked] = marked[step_marked].astype(np.int64)
+        step_id[step_marked] = marked[step_marked].astype(np.int32)
         n_marked = len(np.unique(step_id[step_marked]))
         if steps is not None and steps != n_marked:
             raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
         return step_id, f"{n_marked} step(s) from the trace's step markers", notes
     periods = {}
     # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
-    sig, _ = group_codes(ops.codes, np.nan_to_num(in_e), np.nan_to_num(out_e), gs)
+    sig, _ = group_codes(ops.codes, _zero_nan(in_e), _zero_nan(out_e), gs)
     carries = ops.isin(_OP_VERBS) & ~small
     bounds = run_bounds(rank)
     found: dict[tuple[bytes, int], tuple[int, int]] = {}  # ranks that made the same calls: one search
