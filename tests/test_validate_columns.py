@@ -93,12 +93,15 @@ def test_codes_of_string_and_category_columns_agree():
 
 def test_rank_order_is_pandas_stable_sort_with_nan_last():
     rng = np.random.default_rng(3)
-    for sorted_within in (True, False):
+    for layout in ("log", "per rank", "shuffled"):
         rank = rng.integers(0, 5, 300)
         start = rng.choice([0.5, 1.0, 2.0, np.nan], 300)
         line = rng.integers(0, 50, 300).astype(float)
-        if sorted_within:  # the common case: each rank's rows already in order
+        if layout == "log":  # one log's line order: in order over the whole trace
             start, line = np.full(300, np.nan), np.arange(300, dtype=float)
+        if layout == "per rank":  # each rank's rows in order, the ranks' times interleaved out of order
+            start = np.where(rng.random(300) < 0.1, np.nan, 0.0)
+            line = np.array([(rank[:i] == rank[i]).sum() * 10.0 - rank[i] for i in range(300)])
         df = pd.DataFrame({"r": rank, "s": start, "l": line})
         want = df.sort_values(["r", "s", "l"], kind="stable", na_position="last").index.to_numpy()
         assert _lexsort_nan_last([rank, start, line]).tolist() == want.tolist()

@@ -126,14 +126,15 @@ class Rows:
         """Where column ``name`` holds a value."""
         return self.table[name].notna().to_numpy()[self.idx]
 
-    def isna(self, name: str) -> np.ndarray:
-        """Where column ``name`` holds no value."""
-        return ~self.notna(name)
-
     def values(self, name: str) -> np.ndarray:
-        """Column ``name`` as numbers to group by: float64 (NaN: missing) for a numeric column, else
-        :class:`Codes`' codes (-1: missing)."""
-        if self.table[name].dtype.kind in "iufb":
+        """Column ``name`` as numbers to group by: non-negative integers as they are, float64 (NaN:
+        missing) for another numeric column, else :class:`Codes`' codes (-1: missing)."""
+        col = self.table[name]
+        if col.dtype.kind in "iu" and not isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+            v = col.to_numpy()[self.idx]  # plain integers, none missing: as they are unless negative
+            if not len(v) or v.min() >= 0:
+                return v
+        if col.dtype.kind in "iufb":
             return self.num(name)
         return self.codes(name).codes
 

@@ -70,12 +70,18 @@ def _ranks_by_process(rows: Rows, rank: np.ndarray) -> tuple[np.ndarray, str]:
     na = np.isnan(rank)
     if not na.any():
         return rank.astype(np.int64), ""
-    cols = [c for c in PROCESS_COLUMNS if rows.has(c) and rows.notna(c)[na].any()]
-    if {"host", "pid"} <= set(cols) and rows.notna("host")[na].all() and rows.notna("pid")[na].all():
+    every = bool(na.all())  # the common case (no rank anywhere): no row to leave out
+
+    def at_na(a: np.ndarray) -> np.ndarray:
+        return a if every else a[na]
+
+    cols = [c for c in PROCESS_COLUMNS if rows.has(c) and at_na(rows.notna(c)).any()]
+    if {"host", "pid"} <= set(cols) and at_na(rows.notna("host")).all() and at_na(rows.notna("pid")).all():
         # a process named by host and pid is one process in every file holding its lines: the
         # parts of a log rotated or split by line count are one run, not one run per part
         cols = [c for c in cols if c != "file"]
-    vals = {c: rows.values(c)[na] for c in cols}
+    vals = {c: at_na(rows.values(c)) for c in cols}
+    proc = None
     if "device" in cols:  # named only when some process drives several devices
         by = [c for c in cols if c != "device"]
         if by:
@@ -83,8 +89,9 @@ def _ranks_by_process(rows: Rows, rank: np.ndarray) -> tuple[np.ndarray, str]:
             dev = vals["device"]
             many = _nunique_per(key, dev, ~isna(dev), k).max() > 1
         if not by or not many:
-            cols = [c for c in cols if c != "device"]
-    proc, k = group_codes(*(vals[c] for c in cols))
+            cols = by
+            proc = (key, k) if by else None
+    proc, k = proc or group_codes(*(vals[c] for c in cols))
     known = rank[~na]
     base = int(known.max()) + 1 if len(known) else 0
     out = np.empty(len(rank), dtype=np.int64)
@@ -96,35 +103,43 @@ def _ranks_by_process(rows: Rows, rank: np.ndarray) -> tuple[np.ndarray, str]:
                  f"({' + '.join(cols)}) and numbered {span} in order of appearance")
 
 
+def _in_order(keys: list[np.ndarray], within: np.ndarray | None) -> bool:
+    """Whether consecutive rows never go down in the tuple of ``keys`` (NaN after every number), among
+    the pairs ``within`` marks (None: all)."""
+    undecided = np.ones(len(keys[0]) - 1, bool) if within is None else within.copy()
+    for k in keys:
+        a, b = k[:-1], k[1:]
+        a_nan, b_nan = np.isnan(a), np.isnan(b)
+        if (undecided & ~b_nan & (a_nan | (a > b))).any():  # a pair out of order
+            return False
+        undecided &= ~(~a_nan & (b_nan | (a < b)))  # pairs already in order stay so
+    return True
+
+
 def _lexsort_nan_last(keys: list[np.ndarray]) -> np.ndarray:
     """Stable order of rows by ``keys`` (first key first), NaN after every number: the order of
     ``DataFrame.sort_values(kind="stable", na_position="last")``.
 
     The first key (the rank, small integers) is sorted by radix; the rest are only checked to be in
-    order already within each rank (a trace's own line order), and sorted when they are not.
+    order already (over the whole trace, as a log's own line order is; else within each rank), and
+    sorted when they are not.
     """
     first = keys[0]
     lo = int(first.min()) if len(first) else 0
     span = int(first.max()) - lo if len(first) else 0
     small = first - lo
     order = np.argsort(small.astype(np.uint16) if span < 2**16 else small, kind="stable")
-    rest = [k[order] for k in keys[1:]]
-    same = first[order][1:] == first[order][:-1]
-    # each later row in the same rank must not sort before the previous one
-    undecided = same.copy()
-    for k in rest:
-        a, b = k[:-1], k[1:]
-        a_nan, b_nan = np.isnan(a), np.isnan(b)
-        before = np.where(a_nan, False, b_nan | (a < b))
-        after = np.where(b_nan, False, a_nan | (a > b))
-        if (undecided & after).any():
-            cols = []  # np.lexsort: the last key first; each key's NaN flag before its value
-            for k in reversed(keys):
-                k = np.asarray(k, dtype=float)
-                cols += [np.where(np.isnan(k), 0.0, k), np.isnan(k)]
-            return np.lexsort(cols)
-        undecided &= ~before
-    return order
+    # a key missing everywhere (a read-only view of one NaN) decides nothing
+    rest = [np.asarray(k, dtype=float) for k in keys[1:] if k.strides != (0,) or not np.isnan(k[:1]).all()]
+    if not rest or len(first) < 2 or _in_order(rest, None):
+        return order
+    ranked = first[order]
+    if _in_order([k[order] for k in rest], ranked[1:] == ranked[:-1]):
+        return order
+    cols = []  # np.lexsort: the last key first; each key's NaN flag before its value
+    for k in reversed([np.asarray(first, dtype=float), *rest]):
+        cols += [np.where(np.isnan(k), 0.0, k), np.isnan(k)]
+    return np.lexsort(cols)
 
 
 def _order_calls(rows: Rows, rank: np.ndarray) -> np.ndarray:
