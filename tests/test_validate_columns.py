@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from zerocalc.traces import read_traces
-from zerocalc.validate import check
+from zerocalc.traces.schema import CANONICAL_COLUMNS
+from zerocalc.validate import check, measure
 from zerocalc.validate import columns as C
 from zerocalc.validate.ranks import _lexsort_nan_last
 
@@ -75,9 +76,11 @@ def test_group_sums_are_pandas_groupby_sums_to_the_bit():
     vals[rng.random(2000) < 0.1] = np.nan
     labels, k = C.sorted_labels(key)
     assert labels.tolist() == pd.factorize(key, sort=True)[0].tolist() and k == len(np.unique(key))
-    got = C.group_sums(labels, k, {"v": vals}, min_count=1)
-    want = pd.Series(vals).groupby(key).sum(min_count=1)
-    assert got["v"].to_numpy().tobytes() == want.to_numpy().tobytes()
+    whole = np.floor(rng.random(2000) * 1e12)  # whole numbers: summed exactly, by bincount
+    got = C.group_sums(labels, k, {"v": vals, "w": whole}, min_count=1)
+    for name, v in (("v", vals), ("w", whole)):
+        want = pd.Series(v).groupby(key).sum(min_count=1)
+        assert got[name].to_numpy().tobytes() == want.to_numpy().tobytes()
     assert got["size"].tolist() == pd.Series(vals).groupby(key).size().tolist()
 
 
@@ -126,3 +129,24 @@ def test_check_is_the_same_on_category_columns(trace):
     as_cat = check(cat, meta=ts.meta)
     assert json.dumps(as_cat.as_dict(), default=str) == json.dumps(plain.as_dict(), default=str)
     assert as_cat.measurement.calls["category"].tolist() == plain.measurement.calls["category"].tolist()
+
+
+def test_pattern_order_is_the_most_common_over_ranks_and_steps():
+    # 3 ranks × 3 marked steps of one all-gather and one reduce-scatter of 3,000 fp32 elements on 3
+    # ranks; rank 0 gathers first, ranks 1 and 2 reduce first: two orders, (reduce-scatter, all-gather)
+    # in 6 of the 9 (rank, step) pairs
+    rows = []
+    for rank in range(3):
+        for step in range(3):
+            ops = ["all_gather", "reduce_scatter"] if rank == 0 else ["reduce_scatter", "all_gather"]
+            for op in ops:
+                shard, full = 1000, 3000
+                rows.append({"file": f"rank{rank}", "rank": rank, "step": step, "op": op, "dtype": "fp32",
+                             "elem_bytes": 4, "in_nelems": shard if op == "all_gather" else full,
+                             "out_nelems": full if op == "all_gather" else shard, "group_size": 3,
+                             "source_line": len(rows)})
+    table = pd.DataFrame(rows).reindex(columns=list(CANONICAL_COLUMNS)).astype(CANONICAL_COLUMNS)
+    m = measure(table)
+    assert m.order_variants == 2
+    # per rank and step: one call of each, 3,000 elements, 2/3 · 12,000 B = 8,000 B sent
+    assert m.pattern == (("reduce_scatter", 1.0, 3000.0, 8000.0), ("all_gather", 1.0, 3000.0, 8000.0))

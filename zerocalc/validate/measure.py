@@ -33,6 +33,7 @@ from zerocalc.validate.columns import (
     group_sums,
     run_bounds,
     sorted_labels,
+    zero_nan,
 )
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_micro_batches, infer_steps
@@ -174,9 +175,9 @@ def measure(
     notes += more
     small = classify.scalar_calls(full, approx)
     sent = np.where(np.isnan(full), approx, full * eb)  # the full vector's bytes
-    full, eb = np.nan_to_num(full), np.nan_to_num(eb)
+    full, eb = zero_nan(full, inplace=True), zero_nan(eb)
     sent = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
-                            ops, np.nan_to_num(gs, nan=1.0)) * np.nan_to_num(sent)
+                            ops, zero_nan(gs, 1.0)) * zero_nan(sent, inplace=True)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
                                            in_e, out_e, gs, small, steps)
@@ -304,8 +305,7 @@ def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray,
     names = [cols.ops.names[c] if c >= 0 else "nan" for c in op_codes.tolist()]
     pair, n_pairs = group_codes(rank_idx[step], cols.step_id[step])
     base = n_ops + 1
-    first = first_rows(pair * base + code)  # each op's first call in each (rank, step), in call order
-    first.sort()
+    first = first_rows(group_codes(pair, code)[0])  # each op's first call in each (rank, step), in call order
     p_first, c_first = pair[first], code[first]
     # position of each first call within its (rank, step): its index among the pair's first calls
     by_pair = np.argsort(p_first, kind="stable")
