@@ -14,7 +14,7 @@ import pandas as pd
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, DP_OPS, OP_NAMES, _plural, _world_sizes
-from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes
+from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_sums, zero_nan
 
 #: Category of every measured call, with what it means.
 CATEGORIES: dict[str, str] = {
@@ -93,7 +93,7 @@ def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:
     """Calls of at most :data:`SCALAR_MAX_ELEMENTS` elements (a size in bytes only: one at ≥ 1 B per
     element); calls with no size at all are not scalar."""
     sized = ~np.isnan(full) | ~np.isnan(approx)
-    small = np.where(np.isnan(full), np.nan_to_num(approx) <= SCALAR_MAX_ELEMENTS,
+    small = np.where(np.isnan(full), zero_nan(approx) <= SCALAR_MAX_ELEMENTS,
                      full <= SCALAR_MAX_ELEMENTS)
     return small & sized
 
@@ -140,8 +140,8 @@ def small_traffic(cat: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
     barrier = ops.eq("barrier")
     bc = (cat == STEP) & ops.eq("broadcast")
     if bc.any() and psi_ref:
-        pair, _ = group_codes(rank[bc], step_id[bc])
-        bc_tot = pd.Series(full[bc]).groupby(pair).sum()
+        pair, k = group_codes(rank[bc], step_id[bc])
+        bc_tot = group_sums(pair, k, {"e": full[bc]})["e"]
         if float(bc_tot.max()) < BUFFER_MAX_SHARE_OF_PSI * psi_ref:
             cat[bc] = BUFFERS
     cat[(cat == STEP) & (small | barrier)] = SCALAR

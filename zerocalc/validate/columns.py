@@ -10,7 +10,6 @@ searches run in numpy, or once per distinct group (:func:`distinct_runs`), not o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -84,7 +83,19 @@ def string_codes(col: pd.Series) -> Codes:
 
 def numeric(col: pd.Series) -> np.ndarray:
     """A nullable column as float64 with NaN where missing."""
+    if col.dtype.kind in "iufb":  # numeric already (nullable or not): no parsing
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
     return pd.to_numeric(col, errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+
+
+def zero_nan(a: np.ndarray, value: float = 0.0, *, inplace: bool = False) -> np.ndarray:
+    """``a`` with NaN replaced by ``value`` (as ``np.nan_to_num`` on arrays that hold no infinity);
+    in place when asked and ``a`` may be written."""
+    nan = np.isnan(a)
+    if inplace and a.flags.writeable:
+        a[nan] = value
+        return a
+    return np.where(nan, value, a)
 
 
 @dataclass(frozen=True)
@@ -183,25 +194,26 @@ def _small_codes(a: np.ndarray) -> tuple[np.ndarray | None, int]:
     if a.dtype.kind in "iub":
         lo, hi = int(a.min()), int(a.max())
         return (np.subtract(a, lo, dtype=np.int64), hi - lo + 1) if hi - lo < 1 << 24 else (None, 0)
-    if a.dtype.kind != "f":
+    if a.dtype.kind != "f" or not len(a):
         return None, 0
-    nan = np.isnan(a)
-    has_nan = bool(nan.any())
-    vals = a[~nan] if has_nan else a
-    if not len(vals):
-        return np.zeros(len(a), dtype=np.int64), 1
-    lo, hi = float(vals.min()), float(vals.max())
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo >= 1 << 24:
+    with np.errstate(invalid="ignore"):  # NaN and values past int64 cast to meaningless integers
+        c = a.astype(np.int64)
+        whole = c == a  # False at NaN and at fractions
+    nan = None
+    if not whole.all():
+        nan = np.isnan(a)
+        if (nan != ~whole).any():  # a fraction or an infinity
+            return None, 0
+        if nan.all():
+            return np.zeros(len(a), dtype=np.int64), 1
+    vals = c if nan is None else c[~nan]
+    lo, hi = int(vals.min()), int(vals.max())
+    if hi - lo >= 1 << 24:
         return None, 0
-    if not np.all(vals == np.floor(vals)):
-        return None, 0
-    span = int(hi - lo) + 1
-    c = np.empty(len(a), dtype=np.int64)
-    with np.errstate(invalid="ignore"):  # NaN, cast to a meaningless integer, is then overwritten
-        np.subtract(a, lo, out=c, casting="unsafe")
-    if has_nan:
-        c[nan] = span
-    return c, span + has_nan
+    c -= lo
+    if nan is not None:
+        c[nan] = hi - lo + 1
+    return c, hi - lo + 1 + (nan is not None)
 
 
 def _renumber(code: np.ndarray, size: int) -> tuple[np.ndarray, int]:
@@ -222,14 +234,34 @@ def _renumber(code: np.ndarray, size: int) -> tuple[np.ndarray, int]:
 
 def group_sums(labels: np.ndarray, k: int, values: dict[str, np.ndarray], *,
                min_count: int = 0) -> pd.DataFrame:
-    """Per label 0 … k-1 (every label present), the sum of each array in ``values``, by pandas' own
-    group sum (compensated, in row order: the same floats as ``groupby(...).sum()`` on the same rows),
-    without hashing the labels again; column ``size`` counts the rows."""
-    key = pd.Categorical.from_codes(labels, categories=pd.RangeIndex(k), validate=False)
-    grouped = pd.DataFrame(values).groupby(key, observed=True, sort=True)
-    out = grouped.sum(min_count=min_count).reset_index(drop=True)
+    """Per label 0 … k-1 (every label present), the sum of each array in ``values``: the same floats as
+    pandas' ``groupby(...).sum()`` on the same rows, without hashing the labels again; column ``size``
+    counts the rows.
+
+    Whole numbers whose magnitudes add up to less than 2⁵³ are summed by ``np.bincount``: every partial
+    sum is then exact, in any order. Other values go through pandas' own (compensated) group sum, one
+    column at a time.
+    """
+    key = None
+    out = {}
+    for name, v in values.items():
+        if _exact_whole(v):
+            out[name] = np.bincount(labels, weights=v, minlength=k)
+            continue
+        if key is None:
+            key = pd.Categorical.from_codes(labels, categories=pd.RangeIndex(k), validate=False)
+        out[name] = (pd.Series(v, copy=False).groupby(key, observed=True, sort=True).sum(min_count=min_count)
+                     .to_numpy())
     out["size"] = np.bincount(labels, minlength=k)
-    return out
+    return pd.DataFrame(out)
+
+
+def _exact_whole(v: np.ndarray) -> bool:
+    """Whether ``v`` holds only whole numbers whose magnitudes sum below 2⁵³ (so float sums are exact)."""
+    if not len(v) or v.dtype.kind != "f":
+        return False
+    total = float(np.abs(v).sum())  # NaN or infinity fail the test below
+    return total < 2.0**53 and bool(np.all(np.mod(v, 1.0) == 0.0))
 
 
 def sorted_labels(key: np.ndarray) -> tuple[np.ndarray, int]:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, RTOL, _plural
-from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes
+from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_sums, zero_nan
 
 
 def _tensor_parallel_sizes(comm_rank: np.ndarray | None, rank: np.ndarray, gs: np.ndarray,
@@ -107,10 +107,10 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
         raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
     gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
-    sizes_by_elems = _elements_by_size(gs[data_ops], np.nan_to_num(full[data_ops]))
+    sizes_by_elems = _elements_by_size(gs[data_ops], zero_nan(full[data_ops]))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)
-    grad = ops.isin(GRADIENT_OPS) & (np.nan_to_num(full) > SCALAR_MAX_ELEMENTS) & (gs > 1)
+    grad = ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS) & (gs > 1)
     grad &= ~np.isin(gs, list(inner))
     by_grad = _elements_by_size(gs[grad], full[grad])
     most = {k: v for k, v in sizes_by_elems.items() if k not in inner} or sizes_by_elems
@@ -169,7 +169,7 @@ def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, 
     notes: list[str] = []
     data_ops = ops.isin(_OP_VERBS)
     eb = rows.num("elem_bytes")
-    missing = np.isnan(eb) & data_ops & (np.nan_to_num(full) > 0)
+    missing = np.isnan(eb) & data_ops & (full > 0)
     if not missing.any():
         return eb, notes
     if dtype is not None:
@@ -184,7 +184,7 @@ def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, 
     fill = eb.copy()
     how = Counter()
     miss, kn = np.flatnonzero(missing), np.flatnonzero(known)
-    weight = np.nan_to_num(full[kn]) * eb[kn]
+    weight = zero_nan(full[kn]) * eb[kn]
     key, _ = group_codes(rank[miss], step[miss])  # one choice per (rank, step) of the missing calls
     for j in first_rows(key).tolist():
         same = rank[kn] == rank[miss[j]]
@@ -249,8 +249,8 @@ def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
         grad = grad & ops.eq("reduce_scatter")
     if not grad.any():
         return None, []
-    pair, _ = group_codes(rank[grad], step_id[grad])
-    tot = pd.Series(full[grad]).groupby(pair).sum() / syncs
+    pair, k = group_codes(rank[grad], step_id[grad])
+    tot = group_sums(pair, k, {"e": full[grad]})["e"] / syncs
     notes = []
     if tot.min() != tot.max():
         notes.append(f"gradient elements per step vary between {int(tot.min()):,} and {int(tot.max()):,}")
@@ -291,9 +291,9 @@ def _heaviest_type(dt: Codes, use: np.ndarray, eb: np.ndarray,
     rows = np.flatnonzero(use)
     if not len(rows):
         return None
-    kind, _ = group_codes(dt.codes[rows], eb[rows])  # numbered in order of first appearance
-    sums = pd.Series(weight[rows]).groupby(kind, sort=False).sum()
-    first = rows[np.argmax(kind == sums.idxmax())]
+    kind, k = group_codes(dt.codes[rows], eb[rows])  # numbered in order of first appearance
+    sums = group_sums(kind, k, {"w": weight[rows]})["w"].to_numpy()
+    first = rows[np.argmax(kind == int(np.argmax(sums)))]  # the first of the heaviest
     return dt.names[dt.codes[first]], eb[first]
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, _plural
-from zerocalc.validate.columns import Codes, distinct_runs, group_codes, run_bounds
+from zerocalc.validate.columns import Codes, distinct_runs, group_codes, run_bounds, zero_nan
 
 
 def _z_function(codes: Sequence[int]) -> np.ndarray:
@@ -76,11 +76,6 @@ def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -
     return int(periods[i]), int(want)
 
 
-def _zero_nan(a: np.ndarray) -> np.ndarray:
-    """``a`` with NaN as 0 (in place when ``a`` may be written: the caller's copy is done with)."""
-    return np.nan_to_num(a, copy=not a.flags.writeable)
-
-
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
                 gs: np.ndarray, small: np.ndarray, steps: int | None) -> tuple[np.ndarray, str, list[str]]:
     """The step of every call (-1 outside the steps), how the steps were found, and notes.
@@ -101,7 +96,7 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         return step_id, f"{n_marked} step(s) from the trace's step markers", notes
     periods = {}
     # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
-    sig, _ = group_codes(ops.codes, _zero_nan(in_e), _zero_nan(out_e), gs)
+    sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
     carries = ops.isin(_OP_VERBS) & ~small
     bounds = run_bounds(rank)
     found: dict[tuple[bytes, int], tuple[int, int]] = {}  # ranks that made the same calls: one search
