@@ -4,11 +4,12 @@ import pytest
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
+from zerocalc.nccl.graph import intra_bw_GBps
 from zerocalc.nccl.predict import version_from_text
 from zerocalc.topology import get_topology, topology_from_mapping
 
 A, P, C = Algorithm, Protocol, Collective
-V19, V26, V30 = RELEASES["2.19"], RELEASES["2.26"], RELEASES["2.30"]
+V19, V21, V26, V30 = RELEASES["2.19"], RELEASES["2.21"], RELEASES["2.26"], RELEASES["2.30"]
 
 
 def entry(topo, ranks, release, coll, algo, proto):
@@ -123,11 +124,32 @@ def test_release_for_versions():
     assert release_for("2.26.2+cuda12.8") == (V26, None)
     rel, note = release_for("2.28.3")
     assert rel is V30 and "2.28.3" in note
-    assert release_for("2.18.3")[0] is V19 and release_for("2.22.3")[0] is V19
+    assert release_for("2.21.5") == (V21, None)
+    assert release_for("2.18.3")[0] is V19
+    assert release_for("2.20.5")[0] is V21 and release_for("2.22.3")[0] is V21
     assert release_for("2.23.4")[0] is V26 and release_for("2.27.7")[0] is V26
     for bad in ("2.9.1", "3.0.0", "latest", "2.x"):
         with pytest.raises(ConfigError, match="--nccl-version"):
             release_for(bad)
+
+
+def test_2_21_differs_from_2_19_where_its_tuning_cc_does():
+    """v2.21.5 tuning.cc against v2.19.4: NVLS NVLink hop 25 µs (was 23), Hopper one-node LL cap 141 GB/s
+    (was 87.7), Ring LL at bus × 0.5 (was × 1/4 for all-reduce); topo.h: 20.6 GB/s per sm90 NVLink
+    (was 20.0)."""
+    h100 = get_topology("dgx-h100")
+    t19, t21 = tune(h100, 8, V19), tune(h100, 8, V21)
+    ar = Collective.ALL_REDUCE
+    assert t19.entries[(ar, Algorithm.NVLS, Protocol.SIMPLE)].latency_us == pytest.approx(23.0)
+    assert t21.entries[(ar, Algorithm.NVLS, Protocol.SIMPLE)].latency_us == pytest.approx(25.0)
+    for t, cap, f in ((t19, 87.7, 1 / 4), (t21, 141.0, 1 / 2)):
+        g = t.machine.graphs[Algorithm.RING]
+        bus = min(cap, g.n_channels * g.bw_intra * f)
+        assert t.entries[(ar, Algorithm.RING, Protocol.LL)].bandwidth_GBps == pytest.approx(bus * 8 / 14)
+    assert intra_bw_GBps(h100, V21) == pytest.approx(18 * 20.6)
+    assert intra_bw_GBps(h100, V19) == pytest.approx(360)
+    # Tree/Simple keeps 2.19's 28 µs per hop (not 2.23's 4 µs): 2 × 7 NVLink hops on one node
+    assert t21.entries[(ar, Algorithm.TREE, Protocol.SIMPLE)].latency_us == pytest.approx(2 * 7 * 28.0)
 
 
 def test_old_toml_missing_a_field_is_named():

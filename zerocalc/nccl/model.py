@@ -118,7 +118,7 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     bw, lat = e.bandwidth_GBps, e.latency_us
     log_size = _log2i(n_bytes >> 6)
     corr = rel.tree_correction[_PROTO_INDEX[e.protocol]]
-    if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.name == "2.19"):
+    if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 26):
         bw *= corr[log_size]
     if (rel.nvls_efficiency_model and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
             and 0 <= log_size < 24 and m.compute_capability >= 100):
@@ -155,7 +155,7 @@ def _nsteps(coll: Collective, nr: int) -> int:
 
 def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
-    new = rel.name != "2.19"
+    new = rel.era >= 26  # 2.26 and 2.30's formulas; 2.21 keeps 2.19's but where it says otherwise
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     ccx = _cc_index(m.compute_capability, rel)
     idx2 = nn - 1 if nn <= 2 else 2
@@ -182,7 +182,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     bus = g.n_channels * bw
     # "Various model refinements"
     if a == A.RING and p == P.LL:
-        f = 0.5 if new else (1 / 4 if (nn > 1 or coll in (C.ALL_REDUCE, C.REDUCE)) else 1 / 3)
+        f = 0.5 if rel.era >= 21 else (1 / 4 if (nn > 1 or coll in (C.ALL_REDUCE, C.REDUCE)) else 1 / 3)
         bus = min(ll_max, bus * f)
     if a == A.RING and p == P.LL128:
         bus = min(bus * (0.7 if (not new and ppn < 2) else 0.92), g.n_channels * per_ch_ring_ll128)
@@ -199,7 +199,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     if a == A.COLLNET_DIRECT and p == P.SIMPLE:
         if new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and rel.nvls_efficiency_model:
             bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
-        elif new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.26: interpolated 1-ppn / 8-ppn correction
+        elif rel.era >= 21 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.21-2.26: 1/8-ppn interpolated
             w = (ppn - 1) / 7
             bus = ppn * bw * (w * 0.85 + (1 - w) * 0.95)
         else:
@@ -208,21 +208,22 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
             bus /= factor
             if m.compute_capability >= 90:
                 bus *= .85
-    if new and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and nn > 1:
+    if (rel.era >= 21 and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)
+            and nn > 1):
         bus = 0.0  # needs a CollNet plugin with iallgather/ireducescatter and 1 GPU per NIC head
     # bus → algorithm bandwidth
     if new:
         if not (a != A.RING and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
             nvls_ratio = nr / nsteps if rel.nvls_efficiency_model else 5.0 / 6.0
             bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
-    else:
+    elif not (rel.era >= 21 and a == A.COLLNET_DIRECT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
         bus *= nr / nsteps if a == A.RING else 5.0 / 6.0 if a in (A.NVLS, A.NVLS_TREE) else .5
     return bus
 
 
 def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Base latency + hops × per-hop latency of the link class (NVLink, PCI, network)."""
-    new = rel.name != "2.19"
+    new = rel.era >= 26  # 2.21's latencies are 2.19's (tuning.cc)
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     g = m.graphs[a]
     nsteps = _nsteps(coll, nr)
@@ -275,7 +276,7 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
     if coll in (C.BROADCAST, C.REDUCE) and a != A.RING:
         return False
     if coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
-        allowed = {A.RING, A.NVLS} | ({A.PAT, A.COLLNET_DIRECT} if rel.name != "2.19" else set())
+        allowed = {A.RING, A.NVLS} | ({A.PAT, A.COLLNET_DIRECT} if rel.era >= 21 else set())
         if a not in allowed:
             return False
     if coll == C.ALL_REDUCE and a == A.PAT:
@@ -307,7 +308,7 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
         # LL128 by default only over NVLink inside the node and a NIC near the GPU (tuning.cc)
         if not m.ll128_path_ok or m.compute_capability < 70:
             return "LL128 off by default on this path"
-        if rel.name == "2.19" and m.compute_capability not in (70, 80, 90):
+        if rel.era < 26 and m.compute_capability not in (70, 80, 90):
             return "LL128 off by default on this GPU"
     if a == A.NVLS_TREE and m.n_nodes == 1:
         return "NVLS Tree needs several nodes"

@@ -12,14 +12,16 @@ Every number here is copied from NCCL's sources at the release named (GitHub NVI
 - ``src/include/device.h``: ``MAXCHANNELS`` and ``NCCL_MAX_NVLS_ARITY``.
 
 Modelled releases: **2.19** (v2.19.4; ``tuning.cc`` is byte-identical from v2.19.1 to v2.19.4),
-**2.26** (v2.26.2; identical from v2.26.2 to v2.26.6) and **2.30** (v2.30.7, the latest release in
-the NVIDIA/nccl repository at the time of writing). 2.26 has 2.30's algorithms and formulas but the
-older NVLS / NVLS Tree bandwidth (``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no
-``perChMaxNVLSTreeBws``), NVLS Tree's 14 µs network hop and Blackwell caps of twice Hopper's.
+**2.21** (v2.21.5: 2.19's with the changes listed at ``V2_21``), **2.26** (v2.26.2; identical from
+v2.26.2 to v2.26.6) and **2.30** (v2.30.7, the latest release in the NVIDIA/nccl repository at the
+time of writing). 2.26 has 2.30's algorithms and formulas but the older NVLS / NVLS Tree bandwidth
+(``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no ``perChMaxNVLSTreeBws``), NVLS Tree's
+14 µs network hop and Blackwell caps of twice Hopper's.
 
-Which table a version gets (:func:`release_for`): 2.19.x, 2.26.x and 2.30.x their own; any other
-2.y.z with y ≥ 18 the nearest modelled release by the shape of its tables, with a note saying so:
-y ≤ 22 → 2.19 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop);
+Which table a version gets (:func:`release_for`): 2.19.x, 2.21.x, 2.26.x and 2.30.x their own; any
+other 2.y.z with y ≥ 18 the nearest modelled release by the shape of its tables, with a note saying
+so: y = 18 → 2.19, 20 ≤ y ≤ 22 → 2.21 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs
+per hop);
 23 ≤ y ≤ 27 → 2.26 (v2.23.4 first has the later Tree/Simple 8.4 µs base + 4 µs per hop and
 Ring-step count; ``nvlsEfficiency`` first appears in v2.28.3); y ≥ 28 → 2.30. Versions before
 2.18 (no NVLS, other tables) and text that is not a version are refused with a
@@ -33,7 +35,7 @@ PAT), protocols (LL, LL128, Simple), link classes (NVLink, PCI, network), comput
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
@@ -99,6 +101,7 @@ class Release:
     max_channels: int
     max_nvls_arity: int
     nvls_efficiency_model: bool = True  # NVLS bandwidth via nvlsEfficiency (2.28+), else min(intra, inter)
+    era: int = 30  # which release's formulas apply: 19, 21, 26 or 30 (see zerocalc.nccl.model)
 
     @property
     def source(self) -> str:
@@ -145,6 +148,23 @@ V2_19 = Release(
     max_channels=32,
     max_nvls_arity=8,
     nvls_efficiency_model=False,
+    era=19,
+)
+
+#: v2.21.5: 2.19's tables and formulas but (tuning.cc) NVLS / NVLS Tree NVLink hop 25 µs, Hopper's LL caps
+#: 141 / 45 / 35 GB/s, Ring LL at half the bus bandwidth whatever the collective, CollNet Direct for
+#: all-gather and reduce-scatter; (search.cc) 11 GB/s in the sm90 intra speeds; (topo.h) 20.6 GB/s per
+#: sm90 NVLink; (device.h) NCCL_MAX_NVLS_ARITY 32, MAXCHANNELS 32.
+V2_21 = replace(
+    V2_19, name="2.21", tag="v2.21.5-1",
+    hw_lat_us=({**V2_19.hw_lat_us[0], _A.NVLS: (0, 0, 25), _A.NVLS_TREE: (0, 0, 25)}, V2_19.hw_lat_us[1],
+               V2_19.hw_lat_us[2]),
+    ll_max_bws=(*V2_19.ll_max_bws[:2], (141.0, 45.0, 35.0)),
+    nvlink_bw_per_link={**V2_19.nvlink_bw_per_link, 90: 20.6},
+    speed_intra={0: _SPEED_INTRA_DEFAULT,
+                 90: (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)},
+    max_nvls_arity=32,
+    era=21,
 )
 
 V2_26 = Release(
@@ -179,6 +199,7 @@ V2_26 = Release(
     max_channels=64,
     max_nvls_arity=32,
     nvls_efficiency_model=False,
+    era=26,
 )
 
 V2_30 = Release(
@@ -215,7 +236,7 @@ V2_30 = Release(
     max_nvls_arity=32,
 )
 
-RELEASES: dict[str, Release] = {r.name: r for r in (V2_19, V2_26, V2_30)}
+RELEASES: dict[str, Release] = {r.name: r for r in (V2_19, V2_21, V2_26, V2_30)}
 LATEST = V2_30
 
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?\s*$")
@@ -245,6 +266,6 @@ def release_for(version: str) -> tuple[Release, str | None]:
     own = f"{major}.{minor}"
     if own in RELEASES:
         return RELEASES[own], None
-    release = V2_19 if minor <= 22 else V2_26 if minor <= 27 else V2_30
+    release = V2_19 if minor <= 19 else V2_21 if minor <= 22 else V2_26 if minor <= 27 else V2_30
     return release, (f"NCCL {major}.{minor}.{patch}: priced with the tables of NCCL {release.name} "
                      f"({release.tag}), the nearest modelled release")
