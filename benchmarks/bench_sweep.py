@@ -9,8 +9,9 @@ sample, in the same process; the two are also checked to agree.
 ``--against DIR`` also times the same vectorised sweep with the zerocalc source tree in DIR (an
 earlier revision, e.g. ``git worktree add DIR REV`` or ``git archive REV | tar -x -C DIR``), each
 tree in its own process, alternately ``--repeat`` times in this run, and prints the throughput
-ratio (this tree / DIR, best run of each). The one-time build of the numpy kernels is timed apart
-("lambdify") in both: the sweep is evaluated once, on its first chunk, before the clock starts.
+ratio (this tree / DIR, of the best runs and of the medians). The one-time build of the numpy
+kernels is timed apart ("lambdify") in both: the sweep is evaluated once, on its first chunk,
+before the clock starts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -105,12 +107,13 @@ def _against(other: Path, configs: int, chunk: int, repeat: int) -> None:
         runs["against"].append(_run_tree(other, configs, chunk))
         runs["this"].append(_run_tree(here, configs, chunk))
     best = {k: max(r["rate"] for r in v) for k, v in runs.items()}
+    median = {k: statistics.median(r["rate"] for r in v) for k, v in runs.items()}
     for k, label in (("against", f"{other}"), ("this", "this tree")):
         r = runs[k]
         print(f"  {label}: {r[0]['schemes']} schemes, lambdify {min(x['t_compile'] for x in r):.2f} s, "
               f"configuration-schemes/s per run: " + ", ".join(f"{x['rate']:,.0f}" for x in r))
     print(f"throughput ratio (this tree / {other}), best of {repeat} each: "
-          f"{best['this'] / best['against']:.2f}×")
+          f"{best['this'] / best['against']:.2f}×; median of each: {median['this'] / median['against']:.2f}×")
 
 
 def main() -> None:
