@@ -11,7 +11,7 @@ each few-valued field:
   the lines where the ``host:pid:tid [dev] `` prefix precedes ``NCCL INFO``; a block in which some
   line with the ``opCount`` marker is not in that form goes to the ``re`` scanner whole.
 
-A block that is not valid UTF-8 is left to the ``re`` scanner (:mod:`zerocalc.traces.nccl_log`),
+A block that is not valid UTF-8 is left to the ``re`` scanner (:mod:`zerocalc.traces.nccl_scan`),
 which reads every form and reports what it cannot read: the rows are the same whichever reads them
 (tests/test_traces_nccl_engines.py compares the three on every bundled log, on synthetic ones and
 on random and malformed lines).
@@ -29,10 +29,10 @@ import numpy as np
 #: ASCII whitespace, as Python's ``\\s`` in a bytes pattern reads it (Rust's ``\\s`` is Unicode's).
 _WS = r"\t\n\x0b\x0c\r "
 _S = f"[^{_WS}]"
-#: :data:`zerocalc.traces.nccl_log.COLL` with its prefix required, in the syntax of Rust's regex
+#: :data:`zerocalc.traces.nccl_lines.COLL` with its prefix required, in the syntax of Rust's regex
 #: crate, which has no look-behind: the host starts the line or follows whitespace or a colon
 #: (``(?<![^\\s:])``), and the leftmost match takes the whole run of host characters, as Python's
-#: lazy scan does. A line holds at most one place where the body matches (nccl_log's ``_TIERS``).
+#: lazy scan does. A line holds at most one place where the body matches (nccl_lines' ``_TIERS``).
 PATTERN = (
     f"(?:^|[{_WS}:])(?P<host>[^{_WS}:]+):(?P<pid>[0-9]{{1,18}}):(?P<tid>[0-9]{{1,18}})"
     r" \[(?P<dev>[0-9]{1,9})\] "
@@ -66,7 +66,7 @@ def available() -> bool:
 
 def extract_regex(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     """The calls of the block ``text[1:end]`` (whole lines, the first line ``line0``), coded
-    into ``res``'s tables (:class:`~zerocalc.traces.nccl_log.Scan`); ``None`` when the block
+    into ``res``'s tables (:class:`~zerocalc.traces.nccl_scan.Scan`); ``None`` when the block
     is left to the ``re`` scanner (see the module's docstring).
 
     Returns (codes of the few-valued fields, numbers: pid/count/opcount, the calls' lines, the
@@ -75,7 +75,7 @@ def extract_regex(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     """
     import polars as pl
 
-    from zerocalc.traces import nccl_log
+    from zerocalc.traces import nccl_lines
 
     try:
         lines_text = text[1 : end - 1].decode("utf-8")
@@ -83,7 +83,7 @@ def extract_regex(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
         return None
     lines = pl.Series("line", lines_text.split("\n"), dtype=pl.String)
     del lines_text
-    marked = lines.str.contains(nccl_log.MARKER, literal=True)
+    marked = lines.str.contains(nccl_lines.MARKER, literal=True)
     at = np.flatnonzero(marked.to_numpy())
     g = lines.filter(marked).str.extract_groups(PATTERN).struct.unnest()
     unmatched = None
@@ -97,7 +97,7 @@ def extract_regex(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
         unmatched = at[miss][~comment].astype(np.int64) + line0
         at = at[~miss]
         g = g.filter(~miss)
-    codes = {name: _codes(g[name], res.tables[name]) for name in nccl_log._FACTORS}
+    codes = {name: _codes(g[name], res.tables[name]) for name in nccl_lines._FACTORS}
     numbers = {"pid": g["pid"].cast(pl.Int64).to_numpy(), "count": g["count"].cast(pl.Int64).to_numpy(),
                "opcount": g["opcount"].str.to_integer(base=16).cast(pl.Int64).to_numpy()}
     at = at.astype(np.int64) + line0
@@ -136,7 +136,7 @@ _FEW = {"op": re.compile(rb"([A-Za-z]+):"), "datatype": re.compile(rb"([0-9]{1,9
 #: A block whose distinct texts before ``NCCL INFO`` outnumber this (a launcher that stamps each
 #: line with the time) has its ``host:pid:tid [dev]`` cut out of each by one regex first.
 _MANY_PREFIXES = 4096
-#: Missing integer (as in nccl_log).
+#: Missing integer (as in nccl_lines).
 _NA = -1
 _PREFIX_END = f"(?:^|[{_WS}:])([^{_WS}:]+:[0-9]{{1,18}}:[0-9]{{1,18}} \\[[0-9]{{1,9}}\\] )$"
 
@@ -154,11 +154,11 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     ``task N globalrank M`` tail, ``NCCL INFO [k]``, trailing blanks, a tab, a malformed call) goes to
     the ``re`` scanner, so the rows are the same. The few-valued fields (the text before ``NCCL INFO``,
     the op, datatype, reduction, root, communicator, ``[nranks=]``) are read from their distinct values
-    with ``re`` (the prefix by :data:`zerocalc.traces.nccl_log.PREFIX`, as the scanner reads it).
+    with ``re`` (the prefix by :data:`zerocalc.traces.nccl_lines.PREFIX`, as the scanner reads it).
     """
     import polars as pl
 
-    from zerocalc.traces import nccl_log
+    from zerocalc.traces import nccl_lines
 
     block = text[1:end]
     if b"\x01" in block or block.startswith(b"\xef\xbb\xbf"):
@@ -170,7 +170,7 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
         return None
     del block
     n_lines = len(lines)
-    marked = lines.str.contains(nccl_log.MARKER, literal=True).fill_null(False)
+    marked = lines.str.contains(nccl_lines.MARKER, literal=True).fill_null(False)
     at = np.flatnonzero(marked.to_numpy())
     calls = lines.filter(marked)
     parts = calls.str.splitn("NCCL INFO ", 2).struct.unnest()  # the last part holds the rest
@@ -236,13 +236,13 @@ def _factorize(col: Any) -> tuple[list, np.ndarray]:
 
 def _prefixes(pre: Any, tables: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The codes of host, tid and dev, and the pid, of each call from the text before its
-    ``NCCL INFO`` (:data:`zerocalc.traces.nccl_log.PREFIX`, ``_NA`` where it has none)."""
-    from zerocalc.traces import nccl_log
+    ``NCCL INFO`` (:data:`zerocalc.traces.nccl_lines.PREFIX`, ``_NA`` where it has none)."""
+    from zerocalc.traces import nccl_lines
 
     if pre.n_unique() > _MANY_PREFIXES:  # a different text on each line: cut out the prefix first
         pre = pre.str.extract(_PREFIX_END, 1)
     distinct, inverse = _factorize(pre)
-    found = [nccl_log.PREFIX.search(v.encode("utf-8")) if v is not None else None for v in distinct]
+    found = [nccl_lines.PREFIX.search(v.encode("utf-8")) if v is not None else None for v in distinct]
     codes = {name: np.array([tables[name][m[key] if m else None] for m in found], np.int32)[inverse]
              for name, key in (("host", "host"), ("tid", "tid"), ("dev", "dev"))}
     pid = np.array([int(m["pid"]) if m else _NA for m in found], np.int64)[inverse]
@@ -253,13 +253,13 @@ def _by_re(rest: Any, rest_lines: np.ndarray, res: Any, codes: dict, numbers: di
            lines: np.ndarray) -> tuple[dict, dict, np.ndarray, np.ndarray | None]:
     """The marked lines that the positional reader leaves (``rest``, at block lines ``rest_lines``)
     read by the ``re`` scanner, merged in line order with the calls read by position."""
-    from zerocalc.traces import nccl_log
+    from zerocalc.traces import nccl_scan
 
     sub = b"\n" + "\n".join(rest.fill_null("").to_list()).encode("utf-8") + b"\n"
     inits, tunings = res.inits, res.tunings
     res.inits, res.tunings = [], []  # read with the block's other Init and TUNING lines (_others)
     try:
-        more_codes, more_numbers, more_lines, unmatched, _ = nccl_log._extract_re(sub, len(sub), 0, res)
+        more_codes, more_numbers, more_lines, unmatched, _ = nccl_scan._extract_re(sub, len(sub), 0, res)
     finally:
         res.inits, res.tunings = inits, tunings
     more_lines = rest_lines[more_lines]
@@ -273,9 +273,9 @@ def _by_re(rest: Any, rest_lines: np.ndarray, res: Any, codes: dict, numbers: di
 def _others(lines: Any, marked: Any, calls: np.ndarray, line0: int, text: bytes, res: Any) -> None:
     """The Init and TUNING lines of a block, in order, among its lines that are not calls (``calls``:
     the calls' lines, from ``line0``), read into ``res`` as the ``re`` scanner reads them."""
-    from zerocalc.traces import nccl_log
+    from zerocalc.traces import nccl_lines, nccl_scan
 
-    markers = [m for m in (nccl_log._INIT_MARKER, nccl_log._TUNING_MARKER) if m in text]
+    markers = [m for m in (nccl_lines._INIT_MARKER, nccl_lines._TUNING_MARKER) if m in text]
     if not markers:
         return
     hit = None
@@ -284,4 +284,4 @@ def _others(lines: Any, marked: Any, calls: np.ndarray, line0: int, text: bytes,
         hit = found if hit is None else hit | found
     at = np.flatnonzero(hit.to_numpy())
     at = at[~np.isin(at + line0, calls)]
-    nccl_log._read_others([(int(j) + line0, lines[int(j)].encode("utf-8")) for j in at], res)
+    nccl_scan._read_others([(int(j) + line0, lines[int(j)].encode("utf-8")) for j in at], res)
