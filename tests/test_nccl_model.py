@@ -152,6 +152,53 @@ def test_2_21_differs_from_2_19_where_its_tuning_cc_does():
     assert t21.entries[(ar, Algorithm.TREE, Protocol.SIMPLE)].latency_us == pytest.approx(2 * 7 * 28.0)
 
 
+def test_2_30_tables_are_those_of_its_sources():
+    """Every value of the 2.30 table (derived in code from 2.26's), as in v2.30.7 tuning.cc, search.cc
+    and topo.h."""
+    sm90_intra = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
+    sm90_inter = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
+                  0.24, 0.12)
+    assert (V30.name, V30.tag, V30.algorithms) == ("2.30", "v2.30.7-1", tuple(Algorithm))
+    assert V30.base_lat_us == {A.TREE: (6.8, 14.0, 8.4), A.RING: (6.6, 14.0, 8.4),
+                               A.COLLNET_DIRECT: (0, 0, 0), A.COLLNET_CHAIN: (0, 0, 0),
+                               A.NVLS: (0, 0, 0), A.NVLS_TREE: (0, 0, 0), A.PAT: (8.0, 8.0, 8.0)}
+    assert V30.hw_lat_us == (
+        {A.TREE: (.6, 1.25, 4.0), A.RING: (.6, 1.9, 3.4), A.COLLNET_DIRECT: (0, 0, 3.7),
+         A.COLLNET_CHAIN: (0, 0, 2.8), A.NVLS: (0, 0, 25), A.NVLS_TREE: (0, 0, 25), A.PAT: (0, 0, 4.0)},
+        {A.TREE: (1.0, 1.9, 4.0), A.RING: (1.0, 2.5, 5.7), A.COLLNET_DIRECT: (0, 0, 3.7),
+         A.COLLNET_CHAIN: (0, 0, 2.8), A.NVLS: (0, 0, 0), A.NVLS_TREE: (0, 0, 0), A.PAT: (0, 0, 4.0)},
+        {A.TREE: (5.0, 8.5, 14), A.RING: (2.7, 4.0, 14.0), A.COLLNET_DIRECT: (0, 0, 31),
+         A.COLLNET_CHAIN: (0, 0, 30), A.NVLS: (0, 0, 18), A.NVLS_TREE: (0, 0, 20.9), A.PAT: (0, 0, 14)})
+    assert V30.ll_max_bws == ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0),
+                              (282.0, 90.0, 70.0))
+    assert V30.per_ch_max_ring_ll128_bws == ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7),
+                                             (40.0, 40.0, 40.0))
+    assert V30.per_ch_max_tree_ll128_bws == ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0),
+                                             (55.6, 31.67, 20.0))
+    assert V30.per_ch_max_tree_bws == ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0),
+                                       (70.0, 42.8, 24.0))
+    assert V30.per_ch_max_nvls_tree_bws == ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5),
+                                            (0.0, 96.0, 80.0))
+    assert V30.nvls_efficiency == (0.0, 0.0, 0.85, 0.74)
+    assert V30.tree_correction == (
+        (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0,
+         1.0),
+        (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0,
+         1.0),
+        (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9))
+    assert V30.nvlink_bw_per_link == {60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.1}
+    assert V30.speed_intra == {
+        0: (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0), 90: sm90_intra,
+        100: (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)}
+    assert V30.speed_inter == {
+        0: (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2,
+            0.24, 0.12),
+        90: sm90_inter,
+        100: (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+              2.4, 1.2, 0.24, 0.12)}
+    assert (V30.max_channels, V30.max_nvls_arity, V30.nvls_efficiency_model, V30.era) == (64, 32, True, 30)
+
+
 def test_old_toml_missing_a_field_is_named():
     old = topology_from_mapping({"name": "lab", "gpus_per_node": 8, "intra": {"alpha_us": 3, "bw_GBps": 300},
                                  "inter": {"alpha_us": 14, "bw_GBps": 200}})

@@ -202,38 +202,29 @@ V2_26 = Release(
     era=26,
 )
 
-V2_30 = Release(
-    name="2.30", tag="v2.30.7-1",
-    algorithms=tuple(Algorithm),
-    base_lat_us={_A.TREE: (6.8, 14.0, 8.4), _A.RING: (6.6, 14.0, 8.4),
-                 _A.COLLNET_DIRECT: (0, 0, 0), _A.COLLNET_CHAIN: (0, 0, 0),
-                 _A.NVLS: (0, 0, 0), _A.NVLS_TREE: (0, 0, 0), _A.PAT: (8.0, 8.0, 8.0)},
-    hw_lat_us=(
-        {_A.TREE: (.6, 1.25, 4.0), _A.RING: (.6, 1.9, 3.4), _A.COLLNET_DIRECT: (0, 0, 3.7),
-         _A.COLLNET_CHAIN: (0, 0, 2.8), _A.NVLS: (0, 0, 25), _A.NVLS_TREE: (0, 0, 25), _A.PAT: (0, 0, 4.0)},
-        {_A.TREE: (1.0, 1.9, 4.0), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (0, 0, 3.7),
-         _A.COLLNET_CHAIN: (0, 0, 2.8), _A.NVLS: (0, 0, 0), _A.NVLS_TREE: (0, 0, 0), _A.PAT: (0, 0, 4.0)},
-        {_A.TREE: (5.0, 8.5, 14), _A.RING: (2.7, 4.0, 14.0), _A.COLLNET_DIRECT: (0, 0, 31),
-         _A.COLLNET_CHAIN: (0, 0, 30), _A.NVLS: (0, 0, 18), _A.NVLS_TREE: (0, 0, 20.9), _A.PAT: (0, 0, 14)},
-    ),
-    ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (2 * 141.0, 2 * 45.0, 2 * 35.0)),
-    per_ch_max_ring_ll128_bws=((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7),
-                               (40.0, 40.0, 40.0)),
-    per_ch_max_tree_ll128_bws=((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0),
-                               (55.6, 31.67, 20.0)),
-    per_ch_max_tree_bws=((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0)),
+#: v2.30.7: 2.26's tables but (tuning.cc) NVLS Tree's network hop 20.9 µs (was 14), Blackwell's own
+#: per-channel caps for Ring/LL128, Tree/LL128 and Tree (were twice Hopper's), NVLS Tree's per-channel
+#: caps (``perChMaxNVLSTreeBws``, new) and ``nvlsEfficiency`` (new since v2.28.3), one more Tree
+#: correction factor at the end of each row (1.0, 1.0, .9); (topo.h) 40.1 GB/s per sm100 NVLink (was
+#: 40.0); (search.cc) the sm100 intra and inter speeds; NVLS bandwidth via ``nvlsEfficiency`` and
+#: 2.30's formulas.
+V2_30 = replace(
+    V2_26, name="2.30", tag="v2.30.7-1",
+    hw_lat_us=(*V2_26.hw_lat_us[:2], {**V2_26.hw_lat_us[2], _A.NVLS_TREE: (0, 0, 20.9)}),
+    per_ch_max_ring_ll128_bws=(*V2_26.per_ch_max_ring_ll128_bws[:3], (40.0, 40.0, 40.0)),
+    per_ch_max_tree_ll128_bws=(*V2_26.per_ch_max_tree_ll128_bws[:3], (55.6, 31.67, 20.0)),
+    per_ch_max_tree_bws=(*V2_26.per_ch_max_tree_bws[:3], (70.0, 42.8, 24.0)),
     per_ch_max_nvls_tree_bws=((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0)),
     nvls_efficiency=(0.0, 0.0, 0.85, 0.74),
     tree_correction=tuple(row + (1.0 if i < 2 else .9,) for i, row in enumerate(_TREE_CORRECTION_19)),
-    nvlink_bw_per_link={60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.1},
-    speed_intra={0: _SPEED_INTRA_DEFAULT,
-                 90: (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    nvlink_bw_per_link={**V2_26.nvlink_bw_per_link, 100: 40.1},
+    speed_intra={**V2_26.speed_intra,
                  100: (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)},
-    speed_inter={0: _SPEED_INTER_DEFAULT, 90: _SM90_INTER,
+    speed_inter={**V2_26.speed_inter,
                  100: (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0,
                        6.0, 3.0, 2.4, 1.2, 0.24, 0.12)},
-    max_channels=64,
-    max_nvls_arity=32,
+    nvls_efficiency_model=True,
+    era=30,
 )
 
 RELEASES: dict[str, Release] = {r.name: r for r in (V2_19, V2_21, V2_26, V2_30)}
