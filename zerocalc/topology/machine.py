@@ -1,0 +1,246 @@
+"""The machine: :class:`Link` tiers and the :class:`Topology` type with its hardware facts.
+
+See :mod:`zerocalc.topology` for what a topology holds and its units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from zerocalc.errors import ConfigError
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link class: per-message latency (s) and bandwidth (bytes/s, one direction)."""
+
+    alpha_s: float
+    bw_Bps: float
+
+    def __post_init__(self) -> None:
+        for name, v in (("alpha_s", self.alpha_s), ("bw_Bps", self.bw_Bps)):
+            ok = isinstance(v, int | float) and math.isfinite(v) and v >= 0
+            if not ok or (name == "bw_Bps" and v == 0):
+                raise ConfigError(f"must be a finite {'positive' if name == 'bw_Bps' else 'non-negative'} "
+                                  f"number, got {v!r}", option=name)
+
+    @classmethod
+    def from_units(cls, alpha_us: float, bw_GBps: float) -> Link:
+        """From µs and GB/s (1 GB = 1e9 bytes)."""
+        return cls(alpha_s=float(alpha_us) / 1e6, bw_Bps=float(bw_GBps) * GB)
+
+
+IN_NETWORK_REDUCTIONS: tuple[str, ...] = ("nvls", "sharp")
+"""Kinds of in-network reduction: ``nvls`` = NVLink SHARP in the NVSwitch (NVSwitch 3 / H100 and
+later; NCCL's NVLS and NVLS Tree algorithms), ``sharp`` = InfiniBand SHARP in the network switches
+(NCCL's CollNet Direct / Chain, with the SHARP plugin)."""
+CPU_VENDORS: tuple[str, ...] = ("intel", "amd", "arm")
+
+# Optional hardware fields, their TOML type and meaning (one table for the dataclass, the TOML
+# reader and the error that names a missing one).
+HARDWARE_FIELDS: dict[str, str] = {
+    "gpu": "GPU model, e.g. 'H100 SXM5'",
+    "compute_capability": "CUDA compute capability × 10 (80 A100, 90 H100/H200, 100 B200)",
+    "nvlink_gen": "NVLink generation (0: no NVLink, GPUs talk over PCIe)",
+    "nvlinks_per_gpu": "NVLink links per GPU",
+    "nvswitch_gen": "NVSwitch generation joining the GPUs of a node (0: none)",
+    "pcie_gen": "PCIe generation of the GPU and NIC slots",
+    "nics_per_node": "network adapters per node used by NCCL",
+    "nic_Gbps": "speed of one NIC, Gb/s, one direction",
+    "cpu_vendor": "host CPU vendor: intel, amd or arm",
+    "in_network_reduction": "kinds of in-network reduction available: [] or some of nvls, sharp",
+    "net_latency_us": "latency the network plugin adds per network hop, µs (NCCL's latencyInter; 0 for IB)",
+}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One fitted α-β pair for NCCL's model: ``time = alpha_us + bytes / bw_GBps`` for collective
+    ``op`` on ``ranks`` ranks when NCCL picks ``algorithm``/``protocol`` (``'any'``: the sweep-wide
+    fit used for pairs without their own), as ``zerocalc fit --out`` writes it."""
+
+    op: str
+    ranks: int
+    algorithm: str
+    protocol: str
+    alpha_us: float
+    bw_GBps: float
+    nccl_version: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ranks, bool) or not isinstance(self.ranks, int) or self.ranks < 1:
+            raise ConfigError(f"ranks must be a whole number ≥ 1, got {self.ranks!r}",
+                              option="nccl_calibration")
+        for key, positive in (("alpha_us", False), ("bw_GBps", True)):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 \
+                    or (positive and v == 0):
+                raise ConfigError(f"{key} must be {'positive' if positive else 'non-negative'}, got {v!r}",
+                                  option="nccl_calibration")
+
+
+_CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBps", "nccl_version")
+
+
+@dataclass(frozen=True)
+class NcclEnv:
+    """The NCCL environment a cluster's vendor profile sets for NCCL versions ``min_version`` to
+    ``max_version`` (inclusive; ``"2.21"`` covers every 2.21.x): ``NCCL_ALGO`` / ``NCCL_PROTO`` lists
+    (:mod:`zerocalc.nccl.env` grammar), ``NCCL_NVLS_ENABLE``, and the tuner plugin it loads, named
+    (``tuner``: what the profile loads, priced only when its rules are given with ``--nccl-tuner``).
+    NCCL's model applies the profile of the version it prices unless the user gives
+    ``--nccl-algo`` / ``--nccl-proto`` (:func:`zerocalc.nccl.env.settings`)."""
+
+    min_version: str
+    max_version: str
+    algo: str | None = None
+    proto: str | None = None
+    nvls_enable: bool | None = None
+    tuner: str = ""
+    source: str = ""
+
+
+_ENV_KEYS = {"min_version": "min_version", "max_version": "max_version", "NCCL_ALGO": "algo",
+             "NCCL_PROTO": "proto", "NCCL_NVLS_ENABLE": "nvls_enable", "tuner": "tuner", "source": "source"}
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A two-level machine. ``inter.bw_Bps`` is per NODE (all its NICs together).
+
+    The hardware fields (``compute_capability`` … ``in_network_reduction``, see
+    :data:`HARDWARE_FIELDS`) are ``None`` when unknown; ``in_network_reduction`` is a tuple of
+    :data:`IN_NETWORK_REDUCTIONS` (empty: none).
+    """
+
+    name: str
+    title: str
+    gpus_per_node: int
+    intra: Link
+    inter: Link
+    gamma_s_per_byte: float = 0.0
+    source: str = ""
+    gpu: str | None = None
+    compute_capability: int | None = None
+    nvlink_gen: int | None = None
+    nvlinks_per_gpu: int | None = None
+    nvswitch_gen: int | None = None
+    pcie_gen: int | None = None
+    nics_per_node: int | None = None
+    nic_Gbps: float | None = None
+    cpu_vendor: str | None = None
+    in_network_reduction: tuple[str, ...] | None = None
+    net_latency_us: float | None = None
+    nccl_calibration: tuple[Calibration, ...] = ()
+    nccl_env: tuple[NcclEnv, ...] = ()
+    nccl_tuner: str | None = None  # a tuner configuration file (TOML key; the CLI reads it)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
+            raise ConfigError(f"must be a whole number ≥ 1, got {self.gpus_per_node!r}",
+                              option="gpus_per_node")
+        for key in ("compute_capability", "nvlink_gen", "nvlinks_per_gpu", "nvswitch_gen", "pcie_gen",
+                    "nics_per_node"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)
+        if self.nic_Gbps is not None and (isinstance(self.nic_Gbps, bool)
+                                          or not isinstance(self.nic_Gbps, int | float)
+                                          or not math.isfinite(self.nic_Gbps) or self.nic_Gbps <= 0):
+            raise ConfigError(f"must be a positive number, got {self.nic_Gbps!r}", option="nic_Gbps")
+        if self.cpu_vendor is not None and self.cpu_vendor not in CPU_VENDORS:
+            raise ConfigError(f"must be one of {', '.join(CPU_VENDORS)}, got {self.cpu_vendor!r}",
+                              option="cpu_vendor")
+        if self.in_network_reduction is not None:
+            bad = [k for k in self.in_network_reduction if k not in IN_NETWORK_REDUCTIONS]
+            if bad:
+                raise ConfigError(f"unknown kind {bad[0]!r} (known: {', '.join(IN_NETWORK_REDUCTIONS)})",
+                                  option="in_network_reduction")
+
+    @property
+    def in_network_reduction_kind(self) -> str | None:
+        """The in-network reduction this machine offers: ``'nvls'``, ``'sharp'``, ``'nvls+sharp'``
+        or ``None`` (none, or not stated)."""
+        kinds = [k for k in IN_NETWORK_REDUCTIONS if k in (self.in_network_reduction or ())]
+        return "+".join(kinds) or None
+
+    @property
+    def nvls(self) -> bool:
+        """NVLink SHARP (reduction in the NVSwitch) is available."""
+        return "nvls" in (self.in_network_reduction or ())
+
+    @property
+    def sharp(self) -> bool:
+        """InfiniBand SHARP (reduction in the network switches, NCCL's CollNet) is available."""
+        return "sharp" in (self.in_network_reduction or ())
+
+    def hardware(self) -> dict[str, Any]:
+        """The hardware fields as a TOML-shaped mapping (unknown ones left out)."""
+        out: dict[str, Any] = {}
+        for key in HARDWARE_FIELDS:
+            v = getattr(self, key)
+            if v is not None:
+                out[key] = list(v) if isinstance(v, tuple) else v
+        return out
+
+    def values(self) -> dict[str, float]:
+        """Numbers for the link symbols, keyed by symbol name."""
+        return {
+            "alpha_intra": self.intra.alpha_s,
+            "alpha_inter": self.inter.alpha_s,
+            "bw_intra": self.intra.bw_Bps,
+            "bw_inter": self.inter.bw_Bps,
+            "gamma": self.gamma_s_per_byte,
+        }
+
+    def with_overrides(
+        self,
+        *,
+        intra_alpha_us: float | None = None,
+        intra_bw_GBps: float | None = None,
+        inter_alpha_us: float | None = None,
+        inter_bw_GBps: float | None = None,
+    ) -> Topology:
+        """A copy with some link figures replaced (user flags), in µs and GB/s.
+
+        A bad figure is a :class:`ConfigError` naming the flag and the value as the user gave it
+        (``--intra-bw-GBps: must be positive, got -3``).
+        """
+        given = {"--intra-alpha-us": intra_alpha_us, "--intra-bw-GBps": intra_bw_GBps,
+                 "--inter-alpha-us": inter_alpha_us, "--inter-bw-GBps": inter_bw_GBps}
+        for flag, v in given.items():
+            if v is None:
+                continue
+            bw = flag.endswith("GBps")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                    or v < 0 or (bw and v == 0):
+                raise ConfigError(f"must be {'positive' if bw else 'non-negative'}, got {v:g}"
+                                  if isinstance(v, int | float) else f"must be a number, got {v!r}",
+                                  option=flag)
+        intra = Link.from_units(
+            self.intra.alpha_s * 1e6 if intra_alpha_us is None else intra_alpha_us,
+            self.intra.bw_Bps / GB if intra_bw_GBps is None else intra_bw_GBps,
+        )
+        inter = Link.from_units(
+            self.inter.alpha_s * 1e6 if inter_alpha_us is None else inter_alpha_us,
+            self.inter.bw_Bps / GB if inter_bw_GBps is None else inter_bw_GBps,
+        )
+        changed = (intra, inter) != (self.intra, self.inter)
+        return replace(self, intra=intra, inter=inter,
+                       name=self.name + ("+custom" if changed else ""))
+
+
+def require(topo: Topology, key: str, needed_by: str) -> Any:
+    """The hardware field ``key`` of ``topo``; a :class:`ConfigError` naming it when unknown.
+
+    ``needed_by`` says what needs it (``"NCCL's cost model"``).
+    """
+    v = getattr(topo, key)
+    if v is None:
+        raise ConfigError(f"topology {topo.name!r} does not give {key} ({HARDWARE_FIELDS[key]}), "
+                          f"which {needed_by} needs; add it to the TOML file", option="--topology")
+    return v

@@ -1,0 +1,248 @@
+"""A topology to and from a mapping (a TOML table): checked reading with errors naming the key,
+writing back as a mapping or TOML text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from zerocalc.errors import ConfigError
+from zerocalc.topology.machine import (
+    _CALIBRATION_KEYS,
+    _ENV_KEYS,
+    GB,
+    HARDWARE_FIELDS,
+    IN_NETWORK_REDUCTIONS,
+    Calibration,
+    Link,
+    NcclEnv,
+    Topology,
+)
+
+_TOP_KEYS = ("name", "title", "gpus_per_node", "gamma_s_per_byte", "intra", "inter", "source",
+             *HARDWARE_FIELDS, "nccl_calibration", "nccl_env", "nccl_tuner")
+_TIER_KEYS = ("alpha_us", "bw_GBps")
+
+
+def _number(table: Mapping[str, Any], key: str, fail, *, positive: bool) -> float:
+    if key not in table:
+        fail(f"missing key {key!r}")
+    v = table[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 \
+            or (positive and v == 0):
+        fail(f"{key} must be {'positive' if positive else 'non-negative'}, got {v!r}")
+    return float(v)
+
+
+def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
+                          option: str | None = None) -> Topology:
+    """A topology from a parsed TOML document (the CLI reads the file)::
+
+        name = "my-cluster"          # optional
+        title = "..."                # optional
+        source = "..."               # optional
+        gpus_per_node = 8
+        gamma_s_per_byte = 0.0       # optional
+        # optional hardware facts NCCL's model reads (see HARDWARE_FIELDS):
+        compute_capability = 90
+        nvlink_gen = 4
+        nvlinks_per_gpu = 18
+        nvswitch_gen = 3
+        pcie_gen = 5
+        nics_per_node = 8
+        nic_Gbps = 400
+        cpu_vendor = "intel"
+        in_network_reduction = ["nvls"]
+        [intra]                      # one GPU's link inside a node, one direction
+        alpha_us = 3.4
+        bw_GBps = 300
+        [inter]                      # the whole node's injection bandwidth, one direction
+        alpha_us = 14
+        bw_GBps = 200
+        # optional: a tuner plugin's rules (NCCL's example tuner CSV, relative to this file) and the
+        # provider's NCCL environment per NCCL release (see NcclEnv)
+        # nccl_tuner = "rules.csv"             (a top-level key, before the tables)
+        [[nccl_env]]
+        min_version = "2.21"
+        max_version = "2.21"
+        NCCL_ALGO = "Ring,Tree"
+        NCCL_PROTO = "Simple"
+        NCCL_NVLS_ENABLE = 0
+        source = "..."
+
+    Any other key, at the top or in a tier, is refused by name (a misspelt ``bw_GBPS`` would
+    otherwise be ignored). Every error is a :class:`ConfigError` for ``option`` whose message
+    starts with ``where`` (the file name): ``--topology: lab.toml: [intra] bw_GBps must be
+    positive, got 0``.
+    """
+    def fail(message: str, tier: str | None = None):
+        raise ConfigError(f"{where}: {'[' + tier + '] ' if tier else ''}{message}", option=option)
+
+    if not isinstance(data, Mapping):
+        fail("expected a table")
+    unknown = sorted(set(data) - set(_TOP_KEYS))
+    if unknown:
+        fail(f"unknown keys: {', '.join(map(repr, unknown))} (known: {', '.join(_TOP_KEYS)})")
+    tiers = {}
+    for tier in ("intra", "inter"):
+        t = data.get(tier)
+        if not isinstance(t, Mapping):
+            fail(f"missing table [{tier}] with alpha_us and bw_GBps")
+        bad = sorted(set(t) - set(_TIER_KEYS))
+        if bad:
+            fail(f"unknown keys: {', '.join(map(repr, bad))} (known: {', '.join(_TIER_KEYS)})", tier)
+
+        def fail_tier(message: str, tier: str = tier):
+            fail(message, tier)
+
+        tiers[tier] = Link.from_units(_number(t, "alpha_us", fail_tier, positive=False),
+                                      _number(t, "bw_GBps", fail_tier, positive=True))
+    g = data.get("gpus_per_node")
+    if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        fail(f"gpus_per_node must be a whole number ≥ 1, got {g!r}")
+    gamma = _number(data, "gamma_s_per_byte", fail, positive=False) if "gamma_s_per_byte" in data else 0.0
+    name = str(data.get("name", "custom"))
+    hardware = {key: _hardware_value(key, data[key], fail) for key in HARDWARE_FIELDS if key in data}
+    calibration = _calibration(data.get("nccl_calibration", []), fail)
+    env = _nccl_env(data.get("nccl_env", []), fail)
+    tuner = data.get("nccl_tuner")
+    if tuner is not None and (not isinstance(tuner, str) or not tuner.strip()):
+        fail(f"nccl_tuner must be a file name (a tuner configuration, see --nccl-tuner), got {tuner!r}")
+    try:
+        return Topology(name, str(data.get("title", name)), g, tiers["intra"], tiers["inter"], gamma,
+                        str(data.get("source", where)), **hardware, nccl_calibration=calibration,
+                        nccl_env=env, nccl_tuner=tuner)
+    except ConfigError as exc:
+        fail(f"{exc.option}: {exc.message}")
+
+
+def _hardware_value(key: str, v: Any, fail) -> Any:
+    """One hardware field from TOML, checked for its type (range checks are the dataclass's)."""
+    if key in ("gpu", "cpu_vendor"):
+        if not isinstance(v, str):
+            fail(f"{key} must be a string, got {v!r}")
+        return v.lower() if key == "cpu_vendor" else v
+    if key == "in_network_reduction":
+        if isinstance(v, str):
+            v = [v] if v else []
+        if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+            fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
+        return tuple(dict.fromkeys(k.lower() for k in v))
+    if key in ("nic_Gbps", "net_latency_us"):
+        if key == "net_latency_us" and isinstance(v, int | float) and not isinstance(v, bool) and v == 0:
+            return 0.0
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            fail(f"{key} must be a positive number, got {v!r}")
+        return float(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        fail(f"{key} must be a whole number ≥ 0, got {v!r}")
+    return v
+
+
+def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
+    """``[[nccl_calibration]]`` tables → :class:`Calibration` (every key required, none unknown)."""
+    if not isinstance(items, list):
+        fail("nccl_calibration must be an array of tables ([[nccl_calibration]])")
+    out = []
+    for i, t in enumerate(items, 1):
+        where = f"[[nccl_calibration]] #{i}"
+        if not isinstance(t, Mapping):
+            fail(f"{where} must be a table")
+        unknown = sorted(set(t) - set(_CALIBRATION_KEYS))
+        missing = [k for k in _CALIBRATION_KEYS[:6] if k not in t]
+        if unknown or missing:
+            what = (f"unknown keys {', '.join(map(repr, unknown))}" if unknown
+                    else f"missing key {missing[0]!r}")
+            fail(f"{where}: {what} (keys: {', '.join(_CALIBRATION_KEYS)})")
+        try:
+            out.append(Calibration(str(t["op"]), t["ranks"], str(t["algorithm"]), str(t["protocol"]),
+                                   t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", ""))))
+        except ConfigError as exc:
+            fail(f"{where}: {exc.message}")
+    return tuple(out)
+
+
+def _nccl_env(items: Any, fail) -> tuple[NcclEnv, ...]:
+    """``[[nccl_env]]`` tables → :class:`NcclEnv` (versions required, no unknown key; the lists'
+    grammar is checked where the model reads them)."""
+    if not isinstance(items, list):
+        fail("nccl_env must be an array of tables ([[nccl_env]])")
+    out = []
+    for i, t in enumerate(items, 1):
+        where = f"[[nccl_env]] #{i}"
+        if not isinstance(t, Mapping):
+            fail(f"{where} must be a table")
+        unknown = sorted(set(t) - set(_ENV_KEYS))
+        missing = [k for k in ("min_version", "max_version") if k not in t]
+        if unknown or missing:
+            what = (f"unknown keys {', '.join(map(repr, unknown))}" if unknown
+                    else f"missing key {missing[0]!r}")
+            fail(f"{where}: {what} (keys: {', '.join(_ENV_KEYS)})")
+        kw: dict[str, Any] = {}
+        for key, attr in _ENV_KEYS.items():
+            if key not in t:
+                continue
+            v = t[key]
+            if key == "NCCL_NVLS_ENABLE":
+                if isinstance(v, bool) or v not in (0, 1):
+                    fail(f"{where}: NCCL_NVLS_ENABLE must be 0 or 1, got {v!r}")
+                v = bool(v)
+            elif not isinstance(v, str):
+                fail(f"{where}: {key} must be a string, got {v!r}")
+            kw[attr] = v
+        out.append(NcclEnv(**kw))
+    return tuple(out)
+
+
+def topology_to_mapping(topo: Topology) -> dict[str, Any]:
+    """A topology as the TOML-shaped mapping :func:`topology_from_mapping` reads back."""
+    out: dict[str, Any] = {"name": topo.name, "title": topo.title, "source": topo.source,
+                           "gpus_per_node": topo.gpus_per_node}
+    if topo.gamma_s_per_byte:
+        out["gamma_s_per_byte"] = topo.gamma_s_per_byte
+    out.update(topo.hardware())
+    for tier, link in (("intra", topo.intra), ("inter", topo.inter)):
+        out[tier] = {"alpha_us": link.alpha_s * 1e6, "bw_GBps": link.bw_Bps / GB}
+    if topo.nccl_tuner:
+        out["nccl_tuner"] = topo.nccl_tuner
+    if topo.nccl_calibration:
+        out["nccl_calibration"] = [{k: getattr(c, k) for k in _CALIBRATION_KEYS}
+                                   for c in topo.nccl_calibration]
+    if topo.nccl_env:
+        out["nccl_env"] = [{key: (int(v) if isinstance(v, bool) else v) for key, attr in _ENV_KEYS.items()
+                            if (v := getattr(e, attr)) not in (None, "")} for e in topo.nccl_env]
+    return out
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "nan")
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"no TOML form for {v!r}")
+
+
+def topology_to_toml(topo: Topology, header: str = "") -> str:
+    """The TOML text of :func:`topology_to_mapping` (read back by :func:`topology_from_mapping`);
+    ``header`` becomes comment lines at the top."""
+    data = topology_to_mapping(topo)
+    lines = [f"# {h}" for h in header.splitlines()]
+    tables = {k: v for k, v in data.items() if isinstance(v, Mapping)}
+    arrays = {k: v for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], Mapping)}
+    for k, v in data.items():
+        if k not in tables and k not in arrays:
+            lines.append(f"{k} = {_toml_value(v)}")
+    for k, v in tables.items():
+        lines += ["", f"[{k}]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in v.items())]
+    for k, items in arrays.items():
+        for item in items:
+            lines += ["", f"[[{k}]]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in item.items())]
+    return "\n".join(lines) + "\n"

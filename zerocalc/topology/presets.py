@@ -1,0 +1,124 @@
+"""The preset machines (DGX A100/H100/H200/B200, GCP A3 Mega, PCIe and Ethernet clusters), each
+figure citing its datasheet, and :func:`get_topology` to pick one by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zerocalc.errors import UnknownNameError
+from zerocalc.topology.machine import Link, NcclEnv, Topology
+
+_NVLINK_US, _PCI_US, _NET_US = 3.4, 5.7, 14.0
+
+_TCPXO_NOTES = ("GoogleCloudPlatform/container-engine-accelerators, gpudirect-tcpxo/README.md "
+                "(GPUDirect-TCPXO release notes: each release's NCCL configs and its NCCL)")
+_TCPXO_TUNER = "Google's tuner plugin libnccl-tuner.so with a3plus_tuner_config.textproto"
+#: The NCCL environment GCP's GPUDirect-TCPXO profile (nccl-env-profile.sh) sets, by the NCCL its plugin
+#: installer ships: 2.21.5 with installers v1.0.3-v1.0.7 (Jun-Nov 2024); 2.23 by default with v1.0.9-v1.0.11
+#: (May-Jun 2025; v1.0.8, Feb 2025, still had NCCL_PROTO=Simple); 2.26.5 with v1.0.12 (Aug 2025) and 2.28.7
+#: with v1.0.14-v1.0.15 (Nov 2025-Jan 2026), which drop NCCL_ALGO and NCCL_NVLS_ENABLE=0 for NVLS Tree.
+_TCPXO_ENV = (
+    NcclEnv("2.21", "2.21", algo="Ring,Tree", proto="Simple", nvls_enable=False, tuner=_TCPXO_TUNER,
+            source=_TCPXO_NOTES + ", releases of Jun 27 2024 (v1.0.3) to Nov 27 2024 (v1.0.7), NCCL 2.21.5"),
+    NcclEnv("2.22", "2.23", algo="Ring,Tree", proto="Simple,LL128", nvls_enable=False, tuner=_TCPXO_TUNER,
+            source=_TCPXO_NOTES + ", releases of May 01 2025 (v1.0.9-1) and Jun 27 2025 (v1.0.11), "
+                   "NCCL 2.23"),
+    NcclEnv("2.26", "2.28", proto="Simple,LL128", tuner=_TCPXO_TUNER,
+            source=_TCPXO_NOTES + ", releases of Aug 21 2025 (v1.0.12, NCCL 2.26.5) to Jan 9 2026 (v1.0.15, "
+                   "NCCL 2.28.7)"),
+)
+
+def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: float,
+          **hardware: Any) -> Topology:
+    """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU), one NIC per GPU
+    (``nic_Gbps`` each, the node's network bandwidth their sum), PCIe 5.0 and Intel hosts: the DGX
+    H100/H200/B200 and their cloud variants (each preset's ``source`` cites its datasheet)."""
+    nics = 8
+    return Topology(
+        name, title, 8,
+        Link.from_units(_NVLINK_US, nvlink_GBps), Link.from_units(_NET_US, nics * nic_Gbps / 8),
+        source=source, nvlinks_per_gpu=18, pcie_gen=5, nics_per_node=nics, nic_Gbps=nic_Gbps,
+        cpu_vendor="intel", in_network_reduction=("nvls",), **hardware,
+    )
+
+
+PRESETS: dict[str, Topology] = {
+    t.name: t
+    for t in (
+        Topology(
+            "dgx-a100", "NVIDIA DGX A100: NVLink3 + 8×200 Gb/s HDR InfiniBand", 8,
+            Link.from_units(_NVLINK_US, 300.0), Link.from_units(_NET_US, 8 * 25.0),
+            source="NVIDIA DGX A100 datasheet / A100 datasheet: NVLink3 600 GB/s per GPU "
+                   "bidirectional (300 GB/s each way, 12 links); 6 second-generation NVSwitches; "
+                   "8× ConnectX-6 HDR 200 Gb/s (25 GB/s) per node; PCIe 4.0; 2× AMD EPYC 7742",
+            gpu="A100 SXM4", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
+            pcie_gen=4, nics_per_node=8, nic_Gbps=200.0, cpu_vendor="amd", in_network_reduction=(),
+        ),
+        _hgx8(
+            "dgx-h100", "NVIDIA DGX H100: NVLink4 + 8×400 Gb/s NDR InfiniBand", 450.0,
+            source="NVIDIA DGX H100 datasheet / H100 SXM datasheet: NVLink4 900 GB/s per GPU "
+                   "bidirectional (450 GB/s each way, 18 links); 4 third-generation NVSwitches (NVLink "
+                   "SHARP); 8× ConnectX-7 NDR 400 Gb/s (50 GB/s) per node; PCIe 5.0; 2× Intel Xeon "
+                   "Platinum 8480C",
+            gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
+        ),
+        _hgx8(
+            "dgx-h200", "NVIDIA DGX H200: NVLink4 + 8×400 Gb/s NDR InfiniBand", 450.0,
+            source="NVIDIA DGX H200 datasheet: 8× H200 SXM 141 GB, NVLink4 900 GB/s per GPU "
+                   "bidirectional (18 links), 4 third-generation NVSwitches; 8× ConnectX-7 400 Gb/s "
+                   "(4 OSFP ports); PCIe 5.0; 2× Intel Xeon Platinum 8480C",
+            gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
+        ),
+        _hgx8(
+            "dgx-b200", "NVIDIA DGX B200: NVLink5 + 8×400 Gb/s InfiniBand", 900.0,
+            source="NVIDIA DGX B200 datasheet: 8× B200, NVLink5 1.8 TB/s per GPU bidirectional "
+                   "(18 links × 50 GB/s each way), 2 NVLink switch chips (fourth-generation NVSwitch); "
+                   "8× single-port ConnectX-7 VPI 400 Gb/s; PCIe 5.0; 2× Intel Xeon Platinum 8570",
+            gpu="B200 SXM", compute_capability=100, nvlink_gen=5, nvswitch_gen=4, nic_Gbps=400.0,
+        ),
+        _hgx8(
+            "gcp-a3-mega", "Google Cloud A3 Mega: 8× H100 NVLink4 + 8×200 Gb/s GPUDirect-TCPXO", 450.0,
+            source="Google Cloud a3-megagpu-8g: 8× H100 80 GB (HGX H100: NVLink4 18 links, third-generation "
+                   "NVSwitch), 8 GPU NICs × 200 Gb/s (GPUDirect-TCPXO; 1,800 Gb/s with the host NIC); "
+                   "Intel Xeon (Sapphire Rapids) hosts; PCIe 5.0; the TCPXO plugin reports no network "
+                   "latency (google/nccl-plugin-gpudirect-tcpxo nccl_shim.cc: props.latency = 0, NCCL's "
+                   "latencyInter in tuning.cc via topo.cc and search.cc, 2.19 to 2.30)",
+            gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0,
+            net_latency_us=0.0, nccl_env=_TCPXO_ENV,
+        ),
+        Topology(
+            "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,
+            Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 25.0),
+            source="PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes × 128/130 = 31.5 GB/s each way; "
+                   "ConnectX-6 HDR 200 Gb/s = 25 GB/s; GPUs taken as A100 PCIe (no NVLink bridge)",
+            gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+            pcie_gen=4, nics_per_node=1, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        Topology(
+            "ethernet-100g", "Commodity cluster: 8 PCIe 4.0 GPUs per node, one 100 GbE NIC per node", 8,
+            Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 12.5),
+            source="IEEE 802.3 100GBASE: 100 Gb/s = 12.5 GB/s per node; PCIe 4.0 x16 31.5 GB/s; "
+                   "NCCL network hop latency (RoCE/IB) as the α, TCP sockets are slower; "
+                   "GPUs taken as A100 PCIe",
+            gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+            pcie_gen=4, nics_per_node=1, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+    )
+}
+TOPOLOGY_NAMES: tuple[str, ...] = tuple(PRESETS)
+DEFAULT_TOPOLOGY = "dgx-a100"
+
+
+def get_topology(name: str | Topology) -> Topology:
+    """The preset called ``name``; :class:`UnknownNameError` otherwise."""
+    if isinstance(name, Topology):
+        return name
+    try:
+        return PRESETS[name]
+    except KeyError:
+        pass
+    try:  # names are case-insensitive: DGX-H100 is dgx-h100
+        return PRESETS[str(name).strip().lower()]
+    except KeyError:
+        raise UnknownNameError("topology", str(name), TOPOLOGY_NAMES) from None
