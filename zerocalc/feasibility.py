@@ -274,84 +274,26 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     :class:`zerocalc.topology.Topology`; ``None``: bytes only, no time). ``progress(done, total, what)``,
     when given, is called as the simulations go (the CLI draws a bar with it)."""
     cfg = cfg if cfg is not None else FeasibilityConfig()
-    names = list(SIMULATED_SCHEMES) if schemes is None else [_check_scheme(s) for s in schemes]
-    names = list(dict.fromkeys(names))
-    if not names:
-        raise ConfigError("no scheme given; name at least one, e.g. dp,colocated (or omit it for all)",
-                          option="--schemes")
+    names = _scheme_names(schemes)
     if plan_period < 2:
         raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
-    topology = None
-    if plan_topology is not None:
-        from zerocalc.topology import get_topology
-
-        topology = get_topology(plan_topology)
-    p_n = cfg.n if plan_n is None else plan_n
-    p_g = plan_gpus_per_node if plan_gpus_per_node is not None else (
-        cfg.g if plan_n is None or topology is None else topology.gpus_per_node)
-    if plan_n is not None or plan_gpus_per_node is not None:
-        from zerocalc.evaluate import check_layout
-
-        try:
-            p_g = int(check_layout(p_n, p_g))
-        except ConfigError as exc:  # the cluster's N is --plan-n here, not the simulation's --n
-            option = "/".join("--plan-n" if o == "--n" else o for o in (exc.option or "").split("/"))
-            raise ConfigError(exc.message, option=option or None) from None
+    topology, p_n, p_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
     kinds = offered or ("nvls", "sharp")
     from zerocalc.plan import in_network_candidates
 
     switched = [(s, ops) for s, ops in in_network_candidates() if s in names]
-    total = len(names) + len(switched) + 5
-    done = 0
-
-    def tick(what: str) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total, what)
-
-    if progress is not None:
-        progress(0, total, "reference training")
-    ref = simulate_reference(cfg)
-    tick("reference training")
-    runs = {}
-    for name in names:
-        runs[name] = simulate_scheme(name, cfg, ref)
-        tick(name)
-    col = runs.get("colocated") or simulate_scheme("colocated", cfg, ref)
+    bar = _Progress(progress, len(names) + len(switched) + 5)
+    ref, runs, col = _simulate_schemes(cfg, names, bar)
     psi = cfg.model.psi
     model_exact = {name: model_bytes_exact(name, psi=psi, n=cfg.n, gpus_per_node=cfg.g,
                                            in_network=cfg.in_network, micro_batches=cfg.micro_batches)
                    for name in names}
-    in_network_runs = {}
-    for name, ops in switched:
-        switched_cfg = replace(cfg, in_network=kinds, switch_ops=ops)
-        in_network_runs[(name, ops)] = simulate_scheme(name, switched_cfg, ref)
-        tick(f"{name} with in-network reduction")
+    in_network_runs = _simulate_in_network(cfg, switched, kinds, ref, bar)
     lower = lower_bound_bytes(psi, cfg.n)
-
-    def cond(label: str, c: FeasibilityConfig, theta: np.ndarray | None = None,
-             ref_theta: np.ndarray | None = None) -> dict:
-        if theta is None:
-            c_ref = simulate_reference(c)
-            theta, ref_theta = simulate_scheme("colocated", c, c_ref).final_params, c_ref[-1]
-        a, r = _diff(theta, ref_theta)
-        return {"condition": label, "n": c.n, "shared_micro_batch": c.shared_micro_batch, "steps": c.steps,
-                "compared_with": ("shard-wise local training" if "shard" in label
-                                  else "data-parallel reference"),
-                "max_abs_diff": a, "max_rel_diff": r,
-                "equivalent": None if c.steps == 0 else r <= REL_TOL}
-
-    conditions = (
-        cond("N = 1", replace(cfg, n=1, gpus_per_node=None, in_network=())),
-        cond("every rank on the same micro-batch", replace(cfg, shared_micro_batch=True)),
-        cond("distinct micro-batches (data parallelism)", cfg, col.final_params, ref[-1]),
-        cond("each shard trained on its own rank's micro-batch", cfg, col.final_params,
-             simulate_shardwise_local(cfg)),
-    )
+    conditions = _conditions(cfg, col, ref)
     for _ in range(4):
-        tick("conditions")
+        bar.tick("conditions")
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
     plan = build_plan(runs, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
                       period=plan_period, topology=topology, in_network_runs=in_network_runs,
@@ -374,6 +316,105 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                     else all(k in offered for k in kinds)},
         verdict=" ".join(x for x in (findings, saving, finding) if x), findings=findings,
         in_network_runs=tuple(in_network_runs.values()), in_network_finding=finding,
+    )
+
+
+def _scheme_names(schemes: Sequence[str] | None) -> list[str]:
+    """The schemes to simulate, each checked, in order, without repeats (default: all)."""
+    names = list(SIMULATED_SCHEMES) if schemes is None else [_check_scheme(s) for s in schemes]
+    names = list(dict.fromkeys(names))
+    if not names:
+        raise ConfigError("no scheme given; name at least one, e.g. dp,colocated (or omit it for all)",
+                          option="--schemes")
+    return names
+
+
+def _plan_cluster(cfg: FeasibilityConfig, plan_topology, plan_n: int | None,
+                  plan_gpus_per_node: int | None):
+    """The plan's cluster: its topology (``None`` without one), N and G, the layout checked with the
+    errors naming ``--plan-n`` rather than the simulation's ``--n``."""
+    topology = None
+    if plan_topology is not None:
+        from zerocalc.topology import get_topology
+
+        topology = get_topology(plan_topology)
+    p_n = cfg.n if plan_n is None else plan_n
+    p_g = plan_gpus_per_node if plan_gpus_per_node is not None else (
+        cfg.g if plan_n is None or topology is None else topology.gpus_per_node)
+    if plan_n is not None or plan_gpus_per_node is not None:
+        from zerocalc.evaluate import check_layout
+
+        try:
+            p_g = int(check_layout(p_n, p_g))
+        except ConfigError as exc:  # the cluster's N is --plan-n here, not the simulation's --n
+            option = "/".join("--plan-n" if o == "--n" else o for o in (exc.option or "").split("/"))
+            raise ConfigError(exc.message, option=option or None) from None
+    return topology, p_n, p_g
+
+
+class _Progress:
+    """Counts the simulations done and reports each to ``progress(done, total, what)`` when given."""
+
+    def __init__(self, progress, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def start(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress(0, self.total, what)
+
+    def tick(self, what: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total, what)
+
+
+def _simulate_schemes(cfg: FeasibilityConfig, names: list[str], bar: _Progress):
+    """The reference training, each scheme's run, and the colocated run (simulated if not named)."""
+    bar.start("reference training")
+    ref = simulate_reference(cfg)
+    bar.tick("reference training")
+    runs = {}
+    for name in names:
+        runs[name] = simulate_scheme(name, cfg, ref)
+        bar.tick(name)
+    col = runs.get("colocated") or simulate_scheme("colocated", cfg, ref)
+    return ref, runs, col
+
+
+def _simulate_in_network(cfg: FeasibilityConfig, switched, kinds: tuple[str, ...], ref,
+                         bar: _Progress) -> dict:
+    """Each (scheme, ops) the plan could switch to an in-network reduction, simulated with it."""
+    in_network_runs = {}
+    for name, ops in switched:
+        switched_cfg = replace(cfg, in_network=kinds, switch_ops=ops)
+        in_network_runs[(name, ops)] = simulate_scheme(name, switched_cfg, ref)
+        bar.tick(f"{name} with in-network reduction")
+    return in_network_runs
+
+
+def _condition(label: str, c: FeasibilityConfig, theta: np.ndarray | None = None,
+               ref_theta: np.ndarray | None = None) -> dict:
+    """Colocated's final parameters against a reference under one condition (simulated when
+    ``theta`` is not given)."""
+    if theta is None:
+        c_ref = simulate_reference(c)
+        theta, ref_theta = simulate_scheme("colocated", c, c_ref).final_params, c_ref[-1]
+    a, r = _diff(theta, ref_theta)
+    return {"condition": label, "n": c.n, "shared_micro_batch": c.shared_micro_batch, "steps": c.steps,
+            "compared_with": ("shard-wise local training" if "shard" in label
+                              else "data-parallel reference"),
+            "max_abs_diff": a, "max_rel_diff": r,
+            "equivalent": None if c.steps == 0 else r <= REL_TOL}
+
+
+def _conditions(cfg: FeasibilityConfig, col, ref) -> tuple[dict, ...]:
+    """The four conditions under which colocated is tested for exactness."""
+    return (
+        _condition("N = 1", replace(cfg, n=1, gpus_per_node=None, in_network=())),
+        _condition("every rank on the same micro-batch", replace(cfg, shared_micro_batch=True)),
+        _condition("distinct micro-batches (data parallelism)", cfg, col.final_params, ref[-1]),
+        _condition("each shard trained on its own rank's micro-batch", cfg, col.final_params,
+                   simulate_shardwise_local(cfg)),
     )
 
 
