@@ -130,16 +130,7 @@ def fit_alpha_beta(
     the model's hops and bus factors put them on one scale). ``size_bytes`` is the full
     vector (nccl-tests ``size``, doc/PERFORMANCE.md).
     """
-    n = np.asarray(size_bytes, dtype=float)
-    t = np.asarray(time_s, dtype=float)
-    if n.shape != t.shape:
-        raise ConfigError("sizes and times differ in length", option="fit")
-    m = len(n)
-    ops = [op] * m if isinstance(op, str) else list(op)
-    ps = np.full(m, float(group_size)) if np.isscalar(group_size) else np.asarray(group_size, dtype=float)
-    ok = np.isfinite(n) & np.isfinite(t) & (t > 0) & (n >= 0) & (ps > 1)
-    n, t, ps = n[ok], t[ok], ps[ok]
-    ops = [o for o, k in zip(ops, ok, strict=True) if k]
+    n, t, ps, ops = _timed_rows(size_bytes, time_s, op, group_size)
     op_label = ops[0] if len(set(ops)) == 1 else "+".join(sorted(set(ops)))
     p_label = int(ps[0]) if len(set(ps.tolist())) == 1 else -1
     if len(n) < 2 or len(set(n.tolist())) < 2:
@@ -150,9 +141,50 @@ def fit_alpha_beta(
     h = _per_op_and_size(latency_hops, np.asarray(ops, dtype=object), ps)
     x = _per_op_and_size(busbw_factor, np.asarray(ops, dtype=object), ps) * n
 
+    method, alpha, beta, a_se, b_se, lat, bw = _fit_regimes(h, x, t, share)
+    if method == "joint":
+        lat = bw = np.ones(len(n), bool)
+        alpha, beta, a_se, b_se = _fit_joint(h, x, t)
+    rel = (h * alpha + x * beta - t) / t
+    h0 = latency_hops(ops[0], ps[0])
+    notes = _fit_notes(method, len(n), alpha, beta, a_se, b_se, h0)
+    return AlphaBetaFit(
+        op=op_label, group_size=p_label, alpha_s=alpha, alpha_se_s=a_se,
+        latency_s=float(h0 * alpha), latency_se_s=float(h0 * a_se),
+        beta_s_per_byte=beta,
+        busbw_Bps=1.0 / beta if beta > 0 else math.nan,
+        busbw_se_Bps=b_se / beta**2 if beta > 0 else math.nan,
+        method=method, n_points=len(n),
+        latency_sizes_bytes=tuple(sorted(set(n[lat].tolist()))) if method == "regimes" else (),
+        bandwidth_sizes_bytes=tuple(sorted(set(n[bw].tolist()))) if method == "regimes" else (),
+        max_abs_rel_residual=float(np.max(np.abs(rel))),
+        note="; ".join(notes), n_sizes=len(set(n.tolist())),
+    )
+
+
+def _timed_rows(size_bytes, time_s, op, group_size):
+    """Sizes, times, group sizes and ops of the usable calls (finite, positive time, size ≥ 0, more
+    than one rank); ``op`` and ``group_size`` broadcast from one value to every row."""
+    n = np.asarray(size_bytes, dtype=float)
+    t = np.asarray(time_s, dtype=float)
+    if n.shape != t.shape:
+        raise ConfigError("sizes and times differ in length", option="fit")
+    m = len(n)
+    ops = [op] * m if isinstance(op, str) else list(op)
+    ps = np.full(m, float(group_size)) if np.isscalar(group_size) else np.asarray(group_size, dtype=float)
+    ok = np.isfinite(n) & np.isfinite(t) & (t > 0) & (n >= 0) & (ps > 1)
+    n, t, ps = n[ok], t[ok], ps[ok]
+    ops = [o for o, k in zip(ops, ok, strict=True) if k]
+    return n, t, ps, ops
+
+
+def _fit_regimes(h: np.ndarray, x: np.ndarray, t: np.ndarray, share: float):
+    """The regimes fit of :func:`fit_alpha_beta`: α on the latency sizes, β on the bandwidth sizes,
+    re-drawn to a fixed point. Returns ``(method, α, β, se α, se β, latency rows, bandwidth rows)``;
+    method ``"joint"`` when a regime holds fewer than two sizes (then α, β are to be refitted)."""
     alpha = float(np.min(t / h))
     beta = float(np.min(t[x > 0] / x[x > 0])) if np.any(x > 0) else math.nan
-    lat = bw = np.zeros(len(n), bool)
+    lat = bw = np.zeros(len(t), bool)
     method, a_se, b_se = "regimes", math.nan, math.nan
     for _ in range(200):
         new_lat = h * alpha >= share * t
@@ -167,27 +199,33 @@ def fit_alpha_beta(
         beta, b_se = _one_param_lsq(x[bw], (t - h * alpha)[bw])
         if same and abs(alpha - old[0]) <= 1e-12 * abs(alpha) and abs(beta - old[1]) <= 1e-12 * abs(beta):
             break
-    if method == "joint":
-        lat = bw = np.ones(len(n), bool)
-        design = np.column_stack([h, x]) / t[:, None]
-        # The α column is ~1/t and the β column ~n/t: many orders of magnitude apart. Solve and take
-        # the covariance in unit-norm columns, or the small singular value drowns in rounding.
-        scale = np.linalg.norm(design, axis=0)
-        scale[scale == 0] = 1.0
-        unit = design / scale
-        coef_u, *_ = np.linalg.lstsq(unit, np.ones(len(n)), rcond=None)
-        resid = np.ones(len(n)) - unit @ coef_u
-        dof = max(len(n) - 2, 1)
-        cov = float(resid @ resid) / dof * np.linalg.pinv(unit.T @ unit) / np.outer(scale, scale)
-        coef = coef_u / scale
-        alpha, beta = float(coef[0]), float(coef[1])
-        a_se, b_se = float(np.sqrt(max(cov[0, 0], 0.0))), float(np.sqrt(max(cov[1, 1], 0.0)))
-    rel = (h * alpha + x * beta - t) / t
-    h0 = latency_hops(ops[0], ps[0])
+    return method, alpha, beta, a_se, b_se, lat, bw
+
+
+def _fit_joint(h: np.ndarray, x: np.ndarray, t: np.ndarray) -> tuple[float, float, float, float]:
+    """α, β and their standard errors by least squares of the relative error over every row."""
+    design = np.column_stack([h, x]) / t[:, None]
+    # The α column is ~1/t and the β column ~n/t: many orders of magnitude apart. Solve and take
+    # the covariance in unit-norm columns, or the small singular value drowns in rounding.
+    scale = np.linalg.norm(design, axis=0)
+    scale[scale == 0] = 1.0
+    unit = design / scale
+    coef_u, *_ = np.linalg.lstsq(unit, np.ones(len(t)), rcond=None)
+    resid = np.ones(len(t)) - unit @ coef_u
+    dof = max(len(t) - 2, 1)
+    cov = float(resid @ resid) / dof * np.linalg.pinv(unit.T @ unit) / np.outer(scale, scale)
+    coef = coef_u / scale
+    return (float(coef[0]), float(coef[1]),
+            float(np.sqrt(max(cov[0, 0], 0.0))), float(np.sqrt(max(cov[1, 1], 0.0))))
+
+
+def _fit_notes(method: str, n_points: int, alpha: float, beta: float, a_se: float, b_se: float,
+               h0: float) -> list[str]:
+    """What a reader should know of a fit: unphysical, exact through two sizes, or unreliable."""
     notes = []
     if beta <= 0 or alpha < 0:
         notes.append("the fit is unphysical (α < 0 or β ≤ 0): the timings do not follow α-β")
-    if method == "joint" and len(n) < 3:
+    if method == "joint" and n_points < 3:
         notes.append("two sizes: the fit is exact, no uncertainty")
     b_bps, b_se_bps = (1.0 / beta, b_se / beta**2) if beta > 0 else (math.nan, math.nan)
     unreliable = [what for what, se, v in (("bus bandwidth", b_se_bps, b_bps),
@@ -196,18 +234,7 @@ def fit_alpha_beta(
     if unreliable:
         notes.append(f"unreliable: the standard error of the {' and the '.join(unreliable)} is at least half "
                      "the value")
-    return AlphaBetaFit(
-        op=op_label, group_size=p_label, alpha_s=alpha, alpha_se_s=a_se,
-        latency_s=float(h0 * alpha), latency_se_s=float(h0 * a_se),
-        beta_s_per_byte=beta,
-        busbw_Bps=1.0 / beta if beta > 0 else math.nan,
-        busbw_se_Bps=b_se / beta**2 if beta > 0 else math.nan,
-        method=method, n_points=len(n),
-        latency_sizes_bytes=tuple(sorted(set(n[lat].tolist()))) if method == "regimes" else (),
-        bandwidth_sizes_bytes=tuple(sorted(set(n[bw].tolist()))) if method == "regimes" else (),
-        max_abs_rel_residual=float(np.max(np.abs(rel))),
-        note="; ".join(notes), n_sizes=len(set(n.tolist())),
-    )
+    return notes
 
 
 def _size_bytes(table: pd.DataFrame) -> np.ndarray:
