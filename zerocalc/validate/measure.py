@@ -155,13 +155,7 @@ def measure(
     """
     dtype = _check_options(n=n, steps=steps, dtype=dtype)
     world = next(iter(_world_sizes(meta).values()), None)
-    rows, notes = classify.select_calls(table, meta)
-    rows, rank, ranks_how = assign_ranks(rows)
-    if ranks_how:
-        notes.append(ranks_how)
-    bounds = run_bounds(rank)  # the calls are ordered by rank: each rank's as 0, 1, … in rank order
-    ranks = tuple(rank[bounds[:-1]].tolist())
-    rank_idx = np.repeat(np.arange(len(ranks), dtype=np.int32), np.diff(bounds))
+    rows, rank, ranks, rank_idx, ranks_how, notes = _ranked_calls(table, meta)
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
@@ -174,10 +168,7 @@ def measure(
     full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb)
     notes += more
     small = classify.scalar_calls(full, approx)
-    sent = np.where(np.isnan(full), approx, full * eb)  # the full vector's bytes
-    full, eb = zero_nan(full, inplace=True), zero_nan(eb)
-    sent = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
-                            ops, zero_nan(gs, 1.0)) * zero_nan(sent, inplace=True)
+    full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
                                            in_e, out_e, gs, small, steps)
@@ -208,14 +199,10 @@ def measure(
     cols = CallColumns(rows=rows, ranks=ranks, rank_idx=rank_idx, step_id=step_id, ops=ops, group_size=gs,
                        full_elements=full, elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
                        duration_s=rows.num("duration_s"))
-    steps_used = np.unique(step_id[step_id >= 0])
-    n_steps = len(steps_used) or 1
-    per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used)
-    unexplained = classify.unexplained_note(cat, ops, gs)
+    n_steps, per_step, categories, unexplained, pattern, variants, pattern_groups = _summary(
+        cols, cat, ops, gs, rank_idx, ranks, step_id)
     if unexplained:
         notes.append(unexplained)
-    step = np.flatnonzero(cat == STEP)
-    pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps)
     return Measurement(
         columns=cols, psi=int(psi), psi_how=psi_how, psi_trace=psi_trace, n=int(n), n_how=n_how,
         steps=n_steps, steps_how=steps_how, ranks=ranks, comm_elem_bytes=float(comm_eb),
@@ -224,8 +211,45 @@ def measure(
         dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard,
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
-        pattern_groups=_measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern]),
+        pattern_groups=pattern_groups,
     )
+
+
+def _ranked_calls(table: pd.DataFrame, meta: dict | None):
+    """The collective calls of ``table`` ordered by rank: the rows, each call's rank, the ranks, each
+    call's index among them, how the ranks were found, and the notes so far."""
+    rows, notes = classify.select_calls(table, meta)
+    rows, rank, ranks_how = assign_ranks(rows)
+    if ranks_how:
+        notes.append(ranks_how)
+    bounds = run_bounds(rank)  # the calls are ordered by rank: each rank's as 0, 1, … in rank order
+    ranks = tuple(rank[bounds[:-1]].tolist())
+    rank_idx = np.repeat(np.arange(len(ranks), dtype=np.int32), np.diff(bounds))
+    return rows, rank, ranks, rank_idx, ranks_how, notes
+
+
+def _bytes_sent(ops: Codes, gs: np.ndarray, full: np.ndarray, eb: np.ndarray, approx: np.ndarray):
+    """Elements and element bytes with unknowns as 0, and the bytes each call sent (its full
+    vector's bytes, or the approximate size, times the ring's factor for its op and group)."""
+    sent = np.where(np.isnan(full), approx, full * eb)  # the full vector's bytes
+    full, eb = zero_nan(full, inplace=True), zero_nan(eb)
+    sent = _per_op_and_size(lambda o, p: ring_bytes_factor(o, p) if o in OP_NAMES else 0.0,
+                            ops, zero_nan(gs, 1.0)) * zero_nan(sent, inplace=True)
+    return full, eb, sent
+
+
+def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, rank_idx: np.ndarray,
+             ranks: tuple, step_id: np.ndarray):
+    """The steps counted, the per-step and per-category tables, the note on unexplained calls, and
+    the measured step pattern (ops, order variants, groups)."""
+    steps_used = np.unique(step_id[step_id >= 0])
+    n_steps = len(steps_used) or 1
+    per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used)
+    unexplained = classify.unexplained_note(cat, ops, gs)
+    step = np.flatnonzero(cat == STEP)
+    pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps)
+    groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern])
+    return n_steps, per_step, categories, unexplained, pattern, variants, groups
 
 
 def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:
