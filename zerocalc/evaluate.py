@@ -371,37 +371,44 @@ def evaluate(
     default = as_algorithm(default_algorithm).value
     mb = _micro_batches(micro_batches)
     psi_dp = config["psi"] / (int(tp) * int(pp))
-    frames = []
-    for name, cols in per_scheme.items():
-        frame = {
-            "scheme": name,
-            "psi": config["psi"],
-            "n": config["n"].astype(np.int64),
-            "gpus_per_node": config["gpus_per_node"].astype(np.int64),
-            "nodes": np.ceil(config["n"] / config["gpus_per_node"]).astype(np.int64),
-            "topology": topo.name,
-            "comm_bytes_per_element": config["b_comm"],
-            "bytes_per_rank": cols["bytes_per_rank"],
-            "bytes_per_rank_over_psi": cols["bytes_per_rank"] / (psi_dp * config["b_comm"]),
-            "memory_bytes_per_rank": cols["memory_bytes_per_rank"],
-            "time_s": cols[f"time_s_{default}"],
-        }
-        frame.update({k_: v for k_, v in cols.items() if k_.startswith("time_s_")})
-        frame["equivalent_to_dp"] = np.broadcast_to(SCHEMES[name].equivalent_at(config["dp_size"]),
-                                                    config["n"].shape)
-        frame.update({
-            "micro_batches": mb,
-            "bytes_per_rank_per_micro_batch": cols["bytes_per_rank"] / mb,
-            "grad_sync": sync,
-            "tp": int(tp),
-            "pp": int(pp),
-            "dp_size": config["dp_size"].astype(np.int64),
-            "hsdp_shard_size": config["hsdp_shard_size"].astype(np.int64),
-            "param_comm_bytes_per_element": config["b_p"],
-            "grad_comm_bytes_per_element": config["b_g"],
-        })
-        frames.append(pd.DataFrame(frame))
+    frames = [pd.DataFrame(_scheme_columns(name, cols, config, topology=topo.name, default=default, mb=mb,
+                                           sync=sync, tp=int(tp), pp=int(pp), psi_dp=psi_dp))
+              for name, cols in per_scheme.items()]
     return pd.concat(frames, ignore_index=True)
+
+
+def _scheme_columns(name: str, cols: dict, config: dict, *, topology: str, default: str, mb: int,
+                    sync: str, tp: int, pp: int, psi_dp) -> dict:
+    """One scheme's columns of :func:`evaluate`'s frame, in its order, from :func:`evaluate_arrays`'
+    configuration and per-scheme arrays."""
+    frame = {
+        "scheme": name,
+        "psi": config["psi"],
+        "n": config["n"].astype(np.int64),
+        "gpus_per_node": config["gpus_per_node"].astype(np.int64),
+        "nodes": np.ceil(config["n"] / config["gpus_per_node"]).astype(np.int64),
+        "topology": topology,
+        "comm_bytes_per_element": config["b_comm"],
+        "bytes_per_rank": cols["bytes_per_rank"],
+        "bytes_per_rank_over_psi": cols["bytes_per_rank"] / (psi_dp * config["b_comm"]),
+        "memory_bytes_per_rank": cols["memory_bytes_per_rank"],
+        "time_s": cols[f"time_s_{default}"],
+    }
+    frame.update({k_: v for k_, v in cols.items() if k_.startswith("time_s_")})
+    frame["equivalent_to_dp"] = np.broadcast_to(SCHEMES[name].equivalent_at(config["dp_size"]),
+                                                config["n"].shape)
+    frame.update({
+        "micro_batches": mb,
+        "bytes_per_rank_per_micro_batch": cols["bytes_per_rank"] / mb,
+        "grad_sync": sync,
+        "tp": tp,
+        "pp": pp,
+        "dp_size": config["dp_size"].astype(np.int64),
+        "hsdp_shard_size": config["hsdp_shard_size"].astype(np.int64),
+        "param_comm_bytes_per_element": config["b_p"],
+        "grad_comm_bytes_per_element": config["b_g"],
+    })
+    return frame
 
 
 def phase_records(scheme: str, *, psi: float, n: int, gpus_per_node: int, param_bytes: float,
