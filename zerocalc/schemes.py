@@ -275,6 +275,21 @@ _DS_ENGINE = ("deepspeed/runtime/engine.py allreduce_gradients: 'ZeRO stage >= 2
               "non gradient accumulation boundaries as well'; stage 0/1 reduce only when "
               "is_gradient_accumulation_boundary()")
 
+
+def _deepspeed_bucket_allreduce(name: str, title: str, cadence: Cadence, micro_batch_rule: str) -> Scheme:
+    """DeepSpeed ZeRO-1/2 as shipped: whole gradient buckets all-reduced (at ``cadence``), then the
+    parameters all-gathered after the update; deepspeed/runtime/zero/stage_1_and_2.py
+    (use_multi_rank_bucket_allreduce, default true), DeepSpeed issues #5758, #6463, PR #7440 closed."""
+    return Scheme(
+        name, title,
+        (Phase(_AR, S.Psi, _GRD, _W, cadence, purpose="gradient all-reduce of whole buckets"), _PARAM_AG),
+        True,
+        "deepspeed/runtime/zero/stage_1_and_2.py (use_multi_rank_bucket_allreduce, default true); "
+        "DeepSpeed issues #5758, #6463; PR #7440 closed: all-reduce 2Ψ + all-gather Ψ = 3Ψ",
+        micro_batch_rule=micro_batch_rule,
+    )
+
+
 _ALL = (
     Scheme(
         "dp", "Data parallel (DDP)",
@@ -317,21 +332,15 @@ _ALL = (
         micro_batch_rule="DeepSpeed issue #4582: no gradient collective at all; the parameter all-gather "
                          "follows the update, once per optimizer step",
     ),
-    Scheme(
-        "deepspeed-zero1", "DeepSpeed ZeRO-1 as shipped (bucket all-reduce at the boundary)",
-        (Phase(_AR, S.Psi, _GRD, _W, _STEP, purpose="gradient all-reduce of whole buckets"), _PARAM_AG), True,
-        "deepspeed/runtime/zero/stage_1_and_2.py (use_multi_rank_bucket_allreduce, default true); "
-        "DeepSpeed issues #5758, #6463; PR #7440 closed: all-reduce 2Ψ + all-gather Ψ = 3Ψ",
-        micro_batch_rule=_DS_ENGINE + ": ZeRO-1 all-reduces its accumulated full gradient once per "
-                         "optimizer step (stage_1_and_2.py reduce_gradients), then all-gathers after step()",
+    _deepspeed_bucket_allreduce(
+        "deepspeed-zero1", "DeepSpeed ZeRO-1 as shipped (bucket all-reduce at the boundary)", _STEP,
+        _DS_ENGINE + ": ZeRO-1 all-reduces its accumulated full gradient once per optimizer step "
+        "(stage_1_and_2.py reduce_gradients), then all-gathers after step()",
     ),
-    Scheme(
-        "deepspeed-zero2", "DeepSpeed ZeRO-2 as shipped (bucket all-reduce every micro-batch)",
-        (Phase(_AR, S.Psi, _GRD, _W, _MB, purpose="gradient all-reduce of whole buckets"), _PARAM_AG), True,
-        "deepspeed/runtime/zero/stage_1_and_2.py (use_multi_rank_bucket_allreduce, default true); "
-        "DeepSpeed issues #5758, #6463; PR #7440 closed: all-reduce 2Ψ + all-gather Ψ = 3Ψ",
-        micro_batch_rule=_DS_ENGINE + ": ZeRO-2 keeps only its gradient partition, so its backward hooks "
-                         "all-reduce every micro-batch's buckets; the all-gather follows step()",
+    _deepspeed_bucket_allreduce(
+        "deepspeed-zero2", "DeepSpeed ZeRO-2 as shipped (bucket all-reduce every micro-batch)", _MB,
+        _DS_ENGINE + ": ZeRO-2 keeps only its gradient partition, so its backward hooks all-reduce every "
+        "micro-batch's buckets; the all-gather follows step()",
     ),
     Scheme(
         "deepspeed-zero2-reduce", "DeepSpeed ZeRO-2, one reduce per destination rank",
