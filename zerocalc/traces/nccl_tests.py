@@ -262,96 +262,143 @@ class _Run:
     recs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
+@dataclass
+class _Runs:
+    """The runs of an output as its lines are read: where each starts, and what it learns."""
+
+    runs: list[_Run] = field(default_factory=list)
+    #: An ``<op>_perf`` command line seen before its run's preamble.
+    pending_op: str | None = None
+
+    def last(self) -> _Run | None:
+        return self.runs[-1] if self.runs else None
+
+    def current(self, lineno: int) -> _Run:
+        """The run a line belongs to (the first one, opened at ``lineno``, if none is)."""
+        if not self.runs:
+            self.runs.append(_Run(lineno, op_key=self.pending_op))
+        return self.runs[-1]
+
+    def marker(self, kind: str, lineno: int) -> None:
+        """A preamble marker: a new run unless the current one's preamble is still open and lacks it."""
+        run = self.last()
+        if run is None or run.recs or kind in run.markers or run.layout is not None:
+            run = _Run(lineno, op_key=self.pending_op)
+            self.runs.append(run)
+            self.pending_op = None
+        run.markers.add(kind)
+
+    def command(self, test: str, kind: str | None, lineno: int) -> None:
+        """An ``<op>_perf`` name: the current run's op if its preamble names none yet, else the next run's."""
+        run = self.last()
+        if kind == "starting" or (run is not None and not run.recs and run.op_key is None):
+            self.current(lineno).op_key = test
+        else:
+            self.pending_op = test
+
+    def versions(self, payload: str, lineno: int) -> None:
+        """The NCCL version (``nccl-library=`` code, else NCCL's own line) and nccl-tests version."""
+        m = _LIBRARY.search(payload)
+        v = nccl_version_from_code(int(m[1])) if m else None
+        m2 = _NCCL_VERSION.search(payload)
+        v = v or (m2[1] if m2 else None)
+        if v is not None:
+            self.current(lineno).nccl_version = self.current(lineno).nccl_version or v
+        m3 = _TESTS_VERSION.search(payload)
+        if m3:
+            self.current(lineno).nccl_tests_version = m3[1]
+
+    def header(self, layout: Layout, lineno: int) -> None:
+        """A table header: the current run's layout, or a new run's after rows."""
+        run = self.current(lineno)
+        if run.recs:  # a second table without a preamble: a new run of the same test
+            run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), nccl_version=run.nccl_version,
+                       nccl_tests_version=run.nccl_tests_version)
+            self.runs.append(run)
+        run.layout = layout
+
+
 def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     """Stream a text ``*_perf`` output: one or several runs, each read by its own header."""
     res = ParseResult(meta={"format": FORMAT})
-    runs: list[_Run] = []
-    pending_op: str | None = None  # an <op>_perf command line seen before its run's preamble
+    runs = _read_runs(stream, file, strict, res)
+    _tabulate(runs, file, res)
+    return res
 
-    def current(lineno: int) -> _Run:
-        if not runs:
-            runs.append(_Run(lineno, op_key=pending_op))
-        return runs[-1]
 
+def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> list[_Run]:
+    """The runs of the output, line by line: preamble lines, headers, ``# Rank`` lines and rows (a
+    row that does not fit goes to ``res``'s skip log, or raises in strict mode)."""
+    state = _Runs()
     for lineno, line in enumerate(stream, 1):
         payload = strip_prefix(line).strip()
         if not payload:
             continue
         kind = next((k for k, rx in _MARKERS if rx.match(payload)), None)
         if kind is not None:
-            run = runs[-1] if runs else None
-            if run is None or run.recs or kind in run.markers or run.layout is not None:
-                run = _Run(lineno, op_key=pending_op)
-                runs.append(run)
-                pending_op = None
-            run.markers.add(kind)
+            state.marker(kind, lineno)
         if "_perf" in payload:
             m = _PERF.search(payload)
             if m:
-                run = runs[-1] if runs else None
-                if kind == "starting" or (run is not None and not run.recs and run.op_key is None):
-                    current(lineno).op_key = m[1]
-                else:
-                    pending_op = m[1]
+                state.command(m[1], kind, lineno)
         if "NCCL version" in payload or "nccl-library=" in payload:
-            m = _LIBRARY.search(payload)
-            v = nccl_version_from_code(int(m[1])) if m else None
-            m2 = _NCCL_VERSION.search(payload)
-            v = v or (m2[1] if m2 else None)
-            if v is not None:
-                current(lineno).nccl_version = current(lineno).nccl_version or v
-            m3 = _TESTS_VERSION.search(payload)
-            if m3:
-                current(lineno).nccl_tests_version = m3[1]
+            state.versions(payload, lineno)
         header = parse_header(payload, lineno) if "size" in payload else None
         if header is not None:
-            run = current(lineno)
-            if run.recs:  # a second table without a preamble: a new run of the same test
-                run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), nccl_version=run.nccl_version,
-                           nccl_tests_version=run.nccl_tests_version)
-                runs.append(run)
-            run.layout = header
+            state.header(header, lineno)
             continue
         if payload.startswith("#"):
             m = _RANK.match(payload)
             if m:
-                current(lineno).ranks.add(int(m[1]))
+                state.current(lineno).ranks.add(int(m[1]))
             continue
         try:
-            run = runs[-1] if runs else None
+            run = state.last()
             rec = parse_row(payload, file=file, lineno=lineno, layout=run.layout if run else None)
         except TraceFormatError as exc:
             bad(file, lineno, exc.reason, strict, res.skipped)
             continue
         if rec is not None:
-            current(lineno).recs.append((lineno, rec))
+            state.current(lineno).recs.append((lineno, rec))
+    return state.runs
+
+
+def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
+    """The rows of the runs that have any into ``res``, each run's facts in ``meta["runs"]``, and
+    the world size, test and NCCL version where every run agrees."""
     name_op = _PERF.search(os.path.basename(file))
     res.meta.update(rank=None, backend="nccl", runs=[])
     sizes: set[int | None] = set()
     for i, run in enumerate(r for r in runs if r.recs):
-        op_key = run.op_key or (name_op[1] if name_op else None)
-        p = len(run.ranks) if run.ranks else None
-        rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
-        gs = {r["group_size"] for r in rows}
-        group = gs.pop() if len(gs) == 1 else None
-        for r in rows:
-            r["run"] = i
-            r["nccl_version"] = run.nccl_version
+        rows, meta = _run_rows(i, run, run.op_key or (name_op[1] if name_op else None), file)
         res.rows.extend(rows)
-        missing = [k for k, v in (("op", op_key), ("ranks", group)) if v is None]
-        res.meta["runs"].append({
-            "run": i, "line": run.line, "op": NCCL_TESTS_OPS[op_key][0] if op_key else None,
-            "test": f"{op_key}_perf" if op_key else None, "group_size": group,
-            "nccl_version": run.nccl_version, "nccl_tests_version": run.nccl_tests_version,
-            "layout": rows[0]["layout"], "rows": len(rows), "missing": missing})
-        sizes.add(group)
+        res.meta["runs"].append(meta)
+        sizes.add(meta["group_size"])
     runs_meta = res.meta["runs"]
     tests = {r["test"] for r in runs_meta}
     versions = {r["nccl_version"] for r in runs_meta}
     res.meta.update(world_size=sizes.pop() if len(sizes) == 1 else None,
                     test=tests.pop() if len(tests) == 1 else None,
                     nccl_version=versions.pop() if len(versions) == 1 else None)
-    return res
+
+
+def _run_rows(i: int, run: _Run, op_key: str | None, file: str
+              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run ``i``'s rows (its op from ``op_key``, its group size from its ``# Rank`` lines) and its
+    entry in ``meta["runs"]``."""
+    p = len(run.ranks) if run.ranks else None
+    rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
+    gs = {r["group_size"] for r in rows}
+    group = gs.pop() if len(gs) == 1 else None
+    for r in rows:
+        r["run"] = i
+        r["nccl_version"] = run.nccl_version
+    missing = [k for k, v in (("op", op_key), ("ranks", group)) if v is None]
+    return rows, {
+        "run": i, "line": run.line, "op": NCCL_TESTS_OPS[op_key][0] if op_key else None,
+        "test": f"{op_key}_perf" if op_key else None, "group_size": group,
+        "nccl_version": run.nccl_version, "nccl_tests_version": run.nccl_tests_version,
+        "layout": rows[0]["layout"], "rows": len(rows), "missing": missing}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:
