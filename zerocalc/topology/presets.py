@@ -29,6 +29,7 @@ _TCPXO_ENV = (
                    "NCCL 2.28.7)"),
 )
 
+
 def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: float,
           **hardware: Any) -> Topology:
     """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU), one NIC per GPU
