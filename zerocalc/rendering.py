@@ -1,7 +1,7 @@
 """Text renderings of zerocalc's results for the command line: the volume table (text, markdown,
 LaTeX, CSV, JSON), the feasibility verdict and plan, the check, and the nccl-tests sweep comparison.
 
-Pure: results in, strings out; no option parsing and no I/O (``zerocalc/cli.py`` wires options to
+Pure: results in, strings out; no option parsing and no I/O (``zerocalc/cli/`` wires options to
 the library and writes what these return). Heavy imports stay inside the functions, so that the
 command line starts fast.
 """

@@ -1,0 +1,44 @@
+"""The ``zerocalc`` command line: parse options, call the library, write the result.
+
+No math lives here. Every :class:`~zerocalc.errors.ZerocalcError` and every usage
+error becomes one line on stderr and exit code 2, never a traceback.
+
+One module per part: :mod:`~zerocalc.cli.application` (the typer app, one-line errors, ``main``),
+:mod:`~zerocalc.cli.options` (what the commands share in reading their options),
+:mod:`~zerocalc.cli.model_commands` (table, derive, feasibility, report) and
+:mod:`~zerocalc.cli.trace_commands` (check, fit, trace summary). This module registers the
+commands on the app, in the order ``zerocalc --help`` lists them.
+"""
+
+from __future__ import annotations
+
+from zerocalc.cli.application import _OneLineErrors, _read_numbers_alike, app, main, os_error_line, trace_app
+from zerocalc.cli.model_commands import (
+    DeriveFormat,
+    derive_command,
+    feasibility_cmd,
+    report_cmd,
+    table_command,
+)
+from zerocalc.cli.options import (
+    TOPOLOGY_PRESETS,
+    TRACE_FORMATS,
+    model_psi,
+    output_format,
+    warn_implausible,
+)
+from zerocalc.cli.trace_commands import check_cmd, fit_cmd, trace_summary
+
+app.command("table")(table_command)
+app.command("derive")(derive_command)
+app.command("feasibility")(feasibility_cmd)
+app.command("check")(check_cmd)
+app.command("fit")(fit_cmd)
+trace_app.command("summary")(trace_summary)
+app.command("report")(report_cmd)
+
+__all__ = [
+    "TOPOLOGY_PRESETS", "TRACE_FORMATS", "DeriveFormat", "_OneLineErrors", "_read_numbers_alike", "app",
+    "check_cmd", "derive_command", "feasibility_cmd", "fit_cmd", "main", "model_psi", "os_error_line",
+    "output_format", "report_cmd", "table_command", "trace_app", "trace_summary", "warn_implausible",
+]

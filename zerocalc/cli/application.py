@@ -1,0 +1,171 @@
+"""The ``zerocalc`` application: its command groups, ``--version``, the console-script entry point,
+and the rule that every :class:`~zerocalc.errors.ZerocalcError`, OS error and usage error becomes one
+line on stderr and exit code 2, never a traceback.
+
+The commands themselves live in :mod:`zerocalc.cli.model_commands` and
+:mod:`zerocalc.cli.trace_commands`; :mod:`zerocalc.cli` registers them on :data:`app`.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from typing import Annotated
+
+import typer
+import typer.core
+
+from zerocalc.errors import ZerocalcError
+
+
+def _echo_err(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OS error as one line naming its path: ``out/r.pdf: Permission denied``."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {what}" if paths else what
+
+
+def _named(exc: ZerocalcError, given: set[str]) -> str:
+    """The error's text, naming of the options it blames (``--n/--gpus-per-node``) those the user
+    gave, so that ``--gpus-per-node 3`` is not reported as ``--n``."""
+    from zerocalc.errors import ConfigError
+
+    if not isinstance(exc, ConfigError) or not exc.option or "/" not in exc.option:
+        return str(exc)
+    blamed = exc.option.split("/")
+    return f"{'/'.join([o for o in blamed if o in given] or blamed)}: {exc.message}"
+
+
+def _read_numbers_alike(group) -> None:
+    """Let every int and float option of every command read its value with
+    :func:`zerocalc.units.parse_number` (``1e3``, ``1,024``, ``8K``), as ``--psi`` does, and name
+    the option in its error; typer's own conversion (and range check) runs on the number."""
+    from zerocalc.units import parse_number
+
+    stack = [group]
+    while stack:
+        cmd = stack.pop()
+        stack.extend(getattr(cmd, "commands", {}).values())
+        for param in getattr(cmd, "params", ()):
+            desc = getattr(param, "type_descriptor", None)
+            ann = getattr(desc, "annotation", None)
+            base = next(iter(typing.get_args(ann)), None) if typing.get_origin(ann) in (list, tuple) else ann
+            if base not in (int, float) or getattr(param, "_zerocalc_numbers", False):
+                continue
+            option = max(param.opts, key=len) if getattr(param, "opts", None) else param.name
+
+            def process_value(ctx, value, _orig=param.process_value, _opt=option, _whole=base is int):
+                def one(v):
+                    return parse_number(v, _opt, whole=_whole) if isinstance(v, str) else v
+
+                value = type(value)(one(v) for v in value) if isinstance(value, list | tuple) else one(value)
+                return _orig(ctx, value)
+
+            param.process_value = process_value
+            param._zerocalc_numbers = True
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush finds no closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+class _OneLineErrors(typer.core.TyperGroup):
+    """A command group whose errors are one line on stderr and exit code 2.
+
+    Usage errors are recognised by duck typing (``format_message`` and ``exit_code``),
+    whichever click (vendored by typer or not) raised them.
+    """
+
+    def main(self, *args, **kwargs):  # type: ignore[override]
+        standalone = kwargs.pop("standalone_mode", True)
+        argv = kwargs.get("args", args[0] if args else None)
+        given = {a.split("=", 1)[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("-")}
+        _read_numbers_alike(self)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+            # Non-standalone click returns the code of a ``typer.Exit`` raised by a command;
+            # commands themselves return None.
+            code = rv if isinstance(rv, int) else 0
+        except ZerocalcError as exc:
+            _echo_err(f"error: {_named(exc, given)}")
+            code = 2
+        except BrokenPipeError:  # the reader of our output went away (| head): not an error
+            _quiet_stdout()
+            code = 0
+        except SystemExit as exc:
+            # click answers a closed stdout (EPIPE) itself with exit 1 after wrapping sys.stdout
+            if type(sys.stdout).__name__ != "PacifyFlushWrapper":
+                raise
+            _quiet_stdout()
+            code = 0 if exc.code == 1 else exc.code
+        except OSError as exc:  # a file that cannot be read or written, wherever it is opened
+            _echo_err(f"error: {os_error_line(exc)}")
+            code = 2
+        except typer.Exit as exc:
+            code = exc.exit_code
+        except typer.Abort:
+            _echo_err("aborted")
+            code = 1
+        except Exception as exc:
+            if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+                raise
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+                _echo_err(ctx.get_help())
+            else:
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                _echo_err(f"error: {exc.format_message()}{hint}")
+            code = exc.exit_code
+        if standalone:
+            sys.exit(code)
+        return code
+
+
+app = typer.Typer(
+    cls=_OneLineErrors,
+    name="zerocalc",
+    help="What a sharding scheme costs on the wire, in time and in memory; and what your traces say.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+trace_app = typer.Typer(
+    cls=_OneLineErrors,
+    help="Read NCCL logs, PyTorch profiler traces, nccl-tests and DeepSpeed comms logs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(trace_app, name="trace")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from zerocalc import __version__
+
+        typer.echo(f"zerocalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_print_version, is_eager=True,
+                                          help="Print 'zerocalc <version>' and exit.")] = False,
+) -> None:
+    """What a sharding scheme costs on the wire, in time and in memory; and what your traces say."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

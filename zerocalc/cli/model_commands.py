@@ -1,0 +1,473 @@
+"""The model commands: ``table`` and ``derive`` (the symbolic model, :mod:`zerocalc.schemes` and
+:mod:`zerocalc.evaluate`, with NCCL's own cost model beside it), ``feasibility`` (the simulated
+ranks and the verdict on DeepSpeed #4582) and ``report`` (the design-review PDF). Each only wires
+options to library calls.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from zerocalc.cli.options import (
+    _DTYPE_HELP,
+    _MODEL_HELP,
+    _TOPOLOGY_HELP,
+    _TUNER_HELP,
+    _load_topology,
+    _progress_bar,
+    _read_tuner,
+    _scheme_names,
+    model_psi,
+    output_format,
+    warn_implausible,
+)
+from zerocalc.rendering import (
+    TableFormat,
+    _feasibility_table,
+    _step_notes,
+    render_table,
+    table_caption,
+)
+
+
+def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
+                  nccl_proto: str | None, reuse_distance: float = 1e9,
+                  nccl_tuner: str | None = None) -> list[str]:
+    """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl.steps`) to the
+    table when the topology gives what the model needs; the notes to print under it."""
+    from dataclasses import replace
+
+    from zerocalc.nccl import LATEST, release_for
+    from zerocalc.nccl.env import settings
+    from zerocalc.nccl.graph import REQUIRED_FIELDS
+    from zerocalc.nccl.steps import scheme_phases, scheme_time
+    from zerocalc.topology import require
+
+    missing = [f for f in REQUIRED_FIELDS if getattr(topo, f) is None]
+    if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None:
+        return [f"no NCCL columns: topology {topo.name!r} does not give {missing[0]} (and NCCL's model "
+                "needs it)"]
+    for f in missing:  # NCCL's model asked for explicitly: name the missing field
+        require(topo, f, "NCCL's cost model")
+    version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
+    release, note = release_for(version)
+    tuner = _read_tuner(nccl_tuner, topo)
+    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+    algo, proto = env.algo_enable, env.proto_enable
+    times, choices = [], []
+    for r in df.itertuples(index=False):
+        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
+        # under tensor parallelism the node's NICs are shared by its tp data-parallel groups
+        topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
+            topo, nics_per_node=max(1, topo.nics_per_node // tp))
+        phases = scheme_phases(r.scheme, psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
+                               gpus_per_node=_dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
+                               comm_bytes=float(r.comm_bytes_per_element), topology=topo_dp, release=release,
+                               algo_enable=algo, proto_enable=proto,
+                               param_bytes=float(r.param_comm_bytes_per_element),
+                               grad_bytes=float(r.grad_comm_bytes_per_element),
+                               micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
+                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
+                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version)
+        t, c = scheme_time(phases)
+        times.append(t)
+        choices.append(c)
+    df["time_s_nccl"] = times
+    df["nccl_choice"] = choices
+    return [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/protocol "
+            "it picks per collective; one call per phase" + (f"; {note}" if note else ""), *env.notes,
+            *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
+              if tuner else [])]
+
+
+class _Wire:
+    """The wire dtypes of a table: ``comm`` (normalises sent/(Psi*b)), ``param``, ``grad``, ``label``."""
+
+    def __init__(self, comm: str, param: str | None, grad: str | None, label: str) -> None:
+        self.comm, self.param, self.grad, self.label = comm, param, grad, label
+
+
+def _wire_dtypes(dtype: str | None, param_dtype: str | None, grad_dtype: str | None) -> _Wire:
+    """--dtype sets both sides; --param-dtype / --grad-dtype override one. With mixed sides and no
+    --dtype, sent/(Psi*b) is normalised by the gradient side's width."""
+    from zerocalc.dtypes import canonical_dtype
+
+    base = canonical_dtype(dtype, "--dtype") if dtype is not None else "fp16"
+    p = canonical_dtype(param_dtype, "--param-dtype") if param_dtype is not None else base
+    g = canonical_dtype(grad_dtype, "--grad-dtype") if grad_dtype is not None else base
+    comm = base if dtype is not None or p == g else g
+    label = dtype if (dtype is not None and p == g == base) else (
+        p if p == g else f"{p} parameters / {g} gradients")
+    return _Wire(comm, p, g, label)
+
+
+def _with_collectives(df, reuse_distance: float):
+    """``df`` with a ``collectives`` column (JSON only): per scheme, its phases in step order with their
+    group, group size, side, element bytes, cadence and runs per optimizer step
+    (:func:`zerocalc.evaluate.phase_records`)."""
+    from zerocalc.evaluate import phase_records
+
+    recs = []
+    for r in df.itertuples(index=False):
+        tp_pp = int(r.tp) * int(r.pp)
+        g_dp = _dp_gpus_per_node(int(r.gpus_per_node), int(r.tp), int(r.dp_size))
+        recs.append(phase_records(r.scheme, psi=float(r.psi) / tp_pp, n=int(r.dp_size), gpus_per_node=g_dp,
+                                  param_bytes=float(r.param_comm_bytes_per_element),
+                                  grad_bytes=float(r.grad_comm_bytes_per_element),
+                                  micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
+                                  hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance))
+    return df.assign(collectives=recs)
+
+
+def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:
+    """Ranks of one data-parallel group on a node (:func:`zerocalc.evaluate.data_parallel_layout`)."""
+    return min(g // tp if g % tp == 0 else 1, dp)
+
+
+def table_command(
+    psi: str = typer.Option(None, "--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T [default: 7.5e9]."),
+    n: int = typer.Option(64, "--n", help="GPUs in the world: the data-parallel degree N when --tp and --pp "
+                                          "are 1, else N = n/(tp·pp)."),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node",
+                                      help="GPUs per node [default: the topology's]."),
+    topology: str = typer.Option(
+        "dgx-a100", "--topology",
+        help=_TOPOLOGY_HELP),
+    dtype: str = typer.Option(None, "--dtype", help=_DTYPE_HELP + " Sets both sides [default: fp16]."),
+    param_dtype: str = typer.Option(None, "--param-dtype",
+                                    help="Dtype of the parameter-side collectives (all-gather, broadcast of "
+                                         "parameters), e.g. FSDP2 param_dtype [default: --dtype]."),
+    grad_dtype: str = typer.Option(None, "--grad-dtype",
+                                   help="Dtype of the gradient-side collectives (all-reduce, reduce-scatter, "
+                                        "reduce), e.g. FSDP2 reduce_dtype [default: --dtype]."),
+    micro_batches: int = typer.Option(1, "--micro-batches",
+                                      help="Micro-batches per optimizer step (gradient accumulation); each "
+                                           "scheme runs its collectives per micro-batch or per step as its "
+                                           "implementation does (zerocalc derive SCHEME)."),
+    grad_sync: str = typer.Option("every", "--grad-sync",
+                                  help="every or boundary: where the implementation lets you choose (DDP "
+                                       "and FSDP no_sync() / set_requires_gradient_sync(False)), reduce "
+                                       "gradients every micro-batch or only in the last."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel degree (the data-parallel group is n/(tp·pp))."),
+    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel degree."),
+    hsdp_shard_size: int = typer.Option(None, "--hsdp-shard-size",
+                                        help="fsdp-hybrid: ranks in one shard group H [default: the data-"
+                                             "parallel group's GPUs per node]."),
+    reuse_distance: float = typer.Option(1e9, "--reuse-distance",
+                                         help="deepspeed-zero3: stage3_max_reuse_distance, parameter "
+                                              "elements [default: DeepSpeed's 1e9]."),
+    k: float = typer.Option(12.0, "--k",
+                            help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
+    schemes: str = typer.Option(None, "--schemes", help="Comma-separated scheme names [default: all]."),
+    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.",
+                                             case_sensitive=False)] = TableFormat.table,
+    intra_alpha_us: float = typer.Option(None, "--intra-alpha-us", help="Override: intra-node latency, µs."),
+    intra_bw_gbps: float = typer.Option(None, "--intra-bw-GBps",
+                                        help="Override: one GPU's intra-node bandwidth, GB/s."),
+    inter_alpha_us: float = typer.Option(None, "--inter-alpha-us", help="Override: inter-node latency, µs."),
+    inter_bw_gbps: float = typer.Option(None, "--inter-bw-GBps",
+                                        help="Override: one node's inter-node bandwidth, GB/s."),
+    nccl_version: str = typer.Option(None, "--nccl-version",
+                                     help="NCCL version whose cost model prices 't NCCL' [default: latest]."),
+    nccl_algo: str = typer.Option(None, "--nccl-algo", envvar="NCCL_ALGO",
+                                  help="NCCL_ALGO list restricting NCCL's algorithms."),
+    nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
+                                   help="NCCL_PROTO list restricting NCCL's protocols."),
+    nccl_tuner: str = typer.Option(None, "--nccl-tuner", help=_TUNER_HELP),
+    model: str = typer.Option(None, "--model", help=_MODEL_HELP),
+    gpu_memory: str = typer.Option(None, "--gpu-memory",
+                                   help="Memory of one GPU (80GB, 80GiB): adds a 'fits' column "
+                                        "[default: the topology's, if it names one]."),
+    sort: str = typer.Option(None, "--sort", help="time: the schemes that fit first, fastest first "
+                                                  "(ring time); memory: least memory first."),
+) -> None:
+    """Per-rank bytes sent per optimizer step, α-β time per algorithm, NCCL's own choice and time, and
+    memory per GPU of each scheme.
+
+    With --micro-batches, each scheme's collectives run per micro-batch or per optimizer step as its
+    implementation does them (zerocalc derive SCHEME cites the rule). With --gpu-memory, which schemes'
+    model states fit on one GPU; with --sort time, the fastest of those that fit comes first: the
+    stage to use on this cluster."""
+    from zerocalc.evaluate import evaluate
+
+    psi_count, preset = model_psi(psi, model, default="7.5e9")
+    topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
+    names = _scheme_names(schemes, "--schemes")
+    wire = _wire_dtypes(dtype, param_dtype, grad_dtype)
+    df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
+                  comm_dtype=wire.comm, k=k, param_dtype=wire.param, grad_dtype=wire.grad,
+                  micro_batches=micro_batches, grad_sync=grad_sync.strip().lower(), tp=tp, pp=pp,
+                  hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
+    warn_implausible(psi=psi_count, n=n)
+    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner))
+    df, memory_note = _fits(df, gpu_memory, topo, sort)
+    notes += [memory_note] if memory_note else []
+    notes += _step_notes(df)
+    if fmt is TableFormat.json:
+        df = _with_collectives(df, reuse_distance)
+    caption = table_caption(df, psi_count, topo.name, wire.label, k)
+    if preset is not None:
+        caption = f"{preset.title}: {caption} [Psi: {preset.source}]"
+    text = render_table(df, fmt, caption)
+    if fmt is TableFormat.table:
+        text += "".join(f"note: {t}\n" for t in notes)
+    else:
+        for t in notes:
+            typer.echo(f"note: {t}", err=True)
+    typer.echo(text, nl=False)
+
+
+def _fits(df, gpu_memory: str | None, topo, sort: str | None):
+    """``df`` with ``gpu_memory_bytes`` and ``fits`` columns when a GPU memory is known (option, or
+    the topology's), sorted as asked; and the note that says what 'fits' covers."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.units import format_bytes, parse_bytes
+
+    if sort is not None and sort.lower() not in ("time", "memory"):
+        raise ConfigError(f"must be time or memory, got {sort!r}", option="--sort")
+    mem = parse_bytes(gpu_memory, "--gpu-memory") if gpu_memory is not None else getattr(
+        topo, "gpu_memory_bytes", None)
+    note = ""
+    if mem is not None:
+        df = df.assign(gpu_memory_bytes=mem, fits=df["memory_bytes_per_rank"] <= mem)
+        note = (f"fits: the model states fit in {format_bytes(mem)} per GPU; activations, buffers and "
+                "fragmentation are not counted, so 'yes' is necessary, not sufficient")
+    if sort is not None and sort.lower() == "time":
+        keys = (["fits"] if mem is not None else []) + ["time_s"]
+        df = df.sort_values(keys, ascending=[False] * (len(keys) - 1) + [True], kind="stable")
+    elif sort is not None:
+        df = df.sort_values("memory_bytes_per_rank", kind="stable")
+    return df.reset_index(drop=True), note
+
+
+class DeriveFormat(StrEnum):
+    """Output formats of ``zerocalc derive``."""
+
+    text = "text"
+    latex = "latex"
+    json = "json"
+
+
+def _derive_parts(s, alg, grad_sync: str, nccl: bool) -> list[tuple[str, str, object]]:
+    """(key, label, expression) of what ``derive`` shows for scheme ``s``."""
+    import sympy
+
+    from zerocalc.memory import model_state_bytes
+
+    parts = [
+        ("bytes_per_rank", f"bytes sent per rank per optimizer step ({alg.value})",
+         sympy.factor(sympy.simplify(s.bytes_per_rank(alg, grad_sync)))),
+        ("time_s", f"communication time per optimizer step, s ({alg.value})", s.time_s(alg, grad_sync)),
+        ("memory_bytes_per_rank", "model-state bytes per rank",
+         sympy.simplify(model_state_bytes(s.name, grad_sync))),
+    ]
+    if nccl:
+        from zerocalc.nccl.formula import formulas
+
+        for coll in dict.fromkeys(ph.collective.value for ph in s.phases):
+            for name, expr in formulas(coll).items():
+                parts.append((f"nccl_{name}_{coll}".lower(), f"NCCL {name} time of one {coll} of n bytes, µs "
+                              "(NCCL 2.30 tuning.cc; see zerocalc.nccl.formula for the symbols)", expr))
+    return parts
+
+
+def _phase_line(ph, grad_sync: str) -> str:
+    side = {"param": "parameter dtype", "grad": "reduction dtype", "fixed": "fixed width"}[ph.side.value]
+    calls = "" if ph.calls == 1 else f"{ph.calls} × "
+    return (f"{calls}{ph.collective.value} of {ph.elements} elements × {ph.elem_bytes} B ({side}) on the "
+            f"{ph.group.description}, {ph.when(grad_sync)}: {ph.purpose}")
+
+
+def derive_command(
+    scheme: str = typer.Argument(..., help="Scheme name, e.g. zero2, colocated, fsdp-hybrid."),
+    algorithm: str = typer.Option("ring", "--algorithm", help="ring, recursive, tree or hierarchical."),
+    grad_sync: str = typer.Option("every", "--grad-sync",
+                                  help="every or boundary: the gradient-sync mode of DDP and FSDP "
+                                       "(no_sync)."),
+    fmt: Annotated[DeriveFormat, typer.Option("--format", help="text (pretty and LaTeX), latex or json.",
+                                              case_sensitive=False)] = DeriveFormat.text,
+    nccl: bool = typer.Option(False, "--nccl", help="Also NCCL's own Ring and Tree time formulas (tuning.cc) "
+                              "for the scheme's collectives."),
+) -> None:
+    """The symbolic per-rank volume, time and memory of one scheme per optimizer step of n_mb micro-batches,
+    with what runs per micro-batch and per step (and its source), each collective's dtype side and group,
+    and a legend of the symbols."""
+    import shutil
+    import textwrap
+
+    import sympy
+
+    from zerocalc.collectives import as_algorithm
+    from zerocalc.schemes import as_grad_sync, get_scheme
+    from zerocalc.symbols import SYMBOLS
+
+    s = get_scheme(scheme)
+    alg = as_algorithm(algorithm)
+    sync = as_grad_sync(grad_sync.strip().lower()).value
+    parts = _derive_parts(s, alg, sync, nccl)
+    used = set().union(*(sympy.sympify(e).free_symbols for _, _, e in parts))
+    legend = [(name, info) for name, info in SYMBOLS.items() if info.symbol in used]
+    same = "yes" if s.equivalent_to_dp else ("no; yes at N = 1" if s.exact_on_one_rank else "no")
+    if fmt is DeriveFormat.json:
+        import json
+
+        doc = {
+            "scheme": s.name, "title": s.title, "alias_of": s.alias_of,
+            "equivalent_to_dp": s.equivalent_to_dp, "exact_on_one_rank": s.exact_on_one_rank,
+            "source": s.source, "micro_batch_rule": s.micro_batch_rule,
+            "grad_sync": sync, "grad_sync_choice": s.grad_sync_choice, "algorithm": alg.value,
+            "phases": [{"collective": ph.collective.value, "elements": str(ph.elements),
+                        "calls": str(ph.calls),
+                        "side": ph.side.value, "elem_bytes": str(ph.elem_bytes), "group": ph.group.value,
+                        "group_size": str(ph.group.size), "cadence": ph.cadence.value,
+                        "runs_per_step": str(ph.runs(sync)), "purpose": ph.purpose} for ph in s.phases],
+            "expressions": {key: {"label": label, "text": str(expr), "latex": sympy.latex(expr)}
+                            for key, label, expr in parts},
+            "symbols": {name: {"meaning": info.meaning, "unit": info.unit, "latex": sympy.latex(info.symbol)}
+                        for name, info in legend},
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    if fmt is DeriveFormat.latex:
+        for _, label, expr in parts:
+            typer.echo(f"% {label}\n{sympy.latex(expr)}")
+        return
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+
+    def para(text: str, indent: str = "") -> None:
+        typer.echo(textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  "))
+
+    para(f"{s.name}: {s.title}  (update equals data parallel: {same})")
+    para(f"source: {s.source}")
+    para(f"per micro-batch / per optimizer step: {s.micro_batch_rule}"
+         + (f" [--grad-sync {sync}]" if s.grad_sync_choice else ""))
+    typer.echo("phases of one optimizer step of n_mb micro-batches:")
+    for ph in s.phases:
+        para(_phase_line(ph, sync), "  ")
+    for _, label, expr in parts:
+        typer.echo(f"\n{label}:")
+        typer.echo(sympy.pretty(expr, use_unicode=True, num_columns=width))
+        typer.echo(f"LaTeX: {sympy.latex(expr)}")
+    typer.echo("\nsymbols:")
+    for name, info in legend:
+        para(f"{sympy.pretty(info.symbol, use_unicode=True)} ({name}): {info.meaning} [{info.unit}]", "  ")
+
+
+def feasibility_cmd(
+    n: int = typer.Option(4, "--n", help="Simulated ranks (data-parallel degree N)."),
+    steps: int = typer.Option(20, "--steps", help="Adam steps to simulate (0: compare nothing)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the weights and of every micro-batch."),
+    micro_batches: int = typer.Option(
+        1, "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): each scheme "
+                                   "reduces every micro-batch or once per step as its implementation does."),
+    schemes: list[str] | None = typer.Option(  # noqa: B008 - typer's option declaration
+        None, "--schemes", help="Schemes to simulate (repeat or comma-separate); default: all."),
+    gpus_per_node: int | None = typer.Option(
+        None, "--gpus-per-node",
+        help="Ranks per node: of the simulation (for fsdp-hybrid and zeropp; default 2 if N is even) and "
+             "of the cluster the plan is priced on (default: the topology's)."),
+    psi: str = typer.Option("7.5e9", "--psi",
+                            help="Parameters of the model the plan is priced for: 7.5e9, 70B."),
+    plan_n: int | None = typer.Option(
+        None, "--plan-n", help="Data-parallel ranks N of the cluster the plan is priced on [default: --n]."),
+    topology: str = typer.Option(
+        "dgx-a100", "--topology",
+        help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gcp-a3-mega, "
+             "pcie-gen4, ethernet-100g) or a .toml file; its in-network reduction (nvls, sharp) is priced "
+             "where it has one."),
+    dtype: str = typer.Option("fp16", "--dtype",
+                              help="Element type on the wire for the plan. " + _DTYPE_HELP),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """Simulate each scheme on N ranks training a small MLP, compare with data parallelism and the model,
+    and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to, priced on a
+    cluster."""
+    from fractions import Fraction
+
+    from zerocalc.dtypes import canonical_dtype, dtype_bytes
+    from zerocalc.errors import ConfigError
+    from zerocalc.feasibility import FeasibilityConfig, run_feasibility
+    from zerocalc.units import parse_count
+
+    fmt = output_format(fmt, ("table", "json"))
+    names = _scheme_names(schemes, "--schemes")
+    plan_psi = parse_count(psi, option="--psi")
+    comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
+    topo = _load_topology(topology, None, None, None, None)
+    cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, micro_batches=micro_batches,
+                            gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
+    if plan_n is not None and plan_n < 1:
+        raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")
+    with _progress_bar("simulating") as progress:
+        result = run_feasibility(
+            cfg, names, plan_psi=plan_psi,
+            plan_comm_bytes=int(comm_bytes) if comm_bytes.denominator == 1 else comm_bytes,
+            plan_topology=topo, plan_n=n if plan_n is None else plan_n,
+            plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
+            progress=progress)
+    if fmt == "json":
+        import json
+
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        typer.echo(_feasibility_table(result))
+
+
+def report_cmd(
+    output: Annotated[str, typer.Option("-o", "--output", help="PDF to write.")] = (
+        "reports/zero-colocation-review.pdf"),
+    psi: Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
+                                            "[default: 7.5e9].")] = None,
+    n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster.")] = 64,
+    gpus_per_node: Annotated[int | None, typer.Option(
+        "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
+    topology: Annotated[str, typer.Option(
+        "--topology",
+        help=_TOPOLOGY_HELP)] = "dgx-a100",
+    dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
+    trace: Annotated[list[str] | None, typer.Option(
+        "--trace", help="A trace file or a directory of one run (repeat for several runs); "
+                        "default: the real traces bundled with zerocalc.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
+    gpu_memory: Annotated[str | None, typer.Option(
+        "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
+                             "[default: the topology's, where it gives one].")] = None,
+) -> None:
+    """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
+    import time
+    from pathlib import Path
+
+
+    start = time.perf_counter()
+
+    def progress(message: str) -> None:
+        typer.echo(f"[{time.perf_counter() - start:5.1f} s] {message}", err=True)
+
+    # Every option and input is checked before any work (and before any progress line): the
+    # cluster, the output path, the traces; only then are the model and matplotlib loaded.
+    from zerocalc.dtypes import canonical_dtype
+    from zerocalc.report.config import ReportConfig
+    from zerocalc.report.inputs import check_output, check_traces
+    from zerocalc.topology import PRESETS
+    from zerocalc.units import parse_bytes
+
+    paths = tuple(Path(t) for t in trace or ())
+    topo = _load_topology(topology, None, None, None, None)
+    psi_count, _ = model_psi(psi, model, default="7.5e9")
+    warn_implausible(psi=psi_count, n=n)
+    config = ReportConfig(psi=float(psi_count), n=n,
+                          gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
+                          topology=topo if topology not in PRESETS else topology,
+                          comm_dtype=canonical_dtype(dtype), traces=paths,
+                          gpu_memory_bytes=None if gpu_memory is None else float(
+                              parse_bytes(gpu_memory, "--gpu-memory")))
+    check_output(output, config)
+    check_traces(paths)
+    progress("importing the model")
+    from zerocalc.report import write_report
+
+    write_report(output, config, progress)
+    progress(f"wrote {output}")

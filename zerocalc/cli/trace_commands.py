@@ -1,0 +1,426 @@
+"""The trace commands: ``check`` (measured bytes against every scheme; nccl-tests sweeps against
+NCCL's cost model), ``fit`` (α-β from measured timings; NCCL's model calibrated into a topology TOML)
+and ``trace summary`` (the calls of each rank and step). Each only wires options to library calls.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from zerocalc.cli.application import _echo_err
+from zerocalc.cli.options import (
+    _MODEL_HELP,
+    _TRACE_FORMAT_HELP,
+    _TUNER_HELP,
+    _at_least,
+    _json_default,
+    _load_topology,
+    _nan_to_none,
+    _read_traces,
+    _read_tuner,
+    _scheme_names,
+    _trace_format,
+    model_psi,
+    output_format,
+)
+from zerocalc.rendering import (
+    _check_markdown,
+    _check_rows,
+    _check_text,
+    _plural,
+    _runs_text,
+    _skip_notes,
+    _sweep_text,
+)
+
+
+def check_cmd(
+    traces: Annotated[list[str], typer.Argument(help="Trace files (one per rank) or a directory.")],
+    psi: Annotated[str | None, typer.Option("--psi", help="Parameter count Ψ (7.5e9, 25.5M); "
+                                            "default: inferred.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Data-parallel degree N; default: inferred.")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Steps, when unmarked.")] = None,
+    scheme: Annotated[list[str] | None, typer.Option("--schemes", "--scheme", help="Schemes to compare "
+                                                     "(repeat or comma-separate).")] = None,
+    micro_batches: Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per optimizer "
+                                                      "step; default: inferred.")] = None,
+    reuse_distance: Annotated[float | None, typer.Option(
+        "--reuse-distance", help="deepspeed-zero3: stage3_max_reuse_distance the run used, parameter "
+                                 "elements; default: each regime tried (kept for backward, gathered "
+                                 "again) and the one that matches said.")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Element type of calls the trace records "
+                                              "none for.")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="Ranks per node "
+                                                      "(default: N up to 8).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json, csv or markdown.")] = "table",
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Read the traces on a running Dask "
+                                                  "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
+    topology: Annotated[str | None, typer.Option(
+        "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
+                           "TOML file.")] = None,
+    nccl_version: Annotated[str | None, typer.Option(
+        "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
+                               "modelled).")] = None,
+    nccl_algo: Annotated[str | None, typer.Option(
+        "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting the algorithms.")] = None,
+    nccl_proto: Annotated[str | None, typer.Option(
+        "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
+    nccl_tuner: Annotated[str | None, typer.Option("--nccl-tuner", help=_TUNER_HELP)] = None,
+    model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
+) -> None:
+    """Measure bytes per rank per step in real traces and compare them with every scheme;
+    with --topology, compare nccl-tests sweeps size by size with NCCL's cost model."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.validate import check
+
+    fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
+    if topology is not None:
+        if fmt not in ("table", "json"):
+            raise ConfigError(f"must be table or json with --topology, got {fmt!r}", option="--format")
+        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner)
+        return
+    for flag, given in (("--nccl-version", nccl_version), ("--nccl-tuner", nccl_tuner)):
+        if given is not None:
+            raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too", option=flag)
+    if micro_batches is not None and micro_batches < 1:
+        raise ConfigError(f"must be a positive integer, got {micro_batches}", option="--micro-batches")
+    if reuse_distance is not None and not reuse_distance >= 0:
+        raise ConfigError(f"must be a number ≥ 0, got {reuse_distance:g}", option="--reuse-distance")
+    names = _scheme_names(scheme, "--schemes")
+    if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
+        raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
+    ts = _read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
+    psi_count, _ = model_psi(psi, model)
+    res = check(ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype,
+                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
+                reuse_distance=reuse_distance)
+    if fmt == "csv":
+        import pandas as pd
+
+        typer.echo(pd.DataFrame(_check_rows(res)).to_csv(index=False), nl=False)
+    elif fmt == "markdown":
+        typer.echo(_check_markdown(res))
+    elif fmt == "json":
+        import json
+
+        d = res.as_dict()
+        d["skipped_lines"] = {"count": ts.skipped.count,
+                              "examples": [list(e) for e in ts.skipped.examples]}
+        typer.echo(json.dumps(_nan_to_none(d), indent=2, allow_nan=False, default=_json_default))
+    else:
+        typer.echo(_check_text(res, _skip_notes(ts.skipped)))
+
+
+def _missing_facts(runs: list[dict], op: str | None, ranks: int | None) -> str:
+    """What nccl-tests rows do not say and which option supplies it ("" when nothing is missing)."""
+    missing = {m for r in runs for m in r.get("missing", ())}
+    need = ["the collective (no <op>_perf name or header in the file: give --op)" for _ in [0]
+            if "op" in missing and op is None]
+    need += ["the number of ranks (no '#  Rank' lines: give --ranks)" for _ in [0]
+             if "ranks" in missing and ranks is None]
+    return f"the rows do not say {' nor '.join(need)}" if need else ""
+
+
+def fit_cmd(
+    files: Annotated[list[str], typer.Argument(help="nccl-tests outputs (or timed traces); each run in a "
+                                               "file is fitted apart.")],
+    pooled: Annotated[bool, typer.Option("--pooled", help="One α, β over all ops of a group size.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
+    out: Annotated[str | None, typer.Option(
+        "--out", help="Write a topology TOML calibrated on these nccl-tests sweeps (NCCL's model, one α-β "
+                      "per algorithm/protocol where the sweep allows), for table, check and report.")] = None,
+    topology: Annotated[str, typer.Option(
+        "--topology", help="With --out: the preset or TOML file the calibration starts from.")] = "dgx-h100",
+    nccl_version: Annotated[str | None, typer.Option(
+        "--nccl-version",
+        help="With --out: NCCL version (default: the file's, else the latest modelled).")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="With --out: ranks of a sweep whose file does not "
+                                          "say.")] = None,
+    trace_format: Annotated[str | None, typer.Option(
+        "--trace-format", help=_TRACE_FORMAT_HELP)] = None,
+    op: Annotated[str | None, typer.Option("--op", help="The collective of nccl-tests rows that name none "
+                                           "(an excerpt without its header), e.g. all_reduce.")] = None,
+    ranks: Annotated[int | None, typer.Option("--ranks", help="The group size of nccl-tests rows that "
+                                              "name none.")] = None,
+) -> None:
+    """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
+    with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
+    from zerocalc.errors import TraceMismatchError
+    from zerocalc.traces.nccl_tests import complete
+    from zerocalc.validate import fit_trace, fits_frame
+
+    fmt = output_format(fmt, ("table", "csv", "json"))
+    group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
+    if out is not None:
+        _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict)
+        return
+    frames, remarks, unfit = [], {}, []
+    for f in files:
+        ts = _read_traces(f, strict=strict, fmt=_trace_format(trace_format))
+        table = complete(ts.table, op=op, ranks=group)
+        runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
+        parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
+            (r, table[table["run"] == r["run"]]) for r in runs]
+        remarks[f] = []
+        for run, part in parts:
+            res = fit_trace(part, meta=ts.meta, pooled=pooled)
+            label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
+            if not res.fits:  # said, and the other files and runs fitted; an error if none fits
+                why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
+                unfit.append(f"{label}: nothing to fit: "
+                             + ("; ".join(w for w in why if w) or "no timed collectives"))
+                continue
+            df = fits_frame(res.fits)
+            df.insert(0, "file", f)
+            # added at the end: the columns before them keep their places
+            df["run"] = run["run"] if run else (runs[0]["run"] if runs else None)
+            df["nccl_version"] = run["nccl_version"] if run else (
+                runs[0]["nccl_version"] if len(runs) == 1 else None)
+            frames.append(df)
+            remarks[f] += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
+        remarks[f] += [f"note: {t}" for t in _skip_notes(ts.skipped)]
+    if not frames:
+        raise TraceMismatchError("; ".join(unfit))
+    for line in unfit:
+        _echo_err(f"skipped: {line}")
+    import pandas as pd
+
+    out = pd.concat(frames, ignore_index=True)
+    if fmt != "table":  # the remarks go to stderr, stdout stays machine-readable
+        for f in files:
+            for line in remarks[f]:
+                typer.echo(f"{f}: {line}", err=True)
+    if fmt == "csv":
+        typer.echo(out.to_csv(index=False), nl=False)
+    elif fmt == "json":
+        import json
+
+        recs = _nan_to_none(out.to_dict(orient="records"))
+        typer.echo(json.dumps(recs, indent=2, default=_json_default))
+    else:
+        from zerocalc.units import format_seconds
+
+        for i, r in enumerate(out.itertuples()):
+            run = "" if r.run is None or r.run != r.run or (out["file"] == r.file).sum() == 1 else (
+                f", run {int(r.run) + 1}")
+            nccl = f", NCCL {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
+            lines = [f"{r.file}: {r.op} on {r.group_size} ranks{run}{nccl}, {r.n_sizes} "
+                     f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
+                     f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
+                     f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
+                     f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"]
+            if r.method == "regimes":
+                lines.append(f"  fitted on {r.n_latency_points} latency-dominated and {r.n_bandwidth_points} "
+                             "bandwidth-dominated sizes; the others differ by up to "
+                             f"{100 * r.max_abs_rel_residual:.0f} % from the model")
+            if r.reported_busbw_GBps == r.reported_busbw_GBps:
+                lines.append("  input's busbw column at the bandwidth sizes: up to "
+                             f"{r.reported_busbw_GBps:.4g} GB/s")
+            if r.small_message_time_s == r.small_message_time_s:
+                lines.append("  input's median time at the latency sizes: "
+                             f"{format_seconds(r.small_message_time_s)}")
+            if r.note:
+                lines.append(f"  note: {r.note}")
+            if i + 1 == len(out) or out["file"].iat[i + 1] != r.file:
+                lines += [f"  {t}" for t in remarks[r.file]]
+            typer.echo("\n".join(lines))
+
+
+def trace_summary(
+    paths: list[str] = typer.Argument(..., help="Trace files or directories (plain or gzip)."),  # noqa: B008
+    fmt: str = typer.Option("table", "--format", help="table, csv, or json (a list of the canonical rows)."),
+    strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
+    trace_format: str | None = typer.Option(None, "--trace-format", help=_TRACE_FORMAT_HELP),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Read the traces on a running Dask "
+                                         "cluster (tcp://HOST:PORT; zerocalc[dask])."),
+    op: str | None = typer.Option(None, "--op", help="The collective of nccl-tests rows that name none "
+                                  "(an excerpt without its header), e.g. all_reduce."),
+    ranks: int | None = typer.Option(None, "--ranks",
+                                     help="The group size of nccl-tests rows that name none."),
+) -> None:
+    """Per rank and step: count and volume of each collective, and the totals.
+
+    A trace that records no rank (an NCCL log without Init lines) is summarised per process.
+    """
+
+    fmt = output_format(fmt, ("table", "csv", "json"))
+    from zerocalc.traces import CANONICAL_COLUMNS
+    from zerocalc.traces.nccl_tests import complete
+
+    group = _at_least(ranks, 1, "--ranks")
+    trace_format = _trace_format(trace_format)
+    # the summary formats need per distinct call only its number of calls (memory flat in the log's length)
+    ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler, aggregate=fmt != "json")
+    if op is not None or group is not None:
+        from dataclasses import replace
+
+        ts = replace(ts, table=complete(ts.table, op=op, ranks=group))
+    for note in ts.notes:
+        typer.echo(f"note: {note}", err=True)
+    if ts.table.empty:
+        from zerocalc.errors import TraceFormatError
+
+        raise TraceFormatError(", ".join(ts.meta), None, "no collective calls found"
+                               + (f" (as {trace_format})" if trace_format else "")
+                               + "".join(f"; {t}" for t in _skip_notes(ts.skipped)))
+    if fmt == "json":
+        import json
+
+        # written in parts: one part of the rows as Python objects at a time, not the whole table
+        table = ts.table[list(CANONICAL_COLUMNS)].assign(process=ts.processes())
+        part = 1 << 16
+        for start in range(0, len(table), part):
+            rows = table.iloc[start : start + part].astype(object)
+            text = json.dumps(rows.where(rows.notna(), None).to_dict(orient="records"), indent=1)
+            # the list's items as json.dumps(whole list, indent=1) writes them: "[\n", items, "\n]"
+            typer.echo(("[\n" if start == 0 else ",\n") + text[2:-2], nl=False)
+        typer.echo("\n]")
+        return
+    summary = ts.summary()
+    if fmt == "csv":
+        typer.echo(summary.to_csv(index=False), nl=False)
+        return
+    import pandas as pd
+
+    from zerocalc.units import format_bytes
+
+    def values(col: pd.Series) -> list:
+        """A column as a list, ``None`` where missing."""
+        return col.astype(object).where(col.notna(), None).tolist()
+
+    for file, part in summary.groupby("file", sort=False):
+        meta = ts.meta.get(file, {})
+        typer.echo(f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
+                   f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}"
+                   + _runs_text(meta.get("runs")))
+        # no rank recorded: the process instead (columns aligned within the file)
+        who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
+               for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]
+        width = max(map(len, who))
+        typer.echo("\n".join(
+            f"  {w:<{width}}  step {'-' if st is None else st!s:>5}  {op:<15} {c:>6} "
+            f"{'call ' if c == 1 else 'calls'}  in {'?' if b is None else format_bytes(float(b))}"
+            for w, st, op, c, b in zip(who, values(part["step"]), part["op"].tolist(), part["calls"].tolist(),
+                                       values(part["in_bytes"]), strict=True)))
+    total = summary.groupby("op")["calls"].sum()
+    typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
+    if ts.skipped:
+        typer.echo(f"skipped {_plural(ts.skipped.count, 'unreadable line')}, e.g. "
+                   + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
+
+
+def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
+    """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines)."""
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError, TraceFormatError
+    from zerocalc.nccl.predict import version_from_text
+    from zerocalc.traces.nccl_tests import parse
+
+    if n is not None and n < 1:
+        raise ConfigError("must be a whole number ≥ 1", option="--n")
+    out = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines(True)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        res = parse(iter(text), path, strict=strict)
+        if not res.rows:
+            raise TraceFormatError(path, None, "no nccl-tests result rows")
+        if any(r["op"] == "other" for r in res.rows):
+            raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
+                                               "its name)")
+        groups: dict[tuple, list] = {}
+        for r in res.rows:  # one sweep per run, collective and group size the file holds
+            p = n or r.get("group_size") or res.meta.get("world_size")
+            groups.setdefault((r.get("run"), r["op"], p), []).append(r)
+        for (_, op, p), rows in groups.items():
+            if not p:
+                raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
+            version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
+            out.append((path, rows, op, int(p), version, res.skipped))
+    return out
+
+
+def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str]]:
+    from zerocalc.nccl import LATEST
+
+    if given:
+        return given, []
+    if stated:
+        return stated, []
+    v = LATEST.tag.lstrip("v").split("-")[0]
+    return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"]
+
+
+def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
+                 nccl_tuner=None) -> None:
+    from zerocalc.nccl.env import restrictions, settings
+    from zerocalc.validate.sweep import compare_sweep
+
+    topo = _load_topology(topology, None, None, None, None)
+    restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
+    tuner = _read_tuner(nccl_tuner, topo)
+    sweeps, texts = [], []
+    for path, rows, op, p, stated, skipped in _sweep_inputs(paths, n, strict):
+        version, notes = _sweep_version(path, nccl_version, stated)
+        env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+        cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
+                            algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable, tuner=tuner)
+        d = cmp.as_dict()
+        d["file"], d["topology"] = path, topo.name
+        d["notes"] = notes + list(env.notes) + d["notes"] + _skip_notes(skipped)
+        sweeps.append(d)
+        texts.append(_sweep_text(d, cmp))
+    if fmt == "json":
+        import json
+
+        typer.echo(json.dumps(_nan_to_none({"sweeps": sweeps}), indent=2, allow_nan=False,
+                              default=_json_default))
+    else:
+        typer.echo("\n\n".join(texts))
+
+
+def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
+    """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.env import settings
+    from zerocalc.topology import topology_to_toml
+    from zerocalc.validate.sweep import compare_sweep, fit_calibration
+
+    target = Path(out)
+    if any(target.exists() and target.resolve() == Path(f).resolve() for f in [*files, topology]):
+        raise ConfigError(f"{out} is an input; choose another file", option="--out")
+    base = _load_topology(topology, None, None, None, None)
+    tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
+    fits, lines = [], []
+    for path, rows, op, p, stated, _ in _sweep_inputs(files, n, strict):
+        version, notes = _sweep_version(path, nccl_version, stated)
+        env = settings(base, version, None, None, tuner_given=tuner is not None)  # as check prices it
+        cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
+                            nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable, tuner=tuner)
+        got = fit_calibration(cmp)
+        fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
+        lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]
+        for c in got:
+            lines.append(f"{path}: {c.op} on {c.ranks} ranks, {c.algorithm}/{c.protocol}: "
+                         f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s")
+    name = Path(out).stem
+    topo = replace(base, name=name, title=f"{base.title}, calibrated on {', '.join(files)}",
+                   nccl_calibration=tuple(fits))
+    text = topology_to_toml(topo, header=f"zerocalc fit --out: {base.name} calibrated on {', '.join(files)}")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}", option="--out") from None
+    typer.echo("\n".join([*lines, f"wrote {out}"]))
