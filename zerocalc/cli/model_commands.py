@@ -202,15 +202,36 @@ def table_command(
                   micro_batches=micro_batches, grad_sync=grad_sync.strip().lower(), tp=tp, pp=pp,
                   hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
     warn_implausible(psi=psi_count, n=n)
+    df, notes = _table_columns(df, topo, fmt, gpu_memory, sort, reuse_distance,
+                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner))
+    _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), notes)
+
+
+def _table_columns(df, topo, fmt: TableFormat, gpu_memory: str | None, sort: str | None,
+                   reuse_distance: float, nccl: tuple[str | None, str | None, str | None, str | None]):
+    """The evaluated table with the columns the options ask for: NCCL's time and choice (``nccl``:
+    version, algorithms, protocols, tuner), 'fits' and its sort, and in JSON the collectives of each
+    scheme; and the notes to print under it."""
+    nccl_version, nccl_algo, nccl_proto, nccl_tuner = nccl
     notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner))
     df, memory_note = _fits(df, gpu_memory, topo, sort)
     notes += [memory_note] if memory_note else []
     notes += _step_notes(df)
     if fmt is TableFormat.json:
         df = _with_collectives(df, reuse_distance)
+    return df, notes
+
+
+def _table_caption(df, psi_count, topo, wire: _Wire, k: float, preset) -> str:
+    """The table's caption, naming the model preset and the source of its Ψ when ``--model`` gave one."""
     caption = table_caption(df, psi_count, topo.name, wire.label, k)
     if preset is not None:
         caption = f"{preset.title}: {caption} [Psi: {preset.source}]"
+    return caption
+
+
+def _write_table(df, fmt: TableFormat, caption: str, notes: list[str]) -> None:
+    """The table on stdout; its notes under it as text, on stderr for the machine-readable formats."""
     text = render_table(df, fmt, caption)
     if fmt is TableFormat.table:
         text += "".join(f"note: {t}\n" for t in notes)

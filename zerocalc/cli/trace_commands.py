@@ -150,8 +150,6 @@ def fit_cmd(
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
     with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
     from zerocalc.errors import TraceMismatchError
-    from zerocalc.traces.nccl_tests import complete
-    from zerocalc.validate import fit_trace, fits_frame
 
     fmt = output_format(fmt, ("table", "csv", "json"))
     group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
@@ -160,36 +158,54 @@ def fit_cmd(
         return
     frames, remarks, unfit = [], {}, []
     for f in files:
-        ts = _read_traces(f, strict=strict, fmt=_trace_format(trace_format))
-        table = complete(ts.table, op=op, ranks=group)
-        runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
-        parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
-            (r, table[table["run"] == r["run"]]) for r in runs]
-        remarks[f] = []
-        for run, part in parts:
-            res = fit_trace(part, meta=ts.meta, pooled=pooled)
-            label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
-            if not res.fits:  # said, and the other files and runs fitted; an error if none fits
-                why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
-                unfit.append(f"{label}: nothing to fit: "
-                             + ("; ".join(w for w in why if w) or "no timed collectives"))
-                continue
-            df = fits_frame(res.fits)
-            df.insert(0, "file", f)
-            # added at the end: the columns before them keep their places
-            df["run"] = run["run"] if run else (runs[0]["run"] if runs else None)
-            df["nccl_version"] = run["nccl_version"] if run else (
-                runs[0]["nccl_version"] if len(runs) == 1 else None)
-            frames.append(df)
-            remarks[f] += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
-        remarks[f] += [f"note: {t}" for t in _skip_notes(ts.skipped)]
+        got, remarks[f], missed = _fit_file(f, strict, _trace_format(trace_format), op, group, pooled)
+        frames += got
+        unfit += missed
     if not frames:
         raise TraceMismatchError("; ".join(unfit))
     for line in unfit:
         _echo_err(f"skipped: {line}")
     import pandas as pd
 
-    out = pd.concat(frames, ignore_index=True)
+    _write_fits(pd.concat(frames, ignore_index=True), files, remarks, fmt)
+
+
+def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, group: int | None,
+              pooled: bool) -> tuple[list, list[str], list[str]]:
+    """The fits of one file, each of its runs apart: their frames, the remarks to print with them,
+    and why a run had nothing to fit (said, and the other files and runs fitted)."""
+    from zerocalc.traces.nccl_tests import complete
+    from zerocalc.validate import fit_trace, fits_frame
+
+    frames, remarks, unfit = [], [], []
+    ts = _read_traces(f, strict=strict, fmt=trace_format)
+    table = complete(ts.table, op=op, ranks=group)
+    runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
+    parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
+        (r, table[table["run"] == r["run"]]) for r in runs]
+    for run, part in parts:
+        res = fit_trace(part, meta=ts.meta, pooled=pooled)
+        label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
+        if not res.fits:  # said, and the other files and runs fitted; an error if none fits
+            why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
+            unfit.append(f"{label}: nothing to fit: "
+                         + ("; ".join(w for w in why if w) or "no timed collectives"))
+            continue
+        df = fits_frame(res.fits)
+        df.insert(0, "file", f)
+        # added at the end: the columns before them keep their places
+        df["run"] = run["run"] if run else (runs[0]["run"] if runs else None)
+        df["nccl_version"] = run["nccl_version"] if run else (
+            runs[0]["nccl_version"] if len(runs) == 1 else None)
+        frames.append(df)
+        remarks += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
+    remarks += [f"note: {t}" for t in _skip_notes(ts.skipped)]
+    return frames, remarks, unfit
+
+
+def _write_fits(out, files: list[str], remarks: dict[str, list[str]], fmt: str) -> None:
+    """The fits as CSV or JSON on stdout (their remarks on stderr), or as text with the remarks of
+    each file after its last fit."""
     if fmt != "table":  # the remarks go to stderr, stdout stays machine-readable
         for f in files:
             for line in remarks[f]:
@@ -202,32 +218,39 @@ def fit_cmd(
         recs = _nan_to_none(out.to_dict(orient="records"))
         typer.echo(json.dumps(recs, indent=2, default=_json_default))
     else:
-        from zerocalc.units import format_seconds
-
         for i, r in enumerate(out.itertuples()):
-            run = "" if r.run is None or r.run != r.run or (out["file"] == r.file).sum() == 1 else (
-                f", run {int(r.run) + 1}")
-            nccl = f", NCCL {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
-            lines = [f"{r.file}: {r.op} on {r.group_size} ranks{run}{nccl}, {r.n_sizes} "
-                     f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
-                     f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
-                     f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
-                     f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"]
-            if r.method == "regimes":
-                lines.append(f"  fitted on {r.n_latency_points} latency-dominated and {r.n_bandwidth_points} "
-                             "bandwidth-dominated sizes; the others differ by up to "
-                             f"{100 * r.max_abs_rel_residual:.0f} % from the model")
-            if r.reported_busbw_GBps == r.reported_busbw_GBps:
-                lines.append("  input's busbw column at the bandwidth sizes: up to "
-                             f"{r.reported_busbw_GBps:.4g} GB/s")
-            if r.small_message_time_s == r.small_message_time_s:
-                lines.append("  input's median time at the latency sizes: "
-                             f"{format_seconds(r.small_message_time_s)}")
-            if r.note:
-                lines.append(f"  note: {r.note}")
+            lines = _fit_lines(r, out)
             if i + 1 == len(out) or out["file"].iat[i + 1] != r.file:
                 lines += [f"  {t}" for t in remarks[r.file]]
             typer.echo("\n".join(lines))
+
+
+def _fit_lines(r, out) -> list[str]:
+    """The text of one fit ``r`` (a row of ``out``, all the fits): what was fitted, α and the bus
+    bandwidth with their uncertainties, and what the input itself says."""
+    from zerocalc.units import format_seconds
+
+    run = "" if r.run is None or r.run != r.run or (out["file"] == r.file).sum() == 1 else (
+        f", run {int(r.run) + 1}")
+    nccl = f", NCCL {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
+    lines = [f"{r.file}: {r.op} on {r.group_size} ranks{run}{nccl}, {r.n_sizes} "
+             f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
+             f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
+             f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
+             f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"]
+    if r.method == "regimes":
+        lines.append(f"  fitted on {r.n_latency_points} latency-dominated and {r.n_bandwidth_points} "
+                     "bandwidth-dominated sizes; the others differ by up to "
+                     f"{100 * r.max_abs_rel_residual:.0f} % from the model")
+    if r.reported_busbw_GBps == r.reported_busbw_GBps:
+        lines.append("  input's busbw column at the bandwidth sizes: up to "
+                     f"{r.reported_busbw_GBps:.4g} GB/s")
+    if r.small_message_time_s == r.small_message_time_s:
+        lines.append("  input's median time at the latency sizes: "
+                     f"{format_seconds(r.small_message_time_s)}")
+    if r.note:
+        lines.append(f"  note: {r.note}")
+    return lines
 
 
 def trace_summary(
