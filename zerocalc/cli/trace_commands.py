@@ -307,33 +307,36 @@ def trace_summary(
     if fmt == "csv":
         typer.echo(summary.to_csv(index=False), nl=False)
         return
-    import pandas as pd
-
-    from zerocalc.units import format_bytes
-
-    def values(col: pd.Series) -> list:
-        """A column as a list, ``None`` where missing."""
-        return col.astype(object).where(col.notna(), None).tolist()
-
     for file, part in summary.groupby("file", sort=False):
-        meta = ts.meta.get(file, {})
-        typer.echo(f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
-                   f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}"
-                   + _runs_text(meta.get("runs")))
-        # no rank recorded: the process instead (columns aligned within the file)
-        who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
-               for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]
-        width = max(map(len, who))
-        typer.echo("\n".join(
-            f"  {w:<{width}}  step {'-' if st is None else st!s:>5}  {op:<15} {c:>6} "
-            f"{'call ' if c == 1 else 'calls'}  in {'?' if b is None else format_bytes(float(b))}"
-            for w, st, op, c, b in zip(who, values(part["step"]), part["op"].tolist(), part["calls"].tolist(),
-                                       values(part["in_bytes"]), strict=True)))
+        typer.echo(_summary_text(file, part, ts.meta.get(file, {})))
     total = summary.groupby("op")["calls"].sum()
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
     if ts.skipped:
         typer.echo(f"skipped {_plural(ts.skipped.count, 'unreadable line')}, e.g. "
                    + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
+
+
+def _summary_text(file: str, part, meta: dict) -> str:
+    """One file's lines of ``trace summary``: its format, calls, world size and runs, then the calls
+    of each rank (or process, where the trace records no rank) and step."""
+    from zerocalc.units import format_bytes
+
+    def values(col) -> list:
+        """A column as a list, ``None`` where missing."""
+        return col.astype(object).where(col.notna(), None).tolist()
+
+    head = (f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
+            f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}"
+            + _runs_text(meta.get("runs")))
+    # no rank recorded: the process instead (columns aligned within the file)
+    who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
+           for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]
+    width = max(map(len, who))
+    return head + "\n" + "\n".join(
+        f"  {w:<{width}}  step {'-' if st is None else st!s:>5}  {op:<15} {c:>6} "
+        f"{'call ' if c == 1 else 'calls'}  in {'?' if b is None else format_bytes(float(b))}"
+        for w, st, op, c, b in zip(who, values(part["step"]), part["op"].tolist(), part["calls"].tolist(),
+                                   values(part["in_bytes"]), strict=True))
 
 
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
