@@ -69,7 +69,7 @@ def check_output(path: str | Path, config: ReportConfig = DEFAULT_CONFIG) -> Pat
     return out
 
 
-#: Files in a trace directory the reader leaves out (zerocalc.traces.reader._SKIP_SUFFIXES).
+#: Files in a trace directory the reader leaves out (zerocalc.traces.paths._SKIP_SUFFIXES).
 _SKIP_SUFFIXES = (".md", ".rst", ".py", ".ipynb")
 #: Bytes read from the head of a trace (zerocalc.traces.detect.HEAD_BYTES, checked by a test).
 _HEAD_BYTES = 1 << 16

@@ -2,7 +2,7 @@
 
 The reader's units of work go to the cluster's workers as they do to local worker processes:
 one task per file, and one per chunk of about one block of a large plain NCCL log
-(:func:`zerocalc.traces.reader._scan_range`, cut where a local read cuts it); this process
+(:func:`zerocalc.traces.chunks._scan_range`, cut where a local read cuts it); this process
 gathers the results in file and chunk order and joins them as a local read does, so the table,
 its metadata and the skip log are the same. The workers read the files by the paths given here:
 they must see the same files at the same paths (one machine, or a shared file system).
@@ -12,10 +12,16 @@ Dask is an optional extra (``pip install 'zerocalc[dask]'``), imported only here
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import ConfigError, TraceFormatError
+
+if TYPE_CHECKING:
+    from zerocalc.traces.paths import _Inputs
+    from zerocalc.traces.reader import _Track
+    from zerocalc.traces.records import ParseResult
 
 OPTION = "--scheduler"
 #: Seconds to wait for the scheduler to answer.
@@ -58,3 +64,61 @@ def run(address: str, fn: Callable, jobs: Sequence[tuple], on_done: Callable[[in
         return client.gather(futures)
     finally:
         client.close()
+
+
+def _task(kind: str, args: tuple) -> Any:
+    """One unit of a read on a cluster: a whole file (``"file"``) or a chunk of a log (``"chunk"``)."""
+    from zerocalc.traces.chunks import _scan_range
+    from zerocalc.traces.reader import _read_one
+
+    return _read_one(args) if kind == "file" else _scan_range(*args)
+
+
+def read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
+                    scheduler: str, track: _Track | None = None,
+                    aggregate: bool = False) -> list[ParseResult | str]:
+    """Each file, or each chunk of a large plain NCCL log, read as a task on the Dask cluster at
+    ``scheduler`` (:func:`run`); the chunks of a log joined here, in order."""
+    from zerocalc.traces import nccl_log
+    from zerocalc.traces.chunks import _boundary, _join_chunks
+    from zerocalc.traces.detect import HEAD_BYTES
+    from zerocalc.traces.reader import _no_records, _splittable
+
+    jobs: list[tuple[str, tuple]] = []
+    parts: list[int] = []  # tasks per file: 0 = one whole-file task, else its chunks
+    for file, optional in zip(inputs.files, inputs.optional, strict=True):
+        try:
+            split = _splittable(file, fmt, cap)
+        except TraceFormatError:  # not a known format: its own task says so, as a local read does
+            split = False
+        if split:
+            size = os.path.getsize(file)
+            with open(file, "rb") as f:
+                bounds = [_boundary(f, k, size) for k in range(-(-size // nccl_log.BLOCK_BYTES) + 1)]
+            jobs.extend(("chunk", (file, a, b, strict, aggregate))
+                        for a, b in zip(bounds, bounds[1:], strict=False))
+            parts.append(len(bounds) - 1)
+        else:
+            jobs.append(("file", (file, strict, fmt, cap, optional, aggregate)))
+            parts.append(0)
+    # the bytes of each task, for progress: a whole file, or its chunk
+    nbytes = [os.path.getsize(a[0]) if kind == "file" else a[2] - a[1] for kind, a in jobs]
+    on_done = None
+    if track is not None:
+        def on_done(i: int) -> None:
+            track.add(nbytes[i], files=int(jobs[i][0] == "file"))
+    done = run(scheduler, _task, jobs, on_done)
+    results: list[ParseResult | str] = []
+    i = 0
+    for file, k in zip(inputs.files, parts, strict=True):
+        if not k:
+            results.append(done[i])
+            i += 1
+            continue
+        result = _join_chunks(file, done[i : i + k])
+        i += k
+        if fmt is not None and not len(result):
+            with open(file, "rb") as f:
+                raise TraceFormatError(file, None, _no_records(fmt, f.read(HEAD_BYTES), file))
+        results.append(result)
+    return results

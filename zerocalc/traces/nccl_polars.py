@@ -49,7 +49,7 @@ PATTERN = (
 def available() -> bool:
     """Whether polars can be imported.
 
-    The reader scans a large log in one process per CPU (zerocalc.traces.reader), so polars is
+    The reader scans a large log in one process per CPU (zerocalc.traces.chunks), so polars is
     started with one thread unless ``POLARS_MAX_THREADS`` says otherwise (and unless something
     imported it first): a pool of threads per process would compete with the processes (measured
     on the synthetic 128-rank log, benchmarks/bench_scale.py: more CPU time in all, no less wall

@@ -1,0 +1,131 @@
+"""One large plain NCCL log scanned in parallel: cut into chunks of about one block at line
+boundaries, the chunks claimed from the front by the reading process and from the back by worker
+processes until the two ends meet, and their scans joined in order into the result a sequential
+read gives (:func:`zerocalc.traces.nccl_log.finish`)."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, BinaryIO
+
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces import nccl_log
+from zerocalc.traces.records import ParseResult
+
+
+def _boundary(f: BinaryIO, k: int, size: int) -> int:
+    """Where chunk ``k`` of a log starts: just after the last newline before byte ``k`` × the
+    block size (0 if there is none; the file's size past its end)."""
+    pos = min(k * nccl_log.BLOCK_BYTES, size)
+    if pos >= size:
+        return size
+    window = 1 << 16
+    while pos > 0:
+        start = max(0, pos - window)
+        f.seek(start)
+        newline = f.read(pos - start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        pos, window = start, window * 2
+    return 0
+
+
+def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, tick=None,
+                 aggregate: bool = False) -> dict[int, Any]:
+    """Scan the chunks of a log that this process claims, one at a time, from the front (the
+    reading process) or from the back (a worker), until the two ends meet: each chunk's
+    :class:`~nccl_log.Scan`, or in strict mode the line (counted from the chunk's start) and
+    reason of its first unusable line. ``size`` is the log's size when the read began (a log
+    still being written is read as it was then, by every process alike). ``tick`` is told the bytes
+    of the chunks claimed so far, from both ends, after each chunk."""
+    out: dict[int, Any] = {}
+    last = -(-size // nccl_log.BLOCK_BYTES) - 1
+    side, step = (0, 1) if front else (1, -1)  # shared = [next from the front, next from the back]
+    with open(file, "rb") as f:
+        while True:
+            with shared.get_lock():
+                if shared[0] > shared[1]:
+                    break
+                k = shared[side]
+                shared[side] = k + step
+            start = _boundary(f, k, size)
+            end = _boundary(f, k + 1, size)
+            f.seek(start)
+            try:
+                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict, aggregate=aggregate)
+                if tick is not None:
+                    tick(min(size, (shared[0] + last - shared[1]) * nccl_log.BLOCK_BYTES))
+            except TraceFormatError as exc:
+                out[k] = (exc.line, exc.reason)
+                if front:  # every chunk before it is read and clean: this is the log's first error
+                    with shared.get_lock():
+                        shared[0], shared[1] = 1, 0
+                    break
+    return out
+
+
+#: A worker's end of the chunk counters (set when its process starts).
+_SHARED: Any = None
+
+
+def _start_worker(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+    # one process per CPU already: polars (nccl_polars) need not start a thread per CPU in each
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+
+def _worker_chunks(file: str, size: int, strict: bool, aggregate: bool) -> dict[int, Any]:
+    return _scan_chunks(file, size, strict, False, _SHARED, aggregate=aggregate)
+
+
+def _read_split(file: str, strict: bool, workers: int, tick=None,
+                aggregate: bool = False) -> ParseResult | None:
+    """Scan a large NCCL log in chunks of about one block, this process taking them from the
+    front and ``workers`` - 1 worker processes from the back, until the two ends meet (so each
+    process scans what its start-up and speed allow), and join them in order: the same result
+    as a sequential read (runs of whole lines read alike wherever they are cut). ``None`` for
+    fewer than two processes."""
+    import multiprocessing
+
+    if workers < 2:
+        return None
+    size = os.path.getsize(file)
+    # spawn, not fork: the caller may hold threads (numpy's own included) whose locks a fork copies
+    spawn = multiprocessing.get_context("spawn")
+    shared = spawn.Array("q", [0, -(-size // nccl_log.BLOCK_BYTES) - 1])  # next from the front, the back
+    with ProcessPoolExecutor(max_workers=workers - 1, mp_context=spawn, initializer=_start_worker,
+                             initargs=(shared,)) as ex:
+        pending = [ex.submit(_worker_chunks, file, size, strict, aggregate) for _ in range(workers - 1)]
+        import pandas  # noqa: F401 -- the table needs it: import it while the workers start
+
+        chunks = _scan_chunks(file, size, strict, True, shared, tick, aggregate)
+        for future in pending:
+            chunks.update(future.result())
+    return _join_chunks(file, [chunks[k] for k in sorted(chunks)])
+
+
+def _join_chunks(file: str, results: list[Any]) -> ParseResult:
+    """The scans of a log's chunks, in order, joined into its result; in strict mode the first
+    chunk's error (its line counted from the chunk's start) raised with the log's line."""
+    lines = 0
+    for r in results:
+        if isinstance(r, tuple):  # strict: the first unusable line, in file order
+            line, reason = r
+            raise TraceFormatError(file, line + lines if line is not None else None, reason)
+        lines += r.lines
+    return nccl_log.finish(results, file)
+
+
+def _scan_range(file: str, start: int, end: int, strict: bool, aggregate: bool = False) -> Any:
+    """One chunk of a log (bytes ``start`` to ``end``, whole lines) scanned: its
+    :class:`~nccl_log.Scan`, or in strict mode (line from the chunk's start, reason) of its
+    first unusable line."""
+    with open(file, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    try:
+        return nccl_log.scan_bytes(data, file, strict=strict, aggregate=aggregate)
+    except TraceFormatError as exc:
+        return (exc.line, exc.reason)
