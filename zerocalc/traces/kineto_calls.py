@@ -1,0 +1,245 @@
+"""The calls of a Kineto trace from its selected events: nested CPU events on one thread grouped
+into calls, GPU kernels linked to them, each call resolved into a canonical row (op, sizes and
+dtype by the schema generation it records, step, timing), then the gloo annotations matched and the
+groups filled in (:mod:`~zerocalc.traces.kineto_gloo`, :mod:`~zerocalc.traces.kineto_groups`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected
+from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
+from zerocalc.traces.kineto_groups import _fill_groups, _group_from_shapes, _process_groups
+from zerocalc.traces.records import ParseResult
+from zerocalc.traces.schema import (
+    C10D_OPS,
+    DTYPE_BYTES,
+    KINETO_ANNOTATION_OPS,
+    KINETO_ARG_GENERATIONS,
+    KINETO_COLLECTIVE_NAMES,
+    KINETO_IGNORED_COLLECTIVES,
+    TORCH_DTYPES,
+)
+
+
+def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResult:
+    """Group the selected events into calls, link kernels, resolve each call into a row."""
+    rank, world, pgs = _trace_meta(info, res)
+    calls, thread_calls = _group_calls(sel)
+    unlinked = _link_kernels(sel, calls, thread_calls)
+    sel.steps.sort()
+    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows)
+    rows, gloo = res.rows, sel.gloo
+    if not rows and gloo:
+        rows.extend(_gloo_rows(gloo, sel.recs, file, rank, sel.steps, res))
+    elif gloo:
+        _match_gloo(rows, gloo, sel.recs, res)
+    for r in rows:
+        r.pop("_call", None)
+    _fill_groups(rows, pgs, world)
+    res.meta.update(schema=sorted(generations), steps=len(sel.steps), ignored=ignored,
+                    unlinked_kernels=unlinked, events=sel.n_events)
+    return res
+
+
+def _trace_meta(info: dict, res: ParseResult) -> tuple[int | None, int | None,
+                                                       list[tuple[str, int, tuple[int, ...]]]]:
+    """The rank, world size and process groups of ``distributedInfo``, also put in ``res.meta``."""
+    rank = _int(info.get("rank"))
+    world = _int(info.get("world_size"))
+    pgs = _process_groups(info)
+    res.meta.update(rank=rank, world_size=world, backend=info.get("backend"),
+                    nccl_version=info.get("nccl_version"))
+    if pgs:
+        res.meta["process_groups"] = [{"name": g, "size": p, "ranks": list(r)} for g, p, r in pgs]
+    return rank, world, pgs
+
+
+def _group_calls(sel: _Selected) -> tuple[list[dict[str, Any]], dict[Any, list[dict[str, Any]]]]:
+    """The calls, each the outermost of nested comm events on one thread, in order of their start
+    per thread; and each thread's calls."""
+    recs = sel.recs
+    calls: list[dict[str, Any]] = []
+    thread_calls: dict[Any, list[dict[str, Any]]] = {}
+    for thread, evs in sel.comm.items():
+        evs.sort(key=lambda t: (t[0], -t[1]))
+        stack: list[dict[str, Any]] = []
+        mine = thread_calls.setdefault(thread, [])
+        for ts, end, i, kind in evs:
+            while stack and stack[-1]["end"] < ts:
+                stack.pop()
+            if stack:
+                call = stack[-1]
+            else:
+                call = {"ts": ts, "end": end, "root": i, "kernels": []}
+                calls.append(call)
+                mine.append(call)
+                stack.append(call)
+            call.setdefault(kind, i)
+            if kind == "rpc" and "Collective name" in (recs[i][3] or {}):
+                call["rpc"] = i if "rpc_named" not in call else call["rpc"]
+                call["rpc_named"] = True
+    return calls, thread_calls
+
+
+def _link_kernels(sel: _Selected, calls: list[dict[str, Any]],
+                  thread_calls: dict[Any, list[dict[str, Any]]]) -> int:
+    """Each GPU kernel added to its call's ``kernels``: by ``External id``, else by ``correlation``
+    to the launch and the call that encloses it on that thread; the number left unlinked."""
+    recs = sel.recs
+    ext_to_call = {}
+    for c in calls:
+        if "rpc" in c:
+            ext = (recs[c["rpc"]][3] or {}).get("External id")
+            if ext is not None:
+                ext_to_call[ext] = c
+    starts = {t: [c["ts"] for c in cs] for t, cs in thread_calls.items()}
+    launches: dict[Any, tuple[Any, float]] | None = None
+    unlinked = 0
+    for k in sel.kernels:
+        a = recs[k][3] or {}
+        call = ext_to_call.get(a.get("External id"))
+        if call is None:
+            if launches is None:
+                launches = _correlations(sel.launches)
+            hit = launches.get(a.get("correlation"))
+            if hit is not None and hit[0] in thread_calls:
+                cs = thread_calls[hit[0]]
+                j = bisect.bisect_right(starts[hit[0]], hit[1]) - 1
+                if j >= 0 and cs[j]["ts"] <= hit[1] <= cs[j]["end"]:
+                    call = cs[j]
+        if call is None:
+            unlinked += 1
+            continue
+        call["kernels"].append(k)
+    return unlinked
+
+
+def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None, file: str,
+                   rows: list[dict[str, Any]]) -> tuple[dict[str, int], set[str]]:
+    """Each call, in order of its start, resolved into a row appended to ``rows``, with its group's
+    source, rank, step and timing (its kernels', else its CPU span's); the calls that are not rows
+    counted by reason, and the schema generations met."""
+    recs, steps = sel.recs, sel.steps
+    step_starts = [s[0] for s in steps]
+    ignored: dict[str, int] = {}
+    generations: set[str] = set()
+    for call in sorted(calls, key=lambda c: c["ts"]):
+        row = _resolve(call, recs, file, generations)
+        if isinstance(row, str):
+            ignored[row] = ignored.get(row, 0) + 1
+            continue
+        if row["group_size"] is not None:
+            row["group_from"] = "recorded"
+        elif _group_from_shapes(row):
+            row["group_from"] = "shapes"
+        if row["rank"] is None:
+            row["rank"] = rank
+        j = bisect.bisect_right(step_starts, call["ts"]) - 1
+        row["step"] = steps[j][2] if j >= 0 and call["ts"] <= steps[j][1] else None
+        ks = call["kernels"]
+        row["cpu_start_s"] = call["ts"] * _US
+        row["cpu_duration_s"] = (call["end"] - call["ts"]) * _US
+        if ks:
+            kev = [recs[k] for k in ks]
+            row["start_s"] = min(float(k[1]) for k in kev) * _US
+            row["duration_s"] = sum(float(k[2]) for k in kev) * _US
+            row["kernel"] = kev[0][0].split("(")[0]
+            row["link"] = "kernel"
+        else:
+            row["start_s"] = call["ts"] * _US
+            row["duration_s"] = None
+            row["kernel"] = None
+            row["link"] = None
+        row["_call"] = call
+        rows.append(row)
+    return ignored, generations
+
+
+def _correlations(launches: list[tuple[Any, Any, float]]) -> dict[Any, tuple[Any, float]]:
+    """correlation id -> (thread, ts) of the runtime call that launched it (the last one wins)."""
+    out: dict[Any, tuple[Any, float]] = {}
+    for raw, thread, ts in launches:
+        args = _args(raw)
+        if not isinstance(args, dict):
+            args = {}
+        corr = args.get("correlation")
+        if corr is not None:
+            out[corr] = (thread, ts)
+    return out
+
+
+def _resolve(call: dict, recs: dict, file: str, generations: set[str]) -> dict[str, Any] | str:
+    """The canonical row of one call, or the reason it is not a row."""
+    c10d = recs[call["c10d"]] if "c10d" in call else None
+    rpc = recs[call["rpc"]] if "rpc" in call else None
+    annot = recs[call["annot"]] if "annot" in call else None
+    row: dict[str, Any] = {"file": file, "rank": None, "op": None, "dtype": None, "in_nelems": None,
+                           "out_nelems": None, "group_size": None, "group": None,
+                           "source_line": call["root"], "op_name": None}
+    rargs = (rpc[3] or {}) if rpc else {}
+    if "Collective name" in rargs:
+        cname = rargs["Collective name"]
+        if not isinstance(cname, str) or cname in KINETO_IGNORED_COLLECTIVES:
+            return f"record_param_comms {cname!r}"
+        row["op"] = KINETO_COLLECTIVE_NAMES.get(cname, "other")
+        row["op_name"] = cname
+        for gen, marker, table in KINETO_ARG_GENERATIONS:
+            if marker in rargs:
+                generations.add(gen)
+                for key, col in table.items():
+                    if key in rargs:
+                        row[col] = rargs[key]
+                break
+        row.pop("collective", None)
+        dt = row["dtype"]
+        row["dtype"] = TORCH_DTYPES.get(dt, dt) if isinstance(dt, str) else None
+        for col in ("in_nelems", "out_nelems", "group_size", "rank", "seq"):
+            if col in row:
+                row[col] = _int(row[col])
+        if row["group"] is not None:
+            row["group"] = str(row["group"])
+    elif annot is not None:
+        generations.add("annotation-input-dims")
+        suffix = annot[0][len("nccl:"):]
+        row["op"] = KINETO_ANNOTATION_OPS.get(suffix, "other")
+        row["op_name"] = annot[0]
+        n, dt = _arg_nelems(annot[3] or {}, 0)
+        row["in_nelems"], row["dtype"] = n, dt
+    elif c10d is not None:
+        generations.add("c10d-input-dims")
+        spec = C10D_OPS.get(c10d[0])
+        row["op"] = spec[0] if spec else "other"
+        row["op_name"] = c10d[0]
+    else:
+        return "record_param_comms without a collective name"
+    if c10d is not None:
+        spec = C10D_OPS.get(c10d[0])
+        if spec is not None:
+            cargs = c10d[3] or {}
+            _, oi, ii = spec
+            if row["in_nelems"] is None and ii >= 0:
+                n, dt = _arg_nelems(cargs, ii)
+                row["in_nelems"] = n
+                row["dtype"] = row["dtype"] or dt
+            if row["out_nelems"] is None and oi >= 0:
+                n, dt = _arg_nelems(cargs, oi)
+                row["out_nelems"] = n
+                row["dtype"] = row["dtype"] or dt
+            if ii < 0 and row["in_nelems"] is None:
+                row["in_nelems"] = 0
+            if oi < 0 and row["out_nelems"] is None:
+                row["out_nelems"] = 0
+    if row["op"] in ("all_reduce", "broadcast", "reduce"):
+        # in = out = the full vector (PyTorch ``record_param_comms``)
+        if row["out_nelems"] is None:
+            row["out_nelems"] = row["in_nelems"]
+        if row["in_nelems"] is None:
+            row["in_nelems"] = row["out_nelems"]
+    if row["op"] == "barrier":
+        row["in_nelems"] = row["in_nelems"] if row["in_nelems"] is not None else 0
+        row["out_nelems"] = row["out_nelems"] if row["out_nelems"] is not None else 0
+    row["elem_bytes"] = DTYPE_BYTES.get(row["dtype"]) if row["dtype"] else None
+    return row

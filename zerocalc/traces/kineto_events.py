@@ -1,0 +1,236 @@
+"""The events of a Kineto trace that the table uses: decoded field by field with msgspec (``args``
+left undecoded until needed), each complete event classified by name and category (a collective's
+CPU events, a GPU kernel, a runtime launch, a profiler step, a gloo work annotation) and kept in
+compact form (:class:`_Selected`), and the readers of their fields (numbers, element counts).
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Union
+
+import msgspec
+import orjson
+
+from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.schema import TORCH_DTYPES
+
+_KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel")
+#: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
+_NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES)
+_US = 1e-6
+_NO_ARGS = msgspec.Raw()
+
+
+class _Event(msgspec.Struct, tag="X", tag_field="ph", gc=False):
+    """The fields of one complete event (``"ph": "X"``) that the parser reads; others are skipped.
+
+    ``args`` stays an undecoded slice of the input (``msgspec.Raw``) until the parser
+    needs it, which is for a few hundred of the tens of thousands of events.
+    """
+
+    name: Any = None
+    cat: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: msgspec.Raw = _NO_ARGS
+
+
+# Every other event phase of the Chrome trace event format: decoded as an empty object.
+_OTHER_PHASES = tuple(msgspec.defstruct(f"_Phase{i}", [], tag=ph, tag_field="ph", gc=False)
+                      for i, ph in enumerate("B E i I C b n e S T p F s t f P N O D M V v R c ( )".split()))
+
+_ANY_EVENT = Union[(_Event, *_OTHER_PHASES)]  # noqa: UP007 (built from a tuple)
+
+
+class _Trace(msgspec.Struct, gc=False):
+    traceEvents: list[_ANY_EVENT]  # noqa: N815 (the JSON key)
+    distributedInfo: msgspec.Raw = _NO_ARGS  # noqa: N815
+
+
+_DECODER = msgspec.json.Decoder(_Trace)
+
+
+class _Invalid(Exception):
+    """The fast path met input it does not vouch for: decode the whole document instead."""
+
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 (msgspec does not check strings it skips), in bounded memory."""
+    if isinstance(data, bytes | bytearray) and data.isascii():
+        return True
+    dec = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for i in range(0, len(view), 1 << 20):
+            dec.decode(view[i:i + (1 << 20)])
+        dec.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _args(raw: Any) -> Any:
+    """The decoded value of an ``args`` (or ``distributedInfo``) field; ``None`` if absent."""
+    if type(raw) is not msgspec.Raw:
+        return raw  # already decoded (parse_document)
+    if not raw:
+        return None
+    try:
+        return orjson.loads(memoryview(raw))
+    except orjson.JSONDecodeError:  # e.g. a number beyond double range, which msgspec accepts
+        raise _Invalid from None
+
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return None
+
+
+def _prod(dims: Any) -> int | None:
+    if not isinstance(dims, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        return None
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _arg_nelems(args: dict, i: int) -> tuple[int | None, str | None]:
+    """Elements and dtype of argument ``i`` of an op from ``Input Dims``/``Input type``."""
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or i >= len(dims) or i < 0:
+        return None, None
+    t = types[i] if isinstance(types, list) and i < len(types) else None
+    d = dims[i]
+    if t in ("TensorList", "GenericList") or (isinstance(d, list) and d and isinstance(d[0], list)):
+        # a list of tensors: dims are nested; an empty list means the shapes were not recorded
+        if not isinstance(d, list) or not d:
+            return None, None
+        total = 0
+        for sub in d:
+            n = _prod(sub)
+            if n is None:
+                return None, None
+            total += n
+        return total, None
+    if not isinstance(t, str) or t in ("", "Scalar", "ScalarList", "None"):
+        return None, None
+    return _prod(d), TORCH_DTYPES.get(t, t)
+
+
+
+#: Types a pid or tid may have: what identifies a thread must be hashable and comparable.
+_SCALARS = (int, str, float)
+
+
+class _Selected(NamedTuple):
+    """What the table needs of a trace, in compact form; the events themselves are not kept."""
+
+    n_events: int
+    recs: dict[int, tuple[str, Any, Any, Any]]  # event index -> (name, ts, dur, args) of used events
+    comm: dict[Any, list[tuple[float, float, int, str]]]  # thread -> (ts, end, index, kind)
+    steps: list[tuple[float, float, int]]
+    gloo: list[tuple[float, float, int, Any]]  # (ts, end, index, worker thread)
+    kernels: list[int]
+    launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
+
+
+# What one (name, cat) pair of a complete ("X") event is to the parser.
+_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED = range(9)
+
+
+def _classify(name: str, cat: Any) -> int:
+    """The role of an event by name and category; ``_CHECKED`` = relevant, then dropped."""
+    if not (name.startswith(_NAME_PREFIXES) or name == "record_param_comms"
+            or (cat == "cuda_runtime" and "Launch" in name)):
+        return _SKIP
+    if cat == "kernel":
+        return _KERNEL if name.startswith(_KERNEL_PREFIXES) else _CHECKED
+    if cat == "cuda_runtime":
+        return _LAUNCH
+    if name.startswith("ProfilerStep#"):
+        return _STEP
+    if name.startswith("gloo:"):
+        return _GLOO if cat == "user_annotation" else _CHECKED
+    if name.startswith("nccl:") and cat != "user_annotation":
+        return _CHECKED  # gpu_user_annotation duplicates
+    return _C10D if name.startswith("c10d::") else _RPC if name == "record_param_comms" else _ANNOT
+
+
+class _NameFilter(dict):
+    """name -> whether an event of that name may matter, whatever its category (cached)."""
+
+    def __missing__(self, name: str) -> bool:
+        v = self[name] = name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name
+        return v
+
+
+_COMM_KIND = {_C10D: "c10d", _RPC: "rpc", _ANNOT: "annot"}
+
+
+def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: str, strict: bool,
+            res: ParseResult) -> _Selected:
+    """Keep what the table needs of (index, complete event) pairs that passed :class:`_NameFilter`.
+
+    ``None`` stands for an event that is not an object.
+    """
+    sel = _Selected(n_events, {}, {}, [], [], [], [])
+    recs, comm, launches = sel.recs, sel.comm, sel.launches
+    roles: dict[tuple[str, Any], int] = {}
+    for i, e in events:
+        if e is None:
+            bad(file, i, "event is not an object", strict, res.skipped)
+            continue
+        name, cat = e.name, e.cat
+        key = (name, cat if type(cat) is str else None)  # any other category plays no part
+        role = roles.get(key)
+        if role is None:
+            role = roles[key] = _classify(*key)
+        if role == _SKIP:
+            continue
+        ts, dur = _num(e.ts), _num(e.dur)
+        if ts is None or dur is None or dur < 0:
+            bad(file, i, f"event {name[:40]!r} without a valid ts/dur", strict, res.skipped)
+            continue
+        thread = (e.pid, e.tid)
+        if not all(x is None or type(x) in _SCALARS for x in thread):
+            bad(file, i, f"event {name[:40]!r} with a pid/tid that is not a number or a string",
+                strict, res.skipped)
+            continue
+        if role == _LAUNCH:  # arguments decoded only if a kernel has to be linked by correlation
+            launches.append((e.args, thread, ts))
+        elif role == _KERNEL:
+            args = _args(e.args)
+            sel.kernels.append(i)
+            recs[i] = (name, e.ts, e.dur, args)
+        elif role == _STEP:
+            k = _int(name[len("ProfilerStep#"):])
+            if k is not None:
+                sel.steps.append((ts, ts + dur, k))
+        elif role == _GLOO:
+            sel.gloo.append((ts, ts + dur, i, thread))
+            recs[i] = (name, e.ts, e.dur, _args(e.args))
+        elif role != _CHECKED:
+            recs[i] = (name, e.ts, e.dur, _args(e.args))
+            comm.setdefault(thread, []).append((ts, ts + dur, i, _COMM_KIND[role]))
+    return sel

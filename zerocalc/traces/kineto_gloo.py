@@ -1,0 +1,79 @@
+"""The gloo work annotations of a Kineto trace (``gloo:<op>`` on the worker threads): matched to
+the calls in issue order where the two sequences agree in length, op and size everywhere, or, where
+the trace records no ``c10d::`` op for them, read as the calls themselves."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from zerocalc.traces.kineto_events import _US, _arg_nelems
+from zerocalc.traces.records import ParseResult
+from zerocalc.traces.schema import DTYPE_BYTES, GLOO_TRANSPORT_OPS, KINETO_ANNOTATION_OPS
+
+
+def _match_gloo(
+    rows: list[dict], gloo: list[tuple[float, float, int, Any]], recs: dict, res: ParseResult
+) -> None:
+    """Pair calls without kernels with gloo work annotations in issue order, all-or-nothing."""
+    cands = [r for r in rows if r["link"] is None and r["op"] != "barrier"]
+    gloo = sorted(gloo)
+    ok = len(cands) == len(gloo)
+    pairs = []
+    if ok:
+        for r, (ts, end, i, thread) in zip(cands, gloo, strict=True):
+            g = recs[i]
+            gop = KINETO_ANNOTATION_OPS.get(g[0][len("gloo:"):], "other")
+            if gop != r["op"] and gop not in GLOO_TRANSPORT_OPS.get(r["op"], ()):
+                ok = False
+                break
+            n, dt = _arg_nelems(g[3] or {}, 0)
+            if n is not None and r["in_nelems"] is not None and n != r["in_nelems"]:
+                ok = False
+                break
+            if dt is not None and r["dtype"] is not None and dt != r["dtype"]:
+                ok = False
+                break
+            pairs.append((r, ts, end, n, dt, thread))
+    res.meta["gloo_matched"] = ok
+    if not ok:
+        return
+    for r, ts, end, n, dt, thread in pairs:
+        r["start_s"], r["duration_s"], r["link"] = ts * _US, (end - ts) * _US, "gloo-order"
+        r["worker"] = str(thread)
+        if r["in_nelems"] is None:
+            r["in_nelems"] = n
+        if r["dtype"] is None and dt is not None:
+            r["dtype"] = dt
+            r["elem_bytes"] = DTYPE_BYTES.get(dt)
+
+
+def _gloo_rows(gloo: list[tuple[float, float, int, Any]], recs: dict, file: str, rank: int | None,
+               steps: list[tuple[float, float, int]], res: ParseResult) -> list[dict]:
+    """Rows from the ``gloo:<op>`` worker events of a trace that has no ``c10d::`` op for them.
+
+    Each worker event names its op and carries one input's ``Input Dims`` and ``Input type``
+    (an all-gather's input is the shard). gloo runs a reduce-scatter as an all-reduce of the whole
+    input (ProcessGroupGloo), so in such a trace a reduce-scatter reads as an all-reduce: said in
+    ``meta["notes"]``.
+    """
+    rows = []
+    step_starts = [s[0] for s in steps]
+    for ts, end, i, thread in sorted(gloo):
+        name, _, _, args = recs[i]
+        op = KINETO_ANNOTATION_OPS.get(name[len("gloo:"):], "other")
+        n, dt = _arg_nelems(args or {}, 0)
+        j = bisect.bisect_right(step_starts, ts) - 1
+        rows.append({
+            "file": file, "rank": rank, "op": op, "dtype": dt, "in_nelems": n,
+            "out_nelems": n if op in ("all_reduce", "broadcast", "reduce") else None,
+            "group_size": None, "group": None, "source_line": i, "op_name": name,
+            "elem_bytes": DTYPE_BYTES.get(dt) if dt else None,
+            "step": steps[j][2] if j >= 0 and ts <= steps[j][1] else None,
+            "cpu_start_s": None, "cpu_duration_s": None, "start_s": ts * _US, "duration_s": (end - ts) * _US,
+            "kernel": None, "link": "gloo-only", "worker": str(thread),
+        })
+    if rows:
+        res.meta["notes"] = ["only gloo worker events record the collectives: a reduce-scatter, which gloo "
+                             "runs as an all-reduce of its whole input, reads as an all-reduce"]
+    return rows
