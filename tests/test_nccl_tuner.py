@@ -93,14 +93,16 @@ def _tuning(version="2.30.7", topo=H100, n=16, algo=None, proto=None):
 
 
 def test_a_rule_picks_the_pair_and_its_channels_scale_bandwidth():
-    """Ring/Simple forced at 1 MiB on 4 channels of the graph's 16: the bandwidth term grows by 16/4 (NCCL's
-    bus bandwidth is channels × per-channel bandwidth, tuning.cc), the latency term is unchanged."""
+    """Ring/Simple forced at 1 MiB on 4 channels of the communicator's 16: the bandwidth term grows by 16/4
+    (``bw / comm->nChannels * info->nChannels``, v2.21.5 tuning.cc), the latency term is unchanged. 16: the
+    ring graph's 8 channels (one per NIC) doubled by ncclTopoPostset (connect.cc)."""
     t = _tuning()
     cfg = rules("allreduce,0,4294967295,ring,simple,4,-1,-1\n")
     n = 1 << 20
     got = tuned_choice(t, C.ALL_REDUCE, n, cfg, 3)
     assert (got.algorithm, got.protocol, got.channels, got.rule.line) == (A.RING, P.SIMPLE, 4, 1)
-    full = t.machine.graphs[A.RING].n_channels
+    assert t.machine.graphs[A.RING].n_channels == 8
+    full = 16
     e = t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)]
     stock = t.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, n)
     wire = n / (1000 * e.bandwidth_GBps) / 1e6  # seconds of the bandwidth term at full channels

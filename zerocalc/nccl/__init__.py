@@ -3,6 +3,8 @@
 - :mod:`~zerocalc.nccl.tables`: the constants of each modelled NCCL release, and the release a
   version maps to;
 - :mod:`~zerocalc.nccl.graph`: what NCCL's topology search would give the model, from a topology;
+- :mod:`~zerocalc.nccl.channels`: the communicator's channel count (``ncclTopoPostset``), which the
+  ring plateau and a tuner's channel count read;
 - :mod:`~zerocalc.nccl.model`: latency and bandwidth per (collective, algorithm, protocol), the
   time of each pair and the pair NCCL chooses;
 - :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists, and the provider's NCCL environment

@@ -111,7 +111,9 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         return Settings(a, p, True, ())
     a, p = restrictions(env.algo, env.proto)
     parts = [f"NCCL_ALGO={env.algo}" if env.algo else "", f"NCCL_PROTO={env.proto}" if env.proto else "",
-             "NCCL_NVLS_ENABLE=0" if env.nvls_enable is False else ""]
+             "NCCL_NVLS_ENABLE=0" if env.nvls_enable is False else "",
+             f"NCCL_MIN_NCHANNELS={env.min_nchannels}" if env.min_nchannels is not None else "",
+             f"NCCL_MAX_NCHANNELS={env.max_nchannels}" if env.max_nchannels is not None else ""]
     span = env.min_version if env.min_version == env.max_version else f"{env.min_version}-{env.max_version}"
     notes = [f"{topo.name}'s NCCL environment for NCCL {span}: "
              f"{' '.join(x for x in parts if x) or 'NCCL defaults'} ({env.source})"]
@@ -119,3 +121,12 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         notes.append(f"that environment also loads {env.tuner}, whose rules are not published: not priced "
                      "(--nccl-tuner gives a tuner's rules)")
     return Settings(a, p, env.nvls_enable is not False, tuple(notes))
+
+
+def channel_limits(topo, version: str) -> tuple[int | None, int | None]:
+    """``(NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS)`` of ``topo``'s profile for NCCL ``version``
+    (:func:`profile_for`; ``None``: unset). Each environment variable is its own: unlike the profile's
+    ``NCCL_ALGO`` / ``NCCL_PROTO``, which the user's replace, these stand when the user gives
+    ``--nccl-algo`` / ``--nccl-proto``."""
+    env = profile_for(topo, version)
+    return (None, None) if env is None else (env.min_nchannels, env.max_nchannels)

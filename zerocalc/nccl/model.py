@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.channels import CommChannels, comm_channels
 from zerocalc.nccl.graph import Machine, machine
 from zerocalc.nccl.tables import (
     AMPERE,
@@ -58,6 +59,12 @@ class Tuning:
     release: Release
     machine: Machine
     entries: dict[tuple[Collective, Algorithm, Protocol], Entry] = field(default_factory=dict)
+    channels: CommChannels | None = None  # comm->nChannels / collChannels (zerocalc.nccl.channels)
+
+    @property
+    def comm_channels(self) -> int:
+        """``comm->nChannels``: the communicator's channels (the ring graph's when not derived)."""
+        return self.channels.n_channels if self.channels else self.machine.graphs[A.RING].n_channels
 
     def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
                channels: int | None = None, disabled_ok: bool = False) -> float | None:
@@ -67,8 +74,8 @@ class Tuning:
         ``channels``: the channel count a tuner plugin imposes (``nChannels`` of ``getCollInfo``):
         the bandwidth becomes ``bw / C × min(c, C)``, as NCCL 2.19-2.21's ``ncclTopoGetAlgoTime``
         prices a tuner's count (``bw = bw / comm->nChannels * info->nChannels``, v2.21.5
-        ``src/graph/tuning.cc``), ``C`` the algorithm's graph channels (zerocalc's stand-in for
-        ``comm->nChannels``); NCCL never runs more than the communicator has (``enqueue.cc``). Later
+        ``src/graph/tuning.cc``), ``C`` the communicator's channels (:attr:`comm_channels`, from
+        :mod:`zerocalc.nccl.channels`); NCCL never runs more than the communicator has (``enqueue.cc``). Later
         releases no longer price the count (the tuner edits the cost table instead) but still run
         with it, so the same scaling stands for its effect on the run.
         """
@@ -76,7 +83,7 @@ class Tuning:
         if e is None or e.bandwidth_GBps <= 0 or not (e.enabled or disabled_ok):
             return None
         if channels is not None and channels > 0 and algo in self.machine.graphs:
-            full = self.machine.graphs[algo].n_channels
+            full = self.comm_channels
             scale = min(channels, full) / full
             if scale < 1:
                 e = Entry(e.algorithm, e.protocol, e.latency_us, e.bandwidth_GBps * scale, e.enabled,
@@ -123,9 +130,8 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     if (rel.nvls_efficiency_model and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
             and 0 <= log_size < 24 and m.compute_capability >= 100):
         bw *= corr[log_size]  # x86 hosts assumed
-    ring = m.graphs[A.RING]
     if (e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE
-            and n_bytes / (ring.n_channels * m.n_ranks) >= 64):
+            and n_bytes / (t.comm_channels * m.n_ranks) >= 64):
         lat *= 1.9 if m.compute_capability < 80 else 1.4  # "plateau effect of ring"
     return lat + n_bytes / (1000.0 * bw)
 
@@ -331,15 +337,19 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
 
 def tune(topo: Topology, n_ranks: int, release: Release, *,
          algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
-         proto_enable: Mapping[Collective, set[Protocol]] | None = None, nvls_enable: bool = True) -> Tuning:
+         proto_enable: Mapping[Collective, set[Protocol]] | None = None, nvls_enable: bool = True,
+         min_channels: int | None = None, max_channels: int | None = None) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
     pairs as ``NCCL_ALGO`` / ``NCCL_PROTO`` do; ``None`` = NCCL's defaults; ``nvls_enable=False``
-    is ``NCCL_NVLS_ENABLE=0``.
+    is ``NCCL_NVLS_ENABLE=0``; ``min_channels`` / ``max_channels`` are ``NCCL_MIN_NCHANNELS`` /
+    ``NCCL_MAX_NCHANNELS`` (the communicator's channels, :mod:`zerocalc.nccl.channels`).
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
+    channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
+                             nvls=m.nvls and nvls_enable)
     entries = {}
     for coll in C:
         for a in release.algorithms:
@@ -353,7 +363,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
                 lat, bw = _tune_one(release, m, coll, a, p)
                 entries[(coll, a, p)] = Entry(a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else
                                                                                             "zero bandwidth"))
-    return Tuning(release, m, entries)
+    return Tuning(release, m, entries, channels)
 
 
 def enabled_algorithms(tuning: Tuning, coll: Collective) -> Iterable[Algorithm]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import sympy
 
 from zerocalc import symbols as S
+from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.predict import as_nccl_collective, predict
 from zerocalc.nccl.tables import Release
@@ -64,7 +65,9 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
     ``grad_sync``, :mod:`zerocalc.schemes`); ``param_bytes`` / ``grad_bytes`` are the wire widths of the
     parameter- and gradient-side collectives (default ``comm_bytes``). ``tuner``: a tuner plugin's rules
     (:mod:`zerocalc.nccl.tuner`), loaded into NCCL ``nccl_version`` (default: the release's own)."""
-    api = tuner_api(nccl_version or release.tag.lstrip("v").split("-")[0]) if tuner is not None else 3
+    version = nccl_version or release.tag.lstrip("v").split("-")[0]
+    api = tuner_api(version) if tuner is not None else 3
+    lo, hi = channel_limits(topology, version)  # NCCL_MIN/MAX_NCHANNELS of the topology's profile
     s = get_scheme(scheme)
     g = min(gpus_per_node, n)
     values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
@@ -93,7 +96,7 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         key = (ph.group, ranks)
         if key not in tunings:
             tunings[key] = tune(topo_g, ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
-                                nvls_enable=nvls_enable)
+                                nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
             if tuner is not None:
                 check_rules(tunings[key], tuner, topology.name)
         pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api)

@@ -90,10 +90,13 @@ _CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBp
 class NcclEnv:
     """The NCCL environment a cluster's vendor profile sets for NCCL versions ``min_version`` to
     ``max_version`` (inclusive; ``"2.21"`` covers every 2.21.x): ``NCCL_ALGO`` / ``NCCL_PROTO`` lists
-    (:mod:`zerocalc.nccl.env` grammar), ``NCCL_NVLS_ENABLE``, and the tuner plugin it loads, named
-    (``tuner``: what the profile loads, priced only when its rules are given with ``--nccl-tuner``).
-    NCCL's model applies the profile of the version it prices unless the user gives
-    ``--nccl-algo`` / ``--nccl-proto`` (:func:`zerocalc.nccl.env.settings`)."""
+    (:mod:`zerocalc.nccl.env` grammar), ``NCCL_NVLS_ENABLE``, ``NCCL_MIN_NCHANNELS`` /
+    ``NCCL_MAX_NCHANNELS`` (the communicator's channels, :mod:`zerocalc.nccl.channels`), and the tuner
+    plugin it loads, named (``tuner``: what the profile loads, priced only when its rules are given with
+    ``--nccl-tuner``). NCCL's model applies the profile's ``NCCL_ALGO`` / ``NCCL_PROTO`` /
+    ``NCCL_NVLS_ENABLE`` for the version it prices unless the user gives ``--nccl-algo`` /
+    ``--nccl-proto`` (:func:`zerocalc.nccl.env.settings`); its channel counts stand either way
+    (:func:`zerocalc.nccl.env.channel_limits`)."""
 
     min_version: str
     max_version: str
@@ -102,10 +105,13 @@ class NcclEnv:
     nvls_enable: bool | None = None
     tuner: str = ""
     source: str = ""
+    min_nchannels: int | None = None
+    max_nchannels: int | None = None
 
 
 _ENV_KEYS = {"min_version": "min_version", "max_version": "max_version", "NCCL_ALGO": "algo",
-             "NCCL_PROTO": "proto", "NCCL_NVLS_ENABLE": "nvls_enable", "tuner": "tuner", "source": "source"}
+             "NCCL_PROTO": "proto", "NCCL_NVLS_ENABLE": "nvls_enable", "tuner": "tuner", "source": "source",
+             "NCCL_MIN_NCHANNELS": "min_nchannels", "NCCL_MAX_NCHANNELS": "max_nchannels"}
 
 
 @dataclass(frozen=True)

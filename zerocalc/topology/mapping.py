@@ -189,6 +189,9 @@ def _nccl_env(items: Any, fail) -> tuple[NcclEnv, ...]:
                 if isinstance(v, bool) or v not in (0, 1):
                     fail(f"{where}: NCCL_NVLS_ENABLE must be 0 or 1, got {v!r}")
                 v = bool(v)
+            elif key in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"):
+                if isinstance(v, bool) or not isinstance(v, int) or v < (0 if "MIN" in key else 1):
+                    fail(f"{where}: {key} must be a whole number ≥ {0 if 'MIN' in key else 1}, got {v!r}")
             elif not isinstance(v, str):
                 fail(f"{where}: {key} must be a string, got {v!r}")
             kw[attr] = v

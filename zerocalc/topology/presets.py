@@ -18,13 +18,23 @@ _TCPXO_TUNER = "Google's tuner plugin libnccl-tuner.so with a3plus_tuner_config.
 #: installer ships: 2.21.5 with installers v1.0.3-v1.0.7 (Jun-Nov 2024); 2.23 by default with v1.0.9-v1.0.11
 #: (May-Jun 2025; v1.0.8, Feb 2025, still had NCCL_PROTO=Simple); 2.26.5 with v1.0.12 (Aug 2025) and 2.28.7
 #: with v1.0.14-v1.0.15 (Nov 2025-Jan 2026), which drop NCCL_ALGO and NCCL_NVLS_ENABLE=0 for NVLS Tree.
+#: Every one of those releases sets NCCL_MIN_NCHANNELS=4. Its other variables are not carried: NCCL's model
+#: reads none of them (NCCL_BUFFSIZE, NCCL_P2P_*_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE size chunks in
+#: enqueue.cc and the p2p path; NCCL_CROSS_NIC and NCCL_NET_GDR_LEVEL shape the graph search, which zerocalc
+#: derives from the preset's figures; tuning.cc reads none of them at 2.21.5, 2.26.2 or 2.30.7);
+#: NCCL_FASTRAK_* belong to the network plugin (google/nccl-plugin-gpudirect-tcpxo const_params.h), whose
+#: only figures NCCL's model reads are a NIC's speed and latency (nccl_shim.cc getProperties); and
+#: NCCL_DYNAMIC_CHUNK_SIZE is read by neither NCCL (v2.21.5, v2.30.7) nor the plugin's published source.
 _TCPXO_ENV = (
-    NcclEnv("2.21", "2.21", algo="Ring,Tree", proto="Simple", nvls_enable=False, tuner=_TCPXO_TUNER,
+    NcclEnv("2.21", "2.21", algo="Ring,Tree", proto="Simple", nvls_enable=False, min_nchannels=4,
+            tuner=_TCPXO_TUNER,
             source=_TCPXO_NOTES + ", releases of Jun 27 2024 (v1.0.3) to Nov 27 2024 (v1.0.7), NCCL 2.21.5"),
-    NcclEnv("2.22", "2.23", algo="Ring,Tree", proto="Simple,LL128", nvls_enable=False, tuner=_TCPXO_TUNER,
+    NcclEnv("2.22", "2.23", algo="Ring,Tree", proto="Simple,LL128", nvls_enable=False, min_nchannels=4,
+            tuner=_TCPXO_TUNER,
             source=_TCPXO_NOTES + ", releases of May 01 2025 (v1.0.9-1) and Jun 27 2025 (v1.0.11), "
                    "NCCL 2.23"),
-    NcclEnv("2.26", "2.28", proto="Simple,LL128", tuner=_TCPXO_TUNER,
+    NcclEnv("2.26", "2.28", proto="Simple,LL128", min_nchannels=4,
+            tuner=_TCPXO_TUNER,
             source=_TCPXO_NOTES + ", releases of Aug 21 2025 (v1.0.12, NCCL 2.26.5) to Jan 9 2026 (v1.0.15, "
                    "NCCL 2.28.7)"),
 )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Collective, release_for
@@ -65,12 +66,14 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
                   tuner: TunerConfig | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
-    ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`)
-    and, when given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`)."""
+    ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
+    the channel counts of the topology's profile (:func:`zerocalc.nccl.env.channel_limits`) and, when
+    given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`)."""
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
+    lo, hi = channel_limits(topo, nccl_version)
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
-                  nvls_enable=nvls_enable)
+                  nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
     api = 3
     if tuner is not None:
         api = tuner_api(nccl_version)

@@ -1,0 +1,90 @@
+"""How many channels an NCCL communicator runs: ``ncclTopoPostset`` (``src/graph/connect.cc``).
+
+NCCL's cost model prices an algorithm with its *graph's* channels (``graphs[a]->nChannels`` in
+``ncclTopoTuneModel``), but two of its terms read the communicator's channel count
+``comm->nChannels``, which the post-set step derives from the graphs:
+
+- the "plateau effect of ring" (``ncclTopoGetAlgoTime``, ``src/graph/tuning.cc``, v2.19.4 to
+  v2.30.7): Ring/Simple all-reduce across nodes pays 1.4× its latency (1.9× before sm80) once
+  ``nBytes / (comm->nChannels · nRanks) ≥ 64``;
+- a tuner plugin's channel count (``getCollInfo``'s ``nChannels``): v2.19-v2.21 price it as
+  ``bw / comm->nChannels × nChannels`` (same function).
+
+The steps of ``ncclTopoPostset``, in its order, at the releases of :mod:`zerocalc.nccl.tables`:
+
+1. ``comm->nChannels = min(treeGraph.nChannels, ringGraph.nChannels)`` (``src/init.cc``), then
+   doubled, at most ``MAXCHANNELS`` ("Duplication should be complete now": each ring and tree is
+   run twice);
+2. with CollNet (InfiniBand SHARP) and a CollNet graph whose ``bwIntra > bwInter`` on more than one
+   GPU per node: ``min(MAXCHANNELS, n + n/2)``;
+3. "Use 4 compute channels per search channel to reach peak BW on <8 PPN": on several nodes whose
+   ring graph has ``bwIntra > 45`` GB/s, doubled again — v2.19.4: on sm90 while ``2n ≤ MAXCHANNELS``;
+   v2.21.5: on sm90 while ``n < 16``; v2.26.2 and v2.30.7: on sm90 and later while ``n < 16``;
+4. v2.26.2 and v2.30.7: doubled again below 16 channels on several nodes when the network plugin
+   delivers data to host bounce buffers the GPU unpacks (``NCCL_NET_DEVICE_UNPACK``, e.g. GCP's
+   GPUDirect-TCPXO; ``NCCL_UNPACK_DOUBLE_NCHANNELS`` default 1) — zerocalc's topologies do not say
+   which plugin runs, so this step is taken as absent;
+5. ``NCCL_MAX_NCHANNELS`` caps the count and ``NCCL_MIN_NCHANNELS`` raises it by copying channels
+   (``copyChannels``; ``ncclMinNchannels`` / ``ncclMaxNchannels``, MAXCHANNELS at most); the result
+   is ``comm->collChannels``, the channels Ring and Tree collectives start from (``enqueue.cc``);
+6. v2.21.5 and v2.26.2, with NVLink SHARP: the count is raised to ``comm->nvlsChannels``
+   (``NCCL_NVLS_NCHANNELS``: 16; v2.26.2: 16 on sm90, 32 on sm100; ``src/transport/nvls.cc``),
+   "Support maximal channel usage for aggregation"; v2.19.4 and v2.30.7 do not raise it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zerocalc.nccl.graph import Machine
+from zerocalc.nccl.tables import Algorithm, Release
+
+
+@dataclass(frozen=True)
+class CommChannels:
+    """``comm->nChannels`` and ``comm->collChannels`` after ``ncclTopoPostset``, and the steps that made
+    them (for notes)."""
+
+    n_channels: int
+    coll_channels: int
+    steps: tuple[str, ...] = ()
+
+
+def comm_channels(m: Machine, release: Release, *, min_channels: int | None = None,
+                  max_channels: int | None = None, nvls: bool = False) -> CommChannels:
+    """The communicator's channels on machine ``m`` at ``release`` (module docstring, steps 1-6).
+
+    ``min_channels`` / ``max_channels``: ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` (None: unset);
+    ``nvls``: NVLink SHARP is in use (``comm->nvlsSupport``).
+    """
+    era, most = release.era, release.max_channels
+    ring, tree = m.graphs[Algorithm.RING], m.graphs[Algorithm.TREE]
+    steps = []
+    n = min(ring.n_channels, tree.n_channels)
+    n = min(most, 2 * n)
+    steps.append(f"{n} (graph's {min(ring.n_channels, tree.n_channels)} doubled)")
+    collnet = m.graphs[Algorithm.COLLNET_CHAIN if era >= 26 else Algorithm.COLLNET_DIRECT]
+    if m.collnet and collnet.bw_intra > collnet.bw_inter and m.n_ranks > m.n_nodes:
+        n = min(most, n + n // 2)
+        steps.append(f"{n} (CollNet)")
+    cc = m.compute_capability
+    if m.n_nodes > 1 and ring.bw_intra > 45.0 and (
+            (era <= 19 and cc == 90 and 2 * n <= most) or (era == 21 and cc == 90 and n < 16)
+            or (era >= 26 and cc >= 90 and n < 16)):
+        n *= 2
+        steps.append(f"{n} (4 compute channels per search channel)")
+    lo = max(0, min(most, min_channels)) if min_channels is not None else 0
+    hi = max(1, min(most, max_channels)) if max_channels is not None else most
+    if n > hi:
+        n = hi
+        steps.append(f"{n} (NCCL_MAX_NCHANNELS)")
+    if n < lo:
+        n = lo
+        steps.append(f"{n} (NCCL_MIN_NCHANNELS)")
+    coll = n
+    if nvls and era in (21, 26):
+        nvls_channels = 32 if (era >= 26 and cc >= 100) else 16
+        if n < nvls_channels:
+            n = nvls_channels
+            steps.append(f"{n} (NVLS channels)")
+    return CommChannels(n, coll, tuple(steps))
