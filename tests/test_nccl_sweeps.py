@@ -105,6 +105,35 @@ def test_bundled_tcpxo_sweep_at_the_nccl_and_environment_it_ran_with():
     assert rows[32 << 20][0] / rows[16 << 20][0] < 1.1
 
 
+ALL_FOUR = [(n, p, e) for n, p, e, _ in SWEEPS] + [
+    ("all_reduce_perf-16xH100-2nodes.txt", "gcp-a3-mega", ["--nccl-version", "2.21.5"])]
+
+
+@pytest.mark.parametrize(("name", "preset", "extra"), ALL_FOUR)
+def test_rows_whose_out_of_place_and_in_place_times_disagree_are_flagged(name, preset, extra):
+    """NCCL prices an in-place run as the out-of-place one (same bytes, collective, communicator), so a row
+    whose two times differ by more than 1.25x either way is the run's: flagged, counted from the file."""
+    sweep = check_json(name, "--topology", preset, *extra)
+    expected = {s for s, o, i in file_rows(name) if max(o / i, i / o) > 1.25}
+    assert {r["bytes"] for r in sweep["rows"] if r["unsteady"]} == expected
+    in_place = [i * 1e-6 for _, _, i in file_rows(name)]
+    assert [r["in_place_s"] for r in sweep["rows"]] == pytest.approx(in_place)
+    res = runner.invoke(app, ["check", str(DATA / name), "--topology", preset, *extra])
+    marked = [line for line in res.stdout.splitlines() if "× in-place" in line]
+    assert len(marked) == len(expected)
+
+
+def test_the_b200_outliers_are_the_files_unsteady_rows():
+    """The Lambda B200 sweep's 512 B and 512 KiB rows: out-of-place 51.05 and 240.71 µs against in-place
+    37.17 and 125.73 µs in the file."""
+    name = "all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt"
+    sweep = check_json(name, "--topology", "dgx-b200", "--n", "16")
+    assert {r["bytes"] for r in sweep["rows"] if r["unsteady"]} == {512, 524288}
+    res = runner.invoke(app, ["check", str(DATA / name), "--topology", "dgx-b200", "--n", "16"])
+    assert "! out-of-place 1.91× in-place" in res.stdout and "! out-of-place 1.37× in-place" in res.stdout
+    assert "unsteady measurement" in res.stdout
+
+
 def test_fit_out_keeps_the_providers_environment(tmp_path):
     """fit --out fits the pairs NCCL picks under the preset's environment at the run's NCCL, and the TOML it
     writes carries that environment, so check prices the same pairs with the fit."""

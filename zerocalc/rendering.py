@@ -410,7 +410,7 @@ def _sweep_text(d: dict, cmp) -> str:
         lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
                      f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
                      f"{_choice(r):<16} "
-                     f"[{_ratio_bar(r['ratio'])}]")
+                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r))
     if rows:
         import numpy as np
 
@@ -420,4 +420,14 @@ def _sweep_text(d: dict, cmp) -> str:
                      f"at the median size {cmp.median_size_ratio():.3g}"
                      + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else "")
                      + ("; Nch = channels the tuner imposes" if any("channels" in r for r in rows) else ""))
+        if any(r.get("unsteady") for r in rows):
+            lines.append("  ! = the file's out-of-place and in-place times differ by more than 1.25×, which "
+                         "NCCL's model cannot (it prices both alike): an unsteady measurement")
     return "\n".join(lines)
+
+
+def _unsteady_mark(r: dict) -> str:
+    """`` ! out-of-place 1.91× in-place`` on an unsteady row (:mod:`zerocalc.validate.sweep`), else ''."""
+    if not r.get("unsteady"):
+        return ""
+    return f" ! out-of-place {r['measured_s'] / r['in_place_s']:.2f}× in-place"

@@ -5,8 +5,12 @@ time is the out-of-place ``time`` column; the prediction is :func:`zerocalc.nccl
 for the row's ``size`` (nccl-tests' ``size`` is NCCL's ``nBytes``: the whole buffer of an
 all-reduce, the gathered output of an all-gather, the input of a reduce-scatter).
 ``ratio = predicted / measured``. Each row also carries ``textbook_s``, zerocalc's textbook ring
-time on the same topology (the α-β model before NCCL's own). :func:`fit_calibration` fits the α-β
-pairs ``zerocalc fit --out`` writes.
+time on the same topology (the α-β model before NCCL's own), the in-place time ``in_place_s`` when the
+file has one, and ``unsteady``: the out-of-place and in-place times of the size differ by more than
+:data:`UNSTEADY` ×. NCCL prices the two runs alike (``ncclTopoGetAlgoTime`` reads the byte count, the
+collective and the communicator, not the buffers), and nccl-tests times them back to back with the same
+iterations, so such a gap is the run's, not the model's. :func:`fit_calibration` fits the α-β pairs
+``zerocalc fit --out`` writes.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Collective, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
+
+UNSTEADY = 1.25
+"""Out-of-place over in-place time (either way) beyond which a row is ``unsteady``: the upper edge of the
+0.8–1.25× band this project holds NCCL's model to at a sweep's median size (issue 11)."""
 
 
 def textbook_ring_s(topo: Topology, coll: Collective, n_bytes: float, p: int) -> float:
@@ -89,6 +97,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                "ratio": pr.time_s / float(measured), "algorithm": pr.algorithm.value,
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
+        row.update(_in_place(float(measured), r.get("inplace_duration_s")))
         if tuner is not None:
             row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
         out.append(row)
@@ -100,6 +109,14 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _in_place(out_of_place: float, in_place) -> dict:
+    """``in_place_s`` and ``unsteady`` of a row (module docstring)."""
+    if in_place is None or not in_place > 0:
+        return {"in_place_s": None, "unsteady": False}
+    gap = max(out_of_place / in_place, in_place / out_of_place)
+    return {"in_place_s": float(in_place), "unsteady": bool(gap > UNSTEADY)}
 
 
 def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
