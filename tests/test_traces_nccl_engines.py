@@ -123,6 +123,16 @@ _MALFORMED = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3 ",
               "opCount 1",
               "NCCL INFO AllReduce: opCount 1a sendbuff  recvbuff 0x2 count 7 datatype 7 op 0 root 0 "
               "comm 0x9 [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('comm 0x9', 'comm  0x9')} [nranks=4] "
+              "stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('comm', 'cmm')} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('op 0', 'opp 0')} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('datatype 7', 'datatype ' + '7' * 10)} "
+              "[nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS.replace('root 0', 'root --3')} [nranks=4] stream 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] strem 0x3",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4]",
+              f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] [nranks=4] stream 0x3",
               "", "# NCCL INFO AllReduce: opCount 1a",
               f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3\x01",
               "NCCL INFO AllReduce: opCount 1a " + _ARGS.replace("comm 0x9", "comm 0x9\x0b")

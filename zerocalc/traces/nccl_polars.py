@@ -122,17 +122,19 @@ def _codes(col: Any, table: Any) -> np.ndarray:
 # The positional reader: literal splits, no regex captures
 # ---------------------------------------------------------------------------------------------
 
-#: The words of a COLL body (after ``NCCL INFO ``) split at single spaces, by position: NCCL's
-#: layout with ``[nranks=]`` and no RCCL tail (NCCL ``src/enqueue.cc``). Literal words are compared,
-#: the other fields read at their place.
-_WORDS = {1: "opCount", 3: "sendbuff", 5: "recvbuff", 7: "count", 9: "datatype", 11: "op", 13: "root",
-          15: "comm", 18: "stream"}
-_FIELD_AT = {"op": 0, "opcount": 2, "sendbuff": 4, "recvbuff": 6, "count": 8, "datatype": 10, "redop": 12,
-             "root": 14, "comm": 16, "nranks": 17, "stream": 19}
-#: A few-valued field's text → its value as the ``re`` scanner captures it (bytes), or not a call.
-_FEW = {"op": re.compile(rb"([A-Za-z]+):"), "datatype": re.compile(rb"([0-9]{1,9})"),
-        "redop": re.compile(rb"([0-9]{1,9})"), "root": re.compile(rb"(-?[0-9]{1,18})"),
-        "nranks": re.compile(rb"\[nranks=([0-9]{1,9})\]"), "comm": re.compile(rb"(.+)")}
+#: The words of a COLL body (after ``NCCL INFO ``) split at its first ten single spaces, by position:
+#: the op, the literal words and the values that change from call to call (NCCL's layout with
+#: ``[nranks=]`` and no RCCL tail, NCCL ``src/enqueue.cc``); the tenth part, the rest of the line, holds
+#: the few-valued fields and is read once per distinct text (:data:`_TAIL`).
+_WORDS = {1: "opCount", 3: "sendbuff", 5: "recvbuff", 7: "count"}
+_FIELD_AT = {"op": 0, "opcount": 2, "sendbuff": 4, "recvbuff": 6, "count": 8, "tail": 9}
+#: The op's text → its value as the ``re`` scanner captures it (bytes), or not a call.
+_OP = re.compile(rb"([A-Za-z]+):")
+#: The rest of a call after its count, its words at single spaces: datatype, reduction, root,
+#: communicator, ``[nranks=]`` and stream, each as the ``re`` scanner captures it.
+_TAIL = re.compile(rb"datatype (?P<datatype>[0-9]{1,9}) op (?P<redop>[0-9]{1,9}) root (?P<root>-?[0-9]{1,18})"
+                   rb" comm (?P<comm>[^ ]+) \[nranks=(?P<nranks>[0-9]{1,9})\] stream [^ ]+")
+_TAIL_FIELDS = ("datatype", "redop", "root", "comm", "nranks")
 #: A block whose distinct texts before ``NCCL INFO`` outnumber this (a launcher that stamps each
 #: line with the time) has its ``host:pid:tid [dev]`` cut out of each by one regex first.
 _MANY_PREFIXES = 4096
@@ -147,14 +149,16 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     the ``re`` scanner (not UTF-8, a byte polars' line reader takes for a separator, a BOM).
 
     polars reads the lines (its CSV reader with a separator no line holds), keeps those with the
-    ``opCount`` marker, cuts each at its first ``NCCL INFO `` and the rest at single spaces
-    (``str.splitn``: memchr speed, no regex). A line is a call here when its words are NCCL's
-    (:data:`_WORDS`), its numbers are plain digits of the lengths ``re`` accepts, and no whitespace
-    other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
+    ``opCount`` marker, cuts each at its first ``NCCL INFO `` and the rest at its first ten single
+    spaces (``str.splitn``: memchr speed, no regex). A line is a call here when its words are NCCL's
+    (:data:`_WORDS`, :data:`_TAIL`), its numbers are plain digits of the lengths ``re`` accepts, and no
+    whitespace other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
     ``task N globalrank M`` tail, ``NCCL INFO [k]``, trailing blanks, a tab, a malformed call) goes to
-    the ``re`` scanner, so the rows are the same. The few-valued fields (the text before ``NCCL INFO``,
-    the op, datatype, reduction, root, communicator, ``[nranks=]``) are read from their distinct values
-    with ``re`` (the prefix by :data:`zerocalc.traces.nccl_lines.PREFIX`, as the scanner reads it).
+    the ``re`` scanner, so the rows are the same. The few-valued parts (the text before ``NCCL INFO``,
+    the op, and the rest of the line after the count: datatype, reduction, root, communicator,
+    ``[nranks=]``, stream) are read once per distinct text with ``re`` (the prefix by
+    :data:`zerocalc.traces.nccl_lines.PREFIX`, as the scanner reads it): a few hundred texts per block
+    in a log of 128 ranks, where splitting every line into all its twenty words took longer.
     """
     import polars as pl
 
@@ -175,12 +179,12 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     calls = lines.filter(marked)
     parts = calls.str.splitn("NCCL INFO ", 2).struct.unnest()  # the last part holds the rest
     pre, body = parts["field_0"], parts["field_1"]
-    words = body.str.splitn(" ", 20).struct.unnest()
+    words = body.str.splitn(" ", 10).struct.unnest()
     f = {name: words[f"field_{i}"] for name, i in _FIELD_AT.items()}
-    ok = body.is_not_null() & f["stream"].is_not_null() & ~f["stream"].str.contains(" ", literal=True)
+    ok = body.is_not_null() & f["tail"].is_not_null()
     for i, word in _WORDS.items():
         ok &= words[f"field_{i}"] == word
-    for name in ("sendbuff", "recvbuff", "stream"):
+    for name in ("sendbuff", "recvbuff"):
         ok &= f[name].str.len_bytes() > 0
     numbers = {}
     for name, digits, base in (("count", 18, 10), ("opcount", 15, 16)):
@@ -194,13 +198,10 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     ok = ok.fill_null(False).to_numpy().copy()
     tables = res.tables
     codes: dict[str, np.ndarray] = {}
-    for name, pattern in _FEW.items():
-        distinct, inverse = _factorize(f[name])
-        values = [pattern.fullmatch(v.encode("utf-8")) if v is not None else None for v in distinct]
-        good = np.array([m is not None for m in values], bool)
-        ok &= good[inverse]
-        code = [tables[name][m[1]] if m is not None else _NA for m in values]
-        codes[name] = np.array(code, np.int32)[inverse]
+    for field, pattern, names in (("op", _OP, {"op": 1}), ("tail", _TAIL, {n: n for n in _TAIL_FIELDS})):
+        good, found = _read_distinct(f[field], pattern, names, tables)
+        ok &= good
+        codes.update(found)
     host_codes, pid = _prefixes(pre, tables)
     for name, c in host_codes.items():
         codes[name] = c
@@ -234,14 +235,26 @@ def _factorize(col: Any) -> tuple[list, np.ndarray]:
     return values, inverse.to_numpy()
 
 
+def _read_distinct(col: Any, pattern: re.Pattern, names: dict, tables: Any) -> tuple[np.ndarray, dict]:
+    """Each distinct text of a few-valued column matched once by ``pattern`` (in full): whether each
+    row matched, and the codes in ``tables`` of the groups of ``names`` (field → group; ``_NA`` where
+    the row did not match)."""
+    distinct, inverse = _factorize(col)
+    found = [pattern.fullmatch(v.encode("utf-8")) if v is not None else None for v in distinct]
+    good = np.array([m is not None for m in found], bool)[inverse]
+    codes = {name: np.array([tables[name][m[g]] if m is not None else _NA for m in found], np.int32)[inverse]
+             for name, g in names.items()}
+    return good, codes
+
+
 def _prefixes(pre: Any, tables: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The codes of host, tid and dev, and the pid, of each call from the text before its
     ``NCCL INFO`` (:data:`zerocalc.traces.nccl_lines.PREFIX`, ``_NA`` where it has none)."""
     from zerocalc.traces import nccl_lines
 
-    if pre.n_unique() > _MANY_PREFIXES:  # a different text on each line: cut out the prefix first
-        pre = pre.str.extract(_PREFIX_END, 1)
     distinct, inverse = _factorize(pre)
+    if len(distinct) > _MANY_PREFIXES:  # a different text on each line: cut out the prefix first
+        distinct, inverse = _factorize(pre.str.extract(_PREFIX_END, 1))
     found = [nccl_lines.PREFIX.search(v.encode("utf-8")) if v is not None else None for v in distinct]
     codes = {name: np.array([tables[name][m[key] if m else None] for m in found], np.int32)[inverse]
              for name, key in (("host", "host"), ("tid", "tid"), ("dev", "dev"))}
@@ -275,6 +288,8 @@ def _others(lines: Any, marked: Any, calls: np.ndarray, line0: int, text: bytes,
     the calls' lines, from ``line0``), read into ``res`` as the ``re`` scanner reads them."""
     from zerocalc.traces import nccl_lines, nccl_scan
 
+    if len(calls) == len(lines):  # every line a call: no Init or TUNING line (those are not calls)
+        return
     markers = [m for m in (nccl_lines._INIT_MARKER, nccl_lines._TUNING_MARKER) if m in text]
     if not markers:
         return

@@ -250,24 +250,33 @@ def _store(codes: dict, numbers: dict, lines: np.ndarray, unmatched: np.ndarray 
 
 
 def _fold(codes: dict, numbers: dict, res: Scan) -> None:
-    """Add a block's calls to the sums per distinct call (:attr:`Scan.sums`)."""
+    """Add a block's calls to the sums per distinct call (:attr:`Scan.sums`), each block's distinct
+    calls added in the order of their keys."""
     if not len(numbers["count"]):
         return
     keys = np.stack([codes[name].astype(np.int64) for name in _KEY] + [numbers["pid"].astype(np.int64)],
                     axis=1)
+    count = numbers["count"].astype(np.int64, copy=False)
     radix = keys.max(axis=0) + 2  # the fields as digits of one number (a pid may be -1)
     if float(np.prod(radix.astype(float))) < 2.0**62:
         weights = np.cumprod(np.concatenate(([1], radix[:-1])))
-        first, inverse = np.unique((keys + 1) @ weights, return_index=True, return_inverse=True)[1:]
-        distinct = keys[first]
+        packed, inverse = np.unique((keys + 1) @ weights, return_inverse=True)
+        distinct = (packed[:, None] // weights) % radix - 1
     else:
         distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.flatnonzero(np.concatenate(([True], np.diff(inverse[order]) != 0)))
-    calls = np.diff(np.append(starts, len(order)))
-    totals = np.add.reduceat(numbers["count"].astype(np.int64)[order], starts)
-    sums = res.sums
+    calls = np.bincount(inverse, minlength=len(distinct))
+    if int(count.max()) * len(count) < 2**53:  # counts are >= 0: every partial sum exact in float64
+        totals = np.bincount(inverse, weights=count, minlength=len(distinct)).astype(np.int64)
+    else:
+        totals = np.zeros(len(distinct), np.int64)
+        np.add.at(totals, inverse, count)
+    _add(res.sums, distinct, calls, totals)
+
+
+def _add(sums: dict, distinct: np.ndarray, calls: np.ndarray, totals: np.ndarray) -> None:
+    """Add to ``sums`` the number of calls and the total count of each distinct call (a row of
+    ``distinct``)."""
     for key, n, total in zip(map(tuple, distinct.tolist()), calls.tolist(), totals.tolist(), strict=True):
         if key in sums:
             sums[key][0] += n
