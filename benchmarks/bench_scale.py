@@ -12,14 +12,19 @@ measures on each, in the same run:
 - ``zerocalc trace summary`` and ``zerocalc check`` as a user runs them, each in a fresh process:
   wall time, MB/s, peak RSS (the child's ``ru_maxrss``) and peak RSS over the file's size,
 
-best of ``--repeat`` runs each; the ratios to ``grep -c`` are taken within the run. With two sizes
-or more, how the peak RSS of each command grows per GB of log (the slope between the smallest and
-largest size). Targets (issue 13): ``check`` >= 150 MB/s on 2 cores, under 600 MB of peak RSS at
-0.5 and 1.5 GB.
+best of ``--repeat`` runs each (and the median); the ratios to ``grep -c`` are taken within the run.
+``--against DIR`` (another source tree, its ``zerocalc/`` package) or ``--against-rev REV`` (that git
+revision's ``zerocalc/``, extracted to the temporary directory) times the same two commands with that
+tree too, the two trees run alternately on the same log, and gives the ratio of this tree's time to
+that one's (best and median). With two sizes or more, how the peak RSS of each command grows per GB
+of log (the slope between the smallest and largest size). ``--log FILE`` (repeatable) measures an
+existing log instead of generating one. Targets (issue 13): ``check`` >= 150 MB/s on 2 cores, under
+600 MB of peak RSS at 0.5 and 1.5 GB.
 ``--kineto-ranks K`` also times ``check`` on K copies of the bundled Kineto trace, each given its
 own rank (HolisticTraceAnalysis on the same set when it is installed, as bench_kineto.py does).
 
     nice python benchmarks/bench_scale.py [--sizes 500,1500] [--repeat 3] [--kineto-ranks 1024]
+        [--against-rev main] [--log FILE]
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ import gzip
 import importlib.util
 import os
 import re
+import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +51,21 @@ def _synth():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def tree_env(tree: Path) -> dict:
+    """The environment of a child process that imports ``zerocalc`` from ``tree``."""
+    return dict(os.environ, PYTHONPATH=str(tree))
+
+
+def tree_at(rev: str, into: Path) -> Path:
+    """``zerocalc/`` of git revision ``rev`` extracted under ``into``."""
+    archive = into / "src.tar"
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "zerocalc"], check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "tree", filter="data")
+    archive.unlink()
+    return into / "tree"
 
 
 def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
@@ -68,7 +90,7 @@ def cpu_scan(path: Path, engine: str) -> float:
             "__import__('polars') if sys.argv[2] != 're' else None;"  # its import is not the scan's
             "t = time.process_time(); nccl_log.scan(open(sys.argv[1], 'rb'), sys.argv[1]);"
             "print(time.process_time() - t)")
-    env = dict(os.environ, POLARS_MAX_THREADS="1")
+    env = dict(tree_env(ROOT), POLARS_MAX_THREADS="1")
     out = subprocess.run([sys.executable, "-c", code, str(path), engine], capture_output=True, text=True,
                          env=env, check=True)
     return float(out.stdout.strip().splitlines()[-1])
@@ -79,16 +101,21 @@ def best(fn, repeat: int):
     return min(results, key=lambda r: r[0] if isinstance(r, tuple) else r)
 
 
-def nccl_sizes(sizes_mb: list[float], repeat: int, tmp: Path) -> None:
+def nccl_sizes(sizes_mb: list[float], logs: list[Path], repeat: int, tmp: Path,
+               trees: dict[str, Path]) -> None:
     synth = _synth()
     zc = [sys.executable, "-m", "zerocalc"]
     peaks: dict[str, list[tuple[float, float]]] = {}  # command -> (GB, peak RSS MB) per size
-    for mb_target in sizes_mb:
-        path = tmp / f"ray-{mb_target:g}MB.log"
-        calls, steps = synth.build(path, mb_target * 1e6)
+    for source in [*logs, *sizes_mb]:
+        if isinstance(source, Path):
+            path = source
+            print(f"log {path.name}: {path.stat().st_size / 1e6:.0f} MB, {os.cpu_count()} CPUs")
+        else:
+            path = tmp / f"ray-{source:g}MB.log"
+            calls, steps = synth.build(path, source * 1e6)
+            print(f"synthetic 128-rank COLL log: {path.stat().st_size / 1e6:.0f} MB, {calls} calls, "
+                  f"{steps} steps, {os.cpu_count()} CPUs")
         mb = path.stat().st_size / 1e6
-        print(f"synthetic 128-rank COLL log: {mb:.0f} MB, {calls} calls, {steps} steps, "
-              f"{os.cpu_count()} CPUs")
         grep = best(lambda path=path: run(["grep", "-c", "opCount", str(path)]), repeat)
         print(f"  grep -c opCount        {grep[0]:7.2f} s  {mb / grep[0]:8.1f} MB/s  (baseline)")
         for engine in ("re", "polars-regex", "polars"):
@@ -99,13 +126,28 @@ def nccl_sizes(sizes_mb: list[float], repeat: int, tmp: Path) -> None:
                 continue
             print(f"  scan by {engine:12s} (1 core) {cpu:7.2f} CPU s  {mb / cpu:6.1f} MB/s per core")
         for name, args in (("trace summary", ["trace", "summary"]), ("check", ["check", "--format", "json"])):
-            wall, rss, rc = best(lambda args=args, path=path: run([*zc, *args, str(path)]), repeat)
-            if rc:
-                continue
-            print(f"  zerocalc {name:14s} {wall:7.2f} s  {mb / wall:8.1f} MB/s  peak RSS {rss:6.0f} MB "
-                  f"({rss / mb:.2f}x the file)  {wall / grep[0]:6.0f}x grep's time")
-            peaks.setdefault(name, []).append((mb / 1e3, rss))
-        path.unlink()
+            # the trees alternately, run after run: a busy spell of the machine falls on both
+            runs: dict[str, list[tuple[float, float, int]]] = {label: [] for label in trees}
+            for _ in range(repeat):
+                for label, tree in trees.items():
+                    runs[label].append(run([*zc, *args, str(path)], tree_env(tree)))
+            walls = {}
+            for label, got in runs.items():
+                if any(rc for _, _, rc in got):
+                    continue
+                wall, rss, _ = min(got)
+                walls[label] = (wall, statistics.median(w for w, _, _ in got))
+                print(f"  zerocalc {name:14s} {wall:7.2f} s  {mb / wall:8.1f} MB/s  peak RSS {rss:6.0f} MB "
+                      f"({rss / mb:.2f}x the file)  {wall / grep[0]:6.0f}x grep's time"
+                      + (f"  [{label}]" if len(trees) > 1 else ""))
+                if label == "this tree":
+                    peaks.setdefault(name, []).append((mb / 1e3, rss))
+            if len(walls) == 2:
+                (b0, m0), (b1, m1) = walls.values()
+                print(f"    this tree / the other: {b0 / b1:.2f}x the time (best of {repeat}), "
+                      f"{m0 / m1:.2f}x (median)")
+        if not isinstance(source, Path):
+            path.unlink()
     for name, points in peaks.items():
         if len(points) > 1:
             (gb0, rss0), (gb1, rss1) = points[0], points[-1]
@@ -126,7 +168,7 @@ def kineto_set(ranks: int, repeat: int, tmp: Path) -> None:
     gb = sum(f.stat().st_size for f in folder.iterdir()) / 1e9
     print(f"Kineto set: {ranks} ranks, {gb:.1f} GB")
     wall, rss, rc = best(lambda: run([sys.executable, "-m", "zerocalc", "check", "--format", "json",
-                                      str(folder)]), repeat)
+                                      str(folder)], tree_env(ROOT)), repeat)
     if not rc:
         print(f"  zerocalc check          {wall:7.2f} s  peak RSS {rss:6.0f} MB")
     try:
@@ -146,9 +188,16 @@ def main() -> None:
     ap.add_argument("--sizes", default="500,1500", help="log sizes, MB, comma-separated")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--kineto-ranks", type=int, default=0, help="also a Kineto set of this many ranks")
+    ap.add_argument("--log", type=Path, action="append", default=[], help="also an existing log (repeatable)")
+    ap.add_argument("--against", type=Path, help="another source tree to time the same commands")
+    ap.add_argument("--against-rev", help="a git revision whose zerocalc/ times the same commands")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        nccl_sizes([float(s) for s in args.sizes.split(",") if s], args.repeat, Path(tmp))
+        trees = {"this tree": ROOT}
+        if args.against or args.against_rev:
+            label = str(args.against or args.against_rev)
+            trees[label] = args.against.resolve() if args.against else tree_at(args.against_rev, Path(tmp))
+        nccl_sizes([float(s) for s in args.sizes.split(",") if s], args.log, args.repeat, Path(tmp), trees)
         if args.kineto_ranks:
             kineto_set(args.kineto_ranks, args.repeat, Path(tmp))
 
