@@ -92,11 +92,12 @@ def check_cmd(
     names = _scheme_names(scheme, "--schemes")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
-    ts = _read_traces(traces if len(traces) > 1 else traces[0], strict=strict, scheduler=scheduler)
     psi_count, _ = model_psi(psi, model)
-    res = check(ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype,
-                schemes=names, meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
-                reuse_distance=reuse_distance)
+    ts, res = _read_and_check(traces if len(traces) > 1 else traces[0], strict, scheduler, fold=steps is None,
+                              run=lambda ts, w: check(
+                                  ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype, schemes=names,
+                                  meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
+                                  reuse_distance=reuse_distance, weights=w))
     if fmt == "csv":
         import pandas as pd
 
@@ -112,6 +113,34 @@ def check_cmd(
         typer.echo(json.dumps(_nan_to_none(d), indent=2, allow_nan=False, default=_json_default))
     else:
         typer.echo(_check_text(res, _skip_notes(ts.skipped)))
+
+
+def _read_and_check(paths, strict: bool, scheduler: str | None, fold: bool, run):
+    """Read the traces and ``run(trace set, weights)`` on them: NCCL logs with their repeated steps
+    folded (:func:`zerocalc.traces.reader.read_folded`) and measured with the weights of the calls
+    kept; read in full (weights None) when ``fold`` is false (``--steps`` counts the full trace's
+    steps) or the folded calls cannot be shown to give the full trace's answer
+    (:class:`~zerocalc.validate.folded.Unfoldable`). Returns the trace set and the result."""
+    from zerocalc.validate.folded import Unfoldable
+
+    if fold:
+        from zerocalc.traces.progress import terminal_meter
+        from zerocalc.traces.reader import read_folded
+
+        meter = terminal_meter()
+        try:
+            ts, folded = read_folded(paths, strict=strict, scheduler=scheduler, progress=meter)
+        finally:
+            if meter is not None:
+                meter.close()
+        try:
+            return ts, run(ts, folded.weights() if folded is not None else None)
+        except Unfoldable:
+            if folded is None:
+                raise
+        del ts
+    ts = _read_traces(paths, strict=strict, scheduler=scheduler)
+    return ts, run(ts, None)
 
 
 def _missing_facts(runs: list[dict], op: str | None, ranks: int | None) -> str:

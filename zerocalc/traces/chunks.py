@@ -11,7 +11,6 @@ from typing import Any, BinaryIO
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces import nccl_log
-from zerocalc.traces.records import ParseResult
 
 
 def _boundary(f: BinaryIO, k: int, size: int) -> int:
@@ -32,7 +31,7 @@ def _boundary(f: BinaryIO, k: int, size: int) -> int:
 
 
 def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, tick=None,
-                 aggregate: bool = False) -> dict[int, Any]:
+                 aggregate: bool = False, sequence: bool = False) -> dict[int, Any]:
     """Scan the chunks of a log that this process claims, one at a time, from the front (the
     reading process) or from the back (a worker), until the two ends meet: each chunk's
     :class:`~nccl_log.Scan`, or in strict mode the line (counted from the chunk's start) and
@@ -53,7 +52,8 @@ def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, t
             end = _boundary(f, k + 1, size)
             f.seek(start)
             try:
-                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict, aggregate=aggregate)
+                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict, aggregate=aggregate,
+                                             sequence=sequence)
                 if tick is not None:
                     tick(min(size, (shared[0] + last - shared[1]) * nccl_log.BLOCK_BYTES))
             except TraceFormatError as exc:
@@ -76,17 +76,19 @@ def _start_worker(shared: Any) -> None:
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 
-def _worker_chunks(file: str, size: int, strict: bool, aggregate: bool) -> dict[int, Any]:
-    return _scan_chunks(file, size, strict, False, _SHARED, aggregate=aggregate)
+def _worker_chunks(file: str, size: int, strict: bool, aggregate: bool,
+                   sequence: bool = False) -> dict[int, Any]:
+    return _scan_chunks(file, size, strict, False, _SHARED, aggregate=aggregate, sequence=sequence)
 
 
 def _read_split(file: str, strict: bool, workers: int, tick=None,
-                aggregate: bool = False) -> ParseResult | None:
+                aggregate: bool = False, sequence: bool = False) -> Any:
     """Scan a large NCCL log in chunks of about one block, this process taking them from the
     front and ``workers`` - 1 worker processes from the back, until the two ends meet (so each
     process scans what its start-up and speed allow), and join them in order: the same result
     as a sequential read (runs of whole lines read alike wherever they are cut). ``None`` for
-    fewer than two processes."""
+    fewer than two processes. ``sequence``: the joined sequence read
+    (:func:`zerocalc.traces.nccl_fold.join`) instead of the table."""
     import multiprocessing
 
     if workers < 2:
@@ -97,28 +99,35 @@ def _read_split(file: str, strict: bool, workers: int, tick=None,
     shared = spawn.Array("q", [0, -(-size // nccl_log.BLOCK_BYTES) - 1])  # next from the front, the back
     with ProcessPoolExecutor(max_workers=workers - 1, mp_context=spawn, initializer=_start_worker,
                              initargs=(shared,)) as ex:
-        pending = [ex.submit(_worker_chunks, file, size, strict, aggregate) for _ in range(workers - 1)]
+        pending = [ex.submit(_worker_chunks, file, size, strict, aggregate, sequence)
+                   for _ in range(workers - 1)]
         import pandas  # noqa: F401 -- the table needs it: import it while the workers start
 
-        chunks = _scan_chunks(file, size, strict, True, shared, tick, aggregate)
+        chunks = _scan_chunks(file, size, strict, True, shared, tick, aggregate, sequence)
         for future in pending:
             chunks.update(future.result())
-    return _join_chunks(file, [chunks[k] for k in sorted(chunks)])
+    return _join_chunks(file, [chunks[k] for k in sorted(chunks)], sequence)
 
 
-def _join_chunks(file: str, results: list[Any]) -> ParseResult:
-    """The scans of a log's chunks, in order, joined into its result; in strict mode the first
-    chunk's error (its line counted from the chunk's start) raised with the log's line."""
+def _join_chunks(file: str, results: list[Any], sequence: bool = False) -> Any:
+    """The scans of a log's chunks, in order, joined into its result (``sequence``: its sequence
+    read, :func:`zerocalc.traces.nccl_fold.join`); in strict mode the first chunk's error (its line
+    counted from the chunk's start) raised with the log's line."""
     lines = 0
     for r in results:
         if isinstance(r, tuple):  # strict: the first unusable line, in file order
             line, reason = r
             raise TraceFormatError(file, line + lines if line is not None else None, reason)
         lines += r.lines
+    if sequence:
+        from zerocalc.traces.nccl_fold import join
+
+        return join(results, file)
     return nccl_log.finish(results, file)
 
 
-def _scan_range(file: str, start: int, end: int, strict: bool, aggregate: bool = False) -> Any:
+def _scan_range(file: str, start: int, end: int, strict: bool, aggregate: bool = False,
+                sequence: bool = False) -> Any:
     """One chunk of a log (bytes ``start`` to ``end``, whole lines) scanned: its
     :class:`~nccl_log.Scan`, or in strict mode (line from the chunk's start, reason) of its
     first unusable line."""
@@ -126,6 +135,6 @@ def _scan_range(file: str, start: int, end: int, strict: bool, aggregate: bool =
         f.seek(start)
         data = f.read(end - start)
     try:
-        return nccl_log.scan_bytes(data, file, strict=strict, aggregate=aggregate)
+        return nccl_log.scan_bytes(data, file, strict=strict, aggregate=aggregate, sequence=sequence)
     except TraceFormatError as exc:
         return (exc.line, exc.reason)

@@ -76,9 +76,10 @@ def _task(kind: str, args: tuple) -> Any:
 
 def read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
                     scheduler: str, track: _Track | None = None,
-                    aggregate: bool = False) -> list[ParseResult | str]:
+                    aggregate: bool = False, sequence: bool = False) -> list[ParseResult | Any | str]:
     """Each file, or each chunk of a large plain NCCL log, read as a task on the Dask cluster at
-    ``scheduler`` (:func:`run`); the chunks of a log joined here, in order."""
+    ``scheduler`` (:func:`run`); the chunks of a log joined here, in order (``sequence``: an NCCL
+    log's sequence read, :func:`zerocalc.traces.nccl_fold.join`)."""
     from zerocalc.traces import nccl_log
     from zerocalc.traces.chunks import _boundary, _join_chunks
     from zerocalc.traces.detect import HEAD_BYTES
@@ -95,11 +96,11 @@ def read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
             size = os.path.getsize(file)
             with open(file, "rb") as f:
                 bounds = [_boundary(f, k, size) for k in range(-(-size // nccl_log.BLOCK_BYTES) + 1)]
-            jobs.extend(("chunk", (file, a, b, strict, aggregate))
+            jobs.extend(("chunk", (file, a, b, strict, aggregate, sequence))
                         for a, b in zip(bounds, bounds[1:], strict=False))
             parts.append(len(bounds) - 1)
         else:
-            jobs.append(("file", (file, strict, fmt, cap, optional, aggregate)))
+            jobs.append(("file", (file, strict, fmt, cap, optional, aggregate, sequence)))
             parts.append(0)
     # the bytes of each task, for progress: a whole file, or its chunk
     nbytes = [os.path.getsize(a[0]) if kind == "file" else a[2] - a[1] for kind, a in jobs]
@@ -115,7 +116,7 @@ def read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
             results.append(done[i])
             i += 1
             continue
-        result = _join_chunks(file, done[i : i + k])
+        result = _join_chunks(file, done[i : i + k], sequence)
         i += k
         if fmt is not None and not len(result):
             with open(file, "rb") as f:

@@ -66,9 +66,11 @@ __all__ = [
 BLOCK_BYTES = 1 << 22
 
 
-def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False, aggregate: bool = False) -> Scan:
-    """Scan a log (a text stream is read as its UTF-8 encoding); ``aggregate``: see :class:`Scan`."""
-    res = Scan(aggregate=aggregate)
+def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False, aggregate: bool = False,
+         sequence: bool = False) -> Scan:
+    """Scan a log (a text stream is read as its UTF-8 encoding); ``aggregate``, ``sequence``: see
+    :class:`Scan`."""
+    res = Scan(aggregate=aggregate, sequence=sequence)
     tail = b""
     while True:
         chunk = stream.read(BLOCK_BYTES)
@@ -92,10 +94,11 @@ def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False, aggregat
     return res.freeze()
 
 
-def scan_bytes(data: bytes, file: str, *, strict: bool = False, aggregate: bool = False) -> Scan:
+def scan_bytes(data: bytes, file: str, *, strict: bool = False, aggregate: bool = False,
+               sequence: bool = False) -> Scan:
     """Scan a run of whole lines of a log held in memory (the last may lack its newline) as one
     block: what :func:`scan` gives for the same lines."""
-    res = Scan(aggregate=aggregate)
+    res = Scan(aggregate=aggregate, sequence=sequence)
     if data:
         text = b"\n" + data + (b"" if data.endswith(b"\n") else b"\n")
         res.lines = _scan_block(text, len(text), file, 1, strict, res) - 1

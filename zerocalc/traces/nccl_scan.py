@@ -74,6 +74,14 @@ class Scan:
     #: and ``calls`` the number of calls (the table's ``aggregated_calls``).
     aggregate: bool = False
     sums: dict[tuple[int, ...], list[int]] = field(default_factory=dict)
+    #: Sequence: keep per call only an int32 code into the distinct calls (:data:`CALL`: every field
+    #: a row keeps but its line and opCount, ``distinct``), its line and its opCount (``seq``: lists
+    #: of one array per block; :mod:`~zerocalc.traces.nccl_fold` folds them). Once frozen, the columns
+    #: hold one row per distinct call (its fields),
+    #: in code order.
+    sequence: bool = False
+    distinct: dict[tuple[int, ...], int] = field(default_factory=dict)
+    seq: dict[str, list[np.ndarray]] = field(default_factory=lambda: {"code": [], "line": [], "opcount": []})
 
     def freeze(self) -> Scan:
         """Plain lists and arrays only (picklable): each code table becomes its list of values,
@@ -87,6 +95,11 @@ class Scan:
             self.columns = {name: [_small(keys[:, i])] for i, name in enumerate(_KEY)}
             self.columns.update(pid=[keys[:, -1]], calls=[sums[:, 0]], count=[sums[:, 1]])
             self.sums = {}
+        if self.sequence:
+            keys = np.array(list(self.distinct), np.int64).reshape(len(self.distinct), len(CALL))
+            self.columns = {name: [_small(keys[:, i]) if name != "count" else keys[:, i]]
+                            for i, name in enumerate(CALL)}
+            self.distinct = {}
         if not any(map(len, self.columns["count"])):
             self.columns = {}
             return self
@@ -244,9 +257,44 @@ def _store(codes: dict, numbers: dict, lines: np.ndarray, unmatched: np.ndarray 
     if res.aggregate:
         _fold(codes, numbers, res)
         return
+    if res.sequence:
+        _code(codes, numbers, lines, res)
+        return
     for name, c in (*codes.items(), *numbers.items(), ("line", lines)):
         # codes, lines and pids in the smallest type that holds them (count and opCount whole)
         cols[name].append(c if name in ("count", "opcount") else _small(c))
+
+
+#: The fields of a distinct call in a sequence read (:attr:`Scan.sequence`), in the order of its key.
+CALL = (*_FACTORS, "pid", "count")
+
+
+def _distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an integer matrix (values >= -1) and each row's index among them."""
+    radix = keys.max(axis=0) + 2  # the fields as digits of one number (a pid may be -1)
+    if float(np.prod(radix.astype(float))) < 2.0**62:
+        weights = np.cumprod(np.concatenate(([1], radix[:-1])))
+        first, inverse = np.unique((keys + 1) @ weights, return_index=True, return_inverse=True)[1:]
+        distinct = keys[first]
+    else:
+        distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def _code(codes: dict, numbers: dict, lines: np.ndarray, res: Scan) -> None:
+    """Add a block's calls to a sequence read: each call's code into :attr:`Scan.distinct`, line and
+    opCount."""
+    if not len(numbers["count"]):
+        return
+    keys = np.stack([codes[name].astype(np.int64) for name in _FACTORS]
+                    + [numbers["pid"].astype(np.int64), numbers["count"].astype(np.int64)], axis=1)
+    distinct, inverse = _distinct_rows(keys)
+    known = res.distinct
+    ids = np.fromiter((known.setdefault(k, len(known)) for k in map(tuple, distinct.tolist())), np.int32,
+                      len(distinct))
+    res.seq["code"].append(ids[inverse])
+    res.seq["line"].append(_small(lines))
+    res.seq["opcount"].append(numbers["opcount"])
 
 
 def _fold(codes: dict, numbers: dict, res: Scan) -> None:

@@ -22,7 +22,7 @@ import io
 import os
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from zerocalc.errors import TraceFormatError, UnknownNameError
 from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests, streams
@@ -62,7 +62,7 @@ def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None 
 
 
 def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: bool,
-           tick=None, aggregate: bool = False) -> ParseResult | str:
+           tick=None, aggregate: bool = False, sequence: bool = False) -> ParseResult | Any | str:
     """:func:`read_file`, or, when ``optional`` (a file found in a directory), the reason it was
     not read where its format cannot be detected or a forced format finds nothing in it."""
     if fmt is not None and fmt not in FORMATS:
@@ -77,7 +77,7 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
             if optional:
                 return exc.reason
             raise
-        result = _parse_stream(stream, file, kind, strict, aggregate)
+        result = _parse_stream(stream, file, kind, strict, aggregate, sequence)
     if fmt is not None and not len(result):
         reason = _no_records(fmt, head, file)
         if optional:
@@ -98,7 +98,7 @@ def _no_records(fmt: str, head: bytes, file: str) -> str:
 
 
 def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
-                  aggregate: bool = False) -> ParseResult:
+                  aggregate: bool = False, sequence: bool = False) -> ParseResult | Any:
     if kind in ("kineto", "nccl_tests_json"):
         chunks = []  # 1 MiB reads: no growing buffer, no copy of the whole file at the end but one
         while chunk := _guard(file, stream.read, 1 << 20):
@@ -111,6 +111,10 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
             return kineto.parse_bytes(data, file, strict=strict)
         return nccl_tests.parse_json_bytes(data, file, strict=strict)
     if kind == "nccl_log":  # scanned as bytes (nccl_log.scan)
+        if sequence:  # the calls as a sequence of codes, to fold (nccl_fold)
+            from zerocalc.traces.nccl_fold import join
+
+            return join([nccl_log.scan(stream, file, strict=strict, sequence=True)], file)
         return nccl_log.parse(stream, file, strict=strict, aggregate=aggregate)
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
     module = {"nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
@@ -120,9 +124,10 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
         text.detach()
 
 
-def _read_one(args: tuple[str, bool, str | None, int, bool, bool]) -> ParseResult | str:
-    file, strict, fmt, cap, optional, aggregate = args
-    return _parse(file, strict, fmt, cap, optional, aggregate=aggregate)
+def _read_one(args: tuple) -> ParseResult | Any | str:
+    file, strict, fmt, cap, optional, aggregate, *sequence = args
+    return _parse(file, strict, fmt, cap, optional, aggregate=aggregate,
+                  sequence=bool(sequence and sequence[0]))
 
 
 def _splittable(file: str, fmt: str | None, cap: int) -> bool:
@@ -164,22 +169,57 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     formats keep their rows). Files that disagree on the world size raise :class:`TraceMismatchError`.
     """
     inputs = _expand(paths)
+    return _assemble(inputs, _read_results(inputs, strict, fmt, max_bytes, workers, scheduler, progress,
+                                           aggregate))
+
+
+def read_folded(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,
+                max_bytes: int = MAX_BYTES, workers: int | None = None, scheduler: str | None = None,
+                progress=None) -> tuple[TraceSet, Any]:
+    """:func:`read_traces` for ``check``: NCCL logs read as call sequences with each process's repeated
+    steps folded (:mod:`zerocalc.traces.nccl_fold`). Returns the trace set of the kept calls (each
+    row as a full read gives it; ``meta`` rows and skipped lines counted over every call) and the
+    :class:`~zerocalc.traces.nccl_fold.Folded` saying what was dropped, or None when nothing was (a
+    read of other formats, or nothing repeats): then the trace set is the full read's."""
+    from zerocalc.traces.nccl_fold import Calls, fold, materialise
+
+    inputs = _expand(paths)
+    results = _read_results(inputs, strict, None, max_bytes, workers, scheduler, progress, sequence=True)
+    logs = [r for r in results if isinstance(r, Calls)]
+    folded = fold(logs) if all(isinstance(r, Calls | str) for r in results) else None
+    k = 0
+    for i, r in enumerate(results):
+        if isinstance(r, Calls):
+            results[i] = materialise(r, folded.kept[k] if folded is not None else None)
+            k += 1
+    ts = _assemble(inputs, results)
+    if folded is not None:  # the rows of each log: every call, not the kept ones
+        for f, calls in zip((f for f, r in zip(inputs.files, results, strict=True) if not isinstance(r, str)),
+                            logs, strict=True):
+            ts.meta[f]["rows"] = len(calls)
+    return ts, folded
+
+
+def _read_results(inputs, strict: bool, fmt: str | None, max_bytes: int, workers: int | None,
+                  scheduler: str | None, progress, aggregate: bool = False,
+                  sequence: bool = False) -> list[ParseResult | Any | str]:
+    """Each file's result (see :func:`read_traces`; ``sequence``: an NCCL log's sequence read)."""
     files = inputs.files
     track = _Track(progress, [os.path.getsize(f) for f in files]) if progress is not None else None
     if scheduler is not None:
         from zerocalc.traces.cluster import read_on_cluster
 
-        return _assemble(inputs, read_on_cluster(inputs, strict, fmt, max_bytes, scheduler, track, aggregate))
-    results: list[ParseResult | str]
+        return read_on_cluster(inputs, strict, fmt, max_bytes, scheduler, track, aggregate, sequence)
+    results: list[ParseResult | Any | str]
     if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
         result = _read_split(files[0], strict, workers or os.cpu_count() or 1,
-                             track.within if track is not None else None, aggregate)
+                             track.within if track is not None else None, aggregate, sequence)
         if result is not None:
             if fmt is not None and not len(result):
                 with open(files[0], "rb") as f:
                     raise TraceFormatError(files[0], None, _no_records(fmt, f.read(HEAD_BYTES), files[0]))
-            return _assemble(inputs, [result])
-    jobs = [(f, strict, fmt, max_bytes, opt, aggregate)
+            return [result]
+    jobs = [(f, strict, fmt, max_bytes, opt, aggregate, sequence)
             for f, opt in zip(files, inputs.optional, strict=True)]
     if workers is None:
         total = sum(os.path.getsize(f) for f in files)
@@ -196,11 +236,11 @@ def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     else:
         results = []
         for job in jobs:
-            results.append(_read_one(job) if track is None else _parse(*job[:5], tick=track.within,
-                                                                            aggregate=aggregate))
+            results.append(_read_one(job) if track is None else _parse(
+                *job[:5], tick=track.within, aggregate=aggregate, sequence=sequence))
             if track is not None:
                 track.next_file()
-    return _assemble(inputs, results)
+    return results
 
 
 class _Track:

@@ -149,13 +149,15 @@ def small_traffic(cat: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
     return cat
 
 
-def unexplained_note(cat: np.ndarray, ops: Codes, gs: np.ndarray) -> str:
-    """The sentence naming the calls no data-parallel scheme explains ("" when there are none)."""
+def unexplained_note(cat: np.ndarray, ops: Codes, gs: np.ndarray, w: np.ndarray | None = None) -> str:
+    """The sentence naming the calls no data-parallel scheme explains ("" when there are none); ``w``:
+    each call's weight (a folded trace's, :mod:`.folded`)."""
     unexp = np.flatnonzero(cat == UNEXPLAINED)
     if not len(unexp):
         return ""
     kind, _ = group_codes(ops.codes[unexp], gs[unexp])
-    first, count = first_rows(kind), np.bincount(kind)
+    first = first_rows(kind)
+    count = np.bincount(kind) if w is None else np.bincount(kind, weights=w[unexp]).astype(np.int64)
     what = Counter()
     for i, k in zip(first.tolist(), count.tolist(), strict=True):
         c, p = ops.codes[unexp[i]], gs[unexp[i]]

@@ -20,6 +20,7 @@ import pandas as pd
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, RTOL, _plural
 from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_sums, zero_nan
+from zerocalc.validate.folded import weighted, weighted_median
 
 
 def _tensor_parallel_sizes(comm_rank: np.ndarray | None, rank: np.ndarray, gs: np.ndarray,
@@ -42,6 +43,16 @@ def _tensor_parallel_sizes(comm_rank: np.ndarray | None, rank: np.ndarray, gs: n
         if p > 1 and on.any() and not np.isnan(cr[on]).any() and np.all(cr[on] == rank[on] % p):
             out.add(p)
     return out if len(out) < len(sizes) else set()
+
+
+def _w(values: np.ndarray, w: np.ndarray | None, at: np.ndarray) -> np.ndarray:
+    """``values`` (the calls ``at``) times their weights (:func:`.folded.weighted`)."""
+    return values if w is None else weighted(values, w[at])
+
+
+def _count(mask: np.ndarray, w: np.ndarray | None) -> int:
+    """The calls ``mask`` marks, each counted by its weight."""
+    return int(mask.sum()) if w is None else int(w[mask].sum())
 
 
 def _elements_by_size(gs: np.ndarray, elems: np.ndarray) -> dict[int, float]:
@@ -69,7 +80,8 @@ class Groups:
     how: str
 
 
-def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> tuple[int, int] | None:
+def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
+          w: np.ndarray | None = None) -> tuple[int, int] | None:
     """(shard size H, replicate size R) when the gradients are reduce-scattered on groups of H and the
     shards then all-reduced on groups of R: HSDP (FSDP ``HYBRID_SHARD`` / FSDP2 on a 2-D mesh; §7).
 
@@ -84,21 +96,22 @@ def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> tup
     if len(h) != 1 or len(r) != 1:
         return None
     h_, r_ = int(next(iter(h))), int(next(iter(r)))
-    e_rs, e_ar = float(full[rs].sum()), float(full[ar].sum())
+    e_rs, e_ar = (float(weighted(full[m], None if w is None else w[m]).sum()) for m in (rs, ar))
     if h_ > 1 and r_ > 1 and math.isclose(e_ar * h_, e_rs, rel_tol=RTOL):
         return h_, r_
     return None
 
 
 def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: int | None,
-            n: int | None) -> tuple[np.ndarray, Groups]:
+            n: int | None, w: np.ndarray | None = None) -> tuple[np.ndarray, Groups]:
     """Group size of every call (recorded, else the world size, else ``n``), N and how it was found.
 
     N is ``--n`` (which must be one of the trace's group sizes) or found from the groups the
     gradient collectives (all-reduce, reduce-scatter, reduce of more than a scalar) run on: the
     group that reduces the most elements, or HSDP's shard × replicate groups (:func:`_hsdp`);
     without gradient collectives, the group of the collectives that move the most elements.
-    Tensor-parallel groups (:func:`_tensor_parallel_sizes`) are left out.
+    Tensor-parallel groups (:func:`_tensor_parallel_sizes`) are left out. ``w``: each call's weight
+    (:mod:`.folded`; None: 1).
     """
     from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 
@@ -107,16 +120,16 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
         raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
     gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
-    sizes_by_elems = _elements_by_size(gs[data_ops], zero_nan(full[data_ops]))
+    sizes_by_elems = _elements_by_size(gs[data_ops], _w(zero_nan(full[data_ops]), w, data_ops))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)
     grad = ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS) & (gs > 1)
     grad &= ~np.isin(gs, list(inner))
-    by_grad = _elements_by_size(gs[grad], full[grad])
+    by_grad = _elements_by_size(gs[grad], _w(full[grad], w, grad))
     most = {k: v for k, v in sizes_by_elems.items() if k not in inner} or sizes_by_elems
     most_n = max(most, key=lambda k: (most[k], k))
     trace_n = max(by_grad, key=lambda k: (by_grad[k], k)) if by_grad else most_n
-    hsdp = _hsdp(ops, gs, full, grad)
+    hsdp = _hsdp(ops, gs, full, grad, w)
     sizes = frozenset({trace_n})
     if hsdp is not None:
         trace_n, sizes = hsdp[0] * hsdp[1], frozenset(hsdp)
@@ -160,10 +173,10 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
 
 
 def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, dt: Codes,
-                    dtype: str | None) -> tuple[np.ndarray, list[str]]:
+                    dtype: str | None, w: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
     """Bytes per element of every call: recorded, else ``--dtype``, else the type carrying the most
     bytes among the same rank's calls of the same step (else of the whole trace), said in notes.
-    ``dt``: the recorded element types."""
+    ``dt``: the recorded element types; ``w``: each call's weight (:mod:`.folded`; None: 1)."""
     from zerocalc.dtypes import DTYPE_BYTES
 
     notes: list[str] = []
@@ -173,33 +186,33 @@ def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, 
     if not missing.any():
         return eb, notes
     if dtype is not None:
-        notes.append(f"element type of {int(missing.sum())} call(s) not recorded: {dtype} from --dtype")
+        notes.append(f"element type of {_count(missing, w)} call(s) not recorded: {dtype} from --dtype")
         return np.where(missing, DTYPE_BYTES[dtype], eb), notes
     known = ~np.isnan(eb) & data_ops
     if not known.any():
         raise TraceMismatchError(
-            f"the trace records no element type for its {int(missing.sum())} collective(s): give --dtype"
+            f"the trace records no element type for its {_count(missing, w)} collective(s): give --dtype"
         )
     step = rows.num("step")
     fill = eb.copy()
     how = Counter()
     miss, kn = np.flatnonzero(missing), np.flatnonzero(known)
-    weight = zero_nan(full[kn]) * eb[kn]
+    weight = _w(zero_nan(full[kn]) * eb[kn], w, kn)
     key, _ = group_codes(rank[miss], step[miss])  # one choice per (rank, step) of the missing calls
     for j in first_rows(key).tolist():
         same = rank[kn] == rank[miss[j]]
         if not np.isnan(step[miss[j]]):
             same &= step[kn] == step[miss[j]]
-        pool, w = (kn[same], weight[same]) if same.any() else (kn, weight)
+        pool, pw = (kn[same], weight[same]) if same.any() else (kn, weight)
         kind, _ = group_codes(dt.codes[pool], eb[pool])  # (type, bytes) in order of first appearance
-        best = pool[np.argmax(kind == int(np.argmax(np.bincount(kind, weights=w))))]
+        best = pool[np.argmax(kind == int(np.argmax(np.bincount(kind, weights=pw))))]
         name = dt.names[dt.codes[best]] if dt.codes[best] >= 0 else ""
         these = miss[key == key[j]]
         fill[these] = eb[best]
         where = "the same step" if same.any() else "the rest of the trace"
         these_ops = ops.take(these)
         for o in these_ops.present():
-            how[(o, name, where)] += int(these_ops.eq(o).sum())
+            how[(o, name, where)] += _count(these_ops.eq(o), None if w is None else w[these])
     for (o, name, where), cnt in sorted(how.items()):
         notes.append(
             f"element type of {cnt} {OP_NAMES[o]} call(s) not recorded in the trace: "
@@ -209,13 +222,15 @@ def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, 
 
 
 def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
-                      eb: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+                      eb: np.ndarray, w: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Full elements and approximate bytes of calls that record only a message size, with notes.
 
     DeepSpeed's comms logger gives no elements, only the tensor argument's size in 1024-based units
     rounded to 2 decimals (``msg_size_bytes``; traces/deepspeed_comms.py): the call's bytes,
     approximately. all_gather_into_tensor's argument is the shard (full vector = shard × p).
-    Returns (full elements, approximate full bytes or NaN, notes).
+    Returns (full elements, approximate full bytes or NaN, notes). ``w``: each call's weight
+    (:mod:`.folded`; None: 1).
     """
     notes: list[str] = []
     data_ops = ops.isin(_OP_VERBS)
@@ -226,25 +241,26 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
         use = data_ops & np.isnan(full) & ~np.isnan(msg)
         approx[use] = np.where(ops.eq("all_gather")[use], msg[use] * gs[use], msg[use])
         if use.any():
-            notes.append(f"{_plural(int(use.sum()), 'call')} record only an approximate message size "
+            notes.append(f"{_plural(_count(use, w), 'call')} record only an approximate message size "
                          "(DeepSpeed's comms logger: 1024-based units rounded to 2 decimals): its bytes are "
                          "used, approximately, and give no element count")
             with np.errstate(invalid="ignore"):
                 full = np.where(use & (eb > 0), approx / eb, full)
     nosize = data_ops & np.isnan(full) & np.isnan(approx)
     if nosize.any():
-        notes.append(f"{_plural(int(nosize.sum()), 'call')} record no size: counted as 0 bytes "
+        notes.append(f"{_plural(_count(nosize, w), 'call')} record no size: counted as 0 bytes "
                      "(not as scalar collectives)")
     return full, approx, notes
 
 
 def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray,
                  step_id: np.ndarray, *, syncs: int = 1,
-                 shard_only: bool = False) -> tuple[int | None, list[str]]:
+                 shard_only: bool = False, w: np.ndarray | None = None) -> tuple[int | None, list[str]]:
     """Ψ as the trace sees it: the element total of one step's gradient collective(s) (``grad``; median
     over ranks and steps; None without one) ÷ the gradient reductions per step (``syncs``: K when they
     run in every micro-batch), and a note when it varies. Under HSDP (``shard_only``) the replicate
-    all-reduce of the shards is left out: it reduces Ψ/H more elements of the same gradients."""
+    all-reduce of the shards is left out: it reduces Ψ/H more elements of the same gradients. ``w``:
+    each call's weight (:mod:`.folded`; a pair's calls share one)."""
     if shard_only:
         grad = grad & ops.eq("reduce_scatter")
     if not grad.any():
@@ -254,7 +270,8 @@ def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
     notes = []
     if tot.min() != tot.max():
         notes.append(f"gradient elements per step vary between {int(tot.min()):,} and {int(tot.max()):,}")
-    return int(round(float(tot.median()))), notes
+    pair_w = None if w is None else w[grad][first_rows(pair)]
+    return int(round(weighted_median(tot.to_numpy(), pair_w))), notes
 
 
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
@@ -285,20 +302,20 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
 
 
 def _heaviest_type(dt: Codes, use: np.ndarray, eb: np.ndarray,
-                   weight: np.ndarray) -> tuple[str, float] | None:
+                   weight: np.ndarray, w: np.ndarray | None = None) -> tuple[str, float] | None:
     """The (element type, bytes per element) carrying the most ``weight`` among the calls ``use``
     (ties: the one seen first); None when there are none."""
     rows = np.flatnonzero(use)
     if not len(rows):
         return None
     kind, k = group_codes(dt.codes[rows], eb[rows])  # numbered in order of first appearance
-    sums = group_sums(kind, k, {"w": weight[rows]})["w"].to_numpy()
+    sums = group_sums(kind, k, {"w": _w(weight[rows], w, rows)})["w"].to_numpy()
     first = rows[np.argmax(kind == int(np.argmax(sums)))]  # the first of the heaviest
     return dt.names[dt.codes[first]], eb[first]
 
 
 def wire_dtype(dt: Codes, stepmask: np.ndarray, gradmask: np.ndarray, full: np.ndarray, eb: np.ndarray,
-               sent: np.ndarray, approx: np.ndarray, dtype: str | None):
+               sent: np.ndarray, approx: np.ndarray, dtype: str | None, w: np.ndarray | None = None):
     """The step traffic's dominant element type on the wire (bytes sent), and the calls sized in bytes
     only expressed in elements of it.
 
@@ -313,7 +330,7 @@ def wire_dtype(dt: Codes, stepmask: np.ndarray, gradmask: np.ndarray, full: np.n
     notes: list[str] = []
     basis = gradmask if gradmask.any() else stepmask
     typed = basis & (eb > 0)  # calls with a size in bytes only have no element type
-    heaviest = _heaviest_type(dt, typed, eb, sent)
+    heaviest = _heaviest_type(dt, typed, eb, sent, w)
     if heaviest is not None:
         comm_dtype, comm_eb = heaviest
     else:
@@ -338,7 +355,8 @@ PARAM_SIDE_OPS: tuple[str, ...] = ("all_gather", "broadcast")
 
 
 def side_dtypes(dt: Codes, ops: Codes, stepmask: np.ndarray, gradmask: np.ndarray, full: np.ndarray,
-                eb: np.ndarray, wire: tuple[str, float]) -> tuple[str, float, str, float]:
+                eb: np.ndarray, wire: tuple[str, float], w: np.ndarray | None = None
+                ) -> tuple[str, float, str, float]:
     """(parameter dtype, its bytes, gradient dtype, its bytes): the type carrying the most elements
     among the steady-state parameter-side (all-gather, broadcast) and gradient-side (``gradmask``)
     collectives; a side the step lacks takes the wire type. ``dt``: element types, missing read as "?"."""
@@ -347,7 +365,7 @@ def side_dtypes(dt: Codes, ops: Codes, stepmask: np.ndarray, gradmask: np.ndarra
 
     out = []
     for side in (ops.isin(PARAM_SIDE_OPS), gradmask):
-        heaviest = _heaviest_type(dt, side & stepmask & (eb > 0) & (full > SCALAR_MAX_ELEMENTS), eb, full)
+        heaviest = _heaviest_type(dt, side & stepmask & (eb > 0) & (full > SCALAR_MAX_ELEMENTS), eb, full, w)
         if heaviest is None:
             out += list(wire)
             continue

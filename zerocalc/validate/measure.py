@@ -35,6 +35,7 @@ from zerocalc.validate.columns import (
     sorted_labels,
     zero_nan,
 )
+from zerocalc.validate.folded import Unfoldable, weighted
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_micro_batches, infer_steps
 
@@ -146,42 +147,46 @@ def measure(
     dtype: str | None = None,
     meta: dict | None = None,
     micro_batches: int | None = None,
+    weights: np.ndarray | None = None,
 ) -> Measurement:
     """Bytes each rank sent per step, by category, from a canonical trace table.
 
     ``psi``, ``n``, ``steps`` and ``dtype`` are the user's options (None: infer from the
     trace). Raises :class:`TraceMismatchError` for mixed world sizes, no collectives,
     or options the trace contradicts, and :class:`ConfigError` for bad option values.
+    ``weights``: a folded trace's weight of each row (:mod:`.folded`): every sum and count then is
+    the full trace's, or :class:`~.folded.Unfoldable` is raised.
     """
     dtype = _check_options(n=n, steps=steps, dtype=dtype)
     world = next(iter(_world_sizes(meta).values()), None)
     rows, rank, ranks, rank_idx, ranks_how, notes = _ranked_calls(table, meta)
+    w = _row_weights(rows, rank_idx, weights)
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
 
-    gs, groups = infer.infer_n(rows, rank, ops, full, world, n)
+    gs, groups = infer.infer_n(rows, rank, ops, full, world, n, w)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
-    eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype)
+    eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
     notes += more
-    full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb)
+    full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb, w)
     notes += more
     small = classify.scalar_calls(full, approx)
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
-                                           in_e, out_e, gs, small, steps)
+                                           in_e, out_e, gs, small, steps, w)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     grad = classify.gradient_calls(cat, ops, full)
     mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
-                             micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()))
+                             micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w)
     syncs = mb.k if mb.grad_sync == "every" else 1
     shard_only = groups.shard is not None
     psi_trace, more = infer.psi_in_trace(grad, ops, full, rank_idx, step_id, syncs=syncs,
-                                         shard_only=shard_only)
+                                         shard_only=shard_only, w=w)
     notes += more
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
                                  psi_trace if psi_trace is not None else psi)
@@ -190,17 +195,17 @@ def measure(
     psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only)
     dt = dt.filled("?")
     comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(dt, cat == STEP, grad, full, eb, sent, approx,
-                                                           dtype)
+                                                           dtype, w)
     notes += more
     del approx, grad
     sides = infer.side_dtypes(dt, ops, cat == STEP, classify.gradient_calls(cat, ops, full), full, eb,
-                              (comm_dtype, comm_eb))
+                              (comm_dtype, comm_eb), w)
 
     cols = CallColumns(rows=rows, ranks=ranks, rank_idx=rank_idx, step_id=step_id, ops=ops, group_size=gs,
                        full_elements=full, elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
                        duration_s=rows.num("duration_s"))
     n_steps, per_step, categories, unexplained, pattern, variants, pattern_groups = _summary(
-        cols, cat, ops, gs, rank_idx, ranks, step_id)
+        cols, cat, ops, gs, rank_idx, ranks, step_id, w)
     if unexplained:
         notes.append(unexplained)
     return Measurement(
@@ -228,6 +233,18 @@ def _ranked_calls(table: pd.DataFrame, meta: dict | None):
     return rows, rank, ranks, rank_idx, ranks_how, notes
 
 
+def _row_weights(rows: Rows, rank_idx: np.ndarray, weights: np.ndarray | None) -> np.ndarray | None:
+    """The weight of each call (in the calls' order) of a folded trace, None for a full one; each rank's
+    calls must come from one process (the fold is per process)."""
+    if weights is None:
+        return None
+    if rows.has("host") and rows.has("pid"):
+        _, k = group_codes(rank_idx, rows.values("host"), rows.values("pid"))
+        if k != len(np.unique(rank_idx)):
+            raise Unfoldable("a rank's calls come from several processes")
+    return np.asarray(weights, dtype=np.int64)[rows.idx]
+
+
 def _bytes_sent(ops: Codes, gs: np.ndarray, full: np.ndarray, eb: np.ndarray, approx: np.ndarray):
     """Elements and element bytes with unknowns as 0, and the bytes each call sent (its full
     vector's bytes, or the approximate size, times the ring's factor for its op and group)."""
@@ -239,16 +256,17 @@ def _bytes_sent(ops: Codes, gs: np.ndarray, full: np.ndarray, eb: np.ndarray, ap
 
 
 def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, rank_idx: np.ndarray,
-             ranks: tuple, step_id: np.ndarray):
+             ranks: tuple, step_id: np.ndarray, w: np.ndarray | None = None):
     """The steps counted, the per-step and per-category tables, the note on unexplained calls, and
-    the measured step pattern (ops, order variants, groups)."""
+    the measured step pattern (ops, order variants, groups). ``w``: each call's weight (a folded
+    trace's: the steps it stands for counted too)."""
     steps_used = np.unique(step_id[step_id >= 0])
-    n_steps = len(steps_used) or 1
-    per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used)
-    unexplained = classify.unexplained_note(cat, ops, gs)
+    n_steps = (len(steps_used) if w is None else _weighted_steps(rank_idx, step_id, w)) or 1
+    per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used, w, n_steps)
+    unexplained = classify.unexplained_note(cat, ops, gs, w)
     step = np.flatnonzero(cat == STEP)
-    pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps)
-    groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern])
+    pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps, w)
+    groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern], w)
     return n_steps, per_step, categories, unexplained, pattern, variants, groups
 
 
@@ -271,8 +289,20 @@ def _check_options(*, n: int | None, steps: int | None, dtype: str | None) -> st
     return canonical_dtype(dtype) if dtype is not None else None
 
 
-def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, ...], steps_used: np.ndarray):
-    """(rank, step, category) sums, and per category the mean calls and bytes per rank and step."""
+def _weighted_steps(rank_idx: np.ndarray, step_id: np.ndarray, w: np.ndarray) -> int:
+    """The most steps of one rank, each step counted by its calls' weight (a folded trace's)."""
+    has = step_id >= 0
+    if not has.any():
+        return 0
+    pair, k = group_codes(rank_idx[has], step_id[has])
+    first = first_rows(pair)
+    return int(np.bincount(rank_idx[has][first], weights=w[has][first]).max())
+
+
+def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, ...], steps_used: np.ndarray,
+                     w: np.ndarray | None = None, n_steps: int | None = None):
+    """(rank, step, category) sums, and per category the mean calls and bytes per rank and step
+    (``w``: each call's weight, ``n_steps``: the steps, of a folded trace)."""
     # one key per (rank, step, category name), in that sorted order: step -1 first, names alphabetical
     by_name = {c: i for i, c in enumerate(sorted(CATEGORIES))}
     alpha = np.array([by_name[c] for c in CATEGORIES], dtype=np.int64)
@@ -291,30 +321,48 @@ def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, 
         "duration_s": (np.full(k, np.nan) if cols.duration_s.strides == (0,)  # no durations at all
                        else group_sums(labels, k, {"d": cols.duration_s}, min_count=1)["d"].to_numpy()),
     })
-    n_rank_steps = len(ranks) * max(len(steps_used), 1)
+    n_rank_steps = len(ranks) * max(len(steps_used) if n_steps is None else n_steps, 1)
     grid_steps = steps_used if len(steps_used) else np.zeros(1, dtype=np.int64)
+    cell_w = None
+    if w is not None:  # a cell's calls share one weight: the steps it stands for
+        cell_w = np.zeros(k, np.int64)
+        cell_w[labels] = w
     rows = []
     for c, desc in CATEGORIES.items():
-        sub = per_step[per_step["category"] == c]
+        this = (per_step["category"] == c).to_numpy()
+        sub = per_step[this]
+        sw = None if cell_w is None else cell_w[this]
+        calls, sent = _cell_sum(sub["calls"], sw), _cell_sum(sub["bytes_sent"], sw)
         if c == "one_off":
             rows.append({"category": c, "description": desc,
-                         "calls_per_rank_per_step": sub["calls"].sum() / len(ranks),
-                         "bytes_per_rank_per_step": sub["bytes_sent"].sum() / len(ranks),
+                         "calls_per_rank_per_step": calls / len(ranks),
+                         "bytes_per_rank_per_step": sent / len(ranks),
                          "min_bytes": math.nan, "max_bytes": math.nan, "per": "rank (whole trace)"})
             continue
         # over every (rank, step) of the steps, 0 where the category has no call
-        cells = sub["bytes_sent"].to_numpy()[np.isin(sub["step_id"].to_numpy(), grid_steps)]
-        if len(cells) < len(ranks) * len(grid_steps):
+        in_grid = np.isin(sub["step_id"].to_numpy(), grid_steps)
+        cells = sub["bytes_sent"].to_numpy()[in_grid]
+        n_cells = len(cells) if sw is None else int(sw[in_grid].sum())
+        if n_cells < n_rank_steps if n_steps is not None else len(cells) < len(ranks) * len(grid_steps):
             cells = np.append(cells, 0.0)
         rows.append({"category": c, "description": desc,
-                     "calls_per_rank_per_step": sub["calls"].sum() / n_rank_steps,
-                     "bytes_per_rank_per_step": sub["bytes_sent"].sum() / n_rank_steps,
+                     "calls_per_rank_per_step": calls / n_rank_steps,
+                     "bytes_per_rank_per_step": sent / n_rank_steps,
                      "min_bytes": float(cells.min()), "max_bytes": float(cells.max()),
                      "per": "rank and step"})
     return per_step, pd.DataFrame(rows)
 
 
-def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray, n_rank_steps: int):
+def _cell_sum(values: pd.Series, w: np.ndarray | None):
+    """The sum of a per-step table's column, each cell counted by its weight (None: 1)."""
+    if w is None:
+        return values.sum()
+    v = values.to_numpy()
+    return (weighted(v.astype(np.float64), w).sum() if v.dtype.kind == "f" else (v * w).sum()).item()
+
+
+def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray, n_rank_steps: int,
+                      w: np.ndarray | None = None):
     """Per-step ops in first-appearance order, each with mean calls, full elements and bytes, over the
     step calls ``step``.
 
@@ -340,26 +388,39 @@ def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray,
     keys = np.bincount(p_first, weights=digits, minlength=n_pairs) if base ** int(pos.max()) * base < 2**52 \
         else pd.Series(digits).groupby(p_first).sum().to_numpy()
     variant, uniq = pd.factorize(keys.astype(np.int64))  # orders numbered in order of first appearance
-    counts = np.bincount(variant)
+    counts = np.bincount(variant) if w is None else np.bincount(variant, weights=w[step][first_rows(pair)])
     key = int(uniq[int(np.argmax(counts))])
     order = []
     while key:
         key, digit = divmod(key, base)
         order.append(names[digit - 1])
-    agg = group_sums(code, n_ops, {"e": cols.full_elements[step], "b": cols.bytes_sent[step]})
+    agg = _weighted_sums(code, n_ops, cols, step, w)
     mean = {o: tuple(float(agg[c].iat[j]) / n_rank_steps for c in ("size", "e", "b"))
             for j, o in enumerate(names)}
     pattern = tuple((o, *mean[o]) for o in order)
     return pattern, len(counts)
 
 
-def _measured_groups(cols: CallColumns, step: np.ndarray, n_rank_steps: int, op_order: list[str]):
+def _weighted_sums(labels: np.ndarray, k: int, cols: CallColumns, step: np.ndarray, w: np.ndarray | None):
+    """Per label: calls (``size``), full elements (``e``) and bytes (``b``) of the calls ``step``, each
+    call counted by its weight (None: 1)."""
+    if w is None:
+        return group_sums(labels, k, {"e": cols.full_elements[step], "b": cols.bytes_sent[step]})
+    ws = w[step]
+    agg = group_sums(labels, k, {"e": weighted(cols.full_elements[step], ws),
+                                 "b": weighted(cols.bytes_sent[step], ws), "n": ws.astype(np.float64)})
+    agg["size"] = agg.pop("n").to_numpy(np.int64)
+    return agg
+
+
+def _measured_groups(cols: CallColumns, step: np.ndarray, n_rank_steps: int, op_order: list[str],
+                     w: np.ndarray | None = None):
     """Per-step (op, group size, dtype) entries: mean calls, full elements and bytes per rank and step,
     ops in ``op_order``, then by first appearance."""
     if not len(step):
         return ()
     kind, k = group_codes(cols.ops.codes[step], cols.group_size[step], cols.dtype.codes[step])
-    agg = group_sums(kind, k, {"e": cols.full_elements[step], "b": cols.bytes_sent[step]})
+    agg = _weighted_sums(kind, k, cols, step, w)
     first = step[first_rows(kind)]
     out = []
     for j, i in enumerate(first.tolist()):

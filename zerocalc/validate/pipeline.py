@@ -74,15 +74,19 @@ def check(
     fit: AlphaBetaFit | None = None,
     micro_batches: int | None = None,
     reuse_distance: float | None = None,
+    weights=None,
 ) -> CheckResult:
     """Measure a canonical trace table and compare it with every scheme.
 
     The stages in order: :func:`measure` (classify the calls, infer ranks, N, element types, steps,
     micro-batches and Ψ), :func:`timing` (fit α-β), :func:`compare` (every scheme against the
     measured step; ``reuse_distance``, DeepSpeed's stage3_max_reuse_distance, when known, else each
-    regime tried) and the notes that explain the result.
+    regime tried) and the notes that explain the result. ``weights``: a folded trace's weight of each
+    row (:func:`measure`; raises :class:`~zerocalc.validate.folded.Unfoldable` where it cannot stand
+    for the full trace).
     """
-    m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta, micro_batches=micro_batches)
+    m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta, micro_batches=micro_batches,
+                weights=weights)
     backends = {str(v.get("backend")) for v in (meta or {}).values()
                 if isinstance(v, dict) and v.get("backend")}
     t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)

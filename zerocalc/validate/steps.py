@@ -17,6 +17,7 @@ import numpy as np
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, _plural
 from zerocalc.validate.columns import Codes, distinct_runs, group_codes, run_bounds, zero_nan
+from zerocalc.validate.folded import Unfoldable, unfold_steps
 
 
 def _z_function(codes: Sequence[int]) -> np.ndarray:
@@ -77,14 +78,19 @@ def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -
 
 
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
-                gs: np.ndarray, small: np.ndarray, steps: int | None) -> tuple[np.ndarray, str, list[str]]:
+                gs: np.ndarray, small: np.ndarray, steps: int | None,
+                w: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
     """The step of every call (-1 outside the steps), how the steps were found, and notes.
 
     From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
     where it has them; else each rank's calls (sorted by rank) end in repetitions of one pattern
     (:func:`_repeating_suffix`) that holds at least one collective carrying data. ``in_e`` and
-    ``out_e`` are spent: their NaN become 0.
+    ``out_e`` are spent: their NaN become 0. ``w``: each call's weight in a folded trace
+    (:mod:`.folded`): the steps are found on the calls kept and said of the full trace
+    (:func:`~.folded.unfold_steps`); the step ids are those of the calls kept.
     """
+    if w is not None and (steps is not None or (marked is not None and not np.isnan(marked).all())):
+        raise Unfoldable("--steps and step markers are read on the full trace")
     notes: list[str] = []
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked) if marked is not None else np.zeros(len(rank), bool)
@@ -119,6 +125,8 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
             per, reps = n_calls, 1
         start = n_calls - per * reps
         step_id[lo + start:hi] = np.arange(per * reps) // per
+        if w is not None:
+            reps = unfold_steps(sig[lo:hi], w[lo:hi], per, reps)
         periods[r] = (per, reps, start)
     pers = sorted({v[:2] for v in periods.values()})
     per, reps = pers[0]
@@ -188,7 +196,7 @@ def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, i
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                         rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
-                        marked: bool = True) -> MicroBatches:
+                        marked: bool = True, w: np.ndarray | None = None) -> MicroBatches:
     """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
     collectives that opens each optimizer step repeats back to back (the most common count over ranks
     and steps). Gradient accumulation repeats forward and backward, and with them every collective
@@ -198,13 +206,14 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     repeated block (every micro-batch) or only after it (at the boundary). Only a trace that marks its
     optimizer steps (``marked``) is read so: without markers the steps are themselves repeated blocks.
 
-    ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them.
+    ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them; ``w``:
+    each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight).
     """
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
     if marked or k is not None:  # else K = 1 whatever the steps hold
-        _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats)
+        _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w)
     inferred = max(found, key=lambda r: (found[r], -r)) if found and marked else 1
     if k is not None:
         if k < 1:
@@ -246,7 +255,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
-                  repeats: Counter) -> None:
+                  repeats: Counter, w: np.ndarray | None = None) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would)."""
@@ -262,6 +271,8 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     bounds = np.concatenate([[0], np.flatnonzero((r[1:] != r[:-1]) | (s[1:] != s[:-1])) + 1, [len(sel)]])
     rep = distinct_runs(sig, bounds)
     firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
+    if w is not None:  # each pair counted by its weight
+        mult = np.bincount(rep, weights=w[sel][bounds[:-1]])[firsts].astype(np.int64)
     g = grad[sel]
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
