@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from zerocalc.cli import app
 from zerocalc import traces
+from zerocalc.cli import app
 from zerocalc.traces import nccl_fold, nccl_log, read_traces
 from zerocalc.traces.nccl_fold import _repeating_end
 from zerocalc.traces.reader import read_folded
@@ -44,8 +44,8 @@ def _write(path: Path, streams: list[list[tuple[str, int]]], *, nranks: int | No
     n = nranks or len(streams)
     lines = []
     if init:
-        lines += [f"node{i // 8}:{100 + i}:{200 + i} [{i % 8}] NCCL INFO comm 0xc0 rank {i} nranks {n} cudaDev "
-                  f"{i % 8} busId 1000 - Init COMPLETE\n" for i in range(len(streams))]
+        lines += [f"node{i // 8}:{100 + i}:{200 + i} [{i % 8}] NCCL INFO comm 0xc0 rank {i} nranks {n} "
+                  f"cudaDev {i % 8} busId 1000 - Init COMPLETE\n" for i in range(len(streams))]
     at = [0] * len(streams)
     while any(a < len(s) for a, s in zip(at, streams, strict=True)):
         i = rng.choice([k for k, s in enumerate(streams) if at[k] < len(s)])
@@ -67,7 +67,8 @@ def _cli_json(monkeypatch, paths, *options, fold=True):
 
 
 def _same(monkeypatch, paths, *options):
-    folded, full = _cli_json(monkeypatch, paths, *options), _cli_json(monkeypatch, paths, *options, fold=False)
+    folded = _cli_json(monkeypatch, paths, *options)
+    full = _cli_json(monkeypatch, paths, *options, fold=False)
     assert folded == full
     return json.loads(full[1]) if full[0] == 0 else None
 
@@ -114,6 +115,7 @@ def test_a_ddp_log_folds_to_its_first_and_last_steps(monkeypatch, tmp_path):
         assert out["steps"] == steps and out["micro_batches"] == 1
 
 
+@pytest.mark.slow
 def test_zero3_with_micro_batches_a_prefix_and_a_partial_step(monkeypatch, tmp_path):
     # ZeRO-3-like: 4 micro-batches of gathers and reduce-scatters, then a scalar all-reduce; a few
     # one-off broadcasts first, and the log cut inside the last step
@@ -133,6 +135,7 @@ def test_zero3_with_micro_batches_a_prefix_and_a_partial_step(monkeypatch, tmp_p
         _same(monkeypatch, [log], *options)
 
 
+@pytest.mark.slow
 def test_processes_with_different_step_counts_and_a_rotated_log(monkeypatch, tmp_path):
     step = [("ar", 4096), ("ar", 4096), ("ar", 1024), ("ar", 1)]
     streams = [[("bc", 10)] + step * (40 if i == 0 else 50) for i in range(4)]
@@ -152,6 +155,7 @@ def test_processes_with_different_step_counts_and_a_rotated_log(monkeypatch, tmp
     assert rotated["steps"] == out["steps"] and rotated["ranks"] == out["ranks"]
 
 
+@pytest.mark.slow
 def test_a_group_of_six_is_measured_on_the_full_read(monkeypatch, tmp_path):
     # a ring all-reduce on 6 ranks sends 10/6 of its bytes: sums that are not exact in floating point
     # could differ in their last bit, so the check reads the log again, whole
