@@ -6,7 +6,7 @@ from zerocalc.errors import ConfigError
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
 from zerocalc.nccl.graph import intra_bw_GBps
 from zerocalc.nccl.predict import version_from_text
-from zerocalc.topology import get_topology, topology_from_mapping
+from zerocalc.topology import get_topology, topology_from_mapping, topology_to_mapping
 
 A, P, C = Algorithm, Protocol, Collective
 V19, V21, V26, V30 = RELEASES["2.19"], RELEASES["2.21"], RELEASES["2.26"], RELEASES["2.30"]
@@ -221,3 +221,15 @@ def test_formulas_give_the_hand_derived_numbers():
     assert float(ring.subs({**values, n: 1e9}) - ring.subs({**values, n: 0})) == pytest.approx(
         1e9 / (1000 * 384 * 16 / 30))
     assert set(formulas("all_gather")) == {"Ring"} and formulas("broadcast") == {}
+
+
+# tuning.cc: v2.19.4 / v2.21.5 switch (minCompCap) {70, 80, 90}; v2.26.2 {70, 80, 90, 100, 120}; v2.30.7 >= 70
+@pytest.mark.parametrize(("cc", "release", "on"), [
+    (86, V21, False), (86, V26, False), (86, V30, True), (100, V21, False), (100, V26, True),
+    (120, V26, True), (90, V19, True), (60, V30, False),
+])
+def test_ll128_by_default_only_on_the_gpus_each_release_lists(cc, release, on):
+    data = topology_to_mapping(get_topology("dgx-h100"))
+    data["compute_capability"] = cc  # NVLink and NIC paths unchanged: only the GPU decides here
+    t = tune(topology_from_mapping(data), 8, release)
+    assert t.entries[(C.ALL_REDUCE, A.RING, P.LL128)].enabled is on

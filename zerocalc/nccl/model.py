@@ -292,6 +292,11 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
     return True
 
 
+_LL128_GPUS = ((70, 80, 90), (70, 80, 90, 100, 120))
+"""GPUs (compute capability) LL128 is on by default for: ``switch (minCompCap)`` in ``tuning.cc``, v2.19.4 and
+v2.21.5 (Volta, Ampere, Hopper), v2.26.2 (and Blackwell: 100, 120); v2.30.7 any from 70 (``minCompCap < 70``
+off)."""
+
 #: Reasons :func:`_disabled` gives that are the user's environment, not the machine: a pair left out
 #: for one of these still runs when a tuner plugin of API v1/v2 names it (see :mod:`zerocalc.nccl.tuner`).
 ENV_REASONS = ("NCCL_ALGO", "NCCL_PROTO", "LL128 off by default on this path",
@@ -314,7 +319,7 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
         # LL128 by default only over NVLink inside the node and a NIC near the GPU (tuning.cc)
         if not m.ll128_path_ok or m.compute_capability < 70:
             return "LL128 off by default on this path"
-        if rel.era < 26 and m.compute_capability not in (70, 80, 90):
+        if rel.era < 30 and m.compute_capability not in _LL128_GPUS[rel.era >= 26]:
             return "LL128 off by default on this GPU"
     if a == A.NVLS_TREE and m.n_nodes == 1:
         return "NVLS Tree needs several nodes"
