@@ -134,6 +134,20 @@ def test_the_b200_outliers_are_the_files_unsteady_rows():
     assert "unsteady measurement" in res.stdout
 
 
+def test_a3mega_allgather_at_the_nccl_and_environment_it_ran_with():
+    """dstack's A3 Mega example (commit 5408601 of Apr 4 2025, the page this sweep is from) installs the TCPXO
+    plugin installer v1.0.8-1 with its NCCL into /var/lib/tcpxo/lib64 and runs all_gather_perf after sourcing
+    its nccl-env-profile-ll128.sh; GCP's notes for v1.0.8-1 give nccl-2.23 as the installer's NCCL (2.21.5 to
+    2.23.4 qualified), and those for v1.0.9-1 that profile's NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple,LL128,
+    NCCL_NVLS_ENABLE=0 (the gcp-a3-mega preset's 2.22-2.23 environment, with NCCL_MIN_NCHANNELS=4)."""
+    name = "all_gather_perf-16xH100-a3mega.txt"
+    sweep = check_json(name, "--topology", "gcp-a3-mega", "--nccl-version", "2.23.4")
+    assert any("NCCL_PROTO=Simple,LL128" in n and "NCCL_MIN_NCHANNELS=4" in n for n in sweep["notes"])
+    assert {r["protocol"] for r in sweep["rows"]} <= {"Simple", "LL128"}
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
 def test_fit_out_keeps_the_providers_environment(tmp_path):
     """fit --out fits the pairs NCCL picks under the preset's environment at the run's NCCL, and the TOML it
     writes carries that environment, so check prices the same pairs with the fit."""
