@@ -22,7 +22,10 @@ a simplification of the search, not a fitted number):
    PCI switch routing) are not modelled.
 4. Tree (and CollNet) graphs start from the ring's channels; on several nodes the second pass
    raises ``bwIntra`` while it stays below ``2 × bwInter`` and the NVLink holds it (search.cc's
-   "increase bwIntra for trees").
+   "increase bwIntra for trees (2 nodes or collnet)"). The CollNet graph is the tree graph: v2.21.5
+   ``init.cc`` searches it with the ring's channel count (``minChannels = maxChannels =
+   ringGraph.nChannels``) and a tree pattern, and search.cc's only CollNet-specific test keeps NICs
+   without ``collSupport`` out, which a topology with SHARP does not have.
 5. The NVLS graph has one channel per GPU of the node (at most ``NCCL_MAX_NVLS_ARITY``); on one
    node its ``bwInter`` is raised up to ``2 × bwIntra`` (search.cc's NVLS pass 2); on several
    nodes it is the NIC's.
