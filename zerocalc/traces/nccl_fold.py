@@ -204,7 +204,7 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     codes = np.concatenate([g[c.code] for g, c in zip(gcode, logs, strict=True)])
     owner = np.concatenate([p[c.code] for p, c in zip(proc, logs, strict=True)])
     part = np.repeat(np.arange(len(logs), dtype=np.int32), [len(c) for c in logs])
-    order = np.argsort(owner, kind="stable")
+    order = np.argsort(owner.astype(np.int16) if len(procs) < 2**15 else owner, kind="stable")  # radix
     bounds = np.flatnonzero(np.diff(owner[order])) + 1
     drop = np.zeros(len(codes), bool)
     weighted, weight = [], []

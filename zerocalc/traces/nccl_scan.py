@@ -270,15 +270,24 @@ CALL = (*_FACTORS, "pid", "count")
 
 
 def _distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of an integer matrix (values >= -1) and each row's index among them."""
-    radix = keys.max(axis=0) + 2  # the fields as digits of one number (a pid may be -1)
-    if float(np.prod(radix.astype(float))) < 2.0**62:
-        weights = np.cumprod(np.concatenate(([1], radix[:-1])))
-        first, inverse = np.unique((keys + 1) @ weights, return_index=True, return_inverse=True)[1:]
-        distinct = keys[first]
-    else:
-        distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
-    return distinct, inverse.reshape(-1)
+    """The distinct rows of an integer matrix (values >= -1) and each row's index among them.
+
+    The columns are packed as digits of one integer key, left to right; a column of large values
+    (a pid, a count) is renumbered densely first, and the key is renumbered whenever the next digit
+    would overflow it, so one sort of integers finds the rows whatever their values."""
+    key, span = np.zeros(len(keys), np.int64), 1
+    for col in keys.T:
+        top = int(col.max()) + 2
+        if top > len(col) + 1:  # few distinct values among large ones: their dense codes
+            col = np.unique(col, return_inverse=True)[1].reshape(-1)
+            top = int(col.max()) + 2
+        if span * top >= 2**62:
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            span = int(key.max()) + 1
+        key = key * top + (col + 1)
+        span *= top
+    first, inverse = np.unique(key, return_index=True, return_inverse=True)[1:]
+    return keys[first], inverse.reshape(-1)
 
 
 def _code(codes: dict, numbers: dict, lines: np.ndarray, res: Scan) -> None:
