@@ -4,9 +4,9 @@ Two readers, both in native code with no Python object per line except the few d
 each few-valued field:
 
 - :func:`extract_fields` (the default): polars (https://pola.rs) splits each line at literal
-  separators (``NCCL INFO ``, then single spaces) and reads the fields by their place in NCCL's
-  layout, comparing the literal words; the lines in any other form go to the ``re`` scanner.
-  About twice the speed of the regex reader (benchmarks/bench_scale.py).
+  separators (`` opCount ``, ``NCCL INFO ``, a space) and reads the parts by their place in NCCL's
+  layout, the few-valued ones once per distinct text; the lines in any other form go to the ``re``
+  scanner. Four to five times the speed of the regex readers (benchmarks/bench_scale.py).
 - :func:`extract_regex`: Rust's ``regex`` crate over the lines (``Series.str.extract_groups``), for
   the lines where the ``host:pid:tid [dev] `` prefix precedes ``NCCL INFO``; a block in which some
   line with the ``opCount`` marker is not in that form goes to the ``re`` scanner whole.
@@ -122,25 +122,33 @@ def _codes(col: Any, table: Any) -> np.ndarray:
 # The positional reader: literal splits, no regex captures
 # ---------------------------------------------------------------------------------------------
 
-#: The words of a COLL body (after ``NCCL INFO ``) split at its first ten single spaces, by position:
-#: the op, the literal words and the values that change from call to call (NCCL's layout with
-#: ``[nranks=]`` and no RCCL tail, NCCL ``src/enqueue.cc``); the tenth part, the rest of the line, holds
-#: the few-valued fields and is read once per distinct text (:data:`_TAIL`).
-_WORDS = {1: "opCount", 3: "sendbuff", 5: "recvbuff", 7: "count"}
-_FIELD_AT = {"op": 0, "opcount": 2, "sendbuff": 4, "recvbuff": 6, "count": 8, "tail": 9}
+#: A COLL line is cut at its first `` opCount ``: before it the text up to ``NCCL INFO `` and the op,
+#: after it the opCount value and, after one space, the rest of the call (NCCL's layout with
+#: ``[nranks=]`` and no RCCL tail, NCCL ``src/enqueue.cc``), which changes little from call to call
+#: (the same buffers, counts and communicators, step after step) and is read once per distinct text.
+_OPCOUNT = " opCount "
 #: The op's text → its value as the ``re`` scanner captures it (bytes), or not a call.
 _OP = re.compile(rb"([A-Za-z]+):")
-#: The rest of a call after its count, its words at single spaces: datatype, reduction, root,
+#: The tail of a call from its datatype, its words at single spaces: datatype, reduction, root,
 #: communicator, ``[nranks=]`` and stream, each as the ``re`` scanner captures it.
-_TAIL = re.compile(rb"datatype (?P<datatype>[0-9]{1,9}) op (?P<redop>[0-9]{1,9}) root (?P<root>-?[0-9]{1,18})"
-                   rb" comm (?P<comm>[^ ]+) \[nranks=(?P<nranks>[0-9]{1,9})\] stream [^ ]+")
+_TAIL = (rb"datatype (?P<datatype>[0-9]{1,9}) op (?P<redop>[0-9]{1,9}) root (?P<root>-?[0-9]{1,18})"
+         rb" comm (?P<comm>[^ ]+) \[nranks=(?P<nranks>[0-9]{1,9})\] stream [^ ]+")
+#: The rest of a call after its opCount: buffers, count and the tail.
+_REST = re.compile(rb"sendbuff [^ ]+ recvbuff [^ ]+ count (?P<count>[0-9]{1,18}) " + _TAIL)
 _TAIL_FIELDS = ("datatype", "redop", "root", "comm", "nranks")
+#: The words of the rest by position where its distinct texts are too many to read one by one
+#: (buffers or counts that change from call to call); the last part is the tail.
+_REST_WORDS = {0: "sendbuff", 2: "recvbuff", 4: "count"}
 #: A block whose distinct texts before ``NCCL INFO`` outnumber this (a launcher that stamps each
 #: line with the time) has its ``host:pid:tid [dev]`` cut out of each by one regex first.
 _MANY_PREFIXES = 4096
 #: Missing integer (as in nccl_lines).
 _NA = -1
 _PREFIX_END = f"(?:^|[{_WS}:])([^{_WS}:]+:[0-9]{{1,18}}:[0-9]{{1,18}} \\[[0-9]{{1,9}}\\] )$"
+#: A block whose distinct rests (:data:`_REST`) outnumber both this and its calls over
+#: :data:`_CALLS_PER_REST` reads them by position in polars rather than each with ``re``.
+_MANY_RESTS = 4096
+_CALLS_PER_REST = 4
 
 
 def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
@@ -149,16 +157,18 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     the ``re`` scanner (not UTF-8, a byte polars' line reader takes for a separator, a BOM).
 
     polars reads the lines (its CSV reader with a separator no line holds), keeps those with the
-    ``opCount`` marker, cuts each at its first ``NCCL INFO `` and the rest at its first ten single
-    spaces (``str.splitn``: memchr speed, no regex). A line is a call here when its words are NCCL's
-    (:data:`_WORDS`, :data:`_TAIL`), its numbers are plain digits of the lengths ``re`` accepts, and no
-    whitespace other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
+    ``opCount`` marker and cuts each (``str.splitn``: memchr speed, no regex) at its first `` opCount ``,
+    the part before it at its first ``NCCL INFO `` (the prefix and the op) and the part after it at
+    its first space (the opCount value and the rest, :data:`_REST`). A line is a call here when these
+    parts are NCCL's, its numbers are plain digits of the lengths ``re`` accepts, and no whitespace
+    other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
     ``task N globalrank M`` tail, ``NCCL INFO [k]``, trailing blanks, a tab, a malformed call) goes to
     the ``re`` scanner, so the rows are the same. The few-valued parts (the text before ``NCCL INFO``,
-    the op, and the rest of the line after the count: datatype, reduction, root, communicator,
+    the op, and the rest after the opCount: buffers, count, datatype, reduction, root, communicator,
     ``[nranks=]``, stream) are read once per distinct text with ``re`` (the prefix by
-    :data:`zerocalc.traces.nccl_lines.PREFIX`, as the scanner reads it): a few hundred texts per block
-    in a log of 128 ranks, where splitting every line into all its twenty words took longer.
+    :data:`zerocalc.traces.nccl_lines.PREFIX`, as the scanner reads it): about a thousand rests per
+    block of 15,000 calls in a log of 128 ranks (:func:`_rests` reads them by position where they are
+    many), where splitting every line into all its twenty words took longer.
     """
     import polars as pl
 
@@ -177,44 +187,37 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     marked = lines.str.contains(nccl_lines.MARKER, literal=True).fill_null(False)
     at = np.flatnonzero(marked.to_numpy())
     calls = lines.filter(marked)
-    parts = calls.str.splitn("NCCL INFO ", 2).struct.unnest()  # the last part holds the rest
-    pre, body = parts["field_0"], parts["field_1"]
-    words = body.str.splitn(" ", 10).struct.unnest()
-    f = {name: words[f"field_{i}"] for name, i in _FIELD_AT.items()}
-    ok = body.is_not_null() & f["tail"].is_not_null()
-    for i, word in _WORDS.items():
-        ok &= words[f"field_{i}"] == word
-    for name in ("sendbuff", "recvbuff"):
-        ok &= f[name].str.len_bytes() > 0
-    numbers = {}
-    for name, digits, base in (("count", 18, 10), ("opcount", 15, 16)):
-        s = f[name]
-        value = s.str.to_integer(base=base, strict=False)
-        ok &= value.is_not_null() & (s.str.len_bytes() <= digits) & ~s.str.starts_with("+") \
-            & ~s.str.starts_with("-")
-        numbers[name] = value.fill_null(0)
+    parts = calls.str.splitn(_OPCOUNT, 2).struct.unnest()  # the last part holds the rest
+    head, after = parts["field_0"], parts["field_1"]
+    parts = head.str.splitn("NCCL INFO ", 2).struct.unnest()
+    pre, op = parts["field_0"], parts["field_1"]
+    parts = after.str.splitn(" ", 2).struct.unnest()
+    opcount, rest = parts["field_0"], parts["field_1"]
+    value = opcount.str.to_integer(base=16, strict=False)
+    ok = rest.is_not_null() & value.is_not_null() & (opcount.str.len_bytes() <= 15) \
+        & ~opcount.str.starts_with("+") & ~opcount.str.starts_with("-")
     if any(c in text for c in (b"\t", b"\x0b", b"\x0c")):  # whitespace other than " " ends a field
         ok &= ~calls.str.contains("[\t\x0b\x0c]")
     ok = ok.fill_null(False).to_numpy().copy()
     tables = res.tables
-    codes: dict[str, np.ndarray] = {}
-    for field, pattern, names in (("op", _OP, {"op": 1}), ("tail", _TAIL, {n: n for n in _TAIL_FIELDS})):
-        good, found = _read_distinct(f[field], pattern, names, tables)
-        ok &= good
-        codes.update(found)
+    good, codes = _read_distinct(op, _OP, {"op": 1}, tables)
+    ok &= good
+    good, rest_codes, count = _rests(rest, tables)
+    ok &= good
+    codes.update(rest_codes)
     host_codes, pid = _prefixes(pre, tables)
     for name, c in host_codes.items():
         codes[name] = c
     codes["globalrank"] = np.full(len(ok), tables["globalrank"][None], np.int32)
-    numbers = {"pid": pid, "count": numbers["count"].to_numpy(), "opcount": numbers["opcount"].to_numpy()}
+    numbers = {"pid": pid, "count": count, "opcount": value.fill_null(0).to_numpy()}
     keep = np.flatnonzero(ok)
     codes = {name: c[keep] for name, c in codes.items()}
     numbers = {name: np.asarray(c, np.int64)[keep] for name, c in numbers.items()}
     found = at[keep].astype(np.int64) + line0
     unmatched = None
     if len(keep) < len(at):  # the other marked lines: the re scanner's
-        rest = np.flatnonzero(~ok)
-        codes, numbers, found, unmatched = _by_re(calls.gather(rest), at[rest].astype(np.int64) + line0, res,
+        left = np.flatnonzero(~ok)
+        codes, numbers, found, unmatched = _by_re(calls.gather(left), at[left].astype(np.int64) + line0, res,
                                                   codes, numbers, found)
     _others(lines, marked, found, line0, text, res)
     return codes, numbers, found, unmatched, n_lines + 1
@@ -245,6 +248,35 @@ def _read_distinct(col: Any, pattern: re.Pattern, names: dict, tables: Any) -> t
     codes = {name: np.array([tables[name][m[g]] if m is not None else _NA for m in found], np.int32)[inverse]
              for name, g in names.items()}
     return good, codes
+
+
+def _rests(rest: Any, tables: Any) -> tuple[np.ndarray, dict, np.ndarray]:
+    """The rests of the calls after their opCount (:data:`_REST`): whether each is a call's, the
+    codes of its few-valued fields in ``tables`` and its count. Each distinct rest is read once by
+    ``re``; where there are many (buffers or counts that change from call to call), the buffers and the
+    count are read by position and the tail once per distinct text."""
+    import polars as pl
+
+    distinct, inverse = _factorize(rest)
+    if len(distinct) <= max(_MANY_RESTS, len(rest) // _CALLS_PER_REST):
+        found = [_REST.fullmatch(v.encode("utf-8")) if v is not None else None for v in distinct]
+        good = np.array([m is not None for m in found], bool)[inverse]
+        codes = {name: np.array([tables[name][m[name]] if m is not None else _NA for m in found],
+                                np.int32)[inverse] for name in _TAIL_FIELDS}
+        count = np.array([int(m["count"]) if m is not None else 0 for m in found], np.int64)[inverse]
+        return good, codes, count
+    words = rest.str.splitn(" ", 7).struct.unnest()
+    ok = words["field_6"].is_not_null()
+    for i, word in _REST_WORDS.items():
+        ok &= words[f"field_{i}"] == word
+    for i in (1, 3):
+        ok &= words[f"field_{i}"].str.len_bytes() > 0
+    s = words["field_5"]
+    value = s.str.to_integer(base=10, strict=False)
+    ok &= value.is_not_null() & (s.str.len_bytes() <= 18) & ~s.str.starts_with("+") & ~s.str.starts_with("-")
+    good, codes = _read_distinct(words["field_6"], re.compile(_TAIL), {n: n for n in _TAIL_FIELDS}, tables)
+    good &= ok.fill_null(False).to_numpy()
+    return good, codes, value.fill_null(0).cast(pl.Int64).to_numpy()
 
 
 def _prefixes(pre: Any, tables: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
