@@ -72,8 +72,25 @@ _SHARED: Any = None
 def _start_worker(shared: Any) -> None:
     global _SHARED
     _SHARED = shared
+    _keep_freed_memory()
     # one process per CPU already: polars (nccl_polars) need not start a thread per CPU in each
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+
+def _keep_freed_memory() -> None:
+    """Have glibc's malloc keep the memory a chunk's scan frees for the next chunk's (blocks of a few
+    MB: served from the heap, not mapped apart, and the heap not trimmed below 128 MB) rather than
+    return it to the system and take the page faults again: about half the system time of a
+    scan (benchmarks/bench_scale.py). Elsewhere than glibc, nothing. Glibc's
+    ``M_MMAP_THRESHOLD`` (-3) and ``M_TRIM_THRESHOLD`` (-1), mallopt(3)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 32 << 20)
+    mallopt(-1, 128 << 20)
 
 
 def _worker_chunks(file: str, size: int, strict: bool, aggregate: bool,
@@ -103,6 +120,7 @@ def _read_split(file: str, strict: bool, workers: int, tick=None,
                    for _ in range(workers - 1)]
         import pandas  # noqa: F401 -- the table needs it: import it while the workers start
 
+        _keep_freed_memory()
         chunks = _scan_chunks(file, size, strict, True, shared, tick, aggregate, sequence)
         for future in pending:
             chunks.update(future.result())
