@@ -54,7 +54,8 @@ def _synth():
 
 
 def tree_env(tree: Path) -> dict:
-    """The environment of a child process that imports ``zerocalc`` from ``tree``."""
+    """The environment of a child process that imports ``zerocalc`` from ``tree`` (run in ``tree``:
+    ``python -m`` puts the working directory first on the path)."""
     return dict(os.environ, PYTHONPATH=str(tree))
 
 
@@ -68,12 +69,14 @@ def tree_at(rev: str, into: Path) -> Path:
     return into / "tree"
 
 
-def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit status) of a command in a fresh process."""
+def run(cmd: list[str], tree: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit status) of a command in a fresh process (importing
+    ``zerocalc`` from ``tree`` if given)."""
+    env, cwd = (tree_env(tree), tree) if tree is not None else (None, None)
     # output to a file, not /dev/null: grep stops at the first match when it writes to /dev/null
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=errf, env=env)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=errf, env=env, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         errf.seek(0)
@@ -92,7 +95,7 @@ def cpu_scan(path: Path, engine: str) -> float:
             "print(time.process_time() - t)")
     env = dict(tree_env(ROOT), POLARS_MAX_THREADS="1")
     out = subprocess.run([sys.executable, "-c", code, str(path), engine], capture_output=True, text=True,
-                         env=env, check=True)
+                         env=env, cwd=ROOT, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -130,7 +133,7 @@ def nccl_sizes(sizes_mb: list[float], logs: list[Path], repeat: int, tmp: Path,
             runs: dict[str, list[tuple[float, float, int]]] = {label: [] for label in trees}
             for _ in range(repeat):
                 for label, tree in trees.items():
-                    runs[label].append(run([*zc, *args, str(path)], tree_env(tree)))
+                    runs[label].append(run([*zc, *args, str(path.resolve())], tree))
             walls = {}
             for label, got in runs.items():
                 if any(rc for _, _, rc in got):
@@ -168,7 +171,7 @@ def kineto_set(ranks: int, repeat: int, tmp: Path) -> None:
     gb = sum(f.stat().st_size for f in folder.iterdir()) / 1e9
     print(f"Kineto set: {ranks} ranks, {gb:.1f} GB")
     wall, rss, rc = best(lambda: run([sys.executable, "-m", "zerocalc", "check", "--format", "json",
-                                      str(folder)], tree_env(ROOT)), repeat)
+                                      str(folder)], ROOT), repeat)
     if not rc:
         print(f"  zerocalc check          {wall:7.2f} s  peak RSS {rss:6.0f} MB")
     try:
