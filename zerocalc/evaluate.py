@@ -15,6 +15,7 @@ data-parallel group share a node, and the tp groups of a node share its network 
 from __future__ import annotations
 
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 import sympy
@@ -270,21 +271,62 @@ def evaluate_arrays(
     collectives (default ``comm_dtype``).
     """
     topo = get_topology(topology)
+    names = _scheme_list(schemes)
+    algs = [as_algorithm(a) for a in algorithms]
+    sync = as_grad_sync(grad_sync).value
+    mb = _micro_batches(micro_batches)
+    layout = _layout(psi, n, topo.gpus_per_node if gpus_per_node is None else gpus_per_node, tp, pp,
+                     hsdp_shard_size)
+    k, reuse = _state_and_reuse(k, reuse_distance)
+    b_comm = dtype_bytes(comm_dtype)
+    b_p = b_comm if param_dtype is None else dtype_bytes(param_dtype, "--param-dtype")
+    b_g = b_comm if grad_dtype is None else dtype_bytes(grad_dtype, "--grad-dtype")
+    values = _symbol_values(topo, layout, tp, pp, b_comm=b_comm, b_p=b_p, b_g=b_g, k=k, mb=mb,
+                            reuse=reuse, param_bytes=param_bytes, grad_bytes=grad_bytes)
+    shape = layout.psi.shape
+    per_scheme = _run_kernel(names, algs, sync, hsdp_shard_size is None, values, shape)
+    config = {"psi": layout.psi, "n": layout.n, "gpus_per_node": layout.g_node,
+              "b_comm": np.full(shape, b_comm), "dp_size": np.broadcast_to(layout.n_dp, shape),
+              "gpus_per_node_dp": layout.g_dp, "hsdp_shard_size": layout.h, "b_p": np.full(shape, b_p),
+              "b_g": np.full(shape, b_g)}
+    return config, per_scheme
+
+
+def _scheme_list(schemes) -> list[str]:
+    """The canonical names of ``schemes`` (one name, a list, or None for all); an empty list is a
+    :class:`ConfigError` for ``--schemes``."""
     schemes = None if schemes is None else ([schemes] if isinstance(schemes, str) else list(schemes))
     if schemes is not None and not schemes:
         raise ConfigError("no scheme given; name at least one, e.g. dp,zero2 (or omit it for all)",
                           option="--schemes")
-    names = [get_scheme(s).name for s in (SCHEME_NAMES if schemes is None else schemes)]
-    algs = [as_algorithm(a) for a in algorithms]
-    sync = as_grad_sync(grad_sync).value
-    mb = _micro_batches(micro_batches)
+    return [get_scheme(s).name for s in (SCHEME_NAMES if schemes is None else schemes)]
+
+
+class _Layout(NamedTuple):
+    """The configurations as flat arrays of one shape: Ψ and the world n as given, the data-parallel
+    degree N, G of the node and of one data-parallel group, and HSDP's shard size H."""
+
+    psi: np.ndarray
+    n: np.ndarray
+    n_dp: np.ndarray
+    g_node: np.ndarray
+    g_dp: np.ndarray
+    h: np.ndarray
+
+
+def _layout(psi, n, g, tp: int, pp: int, hsdp_shard_size) -> _Layout:
+    """Ψ and n broadcast together and laid out in parallel groups (:func:`data_parallel_layout`)."""
     psi_a, n_a = np.broadcast_arrays(_positive(psi, "--psi"), np.asarray(n, dtype=float))
     psi_a, n_a = psi_a.ravel(), n_a.ravel()
-    g = topo.gpus_per_node if gpus_per_node is None else gpus_per_node
     n_dp, g_dp, g_node = data_parallel_layout(n_a, g, tp, pp)
     g_a = np.broadcast_to(g_node.astype(float), n_a.shape)
     g_dp = np.broadcast_to(g_dp.astype(float), n_a.shape)
     h_a = g_dp if hsdp_shard_size is None else np.broadcast_to(_shard_size(hsdp_shard_size, n_dp), n_a.shape)
+    return _Layout(psi_a, n_a, n_dp, g_a, g_dp, h_a)
+
+
+def _state_and_reuse(k, reuse_distance) -> tuple[float, float]:
+    """``k`` (optimizer-state bytes per parameter) and ``reuse_distance`` as checked floats."""
     k = float(np.asarray(k))
     if not (np.isfinite(k) and k >= 0):
         raise ConfigError(f"must be a non-negative number, got {k!r}", option="--k")
@@ -292,32 +334,39 @@ def evaluate_arrays(
     if not (np.isfinite(reuse) and reuse >= 0):
         raise ConfigError(f"must be a non-negative number of elements, got {reuse_distance!r}",
                           option="--reuse-distance")
-    b_comm = dtype_bytes(comm_dtype)
-    b_p = b_comm if param_dtype is None else dtype_bytes(param_dtype, "--param-dtype")
-    b_g = b_comm if grad_dtype is None else dtype_bytes(grad_dtype, "--grad-dtype")
-    share = tp * pp
-    values = dict(topo.values(), Psi=psi_a / share if share > 1 else psi_a, N=n_dp, G=g_dp, b_comm=b_comm,
-                  b_param=float(param_bytes), b_grad=float(grad_bytes), K=k, b_p=b_p, b_g=b_g,
-                  n_mb=float(mb), H=h_a, D_reuse=reuse)
-    if tp > 1:  # the node's network is shared by its tp data-parallel groups (module docstring)
-        values["bw_inter"] = values["bw_inter"] * g_dp / g_a
-    args = [values[s.name] for s in S.ARGUMENTS]
-    shape = psi_a.shape
+    return k, reuse
 
+
+def _symbol_values(topo: Topology, layout: _Layout, tp: int, pp: int, *, b_comm: float, b_p: float,
+                   b_g: float, k: float, mb: int, reuse: float, param_bytes: float,
+                   grad_bytes: float) -> dict:
+    """The value of every symbol of :data:`zerocalc.symbols.ARGUMENTS` by name: the data-parallel
+    group's Ψ/(tp·pp) on N ranks, G of one group, the topology's links; under tensor parallelism the
+    node's network shared by its tp data-parallel groups (module docstring)."""
+    share = tp * pp
+    values = dict(topo.values(), Psi=layout.psi / share if share > 1 else layout.psi, N=layout.n_dp,
+                  G=layout.g_dp, b_comm=b_comm, b_param=float(param_bytes), b_grad=float(grad_bytes), K=k,
+                  b_p=b_p, b_g=b_g, n_mb=float(mb), H=layout.h, D_reuse=reuse)
+    if tp > 1:
+        values["bw_inter"] = values["bw_inter"] * layout.g_dp / layout.g_node
+    return values
+
+
+def _run_kernel(names: list[str], algs: list[Algorithm], sync: str, default_shard: bool, values: dict,
+                shape: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """Per scheme, its ``bytes_per_rank``, ``memory_bytes_per_rank`` and ``time_s_<algorithm>`` arrays
+    from one cached kernel (:func:`_kernel`) over the configurations."""
+    args = [values[s.name] for s in S.ARGUMENTS]
     ring = Algorithm.RING.value
     columns = [("bytes_per_rank", "bytes", ring), ("memory_bytes_per_rank", "memory", ring)]
     columns += [(f"time_s_{a.value}", "time", a.value) for a in algs]
-    keys = tuple((name, q, alg, sync, hsdp_shard_size is None) for name in names for _, q, alg in columns)
-    kernel, kernel_args = _kernel(keys, args, psi_a.size)
+    keys = tuple((name, q, alg, sync, default_shard) for name in names for _, q, alg in columns)
+    kernel, kernel_args = _kernel(keys, args, int(np.prod(shape)))
     results = iter(kernel(*kernel_args))
-    per_scheme = {
+    return {
         name: {col: np.broadcast_to(np.asarray(next(results), dtype=float), shape) for col, _, _ in columns}
         for name in names
     }
-    config = {"psi": psi_a, "n": n_a, "gpus_per_node": g_a, "b_comm": np.full(shape, b_comm),
-              "dp_size": np.broadcast_to(n_dp, shape), "gpus_per_node_dp": g_dp, "hsdp_shard_size": h_a,
-              "b_p": np.full(shape, b_p), "b_g": np.full(shape, b_g)}
-    return config, per_scheme
 
 
 def evaluate(

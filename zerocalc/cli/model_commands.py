@@ -316,9 +316,6 @@ def derive_command(
     """The symbolic per-rank volume, time and memory of one scheme per optimizer step of n_mb micro-batches,
     with what runs per micro-batch and per step (and its source), each collective's dtype side and group,
     and a legend of the symbols."""
-    import shutil
-    import textwrap
-
     import sympy
 
     from zerocalc.collectives import as_algorithm
@@ -331,36 +328,52 @@ def derive_command(
     parts = _derive_parts(s, alg, sync, nccl)
     used = set().union(*(sympy.sympify(e).free_symbols for _, _, e in parts))
     legend = [(name, info) for name, info in SYMBOLS.items() if info.symbol in used]
-    same = "yes" if s.equivalent_to_dp else ("no; yes at N = 1" if s.exact_on_one_rank else "no")
     if fmt is DeriveFormat.json:
         import json
 
-        doc = {
-            "scheme": s.name, "title": s.title, "alias_of": s.alias_of,
-            "equivalent_to_dp": s.equivalent_to_dp, "exact_on_one_rank": s.exact_on_one_rank,
-            "source": s.source, "micro_batch_rule": s.micro_batch_rule,
-            "grad_sync": sync, "grad_sync_choice": s.grad_sync_choice, "algorithm": alg.value,
-            "phases": [{"collective": ph.collective.value, "elements": str(ph.elements),
-                        "calls": str(ph.calls),
-                        "side": ph.side.value, "elem_bytes": str(ph.elem_bytes), "group": ph.group.value,
-                        "group_size": str(ph.group.size), "cadence": ph.cadence.value,
-                        "runs_per_step": str(ph.runs(sync)), "purpose": ph.purpose} for ph in s.phases],
-            "expressions": {key: {"label": label, "text": str(expr), "latex": sympy.latex(expr)}
-                            for key, label, expr in parts},
-            "symbols": {name: {"meaning": info.meaning, "unit": info.unit, "latex": sympy.latex(info.symbol)}
-                        for name, info in legend},
-        }
-        typer.echo(json.dumps(doc, indent=2))
-        return
-    if fmt is DeriveFormat.latex:
+        typer.echo(json.dumps(_derive_document(s, alg, sync, parts, legend), indent=2))
+    elif fmt is DeriveFormat.latex:
         for _, label, expr in parts:
             typer.echo(f"% {label}\n{sympy.latex(expr)}")
-        return
+    else:
+        _derive_text(s, sync, parts, legend)
+
+
+def _derive_document(s, alg, sync: str, parts, legend) -> dict:
+    """``derive --format json``: the scheme, its phases, each expression as text and LaTeX, the legend."""
+    import sympy
+
+    return {
+        "scheme": s.name, "title": s.title, "alias_of": s.alias_of,
+        "equivalent_to_dp": s.equivalent_to_dp, "exact_on_one_rank": s.exact_on_one_rank,
+        "source": s.source, "micro_batch_rule": s.micro_batch_rule,
+        "grad_sync": sync, "grad_sync_choice": s.grad_sync_choice, "algorithm": alg.value,
+        "phases": [{"collective": ph.collective.value, "elements": str(ph.elements),
+                    "calls": str(ph.calls),
+                    "side": ph.side.value, "elem_bytes": str(ph.elem_bytes), "group": ph.group.value,
+                    "group_size": str(ph.group.size), "cadence": ph.cadence.value,
+                    "runs_per_step": str(ph.runs(sync)), "purpose": ph.purpose} for ph in s.phases],
+        "expressions": {key: {"label": label, "text": str(expr), "latex": sympy.latex(expr)}
+                        for key, label, expr in parts},
+        "symbols": {name: {"meaning": info.meaning, "unit": info.unit, "latex": sympy.latex(info.symbol)}
+                    for name, info in legend},
+    }
+
+
+def _derive_text(s, sync: str, parts, legend) -> None:
+    """``derive``'s text: the scheme and its source, its phases, each expression pretty-printed with its
+    LaTeX, and the legend, wrapped to the terminal."""
+    import shutil
+    import textwrap
+
+    import sympy
+
     width = max(60, shutil.get_terminal_size((100, 24)).columns)
 
     def para(text: str, indent: str = "") -> None:
         typer.echo(textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  "))
 
+    same = "yes" if s.equivalent_to_dp else ("no; yes at N = 1" if s.exact_on_one_rank else "no")
     para(f"{s.name}: {s.title}  (update equals data parallel: {same})")
     para(f"source: {s.source}")
     para(f"per micro-batch / per optimizer step: {s.micro_batch_rule}"

@@ -36,8 +36,6 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
         rows.extend(_gloo_rows(gloo, sel.recs, file, rank, sel.steps, res))
     elif gloo:
         _match_gloo(rows, gloo, sel.recs, res)
-    for r in rows:
-        r.pop("_call", None)
     _fill_groups(rows, pgs, world)
     res.meta.update(schema=sorted(generations), steps=len(sel.steps), ignored=ignored,
                     unlinked_kernels=unlinked, events=sel.n_events)
@@ -153,7 +151,6 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
             row["duration_s"] = None
             row["kernel"] = None
             row["link"] = None
-        row["_call"] = call
         rows.append(row)
     return ignored, generations
 
@@ -172,68 +169,101 @@ def _correlations(launches: list[tuple[Any, Any, float]]) -> dict[Any, tuple[Any
 
 
 def _resolve(call: dict, recs: dict, file: str, generations: set[str]) -> dict[str, Any] | str:
-    """The canonical row of one call, or the reason it is not a row."""
+    """The canonical row of one call, or the reason it is not a row: its op, sizes and dtype from what
+    the call records (:func:`_identify`), sizes left out filled from the c10d op's inputs
+    (:func:`_c10d_sizes`) and from the op's own rules (:func:`_implied_sizes`), then the element width."""
     c10d = recs[call["c10d"]] if "c10d" in call else None
-    rpc = recs[call["rpc"]] if "rpc" in call else None
-    annot = recs[call["annot"]] if "annot" in call else None
     row: dict[str, Any] = {"file": file, "rank": None, "op": None, "dtype": None, "in_nelems": None,
                            "out_nelems": None, "group_size": None, "group": None,
                            "source_line": call["root"], "op_name": None}
+    why = _identify(row, call, recs, c10d, generations)
+    if why:
+        return why
+    if c10d is not None:
+        _c10d_sizes(row, c10d)
+    _implied_sizes(row)
+    row["elem_bytes"] = DTYPE_BYTES.get(row["dtype"]) if row["dtype"] else None
+    return row
+
+
+def _identify(row: dict[str, Any], call: dict, recs: dict, c10d, generations: set[str]) -> str:
+    """Fill ``row``'s op and what the call records, from the first it has of: ``record_param_comms``'
+    arguments (by schema generation), an ``nccl:`` annotation, a c10d op; the generation read goes into
+    ``generations``. '' when done, else the reason the call is not a row."""
+    rpc = recs[call["rpc"]] if "rpc" in call else None
+    annot = recs[call["annot"]] if "annot" in call else None
     rargs = (rpc[3] or {}) if rpc else {}
     if "Collective name" in rargs:
-        cname = rargs["Collective name"]
-        if not isinstance(cname, str) or cname in KINETO_IGNORED_COLLECTIVES:
-            return f"record_param_comms {cname!r}"
-        row["op"] = KINETO_COLLECTIVE_NAMES.get(cname, "other")
-        row["op_name"] = cname
-        for gen, marker, table in KINETO_ARG_GENERATIONS:
-            if marker in rargs:
-                generations.add(gen)
-                for key, col in table.items():
-                    if key in rargs:
-                        row[col] = rargs[key]
-                break
-        row.pop("collective", None)
-        dt = row["dtype"]
-        row["dtype"] = TORCH_DTYPES.get(dt, dt) if isinstance(dt, str) else None
-        for col in ("in_nelems", "out_nelems", "group_size", "rank", "seq"):
-            if col in row:
-                row[col] = _int(row[col])
-        if row["group"] is not None:
-            row["group"] = str(row["group"])
-    elif annot is not None:
+        return _from_record_param_comms(row, rargs, generations)
+    if annot is not None:
         generations.add("annotation-input-dims")
         suffix = annot[0][len("nccl:"):]
         row["op"] = KINETO_ANNOTATION_OPS.get(suffix, "other")
         row["op_name"] = annot[0]
         n, dt = _arg_nelems(annot[3] or {}, 0)
         row["in_nelems"], row["dtype"] = n, dt
-    elif c10d is not None:
+        return ""
+    if c10d is not None:
         generations.add("c10d-input-dims")
         spec = C10D_OPS.get(c10d[0])
         row["op"] = spec[0] if spec else "other"
         row["op_name"] = c10d[0]
-    else:
-        return "record_param_comms without a collective name"
-    if c10d is not None:
-        spec = C10D_OPS.get(c10d[0])
-        if spec is not None:
-            cargs = c10d[3] or {}
-            _, oi, ii = spec
-            if row["in_nelems"] is None and ii >= 0:
-                n, dt = _arg_nelems(cargs, ii)
-                row["in_nelems"] = n
-                row["dtype"] = row["dtype"] or dt
-            if row["out_nelems"] is None and oi >= 0:
-                n, dt = _arg_nelems(cargs, oi)
-                row["out_nelems"] = n
-                row["dtype"] = row["dtype"] or dt
-            if ii < 0 and row["in_nelems"] is None:
-                row["in_nelems"] = 0
-            if oi < 0 and row["out_nelems"] is None:
-                row["out_nelems"] = 0
+        return ""
+    return "record_param_comms without a collective name"
+
+
+def _from_record_param_comms(row: dict[str, Any], rargs: dict, generations: set[str]) -> str:
+    """``row`` from the arguments of ``record_param_comms`` in the first schema generation whose marker
+    they hold (:data:`~zerocalc.traces.schema.KINETO_ARG_GENERATIONS`); '' or why it is not a row."""
+    cname = rargs["Collective name"]
+    if not isinstance(cname, str) or cname in KINETO_IGNORED_COLLECTIVES:
+        return f"record_param_comms {cname!r}"
+    row["op"] = KINETO_COLLECTIVE_NAMES.get(cname, "other")
+    row["op_name"] = cname
+    for gen, marker, table in KINETO_ARG_GENERATIONS:
+        if marker in rargs:
+            generations.add(gen)
+            for key, col in table.items():
+                if key in rargs:
+                    row[col] = rargs[key]
+            break
+    row.pop("collective", None)
+    dt = row["dtype"]
+    row["dtype"] = TORCH_DTYPES.get(dt, dt) if isinstance(dt, str) else None
+    for col in ("in_nelems", "out_nelems", "group_size", "rank", "seq"):
+        if col in row:
+            row[col] = _int(row[col])
+    if row["group"] is not None:
+        row["group"] = str(row["group"])
+    return ""
+
+
+def _c10d_sizes(row: dict[str, Any], c10d) -> None:
+    """Sizes (and dtype) the call did not record, from its c10d op's input and output tensors
+    (:data:`~zerocalc.traces.schema.C10D_OPS`: the argument index of each, -1 for none: 0 elements)."""
+    spec = C10D_OPS.get(c10d[0])
+    if spec is None:
+        return
+    cargs = c10d[3] or {}
+    _, oi, ii = spec
+    if row["in_nelems"] is None and ii >= 0:
+        n, dt = _arg_nelems(cargs, ii)
+        row["in_nelems"] = n
+        row["dtype"] = row["dtype"] or dt
+    if row["out_nelems"] is None and oi >= 0:
+        n, dt = _arg_nelems(cargs, oi)
+        row["out_nelems"] = n
+        row["dtype"] = row["dtype"] or dt
+    if ii < 0 and row["in_nelems"] is None:
+        row["in_nelems"] = 0
+    if oi < 0 and row["out_nelems"] is None:
+        row["out_nelems"] = 0
+
+
+def _implied_sizes(row: dict[str, Any]) -> None:
+    """The side an op's rule implies: in = out = the full vector for all-reduce, broadcast and reduce
+    (PyTorch ``record_param_comms``); 0 elements for a barrier."""
     if row["op"] in ("all_reduce", "broadcast", "reduce"):
-        # in = out = the full vector (PyTorch ``record_param_comms``)
         if row["out_nelems"] is None:
             row["out_nelems"] = row["in_nelems"]
         if row["in_nelems"] is None:
@@ -241,5 +271,3 @@ def _resolve(call: dict, recs: dict, file: str, generations: set[str]) -> dict[s
     if row["op"] == "barrier":
         row["in_nelems"] = row["in_nelems"] if row["in_nelems"] is not None else 0
         row["out_nelems"] = row["out_nelems"] if row["out_nelems"] is not None else 0
-    row["elem_bytes"] = DTYPE_BYTES.get(row["dtype"]) if row["dtype"] else None
-    return row
