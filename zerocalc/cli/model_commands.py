@@ -36,51 +36,19 @@ from zerocalc.rendering import (
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                   nccl_proto: str | None, reuse_distance: float = 1e9,
                   nccl_tuner: str | None = None) -> list[str]:
-    """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl.steps`) to the
+    """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl_pricing`) to the
     table when the topology gives what the model needs; the notes to print under it."""
-    from dataclasses import replace
+    from zerocalc.nccl_pricing import missing_fields, price_rows
 
-    from zerocalc.nccl import LATEST, release_for
-    from zerocalc.nccl.env import settings
-    from zerocalc.nccl.graph import REQUIRED_FIELDS
-    from zerocalc.nccl.steps import scheme_phases, scheme_time
-    from zerocalc.topology import require
-
-    missing = [f for f in REQUIRED_FIELDS if getattr(topo, f) is None]
+    missing = missing_fields(topo)
     if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None:
         return [f"no NCCL columns: topology {topo.name!r} does not give {missing[0]} (and NCCL's model "
                 "needs it)"]
-    for f in missing:  # NCCL's model asked for explicitly: name the missing field
-        require(topo, f, "NCCL's cost model")
-    version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
-    release, note = release_for(version)
-    tuner = _read_tuner(nccl_tuner, topo)
-    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
-    algo, proto = env.algo_enable, env.proto_enable
-    times, choices = [], []
-    for r in df.itertuples(index=False):
-        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
-        # under tensor parallelism the node's NICs are shared by its tp data-parallel groups
-        topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
-            topo, nics_per_node=max(1, topo.nics_per_node // tp))
-        phases = scheme_phases(r.scheme, psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
-                               gpus_per_node=_dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
-                               comm_bytes=float(r.comm_bytes_per_element), topology=topo_dp, release=release,
-                               algo_enable=algo, proto_enable=proto,
-                               param_bytes=float(r.param_comm_bytes_per_element),
-                               grad_bytes=float(r.grad_comm_bytes_per_element),
-                               micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
-                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
-                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version)
-        t, c = scheme_time(phases)
-        times.append(t)
-        choices.append(c)
-    df["time_s_nccl"] = times
-    df["nccl_choice"] = choices
-    return [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/protocol "
-            "it picks per collective; one call per phase" + (f"; {note}" if note else ""), *env.notes,
-            *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
-              if tuner else [])]
+    priced = price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                        tuner=_read_tuner(nccl_tuner, topo), reuse_distance=reuse_distance)
+    df["time_s_nccl"] = priced.times
+    df["nccl_choice"] = priced.choices
+    return priced.notes
 
 
 class _Wire:
@@ -469,11 +437,13 @@ def report_cmd(
     gpu_memory: Annotated[str | None, typer.Option(
         "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
                              "[default: the topology's, where it gives one].")] = None,
+    nccl_tuner: Annotated[str | None, typer.Option(
+        "--nccl-tuner", help=_TUNER_HELP + " The schemes are then also priced with NCCL's cost model, by "
+                             "itself and under these rules.")] = None,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
     import time
     from pathlib import Path
-
 
     start = time.perf_counter()
 
@@ -497,9 +467,14 @@ def report_cmd(
                           topology=topo if topology not in PRESETS else topology,
                           comm_dtype=canonical_dtype(dtype), traces=paths,
                           gpu_memory_bytes=None if gpu_memory is None else float(
-                              parse_bytes(gpu_memory, "--gpu-memory")))
+                              parse_bytes(gpu_memory, "--gpu-memory")),
+                          nccl_tuner=_read_tuner(nccl_tuner, topo))
     check_output(output, config)
     check_traces(paths)
+    if config.nccl_tuner is not None:  # a rule this cluster cannot run is refused before any work
+        from zerocalc.report.sweeps import nccl_under_tuner
+
+        nccl_under_tuner(config)
     progress("importing the model")
     from zerocalc.report import write_report
 

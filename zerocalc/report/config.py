@@ -17,6 +17,8 @@ from zerocalc.topology import Topology
 if TYPE_CHECKING:
     import pandas as pd
 
+    from zerocalc.nccl.tuner import TunerConfig
+
 #: Called with one line of progress at each stage of a long computation.
 Progress = Callable[[str], None]
 
@@ -37,6 +39,9 @@ class ReportConfig:
     seed: int = 0
     #: memory of one GPU in bytes (``--gpu-memory``); None: the topology's, where it gives one
     gpu_memory_bytes: float | None = None
+    #: tuner plugin rules (``--nccl-tuner``, or the topology TOML's ``nccl_tuner``): the schemes are also
+    #: priced with NCCL's cost model, by itself and under these rules (section "volume_table")
+    nccl_tuner: TunerConfig | None = None
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""

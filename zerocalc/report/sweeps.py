@@ -59,6 +59,32 @@ def volume_table(config: ReportConfig) -> pd.DataFrame:
     return _evaluate(config, psi=config.psi, n=config.n).reset_index(drop=True)
 
 
+def nccl_under_tuner(config: ReportConfig,
+                     table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Every scheme of the volume table (``table``, default :func:`volume_table`) priced with NCCL's cost
+    model on the report's cluster (:func:`zerocalc.nccl_pricing.price_rows`, the latest NCCL modelled, as
+    ``zerocalc table`` prices it): by itself and under the tuner rules of ``config.nccl_tuner``. One row per
+    scheme: ``scheme``, ``nccl_choice``, ``time_s_nccl``, ``tuned_choice``, ``time_s_tuned``; and the notes
+    that say what they were priced under (NCCL release, the topology's NCCL environment). A rule the
+    cluster cannot run, or a topology without the fields NCCL's model needs, is a
+    :class:`~zerocalc.errors.ConfigError` naming the option."""
+    from zerocalc.nccl_pricing import price_rows
+    from zerocalc.topology import get_topology
+
+    if config.nccl_tuner is None:
+        raise ValueError("nccl_under_tuner needs config.nccl_tuner")
+    table = volume_table(config) if table is None else table
+    topo = get_topology(config.topology)
+    own = price_rows(table, topo)
+    tuned = price_rows(table, topo, tuner=config.nccl_tuner)
+    frame = pd.DataFrame({"scheme": table["scheme"].to_numpy(), "nccl_choice": own.choices,
+                          "time_s_nccl": own.times, "tuned_choice": tuned.choices,
+                          "time_s_tuned": tuned.times})
+    # the notes without the CLI table's "t NCCL: " label, and without the tuner's own (the section names it)
+    notes = [n.removeprefix("t NCCL: ") for n in tuned.notes if "under the tuner rules of" not in n]
+    return frame, [n[:1].upper() + n[1:] for n in notes]
+
+
 def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
                schemes: Sequence[str] = FIGURE_SCHEMES) -> pd.DataFrame:
     """Bytes sent per rank per step against N at the report's Ψ (figure 1's data)."""

@@ -9,8 +9,20 @@ from zerocalc.report.sections import title
 from zerocalc.units import format_bytes, format_seconds
 
 if TYPE_CHECKING:
-    from zerocalc.report.config import ReportData
+    from zerocalc.report.config import Progress, ReportConfig, ReportData
     from zerocalc.report.layout import Writer
+
+
+def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
+    """With tuner rules given: every scheme priced with NCCL's cost model, by itself and under them
+    (:func:`zerocalc.report.sweeps.nccl_under_tuner`)."""
+    if config.nccl_tuner is None:
+        return
+    from zerocalc.report.sweeps import nccl_under_tuner
+
+    say("pricing every scheme with NCCL's cost model under the tuner rules")
+    frame, notes = nccl_under_tuner(config, data.table)
+    data.extra["volume_table_nccl"], data.extra["volume_table_nccl_notes"] = frame, notes
 
 
 def draw(w: Writer, data: ReportData) -> None:
@@ -33,3 +45,28 @@ def draw(w: Writer, data: ReportData) -> None:
         "(Thakur, Rabenseifner & Gropp 2005), not NCCL's pipelined double binary tree; zeropp's quantised "
         f"phases keep their int8/int4 width whatever the wire dtype ({data.config.comm_dtype}) is."),
         size=7.5)
+    if "volume_table_nccl" in data.extra:
+        _draw_tuned(w, data)
+
+
+def _draw_tuned(w: Writer, data: ReportData) -> None:
+    """The schemes' step time under NCCL's cost model, by itself and under the tuner rules given."""
+    t = data.extra["volume_table_nccl"]
+    from pathlib import Path
+
+    w.paragraph(
+        f"Under the tuner rules of {Path(data.config.nccl_tuner.source).name} (NCCL's example tuner plugin, "
+        "given with --nccl-tuner or named by the topology): each scheme's collectives priced with NCCL's own "
+        "cost model, one call per phase, first with the algorithm and protocol NCCL picks by itself, then "
+        "with the pair and channels a matching rule forces (a call no rule matches keeps NCCL's choice, on "
+        "the one channel the example plugin then leaves it).")
+    w.bullets(data.extra["volume_table_nccl_notes"])
+    rows = [[r.scheme, r.nccl_choice, format_seconds(r.time_s_nccl), r.tuned_choice,
+             format_seconds(r.time_s_tuned),
+             f"{r.time_s_tuned / r.time_s_nccl:.2f}" if r.time_s_nccl > 0 else "-"]
+            for r in t.itertuples(index=False)]
+    w.table(["scheme", "NCCL's choice", "T NCCL", "under the tuner", "T tuner", "tuner / NCCL"], rows,
+            align="llrlrr", wrap={1: 34, 3: 34}, size=7.5, caption=(
+                "Table. " + config_line(data.config) + ". T NCCL: step communication time under NCCL's "
+                "model with its own choices; T tuner: under the tuner's rules (AR all-reduce, AG all-gather, "
+                "RS reduce-scatter, BC broadcast, R reduce)."))

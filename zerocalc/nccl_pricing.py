@@ -1,0 +1,75 @@
+"""Each row of an evaluated table (:func:`zerocalc.evaluate.evaluate`) priced with NCCL's own cost model:
+per scheme and configuration, the step time and the (algorithm, protocol) pairs NCCL picks, under the
+NCCL version, ``NCCL_ALGO`` / ``NCCL_PROTO`` and tuner plugin rules given (:mod:`zerocalc.nccl.steps`,
+:mod:`zerocalc.nccl.env`, :mod:`zerocalc.nccl.tuner`). What ``zerocalc table`` shows as ``t NCCL`` and
+the report prices under a tuner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from zerocalc.nccl import LATEST, release_for
+from zerocalc.nccl.env import settings
+from zerocalc.nccl.graph import REQUIRED_FIELDS
+from zerocalc.nccl.steps import scheme_phases, scheme_time
+from zerocalc.nccl.tuner import TunerConfig
+from zerocalc.topology import Topology, require
+
+
+@dataclass(frozen=True)
+class NcclPricing:
+    """Per row, NCCL's step time (s) and its choices (``AR NVLSTree/Simple; AG Ring/Simple``); and the
+    notes that say under what they were priced."""
+
+    times: list[float]
+    choices: list[str]
+    notes: list[str]
+
+
+def missing_fields(topo: Topology) -> list[str]:
+    """The topology fields NCCL's model needs that ``topo`` does not give."""
+    return [f for f in REQUIRED_FIELDS if getattr(topo, f) is None]
+
+
+def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo: str | None = None,
+               nccl_proto: str | None = None, tuner: TunerConfig | None = None,
+               reuse_distance: float = 1e9) -> NcclPricing:
+    """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with NCCL ``nccl_version``'s
+    model (default the latest modelled) on ``topo``: per phase the pair NCCL picks, or the one a tuner
+    rule forces (``tuner``), one call per phase. Under tensor parallelism the node's NICs are shared by
+    its tp data-parallel groups. A field of ``topo`` the model needs and lacks, a bad ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` or a tuner rule the machine cannot run is a :class:`~zerocalc.errors.ConfigError`."""
+    for f in missing_fields(topo):
+        require(topo, f, "NCCL's cost model")
+    version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
+    release, note = release_for(version)
+    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+    times, choices = [], []
+    for r in df.itertuples(index=False):
+        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
+        topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
+            topo, nics_per_node=max(1, topo.nics_per_node // tp))
+        phases = scheme_phases(r.scheme, psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
+                               gpus_per_node=_dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
+                               comm_bytes=float(r.comm_bytes_per_element), topology=topo_dp, release=release,
+                               algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                               param_bytes=float(r.param_comm_bytes_per_element),
+                               grad_bytes=float(r.grad_comm_bytes_per_element),
+                               micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
+                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
+                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version)
+        t, c = scheme_time(phases)
+        times.append(t)
+        choices.append(c)
+    notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
+             "protocol it picks per collective; one call per phase" + (f"; {note}" if note else ""),
+             *env.notes,
+             *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
+               if tuner else [])]
+    return NcclPricing(times, choices, notes)
+
+
+def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:
+    """Ranks of one data-parallel group on a node (:func:`zerocalc.evaluate.data_parallel_layout`)."""
+    return min(g // tp if g % tp == 0 else 1, dp)
