@@ -153,15 +153,15 @@ def test_random_lines_read_alike(lines, newline, latin1):
                           st.sampled_from(_BODIES + _MALFORMED)),
                 min_size=1, max_size=30),
        st.sampled_from(["\n", "\r\n"]))
-def test_random_lines_read_alike_with_rests_by_position(lines, newline):
-    # a block whose calls differ after their opCount more often than not (buffers, counts): polars
-    # reads those parts by position, not each distinct text by re
-    saved = nccl_polars._MANY_RESTS, nccl_polars._CALLS_PER_REST
-    nccl_polars._MANY_RESTS, nccl_polars._CALLS_PER_REST = -1, 1 << 62
+def test_random_lines_read_alike_with_heads_and_rests_by_position(lines, newline):
+    # a block whose calls differ before and after their opCount more often than not (a time stamp on
+    # each line; buffers, counts): polars cuts those parts itself, rather than each distinct text by re
+    saved = nccl_polars._MANY_PREFIXES, nccl_polars._MANY_RESTS, nccl_polars._CALLS_PER_REST
+    nccl_polars._MANY_PREFIXES, nccl_polars._MANY_RESTS, nccl_polars._CALLS_PER_REST = -1, -1, 1 << 62
     try:
         _read_alike(lines, newline, False)
     finally:
-        nccl_polars._MANY_RESTS, nccl_polars._CALLS_PER_REST = saved
+        nccl_polars._MANY_PREFIXES, nccl_polars._MANY_RESTS, nccl_polars._CALLS_PER_REST = saved
 
 
 def _read_alike(lines, newline, latin1):

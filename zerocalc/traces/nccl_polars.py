@@ -157,18 +157,18 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     the ``re`` scanner (not UTF-8, a byte polars' line reader takes for a separator, a BOM).
 
     polars reads the lines (its CSV reader with a separator no line holds), keeps those with the
-    ``opCount`` marker and cuts each (``str.splitn``: memchr speed, no regex) at its first `` opCount ``,
-    the part before it at its first ``NCCL INFO `` (the prefix and the op) and the part after it at
-    its first space (the opCount value and the rest, :data:`_REST`). A line is a call here when these
+    ``opCount`` marker and cuts each (``str.splitn``: memchr speed, no regex) at its first `` opCount ``
+    (the head before it: the prefix, ``NCCL INFO `` and the op, :func:`_heads`) and the part after it
+    at its first space (the opCount value and the rest, :data:`_REST`). A line is a call here when these
     parts are NCCL's, its numbers are plain digits of the lengths ``re`` accepts, and no whitespace
     other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
     ``task N globalrank M`` tail, ``NCCL INFO [k]``, trailing blanks, a tab, a malformed call) goes to
-    the ``re`` scanner, so the rows are the same. The few-valued parts (the text before ``NCCL INFO``,
-    the op, and the rest after the opCount: buffers, count, datatype, reduction, root, communicator,
-    ``[nranks=]``, stream) are read once per distinct text with ``re`` (the prefix by
-    :data:`zerocalc.traces.nccl_lines.PREFIX`, as the scanner reads it): about a thousand rests per
-    block of 15,000 calls in a log of 128 ranks (:func:`_rests` reads them by position where they are
-    many), where splitting every line into all its twenty words took longer.
+    the ``re`` scanner, so the rows are the same. The few-valued parts (the head, and the rest after the
+    opCount: buffers, count, datatype, reduction, root, communicator, ``[nranks=]``, stream) are read
+    once per distinct text with ``re`` (the prefix by :data:`zerocalc.traces.nccl_lines.PREFIX`, as the
+    scanner reads it): 128 heads and about a thousand rests per block of 15,000 calls in a log of 128
+    ranks (read in polars where they are many), where splitting every line into all its twenty words
+    took longer.
     """
     import polars as pl
 
@@ -189,8 +189,6 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     calls = lines.filter(marked)
     parts = calls.str.splitn(_OPCOUNT, 2).struct.unnest()  # the last part holds the rest
     head, after = parts["field_0"], parts["field_1"]
-    parts = head.str.splitn("NCCL INFO ", 2).struct.unnest()
-    pre, op = parts["field_0"], parts["field_1"]
     parts = after.str.splitn(" ", 2).struct.unnest()
     opcount, rest = parts["field_0"], parts["field_1"]
     value = opcount.str.to_integer(base=16, strict=False)
@@ -200,14 +198,11 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
         ok &= ~calls.str.contains("[\t\x0b\x0c]")
     ok = ok.fill_null(False).to_numpy().copy()
     tables = res.tables
-    good, codes = _read_distinct(op, _OP, {"op": 1}, tables)
+    good, codes, pid = _heads(head, tables)
     ok &= good
     good, rest_codes, count = _rests(rest, tables)
     ok &= good
     codes.update(rest_codes)
-    host_codes, pid = _prefixes(pre, tables)
-    for name, c in host_codes.items():
-        codes[name] = c
     codes["globalrank"] = np.full(len(ok), tables["globalrank"][None], np.int32)
     numbers = {"pid": pid, "count": count, "opcount": value.fill_null(0).to_numpy()}
     keep = np.flatnonzero(ok)
@@ -248,6 +243,34 @@ def _read_distinct(col: Any, pattern: re.Pattern, names: dict, tables: Any) -> t
     codes = {name: np.array([tables[name][m[g]] if m is not None else _NA for m in found], np.int32)[inverse]
              for name, g in names.items()}
     return good, codes
+
+
+def _heads(head: Any, tables: Any) -> tuple[np.ndarray, dict, np.ndarray]:
+    """The heads of the calls, before their `` opCount ``: whether each is a prefix, ``NCCL INFO `` and
+    an op, the codes in ``tables`` of its host, tid, dev and op, and its pid. Each distinct head is
+    cut at its first ``NCCL INFO `` and read once (the prefix by
+    :data:`zerocalc.traces.nccl_lines.PREFIX`, the op by :data:`_OP`); where there are many (a
+    launcher that stamps each line with the time), cut in polars and read as :func:`_prefixes` does."""
+    from zerocalc.traces import nccl_lines
+
+    distinct, inverse = _factorize(head)
+    if len(distinct) > _MANY_PREFIXES:
+        parts = head.str.splitn("NCCL INFO ", 2).struct.unnest()
+        good, codes = _read_distinct(parts["field_1"], _OP, {"op": 1}, tables)
+        host_codes, pid = _prefixes(parts["field_0"], tables)
+        return good, {**codes, **host_codes}, pid
+    ops, pres = [], []
+    for v in distinct:
+        text = v.encode("utf-8") if v is not None else b""
+        at = text.find(b"NCCL INFO ")
+        ops.append(_OP.fullmatch(text, at + 10) if at >= 0 else None)
+        pres.append(nccl_lines.PREFIX.search(text[:at]) if at >= 0 else None)
+    good = np.array([m is not None for m in ops], bool)[inverse]
+    codes = {"op": np.array([tables["op"][m[1]] if m is not None else _NA for m in ops], np.int32)[inverse]}
+    for name in ("host", "tid", "dev"):
+        codes[name] = np.array([tables[name][m[name] if m else None] for m in pres], np.int32)[inverse]
+    pid = np.array([int(m["pid"]) if m else _NA for m in pres], np.int64)[inverse]
+    return good, codes, pid
 
 
 def _rests(rest: Any, tables: Any) -> tuple[np.ndarray, dict, np.ndarray]:
