@@ -174,12 +174,12 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
 
     from zerocalc.traces import nccl_lines
 
-    block = text[1:end]
-    if b"\x01" in block or block.startswith(b"\xef\xbb\xbf"):
+    block = text if end == len(text) else text[:end]  # the newline first: an empty line, dropped
+    if b"\x01" in block or block.startswith(b"\n\xef\xbb\xbf"):
         return None
     try:
         lines = pl.read_csv(block, has_header=False, separator="\x01", quote_char=None, new_columns=["l"],
-                            infer_schema=False)["l"]
+                            infer_schema=False)["l"].slice(1)
     except pl.exceptions.PolarsError:  # not UTF-8
         return None
     del block
