@@ -24,7 +24,7 @@ existing log instead of generating one. Targets (issue 13): ``check`` >= 150 MB/
 own rank (HolisticTraceAnalysis on the same set when it is installed, as bench_kineto.py does).
 
     nice python benchmarks/bench_scale.py [--sizes 500,1500] [--repeat 3] [--kineto-ranks 1024]
-        [--against-rev main] [--log FILE]
+        [--against-rev main] [--log FILE] [--engines re,polars-regex,polars]
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def best(fn, repeat: int):
 
 
 def nccl_sizes(sizes_mb: list[float], logs: list[Path], repeat: int, tmp: Path,
-               trees: dict[str, Path]) -> None:
+               trees: dict[str, Path], engines: list[str]) -> None:
     synth = _synth()
     zc = [sys.executable, "-m", "zerocalc"]
     peaks: dict[str, list[tuple[float, float]]] = {}  # command -> (GB, peak RSS MB) per size
@@ -121,7 +121,7 @@ def nccl_sizes(sizes_mb: list[float], logs: list[Path], repeat: int, tmp: Path,
         mb = path.stat().st_size / 1e6
         grep = best(lambda path=path: run(["grep", "-c", "opCount", str(path)]), repeat)
         print(f"  grep -c opCount        {grep[0]:7.2f} s  {mb / grep[0]:8.1f} MB/s  (baseline)")
-        for engine in ("re", "polars-regex", "polars"):
+        for engine in engines:
             try:
                 cpu = best(lambda engine=engine, path=path: cpu_scan(path, engine), repeat)
             except subprocess.CalledProcessError:
@@ -194,13 +194,16 @@ def main() -> None:
     ap.add_argument("--log", type=Path, action="append", default=[], help="also an existing log (repeatable)")
     ap.add_argument("--against", type=Path, help="another source tree to time the same commands")
     ap.add_argument("--against-rev", help="a git revision whose zerocalc/ times the same commands")
+    ap.add_argument("--engines", default="re,polars-regex,polars",
+                    help="the field extractions timed alone (comma-separated; empty for none)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"this tree": ROOT}
         if args.against or args.against_rev:
             label = str(args.against or args.against_rev)
             trees[label] = args.against.resolve() if args.against else tree_at(args.against_rev, Path(tmp))
-        nccl_sizes([float(s) for s in args.sizes.split(",") if s], args.log, args.repeat, Path(tmp), trees)
+        nccl_sizes([float(s) for s in args.sizes.split(",") if s], args.log, args.repeat, Path(tmp), trees,
+                   [e for e in args.engines.split(",") if e])
         if args.kineto_ranks:
             kineto_set(args.kineto_ranks, args.repeat, Path(tmp))
 
