@@ -239,8 +239,10 @@ def group_sums(labels: np.ndarray, k: int, values: dict[str, np.ndarray], *,
     counts the rows.
 
     Whole numbers whose magnitudes add up to less than 2⁵³ are summed by ``np.bincount``: every partial
-    sum is then exact, in any order. Other values go through pandas' own (compensated) group sum, one
-    column at a time.
+    sum is then exact, in any order. Multiples of a power of two 2⁻ᵏ (:func:`dyadic_scale`: bytes sent
+    over a ring of 2ᵃ ranks) are summed exactly as 64-bit integers and rounded once, so that a sum
+    depends only on the values summed, not on their order or grouping. Other values go through pandas'
+    own (compensated) group sum, one column at a time.
     """
     key = None
     out = {}
@@ -248,12 +250,60 @@ def group_sums(labels: np.ndarray, k: int, values: dict[str, np.ndarray], *,
         if _exact_whole(v):
             out[name] = np.bincount(labels, weights=v, minlength=k)
             continue
+        scale = dyadic_scale(v)
+        if scale is not None:  # multiples of 2^-scale: summed exactly as integers, rounded once
+            out[name] = _int_sums(labels, k, v * 2.0**scale) / 2.0**scale
+            continue
         if key is None:
             key = pd.Categorical.from_codes(labels, categories=pd.RangeIndex(k), validate=False)
         out[name] = (pd.Series(v, copy=False).groupby(key, observed=True, sort=True).sum(min_count=min_count)
                      .to_numpy())
     out["size"] = np.bincount(labels, minlength=k)
     return pd.DataFrame(out)
+
+
+def dyadic_scale(v: np.ndarray, limit: float = 2.0**62) -> int | None:
+    """The least ``k`` (up to 40) for which ``v`` × 2ᵏ are whole numbers whose magnitudes sum below
+    ``limit`` (so that 64-bit integer sums of them are exact); None when there is none (a NaN, an
+    infinity, a value with more fraction bits, or too large a total)."""
+    if not len(v) or v.dtype.kind != "f":
+        return None
+    total = float(np.abs(v).sum())
+    if not total < limit:  # NaN and infinity fail too
+        return None
+    for k in range(41):
+        if total * 2.0**k >= limit:
+            return None
+        if np.all(np.mod(v * 2.0**k, 1.0) == 0.0):  # scaling by a power of two is exact
+            return k
+    return None
+
+
+def _int_sums(labels: np.ndarray, k: int, whole: np.ndarray) -> np.ndarray:
+    """Per label 0 … k-1, the exact sum of ``whole`` (whole float64 values whose magnitudes sum below
+    2⁶³) as a 64-bit integer, converted to float64 once."""
+    ints = whole.astype(np.int64)
+    if not len(ints):
+        return np.zeros(k)
+    order = np.argsort(labels, kind="stable")
+    counts = np.bincount(labels, minlength=k)
+    sums = np.zeros(k, np.int64)
+    present = np.flatnonzero(counts)
+    starts = (np.cumsum(counts) - counts)[present]
+    sums[present] = np.add.reduceat(ints[order], starts)
+    return sums.astype(np.float64)
+
+
+def exact_total(v: np.ndarray, w: np.ndarray | None = None) -> float | None:
+    """The sum of ``v`` (each taken ``w`` times), exact and rounded once, where its values are
+    multiples of one power of two (:func:`dyadic_scale`); None where they are not."""
+    scaled = v if w is None else v * w
+    if not len(scaled):
+        return 0.0
+    k = dyadic_scale(np.asarray(scaled, dtype=np.float64))
+    if k is None:
+        return None
+    return float(int((np.asarray(scaled, dtype=np.float64) * 2.0**k).astype(np.int64).sum())) / 2.0**k
 
 
 def _exact_whole(v: np.ndarray) -> bool:

@@ -28,24 +28,16 @@ def weighted(values: np.ndarray, w: np.ndarray | None) -> np.ndarray:
 
 
 def exact(values: np.ndarray, w: np.ndarray) -> None:
-    """Raise :class:`Unfoldable` unless the values are multiples of one power of two 2⁻ᵏ whose
-    weighted magnitudes sum below 2⁵³⁻ᵏ: every partial sum, of the full trace's calls as of the
-    weighted ones, is then exact."""
+    """Raise :class:`Unfoldable` unless the weighted values are multiples of one power of two 2⁻ᵏ
+    whose magnitudes sum below 2⁶²⁻ᵏ (NaN left out): every sum of them is then exact
+    (:func:`~zerocalc.validate.columns.group_sums`), of the full trace's calls as of the weighted
+    ones."""
+    from zerocalc.validate.columns import dyadic_scale
+
     v = np.asarray(values, dtype=np.float64)
     keep = ~np.isnan(v)
-    v, w = v[keep], w[keep]
-    if not len(v):
-        return
-    if not np.isfinite(v).all():
-        raise Unfoldable("a value is infinite")
-    total = float(np.abs(v) @ w.astype(np.float64))
-    for k in range(0, 40):
-        scaled = v * 2.0**k
-        if np.all(np.mod(scaled, 1.0) == 0.0):
-            if total * 2.0**k < 2.0**53:
-                return
-            break
-    raise Unfoldable("a sum of these values is not exact in floating point")
+    if keep.any() and dyadic_scale(v[keep] * w[keep]) is None:
+        raise Unfoldable("a sum of these values is not exact in floating point")
 
 
 def weighted_median(values: np.ndarray, w: np.ndarray | None) -> float:

@@ -28,6 +28,7 @@ from zerocalc.validate.classify import CATEGORIES, STEP
 from zerocalc.validate.columns import (
     Codes,
     Rows,
+    exact_total,
     first_rows,
     group_codes,
     group_sums,
@@ -354,11 +355,18 @@ def _per_step_tables(cols: CallColumns, rank_idx: np.ndarray, ranks: tuple[int, 
 
 
 def _cell_sum(values: pd.Series, w: np.ndarray | None):
-    """The sum of a per-step table's column, each cell counted by its weight (None: 1)."""
-    if w is None:
-        return values.sum()
+    """The sum of a per-step table's column, each cell counted by its weight (None: 1): whole numbers
+    as integers, bytes exactly where they are multiples of one power of two (:func:`exact_total`: a
+    sum that depends on the values alone), else pandas' sum (a folded trace's: refused)."""
     v = values.to_numpy()
-    return (weighted(v.astype(np.float64), w).sum() if v.dtype.kind == "f" else (v * w).sum()).item()
+    if v.dtype.kind in "iu":
+        return v.sum() if w is None else (v * w).sum().item()
+    total = exact_total(v, w)
+    if total is not None:
+        return total
+    if w is not None:
+        raise Unfoldable("a sum of bytes is not exact in floating point")
+    return values.sum()
 
 
 def _measured_pattern(cols: CallColumns, step: np.ndarray, rank_idx: np.ndarray, n_rank_steps: int,
