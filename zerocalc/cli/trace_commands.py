@@ -284,7 +284,9 @@ def _fit_lines(r, out) -> list[str]:
 
 def trace_summary(
     paths: list[str] = typer.Argument(..., help="Trace files or directories (plain or gzip)."),  # noqa: B008
-    fmt: str = typer.Option("table", "--format", help="table, csv, or json (a list of the canonical rows)."),
+    fmt: str = typer.Option("table", "--format", help="table, csv (the summary), json (a list of the "
+                            "canonical rows) or csv-rows (the canonical rows as CSV); rows are written as "
+                            "they are read."),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
     trace_format: str | None = typer.Option(None, "--trace-format", help=_TRACE_FORMAT_HELP),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Read the traces on a running Dask "
@@ -299,14 +301,17 @@ def trace_summary(
     A trace that records no rank (an NCCL log without Init lines) is summarised per process.
     """
 
-    fmt = output_format(fmt, ("table", "csv", "json"))
-    from zerocalc.traces import CANONICAL_COLUMNS
+    fmt = output_format(fmt, ("table", "csv", "json", "csv-rows"))
     from zerocalc.traces.nccl_tests import complete
 
     group = _at_least(ranks, 1, "--ranks")
     trace_format = _trace_format(trace_format)
-    # the summary formats need per distinct call only its number of calls (memory flat in the log's length)
-    ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler, aggregate=fmt != "json")
+    rows = fmt in ("json", "csv-rows")
+    # the summary needs per distinct call only its number of calls (memory flat in the log's length), and
+    # so does the check of every file before the rows are streamed (read again, part by part); on a Dask
+    # cluster the rows are read there, whole
+    ts = _read_traces(paths, strict=strict, fmt=trace_format, scheduler=scheduler,
+                      aggregate=not rows or scheduler is None)
     if op is not None or group is not None:
         from dataclasses import replace
 
@@ -319,18 +324,11 @@ def trace_summary(
         raise TraceFormatError(", ".join(ts.meta), None, "no collective calls found"
                                + (f" (as {trace_format})" if trace_format else "")
                                + "".join(f"; {t}" for t in _skip_notes(ts.skipped)))
-    if fmt == "json":
-        import json
+    if rows:
+        from zerocalc.traces.streamed import row_parts
 
-        # written in parts: one part of the rows as Python objects at a time, not the whole table
-        table = ts.table[list(CANONICAL_COLUMNS)].assign(process=ts.processes())
-        part = 1 << 16
-        for start in range(0, len(table), part):
-            rows = table.iloc[start : start + part].astype(object)
-            text = json.dumps(rows.where(rows.notna(), None).to_dict(orient="records"), indent=1)
-            # the list's items as json.dumps(whole list, indent=1) writes them: "[\n", items, "\n]"
-            typer.echo(("[\n" if start == 0 else ",\n") + text[2:-2], nl=False)
-        typer.echo("\n]")
+        parts = iter([ts.table]) if scheduler is not None else row_parts(ts, strict=strict)
+        _write_rows(parts, fmt)
         return
     summary = ts.summary()
     if fmt == "csv":
@@ -343,6 +341,48 @@ def trace_summary(
     if ts.skipped:
         typer.echo(f"skipped {_plural(ts.skipped.count, 'unreadable line')}, e.g. "
                    + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
+
+
+#: Rows of ``trace summary --format json / csv-rows`` turned into text at a time (a few MB of it).
+_SLICE_ROWS = 1 << 14
+
+
+def _write_rows(parts, fmt: str) -> None:
+    """The canonical rows with each call's ``process`` (:meth:`TraceSet.processes`), written as they come,
+    part by part, each in slices of :data:`_SLICE_ROWS` rows: a JSON list, as ``json.dumps(every row,
+    indent=1)`` writes it (:func:`_json_items`), or CSV with one header line."""
+    from zerocalc.traces import CANONICAL_COLUMNS, TraceSet
+
+    first = True
+    for part in parts:
+        table = part[list(CANONICAL_COLUMNS)].assign(process=TraceSet(table=part).processes())
+        for start in range(0, len(table), _SLICE_ROWS):
+            piece = table.iloc[start : start + _SLICE_ROWS]
+            if fmt == "csv-rows":
+                typer.echo(piece.to_csv(index=False, header=first), nl=False)
+            else:
+                typer.echo(("[\n" if first else ",\n") + _json_items(piece), nl=False)
+            first = False
+    if fmt == "json":
+        typer.echo("\n]")
+
+
+def _json_items(frame) -> str:
+    """The rows of ``frame`` as ``json.dumps(rows, indent=1)`` writes the items of a list of them (a row a
+    dict of its columns, a missing value ``null``), without the brackets: each distinct value of a column
+    encoded once by ``json.dumps`` and spread over its rows."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    columns = []
+    for name in frame.columns:
+        codes, uniques = pd.factorize(frame[name])
+        key = f"  {json.dumps(name)}: "
+        texts = np.array([key + json.dumps(v) for v in uniques.astype(object)] + [key + "null"], dtype=object)
+        columns.append(texts[codes].tolist())  # code -1 (missing): the last, null
+    return ",\n".join([" {\n" + ",\n".join(row) + "\n }" for row in zip(*columns, strict=True)])
 
 
 def _summary_text(file: str, part, meta: dict) -> str:
