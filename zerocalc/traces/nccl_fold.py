@@ -98,22 +98,26 @@ def join(scans: list[Scan], file: str) -> Calls:
     else:
         distinct, inverse = np.zeros((0, len(CALL)), np.int64), np.zeros(0, np.int64)
         processes = Calls.processes
-    code, line, opcount = [], [], []
-    at = 0
+    # each field's blocks copied into one array, and released, block by block (one copy at a time)
+    n = sum(len(b) for _, s in parts for b in s.seq["code"])
+    top = max((int(b.max()) for _, s in parts for b in s.seq["opcount"] if len(b)), default=0)
+    code = np.empty(n, np.int32)
+    line = np.empty(n, np.int32 if offset < 2**31 else np.int64)
+    opcount = np.empty(n, np.int32 if top < 2**31 else np.int64)
+    at = pos = 0
     for off, s in parts:
         k = len(s.columns["count"][0])
         recode = inverse[at : at + k].astype(np.int32)
         at += k
-        code += [recode[c] for c in s.seq["code"]]
-        line += [b.astype(np.int64) + off for b in s.seq["line"]]
-        opcount += s.seq["opcount"]
-        s.seq = {}
-    empty = np.zeros(0, np.int64)
+        seq, s.seq = s.seq, {}
+        for c, ln, oc in zip(seq["code"], seq["line"], seq["opcount"], strict=True):
+            end = pos + len(c)
+            code[pos:end], line[pos:end], opcount[pos:end] = recode[c], ln, oc
+            line[pos:end] += off
+            pos = end
+        del seq
     return Calls(
-        file=file, lines=offset, tables=tables, distinct=distinct,
-        code=np.concatenate(code).astype(np.int32) if code else empty.astype(np.int32),
-        line=_small(np.concatenate(line)) if line else empty,
-        opcount=np.concatenate(opcount) if opcount else empty,
+        file=file, lines=offset, tables=tables, distinct=distinct, code=code, line=line, opcount=opcount,
         inits=[i for s in scans for i in s.inits],
         tunings=[(ln + off, *rest) for off, s in zip(offsets, scans, strict=True) for ln, *rest in s.tunings],
         skipped=skipped, processes=processes)
@@ -190,7 +194,7 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     for c in logs:
         h, p = CALL.index("host"), CALL.index("pid")
         ids = np.empty(len(c.distinct), np.int32)
-        pr = np.empty(len(c.distinct), np.int32)
+        pr = np.empty(len(c.distinct), np.int32 if len(c.distinct) >= 2**15 else np.int16)
         for j, row in enumerate(c.distinct.tolist()):
             values = tuple(c.tables[name][v] if name in c.tables else v
                            for name, v in zip(CALL, row, strict=True))
@@ -203,25 +207,30 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
         return None
     codes = np.concatenate([g[c.code] for g, c in zip(gcode, logs, strict=True)])
     owner = np.concatenate([p[c.code] for p, c in zip(proc, logs, strict=True)])
-    part = np.repeat(np.arange(len(logs), dtype=np.int32), [len(c) for c in logs])
-    order = np.argsort(owner.astype(np.int16) if len(procs) < 2**15 else owner, kind="stable")  # radix
-    bounds = np.flatnonzero(np.diff(owner[order])) + 1
+    starts = np.cumsum([0] + [len(c) for c in logs])  # each log's first call
+    owner = owner.astype(np.int16) if len(procs) < 2**15 else owner.astype(np.int32)
+    order = np.argsort(owner, kind="stable")  # radix, on 16 bits
+    order = order.astype(np.int32) if len(order) < 2**31 else order
+    ends = np.cumsum(np.bincount(owner + 1, minlength=len(procs) + 1))  # calls without a process first
+    del owner
     drop = np.zeros(len(codes), bool)
     weighted, weight = [], []
-    for seg in np.split(order, bounds):
-        if not len(seg) or owner[seg[0]] < 0:
+    for lo, hi in zip(ends[:-1].tolist(), ends[1:].tolist(), strict=True):
+        seg = order[lo:hi]
+        if not len(seg):
             continue
-        found = _fold_one(codes[seg], part[seg], keep)
+        part = np.searchsorted(starts, seg, side="right") - 1
+        found = _fold_one(codes[seg], part, keep)
         if found is None:
             continue
         dropped, last = found
         drop[seg[dropped]] = True
         weighted.append(seg[last])
         weight.append(np.full(len(last), 1 + len(dropped) // len(last), np.int64))
-    del order, owner, codes
+    del order, codes
     if not weighted:
         return None
-    position = np.cumsum(~drop) - 1  # each kept call's row in the kept table
+    position = np.cumsum(~drop, dtype=np.int32 if len(drop) < 2**31 else np.int64) - 1  # in the kept table
     kept, at = [], 0
     for c in logs:
         kept.append(np.flatnonzero(~drop[at : at + len(c)]))

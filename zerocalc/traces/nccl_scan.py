@@ -303,7 +303,7 @@ def _code(codes: dict, numbers: dict, lines: np.ndarray, res: Scan) -> None:
                       len(distinct))
     res.seq["code"].append(ids[inverse])
     res.seq["line"].append(_small(lines))
-    res.seq["opcount"].append(numbers["opcount"])
+    res.seq["opcount"].append(_small(numbers["opcount"]))
 
 
 def _fold(codes: dict, numbers: dict, res: Scan) -> None:
