@@ -194,7 +194,7 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     for c in logs:
         h, p = CALL.index("host"), CALL.index("pid")
         ids = np.empty(len(c.distinct), np.int32)
-        pr = np.empty(len(c.distinct), np.int32 if len(c.distinct) >= 2**15 else np.int16)
+        pr = np.empty(len(c.distinct), np.int32)
         for j, row in enumerate(c.distinct.tolist()):
             values = tuple(c.tables[name][v] if name in c.tables else v
                            for name, v in zip(CALL, row, strict=True))
