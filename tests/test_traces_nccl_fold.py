@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from zerocalc import traces
 from zerocalc.cli import app
-from zerocalc.traces import nccl_fold, nccl_log, read_traces
+from zerocalc.traces import nccl_fold, nccl_log, read_traces, reader
 from zerocalc.traces.nccl_fold import _repeating_end
 from zerocalc.traces.reader import read_folded
 
@@ -169,3 +169,23 @@ def test_a_group_of_six_is_measured_on_the_full_read(monkeypatch, tmp_path):
     code, out = _cli_json(monkeypatch, [log])
     assert code == 0 and calls  # read again in full
     assert (code, out) == _cli_json(monkeypatch, [log], fold=False)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
+def test_a_folded_check_on_a_dask_cluster_and_in_chunks_is_the_full_read(monkeypatch, tmp_path):
+    # a log of 3 chunks of 256 kB: scanned in chunks locally and as chunk tasks on a loopback cluster
+    from distributed import LocalCluster
+
+    log = tmp_path / "ray.log"
+    lines, steps = _synth().build(log, 2.5 * (1 << 18), ranks=8)
+    full = _cli_json(monkeypatch, [log], fold=False)
+    monkeypatch.setattr(reader, "SPLIT_MIN_BYTES", 1 << 18)
+    monkeypatch.setattr(nccl_log, "BLOCK_BYTES", 1 << 18)
+    assert read_folded(log)[1].total == lines  # folded, in chunks
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        for options in ((), ("--scheduler", cluster.scheduler_address)):
+            res = runner.invoke(app, ["check", str(log), "--format", "json", *options])
+            assert (res.exit_code, res.stdout) == full
+    assert json.loads(full[1])["steps"] == steps
