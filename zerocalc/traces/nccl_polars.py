@@ -6,7 +6,8 @@ each few-valued field:
 - :func:`extract_fields` (the default): polars (https://pola.rs) splits each line at literal
   separators (`` opCount ``, ``NCCL INFO ``, a space) and reads the parts by their place in NCCL's
   layout, the few-valued ones once per distinct text; the lines in any other form go to the ``re``
-  scanner. Four to five times the speed of the regex readers (benchmarks/bench_scale.py).
+  scanner. About three and a half times the speed of the regex readers, per core
+  (benchmarks/bench_scale.py: 151 MB/s against 42 and 45 on the synthetic 128-rank log).
 - :func:`extract_regex`: Rust's ``regex`` crate over the lines (``Series.str.extract_groups``), for
   the lines where the ``host:pid:tid [dev] `` prefix precedes ``NCCL INFO``; a block in which some
   line with the ``opCount`` marker is not in that form goes to the ``re`` scanner whole.
