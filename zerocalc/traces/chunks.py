@@ -50,10 +50,12 @@ def _scan_chunks(file: str, size: int, strict: bool, front: bool, shared: Any, t
                 shared[side] = k + step
             start = _boundary(f, k, size)
             end = _boundary(f, k + 1, size)
-            f.seek(start)
+            before = 1 if start else 0  # the newline that ends the line before the chunk
+            f.seek(start - before)
             try:
-                out[k] = nccl_log.scan_bytes(f.read(end - start), file, strict=strict, aggregate=aggregate,
-                                             sequence=sequence)
+                out[k] = nccl_log.scan_bytes(f.read(end - start + before), file, strict=strict,
+                                             aggregate=aggregate, sequence=sequence,
+                                             after_newline=bool(before))
                 if tick is not None:
                     tick(min(size, (shared[0] + last - shared[1]) * nccl_log.BLOCK_BYTES))
             except TraceFormatError as exc:

@@ -95,12 +95,16 @@ def scan(stream: BinaryIO | TextIO, file: str, *, strict: bool = False, aggregat
 
 
 def scan_bytes(data: bytes, file: str, *, strict: bool = False, aggregate: bool = False,
-               sequence: bool = False) -> Scan:
+               sequence: bool = False, after_newline: bool = False) -> Scan:
     """Scan a run of whole lines of a log held in memory (the last may lack its newline) as one
-    block: what :func:`scan` gives for the same lines."""
+    block: what :func:`scan` gives for the same lines. ``after_newline``: ``data`` starts with the
+    newline that ends the line before the run, not a line of it (read from one byte earlier, the
+    block needs no copy with a newline put first)."""
     res = Scan(aggregate=aggregate, sequence=sequence)
-    if data:
-        text = b"\n" + data + (b"" if data.endswith(b"\n") else b"\n")
+    text = data if after_newline else b"\n" + data
+    if len(text) > 1:
+        if not text.endswith(b"\n"):
+            text += b"\n"
         res.lines = _scan_block(text, len(text), file, 1, strict, res) - 1
     return res.freeze()
 
