@@ -401,8 +401,10 @@ def _sweep_text(d: dict, cmp) -> str:
     from zerocalc.units import format_bytes, format_seconds
 
     rows = d["rows"]
+    how = d.get("topology_how") or ""
     lines = [f"{d['file']}: {d['op']} on {d['group_size']} ranks, NCCL {d['nccl_version']} "
-             f"(tables of {d['nccl_tables']}), topology {d['topology']}"]
+             f"(tables of {d['nccl_tables']}), topology {d['topology']}"
+             + ("" if not how or how.startswith("given") else f", {how}")]
     lines += [f"note: {t}" for t in d["notes"]]
     lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {'NCCL choice':<16} "
                  f"[1/4{' ' * 5}1/2{' ' * 5}1{' ' * 7}2{' ' * 7}4]")

@@ -60,7 +60,7 @@ def check_cmd(
                                                   "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
     topology: Annotated[str | None, typer.Option(
         "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
-                           "TOML file.")] = None,
+                           "TOML file (default: the preset the file's '#  Rank' device lines describe).")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
                                "modelled).")] = None,
@@ -72,14 +72,15 @@ def check_cmd(
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme;
-    with --topology, compare nccl-tests sweeps size by size with NCCL's cost model."""
+    compare nccl-tests sweeps size by size with NCCL's cost model (on --topology, else on the preset
+    the file's device lines describe)."""
     from zerocalc.errors import ConfigError
     from zerocalc.validate import check
 
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
-    if topology is not None:
+    if topology is not None or _sweep_files(traces):
         if fmt not in ("table", "json"):
-            raise ConfigError(f"must be table or json with --topology, got {fmt!r}", option="--format")
+            raise ConfigError(f"must be table or json for nccl-tests sweeps, got {fmt!r}", option="--format")
         _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner)
         return
     for flag, given in (("--nccl-version", nccl_version), ("--nccl-tuner", nccl_tuner)):
@@ -408,8 +409,28 @@ def _summary_text(file: str, part, meta: dict) -> str:
                                    values(part["in_bytes"]), strict=True))
 
 
+def _sweep_files(paths: list[str]) -> bool:
+    """Whether every path is a file holding nccl-tests text output (its head as the trace reader
+    detects it): ``check`` then compares the sweeps with NCCL's model."""
+    from pathlib import Path
+
+    from zerocalc.errors import TraceFormatError
+    from zerocalc.traces.detect import HEAD_BYTES, detect_format
+
+    for path in paths:
+        try:
+            with Path(path).open("rb") as f:
+                head = f.read(HEAD_BYTES)
+            if detect_format(head, path) != "nccl_tests":
+                return False
+        except (OSError, TraceFormatError):
+            return False  # the trace reader says what is wrong with it
+    return bool(paths)
+
+
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
-    """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines)."""
+    """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines, the
+    run's entry in ``meta["runs"]``)."""
     from pathlib import Path
 
     from zerocalc.errors import ConfigError, TraceFormatError
@@ -434,42 +455,61 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
         for r in res.rows:  # one sweep per run, collective and group size the file holds
             p = n or r.get("group_size") or res.meta.get("world_size")
             groups.setdefault((r.get("run"), r["op"], p), []).append(r)
-        for (_, op, p), rows in groups.items():
+        runs = {m["run"]: m for m in res.meta.get("runs", ())}
+        for (run, op, p), rows in groups.items():
             if not p:
                 raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
             version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
-            out.append((path, rows, op, int(p), version, res.skipped))
+            out.append((path, rows, op, int(p), version, res.skipped, runs.get(run, {})))
     return out
 
 
-def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str]]:
+def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str], str]:
+    """The NCCL version a sweep is priced at, its notes and how it was chosen (JSON ``nccl_version_how``)."""
     from zerocalc.nccl import LATEST
 
     if given:
-        return given, []
+        return given, [], "given (--nccl-version)"
     if stated:
-        return stated, []
+        return stated, [], "stated by the file"
     v = LATEST.tag.lstrip("v").split("-")[0]
-    return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"]
+    return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"], \
+        "default: the latest modelled (the file states none)"
+
+
+def _sweep_topology(given, path: str, run: dict):
+    """The topology a sweep is priced on and how it was chosen (JSON ``topology_how``): ``given`` (a
+    loaded ``--topology``) always wins; else the preset the run's device lines describe
+    (:func:`zerocalc.topology.devices.preset_for_devices`)."""
+    from zerocalc.topology.devices import preset_for_devices
+
+    if given is not None:
+        return given, "given (--topology)"
+    return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path)
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
                  nccl_tuner=None) -> None:
+    from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import restrictions, settings
     from zerocalc.validate.sweep import compare_sweep
 
-    topo = _load_topology(topology, None, None, None, None)
+    given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
-    tuner = _read_tuner(nccl_tuner, topo)
+    tuner = _read_tuner(nccl_tuner, given) if given is not None else None
+    if given is None and nccl_tuner is not None:
+        raise ConfigError("prices a tuner's rules on a topology; give --topology too", option="--nccl-tuner")
     sweeps, texts = [], []
-    for path, rows, op, p, stated, skipped in _sweep_inputs(paths, n, strict):
-        version, notes = _sweep_version(path, nccl_version, stated)
+    for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
+        version, notes, version_how = _sweep_version(path, nccl_version, stated)
+        topo, topology_how = _sweep_topology(given, path, run)
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner)
         d = cmp.as_dict()
-        d["file"], d["topology"] = path, topo.name
+        d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
+        d["nccl_version_how"] = version_how
         d["notes"] = notes + list(env.notes) + d["notes"] + _skip_notes(skipped)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
@@ -498,8 +538,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     base = _load_topology(topology, None, None, None, None)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
     fits, lines = [], []
-    for path, rows, op, p, stated, _ in _sweep_inputs(files, n, strict):
-        version, notes = _sweep_version(path, nccl_version, stated)
+    for path, rows, op, p, stated, _, _ in _sweep_inputs(files, n, strict):
+        version, notes, _ = _sweep_version(path, nccl_version, stated)
         env = settings(base, version, None, None, tuner_given=tuner is not None)  # as check prices it
         cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,

@@ -46,6 +46,9 @@ from zerocalc.traces.schema import (
 FORMAT = "nccl_tests"
 _PERF = re.compile(r"\b(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")_perf(?:_mpi)?\b")
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
+#: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``Pid P on HOST device D
+#: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``).
+_DEVICE = re.compile(r"\bPid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(\S.*?)\s*$")
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 _INT = re.compile(r"^-?[0-9]+$")
 #: Markers that open a run's preamble (nccl-tests src/util.cu writeDeviceReport, common.cu).
@@ -255,6 +258,8 @@ class _Run:
     line: int
     op_key: str | None = None
     ranks: set[int] = field(default_factory=set)
+    #: rank → (host, device name) from its ``# Rank`` line, where the line names them.
+    devices: dict[int, tuple[str, str]] = field(default_factory=dict)
     nccl_version: str | None = None
     nccl_tests_version: str | None = None
     markers: set[str] = field(default_factory=set)
@@ -312,7 +317,8 @@ class _Runs:
         """A table header: the current run's layout, or a new run's after rows."""
         run = self.current(lineno)
         if run.recs:  # a second table without a preamble: a new run of the same test
-            run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), nccl_version=run.nccl_version,
+            run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
+                       nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
             self.runs.append(run)
         run.layout = layout
@@ -350,7 +356,11 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         if payload.startswith("#"):
             m = _RANK.match(payload)
             if m:
-                state.current(lineno).ranks.add(int(m[1]))
+                run = state.current(lineno)
+                run.ranks.add(int(m[1]))
+                d = _DEVICE.search(payload, m.end() - 3)
+                if d:
+                    run.devices[int(m[1])] = (d[1], d[2])
             continue
         try:
             run = state.last()
@@ -398,7 +408,19 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str
         "run": i, "line": run.line, "op": NCCL_TESTS_OPS[op_key][0] if op_key else None,
         "test": f"{op_key}_perf" if op_key else None, "group_size": group,
         "nccl_version": run.nccl_version, "nccl_tests_version": run.nccl_tests_version,
-        "layout": rows[0]["layout"], "rows": len(rows), "missing": missing}
+        "layout": rows[0]["layout"], "rows": len(rows), "missing": missing, **_devices(run)}
+
+
+def _devices(run: _Run) -> dict[str, Any]:
+    """What a run's ``# Rank`` lines say of its hardware: ``gpus`` (device name → ranks), ``hosts``
+    (host name → ranks, in order of first rank), both empty when no line names them."""
+    gpus: dict[str, int] = {}
+    hosts: dict[str, int] = {}
+    for rank in sorted(run.devices):
+        host, gpu = run.devices[rank]
+        gpus[gpu] = gpus.get(gpu, 0) + 1
+        hosts[host] = hosts.get(host, 0) + 1
+    return {"gpus": gpus, "hosts": hosts}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:

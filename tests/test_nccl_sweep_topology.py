@@ -1,0 +1,134 @@
+"""check SWEEP without --topology: the preset the file's '#  Rank' device lines describe, or one line."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import ConfigError
+from zerocalc.topology.devices import preset_for_devices, preset_for_gpu
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+runner = CliRunner()
+
+
+def device_lines(path):
+    """(rank, host, device name) of each '#  Rank' line, read from the file with a plain split."""
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if "Rank" in f and "device" in f and "on" in f:
+            d = f.index("device")
+            out.append((int(f[f.index("Rank") + 1]), f[f.index("on") + 1], " ".join(f[d + 3:])))
+    return out
+
+
+def run_check(*args):
+    return runner.invoke(app, ["check", *map(str, args)])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.txt")))
+def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
+    """Every bundled nccl-tests file without --topology: the preset its device lines state, with the
+    counts read from the file, or exit 2 and one line naming the option the file leaves to the user."""
+    lines = device_lines(DATA / name)
+    res = run_check(DATA / name, "--format", "json")
+    gpus = {g for _, _, g in lines}
+    if lines and gpus <= {"NVIDIA H100 80GB HBM3"}:
+        assert res.exit_code == 0, res.output
+        hosts = {h for _, h, _ in lines}
+        (sweep,) = json.loads(res.stdout)["sweeps"]
+        assert sweep["topology"] == "dgx-h100"
+        assert sweep["group_size"] == len(lines)
+        per_host = len(lines) // len(hosts)
+        assert sweep["topology_how"] == (f"from the file's device lines: NVIDIA H100 80GB HBM3, {per_host} per "
+                                         f"host, {len(hosts)} hosts")
+        return
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert "Traceback" not in res.output
+    assert "--topology" in line or "--n" in line or "no nccl-tests result rows" in line \
+        or "cannot tell the collective" in line
+    if lines:  # a GPU no preset describes: named, with the presets
+        assert next(iter(gpus)) in line and "dgx-h100" in line and "pcie-gen4" in line
+
+
+def test_bundled_h100_sweep_text_says_where_its_topology_and_version_come_from():
+    name = DATA / "all_reduce_perf-16xH100-2nodes.txt"
+    res = run_check(name)
+    assert res.exit_code == 0, res.output
+    first = res.stdout.splitlines()[0]
+    assert first.endswith("topology dgx-h100, from the file's device lines: NVIDIA H100 80GB HBM3, 8 per host, "
+                          "2 hosts")
+    assert "states no NCCL version; priced as NCCL" in res.stdout
+    doc = json.loads(run_check(name, "--format", "json").stdout)
+    assert doc["sweeps"][0]["nccl_version_how"].startswith("default")
+
+
+def test_topology_given_always_wins():
+    name = DATA / "all_reduce_perf-16xH100-2nodes.txt"
+    res = run_check(name, "--format", "json", "--topology", "gcp-a3-mega", "--nccl-version", "2.21.5")
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert (sweep["topology"], sweep["topology_how"]) == ("gcp-a3-mega", "given (--topology)")
+    assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.21.5", "given (--nccl-version)")
+    # a file with no device lines is checked as before when the topology is given
+    res = run_check(DATA / "all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", "--format", "json", "--n", "16",
+                    "--topology", "dgx-b200")
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.26.2", "stated by the file")
+
+
+def _with_hosts(tmp_path, hosts):
+    """The bundled 16xH100 sweep with its first len(hosts) rank lines kept, put on ``hosts``."""
+    src = (DATA / "all_reduce_perf-16xH100-2nodes.txt").read_text().splitlines(True)
+    out, k = [], 0
+    for line in src:
+        m = re.match(r"(#\s+Rank\s+)(\d+)(.* on )(\S+)( device.*)", line)
+        if m:
+            if k < len(hosts):
+                out.append(f"{m[1]}{k:2d}{m[3]}{hosts[k]}{m[5]}\n")
+            k += 1
+            continue
+        out.append(line)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("".join(out))
+    return path
+
+
+def test_four_ranks_per_host_make_nodes_of_four(tmp_path):
+    path = _with_hosts(tmp_path, ["a"] * 4 + ["b"] * 4)
+    res = run_check(path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["group_size"] == 8
+    assert sweep["topology_how"] == ("from the file's device lines: NVIDIA H100 80GB HBM3, 4 per host, 2 hosts "
+                                     "(nodes of 4 GPUs and 4 NICs)")
+    # 2 nodes: the large sizes go over the network, slower than the 8 GPUs of one DGX H100
+    one = json.loads(run_check(path, "--format", "json", "--topology", "dgx-h100").stdout)["sweeps"][0]
+    assert sweep["rows"][-1]["predicted_s"] > 1.5 * one["rows"][-1]["predicted_s"]
+
+
+def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
+    res = run_check(_with_hosts(tmp_path, ["a"] * 5 + ["b"] * 3))
+    assert res.exit_code == 2
+    assert "different numbers of ranks (a 5, b 3)" in res.stderr and "--topology" in res.stderr
+    with pytest.raises(ConfigError, match="several GPU models"):
+        preset_for_devices({"NVIDIA H100 80GB HBM3": 8, "NVIDIA H200": 8}, {"x": 16}, where="f")
+    with pytest.raises(ConfigError, match="more than the 8 GPUs"):
+        preset_for_devices({"NVIDIA B200": 16}, {"x": 16}, where="f")
+    res = run_check(DATA / "all_reduce_perf-16xH100-2nodes.txt", "--nccl-tuner", "x.conf")
+    assert res.exit_code == 2 and "--topology" in res.stderr
+
+
+@pytest.mark.parametrize("gpu,preset", [
+    ("NVIDIA A100-SXM4-40GB", "dgx-a100"), ("NVIDIA A100-SXM4-80GB", "dgx-a100"), ("A100-SXM4-40GB", "dgx-a100"),
+    ("NVIDIA A100-PCIE-40GB", "pcie-gen4"), ("NVIDIA A100 80GB PCIe", "pcie-gen4"),
+    ("NVIDIA H100 80GB HBM3", "dgx-h100"), ("NVIDIA H200", "dgx-h200"), ("NVIDIA B200", "dgx-b200"),
+    ("NVIDIA H100 PCIe", None), ("NVIDIA H100 NVL", None), ("NVIDIA H200 NVL", None), ("NVIDIA H800", None),
+    ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", None),
+])
+def test_gpu_names(gpu, preset):
+    assert preset_for_gpu(gpu) == preset
