@@ -44,8 +44,8 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
         assert sweep["topology"] == "dgx-h100"
         assert sweep["group_size"] == len(lines)
         per_host = len(lines) // len(hosts)
-        assert sweep["topology_how"] == (f"from the file's device lines: NVIDIA H100 80GB HBM3, {per_host} per "
-                                         f"host, {len(hosts)} hosts")
+        assert sweep["topology_how"] == ("from the file's device lines: NVIDIA H100 80GB HBM3, "
+                                         f"{per_host} per host, {len(hosts)} hosts")
         return
     assert res.exit_code == 2
     (line,) = res.stderr.strip().splitlines()
@@ -61,8 +61,8 @@ def test_bundled_h100_sweep_text_says_where_its_topology_and_version_come_from()
     res = run_check(name)
     assert res.exit_code == 0, res.output
     first = res.stdout.splitlines()[0]
-    assert first.endswith("topology dgx-h100, from the file's device lines: NVIDIA H100 80GB HBM3, 8 per host, "
-                          "2 hosts")
+    assert first.endswith("topology dgx-h100, from the file's device lines: NVIDIA H100 80GB HBM3, "
+                          "8 per host, 2 hosts")
     assert "states no NCCL version; priced as NCCL" in res.stdout
     doc = json.loads(run_check(name, "--format", "json").stdout)
     assert doc["sweeps"][0]["nccl_version_how"].startswith("default")
@@ -104,8 +104,8 @@ def test_four_ranks_per_host_make_nodes_of_four(tmp_path):
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]
     assert sweep["group_size"] == 8
-    assert sweep["topology_how"] == ("from the file's device lines: NVIDIA H100 80GB HBM3, 4 per host, 2 hosts "
-                                     "(nodes of 4 GPUs and 4 NICs)")
+    assert sweep["topology_how"] == ("from the file's device lines: NVIDIA H100 80GB HBM3, 4 per host, "
+                                     "2 hosts (nodes of 4 GPUs and 4 NICs)")
     # 2 nodes: the large sizes go over the network, slower than the 8 GPUs of one DGX H100
     one = json.loads(run_check(path, "--format", "json", "--topology", "dgx-h100").stdout)["sweeps"][0]
     assert sweep["rows"][-1]["predicted_s"] > 1.5 * one["rows"][-1]["predicted_s"]
@@ -124,7 +124,8 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize("gpu,preset", [
-    ("NVIDIA A100-SXM4-40GB", "dgx-a100"), ("NVIDIA A100-SXM4-80GB", "dgx-a100"), ("A100-SXM4-40GB", "dgx-a100"),
+    ("NVIDIA A100-SXM4-40GB", "dgx-a100"), ("NVIDIA A100-SXM4-80GB", "dgx-a100"),
+    ("A100-SXM4-40GB", "dgx-a100"),
     ("NVIDIA A100-PCIE-40GB", "pcie-gen4"), ("NVIDIA A100 80GB PCIe", "pcie-gen4"),
     ("NVIDIA H100 80GB HBM3", "dgx-h100"), ("NVIDIA H200", "dgx-h200"), ("NVIDIA B200", "dgx-b200"),
     ("NVIDIA H100 PCIe", None), ("NVIDIA H100 NVL", None), ("NVIDIA H200 NVL", None), ("NVIDIA H800", None),

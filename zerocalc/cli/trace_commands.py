@@ -60,7 +60,8 @@ def check_cmd(
                                                   "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
     topology: Annotated[str | None, typer.Option(
         "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
-                           "TOML file (default: the preset the file's '#  Rank' device lines describe).")] = None,
+                           "TOML file (default: the preset the file's '#  Rank' device lines "
+                           "describe).")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
                                "modelled).")] = None,

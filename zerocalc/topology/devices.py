@@ -81,7 +81,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *,
     if k > topo.gpus_per_node:
         raise _refuse(f"{where}: {k} ranks per host, more than the {topo.gpus_per_node} GPUs of a "
                       f"{name} node")
-    how = f"from the file's device lines: {gpu}, {k} per host, {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+    plural = "s" if len(hosts) != 1 else ""
+    how = f"from the file's device lines: {gpu}, {k} per host, {len(hosts)} host{plural}"
     if k != topo.gpus_per_node and len(hosts) > 1:
         nics = topo.nics_per_node
         if nics is not None and nics == topo.gpus_per_node:
