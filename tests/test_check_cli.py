@@ -66,7 +66,7 @@ def test_check_scheme_filter():
         ((RESNET, "--n", "8"), "--n 8 contradicts"),
         ((RESNET, "--scheme", "zero9"), "unknown scheme"),
         ((RESNET, "--format", "xml"), "--format"),
-        ((H100,), "no collectives"),
+        ((str(DATA / "nccl-tests" / "all_gather_perf-16xH100-a3mega.txt"),), "names no GPU"),
     ],
 )
 def test_check_bad_input_one_line_exit_2(args, needle):
