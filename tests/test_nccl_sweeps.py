@@ -237,3 +237,61 @@ def test_plot_nccl_sweeps_draws_one_column_per_sweep():
     assert len(fig.axes) == 4 and fig.axes[0].get_title() == "a"
     with pytest.raises(ValueError, match="textbook_s"):
         plot_nccl_sweeps(df.drop(columns="textbook_s"))
+
+
+A100 = "all_reduce_perf-8xA100-SXM4-40GB-oci.txt"
+
+
+@pytest.mark.parametrize(("version", "inside", "at_median"), [
+    (None, 13, 0.432),  # the file states no NCCL version: the latest modelled (2.30.7)
+    ("2.19.4", 16, 0.514),
+])
+def test_oci_a100_single_node_sweep(version, inside, at_median):
+    """OCI BM.GPU4.8 (8x A100-SXM4-40GB on NVSwitch), one process driving 8 GPUs (-g 8), 64 B-8 GiB, checked
+    without --topology (dgx-a100 from its device lines). What the model achieves, asserted as it is: the large
+    sizes in band, the sizes up to 1 MiB near 0.47 (the file's time is flat at 32 us up to 32 KiB: the host
+    launching 8 devices' kernels from one thread, which NCCL's model does not price; a note says so)."""
+    sweep = check_json(A100, *(["--nccl-version", version] if version else []))
+    assert (sweep["topology"], sweep["group_size"]) == ("dgx-a100", 8)
+    assert sweep["gpus_per_thread"] == 8 and any("one thread drives 8 GPUs" in n for n in sweep["notes"])
+    rows = file_rows(A100)
+    assert len(sweep["rows"]) == len(rows) == 28
+    assert sum(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]) == inside
+    assert median_size_ratio(sweep) == pytest.approx(at_median, abs=0.002)
+    # every size from 256 MiB up within 0.8-1.25
+    assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"] if r["bytes"] >= 256 << 20)
+    # hand check, 8 GiB: Ring/Simple on 12 channels x 20 GB/s (SM80 NVLink, topo.h; 12 NVLinks per A100),
+    # algorithm bandwidth = busBw x nRanks / (2 (nRanks - 1)) (tuning.cc, ring all-reduce)
+    big = sweep["rows"][-1]
+    assert (big["bytes"], big["algorithm"], big["protocol"]) == (8589934592, "Ring", "Simple")
+    hand = 8589934592 / (12 * 20e9 * 8 / 14)
+    assert big["predicted_s"] == pytest.approx(hand, rel=0.002)
+    assert big["ratio"] == pytest.approx(hand / (rows[-1][1] * 1e-6), rel=0.002)  # 0.98
+
+
+XE9680 = "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt"
+
+
+def test_hgx_h100_two_node_ib_sweep_at_the_nccl_it_states():
+    """Dell XE9680 pair (HGX H100, 8x ConnectX-7 400 Gb/s InfiniBand each; NVIDIA/nccl-tests issue 309),
+    NCCL 2.26.2 as the file prints it, checked without --topology (dgx-h100 from its device lines)."""
+    sweep = check_json(XE9680)
+    assert (sweep["topology"], sweep["group_size"]) == ("dgx-h100", 16)
+    assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.26.2", "stated by the file")
+    rows = file_rows(XE9680)
+    assert len(sweep["rows"]) == len(rows) == 32
+    outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
+    # the two sizes out of band are the ones whose out-of-place time is 2.8x and 3.6x the in-place one
+    assert outside == {8, 256}
+    assert {s for s, oop, ip in rows if max(oop / ip, ip / oop) > 1.25} == outside
+    assert {r["bytes"] for r in sweep["rows"] if r["unsteady"]} == outside
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 1.06 at 256 KiB
+    # hand check, 16 B (tuning.cc v2.26.2): Tree/LL, base 6.8 us + 2 x ((16/2 - 1) x 0.6 us NVLink hop
+    # + log2(2 nodes) x 5.0 us network hop) = 25.2 us; the file measures 24.96 us
+    small = sweep["rows"][1]
+    assert (small["bytes"], small["algorithm"], small["protocol"]) == (16, "Tree", "LL")
+    assert small["predicted_s"] == pytest.approx(25.2e-6, rel=0.01)
+    assert small["ratio"] == pytest.approx(25.2 / 24.96, rel=0.01)
+    # the largest sizes run NVLS Tree, predicted faster than measured, still in band (0.78)
+    assert all(r["algorithm"] == "NVLSTree" and 0.7 <= r["ratio"] <= 0.85
+               for r in sweep["rows"] if r["bytes"] >= 1 << 30)

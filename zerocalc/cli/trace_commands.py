@@ -493,7 +493,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                  nccl_tuner=None) -> None:
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import restrictions, settings
-    from zerocalc.validate.sweep import compare_sweep
+    from zerocalc.validate.sweep import compare_sweep, launch_note
 
     given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
@@ -511,7 +511,9 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         d = cmp.as_dict()
         d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
         d["nccl_version_how"] = version_how
-        d["notes"] = notes + list(env.notes) + d["notes"] + _skip_notes(skipped)
+        d["gpus_per_thread"] = run.get("gpus_per_thread")
+        launch = [t for t in [launch_note(run.get("gpus_per_thread"))] if t]
+        d["notes"] = notes + list(env.notes) + d["notes"] + launch + _skip_notes(skipped)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
     if fmt == "json":

@@ -56,6 +56,8 @@ _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
             ("starting", re.compile(r"^#\s*Collective test starting\b")),
             ("nthread", re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\b")))
 _LIBRARY = re.compile(r"nccl-library=(\d+)")
+#: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
+_NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 _HEADER = re.compile(r"\bsize\s+count\s+type\b")
@@ -260,6 +262,8 @@ class _Run:
     ranks: set[int] = field(default_factory=set)
     #: rank → (host, device name) from its ``# Rank`` line, where the line names them.
     devices: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: nccl-tests' ``-g``: GPUs per thread, from the ``nThread … nGpus G`` line.
+    gpus_per_thread: int | None = None
     nccl_version: str | None = None
     nccl_tests_version: str | None = None
     markers: set[str] = field(default_factory=set)
@@ -318,6 +322,7 @@ class _Runs:
         run = self.current(lineno)
         if run.recs:  # a second table without a preamble: a new run of the same test
             run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
+                       gpus_per_thread=run.gpus_per_thread,
                        nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
             self.runs.append(run)
@@ -343,6 +348,9 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         kind = next((k for k, rx in _MARKERS if rx.match(payload)), None)
         if kind is not None:
             state.marker(kind, lineno)
+            g = _NGPUS.search(payload) if kind == "nthread" else None
+            if g:
+                state.current(lineno).gpus_per_thread = int(g[1])
         if "_perf" in payload:
             m = _PERF.search(payload)
             if m:
@@ -413,14 +421,15 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str
 
 def _devices(run: _Run) -> dict[str, Any]:
     """What a run's ``# Rank`` lines say of its hardware: ``gpus`` (device name → ranks), ``hosts``
-    (host name → ranks, in order of first rank), both empty when no line names them."""
+    (host name → ranks, in order of first rank), both empty when no line names them; and
+    ``gpus_per_thread`` (``-g``, ``None`` when the file does not print it)."""
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
     for rank in sorted(run.devices):
         host, gpu = run.devices[rank]
         gpus[gpu] = gpus.get(gpu, 0) + 1
         hosts[host] = hosts.get(host, 0) + 1
-    return {"gpus": gpus, "hosts": hosts}
+    return {"gpus": gpus, "hosts": hosts, "gpus_per_thread": run.gpus_per_thread}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:

@@ -111,6 +111,22 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
+def launch_note(gpus_per_thread: int | None) -> str:
+    """What a sweep run with several GPUs per thread (nccl-tests ``-g G``, G > 1) adds to its small sizes,
+    or "". Such a thread issues each collective on its G devices inside one ``ncclGroupStart`` /
+    ``ncclGroupEnd`` (nccl-tests ``src/common.cu``), and NCCL launches the G kernels one after the other
+    from that thread (``src/group.cc`` ``doLaunches``: per communicator of the clique ``cudaSetDevice``,
+    ``ncclLaunchPrepare`` and the kernel launch, in one loop): a host-side floor under each call
+    that ``ncclTopoGetAlgoTime`` (``src/graph/tuning.cc``), which prices one rank's call, does not
+    hold. NCCL publishes no figure for a launch, so none is added here; the note says why the
+    smallest sizes can read slower than predicted."""
+    if not gpus_per_thread or gpus_per_thread <= 1:
+        return ""
+    return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}): NCCL launches "
+            f"their kernels one after the other from it, a host floor under the small sizes that NCCL's "
+            f"model (one rank's call) does not price")
+
+
 def _in_place(out_of_place: float, in_place) -> dict:
     """``in_place_s`` and ``unsteady`` of a row (module docstring)."""
     if in_place is None or not in_place > 0:
