@@ -138,3 +138,16 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
 ])
 def test_gpu_names(gpu, preset):
     assert preset_for_gpu(gpu) == preset
+
+
+def test_a_gzipped_sweep_is_read_as_the_trace_reader_reads_it(tmp_path):
+    import gzip
+
+    src = DATA / "all_reduce_perf-16xH100-2nodes.txt"
+    gz = tmp_path / "all_reduce_perf.txt.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    plain = json.loads(run_check(src, "--format", "json").stdout)["sweeps"][0]
+    res = run_check(gz, "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert (sweep["topology"], sweep["rows"]) == (plain["topology"], plain["rows"])

@@ -413,15 +413,18 @@ def _summary_text(file: str, part, meta: dict) -> str:
 def _sweep_files(paths: list[str]) -> bool:
     """Whether every path is a file holding nccl-tests text output (its head as the trace reader
     detects it): ``check`` then compares the sweeps with NCCL's model."""
-    from pathlib import Path
+    import os
 
     from zerocalc.errors import TraceFormatError
+    from zerocalc.traces import reader
     from zerocalc.traces.detect import HEAD_BYTES, detect_format
 
     for path in paths:
         try:
-            with Path(path).open("rb") as f:
-                head = f.read(HEAD_BYTES)
+            if not os.path.isfile(path):
+                return False
+            with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
+                head = stream.read(HEAD_BYTES)
             if detect_format(head, path) != "nccl_tests":
                 return False
         except (OSError, TraceFormatError):
@@ -432,10 +435,10 @@ def _sweep_files(paths: list[str]) -> bool:
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines, the
     run's entry in ``meta["runs"]``)."""
-    from pathlib import Path
 
     from zerocalc.errors import ConfigError, TraceFormatError
     from zerocalc.nccl.predict import version_from_text
+    from zerocalc.traces import reader
     from zerocalc.traces.nccl_tests import parse
 
     if n is not None and n < 1:
@@ -443,7 +446,8 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     out = []
     for path in paths:
         try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines(True)
+            with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
+                text = stream.read().decode("utf-8", errors="replace").splitlines(True)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
         res = parse(iter(text), path, strict=strict)
