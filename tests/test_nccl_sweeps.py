@@ -237,6 +237,12 @@ def test_plot_nccl_sweeps_draws_one_column_per_sweep():
     assert len(fig.axes) == 4 and fig.axes[0].get_title() == "a"
     with pytest.raises(ValueError, match="textbook_s"):
         plot_nccl_sweeps(df.drop(columns="textbook_s"))
+    # five sweeps in rows of three: two rows of (time, ratio) panels, the sixth place left empty
+    fig = plot_nccl_sweeps(pd.concat([df.assign(sweep=n) for n in "abcde"]), columns=3)
+    assert len(fig.axes) == 12
+    tops = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in tops] == list("abcde")
+    assert sum(not ax.get_visible() for ax in fig.axes) == 2
 
 
 A100 = "all_reduce_perf-8xA100-SXM4-40GB-oci.txt"

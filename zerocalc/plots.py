@@ -319,19 +319,29 @@ def plot_validation(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) 
     return _root(target)
 
 
-def plot_nccl_sweeps(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None) -> Figure:
-    """nccl-tests sweeps against NCCL's cost model: one column per sweep, time per call against size
-    (measured points, NCCL's model, the textbook ring α-β) on top, predicted / measured below.
+def plot_nccl_sweeps(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None,
+                     columns: int | None = None) -> Figure:
+    """nccl-tests sweeps against NCCL's cost model: one panel per sweep, time per call against size
+    (measured points, NCCL's model, the textbook ring α-β) on top, predicted / measured below; the
+    panels in rows of ``columns`` (default: all in one row).
 
     Columns: ``sweep`` (the panel title), ``bytes``, ``measured_s``, ``predicted_s``, ``textbook_s``.
     """
     _require(df, ["sweep", "bytes", "measured_s", "predicted_s", "textbook_s"], "plot_nccl_sweeps")
     sweeps = list(dict.fromkeys(df["sweep"]))
-    target = _target(fig, (3.3 * len(sweeps), 4.6))
-    axes = target.subplots(2, len(sweeps), sharex="col", height_ratios=[3, 1.6], squeeze=False)
-    for j, name in enumerate(sweeps):
+    ncol = min(columns or len(sweeps), len(sweeps))
+    nrow = -(-len(sweeps) // ncol)
+    target = _target(fig, (3.3 * ncol, 4.6 * nrow))
+    axes = target.subplots(2 * nrow, ncol, height_ratios=[3, 1.6] * nrow, squeeze=False)
+    for k in range(len(sweeps), nrow * ncol):  # the empty panels of the last row
+        axes[2 * (k // ncol)][k % ncol].set_visible(False)
+        axes[2 * (k // ncol) + 1][k % ncol].set_visible(False)
+    for k, name in enumerate(sweeps):
         g = df[df["sweep"] == name].sort_values("bytes")
-        ax, ax_r = axes[0][j], axes[1][j]
+        ax, ax_r = axes[2 * (k // ncol)][k % ncol], axes[2 * (k // ncol) + 1][k % ncol]
+        ax.sharex(ax_r)
+        ax.tick_params(labelbottom=False)
+        j = k % ncol
         ax.plot(g["bytes"], g["measured_s"], "o", markersize=3, color="#ff7f0e", label="measured")
         ax.plot(g["bytes"], g["predicted_s"], "-", color="#1f77b4", linewidth=1.3, label="NCCL's model")
         ax.plot(g["bytes"], g["textbook_s"], "--", color="#7f7f7f", linewidth=1.0, label="textbook ring α-β")
@@ -354,6 +364,7 @@ def plot_nccl_sweeps(df: pd.DataFrame, *, fig: Figure | SubFigure | None = None)
         if j == 0:
             ax.set_ylabel("time per call")
             ax_r.set_ylabel("predicted / measured")
+        if k == 0:
             ax.legend(fontsize="x-small", frameon=False)
     return _root(target)
 

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 SWEEPS: tuple[tuple[str, str, int | None, str, str | None], ...] = (
     ("all_reduce_perf-16xH100-2nodes-infiniband.txt", "dgx-h100", 16, "all-reduce 16×H100 IB", None),
     ("all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", "dgx-b200", 16, "all-reduce 16×B200 IB", None),
+    ("all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", "dgx-h100", None, "all-reduce 16×H100 IB (HGX)",
+     None),
+    ("all_reduce_perf-8xA100-SXM4-40GB-oci.txt", "dgx-a100", None, "all-reduce 8×A100 NVSwitch", None),
     ("all_gather_perf-16xH100-a3mega.txt", "gcp-a3-mega", None, "all-gather 16×H100 TCPXO", None),
     ("all_reduce_perf-16xH100-2nodes.txt", "gcp-a3-mega", None, "all-reduce 16×H100 TCPXO", "2.21.5"),
 )
@@ -112,9 +115,20 @@ def draw(w: Writer, data: ReportData) -> None:
         f"not priced. From 16 to 32 MiB the measured time grows {step:.0%} for twice the bytes (the file's "
         "in-place times agree): the run changed algorithm or channels there, which one pair of NCCL's "
         "model, its time growing with size, does not.")
-    w.figure(4.4, lambda sf: plots.plot_nccl_sweeps(df, fig=sf), caption=(
+    a100 = df[df["sweep"] == SWEEPS[3][3]]
+    small = a100[a100["bytes"] <= 32 << 10]["measured_s"]
+    large = a100[a100["bytes"] >= 256 << 20]["ratio"]
+    w.paragraph(
+        f"The 8×A100 sweep ran one thread driving all 8 GPUs (nccl-tests -g 8): its time is flat at "
+        f"{small.min() * 1e6:.1f}-{small.max() * 1e6:.1f} µs up to 32 KiB, where NCCL launches the 8 kernels "
+        "one after the other from that thread (src/group.cc doLaunches), a host cost NCCL's model, which "
+        f"prices one rank's call, does not hold; from 256 MiB up its ratios are {large.min():.2f}-"
+        f"{large.max():.2f}. It prints no NCCL version: it is priced with the latest tables.")
+    rows = -(-len(SWEEPS) // 3)
+    w.figure(4.4 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=3), caption=(
         "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
-        "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first three sweeps fall in "
+        "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first "
+        f"{len(stock)} sweeps fall in "
         f"the band at {int(stock['inside'].sum())} of {int(stock['sizes'].sum())} sizes; the last, priced "
         "with the NCCL and environment it ran with, as said above. zerocalc check --nccl-tuner prices a "
         "tuner's rules when they are known; zerocalc fit --out calibrates a cluster from one sweep."))

@@ -39,7 +39,8 @@ _SOURCES = [
     "H200 and DGX B200 datasheets; Google Cloud A3 Mega machine type; GoogleCloudPlatform "
     "nccl-env-profile.sh for GPUDirect-TCPXO (NCCL_TUNER_PLUGIN).",
     "nccl-tests sweeps published in dstackai/dstack examples/clusters (Nebius H100, Lambda B200, GCP A3 "
-    "Mega).",
+    "Mega), NVIDIA/nccl-tests issue 309 (two Dell XE9680, HGX H100 with 8× 400 Gb/s InfiniBand, NCCL "
+    "2.26.2) and oracle-japan/ocitutorials spinup-gpu-cluster.md (OCI BM.GPU4.8, 8× A100-SXM4-40GB).",
     "DeepSpeed estimate_zero2_model_states_mem_needs / estimate_zero3_model_states_mem_needs "
     "(deepspeed/runtime/zero/stage_1_and_2.py, stage3.py).",
     "Real traces: HolisticTraceAnalysis tests/data (PyTorch DDP ResNet-50 on A100, NCCL 2.17.1); a "
