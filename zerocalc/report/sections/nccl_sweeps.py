@@ -125,7 +125,7 @@ def draw(w: Writer, data: ReportData) -> None:
         f"prices one rank's call, does not hold; from 256 MiB up its ratios are {large.min():.2f}-"
         f"{large.max():.2f}. It prints no NCCL version: it is priced with the latest tables.")
     rows = -(-len(SWEEPS) // 3)
-    w.figure(4.4 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=3), caption=(
+    w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=3), caption=(
         "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
         "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first "
         f"{len(stock)} sweeps fall in "
