@@ -121,8 +121,9 @@ def _read_and_check(paths, strict: bool, scheduler: str | None, fold: bool, run)
     """Read the traces and ``run(trace set, weights)`` on them: NCCL logs with their repeated steps
     folded (:func:`zerocalc.traces.reader.read_folded`) and measured with the weights of the calls
     kept; read in full (weights None) when ``fold`` is false (``--steps`` counts the full trace's
-    steps) or the folded calls cannot be shown to give the full trace's answer
-    (:class:`~zerocalc.validate.folded.Unfoldable`). Returns the trace set and the result."""
+    steps), and every call's table made from the sequences read where the folded calls cannot be
+    shown to give the full trace's answer (:class:`~zerocalc.validate.folded.Unfoldable`). Returns
+    the trace set and the result."""
     from zerocalc.validate.folded import Unfoldable
 
     if fold:
@@ -135,12 +136,14 @@ def _read_and_check(paths, strict: bool, scheduler: str | None, fold: bool, run)
         finally:
             if meter is not None:
                 meter.close()
+        if folded is None:
+            return ts, run(ts, None)
         try:
-            return ts, run(ts, folded.weights() if folded is not None else None)
-        except Unfoldable:
-            if folded is None:
-                raise
-        del ts
+            return ts, run(ts, folded.weights())
+        except Unfoldable:  # every call's table, from the sequences already read
+            del ts
+            ts = folded.full()
+            return ts, run(ts, None)
     ts = _read_traces(paths, strict=strict, scheduler=scheduler)
     return ts, run(ts, None)
 

@@ -22,6 +22,7 @@ and then on the whole sequence by one vectorised comparison.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
@@ -173,6 +174,8 @@ class Folded:
     #: Calls in all, and calls kept.
     total: int
     rows: int
+    #: The trace set of every call, built from the sequences read (no second read of the files).
+    full: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     def weights(self) -> np.ndarray:
         """Each kept call's weight (1 but where it stands for dropped blocks)."""

@@ -180,13 +180,17 @@ def read_folded(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     steps folded (:mod:`zerocalc.traces.nccl_fold`). Returns the trace set of the kept calls (each
     row as a full read gives it; ``meta`` rows and skipped lines counted over every call) and the
     :class:`~zerocalc.traces.nccl_fold.Folded` saying what was dropped, or None when nothing was (a
-    read of other formats, or nothing repeats): then the trace set is the full read's."""
+    read of other formats, or nothing repeats): then the trace set is the full read's. The folded
+    one's ``full()`` gives the full read's trace set from the sequences read, not reading again."""
+    import dataclasses
+
     from zerocalc.traces.nccl_fold import Calls, fold, materialise
 
     inputs = _expand(paths)
     results = _read_results(inputs, strict, None, max_bytes, workers, scheduler, progress, sequence=True)
     logs = [r for r in results if isinstance(r, Calls)]
     folded = fold(logs) if all(isinstance(r, Calls | str) for r in results) else None
+    sequences = list(results)
     k = 0
     for i, r in enumerate(results):
         if isinstance(r, Calls):
@@ -197,6 +201,11 @@ def read_folded(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
         for f, calls in zip((f for f, r in zip(inputs.files, results, strict=True) if not isinstance(r, str)),
                             logs, strict=True):
             ts.meta[f]["rows"] = len(calls)
+
+        def full() -> TraceSet:
+            return _assemble(inputs, [materialise(r) if isinstance(r, Calls) else r for r in sequences])
+
+        folded = dataclasses.replace(folded, full=full)
     return ts, folded
 
 
