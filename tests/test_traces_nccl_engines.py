@@ -139,6 +139,31 @@ _MALFORMED = [f"NCCL INFO AllReduce: opCount 1a {_ARGS} [nranks=4] stream 0x3 ",
               + " [nranks=4] stream 0x3"]
 
 
+def test_every_layout_of_a_call_read_by_position(monkeypatch):
+    # NCCL's layout with and without [nranks=], "NCCL INFO [k]", RCCL's tail, blanks at the end, behind
+    # NCCL's own prefix or a launcher's: all read by position, none left to re, rows as re reads them
+    heads = ("h1:10:20 [0] ", "(RayTrainWorker pid=615, ip=10.72.7.6) node-x:12:22 [3] ")
+    lines = [h + b + end for h in heads for b in _BODIES[:4] for end in ("", "  ")]
+    data = ("\n".join(lines) + "\n").encode()
+    left = []
+    by_re = nccl_polars._by_re
+
+    def spy(rest, *args):
+        left.append(len(rest))
+        return by_re(rest, *args)
+
+    monkeypatch.setattr(nccl_polars, "_by_re", spy)
+    out = {}
+    for engine in ("re", "polars"):
+        monkeypatch.setattr(nccl_log, "ENGINE", engine)
+        out[engine] = nccl_log.parse(io.BytesIO(data), "f.log")
+    assert left == []
+    a, b = pd.DataFrame(out["re"].columns), pd.DataFrame(out["polars"].columns)
+    pd.testing.assert_frame_equal(a, b)
+    assert len(b) == len(lines)
+    assert b["rank"].notna().sum() == len(lines) // 4  # RCCL's globalrank: a quarter of the lines
+
+
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(_HOSTS),
                           st.sampled_from(_BODIES + _MALFORMED)),

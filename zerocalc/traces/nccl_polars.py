@@ -124,19 +124,22 @@ def _codes(col: Any, table: Any) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 #: A COLL line is cut at its first `` opCount ``: before it the text up to ``NCCL INFO `` and the op,
-#: after it the opCount value and, after one space, the rest of the call (NCCL's layout with
-#: ``[nranks=]`` and no RCCL tail, NCCL ``src/enqueue.cc``), which changes little from call to call
-#: (the same buffers, counts and communicators, step after step) and is read once per distinct text.
+#: after it the opCount value and, after one space, the rest of the call, which changes little from
+#: call to call (the same buffers, counts and communicators, step after step) and is read once per
+#: distinct text. Each part is read as :data:`zerocalc.traces.nccl_lines.COLL` reads it (NCCL's
+#: layout, NCCL ``src/enqueue.cc``, with or without ``[nranks=]``; ``NCCL INFO [k]``; RCCL's
+#: ``task N globalrank M`` tail; blanks at the end), given a line with no whitespace but single spaces.
 _OPCOUNT = " opCount "
 #: The op's text → its value as the ``re`` scanner captures it (bytes), or not a call.
-_OP = re.compile(rb"([A-Za-z]+):")
+_OP = re.compile(rb"(?:\[[0-9]+\] )?([A-Za-z]+):")
 #: The tail of a call from its datatype, its words at single spaces: datatype, reduction, root,
-#: communicator, ``[nranks=]`` and stream, each as the ``re`` scanner captures it.
+#: communicator, ``[nranks=]``, stream and RCCL's global rank, each as the ``re`` scanner captures it.
 _TAIL = (rb"datatype (?P<datatype>[0-9]{1,9}) op (?P<redop>[0-9]{1,9}) root (?P<root>-?[0-9]{1,18})"
-         rb" comm (?P<comm>[^ ]+) \[nranks=(?P<nranks>[0-9]{1,9})\] stream [^ ]+")
+         rb" comm (?P<comm>[^ ]+)(?: \[nranks=(?P<nranks>[0-9]{1,9})\])? stream [^ ]+"
+         rb"(?: task [0-9]+ globalrank (?P<globalrank>[0-9]{1,9}))? *")
 #: The rest of a call after its opCount: buffers, count and the tail.
 _REST = re.compile(rb"sendbuff [^ ]+ recvbuff [^ ]+ count (?P<count>[0-9]{1,18}) " + _TAIL)
-_TAIL_FIELDS = ("datatype", "redop", "root", "comm", "nranks")
+_TAIL_FIELDS = ("datatype", "redop", "root", "comm", "nranks", "globalrank")
 #: The words of the rest by position where its distinct texts are too many to read one by one
 #: (buffers or counts that change from call to call); the last part is the tail.
 _REST_WORDS = {0: "sendbuff", 2: "recvbuff", 4: "count"}
@@ -161,10 +164,10 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     ``opCount`` marker and cuts each (``str.splitn``: memchr speed, no regex) at its first `` opCount ``
     (the head before it: the prefix, ``NCCL INFO `` and the op, :func:`_heads`) and the part after it
     at its first space (the opCount value and the rest, :data:`_REST`). A line is a call here when these
-    parts are NCCL's, its numbers are plain digits of the lengths ``re`` accepts, and no whitespace
-    other than single spaces is in it; every other marked line (no ``[nranks=]``, RCCL's
-    ``task N globalrank M`` tail, ``NCCL INFO [k]``, trailing blanks, a tab, a malformed call) goes to
-    the ``re`` scanner, so the rows are the same. The few-valued parts (the head, and the rest after the
+    parts are in NCCL's or RCCL's layout (:data:`_OPCOUNT`), its numbers are plain digits of the
+    lengths ``re`` accepts, and no whitespace other than spaces is in it; every other marked line (a
+    tab, a second space between words, ``opCount`` in the prefix, a malformed call) goes to the ``re``
+    scanner, so the rows are the same. The few-valued parts (the head, and the rest after the
     opCount: buffers, count, datatype, reduction, root, communicator, ``[nranks=]``, stream) are read
     once per distinct text with ``re`` (the prefix by :data:`zerocalc.traces.nccl_lines.PREFIX`, as the
     scanner reads it): 128 heads and about a thousand rests per block of 15,000 calls in a log of 128
@@ -204,7 +207,6 @@ def extract_fields(text: bytes, end: int, line0: int, res: Any) -> tuple | None:
     good, rest_codes, count = _rests(rest, tables)
     ok &= good
     codes.update(rest_codes)
-    codes["globalrank"] = np.full(len(ok), tables["globalrank"][None], np.int32)
     numbers = {"pid": pid, "count": count, "opcount": value.fill_null(0).to_numpy()}
     keep = np.flatnonzero(ok)
     codes = {name: c[keep] for name, c in codes.items()}
