@@ -156,3 +156,17 @@ def test_a_bad_line_under_strict_is_refused_before_any_row_is_written(tmp_path):
     res = CliRunner().invoke(app, ["trace", "summary", str(bad), "--format", "json", "--strict"])
     assert res.exit_code == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and f"{bad}:6" in res.stderr and "Traceback" not in res.output
+
+
+def test_the_second_read_tells_its_progress(tmp_path, monkeypatch):
+    """(bytes read, bytes in all, files read, files), over the NCCL logs only, rising to their size."""
+    log = tmp_path / "ray.log"
+    _synthetic(log)
+    monkeypatch.setattr(nccl_log, "BLOCK_BYTES", 1 << 14)
+    ts = read_traces([log, DATA / "deepspeed-comms" / "tutorial-examples.txt"], aggregate=True)
+    told = []
+    rows = sum(len(p) for p in streamed.row_parts(ts, part_bytes=1 << 15, progress=lambda *a: told.append(a)))
+    size = log.stat().st_size
+    assert rows == len(read_traces([log, DATA / "deepspeed-comms" / "tutorial-examples.txt"]).table)
+    assert told[-1] == (size, size, 1, 1) and any(t[2] == 0 for t in told)  # during the log, and after it
+    assert [t[0] for t in told] == sorted(t[0] for t in told) and all(t[1] == size for t in told)

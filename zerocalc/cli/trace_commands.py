@@ -330,10 +330,20 @@ def trace_summary(
                                + (f" (as {trace_format})" if trace_format else "")
                                + "".join(f"; {t}" for t in _skip_notes(ts.skipped)))
     if rows:
+        import sys
+
+        from zerocalc.traces.progress import terminal_meter
         from zerocalc.traces.streamed import row_parts
 
-        parts = iter([ts.table]) if scheduler is not None else row_parts(ts, strict=strict)
-        _write_rows(parts, fmt)
+        # the logs read again: their progress too, on a terminal, unless the rows go to that terminal
+        meter = None if sys.stdout.isatty() else terminal_meter()
+        try:
+            parts = (iter([ts.table]) if scheduler is not None
+                     else row_parts(ts, strict=strict, progress=meter))
+            _write_rows(parts, fmt)
+        finally:
+            if meter is not None:
+                meter.close()
         return
     summary = ts.summary()
     if fmt == "csv":

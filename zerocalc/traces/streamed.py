@@ -21,6 +21,7 @@ the rows of all parts are the rows of ``read_traces(paths).table``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -42,13 +43,19 @@ PART_BYTES = 1 << 24
 
 
 def row_parts(ts: TraceSet, *, strict: bool = False, max_bytes: int = MAX_BYTES,
-              part_bytes: int | None = None) -> Iterator[pd.DataFrame]:
+              part_bytes: int | None = None, progress=None) -> Iterator[pd.DataFrame]:
     """The rows of every file of the aggregated read ``ts``, in file order, as frames of the canonical
     columns (:data:`~zerocalc.traces.schema.CANONICAL_COLUMNS`; more where a format has them) and dtypes;
     an NCCL log's in parts of about ``part_bytes`` (default :data:`PART_BYTES`) of the log, every other
-    file's whole. Empty parts are left out. ``strict`` and ``max_bytes`` as the read had them."""
+    file's whole. Empty parts are left out. ``strict`` and ``max_bytes`` as the read had them.
+    ``progress``, if given, is told (bytes read, bytes in all, files read, files) as the logs are read
+    again, as :func:`~zerocalc.traces.read_traces` tells it (on disk, compressed where they are)."""
+    import os
+
     part_bytes = part_bytes or PART_BYTES
     known = _known_ranks(ts)
+    logs = [f for f, m in ts.meta.items() if m.get("format") == nccl_log.FORMAT]
+    sizes = [os.path.getsize(f) for f in logs]
     for file, meta in ts.meta.items():
         if meta.get("format") != nccl_log.FORMAT:
             part = ts.table[(ts.table["file"] == file).to_numpy(dtype=bool, na_value=False)]
@@ -56,7 +63,10 @@ def row_parts(ts: TraceSet, *, strict: bool = False, max_bytes: int = MAX_BYTES,
                 yield part.reset_index(drop=True)
             continue
         inits = _init_lines(file, max_bytes)
-        for offset, scan in _log_parts(file, strict, max_bytes, part_bytes):
+        k = logs.index(file)
+        tick = None if progress is None else functools.partial(_tell, progress, sum(sizes[:k]), sum(sizes), k,
+                                                               len(logs))
+        for offset, scan in _log_parts(file, strict, max_bytes, part_bytes, tick):
             scan.inits = inits
             res = nccl_log.finish([scan], file)
             if res.columns is None:
@@ -65,6 +75,13 @@ def row_parts(ts: TraceSet, *, strict: bool = False, max_bytes: int = MAX_BYTES,
             if known is not None:
                 _ranks_of_processes([res, known])
             yield _canonical(res)
+        if progress is not None:
+            progress(sum(sizes[: k + 1]), sum(sizes), k + 1, len(logs))
+
+
+def _tell(progress, before: int, total: int, k: int, files: int, pos: int) -> None:
+    """``pos`` bytes into log ``k`` (``before`` bytes in the logs before it)."""
+    progress(before + pos, total, k, files)
 
 
 def _canonical(res: ParseResult) -> pd.DataFrame:
@@ -124,11 +141,13 @@ def _marked_lines(text: bytes, end: int) -> list[bytes]:
     return out
 
 
-def _log_parts(file: str, strict: bool, max_bytes: int, part_bytes: int) -> Iterator[tuple[int, Scan]]:
+def _log_parts(file: str, strict: bool, max_bytes: int, part_bytes: int,
+               tick=None) -> Iterator[tuple[int, Scan]]:
     """The log read block by block as :func:`zerocalc.traces.nccl_log.scan` reads it, a frozen scan of
-    its lines (counted from 1) every ``part_bytes`` or so, with the number of lines before it."""
+    its lines (counted from 1) every ``part_bytes`` or so, with the number of lines before it. ``tick``,
+    if given, is told the position in the file after each read."""
     res, offset, size, tail = Scan(), 0, 0, b""
-    with _open(file, max_bytes) as stream:
+    with _open(file, max_bytes, tick) as stream:
         while True:
             chunk = stream.read(nccl_log.BLOCK_BYTES)
             if not chunk:
