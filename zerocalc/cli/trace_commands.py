@@ -5,6 +5,7 @@ and ``trace summary`` (the calls of each rank and step). Each only wires options
 
 from __future__ import annotations
 
+import importlib
 from typing import Annotated
 
 import typer
@@ -76,7 +77,6 @@ def check_cmd(
     compare nccl-tests sweeps size by size with NCCL's cost model (on --topology, else on the preset
     the file's device lines describe)."""
     from zerocalc.errors import ConfigError
-    from zerocalc.validate import check
 
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     if topology is not None or _sweep_files(traces):
@@ -95,8 +95,9 @@ def check_cmd(
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
     psi_count, _ = model_psi(psi, model)
+    _import_model_meanwhile()
     ts, res = _read_and_check(traces if len(traces) > 1 else traces[0], strict, scheduler, fold=steps is None,
-                              run=lambda ts, w: check(
+                              run=lambda ts, w: _check()(
                                   ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype, schemes=names,
                                   meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
                                   reuse_distance=reuse_distance, weights=w))
@@ -115,6 +116,31 @@ def check_cmd(
         typer.echo(json.dumps(_nan_to_none(d), indent=2, allow_nan=False, default=_json_default))
     else:
         typer.echo(_check_text(res, _skip_notes(ts.skipped)))
+
+
+def _import_model_meanwhile() -> None:
+    """Import the check and the schemes' symbolic model (pandas, sympy: about 1.5 s of a cold start)
+    on a thread while the traces are read: the read spends most of its time in polars and numpy,
+    which release the interpreter, so the imports cost the check little of its wall time
+    (benchmarks/bench_scale.py). The check imports them again, waiting for the thread if need be; the
+    thread is not a daemon, so an early exit waits for it rather than stopping it mid-import."""
+    import threading
+
+    def imports() -> None:
+        try:
+            for name in ("zerocalc.validate", "zerocalc.schemes"):
+                importlib.import_module(name)
+        except Exception:  # noqa: BLE001 -- raised again, in its place, by the check's own import
+            return
+
+    threading.Thread(target=imports).start()
+
+
+def _check():
+    """:func:`zerocalc.validate.check`, imported when first needed."""
+    from zerocalc.validate import check
+
+    return check
 
 
 def _read_and_check(paths, strict: bool, scheduler: str | None, fold: bool, run):
