@@ -6,7 +6,8 @@ error becomes one line on stderr and exit code 2, never a traceback.
 One module per part: :mod:`~zerocalc.cli.application` (the typer app, one-line errors, ``main``),
 :mod:`~zerocalc.cli.options` (what the commands share in reading their options),
 :mod:`~zerocalc.cli.model_commands` (table, derive, feasibility, report) and
-:mod:`~zerocalc.cli.trace_commands` (check, fit, trace summary). This module registers the
+:mod:`~zerocalc.cli.trace_commands` (check, fit, trace summary) with
+:mod:`~zerocalc.cli.sweep_commands` (nccl-tests sweeps in check and fit). This module registers the
 commands on the app, in the order ``zerocalc --help`` lists them.
 """
 

@@ -1,0 +1,169 @@
+"""nccl-tests sweeps in ``check`` and ``fit``: which inputs are sweeps, each sweep's rows, NCCL
+version and topology (given, or stated by the file), the comparison with NCCL's cost model per size,
+and ``fit --out``'s calibration written as a topology TOML. Each only wires options to library calls
+(:mod:`zerocalc.validate.sweep`, :mod:`zerocalc.nccl`)."""
+
+from __future__ import annotations
+
+import typer
+
+from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner
+from zerocalc.rendering import _skip_notes, _sweep_text
+
+
+def _sweep_files(paths: list[str]) -> bool:
+    """Whether every path is a file holding nccl-tests text output (its head as the trace reader
+    detects it): ``check`` then compares the sweeps with NCCL's model."""
+    import os
+
+    from zerocalc.errors import TraceFormatError
+    from zerocalc.traces import reader
+    from zerocalc.traces.detect import HEAD_BYTES, detect_format
+
+    for path in paths:
+        try:
+            if not os.path.isfile(path):
+                return False
+            with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
+                head = stream.read(HEAD_BYTES)
+            if detect_format(head, path) != "nccl_tests":
+                return False
+        except (OSError, TraceFormatError):
+            return False  # the trace reader says what is wrong with it
+    return bool(paths)
+
+
+def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
+    """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines, the
+    run's entry in ``meta["runs"]``)."""
+
+    from zerocalc.errors import ConfigError, TraceFormatError
+    from zerocalc.nccl.predict import version_from_text
+    from zerocalc.traces import reader
+    from zerocalc.traces.nccl_tests import parse
+
+    if n is not None and n < 1:
+        raise ConfigError("must be a whole number ≥ 1", option="--n")
+    out = []
+    for path in paths:
+        try:
+            with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
+                text = stream.read().decode("utf-8", errors="replace").splitlines(True)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        res = parse(iter(text), path, strict=strict)
+        if not res.rows:
+            raise TraceFormatError(path, None, "no nccl-tests result rows")
+        if any(r["op"] == "other" for r in res.rows):
+            raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
+                                               "its name)")
+        groups: dict[tuple, list] = {}
+        for r in res.rows:  # one sweep per run, collective and group size the file holds
+            p = n or r.get("group_size") or res.meta.get("world_size")
+            groups.setdefault((r.get("run"), r["op"], p), []).append(r)
+        runs = {m["run"]: m for m in res.meta.get("runs", ())}
+        for (run, op, p), rows in groups.items():
+            if not p:
+                raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
+            version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
+            out.append((path, rows, op, int(p), version, res.skipped, runs.get(run, {})))
+    return out
+
+
+def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str], str]:
+    """The NCCL version a sweep is priced at, its notes and how it was chosen (JSON ``nccl_version_how``)."""
+    from zerocalc.nccl import LATEST
+
+    if given:
+        return given, [], "given (--nccl-version)"
+    if stated:
+        return stated, [], "stated by the file"
+    v = LATEST.tag.lstrip("v").split("-")[0]
+    return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"], \
+        "default: the latest modelled (the file states none)"
+
+
+def _sweep_topology(given, path: str, run: dict):
+    """The topology a sweep is priced on and how it was chosen (JSON ``topology_how``): ``given`` (a
+    loaded ``--topology``) always wins; else the preset the run's device lines describe
+    (:func:`zerocalc.topology.devices.preset_for_devices`)."""
+    from zerocalc.topology.devices import preset_for_devices
+
+    if given is not None:
+        return given, "given (--topology)"
+    return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path)
+
+
+def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
+                 nccl_tuner=None) -> None:
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.env import restrictions, settings
+    from zerocalc.validate.sweep import compare_sweep, launch_note
+
+    given = _load_topology(topology, None, None, None, None) if topology is not None else None
+    restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
+    tuner = _read_tuner(nccl_tuner, given) if given is not None else None
+    if given is None and nccl_tuner is not None:
+        raise ConfigError("prices a tuner's rules on a topology; give --topology too", option="--nccl-tuner")
+    sweeps, texts = [], []
+    for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
+        version, notes, version_how = _sweep_version(path, nccl_version, stated)
+        topo, topology_how = _sweep_topology(given, path, run)
+        env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+        cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
+                            algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable, tuner=tuner)
+        d = cmp.as_dict()
+        d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
+        d["nccl_version_how"] = version_how
+        d["gpus_per_thread"] = run.get("gpus_per_thread")
+        launch = [t for t in [launch_note(run.get("gpus_per_thread"))] if t]
+        d["notes"] = notes + list(env.notes) + d["notes"] + launch + _skip_notes(skipped)
+        sweeps.append(d)
+        texts.append(_sweep_text(d, cmp))
+    if fmt == "json":
+        import json
+
+        typer.echo(json.dumps(_nan_to_none({"sweeps": sweeps}), indent=2, allow_nan=False,
+                              default=_json_default))
+    else:
+        typer.echo("\n\n".join(texts))
+
+
+def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
+    """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.env import settings
+    from zerocalc.topology import topology_to_toml
+    from zerocalc.validate.sweep import compare_sweep, fit_calibration
+
+    target = Path(out)
+    if any(target.exists() and target.resolve() == Path(f).resolve() for f in [*files, topology]):
+        raise ConfigError(f"{out} is an input; choose another file", option="--out")
+    base = _load_topology(topology, None, None, None, None)
+    tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
+    fits, lines = [], []
+    for path, rows, op, p, stated, _, _ in _sweep_inputs(files, n, strict):
+        version, notes, _ = _sweep_version(path, nccl_version, stated)
+        env = settings(base, version, None, None, tuner_given=tuner is not None)  # as check prices it
+        cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
+                            nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                            nvls_enable=env.nvls_enable, tuner=tuner)
+        got = fit_calibration(cmp)
+        fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
+        lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]
+        for c in got:
+            lines.append(f"{path}: {c.op} on {c.ranks} ranks, {c.algorithm}/{c.protocol}: "
+                         f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s")
+    name = Path(out).stem
+    topo = replace(base, name=name, title=f"{base.title}, calibrated on {', '.join(files)}",
+                   nccl_calibration=tuple(fits))
+    text = topology_to_toml(topo, header=f"zerocalc fit --out: {base.name} calibrated on {', '.join(files)}")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}", option="--out") from None
+    typer.echo("\n".join([*lines, f"wrote {out}"]))
