@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
+from zerocalc.topology import PRESETS
 
 DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 runner = CliRunner()
@@ -301,3 +302,22 @@ def test_hgx_h100_two_node_ib_sweep_at_the_nccl_it_states():
     # the largest sizes run NVLS Tree, predicted faster than measured, still in band (0.78)
     assert all(r["algorithm"] == "NVLSTree" and 0.7 <= r["ratio"] <= 0.85
                for r in sweep["rows"] if r["bytes"] >= 1 << 30)
+
+
+def test_fit_out_starts_from_the_preset_the_device_lines_describe(tmp_path):
+    """Without --topology, fit --out calibrates the preset check would price the sweep on: the OCI file's
+    '#  Rank' lines name NVIDIA A100-SXM4-40GB, 8 ranks on one host (read from the file), so dgx-a100;
+    the Nebius file has no device lines, so the default, dgx-h100, and the output says why."""
+    oci, nebius = "all_reduce_perf-8xA100-SXM4-40GB-oci.txt", "all_reduce_perf-16xH100-2nodes-infiniband.txt"
+    text = (DATA / oci).read_text()
+    assert text.count("NVIDIA A100-SXM4-40GB") == 8 and "#  Rank" in text
+    assert "#  Rank" not in (DATA / nebius).read_text()
+    for name, extra, preset, how in ((oci, [], "dgx-a100", "from the file's device lines"),
+                                     (nebius, ["--n", "16"], "dgx-h100", "names no GPU")):
+        out = tmp_path / f"{preset}.toml"
+        res = runner.invoke(app, ["fit", str(DATA / name), "--out", str(out), *extra])
+        assert res.exit_code == 0, res.output
+        first = res.output.splitlines()[0]
+        assert first.startswith(f"topology {preset}, ") and how in first
+        doc = tomllib.loads(out.read_text())
+        assert doc["title"].startswith(PRESETS[preset].title)

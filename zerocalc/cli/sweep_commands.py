@@ -141,12 +141,14 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     from zerocalc.validate.sweep import compare_sweep, fit_calibration
 
     target = Path(out)
-    if any(target.exists() and target.resolve() == Path(f).resolve() for f in [*files, topology]):
+    if any(target.exists() and target.resolve() == Path(f).resolve()
+           for f in [*files, *([topology] if topology is not None else [])]):
         raise ConfigError(f"{out} is an input; choose another file", option="--out")
-    base = _load_topology(topology, None, None, None, None)
+    inputs = _sweep_inputs(files, n, strict)
+    base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
-    fits, lines = [], []
-    for path, rows, op, p, stated, _, _ in _sweep_inputs(files, n, strict):
+    fits, lines = [], [f"topology {base.name}, {how}"]
+    for path, rows, op, p, stated, _, _ in inputs:
         version, notes, _ = _sweep_version(path, nccl_version, stated)
         env = settings(base, version, None, None, tuner_given=tuner is not None)  # as check prices it
         cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
@@ -167,3 +169,24 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     except OSError as exc:
         raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}", option="--out") from None
     typer.echo("\n".join([*lines, f"wrote {out}"]))
+
+
+#: The preset ``fit --out`` starts from when neither ``--topology`` nor the sweep's device lines name one.
+FIT_DEFAULT_TOPOLOGY = "dgx-h100"
+
+
+def _fit_base(topology: str | None, inputs: list) -> tuple:
+    """The topology ``fit --out`` calibrates and how it was chosen: ``--topology`` when given; else the
+    preset the first sweep's device lines describe (as ``check`` prices it); else
+    :data:`FIT_DEFAULT_TOPOLOGY`, saying why."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.topology.devices import preset_for_devices
+
+    if topology is not None:
+        return _load_topology(topology, None, None, None, None), "given (--topology)"
+    path, *_, run = inputs[0]
+    try:
+        return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path)
+    except ConfigError:
+        return (_load_topology(FIT_DEFAULT_TOPOLOGY, None, None, None, None),
+                f"the default: {path} names no GPU a preset describes (--topology to choose)")

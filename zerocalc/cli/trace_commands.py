@@ -192,8 +192,9 @@ def fit_cmd(
     out: Annotated[str | None, typer.Option(
         "--out", help="Write a topology TOML calibrated on these nccl-tests sweeps (NCCL's model, one α-β "
                       "per algorithm/protocol where the sweep allows), for table, check and report.")] = None,
-    topology: Annotated[str, typer.Option(
-        "--topology", help="With --out: the preset or TOML file the calibration starts from.")] = "dgx-h100",
+    topology: Annotated[str | None, typer.Option(
+        "--topology", help="With --out: the preset or TOML file the calibration starts from [default: the "
+                           "preset the first sweep's device lines describe, else dgx-h100].")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version",
         help="With --out: NCCL version (default: the file's, else the latest modelled).")] = None,
