@@ -32,6 +32,19 @@ def test_the_meter_shows_bytes_files_rate_and_time_left_then_clears():
     assert out.getvalue().endswith("\r" + " " * 70 + "\r")
 
 
+def test_the_rate_is_taken_from_the_first_report_not_the_start():
+    """Start-up before the first block (imports, worker processes) does not count in the rate: 1 MB
+    by 2 s, then 3 MB by 4 s is 2 MB in 2 s, 1 MB/s, and the last 1 MB 1 s away."""
+    now = [0.0]
+    out = _Tty()
+    meter = Meter(out, clock=lambda: now[0])
+    now[0] = 2.0
+    meter(1_000_000, 4_000_000, 0, 1)
+    now[0] = 4.0
+    meter(3_000_000, 4_000_000, 0, 1)
+    assert out.getvalue().split("\r")[-1].strip() == "reading 3.00 MB of 4.00 MB (75%), 1.00 MB/s, 1 s left"
+
+
 def test_no_meter_unless_stderr_is_a_terminal():
     assert terminal_meter(io.StringIO()) is None
     assert isinstance(terminal_meter(_Tty()), Meter)

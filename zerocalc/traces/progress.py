@@ -24,13 +24,23 @@ class Meter:
         self.start = clock()
         self.last = -1.0
         self.width = 0
+        #: (time, bytes) of the first report: the rate is taken from there on, not from the start, which
+        #: the process's start-up (imports, starting the worker processes) would make look slow
+        self.first: tuple[float, int] | None = None
 
     def __call__(self, done: int, total: int, files_done: int, files: int) -> None:
         now = self.clock()
         if now - self.last < self.every_s and done < total:
             return
         self.last = now
-        self._draw(_line(done, total, files_done, files, now - self.start))
+        if self.first is None:
+            self.first = (now, done)
+        t0, d0 = self.first
+        if now > t0 and done > d0:
+            rate = (done - d0) / (now - t0)
+        else:  # the first report: all we have is the time since the start
+            rate = done / (now - self.start) if now > self.start else 0.0
+        self._draw(_line(done, total, files_done, files, rate))
 
     def close(self) -> None:
         if self.width:
@@ -43,14 +53,13 @@ class Meter:
         self.width = len(text)
 
 
-def _line(done: int, total: int, files_done: int, files: int, elapsed: float) -> str:
-    """``reading 1.2 GB of 4.0 GB (30%), 3 of 16 files, 85 MB/s, 33 s left``."""
+def _line(done: int, total: int, files_done: int, files: int, rate: float) -> str:
+    """``reading 1.2 GB of 4.0 GB (30%), 3 of 16 files, 85 MB/s, 33 s left`` (``rate`` in bytes/s)."""
     parts = [f"reading {format_bytes(done)} of {format_bytes(total)}"
              + (f" ({100 * done / total:.0f}%)" if total else "")]
     if files > 1:
         parts.append(f"{files_done} of {files} files")
-    if elapsed > 0 and done:
-        rate = done / elapsed
+    if rate > 0 and done:
         parts.append(f"{format_bytes(rate)}/s")
         if total > done:
             parts.append(f"{(total - done) / rate:.0f} s left")
