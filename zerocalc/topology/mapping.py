@@ -141,21 +141,28 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
     return v
 
 
-def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
-    """``[[nccl_calibration]]`` tables → :class:`Calibration` (every key required, none unknown)."""
+def _tables(items: Any, name: str, keys: tuple[str, ...], required: tuple[str, ...], fail):
+    """Each table of a ``[[name]]`` array with where it is (``[[name]] #i``), every ``required`` key
+    present and none but ``keys``; anything else is refused through ``fail``."""
     if not isinstance(items, list):
-        fail("nccl_calibration must be an array of tables ([[nccl_calibration]])")
-    out = []
+        fail(f"{name} must be an array of tables ([[{name}]])")
     for i, t in enumerate(items, 1):
-        where = f"[[nccl_calibration]] #{i}"
+        where = f"[[{name}]] #{i}"
         if not isinstance(t, Mapping):
             fail(f"{where} must be a table")
-        unknown = sorted(set(t) - set(_CALIBRATION_KEYS))
-        missing = [k for k in _CALIBRATION_KEYS[:6] if k not in t]
+        unknown = sorted(set(t) - set(keys))
+        missing = [k for k in required if k not in t]
         if unknown or missing:
             what = (f"unknown keys {', '.join(map(repr, unknown))}" if unknown
                     else f"missing key {missing[0]!r}")
-            fail(f"{where}: {what} (keys: {', '.join(_CALIBRATION_KEYS)})")
+            fail(f"{where}: {what} (keys: {', '.join(keys)})")
+        yield where, t
+
+
+def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
+    """``[[nccl_calibration]]`` tables → :class:`Calibration` (every key required, none unknown)."""
+    out = []
+    for where, t in _tables(items, "nccl_calibration", _CALIBRATION_KEYS, _CALIBRATION_KEYS[:6], fail):
         try:
             out.append(Calibration(str(t["op"]), t["ranks"], str(t["algorithm"]), str(t["protocol"]),
                                    t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", ""))))
@@ -167,19 +174,8 @@ def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
 def _nccl_env(items: Any, fail) -> tuple[NcclEnv, ...]:
     """``[[nccl_env]]`` tables → :class:`NcclEnv` (versions required, no unknown key; the lists'
     grammar is checked where the model reads them)."""
-    if not isinstance(items, list):
-        fail("nccl_env must be an array of tables ([[nccl_env]])")
     out = []
-    for i, t in enumerate(items, 1):
-        where = f"[[nccl_env]] #{i}"
-        if not isinstance(t, Mapping):
-            fail(f"{where} must be a table")
-        unknown = sorted(set(t) - set(_ENV_KEYS))
-        missing = [k for k in ("min_version", "max_version") if k not in t]
-        if unknown or missing:
-            what = (f"unknown keys {', '.join(map(repr, unknown))}" if unknown
-                    else f"missing key {missing[0]!r}")
-            fail(f"{where}: {what} (keys: {', '.join(_ENV_KEYS)})")
+    for where, t in _tables(items, "nccl_env", tuple(_ENV_KEYS), ("min_version", "max_version"), fail):
         kw: dict[str, Any] = {}
         for key, attr in _ENV_KEYS.items():
             if key not in t:

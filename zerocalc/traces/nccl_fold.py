@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from zerocalc.traces.nccl_lines import _FACTORS, _KEY
-from zerocalc.traces.nccl_scan import CALL, Scan, _distinct_rows, _small
+from zerocalc.traces.nccl_scan import CALL, Scan, _distinct_rows, _pairs, _small
 from zerocalc.traces.nccl_table import finish
 from zerocalc.traces.records import ParseResult, SkipLog
 
@@ -93,8 +93,6 @@ def join(scans: list[Scan], file: str) -> Calls:
     if parts:
         keys = np.stack([np.concatenate(columns[name]) for name in CALL], axis=1)
         distinct, inverse = _distinct_rows(keys)
-        from zerocalc.traces.nccl_scan import _pairs
-
         processes = _pairs(np.concatenate(hosts), np.concatenate(pids))
     else:
         distinct, inverse = np.zeros((0, len(CALL)), np.int64), np.zeros(0, np.int64)
@@ -194,8 +192,8 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     gcode, proc = [], []
     calls_of: dict[tuple, int] = {}
     procs: dict[tuple, int] = {}
+    h, p = CALL.index("host"), CALL.index("pid")
     for c in logs:
-        h, p = CALL.index("host"), CALL.index("pid")
         ids = np.empty(len(c.distinct), np.int32)
         pr = np.empty(len(c.distinct), np.int32)
         for j, row in enumerate(c.distinct.tolist()):
