@@ -250,14 +250,15 @@ A100 = "all_reduce_perf-8xA100-SXM4-40GB-oci.txt"
 
 
 @pytest.mark.parametrize(("version", "inside", "at_median"), [
-    (None, 13, 0.432),  # the file states no NCCL version: the latest modelled (2.30.7)
-    ("2.19.4", 16, 0.514),
+    (None, 27, 0.537),  # the file states no NCCL version: the latest modelled (2.30.7); 1 MiB at 0.47
+    ("2.19.4", 28, 0.537),
 ])
 def test_oci_a100_single_node_sweep(version, inside, at_median):
     """OCI BM.GPU4.8 (8x A100-SXM4-40GB on NVSwitch), one process driving 8 GPUs (-g 8), 64 B-8 GiB, checked
-    without --topology (dgx-a100 from its device lines). What the model achieves, asserted as it is: the large
-    sizes in band, the sizes up to 1 MiB near 0.47 (the file's time is flat at 32 us up to 32 KiB: the host
-    launching 8 devices' kernels from one thread, which NCCL's model does not price; a note says so)."""
+    without --topology (dgx-a100 from its device lines). What the model achieves, asserted as it is: the
+    sizes up to 512 KiB at the launching thread's floor (8 x 3.96 us, from NVIDIA/nccl-tests issue 123, not
+    from this file), the large sizes in band, 512 KiB-8 MiB near 0.5 (NCCL's model of the GPUs' time,
+    below the floor up to 512 KiB, is half the measured time there)."""
     sweep = check_json(A100, *(["--nccl-version", version] if version else []))
     assert (sweep["topology"], sweep["group_size"]) == ("dgx-a100", 8)
     assert sweep["gpus_per_thread"] == 8 and any("one thread drives 8 GPUs" in n for n in sweep["notes"])
@@ -272,8 +273,40 @@ def test_oci_a100_single_node_sweep(version, inside, at_median):
     big = sweep["rows"][-1]
     assert (big["bytes"], big["algorithm"], big["protocol"]) == (8589934592, "Ring", "Simple")
     hand = 8589934592 / (12 * 20e9 * 8 / 14)
-    assert big["predicted_s"] == pytest.approx(hand, rel=0.002)
+    assert big["predicted_s"] == pytest.approx(hand, rel=0.002) and not big["host_bound"]
     assert big["ratio"] == pytest.approx(hand / (rows[-1][1] * 1e-6), rel=0.002)  # 0.98
+    # hand check, 64 B: the floor, 8 GPUs x 3.96 us = 31.68 us, above NCCL's Ring/LL 6.6 + 14 x 0.6 = 15.0 us
+    # (tuning.cc: base latency + 2 (nRanks - 1) NVLink hops); the file measures 32.01 us
+    small = sweep["rows"][0]
+    assert small["host_bound"] and small["host_floor_s"] == pytest.approx(31.68e-6, rel=1e-6)
+    assert small["nccl_s"] == pytest.approx(15.0e-6, rel=0.01)
+    assert small["predicted_s"] == pytest.approx(31.68e-6, rel=1e-6)
+    assert small["ratio"] == pytest.approx(31.68 / rows[0][1], rel=1e-6)
+    bound = [r["bytes"] for r in sweep["rows"] if r["host_bound"]]
+    assert bound == [r[0] for r in rows if r[0] <= 512 << 10]
+
+
+def test_host_floor_per_gpu_is_the_slope_of_the_published_g_sweep():
+    """HOST_US_PER_GPU against its source, NVIDIA/nccl-tests issue 123: DGX-A100, NCCL_ALGO=Ring
+    NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G; times posted for G = 2..8. Least-squares slope by
+    hand: mean G = 5, sum of (G - 5)^2 = 28."""
+    from zerocalc.validate.sweep import HOST_US_PER_GPU, host_floor_s
+
+    posted = {2: 10.0, 3: 13.76, 4: 16.88, 5: 20.8, 6: 25.2, 7: 29.5, 8: 33.7}
+    mean_t = sum(posted.values()) / 7
+    slope = sum((g - 5) * (t - mean_t) for g, t in posted.items()) / 28
+    assert HOST_US_PER_GPU == pytest.approx(slope, abs=0.005)  # 3.961
+    # NCCL's own model of that ring rises 2 x 0.6 us per GPU (Ring/LL NVLink hop): the rest is the host's
+    assert slope > 3 * 2 * 0.6
+    assert host_floor_s(None) is None and host_floor_s(1) is None
+    assert host_floor_s(4) == pytest.approx(4 * 3.96e-6)
+
+
+def test_one_gpu_per_thread_sweeps_have_no_floor():
+    """Sweeps run one process per GPU (-g 1) are NCCL's time alone."""
+    sweep = check_json(XE9680)
+    assert all(r["host_floor_s"] is None and not r["host_bound"] for r in sweep["rows"])
+    assert all(r["predicted_s"] == r["nccl_s"] for r in sweep["rows"])
 
 
 XE9680 = "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt"

@@ -377,9 +377,11 @@ def _plural(n: int, noun: str) -> str:
 
 def _choice(row) -> str:
     """``Tree/Simple``, ``*`` when calibrated, `` 2ch`` when a tuner imposed the channel count
-    (:mod:`zerocalc.nccl.tuner`)."""
+    (:mod:`zerocalc.nccl.tuner`), `` host`` when the launching thread's floor sets the time
+    (:func:`zerocalc.validate.sweep.host_floor_s`)."""
     return (f"{row['algorithm']}/{row['protocol']}" + ("*" if row["calibrated"] else "")
-            + (f" {row['channels']}ch" if row.get("channels") else ""))
+            + (f" {row['channels']}ch" if row.get("channels") else "")
+            + (" host" if row.get("host_bound") else ""))
 
 
 def _ratio_bar(ratio: float, width: int = 33) -> str:

@@ -112,7 +112,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable, tuner=tuner)
+                            nvls_enable=env.nvls_enable, tuner=tuner,
+                            gpus_per_thread=run.get("gpus_per_thread"))
         d = cmp.as_dict()
         d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
         d["nccl_version_how"] = version_how

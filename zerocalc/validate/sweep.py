@@ -11,6 +11,10 @@ file has one, and ``unsteady``: the out-of-place and in-place times of the size 
 collective and the communicator, not the buffers), and nccl-tests times them back to back with the same
 iterations, so such a gap is the run's, not the model's. :func:`fit_calibration` fits the α-β pairs
 ``zerocalc fit --out`` writes.
+
+When one thread drives several GPUs (nccl-tests ``-g G``), the prediction is the larger of NCCL's time
+and the thread's own time per iteration, :func:`host_floor_s` (``nccl_s`` keeps NCCL's time, ``host_floor_s``
+the floor, per row).
 """
 
 from __future__ import annotations
@@ -28,6 +32,13 @@ from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Collective, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
+
+HOST_US_PER_GPU = 3.96
+"""Host time (µs) one nccl-tests thread spends per GPU it drives, per collective: the least-squares slope of
+the all-reduce times posted in NVIDIA/nccl-tests issue 123 (DGX-A100, ``NCCL_ALGO=Ring
+NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G``, G = 2…8: 10, 13.76, 16.88, 20.8, 25.2, 29.5,
+33.7 µs), against which NCCL's own model of that ring rises by 2 × 0.6 µs per GPU (Ring/LL NVLink hop,
+``tuning.cc``). See :func:`host_floor_s`."""
 
 UNSTEADY = 1.25
 """Out-of-place over in-place time (either way) beyond which a row is ``unsteady``: the upper edge of the
@@ -72,11 +83,12 @@ class SweepComparison:
 
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
-                  tuner: TunerConfig | None = None) -> SweepComparison:
+                  tuner: TunerConfig | None = None, gpus_per_thread: int | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel counts of the topology's profile (:func:`zerocalc.nccl.env.channel_limits`) and, when
-    given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`)."""
+    given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`); with ``gpus_per_thread`` (nccl-tests
+    ``-g``) above 1, no faster than the thread's launches (:func:`host_floor_s`)."""
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
     lo, hi = channel_limits(topo, nccl_version)
@@ -87,16 +99,20 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         api = tuner_api(nccl_version)
         check_rules(tuning, tuner, topo.name)
     calibration = topo.nccl_calibration or ()
+    floor = host_floor_s(gpus_per_thread)
     out = []
     for r in sorted(rows, key=lambda r: r["size_bytes"]):
         measured = r.get("duration_s")
         if measured is None or not measured > 0 or r["size_bytes"] <= 0:
             continue
         pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api)
-        row = {"bytes": int(r["size_bytes"]), "measured_s": float(measured), "predicted_s": pr.time_s,
-               "ratio": pr.time_s / float(measured), "algorithm": pr.algorithm.value,
+        t = max(pr.time_s, floor or 0.0)
+        row = {"bytes": int(r["size_bytes"]), "measured_s": float(measured), "predicted_s": t,
+               "ratio": t / float(measured), "algorithm": pr.algorithm.value,
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
-               "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
+               "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size),
+               "nccl_s": pr.time_s, "host_floor_s": floor,
+               "host_bound": floor is not None and floor > pr.time_s}
         row.update(_in_place(float(measured), r.get("inplace_duration_s")))
         if tuner is not None:
             row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
@@ -111,20 +127,32 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
-def launch_note(gpus_per_thread: int | None) -> str:
-    """What a sweep run with several GPUs per thread (nccl-tests ``-g G``, G > 1) adds to its small sizes,
-    or "". Such a thread issues each collective on its G devices inside one ``ncclGroupStart`` /
-    ``ncclGroupEnd`` (nccl-tests ``src/common.cu``), and NCCL launches the G kernels one after the other
-    from that thread (``src/group.cc`` ``doLaunches``: per communicator of the clique ``cudaSetDevice``,
-    ``ncclLaunchPrepare`` and the kernel launch, in one loop): a host-side floor under each call
-    that ``ncclTopoGetAlgoTime`` (``src/graph/tuning.cc``), which prices one rank's call, does not
-    hold. NCCL publishes no figure for a launch, so none is added here; the note says why the
-    smallest sizes can read slower than predicted."""
+def host_floor_s(gpus_per_thread: int | None) -> float | None:
+    """The least time per collective of a thread that drives ``gpus_per_thread`` GPUs (nccl-tests ``-g``),
+    ``gpus_per_thread`` × :data:`HOST_US_PER_GPU`; ``None`` for one GPU per thread or when unknown.
+
+    Why a floor, not an addition: nccl-tests (``src/common.cu`` ``BenchTime``) times ``iters`` calls issued
+    back to back without waiting and divides by ``iters``, each call one ``ncclGroupStart`` / one collective
+    per GPU / ``ncclGroupEnd``; NCCL launches the G kernels one after the other from that thread
+    (``src/group.cc`` ``doLaunches``: per communicator ``cudaSetDevice``, ``ncclLaunchPrepare``, the kernel
+    launch). The GPUs run call k while the thread issues call k + 1, so an iteration lasts the longer of
+    the thread's G launches and the GPUs' collective, which ``ncclTopoGetAlgoTime`` (one rank's call)
+    prices. With one GPU per thread the launch (~4 µs) is below any NCCL latency, so no floor is set."""
     if not gpus_per_thread or gpus_per_thread <= 1:
+        return None
+    return gpus_per_thread * HOST_US_PER_GPU * 1e-6
+
+
+def launch_note(gpus_per_thread: int | None) -> str:
+    """What a sweep run with several GPUs per thread (nccl-tests ``-g G``, G > 1) is priced with, or ""
+    (:func:`host_floor_s`)."""
+    floor = host_floor_s(gpus_per_thread)
+    if floor is None:
         return ""
     return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}): NCCL launches "
-            f"their kernels one after the other from it, a host floor under the small sizes that NCCL's "
-            f"model (one rank's call) does not price")
+            f"their kernels one after the other from it, so no call is predicted faster than "
+            f"{gpus_per_thread} × {HOST_US_PER_GPU:g} µs = {floor * 1e6:.1f} µs (host time per GPU from the "
+            f"-g 2…8 latencies in NVIDIA/nccl-tests issue 123); rows marked 'host' are priced at that floor")
 
 
 def _in_place(out_of_place: float, in_place) -> dict:

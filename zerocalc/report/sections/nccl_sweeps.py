@@ -49,13 +49,14 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         topo = get_topology(preset)
         env = settings(topo, version, None, None)
         group = ranks or int(res.meta["world_size"])
+        runs = res.meta.get("runs") or [{}]
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable)
+                            nvls_enable=env.nvls_enable, gpus_per_thread=runs[0].get("gpus_per_thread"))
         df = pd.DataFrame(cmp.rows)
         if env.notes:  # the same sweep with NCCL's defaults: what the provider's environment changes
             stock = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group,
-                                  nccl_version=version)
+                                  nccl_version=version, gpus_per_thread=runs[0].get("gpus_per_thread"))
             df["stock_ratio"] = [r["ratio"] for r in stock.rows]
         df["sweep"] = label
         frames.append(df)
@@ -73,6 +74,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
 
 def draw(w: Writer, data: ReportData) -> None:
     from zerocalc import plots
+    from zerocalc.validate.sweep import HOST_US_PER_GPU
 
     w.heading(title("nccl_sweeps"))
     w.paragraph(
@@ -116,14 +118,20 @@ def draw(w: Writer, data: ReportData) -> None:
         "in-place times agree): the run changed algorithm or channels there, which one pair of NCCL's "
         "model, its time growing with size, does not.")
     a100 = df[df["sweep"] == SWEEPS[3][3]]
-    small = a100[a100["bytes"] <= 32 << 10]["measured_s"]
+    small = a100[a100["bytes"] <= 32 << 10]
     large = a100[a100["bytes"] >= 256 << 20]["ratio"]
+    host = a100[a100["host_bound"]]
     w.paragraph(
         f"The 8×A100 sweep ran one thread driving all 8 GPUs (nccl-tests -g 8): its time is flat at "
-        f"{small.min() * 1e6:.1f}-{small.max() * 1e6:.1f} µs up to 32 KiB, where NCCL launches the 8 kernels "
-        "one after the other from that thread (src/group.cc doLaunches), a host cost NCCL's model, which "
-        f"prices one rank's call, does not hold; from 256 MiB up its ratios are {large.min():.2f}-"
-        f"{large.max():.2f}. It prints no NCCL version: it is priced with the latest tables.")
+        f"{small['measured_s'].min() * 1e6:.1f}-{small['measured_s'].max() * 1e6:.1f} µs up to 32 KiB, where "
+        "NCCL launches the 8 kernels one after the other from that thread (src/group.cc doLaunches) while "
+        "the GPUs run the previous call. No call is therefore priced faster than 8 launches of "
+        f"{HOST_US_PER_GPU:g} µs, the host time per GPU of the -g 2-8 latencies posted in NVIDIA/nccl-tests "
+        f"issue 123 (a DGX-A100): that floor sets the {len(host)} sizes up to "
+        f"{host['bytes'].max() / 1024:g} KiB, where NCCL's own model of the GPUs' time is "
+        f"{host['nccl_s'].min() * 1e6:.1f}-{host['nccl_s'].max() * 1e6:.1f} µs; "
+        f"from 256 MiB up its ratios are {large.min():.2f}-{large.max():.2f}. It prints no NCCL version: it "
+        "is priced with the latest tables.")
     rows = -(-len(SWEEPS) // 3)
     w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=3), caption=(
         "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
