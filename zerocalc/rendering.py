@@ -404,7 +404,9 @@ def _sweep_text(d: dict, cmp) -> str:
 
     rows = d["rows"]
     how = d.get("topology_how") or ""
-    lines = [f"{d['file']}: {d['op']} on {d['group_size']} ranks, NCCL {d['nccl_version']} "
+    n_how = d.get("n_how") or ""
+    ranks = f"{d['group_size']} ranks" + (f" ({n_how})" if n_how.startswith("from busbw") else "")
+    lines = [f"{d['file']}: {d['op']} on {ranks}, NCCL {d['nccl_version']} "
              f"(tables of {d['nccl_tables']}), topology {d['topology']}"
              + ("" if not how or how.startswith("given") else f", {how}")]
     lines += [f"note: {t}" for t in d["notes"]]

@@ -35,7 +35,7 @@ def _sweep_files(paths: list[str]) -> bool:
 
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines, the
-    run's entry in ``meta["runs"]``)."""
+    run's entry in ``meta["runs"]`` with ``n_how`` added: how the group size was told)."""
 
     from zerocalc.errors import ConfigError, TraceFormatError
     from zerocalc.nccl.predict import version_from_text
@@ -63,11 +63,32 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
             groups.setdefault((r.get("run"), r["op"], p), []).append(r)
         runs = {m["run"]: m for m in res.meta.get("runs", ())}
         for (run, op, p), rows in groups.items():
-            if not p:
-                raise ConfigError(f"{path}: the file does not say how many ranks ran; give --n", option="--n")
+            meta = dict(runs.get(run, {}))
+            p, meta["n_how"] = _group_size(path, rows, op, p, n, meta)
             version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
-            out.append((path, rows, op, int(p), version, res.skipped, runs.get(run, {})))
+            out.append((path, rows, op, int(p), version, res.skipped, meta))
     return out
+
+
+def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, run: dict) -> tuple[int, str]:
+    """A sweep's group size and how it was told (JSON ``n_how``): ``--n``, the file's ``# Rank`` lines,
+    all_gather's / reduce_scatter's size / count, else its busbw / algbw ratio
+    (:func:`zerocalc.traces.busbw.ranks_from_bandwidth`; a file that cannot tell is refused naming
+    ``--n``)."""
+    from zerocalc.errors import ConfigError, TraceFormatError
+    from zerocalc.traces.busbw import ranks_from_bandwidth
+
+    if n is not None:
+        return n, "given (--n)"
+    if p:
+        if run.get("ranks_listed") == p:
+            return int(p), f"the file's # Rank lines ({p})"
+        return int(p), "size / count (nccl-tests prints the total size and one rank's count)"
+    try:
+        got = ranks_from_bandwidth(rows, op, file=path)
+    except TraceFormatError as exc:
+        raise ConfigError(str(exc), option="--n") from None
+    return got.n, got.how
 
 
 def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str], str]:
@@ -91,7 +112,9 @@ def _sweep_topology(given, path: str, run: dict):
 
     if given is not None:
         return given, "given (--topology)"
-    return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path)
+    return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
+                              network=run.get("network") or {},
+                              shared_devices=run.get("shared_devices") or ())
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
@@ -117,6 +140,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         d = cmp.as_dict()
         d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
         d["nccl_version_how"] = version_how
+        d["n_how"] = run.get("n_how")
         d["gpus_per_thread"] = run.get("gpus_per_thread")
         launch = [t for t in [launch_note(run.get("gpus_per_thread"))] if t]
         d["notes"] = notes + list(env.notes) + d["notes"] + launch + _skip_notes(skipped)
@@ -187,7 +211,9 @@ def _fit_base(topology: str | None, inputs: list) -> tuple:
         return _load_topology(topology, None, None, None, None), "given (--topology)"
     path, *_, run = inputs[0]
     try:
-        return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path)
+        return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
+                                  network=run.get("network") or {},
+                                  shared_devices=run.get("shared_devices") or ())
     except ConfigError:
         return (_load_topology(FIT_DEFAULT_TOPOLOGY, None, None, None, None),
                 f"the default: {path} names no GPU a preset describes (--topology to choose)")

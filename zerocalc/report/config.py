@@ -103,10 +103,29 @@ def custom_topology(config: ReportConfig) -> Topology | None:
 
 
 def figure_topologies(config: ReportConfig) -> list[str | Topology]:
+    """Figure 2's panels: the report's own topology when it is not a preset, then each preset whose
+    links differ from every earlier preset's (the figure prices the links alone; see
+    :func:`same_links_as`)."""
     from zerocalc.topology import PRESETS
 
     custom = custom_topology(config)
-    return [*([custom] if custom is not None else []), *PRESETS]
+    return [*([custom] if custom is not None else []), *[n for n in PRESETS if n not in same_links_as()]]
+
+
+def same_links_as() -> dict[str, str]:
+    """Each preset whose node size and two α-β links equal an earlier preset's → that preset (the
+    cloud variants of a DGX: same textbook time, drawn once in figure 2)."""
+    from zerocalc.topology import PRESETS
+
+    seen: dict[tuple, str] = {}
+    out: dict[str, str] = {}
+    for name, t in PRESETS.items():
+        key = (t.gpus_per_node, t.intra, t.inter)
+        if key in seen:
+            out[name] = seen[key]
+        else:
+            seen[key] = name
+    return out
 
 
 def topology_label(topo: str | Topology) -> str:

@@ -1,47 +1,107 @@
-"""The preset an nccl-tests run's own ``# Rank`` lines describe: GPU model → preset, ranks per host → node.
+"""The preset an nccl-tests run's own lines describe: GPU model, network and ranks per host → a preset.
 
 nccl-tests prints one line per rank before its table (``src/common.cu``, "Using devices"): ``#  Rank  0
 Group  0 Pid 6899 on HOST device 0 [0000:04:00] NVIDIA H100 80GB HBM3``, the last cells being the CUDA
 device name (``cudaDeviceProp.name``, the name ``nvidia-smi`` prints). :func:`preset_for_devices` maps
-that name to the preset whose node holds such GPUs, and the host names to the nodes: ranks per host
-become the node's GPUs when they differ from the preset's 8.
+that name to the kind of node that holds such GPUs, the network the file shows to the cloud or fabric
+it ran on, and the host names to the nodes: ranks per host become the node's GPUs when they differ
+from the preset's 8.
 
-Which names map where (the names as nvidia-smi and nccl-tests print them: ``NVIDIA A100-SXM4-40GB``
-in NVIDIA/nccl-tests issue 119 and NVIDIA/nccl issue 583, ``NVIDIA A100-SXM4-80GB`` in nccl-tests issue
-149, ``NVIDIA H100 80GB HBM3`` in the bundled ``all_reduce_perf-16xH100-2nodes.txt`` and nccl-tests
-issues 294 and 309, ``NVIDIA H200`` in the public outputs of Azure's and OCI's H200 nodes):
+GPU names (as nvidia-smi and nccl-tests print them: ``NVIDIA A100-SXM4-40GB`` in NVIDIA/nccl-tests issue
+119 and NVIDIA/nccl issue 583, ``NVIDIA A100-SXM4-80GB`` in nccl-tests issue 149, ``NVIDIA H100 80GB HBM3``
+in the bundled ``all_reduce_perf-16xH100-2nodes.txt`` and nccl-tests issues 294 and 309, ``NVIDIA H200``
+in the public outputs of Azure's and OCI's H200 nodes):
 
-* ``A100-SXM…`` (``NVIDIA A100-SXM4-40GB``, ``-80GB``; NVIDIA's drivers before 2021 print it without
-  ``NVIDIA``): the SXM4 module of HGX/DGX A100 boards → ``dgx-a100``;
-* ``A100…PCIe`` (``NVIDIA A100-PCIE-40GB``, ``NVIDIA A100 80GB PCIe``) → ``pcie-gen4`` (whose GPUs are
-  A100 PCIe);
-* ``H100 80GB HBM3`` (the SXM5 module; the PCIe card is ``NVIDIA H100 PCIe``, the NVL card ``NVIDIA H100
-  NVL``) → ``dgx-h100``;
-* ``H200`` alone (the SXM module; the PCIe card is ``NVIDIA H200 NVL``) → ``dgx-h200``;
-* ``B200`` → ``dgx-b200``.
+* ``A100-SXM…`` (NVIDIA's drivers before 2021 print it without ``NVIDIA``): the SXM4 module of HGX/DGX
+  A100 boards → ``dgx-a100``; on AWS, ``aws-p4d`` (40 GB) or ``aws-p4de`` (80 GB);
+* ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPXO
+  ``gcp-a3-mega``;
+* ``H200`` alone (the SXM module; the PCIe card is ``NVIDIA H200 NVL``) → ``dgx-h200``; on AWS ``aws-p5e``
+  (p5e and p5en hold the same GPUs and 3,200 Gb/s of EFA; p5en's EFAv3 reports 35 µs to NCCL, p5e's 75:
+  the file cannot tell them apart, and the first line says so);
+* ``B200`` → ``dgx-b200``;
+* a PCIe card (:data:`PCIE_CARDS`: the name says PCIe, or a GeForce / RTX / workstation / L-series part)
+  → the PCIe box of its generation (``pcie-gen4``, ``pcie-gen5``), with the card's own name and compute
+  capability in place of the preset's.
 
-Every other name (H100 PCIe/NVL, H800, H20, GH200/GB200, V100, consumer cards) has no preset: the
-caller is told to give ``--topology``. A file whose runs name no device, or several models, too.
+The network (:data:`zerocalc.traces.nccl_tests.NETWORK_EVIDENCE`): NCCL's INFO lines, when the file has
+them, are strong evidence (``NET/OFI`` → AWS EFA, ``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP
+TCPXO, ``NET/Socket`` → TCP sockets); host names are a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``,
+OCI's ``inst-…``, GKE's ``gke-…``) used only when no INFO line names the network. A network no preset of
+that GPU describes (sockets, or GCP's TCPX on A3 High) across hosts is refused, as are GPUs no preset
+describes, several GPU models, ranks sharing one GPU and hosts with different rank counts: the caller
+is told to give ``--topology``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
 from zerocalc.topology.machine import Link, Topology
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
 
-#: (pattern of the CUDA device name, preset), first match wins (module docstring).
-GPU_PRESETS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bA100-SXM", re.I), "dgx-a100"),
-    (re.compile(r"\bA100\b.*\bPCIe\b|\bA100-PCIE", re.I), "pcie-gen4"),
-    (re.compile(r"\bH100\b.*\bHBM3\b|\bH100[- ]SXM", re.I), "dgx-h100"),
-    (re.compile(r"\bH200$", re.I), "dgx-h200"),
-    (re.compile(r"\bB200$", re.I), "dgx-b200"),
+#: (pattern of the CUDA device name, the kind of node), first match wins (module docstring).
+GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bA100-SXM\S*-80GB", re.I), "a100-80"),
+    (re.compile(r"\bA100-SXM", re.I), "a100-40"),
+    (re.compile(r"\bH100\b.*\bHBM3\b|\bH100[- ]SXM", re.I), "h100"),
+    (re.compile(r"\bH200$", re.I), "h200"),
+    (re.compile(r"\bB200$", re.I), "b200"),
 )
+
+#: kind of node → network → preset (``None``: the network says nothing of the machine).
+_PRESET_FOR: dict[str, dict[str | None, str]] = {
+    "a100-40": {None: "dgx-a100", "ib": "dgx-a100", "efa": "aws-p4d"},
+    "a100-80": {None: "dgx-a100", "ib": "dgx-a100", "efa": "aws-p4de"},
+    "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega"},
+    "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
+    "b200": {None: "dgx-b200", "ib": "dgx-b200"},
+}
+
+
+@dataclass(frozen=True)
+class PcieCard:
+    """A PCIe GPU: its PCIe generation and CUDA compute capability × 10."""
+
+    pattern: re.Pattern[str]
+    pcie_gen: int
+    compute_capability: int
+
+
+#: PCIe cards (NVIDIA's product pages for the PCIe generation of each card; NVIDIA's CUDA GPUs page for
+#: compute capability): the H100 PCIe / NVL and H200 NVL (PCIe Gen5 x16, 9.0), GeForce RTX 50 and RTX PRO
+#: Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9), GeForce
+#: RTX 30 / RTX A-series / A10 / A40 (Gen4 x16, 8.6), A100 PCIe and A30 (Gen4 x16, 8.0). Before them
+#: (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. An H100 NVL / H200 NVL pair's NVLink bridge
+#: is not modelled: the preset prices PCIe alone.
+PCIE_CARDS: tuple[PcieCard, ...] = (
+    PcieCard(re.compile(r"\bH[12]00\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
+    PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
+    PcieCard(re.compile(r"\bRTX 40\d0\b|\bRTX \d+ Ada\b|\bL4\b|\bL40S?\b", re.I), 4, 89),
+    PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA10\b|\bA40\b", re.I), 4, 86),
+    PcieCard(re.compile(r"\bA100\b.*\bPCIe\b|\bA100-PCIE|\bA30\b", re.I), 4, 80),
+    PcieCard(re.compile(r"\bV100-PCIE", re.I), 3, 70),
+    PcieCard(re.compile(r"\bT4\b", re.I), 3, 75),
+)
+_PCIE_PRESET = {4: "pcie-gen4", 5: "pcie-gen5"}
+
+#: Host-name patterns of clouds (a hint, weaker than INFO lines): EC2's default host names
+#: (``ip-10-0-1-23``, AWS EC2 User Guide "EC2 instance hostname types": IP-based names), OCI's
+#: instance names (``inst-xxxxx-…``, the OCI console's default display names, as in the bundled OCI
+#: sweep), GKE's node names (``gke-CLUSTER-POOL-…``).
+HOST_HINTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
+    (re.compile(r"^ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.|$)"), "AWS EC2", "efa"),
+    (re.compile(r"^inst-"), "OCI", None),
+    (re.compile(r"^gke-"), "GCP (GKE)", None),
+)
+
+#: The networks the INFO lines name, in words.
+NETWORK_NAMES = {"efa": "AWS EFA (aws-ofi-nccl)", "ib": "InfiniBand/RoCE (NCCL's IB transport)",
+                 "socket": "TCP sockets (NCCL's socket transport)", "tcpxo": "GCP GPUDirect-TCPXO",
+                 "tcpx": "GCP GPUDirect-TCPX"}
 
 
 def _refuse(why: str) -> ConfigError:
@@ -50,29 +110,61 @@ def _refuse(why: str) -> ConfigError:
 
 
 def preset_for_gpu(name: str) -> str | None:
-    """The preset whose node holds GPUs of this CUDA device name, or ``None``."""
-    return next((preset for rx, preset in GPU_PRESETS if rx.search(name.strip())), None)
+    """The preset whose node holds GPUs of this CUDA device name (no network evidence), or ``None``."""
+    kind = next((k for rx, k in GPU_KINDS if rx.search(name.strip())), None)
+    if kind is not None:
+        return _PRESET_FOR[kind][None]
+    card = pcie_card(name)
+    return _PCIE_PRESET.get(card.pcie_gen) if card else None
 
 
-def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *,
-                       where: str) -> tuple[Topology, str]:
-    """The preset the ``# Rank`` lines of a run describe, and how it was chosen (a sentence).
+def pcie_card(name: str) -> PcieCard | None:
+    """The PCIe card this CUDA device name is, or ``None``."""
+    return next((c for c in PCIE_CARDS if c.pattern.search(name.strip())), None)
 
-    ``gpus``: device name → ranks; ``hosts``: host name → ranks (as
-    :func:`zerocalc.traces.nccl_tests.parse` lists them per run). With ranks per host other than the
-    preset's GPUs per node, the node is taken to hold that many (the preset's NICs scaled with them:
-    every multi-GPU preset has one NIC per GPU, or one per node). Raises :class:`ConfigError` naming
-    ``--topology`` when the lines name no GPU, several models, one no preset describes, or hosts with
-    different rank counts."""
+
+def _network(network: Mapping[str, Sequence], hosts: Mapping[str, int], where: str
+             ) -> tuple[str | None, str]:
+    """The network the run's lines show and the words that say why (``None``, ``""``: nothing shown)."""
+    kinds = list(network)
+    if kinds:
+        if len(kinds) > 1 and "socket" in kinds:
+            kinds.remove("socket")  # a plugin or IB next to a socket line: the socket one is bootstrap's
+        if len(kinds) > 1:
+            raise _refuse(f"{where}: its NCCL lines name several networks "
+                          f"({', '.join(f'line {network[k][0]}: {NETWORK_NAMES[k]}' for k in kinds)})")
+        (kind,) = kinds
+        return kind, f"network {NETWORK_NAMES[kind]} from line {network[kind][0]}"
+    for rx, cloud, kind in HOST_HINTS:
+        named = [h for h in hosts if rx.search(h)]
+        if named and len(named) == len(hosts):
+            return kind, f"host names {named[0]}… ({cloud}, a hint: no NCCL INFO line names the network)"
+    return None, ""
+
+
+def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, where: str,
+                       network: Mapping[str, Sequence] | None = None,
+                       shared_devices: Sequence[Sequence] = ()) -> tuple[Topology, str]:
+    """The preset the lines of a run describe, and how it was chosen (a sentence).
+
+    ``gpus``: device name → ranks; ``hosts``: host name → ranks; ``network``: kind → (line, text) of
+    the INFO or launch lines that name the network; ``shared_devices``: (host, bus id, ranks) of GPUs
+    several ranks ran on (as :func:`zerocalc.traces.nccl_tests.parse` lists them per run). With ranks
+    per host other than the preset's GPUs per node, the node is taken to hold that many (the preset's
+    NICs scaled with them when it has one per GPU). Raises :class:`ConfigError` naming ``--topology``
+    when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
+    no preset of that GPU has, or hosts with different rank counts."""
     if not gpus:
         raise _refuse(f"{where} names no GPU (no '#  Rank … device …' lines) to choose a topology from")
     if len(gpus) > 1:
         raise _refuse(f"{where} names several GPU models ({', '.join(gpus)})")
     (gpu,) = gpus
-    name = preset_for_gpu(gpu)
-    if name is None:
-        raise _refuse(f"{where}: no preset describes its GPUs ({gpu})")
-    topo = PRESETS[name]
+    if shared_devices:
+        host, bus, ranks = shared_devices[0]
+        raise _refuse(f"{where}: ranks {', '.join(map(str, ranks))} share one {gpu} (host {host}, "
+                      f"bus {bus}); no preset describes several ranks per GPU")
+    net, net_how = _network(network or {}, hosts, where)
+    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how)
     per_host = set(hosts.values())
     if len(per_host) > 1:
         raise _refuse(f"{where}: its hosts run different numbers of ranks "
@@ -80,9 +172,11 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *,
     (k,) = per_host
     if k > topo.gpus_per_node:
         raise _refuse(f"{where}: {k} ranks per host, more than the {topo.gpus_per_node} GPUs of a "
-                      f"{name} node")
+                      f"{topo.name} node")
     plural = "s" if len(hosts) != 1 else ""
-    how = f"from the file's device lines: {gpu}, {k} per host, {len(hosts)} host{plural}"
+    how = f"from the file's device lines: {gpu}, {k} per host, {len(hosts)} host{plural}{gpu_how}"
+    if net_how:
+        how += f"; {net_how}"
     if k != topo.gpus_per_node and len(hosts) > 1:
         nics = topo.nics_per_node
         if nics is not None and nics == topo.gpus_per_node:
@@ -92,3 +186,32 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *,
         topo = replace(topo, gpus_per_node=k, nics_per_node=nics)
         how += f" (nodes of {k} GPUs and {nics} NICs)"
     return topo, how
+
+
+def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -> tuple[Topology, str]:
+    """The preset for this GPU on this network, and what to add to the sentence (a PCIe card's facts)."""
+    kind = next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
+    card = pcie_card(gpu) if kind is None else None
+    if kind is None and card is None:
+        raise _refuse(f"{where}: no preset describes its GPUs ({gpu})")
+    if kind is None and card is not None and card.pcie_gen not in _PCIE_PRESET:
+        raise _refuse(f"{where}: no preset describes a PCIe {card.pcie_gen}.0 box ({gpu})")
+    if n_hosts > 1 and net is not None and (kind is None or net not in _PRESET_FOR[kind]):
+        if kind is None and net == "ib":
+            pass  # a PCIe box's preset has an InfiniBand NIC
+        else:
+            hint = " (ethernet-100g: a 100 GbE cluster of PCIe 4.0 GPUs)" if net == "socket" else ""
+            raise _refuse(f"{where}: {net_how}, which no preset of {gpu} describes{hint}")
+    if kind is not None:
+        table = _PRESET_FOR[kind]
+        name = table.get(net if n_hosts > 1 or net in ("efa", "tcpxo") else None, table[None])
+        topo = PRESETS[name]
+        extra = ""
+        if name == "aws-p5e":
+            extra = " (p5e or p5en: the file cannot tell them apart; --topology aws-p5en for EFAv3)"
+        return topo, extra
+    assert card is not None
+    topo = PRESETS[_PCIE_PRESET[card.pcie_gen]]
+    topo = replace(topo, gpu=gpu, compute_capability=card.compute_capability)
+    return topo, (f" (a PCIe {card.pcie_gen}.0 card, compute capability {card.compute_capability / 10:g}: "
+                  f"{topo.name} with these GPUs)")

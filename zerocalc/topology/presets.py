@@ -1,5 +1,6 @@
-"""The preset machines (DGX A100/H100/H200/B200, GCP A3 Mega, PCIe and Ethernet clusters), each
-figure citing its datasheet, and :func:`get_topology` to pick one by name.
+"""The preset machines (DGX A100/H100/H200/B200, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 4.0 and
+5.0 boxes and an Ethernet cluster), each figure citing its datasheet, and :func:`get_topology` to pick
+one by name.
 """
 
 from __future__ import annotations
@@ -41,16 +42,46 @@ _TCPXO_ENV = (
 
 
 def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: float,
-          **hardware: Any) -> Topology:
+          cpu_vendor: str = "intel", **hardware: Any) -> Topology:
     """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU), one NIC per GPU
-    (``nic_Gbps`` each, the node's network bandwidth their sum), PCIe 5.0 and Intel hosts: the DGX
-    H100/H200/B200 and their cloud variants (each preset's ``source`` cites its datasheet)."""
+    (``nic_Gbps`` each, the node's network bandwidth their sum), PCIe 5.0 and (unless told) Intel
+    hosts: the DGX H100/H200/B200 and their cloud variants (each preset's ``source`` cites its
+    datasheet)."""
     nics = 8
     return Topology(
         name, title, 8,
         Link.from_units(_NVLINK_US, nvlink_GBps), Link.from_units(_NET_US, nics * nic_Gbps / 8),
         source=source, nvlinks_per_gpu=18, pcie_gen=5, nics_per_node=nics, nic_Gbps=nic_Gbps,
-        cpu_vendor="intel", in_network_reduction=("nvls",), **hardware,
+        cpu_vendor=cpu_vendor, in_network_reduction=("nvls",), **hardware,
+    )
+
+
+#: What NCCL's model reads of AWS's EFA network, from the aws-ofi-nccl plugin NCCL loads for it
+#: (aws/aws-ofi-nccl, ``src/platform-aws.cpp`` platform table and ``src/nccl_ofi_rdma.cpp``; v1.16):
+#: the latency it reports to NCCL (``props->latency``, NCCL's ``latencyInter`` in tuning.cc) is 75 µs on
+#: p4d, p4de, p5 and p5e and 35 µs on p5en (since its commit 2496e7d, May 2025, "based on empirical
+#: search"; 75 µs before and on unknown platforms); p4d/p4de use its SENDRECV protocol, one NCCL
+#: device per EFA NIC; p5/p5e/p5en its RDMA protocol, which joins the NICs of a GPU's PCIe switch into
+#: one NCCL device whose speed is their sum (``port_speed *= max_group_size``).
+_EFA_PLUGIN = "aws/aws-ofi-nccl src/platform-aws.cpp (net latency 75 µs p4d/p4de/p5/p5e, 35 µs p5en) and " \
+              "src/nccl_ofi_rdma.cpp (one NCCL device per GPU's group of EFA rails, speed their sum)"
+_EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
+
+
+def _p4(name: str, gpu_gb: int) -> Topology:
+    """AWS p4d.24xlarge / p4de.24xlarge: an HGX A100 board (8 A100-SXM4 on 6 NVSwitches, NVLink3 600 GB/s
+    per GPU), 4× 100 Gb/s EFA, PCIe 4.0, 2× Intel Xeon Platinum 8275CL (Cascade Lake)."""
+    inst = f"{name.removeprefix('aws-')}.24xlarge"
+    return Topology(
+        name, f"AWS {inst}: 8× A100-SXM4-{gpu_gb}GB NVLink3 + 4×100 Gb/s EFA", 8,
+        Link.from_units(_NVLINK_US, 300.0), Link.from_units(_NET_US, 4 * 100 / 8),
+        source=f"AWS EC2 P4 instances page ({inst}: 8× NVIDIA A100 Tensor Core GPU {gpu_gb} GB, NVSwitch "
+               "600 GB/s GPU peer-to-peer, 400 Gbps EFA (4× 100 Gb/s), 96 vCPUs of 2nd-generation Intel "
+               "Xeon Scalable 8275CL); A100 SXM4 datasheet (NVLink3, 12 links); PCIe 4.0; "
+               f"{_EFA_PLUGIN}",
+        gpu=f"A100 SXM4 {gpu_gb}GB", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
+        pcie_gen=4, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
+        net_latency_us=_EFA_LATENCY_US,
     )
 
 
@@ -98,6 +129,36 @@ PRESETS: dict[str, Topology] = {
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0,
             net_latency_us=0.0, nccl_env=_TCPXO_ENV,
         ),
+        _p4("aws-p4d", 40),
+        _p4("aws-p4de", 80),
+        _hgx8(
+            "aws-p5", "AWS p5.48xlarge: 8× H100 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)", 450.0,
+            source="AWS EC2 P5 instances page (p5.48xlarge: 8× H100 80 GB, NVSwitch 900 GB/s GPU "
+                   "peer-to-peer, 3,200 Gbps EFAv2 (32× 100 Gb/s), 3rd-generation AMD EPYC (Milan) hosts, "
+                   "PCIe Gen5 switches between GPUs and NICs); H100 SXM datasheet (NVLink4, 18 links, "
+                   "third-generation NVSwitch with NVLink SHARP); " + _EFA_PLUGIN,
+            gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
+            cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US,
+        ),
+        _hgx8(
+            "aws-p5e", "AWS p5e.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)",
+            450.0,
+            source="AWS EC2 P5 instances page (p5e.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s GPU "
+                   "peer-to-peer, 3,200 Gbps EFA, 3rd-generation AMD EPYC (Milan) hosts); DGX H200 datasheet "
+                   "(NVLink4, 18 links, third-generation NVSwitch); " + _EFA_PLUGIN,
+            gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
+            cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US,
+        ),
+        _hgx8(
+            "aws-p5en", "AWS p5en.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFAv3 (8 NCCL devices × 400 Gb/s)",
+            450.0,
+            source="AWS EC2 P5 instances page (p5en.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s GPU "
+                   "peer-to-peer, 3,200 Gbps EFAv3 (16× 200 Gb/s), 4th-generation Intel Xeon Scalable "
+                   "(Sapphire Rapids) hosts, PCIe Gen5 between CPU and GPU); DGX H200 datasheet (NVLink4, "
+                   "18 links, third-generation NVSwitch); " + _EFA_PLUGIN,
+            gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
+            net_latency_us=_EFA_V3_LATENCY_US,
+        ),
         Topology(
             "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 25.0),
@@ -105,6 +166,15 @@ PRESETS: dict[str, Topology] = {
                    "ConnectX-6 HDR 200 Gb/s = 25 GB/s; GPUs taken as A100 PCIe (no NVLink bridge)",
             gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
             pcie_gen=4, nics_per_node=1, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        Topology(
+            "pcie-gen5", "8 GPUs on PCIe 5.0 x16, one 400 Gb/s NDR NIC per node", 8,
+            Link.from_units(_PCI_US, 63.0), Link.from_units(_NET_US, 50.0),
+            source="PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes × 128/130 = 63.0 GB/s each way; ConnectX-7 NDR "
+                   "400 Gb/s = 50 GB/s; GPUs taken as H100 PCIe (PCIe Gen5 x16, no NVLink bridge; H100 "
+                   "datasheet)",
+            gpu="H100 PCIe", compute_capability=90, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+            pcie_gen=5, nics_per_node=1, nic_Gbps=400.0, cpu_vendor="intel", in_network_reduction=(),
         ),
         Topology(
             "ethernet-100g", "Commodity cluster: 8 PCIe 4.0 GPUs per node, one 100 GbE NIC per node", 8,

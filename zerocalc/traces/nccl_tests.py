@@ -48,7 +48,26 @@ _PERF = re.compile(r"\b(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=Tru
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
 #: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``Pid P on HOST device D
 #: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``).
-_DEVICE = re.compile(r"\bPid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(\S.*?)\s*$")
+_DEVICE = re.compile(r"\bPid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\]\s+(\S.*?)\s*$")
+#: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
+_BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
+#: What an NCCL INFO line (``NCCL_DEBUG=INFO``) or the launch line says of the network that ran, as
+#: (kind, pattern), strongest first: NCCL's own ``Using network X`` / ``Using net plugin`` and the
+#: transport of a channel (``via NET/IB/0``) or a transport's init line (``NET/IB :``, ``NET/Socket :``,
+#: ``NET/OFI`` of aws-ofi-nccl, ``NET/AWS Libfabric`` of its releases before 1.2, ``FasTrak`` /
+#: ``GPUDirectTCPX`` of GCP's TCPXO / TCPX plugins); last, ``NCCL_IB_DISABLE=1`` on the launch line
+#: (NCCL falls back to its socket transport unless a net plugin is loaded). NCCL ``src/init.cc``
+#: (``Using network %s``), ``src/transport/net_ib.cc``, ``net_socket.cc``; aws/aws-ofi-nccl
+#: ``src/nccl_ofi_net.cpp``; google/nccl-plugin-gpudirecttcpx.
+NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("efa", re.compile(r"\bNCCL INFO\b.*(?:\bNET/OFI\b|\bNET/AWS Libfabric\b|Using network (?:AWS )?Libfabric"
+                       r"|Selected [Pp]rovider is efa)")),
+    ("tcpxo", re.compile(r"\bNCCL INFO\b.*(?:\bFasTrak\b|\bGPUDirectTCPXO\b)")),
+    ("tcpx", re.compile(r"\bNCCL INFO\b.*\bGPUDirectTCPX(?!O)\b")),
+    ("ib", re.compile(r"\bNCCL INFO\b.*(?:\bNET/IB\b|Using network IB\b)")),
+    ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
+    ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
+)
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 _INT = re.compile(r"^-?[0-9]+$")
 #: Markers that open a run's preamble (nccl-tests src/util.cu writeDeviceReport, common.cu).
@@ -260,8 +279,10 @@ class _Run:
     line: int
     op_key: str | None = None
     ranks: set[int] = field(default_factory=set)
-    #: rank → (host, device name) from its ``# Rank`` line, where the line names them.
-    devices: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
+    devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    #: network kind → (line, the line's text) of the first line that names it (:data:`NETWORK_EVIDENCE`).
+    network: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: nccl-tests' ``-g``: GPUs per thread, from the ``nThread … nGpus G`` line.
     gpus_per_thread: int | None = None
     nccl_version: str | None = None
@@ -322,6 +343,7 @@ class _Runs:
         run = self.current(lineno)
         if run.recs:  # a second table without a preamble: a new run of the same test
             run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
+                       network=dict(run.network),
                        gpus_per_thread=run.gpus_per_thread,
                        nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
@@ -368,8 +390,10 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
                 run.ranks.add(int(m[1]))
                 d = _DEVICE.search(payload, m.end() - 3)
                 if d:
-                    run.devices[int(m[1])] = (d[1], d[2])
+                    run.devices[int(m[1])] = (d[1], d[3], d[2])
             continue
+        if "NCCL" in payload:
+            _network(state, payload, lineno)
         try:
             run = state.last()
             rec = parse_row(payload, file=file, lineno=lineno, layout=run.layout if run else None)
@@ -379,6 +403,14 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         if rec is not None:
             state.current(lineno).recs.append((lineno, rec))
     return state.runs
+
+
+def _network(state: _Runs, payload: str, lineno: int) -> None:
+    """The network an INFO or launch line names, kept on the run it belongs to (the first line per kind)."""
+    for kind, rx in NETWORK_EVIDENCE:
+        if rx.search(payload):
+            state.current(lineno).network.setdefault(kind, (lineno, payload.strip()[:200]))
+            return
 
 
 def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
@@ -420,16 +452,25 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str
 
 
 def _devices(run: _Run) -> dict[str, Any]:
-    """What a run's ``# Rank`` lines say of its hardware: ``gpus`` (device name → ranks), ``hosts``
-    (host name → ranks, in order of first rank), both empty when no line names them; and
-    ``gpus_per_thread`` (``-g``, ``None`` when the file does not print it)."""
+    """What a run's lines say of its hardware: ``gpus`` (device name → ranks), ``hosts`` (host name →
+    ranks, in order of first rank), both empty when no ``# Rank`` line names them; ``ranks_listed``
+    (how many ``# Rank`` lines); ``shared_devices`` (``[host, bus id, [ranks]]`` for each GPU two or
+    more ranks ran on, told by the full bus ids nccl-tests prints since 2.10); ``network`` (kind →
+    ``[line, text]``, :data:`NETWORK_EVIDENCE`); and ``gpus_per_thread`` (``-g``, ``None`` when the
+    file does not print it)."""
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
+    on_bus: dict[tuple[str, str], list[int]] = {}
     for rank in sorted(run.devices):
-        host, gpu = run.devices[rank]
+        host, gpu, bus = run.devices[rank]
         gpus[gpu] = gpus.get(gpu, 0) + 1
         hosts[host] = hosts.get(host, 0) + 1
-    return {"gpus": gpus, "hosts": hosts, "gpus_per_thread": run.gpus_per_thread}
+        if _BUS_ID.match(bus):
+            on_bus.setdefault((host, bus.lower()), []).append(rank)
+    shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
+    return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks), "shared_devices": shared,
+            "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
+            "gpus_per_thread": run.gpus_per_thread}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:

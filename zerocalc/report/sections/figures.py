@@ -28,10 +28,18 @@ def draw(w: Writer, data: ReportData) -> None:
              else "each topology preset")
     # 3.1 in per row of two panels, at most what a page holds under its caption
     height = min(3.1 * -(-panels // 2), PAGE_H - MARGIN_TOP - MARGIN_BOTTOM - 0.9)
+    from zerocalc.report.config import same_links_as
+
+    shared: dict[str, list[str]] = {}
+    for name, first in same_links_as().items():
+        shared.setdefault(first, []).append(name)
+    also = "; ".join(f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} {first}'s links"
+                     for first, names in shared.items())
     w.figure(height, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
         f"Step communication time against Ψ at N = {c.n} ({c.gpus_per_node} GPUs per node) on "
-        f"{where}; colour = algorithm, line style = scheme. Latency dominates on the left, "
-        "bandwidth on the right."))
+        f"{where}{' with its own links' if also else ''}; colour = algorithm, line style = scheme. "
+        "Latency dominates on the left, bandwidth on the right."
+        + (f" Drawn once: {also}." if also else "")))
     _memory_figure(w, data)
     _divergence_figure(w, data)
 

@@ -1,0 +1,204 @@
+"""check SWEEP: the ranks read from busbw/algbw, the network a file's lines show, the AWS and PCIe presets."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import TraceFormatError
+from zerocalc.topology import PRESETS
+from zerocalc.traces.busbw import ranks_from_bandwidth
+from zerocalc.traces.nccl_tests import parse
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+H100 = DATA / "all_reduce_perf-16xH100-2nodes.txt"
+runner = CliRunner()
+
+
+def run_check(*args):
+    return runner.invoke(app, ["check", *map(str, args)])
+
+
+def one_line_error(res, *words):
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    (line,) = res.stderr.strip().splitlines()
+    for w in words:
+        assert w in line, line
+    return line
+
+
+def last_row_cells(path):
+    """The last result row's cells, split by whitespace (no zerocalc code)."""
+    rows = [ln.split() for ln in path.read_text().splitlines()
+            if ln.split() and ln.split()[0].isdigit() and len(ln.split()) >= 13]
+    return rows[-1]
+
+
+@pytest.mark.parametrize("name,ranks", [
+    # Lambda's 2 × 8 B200 run with `-n 16 -N 8` and Nebius' 2 nodes × 8 H100 (the README's sources)
+    ("all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", 16),
+    ("all_reduce_perf-16xH100-2nodes-infiniband.txt", 16),
+])
+def test_ranks_from_busbw_match_a_hand_computation_and_the_source(name, ranks):
+    cells = last_row_cells(DATA / name)
+    algbw, busbw = float(cells[6]), float(cells[7])  # out-of-place algbw, busbw
+    by_hand = 2 / (2 - busbw / algbw)  # busbw = algbw · 2(n-1)/n
+    assert round(by_hand) == ranks and abs(by_hand - ranks) < 0.05
+    res = run_check(DATA / name, "--format", "json", "--topology", "dgx-h100")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["group_size"] == ranks
+    assert sweep["n_how"].startswith("from busbw/algbw = 2(n-1)/n")
+    text = run_check(DATA / name, "--topology", "dgx-h100").stdout.splitlines()[0]
+    assert f"on {ranks} ranks (from busbw/algbw" in text
+
+
+def test_ranks_from_busbw_agree_with_the_rank_lines_where_a_file_has_both():
+    for name, op in [(H100.name, "all_reduce"), ("all_reduce_perf-8xA100-SXM4-40GB-oci.txt", "all_reduce"),
+                     ("all_gather_perf-bf16-2gpu.txt", "all_gather")]:
+        with open(DATA / name) as f:
+            res = parse(f, name)
+        rows = [r for r in res.rows if r["op"] == op]
+        assert ranks_from_bandwidth(rows, op, file=name).n == rows[0]["group_size"]
+
+
+def test_n_how_says_where_the_ranks_came_from():
+    (sweep,) = json.loads(run_check(H100, "--format", "json").stdout)["sweeps"]
+    assert sweep["n_how"] == "the file's # Rank lines (16)"
+    (sweep,) = json.loads(run_check(H100, "--format", "json", "--n", "16").stdout)["sweeps"]
+    assert sweep["n_how"] == "given (--n)"
+
+
+def _table(rows):
+    head = ["#       size         count      type   redop    root     time   algbw   busbw #wrong"
+            "     time   algbw   busbw #wrong"]
+    return "\n".join(["# Collective test starting: all_reduce_perf", *head, *rows]) + "\n"
+
+
+def test_rows_that_disagree_on_the_ranks_are_refused(tmp_path):
+    # 1 GiB rows: busbw/algbw = 1.875 is n = 16, 1.75 is n = 8
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_table([
+        "  1073741824     268435456     float     sum      -1    10000  107.37  201.32      0"
+        "    10000  107.37  201.32      0",
+        "  2147483648     536870912     float     sum      -1    20000  107.37  187.90      0"
+        "    20000  107.37  187.90      0",
+    ]))
+    one_line_error(run_check(path, "--topology", "dgx-h100"), "--n", "rows disagree", "line 3", "line 4")
+    with open(path) as f, pytest.raises(TraceFormatError, match="disagree"):
+        ranks_from_bandwidth(parse(f, str(path)).rows, "all_reduce", file=str(path))
+
+
+def test_sizes_too_small_to_tell_and_a_factor_of_one_are_refused(tmp_path):
+    # the p5 excerpt: three rows of 0.00 GB/s
+    one_line_error(run_check(DATA / "all_reduce_perf-tag-output-p5-excerpt.txt"), "--n",
+                   "no row has non-zero")
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_table([
+        "        4096          1024     float     sum      -1    40.00    0.10    0.19      0"
+        "    40.00    0.10    0.19      0",
+    ]))
+    one_line_error(run_check(path, "--topology", "dgx-h100"), "--n", "too small to tell")
+    bcast = tmp_path / "broadcast_perf.txt"
+    bcast.write_text("# Collective test starting: broadcast_perf\n"
+                     "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                     "     time   algbw   busbw #wrong\n"
+                     "  1073741824     268435456     float    none       0    10000  107.37  107.37      0"
+                     "    10000  107.37  107.37      0\n")
+    one_line_error(run_check(bcast, "--topology", "dgx-h100"), "--n", "busbw equals its algbw")
+
+
+def _sweep_on(tmp_path, gpu, hosts, extra=()):
+    """The bundled 16xH100 sweep with its rank lines naming ``gpu`` on ``hosts`` (8 ranks each) and
+    ``extra`` lines (NCCL INFO lines) before its table."""
+    out = []
+    for line in H100.read_text().splitlines(True):
+        m = re.match(r"(#\s+Rank\s+)(\d+)(.* on )(\S+)( device\s+\d+\s+\[[^\]]*\]\s+)(.*)", line)
+        if m:
+            out.append(f"{m[1]}{m[2]}{m[3]}{hosts[int(m[2]) // 8]}{m[5]}{gpu}\n")
+            continue
+        if line.startswith("#       size"):
+            out += [f"{e}\n" for e in extra]
+        out.append(line)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("".join(out))
+    return path
+
+
+def _topology(path):
+    res = run_check(path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    return sweep["topology"], sweep["topology_how"]
+
+
+EC2 = ["ip-10-1-2-3", "ip-10-1-2-4"]
+OFI = "ip-10-1-2-3:6899:6950 [0] NCCL INFO NET/OFI Selected Provider is efa, fabric is efa (found 4 nics)"
+IB = "node1:6899:6950 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>"
+SOCKET = "node1:6899:6950 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"
+
+
+@pytest.mark.parametrize("gpu,hosts,extra,preset,evidence", [
+    ("NVIDIA A100-SXM4-40GB", EC2, (), "aws-p4d", "host names ip-10-1-2-3… (AWS EC2, a hint"),
+    ("NVIDIA A100-SXM4-80GB", EC2, (), "aws-p4de", "host names ip-10-1-2-3… (AWS EC2, a hint"),
+    ("NVIDIA H100 80GB HBM3", ["a", "b"], (OFI,), "aws-p5", "network AWS EFA (aws-ofi-nccl) from line"),
+    ("NVIDIA H200", EC2, (), "aws-p5e", "p5e or p5en"),
+    ("NVIDIA H100 80GB HBM3", EC2, (IB,), "dgx-h100", "network InfiniBand/RoCE (NCCL's IB transport)"),
+    ("NVIDIA A100-SXM4-40GB", ["a", "b"], (), "dgx-a100", None),
+    ("NVIDIA H100 80GB HBM3", ["a", "b"], ("x:1:2 [0] NCCL INFO Using network FasTrak",), "gcp-a3-mega",
+     "GCP GPUDirect-TCPXO"),
+])
+def test_the_network_the_file_shows_chooses_the_preset_and_is_said(tmp_path, gpu, hosts, extra, preset,
+                                                                    evidence):
+    name, how = _topology(_sweep_on(tmp_path, gpu, hosts, extra))
+    assert name == preset
+    if evidence is None:
+        assert ";" not in how
+    else:
+        assert evidence in how
+    first = run_check(_sweep_on(tmp_path, gpu, hosts, extra)).stdout.splitlines()[0]
+    assert f"topology {preset}, from the file's device lines" in first
+
+
+def test_a_network_no_preset_of_the_gpu_has_is_refused(tmp_path):
+    one_line_error(run_check(_sweep_on(tmp_path, "NVIDIA H100 80GB HBM3", ["a", "b"], (SOCKET,))),
+                   "--topology", "TCP sockets", "NVIDIA H100 80GB HBM3")
+    one_line_error(run_check(_sweep_on(tmp_path, "NVIDIA H100 80GB HBM3", ["a", "b"], (OFI, IB))),
+                   "--topology", "several networks")
+    # a socket line beside the plugin's is bootstrap's: the plugin's network stands
+    assert _topology(_sweep_on(tmp_path, "NVIDIA H100 80GB HBM3", ["a", "b"], (SOCKET, OFI)))[0] == "aws-p5"
+
+
+def test_pcie_cards_go_to_the_box_of_their_generation(tmp_path):
+    res = run_check(_sweep_on(tmp_path, "NVIDIA GeForce RTX 5090", ["a", "b"]), "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["topology"] == "pcie-gen5"
+    assert "a PCIe 5.0 card, compute capability 12" in sweep["topology_how"]
+    assert _topology(_sweep_on(tmp_path, "NVIDIA L40S", ["a", "b"]))[0] == "pcie-gen4"
+    one_line_error(run_check(_sweep_on(tmp_path, "Tesla V100-PCIE-16GB", ["a", "b"])), "--topology",
+                   "PCIe 3.0")
+
+
+def test_ranks_sharing_one_gpu_are_refused():
+    # the eBPF socket study: two MPI ranks on one RTX 5090 (the same bus id on the same host)
+    one_line_error(run_check(DATA / "tag-output-allreduce-allgather-2ranks.txt"), "--topology",
+                   "ranks 0, 1 share one NVIDIA GeForce RTX 5090 (host lab, bus 0000:02:00)")
+
+
+def test_aws_presets_state_the_instances_figures():
+    # AWS EC2 P4/P5 instance pages: network per instance; aws-ofi-nccl platform-aws.cpp: latency
+    for name, gbps, latency in [("aws-p4d", 400, 75.0), ("aws-p4de", 400, 75.0), ("aws-p5", 3200, 75.0),
+                                ("aws-p5e", 3200, 75.0), ("aws-p5en", 3200, 35.0)]:
+        t = PRESETS[name]
+        assert t.nics_per_node * t.nic_Gbps == gbps
+        assert t.inter.bw_Bps == gbps / 8 * 1e9
+        assert t.net_latency_us == latency
+        assert "aws-ofi-nccl" in t.source
+    assert PRESETS["aws-p4d"].compute_capability == 80 and PRESETS["aws-p5"].nvls
+    assert PRESETS["aws-p5"].cpu_vendor == "amd" and PRESETS["aws-p5en"].cpu_vendor == "intel"
+    assert PRESETS["pcie-gen5"].intra.bw_Bps == pytest.approx(32e9 * 16 * 128 / 130 / 8, rel=1e-3)
