@@ -202,3 +202,47 @@ def test_aws_presets_state_the_instances_figures():
     assert PRESETS["aws-p4d"].compute_capability == 80 and PRESETS["aws-p5"].nvls
     assert PRESETS["aws-p5"].cpu_vendor == "amd" and PRESETS["aws-p5en"].cpu_vendor == "intel"
     assert PRESETS["pcie-gen5"].intra.bw_Bps == pytest.approx(32e9 * 16 * 128 / 130 / 8, rel=1e-3)
+
+
+def _rows_of(path):
+    """(size, out-of-place time µs) of each result row, read with a plain split past the ``0:`` prefix."""
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()[1:] if line.startswith("0:") else line.split()
+        if f and f[0].isdigit() and len(f) == 13:
+            out.append((int(f[0]), float(f[5])))
+    return out
+
+
+P4DE = DATA / "all_reduce_perf-16xA100-p4de-2nodes-srun.txt"
+P5 = DATA / "all_reduce_perf-16xH100-p5-2nodes-srun.txt"
+
+
+def test_aws_p4de_sweep_priced_on_its_instance():
+    """aws-samples/awsome-distributed-training's 2× p4de.24xlarge all_reduce (8 B to 2 GiB; NCCL 2.20.3 in
+    the page's container table): every size within 0.5-2x on aws-p4de, none on the DGX A100's
+    InfiniBand, whose network is 4x faster and whose plugin-free latency is 75 µs lower."""
+    rows = _rows_of(P4DE)
+    assert len(rows) == 29
+    (sweep,) = json.loads(run_check(P4DE, "--format", "json", "--topology", "aws-p4de",
+                                    "--nccl-version", "2.20.3").stdout)["sweeps"]
+    assert [(r["bytes"], r["measured_s"]) for r in sweep["rows"]] == [(b, pytest.approx(t * 1e-6))
+                                                                     for b, t in rows]
+    assert sweep["group_size"] == 16 and sweep["n_how"].startswith("from busbw/algbw")
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    (dgx,) = json.loads(run_check(P4DE, "--format", "json", "--topology", "dgx-a100",
+                                  "--nccl-version", "2.20.3").stdout)["sweeps"]
+    assert sum(0.5 <= r["ratio"] <= 2.0 for r in dgx["rows"]) < len(rows) // 4
+
+
+def test_aws_p5_sweep_priced_on_its_instance():
+    """The same page's 2× p5.48xlarge all_reduce (8 B to 16 GiB): from 16 KiB up within 0.5-2x on aws-p5.
+    Below, NCCL's model charges the plugin's 75 µs per network hop (aws-ofi-nccl's p5 figure) where the
+    sweep measures 65-79 µs for the whole call."""
+    rows = _rows_of(P5)
+    assert len(rows) == 32
+    (sweep,) = json.loads(run_check(P5, "--format", "json", "--topology", "aws-p5",
+                                    "--nccl-version", "2.20.3").stdout)["sweeps"]
+    assert [r["bytes"] for r in sweep["rows"]] == [b for b, _ in rows]
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"] if r["bytes"] >= 16384)
+    assert max(t for b, t in rows if b <= 8192) < 82.0  # the file's small-size times, µs

@@ -63,8 +63,7 @@ def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: f
 #: search"; 75 µs before and on unknown platforms); p4d/p4de use its SENDRECV protocol, one NCCL
 #: device per EFA NIC; p5/p5e/p5en its RDMA protocol, which joins the NICs of a GPU's PCIe switch into
 #: one NCCL device whose speed is their sum (``port_speed *= max_group_size``).
-_EFA_PLUGIN = "aws/aws-ofi-nccl src/platform-aws.cpp (net latency 75 µs p4d/p4de/p5/p5e, 35 µs p5en) and " \
-              "src/nccl_ofi_rdma.cpp (one NCCL device per GPU's group of EFA rails, speed their sum)"
+_EFA_PLUGIN = "aws-ofi-nccl platform-aws.cpp: net latency 75 µs (p5en 35)"
 _EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
 
 
@@ -75,9 +74,8 @@ def _p4(name: str, gpu_gb: int) -> Topology:
     return Topology(
         name, f"AWS {inst}: 8× A100-SXM4-{gpu_gb}GB NVLink3 + 4×100 Gb/s EFA", 8,
         Link.from_units(_NVLINK_US, 300.0), Link.from_units(_NET_US, 4 * 100 / 8),
-        source=f"AWS EC2 P4 instances page ({inst}: 8× NVIDIA A100 Tensor Core GPU {gpu_gb} GB, NVSwitch "
-               "600 GB/s GPU peer-to-peer, 400 Gbps EFA (4× 100 Gb/s), 96 vCPUs of 2nd-generation Intel "
-               "Xeon Scalable 8275CL); A100 SXM4 datasheet (NVLink3, 12 links); PCIe 4.0; "
+        source=f"AWS EC2 P4 page ({inst}: 8× A100 {gpu_gb} GB, NVSwitch 600 GB/s GPU peer-to-peer, "
+               "4× 100 Gb/s EFA, Intel Xeon 8275CL); A100 SXM4 datasheet (NVLink3, 12 links); PCIe 4.0; "
                f"{_EFA_PLUGIN}",
         gpu=f"A100 SXM4 {gpu_gb}GB", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
         pcie_gen=4, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
@@ -133,29 +131,25 @@ PRESETS: dict[str, Topology] = {
         _p4("aws-p4de", 80),
         _hgx8(
             "aws-p5", "AWS p5.48xlarge: 8× H100 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)", 450.0,
-            source="AWS EC2 P5 instances page (p5.48xlarge: 8× H100 80 GB, NVSwitch 900 GB/s GPU "
-                   "peer-to-peer, 3,200 Gbps EFAv2 (32× 100 Gb/s), 3rd-generation AMD EPYC (Milan) hosts, "
-                   "PCIe Gen5 switches between GPUs and NICs); H100 SXM datasheet (NVLink4, 18 links, "
-                   "third-generation NVSwitch with NVLink SHARP); " + _EFA_PLUGIN,
+            source="AWS EC2 P5 page (p5.48xlarge: 8× H100 80 GB, NVSwitch 900 GB/s, 32× 100 Gb/s EFAv2 "
+                   "grouped 4 per GPU by the plugin's RDMA protocol, AMD EPYC 7R13, PCIe Gen5 switches); "
+                   "H100 SXM datasheet (NVLink4, 18 links, NVSwitch 3, NVLink SHARP); " + _EFA_PLUGIN,
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US,
         ),
         _hgx8(
             "aws-p5e", "AWS p5e.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)",
             450.0,
-            source="AWS EC2 P5 instances page (p5e.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s GPU "
-                   "peer-to-peer, 3,200 Gbps EFA, 3rd-generation AMD EPYC (Milan) hosts); DGX H200 datasheet "
-                   "(NVLink4, 18 links, third-generation NVSwitch); " + _EFA_PLUGIN,
+            source="AWS EC2 P5 page (p5e.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s, 3,200 Gb/s EFA, AMD "
+                   "EPYC 7R13); as aws-p5 otherwise; " + _EFA_PLUGIN,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US,
         ),
         _hgx8(
             "aws-p5en", "AWS p5en.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFAv3 (8 NCCL devices × 400 Gb/s)",
             450.0,
-            source="AWS EC2 P5 instances page (p5en.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s GPU "
-                   "peer-to-peer, 3,200 Gbps EFAv3 (16× 200 Gb/s), 4th-generation Intel Xeon Scalable "
-                   "(Sapphire Rapids) hosts, PCIe Gen5 between CPU and GPU); DGX H200 datasheet (NVLink4, "
-                   "18 links, third-generation NVSwitch); " + _EFA_PLUGIN,
+            source="AWS EC2 P5 page (p5en.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s, 16× 200 Gb/s EFAv3, "
+                   "Intel Xeon Sapphire Rapids, PCIe Gen5 CPU-GPU); as aws-p5 otherwise; " + _EFA_PLUGIN,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             net_latency_us=_EFA_V3_LATENCY_US,
         ),
