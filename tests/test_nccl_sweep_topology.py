@@ -135,7 +135,8 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
     ("NVIDIA H100 80GB HBM3", "dgx-h100"), ("NVIDIA H200", "dgx-h200"), ("NVIDIA B200", "dgx-b200"),
     ("NVIDIA H100 PCIe", "pcie-gen5"), ("NVIDIA H100 NVL", "pcie-gen5"), ("NVIDIA H200 NVL", "pcie-gen5"),
     ("NVIDIA GeForce RTX 5090", "pcie-gen5"), ("NVIDIA GeForce RTX 4090", "pcie-gen4"),
-    ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("Tesla V100-PCIE-16GB", None),
+    ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("NVIDIA A10G", "pcie-gen4"),
+    ("Tesla V100-PCIE-16GB", None),
     ("NVIDIA H800", None),
     ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", None),
 ])

@@ -74,14 +74,14 @@ class PcieCard:
 #: PCIe cards (NVIDIA's product pages for the PCIe generation of each card; NVIDIA's CUDA GPUs page for
 #: compute capability): the H100 PCIe / NVL and H200 NVL (PCIe Gen5 x16, 9.0), GeForce RTX 50 and RTX PRO
 #: Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9), GeForce
-#: RTX 30 / RTX A-series / A10 / A40 (Gen4 x16, 8.6), A100 PCIe and A30 (Gen4 x16, 8.0). Before them
-#: (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. An H100 NVL / H200 NVL pair's NVLink bridge
-#: is not modelled: the preset prices PCIe alone.
+#: RTX 30 / RTX A-series / A10 / A10G (AWS g5) / A40 (Gen4 x16, 8.6), A100 PCIe and A30 (Gen4 x16, 8.0).
+#: Before them (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. An H100 NVL / H200 NVL pair's
+#: NVLink bridge is not modelled: the preset prices PCIe alone.
 PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bH[12]00\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
     PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
     PcieCard(re.compile(r"\bRTX 40\d0\b|\bRTX \d+ Ada\b|\bL4\b|\bL40S?\b", re.I), 4, 89),
-    PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA10\b|\bA40\b", re.I), 4, 86),
+    PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA10G?\b|\bA40\b", re.I), 4, 86),
     PcieCard(re.compile(r"\bA100\b.*\bPCIe\b|\bA100-PCIE|\bA30\b", re.I), 4, 80),
     PcieCard(re.compile(r"\bV100-PCIE", re.I), 3, 70),
     PcieCard(re.compile(r"\bT4\b", re.I), 3, 75),
