@@ -246,3 +246,23 @@ def test_aws_p5_sweep_priced_on_its_instance():
     assert [r["bytes"] for r in sweep["rows"]] == [b for b, _ in rows]
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"] if r["bytes"] >= 16384)
     assert max(t for b, t in rows if b <= 8192) < 82.0  # the file's small-size times, µs
+
+
+@pytest.mark.parametrize("line,kind", [
+    # aws/aws-ofi-nccl issue 64 (2 × p4d, aws-ofi-nccl 1.1.2): a channel over the plugin of its day
+    ("ip-172-31-6-104:9922:9980 [1] NCCL INFO Channel 01 : 9[101d0] -> 0[101c0] [send] "
+     "via NET/AWS Libfabric/0", "efa"),
+    # NCCL's own strings (src/init.cc "Using network %s", transport/net_ib.cc "NET/IB : Using", net_socket.cc)
+    ("node1:1:2 [0] NCCL INFO Using network IB", "ib"),
+    ("node1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>", "ib"),
+    ("node1:1:2 [0] NCCL INFO Using network Socket", "socket"),
+    ("mpirun -np 2 -x NCCL_IB_DISABLE=1 ./build/all_reduce_perf -b 8 -e 1G", "socket"),
+    ("node1:1:2 [0] NCCL INFO NET/IB : No device found.", None),  # IB absent: no network named
+])
+def test_network_lines_are_read_per_run(tmp_path, line, kind):
+    path = _sweep_on(tmp_path, "NVIDIA H100 80GB HBM3", ["a", "b"], (line,))
+    with open(path) as f:
+        (run,) = parse(f, str(path)).meta["runs"]
+    assert list(run["network"]) == ([kind] if kind else [])
+    if kind:
+        assert run["network"][kind][1] == line.strip()
