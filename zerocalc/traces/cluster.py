@@ -67,19 +67,32 @@ def run(address: str, fn: Callable, jobs: Sequence[tuple], on_done: Callable[[in
 
 
 def _task(kind: str, args: tuple) -> Any:
-    """One unit of a read on a cluster: a whole file (``"file"``) or a chunk of a log (``"chunk"``)."""
+    """One unit of a read on a cluster: a whole file (``"file"``), a chunk of a log (``"chunk"``) or,
+    for ``check``, a run of consecutive chunks read as one compacted segment (``"segment"``:
+    :func:`zerocalc.traces.nccl_segments.segment`)."""
     from zerocalc.traces.chunks import _scan_range
     from zerocalc.traces.reader import _read_one
 
-    return _read_one(args) if kind == "file" else _scan_range(*args)
+    if kind == "file":
+        return _read_one(args)
+    if kind == "chunk":
+        return _scan_range(*args)
+    from zerocalc.traces.nccl_segments import segment
+
+    file, bounds, strict, compacted = args
+    return segment([_scan_range(file, a, b, strict, sequence=True)
+                    for a, b in zip(bounds, bounds[1:], strict=False)], file, compacted)
 
 
 def read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
                     scheduler: str, track: _Track | None = None,
                     aggregate: bool = False, sequence: bool = False) -> list[ParseResult | Any | str]:
     """Each file, or each chunk of a large plain NCCL log, read as a task on the Dask cluster at
-    ``scheduler`` (:func:`run`); the chunks of a log joined here, in order (``sequence``: an NCCL
-    log's sequence read, :func:`zerocalc.traces.nccl_fold.join`)."""
+    ``scheduler`` (:func:`run`); the chunks of a log joined here, in order. ``sequence``: an NCCL
+    log's sequence read, each run of chunks of about
+    :data:`~zerocalc.traces.nccl_segments.SEGMENT_BYTES` one task that returns it compacted
+    (:func:`~zerocalc.traces.nccl_segments.segment`), the segments joined here
+    (:func:`~zerocalc.traces.nccl_segments.join_segments`)."""
     from zerocalc.traces import nccl_log
     from zerocalc.traces.chunks import _boundary, _join_chunks
     from zerocalc.traces.detect import HEAD_BYTES
@@ -96,14 +109,23 @@ def read_on_cluster(inputs: _Inputs, strict: bool, fmt: str | None, cap: int,
             size = os.path.getsize(file)
             with open(file, "rb") as f:
                 bounds = [_boundary(f, k, size) for k in range(-(-size // nccl_log.BLOCK_BYTES) + 1)]
-            jobs.extend(("chunk", (file, a, b, strict, aggregate, sequence))
-                        for a, b in zip(bounds, bounds[1:], strict=False))
-            parts.append(len(bounds) - 1)
+            if sequence:
+                from zerocalc.traces.nccl_segments import SEGMENT_BYTES
+
+                per = max(1, (SEGMENT_BYTES or size + 1) // nccl_log.BLOCK_BYTES)  # 0: nothing compacted
+                runs = [bounds[i : i + per + 1] for i in range(0, len(bounds) - 1, per)]
+                jobs.extend(("segment", (file, run, strict, bool(SEGMENT_BYTES))) for run in runs)
+                parts.append(len(runs))
+            else:
+                jobs.extend(("chunk", (file, a, b, strict, aggregate, sequence))
+                            for a, b in zip(bounds, bounds[1:], strict=False))
+                parts.append(len(bounds) - 1)
         else:
             jobs.append(("file", (file, strict, fmt, cap, optional, aggregate, sequence)))
             parts.append(0)
     # the bytes of each task, for progress: a whole file, or its chunk
-    nbytes = [os.path.getsize(a[0]) if kind == "file" else a[2] - a[1] for kind, a in jobs]
+    nbytes = [os.path.getsize(a[0]) if kind == "file" else a[1][-1] - a[1][0] if kind == "segment"
+              else a[2] - a[1] for kind, a in jobs]
     on_done = None
     if track is not None:
         def on_done(i: int) -> None:

@@ -14,6 +14,10 @@ gives each of its calls that weight, which :func:`zerocalc.validate.measure.meas
 and count, and with which it corrects the number of steps (or asks for a full read when the folded
 table does not show the same steps).
 
+A long log is read in segments that drop repeated blocks as they are read
+(:mod:`~zerocalc.traces.nccl_segments`, :attr:`Calls.gaps`); :func:`fold` puts them back as codes,
+one process at a time, so it folds each process's whole sequence all the same.
+
 The search is linear per candidate period: the candidates are the distances from a process's last
 call back to earlier calls of the same code, shortest first, each checked on its last two blocks
 and then on the whole sequence by one vectorised comparison.
@@ -60,9 +64,20 @@ class Calls:
     tunings: list[tuple[Any, ...]] = field(default_factory=list)
     skipped: SkipLog = field(default_factory=SkipLog)
     processes: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int32), np.zeros(0, np.int64))
+    #: Calls dropped while the log was read (:func:`zerocalc.traces.nccl_segments.compact`), one row per
+    #: run of them: (the index of the call held just after the run, its process's period ``p``, blocks
+    #: ``n``): ``n`` × ``p`` calls of that process, each block the codes of the ``p`` calls of that
+    #: process held just before the run. None dropped: no rows.
+    gaps: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
 
     def __len__(self) -> int:
+        """The calls held (``code``, ``line``, ``opcount``)."""
         return len(self.code)
+
+    @property
+    def total(self) -> int:
+        """The calls of the log: those held and those dropped while reading."""
+        return len(self.code) + int((self.gaps[:, 1] * self.gaps[:, 2]).sum())
 
 
 def join(scans: list[Scan], file: str) -> Calls:
@@ -185,7 +200,13 @@ class Folded:
 def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     """Fold each process's repeated steps across the logs (the parts of one run, in the order given);
     None when nothing repeats enough to fold. A process is a (host, pid) pair: calls without one are
-    kept whole."""
+    kept whole.
+
+    Calls dropped while reading (:attr:`Calls.gaps`) are put back, as codes, one process at a time
+    (:func:`_expand`), so each process is folded on its whole sequence, as if nothing had been dropped:
+    the same calls kept, the same weights. None too when that fold keeps a call dropped while reading,
+    or folds nothing of a process that lost calls while reading: the caller then reads the logs again
+    in full (:func:`zerocalc.traces.reader.read_folded`)."""
     if any(c.tunings for c in logs):  # a TUNING line names the call before it: keep every call
         return None
     # one global code per distinct call (its fields as values) and its process
@@ -209,25 +230,50 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     codes = np.concatenate([g[c.code] for g, c in zip(gcode, logs, strict=True)])
     owner = np.concatenate([p[c.code] for p, c in zip(proc, logs, strict=True)])
     starts = np.cumsum([0] + [len(c) for c in logs])  # each log's first call
+    gaps = np.concatenate([c.gaps + (start, 0, 0) for c, start in zip(logs, starts.tolist(), strict=False)])
+    gaps = gaps[np.argsort(gaps[:, 0], kind="stable")]
+    gap_owner = owner[gaps[:, 0]]
     owner = owner.astype(np.int16) if len(procs) < 2**15 else owner.astype(np.int32)
     order = np.argsort(owner, kind="stable")  # radix, on 16 bits
     order = order.astype(np.int32) if len(order) < 2**31 else order
     ends = np.cumsum(np.bincount(owner + 1, minlength=len(procs) + 1))  # calls without a process first
+    gap_order = np.argsort(gap_owner, kind="stable")
+    gap_ends = np.cumsum(np.bincount(gap_owner + 1, minlength=len(procs) + 1))
+    if gap_ends[0]:  # not reached: a call without a process is never dropped while reading
+        return None
     del owner
     drop = np.zeros(len(codes), bool)
     weighted, weight = [], []
-    for lo, hi in zip(ends[:-1].tolist(), ends[1:].tolist(), strict=True):
+    bounds = zip(ends[:-1].tolist(), ends[1:].tolist(), gap_ends[:-1].tolist(), gap_ends[1:].tolist(),
+                 strict=True)
+    for lo, hi, glo, ghi in bounds:
         seg = order[lo:hi]
         if not len(seg):
             continue
-        part = np.searchsorted(starts, seg, side="right") - 1
-        found = _fold_one(codes[seg], part, keep)
+        g = gaps[gap_order[glo:ghi]]
+        seq, part, held = _expand(codes[seg], np.searchsorted(starts, seg, side="right") - 1,
+                                  np.searchsorted(seg, g[:, 0]), g[:, 1], g[:, 2])
+        found = _fold_one(seq, part, keep)
         if found is None:
+            if len(g):  # calls dropped while reading that this fold keeps
+                return None
             continue
         dropped, last = found
+        if len(g):
+            kept = np.ones(len(seq), bool)
+            kept[dropped] = False
+            if (held[kept] < 0).any():  # a call kept here was dropped while reading
+                return None
+            dropped = held[dropped]
+            dropped = dropped[dropped >= 0]
+            last = held[last]
+            per = len(last)
+            n_dropped = len(found[0])
+        else:
+            per, n_dropped = len(last), len(dropped)
         drop[seg[dropped]] = True
         weighted.append(seg[last])
-        weight.append(np.full(len(last), 1 + len(dropped) // len(last), np.int64))
+        weight.append(np.full(per, 1 + n_dropped // per, np.int64))
     del order, codes
     if not weighted:
         return None
@@ -238,7 +284,26 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
         at += len(c)
     w_at = np.concatenate(weighted)
     return Folded(kept=tuple(kept), weighted=position[w_at], weight=np.concatenate(weight),
-                  total=len(drop), rows=int((~drop).sum()))
+                  total=sum(c.total for c in logs), rows=int((~drop).sum()))
+
+
+def _expand(seq: np.ndarray, part: np.ndarray, at: np.ndarray, per: np.ndarray, n: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """One process's held calls (codes, each call's log) with the calls dropped while reading put
+    back: before held call ``at[i]``, ``n[i]`` copies of the ``per[i]`` held calls before it (in the
+    log of the held call). Returns the codes, logs and, for each call, its index among the held
+    calls (-1: dropped while reading; None when nothing was dropped)."""
+    if not len(at):
+        return seq, part, None
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    index = np.arange(len(seq), dtype=np.int64)
+    prev = 0
+    for j, p, k in zip(at.tolist(), per.tolist(), n.tolist(), strict=True):
+        pieces.append((seq[prev:j], part[prev:j], index[prev:j]))
+        pieces.append((np.tile(seq[j - p : j], k), np.full(p * k, part[j]), np.full(p * k, -1)))
+        prev = j
+    pieces.append((seq[prev:], part[prev:], index[prev:]))
+    return tuple(np.concatenate(x) for x in zip(*pieces, strict=True))  # type: ignore[return-value]
 
 
 def _fold_one(seq: np.ndarray, part: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray] | None:

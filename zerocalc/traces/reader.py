@@ -111,10 +111,10 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
             return kineto.parse_bytes(data, file, strict=strict)
         return nccl_tests.parse_json_bytes(data, file, strict=strict)
     if kind == "nccl_log":  # scanned as bytes (nccl_log.scan)
-        if sequence:  # the calls as a sequence of codes, to fold (nccl_fold)
-            from zerocalc.traces.nccl_fold import join
+        if sequence:  # the calls as a sequence of codes, to fold (nccl_fold), read in segments
+            from zerocalc.traces import nccl_segments
 
-            return join([nccl_log.scan(stream, file, strict=strict, sequence=True)], file)
+            return nccl_segments.read(stream, file, strict=strict)
         return nccl_log.parse(stream, file, strict=strict, aggregate=aggregate)
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
     module = {"nccl_tests": nccl_tests, "deepspeed_comms": deepspeed_comms}[kind]
@@ -180,8 +180,15 @@ def read_folded(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     steps folded (:mod:`zerocalc.traces.nccl_fold`). Returns the trace set of the kept calls (each
     row as a full read gives it; ``meta`` rows and skipped lines counted over every call) and the
     :class:`~zerocalc.traces.nccl_fold.Folded` saying what was dropped, or None when nothing was (a
-    read of other formats, or nothing repeats): then the trace set is the full read's. The folded
-    one's ``full()`` gives the full read's trace set from the sequences read, not reading again."""
+    read of other formats, or nothing repeats): then the trace set is the full read's.
+
+    A long log is read in compacted segments (:mod:`zerocalc.traces.nccl_segments`: repeated blocks
+    dropped as they are read). Where calls were dropped so and the fold cannot stand for them (nothing
+    to fold, a TUNING line, a call the fold keeps among those dropped: a one-off call late in a
+    process's run, after which only its last steps fold), the files are read again as sequences with
+    every call held, as before segments: the same answer, slower. The folded one's ``full()`` gives
+    the full read's trace set: made from the sequences read where every call was held, else by
+    reading the files again (:func:`read_traces`)."""
     import dataclasses
 
     from zerocalc.traces.nccl_fold import Calls, fold, materialise
@@ -190,6 +197,21 @@ def read_folded(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     results = _read_results(inputs, strict, None, max_bytes, workers, scheduler, progress, sequence=True)
     logs = [r for r in results if isinstance(r, Calls)]
     folded = fold(logs) if all(isinstance(r, Calls | str) for r in results) else None
+    held = not any(len(c.gaps) for c in logs)  # every call's code held: the full table can be made
+
+    def again() -> TraceSet:
+        return read_traces(paths, strict=strict, max_bytes=max_bytes, workers=workers, scheduler=scheduler)
+
+    if folded is None and not held:  # read again, every call held (nccl_segments.SEGMENT_BYTES 0)
+        from zerocalc.traces import nccl_segments
+
+        del results, logs
+        segment_bytes, nccl_segments.SEGMENT_BYTES = nccl_segments.SEGMENT_BYTES, 0
+        try:
+            return read_folded(paths, strict=strict, max_bytes=max_bytes, workers=workers,
+                               scheduler=scheduler)
+        finally:
+            nccl_segments.SEGMENT_BYTES = segment_bytes
     sequences = list(results)
     k = 0
     for i, r in enumerate(results):
@@ -200,12 +222,12 @@ def read_folded(paths: str | os.PathLike | Iterable[str | os.PathLike], *, stric
     if folded is not None:  # the rows of each log: every call, not the kept ones
         for f, calls in zip((f for f, r in zip(inputs.files, results, strict=True) if not isinstance(r, str)),
                             logs, strict=True):
-            ts.meta[f]["rows"] = len(calls)
+            ts.meta[f]["rows"] = calls.total
 
         def full() -> TraceSet:
             return _assemble(inputs, [materialise(r) if isinstance(r, Calls) else r for r in sequences])
 
-        folded = dataclasses.replace(folded, full=full)
+        folded = dataclasses.replace(folded, full=full if held else again)
     return ts, folded
 
 
