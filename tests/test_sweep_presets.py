@@ -266,3 +266,21 @@ def test_network_lines_are_read_per_run(tmp_path, line, kind):
     assert list(run["network"]) == ([kind] if kind else [])
     if kind:
         assert run["network"][kind][1] == line.strip()
+
+
+@pytest.mark.parametrize("name", ["aws-p4d", "aws-p4de", "aws-p5", "aws-p5e", "aws-p5en", "pcie-gen5"])
+def test_new_presets_are_described_by_toml(name, tmp_path):
+    """Each preset written as a topology TOML and read back is the same machine, and check prices a
+    sweep on the file as on the preset."""
+    import tomllib
+
+    from zerocalc.topology import topology_from_mapping, topology_to_toml
+
+    text = topology_to_toml(PRESETS[name])
+    assert topology_from_mapping(tomllib.loads(text), where=name) == PRESETS[name]
+    f = tmp_path / f"{name}.toml"
+    f.write_text(text)
+    by_name = json.loads(run_check(P4DE, "--format", "json", "--topology", name)
+                         .stdout)["sweeps"][0]["rows"]
+    by_file = json.loads(run_check(P4DE, "--format", "json", "--topology", f).stdout)["sweeps"][0]["rows"]
+    assert [r["predicted_s"] for r in by_file] == [r["predicted_s"] for r in by_name]
