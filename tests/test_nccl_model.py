@@ -66,6 +66,41 @@ def test_nvls_tree_bandwidth_before_nvls_efficiency():
     assert e.bandwidth_GBps == pytest.approx(8 * 48 * 0.74 * 7 / 8 * 2 * 16 / 30, rel=1e-6)
 
 
+def test_nvls_calls_on_hopper_before_2_28_are_timed_with_the_corrected_figures():
+    """NCCL 2.28.3 corrected its NVLS / NVLS Tree prediction ("Update tuning data for H100"): 2.19-2.26 still
+    choose with their own figures, but a call takes what the hardware takes. On 8 H100 the maintainers put
+    NVLS all-reduce at ~480 GB/s bus bandwidth, algbw ~275 GB/s (NVIDIA/nccl-tests issues 212 and 290)."""
+    from zerocalc.nccl.model import nvls_run_release
+
+    topo = get_topology("dgx-h100")
+    for rel in (V19, V21, V26):
+        t = tune(topo, 8, rel)
+        assert nvls_run_release(rel, t.machine) is V30
+        a, p, _ = t.choose(C.ALL_REDUCE, 1 << 30)
+        assert (a, p) == (A.NVLS, P.SIMPLE)
+        # the release's own NVLS bandwidth: min(bwIntra 50, bwInter 60) x 8 ch x 5/6 = 333 GB/s algbw
+        assert t.time_s(C.ALL_REDUCE, a, p, 1 << 30) == pytest.approx(
+            t.entries[(C.ALL_REDUCE, a, p)].latency_us * 1e-6 + (1 << 30) / (8 * 50 * 5 / 6 * 1e9), rel=1e-6)
+        # the run: v2.30.7's min(50 x 0.85 x 7/8 x 2, 60) x 8 ch x 8/14 = 274.3 GB/s (busBw 480) and 25 us
+        run = t.run_time_s(C.ALL_REDUCE, a, p, 1 << 30)
+        assert run == pytest.approx(25e-6 + (1 << 30) / (8 * min(50 * 0.85 * 7 / 8 * 2, 60) * 8 / 14 * 1e9),
+                                    rel=1e-6)
+        assert (1 << 30) / run / 1e9 == pytest.approx(275, rel=0.01)
+        # pairs other than NVLS / NVLS Tree are the release's own
+        ring = (C.ALL_REDUCE, A.RING, P.SIMPLE, 1 << 30)
+        assert t.run_time_s(*ring) == t.time_s(*ring)
+    # 2 nodes (v2.26.2 on an HGX H100 pair): NVLS Tree timed with v2.30.7's min(48 x 0.85 x 7/8 x 2, 2 x 48,
+    # perChMaxNVLSTreeBw 57.7) x 8 ch x 16/30 and latency NVLink hop 25 + 2 x log2(2) x net hop 20.9 us
+    t = tune(topo, 16, V26)
+    run = t.run_time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, 1 << 34)
+    assert run == pytest.approx((25 + 2 * 20.9) * 1e-6 + (1 << 34) / (57.7 * 8 * 16 / 30 * 1e9), rel=1e-6)
+    # not on Blackwell (the notes name GB200-NV72's data, not HGX B200's), nor at releases that have the fix
+    assert tune(get_topology("dgx-b200"), 16, V26).nvls_run is None
+    assert tune(topo, 16, V30).nvls_run is None
+    # nor where NVLS is off: the release's own tuning, no second one
+    assert tune(get_topology("dgx-a100"), 8, V26).nvls_run is None
+
+
 def test_algorithms_the_topology_cannot_run_are_disabled():
     t = tune(get_topology("dgx-a100"), 8, V30)
     assert not t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].enabled  # no NVSwitch 3 on A100

@@ -64,10 +64,21 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         choices.append(c)
     notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
              "protocol it picks per collective; one call per phase" + (f"; {note}" if note else ""),
+             *([f"t NCCL: NVLS / NVLS Tree calls timed with NCCL {LATEST.name}'s figures for Hopper, which "
+                "NCCL 2.28.3 corrected; NCCL " + release.name + " chooses them with its own"]
+               if nvls_corrected(release, topo) else []),
              *env.notes,
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
                if tuner else [])]
     return NcclPricing(times, choices, notes)
+
+
+def nvls_corrected(release, topo: Topology) -> bool:
+    """Whether ``release`` times NVLS calls on ``topo`` with the later release's figures
+    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, NCCL before 2.28."""
+    cc = topo.compute_capability or 0
+    return (not release.nvls_efficiency_model and bool(topo.nvls) and (topo.nvswitch_gen or 0) >= 3
+            and 90 <= cc < 100)
 
 
 def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:

@@ -25,6 +25,7 @@ from zerocalc.nccl.tables import (
     AMPERE,
     BLACKWELL,
     HOPPER,
+    LATEST,
     NET,
     NVLINK,
     PCI,
@@ -60,6 +61,9 @@ class Tuning:
     machine: Machine
     entries: dict[tuple[Collective, Algorithm, Protocol], Entry] = field(default_factory=dict)
     channels: CommChannels | None = None  # comm->nChannels / collChannels (zerocalc.nccl.channels)
+    #: the tuning whose figures time the NVLS / NVLS Tree calls this release mispredicts
+    #: (:func:`nvls_run_release`)
+    nvls_run: Tuning | None = None
 
     @property
     def comm_channels(self) -> int:
@@ -90,6 +94,19 @@ class Tuning:
                           e.why_disabled)
         return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
 
+    def run_time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
+                   channels: int | None = None, disabled_ok: bool = False) -> float | None:
+        """The time a call of the pair takes: :meth:`time_s`, but for NVLS and NVLS Tree on a release
+        whose NVLS figures NCCL later corrected, that pair's time under the corrected release
+        (:attr:`nvls_run`, :func:`nvls_run_release`). NCCL still *chooses* with its own figures
+        (:meth:`choose`)."""
+        if self.nvls_run is not None and algo in (A.NVLS, A.NVLS_TREE):
+            t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
+            if t is None:
+                return None
+            return self.nvls_run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True)
+        return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
+
     def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
         """Every enabled pair's time (s), in NCCL's index order."""
         out = []
@@ -113,6 +130,25 @@ class Tuning:
             raise ConfigError(f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
                               f"here ({'; '.join(reasons[:4]) or 'all excluded'})", option="NCCL_ALGO")
         return best
+
+
+def nvls_run_release(rel: Release, m: Machine) -> Release | None:
+    """The release whose NVLS / NVLS Tree figures time those calls when ``rel``'s own mispredict them, or
+    ``None``: on Hopper (sm90) with NVLink SHARP, releases before NVLS's bandwidth model was corrected
+    (``nvls_efficiency_model`` false: 2.19, 2.21, 2.26) get the latest modelled release's figures.
+
+    Source: NCCL 2.28.3's release notes ("Improved NVLS/NVLSTree tuning prediction to improve algorithm
+    and protocol selection. NVLSTree Tuning Fixes. Update tuning data for H100, GB200-NV72"), which
+    brought ``nvlsEfficiency`` (0.85 on Hopper) and ``perChMaxNVLSTreeBws`` into ``tuning.cc``; 2.28.9
+    raised NVLS Tree's network hop from 14 to 20.9 µs. The figures describe the hardware's NVLS, so they
+    time calls under older releases too: on 8 H100 NVLS all-reduce peaks at a bus bandwidth of about 480 GB/s,
+    algorithm bandwidth ~275 GB/s (NCCL's maintainers, NVIDIA/nccl-tests issues 212 and 290, NCCL 2.20-2.21
+    era), which 2.30's model gives (274 GB/s) and 2.19-2.26's do not (333 GB/s). Blackwell is left to each
+    release's own figures: the notes name GB200-NV72's data, not HGX B200's, and 2.28-2.30 changed Blackwell's
+    caps again."""
+    if rel.nvls_efficiency_model or not m.nvls or not 90 <= m.compute_capability < 100:
+        return None
+    return LATEST if LATEST.nvls_efficiency_model else None
 
 
 def _log2i(n: int) -> int:
@@ -368,7 +404,11 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
                 lat, bw = _tune_one(release, m, coll, a, p)
                 entries[(coll, a, p)] = Entry(a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else
                                                                                             "zero bandwidth"))
-    return Tuning(release, m, entries, channels)
+    run = nvls_run_release(release, m)
+    nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
+                                               proto_enable=proto_enable, nvls_enable=nvls_enable,
+                                               min_channels=min_channels, max_channels=max_channels)
+    return Tuning(release, m, entries, channels, nvls_run)
 
 
 def enabled_algorithms(tuning: Tuning, coll: Collective) -> Iterable[Algorithm]:

@@ -76,7 +76,8 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
         a, p, t, channels = c.algorithm, c.protocol, c.time_s, c.channels
         line = c.rule.line if c.rule else None
     else:
-        a, p, t = tuning.choose(coll, n_bytes)
+        a, p, _ = tuning.choose(coll, n_bytes)
+        t = tuning.run_time_s(coll, a, p, n_bytes)
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
         if c.algorithm == a.value and c.protocol == p.value:

@@ -239,7 +239,7 @@ def tuned_choice(tuning: Tuning, coll: Collective, n_bytes: float, config: Tuner
         a, p, _ = tuning.choose(coll, n)
     else:
         a, p = chosen.algorithm, chosen.protocol
-    t = tuning.time_s(coll, a, p, n, channels=channels, disabled_ok=True)
+    t = tuning.run_time_s(coll, a, p, n, channels=channels, disabled_ok=True)
     if t is None:  # check_rules keeps unrunnable pairs out; a v2 tuner's env-disabled pair has a bandwidth
         raise ConfigError(f"{config.where(chosen) if chosen else config.source}: {a.value}/{p.value} has no "
                           f"bandwidth for {coll.value} here", option=OPTION)

@@ -118,6 +118,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
             row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
         out.append(row)
     notes = [note] if note else []
+    if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
+        notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
+                     f"Hopper, which NCCL 2.28.3 corrected (\"Update tuning data for H100\"); NCCL "
+                     f"{release.name} chooses them with its own")
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
