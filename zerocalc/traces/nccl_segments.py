@@ -67,7 +67,8 @@ def compact(calls: Calls, keep: int = KEEP) -> Calls:
         span = int(d[:, p].max()) + 1
         proc[has] = np.unique(d[has, h] * span + d[has, p], return_inverse=True)[1].reshape(-1)
     owner = proc[calls.code]
-    order = np.argsort(owner, kind="stable")
+    owner = owner.astype(np.int16) if len(d) < 2**15 else owner
+    order = np.argsort(owner, kind="stable")  # radix, on 16 bits
     ends = np.cumsum(np.bincount(owner + 1, minlength=int(proc.max()) + 2))
     drop = np.zeros(len(owner), bool)
     gaps = []
