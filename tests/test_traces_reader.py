@@ -60,6 +60,24 @@ def test_truncated_kineto_json(tmp_path):
         read_traces(f)
 
 
+@pytest.mark.parametrize("step", [1 << 26, 4096])
+@pytest.mark.parametrize("extra", [-1, 0, 1, 5000])
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_whole_file_read_is_every_byte_once(tmp_path, monkeypatch, step, extra, gz):
+    # a Kineto trace is read whole, in one read where it is plain and small: sizes on either side
+    # of the read's size, and files read in several steps (the step set small), give the file's bytes
+    from zerocalc.traces import reader
+
+    monkeypatch.setattr(reader, "WHOLE_STEP", step)
+    raw = gzip.decompress((DATA / "kineto" / "dlrm-v100-8ranks" / "rank0.json.gz").read_bytes()) * 2
+    raw = raw[: (1 << 20) + extra] if extra < 5000 else raw  # 1 MiB, the least read, or 1.8 MB
+    f = tmp_path / ("t.json.gz" if gz else "t.json")
+    f.write_bytes(gzip.compress(raw) if gz else raw)
+    with reader._open(str(f), reader.MAX_BYTES) as stream:
+        stream.peek(1)
+        assert reader._whole(stream, str(f)) == raw
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
