@@ -83,6 +83,38 @@ def test_kineto_events(evs, info):
 
 
 
+# any event: any phase, a name of any type (a list or an object is no key), relevant or not
+finite = st.floats(allow_nan=False, allow_infinity=False)
+categories = st.sampled_from(["cpu_op", "kernel", "user_annotation", "cuda_runtime", "gpu_user_annotation"])
+any_events = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "X", "X", "B", "i", "f", "M"]), "name": names | json_values,
+     "ts": json_values | finite, "dur": json_values | st.floats(0, 9)},
+    optional={"cat": categories | json_values,
+              "args": st.dictionaries(st.sampled_from(["Collective name", "In msg nelems", "External id",
+                                                       "correlation", "dtype", "Input Dims"]), json_values,
+                                      max_size=3),
+              "pid": st.integers(0, 3) | json_values, "tid": st.integers(0, 3) | json_values},
+)
+
+
+def _outcome(fn, doc, strict):
+    try:
+        r = fn(doc, "f.json", strict=strict)
+    except TraceFormatError as exc:
+        return repr(("error", exc.line, exc.reason))
+    return repr((r.rows, r.meta, r.skipped.count, sorted(r.skipped.by_reason.items()), r.skipped.examples))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(any_events, events), max_size=8), st.booleans())
+def test_kineto_fields_decoded_alone_give_what_the_whole_document_gives(evs, strict):
+    """parse_bytes decodes only the fields it reads and filters events by name in bulk; on any events
+    it must give the rows, metadata, skipped events or error that the whole document decoded by orjson
+    gives (parse_document)."""
+    doc = orjson.dumps({"traceEvents": evs})
+    assert _outcome(parse_bytes, doc, strict) == _outcome(parse_document, orjson.loads(doc), strict)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(texts, max_size=12), st.booleans())
 def test_nccl_log_blocks(lines, strict):

@@ -37,7 +37,16 @@ import orjson
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.kineto_calls import _build
-from zerocalc.traces.kineto_events import _DECODER, _args, _Event, _Invalid, _NameFilter, _select, _utf8
+from zerocalc.traces.kineto_events import (
+    _DECODER,
+    _args,
+    _Event,
+    _Invalid,
+    _maybe_used,
+    _NameFilter,
+    _select,
+    _utf8,
+)
 from zerocalc.traces.records import ParseResult, bad
 
 FORMAT = "kineto"
@@ -62,10 +71,7 @@ def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
         info = _dist_info(_args(trace.distributedInfo), file, strict, res)
         events = trace.traceEvents
         del trace
-        maybe = _NameFilter()
-        sel = _select([(i, e) for i, e in enumerate(events)
-                       if type(e) is _Event and type(n := e.name) is str and maybe[n]],
-                      len(events), file, strict, res)
+        sel = _select(_maybe_used(events), len(events), file, strict, res)
         del events  # drop the decoded events before building anything else
         return _build(sel, info, res, file)
     except (msgspec.DecodeError, _Invalid):
@@ -105,6 +111,6 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
             continue
         name = e.get("name")
         if e.get("ph") == "X" and type(name) is str and maybe[name]:
-            used.append((i, _Event(name, e.get("cat"), e.get("ts"), e.get("dur"), e.get("pid"),
-                                   e.get("tid"), e.get("args"))))
+            used.append((i, _Event(name=name, cat=e.get("cat"), ts=e.get("ts"), dur=e.get("dur"),
+                                   pid=e.get("pid"), tid=e.get("tid"), args=e.get("args"))))
     return _build(_select(used, len(events), file, strict, res), info, res, file)

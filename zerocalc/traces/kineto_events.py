@@ -9,6 +9,8 @@ from __future__ import annotations
 import codecs
 import math
 from collections.abc import Iterable
+from itertools import compress
+from operator import attrgetter
 from typing import Any, NamedTuple, Union
 
 import msgspec
@@ -21,6 +23,7 @@ _KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel")
 #: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
 _NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES)
 _US = 1e-6
+_INF = math.inf
 _NO_ARGS = msgspec.Raw()
 
 
@@ -28,20 +31,23 @@ class _Event(msgspec.Struct, tag="X", tag_field="ph", gc=False):
     """The fields of one complete event (``"ph": "X"``) that the parser reads; others are skipped.
 
     ``args`` stays an undecoded slice of the input (``msgspec.Raw``) until the parser
-    needs it, which is for a few hundred of the tens of thousands of events.
+    needs it, which is for a few hundred of the tens of thousands of events. The fields are in
+    the order Kineto writes them (msgspec looks a key up from the field after the last one found).
     """
 
-    name: Any = None
     cat: Any = None
-    ts: Any = None
-    dur: Any = None
+    name: Any = None
     pid: Any = None
     tid: Any = None
+    ts: Any = None
+    dur: Any = None
     args: msgspec.Raw = _NO_ARGS
 
 
-# Every other event phase of the Chrome trace event format: decoded as an empty object.
-_OTHER_PHASES = tuple(msgspec.defstruct(f"_Phase{i}", [], tag=ph, tag_field="ph", gc=False)
+# Every other event phase of the Chrome trace event format: decoded as an empty object, whose
+# ``name`` (a class attribute, not a field: nothing is decoded) is None, as no complete event's is.
+_OTHER_PHASES = tuple(msgspec.defstruct(f"_Phase{i}", [], tag=ph, tag_field="ph", gc=False,
+                                        namespace={"name": None})
                       for i, ph in enumerate("B E i I C b n e S T p F s t f P N O D M V v R c ( )".split()))
 
 _ANY_EVENT = Union[(_Event, *_OTHER_PHASES)]  # noqa: UP007 (built from a tuple)
@@ -178,11 +184,31 @@ def _classify(name: str, cat: Any) -> int:
 
 
 class _NameFilter(dict):
-    """name -> whether an event of that name may matter, whatever its category (cached)."""
+    """name -> whether an event of that name may matter, whatever its category (cached); a name
+    that is not a string (None for an event that is not a complete one) never does."""
 
-    def __missing__(self, name: str) -> bool:
-        v = self[name] = name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name
+    def __missing__(self, name: Any) -> bool:
+        v = self[name] = type(name) is str and (
+            name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name)
         return v
+
+
+_NAME = attrgetter("name")
+
+
+def _maybe_used(events: list) -> list[tuple[int, _Event]]:
+    """(index, event) of the complete events (:class:`_Event`) of a decoded ``traceEvents`` whose
+    name may matter (:class:`_NameFilter`), in order.
+
+    The names are taken and looked up by maps, not by a loop of Python code over the tens of
+    thousands of events a trace holds (most of them CPU ops): a sixth of the time of a parse
+    (benchmarks/bench_kineto.py --ranks)."""
+    maybe = _NameFilter()
+    try:
+        keep = list(map(maybe.__getitem__, map(_NAME, events)))
+    except TypeError:  # a name that cannot be a key (a list, an object) is no string: it never matters
+        keep = [type(n := e.name) is str and maybe[n] for e in events]
+    return [(i, events[i]) for i in compress(range(len(events)), keep)]
 
 
 _COMM_KIND = {_C10D: "c10d", _RPC: "rpc", _ANNOT: "annot"}
@@ -208,15 +234,18 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             role = roles[key] = _classify(*key)
         if role == _SKIP:
             continue
-        ts, dur = _num(e.ts), _num(e.dur)
-        if ts is None or dur is None or dur < 0:
-            bad(file, i, f"event {name[:40]!r} without a valid ts/dur", strict, res.skipped)
-            continue
-        thread = (e.pid, e.tid)
-        if not all(x is None or type(x) in _SCALARS for x in thread):
+        ts, dur = e.ts, e.dur
+        if not (type(ts) is float and type(dur) is float and -_INF < ts < _INF and 0.0 <= dur < _INF):
+            ts, dur = _num(ts), _num(dur)  # what is not a finite float, the rare case: as _num reads it
+            if ts is None or dur is None or dur < 0:
+                bad(file, i, f"event {name[:40]!r} without a valid ts/dur", strict, res.skipped)
+                continue
+        pid, tid = e.pid, e.tid
+        if not ((pid is None or type(pid) in _SCALARS) and (tid is None or type(tid) in _SCALARS)):
             bad(file, i, f"event {name[:40]!r} with a pid/tid that is not a number or a string",
                 strict, res.skipped)
             continue
+        thread = (pid, tid)
         if role == _LAUNCH:  # arguments decoded only if a kernel has to be linked by correlation
             launches.append((e.args, thread, ts))
         elif role == _KERNEL:
