@@ -87,7 +87,8 @@ def test_topology_given_always_wins():
 
 
 def _with_hosts(tmp_path, hosts):
-    """The bundled 16xH100 sweep with its first len(hosts) rank lines kept, put on ``hosts``."""
+    """The bundled 16xH100 sweep with its first len(hosts) rank lines kept, put on ``hosts`` (its rows
+    are 16 ranks' still: checked with ``--n`` equal to the lines kept)."""
     src = (DATA / "all_reduce_perf-16xH100-2nodes.txt").read_text().splitlines(True)
     out, k = [], 0
     for line in src:
@@ -105,19 +106,20 @@ def _with_hosts(tmp_path, hosts):
 
 def test_four_ranks_per_host_make_nodes_of_four(tmp_path):
     path = _with_hosts(tmp_path, ["a"] * 4 + ["b"] * 4)
-    res = run_check(path, "--format", "json")
+    res = run_check(path, "--format", "json", "--n", "8")
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]
     assert sweep["group_size"] == 8
     assert sweep["topology_how"] == ("from the file's device lines: NVIDIA H100 80GB HBM3, 4 per host, "
                                      "2 hosts (nodes of 4 GPUs and 4 NICs)")
     # 2 nodes: the large sizes go over the network, slower than the 8 GPUs of one DGX H100
-    one = json.loads(run_check(path, "--format", "json", "--topology", "dgx-h100").stdout)["sweeps"][0]
+    one = json.loads(run_check(path, "--format", "json", "--topology", "dgx-h100", "--n", "8")
+                     .stdout)["sweeps"][0]
     assert sweep["rows"][-1]["predicted_s"] > 1.5 * one["rows"][-1]["predicted_s"]
 
 
 def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
-    res = run_check(_with_hosts(tmp_path, ["a"] * 5 + ["b"] * 3))
+    res = run_check(_with_hosts(tmp_path, ["a"] * 5 + ["b"] * 3), "--n", "8")
     assert res.exit_code == 2
     assert "different numbers of ranks (a 5, b 3)" in res.stderr and "--topology" in res.stderr
     with pytest.raises(ConfigError, match="several GPU models"):

@@ -284,3 +284,25 @@ def test_new_presets_are_described_by_toml(name, tmp_path):
                          .stdout)["sweeps"][0]["rows"]
     by_file = json.loads(run_check(P4DE, "--format", "json", "--topology", f).stdout)["sweeps"][0]["rows"]
     assert [r["predicted_s"] for r in by_file] == [r["predicted_s"] for r in by_name]
+
+
+def test_rank_lines_that_disagree_with_the_bandwidths_are_refused_and_an_excerpt_keeps_the_node(tmp_path):
+    """An excerpt listing 4 of 16 ranks (as OCI's BM.GPU.B4.8 example lists ranks 0, 7, 8 and 15): its
+    busbw/algbw says 16, the lines 4: refused naming --n; with --n 16 the lines tell the GPU, and the
+    node stays the preset's 8 GPUs."""
+    out = []
+    for line in H100.read_text().splitlines(True):
+        m = re.match(r"#\s+Rank\s+(\d+)\b", line)
+        if m and int(m[1]) not in (0, 7, 8, 15):
+            continue
+        out.append(line)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("".join(out))
+    one_line_error(run_check(path), "--n", "# Rank lines (4) give 4 ranks but its busbw/algbw gives 16")
+    res = run_check(path, "--format", "json", "--n", "16")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["topology"] == "dgx-h100" and sweep["group_size"] == 16
+    assert "4 of its 16 ranks listed (nodes as dgx-h100's)" in sweep["topology_how"]
+    full = json.loads(run_check(H100, "--format", "json").stdout)["sweeps"][0]
+    assert [r["predicted_s"] for r in sweep["rows"]] == [r["predicted_s"] for r in full["rows"]]

@@ -74,21 +74,29 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
     """A sweep's group size and how it was told (JSON ``n_how``): ``--n``, the file's ``# Rank`` lines,
     all_gather's / reduce_scatter's size / count, else its busbw / algbw ratio
     (:func:`zerocalc.traces.busbw.ranks_from_bandwidth`; a file that cannot tell is refused naming
-    ``--n``)."""
+    ``--n``). Where the file lists ranks and its bandwidths tell n too, the two must agree: an excerpt
+    that lists some of its ranks (``#  Rank 0 … 7, 8 … 15`` for 16) or an old nccl-tests run under MPI
+    with ``-g`` (each host numbering its own ranks from 0) is refused naming ``--n``."""
     from zerocalc.errors import ConfigError, TraceFormatError
     from zerocalc.traces.busbw import ranks_from_bandwidth
 
     if n is not None:
         return n, "given (--n)"
-    if p:
-        if run.get("ranks_listed") == p:
-            return int(p), f"the file's # Rank lines ({p})"
-        return int(p), "size / count (nccl-tests prints the total size and one rank's count)"
     try:
         got = ranks_from_bandwidth(rows, op, file=path)
     except TraceFormatError as exc:
-        raise ConfigError(str(exc), option="--n") from None
-    return got.n, got.how
+        if not p:
+            raise ConfigError(str(exc), option="--n") from None
+        got = None  # the bandwidths cannot tell (factor 1, or too small): the file's count stands
+    if not p:
+        assert got is not None
+        return got.n, got.how
+    how = (f"the file's # Rank lines ({p})" if run.get("ranks_listed") == p
+           else "size / count (nccl-tests prints the total size and one rank's count)")
+    if got is not None and got.n != p:
+        raise ConfigError(f"{path}: {how} give {p} ranks but its busbw/algbw gives {got.n} ({got.how}); "
+                          "give --n", option="--n")
+    return int(p), how
 
 
 def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str], str]:
@@ -104,17 +112,18 @@ def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[st
         "default: the latest modelled (the file states none)"
 
 
-def _sweep_topology(given, path: str, run: dict):
+def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     """The topology a sweep is priced on and how it was chosen (JSON ``topology_how``): ``given`` (a
     loaded ``--topology``) always wins; else the preset the run's device lines describe
-    (:func:`zerocalc.topology.devices.preset_for_devices`)."""
+    (:func:`zerocalc.topology.devices.preset_for_devices`; ``group_size``: the sweep's ranks, more than
+    the device lines list when they are an excerpt)."""
     from zerocalc.topology.devices import preset_for_devices
 
     if given is not None:
         return given, "given (--topology)"
     return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
                               network=run.get("network") or {},
-                              shared_devices=run.get("shared_devices") or ())
+                              shared_devices=run.get("shared_devices") or (), group_size=group_size)
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
@@ -131,7 +140,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     sweeps, texts = [], []
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
         version, notes, version_how = _sweep_version(path, nccl_version, stated)
-        topo, topology_how = _sweep_topology(given, path, run)
+        topo, topology_how = _sweep_topology(given, path, run, p)
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
@@ -205,15 +214,12 @@ def _fit_base(topology: str | None, inputs: list) -> tuple:
     preset the first sweep's device lines describe (as ``check`` prices it); else
     :data:`FIT_DEFAULT_TOPOLOGY`, saying why."""
     from zerocalc.errors import ConfigError
-    from zerocalc.topology.devices import preset_for_devices
 
     if topology is not None:
         return _load_topology(topology, None, None, None, None), "given (--topology)"
-    path, *_, run = inputs[0]
+    path, _, _, p, *_, run = inputs[0]
     try:
-        return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
-                                  network=run.get("network") or {},
-                                  shared_devices=run.get("shared_devices") or ())
+        return _sweep_topology(None, path, run, p)
     except ConfigError:
         return (_load_topology(FIT_DEFAULT_TOPOLOGY, None, None, None, None),
                 f"the default: {path} names no GPU a preset describes (--topology to choose)")

@@ -144,14 +144,17 @@ def _network(network: Mapping[str, Sequence], hosts: Mapping[str, int], where: s
 
 def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, where: str,
                        network: Mapping[str, Sequence] | None = None,
-                       shared_devices: Sequence[Sequence] = ()) -> tuple[Topology, str]:
+                       shared_devices: Sequence[Sequence] = (),
+                       group_size: int | None = None) -> tuple[Topology, str]:
     """The preset the lines of a run describe, and how it was chosen (a sentence).
 
     ``gpus``: device name → ranks; ``hosts``: host name → ranks; ``network``: kind → (line, text) of
     the INFO or launch lines that name the network; ``shared_devices``: (host, bus id, ranks) of GPUs
     several ranks ran on (as :func:`zerocalc.traces.nccl_tests.parse` lists them per run). With ranks
     per host other than the preset's GPUs per node, the node is taken to hold that many (the preset's
-    NICs scaled with them when it has one per GPU). Raises :class:`ConfigError` naming ``--topology``
+    NICs scaled with them when it has one per GPU), unless the lines list fewer ranks than
+    ``group_size`` (an excerpt): then they tell the GPU and network, not the node, which stays the
+    preset's. Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
     if not gpus:
@@ -165,6 +168,11 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                       f"bus {bus}); no preset describes several ranks per GPU")
     net, net_how = _network(network or {}, hosts, where)
     topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how)
+    listed = sum(hosts.values())
+    if group_size is not None and listed < group_size:
+        how = (f"from the file's device lines: {gpu}, {listed} of its {group_size} ranks listed (nodes as "
+               f"{topo.name}'s){gpu_how}")
+        return topo, how + (f"; {net_how}" if net_how else "")
     per_host = set(hosts.values())
     if len(per_host) > 1:
         raise _refuse(f"{where}: its hosts run different numbers of ranks "
