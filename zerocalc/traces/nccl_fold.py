@@ -206,7 +206,7 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     (:func:`_expand`), so each process is folded on its whole sequence, as if nothing had been dropped:
     the same calls kept, the same weights. None too when that fold keeps a call dropped while reading,
     or folds nothing of a process that lost calls while reading: the caller then reads the logs again
-    in full (:func:`zerocalc.traces.reader.read_folded`)."""
+    with every call held (:func:`zerocalc.traces.reader.read_folded`)."""
     if any(c.tunings for c in logs):  # a TUNING line names the call before it: keep every call
         return None
     # one global code per distinct call (its fields as values) and its process
@@ -251,8 +251,8 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
         if not len(seg):
             continue
         g = gaps[gap_order[glo:ghi]]
-        seq, part, held = _expand(codes[seg], np.searchsorted(starts, seg, side="right") - 1,
-                                  np.searchsorted(seg, g[:, 0]), g[:, 1], g[:, 2])
+        part = (np.searchsorted(starts, seg, side="right") - 1).astype(np.int32)
+        seq, part, held = _expand(codes[seg], part, np.searchsorted(seg, g[:, 0]), g[:, 1], g[:, 2])
         found = _fold_one(seq, part, keep)
         if found is None:
             if len(g):  # calls dropped while reading that this fold keeps
@@ -296,11 +296,12 @@ def _expand(seq: np.ndarray, part: np.ndarray, at: np.ndarray, per: np.ndarray, 
     if not len(at):
         return seq, part, None
     pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    index = np.arange(len(seq), dtype=np.int64)
+    index = np.arange(len(seq), dtype=np.int32 if len(seq) < 2**31 else np.int64)
     prev = 0
     for j, p, k in zip(at.tolist(), per.tolist(), n.tolist(), strict=True):
         pieces.append((seq[prev:j], part[prev:j], index[prev:j]))
-        pieces.append((np.tile(seq[j - p : j], k), np.full(p * k, part[j]), np.full(p * k, -1)))
+        pieces.append((np.tile(seq[j - p : j], k), np.full(p * k, part[j], part.dtype),
+                       np.full(p * k, -1, index.dtype)))
         prev = j
     pieces.append((seq[prev:], part[prev:], index[prev:]))
     return tuple(np.concatenate(x) for x in zip(*pieces, strict=True))  # type: ignore[return-value]
