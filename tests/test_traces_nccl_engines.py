@@ -81,6 +81,37 @@ def test_synthetic_128_rank_log_reads_alike_in_blocks_and_chunks(monkeypatch, tm
     _same(b, read_traces(log, workers=2))
 
 
+_AUTO = r"""
+import sys
+from zerocalc.traces import nccl_log, nccl_polars
+nccl_log.NATIVE_MIN_STREAM_BYTES = int(sys.argv[2])
+blocks = []
+extract = nccl_polars.extract_fields
+nccl_polars.extract_fields = lambda *a: blocks.append(1) or extract(*a)
+with open(sys.argv[1], "rb") as f:
+    scan = nccl_log.scan(f, sys.argv[1])
+print(len(blocks), "polars" in sys.modules, scan.lines)
+"""
+
+
+@pytest.mark.parametrize(("threshold", "blocks"), [(None, 0), (2, 2), (1, 3)])
+def test_auto_reads_a_short_log_by_re_and_a_long_one_by_polars_from_its_threshold(tmp_path, threshold,
+                                                                                  blocks):
+    # a fresh interpreter, where nothing has imported polars: below NATIVE_MIN_STREAM_BYTES (16 MiB) the
+    # log of three 4 MiB blocks is read by re alone and polars is not imported; from the threshold on
+    # (in blocks) every block is polars'
+    import subprocess
+    import sys
+
+    log = tmp_path / "ray.log"
+    lines, _ = _synthetic().build(log, 2.5 * nccl_log.BLOCK_BYTES)
+    limit = nccl_log.NATIVE_MIN_STREAM_BYTES if threshold is None else threshold * nccl_log.BLOCK_BYTES
+    out = subprocess.run([sys.executable, "-c", _AUTO, str(log), str(limit)], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.split()
+    assert out == [str(blocks), str(blocks > 0), str(log.read_bytes().count(b"\n"))]
+    assert log.stat().st_size < nccl_log.NATIVE_MIN_STREAM_BYTES
+
+
 # Line starts of every shape (as in test_traces_nccl_log), Init and TUNING lines, malformed calls,
 # calls without the host:pid:tid prefix, an unknown collective, and a byte that is not UTF-8.
 _PREFIXES = ["", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "[rank3]: ", "a:b", "x\t", "  ", "0: ", "é ",
