@@ -63,3 +63,20 @@ def test_cli_start_does_not_import_the_heavy_libraries():
             "print(sorted(m for m in ('sympy', 'pandas', 'matplotlib', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("trace", ["nccl-debug/ddp-allreduce-128ranks-L4-ray.txt", "real-runs/ds-zero3-ga4",
+                                   "kineto/dlrm-v100-8ranks"])
+def test_check_imports_neither_sympy_nor_matplotlib_and_a_small_log_not_polars(trace):
+    # check evaluates the schemes from zerocalc.validate.numeric's table; a log below 16 MiB is read by re
+    path = Path(__file__).resolve().parent / "data" / "traces" / trace
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print(sorted(m for m in ('sympy', 'matplotlib', 'polars', 'scipy')"
+            " if m in sys.modules), file=sys.stderr))\n"
+            "from zerocalc.cli.application import main\n"
+            f"sys.argv = ['zerocalc', 'check', {str(path)!r}, '--format', 'json']\n"
+            "main()\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert '"schemes"' in res.stdout
+    assert res.stderr.strip().splitlines()[-1] == "[]"

@@ -118,16 +118,16 @@ def check_cmd(
 
 
 def _import_model_meanwhile() -> None:
-    """Import the check and the schemes' symbolic model (pandas, sympy: about 1.5 s of a cold start)
-    on a thread while the traces are read: the read spends most of its time in polars and numpy,
-    which release the interpreter, so the imports cost the check little of its wall time
+    """Import the check (pandas, the schemes' numbers: :mod:`zerocalc.validate.numeric`, no sympy) on a
+    thread while the traces are read: the read of a large log spends most of its time in polars and
+    numpy, which release the interpreter, so the imports cost the check little of its wall time
     (benchmarks/bench_scale.py). The check imports them again, waiting for the thread if need be; the
     thread is not a daemon, so an early exit waits for it rather than stopping it mid-import."""
     import threading
 
     def imports() -> None:
         try:
-            for name in ("zerocalc.validate", "zerocalc.schemes"):
+            for name in ("zerocalc.validate", "zerocalc.validate.numeric_table"):
                 importlib.import_module(name)
         except Exception:  # noqa: BLE001 -- raised again, in its place, by the check's own import
             return

@@ -46,9 +46,13 @@ def ring_bytes_factor(op: str, p: float) -> float:
         return 0.0
     if op not in _OP_VERBS:
         raise UnknownNameError("collective", op, list(OP_NAMES))
+    if float(p).is_integer():  # the model's expression evaluated without sympy, to sympy's number
+        from zerocalc.validate.numeric import ring_bytes
+
+        return ring_bytes(op, int(p))
     from zerocalc.collectives import bytes_sent_per_rank
 
-    return float(bytes_sent_per_rank(op, 1, int(p) if float(p).is_integer() else p))
+    return float(bytes_sent_per_rank(op, 1, p))
 
 
 def busbw_factor(op: str, p: float) -> float:

@@ -140,39 +140,34 @@ def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | No
 
     Each phase is priced at its side's element type (parameter or gradient, :class:`Pricing`), run
     as often per optimizer step as its cadence says at the pricing's micro-batches and gradient-sync
-    mode (``Phase.runs``, where the schemes state it). Phases on a group of one rank move nothing and are
-    left out.
+    mode (``Phase.runs``). Phases on a group of one rank move nothing and are left out. ``scheme``: a
+    name (its phases from :mod:`zerocalc.validate.numeric`'s table, no sympy) or a
+    :class:`~zerocalc.schemes.Scheme`; each expression evaluated as sympy evaluates it at these numbers.
     """
-    from zerocalc import symbols as S
     from zerocalc.dtypes import DTYPE_BYTES
+    from zerocalc.validate import numeric
 
     if pricing is None:
         pricing = Pricing(psi=psi, n=n, g=g, param_bytes=comm_bytes, grad_bytes=comm_bytes)
-    from zerocalc import evaluate
-
-    base = {S.Psi: pricing.psi, S.N: pricing.n, S.G: pricing.g}
-    for name, v in (("H", pricing.h or pricing.g), ("n_mb", pricing.micro_batches),
-                    ("b_p", pricing.param_bytes), ("b_g", pricing.grad_bytes),
-                    ("D_reuse", pricing.reuse_distance if pricing.reuse_distance is not None
-                     else getattr(evaluate, "DEFAULT_REUSE_DISTANCE", 1e9))):
-        if hasattr(S, name):
-            base[getattr(S, name)] = v
-    for ph in scheme.phases:
-        op = str(ph.collective.value)
-        side = str(getattr(ph, "side", "param" if op in _PARAM_SIDE else "grad"))
-        b = pricing.param_bytes if side == "param" else pricing.grad_bytes
-        vals = dict(base)
-        for name in ("b_comm", "b_param", "b_grad"):
-            if hasattr(S, name):
-                vals[getattr(S, name)] = b
-        p = float(ph.group.size.subs(vals))
-        if p <= 1 or sympy_float(ph.elements, vals) <= 0:  # e.g. no re-gather within the reuse distance
+    sch = numeric.scheme(scheme)
+    base = {"Psi": pricing.psi, "N": pricing.n, "G": pricing.g, "H": pricing.h or pricing.g,
+            "n_mb": pricing.micro_batches, "b_p": pricing.param_bytes, "b_g": pricing.grad_bytes,
+            "D_reuse": pricing.reuse_distance if pricing.reuse_distance is not None
+            else numeric.default_reuse_distance()}
+    sync = str(pricing.grad_sync)
+    for ph in sch.phases:
+        op = ph.collective
+        b = pricing.param_bytes if ph.side == "param" else pricing.grad_bytes
+        vals = dict(base, b_comm=b, b_param=b, b_grad=b)
+        p = float(numeric.evaluate(ph.size, vals))
+        elements = float(numeric.evaluate(ph.elements, vals))
+        if p <= 1 or elements <= 0:  # e.g. no re-gather within the reuse distance
             continue
-        runs = sympy_float(ph.runs(pricing.grad_sync), vals) if hasattr(ph, "runs") else 1.0
-        eb = sympy_float(ph.elem_bytes, vals)
-        dtype = (pricing.param_dtype if side == "param" else pricing.grad_dtype) if eb == b else \
+        runs = float(numeric.number(pricing.micro_batches)) if ph.runs_per_micro_batch(sync) else 1.0
+        eb = float(numeric.evaluate(ph.elem_bytes, vals))
+        dtype = (pricing.param_dtype if ph.side == "param" else pricing.grad_dtype) if eb == b else \
             next((k for k, v in DTYPE_BYTES.items() if v == eb), f"{eb:g} B")
-        yield (op, p, runs * sympy_float(ph.calls, vals), sympy_float(ph.elements, vals), eb, dtype)
+        yield (op, p, runs * float(numeric.evaluate(ph.calls, vals)), elements, eb, dtype)
 
 
 def predicted_groups(scheme, pricing: Pricing, phases=None) -> tuple[Entry, ...]:
@@ -259,9 +254,9 @@ def compare(
     gathered again), and reported at the first that matches, with the regime said
     (``SchemeComparison.reuse_regime``), as the micro-batches are read from the trace.
     """
-    from zerocalc.schemes import SCHEME_NAMES, get_scheme
+    from zerocalc.validate import numeric
 
-    names = list(SCHEME_NAMES) if not schemes else [get_scheme(s).name for s in schemes]
+    names = list(numeric.scheme_names()) if not schemes else [numeric.scheme(s).name for s in schemes]
     pricing = pricing_of(m, gpus_per_node)
     meas_fine = m.pattern_groups
     meas = m.pattern
@@ -271,7 +266,7 @@ def compare(
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
     out = []
     for name in names:
-        sch = get_scheme(name)
+        sch = numeric.scheme(name)
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
         tried = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d)) for d in regimes]
         # the first regime that matches (as micro-batches are read from the trace), else the first
@@ -307,10 +302,9 @@ def compare(
 
 
 def _priced_by_reuse(scheme) -> bool:
-    """Whether a scheme's volume depends on the reuse distance D_reuse (deepspeed-zero3)."""
-    from zerocalc import symbols as S
-
-    return any(S.D_reuse in getattr(ph.elements, "free_symbols", ()) for ph in scheme.phases)
+    """Whether a scheme's volume depends on the reuse distance D_reuse (deepspeed-zero3); ``scheme``: a
+    :class:`~zerocalc.validate.numeric.NumericScheme`."""
+    return any(ph.reuse_priced for ph in scheme.phases)
 
 
 def _reuse_candidates(pricing: Pricing) -> list[float]:
@@ -318,12 +312,12 @@ def _reuse_candidates(pricing: Pricing) -> list[float]:
     ``deepspeed/runtime/zero/config.py``), 2Ψ (the least that keeps every parameter for backward, the
     same as the default below Ψ = 5e8) and 0 (every parameter gathered again in backward). A regime
     that predicts the same re-gather as an earlier one is not tried again."""
-    from zerocalc.evaluate import DEFAULT_REUSE_DISTANCE
+    from zerocalc.validate.numeric import default_reuse_distance
 
     if pricing.reuse_distance is not None:
         return [pricing.reuse_distance]
     out, seen = [], set()
-    for d in (DEFAULT_REUSE_DISTANCE, 2.0 * pricing.psi, 0.0):
+    for d in (default_reuse_distance(), 2.0 * pricing.psi, 0.0):
         again = _regathered(d, pricing.psi)
         if again not in seen:
             seen.add(again)
