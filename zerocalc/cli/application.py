@@ -69,6 +69,59 @@ def _read_numbers_alike(group) -> None:
             param._zerocalc_numbers = True
 
 
+def _take_plain_values_as_they_are(group) -> None:
+    """Let every str, int, float, bool and list[str] parameter of every command take a value that already has
+    its type (a str for str, an int for int after :func:`_read_numbers_alike`, strs for list[str]) as
+    it is, as typer's own coercion returns it, without building that coercion: typer (0.29) builds a
+    pydantic validator for every parameter of the command run, given or not, and importing pydantic and
+    building them cost about 0.4 s of every command's start (``python -X importtime``). Any other
+    value (one to convert, to check against a range or choices, or to refuse) goes to typer's own
+    coercion, unchanged, with its messages; so does every parameter under a typer without this hook."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+    except ImportError:
+        return
+    plain = (str, int, float, bool)
+
+    class _AsItIs(RuntimeParam):
+        def _coerce_value(self, value, param, ctx):
+            ann = self.annotation
+            if typing.get_origin(ann) is list:
+                if isinstance(value, list | tuple) and all(type(v) is str for v in value):
+                    return list(value)
+            elif type(value) is ann:
+                return value
+            return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+
+    def as_it_is(param) -> None:
+        desc = getattr(param, "type_descriptor", None)
+        ann = getattr(desc, "annotation", None)
+        if desc is None or getattr(param, "_runtime_param", 0) is not None or not (
+                ann in plain or (typing.get_origin(ann) is list and typing.get_args(ann) == (str,))):
+            return
+        info = desc.parameter_info
+        if desc.is_choice or desc.is_ranged or desc.is_path or desc.is_file or any(
+                getattr(info, k, None) is not None for k in ("parser", "click_type")):
+            return
+        param._runtime_param = _AsItIs(parameter_info=info, annotation=ann)
+
+    stack = [group]
+    while stack:
+        cmd = stack.pop()
+        stack.extend(getattr(cmd, "commands", {}).values())
+        for param in getattr(cmd, "params", ()):
+            as_it_is(param)
+        if hasattr(cmd, "get_help_option") and not getattr(cmd, "_zerocalc_help", False):
+            def get_help_option(ctx, _orig=cmd.get_help_option):  # made on first use, and kept
+                option = _orig(ctx)
+                if option is not None:
+                    as_it_is(option)
+                return option
+
+            cmd.get_help_option = get_help_option
+            cmd._zerocalc_help = True
+
+
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's last flush finds no closed pipe."""
     import os
@@ -92,6 +145,7 @@ class _OneLineErrors(typer.core.TyperGroup):
         argv = kwargs.get("args", args[0] if args else None)
         given = {a.split("=", 1)[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("-")}
         _read_numbers_alike(self)
+        _take_plain_values_as_they_are(self)
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
             # Non-standalone click returns the code of a ``typer.Exit`` raised by a command;
