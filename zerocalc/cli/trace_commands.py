@@ -83,6 +83,24 @@ def check_cmd(
             raise ConfigError(f"must be table or json for nccl-tests sweeps, got {fmt!r}", option="--format")
         _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner)
         return
+    names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node)
+    psi_count, _ = model_psi(psi, model)
+    _import_model_meanwhile()
+    ts, res = _read_and_check(traces if len(traces) > 1 else traces[0], strict, scheduler, fold=steps is None,
+                              run=lambda ts, w: _check()(
+                                  ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype, schemes=names,
+                                  meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
+                                  reuse_distance=reuse_distance, weights=w))
+    _write_check(ts, res, fmt)
+
+
+def _check_options(nccl_version: str | None, nccl_tuner: str | None, micro_batches: int | None,
+                   reuse_distance: float | None, scheme: list[str] | None,
+                   gpus_per_node: int | None) -> list[str] | None:
+    """The options of a check of traces (not sweeps) checked before anything is read; returns the
+    schemes named (``None``: every scheme)."""
+    from zerocalc.errors import ConfigError
+
     for flag, given in (("--nccl-version", nccl_version), ("--nccl-tuner", nccl_tuner)):
         if given is not None:
             raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too", option=flag)
@@ -93,13 +111,12 @@ def check_cmd(
     names = _scheme_names(scheme, "--schemes")
     if gpus_per_node is not None and gpus_per_node < 1:  # before reading the traces
         raise ConfigError("must be a whole number ≥ 1", option="--gpus-per-node")
-    psi_count, _ = model_psi(psi, model)
-    _import_model_meanwhile()
-    ts, res = _read_and_check(traces if len(traces) > 1 else traces[0], strict, scheduler, fold=steps is None,
-                              run=lambda ts, w: _check()(
-                                  ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype, schemes=names,
-                                  meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
-                                  reuse_distance=reuse_distance, weights=w))
+    return names
+
+
+def _write_check(ts, res, fmt: str) -> None:
+    """The check's result on stdout: a CSV row per scheme, markdown, JSON (with the skipped lines) or
+    text (with a note on the skipped lines)."""
     if fmt == "csv":
         import pandas as pd
 
