@@ -166,8 +166,6 @@ def _read_and_check(paths, strict: bool, scheduler: str | None, fold: bool, run)
     steps), and every call's table made from the sequences read where the folded calls cannot be
     shown to give the full trace's answer (:class:`~zerocalc.validate.folded.Unfoldable`). Returns
     the trace set and the result."""
-    from zerocalc.validate.folded import Unfoldable
-
     if fold:
         from zerocalc.traces.progress import terminal_meter
         from zerocalc.traces.reader import read_folded
@@ -180,6 +178,9 @@ def _read_and_check(paths, strict: bool, scheduler: str | None, fold: bool, run)
                 meter.close()
         if folded is None:
             return ts, run(ts, None)
+        # imported after the read (zerocalc.validate imports pandas: not before the read's workers start)
+        from zerocalc.validate.folded import Unfoldable
+
         try:
             return ts, run(ts, folded.weights())
         except Unfoldable:  # every call's table, from the sequences already read
