@@ -141,7 +141,9 @@ def host_floor_s(gpus_per_thread: int | None) -> float | None:
     (``src/group.cc`` ``doLaunches``: per communicator ``cudaSetDevice``, ``ncclLaunchPrepare``, the kernel
     launch). The GPUs run call k while the thread issues call k + 1, so an iteration lasts the longer of
     the thread's G launches and the GPUs' collective, which ``ncclTopoGetAlgoTime`` (one rank's call)
-    prices. With one GPU per thread the launch (~4 µs) is below any NCCL latency, so no floor is set."""
+    prices. With one GPU per thread the launch (~4 µs) is below any NCCL latency, so no floor is set.
+    nccl-tests' other launch modes (CUDA graphs, ``-G``; calls aggregated into one group, ``-a``; blocking,
+    ``-z``) change the host's part and are not read from the file: the floor is the default mode's."""
     if not gpus_per_thread or gpus_per_thread <= 1:
         return None
     return gpus_per_thread * HOST_US_PER_GPU * 1e-6
