@@ -145,13 +145,15 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
-                            gpus_per_thread=run.get("gpus_per_thread"))
+                            gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
+                            graph=run.get("graph"))
         d = cmp.as_dict()
         d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
         d["nccl_version_how"] = version_how
         d["n_how"] = run.get("n_how")
         d["gpus_per_thread"] = run.get("gpus_per_thread")
-        launch = [t for t in [launch_note(run.get("gpus_per_thread"))] if t]
+        d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
+        launch = [t for t in [launch_note(run.get("gpus_per_thread"), run.get("agg_iters"), run.get("graph"))] if t]
         d["notes"] = notes + list(env.notes) + d["notes"] + launch + _skip_notes(skipped)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))

@@ -78,6 +78,9 @@ _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
 _LIBRARY = re.compile(r"nccl-library=(\d+)")
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
+#: ``-a`` and ``-G`` from the same line (``agg iters: A``, ``graph: G``; pre-2022 outputs print neither).
+_AGG_ITERS = re.compile(r"\bagg iters:\s*(\d+)")
+_GRAPH = re.compile(r"\bgraph:\s*(\d+)")
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 _HEADER = re.compile(r"\bsize\s+count\s+type\b")
@@ -286,6 +289,10 @@ class _Run:
     network: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: nccl-tests' ``-g``: GPUs per thread, from the ``nThread … nGpus G`` line.
     gpus_per_thread: int | None = None
+    #: nccl-tests' ``-a`` (calls aggregated into one group) and ``-G`` (iterations captured in CUDA graphs)
+    #: from the same line, ``None`` when it does not print them.
+    agg_iters: int | None = None
+    graph: int | None = None
     nccl_version: str | None = None
     nccl_tests_version: str | None = None
     markers: set[str] = field(default_factory=set)
@@ -345,7 +352,7 @@ class _Runs:
         if run.recs:  # a second table without a preamble: a new run of the same test
             run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
                        network=dict(run.network),
-                       gpus_per_thread=run.gpus_per_thread,
+                       gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
                        nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
             self.runs.append(run)
@@ -373,7 +380,11 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             state.marker(kind, lineno)
             g = _NGPUS.search(payload) if kind == "nthread" else None
             if g:
-                state.current(lineno).gpus_per_thread = int(g[1])
+                run = state.current(lineno)
+                run.gpus_per_thread = int(g[1])
+                a, gr = _AGG_ITERS.search(payload), _GRAPH.search(payload)
+                run.agg_iters = int(a[1]) if a else None
+                run.graph = int(gr[1]) if gr else None
         if "_perf" in payload:
             m = _PERF.search(payload)
             if m:
@@ -457,8 +468,8 @@ def _devices(run: _Run) -> dict[str, Any]:
     ranks, in order of first rank), both empty when no ``# Rank`` line names them; ``ranks_listed``
     (how many ``# Rank`` lines); ``shared_devices`` (``[host, bus id, [ranks]]`` for each GPU two or
     more ranks ran on, told by the full bus ids nccl-tests prints since 2.10); ``network`` (kind →
-    ``[line, text]``, :data:`NETWORK_EVIDENCE`); and ``gpus_per_thread`` (``-g``, ``None`` when the
-    file does not print it)."""
+    ``[line, text]``, :data:`NETWORK_EVIDENCE`); ``gpus_per_thread`` (``-g``), ``agg_iters`` (``-a``) and
+    ``graph`` (``-G``), each ``None`` when the file does not print it."""
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
     on_bus: dict[tuple[str, str], list[int]] = {}
@@ -471,7 +482,7 @@ def _devices(run: _Run) -> dict[str, Any]:
     shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks), "shared_devices": shared,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
-            "gpus_per_thread": run.gpus_per_thread}
+            "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:

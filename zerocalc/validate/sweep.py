@@ -83,12 +83,14 @@ class SweepComparison:
 
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
-                  tuner: TunerConfig | None = None, gpus_per_thread: int | None = None) -> SweepComparison:
+                  tuner: TunerConfig | None = None, gpus_per_thread: int | None = None,
+                  agg_iters: int | None = None, graph: int | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel counts of the topology's profile (:func:`zerocalc.nccl.env.channel_limits`) and, when
     given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`); with ``gpus_per_thread`` (nccl-tests
-    ``-g``) above 1, no faster than the thread's launches (:func:`host_floor_s`)."""
+    ``-g``) above 1, no faster than the thread's launches (:func:`host_floor_s`, in nccl-tests' default
+    launch mode: ``agg_iters`` (``-a``) and ``graph`` (``-G``) as the file prints them)."""
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
     lo, hi = channel_limits(topo, nccl_version)
@@ -99,7 +101,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         api = tuner_api(nccl_version)
         check_rules(tuning, tuner, topo.name)
     calibration = topo.nccl_calibration or ()
-    floor = host_floor_s(gpus_per_thread)
+    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
     out = []
     for r in sorted(rows, key=lambda r: r["size_bytes"]):
         measured = r.get("duration_s")
@@ -131,9 +133,11 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
-def host_floor_s(gpus_per_thread: int | None) -> float | None:
+def host_floor_s(gpus_per_thread: int | None, agg_iters: int | None = None,
+                 graph: int | None = None) -> float | None:
     """The least time per collective of a thread that drives ``gpus_per_thread`` GPUs (nccl-tests ``-g``),
-    ``gpus_per_thread`` × :data:`HOST_US_PER_GPU`; ``None`` for one GPU per thread or when unknown.
+    ``gpus_per_thread`` × :data:`HOST_US_PER_GPU`; ``None`` for one GPU per thread, when unknown, and
+    outside nccl-tests' default launch mode (``agg_iters`` above 1 or ``graph`` above 0, below).
 
     Why a floor, not an addition: nccl-tests (``src/common.cu`` ``BenchTime``) times ``iters`` calls issued
     back to back without waiting and divides by ``iters``, each call one ``ncclGroupStart`` / one collective
@@ -142,19 +146,29 @@ def host_floor_s(gpus_per_thread: int | None) -> float | None:
     launch). The GPUs run call k while the thread issues call k + 1, so an iteration lasts the longer of
     the thread's G launches and the GPUs' collective, which ``ncclTopoGetAlgoTime`` (one rank's call)
     prices. With one GPU per thread the launch (~4 µs) is below any NCCL latency, so no floor is set.
-    nccl-tests' other launch modes (CUDA graphs, ``-G``; calls aggregated into one group, ``-a``; blocking,
-    ``-z``) change the host's part and are not read from the file: the floor is the default mode's."""
-    if not gpus_per_thread or gpus_per_thread <= 1:
+    nccl-tests' other launch modes change the host's part: ``-a A`` puts A calls in one group (one launch
+    per GPU for all A), ``-G`` replays the iterations as CUDA graphs (no NCCL launch on the host at all);
+    the file's header line prints both (``agg iters: A``, ``graph: G``), and under either no floor is
+    priced (the issue-123 figure is of the default mode). Blocking launches (``-z``) are not printed and
+    are taken to be the default."""
+    if not gpus_per_thread or gpus_per_thread <= 1 or (agg_iters or 1) > 1 or (graph or 0) > 0:
         return None
     return gpus_per_thread * HOST_US_PER_GPU * 1e-6
 
 
-def launch_note(gpus_per_thread: int | None) -> str:
+def launch_note(gpus_per_thread: int | None, agg_iters: int | None = None, graph: int | None = None) -> str:
     """What a sweep run with several GPUs per thread (nccl-tests ``-g G``, G > 1) is priced with, or ""
     (:func:`host_floor_s`)."""
-    floor = host_floor_s(gpus_per_thread)
-    if floor is None:
+    if not gpus_per_thread or gpus_per_thread <= 1:
         return ""
+    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
+    if floor is None:
+        mode = " and ".join(m for m, on in ((f"-a {agg_iters} (calls aggregated into one group)",
+                                             (agg_iters or 1) > 1),
+                                            (f"-G {graph} (iterations replayed as CUDA graphs)",
+                                             (graph or 0) > 0)) if on)
+        return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}) under {mode}: "
+                f"the host's launches are not those of the default mode, so no launch floor is priced")
     return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}): NCCL launches "
             f"their kernels one after the other from it, so no call is predicted faster than "
             f"{gpus_per_thread} × {HOST_US_PER_GPU:g} µs = {floor * 1e6:.1f} µs (host time per GPU from the "

@@ -60,7 +60,7 @@ def draw(w: Writer, data: ReportData) -> None:
 
     custom = custom_topology(data.config)
     topologies = [*([custom] if custom is not None else []), *PRESETS.values()]
-    w.ensure(2.8)  # the presets table (about 17 lines at 7 pt) stays on one page with its heading
+    w.ensure(2.8)  # the heading with the presets table's first rows; a longer table goes on under its header
     w.heading("Topologies" if custom is not None else "Topology presets", 2)
     w.table(["topology" if custom is not None else "preset", "G", "intra α", "intra GB/s (per GPU)",
              "inter α", "inter GB/s (per node)", "source"],

@@ -50,13 +50,14 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         env = settings(topo, version, None, None)
         group = ranks or int(res.meta["world_size"])
         runs = res.meta.get("runs") or [{}]
+        launch = {k: runs[0].get(k) for k in ("gpus_per_thread", "agg_iters", "graph")}
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable, gpus_per_thread=runs[0].get("gpus_per_thread"))
+                            nvls_enable=env.nvls_enable, **launch)
         df = pd.DataFrame(cmp.rows)
         if env.notes:  # the same sweep with NCCL's defaults: what the provider's environment changes
             stock = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group,
-                                  nccl_version=version, gpus_per_thread=runs[0].get("gpus_per_thread"))
+                                  nccl_version=version, **launch)
             df["stock_ratio"] = [r["ratio"] for r in stock.rows]
         df["sweep"] = label
         frames.append(df)
