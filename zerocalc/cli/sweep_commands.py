@@ -153,7 +153,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         d["n_how"] = run.get("n_how")
         d["gpus_per_thread"] = run.get("gpus_per_thread")
         d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
-        launch = [t for t in [launch_note(run.get("gpus_per_thread"), run.get("agg_iters"), run.get("graph"))] if t]
+        launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])] if t]
         d["notes"] = notes + list(env.notes) + d["notes"] + launch + _skip_notes(skipped)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
