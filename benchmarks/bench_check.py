@@ -20,9 +20,10 @@ import argparse
 import json
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
+
+from sources import tree_at
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "traces" / "kineto" / "dlrm-v100-8ranks"
@@ -59,15 +60,6 @@ def run(tree: Path, path: Path, repeat: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _tree_at(rev: str, into: Path) -> Path:
-    """``zerocalc/`` of git revision ``rev`` extracted under ``into``."""
-    archive = into / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "zerocalc"], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
-    return into / "tree"
-
-
 def _report(name: str, r: dict) -> str:
     per_m = r["check_s"] / r["calls"] * 1e6 if r["calls"] else float("nan")
     return (f"{name}: read {r['read_s']:.3f} s, check {r['check_s']:.3f} s ({per_m:.2f} s per million calls, "
@@ -96,7 +88,7 @@ def main() -> None:
         here = run(ROOT, traces, args.repeat)
         print(_report(f"{traces.name} ({here['calls']:,} calls), this tree", here))
         other_tree = Path(args.against).resolve() if args.against else (
-            _tree_at(args.against_rev, tmp) if args.against_rev else None)
+            tree_at(args.against_rev, tmp) if args.against_rev else None)
         if other_tree is not None:
             other = run(other_tree, traces, args.repeat)
             label = args.against or args.against_rev

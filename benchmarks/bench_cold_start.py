@@ -19,35 +19,19 @@ command), as an installed package has it, whatever ``PYTHONDONTWRITEBYTECODE`` s
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from sources import synth, tree_at
+
 ROOT = Path(__file__).resolve().parent.parent
 RAY = ROOT / "tests" / "data" / "traces" / "nccl-debug" / "ddp-allreduce-128ranks-L4-ray.txt"
-
-
-def _synth():
-    spec = importlib.util.spec_from_file_location("synth_nccl_log", ROOT / "benchmarks" / "synth_nccl_log.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _tree_at(rev: str, into: Path) -> Path:
-    """``zerocalc/`` of git revision ``rev`` extracted under ``into``."""
-    archive = into / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "zerocalc"], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
-    return into / "tree"
 
 
 def _env(tree: Path | None, pycache: Path) -> dict:
@@ -85,7 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         small = tmp / "small.txt"
-        _synth().build(small, args.small_kb * 1000)
+        synth().build(small, args.small_kb * 1000)
         zc = [sys.executable, "-m", "zerocalc"]
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
@@ -97,7 +81,7 @@ def main() -> None:
             f"zerocalc check {args.small_kb:g} KB, json": [*zc, "check", str(small), "--format", "json"],
         }
         other = Path(args.against).resolve() if args.against else (
-            _tree_at(args.against_rev, tmp) if args.against_rev else None)
+            tree_at(args.against_rev, tmp) if args.against_rev else None)
         trees = {"this tree": (ROOT, _env(ROOT, tmp / "pyc-this"))}
         if other is not None:
             trees[args.against or args.against_rev] = (other, _env(other, tmp / "pyc-other"))

@@ -34,10 +34,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from sources import tree_at
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = (ROOT / "tests" / "data" / "traces" / "kineto"
@@ -99,16 +100,6 @@ def rank_set(trace: Path, ranks: int, folder: Path) -> None:
         one = re.sub(r'"pg_size": 2, "ranks": \[0, 1\]', f'"pg_size": {ranks}, "ranks": '
                      f'[{", ".join(map(str, range(ranks)))}]', one, count=1)
         (folder / f"rank{r}.json").write_text(one)
-
-
-def tree_at(rev: str, into: Path) -> Path:
-    """``zerocalc/`` of git revision ``rev`` extracted under ``into``."""
-    archive = into / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "zerocalc"], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
-    archive.unlink()
-    return into / "tree"
 
 
 def timed_run(cmd: list[str], tree: Path) -> tuple[float, float, float, str]:

@@ -31,42 +31,25 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import os
 import re
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from sources import synth, tree_at
+
 ROOT = Path(__file__).resolve().parent.parent
 KINETO = ROOT / "tests" / "data" / "traces" / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"
-
-
-def _synth():
-    spec = importlib.util.spec_from_file_location("synth_nccl_log", ROOT / "benchmarks" / "synth_nccl_log.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def tree_env(tree: Path) -> dict:
     """The environment of a child process that imports ``zerocalc`` from ``tree`` (run in ``tree``:
     ``python -m`` puts the working directory first on the path)."""
     return dict(os.environ, PYTHONPATH=str(tree))
-
-
-def tree_at(rev: str, into: Path) -> Path:
-    """``zerocalc/`` of git revision ``rev`` extracted under ``into``."""
-    archive = into / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "zerocalc"], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
-    archive.unlink()
-    return into / "tree"
 
 
 def run(cmd: list[str], tree: Path | None = None) -> tuple[float, float, int]:
@@ -106,7 +89,7 @@ def best(fn, repeat: int):
 
 def nccl_sizes(sizes_mb: list[float], logs: list[Path], repeat: int, tmp: Path,
                trees: dict[str, Path], engines: list[str]) -> None:
-    synth = _synth()
+    gen = synth()
     zc = [sys.executable, "-m", "zerocalc"]
     peaks: dict[str, list[tuple[float, float]]] = {}  # command -> (GB, peak RSS MB) per size
     for source in [*logs, *sizes_mb]:
@@ -115,7 +98,7 @@ def nccl_sizes(sizes_mb: list[float], logs: list[Path], repeat: int, tmp: Path,
             print(f"log {path.name}: {path.stat().st_size / 1e6:.0f} MB, {os.cpu_count()} CPUs")
         else:
             path = tmp / f"ray-{source:g}MB.log"
-            calls, steps = synth.build(path, source * 1e6)
+            calls, steps = gen.build(path, source * 1e6)
             print(f"synthetic 128-rank COLL log: {path.stat().st_size / 1e6:.0f} MB, {calls} calls, "
                   f"{steps} steps, {os.cpu_count()} CPUs")
         mb = path.stat().st_size / 1e6
