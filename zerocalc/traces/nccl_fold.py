@@ -80,16 +80,24 @@ class Calls:
         return len(self.code) + int((self.gaps[:, 1] * self.gaps[:, 2]).sum())
 
 
-def join(scans: list[Scan], file: str) -> Calls:
-    """The sequence scans of consecutive parts of one log joined: code tables merged, each part's
-    distinct calls recoded into the log's, lines counted from the log's start."""
+def line_offsets(parts: list) -> tuple[list[int], int, SkipLog]:
+    """Of consecutive parts of one log (chunk scans or segments, each with ``lines`` and ``skipped``):
+    each part's first line counted from the log's start, the log's lines, and the parts' skip logs
+    merged with their example lines counted from the log's start."""
     offsets, offset = [], 0
     skipped = SkipLog()
-    for s in scans:
+    for s in parts:
         offsets.append(offset)
         examples = [(f, ln + offset if ln is not None else None, r) for f, ln, r in s.skipped.examples]
         skipped.merge(SkipLog(s.skipped.count, s.skipped.by_reason, examples))
         offset += s.lines
+    return offsets, offset, skipped
+
+
+def join(scans: list[Scan], file: str) -> Calls:
+    """The sequence scans of consecutive parts of one log joined: code tables merged, each part's
+    distinct calls recoded into the log's, lines counted from the log's start."""
+    offsets, offset, skipped = line_offsets(scans)
     parts = [(off, s) for off, s in zip(offsets, scans, strict=True) if s.columns]
     tables: dict[str, list] = {}
     columns: dict[str, list[np.ndarray]] = {name: [] for name in CALL}
@@ -209,7 +217,57 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
     with every call held (:func:`zerocalc.traces.reader.read_folded`)."""
     if any(c.tunings for c in logs):  # a TUNING line names the call before it: keep every call
         return None
-    # one global code per distinct call (its fields as values) and its process
+    if not logs:
+        return None
+    gcode, proc, nprocs = _global_codes(logs)
+    codes = np.concatenate([g[c.code] for g, c in zip(gcode, logs, strict=True)])
+    owner = np.concatenate([p[c.code] for p, c in zip(proc, logs, strict=True)])
+    starts = np.cumsum([0] + [len(c) for c in logs])  # each log's first call
+    gaps = np.concatenate([c.gaps + (start, 0, 0) for c, start in zip(logs, starts.tolist(), strict=False)])
+    gaps = gaps[np.argsort(gaps[:, 0], kind="stable")]
+    gap_owner = owner[gaps[:, 0]]
+    owner = owner.astype(np.int16) if nprocs < 2**15 else owner.astype(np.int32)
+    order = np.argsort(owner, kind="stable")  # radix, on 16 bits
+    order = order.astype(np.int32) if len(order) < 2**31 else order
+    ends = np.cumsum(np.bincount(owner + 1, minlength=nprocs + 1))  # calls without a process first
+    gap_order = np.argsort(gap_owner, kind="stable")
+    gap_ends = np.cumsum(np.bincount(gap_owner + 1, minlength=nprocs + 1))
+    if gap_ends[0]:  # not reached: a call without a process is never dropped while reading
+        return None
+    del owner
+    drop = np.zeros(len(codes), bool)
+    weighted, weight = [], []
+    bounds = zip(ends[:-1].tolist(), ends[1:].tolist(), gap_ends[:-1].tolist(), gap_ends[1:].tolist(),
+                 strict=True)
+    for lo, hi, glo, ghi in bounds:
+        seg = order[lo:hi]
+        if not len(seg):
+            continue
+        found = _fold_process(codes[seg], seg, starts, gaps[gap_order[glo:ghi]], keep)
+        if found is _REREAD:
+            return None
+        if found is None:
+            continue
+        dropped, last, w = found
+        drop[seg[dropped]] = True
+        weighted.append(seg[last])
+        weight.append(np.full(len(last), w, np.int64))
+    del order, codes
+    if not weighted:
+        return None
+    position = np.cumsum(~drop, dtype=np.int32 if len(drop) < 2**31 else np.int64) - 1  # in the kept table
+    kept, at = [], 0
+    for c in logs:
+        kept.append(np.flatnonzero(~drop[at : at + len(c)]))
+        at += len(c)
+    w_at = np.concatenate(weighted)
+    return Folded(kept=tuple(kept), weighted=position[w_at], weight=np.concatenate(weight),
+                  total=sum(c.total for c in logs), rows=int((~drop).sum()))
+
+
+def _global_codes(logs: list[Calls]) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """Per log, each distinct call's code among the distinct calls of every log (its fields as values)
+    and its process's index (-1 without a host or pid); and the number of processes."""
     gcode, proc = [], []
     calls_of: dict[tuple, int] = {}
     procs: dict[tuple, int] = {}
@@ -225,66 +283,34 @@ def fold(logs: list[Calls], keep: int = KEEP) -> Folded | None:
             pr[j] = -1 if host is None or pid < 0 else procs.setdefault((host, pid), len(procs))
         gcode.append(ids)
         proc.append(pr)
-    if not logs:
-        return None
-    codes = np.concatenate([g[c.code] for g, c in zip(gcode, logs, strict=True)])
-    owner = np.concatenate([p[c.code] for p, c in zip(proc, logs, strict=True)])
-    starts = np.cumsum([0] + [len(c) for c in logs])  # each log's first call
-    gaps = np.concatenate([c.gaps + (start, 0, 0) for c, start in zip(logs, starts.tolist(), strict=False)])
-    gaps = gaps[np.argsort(gaps[:, 0], kind="stable")]
-    gap_owner = owner[gaps[:, 0]]
-    owner = owner.astype(np.int16) if len(procs) < 2**15 else owner.astype(np.int32)
-    order = np.argsort(owner, kind="stable")  # radix, on 16 bits
-    order = order.astype(np.int32) if len(order) < 2**31 else order
-    ends = np.cumsum(np.bincount(owner + 1, minlength=len(procs) + 1))  # calls without a process first
-    gap_order = np.argsort(gap_owner, kind="stable")
-    gap_ends = np.cumsum(np.bincount(gap_owner + 1, minlength=len(procs) + 1))
-    if gap_ends[0]:  # not reached: a call without a process is never dropped while reading
-        return None
-    del owner
-    drop = np.zeros(len(codes), bool)
-    weighted, weight = [], []
-    bounds = zip(ends[:-1].tolist(), ends[1:].tolist(), gap_ends[:-1].tolist(), gap_ends[1:].tolist(),
-                 strict=True)
-    for lo, hi, glo, ghi in bounds:
-        seg = order[lo:hi]
-        if not len(seg):
-            continue
-        g = gaps[gap_order[glo:ghi]]
-        part = (np.searchsorted(starts, seg, side="right") - 1).astype(np.int32)
-        seq, part, held = _expand(codes[seg], part, np.searchsorted(seg, g[:, 0]), g[:, 1], g[:, 2])
-        found = _fold_one(seq, part, keep)
-        if found is None:
-            if len(g):  # calls dropped while reading that this fold keeps
-                return None
-            continue
-        dropped, last = found
-        if len(g):
-            kept = np.ones(len(seq), bool)
-            kept[dropped] = False
-            if (held[kept] < 0).any():  # a call kept here was dropped while reading
-                return None
-            dropped = held[dropped]
-            dropped = dropped[dropped >= 0]
-            last = held[last]
-            per = len(last)
-            n_dropped = len(found[0])
-        else:
-            per, n_dropped = len(last), len(dropped)
-        drop[seg[dropped]] = True
-        weighted.append(seg[last])
-        weight.append(np.full(per, 1 + n_dropped // per, np.int64))
-    del order, codes
-    if not weighted:
-        return None
-    position = np.cumsum(~drop, dtype=np.int32 if len(drop) < 2**31 else np.int64) - 1  # in the kept table
-    kept, at = [], 0
-    for c in logs:
-        kept.append(np.flatnonzero(~drop[at : at + len(c)]))
-        at += len(c)
-    w_at = np.concatenate(weighted)
-    return Folded(kept=tuple(kept), weighted=position[w_at], weight=np.concatenate(weight),
-                  total=sum(c.total for c in logs), rows=int((~drop).sum()))
+    return gcode, proc, len(procs)
+
+
+#: :func:`_fold_process`'s answer when the logs must be read again with every call held.
+_REREAD = object()
+
+
+def _fold_process(codes: np.ndarray, seg: np.ndarray, starts: np.ndarray, g: np.ndarray, keep: int):
+    """One process's fold: its held calls' codes, their indices ``seg`` among all held calls, each
+    log's first held call ``starts`` and the process's calls dropped while reading ``g`` (rows of
+    :attr:`Calls.gaps`, held-call index counted over every log). Returns (the positions in ``seg``
+    dropped, those of the last block, the last block's weight), None when nothing folds, or
+    :data:`_REREAD` when the fold needs a call dropped while reading."""
+    part = (np.searchsorted(starts, seg, side="right") - 1).astype(np.int32)
+    seq, part, held = _expand(codes, part, np.searchsorted(seg, g[:, 0]), g[:, 1], g[:, 2])
+    found = _fold_one(seq, part, keep)
+    if found is None:
+        return _REREAD if len(g) else None  # calls dropped while reading that this fold keeps
+    dropped, last = found
+    if not len(g):
+        return dropped, last, 1 + len(dropped) // len(last)
+    kept = np.ones(len(seq), bool)
+    kept[dropped] = False
+    if (held[kept] < 0).any():  # a call kept here was dropped while reading
+        return _REREAD
+    per, n_dropped = len(last), len(dropped)
+    dropped = held[dropped]
+    return dropped[dropped >= 0], held[last], 1 + n_dropped // per
 
 
 def _expand(seq: np.ndarray, part: np.ndarray, at: np.ndarray, per: np.ndarray, n: np.ndarray

@@ -27,10 +27,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from zerocalc.errors import TraceFormatError
-from zerocalc.traces.nccl_fold import KEEP, Calls, _repeating_end, join
+from zerocalc.traces.nccl_fold import KEEP, Calls, _repeating_end, join, line_offsets
 from zerocalc.traces.nccl_lines import _FACTORS
 from zerocalc.traces.nccl_scan import CALL, _distinct_rows, _pairs
-from zerocalc.traces.records import SkipLog
 
 #: Bytes of log read (of whole chunks) before a reading process compacts what it read into a segment;
 #: 0: every call held, nothing compacted (the read before this module, that a fold which needs calls
@@ -124,13 +123,7 @@ def join_segments(parts: list[Calls], file: str) -> Calls:
     recoded into the log's, lines counted from the log's start."""
     if len(parts) == 1:
         return parts[0]
-    offsets, offset = [], 0
-    skipped = SkipLog()
-    for s in parts:
-        offsets.append(offset)
-        examples = [(f, ln + offset if ln is not None else None, r) for f, ln, r in s.skipped.examples]
-        skipped.merge(SkipLog(s.skipped.count, s.skipped.by_reason, examples))
-        offset += s.lines
+    offsets, offset, skipped = line_offsets(parts)
     full = [(i, s) for i, s in enumerate(parts) if len(s.distinct)]
     names = list(_FACTORS)
     tables: dict[str, list] = {}
