@@ -2,13 +2,14 @@
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
-from zerocalc.errors import TraceFormatError
+from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.topology import PRESETS
 from zerocalc.traces.busbw import ranks_from_bandwidth
 from zerocalc.traces.nccl_tests import parse
@@ -191,13 +192,15 @@ def test_ranks_sharing_one_gpu_are_refused():
 
 
 def test_aws_presets_state_the_instances_figures():
-    # AWS EC2 P4/P5 instance pages: network per instance; aws-ofi-nccl platform-aws.cpp: latency
-    for name, gbps, latency in [("aws-p4d", 400, 75.0), ("aws-p4de", 400, 75.0), ("aws-p5", 3200, 75.0),
-                                ("aws-p5e", 3200, 75.0), ("aws-p5en", 3200, 35.0)]:
+    # AWS EC2 P4/P5 instance pages: network per instance; aws-ofi-nccl platform-aws.cpp: the latency it
+    # reports to NCCL; its tuner's nccl_ofi_model.cpp model_platform_params (v1.16.0): the wire's own
+    for name, gbps, latency, wire in [("aws-p4d", 400, 75.0, None), ("aws-p4de", 400, 75.0, None),
+                                      ("aws-p5", 3200, 75.0, 20.0), ("aws-p5e", 3200, 75.0, 20.0),
+                                      ("aws-p5en", 3200, 35.0, 18.0)]:
         t = PRESETS[name]
         assert t.nics_per_node * t.nic_Gbps == gbps
         assert t.inter.bw_Bps == gbps / 8 * 1e9
-        assert t.net_latency_us == latency
+        assert t.net_latency_us == latency and t.net_wire_latency_us == wire
         assert "aws-ofi-nccl" in t.source
     assert PRESETS["aws-p4d"].compute_capability == 80 and PRESETS["aws-p5"].nvls
     assert PRESETS["aws-p5"].cpu_vendor == "amd" and PRESETS["aws-p5en"].cpu_vendor == "intel"
@@ -236,16 +239,49 @@ def test_aws_p4de_sweep_priced_on_its_instance():
 
 
 def test_aws_p5_sweep_priced_on_its_instance():
-    """The same page's 2× p5.48xlarge all_reduce (8 B to 16 GiB): from 16 KiB up within 0.5-2x on aws-p5.
-    Below, NCCL's model charges the plugin's 75 µs per network hop (aws-ofi-nccl's p5 figure) where the
-    sweep measures 65-79 µs for the whole call."""
+    """The same page's 2× p5.48xlarge all_reduce (8 B to 16 GiB): every size within 0.5-2x on aws-p5.
+    NCCL chooses with the 75 µs per network hop the plugin reports (aws-ofi-nccl's p5 figure); the calls
+    are timed with the 20 µs AWS's own tuner model gives a hop, where the sweep measures 65-79 µs for the
+    whole call below 8 KiB."""
     rows = _rows_of(P5)
     assert len(rows) == 32
     (sweep,) = json.loads(run_check(P5, "--format", "json", "--topology", "aws-p5",
                                     "--nccl-version", "2.20.3").stdout)["sweeps"]
     assert [r["bytes"] for r in sweep["rows"]] == [b for b, _ in rows]
-    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"] if r["bytes"] >= 16384)
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
     assert max(t for b, t in rows if b <= 8192) < 82.0  # the file's small-size times, µs
+    # 8 B by hand, NCCL 2.21's tuning.cc: Tree/LL base 6.8 + 2 × (7 NVLink hops × 0.6 + one network hop of
+    # hwLat 5.0 + latencyInter); chosen with the plugin's 75 µs (175.2 µs), timed with the wire's 20
+    first = sweep["rows"][0]
+    assert (first["algorithm"], first["protocol"]) == ("Tree", "LL")
+    assert first["predicted_s"] == pytest.approx((6.8 + 2 * (7 * 0.6 + 5.0 + 20.0)) * 1e-6, rel=1e-3)
+
+
+def test_wire_latency_times_calls_and_leaves_the_choice(tmp_path):
+    """A topology whose network's own latency differs from what its plugin reports: NCCL's choice is the
+    one under the reported latency at every size, the time the one under the wire's (TOML too)."""
+    import dataclasses
+
+    from zerocalc.nccl.model import tune
+    from zerocalc.nccl.tables import RELEASES, Collective
+    from zerocalc.topology import topology_from_mapping, topology_to_toml
+
+    p5 = PRESETS["aws-p5"]
+    told = dataclasses.replace(p5, net_wire_latency_us=None)
+    wire = dataclasses.replace(p5, net_latency_us=20.0, net_wire_latency_us=None)
+    rel = RELEASES["2.21"]
+    both, t_told, t_wire = (tune(t, 16, rel) for t in (p5, told, wire))
+    ar = Collective.ALL_REDUCE
+    for n in (8, 65536, 1 << 20, 1 << 26, 1 << 30):
+        a, p, _ = both.choose(ar, n)
+        assert (a, p) == t_told.choose(ar, n)[:2]
+        assert both.run_time_s(ar, a, p, n) == t_wire.run_time_s(ar, a, p, n) < t_told.run_time_s(ar, a, p, n)
+    assert tune(told, 16, rel).wire_run is None and tune(p5, 8, rel).wire_run is None  # one node: no hop
+    back = topology_from_mapping(tomllib.loads(topology_to_toml(p5)), where="p5")
+    assert back.net_wire_latency_us == 20.0
+    bad = topology_to_toml(p5).replace("net_wire_latency_us = 20.0", "net_wire_latency_us = -1")
+    with pytest.raises(ConfigError, match="net_wire_latency_us must be a positive number"):
+        topology_from_mapping(tomllib.loads(bad), where="p5")
 
 
 @pytest.mark.parametrize("line,kind", [

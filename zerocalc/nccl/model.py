@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels
@@ -64,6 +64,9 @@ class Tuning:
     #: the tuning whose figures time the NVLS / NVLS Tree calls this release mispredicts
     #: (:func:`nvls_run_release`)
     nvls_run: Tuning | None = None
+    #: the tuning whose figures time every call where the network's own latency differs from what its
+    #: plugin reports to NCCL (the topology's ``net_wire_latency_us``; :func:`tune`)
+    wire_run: Tuning | None = None
 
     @property
     def comm_channels(self) -> int:
@@ -98,8 +101,13 @@ class Tuning:
                    channels: int | None = None, disabled_ok: bool = False) -> float | None:
         """The time a call of the pair takes: :meth:`time_s`, but for NVLS and NVLS Tree on a release
         whose NVLS figures NCCL later corrected, that pair's time under the corrected release
-        (:attr:`nvls_run`, :func:`nvls_run_release`). NCCL still *chooses* with its own figures
-        (:meth:`choose`)."""
+        (:attr:`nvls_run`, :func:`nvls_run_release`); and on a network whose own latency is not the
+        one its plugin reports, the time with the network's own (:attr:`wire_run`). NCCL still
+        *chooses* with its own figures (:meth:`choose`)."""
+        if self.wire_run is not None:
+            if self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok) is None:
+                return None
+            return self.wire_run.run_time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True)
         if self.nvls_run is not None and algo in (A.NVLS, A.NVLS_TREE):
             t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
             if t is None:
@@ -408,7 +416,15 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels)
-    return Tuning(release, m, entries, channels, nvls_run)
+    wire = getattr(topo, "net_wire_latency_us", None)
+    wire_run = None
+    if wire is not None and m.n_nodes > 1 and wire != (topo.net_latency_us or 0.0):
+        # the same communicator with the network's own latency as latencyInter: NCCL's formulas, the
+        # figure NCCL is told replaced by the one the wire has (see Tuning.run_time_s)
+        wire_topo = replace(topo, net_latency_us=wire, net_wire_latency_us=None)
+        wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
+                        nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels)
+    return Tuning(release, m, entries, channels, nvls_run, wire_run)
 
 
 def enabled_algorithms(tuning: Tuning, coll: Collective) -> Iterable[Algorithm]:

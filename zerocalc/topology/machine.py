@@ -54,6 +54,9 @@ HARDWARE_FIELDS: dict[str, str] = {
     "cpu_vendor": "host CPU vendor: intel, amd or arm",
     "in_network_reduction": "kinds of in-network reduction available: [] or some of nvls, sharp",
     "net_latency_us": "latency the network plugin adds per network hop, µs (NCCL's latencyInter; 0 for IB)",
+    "net_wire_latency_us": "the network's own small-message latency per hop, µs, where the plugin reports "
+                           "another figure to steer NCCL's choice: calls are timed with it, NCCL still "
+                           "chooses with net_latency_us (unset: the same)",
 }
 
 
@@ -141,6 +144,7 @@ class Topology:
     cpu_vendor: str | None = None
     in_network_reduction: tuple[str, ...] | None = None
     net_latency_us: float | None = None
+    net_wire_latency_us: float | None = None
     nccl_calibration: tuple[Calibration, ...] = ()
     nccl_env: tuple[NcclEnv, ...] = ()
     nccl_tuner: str | None = None  # a tuner configuration file (TOML key; the CLI reads it)

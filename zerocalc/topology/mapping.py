@@ -130,8 +130,8 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
             fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
         return tuple(dict.fromkeys(k.lower() for k in v))
-    if key in ("nic_Gbps", "net_latency_us"):
-        if key == "net_latency_us" and isinstance(v, int | float) and not isinstance(v, bool) and v == 0:
+    if key in ("nic_Gbps", "net_latency_us", "net_wire_latency_us"):
+        if key != "nic_Gbps" and isinstance(v, int | float) and not isinstance(v, bool) and v == 0:
             return 0.0
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
             fail(f"{key} must be a positive number, got {v!r}")

@@ -63,8 +63,17 @@ def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: f
 #: search"; 75 µs before and on unknown platforms); p4d/p4de use its SENDRECV protocol, one NCCL
 #: device per EFA NIC; p5/p5e/p5en its RDMA protocol, which joins the NICs of a GPU's PCIe switch into
 #: one NCCL device whose speed is their sum (``port_speed *= max_group_size``).
+#:
+#: That reported latency steers NCCL's choice; it is not what the wire takes. AWS's own model of the
+#: network in the same plugin (its tuner, ``src/tuner/nccl_ofi_model.cpp`` ``model_platform_params``,
+#: v1.16.0; ``include/nccl_ofi_tuner.h`` ``tuner_net_latency`` since v1.8.1, "different from the
+#: network plugin's param for net latency by design") puts a network hop at 20 µs on p5 and p5e and
+#: 18 µs on p5en ("2 nodes, 8B RDMA w/imm lat"), so calls are timed with those
+#: (``net_wire_latency_us``). p4d/p4de have no such figure (the tuner models P5 only) and keep 75 µs.
 _EFA_PLUGIN = "aws-ofi-nccl platform-aws.cpp: net latency 75 µs (p5en 35)"
+_EFA_WIRE = "its tuner model (nccl_ofi_model.cpp): wire 20 µs (p5en 18)"
 _EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
+_EFA_P5_WIRE_US, _EFA_P5EN_WIRE_US = 20.0, 18.0
 
 
 def _p4(name: str, gpu_gb: int) -> Topology:
@@ -133,25 +142,27 @@ PRESETS: dict[str, Topology] = {
             "aws-p5", "AWS p5.48xlarge: 8× H100 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)", 450.0,
             source="AWS EC2 P5 page (p5.48xlarge: 8× H100 80 GB, NVSwitch 900 GB/s, 32× 100 Gb/s EFAv2 "
                    "grouped 4 per GPU by the plugin's RDMA protocol, AMD EPYC 7R13, PCIe Gen5 switches); "
-                   "H100 SXM datasheet (NVLink4, 18 links, NVSwitch 3, NVLink SHARP); " + _EFA_PLUGIN,
+                   "H100 SXM datasheet (NVLink4, 18 links, NVSwitch 3, NVLink SHARP); " + _EFA_PLUGIN + "; "
+                   + _EFA_WIRE,
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
-            cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US,
+            cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US, net_wire_latency_us=_EFA_P5_WIRE_US,
         ),
         _hgx8(
             "aws-p5e", "AWS p5e.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)",
             450.0,
             source="AWS EC2 P5 page (p5e.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s, 3,200 Gb/s EFA, AMD "
-                   "EPYC 7R13); as aws-p5 otherwise; " + _EFA_PLUGIN,
+                   "EPYC 7R13); as aws-p5 otherwise; " + _EFA_PLUGIN + "; " + _EFA_WIRE,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
-            cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US,
+            cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US, net_wire_latency_us=_EFA_P5_WIRE_US,
         ),
         _hgx8(
             "aws-p5en", "AWS p5en.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFAv3 (8 NCCL devices × 400 Gb/s)",
             450.0,
             source="AWS EC2 P5 page (p5en.48xlarge: 8× H200 141 GB, NVSwitch 900 GB/s, 16× 200 Gb/s EFAv3, "
-                   "Intel Xeon Sapphire Rapids, PCIe Gen5 CPU-GPU); as aws-p5 otherwise; " + _EFA_PLUGIN,
+                   "Intel Xeon Sapphire Rapids, PCIe Gen5 CPU-GPU); as aws-p5 otherwise; " + _EFA_PLUGIN
+                   + "; " + _EFA_WIRE,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
-            net_latency_us=_EFA_V3_LATENCY_US,
+            net_latency_us=_EFA_V3_LATENCY_US, net_wire_latency_us=_EFA_P5EN_WIRE_US,
         ),
         Topology(
             "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,

@@ -124,6 +124,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"Hopper, which NCCL 2.28.3 corrected (\"Update tuning data for H100\"); NCCL "
                      f"{release.name} chooses them with its own")
+    if tuning.wire_run is not None and out:
+        notes.append(f"network hops timed with the network's own latency, {topo.net_wire_latency_us:g} µs "
+                     f"per hop (net_wire_latency_us); NCCL chooses with the {topo.net_latency_us or 0:g} µs "
+                     f"its plugin reports")
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")

@@ -1,0 +1,37 @@
+"""The NCCL environment a run's own lines state: launch lines and NCCL's INFO lines.
+
+What NCCL ran with is part of what a sweep measured: ``NCCL_ALGO=Ring`` on an ``mpirun`` line makes
+every row a Ring row. Three ways a file says it, strongest last (a later way wins, each variable on its
+own; within one way, the last line wins, as a shell's last assignment does):
+
+1. shell and launcher assignments: ``NCCL_X=V cmd``, ``export NCCL_X=V``, ``env NCCL_X=V``, OpenMPI
+   ``-x NCCL_X=V``, Slurm/Docker ``--env``/``-e NCCL_X=V`` (any ``NCCL_X=V`` not part of ``${…}``);
+2. MPICH / Intel MPI ``-genv NCCL_X V`` and ``-env NCCL_X V``;
+3. NCCL's own INFO lines, ``NCCL_X set by environment to V`` (NCCL ``src/misc/param.cc``
+   ``ncclLoadParam``: ``"%s set by environment to %lld."``; ``src/graph/tuning.cc``: ``"NCCL_PROTO set
+   by environment to %s"``, ``"NCCL_ALGO …"``, v2.19-v2.30).
+
+A bare ``-x NCCL_X`` (passing the launcher's own value on) states no value and is not read.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ASSIGN = re.compile(r"(?<![\w${])(NCCL_[A-Z0-9_]+)=(\"[^\"]*\"|'[^']*'"
+                     r"|(?:[^\s;&|\\\"'`),]|,(?![A-Za-z_][A-Za-z0-9_]*=))+)")
+_GENV = re.compile(r"(?:^|\s)-g?env\s+(NCCL_[A-Z0-9_]+)\s+(\"[^\"]*\"|'[^']*'|[^\s;&|\\]+)")
+_INFO = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$")
+
+
+def settings_in(line: str) -> list[tuple[str, str, int]]:
+    """``(name, value, strength)`` of each NCCL variable ``line`` sets (strength 1-3 as in the module
+    docstring), quotes removed."""
+    if "NCCL_" not in line:
+        return []
+    m = _INFO.search(line)
+    if m:
+        return [(m[1], m[2], 3)]
+    out = [(g[1], g[2], 2) for g in _GENV.finditer(line)]
+    out += [(a[1], a[2], 1) for a in _ASSIGN.finditer(line)]
+    return [(n, v.strip("\"'"), s) for n, v, s in out if v.strip("\"'")]
