@@ -141,10 +141,12 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
         version, notes, version_how = _sweep_version(path, nccl_version, stated)
         topo, topology_how = _sweep_topology(given, path, run, p)
-        env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+        env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
+                       stated=run.get("nccl_env"), where=path)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
+                            channels=(env.min_channels, env.max_channels),
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
                             graph=run.get("graph"))
         d = cmp.as_dict()
@@ -184,12 +186,14 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
     fits, lines = [], [f"topology {base.name}, {how}"]
-    for path, rows, op, p, stated, _, _ in inputs:
+    for path, rows, op, p, stated, _, run in inputs:
         version, notes, _ = _sweep_version(path, nccl_version, stated)
-        env = settings(base, version, None, None, tuner_given=tuner is not None)  # as check prices it
+        env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it
+                       stated=run.get("nccl_env"), where=path)
         cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable, tuner=tuner)
+                            nvls_enable=env.nvls_enable, tuner=tuner,
+                            channels=(env.min_channels, env.max_channels))
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]

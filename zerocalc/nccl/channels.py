@@ -48,6 +48,8 @@ class CommChannels:
     n_channels: int
     coll_channels: int
     steps: tuple[str, ...] = ()
+    #: the count before ``NCCL_MAX_NCHANNELS`` cut it (0: not cut)
+    uncapped: int = 0
 
 
 def comm_channels(m: Machine, release: Release, *, min_channels: int | None = None,
@@ -75,8 +77,9 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         steps.append(f"{n} (4 compute channels per search channel)")
     lo = max(0, min(most, min_channels)) if min_channels is not None else 0
     hi = max(1, min(most, max_channels)) if max_channels is not None else most
+    uncapped = 0
     if n > hi:
-        n = hi
+        uncapped, n = n, hi
         steps.append(f"{n} (NCCL_MAX_NCHANNELS)")
     if n < lo:
         n = lo
@@ -87,4 +90,4 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         if n < nvls_channels:
             n = nvls_channels
             steps.append(f"{n} (NVLS channels)")
-    return CommChannels(n, coll, tuple(steps))
+    return CommChannels(n, coll, tuple(steps), uncapped if coll < uncapped else 0)

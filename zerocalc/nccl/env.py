@@ -10,10 +10,11 @@ prefix: ``NCCL_ALGO="ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:r
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol
 
 FUNC_NAMES = {"broadcast": Collective.BROADCAST, "reduce": Collective.REDUCE,
@@ -91,25 +92,90 @@ def profile_for(topo, version: str):
 @dataclass(frozen=True)
 class Settings:
     """What NCCL's model is told of the run's environment: the ``NCCL_ALGO`` / ``NCCL_PROTO``
-    restrictions (``None``: NCCL's defaults), ``NCCL_NVLS_ENABLE`` and notes saying where they came from."""
+    restrictions (``None``: NCCL's defaults), ``NCCL_NVLS_ENABLE``, the channel bounds
+    (``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``; ``None``: unset) and notes saying where they
+    came from."""
 
     algo_enable: dict | None
     proto_enable: dict | None
     nvls_enable: bool = True
     notes: tuple[str, ...] = ()
+    min_channels: int | None = None
+    max_channels: int | None = None
+
+
+#: Variables a run's own lines may set that NCCL's cost model reads (``NCCL_MIN_NRINGS`` /
+#: ``NCCL_MAX_NRINGS`` are the older names of the channel bounds, read first and overridden by the
+#: ``NCHANNELS`` ones: ``src/graph/connect.cc`` ``ncclMinNchannels``, v2.19-v2.30).
+STATED_MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS",
+                   "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+#: Variables that change what a run does but that NCCL's cost model does not price: said in a note.
+STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE", "NCCL_NET_GDR_LEVEL",
+                   "NCCL_NET_GDR_READ", "NCCL_BUFFSIZE", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_TUNER_PLUGIN",
+                   "NCCL_NTHREADS", "NCCL_CROSS_NIC")
 
 
 def settings(topo, version: str, algo: str | None, proto: str | None, *,
-             tuner_given: bool = False) -> Settings:
+             tuner_given: bool = False, stated: Mapping[str, Sequence] | None = None,
+             where: str = "") -> Settings:
     """The environment NCCL runs with at ``version`` on ``topo``: the user's ``NCCL_ALGO`` /
-    ``NCCL_PROTO`` when given, else the topology's vendor profile for that version
-    (:func:`profile_for`), else NCCL's defaults. A profile naming a tuner plugin the user did not give
-    (``--nccl-tuner``) is said in a note: its choices are not priced."""
+    ``NCCL_PROTO`` when given, else what the run's own lines set (``stated``: variable → ``(value,
+    line)``, :mod:`zerocalc.traces.launch_env`; each variable on its own) over the topology's vendor
+    profile for that version (:func:`profile_for`), else NCCL's defaults. ``NCCL_NVLS_ENABLE`` and the
+    channel bounds the file sets stand in every case, as the profile's bounds do. A profile naming a tuner
+    plugin the user did not give (``--nccl-tuner``) is said in a note: its choices are not priced. A value
+    the file sets that NCCL would not take is a :class:`TraceFormatError` naming ``where`` and its line."""
+    stated = dict(stated or {})
     env = profile_for(topo, version)
-    if env is None or algo is not None or proto is not None:
-        a, p = restrictions(algo, proto)
-        return Settings(a, p, True, ())
-    a, p = restrictions(env.algo, env.proto)
+    lo, hi = channel_limits(topo, version)
+    notes: list[str] = []
+    nvls = True
+    if algo is not None or proto is not None:
+        a_txt, p_txt = algo, proto
+        replaced = [f"{k}={stated[k][0]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in stated]
+        if replaced:
+            notes.append(f"the file's {', '.join(replaced)} replaced by --nccl-algo / --nccl-proto")
+    else:
+        a_txt, p_txt = (env.algo, env.proto) if env is not None else (None, None)
+        if env is not None:
+            nvls = env.nvls_enable is not False
+            notes += _profile_notes(topo, env, tuner_given)
+        a_txt = stated["NCCL_ALGO"][0] if "NCCL_ALGO" in stated else a_txt
+        p_txt = stated["NCCL_PROTO"][0] if "NCCL_PROTO" in stated else p_txt
+    try:
+        a, p = restrictions(a_txt, p_txt)
+    except ConfigError as exc:
+        key = exc.option if exc.option in stated and algo is None and proto is None else None
+        if key is None:
+            raise
+        raise TraceFormatError(where, stated[key][1], f"{key}={stated[key][0]}: {exc.message}") from None
+    if "NCCL_NVLS_ENABLE" in stated:
+        nvls = _stated_int(stated, "NCCL_NVLS_ENABLE", where) != 0
+    for key, attr in (("NCCL_MIN_NRINGS", "lo"), ("NCCL_MAX_NRINGS", "hi"),
+                      ("NCCL_MIN_NCHANNELS", "lo"), ("NCCL_MAX_NCHANNELS", "hi")):
+        if key in stated:
+            v = _stated_int(stated, key, where)
+            lo, hi = (v, hi) if attr == "lo" else (lo, v)
+    read = [f"{k}={stated[k][0]} (line {stated[k][1]})" for k in STATED_MODELLED if k in stated
+            and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
+    if read:
+        notes.append(f"NCCL environment the file sets, priced: {', '.join(read)}")
+    unpriced = [f"{k}={stated[k][0]}" for k in STATED_UNPRICED if k in stated]
+    if unpriced:
+        notes.append(f"the file also sets {', '.join(unpriced)}, which NCCL's cost model does not price")
+    return Settings(a, p, nvls, tuple(notes), lo, hi)
+
+
+def _stated_int(stated: Mapping[str, Sequence], key: str, where: str) -> int:
+    value, line = stated[key][0], stated[key][1]
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise TraceFormatError(where, line, f"{key}={value}: NCCL reads a whole number here") from None
+
+
+def _profile_notes(topo, env, tuner_given: bool) -> list[str]:
+    """What a topology's vendor profile sets, and the tuner it loads that is not priced."""
     parts = [f"NCCL_ALGO={env.algo}" if env.algo else "", f"NCCL_PROTO={env.proto}" if env.proto else "",
              "NCCL_NVLS_ENABLE=0" if env.nvls_enable is False else "",
              f"NCCL_MIN_NCHANNELS={env.min_nchannels}" if env.min_nchannels is not None else "",
@@ -120,7 +186,7 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
     if env.tuner and not tuner_given:
         notes.append(f"that environment also loads {env.tuner}, whose rules are not published: not priced "
                      "(--nccl-tuner gives a tuner's rules)")
-    return Settings(a, p, env.nvls_enable is not False, tuple(notes))
+    return notes
 
 
 def channel_limits(topo, version: str) -> tuple[int | None, int | None]:

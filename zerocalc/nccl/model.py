@@ -74,7 +74,7 @@ class Tuning:
         return self.channels.n_channels if self.channels else self.machine.graphs[A.RING].n_channels
 
     def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
-               channels: int | None = None, disabled_ok: bool = False) -> float | None:
+               channels: int | None = None, disabled_ok: bool = False, bw_scale: float = 1.0) -> float | None:
         """``ncclTopoGetAlgoTime`` in seconds; ``None`` when the pair is disabled (or, with
         ``disabled_ok``, when it has no bandwidth at all).
 
@@ -95,14 +95,30 @@ class Tuning:
             if scale < 1:
                 e = Entry(e.algorithm, e.protocol, e.latency_us, e.bandwidth_GBps * scale, e.enabled,
                           e.why_disabled)
+        if bw_scale != 1.0:
+            e = Entry(e.algorithm, e.protocol, e.latency_us, e.bandwidth_GBps * bw_scale, e.enabled,
+                      e.why_disabled)
         return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
+
+    def capped_scale(self, algo: Algorithm) -> float:
+        """The share of its channels a Ring or Tree call runs on under ``NCCL_MAX_NCHANNELS``:
+        ``collChannels`` over the count before the cap (1 when not capped). NCCL prices the pair with
+        its graph's channels either way (``ncclTopoTuneModel``), but ``enqueue.cc`` runs Ring and Tree on
+        at most ``comm->collChannels``, which ``ncclTopoPostset`` caps (``src/graph/connect.cc``, v2.19.4
+        to v2.30.7): the call's bandwidth shrinks with its channels, as a tuner's count does
+        (:meth:`time_s`)."""
+        ch = self.channels
+        if ch is None or not ch.uncapped or algo not in (A.RING, A.TREE):
+            return 1.0
+        return ch.coll_channels / ch.uncapped
 
     def run_time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
                    channels: int | None = None, disabled_ok: bool = False) -> float | None:
         """The time a call of the pair takes: :meth:`time_s`, but for NVLS and NVLS Tree on a release
         whose NVLS figures NCCL later corrected, that pair's time under the corrected release
         (:attr:`nvls_run`, :func:`nvls_run_release`); and on a network whose own latency is not the
-        one its plugin reports, the time with the network's own (:attr:`wire_run`). NCCL still
+        one its plugin reports, the time with the network's own (:attr:`wire_run`); a Ring or Tree call
+        under ``NCCL_MAX_NCHANNELS`` on the channels it runs (:meth:`capped_scale`). NCCL still
         *chooses* with its own figures (:meth:`choose`)."""
         if self.wire_run is not None:
             if self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok) is None:
@@ -113,7 +129,8 @@ class Tuning:
             if t is None:
                 return None
             return self.nvls_run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True)
-        return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
+        return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
+                           bw_scale=self.capped_scale(algo) if channels is None else 1.0)
 
     def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
         """Every enabled pair's time (s), in NCCL's index order."""

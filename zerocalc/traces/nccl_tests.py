@@ -33,6 +33,7 @@ from typing import Any, TextIO
 import orjson
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import (
@@ -287,6 +288,8 @@ class _Run:
     devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     #: network kind → (line, the line's text) of the first line that names it (:data:`NETWORK_EVIDENCE`).
     network: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: NCCL variable → (value, line, strength) the run's lines set (:mod:`zerocalc.traces.launch_env`).
+    env: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     #: nccl-tests' ``-g``: GPUs per thread, from the ``nThread … nGpus G`` line.
     gpus_per_thread: int | None = None
     #: nccl-tests' ``-a`` (calls aggregated into one group) and ``-G`` (iterations captured in CUDA graphs)
@@ -307,6 +310,8 @@ class _Runs:
     runs: list[_Run] = field(default_factory=list)
     #: An ``<op>_perf`` command line seen before its run's preamble.
     pending_op: str | None = None
+    #: NCCL variables set by lines after a run's rows, before the next run's preamble.
+    pending_env: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
     def last(self) -> _Run | None:
         return self.runs[-1] if self.runs else None
@@ -314,16 +319,17 @@ class _Runs:
     def current(self, lineno: int) -> _Run:
         """The run a line belongs to (the first one, opened at ``lineno``, if none is)."""
         if not self.runs:
-            self.runs.append(_Run(lineno, op_key=self.pending_op))
+            self.runs.append(_Run(lineno, op_key=self.pending_op, env=self.pending_env))
+            self.pending_env = {}
         return self.runs[-1]
 
     def marker(self, kind: str, lineno: int) -> None:
         """A preamble marker: a new run unless the current one's preamble is still open and lacks it."""
         run = self.last()
         if run is None or run.recs or kind in run.markers or run.layout is not None:
-            run = _Run(lineno, op_key=self.pending_op)
+            run = _Run(lineno, op_key=self.pending_op, env=self.pending_env)
             self.runs.append(run)
-            self.pending_op = None
+            self.pending_op, self.pending_env = None, {}
         run.markers.add(kind)
 
     def command(self, test: str, kind: str | None, lineno: int) -> None:
@@ -351,7 +357,7 @@ class _Runs:
         run = self.current(lineno)
         if run.recs:  # a second table without a preamble: a new run of the same test
             run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
-                       network=dict(run.network),
+                       network=dict(run.network), env=dict(run.env),
                        gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
                        nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
@@ -395,6 +401,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         if header is not None:
             state.header(header, lineno)
             continue
+        if "NCCL_" in payload:
+            _env(state, payload, lineno)
         if payload.startswith("#"):
             m = _RANK.match(payload)
             if m:
@@ -423,6 +431,20 @@ def _network(state: _Runs, payload: str, lineno: int) -> None:
         if rx.search(payload):
             state.current(lineno).network.setdefault(kind, (lineno, payload.strip()[:200]))
             return
+
+
+def _env(state: _Runs, payload: str, lineno: int) -> None:
+    """The NCCL variables a line sets, kept on its run (a line after a run's rows: the next run's);
+    a stronger way of saying wins, else the later line (:mod:`zerocalc.traces.launch_env`)."""
+    found = settings_in(payload)
+    if not found:
+        return
+    run = state.last()
+    env = state.pending_env if run is not None and run.recs else state.current(lineno).env
+    for name, value, strength in found:
+        old = env.get(name)
+        if old is None or strength >= old[2]:
+            env[name] = (value, lineno, strength)
 
 
 def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
@@ -468,8 +490,9 @@ def _devices(run: _Run) -> dict[str, Any]:
     ranks, in order of first rank), both empty when no ``# Rank`` line names them; ``ranks_listed``
     (how many ``# Rank`` lines); ``shared_devices`` (``[host, bus id, [ranks]]`` for each GPU two or
     more ranks ran on, told by the full bus ids nccl-tests prints since 2.10); ``network`` (kind →
-    ``[line, text]``, :data:`NETWORK_EVIDENCE`); ``gpus_per_thread`` (``-g``), ``agg_iters`` (``-a``) and
-    ``graph`` (``-G``), each ``None`` when the file does not print it."""
+    ``[line, text]``, :data:`NETWORK_EVIDENCE`); ``nccl_env`` (NCCL variable → ``[value, line]`` the
+    run's lines set, :mod:`zerocalc.traces.launch_env`); ``gpus_per_thread`` (``-g``), ``agg_iters``
+    (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it."""
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
     on_bus: dict[tuple[str, str], list[int]] = {}
@@ -482,6 +505,7 @@ def _devices(run: _Run) -> dict[str, Any]:
     shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks), "shared_devices": shared,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
+            "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph}
 
 

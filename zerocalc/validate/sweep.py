@@ -84,16 +84,19 @@ class SweepComparison:
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
                   tuner: TunerConfig | None = None, gpus_per_thread: int | None = None,
-                  agg_iters: int | None = None, graph: int | None = None) -> SweepComparison:
+                  agg_iters: int | None = None, graph: int | None = None,
+                  channels: tuple[int | None, int | None] | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
-    the channel counts of the topology's profile (:func:`zerocalc.nccl.env.channel_limits`) and, when
+    the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
+    ``None`` when unset; by default those of the topology's profile,
+    :func:`zerocalc.nccl.env.channel_limits`) and, when
     given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`); with ``gpus_per_thread`` (nccl-tests
     ``-g``) above 1, no faster than the thread's launches (:func:`host_floor_s`, in nccl-tests' default
     launch mode: ``agg_iters`` (``-a``) and ``graph`` (``-G``) as the file prints them)."""
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
-    lo, hi = channel_limits(topo, nccl_version)
+    lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                   nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
     api = 3

@@ -47,13 +47,14 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         stated = version_from_text(text)
         version = stated or source_version or LATEST.tag.lstrip("v").split("-")[0]
         topo = get_topology(preset)
-        env = settings(topo, version, None, None)
         group = ranks or int(res.meta["world_size"])
         runs = res.meta.get("runs") or [{}]
+        env = settings(topo, version, None, None, stated=runs[0].get("nccl_env"), where=name)
         launch = {k: runs[0].get(k) for k in ("gpus_per_thread", "agg_iters", "graph")}
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable, **launch)
+                            nvls_enable=env.nvls_enable, channels=(env.min_channels, env.max_channels),
+                            **launch)
         df = pd.DataFrame(cmp.rows)
         if env.notes:  # the same sweep with NCCL's defaults: what the provider's environment changes
             stock = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group,

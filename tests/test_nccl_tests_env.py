@@ -1,0 +1,116 @@
+"""The NCCL environment a sweep's own lines set (launch lines, NCCL INFO lines) is what `check` prices."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.traces.launch_env import settings_in
+from zerocalc.traces.nccl_tests import parse
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+XE9680 = DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt"
+runner = CliRunner()
+
+
+def run_check(*args):
+    return runner.invoke(app, ["check", *map(str, args)])
+
+
+@pytest.mark.parametrize("line,found", [
+    # OpenMPI -x, quoted (nccl-tests README style launch lines)
+    ('mpirun -np 16 -x NCCL_DEBUG=INFO -x NCCL_ALGO=Ring -x "NCCL_PROTO=^LL128" ./build/all_reduce_perf',
+     [("NCCL_DEBUG", "INFO", 1), ("NCCL_ALGO", "Ring", 1), ("NCCL_PROTO", "^LL128", 1)]),
+    # shell prefix and export; a use of the variable is not a setting
+    ("export NCCL_ALGO=Tree; NCCL_PROTO=Simple ./all_reduce_perf -g 8 # ${NCCL_ALGO}",
+     [("NCCL_ALGO", "Tree", 1), ("NCCL_PROTO", "Simple", 1)]),
+    # MPICH / Intel MPI -genv NAME VALUE; a bare -x NAME passes a value on without stating it
+    ("mpiexec -genv NCCL_ALGO Ring -x NCCL_PROTO -n 8 ./all_reduce_perf", [("NCCL_ALGO", "Ring", 2)]),
+    # Slurm --export list: a value with commas ends where the next NAME= begins
+    ("srun --export=ALL,NCCL_ALGO=NVLS,Ring,NCCL_MAX_NCHANNELS=4 ./all_reduce_perf",
+     [("NCCL_ALGO", "NVLS,Ring", 1), ("NCCL_MAX_NCHANNELS", "4", 1)]),
+    # NCCL's own lines: param.cc "%s set by environment to %lld." and tuning.cc's for NCCL_ALGO/NCCL_PROTO
+    ("node1:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 8.", [("NCCL_MAX_NCHANNELS", "8", 3)]),
+    ("node1:1:2 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128", [("NCCL_PROTO", "^LL128", 3)]),
+    ("#  Rank  0 Group  0 Pid  29262 on bm-h100-01 device  0 [0000:19:00] NVIDIA H100 80GB HBM3", []),
+])
+def test_settings_in_a_line(line, found):
+    assert settings_in(line) == found
+
+
+def test_the_bundled_v100_broadcast_states_its_environment():
+    # NVIDIA/nccl-tests issue 82: line 4 launches with -x NCCL_ALGO=Ring -x NCCL_PROTO=Simple and
+    # NCCL_MIN/MAX_NCHANNELS=2 (read off the file)
+    path = DATA / "broadcast_perf-pre2022-NA-2ranks.txt"
+    line4 = path.read_text().splitlines()[3]
+    assert "-x NCCL_ALGO=Ring" in line4 and "-x NCCL_MAX_NCHANNELS=2" in line4
+    with open(path) as f:
+        (run,) = parse(f, str(path)).meta["runs"]
+    env = run["nccl_env"]
+    assert env["NCCL_ALGO"] == ["Ring", 4] and env["NCCL_PROTO"] == ["Simple", 4]
+    assert env["NCCL_MIN_NCHANNELS"] == ["2", 4] and env["NCCL_MAX_NCHANNELS"] == ["2", 4]
+
+
+def _with_lines(tmp_path, *lines, name="all_reduce_perf.txt"):
+    """The XE9680 sweep (NVIDIA/nccl-tests issue 309) with launch or INFO lines put before its table."""
+    text = XE9680.read_text().splitlines(True)
+    at = next(i for i, t in enumerate(text) if t.startswith("#  Rank  0"))
+    path = tmp_path / name
+    path.write_text("".join(text[:at] + [ln + "\n" for ln in lines] + text[at:]))
+    return path
+
+
+def _rows(res):
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    return sweep
+
+
+def test_a_launch_line_restricts_what_nccl_chooses(tmp_path):
+    """NCCL_ALGO=Ring on the launch line: every size is a Ring row, as NCCL restricted to Ring runs it;
+    without it NCCL's own choice has Tree and NVLS Tree rows on this 2-node H100 machine."""
+    free = _rows(run_check(XE9680, "--format", "json"))
+    assert {r["algorithm"] for r in free["rows"]} >= {"Tree", "NVLSTree"}
+    ring = _rows(run_check(_with_lines(tmp_path, "mpirun -np 16 -x NCCL_ALGO=Ring ./all_reduce_perf_mpi"),
+                           "--format", "json"))
+    assert {r["algorithm"] for r in ring["rows"]} == {"Ring"}
+    assert any("NCCL_ALGO=Ring (line" in n for n in ring["notes"])
+    simple = _rows(run_check(_with_lines(tmp_path, "NCCL INFO NCCL_PROTO set by environment to Simple"),
+                             "--format", "json"))
+    assert {r["protocol"] for r in simple["rows"]} == {"Simple"}
+    # the user's option wins over the file, and says so
+    given = _rows(run_check(_with_lines(tmp_path, "-x NCCL_ALGO=Ring"), "--format", "json",
+                            "--nccl-algo", "Tree"))
+    assert {r["algorithm"] for r in given["rows"]} == {"Tree"}
+    assert any("NCCL_ALGO=Ring replaced by --nccl-algo" in n for n in given["notes"])
+
+
+def test_a_channel_bound_on_the_launch_line_prices_that_many_channels(tmp_path):
+    """Ring/Simple under NCCL_MAX_NCHANNELS=c runs on c channels (connect.cc caps collChannels):
+    time = latency + bytes / (c × per-channel bandwidth) in NCCL's form, so at one size
+    T(1) - T(2) = 2 (T(2) - T(4)) whatever the latency and bandwidth."""
+    t = {}
+    for c in (1, 2, 4):
+        launch = f"mpirun -x NCCL_ALGO=Ring -x NCCL_PROTO=Simple -x NCCL_MAX_NCHANNELS={c}"
+        path = _with_lines(tmp_path, launch)
+        rows = _rows(run_check(path, "--format", "json"))["rows"]
+        t[c] = next(r["predicted_s"] for r in rows if r["bytes"] == 1 << 30)
+    assert t[1] > t[2] > t[4]
+    assert t[1] - t[2] == pytest.approx(2 * (t[2] - t[4]), rel=1e-9)
+
+
+@pytest.mark.parametrize("line,words", [
+    ("mpirun -x NCCL_ALGO=Rung ./all_reduce_perf", ["NCCL_ALGO=Rung", "unknown name 'rung'"]),
+    ("mpirun -x NCCL_MAX_NCHANNELS=many ./all_reduce_perf", ["NCCL_MAX_NCHANNELS=many", "whole number"]),
+])
+def test_a_value_nccl_would_not_take_is_one_line_naming_the_file_and_line(tmp_path, line, words):
+    path = _with_lines(tmp_path, line)
+    res = run_check(path, "--format", "json")
+    assert res.exit_code == 2, res.output
+    (msg,) = res.stderr.strip().splitlines()
+    lineno = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t == line)
+    assert f"{path}:{lineno}" in msg
+    for w in words:
+        assert w in msg, msg
