@@ -41,6 +41,7 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     from zerocalc.nccl.predict import version_from_text
     from zerocalc.traces import reader
     from zerocalc.traces.nccl_tests import parse
+    from zerocalc.validate.sweep import sweep_op
 
     if n is not None and n < 1:
         raise ConfigError("must be a whole number ≥ 1", option="--n")
@@ -54,13 +55,13 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
         res = parse(iter(text), path, strict=strict)
         if not res.rows:
             raise TraceFormatError(path, None, "no nccl-tests result rows")
-        if any(r["op"] == "other" for r in res.rows):
+        if any(sweep_op(r) is None for r in res.rows):
             raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
                                                "its name)")
         groups: dict[tuple, list] = {}
         for r in res.rows:  # one sweep per run, collective and group size the file holds
             p = n or r.get("group_size") or res.meta.get("world_size")
-            groups.setdefault((r.get("run"), r["op"], p), []).append(r)
+            groups.setdefault((r.get("run"), sweep_op(r), p), []).append(r)
         runs = {m["run"]: m for m in res.meta.get("runs", ())}
         for (run, op, p), rows in groups.items():
             meta = dict(runs.get(run, {}))

@@ -2,8 +2,9 @@
 
 nccl-tests prints per row ``algbw = size / time`` and ``busbw = algbw × factor``, the factor depending
 on the collective and the number of ranks n only (nccl-tests ``doc/PERFORMANCE.md`` and each test's
-``GetBw`` in ``src/*.cu``): ``2(n-1)/n`` for all_reduce, ``(n-1)/n`` for all_gather, reduce_scatter
-and alltoall, ``1`` for broadcast, reduce and sendrecv. Where the factor depends on n, every row with
+``GetBw`` in ``src/*.cu``): ``2(n-1)/n`` for all_reduce, ``(n-1)/n`` for all_gather, reduce_scatter,
+alltoall, alltoallv, gather and scatter, ``1`` for broadcast, reduce, sendrecv and hypercube (whose
+algbw is ``(n-1)/n × size / time``). Where the factor depends on n, every row with
 non-zero bandwidths bounds it: the text prints both figures with two decimals (``%7.2f``), so the
 true ones lie within ±0.005 GB/s of the printed ones and the factor within
 ``[(busbw - 0.005) / (algbw + 0.005), (busbw + 0.005) / (algbw - 0.005)]``; each bound maps to n by
@@ -32,9 +33,12 @@ _INVERSE = {
     "all_gather": ("(n-1)/n", 1.0),
     "reduce_scatter": ("(n-1)/n", 1.0),
     "all_to_all": ("(n-1)/n", 1.0),
+    "gather": ("(n-1)/n", 1.0),
+    "scatter": ("(n-1)/n", 1.0),
+    "alltoallv": ("(n-1)/n", 1.0),
 }
-#: Canonical ops whose busbw equals algbw whatever n is.
-FACTOR_ONE = ("broadcast", "reduce", "send")
+#: Ops whose busbw equals algbw whatever n is (sendrecv; hypercube, whose algbw is already × (n-1)/n).
+FACTOR_ONE = ("broadcast", "reduce", "send", "sendrecv", "hypercube")
 
 
 @dataclass(frozen=True)

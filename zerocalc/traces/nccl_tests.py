@@ -45,7 +45,11 @@ from zerocalc.traces.schema import (
 )
 
 FORMAT = "nccl_tests"
-_PERF = re.compile(r"\b(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")_perf(?:_mpi)?\b")
+#: ``<test>_perf`` (``_perf_mpi`` when built with ``NAME_SUFFIX=_mpi``) as a word of a command line or of a
+#: file name: an underscore may join it to the rest of a name (``nccl_alltoall_perf_2nodes.log``), a letter
+#: or digit may not (nccl-tests ``src/Makefile``: ``BIN_FILES = $(BIN_FILES_LIST:%=%_perf$(NAME_SUFFIX))``).
+_PERF = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True))
+                   + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
 #: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``Pid P on HOST device D
 #: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``).
@@ -70,6 +74,9 @@ NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
     ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
 )
+#: Tests whose ``size`` is ``count`` × element × ranks (``GetCollByteCount`` of each, module
+#: :data:`~zerocalc.traces.schema.NCCL_TESTS_OPS`): the file tells the ranks where the size divides.
+_SIZE_IS_P_COUNTS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube")
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 _INT = re.compile(r"^-?[0-9]+$")
 #: Markers that open a run's preamble (nccl-tests src/util.cu writeDeviceReport, common.cu).
@@ -255,12 +262,14 @@ def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, l
     count = rec["count"]
     spec = NCCL_TESTS_OPS.get(op_key) if op_key else None
     op = spec[0] if spec else "other"
-    if spec and op_key in ("all_gather", "reduce_scatter") and eb and count:
+    if spec and op_key in _SIZE_IS_P_COUNTS and eb and count:
         q, r = divmod(rec["size_bytes"], count * eb)
         if r == 0 and (p is None or p == q):
             p = q
 
     def scale(f: str) -> int | None:
+        if f == "?":
+            return None
         return count if f == "1" else (count * p if p is not None else None)
 
     t = rec.get("oop_time_us")
@@ -273,7 +282,7 @@ def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, l
         "algbw_GBps": rec.get("oop_algbw"), "busbw_GBps": rec.get("oop_busbw"),
         "inplace_duration_s": rec["ip_time_us"] * 1e-6 if rec.get("ip_time_us") is not None else None,
         "inplace_algbw_GBps": rec.get("ip_algbw"), "inplace_busbw_GBps": rec.get("ip_busbw"),
-        "wrong": rec.get("oop_wrong"), "layout": rec["layout"],
+        "wrong": rec.get("oop_wrong"), "layout": rec["layout"], "nccl_test": op_key if spec else None,
     }
 
 

@@ -200,7 +200,17 @@ NCCL_TESTS_JSON_BODY: Final[dict[str, str]] = {
 }
 
 #: nccl-tests binary → (op, in factor, out factor, busbw factor name). ``count`` printed is the
-#: NCCL count argument; for all_gather ``size`` = count × elem × nranks (src/all_gather.cu).
+#: NCCL count argument (nccl-tests ``src/common.cu``: ``size`` = max(send, receive) bytes, ``count`` =
+#: the ``paramcount`` of the test's ``GetCollByteCount``); for all_gather ``size`` = count × elem ×
+#: nranks (src/all_gather.cu). The point-to-point tests (each ``src/<test>.cu``, ``GetCollByteCount`` and
+#: ``GetBw``): alltoall ``count`` per peer, size = count × elem × nranks, busbw = algbw × (n-1)/n;
+#: sendrecv ``count`` sent to rank+1 and received from rank-1, size = count × elem, busbw = algbw;
+#: gather / scatter ``count`` per rank (sent to / received from the root), size = count × elem × nranks
+#: (the root's buffer), busbw = algbw × (n-1)/n; hypercube ``count`` per rank, gathered over log2(n)
+#: exchanges, size = count × elem × nranks, algbw = count × elem × (n-1) / time and busbw = algbw;
+#: alltoallv (added Mar 2026) sends an uneven count to each peer ("?": not told by ``count``).
+#: Gather, scatter, hypercube and alltoallv have no canonical op (``other``; NCCL logs ``Gather`` and
+#: ``Scatter`` calls as ``other`` too); their rows keep the test in ``nccl_test``.
 NCCL_TESTS_OPS: Final[dict[str, tuple[str, str, str, str]]] = {
     "all_reduce": ("all_reduce", "1", "1", "2(p-1)/p"),
     "all_gather": ("all_gather", "1", "p", "(p-1)/p"),
@@ -208,7 +218,11 @@ NCCL_TESTS_OPS: Final[dict[str, tuple[str, str, str, str]]] = {
     "broadcast": ("broadcast", "1", "1", "1"),
     "reduce": ("reduce", "1", "1", "1"),
     "alltoall": ("all_to_all", "p", "p", "(p-1)/p"),
+    "alltoallv": ("other", "?", "?", "(p-1)/p"),
     "sendrecv": ("send", "1", "1", "1"),
+    "gather": ("other", "1", "p", "(p-1)/p"),
+    "scatter": ("other", "p", "1", "(p-1)/p"),
+    "hypercube": ("other", "1", "p", "1"),
 }
 
 #: nccl-tests ``type`` column → canonical dtype.

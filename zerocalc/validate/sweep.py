@@ -28,6 +28,8 @@ import numpy as np
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.model import tune
+from zerocalc.nccl.p2p import ALGORITHM as P2P
+from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Collective, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
@@ -40,12 +42,31 @@ NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G``, G = 2…8: 10, 13.76, 1
 33.7 µs), against which NCCL's own model of that ring rises by 2 × 0.6 µs per GPU (Ring/LL NVLink hop,
 ``tuning.cc``). See :func:`host_floor_s`."""
 
+P2P_OPS = tuple(o.value for o in P2pOp)
+"""The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
+
 UNSTEADY = 1.25
 """Out-of-place over in-place time (either way) beyond which a row is ``unsteady``: the upper edge of the
 0.8–1.25× band this project holds NCCL's model to at a sweep's median size (issue 11)."""
 
 
-def textbook_ring_s(topo: Topology, coll: Collective, n_bytes: float, p: int) -> float:
+def sweep_op(row: Mapping) -> str | None:
+    """The op a sweep row is checked as: NCCL's collective (``all_reduce`` …), else the point-to-point
+    pattern of its nccl-tests test (:data:`zerocalc.nccl.p2p.NCCL_TESTS_P2P`: ``all_to_all``,
+    ``sendrecv``, ``gather``, ``scatter``, ``hypercube``), else the test's own name (``alltoallv``,
+    recognised but not priced); ``None`` when the row names neither."""
+    test = row.get("nccl_test")
+    if test in NCCL_TESTS_P2P:
+        return NCCL_TESTS_P2P[test].value
+    if test in UNPRICED:
+        return test
+    op = row.get("op")
+    if op in ("send", "recv"):
+        return P2pOp.SENDRECV.value
+    return None if op in (None, "other") else str(op)
+
+
+def textbook_ring_s(topo: Topology, coll: Collective | str, n_bytes: float, p: int) -> float:
     """zerocalc's textbook ring time (:mod:`zerocalc.collectives`, REFERENCE §4) on ``topo``:
     α of the slowest tier the group spans, β of its slowest link (the 'before' of the NCCL model)."""
     from zerocalc.collectives import time_s
@@ -53,7 +74,7 @@ def textbook_ring_s(topo: Topology, coll: Collective, n_bytes: float, p: int) ->
     nodes = math.ceil(p / topo.gpus_per_node)
     alpha = topo.inter.alpha_s if nodes > 1 else topo.intra.alpha_s
     beta = max(1 / topo.intra.bw_Bps, 1 / topo.inter.bw_Bps) if nodes > 1 else 1 / topo.intra.bw_Bps
-    return float(time_s(coll.value, n_bytes, p, "ring", alpha=alpha, beta=beta))
+    return float(time_s(str(coll), n_bytes, p, "ring", alpha=alpha, beta=beta))
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,11 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`); with ``gpus_per_thread`` (nccl-tests
     ``-g``) above 1, no faster than the thread's launches (:func:`host_floor_s`, in nccl-tests' default
     launch mode: ``agg_iters`` (``-a``) and ``graph`` (``-G``) as the file prints them)."""
+    if op in P2P_OPS:
+        return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
+                            graph)
+    if op in UNPRICED:
+        raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
@@ -138,6 +164,43 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size: int, nccl_version: str,
+                 gpus_per_thread: int | None, agg_iters: int | None, graph: int | None) -> SweepComparison:
+    """A point-to-point sweep against :mod:`zerocalc.nccl.p2p` (NCCL has no cost table for it): rows as
+    :func:`compare_sweep`'s, ``algorithm`` ``P2P`` and the protocol NCCL's p2p path picks; a calibration
+    fitted for the op and group size replaces the model's time (:func:`fit_calibration`)."""
+    release, note = release_for(nccl_version)
+    comm = p2p_comm(topo, group_size, release, nccl_version, tune(topo, group_size, release).comm_channels,
+                    max_peers=2 if op == P2pOp.SENDRECV else None)
+    fits = [c for c in (topo.nccl_calibration or ()) if c.op == op.value and c.ranks == group_size]
+    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
+    out = []
+    for r in sorted(rows, key=lambda r: r["size_bytes"]):
+        measured = r.get("duration_s")
+        if measured is None or not measured > 0 or r["size_bytes"] <= 0:
+            continue
+        n = int(r["size_bytes"])
+        pr = op_time(comm, op, n)
+        fit = next((c for c in fits if (c.algorithm, c.protocol) == (P2P, pr.protocol.value)),
+                   next((c for c in fits if c.algorithm == ANY), None))
+        model_s = pr.time_s if fit is None else fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9)
+        t = max(model_s, floor or 0.0)
+        row = {"bytes": n, "measured_s": float(measured), "predicted_s": t, "ratio": t / float(measured),
+               "algorithm": P2P, "protocol": pr.protocol.value, "calibrated": fit is not None,
+               "textbook_s": (textbook_ring_s(topo, op.value, n, group_size) if op == P2pOp.ALL_TO_ALL
+                              else None),
+               "nccl_s": model_s, "host_floor_s": floor, "host_bound": floor is not None and floor > model_s}
+        row.update(_in_place(float(measured), r.get("inplace_duration_s")))
+        out.append(row)
+    notes = [note] if note else []
+    notes.append(f"{op.value}: NCCL has no cost model for point-to-point; priced by zerocalc's p2p model "
+                 f"(grouped ncclSend/ncclRecv over {comm.p2p_channels} p2p channels, {comm.per_peer} per "
+                 "peer; zerocalc.nccl.p2p)")
+    if fits and not any(r["calibrated"] for r in out):
+        notes.append(f"the topology's calibration does not cover {op.value} on {group_size} ranks")
+    return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
 def host_floor_s(gpus_per_thread: int | None, agg_iters: int | None = None,

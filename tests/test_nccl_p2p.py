@@ -1,0 +1,216 @@
+"""nccl-tests' point-to-point ops (alltoall, sendrecv, gather, scatter, hypercube): recognition, the p2p
+time model (zerocalc.nccl.p2p) by hand, and check / fit on public sweeps (CLI)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.p2p import P2pOp, message_channels, op_time, p2p_comm, protocol
+from zerocalc.nccl.tables import Protocol, release_for
+from zerocalc.topology import get_topology
+from zerocalc.traces.nccl_tests import parse
+from zerocalc.validate.sweep import sweep_op
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+PAIR = "alltoall-sendrecv-16xH100-2nodes-nccl2.29.2.log"
+ONE_NODE = "five-tests-8xH100-1node-nccl2.29.2.log"
+TEN_NODES = "five-tests-80xH100-10nodes-nccl2.29.2.log"
+runner = CliRunner()
+
+
+def runs_in_file(name):
+    """Per ``# Collective test starting`` run: (test, [(size, count, out-of-place µs)]), counted from the
+    file itself."""
+    runs = []
+    for line in (DATA / name).read_text().splitlines():
+        if line.startswith("# Collective test starting:"):
+            runs.append((line.split()[-1], []))
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            runs[-1][1].append((int(f[0]), int(f[1]), float(f[5])))
+    return runs
+
+
+def check_json(*args):
+    res = runner.invoke(app, ["check", *args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["sweeps"]
+
+
+# -- recognition ------------------------------------------------------------------------------------------
+
+def test_rows_of_the_pair_file_are_counted_from_it():
+    with open(DATA / PAIR) as fh:
+        res = parse(fh, PAIR)
+    file_runs = runs_in_file(PAIR)
+    assert [t for t, _ in file_runs] == ["alltoall_perf", "sendrecv_perf"]
+    assert [r["test"] for r in res.meta["runs"]] == ["alltoall_perf", "sendrecv_perf"]
+    for i, (_, rows) in enumerate(file_runs):
+        got = [r for r in res.rows if r["run"] == i]
+        assert [(r["size_bytes"], r["count"]) for r in got] == [(s, c) for s, c, _ in rows]
+        assert [r["duration_s"] for r in got] == pytest.approx([t * 1e-6 for _, _, t in rows])
+    a2a = [r for r in res.rows if r["run"] == 0]
+    # alltoall: count per peer, size = count x 8 bytes (double) x 16 ranks; each rank sends count to each
+    assert {r["op"] for r in a2a} == {"all_to_all"} and {r["nccl_test"] for r in a2a} == {"alltoall"}
+    assert a2a[0]["in_nelems"] == 33554432 * 16 and a2a[0]["group_size"] == 16
+    sr = [r for r in res.rows if r["run"] == 1]
+    assert {sweep_op(r) for r in sr} == {"sendrecv"} and sr[0]["in_nelems"] == 536870912
+
+
+@pytest.mark.parametrize(("test", "expected"), [
+    ("alltoall", "all_to_all"), ("sendrecv", "sendrecv"), ("gather", "gather"), ("scatter", "scatter"),
+    ("hypercube", "hypercube"), ("alltoallv", "alltoallv")])
+@pytest.mark.parametrize("form", ["file name", "file name joined by _", "_perf_mpi command line"])
+def test_every_op_is_read_from_the_file_or_its_name(tmp_path, test, expected, form):
+    """The op of a real all_reduce output whose op was renamed, as a user's copy would be: the file name
+    (alone or joined to other words by underscores) or an ``<op>_perf_mpi`` command line above it."""
+    src = (DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt").read_text()
+    if form == "file name":
+        path = tmp_path / f"{test}_perf-16xH100.txt"
+        path.write_text(src)
+    elif form == "file name joined by _":
+        path = tmp_path / f"nccl_{test}_perf_2nodes.log"
+        path.write_text(src)
+    else:
+        path = tmp_path / "run.log"
+        path.write_text(f"mpirun -np 16 /opt/nccl-tests/build/{test}_perf_mpi -b 8 -e 16G -f 2\n" + src)
+    with open(path) as fh:
+        res = parse(fh, str(path))
+    assert {sweep_op(r) for r in res.rows} == {expected}
+    assert res.meta["test"] == f"{test}_perf"
+
+
+def test_a_name_inside_a_word_is_not_an_op(tmp_path):
+    path = tmp_path / "myalltoall_perfx.txt"
+    shutil.copy(DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", path)
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2 and "cannot tell the collective" in res.stderr
+
+
+def test_a_known_op_without_a_price_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "alltoallv_perf.txt"
+    shutil.copy(DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", path)
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and "alltoallv_perf sends an uneven count" in res.stderr
+
+
+def test_hypercube_needs_a_power_of_two(tmp_path):
+    """The file's rows under hypercube_perf with --n 12: rank ^ 2^k is no rank for 12."""
+    path = tmp_path / "hypercube_perf.txt"
+    shutil.copy(DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", path)
+    res = runner.invoke(app, ["check", str(path), "--n", "12"])
+    assert res.exit_code == 2 and "not a power of two" in res.stderr
+
+
+# -- the model by hand ------------------------------------------------------------------------------------
+
+def comm(n, version, preset="dgx-h100", **kw):
+    topo = get_topology(preset)
+    rel, _ = release_for(version)
+    return p2p_comm(topo, n, rel, version, tune(topo, n, rel).comm_channels, **kw)
+
+
+def test_alltoall_4GiB_on_two_dgx_h100_by_hand():
+    """alltoall_perf, 16 ranks on 2 DGX H100 nodes, NCCL 2.29.2, size 4 GiB (the pair file's first row).
+
+    Each rank sends m = 4 GiB / 16 = 256 MiB to each of 15 peers: 7 over NVLink, 8 through the network.
+    Its share of the node's NICs: 8 NICs x min(400 Gb/s / 8 = 50, PCIe 5.0 x16 as NCCL counts it = 48)
+    GB/s / 8 ranks = 48 GB/s, so the network bytes 8 x 256 MiB = 2 GiB take 2147483648 / 48e9 s =
+    44739.2 us. The other bounds are lower: 7 x 256 MiB over NVLink (18 links x 20.6 GB/s = 370.8 GB/s)
+    5068.7 us; one message on its 4 channels (2.29: ceil(48 / 14) = 4 network channels per peer, not
+    halved as 4 x ceil(16 / 8) = 8 <= 16 p2p channels) at 14 GB/s each 4793.5 us. Latency (Simple):
+    NCCL 2.30's Ring base 8.4 us + one network hop 14 us (the 15 messages fit 16 channels in one wave)
+    + 8 network messages x 1 us (Intel host) x 3: 44785.6 us."""
+    c = comm(16, "2.29.2")
+    assert (c.p2p_channels, c.per_peer) == (16, 4)
+    m = 4 * 2**30 // 16
+    assert message_channels(c, m) == 4 and protocol(c, m) == Protocol.SIMPLE
+    t = op_time(c, P2pOp.ALL_TO_ALL, 4 * 2**30)
+    assert t.transfer_us == pytest.approx(2147483648 / 48e9 * 1e6)
+    assert t.latency_us == pytest.approx(8.4 + 14.0 + 8 * 3)
+    assert t.time_s * 1e6 == pytest.approx(44785.6, abs=0.1)
+
+
+def test_sendrecv_on_one_node_doubles_its_channels_with_size():
+    """sendrecv, 8 ranks on one DGX H100, NCCL 2.29.2: p2pnChannels = 32 (24 channels rounded up), 32 per
+    peer (2 x 18 NVLink links, capped), 4 when each of 8 ranks starts (32 / 8); parts of 512 KiB / 8 =
+    64 KiB to 32 x 512 KiB = 16 MiB: 32 MiB stays on 4 channels (8 MiB parts), 128 MiB takes 8 (16 MiB
+    parts), 512 MiB 32. Each channel at one NVLink link (20.6 GB/s): 32 MiB in 33554432 / (4 x 20.6e9)
+    s = 407.2 us + 8.4 + 3.4 us (Ring/Simple base and NVLink hop)."""
+    c = comm(8, "2.29.2")
+    assert (c.p2p_channels, c.per_peer) == (32, 32)
+    assert [message_channels(c, 2**k) for k in (25, 26, 27, 28, 29)] == [4, 4, 8, 16, 32]
+    t = op_time(c, P2pOp.SENDRECV, 2**25)
+    assert t.time_s * 1e6 == pytest.approx(33554432 / (4 * 20.6e9) * 1e6 + 8.4 + 3.4)
+
+
+def test_network_channels_per_peer_follow_the_release():
+    """Channels per network peer on 16 and 80 ranks: 2 up to 2.20; 2.21-2.28 2 halved while 2 x nRanks >
+    4 x p2pnChannels (16 ranks: 32 <= 64, 80: 160 > 64 -> 1); 2.29 ceil(48 / 14) = 4 halved while
+    4 x ceil(nRanks / 8) > 16 (80 ranks -> 1); 2.30 halves by maxP2pPeers instead (sendrecv_perf: 2)."""
+    assert comm(16, "2.19.4").per_peer == 2 and comm(80, "2.19.4").per_peer == 2
+    assert comm(16, "2.26.2").per_peer == 2 and comm(80, "2.26.2").per_peer == 1
+    assert comm(16, "2.29.2").per_peer == 4 and comm(80, "2.29.2").per_peer == 1
+    assert comm(80, "2.30.7").per_peer == 1 and comm(80, "2.30.7", max_peers=2).per_peer == 4
+
+
+def test_small_messages_use_ll_at_half_bandwidth():
+    c = comm(8, "2.29.2")
+    assert protocol(c, 32 * 16384) == Protocol.LL and protocol(c, 32 * 16384 + 1) == Protocol.SIMPLE
+    assert op_time(c, P2pOp.ALL_TO_ALL, 8).latency_us == pytest.approx(6.6 + 0.6)  # Ring/LL base + hop
+
+
+def test_gather_scatter_and_hypercube_are_priced():
+    c = comm(16, "2.29.2")
+    size = 2**32
+    assert op_time(c, P2pOp.GATHER, size).time_s == pytest.approx(op_time(c, P2pOp.ALL_TO_ALL, size).time_s)
+    assert op_time(c, P2pOp.SCATTER, size).time_s == op_time(c, P2pOp.GATHER, size).time_s
+    # hypercube: exchanges of 1, 2, 4 blocks (size / 16) over NVLink, then 8 over the network, one after
+    # another: the last alone is 8 x 256 MiB / 48 GB/s (4 channels x 14 GB/s above the NIC share)
+    hc = op_time(c, P2pOp.HYPERCUBE, size)
+    net = 8 * size // 16 / 48e9 * 1e6
+    nvl = sum(k * size // 16 / (4 * 20.6e9) * 1e6 for k in (1, 2, 4))  # 4 channels per NVLink peer
+    assert hc.transfer_us == pytest.approx(net + nvl)
+    with pytest.raises(ConfigError):
+        op_time(comm(12, "2.29.2"), P2pOp.HYPERCUBE, size)
+
+
+# -- check and fit on public sweeps ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [PAIR, ONE_NODE, TEN_NODES])
+def test_check_prices_the_p2p_sweeps_within_the_issue_bands(name):
+    """Every alltoall / sendrecv sweep of the files, on the preset their device lines give (dgx-h100) at the
+    NCCL they state (2.29.2): 0.5-2x at every size, 0.8-1.25x at the median size; rows named P2P."""
+    sweeps = [s for s in check_json(str(DATA / name)) if s["op"] in ("all_to_all", "sendrecv")]
+    file_runs = {t: rows for t, rows in runs_in_file(name)}
+    assert len(sweeps) == 2
+    for s in sweeps:
+        test = "alltoall_perf" if s["op"] == "all_to_all" else "sendrecv_perf"
+        assert s["topology"] == "dgx-h100" and s["nccl_version"] == "2.29.2"
+        assert [r["bytes"] for r in s["rows"]] == [size for size, _, _ in file_runs[test]]
+        measured = [t * 1e-6 for _, _, t in file_runs[test]]
+        assert [r["measured_s"] for r in s["rows"]] == pytest.approx(measured)
+        assert {(r["algorithm"], r["protocol"]) for r in s["rows"]} == {("P2P", "Simple")}
+        ratios = [r["ratio"] for r in s["rows"]]
+        assert all(0.5 <= x <= 2 for x in ratios), (name, s["op"], ratios)
+        mid = sorted(s["rows"], key=lambda r: r["bytes"])[(len(s["rows"]) - 1) // 2]
+        assert 0.8 <= mid["ratio"] <= 1.25, (name, s["op"], mid)
+
+
+def test_fit_out_calibrates_a_p2p_sweep(tmp_path):
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(DATA / TEN_NODES), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "sendrecv on 80 ranks, P2P/Simple" in res.stdout
+    for s in check_json(str(DATA / TEN_NODES), "--topology", str(out)):
+        if s["op"] in ("all_to_all", "sendrecv"):
+            assert all(r["calibrated"] for r in s["rows"])
+            mid = sorted(s["rows"], key=lambda r: r["bytes"])[(len(s["rows"]) - 1) // 2]
+            assert 0.9 <= mid["ratio"] <= 1.1

@@ -1,0 +1,282 @@
+"""Time of NCCL's point-to-point operations: the nccl-tests ops outside NCCL's tuning model.
+
+NCCL prices only its five collectives (``ncclTopoTuneModel``, :mod:`zerocalc.nccl.model`); ``ncclSend`` /
+``ncclRecv`` have no cost table, and neither have ``ncclAlltoAll`` / ``ncclGather`` / ``ncclScatter``
+(NCCL 2.28+), which ``ncclEnqueueCheck`` turns into the same grouped sends and receives (v2.30.7
+``src/enqueue.cc``: one ``p2pTaskAppend`` per peer). nccl-tests runs (``src/<test>.cu``, ``RunColl``):
+
+- ``alltoall_perf``: every rank sends ``size / n`` to each rank and receives as much, in one
+  ``ncclGroupStart/End`` (n − 1 sends and n − 1 receives over links, and a local copy);
+- ``sendrecv_perf``: every rank sends ``size`` to rank + 1 and receives ``size`` from rank − 1;
+- ``gather_perf`` / ``scatter_perf``: the root receives (sends) ``size / n`` from (to) every rank;
+- ``hypercube_perf``: log2(n) groups in turn, group k exchanging ``2^k · size / n`` with rank ^ 2^k.
+
+The model, per rank and per group of concurrent messages (the busiest rank sets the time):
+
+1. **Channels** (``src/graph/paths.cc`` ``ncclTopoComputeP2pChannels``): ``p2pnChannels`` = the
+   communicator's channels (:mod:`zerocalc.nccl.channels`) rounded up to a power of two;
+   ``p2pnChannelsPerPeer`` = the fewest channels any peer asks for, rounded up to a power of two and at
+   most ``p2pnChannels``: an NVLink peer 2 per NVLink link of the path (``2 · path bw / ncclTopoNVLinkBw``),
+   a PCIe peer 2, a network peer (``NCCL_NCHANNELS_PER_NET_PEER``) 2 up to 2.20, 2.21–2.28 2 halved
+   while ``2 · nRanks > 4 · p2pnChannels`` (at least the NICs the GPU needs), from 2.29 enough channels of
+   ``NCCL_P2P_PER_CHANNEL_NET_BW`` = 14 GB/s to carry the GPU's NICs; from 2.29, on several nodes, halved
+   while ``perPeer · ceil(peers / 8) > p2pnChannels`` (``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` = 8; peers =
+   nRanks in 2.29, the communicator's ``maxP2pPeers`` in 2.30, which nccl-tests' ``sendrecv_perf`` sets
+   to 2 when built against NCCL 2.30+, ``src/sendrecv.cu`` ``SendRecvInitCommConfig``).
+2. **Protocol and split of one message** (``addP2pToPlan`` / ``scheduleP2pTasksToPlan``, v2.26.2 to
+   v2.30.7 ``src/enqueue.cc``): LL when the message is at most ``perPeer × NCCL_P2P_LL_THRESHOLD``
+   (16 KiB), else Simple; its step is ``p2pChunkSize`` (``src/init.cc``: 128 KiB across nodes
+   ``NCCL_P2P_NET_CHUNKSIZE``, 512 KiB on one all-NVLink node ``NCCL_P2P_NVL_CHUNKSIZE``, 128 KiB over
+   PCIe) for Simple and 64 KiB for LL (its 512 KiB buffer / ``NCCL_STEPS`` 8); the message starts on
+   ``min(nChannelsMin, ceil(bytes / minPart))`` channels (``nChannelsMin`` = perPeer halved while
+   ``nChannelsMin · nRanks > p2pnChannels``) and doubles them, up to perPeer, while a part exceeds
+   ``maxPart`` (minPart/maxPart = step/2 and step across nodes, step/8 and 32 steps on one node).
+3. **Bandwidth** (GB/s): a channel moves at most one NVLink link's bandwidth as NCCL counts it
+   (``ncclTopoNVLinkBw``, ``src/graph/topo.h``: 20 on sm80, 20.6 on sm90, the unit ``paths.cc`` sizes
+   a peer's channels in), the PCIe link's over PCIe, and ``NCCL_P2P_PER_CHANNEL_NET_BW`` = 14 GB/s over the
+   network (v2.29.2+ ``paths.cc``, NCCL's own figure for one network channel, used for every release);
+   a rank's messages share its links: its NVLink bandwidth inside the node (:func:`zerocalc.nccl.graph.
+   intra_bw_GBps`) and its share of the node's NICs across nodes (``nics_per_node × nic_Gbps / 8`` over
+   the node's ranks), and the ``p2pnChannels`` channels. LL carries 4 data bytes per 8-byte line (half).
+   The group's transfer time is the largest of: each message over its channels, each link class's bytes
+   over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``.
+4. **Latency** (µs, no published p2p figure): ``tuning.cc``'s Ring base latency of the protocol plus one
+   Ring hop of the slowest link class the group uses (``hwLat``: NVLink, PCI or network, with the
+   network's own ``latencyInter`` twice for Simple as tuning.cc adds it), times the waves the messages
+   need on ``p2pnChannels`` channels (one channel each at that size); plus, per network message, the
+   proxy's network overhead as tuning.cc charges a Ring network step (``getNetOverhead``: 1 µs on Intel
+   hosts, 2 on AMD; × 3 for Simple): the proxy thread posts each peer's transfers one after another.
+
+Left out: the local copy of a rank's own block (alltoall, hypercube), PXN routing of inter-node
+traffic through a peer GPU (it moves the same bytes through the same NICs), NCCL's copy-engine and
+symmetric-memory (``NCCL_CTA_POLICY``) and device-API paths, buffer registration (``-R``), rail-optimised
+or oversubscribed fabrics (every NIC is taken to reach every other at its speed), and congestion between
+the nodes' NICs beyond each NIC's own speed. ``alltoallv_perf`` (uneven counts) is recognised but not
+priced.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.graph import PCIE_GBPS_X16, intra_bw_GBps
+from zerocalc.nccl.tables import NET, NVLINK, PCI, Algorithm, Protocol, Release, parse_version
+from zerocalc.topology import Topology, require
+
+_NEEDED_BY = "the point-to-point model"
+
+ALGORITHM = "P2P"
+"""The ``algorithm`` a sweep row priced here carries (NCCL runs p2p outside its algorithm table)."""
+
+
+class P2pOp(StrEnum):
+    """The point-to-point patterns nccl-tests times (values as the sweep check reports them)."""
+
+    ALL_TO_ALL = "all_to_all"
+    SENDRECV = "sendrecv"
+    GATHER = "gather"
+    SCATTER = "scatter"
+    HYPERCUBE = "hypercube"
+
+
+#: nccl-tests test (``<test>_perf``) → the pattern priced here.
+NCCL_TESTS_P2P: dict[str, P2pOp] = {
+    "alltoall": P2pOp.ALL_TO_ALL, "sendrecv": P2pOp.SENDRECV, "gather": P2pOp.GATHER,
+    "scatter": P2pOp.SCATTER, "hypercube": P2pOp.HYPERCUBE,
+}
+#: nccl-tests tests recognised but not priced, with why.
+UNPRICED: dict[str, str] = {
+    "alltoallv": "alltoallv_perf sends an uneven count to each peer (nccl-tests src/alltoallv.cu), which "
+                 "its count column does not tell",
+}
+
+P2P_LL_THRESHOLD = 16384
+"""``NCCL_P2P_LL_THRESHOLD`` (bytes per channel, ``src/enqueue.cc``)."""
+NET_CHANNEL_GBPS = 14.0
+"""``NCCL_P2P_PER_CHANNEL_NET_BW`` (GB/s, v2.29.2+ ``src/graph/paths.cc``)."""
+P2P_CHUNK_NET = 1 << 17
+P2P_CHUNK_NVL = 1 << 19
+P2P_CHUNK_PCI = 1 << 17
+"""``NCCL_P2P_NET_CHUNKSIZE`` / ``NVL`` / ``PCI`` (``src/init.cc``)."""
+LL_STEP = (1 << 19) // 8
+"""LL step: the LL buffer (``DEFAULT_LL_BUFFSIZE``: 8 lines × 512 threads × 8 steps × 16 bytes) over
+``NCCL_STEPS`` (8)."""
+P2P_PER_BATCH = 8
+"""``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` (``src/include/device.h``)."""
+
+_LINK_INDEX = {"nvl": NVLINK, "pci": PCI, "net": NET}
+
+
+def _pow2_up(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+@dataclass(frozen=True)
+class P2pComm:
+    """What a communicator sets up for point-to-point (module docstring, steps 1 and 3)."""
+
+    n_ranks: int
+    ranks_per_node: int
+    n_nodes: int
+    version: tuple[int, int, int]
+    release: Release
+    p2p_channels: int
+    per_peer: int
+    chunk_bytes: int
+    #: link class ("nvl", "pci", "net") → (one channel's GB/s, the rank's GB/s on that class)
+    bw: dict[str, tuple[float, float]]
+    #: the network's own latency (µs, ``latencyInter``)
+    net_latency_us: float
+    #: ``getNetOverhead`` (µs per network post, tuning.cc)
+    net_overhead_us: float = 1.0
+
+    @property
+    def intra(self) -> str:
+        return "nvl" if "nvl" in self.bw else "pci"
+
+
+def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_channels: int, *,
+             max_peers: int | None = None) -> P2pComm:
+    """The p2p setup of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``) under NCCL
+    ``version`` (``release`` its tables), ``comm_channels`` being ``comm->nChannels``; ``max_peers``: the
+    communicator's ``maxP2pPeers`` (NCCL 2.30+ config; ``None``: all ranks)."""
+    if not isinstance(n_ranks, int) or n_ranks < 2:
+        raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
+    v = parse_version(version)
+    cc = require(topo, "compute_capability", _NEEDED_BY)
+    g = min(topo.gpus_per_node, n_ranks)
+    n_nodes = math.ceil(n_ranks / topo.gpus_per_node)
+    nvlink = require(topo, "nvlink_gen", _NEEDED_BY) > 0
+    intra = intra_bw_GBps(topo, release)
+    if nvlink:
+        per_link = release.nvlink_bw_per_link.get(cc) or release.nvlink_bw_per_link[
+            max((k for k in release.nvlink_bw_per_link if k <= cc), default=80)]
+        bw = {"nvl": (per_link, intra)}
+        asks = [2 * max(1, int(intra / per_link + 1e-9))] if g > 1 else []
+    else:
+        bw = {"pci": (intra, intra)}
+        asks = [2] if g > 1 else []
+    p2p_pre = comm_channels
+    p2p_channels = _pow2_up(p2p_pre)
+    if n_nodes > 1:
+        nics = require(topo, "nics_per_node", _NEEDED_BY)
+        nic = require(topo, "nic_Gbps", _NEEDED_BY) / 8.0
+        gen = require(topo, "pcie_gen", _NEEDED_BY)
+        path = min(nic, PCIE_GBPS_X16.get(gen, nic))
+        share = nics * path / g
+        bw["net"] = (NET_CHANNEL_GBPS, share)
+        nics_per_gpu = max(1, nics // g)
+        if v < (2, 21):
+            asks.append(2)
+        elif v < (2, 29):
+            c = 2
+            while c * n_ranks > p2p_pre * 4 and c > 1:
+                c //= 2
+            asks.append(max(nics_per_gpu, c))
+        else:
+            asks.append(max(nics_per_gpu, math.ceil(int(nics_per_gpu * path) / NET_CHANNEL_GBPS)))
+    per_peer = _pow2_up(min([p2p_pre, *asks]) if v < (2, 29) else min(asks or [p2p_pre]))
+    if v >= (2, 29) and n_nodes > 1:
+        peers = n_ranks if v < (2, 30) or max_peers is None else max_peers
+        while per_peer * math.ceil(peers / P2P_PER_BATCH) > p2p_channels and per_peer > 1:
+            per_peer //= 2
+    per_peer = min(per_peer, p2p_channels)
+    chunk = P2P_CHUNK_NET if n_nodes > 1 else P2P_CHUNK_NVL if nvlink else P2P_CHUNK_PCI
+    return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw,
+                   float(getattr(topo, "net_latency_us", None) or 0.0),
+                   2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0)
+
+
+def protocol(comm: P2pComm, n_bytes: int) -> Protocol:
+    """LL up to ``perPeer × NCCL_P2P_LL_THRESHOLD`` bytes, Simple above (``addP2pToPlan``)."""
+    return Protocol.LL if n_bytes <= comm.per_peer * P2P_LL_THRESHOLD else Protocol.SIMPLE
+
+
+def message_channels(comm: P2pComm, n_bytes: int) -> int:
+    """The channels one message of ``n_bytes`` is split over (``addP2pToPlan``, module step 2)."""
+    if n_bytes <= 0:
+        return 1
+    step = LL_STEP if protocol(comm, n_bytes) == Protocol.LL else comm.chunk_bytes
+    multi = comm.n_nodes > 1
+    min_part = step // 2 if multi else step // 8
+    max_part = step if multi else step * 32
+    c_min = comm.per_peer
+    while c_min * comm.n_ranks > comm.p2p_channels and c_min > 1:
+        c_min //= 2
+    c = min(c_min, math.ceil(n_bytes / min_part))
+    part = max(min_part, math.ceil(n_bytes / c))
+    while part > max_part and c <= comm.per_peer // 2:
+        c *= 2
+        part = math.ceil(n_bytes / c)
+    return c
+
+
+@dataclass(frozen=True)
+class P2pTime:
+    """One call's predicted time and the protocol its messages use."""
+
+    time_s: float
+    protocol: Protocol
+    latency_us: float
+    transfer_us: float
+
+
+def group_time(comm: P2pComm, messages: list[tuple[int, str]]) -> P2pTime:
+    """One rank's group of concurrent messages ``(bytes, link class)`` (module steps 2–4)."""
+    if not messages:
+        return P2pTime(0.0, Protocol.SIMPLE, 0.0, 0.0)
+    protos = [protocol(comm, b) for b, _ in messages]
+    proto = Protocol.LL if all(p == Protocol.LL for p in protos) else Protocol.SIMPLE
+    per_msg, per_link, chan_us = 0.0, {}, 0.0
+    for (b, kind), p in zip(messages, protos, strict=True):
+        eff = 0.5 if p == Protocol.LL else 1.0
+        ch_bw, link_bw = comm.bw[kind]
+        c = message_channels(comm, b)
+        per_msg = max(per_msg, b / (c * ch_bw * eff * 1e3))
+        per_link[kind] = per_link.get(kind, 0.0) + b / (link_bw * eff * 1e3)
+        chan_us += b / (ch_bw * eff * 1e3)
+    transfer = max(per_msg, *per_link.values(), chan_us / comm.p2p_channels)
+    pi = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}[proto]
+    rel = comm.release
+    hop = max(rel.hw_lat_us[_LINK_INDEX[k]][Algorithm.RING][pi] for _, k in messages)
+    if any(k == "net" for _, k in messages):
+        hop = max(hop, rel.hw_lat_us[NET][Algorithm.RING][pi]
+                  + comm.net_latency_us * (2 if proto == Protocol.SIMPLE else 1))
+    waves = math.ceil(len(messages) / comm.p2p_channels)
+    posts = sum(1 for _, k in messages if k == "net")
+    latency = (rel.base_lat_us[Algorithm.RING][pi] + hop * waves
+               + posts * comm.net_overhead_us * (3 if proto == Protocol.SIMPLE else 1))
+    return P2pTime((latency + transfer) * 1e-6, proto, latency, transfer)
+
+
+def _peers(comm: P2pComm) -> tuple[int, int]:
+    """(peers inside the node, peers on other nodes) of the busiest rank."""
+    return comm.ranks_per_node - 1, comm.n_ranks - comm.ranks_per_node
+
+
+def op_time(comm: P2pComm, op: P2pOp, size_bytes: int) -> P2pTime:
+    """The time of one nccl-tests call of ``op`` whose ``size`` column is ``size_bytes`` (module
+    docstring for what each test sends)."""
+    n = comm.n_ranks
+    if op == P2pOp.SENDRECV:
+        kinds = {comm.intra} if comm.n_nodes == 1 else {comm.intra, "net"}
+        if comm.ranks_per_node == 1:
+            kinds = {"net"}
+        times = [group_time(comm, [(size_bytes, k)]) for k in sorted(kinds)]
+        return max(times, key=lambda t: t.time_s)
+    if op == P2pOp.HYPERCUBE:
+        if n & (n - 1):
+            raise ConfigError(f"hypercube_perf exchanges with rank ^ 2^k: {n} ranks is not a power of two",
+                              option="ranks")
+        block = size_bytes // n
+        steps = [group_time(comm, [(block * mask, comm.intra if mask < comm.ranks_per_node else "net")])
+                 for mask in (1 << k for k in range(int(math.log2(n))))]
+        last = steps[-1]
+        return P2pTime(sum(s.time_s for s in steps), last.protocol, sum(s.latency_us for s in steps),
+                       sum(s.transfer_us for s in steps))
+    intra, inter = _peers(comm)
+    m = size_bytes // n
+    return group_time(comm, [(m, comm.intra)] * intra + [(m, "net")] * inter)
