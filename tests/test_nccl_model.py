@@ -163,7 +163,7 @@ def test_release_for_versions():
     assert release_for("2.18.3")[0] is V19
     assert release_for("2.20.5")[0] is V21 and release_for("2.22.3")[0] is V21
     assert release_for("2.23.4")[0] is V26 and release_for("2.27.7")[0] is V26
-    for bad in ("2.9.1", "3.0.0", "latest", "2.x"):
+    for bad in ("2.7.8", "1.3.4", "3.0.0", "latest", "2.x"):
         with pytest.raises(ConfigError, match="--nccl-version"):
             release_for(bad)
 

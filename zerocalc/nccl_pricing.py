@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from zerocalc.nccl import LATEST, release_for
+from zerocalc.nccl import LATEST, Algorithm, release_for
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.graph import REQUIRED_FIELDS
 from zerocalc.nccl.steps import scheme_phases, scheme_time
@@ -75,10 +75,11 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
 
 def nvls_corrected(release, topo: Topology) -> bool:
     """Whether ``release`` times NVLS calls on ``topo`` with the later release's figures
-    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, NCCL before 2.28."""
+    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, NCCL 2.17 to 2.27 (no NVLS
+    before 2.17)."""
     cc = topo.compute_capability or 0
-    return (not release.nvls_efficiency_model and bool(topo.nvls) and (topo.nvswitch_gen or 0) >= 3
-            and 90 <= cc < 100)
+    return (not release.nvls_efficiency_model and Algorithm.NVLS in release.algorithms and bool(topo.nvls)
+            and (topo.nvswitch_gen or 0) >= 3 and 90 <= cc < 100)
 
 
 def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:

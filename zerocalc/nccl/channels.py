@@ -10,7 +10,9 @@ NCCL's cost model prices an algorithm with its *graph's* channels (``graphs[a]->
 - a tuner plugin's channel count (``getCollInfo``'s ``nChannels``): v2.19-v2.21 price it as
   ``bw / comm->nChannels × nChannels`` (same function).
 
-The steps of ``ncclTopoPostset``, in its order, at the releases of :mod:`zerocalc.nccl.tables`:
+The steps of ``ncclTopoPostset``, in its order, at the releases of :mod:`zerocalc.nccl.tables`
+(v2.9.9 to v2.17.1 have steps 1, 2 and 5 only; v2.17.1 also bounds the count by the communicator's
+CTA limits, ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS``, not modelled):
 
 1. ``comm->nChannels = min(treeGraph.nChannels, ringGraph.nChannels)`` (``src/init.cc``), then
    doubled, at most ``MAXCHANNELS`` ("Duplication should be complete now": each ring and tree is
@@ -18,7 +20,8 @@ The steps of ``ncclTopoPostset``, in its order, at the releases of :mod:`zerocal
 2. with CollNet (InfiniBand SHARP) and a CollNet graph whose ``bwIntra > bwInter`` on more than one
    GPU per node: ``min(MAXCHANNELS, n + n/2)``;
 3. "Use 4 compute channels per search channel to reach peak BW on <8 PPN": on several nodes whose
-   ring graph has ``bwIntra > 45`` GB/s, doubled again — v2.19.4: on sm90 while ``2n ≤ MAXCHANNELS``;
+   ring graph has ``bwIntra > 45`` GB/s, doubled again (from v2.18.1) — v2.19.4: on sm90 while
+   ``2n ≤ MAXCHANNELS``;
    v2.21.5: on sm90 while ``n < 16``; v2.26.2 and v2.30.7: on sm90 and later while ``n < 16``;
 4. v2.26.2 and v2.30.7: doubled again below 16 channels on several nodes when the network plugin
    delivers data to host bounce buffers the GPU unpacks (``NCCL_NET_DEVICE_UNPACK``, e.g. GCP's
@@ -71,7 +74,7 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         steps.append(f"{n} (CollNet)")
     cc = m.compute_capability
     if m.n_nodes > 1 and ring.bw_intra > 45.0 and (
-            (era <= 19 and cc == 90 and 2 * n <= most) or (era == 21 and cc == 90 and n < 16)
+            (era == 19 and cc == 90 and 2 * n <= most) or (era == 21 and cc == 90 and n < 16)
             or (era >= 26 and cc >= 90 and n < 16)):
         n *= 2
         steps.append(f"{n} (4 compute channels per search channel)")

@@ -18,7 +18,10 @@ a simplification of the search, not a fitted number):
    (``totalBw``; for non-ring patterns ``× g/(g-1)``, as search.cc does): one node → the GPU's
    intra bandwidth; several nodes → one channel per NIC (more when a NIC holds several), the
    node's NVLink capping the sum. Channels are then duplicated as ``ncclTopoDupChannels`` does
-   (same total bandwidth). The search's fallbacks (cross-NIC rings, lower speeds after a timeout,
+   (same total bandwidth; the rule per release at :func:`_dup`). Before v2.10.3 one speed array
+   serves both searches; before v2.16.5 there are no sm90 arrays; before v2.18 sm90 takes sm80's
+   NVLink bandwidth (21 GB/s a link in v2.8-v2.9, 22 in v2.10-v2.17). The search's fallbacks
+   (cross-NIC rings, lower speeds after a timeout,
    PCI switch routing) are not modelled.
 4. Tree (and CollNet) graphs start from the ring's channels; on several nodes the second pass
    raises ``bwIntra`` while it stays below ``2 × bwInter`` and the NVLink holds it (search.cc's
@@ -96,9 +99,19 @@ def _first_fitting(speeds: tuple[float, ...], max_bw: float, total_bw: float, mi
     return speeds[-1]
 
 
-def _dup(n: int, bw_intra: float, bw_inter: float, cc: int, max_channels: int) -> tuple[int, float, float]:
-    """``ncclTopoDupChannels``: double the channels at half the bandwidth, when fast enough."""
-    if bw_intra < 25.0 or (cc > 80 and bw_intra < 50.0 and n > 4):
+def _dup(n: int, bw_intra: float, bw_inter: float, cc: int, max_channels: int,
+         era: int = 30) -> tuple[int, float, float]:
+    """``ncclTopoDupChannels``: double the channels at half the bandwidth, when fast enough. The rule
+    (``search.cc``): v2.9.9-v2.16.2 from 25 GB/s a channel; v2.16.5-v2.17.1 from 25 GB/s up to sm80 and
+    from 50 GB/s on sm90 (none later); v2.19.4 on from 25 GB/s, but not on sm80+ below 50 GB/s with more
+    than 4 channels."""
+    if era <= 15:
+        keep = bw_intra < 25.0
+    elif era <= 17:
+        keep = not ((cc <= 80 and bw_intra >= 25.0) or (cc <= 90 and bw_intra >= 50.0))
+    else:
+        keep = bw_intra < 25.0 or (cc > 80 and bw_intra < 50.0 and n > 4)
+    if keep:
         return n, bw_intra, bw_inter
     dup = min(2 * n, max_channels)
     f = math.ceil(dup / n)
@@ -141,7 +154,7 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         speeds = _speeds(release.speed_intra, cc)
         s = _first_fitting(speeds, intra, intra)
         n = max(1, min(max_ch, int(intra // s + 1e-9)))
-        n, bi, be = _dup(n, s, s, cc, release.max_channels)
+        n, bi, be = _dup(n, s, s, cc, release.max_channels, release.era)
         ring = tree = Graph(n, bi, be, nvlink)
     else:
         nics = require(topo, "nics_per_node", _NEEDED_BY)
@@ -151,7 +164,7 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         node_cap = intra * g / (g - 1) if g > 1 else intra
         s = _first_fitting(speeds, min(path, intra), node_cap)
         n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1))
-        n, bi, be = _dup(n, s, s, cc, release.max_channels)
+        n, bi, be = _dup(n, s, s, cc, release.max_channels, release.era)
         ring = Graph(n, bi, be, nvlink, lat_inter)
         # pass 2 for trees: bwIntra up while < 2·bwInter and the NVLink holds it
         tree_intra = bi
@@ -162,7 +175,8 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         tree = Graph(n, tree_intra, be, nvlink, lat_inter)
     graphs = {Algorithm.RING: ring, Algorithm.TREE: tree, Algorithm.PAT: tree,
               Algorithm.COLLNET_DIRECT: tree, Algorithm.COLLNET_CHAIN: tree}
-    nvls = topo.nvls and nvswitch and (topo.nvswitch_gen or 0) >= 3 and cc >= 90
+    nvls = (topo.nvls and nvswitch and (topo.nvswitch_gen or 0) >= 3 and cc >= 90
+            and Algorithm.NVLS in release.algorithms)  # NVLS from v2.17.1
     if nvls:
         nch = min(release.max_nvls_arity, g)
         if n_nodes == 1:

@@ -1,10 +1,12 @@
 """NCCL's own cost model: latency and bandwidth per (collective, algorithm, protocol), and its choice.
 
 A transcription of ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` (``src/graph/tuning.cc``) and
-of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo``: the enabled
-pair of least predicted time, first in (algorithm, protocol) index order on a tie), at the two
-modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says which
-does what. Time of one operation (``numPipeOps`` = 1, as nccl-tests runs them)::
+of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo``; ``getAlgoInfo``
+before 2.19: the enabled pair of least predicted time, first in (algorithm, protocol) index order on a
+tie), at the modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says
+which does what, by ``Release.era`` (the minor version of the release whose formulas apply: 9 for
+v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, 19, 21, 26, 30). Time of one operation (``numPipeOps`` = 1,
+as nccl-tests runs them)::
 
     time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
 
@@ -159,8 +161,9 @@ class Tuning:
 
 def nvls_run_release(rel: Release, m: Machine) -> Release | None:
     """The release whose NVLS / NVLS Tree figures time those calls when ``rel``'s own mispredict them, or
-    ``None``: on Hopper (sm90) with NVLink SHARP, releases before NVLS's bandwidth model was corrected
-    (``nvls_efficiency_model`` false: 2.19, 2.21, 2.26) get the latest modelled release's figures.
+    ``None``: on Hopper (sm90) with NVLink SHARP, releases with NVLS from before its bandwidth model was
+    corrected (``nvls_efficiency_model`` false: 2.17, 2.19, 2.21, 2.26) get the latest modelled release's
+    figures (v2.17.1's own: 40 µs and the ring graph's bandwidth × 0.75, capped at 370 GB/s).
 
     Source: NCCL 2.28.3's release notes ("Improved NVLS/NVLSTree tuning prediction to improve algorithm
     and protocol selection. NVLSTree Tuning Fixes. Update tuning data for H100, GB200-NV72"), which
@@ -171,7 +174,8 @@ def nvls_run_release(rel: Release, m: Machine) -> Release | None:
     era), which 2.30's model gives (274 GB/s) and 2.19-2.26's do not (333 GB/s). Blackwell is left to each
     release's own figures: the notes name GB200-NV72's data, not HGX B200's, and 2.28-2.30 changed Blackwell's
     caps again."""
-    if rel.nvls_efficiency_model or not m.nvls or not 90 <= m.compute_capability < 100:
+    if (rel.nvls_efficiency_model or A.NVLS not in rel.algorithms or not m.nvls
+            or not 90 <= m.compute_capability < 100):
         return None
     return LATEST if LATEST.nvls_efficiency_model else None
 
@@ -191,13 +195,25 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     if (rel.nvls_efficiency_model and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
             and 0 <= log_size < 24 and m.compute_capability >= 100):
         bw *= corr[log_size]  # x86 hosts assumed
-    if (e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE
-            and n_bytes / (t.comm_channels * m.n_ranks) >= 64):
-        lat *= 1.9 if m.compute_capability < 80 else 1.4  # "plateau effect of ring"
+    if e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE:
+        # "plateau effect of ring": v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+);
+        # v2.19.4 on from 64 bytes per channel and rank, × 1.9 before sm80, else × 1.4
+        if rel.era <= 17:
+            if n_bytes >= m.n_ranks / 16.0 * 65536:
+                lat *= 1.5 if (rel.era >= 17 and m.compute_capability >= 90) else 1.9
+        elif n_bytes / (t.comm_channels * m.n_ranks) >= 64:
+            lat *= 1.9 if m.compute_capability < 80 else 1.4
     return lat + n_bytes / (1000.0 * bw)
 
 
 def _cc_index(cc: int, release: Release) -> int:
+    """The compute-capability row of the tables: v2.9.9-v2.14.3 ``compCap80`` (Ampere's row for sm80
+    exactly, else Volta's); v2.15.5-v2.16.5 sm80 and sm90 exactly (Ampere, Hopper), else Volta; v2.17.1 on
+    by range (``minCompCap >= 90`` Hopper, ``>= 80`` Ampere)."""
+    if release.era <= 14:
+        return AMPERE if cc == 80 else VOLTA
+    if release.era <= 16:
+        return AMPERE if cc == 80 else HOPPER if cc == 90 else VOLTA
     if cc >= 100 and len(release.per_ch_max_tree_bws) > BLACKWELL:
         return BLACKWELL
     return HOPPER if cc >= 90 else AMPERE if cc >= 80 else VOLTA
@@ -229,13 +245,17 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     idx1 = ccx if nn == 1 else (1 if m.cpu_vendor == "amd" else 0)
     ll_max = rel.ll_max_bws[idx1][idx2]
     per_ch_tree = rel.per_ch_max_tree_bws[ccx][idx2]
-    per_ch_ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
-    per_ch_tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
-    g = m.graphs[a]
+    if rel.ll128_max_bw_per_coll is not None:  # v2.9.9: one LL128 cap per collective, Ring and Tree alike
+        per_ch_ring_ll128 = per_ch_tree_ll128 = rel.ll128_max_bw_per_coll[coll]
+    else:
+        per_ch_ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
+        per_ch_tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
+    # v2.17.1 prices NVLS on the ring graph ("we only need the NVSwitch speed for NVLS")
+    g = m.graphs[A.RING if (a == A.NVLS and rel.era <= 17) else a]
     nsteps = _nsteps(coll, nr)
     collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
     bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
-    if a in (A.NVLS, A.NVLS_TREE):
+    if a in (A.NVLS, A.NVLS_TREE) and rel.era >= 19:  # v2.17.1: NVLS's bandwidth as any other's
         if rel.nvls_efficiency_model:
             intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
             intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
@@ -248,6 +268,8 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
             bw = min(g.bw_intra, g.bw_inter if nn <= 2 else g.bw_inter / 2)
     bus = g.n_channels * bw
     # "Various model refinements"
+    if ccx in rel.bus_bw_cap:  # v2.9.9-v2.17.1: 235 GB/s on Ampere (v2.17.1: 370 on Hopper), every algorithm
+        bus = min(bus, rel.bus_bw_cap[ccx])
     if a == A.RING and p == P.LL:
         f = 0.5 if rel.era >= 21 else (1 / 4 if (nn > 1 or coll in (C.ALL_REDUCE, C.REDUCE)) else 1 / 3)
         bus = min(ll_max, bus * f)
@@ -258,12 +280,17 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     if a == A.TREE and p == P.LL:
         bus = min(bus / 3.8, ll_max)
     if a == A.TREE and p == P.LL128:
-        bus = min(bus * (7.0 / 9.0 if nn == 1 else 120.0 / 128.0), g.n_channels * per_ch_tree_ll128)
+        f = 7.0 / 9.0 if nn == 1 else rel.tree_ll128_inter_factor
+        bus = min(bus * f, g.n_channels * per_ch_tree_ll128)
     if a == A.PAT:
         bus *= .75
     if collnet and p != P.SIMPLE:
         bus = 0.0
-    if a == A.COLLNET_DIRECT and p == P.SIMPLE:
+    if rel.era <= 9 and a == A.COLLNET_DIRECT:
+        bus *= .9  # v2.9.9's one CollNet: × 0.9
+    if a == A.COLLNET_DIRECT and p == P.SIMPLE and rel.era <= 12:
+        pass  # v2.9.9-v2.12.12's one CollNet: no GPU/NIC ratio (CollNet Direct's arrives in v2.14.3)
+    elif a == A.COLLNET_DIRECT and p == P.SIMPLE:
         if new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and rel.nvls_efficiency_model:
             bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
         elif rel.era >= 21 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.21-2.26: 1/8-ppn interpolated
@@ -273,8 +300,10 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
             factor = ppn / g.n_channels
             factor -= (factor - 1) / 2
             bus /= factor
-            if m.compute_capability >= 90:
+            if m.compute_capability >= 90 and rel.era >= 19:  # v2.19.4 on
                 bus *= .85
+    if a == A.COLLNET_CHAIN and p == P.SIMPLE and rel.era <= 17:
+        bus *= .75  # v2.14.3-v2.17.1
     if (rel.era >= 21 and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)
             and nn > 1):
         bus = 0.0  # needs a CollNet plugin with iallgather/ireducescatter and 1 GPU per NIC head
@@ -284,7 +313,8 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
             nvls_ratio = nr / nsteps if rel.nvls_efficiency_model else 5.0 / 6.0
             bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
     elif not (rel.era >= 21 and a == A.COLLNET_DIRECT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
-        bus *= nr / nsteps if a == A.RING else 5.0 / 6.0 if a in (A.NVLS, A.NVLS_TREE) else .5
+        nvls_ratio = .75 if rel.era <= 17 else 5.0 / 6.0  # v2.17.1: NVLS × 0.75
+        bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
     return bus
 
 
@@ -299,11 +329,18 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     hw = intra_hw if nn == 1 else NET
     lat = rel.base_lat_us[a][pi]
     intra_lat = rel.hw_lat_us[intra_hw][a][pi]
-    if new and ppn == 1:
-        inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
-    else:
+    if rel.era <= 17:
         inter_lat = rel.hw_lat_us[NET][a][pi]
-    inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
+        if rel.era >= 12 and g.latency_inter_us:  # v2.12.12-v2.17.1: the plugin's latency replaces the hop
+            inter_lat = g.latency_inter_us
+        if nn > 1 and p == P.LL:  # v2.9.9-v2.17.1
+            intra_lat *= 1.8
+    else:
+        if new and ppn == 1:
+            inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
+        else:
+            inter_lat = rel.hw_lat_us[NET][a][pi]
+        inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
     if a == A.RING:
         step = rel.hw_lat_us[hw][a][pi]
         if coll in (C.REDUCE, C.BROADCAST):
@@ -311,11 +348,14 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
             lat += step
         else:
             net_overhead = 0.0
-            if nn > 1:
+            if nn > 1 and rel.era >= 19:  # getNetOverhead: v2.19.4 on
                 net_overhead = _net_overhead_us(m) * (3 if p == P.SIMPLE else 1)
             intra_lat = max(intra_lat, net_overhead)
             if new:
                 n_inter = 0 if nn == 1 else 2 * (nn - 1) if coll == C.ALL_REDUCE else nn - 1
+            elif rel.era <= 10:  # v2.9.9, v2.10.3: 2(nNodes − 1) network steps for all-reduce
+                n_inter = 2 * (nn - 1) if coll == C.ALL_REDUCE else \
+                    nn - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nn
             else:
                 n_inter = (2 * nn if nn > 1 else 0) if coll == C.ALL_REDUCE else \
                     nn - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nn
@@ -323,10 +363,15 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     elif a == A.TREE:
         if coll == C.ALL_REDUCE or not new:
             lat += 2 * ((nr // nn - 1) * intra_lat + _log2i(nn) * inter_lat)
-    elif a == A.COLLNET_DIRECT:
-        lat += 2 * (min(1, nr // nn - 1) * intra_lat + (nr // nn - 1) * 0.4) + inter_lat
-    elif a == A.COLLNET_CHAIN:
+    elif a == A.COLLNET_DIRECT and rel.era <= 9:  # v2.9.9's one CollNet
         lat += 2 * (nr // nn - 1) * intra_lat + inter_lat
+    elif a == A.COLLNET_DIRECT:  # arity serialization 0.5 µs before v2.19.4, then 0.4
+        arity = 0.5 if rel.era <= 17 else 0.4
+        lat += 2 * (min(1, nr // nn - 1) * intra_lat + (nr // nn - 1) * arity) + inter_lat
+    elif a == A.COLLNET_CHAIN:  # v2.14.3-v2.17.1: no network hop
+        lat += 2 * (nr // nn - 1) * intra_lat + (inter_lat if rel.era >= 19 else 0.0)
+    elif a == A.NVLS and rel.era <= 17:
+        pass  # v2.17.1: the base latency alone (40 µs)
     elif a == A.NVLS:
         lat = intra_lat + (inter_lat if nn > 1 else 0.0)
     elif a == A.NVLS_TREE:
@@ -353,10 +398,25 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
     return True
 
 
-_LL128_GPUS = ((70, 80, 90), (70, 80, 90, 100, 120))
-"""GPUs (compute capability) LL128 is on by default for: ``switch (minCompCap)`` in ``tuning.cc``, v2.19.4 and
-v2.21.5 (Volta, Ampere, Hopper), v2.26.2 (and Blackwell: 100, 120); v2.30.7 any from 70 (``minCompCap < 70``
-off)."""
+def _ll128_gpus(rel: Release) -> tuple[int, ...]:
+    """GPUs (compute capability) LL128 is on by default for, in ``tuning.cc``: v2.9.9-v2.14.3 sm70 and sm80
+    (``(minCompCap == 70 && maxCompCap == 70) || (… 80 …)``); v2.15.5 to v2.21.5 also sm90 (``switch
+    (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90 in 2.15-2.17 is not
+    modelled); v2.26.2 also Blackwell (100, 120). v2.30.7 takes any from 70 (not called)."""
+    if rel.era <= 14:
+        return (70, 80)
+    return (70, 80, 90) if rel.era < 26 else (70, 80, 90, 100, 120)
+
+
+def _algo_env_applies(rel: Release, coll: Collective, a: Algorithm) -> bool:
+    """Whether ``NCCL_ALGO`` can leave ``a`` out for ``coll``: v2.9.9-v2.16.5 only for all-reduce ("Only
+    disable algo for Allreduce since others only have one"); v2.17.1 not Ring for other collectives
+    ("Never disable ring for non-allreduce operations"); later releases, as modelled, any."""
+    if rel.era <= 16:
+        return coll == C.ALL_REDUCE
+    if rel.era == 17:
+        return coll == C.ALL_REDUCE or a != A.RING
+    return True
 
 #: Reasons :func:`_disabled` gives that are the user's environment, not the machine: a pair left out
 #: for one of these still runs when a tuner plugin of API v1/v2 names it (see :mod:`zerocalc.nccl.tuner`).
@@ -374,25 +434,27 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
         return NVLS_OFF
     if proto_enable is not None and p not in proto_enable[coll]:
         return "NCCL_PROTO"
-    if algo_enable is not None and a not in algo_enable[coll]:
+    if algo_enable is not None and a not in algo_enable[coll] and _algo_env_applies(rel, coll, a):
         return "NCCL_ALGO"
     if p == P.LL128 and proto_enable is None:
         # LL128 by default only over NVLink inside the node and a NIC near the GPU (tuning.cc)
         if not m.ll128_path_ok or m.compute_capability < 70:
             return "LL128 off by default on this path"
-        if rel.era < 30 and m.compute_capability not in _LL128_GPUS[rel.era >= 26]:
+        if rel.era < 30 and m.compute_capability not in _ll128_gpus(rel):
             return "LL128 off by default on this GPU"
     if a == A.NVLS_TREE and m.n_nodes == 1:
         return "NVLS Tree needs several nodes"
     if a in (A.NVLS, A.NVLS_TREE) and not m.nvls:
         return "no NVLink SHARP (NVSwitch 3 and sm90 or later)"
+    if a == A.NVLS and rel.era <= 17 and m.n_nodes > 1:
+        return "NVLS on one node only before NCCL 2.18"  # v2.17.1 src/transport/nvls.cc: nNodes > 1 → none
     if a in (A.NVLS, A.NVLS_TREE) and coll != C.ALL_REDUCE and m.ppn > rel.max_nvls_arity:
         return "more local ranks than NVLS arity"
     if a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN) and not m.collnet:
         return "no CollNet (InfiniBand SHARP)"
     if a == A.NVLS and m.n_nodes > 1 and not m.collnet:
         return "NVLS across nodes needs CollNet"
-    if a == A.COLLNET_DIRECT and not m.nvswitch:
+    if a == A.COLLNET_DIRECT and not m.nvswitch and rel.era >= 14:  # the NVSwitch test arrives in v2.14.3
         return "CollNet Direct needs NVSwitch"
     if a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN) and m.ppn > 8:
         return "CollNet with more than 8 local GPUs"

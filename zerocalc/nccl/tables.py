@@ -9,23 +9,42 @@ Every number here is copied from NCCL's sources at the release named (GitHub NVI
 - ``src/graph/search.cc``: the bandwidths the topology search may give a channel
   (``speedArrayIntra``/``Inter``, ``sm90…``, ``sm100…``);
 - ``src/graph/topo.h``: NCCL's bandwidth of one NVLink link per GPU generation (``SM80_NVLINK_BW``…);
-- ``src/include/device.h``: ``MAXCHANNELS`` and ``NCCL_MAX_NVLS_ARITY``.
+- ``src/include/device.h`` (``devcomm.h`` before 2.19): ``MAXCHANNELS`` and ``NCCL_MAX_NVLS_ARITY``.
 
-Modelled releases: **2.19** (v2.19.4; ``tuning.cc`` is byte-identical from v2.19.1 to v2.19.4),
-**2.21** (v2.21.5: 2.19's with the changes listed at ``V2_21``), **2.26** (v2.26.2; identical from
-v2.26.2 to v2.26.6) and **2.30** (v2.30.7, the latest release in the NVIDIA/nccl repository at the
-time of writing). 2.26 has 2.30's algorithms and formulas but the older NVLS / NVLS Tree bandwidth
-(``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no ``perChMaxNVLSTreeBws``), NVLS Tree's
-14 µs network hop and Blackwell caps of twice Hopper's.
+Modelled releases: **2.9** (v2.9.9), **2.10** (v2.10.3), **2.12** (v2.12.12), **2.14** (v2.14.3),
+**2.15** (v2.15.5), **2.16** (v2.16.5), **2.17** (v2.17.1), **2.19** (v2.19.4; ``tuning.cc`` is
+byte-identical from v2.19.1 to v2.19.4), **2.21** (v2.21.5: 2.19's with the changes listed at ``V2_21``),
+**2.26** (v2.26.2; identical from v2.26.2 to v2.26.6) and **2.30** (v2.30.7, the latest release in the
+NVIDIA/nccl repository at the time of writing). 2.26 has 2.30's algorithms and formulas but the older
+NVLS / NVLS Tree bandwidth (``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no
+``perChMaxNVLSTreeBws``), NVLS Tree's 14 µs network hop and Blackwell caps of twice Hopper's. The
+releases before 2.18 (each table says how it differs from the next) have Tree, Ring and CollNet (one
+CollNet algorithm before 2.14, priced here as CollNet Direct, whose formulas it had; Direct and Chain
+from 2.14), NVLS from 2.17 (one node only), no NVLS Tree, no PAT; their formulas differ from 2.19's
+where :mod:`zerocalc.nccl.model` says (``era``).
 
-Which table a version gets (:func:`release_for`): 2.19.x, 2.21.x, 2.26.x and 2.30.x their own; any
-other 2.y.z with y ≥ 18 the nearest modelled release by the shape of its tables, with a note saying
-so: y = 18 → 2.19, 20 ≤ y ≤ 22 → 2.21 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs
-per hop);
-23 ≤ y ≤ 27 → 2.26 (v2.23.4 first has the later Tree/Simple 8.4 µs base + 4 µs per hop and
-Ring-step count; ``nvlsEfficiency`` first appears in v2.28.3); y ≥ 28 → 2.30. Versions before
-2.18 (no NVLS, other tables) and text that is not a version are refused with a
-:class:`~zerocalc.errors.ConfigError`.
+Which table a version gets (:func:`release_for`), by the files the model reads (``tuning.cc``,
+``search.cc``'s speed arrays and channel duplication, ``topo.h``'s NVLink bandwidth) at each tag:
+
+- 2.8.x → 2.9 (v2.8.3/v2.8.4 differ from v2.9.9 only in CollNet's LL/LL128 rows, which zerocalc does not
+  price); 2.9.x its own (v2.9.6 to v2.9.9 identical);
+- 2.10.x, 2.11.x → 2.10 (v2.10.3 and v2.11.4: identical ``tuning.cc``, speeds and NVLink bandwidth);
+- 2.12.x, 2.13.x → 2.12 (v2.12.7 to v2.13.4 identical);
+- 2.14.x its own;
+- 2.15.x and 2.16.0-2.16.4 → 2.15 (v2.15.1 to v2.16.5 share ``tuning.cc`` but for v2.15.1's LL128 rule,
+  the same on Hopper; v2.16.2's ``search.cc`` is v2.15.5's); 2.16.5 on → 2.16 (sm90 speed arrays and
+  the sm90 channel duplication rule of ``search.cc``);
+- 2.17.x its own;
+- any later 2.y.z the nearest modelled release by the shape of its tables: y = 18 → 2.19,
+  20 ≤ y ≤ 22 → 2.21 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop),
+  23 ≤ y ≤ 27 → 2.26 (v2.23.4 first has the later Tree/Simple 8.4 µs base + 4 µs per hop and Ring-step
+  count; ``nvlsEfficiency`` first appears in v2.28.3), y ≥ 28 → 2.30.
+
+Every version not its table's own release gets a note saying so. Versions before 2.8 are refused
+(:class:`~zerocalc.errors.ConfigError` naming 2.8 as the oldest modelled): v2.7.8's ``tuning.cc`` has
+no ``llMaxBws`` / ``perChMaxTreeBws`` caps and a 50 µs Tree/Simple network hop, a different model
+that no table here describes, and pricing it with 2.9's would be a guess. Text that is not a 2.x
+version (3.0, words) is refused too.
 
 Indices: algorithms in NCCL's order (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree,
 PAT), protocols (LL, LL128, Simple), link classes (NVLink, PCI, network), compute-capability rows
@@ -35,7 +54,7 @@ PAT), protocols (LL, LL128, Simple), link classes (NVLink, PCI, network), comput
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
@@ -101,7 +120,15 @@ class Release:
     max_channels: int
     max_nvls_arity: int
     nvls_efficiency_model: bool = True  # NVLS bandwidth via nvlsEfficiency (2.28+), else min(intra, inter)
-    era: int = 30  # which release's formulas apply: 19, 21, 26 or 30 (see zerocalc.nccl.model)
+    era: int = 30  # which release's formulas apply: 9, 10, ..., 17, 19, 21, 26 or 30 (zerocalc.nccl.model)
+    #: before 2.19, a cap on every bus bandwidth per compute-capability row (``tuning.cc``: 235 GB/s on
+    #: Ampere, 370 on Hopper from 2.17); none from 2.19
+    bus_bw_cap: dict[int, float] = field(default_factory=dict)
+    #: v2.9.9's LL128 per-channel cap per collective (``ll128MaxBwPerCh[NCCL_NUM_FUNCTIONS]``), Ring and
+    #: Tree alike; ``None`` from 2.10 (the per-row tables above)
+    ll128_max_bw_per_coll: dict[Collective, float] | None = None
+    #: Tree/LL128's bus factor on several nodes: 0.915 in v2.9.9, 120/128 from v2.10.3
+    tree_ll128_inter_factor: float = 120.0 / 128.0
 
     @property
     def source(self) -> str:
@@ -119,6 +146,140 @@ _SPEED_INTER_DEFAULT = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.
                         2.4, 1.2, 0.24, 0.12)
 _SM90_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
                0.24, 0.12)
+
+_SPEEDS_2_9 = (42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24,
+               0.12)
+"""v2.9.9 ``search.cc`` ``speedArray``: one array for searches inside a node and across nodes."""
+
+#: v2.9.9 (and 2.8.x, whose ``tuning.cc`` differs only in CollNet's LL/LL128 rows). One CollNet algorithm
+#: (here :attr:`Algorithm.COLLNET_DIRECT`), LL128 capped per collective, Ampere's caps only for sm80
+#: exactly (``compCap80``), 21 GB/s per NVLink (``topo.h`` ``SM80_NVLINK_WIDTH``; sm90 takes it too, as
+#: ``cudaCompCap >= 80``), one speed array.
+V2_9 = Release(
+    name="2.9", tag="v2.9.9-1",
+    algorithms=(_A.TREE, _A.RING, _A.COLLNET_DIRECT),
+    base_lat_us={_A.TREE: (4.4, 4.4, 0.0), _A.RING: (3.6, 10.0, 8.4), _A.COLLNET_DIRECT: (4.4, 4.4, 0.0)},
+    hw_lat_us=(
+        {_A.TREE: (.52, 1.25, 28), _A.RING: (.47, 1.9, 3.4), _A.COLLNET_DIRECT: (.5, 1.2, 4.0)},
+        {_A.TREE: (1.0, 1.9, 28), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (1.0, 1.9, 5.5)},
+        {_A.TREE: (5.0, 8.5, 28), _A.RING: (2.7, 4.0, 9.6), _A.COLLNET_DIRECT: (5.0, 5.0, 10.7)},
+    ),
+    # rows: Volta-N1/Intel-N2/Intel-N4, Ampere-N1/AMD-N2/AMD-N4
+    ll_max_bws=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0)),
+    per_ch_max_ring_ll128_bws=(),  # per collective: ll128_max_bw_per_coll
+    per_ch_max_tree_ll128_bws=(),
+    per_ch_max_tree_bws=((26.5, 18.5, 10.0), (24.0, 22.5, 16.0)),
+    per_ch_max_nvls_tree_bws=None,
+    nvls_efficiency=None,
+    tree_correction=(
+        _TREE_CORRECTION_19[0],
+        (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92),
+        _TREE_CORRECTION_19[2],
+    ),
+    nvlink_bw_per_link={60: 18.0, 70: 21.0, 80: 21.0, 86: 12.0, 90: 21.0},
+    speed_intra={0: _SPEEDS_2_9},
+    speed_inter={0: _SPEEDS_2_9},
+    max_channels=32,
+    max_nvls_arity=0,  # no NVLS
+    nvls_efficiency_model=False,
+    era=9,
+    bus_bw_cap={AMPERE: 235.0},
+    ll128_max_bw_per_coll={Collective.BROADCAST: 18.8, Collective.REDUCE: 12.0, Collective.ALL_GATHER: 18.3,
+                           Collective.REDUCE_SCATTER: 15.2, Collective.ALL_REDUCE: 16.9},
+    tree_ll128_inter_factor=0.915,
+)
+
+_LL128_20 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0))
+_SPEED_INTRA_2_10 = (44.0, 30.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+
+#: v2.10.3 (= v2.11.4): 2.9's but (tuning.cc) LL128 capped at 20 GB/s per channel whatever the collective,
+#: Tree/LL128 across nodes × 120/128, CollNet's NVLink and PCI hops 8 µs and its bandwidth no longer × 0.9,
+#: its latency with a 0.5 µs arity term, Ampere's Tree caps 23.6 / 17.8 on 2 / more nodes, Tree/LL128's
+#: correction row as 2.19's; (search.cc) separate intra- and inter-node speed arrays; (topo.h) 22 GB/s
+#: per NVLink on sm70 and sm80 (sm90 too).
+V2_10 = replace(
+    V2_9, name="2.10", tag="v2.10.3-1",
+    hw_lat_us=({**V2_9.hw_lat_us[0], _A.COLLNET_DIRECT: (.5, 1.2, 8.0)},
+               {**V2_9.hw_lat_us[1], _A.COLLNET_DIRECT: (1.0, 1.9, 8.0)}, V2_9.hw_lat_us[2]),
+    per_ch_max_ring_ll128_bws=_LL128_20,
+    per_ch_max_tree_ll128_bws=_LL128_20,
+    per_ch_max_tree_bws=((26.5, 18.5, 10.0), (24.0, 23.6, 17.8)),
+    tree_correction=_TREE_CORRECTION_19,
+    nvlink_bw_per_link={60: 18.0, 70: 22.0, 80: 22.0, 86: 12.0, 90: 22.0},
+    speed_intra={0: _SPEED_INTRA_2_10},
+    speed_inter={0: (48.0, 30.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2,
+                     0.24, 0.12)},
+    era=10,
+    ll128_max_bw_per_coll=None,
+    tree_ll128_inter_factor=120.0 / 128.0,
+)
+
+#: v2.12.12 (= v2.12.7 to v2.13.4): 2.10's tables but Ring/Simple's network hop 28 µs (was 9.6); formulas:
+#: all-reduce Ring counts 2·nNodes network steps (was 2·(nNodes − 1)), the network plugin's latency replaces
+#: the network hop when it reports one (``latencyInter``).
+V2_12 = replace(
+    V2_10, name="2.12", tag="v2.12.12-1",
+    hw_lat_us=(*V2_10.hw_lat_us[:2], {**V2_10.hw_lat_us[2], _A.RING: (2.7, 4.0, 28)}),
+    era=12,
+)
+
+#: v2.14.3: 2.12's but CollNet split into Direct and Chain (tuning.cc: both 4.4 / 4.4 / 0 base, Simple
+#: hops 8 µs on NVLink and PCI, 10.7 on the network; Direct's bandwidth over its GPU/NIC ratio, Chain's
+#: × 0.75; Direct off without NVSwitch) and Ring/Simple's network hop back to 9.6 µs.
+V2_14 = replace(
+    V2_12, name="2.14", tag="v2.14.3-1",
+    algorithms=(_A.TREE, _A.RING, _A.COLLNET_DIRECT, _A.COLLNET_CHAIN),
+    base_lat_us={**V2_12.base_lat_us, _A.COLLNET_CHAIN: (4.4, 4.4, 0.0)},
+    hw_lat_us=(
+        {_A.TREE: (.52, 1.25, 28), _A.RING: (.47, 1.9, 3.4), _A.COLLNET_DIRECT: (0, 0, 8.0),
+         _A.COLLNET_CHAIN: (0, 0, 8.0)},
+        {_A.TREE: (1.0, 1.9, 28), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (0, 0, 8.0),
+         _A.COLLNET_CHAIN: (0, 0, 8.0)},
+        {_A.TREE: (5.0, 8.5, 28), _A.RING: (2.7, 4.0, 9.6), _A.COLLNET_DIRECT: (0, 0, 10.7),
+         _A.COLLNET_CHAIN: (0, 0, 10.7)},
+    ),
+    era=14,
+)
+
+#: v2.15.5 (tuning.cc identical to v2.16.5): 2.14's but a Hopper row (sm90 exactly) in every table, with
+#: Ampere's numbers, and LL128 on by default on Hopper; (search.cc) 28 GB/s in the inter-node speeds.
+V2_15 = replace(
+    V2_14, name="2.15", tag="v2.15.5-1",
+    ll_max_bws=(*V2_14.ll_max_bws, (87.7, 22.5, 19.0)),
+    per_ch_max_ring_ll128_bws=(*_LL128_20, (20.0, 20.0, 20.0)),
+    per_ch_max_tree_ll128_bws=(*_LL128_20, (20.0, 20.0, 20.0)),
+    per_ch_max_tree_bws=(*V2_14.per_ch_max_tree_bws, (24.0, 23.6, 17.8)),
+    speed_inter={0: (48.0, 30.0, 28.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4,
+                     1.2, 0.24, 0.12)},
+    era=15,
+)
+
+#: v2.16.5: 2.15's tuning.cc; (search.cc) the first sm90 speed arrays and channel duplication on sm90 only
+#: from 50 GB/s a channel.
+V2_16 = replace(
+    V2_15, name="2.16", tag="v2.16.5-1",
+    speed_intra={**V2_15.speed_intra, 90: (66.0, 33.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
+    speed_inter={**V2_15.speed_inter,
+                 90: (48.0, 45.0, 30.0, 24.0, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)},
+    era=16,
+)
+
+#: v2.17.1: 2.16's search but (tuning.cc) NVLS (one node, Simple only: 40 µs base, the ring graph's
+#: bandwidth × 0.75), Hopper's LL128 cap 36.7 GB/s a channel and Tree caps 38.7 / 41.4 / 33.0, bus bandwidth
+#: capped at 370 GB/s on Hopper, compute capabilities by range (sm86 Ampere's rows, sm90+ Hopper's), the
+#: ring plateau × 1.5 on Hopper, LL128 over PXN on Hopper; (devcomm.h) NCCL_MAX_NVLS_ARITY 8.
+V2_17 = replace(
+    V2_16, name="2.17", tag="v2.17.1-1",
+    algorithms=(*V2_16.algorithms, _A.NVLS),
+    base_lat_us={**V2_16.base_lat_us, _A.NVLS: (0, 0, 40.0)},
+    hw_lat_us=tuple({**row, _A.NVLS: (0, 0, 0)} for row in V2_16.hw_lat_us),
+    per_ch_max_ring_ll128_bws=(*_LL128_20, (36.7, 36.7, 36.7)),
+    per_ch_max_tree_ll128_bws=(*_LL128_20, (36.7, 36.7, 36.7)),
+    per_ch_max_tree_bws=(*V2_16.per_ch_max_tree_bws[:2], (38.7, 41.4, 33.0)),
+    max_nvls_arity=8,
+    era=17,
+    bus_bw_cap={AMPERE: 235.0, HOPPER: 370.0},
+)
 
 V2_19 = Release(
     name="2.19", tag="v2.19.4-1",
@@ -227,7 +388,10 @@ V2_30 = replace(
     era=30,
 )
 
-RELEASES: dict[str, Release] = {r.name: r for r in (V2_19, V2_21, V2_26, V2_30)}
+RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_19,
+                                                     V2_21, V2_26, V2_30)}
+OLDEST = V2_9
+OLDEST_MINOR = 8  # 2.8.x: 2.9's tables (module docstring)
 LATEST = V2_30
 
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?\s*$")
@@ -248,15 +412,28 @@ def parse_version(text: str) -> tuple[int, int, int]:
 def release_for(version: str) -> tuple[Release, str | None]:
     """The modelled release for an NCCL version, and a note when it is not that release's own.
 
-    See the module docstring for the rule; versions before 2.18 are refused.
+    See the module docstring for the rule; versions before 2.8 are refused.
     """
     major, minor, patch = parse_version(version)
-    if major != 2 or minor < 18:
-        raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: 2.18 and later, "
-                          f"tables of {', '.join(RELEASES)})", option="--nccl-version")
+    if major != 2 or minor < OLDEST_MINOR:
+        raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: 2.{OLDEST_MINOR} and "
+                          f"later, tables of {', '.join(RELEASES)})", option="--nccl-version")
     own = f"{major}.{minor}"
-    if own in RELEASES:
+    if own in RELEASES and not (minor == 16 and patch < 5):
         return RELEASES[own], None
-    release = V2_19 if minor <= 19 else V2_21 if minor <= 22 else V2_26 if minor <= 27 else V2_30
+    release = _nearest(minor, patch)
+    why = ("the same tables but for CollNet's LL/LL128 rows, which are not priced" if minor == 8
+           else "the same tables" if release.era < 19 else "the nearest modelled release")
     return release, (f"NCCL {major}.{minor}.{patch}: priced with the tables of NCCL {release.name} "
-                     f"({release.tag}), the nearest modelled release")
+                     f"({release.tag}), {why}")
+
+
+def _nearest(minor: int, patch: int) -> Release:
+    """The table of a 2.``minor``.``patch`` that has none of its own (module docstring)."""
+    if minor <= 17:
+        if minor <= 13:
+            return V2_9 if minor <= 9 else V2_10 if minor <= 11 else V2_12
+        if minor == 15 or (minor == 16 and patch < 5):
+            return V2_15
+        return V2_14 if minor == 14 else V2_16 if minor == 16 else V2_17
+    return V2_19 if minor <= 19 else V2_21 if minor <= 22 else V2_26 if minor <= 27 else V2_30

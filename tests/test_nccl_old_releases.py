@@ -1,0 +1,165 @@
+"""NCCL releases before 2.18 (v2.9.9 to v2.17.1): hand derivations from each tag's tuning.cc, search.cc
+and topo.h, the version → table rule, and old-version sweeps priced through the CLI."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import ConfigError
+from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
+from zerocalc.topology import get_topology
+
+A, P, C = Algorithm, Protocol, Collective
+V9, V10, V12, V14, V15, V16, V17, V19 = (RELEASES[n] for n in ("2.9", "2.10", "2.12", "2.14", "2.15", "2.16",
+                                                                 "2.17", "2.19"))
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+runner = CliRunner()
+
+
+def entry(topo, ranks, release, coll, algo, proto):
+    return tune(get_topology(topo), ranks, release).entries[(coll, algo, proto)]
+
+
+@pytest.mark.parametrize(("version", "table", "noted"), [
+    ("2.8.3", "2.9", True), ("2.9.6", "2.9", False), ("2.10.3+cuda11.4", "2.10", False),
+    ("2.11.4", "2.10", True), ("v2.12.12-1", "2.12", False), ("2.13.4", "2.12", True),
+    ("2.14.3", "2.14", False),
+    ("2.15.1", "2.15", False), ("2.16.2", "2.15", True), ("2.16.5", "2.16", False), ("2.17.1", "2.17", False),
+    ("2.18.3", "2.19", True),
+])
+def test_release_for_old_versions(version, table, noted):
+    # which tag's files are the same is read off the tags (module docstring of zerocalc.nccl.tables)
+    rel, note = release_for(version)
+    assert rel.name == table
+    assert (note is not None) == noted
+    if noted:
+        assert f"tables of NCCL {table}" in note
+
+
+@pytest.mark.parametrize("bad", ["2.7.8", "2.0.5", "1.3.4", "3.0.0", "2.x"])
+def test_versions_before_2_8_and_non_versions_refused(bad):
+    with pytest.raises(ConfigError, match="--nccl-version") as exc:
+        release_for(bad)
+    if bad.startswith("2.") and bad != "2.x":
+        assert "modelled: 2.8 and later" in str(exc.value)
+
+
+def test_ring_ll_allreduce_latency_16_a100_by_hand():
+    # v2.12.12 tuning.cc, 2 nodes × 8 (DGX A100):
+    # base 3.6 + (nsteps − nInterSteps)·intraLat + nInterSteps·interLat with nsteps = 2·15 = 30,
+    # nInterSteps = 2·nNodes = 4, intraLat = NVLink Ring/LL 0.47 × 1.8 (nNodes > 1, LL),
+    # interLat = network Ring/LL 2.7; no network overhead term before v2.19
+    e = entry("dgx-a100", 16, V12, C.ALL_REDUCE, A.RING, P.LL)
+    assert e.latency_us == pytest.approx(3.6 + 26 * 0.47 * 1.8 + 4 * 2.7)
+    # v2.10.3: nInterSteps = 2·(nNodes − 1) = 2
+    e = entry("dgx-a100", 16, V10, C.ALL_REDUCE, A.RING, P.LL)
+    assert e.latency_us == pytest.approx(3.6 + 28 * 0.47 * 1.8 + 2 * 2.7)
+    # v2.17.1: v2.12.12's formula and numbers
+    assert entry("dgx-a100", 16, V17, C.ALL_REDUCE, A.RING, P.LL).latency_us == pytest.approx(
+        3.6 + 26 * 0.47 * 1.8 + 4 * 2.7)
+
+
+def test_ring_simple_network_hop_28_in_2_12_only():
+    # Ring/Simple network hop: 9.6 µs in v2.10.3, 28 in v2.12.12, 9.6 again from v2.14.3 (tuning.cc hwLat);
+    # 8.4 base + 26 NVLink steps × 3.4 + 4 network steps
+    for rel, hop in ((V12, 28.0), (V14, 9.6), (V17, 9.6)):
+        e = entry("dgx-a100", 16, rel, C.ALL_REDUCE, A.RING, P.SIMPLE)
+        assert e.latency_us == pytest.approx(8.4 + 26 * 3.4 + 4 * hop)
+
+
+def test_tree_ll128_bandwidth_16_a100_by_hand():
+    # Tree graph on 2 DGX A100 (v2.12.12 search.cc): 8 channels (one per 25 GB/s NIC behind PCIe 4, speed 24),
+    # bwIntra raised to 30 for trees. tuning.cc: bus = 8·30 = 240, capped at 235 (compCap80), Tree:
+    # min(235·0.92, 8·23.6) = 188.8, LL128 across nodes: min(188.8·120/128, 8·20) = 160; × 0.5
+    e = entry("dgx-a100", 16, V12, C.ALL_REDUCE, A.TREE, P.LL128)
+    assert e.bandwidth_GBps == pytest.approx(80.0)
+    assert e.enabled
+    # v2.9.9: Ampere's 2-node Tree cap 22.5, LL128 × 0.915 and its all-reduce cap 16.9 a channel
+    e = entry("dgx-a100", 16, V9, C.ALL_REDUCE, A.TREE, P.LL128)
+    assert e.bandwidth_GBps == pytest.approx(min(min(235 * .92, 8 * 22.5) * .915, 8 * 16.9) * .5)
+    # v2.17.1: v2.12.12's for Ampere
+    assert entry("dgx-a100", 16, V17, C.ALL_REDUCE, A.TREE, P.LL128).bandwidth_GBps == pytest.approx(80.0)
+
+
+def test_hopper_rows_by_release():
+    # 2 × DGX H100 (8 × 400 Gb/s NICs behind PCIe 5: 48 GB/s): ring graph 8 channels at speed 48.
+    # v2.14.3 (compCap80 only) reads Volta's rows for sm90: Tree cap 18.5 a channel on 2 nodes; search.cc
+    # duplicates channels from 25 GB/s → 16 × 24: Tree/Simple = min(16·24·0.92, 16·18.5) · 0.5
+    e = entry("dgx-h100", 16, V14, C.ALL_REDUCE, A.TREE, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(min(16 * 24 * .92, 16 * 18.5) * .5)
+    # v2.15.5: a Hopper row with Ampere's numbers (23.6)
+    e = entry("dgx-h100", 16, V15, C.ALL_REDUCE, A.TREE, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(min(16 * 24 * .92, 16 * 23.6) * .5)
+    # v2.17.1: sm90 duplicates only from 50 GB/s → 8 × 48; bus 384 capped at 370; Hopper cap 41.4
+    e = entry("dgx-h100", 16, V17, C.ALL_REDUCE, A.TREE, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(min(370 * .92, 8 * 41.4) * .5)
+
+
+def test_ll128_on_hopper_from_2_15():
+    # tuning.cc: v2.14.3 enables LL128 by default for sm70 and sm80 only; v2.15.5 adds sm90
+    assert not entry("dgx-h100", 16, V14, C.ALL_REDUCE, A.RING, P.LL128).enabled
+    assert entry("dgx-h100", 16, V15, C.ALL_REDUCE, A.RING, P.LL128).enabled
+    assert entry("dgx-a100", 16, V9, C.ALL_REDUCE, A.RING, P.LL128).enabled
+
+
+def test_nvls_2_17_single_node_h100_by_hand():
+    # v2.17.1: NVLS priced on the ring graph. One DGX H100: 18 NVLinks × 22 GB/s (SM80_NVLINK_BW, which sm90
+    # takes before 2.18) = 396; sm90 intra speed 66 → 6 channels, duplicated (≥ 50 GB/s) to 12 × 33;
+    # bus 396 capped at 370, × 0.75; latency: base 40 µs alone
+    e = entry("dgx-h100", 8, V17, C.ALL_REDUCE, A.NVLS, P.SIMPLE)
+    assert e.bandwidth_GBps == pytest.approx(370 * .75)
+    assert e.latency_us == pytest.approx(40.0)
+    assert e.enabled
+    # several nodes: no NVLS in v2.17.1 (src/transport/nvls.cc returns when nNodes > 1)
+    assert not entry("dgx-h100", 16, V17, C.ALL_REDUCE, A.NVLS, P.SIMPLE).enabled
+    # no NVLS before 2.17, no NVLS Tree before 2.18
+    t16, t17 = tune(get_topology("dgx-h100"), 16, V16), tune(get_topology("dgx-h100"), 16, V17)
+    assert not any(a in (A.NVLS, A.NVLS_TREE) for (_, a, _) in t16.entries)
+    assert not any(a == A.NVLS_TREE for (_, a, _) in t17.entries)
+
+
+def test_ring_plateau_before_2_19():
+    # v2.12.12 ncclTopoGetAlgoTime: Ring/Simple all-reduce across nodes pays 1.9 × its latency from
+    # nRanks/16 × 64 KiB = 64 KiB on 16 ranks
+    t = tune(get_topology("dgx-a100"), 16, V12)
+    e = t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)]
+    for n, f in ((32768, 1.0), (65536, 1.9)):
+        assert t.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, n) * 1e6 == pytest.approx(
+            e.latency_us * f + n / (1000 * e.bandwidth_GBps))
+
+
+def test_nccl_algo_only_restricts_allreduce_before_2_17():
+    # v2.12.12 tuning.cc: "Only disable algo for Allreduce since others only have one"
+    tree_only = parse_list("Tree", Algorithm, "NCCL_ALGO")
+    t = tune(get_topology("dgx-a100"), 16, V12, algo_enable=tree_only)
+    assert t.choose(C.ALL_GATHER, 1 << 20)[0] == A.RING
+    assert t.choose(C.ALL_REDUCE, 1 << 20)[0] == A.TREE
+    assert not t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].enabled
+
+
+def test_old_version_sweep_is_priced():
+    # the bundled broadcast sweep states NCCL 2.9.6 (read off its 'NCCL version' line); 2 ranks on 2 hosts
+    res = runner.invoke(app, ["check", str(DATA / "broadcast_perf-pre2022-NA-2ranks.txt"), "--topology",
+                              "ethernet-100g", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert (sweep["op"], sweep["group_size"], sweep["nccl_version"]) == ("broadcast", 2, "2.9.6")
+    assert [r["bytes"] for r in sweep["rows"]] == [8]
+    assert sweep["rows"][0]["measured_s"] == pytest.approx(45.82e-6)
+    assert sweep["rows"][0]["algorithm"] == "Ring" and sweep["rows"][0]["predicted_s"] > 0
+    text = runner.invoke(app, ["check", str(DATA / "broadcast_perf-pre2022-NA-2ranks.txt"), "--topology",
+                               "ethernet-100g"])
+    assert text.exit_code == 0 and "NCCL 2.9.6 (tables of 2.9)" in text.stdout
+
+
+def test_table_at_an_old_version_and_refusal():
+    res = runner.invoke(app, ["table", "--topology", "dgx-a100", "--nccl-version", "2.12.12"])
+    assert res.exit_code == 0, res.output
+    assert "NCCL 2.12's own cost model (v2.12.12-1 tuning.cc)" in res.stdout
+    res = runner.invoke(app, ["table", "--topology", "dgx-a100", "--nccl-version", "2.7.8"])
+    assert res.exit_code == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "NCCL 2.7.8 is not modelled" in res.stderr
+
