@@ -163,3 +163,33 @@ def test_table_at_an_old_version_and_refusal():
     assert res.exit_code == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "NCCL 2.7.8 is not modelled" in res.stderr
 
+
+def file_rows(name):
+    """(size, out-of-place µs) counted from the file itself, not through zerocalc."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[5])))
+    return rows
+
+
+@pytest.mark.parametrize(("name", "ranks", "version", "table"), [
+    ("all_reduce_perf-16xA100-80GB-2nodes-nccl2.12.12.txt", 16, "2.12.12", "2.12"),
+    ("all_reduce_perf-8xA100-80GB-nccl2.16.2.txt", 8, "2.16.2", "2.15"),
+])
+def test_old_version_a100_sweeps_within_issue_bounds(name, ranks, version, table):
+    # A100-SXM4-80GB × 8 per host (the files' device lines) on the dgx-a100 preset, at the version the file's
+    # 'NCCL version' line states: every size within 0.5-2×, the median size within 0.8-1.25× (issue 11)
+    res = runner.invoke(app, ["check", str(DATA / name), "--topology", "dgx-a100", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    rows = file_rows(name)
+    assert (sweep["group_size"], sweep["nccl_version"]) == (ranks, version)
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t in rows])
+    ratios = [r["ratio"] for r in sweep["rows"]]
+    assert all(0.5 <= x <= 2.0 for x in ratios), ratios
+    assert 0.8 <= ratios[(len(ratios) - 1) // 2] <= 1.25, ratios
+    text = runner.invoke(app, ["check", str(DATA / name), "--topology", "dgx-a100"]).stdout
+    assert f"NCCL {version} (tables of {table})" in text

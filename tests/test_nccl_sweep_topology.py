@@ -27,7 +27,8 @@ def device_lines(path):
 
 
 #: The preset of each GPU model the bundled sweeps name (the datasheets each preset cites).
-PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA A100-SXM4-40GB": "dgx-a100"}
+PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA A100-SXM4-40GB": "dgx-a100",
+             "NVIDIA A100-SXM4-80GB": "dgx-a100"}
 
 
 def run_check(*args):
