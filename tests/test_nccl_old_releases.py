@@ -98,6 +98,16 @@ def test_hopper_rows_by_release():
     assert e.bandwidth_GBps == pytest.approx(min(370 * .92, 8 * 41.4) * .5)
 
 
+def test_channel_duplication_capped_at_the_ring_graph_maximum():
+    # one DGX H100 at v2.15.5: 18 NVLinks × 22 GB/s = 396; no sm90 speed array yet, so the intra speed 44
+    # → 9 channels; search.cc duplicates from 25 GB/s, at most the ring graph's maxChannels = MAXCHANNELS/2
+    # = 16 (init.cc), each at 44 / DIVUP(16, 9) = 22 GB/s; comm channels: min(MAXCHANNELS, 2·16) = 32
+    t = tune(get_topology("dgx-h100"), 8, V15)
+    g = t.machine.graphs[A.RING]
+    assert (g.n_channels, g.bw_intra) == (16, 22.0)
+    assert t.comm_channels == 32
+
+
 def test_ll128_on_hopper_from_2_15():
     # tuning.cc: v2.14.3 enables LL128 by default for sm70 and sm80 only; v2.15.5 adds sm90
     assert not entry("dgx-h100", 16, V14, C.ALL_REDUCE, A.RING, P.LL128).enabled
