@@ -228,3 +228,31 @@ def test_fit_out_calibrates_a_p2p_sweep(tmp_path):
             assert all(r["calibrated"] for r in s["rows"])
             mid = sorted(s["rows"], key=lambda r: r["bytes"])[(len(s["rows"]) - 1) // 2]
             assert 0.9 <= mid["ratio"] <= 1.1
+
+
+def test_channel_bounds_and_the_wire_latency_reach_the_p2p_model():
+    """NCCL_MAX_NCHANNELS=4 caps comm->nChannels, which p2pnChannels starts from (paths.cc); on aws-p5 the
+    network hop is the EFA wire's 20 µs (the preset's net_wire_latency_us), not the 75 µs the plugin
+    reports to NCCL's tuner."""
+    from zerocalc.validate.sweep import compare_sweep
+
+    with open(DATA / PAIR) as fh:
+        rows = [r for r in parse(fh, PAIR).rows if r["run"] == 0]
+    cmp = compare_sweep(rows, get_topology("dgx-h100"), op="all_to_all", group_size=16, nccl_version="2.29.2",
+                        channels=(None, 4))
+    assert any("over 4 p2p channels" in n for n in cmp.notes)
+    assert comm(16, "2.29.2", "aws-p5").net_latency_us == 20.0
+    assert comm(16, "2.29.2", "dgx-h100").net_latency_us == 0.0
+
+
+def test_op_and_ranks_given_keep_a_p2p_rows_test(tmp_path):
+    """complete() (check/fit --op/--ranks) re-derives a gather row's element counts from its own test."""
+    from zerocalc.traces.nccl_tests import complete
+    from zerocalc.traces.reader import read_traces
+
+    path = tmp_path / "gather_perf.txt"
+    shutil.copy(DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", path)
+    table = complete(read_traces([str(path)]).table, ranks=16)
+    assert set(table["nccl_test"].astype(str)) == {"gather"}
+    first = table.iloc[0]
+    assert (first["in_nelems"], first["out_nelems"]) == (2, 2 * 16)  # count 2 per rank, 16 gathered

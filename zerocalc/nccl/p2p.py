@@ -42,7 +42,8 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``.
 4. **Latency** (µs, no published p2p figure): ``tuning.cc``'s Ring base latency of the protocol plus one
    Ring hop of the slowest link class the group uses (``hwLat``: NVLink, PCI or network, with the
-   network's own ``latencyInter`` twice for Simple as tuning.cc adds it), times the waves the messages
+   network's own latency twice for Simple as tuning.cc adds ``latencyInter``: the topology's
+   ``net_wire_latency_us`` where it gives one, else ``net_latency_us``), times the waves the messages
    need on ``p2pnChannels`` channels (one channel each at that size); plus, per network message, the
    proxy's network overhead as tuning.cc charges a Ring network step (``getNetOverhead``: 1 µs on Intel
    hosts, 2 on AMD; × 3 for Simple): the proxy thread posts each peer's transfers one after another.
@@ -128,7 +129,7 @@ class P2pComm:
     chunk_bytes: int
     #: link class ("nvl", "pci", "net") → (one channel's GB/s, the rank's GB/s on that class)
     bw: dict[str, tuple[float, float]]
-    #: the network's own latency (µs, ``latencyInter``)
+    #: the network's own latency per hop (µs; ``latencyInter`` in tuning.cc)
     net_latency_us: float
     #: ``getNetOverhead`` (µs per network post, tuning.cc)
     net_overhead_us: float = 1.0
@@ -185,8 +186,8 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
             per_peer //= 2
     per_peer = min(per_peer, p2p_channels)
     chunk = P2P_CHUNK_NET if n_nodes > 1 else P2P_CHUNK_NVL if nvlink else P2P_CHUNK_PCI
-    return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw,
-                   float(getattr(topo, "net_latency_us", None) or 0.0),
+    wire = topo.net_wire_latency_us if topo.net_wire_latency_us is not None else topo.net_latency_us
+    return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw, float(wire or 0.0),
                    2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0)
 
 

@@ -542,7 +542,8 @@ def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> 
         t["op"] = t["op"].astype("string")
     for idx in t.index[todo.fillna(False).to_numpy()]:
         r = t.loc[idx]
-        k = key if r["op"] == "other" else key_of.get(r["op"])
+        test = r.get("nccl_test")
+        k = test if isinstance(test, str) else key if r["op"] == "other" else key_of.get(r["op"])
         p = ranks if pd.isna(r["group_size"]) else int(r["group_size"])
         rec = {"type": type_of.get(r["dtype"], r["dtype"]), "count": int(r["count"]),
                "size_bytes": int(r["size_bytes"]), "layout": r["layout"]}

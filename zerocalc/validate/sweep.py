@@ -117,7 +117,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     launch mode: ``agg_iters`` (``-a``) and ``graph`` (``-G``) as the file prints them)."""
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
-                            graph)
+                            graph, channels)
     if op in UNPRICED:
         raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
@@ -167,12 +167,17 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
 
 
 def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size: int, nccl_version: str,
-                 gpus_per_thread: int | None, agg_iters: int | None, graph: int | None) -> SweepComparison:
+                 gpus_per_thread: int | None, agg_iters: int | None, graph: int | None,
+                 channels: tuple[int | None, int | None] | None) -> SweepComparison:
     """A point-to-point sweep against :mod:`zerocalc.nccl.p2p` (NCCL has no cost table for it): rows as
     :func:`compare_sweep`'s, ``algorithm`` ``P2P`` and the protocol NCCL's p2p path picks; a calibration
-    fitted for the op and group size replaces the model's time (:func:`fit_calibration`)."""
+    fitted for the op and group size replaces the model's time (:func:`fit_calibration`). The p2p
+    channels start from the communicator's (``comm->nChannels``) under the channel bounds given, as
+    ``ncclTopoComputeP2pChannels`` reads it after ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``."""
     release, note = release_for(nccl_version)
-    comm = p2p_comm(topo, group_size, release, nccl_version, tune(topo, group_size, release).comm_channels,
+    lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
+    n_channels = tune(topo, group_size, release, min_channels=lo, max_channels=hi).comm_channels
+    comm = p2p_comm(topo, group_size, release, nccl_version, n_channels,
                     max_peers=2 if op == P2pOp.SENDRECV else None)
     fits = [c for c in (topo.nccl_calibration or ()) if c.op == op.value and c.ranks == group_size]
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
