@@ -256,3 +256,15 @@ def test_op_and_ranks_given_keep_a_p2p_rows_test(tmp_path):
     assert set(table["nccl_test"].astype(str)) == {"gather"}
     first = table.iloc[0]
     assert (first["in_nelems"], first["out_nelems"]) == (2, 2 * 16)  # count 2 per rank, 16 gathered
+
+
+def test_older_releases_split_messages_their_way():
+    """NCCL 2.19.4's scheduleP2pTasksToPlan halves the most channels a message takes on one node while
+    nChannelsMax x nRanks > 4 x p2pnChannels (32 x 8 > 128 -> 16): a 4 GiB sendrecv on 8 H100 runs on 16
+    channels x 20 GB/s (2.19's NVLink figure) = 320 GB/s, under the 18 x 20 = 360 GB/s of NVLink:
+    4294967296 / 320e9 s + 8.4 + 3.4 us. 2.19 and 2.21 choose LL per chunk of at most 16 KiB."""
+    c = comm(8, "2.19.4")
+    assert message_channels(c, 2**32) == 16
+    assert op_time(c, P2pOp.SENDRECV, 2**32).time_s * 1e6 == pytest.approx(2**32 / 320e9 * 1e6 + 8.4 + 3.4)
+    assert protocol(c, 16384) == Protocol.LL and protocol(c, 16385) == Protocol.SIMPLE
+    assert protocol(comm(8, "2.26.2"), 32 * 16384) == Protocol.LL

@@ -24,7 +24,8 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    nRanks in 2.29, the communicator's ``maxP2pPeers`` in 2.30, which nccl-tests' ``sendrecv_perf`` sets
    to 2 when built against NCCL 2.30+, ``src/sendrecv.cu`` ``SendRecvInitCommConfig``).
 2. **Protocol and split of one message** (``addP2pToPlan`` / ``scheduleP2pTasksToPlan``, v2.26.2 to
-   v2.30.7 ``src/enqueue.cc``): LL when the message is at most ``perPeer × NCCL_P2P_LL_THRESHOLD``
+   v2.30.7 ``src/enqueue.cc``; the older releases' differences at :func:`protocol` and
+   :func:`message_channels`): LL when the message is at most ``perPeer × NCCL_P2P_LL_THRESHOLD``
    (16 KiB), else Simple; its step is ``p2pChunkSize`` (``src/init.cc``: 128 KiB across nodes
    ``NCCL_P2P_NET_CHUNKSIZE``, 512 KiB on one all-NVLink node ``NCCL_P2P_NVL_CHUNKSIZE``, 128 KiB over
    PCIe) for Simple and 64 KiB for LL (its 512 KiB buffer / ``NCCL_STEPS`` 8); the message starts on
@@ -192,24 +193,37 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
 
 
 def protocol(comm: P2pComm, n_bytes: int) -> Protocol:
-    """LL up to ``perPeer × NCCL_P2P_LL_THRESHOLD`` bytes, Simple above (``addP2pToPlan``)."""
-    return Protocol.LL if n_bytes <= comm.per_peer * P2P_LL_THRESHOLD else Protocol.SIMPLE
+    """LL up to ``perPeer × NCCL_P2P_LL_THRESHOLD`` bytes, Simple above (``addP2pToPlan``, v2.26.2 to
+    v2.30.7); the releases modelled by 2.19's and 2.21's tables decide per chunk (``bytes <=
+    NCCL_P2P_LL_THRESHOLD``, v2.19.4 / v2.21.5 ``src/enqueue.cc``), and a message's chunks are at least
+    ``step / 8`` (64 KiB) there, so only a message of at most 16 KiB goes LL."""
+    threshold = P2P_LL_THRESHOLD if comm.release.era <= 21 else comm.per_peer * P2P_LL_THRESHOLD
+    return Protocol.LL if n_bytes <= threshold else Protocol.SIMPLE
 
 
 def message_channels(comm: P2pComm, n_bytes: int) -> int:
-    """The channels one message of ``n_bytes`` is split over (``addP2pToPlan``, module step 2)."""
+    """The channels one message of ``n_bytes`` is split over (module step 2): ``addP2pToPlan`` from
+    v2.26.2; v2.21.5's ``calcP2pChunkSize`` cuts the same parts as chunks, one channel each; v2.19.4's
+    parts are at least ``step / 8`` on several nodes too, and it halves the starting channels
+    (``nChannelsMin``) and the most (``nChannelsMax``, while ``nChannelsMax · nRanks > 4 · p2pnChannels``)
+    on one node only (``scheduleP2pTasksToPlan``)."""
     if n_bytes <= 0:
         return 1
     step = LL_STEP if protocol(comm, n_bytes) == Protocol.LL else comm.chunk_bytes
     multi = comm.n_nodes > 1
-    min_part = step // 2 if multi else step // 8
+    old = comm.release.era <= 19
+    min_part = step // 2 if multi and not old else step // 8
     max_part = step if multi else step * 32
-    c_min = comm.per_peer
-    while c_min * comm.n_ranks > comm.p2p_channels and c_min > 1:
-        c_min //= 2
+    c_max = c_min = comm.per_peer
+    if not (old and multi):
+        while c_min * comm.n_ranks > comm.p2p_channels and c_min > 1:
+            c_min //= 2
+    if old and not multi:
+        while c_max * comm.n_ranks > comm.p2p_channels * 4 and c_max > 1:
+            c_max //= 2
     c = min(c_min, math.ceil(n_bytes / min_part))
     part = max(min_part, math.ceil(n_bytes / c))
-    while part > max_part and c <= comm.per_peer // 2:
+    while part > max_part and c <= c_max // 2:
         c *= 2
         part = math.ceil(n_bytes / c)
     return c
