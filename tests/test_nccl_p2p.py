@@ -268,3 +268,11 @@ def test_older_releases_split_messages_their_way():
     assert op_time(c, P2pOp.SENDRECV, 2**32).time_s * 1e6 == pytest.approx(2**32 / 320e9 * 1e6 + 8.4 + 3.4)
     assert protocol(c, 16384) == Protocol.LL and protocol(c, 16385) == Protocol.SIMPLE
     assert protocol(comm(8, "2.26.2"), 32 * 16384) == Protocol.LL
+
+
+def test_a_release_before_the_p2p_chunk_sizes_is_said():
+    """NCCL_P2P_NET_CHUNKSIZE first appears in v2.14.3's src/init.cc: a 2.12 run is priced with a note."""
+    (a2a, _) = check_json(str(DATA / PAIR), "--nccl-version", "2.12.12")
+    assert any("predates the per-transport p2p chunk sizes of 2.14" in n for n in a2a["notes"])
+    (a2a, _) = check_json(str(DATA / PAIR), "--nccl-version", "2.14.3")
+    assert not any("predates" in n for n in a2a["notes"])

@@ -53,8 +53,9 @@ Left out: the local copy of a rank's own block (alltoall, hypercube), PXN routin
 traffic through a peer GPU (it moves the same bytes through the same NICs), NCCL's copy-engine and
 symmetric-memory (``NCCL_CTA_POLICY``) and device-API paths, buffer registration (``-R``), rail-optimised
 or oversubscribed fabrics (every NIC is taken to reach every other at its speed), and congestion between
-the nodes' NICs beyond each NIC's own speed. ``alltoallv_perf`` (uneven counts) is recognised but not
-priced.
+the nodes' NICs beyond each NIC's own speed. Releases before 2.14 (one p2p step of ``NCCL_BUFFSIZE / 8``
+for every transport) are priced with the rules of 2.14–2.19. ``alltoallv_perf`` (uneven counts) is
+recognised but not priced.
 """
 
 from __future__ import annotations

@@ -200,6 +200,9 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         row.update(_in_place(float(measured), r.get("inplace_duration_s")))
         out.append(row)
     notes = [note] if note else []
+    if comm.version < (2, 14):
+        notes.append(f"NCCL {nccl_version}'s p2p path predates the per-transport p2p chunk sizes of 2.14 "
+                     "(NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); priced with the p2p rules of 2.14-2.19")
     notes.append(f"{op.value}: NCCL has no cost model for point-to-point; priced by zerocalc's p2p model "
                  f"(grouped ncclSend/ncclRecv over {comm.p2p_channels} p2p channels, {comm.per_peer} per "
                  "peer; zerocalc.nccl.p2p)")
