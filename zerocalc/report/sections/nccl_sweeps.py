@@ -76,7 +76,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
 
 def draw(w: Writer, data: ReportData) -> None:
     from zerocalc import plots
-    from zerocalc.validate.sweep import HOST_US_PER_GPU
+    from zerocalc.validate.sweep import HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
 
     w.heading(title("nccl_sweeps"))
     w.paragraph(
@@ -122,18 +122,22 @@ def draw(w: Writer, data: ReportData) -> None:
     a100 = df[df["sweep"] == SWEEPS[3][3]]
     small = a100[a100["bytes"] <= 32 << 10]
     large = a100[a100["bytes"] >= 256 << 20]["ratio"]
-    host = a100[a100["host_bound"]]
+    mid = a100[(a100["bytes"] >= 256 << 10) & (a100["bytes"] <= 32 << 20)]
+    alone = (mid[["nccl_s", "host_floor_s"]].max(axis=1) / mid["measured_s"])
+    stagger = a100["launch_stagger_s"].iloc[0]
     w.paragraph(
         f"The 8×A100 sweep ran one thread driving all 8 GPUs (nccl-tests -g 8): its time is flat at "
-        f"{small['measured_s'].min() * 1e6:.1f}-{small['measured_s'].max() * 1e6:.1f} µs up to 32 KiB, where "
-        "NCCL launches the 8 kernels one after the other from that thread (src/group.cc doLaunches) while "
-        "the GPUs run the previous call. No call is therefore priced faster than 8 launches of "
-        f"{HOST_US_PER_GPU:g} µs, the host time per GPU of the -g 2-8 latencies posted in NVIDIA/nccl-tests "
-        f"issue 123 (a DGX-A100): that floor sets the {len(host)} sizes up to "
-        f"{host['bytes'].max() / 1024:g} KiB, where NCCL's own model of the GPUs' time is "
-        f"{host['nccl_s'].min() * 1e6:.1f}-{host['nccl_s'].max() * 1e6:.1f} µs; "
-        f"from 256 MiB up its ratios are {large.min():.2f}-{large.max():.2f}. It prints no NCCL version: it "
-        "is priced with the latest tables.")
+        f"{small['measured_s'].min() * 1e6:.1f}-{small['measured_s'].max() * 1e6:.1f} µs up to 32 KiB. NCCL "
+        "launches the 8 kernels of a call one after the other from that thread (src/group.cc doLaunches), "
+        "and no algorithm completes before the last rank's kernel runs: each call is priced at NCCL's time "
+        f"plus 7 launches of {LAUNCH_STAGGER_US_PER_GPU:g} µs ({stagger * 1e6:.1f} µs), and no less than 8 "
+        f"× {HOST_US_PER_GPU:g} µs. Both figures come from the -g 2-8 latencies posted in NVIDIA/nccl-tests "
+        f"issue 123 (a DGX-A100), which rise {HOST_US_PER_GPU:g} µs per GPU, 1.2 µs of it NCCL's own ring "
+        "(one NVLink hop each way per added rank). From 256 KiB to 32 MiB, where NCCL's time exceeds the "
+        f"floor, the ratios are {mid['ratio'].min():.2f}-{mid['ratio'].max():.2f} "
+        f"({alone.min():.2f}-{alone.max():.2f} with the larger of the floor and NCCL's time alone); from "
+        f"256 MiB up {large.min():.2f}-{large.max():.2f}. It prints no NCCL version: it is priced with the "
+        "latest tables.")
     rows = -(-len(SWEEPS) // 3)
     w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=3), caption=(
         "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
