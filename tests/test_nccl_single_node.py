@@ -63,7 +63,8 @@ def test_g8_sweeps_every_size_in_band(name, args, version, sizes, at_median):
     assert at_median_size(sweep) == pytest.approx(at_median, abs=0.002)
     assert 0.8 <= at_median_size(sweep) <= 1.25
     for r in sweep["rows"]:
-        assert r["launch_stagger_s"] == pytest.approx(STAGGER_8) and r["host_floor_s"] == pytest.approx(FLOOR_8)
+        assert r["launch_stagger_s"] == pytest.approx(STAGGER_8)
+        assert r["host_floor_s"] == pytest.approx(FLOOR_8)
         assert r["predicted_s"] == pytest.approx(max(FLOOR_8, r["nccl_s"] + STAGGER_8))
     assert any("7 × 2.76 µs = 19.3 µs" in n for n in sweep["notes"])
 

@@ -294,8 +294,12 @@ def test_host_floor_and_launch_stagger_per_gpu_from_the_published_g_sweep():
     G = 2..8. Least-squares slope by hand: mean G = 5, sum of (G - 5)^2 = 28. NCCL's own time of that ring
     (Ring/LL, 1 channel, G ranks, 8 B) is 6.6 + 2 (G - 1) x 0.6 us (tuning.cc baseLat[Ring][LL],
     hwLat[NVLINK][Ring][LL]): what it leaves of each posted time is the launch stagger."""
-    from zerocalc.validate.sweep import (HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU, host_floor_s,
-                                         launch_stagger_s)
+    from zerocalc.validate.sweep import (
+        HOST_US_PER_GPU,
+        LAUNCH_STAGGER_US_PER_GPU,
+        host_floor_s,
+        launch_stagger_s,
+    )
 
     posted = {2: 10.0, 3: 13.76, 4: 16.88, 5: 20.8, 6: 25.2, 7: 29.5, 8: 33.7}
     mean_t = sum(posted.values()) / 7

@@ -48,10 +48,11 @@ P2P_OPS = tuple(o.value for o in P2pOp)
 
 LAUNCH_STAGGER_US_PER_GPU = 2.76
 """Time (µs) by which one nccl-tests thread's launch of each further GPU's kernel delays that GPU's start
-(``-g G``): the same issue-123 times less NCCL's own model of each run, per GPU. NCCL prices that ring (Ring/LL,
-one channel, G ranks on NVLink) at a base latency plus 2 (G - 1) hops of 0.6 µs (``tuning.cc``: ``baseLat``
-+ ``nsteps`` × ``hwLat[NVLINK][RING][LL]``, 2.19 to 2.30), so of the 3.96 µs the posted times rise per GPU,
-2 × 0.6 = 1.2 µs are NCCL's ring and 3.96 - 1.2 = 2.76 µs the launch. See :func:`launch_stagger_s`."""
+(``-g G``): the same issue-123 times less NCCL's own model of each run, per GPU. NCCL prices that ring
+(Ring/LL, one channel, G ranks on NVLink) at a base latency plus 2 (G - 1) hops of 0.6 µs (``tuning.cc``:
+``baseLat`` + ``nsteps`` × ``hwLat[NVLINK][RING][LL]``, 2.19 to 2.30), so of the 3.96 µs the posted times
+rise per GPU, 2 × 0.6 = 1.2 µs are NCCL's ring and 3.96 - 1.2 = 2.76 µs the launch. See
+:func:`launch_stagger_s`."""
 
 UNSTEADY = 1.25
 """Out-of-place over in-place time (either way) beyond which a row is ``unsteady``: the upper edge of the
@@ -242,8 +243,9 @@ def host_floor_s(gpus_per_thread: int | None, agg_iters: int | None = None,
     and launches the G kernels one after the other from that thread (``src/group.cc`` ``doLaunches``: per
     communicator ``cudaSetDevice`` and ``ncclLaunchPrepare``, then per communicator the kernel launch), so
     no call is shorter than the thread's G launches. Each posted issue-123 time is above G × 3.96 µs, and
-    so is every size of the public ``-g 8`` sweeps bundled (32 µs and more at the smallest sizes). Under the call's own time, :func:`launch_stagger_s` plus NCCL's, this
-    floor binds only where NCCL prices a call under G × 1.2 + 2.76 µs. nccl-tests' other launch modes
+    so is every size of the public ``-g 8`` sweeps bundled (32 µs and more at the smallest sizes). Under
+    the call's own time, :func:`launch_stagger_s` plus NCCL's, this floor binds only where NCCL prices a
+    call under G × 1.2 + 2.76 µs. nccl-tests' other launch modes
     change the host's part: ``-a A`` puts A calls in one group (one launch per GPU for all A), ``-G``
     replays the iterations as CUDA graphs (no NCCL launch on the host at all); the file's header line
     prints both (``agg iters: A``, ``graph: G``), and under either neither launch term is priced (the
@@ -290,8 +292,8 @@ def launch_note(gpus_per_thread: int | None, agg_iters: int | None = None, graph
         return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}) under {mode}: "
                 f"the host's launches are not those of the default mode, so no launch time is priced")
     g = gpus_per_thread
-    return (f"one thread drives {g} GPUs (nccl-tests -g {g}): NCCL launches their kernels one after the other "
-            f"from it, so each call is priced at NCCL's time plus the last kernel's delay, "
+    return (f"one thread drives {g} GPUs (nccl-tests -g {g}): NCCL launches their kernels one after the "
+            f"other from it, so each call is priced at NCCL's time plus the last kernel's delay, "
             f"{g - 1} × {LAUNCH_STAGGER_US_PER_GPU:g} µs = {stagger * 1e6:.1f} µs, and no less than the "
             f"thread's {g} × {HOST_US_PER_GPU:g} µs = {floor * 1e6:.1f} µs (both from the -g 2…8 latencies "
             f"in NVIDIA/nccl-tests issue 123); rows marked 'host' are priced at that floor")
