@@ -112,3 +112,30 @@ def test_one_process_per_gpu_single_node_is_nccls_time_alone():
     assert min(rows[r["bytes"]] for r in small) == 17.90 and max(rows[r["bytes"]] for r in small) == 31.90
     assert small[0]["nccl_s"] == pytest.approx(15.0e-6, rel=0.01)
     assert at_median_size(sweep) == pytest.approx(0.552, abs=0.002)
+
+
+@pytest.mark.parametrize("name", ["all_reduce_perf-8xA100-SXM4-40GB-oci.txt", DKH, THANOS_G8])
+def test_fit_out_on_a_g8_sweep_calibrates_the_collective_not_the_launch(tmp_path, name):
+    """fit --out on a -g 8 sweep fits the measured time less the launch stagger, which check adds back:
+    check on the fitted topology has its median ratio within 0.9-1.1 (issue 11). Counted check of one
+    fitted pair: the sweep-wide α-β of the 'any' fit, at the smallest size, plus the 19.32 us stagger,
+    is the prediction of that row."""
+    import tomllib
+
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(DATA / name), "--topology", "dgx-a100", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    sweep = sweep_of(name, "--topology", str(out))
+    ratios = sorted(r["ratio"] for r in sweep["rows"])
+    assert 0.9 <= ratios[(len(ratios) - 1) // 2] <= 1.1
+    assert all(r["calibrated"] for r in sweep["rows"])
+    assert all(r["predicted_s"] == pytest.approx(r["nccl_s"] + STAGGER_8) for r in sweep["rows"])
+    fits = tomllib.loads(out.read_text())["nccl_calibration"]
+    pair = {(f["algorithm"], f["protocol"]): f for f in fits}
+    first = sweep["rows"][0]
+    f = pair.get((first["algorithm"], first["protocol"]), pair[("any", "any")])
+    assert first["predicted_s"] == pytest.approx(f["alpha_us"] * 1e-6 + first["bytes"] / (f["bw_GBps"] * 1e9)
+                                                 + STAGGER_8, rel=1e-3)
+    # the fitted α is the collective's own: the smallest measured time less the stagger, not the whole
+    smallest = min(file_rows(name).values()) * 1e-6
+    assert f["alpha_us"] * 1e-6 < smallest - STAGGER_8 * 0.5

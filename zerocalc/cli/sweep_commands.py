@@ -194,7 +194,9 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
         cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
-                            channels=(env.min_channels, env.max_channels))
+                            channels=(env.min_channels, env.max_channels),
+                            gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
+                            graph=run.get("graph"))  # the launch stagger the fit takes off (-g G)
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]

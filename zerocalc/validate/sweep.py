@@ -323,8 +323,14 @@ def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
 
 def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibration]:
     """α-β per (algorithm, protocol) NCCL chose, where at least ``min_sizes`` sizes chose it, and
-    one pair over the whole sweep (``algorithm = protocol = 'any'``) for the rest."""
-    rows = [r for r in cmp.rows if r["measured_s"] > 0]
+    one pair over the whole sweep (``algorithm = protocol = 'any'``) for the rest.
+
+    What is fitted is the collective's own time: a sweep run with several GPUs per thread (``-g G``) has
+    each row's launch stagger (``launch_stagger_s``, :func:`launch_stagger_s`) taken off its measured
+    time first, since ``check`` adds it back to the calibrated time (and a training step's calls, one
+    GPU per process, carry none)."""
+    rows = [dict(r, measured_s=r["measured_s"] - (r.get("launch_stagger_s") or 0.0)) for r in cmp.rows]
+    rows = [r for r in rows if r["measured_s"] > 0]
     if len(rows) < 2:
         raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: {len(rows)} timed size(s); "
                           "a fit needs at least 2", option="fit")
