@@ -139,3 +139,25 @@ def test_fit_out_on_a_g8_sweep_calibrates_the_collective_not_the_launch(tmp_path
     # the fitted α is the collective's own: the smallest measured time less the stagger, not the whole
     smallest = min(file_rows(name).values()) * 1e-6
     assert f["alpha_us"] * 1e-6 < smallest - STAGGER_8 * 0.5
+
+
+def test_point_to_point_calls_carry_the_same_launch_stagger():
+    """The bundled sendrecv block ran `sendrecv_perf ... -g 8` (its first line) on 8x A100; the file prints
+    no nccl-tests header, so check does not know G. Priced with G = 8 given, each point-to-point row is
+    zerocalc's p2p time plus 7 x 2.76 us, as a collective's: the thread launches the 8 kernels the same way
+    and a send completes no earlier than its peer's receive runs."""
+    from zerocalc.topology import get_topology
+    from zerocalc.traces.nccl_tests import parse
+    from zerocalc.validate.sweep import compare_sweep
+
+    name = "sendrecv_perf-8xA100-g8-block.txt"
+    text = (DATA / name).read_text()
+    assert text.splitlines()[0].endswith("-g 8")
+    res = parse(iter(text.splitlines(True)), name)
+    kw = dict(op="sendrecv", group_size=8, nccl_version="2.19.3")
+    alone = compare_sweep(res.rows, get_topology("dgx-a100"), **kw)
+    g8 = compare_sweep(res.rows, get_topology("dgx-a100"), gpus_per_thread=8, **kw)
+    assert len(g8.rows) == len(alone.rows) == 4
+    for a, b in zip(alone.rows, g8.rows, strict=True):
+        assert a["launch_stagger_s"] is None and b["launch_stagger_s"] == pytest.approx(STAGGER_8)
+        assert b["predicted_s"] == pytest.approx(a["predicted_s"] + STAGGER_8) and not b["host_bound"]
