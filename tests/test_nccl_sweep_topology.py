@@ -113,10 +113,18 @@ def test_four_ranks_per_host_make_nodes_of_four(tmp_path):
     assert sweep["group_size"] == 8
     assert sweep["topology_how"] == ("from the file's device lines: NVIDIA H100 80GB HBM3, 4 per host, "
                                      "2 hosts (nodes of 4 GPUs and 4 NICs)")
-    # 2 nodes: the large sizes go over the network, slower than the 8 GPUs of one DGX H100
-    one = json.loads(run_check(path, "--format", "json", "--topology", "dgx-h100", "--n", "8")
+    # 2 nodes: the large sizes go over the network, slower than the 8 GPUs of one DGX H100 (one host)
+    (tmp_path / "one").mkdir()
+    one_host = _with_hosts(tmp_path / "one", ["a"] * 8)
+    one = json.loads(run_check(one_host, "--format", "json", "--topology", "dgx-h100", "--n", "8")
                      .stdout)["sweeps"][0]
     assert sweep["rows"][-1]["predicted_s"] > 1.5 * one["rows"][-1]["predicted_s"]
+    # --topology given: its nodes still hold the 4 ranks each host runs
+    given = json.loads(run_check(path, "--format", "json", "--topology", "dgx-h100", "--n", "8")
+                       .stdout)["sweeps"][0]
+    assert given["topology_how"] == ("given (--topology); nodes of 4 GPUs and 4 NICs, as the file's device "
+                                     "lines list 4 ranks on each of 2 hosts")
+    assert [r["predicted_s"] for r in given["rows"]] == [r["predicted_s"] for r in sweep["rows"]]
 
 
 def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):

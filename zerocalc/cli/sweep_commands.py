@@ -115,13 +115,14 @@ def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[st
 
 def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     """The topology a sweep is priced on and how it was chosen (JSON ``topology_how``): ``given`` (a
-    loaded ``--topology``) always wins; else the preset the run's device lines describe
+    loaded ``--topology``) always wins, its nodes holding the ranks the file lists per host when fewer
+    (:func:`zerocalc.topology.devices.nodes_as_listed`); else the preset the run's device lines describe
     (:func:`zerocalc.topology.devices.preset_for_devices`; ``group_size``: the sweep's ranks, more than
     the device lines list when they are an excerpt)."""
-    from zerocalc.topology.devices import preset_for_devices
+    from zerocalc.topology.devices import nodes_as_listed, preset_for_devices
 
     if given is not None:
-        return given, "given (--topology)"
+        return nodes_as_listed(given, run.get("hosts") or {}, group_size)
     return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
                               network=run.get("network") or {},
                               shared_devices=run.get("shared_devices") or (), group_size=group_size)

@@ -186,14 +186,47 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     if net_how:
         how += f"; {net_how}"
     if k != topo.gpus_per_node and len(hosts) > 1:
-        nics = topo.nics_per_node
-        if nics is not None and nics == topo.gpus_per_node:
-            nics = k
-            inter = Link(topo.inter.alpha_s, topo.inter.bw_Bps * k / topo.gpus_per_node)
-            topo = replace(topo, inter=inter)
-        topo = replace(topo, gpus_per_node=k, nics_per_node=nics)
-        how += f" (nodes of {k} GPUs and {nics} NICs)"
+        topo, nodes = nodes_of(topo, k)
+        how += f" ({nodes})"
     return topo, how
+
+
+def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:
+    """``topo`` with nodes of ``k`` GPUs, as a run with ``k`` ranks on each host sees them, and the words
+    for it: NCCL's topology holds the GPUs of the communicator's ranks on a node and all its NICs, and its
+    graph search takes the NICs nearest each GPU first (``src/graph/search.cc``), so ``k`` GPUs use their
+    share of the node's NICs: ``nics × k / gpus``, at least one (one per GPU on nodes with one per GPU),
+    the node's network bandwidth scaled alike."""
+    nics = topo.nics_per_node
+    if nics is not None:
+        share = max(1, nics * k // topo.gpus_per_node)
+        if share != nics:
+            topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics))
+        nics = share
+    return replace(topo, gpus_per_node=k, nics_per_node=nics), \
+        f"nodes of {_count(k, 'GPU')} and {_count(nics, 'NIC')}"
+
+
+def _count(n: int | None, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def nodes_as_listed(topo: Topology, hosts: Mapping[str, int], group_size: int | None) -> tuple[Topology, str]:
+    """A given topology (``--topology``) with nodes of the GPUs the run's device lines list on each host,
+    when every rank is listed, every host runs ``k`` of them and ``k`` is fewer than the topology's GPUs
+    per node, on several hosts; else ``topo`` as given. The sentence says which (JSON ``topology_how``).
+
+    NCCL builds its communicator from the ranks' GPUs alone: 10 ranks on 10 hosts of 8-GPU DGX H100s is
+    10 nodes of one GPU (a ring through ten NICs), not a node and a quarter."""
+    listed = sum(hosts.values())
+    per_host = set(hosts.values())
+    if (len(hosts) < 2 or len(per_host) != 1 or (group_size is not None and listed != group_size)
+            or next(iter(per_host)) >= topo.gpus_per_node):
+        return topo, "given (--topology)"
+    (k,) = per_host
+    topo, nodes = nodes_of(topo, k)
+    return topo, (f"given (--topology); {nodes}, as the file's device lines list {_count(k, 'rank')} on "
+                  f"each of {len(hosts)} hosts")
 
 
 def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -> tuple[Topology, str]:

@@ -1,0 +1,99 @@
+"""check on public all_gather / reduce_scatter sweeps: one H100 node, and ten H100 hosts running 1 or 4 ranks
+each (the file's device lines), at the NCCL version the file states, on the preset given with --topology."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+runner = CliRunner()
+
+#: file, op, ranks, hosts (all from xxrjun/nccl-tests-cluster, NCCL 2.29.2 by its nccl-library line)
+FILES = [
+    ("all_gather_perf-8xH100-1node-nccl2.29.2.txt", "all_gather", 8, 1),
+    ("reduce_scatter_perf-8xH100-1node-nccl2.29.2.txt", "reduce_scatter", 8, 1),
+    ("all_gather_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt", "all_gather", 10, 10),
+    ("reduce_scatter_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt", "reduce_scatter", 10, 10),
+    ("all_gather_perf-40xH100-10nodes-4pernode-nccl2.29.2.txt", "all_gather", 40, 10),
+    ("reduce_scatter_perf-40xH100-10nodes-4pernode-nccl2.29.2.txt", "reduce_scatter", 40, 10),
+]
+
+
+def file_rows(name):
+    """(size, out-of-place µs) of each row, and the hosts of the '#  Rank' lines, counted from the file."""
+    rows, hosts = [], {}
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[5])))
+        elif "Rank" in f and "on" in f:
+            host = f[f.index("on") + 1]
+            hosts[host] = hosts.get(host, 0) + 1
+    return rows, hosts
+
+
+def check(name, *args):
+    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    return sweep
+
+
+@pytest.mark.parametrize(("name", "op", "ranks", "n_hosts"), FILES)
+def test_agrs_sweeps_within_bands_on_the_given_preset(name, op, ranks, n_hosts):
+    rows, hosts = file_rows(name)
+    assert len(hosts) == n_hosts and sum(hosts.values()) == ranks
+    sweep = check(name, "--topology", "dgx-h100")
+    assert (sweep["op"], sweep["group_size"]) == (op, ranks)
+    assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.29.2", "stated by the file")
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t in rows])
+    ratios = [r["ratio"] for r in sweep["rows"]]
+    assert all(0.5 <= x <= 2.0 for x in ratios), ratios
+    median = sorted(sweep["rows"], key=lambda r: r["bytes"])[(len(rows) - 1) // 2]["ratio"]
+    assert 0.8 <= median <= 1.25
+    if n_hosts > 1:
+        k = ranks // n_hosts
+        gpus, nics, each = (("1 GPU", "1 NIC", "1 rank") if k == 1 else
+                            (f"{k} GPUs", f"{k} NICs", f"{k} ranks"))  # one 400 Gb/s NIC per H100
+        assert sweep["topology_how"] == (f"given (--topology); nodes of {gpus} and {nics}, as the file's "
+                                         f"device lines list {each} on each of {n_hosts} hosts")
+    else:
+        assert sweep["topology_how"] == "given (--topology)"
+
+
+def test_one_rank_per_host_is_a_ring_through_ten_nics():
+    """The largest row of the 10-host run, derived from NCCL 2.29's ``tuning.cc`` (2.30's tables): 10 nodes
+    of one H100 with its one 400 Gb/s NIC (50 GB/s). The ring graph: one channel at 48 GB/s (the fastest
+    sm90 inter speed the NIC holds, ``search.cc``), doubled by ``ncclTopoDupChannels`` into 2 × 24 GB/s;
+    Ring/Simple busBw = 2 × 24, × nRanks / nsteps = 10/9 for all-gather (nsteps = nRanks − 1). Latency:
+    baseLat 8.4 µs, then nsteps − nInterSteps = 0 NVLink steps and nInterSteps = nNodes − 1 = 9 network
+    steps of hwLat[NET][Tree][Simple] = 14 µs (with ppn = 1 the Tree network latency, IB's latencyInter 0)."""
+    name = "all_gather_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt"
+    rows, _ = file_rows(name)
+    size, measured_us = rows[-1]
+    expected_us = 8.4 + 9 * 14.0 + size / (1000.0 * 2 * 24.0 * 10 / 9)
+    sweep = check(name, "--topology", "dgx-h100")
+    row = sweep["rows"][-1]
+    assert (row["bytes"], row["algorithm"], row["protocol"]) == (size, "Ring", "Simple")
+    assert row["predicted_s"] == pytest.approx(expected_us * 1e-6, rel=1e-9)
+    assert row["ratio"] == pytest.approx(expected_us / measured_us)
+
+
+def test_without_device_lines_the_given_preset_fills_whole_nodes(tmp_path):
+    """The same 10-rank rows with the device lines left out: nothing says how the ranks sit, so they fill
+    8-GPU nodes (a node and a quarter), as --topology priced every file before it read the lines: 5-8x too
+    fast for this run of one GPU per host."""
+    name = "all_gather_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt"
+    path = tmp_path / name
+    lines = (DATA / name).read_text().splitlines(True)
+    path.write_text("".join(line for line in lines if " Rank " not in line))
+    res = runner.invoke(app, ["check", str(path), "--format", "json", "--topology", "dgx-h100", "--n", "10"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["topology_how"] == "given (--topology)"
+    assert all(r["ratio"] < 0.2 for r in sweep["rows"])
