@@ -22,6 +22,8 @@ SWEEPS: tuple[tuple[str, str, int | None, str, str | None], ...] = (
     ("all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", "dgx-h100", None, "all-reduce 16×H100 IB (HGX)",
      None),
     ("all_reduce_perf-8xA100-SXM4-40GB-oci.txt", "dgx-a100", None, "all-reduce 8×A100 NVSwitch", None),
+    ("all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt", "dgx-a100", None, "all-reduce 8×A100-80GB -g 8",
+     None),
     ("all_gather_perf-16xH100-a3mega.txt", "gcp-a3-mega", None, "all-gather 16×H100 TCPXO", None),
     ("all_reduce_perf-16xH100-2nodes.txt", "gcp-a3-mega", None, "all-reduce 16×H100 TCPXO", "2.21.5"),
 )
@@ -125,6 +127,10 @@ def draw(w: Writer, data: ReportData) -> None:
     mid = a100[(a100["bytes"] >= 256 << 10) & (a100["bytes"] <= 32 << 20)]
     alone = (mid[["nccl_s", "host_floor_s"]].max(axis=1) / mid["measured_s"])
     stagger = a100["launch_stagger_s"].iloc[0]
+    second = df[df["sweep"] == SWEEPS[4][3]].sort_values("bytes")
+    median_row = second.iloc[(len(second) - 1) // 2]
+    second_mid = median_row["ratio"]
+    second_alone = max(median_row["nccl_s"], median_row["host_floor_s"]) / median_row["measured_s"]
     w.paragraph(
         f"The 8×A100 sweep ran one thread driving all 8 GPUs (nccl-tests -g 8): its time is flat at "
         f"{small['measured_s'].min() * 1e6:.1f}-{small['measured_s'].max() * 1e6:.1f} µs up to 32 KiB. NCCL "
@@ -137,9 +143,13 @@ def draw(w: Writer, data: ReportData) -> None:
         f"floor, the ratios are {mid['ratio'].min():.2f}-{mid['ratio'].max():.2f} "
         f"({alone.min():.2f}-{alone.max():.2f} with the larger of the floor and NCCL's time alone); from "
         f"256 MiB up {large.min():.2f}-{large.max():.2f}. It prints no NCCL version: it is priced with the "
-        "latest tables.")
-    rows = -(-len(SWEEPS) // 3)
-    w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=3), caption=(
+        f"latest tables. The next sweep, another host of 8 A100-SXM4-80GB run the same way (-g 8) at the "
+        f"NCCL 2.19.3 it states, is priced alike: {second['ratio'].min():.2f}-{second['ratio'].max():.2f}, "
+        f"{second_mid:.2f} at its median size ({second_alone:.2f} with the larger of the floor and NCCL's "
+        "time alone).")
+    columns = 3 if len(SWEEPS) <= 6 else 4  # two rows of panels fit a page
+    rows = -(-len(SWEEPS) // columns)
+    w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=columns), caption=(
         "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
         "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first "
         f"{len(stock)} sweeps fall in "
