@@ -276,3 +276,13 @@ def test_a_release_before_the_p2p_chunk_sizes_is_said():
     assert any("predates the per-transport p2p chunk sizes of 2.14" in n for n in a2a["notes"])
     (a2a, _) = check_json(str(DATA / PAIR), "--nccl-version", "2.14.3")
     assert not any("predates" in n for n in a2a["notes"])
+
+
+def test_network_messages_go_simple_whatever_their_size():
+    """No LL buffers on p2p network connections by default (NCCL_ALLOC_P2P_NET_LL_BUFFERS=0): an 8-byte
+    sendrecv across 2 DGX H100 nodes (NCCL 2.29.2) pays Ring/Simple's base 8.4 us, one network hop
+    14 us and one network post x 3 (1 us on an Intel host): 25.4 us, plus 8 B over 4 channels."""
+    c = comm(16, "2.29.2")
+    assert protocol(c, 8, "net") == Protocol.SIMPLE and protocol(c, 8, "nvl") == Protocol.LL
+    t = op_time(c, P2pOp.SENDRECV, 8)
+    assert t.protocol == Protocol.SIMPLE and t.latency_us == pytest.approx(8.4 + 14 + 3)

@@ -26,9 +26,10 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
 2. **Protocol and split of one message** (``addP2pToPlan`` / ``scheduleP2pTasksToPlan``, v2.26.2 to
    v2.30.7 ``src/enqueue.cc``; the older releases' differences at :func:`protocol` and
    :func:`message_channels`): LL when the message is at most ``perPeer × NCCL_P2P_LL_THRESHOLD``
-   (16 KiB), else Simple; its step is ``p2pChunkSize`` (``src/init.cc``: 128 KiB across nodes
-   ``NCCL_P2P_NET_CHUNKSIZE``, 512 KiB on one all-NVLink node ``NCCL_P2P_NVL_CHUNKSIZE``, 128 KiB over
-   PCIe) for Simple and 64 KiB for LL (its 512 KiB buffer / ``NCCL_STEPS`` 8); the message starts on
+   (16 KiB), else Simple, and Simple over the network (no LL buffers there by default); its step is
+   ``p2pChunkSize`` (``src/init.cc``: 128 KiB across nodes ``NCCL_P2P_NET_CHUNKSIZE``, 512 KiB on one
+   all-NVLink node ``NCCL_P2P_NVL_CHUNKSIZE``, 128 KiB over PCIe) for Simple and 64 KiB for LL (its
+   512 KiB buffer / ``NCCL_STEPS`` 8); the message starts on
    ``min(nChannelsMin, ceil(bytes / minPart))`` channels (``nChannelsMin`` = perPeer halved while
    ``nChannelsMin · nRanks > p2pnChannels``) and doubles them, up to perPeer, while a part exceeds
    ``maxPart`` (minPart/maxPart = step/2 and step across nodes, step/8 and 32 steps on one node).
@@ -48,6 +49,10 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    need on ``p2pnChannels`` channels (one channel each at that size); plus, per network message, the
    proxy's network overhead as tuning.cc charges a Ring network step (``getNetOverhead``: 1 µs on Intel
    hosts, 2 on AMD; × 3 for Simple): the proxy thread posts each peer's transfers one after another.
+
+``NCCL_ALGO``, ``NCCL_PROTO`` and tuner plugins are not applied: NCCL reads them when it tunes
+collectives (``tuning.cc``, ``getCollInfo``), and its p2p path picks LL or Simple by size and
+connection alone (``addP2pToPlan``).
 
 Left out: the local copy of a rank's own block (alltoall, hypercube), PXN routing of inter-node
 traffic through a peer GPU (it moves the same bytes through the same NICs), NCCL's copy-engine and
@@ -193,16 +198,21 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
                    2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0)
 
 
-def protocol(comm: P2pComm, n_bytes: int) -> Protocol:
-    """LL up to ``perPeer × NCCL_P2P_LL_THRESHOLD`` bytes, Simple above (``addP2pToPlan``, v2.26.2 to
-    v2.30.7); the releases modelled by 2.19's and 2.21's tables decide per chunk (``bytes <=
-    NCCL_P2P_LL_THRESHOLD``, v2.19.4 / v2.21.5 ``src/enqueue.cc``), and a message's chunks are at least
-    ``step / 8`` (64 KiB) there, so only a message of at most 16 KiB goes LL."""
+def protocol(comm: P2pComm, n_bytes: int, kind: str = "nvl") -> Protocol:
+    """The protocol of one message of ``n_bytes`` over link class ``kind``: LL up to ``perPeer ×
+    NCCL_P2P_LL_THRESHOLD`` bytes, Simple above (``addP2pToPlan``, v2.26.2 to v2.30.7); the releases
+    modelled by 2.19's and 2.21's tables decide per chunk (``bytes <= NCCL_P2P_LL_THRESHOLD``, v2.19.4 /
+    v2.21.5 ``src/enqueue.cc``), and a message's chunks are at least ``step / 8`` (64 KiB) there, so only
+    a message of at most 16 KiB goes LL. Over the network always Simple: a p2p network connection has LL
+    buffers only under ``NCCL_ALLOC_P2P_NET_LL_BUFFERS=1`` (default 0; ``src/transport/net.cc``, v2.19.4
+    to v2.30.7), and LL needs them (``conn->buffs[NCCL_PROTO_LL] != nullptr``)."""
+    if kind == "net":
+        return Protocol.SIMPLE
     threshold = P2P_LL_THRESHOLD if comm.release.era <= 21 else comm.per_peer * P2P_LL_THRESHOLD
     return Protocol.LL if n_bytes <= threshold else Protocol.SIMPLE
 
 
-def message_channels(comm: P2pComm, n_bytes: int) -> int:
+def message_channels(comm: P2pComm, n_bytes: int, kind: str = "nvl") -> int:
     """The channels one message of ``n_bytes`` is split over (module step 2): ``addP2pToPlan`` from
     v2.26.2; v2.21.5's ``calcP2pChunkSize`` cuts the same parts as chunks, one channel each; v2.19.4's
     parts are at least ``step / 8`` on several nodes too, and it halves the starting channels
@@ -210,7 +220,7 @@ def message_channels(comm: P2pComm, n_bytes: int) -> int:
     on one node only (``scheduleP2pTasksToPlan``)."""
     if n_bytes <= 0:
         return 1
-    step = LL_STEP if protocol(comm, n_bytes) == Protocol.LL else comm.chunk_bytes
+    step = LL_STEP if protocol(comm, n_bytes, kind) == Protocol.LL else comm.chunk_bytes
     multi = comm.n_nodes > 1
     old = comm.release.era <= 19
     min_part = step // 2 if multi and not old else step // 8
@@ -244,13 +254,13 @@ def group_time(comm: P2pComm, messages: list[tuple[int, str]]) -> P2pTime:
     """One rank's group of concurrent messages ``(bytes, link class)`` (module steps 2–4)."""
     if not messages:
         return P2pTime(0.0, Protocol.SIMPLE, 0.0, 0.0)
-    protos = [protocol(comm, b) for b, _ in messages]
+    protos = [protocol(comm, b, k) for b, k in messages]
     proto = Protocol.LL if all(p == Protocol.LL for p in protos) else Protocol.SIMPLE
     per_msg, per_link, chan_us = 0.0, {}, 0.0
     for (b, kind), p in zip(messages, protos, strict=True):
         eff = 0.5 if p == Protocol.LL else 1.0
         ch_bw, link_bw = comm.bw[kind]
-        c = message_channels(comm, b)
+        c = message_channels(comm, b, kind)
         per_msg = max(per_msg, b / (c * ch_bw * eff * 1e3))
         per_link[kind] = per_link.get(kind, 0.0) + b / (link_bw * eff * 1e3)
         chan_us += b / (ch_bw * eff * 1e3)
