@@ -2,12 +2,20 @@
 each (the file's device lines), at the NCCL version the file states, on the preset given with --topology."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.tables import Algorithm as A
+from zerocalc.nccl.tables import Collective as C
+from zerocalc.nccl.tables import Protocol as P
+from zerocalc.nccl.tables import release_for
+from zerocalc.topology import PRESETS
+from zerocalc.topology.devices import nodes_of
 
 DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 runner = CliRunner()
@@ -97,3 +105,61 @@ def test_without_device_lines_the_given_preset_fills_whole_nodes(tmp_path):
     (sweep,) = json.loads(res.stdout)["sweeps"]
     assert sweep["topology_how"] == "given (--topology)"
     assert all(r["ratio"] < 0.2 for r in sweep["rows"])
+
+
+def _tuned(preset, per_node, ranks, version):
+    topo, _ = nodes_of(PRESETS[preset], per_node)
+    return tune(topo, ranks, release_for(version)[0])
+
+
+def test_pat_all_gather_with_one_gpu_per_node_from_tuning_cc():
+    """PAT (NCCL 2.23 on; 2.29.2 priced with 2.30's tables) on the 10 one-GPU nodes of the bundled 10-host
+    sweeps, derived from ``tuning.cc``: latency = 8 (base) + log2i(nNodes) × interLat / 3.5 + nRanks × 2.8,
+    with interLat the Tree network latency at ppn = 1 (14 µs): 8 + 3 × 4 + 28 = 48 µs; busBw = nChannels ×
+    bwInter × .75 = 2 × 24 × .75 = 36 GB/s, not converted to an algorithm bandwidth (all-gather /
+    reduce-scatter on any algorithm but Ring). At 1 MiB it beats Ring/LL: 6.6 + 9 × 5.0 µs and
+    min(llMaxBw 20.4, 48 × .5) × 10/9."""
+    t = _tuned("dgx-h100", 1, 10, "2.29.2")
+    for coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        e = t.entries[(coll, A.PAT, P.SIMPLE)]
+        assert (e.enabled, e.latency_us, e.bandwidth_GBps) == (True, pytest.approx(48.0), pytest.approx(36.0))
+        ring_ll = t.entries[(coll, A.RING, P.LL)]
+        assert ring_ll.latency_us == pytest.approx(51.6)
+        assert ring_ll.bandwidth_GBps == pytest.approx(20.4 * 10 / 9)
+        a, p, s = t.choose(coll, 1 << 20)
+        assert (a, p) == (A.PAT, P.SIMPLE) and s == pytest.approx((48.0 + (1 << 20) / 36000.0) * 1e-6)
+        # the bundled sweeps' sizes (32 MB and up) go to the ring: its 10/9 × 48 GB/s outruns PAT's 36
+        assert t.choose(coll, 33554400)[0] == A.RING
+
+
+def test_pat_only_with_one_gpu_per_node_and_from_nccl_2_23():
+    """``ncclPatEnable``: PAT only when nNodes == nRanks (v2.23.4 on); NCCL 2.21 has no PAT at all."""
+    two = _tuned("dgx-h100", 2, 20, "2.29.2").entries[(C.ALL_GATHER, A.PAT, P.SIMPLE)]
+    assert not two.enabled and "one GPU per node" in two.why_disabled
+    old = _tuned("dgx-h100", 1, 10, "2.21.5")
+    assert (C.ALL_GATHER, A.PAT, P.SIMPLE) not in old.entries
+    assert old.choose(C.ALL_GATHER, 1 << 20)[0] == A.RING
+
+
+def test_nvls_all_gather_and_reduce_scatter_on_one_node_only():
+    """NCCL 2.19-2.26 run NVLS all-gather / reduce-scatter on a single node only (``enqueue.cc``: "now we only
+    support single-node NVLS allgather and reducescatter", v2.19.4, v2.21.5, v2.26.2), CollNet or not."""
+    sharp = replace(PRESETS["dgx-h100"], in_network_reduction=("nvls", "sharp"))
+    for version in ("2.19.3", "2.21.5", "2.26.2"):
+        t = tune(sharp, 16, release_for(version)[0])
+        assert t.machine.collnet
+        for coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+            assert not t.entries[(coll, A.NVLS, P.SIMPLE)].enabled
+        one = tune(sharp, 8, release_for(version)[0])
+        assert one.entries[(C.ALL_GATHER, A.NVLS, P.SIMPLE)].enabled
+
+
+def test_nvls_all_gather_from_nccl_2_19():
+    """Before 2.19 NCCL runs an all-gather on int8 (``info.h``), which ``NCCL_NVLS_SUPPORTS`` leaves out: NCCL
+    2.17 prices NVLS for all-gather in ``tuning.cc`` but never picks it; reduce-scatter on float it can."""
+    t = _tuned("dgx-h100", 8, 8, "2.17.1")
+    ag, rs = (t.entries[(c, A.NVLS, P.SIMPLE)] for c in (C.ALL_GATHER, C.REDUCE_SCATTER))
+    assert not ag.enabled and "2.19" in ag.why_disabled
+    assert rs.enabled
+    assert all(a != A.NVLS for a, _, _ in t.times(C.ALL_GATHER, 1 << 24))
+    assert _tuned("dgx-h100", 8, 8, "2.19.3").entries[(C.ALL_GATHER, A.NVLS, P.SIMPLE)].enabled

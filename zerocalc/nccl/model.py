@@ -344,7 +344,9 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     if a == A.RING:
         step = rel.hw_lat_us[hw][a][pi]
         if coll in (C.REDUCE, C.BROADCAST):
-            # sameChannels assumed (rings found on the first pass)
+            # sameChannels assumed: the ring graph NCCL finds on NVSwitch nodes with a NIC per GPU replays
+            # one GPU order on every channel ("Pattern 4, ... type NVL/PIX, sameChannels 1" on 2 H100 nodes
+            # of 8 NICs, NVIDIA/nccl issue 1197, NCCL 2.19.4)
             lat += step
         else:
             net_overhead = 0.0
@@ -450,6 +452,14 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
         return "NVLS on one node only before NCCL 2.18"  # v2.17.1 src/transport/nvls.cc: nNodes > 1 → none
     if a in (A.NVLS, A.NVLS_TREE) and coll != C.ALL_REDUCE and m.ppn > rel.max_nvls_arity:
         return "more local ranks than NVLS arity"
+    if a == A.NVLS and coll == C.ALL_GATHER and rel.era < 19:
+        # before 2.19 an all-gather runs on int8 (info.h: datatype = ncclInt8), which NCCL_NVLS_SUPPORTS
+        # leaves out (v2.17.1, v2.18.3 enqueue.cc); 2.19 exempts all-gather from that test
+        return "NVLS all-gather from NCCL 2.19 on"
+    if a == A.NVLS and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and m.n_nodes > 1 and rel.era == 19:
+        # enqueue.cc, v2.19.4: "now we only support single-node NVLS allgather and reducescatter" (CollNet
+        # or not; from 2.21 tuning.cc zeroes them across nodes itself: _bandwidth_GBps)
+        return "NVLS all-gather / reduce-scatter on one node only"
     if a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN) and not m.collnet:
         return "no CollNet (InfiniBand SHARP)"
     if a == A.NVLS and m.n_nodes > 1 and not m.collnet:
