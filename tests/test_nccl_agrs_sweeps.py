@@ -72,6 +72,9 @@ def test_agrs_sweeps_within_bands_on_the_given_preset(name, op, ranks, n_hosts):
                                          f"device lines list {each} on each of {n_hosts} hosts")
     else:
         assert sweep["topology_how"] == "given (--topology)"
+    first = runner.invoke(app, ["check", str(DATA / name), "--topology", "dgx-h100"]).stdout.splitlines()[0]
+    assert first.endswith("topology dgx-h100" + (sweep["topology_how"][len("given (--topology)"):].replace(
+        "; ", ", ", 1) if n_hosts > 1 else ""))
 
 
 def test_one_rank_per_host_is_a_ring_through_ten_nics():
