@@ -108,6 +108,25 @@ def test_channel_duplication_capped_at_the_ring_graph_maximum():
     assert t.comm_channels == 32
 
 
+def test_sm90_speed_arrays_from_2_16_5():
+    # one DGX H100, 396 GB/s of NVLink (18 × 22): v2.16.5 search.cc's first sm90 intra speed 66 → 6 channels,
+    # duplicated on sm90 from 50 GB/s → 12 × 33 (v2.15.5, no sm90 array: 44 → 9, then 16 × 22)
+    for rel, graph in ((V16, (12, 33.0)), (V17, (12, 33.0)), (V15, (16, 22.0))):
+        g = tune(get_topology("dgx-h100"), 8, rel).machine.graphs[A.RING]
+        assert (g.n_channels, g.bw_intra) == graph
+
+
+def test_tree_correction_ll128_row_of_2_9():
+    # ncclTopoGetAlgoTime: Tree bandwidth × treeCorrectionFactor[LL128][log2(nBytes >> 6)]; at 512 KiB
+    # (index 13) v2.9.9's row has 0.5, v2.10.3's 0.6
+    for rel, factor in ((V9, .5), (V10, .6)):
+        t = tune(get_topology("dgx-a100"), 16, rel)
+        e = t.entries[(C.ALL_REDUCE, A.TREE, P.LL128)]
+        n = 512 * 1024
+        assert t.time_s(C.ALL_REDUCE, A.TREE, P.LL128, n) * 1e6 == pytest.approx(
+            e.latency_us + n / (1000 * e.bandwidth_GBps * factor))
+
+
 def test_ll128_on_hopper_from_2_15():
     # tuning.cc: v2.14.3 enables LL128 by default for sm70 and sm80 only; v2.15.5 adds sm90
     assert not entry("dgx-h100", 16, V14, C.ALL_REDUCE, A.RING, P.LL128).enabled

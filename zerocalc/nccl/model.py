@@ -236,20 +236,27 @@ def _nsteps(coll: Collective, nr: int) -> int:
     return nr - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nr
 
 
+def _caps(rel: Release, m: Machine, coll: Collective, ccx: int,
+          idx2: int) -> tuple[float, float, float, float]:
+    """``(llMaxBw, perChMaxTreeBw, Ring/LL128 and Tree/LL128 per-channel caps)`` of ``tuning.cc``: LL's row by
+    GPU on one node, by CPU vendor across nodes; v2.9.9's LL128 cap per collective (``ll128MaxBwPerCh[coll]``,
+    Ring and Tree alike), later releases' per GPU row and node count."""
+    idx1 = ccx if m.n_nodes == 1 else (1 if m.cpu_vendor == "amd" else 0)
+    if rel.ll128_max_bw_per_coll is not None:
+        ring_ll128 = tree_ll128 = rel.ll128_max_bw_per_coll[coll]
+    else:
+        ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
+        tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
+    return rel.ll_max_bws[idx1][idx2], rel.per_ch_max_tree_bws[ccx][idx2], ring_ll128, tree_ll128
+
+
 def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
     new = rel.era >= 26  # 2.26 and 2.30's formulas; 2.21 keeps 2.19's but where it says otherwise
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     ccx = _cc_index(m.compute_capability, rel)
     idx2 = nn - 1 if nn <= 2 else 2
-    idx1 = ccx if nn == 1 else (1 if m.cpu_vendor == "amd" else 0)
-    ll_max = rel.ll_max_bws[idx1][idx2]
-    per_ch_tree = rel.per_ch_max_tree_bws[ccx][idx2]
-    if rel.ll128_max_bw_per_coll is not None:  # v2.9.9: one LL128 cap per collective, Ring and Tree alike
-        per_ch_ring_ll128 = per_ch_tree_ll128 = rel.ll128_max_bw_per_coll[coll]
-    else:
-        per_ch_ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
-        per_ch_tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
+    ll_max, per_ch_tree, per_ch_ring_ll128, per_ch_tree_ll128 = _caps(rel, m, coll, ccx, idx2)
     # v2.17.1 prices NVLS on the ring graph ("we only need the NVSwitch speed for NVLS")
     g = m.graphs[A.RING if (a == A.NVLS and rel.era <= 17) else a]
     nsteps = _nsteps(coll, nr)

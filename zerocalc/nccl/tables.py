@@ -417,7 +417,8 @@ def release_for(version: str) -> tuple[Release, str | None]:
     major, minor, patch = parse_version(version)
     if major != 2 or minor < OLDEST_MINOR:
         raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: 2.{OLDEST_MINOR} and "
-                          f"later, tables of {', '.join(RELEASES)})", option="--nccl-version")
+                          f"later, tables of {', '.join(RELEASES)}; --nccl-version prices a file as one of "
+                          "them)", option="--nccl-version")
     own = f"{major}.{minor}"
     if own in RELEASES and not (minor == 16 and patch < 5):
         return RELEASES[own], None
