@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from zerocalc.cli import app
 from zerocalc.errors import ConfigError
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
+from zerocalc.nccl_pricing import nvls_corrected
 from zerocalc.topology import get_topology
 
 A, P, C = Algorithm, Protocol, Collective
@@ -222,3 +223,11 @@ def test_old_version_a100_sweeps_within_issue_bounds(name, ranks, version, table
     assert 0.8 <= ratios[(len(ratios) - 1) // 2] <= 1.25, ratios
     text = runner.invoke(app, ["check", str(DATA / name), "--topology", "dgx-a100"]).stdout
     assert f"NCCL {version} (tables of {table})" in text
+
+
+def test_nvls_timing_correction_only_where_nvls_exists():
+    # NVLS calls on Hopper are timed with the latest release's NVLS figures for releases whose NVLS model
+    # NCCL 2.28.3 corrected (zerocalc.nccl.model.nvls_run_release): 2.17 has NVLS, 2.16 none to correct
+    h100 = get_topology("dgx-h100")
+    assert tune(h100, 8, V17).nvls_run is not None and nvls_corrected(V17, h100)
+    assert tune(h100, 8, V16).nvls_run is None and not nvls_corrected(V16, h100)
