@@ -1,5 +1,6 @@
-"""check on public all_gather / reduce_scatter sweeps: one H100 node, and ten H100 hosts running 1 or 4 ranks
-each (the file's device lines), at the NCCL version the file states, on the preset given with --topology."""
+"""check on public all_gather / reduce_scatter sweeps: one H100 node, and ten H100 hosts running 1, 2 or 4
+ranks each (the file's device lines), at the NCCL version the file states, on the preset given with
+--topology."""
 
 import json
 from dataclasses import replace
@@ -26,6 +27,8 @@ FILES = [
     ("reduce_scatter_perf-8xH100-1node-nccl2.29.2.txt", "reduce_scatter", 8, 1),
     ("all_gather_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt", "all_gather", 10, 10),
     ("reduce_scatter_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt", "reduce_scatter", 10, 10),
+    ("all_gather_perf-20xH100-10nodes-2pernode-nccl2.29.2.txt", "all_gather", 20, 10),
+    ("reduce_scatter_perf-20xH100-10nodes-2pernode-nccl2.29.2.txt", "reduce_scatter", 20, 10),
     ("all_gather_perf-40xH100-10nodes-4pernode-nccl2.29.2.txt", "all_gather", 40, 10),
     ("reduce_scatter_perf-40xH100-10nodes-4pernode-nccl2.29.2.txt", "reduce_scatter", 40, 10),
 ]
