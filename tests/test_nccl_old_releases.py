@@ -231,3 +231,22 @@ def test_nvls_timing_correction_only_where_nvls_exists():
     h100 = get_topology("dgx-h100")
     assert tune(h100, 8, V17).nvls_run is not None and nvls_corrected(V17, h100)
     assert tune(h100, 8, V16).nvls_run is None and not nvls_corrected(V16, h100)
+
+
+def test_a_release_that_reads_no_plugin_latency_still_pays_the_wire():
+    """NCCL 2.9 (tuning.cc before v2.12.12) reads no network plugin latency: on 4 p4d nodes it chooses
+    Tree/LL with its own network hop, 4.4 + 2 × (7 × 0.52 × 1.8 + 2 × 5.0) = 37.5 µs. The call still
+    crosses EFA, whose plugin reports 75 µs a hop (aws-ofi-nccl): timed as 2.12-2.17 count that figure,
+    replacing the hop, 4.4 + 2 × (7 × 0.52 × 1.8 + 2 × 75) = 317.5 µs (NVIDIA/nccl issue 527 measures
+    164-212 µs from 64 B to 16 KiB on 32 p4d ranks at NCCL 2.9.9)."""
+    p4d = get_topology("aws-p4d")
+    t = tune(p4d, 32, RELEASES["2.9"])
+    a, p, _ = t.choose(Collective.ALL_REDUCE, 64)
+    assert (a, p) == (Algorithm.TREE, Protocol.LL)
+    told = t.entries[(Collective.ALL_REDUCE, a, p)].latency_us
+    assert told == pytest.approx(4.4 + 2 * (7 * 0.52 * 1.8 + 2 * 5.0))
+    wire = t.wire_run.entries[(Collective.ALL_REDUCE, a, p)].latency_us
+    assert wire == pytest.approx(4.4 + 2 * (7 * 0.52 * 1.8 + 2 * 75.0))
+    assert t.run_time_s(Collective.ALL_REDUCE, a, p, 64) * 1e6 == pytest.approx(wire, rel=1e-3)
+    # 2.12 reads it, so the choice and the time are one (no second run)
+    assert tune(p4d, 32, RELEASES["2.12"]).wire_run is None

@@ -80,6 +80,9 @@ class Machine:
     nvswitch: bool
     ll128_path_ok: bool  # NVLink inside, NIC under the GPU's PCIe switch
     graphs: dict[Algorithm, Graph]
+    #: time only: a network hop pays the graphs' ``latency_inter_us`` even at a release whose model
+    #: does not read it (before 2.12; see :func:`zerocalc.nccl.model.tune`)
+    wire_hops: bool = False
 
     @property
     def ppn(self) -> float:

@@ -338,7 +338,8 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     intra_lat = rel.hw_lat_us[intra_hw][a][pi]
     if rel.era <= 17:
         inter_lat = rel.hw_lat_us[NET][a][pi]
-        if rel.era >= 12 and g.latency_inter_us:  # v2.12.12-v2.17.1: the plugin's latency replaces the hop
+        # v2.12.12-v2.17.1: the plugin's latency replaces the hop (earlier: not read; timed so, see tune)
+        if (rel.era >= 12 or m.wire_hops) and g.latency_inter_us:
             inter_lat = g.latency_inter_us
         if nn > 1 and p == P.LL:  # v2.9.9-v2.17.1
             intra_lat *= 1.8
@@ -483,7 +484,8 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
 def tune(topo: Topology, n_ranks: int, release: Release, *,
          algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
          proto_enable: Mapping[Collective, set[Protocol]] | None = None, nvls_enable: bool = True,
-         min_channels: int | None = None, max_channels: int | None = None) -> Tuning:
+         min_channels: int | None = None, max_channels: int | None = None,
+         _wire_hops: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
@@ -493,6 +495,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
+    if _wire_hops:
+        m = replace(m, wire_hops=True)
     channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
                              nvls=m.nvls and nvls_enable)
     entries = {}
@@ -512,14 +516,19 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels)
+    told = topo.net_latency_us or 0.0
     wire = getattr(topo, "net_wire_latency_us", None)
+    wire = told if wire is None else wire
+    unread = release.era < 12 and wire > 0  # before v2.12.12 tuning.cc reads no plugin latency
     wire_run = None
-    if wire is not None and m.n_nodes > 1 and wire != (topo.net_latency_us or 0.0):
+    if m.n_nodes > 1 and (wire != told or unread) and not _wire_hops:
         # the same communicator with the network's own latency as latencyInter: NCCL's formulas, the
-        # figure NCCL is told replaced by the one the wire has (see Tuning.run_time_s)
+        # figure NCCL is told replaced by the one the wire has (see Tuning.run_time_s); a release that
+        # reads none still pays it, as the first releases that read it count it (replacing the hop)
         wire_topo = replace(topo, net_latency_us=wire, net_wire_latency_us=None)
         wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
-                        nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels)
+                        nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
+                        _wire_hops=unread)
     return Tuning(release, m, entries, channels, nvls_run, wire_run)
 
 

@@ -166,9 +166,15 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                      f"Hopper, which NCCL 2.28.3 corrected (\"Update tuning data for H100\"); NCCL "
                      f"{release.name} chooses them with its own")
     if tuning.wire_run is not None and out:
-        notes.append(f"network hops timed with the network's own latency, {topo.net_wire_latency_us:g} µs "
-                     f"per hop (net_wire_latency_us); NCCL chooses with the {topo.net_latency_us or 0:g} µs "
-                     f"its plugin reports")
+        told = topo.net_latency_us or 0
+        wire = told if topo.net_wire_latency_us is None else topo.net_wire_latency_us
+        if release.era < 12:
+            notes.append(f"NCCL {release.name}'s model reads no network plugin latency (tuning.cc before "
+                         f"v2.12.12): it chooses without one, and its network hops are timed with the "
+                         f"network's {wire:g} µs, counted as NCCL 2.12-2.17 count it")
+        else:
+            notes.append(f"network hops timed with the network's own latency, {wire:g} µs per hop "
+                         f"(net_wire_latency_us); NCCL chooses with the {told:g} µs its plugin reports")
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
