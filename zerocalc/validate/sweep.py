@@ -143,20 +143,13 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
-    for r in sorted(rows, key=lambda r: r["size_bytes"]):
-        measured = r.get("duration_s")
-        if measured is None or not measured > 0 or r["size_bytes"] <= 0:
-            continue
+    for r, measured in _timed(rows):
         pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api)
-        launched = pr.time_s + (stagger or 0.0)
-        t = max(launched, floor or 0.0)
-        row = {"bytes": int(r["size_bytes"]), "measured_s": float(measured), "predicted_s": t,
-               "ratio": t / float(measured), "algorithm": pr.algorithm.value,
+        row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
+               **_launched(pr.time_s, measured, stagger, floor), "algorithm": pr.algorithm.value,
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
-               "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size),
-               "nccl_s": pr.time_s, "launch_stagger_s": stagger, "host_floor_s": floor,
-               "host_bound": floor is not None and floor > launched}
-        row.update(_in_place(float(measured), r.get("inplace_duration_s")))
+               "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
+        row.update(_in_place(measured, r.get("inplace_duration_s")))
         if tuner is not None:
             row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
         out.append(row)
@@ -184,6 +177,23 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
+def _timed(rows: Sequence[Mapping]):
+    """``(row, measured seconds)`` of each row with a size and a positive time, smallest size first."""
+    for r in sorted(rows, key=lambda r: r["size_bytes"]):
+        measured = r.get("duration_s")
+        if measured is not None and measured > 0 and r["size_bytes"] > 0:
+            yield r, float(measured)
+
+
+def _launched(model_s: float, measured: float, stagger: float | None, floor: float | None) -> dict:
+    """A row's prediction from the model's time: plus the ``-g`` launch stagger, no less than the host
+    floor (:func:`launch_stagger_s`, :func:`host_floor_s`), with the JSON fields that say so."""
+    launched = model_s + (stagger or 0.0)
+    t = max(launched, floor or 0.0)
+    return {"predicted_s": t, "ratio": t / measured, "nccl_s": model_s, "launch_stagger_s": stagger,
+            "host_floor_s": floor, "host_bound": floor is not None and floor > launched}
+
+
 def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size: int, nccl_version: str,
                  gpus_per_thread: int | None, agg_iters: int | None, graph: int | None,
                  channels: tuple[int | None, int | None] | None) -> SweepComparison:
@@ -201,24 +211,17 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
-    for r in sorted(rows, key=lambda r: r["size_bytes"]):
-        measured = r.get("duration_s")
-        if measured is None or not measured > 0 or r["size_bytes"] <= 0:
-            continue
+    for r, measured in _timed(rows):
         n = int(r["size_bytes"])
         pr = op_time(comm, op, n)
         fit = next((c for c in fits if (c.algorithm, c.protocol) == (P2P, pr.protocol.value)),
                    next((c for c in fits if c.algorithm == ANY), None))
         model_s = pr.time_s if fit is None else fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9)
-        launched = model_s + (stagger or 0.0)
-        t = max(launched, floor or 0.0)
-        row = {"bytes": n, "measured_s": float(measured), "predicted_s": t, "ratio": t / float(measured),
+        row = {"bytes": n, "measured_s": measured, **_launched(model_s, measured, stagger, floor),
                "algorithm": P2P, "protocol": pr.protocol.value, "calibrated": fit is not None,
                "textbook_s": (textbook_ring_s(topo, op.value, n, group_size) if op == P2pOp.ALL_TO_ALL
-                              else None),
-               "nccl_s": model_s, "launch_stagger_s": stagger, "host_floor_s": floor,
-               "host_bound": floor is not None and floor > launched}
-        row.update(_in_place(float(measured), r.get("inplace_duration_s")))
+                              else None)}
+        row.update(_in_place(measured, r.get("inplace_duration_s")))
         out.append(row)
     notes = [note] if note else []
     if comm.version < (2, 14):
