@@ -286,3 +286,23 @@ def test_network_messages_go_simple_whatever_their_size():
     assert protocol(c, 8, "net") == Protocol.SIMPLE and protocol(c, 8, "nvl") == Protocol.LL
     t = op_time(c, P2pOp.SENDRECV, 8)
     assert t.protocol == Protocol.SIMPLE and t.latency_us == pytest.approx(8.4 + 14 + 3)
+
+
+def test_table_prices_zeropp_all_to_all_as_check_prices_alltoall_perf(tmp_path):
+    """ZeRO++'s qgZ all-to-all in `table` is the same grouped send/receive `check` prices for an
+    alltoall_perf row: the intra-node phase (Ψ int4 elements per rank, Ψ/2 bytes, on the G = 8 ranks
+    of one DGX H100, NCCL 2.30) takes the time of a one-node alltoall_perf row of that size."""
+    from zerocalc.nccl import RELEASES
+    from zerocalc.nccl.steps import scheme_phases
+    from zerocalc.topology import get_topology
+    from zerocalc.validate.sweep import compare_sweep
+
+    topo = get_topology("dgx-h100")
+    psi = 7.5e9
+    phases = scheme_phases("zeropp", psi=psi, n=16, gpus_per_node=8, comm_bytes=2.0, topology=topo,
+                           release=RELEASES["2.30"], nccl_version="2.30.7")
+    intra = next(p for p in phases if p.collective == "all_to_all" and p.group == "intra")
+    assert (intra.algorithm, intra.ranks, intra.bytes_per_call) == ("P2P", 8, psi / 2)
+    row = {"size_bytes": int(psi / 2), "duration_s": 1.0}
+    (priced,) = compare_sweep([row], topo, op="all_to_all", group_size=8, nccl_version="2.30.7").rows
+    assert intra.time_s == pytest.approx(intra.calls * priced["predicted_s"], rel=1e-12)

@@ -63,7 +63,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         times.append(t)
         choices.append(c)
     notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
-             "protocol it picks per collective; one call per phase" + (f"; {note}" if note else ""),
+             "protocol it picks per collective; one call per phase; all-to-all (A2A) by zerocalc's model of "
+             "NCCL's grouped send/receive (P2P)" + (f"; {note}" if note else ""),
              *([f"t NCCL: NVLS / NVLS Tree calls timed with NCCL {LATEST.name}'s figures for Hopper, which "
                 "NCCL 2.28.3 corrected; NCCL " + release.name + " chooses them with its own"]
                if nvls_corrected(release, topo) else []),

@@ -9,9 +9,10 @@ G ranks of a node, or the N/G ranks with one local rank per node); each call is 
 - inter: N/G ranks, one per node, each with the node's NICs shared by its G such groups
   (``nics_per_node / G`` NICs, at least one), as NCCL sees a one-GPU-per-node communicator.
 
-All-to-all is not in NCCL's tuning model (it runs as grouped point-to-point sends): such phases
-keep their textbook ring time and are named as such. Phases run one after another, as in
-:meth:`zerocalc.schemes.Scheme.time_s`.
+All-to-all is not in NCCL's tuning model (it runs as grouped point-to-point sends): such phases are
+priced by zerocalc's model of NCCL's point-to-point path (:mod:`zerocalc.nccl.p2p`, as ``check`` prices
+``alltoall_perf``: a phase's elements are the rank's whole buffer, 1/N of it to each peer), named
+``P2P``. Phases run one after another, as in :meth:`zerocalc.schemes.Scheme.time_s`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sympy
 from zerocalc import symbols as S
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.model import tune
+from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import as_nccl_collective, predict
 from zerocalc.nccl.tables import Release
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
@@ -85,13 +87,6 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         if ranks <= 1 or n_bytes <= 0:
             out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
             continue
-        if ph.collective.value == "all_to_all":
-            links = {S.SYMBOLS[k].symbol: v for k, v in topology.values().items()}
-            t = float(ph.time_s("ring", grad_sync).subs({**values, **links}))
-            out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "textbook ring",
-                                 "-", t))
-            continue
-        coll = as_nccl_collective(ph.collective.value)
         topo_g, _ = _group_topology(replace(topology, gpus_per_node=g), ph.group, g)
         key = (ph.group, ranks)
         if key not in tunings:
@@ -99,6 +94,13 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                                 nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
             if tuner is not None:
                 check_rules(tunings[key], tuner, topology.name)
+        if ph.collective.value == "all_to_all":
+            comm = p2p_comm(topo_g, ranks, release, version, tunings[key].comm_channels)
+            pt = op_time(comm, P2pOp.ALL_TO_ALL, int(n_bytes))
+            out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "P2P",
+                                 pt.protocol.value, calls * pt.time_s))
+            continue
+        coll = as_nccl_collective(ph.collective.value)
         pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api)
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
                              pr.protocol.value, calls * pr.time_s))
