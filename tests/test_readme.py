@@ -52,6 +52,7 @@ def test_readme_command_runs(command, monkeypatch):
 @pytest.mark.parametrize("command", REPORTS)
 def test_readme_report_runs(command, tmp_path, monkeypatch):
     (tmp_path / "tests").symlink_to(ROOT / "tests")  # the example's --trace path, from a scratch directory
+    (tmp_path / "reports").mkdir()  # as in the project root: report writes there and never creates it
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(app, _argv(command))
     assert res.exit_code == 0, f"{command}\n{res.output}"
