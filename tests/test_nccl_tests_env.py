@@ -114,3 +114,22 @@ def test_a_value_nccl_would_not_take_is_one_line_naming_the_file_and_line(tmp_pa
     assert f"{path}:{lineno}" in msg
     for w in words:
         assert w in msg, msg
+
+
+def test_a_table_of_several_dtypes_is_one_sweep_per_series(tmp_path):
+    """nccl-tests -d all prints every type's rows in one table, one series after another: each series is
+    a sweep of its own (JSON ``series``), so one type's sizes do not shift another's median; a table of
+    one series keeps no ``series`` field."""
+    text = XE9680.read_text().splitlines()
+    rows = [ln for ln in text if ln.strip()[:1].isdigit() and " float " in ln]
+    half = [ln.replace(" float ", "  half ") for ln in rows[:6]]
+    at = text.index(rows[-1]) + 1
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("\n".join(text[:at] + half + text[at:]) + "\n")
+    res = run_check(path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    sweeps = json.loads(res.stdout)["sweeps"]
+    assert [(s["series"], len(s["rows"])) for s in sweeps] == [("fp32 sum", len(rows)), ("fp16 sum", 6)]
+    assert "all_reduce (fp16 sum) on 16 ranks" in run_check(path).stdout
+    (one,) = json.loads(run_check(XE9680, "--format", "json").stdout)["sweeps"]
+    assert "series" not in one and len(one["rows"]) == len(rows)

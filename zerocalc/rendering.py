@@ -408,7 +408,8 @@ def _sweep_text(d: dict, cmp) -> str:
     ranks = f"{d['group_size']} ranks" + (f" ({n_how})" if n_how.startswith("from busbw") else "")
     if how.startswith("given"):  # a given topology is said only where the file's lines reshaped its nodes
         how = how.partition("; ")[2]
-    lines = [f"{d['file']}: {d['op']} on {ranks}, NCCL {d['nccl_version']} "
+    op = d["op"] + (f" ({d['series']})" if d.get("series") else "")
+    lines = [f"{d['file']}: {op} on {ranks}, NCCL {d['nccl_version']} "
              f"(tables of {d['nccl_tables']}), topology {d['topology']}" + (f", {how}" if how else "")]
     lines += [f"note: {t}" for t in d["notes"]]
     lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {'NCCL choice':<16} "

@@ -59,16 +59,27 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
             raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
                                                "its name)")
         groups: dict[tuple, list] = {}
-        for r in res.rows:  # one sweep per run, collective and group size the file holds
+        for r in res.rows:  # one sweep per run, collective, group size and series the file holds
             p = n or r.get("group_size") or res.meta.get("world_size")
-            groups.setdefault((r.get("run"), sweep_op(r), p), []).append(r)
+            groups.setdefault((r.get("run"), sweep_op(r), p, _series(r)), []).append(r)
+        # a run that prints one series (dtype, reduction) is one sweep, as before; nccl-tests' -d all /
+        # -o all print several in one table, each a sweep of its own
+        several = {k[:3] for k in groups if sum(g[:3] == k[:3] for g in groups) > 1}
         runs = {m["run"]: m for m in res.meta.get("runs", ())}
-        for (run, op, p), rows in groups.items():
+        for (run, op, p, series), rows in groups.items():
             meta = dict(runs.get(run, {}))
+            if (run, op, p) in several:
+                meta["series"] = " ".join(x for x in series if x)
             p, meta["n_how"] = _group_size(path, rows, op, p, n, meta)
             version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
             out.append((path, rows, op, int(p), version, res.skipped, meta))
     return out
+
+
+def _series(row) -> tuple[str, str]:
+    """The series a row belongs to in an nccl-tests table: its data type and reduction (nccl-tests
+    ``-d`` / ``-o``; empty where the layout has none)."""
+    return str(row.get("dtype") or ""), str(row.get("redop") or "")
 
 
 def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, run: dict) -> tuple[int, str]:
@@ -154,6 +165,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         d = cmp.as_dict()
         d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
         d["nccl_version_how"] = version_how
+        if run.get("series"):
+            d["series"] = run["series"]
         d["n_how"] = run.get("n_how")
         d["gpus_per_thread"] = run.get("gpus_per_thread")
         d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
