@@ -135,7 +135,7 @@ def test_zero3_with_micro_batches_a_prefix_and_a_partial_step(monkeypatch, tmp_p
 
 
 @pytest.mark.slow
-def test_processes_with_different_step_counts_and_a_rotated_log(monkeypatch, tmp_path):
+def test_processes_with_different_step_counts_and_a_rotated_log(monkeypatch, tmp_path, rotate):
     step = [("ar", 4096), ("ar", 4096), ("ar", 1024), ("ar", 1)]
     streams = [[("bc", 10)] + step * (40 if i == 0 else 50) for i in range(4)]
     log = tmp_path / "differ.txt"
@@ -144,12 +144,7 @@ def test_processes_with_different_step_counts_and_a_rotated_log(monkeypatch, tmp
     out = _same(monkeypatch, [log])
     assert any("ranks differ" in n for n in out["notes"])
     # the same log rotated by line count into 3 parts: one run, its files in order
-    text = log.read_text().splitlines(keepends=True)
-    parts = []
-    for k in range(3):
-        part = tmp_path / f"differ.{k}.txt"
-        part.write_text("".join(text[k * len(text) // 3 : (k + 1) * len(text) // 3]))
-        parts.append(part)
+    parts = rotate(log, "differ")
     rotated = _same(monkeypatch, parts)
     assert rotated["steps"] == out["steps"] and rotated["ranks"] == out["ranks"]
 

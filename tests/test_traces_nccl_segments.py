@@ -153,15 +153,10 @@ def test_check_of_a_log_in_segments_is_the_full_read(monkeypatch, tmp_path, smal
 
 
 @pytest.mark.slow
-def test_a_rotated_log_of_three_files_in_segments(monkeypatch, tmp_path, small_segments):
+def test_a_rotated_log_of_three_files_in_segments(monkeypatch, tmp_path, small_segments, rotate):
     log = tmp_path / "whole.txt"
     _write(log, _streams(200), seed=3, late=100)
-    text = log.read_text().splitlines(keepends=True)
-    parts = []
-    for k in range(3):
-        part = tmp_path / f"rot.{k}.txt"
-        part.write_text("".join(text[k * len(text) // 3 : (k + 1) * len(text) // 3]))
-        parts.append(part)
+    parts = rotate(log, "rot")
     full = _full(monkeypatch, parts)
     assert full[0] == 0
     small_segments.clear()

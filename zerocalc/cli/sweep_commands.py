@@ -5,6 +5,8 @@ and ``fit --out``'s calibration written as a topology TOML. Each only wires opti
 
 from __future__ import annotations
 
+from collections import Counter
+
 import typer
 
 from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner
@@ -64,11 +66,11 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
             groups.setdefault((r.get("run"), sweep_op(r), p, _series(r)), []).append(r)
         # a run that prints one series (dtype, reduction) is one sweep, as before; nccl-tests' -d all /
         # -o all print several in one table, each a sweep of its own
-        several = {k[:3] for k in groups if sum(g[:3] == k[:3] for g in groups) > 1}
+        series_of = Counter(k[:3] for k in groups)
         runs = {m["run"]: m for m in res.meta.get("runs", ())}
         for (run, op, p, series), rows in groups.items():
             meta = dict(runs.get(run, {}))
-            if (run, op, p) in several:
+            if series_of[(run, op, p)] > 1:
                 meta["series"] = " ".join(x for x in series if x)
             p, meta["n_how"] = _group_size(path, rows, op, p, n, meta)
             version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own

@@ -91,15 +91,11 @@ class Tuning:
         e = self.entries.get((coll, algo, proto))
         if e is None or e.bandwidth_GBps <= 0 or not (e.enabled or disabled_ok):
             return None
+        scale = bw_scale
         if channels is not None and channels > 0 and algo in self.machine.graphs:
-            full = self.comm_channels
-            scale = min(channels, full) / full
-            if scale < 1:
-                e = Entry(e.algorithm, e.protocol, e.latency_us, e.bandwidth_GBps * scale, e.enabled,
-                          e.why_disabled)
-        if bw_scale != 1.0:
-            e = Entry(e.algorithm, e.protocol, e.latency_us, e.bandwidth_GBps * bw_scale, e.enabled,
-                      e.why_disabled)
+            scale *= min(channels, self.comm_channels) / self.comm_channels
+        if scale != 1.0:
+            e = replace(e, bandwidth_GBps=e.bandwidth_GBps * scale)
         return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
 
     def capped_scale(self, algo: Algorithm) -> float:
