@@ -22,17 +22,17 @@ CTA limits, ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS``, not modelled):
 3. "Use 4 compute channels per search channel to reach peak BW on <8 PPN": on several nodes whose
    ring graph has ``bwIntra > 45`` GB/s, doubled again (from v2.18.1) — v2.19.4: on sm90 while
    ``2n ≤ MAXCHANNELS``;
-   v2.21.5: on sm90 while ``n < 16``; v2.26.2 and v2.30.7: on sm90 and later while ``n < 16``;
-4. v2.26.2 and v2.30.7: doubled again below 16 channels on several nodes when the network plugin
+   v2.21.5: on sm90 while ``n < 16``; v2.26.2 to v2.30.7: on sm90 and later while ``n < 16``;
+4. v2.26.2 to v2.30.7: doubled again below 16 channels on several nodes when the network plugin
    delivers data to host bounce buffers the GPU unpacks (``NCCL_NET_DEVICE_UNPACK``, e.g. GCP's
    GPUDirect-TCPXO; ``NCCL_UNPACK_DOUBLE_NCHANNELS`` default 1) — zerocalc's topologies do not say
    which plugin runs, so this step is taken as absent;
 5. ``NCCL_MAX_NCHANNELS`` caps the count and ``NCCL_MIN_NCHANNELS`` raises it by copying channels
    (``copyChannels``; ``ncclMinNchannels`` / ``ncclMaxNchannels``, MAXCHANNELS at most); the result
    is ``comm->collChannels``, the channels Ring and Tree collectives start from (``enqueue.cc``);
-6. v2.21.5 and v2.26.2, with NVLink SHARP: the count is raised to ``comm->nvlsChannels``
+6. v2.21.5 to v2.27.7, with NVLink SHARP: the count is raised to ``comm->nvlsChannels``
    (``NCCL_NVLS_NCHANNELS``: 16; v2.26.2: 16 on sm90, 32 on sm100; ``src/transport/nvls.cc``),
-   "Support maximal channel usage for aggregation"; v2.19.4 and v2.30.7 do not raise it.
+   "Support maximal channel usage for aggregation"; v2.19.4 and v2.28.3 on do not raise it.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         n = lo
         steps.append(f"{n} (NCCL_MIN_NCHANNELS)")
     coll = n
-    if nvls and era in (21, 26):
+    if nvls and 21 <= era <= 27:
         nvls_channels = 32 if (era >= 26 and cc >= 100) else 16
         if n < nvls_channels:
             n = nvls_channels

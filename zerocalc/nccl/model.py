@@ -5,7 +5,7 @@ of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo
 before 2.19: the enabled pair of least predicted time, first in (algorithm, protocol) index order on a
 tie), at the modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says
 which does what, by ``Release.era`` (the minor version of the release whose formulas apply: 9 for
-v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, 19, 21, 26, 30). Time of one operation (``numPipeOps`` = 1,
+v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, 19, 21, 26, 27, 28, 29, 30). Time of one operation (``numPipeOps`` = 1,
 as nccl-tests runs them)::
 
     time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
@@ -188,9 +188,9 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     corr = rel.tree_correction[_PROTO_INDEX[e.protocol]]
     if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 26):
         bw *= corr[log_size]
-    if (rel.nvls_efficiency_model and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
+    if (rel.era >= 29 and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
             and 0 <= log_size < 24 and m.compute_capability >= 100):
-        bw *= corr[log_size]  # x86 hosts assumed
+        bw *= corr[log_size]  # v2.29.2 on; x86 hosts assumed
     if e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE:
         # "plateau effect of ring": v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+);
         # v2.19.4 on from 64 bytes per channel and rank, × 1.9 before sm80, else × 1.4
@@ -265,6 +265,8 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
             inter_bw = g.bw_inter * (2 if nn <= 2 and a == A.NVLS_TREE else 1)
             cap = rel.per_ch_max_nvls_tree_bws[ccx][idx2] if a == A.NVLS_TREE else math.inf
             bw = min(intra_bw, inter_bw, cap)
+        elif a == A.NVLS and coll != C.ALL_REDUCE and rel.era >= 27:  # v2.27.x: all-gather, reduce-scatter
+            bw = min(g.bw_intra * (ppn - 1) / ppn, g.bw_inter * 0.9)
         elif a == A.NVLS:
             bw = min(g.bw_intra, g.bw_inter)
         else:
@@ -294,7 +296,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     if a == A.COLLNET_DIRECT and p == P.SIMPLE and rel.era <= 12:
         pass  # v2.9.9-v2.12.12's one CollNet: no GPU/NIC ratio (CollNet Direct's arrives in v2.14.3)
     elif a == A.COLLNET_DIRECT and p == P.SIMPLE:
-        if new and coll in (C.ALL_GATHER, C.REDUCE_SCATTER) and rel.nvls_efficiency_model:
+        if rel.era >= 27 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # v2.27.3 on
             bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
         elif rel.era >= 21 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.21-2.26: 1/8-ppn interpolated
             w = (ppn - 1) / 7
@@ -408,7 +410,7 @@ def _ll128_gpus(rel: Release) -> tuple[int, ...]:
     """GPUs (compute capability) LL128 is on by default for, in ``tuning.cc``: v2.9.9-v2.14.3 sm70 and sm80
     (``(minCompCap == 70 && maxCompCap == 70) || (… 80 …)``); v2.15.5 to v2.21.5 also sm90 (``switch
     (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90 in 2.15-2.17 is not
-    modelled); v2.26.2 also Blackwell (100, 120). v2.30.7 takes any from 70 (not called)."""
+    modelled); v2.26.2 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
     if rel.era <= 14:
         return (70, 80)
     return (70, 80, 90) if rel.era < 26 else (70, 80, 90, 100, 120)
@@ -446,7 +448,7 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
         # LL128 by default only over NVLink inside the node and a NIC near the GPU (tuning.cc)
         if not m.ll128_path_ok or m.compute_capability < 70:
             return "LL128 off by default on this path"
-        if rel.era < 30 and m.compute_capability not in _ll128_gpus(rel):
+        if rel.era < 27 and m.compute_capability not in _ll128_gpus(rel):
             return "LL128 off by default on this GPU"
     if a == A.NVLS_TREE and m.n_nodes == 1:
         return "NVLS Tree needs several nodes"

@@ -14,17 +14,22 @@ Every number here is copied from NCCL's sources at the release named (GitHub NVI
 Modelled releases: **2.9** (v2.9.9), **2.10** (v2.10.3), **2.12** (v2.12.12), **2.14** (v2.14.3),
 **2.15** (v2.15.5), **2.16** (v2.16.5), **2.17** (v2.17.1), **2.19** (v2.19.4; ``tuning.cc`` is
 byte-identical from v2.19.1 to v2.19.4), **2.21** (v2.21.5: 2.19's with the changes listed at ``V2_21``),
-**2.26** (v2.26.2; identical from v2.26.2 to v2.26.6) and **2.30** (v2.30.7, the latest release in the
-NVIDIA/nccl repository at the time of writing). 2.26 has 2.30's algorithms and formulas but the older
+**2.26** (v2.26.2; identical from v2.26.2 to v2.26.6), **2.27** (v2.27.7), **2.28** (v2.28.9) and
+**2.28.7** (v2.28.7), **2.29** (v2.29.7) and **2.29.3** (v2.29.3), and **2.30** (v2.30.7, the latest release
+in the NVIDIA/nccl repository at the time of writing); each later table says how it differs from its
+neighbour. 2.26 has 2.30's algorithms and formulas but the older
 NVLS / NVLS Tree bandwidth (``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no
-``perChMaxNVLSTreeBws``), NVLS Tree's 14 µs network hop and Blackwell caps of twice Hopper's. The
+``perChMaxNVLSTreeBws``), NVLS Tree's 14 µs network hop, Blackwell caps of twice Hopper's, and neither
+2.27's NVLS / CollNet Direct all-gather and reduce-scatter bandwidth nor its LL128 rule. The
 releases before 2.18 (each table says how it differs from the next) have Tree, Ring and CollNet (one
 CollNet algorithm before 2.14, priced here as CollNet Direct, whose formulas it had; Direct and Chain
 from 2.14), NVLS from 2.17 (one node only), no NVLS Tree, no PAT; their formulas differ from 2.19's
 where :mod:`zerocalc.nccl.model` says (``era``).
 
 Which table a version gets (:func:`release_for`), by the files the model reads (``tuning.cc``,
-``search.cc``'s speed arrays and channel duplication, ``topo.h``'s NVLink bandwidth) at each tag:
+``search.cc``'s speed arrays and channel duplication, ``topo.h``'s NVLink bandwidth, ``device.h``'s
+``MAXCHANNELS`` and NVLS arity, ``connect.cc``'s ``ncclTopoPostset``, ``enqueue.cc``'s algorithm
+rules) at each tag:
 
 - 2.8.x → 2.9 (v2.8.3/v2.8.4 differ from v2.9.9 only in CollNet's LL/LL128 rows, which zerocalc does not
   price); 2.9.x its own (v2.9.6 to v2.9.9 identical);
@@ -35,12 +40,23 @@ Which table a version gets (:func:`release_for`), by the files the model reads (
   the same on Hopper; v2.16.2's ``search.cc`` is v2.15.5's); 2.16.5 on → 2.16 (sm90 speed arrays and
   the sm90 channel duplication rule of ``search.cc``);
 - 2.17.x its own;
-- any later 2.y.z the nearest modelled release by the shape of its tables: y = 18 → 2.19,
-  20 ≤ y ≤ 22 → 2.21 (2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop),
-  23 ≤ y ≤ 27 → 2.26 (v2.23.4 first has the later Tree/Simple 8.4 µs base + 4 µs per hop and Ring-step
-  count; ``nvlsEfficiency`` first appears in v2.28.3), y ≥ 28 → 2.30.
+- 2.18.x → 2.19, 2.20.x → 2.21, 2.22.x → 2.21, 2.23.x to 2.25.x → 2.26 (the nearest modelled release by
+  the shape of its tables: 2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop; v2.23.4
+  first has the later Tree/Simple 8.4 µs base + 4 µs per hop and Ring-step count);
+- 2.26.x its own;
+- 2.27.x its own (v2.27.7). v2.27.3 and v2.27.5 share its ``tuning.cc`` tables and formulas (v2.27.3's
+  LL128 path rule reads the C2C path type, which zerocalc does not model), ``connect.cc``, ``device.h`` and
+  algorithm rules; they differ only on Blackwell: ``search.cc``'s sm100 inter speeds (v2.27.3: 47.9, 45,
+  42, …; v2.27.5: 48, 45.1, 42, …; v2.27.7: 96, 48, 45.1, …) and v2.27.3's 40.0 GB/s per sm100 NVLink
+  (``topo.h``; 40.1 from v2.27.5);
+- 2.28.0-2.28.8 → 2.28.7 (v2.28.3 differs from v2.28.7 only in Blackwell's 2-node Ring/LL128 cap, 73.4
+  GB/s a channel, v2.28.7 34.6); 2.28.9 on → 2.28;
+- 2.29.0-2.29.6 → 2.29.3 (v2.29.2 and v2.29.3: identical ``tuning.cc``, ``search.cc``, ``topo.h``,
+  ``device.h``, ``enqueue.cc``, ``connect.cc``); 2.29.7 on → 2.29;
+- 2.30.x and any later 2.y → 2.30.
 
-Every version not its table's own release gets a note saying so. Versions before 2.8 are refused
+A version of a line with a table of its own gets that table and no note; any other gets a note naming
+the table (release and tag) and why. Versions before 2.8 are refused
 (:class:`~zerocalc.errors.ConfigError` naming 2.8 as the oldest modelled): v2.7.8's ``tuning.cc`` has
 no ``llMaxBws`` / ``perChMaxTreeBws`` caps and a 50 µs Tree/Simple network hop, a different model
 that no table here describes, and pricing it with 2.9's would be a guess. Text that is not a 2.x
@@ -363,6 +379,22 @@ V2_26 = Release(
     era=26,
 )
 
+#: v2.27.7: 2.26's tuning.cc tables but (topo.h) 40.1 GB/s per sm100 NVLink (was 40.0); (search.cc) sm100 intra
+#: speeds one step longer (…, 19, 18) and sm100 inter speeds from 96 GB/s (96, 48, 45.1, 42, …); formulas
+#: (era 27, :mod:`zerocalc.nccl.model`): NVLS all-gather / reduce-scatter at ``min(bwIntra · (ppn − 1)/ppn,
+#: bwInter · 0.9)`` (was ``min(bwIntra, bwInter)``), CollNet Direct all-gather / reduce-scatter at
+#: ``ppn · min(bwIntra, bwInter · 0.9)`` (was the 1/8-ppn interpolation), LL128 on by default on any GPU
+#: from sm70 (was a list: 70, 80, 90, 100, 120).
+V2_27 = replace(
+    V2_26, name="2.27", tag="v2.27.7-1",
+    nvlink_bw_per_link={**V2_26.nvlink_bw_per_link, 100: 40.1},
+    speed_intra={**V2_26.speed_intra, 100: (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)},
+    speed_inter={**V2_26.speed_inter,
+                 100: (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
+                       0.24, 0.12)},
+    era=27,
+)
+
 #: v2.30.7: 2.26's tables but (tuning.cc) NVLS Tree's network hop 20.9 µs (was 14), Blackwell's own
 #: per-channel caps for Ring/LL128, Tree/LL128 and Tree (were twice Hopper's), NVLS Tree's per-channel
 #: caps (``perChMaxNVLSTreeBws``, new) and ``nvlsEfficiency`` (new since v2.28.3), one more Tree
@@ -388,8 +420,50 @@ V2_30 = replace(
     era=30,
 )
 
+#: v2.28.9: 2.30's tuning.cc but (tuning.cc) Blackwell's Ring/LL128 caps 73.4 / 34.6 / 73.4 GB/s a channel
+#: (2.30: 40), NVLS Tree's Blackwell cap on more than 2 nodes 43.8 (2.30: 80.0), Tree correction rows of 23
+#: factors and none applied to NVLS Tree (era 28: 2.29.2 first corrects NVLS Tree on Blackwell); (search.cc)
+#: 2.27's sm100 speed arrays.
+V2_28 = replace(
+    V2_30, name="2.28", tag="v2.28.9-1",
+    per_ch_max_ring_ll128_bws=(*V2_30.per_ch_max_ring_ll128_bws[:3], (2 * 36.7, 34.6, 2 * 36.7)),
+    per_ch_max_nvls_tree_bws=(*V2_30.per_ch_max_nvls_tree_bws[:3], (0.0, 96.0, 43.8)),
+    tree_correction=_TREE_CORRECTION_19,
+    speed_intra=V2_27.speed_intra,
+    speed_inter=V2_27.speed_inter,
+    era=28,
+)
+
+#: v2.28.7 (= v2.28.3 but for Blackwell's 2-node Ring/LL128 cap, 73.4 in v2.28.3): 2.28.9's but NVLS Tree's
+#: network hop 14 µs (v2.28.9: 20.9) and NVLS Tree's Blackwell cap on more than 2 nodes 43.1 (v2.28.9: 43.8).
+#: The table of 2.28.0 to 2.28.8.
+V2_28_7 = replace(
+    V2_28, name="2.28.7", tag="v2.28.7-1",
+    hw_lat_us=(*V2_28.hw_lat_us[:2], {**V2_28.hw_lat_us[2], _A.NVLS_TREE: (0, 0, 14.0)}),
+    per_ch_max_nvls_tree_bws=(*V2_30.per_ch_max_nvls_tree_bws[:3], (0.0, 96.0, 43.1)),
+)
+
+#: v2.29.7: 2.30's tuning.cc and formulas but (tuning.cc) NVLS Tree's Blackwell cap on more than 2 nodes 43.8
+#: (2.30: 80.0); (search.cc) sm100 inter speeds without 86 (96, 80, 48, 45.1, …).
+V2_29 = replace(
+    V2_30, name="2.29", tag="v2.29.7-1",
+    per_ch_max_nvls_tree_bws=V2_28.per_ch_max_nvls_tree_bws,
+    speed_inter={**V2_30.speed_inter,
+                 100: (96.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4,
+                       1.2, 0.24, 0.12)},
+    era=29,
+)
+
+#: v2.29.3 (= v2.29.2): 2.29.7's but Blackwell's Ring/LL128 caps 34.5 / 34.6 / 34.5 GB/s a channel (v2.29.7: 40)
+#: and sm100 inter speeds 2.27's (96, 48, 45.1, …). The table of 2.29.0 to 2.29.6.
+V2_29_3 = replace(
+    V2_29, name="2.29.3", tag="v2.29.3-1",
+    per_ch_max_ring_ll128_bws=(*V2_30.per_ch_max_ring_ll128_bws[:3], (34.5, 34.6, 34.5)),
+    speed_inter=V2_27.speed_inter,
+)
+
 RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_19,
-                                                     V2_21, V2_26, V2_30)}
+                                                     V2_21, V2_26, V2_27, V2_28_7, V2_28, V2_29_3, V2_29, V2_30)}
 OLDEST = V2_9
 OLDEST_MINOR = 8  # 2.8.x: 2.9's tables (module docstring)
 LATEST = V2_30
@@ -412,29 +486,49 @@ def parse_version(text: str) -> tuple[int, int, int]:
 def release_for(version: str) -> tuple[Release, str | None]:
     """The modelled release for an NCCL version, and a note when it is not that release's own.
 
-    See the module docstring for the rule; versions before 2.8 are refused.
+    See the module docstring for the rule; versions before 2.8 are refused. The note names the table a
+    version gets and why.
     """
     major, minor, patch = parse_version(version)
     if major != 2 or minor < OLDEST_MINOR:
         raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: 2.{OLDEST_MINOR} and "
                           f"later, tables of {', '.join(RELEASES)}; --nccl-version prices a file as one of "
                           "them)", option="--nccl-version")
-    own = f"{major}.{minor}"
-    if own in RELEASES and not (minor == 16 and patch < 5):
-        return RELEASES[own], None
     release = _nearest(minor, patch)
-    why = ("the same tables but for CollNet's LL/LL128 rows, which are not priced" if minor == 8
-           else "the same tables" if release.era < 19 else "the nearest modelled release")
+    line = f"{major}.{minor}"
+    if release.name == line or release.name.startswith(line + "."):
+        return release, None  # the line's own table (one per patch range where the patches differ)
+    if minor == 8:
+        why = "the same tables but for CollNet's LL/LL128 rows, which are not priced"
+    elif release.era < 19 or minor in _SAME_AS:
+        why = "the same tables"
+    else:
+        why = "the nearest modelled release"
     return release, (f"NCCL {major}.{minor}.{patch}: priced with the tables of NCCL {release.name} "
                      f"({release.tag}), {why}")
 
 
+#: lines with no table of their own whose model inputs equal their table's (module docstring)
+_SAME_AS: dict[int, Release] = {}
+
+
 def _nearest(minor: int, patch: int) -> Release:
-    """The table of a 2.``minor``.``patch`` that has none of its own (module docstring)."""
+    """The table of a 2.``minor``.``patch`` (module docstring)."""
     if minor <= 17:
         if minor <= 13:
             return V2_9 if minor <= 9 else V2_10 if minor <= 11 else V2_12
         if minor == 15 or (minor == 16 and patch < 5):
             return V2_15
         return V2_14 if minor == 14 else V2_16 if minor == 16 else V2_17
-    return V2_19 if minor <= 19 else V2_21 if minor <= 22 else V2_26 if minor <= 27 else V2_30
+    if minor in _SAME_AS:
+        return _SAME_AS[minor]
+    if minor == 28:
+        return V2_28 if patch >= 9 else V2_28_7
+    if minor == 29:
+        return V2_29 if patch >= 7 else V2_29_3
+    if minor >= 30:
+        return V2_30
+    own = RELEASES.get(f"2.{minor}")
+    if own is not None:
+        return own
+    return V2_19 if minor <= 19 else V2_21 if minor <= 22 else V2_26
