@@ -32,7 +32,8 @@ def test_each_line_gets_its_own_table(version, table):
 def test_versions_past_the_latest_table_say_which_table_they_get():
     rel, note = release_for("2.31.1")
     assert rel.name == "2.30"
-    assert note == "NCCL 2.31.1: priced with the tables of NCCL 2.30 (v2.30.7-1), the nearest modelled release"
+    assert note == ("NCCL 2.31.1: priced with the tables of NCCL 2.30 (v2.30.7-1), "
+                    "the nearest modelled release")
 
 
 def test_2_27_nvls_all_gather_bandwidth_one_h100_node():
@@ -68,7 +69,8 @@ def test_2_27_ll128_on_any_gpu_from_sm70():
 def test_nvls_tree_network_hop_by_2_27_2_28_patches():
     # tuning.cc hwLat[NET][NVLSTree][Simple]: 14 µs in v2.27.7 and v2.28.3/v2.28.7, 20.9 from v2.28.9.
     # NVLS Tree latency on 2 DGX H100: base 0 + NVLink hop 25 + 2 · log2(2) · network hop (no plugin latency)
-    for version, hop in (("2.27.7", 14.0), ("2.28.3", 14.0), ("2.28.7", 14.0), ("2.28.9", 20.9), ("2.29.7", 20.9)):
+    for version, hop in (("2.27.7", 14.0), ("2.28.3", 14.0), ("2.28.7", 14.0), ("2.28.9", 20.9),
+                         ("2.29.7", 20.9)):
         e = entry(H100, 16, version, C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)
         assert e.latency_us == pytest.approx(25 + 2 * 1 * hop), version
 
