@@ -77,8 +77,8 @@ def test_nvls_tree_network_hop_by_2_27_2_28_patches():
 
 def test_2_28_blackwell_ring_ll128_cap_two_nodes():
     # v2.28.7/v2.28.9 tuning.cc perChMaxRingLL128Bws Blackwell {2·36.7, 34.6, 2·36.7}; v2.29.7 and v2.30.7
-    # {40, 40, 40}. 2 DGX B200: ring graph 8 × 48; Ring/LL128 bus = min(8 · 48 · 0.92, 8 · cap), × nRanks/nsteps
-    # = 16/30 for all-reduce
+    # {40, 40, 40}. 2 DGX B200: ring graph 8 × 48; Ring/LL128 bus = min(8 · 48 · 0.92, 8 · cap),
+    # × nRanks/nsteps = 16/30 for all-reduce
     for version, cap in (("2.28.9", 34.6), ("2.28.7", 34.6), ("2.29.7", 40.0), ("2.30.7", 40.0)):
         e = entry(B200, 16, version, C.ALL_REDUCE, A.RING, P.LL128)
         assert e.bandwidth_GBps == pytest.approx(min(8 * 48 * .92, 8 * cap) * 16 / 30), version
@@ -105,7 +105,8 @@ def test_2_29_nvls_tree_blackwell_cap_more_than_two_nodes():
 
 
 def test_nvls_tree_correction_on_blackwell_from_2_29():
-    # v2.29.2 ncclTopoGetAlgoTime: NVLS Tree all-reduce on sm100+ (x86) × treeCorrectionFactor[p][log2(n >> 6)];
+    # v2.29.2 ncclTopoGetAlgoTime: NVLS Tree all-reduce on sm100+ (x86)
+    # × treeCorrectionFactor[p][log2(n >> 6)];
     # v2.28.9 has no such line. At 1 MiB the index is 14: Simple's factor 0.5
     n = 1 << 20
     for version, factor in (("2.28.9", 1.0), ("2.29.7", 0.5)):

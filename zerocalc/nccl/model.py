@@ -5,8 +5,8 @@ of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo
 before 2.19: the enabled pair of least predicted time, first in (algorithm, protocol) index order on a
 tie), at the modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says
 which does what, by ``Release.era`` (the minor version of the release whose formulas apply: 9 for
-v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, 19, 21, 26, 27, 28, 29, 30). Time of one operation (``numPipeOps`` = 1,
-as nccl-tests runs them)::
+v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, 19, 21, 26, 27, 28, 29, 30). Time of one operation
+(``numPipeOps`` = 1, as nccl-tests runs them)::
 
     time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
 

@@ -379,19 +379,21 @@ V2_26 = Release(
     era=26,
 )
 
-#: v2.27.7: 2.26's tuning.cc tables but (topo.h) 40.1 GB/s per sm100 NVLink (was 40.0); (search.cc) sm100 intra
-#: speeds one step longer (…, 19, 18) and sm100 inter speeds from 96 GB/s (96, 48, 45.1, 42, …); formulas
-#: (era 27, :mod:`zerocalc.nccl.model`): NVLS all-gather / reduce-scatter at ``min(bwIntra · (ppn − 1)/ppn,
-#: bwInter · 0.9)`` (was ``min(bwIntra, bwInter)``), CollNet Direct all-gather / reduce-scatter at
-#: ``ppn · min(bwIntra, bwInter · 0.9)`` (was the 1/8-ppn interpolation), LL128 on by default on any GPU
-#: from sm70 (was a list: 70, 80, 90, 100, 120).
+_SM100_INTRA_27 = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)
+_SM100_INTER_27 = (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
+                   0.24, 0.12)
+
+#: v2.27.7: 2.26's tuning.cc tables but (topo.h) 40.1 GB/s per sm100 NVLink (was 40.0); (search.cc) sm100
+#: intra speeds one step longer (…, 19, 18) and sm100 inter speeds from 96 GB/s (96, 48, 45.1, 42, …);
+#: formulas (era 27, :mod:`zerocalc.nccl.model`): NVLS all-gather / reduce-scatter at
+#: ``min(bwIntra · (ppn − 1)/ppn, bwInter · 0.9)`` (was ``min(bwIntra, bwInter)``), CollNet Direct
+#: all-gather / reduce-scatter at ``ppn · min(bwIntra, bwInter · 0.9)`` (was the 1/8-ppn interpolation),
+#: LL128 on by default on any GPU from sm70 (was a list: 70, 80, 90, 100, 120).
 V2_27 = replace(
     V2_26, name="2.27", tag="v2.27.7-1",
     nvlink_bw_per_link={**V2_26.nvlink_bw_per_link, 100: 40.1},
-    speed_intra={**V2_26.speed_intra, 100: (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)},
-    speed_inter={**V2_26.speed_inter,
-                 100: (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
-                       0.24, 0.12)},
+    speed_intra={**V2_26.speed_intra, 100: _SM100_INTRA_27},
+    speed_inter={**V2_26.speed_inter, 100: _SM100_INTER_27},
     era=27,
 )
 
@@ -449,13 +451,12 @@ V2_29 = replace(
     V2_30, name="2.29", tag="v2.29.7-1",
     per_ch_max_nvls_tree_bws=V2_28.per_ch_max_nvls_tree_bws,
     speed_inter={**V2_30.speed_inter,
-                 100: (96.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4,
-                       1.2, 0.24, 0.12)},
+                 100: (96.0, 80.0, *_SM100_INTER_27[1:])},
     era=29,
 )
 
-#: v2.29.3 (= v2.29.2): 2.29.7's but Blackwell's Ring/LL128 caps 34.5 / 34.6 / 34.5 GB/s a channel (v2.29.7: 40)
-#: and sm100 inter speeds 2.27's (96, 48, 45.1, …). The table of 2.29.0 to 2.29.6.
+#: v2.29.3 (= v2.29.2): 2.29.7's but Blackwell's Ring/LL128 caps 34.5 / 34.6 / 34.5 GB/s a channel (v2.29.7:
+#: 40) and sm100 inter speeds 2.27's (96, 48, 45.1, …). The table of 2.29.0 to 2.29.6.
 V2_29_3 = replace(
     V2_29, name="2.29.3", tag="v2.29.3-1",
     per_ch_max_ring_ll128_bws=(*V2_30.per_ch_max_ring_ll128_bws[:3], (34.5, 34.6, 34.5)),
@@ -463,7 +464,8 @@ V2_29_3 = replace(
 )
 
 RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_19,
-                                                     V2_21, V2_26, V2_27, V2_28_7, V2_28, V2_29_3, V2_29, V2_30)}
+                                                     V2_21, V2_26, V2_27, V2_28_7, V2_28, V2_29_3, V2_29,
+                                                     V2_30)}
 OLDEST = V2_9
 OLDEST_MINOR = 8  # 2.8.x: 2.9's tables (module docstring)
 LATEST = V2_30
