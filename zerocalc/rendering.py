@@ -410,7 +410,8 @@ def _sweep_text(d: dict, cmp) -> str:
         how = how.partition("; ")[2]
     op = d["op"] + (f" ({d['series']})" if d.get("series") else "")
     lines = [f"{d['file']}: {op} on {ranks}, NCCL {d['nccl_version']} "
-             f"(tables of {d['nccl_tables']}), topology {d['topology']}" + (f", {how}" if how else "")]
+             f"(tables of {d['nccl_tables']}), topology {d['topology']}" + (f", {how}" if how else "")
+             + (f"; {d['also_in_file']}" if d.get("also_in_file") else "")]
     lines += [f"note: {t}" for t in d["notes"]]
     lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {'NCCL choice':<16} "
                  f"[1/4{' ' * 5}1/2{' ' * 5}1{' ' * 7}2{' ' * 7}4]")

@@ -58,8 +58,10 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
         if not res.rows:
             raise TraceFormatError(path, None, "no nccl-tests result rows")
         if any(sweep_op(r) is None for r in res.rows):
+            why = next((m["op_how"] for m in res.meta.get("runs", ()) if m["op"] is None and m.get("op_how")),
+                       None)
             raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
-                                               "its name)")
+                                               "its name" + (f"; its table: {why}" if why else "") + ")")
         groups: dict[tuple, list] = {}
         for r in res.rows:  # one sweep per run, collective, group size and series the file holds
             p = n or r.get("group_size") or res.meta.get("world_size")
@@ -105,7 +107,10 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
     if not p:
         assert got is not None
         return got.n, got.how
+    stated = (run.get("nccl_info") or {}).get("ranks")
     how = (f"the file's # Rank lines ({p})" if run.get("ranks_listed") == p
+           else f"the file's NCCL INFO lines (nRanks {p}, line {stated[1]})"
+           if not run.get("ranks_listed") and stated and stated[0] == p
            else "size / count (nccl-tests prints the total size and one rank's count)")
     if got is not None and got.n != p:
         raise ConfigError(f"{path}: {how} give {p} ranks but its busbw/algbw gives {got.n} ({got.how}); "
@@ -146,6 +151,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import restrictions, settings
     from zerocalc.validate.sweep import compare_sweep, launch_note
+    from zerocalc.validate.sweep_info import coll_lines_remark, latency_as_stated, tuner_note
 
     given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
@@ -156,6 +162,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
         version, notes, version_how = _sweep_version(path, nccl_version, stated)
         topo, topology_how = _sweep_topology(given, path, run, p)
+        info = run.get("nccl_info") or {}
+        topo, info_notes = latency_as_stated(topo, info, p)
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                        stated=run.get("nccl_env"), where=path)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
@@ -173,7 +181,12 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         d["gpus_per_thread"] = run.get("gpus_per_thread")
         d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
         launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])] if t]
-        d["notes"] = notes + list(env.notes) + d["notes"] + launch + _skip_notes(skipped)
+        told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
+                if run.get("op_how") and run.get("op") else [])
+        d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + d["notes"] + launch
+                      + _skip_notes(skipped))
+        d["nccl_info"] = info
+        d["also_in_file"] = coll_lines_remark(info, path)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
     if fmt == "json":
@@ -194,6 +207,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     from zerocalc.nccl.env import settings
     from zerocalc.topology import topology_to_toml
     from zerocalc.validate.sweep import compare_sweep, fit_calibration
+    from zerocalc.validate.sweep_info import latency_as_stated, tuner_note
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve()
@@ -205,9 +219,11 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     fits, lines = [], [f"topology {base.name}, {how}"]
     for path, rows, op, p, stated, _, run in inputs:
         version, notes, _ = _sweep_version(path, nccl_version, stated)
+        base_run, info_notes = latency_as_stated(base, run.get("nccl_info") or {}, p)
+        notes = notes + info_notes + tuner_note(run.get("nccl_info") or {})
         env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it
                        stated=run.get("nccl_env"), where=path)
-        cmp = compare_sweep(rows, replace(base, nccl_calibration=()), op=op, group_size=p,
+        cmp = compare_sweep(rows, replace(base_run, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
                             channels=(env.min_channels, env.max_channels),

@@ -6,6 +6,10 @@ past a launcher's prefix (:mod:`zerocalc.traces.prefix`) as the
 line parsers read it, so a text whose first character is ``[`` (such a prefix, a shell prompt
 ``[user@host dir]$``, DeepSpeed's ``[2022-06-21 ...] [INFO]``) is JSON only when it opens a JSON
 array of objects (``[`` then ``{`` or ``]``).
+
+An nccl-tests output run with ``NCCL_DEBUG=INFO`` opens with its header line and then NCCL's INFO
+lines, tens of KB of them before the first row: its header's signatures (:data:`_TESTS_HEADER`) make
+it an nccl-tests output wherever they are in the head, before NCCL's lines are looked at.
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ _PERF_COLUMNS = re.compile(rb"^[^\n]{0,40}?\bsize\s+count\s+type\b[^\n]*\btime\s
 _PERF_ROW = re.compile(
     rb"^\s*\d+\s+\d+\s+[a-z][a-z0-9]*(?:\s+[a-z]+)?(?:\s+-?\d+)?\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?\s", re.M
 )
+#: What only an nccl-tests output prints where a run's header is (nccl-tests ``src/common.cu``): the
+#: ``# nThread T nGpus G minBytes`` line, ``# Using devices``, ``# nccl-tests version`` (2.17+),
+#: ``# Collective test starting``, the column header, and a ``<test>_perf`` command line with its options.
+#: Any of them in the head wins over NCCL's own lines (``NCCL_DEBUG=INFO`` prints KBs of those before
+#: the table; with ``NCCL_DEBUG_SUBSYS=COLL`` a COLL line per call too): the file is the sweep.
+_TESTS_HEADER = re.compile(
+    rb"^#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\b|^#\s*Using devices\s*$|^#\s*nccl-tests version\b"
+    rb"|^#\s*Collective test starting\b|^#\s+size\s+count\s+type\s+(?:\S+\s+){0,3}time\s+algbw\s+busbw\b"
+    rb"|(?<![\w-])[a-z][a-z_]*_perf(?:_mpi)?[ \t]+-[A-Za-z]", re.M)
 _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
 
 
@@ -68,9 +81,12 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
         if stripped[:1] == b"[":
             return "kineto"
         raise TraceFormatError(file, None, "JSON that is neither a Chrome trace nor an nccl-tests report")
+    body = strip_prefixes(head)
+    if _TESTS_HEADER.search(body):
+        return "nccl_tests"
     if _NCCL.search(head):
         return "nccl_log"
-    head = strip_prefixes(head)
+    head = body
     if _DS.search(head):
         return "deepspeed_comms"
     if _PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head) or _PERF_COLUMNS.search(head):

@@ -34,7 +34,9 @@ import orjson
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.launch_env import settings_in
-from zerocalc.traces.prefix import strip_prefix
+from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
+from zerocalc.traces.nccl_tests_op import op_from_table
+from zerocalc.traces.prefix import inner_tags, prefix_of, strip_prefix
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import (
     DTYPE_BYTES,
@@ -56,24 +58,6 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
 _DEVICE = re.compile(r"\bPid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\]\s+(\S.*?)\s*$")
 #: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
-#: What an NCCL INFO line (``NCCL_DEBUG=INFO``) or the launch line says of the network that ran, as
-#: (kind, pattern), strongest first: NCCL's own ``Using network X`` / ``Using net plugin`` and the
-#: transport of a channel (``via NET/IB/0``) or a transport's init line (``NET/IB :``, ``NET/Socket :``,
-#: ``NET/OFI`` of aws-ofi-nccl, ``NET/AWS Libfabric`` of its releases before 1.2, ``FasTrak`` /
-#: ``GPUDirectTCPX`` of GCP's TCPXO / TCPX plugins); last, ``NCCL_IB_DISABLE=1`` on the launch line
-#: (NCCL falls back to its socket transport unless a net plugin is loaded); ``NET/IB : No device found``
-#: names no network (NCCL then falls back to another). NCCL ``src/init.cc``
-#: (``Using network %s``), ``src/transport/net_ib.cc``, ``net_socket.cc``; aws/aws-ofi-nccl
-#: ``src/nccl_ofi_net.cpp``; google/nccl-plugin-gpudirecttcpx.
-NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("efa", re.compile(r"\bNCCL INFO\b.*(?:\bNET/OFI\b|\bNET/AWS Libfabric\b|Using network (?:AWS )?Libfabric"
-                       r"|Selected [Pp]rovider is efa)")),
-    ("tcpxo", re.compile(r"\bNCCL INFO\b.*(?:\bFasTrak\b|\bGPUDirectTCPXO\b)")),
-    ("tcpx", re.compile(r"\bNCCL INFO\b.*\bGPUDirectTCPX(?!O)\b")),
-    ("ib", re.compile(r"\bNCCL INFO\b.*(?:\bNET/IB\b(?!.*\bNo device found)|Using network IB\b)")),
-    ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
-    ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
-)
 #: Tests whose ``size`` is ``count`` × element × ranks (``GetCollByteCount`` of each, module
 #: :data:`~zerocalc.traces.schema.NCCL_TESTS_OPS`): the file tells the ranks where the size divides.
 _SIZE_IS_P_COUNTS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube")
@@ -238,14 +222,22 @@ def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
               layout: Layout | None = None) -> dict[str, Any] | None:
     """One result row → dict of its layout's fields; ``None`` for comments and other lines.
 
-    Read by ``layout`` (the header above it) when given, else by its shape. Raises
+    Read by ``layout`` (the header above it) when given, else by its shape, past the launcher
+    tags before and inside it (:func:`~zerocalc.traces.prefix.inner_tags`). Raises
     :class:`TraceFormatError` for a line that starts like a result row (two integers and a name)
-    but does not fit the layout.
+    but does not fit the layout, or whose body holds another process's tag (a row another
+    process's output broke into).
     """
     payload = strip_prefix(line)
-    toks = payload.split()
+    body, tags = inner_tags(payload)
+    toks = body.split()
     if len(toks) < 3 or not ((toks[0] + toks[1]).isascii() and toks[0].isdecimal() and toks[1].isdecimal()):
         return None
+    lead = prefix_of(line)
+    other = [t for t in tags if lead and "".join(t.split()) not in lead]
+    if other:
+        raise TraceFormatError(file, lineno, "row continues with another process's output "
+                                             f"({other[0].strip()} inside a {lead} line): refused")
     if layout is None:
         layout = _shape_layout(toks)
         if layout is None:
@@ -310,6 +302,8 @@ class _Run:
     markers: set[str] = field(default_factory=set)
     layout: Layout | None = None
     recs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    #: What the run's NCCL INFO lines state (:mod:`zerocalc.traces.nccl_info`).
+    info: InfoFacts = field(default_factory=InfoFacts)
 
 
 @dataclass
@@ -366,7 +360,7 @@ class _Runs:
         run = self.current(lineno)
         if run.recs:  # a second table without a preamble: a new run of the same test
             run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
-                       network=dict(run.network), env=dict(run.env),
+                       network=dict(run.network), env=dict(run.env), info=run.info,
                        gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
                        nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
@@ -423,9 +417,11 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             continue
         if "NCCL" in payload:
             _network(state, payload, lineno)
+            if "NCCL INFO" in payload:
+                state.current(lineno).info.add(payload, lineno)
         try:
             run = state.last()
-            rec = parse_row(payload, file=file, lineno=lineno, layout=run.layout if run else None)
+            rec = parse_row(line, file=file, lineno=lineno, layout=run.layout if run else None)
         except TraceFormatError as exc:
             bad(file, lineno, exc.reason, strict, res.skipped)
             continue
@@ -477,10 +473,18 @@ def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
 
 def _run_rows(i: int, run: _Run, op_key: str | None, file: str
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run ``i``'s rows (its op from ``op_key``, its group size from its ``# Rank`` lines) and its
-    entry in ``meta["runs"]``."""
-    p = len(run.ranks) if run.ranks else None
+    """Run ``i``'s rows (its op from ``op_key``, else from its table's columns, :mod:`zerocalc.traces.
+    nccl_tests_op`; its group size from its ``# Rank`` lines, else from its NCCL INFO lines' ``nRanks``)
+    and its entry in ``meta["runs"]`` (``op_how``: how its columns told the op, or why they could not;
+    ``None`` when the file names it)."""
+    p = len(run.ranks) if run.ranks else run.info.ranks()
     rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
+    op_how = None
+    if op_key is None:  # no <test>_perf in the file or its name: the table's own columns may tell
+        told, op_how = op_from_table(rows, p, file)
+        if told is not None:
+            op_key = told
+            rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
     gs = {r["group_size"] for r in rows}
     group = gs.pop() if len(gs) == 1 else None
     for r in rows:
@@ -491,7 +495,8 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str
         "run": i, "line": run.line, "op": NCCL_TESTS_OPS[op_key][0] if op_key else None,
         "test": f"{op_key}_perf" if op_key else None, "group_size": group,
         "nccl_version": run.nccl_version, "nccl_tests_version": run.nccl_tests_version,
-        "layout": rows[0]["layout"], "rows": len(rows), "missing": missing, **_devices(run)}
+        "layout": rows[0]["layout"], "rows": len(rows), "missing": missing, "op_how": op_how,
+        **_devices(run)}
 
 
 def _devices(run: _Run) -> dict[str, Any]:
@@ -501,7 +506,8 @@ def _devices(run: _Run) -> dict[str, Any]:
     more ranks ran on, told by the full bus ids nccl-tests prints since 2.10); ``network`` (kind →
     ``[line, text]``, :data:`NETWORK_EVIDENCE`); ``nccl_env`` (NCCL variable → ``[value, line]`` the
     run's lines set, :mod:`zerocalc.traces.launch_env`); ``gpus_per_thread`` (``-g``), ``agg_iters``
-    (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it."""
+    (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it; ``nccl_info`` (what
+    its NCCL INFO lines state, :meth:`zerocalc.traces.nccl_info.InfoFacts.as_dict`)."""
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
     on_bus: dict[tuple[str, str], list[int]] = {}
@@ -515,7 +521,8 @@ def _devices(run: _Run) -> dict[str, Any]:
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks), "shared_devices": shared,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
-            "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph}
+            "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,
+            "nccl_info": run.info.as_dict()}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:

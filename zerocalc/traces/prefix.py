@@ -5,6 +5,12 @@ Launchers tag each line of a process's output: OpenMPI ``--tag-output`` ``[1,0]<
 ``(pid=123, ip=10.0.0.1)``; they may be stacked. A bracket with a space inside is not one (a
 shell prompt ``[user@host dir]$``, DeepSpeed's ``[2022-06-26 01:39:55,722]``), nor a bare
 number (a table's first column). The NCCL log parser searches past any prefix instead.
+
+OpenMPI ``--tag-output`` tags each write a process makes, not each line: a result row that nccl-tests
+prints with several ``printf`` calls (``src/common.cu``: the lead columns, then each side's cells) comes
+out as ``8  2  float  sum  -1[1,0]<stdout>:    85.14 ...``. :func:`inner_tags` takes such tags out of a
+line's body: the bracket and Ray kinds wherever they are (no cell of a row holds a bracket or a
+parenthesis), a ``host:`` or ``0:`` label only as a word of its own (no cell ends with a colon).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import re
 _ONE = r"(?:\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t]))[ \t]?"
 PREFIX = re.compile(r"^[ \t]*(?:" + _ONE + r"){1,4}")
 PREFIX_BYTES = re.compile((r"^[ \t]*(?:" + _ONE + r"){1,4}").encode(), re.M)
+#: A prefix inside a line's body (:func:`inner_tags`).
+_INNER = re.compile(r"\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|(?<=\s)[\w.\-]+:(?=[ \t])")
 
 
 def strip_prefix(line: str) -> str:
@@ -26,3 +34,23 @@ def strip_prefix(line: str) -> str:
 def strip_prefixes(text: bytes) -> bytes:
     """Every line of ``text`` without its launcher prefixes."""
     return PREFIX_BYTES.sub(b"", text)
+
+
+def prefix_of(line: str) -> str:
+    """The launcher prefixes at the start of ``line`` (spaces removed), or ``""``."""
+    m = PREFIX.match(line)
+    return "".join(m[0].split()) if m else ""
+
+
+def inner_tags(body: str) -> tuple[str, list[str]]:
+    """``body`` (a line past its prefixes) with each launcher tag inside it replaced by a space, and
+    the tags taken out, in order."""
+    if "[" not in body and "(" not in body and ":" not in body:
+        return body, []
+    tags: list[str] = []
+
+    def cut(m: re.Match[str]) -> str:
+        tags.append(m[0])
+        return " "
+
+    return _INNER.sub(cut, body), tags

@@ -1,0 +1,270 @@
+"""nccl-tests outputs run with NCCL_DEBUG=INFO under OpenMPI --tag-output, as people post them: KBs of
+NCCL INFO lines before and between the rows, launcher tags inside a row, the facts those INFO lines
+state (ranks and nodes, the plugin's network latency, a tuner plugin), and NCCL's COLL lines beside a
+table.
+
+Expected values are counted from the files in tests/data/traces/nccl-tests/ (see README.md there) with
+plain string operations, never through zerocalc.
+"""
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces.detect import HEAD_BYTES, detect_format
+from zerocalc.traces.nccl_info import info_facts
+from zerocalc.traces.nccl_tests import parse, parse_row
+from zerocalc.traces.prefix import inner_tags
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+RUN1 = DATA / "all_reduce_perf-16xH100-p5-info-tagged-nccl2.22.3-run1.log.gz"
+RUN2 = DATA / "all_reduce_perf-16xH100-p5-info-tagged-nccl2.22.3-run2.log.gz"
+TUNER = DATA / "all_reduce_perf-16xH100-p5-info-tuner-nccl2.20.3.log.gz"
+P5_INFO = [RUN1, RUN2, TUNER]
+TAG = "[1,0]<stdout>:"
+runner = CliRunner()
+
+
+def text_of(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode()
+
+
+def counted(path: Path) -> list[tuple[int, int, float, float]]:
+    """(line, size, out-of-place µs, in-place µs) of each result row, the rank-0 tags taken out by
+    hand."""
+    rows = []
+    for i, line in enumerate(text_of(path).splitlines(), 1):
+        f = line.replace(TAG, " ").split()
+        if len(f) == 13 and f[0].isdigit() and f[1].isdigit() and f[2] == "float":
+            rows.append((i, int(f[0]), float(f[5]), float(f[9])))
+    return rows
+
+
+def check_json(path, *args):
+    res = runner.invoke(app, ["check", str(path), "--format", "json", *map(str, args)])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    return sweep
+
+
+@pytest.mark.parametrize("path", P5_INFO)
+def test_the_files_are_what_their_source_row_says(path):
+    text = text_of(path)
+    rows = counted(path)
+    # 32 sizes, 8 B to 16 GiB by factors of 2; the table's first line is far past the detector's head
+    assert [s for _, s, _, _ in rows] == [8 << k for k in range(32)]
+    assert len(text[:text.index("#       size")].encode()) > HEAD_BYTES
+    assert text.count("NCCL INFO") > 2800
+    # the tags cut every row of the two runs; the tuner run's rows are whole
+    tagged = [ln for ln in text.splitlines() if ln.startswith(TAG) and ln.count(TAG) == 3]
+    assert len(tagged) == (0 if path == TUNER else 32)
+
+
+def test_info_heavy_files_are_nccl_tests_outputs():
+    for path in P5_INFO:
+        head = gzip.decompress(path.read_bytes())[:HEAD_BYTES]
+        assert b"out-of-place" not in head and b"NCCL INFO" in head  # only the preamble and INFO lines
+        assert detect_format(head, str(path)) == "nccl_tests"
+    # an NCCL log without an nccl-tests header is still one
+    assert detect_format(b"host:1:2 [0] NCCL INFO Bootstrap : Using eth0\n") == "nccl_log"
+
+
+@pytest.mark.parametrize(("path", "version", "first_us", "last_us", "tuner"), [
+    (RUN1, "2.22.3", 85.14, 66108.0, None),
+    (RUN2, "2.22.3", 85.70, 66023.0, None),
+    (TUNER, "2.20.3", 65.43, 66154.0, "nccl_ofi_tuner"),
+])
+def test_rows_and_facts_read_past_info_lines_and_tags(path, version, first_us, last_us, tuner):
+    text = text_of(path)
+    lines = text.splitlines()
+    res = parse(iter(text.splitlines(True)), str(path))
+    (run,) = res.meta["runs"]
+    rows = counted(path)
+    assert res.skipped.count == 0
+    assert [(r["source_line"], r["size_bytes"]) for r in res.rows] == [(ln, s) for ln, s, _, _ in rows]
+    assert [r["duration_s"] for r in res.rows] == pytest.approx([t * 1e-6 for *_, t, _ in rows])
+    assert [r["inplace_duration_s"] for r in res.rows] == pytest.approx([t * 1e-6 for *_, t in rows])
+    assert (rows[0][2], rows[-1][2]) == (first_us, last_us)
+    # the version is the file's own line (the source's file name says another for two of them)
+    assert {m[1] for m in re.finditer(r"NCCL version (\d+\.\d+\.\d+)", text)} == {version}
+    assert run["nccl_version"] == version
+    assert run["hosts"] == {"test-nccl-worker-0": 8, "test-nccl-worker-1": 8}
+    info = run["nccl_info"]
+    first = next(i for i, ln in enumerate(lines, 1) if "nRanks 16 nNodes 2 localRanks 8" in ln)
+    assert (info["ranks"], info["nodes"], info["local_ranks"]) == ([16, first], [2, first], [8, first])
+    lat = next(i for i, ln in enumerate(lines, 1) if "NET/OFI Internode latency set at 75.0 us" in ln)
+    assert info["net_latency_us"] == [75.0, lat]
+    if tuner:
+        at = next(i for i, ln in enumerate(lines, 1) if f"Using tuner plugin: '{tuner}'" in ln)
+        assert info["tuner_plugin"] == [tuner, at]
+    else:  # "Failed to find ncclTunerPlugin_v2 symbol, using internal tuner instead": none loaded
+        assert "tuner_plugin" not in info and "using internal tuner instead" in text
+    assert list(run["network"]) == ["efa"]
+
+
+@pytest.mark.parametrize("path", P5_INFO)
+def test_check_prices_every_size_on_the_instance(path):
+    """Refused before (the detector saw NCCL INFO lines only; the rows' tags shifted their cells): now
+    every size of the 2× p5.48xlarge sweeps within 0.5-2x of NCCL's model on aws-p5, at the NCCL version
+    the file states."""
+    sweep = check_json(path, "--topology", "aws-p5")
+    rows = counted(path)
+    assert (sweep["op"], sweep["group_size"]) == ("all_reduce", 16)
+    assert sweep["nccl_version"] == ("2.20.3" if path == TUNER else "2.22.3")
+    assert [r["bytes"] for r in sweep["rows"]] == [s for _, s, _, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for *_, t, _ in rows])
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    tuner_notes = [n for n in sweep["notes"] if "tuner plugin" in n]
+    assert bool(tuner_notes) == (path == TUNER)
+    # the plugin's 75 µs is the preset's: nothing to say about it
+    assert not any("Internode latency" in n for n in sweep["notes"])
+
+
+def _replaced(tmp_path, path, old, new, name=None):
+    text = text_of(path)
+    assert old in text
+    out = tmp_path / (name or path.name.removesuffix(".gz"))
+    out.write_text(text.replace(old, new))
+    return out
+
+
+def test_a_plugin_latency_other_than_the_presets_steers_the_choice_not_the_time(tmp_path):
+    """aws-ofi-nccl reports 150 µs where its platform table has no entry ("for historical reasons"):
+    NCCL then chooses with 150 µs. The sweep is chosen with the file's figure and timed with the
+    topology's wire latency, so a size whose choice did not move keeps its time."""
+    plain = check_json(RUN1, "--topology", "aws-p5")
+    slow = _replaced(tmp_path, RUN1, "Internode latency set at 75.0 us", "Internode latency set at 150.0 us")
+    told = check_json(slow, "--topology", "aws-p5")
+    (note,) = [n for n in told["notes"] if "Internode latency" in n]
+    assert "150 µs" in note and "75 µs of topology aws-p5" in note and "timed at 20 µs" in note
+    same = [(a, b) for a, b in zip(plain["rows"], told["rows"], strict=True)
+            if (a["algorithm"], a["protocol"]) == (b["algorithm"], b["protocol"])]
+    assert same and all(a["predicted_s"] == pytest.approx(b["predicted_s"]) for a, b in same)
+    assert len(same) < len(plain["rows"])  # a larger hop latency moves some sizes off Tree/LL
+
+
+def test_info_ranks_give_the_group_size_when_no_rank_lines_do(tmp_path):
+    text = text_of(RUN1)
+    out = tmp_path / "all_reduce_perf-norank.log"
+    out.write_text("".join(ln for ln in text.splitlines(True) if not ln.startswith(TAG + "#  Rank")))
+    sweep = check_json(out, "--topology", "aws-p5")
+    line = next(i for i, ln in enumerate(out.read_text().splitlines(), 1) if "nRanks 16 nNodes 2" in ln)
+    assert sweep["group_size"] == 16
+    assert sweep["n_how"] == f"the file's NCCL INFO lines (nRanks 16, line {line})"
+
+
+def test_info_lines_between_rows_are_skipped(tmp_path):
+    """INFO lines (another rank's, tagged) between rows: the rows read as without them, none refused."""
+    text = text_of(RUN2)
+    info = [ln for ln in text.splitlines(True) if "NCCL INFO" in ln and "Connected all trees" in ln][:3]
+    out = []
+    for ln in text.splitlines(True):
+        out.append(ln)
+        if ln.startswith(TAG) and ln.count(TAG) == 3:
+            out.extend(info)
+    path = tmp_path / "all_reduce_perf-interleaved.log"
+    path.write_text("".join(out))
+    with open(path) as f:
+        res = parse(f, str(path))
+    assert res.skipped.count == 0
+    assert [r["size_bytes"] for r in res.rows] == [s for _, s, _, _ in counted(RUN2)]
+
+
+def test_tags_inside_a_row():
+    body, tags = inner_tags("  8  2  float  sum  -1[1,0]<stdout>:    85.14    0.00    0.00      0"
+                            "[1,0]<stdout>:  62.82")
+    assert body.split() == ["8", "2", "float", "sum", "-1", "85.14", "0.00", "0.00", "0", "62.82"]
+    assert tags == [TAG, TAG]
+    # srun -l / pdsh labels only as words of their own; a clock cell keeps its colons
+    assert inner_tags("8 2 float 0: 1.0 node7: 2.0 12:34:56")[0].split() == ["8", "2", "float", "1.0", "2.0",
+                                                                            "12:34:56"]
+    # another process's output breaking into rank 0's row is refused, naming the line
+    line = "[1,0]<stdout>:  8  2  float  sum  -1[1,3]<stdout>:    85.14    0.00    0.00      0"
+    with pytest.raises(TraceFormatError, match=r"x\.log:7: .*another process's output \(\[1,3\]<stdout>:"):
+        parse_row(line, file="x.log", lineno=7)
+
+
+@pytest.mark.parametrize(("line", "facts"), [
+    # NCCL src/init.cc, v2.20-v2.30; and the Init COMPLETE line every release prints
+    ("h:1:2 [3] NCCL INFO comm 0x55 rank 3 nRanks 16 nNodes 2 localRanks 8 localRank 3 MNNVL 0",
+     [("ranks", 16), ("nodes", 2), ("local_ranks", 8)]),
+    ("h:1:2 [0] NCCL INFO comm 0x55 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - Init "
+     "COMPLETE", [("ranks", 8)]),
+    # tuner plugins, each release's string; the internal tuner names none
+    ("h:1:2 [0] NCCL INFO Using tuner plugin: 'nccl_ofi_tuner'", [("tuner_plugin", "nccl_ofi_tuner")]),
+    ("h:1:2 [0] NCCL INFO TUNER/Plugin: Using tuner plugin nccl_ofi_tuner",
+     [("tuner_plugin", "nccl_ofi_tuner")]),
+    ("h:1:2 [0] NCCL INFO TUNER/Plugin: Using nccl_ofi_tuner (v3)", [("tuner_plugin", "nccl_ofi_tuner")]),
+    ("h:1:2 [0] NCCL INFO Opened tuner: 'Example'", [("tuner_plugin", "Example")]),
+    ("h:1:2 [0] NCCL INFO TUNER/Plugin: Using internal tuner plugin.", []),
+    ("h:1:2 [0] NCCL INFO NET/OFI NCCL_OFI_TUNER is not available for platform : p4d.24xlarge, Fall back to "
+     "NCCL's tuner", [("tuner_fallback", True)]),
+    ("h:1:2 [0] NCCL INFO NET/OFI Internode latency set at 35.0 us", [("net_latency_us", 35.0)]),
+    ("h:1:2 [0] NCCL INFO AllReduce: opCount 3 sendbuff 0x7f recvbuff 0x7f count 2 datatype 7 op 0 root 0 "
+     "comm 0x55 [nranks=16] stream 0x55", [("coll_lines", True)]),
+])
+def test_info_facts_of_a_line(line, facts):
+    assert info_facts(line) == facts
+
+
+def test_coll_lines_beside_a_table_the_sweep_is_compared_and_the_first_line_says_so(tmp_path):
+    """NCCL_DEBUG_SUBSYS=COLL prints a line per call before each row: the file is the sweep (what its
+    header says it measured); the first output line says the COLL lines were not read and how to."""
+    coll = ("[1,0]<stdout>:test-nccl-worker-0:25:25 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x7f00 "
+            "recvbuff 0x7f00 count 2 datatype 7 op 0 root 0 comm 0x5646 [nranks=16] stream 0x55\n")
+    out, n = [], 0
+    for ln in text_of(RUN1).splitlines(True):
+        if ln.startswith(TAG) and ln.count(TAG) == 3:
+            out += [coll.format(n=n + k) for k in range(4)]
+            n += 4
+        out.append(ln)
+    path = tmp_path / "all_reduce_perf-coll.log"
+    path.write_text("".join(out))
+    assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "nccl_tests"
+    res = runner.invoke(app, ["check", str(path), "--topology", "aws-p5"])
+    assert res.exit_code == 0, res.output
+    first = res.stdout.splitlines()[0]
+    assert f"not its {n} NCCL COLL lines" in first and "--trace-format nccl-log" in first
+    sweep = check_json(path, "--topology", "aws-p5")
+    assert sweep["nccl_info"]["coll_lines"] == n == 128
+    assert [r["bytes"] for r in sweep["rows"]] == [s for _, s, _, _ in counted(RUN1)]
+
+
+@pytest.mark.parametrize(("name", "told", "how"), [
+    # 16 ranks by its # Rank lines; sum, root -1, size = count × 4, busbw/algbw 1.875
+    ("all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", "all_reduce", "2(n-1)/n with n = 16"),
+    ("reduce_scatter_perf-8xH100-1node-nccl2.29.2.txt", "reduce_scatter", "size = 8 × count × 8 B (n = 8)"),
+    # no # Rank lines: busbw = algbw is sendrecv or a 2-rank all_reduce
+    ("sendrecv_perf-8xA100-g8-block.txt", None, "all_reduce or sendrecv, and 2 ranks by busbw/algbw cannot"),
+    ("all_gather_perf-8xH100-1node-nccl2.29.2.txt", None, "all_gather or alltoall, which nccl-tests prints"),
+])
+def test_a_file_naming_no_test_is_told_by_its_table(tmp_path, name, told, how):
+    """The file and its name without any <test>_perf (as a job file launched it): the test is told by
+    the table's redop and root columns, size/count and busbw/algbw, or refused saying why."""
+    lines = (DATA / name).read_text().splitlines(True)
+    path = tmp_path / "nccl-test-output.log"
+    path.write_text("".join(ln for ln in lines if "_perf" not in ln))
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    if told is None:
+        assert res.exit_code == 2 and "cannot tell the collective" in res.output and how in res.output
+        return
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["op"] == told
+    (note,) = [n for n in sweep["notes"] if n.startswith("the file names no test")]
+    assert how in note
+
+
+def test_the_tuner_run_under_its_published_name_is_told_all_reduce(tmp_path):
+    path = tmp_path / "nccl-test-output-v2.22.3-1-with-tuner.log"
+    path.write_text(text_of(TUNER))
+    assert "_perf" not in path.read_text()
+    sweep = check_json(path, "--topology", "aws-p5")
+    assert (sweep["op"], sweep["group_size"], sweep["nccl_version"]) == ("all_reduce", 16, "2.20.3")
+    assert [r["bytes"] for r in sweep["rows"]] == [s for _, s, _, _ in counted(TUNER)]

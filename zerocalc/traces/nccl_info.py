@@ -1,0 +1,112 @@
+"""What NCCL's own INFO lines (``NCCL_DEBUG=INFO``) in an nccl-tests output state of the run it measured.
+
+nccl-tests run with ``NCCL_DEBUG=INFO`` carry NCCL's INFO lines before and between the table's rows.
+Beside the ``NCCL version`` line and the environment (:mod:`zerocalc.traces.launch_env`), they state the
+network (:data:`NETWORK_EVIDENCE`) and (each ``(kind, pattern)`` of :data:`INFO_FACTS`, from NCCL's and
+aws-ofi-nccl's sources):
+
+- ``ranks``, ``nodes``, ``local_ranks``: the communicator's ``nRanks N nNodes M localRanks L`` (NCCL
+  ``src/init.cc``, ``"comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"``,
+  v2.20-v2.30); before v2.20 only the ranks, ``"comm %p rank %d nranks %d cudaDev %d ... - Init
+  COMPLETE"`` (v2.9-v2.30);
+- ``tuner_plugin``: the tuner plugin NCCL loaded, which then picks each call's algorithm and protocol
+  instead of NCCL's model (NCCL ``src/misc/tuner.cc``: ``"Opened tuner: '%s'"`` v2.19, ``"Using tuner
+  plugin: '%s'"`` v2.20-v2.21, ``"TUNER/Plugin: Using tuner plugin %s"`` v2.22-v2.27; ``src/plugin/
+  tuner/tuner_v*.cc`` ``"TUNER/Plugin: Using %s (v%d)"`` v2.28-v2.30; ``"Using internal tuner plugin"``
+  names none);
+- ``tuner_fallback``: the plugin declined and NCCL's own model chooses (aws/aws-ofi-nccl's tuner:
+  ``"NCCL_OFI_TUNER is not available for platform : %s, Fall back to NCCL's tuner"``, ``"... Context
+  is not ready. Fall back to NCCL's tuner."``, ``src/tuner/``, v1.9-v1.21);
+- ``net_latency_us``: the per-hop latency aws-ofi-nccl reports to NCCL (``"Internode latency set at
+  %.1f us"``, aws/aws-ofi-nccl ``src/platform-aws.c`` v1.7-v1.13, ``platform-aws.cpp`` to v1.21: the
+  platform table's figure, 75 µs on p4d/p5 and 35 µs on p5en since v1.16, else 150 µs "for historical
+  reasons"), NCCL's ``latencyInter``, which its model chooses with (``src/graph/tuning.cc``);
+- ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
+  ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: What an NCCL INFO line (``NCCL_DEBUG=INFO``) or the launch line says of the network that ran, as
+#: (kind, pattern), strongest first: NCCL's own ``Using network X`` / ``Using net plugin`` and the
+#: transport of a channel (``via NET/IB/0``) or a transport's init line (``NET/IB :``, ``NET/Socket :``,
+#: ``NET/OFI`` of aws-ofi-nccl, ``NET/AWS Libfabric`` of its releases before 1.2, ``FasTrak`` /
+#: ``GPUDirectTCPX`` of GCP's TCPXO / TCPX plugins); last, ``NCCL_IB_DISABLE=1`` on the launch line
+#: (NCCL falls back to its socket transport unless a net plugin is loaded); ``NET/IB : No device found``
+#: names no network (NCCL then falls back to another). NCCL ``src/init.cc``
+#: (``Using network %s``), ``src/transport/net_ib.cc``, ``net_socket.cc``; aws/aws-ofi-nccl
+#: ``src/nccl_ofi_net.cpp``; google/nccl-plugin-gpudirecttcpx.
+NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("efa", re.compile(r"\bNCCL INFO\b.*(?:\bNET/OFI\b|\bNET/AWS Libfabric\b|Using network (?:AWS )?Libfabric"
+                       r"|Selected [Pp]rovider is efa)")),
+    ("tcpxo", re.compile(r"\bNCCL INFO\b.*(?:\bFasTrak\b|\bGPUDirectTCPXO\b)")),
+    ("tcpx", re.compile(r"\bNCCL INFO\b.*\bGPUDirectTCPX(?!O)\b")),
+    ("ib", re.compile(r"\bNCCL INFO\b.*(?:\bNET/IB\b(?!.*\bNo device found)|Using network IB\b)")),
+    ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
+    ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
+)
+#: (kind, pattern): the fact a line states, its value in group 1 (none: a count or a flag).
+INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("coll_lines", re.compile(r"\bNCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")),
+    ("ranks_nodes", re.compile(r"\bNCCL INFO\b.*\bnRanks (\d+) nNodes (\d+) localRanks (\d+)\b")),
+    ("ranks", re.compile(r"\bNCCL INFO\b.*\brank \d+ nranks (\d+) .*Init COMPLETE")),
+    ("tuner_plugin", re.compile(r"\bNCCL INFO\b.*(?:Opened tuner: '([^']+)'|Using tuner plugin: '([^']+)'"
+                                r"|TUNER/Plugin: Using tuner plugin (\S+)|TUNER/Plugin: Using (?!internal\b)"
+                                r"(\S+) \(v\d+\))")),
+    ("tuner_fallback", re.compile(r"\bNCCL INFO\b.*\bFall(?:ing)? back to NCCL'?s (?:internal )?tuner")),
+    ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
+)
+
+
+def info_facts(line: str) -> list[tuple[str, Any]]:
+    """The facts (kind, value) one line states (:data:`INFO_FACTS`; ``ranks_nodes`` as ``ranks``,
+    ``nodes`` and ``local_ranks``)."""
+    if "NCCL INFO" not in line:
+        return []
+    for kind, rx in INFO_FACTS:
+        m = rx.search(line)
+        if m is None:
+            continue
+        if kind == "ranks_nodes":
+            return [("ranks", int(m[1])), ("nodes", int(m[2])), ("local_ranks", int(m[3]))]
+        if kind == "ranks":
+            return [("ranks", int(m[1]))]
+        if kind == "tuner_plugin":
+            return [(kind, next(g for g in m.groups() if g))]
+        if kind == "net_latency_us":
+            return [(kind, float(m[1]))]
+        return [(kind, True)]
+    return []
+
+
+class InfoFacts:
+    """The INFO facts of one run: the first line of each (the largest for ``ranks``: a split
+    communicator is smaller than the world), with its line number; COLL lines counted."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, tuple[Any, int]] = {}
+        self.coll_lines = 0
+
+    def add(self, line: str, lineno: int) -> None:
+        for kind, value in info_facts(line):
+            if kind == "coll_lines":
+                self.coll_lines += 1
+                continue
+            old = self.facts.get(kind)
+            if old is None or (kind in ("ranks", "nodes", "local_ranks") and value > old[0]):
+                self.facts[kind] = (value, lineno)
+
+    def ranks(self) -> int | None:
+        """The ranks of the run's communicator, ``None`` when no line states them."""
+        got = self.facts.get("ranks")
+        return got[0] if got else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``kind → [value, line]``, and ``coll_lines`` (a count) where the run has any."""
+        out: dict[str, Any] = {k: [v, ln] for k, (v, ln) in sorted(self.facts.items())}
+        if self.coll_lines:
+            out["coll_lines"] = self.coll_lines
+        return out

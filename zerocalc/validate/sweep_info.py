@@ -1,0 +1,63 @@
+"""What a sweep's NCCL INFO lines change in how ``check`` prices it (:mod:`zerocalc.traces.nccl_info`).
+
+- The network latency NCCL chose with (aws-ofi-nccl's ``Internode latency set at X us``): NCCL's model
+  adds it to every network hop when it chooses (``src/graph/tuning.cc``, ``latencyInter``). Where it
+  differs from the topology's ``net_latency_us`` the sweep is chosen with the file's figure; the time a
+  hop takes stays the topology's (its ``net_wire_latency_us``, else its ``net_latency_us``), since the
+  plugin's figure steers NCCL and is not what the wire takes (aws-ofi-nccl ``include/nccl_ofi_tuner.h``,
+  "different from the network plugin's param for net latency by design").
+- A tuner plugin NCCL loaded (``Using tuner plugin``): the plugin, not NCCL's model, chose each call's
+  algorithm and protocol (NCCL ``src/enqueue.cc``: ``tuner->getCollInfo`` rewrites the cost table NCCL
+  picks from). zerocalc prices NCCL's own choice and says so; it does not model a plugin it is not given
+  the rules of (``--nccl-tuner``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+
+def latency_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, list[str]]:
+    """``topo`` with the network latency NCCL chose with where the file's INFO lines state another
+    than its ``net_latency_us`` for a sweep across nodes (its ``nNodes``, else its ``group_size`` over
+    the topology's GPUs per node), and the note saying so; else ``topo`` and no note."""
+    stated = info.get("net_latency_us")
+    nodes = info["nodes"][0] if info.get("nodes") else -(-group_size // topo.gpus_per_node)
+    if not stated or nodes < 2:
+        return topo, []
+    told, line = float(stated[0]), stated[1]
+    preset = float(topo.net_latency_us or 0.0)
+    if abs(told - preset) < 0.05:
+        return topo, []
+    wire = topo.net_wire_latency_us if topo.net_wire_latency_us is not None else preset
+    topo = replace(topo, net_latency_us=told, net_wire_latency_us=wire)
+    return topo, [f"NCCL chose with the {told:g} µs network latency its plugin reported (line {line}: "
+                  f"\"Internode latency set at {told:.1f} us\"), not the {preset:g} µs of topology "
+                  f"{topo.name}: chosen with the file's, network hops still timed at {wire:g} µs"]
+
+
+def tuner_note(info: Mapping[str, Any]) -> list[str]:
+    """The note on a tuner plugin the file's INFO lines show NCCL loading (none when they show none)."""
+    plugin = info.get("tuner_plugin")
+    if not plugin:
+        return []
+    name, line = plugin
+    fallback = info.get("tuner_fallback")
+    if fallback:
+        return [f"tuner plugin '{name}' loaded (line {line}) but fell back to NCCL's own choice (line "
+                f"{fallback[1]}): NCCL's model priced"]
+    return [f"a tuner plugin ('{name}', line {line}) chose each call's algorithm and protocol, not NCCL's "
+            f"model: the NCCL choice column is what NCCL's model would run (zerocalc does not model this "
+            f"plugin; --nccl-tuner prices the rules of NCCL's example tuner)"]
+
+
+def coll_lines_remark(info: Mapping[str, Any], path: str) -> str:
+    """What the first output line says of a sweep whose file also holds NCCL's per-call COLL lines
+    (``NCCL_DEBUG_SUBSYS=COLL``): the table is what is compared, and how to read the calls instead."""
+    n = info.get("coll_lines") or 0
+    if not n:
+        return ""
+    return (f"the nccl-tests table compared, not its {n} NCCL COLL line{'s' if n != 1 else ''} "
+            f"(zerocalc trace summary --trace-format nccl-log {path} reads those)")
