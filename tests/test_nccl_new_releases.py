@@ -6,10 +6,12 @@ import dataclasses
 import pytest
 
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, release_for, tune
-from zerocalc.topology import get_topology
+from zerocalc.nccl.p2p import p2p_comm, protocol
+from zerocalc.topology import PRESETS, get_topology
+from zerocalc.topology.devices import nodes_of
 
 A, P, C = Algorithm, Protocol, Collective
-H100, B200 = get_topology("dgx-h100"), get_topology("dgx-b200")
+H100, B200, A100 = get_topology("dgx-h100"), get_topology("dgx-b200"), get_topology("dgx-a100")
 
 
 def entry(topo, ranks, version, coll, algo, proto):
@@ -17,6 +19,9 @@ def entry(topo, ranks, version, coll, algo, proto):
 
 
 @pytest.mark.parametrize(("version", "table"), [
+    ("2.18.1", "2.18.1"), ("2.18.3", "2.18"), ("2.18.5", "2.18"), ("v2.18.6-1", "2.18"),
+    ("2.20.3", "2.20"), ("2.20.5+cuda12.4", "2.20"), ("2.22.3", "2.22"), ("2.23.4", "2.23"),
+    ("2.24.3", "2.24"),
     ("2.27.3", "2.27"), ("2.27.5+cuda12.9", "2.27"), ("v2.27.7-1", "2.27"),
     ("2.28.3", "2.28.7"), ("2.28.7", "2.28.7"), ("2.28.9", "2.28"),
     ("2.29.2", "2.29.3"), ("2.29.3", "2.29.3"), ("2.29.7", "2.29"),
@@ -27,6 +32,14 @@ def test_each_line_gets_its_own_table(version, table):
     rel, note = release_for(version)
     assert rel.name == table and note is None
     assert rel is RELEASES[table]
+
+
+def test_2_25_gets_2_26s_table_and_says_so():
+    # v2.25.1 against v2.26.2: identical tuning.cc tables, speeds, topo.h, device.h, algorithm rules; only
+    # tuning.cc's sm60 test for PAT (modelled) and the tree pattern it reads (not modelled) differ
+    rel, note = release_for("2.25.1")
+    assert rel is RELEASES["2.26"]
+    assert note == "NCCL 2.25.1: priced with the tables of NCCL 2.26 (v2.26.2-1), the same tables"
 
 
 def test_versions_past_the_latest_table_say_which_table_they_get():
@@ -114,3 +127,110 @@ def test_nvls_tree_correction_on_blackwell_from_2_29():
         e = t.entries[(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)]
         assert t.time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, n) * 1e6 == pytest.approx(
             e.latency_us + n / (1000 * e.bandwidth_GBps * factor)), version
+
+
+def test_2_18_tree_simple_latency_two_h100_nodes():
+    # v2.18.6 tuning.cc: Tree/Simple base 0, hops 4 (NVLink) and 14 (network) µs; latency
+    # 2 · ((nRanks/nNodes − 1) · intraLat + log2(nNodes) · interLat) = 2 · (7 · 4 + 1 · 14); v2.18.1 and
+    # v2.19.4:
+    # hops 28 and 28
+    e = entry(H100, 16, "2.18.6", C.ALL_REDUCE, A.TREE, P.SIMPLE)
+    assert e.latency_us == pytest.approx(2 * (7 * 4 + 14))
+    for version in ("2.18.1", "2.19.4"):
+        e = entry(H100, 16, version, C.ALL_REDUCE, A.TREE, P.SIMPLE)
+        assert e.latency_us == pytest.approx(2 * (7 * 28 + 28)), version
+
+
+def test_2_18_nvls_tree_two_h100_nodes():
+    # v2.18.6 tuning.cc: NVLS Tree latency = base 23 + 2 · (nNodes − 1) · hwLat[NET][NVLSTree] 19 (v2.19.4:
+    # 0 + NVLink 23 + 2 · log2(nNodes) · 14); bandwidth: the NVLS graph's bwIntra on ≤ 2 nodes (8 channels ×
+    # 48,
+    # one per NIC) × 0.7 · nNodes / (2 (nNodes − 1)) (v2.19.4: min(bwIntra, bwInter) × 5/6)
+    e = entry(H100, 16, "2.18.6", C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)
+    assert e.latency_us == pytest.approx(23 + 2 * 1 * 19)
+    assert e.bandwidth_GBps == pytest.approx(8 * 48 * .7 * 2 / (2 * 1))
+    e19 = entry(H100, 16, "2.19.4", C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)
+    assert (e19.latency_us, e19.bandwidth_GBps) == (pytest.approx(23 + 2 * 14), pytest.approx(8 * 48 * 5 / 6))
+
+
+def test_2_18_nvls_one_h100_node_and_no_nvls_all_gather():
+    # One DGX H100: 18 × 20 GB/s (topo.h SM90_NVLINK_BW 20.0) = 360; 8 copies of a v2.18.6 sm90 intra speed
+    # (60, 40, …) within 360 · 8/7: 40 (v2.19.4's array has 50). tuning.cc: bus 8 · 40 × 5/6 (v2.18.1: ×
+    # 0.75);
+    # latency base 23 alone on one node. v2.18.x prices all-gather / reduce-scatter on Ring only.
+    for version, ratio in (("2.18.6", 5 / 6), ("2.18.1", .75)):
+        t = tune(H100, 8, release_for(version)[0])
+        e = t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)]
+        assert e.latency_us == pytest.approx(23.0), version
+        assert e.bandwidth_GBps == pytest.approx(8 * 40 * ratio), version
+        assert (C.ALL_GATHER, A.NVLS, P.SIMPLE) not in t.entries
+        assert t.choose(C.ALL_GATHER, 1 << 20)[0] == A.RING
+
+
+def test_2_18_1_hopper_tree_caps_four_nodes():
+    # 4 DGX H100, tree graph 8 × 48. Tree/LL128 all-reduce: min(min(8 · 48 · 0.92, 8 · perChMaxTreeBw) ·
+    # 120/128,
+    # 8 · perChMaxTreeLL128Bw) · 0.5 — v2.18.1: Hopper caps 33 and 36.7 (one LL128 cap a row);
+    # v2.18.6: 36 and 29
+    for version, tree, ll128 in (("2.18.1", 33.0, 36.7), ("2.18.6", 36.0, 29.0)):
+        e = entry(H100, 32, version, C.ALL_REDUCE, A.TREE, P.LL128)
+        assert e.bandwidth_GBps == pytest.approx(min(min(8 * 48 * .92, 8 * tree) * 120 / 128, 8 * ll128) * .5)
+
+
+def test_2_20_between_2_19_and_2_21():
+    # v2.20.5 keeps v2.19.4's NVLS NVLink hop (23 µs; v2.21.5: 25): NVLS latency on one DGX H100 = that hop
+    for version, hop in (("2.19.4", 23.0), ("2.20.5", 23.0), ("2.21.5", 25.0)):
+        assert entry(H100, 8, version, C.ALL_REDUCE, A.NVLS, P.SIMPLE).latency_us == pytest.approx(hop)
+    # Ring/LL all-reduce on one DGX A100 (12 channels × 20 GB/s after duplication): v2.20.5 min(llMaxBw 87.7,
+    # bus / 4) (v2.21.5: bus / 2), × nRanks/nsteps = 8/14
+    for version, f in (("2.20.5", 1 / 4), ("2.21.5", 1 / 2)):
+        e = entry(A100, 8, version, C.ALL_REDUCE, A.RING, P.LL)
+        assert e.bandwidth_GBps == pytest.approx(min(87.7, 12 * 20 * f) * 8 / 14), version
+    # connect.cc "4 compute channels": v2.19.4 doubles while 2n ≤ MAXCHANNELS (16 → 32), v2.20.5 only below
+    # 16 channels (16 stays); 2 DGX H100: ring graph 8 channels, doubled to 16 by the post-set
+    assert tune(H100, 16, release_for("2.19.4")[0]).comm_channels == 32
+    assert tune(H100, 16, release_for("2.20.5")[0]).comm_channels == 16
+
+
+def test_2_22_p2p_ll_threshold_per_peer():
+    # tuning.cc of v2.22.3 is v2.21.5's (its latencies and bandwidths alike); enqueue.cc differs: v2.21.5
+    # sends
+    # a p2p chunk LL up to NCCL_P2P_LL_THRESHOLD (16 KiB), v2.22.3's addP2pToPlan up to nChannelsMax × that
+    t21, t22 = (tune(H100, 8, release_for(v)[0]) for v in ("2.21.5", "2.22.3"))
+    assert {k: (e.latency_us, e.bandwidth_GBps) for k, e in t21.entries.items()} == {
+        k: (e.latency_us, e.bandwidth_GBps) for k, e in t22.entries.items()}
+    for version, t, expected in (("2.21.5", t21, P.SIMPLE), ("2.22.3", t22, P.LL)):
+        comm = p2p_comm(H100, 8, t.release, version, t.comm_channels)
+        assert comm.per_peer > 1
+        assert protocol(comm, 32 * 1024) == expected, version
+
+
+def test_2_23_pat_bandwidth_factor():
+    # v2.23.4 tuning.cc: PAT bus × 0.85 (v2.24.3 on: × 0.75); 10 one-GPU H100 nodes: tree graph 2 channels ×
+    # 24 GB/s, not converted to an algorithm bandwidth; latency 8 + log2(10) · 14/3.5 + 10 · 2.8 = 48 µs in
+    # both
+    one, _ = nodes_of(PRESETS["dgx-h100"], 1)
+    for version, f in (("2.23.4", .85), ("2.24.3", .75)):
+        e = entry(one, 10, version, C.ALL_GATHER, A.PAT, P.SIMPLE)
+        assert (e.latency_us, e.bandwidth_GBps) == (pytest.approx(48.0), pytest.approx(2 * 24 * f)), version
+    assert (C.ALL_GATHER, A.PAT, P.SIMPLE) not in tune(one, 10, release_for("2.22.3")[0]).entries
+
+
+def test_2_24_blackwell_without_rows_of_its_own():
+    # v2.24.3 has no Blackwell row (sm100 reads Hopper's), no SM100_NVLINK_BW (sm100 takes sm90's 20.6 a link)
+    # and no sm100 speed arrays. One DGX B200: 18 × 20.6 = 370.8 GB/s, sm90 intra speed 60 → 6 channels,
+    # duplicated (≥ 50 GB/s) to 12 × 30; v2.26.2: 18 × 40 = 720, sm100 speed 90 → 8, duplicated to 16 × 45.
+    # Ring/Simple all-reduce: channels × bw × 8/14
+    for version, graph in (("2.24.3", (12, 30.0)), ("2.26.2", (16, 45.0))):
+        t = tune(B200, 8, release_for(version)[0])
+        g = t.machine.graphs[A.RING]
+        assert (g.n_channels, g.bw_intra) == graph
+        assert t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].bandwidth_GBps == pytest.approx(
+            graph[0] * graph[1] * 8 / 14)
+    # 2 nodes: Tree/Simple capped by Hopper's 41.4 a channel (v2.26.2: Blackwell's 2 · 41.4)
+    for version, cap in (("2.24.3", 41.4), ("2.26.2", 2 * 41.4)):
+        e = entry(B200, 16, version, C.ALL_REDUCE, A.TREE, P.SIMPLE)
+        assert e.bandwidth_GBps == pytest.approx(min(8 * 48 * .92, 8 * cap) * .5), version
+    # connect.cc: "4 compute channels" on sm90 only in v2.24.3 (minCompCap == 90), sm90 and later in v2.26.2
+    assert tune(B200, 16, release_for("2.24.3")[0]).comm_channels == 16
+    assert tune(B200, 16, release_for("2.26.2")[0]).comm_channels == 32

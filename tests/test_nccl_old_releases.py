@@ -29,7 +29,6 @@ def entry(topo, ranks, release, coll, algo, proto):
     ("2.11.4", "2.10", True), ("v2.12.12-1", "2.12", False), ("2.13.4", "2.12", True),
     ("2.14.3", "2.14", False),
     ("2.15.1", "2.15", False), ("2.16.2", "2.15", True), ("2.16.5", "2.16", False), ("2.17.1", "2.17", False),
-    ("2.18.3", "2.19", True),
 ])
 def test_release_for_old_versions(version, table, noted):
     # which tag's files are the same is read off the tags (module docstring of zerocalc.nccl.tables)

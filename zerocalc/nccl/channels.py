@@ -17,12 +17,12 @@ CTA limits, ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS``, not modelled):
 1. ``comm->nChannels = min(treeGraph.nChannels, ringGraph.nChannels)`` (``src/init.cc``), then
    doubled, at most ``MAXCHANNELS`` ("Duplication should be complete now": each ring and tree is
    run twice);
-2. with CollNet (InfiniBand SHARP) and a CollNet graph whose ``bwIntra > bwInter`` on more than one
-   GPU per node: ``min(MAXCHANNELS, n + n/2)``;
+2. with CollNet (InfiniBand SHARP) and a CollNet graph (CollNet Direct's before v2.22.3, then CollNet
+   Chain's) whose ``bwIntra > bwInter`` on more than one GPU per node: ``min(MAXCHANNELS, n + n/2)``;
 3. "Use 4 compute channels per search channel to reach peak BW on <8 PPN": on several nodes whose
-   ring graph has ``bwIntra > 45`` GB/s, doubled again (from v2.18.1) — v2.19.4: on sm90 while
-   ``2n ≤ MAXCHANNELS``;
-   v2.21.5: on sm90 while ``n < 16``; v2.26.2 to v2.30.7: on sm90 and later while ``n < 16``;
+   ring graph has ``bwIntra > 45`` GB/s, doubled again (from v2.18.1) — v2.18.1 to v2.19.4: on sm90
+   while ``2n ≤ MAXCHANNELS``; v2.20.3 to v2.24.3: on sm90 while ``n < 16``; v2.25.1 to v2.30.7: on sm90
+   and later while ``n < 16``;
 4. v2.26.2 to v2.30.7: doubled again below 16 channels on several nodes when the network plugin
    delivers data to host bounce buffers the GPU unpacks (``NCCL_NET_DEVICE_UNPACK``, e.g. GCP's
    GPUDirect-TCPXO; ``NCCL_UNPACK_DOUBLE_NCHANNELS`` default 1) — zerocalc's topologies do not say
@@ -30,9 +30,9 @@ CTA limits, ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS``, not modelled):
 5. ``NCCL_MAX_NCHANNELS`` caps the count and ``NCCL_MIN_NCHANNELS`` raises it by copying channels
    (``copyChannels``; ``ncclMinNchannels`` / ``ncclMaxNchannels``, MAXCHANNELS at most); the result
    is ``comm->collChannels``, the channels Ring and Tree collectives start from (``enqueue.cc``);
-6. v2.21.5 to v2.27.7, with NVLink SHARP: the count is raised to ``comm->nvlsChannels``
-   (``NCCL_NVLS_NCHANNELS``: 16; v2.26.2: 16 on sm90, 32 on sm100; ``src/transport/nvls.cc``),
-   "Support maximal channel usage for aggregation"; v2.19.4 and v2.28.3 on do not raise it.
+6. v2.20.3 to v2.27.7, with NVLink SHARP: the count is raised to ``comm->nvlsChannels``
+   (``NCCL_NVLS_NCHANNELS``: 16; from v2.25.1: 16 on sm90, 32 on sm100; ``src/transport/nvls.cc``),
+   "Support maximal channel usage for aggregation"; v2.18.x, v2.19.4 and v2.28.3 on do not raise it.
 """
 
 from __future__ import annotations
@@ -68,14 +68,14 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
     n = min(ring.n_channels, tree.n_channels)
     n = min(most, 2 * n)
     steps.append(f"{n} (graph's {min(ring.n_channels, tree.n_channels)} doubled)")
-    collnet = m.graphs[Algorithm.COLLNET_CHAIN if era >= 26 else Algorithm.COLLNET_DIRECT]
+    collnet = m.graphs[Algorithm.COLLNET_CHAIN if era >= 22 else Algorithm.COLLNET_DIRECT]
     if m.collnet and collnet.bw_intra > collnet.bw_inter and m.n_ranks > m.n_nodes:
         n = min(most, n + n // 2)
         steps.append(f"{n} (CollNet)")
     cc = m.compute_capability
     if m.n_nodes > 1 and ring.bw_intra > 45.0 and (
-            (era == 19 and cc == 90 and 2 * n <= most) or (era == 21 and cc == 90 and n < 16)
-            or (era >= 26 and cc >= 90 and n < 16)):
+            (era in (18, 19) and cc == 90 and 2 * n <= most) or (20 <= era <= 24 and cc == 90 and n < 16)
+            or (era >= 25 and cc >= 90 and n < 16)):
         n *= 2
         steps.append(f"{n} (4 compute channels per search channel)")
     lo = max(0, min(most, min_channels)) if min_channels is not None else 0
@@ -88,8 +88,8 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         n = lo
         steps.append(f"{n} (NCCL_MIN_NCHANNELS)")
     coll = n
-    if nvls and 21 <= era <= 27:
-        nvls_channels = 32 if (era >= 26 and cc >= 100) else 16
+    if nvls and 20 <= era <= 27:
+        nvls_channels = 32 if (era >= 25 and cc >= 100) else 16
         if n < nvls_channels:
             n = nvls_channels
             steps.append(f"{n} (NVLS channels)")

@@ -106,9 +106,9 @@ def _dup(n: int, bw_intra: float, bw_inter: float, cc: int, max_channels: int,
          era: int = 30) -> tuple[int, float, float]:
     """``ncclTopoDupChannels``: double the channels at half the bandwidth, when fast enough, up to the
     graph's ``maxChannels`` (the ring's: ``MAXCHANNELS/2``, ``init.cc`` v2.9.9 to v2.19.4). The rule
-    (``search.cc``): v2.9.9-v2.16.2 from 25 GB/s a channel; v2.16.5-v2.17.1 from 25 GB/s up to sm80 and
-    from 50 GB/s on sm90 (none later); v2.19.4 on from 25 GB/s, but not on sm80+ below 50 GB/s with more
-    than 4 channels."""
+    (``search.cc``): v2.9.9-v2.16.2 from 25 GB/s a channel; v2.16.5-v2.18.1 from 25 GB/s up to sm80 and
+    from 50 GB/s on sm90 (none later); v2.18.3 on from 25 GB/s, but not on sm80+ below 50 GB/s with more
+    than 4 channels (``Release.dup_era``)."""
     if era <= 15:
         keep = bw_intra < 25.0
     elif era <= 17:
@@ -158,7 +158,7 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         speeds = _speeds(release.speed_intra, cc)
         s = _first_fitting(speeds, intra, intra)
         n = max(1, min(max_ch, int(intra // s + 1e-9)))
-        n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.era)
+        n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = tree = Graph(n, bi, be, nvlink)
     else:
         nics = require(topo, "nics_per_node", _NEEDED_BY)
@@ -168,7 +168,7 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         node_cap = intra * g / (g - 1) if g > 1 else intra
         s = _first_fitting(speeds, min(path, intra), node_cap)
         n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1))
-        n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.era)
+        n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = Graph(n, bi, be, nvlink, lat_inter)
         # pass 2 for trees: bwIntra up while < 2·bwInter and the NVLink holds it
         tree_intra = bi

@@ -5,7 +5,7 @@ of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo
 before 2.19: the enabled pair of least predicted time, first in (algorithm, protocol) index order on a
 tie), at the modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says
 which does what, by ``Release.era`` (the minor version of the release whose formulas apply: 9 for
-v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, 19, 21, 26, 27, 28, 29, 30). Time of one operation
+v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, then one a line to 30). Time of one operation
 (``numPipeOps`` = 1, as nccl-tests runs them)::
 
     time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
@@ -186,7 +186,7 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     bw, lat = e.bandwidth_GBps, e.latency_us
     log_size = _log2i(n_bytes >> 6)
     corr = rel.tree_correction[_PROTO_INDEX[e.protocol]]
-    if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 26):
+    if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 23):
         bw *= corr[log_size]
     if (rel.era >= 29 and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
             and 0 <= log_size < 24 and m.compute_capability >= 100):
@@ -248,7 +248,7 @@ def _caps(rel: Release, m: Machine, coll: Collective, ccx: int,
 
 def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
-    new = rel.era >= 26  # 2.26 and 2.30's formulas; 2.21 keeps 2.19's but where it says otherwise
+    new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22 keep 2.19's but where they say otherwise
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     ccx = _cc_index(m.compute_capability, rel)
     idx2 = nn - 1 if nn <= 2 else 2
@@ -258,7 +258,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     nsteps = _nsteps(coll, nr)
     collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
     bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
-    if a in (A.NVLS, A.NVLS_TREE) and rel.era >= 19:  # v2.17.1: NVLS's bandwidth as any other's
+    if a in (A.NVLS, A.NVLS_TREE) and rel.era >= 19:  # v2.17.1, v2.18.x: NVLS's bandwidth as any other's
         if rel.nvls_efficiency_model:
             intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
             intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
@@ -288,7 +288,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
         f = 7.0 / 9.0 if nn == 1 else rel.tree_ll128_inter_factor
         bus = min(bus * f, g.n_channels * per_ch_tree_ll128)
     if a == A.PAT:
-        bus *= .75
+        bus *= rel.pat_bw_factor
     if collnet and p != P.SIMPLE:
         bus = 0.0
     if rel.era <= 9 and a == A.COLLNET_DIRECT:
@@ -298,18 +298,18 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     elif a == A.COLLNET_DIRECT and p == P.SIMPLE:
         if rel.era >= 27 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # v2.27.3 on
             bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
-        elif rel.era >= 21 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.21-2.26: 1/8-ppn interpolated
+        elif rel.era >= 20 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.20-2.26: 1/8-ppn interpolated
             w = (ppn - 1) / 7
             bus = ppn * bw * (w * 0.85 + (1 - w) * 0.95)
         else:
             factor = ppn / g.n_channels
             factor -= (factor - 1) / 2
             bus /= factor
-            if m.compute_capability >= 90 and rel.era >= 19:  # v2.19.4 on
+            if m.compute_capability >= 90 and rel.era >= 18:  # v2.18.1 on
                 bus *= .85
     if a == A.COLLNET_CHAIN and p == P.SIMPLE and rel.era <= 17:
         bus *= .75  # v2.14.3-v2.17.1
-    if (rel.era >= 21 and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)
+    if (rel.era >= 20 and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)
             and nn > 1):
         bus = 0.0  # needs a CollNet plugin with iallgather/ireducescatter and 1 GPU per NIC head
     # bus → algorithm bandwidth
@@ -317,15 +317,17 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
         if not (a != A.RING and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
             nvls_ratio = nr / nsteps if rel.nvls_efficiency_model else 5.0 / 6.0
             bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
-    elif not (rel.era >= 21 and a == A.COLLNET_DIRECT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
-        nvls_ratio = .75 if rel.era <= 17 else 5.0 / 6.0  # v2.17.1: NVLS × 0.75
+    elif not (rel.era >= 20 and a == A.COLLNET_DIRECT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
+        nvls_ratio = rel.nvls_bus_ratio  # v2.17.1, v2.18.1: NVLS × 0.75
+        if a == A.NVLS_TREE and rel.era == 18:  # v2.18.x: 0.7 · nNodes / (2 (nNodes − 1))
+            nvls_ratio = .70 * nn / (2 * (nn - 1)) if nn > 1 else 0.0
         bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
     return bus
 
 
 def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Base latency + hops × per-hop latency of the link class (NVLink, PCI, network)."""
-    new = rel.era >= 26  # 2.21's latencies are 2.19's (tuning.cc)
+    new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22's latencies are 2.19's (tuning.cc)
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     g = m.graphs[a]
     nsteps = _nsteps(coll, nr)
@@ -356,7 +358,7 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
             lat += step
         else:
             net_overhead = 0.0
-            if nn > 1 and rel.era >= 19:  # getNetOverhead: v2.19.4 on
+            if nn > 1 and rel.era >= 18:  # getNetOverhead: v2.18.1 on
                 net_overhead = _net_overhead_us(m) * (3 if p == P.SIMPLE else 1)
             intra_lat = max(intra_lat, net_overhead)
             if new:
@@ -374,12 +376,16 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     elif a == A.COLLNET_DIRECT and rel.era <= 9:  # v2.9.9's one CollNet
         lat += 2 * (nr // nn - 1) * intra_lat + inter_lat
     elif a == A.COLLNET_DIRECT:  # arity serialization 0.5 µs before v2.19.4, then 0.4
-        arity = 0.5 if rel.era <= 17 else 0.4
+        arity = 0.5 if rel.era <= 18 else 0.4
         lat += 2 * (min(1, nr // nn - 1) * intra_lat + (nr // nn - 1) * arity) + inter_lat
     elif a == A.COLLNET_CHAIN:  # v2.14.3-v2.17.1: no network hop
-        lat += 2 * (nr // nn - 1) * intra_lat + (inter_lat if rel.era >= 19 else 0.0)
+        lat += 2 * (nr // nn - 1) * intra_lat + (inter_lat if rel.era >= 18 else 0.0)
     elif a == A.NVLS and rel.era <= 17:
         pass  # v2.17.1: the base latency alone (40 µs)
+    elif a == A.NVLS and rel.era == 18:  # v2.18.x: base + the network hop's table value
+        lat += rel.hw_lat_us[NET][a][pi] if nn > 1 else 0.0
+    elif a == A.NVLS_TREE and rel.era == 18:  # v2.18.x: base + 2 (nNodes − 1) network hops
+        lat += 2 * (nn - 1) * rel.hw_lat_us[NET][a][pi]
     elif a == A.NVLS:
         lat = intra_lat + (inter_lat if nn > 1 else 0.0)
     elif a == A.NVLS_TREE:
@@ -396,7 +402,9 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
     if coll in (C.BROADCAST, C.REDUCE) and a != A.RING:
         return False
     if coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
-        allowed = {A.RING, A.NVLS} | ({A.PAT, A.COLLNET_DIRECT} if rel.era >= 21 else set())
+        # v2.18.x prices Ring alone for them (tuning.cc), v2.17.1 and v2.19.4 NVLS too
+        allowed = {A.RING} | ({A.NVLS} if rel.era != 18 else set()) | (
+            {A.PAT, A.COLLNET_DIRECT} if rel.era >= 20 else set())
         if a not in allowed:
             return False
     if coll == C.ALL_REDUCE and a == A.PAT:
@@ -410,19 +418,19 @@ def _ll128_gpus(rel: Release) -> tuple[int, ...]:
     """GPUs (compute capability) LL128 is on by default for, in ``tuning.cc``: v2.9.9-v2.14.3 sm70 and sm80
     (``(minCompCap == 70 && maxCompCap == 70) || (… 80 …)``); v2.15.5 to v2.21.5 also sm90 (``switch
     (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90 in 2.15-2.17 is not
-    modelled); v2.26.2 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
+    modelled); v2.25.1 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
     if rel.era <= 14:
         return (70, 80)
-    return (70, 80, 90) if rel.era < 26 else (70, 80, 90, 100, 120)
+    return (70, 80, 90) if rel.era < 25 else (70, 80, 90, 100, 120)
 
 
 def _algo_env_applies(rel: Release, coll: Collective, a: Algorithm) -> bool:
     """Whether ``NCCL_ALGO`` can leave ``a`` out for ``coll``: v2.9.9-v2.16.5 only for all-reduce ("Only
-    disable algo for Allreduce since others only have one"); v2.17.1 not Ring for other collectives
-    ("Never disable ring for non-allreduce operations"); later releases, as modelled, any."""
+    disable algo for Allreduce since others only have one"); v2.17.1 and v2.18.x not Ring for other
+    collectives ("Never disable ring for non-allreduce operations"); later releases, as modelled, any."""
     if rel.era <= 16:
         return coll == C.ALL_REDUCE
-    if rel.era == 17:
+    if rel.era in (17, 18):
         return coll == C.ALL_REDUCE or a != A.RING
     return True
 

@@ -12,9 +12,10 @@ Every number here is copied from NCCL's sources at the release named (GitHub NVI
 - ``src/include/device.h`` (``devcomm.h`` before 2.19): ``MAXCHANNELS`` and ``NCCL_MAX_NVLS_ARITY``.
 
 Modelled releases: **2.9** (v2.9.9), **2.10** (v2.10.3), **2.12** (v2.12.12), **2.14** (v2.14.3),
-**2.15** (v2.15.5), **2.16** (v2.16.5), **2.17** (v2.17.1), **2.19** (v2.19.4; ``tuning.cc`` is
-byte-identical from v2.19.1 to v2.19.4), **2.21** (v2.21.5: 2.19's with the changes listed at ``V2_21``),
-**2.26** (v2.26.2; identical from v2.26.2 to v2.26.6), **2.27** (v2.27.7), **2.28** (v2.28.9) and
+**2.15** (v2.15.5), **2.16** (v2.16.5), **2.17** (v2.17.1), **2.18** (v2.18.6) and **2.18.1** (v2.18.1),
+**2.19** (v2.19.4; ``tuning.cc`` is byte-identical from v2.19.1 to v2.19.4), **2.20** (v2.20.5), **2.21**
+(v2.21.5: 2.19's with the changes listed at ``V2_21``), **2.22** (v2.22.3), **2.23** (v2.23.4), **2.24**
+(v2.24.3), **2.26** (v2.26.2; identical from v2.26.2 to v2.26.6), **2.27** (v2.27.7), **2.28** (v2.28.9) and
 **2.28.7** (v2.28.7), **2.29** (v2.29.7) and **2.29.3** (v2.29.3), and **2.30** (v2.30.7, the latest release
 in the NVIDIA/nccl repository at the time of writing); each later table says how it differs from its
 neighbour. 2.26 has 2.30's algorithms and formulas but the older
@@ -40,9 +41,19 @@ rules) at each tag:
   the same on Hopper; v2.16.2's ``search.cc`` is v2.15.5's); 2.16.5 on → 2.16 (sm90 speed arrays and
   the sm90 channel duplication rule of ``search.cc``);
 - 2.17.x its own;
-- 2.18.x → 2.19, 2.20.x → 2.21, 2.22.x → 2.21, 2.23.x to 2.25.x → 2.26 (the nearest modelled release by
-  the shape of its tables: 2.18–2.22 keep 2.19's Tree/Simple latency of 0 base + 28 µs per hop; v2.23.4
-  first has the later Tree/Simple 8.4 µs base + 4 µs per hop and Ring-step count);
+- 2.18.0-2.18.2 → 2.18.1; 2.18.3 on → 2.18 (v2.18.3, v2.18.5 and v2.18.6: identical ``tuning.cc``, speed
+  arrays, ``topo.h``, ``devcomm.h`` limits and ``ncclTopoPostset``; they differ in ``search.cc``'s NIC
+  order only). v2.18.1's p2p channel halving on several nodes (``enqueue.cc``, removed in v2.18.3) is not
+  modelled: its p2p is priced as 2.19's;
+- 2.19.x its own;
+- 2.20.x → 2.20 (v2.20.3 and v2.20.5: identical but for a blank line in ``search.cc``);
+- 2.21.x its own;
+- 2.22.x → 2.22, 2.23.x → 2.23, 2.24.x → 2.24 (one tag each in the NVIDIA/nccl repository);
+- 2.25.x → 2.26, the same tables: v2.25.1 against v2.26.2 has identical ``tuning.cc`` tables, speed arrays,
+  ``topo.h``, ``device.h`` (MAXCHANNELS 64, NVLS arity 32), NVLS channels and ``enqueue.cc`` algorithm
+  rules; its ``tuning.cc`` lacks only v2.26.2's sm60 test for PAT (which the model applies to both) and
+  reads the tree pattern of the graph instead of ``maxTreePattern`` (the model assumes a balanced tree),
+  and its ``ncclTopoPostset`` splits cross-NIC rings on another flag, which the model does not read;
 - 2.26.x its own;
 - 2.27.x its own (v2.27.7). v2.27.3 and v2.27.5 share its ``tuning.cc`` tables and formulas (v2.27.3's
   LL128 path rule reads the C2C path type, which zerocalc does not model), ``connect.cc``, ``device.h`` and
@@ -145,6 +156,19 @@ class Release:
     ll128_max_bw_per_coll: dict[Collective, float] | None = None
     #: Tree/LL128's bus factor on several nodes: 0.915 in v2.9.9, 120/128 from v2.10.3
     tree_ll128_inter_factor: float = 120.0 / 128.0
+    #: NVLS's bus → algorithm bandwidth ratio before ``nvlsEfficiency``: 0.75 in v2.17.1 and v2.18.1, 5/6 from
+    #: v2.18.3 (``tuning.cc``)
+    nvls_bus_ratio: float = 5.0 / 6.0
+    #: PAT's bus bandwidth factor: 0.85 in v2.23.4, 0.75 from v2.24.3 (``tuning.cc``)
+    pat_bw_factor: float = 0.75
+    #: the release whose ``search.cc`` channel duplication rule applies when not ``era``'s (0: ``era``'s):
+    #: v2.18.1 keeps v2.17.1's
+    search_era: int = 0
+
+    @property
+    def dup_era(self) -> int:
+        """The era of ``ncclTopoDupChannels``' rule (:func:`zerocalc.nccl.graph._dup`)."""
+        return self.search_era or self.era
 
     @property
     def source(self) -> str:
@@ -295,6 +319,7 @@ V2_17 = replace(
     max_nvls_arity=8,
     era=17,
     bus_bw_cap={AMPERE: 235.0, HOPPER: 370.0},
+    nvls_bus_ratio=0.75,
 )
 
 V2_19 = Release(
@@ -326,6 +351,61 @@ V2_19 = Release(
     max_nvls_arity=8,
     nvls_efficiency_model=False,
     era=19,
+)
+
+#: v2.18.6 (= v2.18.3, v2.18.5): 2.19's caps, LL caps, Tree corrections, NVLink bandwidth, MAXCHANNELS 32 and
+#: NVLS arity 8 but (tuning.cc) Tree/Simple hops 4 / 6 / 14 µs on NVLink / PCI / network (2.19: 28 each),
+#: CollNet Direct hops 8 / 8 / 10.7 and Chain 4.75 / 8 / 14 (2.19: 3.7 / 3.7 / 31 and 2.8 / 2.8 / 30), NVLS
+#: and NVLS Tree a 23 µs base with network hops 18 and 19 and no NVLink hop (2.19: base 0, hops 23 and
+#: 18 / 14); (search.cc) sm90 speeds without 50 inside a node and without 22 across nodes; formulas (era 18,
+#: :mod:`zerocalc.nccl.model`): NVLS latency base + one network hop, NVLS Tree base + 2 (nNodes − 1) network
+#: hops, NVLS bandwidth the graph's (no ``min(bwIntra, bwInter)``), NVLS Tree's bus → algorithm ratio
+#: 0.7 · nNodes / (2 (nNodes − 1)), NVLS for all-reduce only, CollNet Direct's arity term 0.5 µs, and
+#: ``NCCL_ALGO`` never removing Ring from other collectives than all-reduce.
+V2_18 = replace(
+    V2_19, name="2.18", tag="v2.18.6-1",
+    base_lat_us={**V2_19.base_lat_us, _A.COLLNET_DIRECT: (6.8, 14.0, 0), _A.COLLNET_CHAIN: (6.8, 14.0, 0),
+                 _A.NVLS: (0, 0, 23.0), _A.NVLS_TREE: (0, 0, 23.0)},
+    hw_lat_us=(
+        {_A.TREE: (.6, 1.25, 4), _A.RING: (.6, 1.9, 3.4), _A.COLLNET_DIRECT: (0, 0, 8.0),
+         _A.COLLNET_CHAIN: (0, 0, 4.75), _A.NVLS: (0, 0, 0), _A.NVLS_TREE: (0, 0, 0)},
+        {_A.TREE: (1.0, 1.9, 6), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (0, 0, 8.0),
+         _A.COLLNET_CHAIN: (0, 0, 8.0), _A.NVLS: (0, 0, 0), _A.NVLS_TREE: (0, 0, 0)},
+        {_A.TREE: (5.0, 8.5, 14), _A.RING: (2.7, 4.0, 14.0), _A.COLLNET_DIRECT: (0, 0, 10.7),
+         _A.COLLNET_CHAIN: (0, 0, 14), _A.NVLS: (0, 0, 18), _A.NVLS_TREE: (0, 0, 19)},
+    ),
+    speed_intra={0: _SPEED_INTRA_DEFAULT, 90: (60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
+    speed_inter={0: _SPEED_INTER_DEFAULT,
+                 90: (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24,
+                      0.12)},
+    era=18,
+)
+
+#: v2.18.1: 2.18.6's but (tuning.cc) Tree/Simple hops 28 µs on every link (as 2.19), one LL128 cap a channel
+#: per GPU row for Ring and Tree alike (Hopper 36.7 on any node count: Tree/LL128 36.7 where 2.18.6 has 29 on
+#: more than 2 nodes), Hopper's Tree cap 33 on more than 2 nodes (2.18.6: 36), NVLS bus → algorithm × 0.75
+#: (2.18.6: 5/6); (search.cc) sm90 inter speeds 48, 45, 42, 40, 30, 24, 15, 12, … and v2.17.1's channel
+#: duplication (from 25 GB/s up to sm80, from 50 on sm90). The table of 2.18.0 to 2.18.2.
+V2_18_1 = replace(
+    V2_18, name="2.18.1", tag="v2.18.1-1",
+    hw_lat_us=tuple({**row, _A.TREE: (*row[_A.TREE][:2], 28)} for row in V2_18.hw_lat_us),
+    per_ch_max_tree_ll128_bws=V2_19.per_ch_max_ring_ll128_bws,
+    per_ch_max_tree_bws=(*V2_19.per_ch_max_tree_bws[:2], (38.7, 41.4, 33.0)),
+    speed_inter={0: _SPEED_INTER_DEFAULT,
+                 90: (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)},
+    nvls_bus_ratio=0.75,
+    search_era=17,
+)
+
+#: v2.20.5 (= v2.20.3): 2.19's tables but (topo.h) 20.6 GB/s per sm90 NVLink (as 2.21); formulas (era 20):
+#: CollNet Direct all-gather / reduce-scatter priced as 2.21 prices them, ``ncclTopoPostset``'s "4 compute
+#: channels" rule and NVLS channel raise of 2.21 (:mod:`zerocalc.nccl.channels`), p2p as 2.21
+#: (:mod:`zerocalc.nccl.p2p`). It keeps 2.19's NVLS hop (23 µs), Hopper LL caps (87.7 / 22.5 / 19), Ring/LL
+#: bandwidth (× 1/4, × 1/3), sm90 intra speeds (no 11) and NVLS arity 8.
+V2_20 = replace(
+    V2_19, name="2.20", tag="v2.20.5-1",
+    nvlink_bw_per_link={**V2_19.nvlink_bw_per_link, 90: 20.6},
+    era=20,
 )
 
 #: v2.21.5: 2.19's tables and formulas but (tuning.cc) NVLS / NVLS Tree NVLink hop 25 µs, Hopper's LL caps
@@ -378,6 +458,32 @@ V2_26 = Release(
     nvls_efficiency_model=False,
     era=26,
 )
+
+#: v2.22.3: 2.21's tables (tuning.cc, search.cc, topo.h, device.h); formulas (era 22): p2p as 2.26 prices it
+#: (``addP2pToPlan``, :mod:`zerocalc.nccl.p2p`), ``ncclTopoPostset`` reading the CollNet Chain graph
+#: (:mod:`zerocalc.nccl.channels`), a tuner's channel count no longer priced.
+V2_22 = replace(V2_21, name="2.22", tag="v2.22.3-1", era=22)
+
+#: v2.24.3: 2.26's tuning.cc tables and formulas but no Blackwell rows (sm100 takes Hopper's, as its
+#: ``compCapIndex``), LL128 on by default on sm70, sm80, sm90 only; (topo.h) no sm100 NVLink bandwidth (sm100
+#: takes sm90's 20.6); (search.cc) no sm100 speed arrays; (device.h) MAXCHANNELS 32 (2.26: 64);
+#: (connect.cc) "4 compute channels" on sm90 only (era 24).
+V2_24 = replace(
+    V2_26, name="2.24", tag="v2.24.3-1",
+    ll_max_bws=V2_26.ll_max_bws[:3],
+    per_ch_max_ring_ll128_bws=V2_26.per_ch_max_ring_ll128_bws[:3],
+    per_ch_max_tree_ll128_bws=V2_26.per_ch_max_tree_ll128_bws[:3],
+    per_ch_max_tree_bws=V2_26.per_ch_max_tree_bws[:3],
+    nvlink_bw_per_link={k: v for k, v in V2_26.nvlink_bw_per_link.items() if k < 100},
+    speed_intra={k: v for k, v in V2_26.speed_intra.items() if k < 100},
+    speed_inter={k: v for k, v in V2_26.speed_inter.items() if k < 100},
+    max_channels=32,
+    era=24,
+)
+
+#: v2.23.4: 2.24.3's but PAT's bus bandwidth × 0.85 (2.24: × 0.75) and ``NCCL_ALGO`` / ``NCCL_PROTO`` without
+#: per-collective prefixes (era 23).
+V2_23 = replace(V2_24, name="2.23", tag="v2.23.4-1", pat_bw_factor=0.85, era=23)
 
 _SM100_INTRA_27 = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)
 _SM100_INTER_27 = (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
@@ -463,9 +569,9 @@ V2_29_3 = replace(
     speed_inter=V2_27.speed_inter,
 )
 
-RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_19,
-                                                     V2_21, V2_26, V2_27, V2_28_7, V2_28, V2_29_3, V2_29,
-                                                     V2_30)}
+RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_18_1,
+                                                     V2_18, V2_19, V2_20, V2_21, V2_22, V2_23, V2_24, V2_26,
+                                                     V2_27, V2_28_7, V2_28, V2_29_3, V2_29, V2_30)}
 OLDEST = V2_9
 OLDEST_MINOR = 8  # 2.8.x: 2.9's tables (module docstring)
 LATEST = V2_30
@@ -511,7 +617,7 @@ def release_for(version: str) -> tuple[Release, str | None]:
 
 
 #: lines with no table of their own whose model inputs equal their table's (module docstring)
-_SAME_AS: dict[int, Release] = {}
+_SAME_AS: dict[int, Release] = {25: V2_26}
 
 
 def _nearest(minor: int, patch: int) -> Release:
@@ -524,6 +630,8 @@ def _nearest(minor: int, patch: int) -> Release:
         return V2_14 if minor == 14 else V2_16 if minor == 16 else V2_17
     if minor in _SAME_AS:
         return _SAME_AS[minor]
+    if minor == 18:
+        return V2_18 if patch >= 3 else V2_18_1
     if minor == 28:
         return V2_28 if patch >= 9 else V2_28_7
     if minor == 29:
@@ -533,4 +641,4 @@ def _nearest(minor: int, patch: int) -> Release:
     own = RELEASES.get(f"2.{minor}")
     if own is not None:
         return own
-    return V2_19 if minor <= 19 else V2_21 if minor <= 22 else V2_26
+    raise AssertionError(minor)  # pragma: no cover - every line from 2.18 to 2.29 is listed above
