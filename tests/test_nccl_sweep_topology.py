@@ -26,9 +26,11 @@ def device_lines(path):
     return out
 
 
-#: The preset of each GPU model the bundled sweeps name (the datasheets each preset cites).
+#: The preset of each GPU model the bundled sweeps name (the datasheets each preset cites; the PCIe
+#: cards' product pages: RTX 2080 Ti PCIe 3.0 x16, A100 PCIe PCIe 4.0 x16).
 PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA A100-SXM4-40GB": "dgx-a100",
-             "NVIDIA A100-SXM4-80GB": "dgx-a100"}
+             "NVIDIA A100-SXM4-80GB": "dgx-a100", "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3",
+             "NVIDIA A100-PCIE-40GB": "pcie-gen4"}
 
 
 def run_check(*args):
@@ -147,7 +149,7 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
     ("NVIDIA H100 PCIe", "pcie-gen5"), ("NVIDIA H100 NVL", "pcie-gen5"), ("NVIDIA H200 NVL", "pcie-gen5"),
     ("NVIDIA GeForce RTX 5090", "pcie-gen5"), ("NVIDIA GeForce RTX 4090", "pcie-gen4"),
     ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("NVIDIA A10G", "pcie-gen4"),
-    ("Tesla V100-PCIE-16GB", None),
+    ("Tesla V100-PCIE-16GB", "pcie-gen3"), ("NVIDIA GeForce RTX 2080 Ti", "pcie-gen3"),
     ("NVIDIA H800", None),
     ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", None),
 ])

@@ -150,6 +150,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                  nccl_tuner=None) -> None:
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import restrictions, settings
+    from zerocalc.topology.devices import with_stated_p2p
     from zerocalc.validate.sweep import compare_sweep, launch_note
     from zerocalc.validate.sweep_info import coll_lines_remark, latency_as_stated, tuner_note
 
@@ -164,6 +165,9 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         topo, topology_how = _sweep_topology(given, path, run, p)
         info = run.get("nccl_info") or {}
         topo, info_notes = latency_as_stated(topo, info, p)
+        topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"))
+        if p2p_how:
+            topology_how += f"; {p2p_how}"
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                        stated=run.get("nccl_env"), where=path)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,

@@ -109,8 +109,11 @@ class Settings:
 #: ``NCHANNELS`` ones: ``src/graph/connect.cc`` ``ncclMinNchannels``, v2.19-v2.30).
 STATED_MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS",
                    "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
-#: Variables that change what a run does but that NCCL's cost model does not price: said in a note.
-STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE", "NCCL_NET_GDR_LEVEL",
+#: Variables that change what a run does but that NCCL's cost model does not price: said in a note
+#: (``NCCL_P2P_DISABLE`` / ``NCCL_P2P_LEVEL`` are priced on a node without NVLink, where they change the
+#: PCI paths NCCL searches: :func:`zerocalc.topology.devices.with_stated_p2p`).
+STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE",
+                   "NCCL_NET_GDR_LEVEL",
                    "NCCL_NET_GDR_READ", "NCCL_BUFFSIZE", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_TUNER_PLUGIN",
                    "NCCL_NTHREADS", "NCCL_CROSS_NIC")
 
@@ -160,7 +163,9 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
             and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
     if read:
         notes.append(f"NCCL environment the file sets, priced: {', '.join(read)}")
-    unpriced = [f"{k}={stated[k][0]}" for k in STATED_UNPRICED if k in stated]
+    pcie_only = getattr(topo, "nvlink_gen", None) == 0
+    unpriced = [f"{k}={stated[k][0]}" for k in STATED_UNPRICED if k in stated
+                and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
     if unpriced:
         notes.append(f"the file also sets {', '.join(unpriced)}, which NCCL's cost model does not price")
     return Settings(a, p, nvls, tuple(notes), lo, hi)

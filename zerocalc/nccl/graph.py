@@ -10,7 +10,9 @@ a simplification of the search, not a fitted number):
 1. A GPU's bandwidth inside a node is NCCL's own figure: NVLink links × NCCL's per-link bandwidth
    for the GPU generation (``topo.h``: 20 GB/s on sm80, 20.6 on sm90, 40.1 on sm100), the links to
    the NVSwitches counting as one aggregated link as NCCL builds them; without NVLink, the PCIe
-   link (``topo.cc``: width × GT/s / 80 → 12, 24, 48, 96 GB/s for x16 gen 3–6).
+   link (``topo.cc``: width × GT/s / 80 → 12, 24, 48, 96 GB/s for x16 gen 3–6). On one node without
+   NVLink the ring is searched through the PCI tree (switches, CPU sockets, peer-to-peer or not:
+   :mod:`zerocalc.nccl.pcie`).
 2. One NIC's bandwidth is ``nic_Gbps / 8`` GB/s (``topo.cc``: ``mbps / 8000``) and the path to it
    is capped by the GPU's PCIe link (GPUDirect RDMA through a PCIe switch).
 3. The search's first pass takes the fastest speed of the release's speed array that fits the
@@ -44,6 +46,9 @@ import math
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.pcie import PcieLayout
+from zerocalc.nccl.pcie import search as pcie_search
+from zerocalc.nccl.pcie import smp_GBps as pcie_smp_GBps
 from zerocalc.nccl.tables import Algorithm, Release
 from zerocalc.topology import Topology, require
 
@@ -65,6 +70,9 @@ class Graph:
     bw_inter: float
     nvlink: bool  # typeIntra == LINK_NVL
     latency_inter_us: float = 0.0
+    #: how much faster a broadcast or reduce runs than NCCL prices it on this graph (a chain leaves the
+    #: ring's hop into the root idle; :mod:`zerocalc.nccl.pcie`); 1 but on shared PCIe links
+    chain_speedup: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,29 @@ def _pcie(topo: Topology) -> float:
     return PCIE_GBPS_X16[gen]
 
 
+def pcie_layout(topo: Topology, g: int, release: Release) -> PcieLayout:
+    """The ``g`` GPUs of a communicator on one node of ``topo`` as NCCL's PCI tree holds them
+    (:mod:`zerocalc.nccl.pcie`): the first ``g`` of the node's GPUs, split over its ``cpu_sockets``
+    (one when unset) in order, ``gpus_per_pcie_switch`` to a switch (1: root ports), with PCIe
+    peer-to-peer unless ``gpu_p2p`` is false; the SMP link NCCL's own figure for the CPU unless
+    ``smp_GBps`` gives it."""
+    sockets = topo.cpu_sockets or 1
+    vendor = require(topo, "cpu_vendor", _NEEDED_BY)
+    return PcieLayout(
+        gpus=g, per_socket=max(1, math.ceil(topo.gpus_per_node / sockets)),
+        per_switch=topo.gpus_per_pcie_switch or 1, p2p=topo.gpu_p2p is not False, intel=vendor == "intel",
+        pci_GBps=_pcie(topo), smp_GBps=topo.smp_GBps or pcie_smp_GBps(vendor, release.era))
+
+
+def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
+    """The ring (and tree) graph of a PCIe-only node: NCCL's search through its PCI tree
+    (:func:`zerocalc.nccl.pcie.search`), then ``ncclTopoDupChannels``."""
+    found = pcie_search(pcie_layout(topo, g, release), _speeds(release.speed_intra, cc),
+                        release.max_channels // 2)
+    n, bi, be = _dup(found.n_channels, found.bw, found.bw, cc, release.max_channels // 2, release.era)
+    return Graph(n, bi, be, False, chain_speedup=found.chain_speedup)
+
+
 def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     """The communicator of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``)."""
     if not isinstance(n_ranks, int) or n_ranks < 1:
@@ -154,7 +185,9 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     lat_inter = float(getattr(topo, "net_latency_us", None) or 0.0)
     ring: Graph
     tree: Graph
-    if n_nodes == 1:
+    if n_nodes == 1 and not nvlink and g > 1:
+        ring = tree = _pcie_graph(topo, g, release, cc)
+    elif n_nodes == 1:
         speeds = _speeds(release.speed_intra, cc)
         s = _first_fitting(speeds, intra, intra)
         n = max(1, min(max_ch, int(intra // s + 1e-9)))

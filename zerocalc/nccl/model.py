@@ -116,8 +116,10 @@ class Tuning:
         whose NVLS figures NCCL later corrected, that pair's time under the corrected release
         (:attr:`nvls_run`, :func:`nvls_run_release`); and on a network whose own latency is not the
         one its plugin reports, the time with the network's own (:attr:`wire_run`); a Ring or Tree call
-        under ``NCCL_MAX_NCHANNELS`` on the channels it runs (:meth:`capped_scale`). NCCL still
-        *chooses* with its own figures (:meth:`choose`)."""
+        under ``NCCL_MAX_NCHANNELS`` on the channels it runs (:meth:`capped_scale`); a Ring broadcast or
+        reduce as the chain it is, faster where the ring's idle hop shares its bottleneck link
+        (``Graph.chain_speedup``, :mod:`zerocalc.nccl.pcie`). NCCL still *chooses* with its own figures
+        (:meth:`choose`)."""
         if self.wire_run is not None:
             if self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok) is None:
                 return None
@@ -127,8 +129,11 @@ class Tuning:
             if t is None:
                 return None
             return self.nvls_run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True)
+        scale = self.capped_scale(algo) if channels is None else 1.0
+        if algo == A.RING and coll in (C.BROADCAST, C.REDUCE):
+            scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
-                           bw_scale=self.capped_scale(algo) if channels is None else 1.0)
+                           bw_scale=scale)
 
     def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
         """Every enabled pair's time (s), in NCCL's index order."""

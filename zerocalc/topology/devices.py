@@ -21,8 +21,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
   the file cannot tell them apart, and the first line says so);
 * ``B200`` → ``dgx-b200``;
 * a PCIe card (:data:`PCIE_CARDS`: the name says PCIe, or a GeForce / RTX / workstation / L-series part)
-  → the PCIe box of its generation (``pcie-gen4``, ``pcie-gen5``), with the card's own name and compute
-  capability in place of the preset's.
+  → the PCIe box of its generation (``pcie-gen3``, ``pcie-gen4``, ``pcie-gen5``), with the card's own
+  name and compute capability in place of the preset's, and no PCIe peer-to-peer for GeForce and TITAN
+  cards (:data:`NO_P2P_CARDS`); the first line says the layout assumed.
 
 The network (:data:`zerocalc.traces.nccl_tests.NETWORK_EVIDENCE`): NCCL's INFO lines, when the file has
 them, are strong evidence (``NET/OFI`` → AWS EFA, ``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP
@@ -84,9 +85,14 @@ PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA10G?\b|\bA40\b", re.I), 4, 86),
     PcieCard(re.compile(r"\bA100\b.*\bPCIe\b|\bA100-PCIE|\bA30\b", re.I), 4, 80),
     PcieCard(re.compile(r"\bV100-PCIE", re.I), 3, 70),
-    PcieCard(re.compile(r"\bT4\b", re.I), 3, 75),
+    PcieCard(re.compile(r"\bT4\b|\bRTX 20\d0\b|\bTITAN RTX\b|\bQuadro RTX \d+\b", re.I), 3, 75),
 )
-_PCIE_PRESET = {4: "pcie-gen4", 5: "pcie-gen5"}
+_PCIE_PRESET = {3: "pcie-gen3", 4: "pcie-gen4", 5: "pcie-gen5"}
+#: Cards whose driver refuses PCIe peer-to-peer: GeForce and TITAN (``nvidia-smi topo -p2p`` prints
+#: ``NS``, "not supported", for two RTX 2080 Ti in the bundled AutoDL sweeps' page; NCCL connects
+#: RTX 4090s ``via SHM/direct/direct``, tinygrad/open-gpu-kernel-modules issue 45, whose patched
+#: driver exists to enable it). NCCL then moves their data through host memory (:mod:`zerocalc.nccl.pcie`).
+NO_P2P_CARDS = re.compile(r"\bGeForce\b|\bTITAN\b", re.I)
 
 #: Host-name patterns of clouds (a hint, weaker than INFO lines): EC2's default host names
 #: (``ip-10-0-1-23``, AWS EC2 User Guide "EC2 instance hostname types": IP-based names), OCI's
@@ -253,6 +259,32 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -
         return topo, extra
     assert card is not None
     topo = PRESETS[_PCIE_PRESET[card.pcie_gen]]
-    topo = replace(topo, gpu=gpu, compute_capability=card.compute_capability)
+    p2p = not NO_P2P_CARDS.search(gpu)
+    topo = replace(topo, gpu=gpu, compute_capability=card.compute_capability, gpu_p2p=p2p)
+    no_p2p = "" if p2p else ", no PCIe peer-to-peer between GeForce cards (SHM through host memory)"
     return topo, (f" (a PCIe {card.pcie_gen}.0 card, compute capability {card.compute_capability / 10:g}: "
-                  f"{topo.name} with these GPUs)")
+                  f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p})")
+
+
+def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None) -> tuple[Topology, str]:
+    """``topo`` (a node without NVLink) without PCIe peer-to-peer when the run's lines turn it off, and
+    the words for it:
+    ``NCCL_P2P_DISABLE=1``, or ``NCCL_P2P_LEVEL`` below ``PIX`` (``LOC``, ``NVL``, or the old ``0``)
+    (``src/graph/paths.cc`` ``ncclGetLevel`` / ``ncclTopoCheckP2p``: a pair further apart than the level
+    goes through the CPU). ``stated``: variable → ``(value, line, ...)``
+    (:mod:`zerocalc.traces.launch_env`)."""
+    stated = stated or {}
+    if topo.nvlink_gen != 0:
+        return topo, ""  # NVLink nodes: NCCL's model of their P2P is not PCIe's (see nccl.env)
+    for key, off in (("NCCL_P2P_DISABLE", lambda v: v.strip() == "1"),
+                     ("NCCL_P2P_LEVEL", lambda v: v.strip().upper() in ("LOC", "NVL", "0"))):
+        if key in stated and off(str(stated[key][0])) and topo.gpu_p2p is not False:
+            return replace(topo, gpu_p2p=False), (f"{key}={stated[key][0]} (line {stated[key][1]}): no "
+                                                  "PCIe peer-to-peer, NCCL goes through host memory")
+    return topo, ""
+
+
+def pcie_layout_words(topo: Topology) -> str:
+    """How a PCIe preset's GPUs sit, in words (the first line of ``check`` says what was assumed)."""
+    return (f"{topo.cpu_sockets or 1} {topo.cpu_vendor or ''} sockets, {topo.gpus_per_pcie_switch or 1} GPUs "
+            f"per PCIe switch, the run's GPUs the node's first").replace("  ", " ")

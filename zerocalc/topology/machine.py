@@ -57,6 +57,14 @@ HARDWARE_FIELDS: dict[str, str] = {
     "net_wire_latency_us": "the network's own small-message latency per hop, µs, where the plugin reports "
                            "another figure to steer NCCL's choice: calls are timed with it, NCCL still "
                            "chooses with net_latency_us (unset: the same)",
+    "cpu_sockets": "CPU sockets (NUMA nodes) a node's GPUs are split over, in order, joined by the SMP link "
+                   "(QPI/UPI, Infinity Fabric); NCCL's search prices a ring crossing it (PCIe-only nodes)",
+    "gpus_per_pcie_switch": "GPUs under one PCIe switch, sharing its x16 link to the CPU (1: each GPU on a "
+                            "CPU root port of its own; PCIe-only nodes)",
+    "gpu_p2p": "GPUs reach each other by PCIe peer-to-peer (false: the driver refuses it, as on GeForce "
+               "cards, or NCCL_P2P_DISABLE=1; NCCL then goes through host memory, its SHM transport)",
+    "smp_GBps": "NCCL's bandwidth of the link between two CPU sockets, GB/s (unset: NCCL's figure for "
+                "cpu_vendor, topo.h)",
 }
 
 
@@ -145,6 +153,10 @@ class Topology:
     in_network_reduction: tuple[str, ...] | None = None
     net_latency_us: float | None = None
     net_wire_latency_us: float | None = None
+    cpu_sockets: int | None = None
+    gpus_per_pcie_switch: int | None = None
+    gpu_p2p: bool | None = None
+    smp_GBps: float | None = None
     nccl_calibration: tuple[Calibration, ...] = ()
     nccl_env: tuple[NcclEnv, ...] = ()
     nccl_tuner: str | None = None  # a tuner configuration file (TOML key; the CLI reads it)
@@ -158,10 +170,17 @@ class Topology:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)
-        if self.nic_Gbps is not None and (isinstance(self.nic_Gbps, bool)
-                                          or not isinstance(self.nic_Gbps, int | float)
-                                          or not math.isfinite(self.nic_Gbps) or self.nic_Gbps <= 0):
-            raise ConfigError(f"must be a positive number, got {self.nic_Gbps!r}", option="nic_Gbps")
+        for key in ("cpu_sockets", "gpus_per_pcie_switch"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ConfigError(f"must be a whole number ≥ 1, got {v!r}", option=key)
+        for key in ("nic_Gbps", "smp_GBps"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                                  or not math.isfinite(v) or v <= 0):
+                raise ConfigError(f"must be a positive number, got {v!r}", option=key)
+        if self.gpu_p2p is not None and not isinstance(self.gpu_p2p, bool):
+            raise ConfigError(f"must be true or false, got {self.gpu_p2p!r}", option="gpu_p2p")
         if self.cpu_vendor is not None and self.cpu_vendor not in CPU_VENDORS:
             raise ConfigError(f"must be one of {', '.join(CPU_VENDORS)}, got {self.cpu_vendor!r}",
                               option="cpu_vendor")

@@ -55,6 +55,8 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         nic_Gbps = 400
         cpu_vendor = "intel"
         in_network_reduction = ["nvls"]
+        # optional, PCIe-only nodes (NCCL's search through the PCI tree; zerocalc.nccl.pcie):
+        # cpu_sockets = 2, gpus_per_pcie_switch = 4, gpu_p2p = false, smp_GBps = 10
         [intra]                      # one GPU's link inside a node, one direction
         alpha_us = 3.4
         bw_GBps = 300
@@ -130,8 +132,16 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
             fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
         return tuple(dict.fromkeys(k.lower() for k in v))
-    if key in ("nic_Gbps", "net_latency_us", "net_wire_latency_us"):
-        if key != "nic_Gbps" and isinstance(v, int | float) and not isinstance(v, bool) and v == 0:
+    if key == "gpu_p2p":
+        if not isinstance(v, bool):
+            fail(f"{key} must be true or false, got {v!r}")
+        return v
+    if key in ("cpu_sockets", "gpus_per_pcie_switch") and (isinstance(v, bool) or not isinstance(v, int)
+                                                            or v < 1):
+        fail(f"{key} must be a whole number ≥ 1, got {v!r}")
+    if key in ("nic_Gbps", "smp_GBps", "net_latency_us", "net_wire_latency_us"):
+        if key not in ("nic_Gbps", "smp_GBps") and isinstance(v, int | float) and not isinstance(v, bool) \
+                and v == 0:
             return 0.0
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
             fail(f"{key} must be a positive number, got {v!r}")

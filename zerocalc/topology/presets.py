@@ -1,4 +1,4 @@
-"""The preset machines (DGX A100/H100/H200/B200, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 4.0 and
+"""The preset machines (DGX A100/H100/H200/B200, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and
 5.0 boxes and an Ethernet cluster), each figure citing its datasheet, and :func:`get_topology` to pick
 one by name.
 """
@@ -74,6 +74,36 @@ _EFA_PLUGIN = "aws-ofi-nccl platform-aws.cpp: net latency 75 µs (p5en 35)"
 _EFA_WIRE = "its tuner model (nccl_ofi_model.cpp): wire 20 µs (p5en 18)"
 _EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
 _EFA_P5_WIRE_US, _EFA_P5EN_WIRE_US = 20.0, 18.0
+
+
+#: How the GPUs of the PCIe presets sit (:mod:`zerocalc.nccl.pcie`): the common 8-GPU PCIe server, two
+#: Intel Xeon Scalable sockets (NCCL's Skylake-class SMP link), each with one PCIe switch holding 4 GPUs
+#: (x16 uplink): the layout NCCL's own topology dump shows for 8 GeForce RTX 4090 in NVIDIA/nccl-tests
+#: issue 307 (two ``PCI[24.0]`` switches of 4 GPUs, ``10.0/SYS`` between the sockets), the switch
+#: ``nvidia-smi topo -m`` shows (``PIX``) for two RTX 2080 Ti of an 8-GPU rental node
+#: (Anthony-Hoo/Anthony-Hoo.github.io, the bundled AutoDL sweeps). A run's GPUs are the node's first.
+#: PCIe peer-to-peer is taken to work (data-center cards); GeForce cards are given none
+#: (:mod:`zerocalc.topology.devices`).
+_PCIE_LAYOUT: dict[str, Any] = {"cpu_sockets": 2, "gpus_per_pcie_switch": 4, "gpu_p2p": True}
+
+
+def _pcie_box(gen: int, pcie_GBps: float, nic_Gbps: float, gpu: str, cc: int, source: str) -> Topology:
+    """``pcie-gen<gen>``: 8 GPUs on PCIe ``gen`` x16 (no NVLink), laid out as :data:`_PCIE_LAYOUT`, one
+    NIC of ``nic_Gbps`` per node."""
+    nic = {100.0: "100 Gb/s EDR", 200.0: "200 Gb/s HDR", 400.0: "400 Gb/s NDR"}[nic_Gbps]
+    return Topology(
+        f"pcie-gen{gen}",
+        f"8 GPUs on PCIe {gen}.0 x16 (2 sockets, 4 per PCIe switch), one {nic} NIC per node",
+        8, Link.from_units(_PCI_US, pcie_GBps), Link.from_units(_NET_US, nic_Gbps / 8),
+        source=source + "; layout: " + _PCIE_LAYOUT_SOURCE,
+        gpu=gpu, compute_capability=cc, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+        pcie_gen=gen, nics_per_node=1, nic_Gbps=nic_Gbps, cpu_vendor="intel", in_network_reduction=(),
+        **_PCIE_LAYOUT,
+    )
+
+
+_PCIE_LAYOUT_SOURCE = ("2 Intel sockets, 4 GPUs per PCIe switch (NCCL's topology of 8 RTX 4090 in NVIDIA/"
+                       "nccl-tests issue 307)")
 
 
 def _p4(name: str, gpu_gb: int) -> Topology:
@@ -164,23 +194,16 @@ PRESETS: dict[str, Topology] = {
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             net_latency_us=_EFA_V3_LATENCY_US, net_wire_latency_us=_EFA_P5EN_WIRE_US,
         ),
-        Topology(
-            "pcie-gen4", "8 GPUs on PCIe 4.0 x16, one 200 Gb/s HDR NIC per node", 8,
-            Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 25.0),
-            source="PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes × 128/130 = 31.5 GB/s each way; "
-                   "ConnectX-6 HDR 200 Gb/s = 25 GB/s; GPUs taken as A100 PCIe (no NVLink bridge)",
-            gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
-            pcie_gen=4, nics_per_node=1, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
-        ),
-        Topology(
-            "pcie-gen5", "8 GPUs on PCIe 5.0 x16, one 400 Gb/s NDR NIC per node", 8,
-            Link.from_units(_PCI_US, 63.0), Link.from_units(_NET_US, 50.0),
-            source="PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes × 128/130 = 63.0 GB/s each way; ConnectX-7 NDR "
-                   "400 Gb/s = 50 GB/s; GPUs taken as H100 PCIe (PCIe Gen5 x16, no NVLink bridge; H100 "
-                   "datasheet)",
-            gpu="H100 PCIe", compute_capability=90, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
-            pcie_gen=5, nics_per_node=1, nic_Gbps=400.0, cpu_vendor="intel", in_network_reduction=(),
-        ),
+        _pcie_box(3, 15.75, 100.0, "V100 PCIe", 70,
+                  "PCI-SIG PCIe 3.0: 8 GT/s × 16 lanes × 128/130 = 15.75 GB/s each way; ConnectX-4/5 "
+                  "EDR 100 Gb/s = 12.5 GB/s; GPUs taken as V100 PCIe (PCIe Gen3 x16; V100 datasheet)"),
+        _pcie_box(4, 31.5, 200.0, "A100 PCIe", 80,
+                  "PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes × 128/130 = 31.5 GB/s each way; "
+                  "ConnectX-6 HDR 200 Gb/s = 25 GB/s; GPUs taken as A100 PCIe (no NVLink bridge)"),
+        _pcie_box(5, 63.0, 400.0, "H100 PCIe", 90,
+                  "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes × 128/130 = 63.0 GB/s each way; ConnectX-7 NDR "
+                  "400 Gb/s = 50 GB/s; GPUs taken as H100 PCIe (PCIe Gen5 x16, no NVLink bridge; H100 "
+                  "datasheet)"),
         Topology(
             "ethernet-100g", "Commodity cluster: 8 PCIe 4.0 GPUs per node, one 100 GbE NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 12.5),
@@ -189,6 +212,7 @@ PRESETS: dict[str, Topology] = {
                    "GPUs taken as A100 PCIe",
             gpu="A100 PCIe", compute_capability=80, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
             pcie_gen=4, nics_per_node=1, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
+            **_PCIE_LAYOUT,
         ),
     )
 }

@@ -1,0 +1,169 @@
+"""PCIe boxes: NCCL's ring search through the PCI tree (switches, sockets, peer-to-peer or host memory),
+checked against NCCL's own graph lines and the bundled public sweeps of PCIe GPUs."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.nccl.graph import machine
+from zerocalc.nccl.pcie import PcieLayout, search
+from zerocalc.nccl.tables import Algorithm, release_for
+from zerocalc.topology import PRESETS, topology_from_mapping
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+RTX2080TI = {op: DATA / f"{op}_perf-2xRTX2080Ti-pcie3-shm.txt"
+             for op in ("all_reduce", "all_gather", "broadcast", "reduce")}
+A100_PCIE = DATA / "all_reduce_perf-4xA100-PCIE-40GB-sys.txt"
+runner = CliRunner()
+#: NCCL's intra-node speed array for sm80-sm89 (v2.19.4-v2.30.7 src/graph/search.cc speedArrayIntra)
+SPEEDS = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+
+
+def _rows(path):
+    """(size, out-of-place µs) of each row, by a plain split of the file (no zerocalc code)."""
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) == 13 and f[0].isdigit() and int(f[0]) > 0:
+            out.append((int(f[0]), float(f[5])))
+    return out
+
+
+def _check(path, *args):
+    res = runner.invoke(app, ["check", str(path), "--format", "json", *map(str, args)])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    return sweep
+
+
+def test_the_search_finds_nccls_own_ring_on_8_rtx_4090():
+    # NVIDIA/nccl-tests issue 307 (NCCL INFO lines of 8 GeForce RTX 4090): two Intel sockets joined by a
+    # 10 GB/s SYS link, each with one PCIe switch of 4 GPUs on a 24 GB/s uplink, no P2P between them;
+    # NCCL prints "Pattern 4, crossNic 0, nChannels 1, bw 5.000000/5.000000, type SYS/PIX".
+    # By hand: switch 0's uplink carries, per channel, the three hops 0→1, 1→2, 2→3 through the CPU
+    # (6/5 each: Intel PHB) and 3→4 across the sockets (SYS, no overhead): 4.6 × bw ≤ 24 → bw ≤ 5.2,
+    # so 5 is the fastest speed of the array that fits, once; 4 and 3 (> 0.49 × 5) fit once too.
+    lay = PcieLayout(gpus=8, per_socket=4, per_switch=4, p2p=False, intel=True, pci_GBps=24.0, smp_GBps=10.0)
+    ring = search(lay, SPEEDS, 16)
+    assert (ring.n_channels, ring.bw) == (1, 5.0)
+    topo = replace(PRESETS["pcie-gen4"], gpu="NVIDIA GeForce RTX 4090", compute_capability=89, gpu_p2p=False)
+    for version in ("2.19.4", "2.21.5", "2.26.2"):
+        g = machine(topo, 8, release_for(version)[0]).graphs[Algorithm.RING]
+        assert (g.n_channels, g.bw_intra) == (1, 5.0)
+
+
+def test_peer_to_peer_keeps_a_switchs_traffic_off_its_uplink():
+    # two GPUs of one switch, PCIe gen4 (24 GB/s), Intel: with P2P a hop crosses the two GPU links only,
+    # 2 channels of 12 fill the GPU's 24 (NCCL stops there: totalBw); through the CPU both hops climb
+    # the uplink at 6/5: 2.4 × bw ≤ 24 → one channel of 10 (2 × 5 ties it, and a tie keeps the first)
+    lay = PcieLayout(gpus=2, per_socket=4, per_switch=4, p2p=True, intel=True, pci_GBps=24.0, smp_GBps=10.0)
+    assert (search(lay, SPEEDS, 16).n_channels, search(lay, SPEEDS, 16).bw) == (2, 12.0)
+    ring = search(replace(lay, p2p=False), SPEEDS, 16)
+    assert (ring.n_channels, ring.bw, ring.chain_speedup) == (1, 10.0, 2.0)
+    # AMD: no root-complex overhead, 2 × bw ≤ 24 → 12
+    assert search(replace(lay, p2p=False, intel=False), SPEEDS, 16).bw == 12.0
+
+
+def test_the_smp_link_is_nccls_figure_by_cpu_and_release():
+    from zerocalc.nccl.pcie import smp_GBps
+
+    # topo.h: SKL_QPI_BW 9.0 up to v2.17.1, 10.0 from v2.18.3; AMD_BW 16.0 from v2.19.4, LOC_BW before
+    assert [smp_GBps("intel", e) for e in (17, 19)] == [9.0, 10.0]
+    assert [smp_GBps("amd", e) for e in (17, 19)] == [5000.0, 16.0]
+    # 8 data-center GPUs with P2P: the ring crosses the sockets once each way, the SMP link bounds it
+    g17 = machine(PRESETS["pcie-gen4"], 8, release_for("2.17.1")[0]).graphs[Algorithm.RING]
+    g21 = machine(PRESETS["pcie-gen4"], 8, release_for("2.21.5")[0]).graphs[Algorithm.RING]
+    assert (g17.bw_intra, g21.bw_intra) == (9.0, 10.0)
+
+
+@pytest.mark.parametrize("op", sorted(RTX2080TI))
+def test_rtx_2080_ti_sweeps_within_the_band_at_every_size(op):
+    # AutoDL's two RTX 2080 Ti on one PCIe 3.0 switch, no P2P (nvidia-smi topo: PIX, -p2p: NS): each
+    # size's prediction within 0.5-2x of the time the file states (sizes and times counted from it)
+    sweep = _check(RTX2080TI[op])
+    assert sweep["topology"] == "pcie-gen3"
+    assert "no PCIe peer-to-peer between GeForce" in sweep["topology_how"]
+    rows = _rows(RTX2080TI[op])
+    assert [r["bytes"] for r in sweep["rows"]] == [b for b, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t / 1e6 for _, t in rows])
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]), [r["ratio"] for r in sweep["rows"]]
+
+
+def test_a_large_rtx_2080_ti_row_by_hand():
+    # 1 GiB all_reduce on 2 RTX 2080 Ti (pcie-gen3: 12 GB/s a GPU link and uplink, Intel, no P2P), NCCL
+    # 2.30.7 (the file states none): the uplink carries both hops at 6/5: 2.4 × bw ≤ 12 → 1 channel of 5
+    # GB/s (the sm75 array's 5.0). Ring/Simple: algbw = 5 GB/s × nRanks / nsteps (2 / 2); latency 8.4 µs
+    # + 2 steps × 5.7 µs (PCI); -g 2 adds one launch delay, 2.76 µs.
+    size = 1073741824
+    by_hand = (8.4 + 2 * 5.7 + 2.76) * 1e-6 + size / 5e9
+    row = next(r for r in _check(RTX2080TI["all_reduce"])["rows"] if r["bytes"] == size)
+    assert (row["algorithm"], row["protocol"]) == ("Ring", "Simple")
+    assert row["predicted_s"] == pytest.approx(by_hand, rel=1e-3)
+    # a broadcast is a chain from the root: only 0 → 1 climbs the uplink, at twice NCCL's figure
+    row = next(r for r in _check(RTX2080TI["broadcast"])["rows"] if r["bytes"] == size)
+    assert row["predicted_s"] == pytest.approx(size / 10e9, rel=2e-3)
+
+
+def test_a_file_that_disables_p2p_is_priced_through_the_cpu(tmp_path):
+    # two A100 PCIe of one switch: P2P gives 2 channels × 12 GB/s; NCCL_P2P_DISABLE=1 on the launch line
+    # sends both hops through the CPU (1 channel × 10, see above), NCCL_P2P_LEVEL=LOC alike
+    text = RTX2080TI["all_reduce"].read_text().replace("NVIDIA GeForce RTX 2080 Ti", "NVIDIA A100-PCIE-40GB")
+    plain, off, loc = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    plain.write_text(text)
+    off.write_text(text.replace("./build/", "NCCL_P2P_DISABLE=1 ./build/", 1))
+    loc.write_text(text.replace("./build/", "NCCL_P2P_LEVEL=LOC ./build/", 1))
+    size = 1073741824
+    t = {p: next(r for r in _check(p)["rows"] if r["bytes"] == size)["predicted_s"]
+         for p in (plain, off, loc)}
+    assert t[plain] == pytest.approx(size / 24e9, rel=1e-3)
+    assert t[off] == pytest.approx(size / 10e9, rel=1e-3) == t[loc]
+    sweep = _check(off)
+    assert "NCCL_P2P_DISABLE=1 (line 1)" in sweep["topology_how"]
+    assert not any("NCCL_P2P_DISABLE" in n and "does not price" in n for n in sweep["notes"])
+
+
+def test_the_a100_pcie_vm_sweep_is_read_and_its_stated_layout_priced():
+    # the page's own topology (nvidia-smi topo -m: SYS between all four, two CPU affinity sets): two Intel
+    # sockets of 2 GPUs on root ports. By hand: hops 0→1, 2→3 through a CPU (6/5 on the GPU links: ≤ 20)
+    # and 1→2, 3→0 across the sockets (10 GB/s SMP link): one channel of 10 GB/s.
+    rows = _rows(A100_PCIE)
+    assert len(rows) == 25 and rows[-1] == (134217728, 38693.0)
+    toml = {"name": "a100-pcie-vm", "gpus_per_node": 4, "compute_capability": 80, "nvlink_gen": 0,
+            "nvlinks_per_gpu": 0, "nvswitch_gen": 0, "pcie_gen": 4, "nics_per_node": 1, "nic_Gbps": 100,
+            "cpu_vendor": "intel", "in_network_reduction": [], "cpu_sockets": 2, "gpus_per_pcie_switch": 1,
+            "intra": {"alpha_us": 5.7, "bw_GBps": 31.5}, "inter": {"alpha_us": 14, "bw_GBps": 12.5}}
+    g = machine(topology_from_mapping(toml), 4, release_for("2.30.7")[0]).graphs[Algorithm.RING]
+    assert (g.n_channels, g.bw_intra) == (1, 10.0)
+
+
+@pytest.mark.parametrize("key,value,words", [
+    ("gpu_p2p", '"no"', "gpu_p2p must be true or false"),
+    ("cpu_sockets", "0", "cpu_sockets must be a whole number ≥ 1"),
+    ("gpus_per_pcie_switch", "1.5", "gpus_per_pcie_switch must be a whole number ≥ 1"),
+    ("smp_GBps", "0", "smp_GBps must be a positive number"),
+])
+def test_bad_layout_fields_are_one_line_exit_2(tmp_path, key, value, words):
+    base = "\n".join(f"{k} = {v}" for k, v in [
+        ("gpus_per_node", 8), ("compute_capability", 80), ("nvlink_gen", 0), ("nvlinks_per_gpu", 0),
+        ("nvswitch_gen", 0), ("pcie_gen", 4), ("nics_per_node", 1), ("nic_Gbps", 100),
+        ("cpu_vendor", '"intel"'), ("in_network_reduction", "[]"), (key, value)])
+    path = tmp_path / "box.toml"
+    path.write_text(base + "\n[intra]\nalpha_us = 5.7\nbw_GBps = 31.5\n"
+                    "[inter]\nalpha_us = 14\nbw_GBps = 12.5\n")
+    res = runner.invoke(app, ["check", str(RTX2080TI["all_reduce"]), "--topology", str(path)])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert words in line and "box.toml" in line, line
+
+
+def test_layout_fields_round_trip_through_toml():
+    from zerocalc.topology import topology_to_mapping
+
+    t = replace(PRESETS["pcie-gen4"], gpu_p2p=False, smp_GBps=22.0)
+    back = topology_from_mapping(topology_to_mapping(t))
+    assert (back.cpu_sockets, back.gpus_per_pcie_switch, back.gpu_p2p, back.smp_GBps) == (2, 4, False, 22.0)

@@ -1,0 +1,170 @@
+"""The ring NCCL's search finds on one node of GPUs joined by PCIe alone (no NVLink).
+
+NCCL builds a tree of the node's PCI devices (``src/graph/topo.cc``): each GPU hangs from a PCIe switch
+or a CPU root port by a link of its PCIe width × speed (x16: 12, 24, 48 GB/s for gen 3, 4, 5), the
+switches from a CPU socket, and the sockets are joined by one SMP link (``ncclTopoGetInterCpuBw``).
+Every link carries a bandwidth in each direction, and the search (``src/graph/search.cc``
+``ncclTopoCompute``) takes off each channel's bandwidth from every link its ring crosses
+(``followPath``), so GPUs that share a link share its bandwidth. Modelled here, each a rule of those
+files (v2.9.9 to v2.30.7 unless said):
+
+1. Paths (``src/graph/paths.cc``): two GPUs under one switch talk through it (``PATH_PIX``) when they
+   can use PCIe peer-to-peer; otherwise their traffic is diverted through the CPU (``addInterStep``:
+   GPU → switch → CPU → switch → GPU, a ``PATH_PHB`` path), as it is between GPUs of different
+   switches or root ports of one socket (``PATH_PHB``) and across sockets (``PATH_SYS``, through the
+   SMP link). Peer-to-peer is refused when the driver refuses it (``ncclTopoCheckP2p`` reads NVML's
+   P2P status, "P2P is disabled between connected GPUs": GeForce cards) or under
+   ``NCCL_P2P_DISABLE=1``; NCCL then moves data through host memory (its SHM transport,
+   ``via SHM/direct/direct`` in its INFO lines) over the same links. NCCL's default P2P level
+   (``PATH_PXB`` on Intel; ``PATH_SYS`` on AMD before 2.23, and from 2.23 for two GPUs) changes the
+   transport of PHB and SYS paths, not the links they cross, so it does not enter here.
+2. Intel root complexes: a path through an Intel CPU of type PHB costs 6/5 of its bandwidth on
+   every PCI link (``INTEL_P2P_OVERHEAD``, ``topo.h``; ``followPath``).
+3. The SMP link: NCCL's figure by CPU (``topo.h``): Intel Skylake and later 9 GB/s up to 2.17, 10 from
+   2.18 (``SKL_QPI_BW``; Sapphire and Emerald Rapids 22 and 40 from 2.26 are given by ``smp_GBps``);
+   AMD 16 from 2.19 (``AMD_BW``), unbounded before (``LOC_BW``); ARM 6.
+4. The ring visits the GPUs in PCI order (socket by socket, switch by switch), crossing each socket
+   boundary once each way; every channel is that ring.
+5. The search (``ncclTopoCompute``, pattern RING): from the fastest speed of the release's intra-node
+   array no faster than the best GPU-to-GPU path (``maxBw``), keep as many channels of a speed as the
+   links hold; go down the array while no solution is found, and on past one while the next speed is
+   more than 0.49 of the best found, keeping the best total (``ncclTopoCompareGraphs``), stopping once
+   it reaches the GPU's own PCI bandwidth (``totalBw``); then ``ncclTopoDupChannels`` and the second
+   pass, which raises the speed while the links hold the same channels. No ring at all: one channel
+   at 0.1 GB/s ("Could not find a path", NCCL's fallback).
+
+NCCL prices a broadcast or a reduce on that ring, but those run as a chain from the root
+(``src/device/broadcast.h``, ``reduce.h``: the rank before the root only receives), so the hop into
+the root carries nothing; where the ring's bottleneck is a link that hop shares, the chain runs
+faster than NCCL's figure (:attr:`PcieRing.chain_speedup`; the choice stays NCCL's).
+
+The evidence that the search is so: NVIDIA/nccl-tests issue 307, 8 GeForce RTX 4090 on two Intel
+sockets, 4 under one PCIe switch each (its ``PCI[24.0]`` switch uplinks and ``10.0/SYS`` paths), NCCL
+prints ``Pattern 4, crossNic 0, nChannels 1, bw 5.000000/5.000000, type SYS/PIX`` (tests).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+#: ``INTEL_P2P_OVERHEAD(bw) = bw*6/5`` (``src/graph/topo.h``).
+INTEL_OVERHEAD = 6.0 / 5.0
+#: NCCL's fallback graph when no ring fits (``search.cc``: ``bwIntra = bwInter = 0.1``).
+FALLBACK_GBPS = 0.1
+
+
+@dataclass(frozen=True)
+class PcieLayout:
+    """The communicator's GPUs on one PCIe-only node, as NCCL's topology holds them."""
+
+    gpus: int
+    per_socket: int  # GPUs one socket holds (the node's GPUs over its sockets)
+    per_switch: int  # GPUs under one PCIe switch (1: CPU root ports)
+    p2p: bool  # PCIe peer-to-peer between GPUs of one switch
+    intel: bool  # the CPU is Intel x86 (the PHB overhead applies)
+    pci_GBps: float  # a GPU's link and a switch's uplink, each direction
+    smp_GBps: float  # the link between two sockets, each direction
+
+    def socket(self, i: int) -> int:
+        return i // self.per_socket
+
+    def switch(self, i: int) -> tuple[int, int]:
+        return self.socket(i), (i % self.per_socket) // self.per_switch
+
+
+def smp_GBps(cpu_vendor: str, era: int) -> float:
+    """NCCL's SMP-link bandwidth for the vendor at a release of ``era`` (module docstring, rule 3)."""
+    if cpu_vendor == "intel":
+        return 9.0 if era <= 17 else 10.0
+    if cpu_vendor == "amd":
+        return 16.0 if era >= 19 else 5000.0
+    return 6.0
+
+
+@dataclass(frozen=True)
+class PcieRing:
+    """The ring graph: channels and per-channel bandwidth (GB/s), and how much faster a broadcast or
+    reduce chain runs than NCCL prices it (≥ 1)."""
+
+    n_channels: int
+    bw: float
+    chain_speedup: float = 1.0
+    found: bool = True
+
+
+def _hop_loads(lay: PcieLayout, src: int, dst: int) -> dict[tuple, float]:
+    """Link (a hashable name, one direction) → bandwidth one unit of data from ``src`` to ``dst`` takes
+    off it (rules 1-2)."""
+    same_switch = lay.per_switch > 1 and lay.switch(src) == lay.switch(dst)
+    if same_switch and lay.p2p:
+        return {("gpu-up", src): 1.0, ("gpu-down", dst): 1.0}
+    cross = lay.socket(src) != lay.socket(dst)
+    f = INTEL_OVERHEAD if lay.intel and not cross else 1.0  # PHB through an Intel CPU; not SYS
+    out = {("gpu-up", src): f, ("gpu-down", dst): f}
+    if lay.per_switch > 1:
+        out[("switch-up", lay.switch(src))] = f
+        out[("switch-down", lay.switch(dst))] = f
+    if cross:
+        out[("smp", lay.socket(src), lay.socket(dst))] = 1.0
+    return out
+
+
+def _loads(lay: PcieLayout, hops: list[tuple[int, int]]) -> dict[tuple, float]:
+    total: dict[tuple, float] = defaultdict(float)
+    for a, b in hops:
+        for link, f in _hop_loads(lay, a, b).items():
+            total[link] += f
+    return total
+
+
+def _cap(lay: PcieLayout, link: tuple) -> float:
+    return lay.smp_GBps if link[0] == "smp" else lay.pci_GBps
+
+
+def _channels(lay: PcieLayout, loads: dict[tuple, float], speed: float, max_channels: int) -> int:
+    """Channels of ``speed`` the links hold (NCCL rounds each subtraction to 1e-3: ``SUB_ROUND``)."""
+    n = max_channels
+    for link, f in loads.items():
+        n = min(n, math.floor(_cap(lay, link) / (f * speed) + 1e-6))
+    return max(n, 0)
+
+
+def _path_bw(lay: PcieLayout, a: int, b: int) -> float:
+    """A path's bandwidth (the least of its links', ``paths.cc``), for ``maxBw``."""
+    return min(_cap(lay, link) for link in _hop_loads(lay, a, b))
+
+
+def search(lay: PcieLayout, speeds: tuple[float, ...], max_channels: int) -> PcieRing:
+    """NCCL's ring graph on this layout (module docstring, rule 5), before ``ncclTopoDupChannels``."""
+    g = lay.gpus
+    hops = [(i, (i + 1) % g) for i in range(g)]
+    loads = _loads(lay, hops)
+    max_bw = max(_path_bw(lay, a, b) for a in range(g) for b in range(g) if a != b)
+    total_bw = lay.pci_GBps
+    idx = next((i for i, s in enumerate(speeds) if s <= max_bw and s <= total_bw), len(speeds) - 1)
+    best: tuple[int, float] | None = None
+    while True:  # pass 1
+        s = speeds[idx]
+        n = _channels(lay, loads, s, max_channels)
+        if n >= 1 and (best is None or n * s > best[0] * best[1]):
+            best = (n, s)
+        if best is not None and best[0] * best[1] >= total_bw:
+            break
+        if idx < len(speeds) - 1 and (best is None or speeds[idx + 1] / best[1] > .49):
+            idx += 1
+            continue
+        break
+    if best is None:
+        return PcieRing(1, FALLBACK_GBPS, found=False)
+    n, s = best
+    for faster in reversed([x for x in speeds if x > s]):  # pass 2: the same channels, faster
+        if _channels(lay, loads, faster, max_channels) >= n:
+            s = faster
+    chain = [(i, (i + 1) % g) for i in range(g - 1)]  # a chain from rank 0: the hop into it is idle
+    return PcieRing(n, s, _bottleneck(lay, loads) / _bottleneck(lay, _loads(lay, chain)))
+
+
+def _bottleneck(lay: PcieLayout, loads: dict[tuple, float]) -> float:
+    return max((f / _cap(lay, link) for link, f in loads.items()), default=0.0) or 1.0
