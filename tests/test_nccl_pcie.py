@@ -167,3 +167,31 @@ def test_layout_fields_round_trip_through_toml():
     t = replace(PRESETS["pcie-gen4"], gpu_p2p=False, smp_GBps=22.0)
     back = topology_from_mapping(topology_to_mapping(t))
     assert (back.cpu_sockets, back.gpus_per_pcie_switch, back.gpu_p2p, back.smp_GBps) == (2, 4, False, 22.0)
+
+
+#: NCCL INFO lines as RTX 4090 owners posted them: through host memory on NVIDIA's driver
+#: (tinygrad/open-gpu-kernel-modules issue 45), peer-to-peer on tinygrad's patched one (issue 17).
+SHM_LINE = ("i-56butc28zq2jtjaluzq7va7p6:9822:9938 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via "
+            "SHM/direct/direct")
+P2P_LINE = ("myles-System-Product-Name:11800:11831 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/direct "
+            "pointer")
+
+
+def test_nccls_transport_lines_say_whether_the_gpus_use_p2p(tmp_path):
+    # the 2080 Ti sweep with a P2P channel line: one switch, peer-to-peer, PCIe gen3: the hops stay under
+    # the switch, one channel of 12 GB/s fills the GPU's link (NCCL stops there); an A100 PCIe pair with
+    # an SHM line goes through the CPU: 2.4 × bw ≤ 24 → 10 GB/s
+    text = RTX2080TI["all_reduce"].read_text()
+    head, table = text.split("#                                                              out-of-place", 1)
+    table = "#                                                              out-of-place" + table
+    geforce_p2p, a100_shm = tmp_path / "a.txt", tmp_path / "b.txt"
+    geforce_p2p.write_text(head + P2P_LINE + "\n" + table)
+    a100_shm.write_text((head + SHM_LINE + "\n" + table).replace("NVIDIA GeForce RTX 2080 Ti",
+                                                                   "NVIDIA A100-PCIE-40GB"))
+    size = 1073741824
+    # line 8: the inserted INFO line, after the command, nThread, '#', 'Using devices', 2 ranks and '#'
+    for path, bw, words in [(geforce_p2p, 12e9, "via P2P (line 8)"), (a100_shm, 10e9, "via SHM (line 8)")]:
+        sweep = _check(path)
+        assert words in sweep["topology_how"], sweep["topology_how"]
+        row = next(r for r in sweep["rows"] if r["bytes"] == size)
+        assert row["predicted_s"] == pytest.approx(size / bw, rel=1e-3)

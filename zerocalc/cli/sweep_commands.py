@@ -165,7 +165,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         topo, topology_how = _sweep_topology(given, path, run, p)
         info = run.get("nccl_info") or {}
         topo, info_notes = latency_as_stated(topo, info, p)
-        topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"))
+        topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
         if p2p_how:
             topology_how += f"; {p2p_how}"
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,

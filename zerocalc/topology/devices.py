@@ -266,16 +266,26 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -
                   f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p})")
 
 
-def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None) -> tuple[Topology, str]:
-    """``topo`` (a node without NVLink) without PCIe peer-to-peer when the run's lines turn it off, and
-    the words for it:
+def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
+                    info: Mapping[str, Sequence] | None = None) -> tuple[Topology, str]:
+    """``topo`` (a node without NVLink) with or without PCIe peer-to-peer as the run's lines say, and the
+    words for it. NCCL's INFO lines, when the file has them, say what ran (``info``: kind → ``(value,
+    line)``, :mod:`zerocalc.traces.nccl_info`): channels ``via P2P/…`` only, peer-to-peer (a GeForce card
+    on a driver that allows it); ``via SHM/…`` only, none. Else the launch lines: no peer-to-peer under
     ``NCCL_P2P_DISABLE=1``, or ``NCCL_P2P_LEVEL`` below ``PIX`` (``LOC``, ``NVL``, or the old ``0``)
     (``src/graph/paths.cc`` ``ncclGetLevel`` / ``ncclTopoCheckP2p``: a pair further apart than the level
     goes through the CPU). ``stated``: variable → ``(value, line, ...)``
     (:mod:`zerocalc.traces.launch_env`)."""
-    stated = stated or {}
+    stated, info = stated or {}, info or {}
     if topo.nvlink_gen != 0:
         return topo, ""  # NVLink nodes: NCCL's model of their P2P is not PCIe's (see nccl.env)
+    p2p, shm = info.get("intra_p2p"), info.get("intra_shm")
+    if (p2p is None) != (shm is None):
+        on = p2p is not None
+        line = (p2p or shm)[1]
+        how = "PCIe peer-to-peer" if on else "through host memory"
+        return replace(topo, gpu_p2p=on), (f"NCCL's INFO lines connect the GPUs via {'P2P' if on else 'SHM'} "
+                                           f"(line {line}): {how}")
     for key, off in (("NCCL_P2P_DISABLE", lambda v: v.strip() == "1"),
                      ("NCCL_P2P_LEVEL", lambda v: v.strip().upper() in ("LOC", "NVL", "0"))):
         if key in stated and off(str(stated[key][0])) and topo.gpu_p2p is not False:

@@ -21,6 +21,10 @@ aws-ofi-nccl's sources):
   %.1f us"``, aws/aws-ofi-nccl ``src/platform-aws.c`` v1.7-v1.13, ``platform-aws.cpp`` to v1.21: the
   platform table's figure, 75 µs on p4d/p5 and 35 µs on p5en since v1.16, else 150 µs "for historical
   reasons"), NCCL's ``latencyInter``, which its model chooses with (``src/graph/tuning.cc``);
+- ``intra_p2p``, ``intra_shm``: a channel between two GPUs of a node connected by CUDA peer-to-peer or
+  through host memory (NCCL ``src/transport.cc``, ``"Channel %02d%s : %d[%d] -> %d[%d] via %s/%s"`` with
+  the P2P transport's ``P2P/IPC``, ``P2P/CUMEM``, ``P2P/direct pointer`` or the SHM transport's
+  ``SHM/direct/direct``, v2.9-v2.30), which tells whether the GPUs reach each other by PCIe peer-to-peer;
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -48,6 +52,7 @@ NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
     ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
 )
+_CHANNEL = r"\bNCCL INFO\b.*\bChannel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[\d+\] "
 #: (kind, pattern): the fact a line states, its value in group 1 (none: a count or a flag).
 INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("coll_lines", re.compile(r"\bNCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")),
@@ -58,6 +63,8 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                 r"(\S+) \(v\d+\))")),
     ("tuner_fallback", re.compile(r"\bNCCL INFO\b.*\bFall(?:ing)? back to NCCL'?s (?:internal )?tuner")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
+    ("intra_p2p", re.compile(_CHANNEL + r"via P2P/")),
+    ("intra_shm", re.compile(_CHANNEL + r"via SHM/")),
 )
 
 
