@@ -16,7 +16,7 @@ from zerocalc.topology import PRESETS, topology_from_mapping
 
 DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 RTX2080TI = {op: DATA / f"{op}_perf-2xRTX2080Ti-pcie3-shm.txt"
-             for op in ("all_reduce", "all_gather", "broadcast", "reduce")}
+             for op in ("all_reduce", "all_gather", "broadcast", "reduce", "alltoall")}
 A100_PCIE = DATA / "all_reduce_perf-4xA100-PCIE-40GB-sys.txt"
 runner = CliRunner()
 #: NCCL's intra-node speed array for sm80-sm89 (v2.19.4-v2.30.7 src/graph/search.cc speedArrayIntra)
@@ -106,6 +106,16 @@ def test_a_large_rtx_2080_ti_row_by_hand():
     # a broadcast is a chain from the root: only 0 → 1 climbs the uplink, at twice NCCL's figure
     row = next(r for r in _check(RTX2080TI["broadcast"])["rows"] if r["bytes"] == size)
     assert row["predicted_s"] == pytest.approx(size / 10e9, rel=2e-3)
+
+
+def test_an_alltoall_shares_the_switch_uplink_by_hand():
+    # 1 GiB alltoall on the two 2080 Ti: each rank sends size / 2 to the other at once; both messages
+    # climb the switch's 12 GB/s uplink through the CPU at 6/5 (Intel PHB): 2.4 per byte → 5 GB/s each
+    # (the GPU's own link would allow 12). The latency (µs) is small beside 107 ms.
+    size = 1073741824
+    row = next(r for r in _check(RTX2080TI["alltoall"])["rows"] if r["bytes"] == size)
+    assert row["algorithm"] == "P2P"
+    assert row["predicted_s"] == pytest.approx(size / 2 / 5e9, rel=1e-3)
 
 
 def test_a_file_that_disables_p2p_is_priced_through_the_cpu(tmp_path):

@@ -38,8 +38,11 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    a peer's channels in), the PCIe link's over PCIe, and ``NCCL_P2P_PER_CHANNEL_NET_BW`` = 14 GB/s over the
    network (v2.29.2+ ``paths.cc``, NCCL's own figure for one network channel, used for every release);
    a rank's messages share its links: its NVLink bandwidth inside the node (:func:`zerocalc.nccl.graph.
-   intra_bw_GBps`) and its share of the node's NICs across nodes (``nics_per_node × nic_Gbps / 8`` over
-   the node's ranks), and the ``p2pnChannels`` channels. LL carries 4 data bytes per 8-byte line (half).
+   intra_bw_GBps`; on one PCIe-only node, what the node's messages at once leave it on the PCI tree's
+   shared links: a switch's uplink, the SMP link, host memory when peer-to-peer is off,
+   :func:`zerocalc.nccl.pcie.hop_GBps`) and its share of the node's NICs across nodes
+   (``nics_per_node × nic_Gbps / 8`` over the node's ranks), and the ``p2pnChannels`` channels. LL
+   carries 4 data bytes per 8-byte line (half).
    The group's transfer time is the largest of: each message over its channels, each link class's bytes
    over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``.
 4. **Latency** (µs, no published p2p figure): ``tuning.cc``'s Ring base latency of the protocol plus one
@@ -70,7 +73,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.graph import PCIE_GBPS_X16, intra_bw_GBps
+from zerocalc.nccl.graph import PCIE_GBPS_X16, intra_bw_GBps, pcie_layout
+from zerocalc.nccl.pcie import PcieLayout, hop_GBps
 from zerocalc.nccl.tables import NET, NVLINK, PCI, Algorithm, Protocol, Release, parse_version
 from zerocalc.topology import Topology, require
 
@@ -140,6 +144,9 @@ class P2pComm:
     net_latency_us: float
     #: ``getNetOverhead`` (µs per network post, tuning.cc)
     net_overhead_us: float = 1.0
+    #: one node of GPUs joined by PCIe alone: its PCI tree (:mod:`zerocalc.nccl.pcie`), whose shared
+    #: links (a switch's uplink, the SMP link, host memory) bound a rank's PCIe messages; ``None`` else
+    pci_layout: PcieLayout | None = None
 
     @property
     def intra(self) -> str:
@@ -194,8 +201,9 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     per_peer = min(per_peer, p2p_channels)
     chunk = P2P_CHUNK_NET if n_nodes > 1 else P2P_CHUNK_NVL if nvlink else P2P_CHUNK_PCI
     wire = topo.net_wire_latency_us if topo.net_wire_latency_us is not None else topo.net_latency_us
+    layout = pcie_layout(topo, g, release) if not nvlink and n_nodes == 1 and g > 1 else None
     return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw, float(wire or 0.0),
-                   2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0)
+                   2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0, layout)
 
 
 def protocol(comm: P2pComm, n_bytes: int, kind: str = "nvl") -> Protocol:
@@ -250,8 +258,12 @@ class P2pTime:
     transfer_us: float
 
 
-def group_time(comm: P2pComm, messages: list[tuple[int, str]]) -> P2pTime:
-    """One rank's group of concurrent messages ``(bytes, link class)`` (module steps 2–4)."""
+def group_time(comm: P2pComm, messages: list[tuple[int, str]],
+               hops: list[tuple[int, int]] | tuple = ()) -> P2pTime:
+    """One rank's group of concurrent messages ``(bytes, link class)`` (module steps 2–4); ``hops``: the
+    (sender, receiver) GPU pairs of the whole node's group at once, whose load on a PCIe node's shared
+    links bounds the rank's PCIe bandwidth (:func:`zerocalc.nccl.pcie.hop_GBps`, each of the rank's PCIe
+    messages at that rate)."""
     if not messages:
         return P2pTime(0.0, Protocol.SIMPLE, 0.0, 0.0)
     protos = [protocol(comm, b, k) for b, k in messages]
@@ -260,6 +272,9 @@ def group_time(comm: P2pComm, messages: list[tuple[int, str]]) -> P2pTime:
     for (b, kind), p in zip(messages, protos, strict=True):
         eff = 0.5 if p == Protocol.LL else 1.0
         ch_bw, link_bw = comm.bw[kind]
+        if kind == "pci" and comm.pci_layout is not None and hops:
+            n_pci = sum(1 for _, k in messages if k == "pci")
+            link_bw = min(link_bw, n_pci * hop_GBps(comm.pci_layout, list(hops)))
         c = message_channels(comm, b, kind)
         per_msg = max(per_msg, b / (c * ch_bw * eff * 1e3))
         per_link[kind] = per_link.get(kind, 0.0) + b / (link_bw * eff * 1e3)
@@ -291,18 +306,24 @@ def op_time(comm: P2pComm, op: P2pOp, size_bytes: int) -> P2pTime:
         kinds = {comm.intra} if comm.n_nodes == 1 else {comm.intra, "net"}
         if comm.ranks_per_node == 1:
             kinds = {"net"}
-        times = [group_time(comm, [(size_bytes, k)]) for k in sorted(kinds)]
+        ring = [(i, (i + 1) % comm.ranks_per_node) for i in range(comm.ranks_per_node)]
+        times = [group_time(comm, [(size_bytes, k)], ring) for k in sorted(kinds)]
         return max(times, key=lambda t: t.time_s)
     if op == P2pOp.HYPERCUBE:
         if n & (n - 1):
             raise ConfigError(f"hypercube_perf exchanges with rank ^ 2^k: {n} ranks is not a power of two",
                               option="ranks")
         block = size_bytes // n
-        steps = [group_time(comm, [(block * mask, comm.intra if mask < comm.ranks_per_node else "net")])
+        g = comm.ranks_per_node
+        steps = [group_time(comm, [(block * mask, comm.intra if mask < g else "net")],
+                            [(i, i ^ mask) for i in range(g) if i ^ mask < g])
                  for mask in (1 << k for k in range(int(math.log2(n))))]
         last = steps[-1]
         return P2pTime(sum(s.time_s for s in steps), last.protocol, sum(s.latency_us for s in steps),
                        sum(s.transfer_us for s in steps))
     intra, inter = _peers(comm)
     m = size_bytes // n
-    return group_time(comm, [(m, comm.intra)] * intra + [(m, "net")] * inter)
+    g = comm.ranks_per_node
+    hops = ([(i, j) for i in range(g) for j in range(g) if i != j] if op == P2pOp.ALL_TO_ALL
+            else [(j, 0) for j in range(1, g)] if op == P2pOp.GATHER else [(0, j) for j in range(1, g)])
+    return group_time(comm, [(m, comm.intra)] * intra + [(m, "net")] * inter, hops)

@@ -166,5 +166,12 @@ def search(lay: PcieLayout, speeds: tuple[float, ...], max_channels: int) -> Pci
     return PcieRing(n, s, _bottleneck(lay, loads) / _bottleneck(lay, _loads(lay, chain)))
 
 
+def hop_GBps(lay: PcieLayout, hops: list[tuple[int, int]]) -> float:
+    """The rate (GB/s) each of ``hops`` moves at when all carry the same bytes at once through the PCI
+    tree: the busiest link's bandwidth over its load (rules 1-3). The point-to-point model's bandwidth
+    of a rank's PCIe messages on one node (:mod:`zerocalc.nccl.p2p`)."""
+    return 1.0 / _bottleneck(lay, _loads(lay, hops)) if hops else math.inf
+
+
 def _bottleneck(lay: PcieLayout, loads: dict[tuple, float]) -> float:
     return max((f / _cap(lay, link) for link, f in loads.items()), default=0.0) or 1.0
