@@ -205,3 +205,25 @@ def test_nccls_transport_lines_say_whether_the_gpus_use_p2p(tmp_path):
         assert words in sweep["topology_how"], sweep["topology_how"]
         row = next(r for r in sweep["rows"] if r["bytes"] == size)
         assert row["predicted_s"] == pytest.approx(size / bw, rel=1e-3)
+
+
+def test_when_nccls_search_finds_no_ring_the_fallback_runs_at_its_links_rate():
+    # four GeForce RTX 5090 (compute capability 12.0: NCCL takes the sm100 arrays, slowest speed 19 GB/s)
+    # under one PCIe 5.0 switch without P2P: the uplink carries the four hops through an Intel CPU at
+    # 6/5 each, 4.8 × bw ≤ 48 → 10 GB/s, below every speed of the array: NCCL falls back to one channel
+    # at 0.1 GB/s ("Could not find a path for pattern 4, falling back to simple order", search.cc), which
+    # it tunes with; the ring runs at the uplink's 10 GB/s.
+    topo = replace(PRESETS["pcie-gen5"], gpu="NVIDIA GeForce RTX 5090", compute_capability=120, gpu_p2p=False)
+    rel = release_for("2.26.2")[0]
+    g = machine(topo, 4, rel).graphs[Algorithm.RING]
+    assert (g.n_channels, g.bw_intra) == (1, 0.1)
+    assert g.bw_intra * g.run_scale == pytest.approx(10.0)
+    from zerocalc.nccl.model import tune
+    from zerocalc.nccl.tables import Collective, Protocol
+
+    t = tune(topo, 4, rel)
+    size = 1 << 30
+    # Ring/Simple all-reduce: algbw = busbw × nRanks / nsteps = 10 × 4 / 6
+    run = t.run_time_s(Collective.ALL_REDUCE, Algorithm.RING, Protocol.SIMPLE, size)
+    assert run == pytest.approx(size / (10e9 * 4 / 6), rel=1e-3)
+    assert t.time_s(Collective.ALL_REDUCE, Algorithm.RING, Protocol.SIMPLE, size) > 50 * run

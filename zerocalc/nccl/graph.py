@@ -73,6 +73,9 @@ class Graph:
     #: how much faster a broadcast or reduce runs than NCCL prices it on this graph (a chain leaves the
     #: ring's hop into the root idle; :mod:`zerocalc.nccl.pcie`); 1 but on shared PCIe links
     chain_speedup: float = 1.0
+    #: how much faster every call runs than NCCL prices it on this graph: NCCL's fallback graph (no
+    #: ring found, 0.1 GB/s) against the rate its ring's links give (:mod:`zerocalc.nccl.pcie`); else 1
+    run_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,8 @@ def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
     found = pcie_search(pcie_layout(topo, g, release), _speeds(release.speed_intra, cc),
                         release.max_channels // 2)
     n, bi, be = _dup(found.n_channels, found.bw, found.bw, cc, release.max_channels // 2, release.era)
-    return Graph(n, bi, be, False, chain_speedup=found.chain_speedup)
+    scale = found.run_bw / found.bw if found.run_bw else 1.0
+    return Graph(n, bi, be, False, chain_speedup=found.chain_speedup, run_scale=scale)
 
 
 def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:

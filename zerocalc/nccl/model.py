@@ -118,8 +118,9 @@ class Tuning:
         one its plugin reports, the time with the network's own (:attr:`wire_run`); a Ring or Tree call
         under ``NCCL_MAX_NCHANNELS`` on the channels it runs (:meth:`capped_scale`); a Ring broadcast or
         reduce as the chain it is, faster where the ring's idle hop shares its bottleneck link
-        (``Graph.chain_speedup``, :mod:`zerocalc.nccl.pcie`). NCCL still *chooses* with its own figures
-        (:meth:`choose`)."""
+        (``Graph.chain_speedup``, :mod:`zerocalc.nccl.pcie`), and any call on NCCL's fallback graph (no ring
+        found on a PCIe node) at its links' rate (``Graph.run_scale``). NCCL still *chooses* with its own
+        figures (:meth:`choose`)."""
         if self.wire_run is not None:
             if self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok) is None:
                 return None
@@ -132,6 +133,8 @@ class Tuning:
         scale = self.capped_scale(algo) if channels is None else 1.0
         if algo == A.RING and coll in (C.BROADCAST, C.REDUCE):
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
+        if algo in self.machine.graphs:
+            scale *= self.machine.graphs[algo].run_scale  # NCCL's fallback graph runs at its links' rate
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
                            bw_scale=scale)
 

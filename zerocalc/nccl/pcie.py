@@ -31,7 +31,10 @@ files (v2.9.9 to v2.30.7 unless said):
    more than 0.49 of the best found, keeping the best total (``ncclTopoCompareGraphs``), stopping once
    it reaches the GPU's own PCI bandwidth (``totalBw``); then ``ncclTopoDupChannels`` and the second
    pass, which raises the speed while the links hold the same channels. No ring at all: one channel
-   at 0.1 GB/s ("Could not find a path", NCCL's fallback).
+   at 0.1 GB/s ("Could not find a path", NCCL's fallback), which NCCL tunes with, while the ring it
+   falls back to runs at what its links give (:attr:`PcieRing.run_bw`): on Blackwell, whose arrays stop
+   at 19 GB/s (``sm100SpeedArrayIntra``, taken for compute capability 10.0 and up, RTX 50 included),
+   four GPUs of a switch without peer-to-peer (48 / 4.8 = 10 GB/s) already fall back.
 
 NCCL prices a broadcast or a reduce on that ring, but those run as a chain from the root
 (``src/device/broadcast.h``, ``reduce.h``: the rank before the root only receives), so the hop into
@@ -92,6 +95,9 @@ class PcieRing:
     bw: float
     chain_speedup: float = 1.0
     found: bool = True
+    #: the bandwidth a channel of the ring moves at on its links (GB/s): NCCL's fallback graph's 0.1 GB/s
+    #: is a figure for its tuning alone, its kernels run the ring at what the links give
+    run_bw: float | None = None
 
 
 def _hop_loads(lay: PcieLayout, src: int, dst: int) -> dict[tuple, float]:
@@ -157,7 +163,8 @@ def search(lay: PcieLayout, speeds: tuple[float, ...], max_channels: int) -> Pci
             continue
         break
     if best is None:
-        return PcieRing(1, FALLBACK_GBPS, found=False)
+        return PcieRing(1, FALLBACK_GBPS, found=False,
+                        run_bw=min(lay.pci_GBps, 1.0 / _bottleneck(lay, loads)))
     n, s = best
     for faster in reversed([x for x in speeds if x > s]):  # pass 2: the same channels, faster
         if _channels(lay, loads, faster, max_channels) >= n:
