@@ -22,8 +22,9 @@ def entry(topo, ranks, version, coll, algo, proto):
     ("2.18.1", "2.18.1"), ("2.18.3", "2.18"), ("2.18.5", "2.18"), ("v2.18.6-1", "2.18"),
     ("2.20.3", "2.20"), ("2.20.5+cuda12.4", "2.20"), ("2.22.3", "2.22"), ("2.23.4", "2.23"),
     ("2.24.3", "2.24"),
-    ("2.27.3", "2.27"), ("2.27.5+cuda12.9", "2.27"), ("v2.27.7-1", "2.27"),
-    ("2.28.3", "2.28.7"), ("2.28.7", "2.28.7"), ("2.28.9", "2.28"),
+    ("2.27.0", "2.27.3"), ("2.27.3", "2.27.3"), ("2.27.5+cuda12.9", "2.27.5"), ("2.27.6", "2.27.5"),
+    ("v2.27.7-1", "2.27"), ("2.28.3", "2.28.3"), ("2.28.6", "2.28.3"), ("2.28.7", "2.28.7"),
+    ("2.28.9", "2.28"),
     ("2.29.2", "2.29.3"), ("2.29.3", "2.29.3"), ("2.29.7", "2.29"),
 ])
 def test_each_line_gets_its_own_table(version, table):
@@ -95,9 +96,10 @@ def test_2_28_blackwell_ring_ll128_cap_two_nodes():
     for version, cap in (("2.28.9", 34.6), ("2.28.7", 34.6), ("2.29.7", 40.0), ("2.30.7", 40.0)):
         e = entry(B200, 16, version, C.ALL_REDUCE, A.RING, P.LL128)
         assert e.bandwidth_GBps == pytest.approx(min(8 * 48 * .92, 8 * cap) * 16 / 30), version
-    # v2.27.7: twice Hopper's 36.7, above the bus
-    assert entry(B200, 16, "2.27.7", C.ALL_REDUCE, A.RING, P.LL128).bandwidth_GBps == pytest.approx(
-        8 * 48 * .92 * 16 / 30)
+    # v2.27.7 and v2.28.3: twice Hopper's 36.7, above the bus
+    for version in ("2.27.7", "2.28.3"):
+        assert entry(B200, 16, version, C.ALL_REDUCE, A.RING, P.LL128).bandwidth_GBps == pytest.approx(
+            8 * 48 * .92 * 16 / 30), version
 
 
 def test_2_29_3_blackwell_ring_ll128_cap_four_nodes():
@@ -234,3 +236,19 @@ def test_2_24_blackwell_without_rows_of_its_own():
     # connect.cc: "4 compute channels" on sm90 only in v2.24.3 (minCompCap == 90), sm90 and later in v2.26.2
     assert tune(B200, 16, release_for("2.24.3")[0]).comm_channels == 16
     assert tune(B200, 16, release_for("2.26.2")[0]).comm_channels == 32
+
+
+def test_2_27_patches_differ_in_blackwell_inter_speeds():
+    # search.cc sm100SpeedArrayInter: v2.27.3 (47.9, 45, …), v2.27.5 (48, 45.1, …), v2.27.7 (96, 48, 45.1, …).
+    # 2 DGX B200, one 48 GB/s path to each of 8 NICs: the ring graph takes the first speed ≤ 48, 8 channels;
+    # the tree pass raises bwIntra to the next faster speed below 2 · bwInter, which only v2.27.7 has (96).
+    # Ring/Simple all-reduce = 8 · speed · 16/30; Tree/Simple = min(8 · bwIntra · 0.92, 8 · 2 · 41.4) · 0.5
+    for version, ring, tree in (("2.27.3", 47.9, 47.9), ("2.27.5", 48.0, 48.0), ("2.27.7", 48.0, 96.0)):
+        t = tune(B200, 16, release_for(version)[0])
+        assert t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].bandwidth_GBps == pytest.approx(
+            8 * ring * 16 / 30), version
+        assert t.entries[(C.ALL_REDUCE, A.TREE, P.SIMPLE)].bandwidth_GBps == pytest.approx(
+            min(8 * tree * .92, 8 * 2 * 41.4) * .5), version
+    # topo.h SM100_NVLINK_BW: 40.0 in v2.27.3, 40.1 from v2.27.5
+    assert RELEASES["2.27.3"].nvlink_bw_per_link[100] == 40.0
+    assert RELEASES["2.27.5"].nvlink_bw_per_link[100] == 40.1

@@ -15,11 +15,11 @@ Modelled releases: **2.9** (v2.9.9), **2.10** (v2.10.3), **2.12** (v2.12.12), **
 **2.15** (v2.15.5), **2.16** (v2.16.5), **2.17** (v2.17.1), **2.18** (v2.18.6) and **2.18.1** (v2.18.1),
 **2.19** (v2.19.4; ``tuning.cc`` is byte-identical from v2.19.1 to v2.19.4), **2.20** (v2.20.5), **2.21**
 (v2.21.5: 2.19's with the changes listed at ``V2_21``), **2.22** (v2.22.3), **2.23** (v2.23.4), **2.24**
-(v2.24.3), **2.26** (v2.26.2; identical from v2.26.2 to v2.26.6), **2.27** (v2.27.7), **2.28** (v2.28.9) and
-**2.28.7** (v2.28.7), **2.29** (v2.29.7) and **2.29.3** (v2.29.3), and **2.30** (v2.30.7, the latest release
-in the NVIDIA/nccl repository at the time of writing); each later table says how it differs from its
-neighbour. 2.26 has 2.30's algorithms and formulas but the older
-NVLS / NVLS Tree bandwidth (``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no
+(v2.24.3), **2.26** (v2.26.2; identical from v2.26.2 to v2.26.6), **2.27** (v2.27.7; **2.27.3** and
+**2.27.5** for its earlier patches), **2.28** (v2.28.9; **2.28.3**, **2.28.7**), **2.29** (v2.29.7;
+**2.29.3**), and **2.30** (v2.30.7, the latest release in the NVIDIA/nccl repository at the time of
+writing); each later table says how it differs from its neighbour. 2.26 has 2.30's algorithms and
+formulas but the older NVLS / NVLS Tree bandwidth (``min(bwIntra, bwInter)``, × 5/6; no ``nvlsEfficiency``, no
 ``perChMaxNVLSTreeBws``), NVLS Tree's 14 µs network hop, Blackwell caps of twice Hopper's, and neither
 2.27's NVLS / CollNet Direct all-gather and reduce-scatter bandwidth nor its LL128 rule. The
 releases before 2.18 (each table says how it differs from the next) have Tree, Ring and CollNet (one
@@ -55,13 +55,13 @@ rules) at each tag:
   reads the tree pattern of the graph instead of ``maxTreePattern`` (the model assumes a balanced tree),
   and its ``ncclTopoPostset`` splits cross-NIC rings on another flag, which the model does not read;
 - 2.26.x its own;
-- 2.27.x its own (v2.27.7). v2.27.3 and v2.27.5 share its ``tuning.cc`` tables and formulas (v2.27.3's
-  LL128 path rule reads the C2C path type, which zerocalc does not model), ``connect.cc``, ``device.h`` and
-  algorithm rules; they differ only on Blackwell: ``search.cc``'s sm100 inter speeds (v2.27.3: 47.9, 45,
-  42, …; v2.27.5: 48, 45.1, 42, …; v2.27.7: 96, 48, 45.1, …) and v2.27.3's 40.0 GB/s per sm100 NVLink
-  (``topo.h``; 40.1 from v2.27.5);
-- 2.28.0-2.28.8 → 2.28.7 (v2.28.3 differs from v2.28.7 only in Blackwell's 2-node Ring/LL128 cap, 73.4
-  GB/s a channel, v2.28.7 34.6); 2.28.9 on → 2.28;
+- 2.27.0-2.27.3 → 2.27.3, 2.27.4-2.27.6 → 2.27.5, 2.27.7 on → 2.27 (v2.27.7). The three tags share
+  ``tuning.cc``'s tables and formulas (v2.27.3's LL128 path rule reads the C2C path type, which zerocalc
+  does not model), ``connect.cc``, ``device.h`` and the algorithm rules; they differ only on Blackwell:
+  ``search.cc``'s sm100 inter speeds (v2.27.3: 47.9, 45, 42, …; v2.27.5: 48, 45.1, 42, …; v2.27.7: 96,
+  48, 45.1, …) and v2.27.3's 40.0 GB/s per sm100 NVLink (``topo.h``; 40.1 from v2.27.5);
+- 2.28.0-2.28.6 → 2.28.3, 2.28.7-2.28.8 → 2.28.7, 2.28.9 on → 2.28 (the tags differ in NVLS Tree's network
+  hop and Blackwell caps, each table says which);
 - 2.29.0-2.29.6 → 2.29.3 (v2.29.2 and v2.29.3: identical ``tuning.cc``, ``search.cc``, ``topo.h``,
   ``device.h``, ``enqueue.cc``, ``connect.cc``); 2.29.7 on → 2.29;
 - 2.30.x and any later 2.y → 2.30.
@@ -503,6 +503,17 @@ V2_27 = replace(
     era=27,
 )
 
+#: v2.27.5 (= v2.27.4 to v2.27.6 in its line): 2.27.7's but (search.cc) the sm100 inter speeds without 96
+#: (48, 45.1, 42, …). The table of 2.27.4 to 2.27.6.
+V2_27_5 = replace(V2_27, name="2.27.5", tag="v2.27.5-1",
+                  speed_inter={**V2_27.speed_inter, 100: _SM100_INTER_27[1:]})
+
+#: v2.27.3: 2.27.5's but (topo.h) 40.0 GB/s per sm100 NVLink (as 2.26) and (search.cc) sm100 inter speeds
+#: from 47.9 (47.9, 45, 42, …). The table of 2.27.0 to 2.27.3.
+V2_27_3 = replace(V2_27_5, name="2.27.3", tag="v2.27.3-1",
+                  nvlink_bw_per_link={**V2_27.nvlink_bw_per_link, 100: 40.0},
+                  speed_inter={**V2_27.speed_inter, 100: (47.9, *_SM90_INTER[1:])})
+
 #: v2.30.7: 2.26's tables but (tuning.cc) NVLS Tree's network hop 20.9 µs (was 14), Blackwell's own
 #: per-channel caps for Ring/LL128, Tree/LL128 and Tree (were twice Hopper's), NVLS Tree's per-channel
 #: caps (``perChMaxNVLSTreeBws``, new) and ``nvlsEfficiency`` (new since v2.28.3), one more Tree
@@ -542,14 +553,18 @@ V2_28 = replace(
     era=28,
 )
 
-#: v2.28.7 (= v2.28.3 but for Blackwell's 2-node Ring/LL128 cap, 73.4 in v2.28.3): 2.28.9's but NVLS Tree's
-#: network hop 14 µs (v2.28.9: 20.9) and NVLS Tree's Blackwell cap on more than 2 nodes 43.1 (v2.28.9: 43.8).
-#: The table of 2.28.0 to 2.28.8.
+#: v2.28.7: 2.28.9's but NVLS Tree's network hop 14 µs (v2.28.9: 20.9) and NVLS Tree's Blackwell cap on more
+#: than 2 nodes 43.1 (v2.28.9: 43.8). The table of 2.28.7 and 2.28.8.
 V2_28_7 = replace(
     V2_28, name="2.28.7", tag="v2.28.7-1",
     hw_lat_us=(*V2_28.hw_lat_us[:2], {**V2_28.hw_lat_us[2], _A.NVLS_TREE: (0, 0, 14.0)}),
     per_ch_max_nvls_tree_bws=(*V2_30.per_ch_max_nvls_tree_bws[:3], (0.0, 96.0, 43.1)),
 )
+
+#: v2.28.3: 2.28.7's but Blackwell's 2-node Ring/LL128 cap 2 · 36.7 GB/s a channel (v2.28.7: 34.6). The table
+#: of 2.28.0 to 2.28.6.
+V2_28_3 = replace(V2_28_7, name="2.28.3", tag="v2.28.3-1",
+                  per_ch_max_ring_ll128_bws=V2_26.per_ch_max_ring_ll128_bws)
 
 #: v2.29.7: 2.30's tuning.cc and formulas but (tuning.cc) NVLS Tree's Blackwell cap on more than 2 nodes 43.8
 #: (2.30: 80.0); (search.cc) sm100 inter speeds without 86 (96, 80, 48, 45.1, …).
@@ -571,7 +586,8 @@ V2_29_3 = replace(
 
 RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_18_1,
                                                      V2_18, V2_19, V2_20, V2_21, V2_22, V2_23, V2_24, V2_26,
-                                                     V2_27, V2_28_7, V2_28, V2_29_3, V2_29, V2_30)}
+                                                     V2_27_3, V2_27_5, V2_27, V2_28_3, V2_28_7, V2_28,
+                                                     V2_29_3, V2_29, V2_30)}
 OLDEST = V2_9
 OLDEST_MINOR = 8  # 2.8.x: 2.9's tables (module docstring)
 LATEST = V2_30
@@ -632,8 +648,10 @@ def _nearest(minor: int, patch: int) -> Release:
         return _SAME_AS[minor]
     if minor == 18:
         return V2_18 if patch >= 3 else V2_18_1
+    if minor == 27:
+        return V2_27 if patch >= 7 else V2_27_5 if patch >= 4 else V2_27_3
     if minor == 28:
-        return V2_28 if patch >= 9 else V2_28_7
+        return V2_28 if patch >= 9 else V2_28_7 if patch >= 7 else V2_28_3
     if minor == 29:
         return V2_29 if patch >= 7 else V2_29_3
     if minor >= 30:
