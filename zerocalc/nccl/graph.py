@@ -170,7 +170,7 @@ def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
     (:func:`zerocalc.nccl.pcie.search`), then ``ncclTopoDupChannels``."""
     found = pcie_search(pcie_layout(topo, g, release), _speeds(release.speed_intra, cc),
                         release.max_channels // 2)
-    n, bi, be = _dup(found.n_channels, found.bw, found.bw, cc, release.max_channels // 2, release.era)
+    n, bi, be = _dup(found.n_channels, found.bw, found.bw, cc, release.max_channels // 2, release.dup_era)
     scale = found.run_bw / found.bw if found.run_bw else 1.0
     return Graph(n, bi, be, False, chain_speedup=found.chain_speedup, run_scale=scale)
 

@@ -45,7 +45,9 @@ rules) at each tag:
   arrays, ``topo.h``, ``devcomm.h`` limits and ``ncclTopoPostset``; they differ in ``search.cc``'s NIC
   order only). v2.18.1's p2p channel halving on several nodes (``enqueue.cc``, removed in v2.18.3) is not
   modelled: its p2p is priced as 2.19's;
-- 2.19.x its own;
+- 2.19.x its own (v2.19.3 and v2.19.4: identical in every file listed; v2.19.1 lacks 22 GB/s in the sm90
+  inter speeds, which moves only a network path between 22 and 24 GB/s, and duplicates channels by the
+  same rule, inline);
 - 2.20.x → 2.20 (v2.20.3 and v2.20.5: identical but for a blank line in ``search.cc``);
 - 2.21.x its own;
 - 2.22.x → 2.22, 2.23.x → 2.23, 2.24.x → 2.24 (one tag each in the NVIDIA/nccl repository);
