@@ -268,3 +268,58 @@ def test_the_tuner_run_under_its_published_name_is_told_all_reduce(tmp_path):
     sweep = check_json(path, "--topology", "aws-p5")
     assert (sweep["op"], sweep["group_size"], sweep["nccl_version"]) == ("all_reduce", 16, "2.20.3")
     assert [r["bytes"] for r in sweep["rows"]] == [s for _, s, _, _ in counted(TUNER)]
+
+
+def _split_rows(path: Path, tagged: bool, drop_last_piece_of: int | None = None) -> str:
+    """``path``'s text with NCCL's own lines printed inside each row, between the pieces nccl-tests
+    prints with separate printf calls, as NVIDIA/nccl issue 1453 shows them (``...  sum  -1[0] host:pid:tid
+    [0] NCCL INFO 8192 Bytes -> Algo 0 proto 0 time 26.549810``, more INFO lines, then ``[0]     75.38
+    0.05    0.10      0``): the INFO line is one of the file's own, and another rank's line comes between."""
+    text = text_of(path)
+    own = next(ln for ln in text.splitlines() if ln.startswith(TAG) and "NCCL INFO Connected all trees" in ln)
+    info = own.removeprefix(TAG)
+    other = next(ln for ln in text.splitlines() if ln.startswith("[1,3]<stdout>:") and "NCCL INFO" in ln)
+    out, k = [], 0
+    for ln in text.splitlines(True):
+        if not (ln.startswith(TAG) and ln.count(TAG) == 3):
+            out.append(ln)
+            continue
+        lead, oop, ip = ln.removeprefix(TAG).split(TAG)
+        tag = TAG if tagged else ""
+        out += [tag + lead + tag + info + "\n", other + "\n", tag + oop + tag + info + "\n"]
+        if k != drop_last_piece_of:
+            out.append(tag + ip)
+        k += 1
+    return "".join(out)
+
+
+@pytest.mark.parametrize("tagged", [True, False])
+def test_rows_split_by_nccls_own_lines_are_put_back_together(tmp_path, tagged):
+    path = tmp_path / "all_reduce_perf-split.log"
+    path.write_text(_split_rows(RUN2, tagged))
+    with open(path) as f:
+        res = parse(f, str(path))
+    rows = counted(RUN2)
+    assert res.skipped.count == 0
+    assert [r["size_bytes"] for r in res.rows] == [s for _, s, _, _ in rows]
+    assert [r["duration_s"] for r in res.rows] == pytest.approx([t * 1e-6 for *_, t, _ in rows])
+    assert [r["inplace_duration_s"] for r in res.rows] == pytest.approx([t * 1e-6 for *_, t in rows])
+    lines = path.read_text().splitlines()
+    assert not any(len(ln.replace(TAG, " ").split()) == 13 for ln in lines)  # no row whole on one line
+    # each row's line is the line its first piece is on
+    assert [lines[r["source_line"] - 1].replace(TAG, " ").split()[0] for r in res.rows] == \
+        [str(r["size_bytes"]) for r in res.rows]
+
+
+def test_a_row_whose_pieces_never_all_come_is_refused_at_its_line(tmp_path):
+    path = tmp_path / "all_reduce_perf-split.log"
+    path.write_text(_split_rows(RUN2, True, drop_last_piece_of=5))  # the 256 B row loses its in-place cells
+    with open(path) as f:
+        res = parse(f, str(path))
+    assert [r["size_bytes"] for r in res.rows] == [s for _, s, _, _ in counted(RUN2) if s != 256]
+    assert res.skipped.count == 1
+    ((_, line, reason),) = res.skipped.examples
+    assert path.read_text().splitlines()[line - 1].replace(TAG, " ").split()[0] == "256"
+    assert "row has 9 cells" in reason and "13 columns" in reason
+    with pytest.raises(TraceFormatError, match=rf":{line}: row has 9 cells"):
+        parse(iter(path.read_text().splitlines(True)), str(path), strict=True)

@@ -36,7 +36,9 @@ from zerocalc.errors import TraceFormatError
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import op_from_table
-from zerocalc.traces.prefix import inner_tags, prefix_of, strip_prefix
+from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, parse_header
+from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
+from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import (
     DTYPE_BYTES,
@@ -61,8 +63,6 @@ _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
 #: Tests whose ``size`` is ``count`` × element × ranks (``GetCollByteCount`` of each, module
 #: :data:`~zerocalc.traces.schema.NCCL_TESTS_OPS`): the file tells the ranks where the size divides.
 _SIZE_IS_P_COUNTS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube")
-_NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
-_INT = re.compile(r"^-?[0-9]+$")
 #: Markers that open a run's preamble (nccl-tests src/util.cu writeDeviceReport, common.cu).
 _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
             ("starting", re.compile(r"^#\s*Collective test starting\b")),
@@ -75,14 +75,6 @@ _AGG_ITERS = re.compile(r"\bagg iters:\s*(\d+)")
 _GRAPH = re.compile(r"\bgraph:\s*(\d+)")
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
-_HEADER = re.compile(r"\bsize\s+count\s+type\b")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
-#: Lead columns of the header → field names; then per side (out-of-place, in-place) these.
-_LEAD = {"size": "size_bytes", "count": "count", "type": "type", "redop": "redop", "root": "root"}
-_SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw",
-         "#wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
-         "i_p99": "i_p99_us", "i_cv%": "i_cv_pct"}
 
 
 def nccl_version_from_code(code: int) -> str:
@@ -91,161 +83,6 @@ def nccl_version_from_code(code: int) -> str:
     if code >= 20900:
         return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
-
-
-def _float(tok: str) -> float | None:
-    return float(tok) if _NUM.match(tok) else None
-
-
-@dataclass
-class Layout:
-    """The columns of one header line (or of a headerless row's shape)."""
-
-    name: str
-    columns: tuple[str, ...]
-    timestamp: bool = False
-    #: Why rows under this header cannot be read (an unknown column), or "".
-    invalid: str = ""
-    line: int | None = None
-
-    @property
-    def width(self) -> int:
-        return len(self.columns) + (2 if self.timestamp else 0)
-
-
-def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
-    """The :class:`Layout` of a column-header line (``#  size  count  type ...``), ``None`` for
-    other lines. A header with a column zerocalc does not know gives a layout whose rows are
-    refused (``invalid`` says why)."""
-    m = _HEADER.search(payload)
-    if not m or "algbw" not in payload:
-        return None
-    before = payload[:m.start()].split()
-    toks = payload[m.start():].split()
-    cols: list[str] = []
-    side = ""
-    seen_time = 0
-    timestamp = False
-    new_wrong = False
-    unknown = [t for t in before if t != "#"]
-    for t in toks:
-        if t in _LEAD and not seen_time:
-            cols.append(_LEAD[t])
-        elif t in ("time", "cputime"):
-            seen_time += 1
-            side = "oop_" if seen_time == 1 else "ip_"
-            cols.append(side + _SIDE[t])
-        elif t in _SIDE and seen_time:
-            new_wrong |= t == "#wrong"
-            cols.append(side + _SIDE[t])
-        elif t == "timestamp" and seen_time == 2:
-            timestamp = True
-        else:
-            unknown.append(t)
-    if len(unknown) > 2:  # prose that names the columns, not a header
-        return None
-    invalid = ""
-    if unknown:
-        invalid = f"the header (line {lineno}) has column(s) nccl-tests does not print: {', '.join(unknown)}"
-    elif seen_time != 2 or cols[:3] != ["size_bytes", "count", "type"]:
-        invalid = f"the header (line {lineno}) lacks the out-of-place and in-place column groups"
-    lead = tuple(c for c in cols if c in ("redop", "root"))
-    if "oop_i_min_us" in cols:
-        name = "2022-per-iter"
-    elif new_wrong:
-        name = "2022" if lead == ("redop", "root") else "-".join(("2022", *lead))
-    else:
-        name = "-".join(("pre2022", *lead))
-    return Layout(name, tuple(cols), timestamp, invalid, lineno)
-
-
-def _shape_layout(toks: list[str]) -> Layout | None:
-    """The layout a headerless row's shape implies: after ``size count type``, a word is a
-    ``redop`` and an integer before the eight timing cells a ``root``."""
-    rest = len(toks) - 3
-    lead: list[str] = []
-    i = 3
-    for _ in range(2):
-        if rest <= 8 or i >= len(toks):
-            break
-        tok = toks[i]
-        if _float(tok) is None and tok != "N/A" and "redop" not in lead:
-            lead.append("redop")
-        elif _INT.match(tok) and rest - 1 >= 8:
-            lead.append("root")
-        else:
-            break
-        i += 1
-        rest -= 1
-    if rest != 8:
-        return None
-    sides = [p + c for p in ("oop_", "ip_") for c in ("time_us", "algbw", "busbw", "wrong")]
-    name = "2022" if lead == ["redop", "root"] else "-".join(("pre2022", *lead))
-    return Layout(name, ("size_bytes", "count", "type", *lead, *sides))
-
-
-def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> dict[str, Any]:
-    """One row's cells by ``layout``; :class:`TraceFormatError` when a cell does not fit its column."""
-    if len(toks) != layout.width:
-        where = f"the header (line {layout.line})" if layout.line is not None else "its layout"
-        raise TraceFormatError(file, lineno, f"row has {len(toks)} cells, {where} has {layout.width} "
-                                             "columns: refused, not read with shifted columns")
-    if layout.timestamp and not (_DATE.match(toks[-2]) and _CLOCK.match(toks[-1])):
-        raise TraceFormatError(file, lineno, "the header's timestamp column holds no date and time")
-    rec: dict[str, Any] = {"layout": layout.name}
-    for col, tok in zip(layout.columns, toks, strict=False):
-        if col in ("size_bytes", "count"):
-            if not _INT.match(tok) or tok.startswith("-"):
-                raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a whole number")
-            rec[col] = int(tok)
-        elif col in ("type", "redop"):
-            if _float(tok) is not None or tok == "N/A":
-                raise TraceFormatError(file, lineno, f"{col} {tok!r} is a number, not a name")
-            rec[col] = tok
-        elif col == "root":
-            if not _INT.match(tok):
-                raise TraceFormatError(file, lineno, f"root {tok!r} is not an integer")
-            rec[col] = int(tok)
-        elif tok == "N/A":
-            rec[col] = None
-        else:
-            v = _float(tok)
-            if v is None:
-                raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a number")
-            rec[col] = v
-    if rec["type"] not in NCCL_TESTS_DTYPES:
-        raise TraceFormatError(file, lineno, f"type {rec['type']!r} is not an nccl-tests data type")
-    return rec
-
-
-def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
-              layout: Layout | None = None) -> dict[str, Any] | None:
-    """One result row → dict of its layout's fields; ``None`` for comments and other lines.
-
-    Read by ``layout`` (the header above it) when given, else by its shape, past the launcher
-    tags before and inside it (:func:`~zerocalc.traces.prefix.inner_tags`). Raises
-    :class:`TraceFormatError` for a line that starts like a result row (two integers and a name)
-    but does not fit the layout, or whose body holds another process's tag (a row another
-    process's output broke into).
-    """
-    payload = strip_prefix(line)
-    body, tags = inner_tags(payload)
-    toks = body.split()
-    if len(toks) < 3 or not ((toks[0] + toks[1]).isascii() and toks[0].isdecimal() and toks[1].isdecimal()):
-        return None
-    lead = prefix_of(line)
-    other = [t for t in tags if lead and "".join(t.split()) not in lead]
-    if other:
-        raise TraceFormatError(file, lineno, "row continues with another process's output "
-                                             f"({other[0].strip()} inside a {lead} line): refused")
-    if layout is None:
-        layout = _shape_layout(toks)
-        if layout is None:
-            raise TraceFormatError(file, lineno, "result row fits no nccl-tests column layout "
-                                                 f"({len(toks)} cells)")
-    elif layout.invalid:
-        raise TraceFormatError(file, lineno, f"row refused: {layout.invalid}")
-    return _cells(toks, layout, file, lineno)
 
 
 def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, lineno: int) -> dict[str, Any]:
@@ -377,15 +214,18 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
 
 
 def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> list[_Run]:
-    """The runs of the output, line by line: preamble lines, headers, ``# Rank`` lines and rows (a
-    row that does not fit goes to ``res``'s skip log, or raises in strict mode)."""
+    """The runs of the output, line by line: preamble lines, headers, ``# Rank`` lines and rows, each
+    put together from its pieces (:class:`~zerocalc.traces.nccl_tests_rows.RowJoiner`; a row that does
+    not fit goes to ``res``'s skip log, or raises in strict mode)."""
     state = _Runs()
+    rows = RowJoiner(file, strict, res.skipped)
     for lineno, line in enumerate(stream, 1):
         payload = strip_prefix(line).strip()
         if not payload:
             continue
         kind = next((k for k, rx in _MARKERS if rx.match(payload)), None)
         if kind is not None:
+            rows.flush()
             state.marker(kind, lineno)
             g = _NGPUS.search(payload) if kind == "nthread" else None
             if g:
@@ -402,6 +242,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             state.versions(payload, lineno)
         header = parse_header(payload, lineno) if "size" in payload else None
         if header is not None:
+            rows.flush()
             state.header(header, lineno)
             continue
         if "NCCL_" in payload:
@@ -419,14 +260,11 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             _network(state, payload, lineno)
             if "NCCL INFO" in payload:
                 state.current(lineno).info.add(payload, lineno)
-        try:
-            run = state.last()
-            rec = parse_row(line, file=file, lineno=lineno, layout=run.layout if run else None)
-        except TraceFormatError as exc:
-            bad(file, lineno, exc.reason, strict, res.skipped)
-            continue
-        if rec is not None:
-            state.current(lineno).recs.append((lineno, rec))
+        run = state.last()
+        got = rows.feed(line, lineno, run.layout if run else None)
+        if got is not None:
+            state.current(lineno).recs.append(got)
+    rows.flush()
     return state.runs
 
 

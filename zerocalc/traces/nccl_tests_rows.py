@@ -1,0 +1,270 @@
+"""The rows of an nccl-tests table: each header's column layout, and each row read by it.
+
+nccl-tests ``src/common.cu``/``src/util.cu`` and ``doc/PERFORMANCE.md``: ``size`` is the total bytes,
+``count`` the NCCL count argument; then out-of-place and in-place ``time(us) algbw busbw #wrong``,
+per layout as :mod:`zerocalc.traces.nccl_tests` describes. A row that does not fit the header above it
+is refused, never read with shifted columns.
+
+nccl-tests prints a row with several ``printf`` calls (``src/common.cu``: the lead columns, then each
+side's cells, then the newline). Whatever else the process prints in between lands inside the row: a
+launcher's tag before each piece (OpenMPI ``--tag-output``), and NCCL's own INFO lines, which end with a
+newline and so split the row over several lines (``8192  2048  float  sum  -1[0] host:1:2 [0] NCCL INFO
+...``, then NCCL's lines, then ``[0]     75.38    0.05    0.10      0``). :class:`RowJoiner` puts such a
+row back together: the piece that opens it (two integers and a type), then the following pieces of cells
+from the same process, NCCL's text and other lines between them skipped, until the header's width is
+reached; a row that is not completed before the next row, header or run is refused naming its line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces.prefix import inner_tags, prefix_of, strip_prefix
+from zerocalc.traces.records import SkipLog, bad
+from zerocalc.traces.schema import NCCL_TESTS_DTYPES
+
+_NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
+_INT = re.compile(r"^-?[0-9]+$")
+_HEADER = re.compile(r"\bsize\s+count\s+type\b")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
+#: Lead columns of the header → field names; then per side (out-of-place, in-place) these.
+_LEAD = {"size": "size_bytes", "count": "count", "type": "type", "redop": "redop", "root": "root"}
+_SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw",
+         "#wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
+         "i_p99": "i_p99_us", "i_cv%": "i_cv_pct"}
+
+
+def _float(tok: str) -> float | None:
+    return float(tok) if _NUM.match(tok) else None
+
+
+@dataclass
+class Layout:
+    """The columns of one header line (or of a headerless row's shape)."""
+
+    name: str
+    columns: tuple[str, ...]
+    timestamp: bool = False
+    #: Why rows under this header cannot be read (an unknown column), or "".
+    invalid: str = ""
+    line: int | None = None
+
+    @property
+    def width(self) -> int:
+        return len(self.columns) + (2 if self.timestamp else 0)
+
+
+def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
+    """The :class:`Layout` of a column-header line (``#  size  count  type ...``), ``None`` for
+    other lines. A header with a column zerocalc does not know gives a layout whose rows are
+    refused (``invalid`` says why)."""
+    m = _HEADER.search(payload)
+    if not m or "algbw" not in payload:
+        return None
+    before = payload[:m.start()].split()
+    toks = payload[m.start():].split()
+    cols: list[str] = []
+    side = ""
+    seen_time = 0
+    timestamp = False
+    new_wrong = False
+    unknown = [t for t in before if t != "#"]
+    for t in toks:
+        if t in _LEAD and not seen_time:
+            cols.append(_LEAD[t])
+        elif t in ("time", "cputime"):
+            seen_time += 1
+            side = "oop_" if seen_time == 1 else "ip_"
+            cols.append(side + _SIDE[t])
+        elif t in _SIDE and seen_time:
+            new_wrong |= t == "#wrong"
+            cols.append(side + _SIDE[t])
+        elif t == "timestamp" and seen_time == 2:
+            timestamp = True
+        else:
+            unknown.append(t)
+    if len(unknown) > 2:  # prose that names the columns, not a header
+        return None
+    invalid = ""
+    if unknown:
+        invalid = f"the header (line {lineno}) has column(s) nccl-tests does not print: {', '.join(unknown)}"
+    elif seen_time != 2 or cols[:3] != ["size_bytes", "count", "type"]:
+        invalid = f"the header (line {lineno}) lacks the out-of-place and in-place column groups"
+    lead = tuple(c for c in cols if c in ("redop", "root"))
+    if "oop_i_min_us" in cols:
+        name = "2022-per-iter"
+    elif new_wrong:
+        name = "2022" if lead == ("redop", "root") else "-".join(("2022", *lead))
+    else:
+        name = "-".join(("pre2022", *lead))
+    return Layout(name, tuple(cols), timestamp, invalid, lineno)
+
+
+def _shape_layout(toks: list[str]) -> Layout | None:
+    """The layout a headerless row's shape implies: after ``size count type``, a word is a
+    ``redop`` and an integer before the eight timing cells a ``root``."""
+    rest = len(toks) - 3
+    lead: list[str] = []
+    i = 3
+    for _ in range(2):
+        if rest <= 8 or i >= len(toks):
+            break
+        tok = toks[i]
+        if _float(tok) is None and tok != "N/A" and "redop" not in lead:
+            lead.append("redop")
+        elif _INT.match(tok) and rest - 1 >= 8:
+            lead.append("root")
+        else:
+            break
+        i += 1
+        rest -= 1
+    if rest != 8:
+        return None
+    sides = [p + c for p in ("oop_", "ip_") for c in ("time_us", "algbw", "busbw", "wrong")]
+    name = "2022" if lead == ["redop", "root"] else "-".join(("pre2022", *lead))
+    return Layout(name, ("size_bytes", "count", "type", *lead, *sides))
+
+
+def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> dict[str, Any]:
+    """One row's cells by ``layout``; :class:`TraceFormatError` when a cell does not fit its column."""
+    if len(toks) != layout.width:
+        where = f"the header (line {layout.line})" if layout.line is not None else "its layout"
+        raise TraceFormatError(file, lineno, f"row has {len(toks)} cells, {where} has {layout.width} "
+                                             "columns: refused, not read with shifted columns")
+    if layout.timestamp and not (_DATE.match(toks[-2]) and _CLOCK.match(toks[-1])):
+        raise TraceFormatError(file, lineno, "the header's timestamp column holds no date and time")
+    rec: dict[str, Any] = {"layout": layout.name}
+    for col, tok in zip(layout.columns, toks, strict=False):
+        if col in ("size_bytes", "count"):
+            if not _INT.match(tok) or tok.startswith("-"):
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a whole number")
+            rec[col] = int(tok)
+        elif col in ("type", "redop"):
+            if _float(tok) is not None or tok == "N/A":
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is a number, not a name")
+            rec[col] = tok
+        elif col == "root":
+            if not _INT.match(tok):
+                raise TraceFormatError(file, lineno, f"root {tok!r} is not an integer")
+            rec[col] = int(tok)
+        elif tok == "N/A":
+            rec[col] = None
+        else:
+            v = _float(tok)
+            if v is None:
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a number")
+            rec[col] = v
+    if rec["type"] not in NCCL_TESTS_DTYPES:
+        raise TraceFormatError(file, lineno, f"type {rec['type']!r} is not an nccl-tests data type")
+    return rec
+
+
+def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
+              layout: Layout | None = None) -> dict[str, Any] | None:
+    """One result row → dict of its layout's fields; ``None`` for comments and other lines.
+
+    Read by ``layout`` (the header above it) when given, else by its shape, past the launcher
+    tags before and inside it (:func:`~zerocalc.traces.prefix.inner_tags`). Raises
+    :class:`TraceFormatError` for a line that starts like a result row (two integers and a name)
+    but does not fit the layout, or whose body holds another process's tag (a row another
+    process's output broke into).
+    """
+    payload = strip_prefix(line)
+    body, tags = inner_tags(payload)
+    toks = body.split()
+    if len(toks) < 3 or not ((toks[0] + toks[1]).isascii() and toks[0].isdecimal() and toks[1].isdecimal()):
+        return None
+    lead = prefix_of(line)
+    other = [t for t in tags if lead and "".join(t.split()) not in lead]
+    if other:
+        raise TraceFormatError(file, lineno, "row continues with another process's output "
+                                             f"({other[0].strip()} inside a {lead} line): refused")
+    if layout is None:
+        layout = _shape_layout(toks)
+        if layout is None:
+            raise TraceFormatError(file, lineno, "result row fits no nccl-tests column layout "
+                                                 f"({len(toks)} cells)")
+    elif layout.invalid:
+        raise TraceFormatError(file, lineno, f"row refused: {layout.invalid}")
+    return _cells(toks, layout, file, lineno)
+
+
+
+
+#: Where NCCL's own line starts inside a line (``host:pid:tid [dev] NCCL INFO``, NCCL ``src/debug.cc``):
+#: from there to the end of the line the text is NCCL's (its lines end with a newline).
+_NCCL_TEXT = re.compile(r"(?:[A-Za-z][\w.\-]*:\d+:\d+ )?\[\d+\] NCCL (?:INFO|WARN)\b|\bNCCL (?:INFO|WARN)\b")
+
+
+def _row_start(toks: list[str]) -> bool:
+    return len(toks) >= 3 and (toks[0] + toks[1]).isascii() and toks[0].isdecimal() and toks[1].isdecimal()
+
+
+def _cell(tok: str) -> bool:
+    """Whether a token can be a cell after a row's lead columns (a number, ``N/A``, a timestamp)."""
+    return bool(_NUM.match(tok) or tok == "N/A" or _DATE.match(tok) or _CLOCK.match(tok))
+
+
+class RowJoiner:
+    """A table's rows from its lines, each row put together from the pieces other output split
+    (module docstring); bad rows go to ``skipped`` (raise in strict mode)."""
+
+    def __init__(self, file: str, strict: bool, skipped: SkipLog) -> None:
+        self.file, self.strict, self.skipped = file, strict, skipped
+        #: The row being put together: (its first line, its prefix, its cells so far, its layout).
+        self.pending: tuple[int, str, list[str], Layout] | None = None
+
+    def feed(self, line: str, lineno: int, layout: Layout | None) -> tuple[int, dict[str, Any]] | None:
+        """The row this line completes, as ``(its first line, its cells)``, if any."""
+        lead = prefix_of(line)
+        body = strip_prefix(line)
+        cut = _NCCL_TEXT.search(body)
+        if cut is not None:
+            body = body[:cut.start()]
+        body, tags = inner_tags(body)
+        toks = body.split()
+        if not toks:
+            return None
+        if _row_start(toks):
+            self.flush()
+            other = [t for t in tags if lead and "".join(t.split()) not in lead]
+            try:
+                if other:
+                    raise TraceFormatError(self.file, lineno, "row continues with another process's output "
+                                                              f"({other[0].strip()} inside a {lead} line): "
+                                                              "refused")
+                if layout is not None and not layout.invalid and len(toks) < layout.width:
+                    self.pending = (lineno, lead, toks, layout)  # its other pieces on the lines below
+                    return None
+                return lineno, parse_row(body, file=self.file, lineno=lineno, layout=layout)
+            except TraceFormatError as exc:
+                bad(self.file, lineno, exc.reason, self.strict, self.skipped)
+                return None
+        if self.pending is None or lead != self.pending[1] or not all(_cell(t) for t in toks):
+            return None  # another process's line, or text between a row's pieces
+        first, lead, cells, pending_layout = self.pending
+        cells = cells + toks
+        if len(cells) < pending_layout.width:
+            self.pending = (first, lead, cells, pending_layout)
+            return None
+        self.pending = None
+        try:
+            return first, _cells(cells, pending_layout, self.file, first)
+        except TraceFormatError as exc:
+            bad(self.file, first, exc.reason, self.strict, self.skipped)
+            return None
+
+    def flush(self) -> None:
+        """Refuse the row being put together, if any: its pieces end before its header's width."""
+        if self.pending is None:
+            return
+        first, _, cells, layout = self.pending
+        self.pending = None
+        where = f"the header (line {layout.line})" if layout.line is not None else "its layout"
+        bad(self.file, first, f"row has {len(cells)} cells, {where} has {layout.width} columns "
+                              "(its remaining pieces never came): refused, not read with shifted columns",
+            self.strict, self.skipped)
