@@ -206,6 +206,16 @@ def test_tags_inside_a_row():
     ("h:1:2 [0] NCCL INFO NET/OFI NCCL_OFI_TUNER is not available for platform : p4d.24xlarge, Fall back to "
      "NCCL's tuner", [("tuner_fallback", True)]),
     ("h:1:2 [0] NCCL INFO NET/OFI Internode latency set at 35.0 us", [("net_latency_us", 35.0)]),
+    # NCCL's choice per size (enqueue.cc): v2.20-v2.22 by index, v2.23 with the collective, v2.24+ by name
+    ("[0] h100clust-worker-1:497888:497888 [0] NCCL INFO 8192 Bytes -> Algo 0 proto 0 time 26.549810",
+     [("tuning", {"op": None, "bytes": 8192, "algorithm": "Tree", "protocol": "LL", "time_us": 26.54981,
+                  "channels": None})]),
+    ("h:1:2 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo 1 proto 2 time 40.5",
+     [("tuning", {"op": "AllGather", "bytes": 1048576, "algorithm": "Ring", "protocol": "Simple",
+                  "time_us": 40.5, "channels": None})]),
+    ("h:1:2 [0] NCCL INFO AllReduce: 67108864 Bytes -> Algo NVLSTree proto Simple channel{Lo..Hi}={0..15}",
+     [("tuning", {"op": "AllReduce", "bytes": 67108864, "algorithm": "NVLSTree", "protocol": "Simple",
+                  "time_us": None, "channels": [0, 15]})]),
     ("h:1:2 [0] NCCL INFO AllReduce: opCount 3 sendbuff 0x7f recvbuff 0x7f count 2 datatype 7 op 0 root 0 "
      "comm 0x55 [nranks=16] stream 0x55", [("coll_lines", True)]),
 ])
@@ -323,3 +333,58 @@ def test_a_row_whose_pieces_never_all_come_is_refused_at_its_line(tmp_path):
     assert "row has 9 cells" in reason and "13 columns" in reason
     with pytest.raises(TraceFormatError, match=rf":{line}: row has 9 cells"):
         parse(iter(path.read_text().splitlines(True)), str(path), strict=True)
+
+
+def test_info_nodes_shape_a_given_topology_where_no_rank_lines_name_hosts(tmp_path):
+    """nNodes/localRanks (NCCL init.cc) are the nodes NCCL built its communicator on: with no # Rank
+    lines, 16 ranks stated as 4 on each of 4 nodes make a given 8-GPU topology's nodes 4 GPUs with their
+    share of its NICs (half of a p5's 8 NCCL network devices, each the 4 EFA NICs of a GPU's PCIe switch
+    joined), as device lines naming 4 ranks per host would."""
+    from zerocalc.topology import PRESETS
+    from zerocalc.validate.sweep_info import nodes_as_stated
+
+    p5 = PRESETS["aws-p5"]
+    shaped, how = nodes_as_stated(p5, {"nodes": [4, 90], "local_ranks": [4, 90]}, 16)
+    assert (p5.gpus_per_node, p5.nics_per_node) == (8, 8)
+    assert (shaped.gpus_per_node, shaped.nics_per_node) == (4, 4)
+    assert shaped.inter.bw_Bps == pytest.approx(p5.inter.bw_Bps / 2)
+    assert how.endswith("as the file's NCCL INFO lines state 4 ranks on each of 4 nodes (line 90)")
+    # what the file's lines state of 2 full nodes, or of ranks that do not multiply out, changes nothing
+    assert nodes_as_stated(p5, {"nodes": [2, 9], "local_ranks": [8, 9]}, 16) is None
+    assert nodes_as_stated(p5, {"nodes": [4, 9], "local_ranks": [4, 9]}, 8) is None
+    text = "".join(ln for ln in text_of(RUN1).splitlines(True) if not ln.startswith(TAG + "#  Rank"))
+    path = tmp_path / "all_reduce_perf-4x4.log"
+    path.write_text(text.replace("nRanks 16 nNodes 2 localRanks 8", "nRanks 16 nNodes 4 localRanks 4"))
+    sweep = check_json(path, "--topology", "aws-p5")
+    assert "nodes of 4 GPUs and 4 NICs, as the file's NCCL INFO lines state 4 ranks" in sweep["topology_how"]
+
+
+def test_nccls_stated_choice_per_size_is_set_beside_the_models(tmp_path):
+    """With NCCL_DEBUG_SUBSYS=TUNING rank 0 prints NCCL's choice per call (NCCL 2.22's enqueue.cc form,
+    by index): each row carries it (nccl_stated) and a note counts where the model chooses alike."""
+    chosen = {}
+    out = []
+    for ln in text_of(RUN1).splitlines(True):
+        if ln.startswith(TAG) and ln.count(TAG) == 3:
+            size = int(ln.replace(TAG, " ").split()[0])
+            algo, proto = (0, 0) if size <= 65536 else (1, 2)  # Tree/LL, then Ring/Simple
+            chosen[size] = (("Tree", "LL") if algo == 0 else ("Ring", "Simple"), len(out) + 1)
+            out.append(f"{TAG}test-nccl-worker-0:25:25 [0] NCCL INFO {size} Bytes -> Algo {algo} "
+                       f"proto {proto} time {size / 1e4 + 20:.6f}\n")
+        out.append(ln)
+    path = tmp_path / "all_reduce_perf-tuning.log"
+    path.write_text("".join(out))
+    sweep = check_json(path, "--topology", "aws-p5")
+    rows = sweep["rows"]
+    assert [(tuple((r["nccl_stated"]["algorithm"], r["nccl_stated"]["protocol"])), r["nccl_stated"]["line"])
+            for r in rows] == [chosen[r["bytes"]] for r in rows]
+    assert rows[0]["nccl_stated"]["time_s"] == pytest.approx((8 / 1e4 + 20) * 1e-6)
+    same = sum((r["algorithm"], r["protocol"]) == chosen[r["bytes"]][0] for r in rows)
+    (note,) = [n for n in sweep["notes"] if n.startswith("NCCL's TUNING lines")]
+    assert note.startswith(f"NCCL's TUNING lines state its choice at 32 of 32 sizes: the model chooses the "
+                           f"same at {same}; NCCL ran otherwise at ")
+    assert 0 < same < 32
+    text = runner.invoke(app, ["check", str(path), "--topology", "aws-p5"]).stdout.splitlines()
+    differ = [r for r in rows if (r["algorithm"], r["protocol"]) != chosen[r["bytes"]][0]]
+    ran = [ln for ln in text if ln.endswith(("NCCL ran Ring/Simple", "NCCL ran Tree/LL"))]
+    assert len(ran) == len(differ)

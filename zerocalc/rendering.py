@@ -419,7 +419,7 @@ def _sweep_text(d: dict, cmp) -> str:
         lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
                      f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
                      f"{_choice(r):<16} "
-                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r))
+                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _stated_mark(r))
     if rows:
         import numpy as np
 
@@ -433,6 +433,15 @@ def _sweep_text(d: dict, cmp) -> str:
             lines.append("  ! = the file's out-of-place and in-place times differ by more than 1.25×, which "
                          "NCCL's model cannot (it prices both alike): an unsteady measurement")
     return "\n".join(lines)
+
+
+def _stated_mark(r: dict) -> str:
+    """`` NCCL ran Ring/Simple`` on a row whose file's TUNING lines state another choice than the model's
+    (:func:`zerocalc.validate.sweep_info.stated_choices`), else ''."""
+    s = r.get("nccl_stated")
+    if not s or (s["algorithm"], s["protocol"]) == (r["algorithm"], r["protocol"]):
+        return ""
+    return f" NCCL ran {s['algorithm']}/{s['protocol']}"
 
 
 def _unsteady_mark(r: dict) -> str:

@@ -134,12 +134,19 @@ def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[st
 def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     """The topology a sweep is priced on and how it was chosen (JSON ``topology_how``): ``given`` (a
     loaded ``--topology``) always wins, its nodes holding the ranks the file lists per host when fewer
-    (:func:`zerocalc.topology.devices.nodes_as_listed`); else the preset the run's device lines describe
+    (:func:`zerocalc.topology.devices.nodes_as_listed`), or the ranks per node its NCCL INFO lines state
+    where it lists no hosts (:func:`zerocalc.validate.sweep_info.nodes_as_stated`); else the preset the
+    run's device lines describe
     (:func:`zerocalc.topology.devices.preset_for_devices`; ``group_size``: the sweep's ranks, more than
     the device lines list when they are an excerpt)."""
     from zerocalc.topology.devices import nodes_as_listed, preset_for_devices
+    from zerocalc.validate.sweep_info import nodes_as_stated
 
     if given is not None:
+        if not run.get("hosts") and group_size:  # no # Rank lines: the INFO lines may state the nodes
+            stated = nodes_as_stated(given, run.get("nccl_info") or {}, group_size)
+            if stated is not None:
+                return stated
         return nodes_as_listed(given, run.get("hosts") or {}, group_size)
     return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
                               network=run.get("network") or {},
@@ -152,7 +159,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     from zerocalc.nccl.env import restrictions, settings
     from zerocalc.topology.devices import with_stated_p2p
     from zerocalc.validate.sweep import compare_sweep, launch_note
-    from zerocalc.validate.sweep_info import coll_lines_remark, latency_as_stated, tuner_note
+    from zerocalc.validate.sweep_info import coll_lines_remark, latency_as_stated, stated_choices, tuner_note
 
     given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
@@ -177,6 +184,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
                             graph=run.get("graph"))
         d = cmp.as_dict()
+        sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
+        info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
         d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
         d["nccl_version_how"] = version_how
         if run.get("series"):

@@ -25,6 +25,11 @@ aws-ofi-nccl's sources):
   through host memory (NCCL ``src/transport.cc``, ``"Channel %02d%s : %d[%d] -> %d[%d] via %s/%s"`` with
   the P2P transport's ``P2P/IPC``, ``P2P/CUMEM``, ``P2P/direct pointer`` or the SHM transport's
   ``SHM/direct/direct``, v2.9-v2.30), which tells whether the GPUs reach each other by PCIe peer-to-peer;
+- ``tuning``: the algorithm and protocol NCCL chose for a call of a size, as rank 0 prints them with
+  ``NCCL_DEBUG_SUBSYS`` holding ``TUNING`` (NCCL ``src/enqueue.cc``: ``"%ld Bytes -> Algo %d proto %d time
+  %f"`` v2.20-v2.22, with ``"%s: "`` (the collective) before it v2.23, ``"%s: %ld Bytes -> Algo %s proto
+  %s channel{Lo..Hi}={%d..%d}"`` v2.24-v2.30; the indices are ``src/include/plugin/nccl_tuner.h``'s
+  ``NCCL_ALGO_*`` and ``NCCL_PROTO_*``; ``time`` is NCCL's own model's time, µs);
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -62,10 +67,22 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                 r"|TUNER/Plugin: Using tuner plugin (\S+)|TUNER/Plugin: Using (?!internal\b)"
                                 r"(\S+) \(v\d+\))")),
     ("tuner_fallback", re.compile(r"\bNCCL INFO\b.*\bFall(?:ing)? back to NCCL'?s (?:internal )?tuner")),
+    ("tuning", re.compile(r"\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\w+) proto (\w+)"
+                          r"(?: time (\d+(?:\.\d+)?)| channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
     ("intra_p2p", re.compile(_CHANNEL + r"via P2P/")),
     ("intra_shm", re.compile(_CHANNEL + r"via SHM/")),
 )
+
+
+#: NCCL's algorithm and protocol indices (``src/include/plugin/nccl_tuner.h``, v2.19-v2.30) and names
+#: (``ncclAlgoToString``, ``ncclProtoToString``).
+ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+def _named(token: str, names: tuple[str, ...]) -> str:
+    return names[int(token)] if token.isdecimal() and int(token) < len(names) else token
 
 
 def info_facts(line: str) -> list[tuple[str, Any]]:
@@ -85,6 +102,11 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, next(g for g in m.groups() if g))]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]
+        if kind == "tuning":
+            return [(kind, {"op": m[1], "bytes": int(m[2]), "algorithm": _named(m[3], ALGORITHMS),
+                            "protocol": _named(m[4], PROTOCOLS),
+                            "time_us": float(m[5]) if m[5] else None,
+                            "channels": [int(m[6]), int(m[7])] if m[6] else None})]
         return [(kind, True)]
     return []
 
@@ -96,11 +118,16 @@ class InfoFacts:
     def __init__(self) -> None:
         self.facts: dict[str, tuple[Any, int]] = {}
         self.coll_lines = 0
+        #: NCCL's choice per (collective, bytes), from its first TUNING line (with that line).
+        self.tuning: dict[tuple[str | None, int], dict[str, Any]] = {}
 
     def add(self, line: str, lineno: int) -> None:
         for kind, value in info_facts(line):
             if kind == "coll_lines":
                 self.coll_lines += 1
+                continue
+            if kind == "tuning":
+                self.tuning.setdefault((value["op"], value["bytes"]), {**value, "line": lineno})
                 continue
             old = self.facts.get(kind)
             if old is None or (kind in ("ranks", "nodes", "local_ranks") and value > old[0]):
@@ -112,8 +139,11 @@ class InfoFacts:
         return got[0] if got else None
 
     def as_dict(self) -> dict[str, Any]:
-        """``kind → [value, line]``, and ``coll_lines`` (a count) where the run has any."""
+        """``kind → [value, line]``; ``coll_lines`` (a count) and ``tuning`` (each size's choice: ``op``,
+        ``bytes``, ``algorithm``, ``protocol``, ``time_us``, ``channels``, ``line``) where the run has any."""
         out: dict[str, Any] = {k: [v, ln] for k, (v, ln) in sorted(self.facts.items())}
         if self.coll_lines:
             out["coll_lines"] = self.coll_lines
+        if self.tuning:
+            out["tuning"] = list(self.tuning.values())
         return out

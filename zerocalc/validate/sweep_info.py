@@ -19,6 +19,23 @@ from dataclasses import replace
 from typing import Any
 
 
+def nodes_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, str] | None:
+    """A given topology with nodes of the ranks per node the file's INFO lines state (``nNodes M
+    localRanks k``, NCCL ``src/init.cc``), for a run whose ``# Rank`` lines name no hosts: ``k`` fewer than
+    the topology's GPUs per node, on several nodes, ``M × k`` the sweep's ranks
+    (:func:`zerocalc.topology.devices.nodes_of`); ``None`` when they do not say so. With the sentence for
+    JSON ``topology_how``."""
+    from zerocalc.topology.devices import nodes_of
+
+    nodes, local = info.get("nodes"), info.get("local_ranks")
+    if not nodes or not local or nodes[0] < 2 or nodes[0] * local[0] != group_size \
+            or local[0] >= topo.gpus_per_node:
+        return None
+    shaped, words = nodes_of(topo, local[0])
+    return shaped, (f"given (--topology); {words}, as the file's NCCL INFO lines state {local[0]} ranks on "
+                    f"each of {nodes[0]} nodes (line {nodes[1]})")
+
+
 def latency_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, list[str]]:
     """``topo`` with the network latency NCCL chose with where the file's INFO lines state another
     than its ``net_latency_us`` for a sweep across nodes (its ``nNodes``, else its ``group_size`` over
@@ -61,3 +78,48 @@ def coll_lines_remark(info: Mapping[str, Any], path: str) -> str:
         return ""
     return (f"the nccl-tests table compared, not its {n} NCCL COLL line{'s' if n != 1 else ''} "
             f"(zerocalc trace summary --trace-format nccl-log {path} reads those)")
+
+
+#: nccl-tests' test → the collective NCCL's TUNING lines name (``ncclFuncToString``, NCCL v2.23+).
+_FUNC = {"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
+         "broadcast": "Broadcast", "reduce": "Reduce"}
+
+
+def stated_choices(rows: list[dict], sizes: Mapping[int, int], tuning: list[Mapping[str, Any]],
+                   op: str) -> list[str]:
+    """Give each compared row the choice NCCL's TUNING lines state for its calls (``nccl_stated``:
+    ``algorithm``, ``protocol``, ``time_s`` (NCCL's own model's, where the release prints it), ``channels``,
+    ``line``) and say how the model's choice compares. ``sizes``: each row's size → its bytes per call
+    as NCCL counts them (``count`` × element: the size for all_reduce, one rank's part for all_gather and
+    reduce_scatter); a TUNING line naming another collective is not this sweep's."""
+    if not tuning:
+        return []
+    func = _FUNC.get(op)
+    by_bytes = {t["bytes"]: t for t in tuning if t.get("op") in (None, func)}
+    stated = same = 0
+    differ = []
+    for r in rows:
+        t = by_bytes.get(sizes.get(r["bytes"], -1))
+        if t is None:
+            continue
+        stated += 1
+        r["nccl_stated"] = {"algorithm": t["algorithm"], "protocol": t["protocol"],
+                            "time_s": t["time_us"] * 1e-6 if t.get("time_us") is not None else None,
+                            "channels": t.get("channels"), "line": t["line"]}
+        if (t["algorithm"], t["protocol"]) == (r["algorithm"], r["protocol"]):
+            same += 1
+        else:
+            differ.append(r)
+    if not stated:
+        return []
+    from zerocalc.units import format_bytes
+
+    note = (f"NCCL's TUNING lines state its choice at {stated} of {len(rows)} sizes: the model chooses the "
+            f"same at {same}")
+    if differ:
+        shown = ", ".join(f"{format_bytes(r['bytes'])} ({r['nccl_stated']['algorithm']}/"
+                          f"{r['nccl_stated']['protocol']}, line {r['nccl_stated']['line']})"
+                          for r in differ[:4])
+        more = f" and {len(differ) - 4} more" if len(differ) > 4 else ""
+        note += f"; NCCL ran otherwise at {shown}{more}"
+    return [note]
