@@ -388,3 +388,16 @@ def test_nccls_stated_choice_per_size_is_set_beside_the_models(tmp_path):
     differ = [r for r in rows if (r["algorithm"], r["protocol"]) != chosen[r["bytes"]][0]]
     ran = [ln for ln in text if ln.endswith(("NCCL ran Ring/Simple", "NCCL ran Tree/LL"))]
     assert len(ran) == len(differ)
+
+
+@pytest.mark.parametrize("line", [
+    # HPC-X's nccl-rdma-sharp-plugins on a B200 cluster (togethercomputer/together-nccl-tests,
+    # benchmarks/B200/sendrecv-p2p-scaling/run1/nccl-sendrecv-2node-79912.out)
+    "use3a-ss-b200-gpu-150:98207:98207 [3] NCCL INFO P2P plugin IBext_v8",
+    "use3a-ss-b200-gpu-150:98990:98990 [0] NCCL INFO Channel 08/1 : 7[7] -> 8[0] [receive] via NET/NCCL RDMA "
+    "Plugin v8/0/GDRDMA/Shared",
+])
+def test_the_rdma_sharp_plugin_is_infiniband(line):
+    from zerocalc.traces.nccl_info import NETWORK_EVIDENCE
+
+    assert next(kind for kind, rx in NETWORK_EVIDENCE if rx.search(line)) == "ib"

@@ -43,8 +43,10 @@ from typing import Any
 #: (kind, pattern), strongest first: NCCL's own ``Using network X`` / ``Using net plugin`` and the
 #: transport of a channel (``via NET/IB/0``) or a transport's init line (``NET/IB :``, ``NET/Socket :``,
 #: ``NET/OFI`` of aws-ofi-nccl, ``NET/AWS Libfabric`` of its releases before 1.2, ``FasTrak`` /
-#: ``GPUDirectTCPX`` of GCP's TCPXO / TCPX plugins); last, ``NCCL_IB_DISABLE=1`` on the launch line
-#: (NCCL falls back to its socket transport unless a net plugin is loaded); ``NET/IB : No device found``
+#: ``GPUDirectTCPX`` of GCP's TCPXO / TCPX plugins; ``IBext`` and ``NET/NCCL RDMA Plugin`` of HPC-X's
+#: Mellanox/nccl-rdma-sharp-plugins, InfiniBand verbs under NCCL's net plugin API); last,
+#: ``NCCL_IB_DISABLE=1`` on the launch line (NCCL falls back to its socket transport unless a net plugin
+#: is loaded); ``NET/IB : No device found``
 #: names no network (NCCL then falls back to another). NCCL ``src/init.cc``
 #: (``Using network %s``), ``src/transport/net_ib.cc``, ``net_socket.cc``; aws/aws-ofi-nccl
 #: ``src/nccl_ofi_net.cpp``; google/nccl-plugin-gpudirecttcpx.
@@ -53,7 +55,8 @@ NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
                        r"|Selected [Pp]rovider is efa)")),
     ("tcpxo", re.compile(r"\bNCCL INFO\b.*(?:\bFasTrak\b|\bGPUDirectTCPXO\b)")),
     ("tcpx", re.compile(r"\bNCCL INFO\b.*\bGPUDirectTCPX(?!O)\b")),
-    ("ib", re.compile(r"\bNCCL INFO\b.*(?:\bNET/IB\b(?!.*\bNo device found)|Using network IB\b)")),
+    ("ib", re.compile(r"\bNCCL INFO\b.*(?:\bNET/IB\b(?!.*\bNo device found)|Using network IB(?:ext)?\b"
+                      r"|\bP2P plugin IBext|\bvia NET/NCCL RDMA Plugin\b)")),
     ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
     ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
 )
