@@ -107,7 +107,9 @@ def test_channel_counts_in_a_topology_toml_round_trip_and_bad_ones_are_named():
 
 def test_check_reads_the_profile_channels_from_a_topology_file(tmp_path):
     """A profile's NCCL_MAX_NCHANNELS=8 moves the bundled TCPXO sweep's 8 KiB row (131.6 µs in the file) onto
-    the ring plateau: its prediction is 1.4× the latency of the 4 KiB row's."""
+    the ring plateau: its prediction is 1.4× the latency of the 4 KiB row's, plus its bytes on the one
+    channel NCCL launches (zerocalc.nccl.launch: 8192 < 2 × 512 threads × 64): 1 of the 16 channels the
+    ring graph's 8 of 24 GB/s were doubled to, i.e. half a graph channel, × 16 / 30 for a 16-rank ring."""
     data = topology_to_mapping(get_topology("gcp-a3-mega"))
     data["nccl_env"][0]["NCCL_MAX_NCHANNELS"] = 8
     path = tmp_path / "a3.toml"
@@ -120,5 +122,6 @@ def test_check_reads_the_profile_channels_from_a_topology_file(tmp_path):
     assert rows[8192]["measured_s"] == pytest.approx(131.6e-6)
     t = tune(get_topology("gcp-a3-mega"), 16, V21)
     lat = t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].latency_us
-    assert rows[8192]["predicted_s"] == pytest.approx(lat * 1.4e-6, rel=1e-3)  # the bytes: < 0.1 µs
-    assert rows[4096]["predicted_s"] == pytest.approx(lat * 1e-6, rel=1e-3)
+    assert rows[8192]["launch_channels"] == 1
+    assert rows[8192]["predicted_s"] == pytest.approx(lat * 1.4e-6 + 8192 / (0.5 * 24e9 * 16 / 30), rel=1e-3)
+    assert rows[4096]["predicted_s"] == pytest.approx(lat * 1e-6 + 4096 / (0.5 * 24e9 * 16 / 30), rel=1e-3)

@@ -7,6 +7,8 @@
   ring plateau and a tuner's channel count read;
 - :mod:`~zerocalc.nccl.model`: latency and bandwidth per (collective, algorithm, protocol), the
   time of each pair and the pair NCCL chooses;
+- :mod:`~zerocalc.nccl.launch`: the channels and threads NCCL launches the chosen pair on for a call's
+  size (``enqueue.cc``), on which the call is timed;
 - :mod:`~zerocalc.nccl.env`: ``NCCL_ALGO`` / ``NCCL_PROTO`` lists, and the provider's NCCL environment
   a topology carries per NCCL release;
 - :mod:`~zerocalc.nccl.tuner`: a tuner plugin's rules (NCCL's example tuner CSV) and what each tuner

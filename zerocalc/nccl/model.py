@@ -76,7 +76,8 @@ class Tuning:
         return self.channels.n_channels if self.channels else self.machine.graphs[A.RING].n_channels
 
     def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
-               channels: int | None = None, disabled_ok: bool = False, bw_scale: float = 1.0) -> float | None:
+               channels: int | None = None, disabled_ok: bool = False, bw_scale: float = 1.0,
+               share: float = 1.0) -> float | None:
         """``ncclTopoGetAlgoTime`` in seconds; ``None`` when the pair is disabled (or, with
         ``disabled_ok``, when it has no bandwidth at all).
 
@@ -87,10 +88,21 @@ class Tuning:
         :mod:`zerocalc.nccl.channels`); NCCL never runs more than the communicator has (``enqueue.cc``). Later
         releases no longer price the count (the tuner edits the cost table instead) but still run
         with it, so the same scaling stands for its effect on the run.
+
+        ``share``: the part of the communicator's channels a call launches on (:mod:`zerocalc.nccl.launch`):
+        the bandwidth is NCCL's formula (:func:`_bandwidth_GBps`) on that share of the graph's channels, so
+        its per-channel figures scale with them and its caps on the whole (``llMaxBw``, the bus caps of the
+        releases before 2.19) stay.
         """
         e = self.entries.get((coll, algo, proto))
         if e is None or e.bandwidth_GBps <= 0 or not (e.enabled or disabled_ok):
             return None
+        if share < 1.0 and algo in self.machine.graphs:
+            # the call runs on this share of the graph's channels: NCCL's bandwidth formula on them, its
+            # per-channel figures scaled and its caps on the whole (ll_max, bus caps) kept
+            g = replace(self.machine.graphs[algo], n_channels=self.machine.graphs[algo].n_channels * share)
+            m = replace(self.machine, graphs={**self.machine.graphs, algo: g})
+            e = replace(e, bandwidth_GBps=_bandwidth_GBps(self.release, m, coll, algo, proto))
         scale = bw_scale
         if channels is not None and channels > 0 and algo in self.machine.graphs:
             scale *= min(channels, self.comm_channels) / self.comm_channels
@@ -111,7 +123,8 @@ class Tuning:
         return ch.coll_channels / ch.uncapped
 
     def run_time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
-                   channels: int | None = None, disabled_ok: bool = False) -> float | None:
+                   channels: int | None = None, disabled_ok: bool = False,
+                   share: float = 1.0) -> float | None:
         """The time a call of the pair takes: :meth:`time_s`, but for NVLS and NVLS Tree on a release
         whose NVLS figures NCCL later corrected, that pair's time under the corrected release
         (:attr:`nvls_run`, :func:`nvls_run_release`); and on a network whose own latency is not the
@@ -120,11 +133,13 @@ class Tuning:
         reduce as the chain it is, faster where the ring's idle hop shares its bottleneck link
         (``Graph.chain_speedup``, :mod:`zerocalc.nccl.pcie`), and any call on NCCL's fallback graph (no ring
         found on a PCIe node) at its links' rate (``Graph.run_scale``). NCCL still *chooses* with its own
-        figures (:meth:`choose`)."""
+        figures (:meth:`choose`). ``share``: the part of the channels' bandwidth the call launches on
+        (:func:`zerocalc.nccl.launch.channel_share`; 1: all)."""
         if self.wire_run is not None:
             if self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok) is None:
                 return None
-            return self.wire_run.run_time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True)
+            return self.wire_run.run_time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True,
+                                            share=share)
         if self.nvls_run is not None and algo in (A.NVLS, A.NVLS_TREE):
             t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
             if t is None:
@@ -136,7 +151,7 @@ class Tuning:
         if algo in self.machine.graphs:
             scale *= self.machine.graphs[algo].run_scale  # NCCL's fallback graph runs at its links' rate
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
-                           bw_scale=scale)
+                           bw_scale=scale, share=share)
 
     def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
         """Every enabled pair's time (s), in NCCL's index order."""

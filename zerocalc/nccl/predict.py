@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.launch import TIMED, Launch, channel_share, launch
 from zerocalc.nccl.model import Tuning
-from zerocalc.nccl.tables import Algorithm, Collective, Protocol
+from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version
 from zerocalc.nccl.tuner import TunerConfig, tuned_choice
 from zerocalc.topology import Calibration
 
@@ -63,26 +64,48 @@ class Prediction:
     calibrated: bool = False
     channels: int | None = None  # imposed by a tuner (None: NCCL's own)
     tuner_line: int | None = None  # the tuner rule that chose the pair
+    launch: Launch | None = None  # the channels NCCL launches the call on (zerocalc.nccl.launch)
+    #: the time on all the communicator's channels, as NCCL prices it (``time_s`` when the launch keeps them)
+    all_channels_s: float | None = None
+
+
+def launched(tuning: Tuning, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
+             version: tuple[int, int, int] | None = None) -> Launch:
+    """The channels and threads NCCL ``version`` (default: the tuning's release) launches the call on
+    (:func:`zerocalc.nccl.launch.launch`), from ``collChannels`` at v2.20-v2.21, else ``comm->nChannels``."""
+    version = version or parse_version(tuning.release.tag.lstrip("v").split("-")[0])
+    ring = tuning.machine.graphs[Algorithm.RING]
+    ch = tuning.channels
+    start = ring.n_channels if ch is None else (
+        ch.coll_channels if (2, 20, 0) <= version < (2, 22, 0) else ch.n_channels)
+    return launch(coll, algo, proto, int(n_bytes), tuning.machine.n_ranks, start, version,
+                  ring_bw_GBps=ring.bw_intra * ring.n_channels)
 
 
 def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             calibration: Sequence[Calibration] = (), tuner: TunerConfig | None = None,
-            tuner_api: int = 3) -> Prediction:
+            tuner_api: int = 3, version: tuple[int, int, int] | None = None) -> Prediction:
     """NCCL's choice for ``n_bytes`` and its time (under ``tuner``, loaded into an NCCL of tuner API
-    ``tuner_api``, when given); calibrated when a fit covers the pair (see module)."""
-    channels = line = None
+    ``tuner_api``, when given); calibrated when a fit covers the pair (see module). Without a tuner the
+    time is the call's on the channels NCCL ``version`` launches it on (:func:`launched`)."""
+    channels = line = run = full = None
     if tuner is not None:
         c = tuned_choice(tuning, coll, n_bytes, tuner, tuner_api)
         a, p, t, channels = c.algorithm, c.protocol, c.time_s, c.channels
         line = c.rule.line if c.rule else None
     else:
         a, p, _ = tuning.choose(coll, n_bytes)
-        t = tuning.run_time_s(coll, a, p, n_bytes)
+        run = launched(tuning, coll, a, p, n_bytes, version)
+        share = 1.0
+        if a in TIMED:
+            share = channel_share(run, tuning.channels.coll_channels if tuning.channels else run.start)
+        full = tuning.run_time_s(coll, a, p, n_bytes)
+        t = tuning.run_time_s(coll, a, p, n_bytes, share=share) if share < 1.0 else full
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
         if c.algorithm == a.value and c.protocol == p.value:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line)
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run)
     for c in fits:
         if c.algorithm == ANY:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line)
-    return Prediction(a, p, t, False, channels, line)
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run)
+    return Prediction(a, p, t, False, channels, line, run, full)

@@ -32,7 +32,7 @@ from zerocalc.nccl.model import tune
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
-from zerocalc.nccl.tables import Collective, release_for
+from zerocalc.nccl.tables import Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
 
@@ -132,6 +132,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
+    version = parse_version(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                   nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
@@ -144,10 +145,12 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
     for r, measured in _timed(rows):
-        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api)
+        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version)
+        full = None if pr.calibrated else pr.all_channels_s
         row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
-               **_launched(pr.time_s, measured, stagger, floor), "algorithm": pr.algorithm.value,
+               **_launched(pr.time_s, measured, stagger, floor, full), "algorithm": pr.algorithm.value,
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
+               "launch_channels": pr.launch.channels if pr.launch is not None else None,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         if tuner is not None:
@@ -185,13 +188,26 @@ def _timed(rows: Sequence[Mapping]):
             yield r, float(measured)
 
 
-def _launched(model_s: float, measured: float, stagger: float | None, floor: float | None) -> dict:
+def _launched(model_s: float, measured: float, stagger: float | None, floor: float | None,
+              all_channels_s: float | None = None) -> dict:
     """A row's prediction from the model's time: plus the ``-g`` launch stagger, no less than the host
-    floor (:func:`launch_stagger_s`, :func:`host_floor_s`), with the JSON fields that say so."""
+    floor (:func:`launch_stagger_s`, :func:`host_floor_s`), with the JSON fields that say so.
+
+    ``all_channels_s``: NCCL's time of the call on all its channels, when it launches fewer
+    (:mod:`zerocalc.nccl.launch`; ``model_s`` is then the time on those it launches). Under a stagger the
+    narrow launch's extra time runs while the thread launches the later GPUs, up to the stagger's length:
+    the GPUs already launched stream their channels' data into their peers' buffers, which take it before
+    the peers' kernels start (each connection's FIFO has ``NCCL_STEPS`` slots of credit), so the call takes
+    the later of ``all_channels_s`` + stagger and ``model_s``. The same host's -g 8 run takes 9-11 µs more
+    than its mpirun -np 8 run from 32 to 128 KiB, where NCCL launches 1-4 of 24 channels, and 17-20 µs
+    (the stagger) at the sizes it launches all (``tests/data/traces``, 8x A100-80GB)."""
     launched = model_s + (stagger or 0.0)
+    if stagger and all_channels_s is not None:
+        launched = max(all_channels_s + stagger, model_s)
     t = max(launched, floor or 0.0)
     return {"predicted_s": t, "ratio": t / measured, "nccl_s": model_s, "launch_stagger_s": stagger,
-            "host_floor_s": floor, "host_bound": floor is not None and floor > launched}
+            "host_floor_s": floor, "host_bound": floor is not None and floor > launched,
+            "nccl_all_channels_s": all_channels_s if all_channels_s is not None else model_s}
 
 
 def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size: int, nccl_version: str,

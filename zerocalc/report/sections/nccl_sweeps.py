@@ -146,7 +146,10 @@ def draw(w: Writer, data: ReportData) -> None:
         f"latest tables. The next sweep, another host of 8 A100-SXM4-80GB run the same way (-g 8) at the "
         f"NCCL 2.19.3 it states, is priced alike: {second['ratio'].min():.2f}-{second['ratio'].max():.2f}, "
         f"{second_mid:.2f} at its median size ({second_alone:.2f} with the larger of the floor and NCCL's "
-        "time alone).")
+        "time alone). NCCL launches a small call on fewer channels than it prices it with (src/enqueue.cc, "
+        "after its choice: one channel less while the bytes are under channels × threads × 8, Ring/LL's × "
+        "nRanks, 32 KiB a channel here); such a call is timed on those, and under the stagger takes the "
+        "later of NCCL's time on all channels plus the stagger and its time on the channels launched.")
     columns = 3 if len(SWEEPS) <= 6 else 4  # two rows of panels fit a page
     rows = -(-len(SWEEPS) // columns)
     w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=columns), caption=(
