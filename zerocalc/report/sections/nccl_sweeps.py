@@ -24,6 +24,7 @@ SWEEPS: tuple[tuple[str, str, int | None, str, str | None], ...] = (
     ("all_reduce_perf-8xA100-SXM4-40GB-oci.txt", "dgx-a100", None, "all-reduce 8×A100 NVSwitch", None),
     ("all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt", "dgx-a100", None, "all-reduce 8×A100-80GB -g 8",
      None),
+    ("all_reduce_perf-2xRTX2080Ti-pcie3-shm.txt", "pcie-gen3", None, "all-reduce 2×RTX 2080 Ti PCIe", None),
     ("all_gather_perf-16xH100-a3mega.txt", "gcp-a3-mega", None, "all-gather 16×H100 TCPXO", None),
     ("all_reduce_perf-16xH100-2nodes.txt", "gcp-a3-mega", None, "all-reduce 16×H100 TCPXO", "2.21.5"),
 )
@@ -37,6 +38,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.predict import version_from_text
     from zerocalc.topology import get_topology
+    from zerocalc.topology.devices import preset_for_devices
     from zerocalc.traces.nccl_tests import parse
     from zerocalc.validate.sweep import compare_sweep
 
@@ -51,6 +53,8 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         topo = get_topology(preset)
         group = ranks or int(res.meta["world_size"])
         runs = res.meta.get("runs") or [{}]
+        if topo.nvlink_gen == 0:  # a PCIe box: the card's own figures and peer-to-peer, as check takes them
+            topo, _ = preset_for_devices(runs[0]["gpus"], runs[0]["hosts"], where=name, group_size=group)
         env = settings(topo, version, None, None, stated=runs[0].get("nccl_env"), where=name)
         launch = {k: runs[0].get(k) for k in ("gpus_per_thread", "agg_iters", "graph")}
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
@@ -150,6 +154,17 @@ def draw(w: Writer, data: ReportData) -> None:
         "after its choice: one channel less while the bytes are under channels × threads × 8, Ring/LL's × "
         "nRanks, 32 KiB a channel here); such a call is timed on those, and under the stagger takes the "
         "later of NCCL's time on all channels plus the stagger and its time on the channels launched.")
+    pcie = df[df["sweep"] == SWEEPS[5][3]]
+    w.paragraph(
+        "The two GeForce RTX 2080 Ti sit under one PCIe 3.0 switch (nvidia-smi topo: PIX) and their driver "
+        "refuses peer-to-peer (NS): NCCL moves their data through host memory, both ring hops climbing the "
+        "switch's one x16 link to the CPU, at 6/5 of their bandwidth through an Intel root complex "
+        "(src/graph/search.cc followPath, topo.h INTEL_P2P_OVERHEAD). zerocalc.nccl.pcie searches that PCI "
+        "tree as NCCL does: one channel of 5 GB/s, where the GPU's own 12 GB/s link alone would give twice "
+        f"that. Its ratios run {pcie['ratio'].min():.2f}-{pcie['ratio'].max():.2f}; the pcie presets are "
+        "two Intel sockets with four GPUs to a switch, the layout NCCL's own topology dump shows for 8 RTX "
+        "4090 (NVIDIA/nccl-tests issue 307), and a TOML file gives another (cpu_sockets, "
+        "gpus_per_pcie_switch, gpu_p2p, smp_GBps).")
     columns = 3 if len(SWEEPS) <= 6 else 4  # two rows of panels fit a page
     rows = -(-len(SWEEPS) // columns)
     w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=columns), caption=(
