@@ -401,3 +401,56 @@ def test_the_rdma_sharp_plugin_is_infiniband(line):
     from zerocalc.traces.nccl_info import NETWORK_EVIDENCE
 
     assert next(kind for kind, rx in NETWORK_EVIDENCE if rx.search(line)) == "ib"
+
+
+def test_the_split_rows_of_nvidia_nccl_issue_1453():
+    """NVIDIA/nccl issue 1453 (3 × 8 H100, mpirun prefixing '[0] ', NCCL_DEBUG_SUBSYS with TUNING).
+    Posted, verbatim: rank 0's TUNING lines for 4096 B, then ``[0]     75.38    0.05    0.10      0``
+    (the 4096 B row's in-place cells: 4096 B / 75.38 µs = 0.05 GB/s), then the 8192 B row's lead cells
+    with a TUNING line glued to them, then TUNING lines (where the excerpt ends). The 4096 B row's lead
+    and out-of-place
+    pieces before them are not in the excerpt and are written here in the same form (out-of-place
+    time 76.00 µs). The 4096 B row is read whole; the 8192 B row, whose cells never come, is refused
+    at its line."""
+    header = ("[0] #       size         count      type   redop    root     time   algbw   busbw #wrong"
+              "     time   algbw   busbw #wrong\n")
+    t4096 = "[0] h100clust-worker-1:497888:497888 [0] NCCL INFO 4096 Bytes -> Algo 0 proto 0 time 25.874907\n"
+    t8192 = "[0] h100clust-worker-1:497888:497888 [0] NCCL INFO 8192 Bytes -> Algo 0 proto 0 time 26.549810\n"
+    text = (header
+            + "[0]         4096          1024     float     sum      -1" + t4096  # written here
+            + t4096 * 2
+            + "[0]     76.00    0.05    0.10      0" + t4096  # written here
+            + t4096 * 2                                       # from here on, as posted
+            + "[0]     75.38    0.05    0.10      0\n"
+            + "[0]         8192          2048     float     sum      -1" + t8192
+            + t8192 * 2)
+    res = parse(iter(text.splitlines(True)), "issue1453.txt")
+    (row,) = res.rows
+    assert (row["size_bytes"], row["count"], row["source_line"]) == (4096, 1024, 2)
+    assert row["duration_s"] == pytest.approx(76.00e-6)
+    assert row["inplace_duration_s"] == pytest.approx(75.38e-6)
+    assert res.skipped.count == 1
+    ((_, line, reason),) = res.skipped.examples
+    assert line == 9 and "row has 5 cells" in reason and "never came" in reason
+    (run,) = res.meta["runs"]
+    assert [(t["bytes"], t["algorithm"], t["protocol"], t["time_us"], t["line"])
+            for t in run["nccl_info"]["tuning"]] == [(4096, "Tree", "LL", 25.874907, 2),
+                                                     (8192, "Tree", "LL", 26.54981, 9)]
+
+
+def test_a_log_collectors_timestamps_are_a_prefix(tmp_path):
+    """``kubectl logs --timestamps`` (RFC 3339 with nanoseconds) before each tagged line of the p5 run:
+    the same rows and facts."""
+    stamped = "".join(f"2024-07-19T05:{i // 60 % 60:02d}:{i % 60:02d}.{i:09d}Z {ln}"
+                      for i, ln in enumerate(text_of(RUN1).splitlines(True)))
+    path = tmp_path / "all_reduce_perf-stamped.log"
+    path.write_text(stamped)
+    assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "nccl_tests"
+    with open(path) as f:
+        res = parse(f, str(path))
+    assert res.skipped.count == 0
+    assert [r["size_bytes"] for r in res.rows] == [s for _, s, _, _ in counted(RUN1)]
+    assert [r["duration_s"] for r in res.rows] == pytest.approx([t * 1e-6 for *_, t, _ in counted(RUN1)])
+    (run,) = res.meta["runs"]
+    assert run["hosts"] == {"test-nccl-worker-0": 8, "test-nccl-worker-1": 8}
+    assert run["nccl_version"] == "2.22.3" and run["nccl_info"]["ranks"][0] == 16

@@ -2,9 +2,10 @@
 
 Launchers tag each line of a process's output: OpenMPI ``--tag-output`` ``[1,0]<stdout>:``,
 ``mpirun``/``torchrun`` ``[0]`` or ``[0]:``, ``srun -l`` ``0:``, ``pdsh`` ``host:``, Ray
-``(pid=123, ip=10.0.0.1)``; they may be stacked. A bracket with a space inside is not one (a
-shell prompt ``[user@host dir]$``, DeepSpeed's ``[2022-06-26 01:39:55,722]``), nor a bare
-number (a table's first column). The NCCL log parser searches past any prefix instead.
+``(pid=123, ip=10.0.0.1)``, and a log collector its RFC 3339 time (``kubectl logs --timestamps``,
+``docker logs -t``: ``2024-07-19T05:12:33.123456789Z``); they may be stacked. A bracket with a space
+inside is not one (a shell prompt ``[user@host dir]$``, DeepSpeed's ``[2022-06-26 01:39:55,722]``), nor
+a bare number (a table's first column). The NCCL log parser searches past any prefix instead.
 
 OpenMPI ``--tag-output`` tags each write a process makes, not each line: a result row that nccl-tests
 prints with several ``printf`` calls (``src/common.cu``: the lead columns, then each side's cells) comes
@@ -18,7 +19,8 @@ from __future__ import annotations
 import re
 
 #: One or more prefixes at the start of a line, and the one space that follows each.
-_ONE = r"(?:\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t]))[ \t]?"
+_ONE = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?=[ \t])"
+        r"|\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t]))[ \t]?")
 PREFIX = re.compile(r"^[ \t]*(?:" + _ONE + r"){1,4}")
 PREFIX_BYTES = re.compile((r"^[ \t]*(?:" + _ONE + r"){1,4}").encode(), re.M)
 #: A prefix inside a line's body (:func:`inner_tags`).
