@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
-from zerocalc.nccl.launch import cell_bytes, launch, max_threads, thread_threshold
+from zerocalc.nccl.launch import cell_bytes, launch, max_threads, parse_thresholds, thread_threshold
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.predict import launched, predict
 from zerocalc.nccl.tables import Algorithm as A
@@ -110,3 +110,29 @@ def test_one_row_time_on_the_channels_launched():
     assert row["nccl_s"] == pytest.approx(hand, rel=1e-6)
     assert row["ratio"] == pytest.approx(hand / 30.25e-6, rel=1e-6)  # 0.88 (0.52 on all channels)
     assert predict(tuning, C.ALL_REDUCE, 32 << 10).all_channels_s == pytest.approx(full)
+
+
+def test_thread_thresholds_parsed_as_nccls_sscanf():
+    """``sscanf(str, "%ld %ld %ld %ld %ld %ld")``: leading whole numbers, the rest kept at -2 (default)."""
+    assert parse_thresholds("-1 -1 -1 8 -1 -1") == (-1, -1, -1, 8, -1, -1)
+    assert parse_thresholds("16 16") == (16, 16, -2, -2, -2, -2)
+    assert parse_thresholds("4,8 9") == (4, -2, -2, -2, -2, -2)
+    assert parse_thresholds("auto") == (-2,) * 6
+
+
+def test_the_files_thread_settings_are_priced(tmp_path):
+    """The -np 8 sweep with ``export NCCL_THREAD_THRESHOLDS="-1 -1 -1 8 -1 -1"`` and ``NCCL_NTHREADS=256``
+    in front: Ring/LL takes 8 bytes a thread (not 8 x 8 ranks) on 256 threads, 2 KiB a channel, so 32 KiB
+    runs on 16 channels by the loop; v2.30.7's planner spreads its 2 x 32 KiB x 4 of LL traffic in 32 KiB
+    cells, 8 of them: 8 channels (1 without the two settings). A note names both with their lines."""
+    text = (DATA / "all_reduce_perf-8xA100-SXM4-80GB-np8-thanos.txt").read_text()
+    path = tmp_path / "run.txt"
+    path.write_text('export NCCL_THREAD_THRESHOLDS="-1 -1 -1 8 -1 -1"\nexport NCCL_NTHREADS=256\n' + text)
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    rows = {r["bytes"]: r for r in sweep["rows"]}
+    assert rows[32 << 10]["launch_channels"] == 8
+    assert rows[4 << 10]["launch_channels"] == 1  # 2 x 4 KiB x 4 = one 32 KiB cell
+    assert any("NCCL_THREAD_THRESHOLDS=-1 -1 -1 8 -1 -1 (line 1), NCCL_NTHREADS=256 (line 2)" in n
+               for n in sweep["notes"])

@@ -180,7 +180,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
-                            channels=(env.min_channels, env.max_channels),
+                            channels=(env.min_channels, env.max_channels), launch_env=env.launch,
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
                             graph=run.get("graph"))
         d = cmp.as_dict()
@@ -239,7 +239,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
         cmp = compare_sweep(rows, replace(base_run, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
-                            channels=(env.min_channels, env.max_channels),
+                            channels=(env.min_channels, env.max_channels), launch_env=env.launch,
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
                             graph=run.get("graph"))  # the launch stagger the fit takes off (-g G)
         got = fit_calibration(cmp)

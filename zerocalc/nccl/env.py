@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError, TraceFormatError
+from zerocalc.nccl.launch import LaunchEnv, parse_thresholds
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol
 
 FUNC_NAMES = {"broadcast": Collective.BROADCAST, "reduce": Collective.REDUCE,
@@ -102,20 +103,23 @@ class Settings:
     notes: tuple[str, ...] = ()
     min_channels: int | None = None
     max_channels: int | None = None
+    #: ``NCCL_THREAD_THRESHOLDS`` / ``NCCL_NTHREADS`` / ``NCCL_LL128_NTHREADS`` (:mod:`zerocalc.nccl.launch`)
+    launch: LaunchEnv = LaunchEnv()
 
 
 #: Variables a run's own lines may set that NCCL's cost model reads (``NCCL_MIN_NRINGS`` /
 #: ``NCCL_MAX_NRINGS`` are the older names of the channel bounds, read first and overridden by the
 #: ``NCHANNELS`` ones: ``src/graph/connect.cc`` ``ncclMinNchannels``, v2.19-v2.30).
 STATED_MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS",
-                   "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+                   "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_THREAD_THRESHOLDS", "NCCL_NTHREADS",
+                   "NCCL_LL128_NTHREADS")
 #: Variables that change what a run does but that NCCL's cost model does not price: said in a note
 #: (``NCCL_P2P_DISABLE`` / ``NCCL_P2P_LEVEL`` are priced on a node without NVLink, where they change the
 #: PCI paths NCCL searches: :func:`zerocalc.topology.devices.with_stated_p2p`).
 STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE",
                    "NCCL_NET_GDR_LEVEL",
                    "NCCL_NET_GDR_READ", "NCCL_BUFFSIZE", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_TUNER_PLUGIN",
-                   "NCCL_NTHREADS", "NCCL_CROSS_NIC")
+                   "NCCL_CROSS_NIC")
 
 
 def settings(topo, version: str, algo: str | None, proto: str | None, *,
@@ -124,8 +128,10 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
     """The environment NCCL runs with at ``version`` on ``topo``: the user's ``NCCL_ALGO`` /
     ``NCCL_PROTO`` when given, else what the run's own lines set (``stated``: variable → ``(value,
     line)``, :mod:`zerocalc.traces.launch_env`; each variable on its own) over the topology's vendor
-    profile for that version (:func:`profile_for`), else NCCL's defaults. ``NCCL_NVLS_ENABLE`` and the
-    channel bounds the file sets stand in every case, as the profile's bounds do. A profile naming a tuner
+    profile for that version (:func:`profile_for`), else NCCL's defaults. ``NCCL_NVLS_ENABLE``, the
+    channel bounds and the launch's thread settings (``NCCL_THREAD_THRESHOLDS``, ``NCCL_NTHREADS``,
+    ``NCCL_LL128_NTHREADS``: :mod:`zerocalc.nccl.launch`) the file sets stand in every case, as the
+    profile's bounds do. A profile naming a tuner
     plugin the user did not give (``--nccl-tuner``) is said in a note: its choices are not priced. A value
     the file sets that NCCL would not take is a :class:`TraceFormatError` naming ``where`` and its line."""
     stated = dict(stated or {})
@@ -159,6 +165,11 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         if key in stated:
             v = _stated_int(stated, key, where)
             lo, hi = (v, hi) if attr == "lo" else (lo, v)
+    thresholds = stated.get("NCCL_THREAD_THRESHOLDS")
+    launch = LaunchEnv(
+        parse_thresholds(str(thresholds[0])) if thresholds is not None else None,
+        _stated_int(stated, "NCCL_NTHREADS", where) if "NCCL_NTHREADS" in stated else None,
+        _stated_int(stated, "NCCL_LL128_NTHREADS", where) if "NCCL_LL128_NTHREADS" in stated else None)
     read = [f"{k}={stated[k][0]} (line {stated[k][1]})" for k in STATED_MODELLED if k in stated
             and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
     if read:
@@ -168,7 +179,7 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
                 and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
     if unpriced:
         notes.append(f"the file also sets {', '.join(unpriced)}, which NCCL's cost model does not price")
-    return Settings(a, p, nvls, tuple(notes), lo, hi)
+    return Settings(a, p, nvls, tuple(notes), lo, hi, launch)
 
 
 def _stated_int(stated: Mapping[str, Sequence], key: str, where: str) -> int:

@@ -52,6 +52,7 @@ threshold and the latency term rules.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol
@@ -71,6 +72,31 @@ COLLNET_THREAD_THRESHOLD = 512
 #: channels that the communicator duplicates (Ring, Tree); CollNet Chain and PAT run the same loop
 #: but on channels of their own (reported, not timed)
 TIMED = (A.RING, A.TREE)
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    """What a run's environment sets of the launch (``None``: NCCL's default): ``NCCL_THREAD_THRESHOLDS``'s
+    six numbers (Tree LL/LL128/Simple, Ring LL/LL128/Simple; a negative one keeps the default),
+    ``NCCL_NTHREADS`` (LL and Simple) and ``NCCL_LL128_NTHREADS``."""
+
+    thresholds: tuple[int, ...] | None = None
+    nthreads: int | None = None
+    ll128_nthreads: int | None = None
+
+
+def parse_thresholds(text: str) -> tuple[int, ...]:
+    """``NCCL_THREAD_THRESHOLDS`` as ``tuning.cc`` reads it (``sscanf(str, "%ld %ld %ld %ld %ld %ld")``):
+    the leading whole numbers, up to six; those it does not give stay -2 (the default kept)."""
+    out: list[int] = []
+    for word in text.split()[:6]:
+        m = re.match(r"[+-]?\d+", word)
+        if m is None:
+            break
+        out.append(int(m[0]))
+        if m.end() < len(word):  # "%ld" stops at the first character that is not the number's
+            break
+    return tuple(out + [-2] * (6 - len(out)))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.launch import TIMED, Launch, channel_share, launch
+from zerocalc.nccl.launch import TIMED, Launch, LaunchEnv, channel_share, launch
 from zerocalc.nccl.model import Tuning
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version
 from zerocalc.nccl.tuner import TunerConfig, tuned_choice
@@ -70,24 +70,29 @@ class Prediction:
 
 
 def launched(tuning: Tuning, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
-             version: tuple[int, int, int] | None = None) -> Launch:
+             version: tuple[int, int, int] | None = None, env: LaunchEnv | None = None) -> Launch:
     """The channels and threads NCCL ``version`` (default: the tuning's release) launches the call on
-    (:func:`zerocalc.nccl.launch.launch`), from ``collChannels`` at v2.20-v2.21, else ``comm->nChannels``."""
+    (:func:`zerocalc.nccl.launch.launch`), from ``collChannels`` at v2.20-v2.21, else ``comm->nChannels``,
+    under the thresholds and thread counts ``env`` sets."""
+    env = env or LaunchEnv()
     version = version or parse_version(tuning.release.tag.lstrip("v").split("-")[0])
     ring = tuning.machine.graphs[Algorithm.RING]
     ch = tuning.channels
     start = ring.n_channels if ch is None else (
         ch.coll_channels if (2, 20, 0) <= version < (2, 22, 0) else ch.n_channels)
     return launch(coll, algo, proto, int(n_bytes), tuning.machine.n_ranks, start, version,
-                  ring_bw_GBps=ring.bw_intra * ring.n_channels)
+                  ring_bw_GBps=ring.bw_intra * ring.n_channels, thresholds=env.thresholds,
+                  nthreads=env.nthreads, ll128_nthreads=env.ll128_nthreads)
 
 
 def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             calibration: Sequence[Calibration] = (), tuner: TunerConfig | None = None,
-            tuner_api: int = 3, version: tuple[int, int, int] | None = None) -> Prediction:
+            tuner_api: int = 3, version: tuple[int, int, int] | None = None,
+            launch_env: LaunchEnv | None = None) -> Prediction:
     """NCCL's choice for ``n_bytes`` and its time (under ``tuner``, loaded into an NCCL of tuner API
     ``tuner_api``, when given); calibrated when a fit covers the pair (see module). Without a tuner the
-    time is the call's on the channels NCCL ``version`` launches it on (:func:`launched`)."""
+    time is the call's on the channels NCCL ``version`` launches it on under ``launch_env``
+    (:func:`launched`)."""
     channels = line = run = full = None
     if tuner is not None:
         c = tuned_choice(tuning, coll, n_bytes, tuner, tuner_api)
@@ -95,7 +100,7 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
         line = c.rule.line if c.rule else None
     else:
         a, p, _ = tuning.choose(coll, n_bytes)
-        run = launched(tuning, coll, a, p, n_bytes, version)
+        run = launched(tuning, coll, a, p, n_bytes, version, launch_env)
         share = 1.0
         if a in TIMED:
             share = channel_share(run, tuning.channels.coll_channels if tuning.channels else run.start)

@@ -28,6 +28,7 @@ import numpy as np
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
+from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
@@ -115,7 +116,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
                   tuner: TunerConfig | None = None, gpus_per_thread: int | None = None,
                   agg_iters: int | None = None, graph: int | None = None,
-                  channels: tuple[int | None, int | None] | None = None) -> SweepComparison:
+                  channels: tuple[int | None, int | None] | None = None,
+                  launch_env: LaunchEnv | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -124,7 +126,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     given, a tuner plugin's rules (:mod:`zerocalc.nccl.tuner`); with ``gpus_per_thread`` (nccl-tests
     ``-g``) above 1, NCCL's time plus the stagger of the thread's launches and no less than its floor
     (:func:`launch_stagger_s`, :func:`host_floor_s`, in nccl-tests' default launch mode: ``agg_iters``
-    (``-a``) and ``graph`` (``-G``) as the file prints them)."""
+    (``-a``) and ``graph`` (``-G``) as the file prints them); each call on the channels NCCL launches it
+    on under the thread thresholds and counts ``launch_env`` sets (:mod:`zerocalc.nccl.launch`)."""
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels)
@@ -145,7 +148,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
     for r, measured in _timed(rows):
-        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version)
+        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version, launch_env)
         full = None if pr.calibrated else pr.all_channels_s
         row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
                **_launched(pr.time_s, measured, stagger, floor, full), "algorithm": pr.algorithm.value,

@@ -60,7 +60,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, channels=(env.min_channels, env.max_channels),
-                            **launch)
+                            launch_env=env.launch, **launch)
         df = pd.DataFrame(cmp.rows)
         if env.notes:  # the same sweep with NCCL's defaults: what the provider's environment changes
             stock = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group,
