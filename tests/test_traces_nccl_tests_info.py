@@ -244,6 +244,13 @@ def test_coll_lines_beside_a_table_the_sweep_is_compared_and_the_first_line_says
     sweep = check_json(path, "--topology", "aws-p5")
     assert sweep["nccl_info"]["coll_lines"] == n == 128
     assert [r["bytes"] for r in sweep["rows"]] == [s for _, s, _, _ in counted(RUN1)]
+    summary = runner.invoke(app, ["trace", "summary", str(path)])
+    assert summary.exit_code == 0, summary.output
+    assert summary.stdout.splitlines()[0].endswith(
+        "32 calls, world size 16; the table's rows, not its 128 NCCL COLL lines (--trace-format nccl-log "
+        "reads those)")
+    calls = runner.invoke(app, ["trace", "summary", "--trace-format", "nccl-log", str(path)])
+    assert calls.exit_code == 0 and "nccl_log, 128 calls" in calls.stdout.splitlines()[0]
 
 
 @pytest.mark.parametrize(("name", "told", "how"), [

@@ -444,6 +444,14 @@ def _json_items(frame) -> str:
     return ",\n".join([" {\n" + ",\n".join(row) + "\n }" for row in zip(*columns, strict=True)])
 
 
+def _coll_lines_text(runs) -> str:
+    """What the first line says of an nccl-tests output that also holds NCCL's COLL lines (read as the
+    sweep: its table's rows, not those lines)."""
+    n = sum((r.get("nccl_info") or {}).get("coll_lines", 0) for r in runs or ())
+    return (f"; the table's rows, not its {_plural(n, 'NCCL COLL line')} (--trace-format nccl-log reads "
+            "those)") if n else ""
+
+
 def _summary_text(file: str, part, meta: dict) -> str:
     """One file's lines of ``trace summary``: its format, calls, world size and runs, then the calls
     of each rank (or process, where the trace records no rank) and step."""
@@ -455,7 +463,7 @@ def _summary_text(file: str, part, meta: dict) -> str:
 
     head = (f"{file}: {meta.get('format')}, {_plural(meta.get('rows', 0), 'call')}"
             f"{', world size ' + str(meta['world_size']) if meta.get('world_size') else ''}"
-            + _runs_text(meta.get("runs")))
+            + _runs_text(meta.get("runs")) + _coll_lines_text(meta.get("runs")))
     # no rank recorded: the process instead (columns aligned within the file)
     who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
            for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]
