@@ -26,7 +26,10 @@ runner = CliRunner()
 
 def test_thresholds_and_threads_of_tuning_cc():
     """8 / 8 / 64 bytes per thread for LL / LL128 / Simple, Ring/LL's times nRanks, CollNet's Simple 512;
-    512 LL and Simple threads, 640 LL128, Ring/Simple 256 on a ring of at most PCI_BW (12 GB/s)."""
+    512 LL and Simple threads, 640 LL128, Ring/Simple 256 on a ring of at most PCI_BW (12 GB/s). The Tree
+    and Ring figures on 16 ranks are those NCCL's INFO log prints on two 8-GPU EC2 hosts,
+    ``threadThresholds 8/8/64 | 128/8/64 | 8/8/64`` (aws/aws-ofi-nccl issue 65; the third group, CollNet's,
+    from a release before CollNet's Simple threshold of 512)."""
     assert [thread_threshold(A.TREE, p, 16) for p in P] == [8, 8, 64]
     assert [thread_threshold(A.RING, p, 16) for p in P] == [128, 8, 64]
     assert thread_threshold(A.COLLNET_CHAIN, P.SIMPLE, 16) == 512

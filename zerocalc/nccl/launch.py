@@ -17,7 +17,8 @@ every release from v2.8.3 to v2.30.7 (``src/include/device.h``, ``devcomm.h`` be
 ``src/graph/tuning.cc``):
 
 - ``threadThresholds``: ``NCCL_LL_THREAD_THRESHOLD`` 8, ``NCCL_LL128_THREAD_THRESHOLD`` 8,
-  ``NCCL_SIMPLE_THREAD_THRESHOLD`` 64 for every algorithm, Ring/LL's × ``nRanks``, CollNet's Simple 512;
+  ``NCCL_SIMPLE_THREAD_THRESHOLD`` 64 for every algorithm, Ring/LL's × ``nRanks``, CollNet's Simple 512
+  (INFO ``threadThresholds 8/8/64 | 128/8/64 | …`` on 16 ranks, aws/aws-ofi-nccl issue 65);
   ``NCCL_THREAD_THRESHOLDS`` ("Tree LL, LL128, Simple, Ring LL, LL128, Simple", six numbers, a negative
   one keeps the default) replaces Tree's and Ring's;
 - ``maxThreads``: LL ``NCCL_LL_MAX_NTHREADS`` 512, LL128 ``NCCL_LL128_MAX_NTHREADS`` 640, Simple
