@@ -1,0 +1,135 @@
+"""check on public Hopper all_reduce sweeps where NCCL runs NVLink SHARP: 8 H100 on one node (NVLS), 2 H200 nodes
+and 4 and 8 H100 nodes over 400 Gb/s NICs (NVLS Tree), each with the preset its device lines name (CLI)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+runner = CliRunner()
+
+H200_2N = "all_reduce_perf-16xH200-2nodes-roce.txt"
+H100_1N = "all_reduce_perf-8xH100-1node-g8-nvls.txt"
+H100_4N = "all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt"
+H100_8N = "all_reduce_perf-64xH100-8nodes-ib.txt"
+
+
+def file_rows(name):
+    """(size, out-of-place µs, in-place µs) counted from the file itself, not through zerocalc."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[5]), float(f[9])))
+    return rows
+
+
+def device_lines(name):
+    """(host, GPU name) of each '#  Rank' line of the file."""
+    out = []
+    for line in (DATA / name).read_text().splitlines():
+        if line.startswith("#  Rank"):
+            head, _, gpu = line.partition("] ")
+            out.append((head.split(" on ")[1].split()[0], gpu))
+    return out
+
+
+def check_json(name, *args):
+    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    rows = file_rows(name)
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
+    return sweep
+
+
+def median_size_ratio(sweep):
+    rows = sorted(sweep["rows"], key=lambda r: r["bytes"])
+    return rows[(len(rows) - 1) // 2]["ratio"]
+
+
+def unsteady(name):
+    """Sizes whose out-of-place and in-place times differ by more than 1.25x in the file."""
+    return {s for s, o, i in file_rows(name) if max(o / i, i / o) > 1.25}
+
+
+@pytest.mark.parametrize(("name", "n_rows", "first", "last", "hosts", "gpu", "version"), [
+    (H200_2N, 3, (1073741824, 4389.5), (9663676416, 37069), 2, "NVIDIA H200", None),
+    (H100_1N, 6, (134217728, 613.3), (4294967296, 15870), 1, "NVIDIA H100 80GB HBM3", None),
+    (H100_4N, 32, (8, 83.42), (17179869184, 90986), 4, "NVIDIA H100 80GB HBM3", "2.26.2"),
+    (H100_8N, 14, (1048576, 117.0), (8589934592, 52733), 8, "NVIDIA H100 80GB HBM3", None),
+])
+def test_bundled_sweeps_as_counted_from_the_files(name, n_rows, first, last, hosts, gpu, version):
+    """Rows, first and last size and time, GPU and hosts counted from each file; check reads them all, with the
+    preset the device lines name and the NCCL version the file prints (none: the latest modelled)."""
+    rows, devices = file_rows(name), device_lines(name)
+    assert len(rows) == n_rows and rows[0][:2] == first and rows[-1][:2] == last
+    assert {g for _, g in devices} == {gpu} and len({h for h, _ in devices}) == hosts
+    text = (DATA / name).read_text()
+    assert ("NCCL version " + version in text) if version else "NCCL version" not in text
+    sweep = check_json(name)
+    preset = "dgx-h200" if gpu == "NVIDIA H200" else "dgx-h100"
+    assert (sweep["op"], sweep["topology"], sweep["group_size"]) == ("all_reduce", preset, len(devices))
+    assert "device lines" in sweep["topology_how"]
+    if version:
+        assert (sweep["nccl_version"], sweep["nccl_version_how"]) == (version, "stated by the file")
+    else:
+        assert sweep["nccl_version_how"].startswith("default")
+
+
+def test_two_h200_nodes_nvls_tree_within_bands():
+    """2 x 8 H200 (Supermicro HGX, a ConnectX-7 400 Gb/s NIC beside each GPU per the topology dump of NVIDIA/
+    nccl-tests issue 256), bare metal, 1-9 GiB: every size NVLS Tree and within 0.5-2x, the median size within
+    0.8-1.25x. Hand check, 9 GiB (v2.30.7 tuning.cc, H200 = H100's NVLink4 and 400 Gb/s per GPU): NVLS Tree on
+    2 nodes, min(48 x 0.85 x 7/8 x 2, 2 x 48, 57.7) = 57.7 GB/s per channel x 8 channels x 16/30 (nvls ratio),
+    latency 25 + 2 x 20.9 us; the file measures 37069 us."""
+    sweep = check_json(H200_2N)
+    assert all(r["algorithm"] == "NVLSTree" for r in sweep["rows"])
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 1.05 at 3 GiB
+    big = sweep["rows"][-1]
+    hand = (25 + 2 * 20.9) * 1e-6 + 9663676416 / (57.7 * 8 * 16 / 30 * 1e9)
+    assert big["predicted_s"] == pytest.approx(hand, rel=1e-6)
+    assert big["ratio"] == pytest.approx(hand / 37069e-6, rel=1e-6)  # 1.06
+
+
+def test_one_h100_node_driven_by_one_thread_nvls_within_bands():
+    """8 H100 on one node, one process and thread driving them (nThread 1 nGpus 8), 128 MiB-4 GiB: NVLS at every
+    size (NVIDIA/nccl-tests issue 290, where NCCL's developer calls its 476 GB/s NVLink SHARP), within 0.5-2x,
+    the median size within 0.8-1.25x."""
+    text = (DATA / H100_1N).read_text()
+    assert "# nThread 1 nGpus 8 " in text
+    sweep = check_json(H100_1N)
+    assert sweep["gpus_per_thread"] == 8
+    assert all(r["algorithm"] == "NVLS" for r in sweep["rows"])
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 0.92 at 512 MiB
+
+
+def test_four_h100_nodes_outliers_are_the_files_unsteady_rows():
+    """4 x 8 H100 (Dell XE9680 VMs, 8 x ConnectX-7 400 Gb/s InfiniBand each; NVIDIA/nccl-tests issue 309, where
+    NCCL's developer calls its 365 GB/s a good number), NCCL 2.26.2 as printed, 8 B-16 GiB: the only sizes out of
+    0.5-2x are 8 B and 256 B, whose out-of-place times are 2.4x and 3.0x the in-place ones in the file; the
+    median size within 0.8-1.25x; Tree at the small sizes, NVLS Tree, then Ring at the largest."""
+    sweep = check_json(H100_4N)
+    outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
+    assert outside == {8, 256} and outside <= unsteady(H100_4N)
+    assert {r["bytes"] for r in sweep["rows"] if r["unsteady"]} == unsteady(H100_4N)
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 1.02 at 256 KiB
+    algos = [r["algorithm"] for r in sweep["rows"]]
+    assert algos[0] == "Tree" and "NVLSTree" in algos and algos[-1] == "Ring"
+
+
+def test_eight_h100_nodes_only_unsteady_row_out_of_band():
+    """8 x 8 H100 over 400 Gb/s InfiniBand (NVIDIA/nccl-tests issue 309, another cluster), 1 MiB-8 GiB: the one
+    size out of 0.5-2x is 8 MiB, whose out-of-place time is 3.96x its in-place one in the file. Its median size
+    (64 MiB, NVLS Tree) is predicted at 0.72x, outside 0.8-1.25x: NVLS Tree on 4 or more nodes from 16 MiB to
+    256 MiB measures 0.64-0.83x of the model here and on the 4-node sweep above (README of the traces)."""
+    sweep = check_json(H100_8N)
+    outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
+    assert outside == {8 << 20} == unsteady(H100_8N)
