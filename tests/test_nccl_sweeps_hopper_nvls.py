@@ -1,5 +1,6 @@
-"""check on public Hopper all_reduce sweeps where NCCL runs NVLink SHARP: 8 H100 on one node (NVLS), 2 H200 nodes
-and 4 and 8 H100 nodes over 400 Gb/s NICs (NVLS Tree), each with the preset its device lines name (CLI)."""
+"""check on public Hopper all_reduce sweeps where NCCL runs NVLink SHARP: 8 H100 on one node (NVLS), 2 H200
+nodes and 4 and 8 H100 nodes over 400 Gb/s NICs (NVLS Tree), each with the preset its device lines name
+(CLI)."""
 
 import json
 from pathlib import Path
@@ -29,7 +30,7 @@ def file_rows(name):
 
 
 def device_lines(name):
-    """(host, GPU name) of each '#  Rank' line of the file."""
+    """(host, GPU name) of each '# Rank' line of the file."""
     out = []
     for line in (DATA / name).read_text().splitlines():
         if line.startswith("#  Rank"):
@@ -65,8 +66,8 @@ def unsteady(name):
     (H100_8N, 14, (1048576, 117.0), (8589934592, 52733), 8, "NVIDIA H100 80GB HBM3", None),
 ])
 def test_bundled_sweeps_as_counted_from_the_files(name, n_rows, first, last, hosts, gpu, version):
-    """Rows, first and last size and time, GPU and hosts counted from each file; check reads them all, with the
-    preset the device lines name and the NCCL version the file prints (none: the latest modelled)."""
+    """Rows, first and last size and time, GPU and hosts counted from each file; check reads them all, with
+    the preset the device lines name and the NCCL version the file prints (none: the latest modelled)."""
     rows, devices = file_rows(name), device_lines(name)
     assert len(rows) == n_rows and rows[0][:2] == first and rows[-1][:2] == last
     assert {g for _, g in devices} == {gpu} and len({h for h, _ in devices}) == hosts
@@ -83,11 +84,11 @@ def test_bundled_sweeps_as_counted_from_the_files(name, n_rows, first, last, hos
 
 
 def test_two_h200_nodes_nvls_tree_within_bands():
-    """2 x 8 H200 (Supermicro HGX, a ConnectX-7 400 Gb/s NIC beside each GPU per the topology dump of NVIDIA/
-    nccl-tests issue 256), bare metal, 1-9 GiB: every size NVLS Tree and within 0.5-2x, the median size within
-    0.8-1.25x. Hand check, 9 GiB (v2.30.7 tuning.cc, H200 = H100's NVLink4 and 400 Gb/s per GPU): NVLS Tree on
-    2 nodes, min(48 x 0.85 x 7/8 x 2, 2 x 48, 57.7) = 57.7 GB/s per channel x 8 channels x 16/30 (nvls ratio),
-    latency 25 + 2 x 20.9 us; the file measures 37069 us."""
+    """2 x 8 H200 (Supermicro HGX, a ConnectX-7 400 Gb/s NIC beside each GPU per the topology dump of
+    NVIDIA/ nccl-tests issue 256), bare metal, 1-9 GiB: every size NVLS Tree and within 0.5-2x, the
+    median size within 0.8-1.25x. Hand check, 9 GiB (v2.30.7 tuning.cc, H200 = H100's NVLink4 and 400
+    Gb/s per GPU): NVLS Tree on 2 nodes, min(48 x 0.85 x 7/8 x 2, 2 x 48, 57.7) = 57.7 GB/s per channel x
+    8 channels x 16/30 (nvls ratio), latency 25 + 2 x 20.9 us; the file measures 37069 us."""
     sweep = check_json(H200_2N)
     assert all(r["algorithm"] == "NVLSTree" for r in sweep["rows"])
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
@@ -99,9 +100,9 @@ def test_two_h200_nodes_nvls_tree_within_bands():
 
 
 def test_one_h100_node_driven_by_one_thread_nvls_within_bands():
-    """8 H100 on one node, one process and thread driving them (nThread 1 nGpus 8), 128 MiB-4 GiB: NVLS at every
-    size (NVIDIA/nccl-tests issue 290, where NCCL's developer calls its 476 GB/s NVLink SHARP), within 0.5-2x,
-    the median size within 0.8-1.25x."""
+    """8 H100 on one node, one process and thread driving them (nThread 1 nGpus 8), 128 MiB-4 GiB: NVLS at
+    every size (NVIDIA/nccl-tests issue 290, where NCCL's developer calls its 476 GB/s NVLink SHARP),
+    within 0.5-2x, the median size within 0.8-1.25x."""
     text = (DATA / H100_1N).read_text()
     assert "# nThread 1 nGpus 8 " in text
     sweep = check_json(H100_1N)
@@ -112,10 +113,11 @@ def test_one_h100_node_driven_by_one_thread_nvls_within_bands():
 
 
 def test_four_h100_nodes_outliers_are_the_files_unsteady_rows():
-    """4 x 8 H100 (Dell XE9680 VMs, 8 x ConnectX-7 400 Gb/s InfiniBand each; NVIDIA/nccl-tests issue 309, where
-    NCCL's developer calls its 365 GB/s a good number), NCCL 2.26.2 as printed, 8 B-16 GiB: the only sizes out of
-    0.5-2x are 8 B and 256 B, whose out-of-place times are 2.4x and 3.0x the in-place ones in the file; the
-    median size within 0.8-1.25x; Tree at the small sizes, NVLS Tree, then Ring at the largest."""
+    """4 x 8 H100 (Dell XE9680 VMs, 8 x ConnectX-7 400 Gb/s InfiniBand each; NVIDIA/nccl-tests issue 309,
+    where NCCL's developer calls its 365 GB/s a good number), NCCL 2.26.2 as printed, 8 B-16 GiB: the
+    only sizes out of 0.5-2x are 8 B and 256 B, whose out-of-place times are 2.4x and 3.0x the in-place
+    ones in the file; the median size within 0.8-1.25x; Tree at the small sizes, NVLS Tree, then Ring at
+    the largest."""
     sweep = check_json(H100_4N)
     outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
     assert outside == {8, 256} and outside <= unsteady(H100_4N)
@@ -126,10 +128,11 @@ def test_four_h100_nodes_outliers_are_the_files_unsteady_rows():
 
 
 def test_eight_h100_nodes_only_unsteady_row_out_of_band():
-    """8 x 8 H100 over 400 Gb/s InfiniBand (NVIDIA/nccl-tests issue 309, another cluster), 1 MiB-8 GiB: the one
-    size out of 0.5-2x is 8 MiB, whose out-of-place time is 3.96x its in-place one in the file. Its median size
-    (64 MiB, NVLS Tree) is predicted at 0.72x, outside 0.8-1.25x: NVLS Tree on 4 or more nodes from 16 MiB to
-    256 MiB measures 0.64-0.83x of the model here and on the 4-node sweep above (README of the traces)."""
+    """8 x 8 H100 over 400 Gb/s InfiniBand (NVIDIA/nccl-tests issue 309, another cluster), 1 MiB-8 GiB: the
+    one size out of 0.5-2x is 8 MiB, whose out-of-place time is 3.96x its in-place one in the file. Its
+    median size (64 MiB, NVLS Tree) is predicted at 0.72x, outside 0.8-1.25x: NVLS Tree on 4 or more
+    nodes from 16 MiB to 256 MiB measures 0.64-0.83x of the model here and on the 4-node sweep above
+    (README of the traces)."""
     sweep = check_json(H100_8N)
     outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
     assert outside == {8 << 20} == unsteady(H100_8N)
