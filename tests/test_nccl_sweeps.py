@@ -388,7 +388,8 @@ def test_hgx_h100_two_node_ib_sweep_at_the_nccl_it_states():
     hand = (25 + 2 * 20.9) * 1e-6 + 17179869184 / (57.7 * 8 * 16 / 30 * 1e9)
     assert big["bytes"] == 17179869184 and big["predicted_s"] == pytest.approx(hand, rel=1e-6)
     assert big["ratio"] == pytest.approx(hand / 68652e-6, rel=1e-6)  # 1.02 (0.78 with 2.26's own figures)
-    assert all(0.7 <= r["ratio"] <= 1.05 for r in sweep["rows"] if r["bytes"] >= 1 << 20)
+    # 8-128 MiB at NCCL's tree correction (model.hopper_nvls_tree_correction): 0.82-1.06x (0.73-0.82 before)
+    assert all(0.8 <= r["ratio"] <= 1.1 for r in sweep["rows"] if r["bytes"] >= 1 << 20)
 
 
 def test_fit_out_starts_from_the_preset_the_device_lines_describe(tmp_path):
