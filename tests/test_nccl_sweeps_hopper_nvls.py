@@ -17,6 +17,7 @@ H200_2N = "all_reduce_perf-16xH200-2nodes-roce.txt"
 H100_1N = "all_reduce_perf-8xH100-1node-g8-nvls.txt"
 H100_4N = "all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt"
 H100_8N = "all_reduce_perf-64xH100-8nodes-ib.txt"
+H100_4OF8 = "all_reduce_perf-32xH100-4of8nodes-ib.txt"
 
 
 def file_rows(name):
@@ -64,6 +65,7 @@ def unsteady(name):
     (H100_1N, 6, (134217728, 613.3), (4294967296, 15870), 1, "NVIDIA H100 80GB HBM3", None),
     (H100_4N, 32, (8, 83.42), (17179869184, 90986), 4, "NVIDIA H100 80GB HBM3", "2.26.2"),
     (H100_8N, 14, (1048576, 117.0), (8589934592, 52733), 8, "NVIDIA H100 80GB HBM3", None),
+    (H100_4OF8, 14, (1048576, 317.0), (8589934592, 51285), 4, "NVIDIA H100 80GB HBM3", None),
 ])
 def test_bundled_sweeps_as_counted_from_the_files(name, n_rows, first, last, hosts, gpu, version):
     """Rows, first and last size and time, GPU and hosts counted from each file; check reads them all, with
@@ -134,6 +136,16 @@ def test_eight_h100_nodes_only_unsteady_row_out_of_band():
     sweep = check_json(H100_8N)
     outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
     assert outside == {8 << 20} == unsteady(H100_8N)
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def test_four_of_the_eight_nodes_only_unsteady_rows_out_of_band():
+    """4 of the same 8 nodes (32 ranks, same thread and user), 1 MiB-8 GiB: the sizes out of 0.5-2x are 1, 2
+    and 4 MiB, whose out-of-place times are 3.40x, 1.45x and 1.33x the in-place ones in the file; the median
+    size (64 MiB, NVLS Tree) within 0.8-1.25x (0.89; 0.75 before NVLS Tree's mid-size correction)."""
+    sweep = check_json(H100_4OF8)
+    outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
+    assert outside == {1 << 20, 2 << 20, 4 << 20} == unsteady(H100_4OF8)
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
 
 
