@@ -184,7 +184,7 @@ class Tuning:
 def nvls_run_release(rel: Release, m: Machine) -> Release | None:
     """The release whose NVLS / NVLS Tree figures time those calls when ``rel``'s own mispredict them, or
     ``None``: on Hopper (sm90) with NVLink SHARP, releases with NVLS from before its bandwidth model was
-    corrected (``nvls_efficiency_model`` false: 2.17, 2.19, 2.21, 2.26) get the latest modelled release's
+    corrected (``nvls_efficiency_model`` false: 2.17 to 2.27) get the latest modelled release's
     figures (v2.17.1's own: 40 µs and the ring graph's bandwidth × 0.75, capped at 370 GB/s).
 
     Source: NCCL 2.28.3's release notes ("Improved NVLS/NVLSTree tuning prediction to improve algorithm
