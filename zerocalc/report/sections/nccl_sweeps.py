@@ -91,7 +91,8 @@ def draw(w: Writer, data: ReportData) -> None:
         "Tree, CollNet, PAT) and protocol (LL, LL128, Simple) of least predicted time from its own model "
         "(src/graph/tuning.cc and src/enqueue.cc). zerocalc.nccl transcribes that model with the tables of "
         "every NCCL release line from 2.8 to 2.30, deriving the channels and per-channel bandwidths NCCL's "
-        "topology search would find from the topology's NICs, NVLink and PCIe figures. Below, public nccl-tests sweeps against it, "
+        "topology search would find from the topology's NICs, NVLink and PCIe figures. Below, public "
+        "nccl-tests sweeps against it, "
         "each with the preset describing its hardware and the NCCL version it states (the latest modelled "
         "where it states none). Ratio = predicted / out-of-place measured time; IB = InfiniBand, TCPXO = "
         "GCP's GPUDirect-TCPXO.")
