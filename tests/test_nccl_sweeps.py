@@ -2,48 +2,16 @@
 
 import json
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
+from sweep_files import DATA, check_json, file_rows, median_size_ratio
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
 from zerocalc.topology import PRESETS
 
-DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 runner = CliRunner()
-
-
-def file_rows(name):
-    """(size, out-of-place µs, in-place µs) counted from the file itself, not through zerocalc."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
-
-
-def check_json(name, *args):
-    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
-    (sweep,) = doc["sweeps"]
-    assert set(sweep) >= {"op", "group_size", "nccl_version", "rows"}
-    for r in sweep["rows"]:
-        assert set(r) >= {"bytes", "measured_s", "predicted_s", "ratio", "algorithm", "protocol"}
-        assert r["ratio"] == pytest.approx(r["predicted_s"] / r["measured_s"])
-    rows = file_rows(name)
-    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
-    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
-    return sweep
-
-
-def median_size_ratio(sweep):
-    rows = sorted(sweep["rows"], key=lambda r: r["bytes"])
-    return rows[(len(rows) - 1) // 2]["ratio"]
-
 
 # file, preset the hardware matches, extra options, NCCL version the file states (None: none)
 SWEEPS = [

@@ -3,14 +3,13 @@ nodes and 4 and 8 H100 nodes over 400 Gb/s NICs (NVLS Tree), each with the prese
 (CLI)."""
 
 import json
-from pathlib import Path
 
 import pytest
+from sweep_files import DATA, check_json, file_rows, median_size_ratio
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
 
-DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 runner = CliRunner()
 
 H200_2N = "all_reduce_perf-16xH200-2nodes-roce.txt"
@@ -18,16 +17,6 @@ H100_1N = "all_reduce_perf-8xH100-1node-g8-nvls.txt"
 H100_4N = "all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt"
 H100_8N = "all_reduce_perf-64xH100-8nodes-ib.txt"
 H100_4OF8 = "all_reduce_perf-32xH100-4of8nodes-ib.txt"
-
-
-def file_rows(name):
-    """(size, out-of-place µs, in-place µs) counted from the file itself, not through zerocalc."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
 
 
 def device_lines(name):
@@ -38,21 +27,6 @@ def device_lines(name):
             head, _, gpu = line.partition("] ")
             out.append((head.split(" on ")[1].split()[0], gpu))
     return out
-
-
-def check_json(name, *args):
-    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
-    assert res.exit_code == 0, res.output
-    (sweep,) = json.loads(res.stdout)["sweeps"]
-    rows = file_rows(name)
-    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
-    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
-    return sweep
-
-
-def median_size_ratio(sweep):
-    rows = sorted(sweep["rows"], key=lambda r: r["bytes"])
-    return rows[(len(rows) - 1) // 2]["ratio"]
 
 
 def unsteady(name):

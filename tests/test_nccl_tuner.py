@@ -2,9 +2,9 @@
 
 import json
 import tomllib
-from pathlib import Path
 
 import pytest
+from sweep_files import DATA, file_rows
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
@@ -18,17 +18,7 @@ from zerocalc.nccl.tuner import check_rules, parse_tuner, tuned_choice, tuner_ap
 from zerocalc.topology import get_topology, topology_from_mapping, topology_to_mapping
 
 runner = CliRunner()
-DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 
-
-def file_rows(name):
-    """(size, out-of-place µs, in-place µs) counted from the file itself, not through zerocalc."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
 H100 = get_topology("dgx-h100")
 
 CSV = """\

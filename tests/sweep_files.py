@@ -1,0 +1,48 @@
+"""Bundled nccl-tests sweeps as the tests read them: rows counted from the file itself (a plain split, not
+zerocalc's reader), and ``check --format json`` on a file with its rows held against that count."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+runner = CliRunner()
+
+
+def file_rows(name):
+    """(size, out-of-place µs, in-place µs) counted from the file itself, not through zerocalc."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[5]), float(f[9])))
+    return rows
+
+
+def check_json(name, *args):
+    """The one sweep ``check --format json`` gives for ``name``: its JSON contract held and its sizes and
+    measured times those :func:`file_rows` counts."""
+    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    (sweep,) = doc["sweeps"]
+    assert set(sweep) >= {"op", "group_size", "nccl_version", "rows"}
+    for r in sweep["rows"]:
+        assert set(r) >= {"bytes", "measured_s", "predicted_s", "ratio", "algorithm", "protocol"}
+        assert r["ratio"] == pytest.approx(r["predicted_s"] / r["measured_s"])
+    rows = file_rows(name)
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
+    return sweep
+
+
+def median_size_ratio(sweep):
+    """The ratio at the median size (the lower middle of an even count)."""
+    rows = sorted(sweep["rows"], key=lambda r: r["bytes"])
+    return rows[(len(rows) - 1) // 2]["ratio"]
