@@ -82,7 +82,6 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
 
 def draw(w: Writer, data: ReportData) -> None:
     from zerocalc import plots
-    from zerocalc.validate.sweep import HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
 
     w.heading(title("nccl_sweeps"))
     w.paragraph(
@@ -104,8 +103,24 @@ def draw(w: Writer, data: ReportData) -> None:
              for r in s.itertuples()],
             align="llllrrrrr", size=7.0)
     df = data.extra["nccl_sweeps"]
-    stock, tcpxo = s.iloc[:-1], SWEEPS[-1][3]
-    last = df[df["sweep"] == tcpxo]
+    stock = s.iloc[:-1]
+    _tcpxo(w, df)
+    _launch(w, df)
+    _pcie(w, df)
+    columns = 3 if len(SWEEPS) <= 6 else 4  # two rows of panels fit a page
+    rows = -(-len(SWEEPS) // columns)
+    w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=columns), caption=(
+        "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
+        "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first "
+        f"{len(stock)} sweeps fall in "
+        f"the band at {int(stock['inside'].sum())} of {int(stock['sizes'].sum())} sizes; the last, priced "
+        "with the NCCL and environment it ran with, as said above. zerocalc check --nccl-tuner prices a "
+        "tuner's rules when they are known; zerocalc fit --out calibrates a cluster from one sweep."))
+
+
+def _tcpxo(w: Writer, df: pd.DataFrame) -> None:
+    """The TCPXO all-reduce: the provider's NCCL profile, and what its closed tuner leaves unpriced."""
+    last = df[df["sweep"] == SWEEPS[-1][3]]
     out = last[(last["ratio"] < 0.5) | (last["ratio"] > 2)]
     defaults = last["stock_ratio"]
     t = last.set_index("bytes")["measured_s"]
@@ -125,6 +140,12 @@ def draw(w: Writer, data: ReportData) -> None:
         f"not priced. From 16 to 32 MiB the measured time grows {step:.0%} for twice the bytes (the file's "
         "in-place times agree): the run changed algorithm or channels there, which one pair of NCCL's "
         "model, its time growing with size, does not.")
+
+
+def _launch(w: Writer, df: pd.DataFrame) -> None:
+    """The two 8×A100 -g 8 sweeps: one thread launching every kernel, and the channels NCCL launches."""
+    from zerocalc.validate.sweep import HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
+
     a100 = df[df["sweep"] == SWEEPS[3][3]]
     small = a100[a100["bytes"] <= 32 << 10]
     large = a100[a100["bytes"] >= 256 << 20]["ratio"]
@@ -154,6 +175,10 @@ def draw(w: Writer, data: ReportData) -> None:
         "after its choice: one channel less while the bytes are under channels × threads × 8, Ring/LL's × "
         "nRanks, 32 KiB a channel here); such a call is timed on those, and under the stagger takes the "
         "later of NCCL's time on all channels plus the stagger and its time on the channels launched.")
+
+
+def _pcie(w: Writer, df: pd.DataFrame) -> None:
+    """The 2× RTX 2080 Ti: NCCL's ring through the PCI tree and host memory."""
     pcie = df[df["sweep"] == SWEEPS[5][3]]
     w.paragraph(
         "The two GeForce RTX 2080 Ti sit under one PCIe 3.0 switch (nvidia-smi topo: PIX) and their driver "
@@ -165,12 +190,3 @@ def draw(w: Writer, data: ReportData) -> None:
         "two Intel sockets with four GPUs to a switch, the layout NCCL's own topology dump shows for 8 RTX "
         "4090 (NVIDIA/nccl-tests issue 307), and a TOML file gives another (cpu_sockets, "
         "gpus_per_pcie_switch, gpu_p2p, smp_GBps).")
-    columns = 3 if len(SWEEPS) <= 6 else 4  # two rows of panels fit a page
-    rows = -(-len(SWEEPS) // columns)
-    w.figure(3.8 * rows, lambda sf: plots.plot_nccl_sweeps(df, fig=sf, columns=columns), caption=(
-        "Time per call against message size: measured (points), NCCL's model (line) and the textbook ring "
-        "α-β (dashed); below, predicted / measured, the shaded band 0.5-2x. The first "
-        f"{len(stock)} sweeps fall in "
-        f"the band at {int(stock['inside'].sum())} of {int(stock['sizes'].sum())} sizes; the last, priced "
-        "with the NCCL and environment it ran with, as said above. zerocalc check --nccl-tuner prices a "
-        "tuner's rules when they are known; zerocalc fit --out calibrates a cluster from one sweep."))
