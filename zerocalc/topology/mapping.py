@@ -87,20 +87,7 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
     unknown = sorted(set(data) - set(_TOP_KEYS))
     if unknown:
         fail(f"unknown keys: {', '.join(map(repr, unknown))} (known: {', '.join(_TOP_KEYS)})")
-    tiers = {}
-    for tier in ("intra", "inter"):
-        t = data.get(tier)
-        if not isinstance(t, Mapping):
-            fail(f"missing table [{tier}] with alpha_us and bw_GBps")
-        bad = sorted(set(t) - set(_TIER_KEYS))
-        if bad:
-            fail(f"unknown keys: {', '.join(map(repr, bad))} (known: {', '.join(_TIER_KEYS)})", tier)
-
-        def fail_tier(message: str, tier: str = tier):
-            fail(message, tier)
-
-        tiers[tier] = Link.from_units(_number(t, "alpha_us", fail_tier, positive=False),
-                                      _number(t, "bw_GBps", fail_tier, positive=True))
+    tiers = _tiers(data, fail)
     g = data.get("gpus_per_node")
     if isinstance(g, bool) or not isinstance(g, int) or g < 1:
         fail(f"gpus_per_node must be a whole number ≥ 1, got {g!r}")
@@ -118,6 +105,25 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
                         nccl_env=env, nccl_tuner=tuner)
     except ConfigError as exc:
         fail(f"{exc.option}: {exc.message}")
+
+
+def _tiers(data: Mapping[str, Any], fail) -> dict[str, Link]:
+    """The ``[intra]`` and ``[inter]`` links of a topology document, each key checked."""
+    tiers = {}
+    for tier in ("intra", "inter"):
+        t = data.get(tier)
+        if not isinstance(t, Mapping):
+            fail(f"missing table [{tier}] with alpha_us and bw_GBps")
+        bad = sorted(set(t) - set(_TIER_KEYS))
+        if bad:
+            fail(f"unknown keys: {', '.join(map(repr, bad))} (known: {', '.join(_TIER_KEYS)})", tier)
+
+        def fail_tier(message: str, tier: str = tier):
+            fail(message, tier)
+
+        tiers[tier] = Link.from_units(_number(t, "alpha_us", fail_tier, positive=False),
+                                      _number(t, "bw_GBps", fail_tier, positive=True))
+    return tiers
 
 
 def _hardware_value(key: str, v: Any, fail) -> Any:
