@@ -21,8 +21,8 @@ SWEEPS = [
 ]
 #: sizes outside 0.5-2x, with NCCL 2.26's tables: the B200 sweep's 512 B (0.49x) and 512 KiB (0.22x)
 #: rows, whose out-of-place times (51.05 µs, 240.71 µs) are 1.37x and 1.91x the same size's in-place
-#: time in the file, and its 1 MiB row (0.49x: NVLS Tree predicted at 56 µs, measured 116 µs)
-OUTSIDE = {"all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt": {512, 524288, 1048576}}
+#: time in the file (its 1 MiB row, 0.49x before NCCL's NVLS Tree correction timed it, is 0.52x)
+OUTSIDE = {"all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt": {512, 524288}}
 
 
 @pytest.mark.parametrize(("name", "preset", "extra", "version"), SWEEPS)
@@ -356,7 +356,7 @@ def test_hgx_h100_two_node_ib_sweep_at_the_nccl_it_states():
     hand = (25 + 2 * 20.9) * 1e-6 + 17179869184 / (57.7 * 8 * 16 / 30 * 1e9)
     assert big["bytes"] == 17179869184 and big["predicted_s"] == pytest.approx(hand, rel=1e-6)
     assert big["ratio"] == pytest.approx(hand / 68652e-6, rel=1e-6)  # 1.02 (0.78 with 2.26's own figures)
-    # 8-128 MiB at NCCL's tree correction (model.hopper_nvls_tree_correction): 0.82-1.06x (0.73-0.82 before)
+    # 8-128 MiB at NCCL's tree correction (model.nvls_tree_run_correction): 0.82-1.06x (0.73-0.82 before)
     assert all(0.8 <= r["ratio"] <= 1.1 for r in sweep["rows"] if r["bytes"] >= 1 << 20)
 
 

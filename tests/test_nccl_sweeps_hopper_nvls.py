@@ -147,3 +147,32 @@ def test_hopper_nvls_tree_mid_sizes_timed_with_nccls_tree_correction():
         nvls_tree = [r for r in json.loads(res.stdout)["sweeps"][0]["rows"]
                      if r["algorithm"] == "NVLSTree" and not r["unsteady"]]
         assert nvls_tree and all(0.5 <= r["ratio"] <= 1.25 for r in nvls_tree), name
+
+
+B200 = "all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt"
+
+
+def test_blackwell_nvls_tree_before_2_29_timed_with_the_correction_nccl_later_applied():
+    """NCCL applies treeCorrectionFactor to NVLS Tree on Blackwell from v2.29.2; a call under 2.26 runs on the
+    same hardware. Hand check on 2 DGX B200 (NVIDIA/nccl-tests issue 309, NCCL 2.26.2): v2.26.2's NVLS Tree
+    all-reduce bandwidth 8 x 48 x 5/6 = 320 GB/s (test_nccl_model); 1 MiB = 2^14 x 64 B takes the Simple row's
+    0.5 (index 14), 16 MiB = 2^18 x 64 B its 0.7 (index 18), both with the same latency."""
+    sweep = check_json(B200, "--topology", "dgx-b200", "--n", "16")
+    rows = {r["bytes"]: r for r in sweep["rows"]}
+    mid = rows[16 << 20]
+    assert mid["algorithm"] == "NVLSTree"
+    bw = 8 * 48 * 5 / 6 * 1e9
+    lat = rows[1 << 20]["predicted_s"] - (1 << 20) / (0.5 * bw)
+    assert 20e-6 < lat < 60e-6
+    assert mid["predicted_s"] == pytest.approx(lat + (16 << 20) / (0.7 * bw), rel=1e-6)
+    # from 1 GiB (index 24, past the row's end) no factor: 2 GiB at the full 320 GB/s
+    assert rows[2 << 30]["predicted_s"] == pytest.approx(lat + (2 << 30) / bw, rel=1e-6)
+
+
+def test_hopper_nvls_tree_at_2_28_past_the_correction_rows_end():
+    """v2.28.9's treeCorrectionFactor rows have 23 entries (64 B to 256 MiB); sizes from 512 MiB take none.
+    Every row of the 2 XE9680 sweep is priced under 2.28.9 (it ran 2.26.2)."""
+    sweep = check_json(XE9680, "--nccl-version", "2.28.9")
+    assert [r["bytes"] for r in sweep["rows"]] == [b for b, *_ in file_rows(XE9680)]
+    big = [r for r in sweep["rows"] if r["bytes"] >= 512 << 20]
+    assert big and all(r["algorithm"] == "NVLSTree" and 0.8 <= r["ratio"] <= 1.25 for r in big)

@@ -144,11 +144,11 @@ class Tuning:
             t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
             if t is None:
                 return None
-            corr = hopper_nvls_tree_correction(self.nvls_run, coll, algo, n_bytes)
+            corr = nvls_tree_run_correction(self.nvls_run, coll, algo, n_bytes)
             return self.nvls_run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True,
                                         bw_scale=corr)
         scale = self.capped_scale(algo) if channels is None else 1.0
-        scale *= hopper_nvls_tree_correction(self, coll, algo, n_bytes)
+        scale *= nvls_tree_run_correction(self, coll, algo, n_bytes)
         if algo == A.RING and coll in (C.BROADCAST, C.REDUCE):
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         if algo in self.machine.graphs:
@@ -206,24 +206,27 @@ def _log2i(n: int) -> int:
     return int(n).bit_length() - 1 if n > 0 else -1
 
 
-def hopper_nvls_tree_correction(t: Tuning, coll: Collective, algo: Algorithm, n_bytes: float) -> float:
-    """The share of its bandwidth an NVLS Tree all-reduce of ``n_bytes`` runs at on Hopper (sm90): NCCL's
-    ``treeCorrectionFactor`` (Simple row, powers of two from 64 B; 1 from 1 GiB on), which NCCL itself
-    applies to NVLS Tree on Blackwell only (v2.29.2 on, ``ncclTopoGetAlgoTime``: "Trees are not perfectly
-    sticking to the model for medium sizes"); 1 for anything else. A run-time figure: NCCL chooses on Hopper
-    without it (:meth:`Tuning.choose`).
+def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_bytes: float) -> float:
+    """The share of its bandwidth an NVLS Tree all-reduce of ``n_bytes`` runs at where NCCL's own estimate
+    leaves it out: NCCL's ``treeCorrectionFactor`` (Simple row, powers of two from 64 B, 1 past the row's
+    end), which NCCL itself applies to NVLS Tree on Blackwell (sm100+) from v2.29.2 (``ncclTopoGetAlgoTime``:
+    "Trees are not perfectly sticking to the model for medium sizes"); 1 for anything else, and 1 where the
+    release's own estimate already holds the factor (Blackwell from 2.29, :func:`_algo_time_us`). A run-time
+    figure: NCCL chooses without it (:meth:`Tuning.choose`).
 
-    Source: the same mid-size sag on Hopper in every public NVLS Tree sweep bundled, two nodes or more, NCCL
-    2.26-2.29: 8-128 MiB measured at 0.73-0.82x of the uncorrected model on 2 Dell XE9680 (NVIDIA/nccl-tests
-    issue 309, NCCL 2.26.2), 8-128 MiB at 0.70-0.83x on 4 of them, 16 MiB-1 GiB at 0.64-0.87x on 8 H100 nodes
-    of another cluster (same issue), 32-256 MiB at 0.42-0.85x on 10 H100 nodes (NCCL 2.29.2); from 1 GiB
-    all of them within 0.8-1.1x, where the factor is 1."""
-    if (algo != A.NVLS_TREE or coll != C.ALL_REDUCE or not 90 <= t.machine.compute_capability < 100):
+    Sources: on Blackwell, NCCL's own v2.29.2 change, which describes the hardware and so times calls under
+    earlier releases too (2 DGX B200, NCCL 2.26.2, NVIDIA/nccl-tests issue 309: 1-32 MiB measured at
+    0.49-0.62x of the uncorrected model). On Hopper (sm90), the same mid-size sag in every public NVLS Tree
+    sweep bundled, two nodes or more, NCCL 2.26-2.29: 8-128 MiB measured at 0.73-0.82x of the uncorrected
+    model on 2 Dell XE9680 (NVIDIA/nccl-tests issue 309, NCCL 2.26.2), 8-128 MiB at 0.70-0.83x on 4 of them,
+    16 MiB-1 GiB at 0.64-0.87x on 8 H100 nodes of another cluster (same issue), 32-256 MiB at 0.42-0.85x on
+    10 H100 nodes (NCCL 2.29.2); from 1 GiB all of them within 0.8-1.1x, where the factor is 1."""
+    cc = t.machine.compute_capability
+    if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or cc < 90 or (cc >= 100 and t.release.era >= 29):
         return 1.0
+    row = t.release.tree_correction[_PROTO_INDEX[P.SIMPLE]]
     log_size = _log2i(int(n_bytes) >> 6)
-    if not 0 <= log_size < 24:
-        return 1.0
-    return t.release.tree_correction[_PROTO_INDEX[P.SIMPLE]][log_size]
+    return row[log_size] if 0 <= log_size < len(row) else 1.0
 
 
 def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
@@ -235,7 +238,7 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 23):
         bw *= corr[log_size]
     if (rel.era >= 29 and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
-            and 0 <= log_size < 24 and m.compute_capability >= 100):
+            and 0 <= log_size < len(corr) and m.compute_capability >= 100):
         bw *= corr[log_size]  # v2.29.2 on; x86 hosts assumed
     if e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE:
         # "plateau effect of ring": v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+);
