@@ -20,15 +20,12 @@ def _sweep_files(paths: list[str]) -> bool:
 
     from zerocalc.errors import TraceFormatError
     from zerocalc.traces import reader
-    from zerocalc.traces.detect import HEAD_BYTES, detect_format
 
     for path in paths:
         try:
             if not os.path.isfile(path):
                 return False
-            with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
-                head = stream.read(HEAD_BYTES)
-            if detect_format(head, path) != "nccl_tests":
+            if reader.detect_file(path) != "nccl_tests":  # plain or gzip, as the reader reads it
                 return False
         except (OSError, TraceFormatError):
             return False  # the trace reader says what is wrong with it
@@ -56,6 +53,10 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
         res = parse(iter(text), path, strict=strict)
         if not res.rows:
+            first = res.skipped.examples[0] if res.skipped.examples else None
+            if first is not None:  # its rows were refused: the first one's line and why
+                more = f" (and {res.skipped.count - 1} more)" if res.skipped.count > 1 else ""
+                raise TraceFormatError(path, first[1], f"no nccl-tests result rows read{more}: {first[2]}")
             raise TraceFormatError(path, None, "no nccl-tests result rows")
         if any(sweep_op(r) is None for r in res.rows):
             why = next((m["op_how"] for m in res.meta.get("runs", ()) if m["op"] is None and m.get("op_how")),
@@ -176,7 +177,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         if p2p_how:
             topology_how += f"; {p2p_how}"
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
-                       stated=run.get("nccl_env"), where=path)
+                       stated=run.get("nccl_env"), where=path, info=info)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
@@ -235,7 +236,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
         base_run, info_notes = latency_as_stated(base, run.get("nccl_info") or {}, p)
         notes = notes + info_notes + tuner_note(run.get("nccl_info") or {})
         env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it
-                       stated=run.get("nccl_env"), where=path)
+                       stated=run.get("nccl_env"), where=path, info=run.get("nccl_info"))
         cmp = compare_sweep(rows, replace(base_run, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,

@@ -257,6 +257,12 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
 
     frames, remarks, unfit = [], [], []
     ts = _read_traces(f, strict=strict, fmt=trace_format)
+    if ts.table.empty and ts.skipped.examples:  # every row refused: the first one's line and why
+        from zerocalc.errors import TraceFormatError
+
+        file, line, reason = ts.skipped.examples[0]
+        more = f" (and {ts.skipped.count - 1} more)" if ts.skipped.count > 1 else ""
+        raise TraceFormatError(file, line, f"no rows read{more}: {reason}")
     table = complete(ts.table, op=op, ranks=group)
     runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
     parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.nccl.launch import LaunchEnv, parse_thresholds
@@ -124,7 +125,7 @@ STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NC
 
 def settings(topo, version: str, algo: str | None, proto: str | None, *,
              tuner_given: bool = False, stated: Mapping[str, Sequence] | None = None,
-             where: str = "") -> Settings:
+             where: str = "", info: Mapping[str, Any] | None = None) -> Settings:
     """The environment NCCL runs with at ``version`` on ``topo``: the user's ``NCCL_ALGO`` /
     ``NCCL_PROTO`` when given, else what the run's own lines set (``stated``: variable → ``(value,
     line)``, :mod:`zerocalc.traces.launch_env`; each variable on its own) over the topology's vendor
@@ -133,7 +134,10 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
     ``NCCL_LL128_NTHREADS``: :mod:`zerocalc.nccl.launch`) the file sets stand in every case, as the
     profile's bounds do. A profile naming a tuner
     plugin the user did not give (``--nccl-tuner``) is said in a note: its choices are not priced. A value
-    the file sets that NCCL would not take is a :class:`TraceFormatError` naming ``where`` and its line."""
+    the file sets that NCCL would not take is a :class:`TraceFormatError` naming ``where`` and its line.
+    ``info``: what the run's NCCL INFO lines state (:mod:`zerocalc.traces.nccl_info`); its
+    ``thread_thresholds`` (NCCL's ``threadThresholds`` line: the values in effect, after any
+    ``NCCL_THREAD_THRESHOLDS``) are the launch's thresholds where present."""
     stated = dict(stated or {})
     env = profile_for(topo, version)
     lo, hi = channel_limits(topo, version)
@@ -166,7 +170,13 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
             v = _stated_int(stated, key, where)
             lo, hi = (v, hi) if attr == "lo" else (lo, v)
     thresholds = stated.get("NCCL_THREAD_THRESHOLDS")
+    told = (info or {}).get("thread_thresholds")
+    if told:  # NCCL's own line: the thresholds it runs with, whatever set them
+        tree, ring = ("/".join(map(str, told[0][i:i + 3])) for i in (0, 3))
+        notes.append(f"NCCL's threadThresholds line (line {told[1]}) priced: Tree {tree}, Ring {ring} "
+                     "(LL/LL128/Simple)")
     launch = LaunchEnv(
+        tuple(int(v) for v in told[0][:6]) if told else
         parse_thresholds(str(thresholds[0])) if thresholds is not None else None,
         _stated_int(stated, "NCCL_NTHREADS", where) if "NCCL_NTHREADS" in stated else None,
         _stated_int(stated, "NCCL_LL128_NTHREADS", where) if "NCCL_LL128_NTHREADS" in stated else None)

@@ -9,12 +9,19 @@ array of objects (``[`` then ``{`` or ``]``).
 
 An nccl-tests output run with ``NCCL_DEBUG=INFO`` opens with its header line and then NCCL's INFO
 lines, tens of KB of them before the first row: its header's signatures (:data:`_TESTS_HEADER`) make
-it an nccl-tests output wherever they are in the head, before NCCL's lines are looked at.
+it an nccl-tests output wherever they are in the head, before NCCL's lines are looked at. Its header
+may also come after more than the head of other output (many ranks' INFO lines printed before rank 0's
+header reaches the merged output, a job script's own lines): a head that is NCCL's INFO/WARN lines and
+nothing else (no per-call COLL line, which makes an NCCL log, and no header) is only a weak verdict, and
+:func:`detect_stream` reads on (:func:`read_on`) until a COLL line or an nccl-tests header says which.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.prefix import strip_prefixes
@@ -42,6 +49,57 @@ _TESTS_HEADER = re.compile(
     rb"|^#\s*Collective test starting\b|^#\s+size\s+count\s+type\s+(?:\S+\s+){0,3}time\s+algbw\s+busbw\b"
     rb"|(?<![\w-])[a-z][a-z_]*_perf(?:_mpi)?[ \t]+-[A-Za-z]", re.M)
 _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
+
+
+#: How far :func:`read_on` reads past a weak head before it keeps the verdict ``nccl_log``.
+READ_ON_BYTES = 256 << 20
+#: What any of :data:`_TESTS_HEADER`'s lines holds: a block without any of these is not searched.
+_TESTS_HINTS = (b"nThread", b"Using devices", b"nccl-tests version", b"Collective test", b"size", b"_perf")
+
+
+def weak(head: bytes, kind: str) -> bool:
+    """Whether ``kind`` (:func:`detect_format` of ``head``) rests on NCCL's INFO/WARN lines alone: a
+    full head that is an NCCL log by :data:`_NCCL_ANY`, without a per-call COLL line (:data:`_NCCL`)."""
+    return kind == "nccl_log" and len(head) >= HEAD_BYTES and _NCCL.search(head) is None
+
+
+def read_on(blocks: Iterable[bytes]) -> str:
+    """The format of a text whose head was :func:`weak`, from its bytes ``blocks`` (the whole text, in
+    order, in blocks of any size): ``nccl_tests`` if an nccl-tests header line (:data:`_TESTS_HEADER`)
+    comes before the first COLL line, ``nccl_log`` if a COLL line comes first or neither comes within
+    :data:`READ_ON_BYTES`."""
+    rest = b""
+    seen = 0
+    for block in blocks:
+        seen += len(block)
+        cut = block.rfind(b"\n") + 1
+        text, rest = rest + block[:cut], (rest + block if cut == 0 else block[cut:])
+        said = _said(text) if cut else None
+        if said is not None:
+            return said
+        if seen >= READ_ON_BYTES:
+            return "nccl_log"
+    return _said(rest) or "nccl_log"
+
+
+def _said(text: bytes) -> str | None:
+    """``nccl_tests`` if whole lines ``text`` hold an nccl-tests header before any COLL line, ``nccl_log``
+    if they hold a COLL line first, else ``None``."""
+    coll = _NCCL.search(text)
+    before = text if coll is None else text[:coll.start()]
+    if any(h in before for h in _TESTS_HINTS) and _TESTS_HEADER.search(strip_prefixes(before)):
+        return "nccl_tests"
+    return None if coll is None else "nccl_log"
+
+
+def detect_stream(stream: BinaryIO, file: str = "<bytes>", block: int = 1 << 20) -> str:
+    """:func:`detect_format` of the head of ``stream`` (a readable binary stream at its start, decompressed),
+    read on past a :func:`weak` head (:func:`read_on`). Reads the stream."""
+    head = stream.read(HEAD_BYTES)
+    kind = detect_format(head, file)
+    if not weak(head, kind):
+        return kind
+    return read_on(itertools.chain([head], iter(lambda: stream.read(block), b"")))
 
 
 #: A JSON array of trace events (or an empty one), as opposed to a text line opening with ``[``.

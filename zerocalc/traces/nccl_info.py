@@ -30,6 +30,11 @@ aws-ofi-nccl's sources):
   %f"`` v2.20-v2.22, with ``"%s: "`` (the collective) before it v2.23, ``"%s: %ld Bytes -> Algo %s proto
   %s channel{Lo..Hi}={%d..%d}"`` v2.24-v2.30; the indices are ``src/include/plugin/nccl_tuner.h``'s
   ``NCCL_ALGO_*`` and ``NCCL_PROTO_*``; ``time`` is NCCL's own model's time, µs);
+- ``thread_thresholds``: the communicator's effective ``threadThresholds`` (Tree LL/LL128/Simple, Ring
+  LL/LL128/Simple), after ``NCCL_THREAD_THRESHOLDS`` (NCCL ``src/graph/tuning.cc``, ``"threadThresholds
+  %ld/%ld/%ld | %ld/%ld/%ld"`` then CollNet's ``" | %ld/%ld/%ld"`` or ``" | %ld | %ld"`` by release,
+  v2.4-v2.30; ``threadThresholds 8/8/64 | 128/8/64 | 512 | 512`` on 16 ranks, aws/aws-ofi-nccl issue 65),
+  which the launch's channel loop reads (:mod:`zerocalc.nccl.launch`);
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -73,6 +78,8 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tuning", re.compile(r"\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\w+) proto (\w+)"
                           r"(?: time (\d+(?:\.\d+)?)| channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
+    ("thread_thresholds", re.compile(r"\bNCCL INFO threadThresholds (\d+)/(\d+)/(\d+) \| "
+                                     r"(\d+)/(\d+)/(\d+)\b")),
     ("intra_p2p", re.compile(_CHANNEL + r"via P2P/")),
     ("intra_shm", re.compile(_CHANNEL + r"via SHM/")),
 )
@@ -103,6 +110,8 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [("ranks", int(m[1]))]
         if kind == "tuner_plugin":
             return [(kind, next(g for g in m.groups() if g))]
+        if kind == "thread_thresholds":
+            return [(kind, [int(g) for g in m.groups()])]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]
         if kind == "tuning":

@@ -54,10 +54,12 @@ FORMAT = "nccl_tests"
 #: or digit may not (nccl-tests ``src/Makefile``: ``BIN_FILES = $(BIN_FILES_LIST:%=%_perf$(NAME_SUFFIX))``).
 _PERF = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True))
                    + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\b")
-#: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``Pid P on HOST device D
+#: A ``# Rank`` line: ``Rank R Group G Pid P on HOST`` (2.13+), ``Rank R Pid P on HOST`` (2.0+), ``Rank R on
+#: HOST`` (v1, to Mar 2019: ``printf("#   Rank %2d on %10s device %2d [0x%02x] %s\n", ...)``).
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?(?=on\s)")
+#: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``on HOST device D
 #: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``).
-_DEVICE = re.compile(r"\bPid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\]\s+(\S.*?)\s*$")
+_DEVICE = re.compile(r"\bon\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\]\s+(\S.*?)\s*$")
 #: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
 #: Tests whose ``size`` is ``count`` × element × ranks (``GetCollByteCount`` of each, module
@@ -240,7 +242,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
                 state.command(m[1], kind, lineno)
         if "NCCL version" in payload or "nccl-library=" in payload:
             state.versions(payload, lineno)
-        header = parse_header(payload, lineno) if "size" in payload else None
+        header = parse_header(payload, lineno) if "size" in payload or "bytes" in payload else None
         if header is not None:
             rows.flush()
             state.header(header, lineno)
@@ -252,7 +254,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             if m:
                 run = state.current(lineno)
                 run.ranks.add(int(m[1]))
-                d = _DEVICE.search(payload, m.end() - 3)
+                d = _DEVICE.match(payload, m.end())
                 if d:
                     run.devices[int(m[1])] = (d[1], d[3], d[2])
             continue

@@ -28,7 +28,7 @@ from zerocalc.traces.schema import NCCL_TESTS_DTYPES
 
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 _INT = re.compile(r"^-?[0-9]+$")
-_HEADER = re.compile(r"\bsize\s+count\s+type\b")
+_HEADER = re.compile(r"\bsize\s+count\s+type\b|\bbytes\s+N\s+type\b")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
 #: Lead columns of the header → field names; then per side (out-of-place, in-place) these.
@@ -36,6 +36,12 @@ _LEAD = {"size": "size_bytes", "count": "count", "type": "type", "redop": "redop
 _SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw",
          "#wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
          "i_p99": "i_p99_us", "i_cv%": "i_cv_pct"}
+#: nccl-tests v1 (its tests' ``print_header`` to Mar 2019, nccl-tests cbe7f65, NCCL 2.0-2.3): ``bytes N
+#: type`` then each test's ``op`` / ``root``, and per side ``time algbw busbw res``, the time in
+#: MILLISECONDS (``common.cu``: ``PRINT("  %7.3f  %5.2f  %5.2f  %7.0le", deltaSec * 1.0E3, ...)``) and
+#: ``res`` the largest deviation found; broadcast printed the out-of-place side only.
+_LEAD_V1 = {"bytes": "size_bytes", "N": "count", "type": "type", "op": "redop", "root": "root"}
+_SIDE_V1 = {"time": "time_us", "algbw": "algbw", "busbw": "busbw", "res": "wrong"}
 
 
 def _float(tok: str) -> float | None:
@@ -52,6 +58,8 @@ class Layout:
     #: Why rows under this header cannot be read (an unknown column), or "".
     invalid: str = ""
     line: int | None = None
+    #: Microseconds per unit of its time columns (1000: nccl-tests v1's milliseconds).
+    time_unit_us: float = 1.0
 
     @property
     def width(self) -> int:
@@ -67,6 +75,8 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
         return None
     before = payload[:m.start()].split()
     toks = payload[m.start():].split()
+    v1 = toks[0] == "bytes"
+    lead_of, side_of = (_LEAD_V1, _SIDE_V1) if v1 else (_LEAD, _SIDE)
     cols: list[str] = []
     side = ""
     seen_time = 0
@@ -74,15 +84,15 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
     new_wrong = False
     unknown = [t for t in before if t != "#"]
     for t in toks:
-        if t in _LEAD and not seen_time:
-            cols.append(_LEAD[t])
-        elif t in ("time", "cputime"):
+        if t in lead_of and not seen_time:
+            cols.append(lead_of[t])
+        elif t in ("time", "cputime") and t in side_of:
             seen_time += 1
             side = "oop_" if seen_time == 1 else "ip_"
-            cols.append(side + _SIDE[t])
-        elif t in _SIDE and seen_time:
+            cols.append(side + side_of[t])
+        elif t in side_of and seen_time:
             new_wrong |= t == "#wrong"
-            cols.append(side + _SIDE[t])
+            cols.append(side + side_of[t])
         elif t == "timestamp" and seen_time == 2:
             timestamp = True
         else:
@@ -92,9 +102,12 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
     invalid = ""
     if unknown:
         invalid = f"the header (line {lineno}) has column(s) nccl-tests does not print: {', '.join(unknown)}"
-    elif seen_time != 2 or cols[:3] != ["size_bytes", "count", "type"]:
+    elif seen_time not in ((1, 2) if v1 else (2,)) or cols[:3] != ["size_bytes", "count", "type"]:
         invalid = f"the header (line {lineno}) lacks the out-of-place and in-place column groups"
     lead = tuple(c for c in cols if c in ("redop", "root"))
+    if v1:
+        name = "-".join(("v1", *lead)) + ("" if seen_time == 2 else "-oop")
+        return Layout(name, tuple(cols), timestamp, invalid, lineno, time_unit_us=1000.0)
     if "oop_i_min_us" in cols:
         name = "2022-per-iter"
     elif new_wrong:
@@ -157,7 +170,7 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
             v = _float(tok)
             if v is None:
                 raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a number")
-            rec[col] = v
+            rec[col] = v * layout.time_unit_us if col.endswith("time_us") else v
     if rec["type"] not in NCCL_TESTS_DTYPES:
         raise TraceFormatError(file, lineno, f"type {rec['type']!r} is not an nccl-tests data type")
     return rec

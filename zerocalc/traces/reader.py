@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 from zerocalc.errors import TraceFormatError, UnknownNameError
 from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests, streams
 from zerocalc.traces.chunks import _boundary, _read_split, _scan_chunks  # noqa: F401 -- re-exported
-from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format
+from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format, detect_stream, weak
 from zerocalc.traces.paths import _SKIP_SUFFIXES, _expand  # noqa: F401 -- _SKIP_SUFFIXES re-exported
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.streams import _guard
@@ -77,6 +77,8 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
             if optional:
                 return exc.reason
             raise
+        if fmt is None and weak(head, kind):  # NCCL's lines alone in the head: an nccl-tests header may come
+            kind = detect_file(file, max_bytes)
         result = _parse_stream(stream, file, kind, strict, aggregate, sequence)
     if fmt is not None and not len(result):
         reason = _no_records(fmt, head, file)
@@ -84,6 +86,23 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
             return reason
         raise TraceFormatError(file, None, reason)
     return result
+
+
+def detect_file(file: str, cap: int = MAX_BYTES) -> str:
+    """The format of a file (plain or gzip, as :func:`_open` reads it), read past its head where the head
+    alone cannot tell (:func:`zerocalc.traces.detect.detect_stream`)."""
+    with _open(file, cap) as stream:
+        return detect_stream(_Guarded(stream, file), file)
+
+
+class _Guarded:
+    """A stream whose reads turn decompression failures into :class:`TraceFormatError` (:func:`_guard`)."""
+
+    def __init__(self, stream: BinaryIO, file: str) -> None:
+        self.stream, self.file = stream, file
+
+    def read(self, n: int) -> bytes:
+        return _guard(self.file, self.stream.read, n)
 
 
 def _no_records(fmt: str, head: bytes, file: str) -> str:
@@ -157,7 +176,9 @@ def _splittable(file: str, fmt: str | None, cap: int) -> bool:
         return False
     with open(file, "rb") as f:
         head = f.read(HEAD_BYTES)
-    return not head.startswith(b"\x1f\x8b") and (fmt or detect_format(head, file)) == nccl_log.FORMAT
+    if head.startswith(b"\x1f\x8b"):
+        return False
+    return fmt == nccl_log.FORMAT or detect_file(file, cap) == nccl_log.FORMAT
 
 
 def read_traces(paths: str | os.PathLike | Iterable[str | os.PathLike], *, strict: bool = False,

@@ -1,0 +1,251 @@
+"""nccl-tests outputs as each release and option writes them, and the input gaps around them: a file
+whose rows are all refused, a header after more than the detector's head of NCCL's lines, NCCL's own
+``threadThresholds`` line, and nccl-tests v1's table (times in milliseconds).
+
+Expected values come from counting the files (the bundled ones, tests/data/traces/nccl-tests/README.md)
+or from the printf formats of nccl-tests' sources quoted at each test.
+"""
+# ruff: noqa: UP031 -- the lines are written with nccl-tests' own printf formats, as C's % formats them
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import TraceFormatError
+from zerocalc.nccl.env import settings
+from zerocalc.topology import get_topology
+from zerocalc.traces import read_traces
+from zerocalc.traces.detect import HEAD_BYTES, detect_format
+from zerocalc.traces.nccl_info import info_facts
+from zerocalc.traces.nccl_tests import parse
+from zerocalc.traces.reader import detect_file
+
+TESTS = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+P5_RUN1 = TESTS / "all_reduce_perf-16xH100-p5-info-tagged-nccl2.22.3-run1.log.gz"
+IB16 = TESTS / "all_reduce_perf-16xH100-2nodes-infiniband.txt"
+runner = CliRunner()
+
+# nccl-tests 2.13-2.17 src/common.cu: the preamble, the header and one row's printf formats
+NTHREAD = ("# nThread 1 nGpus 8 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20 "
+           "agg iters: 1 validation: 1 graph: 0\n")
+HEADER = ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n"
+          % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+             "busbw", "#wrong"))
+
+
+def row(size: int, count: int, *sides: tuple[float, float, float, int]) -> str:
+    lead = "%12li  %12li  %8s  %6s  %6s" % (size, count, "float", "sum", "%6i" % -1)
+    return lead + "".join("  %7.2f  %6.2f  %6.2f  %5g" % s for s in sides) + "\n"
+
+
+def invoke(*args):
+    return runner.invoke(app, [*map(str, args)])
+
+
+# -- a file whose only result row is refused -----------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["check", "--topology", "dgx-h100"], ["check"], ["fit"],
+                                     ["fit", "--topology", "dgx-h100", "--out", "OUT"]])
+def test_a_file_whose_only_row_is_short_names_that_row(tmp_path, command):
+    path = tmp_path / "all_reduce_perf.txt"
+    full = row(8, 2, (10.41, 0.0, 0.0, 0), (10.2, 0.0, 0.0, 0))
+    short = full[:full.index("10.2") + 4] + "\n"  # the in-place side cut after its time: 10 cells of 13
+    path.write_text(NTHREAD + "#\n" + HEADER + short)
+    args = [a if a != "OUT" else tmp_path / "out.toml" for a in command]
+    res = invoke(args[0], path, *args[1:])
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert f"{path}:4:" in line  # the row is the file's 4th line
+    assert "10 cells" in line and "13 columns" in line
+    assert not (tmp_path / "out.toml").exists()
+
+
+def test_refused_rows_are_counted_in_the_message(tmp_path):
+    path = tmp_path / "all_reduce_perf.txt"
+    bad = "%12li  %12li  %8s  %6s  %6s  x\n" % (8, 2, "float", "sum", "-1")
+    path.write_text(NTHREAD + HEADER + bad + bad.replace("  8  ", " 16  "))
+    res = invoke("check", path, "--topology", "dgx-h100")
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert f"{path}:3:" in line and "(and 1 more)" in line
+
+
+# -- an nccl-tests header after more than the detector's head ------------------------------------------
+
+def _p5_text() -> str:
+    return gzip.decompress(P5_RUN1.read_bytes()).decode()
+
+
+def _info_block(text: str, at_least: int) -> str:
+    """NCCL INFO lines of the file itself (its ranks' init lines), more than ``at_least`` bytes of them:
+    what many ranks print before rank 0's header reaches a merged output."""
+    out, n = [], 0
+    for line in text.splitlines(True):
+        if "NCCL INFO" in line and " opCount " not in line:
+            out.append(line)
+            n += len(line.encode())
+            if n > at_least:
+                return "".join(out)
+    raise AssertionError("not enough INFO lines")
+
+
+def _counted_rows(text: str) -> list[tuple[int, int]]:
+    """(line, size) of each row, counted from the text: OpenMPI's tags cut the rows of this file into
+    three pieces on one line; the row is the line whose first piece is two integers and ``float``."""
+    rows = []
+    for i, line in enumerate(text.splitlines(), 1):
+        f = line.replace("[1,0]<stdout>:", " ").split()
+        if len(f) == 13 and f[0].isdigit() and f[1].isdigit() and f[2] == "float":
+            rows.append((i, int(f[0])))
+    return rows
+
+
+def test_a_header_after_more_than_the_head_of_info_lines_is_an_nccl_tests_output(tmp_path):
+    text = _p5_text()
+    block = _info_block(text, 2 * HEAD_BYTES)
+    path = tmp_path / "all_reduce_perf-late-header.log"
+    path.write_text(block + text)
+    head = path.read_bytes()[:HEAD_BYTES]
+    assert b"# nThread" not in head and b"size" not in head  # the head alone is NCCL's lines
+    assert detect_format(head, str(path)) == "nccl_log"
+    assert detect_file(str(path)) == "nccl_tests"
+    shift = block.count("\n")
+    expected = [(ln + shift, s) for ln, s in _counted_rows(text)]
+    assert [s for _, s in expected] == [8 << k for k in range(32)]
+    ts = read_traces(path)
+    assert list(zip(ts.table["source_line"], ts.table["size_bytes"], strict=True)) == expected
+    res = invoke("check", path, "--topology", "aws-p5", "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert len(sweep["rows"]) == 32 and sweep["group_size"] == 16 and sweep["nccl_version"] == "2.22.3"
+
+
+def test_a_gzipped_late_header_is_read_too(tmp_path):
+    text = _p5_text()
+    path = tmp_path / "late.log.gz"
+    path.write_bytes(gzip.compress((_info_block(text, 2 * HEAD_BYTES) + text).encode()))
+    assert detect_file(str(path)) == "nccl_tests"
+    assert len(read_traces(path).table) == 32
+
+
+def test_info_lines_then_coll_lines_stay_an_nccl_log(tmp_path):
+    text = _p5_text()
+    coll = ("host:1:2 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f0 recvbuff 0x7f0 count 2 datatype 7 "
+            "op 0 root 0 comm 0x55 [nranks=16] stream 0x56\n")
+    path = tmp_path / "training.log"
+    # NCCL's lines, then a call, then (later in the log) text that names nccl-tests' columns
+    path.write_text(_info_block(text, 2 * HEAD_BYTES) + coll + HEADER)
+    assert detect_file(str(path)) == "nccl_log"
+    path.write_text(_info_block(text, 2 * HEAD_BYTES))  # NCCL's lines and nothing else
+    assert detect_file(str(path)) == "nccl_log"
+
+
+# -- NCCL's threadThresholds line ----------------------------------------------------------------------
+
+def test_the_thread_thresholds_line_is_read_as_nccl_prints_it():
+    text = _p5_text()
+    lines = text.splitlines()
+    first = next(i for i, ln in enumerate(lines, 1) if "threadThresholds" in ln)
+    assert first == 1252
+    assert info_facts(lines[first - 1]) == [("thread_thresholds", [8, 8, 64, 128, 8, 64])]
+    # the older layouts (CollNet with three protocols; before CollNet), NCCL src/graph/tuning.cc
+    assert info_facts("h:1:2 [0] NCCL INFO threadThresholds 8/8/64 | 16/8/64 | 8/8/512") == [
+        ("thread_thresholds", [8, 8, 64, 16, 8, 64])]
+    assert info_facts("h:1:2 [0] NCCL INFO threadThresholds 8/8/64 | 16/8/64") == [
+        ("thread_thresholds", [8, 8, 64, 16, 8, 64])]
+    res = parse(iter(text.splitlines(True)), str(P5_RUN1))
+    assert res.meta["runs"][0]["nccl_info"]["thread_thresholds"] == [[8, 8, 64, 128, 8, 64], 1252]
+
+
+def test_the_stated_thresholds_are_the_launch_thresholds():
+    topo = get_topology("aws-p5")
+    info = {"thread_thresholds": [[8, 8, 64, 512, 8, 64], 7]}
+    env = settings(topo, "2.22.3", None, None, info=info)
+    assert env.launch.thresholds == (8, 8, 64, 512, 8, 64)
+    assert any("threadThresholds line (line 7)" in n for n in env.notes)
+    # NCCL's line is what it ran with, after the environment: it wins over NCCL_THREAD_THRESHOLDS
+    env = settings(topo, "2.22.3", None, None, info=info,
+                   stated={"NCCL_THREAD_THRESHOLDS": ("1 1 1 1 1 1", 3, 1)})
+    assert env.launch.thresholds == (8, 8, 64, 512, 8, 64)
+    assert settings(topo, "2.22.3", None, None).launch.thresholds is None
+
+
+def test_a_sweep_with_a_thresholds_line_is_priced_as_with_the_variable_that_sets_it(tmp_path):
+    """Every threshold raised (Tree 512/512/4096, Ring 4096/512/4096 from 8/8/64, 128/8/64): priced the
+    same whether the file says it
+    by NCCL's INFO line or by the launch line's NCCL_THREAD_THRESHOLDS (the variable's own handling is
+    tested in test_nccl_tests_env.py), and differently from NCCL's defaults at some size."""
+    body = IB16.read_text()
+    info = tmp_path / "all_reduce_perf-info.txt"
+    line = "host:1:2 [0] NCCL INFO threadThresholds 512/512/4096 | 4096/512/4096 | 512 | 512\n"
+    info.write_text(line + body)
+    var = tmp_path / "all_reduce_perf-var.txt"
+    var.write_text("mpirun -x NCCL_THREAD_THRESHOLDS='512 512 4096 4096 512 4096' ./all_reduce_perf\n" + body)
+
+    def predicted(path):
+        res = invoke("check", path, "--topology", "dgx-h100", "--format", "json")
+        assert res.exit_code == 0, res.output
+        (sweep,) = json.loads(res.stdout)["sweeps"]
+        return [r["predicted_s"] for r in sweep["rows"]], sweep["notes"]
+
+    got, notes = predicted(info)
+    assert any("threadThresholds line (line 1)" in n for n in notes)
+    assert got == predicted(var)[0]
+    assert got != predicted(IB16)[0]
+
+
+# -- nccl-tests v1 (to Mar 2019): times in milliseconds ------------------------------------------------
+
+def _v1(test: str, lead: list[str], rows: list[tuple], sides: int = 2) -> str:
+    """An output as nccl-tests v1.0.0 prints it (src/common.cu, src/<test>.cu print_header)."""
+    lines = ["# NCCL Tests compiled with NCCL 2.2", "# Using devices",
+             "#   Rank %2d on %10s device %2d [0x%02x] %s" % (0, "dgx1", 0, 6, "Tesla V100-SXM2-16GB"),
+             "#   Rank %2d on %10s device %2d [0x%02x] %s" % (1, "dgx1", 1, 7, "Tesla V100-SXM2-16GB"), ""]
+    names = ["bytes", "N", "type", *lead]
+    side_names = ["time", "algbw", "busbw", "res"] * sides
+    cols = ["%10s" % names[0], "%12s" % names[1]] + ["%6s" % x for x in names[2:]]
+    lines.append("# " + "  ".join(cols + ["%7s" % x for x in side_names]))
+    for size, count, *cells in rows:
+        lead_cells = cells[:len(lead)]
+        timing = cells[len(lead):]
+        line = "%12li  %12li  %6s" % (size, count, "float") + "".join("  %6s" % c for c in lead_cells)
+        for s in range(sides):
+            ms, alg, bus, res = timing[4 * s: 4 * s + 4]
+            line += "  %7.3f  %5.2f  %5.2f  %7.0e" % (ms, alg, bus, res)
+        lines.append(line)
+    lines += [" Out of bounds values : 0 OK", " Avg bus bandwidth    : 5.5 ", ""]
+    return "\n".join(lines)
+
+
+def test_v1_times_are_milliseconds(tmp_path):
+    path = tmp_path / "all_reduce_perf.txt"
+    rows = [(8388608, 2097152, "sum", 1.678, 5.0, 5.0, 0, 1.701, 4.93, 4.93, 0),
+            (16777216, 4194304, "sum", 3.355, 5.0, 5.0, 0, 3.36, 4.99, 4.99, 0)]
+    path.write_text(_v1("all_reduce", ["op"], rows))
+    res = parse(iter(path.read_text().splitlines(True)), str(path))
+    assert res.skipped.count == 0
+    assert [(r["size_bytes"], r["count"], r["redop"], r["group_size"]) for r in res.rows] == [
+        (8388608, 2097152, "sum", 2), (16777216, 4194304, "sum", 2)]
+    assert [r["duration_s"] for r in res.rows] == pytest.approx([1.678e-3, 3.355e-3])
+    assert [r["inplace_duration_s"] for r in res.rows] == pytest.approx([1.701e-3, 3.36e-3])
+    assert res.meta["runs"][0]["gpus"] == {"Tesla V100-SXM2-16GB": 2}
+    assert res.meta["runs"][0]["hosts"] == {"dgx1": 2}
+
+
+def test_v1_broadcast_has_one_side_and_a_root(tmp_path):
+    path = tmp_path / "broadcast_perf.txt"
+    path.write_text(_v1("broadcast", ["root"], [(1048576, 262144, "0", 0.25, 4.19, 4.19, 0)], sides=1))
+    (r,) = parse(iter(path.read_text().splitlines(True)), str(path)).rows
+    assert (r["op"], r["root"], r["duration_s"], r["inplace_duration_s"]) == ("broadcast", 0, 0.25e-3, None)
+
+
+def test_v1_rows_that_do_not_fit_are_refused(tmp_path):
+    path = tmp_path / "all_reduce_perf.txt"
+    text = _v1("all_reduce", ["op"], [(8388608, 2097152, "sum", 1.678, 5.0, 5.0, 0, 1.701, 4.93, 4.93, 0)])
+    path.write_text(text.replace("    0e+00\n", "\n", 1))  # the last cell gone
+    with pytest.raises(TraceFormatError, match=r":7: row has 11 cells"):
+        parse(iter(path.read_text().splitlines(True)), str(path), strict=True)
