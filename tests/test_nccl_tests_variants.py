@@ -249,3 +249,48 @@ def test_v1_rows_that_do_not_fit_are_refused(tmp_path):
     path.write_text(text.replace("    0e+00\n", "\n", 1))  # the last cell gone
     with pytest.raises(TraceFormatError, match=r":7: row has 11 cells"):
         parse(iter(path.read_text().splitlines(True)), str(path), strict=True)
+
+
+# -- rccl-tests -O 0: the in-place group alone ---------------------------------------------------------
+
+def _rccl_inplace_only() -> str:
+    """As ROCm/rccl-tests src/common.cu (Sep 2024) prints a run with ``-O 0``: its one-group header, then
+    each row's lead columns and the in-place cells."""
+    lines = [NTHREAD.rstrip("\n"), "#", "rccl-tests: Version develop:83d38d9", "# Using devices"]
+    lines += ["#  Rank %2d Group %2d Pid %6d on %10s device %2d [0000:%02x:00] %s"
+              % (r, 0, 37300, "g100n126", r, 5 + 16 * r, "AMD Instinct MI300X") for r in range(8)]
+    lines += ["#", "# %10s  %12s  %8s  %6s  %6s           in-place          " % ("", "", "", "", ""),
+              "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s" % ("size", "count", "type", "redop", "root",
+                                                                  "time", "algbw", "busbw", "#wrong"),
+              "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s" % ("(B)", "(elements)", "", "", "", "(us)",
+                                                                   "(GB/s)", "(GB/s)", "")]
+    for size, us in ((8388608, 94.94), (16777216, 150.2), (33554432, 260.7)):
+        alg = size / 1e9 / (us * 1e-6)
+        lines.append("%12li  %12li  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1)
+                     + "  %7.2f  %6.2f  %6.2f  %5g" % (us, alg, alg * 2 * 7 / 8, 0))
+    return "\n".join(lines + ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 160.5 ", ""])
+
+
+def test_an_in_place_only_table_is_read_as_in_place(tmp_path):
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_rccl_inplace_only())
+    res = parse(iter(path.read_text().splitlines(True)), str(path))
+    assert res.skipped.count == 0
+    assert [(r["size_bytes"], r["source_line"], r["group_size"]) for r in res.rows] == [
+        (8388608, 17, 8), (16777216, 18, 8), (33554432, 19, 8)]  # 4 + 8 + 4 lines before
+    assert [r["duration_s"] for r in res.rows] == pytest.approx([94.94e-6, 150.2e-6, 260.7e-6])
+    assert [r["inplace_duration_s"] for r in res.rows] == [r["duration_s"] for r in res.rows]
+    assert res.meta["runs"][0]["layout"].endswith("-inplace")
+    out = invoke("check", path, "--topology", "dgx-h100", "--format", "json")
+    assert out.exit_code == 0, out.output
+    (sweep,) = json.loads(out.stdout)["sweeps"]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([94.94e-6, 150.2e-6, 260.7e-6])
+    assert any("in-place columns alone" in n for n in sweep["notes"])
+
+
+def test_a_row_with_both_groups_under_an_in_place_only_header_is_refused(tmp_path):
+    path = tmp_path / "all_reduce_perf.txt"
+    text = _rccl_inplace_only().replace("    94.94", "    94.94   88.36  154.63      0    94.94", 1)
+    path.write_text(text)
+    with pytest.raises(TraceFormatError, match=r":17: row has 13 cells, the header \(line 15\) has 9"):
+        parse(iter(path.read_text().splitlines(True)), str(path), strict=True)

@@ -197,6 +197,9 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])] if t]
         told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
                 if run.get("op_how") and run.get("op") else [])
+        if str(run.get("layout") or "").endswith("-inplace"):
+            told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
+                        "in-place time")
         d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + d["notes"] + launch
                       + _skip_notes(skipped))
         d["nccl_info"] = info

@@ -10,7 +10,9 @@ and an ``error`` column instead of ``#wrong``; ``-C`` labels the times ``cputime
 appends a ``timestamp`` and per-iteration timing (2.19) adds ``i_min i_max i_p99 i_cv%`` to
 each side. A row that does not fit the header above it is refused (never read with shifted
 columns); rows without any header (an excerpt) are read by their shape. ``N/A`` cells (no
-data check, alltoall in-place) are missing values.
+data check, alltoall in-place) are missing values. rccl-tests ``-O 0`` prints the in-place group
+alone: its time is then the row's duration. nccl-tests v1 (to Mar 2019) headed its table ``bytes N
+type`` and printed times in milliseconds (:mod:`zerocalc.traces.nccl_tests_rows`).
 
 Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``, ``srun
 -l`` ``0:``, Ray ``(pid=…)``), removed by :func:`zerocalc.traces.prefix.strip_prefix` as the NCCL
@@ -103,17 +105,18 @@ def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, l
             return None
         return count if f == "1" else (count * p if p is not None else None)
 
-    t = rec.get("oop_time_us")
+    side = "oop_" if "oop_time_us" in rec or "ip_time_us" not in rec else "ip_"  # ip_: in-place alone
+    t = rec.get(side + "time_us")
     return {
         "file": file, "rank": None, "step": None, "op": op, "dtype": dtype, "elem_bytes": eb,
         "in_nelems": scale(spec[1]) if spec else None, "out_nelems": scale(spec[2]) if spec else None,
         "group_size": p, "group": None, "start_s": None,
         "duration_s": t * 1e-6 if t is not None else None, "source_line": lineno,
         "count": count, "size_bytes": rec["size_bytes"], "redop": rec.get("redop"), "root": rec.get("root"),
-        "algbw_GBps": rec.get("oop_algbw"), "busbw_GBps": rec.get("oop_busbw"),
+        "algbw_GBps": rec.get(side + "algbw"), "busbw_GBps": rec.get(side + "busbw"),
         "inplace_duration_s": rec["ip_time_us"] * 1e-6 if rec.get("ip_time_us") is not None else None,
         "inplace_algbw_GBps": rec.get("ip_algbw"), "inplace_busbw_GBps": rec.get("ip_busbw"),
-        "wrong": rec.get("oop_wrong"), "layout": rec["layout"], "nccl_test": op_key if spec else None,
+        "wrong": rec.get(side + "wrong"), "layout": rec["layout"], "nccl_test": op_key if spec else None,
     }
 
 

@@ -102,12 +102,16 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
     invalid = ""
     if unknown:
         invalid = f"the header (line {lineno}) has column(s) nccl-tests does not print: {', '.join(unknown)}"
-    elif seen_time not in ((1, 2) if v1 else (2,)) or cols[:3] != ["size_bytes", "count", "type"]:
+    elif seen_time not in (1, 2) or cols[:3] != ["size_bytes", "count", "type"]:
         invalid = f"the header (line {lineno}) lacks the out-of-place and in-place column groups"
     lead = tuple(c for c in cols if c in ("redop", "root"))
     if v1:
         name = "-".join(("v1", *lead)) + ("" if seen_time == 2 else "-oop")
         return Layout(name, tuple(cols), timestamp, invalid, lineno, time_unit_us=1000.0)
+    if seen_time == 1 and not invalid:  # rccl-tests -O 0 (src/common.cu): the in-place group alone
+        cols = [c.replace("oop_", "ip_", 1) for c in cols]
+        name = "-".join(("2022" if new_wrong else "pre2022", *lead, "inplace"))
+        return Layout(name, tuple(cols), timestamp, invalid, lineno)
     if "oop_i_min_us" in cols:
         name = "2022-per-iter"
     elif new_wrong:
