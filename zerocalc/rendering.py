@@ -376,10 +376,12 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _choice(row) -> str:
-    """``Tree/Simple``, ``*`` when calibrated, `` 2ch`` when a tuner imposed the channel count
-    (:mod:`zerocalc.nccl.tuner`), `` host`` when the launching thread's floor sets the time
+    """``Tree/Simple``, ``^`` when aws-ofi-nccl's tuner plugin chose it (:mod:`zerocalc.nccl.ofi_tuner`),
+    ``*`` when calibrated, `` 2ch`` when a tuner imposed the channel count (:mod:`zerocalc.nccl.tuner`),
+    `` host`` when the launching thread's floor sets the time
     (:func:`zerocalc.validate.sweep.host_floor_s`)."""
-    return (f"{row['algorithm']}/{row['protocol']}" + ("*" if row["calibrated"] else "")
+    return (f"{row['algorithm']}/{row['protocol']}" + ("^" if row.get("ofi_tuner") else "")
+            + ("*" if row["calibrated"] else "")
             + (f" {row['channels']}ch" if row.get("channels") else "")
             + (" host" if row.get("host_bound") else ""))
 
@@ -428,6 +430,8 @@ def _sweep_text(d: dict, cmp) -> str:
                      f"max {ratios.max():.3g}; "
                      f"at the median size {cmp.median_size_ratio():.3g}"
                      + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else "")
+                     + ("; ^ = chosen by aws-ofi-nccl's tuner plugin" if any(r.get("ofi_tuner") for r in rows)
+                        else "")
                      + ("; Nch = channels the tuner imposes" if any("channels" in r for r in rows) else ""))
         if any(r.get("unsteady") for r in rows):
             lines.append("  ! = the file's out-of-place and in-place times differ by more than 1.25×, which "

@@ -155,13 +155,25 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
-                 nccl_tuner=None) -> None:
+                 nccl_tuner=None, ofi_tuner=None) -> None:
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import restrictions, settings
+    from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
     from zerocalc.topology.devices import with_stated_p2p
     from zerocalc.validate.sweep import compare_sweep, launch_note
-    from zerocalc.validate.sweep_info import coll_lines_remark, latency_as_stated, stated_choices, tuner_note
+    from zerocalc.validate.sweep_info import (
+        coll_lines_remark,
+        latency_as_stated,
+        ofi_tuner_stated,
+        stated_choices,
+        tuner_note,
+    )
 
+    if ofi_tuner is not None:
+        ofi_release(ofi_tuner)  # an unknown or unmodelled release is refused before any file is read
+        if nccl_tuner is not None:
+            raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
+                              option="--ofi-tuner")
     given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
     tuner = _read_tuner(nccl_tuner, given) if given is not None else None
@@ -178,12 +190,16 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
             topology_how += f"; {p2p_how}"
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                        stated=run.get("nccl_env"), where=path, info=info)
+        ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
+            ofi_tuner, info, run.get("nccl_env"), version,
+            efa="efa" in (run.get("network") or {}) or topo.name.startswith("aws-"),
+            restricted=env.algo_enable is not None or env.proto_enable is not None)
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
                             channels=(env.min_channels, env.max_channels), launch_env=env.launch,
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
-                            graph=run.get("graph"))
+                            graph=run.get("graph"), ofi_tuner=ofi)
         d = cmp.as_dict()
         sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
         info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
@@ -200,8 +216,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         if str(run.get("layout") or "").endswith("-inplace"):
             told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
                         "in-place time")
-        d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + d["notes"] + launch
-                      + _skip_notes(skipped))
+        d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
+                      + launch + _skip_notes(skipped))
         d["nccl_info"] = info
         d["also_in_file"] = coll_lines_remark(info, path)
         sweeps.append(d)
@@ -224,7 +240,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     from zerocalc.nccl.env import settings
     from zerocalc.topology import topology_to_toml
     from zerocalc.validate.sweep import compare_sweep, fit_calibration
-    from zerocalc.validate.sweep_info import latency_as_stated, tuner_note
+    from zerocalc.validate.sweep_info import latency_as_stated, ofi_tuner_stated, tuner_note
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve()
@@ -240,12 +256,17 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
         notes = notes + info_notes + tuner_note(run.get("nccl_info") or {})
         env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it
                        stated=run.get("nccl_env"), where=path, info=run.get("nccl_info"))
+        ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
+            None, run.get("nccl_info") or {}, run.get("nccl_env"), version,
+            efa="efa" in (run.get("network") or {}) or base.name.startswith("aws-"),
+            restricted=env.algo_enable is not None or env.proto_enable is not None)
+        notes += ofi_notes
         cmp = compare_sweep(rows, replace(base_run, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
                             channels=(env.min_channels, env.max_channels), launch_env=env.launch,
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
-                            graph=run.get("graph"))  # the launch stagger the fit takes off (-g G)
+                            graph=run.get("graph"), ofi_tuner=ofi)  # -g G: the stagger the fit takes off
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]

@@ -70,6 +70,10 @@ def check_cmd(
     nccl_proto: Annotated[str | None, typer.Option(
         "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
     nccl_tuner: Annotated[str | None, typer.Option("--nccl-tuner", help=_TUNER_HELP)] = None,
+    ofi_tuner: Annotated[str | None, typer.Option(
+        "--ofi-tuner", help="nccl-tests sweeps: price under the tuner plugin of this aws-ofi-nccl release "
+                            "(1.9.0-1.11.1) [default: the one the file's NCCL INFO lines show loaded]."
+    )] = None,
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme;
@@ -81,8 +85,12 @@ def check_cmd(
     if topology is not None or _sweep_files(traces):
         if fmt not in ("table", "json"):
             raise ConfigError(f"must be table or json for nccl-tests sweeps, got {fmt!r}", option="--format")
-        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner)
+        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner,
+                     ofi_tuner)
         return
+    if ofi_tuner is not None:
+        raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
+                          option="--ofi-tuner")
     names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node)
     psi_count, _ = model_psi(psi, model)
     _import_model_meanwhile()

@@ -2,10 +2,11 @@
 
 :func:`predict` is NCCL's choice for a byte count (:meth:`zerocalc.nccl.model.Tuning.choose`) and
 its time, or, with a tuner configuration, the choice and channels the tuner imposes
-(:func:`zerocalc.nccl.tuner.tuned_choice`); a topology carrying a calibration (``nccl_calibration``,
-written by ``zerocalc fit
---out``) replaces the model's time of a pair by the fitted ``α + bytes / bw`` where it was fitted
-for the same collective and group size: the pair's own fit, else the sweep-wide one (``any``).
+(:func:`zerocalc.nccl.tuner.tuned_choice`), or the pair aws-ofi-nccl's tuner plugin returns where it
+returns one (:func:`ofi_pair`, :mod:`zerocalc.nccl.ofi_tuner`); a topology carrying a calibration
+(``nccl_calibration``, written by ``zerocalc fit --out``) replaces the model's time of a pair by the
+fitted ``α + bytes / bw`` where it was fitted for the same collective and group size: the pair's own
+fit, else the sweep-wide one (``any``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.launch import TIMED, Launch, LaunchEnv, channel_share, launch
-from zerocalc.nccl.model import Tuning
+from zerocalc.nccl.model import ENV_REASONS, Tuning
+from zerocalc.nccl.ofi_tuner import OfiTuner, ofi_choice
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version
 from zerocalc.nccl.tuner import TunerConfig, tuned_choice
 from zerocalc.topology import Calibration
@@ -67,6 +69,31 @@ class Prediction:
     launch: Launch | None = None  # the channels NCCL launches the call on (zerocalc.nccl.launch)
     #: the time on all the communicator's channels, as NCCL prices it (``time_s`` when the launch keeps them)
     all_channels_s: float | None = None
+    #: aws-ofi-nccl's tuner plugin chose the pair (:func:`ofi_pair`), not NCCL's model
+    ofi_chose: bool = False
+
+
+def ofi_pair(tuning: Tuning, coll: Collective, n_bytes: float, ofi: OfiTuner,
+             tuner_api: int) -> tuple[Algorithm, Protocol] | None:
+    """The pair aws-ofi-nccl's tuner ``ofi`` makes an NCCL of tuner API ``tuner_api`` run, ``None`` where
+    NCCL's own model chooses: where the plugin returns nothing, and under API v3 and later where NCCL
+    ignores the pair it returns (left out by ``NCCL_ALGO`` / ``NCCL_PROTO`` or not supported: NCCL's v2
+    wrapper then leaves the cost table as it is, ``src/plugin/tuner/tuner_v2.cc``). Under API v1/v2 NCCL
+    runs the pair as returned (``src/enqueue.cc`` ``getTunerInfo``). ``nvlsSupport`` is whether the
+    communicator can run NVLS Tree for the call."""
+    m = tuning.machine
+    nvls = tuning.entries.get((coll, Algorithm.NVLS_TREE, Protocol.SIMPLE))
+    # comm->nvlsSupport: the machine's NVLS, unless NCCL_NVLS_ENABLE=0 (NCCL_ALGO does not change it)
+    nvls_support = (m.nvls and nvls is not None and nvls.bandwidth_GBps > 0
+                    and (nvls.enabled or nvls.why_disabled in ENV_REASONS))
+    pair = ofi_choice(ofi, coll, int(n_bytes), m.n_nodes, m.n_ranks, nvls_support)
+    if pair is None:
+        return None
+    e = tuning.entries.get((coll, *pair))
+    runs = e is not None and e.bandwidth_GBps > 0
+    if not runs or not (e.enabled or tuner_api < 3 and e.why_disabled in ENV_REASONS):
+        return None  # API v3+: NCCL ignores the pair; v1/v2: a pair the machine cannot run is not run
+    return pair
 
 
 def launched(tuning: Tuning, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
@@ -88,29 +115,36 @@ def launched(tuning: Tuning, coll: Collective, algo: Algorithm, proto: Protocol,
 def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             calibration: Sequence[Calibration] = (), tuner: TunerConfig | None = None,
             tuner_api: int = 3, version: tuple[int, int, int] | None = None,
-            launch_env: LaunchEnv | None = None) -> Prediction:
+            launch_env: LaunchEnv | None = None, ofi: OfiTuner | None = None) -> Prediction:
     """NCCL's choice for ``n_bytes`` and its time (under ``tuner``, loaded into an NCCL of tuner API
     ``tuner_api``, when given); calibrated when a fit covers the pair (see module). Without a tuner the
     time is the call's on the channels NCCL ``version`` launches it on under ``launch_env``
-    (:func:`launched`)."""
+    (:func:`launched`). With ``ofi`` (aws-ofi-nccl's tuner plugin, loaded into an NCCL of tuner API
+    ``tuner_api``), the pair it returns where it returns one (:func:`ofi_pair`), on NCCL's own channels."""
     channels = line = run = full = None
+    by_ofi = False
     if tuner is not None:
         c = tuned_choice(tuning, coll, n_bytes, tuner, tuner_api)
         a, p, t, channels = c.algorithm, c.protocol, c.time_s, c.channels
         line = c.rule.line if c.rule else None
     else:
         a, p, _ = tuning.choose(coll, n_bytes)
+        forced = ofi_pair(tuning, coll, n_bytes, ofi, tuner_api) if ofi is not None else None
+        if forced is not None:
+            (a, p), by_ofi = forced, True
         run = launched(tuning, coll, a, p, n_bytes, version, launch_env)
         share = 1.0
         if a in TIMED:
             share = channel_share(run, tuning.channels.coll_channels if tuning.channels else run.start)
-        full = tuning.run_time_s(coll, a, p, n_bytes)
-        t = tuning.run_time_s(coll, a, p, n_bytes, share=share) if share < 1.0 else full
+        full = tuning.run_time_s(coll, a, p, n_bytes, disabled_ok=by_ofi)
+        t = tuning.run_time_s(coll, a, p, n_bytes, share=share, disabled_ok=by_ofi) if share < 1.0 else full
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
         if c.algorithm == a.value and c.protocol == p.value:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run)
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run,
+                              ofi_chose=by_ofi)
     for c in fits:
         if c.algorithm == ANY:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run)
-    return Prediction(a, p, t, False, channels, line, run, full)
+            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run,
+                              ofi_chose=by_ofi)
+    return Prediction(a, p, t, False, channels, line, run, full, by_ofi)

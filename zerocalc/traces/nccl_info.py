@@ -17,6 +17,10 @@ aws-ofi-nccl's sources):
 - ``tuner_fallback``: the plugin declined and NCCL's own model chooses (aws/aws-ofi-nccl's tuner:
   ``"NCCL_OFI_TUNER is not available for platform : %s, Fall back to NCCL's tuner"``, ``"... Context
   is not ready. Fall back to NCCL's tuner."``, ``src/tuner/``, v1.9-v1.21);
+- ``ofi_version``: the aws-ofi-nccl release NCCL loaded as its network plugin (``"NET/OFI Initializing
+  %s"`` with its ``PACKAGE_STRING``, ``aws-ofi-nccl 1.9.2-aws``: ``src/nccl_ofi_net.c`` v1.7-v1.13,
+  ``nccl_ofi_net.cpp`` to v1.21), which says whose tuner plugin ``nccl_ofi_tuner`` is
+  (:mod:`zerocalc.nccl.ofi_tuner`);
 - ``net_latency_us``: the per-hop latency aws-ofi-nccl reports to NCCL (``"Internode latency set at
   %.1f us"``, aws/aws-ofi-nccl ``src/platform-aws.c`` v1.7-v1.13, ``platform-aws.cpp`` to v1.21: the
   platform table's figure, 75 µs on p4d/p5 and 35 µs on p5en since v1.16, else 150 µs "for historical
@@ -77,6 +81,7 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tuner_fallback", re.compile(r"\bNCCL INFO\b.*\bFall(?:ing)? back to NCCL'?s (?:internal )?tuner")),
     ("tuning", re.compile(r"\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\w+) proto (\w+)"
                           r"(?: time (\d+(?:\.\d+)?)| channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")),
+    ("ofi_version", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Initializing aws-ofi-nccl (\S+)")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
     ("thread_thresholds", re.compile(r"\bNCCL INFO threadThresholds (\d+)/(\d+)/(\d+) \| "
                                      r"(\d+)/(\d+)/(\d+)\b")),
@@ -112,6 +117,8 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, next(g for g in m.groups() if g))]
         if kind == "thread_thresholds":
             return [(kind, [int(g) for g in m.groups()])]
+        if kind == "ofi_version":
+            return [(kind, m[1])]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]
         if kind == "tuning":

@@ -30,6 +30,8 @@ from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import tune
+from zerocalc.nccl.ofi_tuner import OPTION as OFI_OPTION
+from zerocalc.nccl.ofi_tuner import OfiTuner
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
@@ -117,7 +119,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   tuner: TunerConfig | None = None, gpus_per_thread: int | None = None,
                   agg_iters: int | None = None, graph: int | None = None,
                   channels: tuple[int | None, int | None] | None = None,
-                  launch_env: LaunchEnv | None = None) -> SweepComparison:
+                  launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -127,7 +129,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     ``-g``) above 1, NCCL's time plus the stagger of the thread's launches and no less than its floor
     (:func:`launch_stagger_s`, :func:`host_floor_s`, in nccl-tests' default launch mode: ``agg_iters``
     (``-a``) and ``graph`` (``-G``) as the file prints them); each call on the channels NCCL launches it
-    on under the thread thresholds and counts ``launch_env`` sets (:mod:`zerocalc.nccl.launch`)."""
+    on under the thread thresholds and counts ``launch_env`` sets (:mod:`zerocalc.nccl.launch`); with
+    ``ofi_tuner``, under aws-ofi-nccl's tuner plugin of that release (:func:`zerocalc.nccl.predict.ofi_pair`;
+    a :class:`ConfigError` where NCCL could not load it: before NCCL 2.19, or under ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` with tuner API v1, whose ``init`` the plugin fails)."""
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels)
@@ -143,12 +148,14 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     if tuner is not None:
         api = tuner_api(nccl_version)
         check_rules(tuning, tuner, topo.name)
+    if ofi_tuner is not None:
+        api = _ofi_api(ofi_tuner, nccl_version, algo_enable is not None or proto_enable is not None)
     calibration = topo.nccl_calibration or ()
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
     for r, measured in _timed(rows):
-        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version, launch_env)
+        pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version, launch_env, ofi_tuner)
         full = None if pr.calibrated else pr.all_channels_s
         row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
                **_launched(pr.time_s, measured, stagger, floor, full), "algorithm": pr.algorithm.value,
@@ -158,6 +165,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         if tuner is not None:
             row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
+        if ofi_tuner is not None:
+            row["ofi_tuner"] = pr.ofi_chose
         out.append(row)
     notes = [note] if note else []
     if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
@@ -177,10 +186,55 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
+    if ofi_tuner is not None:
+        notes.append(ofi_tuner_note(ofi_tuner, out, tuning.machine.n_nodes, api))
     if calibration and not any(r["calibrated"] for r in out):
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _ofi_api(ofi: OfiTuner, nccl_version: str, restricted: bool) -> int:
+    """The tuner API the NCCL ``nccl_version`` loads aws-ofi-nccl's tuner with; a :class:`ConfigError`
+    where it cannot (module docstring of :mod:`zerocalc.nccl.ofi_tuner`)."""
+    try:
+        api = tuner_api(nccl_version)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, option=OFI_OPTION) from None
+    if api == 1 and restricted:
+        raise ConfigError(f"{ofi.name}'s tuner refuses to load under NCCL_ALGO / NCCL_PROTO with NCCL "
+                          f"{nccl_version}'s tuner API v1 (its init_v1 returns ncclInvalidArgument)",
+                          option=OFI_OPTION)
+    return api
+
+
+def ofi_tuner_note(ofi: OfiTuner, rows: Sequence[Mapping], n_nodes: int, api: int) -> str:
+    """What aws-ofi-nccl's tuner did to a sweep: the pair it chose over which sizes, or that it left every
+    call to NCCL's model (and why, for the v1.9 model on 2 nodes or fewer)."""
+    spans: list[list] = []  # [pair, first bytes, last bytes, last row index] of each run chosen alike
+    for i, r in enumerate(rows):
+        if not r.get("ofi_tuner"):
+            continue
+        pair = f"{r['algorithm']}/{r['protocol']}"
+        if spans and spans[-1][0] == pair and spans[-1][3] == i - 1:
+            spans[-1][2], spans[-1][3] = r["bytes"], i
+        else:
+            spans.append([pair, r["bytes"], r["bytes"], i])
+    head = f"{ofi.name}'s tuner plugin ({ofi.kind}, {ofi.source}; tuner API v{api})"
+    if not spans:
+        why = (" (it returns nothing on 2 nodes or fewer)" if ofi.kind == "model" and n_nodes <= 2
+               else " (no region or model of it covers these calls)")
+        return f"{head} left every call to NCCL's own choice{why}: NCCL's model priced"
+    chosen = "; ".join(f"{p} {_bytes(lo)}" + (f"-{_bytes(hi)}" if hi != lo else "") for p, lo, hi, _ in spans)
+    rest = sum(1 for r in rows if not r.get("ofi_tuner"))
+    return (f"{head} chose {chosen}" + (f"; NCCL's own choice for the other {rest} size(s)" if rest else ""))
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
 
 
 def _timed(rows: Sequence[Mapping]):

@@ -9,7 +9,8 @@
 - A tuner plugin NCCL loaded (``Using tuner plugin``): the plugin, not NCCL's model, chose each call's
   algorithm and protocol (NCCL ``src/enqueue.cc``: ``tuner->getCollInfo`` rewrites the cost table NCCL
   picks from). zerocalc prices NCCL's own choice and says so; it does not model a plugin it is not given
-  the rules of (``--nccl-tuner``).
+  the rules of (``--nccl-tuner``), except aws-ofi-nccl's (``nccl_ofi_tuner``), whose releases
+  zerocalc models (:func:`ofi_tuner_stated`, :mod:`zerocalc.nccl.ofi_tuner`).
 """
 
 from __future__ import annotations
@@ -56,18 +57,77 @@ def latency_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tu
 
 
 def tuner_note(info: Mapping[str, Any]) -> list[str]:
-    """The note on a tuner plugin the file's INFO lines show NCCL loading (none when they show none)."""
+    """The note on a tuner plugin the file's INFO lines show NCCL loading (none when they show none, or
+    when it is aws-ofi-nccl's and did not fall back: :func:`ofi_tuner_stated` says what it did)."""
+    from zerocalc.nccl.ofi_tuner import PLUGIN_NAME
+
     plugin = info.get("tuner_plugin")
     if not plugin:
         return []
     name, line = plugin
     fallback = info.get("tuner_fallback")
+    if name == PLUGIN_NAME and not fallback:
+        return []
     if fallback:
         return [f"tuner plugin '{name}' loaded (line {line}) but fell back to NCCL's own choice (line "
                 f"{fallback[1]}): NCCL's model priced"]
     return [f"a tuner plugin ('{name}', line {line}) chose each call's algorithm and protocol, not NCCL's "
             f"model: the NCCL choice column is what NCCL's model would run (zerocalc does not model this "
             f"plugin; --nccl-tuner prices the rules of NCCL's example tuner)"]
+
+
+def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[str, Any] | None,
+                     nccl_version: str, efa: bool, restricted: bool) -> tuple[Any, list[str]]:
+    """aws-ofi-nccl's tuner plugin to price a sweep under (:class:`zerocalc.nccl.ofi_tuner.OfiTuner`, or
+    ``None``: NCCL's own choice) and the notes saying why.
+
+    ``given`` (``--ofi-tuner``) names the release; else the file's INFO lines say NCCL loaded it (``Using
+    tuner plugin: 'nccl_ofi_tuner'``, without a fall-back line) or its ``NCCL_TUNER_PLUGIN`` names an
+    aws-ofi-nccl tuner library (``libnccl-ofi-tuner.so``), and its ``NET/OFI Initializing aws-ofi-nccl X``
+    line the release. What the file does not state is not guessed: a note says so. ``efa``: the run went
+    over AWS EFA; ``restricted``: ``NCCL_ALGO`` or ``NCCL_PROTO`` is set."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.ofi_tuner import PLUGIN_NAME, ofi_tuner
+    from zerocalc.nccl.tables import parse_version
+
+    if given is not None:
+        t = ofi_tuner(given)
+        return t, [f"priced under {t.name}'s tuner plugin, as --ofi-tuner says"]
+    plugin, env = info.get("tuner_plugin"), env or {}
+    named = env.get("NCCL_TUNER_PLUGIN")
+    by_env = named is not None and "ofi" in str(named[0]).lower()
+    if plugin and plugin[0] == PLUGIN_NAME:
+        if info.get("tuner_fallback"):
+            return None, []
+        how = f"NCCL loaded it (line {plugin[1]}: \"Using tuner plugin '{PLUGIN_NAME}'\")"
+    elif by_env and not plugin:
+        how = f"NCCL_TUNER_PLUGIN={named[0]} (line {named[1]})"
+    else:
+        if efa and not plugin and not info:
+            v = parse_version(nccl_version)
+            loads = ("NCCL 2.21 and later also load it by default from aws-ofi-nccl's net plugin, which "
+                     "holds it from v1.16.0" if v >= (2, 21, 0) else
+                     f"NCCL {nccl_version} loads one only when NCCL_TUNER_PLUGIN names it")
+            return None, [f"the file has no NCCL INFO lines: whether aws-ofi-nccl's tuner plugin ran is not "
+                          f"stated ({loads}); NCCL's own choice priced (--ofi-tuner VERSION prices a "
+                          f"release's tuner)"]
+        return None, []
+    if parse_version(nccl_version) < (2, 19, 0):
+        return None, [f"aws-ofi-nccl's tuner plugin named ({how}), but NCCL {nccl_version} loads no tuner "
+                      f"plugin (first in NCCL 2.19): NCCL's own choice priced"]
+    stated = info.get("ofi_version")
+    if not stated:
+        return None, [f"aws-ofi-nccl's tuner plugin chose each call ({how}), but the file does not say which "
+                      f"aws-ofi-nccl release ran (no \"NET/OFI Initializing aws-ofi-nccl\" line): NCCL's own "
+                      f"choice priced (--ofi-tuner VERSION prices a release's tuner)"]
+    try:
+        t = ofi_tuner(stated[0])
+    except ConfigError as exc:
+        return None, [f"{how}; line {stated[1]}: {exc.message}: NCCL's own choice priced"]
+    if restricted and parse_version(nccl_version) < (2, 21, 0):
+        return None, [f"{how}, but {t.name}'s tuner refuses to load under NCCL_ALGO / NCCL_PROTO with tuner "
+                      f"API v1 (NCCL {nccl_version}): NCCL's own choice priced"]
+    return t, [f"{t.name} (line {stated[1]}) tuner plugin: {how}"]
 
 
 def coll_lines_remark(info: Mapping[str, Any], path: str) -> str:

@@ -1,0 +1,217 @@
+"""aws-ofi-nccl's tuner plugin: its v1.9 cost model and v1.10-v1.11 regions, derived by hand from the
+plugin's own sources (tag v1.9.2-aws ``include/nccl_ofi_tuner.h``, ``src/tuner/nccl_ofi_model.c``,
+``nccl_ofi_tuner.c``; tag v1.10.0-aws ``src/tuner/nccl_ofi_tuner.c``, ``nccl_ofi_regions.c``), and the
+bundled p5 sweeps checked under it."""
+
+import json
+import math
+
+import pytest
+from sweep_files import DATA
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import ConfigError
+from zerocalc.nccl import Algorithm as A
+from zerocalc.nccl import Collective as C
+from zerocalc.nccl import Protocol as P
+from zerocalc.nccl.ofi_regions import extend_region, is_inside, region_choice, regions_for
+from zerocalc.nccl.ofi_tuner import model_costs_us, ofi_choice, ofi_tuner, parse_ofi_version
+from zerocalc.traces.nccl_info import info_facts
+
+runner = CliRunner()
+TUNER_FILE = DATA / "all_reduce_perf-16xH100-p5-info-tuner-nccl2.20.3.log.gz"
+SRUN_FILE = DATA / "all_reduce_perf-16xH100-p5-2nodes-srun.txt"
+MiB, GiB = 1 << 20, 1 << 30
+
+# nccl_ofi_tuner.h (v1.9.2-aws), restated: 12.5 GiB/s per rail in bytes/µs, 4 rails, 8 channels
+RAIL = 12.5 * 1024 ** 3 * 1e-6
+RING_BW, TREE_BW = RAIL * 4 * 8, RAIL * 4 * 8 / 2
+
+
+def v19():
+    return ofi_tuner("1.9.2-aws")
+
+
+def v110():
+    return ofi_tuner("1.10.0-aws")
+
+
+def test_model_costs_on_4_nodes_by_hand():
+    # 32 ranks on 4 nodes, 8 bytes: nccl_ofi_tuner_compute_cost with net_lat 20 µs (+3 for Simple)
+    costs = model_costs_us(C.ALL_REDUCE, 8, 4, 32, nvls_support=True)
+    tree_ll = 2 * 7 * 0.6 + 2 * 2 * 20 + 8 / (TREE_BW * 0.5)  # 2(n/nodes-1) NVLink + 2 log2(nodes) net
+    ring_simple = 2 * 4 * 23 + (62 - 8) * 3.4 + 8 / RING_BW  # 2·nodes network steps of 2(n-1)
+    nvls_tree = 2 * (23 + 2 * 23) + 8 / (min(20 * 1024 ** 3 * 1e-6, RAIL * 4 / 2) * 8)
+    assert costs[(A.TREE, P.LL)] == pytest.approx(tree_ll, rel=1e-12)
+    assert costs[(A.RING, P.SIMPLE)] == pytest.approx(ring_simple, rel=1e-12)
+    assert costs[(A.NVLS_TREE, P.SIMPLE)] == pytest.approx(nvls_tree, rel=1e-12)
+    assert list(costs) == [(A.TREE, P.LL), (A.TREE, P.LL128), (A.TREE, P.SIMPLE), (A.RING, P.LL),
+                           (A.RING, P.LL128), (A.RING, P.SIMPLE), (A.NVLS_TREE, P.SIMPLE)]
+    assert (A.NVLS_TREE, P.SIMPLE) not in model_costs_us(C.ALL_REDUCE, 8, 4, 32, nvls_support=False)
+    assert model_costs_us(C.ALL_GATHER, 8, 4, 32, nvls_support=True) == {}
+
+
+def test_model_switch_points_on_4_nodes_by_hand():
+    # Tree/LL (88.4 µs, TREE_BW/2) against Tree/LL128 (2·7·1.25 + 80 = 97.5 µs, TREE_BW·0.9375)
+    ll_to_ll128 = (97.5 - 88.4) / (1 / (TREE_BW * 0.5) - 1 / (TREE_BW * 0.9375))
+    # Tree/LL128 against Ring/LL128 (8·20 + 54·1.9 = 262.6 µs, RING_BW·0.9375)
+    tree_to_ring = (262.6 - 97.5) / (1 / (TREE_BW * 0.9375) - 1 / (RING_BW * 0.9375))
+    # Ring/LL128 against Ring/Simple (8·23 + 54·3.4 = 367.6 µs, RING_BW)
+    ll128_to_simple = (367.6 - 262.6) / (1 / (RING_BW * 0.9375) - 1 / RING_BW)
+    assert 2.0e6 < ll_to_ll128 < 2.2e6 and 6.6e7 < tree_to_ring < 6.7e7 and 6.7e8 < ll128_to_simple < 6.8e8
+
+    def pick(n):
+        return ofi_choice(v19(), C.ALL_REDUCE, n, 4, 32, nvls_support=True)
+
+    assert pick(int(ll_to_ll128) - 1000) == (A.TREE, P.LL)
+    assert pick(int(ll_to_ll128) + 1000) == (A.TREE, P.LL128)
+    assert pick(int(tree_to_ring) - 1000) == (A.TREE, P.LL128)
+    assert pick(int(tree_to_ring) + 1000) == (A.RING, P.LL128)
+    assert pick(int(ll128_to_simple) - 1000) == (A.RING, P.LL128)
+    assert pick(int(ll128_to_simple) + 1000) == (A.RING, P.SIMPLE)
+
+
+def test_model_leaves_two_nodes_and_other_collectives_to_nccl():
+    for n in (8, 256 * 1024, 64 * MiB, 16 * GiB):
+        assert ofi_choice(v19(), C.ALL_REDUCE, n, 2, 16, nvls_support=True) is None  # "num_nodes <= 2"
+        assert ofi_choice(v19(), C.ALL_REDUCE, n, 1, 8, nvls_support=True) is None
+    assert ofi_choice(v19(), C.ALL_GATHER, 1 << 20, 4, 32, nvls_support=True) is None
+
+
+def test_model_nvls_tree_override_on_16_nodes():
+    # 16 nodes × 128 ranks with NVLS: NVLS Tree/Simple for 3 GiB < bytes ≤ 5 GiB, else the model
+    assert ofi_choice(v19(), C.ALL_REDUCE, 4 * GiB, 16, 128, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert ofi_choice(v19(), C.ALL_REDUCE, 5 * GiB, 16, 128, True) == (A.NVLS_TREE, P.SIMPLE)
+    # at 3 GiB the model: Ring/Simple (2·16·23 + 222·3.4 µs, RING_BW) beats NVLS Tree/Simple (its bw is lower)
+    assert ofi_choice(v19(), C.ALL_REDUCE, 3 * GiB, 16, 128, True) == (A.RING, P.SIMPLE)
+    assert ofi_choice(v19(), C.ALL_REDUCE, 4 * GiB, 16, 128, False) == (A.RING, P.SIMPLE)
+
+
+def test_region_geometry():
+    square = ((0, 0), (10, 0), (10, 10), (0, 10))
+    assert is_inside((5, 5), square) == 1
+    assert is_inside((10, 5), square) == 0 and is_inside((0, 0), square) == 0
+    assert is_inside((11, 5), square) == -1 and is_inside((5, -1), square) == -1
+    # extend_region: a vertical line goes to the top; a sloped one to the farther of its points at
+    # x = 100 GiB and at y = 1024² ranks: this gentle slope reaches 1024² ranks far right of 100 GiB
+    assert extend_region((402653184, 2048), (402653184, 4096)) == (402653184, 1024.0 * 1024)
+    x, y = extend_region((8053063680, 160), (9663676416, 192))
+    slope = (192 - 160) / (9663676416 - 8053063680)
+    assert y == 1024 ** 2 and x == pytest.approx(8053063680 + (1024 ** 2 - 160) / slope)
+    assert x > 100 * GiB
+    # a steep one reaches 1024² ranks left of 100 GiB: the point at x = 100 GiB, far above, is farther
+    x, y = extend_region((0, 0), (1, 1))
+    assert (x, y) == (100 * GiB, 100 * GiB)
+
+
+def test_regions_on_16_ranks_8_per_node():
+    # v1.10.0: Tree/LL128 holds y = 16 from 0 to 31457280 bytes on its edge; the NVLS Tree "line" above
+    t = v110()
+    assert ofi_choice(t, C.ALL_REDUCE, 8, 2, 16, True) == (A.TREE, P.LL128)
+    assert ofi_choice(t, C.ALL_REDUCE, 31457280, 2, 16, True) == (A.TREE, P.LL128)
+    assert ofi_choice(t, C.ALL_REDUCE, 31457281, 2, 16, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert ofi_choice(t, C.ALL_REDUCE, 16 * GiB, 2, 16, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert ofi_choice(t, C.ALL_REDUCE, 32 * MiB, 2, 16, False) is None  # no other region reaches y = 16
+    assert ofi_choice(t, C.REDUCE_SCATTER, 8, 2, 16, True) is None
+
+
+def test_regions_on_32_ranks_8_per_node():
+    # y = 32: Tree/LL128 to its vertex (37748736, 32); Ring/LL128 to its edge (1 GiB, 17)-(2 GiB, 64), at
+    # x = 1 GiB·(1 + 15/47); Ring/Simple from its vertex (1.5 GiB, 32); between the two, no region
+    t = v110()
+    ring_ll128_edge = GiB * (1 + 15 / 47)
+    assert region_choice(C.ALL_REDUCE, 37748736, 4, 32, True) == (A.TREE, P.LL128)
+    assert region_choice(C.ALL_REDUCE, 37748737 + 1000, 4, 32, True) == (A.RING, P.LL128)
+    assert ofi_choice(t, C.ALL_REDUCE, int(ring_ll128_edge) - 1000, 4, 32, True) == (A.RING, P.LL128)
+    assert ofi_choice(t, C.ALL_REDUCE, int(ring_ll128_edge) + 1000, 4, 32, True) is None
+    assert ofi_choice(t, C.ALL_REDUCE, 1610612736 - 1000, 4, 32, True) is None
+    assert ofi_choice(t, C.ALL_REDUCE, 1610612736 + 1000, 4, 32, True) == (A.RING, P.SIMPLE)
+
+
+def test_regions_by_shape():
+    # 2 ranks per node, 4 ranks: Tree/LL128 to (1314816, 4), Ring/LL128 to (19736576, 4), NVLS Tree after
+    assert region_choice(C.ALL_REDUCE, 1314816 - 1, 2, 4, True) == (A.TREE, P.LL128)
+    assert region_choice(C.ALL_REDUCE, 10 * MiB, 2, 4, True) == (A.RING, P.LL128)
+    assert region_choice(C.ALL_REDUCE, 50 * MiB, 2, 4, True) == (A.NVLS_TREE, P.SIMPLE)
+    # 1 rank per node, 2 ranks: Ring/LL128 to (4736000, 2), then NVLS Tree
+    assert region_choice(C.ALL_REDUCE, 4 * MiB, 2, 2, True) == (A.RING, P.LL128)
+    assert region_choice(C.ALL_REDUCE, 8 * MiB, 2, 2, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert regions_for(4, 16) == ()  # 4 ranks per node: no regions, NCCL's choice
+    assert region_choice(C.ALL_REDUCE, 8, 4, 16, True) is None
+
+
+@pytest.mark.parametrize(("text", "kind"), [("1.9.0-aws", "model"), ("1.9.2-aws", "model"),
+                                            ("v1.9.1", "model"), ("1.10.0-aws", "regions"),
+                                            ("1.11.1-aws", "regions")])
+def test_releases_modelled(text, kind):
+    assert ofi_tuner(text).kind == kind
+
+
+@pytest.mark.parametrize(("text", "needle"), [("1.8.1-aws", "ships no tuner plugin"),
+                                              ("1.12.0-aws", "not modelled"), ("1.16.0", "not modelled"),
+                                              ("one.two", "X.Y.Z")])
+def test_releases_refused(text, needle):
+    with pytest.raises(ConfigError, match=needle):
+        ofi_tuner(text)
+    assert parse_ofi_version("1.9.2-aws") == (1, 9, 2)
+
+
+def test_info_line_states_the_release():
+    line = "[1,0]<stdout>:host:25:69 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.9.2-aws"
+    assert info_facts(line) == [("ofi_version", "1.9.2-aws")]
+
+
+def _check(*args):
+    res = runner.invoke(app, ["check", *map(str, args), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["sweeps"][0]
+
+
+def test_p5_tuner_file_two_nodes_left_to_nccl():
+    # the file: NCCL 2.20.3 loads 'nccl_ofi_tuner' of aws-ofi-nccl 1.9.2-aws on 2 nodes × 8 H100, whose
+    # get_coll_info returns at once for 2 nodes or fewer: every row is NCCL's own choice
+    s = _check(TUNER_FILE)
+    assert all(r["ofi_tuner"] is False for r in s["rows"]) and len(s["rows"]) == 32
+    assert any("aws-ofi-nccl 1.9.2-aws" in n and "2 nodes or fewer" in n for n in s["notes"])
+
+
+def test_p5_tuner_file_under_v1_10_regions():
+    # --ofi-tuner 1.10.0: by the regions, Tree/LL128 up to 30 MiB, NVLS Tree/Simple above
+    base = _check(TUNER_FILE)
+    s = _check(TUNER_FILE, "--ofi-tuner", "1.10.0-aws")
+    assert [r["bytes"] for r in s["rows"]] == [r["bytes"] for r in base["rows"]]
+    for r in s["rows"]:
+        want = ("Tree", "LL128") if r["bytes"] <= 31457280 else ("NVLSTree", "Simple")
+        assert (r["algorithm"], r["protocol"]) == want and r["ofi_tuner"] is True
+    # where NCCL's own choice is the same pair, the time is the same
+    for a, b in zip(base["rows"], s["rows"], strict=True):
+        if (a["algorithm"], a["protocol"]) == (b["algorithm"], b["protocol"]):
+            assert math.isclose(a["predicted_s"], b["predicted_s"], rel_tol=1e-12)
+
+
+def test_srun_file_without_info_lines_says_so():
+    s = _check(SRUN_FILE, "--topology", "aws-p5", "--nccl-version", "2.20.3")
+    assert "ofi_tuner" not in s["rows"][0]
+    assert any("no NCCL INFO lines" in n and "NCCL_TUNER_PLUGIN" in n for n in s["notes"])
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--ofi-tuner", "1.9.2", "--nccl-version", "2.20.3", "--nccl-algo", "Ring"], "refuses to load"),
+    (["--ofi-tuner", "1.9.2", "--nccl-version", "2.18.3"], "no tuner plugin API"),
+    (["--ofi-tuner", "1.13.0"], "not modelled"),
+    (["--ofi-tuner", "1.9.2", "--nccl-tuner", "x.csv"], "not both"),
+])
+def test_cli_refusals(args, needle):
+    res = runner.invoke(app, ["check", str(SRUN_FILE), "--topology", "aws-p5", *args])
+    assert res.exit_code == 2
+    assert needle in res.stderr and "--ofi-tuner" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_api_v3_ignores_a_pair_nccl_algo_leaves_out():
+    # NCCL 2.22 wraps the v2 plugin: NVLS Tree left out by NCCL_ALGO is ignored, NCCL's own choice runs
+    s = _check(TUNER_FILE, "--ofi-tuner", "1.10.0", "--nccl-version", "2.22.3", "--nccl-algo", "Tree,Ring")
+    big = [r for r in s["rows"] if r["bytes"] > 31457280]
+    assert big and all(r["algorithm"] in ("Tree", "Ring") and r["ofi_tuner"] is False for r in big)
+    small = [r for r in s["rows"] if r["bytes"] <= 31457280]
+    assert all((r["algorithm"], r["protocol"], r["ofi_tuner"]) == ("Tree", "LL128", True) for r in small)

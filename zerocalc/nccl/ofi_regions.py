@@ -1,0 +1,194 @@
+"""aws-ofi-nccl v1.10.0-v1.11.1's region tuner: polygons in the (bytes, ranks) plane, one pair each.
+
+``nccl_ofi_tuner_init`` (``src/tuner/nccl_ofi_tuner.c``, identical in v1.10.0-aws, v1.11.0-aws and
+v1.11.1-aws) sets the regions by the communicator's shape: 8 ranks per node, 2 per node, 1 per node;
+any other shape gets none (NCCL's own choice everywhere). ``nccl_ofi_tuner_get_coll_info`` answers for
+all-reduce only: the first region (in the order listed) whose polygon holds the point ``(bytes, ranks)``,
+inside or on an edge, names the algorithm and protocol; an NVLS Tree region is skipped when NCCL reports
+no NVLS support. A point no region holds leaves NCCL's choice.
+
+The test is ``is_inside_region`` of ``src/tuner/nccl_ofi_regions.c``: a point within 1e-10 of an edge
+is on it; else a point outside the polygon's bounding box is out; else a ray from the point to
+``(2·TUNER_MAX_SIZE, 2·TUNER_MAX_RANKS)`` counts the edges it crosses (odd: inside). Vertices past the
+measured points come from ``extend_region``: the line through two vertices carried past the edges of
+``(TUNER_MAX_SIZE, TUNER_MAX_RANKS)`` (``include/nccl_ofi_tuner.h``: 100 GiB, 1024² ranks). A
+degenerate edge (both ends the same vertex, as the three-vertex "line" regions have) is parallel to
+every ray and the C code then reads an unset intersection point for its distance; zerocalc counts such
+an edge as no edge, which the line's own two edges already cover.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from zerocalc.nccl.release import Algorithm, Collective, Protocol
+
+A, P = Algorithm, Protocol
+Point = tuple[float, float]
+
+#: ``include/nccl_ofi_tuner.h`` (v1.10.0-aws): ``TUNER_MAX_SIZE`` (100 GiB), ``TUNER_MAX_RANKS`` (1024²).
+MAX_SIZE = 100.0 * 1024 * 1024 * 1024
+MAX_RANKS = 1024.0 * 1024
+EPS = 1e-10
+
+
+@dataclass(frozen=True)
+class Region:
+    """One region: the pair it names and its polygon's vertices (bytes, ranks), in order."""
+
+    algorithm: Algorithm
+    protocol: Protocol
+    vertices: tuple[Point, ...]
+
+
+def _cross(a: Point, b: Point) -> float:
+    return a[0] * b[1] - a[1] * b[0]
+
+
+def _intersect(x0: Point, x1: Point, y0: Point, y1: Point) -> tuple[int, Point | None]:
+    """``intersect``: 1 when segment x0→x1 crosses y0→y1, -1 when not, 0 when parallel or the crossing
+    lies within ``EPS`` of y0 or y1; with the crossing point on y0→y1's line (``None`` when parallel)."""
+    dx = (x1[0] - x0[0], x1[1] - x0[1])
+    dy = (y1[0] - y0[0], y1[1] - y0[1])
+    d = _cross(dy, dx)
+    if abs(d) < EPS:
+        return 0, None
+    a = (_cross(x0, dx) - _cross(y0, dx)) / d
+    sect = (y0[0] + a * dy[0], y0[1] + a * dy[1])
+    if a < -EPS or a > 1 + EPS:
+        return -1, sect
+    if a < EPS or a > 1 - EPS:
+        return 0, sect
+    a = (_cross(x0, dy) - _cross(y0, dy)) / d
+    if a < 0 or a > 1:
+        return -1, sect
+    return 1, sect
+
+
+def _distance(x: Point, y0: Point, y1: Point) -> float:
+    """``distance``: from ``x`` to its perpendicular foot on y0→y1, infinite when the foot is off it."""
+    dy = (y1[0] - y0[0], y1[1] - y0[1])
+    r, s = _intersect(x, (x[0] + dy[1], x[1] - dy[0]), y0, y1)
+    if r == -1 or s is None:  # None: a degenerate edge (module docstring)
+        return math.inf
+    return math.hypot(s[0] - x[0], s[1] - x[1])
+
+
+def is_inside(point: Point, vertices: tuple[Point, ...]) -> int:
+    """``is_inside_region``: 1 inside, 0 on an edge, -1 outside."""
+    n = len(vertices)
+    for i in range(n):
+        if _distance(point, vertices[i], vertices[(i + 1) % n]) < EPS:
+            return 0
+    xs, ys = [v[0] for v in vertices], [v[1] for v in vertices]
+    if not (min(xs) <= point[0] <= max(xs) and min(ys) <= point[1] <= max(ys)):
+        return -1
+    far = (2.0 * MAX_SIZE, 2.0 * MAX_RANKS)
+    crosses = sum(1 for i in range(n) if _intersect(point, far, vertices[i], vertices[(i + 1) % n])[0] == 1)
+    return 1 if crosses % 2 else -1
+
+
+def extend_region(a: Point, b: Point, z: Point = (MAX_SIZE, MAX_RANKS)) -> Point:
+    """``extend_region``: the farther of the points where the line through ``a`` and ``b`` reaches
+    ``z``'s x and ``z``'s y ("the farthest point on that line with either the same x or same y coordinate
+    of the third point z"); a vertical line goes to ``z``'s y, a horizontal one to its x."""
+    if a[0] == b[0]:
+        return a[0], z[1]
+    if a[1] == b[1]:
+        return z[0], a[1]
+    m = (a[1] - b[1]) / (a[0] - b[0])
+    c = b[1] - m * b[0]
+    y = m * z[0] + c
+    return (z[0], y) if y > z[1] else ((z[1] - c) / m, z[1])
+
+
+def _regions_8_per_node() -> tuple[Region, ...]:
+    """``nRanks == 8 * nNodes`` (p5: 8 GPUs per node)."""
+    ext_tree_ll128 = extend_region((402653184, 2048), (402653184, 4096))
+    ext_nvlstree_1 = extend_region((8053063680, 160), (9663676416, 192))
+    ext_nvlstree_2 = extend_region((402653184, 2048), (402653184, 4096))
+    ext_ring_simple = extend_region((8053063680, 160), (9663676416, 192))
+    return (
+        Region(A.TREE, P.LL128, ((0, 16), (31457280, 16), (37748736, 32), (117440512, 64), (301989888, 128),
+                                 (301989888, 256), (335544320, 512), (536870912, 1024), (402653184, 2048),
+                                 (402653184, 4096), ext_tree_ll128, (0, ext_tree_ll128[1]))),
+        Region(A.NVLS_TREE, P.SIMPLE, ((31457281, 16), (MAX_SIZE, 16), (31457281, 16))),
+        Region(A.RING, P.LL128, ((31457280, 17), (1073741824, 17), (2147483648, 64), (2147483648, 128),
+                                 (1342177280, 160), (2147483648, 256), (1074790400, 256), (444596224, 160),
+                                 (301989888, 128), (117440512, 64), (37748736, 32))),
+        Region(A.NVLS_TREE, P.SIMPLE, ((2147483648, 128), (6442450944, 128), (8053063680, 160),
+                                       (9663676416, 192), ext_nvlstree_1, ext_nvlstree_2, (402653184, 4096),
+                                       (402653184, 2048), (536870912, 1024), (335544320, 512),
+                                       (301989888, 256), (310378496, 160), (444596224, 160),
+                                       (1074790400, 256), (2684354560, 256), (2147483648, 224),
+                                       (1342177280, 160))),
+        Region(A.RING, P.SIMPLE, ((1073741824, 17), (ext_ring_simple[0], 17), ext_ring_simple,
+                                  (9663676416, 192), (8053063680, 160), (2684354560, 64), (1610612736, 32))),
+    )
+
+
+def _regions_2_per_node() -> tuple[Region, ...]:
+    """``nRanks == 2 * nNodes``."""
+    ext_tree_ll128 = extend_region((88160256, 128), (178163712, 256))
+    ext_tree_simple_1 = extend_region((787480576, 128), (1073741824, 256))
+    ext_tree_simple_2 = extend_region((257114112, 128), (269484032, 256))
+    ext_nvlstree = extend_region((787480576, 128), (1073741824, 256))
+    return (
+        Region(A.TREE, P.LL128, ((0, 4), (1314816, 4), (1051648, 8), (1051648, 12), (2367488, 16),
+                                 (5525504, 32), (9473024, 64), (88160256, 128), (178163712, 256),
+                                 ext_tree_ll128, (0, ext_tree_ll128[1]))),
+        Region(A.RING, P.LL128, ((1314816, 4), (19736576, 4), (41842688, 8), (296747008, 64),
+                                 (257114112, 128), (269484032, 256), (178163712, 256), (88160256, 128),
+                                 (9473024, 64), (5525504, 32), (2367488, 16), (1051648, 12), (1051648, 8),
+                                 (1314816, 4))),
+        Region(A.NVLS_TREE, P.SIMPLE, ((19736576, 4), (81844224, 4), (275775488, 8), (275775488, 48),
+                                       (296747008, 64), (41842688, 8))),
+        Region(A.TREE, P.LL128, ((81844224, 4), (269484032, 4), (81844224, 4))),
+        Region(A.TREE, P.SIMPLE, ((269484032, 4), (MAX_SIZE, 4), (269484032, 4))),
+        Region(A.RING, P.SIMPLE, ((81844224, 5), (MAX_SIZE, 5), (MAX_SIZE, 32), (1073741824, 40),
+                                  (1073741824, 128), (787480576, 128), (296747008, 64), (275775488, 48),
+                                  (275775488, 8), (81844224, 5))),
+        Region(A.TREE, P.SIMPLE, ((296747008, 64), (787480576, 128), (1073741824, 256), ext_tree_simple_1,
+                                  ext_tree_simple_2, (269484032, 256), (257114112, 128))),
+        Region(A.NVLS_TREE, P.SIMPLE, (ext_nvlstree, (1073741824, 256), (787480576, 128), (1073741824, 128),
+                                       (1073741824, 40), (MAX_SIZE, 32))),
+    )
+
+
+def _regions_1_per_node() -> tuple[Region, ...]:
+    """``nRanks == nNodes``."""
+    ext_tree_ll128 = extend_region((9999360, 64), (119477248, 128))
+    ext_ring_ll128 = extend_region((4736000, 2), (269484032, 128))
+    return (
+        Region(A.TREE, P.LL128, ((0, 16), (2367488, 16), (9999360, 64), (119477248, 128), ext_tree_ll128)),
+        Region(A.RING, P.LL128, ((0, 2), (4736000, 2), (269484032, 128), ext_ring_ll128, ext_tree_ll128,
+                                 (119477248, 128), (9999360, 64), (2367488, 16), (0, 16))),
+        Region(A.NVLS_TREE, P.SIMPLE, ((4736000, 2), (MAX_SIZE, 2), ext_ring_ll128, (269484032, 128))),
+    )
+
+
+def regions_for(n_nodes: int, n_ranks: int) -> tuple[Region, ...]:
+    """The regions ``nccl_ofi_tuner_init`` sets for a communicator (none for other shapes)."""
+    if n_ranks == 8 * n_nodes:
+        return _regions_8_per_node()
+    if n_ranks == 2 * n_nodes:
+        return _regions_2_per_node()
+    if n_ranks == n_nodes:
+        return _regions_1_per_node()
+    return ()
+
+
+def region_choice(coll: Collective, n_bytes: int, n_nodes: int, n_ranks: int,
+                  nvls_support: bool) -> tuple[Algorithm, Protocol] | None:
+    """``nccl_ofi_tuner_get_coll_info`` (v1.10.0-v1.11.1): the pair of the first region holding
+    ``(n_bytes, n_ranks)``, ``None`` (NCCL's choice) when none does or the call is not an all-reduce."""
+    if coll != Collective.ALL_REDUCE:
+        return None
+    point = (float(n_bytes), float(n_ranks))
+    for r in regions_for(n_nodes, n_ranks):
+        if r.algorithm == A.NVLS_TREE and not nvls_support:
+            continue
+        if is_inside(point, r.vertices) >= 0:
+            return r.algorithm, r.protocol
+    return None
