@@ -23,6 +23,7 @@ runner = CliRunner()
 TUNER_FILE = DATA / "all_reduce_perf-16xH100-p5-info-tuner-nccl2.20.3.log.gz"
 SRUN_FILE = DATA / "all_reduce_perf-16xH100-p5-2nodes-srun.txt"
 MiB, GiB = 1 << 20, 1 << 30
+V110, V112 = (1, 10, 0), (1, 12, 1)
 
 # nccl_ofi_tuner.h (v1.9.2-aws), restated: 12.5 GiB/s per rail in bytes/µs, 4 rails, 8 channels
 RAIL = 12.5 * 1024 ** 3 * 1e-6
@@ -121,8 +122,8 @@ def test_regions_on_32_ranks_8_per_node():
     # x = 1 GiB·(1 + 15/47); Ring/Simple from its vertex (1.5 GiB, 32); between the two, no region
     t = v110()
     ring_ll128_edge = GiB * (1 + 15 / 47)
-    assert region_choice(C.ALL_REDUCE, 37748736, 4, 32, True) == (A.TREE, P.LL128)
-    assert region_choice(C.ALL_REDUCE, 37748737 + 1000, 4, 32, True) == (A.RING, P.LL128)
+    assert region_choice(V110, C.ALL_REDUCE, 37748736, 4, 32, True) == (A.TREE, P.LL128)
+    assert region_choice(V110, C.ALL_REDUCE, 37748737 + 1000, 4, 32, True) == (A.RING, P.LL128)
     assert ofi_choice(t, C.ALL_REDUCE, int(ring_ll128_edge) - 1000, 4, 32, True) == (A.RING, P.LL128)
     assert ofi_choice(t, C.ALL_REDUCE, int(ring_ll128_edge) + 1000, 4, 32, True) is None
     assert ofi_choice(t, C.ALL_REDUCE, 1610612736 - 1000, 4, 32, True) is None
@@ -131,25 +132,55 @@ def test_regions_on_32_ranks_8_per_node():
 
 def test_regions_by_shape():
     # 2 ranks per node, 4 ranks: Tree/LL128 to (1314816, 4), Ring/LL128 to (19736576, 4), NVLS Tree after
-    assert region_choice(C.ALL_REDUCE, 1314816 - 1, 2, 4, True) == (A.TREE, P.LL128)
-    assert region_choice(C.ALL_REDUCE, 10 * MiB, 2, 4, True) == (A.RING, P.LL128)
-    assert region_choice(C.ALL_REDUCE, 50 * MiB, 2, 4, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert region_choice(V110, C.ALL_REDUCE, 1314816 - 1, 2, 4, True) == (A.TREE, P.LL128)
+    assert region_choice(V110, C.ALL_REDUCE, 10 * MiB, 2, 4, True) == (A.RING, P.LL128)
+    assert region_choice(V110, C.ALL_REDUCE, 50 * MiB, 2, 4, True) == (A.NVLS_TREE, P.SIMPLE)
     # 1 rank per node, 2 ranks: Ring/LL128 to (4736000, 2), then NVLS Tree
-    assert region_choice(C.ALL_REDUCE, 4 * MiB, 2, 2, True) == (A.RING, P.LL128)
-    assert region_choice(C.ALL_REDUCE, 8 * MiB, 2, 2, True) == (A.NVLS_TREE, P.SIMPLE)
-    assert regions_for(4, 16) == ()  # 4 ranks per node: no regions, NCCL's choice
-    assert region_choice(C.ALL_REDUCE, 8, 4, 16, True) is None
+    assert region_choice(V110, C.ALL_REDUCE, 4 * MiB, 2, 2, True) == (A.RING, P.LL128)
+    assert region_choice(V110, C.ALL_REDUCE, 8 * MiB, 2, 2, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert regions_for(V110, C.ALL_REDUCE, 4, 16) == ()  # 4 ranks per node: no regions, NCCL's choice
+    assert region_choice(V110, C.ALL_REDUCE, 8, 4, 16, True) is None
+
+
+def test_regions_of_v1_12():
+    # 1 rank per node: the third all-reduce region names Ring/Simple (NVLS Tree/Simple to v1.11.1)
+    assert region_choice(V110, C.ALL_REDUCE, 8 * MiB, 2, 2, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert region_choice(V112, C.ALL_REDUCE, 8 * MiB, 2, 2, True) == (A.RING, P.SIMPLE)
+    assert region_choice(V112, C.ALL_REDUCE, 8, 2, 16, True) == (A.TREE, P.LL128)  # 8 per node: as v1.10
+    # all-gather, 1 rank per node: Ring/Simple right of the line (4 MiB, 2)-(8 GiB, 2048); none before v1.12
+    at_10 = 4194304 + (10 - 2) / (2048 - 2) * (8589934592 - 4194304)
+    assert region_choice(V112, C.ALL_GATHER, int(at_10) + 1000, 10, 10, True) == (A.RING, P.SIMPLE)
+    assert region_choice(V112, C.ALL_GATHER, int(at_10) - 1000, 10, 10, True) is None
+    assert region_choice(V110, C.ALL_GATHER, int(at_10) + 1000, 10, 10, True) is None
+    # reduce-scatter: the line (8 MiB, 2)-(4 GiB, 1024)
+    at_10 = 8388608 + (10 - 2) / (1024 - 2) * (4294967296 - 8388608)
+    assert region_choice(V112, C.REDUCE_SCATTER, int(at_10) + 1000, 10, 10, True) == (A.RING, P.SIMPLE)
+    assert region_choice(V112, C.REDUCE_SCATTER, int(at_10) - 1000, 10, 10, True) is None
+    assert region_choice(V112, C.ALL_GATHER, 16 * GiB, 2, 16, True) is None  # 8 per node: none
+
+
+def test_v1_12_cost_table_entry_skips_ignored_pairs():
+    # through ncclTunerPlugin_v3 a region whose pair NCCL ignores is passed over for the next one
+    no_tree_ll128 = lambda a, p: (a, p) != (A.TREE, P.LL128)  # noqa: E731
+    assert region_choice(V112, C.ALL_REDUCE, 8, 4, 32, True, no_tree_ll128) is None
+    assert region_choice(V112, C.ALL_REDUCE, 8, 4, 32, True) == (A.TREE, P.LL128)
+    t = ofi_tuner("1.12.0-aws")
+    assert ofi_choice(t, C.ALL_REDUCE, 8, 4, 32, True, tuner_api=3, usable=no_tree_ll128) is None
+    assert ofi_choice(t, C.ALL_REDUCE, 8, 4, 32, True, tuner_api=2, usable=no_tree_ll128) == (A.TREE, P.LL128)
+    # v1.10-v1.11 have no v3 entry: NCCL 2.22's v2 wrapper gets the pair (and ignores it itself)
+    got = ofi_choice(v110(), C.ALL_REDUCE, 8, 4, 32, True, tuner_api=3, usable=no_tree_ll128)
+    assert got == (A.TREE, P.LL128)
 
 
 @pytest.mark.parametrize(("text", "kind"), [("1.9.0-aws", "model"), ("1.9.2-aws", "model"),
                                             ("v1.9.1", "model"), ("1.10.0-aws", "regions"),
-                                            ("1.11.1-aws", "regions")])
+                                            ("1.11.1-aws", "regions"), ("1.12.1-aws", "regions")])
 def test_releases_modelled(text, kind):
     assert ofi_tuner(text).kind == kind
 
 
 @pytest.mark.parametrize(("text", "needle"), [("1.8.1-aws", "ships no tuner plugin"),
-                                              ("1.12.0-aws", "not modelled"), ("1.16.0", "not modelled"),
+                                              ("1.13.0-aws", "not modelled"), ("1.16.0", "not modelled"),
                                               ("one.two", "X.Y.Z")])
 def test_releases_refused(text, needle):
     with pytest.raises(ConfigError, match=needle):

@@ -1,4 +1,4 @@
-"""aws-ofi-nccl v1.10.0-v1.11.1's region tuner: polygons in the (bytes, ranks) plane, one pair each.
+"""aws-ofi-nccl v1.10.0-v1.12.1's region tuner: polygons in the (bytes, ranks) plane, one pair each.
 
 ``nccl_ofi_tuner_init`` (``src/tuner/nccl_ofi_tuner.c``, identical in v1.10.0-aws, v1.11.0-aws and
 v1.11.1-aws) sets the regions by the communicator's shape: 8 ranks per node, 2 per node, 1 per node;
@@ -6,6 +6,12 @@ any other shape gets none (NCCL's own choice everywhere). ``nccl_ofi_tuner_get_c
 all-reduce only: the first region (in the order listed) whose polygon holds the point ``(bytes, ranks)``,
 inside or on an edge, names the algorithm and protocol; an NVLS Tree region is skipped when NCCL reports
 no NVLS support. A point no region holds leaves NCCL's choice.
+
+v1.12.0-aws and v1.12.1-aws keep the all-reduce regions of 8 and 2 ranks per node; with 1 rank per node
+the last all-reduce region names Ring/Simple instead of NVLS Tree/Simple, and all-gather and
+reduce-scatter get one Ring/Simple region each. They also answer NCCL's cost-table API (v3, NCCL 2.22
+on) by skipping each region whose pair NCCL ignores (``NCCL_ALGO_PROTO_IGNORE``) and setting the first
+holding region's cost to 0 (``nccl_ofi_tuner_get_coll_info``); their v2 and v1 entries answer as v1.10's.
 
 The test is ``is_inside_region`` of ``src/tuner/nccl_ofi_regions.c``: a point within 1e-10 of an edge
 is on it; else a point outside the polygon's bounding box is out; else a ray from the point to
@@ -20,6 +26,7 @@ an edge as no edge, which the line's own two edges already cover.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zerocalc.nccl.release import Algorithm, Collective, Protocol
@@ -156,38 +163,59 @@ def _regions_2_per_node() -> tuple[Region, ...]:
     )
 
 
-def _regions_1_per_node() -> tuple[Region, ...]:
-    """``nRanks == nNodes``."""
+def _regions_1_per_node(last: Algorithm) -> tuple[Region, ...]:
+    """``nRanks == nNodes``, all-reduce; ``last``: the pair of the third region (NVLS Tree to v1.11.1,
+    Ring from v1.12.0), both Simple."""
     ext_tree_ll128 = extend_region((9999360, 64), (119477248, 128))
     ext_ring_ll128 = extend_region((4736000, 2), (269484032, 128))
     return (
         Region(A.TREE, P.LL128, ((0, 16), (2367488, 16), (9999360, 64), (119477248, 128), ext_tree_ll128)),
         Region(A.RING, P.LL128, ((0, 2), (4736000, 2), (269484032, 128), ext_ring_ll128, ext_tree_ll128,
                                  (119477248, 128), (9999360, 64), (2367488, 16), (0, 16))),
-        Region(A.NVLS_TREE, P.SIMPLE, ((4736000, 2), (MAX_SIZE, 2), ext_ring_ll128, (269484032, 128))),
+        Region(last, P.SIMPLE, ((4736000, 2), (MAX_SIZE, 2), ext_ring_ll128, (269484032, 128))),
     )
 
 
-def regions_for(n_nodes: int, n_ranks: int) -> tuple[Region, ...]:
-    """The regions ``nccl_ofi_tuner_init`` sets for a communicator (none for other shapes)."""
-    if n_ranks == 8 * n_nodes:
-        return _regions_8_per_node()
-    if n_ranks == 2 * n_nodes:
-        return _regions_2_per_node()
-    if n_ranks == n_nodes:
-        return _regions_1_per_node()
+def _ring_simple_1_per_node(start: Point, through: Point) -> tuple[Region, ...]:
+    """v1.12's all-gather / reduce-scatter region with 1 rank per node: Ring/Simple right of the line
+    from ``start`` through ``through``."""
+    ext = extend_region(start, through)
+    return (Region(A.RING, P.SIMPLE, (start, (MAX_SIZE, start[1]), ext, through)),)
+
+
+def regions_for(version: tuple[int, int, int], coll: Collective, n_nodes: int,
+                n_ranks: int) -> tuple[Region, ...]:
+    """The regions aws-ofi-nccl ``version``'s ``nccl_ofi_tuner_init`` sets for a communicator and a
+    collective (none for other shapes or collectives)."""
+    v112 = version >= (1, 12, 0)
+    if coll == Collective.ALL_REDUCE:
+        if n_ranks == 8 * n_nodes:
+            return _regions_8_per_node()
+        if n_ranks == 2 * n_nodes:
+            return _regions_2_per_node()
+        if n_ranks == n_nodes:
+            return _regions_1_per_node(A.RING if v112 else A.NVLS_TREE)
+    elif v112 and n_ranks == n_nodes and coll == Collective.ALL_GATHER:
+        return _ring_simple_1_per_node((4194304, 2), (8589934592, 2048))
+    elif v112 and n_ranks == n_nodes and coll == Collective.REDUCE_SCATTER:
+        return _ring_simple_1_per_node((8388608, 2), (4294967296, 1024))
     return ()
 
 
-def region_choice(coll: Collective, n_bytes: int, n_nodes: int, n_ranks: int,
-                  nvls_support: bool) -> tuple[Algorithm, Protocol] | None:
-    """``nccl_ofi_tuner_get_coll_info`` (v1.10.0-v1.11.1): the pair of the first region holding
-    ``(n_bytes, n_ranks)``, ``None`` (NCCL's choice) when none does or the call is not an all-reduce."""
-    if coll != Collective.ALL_REDUCE:
-        return None
+def region_choice(version: tuple[int, int, int], coll: Collective, n_bytes: int, n_nodes: int,
+                  n_ranks: int, nvls_support: bool,
+                  usable: Callable[[Algorithm, Protocol], bool] | None = None
+                  ) -> tuple[Algorithm, Protocol] | None:
+    """``nccl_ofi_tuner_get_coll_info`` of aws-ofi-nccl ``version``: the pair of the first region
+    holding ``(n_bytes, n_ranks)``, ``None`` (NCCL's choice) when none does. Through the tuner API v1/v2
+    (``usable`` ``None``) an NVLS Tree region is skipped without ``nvls_support``; through v1.12's cost-table
+    entry (``usable``: whether NCCL prices the pair, not ``NCCL_ALGO_PROTO_IGNORE``) every region whose
+    pair NCCL ignores is."""
     point = (float(n_bytes), float(n_ranks))
-    for r in regions_for(n_nodes, n_ranks):
-        if r.algorithm == A.NVLS_TREE and not nvls_support:
+    for r in regions_for(version, coll, n_nodes, n_ranks):
+        if usable is not None and not usable(r.algorithm, r.protocol):
+            continue
+        if usable is None and r.algorithm == A.NVLS_TREE and not nvls_support:
             continue
         if is_inside(point, r.vertices) >= 0:
             return r.algorithm, r.protocol

@@ -11,16 +11,17 @@ v1.9.0 (``src/tuner/``). Which one, and what it answers for a call (``getCollInf
   index order), :func:`model_costs_us`. On 16 nodes × 128 ranks with NVLS it forces NVLS Tree/Simple for
   3-5 GiB (exclusive-inclusive). On 2 nodes or fewer, and for every other collective, it returns nothing
   and NCCL's own model chooses ("Skip runs smaller than 2 nodes and fallback to NCCL's internal tunings").
-- **v1.10.0-v1.11.1, regions** (``src/tuner/nccl_ofi_tuner.c``, ``nccl_ofi_regions.c``, the same files in
-  these four releases): all-reduce only, the point ``(bytes, ranks)`` tested against polygons, per
-  ranks-per-node shape, :mod:`zerocalc.nccl.ofi_regions`; the first region holding the point (inside or on
-  an edge) names the pair, none leaves NCCL's choice. It applies on any number of nodes.
-- From v1.12.0 the plugin edits NCCL's cost table (tuner API v3) with per-collective regions, from v1.13.0
-  per platform (p5/p5e, p5en) with a model beside them, from v1.14.0 leaving 2 nodes to NCCL, and from
-  v1.15.0 in C++: zerocalc does not model these releases (:func:`ofi_tuner` says so).
+- **v1.10.0-v1.12.1, regions** (``src/tuner/nccl_ofi_tuner.c``, ``nccl_ofi_regions.c``, the same files in
+  v1.10.0-v1.11.1): the point ``(bytes, ranks)`` tested against polygons, per ranks-per-node shape,
+  :mod:`zerocalc.nccl.ofi_regions`; the first region holding the point (inside or on an edge) names the
+  pair, none leaves NCCL's choice. All-reduce only to v1.11.1; v1.12 adds all-gather and reduce-scatter
+  regions for 1 rank per node and NCCL's cost-table API (v3). It applies on any number of nodes.
+- From v1.13.0 the plugin is per platform (p5/p5e, p5en) with a model beside its regions, from v1.14.0
+  leaves 2 nodes to NCCL, and from v1.15.0 is C++: zerocalc does not model these releases
+  (:func:`ofi_tuner` says so).
 
-None of these releases' tuners is platform-gated before v1.13.0: it answers alike on any machine NCCL
-loads it on. None sets ``nChannels``, so NCCL launches the call on its own channels.
+None of these releases' tuners is platform-gated (that begins in v1.13.0): each answers alike on any
+machine NCCL loads it on. None sets ``nChannels``, so NCCL launches the call on its own channels.
 
 How NCCL loads it: from v1.9.0 to v1.15.x the tuner is its own library, ``libnccl-ofi-tuner.so``
 (``src/Makefile.am``), which NCCL loads only when ``NCCL_TUNER_PLUGIN`` names it (NCCL
@@ -28,7 +29,8 @@ How NCCL loads it: from v1.9.0 to v1.15.x the tuner is its own library, ``libncc
 library, which NCCL 2.21 and later open for a tuner when ``NCCL_TUNER_PLUGIN`` is unset. The v1.9-v1.11
 tuners export ``ncclTunerPlugin_v1`` (NCCL 2.19-2.20) and ``ncclTunerPlugin_v2`` (2.21, and 2.22 on
 through NCCL's v2 wrapper, which makes the pair's cost 0 in the cost table unless NCCL ignores that pair,
-``src/plugin/tuner/tuner_v2.cc``). Their v1 ``init`` refuses to load when ``NCCL_ALGO`` or ``NCCL_PROTO``
+``src/plugin/tuner/tuner_v2.cc``); v1.12 also ``ncclTunerPlugin_v3``, which NCCL 2.22 on takes first.
+Their v1 ``init`` refuses to load when ``NCCL_ALGO`` or ``NCCL_PROTO``
 is set ("The tuner plugin can not be loaded when explicitly choosing an algorithm or protocol").
 """
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
@@ -48,7 +51,10 @@ PLUGIN_NAME = "nccl_ofi_tuner"
 A, P = Algorithm, Protocol
 
 #: The releases zerocalc models, first and last (inclusive), with the kind of tuner each range ships.
-MODELLED = (((1, 9, 0), (1, 9, 2), "model"), ((1, 10, 0), (1, 11, 1), "regions"))
+MODELLED = (((1, 9, 0), (1, 9, 2), "model"), ((1, 10, 0), (1, 12, 1), "regions"))
+#: The first release whose tuner exports the cost-table entry ``ncclTunerPlugin_v3``
+#: (``include/nccl_ofi_tuner.h``, v1.12.0-aws).
+FIRST_V3 = (1, 12, 0)
 FIRST = (1, 9, 0)
 
 # --- v1.9.x cost model: include/nccl_ofi_tuner.h, v1.9.0-aws to v1.9.2-aws -------------------------------
@@ -120,8 +126,8 @@ def ofi_tuner(text: str, option: str = OPTION) -> OfiTuner:
         if lo <= v <= hi:
             return OfiTuner(v, shown, kind)
     raise ConfigError(f"aws-ofi-nccl {shown}'s tuner is not modelled: zerocalc models v1.9.0-v1.9.2 (cost "
-                      f"model) and v1.10.0-v1.11.1 (regions); later releases edit NCCL's cost table per "
-                      f"platform", option=option)
+                      f"model) and v1.10.0-v1.12.1 (regions); later releases choose per platform between "
+                      f"regions and a model", option=option)
 
 
 def model_costs_us(coll: Collective, n_bytes: int, n_nodes: int, n_ranks: int, nvls_support: bool,
@@ -174,12 +180,17 @@ def _model_choice(coll: Collective, n_bytes: int, n_nodes: int, n_ranks: int,
 
 
 def ofi_choice(tuner: OfiTuner, coll: Collective, n_bytes: int, n_nodes: int, n_ranks: int,
-               nvls_support: bool, pipe_ops: int = 1) -> tuple[Algorithm, Protocol] | None:
-    """The pair ``tuner`` returns for one call (``None``: it leaves NCCL's own choice). ``nvls_support``:
-    what NCCL passes as ``nvlsSupport`` (NVLS usable for this call); nccl-tests calls run one operation
-    per group (``numPipeOps`` 1)."""
+               nvls_support: bool, pipe_ops: int = 1, tuner_api: int = 2,
+               usable: Callable[[Algorithm, Protocol], bool] | None = None
+               ) -> tuple[Algorithm, Protocol] | None:
+    """The pair ``tuner`` returns for one call (``None``: it leaves NCCL's own choice) to an NCCL of tuner
+    API ``tuner_api``. ``nvls_support``: what NCCL passes as ``nvlsSupport`` (NVLS usable for this call);
+    ``usable``: whether NCCL prices a pair (not ``NCCL_ALGO_PROTO_IGNORE``), which a v3 plugin reads from
+    the cost table; nccl-tests calls run one operation per group (``numPipeOps`` 1)."""
     if tuner.kind == "model":
         return _model_choice(coll, int(n_bytes), n_nodes, n_ranks, nvls_support, pipe_ops)
     from zerocalc.nccl.ofi_regions import region_choice
 
-    return region_choice(coll, int(n_bytes), n_nodes, n_ranks, nvls_support)
+    v3 = tuner_api >= 3 and tuner.version >= FIRST_V3
+    return region_choice(tuner.version, coll, int(n_bytes), n_nodes, n_ranks, nvls_support,
+                         usable if v3 else None)

@@ -86,7 +86,12 @@ def ofi_pair(tuning: Tuning, coll: Collective, n_bytes: float, ofi: OfiTuner,
     # comm->nvlsSupport: the machine's NVLS, unless NCCL_NVLS_ENABLE=0 (NCCL_ALGO does not change it)
     nvls_support = (m.nvls and nvls is not None and nvls.bandwidth_GBps > 0
                     and (nvls.enabled or nvls.why_disabled in ENV_REASONS))
-    pair = ofi_choice(ofi, coll, int(n_bytes), m.n_nodes, m.n_ranks, nvls_support)
+    def usable(a: Algorithm, p: Protocol) -> bool:  # not NCCL_ALGO_PROTO_IGNORE in the cost table
+        e = tuning.entries.get((coll, a, p))
+        return e is not None and e.enabled and e.bandwidth_GBps > 0
+
+    pair = ofi_choice(ofi, coll, int(n_bytes), m.n_nodes, m.n_ranks, nvls_support, tuner_api=tuner_api,
+                      usable=usable)
     if pair is None:
         return None
     e = tuning.entries.get((coll, *pair))
