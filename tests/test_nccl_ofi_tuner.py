@@ -16,8 +16,9 @@ from zerocalc.nccl import Algorithm as A
 from zerocalc.nccl import Collective as C
 from zerocalc.nccl import Protocol as P
 from zerocalc.nccl.ofi_regions import extend_region, is_inside, region_choice, regions_for
-from zerocalc.nccl.ofi_tuner import model_costs_us, ofi_choice, ofi_tuner, parse_ofi_version
+from zerocalc.nccl.ofi_tuner import model_costs_us, ofi_choice, ofi_tuner, parse_ofi_version, platform_of
 from zerocalc.traces.nccl_info import info_facts
+from zerocalc.validate.sweep_info import ofi_tuner_stated
 
 runner = CliRunner()
 TUNER_FILE = DATA / "all_reduce_perf-16xH100-p5-info-tuner-nccl2.20.3.log.gz"
@@ -180,8 +181,7 @@ def test_releases_modelled(text, kind):
 
 
 @pytest.mark.parametrize(("text", "needle"), [("1.8.1-aws", "ships no tuner plugin"),
-                                              ("1.13.0-aws", "not modelled"), ("1.16.0", "not modelled"),
-                                              ("one.two", "X.Y.Z")])
+                                              ("1.22.0", "not modelled"), ("one.two", "X.Y.Z")])
 def test_releases_refused(text, needle):
     with pytest.raises(ConfigError, match=needle):
         ofi_tuner(text)
@@ -230,7 +230,7 @@ def test_srun_file_without_info_lines_says_so():
 @pytest.mark.parametrize(("args", "needle"), [
     (["--ofi-tuner", "1.9.2", "--nccl-version", "2.20.3", "--nccl-algo", "Ring"], "refuses to load"),
     (["--ofi-tuner", "1.9.2", "--nccl-version", "2.18.3"], "no tuner plugin API"),
-    (["--ofi-tuner", "1.13.0"], "not modelled"),
+    (["--ofi-tuner", "1.22.0"], "not modelled"),
     (["--ofi-tuner", "1.9.2", "--nccl-tuner", "x.csv"], "not both"),
 ])
 def test_cli_refusals(args, needle):
@@ -246,3 +246,55 @@ def test_api_v3_ignores_a_pair_nccl_algo_leaves_out():
     assert big and all(r["algorithm"] in ("Tree", "Ring") and r["ofi_tuner"] is False for r in big)
     small = [r for r in s["rows"] if r["bytes"] <= 31457280]
     assert all((r["algorithm"], r["protocol"], r["ofi_tuner"]) == ("Tree", "LL128", True) for r in small)
+
+
+def _on(text, platform):
+    from dataclasses import replace
+
+    return replace(ofi_tuner(text), platform=platform)
+
+
+def test_platform_releases_coverage():
+    # v1.14.0 on: both tuners return at once on 2 nodes or fewer ("num_nodes <= 2"), on any platform
+    for text in ("1.14.0", "1.16.3", "1.19.0", "1.21.1"):
+        for plat in ("p5", "p5en", "p4de", None):
+            assert _on(text, plat).coverage(2, plat is not None)[0] is False
+    # v1.13: no such rule; p5/p5e use v1.12's regions there
+    assert _on("1.13.2-aws", "p5").coverage(2) == (True, "")
+    assert ofi_choice(_on("1.13.0-aws", "p5e"), C.ALL_REDUCE, 8, 2, 16, True) == (A.TREE, P.LL128)
+    assert ofi_choice(_on("1.14.0", "p5"), C.ALL_REDUCE, 8, 2, 16, True) is None
+    # more nodes: p5/p5e regions to v1.18; p5en, p6 and the log2 regions of v1.19 on are not modelled;
+    # a platform the release does not know falls back to NCCL
+    assert _on("1.18.0", "p5").coverage(4) == (True, "")
+    assert ofi_choice(_on("1.18.0", "p5"), C.ALL_REDUCE, 8, 4, 32, True) == (A.TREE, P.LL128)
+    assert _on("1.19.0", "p5").coverage(4)[0] is None
+    assert _on("1.14.0", "p5en").coverage(4)[0] is None
+    assert _on("1.16.0", "p6-b200").coverage(4)[0] is None
+    assert _on("1.15.0", "p6-b200").coverage(4)[0] is False
+    assert _on("1.14.0", "p4de").coverage(4)[0] is False
+    assert _on("1.14.0", None).coverage(4, platform_known=False)[0] is None
+    assert [platform_of(n) for n in ("aws-p5", "aws-p5e", "aws-p5en", "aws-p4de", "dgx-h100")] == [
+        "p5", "p5e", "p5en", "p4de", None]
+
+
+def test_file_stated_release_not_modelled_is_a_note():
+    info = {"tuner_plugin": ["nccl_ofi_tuner", 40], "ofi_version": ["1.19.0", 12]}
+    t, notes = ofi_tuner_stated(None, info, {}, "2.23.4", True, False, "p5", 4)
+    assert t is None and "log2" in notes[0] and "NCCL's own choice priced" in notes[0]
+    t, notes = ofi_tuner_stated(None, info, {}, "2.23.4", True, False, "p5", 2)
+    assert t.kind == "platform" and t.platform == "p5"
+    t, notes = ofi_tuner_stated(None, {"tuner_plugin": ["nccl_ofi_tuner", 40]}, {}, "2.23.4", True, False,
+                                "p5", 4)
+    assert t is None and "does not say which aws-ofi-nccl release" in notes[0]
+    # NCCL_TUNER_PLUGIN naming the library, on an NCCL before 2.19: no tuner API to load it with
+    env = {"NCCL_TUNER_PLUGIN": ["/opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so", 3]}
+    t, notes = ofi_tuner_stated(None, {"ofi_version": ["1.9.2-aws", 9]}, env, "2.18.3", True, False, "p5", 4)
+    assert t is None and "loads no tuner plugin" in notes[0]
+    t, _ = ofi_tuner_stated(None, {"ofi_version": ["1.9.2-aws", 9]}, env, "2.20.3", True, False, "p5", 4)
+    assert t.kind == "model"
+
+
+def test_p5en_regions_refused_when_asked_for():
+    f = DATA / "all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt"
+    res = runner.invoke(app, ["check", str(f), "--topology", "aws-p5en", "--ofi-tuner", "1.14.0"])
+    assert res.exit_code == 2 and "p5en regions are not modelled" in res.stderr

@@ -159,6 +159,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import restrictions, settings
     from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
+    from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.topology.devices import with_stated_p2p
     from zerocalc.validate.sweep import compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
@@ -193,7 +194,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
             ofi_tuner, info, run.get("nccl_env"), version,
             efa="efa" in (run.get("network") or {}) or topo.name.startswith("aws-"),
-            restricted=env.algo_enable is not None or env.proto_enable is not None)
+            restricted=env.algo_enable is not None or env.proto_enable is not None,
+            platform=platform_of(topo.name), n_nodes=-(-p // topo.gpus_per_node))
         cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, tuner=tuner,
@@ -238,6 +240,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
 
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.env import settings
+    from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.topology import topology_to_toml
     from zerocalc.validate.sweep import compare_sweep, fit_calibration
     from zerocalc.validate.sweep_info import latency_as_stated, ofi_tuner_stated, tuner_note
@@ -259,7 +262,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
         ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
             None, run.get("nccl_info") or {}, run.get("nccl_env"), version,
             efa="efa" in (run.get("network") or {}) or base.name.startswith("aws-"),
-            restricted=env.algo_enable is not None or env.proto_enable is not None)
+            restricted=env.algo_enable is not None or env.proto_enable is not None,
+            platform=platform_of(base.name), n_nodes=-(-p // base.gpus_per_node))
         notes += ofi_notes
         cmp = compare_sweep(rows, replace(base_run, nccl_calibration=()), op=op, group_size=p,
                             nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,

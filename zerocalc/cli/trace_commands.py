@@ -72,7 +72,7 @@ def check_cmd(
     nccl_tuner: Annotated[str | None, typer.Option("--nccl-tuner", help=_TUNER_HELP)] = None,
     ofi_tuner: Annotated[str | None, typer.Option(
         "--ofi-tuner", help="nccl-tests sweeps: price under the tuner plugin of this aws-ofi-nccl release "
-                            "(1.9.0-1.12.1) [default: the one the file's NCCL INFO lines show loaded]."
+                            "(1.9.0-1.21.1) [default: the one the file's NCCL INFO lines show loaded]."
     )] = None,
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
 ) -> None:

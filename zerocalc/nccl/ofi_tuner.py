@@ -16,12 +16,20 @@ v1.9.0 (``src/tuner/``). Which one, and what it answers for a call (``getCollInf
   :mod:`zerocalc.nccl.ofi_regions`; the first region holding the point (inside or on an edge) names the
   pair, none leaves NCCL's choice. All-reduce only to v1.11.1; v1.12 adds all-gather and reduce-scatter
   regions for 1 rank per node and NCCL's cost-table API (v3). It applies on any number of nodes.
-- From v1.13.0 the plugin is per platform (p5/p5e, p5en) with a model beside its regions, from v1.14.0
-  leaves 2 nodes to NCCL, and from v1.15.0 is C++: zerocalc does not model these releases
-  (:func:`ofi_tuner` says so).
+- **v1.13.0-v1.21.1, per platform** (``src/tuner/nccl_ofi_tuner.c`` ``nccl_ofi_tuner_init``, C++ from
+  v1.15.0): the plugin reads the EC2 instance type and answers only on the platforms it knows
+  (p5.48xlarge and p5e.48xlarge, p5en.48xlarge; p6-b200 from v1.16.0, p6-b300 from v1.18.0), else "is
+  not available for platform ..., Fall back to NCCL's tuner"; where it answers it prefers its regions
+  to its model (unless ``OFI_NCCL_TUNER_TYPE`` forces one, which zerocalc does not read). From v1.14.0
+  both leave 2 nodes or fewer to NCCL ("the regions are not well defined at two nodes"). The p5/p5e
+  regions of v1.13.0-v1.18.0 are v1.12's, point for point (``region_init_internal_p5_p5e``); from
+  v1.19.0 the regions are tested in log2 space (``transform_log2``), which zerocalc does not model, nor
+  the p5en and p6 regions: such a release, platform and communicator is refused (``--ofi-tuner``) or
+  priced with NCCL's own choice and a note saying so (a file's INFO lines).
 
-None of these releases' tuners is platform-gated (that begins in v1.13.0): each answers alike on any
-machine NCCL loads it on. None sets ``nChannels``, so NCCL launches the call on its own channels.
+To v1.12.1 the tuner is not platform-gated: each answers alike on any machine NCCL loads it on. None of
+the modelled answers sets ``nChannels`` (v1.16.0 on set it for Tree/LL128 on p6 only, v1.21.0 on a chunk
+size with one rank per node on p5en only), so NCCL launches the call on its own channels.
 
 How NCCL loads it: from v1.9.0 to v1.15.x the tuner is its own library, ``libnccl-ofi-tuner.so``
 (``src/Makefile.am``), which NCCL loads only when ``NCCL_TUNER_PLUGIN`` names it (NCCL
@@ -51,7 +59,18 @@ PLUGIN_NAME = "nccl_ofi_tuner"
 A, P = Algorithm, Protocol
 
 #: The releases zerocalc models, first and last (inclusive), with the kind of tuner each range ships.
-MODELLED = (((1, 9, 0), (1, 9, 2), "model"), ((1, 10, 0), (1, 12, 1), "regions"))
+MODELLED = (((1, 9, 0), (1, 9, 2), "model"), ((1, 10, 0), (1, 12, 1), "regions"),
+            ((1, 13, 0), (1, 21, 1), "platform"))
+#: From this release both of the plugin's tuners leave 2 nodes or fewer to NCCL (commit b70a787b,
+#: "Default to nccl internal tuner on two nodes").
+FIRST_TWO_NODE_FALLBACK = (1, 14, 0)
+#: The last release whose p5/p5e regions are v1.12's in the (bytes, ranks) plane (v1.19.0 tests them in
+#: log2 space).
+LAST_LINEAR_REGIONS = (1, 18, 99)
+#: The EC2 platforms the plugin knows, by zerocalc preset (``aws-p5`` → ``p5.48xlarge``), and the first
+#: release that knows each (``nccl_ofi_tuner_init``'s ``strcmp(platform_type, ...)``).
+PLATFORMS = {"p5": (1, 13, 0), "p5e": (1, 13, 0), "p5en": (1, 13, 0), "p6-b200": (1, 16, 0),
+             "p6-b300": (1, 18, 0)}
 #: The first release whose tuner exports the cost-table entry ``ncclTunerPlugin_v3``
 #: (``include/nccl_ofi_tuner.h``, v1.12.0-aws).
 FIRST_V3 = (1, 12, 0)
@@ -84,12 +103,14 @@ MODEL_NVLS_TREE_OVERRIDE = (16, 128, 3 * 1024 ** 3, 5 * 1024 ** 3)
 
 @dataclass(frozen=True)
 class OfiTuner:
-    """One aws-ofi-nccl release's tuner: ``version`` as parsed, ``text`` as stated, ``kind`` (``model`` or
-    ``regions``)."""
+    """One aws-ofi-nccl release's tuner: ``version`` as parsed, ``text`` as stated, ``kind`` (``model``,
+    ``regions`` or ``platform``: see the module docstring) and, for a ``platform`` release, the EC2
+    platform it runs on (a key of :data:`PLATFORMS`; ``None``: one it does not know, or not said)."""
 
     version: tuple[int, int, int]
     text: str
     kind: str
+    platform: str | None = None
 
     @property
     def name(self) -> str:
@@ -98,8 +119,32 @@ class OfiTuner:
     @property
     def source(self) -> str:
         """The files of the plugin's release that hold what it answers."""
-        return ("src/tuner/nccl_ofi_model.c" if self.kind == "model" else "src/tuner/nccl_ofi_tuner.c"
-                ) + f" (v{self.text})"
+        path = {"model": "src/tuner/nccl_ofi_model.c", "regions": "src/tuner/nccl_ofi_tuner.c"}.get(
+            self.kind, "src/tuner/nccl_ofi_regions.c" if self.version < (1, 15, 0) else
+            "src/tuner/nccl_ofi_regions.cpp")
+        return f"{path} (v{self.text})"
+
+    def coverage(self, n_nodes: int, platform_known: bool = True) -> tuple[bool | None, str]:
+        """Whether zerocalc knows what the tuner does on ``n_nodes`` nodes of its :attr:`platform`:
+        ``(True, '')`` its rules apply (:func:`ofi_choice`); ``(False, why)`` it leaves every call to
+        NCCL; ``(None, why)`` not modelled. ``platform_known``: the machine is one whose EC2 platform
+        zerocalc can tell (an AWS preset); else a ``platform`` release is not modelled past 2 nodes."""
+        if self.kind != "platform":
+            return True, ""
+        if n_nodes <= 2 and self.version >= FIRST_TWO_NODE_FALLBACK:
+            return False, "it leaves 2 nodes or fewer to NCCL"
+        if not platform_known:
+            return None, ("it answers by the EC2 instance type, which this topology does not name (an AWS "
+                          "preset does)")
+        first = PLATFORMS.get(self.platform or "")
+        if first is None or self.version < first:
+            return False, (f"it does not know platform {self.platform} (\"NCCL_OFI_TUNER is not available "
+                           f"for platform\")")
+        if self.platform not in ("p5", "p5e"):
+            return None, f"its {self.platform} regions are not modelled"
+        if self.version > LAST_LINEAR_REGIONS:
+            return None, "its regions in log2 space (v1.19.0 on) are not modelled"
+        return True, ""
 
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:[-.+][0-9A-Za-z.-]+)?")
@@ -125,9 +170,17 @@ def ofi_tuner(text: str, option: str = OPTION) -> OfiTuner:
     for lo, hi, kind in MODELLED:
         if lo <= v <= hi:
             return OfiTuner(v, shown, kind)
-    raise ConfigError(f"aws-ofi-nccl {shown}'s tuner is not modelled: zerocalc models v1.9.0-v1.9.2 (cost "
-                      f"model) and v1.10.0-v1.12.1 (regions); later releases choose per platform between "
-                      f"regions and a model", option=option)
+    raise ConfigError(f"aws-ofi-nccl {shown}'s tuner is not modelled: zerocalc models v1.9.0-v1.21.1 "
+                      f"(the newest it has read)", option=option)
+
+
+def platform_of(topology_name: str) -> str | None:
+    """The EC2 platform (a key of :data:`PLATFORMS`, or another ``aws-`` preset's family such as ``p4d``)
+    of a zerocalc AWS preset name (``aws-p5e`` → ``p5e``), ``None`` for any other topology."""
+    name = str(topology_name).lower()
+    if not name.startswith("aws-"):
+        return None
+    return name.removeprefix("aws-").split("_")[0]
 
 
 def model_costs_us(coll: Collective, n_bytes: int, n_nodes: int, n_ranks: int, nvls_support: bool,
@@ -191,6 +244,9 @@ def ofi_choice(tuner: OfiTuner, coll: Collective, n_bytes: int, n_nodes: int, n_
         return _model_choice(coll, int(n_bytes), n_nodes, n_ranks, nvls_support, pipe_ops)
     from zerocalc.nccl.ofi_regions import region_choice
 
+    applies, _ = tuner.coverage(n_nodes)
+    if not applies:
+        return None
     v3 = tuner_api >= 3 and tuner.version >= FIRST_V3
-    return region_choice(tuner.version, coll, int(n_bytes), n_nodes, n_ranks, nvls_support,
-                         usable if v3 else None)
+    tables = tuner.version if tuner.kind == "regions" else FIRST_V3  # v1.13-v1.18 on p5/p5e: v1.12's
+    return region_choice(tables, coll, int(n_bytes), n_nodes, n_ranks, nvls_support, usable if v3 else None)

@@ -150,6 +150,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         check_rules(tuning, tuner, topo.name)
     if ofi_tuner is not None:
         api = _ofi_api(ofi_tuner, nccl_version, algo_enable is not None or proto_enable is not None)
+        covered, why = ofi_tuner.coverage(tuning.machine.n_nodes, ofi_tuner.platform is not None)
+        if covered is None:
+            raise ConfigError(f"{ofi_tuner.name}'s tuner on {tuning.machine.n_nodes} nodes: {why}",
+                              option=OFI_OPTION)
     calibration = topo.nccl_calibration or ()
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
@@ -222,8 +226,9 @@ def ofi_tuner_note(ofi: OfiTuner, rows: Sequence[Mapping], n_nodes: int, api: in
             spans.append([pair, r["bytes"], r["bytes"], i])
     head = f"{ofi.name}'s tuner plugin ({ofi.kind}, {ofi.source}; tuner API v{api})"
     if not spans:
-        why = (" (it returns nothing on 2 nodes or fewer)" if ofi.kind == "model" and n_nodes <= 2
-               else " (no region or model of it covers these calls)")
+        covered, why = ofi.coverage(n_nodes, ofi.platform is not None)
+        why = (f" ({why})" if covered is False else " (it returns nothing on 2 nodes or fewer)"
+               if ofi.kind == "model" and n_nodes <= 2 else " (no region or model of it covers these calls)")
         return f"{head} left every call to NCCL's own choice{why}: NCCL's model priced"
     chosen = "; ".join(f"{p} {_bytes(lo)}" + (f"-{_bytes(hi)}" if hi != lo else "") for p, lo, hi, _ in spans)
     rest = sum(1 for r in rows if not r.get("ofi_tuner"))

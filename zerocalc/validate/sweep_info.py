@@ -77,7 +77,8 @@ def tuner_note(info: Mapping[str, Any]) -> list[str]:
 
 
 def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[str, Any] | None,
-                     nccl_version: str, efa: bool, restricted: bool) -> tuple[Any, list[str]]:
+                     nccl_version: str, efa: bool, restricted: bool, platform: str | None = None,
+                     n_nodes: int = 1) -> tuple[Any, list[str]]:
     """aws-ofi-nccl's tuner plugin to price a sweep under (:class:`zerocalc.nccl.ofi_tuner.OfiTuner`, or
     ``None``: NCCL's own choice) and the notes saying why.
 
@@ -85,13 +86,19 @@ def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[st
     tuner plugin: 'nccl_ofi_tuner'``, without a fall-back line) or its ``NCCL_TUNER_PLUGIN`` names an
     aws-ofi-nccl tuner library (``libnccl-ofi-tuner.so``), and its ``NET/OFI Initializing aws-ofi-nccl X``
     line the release. What the file does not state is not guessed: a note says so. ``efa``: the run went
-    over AWS EFA; ``restricted``: ``NCCL_ALGO`` or ``NCCL_PROTO`` is set."""
+    over AWS EFA; ``restricted``: ``NCCL_ALGO`` or ``NCCL_PROTO`` is set; ``platform``: the EC2 platform
+    of the topology (:func:`zerocalc.nccl.ofi_tuner.platform_of`), ``n_nodes`` its nodes. A release whose
+    answer there zerocalc does not model (:meth:`~zerocalc.nccl.ofi_tuner.OfiTuner.coverage`) is a
+    :class:`ConfigError` when given, else a note."""
     from zerocalc.errors import ConfigError
     from zerocalc.nccl.ofi_tuner import PLUGIN_NAME, ofi_tuner
     from zerocalc.nccl.tables import parse_version
 
     if given is not None:
-        t = ofi_tuner(given)
+        t = replace(ofi_tuner(given), platform=platform)
+        covered, why = t.coverage(n_nodes, platform is not None)
+        if covered is None:
+            raise ConfigError(f"{t.name}'s tuner on {n_nodes} nodes: {why}", option="--ofi-tuner")
         return t, [f"priced under {t.name}'s tuner plugin, as --ofi-tuner says"]
     plugin, env = info.get("tuner_plugin"), env or {}
     named = env.get("NCCL_TUNER_PLUGIN")
@@ -121,9 +128,13 @@ def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[st
                       f"aws-ofi-nccl release ran (no \"NET/OFI Initializing aws-ofi-nccl\" line): NCCL's own "
                       f"choice priced (--ofi-tuner VERSION prices a release's tuner)"]
     try:
-        t = ofi_tuner(stated[0])
+        t = replace(ofi_tuner(stated[0]), platform=platform)
     except ConfigError as exc:
         return None, [f"{how}; line {stated[1]}: {exc.message}: NCCL's own choice priced"]
+    covered, why = t.coverage(n_nodes, platform is not None)
+    if covered is None:
+        return None, [f"{how}; {t.name} (line {stated[1]}) on {n_nodes} nodes: {why}: NCCL's own choice "
+                      f"priced"]
     if restricted and parse_version(nccl_version) < (2, 21, 0):
         return None, [f"{how}, but {t.name}'s tuner refuses to load under NCCL_ALGO / NCCL_PROTO with tuner "
                       f"API v1 (NCCL {nccl_version}): NCCL's own choice priced"]
