@@ -3,7 +3,9 @@
 nccl-tests ``src/common.cu``/``src/util.cu`` and ``doc/PERFORMANCE.md``: ``size`` is the total bytes,
 ``count`` the NCCL count argument; then out-of-place and in-place ``time(us) algbw busbw #wrong``,
 per layout as :mod:`zerocalc.traces.nccl_tests` describes. A row that does not fit the header above it
-is refused, never read with shifted columns.
+is refused, never read with shifted columns. A header copied with its leading ``#`` marks removed (as
+dstack's pages print nccl-tests output, e.g. dstackai/dstack ``examples/clusters/a4/README.md``) has lost
+the one of ``#wrong`` too: ``wrong`` names the same column.
 
 nccl-tests prints a row with several ``printf`` calls (``src/common.cu``: the lead columns, then each
 side's cells, then the newline). Whatever else the process prints in between lands inside the row: a
@@ -34,7 +36,7 @@ _CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
 #: Lead columns of the header → field names; then per side (out-of-place, in-place) these.
 _LEAD = {"size": "size_bytes", "count": "count", "type": "type", "redop": "redop", "root": "root"}
 _SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw",
-         "#wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
+         "#wrong": "wrong", "wrong": "wrong", "error": "wrong", "i_min": "i_min_us", "i_max": "i_max_us",
          "i_p99": "i_p99_us", "i_cv%": "i_cv_pct"}
 #: nccl-tests v1 (its tests' ``print_header`` to Mar 2019, nccl-tests cbe7f65, NCCL 2.0-2.3): ``bytes N
 #: type`` then each test's ``op`` / ``root``, and per side ``time algbw busbw res``, the time in
@@ -91,7 +93,7 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
             side = "oop_" if seen_time == 1 else "ip_"
             cols.append(side + side_of[t])
         elif t in side_of and seen_time:
-            new_wrong |= t == "#wrong"
+            new_wrong |= t in ("#wrong", "wrong")
             cols.append(side + side_of[t])
         elif t == "timestamp" and seen_time == 2:
             timestamp = True
