@@ -76,6 +76,10 @@ class Graph:
     #: how much faster every call runs than NCCL prices it on this graph: NCCL's fallback graph (no
     #: ring found, 0.1 GB/s) against the rate its ring's links give (:mod:`zerocalc.nccl.pcie`); else 1
     run_scale: float = 1.0
+    #: every hop of the ring goes through host memory (NCCL's SHM transport: no PCIe peer-to-peer between
+    #: the GPUs), where a ring's first send and last receive leave a direction idle
+    #: (:func:`zerocalc.nccl.pcie.host_staged_slowdown`)
+    host_staged: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,11 +172,12 @@ def pcie_layout(topo: Topology, g: int, release: Release) -> PcieLayout:
 def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
     """The ring (and tree) graph of a PCIe-only node: NCCL's search through its PCI tree
     (:func:`zerocalc.nccl.pcie.search`), then ``ncclTopoDupChannels``."""
-    found = pcie_search(pcie_layout(topo, g, release), _speeds(release.speed_intra, cc),
-                        release.max_channels // 2)
+    layout = pcie_layout(topo, g, release)
+    found = pcie_search(layout, _speeds(release.speed_intra, cc), release.max_channels // 2)
     n, bi, be = _dup(found.n_channels, found.bw, found.bw, cc, release.max_channels // 2, release.dup_era)
     scale = found.run_bw / found.bw if found.run_bw else 1.0
-    return Graph(n, bi, be, False, chain_speedup=found.chain_speedup, run_scale=scale)
+    return Graph(n, bi, be, False, chain_speedup=found.chain_speedup, run_scale=scale,
+                 host_staged=not layout.p2p)
 
 
 def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:

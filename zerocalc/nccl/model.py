@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels
 from zerocalc.nccl.graph import Machine, machine
+from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
     AMPERE,
     BLACKWELL,
@@ -131,10 +132,12 @@ class Tuning:
         one its plugin reports, the time with the network's own (:attr:`wire_run`); a Ring or Tree call
         under ``NCCL_MAX_NCHANNELS`` on the channels it runs (:meth:`capped_scale`); a Ring broadcast or
         reduce as the chain it is, faster where the ring's idle hop shares its bottleneck link
-        (``Graph.chain_speedup``, :mod:`zerocalc.nccl.pcie`), and any call on NCCL's fallback graph (no ring
-        found on a PCIe node) at its links' rate (``Graph.run_scale``). NCCL still *chooses* with its own
-        figures (:meth:`choose`). ``share``: the part of the channels' bandwidth the call launches on
-        (:func:`zerocalc.nccl.launch.channel_share`; 1: all)."""
+        (``Graph.chain_speedup``, :mod:`zerocalc.nccl.pcie`), any call on NCCL's fallback graph (no ring
+        found on a PCIe node) at its links' rate (``Graph.run_scale``), and a Ring/Simple all-gather,
+        reduce-scatter or all-reduce through host memory with its idle steps
+        (:func:`zerocalc.nccl.pcie.host_staged_slowdown`, on the channels it launches). NCCL still
+        *chooses* with its own figures (:meth:`choose`). ``share``: the part of the channels' bandwidth
+        the call launches on (:func:`zerocalc.nccl.launch.channel_share`; 1: all)."""
         if self.wire_run is not None:
             if self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok) is None:
                 return None
@@ -153,6 +156,11 @@ class Tuning:
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         if algo in self.machine.graphs:
             scale *= self.machine.graphs[algo].run_scale  # NCCL's fallback graph runs at its links' rate
+        if algo == A.RING and proto == P.SIMPLE and self.machine.graphs[A.RING].host_staged:
+            # the channels the call runs on: a tuner's count, else the launch's share of collChannels
+            coll_channels = self.channels.coll_channels if self.channels else self.comm_channels
+            run = min(channels, self.comm_channels) if channels else round(coll_channels * share)
+            scale /= host_staged_slowdown(coll, self.machine.n_ranks, max(1, run))  # SHM: idle directions
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
                            bw_scale=scale, share=share)
 

@@ -36,6 +36,12 @@ files (v2.9.9 to v2.30.7 unless said):
    at 19 GB/s (``sm100SpeedArrayIntra``, taken for compute capability 10.0 and up, RTX 50 included),
    four GPUs of a switch without peer-to-peer (48 / 4.8 = 10 GB/s) already fall back.
 
+What NCCL's figures leave out, timed here (NCCL still chooses with its own):
+
+- a broadcast or a reduce runs as a chain, not the ring NCCL prices (below);
+- a ring through host memory (:func:`host_staged_slowdown`): the kernel's first send and last receive of
+  each loop each use one direction of the links alone.
+
 NCCL prices a broadcast or a reduce on that ring, but those run as a chain from the root
 (``src/device/broadcast.h``, ``reduce.h``: the rank before the root only receives), so the hop into
 the root carries nothing; where the ring's bottleneck is a link that hop shares, the chain runs
@@ -51,6 +57,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+
+from zerocalc.nccl.tables import Collective
 
 #: ``INTEL_P2P_OVERHEAD(bw) = bw*6/5`` (``src/graph/topo.h``).
 INTEL_OVERHEAD = 6.0 / 5.0
@@ -182,3 +190,43 @@ def hop_GBps(lay: PcieLayout, hops: list[tuple[int, int]]) -> float:
 
 def _bottleneck(lay: PcieLayout, loads: dict[tuple, float]) -> float:
     return max((f / _cap(lay, link) for link, f in loads.items()), default=0.0) or 1.0
+
+
+def host_staged_slowdown(coll: Collective, n_ranks: int, channels: int) -> float:
+    """How much longer the bandwidth term of a Ring/Simple all-gather, reduce-scatter or all-reduce takes
+    than NCCL prices it when every hop of the ring goes through host memory (NCCL's SHM transport: no
+    PCIe peer-to-peer between the GPUs), on ``channels`` channels; 1 for other collectives.
+
+    Each channel's kernel runs one loop per chunk as a sequence of primitives (``src/device/all_gather.h``,
+    ``reduce_scatter.h``, ``all_reduce.h`` ``runRing``, v2.30.7; the same sequence in v2.12.12 and v2.19.4,
+    under ``src/collectives/device/`` before 2.19): all-gather ``directSend``, N − 2
+    ``directRecvCopyDirectSend``, ``directRecv`` (N primitives); reduce-scatter ``send``, N − 2
+    ``recvReduceSend``, ``recvReduceCopy`` (N); all-reduce ``directSend``, N − 2
+    ``directRecvReduceDirectSend``, ``directRecvReduceCopyDirectSend``, N − 2 ``directRecvCopyDirectSend``,
+    ``directRecv`` (2N − 1). A
+    primitive that receives and sends moves its chunk both ways over PCIe at once (reads from the host
+    buffer, writes to the next one); the first (send only: GPU → host) and the last (receive only: host →
+    GPU) use one direction and leave the other idle, where NCCL's model (``nsteps`` = N − 1, 2(N − 1)
+    steps of full duplex) counts none. With P2P the receive reads the GPU's own memory and leaves the
+    link to the send, which is why this is the SHM path's alone. One channel alone pays one step for the
+    two: ``P / (P − 1)`` the time, ``P`` the primitives; the other channels' traffic fills the idle
+    direction for the rest, so the extra step counts ``1 / channels`` of its time (an assumption, the
+    channels running independently of each other)::
+
+        slowdown = 1 + 1 / (channels · (P − 1))
+
+    Evidence: the five sweeps of two RTX 2080 Ti under one PCIe 3.0 switch without P2P (SHM, 2 channels,
+    the bundled ``*_perf-2xRTX2080Ti-pcie3-shm.txt``): at 4-512 MiB NCCL's figure is 0.64-0.68 of the time
+    an all-gather takes and 0.80-0.81 of an all-reduce's (1 / 1.5 and 1 / 1.25 by this rule), while
+    the alltoall (separate send and receive warps, ``src/device/sendrecv.h``) and the broadcast and reduce
+    chains (each rank only sends, only receives or does both at once) have no idle step and run at NCCL's
+    figure or faster."""
+    if coll in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
+        p = n_ranks
+    elif coll == Collective.ALL_REDUCE:
+        p = 2 * n_ranks - 1
+    else:
+        return 1.0
+    if n_ranks < 2:
+        return 1.0
+    return 1.0 + 1.0 / (max(1, channels) * (p - 1))

@@ -186,7 +186,11 @@ def _pcie(w: Writer, df: pd.DataFrame) -> None:
         "switch's one x16 link to the CPU, at 6/5 of their bandwidth through an Intel root complex "
         "(src/graph/search.cc followPath, topo.h INTEL_P2P_OVERHEAD). zerocalc.nccl.pcie searches that PCI "
         "tree as NCCL does: one channel of 5 GB/s, where the GPU's own 12 GB/s link alone would give twice "
-        f"that. Its ratios run {pcie['ratio'].min():.2f}-{pcie['ratio'].max():.2f}; the pcie presets are "
+        "that. Through host memory NCCL's figure leaves out an idle step: each of the 2 channels runs send, "
+        "recvReduceCopySend, recv (src/device/all_reduce.h), the first and last one way only, for NCCL's 2 "
+        "steps of both ways at once; the other channel fills half of it, so the bandwidth term is timed "
+        "1.25 times NCCL's (zerocalc.nccl.pcie.host_staged_slowdown; 1.5 for an all-gather). "
+        f"Its ratios run {pcie['ratio'].min():.2f}-{pcie['ratio'].max():.2f}; the pcie presets are "
         "two Intel sockets with four GPUs to a switch, the layout NCCL's own topology dump shows for 8 RTX "
         "4090 (NVIDIA/nccl-tests issue 307), and a TOML file gives another (cpu_sockets, "
         "gpus_per_pcie_switch, gpu_p2p, smp_GBps).")
