@@ -19,6 +19,7 @@ A4_ALLREDUCE = "all_reduce_perf-16xB200-gcp-a4-2nodes.txt"
 A4_ALLGATHER_1PN = "all_gather_perf-2xB200-gcp-a4-1pernode-nccl2.26.6.txt"
 A3U_ALLGATHER_1PN = "all_gather_perf-2xH200-a3ultra-1pernode-nccl2.25.1.txt"
 GKE_H200_ALLREDUCE_1PN = "all_reduce_perf-2xH200-gke-1pernode.txt"
+A4_ALLGATHER_1NODE = "all_gather_perf-2xB200-gcp-a4-1node-nccl2.26.6.txt"
 
 #: file → (rows with a size above 0, first size, its out-of-place µs, last size, its out-of-place µs,
 #: '#  Rank' lines, GPU those lines name, hosts, the file's 'NCCL version' line or None), as the file shows
@@ -27,6 +28,7 @@ COUNTED = {
     A4_ALLGATHER_1PN: (26, 32, 14.18, 1073741824, 14640.0, 2, "NVIDIA B200", 2, "2.26.6"),
     A3U_ALLGATHER_1PN: (24, 1024, 21.75, 8589934592, 133370.0, 2, "NVIDIA H200", 2, "2.25.1"),
     GKE_H200_ALLREDUCE_1PN: (24, 1024, 35.59, 8589934592, 269368.0, 2, "NVIDIA H200", 2, None),
+    A4_ALLGATHER_1NODE: (8, 67108864, 100.1, 8589934592, 8897.6, 2, "NVIDIA B200", 1, "2.26.6"),
 }
 
 
@@ -112,3 +114,13 @@ def test_a_header_copied_without_its_hash_marks_reads_wrong_as_nccl_tests_wrong_
     want = parse_header(header.replace(" wrong", "#wrong"))
     assert got is not None and not got.invalid
     assert (got.name, got.columns) == (want.name, want.columns)
+
+
+def test_a4_two_b200_of_one_vm_allgather_within_the_every_size_band():
+    """Two B200 of one A4 VM over NVLink (one pod, ``-g 2``; the page elides the rows below 64 MiB with
+    ``...``), NCCL 2.26.6: every size within 0.5-2x on ``dgx-b200`` as one node of two GPUs. It peaks at a
+    bus bandwidth of 482.71 GB/s out of place (564.14 in place: the file's last row), about half of NVLink5's
+    900 GB/s each way."""
+    sweep = _check(A4_ALLGATHER_1NODE)
+    assert "2 per host, 1 host" in sweep["topology_how"]
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
