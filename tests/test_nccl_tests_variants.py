@@ -294,3 +294,84 @@ def test_a_row_with_both_groups_under_an_in_place_only_header_is_refused(tmp_pat
     path.write_text(text)
     with pytest.raises(TraceFormatError, match=r":17: row has 13 cells, the header \(line 15\) has 9"):
         parse(iter(path.read_text().splitlines(True)), str(path), strict=True)
+
+
+# -- the -J JSON report (nccl-tests 2.17.x on, src/util.cu) --------------------------------------------
+
+G8 = TESTS / "all_reduce_perf-8xH100-1node-g8-nvls.txt"
+
+
+def _json_of(text: str, env: list[str], code: int = 22703, version: int = 3) -> dict:
+    """The JSON report nccl-tests writes with ``-J`` for the run ``text`` prints (src/util.cu: the keys
+    of ``jsonOutputInit``, ``writeDeviceReport``'s ``config`` with one ``devices`` entry per process, the
+    first ``# Rank`` line of its block, and per row ``writeBenchmarkLinePreamble`` / ``...Body``)."""
+    lines = text.splitlines()
+    first = next(ln for ln in lines if ln.startswith("#  Rank"))
+    f = first.split()
+    device = {"rank": int(f[2]), "group": int(f[4]), "pid": int(f[6]), "hostname": f[8],
+              "device": int(f[10]), "device_hex": f[11].strip("[]"), "device_info": " ".join(f[12:])}
+    results = []
+    for ln in lines:
+        c = ln.split()
+        if len(c) == 13 and c[0].isdigit():
+            side = [{"time": float(c[5 + 4 * k]), "alg_bw": float(c[6 + 4 * k]),
+                     "bus_bw": float(c[7 + 4 * k]), "nwrong": float(c[8 + 4 * k])} for k in (0, 1)]
+            results.append({"size": int(c[0]), "count": int(c[1]), "type": c[2], "redop": c[3],
+                            "root": "%6i" % int(c[4]), "out_of_place": side[0], "in_place": side[1],
+                            "actual_iterations": 2, "experiment_name": ""})
+    return {"version": version, "start_time": "2025-03-01 10:00:00",
+            "args": ["./build/all_reduce_perf", "-b", "128M", "-e", "4G", "-g", "8", "-J", "r.json"],
+            "env": ["PATH=/usr/bin", *env], "nccl_version": code,
+            "config": {"nthreads": 1, "ngpus": 8, "minimum_bytes": 134217728, "maximum_bytes": 4294967296,
+                       "step_factor": 2, "warmup_iters": 5, "iterations": 2, "aggregated_iterations": 1,
+                       "validation": 1, "graph": 0, "blocking_collectives": False, "parallel_init": False,
+                       "devices": [device]},
+            "results": results, "out_of_bounds": {"count": 0, "okay": True},
+            "average_bus_bandwidth": {"bandwidth": 439.369, "okay": "unchecked"}, "errors": []}
+
+
+def _check(path, *args):
+    res = invoke("check", path, "--format", "json", *args)
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    return sweep
+
+
+def test_a_json_report_is_a_sweep_as_its_text_is(tmp_path):
+    """One process driving 8 GPUs (-g 8): the report lists one device, the run has 8 ranks."""
+    text = G8.read_text()
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(_json_of(text, [])))
+    res = read_traces(path)
+    assert list(res.table["size_bytes"]) == [128 << 20 << k for k in range(6)]
+    (run,) = res.meta[str(path)]["runs"]
+    assert (run["group_size"], run["gpus"], run["hosts"]) == (8, {"NVIDIA H100 80GB HBM3": 8}, {"node005": 8})
+    assert (run["nccl_version"], run["gpus_per_thread"], run["agg_iters"], run["graph"]) == (
+        "2.27.3", 8, 1, 0)
+    got = _check(path)
+    text_path = tmp_path / "all_reduce_perf.txt"
+    text_path.write_text("# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703\n" + text)
+    want = _check(text_path)
+    for key in ("op", "group_size", "nccl_version", "topology"):
+        assert got[key] == want[key]
+    assert [(r["bytes"], r["measured_s"], r["predicted_s"], r["in_place_s"]) for r in got["rows"]] == [
+        (r["bytes"], r["measured_s"], r["predicted_s"], r["in_place_s"]) for r in want["rows"]]
+    assert got["rows"][0]["measured_s"] == pytest.approx(613.3e-6)
+
+
+def test_a_json_report_names_its_nccl_environment(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(_json_of(G8.read_text(), ["NCCL_ALGO=Ring", "NCCL_DEBUG=INFO"])))
+    sweep = _check(path)
+    assert {r["algorithm"] for r in sweep["rows"]} == {"Ring"}
+    assert any("NCCL_ALGO=Ring" in n for n in sweep["notes"])
+
+
+def test_a_json_result_that_is_not_a_number_is_refused(tmp_path):
+    doc = _json_of(G8.read_text(), [])
+    doc["results"][2]["out_of_place"]["time"] = "nan"  # jsonDouble writes a NaN as the string "nan"
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(doc))
+    res = read_traces(path)
+    assert len(res.table) == 5 and res.skipped.count == 1
+    assert res.skipped.examples[0][1] == 2 and "'nan' is not a number" in res.skipped.examples[0][2]

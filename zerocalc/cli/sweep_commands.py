@@ -25,7 +25,7 @@ def _sweep_files(paths: list[str]) -> bool:
         try:
             if not os.path.isfile(path):
                 return False
-            if reader.detect_file(path) != "nccl_tests":  # plain or gzip, as the reader reads it
+            if reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):  # as the reader reads it
                 return False
         except (OSError, TraceFormatError):
             return False  # the trace reader says what is wrong with it
@@ -39,7 +39,8 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     from zerocalc.errors import ConfigError, TraceFormatError
     from zerocalc.nccl.predict import version_from_text
     from zerocalc.traces import reader
-    from zerocalc.traces.nccl_tests import parse
+    from zerocalc.traces.detect import HEAD_BYTES, detect_format
+    from zerocalc.traces.nccl_tests import parse, parse_json_bytes
     from zerocalc.validate.sweep import sweep_op
 
     if n is not None and n < 1:
@@ -48,10 +49,14 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     for path in paths:
         try:
             with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
-                text = stream.read().decode("utf-8", errors="replace").splitlines(True)
+                data = stream.read()
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        res = parse(iter(text), path, strict=strict)
+        if detect_format(data[:HEAD_BYTES], path) == "nccl_tests_json":  # -J: its version is a field
+            text, res = [], parse_json_bytes(data, path, strict=strict)
+        else:
+            text = data.decode("utf-8", errors="replace").splitlines(True)
+            res = parse(iter(text), path, strict=strict)
         if not res.rows:
             first = res.skipped.examples[0] if res.skipped.examples else None
             if first is not None:  # its rows were refused: the first one's line and why
@@ -109,7 +114,9 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
         assert got is not None
         return got.n, got.how
     stated = (run.get("nccl_info") or {}).get("ranks")
-    how = (f"the file's # Rank lines ({p})" if run.get("ranks_listed") == p
+    how = (f"the JSON report's devices ({p}: nthreads × ngpus per process)"
+           if run.get("layout") == "json" and run.get("ranks_listed") == p
+           else f"the file's # Rank lines ({p})" if run.get("ranks_listed") == p
            else f"the file's NCCL INFO lines (nRanks {p}, line {stated[1]})"
            if not run.get("ranks_listed") and stated and stated[0] == p
            else "size / count (nccl-tests prints the total size and one rank's count)")

@@ -180,7 +180,8 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         parse_thresholds(str(thresholds[0])) if thresholds is not None else None,
         _stated_int(stated, "NCCL_NTHREADS", where) if "NCCL_NTHREADS" in stated else None,
         _stated_int(stated, "NCCL_LL128_NTHREADS", where) if "NCCL_LL128_NTHREADS" in stated else None)
-    read = [f"{k}={stated[k][0]} (line {stated[k][1]})" for k in STATED_MODELLED if k in stated
+    read = [f"{k}={stated[k][0]}" + (f" (line {stated[k][1]})" if stated[k][1] is not None else "")
+            for k in STATED_MODELLED if k in stated
             and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
     if read:
         notes.append(f"NCCL environment the file sets, priced: {', '.join(read)}")

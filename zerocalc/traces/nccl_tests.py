@@ -124,7 +124,8 @@ def _to_row(rec: dict[str, Any], op_key: str | None, p: int | None, file: str, l
 class _Run:
     """One run's preamble facts and rows, in file order."""
 
-    line: int
+    #: The line it starts at (``None``: a JSON report's one run).
+    line: int | None
     op_key: str | None = None
     ranks: set[int] = field(default_factory=set)
     #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
@@ -406,15 +407,29 @@ def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> 
 
 
 def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
-    """A ``-J`` JSON report (nccl-tests util.cu, JSON_FILE_VERSION 2)."""
+    """A ``-J`` JSON report (nccl-tests ``src/util.cu``, ``JSON_FILE_VERSION`` 1-3, v2.17.x on): one run,
+    its rows and its entry in ``meta["runs"]`` as :func:`parse` gives them. The op comes from ``args``
+    (the command line) or the file name; the group size from ``config``: ``devices`` lists one entry per
+    process (``parseRankInfo`` reads the first ``# Rank`` line of each process's block), each process
+    driving ``nthreads`` × ``ngpus`` ranks; the NCCL version from ``nccl_version`` (``ncclGetVersion``'s
+    code, :func:`nccl_version_from_code`); the NCCL variables from ``env`` (the process environment);
+    ``-g``, ``-a`` and ``-G`` from ``ngpus``, ``aggregated_iterations`` and ``graph``."""
     res = ParseResult(meta={"format": FORMAT})
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise TraceFormatError(file, None, "nccl-tests JSON without a 'results' list")
     args = doc.get("args") or []
     m = _PERF.search(" ".join(a for a in args if isinstance(a, str))) if isinstance(args, list) else None
-    op_key = m[1] if m else None
-    devices = (doc.get("config") or {}).get("devices") if isinstance(doc.get("config"), dict) else None
-    p = len(devices) if isinstance(devices, list) and devices else None
+    name_op = _PERF.search(os.path.basename(file))
+    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    run = _Run(None, op_key=m[1] if m else name_op[1] if name_op else None)
+    _json_config(run, config)
+    code = doc.get("nccl_version")
+    if isinstance(code, int) and not isinstance(code, bool) and code > 0:
+        run.nccl_version = nccl_version_from_code(code)
+    for entry in doc.get("env") or []:
+        name, eq, value = entry.partition("=") if isinstance(entry, str) else ("", "", "")
+        if eq and name.startswith("NCCL_") and value:
+            run.env[name] = (value, None, 3)  # the process's own environment: what NCCL read
     for i, r in enumerate(doc["results"]):
         try:
             rec: dict[str, Any] = {"layout": "json"}
@@ -424,6 +439,8 @@ def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
                 body = r.get(side) or {}
                 for k, col in NCCL_TESTS_JSON_BODY.items():
                     if k in body:
+                        if not (body[k] is None or isinstance(body[k], int | float)):
+                            raise TraceFormatError(file, i, f"{side}.{k} {body[k]!r} is not a number")
                         rec[pre + col] = body[k]
             if not isinstance(rec["size_bytes"], int) or not isinstance(rec["count"], int):
                 raise TraceFormatError(file, i, "result without integer size/count")
@@ -434,12 +451,38 @@ def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
             rec.setdefault("oop_busbw", None)
             if isinstance(rec.get("root"), str) and rec["root"].strip().lstrip("-").isdigit():
                 rec["root"] = int(rec["root"])
-            res.rows.append(_to_row(rec, op_key, p, file, i))
+            _to_row(rec, run.op_key, None, file, i)  # a result that does not fit fails here, not later
+            run.recs.append((i, rec))
         except (TraceFormatError, AttributeError, TypeError) as exc:
             reason = exc.reason if isinstance(exc, TraceFormatError) else f"malformed result ({exc})"
             bad(file, i, reason, strict, res.skipped)
-    res.meta.update(rank=None, world_size=p, backend="nccl", test=f"{op_key}_perf" if op_key else None)
+    _tabulate([run], file, res)
     return res
+
+
+def _json_config(run: _Run, config: dict[str, Any]) -> None:
+    """What a JSON report's ``config`` says of the run: its ranks, their devices, ``-g``, ``-a``, ``-G``."""
+
+    def whole(key: str) -> int | None:
+        v = config.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+    run.gpus_per_thread, run.agg_iters = whole("ngpus"), whole("aggregated_iterations")
+    run.graph = whole("graph")
+    devices = config.get("devices")
+    if not isinstance(devices, list) or not devices:
+        return
+    per = (whole("nthreads") or 1) * (run.gpus_per_thread or 1)
+    for k, d in enumerate(devices):
+        first = d.get("rank") if isinstance(d, dict) and isinstance(d.get("rank"), int) else k * per
+        host = d.get("hostname") if isinstance(d, dict) else None
+        gpu = d.get("device_info") if isinstance(d, dict) else None
+        for rank in range(first, first + per):
+            run.ranks.add(rank)
+            if isinstance(host, str) and isinstance(gpu, str) and host and gpu.strip():
+                # the process's other GPUs are not listed: their bus ids unknown (never "shared")
+                bus = str(d.get("device_hex") or "") if rank == first else ""
+                run.devices[rank] = (host, gpu.strip(), bus)
 
 
 def parse_json_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
