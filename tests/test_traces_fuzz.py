@@ -3,7 +3,7 @@
 import gzip
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from zerocalc.errors import TraceFormatError
@@ -107,6 +107,9 @@ def _outcome(fn, doc, strict):
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(any_events, events), max_size=8), st.booleans())
+@example([{"ph": "X", "name": "record_param_comms", "ts": None, "dur": 0.0},  # an id that is a list
+          {"ph": "X", "name": "ncclKernel_AllReduce", "ts": 0, "dur": 0.0, "cat": "kernel",
+           "args": {"External id": []}}], False)
 def test_kineto_fields_decoded_alone_give_what_the_whole_document_gives(evs, strict):
     """parse_bytes decodes only the fields it reads and filters events by name in bulk; on any events
     it must give the rows, metadata, skipped events or error that the whole document decoded by orjson

@@ -90,7 +90,7 @@ def _link_kernels(sel: _Selected, calls: list[dict[str, Any]],
     ext_to_call = {}
     for c in calls:
         if "rpc" in c:
-            ext = (recs[c["rpc"]][3] or {}).get("External id")
+            ext = _id((recs[c["rpc"]][3] or {}).get("External id"))
             if ext is not None:
                 ext_to_call[ext] = c
     starts = {t: [c["ts"] for c in cs] for t, cs in thread_calls.items()}
@@ -98,11 +98,11 @@ def _link_kernels(sel: _Selected, calls: list[dict[str, Any]],
     unlinked = 0
     for k in sel.kernels:
         a = recs[k][3] or {}
-        call = ext_to_call.get(a.get("External id"))
+        call = ext_to_call.get(_id(a.get("External id")))
         if call is None:
             if launches is None:
                 launches = _correlations(sel.launches)
-            hit = launches.get(a.get("correlation"))
+            hit = launches.get(_id(a.get("correlation")))
             if hit is not None and hit[0] in thread_calls:
                 cs = thread_calls[hit[0]]
                 j = bisect.bisect_right(starts[hit[0]], hit[1]) - 1
@@ -162,10 +162,16 @@ def _correlations(launches: list[tuple[Any, Any, float]]) -> dict[Any, tuple[Any
         args = _args(raw)
         if not isinstance(args, dict):
             args = {}
-        corr = args.get("correlation")
+        corr = _id(args.get("correlation"))
         if corr is not None:
             out[corr] = (thread, ts)
     return out
+
+
+def _id(value: Any) -> int | float | str | None:
+    """An ``External id`` or ``correlation`` as a key: a number or a string; anything else (a list, an
+    object: a malformed trace) links nothing."""
+    return value if isinstance(value, int | float | str) else None
 
 
 def _resolve(call: dict, recs: dict, file: str, generations: set[str]) -> dict[str, Any] | str:
