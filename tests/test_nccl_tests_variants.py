@@ -375,3 +375,38 @@ def test_a_json_result_that_is_not_a_number_is_refused(tmp_path):
     res = read_traces(path)
     assert len(res.table) == 5 and res.skipped.count == 1
     assert res.skipped.examples[0][1] == 2 and "'nan' is not a number" in res.skipped.examples[0][2]
+
+
+# -- -C 1: cputime, the host's time to enqueue the calls ------------------------------------------------
+
+def _cputime_text() -> str:
+    """nccl-tests 2.17 with ``-C 1`` (src/common.cu ``writeResultHeader``: ``timeStr`` is ``cputime``)."""
+    header = HEADER.replace("    time", " cputime")
+    return (NTHREAD + "#\n" + header + row(8, 2, (3.21, 0.0, 0.0, 0), (3.02, 0.0, 0.0, 0))
+            + row(16, 4, (3.25, 0.0, 0.0, 0), (3.1, 0.0, 0.0, 0)))
+
+
+def test_cputime_rows_are_read_but_not_compared_or_fitted(tmp_path):
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_cputime_text())
+    assert _cputime_text().count("cputime") == 2
+    ts = read_traces(path)  # the rows are what the file says
+    assert list(ts.table["size_bytes"]) == [8, 16] and ts.table["layout"].iloc[0].endswith("-cputime")
+    for args in (["check", path, "--topology", "dgx-h100"], ["fit", path, "--n", "8"],
+                 ["fit", path, "--topology", "dgx-h100", "--out", tmp_path / "c.toml"]):
+        res = invoke(*args)
+        assert res.exit_code == 2, res.output
+        (line,) = res.stderr.strip().splitlines()
+        assert f"{path}:4:" in line and "cputime" in line and "-C" in line  # the first row
+
+
+def test_a_json_report_of_cputime_is_refused_too(tmp_path):
+    doc = _json_of(G8.read_text(), [])
+    for r in doc["results"]:
+        for side in ("out_of_place", "in_place"):
+            r[side]["cpu_time"] = r[side].pop("time")  # util.cu: report_cputime ? "cpu_time" : "time"
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(doc))
+    res = invoke("check", path)
+    assert res.exit_code == 2
+    assert "cputime" in res.stderr and f"{path}:0:" in res.stderr

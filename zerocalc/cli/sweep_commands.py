@@ -40,7 +40,7 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     from zerocalc.nccl.predict import version_from_text
     from zerocalc.traces import reader
     from zerocalc.traces.detect import HEAD_BYTES, detect_format
-    from zerocalc.traces.nccl_tests import parse, parse_json_bytes
+    from zerocalc.traces.nccl_tests import cputime_refusal, parse, parse_json_bytes
     from zerocalc.validate.sweep import sweep_op
 
     if n is not None and n < 1:
@@ -63,6 +63,9 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
                 more = f" (and {res.skipped.count - 1} more)" if res.skipped.count > 1 else ""
                 raise TraceFormatError(path, first[1], f"no nccl-tests result rows read{more}: {first[2]}")
             raise TraceFormatError(path, None, "no nccl-tests result rows")
+        refusal = cputime_refusal(res.rows, path)
+        if refusal is not None:
+            raise refusal
         if any(sweep_op(r) is None for r in res.rows):
             why = next((m["op_how"] for m in res.meta.get("runs", ()) if m["op"] is None and m.get("op_how")),
                        None)

@@ -260,7 +260,7 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
               pooled: bool) -> tuple[list, list[str], list[str]]:
     """The fits of one file, each of its runs apart: their frames, the remarks to print with them,
     and why a run had nothing to fit (said, and the other files and runs fitted)."""
-    from zerocalc.traces.nccl_tests import complete
+    from zerocalc.traces.nccl_tests import complete, cputime_refusal
     from zerocalc.validate import fit_trace, fits_frame
 
     frames, remarks, unfit = [], [], []
@@ -271,6 +271,10 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
         file, line, reason = ts.skipped.examples[0]
         more = f" (and {ts.skipped.count - 1} more)" if ts.skipped.count > 1 else ""
         raise TraceFormatError(file, line, f"no rows read{more}: {reason}")
+    if "layout" in ts.table.columns:  # nccl-tests -C: host launch times, not the calls' own
+        refusal = cputime_refusal(ts.table[["layout", "source_line"]].to_dict("records"), f)
+        if refusal is not None:
+            raise refusal
     table = complete(ts.table, op=op, ranks=group)
     runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
     parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [

@@ -38,7 +38,7 @@ from zerocalc.errors import TraceFormatError
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import op_from_table
-from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, parse_header
+from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, Layout, RowJoiner, parse_header
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult, bad
@@ -296,6 +296,17 @@ def _env(state: _Runs, payload: str, lineno: int) -> None:
             env[name] = (value, lineno, strength)
 
 
+def cputime_refusal(rows: list[dict[str, Any]], file: str) -> TraceFormatError | None:
+    """The error for a comparison or fit of rows whose times are ``-C`` cputime (:data:`~zerocalc.traces.
+    nccl_tests_rows.CPUTIME_SUFFIX`), naming the first such row; ``None`` when none is."""
+    first = next((r for r in rows if str(r.get("layout") or "").endswith(CPUTIME_SUFFIX)), None)
+    if first is None:
+        return None
+    return TraceFormatError(file, first.get("source_line"), "its times are cputime (nccl-tests -C 1): "
+                            "the host's time to enqueue the calls, not the calls' own; run without -C to "
+                            "compare or fit them")
+
+
 def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
     """The rows of the runs that have any into ``res``, each run's facts in ``meta["runs"]``, and
     the world size, test and NCCL version where every run agrees."""
@@ -437,6 +448,8 @@ def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
                 rec[col] = r.get(k)
             for side, pre in (("out_of_place", "oop_"), ("in_place", "ip_")):
                 body = r.get(side) or {}
+                if "cpu_time" in body:  # -C (util.cu: the key names what the time is)
+                    rec["layout"] = "json" + CPUTIME_SUFFIX
                 for k, col in NCCL_TESTS_JSON_BODY.items():
                     if k in body:
                         if not (body[k] is None or isinstance(body[k], int | float)):

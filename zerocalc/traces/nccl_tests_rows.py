@@ -20,7 +20,7 @@ reached; a row that is not completed before the next row, header or run is refus
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from zerocalc.errors import TraceFormatError
@@ -42,6 +42,11 @@ _SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "bu
 #: type`` then each test's ``op`` / ``root``, and per side ``time algbw busbw res``, the time in
 #: MILLISECONDS (``common.cu``: ``PRINT("  %7.3f  %5.2f  %5.2f  %7.0le", deltaSec * 1.0E3, ...)``) and
 #: ``res`` the largest deviation found; broadcast printed the out-of-place side only.
+#: Appended to the layout of a table whose times are ``cputime`` (nccl-tests ``-C 1``, since d313d20, Sep
+#: 2022: ``src/common.cu`` reads ``cputimeSec = tim.elapsed()`` after the loop that enqueues the calls and
+#: before ``completeColl`` waits for them): the host's time to launch a call, not the call's, so not what
+#: NCCL's cost model prices (with ``-z`` the launch waits for each call).
+CPUTIME_SUFFIX = "-cputime"
 _LEAD_V1 = {"bytes": "size_bytes", "N": "count", "type": "type", "op": "redop", "root": "root"}
 _SIDE_V1 = {"time": "time_us", "algbw": "algbw", "busbw": "busbw", "res": "wrong"}
 
@@ -107,6 +112,10 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
     elif seen_time not in (1, 2) or cols[:3] != ["size_bytes", "count", "type"]:
         invalid = f"the header (line {lineno}) lacks the out-of-place and in-place column groups"
     lead = tuple(c for c in cols if c in ("redop", "root"))
+    if "cputime" in toks:  # -C: the host's time to enqueue the calls (CPUTIME_SUFFIX)
+        layout = parse_header(payload.replace("cputime", "time"), lineno)
+        assert layout is not None
+        return replace(layout, name=layout.name + CPUTIME_SUFFIX)
     if v1:
         name = "-".join(("v1", *lead)) + ("" if seen_time == 2 else "-oop")
         return Layout(name, tuple(cols), timestamp, invalid, lineno, time_unit_us=1000.0)
