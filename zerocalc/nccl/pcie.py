@@ -215,6 +215,11 @@ def host_staged_slowdown(coll: Collective, n_ranks: int, channels: int) -> float
 
         slowdown = 1 + 1 / (channels · (P − 1))
 
+    Simple alone: LL (and LL128, off by default over PCIe) moves each 8-byte word with its flag, and NCCL
+    prices Ring/LL at half the link or less (``busBw * .5``, capped by ``llMaxBw``), so a direction it
+    leaves idle is not the bandwidth it runs at; the sweeps' LL rows (to 32 KiB, latency-bound) are within
+    0.88-1.17 of NCCL's figure without it.
+
     Evidence: the five sweeps of two RTX 2080 Ti under one PCIe 3.0 switch without P2P (SHM, 2 channels,
     the bundled ``*_perf-2xRTX2080Ti-pcie3-shm.txt``): at 4-512 MiB NCCL's figure is 0.64-0.68 of the time
     an all-gather takes and 0.80-0.81 of an all-reduce's (1 / 1.5 and 1 / 1.25 by this rule), while
