@@ -30,7 +30,8 @@ def device_lines(path):
 #: cards' product pages: RTX 2080 Ti PCIe 3.0 x16, A100 PCIe PCIe 4.0 x16).
 PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NVIDIA B200": "dgx-b200",
              "NVIDIA A100-SXM4-40GB": "dgx-a100", "NVIDIA A100-SXM4-80GB": "dgx-a100",
-             "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3", "NVIDIA A100-PCIE-40GB": "pcie-gen4"}
+             "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3", "NVIDIA A100-PCIE-40GB": "pcie-gen4",
+             "A100-SXM4-40GB": "dgx-a100"}  # the name as drivers before 2021 printed it (no "NVIDIA ")
 
 
 def run_check(*args):
