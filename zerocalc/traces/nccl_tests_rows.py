@@ -171,6 +171,8 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
             if not _INT.match(tok) or tok.startswith("-"):
                 raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a whole number")
             rec[col] = int(tok)
+        elif col == "redop" and tok == "":
+            rec[col] = None  # the blank cell :func:`_blank_redop` restored
         elif col in ("type", "redop"):
             if _float(tok) is not None or tok == "N/A":
                 raise TraceFormatError(file, lineno, f"{col} {tok!r} is a number, not a name")
@@ -218,7 +220,21 @@ def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
                                                  f"({len(toks)} cells)")
     elif layout.invalid:
         raise TraceFormatError(file, lineno, f"row refused: {layout.invalid}")
-    return _cells(toks, layout, file, lineno)
+    return _cells(_blank_redop(toks, layout), layout, file, lineno)
+
+
+def _blank_redop(toks: list[str], layout: Layout | None) -> list[str]:
+    """``toks`` with the ``redop`` cell nccl-tests printed blank put back as ``""``: up to v2.11 the
+    all-to-all test prints a ``redop`` header column and, in each row, that cell as ``%6s`` of ``""``
+    (``src/common.cu`` ``print_line_header``; ``src/alltoall.cu`` ``TimeTest(..., "", -1)``), which a
+    split on blanks loses. Only where the header has ``redop`` and the row's cell there is a number
+    (its first time): the row then fits the header's width, its other cells in their columns."""
+    if layout is None or "redop" not in layout.columns:
+        return toks
+    i = layout.columns.index("redop")
+    if len(toks) > i and _float(toks[i]) is not None:
+        return [*toks[:i], "", *toks[i:]]
+    return toks
 
 
 
@@ -265,6 +281,7 @@ class RowJoiner:
                     raise TraceFormatError(self.file, lineno, "row continues with another process's output "
                                                               f"({other[0].strip()} inside a {lead} line): "
                                                               "refused")
+                toks = _blank_redop(toks, layout)
                 if layout is not None and not layout.invalid and len(toks) < layout.width:
                     self.pending = (lineno, lead, toks, layout)  # its other pieces on the lines below
                     return None
