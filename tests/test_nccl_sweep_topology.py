@@ -31,7 +31,8 @@ def device_lines(path):
 PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NVIDIA B200": "dgx-b200",
              "NVIDIA A100-SXM4-40GB": "dgx-a100", "NVIDIA A100-SXM4-80GB": "dgx-a100",
              "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3", "NVIDIA A100-PCIE-40GB": "pcie-gen4",
-             "A100-SXM4-40GB": "dgx-a100"}  # the name as drivers before 2021 printed it (no "NVIDIA ")
+             "A100-SXM4-40GB": "dgx-a100",  # the name as drivers before 2021 printed it (no "NVIDIA ")
+             "Tesla V100-SXM2-16GB": "dgx-1-v100"}
 
 
 def run_check(*args):
@@ -152,7 +153,7 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
     ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("NVIDIA A10G", "pcie-gen4"),
     ("Tesla V100-PCIE-16GB", "pcie-gen3"), ("NVIDIA GeForce RTX 2080 Ti", "pcie-gen3"),
     ("NVIDIA H800", None),
-    ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", None),
+    ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", "dgx-1-v100"),
 ])
 def test_gpu_names(gpu, preset):
     assert preset_for_gpu(gpu) == preset

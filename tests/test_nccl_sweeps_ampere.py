@@ -164,3 +164,28 @@ def test_p4d_two_node_all_reduce_at_the_nccl_and_algorithm_it_ran_with():
     # algorithm bandwidth = busBw x nRanks / (2 (nRanks - 1)) = 48 x 16 / 30 GB/s (tuning.cc v2.9.9)
     hand = (4 << 30) / (4 * 12e9 * 16 / 30)
     assert sweep["rows"][-1]["predicted_s"] == pytest.approx(hand, rel=0.01)
+
+
+V100 = "all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt"
+
+
+def test_dgx1_v100_sweep_priced_on_the_cube_mesh_preset_its_devices_name():
+    """konnase/konnase.github.io's 2019 note: 8 Tesla V100-SXM2-16GB on one host, their nvidia-smi topo -m
+    the DGX-1 hybrid cube-mesh, one process driving the 8 GPUs, 8 B-128 MiB; no NCCL version printed.
+    dgx-1-v100 from the device lines: every size within 0.5-2x, 8 MiB up within 0.8-1.25x; up to 128 KiB
+    the run pays ~48.5 µs a call, above the -g 8 launch floor of A100-era runs (0.70x: the median size)."""
+    rows = counted_rows(V100)
+    assert (len(rows), rows[0], rows[-1]) == (25, (8, 48.46, 48.17), (128 << 20, 1818.8, 1821.9))
+    assert device_names(V100) == {"Tesla V100-SXM2-16GB"}
+    sweep = check(V100)
+    assert (sweep["topology"], sweep["group_size"], sweep["gpus_per_thread"]) == ("dgx-1-v100", 8, 8)
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"] if r["bytes"] >= 8 << 20)
+    assert 0.6 <= at_median_size(sweep)["ratio"] < 0.8
+    # hand check of the bandwidth: NCCL's ring over 6 channels of 20 GB/s (sm70 NVLink, topo.h; the
+    # cube-mesh's rings, zerocalc.topology.presets), algorithm bandwidth = 120 GB/s x 8 / 14 (tuning.cc,
+    # ring all-reduce), so 64 MiB more take 64 MiB / 68.6 GB/s = 0.979 ms more
+    by = {r["bytes"]: r for r in sweep["rows"]}
+    assert (by[128 << 20]["algorithm"], by[128 << 20]["protocol"]) == ("Ring", "Simple")
+    slope = by[128 << 20]["predicted_s"] - by[64 << 20]["predicted_s"]
+    assert slope == pytest.approx((64 << 20) / (120e9 * 8 / 14), rel=0.01)

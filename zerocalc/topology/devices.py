@@ -20,6 +20,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
   (p5e and p5en hold the same GPUs and 3,200 Gb/s of EFA; p5en's EFAv3 reports 35 µs to NCCL, p5e's 75:
   the file cannot tell them apart, and the first line says so);
 * ``B200`` → ``dgx-b200``;
+* ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
+  ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
+  the clouds' 8-GPU V100 shapes;
 * a PCIe card (:data:`PCIE_CARDS`: the name says PCIe, or a GeForce / RTX / workstation / L-series part)
   → the PCIe box of its generation (``pcie-gen3``, ``pcie-gen4``, ``pcie-gen5``), with the card's own
   name and compute capability in place of the preset's, and no PCIe peer-to-peer for GeForce and TITAN
@@ -51,6 +54,7 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bH100\b.*\bHBM3\b|\bH100[- ]SXM", re.I), "h100"),
     (re.compile(r"\bH200$", re.I), "h200"),
     (re.compile(r"\bB200$", re.I), "b200"),
+    (re.compile(r"\bV100-SXM2", re.I), "v100-sxm2"),
 )
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
@@ -60,6 +64,7 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
     "b200": {None: "dgx-b200", "ib": "dgx-b200"},
+    "v100-sxm2": {None: "dgx-1-v100", "ib": "dgx-1-v100"},
 }
 
 

@@ -1,6 +1,6 @@
-"""The preset machines (DGX A100/H100/H200/B200, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and
-5.0 boxes and an Ethernet cluster), each figure citing its datasheet, and :func:`get_topology` to pick
-one by name.
+"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en,
+PCIe 3.0, 4.0 and 5.0 boxes and an Ethernet cluster), each figure citing its datasheet, and
+:func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -122,6 +122,15 @@ def _p4(name: str, gpu_gb: int) -> Topology:
     )
 
 
+#: Why a hybrid cube-mesh prices as its 6 NVLinks per GPU (by hand, from NCCL's ring search rules,
+#: ``src/graph/search.cc``): in the DGX-1 mesh (``nvidia-smi topo -m`` of the bundled V100 sweep) the
+#: doubled links (NV2) close the ring 0-3-2-1-7-4-5-6 and the single ones (NV1) the ring 0-1-3-5-7-6-4-2;
+#: at 20 GB/s a channel (NCCL's sm70 NVLink figure, ``topo.h``) the NV2 ring holds 2 channels each way and
+#: the NV1 ring 1, 6 channels in all, more than the 2 of 40 GB/s, so NCCL keeps 6 × 20 = 120 GB/s, what a
+#: node of 6 links per GPU gives. Point-to-point between the pairs no NVLink joins is not modelled.
+_CUBE_MESH = ("the 6 channels of 20 GB/s NCCL's ring search finds on the cube-mesh's two rings of links "
+              "(search.cc, topo.h)")
+
 PRESETS: dict[str, Topology] = {
     t.name: t
     for t in (
@@ -165,6 +174,16 @@ PRESETS: dict[str, Topology] = {
                    "latencyInter in tuning.cc via topo.cc and search.cc, 2.19 to 2.30)",
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0,
             net_latency_us=0.0, nccl_env=_TCPXO_ENV,
+        ),
+        Topology(
+            "dgx-1-v100", "NVIDIA DGX-1 with V100: NVLink2 hybrid cube-mesh + 4×100 Gb/s EDR InfiniBand", 8,
+            Link.from_units(_NVLINK_US, 150.0), Link.from_units(_NET_US, 4 * 100 / 8),
+            source="NVIDIA DGX-1 with Tesla V100 datasheet: 8× Tesla V100 SXM2 (16 or 32 GB) in an NVLink "
+                   "hybrid cube-mesh, 300 GB/s of NVLink per GPU bidirectional (6 NVLink2 links × 25 GB/s "
+                   "each way), no NVSwitch; 4× Mellanox ConnectX-4 EDR InfiniBand 100 Gb/s; 2× Intel Xeon "
+                   "E5-2698 v4; PCIe 3.0. Priced by its 6 links per GPU, " + _CUBE_MESH,
+            gpu="V100 SXM2", compute_capability=70, nvlink_gen=2, nvlinks_per_gpu=6, nvswitch_gen=0,
+            pcie_gen=3, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
         ),
         _p4("aws-p4d", 40),
         _p4("aws-p4de", 80),
