@@ -189,3 +189,24 @@ def test_dgx1_v100_sweep_priced_on_the_cube_mesh_preset_its_devices_name():
     assert (by[128 << 20]["algorithm"], by[128 << 20]["protocol"]) == ("Ring", "Simple")
     slope = by[128 << 20]["predicted_s"] - by[64 << 20]["predicted_s"]
     assert slope == pytest.approx((64 << 20) / (120e9 * 8 / 14), rel=0.01)
+
+
+def test_a_blank_redop_row_broken_by_nccls_lines_is_put_back_together():
+    # the SuperBench alltoall with its 32 B row broken after `size count type` by an NCCL INFO line (as a
+    # -g run's NCCL output lands inside rows): read whole, its times in their columns
+    import io
+
+    from zerocalc.traces.nccl_tests import parse
+
+    text = (DATA / ALLTOALL).read_text()
+    row = ("          32             1   float            89.00    0.00    0.00    N/A    85.13    0.00"
+           "    0.00    N/A\n")
+    assert row in text
+    broken = ("          32             1   float  host:1:2 [0] NCCL INFO Launch mode Parallel\n"
+              "            89.00    0.00    0.00    N/A    85.13    0.00    0.00    N/A\n")
+    res = parse(io.StringIO(text.replace(row, broken)), "f")
+    assert not res.skipped
+    (r,) = [r for r in res.rows if r["size_bytes"] == 32]
+    assert r["redop"] is None
+    assert (r["duration_s"], r["inplace_duration_s"]) == pytest.approx((89.0e-6, 85.13e-6))
+    assert r["source_line"] == text.splitlines().index(row.rstrip("\n")) + 1

@@ -292,7 +292,7 @@ class RowJoiner:
         if self.pending is None or lead != self.pending[1] or not all(_cell(t) for t in toks):
             return None  # another process's line, or text between a row's pieces
         first, lead, cells, pending_layout = self.pending
-        cells = cells + toks
+        cells = _blank_redop(cells + toks, pending_layout)  # a blank redop right where the row broke
         if len(cells) < pending_layout.width:
             self.pending = (first, lead, cells, pending_layout)
             return None
