@@ -1,7 +1,8 @@
 """Public nccl-tests sweeps of Ampere boxes, checked with the preset their device lines name: Microsoft
 SuperBench's six tests on one node of 8 A100-SXM4-40GB (pre-2022 layout, one process driving the 8 GPUs)
-and an all_reduce over two AWS p4d.24xlarge (NCCL 2.9.9, EFA). Expected figures are counted from the files
-(tests/data/traces/README.md names their sources)."""
+and an all_reduce over two AWS p4d.24xlarge (NCCL 2.9.9, EFA); 8 V100 SXM2 of a DGX-1 cube-mesh; 2 and 4
+GeForce RTX 4090 on PCIe. Expected figures are counted from the files (tests/data/traces/README.md names
+their sources)."""
 
 import json
 
@@ -210,3 +211,32 @@ def test_a_blank_redop_row_broken_by_nccls_lines_is_put_back_together():
     assert r["redop"] is None
     assert (r["duration_s"], r["inplace_duration_s"]) == pytest.approx((89.0e-6, 85.13e-6))
     assert r["source_line"] == text.splitlines().index(row.rstrip("\n")) + 1
+
+
+# file: (ranks, first row, last row, sizes within 0.5-2x: all up to this size, or every size when None)
+RTX4090 = {
+    "all_reduce_perf-4xRTX4090-g4-docker-kalavai.txt":
+        (4, (8, 18.90, 19.54), (2 << 30, 1246110.0, 1246603.0), None),
+    "all_reduce_perf-2xRTX4090-g2-docker-kalavai.txt":
+        (2, (8, 8.97, 8.83), (2 << 30, 957746.0, 962086.0), 16 << 10),
+    "all_reduce_perf-2xRTX4090-g2-k8s-kalavai.txt":
+        (2, (8, 10.98, 10.36), (2 << 30, 557166.0, 554637.0), 1 << 20),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RTX4090))
+def test_rtx_4090_sweeps_priced_on_the_pcie_gen4_box_without_peer_to_peer(name):
+    """kalavai-net/kalavai-client's GeForce RTX 4090 runs (one process driving 2 or 4 GPUs, 8 B-2 GiB, NGC
+    PyTorch 24.01 container): pcie-gen4 with the card's name and no PCIe peer-to-peer (GeForce: NCCL's SHM
+    through host memory). The 4-GPU run is within 0.5-2x at every size (0.56x at 2 GiB, median size
+    0.74x); the 2-GPU runs move 2.2 GB/s (GPUs 0x1a, 0x1b) and 3.9 GB/s (0x1a, 0xb2) where the model, which
+    takes a run's GPUs under one switch, prices about 8: within the band only up to 16 KiB and 1 MiB."""
+    ranks, first, last, up_to = RTX4090[name]
+    rows = counted_rows(name)
+    assert (len(rows), rows[0], rows[-1]) == (29, first, last)
+    assert device_names(name) == {"NVIDIA GeForce RTX 4090"}
+    sweep = check(name)
+    assert (sweep["topology"], sweep["group_size"], sweep["gpus_per_thread"]) == ("pcie-gen4", ranks, ranks)
+    assert "no PCIe peer-to-peer between GeForce cards" in sweep["topology_how"]
+    inside = {r["bytes"] for r in sweep["rows"] if 0.5 <= r["ratio"] <= 2.0}
+    assert inside == {s for s, _, _ in rows if up_to is None or s <= up_to}
