@@ -410,3 +410,18 @@ def test_a_json_report_of_cputime_is_refused_too(tmp_path):
     res = invoke("check", path)
     assert res.exit_code == 2
     assert "cputime" in res.stderr and f"{path}:0:" in res.stderr
+
+
+def test_v1_rows_without_their_header_are_read_in_milliseconds(tmp_path):
+    """An excerpt of v1 rows (no header): their ``%7.3f`` times, which no later release prints, and an
+    algbw of size / time in ms tell them."""
+    text = _v1("all_reduce", ["op"], [(8388608, 2097152, "sum", 1.678, 5.0, 5.0, 0, 1.701, 4.93, 4.93, 0)])
+    rows_only = "".join(ln + "\n" for ln in text.splitlines() if ln[:1] == " " and ln.split()[0].isdigit())
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(rows_only)
+    (r,) = parse(iter(rows_only.splitlines(True)), str(path)).rows
+    assert r["layout"] == "v1-redop" and r["duration_s"] == pytest.approx(1.678e-3)
+    # the same row in microseconds, as 2019-2022 printed it (%7.2f): read as it says
+    later = rows_only.replace("  1.678", "1678.00").replace("  1.701", "1701.00")
+    (r,) = parse(iter(later.splitlines(True)), str(path)).rows
+    assert r["layout"] == "pre2022-redop" and r["duration_s"] == pytest.approx(1678e-6)

@@ -41,7 +41,8 @@ _SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "bu
 #: nccl-tests v1 (its tests' ``print_header`` to Mar 2019, nccl-tests cbe7f65, NCCL 2.0-2.3): ``bytes N
 #: type`` then each test's ``op`` / ``root``, and per side ``time algbw busbw res``, the time in
 #: MILLISECONDS (``common.cu``: ``PRINT("  %7.3f  %5.2f  %5.2f  %7.0le", deltaSec * 1.0E3, ...)``) and
-#: ``res`` the largest deviation found; broadcast printed the out-of-place side only.
+#: ``res`` the largest deviation found; broadcast printed the out-of-place side only. Its rows without their
+#: header are told by their times (:func:`_in_milliseconds`).
 #: Appended to the layout of a table whose times are ``cputime`` (nccl-tests ``-C 1``, since d313d20, Sep
 #: 2022: ``src/common.cu`` reads ``cputimeSec = tim.elapsed()`` after the loop that enqueues the calls and
 #: before ``completeColl`` waits for them): the host's time to launch a call, not the call's, so not what
@@ -153,8 +154,27 @@ def _shape_layout(toks: list[str]) -> Layout | None:
     if rest != 8:
         return None
     sides = [p + c for p in ("oop_", "ip_") for c in ("time_us", "algbw", "busbw", "wrong")]
+    columns = ("size_bytes", "count", "type", *lead, *sides)
+    if _in_milliseconds(toks[0], toks[i], toks[i + 1], toks[i + 4]):
+        return Layout("-".join(("v1", *lead)), columns, time_unit_us=1000.0)
     name = "2022" if lead == ["redop", "root"] else "-".join(("pre2022", *lead))
-    return Layout(name, ("size_bytes", "count", "type", *lead, *sides))
+    return Layout(name, columns)
+
+
+_THREE_DECIMALS = re.compile(r"^[0-9]+\.[0-9]{3}$")
+
+
+def _in_milliseconds(size: str, time: str, algbw: str, in_place_time: str) -> bool:
+    """Whether a headerless row is nccl-tests v1's, its times in milliseconds (:data:`_LEAD_V1`): v1
+    printed them ``%7.3f``, three decimals, which no later release prints (``%7.2f`` / ``%7.1f`` /
+    ``%7.0f``, from 2.18 ``getFloatStr`` at most two); its algbw, where it shows, is then the size over the
+    time in ms (``algBw = size / 1e9 / sec``)."""
+    if not (_THREE_DECIMALS.match(time) and _THREE_DECIMALS.match(in_place_time)):
+        return False
+    ms, bw = float(time), _float(algbw)
+    if bw is None or bw < 0.1 or ms <= 0:
+        return True
+    return abs(int(size) / 1e6 / ms - bw) <= 0.01 + 0.05 * bw
 
 
 def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> dict[str, Any]:
