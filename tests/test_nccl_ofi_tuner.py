@@ -131,6 +131,28 @@ def test_regions_on_32_ranks_8_per_node():
     assert ofi_choice(t, C.ALL_REDUCE, 1610612736 + 1000, 4, 32, True) == (A.RING, P.SIMPLE)
 
 
+DECISIONS = DATA.parent.parent / "aws-ofi-nccl" / "current_tuner_decisions.csv"
+NAMES = {"tree": A.TREE, "ring": A.RING, "nvlstree": A.NVLS_TREE, "ll": P.LL, "ll128": P.LL128,
+         "simple": P.SIMPLE}
+
+
+@pytest.mark.parametrize("version", [V110, V112])
+def test_regions_match_the_plugins_own_decisions(version):
+    # the plugin's own answers (its unit test's golden file, v1.10.0-v1.13.2): every one of 176 points
+    lines = DECISIONS.read_text().splitlines()
+    assert lines[0] == "nodes,ranks,size,channels,algorithm,protocol" and len(lines) == 177
+    for line in lines[1:]:
+        nodes, ranks, size, channels, algo, proto = line.split(",")
+        want = None if algo == "none" else (NAMES[algo], NAMES[proto])
+        n_bytes = int(size.removesuffix("MiB")) * MiB
+        assert region_choice(version, C.ALL_REDUCE, n_bytes, int(nodes), int(ranks), True) == want, line
+        assert channels == "0"
+        if version == V112:  # v1.13's p5 tuner through the cost-table entry, every pair priced by NCCL
+            got = ofi_choice(_on("1.13.2-aws", "p5"), C.ALL_REDUCE, n_bytes, int(nodes), int(ranks), True,
+                             tuner_api=3, usable=lambda a, p: True)
+            assert got == want, line
+
+
 def test_regions_by_shape():
     # 2 ranks per node, 4 ranks: Tree/LL128 to (1314816, 4), Ring/LL128 to (19736576, 4), NVLS Tree after
     assert region_choice(V110, C.ALL_REDUCE, 1314816 - 1, 2, 4, True) == (A.TREE, P.LL128)
