@@ -1,6 +1,7 @@
-"""aws-ofi-nccl's tuner plugin: its v1.9 cost model and v1.10-v1.11 regions, derived by hand from the
+"""aws-ofi-nccl's tuner plugin: its v1.9 cost model and its regions (v1.10 on), derived by hand from the
 plugin's own sources (tag v1.9.2-aws ``include/nccl_ofi_tuner.h``, ``src/tuner/nccl_ofi_model.c``,
-``nccl_ofi_tuner.c``; tag v1.10.0-aws ``src/tuner/nccl_ofi_tuner.c``, ``nccl_ofi_regions.c``), and the
+``nccl_ofi_tuner.c``; tags v1.10.0-aws to v1.21.1 ``src/tuner/nccl_ofi_tuner.c``, ``nccl_ofi_regions.c``
+/ ``.cpp``) and checked against the plugin's own decisions (its unit test's golden file), and the
 bundled p5 sweeps checked under it."""
 
 import json
@@ -289,7 +290,7 @@ def test_platform_releases_coverage():
     # a platform the release does not know falls back to NCCL
     assert _on("1.18.0", "p5").coverage(4) == (True, "")
     assert ofi_choice(_on("1.18.0", "p5"), C.ALL_REDUCE, 8, 4, 32, True) == (A.TREE, P.LL128)
-    assert _on("1.19.0", "p5").coverage(4)[0] is None
+    assert _on("1.19.0", "p5").coverage(4) == (True, "")
     assert _on("1.14.0", "p5en").coverage(4)[0] is None
     assert _on("1.16.0", "p6-b200").coverage(4)[0] is None
     assert _on("1.15.0", "p6-b200").coverage(4)[0] is False
@@ -302,7 +303,10 @@ def test_platform_releases_coverage():
 def test_file_stated_release_not_modelled_is_a_note():
     info = {"tuner_plugin": ["nccl_ofi_tuner", 40], "ofi_version": ["1.19.0", 12]}
     t, notes = ofi_tuner_stated(None, info, {}, "2.23.4", True, False, "p5", 4)
-    assert t is None and "log2" in notes[0] and "NCCL's own choice priced" in notes[0]
+    assert t is not None and t.platform == "p5"
+    t, notes = ofi_tuner_stated(None, info, {}, "2.23.4", True, False, "p5en", 4)
+    assert t is None and "p5en regions are not modelled" in notes[0]
+    assert "NCCL's own choice priced" in notes[0]
     t, notes = ofi_tuner_stated(None, info, {}, "2.23.4", True, False, "p5", 2)
     assert t.kind == "platform" and t.platform == "p5"
     t, notes = ofi_tuner_stated(None, {"tuner_plugin": ["nccl_ofi_tuner", 40]}, {}, "2.23.4", True, False,
@@ -320,3 +324,29 @@ def test_p5en_regions_refused_when_asked_for():
     f = DATA / "all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt"
     res = runner.invoke(app, ["check", str(f), "--topology", "aws-p5en", "--ofi-tuner", "1.14.0"])
     assert res.exit_code == 2 and "p5en regions are not modelled" in res.stderr
+
+
+def test_extension_to_the_nearer_edge_from_v1_13_2():
+    # extend_region's test flipped in v1.13.2 (projected_zy < z.y): the line (7.5 GiB, 160)-(9 GiB, 192)
+    # now stops at x = 100 GiB, y = 160 + 32/1.5 GiB × (100 GiB - 7.5 GiB) ≈ 2133 ranks
+    x, y = extend_region((8053063680, 160), (9663676416, 192), nearest=True)
+    slope = 32 / (9663676416 - 8053063680)
+    assert x == 100 * GiB and y == pytest.approx(160 + slope * (100 * GiB - 8053063680))
+    # so 8-per-node's last NVLS Tree region no longer reaches (90 GiB, 300000 ranks): that edge from
+    # (100 GiB, 2133) to (384 MiB, 1024²) passes x ≈ 76.7 GB there
+    assert region_choice((1, 13, 1), C.ALL_REDUCE, 90 * GiB, 37500, 300000, True) == (A.NVLS_TREE, P.SIMPLE)
+    assert region_choice((1, 13, 2), C.ALL_REDUCE, 90 * GiB, 37500, 300000, True) is None
+
+
+def test_log2_space_from_v1_19():
+    # Tree/LL128's edge (30 MiB, 16)-(36 MiB, 32) at 24 ranks: 33 MiB in bytes and ranks, but
+    # 2^(log2 30Mi + (log2 24 - 4)(log2 36Mi - log2 30Mi)) ≈ 35.0e6 bytes in log2 space
+    linear = 31457280 + (24 - 16) / (32 - 16) * (37748736 - 31457280)
+    in_log2 = 2 ** (math.log2(31457280) + (math.log2(24) - 4) * (math.log2(37748736) - math.log2(31457280)))
+    between = int((linear + in_log2) / 2)
+    assert region_choice((1, 18, 0), C.ALL_REDUCE, between, 3, 24, True) == (A.RING, P.LL128)
+    assert region_choice((1, 19, 0), C.ALL_REDUCE, between, 3, 24, True) == (A.TREE, P.LL128)
+    assert ofi_choice(_on("1.21.1", "p5"), C.ALL_REDUCE, between, 3, 24, True, tuner_api=3,
+                      usable=lambda a, p: True) == (A.TREE, P.LL128)
+    # a vertex at 0 bytes reads as 1e-6 (transform_log2): 8 bytes on 4 nodes stays Tree/LL128
+    assert region_choice((1, 19, 0), C.ALL_REDUCE, 8, 4, 32, True) == (A.TREE, P.LL128)

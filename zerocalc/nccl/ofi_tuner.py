@@ -22,10 +22,10 @@ v1.9.0 (``src/tuner/``). Which one, and what it answers for a call (``getCollInf
   not available for platform ..., Fall back to NCCL's tuner"; where it answers it prefers its regions
   to its model (unless ``OFI_NCCL_TUNER_TYPE`` forces one, which zerocalc does not read). From v1.14.0
   both leave 2 nodes or fewer to NCCL ("the regions are not well defined at two nodes"). The p5/p5e
-  regions of v1.13.0-v1.18.0 are v1.12's, point for point (``region_init_internal_p5_p5e``); from
-  v1.19.0 the regions are tested in log2 space (``transform_log2``), which zerocalc does not model, nor
-  the p5en and p6 regions: such a release, platform and communicator is refused (``--ofi-tuner``) or
-  priced with NCCL's own choice and a note saying so (a file's INFO lines).
+  regions of v1.13.0-v1.21.1 are v1.12's, point for point (``region_init_internal_p5_p5e``), extended
+  to the nearer edge from v1.13.2 and tested in log2 space from v1.19.0 (:mod:`zerocalc.nccl.ofi_regions`).
+  zerocalc does not model the p5en and p6 regions: such a release, platform and communicator is refused
+  (``--ofi-tuner``) or priced with NCCL's own choice and a note saying so (a file's INFO lines).
 
 To v1.12.1 the tuner is not platform-gated: each answers alike on any machine NCCL loads it on. None of
 the modelled answers sets ``nChannels`` (v1.16.0 on set it for Tree/LL128 on p6 only, v1.21.0 on a chunk
@@ -64,9 +64,6 @@ MODELLED = (((1, 9, 0), (1, 9, 2), "model"), ((1, 10, 0), (1, 12, 1), "regions")
 #: From this release both of the plugin's tuners leave 2 nodes or fewer to NCCL (commit b70a787b,
 #: "Default to nccl internal tuner on two nodes").
 FIRST_TWO_NODE_FALLBACK = (1, 14, 0)
-#: The last release whose p5/p5e regions are v1.12's in the (bytes, ranks) plane (v1.19.0 tests them in
-#: log2 space).
-LAST_LINEAR_REGIONS = (1, 18, 99)
 #: The EC2 platforms the plugin knows, by zerocalc preset (``aws-p5`` → ``p5.48xlarge``), and the first
 #: release that knows each (``nccl_ofi_tuner_init``'s ``strcmp(platform_type, ...)``).
 PLATFORMS = {"p5": (1, 13, 0), "p5e": (1, 13, 0), "p5en": (1, 13, 0), "p6-b200": (1, 16, 0),
@@ -142,8 +139,6 @@ class OfiTuner:
                            f"for platform\")")
         if self.platform not in ("p5", "p5e"):
             return None, f"its {self.platform} regions are not modelled"
-        if self.version > LAST_LINEAR_REGIONS:
-            return None, "its regions in log2 space (v1.19.0 on) are not modelled"
         return True, ""
 
 
@@ -248,5 +243,5 @@ def ofi_choice(tuner: OfiTuner, coll: Collective, n_bytes: int, n_nodes: int, n_
     if not applies:
         return None
     v3 = tuner_api >= 3 and tuner.version >= FIRST_V3
-    tables = tuner.version if tuner.kind == "regions" else FIRST_V3  # v1.13-v1.18 on p5/p5e: v1.12's
-    return region_choice(tables, coll, int(n_bytes), n_nodes, n_ranks, nvls_support, usable if v3 else None)
+    return region_choice(tuner.version, coll, int(n_bytes), n_nodes, n_ranks, nvls_support,
+                         usable if v3 else None)
