@@ -211,9 +211,17 @@ def test_releases_refused(text, needle):
     assert parse_ofi_version("1.9.2-aws") == (1, 9, 2)
 
 
-def test_info_line_states_the_release():
+def test_info_line_states_the_release_and_platform():
     line = "[1,0]<stdout>:host:25:69 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.9.2-aws"
     assert info_facts(line) == [("ofi_version", "1.9.2-aws")]
+    line = ("host:37:65 [7] NCCL INFO NET/OFI Running on p5en.48xlarge platform, Setting NCCL_TOPO_FILE "
+            "environment variable to /opt/aws-ofi-nccl/share/aws-ofi-nccl/xml/p5en.48xl-topo.xml")
+    assert info_facts(line) == [("ec2_platform", "p5en.48xlarge")]
+    # the instance type the plugin read wins over the topology's for its tuner
+    info = {"tuner_plugin": ["nccl_ofi_tuner", 40], "ofi_version": ["1.14.0", 12],
+            "ec2_platform": ["p5en.48xlarge", 20]}
+    t, notes = ofi_tuner_stated(None, info, {}, "2.23.4", True, False, "p5", 4)
+    assert t is None and "p5en regions are not modelled" in notes[0]
 
 
 def _check(*args):
@@ -228,6 +236,8 @@ def test_p5_tuner_file_two_nodes_left_to_nccl():
     s = _check(TUNER_FILE)
     assert all(r["ofi_tuner"] is False for r in s["rows"]) and len(s["rows"]) == 32
     assert any("aws-ofi-nccl 1.9.2-aws" in n and "2 nodes or fewer" in n for n in s["notes"])
+    assert any("tuner plugin on p5.48xlarge (line 83)" in n for n in s["notes"])
+    assert s["nccl_info"]["ec2_platform"] == ["p5.48xlarge", 83]
 
 
 def test_p5_tuner_file_under_v1_10_regions():

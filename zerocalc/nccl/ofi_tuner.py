@@ -169,6 +169,11 @@ def ofi_tuner(text: str, option: str = OPTION) -> OfiTuner:
                       f"(the newest it has read)", option=option)
 
 
+def platform_of_instance(instance_type: str) -> str:
+    """The platform key of an EC2 instance type as aws-ofi-nccl reads it (``p5en.48xlarge`` → ``p5en``)."""
+    return str(instance_type).lower().split(".")[0]
+
+
 def platform_of(topology_name: str) -> str | None:
     """The EC2 platform (a key of :data:`PLATFORMS`, or another ``aws-`` preset's family such as ``p4d``)
     of a zerocalc AWS preset name (``aws-p5e`` → ``p5e``), ``None`` for any other topology."""

@@ -21,6 +21,8 @@ aws-ofi-nccl's sources):
   %s"`` with its ``PACKAGE_STRING``, ``aws-ofi-nccl 1.9.2-aws``: ``src/nccl_ofi_net.c`` v1.7-v1.13,
   ``nccl_ofi_net.cpp`` to v1.21), which says whose tuner plugin ``nccl_ofi_tuner`` is
   (:mod:`zerocalc.nccl.ofi_tuner`);
+- ``ec2_platform``: the EC2 instance type aws-ofi-nccl read (``"Running on %s platform, ..."``,
+  ``src/platform-aws.c`` v1.7-v1.13, ``platform-aws.cpp`` to v1.21), by which its tuner answers from v1.13;
 - ``net_latency_us``: the per-hop latency aws-ofi-nccl reports to NCCL (``"Internode latency set at
   %.1f us"``, aws/aws-ofi-nccl ``src/platform-aws.c`` v1.7-v1.13, ``platform-aws.cpp`` to v1.21: the
   platform table's figure, 75 µs on p4d/p5 and 35 µs on p5en since v1.16, else 150 µs "for historical
@@ -82,6 +84,7 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tuning", re.compile(r"\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\w+) proto (\w+)"
                           r"(?: time (\d+(?:\.\d+)?)| channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")),
     ("ofi_version", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Initializing aws-ofi-nccl (\S+)")),
+    ("ec2_platform", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Running on (\S+) platform\b")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
     ("thread_thresholds", re.compile(r"\bNCCL INFO threadThresholds (\d+)/(\d+)/(\d+) \| "
                                      r"(\d+)/(\d+)/(\d+)\b")),
@@ -117,7 +120,7 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, next(g for g in m.groups() if g))]
         if kind == "thread_thresholds":
             return [(kind, [int(g) for g in m.groups()])]
-        if kind == "ofi_version":
+        if kind in ("ofi_version", "ec2_platform"):
             return [(kind, m[1])]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]

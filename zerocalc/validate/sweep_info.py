@@ -87,12 +87,17 @@ def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[st
     aws-ofi-nccl tuner library (``libnccl-ofi-tuner.so``), and its ``NET/OFI Initializing aws-ofi-nccl X``
     line the release. What the file does not state is not guessed: a note says so. ``efa``: the run went
     over AWS EFA; ``restricted``: ``NCCL_ALGO`` or ``NCCL_PROTO`` is set; ``platform``: the EC2 platform
-    of the topology (:func:`zerocalc.nccl.ofi_tuner.platform_of`), ``n_nodes`` its nodes. A release whose
+    of the topology (:func:`zerocalc.nccl.ofi_tuner.platform_of`), unless the file's INFO lines state the
+    instance type the plugin read (``ec2_platform``), ``n_nodes`` its nodes. A release whose
     answer there zerocalc does not model (:meth:`~zerocalc.nccl.ofi_tuner.OfiTuner.coverage`) is a
     :class:`ConfigError` when given, else a note."""
     from zerocalc.errors import ConfigError
-    from zerocalc.nccl.ofi_tuner import PLUGIN_NAME, ofi_tuner
+    from zerocalc.nccl.ofi_tuner import PLUGIN_NAME, ofi_tuner, platform_of_instance
     from zerocalc.nccl.tables import parse_version
+
+    instance = info.get("ec2_platform")
+    if instance:
+        platform = platform_of_instance(instance[0])
 
     if given is not None:
         t = replace(ofi_tuner(given), platform=platform)
@@ -138,7 +143,8 @@ def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[st
     if restricted and parse_version(nccl_version) < (2, 21, 0):
         return None, [f"{how}, but {t.name}'s tuner refuses to load under NCCL_ALGO / NCCL_PROTO with tuner "
                       f"API v1 (NCCL {nccl_version}): NCCL's own choice priced"]
-    return t, [f"{t.name} (line {stated[1]}) tuner plugin: {how}"]
+    on = f" on {instance[0]} (line {instance[1]})" if instance else ""
+    return t, [f"{t.name} (line {stated[1]}) tuner plugin{on}: {how}"]
 
 
 def coll_lines_remark(info: Mapping[str, Any], path: str) -> str:
