@@ -107,15 +107,65 @@ ALLTOALL = SUPERBENCH.format("alltoall")
 def test_superbench_a100_alltoall_blank_redop_cells_read_under_its_header():
     """nccl-tests up to v2.11 print alltoall's redop cell blank under a redop header (common.cu prints
     ``%6s`` of ``""``): each row is read, its cells in their columns. 8 GiB is within 0.8-1.25 of the p2p
-    model; up to 2 MiB the run pays a fixed ~87 µs (one thread queuing 8 x 14 sends and receives), 2.7x
-    the -g 8 launch floor zerocalc prices (0.36-0.47x), so only the sizes from 4 MiB are within 0.5-2x."""
+    model; up to 2 MiB the run pays a fixed ~87 µs, the one thread issuing 8 x 2 x 8 sends and receives
+    per call: priced at the thread's floor of 8 x 3.96 µs plus 0.43 µs for each of the 120 tasks beyond a
+    collective's one per GPU, 31.68 + 51.6 = 83.28 µs by hand, so every size is within 0.5-2x."""
     rows = counted_rows(ALLTOALL)
     assert (len(rows), rows[0], rows[-1][0]) == (29, (32, 89.00, 85.13), 8 << 30)
     sweep = check(ALLTOALL)
     assert (sweep["op"], sweep["group_size"], sweep["topology"]) == ("all_to_all", 8, "dgx-a100")
-    assert {r["bytes"] for r in sweep["rows"] if 0.5 <= r["ratio"] <= 2.0} == {
-        s for s, _, _ in rows if s >= 4 << 20}
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    small = [r for r in sweep["rows"] if r["bytes"] <= 2 << 20]
+    assert len(small) == 17 and all(r["host_bound"] for r in small)
+    assert all(r["predicted_s"] == pytest.approx(83.28e-6, rel=1e-9) for r in small)
+    assert 0.8 <= at_median_size(sweep)["ratio"] <= 1.25
     assert 0.8 <= sweep["rows"][-1]["ratio"] <= 1.25
+
+
+def test_host_time_per_p2p_task_from_two_hosts_alltoall_floors():
+    """P2P_HOST_US_PER_TASK against the files it comes from: each host's -g alltoall floor (median
+    out-of-place time from 1 B to 4 KiB) over its own collectives' floor, against the tasks beyond one per
+    GPU (nccl-tests alltoall.cu: a send and a receive to every rank, itself included, per GPU), least
+    squares through the origin."""
+    from statistics import median
+
+    from zerocalc.validate.sweep import P2P_HOST_US_PER_TASK
+
+    def floor(names):
+        return median(t for name in names for s, t, _ in counted_rows(name) if s <= 4096)
+
+    a100 = [SUPERBENCH.format(op) for op in SUPERBENCH_FIGURES]
+    rtx = [f"{op}_perf-2xRTX2080Ti-pcie3-shm.txt"
+           for op in ("all_gather", "all_reduce", "broadcast", "reduce")]
+    excess_a100 = floor([ALLTOALL]) - floor(a100)  # 87.015 - 34.94
+    excess_rtx = floor(["alltoall_perf-2xRTX2080Ti-pcie3-shm.txt"]) - floor(rtx)  # 13.0 - 11.33
+    assert (excess_a100, excess_rtx) == pytest.approx((52.075, 1.67), abs=1e-6)
+    extra = (8 * 2 * 8 - 8, 2 * 2 * 2 - 2)
+    slope = (excess_a100 * extra[0] + excess_rtx * extra[1]) / (extra[0] ** 2 + extra[1] ** 2)
+    assert P2P_HOST_US_PER_TASK == pytest.approx(slope, abs=0.005)  # 0.434
+    # each host alone: 0.434 and 0.278 µs a task
+    assert excess_a100 / extra[0] == pytest.approx(0.434, abs=0.001)
+    assert excess_rtx / extra[1] == pytest.approx(0.278, abs=0.001)
+
+
+def test_p2p_tasks_per_call_as_nccl_tests_issues_them():
+    from zerocalc.nccl.p2p import P2pOp
+    from zerocalc.validate.sweep import p2p_host_floor_s, p2p_tasks
+
+    # alltoall.cu: per GPU a send and a receive to each of the n ranks; sendrecv.cu: one of each;
+    # gather.cu / scatter.cu: one per GPU, and n more on the root's; hypercube.cu: 2 per dimension
+    assert p2p_tasks(P2pOp.ALL_TO_ALL, 8, 8) == 128
+    assert p2p_tasks(P2pOp.SENDRECV, 8, 8) == 16
+    assert p2p_tasks(P2pOp.GATHER, 8, 8) == p2p_tasks(P2pOp.SCATTER, 8, 8) == 16
+    assert p2p_tasks(P2pOp.HYPERCUBE, 8, 8) == 8 * 2 * 3
+    assert p2p_tasks(P2pOp.ALL_TO_ALL, 16, 4) == 4 * 32
+    # the floor: G x 3.96 µs and 0.43 µs for each task beyond one per GPU; none for one GPU a thread,
+    # under -a (aggregated calls) or -G (CUDA graphs)
+    assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 2, 2) == pytest.approx((2 * 3.96 + 6 * 0.43) * 1e-6)
+    assert p2p_host_floor_s(P2pOp.SENDRECV, 8, 8) == pytest.approx((8 * 3.96 + 8 * 0.43) * 1e-6)
+    assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 8, 1) is None
+    assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 8, 8, agg_iters=4) is None
+    assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 8, 8, graph=1) is None
 
 
 def test_a_blank_redop_is_restored_only_where_the_row_has_a_number_in_its_place():

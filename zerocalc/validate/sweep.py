@@ -57,6 +57,22 @@ LAUNCH_STAGGER_US_PER_GPU = 2.76
 rise per GPU, 2 × 0.6 = 1.2 µs are NCCL's ring and 3.96 - 1.2 = 2.76 µs the launch. See
 :func:`launch_stagger_s`."""
 
+P2P_HOST_US_PER_TASK = 0.43
+"""Host time (µs) one nccl-tests thread spends per point-to-point task beyond the one task per GPU of a
+collective (``-g G``, default launch mode): each ``ncclSend`` / ``ncclRecv`` a test issues is one task
+(``ncclEnqueueCheck`` → ``p2pTaskAppend``, one per peer, ``ncclAlltoAll`` / ``ncclGather`` /
+``ncclScatter`` of NCCL 2.28+ likewise, v2.30.7 ``src/enqueue.cc``), which the thread appends and
+``ncclLaunchPrepare`` schedules into the plan of its communicator before any of the G kernels is launched
+(``src/group.cc`` ``doLaunches``: every communicator's ``ncclLaunchPrepare``, then the launches), so a
+call with more tasks than GPUs costs the thread that much more host time (:func:`p2p_tasks`). The figure:
+the least-squares slope through the origin of two hosts' ``alltoall_perf -g G`` floors over their own
+collectives', against the extra tasks, each floor the median out-of-place time of the sizes from 1 B to
+4 KiB (``tests/data/traces``): 8 A100-SXM4-40GB under one thread (microsoft/superbenchmark's logs),
+alltoall 87.015 µs over the five collectives' 34.94 µs, 8 × 2 × 8 - 8 = 120 extra tasks; 2 GeForce RTX
+2080 Ti (``-g 2``), 13.0 µs over 11.33 µs, 2 × 2 × 2 - 2 = 6 extra: (52.075 × 120 + 1.67 × 6) /
+(120² + 6²) = 0.434 µs (each host alone 0.434 and 0.278 µs).
+See :func:`p2p_host_floor_s`."""
+
 UNSTEADY = 1.25
 """Out-of-place over in-place time (either way) beyond which a row is ``unsteady``: the upper edge of the
 0.8–1.25× band this project holds NCCL's model to at a sweep's median size (issue 11)."""
@@ -286,7 +302,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     comm = p2p_comm(topo, group_size, release, nccl_version, n_channels,
                     max_peers=2 if op == P2pOp.SENDRECV else None)
     fits = [c for c in (topo.nccl_calibration or ()) if c.op == op.value and c.ranks == group_size]
-    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
+    floor = p2p_host_floor_s(op, group_size, gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
     for r, measured in _timed(rows):
@@ -310,6 +326,14 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                  "peer; zerocalc.nccl.p2p)")
     if fits and not any(r["calibrated"] for r in out):
         notes.append(f"the topology's calibration does not cover {op.value} on {group_size} ranks")
+    g = gpus_per_thread or 0
+    extra = p2p_tasks(op, group_size, g) - g if floor is not None else 0
+    if extra > 0:
+        notes.append(f"{op.value}: the thread issues {extra + g} sends and receives per call for its {g} "
+                     f"GPUs, {extra} more than a collective's one per GPU, each "
+                     f"{P2P_HOST_US_PER_TASK:g} µs of host time: no call is priced under "
+                     f"{g} × {HOST_US_PER_GPU:g} + {extra} × {P2P_HOST_US_PER_TASK:g} = "
+                     f"{floor * 1e6:.1f} µs (the thread's floor below, raised)")
     return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
@@ -341,6 +365,35 @@ def host_floor_s(gpus_per_thread: int | None, agg_iters: int | None = None,
     if not _default_launch_mode(gpus_per_thread, agg_iters, graph):
         return None
     return gpus_per_thread * HOST_US_PER_GPU * 1e-6
+
+
+def p2p_tasks(op: P2pOp, n_ranks: int, gpus_per_thread: int) -> int:
+    """The sends and receives (NCCL tasks) the busiest nccl-tests thread issues per call of ``op`` for the
+    ``gpus_per_thread`` GPUs it drives among ``n_ranks`` (``src/<test>.cu`` ``RunColl``, wrapped for ``-g``
+    in one group by ``common.cu``): ``alltoall_perf`` a send and a receive to every rank, itself included
+    (2n per GPU); ``sendrecv_perf`` one of each (2); ``gather_perf`` / ``scatter_perf`` one per GPU and n
+    more on the root's GPU (the first thread's, root 0); ``hypercube_perf`` a send and a receive per
+    dimension (2 log2 n, its groups nested in the thread's one)."""
+    g, n = gpus_per_thread, n_ranks
+    if op == P2pOp.ALL_TO_ALL:
+        return g * 2 * n
+    if op == P2pOp.SENDRECV:
+        return g * 2
+    if op in (P2pOp.GATHER, P2pOp.SCATTER):
+        return g + n
+    return g * 2 * max(1, math.ceil(math.log2(max(n, 2))))
+
+
+def p2p_host_floor_s(op: P2pOp, n_ranks: int, gpus_per_thread: int | None, agg_iters: int | None = None,
+                     graph: int | None = None) -> float | None:
+    """:func:`host_floor_s` of a point-to-point test: the thread's G × :data:`HOST_US_PER_GPU` (one task per
+    GPU, as a collective) plus :data:`P2P_HOST_US_PER_TASK` for each further task of the call
+    (:func:`p2p_tasks`); ``None`` where :func:`host_floor_s` is."""
+    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
+    if floor is None:
+        return None
+    extra = p2p_tasks(op, n_ranks, gpus_per_thread) - gpus_per_thread
+    return floor + max(extra, 0) * P2P_HOST_US_PER_TASK * 1e-6
 
 
 def launch_stagger_s(gpus_per_thread: int | None, agg_iters: int | None = None,
