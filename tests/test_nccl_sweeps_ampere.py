@@ -4,15 +4,8 @@ and an all_reduce over two AWS p4d.24xlarge (NCCL 2.9.9, EFA); 8 V100 SXM2 of a 
 GeForce RTX 4090 on PCIe. Expected figures are counted from the files (tests/data/traces/README.md names
 their sources)."""
 
-import json
-
 import pytest
-from sweep_files import DATA
-from typer.testing import CliRunner
-
-from zerocalc.cli import app
-
-runner = CliRunner()
+from sweep_files import DATA, check_json
 
 
 def counted_rows(name):
@@ -35,13 +28,7 @@ def device_names(name):
 
 
 def check(name, *args):
-    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
-    assert res.exit_code == 0, res.output
-    (sweep,) = json.loads(res.stdout)["sweeps"]
-    rows = counted_rows(name)
-    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
-    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
-    return sweep
+    return check_json(name, *args, counted=counted_rows)
 
 
 def at_median_size(sweep):
