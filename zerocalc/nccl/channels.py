@@ -37,7 +37,7 @@ CTA limits, ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS``, not modelled):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zerocalc.nccl.graph import Machine
 from zerocalc.nccl.tables import Algorithm, Release
@@ -94,3 +94,25 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
             n = nvls_channels
             steps.append(f"{n} (NVLS channels)")
     return CommChannels(n, coll, tuple(steps), uncapped if coll < uncapped else 0)
+
+
+def stated_graph_channels(m: Machine, release: Release, stated: int, *, min_channels: int | None = None,
+                          max_channels: int | None = None, nvls: bool = False) -> int | None:
+    """The Ring and Tree graphs' channels under which ``ncclTopoPostset`` makes ``stated`` the
+    communicator's ``comm->nChannels`` on ``m`` (:func:`comm_channels`, the same
+    bounds and NVLS), ``None`` where no count does (the stated one is then not priced).
+
+    NCCL prints ``comm->nChannels`` (``"%d coll channels, ..."``, :mod:`zerocalc.traces.nccl_info`), not the
+    graph search's count; the post-set steps (doubling, CollNet's and sm90's steps, the bounds, the NVLS
+    raise) are inverted by trying each graph count, the one nearest the derived graph's winning where several
+    give the stated count (a bound or the NVLS raise hides the graph's). The graph's per-channel bandwidths
+    (``bwIntra`` / ``bwInter``) stay the derived ones: the line states no bandwidth, and
+    ``ncclTopoTuneModel`` prices ``nChannels × bw`` per graph (``src/graph/tuning.cc``)."""
+    ring, tree = m.graphs[Algorithm.RING], m.graphs[Algorithm.TREE]
+    derived = min(ring.n_channels, tree.n_channels)
+    fits = [g for g in range(1, release.max_channels // 2 + 1)
+            if comm_channels(replace(m, graphs={**m.graphs, Algorithm.RING: replace(ring, n_channels=g),
+                                                Algorithm.TREE: replace(tree, n_channels=g)}), release,
+                             min_channels=min_channels, max_channels=max_channels,
+                             nvls=nvls).n_channels == stated]
+    return min(fits, key=lambda g: (abs(g - derived), g)) if fits else None

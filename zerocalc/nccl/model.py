@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.channels import CommChannels, comm_channels
+from zerocalc.nccl.channels import CommChannels, comm_channels, stated_graph_channels
 from zerocalc.nccl.graph import Machine, machine
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
@@ -70,6 +70,9 @@ class Tuning:
     #: the tuning whose figures time every call where the network's own latency differs from what its
     #: plugin reports to NCCL (the topology's ``net_wire_latency_us``; :func:`tune`)
     wire_run: Tuning | None = None
+    #: ``(stated, derived)``: the ``comm->nChannels`` an INFO line stated and the one derived from the
+    #: topology, when they differ and the stated one is priced (:func:`stated_graph_channels`)
+    stated_channels: tuple[int, int] | None = None
 
     @property
     def comm_channels(self) -> int:
@@ -548,20 +551,33 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
          algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
          proto_enable: Mapping[Collective, set[Protocol]] | None = None, nvls_enable: bool = True,
          min_channels: int | None = None, max_channels: int | None = None,
-         _wire_hops: bool = False) -> Tuning:
+         stated_channels: int | None = None, _wire_hops: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
     pairs as ``NCCL_ALGO`` / ``NCCL_PROTO`` do; ``None`` = NCCL's defaults; ``nvls_enable=False``
     is ``NCCL_NVLS_ENABLE=0``; ``min_channels`` / ``max_channels`` are ``NCCL_MIN_NCHANNELS`` /
-    ``NCCL_MAX_NCHANNELS`` (the communicator's channels, :mod:`zerocalc.nccl.channels`).
+    ``NCCL_MAX_NCHANNELS`` (the communicator's channels, :mod:`zerocalc.nccl.channels`);
+    ``stated_channels``: the ``comm->nChannels`` the run's INFO line states
+    (:mod:`zerocalc.traces.nccl_info`), priced where it differs from the derived count
+    (:func:`stated_graph_channels`).
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
     if _wire_hops:
         m = replace(m, wire_hops=True)
-    channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
-                             nvls=m.nvls and nvls_enable)
+    nvls_on = m.nvls and nvls_enable
+    channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels, nvls=nvls_on)
+    stated = None
+    if stated_channels is not None and stated_channels != channels.n_channels:
+        g = stated_graph_channels(m, release, stated_channels, min_channels=min_channels,
+                                  max_channels=max_channels, nvls=nvls_on)
+        if g is not None:
+            stated = (stated_channels, channels.n_channels)
+            m = replace(m, graphs={**m.graphs, **{a: replace(m.graphs[a], n_channels=g)
+                                                   for a in (A.RING, A.TREE)}})
+            channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
+                                     nvls=nvls_on)
     entries = {}
     for coll in C:
         for a in release.algorithms:
@@ -578,7 +594,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     run = nvls_run_release(release, m)
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
-                                               min_channels=min_channels, max_channels=max_channels)
+                                               min_channels=min_channels, max_channels=max_channels,
+                                               stated_channels=stated_channels)
     told = topo.net_latency_us or 0.0
     wire = getattr(topo, "net_wire_latency_us", None)
     wire = told if wire is None else wire
@@ -591,8 +608,9 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
         wire_topo = replace(topo, net_latency_us=wire, net_wire_latency_us=None)
         wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
                         nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
-                        _wire_hops=unread)
-    return Tuning(release, m, entries, channels, nvls_run, wire_run)
+                        stated_channels=stated_channels, _wire_hops=unread)
+    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated)
+
 
 
 def enabled_algorithms(tuning: Tuning, coll: Collective) -> Iterable[Algorithm]:

@@ -41,6 +41,13 @@ aws-ofi-nccl's sources):
   %ld/%ld/%ld | %ld/%ld/%ld"`` then CollNet's ``" | %ld/%ld/%ld"`` or ``" | %ld | %ld"`` by release,
   v2.4-v2.30; ``threadThresholds 8/8/64 | 128/8/64 | 512 | 512`` on 16 ranks, aws/aws-ofi-nccl issue 65),
   which the launch's channel loop reads (:mod:`zerocalc.nccl.launch`);
+- ``comm_channels``: the communicator's channels, ``comm->nChannels`` after ``ncclTopoPostset`` (the
+  graph's channels doubled, CollNet's and sm90's steps, ``NCCL_MIN/MAX_NCHANNELS``, the NVLS raise:
+  :mod:`zerocalc.nccl.channels`), as NCCL prints it once set: ``"%d coll channels, %d p2p channels, %d p2p
+  channels per peer"`` (``src/graph/paths.cc`` ``ncclTopoComputeP2pChannels``, v2.8-v2.16), ``"%d coll
+  channels, %d nvls channels, %d p2p channels, %d p2p channels per peer"`` (``src/init.cc``, v2.17-v2.21),
+  ``"%d coll channels, %d collnet channels, %d nvls channels, ..."`` (``src/init.cc``, v2.22-v2.30); the
+  first number is ``comm->nChannels`` in every form;
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -85,6 +92,8 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
                           r"(?: time (\d+(?:\.\d+)?)| channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\})?")),
     ("ofi_version", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Initializing aws-ofi-nccl (\S+)")),
     ("ec2_platform", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Running on (\S+) platform\b")),
+    ("comm_channels", re.compile(r"\bNCCL INFO (\d+) coll channels, (?:\d+ collnet channels, )?"
+                                 r"(?:\d+ nvls channels, )?\d+ p2p channels, \d+ p2p channels per peer\b")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
     ("thread_thresholds", re.compile(r"\bNCCL INFO threadThresholds (\d+)/(\d+)/(\d+) \| "
                                      r"(\d+)/(\d+)/(\d+)\b")),
@@ -122,6 +131,8 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, [int(g) for g in m.groups()])]
         if kind in ("ofi_version", "ec2_platform"):
             return [(kind, m[1])]
+        if kind == "comm_channels":
+            return [(kind, int(m[1]))]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]
         if kind == "tuning":

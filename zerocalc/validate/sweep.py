@@ -35,7 +35,7 @@ from zerocalc.nccl.ofi_tuner import OfiTuner
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
-from zerocalc.nccl.tables import Collective, parse_version, release_for
+from zerocalc.nccl.tables import Algorithm, Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
 
@@ -130,12 +130,31 @@ class SweepComparison:
         return float(rows[(len(rows) - 1) // 2]["ratio"]) if rows else math.nan
 
 
+def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
+    """What the ``comm->nChannels`` an INFO line states (``(count, line)``) changed in ``tuning``: a note
+    where it differs from the derived count (priced, or not where no graph count gives it), none where
+    they agree."""
+    if not stated:
+        return []
+    count, line = stated
+    if tuning.stated_channels is not None:
+        derived = tuning.stated_channels[1]
+        g = tuning.machine.graphs[Algorithm.RING].n_channels
+        return [f"NCCL's \"{count} coll channels\" line (line {line}) priced: comm->nChannels {count}, "
+                f"not the {derived} derived from the topology (Ring and Tree graphs of {g:g} channels each)"]
+    if count != tuning.comm_channels:
+        return [f"NCCL's \"{count} coll channels\" line (line {line}) not priced: no graph channel count "
+                f"gives it on this topology (derived comm->nChannels {tuning.comm_channels})"]
+    return []
+
+
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
                   tuner: TunerConfig | None = None, gpus_per_thread: int | None = None,
                   agg_iters: int | None = None, graph: int | None = None,
                   channels: tuple[int | None, int | None] | None = None,
-                  launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None) -> SweepComparison:
+                  launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None,
+                  stated_channels: tuple[int, int] | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -148,7 +167,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     on under the thread thresholds and counts ``launch_env`` sets (:mod:`zerocalc.nccl.launch`); with
     ``ofi_tuner``, under aws-ofi-nccl's tuner plugin of that release (:func:`zerocalc.nccl.predict.ofi_pair`;
     a :class:`ConfigError` where NCCL could not load it: before NCCL 2.19, or under ``NCCL_ALGO`` /
-    ``NCCL_PROTO`` with tuner API v1, whose ``init`` the plugin fails)."""
+    ``NCCL_PROTO`` with tuner API v1, whose ``init`` the plugin fails); with ``stated_channels`` (the
+    ``comm->nChannels`` an INFO line states and that line's number, :mod:`zerocalc.traces.nccl_info`), on
+    that count where it differs from the derived one (:func:`zerocalc.nccl.channels.stated_graph_channels`),
+    said in a note."""
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels)
@@ -159,7 +181,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     version = parse_version(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
-                  nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
+                  nvls_enable=nvls_enable, min_channels=lo, max_channels=hi,
+                  stated_channels=stated_channels[0] if stated_channels else None)
     api = 3
     if tuner is not None:
         api = tuner_api(nccl_version)
@@ -189,6 +212,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
             row["ofi_tuner"] = pr.ofi_chose
         out.append(row)
     notes = [note] if note else []
+    notes += stated_channels_notes(tuning, stated_channels)
     if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"Hopper, which NCCL 2.28.3 corrected (\"Update tuning data for H100\"); NCCL "
