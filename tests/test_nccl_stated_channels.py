@@ -88,3 +88,42 @@ def test_a_bound_hides_the_graph_count():
     the derived graph's 4 channels stand (the cap prices the call, as without the line)."""
     t = tune(get_topology("aws-p4d"), 16, release_for("2.9.9")[0], max_channels=4, stated_channels=4)
     assert t.stated_channels is None and t.comm_channels == 4 and t.channels.uncapped == 8
+
+
+def test_graph_lines_in_each_releases_form():
+    """``ncclTopoPrintGraph`` (``src/graph/search.cc``): ``speed`` to v2.18, ``bw`` from v2.19, intra before
+    inter; pattern 4 is the ring, 1-3 the trees, 5 (NVLS) and 6 (CollNet Direct) not read."""
+    from zerocalc.traces.nccl_info import InfoFacts
+
+    facts = InfoFacts()
+    for i, line in enumerate([
+            "h [0] NCCL INFO Pattern 4, crossNic 0, nChannels 16, bw 20.000000/10.000000, type NVL/PIX, "
+            "sameChannels 1",
+            "h [0] NCCL INFO Pattern 5, crossNic 0, nChannels 16, bw 3.000000/3.000000, type NVL/PIX, "
+            "sameChannels 0",
+            "h [0] NCCL INFO Pattern 1, crossNic 0, nChannels 4, speed 12.000000/6.000000, type NVL/NET, "
+            "sameChannels 0",
+            "h [0] NCCL INFO Pattern 3, crossNic 0, nChannels 1, bw 2.000000/2.000000, type NVL/NET, "
+            "sameChannels 0"], start=1):
+        facts.add(line, i)
+    d = facts.as_dict()
+    assert d["ring_graph"] == [[16, 20.0, 10.0], 1]
+    assert d["tree_graph"] == [[4, 12.0, 6.0], 3]  # the first tree line: init.cc prints CollNet's after
+
+
+def test_a_stated_graph_is_priced(tmp_path):
+    """The p4d log with the 2.9.9 GRAPH line of a ring of 4 channels at 6 GB/s each (the derived ring: 4 at
+    12): NCCL 2.9.9's Ring/Simple bus bandwidth is 4 × 6 = 24 GB/s on two nodes (bwIntra), the all-reduce's
+    24 × 16 / 30 = 12.8 GB/s; the count still gives the stated 8 coll channels (4 doubled)."""
+    text = P4D.read_text().splitlines(keepends=True)
+    prefix = text[LINE - 1].split("NCCL INFO")[0]
+    graph = (prefix + "NCCL INFO Pattern 4, crossNic 0, nChannels 4, speed 6.000000/6.000000, type NVL/NET, "
+             "sameChannels 0\n")
+    edited = tmp_path / P4D.name
+    edited.write_text("".join(text[:LINE - 1] + [graph] + text[LINE - 1:]))
+    sweep = _check(edited)
+    assert sweep["nccl_info"]["ring_graph"] == [[4, 6.0, 6.0], LINE]
+    assert abs(_slope_s(sweep) - 2**31 / 12.8e9) < 1e-9
+    (note,) = [n for n in sweep["notes"] if "GRAPH line" in n]
+    assert f"line {LINE}" in note and "Ring" in note
+    assert not [n for n in sweep["notes"] if "coll channels" in n]

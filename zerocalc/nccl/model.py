@@ -73,6 +73,9 @@ class Tuning:
     #: ``(stated, derived)``: the ``comm->nChannels`` an INFO line stated and the one derived from the
     #: topology, when they differ and the stated one is priced (:func:`stated_graph_channels`)
     stated_channels: tuple[int, int] | None = None
+    #: ``(algorithm, derived, stated)``: each graph an INFO line stated (``(nChannels, bwIntra, bwInter)``)
+    #: that differs from the derived one and is priced (:func:`tune`'s ``stated_graphs``)
+    stated_graphs: tuple[tuple[Algorithm, tuple[float, float, float], tuple[float, float, float]], ...] = ()
 
     @property
     def comm_channels(self) -> int:
@@ -551,7 +554,9 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
          algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
          proto_enable: Mapping[Collective, set[Protocol]] | None = None, nvls_enable: bool = True,
          min_channels: int | None = None, max_channels: int | None = None,
-         stated_channels: int | None = None, _wire_hops: bool = False) -> Tuning:
+         stated_channels: int | None = None,
+         stated_graphs: Mapping[Algorithm, tuple[int, float, float]] | None = None,
+         _wire_hops: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
@@ -560,12 +565,21 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     ``NCCL_MAX_NCHANNELS`` (the communicator's channels, :mod:`zerocalc.nccl.channels`);
     ``stated_channels``: the ``comm->nChannels`` the run's INFO line states
     (:mod:`zerocalc.traces.nccl_info`), priced where it differs from the derived count
-    (:func:`stated_graph_channels`).
+    (:func:`stated_graph_channels`); ``stated_graphs``: the Ring and Tree graphs the run's GRAPH lines state
+    (``(nChannels, bwIntra, bwInter)``, the search's result that ``ncclTopoTuneModel`` prices,
+    ``src/graph/tuning.cc``), in place of the derived ones where they differ (the derived graph's other
+    figures, its latency and PCIe factors, kept).
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
     if _wire_hops:
         m = replace(m, wire_hops=True)
+    graph_changes = []
+    for a, (n, bi, be) in (stated_graphs or {}).items():
+        g = m.graphs.get(a)
+        if g is not None and (n, bi, be) != (g.n_channels, g.bw_intra, g.bw_inter):
+            graph_changes.append((a, (g.n_channels, g.bw_intra, g.bw_inter), (n, bi, be)))
+            m = replace(m, graphs={**m.graphs, a: replace(g, n_channels=n, bw_intra=bi, bw_inter=be)})
     nvls_on = m.nvls and nvls_enable
     channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels, nvls=nvls_on)
     stated = None
@@ -595,7 +609,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels,
-                                               stated_channels=stated_channels)
+                                               stated_channels=stated_channels, stated_graphs=stated_graphs)
     told = topo.net_latency_us or 0.0
     wire = getattr(topo, "net_wire_latency_us", None)
     wire = told if wire is None else wire
@@ -608,8 +622,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
         wire_topo = replace(topo, net_latency_us=wire, net_wire_latency_us=None)
         wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
                         nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
-                        stated_channels=stated_channels, _wire_hops=unread)
-    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated)
+                        stated_channels=stated_channels, stated_graphs=stated_graphs, _wire_hops=unread)
+    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes))
 
 
 

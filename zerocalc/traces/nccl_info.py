@@ -48,6 +48,12 @@ aws-ofi-nccl's sources):
   channels, %d nvls channels, %d p2p channels, %d p2p channels per peer"`` (``src/init.cc``, v2.17-v2.21),
   ``"%d coll channels, %d collnet channels, %d nvls channels, ..."`` (``src/init.cc``, v2.22-v2.30); the
   first number is ``comm->nChannels`` in every form;
+- ``ring_graph``, ``tree_graph``: the Ring and the Tree graph the search found, as ``[nChannels, bwIntra,
+  bwInter]`` (GB/s per channel, after the search's own channel duplication), with ``NCCL_DEBUG_SUBSYS``
+  holding ``GRAPH`` (NCCL ``src/graph/search.cc`` ``ncclTopoPrintGraph``: ``"Pattern %d, crossNic %d,
+  nChannels %d, speed %f/%f, type %s/%s, sameChannels %d"`` v2.8-v2.18, ``bw`` for ``speed`` v2.19-v2.30,
+  intra before inter in both); ``init.cc`` prints the ring graph (pattern 4) first, then the tree's (pattern
+  1, 2 or 3), then CollNet Chain's (pattern 3 too): the first line of each is kept;
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -94,6 +100,8 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ec2_platform", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Running on (\S+) platform\b")),
     ("comm_channels", re.compile(r"\bNCCL INFO (\d+) coll channels, (?:\d+ collnet channels, )?"
                                  r"(?:\d+ nvls channels, )?\d+ p2p channels, \d+ p2p channels per peer\b")),
+    ("graph", re.compile(r"\bNCCL INFO Pattern (\d+), crossNic \d+, nChannels (\d+), (?:speed|bw) "
+                         r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?), type ")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
     ("thread_thresholds", re.compile(r"\bNCCL INFO threadThresholds (\d+)/(\d+)/(\d+) \| "
                                      r"(\d+)/(\d+)/(\d+)\b")),
@@ -131,6 +139,9 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, [int(g) for g in m.groups()])]
         if kind in ("ofi_version", "ec2_platform"):
             return [(kind, m[1])]
+        if kind == "graph":  # NCCL_TOPO_PATTERN_RING 4, the trees 1-3 (src/include/graph.h)
+            name = "ring_graph" if m[1] == "4" else "tree_graph" if m[1] in ("1", "2", "3") else None
+            return [(name, [int(m[2]), float(m[3]), float(m[4])])] if name else []
         if kind == "comm_channels":
             return [(kind, int(m[1]))]
         if kind == "net_latency_us":

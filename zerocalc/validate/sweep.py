@@ -130,6 +130,22 @@ class SweepComparison:
         return float(rows[(len(rows) - 1) // 2]["ratio"]) if rows else math.nan
 
 
+_GRAPH_KEYS = {"ring_graph": Algorithm.RING, "tree_graph": Algorithm.TREE}
+
+
+def stated_graph_notes(tuning, stated: Mapping[str, Sequence] | None) -> list[str]:
+    """A note for each graph a GRAPH line stated (``ring_graph`` / ``tree_graph``: ``[[nChannels, bwIntra,
+    bwInter], line]``) that differs from the derived one and was priced."""
+    out = []
+    for a, derived, told in tuning.stated_graphs:
+        key = next(k for k, v in _GRAPH_KEYS.items() if v == a)
+        line = (stated or {}).get(key, [None, None])[1]
+        out.append(f"NCCL's {a.value} graph (its GRAPH line, line {line}) priced: {told[0]:g} channels of "
+                   f"{told[1]:g}/{told[2]:g} GB/s (intra/inter), not the derived {derived[0]:g} of "
+                   f"{derived[1]:g}/{derived[2]:g}")
+    return out
+
+
 def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
     """What the ``comm->nChannels`` an INFO line states (``(count, line)``) changed in ``tuning``: a note
     where it differs from the derived count (priced, or not where no graph count gives it), none where
@@ -141,7 +157,8 @@ def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
         derived = tuning.stated_channels[1]
         g = tuning.machine.graphs[Algorithm.RING].n_channels
         return [f"NCCL's \"{count} coll channels\" line (line {line}) priced: comm->nChannels {count}, "
-                f"not the {derived} derived from the topology (Ring and Tree graphs of {g:g} channels each)"]
+                f"not the {derived} derived from the graphs (priced as Ring and Tree graphs of {g:g} "
+                "channels each)"]
     if count != tuning.comm_channels:
         return [f"NCCL's \"{count} coll channels\" line (line {line}) not priced: no graph channel count "
                 f"gives it on this topology (derived comm->nChannels {tuning.comm_channels})"]
@@ -154,7 +171,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   agg_iters: int | None = None, graph: int | None = None,
                   channels: tuple[int | None, int | None] | None = None,
                   launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None,
-                  stated_channels: tuple[int, int] | None = None) -> SweepComparison:
+                  stated_channels: tuple[int, int] | None = None,
+                  stated_graphs: Mapping[str, Sequence] | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -170,7 +188,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     ``NCCL_PROTO`` with tuner API v1, whose ``init`` the plugin fails); with ``stated_channels`` (the
     ``comm->nChannels`` an INFO line states and that line's number, :mod:`zerocalc.traces.nccl_info`), on
     that count where it differs from the derived one (:func:`zerocalc.nccl.channels.stated_graph_channels`),
-    said in a note."""
+    said in a note; with ``stated_graphs`` (``ring_graph`` / ``tree_graph``: ``[[nChannels, bwIntra, bwInter],
+    line]`` from the GRAPH lines), on those graphs where they differ from the derived ones, said in a note."""
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels)
@@ -182,7 +201,9 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                   nvls_enable=nvls_enable, min_channels=lo, max_channels=hi,
-                  stated_channels=stated_channels[0] if stated_channels else None)
+                  stated_channels=stated_channels[0] if stated_channels else None,
+                  stated_graphs={_GRAPH_KEYS[k]: tuple(v[0]) for k, v in (stated_graphs or {}).items()
+                                 if k in _GRAPH_KEYS})
     api = 3
     if tuner is not None:
         api = tuner_api(nccl_version)
@@ -212,7 +233,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
             row["ofi_tuner"] = pr.ofi_chose
         out.append(row)
     notes = [note] if note else []
-    notes += stated_channels_notes(tuning, stated_channels)
+    notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"Hopper, which NCCL 2.28.3 corrected (\"Update tuning data for H100\"); NCCL "
