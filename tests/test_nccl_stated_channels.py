@@ -28,10 +28,21 @@ def test_the_line_in_each_releases_form():
     }
     for line, count in forms.items():
         assert info_facts(line) == [("comm_channels", count)]
-    # a transport line and a ring line name channels but state no count of the communicator's
-    assert not any(k == "comm_channels" for k, _ in
-                   info_facts("NCCL INFO Channel 00/0 : 13[5] -> 14[6] via P2P/CUMEM"))
-    assert info_facts("NCCL INFO Channel 00/08 :    0   7   6   5") == []
+    # a transport line names a channel but states no count of the communicator's
+    assert info_facts("NCCL INFO Channel 00/0 : 13[5] -> 14[6] via P2P/CUMEM") == [("intra_p2p", True)]
+    assert info_facts("NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC") == [("intra_p2p", True)]
+
+
+def test_the_ring_lines_in_each_releases_form():
+    """``ncclBuildRings`` (``src/graph/rings.cc``): ``"Channel %02d/%02d : "`` and ``" %d"`` per rank to
+    v2.22, ``"Channel %02d/%02d :"`` and ``" %*d"`` from v2.23, cut to ``...`` at 128 characters; the
+    second number is the final ``comm->nChannels``."""
+    assert info_facts("h [0] NCCL INFO Channel 00/08 :    0   7   6   5   4   3   2   1   8  15") == [
+        ("ring_channels", 8)]
+    assert info_facts("NCCL INFO Channel 03/24 :  0  1  2  3  4  5  6  7  8  9 10 11") == [
+        ("ring_channels", 24)]
+    assert info_facts("NCCL INFO Channel 00/32 :   0   1   2   3  1...") == [("ring_channels", 32)]
+    assert info_facts("NCCL INFO Channel 00/32 :   0   1   2   3 ...") == [("ring_channels", 32)]
 
 
 def _check(path: Path) -> dict:
@@ -52,7 +63,8 @@ def test_bundled_log_states_the_derived_count_and_nothing_moves():
     Ring/Simple all-reduce runs at 4 channels × 12 GB/s (two nodes: bwIntra) × 16 / 30 = 25.6 GB/s."""
     sweep = _check(P4D)
     assert sweep["nccl_info"]["comm_channels"] == [8, LINE]
-    assert not [n for n in sweep["notes"] if "coll channels" in n]
+    assert sweep["nccl_info"]["ring_channels"] == [8, 133]  # rank 0's "Channel 00/08 :" line (grep -n)
+    assert not [n for n in sweep["notes"] if "communicator's channels" in n]
     assert abs(_slope_s(sweep) - 2**31 / 25.6e9) < 1e-9
 
 
@@ -66,8 +78,8 @@ def test_an_edited_count_is_priced(tmp_path):
     sweep = _check(edited)
     assert sweep["nccl_info"]["comm_channels"] == [4, LINE]
     assert abs(_slope_s(sweep) - 2**31 / 12.8e9) < 1e-9
-    (note,) = [n for n in sweep["notes"] if "coll channels" in n]
-    assert f"line {LINE}" in note and "not the 8 derived" in note
+    (note,) = [n for n in sweep["notes"] if "communicator's channels" in n]
+    assert f"4 (line {LINE})" in note and "not the 8 derived" in note
     assert all(r["algorithm"] == "Ring" and r["protocol"] == "Simple" for r in sweep["rows"][-2:])
 
 
@@ -80,7 +92,7 @@ def test_a_count_no_graph_gives_is_not_priced(tmp_path):
     edited.write_text(P4D.read_text().replace("NCCL INFO 8 coll channels", "NCCL INFO 7 coll channels"))
     sweep = _check(edited)
     assert abs(_slope_s(sweep) - 2**31 / 25.6e9) < 1e-9
-    assert any("not priced" in n and "7 coll channels" in n for n in sweep["notes"])
+    assert any("not priced" in n and f"channels, 7 (line {LINE})" in n for n in sweep["notes"])
 
 
 def test_a_bound_hides_the_graph_count():
@@ -126,4 +138,18 @@ def test_a_stated_graph_is_priced(tmp_path):
     assert abs(_slope_s(sweep) - 2**31 / 12.8e9) < 1e-9
     (note,) = [n for n in sweep["notes"] if "GRAPH line" in n]
     assert f"line {LINE}" in note and "Ring" in note
-    assert not [n for n in sweep["notes"] if "coll channels" in n]
+    assert not [n for n in sweep["notes"] if "communicator's channels" in n]
+
+
+def test_the_ring_lines_count_where_the_count_line_is_absent(tmp_path):
+    """Without the ``coll channels`` line, the ring lines' ``/04`` (rank 0's, the first at line 133) is
+    comm->nChannels: priced as the edited count line is (2^31 / 12.8e9 s per 2 GiB)."""
+    text = [ln.replace("/08 :", "/04 :") for ln in P4D.read_text().splitlines(keepends=True)
+            if "coll channels" not in ln]
+    edited = tmp_path / P4D.name
+    edited.write_text("".join(text))
+    sweep = _check(edited)
+    assert "comm_channels" not in sweep["nccl_info"]
+    assert sweep["nccl_info"]["ring_channels"] == [4, 133]
+    assert abs(_slope_s(sweep) - 2**31 / 12.8e9) < 1e-9
+    assert any("channels, 4 (line 133)" in n for n in sweep["notes"])

@@ -211,7 +211,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                             nvls_enable=env.nvls_enable, tuner=tuner,
                             channels=(env.min_channels, env.max_channels), launch_env=env.launch,
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
-                            graph=run.get("graph"), ofi_tuner=ofi, stated_channels=info.get("comm_channels"),
+                            graph=run.get("graph"), ofi_tuner=ofi,
+                            stated_channels=info.get("comm_channels") or info.get("ring_channels"),
                             stated_graphs=info)
         d = cmp.as_dict()
         sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
@@ -282,7 +283,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
                             channels=(env.min_channels, env.max_channels), launch_env=env.launch,
                             gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
                             graph=run.get("graph"), ofi_tuner=ofi,  # -g G: the stagger the fit takes off
-                            stated_channels=(run.get("nccl_info") or {}).get("comm_channels"),
+                            stated_channels=((run.get("nccl_info") or {}).get("comm_channels")
+                                             or (run.get("nccl_info") or {}).get("ring_channels")),
                             stated_graphs=run.get("nccl_info"))
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]

@@ -48,6 +48,10 @@ aws-ofi-nccl's sources):
   channels, %d nvls channels, %d p2p channels, %d p2p channels per peer"`` (``src/init.cc``, v2.17-v2.21),
   ``"%d coll channels, %d collnet channels, %d nvls channels, ..."`` (``src/init.cc``, v2.22-v2.30); the
   first number is ``comm->nChannels`` in every form;
+- ``ring_channels``: the same count as rank 0's ring lines print it, ``"Channel %02d/%02d : "`` and each
+  rank of the ring (``src/graph/rings.cc`` ``ncclBuildRings``, v2.8-v2.30, cut with ``...`` at 128
+  characters from v2.23), the second number ``nrings``: ``ncclTopoPostset`` builds the rings on the final
+  ``comm->nChannels`` (``src/graph/connect.cc``, after the bounds and the NVLS raise);
 - ``ring_graph``, ``tree_graph``: the Ring and the Tree graph the search found, as ``[nChannels, bwIntra,
   bwInter]`` (GB/s per channel, after the search's own channel duplication), with ``NCCL_DEBUG_SUBSYS``
   holding ``GRAPH`` (NCCL ``src/graph/search.cc`` ``ncclTopoPrintGraph``: ``"Pattern %d, crossNic %d,
@@ -100,6 +104,7 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ec2_platform", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Running on (\S+) platform\b")),
     ("comm_channels", re.compile(r"\bNCCL INFO (\d+) coll channels, (?:\d+ collnet channels, )?"
                                  r"(?:\d+ nvls channels, )?\d+ p2p channels, \d+ p2p channels per peer\b")),
+    ("ring_channels", re.compile(r"\bNCCL INFO Channel \d+/(\d+) :(?: +\d+)+(?: *\.\.\.)?\s*$")),
     ("graph", re.compile(r"\bNCCL INFO Pattern (\d+), crossNic \d+, nChannels (\d+), (?:speed|bw) "
                          r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?), type ")),
     ("net_latency_us", re.compile(r"\bNCCL INFO\b.*\bInternode latency set at (\d+(?:\.\d+)?) us")),
@@ -142,7 +147,7 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
         if kind == "graph":  # NCCL_TOPO_PATTERN_RING 4, the trees 1-3 (src/include/graph.h)
             name = "ring_graph" if m[1] == "4" else "tree_graph" if m[1] in ("1", "2", "3") else None
             return [(name, [int(m[2]), float(m[3]), float(m[4])])] if name else []
-        if kind == "comm_channels":
+        if kind in ("comm_channels", "ring_channels"):
             return [(kind, int(m[1]))]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]

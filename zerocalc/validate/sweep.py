@@ -156,11 +156,13 @@ def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
     if tuning.stated_channels is not None:
         derived = tuning.stated_channels[1]
         g = tuning.machine.graphs[Algorithm.RING].n_channels
-        return [f"NCCL's \"{count} coll channels\" line (line {line}) priced: comm->nChannels {count}, "
+        return [f"NCCL's count of the communicator's channels, {count} (line {line}), priced: "
+                f"comm->nChannels {count}, "
                 f"not the {derived} derived from the graphs (priced as Ring and Tree graphs of {g:g} "
                 "channels each)"]
     if count != tuning.comm_channels:
-        return [f"NCCL's \"{count} coll channels\" line (line {line}) not priced: no graph channel count "
+        return [f"NCCL's count of the communicator's channels, {count} (line {line}), not priced: no graph "
+                "channel count "
                 f"gives it on this topology (derived comm->nChannels {tuning.comm_channels})"]
     return []
 
