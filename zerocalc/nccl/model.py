@@ -11,7 +11,8 @@ v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, then one a line to 30). Time of one
     time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
 
 with ``nBytes`` the largest of the send and receive buffers (``ncclFuncMaxSendRecvCount``: the
-full vector for all-gather and reduce-scatter, as nccl-tests' ``size`` column).
+full vector for all-gather and reduce-scatter, as nccl-tests' ``size`` column). One triple's latency and
+bandwidth formulas are :mod:`zerocalc.nccl.tune_model`'s.
 """
 
 from __future__ import annotations
@@ -25,23 +26,16 @@ from zerocalc.nccl.channels import CommChannels, comm_channels, stated_graph_cha
 from zerocalc.nccl.graph import Machine, machine
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
-    AMPERE,
-    BLACKWELL,
-    HOPPER,
     LATEST,
-    NET,
-    NVLINK,
-    PCI,
-    VOLTA,
     Algorithm,
     Collective,
     Protocol,
     Release,
 )
+from zerocalc.nccl.tune_model import _PROTO_INDEX, _bandwidth_GBps, _log2i, _tune_one
 from zerocalc.topology import Topology, require
 
 A, P, C = Algorithm, Protocol, Collective
-_PROTO_INDEX = {P.LL: 0, P.LL128: 1, P.SIMPLE: 2}
 
 
 @dataclass(frozen=True)
@@ -216,10 +210,6 @@ def nvls_run_release(rel: Release, m: Machine) -> Release | None:
     return LATEST if LATEST.nvls_efficiency_model else None
 
 
-def _log2i(n: int) -> int:
-    return int(n).bit_length() - 1 if n > 0 else -1
-
-
 def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_bytes: float) -> float:
     """The share of its bandwidth an NVLS Tree all-reduce of ``n_bytes`` runs at where NCCL's own estimate
     leaves it out: NCCL's ``treeCorrectionFactor`` (Simple row, powers of two from 64 B, 1 past the row's
@@ -263,199 +253,6 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
         elif n_bytes / (t.comm_channels * m.n_ranks) >= 64:
             lat *= 1.9 if m.compute_capability < 80 else 1.4
     return lat + n_bytes / (1000.0 * bw)
-
-
-def _cc_index(cc: int, release: Release) -> int:
-    """The compute-capability row of the tables: v2.9.9-v2.14.3 ``compCap80`` (Ampere's row for sm80
-    exactly, else Volta's); v2.15.5-v2.16.5 sm80 and sm90 exactly (Ampere, Hopper), else Volta; v2.17.1 on
-    by range (``minCompCap >= 90`` Hopper, ``>= 80`` Ampere)."""
-    if release.era <= 14:
-        return AMPERE if cc == 80 else VOLTA
-    if release.era <= 16:
-        return AMPERE if cc == 80 else HOPPER if cc == 90 else VOLTA
-    if cc >= 100 and len(release.per_ch_max_tree_bws) > BLACKWELL:
-        return BLACKWELL
-    return HOPPER if cc >= 90 else AMPERE if cc >= 80 else VOLTA
-
-
-def _net_overhead_us(m: Machine) -> float:
-    """``getNetOverhead``: 1 µs per network post on Intel, 2 on AMD (x86), else 1."""
-    return 2.0 if m.cpu_vendor == "amd" else 1.0
-
-
-def _tune_one(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> tuple[float, float]:
-    """(latency µs, algorithm bandwidth GB/s) of one triple: the body of ``ncclTopoTuneModel``'s loop."""
-    return _latency_us(rel, m, coll, a, p), _bandwidth_GBps(rel, m, coll, a, p)
-
-
-def _nsteps(coll: Collective, nr: int) -> int:
-    """Ring steps: 2(p−1) for all-reduce, p−1 for all-gather / reduce-scatter, p otherwise (tuning.cc)."""
-    if coll == C.ALL_REDUCE:
-        return 2 * (nr - 1)
-    return nr - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nr
-
-
-def _caps(rel: Release, m: Machine, coll: Collective, ccx: int,
-          idx2: int) -> tuple[float, float, float, float]:
-    """``(llMaxBw, perChMaxTreeBw, Ring/LL128 and Tree/LL128 per-channel caps)`` of ``tuning.cc``: LL's row by
-    GPU on one node, by CPU vendor across nodes; v2.9.9's LL128 cap per collective (``ll128MaxBwPerCh[coll]``,
-    Ring and Tree alike), later releases' per GPU row and node count."""
-    idx1 = ccx if m.n_nodes == 1 else (1 if m.cpu_vendor == "amd" else 0)
-    if rel.ll128_max_bw_per_coll is not None:
-        ring_ll128 = tree_ll128 = rel.ll128_max_bw_per_coll[coll]
-    else:
-        ring_ll128 = rel.per_ch_max_ring_ll128_bws[ccx][idx2]
-        tree_ll128 = rel.per_ch_max_tree_ll128_bws[ccx][idx2]
-    return rel.ll_max_bws[idx1][idx2], rel.per_ch_max_tree_bws[ccx][idx2], ring_ll128, tree_ll128
-
-
-def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
-    """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
-    new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22 keep 2.19's but where they say otherwise
-    nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
-    ccx = _cc_index(m.compute_capability, rel)
-    idx2 = nn - 1 if nn <= 2 else 2
-    ll_max, per_ch_tree, per_ch_ring_ll128, per_ch_tree_ll128 = _caps(rel, m, coll, ccx, idx2)
-    # v2.17.1 prices NVLS on the ring graph ("we only need the NVSwitch speed for NVLS")
-    g = m.graphs[A.RING if (a == A.NVLS and rel.era <= 17) else a]
-    nsteps = _nsteps(coll, nr)
-    collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
-    bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
-    if a in (A.NVLS, A.NVLS_TREE) and rel.era >= 19:  # v2.17.1, v2.18.x: NVLS's bandwidth as any other's
-        if rel.nvls_efficiency_model:
-            intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
-            intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
-            inter_bw = g.bw_inter * (2 if nn <= 2 and a == A.NVLS_TREE else 1)
-            cap = rel.per_ch_max_nvls_tree_bws[ccx][idx2] if a == A.NVLS_TREE else math.inf
-            bw = min(intra_bw, inter_bw, cap)
-        elif a == A.NVLS and coll != C.ALL_REDUCE and rel.era >= 27:  # v2.27.x: all-gather, reduce-scatter
-            bw = min(g.bw_intra * (ppn - 1) / ppn, g.bw_inter * 0.9)
-        elif a == A.NVLS:
-            bw = min(g.bw_intra, g.bw_inter)
-        else:
-            bw = min(g.bw_intra, g.bw_inter if nn <= 2 else g.bw_inter / 2)
-    bus = g.n_channels * bw
-    # "Various model refinements"
-    if ccx in rel.bus_bw_cap:  # v2.9.9-v2.17.1: 235 GB/s on Ampere (v2.17.1: 370 on Hopper), every algorithm
-        bus = min(bus, rel.bus_bw_cap[ccx])
-    if a == A.RING and p == P.LL:
-        f = 0.5 if rel.era >= 21 else (1 / 4 if (nn > 1 or coll in (C.ALL_REDUCE, C.REDUCE)) else 1 / 3)
-        bus = min(ll_max, bus * f)
-    if a == A.RING and p == P.LL128:
-        bus = min(bus * (0.7 if (not new and ppn < 2) else 0.92), g.n_channels * per_ch_ring_ll128)
-    if a == A.TREE and (coll == C.ALL_REDUCE or not new):
-        bus = min(bus * .92, g.n_channels * per_ch_tree)
-    if a == A.TREE and p == P.LL:
-        bus = min(bus / 3.8, ll_max)
-    if a == A.TREE and p == P.LL128:
-        f = 7.0 / 9.0 if nn == 1 else rel.tree_ll128_inter_factor
-        bus = min(bus * f, g.n_channels * per_ch_tree_ll128)
-    if a == A.PAT:
-        bus *= rel.pat_bw_factor
-    if collnet and p != P.SIMPLE:
-        bus = 0.0
-    if rel.era <= 9 and a == A.COLLNET_DIRECT:
-        bus *= .9  # v2.9.9's one CollNet: × 0.9
-    if a == A.COLLNET_DIRECT and p == P.SIMPLE and rel.era <= 12:
-        pass  # v2.9.9-v2.12.12's one CollNet: no GPU/NIC ratio (CollNet Direct's arrives in v2.14.3)
-    elif a == A.COLLNET_DIRECT and p == P.SIMPLE:
-        if rel.era >= 27 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # v2.27.3 on
-            bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
-        elif rel.era >= 20 and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):  # 2.20-2.26: 1/8-ppn interpolated
-            w = (ppn - 1) / 7
-            bus = ppn * bw * (w * 0.85 + (1 - w) * 0.95)
-        else:
-            factor = ppn / g.n_channels
-            factor -= (factor - 1) / 2
-            bus /= factor
-            if m.compute_capability >= 90 and rel.era >= 18:  # v2.18.1 on
-                bus *= .85
-    if a == A.COLLNET_CHAIN and p == P.SIMPLE and rel.era <= 17:
-        bus *= .75  # v2.14.3-v2.17.1
-    if (rel.era >= 20 and a in (A.NVLS, A.COLLNET_DIRECT) and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)
-            and nn > 1):
-        bus = 0.0  # needs a CollNet plugin with iallgather/ireducescatter and 1 GPU per NIC head
-    # bus → algorithm bandwidth
-    if new:
-        if not (a != A.RING and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
-            nvls_ratio = nr / nsteps if rel.nvls_efficiency_model else 5.0 / 6.0
-            bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
-    elif not (rel.era >= 20 and a == A.COLLNET_DIRECT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER)):
-        nvls_ratio = rel.nvls_bus_ratio  # v2.17.1, v2.18.1: NVLS × 0.75
-        if a == A.NVLS_TREE and rel.era == 18:  # v2.18.x: 0.7 · nNodes / (2 (nNodes − 1))
-            nvls_ratio = .70 * nn / (2 * (nn - 1)) if nn > 1 else 0.0
-        bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
-    return bus
-
-
-def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
-    """Base latency + hops × per-hop latency of the link class (NVLink, PCI, network)."""
-    new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22's latencies are 2.19's (tuning.cc)
-    nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
-    g = m.graphs[a]
-    nsteps = _nsteps(coll, nr)
-    pi = _PROTO_INDEX[p]
-    intra_hw = NVLINK if g.nvlink else PCI
-    hw = intra_hw if nn == 1 else NET
-    lat = rel.base_lat_us[a][pi]
-    intra_lat = rel.hw_lat_us[intra_hw][a][pi]
-    if rel.era <= 17:
-        inter_lat = rel.hw_lat_us[NET][a][pi]
-        # v2.12.12-v2.17.1: the plugin's latency replaces the hop (earlier: not read; timed so, see tune)
-        if (rel.era >= 12 or m.wire_hops) and g.latency_inter_us:
-            inter_lat = g.latency_inter_us
-        if nn > 1 and p == P.LL:  # v2.9.9-v2.17.1
-            intra_lat *= 1.8
-    else:
-        if new and ppn == 1:
-            inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
-        else:
-            inter_lat = rel.hw_lat_us[NET][a][pi]
-        inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
-    if a == A.RING:
-        step = rel.hw_lat_us[hw][a][pi]
-        if coll in (C.REDUCE, C.BROADCAST):
-            # sameChannels assumed: the ring graph NCCL finds on NVSwitch nodes with a NIC per GPU replays
-            # one GPU order on every channel ("Pattern 4, ... type NVL/PIX, sameChannels 1" on 2 H100 nodes
-            # of 8 NICs, NVIDIA/nccl issue 1197, NCCL 2.19.4)
-            lat += step
-        else:
-            net_overhead = 0.0
-            if nn > 1 and rel.era >= 18:  # getNetOverhead: v2.18.1 on
-                net_overhead = _net_overhead_us(m) * (3 if p == P.SIMPLE else 1)
-            intra_lat = max(intra_lat, net_overhead)
-            if new:
-                n_inter = 0 if nn == 1 else 2 * (nn - 1) if coll == C.ALL_REDUCE else nn - 1
-            elif rel.era <= 10:  # v2.9.9, v2.10.3: 2(nNodes − 1) network steps for all-reduce
-                n_inter = 2 * (nn - 1) if coll == C.ALL_REDUCE else \
-                    nn - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nn
-            else:
-                n_inter = (2 * nn if nn > 1 else 0) if coll == C.ALL_REDUCE else \
-                    nn - 1 if coll in (C.ALL_GATHER, C.REDUCE_SCATTER) else nn
-            lat += (nsteps - n_inter) * intra_lat + n_inter * inter_lat
-    elif a == A.TREE:
-        if coll == C.ALL_REDUCE or not new:
-            lat += 2 * ((nr // nn - 1) * intra_lat + _log2i(nn) * inter_lat)
-    elif a == A.COLLNET_DIRECT and rel.era <= 9:  # v2.9.9's one CollNet
-        lat += 2 * (nr // nn - 1) * intra_lat + inter_lat
-    elif a == A.COLLNET_DIRECT:  # arity serialization 0.5 µs before v2.19.4, then 0.4
-        arity = 0.5 if rel.era <= 18 else 0.4
-        lat += 2 * (min(1, nr // nn - 1) * intra_lat + (nr // nn - 1) * arity) + inter_lat
-    elif a == A.COLLNET_CHAIN:  # v2.14.3-v2.17.1: no network hop
-        lat += 2 * (nr // nn - 1) * intra_lat + (inter_lat if rel.era >= 18 else 0.0)
-    elif a == A.NVLS and rel.era <= 17:
-        pass  # v2.17.1: the base latency alone (40 µs)
-    elif a == A.NVLS and rel.era == 18:  # v2.18.x: base + the network hop's table value
-        lat += rel.hw_lat_us[NET][a][pi] if nn > 1 else 0.0
-    elif a == A.NVLS_TREE and rel.era == 18:  # v2.18.x: base + 2 (nNodes − 1) network hops
-        lat += 2 * (nn - 1) * rel.hw_lat_us[NET][a][pi]
-    elif a == A.NVLS:
-        lat = intra_lat + (inter_lat if nn > 1 else 0.0)
-    elif a == A.NVLS_TREE:
-        lat += intra_lat + 2 * _log2i(nn) * inter_lat
-    elif a == A.PAT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
-        lat += _log2i(nn) * (inter_lat / 3.5) + nr * 2.8
-    return lat
 
 
 def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
