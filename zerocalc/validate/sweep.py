@@ -29,7 +29,7 @@ import numpy as np
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
-from zerocalc.nccl.model import tune
+from zerocalc.nccl.model import Tuning, tune
 from zerocalc.nccl.ofi_tuner import OPTION as OFI_OPTION
 from zerocalc.nccl.ofi_tuner import OfiTuner
 from zerocalc.nccl.p2p import ALGORITHM as P2P
@@ -199,24 +199,47 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
     release, note = release_for(nccl_version)
-    version = parse_version(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                   nvls_enable=nvls_enable, min_channels=lo, max_channels=hi,
                   stated_channels=stated_channels[0] if stated_channels else None,
                   stated_graphs={_GRAPH_KEYS[k]: tuple(v[0]) for k, v in (stated_graphs or {}).items()
                                  if k in _GRAPH_KEYS})
+    api = _plugin_api(tuning, topo, nccl_version, tuner, ofi_tuner,
+                      restricted=algo_enable is not None or proto_enable is not None)
+    out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
+                       ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
+                       agg_iters=agg_iters, graph=graph)
+    notes = [note] if note else []
+    notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
+    notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
+    return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _plugin_api(tuning: Tuning, topo: Topology, nccl_version: str, tuner: TunerConfig | None,
+                ofi_tuner: OfiTuner | None, *, restricted: bool) -> int:
+    """The tuner API a plugin is loaded with (3 when none is): the example tuner's rules checked against the
+    communicator, aws-ofi-nccl's tuner refused where NCCL could not load it or it does not cover the nodes."""
     api = 3
     if tuner is not None:
         api = tuner_api(nccl_version)
         check_rules(tuning, tuner, topo.name)
     if ofi_tuner is not None:
-        api = _ofi_api(ofi_tuner, nccl_version, algo_enable is not None or proto_enable is not None)
+        api = _ofi_api(ofi_tuner, nccl_version, restricted)
         covered, why = ofi_tuner.coverage(tuning.machine.n_nodes, ofi_tuner.platform is not None)
         if covered is None:
             raise ConfigError(f"{ofi_tuner.name}'s tuner on {tuning.machine.n_nodes} nodes: {why}",
                               option=OFI_OPTION)
+    return api
+
+
+def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: Collective, group_size: int,
+                 nccl_version: str, *, api: int, tuner: TunerConfig | None, ofi_tuner: OfiTuner | None,
+                 launch_env: LaunchEnv | None, gpus_per_thread: int | None, agg_iters: int | None,
+                 graph: int | None) -> list[dict]:
+    """Each timed row measured against its prediction: the JSON row of :func:`compare_sweep`."""
     calibration = topo.nccl_calibration or ()
+    version = parse_version(nccl_version)
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
     out = []
@@ -234,8 +257,14 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
         if ofi_tuner is not None:
             row["ofi_tuner"] = pr.ofi_chose
         out.append(row)
-    notes = [note] if note else []
-    notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
+    return out
+
+
+def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: int, out: Sequence[Mapping],
+                 *, api: int, tuner: TunerConfig | None, ofi_tuner: OfiTuner | None) -> list[str]:
+    """What the priced rows rest on besides the release's own tables: NVLS figures of a later release, the
+    network's own latency, a tuner plugin, a calibration that covers none of the rows."""
+    release, notes = tuning.release, []
     if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"Hopper, which NCCL 2.28.3 corrected (\"Update tuning data for H100\"); NCCL "
@@ -255,10 +284,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
     if ofi_tuner is not None:
         notes.append(ofi_tuner_note(ofi_tuner, out, tuning.machine.n_nodes, api))
-    if calibration and not any(r["calibrated"] for r in out):
+    if topo.nccl_calibration and not any(r["calibrated"] for r in out):
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
-    return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+    return notes
 
 
 def _ofi_api(ofi: OfiTuner, nccl_version: str, restricted: bool) -> int:
