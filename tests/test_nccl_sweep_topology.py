@@ -152,7 +152,7 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
     ("NVIDIA GeForce RTX 5090", "pcie-gen5"), ("NVIDIA GeForce RTX 4090", "pcie-gen4"),
     ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("NVIDIA A10G", "pcie-gen4"),
     ("Tesla V100-PCIE-16GB", "pcie-gen3"), ("NVIDIA GeForce RTX 2080 Ti", "pcie-gen3"),
-    ("NVIDIA H800", None),
+    ("NVIDIA H800", "hgx-h800"),
     ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", "dgx-1-v100"),
 ])
 def test_gpu_names(gpu, preset):

@@ -18,8 +18,9 @@ a simplification of the search, not a fitted number):
 3. The search's first pass takes the fastest speed of the release's speed array that fits the
    bottleneck (``maxBw``) and then as many channels as the bandwidth holds
    (``totalBw``; for non-ring patterns ``× g/(g-1)``, as search.cc does): one node → the GPU's
-   intra bandwidth; several nodes → one channel per NIC (more when a NIC holds several), the
-   node's NVLink capping the sum. Channels are then duplicated as ``ncclTopoDupChannels`` does
+   intra bandwidth, slower speeds tried while the channels fall short of it (:func:`_ring_search`);
+   several nodes → one channel per NIC (more when a NIC holds several), the node's NVLink capping the
+   sum. Channels are then duplicated as ``ncclTopoDupChannels`` does
    (same total bandwidth; the rule per release at :func:`_dup`). Before v2.10.3 one speed array
    serves both searches; before v2.16.5 there are no sm90 arrays; before v2.18 sm90 takes sm80's
    NVLink bandwidth (21 GB/s a link in v2.8-v2.9, 22 in v2.10-v2.17). The search's fallbacks
@@ -117,6 +118,31 @@ def _first_fitting(speeds: tuple[float, ...], max_bw: float, total_bw: float, mi
     return speeds[-1]
 
 
+def _ring_search(speeds: tuple[float, ...], max_bw: float, total_bw: float, max_channels: int
+                 ) -> tuple[float, int]:
+    """search.cc ``ncclTopoCompute`` pass 1 on one node (v2.8-v2.30, its "Decrease bw until we find a
+    solution"): from the first speed ≤ ``max_bw``, as many channels as ``total_bw`` holds; while that
+    falls short of ``total_bw`` and of ``max_channels``, the next slower speed is tried as long as it is
+    more than 0.49 of the best graph's, and kept only when its channels carry more (``ncclTopoCompareGraphs``:
+    ``nChannels × bwIntra`` strictly above). On 8 NVLink4 links (H800, 164.8 GB/s at 20.6 a link) 60 GB/s
+    holds 2 channels (120), 50 holds 3 (150), 40 holds 4 (160): NCCL keeps 4 × 40, where the first speed
+    alone would give 2 × 60. Returns (speed, channels)."""
+    i = next((k for k, s in enumerate(speeds) if s <= max_bw), len(speeds) - 1)
+    best: tuple[float, int] | None = None
+    while True:
+        s = speeds[i]
+        n = min(max_channels, int(total_bw / s + 1e-9))
+        if n >= 1 and (best is None or n * s > best[0] * best[1] + 1e-9):
+            best = (s, n)
+        if best is not None and (best[1] * best[0] >= total_bw - 1e-9 or best[1] >= max_channels):
+            break
+        if i < len(speeds) - 1 and (best is None or speeds[i + 1] / best[0] > .49):
+            i += 1
+            continue
+        break
+    return best if best is not None else (speeds[-1], 1)
+
+
 def _dup(n: int, bw_intra: float, bw_inter: float, cc: int, max_channels: int,
          era: int = 30) -> tuple[int, float, float]:
     """``ncclTopoDupChannels``: double the channels at half the bandwidth, when fast enough, up to the
@@ -197,9 +223,7 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     if n_nodes == 1 and not nvlink and g > 1:
         ring = tree = _pcie_graph(topo, g, release, cc)
     elif n_nodes == 1:
-        speeds = _speeds(release.speed_intra, cc)
-        s = _first_fitting(speeds, intra, intra)
-        n = max(1, min(max_ch, int(intra // s + 1e-9)))
+        s, n = _ring_search(_speeds(release.speed_intra, cc), intra, intra, max_ch)
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = tree = Graph(n, bi, be, nvlink)
     else:

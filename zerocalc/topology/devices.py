@@ -16,10 +16,17 @@ in the public outputs of Azure's and OCI's H200 nodes):
   A100 boards → ``dgx-a100``; on AWS, ``aws-p4d`` (40 GB) or ``aws-p4de`` (80 GB);
 * ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPXO
   ``gcp-a3-mega``;
-* ``H200`` alone (the SXM module; the PCIe card is ``NVIDIA H200 NVL``) → ``dgx-h200``; on AWS ``aws-p5e``
+* ``H200`` without ``NVL`` or ``PCIe`` after it (the SXM module; the PCIe card is ``NVIDIA H200 NVL``)
+  → ``dgx-h200``; on AWS ``aws-p5e``
   (p5e and p5en hold the same GPUs and 3,200 Gb/s of EFA; p5en's EFAv3 reports 35 µs to NCCL, p5e's 75:
   the file cannot tell them apart, and the first line says so);
 * ``B200`` → ``dgx-b200``;
+* the export parts (NVIDIA's A800 / H800 datasheets, the HGX H20 product brief; names as nvidia-smi and
+  nccl-tests print them: ``NVIDIA A800-SXM4-80GB``, ``NVIDIA H800``, ``NVIDIA H20``, in public nccl-tests
+  outputs of A800, H800 and H20 nodes): ``A800-SXM…`` → ``hgx-a800`` (8 NVLink3 links, not the A100's
+  12: it must not fall to ``dgx-a100``), ``H800`` (the SXM5 module) → ``hgx-h800`` (8 NVLink4 links),
+  ``H20`` (also ``H20-3e``) → ``hgx-h20`` (18 links, the H100's); their PCIe cards (``H800 PCIe``,
+  ``A800 80GB PCIe``) are PCIe cards below;
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;
@@ -51,8 +58,11 @@ from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
 GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bA100-SXM\S*-80GB", re.I), "a100-80"),
     (re.compile(r"\bA100-SXM", re.I), "a100-40"),
+    (re.compile(r"\bA800-SXM", re.I), "a800"),
     (re.compile(r"\bH100\b.*\bHBM3\b|\bH100[- ]SXM", re.I), "h100"),
-    (re.compile(r"\bH200$", re.I), "h200"),
+    (re.compile(r"\bH800\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h800"),
+    (re.compile(r"\bH20\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h20"),
+    (re.compile(r"\bH200\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h200"),
     (re.compile(r"\bB200$", re.I), "b200"),
     (re.compile(r"\bV100-SXM2", re.I), "v100-sxm2"),
 )
@@ -64,6 +74,9 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
     "b200": {None: "dgx-b200", "ib": "dgx-b200"},
+    "a800": {None: "hgx-a800", "ib": "hgx-a800"},
+    "h800": {None: "hgx-h800", "ib": "hgx-h800"},
+    "h20": {None: "hgx-h20", "ib": "hgx-h20"},
     "v100-sxm2": {None: "dgx-1-v100", "ib": "dgx-1-v100"},
 }
 
@@ -78,17 +91,17 @@ class PcieCard:
 
 
 #: PCIe cards (NVIDIA's product pages for the PCIe generation of each card; NVIDIA's CUDA GPUs page for
-#: compute capability): the H100 PCIe / NVL and H200 NVL (PCIe Gen5 x16, 9.0), GeForce RTX 50 and RTX PRO
-#: Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9), GeForce
-#: RTX 30 / RTX A-series / A10 / A10G (AWS g5) / A40 (Gen4 x16, 8.6), A100 PCIe and A30 (Gen4 x16, 8.0).
-#: Before them (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. An H100 NVL / H200 NVL pair's
-#: NVLink bridge is not modelled: the preset prices PCIe alone.
+#: compute capability): the H100 PCIe / NVL, H200 NVL and H800 PCIe (PCIe Gen5 x16, 9.0), GeForce RTX 50
+#: and RTX PRO Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9),
+#: GeForce RTX 30 / RTX A-series / A10 / A10G (AWS g5) / A40 (Gen4 x16, 8.6), A100 / A800 PCIe and A30
+#: (Gen4 x16, 8.0). Before them (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. An H100 NVL / H200 NVL
+#: pair's NVLink bridge is not modelled: the preset prices PCIe alone.
 PCIE_CARDS: tuple[PcieCard, ...] = (
-    PcieCard(re.compile(r"\bH[12]00\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
+    PcieCard(re.compile(r"\bH(?:[128]00|20)\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
     PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
     PcieCard(re.compile(r"\bRTX 40\d0\b|\bRTX \d+ Ada\b|\bL4\b|\bL40S?\b", re.I), 4, 89),
     PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA10G?\b|\bA40\b", re.I), 4, 86),
-    PcieCard(re.compile(r"\bA100\b.*\bPCIe\b|\bA100-PCIE|\bA30\b", re.I), 4, 80),
+    PcieCard(re.compile(r"\bA[18]00\b.*\bPCIe\b|\bA[18]00-PCIE|\bA30\b", re.I), 4, 80),
     PcieCard(re.compile(r"\bV100-PCIE", re.I), 3, 70),
     PcieCard(re.compile(r"\bT4\b|\bRTX 20\d0\b|\bTITAN RTX\b|\bQuadro RTX \d+\b", re.I), 3, 75),
 )

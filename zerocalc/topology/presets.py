@@ -1,6 +1,6 @@
-"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en,
-PCIe 3.0, 4.0 and 5.0 boxes and an Ethernet cluster), each figure citing its datasheet, and
-:func:`get_topology` to pick one by name.
+"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GCP
+A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes and an Ethernet cluster), each figure citing
+its datasheet, and :func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -42,16 +42,16 @@ _TCPXO_ENV = (
 
 
 def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: float,
-          cpu_vendor: str = "intel", **hardware: Any) -> Topology:
-    """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU), one NIC per GPU
-    (``nic_Gbps`` each, the node's network bandwidth their sum), PCIe 5.0 and (unless told) Intel
-    hosts: the DGX H100/H200/B200 and their cloud variants (each preset's ``source`` cites its
-    datasheet)."""
+          cpu_vendor: str = "intel", nvlinks: int = 18, **hardware: Any) -> Topology:
+    """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU unless ``nvlinks``
+    says fewer), one NIC per GPU (``nic_Gbps`` each, the node's network bandwidth their sum), PCIe 5.0
+    and (unless told) Intel hosts: the DGX H100/H200/B200, their cloud variants and the HGX H800 / H20
+    boards (each preset's ``source`` cites its datasheet)."""
     nics = 8
     return Topology(
         name, title, 8,
         Link.from_units(_NVLINK_US, nvlink_GBps), Link.from_units(_NET_US, nics * nic_Gbps / 8),
-        source=source, nvlinks_per_gpu=18, pcie_gen=5, nics_per_node=nics, nic_Gbps=nic_Gbps,
+        source=source, nvlinks_per_gpu=nvlinks, pcie_gen=5, nics_per_node=nics, nic_Gbps=nic_Gbps,
         cpu_vendor=cpu_vendor, in_network_reduction=("nvls",), **hardware,
     )
 
@@ -131,6 +131,17 @@ def _p4(name: str, gpu_gb: int) -> Topology:
 _CUBE_MESH = ("the 6 channels of 20 GB/s NCCL's ring search finds on the cube-mesh's two rings of links "
               "(search.cc, topo.h)")
 
+#: How NCCL sees an export part's cut NVLink (by hand from its sources): it counts a GPU's active NVLinks
+#: from NVML, each adding one to its peer's ``count`` (``src/graph/xml.cc`` ``ncclTopoGetXmlFromGpu``, up to
+#: 12 links on sm80 and 18 on sm90, v2.21.5), and ``topo.cc`` prices the peer link at ``count`` × its
+#: per-generation figure (``src/graph/topo.h`` ``ncclTopoNVLinkBw``: 20 GB/s on sm80, 20.6 on sm90 from
+#: v2.20), so the A800's and H800's 8 links give 160 and 164.8 GB/s where the A100's 12 and the H100's
+#: 18 give 240 and 370.8: fewer NVLink channels at the same per-channel speeds. NCCL's own topology dump
+#: of an H800 node prints that figure ("=== System : maxBw 164.8 totalBw 164.8 ===").
+_EXPORT_LINKS = ("NCCL counts the active links from NVML and prices each at its sm80/sm90 figure (xml.cc, "
+                 "topo.cc, topo.h): "
+                 "8 links = 160 GB/s on sm80, 164.8 on sm90")
+
 PRESETS: dict[str, Topology] = {
     t.name: t
     for t in (
@@ -164,6 +175,37 @@ PRESETS: dict[str, Topology] = {
                    "(18 links × 50 GB/s each way), 2 NVLink switch chips (fourth-generation NVSwitch); "
                    "8× single-port ConnectX-7 VPI 400 Gb/s; PCIe 5.0; 2× Intel Xeon Platinum 8570",
             gpu="B200 SXM", compute_capability=100, nvlink_gen=5, nvswitch_gen=4, nic_Gbps=400.0,
+        ),
+        Topology(
+            "hgx-a800", "HGX A800 (export A100): 8× A800-SXM4 NVLink3 (8 links) + 8×200 Gb/s HDR", 8,
+            Link.from_units(_NVLINK_US, 200.0), Link.from_units(_NET_US, 8 * 25.0),
+            source="NVIDIA A800 40GB/80GB SXM datasheet: NVLink 400 GB/s per GPU bidirectional (the A100's "
+                   "600 cut to 8 of its 12 NVLink3 links, 25 GB/s each way a link), compute capability 8.0, "
+                   "PCIe 4.0, on the HGX A100 board's second-generation NVSwitches; network as dgx-a100's "
+                   "(one 200 Gb/s HDR NIC per GPU), CPU taken as Intel. " + _EXPORT_LINKS,
+            gpu="A800 SXM4", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=8, nvswitch_gen=2,
+            pcie_gen=4, nics_per_node=8, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        _hgx8(
+            "hgx-h800", "HGX H800 (export H100): 8× H800 SXM5 NVLink4 (8 links) + 8×400 Gb/s InfiniBand",
+            200.0, nvlinks=8,
+            source="NVIDIA H800 SXM5 datasheet: NVLink 400 GB/s per GPU bidirectional (8 of the H100's 18 "
+                   "NVLink4 links, 25 GB/s each way a link), compute capability 9.0, PCIe 5.0, on the HGX "
+                   "board's third-generation NVSwitches (NVLink SHARP: NCCL logs 'NVLS multicast support is "
+                   "available' on H800); DeepSeek-V3 technical report (arXiv 2412.19437) §3.1-3.2.2: H800 "
+                   "nodes of 8 GPUs on NVLink and NVSwitch, 160 GB/s of NVLink measured one way (deepseek-ai/"
+                   "DeepSeek-V3 issue 28) against 50 GB/s of InfiniBand per GPU (one 400 Gb/s NIC each). "
+                   + _EXPORT_LINKS,
+            gpu="H800 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
+        ),
+        _hgx8(
+            "hgx-h20", "HGX H20: 8× H20 NVLink4 (18 links) + 8×400 Gb/s InfiniBand/RoCE", 450.0,
+            source="NVIDIA HGX H20 product brief: H20 (Hopper, compute capability 9.0, 96 GB HBM3; H20-3e "
+                   "141 GB) with the H100's full NVLink, 900 GB/s per GPU bidirectional (18 NVLink4 links), "
+                   "on third-generation NVSwitches, PCIe 5.0; its compute is cut, not its links, and NCCL's "
+                   "model reads links, not FLOPs. 8× 400 Gb/s NICs per node (NVIDIA/nccl-tests issue 367: "
+                   "an H20-3e cluster of 400G×8 RoCE)",
+            gpu="H20", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
         ),
         _hgx8(
             "gcp-a3-mega", "Google Cloud A3 Mega: 8× H100 NVLink4 + 8×200 Gb/s GPUDirect-TCPXO", 450.0,

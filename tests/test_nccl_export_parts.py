@@ -1,0 +1,65 @@
+"""The export Hopper/Ampere SXM parts (A800, H800, H20): their device names pick their own presets, and
+NCCL's graph on their NVLink is derived by hand from the link figures each preset cites."""
+
+import pytest
+
+from zerocalc.nccl import Algorithm
+from zerocalc.nccl.channels import comm_channels
+from zerocalc.nccl.graph import machine
+from zerocalc.nccl.tables import release_for
+from zerocalc.topology import PRESETS
+from zerocalc.topology.devices import preset_for_devices, preset_for_gpu
+
+
+@pytest.mark.parametrize("gpu,preset", [
+    # the names nvidia-smi and nccl-tests print for them (public nccl-tests outputs of such nodes)
+    ("NVIDIA A800-SXM4-80GB", "hgx-a800"), ("NVIDIA A800-SXM4-40GB", "hgx-a800"),
+    ("NVIDIA H800", "hgx-h800"), ("NVIDIA H800 80GB HBM3", "hgx-h800"),
+    ("NVIDIA H20", "hgx-h20"), ("NVIDIA H20-3e", "hgx-h20"),
+    # their PCIe cards are PCIe cards; H200 NVL is not the SXM H200, nor H20 the H200
+    ("NVIDIA H800 PCIe", "pcie-gen5"), ("NVIDIA A800 80GB PCIe", "pcie-gen4"),
+    ("NVIDIA H200 NVL", "pcie-gen5"), ("NVIDIA H200", "dgx-h200"),
+])
+def test_export_names_pick_their_presets(gpu, preset):
+    assert preset_for_gpu(gpu) == preset
+
+
+def test_an_a800_is_not_priced_as_an_a100():
+    """The A800 keeps 8 of the A100's 12 NVLink3 links (A800 datasheet: 400 GB/s against 600): a preset
+    of 12 links would price 1.5x its NVLink."""
+    a800, a100 = PRESETS["hgx-a800"], PRESETS["dgx-a100"]
+    assert (a800.nvlinks_per_gpu, a100.nvlinks_per_gpu) == (8, 12)
+    assert a800.intra.bw_Bps * 1.5 == a100.intra.bw_Bps
+    topo, how = preset_for_devices({"NVIDIA A800-SXM4-80GB": 16}, {"h1": 8, "h2": 8}, where="f",
+                                   network={"ib": [(12, "NET/IB")]})
+    assert topo.name == "hgx-a800" and "2 hosts" in how
+
+
+@pytest.mark.parametrize("preset,version,links,per_link,speed,channels", [
+    # sm90 at NCCL 2.20+: 20.6 GB/s a link (topo.h). H800: 8 links = 164.8 GB/s; speeds 60, 50, 40:
+    # 2 x 60 = 120, 3 x 50 = 150, 4 x 40 = 160 (search.cc pass 1 keeps the most), 30 and 24 carry less,
+    # 20 no more (8 x 20 = 160); 40 < 50 with 4 channels: duplicated to 8 x 20 (ncclTopoDupChannels)
+    ("hgx-h800", "2.21.5", 8, 20.6, 20.0, 8),
+    # NCCL 2.18: sm90 at 20 GB/s a link, speeds 60, 40, ...: 8 x 20 = 160 = 4 x 40 exactly, then 8 x 20
+    ("hgx-h800", "2.18.3", 8, 20.0, 20.0, 8),
+    # H20: the H100's 18 links, 370.8 GB/s: 6 x 60 = 360; no slower speed carries more; 60 >= 50: 12 x 30
+    ("hgx-h20", "2.21.5", 18, 20.6, 30.0, 12),
+    # A800: 8 x 20 = 160 GB/s (sm80); 40 x 4 = 160 at once; sm80 duplicates from 25: 8 x 20
+    ("hgx-a800", "2.19.4", 8, 20.0, 20.0, 8),
+])
+def test_one_node_ring_graph_by_hand(preset, version, links, per_link, speed, channels):
+    release, _ = release_for(version)
+    m = machine(PRESETS[preset], 8, release)
+    ring = m.graphs[Algorithm.RING]
+    assert (ring.n_channels, ring.bw_intra) == (channels, speed)
+    # the total NCCL prices: every link's figure but what the speed steps leave over
+    assert links * per_link - ring.n_channels * ring.bw_intra < 12.0
+
+
+def test_h800_communicator_channels_as_nccl_2_18_prints_them():
+    """comm->nChannels = min(ring, tree) doubled by the post-set (init.cc): 8 x 2 = 16, the count an H800
+    node's NCCL 2.18.3 log prints ("16 coll channels, 16 nvls channels")."""
+    release, _ = release_for("2.18.3")
+    m = machine(PRESETS["hgx-h800"], 8, release)
+    assert comm_channels(m, release).coll_channels == 16
+    assert m.nvls  # NVSwitch 3 on sm90: NVLink SHARP ("NVLS multicast support is available")
