@@ -1,8 +1,10 @@
 """The export Hopper/Ampere SXM parts (A800, H800, H20): their device names pick their own presets, and
-NCCL's graph on their NVLink is derived by hand from the link figures each preset cites."""
+NCCL's graph on their NVLink is derived by hand from the link figures each preset cites. The NVL PCIe
+cards (H100 NVL, H200 NVL): what their NVLink bridges leave the file to tell."""
 
 import pytest
 
+from zerocalc.errors import ConfigError
 from zerocalc.nccl import Algorithm
 from zerocalc.nccl.channels import comm_channels
 from zerocalc.nccl.graph import machine
@@ -63,3 +65,24 @@ def test_h800_communicator_channels_as_nccl_2_18_prints_them():
     m = machine(PRESETS["hgx-h800"], 8, release)
     assert comm_channels(m, release).coll_channels == 16
     assert m.nvls  # NVSwitch 3 on sm90: NVLink SHARP ("NVLS multicast support is available")
+
+
+@pytest.mark.parametrize("gpu,per_host", [("NVIDIA H100 NVL", 2), ("NVIDIA H200 NVL", 2),
+                                          ("NVIDIA H200 NVL", 3), ("NVIDIA H200 NVL", 4)])
+def test_a_run_that_fits_one_nvlink_bridge_group_is_refused(gpu, per_host):
+    """H100 NVL bridges join pairs, H200 NVL 2 or 4 GPUs (the product briefs): such a run may sit on one
+    bridge or cross PCIe, and the device lines do not say which."""
+    with pytest.raises(ConfigError, match="NVLink bridge") as exc:
+        preset_for_devices({gpu: per_host}, {"h": per_host}, where="f")
+    assert exc.value.option == "--topology"
+
+
+@pytest.mark.parametrize("gpu,per_host,bridge", [("NVIDIA H100 NVL", 8, 2), ("NVIDIA H100 NVL", 4, 2),
+                                                 ("NVIDIA H200 NVL", 8, 4)])
+def test_a_run_wider_than_a_bridge_group_is_priced_on_pcie_and_says_why(gpu, per_host, bridge):
+    topo, how = preset_for_devices({gpu: per_host}, {"h": per_host}, where="f")
+    assert topo.name == "pcie-gen5" and topo.nvlink_gen == 0
+    assert f"NVLink bridges join at most {bridge} of its {per_host} GPUs" in how
+    # one GPU a host on several hosts: no bridge in the communicator's node at all
+    topo, how = preset_for_devices({gpu: 2}, {"a": 1, "b": 1}, where="f")
+    assert topo.name == "pcie-gen5" and "NVLink" not in how

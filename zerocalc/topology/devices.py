@@ -94,8 +94,8 @@ class PcieCard:
 #: compute capability): the H100 PCIe / NVL, H200 NVL and H800 PCIe (PCIe Gen5 x16, 9.0), GeForce RTX 50
 #: and RTX PRO Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9),
 #: GeForce RTX 30 / RTX A-series / A10 / A10G (AWS g5) / A40 (Gen4 x16, 8.6), A100 / A800 PCIe and A30
-#: (Gen4 x16, 8.0). Before them (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. An H100 NVL / H200 NVL
-#: pair's NVLink bridge is not modelled: the preset prices PCIe alone.
+#: (Gen4 x16, 8.0). Before them (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. The NVL cards' NVLink
+#: bridges: :data:`NVL_BRIDGES`.
 PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bH(?:[128]00|20)\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
     PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
@@ -106,6 +106,21 @@ PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bT4\b|\bRTX 20\d0\b|\bTITAN RTX\b|\bQuadro RTX \d+\b", re.I), 3, 75),
 )
 _PCIE_PRESET = {3: "pcie-gen3", 4: "pcie-gen4", 5: "pcie-gen5"}
+#: PCIe cards sold with NVLink bridges, and the most GPUs one bridge set joins: the H100 NVL in pairs (three
+#: bridges, 600 GB/s bidirectional between the two; NVIDIA H100 NVL product brief PB-11773-001), the H200
+#: NVL in 2- or 4-way groups (900 GB/s per GPU; NVIDIA H200 NVL product brief). A run of more GPUs a host
+#: than a group holds spans several groups: each of NCCL's rings then crosses PCIe between them, and the
+#: slowest link sets a ring's speed (search.cc: a channel runs at one speed over every hop), so it is priced
+#: on the PCIe box (every hop PCIe: the crossings' switches and CPU links carry more than the bridged run
+#: sends through them, so the price is an upper bound on its time). A run that fits in one group may sit on
+#: one bridge, or across PCIe: the file does not tell which GPUs a bridge joins (``nvidia-smi topo -m``
+#: does, not nccl-tests), nor the H200 NVL's 2- or 4-way build; and what a bridge carries is not pinned by a
+#: public sweep (a bridged H100 PCIe pair moves 116 GB/s, NVIDIA/nccl issue 1161, about half of NCCL's
+#: 12 × 20.6 GB/s): such a run is refused, naming ``--topology``.
+NVL_BRIDGES: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"\bH100 NVL\b", re.I), 2),
+    (re.compile(r"\bH200 NVL\b", re.I), 4),
+)
 #: Cards whose driver refuses PCIe peer-to-peer: GeForce and TITAN (``nvidia-smi topo -p2p`` prints
 #: ``NS``, "not supported", for two RTX 2080 Ti in the bundled AutoDL sweeps' page; NCCL connects
 #: RTX 4090s ``via SHM/direct/direct``, tinygrad/open-gpu-kernel-modules issue 45, whose patched
@@ -205,6 +220,13 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     if k > topo.gpus_per_node:
         raise _refuse(f"{where}: {k} ranks per host, more than the {topo.gpus_per_node} GPUs of a "
                       f"{topo.name} node")
+    bridge = next((n for rx, n in NVL_BRIDGES if rx.search(gpu)), None)
+    if bridge is not None and 2 <= k <= bridge:
+        raise _refuse(f"{where}: {k} {gpu} a host may share one NVLink bridge set or cross PCIe, which the "
+                      "file does not tell (nor what the bridge carries)")
+    if bridge is not None and k > bridge:
+        gpu_how += (f"; NVLink bridges join at most {bridge} of its {k} GPUs a host, so NCCL's rings cross "
+                    "PCIe between them and PCIe sets their speed: priced on PCIe alone")
     plural = "s" if len(hosts) != 1 else ""
     how = f"from the file's device lines: {gpu}, {k} per host, {len(hosts)} host{plural}{gpu_how}"
     if net_how:
