@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from zerocalc.nccl import LATEST, Algorithm, release_for
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.graph import REQUIRED_FIELDS
-from zerocalc.nccl.steps import scheme_phases, scheme_time
+from zerocalc.nccl.ofi_tuner import OfiTuner
+from zerocalc.nccl.steps import OFI_MARK, scheme_phases, scheme_time
 from zerocalc.nccl.tuner import TunerConfig
 from zerocalc.topology import Topology, require
 
@@ -34,18 +35,22 @@ def missing_fields(topo: Topology) -> list[str]:
 
 def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo: str | None = None,
                nccl_proto: str | None = None, tuner: TunerConfig | None = None,
-               reuse_distance: float = 1e9) -> NcclPricing:
+               reuse_distance: float = 1e9, ofi_tuner: OfiTuner | None = None) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with NCCL ``nccl_version``'s
     model (default the latest modelled) on ``topo``: per phase the pair NCCL picks, or the one a tuner
     rule forces (``tuner``), one call per phase. Under tensor parallelism the node's NICs are shared by
     its tp data-parallel groups. A field of ``topo`` the model needs and lacks, a bad ``NCCL_ALGO`` /
-    ``NCCL_PROTO`` or a tuner rule the machine cannot run is a :class:`~zerocalc.errors.ConfigError`."""
+    ``NCCL_PROTO`` or a tuner rule the machine cannot run is a :class:`~zerocalc.errors.ConfigError`.
+    ``ofi_tuner``: aws-ofi-nccl's tuner plugin of a release, loaded in place of ``tuner`` (one of the two:
+    NCCL loads one tuner plugin); each phase's pair is the one it returns for the phase's communicator,
+    where it returns one (:func:`zerocalc.nccl.steps.scheme_phases`), marked
+    :data:`~zerocalc.nccl.steps.OFI_MARK` in the choices."""
     for f in missing_fields(topo):
         require(topo, f, "NCCL's cost model")
     version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
     release, note = release_for(version)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
-    times, choices = [], []
+    times, choices, ofi_phases = [], [], []
     for r in df.itertuples(index=False):
         tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
         topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
@@ -58,7 +63,9 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
                                grad_bytes=float(r.grad_comm_bytes_per_element),
                                micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
                                hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
-                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version)
+                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version,
+                               ofi=ofi_tuner)
+        ofi_phases += [p for p in phases if p.ofi_chose is not None]
         t, c = scheme_time(phases)
         times.append(t)
         choices.append(c)
@@ -70,8 +77,26 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
                if nvls_corrected(release, topo) else []),
              *env.notes,
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
-               if tuner else [])]
+               if tuner else []),
+             *([ofi_tuner_note(ofi_tuner, ofi_phases, version)] if ofi_tuner is not None else [])]
     return NcclPricing(times, choices, notes)
+
+
+def ofi_tuner_note(ofi: OfiTuner, phases: list, nccl_version: str) -> str:
+    """What aws-ofi-nccl's tuner plugin did to the priced phases (:class:`~zerocalc.nccl.steps.PhaseTime`
+    with ``ofi_chose`` set): how many calls' pairs it chose, which, or that it left them all to NCCL."""
+    from zerocalc.nccl.tuner import tuner_api
+
+    head = (f"t NCCL: under {ofi.name}'s tuner plugin ({ofi.kind}, {ofi.source}; loaded by NCCL "
+            f"{nccl_version}, tuner API v{tuner_api(nccl_version)})"
+            + (f" on {ofi.platform}" if ofi.platform else ""))
+    chose = [p for p in phases if p.ofi_chose]
+    if not chose:
+        return f"{head}: it returned no pair for any phase's call, so each is NCCL's own choice"
+    pairs = list(dict.fromkeys(f"{p.collective} {p.algorithm}/{p.protocol} on {p.ranks} ranks"
+                               for p in chose))
+    return (f"{head}: pairs marked {OFI_MARK} are the plugin's, not NCCL's model's ({'; '.join(pairs[:6])}"
+            + (f" and {len(pairs) - 6} more" if len(pairs) > 6 else "") + ")")
 
 
 def nvls_corrected(release, topo: Topology) -> bool:

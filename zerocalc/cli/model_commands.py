@@ -14,11 +14,12 @@ import typer
 from zerocalc.cli.options import (
     _DTYPE_HELP,
     _MODEL_HELP,
+    _OFI_HELP,
     _TOPOLOGY_HELP,
     _TUNER_HELP,
     _load_topology,
     _progress_bar,
-    _read_tuner,
+    _read_tuners,
     _scheme_names,
     model_psi,
     output_format,
@@ -35,19 +36,24 @@ from zerocalc.rendering import (
 
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                   nccl_proto: str | None, reuse_distance: float = 1e9,
-                  nccl_tuner: str | None = None) -> list[str]:
+                  nccl_tuner: str | None = None, ofi_tuner: str | None = None) -> list[str]:
     """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl_pricing`) to the
-    table when the topology gives what the model needs; the notes to print under it."""
+    table when the topology gives what the model needs, and ``nccl_ofi_tuner`` (the aws-ofi-nccl release
+    whose tuner plugin priced them) under ``--ofi-tuner``; the notes to print under it."""
     from zerocalc.nccl_pricing import missing_fields, price_rows
 
+    tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     missing = missing_fields(topo)
-    if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None:
+    if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None \
+            and ofi_tuner is None:
         return [f"no NCCL columns: topology {topo.name!r} does not give {missing[0]} (and NCCL's model "
                 "needs it)"]
     priced = price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                        tuner=_read_tuner(nccl_tuner, topo), reuse_distance=reuse_distance)
+                        tuner=tuner, reuse_distance=reuse_distance, ofi_tuner=ofi)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
+    if ofi is not None:
+        df["nccl_ofi_tuner"] = ofi.name
     return priced.notes
 
 
@@ -145,6 +151,7 @@ def table_command(
     nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
                                    help="NCCL_PROTO list restricting NCCL's protocols."),
     nccl_tuner: str = typer.Option(None, "--nccl-tuner", help=_TUNER_HELP),
+    ofi_tuner: str = typer.Option(None, "--ofi-tuner", help=_OFI_HELP),
     model: str = typer.Option(None, "--model", help=_MODEL_HELP),
     gpu_memory: str = typer.Option(None, "--gpu-memory",
                                    help="Memory of one GPU (80GB, 80GiB): adds a 'fits' column "
@@ -171,17 +178,18 @@ def table_command(
                   hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
     warn_implausible(psi=psi_count, n=n)
     df, notes = _table_columns(df, topo, fmt, gpu_memory, sort, reuse_distance,
-                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner))
+                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner))
     _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), notes)
 
 
 def _table_columns(df, topo, fmt: TableFormat, gpu_memory: str | None, sort: str | None,
-                   reuse_distance: float, nccl: tuple[str | None, str | None, str | None, str | None]):
+                   reuse_distance: float, nccl: tuple[str | None, ...]):
     """The evaluated table with the columns the options ask for: NCCL's time and choice (``nccl``:
-    version, algorithms, protocols, tuner), 'fits' and its sort, and in JSON the collectives of each
-    scheme; and the notes to print under it."""
-    nccl_version, nccl_algo, nccl_proto, nccl_tuner = nccl
-    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner))
+    version, algorithms, protocols, tuner rules, aws-ofi-nccl release), 'fits' and its sort, and in JSON
+    the collectives of each scheme; and the notes to print under it."""
+    nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner = nccl
+    notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner,
+                               ofi_tuner))
     df, memory_note = _fits(df, gpu_memory, topo, sort)
     notes += [memory_note] if memory_note else []
     notes += _step_notes(df)
@@ -440,6 +448,9 @@ def report_cmd(
     nccl_tuner: Annotated[str | None, typer.Option(
         "--nccl-tuner", help=_TUNER_HELP + " The schemes are then also priced with NCCL's cost model, by "
                              "itself and under these rules.")] = None,
+    ofi_tuner: Annotated[str | None, typer.Option(
+        "--ofi-tuner", help=_OFI_HELP + " The schemes are then also priced with NCCL's cost model, by itself "
+                            "and under the plugin.")] = None,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
     import time
@@ -460,6 +471,7 @@ def report_cmd(
 
     paths = tuple(Path(t) for t in trace or ())
     topo = _load_topology(topology, None, None, None, None)
+    tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     psi_count, _ = model_psi(psi, model, default="7.5e9")
     warn_implausible(psi=psi_count, n=n)
     config = ReportConfig(psi=float(psi_count), n=n,
@@ -468,10 +480,10 @@ def report_cmd(
                           comm_dtype=canonical_dtype(dtype), traces=paths,
                           gpu_memory_bytes=None if gpu_memory is None else float(
                               parse_bytes(gpu_memory, "--gpu-memory")),
-                          nccl_tuner=_read_tuner(nccl_tuner, topo))
+                          nccl_tuner=tuner, ofi_tuner=ofi)
     check_output(output, config)
     check_traces(paths)
-    if config.nccl_tuner is not None:  # a rule this cluster cannot run is refused before any work
+    if tuner is not None or ofi is not None:  # a rule or plugin this cluster cannot run: refused before work
         from zerocalc.report.sweeps import nccl_under_tuner
 
         nccl_under_tuner(config)

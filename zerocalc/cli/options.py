@@ -137,6 +137,34 @@ def _read_tuner(path: str | None, topo):
     return parse_tuner(text.splitlines(), given)
 
 
+_OFI_HELP = ("Price under aws-ofi-nccl's tuner plugin of this release (1.9.0-1.21.1), loaded by NCCL in "
+             "place of its own choice (AWS EFA clusters: aws-p5, aws-p5e, aws-p5en).")
+
+
+def _read_tuners(nccl_tuner: str | None, ofi_tuner: str | None, topo):
+    """The tuner plugin a command prices under: ``(TunerConfig or None, OfiTuner or None)``, at most one of
+    them (NCCL loads one tuner plugin): ``--nccl-tuner`` or the topology's ``nccl_tuner``
+    (:func:`_read_tuner`), or ``--ofi-tuner``, aws-ofi-nccl's of that release on the topology's EC2
+    platform (:func:`zerocalc.nccl.ofi_tuner.platform_of`). An unknown or unmodelled release, or both
+    given, is a :class:`ConfigError` naming ``--ofi-tuner``."""
+    from dataclasses import replace
+
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
+    from zerocalc.nccl.ofi_tuner import platform_of
+
+    if ofi_tuner is None:
+        return _read_tuner(nccl_tuner, topo), None
+    ofi = replace(ofi_release(ofi_tuner), platform=platform_of(topo.name))
+    if nccl_tuner is not None:
+        raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
+                          option="--ofi-tuner")
+    if topo.nccl_tuner:
+        raise ConfigError(f"NCCL loads one tuner plugin, and topology {topo.name} names tuner rules "
+                          f"({topo.nccl_tuner}): give a topology without nccl_tuner", option="--ofi-tuner")
+    return None, ofi
+
+
 def output_format(value: str, allowed: tuple[str, ...]) -> str:
     """``--format``'s value as one of ``allowed``, whatever its case (``JSON`` is ``json``): the
     canonical name, which the rest of the command uses; anything else a :class:`ConfigError`."""

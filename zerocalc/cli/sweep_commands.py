@@ -9,7 +9,7 @@ from collections import Counter
 
 import typer
 
-from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner
+from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner, _read_tuners
 from zerocalc.rendering import _skip_notes, _sweep_text
 
 
@@ -187,6 +187,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                               option="--ofi-tuner")
     given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
+    if ofi_tuner is not None and given is not None:
+        _read_tuners(None, ofi_tuner, given)  # a topology naming tuner rules is refused, as table refuses it
     tuner = _read_tuner(nccl_tuner, given) if given is not None else None
     if given is None and nccl_tuner is not None:
         raise ConfigError("prices a tuner's rules on a topology; give --topology too", option="--nccl-tuner")

@@ -169,6 +169,34 @@ def ofi_tuner(text: str, option: str = OPTION) -> OfiTuner:
                       f"(the newest it has read)", option=option)
 
 
+def loaded_api(ofi: OfiTuner, nccl_version: str, restricted: bool) -> int:
+    """The tuner API the NCCL ``nccl_version`` loads ``ofi`` with (:func:`zerocalc.nccl.tuner.tuner_api`); a
+    :class:`ConfigError` naming ``--ofi-tuner`` where it cannot: NCCL before 2.19 loads no tuner plugin, and
+    the plugin's v1 ``init`` refuses to load under ``NCCL_ALGO`` / ``NCCL_PROTO`` (``restricted``; module
+    docstring)."""
+    from zerocalc.nccl.tuner import tuner_api
+
+    try:
+        api = tuner_api(nccl_version)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, option=OPTION) from None
+    if api == 1 and restricted:
+        raise ConfigError(f"{ofi.name}'s tuner refuses to load under NCCL_ALGO / NCCL_PROTO with NCCL "
+                          f"{nccl_version}'s tuner API v1 (its init_v1 returns ncclInvalidArgument)",
+                          option=OPTION)
+    return api
+
+
+def require_coverage(ofi: OfiTuner, n_nodes: int) -> bool:
+    """Whether ``ofi``'s rules apply to a communicator on ``n_nodes`` nodes (``False``: it leaves every call
+    to NCCL, :meth:`OfiTuner.coverage`); a :class:`ConfigError` naming ``--ofi-tuner`` where zerocalc does
+    not model what it does there."""
+    covered, why = ofi.coverage(n_nodes, ofi.platform is not None)
+    if covered is None:
+        raise ConfigError(f"{ofi.name}'s tuner on {n_nodes} nodes: {why}", option=OPTION)
+    return covered
+
+
 def platform_of_instance(instance_type: str) -> str:
     """The platform key of an EC2 instance type as aws-ofi-nccl reads it (``p5en.48xlarge`` → ``p5en``)."""
     return str(instance_type).lower().split(".")[0]

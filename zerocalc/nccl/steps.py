@@ -23,8 +23,10 @@ from dataclasses import dataclass, replace
 import sympy
 
 from zerocalc import symbols as S
+from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.model import tune
+from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import as_nccl_collective, predict
 from zerocalc.nccl.tables import Release
@@ -46,6 +48,8 @@ class PhaseTime:
     algorithm: str
     protocol: str
     time_s: float  # all calls of the phase
+    #: aws-ofi-nccl's tuner plugin chose the pair (None: no such plugin given; False: it left NCCL's choice)
+    ofi_chose: bool | None = None
 
 
 def _group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
@@ -61,14 +65,24 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                   proto_enable=None, param_bytes: float | None = None, grad_bytes: float | None = None,
                   micro_batches: int = 1, grad_sync: str = "every", hsdp_shard_size: int | None = None,
                   reuse_distance: float = 1e9, nvls_enable: bool = True, tuner: TunerConfig | None = None,
-                  nccl_version: str | None = None) -> list[PhaseTime]:
+                  nccl_version: str | None = None, ofi: OfiTuner | None = None) -> list[PhaseTime]:
     """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``, per optimizer
     step: ``calls`` counts every run of the phase in the step's ``micro_batches`` (its cadence under
     ``grad_sync``, :mod:`zerocalc.schemes`); ``param_bytes`` / ``grad_bytes`` are the wire widths of the
     parameter- and gradient-side collectives (default ``comm_bytes``). ``tuner``: a tuner plugin's rules
-    (:mod:`zerocalc.nccl.tuner`), loaded into NCCL ``nccl_version`` (default: the release's own)."""
+    (:mod:`zerocalc.nccl.tuner`), loaded into NCCL ``nccl_version`` (default: the release's own); ``ofi``:
+    aws-ofi-nccl's tuner plugin of a release (:mod:`zerocalc.nccl.ofi_tuner`) loaded instead, each phase's
+    pair the one it returns for the phase's communicator (nodes and ranks) where it returns one
+    (:func:`zerocalc.nccl.predict.ofi_pair`; a :class:`~zerocalc.errors.ConfigError` naming ``--ofi-tuner``
+    where NCCL cannot load it, :func:`~zerocalc.nccl.ofi_tuner.loaded_api`, or zerocalc does not model what
+    it does on a phase's nodes, :func:`~zerocalc.nccl.ofi_tuner.require_coverage`)."""
     version = nccl_version or release.tag.lstrip("v").split("-")[0]
+    if tuner is not None and ofi is not None:
+        raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
+                          option="--ofi-tuner")
     api = tuner_api(version) if tuner is not None else 3
+    if ofi is not None:
+        api = loaded_api(ofi, version, algo_enable is not None or proto_enable is not None)
     lo, hi = channel_limits(topology, version)  # NCCL_MIN/MAX_NCHANNELS of the topology's profile
     s = get_scheme(scheme)
     g = min(gpus_per_node, n)
@@ -94,6 +108,7 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                                 nvls_enable=nvls_enable, min_channels=lo, max_channels=hi)
             if tuner is not None:
                 check_rules(tunings[key], tuner, topology.name)
+        covered = ofi is not None and require_coverage(ofi, tunings[key].machine.n_nodes)
         if ph.collective.value == "all_to_all":
             comm = p2p_comm(topo_g, ranks, release, version, tunings[key].comm_channels)
             pt = op_time(comm, P2pOp.ALL_TO_ALL, int(n_bytes))
@@ -101,21 +116,28 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                                  pt.protocol.value, calls * pt.time_s))
             continue
         coll = as_nccl_collective(ph.collective.value)
-        pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api)
+        pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api,
+                     ofi=ofi if covered else None)
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
-                             pr.protocol.value, calls * pr.time_s))
+                             pr.protocol.value, calls * pr.time_s, pr.ofi_chose if ofi is not None else None))
     return out
 
 
+#: Marks a pair in :func:`scheme_time`'s account that aws-ofi-nccl's tuner plugin chose, not NCCL's model.
+OFI_MARK = "^"
+
+
 def scheme_time(phases: list[PhaseTime]) -> tuple[float, str]:
-    """Total seconds and a short account of NCCL's choices (``AR NVLSTree/Simple; AG Ring/Simple``)."""
+    """Total seconds and a short account of NCCL's choices (``AR NVLSTree/Simple; AG Ring/Simple``), a pair
+    aws-ofi-nccl's tuner plugin chose marked :data:`OFI_MARK` (``AR Ring/LL128^``, as ``check`` marks a row
+    it chose)."""
     total = math.fsum(p.time_s for p in phases)
     seen = []
     for p in phases:
         if p.algorithm == "-":
             continue
-        label = f"{_SHORT.get(p.collective, p.collective)} " + (
-            p.algorithm if p.protocol == "-" else f"{p.algorithm}/{p.protocol}")
+        pair = p.algorithm if p.protocol == "-" else f"{p.algorithm}/{p.protocol}"
+        label = f"{_SHORT.get(p.collective, p.collective)} {pair}" + (OFI_MARK if p.ofi_chose else "")
         if label not in seen:
             seen.append(label)
     return total, "; ".join(seen) or "-"

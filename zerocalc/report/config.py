@@ -17,6 +17,7 @@ from zerocalc.topology import Topology
 if TYPE_CHECKING:
     import pandas as pd
 
+    from zerocalc.nccl.ofi_tuner import OfiTuner
     from zerocalc.nccl.tuner import TunerConfig
 
 #: Called with one line of progress at each stage of a long computation.
@@ -42,6 +43,10 @@ class ReportConfig:
     #: tuner plugin rules (``--nccl-tuner``, or the topology TOML's ``nccl_tuner``): the schemes are also
     #: priced with NCCL's cost model, by itself and under these rules (section "volume_table")
     nccl_tuner: TunerConfig | None = None
+    #: aws-ofi-nccl's tuner plugin of a release (``--ofi-tuner``), on the topology's EC2 platform: the schemes
+    #: are also priced with NCCL's cost model, by itself and under the pairs this plugin returns (section
+    #: "volume_table"); NCCL loads one tuner plugin, so not with ``nccl_tuner``
+    ofi_tuner: OfiTuner | None = None
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -55,6 +60,9 @@ class ReportConfig:
                 raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
         if not (isinstance(self.k, Real) and math.isfinite(self.k) and self.k >= 0):
             raise ConfigError(f"must be a number ≥ 0, got {self.k!r}", option="--k")
+        if self.nccl_tuner is not None and self.ofi_tuner is not None:
+            raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
+                              option="--ofi-tuner")
         mem = self.gpu_memory_bytes
         if mem is not None and not (isinstance(mem, Real) and math.isfinite(mem) and mem > 0):
             raise ConfigError(f"must be a positive number of bytes, got {mem!r}", option="--gpu-memory")

@@ -63,20 +63,22 @@ def nccl_under_tuner(config: ReportConfig,
                      table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Every scheme of the volume table (``table``, default :func:`volume_table`) priced with NCCL's cost
     model on the report's cluster (:func:`zerocalc.nccl_pricing.price_rows`, the latest NCCL modelled, as
-    ``zerocalc table`` prices it): by itself and under the tuner rules of ``config.nccl_tuner``. One row per
+    ``zerocalc table`` prices it): by itself and under the tuner rules of ``config.nccl_tuner``, or under
+    aws-ofi-nccl's tuner plugin ``config.ofi_tuner`` (the pairs it chose marked ``^``). One row per
     scheme: ``scheme``, ``nccl_choice``, ``time_s_nccl``, ``tuned_choice``, ``time_s_tuned``; and the notes
-    that say what they were priced under (NCCL release, the topology's NCCL environment). A rule the
-    cluster cannot run, or a topology without the fields NCCL's model needs, is a
+    that say what they were priced under (NCCL release, the topology's NCCL environment, what the aws-ofi-nccl
+    plugin chose). A rule the cluster cannot run, a plugin NCCL cannot load or whose answer there zerocalc
+    does not model, or a topology without the fields NCCL's model needs, is a
     :class:`~zerocalc.errors.ConfigError` naming the option."""
     from zerocalc.nccl_pricing import price_rows
     from zerocalc.topology import get_topology
 
-    if config.nccl_tuner is None:
-        raise ValueError("nccl_under_tuner needs config.nccl_tuner")
+    if config.nccl_tuner is None and config.ofi_tuner is None:
+        raise ValueError("nccl_under_tuner needs config.nccl_tuner or config.ofi_tuner")
     table = volume_table(config) if table is None else table
     topo = get_topology(config.topology)
     own = price_rows(table, topo)
-    tuned = price_rows(table, topo, tuner=config.nccl_tuner)
+    tuned = price_rows(table, topo, tuner=config.nccl_tuner, ofi_tuner=config.ofi_tuner)
     frame = pd.DataFrame({"scheme": table["scheme"].to_numpy(), "nccl_choice": own.choices,
                           "time_s_nccl": own.times, "tuned_choice": tuned.choices,
                           "time_s_tuned": tuned.times})

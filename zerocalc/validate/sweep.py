@@ -30,8 +30,7 @@ from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import Tuning, tune
-from zerocalc.nccl.ofi_tuner import OPTION as OFI_OPTION
-from zerocalc.nccl.ofi_tuner import OfiTuner
+from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
@@ -225,11 +224,8 @@ def _plugin_api(tuning: Tuning, topo: Topology, nccl_version: str, tuner: TunerC
         api = tuner_api(nccl_version)
         check_rules(tuning, tuner, topo.name)
     if ofi_tuner is not None:
-        api = _ofi_api(ofi_tuner, nccl_version, restricted)
-        covered, why = ofi_tuner.coverage(tuning.machine.n_nodes, ofi_tuner.platform is not None)
-        if covered is None:
-            raise ConfigError(f"{ofi_tuner.name}'s tuner on {tuning.machine.n_nodes} nodes: {why}",
-                              option=OFI_OPTION)
+        api = loaded_api(ofi_tuner, nccl_version, restricted)
+        require_coverage(ofi_tuner, tuning.machine.n_nodes)
     return api
 
 
@@ -288,20 +284,6 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
     return notes
-
-
-def _ofi_api(ofi: OfiTuner, nccl_version: str, restricted: bool) -> int:
-    """The tuner API the NCCL ``nccl_version`` loads aws-ofi-nccl's tuner with; a :class:`ConfigError`
-    where it cannot (module docstring of :mod:`zerocalc.nccl.ofi_tuner`)."""
-    try:
-        api = tuner_api(nccl_version)
-    except ConfigError as exc:
-        raise ConfigError(exc.message, option=OFI_OPTION) from None
-    if api == 1 and restricted:
-        raise ConfigError(f"{ofi.name}'s tuner refuses to load under NCCL_ALGO / NCCL_PROTO with NCCL "
-                          f"{nccl_version}'s tuner API v1 (its init_v1 returns ncclInvalidArgument)",
-                          option=OFI_OPTION)
-    return api
 
 
 def ofi_tuner_note(ofi: OfiTuner, rows: Sequence[Mapping], n_nodes: int, api: int) -> str:

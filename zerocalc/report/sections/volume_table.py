@@ -14,13 +14,14 @@ if TYPE_CHECKING:
 
 
 def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
-    """With tuner rules given: every scheme priced with NCCL's cost model, by itself and under them
-    (:func:`zerocalc.report.sweeps.nccl_under_tuner`)."""
-    if config.nccl_tuner is None:
+    """With tuner rules or aws-ofi-nccl's tuner plugin given: every scheme priced with NCCL's cost model, by
+    itself and under them (:func:`zerocalc.report.sweeps.nccl_under_tuner`)."""
+    if config.nccl_tuner is None and config.ofi_tuner is None:
         return
     from zerocalc.report.sweeps import nccl_under_tuner
 
-    say("pricing every scheme with NCCL's cost model under the tuner rules")
+    say("pricing every scheme with NCCL's cost model under the tuner " +
+        ("rules" if config.ofi_tuner is None else "plugin"))
     frame, notes = nccl_under_tuner(config, data.table)
     data.extra["volume_table_nccl"], data.extra["volume_table_nccl_notes"] = frame, notes
 
@@ -50,16 +51,25 @@ def draw(w: Writer, data: ReportData) -> None:
 
 
 def _draw_tuned(w: Writer, data: ReportData) -> None:
-    """The schemes' step time under NCCL's cost model, by itself and under the tuner rules given."""
+    """The schemes' step time under NCCL's cost model, by itself and under the tuner rules or plugin given."""
     t = data.extra["volume_table_nccl"]
     from pathlib import Path
 
-    w.paragraph(
-        f"Under the tuner rules of {Path(data.config.nccl_tuner.source).name} (NCCL's example tuner plugin, "
-        "given with --nccl-tuner or named by the topology): each scheme's collectives priced with NCCL's own "
-        "cost model, one call per phase, first with the algorithm and protocol NCCL picks by itself, then "
-        "with the pair and channels a matching rule forces (a call no rule matches keeps NCCL's choice, on "
-        "the one channel the example plugin then leaves it).")
+    ofi = data.config.ofi_tuner
+    if ofi is None:
+        w.paragraph(
+            f"Under the tuner rules of {Path(data.config.nccl_tuner.source).name} (NCCL's example tuner "
+            "plugin, given with --nccl-tuner or named by the topology): each scheme's collectives priced "
+            "with NCCL's own cost model, one call per phase, first with the algorithm and protocol NCCL "
+            "picks by itself, then with the pair and channels a matching rule forces (a call no rule matches "
+            "keeps NCCL's choice, on the one channel the example plugin then leaves it).")
+    else:
+        w.paragraph(
+            f"Under {ofi.name}'s tuner plugin (given with --ofi-tuner; {ofi.source}): each scheme's "
+            "collectives priced with NCCL's own cost model, one call per phase, first with the algorithm and "
+            "protocol NCCL picks by itself, then with the pair the plugin returns for the phase's "
+            "communicator where it returns one (marked ^), on NCCL's own channels; where it returns none, "
+            "NCCL's own choice.")
     w.bullets(data.extra["volume_table_nccl_notes"])
     rows = [[r.scheme, r.nccl_choice, format_seconds(r.time_s_nccl), r.tuned_choice,
              format_seconds(r.time_s_tuned),
@@ -68,5 +78,6 @@ def _draw_tuned(w: Writer, data: ReportData) -> None:
     w.table(["scheme", "NCCL's choice", "T NCCL", "under the tuner", "T tuner", "tuner / NCCL"], rows,
             align="llrlrr", wrap={1: 34, 3: 34}, size=7.5, caption=(
                 "Table. " + config_line(data.config) + ". T NCCL: step communication time under NCCL's "
-                "model with its own choices; T tuner: under the tuner's rules (AR all-reduce, AG all-gather, "
+                "model with its own choices; T tuner: under the tuner " +
+                ("plugin's choices" if ofi is not None else "'s rules") + " (AR all-reduce, AG all-gather, "
                 "RS reduce-scatter, BC broadcast, R reduce)."))
