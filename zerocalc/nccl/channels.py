@@ -55,12 +55,22 @@ class CommChannels:
     uncapped: int = 0
 
 
+def nvls_channels(m: Machine, release: Release) -> int:
+    """``comm->nvlsChannels`` as step 6 raises ``comm->nChannels`` to it (module docstring): 16, from v2.25.1
+    32 on sm100 (``src/transport/nvls.cc``); 0 without NVLink SHARP."""
+    if not m.nvls:
+        return 0
+    return 32 if (release.era >= 25 and m.compute_capability >= 100) else 16
+
+
 def comm_channels(m: Machine, release: Release, *, min_channels: int | None = None,
-                  max_channels: int | None = None, nvls: bool = False) -> CommChannels:
+                  max_channels: int | None = None, nvls: bool = False,
+                  nvls_count: int | None = None) -> CommChannels:
     """The communicator's channels on machine ``m`` at ``release`` (module docstring, steps 1-6).
 
     ``min_channels`` / ``max_channels``: ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` (None: unset);
-    ``nvls``: NVLink SHARP is in use (``comm->nvlsSupport``).
+    ``nvls``: NVLink SHARP is in use (``comm->nvlsSupport``); ``nvls_count``: ``comm->nvlsChannels`` as a
+    log states it (``"%d nvls channels"``), step 6's count in place of :func:`nvls_channels`.
     """
     era, most = release.era, release.max_channels
     ring, tree = m.graphs[Algorithm.RING], m.graphs[Algorithm.TREE]
@@ -89,15 +99,16 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         steps.append(f"{n} (NCCL_MIN_NCHANNELS)")
     coll = n
     if nvls and 20 <= era <= 27:
-        nvls_channels = 32 if (era >= 25 and cc >= 100) else 16
-        if n < nvls_channels:
-            n = nvls_channels
+        raise_to = nvls_count if nvls_count else (32 if (era >= 25 and cc >= 100) else 16)
+        if n < raise_to:
+            n = raise_to
             steps.append(f"{n} (NVLS channels)")
     return CommChannels(n, coll, tuple(steps), uncapped if coll < uncapped else 0)
 
 
 def stated_graph_channels(m: Machine, release: Release, stated: int, *, min_channels: int | None = None,
-                          max_channels: int | None = None, nvls: bool = False) -> int | None:
+                          max_channels: int | None = None, nvls: bool = False,
+                          nvls_count: int | None = None) -> int | None:
     """The Ring and Tree graphs' channels under which ``ncclTopoPostset`` makes ``stated`` the
     communicator's ``comm->nChannels`` on ``m`` (:func:`comm_channels`, the same
     bounds and NVLS), ``None`` where no count does (the stated one is then not priced).
@@ -114,5 +125,5 @@ def stated_graph_channels(m: Machine, release: Release, stated: int, *, min_chan
             if comm_channels(replace(m, graphs={**m.graphs, Algorithm.RING: replace(ring, n_channels=g),
                                                 Algorithm.TREE: replace(tree, n_channels=g)}), release,
                              min_channels=min_channels, max_channels=max_channels,
-                             nvls=nvls).n_channels == stated]
+                             nvls=nvls, nvls_count=nvls_count).n_channels == stated]
     return min(fits, key=lambda g: (abs(g - derived), g)) if fits else None

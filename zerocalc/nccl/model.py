@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.channels import CommChannels, comm_channels, stated_graph_channels
+from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.graph import Machine, machine
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
@@ -70,6 +70,9 @@ class Tuning:
     #: ``(algorithm, derived, stated)``: each graph an INFO line stated (``(nChannels, bwIntra, bwInter)``)
     #: that differs from the derived one and is priced (:func:`tune`'s ``stated_graphs``)
     stated_graphs: tuple[tuple[Algorithm, tuple[float, float, float], tuple[float, float, float]], ...] = ()
+    #: ``(stated, derived)``: the ``comm->nvlsChannels`` an INFO line stated and the one zerocalc derives
+    #: (:func:`zerocalc.nccl.channels.nvls_channels`), where they differ (:func:`tune`'s ``stated_nvls``)
+    stated_nvls: tuple[int, int] | None = None
 
     @property
     def comm_channels(self) -> int:
@@ -353,7 +356,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
          min_channels: int | None = None, max_channels: int | None = None,
          stated_channels: int | None = None,
          stated_graphs: Mapping[Algorithm, tuple[int, float, float]] | None = None,
-         _wire_hops: bool = False) -> Tuning:
+         stated_nvls: int | None = None, _wire_hops: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
@@ -365,7 +368,12 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     (:func:`stated_graph_channels`); ``stated_graphs``: the Ring and Tree graphs the run's GRAPH lines state
     (``(nChannels, bwIntra, bwInter)``, the search's result that ``ncclTopoTuneModel`` prices,
     ``src/graph/tuning.cc``), in place of the derived ones where they differ (the derived graph's other
-    figures, its latency and PCIe factors, kept).
+    figures, its latency and PCIe factors, kept); ``stated_nvls``: the ``comm->nvlsChannels`` the run's INFO
+    line states: 0 says the communicator has no NVLS support (``src/transport/nvls.cc`` zeroes it with
+    ``nvlsSupport``, ``src/init.cc`` when the NVLS graph search found none), so NVLS and NVLS Tree are left
+    out as on a machine without NVLink SHARP; another count is what ``ncclTopoPostset`` raises
+    ``comm->nChannels`` to at v2.20-v2.27 (:func:`zerocalc.nccl.channels.comm_channels`, step 6).
+    ``ncclTopoTuneModel`` itself prices NVLS with its graph's channels, not this count.
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
@@ -377,18 +385,25 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
         if g is not None and (n, bi, be) != (g.n_channels, g.bw_intra, g.bw_inter):
             graph_changes.append((a, (g.n_channels, g.bw_intra, g.bw_inter), (n, bi, be)))
             m = replace(m, graphs={**m.graphs, a: replace(g, n_channels=n, bw_intra=bi, bw_inter=be)})
+    told_nvls = None
+    if stated_nvls is not None and nvls_enable and stated_nvls != nvls_channels(m, release):
+        told_nvls = (stated_nvls, nvls_channels(m, release))
+        if stated_nvls == 0:
+            m = replace(m, nvls=False)  # nvlsSupport 0: no NVLS / NVLS Tree
+    nvls_count = stated_nvls or None
     nvls_on = m.nvls and nvls_enable
-    channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels, nvls=nvls_on)
+    channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels, nvls=nvls_on,
+                             nvls_count=nvls_count)
     stated = None
     if stated_channels is not None and stated_channels != channels.n_channels:
         g = stated_graph_channels(m, release, stated_channels, min_channels=min_channels,
-                                  max_channels=max_channels, nvls=nvls_on)
+                                  max_channels=max_channels, nvls=nvls_on, nvls_count=nvls_count)
         if g is not None:
             stated = (stated_channels, channels.n_channels)
             m = replace(m, graphs={**m.graphs, **{a: replace(m.graphs[a], n_channels=g)
                                                    for a in (A.RING, A.TREE)}})
             channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
-                                     nvls=nvls_on)
+                                     nvls=nvls_on, nvls_count=nvls_count)
     entries = {}
     for coll in C:
         for a in release.algorithms:
@@ -406,7 +421,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels,
-                                               stated_channels=stated_channels, stated_graphs=stated_graphs)
+                                               stated_channels=stated_channels, stated_graphs=stated_graphs,
+                                               stated_nvls=stated_nvls)
     told = topo.net_latency_us or 0.0
     wire = getattr(topo, "net_wire_latency_us", None)
     wire = told if wire is None else wire
@@ -419,8 +435,9 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
         wire_topo = replace(topo, net_latency_us=wire, net_wire_latency_us=None)
         wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
                         nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
-                        stated_channels=stated_channels, stated_graphs=stated_graphs, _wire_hops=unread)
-    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes))
+                        stated_channels=stated_channels, stated_graphs=stated_graphs, stated_nvls=stated_nvls,
+                        _wire_hops=unread)
+    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes), told_nvls)
 
 
 

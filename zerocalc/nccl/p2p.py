@@ -17,7 +17,8 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    communicator's channels (:mod:`zerocalc.nccl.channels`) rounded up to a power of two;
    ``p2pnChannelsPerPeer`` = the fewest channels any peer asks for, rounded up to a power of two and at
    most ``p2pnChannels``: an NVLink peer 2 per NVLink link of the path (``2 · path bw / ncclTopoNVLinkBw``),
-   a PCIe peer 2, a network peer (``NCCL_NCHANNELS_PER_NET_PEER``) 2 up to 2.20, 2.21–2.28 2 halved
+   a PCIe peer 2, a network peer 1 before 2.12 (``ncclTopoGetNchannels``, v2.8-v2.11), then
+   ``NCCL_NCHANNELS_PER_NET_PEER``: 2 in 2.12–2.19, in 2.20–2.28 (its default -1 from v2.20.3) 2 halved
    while ``2 · nRanks > 4 · p2pnChannels`` (at least the NICs the GPU needs), from 2.29 enough channels of
    ``NCCL_P2P_PER_CHANNEL_NET_BW`` = 14 GB/s to carry the GPU's NICs; from 2.29, on several nodes, halved
    while ``perPeer · ceil(peers / 8) > p2pnChannels`` (``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` = 8; peers =
@@ -184,7 +185,9 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         share = nics * path / g
         bw["net"] = (NET_CHANNEL_GBPS, share)
         nics_per_gpu = max(1, nics // g)
-        if v < (2, 21):
+        if v < (2, 12):
+            asks.append(1)
+        elif v < (2, 20):
             asks.append(2)
         elif v < (2, 29):
             c = 2

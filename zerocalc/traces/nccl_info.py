@@ -48,6 +48,15 @@ aws-ofi-nccl's sources):
   channels, %d nvls channels, %d p2p channels, %d p2p channels per peer"`` (``src/init.cc``, v2.17-v2.21),
   ``"%d coll channels, %d collnet channels, %d nvls channels, ..."`` (``src/init.cc``, v2.22-v2.30); the
   first number is ``comm->nChannels`` in every form;
+- ``p2p_channels``: from the same line, ``[p2pnChannels, p2pnChannelsPerPeer]``, the channels NCCL's
+  point-to-point operations spread over and each peer's share (``ncclTopoComputeP2pChannels``,
+  ``src/graph/paths.cc``: ``comm->nChannels`` bounded by ``NCCL_MIN/MAX_P2P_NCHANNELS`` and rounded up to a
+  power of two; the fewest channels any peer's path asks for, likewise, and from v2.29 halved to fit the
+  peers in one batch), as :mod:`zerocalc.nccl.p2p` derives them;
+- ``nvls_channels``: from the same line, v2.17-v2.30, ``comm->nvlsChannels`` (``src/transport/nvls.cc``:
+  ``NCCL_NVLS_NCHANNELS``, within the communicator's CTA bounds), the count ``ncclTopoPostset`` raises
+  ``comm->nChannels`` to on NVLS machines at v2.20-v2.27 (:mod:`zerocalc.nccl.channels`, step 6) and
+  ``enqueue.cc`` launches NVLS calls on;
 - ``ring_channels``: the same count as rank 0's ring lines print it, ``"Channel %02d/%02d : "`` and each
   rank of the ring (``src/graph/rings.cc`` ``ncclBuildRings``, v2.8-v2.30, cut with ``...`` at 128
   characters from v2.23), the second number ``nrings``: ``ncclTopoPostset`` builds the rings on the final
@@ -58,6 +67,10 @@ aws-ofi-nccl's sources):
   nChannels %d, speed %f/%f, type %s/%s, sameChannels %d"`` v2.8-v2.18, ``bw`` for ``speed`` v2.19-v2.30,
   intra before inter in both); ``init.cc`` prints the ring graph (pattern 4) first, then the tree's (pattern
   1, 2 or 3), then CollNet Chain's (pattern 3 too): the first line of each is kept;
+- ``nvls_graph``: the NVLS graph (NVLS and NVLS Tree's) in the same form, pattern 5
+  (``NCCL_TOPO_PATTERN_NVLS``, v2.18-v2.30, printed last, where the communicator supports NVLS);
+  ``collnet_direct_graph``: CollNet Direct's, pattern 6 (``NCCL_TOPO_PATTERN_COLLNET_DIRECT``, v2.22-v2.30;
+  before, one CollNet graph of pattern 3, which is not told apart from the tree's and not read);
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -103,7 +116,8 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ofi_version", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Initializing aws-ofi-nccl (\S+)")),
     ("ec2_platform", re.compile(r"\bNCCL INFO\b.*\bNET/OFI Running on (\S+) platform\b")),
     ("comm_channels", re.compile(r"\bNCCL INFO (\d+) coll channels, (?:\d+ collnet channels, )?"
-                                 r"(?:\d+ nvls channels, )?\d+ p2p channels, \d+ p2p channels per peer\b")),
+                                 r"(?:(\d+) nvls channels, )?(\d+) p2p channels, (\d+) p2p channels per "
+                                 r"peer\b")),
     ("ring_channels", re.compile(r"\bNCCL INFO Channel \d+/(\d+) :(?: +\d+)+(?: *\.\.\.)?\s*$")),
     ("graph", re.compile(r"\bNCCL INFO Pattern (\d+), crossNic \d+, nChannels (\d+), (?:speed|bw) "
                          r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?), type ")),
@@ -144,10 +158,14 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, [int(g) for g in m.groups()])]
         if kind in ("ofi_version", "ec2_platform"):
             return [(kind, m[1])]
-        if kind == "graph":  # NCCL_TOPO_PATTERN_RING 4, the trees 1-3 (src/include/graph.h)
-            name = "ring_graph" if m[1] == "4" else "tree_graph" if m[1] in ("1", "2", "3") else None
+        if kind == "graph":  # NCCL_TOPO_PATTERN_RING 4, the trees 1-3, NVLS 5, COLLNET_DIRECT 6 (graph.h)
+            name = {"4": "ring_graph", "1": "tree_graph", "2": "tree_graph", "3": "tree_graph",
+                    "5": "nvls_graph", "6": "collnet_direct_graph"}.get(m[1])
             return [(name, [int(m[2]), float(m[3]), float(m[4])])] if name else []
-        if kind in ("comm_channels", "ring_channels"):
+        if kind == "comm_channels":
+            return [(kind, int(m[1])), ("p2p_channels", [int(m[3]), int(m[4])]),
+                    *([("nvls_channels", int(m[2]))] if m[2] is not None else [])]
+        if kind == "ring_channels":
             return [(kind, int(m[1]))]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]

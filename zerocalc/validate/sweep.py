@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -129,20 +129,57 @@ class SweepComparison:
         return float(rows[(len(rows) - 1) // 2]["ratio"]) if rows else math.nan
 
 
-_GRAPH_KEYS = {"ring_graph": Algorithm.RING, "tree_graph": Algorithm.TREE}
+#: The graphs a GRAPH line states (:mod:`zerocalc.traces.nccl_info`) → the algorithms priced on each (NVLS and
+#: NVLS Tree run on the one NVLS graph, ``graphs[NCCL_ALGO_NVLS_TREE] = nvlsGraph`` in ``src/init.cc``).
+_GRAPH_KEYS = {"ring_graph": (Algorithm.RING,), "tree_graph": (Algorithm.TREE,),
+               "nvls_graph": (Algorithm.NVLS, Algorithm.NVLS_TREE),
+               "collnet_direct_graph": (Algorithm.COLLNET_DIRECT,)}
+
+
+def _stated_graphs(stated: Mapping[str, Sequence] | None) -> dict:
+    """``{algorithm: (nChannels, bwIntra, bwInter)}`` of each graph the GRAPH lines state."""
+    return {a: tuple(v[0]) for k, v in (stated or {}).items() if k in _GRAPH_KEYS for a in _GRAPH_KEYS[k]}
 
 
 def stated_graph_notes(tuning, stated: Mapping[str, Sequence] | None) -> list[str]:
-    """A note for each graph a GRAPH line stated (``ring_graph`` / ``tree_graph``: ``[[nChannels, bwIntra,
-    bwInter], line]``) that differs from the derived one and was priced."""
-    out = []
+    """A note for each graph a GRAPH line stated (``ring_graph`` / ``tree_graph`` / ``nvls_graph`` /
+    ``collnet_direct_graph``: ``[[nChannels, bwIntra, bwInter], line]``) that differs from the derived one and
+    was priced."""
+    out, seen = [], set()
     for a, derived, told in tuning.stated_graphs:
-        key = next(k for k, v in _GRAPH_KEYS.items() if v == a)
+        key = next(k for k, v in _GRAPH_KEYS.items() if a in v)
+        if key in seen:
+            continue
+        seen.add(key)
+        name = " / ".join(x.value for x in _GRAPH_KEYS[key])
         line = (stated or {}).get(key, [None, None])[1]
-        out.append(f"NCCL's {a.value} graph (its GRAPH line, line {line}) priced: {told[0]:g} channels of "
+        out.append(f"NCCL's {name} graph (its GRAPH line, line {line}) priced: {told[0]:g} channels of "
                    f"{told[1]:g}/{told[2]:g} GB/s (intra/inter), not the derived {derived[0]:g} of "
                    f"{derived[1]:g}/{derived[2]:g}")
     return out
+
+
+def stated_nvls_notes(tuning, stated: Sequence | None) -> list[str]:
+    """What the ``comm->nvlsChannels`` an INFO line states (``[count, line]``) changed in ``tuning``
+    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``): none where it agrees with the derived count."""
+    if not stated or tuning.stated_nvls is None:
+        return []
+    (count, derived), line = tuning.stated_nvls, stated[1]
+    era = tuning.release.era
+    if count == 0:
+        return [f"NCCL states 0 nvls channels (line {line}): the communicator has no NVLS support, so NVLS "
+                f"and NVLS Tree are left out (the topology describes NVLink SHARP: {derived} NVLS channels "
+                "derived)"]
+    if derived == 0:
+        return [f"NCCL states {count} nvls channels (line {line}): it found NVLink SHARP, which the topology "
+                "does not describe; NVLS and NVLS Tree not priced (no NVLS graph to price them on)"]
+    if 20 <= era <= 27:
+        return [f"NCCL's {count} nvls channels (line {line}), not the derived {derived}, priced where NCCL "
+                f"{tuning.release.name} raises the communicator's channels to them (ncclTopoPostset): "
+                f"comm->nChannels {tuning.comm_channels}"]
+    return [f"NCCL's {count} nvls channels (line {line}), not the derived {derived}: NCCL "
+            f"{tuning.release.name}'s model does not read them (it prices NVLS on its graph's channels), so "
+            "nothing priced moves"]
 
 
 def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
@@ -173,7 +210,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   channels: tuple[int | None, int | None] | None = None,
                   launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None,
                   stated_channels: tuple[int, int] | None = None,
-                  stated_graphs: Mapping[str, Sequence] | None = None) -> SweepComparison:
+                  stated_graphs: Mapping[str, Sequence] | None = None, stated_p2p: Sequence | None = None,
+                  stated_nvls: Sequence | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -190,10 +228,14 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     ``comm->nChannels`` an INFO line states and that line's number, :mod:`zerocalc.traces.nccl_info`), on
     that count where it differs from the derived one (:func:`zerocalc.nccl.channels.stated_graph_channels`),
     said in a note; with ``stated_graphs`` (``ring_graph`` / ``tree_graph``: ``[[nChannels, bwIntra, bwInter],
-    line]`` from the GRAPH lines), on those graphs where they differ from the derived ones, said in a note."""
+    line]`` from the GRAPH lines; ``nvls_graph`` too, NVLS and NVLS Tree's), on those graphs where they
+    differ from the derived ones, said in a note; with ``stated_p2p`` (``[[p2pnChannels, p2pnChannelsPerPeer],
+    line]``), a point-to-point sweep on those channels (:func:`_compare_p2p`); with ``stated_nvls``
+    (``[nvlsChannels, line]``), NCCL's NVLS channels where they differ from the derived count
+    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`)."""
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
-                            graph, channels)
+                            graph, channels, stated_channels, stated_p2p)
     if op in UNPRICED:
         raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
@@ -202,8 +244,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     tuning = tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                   nvls_enable=nvls_enable, min_channels=lo, max_channels=hi,
                   stated_channels=stated_channels[0] if stated_channels else None,
-                  stated_graphs={_GRAPH_KEYS[k]: tuple(v[0]) for k, v in (stated_graphs or {}).items()
-                                 if k in _GRAPH_KEYS})
+                  stated_graphs=_stated_graphs(stated_graphs),
+                  stated_nvls=stated_nvls[0] if stated_nvls else None)
     api = _plugin_api(tuning, topo, nccl_version, tuner, ofi_tuner,
                       restricted=algo_enable is not None or proto_enable is not None)
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
@@ -211,6 +253,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                        agg_iters=agg_iters, graph=graph)
     notes = [note] if note else []
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
+    notes += stated_nvls_notes(tuning, stated_nvls)
     notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
@@ -348,17 +391,29 @@ def _launched(model_s: float, measured: float, stagger: float | None, floor: flo
 
 def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size: int, nccl_version: str,
                  gpus_per_thread: int | None, agg_iters: int | None, graph: int | None,
-                 channels: tuple[int | None, int | None] | None) -> SweepComparison:
+                 channels: tuple[int | None, int | None] | None,
+                 stated_channels: tuple[int, int] | None = None,
+                 stated_p2p: Sequence | None = None) -> SweepComparison:
     """A point-to-point sweep against :mod:`zerocalc.nccl.p2p` (NCCL has no cost table for it): rows as
     :func:`compare_sweep`'s, ``algorithm`` ``P2P`` and the protocol NCCL's p2p path picks; a calibration
     fitted for the op and group size replaces the model's time (:func:`fit_calibration`). The p2p
     channels start from the communicator's (``comm->nChannels``) under the channel bounds given, as
-    ``ncclTopoComputeP2pChannels`` reads it after ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``."""
+    ``ncclTopoComputeP2pChannels`` reads it after ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``, or from
+    the count an INFO line states (``stated_channels``); the p2p channels and channels per peer an INFO
+    line states (``stated_p2p``: ``[[p2pnChannels, p2pnChannelsPerPeer], line]``) are priced in place of the
+    derived ones where they differ (:func:`stated_p2p_notes`)."""
     release, note = release_for(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     n_channels = tune(topo, group_size, release, min_channels=lo, max_channels=hi).comm_channels
+    derived_channels = n_channels
+    if stated_channels:
+        n_channels = stated_channels[0]
     comm = p2p_comm(topo, group_size, release, nccl_version, n_channels,
                     max_peers=2 if op == P2pOp.SENDRECV else None)
+    derived = comm
+    if stated_p2p:
+        (told, per_peer), _ = stated_p2p
+        comm = replace(comm, p2p_channels=int(told), per_peer=int(per_peer))
     fits = [c for c in (topo.nccl_calibration or ()) if c.op == op.value and c.ranks == group_size]
     floor = p2p_host_floor_s(op, group_size, gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
@@ -376,6 +431,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         out.append(row)
     notes = [note] if note else []
+    notes += stated_p2p_notes(derived_channels, stated_channels, derived, comm, stated_p2p)
     if comm.version < (2, 14):
         notes.append(f"NCCL {nccl_version}'s p2p path predates the per-transport p2p chunk sizes of 2.14 "
                      "(NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); priced with the p2p rules of 2.14-2.19")
@@ -393,6 +449,27 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                      f"{g} × {HOST_US_PER_GPU:g} + {extra} × {P2P_HOST_US_PER_TASK:g} = "
                      f"{floor * 1e6:.1f} µs (the thread's floor below, raised)")
     return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def stated_p2p_notes(derived_channels: int, stated_channels: tuple[int, int] | None, derived, priced,
+                     stated_p2p: Sequence | None) -> list[str]:
+    """What the channel counts a p2p sweep's INFO lines state changed (:func:`_compare_p2p`): a note where
+    the ``comm->nChannels`` stated differs from the derived one, and where the ``p2p channels`` / ``p2p
+    channels per peer`` of NCCL's line (``ncclTopoComputeP2pChannels``, printed by ``src/graph/paths.cc``
+    v2.8-v2.16, ``src/init.cc`` v2.17-v2.30) differ from those zerocalc derives (:func:`zerocalc.nccl.p2p.
+    p2p_comm`); none where they agree."""
+    out = []
+    if stated_channels and stated_channels[0] != derived_channels and not stated_p2p:
+        out.append(f"NCCL's count of the communicator's channels, {stated_channels[0]} (line "
+                   f"{stated_channels[1]}), priced: the p2p channels start from it, not from the derived "
+                   f"{derived_channels}")
+    if stated_p2p:
+        (told, per_peer), line = stated_p2p
+        if (told, per_peer) != (derived.p2p_channels, derived.per_peer):
+            out.append(f"NCCL's p2p channels (line {line}: \"{told} p2p channels, {per_peer} p2p channels "
+                       f"per peer\") priced: {priced.p2p_channels} p2p channels, {priced.per_peer} per peer, "
+                       f"not the derived {derived.p2p_channels} and {derived.per_peer}")
+    return out
 
 
 def _default_launch_mode(gpus_per_thread: int | None, agg_iters: int | None, graph: int | None) -> bool:
