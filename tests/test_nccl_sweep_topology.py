@@ -32,7 +32,8 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "NVIDIA A100-SXM4-40GB": "dgx-a100", "NVIDIA A100-SXM4-80GB": "dgx-a100",
              "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3", "NVIDIA A100-PCIE-40GB": "pcie-gen4",
              "A100-SXM4-40GB": "dgx-a100",  # the name as drivers before 2021 printed it (no "NVIDIA ")
-             "Tesla V100-SXM2-16GB": "dgx-1-v100", "NVIDIA GeForce RTX 4090": "pcie-gen4"}
+             "Tesla V100-SXM2-16GB": "dgx-1-v100", "NVIDIA GeForce RTX 4090": "pcie-gen4",
+             "NVIDIA GH200 120GB": "gh200", "NVIDIA GB200": "gb200-nvl72"}
 
 
 def run_check(*args):
@@ -46,6 +47,18 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
     lines = device_lines(DATA / name)
     res = run_check(DATA / name, "--format", "json")
     gpus = {g for _, _, g in lines}
+    excerpt = bool(lines) and max(r for r, _, _ in lines) >= len(lines)
+    if lines and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and excerpt:
+        # an excerpt (the lines name a rank past their count): the preset, the ranks from its rows, else --n
+        assert res.exit_code in (0, 2), res.output
+        if res.exit_code == 0:
+            (sweep,) = json.loads(res.stdout)["sweeps"]
+            assert sweep["topology"] == PRESET_OF[next(iter(gpus))]
+            assert sweep["group_size"] > max(r for r, _, _ in lines)
+            assert f"{len(lines)} of its {sweep['group_size']} ranks listed" in sweep["topology_how"]
+        else:
+            assert "--n" in res.stderr
+        return
     if lines and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF:
         assert res.exit_code == 0, res.output
         (gpu,) = gpus
@@ -62,7 +75,7 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
     assert "Traceback" not in res.output
     assert "--topology" in line or "--n" in line or "no nccl-tests result rows" in line \
         or "cannot tell the collective" in line
-    if lines:  # a GPU no preset describes: named, with the presets
+    if lines and "--topology" in line:  # a GPU no preset describes: named, with the presets
         assert next(iter(gpus)) in line and "dgx-h100" in line and "pcie-gen4" in line
 
 
@@ -153,7 +166,7 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
     ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("NVIDIA A10G", "pcie-gen4"),
     ("Tesla V100-PCIE-16GB", "pcie-gen3"), ("NVIDIA GeForce RTX 2080 Ti", "pcie-gen3"),
     ("NVIDIA H800", "hgx-h800"),
-    ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None), ("Tesla V100-SXM2-32GB", "dgx-1-v100"),
+    ("NVIDIA GH200 480GB", "gh200"), ("NVIDIA GB200", "gb200-nvl72"), ("Tesla V100-SXM2-32GB", "dgx-1-v100"),
 ])
 def test_gpu_names(gpu, preset):
     assert preset_for_gpu(gpu) == preset

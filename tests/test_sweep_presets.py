@@ -324,8 +324,9 @@ def test_new_presets_are_described_by_toml(name, tmp_path):
 
 def test_rank_lines_that_disagree_with_the_bandwidths_are_refused_and_an_excerpt_keeps_the_node(tmp_path):
     """An excerpt listing 4 of 16 ranks (as OCI's BM.GPU.B4.8 example lists ranks 0, 7, 8 and 15): its
-    busbw/algbw says 16, the lines 4: refused naming --n; with --n 16 the lines tell the GPU, and the
-    node stays the preset's 8 GPUs."""
+    lines name rank 15, past their count, so its busbw/algbw tells the ranks (16); the lines tell the GPU,
+    and the node stays the preset's 8 GPUs. Lines 0-3 alone (what a run under MPI with -g prints on each
+    host) against rows of 16 are refused naming --n, as are lines naming a rank its rows do not have."""
     out = []
     for line in H100.read_text().splitlines(True):
         m = re.match(r"#\s+Rank\s+(\d+)\b", line)
@@ -334,7 +335,15 @@ def test_rank_lines_that_disagree_with_the_bandwidths_are_refused_and_an_excerpt
         out.append(line)
     path = tmp_path / "all_reduce_perf.txt"
     path.write_text("".join(out))
-    one_line_error(run_check(path), "--n", "# Rank lines (4) give 4 ranks but its busbw/algbw gives 16")
+    first = [ln for ln in H100.read_text().splitlines(True)
+             if not re.match(r"#\s+Rank\s+(\d+)\b", ln) or int(re.match(r"#\s+Rank\s+(\d+)", ln)[1]) < 4]
+    head = tmp_path / "all_reduce_perf_head.txt"
+    head.write_text("".join(first))
+    one_line_error(run_check(head), "--n", "# Rank lines (4) give 4 ranks but its busbw/algbw gives 16")
+    past = tmp_path / "all_reduce_perf_past.txt"
+    past.write_text("".join(out).replace("#  Rank 15 ", "#  Rank 16 "))
+    one_line_error(run_check(past), "--n", "its # Rank lines name rank 16 but its busbw/algbw gives 16 ranks")
+    assert json.loads(run_check(path, "--format", "json").stdout)["sweeps"][0]["group_size"] == 16
     res = run_check(path, "--format", "json", "--n", "16")
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]

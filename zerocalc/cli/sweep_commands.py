@@ -99,14 +99,15 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
     """A sweep's group size and how it was told (JSON ``n_how``): ``--n``, the file's ``# Rank`` lines,
     all_gather's / reduce_scatter's size / count, else its busbw / algbw ratio
     (:func:`zerocalc.traces.busbw.ranks_from_bandwidth`; a file that cannot tell is refused naming
-    ``--n``). Where the file lists ranks and its bandwidths tell n too, the two must agree: an excerpt
-    that lists some of its ranks (``#  Rank 0 … 7, 8 … 15`` for 16) or an old nccl-tests run under MPI
-    with ``-g`` (each host numbering its own ranks from 0) is refused naming ``--n``."""
+    ``--n``). Where the file lists ranks and its bandwidths tell n too, the two must agree: an old
+    nccl-tests run under MPI with ``-g`` (each host numbering its own ranks from 0) is refused naming
+    ``--n``; lines that name a rank past their count (``#  Rank 71`` alone) are an excerpt whose ranks its
+    bandwidths tell, refused when those are no more than the rank named. One rank is refused too."""
     from zerocalc.errors import ConfigError, TraceFormatError
     from zerocalc.traces.busbw import ranks_from_bandwidth
 
     if n is not None:
-        return n, "given (--n)"
+        return _at_least_two(path, n, "given (--n)"), "given (--n)"
     try:
         got = ranks_from_bandwidth(rows, op, file=path)
     except TraceFormatError as exc:
@@ -115,7 +116,11 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
         got = None  # the bandwidths cannot tell (factor 1, or too small): the file's count stands
     if not p:
         assert got is not None
-        return got.n, got.how
+        last = run.get("last_rank")
+        if last is not None and got.n <= last:  # an excerpt naming a rank its bandwidths do not have
+            raise ConfigError(f"{path}: its # Rank lines name rank {last} but its busbw/algbw gives {got.n} "
+                              f"ranks ({got.how}); give --n", option="--n")
+        return _at_least_two(path, got.n, got.how), got.how
     stated = (run.get("nccl_info") or {}).get("ranks")
     how = (f"the JSON report's devices ({p}: nthreads × ngpus per process)"
            if run.get("layout") == "json" and run.get("ranks_listed") == p
@@ -126,7 +131,18 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
     if got is not None and got.n != p:
         raise ConfigError(f"{path}: {how} give {p} ranks but its busbw/algbw gives {got.n} ({got.how}); "
                           "give --n", option="--n")
-    return int(p), how
+    return _at_least_two(path, int(p), how), how
+
+
+def _at_least_two(path: str, n: int, how: str) -> int:
+    """``n``, a sweep's group size, when it is 2 or more: on one rank NCCL copies locally (no ring, tree or
+    network; its model's step counts are 0) and the file's rows are not communication to price."""
+    from zerocalc.errors import ConfigError
+
+    if n < 2:
+        raise ConfigError(f"{path}: one rank ({how}): NCCL's model prices communication between 2 ranks or "
+                          "more; give --n with the run's ranks", option="--n")
+    return n
 
 
 def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str], str]:

@@ -44,14 +44,14 @@ a simplification of the search, not a fitted number):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.pcie import PcieLayout
 from zerocalc.nccl.pcie import search as pcie_search
 from zerocalc.nccl.pcie import smp_GBps as pcie_smp_GBps
 from zerocalc.nccl.tables import Algorithm, Release
-from zerocalc.topology import Topology, require
+from zerocalc.topology import Link, Topology, require
 
 _NEEDED_BY = "NCCL's cost model"
 REQUIRED_FIELDS = ("compute_capability", "nvlink_gen", "nvswitch_gen", "pcie_gen", "nics_per_node",
@@ -206,10 +206,29 @@ def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
                  host_staged=not layout.p2p)
 
 
+def as_nccl_sees_it(topo: Topology, release: Release) -> Topology:
+    """``topo`` as NCCL's topology holds it at ``release``: a node that is an NVLink domain of several hosts
+    (``topo.mnnvl``, an NVL72 rack) is one node from v2.20.3, where NCCL joins an NVLink clique's hosts
+    (multi-node NVLink: ``src/init.cc`` ``ncclMnnvlCheck``, ``NCCL_MNNVL_ENABLE``; the clique's topologies
+    fused in ``src/graph/topo.cc``, ``nNodes`` counted from the rings' first ranks); before it each host is
+    a node (its GPUs and its share of the NICs) joined to the others by the network."""
+    if not topo.mnnvl or release.era >= 20:
+        return topo
+    k = topo.gpus_per_host or topo.gpus_per_node
+    nics = topo.nics_per_node
+    if nics is not None:
+        share = max(1, nics * k // topo.gpus_per_node)
+        topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics),
+                       nics_per_node=share)
+    return replace(topo, gpus_per_node=k, gpus_per_host=None)
+
+
 def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
-    """The communicator of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``)."""
+    """The communicator of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``; an NVLink
+    domain of several hosts as :func:`as_nccl_sees_it`)."""
     if not isinstance(n_ranks, int) or n_ranks < 1:
         raise ConfigError(f"must be a whole number ≥ 1, got {n_ranks!r}", option="ranks")
+    topo = as_nccl_sees_it(topo, release)
     cc = require(topo, "compute_capability", _NEEDED_BY)
     g = min(topo.gpus_per_node, n_ranks)
     n_nodes = math.ceil(n_ranks / topo.gpus_per_node)

@@ -218,7 +218,8 @@ def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_byt
     leaves it out: NCCL's ``treeCorrectionFactor`` (Simple row, powers of two from 64 B, 1 past the row's
     end), which NCCL itself applies to NVLS Tree on Blackwell (sm100+) from v2.29.2 (``ncclTopoGetAlgoTime``:
     "Trees are not perfectly sticking to the model for medium sizes"); 1 for anything else, and 1 where the
-    release's own estimate already holds the factor (Blackwell from 2.29, :func:`_algo_time_us`). A run-time
+    release's own estimate already holds the factor (Blackwell from 2.29 on x86 hosts, :func:`_algo_time_us`;
+    NCCL leaves it out on Arm hosts such as Grace, so there it is applied here). A run-time
     figure: NCCL chooses without it (:meth:`Tuning.choose`).
 
     Sources: on Blackwell, NCCL's own v2.29.2 change, which describes the hardware and so times calls under
@@ -229,7 +230,8 @@ def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_byt
     16 MiB-1 GiB at 0.64-0.87x on 8 H100 nodes of another cluster (same issue), 32-256 MiB at 0.42-0.85x on
     10 H100 nodes (NCCL 2.29.2); from 1 GiB all of them within 0.8-1.1x, where the factor is 1."""
     cc = t.machine.compute_capability
-    if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or cc < 90 or (cc >= 100 and t.release.era >= 29):
+    if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or cc < 90 or (
+            cc >= 100 and t.release.era >= 29 and t.machine.cpu_vendor != "arm"):
         return 1.0
     row = t.release.tree_correction[_PROTO_INDEX[P.SIMPLE]]
     log_size = _log2i(int(n_bytes) >> 6)
@@ -245,8 +247,8 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
     if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 23):
         bw *= corr[log_size]
     if (rel.era >= 29 and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
-            and 0 <= log_size < len(corr) and m.compute_capability >= 100):
-        bw *= corr[log_size]  # v2.29.2 on; x86 hosts assumed
+            and 0 <= log_size < len(corr) and m.compute_capability >= 100 and m.cpu_vendor != "arm"):
+        bw *= corr[log_size]  # v2.29.2 on, x86 hosts only (comm->cpuArch == NCCL_TOPO_CPU_ARCH_X86)
     if e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE:
         # "plateau effect of ring": v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+);
         # v2.19.4 on from 64 bytes per channel and rank, × 1.9 before sm80, else × 1.4

@@ -74,7 +74,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.graph import PCIE_GBPS_X16, intra_bw_GBps, pcie_layout
+from zerocalc.nccl.graph import PCIE_GBPS_X16, as_nccl_sees_it, intra_bw_GBps, pcie_layout
 from zerocalc.nccl.pcie import PcieLayout, hop_GBps
 from zerocalc.nccl.tables import NET, NVLINK, PCI, Algorithm, Protocol, Release, parse_version
 from zerocalc.topology import Topology, require
@@ -162,6 +162,7 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     if not isinstance(n_ranks, int) or n_ranks < 2:
         raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
     v = parse_version(version)
+    topo = as_nccl_sees_it(topo, release)
     cc = require(topo, "compute_capability", _NEEDED_BY)
     g = min(topo.gpus_per_node, n_ranks)
     n_nodes = math.ceil(n_ranks / topo.gpus_per_node)

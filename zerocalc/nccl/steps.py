@@ -56,7 +56,7 @@ def _group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int
     # HSDP's replicate group, with the shard group a node or more (H ≥ G), has one rank per node too
     if group is Group.INTER or group is Group.REPLICATE:
         nics = max(1, (topo.nics_per_node or 1) // max(1, g))
-        return replace(topo, gpus_per_node=1, nics_per_node=nics), 1
+        return replace(topo, gpus_per_node=1, nics_per_node=nics, gpus_per_host=None), 1
     return topo, None
 
 

@@ -27,6 +27,11 @@ in the public outputs of Azure's and OCI's H200 nodes):
   12: it must not fall to ``dgx-a100``), ``H800`` (the SXM5 module) → ``hgx-h800`` (8 NVLink4 links),
   ``H20`` (also ``H20-3e``) → ``hgx-h20`` (18 links, the H100's); their PCIe cards (``H800 PCIe``,
   ``A800 80GB PCIe``) are PCIe cards below;
+* ``GB200`` / ``GB300`` (the GPUs of a Grace Blackwell superchip: ``NVIDIA GB200`` in the device lines of
+  public GB200 NVL72 runs, OCI's and CoreWeave's) → ``gb200-nvl72`` / ``gb300-nvl72``: the hosts (compute
+  trays of 4) of one rack are one NVLink domain, one node to NCCL (:func:`nodes_of`);
+* ``GH200`` (``NVIDIA GH200 480GB``, ``NVIDIA GH200 120GB`` as the Alps and Olivia runs print it) →
+  ``gh200``, 4 per node; a run with one per host gets nodes of one GPU and one NIC;
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;
@@ -65,6 +70,9 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bH200\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h200"),
     (re.compile(r"\bB200$", re.I), "b200"),
     (re.compile(r"\bV100-SXM2", re.I), "v100-sxm2"),
+    (re.compile(r"\bGB200\b", re.I), "gb200"),
+    (re.compile(r"\bGB300\b", re.I), "gb300"),
+    (re.compile(r"\bGH200\b", re.I), "gh200"),
 )
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
@@ -78,6 +86,9 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "h800": {None: "hgx-h800", "ib": "hgx-h800"},
     "h20": {None: "hgx-h20", "ib": "hgx-h20"},
     "v100-sxm2": {None: "dgx-1-v100", "ib": "dgx-1-v100"},
+    "gb200": {None: "gb200-nvl72", "ib": "gb200-nvl72"},
+    "gb300": {None: "gb300-nvl72", "ib": "gb300-nvl72"},
+    "gh200": {None: "gh200", "ib": "gh200"},
 }
 
 
@@ -217,9 +228,10 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
         raise _refuse(f"{where}: its hosts run different numbers of ranks "
                       f"({', '.join(f'{h} {k}' for h, k in hosts.items())})")
     (k,) = per_host
-    if k > topo.gpus_per_node:
-        raise _refuse(f"{where}: {k} ranks per host, more than the {topo.gpus_per_node} GPUs of a "
-                      f"{topo.name} node")
+    most = topo.gpus_per_host or topo.gpus_per_node
+    if k > most:
+        what = "host" if topo.mnnvl else "node"
+        raise _refuse(f"{where}: {k} ranks per host, more than the {most} GPUs of a {topo.name} {what}")
     bridge = next((n for rx, n in NVL_BRIDGES if rx.search(gpu)), None)
     if bridge is not None and 2 <= k <= bridge:
         raise _refuse(f"{where}: {k} {gpu} a host may share one NVLink bridge set or cross PCIe, which the "
@@ -242,15 +254,38 @@ def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:
     for it: NCCL's topology holds the GPUs of the communicator's ranks on a node and all its NICs, and its
     graph search takes the NICs nearest each GPU first (``src/graph/search.cc``), so ``k`` GPUs use their
     share of the node's NICs: ``nics × k / gpus``, at least one (one per GPU on nodes with one per GPU),
-    the node's network bandwidth scaled alike."""
+    the node's network bandwidth scaled alike.
+
+    A node that is an NVLink domain of several hosts (``topo.mnnvl``: an NVL72 rack) stays one node:
+    NCCL (v2.20.3 on) joins the GPUs of one NVLink clique, whatever their hosts, into one node of its
+    topology (``src/init.cc`` ``ncclMnnvlCheck``, ``src/graph/topo.cc``), so ``k`` ranks on each host
+    make a domain of its hosts × ``k`` GPUs, their NICs scaled alike."""
+    if topo.mnnvl and k <= (topo.gpus_per_host or k):
+        hosts = topo.gpus_per_node // (topo.gpus_per_host or 1)
+        words = (f"one NVLink domain of {hosts} hosts × {_count(k, 'GPU')} (multi-node NVLink: NCCL's "
+                 "clique is one node)")
+        if k == topo.gpus_per_host:
+            return topo, words
+        return _scaled(topo, hosts * k, k), words
     nics = topo.nics_per_node
     if nics is not None:
         share = max(1, nics * k // topo.gpus_per_node)
         if share != nics:
             topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics))
         nics = share
-    return replace(topo, gpus_per_node=k, nics_per_node=nics), \
+    return replace(topo, gpus_per_node=k, nics_per_node=nics, gpus_per_host=None), \
         f"nodes of {_count(k, 'GPU')} and {_count(nics, 'NIC')}"
+
+
+def _scaled(topo: Topology, g: int, per_host: int) -> Topology:
+    """``topo``'s NVLink domain with ``g`` GPUs, ``per_host`` on each host, and the NICs of those GPUs."""
+    nics = topo.nics_per_node
+    if nics is not None:
+        share = max(1, nics * g // topo.gpus_per_node)
+        if share != nics:
+            topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics))
+        nics = share
+    return replace(topo, gpus_per_node=g, gpus_per_host=per_host, nics_per_node=nics)
 
 
 def _count(n: int | None, what: str) -> str:

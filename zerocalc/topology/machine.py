@@ -65,6 +65,9 @@ HARDWARE_FIELDS: dict[str, str] = {
                "cards, or NCCL_P2P_DISABLE=1; NCCL then goes through host memory, its SHM transport)",
     "smp_GBps": "NCCL's bandwidth of the link between two CPU sockets, GB/s (unset: NCCL's figure for "
                 "cpu_vendor, topo.h)",
+    "gpus_per_host": "GPUs per host where a node is an NVLink domain spanning several hosts (multi-node "
+                     "NVLink, as GB200/GB300 NVL72 racks of 4-GPU compute trays: NCCL 2.20.3 and later join "
+                     "the hosts of one NVLink clique into one node, MNNVL); unset: a node is one host",
 }
 
 
@@ -157,6 +160,7 @@ class Topology:
     gpus_per_pcie_switch: int | None = None
     gpu_p2p: bool | None = None
     smp_GBps: float | None = None
+    gpus_per_host: int | None = None
     nccl_calibration: tuple[Calibration, ...] = ()
     nccl_env: tuple[NcclEnv, ...] = ()
     nccl_tuner: str | None = None  # a tuner configuration file (TOML key; the CLI reads it)
@@ -170,10 +174,13 @@ class Topology:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)
-        for key in ("cpu_sockets", "gpus_per_pcie_switch"):
+        for key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"must be a whole number ≥ 1, got {v!r}", option=key)
+        if self.gpus_per_host is not None and self.gpus_per_host > self.gpus_per_node:
+            raise ConfigError(f"must be at most gpus_per_node ({self.gpus_per_node}), "
+                              f"got {self.gpus_per_host}", option="gpus_per_host")
         for key in ("nic_Gbps", "smp_GBps"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
@@ -196,6 +203,11 @@ class Topology:
         or ``None`` (none, or not stated)."""
         kinds = [k for k in IN_NETWORK_REDUCTIONS if k in (self.in_network_reduction or ())]
         return "+".join(kinds) or None
+
+    @property
+    def mnnvl(self) -> bool:
+        """A node is an NVLink domain of several hosts (``gpus_per_host`` below ``gpus_per_node``)."""
+        return self.gpus_per_host is not None and self.gpus_per_host < self.gpus_per_node
 
     @property
     def nvls(self) -> bool:

@@ -57,6 +57,8 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         in_network_reduction = ["nvls"]
         # optional, PCIe-only nodes (NCCL's search through the PCI tree; zerocalc.nccl.pcie):
         # cpu_sockets = 2, gpus_per_pcie_switch = 4, gpu_p2p = false, smp_GBps = 10
+        # optional, a node that is an NVLink domain of several hosts (multi-node NVLink):
+        # gpus_per_host = 4
         [intra]                      # one GPU's link inside a node, one direction
         alpha_us = 3.4
         bw_GBps = 300
@@ -142,8 +144,8 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, bool):
             fail(f"{key} must be true or false, got {v!r}")
         return v
-    if key in ("cpu_sockets", "gpus_per_pcie_switch") and (isinstance(v, bool) or not isinstance(v, int)
-                                                            or v < 1):
+    if key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host") and (
+            isinstance(v, bool) or not isinstance(v, int) or v < 1):
         fail(f"{key} must be a whole number ≥ 1, got {v!r}")
     if key in ("nic_Gbps", "smp_GBps", "net_latency_us", "net_wire_latency_us"):
         if key not in ("nic_Gbps", "smp_GBps") and isinstance(v, int | float) and not isinstance(v, bool) \

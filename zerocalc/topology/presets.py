@@ -1,6 +1,6 @@
-"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GCP
-A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes and an Ethernet cluster), each figure citing
-its datasheet, and :func:`get_topology` to pick one by name.
+"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GB200
+and GB300 NVL72 racks, 4-GPU GH200 nodes, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes
+and an Ethernet cluster), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -142,6 +142,41 @@ _EXPORT_LINKS = ("NCCL counts the active links from NVML and prices each at its 
                  "topo.cc, topo.h): "
                  "8 links = 160 GB/s on sm80, 164.8 on sm90")
 
+#: The NVL72 racks (NVIDIA's GB200 NVL72 and GB300 NVL72 pages; DGX GB200 user guide): 18 compute trays of 2
+#: superchips (4 Blackwell GPUs and 2 Grace CPUs each), every GPU's 18 NVLink5 links (1.8 TB/s both ways)
+#: on the rack's 9 NVLink switch trays: one NVLink domain of 72 GPUs across 18 hosts. NCCL joins the GPUs of
+#: one NVLink clique into one node of its topology (multi-node NVLink, from v2.20.3: ``src/init.cc``
+#: ``ncclMnnvlCheck`` when its ranks span hosts, ``src/graph/topo.cc`` fusing the clique's topologies,
+#: ``nNodes`` counted from the rings' first ranks), so a rack prices as one node of 72 (``gpus_per_host``
+#: 4), NVLS included (``src/transport/nvls.cc``: NVLS over the clique). Between racks, each tray's
+#: NICs, one per GPU.
+_NVL72 = ("one NVLink domain of 72 GPUs over 18 compute trays of 4 (NCCL's MNNVL clique: one node of its "
+          "topology from v2.20.3, init.cc ncclMnnvlCheck and topo.cc)")
+
+
+def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: float, pcie_gen: int
+           ) -> Topology:
+    """An NVL72 rack as one node of 72 GPUs on NVLink5 switches (900 GB/s each way per GPU, 18 links),
+    NVLink SHARP, 4 GPUs per host (compute tray), one NIC of ``nic_Gbps`` per GPU, Grace (Arm) hosts."""
+    return Topology(
+        name, title, 72,
+        Link.from_units(_NVLINK_US, 900.0), Link.from_units(_NET_US, 72 * nic_Gbps / 8),
+        source=source + "; " + _NVL72,
+        gpu=gpu, compute_capability=cc, nvlink_gen=5, nvlinks_per_gpu=18, nvswitch_gen=4,
+        pcie_gen=pcie_gen, nics_per_node=72, nic_Gbps=nic_Gbps, cpu_vendor="arm",
+        in_network_reduction=("nvls",), gpus_per_host=4,
+    )
+
+
+#: A GH200 node as HPE builds it (Cray EX254n: CSCS's Alps and Sigma2's Olivia documentation, "four
+#: Grace-Hopper modules and four corresponding network interface cards" per node, HPE Slingshot 11): each
+#: GH200's 18 NVLink4 links (NVIDIA GH200 datasheet: 900 GB/s both ways) join it to the other three, 6 to
+#: each, with no NVSwitch. Priced by its 18 links: on that mesh NCCL's ring search (search.cc, the sm90
+#: speeds) finds the 6 directed Hamiltonian rings of 4 GPUs, each link in two of them, at 60 GB/s a channel
+#: (2 × 60 within a pair's 6 × 20.6 GB/s), the 6 channels of 60 GB/s the 18 links give through a switch.
+_GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwitch): the 6 rings of 60 GB/s "
+               "NCCL's search finds on the mesh, as 18 links give")
+
 PRESETS: dict[str, Topology] = {
     t.name: t
     for t in (
@@ -226,6 +261,36 @@ PRESETS: dict[str, Topology] = {
                    "E5-2698 v4; PCIe 3.0. Priced by its 6 links per GPU, " + _CUBE_MESH,
             gpu="V100 SXM2", compute_capability=70, nvlink_gen=2, nvlinks_per_gpu=6, nvswitch_gen=0,
             pcie_gen=3, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        _nvl72(
+            "gb200-nvl72",
+            "NVIDIA GB200 NVL72: 72 B200 on NVLink5 switches (18 hosts of 4) + 400 Gb/s per GPU",
+            source="NVIDIA GB200 NVL72 page and DGX GB200 user guide: 72 Blackwell GPUs and 36 Grace CPUs, "
+                   "fifth-generation NVLink 1.8 TB/s per GPU both ways (18 links × 50 GB/s each way) through "
+                   "the NVLink Switch System, 130 TB/s per rack; 4× ConnectX-7 400 Gb/s (PCIe Gen5) per "
+                   "compute tray of 4 GPUs; Arm Neoverse V2 (Grace) hosts",
+            gpu="B200 (GB200 superchip)", cc=100, nic_Gbps=400.0, pcie_gen=5,
+        ),
+        _nvl72(
+            "gb300-nvl72",
+            "NVIDIA GB300 NVL72: 72 B300 on NVLink5 switches (18 hosts of 4) + 800 Gb/s per GPU",
+            source="NVIDIA GB300 NVL72 page: 72 Blackwell Ultra GPUs and 36 Grace CPUs, fifth-generation "
+                   "NVLink 1.8 TB/s per GPU both ways, 130 TB/s per rack; ConnectX-8 SuperNIC 800 Gb/s per "
+                   "GPU (PCIe Gen6); compute capability 10.3, which NCCL prices as 10.0 (topo.h "
+                   "ncclTopoNVLinkBw, search.cc speed arrays and tuning.cc's Blackwell index all test ≥ 100)",
+            gpu="B300 (GB300 superchip)", cc=103, nic_Gbps=800.0, pcie_gen=6,
+        ),
+        Topology(
+            "gh200", "4× NVIDIA GH200 (NVLink4 mesh, no NVSwitch) + 4×200 Gb/s Slingshot 11", 4,
+            Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 4 * 200 / 8),
+            source="NVIDIA GH200 Grace Hopper Superchip datasheet: H100-class Hopper GPU, 18 NVLink4 links "
+                   "(900 GB/s both ways), NVLink-C2C 900 GB/s to its Grace (Arm Neoverse V2) CPU, PCIe Gen5; "
+                   "HPE Cray EX254n node as CSCS's Alps hardware page describes it: four GH200 modules and "
+                   "four Slingshot 11 NICs (200 Gb/s each) per node; aws-ofi-nccl reports no network latency "
+                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0). Priced by its " + _GH200_MESH,
+            gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
+            nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
+            in_network_reduction=(),
         ),
         _p4("aws-p4d", 40),
         _p4("aws-p4de", 80),

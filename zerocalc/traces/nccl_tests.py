@@ -329,10 +329,13 @@ def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
 def _run_rows(i: int, run: _Run, op_key: str | None, file: str
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``i``'s rows (its op from ``op_key``, else from its table's columns, :mod:`zerocalc.traces.
-    nccl_tests_op`; its group size from its ``# Rank`` lines, else from its NCCL INFO lines' ``nRanks``)
+    nccl_tests_op`; its group size from its ``# Rank`` lines, else from its NCCL INFO lines' ``nRanks``;
+    none where the lines name a rank past their count, an excerpt)
     and its entry in ``meta["runs"]`` (``op_how``: how its columns told the op, or why they could not;
     ``None`` when the file names it)."""
     p = len(run.ranks) if run.ranks else run.info.ranks()
+    if run.ranks and max(run.ranks) >= len(run.ranks):
+        p = None  # an excerpt (``#  Rank 71`` alone): more ranks ran than are listed; the rows must tell
     rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
     op_how = None
     if op_key is None:  # no <test>_perf in the file or its name: the table's own columns may tell
@@ -357,10 +360,11 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str
 def _devices(run: _Run) -> dict[str, Any]:
     """What a run's lines say of its hardware: ``gpus`` (device name → ranks), ``hosts`` (host name →
     ranks, in order of first rank), both empty when no ``# Rank`` line names them; ``ranks_listed``
-    (how many ``# Rank`` lines); ``shared_devices`` (``[host, bus id, [ranks]]`` for each GPU two or
-    more ranks ran on, told by the full bus ids nccl-tests prints since 2.10); ``network`` (kind →
-    ``[line, text]``, :data:`NETWORK_EVIDENCE`); ``nccl_env`` (NCCL variable → ``[value, line]`` the
-    run's lines set, :mod:`zerocalc.traces.launch_env`); ``gpus_per_thread`` (``-g``), ``agg_iters``
+    (how many ``# Rank`` lines) and ``last_rank`` (the highest rank they name); ``shared_devices``
+    (``[host, bus id, [ranks]]`` for each GPU two or more ranks ran on, told by the full bus ids
+    nccl-tests prints since 2.10); ``network`` (kind → ``[line, text]``, :data:`NETWORK_EVIDENCE`);
+    ``nccl_env`` (NCCL variable → ``[value, line]`` the run's lines set, :mod:`zerocalc.traces.launch_env`);
+    ``gpus_per_thread`` (``-g``), ``agg_iters``
     (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it; ``nccl_info`` (what
     its NCCL INFO lines state, :meth:`zerocalc.traces.nccl_info.InfoFacts.as_dict`)."""
     gpus: dict[str, int] = {}
@@ -373,7 +377,8 @@ def _devices(run: _Run) -> dict[str, Any]:
         if _BUS_ID.match(bus):
             on_bus.setdefault((host, bus.lower()), []).append(rank)
     shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
-    return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks), "shared_devices": shared,
+    return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks),
+            "last_rank": max(run.ranks) if run.ranks else None, "shared_devices": shared,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,

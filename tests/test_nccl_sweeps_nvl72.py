@@ -1,0 +1,180 @@
+"""Multi-node NVLink racks (GB200 NVL72) and GH200 nodes: the presets their device lines name, an NVL72 rack's
+hosts as one NVLink domain (NCCL's MNNVL clique, one node), and check on the public sweeps bundled (CLI)."""
+
+import json
+from dataclasses import replace
+
+import pytest
+from sweep_files import DATA, check_json, file_rows, median_size_ratio
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.graph import machine
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.tables import Algorithm, Collective, Protocol, release_for
+from zerocalc.topology import get_topology
+from zerocalc.topology.devices import nodes_as_listed, nodes_of, preset_for_devices
+from zerocalc.topology.mapping import topology_from_mapping
+
+runner = CliRunner()
+
+RACK = "all_reduce_perf-72xGB200-nvl72-1rack-nccl2.26.2.txt"
+RACKS2 = "all_reduce_perf-128xGB200-nvl72-2racks-nccl2.26.2.txt"
+RACKS20 = "all_reduce_perf-1440xGB200-nvl72-20racks-nccl2.26.2.txt"
+OCI = "all_reduce_perf-128xGB200-2racks-oci-nccl2.29.2.txt"
+ALPS = "all_reduce_perf-8xGH200-2nodes-4pernode-slingshot.txt"
+OLIVIA = "all_reduce_perf-8xGH200-olivia-2nodes-int8-nccl2.30.4.txt"
+#: the CoreWeave GB200 job of those runs sets NCCL_NVLS_ENABLE=0 (slurm/nccl-test-distributed-gb200-nvl72-
+#: enroot.slurm at the README's commit): no NVLS nor NVLS Tree
+NO_NVLS = ("--nccl-algo", "^NVLS,NVLSTree")
+
+
+def rank_lines(name):
+    """(rank, host, GPU name) of each '# Rank' line of the file."""
+    out = []
+    for line in (DATA / name).read_text().splitlines():
+        if line.startswith("#  Rank"):
+            head, _, gpu = line.partition("] ")
+            f = head.split()
+            out.append((int(f[2]), head.split(" on ")[1].split()[0], gpu))
+    return out
+
+
+@pytest.mark.parametrize(("name", "n_rows", "first", "last", "ranks", "listed", "gpu", "version"), [
+    (RACK, 5, (536870912, 1806.7), (8589934592, 20299), 72, [71], "NVIDIA Graphics Device", None),
+    (RACKS2, 6, (536870912, 2156.8), (17179869184, 42067), 128, [143], "NVIDIA Graphics Device", None),
+    (RACKS20, 6, (536870912, 7108.4), (17179869184, 84625), None, [1439], "NVIDIA GB200", None),
+    (OCI, 33, (8, 183.82), (34359738368, 99744.6), 128, [127], "NVIDIA GB200", "2.29.2"),
+    (ALPS, 25, (8, 18.74), (134217728, 1773.7), 8, list(range(8)), "NVIDIA GH200 120GB", None),
+    (OLIVIA, 28, (1, 26.95), (134217728, 2309.49), 8, list(range(8)), "NVIDIA GH200 120GB", None),
+])
+def test_bundled_sweeps_as_counted_from_the_files(name, n_rows, first, last, ranks, listed, gpu, version):
+    """Rows, first and last size and time, the ranks the '# Rank' lines list and their GPU, counted from each
+    file; the excerpts list one rank, the last (71 of 72, 127 of 128): their group size is the rows'
+    busbw/algbw = 2(n-1)/n, not the one line. The 2-rack CoreWeave block's line says rank 143 where its rows
+    give 128 (793.06/399.65 = 1.9844 = 2 x 127/128): refused naming --n, priced with --n 128."""
+    rows, devices = file_rows(name), rank_lines(name)
+    assert len(rows) == n_rows and rows[0][:2] == first and rows[-1][:2] == last
+    assert [r for r, _, _ in devices] == listed and {g for _, _, g in devices} == {gpu}
+    text = (DATA / name).read_text()
+    assert ("NCCL version " + version in text) if version else "NCCL version " not in text
+    if ranks is None or name == RACKS2:  # 1440 ranks: its two-decimal bandwidths cannot single out n
+        res = runner.invoke(app, ["check", str(DATA / name), "--topology", "gb200-nvl72"])
+        assert res.exit_code == 2 and "give --n" in res.output
+        if ranks is None:
+            return
+    args = ("--topology", "gb200-nvl72") if gpu == "NVIDIA Graphics Device" else ()
+    args += ("--n", "128") if name == RACKS2 else ()
+    sweep = check_json(name, *args)
+    assert (sweep["op"], sweep["group_size"]) == ("all_reduce", ranks)
+    assert sweep["topology"] == ("gh200" if "GH200" in gpu else "gb200-nvl72")
+
+
+def test_gpu_names_pick_the_presets():
+    """``NVIDIA GB200`` (OCI's and CoreWeave's device lines) → gb200-nvl72, ``GB300`` → gb300-nvl72,
+    ``NVIDIA GH200 120GB`` / ``480GB`` → gh200; ``B200`` alone stays dgx-b200."""
+    for gpu, preset in (("NVIDIA GB200", "gb200-nvl72"), ("NVIDIA GB300", "gb300-nvl72"),
+                        ("NVIDIA GH200 480GB", "gh200"), ("NVIDIA GH200 120GB", "gh200"),
+                        ("NVIDIA B200", "dgx-b200")):
+        topo, _ = preset_for_devices({gpu: 4}, {"h": 4}, where="f")
+        assert topo.name == preset, gpu
+
+
+def test_an_nvl72_racks_hosts_are_one_nvlink_domain():
+    """4 ranks on each of 2 GB200 trays: one node of the rack (NCCL's MNNVL clique), not two 4-GPU nodes
+    joined by the network; 1 rank per tray on 8 trays: a domain of 18 hosts x 1 GPU with those GPUs' NICs;
+    8 ranks on a 4-GPU tray is refused naming --topology."""
+    topo, how = preset_for_devices({"NVIDIA GB200": 8}, {"a": 4, "b": 4}, where="f")
+    assert (topo.name, topo.gpus_per_node, topo.gpus_per_host, topo.nics_per_node) == \
+        ("gb200-nvl72", 72, 4, 72)
+    assert "one NVLink domain of 18 hosts" in how
+    one, _ = nodes_of(get_topology("gb200-nvl72"), 1)
+    assert (one.gpus_per_node, one.gpus_per_host, one.nics_per_node) == (18, 1, 18)
+    assert one.inter.bw_Bps == pytest.approx(18 * 400e9 / 8)
+    with pytest.raises(ConfigError, match="more than the 4 GPUs of a gb200-nvl72 host"):
+        preset_for_devices({"NVIDIA GB200": 16}, {"a": 8, "b": 8}, where="f")
+    given, words = nodes_as_listed(get_topology("gb200-nvl72"), {"a": 4, "b": 4}, 8)
+    assert given.gpus_per_node == 72 and "NVLink domain" in words
+    # GH200: 4 per node as the preset; one per host → nodes of one GPU and one NIC
+    gh, _ = preset_for_devices({"NVIDIA GH200 480GB": 2}, {"a": 1, "b": 1}, where="f")
+    assert (gh.name, gh.gpus_per_node, gh.nics_per_node) == ("gh200", 1, 1)
+
+
+def test_nccl_joins_the_clique_from_2_20_only():
+    """72 ranks on an NVL72 rack: one node from NCCL 2.20.3 (MNNVL, init.cc ncclMnnvlCheck), 18 nodes of 4
+    (each host, its 4 NICs) before; 144 ranks: two racks, two nodes."""
+    topo = get_topology("gb200-nvl72")
+    assert machine(topo, 72, release_for("2.26.2")[0]).n_nodes == 1
+    assert machine(topo, 144, release_for("2.26.2")[0]).n_nodes == 2
+    old = machine(topo, 72, release_for("2.19.3")[0])
+    assert (old.n_nodes, old.n_ranks / old.n_nodes) == (18, 4)
+
+
+def test_gpus_per_host_in_toml():
+    """``gpus_per_host`` reads from a topology TOML; more than ``gpus_per_node`` is refused naming it."""
+    base = {"gpus_per_node": 72, "intra": {"alpha_us": 3.4, "bw_GBps": 900},
+            "inter": {"alpha_us": 14, "bw_GBps": 3600}}
+    assert topology_from_mapping({**base, "gpus_per_host": 4}).mnnvl
+    with pytest.raises(ConfigError, match="gpus_per_host"):
+        topology_from_mapping({**base, "gpus_per_host": 96})
+    with pytest.raises(ConfigError, match="gpus_per_host"):
+        topology_from_mapping({**base, "gpus_per_host": 0})
+
+
+def test_one_gb200_rack_ring_within_bands():
+    """72 GB200 on one NVL72 rack, NCCL 2.26.2 (the README's words), NVLS disabled by its job: Ring over the
+    rack's NVLink within 0.5-2x at every size, the median size within 0.8-1.25x. Hand check at 8 GiB
+    (v2.26.2): 18 links x 40.0 GB/s (topo.h SM100_NVLINK_BW) = 720 GB/s; sm100 intra speed 90 (search.cc) →
+    8 channels, duplicated (>= 50 GB/s) to 16 x 45; Ring all-reduce 16 x 45 x 72/142 GB/s; latency 8.4 +
+    142 x 3.4 us (baseLat, hwLat NVLink Ring Simple): 24.02 ms, the file 20.30 ms."""
+    sweep = check_json(RACK, "--topology", "gb200-nvl72", "--nccl-version", "2.26.2", *NO_NVLS)
+    assert sweep["group_size"] == 72
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 1.14 at 2 GiB
+    big = sweep["rows"][-1]
+    hand = (8.4 + 142 * 3.4) * 1e-6 + 8589934592 / (16 * 45 * 72 / 142 * 1e9)
+    assert (big["algorithm"], big["protocol"]) == ("Ring", "Simple")
+    assert big["predicted_s"] == pytest.approx(hand, rel=1e-6)
+    assert big["ratio"] == pytest.approx(hand / 20299e-6, rel=1e-6)
+
+
+def test_two_gb200_racks_within_bands():
+    """128 GB200 over two NVL72 racks joined by InfiniBand (one 400 Gb/s NIC per GPU), NVLS disabled: two
+    nodes of NCCL's, Tree then Ring, every size within 0.5-2x, the median size within 0.8-1.25x."""
+    sweep = check_json(RACKS2, "--topology", "gb200-nvl72", "--nccl-version", "2.26.2", "--n", "128",
+                       *NO_NVLS)
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 1.11 at 2 GiB
+
+
+def test_gh200_nodes_over_slingshot_large_sizes_within_bands():
+    """2 nodes of 4 GH200 (Alps, Olivia) over Slingshot 11: from 64 MiB within 0.8-1.25x; the medians at
+    0.57 and 0.63 (small and mid sizes slower than NCCL's model of the network, whose plugin reports no
+    latency), recorded as they are."""
+    for name in (ALPS, OLIVIA):
+        res = runner.invoke(app, ["check", str(DATA / name), "--format", "json"])
+        assert res.exit_code == 0, res.output
+        (sweep,) = json.loads(res.stdout)["sweeps"]
+        assert sweep["topology"] == "gh200" and "4 per host, 2 hosts" in sweep["topology_how"]
+        big = [r for r in sweep["rows"] if r["bytes"] >= 64 << 20]
+        assert big and all(0.75 <= r["ratio"] <= 1.25 for r in big), name
+
+
+def test_nvls_tree_on_grace_hosts_priced_without_the_tree_correction():
+    """From v2.29.2 NCCL multiplies NVLS Tree's Blackwell all-reduce bandwidth by treeCorrectionFactor on x86
+    hosts only (tuning.cc ncclTopoGetAlgoTime: comm->cpuArch == NCCL_TOPO_CPU_ARCH_X86): on two NVL72 racks
+    of Grace hosts NCCL's own estimate at 16 MiB (2^18 x 64 B, factor 0.7) leaves it out, on the same racks
+    with x86 hosts it holds it; the call is timed with it on both. From 1 GiB, past the row, all agree."""
+    arm = get_topology("gb200-nvl72")
+    x86 = replace(arm, cpu_vendor="intel")
+    rel = release_for("2.29.2")[0]
+    t_arm, t_x86 = tune(arm, 128, rel), tune(x86, 128, rel)
+    args = (Collective.ALL_REDUCE, Algorithm.NVLS_TREE, Protocol.SIMPLE)
+    mid, big = 16 << 20, 1 << 30
+    lat = t_arm.entries[args].latency_us * 1e-6
+    assert t_x86.time_s(*args, mid) - lat == pytest.approx((t_arm.time_s(*args, mid) - lat) / 0.7, rel=1e-9)
+    assert t_arm.run_time_s(*args, mid) == pytest.approx(t_x86.run_time_s(*args, mid), rel=1e-9)
+    assert t_arm.time_s(*args, big) == pytest.approx(t_x86.time_s(*args, big), rel=1e-9)
+    sweep = check_json(OCI)
+    assert all(r["algorithm"] == "NVLSTree" for r in sweep["rows"])
