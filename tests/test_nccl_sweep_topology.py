@@ -33,7 +33,8 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3", "NVIDIA A100-PCIE-40GB": "pcie-gen4",
              "A100-SXM4-40GB": "dgx-a100",  # the name as drivers before 2021 printed it (no "NVIDIA ")
              "Tesla V100-SXM2-16GB": "dgx-1-v100", "NVIDIA GeForce RTX 4090": "pcie-gen4",
-             "NVIDIA GH200 120GB": "gh200", "NVIDIA GB200": "gb200-nvl72"}
+             "NVIDIA GH200 120GB": "gh200", "NVIDIA GB200": "gb200-nvl72",
+             "AMD Instinct MI300X": "amd-mi300x"}  # AMD's 8-GPU OAM platform (the preset's data sheet)
 
 
 def run_check(*args):

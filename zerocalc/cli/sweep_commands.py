@@ -212,6 +212,12 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
         version, notes, version_how = _sweep_version(path, nccl_version, stated)
         topo, topology_how = _sweep_topology(given, path, run, p)
+        if topo.gpu_arch is not None and not nccl_version and not stated:  # AMD GPUs: RCCL (nccl.rccl)
+            from zerocalc.nccl.rccl import RCCL_LATEST
+
+            version = RCCL_LATEST.name
+            version_how = "default: the latest modelled RCCL (the file states none)"
+            notes = [f"{path} states no RCCL version; priced as RCCL {version} (--nccl-version to choose)"]
         info = run.get("nccl_info") or {}
         topo, info_notes = latency_as_stated(topo, info, p)
         topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)

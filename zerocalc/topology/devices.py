@@ -32,6 +32,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
   trays of 4) of one rack are one NVLink domain, one node to NCCL (:func:`nodes_of`);
 * ``GH200`` (``NVIDIA GH200 480GB``, ``NVIDIA GH200 120GB`` as the Alps and Olivia runs print it) →
   ``gh200``, 4 per node; a run with one per host gets nodes of one GPU and one NIC;
+* ``AMD Instinct MI300X`` / ``AMD Instinct MI325X`` (the marketing name rccl-tests prints, as
+  ``rocminfo`` does: ROCm/rccl-tests issue 146, the bundled rccl-tests sweeps) → ``amd-mi300x`` /
+  ``amd-mi325x``, AMD's 8-GPU OAM platform, priced by RCCL's model (:mod:`zerocalc.nccl.rccl`);
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;
@@ -73,6 +76,8 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bGB200\b", re.I), "gb200"),
     (re.compile(r"\bGB300\b", re.I), "gb300"),
     (re.compile(r"\bGH200\b", re.I), "gh200"),
+    (re.compile(r"\bMI300X\b", re.I), "mi300x"),
+    (re.compile(r"\bMI325X\b", re.I), "mi325x"),
 )
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
@@ -89,6 +94,8 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "gb200": {None: "gb200-nvl72", "ib": "gb200-nvl72"},
     "gb300": {None: "gb300-nvl72", "ib": "gb300-nvl72"},
     "gh200": {None: "gh200", "ib": "gh200"},
+    "mi300x": {None: "amd-mi300x", "ib": "amd-mi300x"},
+    "mi325x": {None: "amd-mi325x", "ib": "amd-mi325x"},
 }
 
 

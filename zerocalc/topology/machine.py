@@ -39,11 +39,16 @@ IN_NETWORK_REDUCTIONS: tuple[str, ...] = ("nvls", "sharp")
 later; NCCL's NVLS and NVLS Tree algorithms), ``sharp`` = InfiniBand SHARP in the network switches
 (NCCL's CollNet Direct / Chain, with the SHARP plugin)."""
 CPU_VENDORS: tuple[str, ...] = ("intel", "amd", "arm")
+GPU_ARCHS: tuple[str, ...] = ("gfx942",)
+"""AMD GPU architectures RCCL's model prices (:mod:`zerocalc.nccl.rccl`): gfx942 (MI300X,
+MI325X)."""
 
 # Optional hardware fields, their TOML type and meaning (one table for the dataclass, the TOML
 # reader and the error that names a missing one).
 HARDWARE_FIELDS: dict[str, str] = {
     "gpu": "GPU model, e.g. 'H100 SXM5'",
+    "gpu_arch": "AMD GPU architecture (gfx target: gfx942 for MI300X and MI325X): the GPUs run RCCL, "
+                "priced by RCCL's cost model; unset for NVIDIA GPUs",
     "compute_capability": "CUDA compute capability × 10 (80 A100, 90 H100/H200, 100 B200)",
     "nvlink_gen": "NVLink generation (0: no NVLink, GPUs talk over PCIe)",
     "nvlinks_per_gpu": "NVLink links per GPU",
@@ -145,6 +150,7 @@ class Topology:
     gamma_s_per_byte: float = 0.0
     source: str = ""
     gpu: str | None = None
+    gpu_arch: str | None = None
     compute_capability: int | None = None
     nvlink_gen: int | None = None
     nvlinks_per_gpu: int | None = None
@@ -186,6 +192,9 @@ class Topology:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
                                   or not math.isfinite(v) or v <= 0):
                 raise ConfigError(f"must be a positive number, got {v!r}", option=key)
+        if self.gpu_arch is not None and self.gpu_arch not in GPU_ARCHS:
+            raise ConfigError(f"must be one of {', '.join(GPU_ARCHS)}, got {self.gpu_arch!r}",
+                              option="gpu_arch")
         if self.gpu_p2p is not None and not isinstance(self.gpu_p2p, bool):
             raise ConfigError(f"must be true or false, got {self.gpu_p2p!r}", option="gpu_p2p")
         if self.cpu_vendor is not None and self.cpu_vendor not in CPU_VENDORS:

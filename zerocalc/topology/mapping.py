@@ -130,10 +130,10 @@ def _tiers(data: Mapping[str, Any], fail) -> dict[str, Link]:
 
 def _hardware_value(key: str, v: Any, fail) -> Any:
     """One hardware field from TOML, checked for its type (range checks are the dataclass's)."""
-    if key in ("gpu", "cpu_vendor"):
+    if key in ("gpu", "cpu_vendor", "gpu_arch"):
         if not isinstance(v, str):
             fail(f"{key} must be a string, got {v!r}")
-        return v.lower() if key == "cpu_vendor" else v
+        return v.lower() if key in ("cpu_vendor", "gpu_arch") else v
     if key == "in_network_reduction":
         if isinstance(v, str):
             v = [v] if v else []

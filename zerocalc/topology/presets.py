@@ -1,6 +1,7 @@
 """The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GB200
-and GB300 NVL72 racks, 4-GPU GH200 nodes, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes
-and an Ethernet cluster), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
+and GB300 NVL72 racks, 4-GPU GH200 nodes, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes,
+an Ethernet cluster and AMD's MI300X and MI325X platforms), each figure citing its datasheet, and
+:func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -141,6 +142,26 @@ _CUBE_MESH = ("the 6 channels of 20 GB/s NCCL's ring search finds on the cube-me
 _EXPORT_LINKS = ("NCCL counts the active links from NVML and prices each at its sm80/sm90 figure (xml.cc, "
                  "topo.cc, topo.h): "
                  "8 links = 160 GB/s on sm80, 164.8 on sm90")
+def _amd_oam8(name: str, gpu: str, source: str) -> Topology:
+    """AMD's 8-GPU OAM platform of gfx942 GPUs (MI300X, MI325X): every GPU joined to each of its 7 peers by
+    one Infinity Fabric (xGMI) link, 64 GB/s each way at peak (7 × 64 = 448 GB/s per GPU), PCIe Gen5 x16
+    from each GPU to the host and to its NIC, one 400 Gb/s NIC per GPU. RCCL prices a link at 48 GB/s
+    (what is left after protocol and error-correction overheads; :mod:`zerocalc.nccl.rccl`), which its
+    model reads instead of the links here. The host CPU is not fixed by the platform (OEMs ship it with
+    AMD EPYC or Intel Xeon hosts): AMD EPYC is assumed; it changes only RCCL's network overhead per ring
+    step across nodes (2 µs on AMD, 1 on Intel, ``tuning.cc`` ``getNetOverhead``)."""
+    return Topology(
+        name, f"AMD Instinct {gpu} platform: 8 GPUs fully connected by xGMI + 8×400 Gb/s NICs", 8,
+        Link.from_units(_NVLINK_US, 7 * 64.0), Link.from_units(_NET_US, 8 * 400 / 8),
+        source=source + "; ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct "
+               "MI300X' (Mar 2025): each GPU connected to its seven peers by xGMI links rated 64 GB/s, about "
+               "48 GB/s usable; RCCL src/graph/topo.h GFX94X_XGMI_WIDTH 48.0 and ROCm/rccl issue 1210; one "
+               "400 Gb/s NIC per GPU on PCIe Gen5 (the 8-NIC rome models of RCCL src/graph/rome_models.cc); "
+               "host CPU assumed AMD EPYC",
+        gpu=gpu, gpu_arch="gfx942", pcie_gen=5, nics_per_node=8, nic_Gbps=400.0, cpu_vendor="amd",
+        in_network_reduction=(),
+    )
+
 
 #: The NVL72 racks (NVIDIA's GB200 NVL72 and GB300 NVL72 pages; DGX GB200 user guide): 18 compute trays of 2
 #: superchips (4 Blackwell GPUs and 2 Grace CPUs each), every GPU's 18 NVLink5 links (1.8 TB/s both ways)
@@ -330,6 +351,13 @@ PRESETS: dict[str, Topology] = {
                   "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes × 128/130 = 63.0 GB/s each way; ConnectX-7 NDR "
                   "400 Gb/s = 50 GB/s; GPUs taken as H100 PCIe (PCIe Gen5 x16, no NVLink bridge; H100 "
                   "datasheet)"),
+        _amd_oam8("amd-mi300x", "MI300X",
+                  "AMD Instinct MI300X platform data sheet: 8 MI300X OAM (192 GB HBM3 each) on one "
+                  "universal baseboard, fully connected by AMD Infinity Fabric, 128 GB/s bidirectional per "
+                  "GPU pair, PCIe Gen5 x16 to the host"),
+        _amd_oam8("amd-mi325x", "MI325X",
+                  "AMD Instinct MI325X platform data sheet: 8 MI325X OAM (256 GB HBM3E each), the MI300X "
+                  "platform's Infinity Fabric mesh (the same gfx942 GPU die), PCIe Gen5 x16 to the host"),
         Topology(
             "ethernet-100g", "Commodity cluster: 8 PCIe 4.0 GPUs per node, one 100 GbE NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 12.5),

@@ -77,7 +77,11 @@ _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 #: ``-a`` and ``-G`` from the same line (``agg iters: A``, ``graph: G``; pre-2022 outputs print neither).
 _AGG_ITERS = re.compile(r"\bagg iters:\s*(\d+)")
 _GRAPH = re.compile(r"\bgraph:\s*(\d+)")
-_TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
+_TESTS_VERSION = re.compile(r"(?:nccl-tests version|^rccl-tests: Version) (\S+)")
+#: RCCL's own banner (``showVersion``, RCCL ``src/init.cc``, printed by newer rccl-tests before the table and
+#: under ``NCCL_DEBUG=VERSION``): ``RCCL version : 2.22.3-HEAD:7d8d67c``; RCCL's version is the NCCL API
+#: release it tracks. Older RCCL INFO lines print ``RCCL version 2.18.3+hip6.0 …``.
+_RCCL_VERSION = re.compile(r"\bRCCL version\s*:?\s*(\d+\.\d+\.\d+)")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 
 
@@ -187,10 +191,11 @@ class _Runs:
             self.pending_op = test
 
     def versions(self, payload: str, lineno: int) -> None:
-        """The NCCL version (``nccl-library=`` code, else NCCL's own line) and nccl-tests version."""
+        """The NCCL version (``nccl-library=`` code, else NCCL's own line or RCCL's banner) and the nccl-tests
+        (or rccl-tests) version."""
         m = _LIBRARY.search(payload)
         v = nccl_version_from_code(int(m[1])) if m else None
-        m2 = _NCCL_VERSION.search(payload)
+        m2 = _NCCL_VERSION.search(payload) or _RCCL_VERSION.search(payload)
         v = v or (m2[1] if m2 else None)
         if v is not None:
             self.current(lineno).nccl_version = self.current(lineno).nccl_version or v
@@ -227,6 +232,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     rows = RowJoiner(file, strict, res.skipped)
     for lineno, line in enumerate(stream, 1):
         payload = strip_prefix(line).strip()
+        if line.lstrip().startswith("rccl-tests: Version"):  # rccl-tests' own line, not a launcher's prefix
+            payload = line.strip()
         if not payload:
             continue
         kind = next((k for k, rx in _MARKERS if rx.match(payload)), None)
@@ -244,7 +251,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             m = _PERF.search(payload)
             if m:
                 state.command(m[1], kind, lineno)
-        if "NCCL version" in payload or "nccl-library=" in payload:
+        if ("NCCL version" in payload or "nccl-library=" in payload or "RCCL version" in payload
+                or payload.startswith("rccl-tests: Version")):
             state.versions(payload, lineno)
         header = parse_header(payload, lineno) if "size" in payload or "bytes" in payload else None
         if header is not None:

@@ -232,7 +232,17 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     differ from the derived ones, said in a note; with ``stated_p2p`` (``[[p2pnChannels, p2pnChannelsPerPeer],
     line]``), a point-to-point sweep on those channels (:func:`_compare_p2p`); with ``stated_nvls``
     (``[nvlsChannels, line]``), NCCL's NVLS channels where they differ from the derived count
-    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`)."""
+    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`).
+    On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
+    :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version)."""
+    if topo.gpu_arch is not None:
+        from zerocalc.validate.rccl import compare_rccl_sweep
+
+        return compare_rccl_sweep(rows, topo, op=op, group_size=group_size, rccl_version=nccl_version or None,
+                                  algo_enable=algo_enable, proto_enable=proto_enable,
+                                  in_place=bool(rows)
+                                  and str(rows[0].get("layout") or "").endswith("-inplace"),
+                                  gpus_per_thread=gpus_per_thread)
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels, stated_channels, stated_p2p)

@@ -1,0 +1,393 @@
+"""RCCL's cost model: what ROCm's fork of NCCL chooses on AMD Instinct GPUs, and how long it takes.
+
+RCCL (github.com/ROCm/rccl) keeps NCCL's ``ncclTopoTuneModel`` / ``ncclTopoGetAlgoTime`` / the choice of
+``topoGetAlgoInfo`` but replaces NCCL's tables under ``__HIP_PLATFORM_AMD__`` (``src/graph/tuning.cc``)
+by ``rcclTuningModel[system->tuning]``: per model, hop latencies per link kind (``hwLat``), a
+bus-bandwidth ratio per algorithm × protocol for 1-2 nodes and for more (``bwRatio``, in place of NCCL's
+protocol factors and caps), and per-size correction factors for Tree, and for Ring across nodes
+(``treeCorrectionFactor`` / ``ringCorrectionFactor``, powers of two from 64 B, the 27th entry standing
+for every larger size). The model a machine gets is the ``tuning=`` option of the preset topology
+("rome model") its GPUs match in ``src/graph/rome_models.cc``: 8 gfx942 GPUs fully connected by xGMI
+(``nLinks = 7``: MI300X, MI325X) match ``rome_model_79`` (no NIC: one node, NCCL's topology trims the
+NICs when every rank is local) or ``rome_model_81`` / ``rome_model_84`` (8 or 16 NICs), all
+``tuning=5`` from RCCL 2.18.6 (ROCm 6.1) on. Modelled releases (:data:`RCCL_RELEASES`): RCCL 2.20.5
+(tag ``rocm-6.2.0``) and 2.21.5 (branch ``release-staging/rocm-rel-6.3``, ROCm 6.3); 2.21.5 changed model
+5's figures (a 320 µs network hop for Ring/Simple, Tree bandwidth ratios of 0.06-0.59).
+
+What the model reads of the machine (gfx942, from the same sources):
+
+* a rome model's graphs carry ``bwIntra = bwInter = totalBw / nChannels`` (``rome_models.cc``
+  ``parseGraph``), so every algorithm's bus bandwidth is ``totalBw``, the largest sum of one GPU's xGMI
+  links (``search.cc`` ``getTotalBw``): 7 peers × 48 GB/s (``topo.h`` ``GFX94X_XGMI_WIDTH``, "after
+  protocol and error correction overheads, the max theoretical per-direction bandwidth for gfx94 devices
+  is 48GB/s", RCCL's maintainer in ROCm/rccl issue 1210) = 336 GB/s; with fewer GPUs per node, 48 × (GPUs
+  − 1) (the 4-GPU dump of issue 1210: ``totalBw 144.0``);
+* xGMI is RCCL's ``LINK_NVL`` (``topo.cc`` ``ncclTopoAddXGMI``): the NVLink row of ``hwLat``;
+* Tree/Simple is skipped on gfx94 when every rank is on one node (``tuning.cc``); LL128 is off on gfx942
+  (enabled only on gfx90a with ``ll128Enabled`` when built with ``ENABLE_LL128``; ``enqueue.cc`` skips it
+  unless the topology is ``RCCL_TOPO_XGMI_ALL``); CollNet (no ``collNetSupport``), NVLS and NVLS Tree (no
+  NVSwitch) are never enabled;
+* the network overhead of an inter-node ring step is ``getNetOverhead``: 1 µs on Intel hosts, 2 on AMD,
+  × 3 for Simple; the network plugin reports no latency (``latencyInter`` 0, RCCL's IB transport).
+
+MSCCL (``src/misc/msccl/``): on one node of 8 gfx942 GPUs (``rome_model_79``: ``mscclEnabled=1``;
+``RCCL_MSCCL_ENABLE`` defaults to 1) an all-reduce runs one of the MSCCL programs shipped in
+``tools/msccl-algorithms/`` when its element count divides the program's ``nchunksperloop`` and its byte
+count lies in ``[minBytes, maxBytes]``, with separate programs for in-place and out-of-place calls
+(``msccl_lifecycle.cc`` ``mscclSchedulerSelectAlgo``); RCCL's table does not price those calls. Their
+"allpairs" programs reduce-scatter and then all-gather in one step each, every GPU exchanging ``1/p`` of
+the buffer with each of its ``p − 1`` peers at once over its own xGMI link; zerocalc times such a call as
+RCCL's base latency and two xGMI hops of the program's protocol (``baseLat`` + 2 × ``hwLat[NVLINK][RING]``)
+plus two transfers of ``n/p`` bytes on one link (48 GB/s, half of it for LL, whose 8-byte lines carry 4
+bytes of data). That timing is zerocalc's reading of the program, not a figure RCCL states. The
+"1pass" programs of 2.20.5 (up to 25,599 B) are not timed: their calls are priced as RCCL's table would
+price them, and a note says so.
+
+Not modelled: gfx90a (MI250X: its rome models mix tunings 2-4 by NIC layout), gfx950 (MI350X/MI355X:
+tables newer than the releases above), RCCL's MSCCL++ path, MSCCL's all-gather programs of 2.20.5, and
+RCCL releases other than the two above (a version between or past them takes the nearer one's tables, and
+a note says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.release import Algorithm, Collective, Protocol
+from zerocalc.topology import Topology
+
+A, P, C = Algorithm, Protocol, Collective
+_PROTOS = (P.LL, P.LL128, P.SIMPLE)
+#: ``baseLat`` (µs), Tree and Ring rows (LL, LL128, Simple): RCCL ``tuning.cc``, 2.20.5 and 2.21.5.
+BASE_LAT_US = {A.TREE: (12.0, 12.0, 17.0), A.RING: (12.0, 12.0, 17.0)}
+#: RCCL's bandwidth of one xGMI link of a gfx942 GPU, GB/s each way (``topo.h`` ``GFX94X_XGMI_WIDTH``).
+XGMI_GBPS = {"gfx942": 48.0}
+#: ``getNetOverhead`` (µs) by host CPU vendor (``tuning.cc``).
+_NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0}
+
+
+@dataclass(frozen=True)
+class TuningModel:
+    """One ``rcclTuningModel`` entry, Tree and Ring rows (the others are never enabled on AMD GPUs)."""
+
+    #: ``hwLat`` (µs): link kind (``"xgmi"`` = RCCL's NVLINK row, ``"net"``) → algorithm → (LL, LL128, Simple)
+    hw_lat: Mapping[str, Mapping[Algorithm, tuple[float, float, float]]]
+    #: ``bwRatio``: [1-2 nodes, more] → algorithm → (LL, LL128, Simple)
+    bw_ratio: tuple[
+        Mapping[Algorithm, tuple[float, float, float]], Mapping[Algorithm, tuple[float, float, float]]
+    ]
+    tree_correction: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+    ring_correction: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+    #: the float the C struct holds just before ``treeCorrectionFactor[0][0]``: ``bwRatio[1]``'s last
+    #: algorithm's Simple entry (0: NVLS Tree). Below 64 B ``log2i(nBytes >> 6)`` is -1 and RCCL reads
+    #: ``[p][-1]``, the entry before the row (the previous row's last, or that float for LL).
+    before_tree: float = 0.0
+
+
+@dataclass(frozen=True)
+class MscclProgram:
+    """One MSCCL all-reduce program of ``tools/msccl-algorithms/`` (its ``<algo>`` element's attributes)."""
+
+    file: str
+    protocol: Protocol
+    n_channels: int
+    chunks_per_loop: int
+    in_place: bool
+    min_bytes: int
+    max_bytes: int
+    #: steps of one exchange with every peer at once (2 for "allpairs": reduce-scatter, all-gather);
+    #: ``None``: not timed (module docstring)
+    steps: int | None = 2
+
+
+@dataclass(frozen=True)
+class RcclRelease:
+    """One modelled RCCL release: its tuning model 5 (gfx942, 8 GPUs) and its 8-GPU all-reduce MSCCL
+    programs."""
+
+    name: str
+    rocm: str
+    source: str
+    model: TuningModel
+    msccl_all_reduce: tuple[MscclProgram, ...] = field(default_factory=tuple)
+
+    @property
+    def version(self) -> tuple[int, int, int]:
+        a, b, c = self.name.split(".")
+        return int(a), int(b), int(c)
+
+
+def _rows(text: str) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """Three 27-entry rows (LL, LL128, Simple) of a correction table, as ``tuning.cc`` prints them."""
+    rows = tuple(tuple(float(x) for x in line.split()) for line in text.strip().split("|"))
+    if len(rows) != 3 or any(len(r) != 27 for r in rows):
+        raise ValueError("a correction table holds 3 rows of 27 factors")
+    return rows  # type: ignore[return-value]
+
+
+_ZERO = " 0" * 27
+_CORR_20 = TuningModel(
+    hw_lat={"xgmi": {A.TREE: (0.8, 0.0, 2.5), A.RING: (0.8, 0.0, 3.6)},
+            "net": {A.TREE: (12.5, 0.0, 22.4), A.RING: (9.5, 0.0, 19.8)}},
+    bw_ratio=({A.TREE: (0.41, 0.0, 1.0), A.RING: (0.41, 0.0, 1.0)},
+              {A.TREE: (0.41, 0.0, 0.86), A.RING: (0.41, 0.0, 1.0)}),
+    tree_correction=_rows(
+        ".1 .1 .1 .1 .1 1 1 .8 .1 .4 .5 1 .6 .4 .6 .1 .3 .4 .4 .3 .2 .2 .2 .2 .2 .2 .2 |" + _ZERO + "|"
+        ".1 .1 .1 .1 .1 .1 .1 .1 1 1 1 .4 1 1 1 .2 .7 1 1 1 .8 .7 .7 .8 .8 .8 .9"),
+    ring_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 .1 1 .1 .2 .2 .1 .5 .8 1 .2 .4 .5 .4 .4 .3 .2 .2 .2 .2 .2 .2 |" + _ZERO + "|"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .7 .1 .1 .1 .1 .1 1 1 1 .9 1 1 1 1 1 1 1 1"),
+)
+_CORR_21 = TuningModel(
+    hw_lat={"xgmi": {A.TREE: (0.9, 0.0, 2.3), A.RING: (0.8, 0.0, 2.1)},
+            "net": {A.TREE: (10.5, 0.0, 25.0), A.RING: (9.5, 0.0, 320.0)}},
+    bw_ratio=({A.TREE: (0.06, 0.0, 0.11), A.RING: (0.08, 0.0, 1.0)},
+              {A.TREE: (0.06, 0.0, 0.59), A.RING: (0.08, 0.0, 1.0)}),
+    tree_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |" + _ZERO + "|"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .7 1 1 1 1 1 1 1 1 1 1 .8"),
+    ring_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 |" + _ZERO + "|"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .8 1 1 1"),
+)
+
+_MSCCL = "tools/msccl-algorithms/allreduce-allpairs-8n-"
+_ALLPAIRS_COMMON = (
+    MscclProgram(_MSCCL + "ll-64tb-op.xml", P.LL, 8, 512, False, 65537, 524287),
+    MscclProgram(_MSCCL + "ll-64tb.xml", P.LL, 8, 512, True, 65537, 524287),
+    MscclProgram(_MSCCL + "simple-op.xml", P.SIMPLE, 8, 512, False, 524288, 16777216),
+    MscclProgram(_MSCCL + "simple.xml", P.SIMPLE, 8, 512, True, 524288, 11534336),
+    MscclProgram(_MSCCL + "simple_2.xml", P.SIMPLE, 8, 512, True, 14680065, 16777216),
+)
+V2_20 = RcclRelease(
+    "2.20.5",
+    "6.2",
+    "ROCm/rccl tag rocm-6.2.0 (RCCL 2.20.5): src/graph/tuning.cc tuning_model_5, tools/msccl-algorithms",
+    _CORR_20,
+    (
+        MscclProgram(_MSCCL + "ll-1pass-op.xml", P.LL, 2, 16, False, 0, 25599, steps=None),
+        MscclProgram(_MSCCL + "ll-1pass.xml", P.LL, 4, 32, True, 0, 25599, steps=None),
+        MscclProgram(_MSCCL + "ll-32tb-op.xml", P.LL, 4, 256, False, 25600, 65536),
+        MscclProgram(_MSCCL + "ll-32tb.xml", P.LL, 4, 256, True, 25600, 65536),
+        *_ALLPAIRS_COMMON,
+    ),
+)
+V2_21 = RcclRelease(
+    "2.21.5",
+    "6.3",
+    "ROCm/rccl branch release-staging/rocm-rel-6.3 (RCCL 2.21.5): src/graph/tuning.cc "
+    "tuning_model_5, tools/msccl-algorithms",
+    _CORR_21,
+    (
+        MscclProgram(_MSCCL + "ll-32tb-op.xml", P.LL, 4, 256, False, 0, 65536),
+        MscclProgram(_MSCCL + "ll-32tb.xml", P.LL, 4, 256, True, 0, 65536),
+        *_ALLPAIRS_COMMON,
+    ),
+)
+RCCL_RELEASES: tuple[RcclRelease, ...] = (V2_20, V2_21)
+RCCL_LATEST = V2_21
+
+
+def rccl_release_for(version: str | None) -> tuple[RcclRelease, str | None]:
+    """The modelled RCCL release for an RCCL version (``x.y.z``, as rccl-tests prints it: ``RCCL version :
+    x.y.z-…``),
+    and a note when it is not one of them (``None``: the file states none)."""
+    if not version:
+        return RCCL_LATEST, (
+            f"no RCCL version stated: priced with RCCL {RCCL_LATEST.name}'s tables "
+            f"(ROCm {RCCL_LATEST.rocm}, the latest modelled)"
+        )
+    try:
+        parts = tuple(int(x) for x in version.strip().split("-")[0].split(".")[:3])
+    except ValueError:
+        raise ConfigError(
+            f"not an RCCL version: {version!r} (expected x.y.z)", option="--nccl-version"
+        ) from None
+    if len(parts) < 2:
+        raise ConfigError(f"not an RCCL version: {version!r} (expected x.y.z)", option="--nccl-version")
+    for rel in RCCL_RELEASES:
+        if rel.version[:2] == parts[:2]:
+            return rel, None
+    rel = V2_20 if parts < V2_20.version else RCCL_LATEST
+    when = "before" if parts < V2_20.version else "after"
+    return rel, (
+        f"RCCL {version}: its tables are not modelled; priced with RCCL {rel.name}'s (ROCm {rel.rocm}, "
+        f"the {'earliest' if when == 'before' else 'latest'} modelled)"
+    )
+
+
+def _log2i(n: int) -> int:
+    return int(n).bit_length() - 1 if n > 0 else -1
+
+
+@dataclass(frozen=True)
+class RcclEntry:
+    """One (algorithm, protocol) of one collective: RCCL's latency (µs) and algorithm bandwidth (GB/s)."""
+
+    algorithm: Algorithm
+    protocol: Protocol
+    latency_us: float
+    bandwidth_GBps: float
+    enabled: bool
+    why_disabled: str = ""
+
+
+@dataclass(frozen=True)
+class RcclTuning:
+    """RCCL's tuned table for one communicator of gfx942 GPUs."""
+
+    release: RcclRelease
+    n_ranks: int
+    n_nodes: int
+    total_bw_GBps: float
+    msccl: bool
+    entries: Mapping[tuple[Collective, Algorithm, Protocol], RcclEntry]
+
+    def _correction(
+        self, table: tuple[tuple[float, ...], ...], p: Protocol, log_size: int, before: float
+    ) -> float:
+        pi = _PROTOS.index(p)
+        if log_size >= 27:
+            return table[pi][26]
+        if log_size >= 0:
+            return table[pi][log_size]
+        return table[pi - 1][26] if pi > 0 else before  # [p][-1]: the entry before the row (TuningModel)
+
+    def time_us(self, coll: Collective, a: Algorithm, p: Protocol, n_bytes: int) -> float | None:
+        """``ncclTopoGetAlgoTime`` (RCCL's branch; numPipeOps = 1); ``None`` when the pair is disabled or has
+        no bandwidth after its correction."""
+        e = self.entries.get((coll, a, p))
+        if e is None or not e.enabled or e.bandwidth_GBps <= 0:
+            return None
+        m = self.release.model
+        bw = e.bandwidth_GBps
+        log_size = _log2i(int(n_bytes) >> 6)
+        if a == A.TREE:
+            bw *= self._correction(m.tree_correction, p, log_size, m.before_tree)
+        elif a == A.RING and self.n_nodes > 1:
+            bw *= self._correction(m.ring_correction, p, log_size, m.tree_correction[2][26])
+        if bw <= 0:
+            return None
+        return e.latency_us + n_bytes / (1000.0 * bw)
+
+    def choose(self, coll: Collective, n_bytes: int) -> tuple[Algorithm, Protocol, float]:
+        """The pair RCCL picks: least time, first in (algorithm, protocol) index order on a tie (Tree before
+        Ring, ``topoGetAlgoInfo``), and its time in µs."""
+        best = None
+        for a in (A.TREE, A.RING):
+            for p in _PROTOS:
+                t = self.time_us(coll, a, p, n_bytes)
+                if t is not None and (best is None or t < best[2]):
+                    best = (a, p, t)
+        if best is None:
+            raise ConfigError(
+                f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
+                "under RCCL here",
+                option="NCCL_ALGO",
+            )
+        return best
+
+    def msccl_program(
+        self, coll: Collective, n_bytes: int, elem_bytes: int | None, in_place: bool
+    ) -> MscclProgram | None:
+        """The MSCCL program RCCL runs this call with (``mscclSchedulerSelectAlgo``), or ``None``."""
+        if not self.msccl or coll != C.ALL_REDUCE or not elem_bytes:
+            return None
+        count = n_bytes // elem_bytes
+        for prog in self.release.msccl_all_reduce:
+            if (
+                prog.in_place == in_place
+                and count > 0
+                and count % prog.chunks_per_loop == 0
+                and prog.min_bytes <= n_bytes <= prog.max_bytes
+            ):
+                return prog
+        return None
+
+    def msccl_time_us(self, prog: MscclProgram, n_bytes: int) -> float | None:
+        """An allpairs program's time (module docstring): ``baseLat`` + steps × (xGMI hop + n/p bytes on one
+        link at the protocol's share of 48 GB/s); ``None`` for a program not timed."""
+        if prog.steps is None:
+            return None
+        pi = _PROTOS.index(prog.protocol)
+        hop = self.release.model.hw_lat["xgmi"][A.RING][pi]
+        link = XGMI_GBPS["gfx942"] * (0.5 if prog.protocol == P.LL else 1.0)
+        return BASE_LAT_US[A.RING][pi] + prog.steps * (hop + n_bytes / self.n_ranks / (1000.0 * link))
+
+
+def _nsteps(coll: Collective, nr: int, nn: int) -> tuple[int, int]:
+    """(steps, inter-node steps) of a ring: ``tuning.cc``'s ``nsteps`` / ``nInterSteps``."""
+    if coll == C.ALL_REDUCE:
+        return 2 * (nr - 1), (2 * nn if nn > 1 else 0)
+    if coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        return nr - 1, nn - 1
+    return nr, nn
+
+
+def rccl_tune(
+    topo: Topology,
+    n_ranks: int,
+    release: RcclRelease,
+    *,
+    algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
+    proto_enable: Mapping[Collective, set[Protocol]] | None = None,
+) -> RcclTuning:
+    """RCCL's tuned table for ``n_ranks`` ranks on ``topo`` (a gfx942 machine) at ``release``
+    (``ncclTopoTuneModel``'s RCCL branch; module docstring). ``algo_enable`` / ``proto_enable``: the
+    ``NCCL_ALGO`` / ``NCCL_PROTO`` restrictions (:func:`zerocalc.nccl.env.parse_list`), which RCCL reads
+    as NCCL does."""
+    arch = topo.gpu_arch
+    if arch not in XGMI_GBPS:
+        raise ConfigError(
+            f"topology {topo.name!r}: RCCL's model prices gfx942 GPUs (MI300X, MI325X), not {arch!r}",
+            option="--topology",
+        )
+    if n_ranks < 2:
+        raise ConfigError("RCCL's model needs at least 2 ranks", option="--n")
+    ppn = min(topo.gpus_per_node, n_ranks)
+    nn = math.ceil(n_ranks / topo.gpus_per_node)
+    total = XGMI_GBPS[arch] * (ppn - 1) if ppn > 1 else XGMI_GBPS[arch]
+    m = release.model
+    idx = 0 if nn <= 2 else 1
+    net_over = _NET_OVERHEAD_US.get(topo.cpu_vendor or "", 1.0) if nn > 1 else 0.0
+    entries: dict[tuple[Collective, Algorithm, Protocol], RcclEntry] = {}
+    for coll in C:
+        if coll.value not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+            continue
+        nsteps, ninter = _nsteps(coll, n_ranks, nn)
+        for a in (A.TREE, A.RING):
+            if a == A.TREE and coll != C.ALL_REDUCE:
+                continue  # tuning.cc: broadcast, reduce, all-gather, reduce-scatter: Ring (no NVLS/CollNet)
+            for pi, p in enumerate(_PROTOS):
+                why = ""
+                if a == A.TREE and p == P.SIMPLE and nn == 1:
+                    why = "Tree/Simple skipped on gfx94 within one node"
+                elif p == P.LL128:
+                    why = "LL128 off on gfx942"
+                elif algo_enable is not None and a not in algo_enable.get(coll, set()):
+                    why = "NCCL_ALGO"
+                elif proto_enable is not None and p not in proto_enable.get(coll, set()):
+                    why = "NCCL_PROTO"
+                bus = total * m.bw_ratio[idx][a][pi]
+                if a == A.RING and p == P.LL and coll in (C.BROADCAST, C.REDUCE) and nn == 1:
+                    bus *= 1.65  # gfx94, every rank on the node
+                bw = bus * (n_ranks / nsteps if a == A.RING else 0.5)
+                intra = m.hw_lat["xgmi"][a][pi]
+                inter = m.hw_lat["net"][a][pi]
+                lat = BASE_LAT_US[a][pi]
+                if a == A.RING and coll in (C.BROADCAST, C.REDUCE):
+                    hop = m.hw_lat["xgmi" if nn == 1 else "net"][A.TREE if p == P.SIMPLE else a][pi]
+                    lat += nsteps * hop  # rome-model graphs: sameChannels 0
+                elif a == A.RING:
+                    over = net_over * (3 if p == P.SIMPLE else 1)
+                    lat += (nsteps - ninter) * max(intra, over) + ninter * inter
+                else:
+                    lat += 2 * ((n_ranks // nn - 1) * intra + _log2i(nn) * inter)
+                entries[(coll, a, p)] = RcclEntry(
+                    a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else "zero bandwidth ratio")
+                )
+    msccl = nn == 1 and n_ranks == 8
+    return RcclTuning(release, n_ranks, nn, total, msccl, entries)

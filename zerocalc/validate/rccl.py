@@ -1,0 +1,135 @@
+"""An rccl-tests sweep on AMD Instinct GPUs against RCCL's cost model (:mod:`zerocalc.nccl.rccl`).
+
+rccl-tests is nccl-tests' fork for ROCm and prints the same table (:mod:`zerocalc.traces.nccl_tests`); its
+rows are compared here as :func:`zerocalc.validate.sweep.compare_sweep` compares nccl-tests' with NCCL's
+model, with the same JSON row (``bytes``, ``measured_s``, ``predicted_s``, ``ratio``, ``algorithm``,
+``protocol``, …): the measured time is the out-of-place one (the in-place one under ``-O 0``), the
+prediction RCCL's choice and time for the row's ``size``, or, where RCCL runs the call with an MSCCL
+program, that program's time (``algorithm`` ``MSCCL``). Launch terms of one thread driving several GPUs
+(nccl-tests ``-g``, :func:`zerocalc.validate.sweep.host_floor_s`) are NVIDIA measurements and are not
+applied; a note says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from zerocalc.errors import ConfigError
+from zerocalc.nccl.rccl import RcclTuning, rccl_release_for, rccl_tune
+from zerocalc.topology import Topology
+
+
+def _msccl_words(t: RcclTuning, rows: Sequence[Mapping]) -> list[str]:
+    """The notes on the MSCCL programs the rows ran."""
+    used = sorted({r["msccl_program"] for r in rows if r.get("msccl_program")})
+    untimed = sorted({r["msccl_untimed"] for r in rows if r.get("msccl_untimed")})
+    out = []
+    if used:
+        out.append(
+            f"RCCL {t.release.name} runs {len([r for r in rows if r.get('msccl_program')])} of these sizes "
+            f"with MSCCL programs ({', '.join(u.rsplit('/', 1)[-1] for u in used)}; one node of 8 gfx942 "
+            "GPUs, element count dividing the program's chunks): timed as two all-pairs steps over "
+            "xGMI (zerocalc's reading of the program, zerocalc.nccl.rccl)"
+        )
+    if untimed:
+        out.append(
+            f"MSCCL programs not timed ({', '.join(u.rsplit('/', 1)[-1] for u in untimed)}): those sizes "
+            "priced by RCCL's table"
+        )
+    return out
+
+
+def compare_rccl_sweep(
+    rows: Sequence[Mapping],
+    topo: Topology,
+    *,
+    op: str,
+    group_size: int,
+    rccl_version: str | None,
+    algo_enable=None,
+    proto_enable=None,
+    in_place: bool = False,
+    gpus_per_thread: int | None = None,
+):
+    """Every timed row of one sweep against RCCL's model on ``topo`` (a gfx942 machine), at the RCCL release
+    ``rccl_version`` maps to (:func:`zerocalc.nccl.rccl.rccl_release_for`; ``None``: the file states none).
+    ``in_place``: the rows' times are in-place ones (rccl-tests ``-O 0``), which MSCCL runs with its
+    in-place programs. Returns a :class:`zerocalc.validate.sweep.SweepComparison`."""
+    from zerocalc.nccl.predict import as_nccl_collective
+    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _in_place, _timed, textbook_ring_s
+
+    if op in P2P_OPS or op not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+        raise ConfigError(
+            f"{op} under RCCL is not modelled (RCCL's model prices all_reduce, all_gather, "
+            "reduce_scatter, broadcast and reduce)",
+            option="op",
+        )
+    coll = as_nccl_collective(op)
+    release, note = rccl_release_for(rccl_version)
+    tuning = rccl_tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable)
+    out = []
+    for r, measured in _timed(rows):
+        n = int(r["size_bytes"])
+        a, p, t_us = tuning.choose(coll, n)
+        algo, proto = a.value, p.value
+        prog = (
+            tuning.msccl_program(coll, n, r.get("elem_bytes"), in_place)
+            if algo_enable is None and proto_enable is None
+            else None
+        )
+        extra: dict = {}
+        if prog is not None:
+            m_us = tuning.msccl_time_us(prog, n)
+            if m_us is None:
+                extra["msccl_untimed"] = prog.file
+            else:
+                t_us, algo, proto = m_us, "MSCCL", prog.protocol.value
+                extra["msccl_program"] = prog.file
+        t = t_us * 1e-6
+        row = {
+            "bytes": n,
+            "measured_s": measured,
+            "predicted_s": t,
+            "ratio": t / measured,
+            "nccl_s": t,
+            "launch_stagger_s": None,
+            "host_floor_s": None,
+            "host_bound": False,
+            "nccl_all_channels_s": t,
+            "algorithm": algo,
+            "protocol": proto,
+            "calibrated": False,
+            "launch_channels": None,
+            "textbook_s": textbook_ring_s(topo, coll, n, group_size),
+        }
+        row.update(_in_place(measured, r.get("inplace_duration_s")))
+        row.update(extra)
+        out.append(row)
+    version = rccl_version or release.name
+    notes = [
+        f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
+        f"model (ROCm {release.rocm}; {release.source}), tuning model 5 of the 8-GPU xGMI rome models, "
+        f"{tuning.total_bw_GBps:g} GB/s of xGMI per GPU as RCCL counts it"
+    ]
+    if note:
+        notes.append(note)
+    notes += _msccl_words(tuning, out)
+    if tuning.n_nodes > 1:
+        notes.append(
+            "across nodes RCCL 2.21's table prices Ring/Simple with a 320 µs network hop and both "
+            "algorithms with size corrections down to 0.1: its predicted time is what it chooses by, "
+            "priced as it stands"
+            if release.name == "2.21.5"
+            else "across nodes RCCL's table applies its size corrections (down to 0.1) to Ring and Tree: "
+            "its predicted time is what it chooses by, priced as it stands"
+        )
+    if gpus_per_thread and gpus_per_thread > 1:
+        notes.append(
+            f"one thread drives {gpus_per_thread} GPUs (-g): the launch terms measured on NVIDIA GPUs "
+            "are not applied to RCCL"
+        )
+    if topo.nccl_calibration:
+        notes.append("the topology's calibration is for NCCL's model; RCCL's tables priced")
+    for r in out:
+        r.pop("msccl_untimed", None)
+    return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out))
