@@ -10,7 +10,9 @@ for every larger size). The model a machine gets is the ``tuning=`` option of th
 ("rome model") its GPUs match in ``src/graph/rome_models.cc``: 8 gfx942 GPUs fully connected by xGMI
 (``nLinks = 7``: MI300X, MI325X) match ``rome_model_79`` (no NIC: one node, NCCL's topology trims the
 NICs when every rank is local) or ``rome_model_81`` / ``rome_model_84`` (8 or 16 NICs), all
-``tuning=5`` from RCCL 2.18.6 (ROCm 6.1) on. Modelled releases (:data:`RCCL_RELEASES`): RCCL 2.20.5
+``tuning=5`` from RCCL 2.18.6 (ROCm 6.1) on; with fewer GPUs per node no rome model matches and
+``system->tuning`` stays 0 (``tuning_model_0``), whose graph zerocalc takes at the same total bandwidth (the
+search's own result is not modelled). Modelled releases (:data:`RCCL_RELEASES`): RCCL 2.20.5
 (tag ``rocm-6.2.0``) and 2.21.5 (branch ``release-staging/rocm-rel-6.3``, ROCm 6.3); 2.21.5 changed model
 5's figures (a 320 µs network hop for Ring/Simple, Tree bandwidth ratios of 0.06-0.59).
 
@@ -154,6 +156,23 @@ _CORR_21 = TuningModel(
         ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .8 1 1 1"),
 )
 
+#: ``tuning_model_0``, the model of a topology no rome model matches (``system->tuning`` left at 0), alike in
+#: 2.20.5 and 2.21.5.
+MODEL_0 = TuningModel(
+    hw_lat={"xgmi": {A.TREE: (0.8, 1.4, 2.5), A.RING: (0.8, 2.2, 3.6)},
+            "net": {A.TREE: (11.8, 18.2, 20.8), A.RING: (9.5, 19.8, 15.1)}},
+    bw_ratio=({A.TREE: (0.04, 0.22, 0.91), A.RING: (0.04, 0.34, 1.0)},
+              {A.TREE: (0.04, 0.22, 0.95), A.RING: (0.04, 0.34, 1.0)}),
+    tree_correction=_rows(
+        ".1 .2 .1 .1 .9 .3 .4 .1 .2 .4 .2 .1 .3 .3 .2 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .3 1 .1 .5 1 .9 1 1 1 .3 .1 .4 .5 .5 .4 .4 .3 .3 .2 .2 .2 .2 .2 .2 .2 .2 |"
+        ".2 1 .1 .1 .7 .2 .4 .1 .1 .3 .4 .3 .6 .8 1 1 1 1 .9 .8 .8 .8 .8 .8 .9 .9 .9"),
+    ring_correction=_rows(
+        ".1 .1 .1 .1 .1 .2 .4 .2 .3 .5 .3 .1 .5 .5 .3 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .3 1 1 1 1 1 1 .8 .7 .5 .4 .4 .3 .3 .3 .3 .3 .3 |"
+        "1 .8 .2 1 1 .3 1 .1 .1 .2 .2 .1 .5 1 .8 .8 1 .9 1 1 1 1 1 1 1 1 1"),
+)
+
 _MSCCL = "tools/msccl-algorithms/allreduce-allpairs-8n-"
 _ALLPAIRS_COMMON = (
     MscclProgram(_MSCCL + "ll-64tb-op.xml", P.LL, 8, 512, False, 65537, 524287),
@@ -240,11 +259,17 @@ class RcclTuning:
     """RCCL's tuned table for one communicator of gfx942 GPUs."""
 
     release: RcclRelease
+    #: the ``rcclTuningModel`` entry priced: 5 (8 GPUs per node, the rome models) or 0 (any other count)
+    model_index: int
     n_ranks: int
     n_nodes: int
     total_bw_GBps: float
     msccl: bool
     entries: Mapping[tuple[Collective, Algorithm, Protocol], RcclEntry]
+
+    @property
+    def model(self) -> TuningModel:
+        return self.release.model if self.model_index == 5 else MODEL_0
 
     def _correction(
         self, table: tuple[tuple[float, ...], ...], p: Protocol, log_size: int, before: float
@@ -262,7 +287,7 @@ class RcclTuning:
         e = self.entries.get((coll, a, p))
         if e is None or not e.enabled or e.bandwidth_GBps <= 0:
             return None
-        m = self.release.model
+        m = self.model
         bw = e.bandwidth_GBps
         log_size = _log2i(int(n_bytes) >> 6)
         if a == A.TREE:
@@ -313,7 +338,7 @@ class RcclTuning:
         if prog.steps is None:
             return None
         pi = _PROTOS.index(prog.protocol)
-        hop = self.release.model.hw_lat["xgmi"][A.RING][pi]
+        hop = self.model.hw_lat["xgmi"][A.RING][pi]
         link = XGMI_GBPS["gfx942"] * (0.5 if prog.protocol == P.LL else 1.0)
         return BASE_LAT_US[A.RING][pi] + prog.steps * (hop + n_bytes / self.n_ranks / (1000.0 * link))
 
@@ -350,7 +375,8 @@ def rccl_tune(
     ppn = min(topo.gpus_per_node, n_ranks)
     nn = math.ceil(n_ranks / topo.gpus_per_node)
     total = XGMI_GBPS[arch] * (ppn - 1) if ppn > 1 else XGMI_GBPS[arch]
-    m = release.model
+    model_index = 5 if ppn == 8 else 0  # rome_model_79/81/84 hold 8 GPUs; none matches fewer
+    m = release.model if model_index == 5 else MODEL_0
     idx = 0 if nn <= 2 else 1
     net_over = _NET_OVERHEAD_US.get(topo.cpu_vendor or "", 1.0) if nn > 1 else 0.0
     entries: dict[tuple[Collective, Algorithm, Protocol], RcclEntry] = {}
@@ -390,4 +416,4 @@ def rccl_tune(
                     a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else "zero bandwidth ratio")
                 )
     msccl = nn == 1 and n_ranks == 8
-    return RcclTuning(release, n_ranks, nn, total, msccl, entries)
+    return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries)

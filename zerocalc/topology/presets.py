@@ -142,6 +142,8 @@ _CUBE_MESH = ("the 6 channels of 20 GB/s NCCL's ring search finds on the cube-me
 _EXPORT_LINKS = ("NCCL counts the active links from NVML and prices each at its sm80/sm90 figure (xml.cc, "
                  "topo.cc, topo.h): "
                  "8 links = 160 GB/s on sm80, 164.8 on sm90")
+
+
 def _amd_oam8(name: str, gpu: str, source: str) -> Topology:
     """AMD's 8-GPU OAM platform of gfx942 GPUs (MI300X, MI325X): every GPU joined to each of its 7 peers by
     one Infinity Fabric (xGMI) link, 64 GB/s each way at peak (7 × 64 = 448 GB/s per GPU), PCIe Gen5 x16
@@ -351,13 +353,6 @@ PRESETS: dict[str, Topology] = {
                   "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes × 128/130 = 63.0 GB/s each way; ConnectX-7 NDR "
                   "400 Gb/s = 50 GB/s; GPUs taken as H100 PCIe (PCIe Gen5 x16, no NVLink bridge; H100 "
                   "datasheet)"),
-        _amd_oam8("amd-mi300x", "MI300X",
-                  "AMD Instinct MI300X platform data sheet: 8 MI300X OAM (192 GB HBM3 each) on one "
-                  "universal baseboard, fully connected by AMD Infinity Fabric, 128 GB/s bidirectional per "
-                  "GPU pair, PCIe Gen5 x16 to the host"),
-        _amd_oam8("amd-mi325x", "MI325X",
-                  "AMD Instinct MI325X platform data sheet: 8 MI325X OAM (256 GB HBM3E each), the MI300X "
-                  "platform's Infinity Fabric mesh (the same gfx942 GPU die), PCIe Gen5 x16 to the host"),
         Topology(
             "ethernet-100g", "Commodity cluster: 8 PCIe 4.0 GPUs per node, one 100 GbE NIC per node", 8,
             Link.from_units(_PCI_US, 31.5), Link.from_units(_NET_US, 12.5),
@@ -368,6 +363,13 @@ PRESETS: dict[str, Topology] = {
             pcie_gen=4, nics_per_node=1, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
             **_PCIE_LAYOUT,
         ),
+        _amd_oam8("amd-mi300x", "MI300X",
+                  "AMD Instinct MI300X platform data sheet: 8 MI300X OAM (192 GB HBM3 each) on one "
+                  "universal baseboard, fully connected by AMD Infinity Fabric, 128 GB/s bidirectional per "
+                  "GPU pair, PCIe Gen5 x16 to the host"),
+        _amd_oam8("amd-mi325x", "MI325X",
+                  "AMD Instinct MI325X platform data sheet: 8 MI325X OAM (256 GB HBM3E each), the MI300X "
+                  "platform's Infinity Fabric mesh (the same gfx942 GPU die), PCIe Gen5 x16 to the host"),
     )
 }
 TOPOLOGY_NAMES: tuple[str, ...] = tuple(PRESETS)

@@ -106,11 +106,12 @@ def compare_rccl_sweep(
         row.update(extra)
         out.append(row)
     version = rccl_version or release.name
-    notes = [
-        f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
-        f"model (ROCm {release.rocm}; {release.source}), tuning model 5 of the 8-GPU xGMI rome models, "
-        f"{tuning.total_bw_GBps:g} GB/s of xGMI per GPU as RCCL counts it"
-    ]
+    ppn = tuning.n_ranks // tuning.n_nodes
+    model = ("tuning model 5 of the 8-GPU xGMI rome models" if tuning.model_index == 5 else
+             f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
+    notes = [f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
+             f"model (ROCm {release.rocm}; {release.source}), {model}, {tuning.total_bw_GBps:g} GB/s of xGMI "
+             "per GPU as RCCL counts it"]
     if note:
         notes.append(note)
     notes += _msccl_words(tuning, out)
