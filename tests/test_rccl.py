@@ -176,3 +176,16 @@ def test_bad_input_gets_one_line(tmp_path):
     res = runner.invoke(app, ["check", str(bad), "--strict"])
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
     assert "cut.txt" in res.output
+
+
+def test_fit_calibrates_rccl(tmp_path):
+    """zerocalc fit on an rccl-tests sweep writes a topology (gpu_arch kept) whose check has a median ratio
+    within 0.9-1.1 (issue 11's calibration criterion)."""
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(ONE_NODE), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert 'gpu_arch = "gfx942"' in out.read_text()
+    s = check_json(ONE_NODE, "--topology", str(out))
+    ratios = sorted(r["ratio"] for r in s["rows"])
+    assert all(r["calibrated"] for r in s["rows"])
+    assert 0.9 <= ratios[(len(ratios) - 1) // 2] <= 1.1

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.rccl import RcclTuning, rccl_release_for, rccl_tune
+from zerocalc.nccl.release import Collective
 from zerocalc.topology import Topology
 
 
@@ -37,6 +38,14 @@ def _msccl_words(t: RcclTuning, rows: Sequence[Mapping]) -> list[str]:
             "priced by RCCL's table"
         )
     return out
+
+
+def _calibration(topo: Topology, coll: Collective, ranks: int, algo: str, proto: str):
+    """The fitted α-β pair (``zerocalc fit --out``) that prices this call: the pair's own, else the sweep-wide
+    one (``any``), as :func:`zerocalc.nccl.predict.predict` takes them; ``None`` when none covers it."""
+    fits = [c for c in topo.nccl_calibration or () if c.op == coll.value and c.ranks == ranks]
+    own = [c for c in fits if c.algorithm == algo and c.protocol == proto]
+    return (own or [c for c in fits if c.algorithm == "any"] or [None])[0]
 
 
 def compare_rccl_sweep(
@@ -85,7 +94,10 @@ def compare_rccl_sweep(
             else:
                 t_us, algo, proto = m_us, "MSCCL", prog.protocol.value
                 extra["msccl_program"] = prog.file
-        t = t_us * 1e-6
+        t, calibrated = t_us * 1e-6, False
+        fit = _calibration(topo, coll, group_size, algo, proto)
+        if fit is not None:
+            t, calibrated = fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9), True
         row = {
             "bytes": n,
             "measured_s": measured,
@@ -98,7 +110,7 @@ def compare_rccl_sweep(
             "nccl_all_channels_s": t,
             "algorithm": algo,
             "protocol": proto,
-            "calibrated": False,
+            "calibrated": calibrated,
             "launch_channels": None,
             "textbook_s": textbook_ring_s(topo, coll, n, group_size),
         }
@@ -129,8 +141,9 @@ def compare_rccl_sweep(
             f"one thread drives {gpus_per_thread} GPUs (-g): the launch terms measured on NVIDIA GPUs "
             "are not applied to RCCL"
         )
-    if topo.nccl_calibration:
-        notes.append("the topology's calibration is for NCCL's model; RCCL's tables priced")
+    if topo.nccl_calibration and not any(r["calibrated"] for r in out):
+        notes.append(f"the topology's calibration is for other collectives or group sizes; {coll.value} on "
+                     f"{group_size} ranks priced by RCCL's tables")
     for r in out:
         r.pop("msccl_untimed", None)
     return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out))
