@@ -249,7 +249,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         d["n_how"] = run.get("n_how")
         d["gpus_per_thread"] = run.get("gpus_per_thread")
         d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
-        launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])] if t]
+        launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
+                  if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
         told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
                 if run.get("op_how") and run.get("op") else [])
         if str(run.get("layout") or "").endswith("-inplace"):
