@@ -155,11 +155,9 @@ def _amd_oam8(name: str, gpu: str, source: str) -> Topology:
     return Topology(
         name, f"AMD Instinct {gpu} platform: 8 GPUs fully connected by xGMI + 8×400 Gb/s NICs", 8,
         Link.from_units(_NVLINK_US, 7 * 64.0), Link.from_units(_NET_US, 8 * 400 / 8),
-        source=source + "; ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct "
-               "MI300X' (Mar 2025): each GPU connected to its seven peers by xGMI links rated 64 GB/s, about "
-               "48 GB/s usable; RCCL src/graph/topo.h GFX94X_XGMI_WIDTH 48.0 and ROCm/rccl issue 1210; one "
-               "400 Gb/s NIC per GPU on PCIe Gen5 (the 8-NIC rome models of RCCL src/graph/rome_models.cc); "
-               "host CPU assumed AMD EPYC",
+        source=source + "; xGMI links rated 64 GB/s, 48 usable (ROCm blog on RCCL and xGMI, Mar 2025; "
+               "RCCL topo.h GFX94X_XGMI_WIDTH); 8 × 400 Gb/s NICs (RCCL's 8-NIC rome models); AMD EPYC "
+               "hosts assumed",
         gpu=gpu, gpu_arch="gfx942", pcie_gen=5, nics_per_node=8, nic_Gbps=400.0, cpu_vendor="amd",
         in_network_reduction=(),
     )
@@ -364,12 +362,11 @@ PRESETS: dict[str, Topology] = {
             **_PCIE_LAYOUT,
         ),
         _amd_oam8("amd-mi300x", "MI300X",
-                  "AMD Instinct MI300X platform data sheet: 8 MI300X OAM (192 GB HBM3 each) on one "
-                  "universal baseboard, fully connected by AMD Infinity Fabric, 128 GB/s bidirectional per "
-                  "GPU pair, PCIe Gen5 x16 to the host"),
+                  "AMD Instinct MI300X platform data sheet: 8 OAM (192 GB HBM3), Infinity Fabric mesh, "
+                  "128 GB/s bidirectional per GPU pair, PCIe Gen5"),
         _amd_oam8("amd-mi325x", "MI325X",
-                  "AMD Instinct MI325X platform data sheet: 8 MI325X OAM (256 GB HBM3E each), the MI300X "
-                  "platform's Infinity Fabric mesh (the same gfx942 GPU die), PCIe Gen5 x16 to the host"),
+                  "AMD Instinct MI325X platform data sheet: 8 OAM (256 GB HBM3E), the MI300X platform's "
+                  "mesh (the same gfx942 die), PCIe Gen5"),
     )
 }
 TOPOLOGY_NAMES: tuple[str, ...] = tuple(PRESETS)
