@@ -181,3 +181,41 @@ def test_the_nvls_graph_stated_is_priced(tmp_path):
                    *args)
     assert [r["nccl_s"] for r in eq["rows"]] == [r["nccl_s"] for r in stock["rows"]]
     assert not [n for n in eq["notes"] if "graph (its GRAPH line" in n]
+
+
+def _env_line(name: str, value: int) -> str:
+    return f"{HOST}{name} set by environment to {value}.\n"
+
+
+def test_nchannels_per_net_peer_set_prices_point_to_point(tmp_path):
+    """``NCCL_NCHANNELS_PER_NET_PEER=1`` (v2.29.2 ``ncclTopoGetNchannels``: the config value in place of the
+    NICs' count, and no halving to fit the peers in a batch): every peer's messages on one channel, so
+    sendrecv_perf's network message moves at one channel's 14 GB/s, as with one p2p channel per peer
+    stated; the note says the variable is priced."""
+    per_net_peer = _env_line("NCCL_NCHANNELS_PER_NET_PEER", 1)
+    (a2a, sr) = _check(_edited(tmp_path, PAIR, "# Reducing maxBytes", per_net_peer))
+    for s in (a2a, sr):
+        assert any("priced: NCCL_NCHANNELS_PER_NET_PEER=1" in n for n in s["notes"]), s["notes"]
+        assert any("over 16 p2p channels, 1 per peer" in n for n in s["notes"]), s["notes"]
+    t = {r["bytes"]: r["nccl_s"] for r in sr["rows"]}
+    assert t[8 * GiB] - t[4 * GiB] == pytest.approx(4 * GiB / 14e9, rel=1e-9)
+
+
+def test_max_p2p_nchannels_bounds_the_p2p_channels(tmp_path):
+    """``NCCL_MAX_P2P_NCHANNELS=2``: ``p2pnChannels = min(comm->nChannels, 2)`` = 2; a network peer asks
+    max(1 NIC, 50 GB/s / 14) = 4 channels, halved while 4 × ceil(16 peers / 8) exceeds 2: 1 per peer.
+    alltoall_perf then spreads 8 network and 7 NVLink messages of size / 16 over 2 channels:
+    (8 / 14 + 7 / 20.6) × size / 16 / 2."""
+    (a2a, _) = _check(_edited(tmp_path, PAIR, "# Reducing maxBytes", _env_line("NCCL_MAX_P2P_NCHANNELS", 2)))
+    assert any("over 2 p2p channels, 1 per peer" in n for n in a2a["notes"]), a2a["notes"]
+    t = {r["bytes"]: r["nccl_s"] for r in a2a["rows"]}
+    assert t[8 * GiB] - t[4 * GiB] == pytest.approx((8 / 14e9 + 7 / 20.6e9) * 4 * GiB / 16 / 2, rel=1e-9)
+
+
+def test_p2p_variables_are_unpriced_in_a_collective_sweep(tmp_path):
+    (stock,) = _check(IB, "--topology", "dgx-h100")
+    per_net_peer = _env_line("NCCL_NCHANNELS_PER_NET_PEER", 1)
+    (s,) = _check(_edited(tmp_path, IB, "nccl-tests provisioning", per_net_peer), "--topology", "dgx-h100")
+    assert any("NCCL_NCHANNELS_PER_NET_PEER=1, which NCCL's cost model does not price" in n
+               for n in s["notes"])
+    assert [r["predicted_s"] for r in s["rows"]] == [r["predicted_s"] for r in stock["rows"]]

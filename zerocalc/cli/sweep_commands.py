@@ -187,7 +187,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.topology.devices import with_stated_p2p
-    from zerocalc.validate.sweep import compare_sweep, launch_note
+    from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
         coll_lines_remark,
         latency_as_stated,
@@ -224,7 +224,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         if p2p_how:
             topology_how += f"; {p2p_how}"
         env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
-                       stated=run.get("nccl_env"), where=path, info=info)
+                       stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
         ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
             ofi_tuner, info, run.get("nccl_env"), version,
             efa="efa" in (run.get("network") or {}) or topo.name.startswith("aws-"),
@@ -238,7 +238,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                             graph=run.get("graph"), ofi_tuner=ofi,
                             stated_channels=info.get("comm_channels") or info.get("ring_channels"),
                             stated_graphs=info, stated_p2p=info.get("p2p_channels"),
-                            stated_nvls=info.get("nvls_channels"))
+                            stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p)
         d = cmp.as_dict()
         sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
         info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
@@ -280,7 +280,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.topology import topology_to_toml
-    from zerocalc.validate.sweep import compare_sweep, fit_calibration
+    from zerocalc.validate.sweep import P2P_OPS, compare_sweep, fit_calibration
     from zerocalc.validate.sweep_info import latency_as_stated, ofi_tuner_stated, tuner_note
 
     target = Path(out)
@@ -296,7 +296,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
         base_run, info_notes = latency_as_stated(base, run.get("nccl_info") or {}, p)
         notes = notes + info_notes + tuner_note(run.get("nccl_info") or {})
         env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it
-                       stated=run.get("nccl_env"), where=path, info=run.get("nccl_info"))
+                       stated=run.get("nccl_env"), where=path, info=run.get("nccl_info"), p2p=op in P2P_OPS)
         ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
             None, run.get("nccl_info") or {}, run.get("nccl_env"), version,
             efa="efa" in (run.get("network") or {}) or base.name.startswith("aws-"),
@@ -313,7 +313,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
                                              or (run.get("nccl_info") or {}).get("ring_channels")),
                             stated_graphs=run.get("nccl_info"),
                             stated_p2p=(run.get("nccl_info") or {}).get("p2p_channels"),
-                            stated_nvls=(run.get("nccl_info") or {}).get("nvls_channels"))
+                            stated_nvls=(run.get("nccl_info") or {}).get("nvls_channels"), p2p_env=env.p2p)
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]

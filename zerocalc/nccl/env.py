@@ -106,6 +106,9 @@ class Settings:
     max_channels: int | None = None
     #: ``NCCL_THREAD_THRESHOLDS`` / ``NCCL_NTHREADS`` / ``NCCL_LL128_NTHREADS`` (:mod:`zerocalc.nccl.launch`)
     launch: LaunchEnv = LaunchEnv()
+    #: what the point-to-point path reads (:data:`STATED_P2P`, :func:`zerocalc.nccl.p2p.p2p_comm`'s keyword
+    #: of each), for a point-to-point sweep; empty otherwise
+    p2p: tuple[tuple[str, int], ...] = ()
 
 
 #: Variables a run's own lines may set that NCCL's cost model reads (``NCCL_MIN_NRINGS`` /
@@ -119,13 +122,18 @@ STATED_MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_NRIN
 #: PCI paths NCCL searches: :func:`zerocalc.topology.devices.with_stated_p2p`).
 STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE",
                    "NCCL_NET_GDR_LEVEL",
-                   "NCCL_NET_GDR_READ", "NCCL_BUFFSIZE", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_TUNER_PLUGIN",
+                   "NCCL_NET_GDR_READ", "NCCL_BUFFSIZE", "NCCL_TUNER_PLUGIN",
                    "NCCL_CROSS_NIC")
+#: Variables the point-to-point path reads (``ncclTopoComputeP2pChannels`` / ``ncclTopoGetNchannels``,
+#: ``src/graph/paths.cc``), priced in a point-to-point sweep (:mod:`zerocalc.nccl.p2p`) and said unpriced in
+#: a collective's (NCCL's cost model does not read them), with :func:`~zerocalc.nccl.p2p.p2p_comm`'s keyword.
+STATED_P2P = (("NCCL_NCHANNELS_PER_NET_PEER", "per_net_peer"), ("NCCL_MIN_P2P_NCHANNELS", "min_p2p"),
+              ("NCCL_MAX_P2P_NCHANNELS", "max_p2p"))
 
 
 def settings(topo, version: str, algo: str | None, proto: str | None, *,
              tuner_given: bool = False, stated: Mapping[str, Sequence] | None = None,
-             where: str = "", info: Mapping[str, Any] | None = None) -> Settings:
+             where: str = "", info: Mapping[str, Any] | None = None, p2p: bool = False) -> Settings:
     """The environment NCCL runs with at ``version`` on ``topo``: the user's ``NCCL_ALGO`` /
     ``NCCL_PROTO`` when given, else what the run's own lines set (``stated``: variable → ``(value,
     line)``, :mod:`zerocalc.traces.launch_env`; each variable on its own) over the topology's vendor
@@ -137,7 +145,9 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
     the file sets that NCCL would not take is a :class:`TraceFormatError` naming ``where`` and its line.
     ``info``: what the run's NCCL INFO lines state (:mod:`zerocalc.traces.nccl_info`); its
     ``thread_thresholds`` (NCCL's ``threadThresholds`` line: the values in effect, after any
-    ``NCCL_THREAD_THRESHOLDS``) are the launch's thresholds where present."""
+    ``NCCL_THREAD_THRESHOLDS``) are the launch's thresholds where present. ``p2p``: the sweep is of a
+    point-to-point test, whose path reads :data:`STATED_P2P` (priced, ``Settings.p2p``); else those are said
+    unpriced."""
     stated = dict(stated or {})
     env = profile_for(topo, version)
     lo, hi = channel_limits(topo, version)
@@ -180,17 +190,18 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         parse_thresholds(str(thresholds[0])) if thresholds is not None else None,
         _stated_int(stated, "NCCL_NTHREADS", where) if "NCCL_NTHREADS" in stated else None,
         _stated_int(stated, "NCCL_LL128_NTHREADS", where) if "NCCL_LL128_NTHREADS" in stated else None)
+    p2p_read = tuple((kw, _stated_int(stated, k, where)) for k, kw in STATED_P2P if p2p and k in stated)
     read = [f"{k}={stated[k][0]}" + (f" (line {stated[k][1]})" if stated[k][1] is not None else "")
-            for k in STATED_MODELLED if k in stated
+            for k in (*STATED_MODELLED, *(k for k, _ in STATED_P2P if p2p)) if k in stated
             and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
     if read:
         notes.append(f"NCCL environment the file sets, priced: {', '.join(read)}")
     pcie_only = getattr(topo, "nvlink_gen", None) == 0
-    unpriced = [f"{k}={stated[k][0]}" for k in STATED_UNPRICED if k in stated
-                and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
+    unpriced = [f"{k}={stated[k][0]}" for k in (*STATED_UNPRICED, *(k for k, _ in STATED_P2P if not p2p))
+                if k in stated and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
     if unpriced:
         notes.append(f"the file also sets {', '.join(unpriced)}, which NCCL's cost model does not price")
-    return Settings(a, p, nvls, tuple(notes), lo, hi, launch)
+    return Settings(a, p, nvls, tuple(notes), lo, hi, launch, p2p_read)
 
 
 def _stated_int(stated: Mapping[str, Sequence], key: str, where: str) -> int:

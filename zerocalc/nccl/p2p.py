@@ -155,10 +155,16 @@ class P2pComm:
 
 
 def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_channels: int, *,
-             max_peers: int | None = None) -> P2pComm:
+             max_peers: int | None = None, per_net_peer: int | None = None, min_p2p: int | None = None,
+             max_p2p: int | None = None) -> P2pComm:
     """The p2p setup of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``) under NCCL
     ``version`` (``release`` its tables), ``comm_channels`` being ``comm->nChannels``; ``max_peers``: the
-    communicator's ``maxP2pPeers`` (NCCL 2.30+ config; ``None``: all ranks)."""
+    communicator's ``maxP2pPeers`` (NCCL 2.30+ config; ``None``: all ranks). ``per_net_peer``:
+    ``NCCL_NCHANNELS_PER_NET_PEER`` (from v2.12: a network peer's channels in place of the default rule,
+    and from v2.29 no halving to fit the peers in a batch, ``ncclTopoGetNchannels`` /
+    ``ncclTopoComputeP2pChannels``); ``min_p2p`` / ``max_p2p``: ``NCCL_MIN_P2P_NCHANNELS`` /
+    ``NCCL_MAX_P2P_NCHANNELS``, which bound ``comm->nChannels`` before it is rounded to ``p2pnChannels``
+    (v2.8-v2.30); ``None``: unset."""
     if not isinstance(n_ranks, int) or n_ranks < 2:
         raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
     v = parse_version(version)
@@ -176,7 +182,8 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     else:
         bw = {"pci": (intra, intra)}
         asks = [2] if g > 1 else []
-    p2p_pre = comm_channels
+    p2p_pre = max(comm_channels if max_p2p is None else min(comm_channels, max_p2p),
+                  1 if min_p2p is None else min_p2p)
     p2p_channels = _pow2_up(p2p_pre)
     if n_nodes > 1:
         nics = require(topo, "nics_per_node", _NEEDED_BY)
@@ -188,6 +195,8 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         nics_per_gpu = max(1, nics // g)
         if v < (2, 12):
             asks.append(1)
+        elif per_net_peer is not None and per_net_peer > 0:  # -1: the default rule (v2.20-v2.28)
+            asks.append(per_net_peer)
         elif v < (2, 20):
             asks.append(2)
         elif v < (2, 29):
@@ -198,7 +207,7 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         else:
             asks.append(max(nics_per_gpu, math.ceil(int(nics_per_gpu * path) / NET_CHANNEL_GBPS)))
     per_peer = _pow2_up(min([p2p_pre, *asks]) if v < (2, 29) else min(asks or [p2p_pre]))
-    if v >= (2, 29) and n_nodes > 1:
+    if v >= (2, 29) and n_nodes > 1 and not (per_net_peer and per_net_peer > 0):
         peers = n_ranks if v < (2, 30) or max_peers is None else max_peers
         while per_peer * math.ceil(peers / P2P_PER_BATCH) > p2p_channels and per_peer > 1:
             per_peer //= 2

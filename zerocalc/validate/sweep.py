@@ -211,7 +211,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None,
                   stated_channels: tuple[int, int] | None = None,
                   stated_graphs: Mapping[str, Sequence] | None = None, stated_p2p: Sequence | None = None,
-                  stated_nvls: Sequence | None = None) -> SweepComparison:
+                  stated_nvls: Sequence | None = None, p2p_env: Sequence = ()) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -232,7 +232,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     differ from the derived ones, said in a note; with ``stated_p2p`` (``[[p2pnChannels, p2pnChannelsPerPeer],
     line]``), a point-to-point sweep on those channels (:func:`_compare_p2p`); with ``stated_nvls``
     (``[nvlsChannels, line]``), NCCL's NVLS channels where they differ from the derived count
-    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`).
+    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`); ``p2p_env``: the p2p
+    variables the file sets (:attr:`zerocalc.nccl.env.Settings.p2p`), read by a point-to-point sweep.
     On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
     :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version)."""
     if topo.gpu_arch is not None:
@@ -245,7 +246,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                                   gpus_per_thread=gpus_per_thread)
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
-                            graph, channels, stated_channels, stated_p2p)
+                            graph, channels, stated_channels, stated_p2p, p2p_env)
     if op in UNPRICED:
         raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
@@ -403,7 +404,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                  gpus_per_thread: int | None, agg_iters: int | None, graph: int | None,
                  channels: tuple[int | None, int | None] | None,
                  stated_channels: tuple[int, int] | None = None,
-                 stated_p2p: Sequence | None = None) -> SweepComparison:
+                 stated_p2p: Sequence | None = None, p2p_env: Sequence = ()) -> SweepComparison:
     """A point-to-point sweep against :mod:`zerocalc.nccl.p2p` (NCCL has no cost table for it): rows as
     :func:`compare_sweep`'s, ``algorithm`` ``P2P`` and the protocol NCCL's p2p path picks; a calibration
     fitted for the op and group size replaces the model's time (:func:`fit_calibration`). The p2p
@@ -411,7 +412,9 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     ``ncclTopoComputeP2pChannels`` reads it after ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``, or from
     the count an INFO line states (``stated_channels``); the p2p channels and channels per peer an INFO
     line states (``stated_p2p``: ``[[p2pnChannels, p2pnChannelsPerPeer], line]``) are priced in place of the
-    derived ones where they differ (:func:`stated_p2p_notes`)."""
+    derived ones where they differ (:func:`stated_p2p_notes`). ``p2p_env``: the ``(keyword, value)`` of each
+    p2p variable the file sets (:data:`zerocalc.nccl.env.STATED_P2P`), passed to
+    :func:`~zerocalc.nccl.p2p.p2p_comm`."""
     release, note = release_for(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     n_channels = tune(topo, group_size, release, min_channels=lo, max_channels=hi).comm_channels
@@ -419,7 +422,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     if stated_channels:
         n_channels = stated_channels[0]
     comm = p2p_comm(topo, group_size, release, nccl_version, n_channels,
-                    max_peers=2 if op == P2pOp.SENDRECV else None)
+                    max_peers=2 if op == P2pOp.SENDRECV else None, **dict(p2p_env))
     derived = comm
     if stated_p2p:
         (told, per_peer), _ = stated_p2p
