@@ -34,9 +34,16 @@ from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
-from zerocalc.nccl.tables import Algorithm, Collective, parse_version, release_for
+from zerocalc.nccl.tables import Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
+from zerocalc.validate.sweep_info import (
+    _stated_graphs,
+    stated_channels_notes,
+    stated_graph_notes,
+    stated_nvls_notes,
+    stated_p2p_notes,
+)
 
 HOST_US_PER_GPU = 3.96
 """Host time (µs) one nccl-tests thread spends per GPU it drives, per collective: the least-squares slope of
@@ -127,80 +134,6 @@ class SweepComparison:
         """The ratio at the median size (the lower middle row when the count is even)."""
         rows = sorted(self.rows, key=lambda r: r["bytes"])
         return float(rows[(len(rows) - 1) // 2]["ratio"]) if rows else math.nan
-
-
-#: The graphs a GRAPH line states (:mod:`zerocalc.traces.nccl_info`) → the algorithms priced on each (NVLS and
-#: NVLS Tree run on the one NVLS graph, ``graphs[NCCL_ALGO_NVLS_TREE] = nvlsGraph`` in ``src/init.cc``).
-_GRAPH_KEYS = {"ring_graph": (Algorithm.RING,), "tree_graph": (Algorithm.TREE,),
-               "nvls_graph": (Algorithm.NVLS, Algorithm.NVLS_TREE),
-               "collnet_direct_graph": (Algorithm.COLLNET_DIRECT,)}
-
-
-def _stated_graphs(stated: Mapping[str, Sequence] | None) -> dict:
-    """``{algorithm: (nChannels, bwIntra, bwInter)}`` of each graph the GRAPH lines state."""
-    return {a: tuple(v[0]) for k, v in (stated or {}).items() if k in _GRAPH_KEYS for a in _GRAPH_KEYS[k]}
-
-
-def stated_graph_notes(tuning, stated: Mapping[str, Sequence] | None) -> list[str]:
-    """A note for each graph a GRAPH line stated (``ring_graph`` / ``tree_graph`` / ``nvls_graph`` /
-    ``collnet_direct_graph``: ``[[nChannels, bwIntra, bwInter], line]``) that differs from the derived one and
-    was priced."""
-    out, seen = [], set()
-    for a, derived, told in tuning.stated_graphs:
-        key = next(k for k, v in _GRAPH_KEYS.items() if a in v)
-        if key in seen:
-            continue
-        seen.add(key)
-        name = " / ".join(x.value for x in _GRAPH_KEYS[key])
-        line = (stated or {}).get(key, [None, None])[1]
-        out.append(f"NCCL's {name} graph (its GRAPH line, line {line}) priced: {told[0]:g} channels of "
-                   f"{told[1]:g}/{told[2]:g} GB/s (intra/inter), not the derived {derived[0]:g} of "
-                   f"{derived[1]:g}/{derived[2]:g}")
-    return out
-
-
-def stated_nvls_notes(tuning, stated: Sequence | None) -> list[str]:
-    """What the ``comm->nvlsChannels`` an INFO line states (``[count, line]``) changed in ``tuning``
-    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``): none where it agrees with the derived count."""
-    if not stated or tuning.stated_nvls is None:
-        return []
-    (count, derived), line = tuning.stated_nvls, stated[1]
-    era = tuning.release.era
-    if count == 0:
-        return [f"NCCL states 0 nvls channels (line {line}): the communicator has no NVLS support, so NVLS "
-                f"and NVLS Tree are left out (the topology describes NVLink SHARP: {derived} NVLS channels "
-                "derived)"]
-    if derived == 0:
-        return [f"NCCL states {count} nvls channels (line {line}): it found NVLink SHARP, which the topology "
-                "does not describe; NVLS and NVLS Tree not priced (no NVLS graph to price them on)"]
-    if 20 <= era <= 27:
-        return [f"NCCL's {count} nvls channels (line {line}), not the derived {derived}, priced where NCCL "
-                f"{tuning.release.name} raises the communicator's channels to them (ncclTopoPostset): "
-                f"comm->nChannels {tuning.comm_channels}"]
-    return [f"NCCL's {count} nvls channels (line {line}), not the derived {derived}: NCCL "
-            f"{tuning.release.name}'s model does not read them (it prices NVLS on its graph's channels), so "
-            "nothing priced moves"]
-
-
-def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
-    """What the ``comm->nChannels`` an INFO line states (``(count, line)``) changed in ``tuning``: a note
-    where it differs from the derived count (priced, or not where no graph count gives it), none where
-    they agree."""
-    if not stated:
-        return []
-    count, line = stated
-    if tuning.stated_channels is not None:
-        derived = tuning.stated_channels[1]
-        g = tuning.machine.graphs[Algorithm.RING].n_channels
-        return [f"NCCL's count of the communicator's channels, {count} (line {line}), priced: "
-                f"comm->nChannels {count}, "
-                f"not the {derived} derived from the graphs (priced as Ring and Tree graphs of {g:g} "
-                "channels each)"]
-    if count != tuning.comm_channels:
-        return [f"NCCL's count of the communicator's channels, {count} (line {line}), not priced: no graph "
-                "channel count "
-                f"gives it on this topology (derived comm->nChannels {tuning.comm_channels})"]
-    return []
 
 
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
@@ -462,27 +395,6 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                      f"{g} × {HOST_US_PER_GPU:g} + {extra} × {P2P_HOST_US_PER_TASK:g} = "
                      f"{floor * 1e6:.1f} µs (the thread's floor below, raised)")
     return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
-
-
-def stated_p2p_notes(derived_channels: int, stated_channels: tuple[int, int] | None, derived, priced,
-                     stated_p2p: Sequence | None) -> list[str]:
-    """What the channel counts a p2p sweep's INFO lines state changed (:func:`_compare_p2p`): a note where
-    the ``comm->nChannels`` stated differs from the derived one, and where the ``p2p channels`` / ``p2p
-    channels per peer`` of NCCL's line (``ncclTopoComputeP2pChannels``, printed by ``src/graph/paths.cc``
-    v2.8-v2.16, ``src/init.cc`` v2.17-v2.30) differ from those zerocalc derives (:func:`zerocalc.nccl.p2p.
-    p2p_comm`); none where they agree."""
-    out = []
-    if stated_channels and stated_channels[0] != derived_channels and not stated_p2p:
-        out.append(f"NCCL's count of the communicator's channels, {stated_channels[0]} (line "
-                   f"{stated_channels[1]}), priced: the p2p channels start from it, not from the derived "
-                   f"{derived_channels}")
-    if stated_p2p:
-        (told, per_peer), line = stated_p2p
-        if (told, per_peer) != (derived.p2p_channels, derived.per_peer):
-            out.append(f"NCCL's p2p channels (line {line}: \"{told} p2p channels, {per_peer} p2p channels "
-                       f"per peer\") priced: {priced.p2p_channels} p2p channels, {priced.per_peer} per peer, "
-                       f"not the derived {derived.p2p_channels} and {derived.per_peer}")
-    return out
 
 
 def _default_launch_mode(gpus_per_thread: int | None, agg_iters: int | None, graph: int | None) -> bool:

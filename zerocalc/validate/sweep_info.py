@@ -11,13 +11,19 @@
   picks from). zerocalc prices NCCL's own choice and says so; it does not model a plugin it is not given
   the rules of (``--nccl-tuner``), except aws-ofi-nccl's (``nccl_ofi_tuner``), whose releases
   zerocalc models (:func:`ofi_tuner_stated`, :mod:`zerocalc.nccl.ofi_tuner`).
+- The channels and graphs NCCL states it set up (``"N coll channels, ..."`` with its nvls and p2p counts, the
+  ring lines, the GRAPH lines): :func:`zerocalc.validate.sweep.compare_sweep` prices them where they differ
+  from the derived ones, and the notes here say which line moved a price (:func:`stated_graph_notes`,
+  :func:`stated_channels_notes`, :func:`stated_nvls_notes`, :func:`stated_p2p_notes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+
+from zerocalc.nccl.tables import Algorithm
 
 
 def nodes_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, str] | None:
@@ -200,3 +206,98 @@ def stated_choices(rows: list[dict], sizes: Mapping[int, int], tuning: list[Mapp
         more = f" and {len(differ) - 4} more" if len(differ) > 4 else ""
         note += f"; NCCL ran otherwise at {shown}{more}"
     return [note]
+
+
+#: The graphs a GRAPH line states (:mod:`zerocalc.traces.nccl_info`) → the algorithms priced on each (NVLS and
+#: NVLS Tree run on the one NVLS graph, ``graphs[NCCL_ALGO_NVLS_TREE] = nvlsGraph`` in ``src/init.cc``).
+_GRAPH_KEYS = {"ring_graph": (Algorithm.RING,), "tree_graph": (Algorithm.TREE,),
+               "nvls_graph": (Algorithm.NVLS, Algorithm.NVLS_TREE),
+               "collnet_direct_graph": (Algorithm.COLLNET_DIRECT,)}
+
+
+def _stated_graphs(stated: Mapping[str, Sequence] | None) -> dict:
+    """``{algorithm: (nChannels, bwIntra, bwInter)}`` of each graph the GRAPH lines state."""
+    return {a: tuple(v[0]) for k, v in (stated or {}).items() if k in _GRAPH_KEYS for a in _GRAPH_KEYS[k]}
+
+
+def stated_graph_notes(tuning, stated: Mapping[str, Sequence] | None) -> list[str]:
+    """A note for each graph a GRAPH line stated (``ring_graph`` / ``tree_graph`` / ``nvls_graph`` /
+    ``collnet_direct_graph``: ``[[nChannels, bwIntra, bwInter], line]``) that differs from the derived one and
+    was priced."""
+    out, seen = [], set()
+    for a, derived, told in tuning.stated_graphs:
+        key = next(k for k, v in _GRAPH_KEYS.items() if a in v)
+        if key in seen:
+            continue
+        seen.add(key)
+        name = " / ".join(x.value for x in _GRAPH_KEYS[key])
+        line = (stated or {}).get(key, [None, None])[1]
+        out.append(f"NCCL's {name} graph (its GRAPH line, line {line}) priced: {told[0]:g} channels of "
+                   f"{told[1]:g}/{told[2]:g} GB/s (intra/inter), not the derived {derived[0]:g} of "
+                   f"{derived[1]:g}/{derived[2]:g}")
+    return out
+
+
+def stated_nvls_notes(tuning, stated: Sequence | None) -> list[str]:
+    """What the ``comm->nvlsChannels`` an INFO line states (``[count, line]``) changed in ``tuning``
+    (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``): none where it agrees with the derived count."""
+    if not stated or tuning.stated_nvls is None:
+        return []
+    (count, derived), line = tuning.stated_nvls, stated[1]
+    era = tuning.release.era
+    if count == 0:
+        return [f"NCCL states 0 nvls channels (line {line}): the communicator has no NVLS support, so NVLS "
+                f"and NVLS Tree are left out (the topology describes NVLink SHARP: {derived} NVLS channels "
+                "derived)"]
+    if derived == 0:
+        return [f"NCCL states {count} nvls channels (line {line}): it found NVLink SHARP, which the topology "
+                "does not describe; NVLS and NVLS Tree not priced (no NVLS graph to price them on)"]
+    if 20 <= era <= 27:
+        return [f"NCCL's {count} nvls channels (line {line}), not the derived {derived}, priced where NCCL "
+                f"{tuning.release.name} raises the communicator's channels to them (ncclTopoPostset): "
+                f"comm->nChannels {tuning.comm_channels}"]
+    return [f"NCCL's {count} nvls channels (line {line}), not the derived {derived}: NCCL "
+            f"{tuning.release.name}'s model does not read them (it prices NVLS on its graph's channels), so "
+            "nothing priced moves"]
+
+
+def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
+    """What the ``comm->nChannels`` an INFO line states (``(count, line)``) changed in ``tuning``: a note
+    where it differs from the derived count (priced, or not where no graph count gives it), none where
+    they agree."""
+    if not stated:
+        return []
+    count, line = stated
+    if tuning.stated_channels is not None:
+        derived = tuning.stated_channels[1]
+        g = tuning.machine.graphs[Algorithm.RING].n_channels
+        return [f"NCCL's count of the communicator's channels, {count} (line {line}), priced: "
+                f"comm->nChannels {count}, "
+                f"not the {derived} derived from the graphs (priced as Ring and Tree graphs of {g:g} "
+                "channels each)"]
+    if count != tuning.comm_channels:
+        return [f"NCCL's count of the communicator's channels, {count} (line {line}), not priced: no graph "
+                "channel count "
+                f"gives it on this topology (derived comm->nChannels {tuning.comm_channels})"]
+    return []
+
+
+def stated_p2p_notes(derived_channels: int, stated_channels: tuple[int, int] | None, derived, priced,
+                     stated_p2p: Sequence | None) -> list[str]:
+    """What the channel counts a p2p sweep's INFO lines state changed (:func:`_compare_p2p`): a note where
+    the ``comm->nChannels`` stated differs from the derived one, and where the ``p2p channels`` / ``p2p
+    channels per peer`` of NCCL's line (``ncclTopoComputeP2pChannels``, printed by ``src/graph/paths.cc``
+    v2.8-v2.16, ``src/init.cc`` v2.17-v2.30) differ from those zerocalc derives (:func:`zerocalc.nccl.p2p.
+    p2p_comm`); none where they agree."""
+    out = []
+    if stated_channels and stated_channels[0] != derived_channels and not stated_p2p:
+        out.append(f"NCCL's count of the communicator's channels, {stated_channels[0]} (line "
+                   f"{stated_channels[1]}), priced: the p2p channels start from it, not from the derived "
+                   f"{derived_channels}")
+    if stated_p2p:
+        (told, per_peer), line = stated_p2p
+        if (told, per_peer) != (derived.p2p_channels, derived.per_peer):
+            out.append(f"NCCL's p2p channels (line {line}: \"{told} p2p channels, {per_peer} p2p channels "
+                       f"per peer\") priced: {priced.p2p_channels} p2p channels, {priced.per_peer} per peer, "
+                       f"not the derived {derived.p2p_channels} and {derived.per_peer}")
+    return out
