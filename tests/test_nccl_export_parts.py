@@ -21,6 +21,8 @@ from zerocalc.topology.devices import preset_for_devices, preset_for_gpu
     # their PCIe cards are PCIe cards; H200 NVL is not the SXM H200, nor H20 the H200
     ("NVIDIA H800 PCIe", "pcie-gen5"), ("NVIDIA A800 80GB PCIe", "pcie-gen4"),
     ("NVIDIA H200 NVL", "pcie-gen5"), ("NVIDIA H200", "dgx-h200"),
+    # the SXM modules under other spellings: the module name, or the memory after the model
+    ("NVIDIA H100 SXM5 80GB", "dgx-h100"), ("NVIDIA H200 141GB HBM3e", "dgx-h200"),
 ])
 def test_export_names_pick_their_presets(gpu, preset):
     assert preset_for_gpu(gpu) == preset
