@@ -2,6 +2,8 @@
 NCCL's graph on their NVLink is derived by hand from the link figures each preset cites. The NVL PCIe
 cards (H100 NVL, H200 NVL): what their NVLink bridges leave the file to tell."""
 
+from pathlib import Path
+
 import pytest
 
 from zerocalc.errors import ConfigError
@@ -11,6 +13,8 @@ from zerocalc.nccl.graph import machine
 from zerocalc.nccl.tables import release_for
 from zerocalc.topology import PRESETS
 from zerocalc.topology.devices import preset_for_devices, preset_for_gpu
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
 
 
 @pytest.mark.parametrize("gpu,preset", [
@@ -88,3 +92,19 @@ def test_a_run_wider_than_a_bridge_group_is_priced_on_pcie_and_says_why(gpu, per
     # one GPU a host on several hosts: no bridge in the communicator's node at all
     topo, how = preset_for_devices({gpu: 2}, {"a": 1, "b": 1}, where="f")
     assert topo.name == "pcie-gen5" and "NVLink" not in how
+
+
+def test_check_refuses_a_bridge_sized_nvl_run_in_one_line(tmp_path):
+    """At the CLI the refusal is one line on stderr and exit 2: the bundled 4-GPU run's device lines (one
+    host, -g 4) with the card named H200 NVL instead of GeForce RTX 4090, so 4 H200 NVL on one host."""
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    src = DATA / "all_reduce_perf-4xRTX4090-g4-docker-kalavai.txt"
+    f = tmp_path / "all_reduce_perf-4xH200NVL.txt"
+    f.write_text(src.read_text().replace("NVIDIA GeForce RTX 4090", "NVIDIA H200 NVL"))
+    res = CliRunner().invoke(app, ["check", str(f)])
+    assert res.exit_code == 2
+    line, = res.stderr.strip().splitlines()
+    assert "NVLink bridge" in line and "--topology" in line
