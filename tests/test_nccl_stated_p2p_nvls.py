@@ -219,3 +219,40 @@ def test_p2p_variables_are_unpriced_in_a_collective_sweep(tmp_path):
     assert any("NCCL_NCHANNELS_PER_NET_PEER=1, which NCCL's cost model does not price" in n
                for n in s["notes"])
     assert [r["predicted_s"] for r in s["rows"]] == [r["predicted_s"] for r in stock["rows"]]
+
+
+def test_the_p2p_step_stated_or_set():
+    """``comm->p2pChunkSize`` (``computeBuffSizes``, v2.29.2 ``src/init.cc``): ``NCCL_P2P_NET_CHUNKSIZE``
+    across nodes (128 KiB by default), at most ``NCCL_BUFFSIZE / 8``. A 1 MiB network message of 16 ranks on
+    2 nodes (4 channels per peer, ``nChannelsMin`` 1: 4 × 16 > 16 halved twice) starts on
+    ``min(1, ceil(1 MiB / minPart))`` = 1 channel and doubles while a part exceeds ``maxPart``
+    (``addP2pToPlan``): with the 128 KiB step (parts 64-128 KiB) up to the 4 channels per peer, with a
+    1 MiB step (parts 512 KiB-1 MiB) it stays on 1."""
+    from zerocalc.nccl.p2p import message_channels
+
+    h100, rel = get_topology("dgx-h100"), release_for("2.29.2")[0]
+    comm = p2p_comm(h100, 16, rel, "2.29.2", 16)
+    assert (comm.chunk_bytes, message_channels(comm, 1 << 20, "net")) == (1 << 17, 4)
+    big = p2p_comm(h100, 16, rel, "2.29.2", 16, net_chunk=1 << 20)
+    assert (big.chunk_bytes, message_channels(big, 1 << 20, "net")) == (1 << 20, 1)
+    assert p2p_comm(h100, 16, rel, "2.29.2", 16, net_chunk=1 << 20, buffsize=4 << 20).chunk_bytes == 1 << 19
+    assert p2p_comm(h100, 8, rel, "2.29.2", 16, net_chunk=1 << 20).chunk_bytes == 1 << 19  # one node: NVL's
+    assert info_facts("h:1:1 [0] NCCL INFO P2P Chunksize set to 524288") == [("p2p_chunk_bytes", 524288)]
+
+
+def test_the_p2p_step_line_and_variables_reach_check(tmp_path):
+    # the bundled pair's 4-16 GiB messages run on every channel per peer whatever the step: nothing moves,
+    # and the notes say what was priced
+    (a2a, _) = _check(PAIR)
+    told = _edited(tmp_path, PAIR, "# Reducing maxBytes", f"{HOST}P2P Chunksize set to 1048576\n"
+                   + _env_line("NCCL_P2P_NET_CHUNKSIZE", 1048576))
+    (s, _) = _check(told)
+    assert s["nccl_info"]["p2p_chunk_bytes"][0] == 1048576
+    assert not [n for n in s["notes"] if "NCCL's p2p step" in n]  # the variable already derives it
+    assert any("priced: NCCL_P2P_NET_CHUNKSIZE=1048576" in n for n in s["notes"]), s["notes"]
+    assert [r["predicted_s"] for r in s["rows"]] == [r["predicted_s"] for r in a2a["rows"]]
+    line_only = tmp_path / "line"
+    line_only.mkdir()
+    (s, _) = _check(_edited(line_only, PAIR, "# Reducing maxBytes", f"{HOST}P2P Chunksize set to 1048576\n"))
+    assert any("NCCL's p2p step (line 24: \"P2P Chunksize set to 1048576\") priced: 1048576 bytes, not the "
+               "derived 131072" in n for n in s["notes"]), s["notes"]

@@ -238,7 +238,8 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                             graph=run.get("graph"), ofi_tuner=ofi,
                             stated_channels=info.get("comm_channels") or info.get("ring_channels"),
                             stated_graphs=info, stated_p2p=info.get("p2p_channels"),
-                            stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p)
+                            stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p,
+                            stated_chunk=info.get("p2p_chunk_bytes"))
         d = cmp.as_dict()
         sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
         info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
@@ -313,7 +314,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
                                              or (run.get("nccl_info") or {}).get("ring_channels")),
                             stated_graphs=run.get("nccl_info"),
                             stated_p2p=(run.get("nccl_info") or {}).get("p2p_channels"),
-                            stated_nvls=(run.get("nccl_info") or {}).get("nvls_channels"), p2p_env=env.p2p)
+                            stated_nvls=(run.get("nccl_info") or {}).get("nvls_channels"), p2p_env=env.p2p,
+                            stated_chunk=(run.get("nccl_info") or {}).get("p2p_chunk_bytes"))
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]

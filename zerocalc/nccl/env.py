@@ -122,13 +122,15 @@ STATED_MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_NRIN
 #: PCI paths NCCL searches: :func:`zerocalc.topology.devices.with_stated_p2p`).
 STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE",
                    "NCCL_NET_GDR_LEVEL",
-                   "NCCL_NET_GDR_READ", "NCCL_BUFFSIZE", "NCCL_TUNER_PLUGIN",
-                   "NCCL_CROSS_NIC")
+                   "NCCL_NET_GDR_READ", "NCCL_TUNER_PLUGIN", "NCCL_CROSS_NIC")
 #: Variables the point-to-point path reads (``ncclTopoComputeP2pChannels`` / ``ncclTopoGetNchannels``,
-#: ``src/graph/paths.cc``), priced in a point-to-point sweep (:mod:`zerocalc.nccl.p2p`) and said unpriced in
-#: a collective's (NCCL's cost model does not read them), with :func:`~zerocalc.nccl.p2p.p2p_comm`'s keyword.
+#: ``src/graph/paths.cc``; the p2p step, ``computeBuffSizes``, ``src/init.cc``), priced in a point-to-point
+#: sweep (:mod:`zerocalc.nccl.p2p`) and said unpriced in a collective's (NCCL's cost model does not read
+#: them), with :func:`~zerocalc.nccl.p2p.p2p_comm`'s keyword.
 STATED_P2P = (("NCCL_NCHANNELS_PER_NET_PEER", "per_net_peer"), ("NCCL_MIN_P2P_NCHANNELS", "min_p2p"),
-              ("NCCL_MAX_P2P_NCHANNELS", "max_p2p"))
+              ("NCCL_MAX_P2P_NCHANNELS", "max_p2p"), ("NCCL_P2P_NET_CHUNKSIZE", "net_chunk"),
+              ("NCCL_P2P_NVL_CHUNKSIZE", "nvl_chunk"), ("NCCL_P2P_PCI_CHUNKSIZE", "pci_chunk"),
+              ("NCCL_BUFFSIZE", "buffsize"))
 
 
 def settings(topo, version: str, algo: str | None, proto: str | None, *,
@@ -190,18 +192,30 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         parse_thresholds(str(thresholds[0])) if thresholds is not None else None,
         _stated_int(stated, "NCCL_NTHREADS", where) if "NCCL_NTHREADS" in stated else None,
         _stated_int(stated, "NCCL_LL128_NTHREADS", where) if "NCCL_LL128_NTHREADS" in stated else None)
-    p2p_read = tuple((kw, _stated_int(stated, k, where)) for k, kw in STATED_P2P if p2p and k in stated)
+    p2p_read = tuple((kw, _lenient_int(stated[k][0])) for k, kw in STATED_P2P
+                     if p2p and k in stated and _lenient_int(stated[k][0]) is not None)
+    p2p_keys = {kw: k for k, kw in STATED_P2P}
     read = [f"{k}={stated[k][0]}" + (f" (line {stated[k][1]})" if stated[k][1] is not None else "")
-            for k in (*STATED_MODELLED, *(k for k, _ in STATED_P2P if p2p)) if k in stated
+            for k in (*STATED_MODELLED, *(p2p_keys[kw] for kw, _ in p2p_read)) if k in stated
             and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
     if read:
         notes.append(f"NCCL environment the file sets, priced: {', '.join(read)}")
     pcie_only = getattr(topo, "nvlink_gen", None) == 0
-    unpriced = [f"{k}={stated[k][0]}" for k in (*STATED_UNPRICED, *(k for k, _ in STATED_P2P if not p2p))
+    unpriced = [f"{k}={stated[k][0]}" for k in (*STATED_UNPRICED, *(k for k, kw in STATED_P2P
+                                                                   if kw not in dict(p2p_read)))
                 if k in stated and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
     if unpriced:
         notes.append(f"the file also sets {', '.join(unpriced)}, which NCCL's cost model does not price")
     return Settings(a, p, nvls, tuple(notes), lo, hi, launch, p2p_read)
+
+
+def _lenient_int(value) -> int | None:
+    """A variable's whole number as NCCL reads it (``strtoll`` base 0: decimal, ``0x`` hex), ``None`` for
+    anything else (the variable is then said unpriced)."""
+    try:
+        return int(str(value).strip(), 0)
+    except ValueError:
+        return None
 
 
 def _stated_int(stated: Mapping[str, Sequence], key: str, where: str) -> int:

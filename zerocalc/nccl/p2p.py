@@ -156,7 +156,8 @@ class P2pComm:
 
 def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_channels: int, *,
              max_peers: int | None = None, per_net_peer: int | None = None, min_p2p: int | None = None,
-             max_p2p: int | None = None) -> P2pComm:
+             max_p2p: int | None = None, net_chunk: int | None = None, nvl_chunk: int | None = None,
+             pci_chunk: int | None = None, buffsize: int | None = None) -> P2pComm:
     """The p2p setup of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``) under NCCL
     ``version`` (``release`` its tables), ``comm_channels`` being ``comm->nChannels``; ``max_peers``: the
     communicator's ``maxP2pPeers`` (NCCL 2.30+ config; ``None``: all ranks). ``per_net_peer``:
@@ -164,7 +165,10 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     and from v2.29 no halving to fit the peers in a batch, ``ncclTopoGetNchannels`` /
     ``ncclTopoComputeP2pChannels``); ``min_p2p`` / ``max_p2p``: ``NCCL_MIN_P2P_NCHANNELS`` /
     ``NCCL_MAX_P2P_NCHANNELS``, which bound ``comm->nChannels`` before it is rounded to ``p2pnChannels``
-    (v2.8-v2.30); ``None``: unset."""
+    (v2.8-v2.30); ``net_chunk`` / ``nvl_chunk`` / ``pci_chunk``: ``NCCL_P2P_NET_CHUNKSIZE`` /
+    ``NVL`` / ``PCI`` (from v2.14), the step of each transport's p2p path; ``buffsize``: ``NCCL_BUFFSIZE``,
+    whose eighth caps the step (``NCCL_STEPS``; ``computeBuffSizes``, ``src/init.cc`` v2.16-v2.30); ``None``:
+    unset."""
     if not isinstance(n_ranks, int) or n_ranks < 2:
         raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
     v = parse_version(version)
@@ -213,6 +217,10 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
             per_peer //= 2
     per_peer = min(per_peer, p2p_channels)
     chunk = P2P_CHUNK_NET if n_nodes > 1 else P2P_CHUNK_NVL if nvlink else P2P_CHUNK_PCI
+    told = (net_chunk if n_nodes > 1 else nvl_chunk if nvlink else pci_chunk) if v >= (2, 14) else None
+    chunk = told if told and told > 0 else chunk
+    if buffsize and buffsize > 0 and chunk * 8 > buffsize:  # "not larger than coll chunksize"
+        chunk = buffsize // 8
     wire = topo.net_wire_latency_us if topo.net_wire_latency_us is not None else topo.net_latency_us
     layout = pcie_layout(topo, g, release) if not nvlink and n_nodes == 1 and g > 1 else None
     return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw, float(wire or 0.0),

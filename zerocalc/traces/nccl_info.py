@@ -53,6 +53,9 @@ aws-ofi-nccl's sources):
   ``src/graph/paths.cc``: ``comm->nChannels`` bounded by ``NCCL_MIN/MAX_P2P_NCHANNELS`` and rounded up to a
   power of two; the fewest channels any peer's path asks for, likewise, and from v2.29 halved to fit the
   peers in one batch), as :mod:`zerocalc.nccl.p2p` derives them;
+- ``p2p_chunk_bytes``: ``comm->p2pChunkSize``, the step of the point-to-point path (``"P2P Chunksize set to
+  %d"``, ``src/init.cc`` ``computeBuffSizes``, v2.16-v2.30: ``NCCL_P2P_NET_CHUNKSIZE`` across nodes,
+  ``NVL`` on an all-NVLink node, ``PCI`` else, at most ``NCCL_BUFFSIZE / 8``);
 - ``nvls_channels``: from the same line, v2.17-v2.30, ``comm->nvlsChannels`` (``src/transport/nvls.cc``:
   ``NCCL_NVLS_NCHANNELS``, within the communicator's CTA bounds), the count ``ncclTopoPostset`` raises
   ``comm->nChannels`` to on NVLS machines at v2.20-v2.27 (:mod:`zerocalc.nccl.channels`, step 6) and
@@ -118,6 +121,7 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("comm_channels", re.compile(r"\bNCCL INFO (\d+) coll channels, (?:\d+ collnet channels, )?"
                                  r"(?:(\d+) nvls channels, )?(\d+) p2p channels, (\d+) p2p channels per "
                                  r"peer\b")),
+    ("p2p_chunk_bytes", re.compile(r"\bNCCL INFO\b.*\bP2P Chunksize set to (\d+)\b")),
     ("ring_channels", re.compile(r"\bNCCL INFO Channel \d+/(\d+) :(?: +\d+)+(?: *\.\.\.)?\s*$")),
     ("graph", re.compile(r"\bNCCL INFO Pattern (\d+), crossNic \d+, nChannels (\d+), (?:speed|bw) "
                          r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?), type ")),
@@ -166,6 +170,8 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
             return [(kind, int(m[1])), ("p2p_channels", [int(m[3]), int(m[4])]),
                     *([("nvls_channels", int(m[2]))] if m[2] is not None else [])]
         if kind == "ring_channels":
+            return [(kind, int(m[1]))]
+        if kind == "p2p_chunk_bytes":
             return [(kind, int(m[1]))]
         if kind == "net_latency_us":
             return [(kind, float(m[1]))]

@@ -144,7 +144,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   launch_env: LaunchEnv | None = None, ofi_tuner: OfiTuner | None = None,
                   stated_channels: tuple[int, int] | None = None,
                   stated_graphs: Mapping[str, Sequence] | None = None, stated_p2p: Sequence | None = None,
-                  stated_nvls: Sequence | None = None, p2p_env: Sequence = ()) -> SweepComparison:
+                  stated_nvls: Sequence | None = None, p2p_env: Sequence = (),
+                  stated_chunk: Sequence | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -166,7 +167,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     line]``), a point-to-point sweep on those channels (:func:`_compare_p2p`); with ``stated_nvls``
     (``[nvlsChannels, line]``), NCCL's NVLS channels where they differ from the derived count
     (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`); ``p2p_env``: the p2p
-    variables the file sets (:attr:`zerocalc.nccl.env.Settings.p2p`), read by a point-to-point sweep.
+    variables the file sets (:attr:`zerocalc.nccl.env.Settings.p2p`), read by a point-to-point sweep, and
+    ``stated_chunk`` (``[p2pChunkSize, line]``) the p2p step its INFO line states.
     On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
     :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version)."""
     if topo.gpu_arch is not None:
@@ -179,7 +181,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                                   gpus_per_thread=gpus_per_thread)
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
-                            graph, channels, stated_channels, stated_p2p, p2p_env)
+                            graph, channels, stated_channels, stated_p2p, p2p_env, stated_chunk)
     if op in UNPRICED:
         raise ConfigError(UNPRICED[op] + "; zerocalc prices the other nccl-tests ops", option="op")
     coll = as_nccl_collective(op)
@@ -337,7 +339,8 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                  gpus_per_thread: int | None, agg_iters: int | None, graph: int | None,
                  channels: tuple[int | None, int | None] | None,
                  stated_channels: tuple[int, int] | None = None,
-                 stated_p2p: Sequence | None = None, p2p_env: Sequence = ()) -> SweepComparison:
+                 stated_p2p: Sequence | None = None, p2p_env: Sequence = (),
+                 stated_chunk: Sequence | None = None) -> SweepComparison:
     """A point-to-point sweep against :mod:`zerocalc.nccl.p2p` (NCCL has no cost table for it): rows as
     :func:`compare_sweep`'s, ``algorithm`` ``P2P`` and the protocol NCCL's p2p path picks; a calibration
     fitted for the op and group size replaces the model's time (:func:`fit_calibration`). The p2p
@@ -347,7 +350,8 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     line states (``stated_p2p``: ``[[p2pnChannels, p2pnChannelsPerPeer], line]``) are priced in place of the
     derived ones where they differ (:func:`stated_p2p_notes`). ``p2p_env``: the ``(keyword, value)`` of each
     p2p variable the file sets (:data:`zerocalc.nccl.env.STATED_P2P`), passed to
-    :func:`~zerocalc.nccl.p2p.p2p_comm`."""
+    :func:`~zerocalc.nccl.p2p.p2p_comm`; ``stated_chunk``: the ``comm->p2pChunkSize`` an INFO line states
+    (``[bytes, line]``), the Simple step in place of the derived one."""
     release, note = release_for(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
     n_channels = tune(topo, group_size, release, min_channels=lo, max_channels=hi).comm_channels
@@ -360,6 +364,8 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     if stated_p2p:
         (told, per_peer), _ = stated_p2p
         comm = replace(comm, p2p_channels=int(told), per_peer=int(per_peer))
+    if stated_chunk and stated_chunk[0] > 0:
+        comm = replace(comm, chunk_bytes=int(stated_chunk[0]))
     fits = [c for c in (topo.nccl_calibration or ()) if c.op == op.value and c.ranks == group_size]
     floor = p2p_host_floor_s(op, group_size, gpus_per_thread, agg_iters, graph)
     stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
@@ -377,7 +383,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         out.append(row)
     notes = [note] if note else []
-    notes += stated_p2p_notes(derived_channels, stated_channels, derived, comm, stated_p2p)
+    notes += stated_p2p_notes(derived_channels, stated_channels, derived, comm, stated_p2p, stated_chunk)
     if comm.version < (2, 14):
         notes.append(f"NCCL {nccl_version}'s p2p path predates the per-transport p2p chunk sizes of 2.14 "
                      "(NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); priced with the p2p rules of 2.14-2.19")

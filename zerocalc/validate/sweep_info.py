@@ -283,12 +283,13 @@ def stated_channels_notes(tuning, stated: tuple[int, int] | None) -> list[str]:
 
 
 def stated_p2p_notes(derived_channels: int, stated_channels: tuple[int, int] | None, derived, priced,
-                     stated_p2p: Sequence | None) -> list[str]:
+                     stated_p2p: Sequence | None, stated_chunk: Sequence | None = None) -> list[str]:
     """What the channel counts a p2p sweep's INFO lines state changed (:func:`_compare_p2p`): a note where
     the ``comm->nChannels`` stated differs from the derived one, and where the ``p2p channels`` / ``p2p
     channels per peer`` of NCCL's line (``ncclTopoComputeP2pChannels``, printed by ``src/graph/paths.cc``
     v2.8-v2.16, ``src/init.cc`` v2.17-v2.30) differ from those zerocalc derives (:func:`zerocalc.nccl.p2p.
-    p2p_comm`); none where they agree."""
+    p2p_comm`), and where the ``P2P Chunksize set to`` line (``comm->p2pChunkSize``, ``src/init.cc``
+    v2.16-v2.30) differs from the derived step; none where they agree."""
     out = []
     if stated_channels and stated_channels[0] != derived_channels and not stated_p2p:
         out.append(f"NCCL's count of the communicator's channels, {stated_channels[0]} (line "
@@ -300,4 +301,7 @@ def stated_p2p_notes(derived_channels: int, stated_channels: tuple[int, int] | N
             out.append(f"NCCL's p2p channels (line {line}: \"{told} p2p channels, {per_peer} p2p channels "
                        f"per peer\") priced: {priced.p2p_channels} p2p channels, {priced.per_peer} per peer, "
                        f"not the derived {derived.p2p_channels} and {derived.per_peer}")
+    if stated_chunk and priced.chunk_bytes != derived.chunk_bytes:
+        out.append(f"NCCL's p2p step (line {stated_chunk[1]}: \"P2P Chunksize set to {stated_chunk[0]}\") "
+                   f"priced: {priced.chunk_bytes} bytes, not the derived {derived.chunk_bytes}")
     return out
