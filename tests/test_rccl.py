@@ -8,6 +8,7 @@ MSCCL programs' ``<algo>`` attributes in ``tools/msccl-algorithms``.
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,19 @@ def test_one_process_driving_eight_mi300x_is_read_and_priced_without_launch_term
     assert not any("NCCL launches" in n for n in s["notes"])
     big = [r for r in s["rows"] if r["bytes"] >= 32 << 20]
     assert len(big) == 3 and all(0.5 <= r["ratio"] <= 2 for r in big)
+
+
+def test_gather_and_fewer_gpus_by_hand():
+    """All-gather / reduce-scatter run Ring alone (p-1 steps); 4 GPUs per node match no rome model (they
+    hold 8), so RCCL keeps tuning_model_0 and 3 xGMI links of 48 GB/s."""
+    t = rccl_tune(PRESETS["amd-mi300x"], 8, V2_21)
+    ag = t.entries[(C.ALL_GATHER, A.RING, P.LL)]
+    assert ag.latency_us == pytest.approx(12 + 7 * 0.8)
+    assert t.entries[(C.REDUCE_SCATTER, A.RING, P.SIMPLE)].bandwidth_GBps == pytest.approx(336 * 8 / 7)
+    assert (C.ALL_GATHER, A.TREE, P.LL) not in t.entries
+    four = rccl_tune(replace(PRESETS["amd-mi300x"], gpus_per_node=4), 4, V2_21)
+    assert (four.model_index, four.total_bw_GBps) == (0, 3 * 48.0)
+    ring = four.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)]
+    assert ring.latency_us == pytest.approx(17 + 6 * 3.6)  # model 0: xGMI Ring/Simple hop 3.6 µs
+    assert ring.bandwidth_GBps == pytest.approx(144 * 4 / 6)
+    assert four.msccl_program(C.ALL_REDUCE, 1024, 4, False) is None  # MSCCL's programs are for 8 GPUs

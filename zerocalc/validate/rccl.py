@@ -81,11 +81,9 @@ def compare_rccl_sweep(
         n = int(r["size_bytes"])
         a, p, t_us = tuning.choose(coll, n)
         algo, proto = a.value, p.value
-        prog = (
-            tuning.msccl_program(coll, n, r.get("elem_bytes"), in_place)
-            if algo_enable is None and proto_enable is None
-            else None
-        )
+        # MSCCL's scheduler picks a program before RCCL's table, whatever NCCL_ALGO / NCCL_PROTO say
+        # (msccl_lifecycle.cc mscclSchedulerSelectAlgo reads neither)
+        prog = tuning.msccl_program(coll, n, r.get("elem_bytes"), in_place)
         extra: dict = {}
         if prog is not None:
             m_us = tuning.msccl_time_us(prog, n)
