@@ -41,7 +41,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
 * a PCIe card (:data:`PCIE_CARDS`: the name says PCIe, or a GeForce / RTX / workstation / L-series part)
   → the PCIe box of its generation (``pcie-gen3``, ``pcie-gen4``, ``pcie-gen5``), with the card's own
   name and compute capability in place of the preset's, and no PCIe peer-to-peer for GeForce and TITAN
-  cards (:data:`NO_P2P_CARDS`); the first line says the layout assumed.
+  cards (:data:`NO_P2P_CARDS`); the first line says the layout assumed. The NVL cards (H100 NVL, H200
+  NVL) come with NVLink bridges (:data:`NVL_BRIDGES`): a run of more GPUs a host than one bridge joins is
+  priced on the PCIe box, saying so; one that fits a bridge group is refused.
 
 The network (:data:`zerocalc.traces.nccl_tests.NETWORK_EVIDENCE`): NCCL's INFO lines, when the file has
 them, are strong evidence (``NET/OFI`` → AWS EFA, ``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP
