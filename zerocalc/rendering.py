@@ -411,17 +411,18 @@ def _sweep_text(d: dict, cmp) -> str:
     if how.startswith("given"):  # a given topology is said only where the file's lines reshaped its nodes
         how = how.partition("; ")[2]
     op = d["op"] + (f" ({d['series']})" if d.get("series") else "")
-    lines = [f"{d['file']}: {op} on {ranks}, NCCL {d['nccl_version']} "
+    lib = d.get("library") or "NCCL"  # RCCL on AMD GPUs (zerocalc.validate.rccl)
+    lines = [f"{d['file']}: {op} on {ranks}, {lib} {d['nccl_version']} "
              f"(tables of {d['nccl_tables']}), topology {d['topology']}" + (f", {how}" if how else "")
              + (f"; {d['also_in_file']}" if d.get("also_in_file") else "")]
     lines += [f"note: {t}" for t in d["notes"]]
-    lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {'NCCL choice':<16} "
+    lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {lib + ' choice':<16} "
                  f"[1/4{' ' * 5}1/2{' ' * 5}1{' ' * 7}2{' ' * 7}4]")
     for r in rows:
         lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
                      f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
                      f"{_choice(r):<16} "
-                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _stated_mark(r))
+                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _stated_mark(r, lib))
     if rows:
         import numpy as np
 
@@ -435,17 +436,17 @@ def _sweep_text(d: dict, cmp) -> str:
                      + ("; Nch = channels the tuner imposes" if any("channels" in r for r in rows) else ""))
         if any(r.get("unsteady") for r in rows):
             lines.append("  ! = the file's out-of-place and in-place times differ by more than 1.25×, which "
-                         "NCCL's model cannot (it prices both alike): an unsteady measurement")
+                         f"{lib}'s model cannot (it prices both alike): an unsteady measurement")
     return "\n".join(lines)
 
 
-def _stated_mark(r: dict) -> str:
-    """`` NCCL ran Ring/Simple`` on a row whose file's TUNING lines state another choice than the model's
-    (:func:`zerocalc.validate.sweep_info.stated_choices`), else ''."""
+def _stated_mark(r: dict, lib: str = "NCCL") -> str:
+    """`` NCCL ran Ring/Simple`` (``lib``: the library, RCCL on AMD GPUs) on a row whose file's TUNING lines
+    state another choice than the model's (:func:`zerocalc.validate.sweep_info.stated_choices`), else ''."""
     s = r.get("nccl_stated")
     if not s or (s["algorithm"], s["protocol"]) == (r["algorithm"], r["protocol"]):
         return ""
-    return f" NCCL ran {s['algorithm']}/{s['protocol']}"
+    return f" {lib} ran {s['algorithm']}/{s['protocol']}"
 
 
 def _unsteady_mark(r: dict) -> str:

@@ -205,7 +205,8 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
                                                                    if kw not in dict(p2p_read)))
                 if k in stated and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
     if unpriced:
-        notes.append(f"the file also sets {', '.join(unpriced)}, which NCCL's cost model does not price")
+        lib = "RCCL" if getattr(topo, "gpu_arch", None) is not None else "NCCL"  # AMD GPUs: RCCL's model
+        notes.append(f"the file also sets {', '.join(unpriced)}, which {lib}'s cost model does not price")
     return Settings(a, p, nvls, tuple(notes), lo, hi, launch, p2p_read)
 
 

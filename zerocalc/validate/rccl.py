@@ -144,4 +144,5 @@ def compare_rccl_sweep(
                      f"{group_size} ranks priced by RCCL's tables")
     for r in out:
         r.pop("msccl_untimed", None)
-    return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out))
+    return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out),
+                           library="RCCL")

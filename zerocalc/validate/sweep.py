@@ -113,7 +113,9 @@ def textbook_ring_s(topo: Topology, coll: Collective | str, n_bytes: float, p: i
 
 @dataclass(frozen=True)
 class SweepComparison:
-    """One sweep: op, group size, the version priced, and one row per size (JSON contract)."""
+    """One sweep: op, group size, the version priced, and one row per size (JSON contract); ``library``:
+    the collective library whose model priced it, ``NCCL``, or ``RCCL`` on AMD GPUs (its version is then
+    in ``nccl_version``, the field's name kept: JSON fields are added, never renamed)."""
 
     op: str
     group_size: int
@@ -121,10 +123,12 @@ class SweepComparison:
     release: str
     notes: tuple[str, ...]
     rows: tuple[dict, ...]
+    library: str = "NCCL"
 
     def as_dict(self) -> dict:
         return {"op": self.op, "group_size": self.group_size, "nccl_version": self.nccl_version,
-                "nccl_tables": self.release, "notes": list(self.notes), "rows": [dict(r) for r in self.rows]}
+                "nccl_tables": self.release, "notes": list(self.notes), "rows": [dict(r) for r in self.rows],
+                "library": self.library}
 
     @property
     def ratios(self) -> np.ndarray:
