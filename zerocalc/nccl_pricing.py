@@ -56,7 +56,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
             topo, nics_per_node=max(1, topo.nics_per_node // tp))
         phases = scheme_phases(r.scheme, psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
-                               gpus_per_node=_dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
+                               gpus_per_node=dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
                                comm_bytes=float(r.comm_bytes_per_element), topology=topo_dp, release=release,
                                algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                                param_bytes=float(r.param_comm_bytes_per_element),
@@ -108,6 +108,6 @@ def nvls_corrected(release, topo: Topology) -> bool:
             and (topo.nvswitch_gen or 0) >= 3 and 90 <= cc < 100)
 
 
-def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:
+def dp_gpus_per_node(g: int, tp: int, dp: int) -> int:
     """Ranks of one data-parallel group on a node (:func:`zerocalc.evaluate.data_parallel_layout`)."""
     return min(g // tp if g % tp == 0 else 1, dp)

@@ -26,11 +26,13 @@ def _display_rows(df) -> tuple[list[str], list[list[str]]]:
     from zerocalc.units import format_bytes, format_seconds
 
     nccl = "time_s_nccl" in df.columns
+    lib = str(df["nccl_library"].iloc[0]) if "nccl_library" in df.columns and len(df) else "NCCL"  # RCCL: AMD
     fits = "fits" in df.columns
     per_mb = "micro_batches" in df.columns and int(df["micro_batches"].iloc[0]) > 1
     header = ["scheme", "sent/rank", *(["per µbatch"] if per_mb else []), "sent/(Psi*b)"] + [
         f"t {a.value}" for a in Algorithm] + (
-        ["t NCCL", "NCCL choice"] if nccl else []) + ["memory/GPU"] + (["fits"] if fits else []) + ["= DP"]
+        [f"t {lib}", f"{lib} choice"] if nccl else []) + ["memory/GPU"] + (["fits"] if fits else []) + [
+        "= DP"]
     rows = [
         [r.scheme, format_bytes(r.bytes_per_rank),
          *([format_bytes(r.bytes_per_rank_per_micro_batch)] if per_mb else []),

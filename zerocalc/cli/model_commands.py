@@ -42,6 +42,9 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
     whose tuner plugin priced them) under ``--ofi-tuner``; the notes to print under it."""
     from zerocalc.nccl_pricing import missing_fields, price_rows
 
+    if topo.gpu_arch is not None:  # AMD GPUs: RCCL's model (zerocalc.rccl_pricing)
+        return _rccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance,
+                             nccl_tuner, ofi_tuner)
     tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     missing = missing_fields(topo)
     if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None \
@@ -54,6 +57,26 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
     df["nccl_choice"] = priced.choices
     if ofi is not None:
         df["nccl_ofi_tuner"] = ofi.name
+    return priced.notes
+
+
+def _rccl_columns(df, topo, rccl_version: str | None, nccl_algo: str | None, nccl_proto: str | None,
+                  reuse_distance: float, nccl_tuner: str | None, ofi_tuner: str | None) -> list[str]:
+    """``time_s_nccl`` and ``nccl_choice`` priced by RCCL's model on a topology of AMD GPUs
+    (:mod:`zerocalc.rccl_pricing`; ``--nccl-version`` is then RCCL's version), and ``nccl_library``
+    (``RCCL``), which names the columns ``t RCCL`` / ``RCCL choice``; the notes to print under it."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.rccl_pricing import price_rows_rccl
+
+    for flag, given in (("--nccl-tuner", nccl_tuner), ("--ofi-tuner", ofi_tuner)):
+        if given is not None:
+            raise ConfigError(f"topology {topo.name!r} is of AMD GPUs, priced by RCCL's model, under which "
+                              "zerocalc models no tuner plugin", option=flag)
+    priced = price_rows_rccl(df, topo, rccl_version=rccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                             reuse_distance=reuse_distance)
+    df["time_s_nccl"] = priced.times
+    df["nccl_choice"] = priced.choices
+    df["nccl_library"] = "RCCL"
     return priced.notes
 
 
@@ -145,7 +168,8 @@ def table_command(
     inter_bw_gbps: float = typer.Option(None, "--inter-bw-GBps",
                                         help="Override: one node's inter-node bandwidth, GB/s."),
     nccl_version: str = typer.Option(None, "--nccl-version",
-                                     help="NCCL version whose cost model prices 't NCCL' [default: latest]."),
+                                     help="NCCL version whose cost model prices 't NCCL' (RCCL's on "
+                                          "an AMD topology) [default: latest]."),
     nccl_algo: str = typer.Option(None, "--nccl-algo", envvar="NCCL_ALGO",
                                   help="NCCL_ALGO list restricting NCCL's algorithms."),
     nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",

@@ -293,10 +293,21 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
         df["run"] = run["run"] if run else (runs[0]["run"] if runs else None)
         df["nccl_version"] = run["nccl_version"] if run else (
             runs[0]["nccl_version"] if len(runs) == 1 else None)
+        df["library"] = _run_library(run if run else (runs[0] if len(runs) == 1 else None))
         frames.append(df)
         remarks += ([f"note: {t}" for t in res.notes] + [f"skipped: {t}" for t in res.skipped])
     remarks += [f"note: {t}" for t in _skip_notes(ts.skipped)]
     return frames, remarks, unfit
+
+
+def _run_library(run: dict | None) -> str:
+    """``RCCL`` where a run's device lines name GPUs of an AMD preset (one with ``gpu_arch``: rccl-tests on
+    AMD Instinct GPUs), else ``NCCL``: the library whose version ``nccl_version`` is."""
+    from zerocalc.topology import PRESETS
+    from zerocalc.topology.devices import preset_for_gpu
+
+    presets = [PRESETS.get(preset_for_gpu(g) or "") for g in (run or {}).get("gpus") or {}]
+    return "RCCL" if any(p is not None and p.gpu_arch is not None for p in presets) else "NCCL"
 
 
 def _write_fits(out, files: list[str], remarks: dict[str, list[str]], fmt: str) -> None:
@@ -328,7 +339,7 @@ def _fit_lines(r, out) -> list[str]:
 
     run = "" if r.run is None or r.run != r.run or (out["file"] == r.file).sum() == 1 else (
         f", run {int(r.run) + 1}")
-    nccl = f", NCCL {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
+    nccl = f", {r.library} {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
     lines = [f"{r.file}: {r.op} on {r.group_size} ranks{run}{nccl}, {r.n_sizes} "
              f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
              f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "

@@ -343,6 +343,45 @@ class RcclTuning:
         return BASE_LAT_US[A.RING][pi] + prog.steps * (hop + n_bytes / self.n_ranks / (1000.0 * link))
 
 
+@dataclass(frozen=True)
+class RcclCall:
+    """One call as RCCL runs it (:meth:`RcclTuning.price`): the pair (``MSCCL`` and the program's protocol
+    where an MSCCL program runs it), its time in µs, the program's file (``program``) or the program chosen
+    but not timed (``untimed``, the call then priced by RCCL's table)."""
+
+    algorithm: str
+    protocol: str
+    time_us: float
+    program: str | None = None
+    untimed: str | None = None
+
+
+def price_call(
+    tuning: RcclTuning, coll: Collective, n_bytes: int, elem_bytes: int | None, in_place: bool
+) -> RcclCall:
+    """The pair RCCL runs one call of ``n_bytes`` with and its time: the MSCCL program its scheduler picks
+    first, whatever ``NCCL_ALGO`` / ``NCCL_PROTO`` say (``msccl_lifecycle.cc`` ``mscclSchedulerSelectAlgo``
+    reads neither), timed as the module docstring says, else RCCL's table's choice
+    (:meth:`RcclTuning.choose`)."""
+    a, p, t_us = tuning.choose(coll, n_bytes)
+    prog = tuning.msccl_program(coll, n_bytes, elem_bytes, in_place)
+    if prog is None:
+        return RcclCall(a.value, p.value, t_us)
+    m_us = tuning.msccl_time_us(prog, n_bytes)
+    if m_us is None:
+        return RcclCall(a.value, p.value, t_us, untimed=prog.file)
+    return RcclCall("MSCCL", prog.protocol.value, m_us, program=prog.file)
+
+
+def rccl_calibration(topo: Topology, coll: Collective, ranks: int, algo: str, proto: str):
+    """The fitted α-β pair (``zerocalc fit --out``) that prices a call of RCCL's pair ``algo``/``proto``: the
+    pair's own, else the sweep-wide one (``any``), as :func:`zerocalc.nccl.predict.predict` takes them;
+    ``None`` when none covers it."""
+    fits = [c for c in topo.nccl_calibration or () if c.op == coll.value and c.ranks == ranks]
+    own = [c for c in fits if c.algorithm == algo and c.protocol == proto]
+    return (own or [c for c in fits if c.algorithm == "any"] or [None])[0]
+
+
 def _nsteps(coll: Collective, nr: int, nn: int) -> tuple[int, int]:
     """(steps, inter-node steps) of a ring: ``tuning.cc``'s ``nsteps`` / ``nInterSteps``."""
     if coll == C.ALL_REDUCE:

@@ -52,12 +52,32 @@ class PhaseTime:
     ofi_chose: bool | None = None
 
 
-def _group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
+def group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
     # HSDP's replicate group, with the shard group a node or more (H ≥ G), has one rank per node too
     if group is Group.INTER or group is Group.REPLICATE:
         nics = max(1, (topo.nics_per_node or 1) // max(1, g))
         return replace(topo, gpus_per_node=1, nics_per_node=nics, gpus_per_host=None), 1
     return topo, None
+
+
+def phase_calls(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_bytes: float,
+                param_bytes: float | None = None, grad_bytes: float | None = None, micro_batches: int = 1,
+                grad_sync: str = "every", hsdp_shard_size: int | None = None, reuse_distance: float = 1e9):
+    """Each phase of ``scheme`` at (Ψ, N, G, b) as the library sees it: ``(phase, ranks, bytes per call,
+    bytes per element, calls per optimizer step)`` (:mod:`zerocalc.schemes`; the arguments as
+    :func:`scheme_phases` takes them)."""
+    g = min(gpus_per_node, n)
+    values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
+              S.b_p: comm_bytes if param_bytes is None else param_bytes,
+              S.b_g: comm_bytes if grad_bytes is None else grad_bytes,
+              S.n_mb: micro_batches, S.H: g if hsdp_shard_size is None else hsdp_shard_size,
+              S.D_reuse: reuse_distance}
+    for ph in get_scheme(scheme).phases:
+        ranks = int(round(float(ph.group.size.subs(values))))
+        elements = float(sympy.sympify(ph.elements).subs(values))
+        width = float(sympy.sympify(ph.elem_bytes).subs(values))
+        calls = float(sympy.sympify(ph.calls * ph.runs(grad_sync)).subs(values))
+        yield ph, ranks, elements * width, width, calls
 
 
 def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_bytes: float,
@@ -84,24 +104,16 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
     if ofi is not None:
         api = loaded_api(ofi, version, algo_enable is not None or proto_enable is not None)
     lo, hi = channel_limits(topology, version)  # NCCL_MIN/MAX_NCHANNELS of the topology's profile
-    s = get_scheme(scheme)
     g = min(gpus_per_node, n)
-    values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
-              S.b_p: comm_bytes if param_bytes is None else param_bytes,
-              S.b_g: comm_bytes if grad_bytes is None else grad_bytes,
-              S.n_mb: micro_batches, S.H: g if hsdp_shard_size is None else hsdp_shard_size,
-              S.D_reuse: reuse_distance}
     out, tunings = [], {}
-    for ph in s.phases:
-        ranks = int(round(float(ph.group.size.subs(values))))
-        elements = float(sympy.sympify(ph.elements).subs(values))
-        width = float(sympy.sympify(ph.elem_bytes).subs(values))
-        calls = float(sympy.sympify(ph.calls * ph.runs(grad_sync)).subs(values))
-        n_bytes = elements * width
+    for ph, ranks, n_bytes, _, calls in phase_calls(
+            scheme, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes, param_bytes=param_bytes,
+            grad_bytes=grad_bytes, micro_batches=micro_batches, grad_sync=grad_sync,
+            hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance):
         if ranks <= 1 or n_bytes <= 0:
             out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
             continue
-        topo_g, _ = _group_topology(replace(topology, gpus_per_node=g), ph.group, g)
+        topo_g, _ = group_topology(replace(topology, gpus_per_node=g), ph.group, g)
         key = (ph.group, ranks)
         if key not in tunings:
             tunings[key] = tune(topo_g, ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,

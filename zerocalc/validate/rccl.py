@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.rccl import RcclTuning, rccl_release_for, rccl_tune
-from zerocalc.nccl.release import Collective
+from zerocalc.nccl.rccl import RcclTuning, price_call, rccl_calibration, rccl_release_for, rccl_tune
 from zerocalc.topology import Topology
 
 
@@ -38,14 +37,6 @@ def _msccl_words(t: RcclTuning, rows: Sequence[Mapping]) -> list[str]:
             "priced by RCCL's table"
         )
     return out
-
-
-def _calibration(topo: Topology, coll: Collective, ranks: int, algo: str, proto: str):
-    """The fitted α-β pair (``zerocalc fit --out``) that prices this call: the pair's own, else the sweep-wide
-    one (``any``), as :func:`zerocalc.nccl.predict.predict` takes them; ``None`` when none covers it."""
-    fits = [c for c in topo.nccl_calibration or () if c.op == coll.value and c.ranks == ranks]
-    own = [c for c in fits if c.algorithm == algo and c.protocol == proto]
-    return (own or [c for c in fits if c.algorithm == "any"] or [None])[0]
 
 
 def compare_rccl_sweep(
@@ -79,21 +70,12 @@ def compare_rccl_sweep(
     out = []
     for r, measured in _timed(rows):
         n = int(r["size_bytes"])
-        a, p, t_us = tuning.choose(coll, n)
-        algo, proto = a.value, p.value
-        # MSCCL's scheduler picks a program before RCCL's table, whatever NCCL_ALGO / NCCL_PROTO say
-        # (msccl_lifecycle.cc mscclSchedulerSelectAlgo reads neither)
-        prog = tuning.msccl_program(coll, n, r.get("elem_bytes"), in_place)
-        extra: dict = {}
-        if prog is not None:
-            m_us = tuning.msccl_time_us(prog, n)
-            if m_us is None:
-                extra["msccl_untimed"] = prog.file
-            else:
-                t_us, algo, proto = m_us, "MSCCL", prog.protocol.value
-                extra["msccl_program"] = prog.file
-        t, calibrated = t_us * 1e-6, False
-        fit = _calibration(topo, coll, group_size, algo, proto)
+        call = price_call(tuning, coll, n, r.get("elem_bytes"), in_place)
+        algo, proto = call.algorithm, call.protocol
+        extra: dict = ({"msccl_program": call.program} if call.program else {}) | (
+            {"msccl_untimed": call.untimed} if call.untimed else {})
+        t, calibrated = call.time_us * 1e-6, False
+        fit = rccl_calibration(topo, coll, group_size, algo, proto)
         if fit is not None:
             t, calibrated = fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9), True
         row = {

@@ -1,0 +1,106 @@
+"""Each row of an evaluated table (:func:`zerocalc.evaluate.evaluate`) priced with RCCL's cost model on a
+topology of AMD Instinct GPUs (:mod:`zerocalc.nccl.rccl`): per scheme and configuration, the step time and
+the pairs RCCL runs, as :mod:`zerocalc.nccl_pricing` prices NVIDIA topologies with NCCL's. What ``zerocalc
+table`` shows as ``t RCCL``.
+
+Each phase (:func:`zerocalc.nccl.steps.phase_calls`) is ``calls`` calls of one collective on its group's
+communicator (world, the node's G ranks, or one rank per node, :func:`zerocalc.nccl.steps.group_topology`),
+each call priced by :func:`zerocalc.nccl.rccl.price_call`: the MSCCL program RCCL's scheduler picks, else
+the pair of least time in RCCL's table; an all-reduce is in place (``torch.distributed.all_reduce`` reduces
+its tensor in place: c10d's ProcessGroupNCCL passes it as both send and receive buffer), which selects
+MSCCL's in-place programs. All-to-all is not in RCCL's tuning model (it runs as grouped point-to-point
+sends, whose RCCL path zerocalc does not model): such a phase, and its scheme's total, is left unpriced
+(NaN) and a note says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from zerocalc.nccl.env import settings
+from zerocalc.nccl.predict import as_nccl_collective
+from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_release_for, rccl_tune
+from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calls, scheme_time
+from zerocalc.nccl_pricing import NcclPricing, dp_gpus_per_node
+from zerocalc.topology import Topology
+
+
+def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo_enable=None,
+                proto_enable=None, **sizes) -> list[PhaseTime]:
+    """Each phase of ``scheme`` priced with RCCL ``release``'s model on ``topology`` (``sizes``: the
+    arguments of :func:`zerocalc.nccl.steps.phase_calls`); ``tunings`` caches each communicator's table
+    by (group, ranks, GPUs per node) and is filled here. An all-to-all phase is priced NaN (``unpriced``)."""
+    g = min(sizes["gpus_per_node"], sizes["n"])
+    out = []
+    for ph, ranks, n_bytes, width, calls in phase_calls(scheme, **sizes):
+        if ranks <= 1 or n_bytes <= 0:
+            out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
+            continue
+        if ph.collective.value == "all_to_all":
+            out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "unpriced", "-",
+                                 math.nan))
+            continue
+        topo_g, _ = group_topology(replace(topology, gpus_per_node=g), ph.group, g)
+        key = (ph.group, ranks, topo_g.gpus_per_node)
+        if key not in tunings:
+            tunings[key] = rccl_tune(topo_g, ranks, release, algo_enable=algo_enable,
+                                     proto_enable=proto_enable)
+        coll = as_nccl_collective(ph.collective.value)
+        elem = int(width) if width >= 1 and width == int(width) else None  # int4 wire: no MSCCL element
+        call = price_call(tunings[key], coll, int(n_bytes), elem, in_place=True)
+        t = call.time_us * 1e-6
+        fit = rccl_calibration(topology, coll, ranks, call.algorithm, call.protocol)
+        if fit is not None:
+            t = fit.alpha_us / 1e6 + n_bytes / (fit.bw_GBps * 1e9)
+        out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, call.algorithm,
+                             call.protocol + ("*" if fit is not None else ""), calls * t))
+    return out
+
+
+def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl_algo: str | None = None,
+                    nccl_proto: str | None = None, reuse_distance: float = 1e9) -> NcclPricing:
+    """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with RCCL ``rccl_version``'s
+    model (default the latest modelled, :data:`zerocalc.nccl.rccl.RCCL_LATEST`) on ``topo`` (a gfx942
+    machine), under the ``NCCL_ALGO`` / ``NCCL_PROTO`` given (RCCL reads them as NCCL does); under tensor
+    parallelism the data-parallel group is the row's ``dp_size``, as :func:`zerocalc.nccl_pricing.price_rows`
+    takes it. A topology RCCL's model does not price is a :class:`~zerocalc.errors.ConfigError`."""
+    release, note = rccl_release_for(rccl_version)
+    if not rccl_version:
+        note = f"RCCL {release.name}, the latest modelled (--nccl-version to choose another)"
+    version = rccl_version or release.name
+    env = settings(topo, version, nccl_algo, nccl_proto)
+    times, choices, tunings, a2a = [], [], {}, []
+    for r in df.itertuples(index=False):
+        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
+        phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
+                             proto_enable=env.proto_enable,
+                             psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
+                             gpus_per_node=dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
+                             comm_bytes=float(r.comm_bytes_per_element),
+                             param_bytes=float(r.param_comm_bytes_per_element),
+                             grad_bytes=float(r.grad_comm_bytes_per_element),
+                             micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
+                             hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance)
+        a2a += [r.scheme] if any(p.algorithm == "unpriced" for p in phases) else []
+        t, c = scheme_time(phases)
+        times.append(t)
+        choices.append(c)
+    models = sorted({t.model_index for t in tunings.values()}, reverse=True)
+    words = {5: "tuning model 5 for groups of 8 GPUs per node (the 8-GPU xGMI rome models)",
+             0: "tuning model 0 for groups of fewer GPUs per node (no rome model of RCCL's holds them)"}
+    across = any(t.n_nodes > 1 for t in tunings.values())
+    notes = [f"t RCCL: RCCL {release.name}'s own cost model (ROCm {release.rocm}; {release.source}), the "
+             "algorithm/protocol it picks per collective, MSCCL's in-place all-reduce programs where its "
+             "scheduler picks one; one call per phase"
+             + (f"; {' and '.join(words[m] for m in models)}" if models else "")
+             + (f"; {note}" if note else ""),
+             *(["t RCCL: across nodes RCCL's table applies its size corrections (down to 0.1) and, in 2.21.5,"
+                " a 320 µs network hop to Ring/Simple: its predicted time is what it chooses by, priced as "
+                "it stands (as check prices rccl-tests sweeps)"] if across else []),
+             *env.notes,
+             *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
+                "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),
+             *(["t RCCL: * = a fitted α-β pair of the topology's calibration (zerocalc fit --out)"]
+               if any(c.endswith("*") or "*;" in c for c in choices) else [])]
+    return NcclPricing(times, choices, notes)
