@@ -178,3 +178,19 @@ def test_nvls_tree_on_grace_hosts_priced_without_the_tree_correction():
     assert t_arm.time_s(*args, big) == pytest.approx(t_x86.time_s(*args, big), rel=1e-9)
     sweep = check_json(OCI)
     assert all(r["algorithm"] == "NVLSTree" for r in sweep["rows"])
+
+
+@pytest.mark.parametrize(("preset", "ranks", "version", "nvls"), [
+    ("dgx-h100", 2, "2.17.1", True),  # v2.17.1 nvls.cc: localRanks <= 1 → none
+    ("dgx-h100", 2, "2.26.2", False),  # v2.18.1-v2.28.6: gpuCount <= 2 → none
+    ("dgx-h100", 3, "2.26.2", True),
+    ("dgx-h100", 2, "2.28.3", False),
+    ("dgx-h100", 2, "2.28.7", True),  # v2.28.7 on: gpuCount < 2
+    ("gb200-nvl72", 8, "2.20.3", False),  # v2.20.x: "NVLS is not supported on MNNVL yet"
+    ("gb200-nvl72", 4, "2.20.3", True),  # one host: no MNNVL
+    ("gb200-nvl72", 8, "2.21.5", True),  # v2.21.5: MNNVL with a clique of more than 2
+])
+def test_nvls_needs_more_gpus_than_the_release_allows(preset, ranks, version, nvls):
+    """NCCL's NVLS gate (src/transport/nvls.cc ncclNvlsInit, each tag): the GPUs of the node (an NVLink
+    clique's with multi-node NVLink) against the release's minimum, and none over MNNVL in 2.20."""
+    assert machine(get_topology(preset), ranks, release_for(version)[0]).nvls is nvls

@@ -265,7 +265,10 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     graphs = {Algorithm.RING: ring, Algorithm.TREE: tree, Algorithm.PAT: tree,
               Algorithm.COLLNET_DIRECT: tree, Algorithm.COLLNET_CHAIN: tree}
     nvls = (topo.nvls and nvswitch and (topo.nvswitch_gen or 0) >= 3 and cc >= 90
-            and Algorithm.NVLS in release.algorithms)  # NVLS from v2.17.1
+            and Algorithm.NVLS in release.algorithms  # NVLS from v2.17.1
+            and g >= release.nvls_min_gpus  # nvls.cc: none on nodes of 1 (2.17, 2.28.7 on) or 2 GPUs
+            # v2.20.x nvls.cc: "NVLS is not supported on MNNVL yet" (an NVLink domain spanning hosts)
+            and not (release.era == 20 and topo.mnnvl and g > (topo.gpus_per_host or g)))
     if nvls:
         nch = min(release.max_nvls_arity, g)
         if n_nodes == 1:

@@ -90,6 +90,10 @@ class Release:
     #: the release whose ``search.cc`` channel duplication rule applies when not ``era``'s (0: ``era``'s):
     #: v2.18.1 keeps v2.17.1's
     search_era: int = 0
+    #: the fewest GPUs of a node NCCL runs NVLS on (``src/transport/nvls.cc`` ``ncclNvlsInit``): 2 in v2.17.1
+    #: (``localRanks <= 1`` → none), 3 from v2.18.1 to v2.28.6 (``gpuCount <= 2``; on a multi-node NVLink
+    #: clique its size, v2.21.5-v2.24.3), 2 again from v2.28.7 (``gpuCount < 2``)
+    nvls_min_gpus: int = 3
 
     @property
     def dup_era(self) -> int:

@@ -182,6 +182,7 @@ V2_17 = replace(
     era=17,
     bus_bw_cap={AMPERE: 235.0, HOPPER: 370.0},
     nvls_bus_ratio=0.75,
+    nvls_min_gpus=2,
 )
 
 V2_19 = Release(
@@ -399,6 +400,7 @@ V2_30 = replace(
                        6.0, 3.0, 2.4, 1.2, 0.24, 0.12)},
     nvls_efficiency_model=True,
     era=30,
+    nvls_min_gpus=2,
 )
 
 #: v2.28.9: 2.30's tuning.cc but (tuning.cc) Blackwell's Ring/LL128 caps 73.4 / 34.6 / 73.4 GB/s a channel
@@ -423,10 +425,10 @@ V2_28_7 = replace(
     per_ch_max_nvls_tree_bws=(*V2_30.per_ch_max_nvls_tree_bws[:3], (0.0, 96.0, 43.1)),
 )
 
-#: v2.28.3: 2.28.7's but Blackwell's 2-node Ring/LL128 cap 2 · 36.7 GB/s a channel (v2.28.7: 34.6). The table
-#: of 2.28.0 to 2.28.6.
+#: v2.28.3: 2.28.7's but Blackwell's 2-node Ring/LL128 cap 2 · 36.7 GB/s a channel (v2.28.7: 34.6), and no
+#: NVLS on nodes of 2 GPUs (``nvls.cc``: ``gpuCount <= 2``, v2.28.7 ``< 2``). The table of 2.28.0 to 2.28.6.
 V2_28_3 = replace(V2_28_7, name="2.28.3", tag="v2.28.3-1",
-                  per_ch_max_ring_ll128_bws=V2_26.per_ch_max_ring_ll128_bws)
+                  per_ch_max_ring_ll128_bws=V2_26.per_ch_max_ring_ll128_bws, nvls_min_gpus=3)
 
 #: v2.29.7: 2.30's tuning.cc and formulas but (tuning.cc) NVLS Tree's Blackwell cap on more than 2 nodes 43.8
 #: (2.30: 80.0); (search.cc) sm100 inter speeds without 86 (96, 80, 48, 45.1, …).
