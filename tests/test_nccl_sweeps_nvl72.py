@@ -194,3 +194,17 @@ def test_nvls_needs_more_gpus_than_the_release_allows(preset, ranks, version, nv
     """NCCL's NVLS gate (src/transport/nvls.cc ncclNvlsInit, each tag): the GPUs of the node (an NVLink
     clique's with multi-node NVLink) against the release's minimum, and none over MNNVL in 2.20."""
     assert machine(get_topology(preset), ranks, release_for(version)[0]).nvls is nvls
+
+
+def test_gb300_prices_as_blackwell():
+    """GB300's compute capability 10.3: NCCL's NVLink bandwidth (topo.h ncclTopoNVLinkBw), speed arrays
+    (search.cc) and Blackwell rows (tuning.cc) all test >= 100, so one rack's graphs are GB200's. Across
+    racks its 800 Gb/s NIC (PCIe Gen6, 96 GB/s to NCCL) takes sm100's 96 GB/s inter speed where GB200's 400
+    Gb/s takes 48: 7 channels of 96 (duplicated to 14 x 48) within the GPU's NVLink, GB200's 15 x 48."""
+    rel = release_for("2.29.2")[0]
+    gb200, gb300 = get_topology("gb200-nvl72"), get_topology("gb300-nvl72")
+    assert gb300.compute_capability == 103
+    assert machine(gb300, 72, rel).graphs == machine(gb200, 72, rel).graphs
+    ring = Algorithm.RING
+    g3, g2 = machine(gb300, 144, rel).graphs[ring], machine(gb200, 144, rel).graphs[ring]
+    assert (g3.n_channels, g3.bw_inter, g2.n_channels, g2.bw_inter) == (14, 48.0, 15, 48.0)
