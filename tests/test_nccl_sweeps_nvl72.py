@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from zerocalc.cli import app
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.channels import nvls_channels
 from zerocalc.nccl.graph import machine
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, release_for
@@ -208,3 +209,20 @@ def test_gb300_prices_as_blackwell():
     ring = Algorithm.RING
     g3, g2 = machine(gb300, 144, rel).graphs[ring], machine(gb200, 144, rel).graphs[ring]
     assert (g3.n_channels, g3.bw_inter, g2.n_channels, g2.bw_inter) == (14, 48.0, 15, 48.0)
+
+
+@pytest.mark.parametrize(("ranks", "version", "channels"), [
+    (72, "2.26.2", 32),  # v2.25.1-v2.26.x: NVLS_NCHANNELS_SM100 32
+    (72, "2.27.7", 24),  # v2.27.3 on: NVLS_NCHANNELS_SM100_NVL 24 within one MNNVL domain
+    (144, "2.27.7", 32),  # two racks: multi-node, 32
+    (4, "2.29.2", 24),  # one tray: one node
+])
+def test_blackwell_nvls_channels_in_one_nvlink_domain(ranks, version, channels):
+    """comm->nvlsChannels on NVL72 racks (src/transport/nvls.cc ncclNvlsInit, "a reduced number of channels
+    for single node/MNNVL domain on Blackwell"); the communicator's channels stay the ring's 16 (8 x 90
+    GB/s duplicated) doubled by ncclTopoPostset, 32, above either."""
+    rel = release_for(version)[0]
+    m = machine(get_topology("gb200-nvl72"), ranks, rel)
+    assert nvls_channels(m, rel) == channels
+    if ranks == 72:
+        assert tune(get_topology("gb200-nvl72"), ranks, rel).comm_channels == 32

@@ -31,7 +31,8 @@ CTA limits, ``NCCL_MIN_CTAS`` / ``NCCL_MAX_CTAS``, not modelled):
    (``copyChannels``; ``ncclMinNchannels`` / ``ncclMaxNchannels``, MAXCHANNELS at most); the result
    is ``comm->collChannels``, the channels Ring and Tree collectives start from (``enqueue.cc``);
 6. v2.20.3 to v2.27.7, with NVLink SHARP: the count is raised to ``comm->nvlsChannels``
-   (``NCCL_NVLS_NCHANNELS``: 16; from v2.25.1: 16 on sm90, 32 on sm100; ``src/transport/nvls.cc``),
+   (``NCCL_NVLS_NCHANNELS``: 16; from v2.25.1: 16 on sm90, 32 on sm100, from v2.27.3 24 on sm100 within one
+   node or multi-node NVLink domain; ``src/transport/nvls.cc``),
    "Support maximal channel usage for aggregation"; v2.18.x, v2.19.4 and v2.28.3 on do not raise it.
 """
 
@@ -57,9 +58,13 @@ class CommChannels:
 
 def nvls_channels(m: Machine, release: Release) -> int:
     """``comm->nvlsChannels`` as step 6 raises ``comm->nChannels`` to it (module docstring): 16, from v2.25.1
-    32 on sm100 (``src/transport/nvls.cc``); 0 without NVLink SHARP."""
+    32 on sm100 (``src/transport/nvls.cc``), from v2.27.3 24 on sm100 within one node or one multi-node
+    NVLink domain ("a reduced number of channels for single node/MNNVL domain on Blackwell",
+    ``NVLS_NCHANNELS_SM100_NVL``); 0 without NVLink SHARP."""
     if not m.nvls:
         return 0
+    if release.era >= 27 and m.compute_capability >= 100 and m.n_nodes == 1:
+        return 24
     return 32 if (release.era >= 25 and m.compute_capability >= 100) else 16
 
 
@@ -99,7 +104,7 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         steps.append(f"{n} (NCCL_MIN_NCHANNELS)")
     coll = n
     if nvls and 20 <= era <= 27:
-        raise_to = nvls_count if nvls_count else (32 if (era >= 25 and cc >= 100) else 16)
+        raise_to = nvls_count if nvls_count else nvls_channels(m, release)
         if n < raise_to:
             n = raise_to
             steps.append(f"{n} (NVLS channels)")
