@@ -61,8 +61,11 @@ def nvls_channels(m: Machine, release: Release) -> int:
     32 on sm100 (``src/transport/nvls.cc``), from v2.27.3 24 on sm100 within one node or one multi-node
     NVLink domain ("a reduced number of channels for single node/MNNVL domain on Blackwell",
     ``NVLS_NCHANNELS_SM100_NVL``); 0 without NVLink SHARP."""
-    if not m.nvls:
-        return 0
+    return _nvls_count(m, release) if m.nvls else 0
+
+
+def _nvls_count(m: Machine, release: Release) -> int:
+    """``comm->nvlsChannels`` where NVLS runs (:func:`nvls_channels`)."""
     if release.era >= 27 and m.compute_capability >= 100 and m.n_nodes == 1:
         return 24
     return 32 if (release.era >= 25 and m.compute_capability >= 100) else 16
@@ -104,7 +107,7 @@ def comm_channels(m: Machine, release: Release, *, min_channels: int | None = No
         steps.append(f"{n} (NCCL_MIN_NCHANNELS)")
     coll = n
     if nvls and 20 <= era <= 27:
-        raise_to = nvls_count if nvls_count else nvls_channels(m, release)
+        raise_to = nvls_count if nvls_count else _nvls_count(m, release)
         if n < raise_to:
             n = raise_to
             steps.append(f"{n} (NVLS channels)")
