@@ -105,6 +105,27 @@ def test_time_vs_psi_ring_on_one_node_matches_the_textbook_formula():
     assert len(df) == 2 * 2 * df["algorithm"].nunique()
 
 
+def test_time_vs_psi_prices_each_preset_on_its_own_node():
+    """Figure 2 at the report's 8 GPUs per node: a preset whose node is another size is priced on its
+    own node. The NVL72 rack's 64 GPUs are one NVLink domain (no network hop); gh200's nodes hold 4."""
+    from zerocalc.topology import PRESETS
+
+    cfg = report.ReportConfig(n=64)
+    df = report.time_vs_psi(cfg, psi_values=(1e9,), topologies=["gb200-nvl72", "gh200"],
+                            schemes=("colocated",))
+    ring = df[df["algorithm"] == "ring"].set_index("topology")["time_s"]
+    link = PRESETS["gb200-nvl72"].intra
+    p, nbytes = 64, 1e9 * 2.0
+    # Thakur et al. 2005: ring all-gather (p-1)α + (p-1)/p·nβ, all on the rack's NVLink
+    assert ring["gb200-nvl72"] == pytest.approx((p - 1) * link.alpha_s + (p - 1) / p * nbytes / link.bw_Bps,
+                                                rel=1e-9)
+    from zerocalc.report.config import figure_gpus_per_node
+
+    assert figure_gpus_per_node(cfg, "gh200") == 4  # the Cray EX254n node of 4 GH200
+    assert figure_gpus_per_node(cfg, "dgx-h100") == 8
+    assert figure_gpus_per_node(report.ReportConfig(n=64, topology="gh200"), "gh200") == 8  # --gpus-per-node
+
+
 def test_divergence_data_separates_the_proposal_from_the_exact_schemes(generated):
     _path, data, _pages = generated
     df = data.extra["divergence"]

@@ -167,8 +167,6 @@ def plot_time_vs_psi(
         if "n" in sub.columns and sub["n"].nunique() == 1:
             title += f"  (N = {int(sub['n'].iloc[0])})"
         ax.set_title(title, fontsize="medium")
-        if k % ncols == 0:
-            ax.set_ylabel("communication time per step")
         if k >= len(topologies) - ncols:
             ax.set_xlabel("parameters Ψ")
             ax.xaxis.set_tick_params(labelbottom=True)
@@ -182,6 +180,7 @@ def plot_time_vs_psi(
                               label=str(scheme)))
     target.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)),
                   fontsize="small", frameon=False)
+    target.supylabel("communication time per step")  # once: a label per row of panels overlaps its neighbours
     return _root(target)
 
 

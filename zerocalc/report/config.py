@@ -120,6 +120,17 @@ def figure_topologies(config: ReportConfig) -> list[str | Topology]:
     return [*([custom] if custom is not None else []), *[n for n in PRESETS if n not in same_links_as()]]
 
 
+def figure_gpus_per_node(config: ReportConfig, topo: str | Topology) -> int:
+    """The node size figure 2 prices a panel with: the report's own (``--gpus-per-node``) on the report's
+    topology, each other preset's own node (4 GPUs on gh200, a 72-GPU NVLink domain on an NVL72 rack):
+    a preset priced with another machine's node size would join its GPUs by links it does not have."""
+    from zerocalc.topology import PRESETS
+
+    if isinstance(topo, Topology) or topo == topology_name(config) or topo not in PRESETS:
+        return config.gpus_per_node
+    return PRESETS[topo].gpus_per_node
+
+
 def same_links_as() -> dict[str, str]:
     """Each preset whose node size and two α-β links equal an earlier preset's → that preset (the
     cloud variants of a DGX: same textbook time, drawn once in figure 2)."""

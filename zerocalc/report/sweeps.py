@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from zerocalc.report.config import ReportConfig, figure_topologies, topology_label
+from zerocalc.report.config import ReportConfig, figure_gpus_per_node, figure_topologies, topology_label
 from zerocalc.topology import Topology
 
 #: Schemes drawn in the sweep figures (the table and the derivations show every scheme).
@@ -47,10 +47,11 @@ _TABLE1_LABELS = {"zero1": "ZeRO Table 1, P_os", "zero2": "ZeRO Table 1, P_os+g"
                   "zero3": "ZeRO Table 1, P_os+g+p"}
 
 
-def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | None = None) -> pd.DataFrame:
+def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | None = None,
+              gpus_per_node: int | None = None) -> pd.DataFrame:
     from zerocalc.evaluate import evaluate
 
-    return evaluate(schemes, psi=psi, n=n, gpus_per_node=config.gpus_per_node,
+    return evaluate(schemes, psi=psi, n=n, gpus_per_node=gpus_per_node or config.gpus_per_node,
                     topology=topology or config.topology, comm_dtype=config.comm_dtype, k=config.k)
 
 
@@ -97,7 +98,8 @@ def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
 def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
                 topologies: Sequence[str | Topology] | None = None,
                 schemes: Sequence[str] = TIME_SCHEMES) -> pd.DataFrame:
-    """Step communication time against Ψ per topology and algorithm at the report's N (figure 2's data).
+    """Step communication time against Ψ per topology and algorithm at the report's N (figure 2's data),
+    each topology with its node size (:func:`~zerocalc.report.config.figure_gpus_per_node`).
 
     Long form: one row per (topology, algorithm, scheme, Ψ) with ``time_s``. By default the report's
     own topology when it is not a preset (one read from a TOML file), then every preset.
@@ -109,7 +111,7 @@ def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
     frames = []
     for topo in topologies:
         df = _evaluate(config, psi=np.asarray(psi_values, dtype=float), n=config.n, schemes=list(schemes),
-                       topology=topo)
+                       topology=topo, gpus_per_node=figure_gpus_per_node(config, topo))
         for alg in Algorithm:
             col = f"time_s_{alg.value}"
             if col not in df.columns:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerocalc.report.config import custom_topology, topology_label
+from zerocalc.report.config import (
+    custom_topology,
+    figure_gpus_per_node,
+    figure_topologies,
+    same_links_as,
+    topology_label,
+)
 from zerocalc.report.page import MARGIN_BOTTOM, MARGIN_TOP, PAGE_H
 from zerocalc.report.sections import title
 
@@ -28,15 +34,18 @@ def draw(w: Writer, data: ReportData) -> None:
              else "each topology preset")
     # 3.1 in per row of two panels, at most what a page holds under its caption
     height = min(3.1 * -(-panels // 2), PAGE_H - MARGIN_TOP - MARGIN_BOTTOM - 0.9)
-    from zerocalc.report.config import same_links_as
-
     shared: dict[str, list[str]] = {}
     for name, first in same_links_as().items():
         shared.setdefault(first, []).append(name)
     also = "; ".join(f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} {first}'s links"
                      for first, names in shared.items())
+    own_nodes = [f"{name} {min(g, c.n)}" for name in figure_topologies(c) if isinstance(name, str)
+                 and (g := figure_gpus_per_node(c, name)) != c.gpus_per_node]
+    nodes = f"{c.gpus_per_node} GPUs per node"
+    if own_nodes:
+        nodes += f"; their own nodes on {', '.join(own_nodes)}"
     w.figure(height, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
-        f"Step communication time against Ψ at N = {c.n} ({c.gpus_per_node} GPUs per node) on "
+        f"Step communication time against Ψ at N = {c.n} ({nodes}) on "
         f"{where}{' with its own links' if also else ''}; colour = algorithm, line style = scheme. "
         "Latency dominates on the left, bandwidth on the right."
         + (f" Drawn once: {also}." if also else "")))
