@@ -351,3 +351,36 @@ def test_rank_lines_that_disagree_with_the_bandwidths_are_refused_and_an_excerpt
     assert "4 of its 16 ranks listed (nodes as dgx-h100's)" in sweep["topology_how"]
     full = json.loads(run_check(H100, "--format", "json").stdout)["sweeps"][0]
     assert [r["predicted_s"] for r in sweep["rows"]] == [r["predicted_s"] for r in full["rows"]]
+
+
+# aws-ofi-nccl on HPE Slingshot (libfabric's cxi provider), as its INFO lines read in public logs of
+# CSCS Alps and LUMI: the plugin's own lines, then the provider line that names the fabric
+CXI = ("nid005098:267630:267630 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.19.0",
+       "nid005098:267630:267630 [0] NCCL INFO NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)",
+       "nid005098:267630:267630 [0] NCCL INFO Using network AWS Libfabric")
+
+
+def _with_lines(tmp_path, source, lines):
+    out = []
+    for line in source.read_text().splitlines(True):
+        if line.startswith("#       size"):
+            out += [f"{e}\n" for e in lines]
+        out.append(line)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("".join(out))
+    return path
+
+
+def test_aws_ofi_nccl_over_slingshot_is_slingshot_not_efa(tmp_path):
+    """The Alps GH200 sweep (2 nodes of 4) with aws-ofi-nccl's lines on Slingshot: the cxi provider line
+    (the second of three added before the file's line 15, so line 16) names the network, and the
+    gh200 preset's nodes (Slingshot 11) price it; an A100 run on Slingshot has no preset and is refused."""
+    alps = DATA / "all_reduce_perf-8xGH200-2nodes-4pernode-slingshot.txt"
+    name, how = _topology(_with_lines(tmp_path, alps, CXI))
+    assert name == "gh200"
+    assert "network HPE Slingshot (aws-ofi-nccl over libfabric's cxi provider) from line 16" in how
+    one_line_error(run_check(_sweep_on(tmp_path, "NVIDIA A100-SXM4-40GB", ["a", "b"], CXI)),
+                   "--topology", "HPE Slingshot", "NVIDIA A100-SXM4-40GB")
+    # the plugin's lines alone (no provider line) still read as EFA
+    plugin_only = _sweep_on(tmp_path, "NVIDIA H100 80GB HBM3", ["a", "b"], (CXI[0], CXI[2]))
+    assert _topology(plugin_only)[0] == "aws-p5"

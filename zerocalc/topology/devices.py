@@ -46,11 +46,12 @@ in the public outputs of Azure's and OCI's H200 nodes):
   priced on the PCIe box, saying so; one that fits a bridge group is refused.
 
 The network (:data:`zerocalc.traces.nccl_tests.NETWORK_EVIDENCE`): NCCL's INFO lines, when the file has
-them, are strong evidence (``NET/OFI`` → AWS EFA, ``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP
-TCPXO, ``NET/Socket`` → TCP sockets); host names are a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``,
-OCI's ``inst-…``, GKE's ``gke-…``) used only when no INFO line names the network. A network no preset of
-that GPU describes (sockets, or GCP's TCPX on A3 High) across hosts is refused, as are GPUs no preset
-describes, several GPU models, ranks sharing one GPU and hosts with different rank counts: the caller
+them, are strong evidence (``NET/OFI`` → AWS EFA, unless its provider is ``cxi``: HPE Slingshot;
+``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP TCPXO, ``NET/Socket`` → TCP sockets); host names are
+a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``, OCI's ``inst-…``, GKE's ``gke-…``) used only when no INFO
+line names the network. A network no preset of that GPU describes (sockets, or GCP's TCPX on A3 High)
+across hosts is refused, as are GPUs no preset describes, several GPU models, ranks sharing one GPU and
+hosts with different rank counts: the caller
 is told to give ``--topology``.
 """
 
@@ -95,7 +96,7 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "v100-sxm2": {None: "dgx-1-v100", "ib": "dgx-1-v100"},
     "gb200": {None: "gb200-nvl72", "ib": "gb200-nvl72"},
     "gb300": {None: "gb300-nvl72", "ib": "gb300-nvl72"},
-    "gh200": {None: "gh200", "ib": "gh200"},
+    "gh200": {None: "gh200", "ib": "gh200", "slingshot": "gh200"},
     "mi300x": {None: "amd-mi300x", "ib": "amd-mi300x"},
     "mi325x": {None: "amd-mi325x", "ib": "amd-mi325x"},
 }
@@ -160,7 +161,8 @@ HOST_HINTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
 #: The networks the INFO lines name, in words.
 NETWORK_NAMES = {"efa": "AWS EFA (aws-ofi-nccl)", "ib": "InfiniBand/RoCE (NCCL's IB transport)",
                  "socket": "TCP sockets (NCCL's socket transport)", "tcpxo": "GCP GPUDirect-TCPXO",
-                 "tcpx": "GCP GPUDirect-TCPX"}
+                 "tcpx": "GCP GPUDirect-TCPX",
+                 "slingshot": "HPE Slingshot (aws-ofi-nccl over libfabric's cxi provider)"}
 
 
 def _refuse(why: str) -> ConfigError:
@@ -189,6 +191,8 @@ def _network(network: Mapping[str, Sequence], hosts: Mapping[str, int], where: s
     if kinds:
         if len(kinds) > 1 and "socket" in kinds:
             kinds.remove("socket")  # a plugin or IB next to a socket line: the socket one is bootstrap's
+        if "slingshot" in kinds and "efa" in kinds:
+            kinds.remove("efa")  # aws-ofi-nccl's own lines, on every libfabric fabric: its provider says cxi
         if len(kinds) > 1:
             raise _refuse(f"{where}: its NCCL lines name several networks "
                           f"({', '.join(f'line {network[k][0]}: {NETWORK_NAMES[k]}' for k in kinds)})")

@@ -95,6 +95,13 @@ from typing import Any
 #: (``Using network %s``), ``src/transport/net_ib.cc``, ``net_socket.cc``; aws/aws-ofi-nccl
 #: ``src/nccl_ofi_net.cpp``; google/nccl-plugin-gpudirecttcpx.
 NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # HPE Slingshot through aws-ofi-nccl and libfabric's cxi provider: the plugin's lines are the ones it
+    # prints on EFA (``NET/OFI``, ``Using network AWS Libfabric``), its provider line names the fabric
+    # (``"Selected provider is %s, fabric is %s (found %d nics)"``, ``src/nccl_ofi_net.cpp``; ``Selected
+    # Provider is cxi`` in aws-ofi-rccl 1.4) and so does its GPUDirect line (``GPU Direct RDMA Enabled for
+    # HCA 0 'cxi3'``); :func:`zerocalc.topology.devices.preset_for_devices` lets it outrank ``efa``
+    ("slingshot", re.compile(r"\bNCCL INFO\b.*(?:\bSelected [Pp]rovider is cxi\b"
+                             r"|GPU Direct RDMA Enabled for (?:HCA \d+ ')?cxi\d*)")),
     ("efa", re.compile(r"\bNCCL INFO\b.*(?:\bNET/OFI\b|\bNET/AWS Libfabric\b|Using network (?:AWS )?Libfabric"
                        r"|Selected [Pp]rovider is efa)")),
     ("tcpxo", re.compile(r"\bNCCL INFO\b.*(?:\bFasTrak\b|\bGPUDirectTCPXO\b)")),
