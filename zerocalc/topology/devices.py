@@ -280,25 +280,27 @@ def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:
         if k == topo.gpus_per_host:
             return topo, words
         return _scaled(topo, hosts * k, k), words
-    nics = topo.nics_per_node
-    if nics is not None:
-        share = max(1, nics * k // topo.gpus_per_node)
-        if share != nics:
-            topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics))
-        nics = share
+    topo, nics = _nic_share(topo, k)
     return replace(topo, gpus_per_node=k, nics_per_node=nics, gpus_per_host=None), \
         f"nodes of {_count(k, 'GPU')} and {_count(nics, 'NIC')}"
 
 
 def _scaled(topo: Topology, g: int, per_host: int) -> Topology:
     """``topo``'s NVLink domain with ``g`` GPUs, ``per_host`` on each host, and the NICs of those GPUs."""
-    nics = topo.nics_per_node
-    if nics is not None:
-        share = max(1, nics * g // topo.gpus_per_node)
-        if share != nics:
-            topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics))
-        nics = share
+    topo, nics = _nic_share(topo, g)
     return replace(topo, gpus_per_node=g, gpus_per_host=per_host, nics_per_node=nics)
+
+
+def _nic_share(topo: Topology, g: int) -> tuple[Topology, int | None]:
+    """``topo`` with the network bandwidth of ``g`` of its node's GPUs, and their NICs: ``nics × g /
+    gpus``, at least one (:func:`nodes_of`); ``None`` where the node does not say its NICs."""
+    nics = topo.nics_per_node
+    if nics is None:
+        return topo, None
+    share = max(1, nics * g // topo.gpus_per_node)
+    if share != nics:
+        topo = replace(topo, inter=Link(topo.inter.alpha_s, topo.inter.bw_Bps * share / nics))
+    return topo, share
 
 
 def _count(n: int | None, what: str) -> str:
