@@ -124,6 +124,12 @@ def test_time_vs_psi_prices_each_preset_on_its_own_node():
     assert figure_gpus_per_node(cfg, "gh200") == 4  # the Cray EX254n node of 4 GH200
     assert figure_gpus_per_node(cfg, "dgx-h100") == 8
     assert figure_gpus_per_node(report.ReportConfig(n=64, topology="gh200"), "gh200") == 8  # --gpus-per-node
+    # whole nodes: 256 GPUs fill NVL72 racks 64 at a time; 36 fill 8-GPU nodes 6 at a time
+    assert figure_gpus_per_node(report.ReportConfig(n=256), "gb200-nvl72") == 64
+    assert figure_gpus_per_node(report.ReportConfig(n=36, gpus_per_node=4), "dgx-h100") == 6
+    df = report.time_vs_psi(report.ReportConfig(n=256), psi_values=(1e9,), topologies=["gb200-nvl72"],
+                            schemes=("colocated",))
+    assert len(df) and (df["n"] == 256).all()
 
 
 def test_divergence_data_separates_the_proposal_from_the_exact_schemes(generated):

@@ -123,12 +123,15 @@ def figure_topologies(config: ReportConfig) -> list[str | Topology]:
 def figure_gpus_per_node(config: ReportConfig, topo: str | Topology) -> int:
     """The node size figure 2 prices a panel with: the report's own (``--gpus-per-node``) on the report's
     topology, each other preset's own node (4 GPUs on gh200, a 72-GPU NVLink domain on an NVL72 rack):
-    a preset priced with another machine's node size would join its GPUs by links it does not have."""
+    a preset priced with another machine's node size would join its GPUs by links it does not have. The
+    model prices whole nodes: where the preset's node size does not divide N, the largest node fill that
+    does (N = 256 on NVL72 racks: 4 racks of 64), as a job of N GPUs on such machines places them."""
     from zerocalc.topology import PRESETS
 
     if isinstance(topo, Topology) or topo == topology_name(config) or topo not in PRESETS:
         return config.gpus_per_node
-    return PRESETS[topo].gpus_per_node
+    g = min(PRESETS[topo].gpus_per_node, config.n)
+    return max(d for d in range(1, g + 1) if config.n % d == 0)
 
 
 def same_links_as() -> dict[str, str]:

@@ -39,7 +39,7 @@ def draw(w: Writer, data: ReportData) -> None:
         shared.setdefault(first, []).append(name)
     also = "; ".join(f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} {first}'s links"
                      for first, names in shared.items())
-    own_nodes = [f"{name} {min(g, c.n)}" for name in figure_topologies(c) if isinstance(name, str)
+    own_nodes = [f"{name} {g}" for name in figure_topologies(c) if isinstance(name, str)
                  and (g := figure_gpus_per_node(c, name)) != c.gpus_per_node]
     nodes = f"{c.gpus_per_node} GPUs per node"
     if own_nodes:
