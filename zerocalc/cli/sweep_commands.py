@@ -183,18 +183,8 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
                  nccl_tuner=None, ofi_tuner=None) -> None:
     from zerocalc.errors import ConfigError
-    from zerocalc.nccl.env import restrictions, settings
+    from zerocalc.nccl.env import restrictions
     from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
-    from zerocalc.nccl.ofi_tuner import platform_of
-    from zerocalc.topology.devices import with_stated_p2p
-    from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
-    from zerocalc.validate.sweep_info import (
-        coll_lines_remark,
-        latency_as_stated,
-        ofi_tuner_stated,
-        stated_choices,
-        tuner_note,
-    )
 
     if ofi_tuner is not None:
         ofi_release(ofi_tuner)  # an unknown or unmodelled release is refused before any file is read
@@ -210,57 +200,9 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         raise ConfigError("prices a tuner's rules on a topology; give --topology too", option="--nccl-tuner")
     sweeps, texts = [], []
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
-        version, notes, version_how = _sweep_version(path, nccl_version, stated)
-        topo, topology_how = _sweep_topology(given, path, run, p)
-        if topo.gpu_arch is not None and not nccl_version and not stated:  # AMD GPUs: RCCL (nccl.rccl)
-            from zerocalc.nccl.rccl import RCCL_LATEST
-
-            version = RCCL_LATEST.name
-            version_how = "default: the latest modelled RCCL (the file states none)"
-            notes = [f"{path} states no RCCL version; priced as RCCL {version} (--nccl-version to choose)"]
-        info = run.get("nccl_info") or {}
-        topo, info_notes = latency_as_stated(topo, info, p)
-        topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
-        if p2p_how:
-            topology_how += f"; {p2p_how}"
-        env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
-                       stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
-        ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
-            ofi_tuner, info, run.get("nccl_env"), version,
-            efa="efa" in (run.get("network") or {}) or topo.name.startswith("aws-"),
-            restricted=env.algo_enable is not None or env.proto_enable is not None,
-            platform=platform_of(topo.name), n_nodes=-(-p // topo.gpus_per_node))
-        cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
-                            algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable, tuner=tuner,
-                            channels=(env.min_channels, env.max_channels), launch_env=env.launch,
-                            gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
-                            graph=run.get("graph"), ofi_tuner=ofi,
-                            stated_channels=info.get("comm_channels") or info.get("ring_channels"),
-                            stated_graphs=info, stated_p2p=info.get("p2p_channels"),
-                            stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p,
-                            stated_chunk=info.get("p2p_chunk_bytes"))
-        d = cmp.as_dict()
-        sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
-        info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
-        d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
-        d["nccl_version_how"] = version_how
-        if run.get("series"):
-            d["series"] = run["series"]
-        d["n_how"] = run.get("n_how")
-        d["gpus_per_thread"] = run.get("gpus_per_thread")
-        d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
-        launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
-                  if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
-        told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
-                if run.get("op_how") and run.get("op") else [])
-        if str(run.get("layout") or "").endswith("-inplace"):
-            told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
-                        "in-place time")
-        d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
-                      + launch + _skip_notes(skipped))
-        d["nccl_info"] = info
-        d["also_in_file"] = coll_lines_remark(info, path)
+        d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
+                            nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                            ofi_tuner=ofi_tuner)
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
     if fmt == "json":
@@ -270,6 +212,77 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                               default=_json_default))
     else:
         typer.echo("\n\n".join(texts))
+
+
+def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_version, nccl_algo, nccl_proto,
+               ofi_tuner):
+    """One sweep of a file against the model: the topology and release it is priced on, the variables and
+    INFO lines that move its price, its rows (:func:`zerocalc.validate.sweep.compare_sweep`) and its notes;
+    the JSON object and the comparison."""
+    from zerocalc.nccl.env import settings
+    from zerocalc.nccl.ofi_tuner import platform_of
+    from zerocalc.topology.devices import with_stated_p2p
+    from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
+    from zerocalc.validate.sweep_info import (
+        coll_lines_remark,
+        latency_as_stated,
+        ofi_tuner_stated,
+        stated_choices,
+        tuner_note,
+    )
+
+    version, notes, version_how = _sweep_version(path, nccl_version, stated)
+    topo, topology_how = _sweep_topology(given, path, run, p)
+    if topo.gpu_arch is not None and not nccl_version and not stated:  # AMD GPUs: RCCL (nccl.rccl)
+        from zerocalc.nccl.rccl import RCCL_LATEST
+
+        version = RCCL_LATEST.name
+        version_how = "default: the latest modelled RCCL (the file states none)"
+        notes = [f"{path} states no RCCL version; priced as RCCL {version} (--nccl-version to choose)"]
+    info = run.get("nccl_info") or {}
+    topo, info_notes = latency_as_stated(topo, info, p)
+    topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
+    if p2p_how:
+        topology_how += f"; {p2p_how}"
+    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
+                   stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
+    ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
+        ofi_tuner, info, run.get("nccl_env"), version,
+        efa="efa" in (run.get("network") or {}) or topo.name.startswith("aws-"),
+        restricted=env.algo_enable is not None or env.proto_enable is not None,
+        platform=platform_of(topo.name), n_nodes=-(-p // topo.gpus_per_node))
+    cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
+                        algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                        nvls_enable=env.nvls_enable, tuner=tuner,
+                        channels=(env.min_channels, env.max_channels), launch_env=env.launch,
+                        gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
+                        graph=run.get("graph"), ofi_tuner=ofi,
+                        stated_channels=info.get("comm_channels") or info.get("ring_channels"),
+                        stated_graphs=info, stated_p2p=info.get("p2p_channels"),
+                        stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p,
+                        stated_chunk=info.get("p2p_chunk_bytes"))
+    d = cmp.as_dict()
+    sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
+    info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
+    d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
+    d["nccl_version_how"] = version_how
+    if run.get("series"):
+        d["series"] = run["series"]
+    d["n_how"] = run.get("n_how")
+    d["gpus_per_thread"] = run.get("gpus_per_thread")
+    d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
+    launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
+              if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
+    told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
+            if run.get("op_how") and run.get("op") else [])
+    if str(run.get("layout") or "").endswith("-inplace"):
+        told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
+                    "in-place time")
+    d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
+                  + launch + _skip_notes(skipped))
+    d["nccl_info"] = info
+    d["also_in_file"] = coll_lines_remark(info, path)
+    return d, cmp
 
 
 def _fit_out(files, out, topology, nccl_version, n, strict) -> None:

@@ -381,12 +381,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     m = machine(topo, n_ranks, release)
     if _wire_hops:
         m = replace(m, wire_hops=True)
-    graph_changes = []
-    for a, (n, bi, be) in (stated_graphs or {}).items():
-        g = m.graphs.get(a)
-        if g is not None and (n, bi, be) != (g.n_channels, g.bw_intra, g.bw_inter):
-            graph_changes.append((a, (g.n_channels, g.bw_intra, g.bw_inter), (n, bi, be)))
-            m = replace(m, graphs={**m.graphs, a: replace(g, n_channels=n, bw_intra=bi, bw_inter=be)})
+    m, graph_changes = _with_stated_graphs(m, stated_graphs)
     told_nvls = None
     if stated_nvls is not None and nvls_enable and stated_nvls != nvls_channels(m, release):
         told_nvls = (stated_nvls, nvls_channels(m, release))
@@ -406,19 +401,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
                                                    for a in (A.RING, A.TREE)}})
             channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
                                      nvls=nvls_on, nvls_count=nvls_count)
-    entries = {}
-    for coll in C:
-        for a in release.algorithms:
-            for p in P:
-                if not _applies(release, coll, a, p):
-                    continue
-                why = _disabled(release, m, coll, a, p, algo_enable, proto_enable, nvls_enable)
-                if a not in m.graphs:  # no graph found (NVLS without NVLink SHARP)
-                    entries[(coll, a, p)] = Entry(a, p, math.inf, 0.0, False, why or "no graph")
-                    continue
-                lat, bw = _tune_one(release, m, coll, a, p)
-                entries[(coll, a, p)] = Entry(a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else
-                                                                                            "zero bandwidth"))
+    entries = _entries(release, m, algo_enable, proto_enable, nvls_enable)
     run = nvls_run_release(release, m)
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
@@ -447,3 +430,35 @@ def enabled_algorithms(tuning: Tuning, coll: Collective) -> Iterable[Algorithm]:
     """Algorithms with at least one enabled protocol for ``coll``."""
     return [a for a in tuning.release.algorithms
             if any(e.enabled for (c, aa, _), e in tuning.entries.items() if c == coll and aa == a)]
+
+
+def _with_stated_graphs(m, stated_graphs: Mapping[Algorithm, tuple[int, float, float]] | None):
+    """``m`` with the Ring / Tree graphs the run's GRAPH lines state where they differ from the derived
+    ones (their channels and bandwidths; the derived graph's other figures kept), and the changes
+    ``(algorithm, derived, stated)`` for the note."""
+    graph_changes = []
+    for a, (n, bi, be) in (stated_graphs or {}).items():
+        g = m.graphs.get(a)
+        if g is not None and (n, bi, be) != (g.n_channels, g.bw_intra, g.bw_inter):
+            graph_changes.append((a, (g.n_channels, g.bw_intra, g.bw_inter), (n, bi, be)))
+            m = replace(m, graphs={**m.graphs, a: replace(g, n_channels=n, bw_intra=bi, bw_inter=be)})
+    return m, graph_changes
+
+
+def _entries(release: Release, m, algo_enable, proto_enable, nvls_enable: bool) -> dict:
+    """Every (collective, algorithm, protocol) the release has: its latency, bandwidth and whether NCCL
+    may choose it (``ncclTopoTuneModel``'s table with the enabled pairs, ``src/graph/tuning.cc``)."""
+    entries = {}
+    for coll in C:
+        for a in release.algorithms:
+            for p in P:
+                if not _applies(release, coll, a, p):
+                    continue
+                why = _disabled(release, m, coll, a, p, algo_enable, proto_enable, nvls_enable)
+                if a not in m.graphs:  # no graph found (NVLS without NVLink SHARP)
+                    entries[(coll, a, p)] = Entry(a, p, math.inf, 0.0, False, why or "no graph")
+                    continue
+                lat, bw = _tune_one(release, m, coll, a, p)
+                entries[(coll, a, p)] = Entry(a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else
+                                                                                            "zero bandwidth"))
+    return entries

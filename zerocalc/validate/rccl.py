@@ -56,7 +56,7 @@ def compare_rccl_sweep(
     ``in_place``: the rows' times are in-place ones (rccl-tests ``-O 0``), which MSCCL runs with its
     in-place programs. Returns a :class:`zerocalc.validate.sweep.SweepComparison`."""
     from zerocalc.nccl.predict import as_nccl_collective
-    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _in_place, _timed, textbook_ring_s
+    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed
 
     if op in P2P_OPS or op not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         raise ConfigError(
@@ -67,37 +67,53 @@ def compare_rccl_sweep(
     coll = as_nccl_collective(op)
     release, note = rccl_release_for(rccl_version)
     tuning = rccl_tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable)
-    out = []
-    for r, measured in _timed(rows):
-        n = int(r["size_bytes"])
-        call = price_call(tuning, coll, n, r.get("elem_bytes"), in_place)
-        algo, proto = call.algorithm, call.protocol
-        extra: dict = ({"msccl_program": call.program} if call.program else {}) | (
-            {"msccl_untimed": call.untimed} if call.untimed else {})
-        t, calibrated = call.time_us * 1e-6, False
-        fit = rccl_calibration(topo, coll, group_size, algo, proto)
-        if fit is not None:
-            t, calibrated = fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9), True
-        row = {
-            "bytes": n,
-            "measured_s": measured,
-            "predicted_s": t,
-            "ratio": t / measured,
-            "nccl_s": t,
-            "launch_stagger_s": None,
-            "host_floor_s": None,
-            "host_bound": False,
-            "nccl_all_channels_s": t,
-            "algorithm": algo,
-            "protocol": proto,
-            "calibrated": calibrated,
-            "launch_channels": None,
-            "textbook_s": textbook_ring_s(topo, coll, n, group_size),
-        }
-        row.update(_in_place(measured, r.get("inplace_duration_s")))
-        row.update(extra)
-        out.append(row)
+    out = [_priced_row(r, measured, tuning, topo, coll, group_size, in_place) for r, measured in _timed(rows)]
     version = rccl_version or release.name
+    notes = _model_notes(topo, tuning, release, note, out, coll, group_size, gpus_per_thread)
+    for r in out:
+        r.pop("msccl_untimed", None)
+    return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out),
+                           library="RCCL")
+
+
+def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group_size: int, in_place: bool
+                ) -> dict:
+    """One timed row against RCCL's choice and time for it (or the topology's fitted α-β pair)."""
+    from zerocalc.validate.sweep import _in_place, textbook_ring_s
+
+    n = int(r["size_bytes"])
+    call = price_call(tuning, coll, n, r.get("elem_bytes"), in_place)
+    algo, proto = call.algorithm, call.protocol
+    extra: dict = ({"msccl_program": call.program} if call.program else {}) | (
+        {"msccl_untimed": call.untimed} if call.untimed else {})
+    t, calibrated = call.time_us * 1e-6, False
+    fit = rccl_calibration(topo, coll, group_size, algo, proto)
+    if fit is not None:
+        t, calibrated = fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9), True
+    row = {
+        "bytes": n,
+        "measured_s": measured,
+        "predicted_s": t,
+        "ratio": t / measured,
+        "nccl_s": t,
+        "launch_stagger_s": None,
+        "host_floor_s": None,
+        "host_bound": False,
+        "nccl_all_channels_s": t,
+        "algorithm": algo,
+        "protocol": proto,
+        "calibrated": calibrated,
+        "launch_channels": None,
+        "textbook_s": textbook_ring_s(topo, coll, n, group_size),
+    }
+    row.update(_in_place(measured, r.get("inplace_duration_s")))
+    row.update(extra)
+    return row
+
+
+def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[dict], coll, group_size: int,
+                 gpus_per_thread: int | None) -> list[str]:
+    """What the rows rest on: RCCL's release and tuning model, MSCCL's programs, the terms not priced."""
     ppn = tuning.n_ranks // tuning.n_nodes
     model = ("tuning model 5 of the 8-GPU xGMI rome models" if tuning.model_index == 5 else
              f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
@@ -124,7 +140,4 @@ def compare_rccl_sweep(
     if topo.nccl_calibration and not any(r["calibrated"] for r in out):
         notes.append(f"the topology's calibration is for other collectives or group sizes; {coll.value} on "
                      f"{group_size} ranks priced by RCCL's tables")
-    for r in out:
-        r.pop("msccl_untimed", None)
-    return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out),
-                           library="RCCL")
+    return notes
