@@ -52,19 +52,12 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
     times, choices, ofi_phases = [], [], []
     for r in df.itertuples(index=False):
-        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
+        tp = int(getattr(r, "tp", 1))
         topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
             topo, nics_per_node=max(1, topo.nics_per_node // tp))
-        phases = scheme_phases(r.scheme, psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
-                               gpus_per_node=dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
-                               comm_bytes=float(r.comm_bytes_per_element), topology=topo_dp, release=release,
-                               algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                               param_bytes=float(r.param_comm_bytes_per_element),
-                               grad_bytes=float(r.grad_comm_bytes_per_element),
-                               micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
-                               hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
-                               nvls_enable=env.nvls_enable, tuner=tuner, nccl_version=version,
-                               ofi=ofi_tuner)
+        phases = scheme_phases(r.scheme, topology=topo_dp, release=release, algo_enable=env.algo_enable,
+                               proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
+                               nccl_version=version, ofi=ofi_tuner, **row_sizes(r, reuse_distance))
         ofi_phases += [p for p in phases if p.ofi_chose is not None]
         t, c = scheme_time(phases)
         times.append(t)
@@ -106,6 +99,18 @@ def nvls_corrected(release, topo: Topology) -> bool:
     cc = topo.compute_capability or 0
     return (not release.nvls_efficiency_model and Algorithm.NVLS in release.algorithms and bool(topo.nvls)
             and (topo.nvswitch_gen or 0) >= 3 and 90 <= cc < 100)
+
+
+def row_sizes(r, reuse_distance: float) -> dict:
+    """The data-parallel group's sizes of one evaluated row, as :func:`zerocalc.nccl.steps.phase_calls`
+    takes them: under tensor / pipeline parallelism the group is the row's ``dp_size`` ranks holding
+    Ψ / (tp·pp) each (:func:`dp_gpus_per_node` of them on a node)."""
+    tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
+    return dict(psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
+                gpus_per_node=dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
+                comm_bytes=float(r.comm_bytes_per_element), param_bytes=float(r.param_comm_bytes_per_element),
+                grad_bytes=float(r.grad_comm_bytes_per_element), micro_batches=int(r.micro_batches),
+                grad_sync=r.grad_sync, hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance)
 
 
 def dp_gpus_per_node(g: int, tp: int, dp: int) -> int:

@@ -22,7 +22,7 @@ from zerocalc.nccl.env import settings
 from zerocalc.nccl.predict import as_nccl_collective
 from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_release_for, rccl_tune
 from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calls, scheme_time
-from zerocalc.nccl_pricing import NcclPricing, dp_gpus_per_node
+from zerocalc.nccl_pricing import NcclPricing, row_sizes
 from zerocalc.topology import Topology
 
 
@@ -72,16 +72,8 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
     env = settings(topo, version, nccl_algo, nccl_proto)
     times, choices, tunings, a2a = [], [], {}, []
     for r in df.itertuples(index=False):
-        tp, dp = int(getattr(r, "tp", 1)), int(getattr(r, "dp_size", r.n))
         phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
-                             proto_enable=env.proto_enable,
-                             psi=float(r.psi) / (tp * int(getattr(r, "pp", 1))), n=dp,
-                             gpus_per_node=dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
-                             comm_bytes=float(r.comm_bytes_per_element),
-                             param_bytes=float(r.param_comm_bytes_per_element),
-                             grad_bytes=float(r.grad_comm_bytes_per_element),
-                             micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
-                             hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance)
+                             proto_enable=env.proto_enable, **row_sizes(r, reuse_distance))
         a2a += [r.scheme] if any(p.algorithm == "unpriced" for p in phases) else []
         t, c = scheme_time(phases)
         times.append(t)
