@@ -33,7 +33,8 @@ What the model reads of the machine (gfx942, from the same sources):
   × 3 for Simple; the network plugin reports no latency (``latencyInter`` 0, RCCL's IB transport).
 
 MSCCL (``src/misc/msccl/``): on one node of 8 gfx942 GPUs (``rome_model_79``: ``mscclEnabled=1``;
-``RCCL_MSCCL_ENABLE`` defaults to 1) an all-reduce runs one of the MSCCL programs shipped in
+``RCCL_MSCCL_ENABLE`` defaults to 1; in 2.20.5 only where each process holds one of the communicator's ranks,
+:attr:`RcclRelease.msccl_single_process`) an all-reduce runs one of the MSCCL programs shipped in
 ``tools/msccl-algorithms/`` when its element count divides the program's ``nchunksperloop`` and its byte
 count lies in ``[minBytes, maxBytes]``, with separate programs for in-place and out-of-place calls
 (``msccl_lifecycle.cc`` ``mscclSchedulerSelectAlgo``); RCCL's table does not price those calls. Their
@@ -115,6 +116,12 @@ class RcclRelease:
     source: str
     model: TuningModel
     msccl_all_reduce: tuple[MscclProgram, ...] = field(default_factory=tuple)
+    #: whether MSCCL runs a communicator one process holds several ranks of (rccl-tests ``-g G`` above 1):
+    #: 2.20.5's ``mscclCommCompatible`` (``src/misc/msccl/msccl_lifecycle.cc``, tag ``rocm-6.2.0``) turns
+    #: MSCCL off when two ranks share a host and a process; 2.21.5 returns true first while
+    #: ``RCCL_MSCCL_ENABLE_SINGLE_PROCESS`` (default 1) is set (branch ``release-staging/rocm-rel-6.3``;
+    #: CHANGELOG 2.21.5, "Enabled MSCCL for single-process multi-threaded contexts")
+    msccl_single_process: bool = True
 
     @property
     def version(self) -> tuple[int, int, int]:
@@ -193,6 +200,7 @@ V2_20 = RcclRelease(
         MscclProgram(_MSCCL + "ll-32tb.xml", P.LL, 4, 256, True, 25600, 65536),
         *_ALLPAIRS_COMMON,
     ),
+    msccl_single_process=False,
 )
 V2_21 = RcclRelease(
     "2.21.5",
@@ -398,11 +406,13 @@ def rccl_tune(
     *,
     algo_enable: Mapping[Collective, set[Algorithm]] | None = None,
     proto_enable: Mapping[Collective, set[Protocol]] | None = None,
+    ranks_per_process: int = 1,
 ) -> RcclTuning:
     """RCCL's tuned table for ``n_ranks`` ranks on ``topo`` (a gfx942 machine) at ``release``
     (``ncclTopoTuneModel``'s RCCL branch; module docstring). ``algo_enable`` / ``proto_enable``: the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` restrictions (:func:`zerocalc.nccl.env.parse_list`), which RCCL reads
-    as NCCL does."""
+    as NCCL does; ``ranks_per_process``: the communicator's ranks one process holds (rccl-tests ``-g``),
+    which turn MSCCL off where the release does not run it so (:attr:`RcclRelease.msccl_single_process`)."""
     arch = topo.gpu_arch
     if arch not in XGMI_GBPS:
         raise ConfigError(
@@ -454,5 +464,5 @@ def rccl_tune(
                 entries[(coll, a, p)] = RcclEntry(
                     a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else "zero bandwidth ratio")
                 )
-    msccl = nn == 1 and n_ranks == 8
+    msccl = nn == 1 and n_ranks == 8 and (ranks_per_process <= 1 or release.msccl_single_process)
     return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries)
