@@ -149,6 +149,61 @@ def test_two_gb200_racks_within_bands():
     assert 0.8 <= median_size_ratio(sweep) <= 1.25  # 1.11 at 2 GiB
 
 
+def test_twenty_gb200_racks_with_the_jobs_nvls_off_within_bands():
+    """1440 GB200 on 20 NVL72 racks, CoreWeave's job (NCCL_NVLS_ENABLE=0, NCCL 2.26.2): Tree at every size,
+    timed with NCCL 2.28.3's GB200-NV72 Tree caps (tree_run_release): every size within 0.5-2x, the median
+    size (2 GiB) within 0.8-1.25x. Hand check at 16 GiB: 15 channels x min(48 x 0.92, 24.0) GB/s (the
+    4-node column of perChMaxTreeBws' Blackwell row from v2.28.3) = 360 GB/s of bus bandwidth, x 0.5;
+    latency 8.4 + 2 x (71 x 4.0 + log2(20) x 14) us (v2.26.2 baseLat, NVLink and network Tree/Simple hwLat):
+    96.13 ms, the file 84.6 ms; 2.26.2's own cap (72.0) would give 331 GB/s, 52.6 ms."""
+    sweep = check_json(RACKS20, "--topology", "gb200-nvl72", "--nccl-version", "2.26.2", "--n", "1440",
+                       *NO_NVLS)
+    assert sweep["group_size"] == 1440
+    assert all(r["algorithm"] == "Tree" for r in sweep["rows"])
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+    big = sweep["rows"][-1]
+    hand = (8.4 + 2 * (71 * 4.0 + 4 * 14)) * 1e-6 + 17179869184 / (15 * 24.0 * 0.5 * 1e9)
+    assert big["protocol"] == "Simple" and big["predicted_s"] == pytest.approx(hand, rel=1e-6)
+
+
+def test_gb200_racks_tree_timed_with_the_gb200_data():
+    """Before 2.28.3 NCCL's Blackwell Tree caps were 2 x Hopper's; 2.28.3 took them from GB200-NV72 data:
+    on NVL72 racks a Tree call under 2.26.2 runs at the corrected caps while NCCL chooses with its own;
+    HGX B200 nodes, and releases that hold the data, are left as they are."""
+    rel = release_for("2.26.2")[0]
+    args = (Collective.ALL_REDUCE, Algorithm.TREE, Protocol.SIMPLE)
+    t = tune(get_topology("gb200-nvl72"), 1440, rel)
+    assert t.entries[args].bandwidth_GBps == pytest.approx(15 * min(48 * 0.92, 72.0) * 0.5)
+    assert t.tree_run_scale(*args) == pytest.approx(24.0 / (48 * 0.92))
+    ll128 = (Collective.ALL_REDUCE, Algorithm.TREE, Protocol.LL128)
+    # LL128 min(bus x 120/128, channels x cap): min(662.4 x .9375, 15 x 58) before, min(360 x .9375, 15 x 20)
+    assert t.tree_run_scale(*ll128) == pytest.approx(15 * 20.0 / (15 * 48 * 0.92 * 120 / 128))
+    assert t.tree_run_scale(Collective.ALL_REDUCE, Algorithm.RING, Protocol.SIMPLE) == 1.0
+    assert tune(get_topology("dgx-b200"), 32, rel).tree_run is None
+    assert tune(get_topology("gb200-nvl72"), 1440, release_for("2.29.2")[0]).tree_run is None
+
+
+def test_oci_gb200_racks_priced_as_their_job_sets_nvls():
+    """OCI's 2 racks (32 hosts x 4 GB200, NCCL 2.29.2): the repository's kueue job for that shape sets
+    NCCL_NVLS_ENABLE=0 in every version up to the README's commit, so NVLS and NVLS Tree are left out. From
+    2 GiB Ring within 0.8-1.25x; hand check at 32 GiB (v2.29.2): the ring graph's 15 channels x 48 GB/s
+    (one 400 Gb/s NIC per GPU, sm100's speed array, search.cc), busBw 720 GB/s, algorithm bandwidth
+    720 x 128/254; latency 8.4 + 252 x 3.4 + 2 x 14 us (baseLat, NVLink and network Ring/Simple hwLat),
+    x 1.4 (the ring's plateau, ncclTopoGetAlgoTime). Up to 128 KiB the file's 182-209 us floor is about
+    twice NCCL's Tree/LL latency (6.8 + 2 x (63 x 0.6 + 5.0) us), recorded as it is."""
+    sweep = check_json(OCI, *NO_NVLS)
+    assert {r["algorithm"] for r in sweep["rows"]} <= {"Tree", "Ring"}
+    big = sweep["rows"][-1]
+    hand = (8.4 + 252 * 3.4 + 2 * 14) * 1.4e-6 + 34359738368 / (15 * 48 * 128 / 254 * 1e9)
+    assert (big["algorithm"], big["protocol"]) == ("Ring", "Simple")
+    assert big["predicted_s"] == pytest.approx(hand, rel=1e-6)
+    assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"] if r["bytes"] >= 2 << 30)
+    small = [r for r in sweep["rows"] if r["bytes"] <= 128 << 10]
+    assert all(r["algorithm"] == "Tree" and r["protocol"] == "LL" for r in small)
+    assert all(0.45 <= r["ratio"] <= 0.55 for r in small)  # 92.4-106 us against 182-209 us
+
+
 def test_gh200_nodes_over_slingshot_large_sizes_within_bands():
     """2 nodes of 4 GH200 (Alps, Olivia) over Slingshot 11: from 64 MiB within 0.8-1.25x; the medians at
     0.57 and 0.63 (small and mid sizes slower than NCCL's model of the network, whose plugin reports no

@@ -26,6 +26,7 @@ from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, s
 from zerocalc.nccl.graph import Machine, machine
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
+    BLACKWELL,
     LATEST,
     Algorithm,
     Collective,
@@ -73,6 +74,9 @@ class Tuning:
     #: ``(stated, derived)``: the ``comm->nvlsChannels`` an INFO line stated and the one zerocalc derives
     #: (:func:`zerocalc.nccl.channels.nvls_channels`), where they differ (:func:`tune`'s ``stated_nvls``)
     stated_nvls: tuple[int, int] | None = None
+    #: the release whose per-channel Tree caps time the Tree calls where this one's predate NCCL's
+    #: GB200-NV72 data (:func:`tree_run_release`)
+    tree_run: Release | None = None
 
     @property
     def comm_channels(self) -> int:
@@ -155,6 +159,7 @@ class Tuning:
                                         bw_scale=corr)
         scale = self.capped_scale(algo) if channels is None else 1.0
         scale *= nvls_tree_run_correction(self, coll, algo, n_bytes)
+        scale *= self.tree_run_scale(coll, algo, proto)
         if algo == A.RING and coll in (C.BROADCAST, C.REDUCE):
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         if algo in self.machine.graphs:
@@ -166,6 +171,14 @@ class Tuning:
             scale /= host_staged_slowdown(coll, self.machine.n_ranks, max(1, run))  # SHM: idle directions
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
                            bw_scale=scale, share=share)
+
+    def tree_run_scale(self, coll: Collective, algo: Algorithm, proto: Protocol) -> float:
+        """The Tree bandwidth under :attr:`tree_run`'s caps over NCCL's own (1 where there is none, or for
+        another algorithm): NCCL chooses with its own figures, the call runs at the corrected ones."""
+        if self.tree_run is None or algo != A.TREE:
+            return 1.0
+        own = _bandwidth_GBps(self.release, self.machine, coll, algo, proto)
+        return _bandwidth_GBps(self.tree_run, self.machine, coll, algo, proto) / own if own > 0 else 1.0
 
     def times(self, coll: Collective, n_bytes: float) -> list[tuple[Algorithm, Protocol, float]]:
         """Every enabled pair's time (s), in NCCL's index order."""
@@ -211,6 +224,27 @@ def nvls_run_release(rel: Release, m: Machine) -> Release | None:
             or not 90 <= m.compute_capability < 100):
         return None
     return LATEST if LATEST.nvls_efficiency_model else None
+
+
+def tree_run_release(rel: Release, m: Machine, mnnvl: bool) -> Release | None:
+    """``rel`` with the latest modelled release's Blackwell rows of ``perChMaxTreeBws`` and
+    ``perChMaxTreeLL128Bws`` where its own differ, on a multi-node NVLink rack of Blackwell GPUs (``mnnvl``:
+    a GB200 / GB300 NVL72); ``None`` elsewhere, and for releases without a Blackwell row (before 2.25).
+
+    Source: NCCL 2.28.3's release notes ("Update tuning data for H100, GB200-NV72"), which took the Blackwell
+    per-channel Tree caps (N1/N2/N4 columns: 1 node, 2 nodes, more) from 2 x Hopper's (77.4, 82.8, 72.0;
+    LL128 73.4, 73.4, 58.0; v2.25.1-v2.27.7 ``tuning.cc``) to (70.0, 42.8, 24.0; LL128 55.6, 31.67, 20.0),
+    kept to 2.30. The data describe the rack, so they time Tree calls under the earlier releases too: 1440
+    GB200 on 20 racks under NCCL 2.26.2 (NVLS off, coreweave/nccl-tests README) reach 203 GB/s of
+    algorithm bandwidth at 16 GiB on Tree/Simple, where 2.26.2's caps give 331 and the corrected ones 180.
+    HGX B200 nodes keep each release's own figures (the notes name GB200-NV72's data only)."""
+    if not mnnvl or m.compute_capability < 100 or len(rel.per_ch_max_tree_bws) <= BLACKWELL:
+        return None
+    tree, ll128 = LATEST.per_ch_max_tree_bws[BLACKWELL], LATEST.per_ch_max_tree_ll128_bws[BLACKWELL]
+    if (rel.per_ch_max_tree_bws[BLACKWELL], rel.per_ch_max_tree_ll128_bws[BLACKWELL]) == (tree, ll128):
+        return None
+    return replace(rel, per_ch_max_tree_bws=(*rel.per_ch_max_tree_bws[:BLACKWELL], tree),
+                   per_ch_max_tree_ll128_bws=(*rel.per_ch_max_tree_ll128_bws[:BLACKWELL], ll128))
 
 
 def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_bytes: float) -> float:
@@ -422,7 +456,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
                         nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
                         stated_channels=stated_channels, stated_graphs=stated_graphs, stated_nvls=stated_nvls,
                         _wire_hops=unread)
-    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes), told_nvls)
+    return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes), told_nvls,
+                  tree_run=tree_run_release(release, m, topo.mnnvl))
 
 
 
