@@ -100,8 +100,9 @@ def test_one_rank_per_host_is_a_ring_through_ten_nics():
 
 def test_without_device_lines_the_given_preset_fills_whole_nodes(tmp_path):
     """The same 10-rank rows with the device lines left out: nothing says how the ranks sit, so they fill
-    8-GPU nodes (a node and a quarter), as --topology priced every file before it read the lines: 5-8x too
-    fast for this run of one GPU per host."""
+    8-GPU nodes (a node and a quarter), as --topology priced every file before it read the lines: 3-8x too
+    fast for this run of one GPU per host (its smallest size least, where the ring's 9 steps run at the
+    network hop's latency, zerocalc.nccl.tune_model.ring_run_latency_us)."""
     name = "all_gather_perf-10xH100-10nodes-1pernode-nccl2.29.2.txt"
     path = tmp_path / name
     lines = (DATA / name).read_text().splitlines(True)
@@ -110,7 +111,8 @@ def test_without_device_lines_the_given_preset_fills_whole_nodes(tmp_path):
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]
     assert sweep["topology_how"] == "given (--topology)"
-    assert all(r["ratio"] < 0.2 for r in sweep["rows"])
+    assert all(r["ratio"] < 0.34 for r in sweep["rows"])
+    assert sorted(r["ratio"] for r in sweep["rows"])[4] < 0.2
 
 
 def _tuned(preset, per_node, ranks, version):

@@ -1,16 +1,20 @@
 """All-gather and reduce-scatter across nodes of 8 H100 with a NIC each: NCCL 2.29.2's choice by hand from
 ``src/graph/tuning.cc`` (v2.29.2), against the 10-node sweep of that release bundled with the tests."""
 
+import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from zerocalc.cli import app
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.tables import Algorithm as A
 from zerocalc.nccl.tables import Collective as C
 from zerocalc.nccl.tables import Protocol as P
 from zerocalc.nccl.tables import release_for
 from zerocalc.topology import PRESETS
+from zerocalc.topology.devices import nodes_of
 
 LOG = Path(__file__).parent / "data" / "traces" / "nccl-tests" / "five-tests-80xH100-10nodes-nccl2.29.2.log"
 
@@ -70,3 +74,42 @@ def test_the_sweep_shows_nccls_switch_to_simple_where_its_model_puts_it(op):
         assert rows[b] / rows[a] < 1.6
     i = next(k for k, s in enumerate(sizes) if s > 128 << 20)
     assert rows[sizes[i]] / rows[sizes[i - 1]] > 1.7
+
+
+@pytest.mark.parametrize("coll", [C.ALL_GATHER, C.REDUCE_SCATTER])
+def test_ring_across_nodes_runs_every_step_at_the_network_hop(coll):
+    # By hand, v2.29 tables: every one of the 79 steps at max(NVLink hop (or net overhead), network hop):
+    #   LL     6.6 + 79 × max(0.6, 1, 2.7)                        = 219.9
+    #   LL128  14 + 79 × max(1.9, 1, 4.0)                         = 330.0
+    #   Simple 8.4 + 79 × max(3.4, 3, 14.0)                       = 1114.4
+    # NCCL still chooses with its own 372.4 / 183.0 (LL128 to 128 MiB, Simple from 256 MiB).
+    t = tune(PRESETS["dgx-h100"], 80, release_for("2.29.2")[0])
+    for p, lat in {P.LL: 219.9, P.LL128: 330.0, P.SIMPLE: 1114.4}.items():
+        bw = t.entries[(coll, A.RING, p)].bandwidth_GBps
+        assert t.run_time_s(coll, A.RING, p, 1 << 30) == pytest.approx((lat + (1 << 30) / (1000 * bw)) / 1e6)
+    assert t.choose(coll, 128 << 20)[:2] == (A.RING, P.LL128)
+    # one GPU a node: every step crosses the network already, NCCL's own latency; one node: no network
+    for topo, n in ((nodes_of(PRESETS["dgx-h100"], 1)[0], 10), (PRESETS["dgx-h100"], 8)):
+        one = tune(topo, n, release_for("2.29.2")[0])
+        e = one.entries[(coll, A.RING, P.SIMPLE)]
+        assert one.run_time_s(coll, A.RING, P.SIMPLE, 1 << 30) == pytest.approx(
+            (e.latency_us + (1 << 30) / (1000 * e.bandwidth_GBps)) / 1e6)
+    # all-reduce keeps NCCL's estimate (its plateau factor)
+    e = t.entries[(C.ALL_REDUCE, A.RING, P.LL128)]
+    assert t.run_time_s(C.ALL_REDUCE, A.RING, P.LL128, 1 << 20) == pytest.approx(
+        t.time_s(C.ALL_REDUCE, A.RING, P.LL128, 1 << 20))
+
+
+@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter"])
+def test_the_80_rank_sweep_within_the_bands(op):
+    # the file's out-of-place times (counted from it) against zerocalc check's prediction for each size: every
+    # size within 0.5-2x and the median size within 0.8-1.25x (0.43-0.87x and 0.71-0.72x at the median before)
+    rows = _block(f"{op}_perf")
+    res = CliRunner().invoke(app, ["check", str(LOG), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    sweep = next(s for s in json.loads(res.stdout)["sweeps"] if s["op"] == op)
+    pred = {r["bytes"]: r["predicted_s"] for r in sweep["rows"]}
+    assert sorted(pred) == sorted(rows)
+    ratios = [pred[s] / (rows[s] * 1e-6) for s in sorted(rows)]
+    assert all(0.5 <= r <= 2 for r in ratios), ratios
+    assert 0.8 <= ratios[(len(ratios) - 1) // 2] <= 1.25, ratios

@@ -33,7 +33,7 @@ from zerocalc.nccl.tables import (
     Protocol,
     Release,
 )
-from zerocalc.nccl.tune_model import _PROTO_INDEX, _bandwidth_GBps, _log2i, _tune_one
+from zerocalc.nccl.tune_model import _PROTO_INDEX, _bandwidth_GBps, _log2i, _tune_one, ring_run_latency_us
 from zerocalc.topology import Topology, require
 
 A, P, C = Algorithm, Protocol, Collective
@@ -85,7 +85,7 @@ class Tuning:
 
     def time_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float, *,
                channels: int | None = None, disabled_ok: bool = False, bw_scale: float = 1.0,
-               share: float = 1.0) -> float | None:
+               share: float = 1.0, latency_us: float | None = None) -> float | None:
         """``ncclTopoGetAlgoTime`` in seconds; ``None`` when the pair is disabled (or, with
         ``disabled_ok``, when it has no bandwidth at all).
 
@@ -116,6 +116,8 @@ class Tuning:
             scale *= min(channels, self.comm_channels) / self.comm_channels
         if scale != 1.0:
             e = replace(e, bandwidth_GBps=e.bandwidth_GBps * scale)
+        if latency_us is not None:
+            e = replace(e, latency_us=latency_us)
         return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
 
     def capped_scale(self, algo: Algorithm) -> float:
@@ -169,8 +171,9 @@ class Tuning:
             coll_channels = self.channels.coll_channels if self.channels else self.comm_channels
             run = min(channels, self.comm_channels) if channels else round(coll_channels * share)
             scale /= host_staged_slowdown(coll, self.machine.n_ranks, max(1, run))  # SHM: idle directions
+        lat = ring_run_latency_us(self.release, self.machine, coll, proto) if algo == A.RING else None
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
-                           bw_scale=scale, share=share)
+                           bw_scale=scale, share=share, latency_us=lat)
 
     def tree_run_scale(self, coll: Collective, algo: Algorithm, proto: Protocol) -> float:
         """The Tree bandwidth under :attr:`tree_run`'s caps over NCCL's own (1 where there is none, or for

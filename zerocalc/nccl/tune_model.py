@@ -152,30 +152,39 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     return bus
 
 
+def _hop_latencies_us(rel: Release, m: Machine, a: Algorithm, p: Protocol) -> tuple[float, float]:
+    """``(intraLat, interLat)`` of ``ncclTopoTuneModel``: one hop within a node (NVLink or PCI) and one across
+    the network, with the plugin's ``latencyInter`` as each release adds it."""
+    g = m.graphs[a]
+    pi = _PROTO_INDEX[p]
+    intra_lat = rel.hw_lat_us[NVLINK if g.nvlink else PCI][a][pi]
+    if rel.era <= 17:
+        inter_lat = rel.hw_lat_us[NET][a][pi]
+        # v2.12.12-v2.17.1: the plugin's latency replaces the hop (earlier: not read; timed so, see tune)
+        if (rel.era >= 12 or m.wire_hops) and g.latency_inter_us:
+            inter_lat = g.latency_inter_us
+        if m.n_nodes > 1 and p == P.LL:  # v2.9.9-v2.17.1
+            intra_lat *= 1.8
+    else:
+        if rel.era >= 23 and m.ppn == 1:
+            inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
+        else:
+            inter_lat = rel.hw_lat_us[NET][a][pi]
+        inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
+    return intra_lat, inter_lat
+
+
 def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Base latency + hops × per-hop latency of the link class (NVLink, PCI, network)."""
     new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22's latencies are 2.19's (tuning.cc)
-    nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
+    nr, nn = m.n_ranks, m.n_nodes
     g = m.graphs[a]
     nsteps = _nsteps(coll, nr)
     pi = _PROTO_INDEX[p]
     intra_hw = NVLINK if g.nvlink else PCI
     hw = intra_hw if nn == 1 else NET
     lat = rel.base_lat_us[a][pi]
-    intra_lat = rel.hw_lat_us[intra_hw][a][pi]
-    if rel.era <= 17:
-        inter_lat = rel.hw_lat_us[NET][a][pi]
-        # v2.12.12-v2.17.1: the plugin's latency replaces the hop (earlier: not read; timed so, see tune)
-        if (rel.era >= 12 or m.wire_hops) and g.latency_inter_us:
-            inter_lat = g.latency_inter_us
-        if nn > 1 and p == P.LL:  # v2.9.9-v2.17.1
-            intra_lat *= 1.8
-    else:
-        if new and ppn == 1:
-            inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
-        else:
-            inter_lat = rel.hw_lat_us[NET][a][pi]
-        inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
+    intra_lat, inter_lat = _hop_latencies_us(rel, m, a, p)
     if a == A.RING:
         step = rel.hw_lat_us[hw][a][pi]
         if coll in (C.REDUCE, C.BROADCAST):
@@ -220,3 +229,38 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     elif a == A.PAT and coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
         lat += _log2i(nn) * (inter_lat / 3.5) + nr * 2.8
     return lat
+
+
+def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol) -> float | None:
+    """The latency a Ring all-gather or reduce-scatter across nodes runs with: every one of its ``nRanks − 1``
+    steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, interLat)``, where NCCL's estimate
+    (:func:`_latency_us`) charges the network hop to its ``nInterSteps`` (``nNodes − 1``) alone and the NVLink
+    / PCI hop to the rest; ``None`` on one node (every hop alike), with one GPU a node (every step crosses the
+    network already) and for other collectives. A run-time figure: NCCL chooses with its own
+    (:meth:`zerocalc.nccl.model.Tuning.choose`).
+
+    Why: a ring is a pipeline whose ranks forward each step once the previous rank's data lands, on
+    ``NCCL_STEPS`` = 8 buffer slots a connection (a Simple chunk takes 4 of them: ``ALLGATHER_CHUNKSTEPS``,
+    ``REDUCESCATTER_CHUNKSTEPS``, ``src/include/collectives.h``); a rank whose outgoing hop is the network
+    holds its neighbours to that hop's pace once the slots fill, so every step, not only those that cross the
+    network, waits on it. NCCL's own ``tuning.cc`` (v2.18.1 on: "Inter-node rings still have to launch
+    nsteps * net overhead") charges every step of such a ring the network's per-step overhead, and a
+    maintainer says ring latency "increases linearly with the communicator size" (NVIDIA/nccl issue 1712).
+    Seen on 10 nodes of 8 H100 (80 ranks, NCCL 2.29.2): all-gather and reduce-scatter from 32 MiB to 2 GiB
+    measured at 0.43-0.84x of NCCL's estimate, 2.6-6 µs a step more on LL128 and 8-11 µs on Simple than it
+    charges, against ``interLat − intraLat`` = 2.1 and 10.6 µs (v2.29 tables); on the same nodes with 4 GPUs
+    each (40 ranks) at its smallest size (0.74-0.81x); on 2 GCP A3 Mega nodes (16 ranks, TCPXO) at 8-32 MiB
+    (0.53-0.78x, 4-5 µs a step more on LL128).
+
+    All-reduce is left to NCCL's estimate: ``ncclTopoGetAlgoTime`` already raises a Ring all-reduce's latency
+    across nodes by its "plateau effect of ring" factor (× 1.4 on sm80 and later), and the bundled multi-node
+    Ring all-reduce sweeps (4 nodes of 8 H100 under NCCL 2.26.2 from 256 MiB, within 0.96-1.0x) are met with
+    it; charging its 2 (nRanks − 1) steps at the network hop on top would price them 1.05-1.46x."""
+    if m.n_nodes <= 1 or m.ppn <= 1 or coll not in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        return None
+    a = A.RING
+    pi = _PROTO_INDEX[p]
+    intra_lat, inter_lat = _hop_latencies_us(rel, m, a, p)
+    if rel.era >= 18:  # getNetOverhead: v2.18.1 on
+        intra_lat = max(intra_lat, _net_overhead_us(m) * (3 if p == P.SIMPLE else 1))
+    return rel.base_lat_us[a][pi] + _nsteps(coll, m.n_ranks) * max(intra_lat, inter_lat)
