@@ -38,52 +38,101 @@ def at_median_size(sweep):
 
 SUPERBENCH = "{}_perf-8xA100-SXM4-40GB-g8-superbench.txt"
 # op: (rows with data, first size, its out-of-place µs, last out-of-place µs, sizes outside 0.5-2x)
+# op: (rows with data, first size, its out-of-place µs, last out-of-place µs, median size, sizes outside
+# 0.5-2x)
 SUPERBENCH_FIGURES = {
-    "all_reduce": (32, 4, 34.73, 63896.0, set()),
-    "all_gather": (29, 32, 35.03, 33646.0, set()),
-    "reduce_scatter": (29, 32, 35.06, 32464.0, set()),
-    "broadcast": (32, 4, 33.96, 36896.0, {1048576}),
-    "reduce": (32, 4, 35.40, 37613.0, {524288, 1048576}),
+    "all_reduce": (32, 4, 34.73, 63896.0, 128 << 10, set()),
+    "all_gather": (29, 32, 35.03, 33646.0, 512 << 10, set()),
+    "reduce_scatter": (29, 32, 35.06, 32464.0, 512 << 10, set()),
+    "broadcast": (32, 4, 33.96, 36896.0, 128 << 10, set()),
+    "reduce": (32, 4, 35.40, 37613.0, 128 << 10, set()),
 }
 
 
 @pytest.mark.parametrize("op", sorted(SUPERBENCH_FIGURES))
 def test_superbench_a100_sweeps_priced_on_the_preset_their_devices_name(op):
     """microsoft/superbenchmark's nccl-tests logs (8 x A100-SXM4-40GB, one process driving the 8 GPUs,
-    1 B-8 GiB; no NCCL version printed, so NCCL's latest modelled release prices them): dgx-a100 from the
-    device lines, every size from 256 MiB up within 0.8-1.25 of NCCL's model, and each size within
-    0.5-2x but the broadcast's 1 MiB and the reduce's 512 KiB and 1 MiB (0.46-0.48x: Ring/LL and
-    Ring/Simple priced near the launch floor, measured at twice that)."""
+    1 B-8 GiB; no NCCL version printed, but the table is in nccl-tests' layout before v2.13 (an ``error``
+    column), so NCCL 2.12.12 prices them): dgx-a100 from the device lines, every size from 256 MiB up within
+    0.8-1.25 of NCCL's model, every size within 0.5-2x and the median size within 0.8-1.25x. Under NCCL
+    2.30.7 with a floor that ignores the channels launched, the all_gather's and reduce_scatter's median
+    sizes were 0.60 and 0.59 and the broadcast's 1 MiB and the reduce's 512 KiB and 1 MiB 0.46-0.48x."""
     name = SUPERBENCH.format(op)
-    n_rows, first, first_us, last_us, outside = SUPERBENCH_FIGURES[op]
+    n_rows, first, first_us, last_us, median, outside = SUPERBENCH_FIGURES[op]
     rows = counted_rows(name)
     assert (len(rows), rows[0][:2], rows[-1][0], rows[-1][1]) == (n_rows, (first, first_us), 8 << 30, last_us)
     assert device_names(name) == {"A100-SXM4-40GB"}
     sweep = check(name)
     assert (sweep["op"], sweep["group_size"], sweep["topology"]) == (op, 8, "dgx-a100")
     assert sweep["gpus_per_thread"] == 8
-    assert "states no NCCL version" in " ".join(sweep["notes"])
+    assert sweep["nccl_version"] == "2.12.12" and "nccl-tests layout" in sweep["nccl_version_how"]
+    notes = " ".join(sweep["notes"])
+    assert "states no NCCL version; its table is in nccl-tests' layout before v2.13" in notes
     assert {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0} == outside
     assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"] if r["bytes"] >= 256 << 20)
-
-
-def test_superbench_a100_all_reduce_at_its_median_size():
-    # 128 KiB, the median of its 32 sizes: 0.90x (the other four collectives sag to 0.59-0.79x there)
-    sweep = check(SUPERBENCH.format("all_reduce"))
     row = at_median_size(sweep)
-    assert row["bytes"] == 131072
-    assert 0.8 <= row["ratio"] <= 1.25
+    assert row["bytes"] == median and 0.8 <= row["ratio"] <= 1.25
+
+
+def loop_channels(size, most):
+    """NCCL's launch loop for Ring/LL on 8 ranks by hand (enqueue.cc): channels drop while the size is under
+    channels x 512 threads x 8 x 8 (Ring/LL's threshold 8 x nRanks), i.e. one channel per 32 KiB, at least 1,
+    at most the communicator's ``most``."""
+    return max(1, min(most, size // (512 * 64)))
+
+
+def test_host_time_per_channel_from_seven_g8_sweeps():
+    """HOST_US_PER_CHANNEL against the files it comes from: the out-of-place times of the rows of 8 KiB and
+    up that NCCL launches (Ring/LL) on fewer than all channels, against the channels less one, one common
+    slope and one intercept per sweep (least squares), over the five SuperBench collectives (24 channels),
+    the DGX-1 V100 all-reduce (12) and the 2.19.3 A100 all-reduce (24); each sweep alone 0.165-0.268 us per
+    GPU and channel."""
+    import numpy as np
+
+    from zerocalc.validate.sweep import HOST_US_PER_CHANNEL
+
+    sweeps = [(SUPERBENCH.format(op), 24) for op in SUPERBENCH_FIGURES]
+    sweeps += [(V100, 12), ("all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt", 24)]
+    a, y = [], []
+    for i, (name, most) in enumerate(sweeps):
+        for size, t, _ in counted_rows(name):
+            if size >= 8 << 10 and loop_channels(size, most) < most:
+                a.append([loop_channels(size, most) - 1] + [float(j == i) for j in range(len(sweeps))])
+                y.append(t)
+    assert len(y) == 6 * 7 + 6  # 8 KiB-512 KiB on the A100s, 8-256 KiB on the V100
+    slope = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)[0][0]
+    assert slope == pytest.approx(1.646, abs=0.001)  # µs per channel for 8 GPUs
+    assert HOST_US_PER_CHANNEL == pytest.approx(slope / 8, abs=0.0005)
+
+
+def test_superbench_floor_grows_with_the_channels_launched_by_hand():
+    """The all_gather's 256 KiB row: NCCL launches Ring/LL on 8 of 24 channels (256 KiB / 32 KiB), so the
+    thread's floor is 8 x 3.96 + 8 x 7 x 0.206 = 43.22 us; the file measures 46.45 us (0.93x; 0.70x under
+    the one-channel floor). --nccl-version 2.30.7 prices it as NCCL 2.30, whose call is one work struct
+    whatever its channels: the floor stays 31.68 us."""
+    sweep = check(SUPERBENCH.format("all_gather"))
+    (row,) = [r for r in sweep["rows"] if r["bytes"] == 256 << 10]
+    assert (row["algorithm"], row["protocol"], row["launch_channels"]) == ("Ring", "LL", 8)
+    assert row["host_floor_s"] == pytest.approx((8 * 3.96 + 8 * 7 * 0.206) * 1e-6)
+    assert row["host_bound"] and row["ratio"] == pytest.approx(43.216 / 46.45, rel=1e-3)
+    assert any("8 × 0.206 µs per channel beyond the first" in n for n in sweep["notes"])
+    new = check(SUPERBENCH.format("all_gather"), "--nccl-version", "2.30.7")
+    assert new["nccl_version"] == "2.30.7" and new["nccl_version_how"] == "given (--nccl-version)"
+    (row,) = [r for r in new["rows"] if r["bytes"] == 256 << 10]
+    assert row["host_floor_s"] == pytest.approx(8 * 3.96e-6)
+    assert not any("per channel beyond the first" in n for n in new["notes"])
 
 
 def test_superbench_a100_large_all_gather_by_hand():
-    # 8 GiB all_gather on 8 A100 (dgx-a100: 12 NVLinks of 20 GB/s each, NCCL's SM80 NVLink figure in
-    # topo.h): Ring/Simple over 12 channels × 20 GB/s of bus bandwidth; an all-gather's bus bandwidth is
-    # the algorithm bandwidth × (n-1)/n (nccl-tests doc/PERFORMANCE.md), so 8 GiB × 7/8 / 240 GB/s
-    # = 31.3 ms plus the 7 × 2.76 µs launch stagger; the file measures 33,646 µs
+    # 8 GiB all_gather on 8 A100 at NCCL 2.12 (dgx-a100: 12 NVLinks of 22 GB/s each, SM80_NVLINK_WIDTH in
+    # v2.12.12's topo.h, a bus bandwidth capped at 235 GB/s on sm80 in its tuning.cc): Ring/Simple at
+    # 235 GB/s of bus bandwidth; an all-gather's bus bandwidth is the algorithm bandwidth × (n-1)/n
+    # (nccl-tests doc/PERFORMANCE.md), so 8 GiB × 7/8 / 235 GB/s = 32.0 ms plus the 7 × 2.76 µs launch
+    # stagger; the file measures 33,646 µs
     sweep = check(SUPERBENCH.format("all_gather"))
     big = sweep["rows"][-1]
     assert (big["bytes"], big["algorithm"], big["protocol"]) == (8 << 30, "Ring", "Simple")
-    hand = (8 << 30) * 7 / 8 / 240e9 + 7 * 2.76e-6
+    hand = (8 << 30) * 7 / 8 / 235e9 + 7 * 2.76e-6
     assert big["predicted_s"] == pytest.approx(hand, rel=0.005)
     assert big["ratio"] == pytest.approx(hand / 33646e-6, rel=0.005)
 
@@ -209,9 +258,10 @@ V100 = "all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt"
 
 def test_dgx1_v100_sweep_priced_on_the_cube_mesh_preset_its_devices_name():
     """konnase/konnase.github.io's 2019 note: 8 Tesla V100-SXM2-16GB on one host, their nvidia-smi topo -m
-    the DGX-1 hybrid cube-mesh, one process driving the 8 GPUs, 8 B-128 MiB; no NCCL version printed.
-    dgx-1-v100 from the device lines: every size within 0.5-2x, 8 MiB up within 0.8-1.25x; up to 128 KiB
-    the run pays ~48.5 µs a call, above the -g 8 launch floor of A100-era runs (0.70x: the median size)."""
+    the DGX-1 hybrid cube-mesh, one process driving the 8 GPUs, 8 B-128 MiB; no NCCL version printed, the
+    table in nccl-tests' layout before v2.13 (NCCL 2.12.12 prices it). dgx-1-v100 from the device lines:
+    every size within 0.5-2x, 8 MiB up within 0.8-1.25x; up to 128 KiB the run pays ~48.5 µs a call, above
+    the -g 8 launch floor of A100-era runs (0.62x: the median size; 0.70x under NCCL 2.30's latencies)."""
     rows = counted_rows(V100)
     assert (len(rows), rows[0], rows[-1]) == (25, (8, 48.46, 48.17), (128 << 20, 1818.8, 1821.9))
     assert device_names(V100) == {"Tesla V100-SXM2-16GB"}
@@ -220,13 +270,13 @@ def test_dgx1_v100_sweep_priced_on_the_cube_mesh_preset_its_devices_name():
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
     assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"] if r["bytes"] >= 8 << 20)
     assert 0.6 <= at_median_size(sweep)["ratio"] < 0.8
-    # hand check of the bandwidth: NCCL's ring over 6 channels of 20 GB/s (sm70 NVLink, topo.h; the
-    # cube-mesh's rings, zerocalc.topology.presets), algorithm bandwidth = 120 GB/s x 8 / 14 (tuning.cc,
-    # ring all-reduce), so 64 MiB more take 64 MiB / 68.6 GB/s = 0.979 ms more
+    # hand check of the bandwidth: NCCL 2.12's ring over 6 channels of 22 GB/s (SM70_NVLINK_WIDTH, v2.12.12
+    # topo.h; the cube-mesh's rings, zerocalc.topology.presets), algorithm bandwidth = 132 GB/s x 8 / 14
+    # (tuning.cc, ring all-reduce), so 64 MiB more take 64 MiB / 75.4 GB/s = 0.890 ms more
     by = {r["bytes"]: r for r in sweep["rows"]}
     assert (by[128 << 20]["algorithm"], by[128 << 20]["protocol"]) == ("Ring", "Simple")
     slope = by[128 << 20]["predicted_s"] - by[64 << 20]["predicted_s"]
-    assert slope == pytest.approx((64 << 20) / (120e9 * 8 / 14), rel=0.01)
+    assert slope == pytest.approx((64 << 20) / (132e9 * 8 / 14), rel=0.01)
 
 
 def test_a_blank_redop_row_broken_by_nccls_lines_is_put_back_together():

@@ -145,14 +145,31 @@ def _at_least_two(path: str, n: int, how: str) -> int:
     return n
 
 
-def _sweep_version(path: str, given: str | None, stated: str | None) -> tuple[str, list[str], str]:
-    """The NCCL version a sweep is priced at, its notes and how it was chosen (JSON ``nccl_version_how``)."""
+#: the NCCL a file that states no version is priced at when its table is in nccl-tests' layout before v2.13
+PRE_2_13_LAYOUT_NCCL = "2.12.12"
+
+
+def _sweep_version(path: str, given: str | None, stated: str | None,
+                   layout: str | None = None) -> tuple[str, list[str], str]:
+    """The NCCL version a sweep is priced at, its notes and how it was chosen (JSON ``nccl_version_how``).
+
+    A file that states none but whose table is in nccl-tests' layout before v2.13 (an ``error`` column where
+    later ones print ``#wrong``; nccl-tests' "Resync with NCCL 2.13", Aug 2022,
+    :data:`zerocalc.traces.schema.NCCL_TESTS_LAYOUTS`) ran a build of the NCCL 2.12 era or before: it is
+    priced as :data:`PRE_2_13_LAYOUT_NCCL`, the last release of that era, and says so; any other file as the
+    latest modelled release."""
     from zerocalc.nccl import LATEST
 
     if given:
         return given, [], "given (--nccl-version)"
     if stated:
         return stated, [], "stated by the file"
+    if str(layout or "").startswith("pre2022"):
+        v = PRE_2_13_LAYOUT_NCCL
+        return v, [f"{path} states no NCCL version; its table is in nccl-tests' layout before v2.13 (an "
+                   f"'error' column, not '#wrong'), of the NCCL 2.12 era or before: priced as NCCL {v}, the "
+                   "last release of that era (--nccl-version to choose)"], \
+            "default: the NCCL of the file's nccl-tests layout (before v2.13: NCCL 2.12 or before)"
     v = LATEST.tag.lstrip("v").split("-")[0]
     return v, [f"{path} states no NCCL version; priced as NCCL {v} (--nccl-version to choose)"], \
         "default: the latest modelled (the file states none)"
@@ -231,7 +248,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         tuner_note,
     )
 
-    version, notes, version_how = _sweep_version(path, nccl_version, stated)
+    version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"))
     topo, topology_how = _sweep_topology(given, path, run, p)
     if topo.gpu_arch is not None and not nccl_version and not stated:  # AMD GPUs: RCCL (nccl.rccl)
         from zerocalc.nccl.rccl import RCCL_LATEST
@@ -306,7 +323,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
     fits, lines = [], [f"topology {base.name}, {how}"]
     for path, rows, op, p, stated, _, run in inputs:
-        version, notes, _ = _sweep_version(path, nccl_version, stated)
+        version, notes, _ = _sweep_version(path, nccl_version, stated, run.get("layout"))
         base_run, info_notes = latency_as_stated(base, run.get("nccl_info") or {}, p)
         notes = notes + info_notes + tuner_note(run.get("nccl_info") or {})
         env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it

@@ -52,6 +52,21 @@ NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G``, G = 2…8: 10, 13.76, 1
 33.7 µs), against which NCCL's own model of that ring rises by 2 × 0.6 µs per GPU (Ring/LL NVLink hop,
 ``tuning.cc``). See :func:`host_floor_s`."""
 
+HOST_US_PER_CHANNEL = 0.206
+"""Host time (µs) one nccl-tests thread spends per GPU it drives and per channel a collective runs on beyond
+the first, before NCCL 2.22 (``-g G``): until v2.21.5 a collective's work is one 512-byte ``ncclWork`` per
+channel it is launched on, which the host writes into that communicator's work FIFO in pinned host memory
+before the launch (``src/enqueue.cc``: v2.8-v2.12 ``ncclSaveKernel`` → ``getNextOp`` per channel, v2.13-v2.21
+``uploadWork``'s loop over the plan's channels, ``NCCL_WORK_SIZE`` 512 in ``device.h``); from v2.22.3 the
+call's work is one ``ncclDevWorkColl`` in the kernel's arguments (``ncclDevWorkStorageTypeArgs``), whatever
+its channels. The issue-123 figure (:data:`HOST_US_PER_GPU`) is of one channel (``NCCL_MAX_NCHANNELS=1``).
+The figure: the least-squares slope, one intercept per sweep, of the out-of-place time against the channels
+launched less one (:mod:`zerocalc.nccl.launch`'s loop: 1 to 16 of 24 on an HGX A100, 1 to 8 of 12 on a
+DGX-1), over the rows of 8 KiB and up that NCCL launches on fewer than all channels, of seven ``-g 8`` sweeps
+of three hosts (``tests/data/traces``): the five SuperBench collectives (8 A100-SXM4-40GB, nccl-tests before
+v2.13), the DGX-1 V100 all-reduce (likewise) and the A100-SXM4-80GB all-reduce at NCCL 2.19.3: 1.646 µs per
+channel for 8 GPUs, 0.206 µs per GPU (each sweep alone 0.165-0.268). See :func:`host_channels_s`."""
+
 P2P_OPS = tuple(o.value for o in P2pOp)
 """The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
 
@@ -205,6 +220,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls)
     notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
+    notes += [t for t in [channels_note(gpus_per_thread, release.era, out, agg_iters, graph)] if t]
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
@@ -235,8 +251,11 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
     for r, measured in _timed(rows):
         pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version, launch_env, ofi_tuner)
         full = None if pr.calibrated else pr.all_channels_s
+        channels = pr.launch.channels if pr.launch is not None and not pr.calibrated else None
+        row_floor = (None if floor is None else
+                     floor + host_channels_s(gpus_per_thread, channels, tuning.release.era, agg_iters, graph))
         row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
-               **_launched(pr.time_s, measured, stagger, floor, full), "algorithm": pr.algorithm.value,
+               **_launched(pr.time_s, measured, stagger, row_floor, full), "algorithm": pr.algorithm.value,
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
                "launch_channels": pr.launch.channels if pr.launch is not None else None,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
@@ -435,6 +454,32 @@ def host_floor_s(gpus_per_thread: int | None, agg_iters: int | None = None,
     if not _default_launch_mode(gpus_per_thread, agg_iters, graph):
         return None
     return gpus_per_thread * HOST_US_PER_GPU * 1e-6
+
+
+def host_channels_s(gpus_per_thread: int | None, channels: int | None, era: int,
+                    agg_iters: int | None = None, graph: int | None = None) -> float:
+    """What a collective launched on ``channels`` channels adds to the thread's floor (:func:`host_floor_s`)
+    before NCCL 2.22 (``era`` below 22): G × (channels - 1) × :data:`HOST_US_PER_CHANNEL`, the host writing
+    one work struct per channel and GPU; 0 from 2.22 (one work struct per call), where the channels are not
+    known (``None``: a calibrated call, whose fitted α-β holds the host's time), and wherever
+    :func:`host_floor_s` is ``None``."""
+    if era >= 22 or not channels or not _default_launch_mode(gpus_per_thread, agg_iters, graph):
+        return 0.0
+    return gpus_per_thread * (channels - 1) * HOST_US_PER_CHANNEL * 1e-6
+
+
+def channels_note(gpus_per_thread: int | None, era: int, rows: Sequence[Mapping],
+                  agg_iters: int | None = None, graph: int | None = None) -> str:
+    """What :func:`host_channels_s` did to a sweep's floor, or "" where it added nothing."""
+    most = max((r.get("launch_channels") or 0 for r in rows), default=0)
+    if host_channels_s(gpus_per_thread, most, era, agg_iters, graph) <= 0:
+        return ""
+    g = gpus_per_thread
+    return (f"before NCCL 2.22 a collective's work is one 512-byte struct per channel it runs on, which the "
+            f"host writes for each GPU before the launch (src/enqueue.cc): the thread's floor grows by {g} × "
+            f"{HOST_US_PER_CHANNEL:g} µs per channel beyond the first, {g} × {most - 1} × "
+            f"{HOST_US_PER_CHANNEL:g} = {host_channels_s(g, most, era, agg_iters, graph) * 1e6:.1f} µs on "
+            f"{most} channels (fitted to seven -g 8 sweeps of three hosts)")
 
 
 def p2p_tasks(op: P2pOp, n_ranks: int, gpus_per_thread: int) -> int:

@@ -144,7 +144,7 @@ def _tcpxo(w: Writer, df: pd.DataFrame) -> None:
 
 def _launch(w: Writer, df: pd.DataFrame) -> None:
     """The two 8×A100 -g 8 sweeps: one thread launching every kernel, and the channels NCCL launches."""
-    from zerocalc.validate.sweep import HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
+    from zerocalc.validate.sweep import HOST_US_PER_CHANNEL, HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
 
     a100 = df[df["sweep"] == SWEEPS[3][3]]
     small = a100[a100["bytes"] <= 32 << 10]
@@ -174,7 +174,12 @@ def _launch(w: Writer, df: pd.DataFrame) -> None:
         "time alone). NCCL launches a small call on fewer channels than it prices it with (src/enqueue.cc, "
         "after its choice: one channel less while the bytes are under channels × threads × 8, Ring/LL's × "
         "nRanks, 32 KiB a channel here); such a call is timed on those, and under the stagger takes the "
-        "later of NCCL's time on all channels plus the stagger and its time on the channels launched.")
+        "later of NCCL's time on all channels plus the stagger and its time on the channels launched. "
+        "Before NCCL 2.22 a call's work is one 512-byte struct per channel it runs on, which the host writes "
+        "for each GPU before the launch (src/enqueue.cc; from 2.22 one struct per call, in the kernel's "
+        f"arguments): under NCCL 2.21 and earlier the thread's floor grows by 8 × {HOST_US_PER_CHANNEL:g} µs "
+        "per channel launched beyond the first, a figure fitted to seven -g 8 sweeps of three hosts whose "
+        "time rises with the channels the call runs on, the same for every collective.")
 
 
 def _pcie(w: Writer, df: pd.DataFrame) -> None:
