@@ -238,7 +238,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     the JSON object and the comparison."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
-    from zerocalc.topology.devices import with_stated_p2p
+    from zerocalc.topology.devices import gdr_unstated_note, with_stated_gdr, with_stated_p2p
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
         coll_lines_remark,
@@ -261,6 +261,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
     if p2p_how:
         topology_how += f"; {p2p_how}"
+    topo, gdr_how = with_stated_gdr(topo, run.get("nccl_env"), info)
+    if gdr_how and p > topo.gpus_per_node:
+        topology_how += f"; {gdr_how}"
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                    stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
     ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
@@ -295,8 +298,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     if str(run.get("layout") or "").endswith("-inplace"):
         told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
                     "in-place time")
+    gdr_note = [t for t in [gdr_unstated_note(topo, p)] if t]
     d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
-                  + launch + _skip_notes(skipped))
+                  + gdr_note + launch + _skip_notes(skipped))
     d["nccl_info"] = info
     d["also_in_file"] = coll_lines_remark(info, path)
     return d, cmp

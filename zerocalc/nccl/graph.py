@@ -39,6 +39,16 @@ a simplification of the search, not a fitted number):
    behind the CPU on PCIe-only machines; the Tree pattern is the balanced tree (no 0.85 factor);
    the network plugin reports no extra latency (``latencyInter`` 0, as NCCL's IB and socket
    transports do) unless the topology gives ``net_latency_us``.
+7. Without GPUDirect RDMA (``gpudirect_rdma`` false: a NIC the GPU reaches only through the CPU, or
+   no peer-memory module) NCCL sends the network's data through host memory: ``ncclTopoCheckGdr``
+   refuses GDR past ``NCCL_NET_GDR_LEVEL`` (default PXB) and ``ncclTopoComputePaths`` then routes the
+   GPU-NIC path through the GPU's local CPU (``addInterStep``, ``src/graph/paths.cc`` v2.12-v2.30),
+   its type PHB, under which ``ncclTopoTuneModel`` leaves LL128 off (``typeInter <= PATH_PXB``, or
+   ``PATH_PXN`` on sm90, ``src/graph/tuning.cc``). The path's bandwidth is still the PCIe links',
+   so NCCL prices and chooses as before; the run gets :data:`HOST_RELAY_SHARE` of it
+   (``Graph.run_scale``), NVIDIA's figure (NVIDIA/nccl issue 412, 2023: about 24 GB/s bus bandwidth
+   per 200 Gb/s NIC near the GPU with GDR, "if the NIC is attached to the CPU getting 16 GB/s is
+   normal").
 """
 
 from __future__ import annotations
@@ -57,6 +67,9 @@ _NEEDED_BY = "NCCL's cost model"
 REQUIRED_FIELDS = ("compute_capability", "nvlink_gen", "nvswitch_gen", "pcie_gen", "nics_per_node",
                    "nic_Gbps", "cpu_vendor", "in_network_reduction")
 """Hardware fields NCCL's model needs (``nvlinks_per_gpu`` too when ``nvlink_gen`` > 0)."""
+HOST_RELAY_SHARE = 16.0 / 24.0
+"""The share of its GPUDirect RDMA rate a network path gets through host memory: NVIDIA's 16 GB/s
+through the CPU against 24 GB/s near the GPU on a 200 Gb/s NIC (NVIDIA/nccl issue 412; assumption 7)."""
 PCIE_GBPS_X16 = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
 """NCCL's PCIe x16 bandwidth per generation: ``topo.cc`` ``kvDictPciGen`` (8, 16, 32, 64 GT/s →
 60, 120, 240, 480) × width 16 / 80."""
@@ -75,7 +88,8 @@ class Graph:
     #: ring's hop into the root idle; :mod:`zerocalc.nccl.pcie`); 1 but on shared PCIe links
     chain_speedup: float = 1.0
     #: how much faster every call runs than NCCL prices it on this graph: NCCL's fallback graph (no
-    #: ring found, 0.1 GB/s) against the rate its ring's links give (:mod:`zerocalc.nccl.pcie`); else 1
+    #: ring found, 0.1 GB/s) against the rate its ring's links give (:mod:`zerocalc.nccl.pcie`), a network
+    #: path through host memory (:data:`HOST_RELAY_SHARE`, assumption 7); else 1
     run_scale: float = 1.0
     #: every hop of the ring goes through host memory (NCCL's SHM transport: no PCIe peer-to-peer between
     #: the GPUs), where a ring's first send and last receive leave a direction idle
@@ -286,7 +300,11 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
             speeds = _speeds(release.speed_inter, cc)
             s = _first_fitting(speeds, s_net, s_net * nch)
             graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, s, True, lat_inter)
+    relayed = n_nodes > 1 and topo.gpudirect_rdma is False
+    if relayed:  # assumption 7: through host memory, LL128 off, HOST_RELAY_SHARE of the rate
+        graphs = {a: replace(gr, run_scale=gr.run_scale * HOST_RELAY_SHARE) for a, gr in graphs.items()}
     return Machine(n_ranks=n_ranks, n_nodes=n_nodes, compute_capability=cc,
                    cpu_vendor=require(topo, "cpu_vendor", _NEEDED_BY), nvls=bool(nvls),
-                   collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch, ll128_path_ok=nvlink,
+                   collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch,
+                   ll128_path_ok=nvlink and not relayed,
                    graphs=graphs)

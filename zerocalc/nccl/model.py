@@ -165,7 +165,7 @@ class Tuning:
         if algo == A.RING and coll in (C.BROADCAST, C.REDUCE):
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         if algo in self.machine.graphs:
-            scale *= self.machine.graphs[algo].run_scale  # NCCL's fallback graph runs at its links' rate
+            scale *= self.machine.graphs[algo].run_scale  # fallback graph at its links' rate; host relay
         if algo == A.RING and proto == P.SIMPLE and self.machine.graphs[A.RING].host_staged:
             # the channels the call runs on: a tuner's count, else the launch's share of collChannels
             coll_channels = self.channels.coll_channels if self.channels else self.comm_channels

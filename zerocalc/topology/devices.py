@@ -384,6 +384,48 @@ def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
     return topo, ""
 
 
+def with_stated_gdr(topo: Topology, stated: Mapping[str, Sequence] | None,
+                    info: Mapping[str, Sequence] | None = None) -> tuple[Topology, str]:
+    """``topo`` with or without GPUDirect RDMA (``gpudirect_rdma``) as the run's lines say, and the words
+    for it. NCCL's INFO lines, when the file has them (``info``: kind → ``(value, line)``,
+    :mod:`zerocalc.traces.nccl_info`): network channels ``via NET/…/GDRDMA`` only, GDR; ``via NET/…``
+    without it only (or ``GPU Direct RDMA Disabled``), through host memory. Else the launch lines:
+    ``NCCL_NET_GDR_LEVEL=LOC`` (or the old ``0``), "never use GPU Direct RDMA" (NCCL's environment
+    documentation; ``src/graph/paths.cc`` ``ncclTopoCheckGdr``); its other levels depend on the PCI
+    distance, which the file does not state. A topology that already says so is left as it is.
+    ``stated``: variable → ``(value, line, ...)`` (:mod:`zerocalc.traces.launch_env`)."""
+    stated, info = stated or {}, info or {}
+    gdr, host = info.get("net_gdr"), info.get("net_host")
+    if (gdr is None) != (host is None):
+        on = gdr is not None
+        line = (gdr or host)[1]
+        if topo.gpudirect_rdma is None or topo.gpudirect_rdma != on:
+            how = "GPUDirect RDMA" if on else "through host memory (no GPUDirect RDMA)"
+            words = (f"NCCL's INFO lines connect the nodes {'with' if on else 'without'} GDRDMA "
+                     f"(line {line}): {how}")
+            return replace(topo, gpudirect_rdma=on), words
+        return topo, ""
+    level = stated.get("NCCL_NET_GDR_LEVEL")
+    never = level is not None and str(level[0]).strip().upper() in ("LOC", "0")
+    if never and topo.gpudirect_rdma is not False:
+        return replace(topo, gpudirect_rdma=False), (f"NCCL_NET_GDR_LEVEL={level[0]} (line {level[1]}): no "
+                                                     "GPUDirect RDMA, the network goes through host memory")
+    return topo, ""
+
+
+def gdr_unstated_note(topo: Topology, ranks: int) -> str:
+    """What the price of a run on nodes of one NVLink GPU assumes of its NIC when no line states it (''
+    otherwise): GPUDirect RDMA. Such a node is a slice of a machine (a VM or a pod given one GPU and one NIC),
+    where the NIC may not be the one under the GPU's PCIe switch; NCCL then goes through host memory
+    (:func:`with_stated_gdr`, :mod:`zerocalc.nccl.graph` assumption 7), which the file's rows alone do not
+    tell from a slower network."""
+    if topo.gpus_per_node != 1 or ranks <= 1 or topo.gpudirect_rdma is not None or not topo.nvlink_gen:
+        return ""
+    return ("nodes of one GPU: priced with GPUDirect RDMA (its NIC under its PCIe switch); a VM or pod given "
+            "a NIC apart from its GPU goes through host memory, about 2/3 of that rate and no LL128 "
+            "(NVIDIA/nccl issue 412): a topology TOML with gpudirect_rdma = false prices that")
+
+
 def pcie_layout_words(topo: Topology) -> str:
     """How a PCIe preset's GPUs sit, in words (the first line of ``check`` says what was assumed)."""
     return (f"{topo.cpu_sockets or 1} {topo.cpu_vendor or ''} sockets, {topo.gpus_per_pcie_switch or 1} GPUs "

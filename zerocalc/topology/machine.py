@@ -70,6 +70,10 @@ HARDWARE_FIELDS: dict[str, str] = {
                "cards, or NCCL_P2P_DISABLE=1; NCCL then goes through host memory, its SHM transport)",
     "smp_GBps": "NCCL's bandwidth of the link between two CPU sockets, GB/s (unset: NCCL's figure for "
                 "cpu_vendor, topo.h)",
+    "gpudirect_rdma": "the NICs read and write GPU memory directly (GPUDirect RDMA: the NIC under the GPU's "
+                      "PCIe switch); false: NCCL relays the network's data through host memory (a NIC "
+                      "behind the CPU, a VM or pod given a NIC apart from its GPU, no peer-memory module); "
+                      "unset: true",
     "gpus_per_host": "GPUs per host where a node is an NVLink domain spanning several hosts (multi-node "
                      "NVLink, as GB200/GB300 NVL72 racks of 4-GPU compute trays: NCCL 2.20.3 and later join "
                      "the hosts of one NVLink clique into one node, MNNVL); unset: a node is one host",
@@ -166,6 +170,7 @@ class Topology:
     gpus_per_pcie_switch: int | None = None
     gpu_p2p: bool | None = None
     smp_GBps: float | None = None
+    gpudirect_rdma: bool | None = None
     gpus_per_host: int | None = None
     nccl_calibration: tuple[Calibration, ...] = ()
     nccl_env: tuple[NcclEnv, ...] = ()
@@ -195,8 +200,10 @@ class Topology:
         if self.gpu_arch is not None and self.gpu_arch not in GPU_ARCHS:
             raise ConfigError(f"must be one of {', '.join(GPU_ARCHS)}, got {self.gpu_arch!r}",
                               option="gpu_arch")
-        if self.gpu_p2p is not None and not isinstance(self.gpu_p2p, bool):
-            raise ConfigError(f"must be true or false, got {self.gpu_p2p!r}", option="gpu_p2p")
+        for key in ("gpu_p2p", "gpudirect_rdma"):
+            v = getattr(self, key)
+            if v is not None and not isinstance(v, bool):
+                raise ConfigError(f"must be true or false, got {v!r}", option=key)
         if self.cpu_vendor is not None and self.cpu_vendor not in CPU_VENDORS:
             raise ConfigError(f"must be one of {', '.join(CPU_VENDORS)}, got {self.cpu_vendor!r}",
                               option="cpu_vendor")

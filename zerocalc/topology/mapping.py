@@ -57,6 +57,8 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         in_network_reduction = ["nvls"]
         # optional, PCIe-only nodes (NCCL's search through the PCI tree; zerocalc.nccl.pcie):
         # cpu_sockets = 2, gpus_per_pcie_switch = 4, gpu_p2p = false, smp_GBps = 10
+        # optional, NICs the GPUs reach only through host memory (no GPUDirect RDMA):
+        # gpudirect_rdma = false
         # optional, a node that is an NVLink domain of several hosts (multi-node NVLink):
         # gpus_per_host = 4
         [intra]                      # one GPU's link inside a node, one direction
@@ -140,7 +142,7 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
             fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
         return tuple(dict.fromkeys(k.lower() for k in v))
-    if key == "gpu_p2p":
+    if key in ("gpu_p2p", "gpudirect_rdma"):
         if not isinstance(v, bool):
             fail(f"{key} must be true or false, got {v!r}")
         return v

@@ -74,6 +74,13 @@ aws-ofi-nccl's sources):
   (``NCCL_TOPO_PATTERN_NVLS``, v2.18-v2.30, printed last, where the communicator supports NVLS);
   ``collnet_direct_graph``: CollNet Direct's, pattern 6 (``NCCL_TOPO_PATTERN_COLLNET_DIRECT``, v2.22-v2.30;
   before, one CollNet graph of pattern 3, which is not told apart from the tree's and not read);
+- ``net_gdr``, ``net_host``: a channel between two nodes whose NIC reads and writes the GPU's memory
+  (GPUDirect RDMA) or goes through host memory: the network transport's connect line, ``"Channel %02d/%d :
+  %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s"`` with ``/GDRDMA`` when it uses GDR (``src/transport/net.cc``,
+  v2.9-v2.30; ``NET/%s/%d(%d)`` through a proxy rank, ``/Shared`` after it; NCCL's socket transport, which
+  never uses GDR, left out), or ``ncclTopoCheckGdr``'s own ``"GPU Direct RDMA Enabled for GPU %d / HCA
+  ..."`` / ``"GPU Direct RDMA Disabled for GPU %d / HCA ... (distance %d > %d)"`` (``src/graph/paths.cc``,
+  v2.12-v2.30), which :func:`zerocalc.topology.devices.with_stated_gdr` prices;
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -112,6 +119,10 @@ NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("socket", re.compile(r"\bNCCL_IB_DISABLE=1\b")),
 )
 _CHANNEL = r"\bNCCL INFO\b.*\bChannel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[\d+\] "
+#: a network connect line up to its device (``[%lx]`` bus ids before v2.12, ``[%d]`` devices after; a proxy
+#: rank in parentheses), NCCL's socket transport left out
+_NET_CHANNEL = (r"\bNCCL INFO\b.*\bChannel \d+(?:/\d+)? : \d+\[[0-9a-fA-F]+\] -> \d+\[[0-9a-fA-F]+\] "
+                r"\[(?:send|receive)\] via NET/(?!Socket/)[^/]+/\d+(?:\(\d+\))?")
 #: (kind, pattern): the fact a line states, its value in group 1 (none: a count or a flag).
 INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("coll_lines", re.compile(r"\bNCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")),
@@ -137,6 +148,10 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                      r"(\d+)/(\d+)/(\d+)\b")),
     ("intra_p2p", re.compile(_CHANNEL + r"via P2P/")),
     ("intra_shm", re.compile(_CHANNEL + r"via SHM/")),
+    ("net_gdr", re.compile(_NET_CHANNEL + r"/GDRDMA\b")),
+    ("net_host", re.compile(_NET_CHANNEL + r"(?:/Shared)?\s*$")),
+    ("net_gdr", re.compile(r"\bNCCL INFO\b.*\bGPU Direct RDMA Enabled for GPU \d+\b")),
+    ("net_host", re.compile(r"\bNCCL INFO\b.*\bGPU Direct RDMA Disabled for GPU \d+\b")),
 )
 
 
