@@ -107,7 +107,8 @@ def _relay_check(name, tmp_path):
 @pytest.mark.parametrize(("name", "busbw_8g"), [(A3U_ALLGATHER_1PN, 32.20), (GKE_H200_ALLREDUCE_1PN, 31.89)])
 def test_h200_pods_given_another_gpus_nic_run_at_two_thirds_of_the_nic(name, busbw_8g, tmp_path):
     """kubernetes-sigs/dranet's two H200 examples claim a fixed NIC (``gpu1rdma0``, ``gpu2rdma0``: another
-    GPU's) and take the GPU from the device plugin: NCCL goes through host memory. Priced so, the bus
+    GPU's) and take the GPU from the device plugin; under the gIB profile's ``NCCL_NET_GDR_LEVEL=PIX`` NCCL
+    uses GDR only for a NIC under the GPU's own switch, so it goes through host memory. Priced so, the bus
     bandwidth at the largest size is 48 × 16/24 = 32 GB/s (the files: 32.20 and 31.89), every size from
     1 MiB up within 0.6-1.25x of the file's time, and the largest sizes within 0.9-1.1x."""
     sweep = _relay_check(name, tmp_path)

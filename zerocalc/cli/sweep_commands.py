@@ -238,7 +238,12 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     the JSON object and the comparison."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
-    from zerocalc.topology.devices import gdr_unstated_note, with_stated_gdr, with_stated_p2p
+    from zerocalc.topology.devices import (
+        gdr_unstated_note,
+        host_memory_note,
+        with_stated_gdr,
+        with_stated_p2p,
+    )
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
         coll_lines_remark,
@@ -298,7 +303,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     if str(run.get("layout") or "").endswith("-inplace"):
         told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
                     "in-place time")
-    gdr_note = [t for t in [gdr_unstated_note(topo, p)] if t]
+    gdr_note = [t for t in [gdr_unstated_note(topo, p), host_memory_note(topo, p)] if t]
     d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
                   + gdr_note + launch + _skip_notes(skipped))
     d["nccl_info"] = info

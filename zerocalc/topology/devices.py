@@ -426,6 +426,18 @@ def gdr_unstated_note(topo: Topology, ranks: int) -> str:
             "(NVIDIA/nccl issue 412): a topology TOML with gpudirect_rdma = false prices that")
 
 
+def host_memory_note(topo: Topology, ranks: int) -> str:
+    """What the price of GPUs of one PCIe node without peer-to-peer cannot know ('' otherwise): through host
+    memory (NCCL's SHM transport) each GPU's rate is its host's, the lanes its slot or riser gives it and the
+    CPU's root complex and memory, which nccl-tests output never states; the model prices the links NCCL's
+    search counts (:mod:`zerocalc.nccl.pcie`), which bound it from above."""
+    if topo.nvlink_gen != 0 or topo.gpu_p2p is not False or not 1 < ranks <= topo.gpus_per_node:
+        return ""
+    return ("through host memory each GPU moves data at its host's rate (the lanes of its slot or riser, the "
+            "CPU's root complex and memory), which the file does not state: priced at the PCIe links NCCL's "
+            "search counts, an upper bound on it")
+
+
 def pcie_layout_words(topo: Topology) -> str:
     """How a PCIe preset's GPUs sit, in words (the first line of ``check`` says what was assumed)."""
     return (f"{topo.cpu_sockets or 1} {topo.cpu_vendor or ''} sockets, {topo.gpus_per_pcie_switch or 1} GPUs "
