@@ -41,9 +41,19 @@ P4D_TAGGED = "all_reduce_perf-16xA100-p4d-2nodes-tagged-nccl2.9.9.log"
     # through a proxy rank (PXN): "via NET/%s/%d(%d)%s%s"
     ("node1:77:90 [0] NCCL INFO Channel 01/0 : 0[0] -> 9[1] [send] via NET/IB/1(1)/GDRDMA",
      [("net_gdr", True)]),
-    # paths.cc ncclTopoCheckGdr
+    # paths.cc ncclTopoCheckGdr: v2.25 (rank / NIC id), v2.19 (bus ids in hex), v2.29 (GPU/system-local ids)
     ("node1:77:90 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 0 / HCA 0 (distance 6 > 4)",
      [("net_host", True)]),
+    ("node1:77:90 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 1b000 / HCA 0 (distance 6 > 4)",
+     [("net_host", True)]),
+    ("node1:77:90 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-110592 (rank 0) - NET/0-0 "
+     "(distance 6 > 4)",
+     [("net_host", True)]),
+    # topo.cc v2.28-v2.30, a NIC that cannot reach GPU memory (two DGX Spark hosts as a public log shows
+    # them); its "Enabled" says only that the NIC could, and is not read
+    ("spark-01:14213:14219 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+     [("net_host", True)]),
+    ("node1:77:90 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'", []),
     ("node1:77:90 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 3 <= 4), read 1",
      [("net_gdr", True)]),
     # NCCL's socket transport never uses GDR: no fact

@@ -27,7 +27,8 @@ def test_two_v100_pcie_of_one_vm_within_the_every_size_band(name, busbw_2g):
 def test_a_pair_through_host_memory_says_its_rate_is_the_hosts():
     """Two GeForce RTX 4090 (no peer-to-peer: NCCL's SHM transport) of kalavai's pod: the note says the rate
     through host memory is the host's, which the file does not state (they move 3.85 GB/s at 2 GiB, the
-    file's last row, where the links NCCL counts give 8); the V100 pair, peer-to-peer by default, gets none."""
+    file's last row, where the links NCCL counts give 8); the V100 pair, peer-to-peer by default, gets
+    none."""
     k8s = check_json("all_reduce_perf-2xRTX4090-g2-k8s-kalavai.txt")
     assert any("host's rate" in n for n in k8s["notes"])
     assert not any("host's rate" in n for n in check_json(G2)["notes"])

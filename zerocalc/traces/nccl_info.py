@@ -80,7 +80,10 @@ aws-ofi-nccl's sources):
   v2.9-v2.30; ``NET/%s/%d(%d)`` through a proxy rank, ``/Shared`` after it; NCCL's socket transport, which
   never uses GDR, left out), or ``ncclTopoCheckGdr``'s own ``"GPU Direct RDMA Enabled for GPU %d / HCA
   ..."`` / ``"GPU Direct RDMA Disabled for GPU %d / HCA ... (distance %d > %d)"`` (``src/graph/paths.cc``,
-  v2.12-v2.30), which :func:`zerocalc.topology.devices.with_stated_gdr` prices;
+  v2.12-v2.28, ``%lx`` bus ids to v2.22; ``"... for GPU/%ld-%ld (rank %d) - NET/..."`` in v2.29, a TRACE line
+  after), or a NIC's own ``"NET/%s : GPU Direct RDMA Disabled for HCA %d '%s'"`` (``src/graph/topo.cc``,
+  v2.28-v2.30: the network cannot reach GPU memory at all; its ``Enabled`` says only that it could, and is not
+  read), which :func:`zerocalc.topology.devices.with_stated_gdr` prices;
 - ``coll_lines``: how many per-call COLL lines the file holds (``NCCL_DEBUG_SUBSYS=COLL``; NCCL
   ``src/enqueue.cc``, ``"%s: opCount %lx sendbuff ..."``), which an nccl-tests sweep does not read.
 """
@@ -123,6 +126,8 @@ _CHANNEL = r"\bNCCL INFO\b.*\bChannel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[\d+\] "
 #: rank in parentheses), NCCL's socket transport left out
 _NET_CHANNEL = (r"\bNCCL INFO\b.*\bChannel \d+(?:/\d+)? : \d+\[[0-9a-fA-F]+\] -> \d+\[[0-9a-fA-F]+\] "
                 r"\[(?:send|receive)\] via NET/(?!Socket/)[^/]+/\d+(?:\(\d+\))?")
+#: the GPU and NIC of ``ncclTopoCheckGdr``'s line (``GPU %d / HCA %lx``; ``GPU/%ld-%ld (rank %d) - NET/...``)
+_GDR_GPU = r"GPU(?: [0-9a-fA-F]+ / HCA\b|/[0-9a-fA-F]+-[0-9a-fA-F]+ )"
 #: (kind, pattern): the fact a line states, its value in group 1 (none: a count or a flag).
 INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("coll_lines", re.compile(r"\bNCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")),
@@ -150,8 +155,9 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("intra_shm", re.compile(_CHANNEL + r"via SHM/")),
     ("net_gdr", re.compile(_NET_CHANNEL + r"/GDRDMA\b")),
     ("net_host", re.compile(_NET_CHANNEL + r"(?:/Shared)?\s*$")),
-    ("net_gdr", re.compile(r"\bNCCL INFO\b.*\bGPU Direct RDMA Enabled for GPU \d+\b")),
-    ("net_host", re.compile(r"\bNCCL INFO\b.*\bGPU Direct RDMA Disabled for GPU \d+\b")),
+    ("net_gdr", re.compile(r"\bNCCL INFO\b.*\bGPU Direct RDMA Enabled for " + _GDR_GPU)),
+    ("net_host", re.compile(r"\bNCCL INFO\b.*\bGPU Direct RDMA Disabled for (?:" + _GDR_GPU
+                            + r"|HCA \d+ ')")),
 )
 
 
