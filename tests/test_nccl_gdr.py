@@ -162,3 +162,16 @@ def test_gpudirect_rdma_not_a_boolean_in_a_topology_toml_is_refused_in_one_line(
     res = runner.invoke(app, ["check", str(DATA / A3U_ALLGATHER_1PN), "--topology", str(path)])
     assert res.exit_code == 2
     assert len(res.output.strip().splitlines()) == 1 and "gpudirect_rdma must be true or false" in res.output
+
+
+def test_point_to_point_across_nodes_through_host_memory_gets_two_thirds_of_the_nic():
+    """The send/receive path's share of the node's NICs (one 400 Gb/s NIC on PCIe 5.0: 48 GB/s as NCCL counts
+    it, the smaller of 50 and the x16 link's 48) is 2/3 of it through host memory."""
+    from zerocalc.nccl.p2p import p2p_comm
+
+    rel, _ = release_for("2.25.1")
+    topo, _ = nodes_of(PRESETS["dgx-h200"], 1)
+    gdr = p2p_comm(topo, 2, rel, "2.25.1", 4)
+    host = p2p_comm(replace(topo, gpudirect_rdma=False), 2, rel, "2.25.1", 4)
+    assert gdr.bw["net"][1] == pytest.approx(48.0)
+    assert host.bw["net"][1] == pytest.approx(48.0 * 16 / 24)

@@ -42,7 +42,8 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    intra_bw_GBps`; on one PCIe-only node, what the node's messages at once leave it on the PCI tree's
    shared links: a switch's uplink, the SMP link, host memory when peer-to-peer is off,
    :func:`zerocalc.nccl.pcie.hop_GBps`) and its share of the node's NICs across nodes
-   (``nics_per_node × nic_Gbps / 8`` over the node's ranks), and the ``p2pnChannels`` channels. LL
+   (``nics_per_node × nic_Gbps / 8`` over the node's ranks; through host memory, ``gpudirect_rdma`` false,
+   :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of it), and the ``p2pnChannels`` channels. LL
    carries 4 data bytes per 8-byte line (half).
    The group's transfer time is the largest of: each message over its channels, each link class's bytes
    over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``.
@@ -74,7 +75,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.graph import PCIE_GBPS_X16, as_nccl_sees_it, intra_bw_GBps, pcie_layout
+from zerocalc.nccl.graph import HOST_RELAY_SHARE, PCIE_GBPS_X16, as_nccl_sees_it, intra_bw_GBps, pcie_layout
 from zerocalc.nccl.pcie import PcieLayout, hop_GBps
 from zerocalc.nccl.tables import NET, NVLINK, PCI, Algorithm, Protocol, Release, parse_version
 from zerocalc.topology import Topology, require
@@ -194,7 +195,7 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         nic = require(topo, "nic_Gbps", _NEEDED_BY) / 8.0
         gen = require(topo, "pcie_gen", _NEEDED_BY)
         path = min(nic, PCIE_GBPS_X16.get(gen, nic))
-        share = nics * path / g
+        share = nics * path / g * (HOST_RELAY_SHARE if topo.gpudirect_rdma is False else 1.0)
         bw["net"] = (NET_CHANNEL_GBPS, share)
         nics_per_gpu = max(1, nics // g)
         if v < (2, 12):
