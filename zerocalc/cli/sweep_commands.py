@@ -37,7 +37,7 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     run's entry in ``meta["runs"]`` with ``n_how`` added: how the group size was told)."""
 
     from zerocalc.errors import ConfigError, TraceFormatError
-    from zerocalc.nccl.predict import version_from_text
+    from zerocalc.nccl.predict import cuda_build_from_text, version_from_text
     from zerocalc.traces import reader
     from zerocalc.traces.detect import HEAD_BYTES, detect_format
     from zerocalc.traces.nccl_tests import cputime_refusal, parse, parse_json_bytes
@@ -85,6 +85,7 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
                 meta["series"] = " ".join(x for x in series if x)
             p, meta["n_how"] = _group_size(path, rows, op, p, n, meta)
             version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
+            meta["nccl_cuda"] = cuda_build_from_text(text)
             out.append((path, rows, op, int(p), version, res.skipped, meta))
     return out
 
@@ -285,7 +286,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
                         stated_channels=info.get("comm_channels") or info.get("ring_channels"),
                         stated_graphs=info, stated_p2p=info.get("p2p_channels"),
                         stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p,
-                        stated_chunk=info.get("p2p_chunk_bytes"))
+                        stated_chunk=info.get("p2p_chunk_bytes"), cuda_build=run.get("nccl_cuda"))
     d = cmp.as_dict()
     sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
     info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)

@@ -113,6 +113,8 @@ class Machine:
     #: time only: a network hop pays the graphs' ``latency_inter_us`` even at a release whose model
     #: does not read it (before 2.12; see :func:`zerocalc.nccl.model.tune`)
     wire_hops: bool = False
+    #: the CUDA release the NCCL library was built with (``CUDART_VERSION``: ``(11, 8)``), where stated
+    cuda_build: tuple[int, int] | None = None
 
     @property
     def ppn(self) -> float:

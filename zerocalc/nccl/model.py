@@ -319,11 +319,20 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
 def _ll128_gpus(rel: Release) -> tuple[int, ...]:
     """GPUs (compute capability) LL128 is on by default for, in ``tuning.cc``: v2.9.9-v2.14.3 sm70 and sm80
     (``(minCompCap == 70 && maxCompCap == 70) || (… 80 …)``); v2.15.5 to v2.21.5 also sm90 (``switch
-    (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90 in 2.15-2.17 is not
-    modelled); v2.25.1 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
+    (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90, v2.15.5 on:
+    :func:`_cuda_11_8_pair`); v2.25.1 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
     if rel.era <= 14:
         return (70, 80)
     return (70, 80, 90) if rel.era < 25 else (70, 80, 90, 100, 120)
+
+
+def _cuda_11_8_pair(rel: Release, m: Machine, coll: Collective, a: Algorithm) -> bool:
+    """``tuning.cc``, v2.15.5 to v2.30.7: LL128's default leaves out a Ring all-reduce of 2 ranks on sm90 when
+    NCCL was built with CUDA 11.8 (``CUDART_VERSION == 11080 && c == ncclFuncAllReduce && a ==
+    NCCL_ALGO_RING && comm->nRanks == 2``, in its ``case 90``, from v2.27.3 in its ``minCompCap == 90``
+    test); ``Machine.cuda_build`` is the build the run's version line states."""
+    return (rel.era >= 15 and m.compute_capability == 90 and m.cuda_build == (11, 8)
+            and coll == C.ALL_REDUCE and a == A.RING and m.n_ranks == 2)
 
 
 def _algo_env_applies(rel: Release, coll: Collective, a: Algorithm) -> bool:
@@ -338,8 +347,9 @@ def _algo_env_applies(rel: Release, coll: Collective, a: Algorithm) -> bool:
 
 #: Reasons :func:`_disabled` gives that are the user's environment, not the machine: a pair left out
 #: for one of these still runs when a tuner plugin of API v1/v2 names it (see :mod:`zerocalc.nccl.tuner`).
+CUDA_11_8_PAIR = "LL128 off by default for 2 ranks on sm90 under CUDA 11.8"
 ENV_REASONS = ("NCCL_ALGO", "NCCL_PROTO", "LL128 off by default on this path",
-               "LL128 off by default on this GPU")
+               "LL128 off by default on this GPU", CUDA_11_8_PAIR)
 NVLS_OFF = "NCCL_NVLS_ENABLE=0"
 
 
@@ -360,6 +370,8 @@ def _disabled(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Proto
             return "LL128 off by default on this path"
         if rel.era < 27 and m.compute_capability not in _ll128_gpus(rel):
             return "LL128 off by default on this GPU"
+        if _cuda_11_8_pair(rel, m, coll, a):
+            return CUDA_11_8_PAIR
     if a == A.NVLS_TREE and m.n_nodes == 1:
         return "NVLS Tree needs several nodes"
     if a in (A.NVLS, A.NVLS_TREE) and not m.nvls:
@@ -395,7 +407,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
          min_channels: int | None = None, max_channels: int | None = None,
          stated_channels: int | None = None,
          stated_graphs: Mapping[Algorithm, tuple[int, float, float]] | None = None,
-         stated_nvls: int | None = None, _wire_hops: bool = False) -> Tuning:
+         stated_nvls: int | None = None, cuda_build: tuple[int, int] | None = None,
+         _wire_hops: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
@@ -413,11 +426,15 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     out as on a machine without NVLink SHARP; another count is what ``ncclTopoPostset`` raises
     ``comm->nChannels`` to at v2.20-v2.27 (:func:`zerocalc.nccl.channels.comm_channels`, step 6).
     ``ncclTopoTuneModel`` itself prices NVLS with its graph's channels, not this count.
+    ``cuda_build``: the CUDA release NCCL was built with (``(11, 8)`` for ``+cuda11.8``; ``None``: not
+    stated), which leaves LL128 out of a 2-rank Ring all-reduce on sm90 (:func:`_cuda_11_8_pair`).
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
     if _wire_hops:
         m = replace(m, wire_hops=True)
+    if cuda_build is not None:
+        m = replace(m, cuda_build=tuple(cuda_build))
     m, graph_changes = _with_stated_graphs(m, stated_graphs)
     told_nvls = None
     if stated_nvls is not None and nvls_enable and stated_nvls != nvls_channels(m, release):
@@ -444,7 +461,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels,
                                                stated_channels=stated_channels, stated_graphs=stated_graphs,
-                                               stated_nvls=stated_nvls)
+                                               stated_nvls=stated_nvls, cuda_build=cuda_build)
     told = topo.net_latency_us or 0.0
     wire = getattr(topo, "net_wire_latency_us", None)
     wire = told if wire is None else wire
@@ -458,7 +475,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
         wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
                         nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
                         stated_channels=stated_channels, stated_graphs=stated_graphs, stated_nvls=stated_nvls,
-                        _wire_hops=unread)
+                        cuda_build=cuda_build, _wire_hops=unread)
     return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes), told_nvls,
                   tree_run=tree_run_release(release, m, topo.mnnvl))
 

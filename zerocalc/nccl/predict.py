@@ -49,6 +49,20 @@ def version_from_text(lines: Iterable[str]) -> str | None:
     return None
 
 
+_CUDA_BUILD = re.compile(r"NCCL version \d+\.\d+\.\d+\+cuda(\d+)\.(\d+)")
+
+
+def cuda_build_from_text(lines: Iterable[str]) -> tuple[int, int] | None:
+    """The CUDA release the NCCL library that ran was built with, as its version line states it
+    (``NCCL version 2.19.3+cuda12.2``: ``CUDART_VERSION`` at build time, ``init.cc`` ``showVersion``), or
+    ``None``. NCCL's model reads it once (:func:`zerocalc.nccl.model.tune`'s ``cuda_build``)."""
+    for line in lines:
+        m = _CUDA_BUILD.search(line)
+        if m:
+            return int(m[1]), int(m[2])
+    return None
+
+
 def as_nccl_collective(op: str) -> Collective:
     """The NCCL collective of an nccl-tests / zerocalc op name; :class:`ConfigError` otherwise."""
     try:

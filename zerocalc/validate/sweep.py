@@ -29,7 +29,7 @@ import numpy as np
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
-from zerocalc.nccl.model import Tuning, tune
+from zerocalc.nccl.model import CUDA_11_8_PAIR, Tuning, tune
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
@@ -164,7 +164,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   stated_channels: tuple[int, int] | None = None,
                   stated_graphs: Mapping[str, Sequence] | None = None, stated_p2p: Sequence | None = None,
                   stated_nvls: Sequence | None = None, p2p_env: Sequence = (),
-                  stated_chunk: Sequence | None = None) -> SweepComparison:
+                  stated_chunk: Sequence | None = None,
+                  cuda_build: tuple[int, int] | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -187,7 +188,9 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     (``[nvlsChannels, line]``), NCCL's NVLS channels where they differ from the derived count
     (:func:`zerocalc.nccl.model.tune`'s ``stated_nvls``, :func:`stated_nvls_notes`); ``p2p_env``: the p2p
     variables the file sets (:attr:`zerocalc.nccl.env.Settings.p2p`), read by a point-to-point sweep, and
-    ``stated_chunk`` (``[p2pChunkSize, line]``) the p2p step its INFO line states.
+    ``stated_chunk`` (``[p2pChunkSize, line]``) the p2p step its INFO line states; ``cuda_build``: the CUDA
+    release the NCCL that ran was built with (its version line, :func:`zerocalc.nccl.predict.
+    cuda_build_from_text`), which :func:`zerocalc.nccl.model.tune` reads.
     On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
     :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version)."""
     if topo.gpu_arch is not None:
@@ -210,7 +213,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   nvls_enable=nvls_enable, min_channels=lo, max_channels=hi,
                   stated_channels=stated_channels[0] if stated_channels else None,
                   stated_graphs=_stated_graphs(stated_graphs),
-                  stated_nvls=stated_nvls[0] if stated_nvls else None)
+                  stated_nvls=stated_nvls[0] if stated_nvls else None, cuda_build=cuda_build)
     api = _plugin_api(tuning, topo, nccl_version, tuner, ofi_tuner,
                       restricted=algo_enable is not None or proto_enable is not None)
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
@@ -219,6 +222,9 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     notes = [note] if note else []
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls)
+    if any(e.why_disabled == CUDA_11_8_PAIR for e in tuning.entries.values()):
+        notes.append("NCCL built with CUDA 11.8 (its version line): LL128 is off by default for a Ring "
+                     "all-reduce of 2 ranks on sm90 (src/graph/tuning.cc, v2.15.5-v2.30.7)")
     notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
     notes += [t for t in [channels_note(gpus_per_thread, release.era, out, agg_iters, graph)] if t]
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
