@@ -33,7 +33,14 @@ from zerocalc.nccl.tables import (
     Protocol,
     Release,
 )
-from zerocalc.nccl.tune_model import _PROTO_INDEX, _bandwidth_GBps, _log2i, _tune_one, ring_run_latency_us
+from zerocalc.nccl.tune_model import (
+    _PROTO_INDEX,
+    _bandwidth_GBps,
+    _log2i,
+    _tune_one,
+    ring_run_latency_us,
+    tree_run_latency_us,
+)
 from zerocalc.topology import Topology, require
 
 A, P, C = Algorithm, Protocol, Collective
@@ -157,8 +164,9 @@ class Tuning:
             if t is None:
                 return None
             corr = nvls_tree_run_correction(self.nvls_run, coll, algo, n_bytes)
-            return self.nvls_run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True,
-                                        bw_scale=corr)
+            run = self.nvls_run
+            return run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True, bw_scale=corr,
+                              latency_us=tree_run_latency_us(run.release, run.machine, coll, algo, proto))
         scale = self.capped_scale(algo) if channels is None else 1.0
         scale *= nvls_tree_run_correction(self, coll, algo, n_bytes)
         scale *= self.tree_run_scale(coll, algo, proto)
@@ -171,7 +179,8 @@ class Tuning:
             coll_channels = self.channels.coll_channels if self.channels else self.comm_channels
             run = min(channels, self.comm_channels) if channels else round(coll_channels * share)
             scale /= host_staged_slowdown(coll, self.machine.n_ranks, max(1, run))  # SHM: idle directions
-        lat = ring_run_latency_us(self.release, self.machine, coll, proto) if algo == A.RING else None
+        lat = ring_run_latency_us(self.release, self.machine, coll, proto) if algo == A.RING else \
+            tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
                            bw_scale=scale, share=share, latency_us=lat)
 

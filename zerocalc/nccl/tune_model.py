@@ -264,3 +264,30 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     if rel.era >= 18:  # getNetOverhead: v2.18.1 on
         intra_lat = max(intra_lat, _net_overhead_us(m) * (3 if p == P.SIMPLE else 1))
     return rel.base_lat_us[a][pi] + _nsteps(coll, m.n_ranks) * max(intra_lat, inter_lat)
+
+
+def tree_run_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm,
+                        p: Protocol) -> float | None:
+    """The latency a Tree or NVLS Tree call across a number of nodes that is not a power of two runs with:
+    NCCL's own (:func:`_latency_us`) with ``2 · ceil(log2 nNodes)`` network hops where it counts
+    ``2 · log2i(nNodes)`` (the floor); ``None`` where the two agree (1, 2, 4, 8, … nodes) and for other
+    algorithms. A run-time figure: NCCL chooses with its own (:meth:`zerocalc.nccl.model.Tuning.choose`).
+
+    Source: the trees NCCL builds across nodes (``ncclGetBtree`` / ``ncclGetDtree``, ``src/graph/trees.cc``,
+    unchanged from v2.4 to v2.30): node 0 roots a binary tree whose first child is the largest power of two
+    below ``nNodes``, so the deepest node is ``ceil(log2 nNodes)`` levels down (10 nodes: 0 → 8 → 4 → 2 → 1,
+    four levels, where ``log2i(10)`` = 3); the second tree, mirrored (even count) or shifted by one (odd),
+    is as deep. ``ncclTopoTuneModel`` prices a Tree all-reduce's latency as
+    ``2 · ((nRanks/nNodes − 1) · intraLat + log2i(nNodes) · interLat)`` and an NVLS Tree's as
+    ``intraLat + 2 · log2i(nNodes) · interLat`` (v2.19 on; v2.18 counts ``2 (nNodes − 1)`` hops, left as it
+    is), one level short up and down on such counts."""
+    nn = int(m.n_nodes)
+    if nn <= 2 or a not in (A.TREE, A.NVLS_TREE):
+        return None
+    extra = (nn - 1).bit_length() - _log2i(nn)  # ceil(log2 nn) − floor(log2 nn)
+    if extra == 0 or (a == A.NVLS_TREE and (rel.era == 18 or coll != C.ALL_REDUCE)):
+        return None
+    if a == A.TREE and not (coll == C.ALL_REDUCE or rel.era < 23):
+        return None
+    _, inter_lat = _hop_latencies_us(rel, m, a, p)
+    return _latency_us(rel, m, coll, a, p) + 2 * extra * inter_lat
