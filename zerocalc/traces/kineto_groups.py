@@ -11,7 +11,8 @@ def _process_groups(info: dict) -> list[tuple[str, int, tuple[int, ...]]]:
     """The process groups of ``distributedInfo.pg_config`` (the groups this rank is a member of):
     (description or name, size, ranks), those that state a size."""
     out = []
-    for pg in info.get("pg_config") or []:
+    pg_config = info.get("pg_config")
+    for pg in pg_config if isinstance(pg_config, list) else []:  # not a list: no groups, as a bad entry
         if not isinstance(pg, dict):
             continue
         size = _int(pg.get("pg_size"))
