@@ -5,9 +5,10 @@ rows are compared here as :func:`zerocalc.validate.sweep.compare_sweep` compares
 model, with the same JSON row (``bytes``, ``measured_s``, ``predicted_s``, ``ratio``, ``algorithm``,
 ``protocol``, …): the measured time is the out-of-place one (the in-place one under ``-O 0``), the
 prediction RCCL's choice and time for the row's ``size``, or, where RCCL runs the call with an MSCCL
-program, that program's time (``algorithm`` ``MSCCL``). Launch terms of one thread driving several GPUs
-(nccl-tests ``-g``, :func:`zerocalc.validate.sweep.host_floor_s`) are NVIDIA measurements and are not
-applied; a note says so.
+program, that program's time (``algorithm`` ``MSCCL``). One thread driving G GPUs (rccl-tests ``-g G``, its
+default launch mode) adds the stagger of its launches, :func:`rccl_launch_stagger_s` (``nccl_s`` keeps
+RCCL's time, ``launch_stagger_s`` the stagger), as :func:`zerocalc.validate.sweep.launch_stagger_s` does on
+NVIDIA GPUs with NVIDIA's figure.
 """
 
 from __future__ import annotations
@@ -17,6 +18,32 @@ from collections.abc import Mapping, Sequence
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.rccl import RcclTuning, price_call, rccl_calibration, rccl_release_for, rccl_tune
 from zerocalc.topology import Topology
+
+RCCL_LAUNCH_US_PER_GPU = 3.74
+"""Host time (µs) of one asynchronous HIP kernel launch on an AMD Instinct node: PETSc's benchmark of HIP's
+launch time, ``src/sys/objects/device/tests/ex1hip.hip.cpp`` (petsc/petsc), on OLCF's Crusher (MI250X):
+"Average asynchronous HIP kernel launch time = 3.74 microseconds" (a null kernel launched back to back from
+one thread; 6.66 µs synchronously). RCCL does more on the host per launch (its plan and arguments), so this
+is the least one GPU's launch delays the next. See :func:`rccl_launch_stagger_s`."""
+
+
+def rccl_launch_stagger_s(gpus_per_thread: int | None, agg_iters: int | None = None,
+                          graph: int | None = None) -> float | None:
+    """How much later than the first the last of a thread's ``gpus_per_thread`` RCCL kernels starts,
+    (G - 1) × :data:`RCCL_LAUNCH_US_PER_GPU`; ``None`` for one GPU per thread and outside rccl-tests'
+    default launch mode (``-a`` above 1, ``-G``; :func:`zerocalc.validate.sweep.host_floor_s`).
+
+    rccl-tests (nccl-tests' fork, ``src/common.cu``) issues each call as one group of G collectives, which
+    RCCL launches in turn from that thread ("ROCm serializes kernel launches on multiple GPUs from one
+    process", AMD's ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", Mar
+    2025); no all-reduce completes before every rank's kernel runs, so a call lasts from the first launch to
+    the last plus what RCCL prices for one rank's call, the argument
+    :func:`zerocalc.validate.sweep.launch_stagger_s` makes with NVIDIA's per-GPU figure."""
+    from zerocalc.validate.sweep import _default_launch_mode
+
+    if not _default_launch_mode(gpus_per_thread, agg_iters, graph):
+        return None
+    return (gpus_per_thread - 1) * RCCL_LAUNCH_US_PER_GPU * 1e-6
 
 
 def _msccl_words(t: RcclTuning, rows: Sequence[Mapping]) -> list[str]:
@@ -50,13 +77,15 @@ def compare_rccl_sweep(
     proto_enable=None,
     in_place: bool = False,
     gpus_per_thread: int | None = None,
+    agg_iters: int | None = None,
+    graph: int | None = None,
 ):
     """Every timed row of one sweep against RCCL's model on ``topo`` (a gfx942 machine), at the RCCL release
     ``rccl_version`` maps to (:func:`zerocalc.nccl.rccl.rccl_release_for`; ``None``: the file states none).
     ``in_place``: the rows' times are in-place ones (rccl-tests ``-O 0``), which MSCCL runs with its
-    in-place programs; ``gpus_per_thread`` (rccl-tests ``-g``): the communicator's ranks one process holds,
-    which gate MSCCL (:func:`zerocalc.nccl.rccl.rccl_tune`). Returns a
-    :class:`zerocalc.validate.sweep.SweepComparison`."""
+    in-place programs. ``gpus_per_thread`` / ``agg_iters`` / ``graph``: rccl-tests' ``-g`` / ``-a`` / ``-G``
+    as the file prints them (:func:`rccl_launch_stagger_s`; the process's G ranks also gate MSCCL,
+    :func:`zerocalc.nccl.rccl.rccl_tune`). Returns a :class:`zerocalc.validate.sweep.SweepComparison`."""
     from zerocalc.nccl.predict import as_nccl_collective
     from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed
 
@@ -70,18 +99,21 @@ def compare_rccl_sweep(
     release, note = rccl_release_for(rccl_version)
     tuning = rccl_tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                        ranks_per_process=gpus_per_thread or 1)
-    out = [_priced_row(r, measured, tuning, topo, coll, group_size, in_place) for r, measured in _timed(rows)]
+    stagger = rccl_launch_stagger_s(gpus_per_thread, agg_iters, graph)
+    out = [_priced_row(r, measured, tuning, topo, coll, group_size, in_place, stagger)
+           for r, measured in _timed(rows)]
     version = rccl_version or release.name
-    notes = _model_notes(topo, tuning, release, note, out, coll, group_size, gpus_per_thread)
+    notes = _model_notes(topo, tuning, release, note, out, coll, group_size, gpus_per_thread, stagger)
     for r in out:
         r.pop("msccl_untimed", None)
     return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out),
                            library="RCCL")
 
 
-def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group_size: int, in_place: bool
-                ) -> dict:
-    """One timed row against RCCL's choice and time for it (or the topology's fitted α-β pair)."""
+def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group_size: int, in_place: bool,
+                stagger: float | None = None) -> dict:
+    """One timed row against RCCL's choice and time for it (or the topology's fitted α-β pair), plus the
+    launch ``stagger`` of a thread driving several GPUs (:func:`rccl_launch_stagger_s`)."""
     from zerocalc.validate.sweep import _in_place, textbook_ring_s
 
     n = int(r["size_bytes"])
@@ -93,13 +125,14 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
     fit = rccl_calibration(topo, coll, group_size, algo, proto)
     if fit is not None:
         t, calibrated = fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9), True
+    launched = t + (stagger or 0.0)
     row = {
         "bytes": n,
         "measured_s": measured,
-        "predicted_s": t,
-        "ratio": t / measured,
+        "predicted_s": launched,
+        "ratio": launched / measured,
         "nccl_s": t,
-        "launch_stagger_s": None,
+        "launch_stagger_s": stagger,
         "host_floor_s": None,
         "host_bound": False,
         "nccl_all_channels_s": t,
@@ -115,7 +148,7 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
 
 
 def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[dict], coll, group_size: int,
-                 gpus_per_thread: int | None) -> list[str]:
+                 gpus_per_thread: int | None, stagger: float | None = None) -> list[str]:
     """What the rows rest on: RCCL's release and tuning model, MSCCL's programs, the terms not priced."""
     ppn = tuning.n_ranks // tuning.n_nodes
     model = ("tuning model 5 of the 8-GPU xGMI rome models" if tuning.model_index == 5 else
@@ -135,14 +168,20 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
             else "across nodes RCCL's table applies its size corrections (down to 0.1) to Ring and Tree: "
             "its predicted time is what it chooses by, priced as it stands"
         )
-    if gpus_per_thread and gpus_per_thread > 1:
+    g = gpus_per_thread or 1
+    if g > 1 and stagger is not None:
         notes.append(
-            f"one thread drives {gpus_per_thread} GPUs (-g): the launch terms measured on NVIDIA GPUs "
-            "are not applied to RCCL"
+            f"one thread drives {g} GPUs (rccl-tests -g {g}): RCCL's kernels are launched one after the "
+            f"other from it (HIP serializes launches to several GPUs from one process), so each call is "
+            f"priced at RCCL's time plus the last kernel's delay, {g - 1} × {RCCL_LAUNCH_US_PER_GPU:g} µs = "
+            f"{stagger * 1e6:.1f} µs (an asynchronous HIP launch, PETSc's ex1hip benchmark)"
         )
-        if not release.msccl_single_process and tuning.n_nodes == 1 and tuning.n_ranks == 8:
-            notes.append(f"RCCL {release.name} runs no MSCCL program when one process holds several of the "
-                         "communicator's ranks (msccl_lifecycle.cc mscclCommCompatible): priced by its table")
+    elif g > 1:
+        notes.append(f"one thread drives {g} GPUs (rccl-tests -g {g}) outside the default launch mode (-a or "
+                     "-G): no launch time is priced")
+    if g > 1 and not release.msccl_single_process and tuning.n_nodes == 1 and tuning.n_ranks == 8:
+        notes.append(f"RCCL {release.name} runs no MSCCL program when one process holds several of the "
+                     "communicator's ranks (msccl_lifecycle.cc mscclCommCompatible): priced by its table")
     if topo.nccl_calibration and not any(r["calibrated"] for r in out):
         notes.append(f"the topology's calibration is for other collectives or group sizes; {coll.value} on "
                      f"{group_size} ranks priced by RCCL's tables")

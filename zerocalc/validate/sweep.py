@@ -200,7 +200,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                                   algo_enable=algo_enable, proto_enable=proto_enable,
                                   in_place=bool(rows)
                                   and str(rows[0].get("layout") or "").endswith("-inplace"),
-                                  gpus_per_thread=gpus_per_thread)
+                                  gpus_per_thread=gpus_per_thread, agg_iters=agg_iters, graph=graph)
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels, stated_channels, stated_p2p, p2p_env, stated_chunk)
