@@ -327,3 +327,18 @@ def test_rtx_4090_sweeps_priced_on_the_pcie_gen4_box_without_peer_to_peer(name):
     assert "no PCIe peer-to-peer between GeForce cards" in sweep["topology_how"]
     inside = {r["bytes"] for r in sweep["rows"] if 0.5 <= r["ratio"] <= 2.0}
     assert inside == {s for s, _, _ in rows if up_to is None or s <= up_to}
+
+
+def test_host_time_per_channel_only_before_nccl_2_22_in_the_default_launch_mode():
+    """host_channels_s by hand: G x (channels - 1) x 0.206 us before NCCL 2.22 (era 21 and below), nothing
+    from 2.22 (the call's work one struct in the kernel's arguments), for one GPU a thread, under -a
+    (aggregated calls) or -G (CUDA graphs), or where the channels are not known (a calibrated call)."""
+    from zerocalc.validate.sweep import host_channels_s
+
+    assert host_channels_s(8, 24, 12) == pytest.approx(8 * 23 * 0.206e-6)
+    assert host_channels_s(4, 16, 21) == pytest.approx(4 * 15 * 0.206e-6)
+    assert host_channels_s(8, 1, 19) == 0.0
+    assert host_channels_s(8, 24, 22) == host_channels_s(8, 24, 30) == 0.0
+    assert host_channels_s(1, 24, 12) == host_channels_s(None, 24, 12) == 0.0
+    assert host_channels_s(8, 24, 12, agg_iters=4) == host_channels_s(8, 24, 12, graph=1) == 0.0
+    assert host_channels_s(8, None, 12) == 0.0
