@@ -282,3 +282,42 @@ def test_blackwell_nvls_channels_in_one_nvlink_domain(ranks, version, channels):
     assert nvls_channels(m, rel) == channels
     if ranks == 72:
         assert tune(get_topology("gb200-nvl72"), ranks, rel).comm_channels == 32
+
+
+@pytest.mark.parametrize(("preset", "ranks", "version", "ll128"), [
+    ("gb200-nvl72", 128, "2.26.2", False),  # two racks: the NIC is PHB from the GPU (over C2C)
+    ("gb200-nvl72", 128, "2.27.3", True),  # P2C from v2.27.3, within the sm90+ bound (PXN)
+    ("gb200-nvl72", 72, "2.26.2", True),  # one rack: no network in the graphs
+    ("gh200", 8, "2.26.2", False),
+    ("gh200", 8, "2.30.4", True),
+    ("gb300-nvl72", 144, "2.26.2", True),  # ConnectX-8 on the GPU's PCIe, not behind the CPU
+    ("dgx-h100", 16, "2.26.2", True),
+])
+def test_ll128_across_nodes_with_nics_behind_grace(preset, ranks, version, ll128):
+    """LL128 by default only where the graphs' GPU-NIC path is at most PXB, or PXN on sm90+ (tuning.cc
+    v2.19-v2.30); a NIC on the Grace CPU reached over NVLink-C2C is PHB until v2.27.3 types it P2C
+    (paths.cc, PATH_P2C 6 < PATH_PXN 7): off across GB200 racks and GH200 nodes before 2.27."""
+    assert machine(get_topology(preset), ranks, release_for(version)[0]).ll128_path_ok is ll128
+
+
+def test_two_gb200_racks_without_ll128_before_2_27():
+    """CoreWeave's 2 racks at NCCL 2.26.2 (NVLS off): NCCL leaves LL128 out across the racks (NIC behind
+    Grace), so Tree/Simple then Ring/Simple; hand check at 512 MiB (v2.26.2): Tree/Simple 8.4 + 2 x (63 x 4.0
+    + 1 x 14) us, 15 channels x min(48 x 0.92, 42.8) GB/s (2.28.3's 2-node cap, tree_run_release) x 0.5."""
+    sweep = check_json(RACKS2, "--topology", "gb200-nvl72", "--nccl-version", "2.26.2", "--n", "128",
+                       *NO_NVLS)
+    assert {r["protocol"] for r in sweep["rows"]} == {"Simple"}
+    first = sweep["rows"][0]
+    hand = (8.4 + 2 * (63 * 4.0 + 14)) * 1e-6 + 536870912 / (15 * 42.8 * 0.5 * 1e9)
+    assert first["algorithm"] == "Tree" and first["predicted_s"] == pytest.approx(hand, rel=1e-6)
+    assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"])
+
+
+def test_nic_via_c2c_in_toml():
+    """``nic_via_c2c`` reads from a topology TOML as true or false; anything else is refused naming it."""
+    base = {"gpus_per_node": 4, "intra": {"alpha_us": 3.4, "bw_GBps": 450},
+            "inter": {"alpha_us": 14, "bw_GBps": 100}}
+    assert topology_from_mapping({**base, "nic_via_c2c": True}).nic_via_c2c is True
+    assert topology_from_mapping(base).nic_via_c2c is None
+    with pytest.raises(ConfigError, match="nic_via_c2c"):
+        topology_from_mapping({**base, "nic_via_c2c": 1})

@@ -108,7 +108,7 @@ class Machine:
     nvls: bool  # NVLink SHARP usable (NVSwitch 3+, sm90+)
     collnet: bool  # InfiniBand SHARP (CollNet) usable
     nvswitch: bool
-    ll128_path_ok: bool  # NVLink inside, NIC under the GPU's PCIe switch
+    ll128_path_ok: bool  # NVLink inside, a NIC NCCL reaches at most through PXB / PXN (P2C from 2.27)
     graphs: dict[Algorithm, Graph]
     #: time only: a network hop pays the graphs' ``latency_inter_us`` even at a release whose model
     #: does not read it (before 2.12; see :func:`zerocalc.nccl.model.tune`)
@@ -305,8 +305,12 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     relayed = n_nodes > 1 and topo.gpudirect_rdma is False
     if relayed:  # assumption 7: through host memory, LL128 off, HOST_RELAY_SHARE of the rate
         graphs = {a: replace(gr, run_scale=gr.run_scale * HOST_RELAY_SHARE) for a, gr in graphs.items()}
+    # LL128 by default only where the graphs' GPU-NIC path (typeInter) is at most PXB, or PXN on sm90 and
+    # later (tuning.cc, v2.19-v2.30); a NIC on the host CPU reached over NVLink-C2C is PHB until NCCL gives
+    # that path a type of its own, P2C, in v2.27.3 (paths.cc), which the test then admits
+    c2c_phb = n_nodes > 1 and bool(topo.nic_via_c2c) and release.era < 27
     return Machine(n_ranks=n_ranks, n_nodes=n_nodes, compute_capability=cc,
                    cpu_vendor=require(topo, "cpu_vendor", _NEEDED_BY), nvls=bool(nvls),
                    collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch,
-                   ll128_path_ok=nvlink and not relayed,
+                   ll128_path_ok=nvlink and not relayed and not c2c_phb,
                    graphs=graphs)

@@ -77,6 +77,8 @@ HARDWARE_FIELDS: dict[str, str] = {
     "gpus_per_host": "GPUs per host where a node is an NVLink domain spanning several hosts (multi-node "
                      "NVLink, as GB200/GB300 NVL72 racks of 4-GPU compute trays: NCCL 2.20.3 and later join "
                      "the hosts of one NVLink clique into one node, MNNVL); unset: a node is one host",
+    "nic_via_c2c": "the NICs hang off the host CPU's PCIe and the GPU reaches them over NVLink-C2C (Grace "
+                   "Hopper, GB200): NCCL's path PHB to its NIC before 2.27, P2C from 2.27.3 (unset: false)",
 }
 
 
@@ -172,6 +174,7 @@ class Topology:
     smp_GBps: float | None = None
     gpudirect_rdma: bool | None = None
     gpus_per_host: int | None = None
+    nic_via_c2c: bool | None = None
     nccl_calibration: tuple[Calibration, ...] = ()
     nccl_env: tuple[NcclEnv, ...] = ()
     nccl_tuner: str | None = None  # a tuner configuration file (TOML key; the CLI reads it)
@@ -200,7 +203,7 @@ class Topology:
         if self.gpu_arch is not None and self.gpu_arch not in GPU_ARCHS:
             raise ConfigError(f"must be one of {', '.join(GPU_ARCHS)}, got {self.gpu_arch!r}",
                               option="gpu_arch")
-        for key in ("gpu_p2p", "gpudirect_rdma"):
+        for key in ("gpu_p2p", "gpudirect_rdma", "nic_via_c2c"):
             v = getattr(self, key)
             if v is not None and not isinstance(v, bool):
                 raise ConfigError(f"must be true or false, got {v!r}", option=key)

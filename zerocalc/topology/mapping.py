@@ -61,6 +61,7 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         # gpudirect_rdma = false
         # optional, a node that is an NVLink domain of several hosts (multi-node NVLink):
         # gpus_per_host = 4
+        # optional, NICs on the host CPU reached over NVLink-C2C (Grace Hopper, GB200): nic_via_c2c = true
         [intra]                      # one GPU's link inside a node, one direction
         alpha_us = 3.4
         bw_GBps = 300
@@ -142,7 +143,7 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
             fail(f"{key} must be a list of names ({', '.join(IN_NETWORK_REDUCTIONS)}), got {v!r}")
         return tuple(dict.fromkeys(k.lower() for k in v))
-    if key in ("gpu_p2p", "gpudirect_rdma"):
+    if key in ("gpu_p2p", "gpudirect_rdma", "nic_via_c2c"):
         if not isinstance(v, bool):
             fail(f"{key} must be true or false, got {v!r}")
         return v

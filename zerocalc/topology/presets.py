@@ -175,8 +175,8 @@ _NVL72 = ("one NVLink domain of 72 GPUs over 18 compute trays of 4 (NCCL's MNNVL
           "topology from v2.20.3, init.cc ncclMnnvlCheck and topo.cc)")
 
 
-def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: float, pcie_gen: int
-           ) -> Topology:
+def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: float, pcie_gen: int,
+           nic_via_c2c: bool | None = None) -> Topology:
     """An NVL72 rack as one node of 72 GPUs on NVLink5 switches (900 GB/s each way per GPU, 18 links),
     NVLink SHARP, 4 GPUs per host (compute tray), one NIC of ``nic_Gbps`` per GPU, Grace (Arm) hosts."""
     return Topology(
@@ -185,7 +185,7 @@ def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: f
         source=source + "; " + _NVL72,
         gpu=gpu, compute_capability=cc, nvlink_gen=5, nvlinks_per_gpu=18, nvswitch_gen=4,
         pcie_gen=pcie_gen, nics_per_node=72, nic_Gbps=nic_Gbps, cpu_vendor="arm",
-        in_network_reduction=("nvls",), gpus_per_host=4,
+        in_network_reduction=("nvls",), gpus_per_host=4, nic_via_c2c=nic_via_c2c,
     )
 
 
@@ -197,6 +197,13 @@ def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: f
 #: (2 × 60 within a pair's 6 × 20.6 GB/s), the 6 channels of 60 GB/s the 18 links give through a switch.
 _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwitch): the 6 rings of 60 GB/s "
                "NCCL's search finds on the mesh, as 18 links give")
+
+#: GH200 and GB200 reach their NICs through the Grace CPU: NCCL's maintainers (NVIDIA/nccl issue 1579, Jan
+#: 2025: on GH200/GB200 "the NIC was accessed through a CPU") and NCCL's NCCL_NET_GDR_C2C ("a NIC attached to
+#: a CPU (i.e. distance PHB) where the CPU is connected to the GPU via a C2C interconnect", env.html), which
+#: CoreWeave's and OCI's GB200 jobs set, as Olivia's and Alps's GH200 jobs set NCCL_NET_GDR_LEVEL=PHB.
+_C2C_NIC = ("NICs on the Grace CPU's PCIe, reached over NVLink-C2C (NVIDIA/nccl issue 1579; NCCL's "
+            "NCCL_NET_GDR_C2C: distance PHB)")
 
 PRESETS: dict[str, Topology] = {
     t.name: t
@@ -289,8 +296,8 @@ PRESETS: dict[str, Topology] = {
             source="NVIDIA GB200 NVL72 page and DGX GB200 user guide: 72 Blackwell GPUs and 36 Grace CPUs, "
                    "fifth-generation NVLink 1.8 TB/s per GPU both ways (18 links × 50 GB/s each way) through "
                    "the NVLink Switch System, 130 TB/s per rack; 4× ConnectX-7 400 Gb/s (PCIe Gen5) per "
-                   "compute tray of 4 GPUs; Arm Neoverse V2 (Grace) hosts",
-            gpu="B200 (GB200 superchip)", cc=100, nic_Gbps=400.0, pcie_gen=5,
+                   "compute tray of 4 GPUs; Arm Neoverse V2 (Grace) hosts; " + _C2C_NIC,
+            gpu="B200 (GB200 superchip)", cc=100, nic_Gbps=400.0, pcie_gen=5, nic_via_c2c=True,
         ),
         _nvl72(
             "gb300-nvl72",
@@ -308,10 +315,11 @@ PRESETS: dict[str, Topology] = {
                    "(900 GB/s both ways), NVLink-C2C 900 GB/s to its Grace (Arm Neoverse V2) CPU, PCIe Gen5; "
                    "HPE Cray EX254n node as CSCS's Alps hardware page describes it: four GH200 modules and "
                    "four Slingshot 11 NICs (200 Gb/s each) per node; aws-ofi-nccl reports no network latency "
-                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0). Priced by its " + _GH200_MESH,
+                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0); " + _C2C_NIC + ". Priced by its "
+                   + _GH200_MESH,
             gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
-            in_network_reduction=(),
+            in_network_reduction=(), nic_via_c2c=True,
         ),
         _p4("aws-p4d", 40),
         _p4("aws-p4de", 80),
