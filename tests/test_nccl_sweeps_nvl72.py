@@ -321,3 +321,29 @@ def test_nic_via_c2c_in_toml():
     assert topology_from_mapping(base).nic_via_c2c is None
     with pytest.raises(ConfigError, match="nic_via_c2c"):
         topology_from_mapping({**base, "nic_via_c2c": 1})
+
+
+@pytest.mark.parametrize("flag", [1, 0])
+def test_unnamed_gpu_named_by_its_mnnvl_line(tmp_path, flag):
+    """The one-rack block with an NCCL INFO line of NCCL's own format (``comm %p rank %d nRanks %d nNodes %d
+    localRanks %d localRank %d MNNVL %d``, src/init.cc, as the p5 logs bundled print it) after its device
+    line: ``MNNVL 1`` (a multi-node NVLink domain) names the unnamed GPU a GB200 and prices it as
+    ``--topology gb200-nvl72`` does, saying why in the first line; ``MNNVL 0`` leaves it refused naming
+    --topology."""
+    lines = (DATA / RACK).read_text().splitlines(keepends=True)
+    info = (f"slurm-gb200-207-171:14840:14840 [3] NCCL INFO comm 0x55d4c8a0e2f0 rank 71 nRanks 72 nNodes 1 "
+            f"localRanks 72 localRank 71 MNNVL {flag}\n")
+    path = tmp_path / "rack.txt"
+    path.write_text(lines[0] + info + "".join(lines[1:]))
+    res = runner.invoke(app, ["check", str(path), "--format", "json", *NO_NVLS])
+    if not flag:
+        assert res.exit_code == 2 and "--topology" in res.output and "Graphics Device" in res.output
+        return
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["topology"] == "gb200-nvl72" and "MNNVL 1" in sweep["topology_how"]
+    given = check_json(RACK, "--topology", "gb200-nvl72", *NO_NVLS)
+    priced = [r["predicted_s"] for r in given["rows"]]
+    assert [r["predicted_s"] for r in sweep["rows"]] == pytest.approx(priced)
+    text = runner.invoke(app, ["check", str(path), *NO_NVLS])
+    assert text.exit_code == 0 and "taken for a GB200" in text.output.splitlines()[0]

@@ -193,7 +193,9 @@ def test_tags_inside_a_row():
 @pytest.mark.parametrize(("line", "facts"), [
     # NCCL src/init.cc, v2.20-v2.30; and the Init COMPLETE line every release prints
     ("h:1:2 [3] NCCL INFO comm 0x55 rank 3 nRanks 16 nNodes 2 localRanks 8 localRank 3 MNNVL 0",
-     [("ranks", 16), ("nodes", 2), ("local_ranks", 8)]),
+     [("ranks", 16), ("nodes", 2), ("local_ranks", 8), ("mnnvl", 0)]),
+    ("h:1:2 [3] NCCL INFO comm 0x55 rank 3 nRanks 144 nNodes 2 localRanks 72 localRank 3 MNNVL 1",
+     [("ranks", 144), ("nodes", 2), ("local_ranks", 72), ("mnnvl", 1)]),
     ("h:1:2 [0] NCCL INFO comm 0x55 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - Init "
      "COMPLETE", [("ranks", 8)]),
     # tuner plugins, each release's string; the internal tuner names none

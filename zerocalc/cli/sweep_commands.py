@@ -183,8 +183,9 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     where it lists no hosts (:func:`zerocalc.validate.sweep_info.nodes_as_stated`); else the preset the
     run's device lines describe
     (:func:`zerocalc.topology.devices.preset_for_devices`; ``group_size``: the sweep's ranks, more than
-    the device lines list when they are an excerpt)."""
-    from zerocalc.topology.devices import nodes_as_listed, preset_for_devices
+    the device lines list when they are an excerpt), an unnamed GPU named by its INFO lines where they
+    tell it (:func:`zerocalc.topology.devices.gpus_named_by_info`)."""
+    from zerocalc.topology.devices import gpus_named_by_info, nodes_as_listed, preset_for_devices
     from zerocalc.validate.sweep_info import nodes_as_stated
 
     if given is not None:
@@ -193,9 +194,11 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
             if stated is not None:
                 return stated
         return nodes_as_listed(given, run.get("hosts") or {}, group_size)
-    return preset_for_devices(run.get("gpus") or {}, run.get("hosts") or {}, where=path,
-                              network=run.get("network") or {},
-                              shared_devices=run.get("shared_devices") or (), group_size=group_size)
+    gpus, named = gpus_named_by_info(run.get("gpus") or {}, run.get("nccl_info"))
+    topo, how = preset_for_devices(gpus, run.get("hosts") or {}, where=path,
+                                   network=run.get("network") or {},
+                                   shared_devices=run.get("shared_devices") or (), group_size=group_size)
+    return topo, named + how
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,

@@ -205,6 +205,28 @@ def _network(network: Mapping[str, Sequence], hosts: Mapping[str, int], where: s
     return None, ""
 
 
+#: The name drivers without the GPU's own name give it (``NVIDIA Graphics Device``: CoreWeave's GB200 NVL72
+#: runs, coreweave/nccl-tests README, Feb-May 2025).
+UNNAMED_GPU = "NVIDIA Graphics Device"
+
+
+def gpus_named_by_info(gpus: Mapping[str, int], info: Mapping[str, Sequence] | None
+                       ) -> tuple[dict[str, int], str]:
+    """``gpus`` with an unnamed GPU (:data:`UNNAMED_GPU`) taken for a GB200 where the run's NCCL INFO lines
+    say its node is a multi-node NVLink domain (``info``: kind → ``(value, line)``,
+    :mod:`zerocalc.traces.nccl_info`: ``MNNVL 1`` on NCCL's ``nRanks … localRanks … MNNVL`` line,
+    ``src/init.cc`` v2.20-v2.30), and the words for it; unchanged (and no words) otherwise, where the
+    unnamed GPU stays refused naming ``--topology``. Multi-node NVLink joins hosts through NVLink switch
+    trays (GB200 / GB300 NVL72, GH200 NVL32); of those only early GB200 drivers leave the GPU unnamed (the
+    GH200 and GB300 runs bundled name theirs), so the rack is a GB200 NVL72."""
+    mnnvl = (info or {}).get("mnnvl")
+    if set(gpus) != {UNNAMED_GPU} or not mnnvl or not mnnvl[0]:
+        return dict(gpus), ""
+    return ({"NVIDIA GB200": gpus[UNNAMED_GPU]},
+            f"{UNNAMED_GPU} taken for a GB200: its NCCL INFO line {mnnvl[1]} says MNNVL 1, a multi-node "
+            "NVLink domain, which early GB200 drivers leave unnamed; ")
+
+
 def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, where: str,
                        network: Mapping[str, Sequence] | None = None,
                        shared_devices: Sequence[Sequence] = (),

@@ -8,7 +8,8 @@ aws-ofi-nccl's sources):
 - ``ranks``, ``nodes``, ``local_ranks``: the communicator's ``nRanks N nNodes M localRanks L`` (NCCL
   ``src/init.cc``, ``"comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"``,
   v2.20-v2.30); before v2.20 only the ranks, ``"comm %p rank %d nranks %d cudaDev %d ... - Init
-  COMPLETE"`` (v2.9-v2.30);
+  COMPLETE"`` (v2.9-v2.30); ``mnnvl``: that line's ``MNNVL`` flag, 1 where NCCL joined the hosts of one
+  NVLink domain into one node (multi-node NVLink: a GB200 NVL72 rack's trays);
 - ``tuner_plugin``: the tuner plugin NCCL loaded, which then picks each call's algorithm and protocol
   instead of NCCL's model (NCCL ``src/misc/tuner.cc``: ``"Opened tuner: '%s'"`` v2.19, ``"Using tuner
   plugin: '%s'"`` v2.20-v2.21, ``"TUNER/Plugin: Using tuner plugin %s"`` v2.22-v2.27; ``src/plugin/
@@ -131,7 +132,8 @@ _GDR_GPU = r"GPU(?: [0-9a-fA-F]+ / HCA\b|/[0-9a-fA-F]+-[0-9a-fA-F]+ )"
 #: (kind, pattern): the fact a line states, its value in group 1 (none: a count or a flag).
 INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("coll_lines", re.compile(r"\bNCCL INFO (?:\[\d+\] )?[A-Za-z]+: opCount [0-9a-fA-F]+ ")),
-    ("ranks_nodes", re.compile(r"\bNCCL INFO\b.*\bnRanks (\d+) nNodes (\d+) localRanks (\d+)\b")),
+    ("ranks_nodes", re.compile(r"\bNCCL INFO\b.*\bnRanks (\d+) nNodes (\d+) localRanks (\d+)\b"
+                               r"(?: localRank \d+ MNNVL (\d+)\b)?")),
     ("ranks", re.compile(r"\bNCCL INFO\b.*\brank \d+ nranks (\d+) .*Init COMPLETE")),
     ("tuner_plugin", re.compile(r"\bNCCL INFO\b.*(?:Opened tuner: '([^']+)'|Using tuner plugin: '([^']+)'"
                                 r"|TUNER/Plugin: Using tuner plugin (\S+)|TUNER/Plugin: Using (?!internal\b)"
@@ -181,7 +183,8 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
         if m is None:
             continue
         if kind == "ranks_nodes":
-            return [("ranks", int(m[1])), ("nodes", int(m[2])), ("local_ranks", int(m[3]))]
+            return [("ranks", int(m[1])), ("nodes", int(m[2])), ("local_ranks", int(m[3])),
+                    *([("mnnvl", int(m[4]))] if m[4] is not None else [])]
         if kind == "ranks":
             return [("ranks", int(m[1]))]
         if kind == "tuner_plugin":
