@@ -233,11 +233,11 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
 
 def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol) -> float | None:
     """The latency a Ring all-gather or reduce-scatter across nodes runs with: every one of its ``nRanks − 1``
-    steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, interLat)``, where NCCL's estimate
+    steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, hwLat[NET])``, where NCCL's estimate
     (:func:`_latency_us`) charges the network hop to its ``nInterSteps`` (``nNodes − 1``) alone and the NVLink
-    / PCI hop to the rest; ``None`` on one node (every hop alike), with one GPU a node (every step crosses the
-    network already) and for other collectives. A run-time figure: NCCL chooses with its own
-    (:meth:`zerocalc.nccl.model.Tuning.choose`).
+    / PCI hop to the rest; never less than NCCL's estimate; ``None`` on one node (every hop alike), with one
+    GPU a node (every step crosses the network already) and for other collectives. A run-time figure: NCCL
+    chooses with its own (:meth:`zerocalc.nccl.model.Tuning.choose`).
 
     Why: a ring is a pipeline whose ranks forward each step once the previous rank's data lands, on
     ``NCCL_STEPS`` = 8 buffer slots a connection (a Simple chunk takes 4 of them: ``ALLGATHER_CHUNKSTEPS``,
@@ -255,15 +255,24 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     All-reduce is left to NCCL's estimate: ``ncclTopoGetAlgoTime`` already raises a Ring all-reduce's latency
     across nodes by its "plateau effect of ring" factor (× 1.4 on sm80 and later), and the bundled multi-node
     Ring all-reduce sweeps (4 nodes of 8 H100 under NCCL 2.26.2 from 256 MiB, within 0.96-1.0x) are met with
-    it; charging its 2 (nRanks − 1) steps at the network hop on top would price them 1.05-1.46x."""
+    it; charging its 2 (nRanks − 1) steps at the network hop on top would price them 1.05-1.46x.
+
+    The pace is the hop's own figure in NCCL's tables (``hwLat[NCCL_HW_NET]``), without the latency the
+    network plugin reports (``latencyInter``, the wire's): the sweeps above ran where it is 0 (InfiniBand,
+    TCPXO), and no bundled all-gather or reduce-scatter sweep ran where it is large (AWS EFA: 20 µs a hop, 75
+    as the plugin reports it), so it is not charged to every step; NCCL's estimate, which charges it to the
+    steps that cross the network, stays the floor (charged to every step, a 16-rank p5 all-gather of 8 MiB
+    would take 400 µs where NCCL estimates 90)."""
     if m.n_nodes <= 1 or m.ppn <= 1 or coll not in (C.ALL_GATHER, C.REDUCE_SCATTER):
         return None
     a = A.RING
     pi = _PROTO_INDEX[p]
-    intra_lat, inter_lat = _hop_latencies_us(rel, m, a, p)
+    intra_lat, _ = _hop_latencies_us(rel, m, a, p)
+    paced = rel.hw_lat_us[NET][a][pi]  # the network hop's own cost, without the plugin's wire latency
     if rel.era >= 18:  # getNetOverhead: v2.18.1 on
         intra_lat = max(intra_lat, _net_overhead_us(m) * (3 if p == P.SIMPLE else 1))
-    return rel.base_lat_us[a][pi] + _nsteps(coll, m.n_ranks) * max(intra_lat, inter_lat)
+    base = _latency_us(rel, m, coll, a, p)
+    return max(base, rel.base_lat_us[a][pi] + _nsteps(coll, m.n_ranks) * max(intra_lat, paced))
 
 
 def tree_run_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm,
