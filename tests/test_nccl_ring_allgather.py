@@ -113,3 +113,19 @@ def test_the_80_rank_sweep_within_the_bands(op):
     ratios = [pred[s] / (rows[s] * 1e-6) for s in sorted(rows)]
     assert all(0.5 <= r <= 2 for r in ratios), ratios
     assert 0.8 <= ratios[(len(ratios) - 1) // 2] <= 1.25, ratios
+
+
+@pytest.mark.parametrize("coll", [C.ALL_GATHER, C.REDUCE_SCATTER])
+def test_the_plugins_wire_latency_is_not_charged_to_every_step(coll):
+    # 2 aws-p5 nodes (16 ranks, EFA, AMD hosts), NCCL 2.22.3: NCCL chooses with the 75 µs the plugin reports
+    # and the call is timed with the wire's 20 µs. Paced at the table's own network hop, by hand: LL128
+    # base 14 + 15 × max(1.9, net overhead 2, 4.0) = 74 µs; NCCL's estimate with the wire's latency charges
+    # it to the one step that crosses nodes: 14 + 14 × 2 + (4.0 + 20) = 66 µs. Charged to every step (24 µs
+    # each) the 15 steps alone would be 360 µs.
+    rel = release_for("2.22.3")[0]
+    assert (rel.base_lat_us[A.RING][1], rel.hw_lat_us[2][A.RING][1]) == (14.0, 4.0)  # LL128 base, NET hop
+    t = tune(PRESETS["aws-p5"], 16, rel)
+    run = t.run_time_s(coll, A.RING, P.LL128, 8 << 20)
+    bw = t.entries[(coll, A.RING, P.LL128)].bandwidth_GBps
+    assert run == pytest.approx((14.0 + 15 * 4.0 + (8 << 20) / (1000 * bw)) / 1e6)
+    assert run < (14.0 + 15 * 24.0) / 1e6
