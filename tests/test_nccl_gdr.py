@@ -16,8 +16,9 @@ from sweep_files import DATA, file_rows
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
+from zerocalc.collectives import Collective
 from zerocalc.nccl.graph import HOST_RELAY_SHARE, machine
-from zerocalc.nccl.tables import Algorithm, release_for
+from zerocalc.nccl.tables import Algorithm, Protocol, release_for
 from zerocalc.topology import PRESETS, topology_to_toml
 from zerocalc.topology.devices import gdr_unstated_note, nodes_of, with_stated_gdr
 from zerocalc.traces.nccl_info import InfoFacts, info_facts
@@ -175,3 +176,26 @@ def test_point_to_point_across_nodes_through_host_memory_gets_two_thirds_of_the_
     host = p2p_comm(replace(topo, gpudirect_rdma=False), 2, rel, "2.25.1", 4)
     assert gdr.bw["net"][1] == pytest.approx(48.0)
     assert host.bw["net"][1] == pytest.approx(48.0 * 16 / 24)
+
+
+@pytest.mark.parametrize(("version", "plain"), [("2.18.1", False), ("2.18.3", True), ("2.25.1", True),
+                                                ("2.30.7", True), ("2.17.1", False)])
+def test_trees_on_nodes_of_one_gpu_are_plain_and_priced_at_0_85(version, plain, monkeypatch):
+    """search.cc makes every tree on nodes of one GPU the plain one (``ngpus == 1``), which tuning.cc takes
+    × 0.85 from v2.18.3 (``maxTreePattern == NCCL_TOPO_PATTERN_TREE``); nodes of 8 GPUs keep the balanced
+    tree, and no other algorithm is touched."""
+    from zerocalc.nccl import tune_model
+    from zerocalc.nccl.model import tune
+
+    rel, _ = release_for(version)
+    one, _ = nodes_of(PRESETS["dgx-h100"], 1)
+    key = (Collective.ALL_REDUCE, Algorithm.TREE, Protocol.SIMPLE)
+    ring = (Collective.ALL_REDUCE, Algorithm.RING, Protocol.SIMPLE)
+    assert tune_model._plain_tree(rel, machine(one, 2, rel)) is plain
+    assert tune_model._plain_tree(rel, machine(PRESETS["dgx-h100"], 16, rel)) is False
+    with_rule = tune(one, 2, rel).entries
+    monkeypatch.setattr(tune_model, "_plain_tree", lambda r, m: False)
+    without = tune(one, 2, rel).entries
+    factor = 0.85 if plain else 1.0
+    assert with_rule[key].bandwidth_GBps == pytest.approx(without[key].bandwidth_GBps * factor)
+    assert with_rule[ring].bandwidth_GBps == pytest.approx(without[ring].bandwidth_GBps)

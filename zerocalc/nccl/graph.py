@@ -36,7 +36,9 @@ a simplification of the search, not a fitted number):
    node its ``bwInter`` is raised up to ``2 × bwIntra`` (search.cc's NVLS pass 2); on several
    nodes it is the NIC's.
 6. The NIC sits under the GPU's PCIe switch on NVLink machines (path PXB: LL128 allowed) and
-   behind the CPU on PCIe-only machines; the Tree pattern is the balanced tree (no 0.85 factor);
+   behind the CPU on PCIe-only machines; the Tree pattern is the balanced tree (no 0.85 factor) but
+   on nodes of one GPU, where NCCL's search makes it the plain tree
+   (:func:`zerocalc.nccl.tune_model._plain_tree`);
    the network plugin reports no extra latency (``latencyInter`` 0, as NCCL's IB and socket
    transports do) unless the topology gives ``net_latency_us``.
 7. Without GPUDirect RDMA (``gpudirect_rdma`` false: a NIC the GPU reaches only through the CPU, or

@@ -73,6 +73,16 @@ def _caps(rel: Release, m: Machine, coll: Collective, ccx: int,
     return rel.ll_max_bws[idx1][idx2], rel.per_ch_max_tree_bws[ccx][idx2], ring_ll128, tree_ll128
 
 
+def _plain_tree(rel: Release, m: Machine) -> bool:
+    """NCCL's tree is a plain one (``NCCL_TOPO_PATTERN_TREE``), whose bandwidth ``tuning.cc`` takes × 0.85
+    (``if (a == NCCL_ALGO_TREE && comm->maxTreePattern == NCCL_TOPO_PATTERN_TREE) busBw *= .85``; v2.18.3 to
+    v2.24.3 and v2.26.2 on read ``maxTreePattern``, v2.25.1 the graph's own pattern; v2.18.1 and earlier have
+    no such factor): on nodes of one GPU, where ``search.cc`` makes every tree pattern the plain one (``if
+    (ngpus == 1) ... graph->pattern = NCCL_TOPO_PATTERN_TREE``, v2.12-v2.30). On nodes of several GPUs the
+    search finds the balanced tree (:mod:`zerocalc.nccl.graph` assumption 6)."""
+    return m.n_nodes > 1 and m.n_ranks == m.n_nodes and rel.era >= 18 and rel.name != "2.18.1"
+
+
 def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
     new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22 keep 2.19's but where they say otherwise
@@ -114,6 +124,8 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     if a == A.TREE and p == P.LL128:
         f = 7.0 / 9.0 if nn == 1 else rel.tree_ll128_inter_factor
         bus = min(bus * f, g.n_channels * per_ch_tree_ll128)
+    if a == A.TREE and _plain_tree(rel, m):
+        bus *= .85
     if a == A.PAT:
         bus *= rel.pat_bw_factor
     if collnet and p != P.SIMPLE:
