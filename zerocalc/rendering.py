@@ -381,7 +381,7 @@ def _choice(row) -> str:
     """``Tree/Simple``, ``^`` when aws-ofi-nccl's tuner plugin chose it (:mod:`zerocalc.nccl.ofi_tuner`),
     ``*`` when calibrated, `` 2ch`` when a tuner imposed the channel count (:mod:`zerocalc.nccl.tuner`),
     `` host`` when the launching thread's floor sets the time
-    (:func:`zerocalc.validate.sweep.host_floor_s`)."""
+    (:func:`zerocalc.validate.host_launch.host_floor_s`)."""
     return (f"{row['algorithm']}/{row['protocol']}" + ("^" if row.get("ofi_tuner") else "")
             + ("*" if row["calibrated"] else "")
             + (f" {row['channels']}ch" if row.get("channels") else "")

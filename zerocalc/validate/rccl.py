@@ -7,8 +7,8 @@ model, with the same JSON row (``bytes``, ``measured_s``, ``predicted_s``, ``rat
 prediction RCCL's choice and time for the row's ``size``, or, where RCCL runs the call with an MSCCL
 program, that program's time (``algorithm`` ``MSCCL``). One thread driving G GPUs (rccl-tests ``-g G``, its
 default launch mode) adds the stagger of its launches, :func:`rccl_launch_stagger_s` (``nccl_s`` keeps
-RCCL's time, ``launch_stagger_s`` the stagger), as :func:`zerocalc.validate.sweep.launch_stagger_s` does on
-NVIDIA GPUs with NVIDIA's figure.
+RCCL's time, ``launch_stagger_s`` the stagger), as :func:`zerocalc.validate.host_launch.launch_stagger_s`
+does on NVIDIA GPUs with NVIDIA's figure.
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ def rccl_launch_stagger_s(gpus_per_thread: int | None, agg_iters: int | None = N
                           graph: int | None = None) -> float | None:
     """How much later than the first the last of a thread's ``gpus_per_thread`` RCCL kernels starts,
     (G - 1) × :data:`RCCL_LAUNCH_US_PER_GPU`; ``None`` for one GPU per thread and outside rccl-tests'
-    default launch mode (``-a`` above 1, ``-G``; :func:`zerocalc.validate.sweep.host_floor_s`).
+    default launch mode (``-a`` above 1, ``-G``; :func:`zerocalc.validate.host_launch.host_floor_s`).
 
     rccl-tests (nccl-tests' fork, ``src/common.cu``) issues each call as one group of G collectives, which
     RCCL launches in turn from that thread ("ROCm serializes kernel launches on multiple GPUs from one
     process", AMD's ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", Mar
     2025); no all-reduce completes before every rank's kernel runs, so a call lasts from the first launch to
     the last plus what RCCL prices for one rank's call, the argument
-    :func:`zerocalc.validate.sweep.launch_stagger_s` makes with NVIDIA's per-GPU figure."""
-    from zerocalc.validate.sweep import _default_launch_mode
+    :func:`zerocalc.validate.host_launch.launch_stagger_s` makes with NVIDIA's per-GPU figure."""
+    from zerocalc.validate.host_launch import default_launch_mode
 
-    if not _default_launch_mode(gpus_per_thread, agg_iters, graph):
+    if not default_launch_mode(gpus_per_thread, agg_iters, graph):
         return None
     return (gpus_per_thread - 1) * RCCL_LAUNCH_US_PER_GPU * 1e-6
 

@@ -14,8 +14,8 @@ iterations, so such a gap is the run's, not the model's. :func:`fit_calibration`
 
 When one thread drives several GPUs (nccl-tests ``-g G``), the prediction is NCCL's time plus the stagger of
 the thread's G kernel launches, :func:`launch_stagger_s`, and no less than the thread's floor per call,
-:func:`host_floor_s` (``nccl_s`` keeps NCCL's time, ``launch_stagger_s`` and ``host_floor_s`` the two launch
-terms, per row).
+:func:`host_floor_s` (both in :mod:`zerocalc.validate.host_launch`; ``nccl_s`` keeps NCCL's time,
+``launch_stagger_s`` and ``host_floor_s`` the two launch terms, per row).
 """
 
 from __future__ import annotations
@@ -37,6 +37,19 @@ from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
+from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
+    HOST_US_PER_CHANNEL,
+    HOST_US_PER_GPU,
+    LAUNCH_STAGGER_US_PER_GPU,
+    P2P_HOST_US_PER_TASK,
+    channels_note,
+    host_channels_s,
+    host_floor_s,
+    launch_note,
+    launch_stagger_s,
+    p2p_host_floor_s,
+    p2p_tasks,
+)
 from zerocalc.validate.sweep_info import (
     _stated_graphs,
     stated_channels_notes,
@@ -45,54 +58,9 @@ from zerocalc.validate.sweep_info import (
     stated_p2p_notes,
 )
 
-HOST_US_PER_GPU = 3.96
-"""Host time (µs) one nccl-tests thread spends per GPU it drives, per collective: the least-squares slope of
-the all-reduce times posted in NVIDIA/nccl-tests issue 123 (DGX-A100, ``NCCL_ALGO=Ring
-NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G``, G = 2…8: 10, 13.76, 16.88, 20.8, 25.2, 29.5,
-33.7 µs), against which NCCL's own model of that ring rises by 2 × 0.6 µs per GPU (Ring/LL NVLink hop,
-``tuning.cc``). See :func:`host_floor_s`."""
-
-HOST_US_PER_CHANNEL = 0.206
-"""Host time (µs) one nccl-tests thread spends per GPU it drives and per channel a collective runs on beyond
-the first, before NCCL 2.22 (``-g G``): until v2.21.5 a collective's work is one 512-byte ``ncclWork`` per
-channel it is launched on, which the host writes into that communicator's work FIFO in pinned host memory
-before the launch (``src/enqueue.cc``: v2.8-v2.12 ``ncclSaveKernel`` → ``getNextOp`` per channel, v2.13-v2.21
-``uploadWork``'s loop over the plan's channels, ``NCCL_WORK_SIZE`` 512 in ``device.h``); from v2.22.3 the
-call's work is one ``ncclDevWorkColl`` in the kernel's arguments (``ncclDevWorkStorageTypeArgs``), whatever
-its channels. The issue-123 figure (:data:`HOST_US_PER_GPU`) is of one channel (``NCCL_MAX_NCHANNELS=1``).
-The figure: the least-squares slope, one intercept per sweep, of the out-of-place time against the channels
-launched less one (:mod:`zerocalc.nccl.launch`'s loop: 1 to 16 of 24 on an HGX A100, 1 to 8 of 12 on a
-DGX-1), over the rows of 8 KiB and up that NCCL launches on fewer than all channels, of seven ``-g 8`` sweeps
-of three hosts (``tests/data/traces``): the five SuperBench collectives (8 A100-SXM4-40GB, nccl-tests before
-v2.13), the DGX-1 V100 all-reduce (likewise) and the A100-SXM4-80GB all-reduce at NCCL 2.19.3: 1.646 µs per
-channel for 8 GPUs, 0.206 µs per GPU (each sweep alone 0.165-0.268). See :func:`host_channels_s`."""
-
 P2P_OPS = tuple(o.value for o in P2pOp)
 """The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
 
-LAUNCH_STAGGER_US_PER_GPU = 2.76
-"""Time (µs) by which one nccl-tests thread's launch of each further GPU's kernel delays that GPU's start
-(``-g G``): the same issue-123 times less NCCL's own model of each run, per GPU. NCCL prices that ring
-(Ring/LL, one channel, G ranks on NVLink) at a base latency plus 2 (G - 1) hops of 0.6 µs (``tuning.cc``:
-``baseLat`` + ``nsteps`` × ``hwLat[NVLINK][RING][LL]``, 2.19 to 2.30), so of the 3.96 µs the posted times
-rise per GPU, 2 × 0.6 = 1.2 µs are NCCL's ring and 3.96 - 1.2 = 2.76 µs the launch. See
-:func:`launch_stagger_s`."""
-
-P2P_HOST_US_PER_TASK = 0.43
-"""Host time (µs) one nccl-tests thread spends per point-to-point task beyond the one task per GPU of a
-collective (``-g G``, default launch mode): each ``ncclSend`` / ``ncclRecv`` a test issues is one task
-(``ncclEnqueueCheck`` → ``p2pTaskAppend``, one per peer, ``ncclAlltoAll`` / ``ncclGather`` /
-``ncclScatter`` of NCCL 2.28+ likewise, v2.30.7 ``src/enqueue.cc``), which the thread appends and
-``ncclLaunchPrepare`` schedules into the plan of its communicator before any of the G kernels is launched
-(``src/group.cc`` ``doLaunches``: every communicator's ``ncclLaunchPrepare``, then the launches), so a
-call with more tasks than GPUs costs the thread that much more host time (:func:`p2p_tasks`). The figure:
-the least-squares slope through the origin of two hosts' ``alltoall_perf -g G`` floors over their own
-collectives', against the extra tasks, each floor the median out-of-place time of the sizes from 1 B to
-4 KiB (``tests/data/traces``): 8 A100-SXM4-40GB under one thread (microsoft/superbenchmark's logs),
-alltoall 87.015 µs over the five collectives' 34.94 µs, 8 × 2 × 8 - 8 = 120 extra tasks; 2 GeForce RTX
-2080 Ti (``-g 2``), 13.0 µs over 11.33 µs, 2 × 2 × 2 - 2 = 6 extra: (52.075 × 120 + 1.67 × 6) /
-(120² + 6²) = 0.434 µs (each host alone 0.434 and 0.278 µs).
-See :func:`p2p_host_floor_s`."""
 
 UNSTEADY = 1.25
 """Out-of-place over in-place time (either way) beyond which a row is ``unsteady``: the upper edge of the
@@ -430,134 +398,6 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                      f"{g} × {HOST_US_PER_GPU:g} + {extra} × {P2P_HOST_US_PER_TASK:g} = "
                      f"{floor * 1e6:.1f} µs (the thread's floor below, raised)")
     return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
-
-
-def _default_launch_mode(gpus_per_thread: int | None, agg_iters: int | None, graph: int | None) -> bool:
-    """Several GPUs per thread in nccl-tests' default launch mode: ``-g G`` with G > 1, no ``-a A`` above 1,
-    no ``-G`` (see :func:`host_floor_s`)."""
-    return bool(gpus_per_thread) and gpus_per_thread > 1 and (agg_iters or 1) <= 1 and (graph or 0) <= 0
-
-
-def host_floor_s(gpus_per_thread: int | None, agg_iters: int | None = None,
-                 graph: int | None = None) -> float | None:
-    """The least time per collective of a thread that drives ``gpus_per_thread`` GPUs (nccl-tests ``-g``),
-    ``gpus_per_thread`` × :data:`HOST_US_PER_GPU`; ``None`` for one GPU per thread, when unknown, and
-    outside nccl-tests' default launch mode (``agg_iters`` above 1 or ``graph`` above 0, below).
-
-    nccl-tests (``src/common.cu`` ``BenchTime``) times ``iters`` calls issued back to back and divides by
-    ``iters``, each call one ``ncclGroupStart`` / one collective per GPU / ``ncclGroupEnd``; NCCL prepares
-    and launches the G kernels one after the other from that thread (``src/group.cc`` ``doLaunches``: per
-    communicator ``cudaSetDevice`` and ``ncclLaunchPrepare``, then per communicator the kernel launch), so
-    no call is shorter than the thread's G launches. Each posted issue-123 time is above G × 3.96 µs, and
-    so is every size of the public ``-g 8`` sweeps bundled (32 µs and more at the smallest sizes). Under
-    the call's own time, :func:`launch_stagger_s` plus NCCL's, this floor binds only where NCCL prices a
-    call under G × 1.2 + 2.76 µs. nccl-tests' other launch modes
-    change the host's part: ``-a A`` puts A calls in one group (one launch per GPU for all A), ``-G``
-    replays the iterations as CUDA graphs (no NCCL launch on the host at all); the file's header line
-    prints both (``agg iters: A``, ``graph: G``), and under either neither launch term is priced (the
-    issue-123 figure is of the default mode). Blocking launches (``-z``) are not printed and are taken
-    to be the default."""
-    if not _default_launch_mode(gpus_per_thread, agg_iters, graph):
-        return None
-    return gpus_per_thread * HOST_US_PER_GPU * 1e-6
-
-
-def host_channels_s(gpus_per_thread: int | None, channels: int | None, era: int,
-                    agg_iters: int | None = None, graph: int | None = None) -> float:
-    """What a collective launched on ``channels`` channels adds to the thread's floor (:func:`host_floor_s`)
-    before NCCL 2.22 (``era`` below 22): G × (channels - 1) × :data:`HOST_US_PER_CHANNEL`, the host writing
-    one work struct per channel and GPU; 0 from 2.22 (one work struct per call), where the channels are not
-    known (``None``: a calibrated call, whose fitted α-β holds the host's time), and wherever
-    :func:`host_floor_s` is ``None``."""
-    if era >= 22 or not channels or not _default_launch_mode(gpus_per_thread, agg_iters, graph):
-        return 0.0
-    return gpus_per_thread * (channels - 1) * HOST_US_PER_CHANNEL * 1e-6
-
-
-def channels_note(gpus_per_thread: int | None, era: int, rows: Sequence[Mapping],
-                  agg_iters: int | None = None, graph: int | None = None) -> str:
-    """What :func:`host_channels_s` did to a sweep's floor, or "" where it added nothing."""
-    most = max((r.get("launch_channels") or 0 for r in rows), default=0)
-    if host_channels_s(gpus_per_thread, most, era, agg_iters, graph) <= 0:
-        return ""
-    g = gpus_per_thread
-    return (f"before NCCL 2.22 a collective's work is one 512-byte struct per channel it runs on, which the "
-            f"host writes for each GPU before the launch (src/enqueue.cc): the thread's floor grows by {g} × "
-            f"{HOST_US_PER_CHANNEL:g} µs per channel beyond the first, {g} × {most - 1} × "
-            f"{HOST_US_PER_CHANNEL:g} = {host_channels_s(g, most, era, agg_iters, graph) * 1e6:.1f} µs on "
-            f"{most} channels (fitted to seven -g 8 sweeps of three hosts)")
-
-
-def p2p_tasks(op: P2pOp, n_ranks: int, gpus_per_thread: int) -> int:
-    """The sends and receives (NCCL tasks) the busiest nccl-tests thread issues per call of ``op`` for the
-    ``gpus_per_thread`` GPUs it drives among ``n_ranks`` (``src/<test>.cu`` ``RunColl``, wrapped for ``-g``
-    in one group by ``common.cu``): ``alltoall_perf`` a send and a receive to every rank, itself included
-    (2n per GPU); ``sendrecv_perf`` one of each (2); ``gather_perf`` / ``scatter_perf`` one per GPU and n
-    more on the root's GPU (the first thread's, root 0); ``hypercube_perf`` a send and a receive per
-    dimension (2 log2 n, its groups nested in the thread's one)."""
-    g, n = gpus_per_thread, n_ranks
-    if op == P2pOp.ALL_TO_ALL:
-        return g * 2 * n
-    if op == P2pOp.SENDRECV:
-        return g * 2
-    if op in (P2pOp.GATHER, P2pOp.SCATTER):
-        return g + n
-    return g * 2 * max(1, math.ceil(math.log2(max(n, 2))))
-
-
-def p2p_host_floor_s(op: P2pOp, n_ranks: int, gpus_per_thread: int | None, agg_iters: int | None = None,
-                     graph: int | None = None) -> float | None:
-    """:func:`host_floor_s` of a point-to-point test: the thread's G × :data:`HOST_US_PER_GPU` (one task per
-    GPU, as a collective) plus :data:`P2P_HOST_US_PER_TASK` for each further task of the call
-    (:func:`p2p_tasks`); ``None`` where :func:`host_floor_s` is."""
-    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
-    if floor is None:
-        return None
-    extra = p2p_tasks(op, n_ranks, gpus_per_thread) - gpus_per_thread
-    return floor + max(extra, 0) * P2P_HOST_US_PER_TASK * 1e-6
-
-
-def launch_stagger_s(gpus_per_thread: int | None, agg_iters: int | None = None,
-                     graph: int | None = None) -> float | None:
-    """How much later than the first the last of a thread's ``gpus_per_thread`` kernels starts,
-    (G - 1) × :data:`LAUNCH_STAGGER_US_PER_GPU`, which a call adds to NCCL's time; ``None`` where
-    :func:`host_floor_s` is (one GPU per thread, ``-a``, ``-G``).
-
-    Why an addition: NCCL launches the G kernels of a call in turn (``doLaunches``, :func:`host_floor_s`),
-    and none of its algorithms completes before every rank's kernel runs (a ring step waits for its
-    peer), so a call lasts from the first launch to the last plus what ``ncclTopoGetAlgoTime`` prices for
-    one rank's call. The posted issue-123 times are that sum at every G (:data:`LAUNCH_STAGGER_US_PER_GPU`),
-    and the public ``-g 8`` sweeps on NVSwitch A100s show it where NCCL's time exceeds the floor: between
-    256 KiB and 32 MiB they measure 0.51-0.76 of the larger of the floor and NCCL's time (OCI
-    BM.GPU4.8, NCCL of horovod's CUDA 11.3 image; an A100-SXM4-80GB host at NCCL 2.19.3; another
-    A100-SXM4-80GB host whose ``mpirun -np 8`` run of the same sweep is 4-47 µs faster from 2 to 16 MiB,
-    the stagger being 19.3 µs), and within 0.5-2x at every size with the stagger added. What nccl-tests'
-    back-to-back calls would let the GPUs overlap of it, those sweeps do not show."""
-    if not _default_launch_mode(gpus_per_thread, agg_iters, graph):
-        return None
-    return (gpus_per_thread - 1) * LAUNCH_STAGGER_US_PER_GPU * 1e-6
-
-
-def launch_note(gpus_per_thread: int | None, agg_iters: int | None = None, graph: int | None = None) -> str:
-    """What a sweep run with several GPUs per thread (nccl-tests ``-g G``, G > 1) is priced with, or ""
-    (:func:`launch_stagger_s`, :func:`host_floor_s`)."""
-    if not gpus_per_thread or gpus_per_thread <= 1:
-        return ""
-    floor = host_floor_s(gpus_per_thread, agg_iters, graph)
-    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
-    if floor is None or stagger is None:
-        mode = " and ".join(m for m, on in ((f"-a {agg_iters} (calls aggregated into one group)",
-                                             (agg_iters or 1) > 1),
-                                            (f"-G {graph} (iterations replayed as CUDA graphs)",
-                                             (graph or 0) > 0)) if on)
-        return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}) under {mode}: "
-                f"the host's launches are not those of the default mode, so no launch time is priced")
-    g = gpus_per_thread
-    return (f"one thread drives {g} GPUs (nccl-tests -g {g}): NCCL launches their kernels one after the "
-            f"other from it, so each call is priced at NCCL's time plus the last kernel's delay, "
-            f"{g - 1} × {LAUNCH_STAGGER_US_PER_GPU:g} µs = {stagger * 1e6:.1f} µs, and no less than the "
-            f"thread's {g} × {HOST_US_PER_GPU:g} µs = {floor * 1e6:.1f} µs (both from the -g 2…8 latencies "
-            f"in NVIDIA/nccl-tests issue 123); rows marked 'host' are priced at that floor")
 
 
 def _in_place(out_of_place: float, in_place) -> dict:

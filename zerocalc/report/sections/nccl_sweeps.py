@@ -144,7 +144,7 @@ def _tcpxo(w: Writer, df: pd.DataFrame) -> None:
 
 def _launch(w: Writer, df: pd.DataFrame) -> None:
     """The two 8×A100 -g 8 sweeps: one thread launching every kernel, and the channels NCCL launches."""
-    from zerocalc.validate.sweep import HOST_US_PER_CHANNEL, HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
+    from zerocalc.validate.host_launch import HOST_US_PER_CHANNEL, HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
 
     a100 = df[df["sweep"] == SWEEPS[3][3]]
     small = a100[a100["bytes"] <= 32 << 10]
