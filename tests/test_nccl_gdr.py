@@ -27,6 +27,7 @@ runner = CliRunner()
 
 A3U_ALLGATHER_1PN = "all_gather_perf-2xH200-a3ultra-1pernode-nccl2.25.1.txt"
 GKE_H200_ALLREDUCE_1PN = "all_reduce_perf-2xH200-gke-1pernode.txt"
+A3U_ALLGATHER_1PN_GPU1 = "all_gather_perf-2xH200-a3ultra-1pernode-gpu1-nccl2.25.1.txt"
 P4D_TAGGED = "all_reduce_perf-16xA100-p4d-2nodes-tagged-nccl2.9.9.log"
 
 
@@ -136,6 +137,26 @@ def test_h200_pods_given_another_gpus_nic_run_at_two_thirds_of_the_nic(name, bus
     assert all(0.6 <= r["ratio"] <= 1.25 for r in big)
     assert all(0.9 <= r["ratio"] <= 1.1 for r in sweep["rows"][-4:])
     assert not any(r["protocol"] == "LL128" for r in sweep["rows"])
+
+
+def test_the_earlier_h200_pod_run_not_used_for_the_share_is_within_the_band_from_2_mib(tmp_path):
+    """The first version of dranet's A3 Ultra example (GPU ``90:00`` on both hosts, the NIC claimed by name:
+    ``gpu2rdma0``, GPU 2's), held out from the 16/24 share above: through host memory it reaches 25.87 GB/s
+    of bus bandwidth at 8 GiB (the file), 0.54 of the NIC's 48 where the two runs above reach 0.67, so the
+    share prices it too fast: every size from 2 MiB within 0.7-0.85x, inside the 0.5-2x band, where pricing
+    it with GPUDirect RDMA (no line of the file states the path) gives 0.49-0.58x."""
+    sweep = _relay_check(A3U_ALLGATHER_1PN_GPU1, tmp_path)
+    rows = file_rows(A3U_ALLGATHER_1PN_GPU1)
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
+    last = next(ln.split() for ln in (DATA / A3U_ALLGATHER_1PN_GPU1).read_text().splitlines()
+                if ln.split()[:1] == [str(rows[-1][0])])
+    assert float(last[7]) == 25.87
+    big = [r for r in sweep["rows"] if r["bytes"] >= 2 << 20]
+    assert len(big) == 13 and all(0.7 <= r["ratio"] <= 0.85 for r in big)
+    res = runner.invoke(app, ["check", str(DATA / A3U_ALLGATHER_1PN_GPU1), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (gdr,) = json.loads(res.stdout)["sweeps"]
+    assert all(0.45 <= r["ratio"] <= 0.6 for r in gdr["rows"] if r["bytes"] >= 2 << 20)
 
 
 def test_a_run_stating_gdr_in_its_info_lines_says_so():

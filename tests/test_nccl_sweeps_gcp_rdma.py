@@ -18,6 +18,7 @@ runner = CliRunner()
 A4_ALLREDUCE = "all_reduce_perf-16xB200-gcp-a4-2nodes.txt"
 A4_ALLGATHER_1PN = "all_gather_perf-2xB200-gcp-a4-1pernode-nccl2.26.6.txt"
 A3U_ALLGATHER_1PN = "all_gather_perf-2xH200-a3ultra-1pernode-nccl2.25.1.txt"
+A3U_ALLGATHER_1PN_GPU1 = "all_gather_perf-2xH200-a3ultra-1pernode-gpu1-nccl2.25.1.txt"
 GKE_H200_ALLREDUCE_1PN = "all_reduce_perf-2xH200-gke-1pernode.txt"
 A4_ALLGATHER_1NODE = "all_gather_perf-2xB200-gcp-a4-1node-nccl2.26.6.txt"
 
@@ -27,6 +28,7 @@ COUNTED = {
     A4_ALLREDUCE: (11, 8388608, 156.9, 8589934592, 23563.0, 0, None, 0, None),
     A4_ALLGATHER_1PN: (26, 32, 14.18, 1073741824, 14640.0, 2, "NVIDIA B200", 2, "2.26.6"),
     A3U_ALLGATHER_1PN: (24, 1024, 21.75, 8589934592, 133370.0, 2, "NVIDIA H200", 2, "2.25.1"),
+    A3U_ALLGATHER_1PN_GPU1: (24, 1024, 20.89, 8589934592, 166030.0, 2, "NVIDIA H200", 2, "2.25.1"),
     GKE_H200_ALLREDUCE_1PN: (24, 1024, 35.59, 8589934592, 269368.0, 2, "NVIDIA H200", 2, None),
     A4_ALLGATHER_1NODE: (8, 67108864, 100.1, 8589934592, 8897.6, 2, "NVIDIA B200", 1, "2.26.6"),
 }
@@ -82,9 +84,10 @@ def test_a4_sixteen_b200_allreduce_within_bands_at_its_images_nccl():
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
 
 
-@pytest.mark.parametrize("name", [A4_ALLGATHER_1PN, A3U_ALLGATHER_1PN, GKE_H200_ALLREDUCE_1PN])
+@pytest.mark.parametrize("name", [A4_ALLGATHER_1PN, A3U_ALLGATHER_1PN, A3U_ALLGATHER_1PN_GPU1,
+                                  GKE_H200_ALLREDUCE_1PN])
 def test_one_gpu_per_vm_sweeps_are_priced_on_nodes_of_one_gpu_and_one_nic(name):
-    """The three two-rank runs hold one GPU on each of two VMs (each pod claims one GPU and one RDMA NIC,
+    """The four two-rank runs hold one GPU on each of two VMs (each pod claims one GPU and one RDMA NIC,
     as the pages' manifests show): priced on two nodes of one GPU and one NIC, as the device lines list
     them, never as two GPUs of one NVLink node."""
     sweep = _check(name)
