@@ -165,8 +165,8 @@ def test_two_node_sweep_is_priced_with_its_stated_rccl():
 
 
 def test_bad_input_gets_one_line(tmp_path):
-    toml = tmp_path / "mi250.toml"
-    toml.write_text('name = "x"\ntitle = "x"\ngpus_per_node = 8\ngpu_arch = "gfx90a"\n'
+    toml = tmp_path / "w7900.toml"
+    toml.write_text('name = "x"\ntitle = "x"\ngpus_per_node = 8\ngpu_arch = "gfx1100"\n'
                     "[intra]\nalpha_us = 1\nbw_GBps = 100\n[inter]\nalpha_us = 5\nbw_GBps = 50\n")
     res = runner.invoke(app, ["check", str(ONE_NODE), "--topology", str(toml)])
     assert res.exit_code == 2

@@ -46,10 +46,25 @@ bytes of data). That timing is zerocalc's reading of the program, not a figure R
 "1pass" programs of 2.20.5 (up to 25,599 B) are not timed: their calls are priced as RCCL's table would
 price them, and a note says so.
 
-Not modelled: gfx90a (MI250X: its rome models mix tunings 2-4 by NIC layout), gfx950 (MI350X/MI355X:
-tables newer than the releases above), RCCL's MSCCL++ path, MSCCL's all-gather programs of 2.20.5, and
-RCCL releases other than the two above (a version between or past them takes the nearer one's tables, and
-a note says so).
+Other GPUs (:func:`_model_and_total_bw`): gfx950 (MI350X, MI355X) matches the same 8-GPU rome models, whose
+match RCCL then gives ``tuning = 6`` (ROCm/rccl develop after the NCCL 2.23 merge: :data:`MODEL_6`, priced
+whatever the release, the releases modelled here predating gfx950), 48 GB/s a link (``GFX95X_XGMI_WIDTH``),
+Tree/Simple skipped and MSCCL's programs run as on gfx942 (``rome_model_79``'s ``mscclEnabled=1`` is kept;
+only the tuning is replaced). gfx90a: the 8 GCDs of an HPE Cray EX235a node (4 MI250X: OLCF's Frontier,
+LUMI-G) match ``rome_model_73`` on one node (no tuning option: model 0) and ``rome_model_74`` across nodes
+(4 NICs, ``tuning=3``: :data:`MODEL_3`), ``totalBw`` its best GCD's 4 + 2 + 1 links × 36 GB/s
+(``MI200_XGMI_WIDTH``); no MSCCL, LL128 off (``ll128Enabled`` unset), Tree/Simple kept within a node.
+
+The NICs: RCCL's rome-model graphs carry the xGMI bandwidth between nodes too, so its table never sees the
+NICs. Where one node's NICs carry less than RCCL's table would move (an MI250X node's 4 × 200 Gb/s against
+252 GB/s of xGMI), the call is priced at its bytes on the NICs (:func:`network_floor_us`) plus its latency
+in RCCL's table: RCCL still chooses by its own estimate. The 8 × 400 Gb/s of the MI300X / MI355X platforms
+are never that bound.
+
+Not modelled: other gfx90a layouts (MI250 boxes of 2 CPUs: rome models of tuning 2 and 4), RCCL's MSCCL++
+path, MSCCL's all-gather programs of 2.20.5, RCCL's size ranges that force a protocol across nodes in releases
+after the NCCL 2.23 merge (``llProtoRanges``, ``rcclUpdateCollectiveProtocol``), and RCCL releases other than
+the two above (a version between or past them takes the nearer one's tables, and a note says so).
 """
 
 from __future__ import annotations
@@ -66,8 +81,19 @@ A, P, C = Algorithm, Protocol, Collective
 _PROTOS = (P.LL, P.LL128, P.SIMPLE)
 #: ``baseLat`` (µs), Tree and Ring rows (LL, LL128, Simple): RCCL ``tuning.cc``, 2.20.5 and 2.21.5.
 BASE_LAT_US = {A.TREE: (12.0, 12.0, 17.0), A.RING: (12.0, 12.0, 17.0)}
-#: RCCL's bandwidth of one xGMI link of a gfx942 GPU, GB/s each way (``topo.h`` ``GFX94X_XGMI_WIDTH``).
-XGMI_GBPS = {"gfx942": 48.0}
+#: RCCL's bandwidth of one xGMI link, GB/s each way, by GPU architecture (``topo.h`` ``ncclTopoXGMISpeed``):
+#: ``MI200_XGMI_WIDTH`` 36 (gfx90a, MI250X / MI250), ``GFX94X_XGMI_WIDTH`` 48 (gfx942), ``GFX95X_XGMI_WIDTH``
+#: 48 (gfx950, MI355X / MI350X; ROCm/rocm-systems ``projects/rccl/src/graph/topo.h``).
+XGMI_GBPS = {"gfx90a": 36.0, "gfx942": 48.0, "gfx950": 48.0}
+#: The xGMI link units of the best-connected GCD of an MI250X node (``rome_models.cc`` ``rome_model_73`` /
+#: ``rome_model_74``, HPE Cray EX235a: GCDs at bus 0xc1000 … 0xde000, as OLCF's Frontier and LUMI-G print
+#: them): 4 to the other GCD of its package, 2 and 1 to GCDs of two other packages (``connMatrix`` row 0,
+#: link bandwidth / ``MI200_XGMI_WIDTH``). ``search.cc`` ``getTotalBw`` sums one GPU's xGMI links: 7 × 36.
+MI250X_LINK_UNITS = 4 + 2 + 1
+#: Architectures whose Tree/Simple RCCL skips within one node and whose Ring/LL broadcast and reduce it
+#: prices 1.65× there (``tuning.cc``: gfx942 in 2.20.5 and 2.21.5, gfx942 and gfx950 after the NCCL 2.23
+#: merge).
+_GFX94_LIKE = ("gfx942", "gfx950")
 #: ``getNetOverhead`` (µs) by host CPU vendor (``tuning.cc``).
 _NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0}
 
@@ -180,6 +206,41 @@ MODEL_0 = TuningModel(
         "1 .8 .2 1 1 .3 1 .1 .1 .2 .2 .1 .5 1 .8 .8 1 .9 1 1 1 1 1 1 1 1 1"),
 )
 
+#: ``tuning_model_3``, the model of ``rome_model_74`` (8 gfx90a GCDs of 4 MI250X + 4 NICs, HPE Cray EX235a:
+#: ``options = "tuning=3"``), alike in 2.20.5, 2.21.5 and ROCm/rccl develop after the NCCL 2.23 merge. With
+#: every rank on one node the NICs are trimmed and ``rome_model_73`` matches, which sets no tuning (model 0).
+MODEL_3 = TuningModel(
+    hw_lat={"xgmi": {A.TREE: (0.8, 0.0, 2.5), A.RING: (0.8, 0.0, 3.6)},
+            "net": {A.TREE: (12.5, 0.0, 22.4), A.RING: (9.5, 0.0, 19.8)}},
+    bw_ratio=({A.TREE: (0.20, 0.0, 1.75), A.RING: (0.20, 0.0, 1.0)},
+              {A.TREE: (0.20, 0.0, 0.96), A.RING: (0.20, 0.0, 1.0)}),
+    tree_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 1 1 .2 1 .9 1 .6 .4 .6 .4 .3 .3 .3 .3 .3 .2 .2 .2 .2 .2 .2 |" + _ZERO + "|"
+        "1 1 1 1 1 1 .1 .1 .1 .2 1 .8 1 1 1 1 1 1 1 1 1 .8 .7 .8 .9 .7 .7"),
+    ring_correction=_rows(
+        ".1 .1 .1 .1 .1 .3 .1 .2 .1 .4 .4 .2 .2 .3 .7 .5 .4 .3 .3 .3 .3 .2 .2 .2 .2 .2 .2 |" + _ZERO + "|"
+        ".1 .1 .1 .1 .1 .1 .1 .5 1 .1 .3 .1 .1 .1 .2 .2 .2 .3 .4 .7 1 1 1 1 1 1 1"),
+)
+
+#: ``tuning_model_6``, gfx950's (MI355X, MI350X): ``rome_models.cc`` sets ``system->tuning = 6`` when the
+#: GPUs of a matched 8-GPU xGMI model are gfx950 (ROCm/rccl develop after the NCCL 2.23 merge). Model 5's
+#: hop latencies and bandwidth ratios (LL128's entries copied from LL's, LL128 staying off: see
+#: :func:`rccl_tune`), its own correction factors.
+MODEL_6 = TuningModel(
+    hw_lat={"xgmi": {A.TREE: (0.9, 0.9, 2.3), A.RING: (0.8, 0.8, 2.1)},
+            "net": {A.TREE: (10.5, 10.5, 25.0), A.RING: (9.5, 9.5, 320.0)}},
+    bw_ratio=({A.TREE: (0.06, 0.06, 0.11), A.RING: (0.08, 0.08, 1.0)},
+              {A.TREE: (0.06, 0.06, 0.59), A.RING: (0.08, 0.08, 1.0)}),
+    tree_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 1 1 1 2 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .7 1 .1 .1 .1 .9 .9 .7 .8 .6 .6 .6"),
+    ring_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .8 .8 1 1"),
+)
+
 _MSCCL = "tools/msccl-algorithms/allreduce-allpairs-8n-"
 _ALLPAIRS_COMMON = (
     MscclProgram(_MSCCL + "ll-64tb-op.xml", P.LL, 8, 512, False, 65537, 524287),
@@ -264,10 +325,11 @@ class RcclEntry:
 
 @dataclass(frozen=True)
 class RcclTuning:
-    """RCCL's tuned table for one communicator of gfx942 GPUs."""
+    """RCCL's tuned table for one communicator of AMD Instinct GPUs (gfx90a, gfx942, gfx950)."""
 
     release: RcclRelease
-    #: the ``rcclTuningModel`` entry priced: 5 (8 GPUs per node, the rome models) or 0 (any other count)
+    #: the ``rcclTuningModel`` entry priced: 5 (8 gfx942 GPUs per node, the rome models), 6 (8 gfx950), 3
+    #: (8 gfx90a GCDs across nodes) or 0 (any other count; 8 gfx90a GCDs on one node)
     model_index: int
     n_ranks: int
     n_nodes: int
@@ -275,9 +337,15 @@ class RcclTuning:
     msccl: bool
     entries: Mapping[tuple[Collective, Algorithm, Protocol], RcclEntry]
 
+    #: the GPUs' architecture (gfx90a, gfx942, gfx950)
+    arch: str = "gfx942"
+    #: the bandwidth (GB/s) of one node's NICs that RCCL's rings and trees cross between nodes (``None`` on
+    #: one node): :func:`network_floor_us`
+    net_GBps: float | None = None
+
     @property
     def model(self) -> TuningModel:
-        return self.release.model if self.model_index == 5 else MODEL_0
+        return _MODELS.get(self.model_index, self.release.model)
 
     def _correction(
         self, table: tuple[tuple[float, ...], ...], p: Protocol, log_size: int, before: float
@@ -362,6 +430,8 @@ class RcclCall:
     time_us: float
     program: str | None = None
     untimed: str | None = None
+    #: the time is the node's NICs' (:func:`network_floor_us`), above RCCL's own estimate
+    net_bound: bool = False
 
 
 def price_call(
@@ -374,6 +444,10 @@ def price_call(
     a, p, t_us = tuning.choose(coll, n_bytes)
     prog = tuning.msccl_program(coll, n_bytes, elem_bytes, in_place)
     if prog is None:
+        wire = network_floor_us(tuning, coll, a, n_bytes)
+        lat = tuning.entries[(coll, a, p)].latency_us
+        if wire is not None and lat + wire > t_us:
+            return RcclCall(a.value, p.value, lat + wire, net_bound=True)
         return RcclCall(a.value, p.value, t_us)
     m_us = tuning.msccl_time_us(prog, n_bytes)
     if m_us is None:
@@ -416,16 +490,16 @@ def rccl_tune(
     arch = topo.gpu_arch
     if arch not in XGMI_GBPS:
         raise ConfigError(
-            f"topology {topo.name!r}: RCCL's model prices gfx942 GPUs (MI300X, MI325X), not {arch!r}",
+            f"topology {topo.name!r}: RCCL's model prices gfx90a, gfx942 and gfx950 GPUs (MI250X, MI300X, "
+            f"MI325X, MI350X, MI355X), not {arch!r}",
             option="--topology",
         )
     if n_ranks < 2:
         raise ConfigError("RCCL's model needs at least 2 ranks", option="--n")
     ppn = min(topo.gpus_per_node, n_ranks)
     nn = math.ceil(n_ranks / topo.gpus_per_node)
-    total = XGMI_GBPS[arch] * (ppn - 1) if ppn > 1 else XGMI_GBPS[arch]
-    model_index = 5 if ppn == 8 else 0  # rome_model_79/81/84 hold 8 GPUs; none matches fewer
-    m = release.model if model_index == 5 else MODEL_0
+    model_index, total = _model_and_total_bw(arch, ppn, nn)
+    m = _MODELS.get(model_index, release.model)
     idx = 0 if nn <= 2 else 1
     net_over = _NET_OVERHEAD_US.get(topo.cpu_vendor or "", 1.0) if nn > 1 else 0.0
     entries: dict[tuple[Collective, Algorithm, Protocol], RcclEntry] = {}
@@ -438,17 +512,18 @@ def rccl_tune(
                 continue  # tuning.cc: broadcast, reduce, all-gather, reduce-scatter: Ring (no NVLS/CollNet)
             for pi, p in enumerate(_PROTOS):
                 why = ""
-                if a == A.TREE and p == P.SIMPLE and nn == 1:
-                    why = "Tree/Simple skipped on gfx94 within one node"
+                if a == A.TREE and p == P.SIMPLE and nn == 1 and arch in _GFX94_LIKE:
+                    why = f"Tree/Simple skipped on {arch} within one node"
                 elif p == P.LL128:
-                    why = "LL128 off on gfx942"
+                    why = f"LL128 off on {arch}"
                 elif algo_enable is not None and a not in algo_enable.get(coll, set()):
                     why = "NCCL_ALGO"
                 elif proto_enable is not None and p not in proto_enable.get(coll, set()):
                     why = "NCCL_PROTO"
                 bus = total * m.bw_ratio[idx][a][pi]
-                if a == A.RING and p == P.LL and coll in (C.BROADCAST, C.REDUCE) and nn == 1:
-                    bus *= 1.65  # gfx94, every rank on the node
+                if (a == A.RING and p == P.LL and coll in (C.BROADCAST, C.REDUCE) and nn == 1
+                        and arch in _GFX94_LIKE):
+                    bus *= 1.65  # gfx942 / gfx950, every rank on the node
                 bw = bus * (n_ranks / nsteps if a == A.RING else 0.5)
                 intra = m.hw_lat["xgmi"][a][pi]
                 inter = m.hw_lat["net"][a][pi]
@@ -464,5 +539,57 @@ def rccl_tune(
                 entries[(coll, a, p)] = RcclEntry(
                     a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else "zero bandwidth ratio")
                 )
-    msccl = nn == 1 and n_ranks == 8 and (ranks_per_process <= 1 or release.msccl_single_process)
-    return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries)
+    msccl = (arch in _GFX94_LIKE and nn == 1 and n_ranks == 8
+             and (ranks_per_process <= 1 or release.msccl_single_process))
+    net = None
+    if nn > 1 and topo.nics_per_node and topo.nic_Gbps:
+        net = min(topo.nics_per_node, ppn) * topo.nic_Gbps / 8.0
+    return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries, arch, net)
+
+
+#: tuning models other than a release's model 5 (:class:`RcclRelease`): alike across the modelled releases
+_MODELS: dict[int, TuningModel] = {0: MODEL_0, 3: MODEL_3, 6: MODEL_6}
+
+
+def _model_and_total_bw(arch: str, ppn: int, nn: int) -> tuple[int, float]:
+    """The ``rcclTuningModel`` index RCCL's rome models give ``ppn`` GPUs of ``arch`` per node on ``nn``
+    nodes, and the xGMI bandwidth (GB/s) its graphs carry, ``totalBw`` (module docstring).
+
+    * gfx942: 8 GPUs match ``rome_model_79`` / ``81`` / ``84`` (``tuning=5``), ``totalBw`` 7 × 48;
+    * gfx950: the same models, ``system->tuning = 6`` for gfx950 (``rome_models.cc``, ROCm/rccl develop
+      after the NCCL 2.23 merge), 7 × 48 (``GFX95X_XGMI_WIDTH``);
+    * gfx90a, the 8 GCDs of an HPE Cray EX235a node (4 MI250X): across nodes ``rome_model_74`` (4 NICs,
+      ``tuning=3``), on one node ``rome_model_73`` (no tuning option: model 0); ``totalBw`` the best GCD's
+      links, :data:`MI250X_LINK_UNITS` × 36;
+    * fewer GPUs per node match no rome model (model 0): the GPUs taken as fully connected, (ppn − 1)
+      links each.
+    """
+    link = XGMI_GBPS[arch]
+    if ppn == 8 and arch == "gfx90a":
+        return (3 if nn > 1 else 0), MI250X_LINK_UNITS * link
+    if ppn == 8:
+        return (6 if arch == "gfx950" else 5), 7 * link
+    return 0, link * (ppn - 1) if ppn > 1 else link
+
+
+def network_floor_us(tuning: RcclTuning, coll: Collective, a: Algorithm, n_bytes: int) -> float | None:
+    """The least time (µs, without latency) a call of ``n_bytes`` spends on one node's NICs across nodes,
+    ``None`` on one node or where the topology names no NICs.
+
+    RCCL's rome-model graphs carry the xGMI bandwidth between nodes too (``parseGraph``: ``bwIntra =
+    bwInter = totalBw / nChannels``), so its table never sees the NICs; where they carry less than the
+    xGMI links (an MI250X node's 4 × 200 Gb/s Slingshot NICs against 252 GB/s of xGMI) the wire time is
+    the larger. Bytes a node sends on its NICs: a ring all-reduce 2(p − 1)/p × n (every ring leaves each
+    node once, the rank at its end sending its whole ring share), an all-gather / reduce-scatter
+    (p − 1)/p × n, a broadcast / reduce n, a tree all-reduce at least n (each node's contribution leaves
+    it once, or the result enters it once)."""
+    if tuning.net_GBps is None:
+        return None
+    p = tuning.n_ranks
+    if coll == C.ALL_REDUCE:
+        sent = n_bytes if a == A.TREE else 2.0 * (p - 1) / p * n_bytes
+    elif coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
+        sent = (p - 1) / p * n_bytes
+    else:
+        sent = float(n_bytes)
+    return sent / (1000.0 * tuning.net_GBps)

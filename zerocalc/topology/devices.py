@@ -34,7 +34,11 @@ in the public outputs of Azure's and OCI's H200 nodes):
   ``gh200``, 4 per node; a run with one per host gets nodes of one GPU and one NIC;
 * ``AMD Instinct MI300X`` / ``AMD Instinct MI325X`` (the marketing name rccl-tests prints, as
   ``rocminfo`` does: ROCm/rccl-tests issue 146, the bundled rccl-tests sweeps) → ``amd-mi300x`` /
-  ``amd-mi325x``, AMD's 8-GPU OAM platform, priced by RCCL's model (:mod:`zerocalc.nccl.rccl`);
+  ``amd-mi325x``, AMD's 8-GPU OAM platform, priced by RCCL's model (:mod:`zerocalc.nccl.rccl`); ``AMD
+  Instinct MI355X`` / ``MI350X`` (gfx950, the same platform) → ``amd-mi355x`` / ``amd-mi350x``;
+  ``AMD Instinct MI250X`` (each GCD of an MI250X, as rccl-tests prints it on HPE's EX235a nodes:
+  crickett-hpe/hpc-ai-envs PR 21) → ``amd-mi250x``, the EX235a node of Frontier and LUMI-G (8 GCDs, 4
+  Slingshot NICs; aws-ofi-rccl's ``NET/OFI`` lines name the ``cxi`` provider, read as Slingshot);
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;
@@ -81,6 +85,9 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bGH200\b", re.I), "gh200"),
     (re.compile(r"\bMI300X\b", re.I), "mi300x"),
     (re.compile(r"\bMI325X\b", re.I), "mi325x"),
+    (re.compile(r"\bMI355X\b", re.I), "mi355x"),
+    (re.compile(r"\bMI350X\b", re.I), "mi350x"),
+    (re.compile(r"\bMI250X\b", re.I), "mi250x"),
 )
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
@@ -99,6 +106,9 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "gh200": {None: "gh200", "ib": "gh200", "slingshot": "gh200"},
     "mi300x": {None: "amd-mi300x", "ib": "amd-mi300x"},
     "mi325x": {None: "amd-mi325x", "ib": "amd-mi325x"},
+    "mi355x": {None: "amd-mi355x", "ib": "amd-mi355x"},
+    "mi350x": {None: "amd-mi350x", "ib": "amd-mi350x"},
+    "mi250x": {None: "amd-mi250x", "ib": "amd-mi250x", "slingshot": "amd-mi250x", "efa": "amd-mi250x"},
 }
 
 

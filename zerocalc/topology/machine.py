@@ -39,15 +39,16 @@ IN_NETWORK_REDUCTIONS: tuple[str, ...] = ("nvls", "sharp")
 later; NCCL's NVLS and NVLS Tree algorithms), ``sharp`` = InfiniBand SHARP in the network switches
 (NCCL's CollNet Direct / Chain, with the SHARP plugin)."""
 CPU_VENDORS: tuple[str, ...] = ("intel", "amd", "arm")
-GPU_ARCHS: tuple[str, ...] = ("gfx942",)
-"""AMD GPU architectures RCCL's model prices (:mod:`zerocalc.nccl.rccl`): gfx942 (MI300X,
-MI325X)."""
+GPU_ARCHS: tuple[str, ...] = ("gfx90a", "gfx942", "gfx950")
+"""AMD GPU architectures RCCL's model prices (:mod:`zerocalc.nccl.rccl`): gfx90a (MI250X), gfx942 (MI300X,
+MI325X), gfx950 (MI350X, MI355X)."""
 
 # Optional hardware fields, their TOML type and meaning (one table for the dataclass, the TOML
 # reader and the error that names a missing one).
 HARDWARE_FIELDS: dict[str, str] = {
     "gpu": "GPU model, e.g. 'H100 SXM5'",
-    "gpu_arch": "AMD GPU architecture (gfx target: gfx942 for MI300X and MI325X): the GPUs run RCCL, "
+    "gpu_arch": "AMD GPU architecture (gfx target: gfx90a for MI250X, gfx942 for MI300X and MI325X, gfx950 "
+                "for MI350X and MI355X): the GPUs run RCCL, "
                 "priced by RCCL's cost model; unset for NVIDIA GPUs",
     "compute_capability": "CUDA compute capability × 10 (80 A100, 90 H100/H200, 100 B200)",
     "nvlink_gen": "NVLink generation (0: no NVLink, GPUs talk over PCIe)",

@@ -54,7 +54,7 @@ def _msccl_words(t: RcclTuning, rows: Sequence[Mapping]) -> list[str]:
     if used:
         out.append(
             f"RCCL {t.release.name} runs {len([r for r in rows if r.get('msccl_program')])} of these sizes "
-            f"with MSCCL programs ({', '.join(u.rsplit('/', 1)[-1] for u in used)}; one node of 8 gfx942 "
+            f"with MSCCL programs ({', '.join(u.rsplit('/', 1)[-1] for u in used)}; one node of 8 {t.arch} "
             "GPUs, element count dividing the program's chunks): timed as two all-pairs steps over "
             "xGMI (zerocalc's reading of the program, zerocalc.nccl.rccl)"
         )
@@ -80,7 +80,7 @@ def compare_rccl_sweep(
     agg_iters: int | None = None,
     graph: int | None = None,
 ):
-    """Every timed row of one sweep against RCCL's model on ``topo`` (a gfx942 machine), at the RCCL release
+    """Every timed row of one sweep against RCCL's model on ``topo`` (an AMD machine), at the RCCL release
     ``rccl_version`` maps to (:func:`zerocalc.nccl.rccl.rccl_release_for`; ``None``: the file states none).
     ``in_place``: the rows' times are in-place ones (rccl-tests ``-O 0``), which MSCCL runs with its
     in-place programs. ``gpus_per_thread`` / ``agg_iters`` / ``graph``: rccl-tests' ``-g`` / ``-a`` / ``-G``
@@ -106,6 +106,7 @@ def compare_rccl_sweep(
     notes = _model_notes(topo, tuning, release, note, out, coll, group_size, gpus_per_thread, stagger)
     for r in out:
         r.pop("msccl_untimed", None)
+        r.pop("net_bound", None)
     return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out),
                            library="RCCL")
 
@@ -120,7 +121,8 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
     call = price_call(tuning, coll, n, r.get("elem_bytes"), in_place)
     algo, proto = call.algorithm, call.protocol
     extra: dict = ({"msccl_program": call.program} if call.program else {}) | (
-        {"msccl_untimed": call.untimed} if call.untimed else {})
+        {"msccl_untimed": call.untimed} if call.untimed else {}) | (
+        {"net_bound": True} if call.net_bound else {})
     t, calibrated = call.time_us * 1e-6, False
     fit = rccl_calibration(topo, coll, group_size, algo, proto)
     if fit is not None:
@@ -151,8 +153,16 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
                  gpus_per_thread: int | None, stagger: float | None = None) -> list[str]:
     """What the rows rest on: RCCL's release and tuning model, MSCCL's programs, the terms not priced."""
     ppn = tuning.n_ranks // tuning.n_nodes
-    model = ("tuning model 5 of the 8-GPU xGMI rome models" if tuning.model_index == 5 else
-             f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
+    model = {
+        5: "tuning model 5 of the 8-GPU xGMI rome models",
+        6: "tuning model 6, gfx950's on the 8-GPU xGMI rome models (ROCm/rccl develop after the NCCL 2.23 "
+           "merge, whatever the release)",
+        3: "tuning model 3 of rome_model_74 (8 MI250X GCDs and 4 NICs a node)",
+    }.get(tuning.model_index)
+    if model is None:
+        model = ("tuning model 0 (rome_model_73, 8 MI250X GCDs on one node, sets no tuning)"
+                 if tuning.arch == "gfx90a" and ppn == 8 else
+                 f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
     notes = [f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
              f"model (ROCm {release.rocm}; {release.source}), {model}, {tuning.total_bw_GBps:g} GB/s of xGMI "
              "per GPU as RCCL counts it"]
@@ -161,12 +171,19 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
     notes += _msccl_words(tuning, out)
     if tuning.n_nodes > 1:
         notes.append(
-            "across nodes RCCL 2.21's table prices Ring/Simple with a 320 µs network hop and both "
-            "algorithms with size corrections down to 0.1: its predicted time is what it chooses by, "
-            "priced as it stands"
-            if release.name == "2.21.5"
+            f"across nodes RCCL's tuning model {tuning.model_index} prices Ring/Simple with a 320 µs network "
+            "hop and both algorithms with size corrections down to 0.1: its predicted time is what it "
+            "chooses by, priced as it stands"
+            if (release.name == "2.21.5" and tuning.model_index == 5) or tuning.model_index == 6
             else "across nodes RCCL's table applies its size corrections (down to 0.1) to Ring and Tree: "
             "its predicted time is what it chooses by, priced as it stands"
+        )
+    bound = [r for r in out if r.get("net_bound")]
+    if bound:
+        notes.append(
+            f"{len(bound)} of these sizes take longer on the nodes' NICs ({tuning.net_GBps:g} GB/s a node) "
+            "than RCCL's table, whose rome-model graphs carry the xGMI bandwidth between nodes too: priced "
+            "at the NICs' wire time (zerocalc.nccl.rccl.network_floor_us)"
         )
     g = gpus_per_thread or 1
     if g > 1 and stagger is not None:

@@ -1,0 +1,105 @@
+"""RCCL on MI250X (gfx90a) and MI350X / MI355X (gfx950): presets, detection, tuning models, the NIC floor.
+
+Expected values: the rows and times are counted from the bundled MI355X sweep (tests/data/traces/README.md
+names its source); the model's figures are derived by hand from RCCL's ``src/graph/tuning.cc``
+(tuning_model_3 for rome_model_74's 8 MI250X GCDs and 4 NICs, tuning_model_6 for gfx950), ``topo.h``
+(MI200_XGMI_WIDTH 36 GB/s, GFX95X_XGMI_WIDTH 48 GB/s), ``rome_models.cc`` (rome_model_73/74's
+``connMatrix``: a GCD's links 4 + 2 + 1) and the OLCF Frontier user guide (4 Slingshot-11 NICs of 200 Gb/s).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.nccl.rccl import V2_21, network_floor_us, price_call, rccl_tune
+from zerocalc.nccl.release import Algorithm, Collective, Protocol
+from zerocalc.topology import PRESETS
+from zerocalc.topology.devices import preset_for_gpu
+from zerocalc.traces import nccl_tests
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+MI355X_2N = DATA / "all_reduce_perf-16xMI355X-2nodes-pollara-rccl2.26.6.txt"
+A, P, C = Algorithm, Protocol, Collective
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(("name", "preset", "arch"), [
+    ("AMD Instinct MI250X", "amd-mi250x", "gfx90a"),  # rocminfo's name, as HPE's EX235a runs print it
+    ("AMD Instinct MI355X", "amd-mi355x", "gfx950"),
+    ("AMD Instinct MI350X", "amd-mi350x", "gfx950"),
+])
+def test_amd_names_find_their_preset(name, preset, arch):
+    assert preset_for_gpu(name) == preset
+    assert PRESETS[preset].gpu_arch == arch and PRESETS[preset].gpus_per_node == 8
+
+
+def test_mi250x_node_and_tuning_by_hand():
+    t = PRESETS["amd-mi250x"]
+    # OLCF: 4 Slingshot-11 NICs of 200 Gb/s; a GCD's 7 links (4 + 2 + 1) at 50 GB/s
+    assert (t.nics_per_node, t.nic_Gbps, t.cpu_vendor) == (4, 200.0, "amd")
+    assert t.intra.bw_Bps == pytest.approx(7 * 50e9)
+    one, two = rccl_tune(t, 8, V2_21), rccl_tune(t, 16, V2_21)
+    # rome_model_73 (one node, no tuning option) → model 0; rome_model_74 (4 NICs, tuning=3) → model 3
+    assert (one.model_index, two.model_index) == (0, 3)
+    assert one.total_bw_GBps == pytest.approx(7 * 36.0) and not one.msccl
+    # gfx90a: Tree/Simple stays on within a node (the skip is gfx942/gfx950's); model 0's Tree/Simple
+    # bwRatio 0.91 × 252 × 0.5 = 114.66 GB/s, latency 17 + 2 × 7 × 2.5 = 52 µs
+    e = one.entries[(C.ALL_REDUCE, A.TREE, P.SIMPLE)]
+    assert e.enabled and e.bandwidth_GBps == pytest.approx(114.66) and e.latency_us == pytest.approx(52.0)
+    # model 3 across 2 nodes: Ring/LL 12 + (30 − 4) × max(0.8, 2) + 4 × 9.5 = 102 µs (getNetOverhead 2 µs on
+    # AMD hosts); bandwidth 252 × 0.20 × 16/30 = 26.88 GB/s
+    e = two.entries[(C.ALL_REDUCE, A.RING, P.LL)]
+    assert e.latency_us == pytest.approx(102.0) and e.bandwidth_GBps == pytest.approx(26.88)
+    assert two.net_GBps == pytest.approx(4 * 25.0)
+
+
+def test_nic_floor_by_hand():
+    two = rccl_tune(PRESETS["amd-mi250x"], 16, V2_21)
+    n = 256 * 2**20
+    # a ring all-reduce sends 2 (p − 1)/p × n per node on its 100 GB/s of NICs, a tree at least n
+    assert network_floor_us(two, C.ALL_REDUCE, A.RING, n) == pytest.approx(2 * 15 / 16 * n / 100e3)
+    assert network_floor_us(two, C.ALL_REDUCE, A.TREE, n) == pytest.approx(n / 100e3)
+    assert network_floor_us(two, C.ALL_GATHER, A.RING, n) == pytest.approx(15 / 16 * n / 100e3)
+    call = price_call(two, C.ALL_REDUCE, n, 4, False)
+    assert call.net_bound and call.time_us >= n / 100e3
+    # one node: no NIC; MI300X: 8 × 50 GB/s of NICs above RCCL's 336 GB/s ring, never the bound
+    assert network_floor_us(rccl_tune(PRESETS["amd-mi250x"], 8, V2_21), C.ALL_REDUCE, A.RING, n) is None
+    mi300 = rccl_tune(PRESETS["amd-mi300x"], 16, V2_21)
+    assert not any(price_call(mi300, C.ALL_REDUCE, 2**k, 4, False).net_bound for k in range(3, 35))
+
+
+def test_mi355x_tuning_model_6_by_hand():
+    one, two = (rccl_tune(PRESETS["amd-mi355x"], r, V2_21) for r in (8, 16))
+    assert (one.model_index, two.model_index) == (6, 6)
+    assert one.total_bw_GBps == pytest.approx(7 * 48.0) and one.msccl and not two.msccl
+    assert not one.entries[(C.ALL_REDUCE, A.TREE, P.SIMPLE)].enabled  # gfx950 within one node
+    # model 6 Tree/LL across 2 nodes: 12 + 2 × (7 × 0.9 + 10.5) = 45.6 µs; 336 × 0.06 × 0.5 = 10.08 GB/s,
+    # × treeCorrectionFactor[LL][0] 0.1 at 64 B
+    assert two.time_us(C.ALL_REDUCE, A.TREE, P.LL, 64) == pytest.approx(45.6 + 64 / (1000 * 1.008))
+    # 8 MiB: Tree/Simple × 0.1 (index 17 of model 6's Simple row) against model 5's 1.0 (2.21.5)
+    t5 = rccl_tune(PRESETS["amd-mi300x"], 16, V2_21)
+    bw = 336 * 0.11 * 0.5
+    assert two.time_us(C.ALL_REDUCE, A.TREE, P.SIMPLE, 2**23) == pytest.approx(
+        t5.entries[(C.ALL_REDUCE, A.TREE, P.SIMPLE)].latency_us + 2**23 / (1000 * bw * 0.1))
+
+
+def test_mi355x_two_node_sweep_is_read_and_checked():
+    with open(MI355X_2N) as f:
+        run, = nccl_tests.parse(f, str(MI355X_2N)).meta["runs"]
+    # counted from the file: 8 B to 8 GiB (31 sizes), 16 rank lines (ranks 0-15) that name no GPU
+    assert (run["rows"], run["group_size"], run["nccl_version"]) == (31, 16, "2.26.6")
+    assert run["gpus"] == {}
+    res = runner.invoke(app, ["check", str(MI355X_2N)])
+    assert res.exit_code == 2 and "--topology" in res.output and len(res.output.strip().splitlines()) == 1
+    res = runner.invoke(app, ["check", str(MI355X_2N), "--topology", "amd-mi355x", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    sweep, = json.loads(res.stdout)["sweeps"]
+    rows = {r["bytes"]: r for r in sweep["rows"]}
+    assert rows[8]["measured_s"] == pytest.approx(41.16e-6) and rows[8589934592]["measured_s"] == \
+        pytest.approx(43643e-6)
+    # 64 B: Tree/LL at 45.66 µs by hand (above) against 40.38 µs measured
+    assert rows[64]["predicted_s"] == pytest.approx((45.6 + 64 / 1008) * 1e-6)
+    assert (rows[64]["algorithm"], rows[64]["protocol"]) == ("Tree", "LL")
