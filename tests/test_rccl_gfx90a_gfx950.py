@@ -89,11 +89,12 @@ def test_mi355x_tuning_model_6_by_hand():
 def test_mi355x_two_node_sweep_is_read_and_checked():
     with open(MI355X_2N) as f:
         run, = nccl_tests.parse(f, str(MI355X_2N)).meta["runs"]
-    # counted from the file: 8 B to 8 GiB (31 sizes), 16 rank lines (ranks 0-15) that name no GPU
+    # counted from the file: 8 B to 8 GiB (31 sizes), 16 rank lines, 8 on each of 2 hosts, naming no GPU
     assert (run["rows"], run["group_size"], run["nccl_version"]) == (31, 16, "2.26.6")
-    assert run["gpus"] == {}
+    assert run["gpus"] == {} and run["hosts"] == {"mi355-gpu-23": 8, "mi355-gpu-24": 8}
     res = runner.invoke(app, ["check", str(MI355X_2N)])
     assert res.exit_code == 2 and "--topology" in res.output and len(res.output.strip().splitlines()) == 1
+    assert "leave the device name empty" in res.output
     res = runner.invoke(app, ["check", str(MI355X_2N), "--topology", "amd-mi355x", "--format", "json"])
     assert res.exit_code == 0, res.output
     sweep, = json.loads(res.stdout)["sweeps"]

@@ -252,6 +252,9 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     preset's. Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
+    if not gpus and hosts:
+        raise _refuse(f"{where} names no GPU (its '#  Rank … device …' lines leave the device name empty) "
+                      "to choose a topology from")
     if not gpus:
         raise _refuse(f"{where} names no GPU (no '#  Rank … device …' lines) to choose a topology from")
     if len(gpus) > 1:

@@ -60,8 +60,10 @@ _PERF = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(NCCL_TESTS_OPS, key=le
 #: HOST`` (v1, to Mar 2019: ``printf("#   Rank %2d on %10s device %2d [0x%02x] %s\n", ...)``).
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?(?=on\s)")
 #: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``on HOST device D
-#: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``).
-_DEVICE = re.compile(r"\bon\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\]\s+(\S.*?)\s*$")
+#: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``); rccl-tests prints it empty
+#: where HIP reports no marketing name (``#  Rank  0 Group  0 Pid 2908511 on mi355-gpu-23 device  0
+#: [0000:75:00]``, the bundled MI355X sweep under ROCm 7.0.1): the host still counts, the GPU is unnamed.
+_DEVICE = re.compile(r"\bon\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\](?:\s+(\S.*?))?\s*$")
 #: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
 #: Tests whose ``size`` is ``count`` × element × ranks (``GetCollByteCount`` of each, module
@@ -268,7 +270,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
                 run.ranks.add(int(m[1]))
                 d = _DEVICE.match(payload, m.end())
                 if d:
-                    run.devices[int(m[1])] = (d[1], d[3], d[2])
+                    run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
             continue
         if "NCCL" in payload:
             _network(state, payload, lineno)
@@ -367,7 +369,8 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str
 
 def _devices(run: _Run) -> dict[str, Any]:
     """What a run's lines say of its hardware: ``gpus`` (device name → ranks), ``hosts`` (host name →
-    ranks, in order of first rank), both empty when no ``# Rank`` line names them; ``ranks_listed``
+    ranks, in order of first rank), both empty when no ``# Rank`` line names them (``gpus`` also when the
+    lines leave the device name empty); ``ranks_listed``
     (how many ``# Rank`` lines) and ``last_rank`` (the highest rank they name); ``shared_devices``
     (``[host, bus id, [ranks]]`` for each GPU two or more ranks ran on, told by the full bus ids
     nccl-tests prints since 2.10); ``network`` (kind → ``[line, text]``, :data:`NETWORK_EVIDENCE`);
@@ -380,7 +383,8 @@ def _devices(run: _Run) -> dict[str, Any]:
     on_bus: dict[tuple[str, str], list[int]] = {}
     for rank in sorted(run.devices):
         host, gpu, bus = run.devices[rank]
-        gpus[gpu] = gpus.get(gpu, 0) + 1
+        if gpu:  # an unnamed GPU (rccl-tests without a marketing name) counts its host, not a model
+            gpus[gpu] = gpus.get(gpu, 0) + 1
         hosts[host] = hosts.get(host, 0) + 1
         if _BUS_ID.match(bus):
             on_bus.setdefault((host, bus.lower()), []).append(rank)
