@@ -38,7 +38,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
   Instinct MI355X`` / ``MI350X`` (gfx950, the same platform) → ``amd-mi355x`` / ``amd-mi350x``;
   ``AMD Instinct MI250X`` (each GCD of an MI250X, as rccl-tests prints it on HPE's EX235a nodes:
   crickett-hpe/hpc-ai-envs PR 21) → ``amd-mi250x``, the EX235a node of Frontier and LUMI-G (8 GCDs, 4
-  Slingshot NICs; aws-ofi-rccl's ``NET/OFI`` lines name the ``cxi`` provider, read as Slingshot);
+  Slingshot NICs; aws-ofi-rccl's ``NET/OFI`` lines name the ``cxi`` provider, read as Slingshot); the
+  name some ROCm releases give PCI device 0x740c, ``AMD Instinct MI250X / MI250``, is read the same way,
+  and a plain ``MI250`` (the 2-socket OAM servers, whose rome models carry other tunings) is refused;
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;

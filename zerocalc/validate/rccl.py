@@ -163,8 +163,10 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
         model = ("tuning model 0 (rome_model_73, 8 MI250X GCDs on one node, sets no tuning)"
                  if tuning.arch == "gfx90a" and ppn == 8 else
                  f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
+    source = (release.source if tuning.model_index == 5 else
+              f"its tuning.cc rules, the tables of tuning_model_{tuning.model_index}")
     notes = [f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
-             f"model (ROCm {release.rocm}; {release.source}), {model}, {tuning.total_bw_GBps:g} GB/s of xGMI "
+             f"model (ROCm {release.rocm}; {source}), {model}, {tuning.total_bw_GBps:g} GB/s of xGMI "
              "per GPU as RCCL counts it"]
     if note:
         notes.append(note)
