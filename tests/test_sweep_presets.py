@@ -139,6 +139,9 @@ def _topology(path):
 
 EC2 = ["ip-10-1-2-3", "ip-10-1-2-4"]
 OFI = "ip-10-1-2-3:6899:6950 [0] NCCL INFO NET/OFI Selected Provider is efa, fabric is efa (found 4 nics)"
+#: aws-ofi-nccl's platform line (src/platform-aws.c: "Running on %s platform, Setting NCCL_TOPO_FILE ...")
+RUNNING_ON = ("ip-10-1-2-3:6899:6950 [0] NCCL INFO NET/OFI Running on {} platform, Setting NCCL_TOPO_FILE "
+              "environment variable to /opt/aws-ofi-nccl/share/aws-ofi-nccl/xml/p5en.48xl-topo.xml")
 IB = "node1:6899:6950 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>"
 SOCKET = "node1:6899:6950 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"
 
@@ -148,6 +151,12 @@ SOCKET = "node1:6899:6950 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"
     ("NVIDIA A100-SXM4-80GB", EC2, (), "aws-p4de", "host names ip-10-1-2-3… (AWS EC2, a hint"),
     ("NVIDIA H100 80GB HBM3", ["a", "b"], (OFI,), "aws-p5", "network AWS EFA (aws-ofi-nccl) from line"),
     ("NVIDIA H200", EC2, (), "aws-p5e", "p5e or p5en"),
+    # the instance aws-ofi-nccl names tells p5e from p5en (same GPUs, EFAv2 / EFAv3)
+    ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5en.48xlarge")), "aws-p5en", "p5en.48xlarge by aws-ofi"),
+    ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5e.48xlarge")), "aws-p5e", "p5e.48xlarge by aws-ofi"),
+    # an instance of other GPUs than the device lines' is not taken: the GPU's own preset stands
+    ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5.48xlarge")), "aws-p5e", "p5e or p5en"),
+    ("NVIDIA A100-SXM4-40GB", EC2, (OFI, RUNNING_ON.format("P4d")), "aws-p4d", "P4d by aws-ofi-nccl"),
     ("NVIDIA H100 80GB HBM3", EC2, (IB,), "dgx-h100", "network InfiniBand/RoCE (NCCL's IB transport)"),
     ("NVIDIA A100-SXM4-40GB", ["a", "b"], (), "dgx-a100", None),
     ("NVIDIA H100 80GB HBM3", ["a", "b"], ("x:1:2 [0] NCCL INFO Using network FasTrak",), "gcp-a3-mega",

@@ -197,7 +197,8 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     gpus, named = gpus_named_by_info(run.get("gpus") or {}, run.get("nccl_info"))
     topo, how = preset_for_devices(gpus, run.get("hosts") or {}, where=path,
                                    network=run.get("network") or {},
-                                   shared_devices=run.get("shared_devices") or (), group_size=group_size)
+                                   shared_devices=run.get("shared_devices") or (), group_size=group_size,
+                                   instance=(run.get("nccl_info") or {}).get("ec2_platform"))
     return topo, named + how
 
 

@@ -19,7 +19,8 @@ in the public outputs of Azure's and OCI's H200 nodes):
 * ``H200`` without ``NVL`` or ``PCIe`` after it (the SXM module; the PCIe card is ``NVIDIA H200 NVL``)
   → ``dgx-h200``; on AWS ``aws-p5e``
   (p5e and p5en hold the same GPUs and 3,200 Gb/s of EFA; p5en's EFAv3 reports 35 µs to NCCL, p5e's 75:
-  the file cannot tell them apart, and the first line says so);
+  the device lines cannot tell them apart, and the first line says so, unless aws-ofi-nccl's INFO line
+  names the instance, ``NET/OFI Running on p5en.48xlarge platform``: then ``aws-p5en``);
 * ``B200`` → ``dgx-b200``;
 * the export parts (NVIDIA's A800 / H800 datasheets, the HGX H20 product brief; names as nvidia-smi and
   nccl-tests print them: ``NVIDIA A800-SXM4-80GB``, ``NVIDIA H800``, ``NVIDIA H20``, in public nccl-tests
@@ -91,6 +92,18 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bMI350X\b", re.I), "mi350x"),
     (re.compile(r"\bMI250X\b", re.I), "mi250x"),
 )
+
+#: The AWS presets of each GPU kind, by the EC2 instance family aws-ofi-nccl names on its ``NET/OFI Running
+#: on %s platform`` INFO line (the instance type it reads from ``/sys/devices/virtual/dmi/id/product_name``,
+#: aws/aws-ofi-nccl ``src/platform-aws.c`` v1.6.0 on; ``P4d`` in the plugin's releases of 2021): p5e and p5en
+#: hold the same H200 GPUs, which the device lines cannot tell apart, but not the same network (p5en: EFAv3,
+#: 35 µs reported to NCCL, Intel hosts; AWS's P5 page).
+_AWS_INSTANCE_PRESETS: dict[str, dict[str, str]] = {
+    "a100-40": {"p4d": "aws-p4d"},
+    "a100-80": {"p4de": "aws-p4de"},
+    "h100": {"p5": "aws-p5"},
+    "h200": {"p5e": "aws-p5e", "p5en": "aws-p5en"},
+}
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
 _PRESET_FOR: dict[str, dict[str | None, str]] = {
@@ -242,7 +255,8 @@ def gpus_named_by_info(gpus: Mapping[str, int], info: Mapping[str, Sequence] | N
 def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, where: str,
                        network: Mapping[str, Sequence] | None = None,
                        shared_devices: Sequence[Sequence] = (),
-                       group_size: int | None = None) -> tuple[Topology, str]:
+                       group_size: int | None = None,
+                       instance: Sequence | None = None) -> tuple[Topology, str]:
     """The preset the lines of a run describe, and how it was chosen (a sentence).
 
     ``gpus``: device name → ranks; ``hosts``: host name → ranks; ``network``: kind → (line, text) of
@@ -251,7 +265,9 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     per host other than the preset's GPUs per node, the node is taken to hold that many (the preset's
     NICs scaled with them when it has one per GPU), unless the lines list fewer ranks than
     ``group_size`` (an excerpt): then they tell the GPU and network, not the node, which stays the
-    preset's. Raises :class:`ConfigError` naming ``--topology``
+    preset's. ``instance``: ``(EC2 instance type, line)`` where aws-ofi-nccl's INFO lines name it (``NET/OFI
+    Running on p5en.48xlarge platform``), which tells apart the AWS machines of one GPU (p5e, p5en) on EFA.
+    Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
     if not gpus and hosts:
@@ -267,7 +283,7 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
         raise _refuse(f"{where}: ranks {', '.join(map(str, ranks))} share one {gpu} (host {host}, "
                       f"bus {bus}); no preset describes several ranks per GPU")
     net, net_how = _network(network or {}, hosts, where)
-    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how)
+    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance)
     listed = sum(hosts.values())
     if group_size is not None and listed < group_size:
         how = (f"from the file's device lines: {gpu}, {listed} of its {group_size} ranks listed (nodes as "
@@ -362,8 +378,11 @@ def nodes_as_listed(topo: Topology, hosts: Mapping[str, int], group_size: int | 
                   f"each of {len(hosts)} hosts")
 
 
-def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -> tuple[Topology, str]:
-    """The preset for this GPU on this network, and what to add to the sentence (a PCIe card's facts)."""
+def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
+            instance: Sequence | None = None) -> tuple[Topology, str]:
+    """The preset for this GPU on this network, and what to add to the sentence (a PCIe card's facts).
+    ``instance``: ``(EC2 instance type, line)`` as aws-ofi-nccl's INFO line states it, which picks the AWS
+    preset of that instance where the GPU has several (:data:`_AWS_INSTANCE_PRESETS`)."""
     kind = next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
     card = pcie_card(gpu) if kind is None else None
     if kind is None and card is None:
@@ -379,11 +398,14 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -
     if kind is not None:
         table = _PRESET_FOR[kind]
         name = table.get(net if n_hosts > 1 or net in ("efa", "tcpxo") else None, table[None])
-        topo = PRESETS[name]
         extra = ""
-        if name == "aws-p5e":
+        stated = _instance_preset(kind, instance) if net == "efa" else None
+        if stated is not None:
+            name = stated
+            extra = f" ({instance[0]} by aws-ofi-nccl's line {instance[1]}: {name})"
+        elif name == "aws-p5e":
             extra = " (p5e or p5en: the file cannot tell them apart; --topology aws-p5en for EFAv3)"
-        return topo, extra
+        return PRESETS[name], extra
     assert card is not None
     topo = PRESETS[_PCIE_PRESET[card.pcie_gen]]
     p2p = not NO_P2P_CARDS.search(gpu)
@@ -391,6 +413,15 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str) -
     no_p2p = "" if p2p else ", no PCIe peer-to-peer between GeForce cards (SHM through host memory)"
     return topo, (f" (a PCIe {card.pcie_gen}.0 card, compute capability {card.compute_capability / 10:g}: "
                   f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p})")
+
+
+def _instance_preset(kind: str, instance: Sequence | None) -> str | None:
+    """The AWS preset of the EC2 instance aws-ofi-nccl names (``p5en.48xlarge`` → ``aws-p5en``), where it is
+    one that holds GPUs of ``kind``; ``None`` where no line names one, or it names another machine."""
+    if not instance or not instance[0]:
+        return None
+    family = str(instance[0]).strip().lower().split(".")[0]
+    return _AWS_INSTANCE_PRESETS.get(kind, {}).get(family)
 
 
 def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
