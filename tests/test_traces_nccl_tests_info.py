@@ -126,6 +126,24 @@ def test_check_prices_every_size_on_the_instance(path):
     assert not any("Internode latency" in n for n in sweep["notes"])
 
 
+def test_nccl_2_20_and_2_22_price_the_p5_tree_alike():
+    """Between v2.20.3 and v2.22.3 tuning.cc changes, of what a 2-node p5 communicator prices, NVLS's
+    NVLink hop (23 -> 25 µs), Hopper's one-node LL cap and Ring/LL's bus factor (1/4 -> 1/2, not chosen
+    here): Tree/LL and Tree/LL128 keep their figures, so the 2.20.3 and 2.22.3 runs are priced alike
+    below 64 MiB, where NVLS Tree takes over. Their median-size ratios differ by one row, 256 KiB
+    out-of-place (counted: 126.3 µs under 2.20.3, 98.72 under 2.22.3), whose in-place times agree
+    within 7% (105.3, 99.25)."""
+    old, new = check_json(TUNER, "--topology", "aws-p5"), check_json(RUN1, "--topology", "aws-p5")
+    small = [(a["predicted_s"], b["predicted_s"]) for a, b in zip(old["rows"], new["rows"], strict=True)
+             if a["bytes"] < 64 << 20]
+    assert len(small) == 23 and all(a == pytest.approx(b, rel=1e-9) for a, b in small)
+    pairs = [[(r["algorithm"], r["protocol"]) for r in sweep["rows"]] for sweep in (old, new)]
+    assert pairs[0] == pairs[1]
+    (_, _, o20, i20), = [r for r in counted(TUNER) if r[1] == 262144]
+    (_, _, o22, i22), = [r for r in counted(RUN1) if r[1] == 262144]
+    assert (o20, o22) == (126.3, 98.72) and abs(i20 / i22 - 1) < 0.07
+
+
 def _replaced(tmp_path, path, old, new, name=None):
     text = text_of(path)
     assert old in text
