@@ -35,6 +35,18 @@ def run_check(*args):
     ("node1:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 8.", [("NCCL_MAX_NCHANNELS", "8", 3)]),
     ("node1:1:2 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128", [("NCCL_PROTO", "^LL128", 3)]),
     ("#  Rank  0 Group  0 Pid  29262 on bm-h100-01 device  0 [0000:19:00] NVIDIA H100 80GB HBM3", []),
+    # aws-ofi-nccl putting a variable into NCCL's environment (its INFO format strings): platform-aws.c
+    # v1.6-v1.15 (this line as aws-samples' EFA-on-EKS page shows it under NCCL 2.12.7), nccl_ofi_net.cpp and
+    # nccl_ofi_environ.h from v1.16; its other lines state nothing
+    ('[1,0]<stdout>:test-nccl-efa-worker-0:21:21 [0] NCCL INFO NET/OFI Setting NCCL_PROTO to "simple"',
+     [("NCCL_PROTO", "simple", 3)]),
+    ("h:1:2 [0] NCCL INFO NET/OFI Need to force simple protocol: byte delivery ordering not supported",
+     [("NCCL_PROTO", "simple", 3)]),
+    ("h:1:2 [0] NCCL INFO NET/OFI Adding NCCL_PROTO=simple to environment", [("NCCL_PROTO", "simple", 3)]),
+    ("h:1:2 [0] NCCL INFO NET/OFI Disabling NVLS support due to NCCL version 21803",
+     [("NCCL_NVLS_ENABLE", "0", 3)]),
+    ("h:1:2 [0] NCCL INFO NET/OFI Skipping adding NCCL_PROTO to environment, already set", []),
+    ("h:1:2 [0] NCCL INFO NET/OFI Setting NCCL_NVLSTREE_MAX_CHUNKSIZE to 512KiB", []),
 ])
 def test_settings_in_a_line(line, found):
     assert settings_in(line) == found
@@ -80,6 +92,11 @@ def test_a_launch_line_restricts_what_nccl_chooses(tmp_path):
     simple = _rows(run_check(_with_lines(tmp_path, "NCCL INFO NCCL_PROTO set by environment to Simple"),
                              "--format", "json"))
     assert {r["protocol"] for r in simple["rows"]} == {"Simple"}
+    # the EFA plugin's own line where the endpoint lacks ordered 128-byte delivery: Simple alone, likewise
+    forced = _rows(run_check(_with_lines(tmp_path, 'NCCL INFO NET/OFI Setting NCCL_PROTO to "simple"'),
+                             "--format", "json"))
+    assert {r["protocol"] for r in forced["rows"]} == {"Simple"}
+    assert any("NCCL_PROTO=simple (line" in n for n in forced["notes"])
     # the user's option wins over the file, and says so
     given = _rows(run_check(_with_lines(tmp_path, "-x NCCL_ALGO=Ring"), "--format", "json",
                             "--nccl-algo", "Tree"))

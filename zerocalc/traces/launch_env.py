@@ -9,7 +9,14 @@ own; within one way, the last line wins, as a shell's last assignment does):
 2. MPICH / Intel MPI ``-genv NCCL_X V`` and ``-env NCCL_X V``;
 3. NCCL's own INFO lines, ``NCCL_X set by environment to V`` (NCCL ``src/misc/param.cc``
    ``ncclLoadParam``: ``"%s set by environment to %lld."``; ``src/graph/tuning.cc``: ``"NCCL_PROTO set
-   by environment to %s"``, ``"NCCL_ALGO …"``, v2.19-v2.30).
+   by environment to %s"``, ``"NCCL_ALGO …"``, v2.19-v2.30), and the lines of the network plugin that
+   puts a variable into NCCL's environment where the user left it unset (aws/aws-ofi-nccl, which NCCL
+   loads for AWS EFA): ``NET/OFI Setting NCCL_PROTO to "simple"`` (``src/platform-aws.c``, v1.6.0-v1.15.x:
+   on p4d, p4de and p3dn in v1.6.x, then wherever the EFA endpoint does not deliver 128-byte aligned
+   writes in order, which LL and LL128 need), ``NET/OFI Need to force simple protocol: … not supported``
+   (``src/nccl_ofi_net.cpp``, v1.16.0 on), ``NET/OFI Disabling NVLS support due to NCCL version``
+   (``NCCL_NVLS_ENABLE=0`` under NCCL before 2.18.5, v1.8.0 on), ``NET/OFI Adding NCCL_X=V to
+   environment`` (its environment manager, ``include/nccl_ofi_environ.h``, v1.16.0 on).
 
 A bare ``-x NCCL_X`` (passing the launcher's own value on) states no value and is not read.
 """
@@ -22,11 +29,25 @@ _ASSIGN = re.compile(r"(?<![\w${])(NCCL_[A-Z0-9_]+)=(\"[^\"]*\"|'[^']*'"
                      r"|(?:[^\s;&|\\\"'`),]|,(?![A-Za-z_][A-Za-z0-9_]*=))+)")
 _GENV = re.compile(r"(?:^|\s)-g?env\s+(NCCL_[A-Z0-9_]+)\s+(\"[^\"]*\"|'[^']*'|[^\s;&|\\]+)")
 _INFO = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$")
+#: aws-ofi-nccl's lines putting a variable into NCCL's environment (module docstring, way 3)
+_OFI_ADDED = re.compile(r"\bNET/OFI Adding (NCCL_[A-Z0-9_]+)=(\S+) to environment\b")
+_OFI_FIXED = (
+    (re.compile(r"\bNET/OFI Setting NCCL_PROTO to \"?simple\"?"), "NCCL_PROTO", "simple"),
+    (re.compile(r"\bNET/OFI Need to force simple protocol\b"), "NCCL_PROTO", "simple"),
+    (re.compile(r"\bNET/OFI Disabling NVLS support due to NCCL version\b"), "NCCL_NVLS_ENABLE", "0"),
+)
 
 
 def settings_in(line: str) -> list[tuple[str, str, int]]:
     """``(name, value, strength)`` of each NCCL variable ``line`` sets (strength 1-3 as in the module
     docstring), quotes removed."""
+    if "NET/OFI" in line:
+        m = _OFI_ADDED.search(line)
+        if m:
+            return [(m[1], m[2], 3)]
+        fixed = [(name, value, 3) for rx, name, value in _OFI_FIXED if rx.search(line)]
+        if fixed:
+            return fixed[:1]
     if "NCCL_" not in line:
         return []
     m = _INFO.search(line)
