@@ -93,16 +93,17 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bMI250X\b", re.I), "mi250x"),
 )
 
-#: The AWS presets of each GPU kind, by the EC2 instance family aws-ofi-nccl names on its ``NET/OFI Running
-#: on %s platform`` INFO line (the instance type it reads from ``/sys/devices/virtual/dmi/id/product_name``,
+#: The AWS presets of each GPU kind, by the EC2 instance type aws-ofi-nccl names on its ``NET/OFI Running
+#: on %s platform`` INFO line (the type it reads from ``/sys/devices/virtual/dmi/id/product_name``,
 #: aws/aws-ofi-nccl ``src/platform-aws.c`` v1.6.0 on; ``P4d`` in the plugin's releases of 2021): p5e and p5en
 #: hold the same H200 GPUs, which the device lines cannot tell apart, but not the same network (p5en: EFAv3,
-#: 35 µs reported to NCCL, Intel hosts; AWS's P5 page).
+#: 35 µs reported to NCCL, Intel hosts; AWS's P5 page). Other sizes of a family (``p5.4xlarge``: one H100
+#: and 100 Gb/s of EFA) are no preset's and leave the GPU's own.
 _AWS_INSTANCE_PRESETS: dict[str, dict[str, str]] = {
-    "a100-40": {"p4d": "aws-p4d"},
-    "a100-80": {"p4de": "aws-p4de"},
-    "h100": {"p5": "aws-p5"},
-    "h200": {"p5e": "aws-p5e", "p5en": "aws-p5en"},
+    "a100-40": {"p4d.24xlarge": "aws-p4d", "p4d": "aws-p4d"},
+    "a100-80": {"p4de.24xlarge": "aws-p4de"},
+    "h100": {"p5.48xlarge": "aws-p5"},
+    "h200": {"p5e.48xlarge": "aws-p5e", "p5en.48xlarge": "aws-p5en"},
 }
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
@@ -420,8 +421,7 @@ def _instance_preset(kind: str, instance: Sequence | None) -> str | None:
     one that holds GPUs of ``kind``; ``None`` where no line names one, or it names another machine."""
     if not instance or not instance[0]:
         return None
-    family = str(instance[0]).strip().lower().split(".")[0]
-    return _AWS_INSTANCE_PRESETS.get(kind, {}).get(family)
+    return _AWS_INSTANCE_PRESETS.get(kind, {}).get(str(instance[0]).strip().lower())
 
 
 def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
