@@ -30,10 +30,26 @@ runner = CliRunner()
     ("AMD Instinct MI250X", "amd-mi250x", "gfx90a"),  # rocminfo's name, as HPE's EX235a runs print it
     ("AMD Instinct MI355X", "amd-mi355x", "gfx950"),
     ("AMD Instinct MI350X", "amd-mi350x", "gfx950"),
+    ("AMD Instinct MI300A", "amd-mi300a", "gfx942"),
 ])
 def test_amd_names_find_their_preset(name, preset, arch):
     assert preset_for_gpu(name) == preset
-    assert PRESETS[preset].gpu_arch == arch and PRESETS[preset].gpus_per_node == 8
+    assert PRESETS[preset].gpu_arch == arch
+    assert PRESETS[preset].gpus_per_node == (4 if preset == "amd-mi300a" else 8)
+
+
+def test_mi300a_node_by_hand():
+    t = PRESETS["amd-mi300a"]
+    # LLNL: 4 APUs, two Infinity Fabric links to each peer (6 × 64 GB/s each way); 4 Slingshot-11 NICs
+    assert (t.nics_per_node, t.nic_Gbps) == (4, 200.0) and t.intra.bw_Bps == pytest.approx(6 * 64e9)
+    one, two = rccl_tune(t, 4, V2_21), rccl_tune(t, 8, V2_21)
+    # rome_model_80 sets no tuning: model 0; RCCL's totalBw 3 peers × 2 links × 48 GB/s
+    assert (one.model_index, two.model_index) == (0, 0)
+    assert one.total_bw_GBps == pytest.approx(288.0) and not one.msccl
+    # model 0 Ring/Simple on one node: 17 + 6 × 3.6 = 38.6 µs, 288 × 1.0 × 4/6 = 192 GB/s
+    e = one.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)]
+    assert e.latency_us == pytest.approx(38.6) and e.bandwidth_GBps == pytest.approx(192.0)
+    assert two.net_GBps == pytest.approx(4 * 25.0)
 
 
 def test_mi250x_node_and_tuning_by_hand():

@@ -54,6 +54,8 @@ only the tuning is replaced). gfx90a: the 8 GCDs of an HPE Cray EX235a node (4 M
 LUMI-G) match ``rome_model_73`` on one node (no tuning option: model 0) and ``rome_model_74`` across nodes
 (4 NICs, ``tuning=3``: :data:`MODEL_3`), ``totalBw`` its best GCD's 4 + 2 + 1 links × 36 GB/s
 (``MI200_XGMI_WIDTH``); no MSCCL, LL128 off (``ll128Enabled`` unset), Tree/Simple kept within a node.
+4 MI300A APUs (gfx942, HPE Cray EX255a: El Capitan) match ``rome_model_80`` across nodes, which sets no
+tuning (model 0), with two xGMI links between each pair (:data:`MI300A_LINKS_PER_PEER`): 288 GB/s.
 
 The NICs: RCCL's rome-model graphs carry the xGMI bandwidth between nodes too, so its table never sees the
 NICs. Where one node's NICs carry less than RCCL's table would move (an MI250X node's 4 × 200 Gb/s against
@@ -90,6 +92,11 @@ XGMI_GBPS = {"gfx90a": 36.0, "gfx942": 48.0, "gfx950": 48.0}
 #: them): 4 to the other GCD of its package, 2 and 1 to GCDs of two other packages (``connMatrix`` row 0,
 #: link bandwidth / ``MI200_XGMI_WIDTH``). ``search.cc`` ``getTotalBw`` sums one GPU's xGMI links: 7 × 36.
 MI250X_LINK_UNITS = 4 + 2 + 1
+#: xGMI links between each pair of MI300A APUs (gfx942) of an HPE Cray EX255a node (El Capitan, Tuolumne,
+#: RZAdams): ``rome_models.cc`` ``rome_model_80`` (4 GPUs at bus 0x2000 … 0xc2000, 4 NICs, ``connMatrix`` 2
+#: between every pair, no tuning option) and LLNL's El Capitan systems page ("Each processor is fully
+#: connected to its peers using two AMD Infinity Fabric links").
+MI300A_LINKS_PER_PEER = 2
 #: Architectures whose Tree/Simple RCCL skips within one node and whose Ring/LL broadcast and reduce it
 #: prices 1.65× there (``tuning.cc``: gfx942 in 2.20.5 and 2.21.5, gfx942 and gfx950 after the NCCL 2.23
 #: merge).
@@ -498,7 +505,8 @@ def rccl_tune(
         raise ConfigError("RCCL's model needs at least 2 ranks", option="--n")
     ppn = min(topo.gpus_per_node, n_ranks)
     nn = math.ceil(n_ranks / topo.gpus_per_node)
-    model_index, total = _model_and_total_bw(arch, ppn, nn)
+    model_index, total = _model_and_total_bw(arch, ppn, nn,
+                                             MI300A_LINKS_PER_PEER if topo.gpu == "MI300A" else 1)
     m = _MODELS.get(model_index, release.model)
     idx = 0 if nn <= 2 else 1
     net_over = _NET_OVERHEAD_US.get(topo.cpu_vendor or "", 1.0) if nn > 1 else 0.0
@@ -551,7 +559,7 @@ def rccl_tune(
 _MODELS: dict[int, TuningModel] = {0: MODEL_0, 3: MODEL_3, 6: MODEL_6}
 
 
-def _model_and_total_bw(arch: str, ppn: int, nn: int) -> tuple[int, float]:
+def _model_and_total_bw(arch: str, ppn: int, nn: int, links_per_peer: int = 1) -> tuple[int, float]:
     """The ``rcclTuningModel`` index RCCL's rome models give ``ppn`` GPUs of ``arch`` per node on ``nn``
     nodes, and the xGMI bandwidth (GB/s) its graphs carry, ``totalBw`` (module docstring).
 
@@ -562,13 +570,14 @@ def _model_and_total_bw(arch: str, ppn: int, nn: int) -> tuple[int, float]:
       ``tuning=3``), on one node ``rome_model_73`` (no tuning option: model 0); ``totalBw`` the best GCD's
       links, :data:`MI250X_LINK_UNITS` × 36;
     * fewer GPUs per node match no rome model (model 0): the GPUs taken as fully connected, (ppn − 1)
-      links each.
+      × ``links_per_peer`` links each (4 MI300A APUs: ``rome_model_80``, no tuning option, 2 links a
+      pair, :data:`MI300A_LINKS_PER_PEER`).
     """
-    link = XGMI_GBPS[arch]
+    link = XGMI_GBPS[arch] * links_per_peer
     if ppn == 8 and arch == "gfx90a":
-        return (3 if nn > 1 else 0), MI250X_LINK_UNITS * link
+        return (3 if nn > 1 else 0), MI250X_LINK_UNITS * XGMI_GBPS[arch]
     if ppn == 8:
-        return (6 if arch == "gfx950" else 5), 7 * link
+        return (6 if arch == "gfx950" else 5), 7 * XGMI_GBPS[arch]
     return 0, link * (ppn - 1) if ppn > 1 else link
 
 

@@ -42,6 +42,8 @@ in the public outputs of Azure's and OCI's H200 nodes):
   Slingshot NICs; aws-ofi-rccl's ``NET/OFI`` lines name the ``cxi`` provider, read as Slingshot); the
   name some ROCm releases give PCI device 0x740c, ``AMD Instinct MI250X / MI250``, is read the same way,
   and a plain ``MI250`` (the 2-socket OAM servers, whose rome models carry other tunings) is refused;
+  ``AMD Instinct MI300A`` → ``amd-mi300a``, the EX255a node of LLNL's El Capitan (4 APUs, 4 Slingshot
+  NICs);
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;
@@ -91,6 +93,7 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bMI355X\b", re.I), "mi355x"),
     (re.compile(r"\bMI350X\b", re.I), "mi350x"),
     (re.compile(r"\bMI250X\b", re.I), "mi250x"),
+    (re.compile(r"\bMI300A\b", re.I), "mi300a"),
 )
 
 #: The AWS presets of each GPU kind, by the EC2 instance type aws-ofi-nccl names on its ``NET/OFI Running
@@ -125,6 +128,7 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "mi355x": {None: "amd-mi355x", "ib": "amd-mi355x"},
     "mi350x": {None: "amd-mi350x", "ib": "amd-mi350x"},
     "mi250x": {None: "amd-mi250x", "ib": "amd-mi250x", "slingshot": "amd-mi250x", "efa": "amd-mi250x"},
+    "mi300a": {None: "amd-mi300a", "ib": "amd-mi300a", "slingshot": "amd-mi300a", "efa": "amd-mi300a"},
 }
 
 

@@ -166,6 +166,26 @@ def _amd_oam8(name: str, gpu: str, source: str, *, arch: str = "gfx942", link_GB
     )
 
 
+def _amd_mi300a() -> Topology:
+    """An HPE Cray EX255a node of LLNL's El Capitan, Tuolumne and RZAdams (LLNL's El Capitan systems page):
+    4 AMD Instinct MI300A APUs (gfx942 GPU and Zen 4 CPU cores sharing 128 GB of HBM3), each its own socket
+    and NUMA domain, every APU "fully connected to its peers using two AMD Infinity Fabric links with
+    256GB/s of bandwidth" (a pair's two links, 64 GB/s each way each: 6 × 64 = 384 GB/s per APU), one HPE
+    Slingshot-11 NIC of 200 Gb/s per APU. RCCL prices a link at 48 GB/s (``GFX94X_XGMI_WIDTH``) and matches
+    this node to ``rome_model_80`` (no tuning option: model 0; :mod:`zerocalc.nccl.rccl`)."""
+    return Topology(
+        "amd-mi300a", "HPE Cray EX255a (El Capitan): 4 MI300A APUs, 2 xGMI links a pair + 4×200 Gb/s "
+        "Slingshot-11", 4,
+        Link.from_units(_NVLINK_US, 6 * 64.0), Link.from_units(_NET_US, 4 * 200 / 8),
+        source="LLNL El Capitan systems page (4 MI300A a node, each its own socket, fully connected by two "
+               "Infinity Fabric links a pair, 256 GB/s); AMD MI300A data sheet (xGMI 128 GB/s a link both "
+               "ways); 4 Slingshot-11 200 Gb/s NICs, one per APU (RCCL rome_model_80: 4 GPUs, 4 NICs); "
+               "RCCL topo.h GFX94X_XGMI_WIDTH 48 GB/s",
+        gpu="MI300A", gpu_arch="gfx942", pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="amd",
+        in_network_reduction=(),
+    )
+
+
 def _amd_mi250x() -> Topology:
     """An HPE Cray EX235a node, OLCF's Frontier and CSC's LUMI-G (OLCF Frontier user guide, "Node types";
     LUMI documentation, "GPU nodes - LUMI-G"): one 64-core AMD EPYC 7A53 "Trento", 4 AMD Instinct MI250X,
@@ -409,6 +429,7 @@ PRESETS: dict[str, Topology] = {
                   "Fabric mesh, 7 links of 153.6 GB/s both ways per GPU, PCIe Gen5",
                   arch="gfx950", link_GBps=76.8),
         _amd_mi250x(),
+        _amd_mi300a(),
     )
 }
 TOPOLOGY_NAMES: tuple[str, ...] = tuple(PRESETS)
