@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from zerocalc.cli import app
 from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.topology import PRESETS
+from zerocalc.topology.devices import pcie_card, preset_for_gpu
 from zerocalc.traces.busbw import ranks_from_bandwidth
 from zerocalc.traces.nccl_tests import parse
 
@@ -395,3 +396,29 @@ def test_aws_ofi_nccl_over_slingshot_is_slingshot_not_efa(tmp_path):
     # the plugin's lines alone (no provider line) still read as EFA
     plugin_only = _sweep_on(tmp_path, "NVIDIA H100 80GB HBM3", ["a", "b"], (CXI[0], CXI[2]))
     assert _topology(plugin_only)[0] == "aws-p5"
+
+
+@pytest.mark.parametrize("gpu,preset,cc", [
+    # NVIDIA's product pages (PCIe generation) and CUDA GPUs page (compute capability); names as nvidia-smi
+    # prints them
+    ("Tesla V100S-PCIE-32GB", "pcie-gen3", 70), ("NVIDIA TITAN V", "pcie-gen3", 70),
+    ("Quadro GV100", "pcie-gen3", 70), ("NVIDIA GeForce GTX 1660 SUPER", "pcie-gen3", 75),
+    ("NVIDIA T1000", "pcie-gen3", 75), ("Tesla P100-PCIE-16GB", "pcie-gen3", 60),
+    ("Tesla P40", "pcie-gen3", 61), ("Quadro P6000", "pcie-gen3", 61),
+    ("NVIDIA GeForce GTX 1080 Ti", "pcie-gen3", 61), ("NVIDIA TITAN Xp", "pcie-gen3", 61),
+    ("NVIDIA RTX 4000 SFF Ada Generation", "pcie-gen4", 89), ("NVIDIA L20", "pcie-gen4", 89),
+    ("NVIDIA A2", "pcie-gen4", 86), ("NVIDIA A16", "pcie-gen4", 86),
+    ("NVIDIA GeForce RTX 3090 Ti", "pcie-gen4", 86),
+    # NVLink modules are not PCIe cards
+    ("Tesla P100-SXM2-16GB", None, None), ("Tesla K80", None, None),
+])
+def test_pcie_card_names_of_every_generation(gpu, preset, cc):
+    card = pcie_card(gpu)
+    assert preset_for_gpu(gpu) == preset
+    assert (card.compute_capability if card else None) == cc
+
+
+def test_a_pascal_pair_is_priced_and_an_unknown_card_is_one_line(tmp_path):
+    assert _topology(_sweep_on(tmp_path, "Tesla P100-PCIE-16GB", ["a", "b"]))[0] == "pcie-gen3"
+    one_line_error(run_check(_sweep_on(tmp_path, "Tesla K80", ["a", "b"])), "--topology",
+                   "no preset describes its GPUs (Tesla K80)")

@@ -145,16 +145,23 @@ class PcieCard:
 #: compute capability): the H100 PCIe / NVL, H200 NVL and H800 PCIe (PCIe Gen5 x16, 9.0), GeForce RTX 50
 #: and RTX PRO Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9),
 #: GeForce RTX 30 / RTX A-series / A10 / A10G (AWS g5) / A40 (Gen4 x16, 8.6), A100 / A800 PCIe and A30
-#: (Gen4 x16, 8.0). Before them (V100 PCIe, T4: PCIe Gen3) no preset holds such a box. The NVL cards' NVLink
-#: bridges: :data:`NVL_BRIDGES`.
+#: (Gen4 x16, 8.0); the L20 (Gen4 x16, 8.9) and the A2 / A16 (Gen4, 8.6) of the same families. PCIe Gen3
+#: x16, the ``pcie-gen3`` box: V100 / V100S PCIe, TITAN V and Quadro GV100 (7.0); T4, GeForce RTX 20 / GTX 16,
+#: TITAN RTX, Quadro RTX and the T-series workstation cards (7.5); the Pascal cards, P100 PCIe and Quadro GP100
+#: (6.0), P40 / P4, Quadro P-series, GeForce GTX 10 and TITAN X / Xp (6.1). Names as nvidia-smi prints them
+#: (``Tesla V100S-PCIE-32GB``, ``Tesla P100-PCIE-16GB``, ``NVIDIA RTX 4000 SFF Ada Generation``); an NVIDIA
+#: name matching none is refused, naming ``--topology``. The NVL cards' NVLink bridges: :data:`NVL_BRIDGES`.
 PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bH(?:[128]00|20)\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
     PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
-    PcieCard(re.compile(r"\bRTX 40\d0\b|\bRTX \d+ Ada\b|\bL4\b|\bL40S?\b", re.I), 4, 89),
-    PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA10G?\b|\bA40\b", re.I), 4, 86),
+    PcieCard(re.compile(r"\bRTX 40\d0\b|\bRTX \d+(?: SFF)? Ada\b|\bL4\b|\bL(?:20|40S?)\b", re.I), 4, 89),
+    PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA(?:2|10G?|16|40)\b", re.I), 4, 86),
     PcieCard(re.compile(r"\bA[18]00\b.*\bPCIe\b|\bA[18]00-PCIE|\bA30\b", re.I), 4, 80),
-    PcieCard(re.compile(r"\bV100-PCIE", re.I), 3, 70),
-    PcieCard(re.compile(r"\bT4\b|\bRTX 20\d0\b|\bTITAN RTX\b|\bQuadro RTX \d+\b", re.I), 3, 75),
+    PcieCard(re.compile(r"\bV100S?-PCIE|\bTITAN V\b|\bQuadro GV100\b", re.I), 3, 70),
+    PcieCard(re.compile(r"\bT4\b|\bRTX 20\d0\b|\bGTX 16\d0\b|\bTITAN RTX\b|\bQuadro RTX \d+\b"
+                        r"|\bT(?:400|600|1000)\b", re.I), 3, 75),
+    PcieCard(re.compile(r"\bP100-PCIE|\bQuadro GP100\b", re.I), 3, 60),
+    PcieCard(re.compile(r"\bTesla P(?:4|40)\b|\bQuadro P\d+\b|\bGTX 10\d0\b|\bTITAN Xp?\b", re.I), 3, 61),
 )
 _PCIE_PRESET = {3: "pcie-gen3", 4: "pcie-gen4", 5: "pcie-gen5"}
 #: PCIe cards sold with NVLink bridges, and the most GPUs one bridge set joins: the H100 NVL in pairs (three
