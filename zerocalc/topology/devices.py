@@ -146,11 +146,12 @@ class PcieCard:
 #: and RTX PRO Blackwell (Gen5 x16, 12.0), GeForce RTX 40 / RTX 6000 Ada / L4 / L40 / L40S (Gen4 x16, 8.9),
 #: GeForce RTX 30 / RTX A-series / A10 / A10G (AWS g5) / A40 (Gen4 x16, 8.6), A100 / A800 PCIe and A30
 #: (Gen4 x16, 8.0); the L20 (Gen4 x16, 8.9) and the A2 / A16 (Gen4, 8.6) of the same families. PCIe Gen3
-#: x16, the ``pcie-gen3`` box: V100 / V100S PCIe, TITAN V and Quadro GV100 (7.0); T4, GeForce RTX 20 / GTX 16,
-#: TITAN RTX, Quadro RTX and the T-series workstation cards (7.5); the Pascal cards, P100 PCIe and Quadro GP100
-#: (6.0), P40 / P4, Quadro P-series, GeForce GTX 10 and TITAN X / Xp (6.1). Names as nvidia-smi prints them
-#: (``Tesla V100S-PCIE-32GB``, ``Tesla P100-PCIE-16GB``, ``NVIDIA RTX 4000 SFF Ada Generation``); an NVIDIA
-#: name matching none is refused, naming ``--topology``. The NVL cards' NVLink bridges: :data:`NVL_BRIDGES`.
+#: x16, the ``pcie-gen3`` box: V100 / V100S PCIe, TITAN V and Quadro GV100 (7.0); T4, GeForce RTX 20 / GTX
+#: 16, TITAN RTX, Quadro RTX and the T-series workstation cards (7.5); the Pascal cards, P100 PCIe and
+#: Quadro GP100 (6.0), P40 / P4, Quadro P-series, GeForce GTX 10 and TITAN X / Xp (6.1). Names as
+#: nvidia-smi prints them (``Tesla V100S-PCIE-32GB``, ``Tesla P100-PCIE-16GB``, ``NVIDIA RTX 4000 SFF Ada
+#: Generation``); an NVIDIA name matching none is refused, naming ``--topology``. The NVL cards' NVLink
+#: bridges: :data:`NVL_BRIDGES`.
 PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bH(?:[128]00|20)\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
     PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
