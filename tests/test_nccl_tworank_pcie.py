@@ -4,7 +4,7 @@ their device lines pick. Expected figures are read off the files; the band is is
 size."""
 
 import pytest
-from sweep_files import check_json, file_rows
+from sweep_files import DATA, check_json, file_rows
 
 G2 = "all_reduce_perf-2xV100-PCIe-azure-nc12sv3-g2.txt"
 NP2 = "all_reduce_perf-2xV100-PCIe-azure-nc12sv3-np2.txt"
@@ -32,3 +32,37 @@ def test_a_pair_through_host_memory_says_its_rate_is_the_hosts():
     k8s = check_json("all_reduce_perf-2xRTX4090-g2-k8s-kalavai.txt")
     assert any("host's rate" in n for n in k8s["notes"])
     assert not any("host's rate" in n for n in check_json(G2)["notes"])
+
+
+A10G = "all_reduce_perf-2xA10G-g5-2nodes-socket-nccl2.11.4.txt"
+
+
+def _old_layout_rows(name):
+    """(size, out-of-place µs, in-place µs) of the file's 12-column rows (nccl-tests before Aug 2022: no
+    root column), read with a plain split, not through zerocalc."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) == 12 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[4]), float(f[8])))
+    return rows
+
+
+def test_pcie_cards_of_two_hosts_over_tcp_sockets_are_priced_at_nccls_socket_nic():
+    """Two AWS g5.2xlarge (one A10G each) joined by NCCL's socket transport (its INFO lines: ``NET/Socket``,
+    ``via NET/Socket/0``), NCCL 2.11.4: priced on the pcie-gen4 box with one 10 Gb/s NIC a node, NCCL's own
+    figure for a NIC that reports no speed, through host memory, and a note saying the rate is the hosts'.
+    By hand at 128 MiB: 10 Gb/s = 1.25 GB/s, 2/3 of it through host memory (graph.py assumption 7) =
+    0.833 GB/s, 134217728 B / 0.833 GB/s = 161 ms against the file's 183.6 ms (0.88); the file's large rows
+    move 0.66-0.82 GB/s of bus bandwidth. Its small rows (173 µs at 8 B: the TCP stack and NCCL's proxy
+    threads) are the hosts' latency, which NCCL's network hop does not price."""
+    rows = _old_layout_rows(A10G)
+    assert len(rows) == 25 and rows[0][0] == 8 and rows[-1][0] == 134217728
+    assert rows[-1][0] / (rows[-1][1] * 1e-6) / 1e9 == pytest.approx(0.731, abs=0.001)  # all-reduce, n = 2
+    sweep = check_json(A10G, counted=_old_layout_rows)
+    assert sweep["group_size"] == 2 and sweep["topology"] == "pcie-gen4"
+    assert "NCCL's socket transport" in sweep["topology_how"] and "10 Gb/s" in sweep["topology_how"]
+    assert any("over TCP sockets the rate and latency are the hosts'" in n for n in sweep["notes"])
+    big = [r for r in sweep["rows"] if r["bytes"] >= 2 << 20]
+    assert len(big) == 7 and all(0.8 <= r["ratio"] <= 1.25 for r in big)
+    assert big[-1]["predicted_s"] == pytest.approx(134217728 / (1.25e9 * 2 / 3), rel=0.06)

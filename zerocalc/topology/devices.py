@@ -58,8 +58,9 @@ The network (:data:`zerocalc.traces.nccl_tests.NETWORK_EVIDENCE`): NCCL's INFO l
 them, are strong evidence (``NET/OFI`` → AWS EFA, unless its provider is ``cxi``: HPE Slingshot;
 ``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP TCPXO, ``NET/Socket`` → TCP sockets); host names are
 a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``, OCI's ``inst-…``, GKE's ``gke-…``) used only when no INFO
-line names the network. A network no preset of that GPU describes (sockets, or GCP's TCPX on A3 High)
-across hosts is refused, as are GPUs no preset describes, several GPU models, ranks sharing one GPU and
+line names the network. PCIe cards across hosts over TCP sockets are priced on their box with one NIC of
+NCCL's socket figure (:func:`over_sockets`). A network no preset of that GPU describes (sockets between
+NVLink nodes, or GCP's TCPX on A3 High) across hosts is refused, as are GPUs no preset describes, several GPU models, ranks sharing one GPU and
 hosts with different rank counts: the caller
 is told to give ``--topology``.
 """
@@ -403,8 +404,8 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
     if kind is None and card is not None and card.pcie_gen not in _PCIE_PRESET:
         raise _refuse(f"{where}: no preset describes a PCIe {card.pcie_gen}.0 box ({gpu})")
     if n_hosts > 1 and net is not None and (kind is None or net not in _PRESET_FOR[kind]):
-        if kind is None and net == "ib":
-            pass  # a PCIe box's preset has an InfiniBand NIC
+        if kind is None and net in ("ib", "socket"):
+            pass  # a PCIe box's preset has an InfiniBand NIC; over sockets, :func:`over_sockets`
         else:
             hint = " (ethernet-100g: a 100 GbE cluster of PCIe 4.0 GPUs)" if net == "socket" else ""
             raise _refuse(f"{where}: {net_how}, which no preset of {gpu} describes{hint}")
@@ -424,8 +425,42 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
     p2p = not NO_P2P_CARDS.search(gpu)
     topo = replace(topo, gpu=gpu, compute_capability=card.compute_capability, gpu_p2p=p2p)
     no_p2p = "" if p2p else ", no PCIe peer-to-peer between GeForce cards (SHM through host memory)"
+    sockets = ""
+    if n_hosts > 1 and net == "socket":
+        topo = over_sockets(topo)
+        sockets = (f"; across hosts NCCL's socket transport, through host memory, on one NIC of "
+                   f"{SOCKET_NIC_GBPS:g} Gb/s a node")
     return topo, (f" (a PCIe {card.pcie_gen}.0 card, compute capability {card.compute_capability / 10:g}: "
-                  f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p})")
+                  f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p}{sockets})")
+
+
+#: The speed NCCL gives a NIC of its socket transport whose link reports none (a VM's or container's
+#: virtual NIC: ``/sys/class/net/<dev>/speed`` unreadable or not positive): "Could not get speed from
+#: %s. Defaulting to 10 Gbps." (``src/transport/net_socket.cc``, ``ncclNetSocketGetSpeed``, v2.9 to
+#: v2.30.7).
+SOCKET_NIC_GBPS = 10.0
+
+
+def over_sockets(topo: Topology) -> Topology:
+    """A PCIe box's nodes joined by NCCL's TCP socket transport: one NIC of :data:`SOCKET_NIC_GBPS` (the
+    file states no link speed; NCCL's own figure for a NIC that reports none) and no GPUDirect RDMA (the
+    socket transport moves host memory alone: ``ptrSupport = NCCL_PTR_HOST``, ``net_socket.cc``)."""
+    return replace(topo, nics_per_node=1, nic_Gbps=SOCKET_NIC_GBPS, gpudirect_rdma=False,
+                   inter=Link(alpha_s=topo.inter.alpha_s, bw_Bps=SOCKET_NIC_GBPS / 8 * 1e9))
+
+
+def socket_nic_note(topo: Topology, ranks: int, network: Mapping[str, Sequence] | None) -> str:
+    """What the price of a PCIe box's run across hosts over TCP sockets cannot know ('' otherwise): the
+    rate and latency of the hosts' network (their NICs, the TCP stack, NCCL's proxy threads), which
+    nccl-tests output never states: priced at :data:`SOCKET_NIC_GBPS` and NCCL's network hop."""
+    kinds = set(network or {})
+    if kinds != {"socket"} or topo.nvlink_gen != 0 or ranks <= topo.gpus_per_node \
+            or topo.nic_Gbps != SOCKET_NIC_GBPS:
+        return ""
+    return (f"across hosts over TCP sockets the rate and latency are the hosts' (their NICs, the TCP stack, "
+            f"NCCL's proxy threads), which the file does not state: priced at {SOCKET_NIC_GBPS:g} Gb/s, "
+            "NCCL's figure for a NIC that reports no speed (src/transport/net_socket.cc), and NCCL's "
+            "network hop latency; --topology with a TOML of the hosts' NIC prices a faster or slower link")
 
 
 def _instance_preset(kind: str, instance: Sequence | None) -> str | None:
