@@ -60,9 +60,9 @@ them, are strong evidence (``NET/OFI`` → AWS EFA, unless its provider is ``cxi
 a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``, OCI's ``inst-…``, GKE's ``gke-…``) used only when no INFO
 line names the network. PCIe cards across hosts over TCP sockets are priced on their box with one NIC of
 NCCL's socket figure (:func:`over_sockets`). A network no preset of that GPU describes (sockets between
-NVLink nodes, or GCP's TCPX on A3 High) across hosts is refused, as are GPUs no preset describes, several GPU models, ranks sharing one GPU and
-hosts with different rank counts: the caller
-is told to give ``--topology``.
+NVLink nodes, or GCP's TCPX on A3 High) across hosts is refused, as are GPUs no preset describes,
+several GPU models, ranks sharing one GPU and hosts with different rank counts: the caller is told to give
+``--topology``.
 """
 
 from __future__ import annotations
