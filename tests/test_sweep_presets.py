@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from zerocalc.cli import app
 from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.topology import PRESETS
-from zerocalc.topology.devices import pcie_card, preset_for_gpu
+from zerocalc.topology.devices import mixed_pcie_card, pcie_card, preset_for_gpu
 from zerocalc.traces.busbw import ranks_from_bandwidth
 from zerocalc.traces.nccl_tests import parse
 
@@ -422,3 +422,18 @@ def test_a_pascal_pair_is_priced_and_an_unknown_card_is_one_line(tmp_path):
     assert _topology(_sweep_on(tmp_path, "Tesla P100-PCIE-16GB", ["a", "b"]))[0] == "pcie-gen3"
     one_line_error(run_check(_sweep_on(tmp_path, "Tesla K80", ["a", "b"])), "--topology",
                    "no preset describes its GPUs (Tesla K80)")
+
+
+def test_several_pcie_card_models_take_the_slowest_cards_box(tmp_path):
+    # an RTX 3090 (PCIe 4.0, 8.6) beside an RTX 2080 Ti (PCIe 3.0, 7.5): NCCL runs the ring at the slowest
+    # link and tunes with the communicator's least compute capability (search.cc, tuning.cc ccMin)
+    src = (DATA / "all_reduce_perf-2xRTX2080Ti-pcie3-shm.txt").read_text()
+    i = src.index("NVIDIA GeForce RTX 2080 Ti")
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(src[:i] + "NVIDIA GeForce RTX 3090" + src[i + len("NVIDIA GeForce RTX 2080 Ti"):])
+    name, how = _topology(path)
+    assert name == "pcie-gen3"
+    assert "compute capability 7.5" in how and "several models" in how and "no PCIe peer-to-peer" in how
+    assert mixed_pcie_card(["NVIDIA L40S", "NVIDIA RTX A6000"]).compute_capability == 86
+    assert mixed_pcie_card(["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"]) is None  # an SXM module
+    assert mixed_pcie_card(["NVIDIA H100 NVL", "NVIDIA H100 PCIe"]) is None  # NVLink bridges

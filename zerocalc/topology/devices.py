@@ -289,15 +289,19 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                       "to choose a topology from")
     if not gpus:
         raise _refuse(f"{where} names no GPU (no '#  Rank … device …' lines) to choose a topology from")
-    if len(gpus) > 1:
+    mixed = mixed_pcie_card(list(gpus)) if len(gpus) > 1 else None
+    if len(gpus) > 1 and mixed is None:
         raise _refuse(f"{where} names several GPU models ({', '.join(gpus)})")
-    (gpu,) = gpus
+    gpu = " + ".join(gpus)
     if shared_devices:
         host, bus, ranks = shared_devices[0]
         raise _refuse(f"{where}: ranks {', '.join(map(str, ranks))} share one {gpu} (host {host}, "
                       f"bus {bus}); no preset describes several ranks per GPU")
     net, net_how = _network(network or {}, hosts, where)
-    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance)
+    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed)
+    if mixed is not None:
+        gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
+                    "card setting NCCL's ring")
     listed = sum(hosts.values())
     if group_size is not None and listed < group_size:
         how = (f"from the file's device lines: {gpu}, {listed} of its {group_size} ranks listed (nodes as "
@@ -392,13 +396,29 @@ def nodes_as_listed(topo: Topology, hosts: Mapping[str, int], group_size: int | 
                   f"each of {len(hosts)} hosts")
 
 
+def mixed_pcie_card(names: Sequence[str]) -> PcieCard | None:
+    """The card NCCL's model runs a communicator of several PCIe card models at, or ``None`` where a name is
+    not a PCIe card (:data:`PCIE_CARDS`) or has NVLink bridges: the least PCIe generation (the box whose
+    links the slowest GPU's x16 sets: NCCL's search runs every channel at one speed over each hop, the
+    slowest link binding, ``src/graph/search.cc``) and the least compute capability (NCCL takes the
+    communicator's ``ccMin`` for its speed arrays and tuning: ``ncclTopoGetCompCap``, ``search.cc`` and
+    ``tuning.cc``, v2.12-v2.30)."""
+    cards = [pcie_card(n) for n in names]
+    if any(c is None for c in cards) or any(rx.search(n) for n in names for rx, _ in NVL_BRIDGES) \
+            or any(rx.search(n.strip()) for n in names for rx, _ in GPU_KINDS):
+        return None
+    gen = min(c.pcie_gen for c in cards)
+    return PcieCard(cards[0].pattern, gen, min(c.compute_capability for c in cards))
+
+
 def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
-            instance: Sequence | None = None) -> tuple[Topology, str]:
+            instance: Sequence | None = None, card: PcieCard | None = None) -> tuple[Topology, str]:
     """The preset for this GPU on this network, and what to add to the sentence (a PCIe card's facts).
     ``instance``: ``(EC2 instance type, line)`` as aws-ofi-nccl's INFO line states it, which picks the AWS
-    preset of that instance where the GPU has several (:data:`_AWS_INSTANCE_PRESETS`)."""
-    kind = next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
-    card = pcie_card(gpu) if kind is None else None
+    preset of that instance where the GPU has several (:data:`_AWS_INSTANCE_PRESETS`); ``card``: the card
+    to price several models at (:func:`mixed_pcie_card`), ``gpu`` their names."""
+    kind = None if card is not None else next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
+    card = card or (pcie_card(gpu) if kind is None else None)
     if kind is None and card is None:
         raise _refuse(f"{where}: no preset describes its GPUs ({gpu})")
     if kind is None and card is not None and card.pcie_gen not in _PCIE_PRESET:
