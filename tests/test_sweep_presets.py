@@ -437,3 +437,26 @@ def test_several_pcie_card_models_take_the_slowest_cards_box(tmp_path):
     assert mixed_pcie_card(["NVIDIA L40S", "NVIDIA RTX A6000"]).compute_capability == 86
     assert mixed_pcie_card(["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"]) is None  # an SXM module
     assert mixed_pcie_card(["NVIDIA H100 NVL", "NVIDIA H100 PCIe"]) is None  # NVLink bridges
+
+
+def _ten_on_one_host(tmp_path, gpu):
+    """The RTX 2080 Ti pair's sweep with ten rank lines of ``gpu`` on one host, each on a bus of its own."""
+    lines = (DATA / "all_reduce_perf-2xRTX2080Ti-pcie3-shm.txt").read_text().splitlines(True)
+    first = next(i for i, t in enumerate(lines) if t.startswith("#  Rank  0"))
+    ranks = [f"#  Rank {r:2d} Group  0 Pid   1 on box device {r:2d} [0x{r + 1:02x}] {gpu}\n"
+             for r in range(10)]
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("".join(lines[:first] + ranks + lines[first + 2:]))
+    return path
+
+
+def test_a_pcie_box_of_more_cards_than_eight_holds_them_all(tmp_path):
+    # ten GeForce cards on one host (a server of ten slots): the box's layout, two sockets of switches of
+    # four, holding ten GPUs; an NVLink node's GPUs are its board's, so ten H100 on one host stay one line
+    res = run_check(_ten_on_one_host(tmp_path, "NVIDIA GeForce RTX 3090"), "--n", "10", "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["topology"] == "pcie-gen4" and sweep["group_size"] == 10
+    assert "10 per host, 1 host" in sweep["topology_how"] and "10 cards a host" in sweep["topology_how"]
+    one_line_error(run_check(_ten_on_one_host(tmp_path, "NVIDIA H100 80GB HBM3"), "--n", "10"), "--topology",
+                   "10 ranks per host, more than the 8 GPUs of a dgx-h100 node")

@@ -313,6 +313,10 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                       f"({', '.join(f'{h} {k}' for h, k in hosts.items())})")
     (k,) = per_host
     most = topo.gpus_per_host or topo.gpus_per_node
+    if k > most and (mixed is not None or pcie_card(gpu) is not None) and not topo.nvlink_gen:
+        # a PCIe box holds as many cards as its slots: its layout (sockets, GPUs to a switch) with k GPUs
+        topo, most = replace(topo, gpus_per_node=k), k
+        gpu_how += f"; {k} cards a host, the box's sockets and switches holding {k} GPUs"
     if k > most:
         what = "host" if topo.mnnvl else "node"
         raise _refuse(f"{where}: {k} ranks per host, more than the {most} GPUs of a {topo.name} {what}")
