@@ -27,12 +27,12 @@ def device_lines(path):
 
 
 #: The preset of each GPU model the bundled sweeps name (the datasheets each preset cites; the PCIe
-#: cards' product pages: RTX 2080 Ti PCIe 3.0 x16, A100 PCIe PCIe 4.0 x16, V100 PCIe PCIe 3.0 x16, A10G PCIe
-#: 4.0 x16).
+#: cards' product pages: RTX 2080 Ti PCIe 3.0 x16, A100 PCIe PCIe 4.0 x16, V100 PCIe PCIe 3.0 x16, A10G and
+#: L40S PCIe 4.0 x16).
 PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NVIDIA B200": "dgx-b200",
              "NVIDIA A100-SXM4-40GB": "dgx-a100", "NVIDIA A100-SXM4-80GB": "dgx-a100",
              "NVIDIA GeForce RTX 2080 Ti": "pcie-gen3", "NVIDIA A100-PCIE-40GB": "pcie-gen4",
-             "Tesla V100-PCIE-16GB": "pcie-gen3", "NVIDIA A10G": "pcie-gen4",
+             "Tesla V100-PCIE-16GB": "pcie-gen3", "NVIDIA A10G": "pcie-gen4", "NVIDIA L40S": "pcie-gen4",
              "A100-SXM4-40GB": "dgx-a100",  # the name as drivers before 2021 printed it (no "NVIDIA ")
              "Tesla V100-SXM2-16GB": "dgx-1-v100", "NVIDIA GeForce RTX 4090": "pcie-gen4",
              "NVIDIA GH200 120GB": "gh200", "NVIDIA GB200": "gb200-nvl72",

@@ -66,3 +66,27 @@ def test_pcie_cards_of_two_hosts_over_tcp_sockets_are_priced_at_nccls_socket_nic
     big = [r for r in sweep["rows"] if r["bytes"] >= 2 << 20]
     assert len(big) == 7 and all(0.8 <= r["ratio"] <= 1.25 for r in big)
     assert big[-1]["predicted_s"] == pytest.approx(134217728 / (1.25e9 * 2 / 3), rel=0.06)
+
+
+L40S_SOCKET = "all_reduce_perf-2xL40S-2pods-socket-nccl2.27.3.txt"
+L40S_ROCE = "all_reduce_perf-4xL40S-2pods-roce-g2-nccl2.27.3.txt"
+
+
+def test_l40s_pods_over_sockets_and_roce_are_priced_not_refused():
+    """Two OpenShift pods on two hosts of L40S and ConnectX-7 NICs (schmaustech/nvidia-tools-image), NCCL
+    2.27.3: one GPU a pod with ``NCCL_IB_DISABLE=1`` (the socket transport over the pods' SR-IOV interface)
+    and two a pod over RoCE. Both are priced on the pcie-gen4 box their device lines pick. The socket run
+    moves 8.11 GB/s of bus bandwidth at 8 GiB (the file), 6.5 × the 10 Gb/s NCCL gives a NIC that reports
+    no speed, which is what the model assumes without a stated rate: its large rows are priced about 10 ×
+    too slow, and the note says the rate is the hosts'. Its small rows (12-15 µs up to 8 KiB) are within
+    0.5-2x of NCCL's network hop up to 1 KiB."""
+    rows = file_rows(L40S_SOCKET)
+    assert len(rows) == 31 and rows[0][0] == 8 and rows[-1][0] == 8589934592
+    assert rows[-1][0] / (rows[-1][1] * 1e-6) / 1e9 == pytest.approx(8.11, abs=0.01)  # all-reduce, n = 2
+    sweep = check_json(L40S_SOCKET)
+    assert sweep["group_size"] == 2 and sweep["topology"] == "pcie-gen4"
+    assert any("over TCP sockets the rate and latency are the hosts'" in n for n in sweep["notes"])
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"] if r["bytes"] <= 1024)
+    roce = check_json(L40S_ROCE)
+    assert roce["group_size"] == 4 and roce["topology"] == "pcie-gen4"
+    assert not any("TCP sockets" in n for n in roce["notes"])
