@@ -1,12 +1,15 @@
 """check on public nccl-tests sweeps of machines and layouts the other bundled files do not show: H200
 nodes over RoCE with one process driving each node's 8 GPUs (NCCL 2.30), H200 on Nebius under Run:ai,
 A800 pods of 2 GPUs under Kubeflow, an Azure H200 VM's single size, a Google Cloud page's GB300 block whose
-runs of spaces are collapsed to one, and H100 NVL pairs over Slingshot with sizes a fixed step apart.
+runs of spaces are collapsed to one, H100 NVL pairs over Slingshot with sizes a fixed step apart, and a GH200
+run over Slingshot whose results failed nccl-tests' check at six sizes.
 
 Expected figures are read off the files (tests/data/traces/README.md: rows, first and last size and time,
 device lines, the NCCL version line) by a plain split, not through zerocalc; the bands are issue 11's
 (0.5-2x at every size, 0.8-1.25x at the median size) where the model meets them.
 """
+
+import json
 
 import pytest
 from sweep_files import DATA, check_json, file_rows, median_size_ratio
@@ -22,6 +25,7 @@ A800_PODS = "all_reduce_perf-24xA800-kubeflow-2perpod.txt"
 H200_NDV5 = "all_reduce_perf-8xH200-azure-ndv5-nccl2.19.3.txt"
 GB300_COLLAPSED = "all_gather_perf-8xGB300-gcp-a4xmax-collapsed-nccl2.28.9.txt"
 H100NVL_STEP = "all_reduce_perf-4xH100NVL-2nodes-slingshot-stepbytes.txt"
+GH200_WRONG = "all_reduce_perf-16xGH200-olivia-4nodes-int8-wrong-nccl2.29.2.txt"
 
 #: file → (rows, first size, its out-of-place µs, last size, its out-of-place µs, '# Rank' lines, the GPU
 #: they name, hosts, the version the file states or None), as the file shows them
@@ -32,6 +36,7 @@ COUNTED = {
     H200_NDV5: (1, 8589934592, 31533.0, 8589934592, 31533.0, 8, "NVIDIA H200", 1, "2.19.3"),
     GB300_COLLAPSED: (23, 4096, 28.51, 17179869184, 42091.7, 8, "NVIDIA GB300", 2, "2.28.9"),
     H100NVL_STEP: (11, 500000, 195.98, 1500000, 200.43, 4, "NVIDIA H100 NVL", 2, "2.30.5"),
+    GH200_WRONG: (28, 1, 24.41, 134217728, 2800.93, 16, "NVIDIA GH200 120GB", 4, "2.29.2"),
 }
 
 #: file → (the options a user gives, the preset priced on, bands met: every size and the median size);
@@ -46,6 +51,8 @@ PRICED = {
     GB300_COLLAPSED: ((), "gb300-nvl72", False),
     # H100 NVL on Slingshot: no preset describes it, the bridge pairs are not stated; the user's preset
     H100NVL_STEP: (("--topology", "pcie-gen5"), "pcie-gen5", False),
+    # six sizes failed nccl-tests' check (corrupted data): their times are not the collective's
+    GH200_WRONG: ((), "gh200", False),
 }
 
 
@@ -86,3 +93,31 @@ def test_h100_nvl_pairs_without_a_topology_get_one_line_naming_it():
     assert res.exit_code == 2
     (line,) = res.stderr.strip().splitlines()
     assert "--topology" in line and "H100 NVL" in line and H100NVL_STEP in line
+
+
+def _wrong_cells(name):
+    """size → the out-of-place #wrong cell (a row's 9th), by a plain split of the file."""
+    rows = (line.split() for line in (DATA / name).read_text().splitlines())
+    return {int(f[0]): int(f[8]) for f in rows if len(f) >= 13 and f[0].isdigit() and f[1].isdigit()}
+
+
+def test_sizes_whose_results_failed_the_check_are_marked_as_the_file_counts_them():
+    """The Olivia page's run without HPE's Slingshot settings: nonzero #wrong at 2-64 MiB (six sizes of 28).
+    Each row carries its count; the note and the table's x marks name those six; a file whose checks all
+    passed carries zeros and no note; the pre-2022 'error' column (a deviation, not a count) carries none."""
+    counted = _wrong_cells(GH200_WRONG)
+    bad = sorted(s for s, w in counted.items() if w)
+    assert bad == [2 ** k for k in range(21, 27)]
+    sweep = check_json(GH200_WRONG)
+    assert {r["bytes"]: r["wrong"] for r in sweep["rows"]} == counted
+    assert any(n.startswith("6 of 28 sizes failed nccl-tests' check") for n in sweep["notes"])
+    text = runner.invoke(app, ["check", str(DATA / GH200_WRONG)]).stdout
+    marked = [line for line in text.splitlines() if line.rstrip().endswith(" wrong")]
+    assert [int(line.split(" x ")[1].split()[0]) for line in marked] == [counted[s] for s in bad]
+    assert "x = the file's #wrong cell counts elements" in text
+    passed = check_json(H200_ROCE_G8)
+    assert {r["wrong"] for r in passed["rows"]} == {0}
+    assert not any("nccl-tests' check" in n for n in passed["notes"])
+    old = runner.invoke(app, ["check", str(DATA / "all_reduce_perf-8xA100-SXM4-40GB-g8-superbench.txt"),
+                              "--format", "json"])
+    assert {r["wrong"] for r in json.loads(old.stdout)["sweeps"][0]["rows"]} == {None}

@@ -424,7 +424,8 @@ def _sweep_text(d: dict, cmp) -> str:
         lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
                      f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
                      f"{_choice(r):<16} "
-                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _stated_mark(r, lib))
+                     f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _wrong_mark(r)
+                     + _stated_mark(r, lib))
     if rows:
         import numpy as np
 
@@ -439,6 +440,9 @@ def _sweep_text(d: dict, cmp) -> str:
         if any(r.get("unsteady") for r in rows):
             lines.append("  ! = the file's out-of-place and in-place times differ by more than 1.25×, which "
                          f"{lib}'s model cannot (it prices both alike): an unsteady measurement")
+        if any(r.get("wrong") for r in rows):
+            lines.append("  x = the file's #wrong cell counts elements that failed nccl-tests' check: the "
+                         "call's data came out corrupted, its time is no measurement of the collective")
     return "\n".join(lines)
 
 
@@ -449,6 +453,12 @@ def _stated_mark(r: dict, lib: str = "NCCL") -> str:
     if not s or (s["algorithm"], s["protocol"]) == (r["algorithm"], r["protocol"]):
         return ""
     return f" {lib} ran {s['algorithm']}/{s['protocol']}"
+
+
+def _wrong_mark(r: dict) -> str:
+    """`` x 18134 wrong`` on a row whose result failed nccl-tests' check (:func:`zerocalc.validate.sweep.
+    _checked`), else ''."""
+    return f" x {r['wrong']} wrong" if r.get("wrong") else ""
 
 
 def _unsteady_mark(r: dict) -> str:

@@ -87,7 +87,7 @@ def compare_rccl_sweep(
     as the file prints them (:func:`rccl_launch_stagger_s`; the process's G ranks also gate MSCCL,
     :func:`zerocalc.nccl.rccl.rccl_tune`). Returns a :class:`zerocalc.validate.sweep.SweepComparison`."""
     from zerocalc.nccl.predict import as_nccl_collective
-    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed
+    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed, wrong_note
 
     if op in P2P_OPS or op not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         raise ConfigError(
@@ -104,6 +104,7 @@ def compare_rccl_sweep(
            for r, measured in _timed(rows)]
     version = rccl_version or release.name
     notes = _model_notes(topo, tuning, release, note, out, coll, group_size, gpus_per_thread, stagger)
+    notes += [t for t in [wrong_note(out)] if t]
     for r in out:
         r.pop("msccl_untimed", None)
         r.pop("net_bound", None)
@@ -115,7 +116,7 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
                 stagger: float | None = None) -> dict:
     """One timed row against RCCL's choice and time for it (or the topology's fitted α-β pair), plus the
     launch ``stagger`` of a thread driving several GPUs (:func:`rccl_launch_stagger_s`)."""
-    from zerocalc.validate.sweep import _in_place, textbook_ring_s
+    from zerocalc.validate.sweep import _checked, _in_place, textbook_ring_s
 
     n = int(r["size_bytes"])
     call = price_call(tuning, coll, n, r.get("elem_bytes"), in_place)
@@ -145,6 +146,7 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
         "textbook_s": textbook_ring_s(topo, coll, n, group_size),
     }
     row.update(_in_place(measured, r.get("inplace_duration_s")))
+    row.update(_checked(r))
     row.update(extra)
     return row
 

@@ -9,8 +9,9 @@ time on the same topology (the α-β model before NCCL's own), the in-place time
 file has one, and ``unsteady``: the out-of-place and in-place times of the size differ by more than
 :data:`UNSTEADY` ×. NCCL prices the two runs alike (``ncclTopoGetAlgoTime`` reads the byte count, the
 collective and the communicator, not the buffers), and nccl-tests times them back to back with the same
-iterations, so such a gap is the run's, not the model's. :func:`fit_calibration` fits the α-β pairs
-``zerocalc fit --out`` writes.
+iterations, so such a gap is the run's, not the model's. ``wrong`` is the out-of-place ``#wrong`` cell
+(:func:`_checked`): a size whose result failed nccl-tests' check did not run as NCCL's collective does.
+:func:`fit_calibration` fits the α-β pairs ``zerocalc fit --out`` writes.
 
 When one thread drives several GPUs (nccl-tests ``-g G``), the prediction is NCCL's time plus the stagger of
 the thread's G kernel launches, :func:`launch_stagger_s`, and no less than the thread's floor per call,
@@ -188,6 +189,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph)
     notes = [note] if note else []
+    notes += [t for t in [wrong_note(out)] if t]
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls)
     if any(e.why_disabled == CUDA_11_8_PAIR for e in tuning.entries.values()):
@@ -234,6 +236,7 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
                "launch_channels": pr.launch.channels if pr.launch is not None else None,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
         row.update(_in_place(measured, r.get("inplace_duration_s")))
+        row.update(_checked(r))
         if tuner is not None:
             row["channels"], row["tuner_line"] = pr.channels, pr.tuner_line
         if ofi_tuner is not None:
@@ -378,8 +381,10 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                "textbook_s": (textbook_ring_s(topo, op.value, n, group_size) if op == P2pOp.ALL_TO_ALL
                               else None)}
         row.update(_in_place(measured, r.get("inplace_duration_s")))
+        row.update(_checked(r))
         out.append(row)
     notes = [note] if note else []
+    notes += [t for t in [wrong_note(out)] if t]
     notes += stated_p2p_notes(derived_channels, stated_channels, derived, comm, stated_p2p, stated_chunk)
     if comm.version < (2, 14):
         notes.append(f"NCCL {nccl_version}'s p2p path predates the per-transport p2p chunk sizes of 2.14 "
@@ -398,6 +403,30 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
                      f"{g} × {HOST_US_PER_GPU:g} + {extra} × {P2P_HOST_US_PER_TASK:g} = "
                      f"{floor * 1e6:.1f} µs (the thread's floor below, raised)")
     return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _checked(r: Mapping) -> dict:
+    """``wrong``: the elements nccl-tests' check found wrong in the row's out-of-place result, its ``#wrong``
+    cell (the layouts since nccl-tests' Aug 2022 "Resync with NCCL 2.13": ``src/common.cu`` counts the
+    elements that differ from the expected result, ``wrongElts``, and prints the count; 0 when all match);
+    ``None`` where the file has no count: ``N/A`` under ``-c 0`` (no check), the older layouts' ``error``
+    column (the largest deviation, not a count) and nccl-tests' JSON. A count above 0 is a run whose data
+    came out corrupted (as on Slingshot under LL128, NVIDIA/nccl issue 2001): its time is not a measurement
+    of the collective NCCL's model prices."""
+    w = r.get("wrong")
+    if not str(r.get("layout") or "").startswith("2022") or not isinstance(w, (int, float)) or math.isnan(w):
+        return {"wrong": None}
+    return {"wrong": int(w)}
+
+
+def wrong_note(out: Sequence[Mapping]) -> str | None:
+    """The sweep note naming the sizes whose results failed nccl-tests' check (:func:`_checked`), if any."""
+    bad = [r for r in out if r.get("wrong")]
+    if not bad:
+        return None
+    sizes = ", ".join(_bytes(r["bytes"]) for r in bad)
+    return (f"{len(bad)} of {len(out)} sizes failed nccl-tests' check (#wrong above 0: {sizes}): those calls "
+            "did not compute the collective NCCL's model prices, and their times are the failed runs'")
 
 
 def _in_place(out_of_place: float, in_place) -> dict:
