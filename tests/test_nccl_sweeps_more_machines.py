@@ -1,9 +1,9 @@
 """check on public nccl-tests sweeps of machines and layouts the other bundled files do not show: H200
 nodes over RoCE with one process driving each node's 8 GPUs (NCCL 2.30), H200 on Nebius under Run:ai,
-A800 pods of 2 GPUs under Kubeflow, H100 and A100 hosts on OCI's RoCE network, an Azure H200 VM's single
-size, a Google Cloud page's GB300 block whose runs of spaces are collapsed to one, H100 NVL pairs over
-Slingshot with sizes a fixed step apart, and a GH200 run over Slingshot whose results failed nccl-tests'
-check at six sizes.
+A800 pods of 2 GPUs under Kubeflow, H100 and A100 hosts on OCI's RoCE network (one of them with one process
+per host), an Azure H200 VM's single size, a Google Cloud page's GB300 block whose runs of spaces are
+collapsed to one, H100 NVL pairs over Slingshot with sizes a fixed step apart, and a GH200 run over
+Slingshot whose results failed nccl-tests' check at six sizes.
 
 Expected figures are read off the files (tests/data/traces/README.md: rows, first and last size and time,
 device lines, the NCCL version line) by a plain split, not through zerocalc; the bands are issue 11's
@@ -29,6 +29,7 @@ H100NVL_STEP = "all_reduce_perf-4xH100NVL-2nodes-slingshot-stepbytes.txt"
 GH200_WRONG = "all_reduce_perf-16xGH200-olivia-4nodes-int8-wrong-nccl2.29.2.txt"
 H100_OCI_ROCE = "all_reduce_perf-16xH100-oci-roce-2nodes-nccl2.21.5.txt"
 A100_OCI_ROCE = "all_reduce_perf-16xA100-oci-roce-2nodes-nccl2.26.5.txt"
+A100_OCI_G8 = "all_reduce_perf-16xA100-oci-roce-g8-2nodes-nccl2.21.5.txt"
 
 #: file → (rows, first size, its out-of-place µs, last size, its out-of-place µs, '# Rank' lines, the GPU
 #: they name, hosts, the version the file states or None), as the file shows them
@@ -42,6 +43,7 @@ COUNTED = {
     GH200_WRONG: (28, 1, 24.41, 134217728, 2800.93, 16, "NVIDIA GH200 120GB", 4, "2.29.2"),
     H100_OCI_ROCE: (5, 1073741824, 4511.2, 17179869184, 69338.0, 16, "NVIDIA H100 80GB HBM3", 2, None),
     A100_OCI_ROCE: (1, 10737418240, 104989.0, 10737418240, 104989.0, 16, "NVIDIA A100-SXM4-40GB", 2, None),
+    A100_OCI_G8: (1, 10737418240, 122711.0, 10737418240, 122711.0, 16, "NVIDIA A100-SXM4-40GB", 2, None),
 }
 
 #: file → (the options a user gives, the preset priced on, bands met: every size and the median size);
@@ -62,6 +64,7 @@ PRICED = {
     # 8 × 400 and 8 × 200 Gb/s
     H100_OCI_ROCE: (("--nccl-version", "2.21.5"), "dgx-h100", True),
     A100_OCI_ROCE: (("--nccl-version", "2.26.5"), "dgx-a100", True),
+    A100_OCI_G8: (("--nccl-version", "2.21.5"), "dgx-a100", True),  # one process per host, -g 8
 }
 
 
