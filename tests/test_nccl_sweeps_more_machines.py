@@ -133,3 +133,33 @@ def test_sizes_whose_results_failed_the_check_are_marked_as_the_file_counts_them
     old = runner.invoke(app, ["check", str(DATA / "all_reduce_perf-8xA100-SXM4-40GB-g8-superbench.txt"),
                               "--format", "json"])
     assert {r["wrong"] for r in json.loads(old.stdout)["sweeps"][0]["rows"]} == {None}
+
+
+def test_processes_each_rank_0_of_their_own_run_are_refused_naming_the_build(tmp_path):
+    """nccl-tests built without MPI and started twice by ``mpirun -np 2`` (the symptom xxrjun/nccl-tests-
+    cluster's guide shows: ``#  Rank  0 … Pid 223120`` and ``#  Rank  0 … Pid 223121`` on one host): each
+    process prints its own preamble and a table of a one-rank run, the lines interleaved. One line names the
+    cause, not a group size; the lines are nccl-tests' own printf formats (src/common.cu)."""
+    rank = "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n"
+    head = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+            "algbw   busbw #wrong\n")
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 "
+             "agg iters: 1 validation: 1 graph: 0\n"] * 2 + ["# Using devices\n"] * 2
+    lines += [rank % (0, 0, pid, "cnode2-002", 0, "0000:1b:00", "NVIDIA H100 80GB HBM3")
+              for pid in (223120, 223121)]
+    lines += [head] * 2
+    for size in (8, 16, 32, 64):
+        lines += ["%12li  %12li  %8s  %6s  %6s  %7.2f  %6.2f  %6.2f  %6i  %7.2f  %6.2f  %6.2f  %6i\n"  # noqa: UP031
+                  % (size, size // 4, "float", "sum", -1, t, size / t / 1e3, 0, 0, t, size / t / 1e3, 0, 0)
+                  for t in (4.21, 4.35)]
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("".join(lines))
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert "2 processes each print themselves rank 0" in line and "MPI=1" in line and str(path) in line
+    # one process of the two alone is a one-rank run, refused as one rank
+    alone = [x for x in lines if "223121" not in x]
+    path.write_text("".join(alone))
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2 and "one rank" in res.stderr and "MPI=1" not in res.stderr

@@ -132,6 +132,11 @@ def _group_size(path: str, rows: list, op: str, p: int | None, n: int | None, ru
     if got is not None and got.n != p:
         raise ConfigError(f"{path}: {how} give {p} ranks but its busbw/algbw gives {got.n} ({got.how}); "
                           "give --n", option="--n")
+    k = run.get("rank0_processes") or 0
+    if p == 1 and k > 1:  # several processes, each the rank 0 of a run of one rank (_devices)
+        raise ConfigError(f"{path}: {k} processes each print themselves rank 0 of a one-rank run: nccl-tests "
+                          "built without MPI (MPI=1) and started once per GPU times a communicator of one "
+                          "rank in each process, not one of all of them; rebuild it with MPI=1", option="--n")
     return _at_least_two(path, int(p), how), how
 
 

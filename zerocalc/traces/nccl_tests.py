@@ -58,7 +58,7 @@ _PERF = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(NCCL_TESTS_OPS, key=le
                    + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
 #: A ``# Rank`` line: ``Rank R Group G Pid P on HOST`` (2.13+), ``Rank R Pid P on HOST`` (2.0+), ``Rank R on
 #: HOST`` (v1, to Mar 2019: ``printf("#   Rank %2d on %10s device %2d [0x%02x] %s\n", ...)``).
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?(?=on\s)")
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s)")
 #: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``on HOST device D
 #: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``); rccl-tests prints it empty
 #: where HIP reports no marketing name (``#  Rank  0 Group  0 Pid 2908511 on mi355-gpu-23 device  0
@@ -136,6 +136,9 @@ class _Run:
     ranks: set[int] = field(default_factory=set)
     #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
     devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    #: rank → the process ids its ``# Rank`` lines print (several for a rank only where processes that
+    #: never joined one communicator each numbered itself: :func:`_devices`' ``rank0_processes``).
+    pids: dict[int, set[str]] = field(default_factory=dict)
     #: network kind → (line, the line's text) of the first line that names it (:data:`NETWORK_EVIDENCE`).
     network: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: NCCL variable → (value, line, strength) the run's lines set (:mod:`zerocalc.traces.launch_env`).
@@ -210,7 +213,8 @@ class _Runs:
         run = self.current(lineno)
         if run.recs:  # a second table without a preamble: a new run of the same test
             run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
-                       network=dict(run.network), env=dict(run.env), info=run.info,
+                       pids={r: set(v) for r, v in run.pids.items()}, network=dict(run.network),
+                       env=dict(run.env), info=run.info,
                        gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
                        nccl_version=run.nccl_version,
                        nccl_tests_version=run.nccl_tests_version)
@@ -268,6 +272,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             if m:
                 run = state.current(lineno)
                 run.ranks.add(int(m[1]))
+                if m[2]:
+                    run.pids.setdefault(int(m[1]), set()).add(m[2])
                 d = _DEVICE.match(payload, m.end())
                 if d:
                     run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
@@ -371,7 +377,11 @@ def _devices(run: _Run) -> dict[str, Any]:
     """What a run's lines say of its hardware: ``gpus`` (device name → ranks), ``hosts`` (host name →
     ranks, in order of first rank), both empty when no ``# Rank`` line names them (``gpus`` also when the
     lines leave the device name empty); ``ranks_listed``
-    (how many ``# Rank`` lines) and ``last_rank`` (the highest rank they name); ``shared_devices``
+    (how many ``# Rank`` lines) and ``last_rank`` (the highest rank they name); ``rank0_processes``: the
+    processes whose ``# Rank 0`` lines the run prints (more than one where each process ran a test of its
+    own: nccl-tests built without MPI and started N times by ``mpirun`` / ``srun`` prints N copies of a
+    one-rank run, each its own rank 0; nccl-tests' README: "NCCL tests rely on MPI to work on multiple
+    processes ... set MPI=1"); ``shared_devices``
     (``[host, bus id, [ranks]]`` for each GPU two or more ranks ran on, told by the full bus ids
     nccl-tests prints since 2.10); ``network`` (kind → ``[line, text]``, :data:`NETWORK_EVIDENCE`);
     ``nccl_env`` (NCCL variable → ``[value, line]`` the run's lines set, :mod:`zerocalc.traces.launch_env`);
@@ -390,7 +400,8 @@ def _devices(run: _Run) -> dict[str, Any]:
             on_bus.setdefault((host, bus.lower()), []).append(rank)
     shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks),
-            "last_rank": max(run.ranks) if run.ranks else None, "shared_devices": shared,
+            "last_rank": max(run.ranks) if run.ranks else None,
+            "rank0_processes": len(run.pids.get(0, ())), "shared_devices": shared,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,
