@@ -156,10 +156,12 @@ SOCKET = "node1:6899:6950 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"
     ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5en.48xlarge")), "aws-p5en", "p5en.48xlarge by aws-ofi"),
     ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5e.48xlarge")), "aws-p5e", "p5e.48xlarge by aws-ofi"),
     # an instance of other GPUs than the device lines' is not taken: the GPU's own preset stands
-    ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5.48xlarge")), "aws-p5e", "p5e or p5en"),
+    ("NVIDIA H200", EC2, (OFI, RUNNING_ON.format("p5.48xlarge")), "aws-p5e",
+     "names p5.48xlarge, aws-p5's, a machine of other GPUs than the device lines'"),
     ("NVIDIA A100-SXM4-40GB", EC2, (OFI, RUNNING_ON.format("P4d")), "aws-p4d", "P4d by aws-ofi-nccl"),
-    # another size of the family (one H100, 100 Gb/s of EFA) is no preset's: the GPU's own stands, unsaid
-    ("NVIDIA H100 80GB HBM3", EC2, (OFI, RUNNING_ON.format("p5.4xlarge")), "aws-p5", "network AWS EFA"),
+    # another size of the family (one H100, 100 Gb/s of EFA) is no preset's: the GPU's own stands, said so
+    ("NVIDIA H100 80GB HBM3", EC2, (OFI, RUNNING_ON.format("p5.4xlarge")), "aws-p5",
+     "names p5.4xlarge, which no preset describes: priced as aws-p5's GPUs and NICs; --topology"),
     ("NVIDIA H100 80GB HBM3", EC2, (IB,), "dgx-h100", "network InfiniBand/RoCE (NCCL's IB transport)"),
     ("NVIDIA A100-SXM4-40GB", ["a", "b"], (), "dgx-a100", None),
     ("NVIDIA H100 80GB HBM3", ["a", "b"], ("x:1:2 [0] NCCL INFO Using network FasTrak",), "gcp-a3-mega",

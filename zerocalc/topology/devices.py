@@ -443,6 +443,13 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
             extra = f" ({instance[0]} by aws-ofi-nccl's line {instance[1]}: {name})"
         elif name == "aws-p5e":
             extra = " (p5e or p5en: the file cannot tell them apart; --topology aws-p5en for EFAv3)"
+        if stated is None and net == "efa" and instance and instance[0] and name.startswith("aws-"):
+            other = next((t[str(instance[0]).strip().lower()] for t in _AWS_INSTANCE_PRESETS.values()
+                          if str(instance[0]).strip().lower() in t), None)
+            what = (f"{other}'s, a machine of other GPUs than the device lines'" if other else
+                    "which no preset describes")
+            extra += (f" (aws-ofi-nccl's line {instance[1]} names {instance[0]}, {what}: priced as {name}'s "
+                      "GPUs and NICs; --topology for its own)")
         return PRESETS[name], extra
     assert card is not None
     topo = PRESETS[_PCIE_PRESET[card.pcie_gen]]
