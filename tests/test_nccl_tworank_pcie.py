@@ -3,8 +3,13 @@ process each (``-np 2``): the class of a pair of PCIe GPUs without NVLink, price
 their device lines pick. Expected figures are read off the files; the band is issue 11's 0.5-2x at every
 size."""
 
+from dataclasses import replace
+
 import pytest
 from sweep_files import DATA, check_json, file_rows
+
+from zerocalc.topology import PRESETS, topology_to_toml
+from zerocalc.topology.devices import over_sockets
 
 G2 = "all_reduce_perf-2xV100-PCIe-azure-nc12sv3-g2.txt"
 NP2 = "all_reduce_perf-2xV100-PCIe-azure-nc12sv3-np2.txt"
@@ -90,3 +95,13 @@ def test_l40s_pods_over_sockets_and_roce_are_priced_not_refused():
     roce = check_json(L40S_ROCE)
     assert roce["group_size"] == 4 and roce["topology"] == "pcie-gen4"
     assert not any("TCP sockets" in n for n in roce["notes"])
+
+
+def test_a_topology_given_for_a_socket_run_gets_no_assumed_nic_note(tmp_path):
+    """With the hosts' NIC given (a TOML of the A10G pair's box at 10 Gb/s, as a user who knows the link
+    writes it) the price is theirs, not an assumption: no note claims NCCL's default speed."""
+    toml = tmp_path / "g5.toml"
+    toml.write_text(topology_to_toml(replace(over_sockets(PRESETS["pcie-gen4"]), name="g5-pair")))
+    sweep = check_json(A10G, "--topology", str(toml), counted=_old_layout_rows)
+    assert sweep["topology"] == "g5-pair"
+    assert not any("over TCP sockets the rate and latency are the hosts'" in n for n in sweep["notes"])

@@ -315,7 +315,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
                     "in-place time")
     gdr_note = [t for t in [gdr_unstated_note(topo, p), host_memory_note(topo, p),
-                            socket_nic_note(topo, p, run.get("network"))] if t]
+                            socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
     d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
                   + gdr_note + launch + _skip_notes(skipped))
     d["nccl_info"] = info

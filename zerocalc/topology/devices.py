@@ -483,7 +483,8 @@ def over_sockets(topo: Topology) -> Topology:
 def socket_nic_note(topo: Topology, ranks: int, network: Mapping[str, Sequence] | None) -> str:
     """What the price of a PCIe box's run across hosts over TCP sockets cannot know ('' otherwise): the
     rate and latency of the hosts' network (their NICs, the TCP stack, NCCL's proxy threads), which
-    nccl-tests output never states: priced at :data:`SOCKET_NIC_GBPS` and NCCL's network hop."""
+    nccl-tests output never states: priced at :data:`SOCKET_NIC_GBPS` and NCCL's network hop. For the
+    preset the file's lines chose (:func:`over_sockets`), not a topology the user gave."""
     kinds = set(network or {})
     if kinds != {"socket"} or topo.nvlink_gen != 0 or ranks <= topo.gpus_per_node \
             or topo.nic_Gbps != SOCKET_NIC_GBPS:
