@@ -30,6 +30,7 @@ GH200_WRONG = "all_reduce_perf-16xGH200-olivia-4nodes-int8-wrong-nccl2.29.2.txt"
 H100_OCI_ROCE = "all_reduce_perf-16xH100-oci-roce-2nodes-nccl2.21.5.txt"
 A100_OCI_ROCE = "all_reduce_perf-16xA100-oci-roce-2nodes-nccl2.26.5.txt"
 A100_OCI_G8 = "all_reduce_perf-16xA100-oci-roce-g8-2nodes-nccl2.21.5.txt"
+GH200_ALPS = "all_reduce_perf-8xGH200-alps-2nodes-indented.txt"
 
 #: file → (rows, first size, its out-of-place µs, last size, its out-of-place µs, '# Rank' lines, the GPU
 #: they name, hosts, the version the file states or None), as the file shows them
@@ -44,6 +45,7 @@ COUNTED = {
     H100_OCI_ROCE: (5, 1073741824, 4511.2, 17179869184, 69338.0, 16, "NVIDIA H100 80GB HBM3", 2, None),
     A100_OCI_ROCE: (1, 10737418240, 104989.0, 10737418240, 104989.0, 16, "NVIDIA A100-SXM4-40GB", 2, None),
     A100_OCI_G8: (1, 10737418240, 122711.0, 10737418240, 122711.0, 16, "NVIDIA A100-SXM4-40GB", 2, None),
+    GH200_ALPS: (25, 8, 17.93, 134217728, 1916.4, 8, "NVIDIA GH200 120GB", 2, None),
 }
 
 #: file → (the options a user gives, the preset priced on, bands met: every size and the median size);
@@ -65,6 +67,8 @@ PRICED = {
     H100_OCI_ROCE: (("--nccl-version", "2.21.5"), "dgx-h100", True),
     A100_OCI_ROCE: (("--nccl-version", "2.26.5"), "dgx-a100", True),
     A100_OCI_G8: (("--nccl-version", "2.21.5"), "dgx-a100", True),  # one process per host, -g 8
+    # every line indented by the page's 4 spaces; GH200 over Slingshot misses at 4 KiB-8 MiB (traces README)
+    GH200_ALPS: ((), "gh200", False),
 }
 
 
