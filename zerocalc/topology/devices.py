@@ -33,6 +33,8 @@ in the public outputs of Azure's and OCI's H200 nodes):
   trays of 4) of one rack are one NVLink domain, one node to NCCL (:func:`nodes_of`);
 * ``GH200`` (``NVIDIA GH200 480GB``, ``NVIDIA GH200 120GB`` as the Alps and Olivia runs print it) →
   ``gh200``, 4 per node; a run with one per host gets nodes of one GPU and one NIC;
+* ``GB10`` (``NVIDIA GB10``, as the device lines of public DGX Spark pairs print it: the bundled
+  ``all_gather_perf-2xGB10-*`` sweeps) → ``dgx-spark``, one GPU a host, the hosts joined by the network;
 * ``AMD Instinct MI300X`` / ``AMD Instinct MI325X`` (the marketing name rccl-tests prints, as
   ``rocminfo`` does: ROCm/rccl-tests issue 146, the bundled rccl-tests sweeps) → ``amd-mi300x`` /
   ``amd-mi325x``, AMD's 8-GPU OAM platform, priced by RCCL's model (:mod:`zerocalc.nccl.rccl`); ``AMD
@@ -89,6 +91,7 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bGB200\b", re.I), "gb200"),
     (re.compile(r"\bGB300\b", re.I), "gb300"),
     (re.compile(r"\bGH200\b", re.I), "gh200"),
+    (re.compile(r"\bGB10\b", re.I), "gb10"),
     (re.compile(r"\bMI300X\b", re.I), "mi300x"),
     (re.compile(r"\bMI325X\b", re.I), "mi325x"),
     (re.compile(r"\bMI355X\b", re.I), "mi355x"),
@@ -124,6 +127,7 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "gb200": {None: "gb200-nvl72", "ib": "gb200-nvl72"},
     "gb300": {None: "gb300-nvl72", "ib": "gb300-nvl72"},
     "gh200": {None: "gh200", "ib": "gh200", "slingshot": "gh200"},
+    "gb10": {None: "dgx-spark", "ib": "dgx-spark"},
     "mi300x": {None: "amd-mi300x", "ib": "amd-mi300x"},
     "mi325x": {None: "amd-mi325x", "ib": "amd-mi325x"},
     "mi355x": {None: "amd-mi355x", "ib": "amd-mi355x"},
@@ -450,6 +454,10 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
                     "which no preset describes")
             extra += (f" (aws-ofi-nccl's line {instance[1]} names {instance[0]}, {what}: priced as {name}'s "
                       "GPUs and NICs; --topology for its own)")
+        if name == "dgx-spark" and n_hosts > 1:
+            extra = (" (priced with NCCL on both RDMA devices of the ConnectX-7 port, 200 Gb/s a Spark: "
+                     "an NCCL_IB_HCA naming one, or TCP sockets, moves less, which the file's lines do not "
+                     "state)")
         return PRESETS[name], extra
     assert card is not None
     topo = PRESETS[_PCIE_PRESET[card.pcie_gen]]

@@ -1,7 +1,7 @@
 """The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GB200
-and GB300 NVL72 racks, 4-GPU GH200 nodes, GCP A3 Mega, AWS p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes,
-an Ethernet cluster and AMD's MI300X and MI325X platforms), each figure citing its datasheet, and
-:func:`get_topology` to pick one by name.
+and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega, AWS p4d/p4de/p5/p5e/
+p5en, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and MI325X platforms), each figure
+citing its datasheet, and :func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -250,6 +250,23 @@ _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwi
 _C2C_NIC = ("NICs on the Grace CPU's PCIe, reached over NVLink-C2C (NVIDIA/nccl issue 1579; NCCL's "
             "NCCL_NET_GDR_C2C: distance PHB)")
 
+#: How NCCL sees a DGX Spark's network: the ConnectX-7 sits on the GB10's CPU PCIe as two PCIe Gen5 x4
+#: endpoints, so one QSFP port is two RDMA devices (``rocep1s0f1`` and ``roceP2p1s0f1``; the ``enp1s0f1np1``
+#: and ``enP2p1s0f1np1`` interfaces), each carrying about half of the port's 200 Gb/s (NVIDIA/dgx-spark-
+#: playbooks issue 102 and PR 103: "two PCIe Gen5 x4 endpoints (~100 Gbps each)"; ib_write_bw 98 Gb/s on
+#: each, 196 both at once, in the bundled DGX Spark sweeps' source; NCCL's own figure for a Gen5 x4 link,
+#: ``topo.cc`` 32 GT/s → 240 × 4 / 80, is 12 GB/s). A ring across Sparks uses both devices, 25 GB/s a node,
+#: as the sweeps that name no ``NCCL_IB_HCA`` and those that name both show (21-24 GB/s bus bandwidth
+#: at 1-16 GB). The GPU reaches the NIC over NVLink-C2C through the CPU (NCCL's P2C path from 2.27.3).
+#: GPUDirect RDMA or not, the network's data live in the same LPDDR5x, so no host-memory relay share
+#: is taken (graph.py assumption 7 is a discrete GPU's PCIe crossing). What a run gets is set by the
+#: user's network settings, which nccl-tests output does not state: ``NCCL_IB_HCA`` naming one device
+#: (about 13.5 GB/s) or NCCL falling back to TCP sockets (about 3 GB/s) moves less than this prices.
+_SPARK_NIC = ("Its port is two PCIe Gen5 x4 endpoints, two RDMA devices of ~100 Gb/s each to NCCL "
+              "(NVIDIA/dgx-spark-playbooks issue 102 and PR 103); NIC on the CPU's PCIe, reached over "
+              "NVLink-C2C; the rate assumes NCCL uses both devices (an NCCL_IB_HCA of one, or TCP sockets, "
+              "moves less)")
+
 PRESETS: dict[str, Topology] = {
     t.name: t
     for t in (
@@ -365,6 +382,18 @@ PRESETS: dict[str, Topology] = {
             gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
             in_network_reduction=(), nic_via_c2c=True,
+        ),
+        Topology(
+            "dgx-spark", "NVIDIA DGX Spark: one GB10 (Blackwell, unified memory) + ConnectX-7 200 Gb/s",
+            1, Link.from_units(_PCI_US, 48.0), Link.from_units(_NET_US, 200 / 8),  # no peers: intra unused
+            source="NVIDIA DGX Spark data sheet and user guide: one GB10 Grace Blackwell superchip (a "
+                   "Blackwell GPU, compute capability 12.1 / sm_121, joined to a 20-core Arm CPU by "
+                   "NVLink-C2C), 128 GB of unified LPDDR5x at 273 GB/s, no NVLink to other GPUs; a "
+                   "ConnectX-7 SmartNIC of 200 Gb/s (two QSFP ports), two Sparks joined back to back by one "
+                   "QSFP cable. " + _SPARK_NIC,
+            gpu="GB10", compute_capability=121, nvlink_gen=0, nvlinks_per_gpu=0, nvswitch_gen=0,
+            pcie_gen=5, nics_per_node=2, nic_Gbps=100.0, cpu_vendor="arm", in_network_reduction=(),
+            nic_via_c2c=True,
         ),
         _p4("aws-p4d", 40),
         _p4("aws-p4de", 80),
