@@ -37,6 +37,7 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "Tesla V100-SXM2-16GB": "dgx-1-v100", "NVIDIA GeForce RTX 4090": "pcie-gen4",
              "NVIDIA GH200 120GB": "gh200", "NVIDIA GB200": "gb200-nvl72", "NVIDIA GB300": "gb300-nvl72",
              "NVIDIA A800-SXM4-80GB": "hgx-a800",  # the export part: 8 NVLink3 links, not the A100's 12
+             "NVIDIA GB10": "dgx-spark",  # DGX Spark data sheet: one GB10 superchip a box
              "AMD Instinct MI300X": "amd-mi300x",  # AMD's 8-GPU OAM platform (the preset's data sheet)
              "AMD Instinct MI300X VF": "amd-mi300x"}  # its virtual functions (an Azure VM's 8 GPUs)
 
