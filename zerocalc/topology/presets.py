@@ -252,20 +252,22 @@ _C2C_NIC = ("NICs on the Grace CPU's PCIe, reached over NVLink-C2C (NVIDIA/nccl 
 
 #: How NCCL sees a DGX Spark's network: the ConnectX-7 sits on the GB10's CPU PCIe as two PCIe Gen5 x4
 #: endpoints, so one QSFP port is two RDMA devices (``rocep1s0f1`` and ``roceP2p1s0f1``; the ``enp1s0f1np1``
-#: and ``enP2p1s0f1np1`` interfaces), each carrying about half of the port's 200 Gb/s (NVIDIA/dgx-spark-
-#: playbooks issue 102 and PR 103: "two PCIe Gen5 x4 endpoints (~100 Gbps each)"; ib_write_bw 98 Gb/s on
-#: each, 196 both at once, in the bundled DGX Spark sweeps' source; NCCL's own figure for a Gen5 x4 link,
-#: ``topo.cc`` 32 GT/s → 240 × 4 / 80, is 12 GB/s). A ring across Sparks uses both devices, 25 GB/s a node,
-#: as the sweeps that name no ``NCCL_IB_HCA`` and those that name both show (21-24 GB/s bus bandwidth
-#: at 1-16 GB). The GPU reaches the NIC over NVLink-C2C through the CPU (NCCL's P2C path from 2.27.3).
-#: GPUDirect RDMA or not, the network's data live in the same LPDDR5x, so no host-memory relay share
-#: is taken (graph.py assumption 7 is a discrete GPU's PCIe crossing). What a run gets is set by the
-#: user's network settings, which nccl-tests output does not state: ``NCCL_IB_HCA`` naming one device
-#: (about 13.5 GB/s) or NCCL falling back to TCP sockets (about 3 GB/s) moves less than this prices.
+#: and ``enP2p1s0f1np1`` interfaces), each carrying about half of the port's 200 Gb/s (NVIDIA's NCCL playbook
+#: for DGX Spark, NVIDIA/dgx-spark-playbooks ``nvidia/nccl/README.md``, Dec 2025: "two PCIe Gen5 x4
+#: endpoints (~100 Gbps each), so NCCL must use both to saturate the link", expected bus bandwidth 20-24
+#: GB/s; the same repository's issue 102 and PR 103; ib_write_bw 98 Gb/s on each, 196 both at once, in the
+#: bundled DGX Spark sweeps' source; NCCL's own figure for a Gen5 x4 link, ``topo.cc`` 32 GT/s → 240 × 4 /
+#: 80, is 12 GB/s). A ring across Sparks uses both devices, 25 GB/s a node, as the sweeps that name no
+#: ``NCCL_IB_HCA`` and those that name both show (21-24 GB/s bus bandwidth at 1-16 GB). The GPU reaches
+#: the NIC over NVLink-C2C through the CPU (NCCL's P2C path from 2.27.3). GPUDirect RDMA or not, the
+#: network's data live in the same LPDDR5x, so no host-memory relay share is taken (graph.py assumption 7
+#: is a discrete GPU's PCIe crossing). What a run gets is set by the user's network settings, which
+#: nccl-tests' table does not state: ``NCCL_IB_HCA`` naming one device (about 13.5 GB/s) or NCCL falling
+#: back to TCP sockets (about 3 GB/s) moves less than this prices.
 _SPARK_NIC = ("Its port is two PCIe Gen5 x4 endpoints, two RDMA devices of ~100 Gb/s each to NCCL "
-              "(NVIDIA/dgx-spark-playbooks issue 102 and PR 103); NIC on the CPU's PCIe, reached over "
-              "NVLink-C2C; the rate assumes NCCL uses both devices (an NCCL_IB_HCA of one, or TCP sockets, "
-              "moves less)")
+              "(NVIDIA's NCCL playbook for DGX Spark, NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md); "
+              "NIC on the CPU's PCIe, reached over NVLink-C2C; the rate assumes NCCL uses both devices (an "
+              "NCCL_IB_HCA of one, or TCP sockets, moves less)")
 
 PRESETS: dict[str, Topology] = {
     t.name: t
