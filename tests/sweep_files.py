@@ -46,3 +46,13 @@ def median_size_ratio(sweep):
     """The ratio at the median size (the lower middle of an even count)."""
     rows = sorted(sweep["rows"], key=lambda r: r["bytes"])
     return rows[(len(rows) - 1) // 2]["ratio"]
+
+
+def device_lines(name):
+    """(host, GPU name) of each '#  Rank' line, by a plain split of the file."""
+    out = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if "Rank" in f and "device" in f and "on" in f:
+            out.append((f[f.index("on") + 1], " ".join(f[f.index("device") + 3:])))
+    return out

@@ -8,7 +8,7 @@ line); the bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median s
 import json
 
 import pytest
-from sweep_files import DATA, check_json, file_rows, median_size_ratio
+from sweep_files import DATA, check_json, device_lines, file_rows, median_size_ratio
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
@@ -34,15 +34,6 @@ COUNTED = {
 }
 
 
-def _device_lines(name):
-    """(host, GPU name) of each '#  Rank' line, by a plain split of the file."""
-    out = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if "Rank" in f and "device" in f and "on" in f:
-            out.append((f[f.index("on") + 1], " ".join(f[f.index("device") + 3:])))
-    return out
-
 
 def _check(name, *args):
     res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
@@ -60,7 +51,7 @@ def test_gcp_rdma_sweeps_read_as_the_files_count_them(name):
     rows = [r for r in file_rows(name) if r[0] > 0]
     assert len(rows) == n_rows
     assert rows[0][:2] == (first, t_first) and rows[-1][:2] == (last, t_last)
-    lines = _device_lines(name)
+    lines = device_lines(name)
     assert len(lines) == n_ranks and len({h for h, _ in lines}) == n_hosts
     assert {g for _, g in lines} == ({gpu} if gpu else set())
     sweep = _check(name, *(() if lines else ("--topology", "dgx-b200")))  # no device lines: say it

@@ -13,7 +13,7 @@ device lines, the NCCL version line) by a plain split, not through zerocalc; the
 import json
 
 import pytest
-from sweep_files import DATA, check_json, file_rows, median_size_ratio
+from sweep_files import DATA, check_json, device_lines, file_rows, median_size_ratio
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
@@ -72,15 +72,6 @@ PRICED = {
 }
 
 
-def _device_lines(name):
-    """(host, GPU name) of each '# Rank' line, by a plain split of the file."""
-    out = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if "Rank" in f and "device" in f and "on" in f:
-            out.append((f[f.index("on") + 1], " ".join(f[f.index("device") + 3:])))
-    return out
-
 
 @pytest.mark.parametrize("name", sorted(COUNTED))
 def test_sweeps_read_as_the_files_count_them_and_priced_in_band(name):
@@ -88,7 +79,7 @@ def test_sweeps_read_as_the_files_count_them_and_priced_in_band(name):
     rows = file_rows(name)
     assert len(rows) == n_rows
     assert rows[0][:2] == (first, t_first) and rows[-1][:2] == (last, t_last)
-    lines = _device_lines(name)
+    lines = device_lines(name)
     assert len(lines) == n_ranks and len({h for h, _ in lines}) == n_hosts
     assert {g for _, g in lines} == {gpu}
     args, preset, in_band = PRICED[name]
