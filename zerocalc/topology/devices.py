@@ -76,6 +76,15 @@ from dataclasses import dataclass, replace
 from zerocalc.errors import ConfigError
 from zerocalc.topology.machine import Link, Topology
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
+from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and the tests import them here)
+    SOCKET_NIC_GBPS,
+    gdr_unstated_note,
+    host_memory_note,
+    over_sockets,
+    socket_nic_note,
+    with_stated_gdr,
+    with_stated_p2p,
+)
 
 #: (pattern of the CUDA device name, the kind of node), first match wins (module docstring).
 GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -473,124 +482,12 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
                   f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p}{sockets})")
 
 
-#: The speed NCCL gives a NIC of its socket transport whose link reports none (a VM's or container's
-#: virtual NIC: ``/sys/class/net/<dev>/speed`` unreadable or not positive): "Could not get speed from
-#: %s. Defaulting to 10 Gbps." (``src/transport/net_socket.cc``, ``ncclNetSocketGetSpeed``, v2.9 to
-#: v2.30.7).
-SOCKET_NIC_GBPS = 10.0
-
-
-def over_sockets(topo: Topology) -> Topology:
-    """A PCIe box's nodes joined by NCCL's TCP socket transport: one NIC of :data:`SOCKET_NIC_GBPS` (the
-    file states no link speed; NCCL's own figure for a NIC that reports none) and no GPUDirect RDMA (the
-    socket transport moves host memory alone: ``ptrSupport = NCCL_PTR_HOST``, ``net_socket.cc``)."""
-    return replace(topo, nics_per_node=1, nic_Gbps=SOCKET_NIC_GBPS, gpudirect_rdma=False,
-                   inter=Link(alpha_s=topo.inter.alpha_s, bw_Bps=SOCKET_NIC_GBPS / 8 * 1e9))
-
-
-def socket_nic_note(topo: Topology, ranks: int, network: Mapping[str, Sequence] | None) -> str:
-    """What the price of a PCIe box's run across hosts over TCP sockets cannot know ('' otherwise): the
-    rate and latency of the hosts' network (their NICs, the TCP stack, NCCL's proxy threads), which
-    nccl-tests output never states: priced at :data:`SOCKET_NIC_GBPS` and NCCL's network hop. For the
-    preset the file's lines chose (:func:`over_sockets`), not a topology the user gave."""
-    kinds = set(network or {})
-    if kinds != {"socket"} or topo.nvlink_gen != 0 or ranks <= topo.gpus_per_node \
-            or topo.nic_Gbps != SOCKET_NIC_GBPS:
-        return ""
-    return (f"across hosts over TCP sockets the rate and latency are the hosts' (their NICs, the TCP stack, "
-            f"NCCL's proxy threads), which the file does not state: priced at {SOCKET_NIC_GBPS:g} Gb/s, "
-            "NCCL's figure for a NIC that reports no speed (src/transport/net_socket.cc), and NCCL's "
-            "network hop latency; --topology with a TOML of the hosts' NIC prices a faster or slower link")
-
-
 def _instance_preset(kind: str, instance: Sequence | None) -> str | None:
     """The AWS preset of the EC2 instance aws-ofi-nccl names (``p5en.48xlarge`` → ``aws-p5en``), where it is
     one that holds GPUs of ``kind``; ``None`` where no line names one, or it names another machine."""
     if not instance or not instance[0]:
         return None
     return _AWS_INSTANCE_PRESETS.get(kind, {}).get(str(instance[0]).strip().lower())
-
-
-def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
-                    info: Mapping[str, Sequence] | None = None) -> tuple[Topology, str]:
-    """``topo`` (a node without NVLink) with or without PCIe peer-to-peer as the run's lines say, and the
-    words for it. NCCL's INFO lines, when the file has them, say what ran (``info``: kind → ``(value,
-    line)``, :mod:`zerocalc.traces.nccl_info`): channels ``via P2P/…`` only, peer-to-peer (a GeForce card
-    on a driver that allows it); ``via SHM/…`` only, none. Else the launch lines: no peer-to-peer under
-    ``NCCL_P2P_DISABLE=1``, or ``NCCL_P2P_LEVEL`` below ``PIX`` (``LOC``, ``NVL``, or the old ``0``)
-    (``src/graph/paths.cc`` ``ncclGetLevel`` / ``ncclTopoCheckP2p``: a pair further apart than the level
-    goes through the CPU). ``stated``: variable → ``(value, line, ...)``
-    (:mod:`zerocalc.traces.launch_env`)."""
-    stated, info = stated or {}, info or {}
-    if topo.nvlink_gen != 0:
-        return topo, ""  # NVLink nodes: NCCL's model of their P2P is not PCIe's (see nccl.env)
-    p2p, shm = info.get("intra_p2p"), info.get("intra_shm")
-    if (p2p is None) != (shm is None):
-        on = p2p is not None
-        line = (p2p or shm)[1]
-        how = "PCIe peer-to-peer" if on else "through host memory"
-        return replace(topo, gpu_p2p=on), (f"NCCL's INFO lines connect the GPUs via {'P2P' if on else 'SHM'} "
-                                           f"(line {line}): {how}")
-    for key, off in (("NCCL_P2P_DISABLE", lambda v: v.strip() == "1"),
-                     ("NCCL_P2P_LEVEL", lambda v: v.strip().upper() in ("LOC", "NVL", "0"))):
-        if key in stated and off(str(stated[key][0])) and topo.gpu_p2p is not False:
-            return replace(topo, gpu_p2p=False), (f"{key}={stated[key][0]} (line {stated[key][1]}): no "
-                                                  "PCIe peer-to-peer, NCCL goes through host memory")
-    return topo, ""
-
-
-def with_stated_gdr(topo: Topology, stated: Mapping[str, Sequence] | None,
-                    info: Mapping[str, Sequence] | None = None) -> tuple[Topology, str]:
-    """``topo`` with or without GPUDirect RDMA (``gpudirect_rdma``) as the run's lines say, and the words
-    for it. NCCL's INFO lines, when the file has them (``info``: kind → ``(value, line)``,
-    :mod:`zerocalc.traces.nccl_info`): network channels ``via NET/…/GDRDMA`` only, GDR; ``via NET/…``
-    without it only (or ``GPU Direct RDMA Disabled``), through host memory. Else the launch lines:
-    ``NCCL_NET_GDR_LEVEL=LOC`` (or the old ``0``), "never use GPU Direct RDMA" (NCCL's environment
-    documentation; ``src/graph/paths.cc`` ``ncclTopoCheckGdr``); its other levels depend on the PCI
-    distance, which the file does not state. A topology that already says so is left as it is.
-    ``stated``: variable → ``(value, line, ...)`` (:mod:`zerocalc.traces.launch_env`)."""
-    stated, info = stated or {}, info or {}
-    gdr, host = info.get("net_gdr"), info.get("net_host")
-    if (gdr is None) != (host is None):
-        on = gdr is not None
-        line = (gdr or host)[1]
-        if topo.gpudirect_rdma is None or topo.gpudirect_rdma != on:
-            how = "GPUDirect RDMA" if on else "through host memory (no GPUDirect RDMA)"
-            words = (f"NCCL's INFO lines connect the nodes {'with' if on else 'without'} GDRDMA "
-                     f"(line {line}): {how}")
-            return replace(topo, gpudirect_rdma=on), words
-        return topo, ""
-    level = stated.get("NCCL_NET_GDR_LEVEL")
-    never = level is not None and str(level[0]).strip().upper() in ("LOC", "0")
-    if never and topo.gpudirect_rdma is not False:
-        return replace(topo, gpudirect_rdma=False), (f"NCCL_NET_GDR_LEVEL={level[0]} (line {level[1]}): no "
-                                                     "GPUDirect RDMA, the network goes through host memory")
-    return topo, ""
-
-
-def gdr_unstated_note(topo: Topology, ranks: int) -> str:
-    """What the price of a run on nodes of one NVLink GPU assumes of its NIC when no line states it (''
-    otherwise): GPUDirect RDMA. Such a node is a slice of a machine (a VM or a pod given one GPU and one NIC),
-    where the NIC may not be the one under the GPU's PCIe switch; NCCL then goes through host memory
-    (:func:`with_stated_gdr`, :mod:`zerocalc.nccl.graph` assumption 7), which the file's rows alone do not
-    tell from a slower network."""
-    if topo.gpus_per_node != 1 or ranks <= 1 or topo.gpudirect_rdma is not None or not topo.nvlink_gen:
-        return ""
-    return ("nodes of one GPU: priced with GPUDirect RDMA (its NIC under its PCIe switch); a VM or pod given "
-            "a NIC apart from its GPU goes through host memory, about 2/3 of that rate and no LL128 "
-            "(NVIDIA/nccl issue 412): a topology TOML with gpudirect_rdma = false prices that")
-
-
-def host_memory_note(topo: Topology, ranks: int) -> str:
-    """What the price of GPUs of one PCIe node without peer-to-peer cannot know ('' otherwise): through host
-    memory (NCCL's SHM transport) each GPU's rate is its host's, the lanes its slot or riser gives it and the
-    CPU's root complex and memory, which nccl-tests output never states; the model prices the links NCCL's
-    search counts (:mod:`zerocalc.nccl.pcie`), which bound it from above."""
-    if topo.nvlink_gen != 0 or topo.gpu_p2p is not False or not 1 < ranks <= topo.gpus_per_node:
-        return ""
-    return ("through host memory each GPU moves data at its host's rate (the lanes of its slot or riser, the "
-            "CPU's root complex and memory), which the file does not state: priced at the PCIe links NCCL's "
-            "search counts, an upper bound on it")
 
 
 def pcie_layout_words(topo: Topology) -> str:
