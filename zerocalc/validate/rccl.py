@@ -17,7 +17,12 @@ from collections.abc import Mapping, Sequence
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.rccl import RcclTuning, price_call, rccl_calibration, rccl_release_for, rccl_tune
+from zerocalc.nccl.release import Algorithm
 from zerocalc.topology import Topology
+
+#: A Ring/Simple network hop (µs) past every physical one of RCCL's tables (15-25 µs): 2.21.5's model 5 and
+#: model 6 carry 320, a figure that steers RCCL's choice away from Ring/Simple across nodes.
+_STEERING_HOP_US = 100.0
 
 RCCL_LAUNCH_US_PER_GPU = 3.74
 """Host time (µs) of one asynchronous HIP kernel launch on an AMD Instinct node: PETSc's benchmark of HIP's
@@ -87,7 +92,7 @@ def compare_rccl_sweep(
     as the file prints them (:func:`rccl_launch_stagger_s`; the process's G ranks also gate MSCCL,
     :func:`zerocalc.nccl.rccl.rccl_tune`). Returns a :class:`zerocalc.validate.sweep.SweepComparison`."""
     from zerocalc.nccl.predict import as_nccl_collective
-    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed, wrong_note
+    from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed, wrong_notes
 
     if op in P2P_OPS or op not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         raise ConfigError(
@@ -104,7 +109,7 @@ def compare_rccl_sweep(
            for r, measured in _timed(rows)]
     version = rccl_version or release.name
     notes = _model_notes(topo, tuning, release, note, out, coll, group_size, gpus_per_thread, stagger)
-    notes += [t for t in [wrong_note(out)] if t]
+    notes += wrong_notes(out)
     for r in out:
         r.pop("msccl_untimed", None)
         r.pop("net_bound", None)
@@ -174,11 +179,12 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
         notes.append(note)
     notes += _msccl_words(tuning, out)
     if tuning.n_nodes > 1:
+        hop = tuning.model.hw_lat["net"][Algorithm.RING][2]  # Ring/Simple's network hop, µs
         notes.append(
-            f"across nodes RCCL's tuning model {tuning.model_index} prices Ring/Simple with a 320 µs network "
-            "hop and both algorithms with size corrections down to 0.1: its predicted time is what it "
-            "chooses by, priced as it stands"
-            if (release.name == "2.21.5" and tuning.model_index == 5) or tuning.model_index == 6
+            f"across nodes RCCL's tuning model {tuning.model_index} prices Ring/Simple with a {hop:g} µs "
+            "network hop and both algorithms with size corrections down to 0.1: its predicted time is what "
+            "it chooses by, priced as it stands"
+            if hop > _STEERING_HOP_US
             else "across nodes RCCL's table applies its size corrections (down to 0.1) to Ring and Tree: "
             "its predicted time is what it chooses by, priced as it stands"
         )

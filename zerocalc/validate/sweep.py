@@ -189,7 +189,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph)
     notes = [note] if note else []
-    notes += [t for t in [wrong_note(out)] if t]
+    notes += wrong_notes(out)
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls)
     if any(e.why_disabled == CUDA_11_8_PAIR for e in tuning.entries.values()):
@@ -384,7 +384,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         row.update(_checked(r))
         out.append(row)
     notes = [note] if note else []
-    notes += [t for t in [wrong_note(out)] if t]
+    notes += wrong_notes(out)
     notes += stated_p2p_notes(derived_channels, stated_channels, derived, comm, stated_p2p, stated_chunk)
     if comm.version < (2, 14):
         notes.append(f"NCCL {nccl_version}'s p2p path predates the per-transport p2p chunk sizes of 2.14 "
@@ -419,14 +419,15 @@ def _checked(r: Mapping) -> dict:
     return {"wrong": int(w)}
 
 
-def wrong_note(out: Sequence[Mapping]) -> str | None:
-    """The sweep note naming the sizes whose results failed nccl-tests' check (:func:`_checked`), if any."""
+def wrong_notes(out: Sequence[Mapping]) -> list[str]:
+    """The sweep note naming the sizes whose results failed nccl-tests' check (:func:`_checked`): one, or
+    none where every size passed."""
     bad = [r for r in out if r.get("wrong")]
     if not bad:
-        return None
+        return []
     sizes = ", ".join(_bytes(r["bytes"]) for r in bad)
-    return (f"{len(bad)} of {len(out)} sizes failed nccl-tests' check (#wrong above 0: {sizes}): those calls "
-            "did not compute the collective NCCL's model prices, and their times are the failed runs'")
+    return [f"{len(bad)} of {len(out)} sizes failed nccl-tests' check (#wrong above 0: {sizes}): those calls "
+            "did not compute the collective NCCL's model prices, and their times are the failed runs'"]
 
 
 def _in_place(out_of_place: float, in_place) -> dict:
