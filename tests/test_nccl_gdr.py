@@ -106,10 +106,10 @@ def test_without_gdr_nccls_graph_and_choice_stand_ll128_is_off_and_the_run_gets_
     assert one_node.ll128_path_ok and all(g.run_scale == 1 for g in one_node.graphs.values())
 
 
-def _relay_check(name, tmp_path):
+def _relay_check(name, tmp_path, gdr=False):
     topo, _ = nodes_of(PRESETS["dgx-h200"], 1)
-    path = tmp_path / "h200-slice-no-gdr.toml"
-    path.write_text(topology_to_toml(replace(topo, name="h200-slice-no-gdr", gpudirect_rdma=False)))
+    path = tmp_path / "h200-slice.toml"
+    path.write_text(topology_to_toml(replace(topo, name="h200-slice", gpudirect_rdma=gdr)))
     res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", "--topology", str(path)])
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]
@@ -144,7 +144,7 @@ def test_the_earlier_h200_pod_run_not_used_for_the_share_is_within_the_band_from
     ``gpu2rdma0``, GPU 2's), held out from the 16/24 share above: through host memory it reaches 25.87 GB/s
     of bus bandwidth at 8 GiB (the file), 0.54 of the NIC's 48 where the two runs above reach 0.67, so the
     share prices it too fast: every size from 2 MiB within 0.7-0.85x, inside the 0.5-2x band, where pricing
-    it with GPUDirect RDMA (no line of the file states the path) gives 0.49-0.58x."""
+    it with GPUDirect RDMA (a topology TOML with ``gpudirect_rdma = true``) gives 0.49-0.58x."""
     sweep = _relay_check(A3U_ALLGATHER_1PN_GPU1, tmp_path)
     rows = file_rows(A3U_ALLGATHER_1PN_GPU1)
     assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
@@ -153,9 +153,7 @@ def test_the_earlier_h200_pod_run_not_used_for_the_share_is_within_the_band_from
     assert float(last[7]) == 25.87
     big = [r for r in sweep["rows"] if r["bytes"] >= 2 << 20]
     assert len(big) == 13 and all(0.7 <= r["ratio"] <= 0.85 for r in big)
-    res = runner.invoke(app, ["check", str(DATA / A3U_ALLGATHER_1PN_GPU1), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    (gdr,) = json.loads(res.stdout)["sweeps"]
+    gdr = _relay_check(A3U_ALLGATHER_1PN_GPU1, tmp_path, gdr=True)
     assert all(0.45 <= r["ratio"] <= 0.6 for r in gdr["rows"] if r["bytes"] >= 2 << 20)
 
 

@@ -255,6 +255,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         with_stated_gdr,
         with_stated_p2p,
     )
+    from zerocalc.topology.slots import gcp_slice_note, with_gcp_slice
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
         coll_lines_remark,
@@ -280,6 +281,11 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     topo, gdr_how = with_stated_gdr(topo, run.get("nccl_env"), info)
     if gdr_how and p > topo.gpus_per_node:
         topology_how += f"; {gdr_how}"
+    slice_how = ""
+    if given is None:  # the preset the device lines chose: their PCI slots may tell a GCP VM's slice
+        topo, slice_how = with_gcp_slice(topo, run.get("bus_ids"), p)
+    if slice_how:
+        topology_how += f"; {slice_how}"
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                    stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
     ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
@@ -314,7 +320,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     if str(run.get("layout") or "").endswith("-inplace"):
         told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
                     "in-place time")
-    gdr_note = [t for t in [gdr_unstated_note(topo, p), host_memory_note(topo, p),
+    gdr_note = [t for t in [gdr_unstated_note(topo, p), gcp_slice_note(slice_how), host_memory_note(topo, p),
                             socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
     d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
                   + gdr_note + launch + _skip_notes(skipped))

@@ -383,7 +383,9 @@ def _devices(run: _Run) -> dict[str, Any]:
     one-rank run, each its own rank 0; nccl-tests' README: "NCCL tests rely on MPI to work on multiple
     processes ... set MPI=1"); ``shared_devices``
     (``[host, bus id, [ranks]]`` for each GPU two or more ranks ran on, told by the full bus ids
-    nccl-tests prints since 2.10); ``network`` (kind → ``[line, text]``, :data:`NETWORK_EVIDENCE`);
+    nccl-tests prints since 2.10); ``bus_ids`` (host → the full bus ids of its ranks' GPUs, lower case, in
+    rank order; a host whose lines print none is left out); ``network`` (kind → ``[line, text]``,
+    :data:`NETWORK_EVIDENCE`);
     ``nccl_env`` (NCCL variable → ``[value, line]`` the run's lines set, :mod:`zerocalc.traces.launch_env`);
     ``gpus_per_thread`` (``-g``), ``agg_iters``
     (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it; ``nccl_info`` (what
@@ -391,6 +393,7 @@ def _devices(run: _Run) -> dict[str, Any]:
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
     on_bus: dict[tuple[str, str], list[int]] = {}
+    bus_ids: dict[str, list[str]] = {}
     for rank in sorted(run.devices):
         host, gpu, bus = run.devices[rank]
         if gpu:  # an unnamed GPU (rccl-tests without a marketing name) counts its host, not a model
@@ -398,10 +401,11 @@ def _devices(run: _Run) -> dict[str, Any]:
         hosts[host] = hosts.get(host, 0) + 1
         if _BUS_ID.match(bus):
             on_bus.setdefault((host, bus.lower()), []).append(rank)
+            bus_ids.setdefault(host, []).append(bus.lower())
     shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks),
             "last_rank": max(run.ranks) if run.ranks else None,
-            "rank0_processes": len(run.pids.get(0, ())), "shared_devices": shared,
+            "rank0_processes": len(run.pids.get(0, ())), "shared_devices": shared, "bus_ids": bus_ids,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,

@@ -1,0 +1,77 @@
+"""What the PCI slots of a run's GPUs say of its machine: a one-GPU slice of a Google Cloud RDMA VM.
+
+nccl-tests prints each rank's GPU with its PCI bus id (``#  Rank  0 … device  0 [0000:cc:00] NVIDIA H200``,
+since 2.10). Google Cloud's two RDMA machine types, ``a3-ultragpu-8g`` (A3 Ultra: 8 H200) and
+``a4-highgpu-8g`` (A4: 8 B200), each with eight ConnectX-7 400 Gb/s RoCE NICs, one per GPU, show their eight
+GPUs to the guest at the same eight slots (:data:`GCP_RDMA_VM_SLOTS`), where the other H200 hosts of the
+public runs bundled here put none (``1b 3c 4b 5c 9a bb cd dc``, the two hosts of
+``all_reduce_perf-16xH200-2nodes-g8-roce-nccl2.30.4.txt``).
+
+A run of one rank on each of several such VMs is a slice of each: a GKE pod given one GPU by the device
+plugin and an RDMA NIC by a claim of its own (kubernetes-sigs/dranet's A3 Ultra examples claim the NIC by
+name, ``gpu1rdma0`` or ``gpu2rdma0``, and the GPU apart). Google's gIB NCCL profile sets
+``NCCL_NET_GDR_LEVEL=PIX`` (its ``set_nccl_env.sh``, whose variables GoogleCloudPlatform/PerfKitBenchmarker's
+``perfkitbenchmarker/data/nvidia_hpl/a4.dockerfile`` copies):
+GPUDirect RDMA only for a NIC under the GPU's own PCIe switch, one of the VM's eight; any other NIC is
+reached through host memory (``ncclTopoCheckGdr``, ``src/graph/paths.cc``). The file names neither the NIC
+nor the path, so :func:`with_gcp_slice` prices such a slice through host memory
+(:mod:`zerocalc.nccl.graph` assumption 7) and says so; a topology TOML with ``gpudirect_rdma = true``
+prices a slice whose claim aligned its NIC with its GPU (dranet's A4 example, ``pcieRoot``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from zerocalc.topology.machine import Topology
+
+#: The PCI bus numbers (domain 0000) of the eight GPUs of an A3 Ultra and of an A4 VM, as nccl-tests lists
+#: them on whole VMs: 16 H200 ranks on two ``a3-ultragpu-8g`` (skypilot-org/skypilot,
+#: ``examples/gcp_gpu_direct_tcpx/README.md``, both runs; the bundled
+#: ``all_gather_perf-16xH200-gcp-a3ultra-nccl2.26.6.txt``) and 16 B200 ranks on two ``a4-highgpu-8g``
+#: (kubernetes-sigs/dranet at commit 71857bc002501cb2bd880e7244bb3665679ddaa1,
+#: ``site/content/docs/user/gke-rdma.md``, lines 354-369): ``8f 90 96 97 c4 c5 cb cc`` on every host.
+GCP_RDMA_VM_SLOTS = frozenset({"8f", "90", "96", "97", "c4", "c5", "cb", "cc"})
+
+#: The preset a GCP RDMA VM's GPUs pick (:mod:`zerocalc.topology.devices`) → the VM, in words.
+GCP_RDMA_VMS = {"dgx-h200": "A3 Ultra (a3-ultragpu-8g)", "dgx-b200": "A4 (a4-highgpu-8g)"}
+
+
+def slot(bus_id: str) -> str | None:
+    """The bus number of a bus id in domain 0 (``0000:cc:00`` → ``cc``), ``None`` for another domain."""
+    parts = bus_id.lower().split(":")
+    if len(parts) != 3 or parts[0].strip("0"):
+        return None
+    return parts[1]
+
+
+def on_gcp_rdma_vms(bus_ids: Mapping[str, Sequence[str]]) -> bool:
+    """Every listed GPU of two or more hosts sits at a slot of :data:`GCP_RDMA_VM_SLOTS`."""
+    slots = [slot(b) for ids in bus_ids.values() for b in ids]
+    return len(bus_ids) >= 2 and bool(slots) and all(s in GCP_RDMA_VM_SLOTS for s in slots)
+
+
+def with_gcp_slice(topo: Topology, bus_ids: Mapping[str, Sequence[str]] | None, ranks: int
+                   ) -> tuple[Topology, str]:
+    """``topo`` through host memory (``gpudirect_rdma`` false) where it is the preset of a GCP RDMA VM cut
+    to nodes of one GPU, its ranks' GPUs at that VM's slots on every host (``bus_ids``: host → bus ids, as
+    :mod:`zerocalc.traces.nccl_tests` lists them) and no line states the path; and the words for it. Any
+    other topology, or one whose path is stated, is returned as it is, with no words."""
+    if (topo.gpudirect_rdma is not None or topo.gpus_per_node != 1 or ranks <= 1
+            or topo.name not in GCP_RDMA_VMS or not on_gcp_rdma_vms(bus_ids or {})):
+        return topo, ""
+    return replace(topo, gpudirect_rdma=False), (
+        f"one GPU of a GCP {GCP_RDMA_VMS[topo.name]} VM on each host (its GPUs' PCI slots): a slice whose "
+        "NIC is its own only where its claim aligns them; through host memory (no GPUDirect RDMA)")
+
+
+def gcp_slice_note(how: str) -> str:
+    """The note ``check`` prints for a sweep :func:`with_gcp_slice` priced through host memory ('' when it
+    did not)."""
+    if not how:
+        return ""
+    return ("one GPU per GCP A3 Ultra / A4 VM: under Google's gIB profile (NCCL_NET_GDR_LEVEL=PIX) NCCL uses "
+            "GPUDirect RDMA only for the NIC under the GPU's own PCIe switch, and the file does not say "
+            "which NIC the slice was given: priced through host memory, 2/3 of the network rate and no "
+            "LL128 (NVIDIA/nccl issue 412); a topology TOML with gpudirect_rdma = true prices a slice given "
+            "its GPU's own NIC")
