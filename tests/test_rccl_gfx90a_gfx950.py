@@ -117,6 +117,7 @@ def test_mi355x_two_node_sweep_is_read_and_checked():
     rows = {r["bytes"]: r for r in sweep["rows"]}
     assert rows[8]["measured_s"] == pytest.approx(41.16e-6) and rows[8589934592]["measured_s"] == \
         pytest.approx(43643e-6)
-    # 64 B: Tree/LL at 45.66 µs by hand (above) against 40.38 µs measured
-    assert rows[64]["predicted_s"] == pytest.approx((45.6 + 64 / 1008) * 1e-6)
+    # 64 B across nodes: Tree/LL, its latency 45.6 µs (above) and 64 B at the table's LL bandwidth without its
+    # size correction, 336 × 0.06 × 0.5 = 10.08 GB/s (zerocalc.nccl.rccl_net), against 40.38 µs measured
+    assert rows[64]["predicted_s"] == pytest.approx((45.6 + 64 / 10080) * 1e-6)
     assert (rows[64]["algorithm"], rows[64]["protocol"]) == ("Tree", "LL")

@@ -61,13 +61,13 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
 def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl_algo: str | None = None,
                     nccl_proto: str | None = None, reuse_distance: float = 1e9) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with RCCL ``rccl_version``'s
-    model (default the latest modelled, :data:`zerocalc.nccl.rccl.RCCL_LATEST`) on ``topo`` (a gfx942
+    model (default :data:`zerocalc.nccl.rccl.RCCL_LATEST`, 2.21.5) on ``topo`` (a gfx942
     machine), under the ``NCCL_ALGO`` / ``NCCL_PROTO`` given (RCCL reads them as NCCL does); under tensor
     parallelism the data-parallel group is the row's ``dp_size``, as :func:`zerocalc.nccl_pricing.price_rows`
     takes it. A topology RCCL's model does not price is a :class:`~zerocalc.errors.ConfigError`."""
     release, note = rccl_release_for(rccl_version)
     if not rccl_version:
-        note = f"RCCL {release.name}, the latest modelled (--nccl-version to choose another)"
+        note = f"RCCL {release.name}, the default (--nccl-version to choose another)"
     version = rccl_version or release.name
     env = settings(topo, version, nccl_algo, nccl_proto)
     times, choices, tunings, a2a = [], [], {}, []
@@ -87,9 +87,10 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
              "scheduler picks one; one call per phase"
              + (f"; {' and '.join(words[m] for m in models)}" if models else "")
              + (f"; {note}" if note else ""),
-             *(["t RCCL: across nodes RCCL's table applies its size corrections (down to 0.1) and, in 2.21.5,"
-                " a 320 µs network hop to Ring/Simple: its predicted time is what it chooses by, priced as "
-                "it stands (as check prices rccl-tests sweeps)"] if across else []),
+             *(["t RCCL: across nodes RCCL's table picks the algorithm (from 2.25 its size ranges force the "
+                "protocol); the call is timed as its data moves, RCCL's latency and the xGMI bandwidth its "
+                "graphs carry × the protocol's payload share, no faster than the NICs "
+                "(zerocalc.nccl.rccl_net; as check prices rccl-tests sweeps)"] if across else []),
              *env.notes,
              *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
                 "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),

@@ -271,7 +271,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         from zerocalc.nccl.rccl import RCCL_LATEST
 
         version = RCCL_LATEST.name
-        version_how = "default: the latest modelled RCCL (the file states none)"
+        version_how = f"default: RCCL {version}, zerocalc's default (the file states none)"
         notes = [f"{path} states no RCCL version; priced as RCCL {version} (--nccl-version to choose)"]
     info = run.get("nccl_info") or {}
     topo, info_notes = latency_as_stated(topo, info, p)

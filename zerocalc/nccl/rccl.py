@@ -13,8 +13,10 @@ NICs when every rank is local) or ``rome_model_81`` / ``rome_model_84`` (8 or 16
 ``tuning=5`` from RCCL 2.18.6 (ROCm 6.1) on; with fewer GPUs per node no rome model matches and
 ``system->tuning`` stays 0 (``tuning_model_0``), whose graph zerocalc takes at the same total bandwidth (the
 search's own result is not modelled). Modelled releases (:data:`RCCL_RELEASES`): RCCL 2.20.5
-(tag ``rocm-6.2.0``) and 2.21.5 (branch ``release-staging/rocm-rel-6.3``, ROCm 6.3); 2.21.5 changed model
-5's figures (a 320 µs network hop for Ring/Simple, Tree bandwidth ratios of 0.06-0.59).
+(tag ``rocm-6.2.0``), 2.21.5 (branch ``release-staging/rocm-rel-6.3``, ROCm 6.3; 2.22 kept its tables) and
+2.26.6 (ROCm 7.0, the tables of ROCm/rccl after the NCCL 2.23 merge, from 2.25 on); 2.21.5 changed model
+5's figures (a 320 µs network hop for Ring/Simple, Tree bandwidth ratios of 0.06-0.59); 2.25 on force the
+protocol across nodes by size and enable LL128 there (:mod:`zerocalc.nccl.rccl_net`).
 
 What the model reads of the machine (gfx942, from the same sources):
 
@@ -57,16 +59,16 @@ LUMI-G) match ``rome_model_73`` on one node (no tuning option: model 0) and ``ro
 4 MI300A APUs (gfx942, HPE Cray EX255a: El Capitan) match ``rome_model_80`` across nodes, which sets no
 tuning (model 0), with two xGMI links between each pair (:data:`MI300A_LINKS_PER_PEER`): 288 GB/s.
 
-The NICs: RCCL's rome-model graphs carry the xGMI bandwidth between nodes too, so its table never sees the
-NICs. Where one node's NICs carry less than RCCL's table would move (an MI250X node's 4 × 200 Gb/s against
-252 GB/s of xGMI), the call is priced at its bytes on the NICs (:func:`network_floor_us`) plus its latency
-in RCCL's table: RCCL still chooses by its own estimate. The 8 × 400 Gb/s of the MI300X / MI355X platforms
-are never that bound.
+Across nodes RCCL's table picks the pair but does not time it (its ratios and corrections steer the
+choice): :mod:`zerocalc.nccl.rccl_net` times the pair as its data moves. RCCL's rome-model graphs carry the
+xGMI bandwidth between nodes too, so its table never sees the NICs; where one node's NICs carry less (an
+MI250X node's 4 × 200 Gb/s against 252 GB/s of xGMI) the call takes its bytes on the NICs
+(:func:`network_floor_us`). The 8 × 400 Gb/s of the MI300X / MI355X platforms are never that bound.
 
 Not modelled: other gfx90a layouts (MI250 boxes of 2 CPUs: rome models of tuning 2 and 4), RCCL's MSCCL++
-path, MSCCL's all-gather programs of 2.20.5, RCCL's size ranges that force a protocol across nodes in releases
-after the NCCL 2.23 merge (``llProtoRanges``, ``rcclUpdateCollectiveProtocol``), and RCCL releases other than
-the two above (a version between or past them takes the nearer one's tables, and a note says so).
+path, MSCCL's all-gather programs of 2.20.5, 2.26.6's one-node MSCCL programs (2.21.5's are used), RCCL's
+channel-count thresholds across nodes (``channelThresholds``), and RCCL releases other than the three above
+(a version between or past them takes the tables of the latest modelled before it, and a note says so).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.rccl_net import STEERING_HOP_US, forced_protocol, wire_time_us
 from zerocalc.nccl.rccl_releases import (  # noqa: F401  (re-exported: the tables keep these names here)
     MODEL_0,
     MODEL_3,
@@ -84,6 +87,7 @@ from zerocalc.nccl.rccl_releases import (  # noqa: F401  (re-exported: the table
     RCCL_RELEASES,
     V2_20,
     V2_21,
+    V2_26,
     MscclProgram,
     RcclRelease,
     TuningModel,
@@ -132,6 +136,10 @@ class RcclEntry:
     bandwidth_GBps: float
     enabled: bool
     why_disabled: str = ""
+    #: the latency :func:`zerocalc.nccl.rccl_net.wire_time_us` times a call across nodes with: this one, a
+    #: steering network hop (above :data:`zerocalc.nccl.rccl_net.STEERING_HOP_US`) taken at 2.20.5's model 5
+    #: figure for the pair
+    timed_latency_us: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,11 @@ class RcclTuning:
     #: the bandwidth (GB/s) of one node's NICs that RCCL's rings and trees cross between nodes (``None`` on
     #: one node): :func:`network_floor_us`
     net_GBps: float | None = None
+    #: ``NCCL_PROTO`` set: RCCL then forces no protocol by size
+    #: (:func:`zerocalc.nccl.rccl_net.forced_protocol`)
+    user_proto: bool = False
+    #: LL128 enabled (across nodes, where :attr:`RcclRelease.ll128_across_nodes`)
+    ll128: bool = False
 
     @property
     def model(self) -> TuningModel:
@@ -248,17 +261,18 @@ class RcclCall:
 def price_call(
     tuning: RcclTuning, coll: Collective, n_bytes: int, elem_bytes: int | None, in_place: bool
 ) -> RcclCall:
-    """The pair RCCL runs one call of ``n_bytes`` with and its time: the MSCCL program its scheduler picks
-    first, whatever ``NCCL_ALGO`` / ``NCCL_PROTO`` say (``msccl_lifecycle.cc`` ``mscclSchedulerSelectAlgo``
-    reads neither), timed as the module docstring says, else RCCL's table's choice
-    (:meth:`RcclTuning.choose`)."""
+    """The pair RCCL runs one call of ``n_bytes`` with and its time: on one node the MSCCL program its
+    scheduler picks first, whatever ``NCCL_ALGO`` / ``NCCL_PROTO`` say (``msccl_lifecycle.cc``
+    ``mscclSchedulerSelectAlgo`` reads neither), timed as the module docstring says, else RCCL's table's
+    choice and time (:meth:`RcclTuning.choose`); across nodes the table's algorithm with the protocol RCCL
+    forces by size, timed as its data moves (:mod:`zerocalc.nccl.rccl_net`)."""
     a, p, t_us = tuning.choose(coll, n_bytes)
+    if tuning.n_nodes > 1:
+        p = forced_protocol(tuning, coll, n_bytes) or p
+        t_us, bound = wire_time_us(tuning, coll, a, p, n_bytes)
+        return RcclCall(a.value, p.value, t_us, net_bound=bound)
     prog = tuning.msccl_program(coll, n_bytes, elem_bytes, in_place)
     if prog is None:
-        wire = network_floor_us(tuning, coll, a, n_bytes)
-        lat = tuning.entries[(coll, a, p)].latency_us
-        if wire is not None and lat + wire > t_us:
-            return RcclCall(a.value, p.value, lat + wire, net_bound=True)
         return RcclCall(a.value, p.value, t_us)
     m_us = tuning.msccl_time_us(prog, n_bytes)
     if m_us is None:
@@ -314,11 +328,12 @@ def rccl_tune(
     m = _MODELS.get(model_index, release.model)
     idx = 0 if nn <= 2 else 1
     net_over = _NET_OVERHEAD_US.get(topo.cpu_vendor or "", 1.0) if nn > 1 else 0.0
+    # rome_model_81 / 84 (8 GPUs, NICs): options "ll128Enabled=1" from the release that sets it
+    ll128 = nn > 1 and ppn == 8 and arch in _GFX94_LIKE and release.ll128_across_nodes
     entries: dict[tuple[Collective, Algorithm, Protocol], RcclEntry] = {}
     for coll in C:
         if coll.value not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
             continue
-        nsteps, ninter = _nsteps(coll, n_ranks, nn)
         for a in (A.TREE, A.RING):
             if a == A.TREE and coll != C.ALL_REDUCE:
                 continue  # tuning.cc: broadcast, reduce, all-gather, reduce-scatter: Ring (no NVLS/CollNet)
@@ -326,37 +341,61 @@ def rccl_tune(
                 why = ""
                 if a == A.TREE and p == P.SIMPLE and nn == 1 and arch in _GFX94_LIKE:
                     why = f"Tree/Simple skipped on {arch} within one node"
-                elif p == P.LL128:
-                    why = f"LL128 off on {arch}"
+                elif p == P.LL128 and not ll128:
+                    why = f"LL128 off on {arch}" + (" within one node" if nn == 1 else "")
                 elif algo_enable is not None and a not in algo_enable.get(coll, set()):
                     why = "NCCL_ALGO"
                 elif proto_enable is not None and p not in proto_enable.get(coll, set()):
                     why = "NCCL_PROTO"
+                nsteps, _ = _nsteps(coll, n_ranks, nn)
                 bus = total * m.bw_ratio[idx][a][pi]
                 if (a == A.RING and p == P.LL and coll in (C.BROADCAST, C.REDUCE) and nn == 1
                         and arch in _GFX94_LIKE):
                     bus *= 1.65  # gfx942 / gfx950, every rank on the node
                 bw = bus * (n_ranks / nsteps if a == A.RING else 0.5)
-                intra = m.hw_lat["xgmi"][a][pi]
-                inter = m.hw_lat["net"][a][pi]
-                lat = BASE_LAT_US[a][pi]
-                if a == A.RING and coll in (C.BROADCAST, C.REDUCE):
-                    hop = m.hw_lat["xgmi" if nn == 1 else "net"][A.TREE if p == P.SIMPLE else a][pi]
-                    lat += nsteps * hop  # rome-model graphs: sameChannels 0
-                elif a == A.RING:
-                    over = net_over * (3 if p == P.SIMPLE else 1)
-                    lat += (nsteps - ninter) * max(intra, over) + ninter * inter
-                else:
-                    lat += 2 * ((n_ranks // nn - 1) * intra + _log2i(nn) * inter)
-                entries[(coll, a, p)] = RcclEntry(
-                    a, p, lat, bw, not why and bw > 0, why or ("" if bw > 0 else "zero bandwidth ratio")
-                )
+                lat = _latency(m, coll, a, pi, n_ranks, nn, net_over)
+                timed = _timed_latency(m, coll, a, pi, n_ranks, nn, net_over) if nn > 1 else lat
+                why = why or ("" if bw > 0 else "zero bandwidth ratio")
+                entries[(coll, a, p)] = RcclEntry(a, p, lat, bw, not why, why, timed)
     msccl = (arch in _GFX94_LIKE and nn == 1 and n_ranks == 8
              and (ranks_per_process <= 1 or release.msccl_single_process))
     net = None
     if nn > 1 and topo.nics_per_node and topo.nic_Gbps:
         net = min(topo.nics_per_node, ppn) * topo.nic_Gbps / 8.0
-    return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries, arch, net)
+    return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries, arch, net,
+                      user_proto=proto_enable is not None, ll128=ll128)
+
+
+def _timed_latency(m: TuningModel, coll: Collective, a: Algorithm, pi: int, n_ranks: int, nn: int,
+                   net_over: float) -> float:
+    """The latency a call across nodes is timed with (:func:`zerocalc.nccl.rccl_net.wire_time_us`): RCCL's,
+    LL128 with ``tuning_model_0``'s hops (models 5 and 6 copy LL's hops into LL128's entries; model 0 is
+    RCCL's one table whose LL128 hops, 1.4-2.2 µs on xGMI and 18.2-19.8 µs on the network, differ from its
+    LL ones), a steering network hop (above :data:`STEERING_HOP_US`) at 2.20.5's model 5 figure."""
+    if _PROTOS[pi] == P.LL128:
+        return _latency(MODEL_0, coll, a, pi, n_ranks, nn, net_over)
+    if m.hw_lat["net"][a][pi] > STEERING_HOP_US:
+        return _latency(m, coll, a, pi, n_ranks, nn, net_over, V2_20.model.hw_lat["net"][a][pi])
+    return _latency(m, coll, a, pi, n_ranks, nn, net_over)
+
+
+def _latency(m: TuningModel, coll: Collective, a: Algorithm, pi: int, n_ranks: int, nn: int, net_over: float,
+             inter: float | None = None) -> float:
+    """``tuning.cc``'s latency of ``a`` / protocol ``pi`` (µs): ``baseLat`` + the hops of ``m.hw_lat`` (the
+    network hop ``inter`` where given)."""
+    p = _PROTOS[pi]
+    intra = m.hw_lat["xgmi"][a][pi]
+    inter = m.hw_lat["net"][a][pi] if inter is None else inter
+    nsteps, ninter = _nsteps(coll, n_ranks, nn)
+    lat = BASE_LAT_US[a][pi]
+    if a == A.RING and coll in (C.BROADCAST, C.REDUCE):
+        hop = m.hw_lat["xgmi"][A.TREE if p == P.SIMPLE else a][pi] if nn == 1 else (
+            m.hw_lat["net"][A.TREE][pi] if p == P.SIMPLE else inter)
+        return lat + nsteps * hop  # rome-model graphs: sameChannels 0
+    if a == A.RING:
+        over = net_over * (3 if p == P.SIMPLE else 1)
+        return lat + (nsteps - ninter) * max(intra, over) + ninter * inter
+    return lat + 2 * ((n_ranks // nn - 1) * intra + _log2i(nn) * inter)
 
 
 #: tuning models other than a release's model 5 (:class:`RcclRelease`): alike across the modelled releases

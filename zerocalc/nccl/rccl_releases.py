@@ -9,9 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.release import Algorithm, Protocol
+from zerocalc.nccl.release import Algorithm, Collective, Protocol
 
-A, P = Algorithm, Protocol
+A, P, C = Algorithm, Protocol, Collective
+#: A protocol size range ``(min, max]`` of ``llProtoRanges``, in bytes per rank (``rcclGetSizePerRank``).
+Range = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class TuningModel:
     #: algorithm's Simple entry (0: NVLS Tree). Below 64 B ``log2i(nBytes >> 6)`` is -1 and RCCL reads
     #: ``[p][-1]``, the entry before the row (the previous row's last, or that float for LL).
     before_tree: float = 0.0
+    #: ``llProtoRanges`` (RCCL from 2.25, after the NCCL 2.23 merge): per collective the LL and LL128 size
+    #: ranges ``(min, max]`` in bytes per rank that ``rcclUpdateCollectiveProtocol`` forces across nodes
+    #: (:func:`zerocalc.nccl.rccl_net.forced_protocol`); ``None``: the model sets none
+    proto_ranges: Mapping[Collective, tuple[Range, Range]] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,12 @@ class RcclRelease:
     #: ``RCCL_MSCCL_ENABLE_SINGLE_PROCESS`` (default 1) is set (branch ``release-staging/rocm-rel-6.3``;
     #: CHANGELOG 2.21.5, "Enabled MSCCL for single-process multi-threaded contexts")
     msccl_single_process: bool = True
+    #: whether the 8-GPU rome models with NICs (``rome_model_81`` / ``84``) enable LL128 across nodes
+    #: (``options`` ``ll128Enabled=1``: ROCm/rccl develop after the NCCL 2.23 merge, with CHANGELOG 2.25.1
+    #: "Enabled LL128 protocol on gfx950"); off in 2.20.5 and 2.21.5, whose options carry no such flag
+    ll128_across_nodes: bool = False
+    #: the first RCCL version (major, minor) whose tables these are (:func:`rccl_release_for`)
+    first: tuple[int, int] = (0, 0)
 
     @property
     def version(self) -> tuple[int, int, int]:
@@ -155,6 +167,36 @@ MODEL_6 = TuningModel(
         ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 |"
         ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
         ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .8 .8 1 1"),
+    # llProtoRanges (ReduceScatter, AllGather, AllReduce, Reduce, Broadcast): LL (min, max], LL128 (min, max]
+    proto_ranges={C.REDUCE_SCATTER: ((0, 131071), (131071, 4194304)),
+                  C.ALL_GATHER: ((0, 7), (7, 8388608)),
+                  C.ALL_REDUCE: ((0, 131071), (131071, 17660227)),
+                  C.REDUCE: ((0, 16383), (16383, 16777216)),
+                  C.BROADCAST: ((0, 2048), (2048, 16777216))},
+)
+
+#: ``tuning_model_5`` of ROCm/rccl develop after the NCCL 2.23 merge (the tables of RCCL 2.25 on, ROCm 7.0:
+#: CHANGELOG 2.25.1, "LL/LL128 usage ranges for AR, AG, and RS are part of the tuning models"): 2.21.5's
+#: hop latencies and bandwidth ratios with LL128's entries copied from LL's, its Tree/Simple and
+#: Ring/Simple corrections changed above 64 MiB (ROCm/rccl PR 1624, "Tree->Ring switching point"), and
+#: ``llProtoRanges`` for ReduceScatter, AllGather and AllReduce (its Reduce and Broadcast rows left zero,
+#: ``RCCL_LL_LIMITS_UNDEFINED``: the table's protocol stands).
+_CORR_26 = TuningModel(
+    hw_lat={"xgmi": {A.TREE: (0.9, 0.9, 2.3), A.RING: (0.8, 0.8, 2.1)},
+            "net": {A.TREE: (10.5, 10.5, 25.0), A.RING: (9.5, 9.5, 320.0)}},
+    bw_ratio=({A.TREE: (0.06, 0.06, 0.11), A.RING: (0.08, 0.08, 1.0)},
+              {A.TREE: (0.06, 0.06, 0.59), A.RING: (0.08, 0.08, 1.0)}),
+    tree_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .7 1 1 1 1 1 .7 .7 .5 .6 .6 .6"),
+    ring_correction=_rows(
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .2 1 .4 .4 .1 .2 .2 .1 .1 .1 .1 .1 .1 .1 .1 |"
+        ".1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 1 .8 1 1 1"),
+    proto_ranges={C.REDUCE_SCATTER: ((0, 655360), (131072, 3211264)),
+                  C.ALL_GATHER: ((0, 98304), (98304, 5046272)),
+                  C.ALL_REDUCE: ((0, 1048576), (1048576, 9437184))},
 )
 
 _MSCCL = "tools/msccl-algorithms/allreduce-allpairs-8n-"
@@ -178,6 +220,7 @@ V2_20 = RcclRelease(
         *_ALLPAIRS_COMMON,
     ),
     msccl_single_process=False,
+    first=(2, 20),
 )
 V2_21 = RcclRelease(
     "2.21.5",
@@ -190,19 +233,33 @@ V2_21 = RcclRelease(
         MscclProgram(_MSCCL + "ll-32tb.xml", P.LL, 4, 256, True, 0, 65536),
         *_ALLPAIRS_COMMON,
     ),
+    first=(2, 21),
 )
-RCCL_RELEASES: tuple[RcclRelease, ...] = (V2_20, V2_21)
+V2_26 = RcclRelease(
+    "2.26.6",
+    "7.0",
+    "ROCm/rccl develop after the NCCL 2.23 merge (the tables of RCCL 2.25 on, ROCm 7.0): src/graph/tuning.cc "
+    "tuning_model_5 with llProtoRanges, src/misc/rccl_wrap.cc rcclUpdateCollectiveProtocol",
+    _CORR_26,
+    V2_21.msccl_all_reduce,  # one node: 2.21.5's programs and rules, not read again for this release
+    ll128_across_nodes=True,
+    first=(2, 25),
+)
+RCCL_RELEASES: tuple[RcclRelease, ...] = (V2_20, V2_21, V2_26)
+#: the release a file that states no RCCL version is priced with: 2.21.5, the latest whose one-node MSCCL
+#: programs were read (2.26.6 keeps them unread)
 RCCL_LATEST = V2_21
 
 
 def rccl_release_for(version: str | None) -> tuple[RcclRelease, str | None]:
     """The modelled RCCL release for an RCCL version (``x.y.z``, as rccl-tests prints it: ``RCCL version :
-    x.y.z-…``),
-    and a note when it is not one of them (``None``: the file states none)."""
+    x.y.z-…``): the release of its major.minor, else the latest whose tables begin at or before it
+    (:attr:`RcclRelease.first`; before 2.20 the earliest), with a note (``None``: the file states none,
+    priced with :data:`RCCL_LATEST`)."""
     if not version:
         return RCCL_LATEST, (
             f"no RCCL version stated: priced with RCCL {RCCL_LATEST.name}'s tables "
-            f"(ROCm {RCCL_LATEST.rocm}, the latest modelled)"
+            f"(ROCm {RCCL_LATEST.rocm}, the latest whose one-node MSCCL programs are modelled)"
         )
     try:
         parts = tuple(int(x) for x in version.strip().split("-")[0].split(".")[:3])
@@ -215,9 +272,10 @@ def rccl_release_for(version: str | None) -> tuple[RcclRelease, str | None]:
     for rel in RCCL_RELEASES:
         if rel.version[:2] == parts[:2]:
             return rel, None
-    rel = V2_20 if parts < V2_20.version else RCCL_LATEST
-    when = "before" if parts < V2_20.version else "after"
+    earlier = [r for r in RCCL_RELEASES if r.first <= parts[:2]]
+    rel = earlier[-1] if earlier else RCCL_RELEASES[0]
+    which = "the latest modelled before it" if earlier else "the earliest modelled"
     return rel, (
-        f"RCCL {version}: its tables are not modelled; priced with RCCL {rel.name}'s (ROCm {rel.rocm}, "
-        f"the {'earliest' if when == 'before' else 'latest'} modelled)"
+        f"RCCL {version}: its tables are not modelled; priced with RCCL {rel.name}'s "
+        f"(ROCm {rel.rocm}, {which})"
     )

@@ -17,12 +17,9 @@ from collections.abc import Mapping, Sequence
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.rccl import RcclTuning, price_call, rccl_calibration, rccl_release_for, rccl_tune
+from zerocalc.nccl.rccl_net import STEERING_HOP_US, forced_protocol
 from zerocalc.nccl.release import Algorithm
 from zerocalc.topology import Topology
-
-#: A Ring/Simple network hop (µs) past every physical one of RCCL's tables (15-25 µs): 2.21.5's model 5 and
-#: model 6 carry 320, a figure that steers RCCL's choice away from Ring/Simple across nodes.
-_STEERING_HOP_US = 100.0
 
 RCCL_LAUNCH_US_PER_GPU = 3.74
 """Host time (µs) of one asynchronous HIP kernel launch on an AMD Instinct node: PETSc's benchmark of HIP's
@@ -179,21 +176,13 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
         notes.append(note)
     notes += _msccl_words(tuning, out)
     if tuning.n_nodes > 1:
-        hop = tuning.model.hw_lat["net"][Algorithm.RING][2]  # Ring/Simple's network hop, µs
-        notes.append(
-            f"across nodes RCCL's tuning model {tuning.model_index} prices Ring/Simple with a {hop:g} µs "
-            "network hop and both algorithms with size corrections down to 0.1: its predicted time is what "
-            "it chooses by, priced as it stands"
-            if hop > _STEERING_HOP_US
-            else "across nodes RCCL's table applies its size corrections (down to 0.1) to Ring and Tree: "
-            "its predicted time is what it chooses by, priced as it stands"
-        )
+        notes += _across_nodes_words(tuning, coll, out)
     bound = [r for r in out if r.get("net_bound")]
     if bound:
         notes.append(
             f"{len(bound)} of these sizes take longer on the nodes' NICs ({tuning.net_GBps:g} GB/s a node) "
-            "than RCCL's table, whose rome-model graphs carry the xGMI bandwidth between nodes too: priced "
-            "at the NICs' wire time (zerocalc.nccl.rccl.network_floor_us)"
+            "than on the xGMI bandwidth RCCL's rome-model graphs carry between nodes too: priced at the "
+            "NICs' wire time (zerocalc.nccl.rccl.network_floor_us)"
         )
     g = gpus_per_thread or 1
     if g > 1 and stagger is not None:
@@ -213,3 +202,27 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
         notes.append(f"the topology's calibration is for other collectives or group sizes; {coll.value} on "
                      f"{group_size} ranks priced by RCCL's tables")
     return notes
+
+
+def _across_nodes_words(tuning: RcclTuning, coll, out: list[dict]) -> list[str]:
+    """How a sweep across nodes is priced (:mod:`zerocalc.nccl.rccl_net`): RCCL's choice, the protocol it
+    forces by size, and the time of the pair as its data moves."""
+    m = tuning.model
+    hop = m.hw_lat["net"][Algorithm.RING][2]  # Ring/Simple's network hop, µs
+    words = [
+        f"across nodes RCCL's tuning model {tuning.model_index} picks the algorithm (its bandwidth ratios "
+        "and size corrections, down to 0.1, steer that choice"
+        + (f", as its {hop:g} µs Ring/Simple network hop does" if hop > STEERING_HOP_US else "")
+        + "); the pair is timed as its data moves: RCCL's latency (LL128 with tuning_model_0's hops"
+        + (", Ring/Simple's network hop at 2.20.5's 19.8 µs" if hop > STEERING_HOP_US else "")
+        + "), the xGMI bandwidth RCCL's graphs carry × the protocol's payload share (LL at RCCL's own LL "
+        "bandwidth), no faster than the NICs (zerocalc.nccl.rccl_net)"
+    ]
+    forced = [r for r in out if forced_protocol(tuning, coll, r["bytes"]) is not None]
+    if forced:
+        words.append(
+            f"RCCL {tuning.release.name} sets the protocol of {len(forced)} of these sizes by its tuning "
+            "model's size ranges across nodes (llProtoRanges, rcclUpdateCollectiveProtocol)"
+            + (", LL128 enabled across nodes (rome models' ll128Enabled=1)" if tuning.ll128 else "")
+        )
+    return words
