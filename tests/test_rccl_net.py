@@ -101,3 +101,20 @@ def test_mi300x_two_nodes_large_sizes_by_the_links():
     assert len(big) == 6 and all(r["algorithm"] == "Ring" and r["protocol"] == "Simple" for r in big)
     assert all(0.8 <= r["ratio"] <= 1.25 for r in big), [(r["bytes"], r["ratio"]) for r in big]
     assert not any("llProtoRanges" in n for n in s["notes"])
+
+
+# hisohara/ai-scripts at commit 9acb273, training/01_rccl-smoketest/README.md, section "RCCL Tests with MPI
+# (AAC11 MI325X Slurm)": all_reduce_perf -g 1 under NCCL_ALGO=Ring on 2, 4 and 8 nodes of 8 MI325X (8
+# Broadcom bnxt_re NICs a node, ROCm 6.4.1: RCCL 2.22.3), out-of-place µs of its 4, 8 and 16 GiB rows as the
+# page prints them (an egrep of the log, so no full sweep to bundle).
+MI325X_RING = {16: (23192, 46123, 91973), 32: (23904, 47563, 94942), 64: (24572, 48321, 96405)}
+
+
+@pytest.mark.parametrize("ranks", sorted(MI325X_RING))
+def test_mi325x_rings_on_two_to_eight_nodes(ranks):
+    t = rccl_tune(PRESETS["amd-mi325x"], ranks, rccl_release_for("2.22.3")[0],
+                  algo_enable=parse_list("Ring", A, "NCCL_ALGO"))
+    for k, measured in zip((32, 33, 34), MI325X_RING[ranks], strict=True):
+        call = price_call(t, C.ALL_REDUCE, 2**k, 4, False)
+        assert (call.algorithm, call.protocol) == ("Ring", "Simple")
+        assert 0.8 <= call.time_us / measured <= 1.25, (ranks, k, call.time_us, measured)
