@@ -93,7 +93,7 @@ def wire_time_us(tuning: RcclTuning, coll: Collective, a: Algorithm, p: Protocol
 
     e = tuning.entries[(coll, a, p)]
     share = PAYLOAD_SHARE[p]
-    if p == P.LL:
+    if p == P.LL and e.bandwidth_GBps > 0:
         algbw = e.bandwidth_GBps
     else:
         nsteps, _ = _nsteps(coll, tuning.n_ranks, tuning.n_nodes)
