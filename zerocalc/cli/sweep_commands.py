@@ -241,6 +241,22 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         typer.echo("\n\n".join(texts))
 
 
+def _network_path(topo, given, run: dict, info: dict, p: int):
+    """``topo`` with GPUDirect RDMA on or off as the run's lines state it
+    (:func:`zerocalc.topology.devices.with_stated_gdr`), else, on the preset its device lines chose, off for
+    one GPU of a GCP RDMA VM on each host (:func:`zerocalc.topology.slots.with_gcp_slice`); the words to add
+    to ``topology_how`` and the slice's own (for its note; '' when it does not apply)."""
+    from zerocalc.topology.devices import with_stated_gdr
+    from zerocalc.topology.slots import with_gcp_slice
+
+    topo, gdr_how = with_stated_gdr(topo, run.get("nccl_env"), info)
+    how = f"; {gdr_how}" if gdr_how and p > topo.gpus_per_node else ""
+    slice_how = ""
+    if given is None:
+        topo, slice_how = with_gcp_slice(topo, run.get("bus_ids"), p)
+    return topo, how + (f"; {slice_how}" if slice_how else ""), slice_how
+
+
 def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_version, nccl_algo, nccl_proto,
                ofi_tuner):
     """One sweep of a file against the model: the topology and release it is priced on, the variables and
@@ -252,10 +268,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         gdr_unstated_note,
         host_memory_note,
         socket_nic_note,
-        with_stated_gdr,
         with_stated_p2p,
     )
-    from zerocalc.topology.slots import gcp_slice_note, with_gcp_slice
+    from zerocalc.topology.slots import gcp_slice_note
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
         coll_lines_remark,
@@ -278,14 +293,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
     if p2p_how:
         topology_how += f"; {p2p_how}"
-    topo, gdr_how = with_stated_gdr(topo, run.get("nccl_env"), info)
-    if gdr_how and p > topo.gpus_per_node:
-        topology_how += f"; {gdr_how}"
-    slice_how = ""
-    if given is None:  # the preset the device lines chose: their PCI slots may tell a GCP VM's slice
-        topo, slice_how = with_gcp_slice(topo, run.get("bus_ids"), p)
-    if slice_how:
-        topology_how += f"; {slice_how}"
+    topo, path_how, slice_how = _network_path(topo, given, run, info, p)
+    topology_how += path_how
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                    stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
     ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
