@@ -262,6 +262,33 @@ def test_oci_a100_single_node_sweep(version, inside, at_median):
         for r in sweep["rows"])
 
 
+def test_oci_a100_sweep_at_the_nccl_of_the_image_it_ran_in():
+    """The OCI page ran the sweep in the horovod/horovod Docker image with CUDA 11.3, whose NCCL is 2.9.9
+    (tests/data/traces/README.md: that image's Dockerfile pins libnccl2 2.9.9-1+cuda11.3 from horovod v0.26.0
+    on). Priced at that release: every size within 0.5-2x, the median size (512 KiB) within 0.8-1.25x.
+    Hand checks: 512 KiB runs Ring/LL on 16 of the 24 channels (NCCL's thread threshold), so the thread's
+    floor is 8 x 3.96 + 8 x 15 x 0.206 = 56.40 us (the work written per channel before 2.22), above NCCL's
+    time plus the stagger; 8 GiB runs Ring/Simple at v2.9.9's Ampere bus cap of 235 GB/s (tuning.cc), the
+    algorithm bandwidth 235 x 8 / 14, after the ring's latency 8.4 + 14 x 3.4 = 56 us (baseLat, NVLink hwLat
+    of Ring/Simple)."""
+    sweep = check_json(A100, "--nccl-version", "2.9.9")
+    assert sweep["nccl_tables"] == "2.9" and sweep["gpus_per_thread"] == 8
+    rows = {size: oop for size, oop, _ in file_rows(A100)}
+    assert len(sweep["rows"]) == len(rows) == 28
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    mid = sorted(sweep["rows"], key=lambda r: r["bytes"])[13]
+    assert (mid["bytes"], mid["algorithm"], mid["protocol"]) == (524288, "Ring", "LL")
+    assert mid["launch_channels"] == 16
+    assert mid["host_bound"] and mid["predicted_s"] == pytest.approx((8 * 3.96 + 8 * 15 * 0.206) * 1e-6)
+    assert median_size_ratio(sweep) == pytest.approx(56.40 / rows[524288], rel=1e-3)  # 0.957
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+    big = sweep["rows"][-1]
+    hand = (8.4 + 14 * 3.4) * 1e-6 + 8589934592 / (235e9 * 8 / 14)
+    assert (big["bytes"], big["algorithm"], big["protocol"]) == (8589934592, "Ring", "Simple")
+    assert big["nccl_s"] == pytest.approx(hand, rel=1e-6)
+    assert big["ratio"] == pytest.approx((hand + 19.32e-6) / (rows[8589934592] * 1e-6), rel=1e-3)  # 1.00
+
+
 def test_host_floor_and_launch_stagger_per_gpu_from_the_published_g_sweep():
     """HOST_US_PER_GPU and LAUNCH_STAGGER_US_PER_GPU against their source, NVIDIA/nccl-tests issue 123:
     DGX-A100, NCCL_ALGO=Ring NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G; times posted for
