@@ -342,3 +342,63 @@ def test_host_time_per_channel_only_before_nccl_2_22_in_the_default_launch_mode(
     assert host_channels_s(1, 24, 12) == host_channels_s(None, 24, 12) == 0.0
     assert host_channels_s(8, 24, 12, agg_iters=4) == host_channels_s(8, 24, 12, graph=1) == 0.0
     assert host_channels_s(8, None, 12) == 0.0
+
+
+# One-node A100 sweeps and the sizes NCCL runs on Ring/LL128 at the release each is priced with (bus
+# bandwidth NCCL gives Ring/LL128 there, GB/s: min(12 channels x 20 x 0.92, 12 x 20) in tuning.cc v2.19-v2.30;
+# v2.12's Ampere bus cap 235 x 0.92)
+LL128_SWEEPS = {
+    "all_reduce_perf-8xA100-SXM4-40GB-oci.txt": ((4, 8, 16), 220.8),
+    "all_reduce_perf-8xA100-SXM4-80GB-g8-thanos.txt": ((4, 8, 16), 220.8),
+    "all_reduce_perf-8xA100-SXM4-80GB-np8-thanos.txt": ((4, 8, 16), 220.8),
+    "all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt": ((2, 4, 8, 16), 220.8),
+    SUPERBENCH.format("all_reduce"): ((2, 4, 8, 16), 235 * 0.92),
+    SUPERBENCH.format("all_gather"): ((4, 8, 16), 235 * 0.92),
+    SUPERBENCH.format("reduce_scatter"): ((4, 8, 16), 235 * 0.92),
+}
+
+
+def test_ampere_ll128_run_share_from_seven_one_node_sweeps():
+    """AMPERE_LL128_RUN_SHARE against the files it comes from: for each pair of consecutive sizes NCCL runs on
+    Ring/LL128 (2-16 MiB), the measured marginal bus bandwidth (size step x 2 (n-1)/n for all-reduce, (n-1)/n
+    for all-gather and reduce-scatter, over the out-of-place time step, counted from the file) over NCCL's
+    Ring/LL128 bus bandwidth at that release (by hand, above): 16 pairs, median 0.679."""
+    import statistics
+
+    from zerocalc.nccl.tune_model import AMPERE_LL128_RUN_SHARE
+
+    shares = []
+    for name, (mib, bus) in LL128_SWEEPS.items():
+        sweep = check(name)
+        ll128 = {r["bytes"] for r in sweep["rows"] if (r["algorithm"], r["protocol"]) == ("Ring", "LL128")}
+        assert ll128 == {m << 20 for m in mib}, name
+        factor = 2 * 7 / 8 if "all_reduce" in name else 7 / 8
+        times = {size: t for size, t, _ in counted_rows(name)}
+        for lo, hi in zip(mib, mib[1:], strict=False):
+            step = ((hi - lo) << 20) * factor / ((times[hi << 20] - times[lo << 20]) * 1e-6) / 1e9
+            shares.append(step / bus)
+    assert len(shares) == 16
+    assert statistics.median(shares) == pytest.approx(0.679, abs=0.001)
+    assert AMPERE_LL128_RUN_SHARE == pytest.approx(statistics.median(shares), abs=0.005)
+
+
+def test_ampere_ll128_runs_at_its_share_by_hand():
+    """8 MiB of the thanos host's mpirun all-reduce (8 processes, no launch terms): NCCL runs Ring/LL128 on
+    all 24 channels; its latency 14 + 14 x 1.9 = 40.6 us (tuning.cc baseLat, NVLink hwLat of Ring/LL128),
+    its bus bandwidth 220.8 GB/s, algorithm bandwidth x 8 / 14, the bytes' time at 0.68 of it. NCCL chooses
+    with its own figure: the choice at 8 MiB stays Ring/LL128. The DGX-1 V100 (sm70) keeps NCCL's own
+    figure: its 4 MiB Ring/LL128 on 6 graph channels of 22 GB/s, bus min(132 x 0.92, 6 x 20) = 120 GB/s,
+    latency 10 + 14 x 1.9 = 36.6 us (v2.12.12 tuning.cc baseLat, NVLink hwLat)."""
+    sweep = check("all_reduce_perf-8xA100-SXM4-80GB-np8-thanos.txt")
+    (row,) = [r for r in sweep["rows"] if r["bytes"] == 8 << 20]
+    assert (row["algorithm"], row["protocol"], row["launch_channels"]) == ("Ring", "LL128", 24)
+    hand = 40.6e-6 + (8 << 20) / (220.8e9 * 8 / 14) / 0.68
+    assert row["predicted_s"] == pytest.approx(hand, rel=1e-6)
+    times = {size: t for size, t, _ in counted_rows("all_reduce_perf-8xA100-SXM4-80GB-np8-thanos.txt")}
+    assert row["ratio"] == pytest.approx(hand / (times[8 << 20] * 1e-6), rel=1e-6)  # 1.06; 0.82 at NCCL's
+    assert any("Ring/LL128 calls timed at 0.68 of NCCL's LL128 bandwidth" in n for n in sweep["notes"])
+    v100 = check(V100)
+    (row,) = [r for r in v100["rows"] if r["bytes"] == 4 << 20]
+    assert (row["algorithm"], row["protocol"]) == ("Ring", "LL128")
+    assert row["nccl_s"] == pytest.approx(36.6e-6 + (4 << 20) / (120e9 * 8 / 14), rel=1e-6)
+    assert not any("Ring/LL128 calls timed at" in n for n in v100["notes"])

@@ -38,6 +38,7 @@ from zerocalc.nccl.tune_model import (
     _bandwidth_GBps,
     _log2i,
     _tune_one,
+    ll128_run_share,
     ring_run_latency_us,
     tree_run_latency_us,
 )
@@ -170,6 +171,7 @@ class Tuning:
         scale = self.capped_scale(algo) if channels is None else 1.0
         scale *= nvls_tree_run_correction(self, coll, algo, n_bytes)
         scale *= self.tree_run_scale(coll, algo, proto)
+        scale *= ll128_run_share(self.machine, algo, proto)  # Ring/LL128 on one Ampere node
         if algo == A.RING and coll in (C.BROADCAST, C.REDUCE):
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         if algo in self.machine.graphs:

@@ -243,6 +243,32 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     return lat
 
 
+AMPERE_LL128_RUN_SHARE = 0.68
+"""The share of NCCL's own Ring/LL128 bandwidth a Ring/LL128 call runs at on one node of NVLink A100s (sm80),
+where ``ncclTopoTuneModel`` prices it at ``min(busBw × 0.92, nChannels × perChMaxRingLL128Bw)``, 220.8 GB/s
+of bus bandwidth on the 12 channels × 20 GB/s of an HGX A100 (``tuning.cc`` v2.19-v2.30; v2.9.9-v2.17.1 the
+235 GB/s Ampere cap × 0.92). The figure: the median, over every pair of consecutive sizes that NCCL runs on
+Ring/LL128 in seven public one-node sweeps of four hosts (``tests/data/traces``: OCI BM.GPU4.8's all-reduce,
+``-g 8``; two all-reduces of one A100-SXM4-80GB host, ``-g 8`` and ``-np 8``; another A100-SXM4-80GB host's
+all-reduce at NCCL 2.19.3, ``-g 8``; Microsoft SuperBench's all-reduce, all-gather and reduce-scatter, 8
+A100-SXM4-40GB, ``-g 8``), of the measured marginal bus bandwidth (the size step over the time step) over
+NCCL's: 16 pairs from 2 to 16 MiB, median 0.679 (quartiles 0.60 and 0.80). The same sweeps' Ring/Simple
+rows of 1 GiB and more are within 0.92-1.0x of NCCL's time, and the DGX-1 V100 all-reduce's LL128 pairs run
+at NCCL's own Volta figure, so neither the links nor LL128 on other GPUs are held to it. NCCL chooses with
+its own figures (:meth:`zerocalc.nccl.model.Tuning.choose`); the call runs at this share
+(:func:`ll128_run_share`)."""
+
+
+def ll128_run_share(m: Machine, a: Algorithm, p: Protocol) -> float:
+    """The share of NCCL's bandwidth a call of ``(a, p)`` runs at on ``m`` for the protocol's own rate:
+    :data:`AMPERE_LL128_RUN_SHARE` for Ring/LL128 on one node of NVLink sm80 GPUs, else 1 (a run-time figure:
+    NCCL chooses with its own)."""
+    ampere = 80 <= m.compute_capability < 90
+    if a == A.RING and p == P.LL128 and ampere and m.n_nodes == 1 and m.graphs[A.RING].nvlink:
+        return AMPERE_LL128_RUN_SHARE
+    return 1.0
+
+
 def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol) -> float | None:
     """The latency a Ring all-gather or reduce-scatter across nodes runs with: every one of its ``nRanks − 1``
     steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, hwLat[NET])``, where NCCL's estimate

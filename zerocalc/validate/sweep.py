@@ -35,7 +35,8 @@ from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
-from zerocalc.nccl.tables import Collective, parse_version, release_for
+from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version, release_for
+from zerocalc.nccl.tune_model import ll128_run_share
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
@@ -264,6 +265,11 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
         else:
             notes.append(f"network hops timed with the network's own latency, {wire:g} µs per hop "
                          f"(net_wire_latency_us); NCCL chooses with the {told:g} µs its plugin reports")
+    share = ll128_run_share(tuning.machine, Algorithm.RING, Protocol.LL128)
+    if share < 1 and any((r["algorithm"], r["protocol"]) == ("Ring", "LL128") and not r["calibrated"]
+                         for r in out):
+        notes.append(f"Ring/LL128 calls timed at {share:g} of NCCL's LL128 bandwidth, as one-node A100 "
+                     f"sweeps run them (seven public sweeps, four hosts); NCCL chooses with its own figure")
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
