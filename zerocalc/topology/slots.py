@@ -12,9 +12,12 @@ plugin and an RDMA NIC by a claim of its own (kubernetes-sigs/dranet's A3 Ultra 
 name, ``gpu1rdma0`` or ``gpu2rdma0``, and the GPU apart). Google's gIB NCCL profile sets
 ``NCCL_NET_GDR_LEVEL=PIX`` (its ``set_nccl_env.sh``, whose variables GoogleCloudPlatform/PerfKitBenchmarker's
 ``perfkitbenchmarker/data/nvidia_hpl/a4.dockerfile`` copies):
-GPUDirect RDMA only for a NIC under the GPU's own PCIe switch, one of the VM's eight; any other NIC is
-reached through host memory (``ncclTopoCheckGdr``, ``src/graph/paths.cc``). The file names neither the NIC
-nor the path, so :func:`with_gcp_slice` prices such a slice through host memory
+GPUDirect RDMA only for a NIC under the GPU's own PCIe switch; any other NIC is reached through host memory
+(``ncclTopoCheckGdr``, ``src/graph/paths.cc``). An A4 VM's ``nvidia-smi topo -m`` (dranet's
+``site/content/docs/user/gke-rdma.md`` at commit 71857bc002501cb2bd880e7244bb3665679ddaa1, lines 411-427)
+puts two GPUs and two NICs under each switch (``PIX``), the other NICs ``NODE`` or ``SYS`` away: a NIC
+claimed without regard to the GPU is one of its switch's two in two cases of eight. The file names neither
+the NIC nor the path, so :func:`with_gcp_slice` prices such a slice through host memory
 (:mod:`zerocalc.nccl.graph` assumption 7) and says so; a topology TOML with ``gpudirect_rdma = true``
 prices a slice whose claim aligned its NIC with its GPU (dranet's A4 example, ``pcieRoot``)."""
 
