@@ -203,7 +203,8 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     topo, how = preset_for_devices(gpus, run.get("hosts") or {}, where=path,
                                    network=run.get("network") or {},
                                    shared_devices=run.get("shared_devices") or (), group_size=group_size,
-                                   instance=(run.get("nccl_info") or {}).get("ec2_platform"))
+                                   instance=(run.get("nccl_info") or {}).get("ec2_platform"),
+                                   root_bus_hosts=run.get("root_bus_hosts") or ())
     return topo, named + how
 
 

@@ -59,7 +59,7 @@ import math
 from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.pcie import PcieLayout
+from zerocalc.nccl.pcie import PcieLayout, p2p_past_cpu, ring_via_host
 from zerocalc.nccl.pcie import search as pcie_search
 from zerocalc.nccl.pcie import smp_GBps as pcie_smp_GBps
 from zerocalc.nccl.tables import Algorithm, Release
@@ -210,7 +210,8 @@ def pcie_layout(topo: Topology, g: int, release: Release) -> PcieLayout:
     return PcieLayout(
         gpus=g, per_socket=max(1, math.ceil(topo.gpus_per_node / sockets)),
         per_switch=topo.gpus_per_pcie_switch or 1, p2p=topo.gpu_p2p is not False, intel=vendor == "intel",
-        pci_GBps=_pcie(topo), smp_GBps=topo.smp_GBps or pcie_smp_GBps(vendor, release.era))
+        pci_GBps=_pcie(topo), smp_GBps=topo.smp_GBps or pcie_smp_GBps(vendor, release.era),
+        p2p_past_cpu=p2p_past_cpu(vendor, release.era, g))
 
 
 def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
@@ -221,7 +222,7 @@ def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:
     n, bi, be = _dup(found.n_channels, found.bw, found.bw, cc, release.max_channels // 2, release.dup_era)
     scale = found.run_bw / found.bw if found.run_bw else 1.0
     return Graph(n, bi, be, False, chain_speedup=found.chain_speedup, run_scale=scale,
-                 host_staged=not layout.p2p)
+                 host_staged=ring_via_host(layout))
 
 
 def as_nccl_sees_it(topo: Topology, release: Release) -> Topology:

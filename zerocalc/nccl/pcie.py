@@ -16,8 +16,11 @@ files (v2.9.9 to v2.30.7 unless said):
    P2P status, "P2P is disabled between connected GPUs": GeForce cards) or under
    ``NCCL_P2P_DISABLE=1``; NCCL then moves data through host memory (its SHM transport,
    ``via SHM/direct/direct`` in its INFO lines) over the same links. NCCL's default P2P level
-   (``PATH_PXB`` on Intel; ``PATH_SYS`` on AMD before 2.23, and from 2.23 for two GPUs) changes the
-   transport of PHB and SYS paths, not the links they cross, so it does not enter here.
+   (``ncclTopoCheckP2p``: ``PATH_PXB`` on Intel and ARM; on AMD ``PATH_SYS`` before 2.23, and from 2.23
+   for two GPUs alone, ``PATH_PXB`` for more) changes the transport of PHB and SYS paths, not the links
+   they cross: a hop past it goes through host memory like one the driver refuses
+   (:func:`ring_via_host`), which the search's figures do not see but the kernels' steps do
+   (:func:`host_staged_slowdown`).
 2. Intel root complexes: a path through an Intel CPU of type PHB costs 6/5 of its bandwidth on
    every PCI link (``INTEL_P2P_OVERHEAD``, ``topo.h``; ``followPath``).
 3. The SMP link: NCCL's figure by CPU (``topo.h``): Intel Skylake and later 9 GB/s up to 2.17, 10 from
@@ -77,12 +80,23 @@ class PcieLayout:
     intel: bool  # the CPU is Intel x86 (the PHB overhead applies)
     pci_GBps: float  # a GPU's link and a switch's uplink, each direction
     smp_GBps: float  # the link between two sockets, each direction
+    #: NCCL's P2P level lets peer-to-peer cross the CPU (``PATH_SYS``: AMD, module docstring rule 1);
+    #: else it stops at ``PATH_PXB``, GPUs under one switch
+    p2p_past_cpu: bool = False
 
     def socket(self, i: int) -> int:
         return i // self.per_socket
 
     def switch(self, i: int) -> tuple[int, int]:
         return self.socket(i), (i % self.per_socket) // self.per_switch
+
+
+def p2p_past_cpu(cpu_vendor: str, era: int, gpus: int) -> bool:
+    """Whether NCCL's default P2P level lets peer-to-peer cross the CPU (``PATH_SYS``) rather than stop at
+    ``PATH_PXB`` (``src/graph/paths.cc`` ``ncclTopoCheckP2p``): on AMD x86 up to 2.22 ("In general, use
+    P2P whenever we can", Intel, Zhaoxin and ARM set ``PATH_PXB``), and from 2.23 on AMD for two GPUs
+    alone ("Allow P2P between pairs of GPUs on AMD systems"; v2.23.4 to v2.30.7)."""
+    return cpu_vendor == "amd" and (era < 23 or gpus <= 2)
 
 
 def smp_GBps(cpu_vendor: str, era: int) -> float:
@@ -106,6 +120,21 @@ class PcieRing:
     #: the bandwidth a channel of the ring moves at on its links (GB/s): NCCL's fallback graph's 0.1 GB/s
     #: is a figure for its tuning alone, its kernels run the ring at what the links give
     run_bw: float | None = None
+
+
+def hop_via_host(lay: PcieLayout, src: int, dst: int) -> bool:
+    """Whether NCCL moves ``src`` → ``dst`` through host memory (its SHM transport) rather than by PCIe
+    peer-to-peer: the driver refuses peer-to-peer, or the path (``PATH_PIX`` under one switch,
+    ``PATH_PHB`` through a CPU, ``PATH_SYS`` across sockets) is past NCCL's P2P level (rule 1)."""
+    same_switch = lay.per_switch > 1 and lay.switch(src) == lay.switch(dst)
+    return not lay.p2p or not (same_switch or lay.p2p_past_cpu)
+
+
+def ring_via_host(lay: PcieLayout) -> bool:
+    """Every hop of the ring goes through host memory (:func:`hop_via_host`): the ring's steps are the
+    SHM transport's (:func:`host_staged_slowdown`)."""
+    g = lay.gpus
+    return g > 1 and all(hop_via_host(lay, i, (i + 1) % g) for i in range(g))
 
 
 def _hop_loads(lay: PcieLayout, src: int, dst: int) -> dict[tuple, float]:

@@ -80,6 +80,7 @@ from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and th
     SOCKET_NIC_GBPS,
     gdr_unstated_note,
     host_memory_note,
+    on_own_host_bridges,
     over_sockets,
     socket_nic_note,
     with_stated_gdr,
@@ -283,7 +284,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                        network: Mapping[str, Sequence] | None = None,
                        shared_devices: Sequence[Sequence] = (),
                        group_size: int | None = None,
-                       instance: Sequence | None = None) -> tuple[Topology, str]:
+                       instance: Sequence | None = None,
+                       root_bus_hosts: Sequence[str] = ()) -> tuple[Topology, str]:
     """The preset the lines of a run describe, and how it was chosen (a sentence).
 
     ``gpus``: device name → ranks; ``hosts``: host name → ranks; ``network``: kind → (line, text) of
@@ -294,6 +296,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     ``group_size`` (an excerpt): then they tell the GPU and network, not the node, which stays the
     preset's. ``instance``: ``(EC2 instance type, line)`` where aws-ofi-nccl's INFO lines name it (``NET/OFI
     Running on p5en.48xlarge platform``), which tells apart the AWS machines of one GPU (p5e, p5en) on EFA.
+    ``root_bus_hosts``: the hosts whose every GPU the lines put on PCI bus 0; where that is every host, a
+    PCIe card's GPUs each sit on a host bridge of their own (:func:`on_own_host_bridges`).
     Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
@@ -311,7 +315,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
         raise _refuse(f"{where}: ranks {', '.join(map(str, ranks))} share one {gpu} (host {host}, "
                       f"bus {bus}); no preset describes several ranks per GPU")
     net, net_how = _network(network or {}, hosts, where)
-    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed)
+    own_roots = bool(hosts) and all(h in root_bus_hosts for h in hosts)
+    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed, own_roots)
     if mixed is not None:
         gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
                     "card setting NCCL's ring")
@@ -429,11 +434,13 @@ def mixed_pcie_card(names: Sequence[str]) -> PcieCard | None:
 
 
 def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
-            instance: Sequence | None = None, card: PcieCard | None = None) -> tuple[Topology, str]:
+            instance: Sequence | None = None, card: PcieCard | None = None,
+            own_roots: bool = False) -> tuple[Topology, str]:
     """The preset for this GPU on this network, and what to add to the sentence (a PCIe card's facts).
     ``instance``: ``(EC2 instance type, line)`` as aws-ofi-nccl's INFO line states it, which picks the AWS
     preset of that instance where the GPU has several (:data:`_AWS_INSTANCE_PRESETS`); ``card``: the card
-    to price several models at (:func:`mixed_pcie_card`), ``gpu`` their names."""
+    to price several models at (:func:`mixed_pcie_card`), ``gpu`` their names; ``own_roots``: a PCIe
+    card's GPUs each on PCI bus 0 (:func:`on_own_host_bridges`)."""
     kind = None if card is not None else next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
     card = card or (pcie_card(gpu) if kind is None else None)
     if kind is None and card is None:
@@ -473,6 +480,9 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
     p2p = not NO_P2P_CARDS.search(gpu)
     topo = replace(topo, gpu=gpu, compute_capability=card.compute_capability, gpu_p2p=p2p)
     no_p2p = "" if p2p else ", no PCIe peer-to-peer between GeForce cards (SHM through host memory)"
+    if own_roots:
+        topo, roots = on_own_host_bridges(topo)
+        no_p2p += f", {roots}" if roots else ""
     sockets = ""
     if n_hosts > 1 and net == "socket":
         topo = over_sockets(topo)
@@ -492,5 +502,7 @@ def _instance_preset(kind: str, instance: Sequence | None) -> str | None:
 
 def pcie_layout_words(topo: Topology) -> str:
     """How a PCIe preset's GPUs sit, in words (the first line of ``check`` says what was assumed)."""
-    return (f"{topo.cpu_sockets or 1} {topo.cpu_vendor or ''} sockets, {topo.gpus_per_pcie_switch or 1} GPUs "
-            f"per PCIe switch, the run's GPUs the node's first").replace("  ", " ")
+    per = topo.gpus_per_pcie_switch or 1
+    where = "each GPU on a host bridge of its own" if per == 1 else f"{per} GPUs per PCIe switch"
+    return (f"{topo.cpu_sockets or 1} {topo.cpu_vendor or ''} sockets, {where}, the run's GPUs the node's "
+            "first").replace("  ", " ")

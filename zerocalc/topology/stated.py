@@ -2,7 +2,8 @@
 
 A topology a run's lines picked (:mod:`zerocalc.topology.devices`) is changed here by what those lines
 say: NCCL's TCP socket transport between hosts (:func:`over_sockets`), PCIe peer-to-peer on or off
-(:func:`with_stated_p2p`), GPUDirect RDMA on or off (:func:`with_stated_gdr`); and the notes ``check``
+(:func:`with_stated_p2p`), each GPU on a host bridge of its own (:func:`on_own_host_bridges`), GPUDirect
+RDMA on or off (:func:`with_stated_gdr`); and the notes ``check``
 prints where a rate is the hosts' and no line states it (:func:`socket_nic_note`,
 :func:`gdr_unstated_note`, :func:`host_memory_note`)."""
 
@@ -71,6 +72,23 @@ def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
     return topo, ""
 
 
+def on_own_host_bridges(topo: Topology) -> tuple[Topology, str]:
+    """``topo`` (a PCIe-only node) with each GPU on a host bridge of its own, and the words for it: what a
+    run's device lines state where every GPU of a host sits on PCI bus 0 (``[0x00]``; ``[0001:00:00]``,
+    ``[0002:00:00]``), the root bus of a PCI domain: no PCIe switch is between a GPU and the CPU, as a
+    hypervisor presents passthrough GPUs (an Azure ``Standard_NC12s_v3`` VM: two V100 PCIe ``NODE`` apart
+    in its ``nvidia-smi topo -m``, the bundled ``*-2xV100-PCIe-azure-nc12sv3-*`` sweeps' page). NCCL's
+    path between two such GPUs crosses the CPU (``PATH_PHB``, ``src/graph/paths.cc``), past its default
+    P2P level on Intel and ARM (``PATH_PXB``, ``ncclTopoCheckP2p``): NCCL goes through host memory
+    (:func:`zerocalc.nccl.pcie.hop_via_host`)."""
+    if topo.nvlink_gen != 0 or topo.gpus_per_pcie_switch == 1:
+        return topo, ""
+    how = "P2P" if topo.cpu_vendor == "amd" else "its P2P level stops short of it: SHM through host memory"
+    return replace(topo, gpus_per_pcie_switch=1), ("as the device lines put each GPU on PCI bus 0 (a VM's "
+                                                   "passthrough GPUs); NCCL's path between two crosses "
+                                                   f"the CPU ({how})")
+
+
 def with_stated_gdr(topo: Topology, stated: Mapping[str, Sequence] | None,
                     info: Mapping[str, Sequence] | None = None) -> tuple[Topology, str]:
     """``topo`` with or without GPUDirect RDMA (``gpudirect_rdma``) as the run's lines say, and the words
@@ -114,11 +132,14 @@ def gdr_unstated_note(topo: Topology, ranks: int) -> str:
 
 
 def host_memory_note(topo: Topology, ranks: int) -> str:
-    """What the price of GPUs of one PCIe node without peer-to-peer cannot know ('' otherwise): through host
-    memory (NCCL's SHM transport) each GPU's rate is its host's, the lanes its slot or riser gives it and the
-    CPU's root complex and memory, which nccl-tests output never states; the model prices the links NCCL's
+    """What the price of GPUs of one PCIe node without peer-to-peer (refused by the driver, or past NCCL's
+    P2P level between GPUs each on a host bridge of its own, Intel or ARM:
+    :func:`zerocalc.nccl.pcie.p2p_past_cpu`) cannot know ('' otherwise): through host memory (NCCL's SHM
+    transport) each GPU's rate is its host's, the lanes its slot or riser gives it and the CPU's root
+    complex and memory, which nccl-tests output never states; the model prices the links NCCL's
     search counts (:mod:`zerocalc.nccl.pcie`), which bound it from above."""
-    if topo.nvlink_gen != 0 or topo.gpu_p2p is not False or not 1 < ranks <= topo.gpus_per_node:
+    via_host = topo.gpu_p2p is False or (topo.gpus_per_pcie_switch == 1 and topo.cpu_vendor != "amd")
+    if topo.nvlink_gen != 0 or not via_host or not 1 < ranks <= topo.gpus_per_node:
         return ""
     return ("through host memory each GPU moves data at its host's rate (the lanes of its slot or riser, the "
             "CPU's root complex and memory), which the file does not state: priced at the PCIe links NCCL's "

@@ -66,6 +66,8 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(
 _DEVICE = re.compile(r"\bon\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\](?:\s+(\S.*?))?\s*$")
 #: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
+#: The bus of a ``# Rank`` line's id: ``[0x1a]`` (before 2.10, the bus alone) or ``[0000:1a:00]``.
+_BUS_NUMBER = re.compile(r"^(?:0x([0-9a-fA-F]{1,2})|[0-9a-fA-F]{4,8}:([0-9a-fA-F]{2}):[0-9a-fA-F]{2})$")
 #: Tests whose ``size`` is ``count`` × element × ranks (``GetCollByteCount`` of each, module
 #: :data:`~zerocalc.traces.schema.NCCL_TESTS_OPS`): the file tells the ranks where the size divides.
 _SIZE_IS_P_COUNTS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube")
@@ -384,7 +386,10 @@ def _devices(run: _Run) -> dict[str, Any]:
     processes ... set MPI=1"); ``shared_devices``
     (``[host, bus id, [ranks]]`` for each GPU two or more ranks ran on, told by the full bus ids
     nccl-tests prints since 2.10); ``bus_ids`` (host → the full bus ids of its ranks' GPUs, lower case, in
-    rank order; a host whose lines print none is left out); ``network`` (kind → ``[line, text]``,
+    rank order; a host whose lines print none is left out); ``root_bus_hosts`` (hosts of two or more GPUs
+    whose every GPU the lines put on PCI bus 0: ``[0x00]``, or ``[0001:00:00]``, ``[0002:00:00]``, each on
+    a PCI domain of its own, as a hypervisor presents them,
+    :func:`zerocalc.topology.stated.on_own_host_bridges`); ``network`` (kind → ``[line, text]``,
     :data:`NETWORK_EVIDENCE`);
     ``nccl_env`` (NCCL variable → ``[value, line]`` the run's lines set, :mod:`zerocalc.traces.launch_env`);
     ``gpus_per_thread`` (``-g``), ``agg_iters``
@@ -403,9 +408,16 @@ def _devices(run: _Run) -> dict[str, Any]:
             on_bus.setdefault((host, bus.lower()), []).append(rank)
             bus_ids.setdefault(host, []).append(bus.lower())
     shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
+    buses: dict[str, list[int | None]] = {}
+    for rank in sorted(run.devices):
+        host, _, bus = run.devices[rank]
+        m = _BUS_NUMBER.match(bus.strip())
+        buses.setdefault(host, []).append(int(m[1] or m[2], 16) if m else None)
+    root_bus = [h for h, b in buses.items() if len(b) > 1 and all(x == 0 for x in b)]
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks),
             "last_rank": max(run.ranks) if run.ranks else None,
             "rank0_processes": len(run.pids.get(0, ())), "shared_devices": shared, "bus_ids": bus_ids,
+            "root_bus_hosts": root_bus,
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,

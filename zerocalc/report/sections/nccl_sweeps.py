@@ -54,7 +54,8 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         group = ranks or int(res.meta["world_size"])
         runs = res.meta.get("runs") or [{}]
         if topo.nvlink_gen == 0:  # a PCIe box: the card's own figures and peer-to-peer, as check takes them
-            topo, _ = preset_for_devices(runs[0]["gpus"], runs[0]["hosts"], where=name, group_size=group)
+            topo, _ = preset_for_devices(runs[0]["gpus"], runs[0]["hosts"], where=name, group_size=group,
+                                         root_bus_hosts=runs[0].get("root_bus_hosts") or ())
         env = settings(topo, version, None, None, stated=runs[0].get("nccl_env"), where=name)
         launch = {k: runs[0].get(k) for k in ("gpus_per_thread", "agg_iters", "graph")}
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
