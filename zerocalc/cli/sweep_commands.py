@@ -245,13 +245,17 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
 def _network_path(topo, given, run: dict, info: dict, p: int):
     """``topo`` with GPUDirect RDMA on or off as the run's lines state it
     (:func:`zerocalc.topology.devices.with_stated_gdr`), else, on the preset its device lines chose, off for
-    one GPU of a GCP RDMA VM on each host (:func:`zerocalc.topology.slots.with_gcp_slice`); the words to add
-    to ``topology_how`` and the slice's own (for its note; '' when it does not apply)."""
+    one GPU of a GCP RDMA VM on each host (:func:`zerocalc.topology.slots.with_gcp_slice`); with Slingshot's
+    rendezvous as the network its lines name (:func:`zerocalc.validate.sweep_info.network_as_stated`); the
+    words to add to ``topology_how`` and the slice's own (for its note; '' when it does not apply)."""
     from zerocalc.topology.devices import with_stated_gdr
     from zerocalc.topology.slots import with_gcp_slice
+    from zerocalc.validate.sweep_info import network_as_stated
 
     topo, gdr_how = with_stated_gdr(topo, run.get("nccl_env"), info)
     how = f"; {gdr_how}" if gdr_how and p > topo.gpus_per_node else ""
+    topo, net_how = network_as_stated(topo, run.get("network"))
+    how += f"; {net_how}" if net_how and p > topo.gpus_per_node else ""
     slice_how = ""
     if given is None:
         topo, slice_how = with_gcp_slice(topo, run.get("bus_ids"), p)

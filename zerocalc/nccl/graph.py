@@ -117,6 +117,9 @@ class Machine:
     wire_hops: bool = False
     #: the CUDA release the NCCL library was built with (``CUDART_VERSION``: ``(11, 8)``), where stated
     cuda_build: tuple[int, int] | None = None
+    #: time only: the largest message the network sends eagerly, a larger one paying a rendezvous round
+    #: trip (the topology's ``net_eager_bytes``; :mod:`zerocalc.nccl.ofi_cxi`); ``None``: none does
+    net_eager_bytes: int | None = None
 
     @property
     def ppn(self) -> float:
@@ -316,4 +319,4 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    cpu_vendor=require(topo, "cpu_vendor", _NEEDED_BY), nvls=bool(nvls),
                    collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch,
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
-                   graphs=graphs)
+                   graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None)

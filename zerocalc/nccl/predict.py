@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.launch import TIMED, Launch, LaunchEnv, channel_share, launch
 from zerocalc.nccl.model import ENV_REASONS, Tuning
+from zerocalc.nccl.ofi_cxi import rendezvous_us
 from zerocalc.nccl.ofi_tuner import OfiTuner, ofi_choice
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version
 from zerocalc.nccl.tuner import TunerConfig, tuned_choice
@@ -131,6 +132,15 @@ def launched(tuning: Tuning, coll: Collective, algo: Algorithm, proto: Protocol,
                   nthreads=env.nthreads, ll128_nthreads=env.ll128_nthreads)
 
 
+def _rendezvous_s(tuning: Tuning, coll: Collective, a: Algorithm, p: Protocol, n_bytes: float,
+                  channels: int) -> float:
+    """The wait on the network's rendezvous of the call's messages on ``channels`` channels
+    (:mod:`zerocalc.nccl.ofi_cxi`; 0 on a network that has none)."""
+    m = tuning.machine
+    return rendezvous_us(tuning.release, coll, a, p, n_bytes, channels, m.n_ranks, m.n_nodes,
+                         m.net_eager_bytes) / 1e6
+
+
 def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             calibration: Sequence[Calibration] = (), tuner: TunerConfig | None = None,
             tuner_api: int = 3, version: tuple[int, int, int] | None = None,
@@ -157,6 +167,9 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             share = channel_share(run, tuning.channels.coll_channels if tuning.channels else run.start)
         full = tuning.run_time_s(coll, a, p, n_bytes, disabled_ok=by_ofi)
         t = tuning.run_time_s(coll, a, p, n_bytes, share=share, disabled_ok=by_ofi) if share < 1.0 else full
+        if full is not None and t is not None:
+            full += _rendezvous_s(tuning, coll, a, p, n_bytes, run.start)
+            t += _rendezvous_s(tuning, coll, a, p, n_bytes, run.channels)
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
         if c.algorithm == a.value and c.protocol == p.value:

@@ -63,6 +63,9 @@ HARDWARE_FIELDS: dict[str, str] = {
     "net_wire_latency_us": "the network's own small-message latency per hop, µs, where the plugin reports "
                            "another figure to steer NCCL's choice: calls are timed with it, NCCL still "
                            "chooses with net_latency_us (unset: the same)",
+    "net_eager_bytes": "the largest message the network sends eagerly; a larger one goes by a read-based "
+                       "rendezvous, a round trip more (libfabric's cxi provider on HPE Slingshot: 4097 by "
+                       "default); unset: every message is written into a posted buffer (InfiniBand, RoCE)",
     "cpu_sockets": "CPU sockets (NUMA nodes) a node's GPUs are split over, in order, joined by the SMP link "
                    "(QPI/UPI, Infinity Fabric); NCCL's search prices a ring crossing it (PCIe-only nodes)",
     "gpus_per_pcie_switch": "GPUs under one PCIe switch, sharing its x16 link to the CPU (1: each GPU on a "
@@ -169,6 +172,7 @@ class Topology:
     in_network_reduction: tuple[str, ...] | None = None
     net_latency_us: float | None = None
     net_wire_latency_us: float | None = None
+    net_eager_bytes: int | None = None
     cpu_sockets: int | None = None
     gpus_per_pcie_switch: int | None = None
     gpu_p2p: bool | None = None
@@ -185,7 +189,7 @@ class Topology:
             raise ConfigError(f"must be a whole number ≥ 1, got {self.gpus_per_node!r}",
                               option="gpus_per_node")
         for key in ("compute_capability", "nvlink_gen", "nvlinks_per_gpu", "nvswitch_gen", "pcie_gen",
-                    "nics_per_node"):
+                    "nics_per_node", "net_eager_bytes"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)

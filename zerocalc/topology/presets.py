@@ -243,6 +243,11 @@ def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: f
 _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwitch): the 6 rings of 60 GB/s "
                "NCCL's search finds on the mesh, as 18 links give")
 
+#: Slingshot through aws-ofi-nccl and libfabric's cxi provider: a message above the provider's eager limit
+#: (``CXIP_RDZV_THRESHOLD`` 2048 + ``rdzv_get_min`` 2049 bytes by default, ofiwg/libfabric ``prov/cxi``) goes
+#: by a read-based rendezvous (``man/fi_cxi.7.md``), a round trip more (:mod:`zerocalc.nccl.ofi_cxi`).
+_CXI_EAGER_BYTES = 2048 + 2049
+
 #: GH200 and GB200 reach their NICs through the Grace CPU: NCCL's maintainers (NVIDIA/nccl issue 1579, Jan
 #: 2025: on GH200/GB200 "the NIC was accessed through a CPU") and NCCL's NCCL_NET_GDR_C2C ("a NIC attached to
 #: a CPU (i.e. distance PHB) where the CPU is connected to the GPU via a C2C interconnect", env.html), which
@@ -379,11 +384,13 @@ PRESETS: dict[str, Topology] = {
                    "(900 GB/s both ways), NVLink-C2C 900 GB/s to its Grace (Arm Neoverse V2) CPU, PCIe Gen5; "
                    "HPE Cray EX254n node as CSCS's Alps hardware page describes it: four GH200 modules and "
                    "four Slingshot 11 NICs (200 Gb/s each) per node; aws-ofi-nccl reports no network latency "
-                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0); " + _C2C_NIC + ". Priced by its "
+                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0); libfabric's cxi provider sends a "
+                   "message above 4097 bytes by rendezvous, its payload read once matched (fi_cxi(7)); "
+                   + _C2C_NIC + ". Priced by its "
                    + _GH200_MESH,
             gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
-            in_network_reduction=(), nic_via_c2c=True,
+            in_network_reduction=(), nic_via_c2c=True, net_eager_bytes=_CXI_EAGER_BYTES,
         ),
         Topology(
             "dgx-spark", "NVIDIA DGX Spark: one GB10 (Blackwell, unified memory) + ConnectX-7 200 Gb/s",

@@ -43,6 +43,28 @@ def nodes_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tupl
                     f"each of {nodes[0]} nodes (line {nodes[1]})")
 
 
+def network_as_stated(topo: Any, network: Mapping[str, Sequence] | None) -> tuple[Any, str]:
+    """``topo`` with the rendezvous of HPE Slingshot's cxi provider (its ``net_eager_bytes``,
+    :mod:`zerocalc.nccl.ofi_cxi`) as the run's NCCL lines show its network (``network``: kind → the lines
+    naming it, :mod:`zerocalc.traces.nccl_info`): set where they name Slingshot (aws-ofi-nccl's
+    ``Selected provider is cxi``) on an NVIDIA topology without it, dropped where they name another network
+    (InfiniBand, EFA, sockets) on one with it; with the words for ``topology_how`` ('' where unchanged)."""
+    from zerocalc.nccl.ofi_cxi import EAGER_BYTES
+
+    kinds = set(network or {})
+    if "slingshot" in kinds and topo.net_eager_bytes is None and topo.gpu_arch is None:
+        line = network["slingshot"][0]
+        return (replace(topo, net_eager_bytes=EAGER_BYTES),
+                f"HPE Slingshot as the file's NCCL lines name it (line {line}): a network message above "
+                f"{EAGER_BYTES} bytes goes by libfabric cxi's rendezvous")
+    other = sorted(kinds - {"slingshot"})
+    if other and "slingshot" not in kinds and topo.net_eager_bytes is not None:
+        line = network[other[0]][0]
+        return (replace(topo, net_eager_bytes=None),
+                f"no Slingshot rendezvous: the file's NCCL lines name another network (line {line})")
+    return topo, ""
+
+
 def latency_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, list[str]]:
     """``topo`` with the network latency NCCL chose with where the file's INFO lines state another
     than its ``net_latency_us`` for a sweep across nodes (its ``nNodes``, else its ``group_size`` over
