@@ -126,3 +126,30 @@ def test_net_eager_bytes_is_a_whole_number():
     assert replace(topo, net_eager_bytes=0).net_eager_bytes == 0
     with pytest.raises(ConfigError):
         replace(topo, net_eager_bytes=-1)
+
+
+SARUS = "all_reduce_perf-2xGH200-alps-1pernode-nccl2.30.7.txt"
+ISSUE_369 = "all_reduce_perf-2xGH200-olivia-1pernode-wrong-nccl2.29.2.txt"
+
+
+@pytest.mark.parametrize(("name", "n_rows", "first", "last", "hosts", "version"), [
+    (SARUS, 8, (1048576, 339.61), (134217728, 5871.07), ["nid007106", "nid007109"], "2.30.7"),
+    (ISSUE_369, 25, (8, 17.49), (134217728, 5869.38), ["gpu-1-1", "gpu-1-7"], "2.29.2"),
+])
+def test_one_gh200_a_host_over_slingshot(name, n_rows, first, last, hosts, version):
+    """One GH200 on each of 2 hosts over Slingshot (tests/data/traces/README.md): read as the files count,
+    nodes of one GPU and one NIC, within 0.8-1.25x from 16 MiB (Ring/Simple at the NIC's rate); 256 KiB-8
+    MiB stay misses (README). Issue 369's 1 MiB row failed nccl-tests' check (#wrong 96)."""
+    from sweep_files import device_lines
+
+    rows = file_rows(name)
+    assert len(rows) == n_rows and rows[0][:2] == first and rows[-1][:2] == last
+    assert [h for h, _ in device_lines(name)] == hosts
+    sweep = check_json(name)
+    assert sweep["topology"] == "gh200" and "nodes of 1 GPU and 1 NIC" in sweep["topology_how"]
+    assert sweep["nccl_version"] == version
+    big = [r for r in sweep["rows"] if r["bytes"] >= 16 << 20]
+    assert len(big) == 4 and all(0.8 <= r["ratio"] <= 1.25 for r in big)
+    assert all(r["algorithm"] == "Ring" and r["protocol"] == "Simple" for r in big)
+    wrong = {r["bytes"]: r["wrong"] for r in sweep["rows"]}
+    assert wrong[1 << 20] == (96 if name == ISSUE_369 else 0)
