@@ -105,6 +105,8 @@ def test_the_network_the_lines_name_sets_or_drops_the_rendezvous(tmp_path):
     plain = _sweep(DATA / SANTIS)
     on_ib = _sweep(_with_info(tmp_path, SANTIS, [ib]))
     assert "no Slingshot rendezvous" in on_ib["topology_how"]
+    assert any("rendezvous round trip" in t for t in plain["notes"])
+    assert not any("rendezvous round trip" in t for t in on_ib["notes"])
     cxi_t = {r["bytes"]: r["predicted_s"] for r in plain["rows"]}
     ib_t = {r["bytes"]: r["predicted_s"] for r in on_ib["rows"]}
     assert {r["bytes"]: r["launch_channels"] for r in plain["rows"]}[4096] == 1

@@ -65,6 +65,16 @@ def network_as_stated(topo: Any, network: Mapping[str, Sequence] | None) -> tupl
     return topo, ""
 
 
+def rendezvous_note(topo: Any, group_size: int) -> list[str]:
+    """The note that a sweep across nodes is timed with the network's rendezvous
+    (:mod:`zerocalc.nccl.ofi_cxi`), where the topology has one (``net_eager_bytes``)."""
+    if topo.net_eager_bytes is None or group_size <= topo.gpus_per_node:
+        return []
+    return [f"network messages above {topo.net_eager_bytes} bytes are timed with a rendezvous round trip "
+            f"each (libfabric's cxi provider on HPE Slingshot: the payload read once matched), as many as "
+            f"follow one another on a call's path; NCCL chooses without it"]
+
+
 def latency_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, list[str]]:
     """``topo`` with the network latency NCCL chose with where the file's INFO lines state another
     than its ``net_latency_us`` for a sweep across nodes (its ``nNodes``, else its ``group_size`` over
