@@ -384,9 +384,7 @@ PRESETS: dict[str, Topology] = {
                    "(900 GB/s both ways), NVLink-C2C 900 GB/s to its Grace (Arm Neoverse V2) CPU, PCIe Gen5; "
                    "HPE Cray EX254n node as CSCS's Alps hardware page describes it: four GH200 modules and "
                    "four Slingshot 11 NICs (200 Gb/s each) per node; aws-ofi-nccl reports no network latency "
-                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0); libfabric's cxi provider sends a "
-                   "message above 4097 bytes by rendezvous, its payload read once matched (fi_cxi(7)); "
-                   + _C2C_NIC + ". Priced by its "
+                   "off AWS (nccl_ofi_param.h NET_LATENCY default 0); " + _C2C_NIC + ". Priced by its "
                    + _GH200_MESH,
             gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
