@@ -1,20 +1,22 @@
 """HPE Slingshot through aws-ofi-nccl and libfabric's cxi provider: the rendezvous a network message pays.
 
 On Slingshot, NCCL's network plugin is aws-ofi-nccl over libfabric's ``cxi`` provider; the plugin uses its
-SENDRECV protocol there (tagged sends and receives; by default its RDMA protocol is taken only where it
-joins several NICs into one device, ``src/nccl_ofi_net.cpp``, aws/aws-ofi-nccl of Aug 2026) and reports
-no latency to NCCL (``props->latency`` is ``OFI_NCCL_NET_LATENCY``, default 0, ``include/nccl_ofi_param.h``;
-only its AWS platform code sets one), so NCCL chooses as on InfiniBand. The wire does not behave so: libfabric's cxi
+SENDRECV protocol there (tagged sends and receives; by default its RDMA protocol is taken only where it joins
+several NICs into one device, ``src/nccl_ofi_net.cpp``, aws/aws-ofi-nccl of Aug 2026) and reports no latency
+to NCCL (``props->latency`` is ``OFI_NCCL_NET_LATENCY``, default 0, ``include/nccl_ofi_param.h``; only its AWS
+platform code sets one), so NCCL chooses as on InfiniBand. The wire does not behave so: libfabric's cxi
 provider (``man/fi_cxi.7.md``, "Messaging") sends a message of at most ``FI_CXI_RDZV_THRESHOLD`` +
 ``FI_CXI_RDZV_GET_MIN`` bytes eagerly and a larger one by rendezvous: the header goes first and, once it is
-matched to a receive, the rest "is pulled from the source using an RDMA Get operation" -- a read, where
-NCCL's InfiniBand transport writes into a buffer the receiver posted beforehand. A read-based rendezvous
-adds a round trip: "Using RDMA_READ would mean adding a round trip of latency, i.e. multiplying the network
-latency by 3 in our critical path" (NCCL's maintainer, NVIDIA/nccl issue 609). The defaults are 2048 and
-2049 bytes (``CXIP_RDZV_THRESHOLD``, ``rdzv_get_min``, ``prov/cxi``: :data:`EAGER_BYTES`); HPE's and
-the sites' recommended settings set all three variables to 0 (every message a rendezvous: HPE's
-``shs-ccl-docs`` ``ccl_env.sh`` as Sigma2's Olivia documentation quotes it, ``hpc_machines/olivia/nccl.md``;
-CSCS's Alps container defaults, ``docs/clusters/daint.md``), which a file does not show.
+matched to a receive, the rest "is pulled from the source using an RDMA Get operation" -- a read, where NCCL's
+InfiniBand transport writes into a buffer the receiver posted beforehand. A read-based rendezvous adds a round
+trip: "Using RDMA_READ would mean adding a round trip of latency, i.e. multiplying the network latency by 3 in
+our critical path" (NCCL's maintainer, NVIDIA/nccl issue 609). The defaults are 2048 and 2049 bytes
+(``CXIP_RDZV_THRESHOLD``, ``rdzv_get_min``, ``prov/cxi``: :data:`EAGER_BYTES`; the newest tree's
+``cxip/common.h`` puts the threshold at 16384); HPE's and the sites' recommended settings set
+``FI_CXI_RDZV_THRESHOLD``, ``FI_CXI_RDZV_GET_MIN`` and ``FI_CXI_RDZV_EAGER_SIZE`` to 0 (every message a
+rendezvous: HPE's ``shs-ccl-docs`` ``ccl_env.sh`` as Sigma2's Olivia documentation quotes it,
+``hpc_machines/olivia/nccl.md``; CSCS's Alps container defaults, ``docs/clusters/daint.md``), which a file
+does not show.
 
 What zerocalc charges (:func:`rendezvous_us`): each network message of a call larger than the eager
 limit (its bytes on the wire: LL carries 8 bytes of data in a 16-byte line, LL128 120 in 128) waits one
