@@ -55,8 +55,8 @@ PRICED = {
     H200_NEBIUS: (("--nccl-version", "2.23.4"), "dgx-h200", True),
     A800_PODS: ((), "hgx-a800", True),
     H200_NDV5: ((), "dgx-h200", True),
-    # read whole, but priced as one NVLink domain (what the GB300 device lines give): the page's run
-    # crossed two domains over RDMA, which the file does not say; every size is off (0.09-0.50x)
+    # its two GKE node pools are two NVLink domains (tests/test_nccl_nvlink_domains.py): within both bands
+    # but at 256 and 512 KiB, whose out-of-place and in-place times are 2.5-2.8x apart
     GB300_COLLAPSED: ((), "gb300-nvl72", False),
     # H100 NVL on Slingshot: no preset describes it, the bridge pairs are not stated; the user's preset
     H100NVL_STEP: (("--topology", "pcie-gen5"), "pcie-gen5", False),

@@ -189,8 +189,10 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
     run's device lines describe
     (:func:`zerocalc.topology.devices.preset_for_devices`; ``group_size``: the sweep's ranks, more than
     the device lines list when they are an excerpt), an unnamed GPU named by its INFO lines where they
-    tell it (:func:`zerocalc.topology.devices.gpus_named_by_info`)."""
+    tell it (:func:`zerocalc.topology.devices.gpus_named_by_info`), a multi-node NVLink preset's hosts
+    split into the NVLink domains its lines tell (:func:`zerocalc.topology.domains.nvlink_domains`)."""
     from zerocalc.topology.devices import gpus_named_by_info, nodes_as_listed, preset_for_devices
+    from zerocalc.topology.domains import nvlink_domains
     from zerocalc.validate.sweep_info import nodes_as_stated
 
     if given is not None:
@@ -198,14 +200,17 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
             stated = nodes_as_stated(given, run.get("nccl_info") or {}, group_size)
             if stated is not None:
                 return stated
-        return nodes_as_listed(given, run.get("hosts") or {}, group_size)
+        topo, how = nodes_as_listed(given, run.get("hosts") or {}, group_size)
+        split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"))
+        return (topo, how) if split is None else (split[0], f"{how}; {split[1]}")
     gpus, named = gpus_named_by_info(run.get("gpus") or {}, run.get("nccl_info"))
     topo, how = preset_for_devices(gpus, run.get("hosts") or {}, where=path,
                                    network=run.get("network") or {},
                                    shared_devices=run.get("shared_devices") or (), group_size=group_size,
                                    instance=(run.get("nccl_info") or {}).get("ec2_platform"),
                                    root_bus_hosts=run.get("root_bus_hosts") or ())
-    return topo, named + how
+    split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"))
+    return (topo, named + how) if split is None else (split[0], f"{named}{how}; {split[1]}")
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
