@@ -201,7 +201,7 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
             if stated is not None:
                 return stated
         topo, how = nodes_as_listed(given, run.get("hosts") or {}, group_size)
-        split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"))
+        split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"), group_size)
         return (topo, how) if split is None else (split[0], f"{how}; {split[1]}")
     gpus, named = gpus_named_by_info(run.get("gpus") or {}, run.get("nccl_info"))
     topo, how = preset_for_devices(gpus, run.get("hosts") or {}, where=path,
@@ -209,7 +209,7 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
                                    shared_devices=run.get("shared_devices") or (), group_size=group_size,
                                    instance=(run.get("nccl_info") or {}).get("ec2_platform"),
                                    root_bus_hosts=run.get("root_bus_hosts") or ())
-    split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"))
+    split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"), group_size)
     return (topo, named + how) if split is None else (split[0], f"{named}{how}; {split[1]}")
 
 

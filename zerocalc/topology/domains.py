@@ -94,11 +94,26 @@ def _scaled_words(topo: Topology, hosts: int, k: int, why: str) -> tuple[Topolog
     return shaped, f"NVLink domains of {hosts} hosts × {k} GPUs, one node each to NCCL ({why})"
 
 
+def _spread(topo: Topology, n: int | None, k: int | None) -> tuple[Topology, str] | None:
+    """More ranks than one domain holds, spread evenly over the fewest domains that hold them."""
+    per_host = topo.gpus_per_host
+    if not n or not per_host or n <= topo.gpus_per_node or (k is not None and k != per_host):
+        return None
+    d = -(-n // topo.gpus_per_node)
+    if n % d or (n // d) % per_host or n // d == topo.gpus_per_node:
+        return None
+    return _scaled_words(topo, n // d // per_host, per_host,
+                         f"{n} ranks spread evenly over {d} domains, as OCI's GB200 and GB300 guides run "
+                         "racks of 16 trays: '2 Racks - 32 nodes', '3 Racks - 48 nodes'")
+
+
 def nvlink_domains(topo: Topology, hosts: Mapping[str, int], info: Mapping[str, Sequence] | None,
-                   ) -> tuple[Topology, str] | None:
+                   group_size: int | None = None) -> tuple[Topology, str] | None:
     """``topo`` with nodes of the NVLink domains a multi-node NVLink run's lines say its hosts form, and
     the words for it (JSON ``topology_how``), or ``None`` where they say nothing beyond the preset's one
-    domain (or ``topo`` is not multi-node NVLink). See the module's text for the evidence read."""
+    domain (or ``topo`` is not multi-node NVLink). See the module's text for the evidence read; a run of
+    more ranks (``group_size``) than one domain holds, which its lines do not split, is spread evenly over
+    the fewest domains that hold it."""
     if not topo.mnnvl:
         return None
     per_host = set(hosts.values())
@@ -108,7 +123,7 @@ def nvlink_domains(topo: Topology, hosts: Mapping[str, int], info: Mapping[str, 
         return stated
     pools = gke_node_pools(list(hosts)) if len(hosts) > 1 and k else None
     if not pools or len(pools) < 2:
-        return None
+        return _spread(topo, group_size, k if sum(hosts.values()) == group_size else None)
     sizes = {len(v) for v in pools.values()}
     if len(sizes) != 1:
         return None
