@@ -96,3 +96,20 @@ def test_other_presets_and_silent_lines_are_left_alone():
     split, words = nvlink_domains(gb200, {"gke-c-a-1391c2ef-m9bm": 4, "gke-c-b-03878a77-d3lp": 4}, None)
     assert split.gpus_per_node == 4 and split.gpus_per_host is None and not split.mnnvl
     assert split.nics_per_node == 4 and "node pools" in words
+
+
+@pytest.mark.parametrize("size, split", [(4, True), (8, False)])
+def test_nccl_clique_line_says_the_domain(tmp_path, size, split):
+    """NCCL's ``MNNVL 1 cliqueId %x cliqueSize %d cliqueRank %d`` line (src/init.cc v2.21-v2.24,
+    src/mnnvl.cc v2.25-v2.30) without the comm line: a clique of 4 is each host its own domain (as the two
+    node pools price), a clique of 8 the two hosts' one domain."""
+    hosts = {"gke-psch-ug-cluster-a4xmax-2-1391c2ef-m9bm": "tray-a",
+             "gke-psch-ug-cluster-a4xmax-03878a77-d3lp": "tray-b"}
+    line = f"tray-a:299:299 [0] NCCL INFO MNNVL 1 cliqueId 7f3a cliqueSize {size} cliqueRank 0"
+    sweep = _variant(tmp_path, hosts, line)
+    across = check_json(GB300)
+    assert f"cliqueSize {size}" in sweep["topology_how"]
+    if split:
+        assert _last_predicted(sweep) == pytest.approx(_last_predicted(across))
+    else:
+        assert _last_predicted(sweep) < 0.7 * _last_predicted(across)

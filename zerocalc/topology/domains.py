@@ -13,7 +13,9 @@ What tells a run's domains, strongest first (:func:`nvlink_domains`):
 - NCCL's INFO line ``comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d``
   (``src/init.cc`` v2.20-v2.30): ``MNNVL 0`` where the hosts are several nodes each of its own GPUs
   (no clique joined them: ``NCCL_MNNVL_ENABLE=0``, no fabric, or distinct domains); ``MNNVL 1`` with
-  ``localRanks L`` of more than a host's ranks, a domain of ``L`` GPUs;
+  ``localRanks L`` of more than a host's ranks, a domain of ``L`` GPUs; without it, NCCL's
+  ``MNNVL 1 cliqueId %x cliqueSize %d`` line (``src/init.cc`` v2.21-v2.24, ``src/mnnvl.cc`` to v2.30), a
+  domain of ``cliqueSize`` GPUs;
 - GKE's node names, ``gke-CLUSTER-POOL-XXXXXXXX-YYYY`` (the node pool's managed instance group's 8-hex
   id, then the node's own suffix): on A4X and A4X Max a node pool is created in one NVLink domain, and
   pods on nodes of distinct node pools run across domains over RDMA (Google Cloud, "Run NCCL on custom
@@ -72,6 +74,12 @@ def domain_of(topo: Topology, hosts: int, k: int) -> Topology:
 def _from_info(topo: Topology, info: Mapping[str, Sequence], k: int | None) -> tuple[Topology, str] | None:
     """The domains NCCL's ``nRanks … nNodes … localRanks … MNNVL`` line states, or ``None``."""
     mnnvl, local, nodes = info.get("mnnvl"), info.get("local_ranks"), info.get("nodes")
+    clique, per_host = info.get("clique_size"), k or topo.gpus_per_host
+    if mnnvl is None and clique is not None and per_host:
+        if clique[0] % per_host or clique[0] > topo.gpus_per_node:
+            return None
+        return _scaled_words(topo, clique[0] // per_host, per_host,
+                             f"NCCL's INFO line {clique[1]} says MNNVL 1, cliqueSize {clique[0]}")
     if mnnvl is None or local is None or nodes is None or nodes[0] < 2:
         return None
     if not mnnvl[0]:

@@ -9,7 +9,9 @@ aws-ofi-nccl's sources):
   ``src/init.cc``, ``"comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"``,
   v2.20-v2.30); before v2.20 only the ranks, ``"comm %p rank %d nranks %d cudaDev %d ... - Init
   COMPLETE"`` (v2.9-v2.30); ``mnnvl``: that line's ``MNNVL`` flag, 1 where NCCL joined the hosts of one
-  NVLink domain into one node (multi-node NVLink: a GB200 NVL72 rack's trays);
+  NVLink domain into one node (multi-node NVLink: a GB200 NVL72 rack's trays); ``clique_size``: the ranks
+  of that node, ``"MNNVL %d cliqueId %x cliqueSize %d cliqueRank %d"`` (``src/init.cc`` v2.21-v2.24,
+  ``src/mnnvl.cc`` v2.25-v2.30);
 - ``tuner_plugin``: the tuner plugin NCCL loaded, which then picks each call's algorithm and protocol
   instead of NCCL's model (NCCL ``src/misc/tuner.cc``: ``"Opened tuner: '%s'"`` v2.19, ``"Using tuner
   plugin: '%s'"`` v2.20-v2.21, ``"TUNER/Plugin: Using tuner plugin %s"`` v2.22-v2.27; ``src/plugin/
@@ -135,6 +137,7 @@ INFO_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ranks_nodes", re.compile(r"\bNCCL INFO\b.*\bnRanks (\d+) nNodes (\d+) localRanks (\d+)\b"
                                r"(?: localRank \d+ MNNVL (\d+)\b)?")),
     ("ranks", re.compile(r"\bNCCL INFO\b.*\brank \d+ nranks (\d+) .*Init COMPLETE")),
+    ("clique_size", re.compile(r"\bNCCL INFO\b.*\bMNNVL 1 cliqueId [0-9a-fA-F]+ cliqueSize (\d+)\b")),
     ("tuner_plugin", re.compile(r"\bNCCL INFO\b.*(?:Opened tuner: '([^']+)'|Using tuner plugin: '([^']+)'"
                                 r"|TUNER/Plugin: Using tuner plugin (\S+)|TUNER/Plugin: Using (?!internal\b)"
                                 r"(\S+) \(v\d+\))")),
@@ -200,7 +203,7 @@ def info_facts(line: str) -> list[tuple[str, Any]]:
         if kind == "comm_channels":
             return [(kind, int(m[1])), ("p2p_channels", [int(m[3]), int(m[4])]),
                     *([("nvls_channels", int(m[2]))] if m[2] is not None else [])]
-        if kind == "ring_channels":
+        if kind in ("ring_channels", "clique_size"):
             return [(kind, int(m[1]))]
         if kind == "p2p_chunk_bytes":
             return [(kind, int(m[1]))]
