@@ -20,7 +20,10 @@ log parser searches past them. A file may hold several runs: each ``# nccl-tests
 Collective test starting`` or ``# nThread`` line that does not belong to the current run's preamble
 starts a new one, with its own ranks (``# Rank`` lines), op (``<op>_perf`` on the command line or in
 ``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=`` since
-nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). Every row carries its
+nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). A row no larger than the last of its
+series (type, reduction, root) starts a run again (``-N`` cycles, or another process's run: nccl-tests
+built without MPI prints one run per process); rows under a second header that carry on the run before
+it are that run's (another process's header fell among them). Every row carries its
 ``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]`` lists each run's op, group size, versions
 and what could not be told (``missing``: ``op``, ``ranks``).
 """
@@ -169,6 +172,8 @@ class _Runs:
     pending_op: str | None = None
     #: NCCL variables set by lines after a run's rows, before the next run's preamble.
     pending_env: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    #: The run a second header broke into, while the rows under that header carry it on (:meth:`row`).
+    resume: _Run | None = None
 
     def last(self) -> _Run | None:
         return self.runs[-1] if self.runs else None
@@ -183,6 +188,7 @@ class _Runs:
     def marker(self, kind: str, lineno: int) -> None:
         """A preamble marker: a new run unless the current one's preamble is still open and lacks it."""
         run = self.last()
+        self.resume = None
         if run is None or run.recs or kind in run.markers or run.layout is not None:
             run = _Run(lineno, op_key=self.pending_op, env=self.pending_env)
             self.runs.append(run)
@@ -211,17 +217,61 @@ class _Runs:
             self.current(lineno).nccl_tests_version = m3[1]
 
     def header(self, layout: Layout, lineno: int) -> None:
-        """A table header: the current run's layout, or a new run's after rows."""
+        """A table header: the current run's layout, or a new run's after rows (whose rows may yet
+        continue the run before it: :meth:`row`)."""
         run = self.current(lineno)
+        self.resume = None
         if run.recs:  # a second table without a preamble: a new run of the same test
-            run = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
-                       pids={r: set(v) for r, v in run.pids.items()}, network=dict(run.network),
-                       env=dict(run.env), info=run.info,
-                       gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
-                       nccl_version=run.nccl_version,
-                       nccl_tests_version=run.nccl_tests_version)
-            self.runs.append(run)
+            self.resume = run
+            run = self._again(run, lineno)
         run.layout = layout
+
+    def _again(self, run: _Run, lineno: int) -> _Run:
+        """A new run of the same test as ``run``, at ``lineno``: its facts copied, no rows yet."""
+        new = _Run(lineno, op_key=run.op_key, ranks=set(run.ranks), devices=dict(run.devices),
+                   pids={r: set(v) for r, v in run.pids.items()}, network=dict(run.network),
+                   env=dict(run.env), info=run.info,
+                   gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
+                   nccl_version=run.nccl_version, nccl_tests_version=run.nccl_tests_version,
+                   layout=run.layout)
+        self.runs.append(new)
+        return new
+
+    def row(self, got: tuple[int, dict[str, Any]], lineno: int) -> None:
+        """A result row, into the run it belongs to. nccl-tests prints each series (type, reduction,
+        root) of a run by rising size, once (``src/common.cu``: ``for (size = minBytes; size <= maxBytes;
+        ...)``): a row no larger than its series' last is a run starting again (``-N`` cycles, or the
+        output of another process: nccl-tests built without MPI and started once per host prints one run
+        per process, their lines interleaved), and starts a new one. Rows under a second header that
+        carry on the run before it (larger than its last, same layout) are that run's: another
+        process's header fell among them."""
+        run = self.current(lineno)
+        prev, self.resume = self.resume, None
+        if not run.recs and prev is not None and _same_columns(prev, run) and _after(prev, got[1]):
+            prev.recs.append(got)
+            self.resume = prev
+            return
+        if run.recs and not _after(run, got[1]):
+            run = self._again(run, lineno)
+        run.recs.append(got)
+
+
+def _series_key(rec: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The series a result row belongs to within its run: its type, reduction and root."""
+    return rec.get("type"), rec.get("redop"), rec.get("root")
+
+
+def _same_columns(a: _Run, b: _Run) -> bool:
+    """Whether two runs' tables have the same columns (their headers' lines aside)."""
+    la, lb = a.layout, b.layout
+    return la is not None and lb is not None and (la.name, la.columns, la.timestamp, la.time_unit_us) == (
+        lb.name, lb.columns, lb.timestamp, lb.time_unit_us)
+
+
+def _after(run: _Run, rec: dict[str, Any]) -> bool:
+    """Whether ``rec`` is larger than every row of its series ``run`` holds (true of a series' first)."""
+    key = _series_key(rec)
+    return all(r["size_bytes"] < rec["size_bytes"] for _, r in run.recs if _series_key(r) == key)
 
 
 def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
@@ -287,7 +337,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         run = state.last()
         got = rows.feed(line, lineno, run.layout if run else None)
         if got is not None:
-            state.current(lineno).recs.append(got)
+            state.row(got, lineno)
     rows.flush()
     return state.runs
 
