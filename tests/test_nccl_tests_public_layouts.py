@@ -90,3 +90,19 @@ def test_a_gather_with_a_linear_step_across_two_hosts_is_read_and_priced():
     assert sweep["group_size"] == sizes[0] // (16777216 * 4) == 2
     assert all(0.5 <= r["ratio"] <= 2 for r in sweep["rows"])
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def test_two_runs_printed_row_by_row_in_turn_each_keep_their_rows(tmp_path):
+    """The two processes' rows of the H20 file printed alternately under one header (as two processes'
+    rows come out in NVIDIA/nccl-tests issue 182's post: 8 … 256, then 8, 512, 16, 1024, …): each row
+    goes to the run whose sizes it carries on, two sweeps as the file's two runs."""
+    lines = (DATA / TWO_PROCESSES).read_text().splitlines(keepends=True)
+    body = [ln for ln in lines if ln.split()[:1] and ln.split()[0].isdigit()]
+    first, second = body[:12], body[12:]
+    head = [ln for ln in lines[:lines.index(body[0])] if ln.startswith("#")]
+    f = tmp_path / "all_reduce_perf-in-turn.txt"
+    f.write_text("".join(head + [row for pair in zip(first, second, strict=True) for row in pair]))
+    counted = rows_past(TWO_PROCESSES)
+    one, two = sweeps(str(f))
+    for sweep, part in ((one, counted[:12]), (two, counted[12:])):
+        assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t in part])

@@ -22,8 +22,8 @@ starts a new one, with its own ranks (``# Rank`` lines), op (``<op>_perf`` on th
 ``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=`` since
 nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). A row no larger than the last of its
 series (type, reduction, root) starts a run again (``-N`` cycles, or another process's run: nccl-tests
-built without MPI prints one run per process); rows under a second header that carry on the run before
-it are that run's (another process's header fell among them). Every row carries its
+built without MPI prints one run per process, their lines interleaved); each later row goes to the run
+under the same header whose series it carries on most closely (:meth:`_Runs.row`). Every row carries its
 ``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]`` lists each run's op, group size, versions
 and what could not be told (``missing``: ``op``, ``ranks``).
 """
@@ -172,8 +172,9 @@ class _Runs:
     pending_op: str | None = None
     #: NCCL variables set by lines after a run's rows, before the next run's preamble.
     pending_env: dict[str, tuple[str, int, int]] = field(default_factory=dict)
-    #: The run a second header broke into, while the rows under that header carry it on (:meth:`row`).
-    resume: _Run | None = None
+    #: The runs the rows that follow may belong to (:meth:`row`): the current one, the one a second
+    #: header broke into, and those its rows started again.
+    family: list[_Run] = field(default_factory=list)
 
     def last(self) -> _Run | None:
         return self.runs[-1] if self.runs else None
@@ -188,7 +189,7 @@ class _Runs:
     def marker(self, kind: str, lineno: int) -> None:
         """A preamble marker: a new run unless the current one's preamble is still open and lacks it."""
         run = self.last()
-        self.resume = None
+        self.family = []
         if run is None or run.recs or kind in run.markers or run.layout is not None:
             run = _Run(lineno, op_key=self.pending_op, env=self.pending_env)
             self.runs.append(run)
@@ -220,9 +221,8 @@ class _Runs:
         """A table header: the current run's layout, or a new run's after rows (whose rows may yet
         continue the run before it: :meth:`row`)."""
         run = self.current(lineno)
-        self.resume = None
+        self.family = [run]
         if run.recs:  # a second table without a preamble: a new run of the same test
-            self.resume = run
             run = self._again(run, lineno)
         run.layout = layout
 
@@ -235,23 +235,28 @@ class _Runs:
                    nccl_version=run.nccl_version, nccl_tests_version=run.nccl_tests_version,
                    layout=run.layout)
         self.runs.append(new)
+        self.family.append(new)
         return new
 
     def row(self, got: tuple[int, dict[str, Any]], lineno: int) -> None:
         """A result row, into the run it belongs to. nccl-tests prints each series (type, reduction,
         root) of a run by rising size, once (``src/common.cu``: ``for (size = minBytes; size <= maxBytes;
-        ...)``): a row no larger than its series' last is a run starting again (``-N`` cycles, or the
-        output of another process: nccl-tests built without MPI and started once per host prints one run
-        per process, their lines interleaved), and starts a new one. Rows under a second header that
-        carry on the run before it (larger than its last, same layout) are that run's: another
-        process's header fell among them."""
+        ...)``): a row no larger than its series' last in every run of :attr:`family` is a run starting
+        again (``-N`` cycles, or another process's: nccl-tests built without MPI and started once per
+        host prints one run per process, their lines interleaved), and starts a new one; else it goes to
+        the run whose series it carries on most closely (the largest last size below its own, the one
+        that printed it first among equals; the current run among those that hold none of its series),
+        so that the rows of runs printed in turn, or under another process's header, each stay with
+        their own run."""
         run = self.current(lineno)
-        prev, self.resume = self.resume, None
-        if not run.recs and prev is not None and _same_columns(prev, run) and _after(prev, got[1]):
-            prev.recs.append(got)
-            self.resume = prev
-            return
-        if run.recs and not _after(run, got[1]):
+        if run not in self.family:
+            self.family = [run]
+        rec = got[1]
+        fits = [(*_last(r, rec, i), i) for i, r in enumerate(self.family)
+                if _same_columns(r, run) and _last(r, rec, i)[0] < rec["size_bytes"]]
+        if fits:
+            run = self.family[max(fits)[2]]
+        else:
             run = self._again(run, lineno)
         run.recs.append(got)
 
@@ -264,14 +269,19 @@ def _series_key(rec: dict[str, Any]) -> tuple[Any, Any, Any]:
 def _same_columns(a: _Run, b: _Run) -> bool:
     """Whether two runs' tables have the same columns (their headers' lines aside)."""
     la, lb = a.layout, b.layout
-    return la is not None and lb is not None and (la.name, la.columns, la.timestamp, la.time_unit_us) == (
+    if la is None or lb is None:
+        return la is lb
+    return (la.name, la.columns, la.timestamp, la.time_unit_us) == (
         lb.name, lb.columns, lb.timestamp, lb.time_unit_us)
 
 
-def _after(run: _Run, rec: dict[str, Any]) -> bool:
-    """Whether ``rec`` is larger than every row of its series ``run`` holds (true of a series' first)."""
+def _last(run: _Run, rec: dict[str, Any], order: int) -> tuple[int, int]:
+    """The largest size of ``rec``'s series that ``run`` holds (-1 when it holds none) and how to rank
+    runs at the same size: the one whose row of it came first (runs printed in turn), or where none
+    holds the series, ``order`` (the latest run)."""
     key = _series_key(rec)
-    return all(r["size_bytes"] < rec["size_bytes"] for _, r in run.recs if _series_key(r) == key)
+    rows = [(r["size_bytes"], -ln) for ln, r in run.recs if _series_key(r) == key]
+    return max(rows) if rows else (-1, order)
 
 
 def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
