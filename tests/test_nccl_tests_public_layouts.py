@@ -106,3 +106,17 @@ def test_two_runs_printed_row_by_row_in_turn_each_keep_their_rows(tmp_path):
     one, two = sweeps(str(f))
     for sweep, part in ((one, counted[:12]), (two, counted[12:])):
         assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t in part])
+
+
+def test_rows_of_size_zero_repeat_without_starting_the_run_again():
+    """nccl-tests -b 1 prints a row of size 0 for each size its type rounds to nothing (SuperBench's
+    all_gather log: 1-16 B of float over 8 ranks): those repeat, yet the table is one run."""
+    from zerocalc.traces.nccl_tests import parse
+
+    name = "all_gather_perf-8xA100-SXM4-40GB-g8-superbench.txt"
+    counted = [int(f[0]) for f in map(str.split, (DATA / name).read_text().splitlines())
+               if len(f) >= 3 and f[0].isdigit() and f[1].isdigit()]
+    assert counted.count(0) > 1
+    with open(DATA / name) as f:
+        rows = parse(f, name).rows
+    assert len(rows) == len(counted) and {r["run"] for r in rows} == {0}

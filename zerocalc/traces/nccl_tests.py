@@ -252,6 +252,9 @@ class _Runs:
         if run not in self.family:
             self.family = [run]
         rec = got[1]
+        if not rec["size_bytes"]:  # a size the type rounds to nothing (-b 1 of float): printed once per size
+            run.recs.append(got)
+            return
         fits = [(*_last(r, rec, i), i) for i, r in enumerate(self.family)
                 if _same_columns(r, run) and _last(r, rec, i)[0] < rec["size_bytes"]]
         if fits:
