@@ -26,6 +26,15 @@ def device_lines(path):
     return out
 
 
+def shares_a_gpu(path):
+    """Whether two '#  Rank' lines name one host and one full bus id (nccl-tests 2.10 on): ranks on one
+    GPU."""
+    fields = map(str.split, path.read_text().splitlines())
+    seen = [(f[f.index("on") + 1], f[f.index("device") + 2]) for f in fields
+            if "Rank" in f and "device" in f and "on" in f and len(f) > f.index("device") + 2]
+    return len(set(seen)) < len(seen) and all(b.count(":") == 2 for _, b in seen)
+
+
 #: The preset of each GPU model the bundled sweeps name (the datasheets each preset cites; the PCIe
 #: cards' product pages: RTX 2080 Ti PCIe 3.0 x16, A100 PCIe PCIe 4.0 x16, V100 PCIe PCIe 3.0 x16, A10G and
 #: L40S PCIe 4.0 x16).
@@ -39,7 +48,9 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "NVIDIA A800-SXM4-80GB": "hgx-a800",  # the export part: 8 NVLink3 links, not the A100's 12
              "NVIDIA GB10": "dgx-spark",  # DGX Spark data sheet: one GB10 superchip a box
              "AMD Instinct MI300X": "amd-mi300x",  # AMD's 8-GPU OAM platform (the preset's data sheet)
-             "AMD Instinct MI300X VF": "amd-mi300x"}  # its virtual functions (an Azure VM's 8 GPUs)
+             "AMD Instinct MI300X VF": "amd-mi300x",  # its virtual functions (an Azure VM's 8 GPUs)
+             "NVIDIA H20": "hgx-h20",  # the HGX H20 product brief: 8 SXM GPUs on NVSwitches
+             "NVIDIA GeForce RTX 5090": "pcie-gen5"}  # NVIDIA's RTX 5090 page: PCIe 5.0 x16
 
 
 def run_check(*args):
@@ -53,6 +64,11 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
     lines = device_lines(DATA / name)
     res = run_check(DATA / name, "--format", "json")
     gpus = {g for _, _, g in lines}
+    ranks = [r for r, _, _ in lines]
+    if len(set(ranks)) < len(ranks) and not shares_a_gpu(DATA / name):  # processes each with its own run
+        assert res.exit_code == 0, res.output
+        assert {s["group_size"] for s in json.loads(res.stdout)["sweeps"]} == {len(set(ranks))}
+        return
     excerpt = bool(lines) and max(r for r, _, _ in lines) >= len(lines)
     if lines and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and excerpt:
         # an excerpt (the lines name a rank past their count): the preset, the ranks from its rows, else --n
@@ -65,7 +81,7 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
         else:
             assert "--n" in res.stderr
         return
-    if lines and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF:
+    if lines and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and not shares_a_gpu(DATA / name):
         # (a PCIe card's hosts over NCCL's socket transport too: the card's box, its NIC NCCL's socket figure)
         assert res.exit_code == 0, res.output
         (gpu,) = gpus
