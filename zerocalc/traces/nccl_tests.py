@@ -43,6 +43,7 @@ from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import op_from_table
 from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, Layout, RowJoiner, parse_header
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
+from zerocalc.traces.nccl_tests_series import carried_on
 from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import (
@@ -239,52 +240,18 @@ class _Runs:
         return new
 
     def row(self, got: tuple[int, dict[str, Any]], lineno: int) -> None:
-        """A result row, into the run it belongs to. nccl-tests prints each series (type, reduction,
-        root) of a run by rising size, once (``src/common.cu``: ``for (size = minBytes; size <= maxBytes;
-        ...)``): a row no larger than its series' last in every run of :attr:`family` is a run starting
-        again (``-N`` cycles, or another process's: nccl-tests built without MPI and started once per
-        host prints one run per process, their lines interleaved), and starts a new one; else it goes to
-        the run whose series it carries on most closely (the largest last size below its own, the one
-        that printed it first among equals; the current run among those that hold none of its series),
-        so that the rows of runs printed in turn, or under another process's header, each stay with
-        their own run."""
+        """A result row, into the run of :attr:`family` it carries on, else a run started again
+        (:func:`zerocalc.traces.nccl_tests_series.carried_on`)."""
         run = self.current(lineno)
         if run not in self.family:
             self.family = [run]
         rec = got[1]
-        if not rec["size_bytes"]:  # a size the type rounds to nothing (-b 1 of float): printed once per size
+        if not rec["size_bytes"]:  # a size its type rounds to nothing (-b 1 of float), printed once per size
             run.recs.append(got)
             return
-        fits = [(*_last(r, rec, i), i) for i, r in enumerate(self.family)
-                if _same_columns(r, run) and _last(r, rec, i)[0] < rec["size_bytes"]]
-        if fits:
-            run = self.family[max(fits)[2]]
-        else:
-            run = self._again(run, lineno)
+        i = carried_on([(r.recs, r.layout) for r in self.family], rec, run.layout)
+        run = self.family[i] if i is not None else self._again(run, lineno)
         run.recs.append(got)
-
-
-def _series_key(rec: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """The series a result row belongs to within its run: its type, reduction and root."""
-    return rec.get("type"), rec.get("redop"), rec.get("root")
-
-
-def _same_columns(a: _Run, b: _Run) -> bool:
-    """Whether two runs' tables have the same columns (their headers' lines aside)."""
-    la, lb = a.layout, b.layout
-    if la is None or lb is None:
-        return la is lb
-    return (la.name, la.columns, la.timestamp, la.time_unit_us) == (
-        lb.name, lb.columns, lb.timestamp, lb.time_unit_us)
-
-
-def _last(run: _Run, rec: dict[str, Any], order: int) -> tuple[int, int]:
-    """The largest size of ``rec``'s series that ``run`` holds (-1 when it holds none) and how to rank
-    runs at the same size: the one whose row of it came first (runs printed in turn), or where none
-    holds the series, ``order`` (the latest run)."""
-    key = _series_key(rec)
-    rows = [(r["size_bytes"], -ln) for ln, r in run.recs if _series_key(r) == key]
-    return max(rows) if rows else (-1, order)
 
 
 def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
