@@ -28,6 +28,11 @@ class ConfigError(ZerocalcError, ValueError):
         return (type(self), (self.message, self.option))
 
 
+class UnpricedOpError(ConfigError):
+    """A collective the chosen library's cost model does not price (all_to_all under RCCL): ``check`` reports
+    such a sweep of a file unpriced and prices the file's others; alone in its files it is refused."""
+
+
 class UnknownNameError(ZerocalcError, KeyError):
     """A scheme, topology, collective, algorithm or dtype name that zerocalc does not know."""
 

@@ -215,7 +215,7 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
                  nccl_tuner=None, ofi_tuner=None) -> None:
-    from zerocalc.errors import ConfigError
+    from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
     from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
 
@@ -231,13 +231,23 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     tuner = _read_tuner(nccl_tuner, given) if given is not None else None
     if given is None and nccl_tuner is not None:
         raise ConfigError("prices a tuner's rules on a topology; give --topology too", option="--nccl-tuner")
-    sweeps, texts = [], []
+    sweeps, texts, unpriced = [], [], []
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
-        d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
-                            nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                            ofi_tuner=ofi_tuner)
+        try:
+            d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
+                                nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                                ofi_tuner=ofi_tuner)
+        except UnpricedOpError as e:  # one collective of several the library's model does not price
+            unpriced.append(e)
+            d = {"file": path, "op": op, "group_size": p, "nccl_version": nccl_version or stated,
+                 "rows": [], "notes": [f"not priced: {e.message}"]}
+            sweeps.append(d)
+            texts.append(f"{path}: {op} on {p} ranks: not priced: {e.message}")
+            continue
         sweeps.append(d)
         texts.append(_sweep_text(d, cmp))
+    if unpriced and len(unpriced) == len(sweeps):
+        raise unpriced[0]
     if fmt == "json":
         import json
 

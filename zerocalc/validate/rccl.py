@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import UnpricedOpError
 from zerocalc.nccl.rccl import RcclTuning, price_call, rccl_calibration, rccl_release_for, rccl_tune
 from zerocalc.nccl.rccl_net import STEERING_HOP_US, forced_protocol
 from zerocalc.nccl.release import Algorithm
@@ -92,7 +92,7 @@ def compare_rccl_sweep(
     from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed, wrong_notes
 
     if op in P2P_OPS or op not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
-        raise ConfigError(
+        raise UnpricedOpError(
             f"{op} under RCCL is not modelled (RCCL's model prices all_reduce, all_gather, "
             "reduce_scatter, broadcast and reduce)",
             option="op",
