@@ -27,12 +27,12 @@ def device_lines(path):
 
 
 def shares_a_gpu(path):
-    """Whether two '#  Rank' lines name one host and one full bus id (nccl-tests 2.10 on): ranks on one
-    GPU."""
+    """Whether '#  Rank' lines of two rank numbers name one host and one full bus id (nccl-tests 2.10 on):
+    ranks on one GPU (a file of several runs lists each rank once a run)."""
     fields = map(str.split, path.read_text().splitlines())
-    seen = [(f[f.index("on") + 1], f[f.index("device") + 2]) for f in fields
-            if "Rank" in f and "device" in f and "on" in f and len(f) > f.index("device") + 2]
-    return len(set(seen)) < len(seen) and all(b.count(":") == 2 for _, b in seen)
+    seen = {(f[f.index("Rank") + 1], f[f.index("on") + 1], f[f.index("device") + 2]) for f in fields
+            if "Rank" in f and "device" in f and "on" in f and len(f) > f.index("device") + 2}
+    return len({(h, b) for _, h, b in seen}) < len(seen) and all(b.count(":") == 2 for _, _, b in seen)
 
 
 #: The preset of each GPU model the bundled sweeps name (the datasheets each preset cites; the PCIe
