@@ -88,7 +88,7 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
         else:
             assert "--n" in res.stderr
         return
-    if lines and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and not shares_a_gpu(DATA / name):
+    if len(lines) > 1 and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and not shares_a_gpu(DATA / name):
         # (a PCIe card's hosts over NCCL's socket transport too: the card's box, its NIC NCCL's socket figure)
         assert res.exit_code == 0, res.output
         (gpu,) = gpus

@@ -285,7 +285,7 @@ def test_an_in_place_only_table_is_read_as_in_place(tmp_path):
     assert out.exit_code == 0, out.output
     (sweep,) = json.loads(out.stdout)["sweeps"]
     assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([94.94e-6, 150.2e-6, 260.7e-6])
-    assert any("in-place columns alone" in n for n in sweep["notes"])
+    assert any("one group of time columns, read as the in-place one" in n for n in sweep["notes"])
 
 
 def test_a_row_with_both_groups_under_an_in_place_only_header_is_refused(tmp_path):

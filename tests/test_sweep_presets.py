@@ -462,3 +462,15 @@ def test_a_pcie_box_of_more_cards_than_eight_holds_them_all(tmp_path):
     assert "10 per host, 1 host" in sweep["topology_how"] and "10 cards a host" in sweep["topology_how"]
     one_line_error(run_check(_ten_on_one_host(tmp_path, "NVIDIA H100 80GB HBM3"), "--n", "10"), "--topology",
                    "10 ranks per host, more than the 8 GPUs of a dgx-h100 node")
+
+
+
+def test_a_run_of_one_rank_is_refused_in_one_line_that_says_why():
+    """A run of one GPU (NVIDIA/nccl-tests issue 287: one RTX 5090, -g 1, every busbw 0.00): nothing moves
+    between GPUs, so one line says so, and names --n for a file whose lines show fewer ranks than ran."""
+    name = DATA / "all_reduce_perf-1xRTX5090-g1-nccl-tests-issue287.txt"
+    ranks = [ln for ln in name.read_text().splitlines() if ln.startswith("#  Rank")]
+    busbw = {ln.split()[7] for ln in name.read_text().splitlines() if ln.split() and ln.split()[0].isdigit()}
+    assert len(ranks) == 1 and busbw == {"0.00"}
+    line = one_line_error(run_check(name), "--n", "one rank", "moves no data between GPUs")
+    assert "if the run had more ranks than the file shows" in line

@@ -146,8 +146,9 @@ def _at_least_two(path: str, n: int, how: str) -> int:
     from zerocalc.errors import ConfigError
 
     if n < 2:
-        raise ConfigError(f"{path}: one rank ({how}): NCCL's model prices communication between 2 ranks or "
-                          "more; give --n with the run's ranks", option="--n")
+        raise ConfigError(f"{path}: one rank ({how}): a run of one rank moves no data between GPUs, and "
+                          "NCCL's model prices communication between 2 ranks or more; if the run had more "
+                          "ranks than the file shows, give --n with them", option="--n")
     return n
 
 
@@ -348,8 +349,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
             if run.get("op_how") and run.get("op") else [])
     if str(run.get("layout") or "").endswith("-inplace"):
-        told.append("the table has the in-place columns alone (rccl-tests -O 0): measured is the "
-                    "in-place time")
+        told.append("the table has one group of time columns, read as the in-place one (rccl-tests -O 0 "
+                    "prints the in-place group alone): measured is the in-place time")
     gdr_note = [t for t in [gdr_unstated_note(topo, p), gcp_slice_note(slice_how), host_memory_note(topo, p),
                             socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
     d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
