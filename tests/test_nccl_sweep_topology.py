@@ -54,6 +54,34 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "AMD Instinct MI355X": "amd-mi355x"}  # AMD's MI355X platform: 8 OAM GPUs on xGMI
 
 
+#: The PCI slots of a GCP A3 Mega VM's eight H100s (a3-megagpu-8g): beside its eight TCPXO NICs, which
+#: Google's A3 Mega scripts name enp6s0, enp7s0, enp13s0, enp14s0, enp134s0, enp135s0, enp141s0, enp142s0
+#: (GoogleCloudPlatform/cluster-toolkit,
+#: examples/machine-learning/a3-megagpu-8g/nccl-tests/run-nccl-tests.sh).
+A3_MEGA_SLOTS = {"04", "05", "0b", "0c", "84", "85", "8b", "8c"}
+
+
+def bus_slots(path):
+    """host → the bus numbers of its ranks' GPUs ('[0000:04:00]' → '04'), read with a plain split."""
+    out = {}
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if "Rank" in f and "device" in f and "on" in f:
+            bus = f[f.index("device") + 2].strip("[]").split(":")
+            if len(bus) == 3:
+                out.setdefault(f[f.index("on") + 1], set()).add(bus[1].lower())
+    return out
+
+
+def expected_preset(path, gpu):
+    """The preset a file's single GPU model picks: H100s at an A3 Mega VM's slots on every one of two or more
+    hosts are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
+    slots = bus_slots(path)
+    if gpu == "NVIDIA H100 80GB HBM3" and len(slots) >= 2 and set().union(*slots.values()) <= A3_MEGA_SLOTS:
+        return "gcp-a3-mega"
+    return PRESET_OF[gpu]
+
+
 def run_check(*args):
     return runner.invoke(app, ["check", *map(str, args)])
 
@@ -94,7 +122,7 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
         (gpu,) = gpus
         hosts = {h for _, h, _ in lines}
         (sweep,) = priced(res)
-        assert sweep["topology"] == PRESET_OF[gpu]
+        assert sweep["topology"] == expected_preset(DATA / name, gpu)
         assert sweep["group_size"] == len(lines)
         per_host = len(lines) // len(hosts)
         assert sweep["topology_how"].startswith(f"from the file's device lines: {gpu}, {per_host} per host, "
@@ -114,8 +142,8 @@ def test_bundled_h100_sweep_text_says_where_its_topology_and_version_come_from()
     res = run_check(name)
     assert res.exit_code == 0, res.output
     first = res.stdout.splitlines()[0]
-    assert first.endswith("topology dgx-h100, from the file's device lines: NVIDIA H100 80GB HBM3, "
-                          "8 per host, 2 hosts")
+    assert "topology gcp-a3-mega, from the file's device lines: NVIDIA H100 80GB HBM3, 8 per host, " \
+        "2 hosts; its GPUs' PCI slots (04 05 0b 0c 84 85 8b 8c on every host) are a GCP A3 Mega VM's" in first
     assert "states no NCCL version; priced as NCCL" in res.stdout
     doc = json.loads(run_check(name, "--format", "json").stdout)
     assert doc["sweeps"][0]["nccl_version_how"].startswith("default")
@@ -136,14 +164,18 @@ def test_topology_given_always_wins():
 
 def _with_hosts(tmp_path, hosts):
     """The bundled 16xH100 sweep with its first len(hosts) rank lines kept, put on ``hosts`` (its rows
-    are 16 ranks' still: checked with ``--n`` equal to the lines kept)."""
+    are 16 ranks' still: checked with ``--n`` equal to the lines kept), its GPUs moved from the A3 Mega VM's
+    PCI slots to an HGX H100 host's (those of the bundled ``five-tests-8xH100-1node-nccl2.29.2.log``), so the
+    lines name the GPU and the hosts, not a cloud VM."""
     src = (DATA / "all_reduce_perf-16xH100-2nodes.txt").read_text().splitlines(True)
+    hgx = dict(zip(sorted(A3_MEGA_SLOTS), ("1b", "43", "52", "61", "9d", "c3", "d1", "df"), strict=True))
     out, k = [], 0
     for line in src:
         m = re.match(r"(#\s+Rank\s+)(\d+)(.* on )(\S+)( device.*)", line)
         if m:
             if k < len(hosts):
-                out.append(f"{m[1]}{k:2d}{m[3]}{hosts[k]}{m[5]}\n")
+                rest = re.sub(r"\[0000:([0-9a-f]{2}):", lambda b: f"[0000:{hgx.get(b[1], b[1])}:", m[5])
+                out.append(f"{m[1]}{k:2d}{m[3]}{hosts[k]}{rest}\n")
             k += 1
             continue
         out.append(line)
@@ -213,3 +245,29 @@ def test_a_gzipped_sweep_is_read_as_the_trace_reader_reads_it(tmp_path):
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]
     assert (sweep["topology"], sweep["rows"]) == (plain["topology"], plain["rows"])
+
+
+def test_h100s_at_gcp_a3_mega_slots_pick_its_preset_and_nothing_else_does():
+    """The bundled TCPXO sweep's GPUs sit at A3 Mega's slots on both hosts (counted from its lines): without
+    --topology it is priced on gcp-a3-mega, with that VM's NCCL profile. The same GPUs at other slots, on one
+    host, or with an INFO line naming InfiniBand stay dgx-h100."""
+    name = DATA / "all_reduce_perf-16xH100-2nodes.txt"
+    slots = bus_slots(name)
+    assert len(slots) == 2 and all(s == A3_MEGA_SLOTS for s in slots.values())
+    doc = json.loads(run_check(name, "--format", "json", "--nccl-version", "2.21.5").stdout)["sweeps"][0]
+    assert doc["topology"] == "gcp-a3-mega"
+    assert any("NCCL_PROTO=Simple" in n for n in doc["notes"])
+    given = json.loads(run_check(name, "--format", "json", "--nccl-version", "2.21.5", "--topology",
+                                 "gcp-a3-mega").stdout)["sweeps"][0]
+    assert [r["predicted_s"] for r in doc["rows"]] == [r["predicted_s"] for r in given["rows"]]
+    gpu = {"NVIDIA H100 80GB HBM3": 16}
+    hosts = {"a": 8, "b": 8}
+    ids = {h: [f"0000:{s}:00" for s in sorted(A3_MEGA_SLOTS)] for h in hosts}
+    assert preset_for_devices(gpu, hosts, where="f", bus_ids=ids)[0].name == "gcp-a3-mega"
+    other = {h: [f"0000:{s}:00" for s in ("1b", "43", "52", "61", "9d", "c3", "d1", "df")] for h in hosts}
+    assert preset_for_devices(gpu, hosts, where="f", bus_ids=other)[0].name == "dgx-h100"
+    one = {"a": ids["a"]}
+    assert preset_for_devices({"NVIDIA H100 80GB HBM3": 8}, {"a": 8}, where="f", bus_ids=one)[0].name \
+        == "dgx-h100"
+    ib = {"ib": (12, "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB")}
+    assert preset_for_devices(gpu, hosts, where="f", bus_ids=ids, network=ib)[0].name == "dgx-h100"

@@ -361,8 +361,9 @@ def test_rank_lines_that_disagree_with_the_bandwidths_are_refused_and_an_excerpt
     res = run_check(path, "--format", "json", "--n", "16")
     assert res.exit_code == 0, res.output
     (sweep,) = json.loads(res.stdout)["sweeps"]
-    assert sweep["topology"] == "dgx-h100" and sweep["group_size"] == 16
-    assert "4 of its 16 ranks listed (nodes as dgx-h100's)" in sweep["topology_how"]
+    # the four lines' GPUs sit at a GCP A3 Mega VM's PCI slots on both hosts (zerocalc.topology.slots)
+    assert sweep["topology"] == "gcp-a3-mega" and sweep["group_size"] == 16
+    assert "4 of its 16 ranks listed (nodes as gcp-a3-mega's)" in sweep["topology_how"]
     full = json.loads(run_check(H100, "--format", "json").stdout)["sweeps"][0]
     assert [r["predicted_s"] for r in sweep["rows"]] == [r["predicted_s"] for r in full["rows"]]
 

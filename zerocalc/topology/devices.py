@@ -15,7 +15,8 @@ in the public outputs of Azure's and OCI's H200 nodes):
 * ``A100-SXM…`` (NVIDIA's drivers before 2021 print it without ``NVIDIA``): the SXM4 module of HGX/DGX
   A100 boards → ``dgx-a100``; on AWS, ``aws-p4d`` (40 GB) or ``aws-p4de`` (80 GB);
 * ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPXO
-  ``gcp-a3-mega``;
+  ``gcp-a3-mega``, and so at an A3 Mega VM's PCI slots on every host when no line names the network
+  (:data:`zerocalc.topology.slots.GCP_A3_MEGA_SLOTS`);
 * ``H200`` without ``NVL`` or ``PCIe`` after it (the SXM module; the PCIe card is ``NVIDIA H200 NVL``)
   → ``dgx-h200``; on AWS ``aws-p5e``
   (p5e and p5en hold the same GPUs and 3,200 Gb/s of EFA; p5en's EFAv3 reports 35 µs to NCCL, p5e's 75:
@@ -76,6 +77,7 @@ from dataclasses import dataclass, replace
 from zerocalc.errors import ConfigError
 from zerocalc.topology.machine import Link, Topology
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
+from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_gcp_a3_mega
 from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and the tests import them here)
     SOCKET_NIC_GBPS,
     gdr_unstated_note,
@@ -285,7 +287,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                        shared_devices: Sequence[Sequence] = (),
                        group_size: int | None = None,
                        instance: Sequence | None = None,
-                       root_bus_hosts: Sequence[str] = ()) -> tuple[Topology, str]:
+                       root_bus_hosts: Sequence[str] = (),
+                       bus_ids: Mapping[str, Sequence[str]] | None = None) -> tuple[Topology, str]:
     """The preset the lines of a run describe, and how it was chosen (a sentence).
 
     ``gpus``: device name → ranks; ``hosts``: host name → ranks; ``network``: kind → (line, text) of
@@ -298,6 +301,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     Running on p5en.48xlarge platform``), which tells apart the AWS machines of one GPU (p5e, p5en) on EFA.
     ``root_bus_hosts``: the hosts whose every GPU the lines put on PCI bus 0; where that is every host, a
     PCIe card's GPUs each sit on a host bridge of their own (:func:`on_own_host_bridges`).
+    ``bus_ids``: host → its ranks' GPU bus ids; H100s at a GCP A3 Mega VM's slots on every host, with no
+    line naming the network, pick ``gcp-a3-mega`` (:func:`zerocalc.topology.slots.on_gcp_a3_mega`).
     Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
@@ -317,6 +322,10 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     net, net_how = _network(network or {}, hosts, where)
     own_roots = bool(hosts) and all(h in root_bus_hosts for h in hosts)
     topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed, own_roots)
+    if net is None and topo.name == "dgx-h100" and on_gcp_a3_mega(bus_ids):
+        topo, gpu_how = PRESETS["gcp-a3-mega"], gpu_how + (
+            f"; its GPUs' PCI slots ({' '.join(sorted(GCP_A3_MEGA_SLOTS))} on every host) are a GCP A3 Mega "
+            "VM's (a3-megagpu-8g, GPUDirect-TCPXO; A3 High puts NICs at 0c and 8c): gcp-a3-mega")
     if mixed is not None:
         gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
                     "card setting NCCL's ring")

@@ -1,4 +1,5 @@
-"""What the PCI slots of a run's GPUs say of its machine: a one-GPU slice of a Google Cloud RDMA VM.
+"""What the PCI slots of a run's GPUs say of its machine: a one-GPU slice of a Google Cloud RDMA VM, or a
+Google Cloud A3 Mega VM (:func:`on_gcp_a3_mega`).
 
 nccl-tests prints each rank's GPU with its PCI bus id (``#  Rank  0 … device  0 [0000:cc:00] NVIDIA H200``,
 since 2.10). Google Cloud's two RDMA machine types, ``a3-ultragpu-8g`` (A3 Ultra: 8 H200) and
@@ -36,6 +37,21 @@ from zerocalc.topology.machine import Topology
 #: ``site/content/docs/user/gke-rdma.md``, lines 354-369): ``8f 90 96 97 c4 c5 cb cc`` on every host.
 GCP_RDMA_VM_SLOTS = frozenset({"8f", "90", "96", "97", "c4", "c5", "cb", "cc"})
 
+#: The PCI bus numbers (domain 0000) of the eight H100 GPUs of a Google Cloud A3 Mega VM (``a3-megagpu-8g``),
+#: as nccl-tests lists them on whole VMs: the bundled ``all_reduce_perf-16xH100-2nodes.txt`` (hosts
+#: ``ztan-mig-*`` of a repository that builds A3 Mega clusters) has ``04 05 0b 0c 84 85 8b 8c`` on both hosts.
+#: The VM's eight GPUDirect-TCPXO NICs sit beside them, two to each pair of GPUs: Google's A3 Mega scripts
+#: name them ``enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0`` (PCI buses 06 07 0d 0e
+#: 86 87 8d 8e; GoogleCloudPlatform/cluster-toolkit ``examples/machine-learning/a3-megagpu-8g/nccl-tests/
+#: run-nccl-tests.sh``, ``NCCL_FASTRAK_IFNAME``; dstackai/dstack ``examples/clusters/a3mega/README.md``).
+#: A3 High (``a3-highgpu-8g``, four GPUDirect-TCPX NICs) is another layout: its NICs are the PCI functions
+#: ``0000:06:00.0 0000:0c:00.0 0000:86:00.0 0000:8c:00.0`` (the same toolkit's
+#: ``examples/machine-learning/a3-highgpu-8g/nccl-tests/run-nccl-tests.sh``, ``gpu_bdfs``), where this layout
+#: has GPUs at ``0c`` and ``8c``; so these slots pick A3 Mega, not A3 High. No other H100 host of the public
+#: runs bundled here uses them (Dell XE9680 ``19 3b 4c 5d 9b bb cb db``; ``1b 43 52 61 9d c3 d1 df``; AWS
+#: p5 ``53 64 75 86 97 a8 b9 ca``; OCI ``0f 2d 44 5b 89 a8 c0 d8``).
+GCP_A3_MEGA_SLOTS = frozenset({"04", "05", "0b", "0c", "84", "85", "8b", "8c"})
+
 #: The preset a GCP RDMA VM's GPUs pick (:mod:`zerocalc.topology.devices`) → the VM, in words.
 GCP_RDMA_VMS = {"dgx-h200": "A3 Ultra (a3-ultragpu-8g)", "dgx-b200": "A4 (a4-highgpu-8g)"}
 
@@ -48,10 +64,21 @@ def slot(bus_id: str) -> str | None:
     return parts[1]
 
 
+def _all_at(bus_ids: Mapping[str, Sequence[str]], slots: frozenset[str]) -> bool:
+    """Every listed GPU of two or more hosts sits at one of ``slots``."""
+    seen = [slot(b) for ids in bus_ids.values() for b in ids]
+    return len(bus_ids) >= 2 and bool(seen) and all(s in slots for s in seen)
+
+
 def on_gcp_rdma_vms(bus_ids: Mapping[str, Sequence[str]]) -> bool:
     """Every listed GPU of two or more hosts sits at a slot of :data:`GCP_RDMA_VM_SLOTS`."""
-    slots = [slot(b) for ids in bus_ids.values() for b in ids]
-    return len(bus_ids) >= 2 and bool(slots) and all(s in GCP_RDMA_VM_SLOTS for s in slots)
+    return _all_at(bus_ids, GCP_RDMA_VM_SLOTS)
+
+
+def on_gcp_a3_mega(bus_ids: Mapping[str, Sequence[str]] | None) -> bool:
+    """Every listed GPU of two or more hosts sits at a slot of :data:`GCP_A3_MEGA_SLOTS`: the run's hosts are
+    GCP A3 Mega VMs."""
+    return _all_at(bus_ids or {}, GCP_A3_MEGA_SLOTS)
 
 
 def with_gcp_slice(topo: Topology, bus_ids: Mapping[str, Sequence[str]] | None, ranks: int
