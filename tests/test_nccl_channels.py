@@ -105,11 +105,28 @@ def test_channel_counts_in_a_topology_toml_round_trip_and_bad_ones_are_named():
         topology_from_mapping(data)
 
 
+def test_a_call_runs_the_ring_plateau_on_the_share_of_channels_it_launches():
+    # NCCL's estimate (share 1, what it chooses with) steps by its whole 0.4 of the latency at 16 KiB; a call
+    # launched on a share of the communicator's channels steps by that share of it (zerocalc.nccl.model
+    # ring_plateau)
+    t = tune(get_topology("gcp-a3-mega"), 16, V21)
+    lat = t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].latency_us
+    for share in (1 / 16, 0.5, 1.0):
+        jump = (t.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, 16384, share=share)
+                - t.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, 16383, share=share)) * 1e6
+        assert jump == pytest.approx(0.4 * lat * share, rel=1e-3)
+    # one node: no plateau at any share
+    one = tune(get_topology("gcp-a3-mega"), 8, V21)
+    assert one.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, 1 << 20, share=0.5) == pytest.approx(
+        one.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, (1 << 20) - 1, share=0.5), rel=1e-3)
+
+
 def test_check_reads_the_profile_channels_from_a_topology_file(tmp_path):
     """A profile's NCCL_MAX_NCHANNELS=8 moves the bundled TCPXO sweep's 8 KiB row (131.6 µs in the file) onto
-    the ring plateau: its prediction is 1.4× the latency of the 4 KiB row's, plus its bytes on the one
-    channel NCCL launches (zerocalc.nccl.launch: 8192 < 2 × 512 threads × 64): 1 of the 16 channels the
-    ring graph's 8 of 24 GB/s were doubled to, i.e. half a graph channel, × 16 / 30 for a 16-rank ring."""
+    the ring plateau (NCCL's × 1.4 from 64 bytes per channel and rank of its 8 channels), which the call runs
+    on the one channel NCCL launches (zerocalc.nccl.launch: 8192 < 2 × 512 threads × 64), 1 of its 8: the
+    latency of the 4 KiB row × (1 + 0.4 / 8), plus its bytes on that channel: 1 of the 16 channels the ring
+    graph's 8 of 24 GB/s were doubled to, i.e. half a graph channel, × 16 / 30 for a 16-rank ring."""
     data = topology_to_mapping(get_topology("gcp-a3-mega"))
     data["nccl_env"][0]["NCCL_MAX_NCHANNELS"] = 8
     path = tmp_path / "a3.toml"
@@ -123,5 +140,7 @@ def test_check_reads_the_profile_channels_from_a_topology_file(tmp_path):
     t = tune(get_topology("gcp-a3-mega"), 16, V21)
     lat = t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].latency_us
     assert rows[8192]["launch_channels"] == 1
-    assert rows[8192]["predicted_s"] == pytest.approx(lat * 1.4e-6 + 8192 / (0.5 * 24e9 * 16 / 30), rel=1e-3)
+    bw = 0.5 * 24e9 * 16 / 30
+    assert rows[8192]["predicted_s"] == pytest.approx(lat * (1 + 0.4 / 8) * 1e-6 + 8192 / bw, rel=1e-3)
+    assert rows[8192]["nccl_all_channels_s"] > lat * 1.4e-6  # NCCL's own estimate: the whole plateau
     assert rows[4096]["predicted_s"] == pytest.approx(lat * 1e-6 + 4096 / (0.5 * 24e9 * 16 / 30), rel=1e-3)

@@ -62,22 +62,26 @@ A3_MEGA_SLOTS = {"04", "05", "0b", "0c", "84", "85", "8b", "8c"}
 
 
 def bus_slots(path):
-    """host → the bus numbers of its ranks' GPUs ('[0000:04:00]' → '04'), read with a plain split."""
+    """host → the bus numbers of its ranks' GPUs ('[0000:04:00]' → '04'; a device other than 0 kept with
+    its bus: '[0000:04:02]' → '04:02'), read with a plain split."""
     out = {}
     for line in path.read_text().splitlines():
         f = line.split()
         if "Rank" in f and "device" in f and "on" in f:
             bus = f[f.index("device") + 2].strip("[]").split(":")
             if len(bus) == 3:
-                out.setdefault(f[f.index("on") + 1], set()).add(bus[1].lower())
+                out.setdefault(f[f.index("on") + 1], set()).add(
+                    bus[1].lower() if bus[2] == "00" else ":".join(bus[1:]).lower())
     return out
 
 
 def expected_preset(path, gpu):
     """The preset a file's single GPU model picks: H100s at an A3 Mega VM's slots on every one of two or more
-    hosts are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
-    slots = bus_slots(path)
-    if gpu == "NVIDIA H100 80GB HBM3" and len(slots) >= 2 and set().union(*slots.values()) <= A3_MEGA_SLOTS:
+    hosts, each GPU on a bus of its own, are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
+    slots, ranks = bus_slots(path), device_lines(path)
+    own_bus = sum(len(s) for s in slots.values()) == len(ranks)
+    if gpu == "NVIDIA H100 80GB HBM3" and len(slots) >= 2 and own_bus \
+            and set().union(*slots.values()) <= A3_MEGA_SLOTS:
         return "gcp-a3-mega"
     return PRESET_OF[gpu]
 
@@ -269,5 +273,7 @@ def test_h100s_at_gcp_a3_mega_slots_pick_its_preset_and_nothing_else_does():
     one = {"a": ids["a"]}
     assert preset_for_devices({"NVIDIA H100 80GB HBM3": 8}, {"a": 8}, where="f", bus_ids=one)[0].name \
         == "dgx-h100"
+    shared = {h: [f"0000:04:{d:02x}" for d in range(0, 16, 2)] for h in hosts}  # one bus, 8 devices
+    assert preset_for_devices(gpu, hosts, where="f", bus_ids=shared)[0].name == "dgx-h100"
     ib = {"ib": (12, "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB")}
     assert preset_for_devices(gpu, hosts, where="f", bus_ids=ids, network=ib)[0].name == "dgx-h100"

@@ -65,6 +65,12 @@ def test_bundled_tcpxo_sweep_at_the_nccl_and_environment_it_ran_with():
     outside = {r["bytes"]: r["ratio"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
     assert set(outside) == {16 << 20}, outside
     assert 0.8 <= float(np.median([r["ratio"] for r in sweep["rows"]])) <= 1.25
+    # the median size (256 KiB, 167.1 µs in the file) within 0.8-1.25: from 16 KiB NCCL's estimate holds its
+    # ring plateau (latency × 1.4), which the call runs on the 1-8 of its 16 channels it launches there
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+    rows = {r["bytes"]: r for r in sweep["rows"]}
+    assert rows[256 << 10]["launch_channels"] < 16
+    assert rows[256 << 10]["nccl_all_channels_s"] > rows[256 << 10]["predicted_s"]
     # why 16 MiB stays out: the file's own rows. Its in-place times agree with the out-of-place ones within 3%
     # from 4 to 16 MiB (not noise), and from 16 to 32 MiB the time grows 8% for twice the bytes: the run
     # changed algorithm or channels there, which one (algorithm, protocol) of NCCL's model, monotone in size,

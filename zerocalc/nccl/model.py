@@ -126,7 +126,7 @@ class Tuning:
             e = replace(e, bandwidth_GBps=e.bandwidth_GBps * scale)
         if latency_us is not None:
             e = replace(e, latency_us=latency_us)
-        return _algo_time_us(self, e, coll, int(n_bytes)) / 1e6
+        return _algo_time_us(self, e, coll, int(n_bytes), plateau_share=share) / 1e6
 
     def capped_scale(self, algo: Algorithm) -> float:
         """The share of its channels a Ring or Tree call runs on under ``NCCL_MAX_NCHANNELS``:
@@ -286,8 +286,9 @@ def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_byt
     return row[log_size] if 0 <= log_size < len(row) else 1.0
 
 
-def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
-    """``ncclTopoGetAlgoTime`` (numPipeOps = 1)."""
+def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int, plateau_share: float = 1.0) -> float:
+    """``ncclTopoGetAlgoTime`` (numPipeOps = 1); ``plateau_share``: the share of the communicator's channels a
+    call runs on (:func:`ring_plateau`), 1 as NCCL prices its choice."""
     rel, m = t.release, t.machine
     bw, lat = e.bandwidth_GBps, e.latency_us
     log_size = _log2i(n_bytes >> 6)
@@ -298,14 +299,34 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int) -> float:
             and 0 <= log_size < len(corr) and m.compute_capability >= 100 and m.cpu_vendor != "arm"):
         bw *= corr[log_size]  # v2.29.2 on, x86 hosts only (comm->cpuArch == NCCL_TOPO_CPU_ARCH_X86)
     if e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE:
-        # "plateau effect of ring": v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+);
-        # v2.19.4 on from 64 bytes per channel and rank, × 1.9 before sm80, else × 1.4
-        if rel.era <= 17:
-            if n_bytes >= m.n_ranks / 16.0 * 65536:
-                lat *= 1.5 if (rel.era >= 17 and m.compute_capability >= 90) else 1.9
-        elif n_bytes / (t.comm_channels * m.n_ranks) >= 64:
-            lat *= 1.9 if m.compute_capability < 80 else 1.4
+        lat *= 1.0 + (ring_plateau(t, n_bytes) - 1.0) * plateau_share
     return lat + n_bytes / (1000.0 * bw)
+
+
+def ring_plateau(t: Tuning, n_bytes: int) -> float:
+    """NCCL's "plateau effect of ring" (``ncclTopoGetAlgoTime``), the factor on a Ring/Simple all-reduce's
+    latency across nodes: v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+); v2.19.4 on
+    from 64 bytes per channel and rank of the communicator (``nBytes / (comm->nChannels · nRanks) >= 64``),
+    × 1.9 before sm80, else × 1.4; 1 below.
+
+    NCCL chooses with the whole factor. A call runs its extra latency (the factor less 1) in proportion to the
+    share of the communicator's channels it launches on (:func:`zerocalc.nccl.launch.channel_share`): NCCL
+    states the plateau for every channel of the communicator carrying its slice, and from v2.20 ``enqueue.cc``
+    launches a call below ``nc · nThreads · 64`` bytes on fewer channels (1 up to 32 KiB of all-reduce at 512
+    threads); the ring's latency then grows with the channels that run, reaching NCCL's factor where the call
+    runs on them all. Seen on 2 GCP A3 Mega nodes (16 H100, TCPXO, NCCL 2.21.5 under Google's
+    ``NCCL_PROTO=Simple``; the bundled ``all_reduce_perf-16xH100-2nodes.txt``): 139-174 µs from 16 to 512 KiB,
+    where the call runs on 1, 1, 2, 4, 8 and 16 of its 16 channels, rising with them (155 µs on 1, 174 on
+    16) instead of stepping from 132 µs at 8 KiB to NCCL's × 1.4; with the whole factor those rows price at
+    1.26-1.56x, with the launched share at 1.04-1.26x."""
+    rel, m = t.release, t.machine
+    if rel.era <= 17:
+        if n_bytes >= m.n_ranks / 16.0 * 65536:
+            return 1.5 if (rel.era >= 17 and m.compute_capability >= 90) else 1.9
+        return 1.0
+    if n_bytes / (t.comm_channels * m.n_ranks) >= 64:
+        return 1.9 if m.compute_capability < 80 else 1.4
+    return 1.0
 
 
 def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:

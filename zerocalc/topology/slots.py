@@ -76,9 +76,16 @@ def on_gcp_rdma_vms(bus_ids: Mapping[str, Sequence[str]]) -> bool:
 
 
 def on_gcp_a3_mega(bus_ids: Mapping[str, Sequence[str]] | None) -> bool:
-    """Every listed GPU of two or more hosts sits at a slot of :data:`GCP_A3_MEGA_SLOTS`: the run's hosts are
-    GCP A3 Mega VMs."""
-    return _all_at(bus_ids or {}, GCP_A3_MEGA_SLOTS)
+    """Every listed GPU of two or more hosts sits at a slot of :data:`GCP_A3_MEGA_SLOTS`, each on a bus of its
+    own as device 0 (``0000:04:00``): the run's hosts are GCP A3 Mega VMs. GPUs that share a bus as devices
+    of one PCI bridge (``0000:04:00``, ``0000:04:02``, … on each of four Dell XE9680 VMs, NVIDIA/nccl-tests
+    issue 309) are another machine."""
+    ids = bus_ids or {}
+    for host in ids.values():
+        buses = [b.lower().split(":") for b in host]
+        if any(len(b) != 3 or b[2] != "00" for b in buses) or len({b[1] for b in buses}) != len(buses):
+            return False
+    return _all_at(ids, GCP_A3_MEGA_SLOTS)
 
 
 def with_gcp_slice(topo: Topology, bus_ids: Mapping[str, Sequence[str]] | None, ranks: int
