@@ -231,7 +231,8 @@ def test_p4d_two_node_all_reduce_at_the_nccl_and_algorithm_it_ran_with():
     this test sets NCCL_ALGO=RING (examples/nccl-efa-tests.yaml, Feb-Jun 2021), and the log agrees: at
     4 GiB it runs at 0.92 of NCCL's Ring price and 0.53 of its Tree's (its default choice: 2-node trees
     priced at the intra-node speed, search.cc pass 2). With Ring: median size 0.84x, 256 MiB up within
-    0.8-1.25x, every size within 0.5-2x but 2-16 MiB (Ring/LL128, 0.46-0.49x)."""
+    0.8-1.25x, every size within 0.5-2x, 2-16 MiB (Ring/LL128) the nearest the floor (0.54-0.60x; 0.46-0.49x
+    before EFA's rendezvous past 8 KiB, zerocalc.nccl.ofi_efa)."""
     rows = counted_rows(P4D)
     assert (len(rows), rows[0], rows[-1]) == (30, (8, 179.1, 176.3), (4 << 30, 183834.0, 184216.0))
     assert device_names(P4D) == {"A100-SXM4-40GB"}
@@ -242,8 +243,8 @@ def test_p4d_two_node_all_reduce_at_the_nccl_and_algorithm_it_ran_with():
     assert (big["algorithm"], big["protocol"]) == ("Tree", "Simple") and 0.5 <= big["ratio"] <= 0.55
     sweep = check(P4D, "--nccl-algo", "Ring")
     assert {r["algorithm"] for r in sweep["rows"]} == {"Ring"}
-    assert {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0} == {2 << 20, 4 << 20, 8 << 20,
-                                                                                   16 << 20}
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert all(r["ratio"] < 0.8 for r in sweep["rows"] if 2 << 20 <= r["bytes"] <= 16 << 20)
     assert at_median_size(sweep)["bytes"] == 128 << 10 and 0.8 <= at_median_size(sweep)["ratio"] <= 1.25
     assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"] if r["bytes"] >= 256 << 20)
     # hand check, 4 GiB: Ring/Simple over NCCL's ring graph of 4 channels x 12 GB/s (one per 100 Gb/s EFA

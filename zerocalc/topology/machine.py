@@ -63,9 +63,10 @@ HARDWARE_FIELDS: dict[str, str] = {
     "net_wire_latency_us": "the network's own small-message latency per hop, µs, where the plugin reports "
                            "another figure to steer NCCL's choice: calls are timed with it, NCCL still "
                            "chooses with net_latency_us (unset: the same)",
-    "net_eager_bytes": "the largest message the network sends eagerly; a larger one goes by a read-based "
-                       "rendezvous, a round trip more (libfabric's cxi provider on HPE Slingshot: 4097 by "
-                       "default); unset: every message is written into a posted buffer (InfiniBand, RoCE)",
+    "net_eager_bytes": "the largest message the network sends eagerly; a larger one waits on the receiver, "
+                       "a round trip more (libfabric's cxi provider on HPE Slingshot: 4097 by default; "
+                       "aws-ofi-nccl on AWS EFA: 8192); unset: every message is written into a posted "
+                       "buffer (InfiniBand, RoCE)",
     "cpu_sockets": "CPU sockets (NUMA nodes) a node's GPUs are split over, in order, joined by the SMP link "
                    "(QPI/UPI, Infinity Fabric); NCCL's search prices a ring crossing it (PCIe-only nodes)",
     "gpus_per_pcie_switch": "GPUs under one PCIe switch, sharing its x16 link to the CPU (1: each GPU on a "

@@ -71,10 +71,16 @@ def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: f
 #: network plugin's param for net latency by design") puts a network hop at 20 µs on p5 and p5e and
 #: 18 µs on p5en ("2 nodes, 8B RDMA w/imm lat"), so calls are timed with those
 #: (``net_wire_latency_us``). p4d/p4de have no such figure (the tuner models P5 only) and keep 75 µs.
+#:
+#: A network message above 8 KiB waits on a message of the receiver before its payload moves (the RDMA
+#: protocol's control message, the SENDRECV protocol's read by libfabric's EFA provider): the
+#: ``net_eager_bytes`` of every AWS preset (:mod:`zerocalc.nccl.ofi_efa`, ``EAGER_BYTES``: aws-ofi-nccl's
+#: ``OFI_NCCL_EAGER_MAX_SIZE`` default, ``include/nccl_ofi_param.h``).
 _EFA_PLUGIN = "aws-ofi-nccl platform-aws.cpp: net latency 75 µs (p5en 35)"
 _EFA_WIRE = "its tuner model (nccl_ofi_model.cpp): wire 20 µs (p5en 18)"
 _EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
 _EFA_P5_WIRE_US, _EFA_P5EN_WIRE_US = 20.0, 18.0
+_EFA_EAGER_BYTES = 8192
 
 
 #: How the GPUs of the PCIe presets sit (:mod:`zerocalc.nccl.pcie`): the common 8-GPU PCIe server, two
@@ -119,7 +125,7 @@ def _p4(name: str, gpu_gb: int) -> Topology:
                f"{_EFA_PLUGIN}",
         gpu=f"A100 SXM4 {gpu_gb}GB", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
         pcie_gen=4, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
-        net_latency_us=_EFA_LATENCY_US,
+        net_latency_us=_EFA_LATENCY_US, net_eager_bytes=_EFA_EAGER_BYTES,
     )
 
 
@@ -412,6 +418,7 @@ PRESETS: dict[str, Topology] = {
                    + _EFA_WIRE,
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US, net_wire_latency_us=_EFA_P5_WIRE_US,
+            net_eager_bytes=_EFA_EAGER_BYTES,
         ),
         _hgx8(
             "aws-p5e", "AWS p5e.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)",
@@ -420,6 +427,7 @@ PRESETS: dict[str, Topology] = {
                    "EPYC 7R13); as aws-p5 otherwise; " + _EFA_PLUGIN + "; " + _EFA_WIRE,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US, net_wire_latency_us=_EFA_P5_WIRE_US,
+            net_eager_bytes=_EFA_EAGER_BYTES,
         ),
         _hgx8(
             "aws-p5en", "AWS p5en.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFAv3 (8 NCCL devices × 400 Gb/s)",
@@ -429,6 +437,7 @@ PRESETS: dict[str, Topology] = {
                    + "; " + _EFA_WIRE,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             net_latency_us=_EFA_V3_LATENCY_US, net_wire_latency_us=_EFA_P5EN_WIRE_US,
+            net_eager_bytes=_EFA_EAGER_BYTES,
         ),
         _pcie_box(3, 15.75, 100.0, "V100 PCIe", 70,
                   "PCI-SIG PCIe 3.0: 8 GT/s × 16 lanes × 128/130 = 15.75 GB/s each way; ConnectX-4/5 "

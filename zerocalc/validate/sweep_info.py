@@ -43,36 +43,49 @@ def nodes_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tupl
                     f"each of {nodes[0]} nodes (line {nodes[1]})")
 
 
+#: The networks whose messages above an eager limit wait on the receiver (``net_eager_bytes``), by the
+#: kind a run's NCCL lines name (:mod:`zerocalc.traces.nccl_info`): the limit's module and its words.
+_EAGER_NETWORKS = {"slingshot": ("zerocalc.nccl.ofi_cxi", "HPE Slingshot", "libfabric cxi's rendezvous"),
+                   "efa": ("zerocalc.nccl.ofi_efa", "AWS EFA", "aws-ofi-nccl's handshake")}
+
+
 def network_as_stated(topo: Any, network: Mapping[str, Sequence] | None) -> tuple[Any, str]:
-    """``topo`` with the rendezvous of HPE Slingshot's cxi provider (its ``net_eager_bytes``,
-    :mod:`zerocalc.nccl.ofi_cxi`) as the run's NCCL lines show its network (``network``: kind → the lines
-    naming it, :mod:`zerocalc.traces.nccl_info`): set where they name Slingshot (aws-ofi-nccl's
-    ``Selected provider is cxi``) on an NVIDIA topology without it, dropped where they name another network
-    (InfiniBand, EFA, sockets) on one with it; with the words for ``topology_how`` ('' where unchanged)."""
-    from zerocalc.nccl.ofi_cxi import EAGER_BYTES
+    """``topo`` with the eager limit of its network (its ``net_eager_bytes``: HPE Slingshot's cxi provider,
+    :mod:`zerocalc.nccl.ofi_cxi`; AWS EFA, :mod:`zerocalc.nccl.ofi_efa`) as the run's NCCL lines show its
+    network (``network``: kind → the lines naming it, :mod:`zerocalc.traces.nccl_info`): set where they
+    name one of those (aws-ofi-nccl's ``Selected provider is cxi`` or its EFA lines) on an NVIDIA topology
+    without a limit, dropped where they name only other networks (InfiniBand, sockets) on one with it;
+    with the words for ``topology_how`` ('' where unchanged)."""
+    import importlib
 
     kinds = set(network or {})
-    if "slingshot" in kinds and topo.net_eager_bytes is None and topo.gpu_arch is None:
-        line = network["slingshot"][0]
-        return (replace(topo, net_eager_bytes=EAGER_BYTES),
-                f"HPE Slingshot as the file's NCCL lines name it (line {line}): a network message above "
-                f"{EAGER_BYTES} bytes goes by libfabric cxi's rendezvous")
-    other = sorted(kinds - {"slingshot"})
-    if other and "slingshot" not in kinds and topo.net_eager_bytes is not None:
+    named = sorted(kinds & set(_EAGER_NETWORKS))
+    if len(named) == 1 and topo.net_eager_bytes is None and topo.gpu_arch is None:
+        module, name, how = _EAGER_NETWORKS[named[0]]
+        eager = importlib.import_module(module).EAGER_BYTES
+        line = network[named[0]][0]
+        return (replace(topo, net_eager_bytes=eager),
+                f"{name} as the file's NCCL lines name it (line {line}): a network message above "
+                f"{eager} bytes goes by {how}")
+    other = sorted(kinds - set(_EAGER_NETWORKS))
+    if other and not named and topo.net_eager_bytes is not None:
         line = network[other[0]][0]
         return (replace(topo, net_eager_bytes=None),
-                f"no Slingshot rendezvous: the file's NCCL lines name another network (line {line})")
+                f"no rendezvous (Slingshot's, EFA's): the file's NCCL lines name another network "
+                f"(line {line})")
     return topo, ""
 
 
 def rendezvous_note(topo: Any, group_size: int) -> list[str]:
     """The note that a sweep across nodes is timed with the network's rendezvous
-    (:mod:`zerocalc.nccl.ofi_cxi`), where the topology has one (``net_eager_bytes``)."""
+    (:mod:`zerocalc.nccl.ofi_cxi`, :mod:`zerocalc.nccl.ofi_efa`), where the topology has one
+    (``net_eager_bytes``)."""
     if topo.net_eager_bytes is None or group_size <= topo.gpus_per_node:
         return []
     return [f"network messages above {topo.net_eager_bytes} bytes are timed with a rendezvous round trip "
-            f"each (libfabric's cxi provider on HPE Slingshot: the payload read once matched), as many as "
-            f"follow one another on a call's path; NCCL chooses without it"]
+            f"each (libfabric's cxi provider on HPE Slingshot: the payload read once matched; aws-ofi-nccl "
+            f"on AWS EFA: the payload sent once the receiver's message has come), as many as follow one "
+            f"another on a call's path; NCCL chooses without it"]
 
 
 def latency_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tuple[Any, list[str]]:
