@@ -40,8 +40,9 @@ them (``nstepsLL128``, v2.12-v2.30) and, to v2.19, the Tree/Simple one by the tr
 only: NCCL chooses with its own (:meth:`zerocalc.nccl.model.Tuning.choose`).
 
 Which runs: a topology whose ``net_eager_bytes`` is set (the ``gh200`` preset: HPE's Cray EX254n nodes on
-Slingshot 11), unless the run's NCCL INFO lines name another network; lines naming cxi set it on an NVIDIA
-topology without it (:func:`zerocalc.validate.sweep_info.network_as_stated`).
+Slingshot 11; the ``aws-*`` presets, whose EFA waits alike past 8 KiB, :mod:`zerocalc.nccl.ofi_efa`), unless
+the run's NCCL INFO lines name another network; lines naming cxi or EFA set it on an NVIDIA topology
+without it (:func:`zerocalc.validate.sweep_info.network_as_stated`).
 
 Seen on 2 nodes of 4 GH200 (CSCS's Santis and Alps, Sigma2's Olivia; tests/data/traces/README.md): from 2 to
 4 KiB, one channel of LL lines going from 4096 to 8192 bytes on the wire, Santis's time steps up 10.4 µs
