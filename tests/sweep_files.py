@@ -56,3 +56,17 @@ def device_lines(name):
         if "Rank" in f and "device" in f and "on" in f:
             out.append((f[f.index("on") + 1], " ".join(f[f.index("device") + 3:])))
     return out
+
+
+def with_lines_before_table(tmp_path, source, lines, name="all_reduce_perf.txt"):
+    """A copy of the sweep file ``source`` (a path, or a name under :data:`DATA`) with ``lines`` (launch or
+    NCCL INFO lines) put before each of its table headers, written under ``tmp_path``."""
+    source = source if isinstance(source, Path) else DATA / source
+    out = []
+    for line in source.read_text().splitlines(True):
+        if line.lstrip("0123456789: ").startswith("#       size"):
+            out += [f"{e}\n" for e in lines]
+        out.append(line)
+    path = tmp_path / name
+    path.write_text("".join(out))
+    return path

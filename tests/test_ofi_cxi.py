@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from sweep_files import DATA, check_json, file_rows, median_size_ratio, runner
+from sweep_files import DATA, check_json, file_rows, median_size_ratio, runner, with_lines_before_table
 
 from zerocalc.cli import app
 from zerocalc.errors import ConfigError
@@ -80,17 +80,6 @@ def test_olivia_gh200_medians_within_band():
     assert 0.8 <= median_size_ratio(check_json(OLIVIA_16)) <= 1.25
 
 
-def _with_info(tmp_path, name, lines):
-    out = []
-    for line in (DATA / name).read_text().splitlines(True):
-        if line.startswith("#       size"):
-            out += [f"{e}\n" for e in lines]
-        out.append(line)
-    path = tmp_path / "all_reduce_perf.txt"
-    path.write_text("".join(out))
-    return path
-
-
 def _sweep(path, *args):
     res = runner.invoke(app, ["check", str(path), "--format", "json", *args])
     assert res.exit_code == 0, res.output
@@ -103,7 +92,7 @@ def test_the_network_the_lines_name_sets_or_drops_the_rendezvous(tmp_path):
     ib = "nid005098:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB hsn0:10.0.0.1<0>"
     cxi = "nid005098:1:1 [0] NCCL INFO NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)"
     plain = _sweep(DATA / SANTIS)
-    on_ib = _sweep(_with_info(tmp_path, SANTIS, [ib]))
+    on_ib = _sweep(with_lines_before_table(tmp_path, SANTIS, [ib]))
     assert "no rendezvous (Slingshot" in on_ib["topology_how"]
     assert any("rendezvous round trip" in t for t in plain["notes"])
     assert not any("rendezvous round trip" in t for t in on_ib["notes"])
@@ -117,9 +106,9 @@ def test_the_network_the_lines_name_sets_or_drops_the_rendezvous(tmp_path):
     step = measured[4096] - measured[2048]
     assert 0.8 <= (cxi_t[4096] - cxi_t[2048]) / step <= 1.25
     assert (ib_t[4096] - ib_t[2048]) / step < 0.5
-    on_cxi = _sweep(_with_info(tmp_path, SANTIS, [cxi]))
+    on_cxi = _sweep(with_lines_before_table(tmp_path, SANTIS, [cxi]))
     assert [r["predicted_s"] for r in on_cxi["rows"]] == [r["predicted_s"] for r in plain["rows"]]
-    h100 = _sweep(_with_info(tmp_path, SANTIS, [cxi]), "--topology", "dgx-h100")
+    h100 = _sweep(with_lines_before_table(tmp_path, SANTIS, [cxi]), "--topology", "dgx-h100")
     assert "HPE Slingshot as the file's NCCL lines name it" in h100["topology_how"]
 
 

@@ -8,7 +8,7 @@ import gzip
 import json
 
 import pytest
-from sweep_files import DATA, check_json, median_size_ratio, runner
+from sweep_files import DATA, check_json, median_size_ratio, runner, with_lines_before_table
 
 from zerocalc.cli import app
 from zerocalc.nccl.ofi_cxi import chunk_bytes, network_messages
@@ -89,17 +89,6 @@ def test_p5_runs_within_both_bands_where_their_mid_sizes_were_under():
         assert len(mid) == 5 and all(0.8 <= r["ratio"] <= 1.25 for r in mid), name
 
 
-def _with_line(tmp_path, name, line):
-    out = []
-    for text in (DATA / name).read_text().splitlines(True):
-        if "#       size" in text:
-            out.append(f"0: {line}\n")
-        out.append(text)
-    path = tmp_path / "all_reduce_perf.txt"
-    path.write_text("".join(out))
-    return path
-
-
 def test_the_network_the_lines_name_sets_or_drops_efas_handshake(tmp_path):
     """The srun p5 run (no NCCL lines) on aws-p5: its 256 KiB row pays 2 round trips of NCCL's network hop
     (2 × 2.7 µs each) that NCCL lines naming InfiniBand take off; lines naming the plugin over EFA add the
@@ -107,14 +96,14 @@ def test_the_network_the_lines_name_sets_or_drops_efas_handshake(tmp_path):
     ib = "p5-st-1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>"
     efa = "p5-st-1:1:1 [0] NCCL INFO NET/OFI Selected Provider is efa (found 32 nics)"
     plain = _sweep(DATA / SRUN, "--topology", "aws-p5")
-    on_ib = _sweep(_with_line(tmp_path, SRUN, ib), "--topology", "aws-p5")
+    on_ib = _sweep(with_lines_before_table(tmp_path, SRUN, [f"0: {ib}"]), "--topology", "aws-p5")
     assert "no rendezvous" in on_ib["topology_how"]
     assert any("aws-ofi-nccl on AWS EFA" in t for t in plain["notes"])
     efa_t = {r["bytes"]: r["predicted_s"] for r in plain["rows"]}
     ib_t = {r["bytes"]: r["predicted_s"] for r in on_ib["rows"]}
     assert efa_t[64 * KiB] == pytest.approx(ib_t[64 * KiB])
     assert efa_t[256 * KiB] == pytest.approx(ib_t[256 * KiB] + 2 * 2 * 2.7e-6)
-    h100 = _sweep(_with_line(tmp_path, SRUN, efa), "--topology", "dgx-h100")
+    h100 = _sweep(with_lines_before_table(tmp_path, SRUN, [f"0: {efa}"]), "--topology", "dgx-h100")
     bare = _sweep(DATA / SRUN, "--topology", "dgx-h100")
     assert "AWS EFA as the file's NCCL lines name it" in h100["topology_how"]
     on_efa = {r["bytes"]: r["predicted_s"] for r in h100["rows"]}

@@ -6,6 +6,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from sweep_files import with_lines_before_table
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
@@ -375,23 +376,12 @@ CXI = ("nid005098:267630:267630 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 
        "nid005098:267630:267630 [0] NCCL INFO Using network AWS Libfabric")
 
 
-def _with_lines(tmp_path, source, lines):
-    out = []
-    for line in source.read_text().splitlines(True):
-        if line.startswith("#       size"):
-            out += [f"{e}\n" for e in lines]
-        out.append(line)
-    path = tmp_path / "all_reduce_perf.txt"
-    path.write_text("".join(out))
-    return path
-
-
 def test_aws_ofi_nccl_over_slingshot_is_slingshot_not_efa(tmp_path):
     """The Alps GH200 sweep (2 nodes of 4) with aws-ofi-nccl's lines on Slingshot: the cxi provider line
     (the second of three added before the file's line 15, so line 16) names the network, and the
     gh200 preset's nodes (Slingshot 11) price it; an A100 run on Slingshot has no preset and is refused."""
     alps = DATA / "all_reduce_perf-8xGH200-2nodes-4pernode-slingshot.txt"
-    name, how = _topology(_with_lines(tmp_path, alps, CXI))
+    name, how = _topology(with_lines_before_table(tmp_path, alps, CXI))
     assert name == "gh200"
     assert "network HPE Slingshot (aws-ofi-nccl over libfabric's cxi provider) from line 16" in how
     one_line_error(run_check(_sweep_on(tmp_path, "NVIDIA A100-SXM4-40GB", ["a", "b"], CXI)),

@@ -150,15 +150,19 @@ MODEL_3 = TuningModel(
         ".1 .1 .1 .1 .1 .1 .1 .5 1 .1 .3 .1 .1 .1 .2 .2 .2 .3 .4 .7 1 1 1 1 1 1 1"),
 )
 
+#: The hop latencies and bandwidth ratios tuning models 5 and 6 share after ROCm/rccl's NCCL 2.23 merge
+#: (2.21.5's, LL128's entries copied from LL's).
+_LAT_POST_2_23 = {"xgmi": {A.TREE: (0.9, 0.9, 2.3), A.RING: (0.8, 0.8, 2.1)},
+                  "net": {A.TREE: (10.5, 10.5, 25.0), A.RING: (9.5, 9.5, 320.0)}}
+_RATIO_POST_2_23 = ({A.TREE: (0.06, 0.06, 0.11), A.RING: (0.08, 0.08, 1.0)},
+                    {A.TREE: (0.06, 0.06, 0.59), A.RING: (0.08, 0.08, 1.0)})
+
 #: ``tuning_model_6``, gfx950's (MI355X, MI350X): ``rome_models.cc`` sets ``system->tuning = 6`` when the
 #: GPUs of a matched 8-GPU xGMI model are gfx950 (ROCm/rccl develop after the NCCL 2.23 merge). Model 5's
 #: hop latencies and bandwidth ratios (LL128's entries copied from LL's, LL128 staying off: see
 #: :func:`rccl_tune`), its own correction factors.
 MODEL_6 = TuningModel(
-    hw_lat={"xgmi": {A.TREE: (0.9, 0.9, 2.3), A.RING: (0.8, 0.8, 2.1)},
-            "net": {A.TREE: (10.5, 10.5, 25.0), A.RING: (9.5, 9.5, 320.0)}},
-    bw_ratio=({A.TREE: (0.06, 0.06, 0.11), A.RING: (0.08, 0.08, 1.0)},
-              {A.TREE: (0.06, 0.06, 0.59), A.RING: (0.08, 0.08, 1.0)}),
+    hw_lat=_LAT_POST_2_23, bw_ratio=_RATIO_POST_2_23,
     tree_correction=_rows(
         ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
         ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 1 1 1 2 .1 .1 .1 .1 .1 .1 .1 |"
@@ -182,10 +186,7 @@ MODEL_6 = TuningModel(
 #: ``llProtoRanges`` for ReduceScatter, AllGather and AllReduce (its Reduce and Broadcast rows left zero,
 #: ``RCCL_LL_LIMITS_UNDEFINED``: the table's protocol stands).
 _CORR_26 = TuningModel(
-    hw_lat={"xgmi": {A.TREE: (0.9, 0.9, 2.3), A.RING: (0.8, 0.8, 2.1)},
-            "net": {A.TREE: (10.5, 10.5, 25.0), A.RING: (9.5, 9.5, 320.0)}},
-    bw_ratio=({A.TREE: (0.06, 0.06, 0.11), A.RING: (0.08, 0.08, 1.0)},
-              {A.TREE: (0.06, 0.06, 0.59), A.RING: (0.08, 0.08, 1.0)}),
+    hw_lat=_LAT_POST_2_23, bw_ratio=_RATIO_POST_2_23,
     tree_correction=_rows(
         ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
         ".1 .1 .1 .1 .1 .1 1 1 1 1 1 .6 1 .9 1 1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 .1 |"
