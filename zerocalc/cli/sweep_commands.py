@@ -279,6 +279,18 @@ def _network_path(topo, given, run: dict, info: dict, p: int):
     return topo, how + (f"; {slice_how}" if slice_how else ""), slice_how
 
 
+def _placed(given, path: str, run: dict, p: int, stated: str | None) -> tuple[dict, object, str]:
+    """``run`` with the hosts its ranks must have been on where its lines put two ranks on one GPU of one
+    host under an NCCL that refuses it (:func:`zerocalc.topology.renamed_hosts.hosts_apart`), and the
+    topology it is priced on with how it was chosen (:func:`_sweep_topology`)."""
+    from zerocalc.topology.renamed_hosts import hosts_apart
+
+    apart = hosts_apart(run, stated)
+    run = run if apart is None else apart[0]
+    topo, how = _sweep_topology(given, path, run, p)
+    return run, topo, how if apart is None else f"{how}; {apart[1]}"
+
+
 def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_version, nccl_algo, nccl_proto,
                ofi_tuner):
     """One sweep of a file against the model: the topology and release it is priced on, the variables and
@@ -304,7 +316,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     )
 
     version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"))
-    topo, topology_how = _sweep_topology(given, path, run, p)
+    run, topo, topology_how = _placed(given, path, run, p, stated)
     if topo.gpu_arch is not None and not nccl_version and not stated:  # AMD GPUs: RCCL (nccl.rccl)
         from zerocalc.nccl.rccl import RCCL_LATEST
 
