@@ -262,9 +262,10 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
 def _network_path(topo, given, run: dict, info: dict, p: int):
     """``topo`` with GPUDirect RDMA on or off as the run's lines state it
     (:func:`zerocalc.topology.devices.with_stated_gdr`), else, on the preset its device lines chose, off for
-    one GPU of a GCP RDMA VM on each host (:func:`zerocalc.topology.slots.with_gcp_slice`); with Slingshot's
-    rendezvous as the network its lines name (:func:`zerocalc.validate.sweep_info.network_as_stated`); the
-    words to add to ``topology_how`` and the slice's own (for its note; '' when it does not apply)."""
+    one GPU of a GCP RDMA VM on each host (:func:`zerocalc.topology.slots.with_gcp_slice`); with the
+    rendezvous (Slingshot's, EFA's) of the network its lines name
+    (:func:`zerocalc.validate.sweep_info.network_as_stated`); the words to add to ``topology_how`` and the
+    slice's own (for its note; '' when it does not apply)."""
     from zerocalc.topology.devices import with_stated_gdr
     from zerocalc.topology.slots import with_gcp_slice
     from zerocalc.validate.sweep_info import network_as_stated

@@ -55,13 +55,15 @@ from __future__ import annotations
 import math
 
 from zerocalc.nccl.release import NET, Algorithm, Collective, Protocol, Release
+from zerocalc.nccl.tune_model import _log2i
+from zerocalc.topology.presets import CXI_EAGER_BYTES
 
 A, P, C = Algorithm, Protocol, Collective
 
 #: libfabric's cxi provider: the largest message it sends eagerly by default, ``CXIP_RDZV_THRESHOLD`` (2048)
 #: + ``rdzv_get_min`` (2049, "Avoid single packet Gets"), ``prov/cxi`` (ofiwg/libfabric); a larger one goes
 #: by rendezvous (``man/fi_cxi.7.md``, ``FI_CXI_RDZV_GET_MIN``).
-EAGER_BYTES = 2048 + 2049
+EAGER_BYTES = CXI_EAGER_BYTES
 NCCL_STEPS = 8
 #: NCCL's buffer of one connection per protocol, bytes (``src/init.cc``, v2.12-v2.30):
 #: ``NCCL_LL_LINES_PER_THREAD`` 8 × ``NCCL_LL_MAX_NTHREADS`` 512 × ``NCCL_STEPS`` × 16-byte lines;
@@ -72,10 +74,6 @@ WIRE = {P.LL: 2.0, P.LL128: 128 / 120, P.SIMPLE: 1.0}
 #: a Ring/Simple all-reduce, all-gather or reduce-scatter chunk: ``*_CHUNKSTEPS`` (4) steps sent in slices
 #: of ``*_SLICESTEPS`` (2) (``src/include/collectives.h``)
 RING_SIMPLE_CHUNK_STEPS, RING_SIMPLE_SLICES = 4, 2
-
-
-def _log2i(n: int) -> int:
-    return max(0, int(n).bit_length() - 1)
 
 
 def chunk_bytes(rel: Release, algo: Algorithm, proto: Protocol, n_bytes: int, n_channels: int,

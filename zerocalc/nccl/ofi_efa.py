@@ -36,9 +36,11 @@ took 1.2-1.4x NCCL's estimate (Tree/LL128 and Ring/LL128), from 256 MiB they mat
 
 from __future__ import annotations
 
+from zerocalc.topology.presets import EFA_EAGER_BYTES
+
 #: aws-ofi-nccl's RDMA protocol: ``OFI_NCCL_EAGER_MAX_SIZE`` default (8192, ``include/nccl_ofi_param.h``
 #: v1.9.2-aws to v1.21.1, "Eager message size limit when using RDMA protocol. Message sizes greater than
 #: this limit will always be sent using RDMA write instead of eagerly."); libfabric EFA's eager limit for
 #: GPU memory under the SENDRECV protocol, one device message of the order of 8 KiB
 #: (``prov/efa/src/efa_hmem.c``), is taken alike.
-EAGER_BYTES = 8192
+EAGER_BYTES = EFA_EAGER_BYTES

@@ -168,8 +168,10 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
         full = tuning.run_time_s(coll, a, p, n_bytes, disabled_ok=by_ofi)
         t = tuning.run_time_s(coll, a, p, n_bytes, share=share, disabled_ok=by_ofi) if share < 1.0 else full
         if full is not None and t is not None:
-            full += _rendezvous_s(tuning, coll, a, p, n_bytes, run.start)
-            t += _rendezvous_s(tuning, coll, a, p, n_bytes, run.channels)
+            wait = _rendezvous_s(tuning, coll, a, p, n_bytes, run.start)
+            full += wait
+            same = run.channels == run.start
+            t += wait if same else _rendezvous_s(tuning, coll, a, p, n_bytes, run.channels)
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
         if c.algorithm == a.value and c.protocol == p.value:

@@ -80,7 +80,7 @@ _EFA_PLUGIN = "aws-ofi-nccl platform-aws.cpp: net latency 75 µs (p5en 35)"
 _EFA_WIRE = "its tuner model (nccl_ofi_model.cpp): wire 20 µs (p5en 18)"
 _EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
 _EFA_P5_WIRE_US, _EFA_P5EN_WIRE_US = 20.0, 18.0
-_EFA_EAGER_BYTES = 8192
+EFA_EAGER_BYTES = 8192
 
 
 #: How the GPUs of the PCIe presets sit (:mod:`zerocalc.nccl.pcie`): the common 8-GPU PCIe server, two
@@ -125,7 +125,7 @@ def _p4(name: str, gpu_gb: int) -> Topology:
                f"{_EFA_PLUGIN}",
         gpu=f"A100 SXM4 {gpu_gb}GB", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
         pcie_gen=4, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
-        net_latency_us=_EFA_LATENCY_US, net_eager_bytes=_EFA_EAGER_BYTES,
+        net_latency_us=_EFA_LATENCY_US, net_eager_bytes=EFA_EAGER_BYTES,
     )
 
 
@@ -252,7 +252,7 @@ _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwi
 #: Slingshot through aws-ofi-nccl and libfabric's cxi provider: a message above the provider's eager limit
 #: (``CXIP_RDZV_THRESHOLD`` 2048 + ``rdzv_get_min`` 2049 bytes by default, ofiwg/libfabric ``prov/cxi``) goes
 #: by a read-based rendezvous (``man/fi_cxi.7.md``), a round trip more (:mod:`zerocalc.nccl.ofi_cxi`).
-_CXI_EAGER_BYTES = 2048 + 2049
+CXI_EAGER_BYTES = 2048 + 2049
 
 #: GH200 and GB200 reach their NICs through the Grace CPU: NCCL's maintainers (NVIDIA/nccl issue 1579, Jan
 #: 2025: on GH200/GB200 "the NIC was accessed through a CPU") and NCCL's NCCL_NET_GDR_C2C ("a NIC attached to
@@ -394,7 +394,7 @@ PRESETS: dict[str, Topology] = {
                    + _GH200_MESH,
             gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
-            in_network_reduction=(), nic_via_c2c=True, net_eager_bytes=_CXI_EAGER_BYTES,
+            in_network_reduction=(), nic_via_c2c=True, net_eager_bytes=CXI_EAGER_BYTES,
         ),
         Topology(
             "dgx-spark", "NVIDIA DGX Spark: one GB10 (Blackwell, unified memory) + ConnectX-7 200 Gb/s",
@@ -418,7 +418,7 @@ PRESETS: dict[str, Topology] = {
                    + _EFA_WIRE,
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US, net_wire_latency_us=_EFA_P5_WIRE_US,
-            net_eager_bytes=_EFA_EAGER_BYTES,
+            net_eager_bytes=EFA_EAGER_BYTES,
         ),
         _hgx8(
             "aws-p5e", "AWS p5e.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFA (8 NCCL devices × 400 Gb/s)",
@@ -427,7 +427,7 @@ PRESETS: dict[str, Topology] = {
                    "EPYC 7R13); as aws-p5 otherwise; " + _EFA_PLUGIN + "; " + _EFA_WIRE,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             cpu_vendor="amd", net_latency_us=_EFA_LATENCY_US, net_wire_latency_us=_EFA_P5_WIRE_US,
-            net_eager_bytes=_EFA_EAGER_BYTES,
+            net_eager_bytes=EFA_EAGER_BYTES,
         ),
         _hgx8(
             "aws-p5en", "AWS p5en.48xlarge: 8× H200 NVLink4 + 3,200 Gb/s EFAv3 (8 NCCL devices × 400 Gb/s)",
@@ -437,7 +437,7 @@ PRESETS: dict[str, Topology] = {
                    + "; " + _EFA_WIRE,
             gpu="H200 SXM", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=400.0,
             net_latency_us=_EFA_V3_LATENCY_US, net_wire_latency_us=_EFA_P5EN_WIRE_US,
-            net_eager_bytes=_EFA_EAGER_BYTES,
+            net_eager_bytes=EFA_EAGER_BYTES,
         ),
         _pcie_box(3, 15.75, 100.0, "V100 PCIe", 70,
                   "PCI-SIG PCIe 3.0: 8 GT/s × 16 lanes × 128/130 = 15.75 GB/s each way; ConnectX-4/5 "

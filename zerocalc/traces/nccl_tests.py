@@ -429,6 +429,7 @@ def _devices(run: _Run) -> dict[str, Any]:
     hosts: dict[str, int] = {}
     on_bus: dict[tuple[str, str], list[int]] = {}
     bus_ids: dict[str, list[str]] = {}
+    buses: dict[str, list[int | None]] = {}
     for rank in sorted(run.devices):
         host, gpu, bus = run.devices[rank]
         if gpu:  # an unnamed GPU (rccl-tests without a marketing name) counts its host, not a model
@@ -437,12 +438,9 @@ def _devices(run: _Run) -> dict[str, Any]:
         if _BUS_ID.match(bus):
             on_bus.setdefault((host, bus.lower()), []).append(rank)
             bus_ids.setdefault(host, []).append(bus.lower())
-    shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
-    buses: dict[str, list[int | None]] = {}
-    for rank in sorted(run.devices):
-        host, _, bus = run.devices[rank]
         m = _BUS_NUMBER.match(bus.strip())
         buses.setdefault(host, []).append(int(m[1] or m[2], 16) if m else None)
+    shared = [[h, b, ranks] for (h, b), ranks in on_bus.items() if len(ranks) > 1]
     root_bus = [h for h, b in buses.items() if len(b) > 1 and all(x == 0 for x in b)]
     return {"gpus": gpus, "hosts": hosts, "ranks_listed": len(run.ranks),
             "last_rank": max(run.ranks) if run.ranks else None,

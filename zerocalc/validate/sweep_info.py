@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from zerocalc.nccl import ofi_cxi, ofi_efa
 from zerocalc.nccl.tables import Algorithm
 
 
@@ -44,9 +45,9 @@ def nodes_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tupl
 
 
 #: The networks whose messages above an eager limit wait on the receiver (``net_eager_bytes``), by the
-#: kind a run's NCCL lines name (:mod:`zerocalc.traces.nccl_info`): the limit's module and its words.
-_EAGER_NETWORKS = {"slingshot": ("zerocalc.nccl.ofi_cxi", "HPE Slingshot", "libfabric cxi's rendezvous"),
-                   "efa": ("zerocalc.nccl.ofi_efa", "AWS EFA", "aws-ofi-nccl's handshake")}
+#: kind a run's NCCL lines name (:mod:`zerocalc.traces.nccl_info`): the limit and its words.
+_EAGER_NETWORKS = {"slingshot": (ofi_cxi.EAGER_BYTES, "HPE Slingshot", "libfabric cxi's rendezvous"),
+                   "efa": (ofi_efa.EAGER_BYTES, "AWS EFA", "aws-ofi-nccl's handshake")}
 
 
 def network_as_stated(topo: Any, network: Mapping[str, Sequence] | None) -> tuple[Any, str]:
@@ -56,13 +57,10 @@ def network_as_stated(topo: Any, network: Mapping[str, Sequence] | None) -> tupl
     name one of those (aws-ofi-nccl's ``Selected provider is cxi`` or its EFA lines) on an NVIDIA topology
     without a limit, dropped where they name only other networks (InfiniBand, sockets) on one with it;
     with the words for ``topology_how`` ('' where unchanged)."""
-    import importlib
-
     kinds = set(network or {})
     named = sorted(kinds & set(_EAGER_NETWORKS))
     if len(named) == 1 and topo.net_eager_bytes is None and topo.gpu_arch is None:
-        module, name, how = _EAGER_NETWORKS[named[0]]
-        eager = importlib.import_module(module).EAGER_BYTES
+        eager, name, how = _EAGER_NETWORKS[named[0]]
         line = network[named[0]][0]
         return (replace(topo, net_eager_bytes=eager),
                 f"{name} as the file's NCCL lines name it (line {line}): a network message above "
