@@ -20,6 +20,7 @@ from zerocalc.topology import PRESETS
 A, P, C = Algorithm, Protocol, Collective
 MI355X_2N = "all_reduce_perf-16xMI355X-2nodes-pollara-rccl2.26.6.txt"
 MI300X_2N = "all_reduce_perf-16xMI300X-2nodes-rccl2.22.3.txt"
+MI355X_2N_AINIC = "all_reduce_perf-16xMI355X-2nodes-ainic-rccl2.27.7.txt"
 
 
 def test_versions_from_2_25_take_the_tables_after_the_nccl_2_23_merge():
@@ -90,6 +91,20 @@ def test_mi355x_two_nodes_within_both_bands():
     assert by[8] == ("Tree", "LL") and by[262144] == ("Tree", "LL128")
     assert by[8589934592] == ("Ring", "Simple")
     assert any("llProtoRanges" in n for n in s["notes"])
+
+
+def test_mi355x_two_nodes_over_ai_nics_within_both_bands():
+    """A second 2-node gfx950 run (8 AMD AI NICs a host, RCCL 2.27.7 on 2.26.6's rules: LL to 128 KiB,
+    LL128 to 16 MiB), its UCX warnings before the table left aside."""
+    s = check_json(MI355X_2N_AINIC, "--topology", "amd-mi355x")
+    rows = sorted(s["rows"], key=lambda r: r["bytes"])
+    assert len(rows) == len(file_rows(MI355X_2N_AINIC)) == 31
+    assert s["group_size"] == 16 and s["nccl_version"] == "2.27.7"
+    assert all(0.5 <= r["ratio"] <= 2 for r in rows), [(r["bytes"], round(r["ratio"], 2)) for r in rows]
+    assert 0.8 <= median_size_ratio(s) <= 1.25
+    by = {r["bytes"]: r["protocol"] for r in rows}
+    assert by[16] == by[65536] == "LL" and by[131072] == by[16777216] == "LL128"
+    assert by[1 << 34] == "Simple"
 
 
 def test_mi300x_two_nodes_large_sizes_by_the_links():
