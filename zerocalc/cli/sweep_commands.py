@@ -210,6 +210,7 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
                                    shared_devices=run.get("shared_devices") or (), group_size=group_size,
                                    instance=(run.get("nccl_info") or {}).get("ec2_platform"),
                                    root_bus_hosts=run.get("root_bus_hosts") or (),
+                                   pci_buses=run.get("pci_buses"),
                                    bus_ids=run.get("bus_ids"))
     split = nvlink_domains(topo, run.get("hosts") or {}, run.get("nccl_info"), group_size)
     return (topo, named + how) if split is None else (split[0], f"{named}{how}; {split[1]}")

@@ -76,6 +76,7 @@ from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
 from zerocalc.topology.machine import Link, Topology
+from zerocalc.topology.pci_buses import on_own_root_ports
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
 from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_gcp_a3_mega
 from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and the tests import them here)
@@ -288,7 +289,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                        group_size: int | None = None,
                        instance: Sequence | None = None,
                        root_bus_hosts: Sequence[str] = (),
-                       bus_ids: Mapping[str, Sequence[str]] | None = None) -> tuple[Topology, str]:
+                       bus_ids: Mapping[str, Sequence[str]] | None = None,
+                       pci_buses: Mapping[str, Sequence[int]] | None = None) -> tuple[Topology, str]:
     """The preset the lines of a run describe, and how it was chosen (a sentence).
 
     ``gpus``: device name → ranks; ``hosts``: host name → ranks; ``network``: kind → (line, text) of
@@ -303,6 +305,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     PCIe card's GPUs each sit on a host bridge of their own (:func:`on_own_host_bridges`).
     ``bus_ids``: host → its ranks' GPU bus ids; H100s at a GCP A3 Mega VM's slots on every host, with no
     line naming the network, pick ``gcp-a3-mega`` (:func:`zerocalc.topology.slots.on_gcp_a3_mega`).
+    ``pci_buses``: host → its ranks' GPU bus numbers; where every host's are the same and far apart, a
+    PCIe card's GPUs each sit on a root port of their own (:mod:`zerocalc.topology.pci_buses`).
     Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
@@ -321,7 +325,9 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                       f"bus {bus}); no preset describes several ranks per GPU")
     net, net_how = _network(network or {}, hosts, where)
     own_roots = bool(hosts) and all(h in root_bus_hosts for h in hosts)
-    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed, own_roots)
+    ports = [list(pci_buses.get(h) or ()) for h in hosts] if pci_buses and hosts else []
+    ports = ports[0] if ports and all(p == ports[0] for p in ports) else []
+    topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed, own_roots, ports)
     if net is None and topo.name == "dgx-h100" and on_gcp_a3_mega(bus_ids):
         topo, gpu_how = PRESETS["gcp-a3-mega"], gpu_how + (
             f"; its GPUs' PCI slots ({' '.join(sorted(GCP_A3_MEGA_SLOTS))} on every host) are a GCP A3 Mega "
@@ -444,12 +450,13 @@ def mixed_pcie_card(names: Sequence[str]) -> PcieCard | None:
 
 def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
             instance: Sequence | None = None, card: PcieCard | None = None,
-            own_roots: bool = False) -> tuple[Topology, str]:
+            own_roots: bool = False, buses: Sequence[int] = ()) -> tuple[Topology, str]:
     """The preset for this GPU on this network, and what to add to the sentence (a PCIe card's facts).
     ``instance``: ``(EC2 instance type, line)`` as aws-ofi-nccl's INFO line states it, which picks the AWS
     preset of that instance where the GPU has several (:data:`_AWS_INSTANCE_PRESETS`); ``card``: the card
     to price several models at (:func:`mixed_pcie_card`), ``gpu`` their names; ``own_roots``: a PCIe
-    card's GPUs each on PCI bus 0 (:func:`on_own_host_bridges`)."""
+    card's GPUs each on PCI bus 0 (:func:`on_own_host_bridges`); ``buses``: a host's GPU bus numbers, rank
+    order (:func:`zerocalc.topology.pci_buses.on_own_root_ports`)."""
     kind = None if card is not None else next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
     card = card or (pcie_card(gpu) if kind is None else None)
     if kind is None and card is None:
@@ -492,6 +499,9 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
     if own_roots:
         topo, roots = on_own_host_bridges(topo)
         no_p2p += f", {roots}" if roots else ""
+    elif buses:
+        topo, ports = on_own_root_ports(topo, buses)
+        no_p2p += f", {ports}" if ports else ""
     sockets = ""
     if n_hosts > 1 and net == "socket":
         topo = over_sockets(topo)
@@ -513,5 +523,6 @@ def pcie_layout_words(topo: Topology) -> str:
     """How a PCIe preset's GPUs sit, in words (the first line of ``check`` says what was assumed)."""
     per = topo.gpus_per_pcie_switch or 1
     where = "each GPU on a host bridge of its own" if per == 1 else f"{per} GPUs per PCIe switch"
-    return (f"{topo.cpu_sockets or 1} {topo.cpu_vendor or ''} sockets, {where}, the run's GPUs the node's "
+    n = topo.cpu_sockets or 1
+    return (f"{n} {topo.cpu_vendor or ''} socket{'s' if n != 1 else ''}, {where}, the run's GPUs the node's "
             "first").replace("  ", " ")

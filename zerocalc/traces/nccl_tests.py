@@ -419,7 +419,9 @@ def _devices(run: _Run) -> dict[str, Any]:
     rank order; a host whose lines print none is left out); ``root_bus_hosts`` (hosts of two or more GPUs
     whose every GPU the lines put on PCI bus 0: ``[0x00]``, or ``[0001:00:00]``, ``[0002:00:00]``, each on
     a PCI domain of its own, as a hypervisor presents them,
-    :func:`zerocalc.topology.stated.on_own_host_bridges`); ``network`` (kind → ``[line, text]``,
+    :func:`zerocalc.topology.stated.on_own_host_bridges`); ``pci_buses`` (host → the PCI bus number of each
+    of its ranks' GPUs, rank order, for hosts whose every line prints one,
+    :mod:`zerocalc.topology.pci_buses`); ``network`` (kind → ``[line, text]``,
     :data:`NETWORK_EVIDENCE`);
     ``nccl_env`` (NCCL variable → ``[value, line]`` the run's lines set, :mod:`zerocalc.traces.launch_env`);
     ``gpus_per_thread`` (``-g``), ``agg_iters``
@@ -446,6 +448,7 @@ def _devices(run: _Run) -> dict[str, Any]:
             "last_rank": max(run.ranks) if run.ranks else None,
             "rank0_processes": len(run.pids.get(0, ())), "shared_devices": shared, "bus_ids": bus_ids,
             "root_bus_hosts": root_bus,
+            "pci_buses": {h: b for h, b in buses.items() if all(x is not None for x in b)},
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,
