@@ -348,7 +348,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
                         stated_channels=info.get("comm_channels") or info.get("ring_channels"),
                         stated_graphs=info, stated_p2p=info.get("p2p_channels"),
                         stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p,
-                        stated_chunk=info.get("p2p_chunk_bytes"), cuda_build=run.get("nccl_cuda"))
+                        stated_chunk=info.get("p2p_chunk_bytes"), cuda_build=run.get("nccl_cuda"),
+                        dtype=rows[0].get("dtype"), redop=rows[0].get("redop"))
     d = cmp.as_dict()
     sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
     info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
@@ -357,6 +358,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     if run.get("series"):
         d["series"] = run["series"]
     d["n_how"] = run.get("n_how")
+    d["dtype"], d["redop"] = rows[0].get("dtype"), rows[0].get("redop")  # the type NCCL's choice reads
     d["gpus_per_thread"] = run.get("gpus_per_thread")
     d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
     launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
@@ -418,7 +420,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
                             stated_graphs=run.get("nccl_info"),
                             stated_p2p=(run.get("nccl_info") or {}).get("p2p_channels"),
                             stated_nvls=(run.get("nccl_info") or {}).get("nvls_channels"), p2p_env=env.p2p,
-                            stated_chunk=(run.get("nccl_info") or {}).get("p2p_chunk_bytes"))
+                            stated_chunk=(run.get("nccl_info") or {}).get("p2p_chunk_bytes"),
+                            dtype=rows[0].get("dtype"), redop=rows[0].get("redop"))
         got = fit_calibration(cmp)
         fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
         lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]

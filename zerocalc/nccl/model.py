@@ -57,6 +57,9 @@ class Entry:
     bandwidth_GBps: float  # algorithm bandwidth after NCCL's bus→algorithm conversion; 0 = disabled
     enabled: bool = True
     why_disabled: str = ""
+    #: the factor NCCL's cost table puts on the pair's time when it chooses, not when the call runs
+    #: (an fp8 reduction's Ring at more than 8 ranks: :mod:`zerocalc.nccl.datatype`)
+    choice_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -205,18 +208,20 @@ class Tuning:
         return out
 
     def choose(self, coll: Collective, n_bytes: float) -> tuple[Algorithm, Protocol, float]:
-        """The pair NCCL picks: least time, the first in index order on a tie (``topoGetAlgoInfo``)."""
+        """The pair NCCL picks: least time in its cost table (each pair's time by its ``choice_scale``), the
+        first in index order on a tie (``topoGetAlgoInfo``); the time returned is the pair's own."""
         best = None
         for a, p, t in self.times(coll, n_bytes):
-            if best is None or t < best[2]:
-                best = (a, p, t)
+            cost = t * self.entries[(coll, a, p)].choice_scale
+            if best is None or cost < best[3]:
+                best = (a, p, t, cost)
         if best is None:
             reasons = sorted({f"{e.algorithm.value}/{e.protocol.value}: {e.why_disabled}"
                               for (c, _, _), e in self.entries.items()
                               if c == coll and e.why_disabled not in ("NCCL_ALGO", "NCCL_PROTO", NVLS_OFF)})
             raise ConfigError(f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
                               f"here ({'; '.join(reasons[:4]) or 'all excluded'})", option="NCCL_ALGO")
-        return best
+        return best[:3]
 
 
 def nvls_run_release(rel: Release, m: Machine) -> Release | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.datatype import for_type
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import CUDA_11_8_PAIR, Tuning, tune
@@ -135,7 +136,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   stated_graphs: Mapping[str, Sequence] | None = None, stated_p2p: Sequence | None = None,
                   stated_nvls: Sequence | None = None, p2p_env: Sequence = (),
                   stated_chunk: Sequence | None = None,
-                  cuda_build: tuple[int, int] | None = None) -> SweepComparison:
+                  cuda_build: tuple[int, int] | None = None, dtype: str | None = None,
+                  redop: str | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -160,7 +162,9 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     variables the file sets (:attr:`zerocalc.nccl.env.Settings.p2p`), read by a point-to-point sweep, and
     ``stated_chunk`` (``[p2pChunkSize, line]``) the p2p step its INFO line states; ``cuda_build``: the CUDA
     release the NCCL that ran was built with (its version line, :func:`zerocalc.nccl.predict.
-    cuda_build_from_text`), which :func:`zerocalc.nccl.model.tune` reads.
+    cuda_build_from_text`), which :func:`zerocalc.nccl.model.tune` reads; ``dtype`` / ``redop``: the sweep's
+    element type (canonical, :mod:`zerocalc.dtypes`) and nccl-tests reduction, which NCCL's choice reads
+    (:func:`zerocalc.nccl.datatype.for_type`; ``None``: not known, the model unchanged).
     On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
     :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version)."""
     if topo.gpu_arch is not None:
@@ -184,12 +188,14 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   stated_channels=stated_channels[0] if stated_channels else None,
                   stated_graphs=_stated_graphs(stated_graphs),
                   stated_nvls=stated_nvls[0] if stated_nvls else None, cuda_build=cuda_build)
+    tuning, type_note = for_type(tuning, coll, dtype, redop)
     api = _plugin_api(tuning, topo, nccl_version, tuner, ofi_tuner,
                       restricted=algo_enable is not None or proto_enable is not None)
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph)
     notes = [note] if note else []
+    notes += [type_note] if type_note else []
     notes += wrong_notes(out)
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls)
