@@ -58,6 +58,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
                                          root_bus_hosts=runs[0].get("root_bus_hosts") or ())
         env = settings(topo, version, None, None, stated=runs[0].get("nccl_env"), where=name)
         launch = {k: runs[0].get(k) for k in ("gpus_per_thread", "agg_iters", "graph")}
+        launch.update(dtype=res.rows[0].get("dtype"), redop=res.rows[0].get("redop"))  # read by the choice
         cmp = compare_sweep(res.rows, topo, op=res.rows[0]["op"], group_size=group, nccl_version=version,
                             algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                             nvls_enable=env.nvls_enable, channels=(env.min_channels, env.max_channels),
