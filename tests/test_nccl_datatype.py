@@ -120,3 +120,14 @@ def test_int8_where_nvlink_sharp_is_absent_is_priced_as_before():
     (s,) = sweeps_json(GH200_INT8)
     assert (s["dtype"], s["redop"]) == ("int8", "sum")
     assert not any("ncclNvlsSupported" in n for n in s["notes"])
+
+
+def test_a_tuner_rule_for_nvls_tree_is_skipped_for_int8_not_refused(tmp_path):
+    """The example tuner's rule suits the communicator (NVLS Tree runs its float sums); for the int8 series
+    NCCL's cost table holds NVLS Tree as NCCL_ALGO_PROTO_IGNORE, which the plugin (tuner API v3+) skips."""
+    rules = tmp_path / "rules.csv"
+    rules.write_text("allreduce,0,68719476736,nvls_tree,simple,-1,-1,-1\n")
+    sweeps = sweeps_json(D_ALL, "--nccl-tuner", str(rules), "--topology", "dgx-h200")
+    algos = {s["dtype"]: {x["algorithm"] for x in s["rows"]} for s in sweeps}
+    assert algos["fp32"] == {"NVLSTree"} and algos["bf16"] == {"NVLSTree"}
+    assert algos["int8"] == {"Ring"} and algos["fp8e4m3"] == {"Tree"}

@@ -188,9 +188,11 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   stated_channels=stated_channels[0] if stated_channels else None,
                   stated_graphs=_stated_graphs(stated_graphs),
                   stated_nvls=stated_nvls[0] if stated_nvls else None, cuda_build=cuda_build)
-    tuning, type_note = for_type(tuning, coll, dtype, redop)
     api = _plugin_api(tuning, topo, nccl_version, tuner, ofi_tuner,
                       restricted=algo_enable is not None or proto_enable is not None)
+    # the call's type after the communicator's: a tuner rule for NVLS suits the communicator, and NCCL's
+    # cost table leaves NVLS out of an int8 call (NCCL_ALGO_PROTO_IGNORE, which the plugin skips)
+    tuning, type_note = for_type(tuning, coll, dtype, redop)
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph)
