@@ -65,8 +65,9 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
              "protocol it picks per collective; one call per phase; all-to-all (A2A) by zerocalc's model of "
              "NCCL's grouped send/receive (P2P)" + (f"; {note}" if note else ""),
-             *([f"t NCCL: NVLS / NVLS Tree calls timed with NCCL {LATEST.name}'s figures for Hopper, which "
-                "NCCL 2.28.3 corrected; NCCL " + release.name + " chooses them with its own"]
+             *([f"t NCCL: NVLS / NVLS Tree calls timed with NCCL {LATEST.name}'s figures for "
+                f"{nvls_corrected_for(topo)}, which NCCL 2.28.3 corrected; NCCL {release.name} chooses them "
+                "with its own"]
                if nvls_corrected(release, topo) else []),
              *env.notes,
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
@@ -92,13 +93,18 @@ def ofi_tuner_note(ofi: OfiTuner, phases: list, nccl_version: str) -> str:
             + (f" and {len(pairs) - 6} more" if len(pairs) > 6 else "") + ")")
 
 
+def nvls_corrected_for(topo: Topology) -> str:
+    """The GPUs whose NVLS figures NCCL 2.28.3 corrected, as its release notes name them."""
+    return "GB200-NV72" if (topo.compute_capability or 0) >= 100 else "Hopper"
+
+
 def nvls_corrected(release, topo: Topology) -> bool:
     """Whether ``release`` times NVLS calls on ``topo`` with the later release's figures
-    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, NCCL 2.17 to 2.27 (no NVLS
-    before 2.17)."""
+    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, and a multi-node NVLink domain
+    of Blackwell GPUs (GB200 / GB300 NVL72), NCCL 2.17 to 2.27 (no NVLS before 2.17)."""
     cc = topo.compute_capability or 0
     return (not release.nvls_efficiency_model and Algorithm.NVLS in release.algorithms and bool(topo.nvls)
-            and (topo.nvswitch_gen or 0) >= 3 and 90 <= cc < 100)
+            and (topo.nvswitch_gen or 0) >= 3 and (90 <= cc < 100 or (topo.mnnvl and cc >= 100)))
 
 
 def row_sizes(r, reuse_distance: float) -> dict:

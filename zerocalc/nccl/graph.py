@@ -139,6 +139,30 @@ def _first_fitting(speeds: tuple[float, ...], max_bw: float, total_bw: float, mi
     return speeds[-1]
 
 
+def nvls_net_speeds(speeds: tuple[float, ...], link_bw: float, heads: int,
+                    nic_bw: float) -> tuple[float, float]:
+    """``(bwIntra, bwInter)`` of NCCL's NVLS graph across nodes, each of its ``heads`` channels headed by a
+    GPU with a NIC of its own of ``nic_bw`` GB/s, every GPU's NVSwitch link ``link_bw`` GB/s each way.
+
+    Source: ``src/graph/search.cc`` (v2.19.3-v2.30.7). ``ncclTopoSearchRecNet`` takes one NIC a channel
+    and its local GPU as the head (no GPU twice), the NIC holding ``bwInter`` (``net->net.bw < bw``:
+    skipped); ``ncclTopoSearchTryNvls`` follows NVS→GPU and GPU→NVS for every GPU at ``bwIntra``, twice
+    for the channel's head, so ``heads`` channels load each GPU's link with ``(heads + 1) · bwIntra``; pass 1
+    starts both at one speed of ``sm100SpeedArrayInter`` / ``sm90SpeedArrayInter`` (a search with NICs),
+    the first that fits; pass 2 then raises ``bwInter`` alone, a speed at a time, while the NICs hold it
+    and it is below ``2 · bwIntra`` ("NVLS && tmpGraph.bwInter < tmpGraph.bwIntra*2")."""
+    fits = [s for s in speeds if s * (heads + 1) <= link_bw + 1e-9 and s <= nic_bw + 1e-9]
+    s = fits[0] if fits else speeds[-1]
+    inter = s
+    for c in reversed(speeds[:speeds.index(s)]):  # the faster speeds, slowest first
+        if c > nic_bw + 1e-9:
+            break
+        inter = c
+        if c >= 2 * s - 1e-9:
+            break
+    return s, inter
+
+
 def _ring_search(speeds: tuple[float, ...], max_bw: float, total_bw: float, max_channels: int
                  ) -> tuple[float, int]:
     """search.cc ``ncclTopoCompute`` pass 1 on one node (v2.8-v2.30, its "Decrease bw until we find a
@@ -303,6 +327,12 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                 idx -= 1
                 inter = speeds[idx]
             graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, inter, True)
+        elif topo.mnnvl:
+            # an NVLink domain of many hosts: the heads are 32 of its GPUs, each with a NIC of its own, so
+            # NCCL's own checks set the speeds (nvls_net_speeds), not the ring's NIC share as on HGX nodes
+            nic_path = min(require(topo, "nic_Gbps", _NEEDED_BY) / 8.0, _pcie(topo))
+            s, s_inter = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, nic_path)
+            graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, s_inter, True, lat_inter)
         else:
             s_net = ring.bw_inter * ring.n_channels / nch  # the NICs' bandwidth shared by the NVLS heads
             speeds = _speeds(release.speed_inter, cc)

@@ -224,7 +224,7 @@ class Tuning:
         return best[:3]
 
 
-def nvls_run_release(rel: Release, m: Machine) -> Release | None:
+def nvls_run_release(rel: Release, m: Machine, mnnvl: bool = False) -> Release | None:
     """The release whose NVLS / NVLS Tree figures time those calls when ``rel``'s own mispredict them, or
     ``None``: on Hopper (sm90) with NVLink SHARP, releases with NVLS from before its bandwidth model was
     corrected (``nvls_efficiency_model`` false: 2.17 to 2.27) get the latest modelled release's
@@ -236,11 +236,16 @@ def nvls_run_release(rel: Release, m: Machine) -> Release | None:
     raised NVLS Tree's network hop from 14 to 20.9 µs. The figures describe the hardware's NVLS, so they
     time calls under older releases too: on 8 H100 NVLS all-reduce peaks at a bus bandwidth of about 480 GB/s,
     algorithm bandwidth ~275 GB/s (NCCL's maintainers, NVIDIA/nccl-tests issues 212 and 290, NCCL 2.20-2.21
-    era), which 2.30's model gives (274 GB/s) and 2.19-2.26's do not (333 GB/s). Blackwell is left to each
-    release's own figures: the notes name GB200-NV72's data, not HGX B200's, and 2.28-2.30 changed Blackwell's
-    caps again."""
+    era), which 2.30's model gives (274 GB/s) and 2.19-2.26's do not (333 GB/s). The notes name GB200-NV72's
+    data, so a multi-node NVLink domain of Blackwell GPUs (``mnnvl``: a GB200 / GB300 NVL72) gets them too:
+    on OCI's GB200 racks (NCCL 2.27.3, NVLS on: oracle-quickstart/oci-gpu-quickstarts, GB200 guide) NVLS
+    Tree over 2 and 3 racks ran at 800 and 749 GB/s of bus bandwidth at 8 GiB, where 2.27.3's own figures
+    give about 1 050 (0.67-0.76x of the time at 4-8 GiB) and 2.30's about 915 (0.78-0.88x). HGX B200 nodes
+    keep each release's own figures (the notes do not name them, and 2.28-2.30 changed Blackwell's caps
+    again)."""
+    cc = m.compute_capability
     if (rel.nvls_efficiency_model or A.NVLS not in rel.algorithms or not m.nvls
-            or not 90 <= m.compute_capability < 100):
+            or not (90 <= cc < 100 or (mnnvl and cc >= 100))):
         return None
     return LATEST if LATEST.nvls_efficiency_model else None
 
@@ -493,7 +498,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
             channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
                                      nvls=nvls_on, nvls_count=nvls_count)
     entries = _entries(release, m, algo_enable, proto_enable, nvls_enable)
-    run = nvls_run_release(release, m)
+    run = nvls_run_release(release, m, topo.mnnvl)
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels,
