@@ -137,7 +137,11 @@ def host_memory_note(topo: Topology, ranks: int) -> str:
     :func:`zerocalc.nccl.pcie.p2p_past_cpu`) cannot know ('' otherwise): through host memory (NCCL's SHM
     transport) each GPU's rate is its host's, the lanes its slot or riser gives it and the CPU's root
     complex and memory, which nccl-tests output never states; the model prices the links NCCL's
-    search counts (:mod:`zerocalc.nccl.pcie`), which bound it from above."""
+    search counts (:mod:`zerocalc.nccl.pcie`), which bound it from above. NCCL's maintainers say so of
+    PCIe systems: "the performance you get is usually determined by the bandwidth your CPU and memory can
+    deliver" (NVIDIA/nccl issue 1639: eight RTX 5090 on two Xeon 8480+, 28 GB/s of bus bandwidth, 35 on
+    four); the bundled runs go from 2.2 GB/s (two RTX 4090 of one PCIe switch) to 27 (four RTX 5090, each
+    on a root port of an EPYC host)."""
     via_host = topo.gpu_p2p is False or (topo.gpus_per_pcie_switch == 1 and topo.cpu_vendor != "amd")
     if topo.nvlink_gen != 0 or not via_host or not 1 < ranks <= topo.gpus_per_node:
         return ""
