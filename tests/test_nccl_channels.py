@@ -126,7 +126,9 @@ def test_check_reads_the_profile_channels_from_a_topology_file(tmp_path):
     the ring plateau (NCCL's × 1.4 from 64 bytes per channel and rank of its 8 channels), which the call runs
     on the one channel NCCL launches (zerocalc.nccl.launch: 8192 < 2 × 512 threads × 64), 1 of its 8: the
     latency of the 4 KiB row × (1 + 0.4 / 8), plus its bytes on that channel: 1 of the 16 channels the ring
-    graph's 8 of 24 GB/s were doubled to, i.e. half a graph channel, × 16 / 30 for a 16-rank ring."""
+    graph's 8 of 24 GB/s were doubled to, i.e. half a graph channel, × 16 / 30 for a 16-rank ring, and half
+    of that: each ring step is one message, on one of the connection's two TCPXO flows
+    (zerocalc.nccl.tcp_flows)."""
     data = topology_to_mapping(get_topology("gcp-a3-mega"))
     data["nccl_env"][0]["NCCL_MAX_NCHANNELS"] = 8
     path = tmp_path / "a3.toml"
@@ -140,7 +142,7 @@ def test_check_reads_the_profile_channels_from_a_topology_file(tmp_path):
     t = tune(get_topology("gcp-a3-mega"), 16, V21)
     lat = t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].latency_us
     assert rows[8192]["launch_channels"] == 1
-    bw = 0.5 * 24e9 * 16 / 30
+    bw = 0.5 * 24e9 * 16 / 30 / 2
     assert rows[8192]["predicted_s"] == pytest.approx(lat * (1 + 0.4 / 8) * 1e-6 + 8192 / bw, rel=1e-3)
     assert rows[8192]["nccl_all_channels_s"] > lat * 1.4e-6  # NCCL's own estimate: the whole plateau
-    assert rows[4096]["predicted_s"] == pytest.approx(lat * 1e-6 + 4096 / (0.5 * 24e9 * 16 / 30), rel=1e-3)
+    assert rows[4096]["predicted_s"] == pytest.approx(lat * 1e-6 + 4096 / bw, rel=1e-3)

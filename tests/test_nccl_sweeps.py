@@ -62,8 +62,7 @@ def test_bundled_tcpxo_sweep_at_the_nccl_and_environment_it_ran_with():
     assert any("NCCL_PROTO=Simple" in n for n in sweep["notes"])
     pairs = {(r["algorithm"], r["protocol"]) for r in sweep["rows"]}
     assert pairs == {("Ring", "Simple"), ("Tree", "Simple")}
-    outside = {r["bytes"]: r["ratio"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
-    assert set(outside) == {16 << 20}, outside
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]), [r["ratio"] for r in sweep["rows"]]
     assert 0.8 <= float(np.median([r["ratio"] for r in sweep["rows"]])) <= 1.25
     # the median size (256 KiB, 167.1 µs in the file) within 0.8-1.25: from 16 KiB NCCL's estimate holds its
     # ring plateau (latency × 1.4), which the call runs on the 1-8 of its 16 channels it launches there
@@ -71,13 +70,24 @@ def test_bundled_tcpxo_sweep_at_the_nccl_and_environment_it_ran_with():
     rows = {r["bytes"]: r for r in sweep["rows"]}
     assert rows[256 << 10]["launch_channels"] < 16
     assert rows[256 << 10]["nccl_all_channels_s"] > rows[256 << 10]["predicted_s"]
-    # why 16 MiB stays out: the file's own rows. Its in-place times agree with the out-of-place ones within 3%
-    # from 4 to 16 MiB (not noise), and from 16 to 32 MiB the time grows 8% for twice the bytes: the run
-    # changed algorithm or channels there, which one (algorithm, protocol) of NCCL's model, monotone in size,
-    # cannot do
+
+
+def test_tcpxo_ring_steps_of_one_message_ride_one_of_two_flows():
+    """The file's own rows: its in-place times agree with the out-of-place ones within 3% from 4 to 16 MiB
+    (not noise), and from 16 to 32 MiB the time grows 8% for twice the bytes. Over 16 channels and 16 ranks
+    a ring step of 16 MiB is a 64 KiB chunk, one message under the profile's NCCL_BUFFSIZE of 8 MiB (slices
+    of at least 8 MiB / 128, NCCL's prims_simple.h), on one of TCPXO's two flows; at 32 MiB two messages
+    take both (zerocalc.nccl.tcp_flows): priced, the two sizes cost alike, and the 16 MiB row is inside
+    0.5-2x (0.39x at the whole connection's rate)."""
+    name = "all_reduce_perf-16xH100-2nodes.txt"
     rows = {s: (o, i) for s, o, i in file_rows(name)}
     assert all(abs(rows[s][1] / rows[s][0] - 1) < 0.03 for s in (4 << 20, 8 << 20, 16 << 20))
     assert rows[32 << 20][0] / rows[16 << 20][0] < 1.1
+    sweep = check_json(name, "--topology", "gcp-a3-mega", "--nccl-version", "2.21.5")
+    got = {r["bytes"]: r for r in sweep["rows"]}
+    assert got[16 << 20]["launch_channels"] == 16 and got[32 << 20]["launch_channels"] == 16
+    assert got[32 << 20]["predicted_s"] / got[16 << 20]["predicted_s"] < 1.1
+    assert 0.5 <= got[16 << 20]["ratio"] <= 2.0
 
 
 ALL_FOUR = [(n, p, e) for n, p, e, _ in SWEEPS] + [

@@ -120,6 +120,11 @@ class Machine:
     #: time only: the largest message the network sends eagerly, a larger one paying a rendezvous round
     #: trip (the topology's ``net_eager_bytes``; :mod:`zerocalc.nccl.ofi_cxi`); ``None``: none does
     net_eager_bytes: int | None = None
+    #: time only: TCP flows a network connection spreads its messages over, each message whole on one, and
+    #: the NCCL_BUFFSIZE that sizes a ring step's messages (the topology's ``net_flows`` and
+    #: ``nccl_buffsize``; :mod:`zerocalc.nccl.tcp_flows`); ``None``: a message has the connection's rate
+    net_flows: int | None = None
+    nccl_buffsize: int | None = None
 
     @property
     def ppn(self) -> float:
@@ -349,4 +354,5 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    cpu_vendor=require(topo, "cpu_vendor", _NEEDED_BY), nvls=bool(nvls),
                    collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch,
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
-                   graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None)
+                   graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None,
+                   net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize)

@@ -33,6 +33,7 @@ from zerocalc.nccl.tables import (
     Protocol,
     Release,
 )
+from zerocalc.nccl.tcp_flows import ring_flow_scale
 from zerocalc.nccl.tune_model import (
     _PROTO_INDEX,
     _bandwidth_GBps,
@@ -179,11 +180,15 @@ class Tuning:
             scale *= self.machine.graphs[A.RING].chain_speedup  # a chain, not the ring NCCL prices
         if algo in self.machine.graphs:
             scale *= self.machine.graphs[algo].run_scale  # fallback graph at its links' rate; host relay
+        # the channels the call runs on: a tuner's count, else the launch's share of collChannels
+        coll_channels = self.channels.coll_channels if self.channels else self.comm_channels
+        run = max(1, min(channels, self.comm_channels) if channels else round(coll_channels * share))
         if algo == A.RING and proto == P.SIMPLE and self.machine.graphs[A.RING].host_staged:
-            # the channels the call runs on: a tuner's count, else the launch's share of collChannels
-            coll_channels = self.channels.coll_channels if self.channels else self.comm_channels
-            run = min(channels, self.comm_channels) if channels else round(coll_channels * share)
-            scale /= host_staged_slowdown(coll, self.machine.n_ranks, max(1, run))  # SHM: idle directions
+            scale /= host_staged_slowdown(coll, self.machine.n_ranks, run)  # SHM: idle directions
+        if algo == A.RING and self.machine.net_flows:
+            m, g = self.machine, self.machine.graphs[A.RING]  # TCP: a step's messages over its flows
+            scale *= ring_flow_scale(m.net_flows, m.nccl_buffsize, coll, algo, proto, n_bytes, run, m.n_ranks,
+                                     m.n_nodes, g.bw_intra, g.bw_inter)
         lat = ring_run_latency_us(self.release, self.machine, coll, proto) if algo == A.RING else \
             tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,

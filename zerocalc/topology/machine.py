@@ -67,6 +67,12 @@ HARDWARE_FIELDS: dict[str, str] = {
                        "a round trip more (libfabric's cxi provider on HPE Slingshot: 4097 by default; "
                        "aws-ofi-nccl on AWS EFA: 8192); unset: every message is written into a posted "
                        "buffer (InfiniBand, RoCE)",
+    "net_flows": "TCP flows one NCCL network connection spreads its messages over, each message whole on one "
+                 "(GCP GPUDirect-TCPXO: NCCL_FASTRAK_NUM_FLOWS, 2 by default), each flow a like share of the "
+                 "connection's rate; unset: a message has the connection's whole rate (InfiniBand, RoCE, "
+                 "EFA)",
+    "nccl_buffsize": "NCCL_BUFFSIZE the machine's NCCL runs with (bytes; its vendor's profile), which sizes "
+                     "the Simple protocol's slices; unset: NCCL's 4 MiB",
     "cpu_sockets": "CPU sockets (NUMA nodes) a node's GPUs are split over, in order, joined by the SMP link "
                    "(QPI/UPI, Infinity Fabric); NCCL's search prices a ring crossing it (PCIe-only nodes)",
     "gpus_per_pcie_switch": "GPUs under one PCIe switch, sharing its x16 link to the CPU (1: each GPU on a "
@@ -174,6 +180,8 @@ class Topology:
     net_latency_us: float | None = None
     net_wire_latency_us: float | None = None
     net_eager_bytes: int | None = None
+    net_flows: int | None = None
+    nccl_buffsize: int | None = None
     cpu_sockets: int | None = None
     gpus_per_pcie_switch: int | None = None
     gpu_p2p: bool | None = None
@@ -194,7 +202,7 @@ class Topology:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)
-        for key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host"):
+        for key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host", "net_flows", "nccl_buffsize"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"must be a whole number ≥ 1, got {v!r}", option=key)

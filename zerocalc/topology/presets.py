@@ -16,17 +16,25 @@ _NVLINK_US, _PCI_US, _NET_US = 3.4, 5.7, 14.0
 _TCPXO_NOTES = ("GoogleCloudPlatform/container-engine-accelerators, gpudirect-tcpxo/README.md "
                 "(GPUDirect-TCPXO release notes: each release's NCCL configs and its NCCL)")
 _TCPXO_TUNER = "Google's tuner plugin libnccl-tuner.so with a3plus_tuner_config.textproto"
+#: GPUDirect-TCPXO's flows an NCCL connection spreads its requests over, each whole on one, round robin
+#: (google/nccl-plugin-gpudirect-tcpxo ``const_params.h`` ``kFastrakNumFlows``, default 2, and
+#: ``nccl_shim.cc`` ``GetRequest``), and the NCCL_BUFFSIZE that sizes a ring step's messages: both as every
+#: release's NCCL configs in GCP's notes set them (NCCL_FASTRAK_NUM_FLOWS=2, NCCL_BUFFSIZE=8388608, Apr 17
+#: 2024 to Jan 9 2026, and the plugin's ``tcpxo_scripts/nccl-env-profile.sh``); :mod:`zerocalc.nccl.tcp_flows`
+_TCPXO_FLOWS, _TCPXO_BUFFSIZE = 2, 8 << 20
 #: The NCCL environment GCP's GPUDirect-TCPXO profile (nccl-env-profile.sh) sets, by the NCCL its plugin
 #: installer ships: 2.21.5 with installers v1.0.3-v1.0.7 (Jun-Nov 2024); 2.23 by default with v1.0.9-v1.0.11
 #: (May-Jun 2025; v1.0.8, Feb 2025, still had NCCL_PROTO=Simple); 2.26.5 with v1.0.12 (Aug 2025) and 2.28.7
 #: with v1.0.14-v1.0.15 (Nov 2025-Jan 2026), which drop NCCL_ALGO and NCCL_NVLS_ENABLE=0 for NVLS Tree.
-#: Every one of those releases sets NCCL_MIN_NCHANNELS=4. Its other variables are not carried: NCCL's model
-#: reads none of them (NCCL_BUFFSIZE, NCCL_P2P_*_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE size chunks in
-#: enqueue.cc and the p2p path; NCCL_CROSS_NIC and NCCL_NET_GDR_LEVEL shape the graph search, which zerocalc
-#: derives from the preset's figures; tuning.cc reads none of them at 2.21.5, 2.26.2 or 2.30.7);
+#: Every one of those releases sets NCCL_MIN_NCHANNELS=4. Its other variables are not carried here: NCCL's
+#: model reads none of them (NCCL_BUFFSIZE, NCCL_P2P_*_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE size chunks
+#: in enqueue.cc and the p2p path; NCCL_CROSS_NIC and NCCL_NET_GDR_LEVEL shape the graph search, which
+#: zerocalc derives from the preset's figures; tuning.cc reads none of them at 2.21.5, 2.26.2 or 2.30.7);
 #: NCCL_FASTRAK_* belong to the network plugin (google/nccl-plugin-gpudirect-tcpxo const_params.h), whose
 #: only figures NCCL's model reads are a NIC's speed and latency (nccl_shim.cc getProperties); and
 #: NCCL_DYNAMIC_CHUNK_SIZE is read by neither NCCL (v2.21.5, v2.30.7) nor the plugin's published source.
+#: NCCL_BUFFSIZE and NCCL_FASTRAK_NUM_FLOWS time the run's ring steps instead (the preset's
+#: ``nccl_buffsize`` and ``net_flows``, above).
 _TCPXO_ENV = (
     NcclEnv("2.21", "2.21", algo="Ring,Tree", proto="Simple", nvls_enable=False, min_nchannels=4,
             tuner=_TCPXO_TUNER,
@@ -353,7 +361,7 @@ PRESETS: dict[str, Topology] = {
                    "latency (google/nccl-plugin-gpudirect-tcpxo nccl_shim.cc: props.latency = 0, NCCL's "
                    "latencyInter in tuning.cc via topo.cc and search.cc, 2.19 to 2.30)",
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0,
-            net_latency_us=0.0, nccl_env=_TCPXO_ENV,
+            net_latency_us=0.0, nccl_env=_TCPXO_ENV, net_flows=_TCPXO_FLOWS, nccl_buffsize=_TCPXO_BUFFSIZE,
         ),
         Topology(
             "dgx-1-v100", "NVIDIA DGX-1 with V100: NVLink2 hybrid cube-mesh + 4×100 Gb/s EDR InfiniBand", 8,
