@@ -140,9 +140,9 @@ def _tcpxo(w: Writer, df: pd.DataFrame) -> None:
            if len(out) else "")
         + ". The profile also loads Google's tuner plugin, whose rules are not published: its choices are "
         f"not priced. From 16 to 32 MiB the measured time grows {step:.0%} for twice the bytes (the file's "
-        "in-place times agree): a ring step of 16 MiB (64 KiB a channel) is one message under the profile's "
-        "8 MiB NCCL_BUFFSIZE, which the TCPXO plugin sends on one of a connection's two flows, a step of "
-        "32 MiB two messages on both; zerocalc times the steps so (zerocalc.nccl.tcp_flows).")
+        "in-place times agree): a ring step of 16 MiB (a 64 KiB chunk a channel) is one message under the "
+        "profile's 8 MiB NCCL_BUFFSIZE, which the TCPXO plugin sends on one of a connection's two flows, a "
+        "step of 32 MiB two messages on both; zerocalc times the steps so (zerocalc.nccl.tcp_flows).")
 
 
 def _launch(w: Writer, df: pd.DataFrame) -> None:
