@@ -91,17 +91,20 @@ def compare_rccl_sweep(
     from zerocalc.nccl.predict import as_nccl_collective
     from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed, wrong_notes
 
-    if op in P2P_OPS or op not in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+    priced = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+    if op != "all_to_all" and (op in P2P_OPS or op not in priced):
         raise UnpricedOpError(
-            f"{op} under RCCL is not modelled (RCCL's model prices all_reduce, all_gather, "
-            "reduce_scatter, broadcast and reduce)",
+            f"{op} under RCCL is not modelled (zerocalc prices RCCL's all_reduce, all_gather, "
+            "reduce_scatter, broadcast, reduce and all_to_all)",
             option="op",
         )
-    coll = as_nccl_collective(op)
     release, note = rccl_release_for(rccl_version)
     tuning = rccl_tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                        ranks_per_process=gpus_per_thread or 1)
     stagger = rccl_launch_stagger_s(gpus_per_thread, agg_iters, graph)
+    if op == "all_to_all":
+        return _compare_all_to_all(rows, topo, tuning, note, rccl_version, in_place, stagger, gpus_per_thread)
+    coll = as_nccl_collective(op)
     out = [_priced_row(r, measured, tuning, topo, coll, group_size, in_place, stagger)
            for r, measured in _timed(rows)]
     version = rccl_version or release.name
@@ -112,6 +115,62 @@ def compare_rccl_sweep(
         r.pop("net_bound", None)
     return SweepComparison(coll.value, group_size, version, f"RCCL {release.name}", tuple(notes), tuple(out),
                            library="RCCL")
+
+
+def _compare_all_to_all(rows: Sequence[Mapping], topo: Topology, tuning: RcclTuning, note: str | None,
+                        rccl_version: str | None, in_place: bool, stagger: float | None,
+                        gpus_per_thread: int | None):
+    """An ``alltoall_perf`` sweep against RCCL's grouped sends (:mod:`zerocalc.nccl.rccl_p2p`): rows as
+    :func:`compare_rccl_sweep`'s, ``algorithm`` ``P2P``."""
+    from zerocalc.nccl.p2p import ALGORITHM as P2P
+    from zerocalc.nccl.rccl_p2p import all_to_all_us, msccl_all_to_all
+    from zerocalc.validate.sweep import (
+        SweepComparison,
+        _checked,
+        _in_place,
+        _timed,
+        textbook_ring_s,
+        wrong_notes,
+    )
+
+    out = []
+    for r, measured in _timed(rows):
+        n = int(r["size_bytes"])
+        t_us, proto, bound = all_to_all_us(tuning, n)
+        t = t_us * 1e-6 + (stagger or 0.0)
+        row = {"bytes": n, "measured_s": measured, "predicted_s": t, "ratio": t / measured,
+               "nccl_s": t_us * 1e-6, "launch_stagger_s": stagger, "host_floor_s": None, "host_bound": False,
+               "nccl_all_channels_s": t_us * 1e-6, "algorithm": P2P, "protocol": proto.value,
+               "calibrated": False, "launch_channels": None,
+               "textbook_s": textbook_ring_s(topo, "all_to_all", n, tuning.n_ranks)}
+        row.update(_in_place(measured, r.get("inplace_duration_s")))
+        row.update(_checked(r))
+        row["msccl_unread"] = msccl_all_to_all(tuning, n, in_place)
+        row["net_bound"] = bound
+        out.append(row)
+    release = tuning.release
+    notes = [note] if note else []
+    notes += wrong_notes(out)
+    notes.append(f"all_to_all: RCCL {release.name} runs it as one ncclSend and one ncclRecv per rank in a "
+                 "group (src/collectives.cc), which its tuning.cc does not price; timed as one Ring step of "
+                 "its table (the protocol's) plus the rank's bytes on its xGMI links and on its share of the "
+                 "node's NICs (zerocalc.nccl.rccl_p2p)")
+    bound = sum(1 for r in out if r.pop("net_bound"))
+    if bound:
+        notes.append(f"{bound} of these sizes are bound by the nodes' NICs ({tuning.net_GBps:g} GB/s a node, "
+                     f"{tuning.net_GBps / (tuning.n_ranks // tuning.n_nodes):g} GB/s a rank)")
+    unread = sum(1 for r in out if r.pop("msccl_unread"))
+    if unread:
+        notes.append(f"RCCL {release.name} runs {unread} of these sizes with its one-node MSCCL all-to-all "
+                     "programs (tools/msccl-algorithms/alltoall-8n-*.xml), not read: priced as the grouped "
+                     "sends")
+    g = gpus_per_thread or 1
+    if g > 1 and stagger is not None:
+        notes.append(f"one thread drives {g} GPUs (rccl-tests -g {g}): each call priced at that time plus "
+                     f"the last kernel's launch delay, {g - 1} × {RCCL_LAUNCH_US_PER_GPU:g} µs = "
+                     f"{stagger * 1e6:.1f} µs")
+    return SweepComparison("all_to_all", tuning.n_ranks, rccl_version or release.name, f"RCCL {release.name}",
+                           tuple(notes), tuple(out), library="RCCL")
 
 
 def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group_size: int, in_place: bool,
