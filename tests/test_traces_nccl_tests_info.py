@@ -279,7 +279,10 @@ def test_coll_lines_beside_a_table_the_sweep_is_compared_and_the_first_line_says
     ("reduce_scatter_perf-8xH100-1node-nccl2.29.2.txt", "reduce_scatter", "size = 8 × count × 8 B (n = 8)"),
     # no # Rank lines: busbw = algbw is sendrecv or a 2-rank all_reduce
     ("sendrecv_perf-8xA100-g8-block.txt", None, "all_reduce or sendrecv, and 2 ranks by busbw/algbw cannot"),
-    ("all_gather_perf-8xH100-1node-nccl2.29.2.txt", None, "all_gather or alltoall, which nccl-tests prints"),
+    # redop none, root -1, size = n × count × elem: all_gather checks its in-place result, alltoall prints
+    # N/A there (nccl-tests src/alltoall.cu)
+    ("all_gather_perf-8xH100-1node-nccl2.29.2.txt", "all_gather", "its in-place check printed"),
+    ("alltoall_perf-2xRTX2080Ti-pcie3-shm.txt", "all_to_all", "N/A in place only"),
 ])
 def test_a_file_naming_no_test_is_told_by_its_table(tmp_path, name, told, how):
     """The file and its name without any <test>_perf (as a job file launched it): the test is told by

@@ -69,6 +69,8 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
         if any(sweep_op(r) is None for r in res.rows):
             why = next((m["op_how"] for m in res.meta.get("runs", ()) if m["op"] is None and m.get("op_how")),
                        None)
+            if why and why.startswith("the file names "):  # a test its table's columns deny
+                raise TraceFormatError(path, None, f"cannot tell the collective ({why})")
             raise TraceFormatError(path, None, "cannot tell the collective (no <op>_perf in the file or "
                                                "its name" + (f"; its table: {why}" if why else "") + ")")
         groups: dict[tuple, list] = {}
@@ -363,8 +365,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
     launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
               if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
-    told = ([f"the file names no test (no <op>_perf): {op} told by its table ({run['op_how']})"]
-            if run.get("op_how") and run.get("op") else [])
+    how = run.get("op_how") if run.get("op") else None
+    told = ([] if not how else [f"{op} told by its table: {how}"] if how.startswith("the file names ")
+            else [f"the file names no test (no <op>_perf): {op} told by its table ({how})"])
     if str(run.get("layout") or "").endswith("-inplace"):
         told.append("the table has one group of time columns, read as the in-place one (rccl-tests -O 0 "
                     "prints the in-place group alone): measured is the in-place time")

@@ -40,7 +40,7 @@ import orjson
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
-from zerocalc.traces.nccl_tests_op import op_from_table
+from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
 from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, Layout, RowJoiner, parse_header
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.nccl_tests_series import carried_on
@@ -60,6 +60,12 @@ FORMAT = "nccl_tests"
 #: or digit may not (nccl-tests ``src/Makefile``: ``BIN_FILES = $(BIN_FILES_LIST:%=%_perf$(NAME_SUFFIX))``).
 _PERF = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True))
                    + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
+#: Google Cloud's gIB diagnostic image runs nccl-tests through ``/usr/local/gib/scripts/run_nccl_tests.sh -t
+#: all_gather -b 1K -e 8G HOST…`` (GCP's "Run NCCL on GKE" pages; kubernetes-sigs/dranet
+#: ``site/content/docs/user/gke-rdma.md``): ``-t`` names the test without its ``_perf``, and the output
+#: that follows names no ``<test>_perf`` unless its nccl-tests prints ``# Collective test starting``.
+_GIB_RUN = re.compile(r"run_nccl_tests\.sh\b.*?\s-t\s+("
+                      + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
 #: A ``# Rank`` line: ``Rank R Group G Pid P on HOST`` (2.13+), ``Rank R Pid P on HOST`` (2.0+), ``Rank R on
 #: HOST`` (v1, to Mar 2019: ``printf("#   Rank %2d on %10s device %2d [0x%02x] %s\n", ...)``).
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s)")
@@ -285,10 +291,10 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
                 a, gr = _AGG_ITERS.search(payload), _GRAPH.search(payload)
                 run.agg_iters = int(a[1]) if a else None
                 run.graph = int(gr[1]) if gr else None
-        if "_perf" in payload:
-            m = _PERF.search(payload)
-            if m:
-                state.command(m[1], kind, lineno)
+        m = _PERF.search(payload) if "_perf" in payload else None
+        m = m or (_GIB_RUN.search(payload) if "run_nccl_tests" in payload else None)
+        if m:
+            state.command(m[1], kind, lineno)
         if ("NCCL version" in payload or "nccl-library=" in payload or "RCCL version" in payload
                 or payload.startswith("rccl-tests: Version")):
             state.versions(payload, lineno)
@@ -362,7 +368,8 @@ def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
     res.meta.update(rank=None, backend="nccl", runs=[])
     sizes: set[int | None] = set()
     for i, run in enumerate(r for r in runs if r.recs):
-        rows, meta = _run_rows(i, run, run.op_key or (name_op[1] if name_op else None), file)
+        named = name_op[1] if name_op else None
+        rows, meta = _run_rows(i, run, run.op_key or named, file, named)
         res.rows.extend(rows)
         res.meta["runs"].append(meta)
         sizes.add(meta["group_size"])
@@ -374,23 +381,34 @@ def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
                     nccl_version=versions.pop() if len(versions) == 1 else None)
 
 
-def _run_rows(i: int, run: _Run, op_key: str | None, file: str
+def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | None = None
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``i``'s rows (its op from ``op_key``, else from its table's columns, :mod:`zerocalc.traces.
     nccl_tests_op`; its group size from its ``# Rank`` lines, else from its NCCL INFO lines' ``nRanks``;
     none where the lines name a rank past their count, an excerpt)
     and its entry in ``meta["runs"]`` (``op_how``: how its columns told the op, or why they could not;
-    ``None`` when the file names it)."""
+    ``None`` when the file names it and they fit: a test the command line names but the columns deny
+    (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives way to the file name's, else to
+    theirs)."""
     p = len(run.ranks) if run.ranks else run.info.ranks()
     if run.ranks and max(run.ranks) >= len(run.ranks):
         p = None  # an excerpt (``#  Rank 71`` alone): more ranks ran than are listed; the rows must tell
+    first, op_how = op_key, None
     rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
-    op_how = None
+    checked = inplace_checked(run.recs)
+    clash = table_contradicts(rows, op_key, checked) if op_key is not None else None
+    if clash is not None:  # the file's command line names one test above another's table
+        named = op_key
+        op_key = name_op if name_op and table_contradicts(rows, name_op, checked) is None else None
     if op_key is None:  # no <test>_perf in the file or its name: the table's own columns may tell
-        told, op_how = op_from_table(rows, p, file)
-        if told is not None:
-            op_key = told
-            rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
+        op_key, op_how = op_from_table(rows, p, file, checked)
+    if clash is not None:
+        told = (f"read as {op_key}_perf's: {op_how.split(', ', 3)[-1]}" if op_key and op_how
+                else f"read as {op_key}_perf's, as the file's name says" if op_key
+                else op_how.split(": ", 1)[-1])
+        op_how = f"the file names {named}_perf, but {clash}: {told}"
+    if op_key != first:
+        rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
     gs = {r["group_size"] for r in rows}
     group = gs.pop() if len(gs) == 1 else None
     for r in rows:

@@ -32,11 +32,16 @@ from zerocalc.errors import TraceFormatError
 from zerocalc.traces.busbw import ranks_from_bandwidth
 
 
-def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: str) -> tuple[str | None, str]:
+def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: str,
+                  inplace_checked: bool | None = None) -> tuple[str | None, str]:
     """``(test, how)``: the nccl-tests test (a key of :data:`~zerocalc.traces.schema.NCCL_TESTS_OPS`)
     the rows of one run measured and the sentence saying how it was told, or ``(None, why not)``.
     ``rows`` are the run's canonical rows (``redop``, ``root``, ``size_bytes``, ``count``,
-    ``elem_bytes``, the bandwidths); ``ranks`` what its ``# Rank`` or INFO lines say, if anything."""
+    ``elem_bytes``, the bandwidths); ``ranks`` what its ``# Rank`` or INFO lines say, if anything;
+    ``inplace_checked``: whether every row prints its in-place ``#wrong`` (``True``), ``N/A`` there
+    beside a checked out-of-place one (``False``), or neither. alltoall never checks in place (nccl-tests
+    ``src/alltoall.cu`` since the test's first version, Mar 2020: ``args->reportErrors = in_place ? 0 :
+    1``; ``src/util.cu`` prints ``N/A`` then), all_gather does: that tells the pair apart."""
     if not rows or any(r.get("redop") is None or r.get("root") is None for r in rows):
         return None, "its table has no redop and root columns (nccl-tests before Aug 2022)"
     reduces = {r["redop"] != "none" for r in rows}
@@ -64,7 +69,57 @@ def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: st
         return "reduce", cols
     if not reduce and root and m == 1:
         return "broadcast", cols
+    if not reduce and m > 1 and not root and inplace_checked is not None:
+        return (("all_gather", f"{cols}, its in-place check printed (alltoall prints N/A there)")
+                if inplace_checked else ("alltoall", f"{cols}, N/A in place only (alltoall checks no in-place"
+                                                     " result)"))
     if not reduce and m > 1:
         pair = "gather or scatter" if root else "all_gather or alltoall"
         return None, f"{cols}: {pair}, which nccl-tests prints alike"
     return None, f"{cols}: no nccl-tests test prints such rows" + (f" on {ranks} ranks" if ranks else "")
+
+
+#: Each test's rows by the table above: (reduces, rooted, size a multiple of count × element).
+_SIGNATURE = {"all_reduce": (True, False, False), "sendrecv": (True, False, False),
+              "reduce_scatter": (True, False, True), "reduce": (True, True, False),
+              "broadcast": (False, True, False), "gather": (False, True, True),
+              "scatter": (False, True, True),
+              "all_gather": (False, False, True), "alltoall": (False, False, True)}
+
+
+#: The tests that check no in-place result (nccl-tests ``src/alltoall.cu``, ``src/sendrecv.cu``:
+#: ``args->reportErrors = in_place ? 0 : 1``; ``src/util.cu`` then prints ``N/A``); every other test
+#: checks both.
+_NO_INPLACE_CHECK = frozenset({"alltoall", "sendrecv"})
+
+
+def table_contradicts(rows: Sequence[Mapping[str, Any]], test: str,
+                      checked: bool | None = None) -> str | None:
+    """Why the rows of one run cannot be ``test``'s (a post whose command line names one test above
+    another test's output: its rows' ``redop``, ``root`` and size/count ratio, the table above, and
+    ``checked``, :func:`inplace_checked`), or ``None`` when they may be (or the table, or the test, has no
+    such columns to tell)."""
+    sig = _SIGNATURE.get(test)
+    sized = [r for r in rows if r.get("size_bytes") and r.get("count") and r.get("elem_bytes")]
+    if sig is None or not sized or any(r.get("redop") is None or r.get("root") is None for r in sized):
+        return None
+    seen = {(r["redop"] != "none", r["root"] >= 0, r["size_bytes"] // (r["count"] * r["elem_bytes"]) > 1)
+            for r in sized}
+    if len(seen) == 1 and seen != {sig}:
+        r = sized[0]
+        m = r["size_bytes"] // (r["count"] * r["elem_bytes"])
+        return (f"its rows are redop {r['redop']}, root {r['root']}, size = "
+                f"{'' if m == 1 else f'{m} × '}count × {r['elem_bytes']} B, which {test}_perf does not print")
+    if checked is not None and checked == (test in _NO_INPLACE_CHECK):
+        return ("its rows print an in-place check" if checked else "its rows print N/A for the in-place "
+                "check beside an out-of-place one") + f", which {test}_perf does not"
+    return None
+
+
+def inplace_checked(recs: Sequence[tuple[int, Mapping[str, Any]]]) -> bool | None:
+    """Whether every row prints its in-place ``#wrong`` (``True``) or ``N/A`` there beside a printed
+    out-of-place one (``False``); ``None`` for a mix, or where the out-of-place one is not printed."""
+    if not recs or any(rec.get("oop_wrong") is None or "ip_time_us" not in rec for _, rec in recs):
+        return None
+    printed = {rec.get("ip_wrong") is not None for _, rec in recs}
+    return printed.pop() if len(printed) == 1 else None
