@@ -8,6 +8,7 @@ through zerocalc's reader.
 import json
 import shutil
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.sweep_files import DATA, check_json, device_lines, file_rows, median_size_ratio
@@ -37,7 +38,7 @@ def test_the_gib_script_names_the_test_its_output_does_not():
     assert sweep["op"] == gib_test(GIB_DRANET) == "all_gather"
     assert sweep["group_size"] == len(device_lines(GIB_DRANET)) == 16
     assert sweep["nccl_version"] == "2.26.6"
-    assert not [n for n in sweep["notes"] if "told by its table" in n]  # the file's own line named it
+    assert not [n for n in sweep["notes"] if n.startswith("the file names")]  # its own line named it
 
 
 def test_a_gib_run_without_device_lines_prices_on_the_b200_preset():
@@ -46,7 +47,7 @@ def test_a_gib_run_without_device_lines_prices_on_the_b200_preset():
     within the acceptance bands on dgx-b200."""
     sweep = check_json(GIB_VERL, "--topology", "dgx-b200")
     assert sweep["op"] == gib_test(GIB_VERL) == "all_gather"
-    assert not [n for n in sweep["notes"] if "told by its table" in n]
+    assert not [n for n in sweep["notes"] if n.startswith("the file names")]
     assert sweep["group_size"] == 16 and sweep["nccl_version"] == "2.26.6"
     assert all(0.5 <= r["ratio"] <= 2 for r in sweep["rows"])
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
@@ -61,13 +62,13 @@ def in_place_cells(name):
 def test_a_command_line_the_table_denies_is_not_taken_for_the_test(tmp_path):
     """A post whose mpirun line runs all_reduce_perf above a table of redop none, size = 16 × count × 4 B
     and an in-place check of N/A on every row (an alltoall's: nccl-tests checks no alltoall result in
-    place): not priced as all_reduce but as the alltoall its table is, saying so; under a name that says
-    all_gather_perf (whose in-place result nccl-tests checks) the same."""
+    place): not priced as all_reduce but as the alltoall its table is, saying so; a file name the user
+    gives (alltoall_perf) agrees."""
     text = (DATA / NAMED_OVER_ALLTOALL).read_text()
     assert "all_reduce_perf" in text and "alltoall" not in text
     assert in_place_cells(NAMED_OVER_ALLTOALL) == {"N/A"}
     rows = file_rows(NAMED_OVER_ALLTOALL)
-    named = tmp_path / "all_gather_perf-16xA100.txt"
+    named = tmp_path / "alltoall_perf-16xA100.txt"
     shutil.copy(DATA / NAMED_OVER_ALLTOALL, named)
     for path in (DATA / NAMED_OVER_ALLTOALL, named):
         res = runner.invoke(app, ["check", str(path), "--format", "json"])
@@ -76,8 +77,8 @@ def test_a_command_line_the_table_denies_is_not_taken_for_the_test(tmp_path):
         assert sweep["op"] == "all_to_all"
         assert sweep["group_size"] == len(device_lines(NAMED_OVER_ALLTOALL)) == 16
         assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
-        (note,) = [n for n in sweep["notes"] if "told by its table" in n]
-        assert "names all_reduce_perf" in note
+        (note,) = [n for n in sweep["notes"] if n.startswith("the file names all_reduce_perf, but")]
+        assert "redop none" in note and "alltoall_perf" in note
 
 
 def test_indented_h100_runs_are_read_and_priced_in_band():
@@ -122,3 +123,37 @@ def test_two_processes_of_four_gpus_on_two_hosts_are_eight_ranks():
     lines = device_lines(name)
     assert sweep["group_size"] == len(lines) == 8 and len({h for h, _ in lines}) == 2
     assert len(sweep["rows"]) == len(file_rows(name)) == 32
+
+
+def test_rank_lines_that_lost_their_hash_marks_still_name_the_gpus(tmp_path):
+    """A post's '#' lines turned into Markdown headings lose the mark (NVIDIA/nccl issue 583's post prints
+    '   Rank  0 Pid 1821213 on AI-A100-Beethoven01 device  0 [0x00] NVIDIA A100-SXM4-40GB'): the OCI H200
+    run with every line's leading '#' taken off is read as the run itself, its preset from its device
+    lines, 16 ranks on 2 hosts."""
+    name = "all_reduce_perf-16xH200-oci-slurm-nccl2.27.5.txt"
+    lines = (DATA / name).read_text().splitlines(True)
+    bare = tmp_path / name
+    bare.write_text("".join(ln[1:] if ln.startswith("#") else ln for ln in lines))
+    assert not [ln for ln in bare.read_text().splitlines() if ln.startswith("#")]
+    sweep, stated = check_json(bare, counted=lambda _: file_rows(name)), check_json(name)
+    assert sweep["topology"] == stated["topology"] == "dgx-h200"
+    assert sweep["group_size"] == stated["group_size"] == len(device_lines(name)) == 16
+    assert [r["predicted_s"] for r in sweep["rows"]] == [r["predicted_s"] for r in stated["rows"]]
+
+
+def test_two_single_host_runs_interleaved_by_srun_are_two_sweeps():
+    """srun starting an nccl-tests built without MPI on two hosts, each process driving its host's 8 H100
+    (-g 8): two runs of ranks 0-7, their headers and rows interleaved in one output (Together AI's
+    together-nccl-tests). Two sweeps of 8 ranks on one host each, each of every size once."""
+    name = "all_reduce_perf-2x8xH100-srun-two-processes-nccl2.26.2.out"
+    counted = file_rows(name)
+    sizes = sorted({s for s, _, _ in counted})
+    assert len(counted) == 2 * len(sizes)
+    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    one, two = json.loads(res.stdout)["sweeps"]
+    for sweep in (one, two):
+        assert sweep["group_size"] == 8 and sweep["op"] == "all_reduce"
+        assert [r["bytes"] for r in sweep["rows"]] == sizes
+    measured = sorted(r["measured_s"] for s in (one, two) for r in s["rows"])
+    assert measured == pytest.approx(sorted(t * 1e-6 for _, t, _ in counted))

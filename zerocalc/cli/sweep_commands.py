@@ -366,7 +366,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
               if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
     how = run.get("op_how") if run.get("op") else None
-    told = ([] if not how else [f"{op} told by its table: {how}"] if how.startswith("the file names ")
+    told = ([] if not how else [how] if how.startswith("the file names ")
             else [f"the file names no test (no <op>_perf): {op} told by its table ({how})"])
     if str(run.get("layout") or "").endswith("-inplace"):
         told.append("the table has one group of time columns, read as the in-place one (rccl-tests -O 0 "

@@ -68,7 +68,9 @@ _GIB_RUN = re.compile(r"run_nccl_tests\.sh\b.*?\s-t\s+("
                       + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
 #: A ``# Rank`` line: ``Rank R Group G Pid P on HOST`` (2.13+), ``Rank R Pid P on HOST`` (2.0+), ``Rank R on
 #: HOST`` (v1, to Mar 2019: ``printf("#   Rank %2d on %10s device %2d [0x%02x] %s\n", ...)``).
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s)")
+#: Its ``#`` is lost where a post's ``#`` lines became Markdown headings (NVIDIA/nccl issue 583: ``Rank  0
+#: Pid 1821213 on AI-A100-Beethoven01 device  0 [0x00] …``): such a line counts with its ``on … device``.
+_RANK = re.compile(r"^(?:#\s+)?Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s)")
 #: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``on HOST device D
 #: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``); rccl-tests prints it empty
 #: where HIP reports no marketing name (``#  Rank  0 Group  0 Pid 2908511 on mi355-gpu-23 device  0
@@ -305,17 +307,18 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             continue
         if "NCCL_" in payload:
             _env(state, payload, lineno)
-        if payload.startswith("#"):
+        if payload.startswith(("#", "Rank ")):
             m = _RANK.match(payload)
-            if m:
+            d = _DEVICE.match(payload, m.end()) if m else None
+            if m and (d or payload.startswith("#")):
                 run = state.current(lineno)
                 run.ranks.add(int(m[1]))
                 if m[2]:
                     run.pids.setdefault(int(m[1]), set()).add(m[2])
-                d = _DEVICE.match(payload, m.end())
                 if d:
                     run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
-            continue
+            if d or payload.startswith("#"):
+                continue
         if "NCCL" in payload:
             _network(state, payload, lineno)
             if "NCCL INFO" in payload:
@@ -387,19 +390,18 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | N
     nccl_tests_op`; its group size from its ``# Rank`` lines, else from its NCCL INFO lines' ``nRanks``;
     none where the lines name a rank past their count, an excerpt)
     and its entry in ``meta["runs"]`` (``op_how``: how its columns told the op, or why they could not;
-    ``None`` when the file names it and they fit: a test the command line names but the columns deny
-    (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives way to the file name's, else to
-    theirs)."""
+    ``None`` when the file names it and they fit: a test the file's own lines name but the columns deny
+    (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives way to the file name's, which the
+    user chose, else to theirs)."""
     p = len(run.ranks) if run.ranks else run.info.ranks()
     if run.ranks and max(run.ranks) >= len(run.ranks):
         p = None  # an excerpt (``#  Rank 71`` alone): more ranks ran than are listed; the rows must tell
     first, op_how = op_key, None
     rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
     checked = inplace_checked(run.recs)
-    clash = table_contradicts(rows, op_key, checked) if op_key is not None else None
-    if clash is not None:  # the file's command line names one test above another's table
-        named = op_key
-        op_key = name_op if name_op and table_contradicts(rows, name_op, checked) is None else None
+    clash = table_contradicts(rows, run.op_key, checked) if run.op_key is not None else None
+    if clash is not None:  # the file's own command line names one test above another's table
+        named, op_key = op_key, name_op
     if op_key is None:  # no <test>_perf in the file or its name: the table's own columns may tell
         op_key, op_how = op_from_table(rows, p, file, checked)
     if clash is not None:
