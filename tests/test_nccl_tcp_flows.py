@@ -5,11 +5,11 @@ import pytest
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, tune
-from zerocalc.nccl.tcp_flows import ring_flow_scale, ring_messages
+from zerocalc.nccl.tcp_flows import ring_flow_scale, ring_messages, ring_slices, ring_step_flows
 from zerocalc.topology import get_topology, topology_from_mapping, topology_to_mapping
 
 A, P, C = Algorithm, Protocol, Collective
-V21 = RELEASES["2.21"]
+V19, V21 = RELEASES["2.19"], RELEASES["2.21"]
 MIB = 1 << 20
 
 
@@ -77,3 +77,28 @@ def test_the_fields_go_through_toml_and_are_checked():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ConfigError, match="net_flows"):
             topology_from_mapping({**data, "net_flows": bad})
+
+    with pytest.raises(ConfigError, match="net_flow_piece"):
+        topology_from_mapping({**data, "net_flow_piece": 0})
+    high = topology_to_mapping(get_topology("gcp-a3-high"))
+    assert high["net_flow_piece"] == 512 << 10
+    assert topology_from_mapping(high).net_flow_piece == 512 << 10
+
+
+def test_tcpx_cuts_each_message_into_pieces_one_flow_each():
+    """google/nccl-plugin-gpudirecttcpx net_tcpx.cc: a request goes in pieces of at most
+    NCCL_DYNAMIC_CHUNK_SIZE (512 KiB in GCP's configs) on the sockets with room (MAX_TASKS = 6 each). Under
+    NCCL's 4 MiB buffer (GCP's configs), 8 channels × 16 ranks: 8 MiB is a 64 KiB chunk, two slices of
+    32 KiB (2 flows); 128 MiB a 1 MiB chunk, two of 512 KiB (2 flows); 256 MiB the 2 MiB chunk ceiling
+    (NCCL_BUFFSIZE / 8 × 4), two slices of 1 MiB, two pieces each (4 flows)."""
+    piece = 512 << 10
+    assert ring_slices(8 * MIB, 8, 16, None) == [32 << 10, 32 << 10]
+    assert ring_slices(2 * MIB, 8, 16, None) == [16 << 10]  # within the 32 KiB floor: one message
+    assert ring_slices(3 * (16 << 10) * 128, 8, 16, None) == [32 << 10, 16 << 10]  # 48 KiB: the floor first
+    assert [ring_step_flows(s * MIB, 8, 16, None, piece) for s in (2, 8, 128, 256, 8192)] == [1, 2, 2, 4, 4]
+    # unset: each message whole on one flow (TCPXO)
+    assert ring_step_flows(256 * MIB, 8, 16, None, None) == 2
+    args = (C.ALL_GATHER, A.RING, P.SIMPLE)
+    assert ring_flow_scale(4, None, *args, 128 * MIB, 8, 16, 2, 40.0, 12.0, piece) == pytest.approx(0.5)
+    assert ring_flow_scale(4, None, *args, 256 * MIB, 8, 16, 2, 40.0, 12.0, piece) == 1.0
+    assert ring_flow_scale(4, None, *args, 256 * MIB, 8, 16, 2, 40.0, 12.0) == pytest.approx(0.5)

@@ -167,6 +167,12 @@ SOCKET = "node1:6899:6950 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"
     ("NVIDIA A100-SXM4-40GB", ["a", "b"], (), "dgx-a100", None),
     ("NVIDIA H100 80GB HBM3", ["a", "b"], ("x:1:2 [0] NCCL INFO Using network FasTrak",), "gcp-a3-mega",
      "GCP GPUDirect-TCPXO"),
+    # GCP A3 High: NCCL's line naming the TCPX plugin (v7 API) and the plugin's own (skypilot-org/skypilot
+    # examples/gcp_gpu_direct_tcpx/README.md: "NCCL INFO NET/GPUDirectTCPX ver. 3.1.8.")
+    ("NVIDIA H100 80GB HBM3", ["a", "b"], ("x:1:2 [0] NCCL INFO Using network GPUDirectTCPX_v7",),
+     "gcp-a3-high", "GCP GPUDirect-TCPX"),
+    ("NVIDIA H100 80GB HBM3", ["a", "b"], ("x:1:2 [0] NCCL INFO NET/GPUDirectTCPX ver. 3.1.8.",),
+     "gcp-a3-high", "GCP GPUDirect-TCPX"),
 ])
 def test_the_network_the_file_shows_chooses_the_preset_and_is_said(tmp_path, gpu, hosts, extra, preset,
                                                                     evidence):

@@ -125,6 +125,8 @@ class Machine:
     #: ``nccl_buffsize``; :mod:`zerocalc.nccl.tcp_flows`); ``None``: a message has the connection's rate
     net_flows: int | None = None
     nccl_buffsize: int | None = None
+    #: the largest piece of a message one flow carries (the topology's ``net_flow_piece``, GCP TCPX)
+    net_flow_piece: int | None = None
 
     @property
     def ppn(self) -> float:
@@ -355,4 +357,5 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    collnet=topo.sharp and n_nodes > 1, nvswitch=nvswitch,
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
                    graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None,
-                   net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize)
+                   net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize,
+                   net_flow_piece=topo.net_flow_piece)

@@ -188,7 +188,7 @@ class Tuning:
         if algo == A.RING and self.machine.net_flows:
             m, g = self.machine, self.machine.graphs[A.RING]  # TCP: a step's messages over its flows
             scale *= ring_flow_scale(m.net_flows, m.nccl_buffsize, coll, algo, proto, n_bytes, run, m.n_ranks,
-                                     m.n_nodes, g.bw_intra, g.bw_inter)
+                                     m.n_nodes, g.bw_intra, g.bw_inter, m.net_flow_piece)
         lat = ring_run_latency_us(self.release, self.machine, coll, proto) if algo == A.RING else \
             tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,

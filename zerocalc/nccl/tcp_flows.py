@@ -11,6 +11,12 @@ each flow being a like share of the connection's rate, gets that share of the ra
   and ``nccl_shim.cc`` (``GetRequest``) schedules each request, whole, on one flow
   (``dxs_socks[curr_flow_group_base]``), the next request on the next flow, round robin ("Send and recv
   must have coherent current flow ID. Round robin."). The topology's ``net_flows``.
+- **GCP GPUDirect-TCPX** (A3 High; google/nccl-plugin-gpudirecttcpx ``src/net_tcpx.cc``): each NCCL
+  connection opens ``NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS`` data sockets (``connect.cc``, at most
+  8; GCP's configs 4 × 1), and ``tcpxTest`` cuts each request into pieces of at most
+  ``NCCL_DYNAMIC_CHUNK_SIZE`` bytes (default 128 KiB, ``flags.cc``; GCP's configs 512 KiB), each piece on
+  the next socket with a free task slot (``FlowMapperRR``, ``MAX_TASKS`` = 6 a socket): a message of one
+  piece rides one flow, a larger one several. The topology's ``net_flow_piece``.
 - **NCCL's socket transport** (``src/transport/net_socket.cc``, v2.11-v2.30) splits a message into tasks of
   ``max(64 KiB, size / nSocks)`` over its ``nSocks`` sockets (``MIN_CHUNKSIZE``, from v2.23
   ``NCCL_SOCKET_MIN_TASKSIZE``): a message of 64 KiB or less rides one socket. Not priced: with its
@@ -29,7 +35,8 @@ step waits on this one (its data are the previous rank's), so a step's messages 
 has in flight: ``min(net_flows, messages)`` flows carry it, at that share of the connection's rate.
 
 What zerocalc charges (:func:`ring_flow_scale`): a Ring/Simple call across nodes runs its bandwidth at
-``min(bwIntra, share · bwInter) / min(bwIntra, bwInter)`` of NCCL's, ``share`` = flows used / flows, the
+``min(bwIntra, share · bwInter) / min(bwIntra, bwInter)`` of NCCL's, ``share`` = flows used / flows (the
+step's messages, or with ``net_flow_piece`` their pieces, at most the connection's flows), the
 graph's per-channel figures being NCCL's (a channel's connection has the NIC's share NCCL prices it).
 Tree is left as NCCL prices it: its chunks follow one another down the tree with ``NCCL_STEPS`` slots in
 flight, filling every flow. LL and LL128 are left too (no bundled TCPXO sweep runs a ring on them at sizes
@@ -61,27 +68,46 @@ CHUNK_STEPS, SLICE_STEPS = 4, 2
 SLICE_FLOOR_DIV = 32
 
 
-def ring_messages(n_bytes: float, channels: int, n_ranks: int, buffsize: int | None) -> int:
-    """The network messages one Ring/Simple step of a channel sends: 1 where its chunk fits the slice floor
-    (``NCCL_BUFFSIZE / 128``), else 2 (see module)."""
+def ring_slices(n_bytes: float, channels: int, n_ranks: int, buffsize: int | None) -> list[int]:
+    """The bytes of each network message one Ring/Simple step of a channel sends: its chunk whole where it
+    fits the slice floor (``NCCL_BUFFSIZE / 128``), else two slices of at least that floor (see module)."""
     buff = buffsize or DEFAULT_BUFFSIZE
     step = buff // NCCL_STEPS
     chunk = min(step * CHUNK_STEPS, math.ceil(n_bytes / (max(1, channels) * max(1, n_ranks))))
     floor = step * SLICE_STEPS // SLICE_FLOOR_DIV
-    return 1 if chunk <= floor else CHUNK_STEPS // SLICE_STEPS
+    if chunk <= floor:
+        return [chunk]
+    first = max(math.ceil(chunk / 2), floor)
+    return [first, chunk - first]
+
+
+def ring_messages(n_bytes: float, channels: int, n_ranks: int, buffsize: int | None) -> int:
+    """The network messages one Ring/Simple step of a channel sends: 1 where its chunk fits the slice floor
+    (``NCCL_BUFFSIZE / 128``), else 2 (see module)."""
+    return len(ring_slices(n_bytes, channels, n_ranks, buffsize))
+
+
+def ring_step_flows(n_bytes: float, channels: int, n_ranks: int, buffsize: int | None,
+                    piece: int | None) -> int:
+    """The flow sends one Ring/Simple step of a channel makes: one a message where each rides whole on one
+    flow (``piece`` unset, TCPXO), else each message cut into pieces of at most ``piece`` bytes (TCPX's
+    NCCL_DYNAMIC_CHUNK_SIZE), one flow each."""
+    sizes = ring_slices(n_bytes, channels, n_ranks, buffsize)
+    return len(sizes) if not piece else sum(max(1, math.ceil(b / piece)) for b in sizes)
 
 
 def ring_flow_scale(flows: int | None, buffsize: int | None, coll: Collective, algo: Algorithm,
                     proto: Protocol, n_bytes: float, channels: int, n_ranks: int, n_nodes: int,
-                    bw_intra: float, bw_inter: float) -> float:
+                    bw_intra: float, bw_inter: float, piece: int | None = None) -> float:
     """The share of NCCL's bandwidth a call runs at on a network of ``flows`` flows a connection: below 1 for
     a Ring/Simple all-reduce, all-gather or reduce-scatter across nodes whose steps use fewer flows than
-    the connection has; 1 otherwise (``flows`` unset or 1, one node, another algorithm or protocol)."""
+    the connection has; 1 otherwise (``flows`` unset or 1, one node, another algorithm or protocol).
+    ``piece``: the largest piece of a message one flow carries (unset: a message whole on one flow)."""
     if not flows or flows <= 1 or n_nodes <= 1 or algo != A.RING or proto != P.SIMPLE:
         return 1.0
     if coll not in (C.ALL_REDUCE, C.ALL_GATHER, C.REDUCE_SCATTER) or n_bytes <= 0 or bw_inter <= 0:
         return 1.0
-    used = min(flows, ring_messages(n_bytes, channels, n_ranks, buffsize))
+    used = min(flows, ring_step_flows(n_bytes, channels, n_ranks, buffsize, piece))
     share = used / flows
     full = min(bw_intra, bw_inter) if bw_intra > 0 else bw_inter
     slowed = min(bw_intra, share * bw_inter) if bw_intra > 0 else share * bw_inter

@@ -14,8 +14,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
 
 * ``A100-SXM…`` (NVIDIA's drivers before 2021 print it without ``NVIDIA``): the SXM4 module of HGX/DGX
   A100 boards → ``dgx-a100``; on AWS, ``aws-p4d`` (40 GB) or ``aws-p4de`` (80 GB);
-* ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPXO
-  ``gcp-a3-mega``, and so at an A3 Mega VM's PCI slots on every host when no line names the network
+* ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPX
+  (an INFO line naming ``GPUDirectTCPX``) ``gcp-a3-high``; over GCP's GPUDirect-TCPXO ``gcp-a3-mega``,
+  and so at an A3 Mega VM's PCI slots on every host when no line names the network
   (:data:`zerocalc.topology.slots.GCP_A3_MEGA_SLOTS`);
 * ``H200`` without ``NVL`` or ``PCIe`` after it (the SXM module; the PCIe card is ``NVIDIA H200 NVL``)
   → ``dgx-h200``; on AWS ``aws-p5e``
@@ -59,13 +60,13 @@ in the public outputs of Azure's and OCI's H200 nodes):
 
 The network (:data:`zerocalc.traces.nccl_tests.NETWORK_EVIDENCE`): NCCL's INFO lines, when the file has
 them, are strong evidence (``NET/OFI`` → AWS EFA, unless its provider is ``cxi``: HPE Slingshot;
-``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP TCPXO, ``NET/Socket`` → TCP sockets); host names are
-a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``, OCI's ``inst-…``, GKE's ``gke-…``) used only when no INFO
-line names the network. PCIe cards across hosts over TCP sockets are priced on their box with one NIC of
-NCCL's socket figure (:func:`over_sockets`). A network no preset of that GPU describes (sockets between
-NVLink nodes, or GCP's TCPX on A3 High) across hosts is refused, as are GPUs no preset describes,
-several GPU models, ranks sharing one GPU and hosts with different rank counts: the caller is told to give
-``--topology``.
+``NET/IB`` → InfiniBand or RoCE, ``FasTrak`` → GCP TCPXO, ``GPUDirectTCPX`` → GCP TCPX, ``NET/Socket`` →
+TCP sockets); host names are a hint (:data:`HOST_HINTS`: EC2's ``ip-10-…``, OCI's ``inst-…``, GKE's
+``gke-…``) used only when no INFO line names the network. PCIe cards across hosts over TCP sockets are
+priced on their box with one NIC of NCCL's socket figure (:func:`over_sockets`). A network no preset of
+that GPU describes (sockets between NVLink nodes, or GCP's TCPX with other GPUs than H100) across hosts is
+refused, as are GPUs no preset describes, several GPU models, ranks sharing one GPU and hosts with
+different rank counts: the caller is told to give ``--topology``.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ _AWS_INSTANCE_PRESETS: dict[str, dict[str, str]] = {
 _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "a100-40": {None: "dgx-a100", "ib": "dgx-a100", "efa": "aws-p4d"},
     "a100-80": {None: "dgx-a100", "ib": "dgx-a100", "efa": "aws-p4de"},
-    "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega"},
+    "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega",
+             "tcpx": "gcp-a3-high"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
     "b200": {None: "dgx-b200", "ib": "dgx-b200"},
     "a800": {None: "hgx-a800", "ib": "hgx-a800"},
@@ -471,7 +473,7 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
             raise _refuse(f"{where}: {net_how}, which no preset of {gpu} describes{hint}")
     if kind is not None:
         table = _PRESET_FOR[kind]
-        name = table.get(net if n_hosts > 1 or net in ("efa", "tcpxo") else None, table[None])
+        name = table.get(net if n_hosts > 1 or net in ("efa", "tcpxo", "tcpx") else None, table[None])
         extra = ""
         stated = _instance_preset(kind, instance) if net == "efa" else None
         if stated is not None:

@@ -71,6 +71,9 @@ HARDWARE_FIELDS: dict[str, str] = {
                  "(GCP GPUDirect-TCPXO: NCCL_FASTRAK_NUM_FLOWS, 2 by default), each flow a like share of the "
                  "connection's rate; unset: a message has the connection's whole rate (InfiniBand, RoCE, "
                  "EFA)",
+    "net_flow_piece": "the largest piece of a message one flow carries, bytes: a larger message is cut into "
+                      "pieces on several flows (GCP GPUDirect-TCPX: NCCL_DYNAMIC_CHUNK_SIZE); unset: each "
+                      "message whole on one flow (TCPXO)",
     "nccl_buffsize": "NCCL_BUFFSIZE the machine's NCCL runs with (bytes; its vendor's profile), which sizes "
                      "the Simple protocol's slices; unset: NCCL's 4 MiB",
     "cpu_sockets": "CPU sockets (NUMA nodes) a node's GPUs are split over, in order, joined by the SMP link "
@@ -182,6 +185,7 @@ class Topology:
     net_eager_bytes: int | None = None
     net_flows: int | None = None
     nccl_buffsize: int | None = None
+    net_flow_piece: int | None = None
     cpu_sockets: int | None = None
     gpus_per_pcie_switch: int | None = None
     gpu_p2p: bool | None = None
@@ -202,7 +206,8 @@ class Topology:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ConfigError(f"must be a whole number ≥ 0, got {v!r}", option=key)
-        for key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host", "net_flows", "nccl_buffsize"):
+        for key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host", "net_flows", "nccl_buffsize",
+                    "net_flow_piece"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"must be a whole number ≥ 1, got {v!r}", option=key)

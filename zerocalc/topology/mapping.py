@@ -63,7 +63,8 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         # gpus_per_host = 4
         # optional, NICs on the host CPU reached over NVLink-C2C (Grace Hopper, GB200): nic_via_c2c = true
         # optional, a TCP network whose connections spread messages over flows (GCP TCPXO): net_flows = 2,
-        # and the NCCL_BUFFSIZE its profile sets: nccl_buffsize = 8388608
+        # and the NCCL_BUFFSIZE its profile sets: nccl_buffsize = 8388608; where it cuts a message into
+        # pieces over its flows (GCP TCPX: NCCL_DYNAMIC_CHUNK_SIZE), their size: net_flow_piece = 524288
         [intra]                      # one GPU's link inside a node, one direction
         alpha_us = 3.4
         bw_GBps = 300
@@ -149,7 +150,8 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
         if not isinstance(v, bool):
             fail(f"{key} must be true or false, got {v!r}")
         return v
-    if key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host", "net_flows", "nccl_buffsize") and (
+    if key in ("cpu_sockets", "gpus_per_pcie_switch", "gpus_per_host", "net_flows", "nccl_buffsize",
+               "net_flow_piece") and (
             isinstance(v, bool) or not isinstance(v, int) or v < 1):
         fail(f"{key} must be a whole number ≥ 1, got {v!r}")
     if key in ("nic_Gbps", "smp_GBps", "net_latency_us", "net_wire_latency_us"):

@@ -1,7 +1,7 @@
 """The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GB200
-and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega, AWS p4d/p4de/p5/p5e/
-p5en, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and MI325X platforms), each figure
-citing its datasheet, and :func:`get_topology` to pick one by name.
+and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega and A3 High, AWS
+p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and MI325X
+platforms), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -50,13 +50,36 @@ _TCPXO_ENV = (
 )
 
 
+_TCPX_NOTES = ("GoogleCloudPlatform/container-engine-accelerators, gpudirect-tcpx/README.md "
+               "(GPUDirect-TCPX release notes: each release's NCCL configs and its NCCL)")
+#: GPUDirect-TCPX (A3 High): each NCCL connection opens NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS data
+#: sockets (google/nccl-plugin-gpudirecttcpx ``src/connect.cc``, at most ``MAX_SOCKETS`` = 8, ``macro.h``),
+#: 4 × 1 in every release's NCCL configs in GCP's notes (Feb 15 2024, v3.1.9, NCCL 2.19.3; Jun 22 2026,
+#: v3.1.12, NCCL 2.19.4) and in GKE's and dstack's A3 High nccl-tests; ``net_tcpx.cc`` (``tcpxTest``) cuts
+#: each request into pieces of at most ``NCCL_DYNAMIC_CHUNK_SIZE`` bytes (default 128 KiB, ``flags.cc``;
+#: 524288 in the same configs), each piece on the next free socket (``flow_mapper->pickFlow()``); the
+#: configs' NCCL_BUFFSIZE=4194304 is NCCL's default. :mod:`zerocalc.nccl.tcp_flows`
+_TCPX_FLOWS, _TCPX_PIECE, _TCPX_BUFFSIZE = 4, 512 << 10, 4 << 20
+#: The NCCL environment GCP's GPUDirect-TCPX configs set (the notes above; GKE's ``gpudirect-tcpx/
+#: nccl-config.yaml`` ``run-nccl.sh``; dstackai/dstack ``examples/clusters/a3high/README.md``):
+#: NCCL_ALGO=Ring, NCCL_PROTO=Simple with the plugin installer's NCCL 2.19 (release of Feb 15 2024, v3.1.9;
+#: the release of Jun 22 2026, v3.1.12, allows Ring,Tree). No NCCL_MIN/MAX_NCHANNELS. The configs are the
+#: plugin's, set whatever NCCL loads it (the installer ships only 2.19), so they stand for every modelled
+#: release from the installer's 2.19 on. Its other variables are the plugin's (NCCL_GPUDIRECTTCPX_*) or
+#: shape chunks and the graph search, as for TCPXO above.
+_TCPX_ENV = (
+    NcclEnv("2.19", "2.30", algo="Ring", proto="Simple",
+            source=_TCPX_NOTES + ", release of Feb 15 2024 (v3.1.9, NCCL 2.19.3); GKE's gpudirect-tcpx/"
+                   "nccl-config.yaml"),
+)
+
+
 def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: float,
-          cpu_vendor: str = "intel", nvlinks: int = 18, **hardware: Any) -> Topology:
+          cpu_vendor: str = "intel", nvlinks: int = 18, nics: int = 8, **hardware: Any) -> Topology:
     """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU unless ``nvlinks``
-    says fewer), one NIC per GPU (``nic_Gbps`` each, the node's network bandwidth their sum), PCIe 5.0
-    and (unless told) Intel hosts: the DGX H100/H200/B200, their cloud variants and the HGX H800 / H20
-    boards (each preset's ``source`` cites its datasheet)."""
-    nics = 8
+    says fewer), one NIC per GPU unless ``nics`` says fewer (``nic_Gbps`` each, the node's network
+    bandwidth their sum), PCIe 5.0 and (unless told) Intel hosts: the DGX H100/H200/B200, their cloud
+    variants and the HGX H800 / H20 boards (each preset's ``source`` cites its datasheet)."""
     return Topology(
         name, title, 8,
         Link.from_units(_NVLINK_US, nvlink_GBps), Link.from_units(_NET_US, nics * nic_Gbps / 8),
@@ -362,6 +385,18 @@ PRESETS: dict[str, Topology] = {
                    "latencyInter in tuning.cc via topo.cc and search.cc, 2.19 to 2.30)",
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0,
             net_latency_us=0.0, nccl_env=_TCPXO_ENV, net_flows=_TCPXO_FLOWS, nccl_buffsize=_TCPXO_BUFFSIZE,
+        ),
+        _hgx8(
+            "gcp-a3-high", "Google Cloud A3 High: 8× H100 NVLink4 + 4×200 Gb/s GPUDirect-TCPX", 450.0,
+            source="Google Cloud a3-highgpu-8g: 8× H100 80 GB (HGX H100: NVLink4 18 links, third-generation "
+                   "NVSwitch), 4 GPU NICs × 200 Gb/s (gVNIC, GPUDirect-TCPX; 1,000 Gb/s over five NICs with "
+                   "the host's: dstackai/dstack examples/clusters/a3high/README.md; GKE's four "
+                   "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME devices eth1-eth4), one NIC to each pair of GPUs; "
+                   "Intel Xeon (Sapphire Rapids) hosts; PCIe 5.0; the TCPX plugin reports no network latency "
+                   "(google/nccl-plugin-gpudirecttcpx net_tcpx.cc tcpxGetProperties: props->latency = 0)",
+            gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0, nics=4,
+            net_latency_us=0.0, nccl_env=_TCPX_ENV, net_flows=_TCPX_FLOWS, nccl_buffsize=_TCPX_BUFFSIZE,
+            net_flow_piece=_TCPX_PIECE,
         ),
         Topology(
             "dgx-1-v100", "NVIDIA DGX-1 with V100: NVLink2 hybrid cube-mesh + 4×100 Gb/s EDR InfiniBand", 8,

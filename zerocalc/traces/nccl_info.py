@@ -118,7 +118,8 @@ NETWORK_EVIDENCE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("efa", re.compile(r"\bNCCL INFO\b.*(?:\bNET/OFI\b|\bNET/AWS Libfabric\b|Using network (?:AWS )?Libfabric"
                        r"|Selected [Pp]rovider is efa)")),
     ("tcpxo", re.compile(r"\bNCCL INFO\b.*(?:\bFasTrak\b|\bGPUDirectTCPXO\b)")),
-    ("tcpx", re.compile(r"\bNCCL INFO\b.*\bGPUDirectTCPX(?!O)\b")),
+    # the plugin's own lines (``NET/GPUDirectTCPX : ...``) and NCCL's ``Using network GPUDirectTCPX_v7``
+    ("tcpx", re.compile(r"\bNCCL INFO\b.*\bGPUDirectTCPX(?!O)(?:_v\d+)?\b")),
     ("ib", re.compile(r"\bNCCL INFO\b.*(?:\bNET/IB\b(?!.*\bNo device found)|Using network IB(?:ext)?\b"
                       r"|\bP2P plugin IBext|\bvia NET/NCCL RDMA Plugin\b)")),
     ("socket", re.compile(r"\bNCCL INFO\b.*(?:\bNET/Socket\b|Using network Socket\b)")),
