@@ -381,16 +381,15 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
 
 
 def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
-    """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input)."""
+    """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input). Each series
+    of a file (nccl-tests ``-d all`` / ``-o all``) is calibrated on its own, keyed by its type and
+    reduction where one collective and group size has several (:func:`zerocalc.topology.series_calibration`);
+    a sweep the model does not price, or too short to fit, is skipped and said, unless none is left."""
     from dataclasses import replace
     from pathlib import Path
 
-    from zerocalc.errors import ConfigError
-    from zerocalc.nccl.env import settings
-    from zerocalc.nccl.ofi_tuner import platform_of
-    from zerocalc.topology import topology_to_toml
-    from zerocalc.validate.sweep import P2P_OPS, compare_sweep, fit_calibration
-    from zerocalc.validate.sweep_info import latency_as_stated, ofi_tuner_stated, tuner_note
+    from zerocalc.errors import ConfigError, UnpricedOpError
+    from zerocalc.topology import series_redop, topology_to_toml
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve()
@@ -399,38 +398,31 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     inputs = _sweep_inputs(files, n, strict)
     base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
-    fits, lines = [], [f"topology {base.name}, {how}"]
-    for path, rows, op, p, stated, _, run in inputs:
-        version, notes, _ = _sweep_version(path, nccl_version, stated, run.get("layout"))
-        base_run, info_notes = latency_as_stated(base, run.get("nccl_info") or {}, p)
-        notes = notes + info_notes + tuner_note(run.get("nccl_info") or {})
-        env = settings(base, version, None, None, tuner_given=tuner is not None,  # as check prices it
-                       stated=run.get("nccl_env"), where=path, info=run.get("nccl_info"), p2p=op in P2P_OPS)
-        ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
-            None, run.get("nccl_info") or {}, run.get("nccl_env"), version,
-            efa="efa" in (run.get("network") or {}) or base.name.startswith("aws-"),
-            restricted=env.algo_enable is not None or env.proto_enable is not None,
-            platform=platform_of(base.name), n_nodes=-(-p // base.gpus_per_node))
-        notes += ofi_notes
-        cmp = compare_sweep(rows, replace(base_run, nccl_calibration=()), op=op, group_size=p,
-                            nccl_version=version, algo_enable=env.algo_enable, proto_enable=env.proto_enable,
-                            nvls_enable=env.nvls_enable, tuner=tuner,
-                            channels=(env.min_channels, env.max_channels), launch_env=env.launch,
-                            gpus_per_thread=run.get("gpus_per_thread"), agg_iters=run.get("agg_iters"),
-                            graph=run.get("graph"), ofi_tuner=ofi,  # -g G: the stagger the fit takes off
-                            stated_channels=((run.get("nccl_info") or {}).get("comm_channels")
-                                             or (run.get("nccl_info") or {}).get("ring_channels")),
-                            stated_graphs=run.get("nccl_info"),
-                            stated_p2p=(run.get("nccl_info") or {}).get("p2p_channels"),
-                            stated_nvls=(run.get("nccl_info") or {}).get("nvls_channels"), p2p_env=env.p2p,
-                            stated_chunk=(run.get("nccl_info") or {}).get("p2p_chunk_bytes"),
-                            dtype=rows[0].get("dtype"), redop=rows[0].get("redop"))
-        got = fit_calibration(cmp)
-        fits += [c for c in got if (c.op, c.ranks) not in {(f.op, f.ranks) for f in fits}]
-        lines += [f"{path}: {t}" for t in notes + list(env.notes) + list(cmp.notes)]
+    kinds: dict[tuple, set] = {}
+    for _, rows, op, p, *_ in inputs:
+        kinds.setdefault((op, p), set()).add((rows[0].get("dtype") or "", series_redop(rows[0].get("redop"))))
+    fits, lines, refused = [], [f"topology {base.name}, {how}"], []
+    for path, rows, op, p, stated, skipped, run in inputs:
+        try:
+            got, notes = _fit_sweep(base, tuner, nccl_version, path, rows, op, p, stated, skipped, run)
+        except ConfigError as e:
+            if not isinstance(e, UnpricedOpError) and e.option != "fit":
+                raise
+            refused.append(e)
+            lines.append(f"{path}: {op} on {p} ranks{_series_words(rows)}: not fitted: {e.message}")
+            continue
+        key = (rows[0].get("dtype") or "", series_redop(rows[0].get("redop")))
+        said = ""
+        if len(kinds[(op, p)]) > 1:  # several series of one collective and size: each keyed by its own
+            got, said = [replace(c, dtype=key[0], redop=key[1]) for c in got], _series_words(rows)
+        seen = {(f.op, f.ranks, f.dtype, f.redop) for f in fits}
+        fits += [c for c in got if (c.op, c.ranks, c.dtype, c.redop) not in seen]
+        lines += [t for t in dict.fromkeys(f"{path}: {t}" for t in notes) if t not in lines]
         for c in got:
-            lines.append(f"{path}: {c.op} on {c.ranks} ranks, {c.algorithm}/{c.protocol}: "
+            lines.append(f"{path}: {c.op} on {c.ranks} ranks{said}, {c.algorithm}/{c.protocol}: "
                          f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s")
+    if not fits:
+        raise refused[0]
     name = Path(out).stem
     topo = replace(base, name=name, title=f"{base.title}, calibrated on {', '.join(files)}",
                    nccl_calibration=tuple(fits))
@@ -440,6 +432,28 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     except OSError as exc:
         raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}", option="--out") from None
     typer.echo("\n".join([*lines, f"wrote {out}"]))
+
+
+def _series_words(rows) -> str:
+    """`` (fp32 sum)``: a sweep's series as the fit's lines name it; '' where the table states none."""
+    from zerocalc.topology import series_redop
+
+    words = " ".join(x for x in (rows[0].get("dtype"), series_redop(rows[0].get("redop"))) if x)
+    return f" ({words})" if words else ""
+
+
+def _fit_sweep(base, tuner, nccl_version, path, rows, op, p, stated, skipped, run) -> tuple[list, list[str]]:
+    """One sweep's fitted pairs (:func:`zerocalc.validate.sweep.fit_calibration`) on the choices ``check
+    --topology`` makes on the calibrated topology (:func:`_check_one` on ``base`` with no calibration: the
+    same release, environment, tuner, placement, type), and the notes on how it was priced."""
+    from dataclasses import replace
+
+    from zerocalc.validate.sweep import fit_calibration
+
+    d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=replace(base, nccl_calibration=()),
+                        tuner=tuner, nccl_version=nccl_version, nccl_algo=None, nccl_proto=None,
+                        ofi_tuner=None)
+    return fit_calibration(cmp), list(d["notes"])
 
 
 #: The preset ``fit --out`` starts from when neither ``--topology`` nor the sweep's device lines name one.

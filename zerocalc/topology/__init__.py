@@ -35,6 +35,8 @@ from zerocalc.topology.machine import (
     NcclEnv,
     Topology,
     require,
+    series_calibration,
+    series_redop,
 )
 from zerocalc.topology.mapping import topology_from_mapping, topology_to_mapping, topology_to_toml
 from zerocalc.topology.presets import DEFAULT_TOPOLOGY, PRESETS, TOPOLOGY_NAMES, get_topology
@@ -53,6 +55,8 @@ __all__ = [
     "Topology",
     "get_topology",
     "require",
+    "series_calibration",
+    "series_redop",
     "topology_from_mapping",
     "topology_to_mapping",
     "topology_to_toml",

@@ -100,7 +100,11 @@ HARDWARE_FIELDS: dict[str, str] = {
 class Calibration:
     """One fitted α-β pair for NCCL's model: ``time = alpha_us + bytes / bw_GBps`` for collective
     ``op`` on ``ranks`` ranks when NCCL picks ``algorithm``/``protocol`` (``'any'``: the sweep-wide
-    fit used for pairs without their own), as ``zerocalc fit --out`` writes it."""
+    fit used for pairs without their own), as ``zerocalc fit --out`` writes it. ``dtype`` / ``redop``: the
+    element type (canonical, :mod:`zerocalc.dtypes`) and nccl-tests reduction of the series it was fitted
+    on, where the fit saw several series of one collective and group size (nccl-tests ``-d all`` /
+    ``-o all``): NCCL chooses by type and reduction (:mod:`zerocalc.nccl.datatype`) and the kernels'
+    rates differ by type; empty: any type (:func:`series_calibration`)."""
 
     op: str
     ranks: int
@@ -109,6 +113,8 @@ class Calibration:
     alpha_us: float
     bw_GBps: float
     nccl_version: str = ""
+    dtype: str = ""
+    redop: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.ranks, bool) or not isinstance(self.ranks, int) or self.ranks < 1:
@@ -122,7 +128,29 @@ class Calibration:
                                   option="nccl_calibration")
 
 
-_CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBps", "nccl_version")
+_CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBps", "nccl_version", "dtype",
+                     "redop")
+
+
+def series_redop(redop: str | None) -> str:
+    """nccl-tests' reduction as a calibration keys it: lower case, ``''`` where the table has none
+    (``none`` / ``-``, a collective that does not reduce)."""
+    r = str(redop or "").strip().lower()
+    return "" if r in ("-", "none") else r
+
+
+def series_calibration(fits: tuple[Calibration, ...], dtype: str | None,
+                       redop: str | None) -> tuple[Calibration, ...]:
+    """The pairs of ``fits`` that price a series of ``dtype`` under ``redop``, per collective and group
+    size: those fitted on that type and reduction; else those fitted for any type (``dtype`` empty); else
+    all of them (a type the fit did not see: the nearest calibration there is)."""
+    key = (dtype or "", series_redop(redop))
+    out: list[Calibration] = []
+    for group in dict.fromkeys((c.op, c.ranks) for c in fits):
+        mine = [c for c in fits if (c.op, c.ranks) == group]
+        own = [c for c in mine if c.dtype and (c.dtype, c.redop) == key]
+        out += own or [c for c in mine if not c.dtype] or mine
+    return tuple(out)
 
 
 @dataclass(frozen=True)

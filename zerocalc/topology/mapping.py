@@ -190,7 +190,8 @@ def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
     for where, t in _tables(items, "nccl_calibration", _CALIBRATION_KEYS, _CALIBRATION_KEYS[:6], fail):
         try:
             out.append(Calibration(str(t["op"]), t["ranks"], str(t["algorithm"]), str(t["protocol"]),
-                                   t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", ""))))
+                                   t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", "")),
+                                   str(t.get("dtype", "")), str(t.get("redop", ""))))
         except ConfigError as exc:
             fail(f"{where}: {exc.message}")
     return tuple(out)
@@ -232,7 +233,8 @@ def topology_to_mapping(topo: Topology) -> dict[str, Any]:
     if topo.nccl_tuner:
         out["nccl_tuner"] = topo.nccl_tuner
     if topo.nccl_calibration:
-        out["nccl_calibration"] = [{k: getattr(c, k) for k in _CALIBRATION_KEYS}
+        out["nccl_calibration"] = [{k: getattr(c, k) for k in _CALIBRATION_KEYS
+                                    if k in _CALIBRATION_KEYS[:7] or getattr(c, k)}
                                    for c in topo.nccl_calibration]
     if topo.nccl_env:
         out["nccl_env"] = [{key: (int(v) if isinstance(v, bool) else v) for key, attr in _ENV_KEYS.items()

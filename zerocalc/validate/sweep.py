@@ -39,7 +39,7 @@ from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version, release_for
 from zerocalc.nccl.tune_model import ll128_run_share
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
-from zerocalc.topology import Calibration, Topology
+from zerocalc.topology import Calibration, Topology, series_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
     HOST_US_PER_CHANNEL,
     HOST_US_PER_GPU,
@@ -166,7 +166,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     element type (canonical, :mod:`zerocalc.dtypes`) and nccl-tests reduction, which NCCL's choice reads
     (:func:`zerocalc.nccl.datatype.for_type`; ``None``: not known, the model unchanged).
     On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
-    :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version)."""
+    :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version). A
+    calibration fitted per series prices the series of ``dtype`` / ``redop`` (:func:`series_calibration`)."""
+    if topo.nccl_calibration:
+        topo = replace(topo, nccl_calibration=series_calibration(topo.nccl_calibration, dtype, redop))
     if topo.gpu_arch is not None:
         from zerocalc.validate.rccl import compare_rccl_sweep
 

@@ -1,0 +1,104 @@
+"""``fit --out`` on files of several series (nccl-tests ``-d all`` / ``-o all``, several ops): each series
+calibrated on its own and priced by its own pairs, a sweep the model does not price skipped and said."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import numpy as np
+import pytest
+from sweep_files import DATA, runner
+
+from zerocalc.cli import app
+from zerocalc.topology import Calibration, series_calibration, topology_from_mapping, topology_to_mapping
+
+DALL = "all_reduce_perf-16xH200-2nodes-roce-dall-nccl2.30.4.txt"
+MULTI_OP = "all_reduce-alltoall-8xMI355X-oci-g8.txt"
+
+
+def typed_rows(name):
+    """{type: [(size, out-of-place µs)]} by a plain split of the file (type: nccl-tests' name)."""
+    out: dict[str, list] = {}
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            out.setdefault(f[2], []).append((int(f[0]), float(f[5])))
+    return out
+
+
+def _check(name, toml):
+    res = runner.invoke(app, ["check", str(DATA / name), "--topology", str(toml), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["sweeps"]
+
+
+def test_dall_file_calibrates_each_type_on_its_own(tmp_path):
+    """Types of one all-reduce run at different rates (the file's busbw: int8 390 GB/s on Ring, int64 436,
+    float 487 on NVLS Tree, fp8 362 on Tree): one calibration for all of them misprices the others by up
+    to 25%; one per type prices each series at its own measured times."""
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(DATA / DALL), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    cals = tomllib.loads(out.read_text())["nccl_calibration"]
+    counted = typed_rows(DALL)
+    assert len({c["dtype"] for c in cals}) == len(counted) == 12
+    assert {c["redop"] for c in cals} == {"sum"}
+    sweeps = _check(DALL, out)
+    assert len(sweeps) == len(counted)
+    for s, (_, rows) in zip(sweeps, counted.items(), strict=True):
+        assert [r["bytes"] for r in s["rows"]] == [n for n, _ in rows]
+        assert all(r["calibrated"] for r in s["rows"])
+        assert [r["predicted_s"] for r in s["rows"]] == pytest.approx([t * 1e-6 for _, t in rows], rel=0.02)
+        assert 0.9 <= float(np.median([r["ratio"] for r in s["rows"]])) <= 1.1
+
+
+def test_series_calibration_prefers_the_series_own_then_any_type_then_any():
+    def cal(dtype, bw, op="all_reduce", redop="sum"):
+        return Calibration(op, 16, "any", "any", 10.0, bw, "2.30.4", dtype, redop if dtype else "")
+
+    typed = (cal("int8", 1.0), cal("fp32", 2.0), cal("fp32", 3.0, redop="max"))
+    assert [c.bw_GBps for c in series_calibration(typed, "fp32", "sum")] == [2.0]
+    assert [c.bw_GBps for c in series_calibration(typed, "fp32", "max")] == [3.0]
+    assert [c.bw_GBps for c in series_calibration(typed, "bf16", "sum")] == [1.0, 2.0, 3.0]  # none fits
+    mixed = (*typed, cal("", 4.0), cal("", 5.0, op="all_gather"))
+    assert [c.bw_GBps for c in series_calibration(mixed, "bf16", "sum")] == [4.0, 5.0]
+    assert [c.bw_GBps for c in series_calibration(mixed, "int8", "SUM")] == [1.0, 5.0]
+    assert [c.bw_GBps for c in series_calibration(mixed, None, None)] == [4.0, 5.0]
+
+
+def test_calibration_type_keys_round_trip_and_stay_out_when_untyped():
+    base = {"gpus_per_node": 8, "intra": {"alpha_us": 3, "bw_GBps": 300},
+            "inter": {"alpha_us": 14, "bw_GBps": 50},
+            "nccl_calibration": [
+                {"op": "all_reduce", "ranks": 16, "algorithm": "any", "protocol": "any", "alpha_us": 5.0,
+                 "bw_GBps": 100.0, "nccl_version": "2.30.4", "dtype": "fp8e4m3", "redop": "sum"},
+                {"op": "all_reduce", "ranks": 16, "algorithm": "any", "protocol": "any", "alpha_us": 5.0,
+                 "bw_GBps": 200.0}]}
+    topo = topology_from_mapping(base)
+    assert [(c.dtype, c.redop) for c in topo.nccl_calibration] == [("fp8e4m3", "sum"), ("", "")]
+    again = topology_to_mapping(topo)["nccl_calibration"]
+    assert again[0]["dtype"] == "fp8e4m3" and again[0]["redop"] == "sum"
+    assert "dtype" not in again[1] and "redop" not in again[1]
+
+
+def test_multi_op_rccl_file_fits_the_priced_sweep_and_names_the_skipped(tmp_path):
+    """RCCL's model prices the file's all-reduce, not its all-to-all: check prices the one with a note on the
+    other, and fit calibrates the one and says it skipped the other."""
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(DATA / MULTI_OP), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "all_to_all on 8 ranks" in res.stdout and "not fitted" in res.stdout
+    assert {c["op"] for c in tomllib.loads(out.read_text())["nccl_calibration"]} == {"all_reduce"}
+    priced = [s for s in _check(MULTI_OP, out) if s["rows"]]
+    assert [s["op"] for s in priced] == ["all_reduce"]
+    assert all(r["calibrated"] for r in priced[0]["rows"])
+    assert 0.9 <= float(np.median([r["ratio"] for r in priced[0]["rows"]])) <= 1.1
+
+
+def test_fit_of_only_unpriced_sweeps_is_one_line_exit_2(tmp_path):
+    """A file whose every sweep is unfit still fails: one line, exit 2."""
+    res = runner.invoke(app, ["fit", str(DATA / "broadcast_perf-pre2022-NA-2ranks.txt"), "--out",
+                              str(tmp_path / "c.toml")])
+    assert res.exit_code == 2
+    assert "a fit needs at least 2" in res.stderr and len(res.stderr.strip().splitlines()) == 1
