@@ -8,7 +8,7 @@ import tomllib
 
 import numpy as np
 import pytest
-from sweep_files import DATA, runner
+from sweep_files import DATA, check_json, runner
 
 from zerocalc.cli import app
 from zerocalc.topology import Calibration, series_calibration, topology_from_mapping, topology_to_mapping
@@ -102,3 +102,20 @@ def test_fit_of_only_unpriced_sweeps_is_one_line_exit_2(tmp_path):
                               str(tmp_path / "c.toml")])
     assert res.exit_code == 2
     assert "a fit needs at least 2" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_fit_takes_checks_algorithm_restriction(tmp_path):
+    """Under --nccl-algo the fit calibrates the pairs NCCL picks under it, the ones check then prices."""
+    name, out = "all_reduce_perf-72xGB200-nvl72-1rack-nccl2.26.2.txt", tmp_path / "c.toml"
+    algo = "^NVLS,NVLSTree"
+    res = runner.invoke(app, ["fit", str(DATA / name), "--out", str(out), "--topology", "gb200-nvl72",
+                              "--nccl-algo", algo])
+    assert res.exit_code == 0, res.output
+    fitted = {(c["algorithm"], c["protocol"]) for c in tomllib.loads(out.read_text())["nccl_calibration"]}
+    sweep = check_json(name, "--topology", str(out), "--nccl-algo", algo)
+    assert "NVLS" not in {a for a, _ in fitted}
+    assert {(r["algorithm"], r["protocol"]) for r in sweep["rows"]} & fitted
+    assert 0.9 <= float(np.median([r["ratio"] for r in sweep["rows"]])) <= 1.1
+    bad = runner.invoke(app, ["fit", str(DATA / name), "--out", str(tmp_path / "d.toml"),
+                              "--nccl-algo", "Rong"])
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1

@@ -380,21 +380,24 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     return d, cmp
 
 
-def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
+def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl_proto=None) -> None:
     """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input). Each series
     of a file (nccl-tests ``-d all`` / ``-o all``) is calibrated on its own, keyed by its type and
     reduction where one collective and group size has several (:func:`zerocalc.topology.series_calibration`);
-    a sweep the model does not price, or too short to fit, is skipped and said, unless none is left."""
+    a sweep the model does not price, or too short to fit, is skipped and said, unless none is left.
+    ``nccl_algo`` / ``nccl_proto``: as ``check``'s (the pairs fitted are those NCCL picks under them)."""
     from dataclasses import replace
     from pathlib import Path
 
     from zerocalc.errors import ConfigError, UnpricedOpError
+    from zerocalc.nccl.env import restrictions
     from zerocalc.topology import series_redop, topology_to_toml
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve()
            for f in [*files, *([topology] if topology is not None else [])]):
         raise ConfigError(f"{out} is an input; choose another file", option="--out")
+    restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
     inputs = _sweep_inputs(files, n, strict)
     base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
@@ -404,7 +407,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict) -> None:
     fits, lines, refused = [], [f"topology {base.name}, {how}"], []
     for path, rows, op, p, stated, skipped, run in inputs:
         try:
-            got, notes = _fit_sweep(base, tuner, nccl_version, path, rows, op, p, stated, skipped, run)
+            got, notes = _fit_sweep(base, tuner, (nccl_version, nccl_algo, nccl_proto), path, rows, op, p,
+                                    stated, skipped, run)
         except ConfigError as e:
             if not isinstance(e, UnpricedOpError) and e.option != "fit":
                 raise
@@ -442,16 +446,17 @@ def _series_words(rows) -> str:
     return f" ({words})" if words else ""
 
 
-def _fit_sweep(base, tuner, nccl_version, path, rows, op, p, stated, skipped, run) -> tuple[list, list[str]]:
+def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> tuple[list, list[str]]:
     """One sweep's fitted pairs (:func:`zerocalc.validate.sweep.fit_calibration`) on the choices ``check
     --topology`` makes on the calibrated topology (:func:`_check_one` on ``base`` with no calibration: the
-    same release, environment, tuner, placement, type), and the notes on how it was priced."""
+    same release, environment, tuner, placement, type; ``given``: ``--nccl-version``, ``--nccl-algo``,
+    ``--nccl-proto``), and the notes on how it was priced."""
     from dataclasses import replace
 
     from zerocalc.validate.sweep import fit_calibration
 
     d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=replace(base, nccl_calibration=()),
-                        tuner=tuner, nccl_version=nccl_version, nccl_algo=None, nccl_proto=None,
+                        tuner=tuner, nccl_version=given[0], nccl_algo=given[1], nccl_proto=given[2],
                         ofi_tuner=None)
     return fit_calibration(cmp), list(d["notes"])
 

@@ -226,6 +226,12 @@ def fit_cmd(
         help="With --out: NCCL version (default: the file's, else the latest modelled).")] = None,
     n: Annotated[int | None, typer.Option("--n", help="With --out: ranks of a sweep whose file does not "
                                           "say.")] = None,
+    nccl_algo: Annotated[str | None, typer.Option(
+        "--nccl-algo", envvar="NCCL_ALGO", help="With --out: NCCL_ALGO list restricting the algorithms, as "
+                                                "check's (give check the same).")] = None,
+    nccl_proto: Annotated[str | None, typer.Option(
+        "--nccl-proto", envvar="NCCL_PROTO", help="With --out: NCCL_PROTO list restricting the protocols, "
+                                                  "as check's (give check the same).")] = None,
     trace_format: Annotated[str | None, typer.Option(
         "--trace-format", help=_TRACE_FORMAT_HELP)] = None,
     op: Annotated[str | None, typer.Option("--op", help="The collective of nccl-tests rows that name none "
@@ -240,7 +246,8 @@ def fit_cmd(
     fmt = output_format(fmt, ("table", "csv", "json"))
     group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
     if out is not None:
-        _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict)
+        _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict, nccl_algo,
+                 nccl_proto)
         return
     frames, remarks, unfit = [], {}, []
     for f in files:
