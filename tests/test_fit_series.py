@@ -82,18 +82,34 @@ def test_calibration_type_keys_round_trip_and_stay_out_when_untyped():
     assert "dtype" not in again[1] and "redop" not in again[1]
 
 
-def test_multi_op_rccl_file_fits_the_priced_sweep_and_names_the_skipped(tmp_path):
-    """RCCL's model prices the file's all-reduce, not its all-to-all: check prices the one with a note on the
-    other, and fit calibrates the one and says it skipped the other."""
+def test_multi_op_rccl_file_calibrates_each_op(tmp_path):
+    """RCCL's all-reduce and all-to-all of one file: each op calibrated, each priced by its own pair (the
+    all-to-all through RCCL's grouped sends, zerocalc.nccl.rccl_p2p) at the file's times."""
     out = tmp_path / "c.toml"
     res = runner.invoke(app, ["fit", str(DATA / MULTI_OP), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "all_to_all on 8 ranks" in res.stdout and "not fitted" in res.stdout
-    assert {c["op"] for c in tomllib.loads(out.read_text())["nccl_calibration"]} == {"all_reduce"}
-    priced = [s for s in _check(MULTI_OP, out) if s["rows"]]
-    assert [s["op"] for s in priced] == ["all_reduce"]
-    assert all(r["calibrated"] for r in priced[0]["rows"])
-    assert 0.9 <= float(np.median([r["ratio"] for r in priced[0]["rows"]])) <= 1.1
+    ops = {c["op"] for c in tomllib.loads(out.read_text())["nccl_calibration"]}
+    assert ops == {"all_reduce", "all_to_all"}
+    sweeps = _check(MULTI_OP, out)
+    assert [s["op"] for s in sweeps] == ["all_reduce", "all_to_all"]
+    for s in sweeps:
+        assert s["rows"] and all(r["calibrated"] for r in s["rows"])
+        assert 0.9 <= float(np.median([r["ratio"] for r in s["rows"]])) <= 1.1
+
+
+def test_series_too_short_to_fit_is_skipped_and_named(tmp_path):
+    """The -d all file with its int8 series cut to one size (its first row): the other eleven series are
+    fitted, int8 is named as not fitted, and no calibration is written for it."""
+    lines = (DATA / DALL).read_text().splitlines(keepends=True)
+    int8 = [i for i, ln in enumerate(lines) if len(ln.split()) >= 13 and ln.split()[2] == "int8"]
+    cut = tmp_path / DALL
+    cut.write_text("".join(ln for i, ln in enumerate(lines) if i not in int8[1:]))
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(cut), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "(int8 sum): not fitted" in res.stdout and "a fit needs at least 2" in res.stdout
+    dtypes = {c["dtype"] for c in tomllib.loads(out.read_text())["nccl_calibration"]}
+    assert "int8" not in dtypes and len(dtypes) == len(typed_rows(DALL)) - 1
 
 
 def test_fit_of_only_unpriced_sweeps_is_one_line_exit_2(tmp_path):

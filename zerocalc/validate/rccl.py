@@ -134,14 +134,19 @@ def _compare_all_to_all(rows: Sequence[Mapping], topo: Topology, tuning: RcclTun
     )
 
     out = []
+    fits = [c for c in topo.nccl_calibration or () if c.op == "all_to_all" and c.ranks == tuning.n_ranks]
     for r, measured in _timed(rows):
         n = int(r["size_bytes"])
         t_us, proto, bound = all_to_all_us(tuning, n)
+        fit = next((c for c in fits if (c.algorithm, c.protocol) == (P2P, proto.value)),
+                   next((c for c in fits if c.algorithm == "any"), None))  # zerocalc fit --out's pair
+        if fit is not None:
+            t_us = fit.alpha_us + n / (fit.bw_GBps * 1e3)
         t = t_us * 1e-6 + (stagger or 0.0)
         row = {"bytes": n, "measured_s": measured, "predicted_s": t, "ratio": t / measured,
                "nccl_s": t_us * 1e-6, "launch_stagger_s": stagger, "host_floor_s": None, "host_bound": False,
                "nccl_all_channels_s": t_us * 1e-6, "algorithm": P2P, "protocol": proto.value,
-               "calibrated": False, "launch_channels": None,
+               "calibrated": fit is not None, "launch_channels": None,
                "textbook_s": textbook_ring_s(topo, "all_to_all", n, tuning.n_ranks)}
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         row.update(_checked(r))
