@@ -135,3 +135,18 @@ def test_fit_takes_checks_algorithm_restriction(tmp_path):
     bad = runner.invoke(app, ["fit", str(DATA / name), "--out", str(tmp_path / "d.toml"),
                               "--nccl-algo", "Rong"])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_pair_fit_is_least_absolute_relative_error():
+    """Three sizes on t = 10 µs + n / (1 GB/s) and a fourth three times that line (a slow outlier): the fit
+    goes through the three (the sum of |predicted / measured - 1| is then 2/3, the least), where a least
+    squares line is pulled off all four."""
+    from zerocalc.validate.sweep import _fit_pair
+
+    n = np.array([1e6, 2e6, 4e6, 8e6])
+    t = 10e-6 + n / 1e9
+    t[3] *= 3
+    alpha, beta = _fit_pair(n, t)
+    assert alpha == pytest.approx(10e-6) and beta == pytest.approx(1e-9)
+    ratios = (alpha + beta * n) / t
+    assert float(np.median(ratios)) == pytest.approx(1.0)

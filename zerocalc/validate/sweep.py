@@ -457,16 +457,19 @@ def _in_place(out_of_place: float, in_place) -> dict:
 
 
 def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-    """α (s) and β (s/byte) of ``t = α + β n``, least squares on relative error, α ≥ 0, β > 0."""
-    w = 1.0 / t
-    A = np.column_stack([w, n * w])
-    (alpha, beta), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
-    if alpha < 0:
-        alpha = 0.0
-        beta = float(np.sum(n * w * w * t) / np.sum((n * w) ** 2))
-    if beta <= 0:
+    """α (s) and β (s/byte) of ``t = α + β n``, least absolute relative error (Σ |(α + β n) / t - 1|, α ≥ 0,
+    β > 0): the median of predicted / measured is 1, however the sizes bend off a line (a latency floor,
+    a protocol switch inside one pair). The sum is linear in (α, β), so its least is at a vertex: the line
+    through two sizes, or through one with α = 0; else (no rise in the sweep) a flat line."""
+    cands = [(t[i] - (t[j] - t[i]) / (n[j] - n[i]) * n[i], (t[j] - t[i]) / (n[j] - n[i]))
+             for i in range(len(n)) for j in range(i + 1, len(n)) if n[j] != n[i]]
+    cands = [(a, b) for a, b in cands if a >= 0 and b > 0]
+    cands += [(0.0, ti / ni) for ni, ti in zip(n, t, strict=True) if ni > 0]
+    if not cands:
         beta = float(np.min(t / n)) * 1e-3  # latency-bound: bandwidth not seen in the sweep
-        alpha = float(np.sum(w * w * (t - beta * n) * 1.0) / np.sum(w * w))
+        return float(np.median(t - beta * n)), beta
+    cost = [float(np.sum(np.abs((a + b * n) / t - 1))) for a, b in cands]
+    alpha, beta = cands[int(np.argmin(cost))]
     return float(alpha), float(beta)
 
 
