@@ -148,6 +148,24 @@ def test_fit_out_keeps_the_providers_environment(tmp_path):
     assert 0.9 <= float(np.median([r["ratio"] for r in cal["rows"]])) <= 1.1
 
 
+def test_a_calibrated_topology_prices_at_the_release_it_was_fitted_at(tmp_path):
+    """The file states no NCCL version; the fit was told 2.21.5 (the run's, see above). Check and table on
+    the calibrated TOML then price at 2.21.5 without being told again (its environment, NCCL_PROTO=Simple,
+    is keyed to 2.21), as they do when told; --nccl-version still chooses."""
+    name, out = "all_reduce_perf-16xH100-2nodes.txt", tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(DATA / name), "--out", str(out), "--topology", "gcp-a3-mega",
+                              "--nccl-version", "2.21.5"])
+    assert res.exit_code == 0, res.output
+    told = check_json(name, "--topology", str(out), "--nccl-version", "2.21.5")
+    untold = check_json(name, "--topology", str(out))
+    assert untold["nccl_version"] == "2.21.5" and "calibration" in untold["nccl_version_how"]
+    assert [r["ratio"] for r in untold["rows"]] == [r["ratio"] for r in told["rows"]]
+    assert {r["protocol"] for r in untold["rows"]} == {"Simple"}
+    assert check_json(name, "--topology", str(out), "--nccl-version", "2.30.7")["nccl_version"] == "2.30.7"
+    table = runner.invoke(app, ["table", "--topology", str(out), "--n", "16", "--schemes", "dp"])
+    assert table.exit_code == 0 and "NCCL 2.21's own cost model" in table.stdout
+
+
 @pytest.mark.parametrize(("name", "preset", "extra", "version"), SWEEPS)
 def test_fit_out_calibrates_every_sweep(tmp_path, name, preset, extra, version):
     out = tmp_path / "c.toml"

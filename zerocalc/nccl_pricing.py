@@ -16,6 +16,7 @@ from zerocalc.nccl.ofi_tuner import OfiTuner
 from zerocalc.nccl.steps import OFI_MARK, scheme_phases, scheme_time
 from zerocalc.nccl.tuner import TunerConfig
 from zerocalc.topology import Topology, require
+from zerocalc.topology.machine import calibrated_version
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
                nccl_proto: str | None = None, tuner: TunerConfig | None = None,
                reuse_distance: float = 1e9, ofi_tuner: OfiTuner | None = None) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with NCCL ``nccl_version``'s
-    model (default the latest modelled) on ``topo``: per phase the pair NCCL picks, or the one a tuner
+    model (default: the release ``topo``'s calibration was fitted at, else the latest modelled) on
+    ``topo``: per phase the pair NCCL picks, or the one a tuner
     rule forces (``tuner``), one call per phase. Under tensor parallelism the node's NICs are shared by
     its tp data-parallel groups. A field of ``topo`` the model needs and lacks, a bad ``NCCL_ALGO`` /
     ``NCCL_PROTO`` or a tuner rule the machine cannot run is a :class:`~zerocalc.errors.ConfigError`.
@@ -47,7 +49,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     :data:`~zerocalc.nccl.steps.OFI_MARK` in the choices."""
     for f in missing_fields(topo):
         require(topo, f, "NCCL's cost model")
-    version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
+    fitted = calibrated_version(topo.nccl_calibration) if topo.gpu_arch is None else None
+    version = nccl_version or fitted or LATEST.tag.lstrip("v").split("-")[0]
     release, note = release_for(version)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
     times, choices, ofi_phases = [], [], []

@@ -308,6 +308,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         socket_nic_note,
         with_stated_p2p,
     )
+    from zerocalc.topology.machine import calibrated_version
     from zerocalc.topology.slots import gcp_slice_note
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
@@ -327,6 +328,13 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         version = RCCL_LATEST.name
         version_how = f"default: RCCL {version}, zerocalc's default (the file states none)"
         notes = [f"{path} states no RCCL version; priced as RCCL {version} (--nccl-version to choose)"]
+    fitted = calibrated_version(topo.nccl_calibration)
+    if fitted and not nccl_version and not stated:
+        version = fitted
+        version_how = "default: the version the topology's calibration was fitted at (the file states none)"
+        lib = "RCCL" if topo.gpu_arch is not None else "NCCL"
+        notes = [f"{path} states no {lib} version; priced as {lib} {fitted}, the release {topo.name}'s "
+                 "calibration was fitted at (--nccl-version to choose)"]
     info = run.get("nccl_info") or {}
     topo, info_notes = latency_as_stated(topo, info, p)
     topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)

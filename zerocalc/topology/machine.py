@@ -139,6 +139,14 @@ def series_redop(redop: str | None) -> str:
     return "" if r in ("-", "none") else r
 
 
+def calibrated_version(fits: tuple[Calibration, ...]) -> str | None:
+    """The NCCL (or RCCL) version ``zerocalc fit --out`` calibrated ``fits`` at, where they name one: the
+    release a check or table on that topology prices at when nothing else states one (a calibration's α-β
+    pairs are the pairs that release chose); None where they name none or several."""
+    versions = {f.nccl_version for f in fits if f.nccl_version}
+    return versions.pop() if len(versions) == 1 else None
+
+
 def series_calibration(fits: tuple[Calibration, ...], dtype: str | None,
                        redop: str | None) -> tuple[Calibration, ...]:
     """The pairs of ``fits`` that price a series of ``dtype`` under ``redop``, per collective and group
