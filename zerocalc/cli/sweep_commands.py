@@ -158,21 +158,35 @@ def _at_least_two(path: str, n: int, how: str) -> int:
 PRE_2_13_LAYOUT_NCCL = "2.12.12"
 
 
-def _sweep_version(path: str, given: str | None, stated: str | None,
-                   layout: str | None = None) -> tuple[str, list[str], str]:
+def _sweep_version(path: str, given: str | None, stated: str | None, layout: str | None = None,
+                   topo=None) -> tuple[str, list[str], str]:
     """The NCCL version a sweep is priced at, its notes and how it was chosen (JSON ``nccl_version_how``).
 
     A file that states none but whose table is in nccl-tests' layout before v2.13 (an ``error`` column where
     later ones print ``#wrong``; nccl-tests' "Resync with NCCL 2.13", Aug 2022,
     :data:`zerocalc.traces.schema.NCCL_TESTS_LAYOUTS`) ran a build of the NCCL 2.12 era or before: it is
     priced as :data:`PRE_2_13_LAYOUT_NCCL`, the last release of that era, and says so; any other file as the
-    latest modelled release."""
+    latest modelled release. On ``topo`` (where placed) a calibration's release comes first (``zerocalc fit
+    --out`` records it: its pairs are that release's choices), and AMD GPUs default to RCCL's release."""
     from zerocalc.nccl import LATEST
+    from zerocalc.topology.machine import calibrated_version
 
     if given:
         return given, [], "given (--nccl-version)"
     if stated:
         return stated, [], "stated by the file"
+    lib = "RCCL" if topo is not None and topo.gpu_arch is not None else "NCCL"
+    fitted = calibrated_version(topo.nccl_calibration) if topo is not None else None
+    if fitted:
+        return fitted, [f"{path} states no {lib} version; priced as {lib} {fitted}, the release "
+                        f"{topo.name}'s calibration was fitted at (--nccl-version to choose)"], \
+            "default: the version the topology's calibration was fitted at (the file states none)"
+    if lib == "RCCL":  # AMD GPUs: RCCL (nccl.rccl)
+        from zerocalc.nccl.rccl import RCCL_LATEST
+
+        v = RCCL_LATEST.name
+        return v, [f"{path} states no RCCL version; priced as RCCL {v} (--nccl-version to choose)"], \
+            f"default: RCCL {v}, zerocalc's default (the file states none)"
     if str(layout or "").startswith("pre2022"):
         v = PRE_2_13_LAYOUT_NCCL
         return v, [f"{path} states no NCCL version; its table is in nccl-tests' layout before v2.13 (an "
@@ -308,7 +322,6 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         socket_nic_note,
         with_stated_p2p,
     )
-    from zerocalc.topology.machine import calibrated_version
     from zerocalc.topology.slots import gcp_slice_note
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
@@ -320,21 +333,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         tuner_note,
     )
 
-    version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"))
     run, topo, topology_how = _placed(given, path, run, p, stated)
-    if topo.gpu_arch is not None and not nccl_version and not stated:  # AMD GPUs: RCCL (nccl.rccl)
-        from zerocalc.nccl.rccl import RCCL_LATEST
-
-        version = RCCL_LATEST.name
-        version_how = f"default: RCCL {version}, zerocalc's default (the file states none)"
-        notes = [f"{path} states no RCCL version; priced as RCCL {version} (--nccl-version to choose)"]
-    fitted = calibrated_version(topo.nccl_calibration)
-    if fitted and not nccl_version and not stated:
-        version = fitted
-        version_how = "default: the version the topology's calibration was fitted at (the file states none)"
-        lib = "RCCL" if topo.gpu_arch is not None else "NCCL"
-        notes = [f"{path} states no {lib} version; priced as {lib} {fitted}, the release {topo.name}'s "
-                 "calibration was fitted at (--nccl-version to choose)"]
+    version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo)
     info = run.get("nccl_info") or {}
     topo, info_notes = latency_as_stated(topo, info, p)
     topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)

@@ -276,6 +276,32 @@ def as_nccl_sees_it(topo: Topology, release: Release) -> Topology:
     return replace(topo, gpus_per_node=k, gpus_per_host=None)
 
 
+def _nvls_graph(topo: Topology, release: Release, cc: int, g: int, n_nodes: int, intra: float, ring: Graph,
+                lat_inter: float) -> Graph:
+    """NVLS and NVLS Tree's graph on ``g`` GPUs a node of ``n_nodes``: one node's NVSwitch, an NVLink
+    domain of many hosts, or HGX nodes whose heads share the ring's NICs."""
+    nch = min(release.max_nvls_arity, g)
+    if n_nodes == 1:
+        speeds = _speeds(release.speed_intra, cc)
+        total = intra * g / (g - 1) if g > 1 else intra
+        s = _first_fitting(speeds, intra, total, nch)
+        idx = speeds.index(s)
+        inter = s
+        while idx > 0 and inter < 2 * s:
+            idx -= 1
+            inter = speeds[idx]
+        return Graph(nch, s, inter, True)
+    if topo.mnnvl:
+        # an NVLink domain of many hosts: the heads are 32 of its GPUs, each with a NIC of its own, so
+        # NCCL's own checks set the speeds (nvls_net_speeds), not the ring's NIC share as on HGX nodes
+        nic_path = min(require(topo, "nic_Gbps", _NEEDED_BY) / 8.0, _pcie(topo))
+        s, s_inter = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, nic_path)
+        return Graph(nch, s, s_inter, True, lat_inter)
+    s_net = ring.bw_inter * ring.n_channels / nch  # the NICs' bandwidth shared by the NVLS heads
+    s = _first_fitting(_speeds(release.speed_inter, cc), s_net, s_net * nch)
+    return Graph(nch, s, s, True, lat_inter)
+
+
 def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     """The communicator of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``; an NVLink
     domain of several hosts as :func:`as_nccl_sees_it`)."""
@@ -323,28 +349,8 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
             # v2.20.x nvls.cc: "NVLS is not supported on MNNVL yet" (an NVLink domain spanning hosts)
             and not (release.era == 20 and topo.mnnvl and g > (topo.gpus_per_host or g)))
     if nvls:
-        nch = min(release.max_nvls_arity, g)
-        if n_nodes == 1:
-            speeds = _speeds(release.speed_intra, cc)
-            total = intra * g / (g - 1) if g > 1 else intra
-            s = _first_fitting(speeds, intra, total, nch)
-            idx = speeds.index(s)
-            inter = s
-            while idx > 0 and inter < 2 * s:
-                idx -= 1
-                inter = speeds[idx]
-            graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, inter, True)
-        elif topo.mnnvl:
-            # an NVLink domain of many hosts: the heads are 32 of its GPUs, each with a NIC of its own, so
-            # NCCL's own checks set the speeds (nvls_net_speeds), not the ring's NIC share as on HGX nodes
-            nic_path = min(require(topo, "nic_Gbps", _NEEDED_BY) / 8.0, _pcie(topo))
-            s, s_inter = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, nic_path)
-            graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, s_inter, True, lat_inter)
-        else:
-            s_net = ring.bw_inter * ring.n_channels / nch  # the NICs' bandwidth shared by the NVLS heads
-            speeds = _speeds(release.speed_inter, cc)
-            s = _first_fitting(speeds, s_net, s_net * nch)
-            graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = Graph(nch, s, s, True, lat_inter)
+        graphs[Algorithm.NVLS] = graphs[Algorithm.NVLS_TREE] = _nvls_graph(topo, release, cc, g, n_nodes,
+                                                                           intra, ring, lat_inter)
     relayed = n_nodes > 1 and topo.gpudirect_rdma is False
     if relayed:  # assumption 7: through host memory, LL128 off, HOST_RELAY_SHARE of the rate
         graphs = {a: replace(gr, run_scale=gr.run_scale * HOST_RELAY_SHARE) for a, gr in graphs.items()}

@@ -312,19 +312,7 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
-    if not gpus and hosts:
-        raise _refuse(f"{where} names no GPU (its '#  Rank … device …' lines leave the device name empty) "
-                      "to choose a topology from")
-    if not gpus:
-        raise _refuse(f"{where} names no GPU (no '#  Rank … device …' lines) to choose a topology from")
-    mixed = mixed_pcie_card(list(gpus)) if len(gpus) > 1 else None
-    if len(gpus) > 1 and mixed is None:
-        raise _refuse(f"{where} names several GPU models ({', '.join(gpus)})")
-    gpu = " + ".join(gpus)
-    if shared_devices:
-        host, bus, ranks = shared_devices[0]
-        raise _refuse(f"{where}: ranks {', '.join(map(str, ranks))} share one {gpu} (host {host}, "
-                      f"bus {bus}); no preset describes several ranks per GPU")
+    gpu, mixed = _named_gpu(gpus, hosts, shared_devices, where)
     net, net_how = _network(network or {}, hosts, where)
     own_roots = bool(hosts) and all(h in root_bus_hosts for h in hosts)
     ports = [list(pci_buses.get(h) or ()) for h in hosts] if pci_buses and hosts else []
@@ -370,6 +358,27 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
         topo, nodes = nodes_of(topo, k)
         how += f" ({nodes})"
     return topo, how
+
+
+def _named_gpu(gpus: Mapping[str, int], hosts: Mapping[str, int], shared_devices: Sequence[Sequence],
+               where: str) -> tuple[str, PcieCard | None]:
+    """The GPU the device lines name (models joined by `` + ``) and, where they name several, the mixed
+    PCIe card they make (:func:`mixed_pcie_card`, else None); refused (``--topology``) where they name
+    none, several of no one box, or ranks sharing a GPU."""
+    if not gpus and hosts:
+        raise _refuse(f"{where} names no GPU (its '#  Rank … device …' lines leave the device name empty) "
+                      "to choose a topology from")
+    if not gpus:
+        raise _refuse(f"{where} names no GPU (no '#  Rank … device …' lines) to choose a topology from")
+    mixed = mixed_pcie_card(list(gpus)) if len(gpus) > 1 else None
+    if len(gpus) > 1 and mixed is None:
+        raise _refuse(f"{where} names several GPU models ({', '.join(gpus)})")
+    gpu = " + ".join(gpus)
+    if shared_devices:
+        host, bus, ranks = shared_devices[0]
+        raise _refuse(f"{where}: ranks {', '.join(map(str, ranks))} share one {gpu} (host {host}, "
+                      f"bus {bus}); no preset describes several ranks per GPU")
+    return gpu, mixed
 
 
 def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:

@@ -60,10 +60,9 @@ FORMAT = "nccl_tests"
 #: or digit may not (nccl-tests ``src/Makefile``: ``BIN_FILES = $(BIN_FILES_LIST:%=%_perf$(NAME_SUFFIX))``).
 _PERF = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True))
                    + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
-#: Google Cloud's gIB diagnostic image runs nccl-tests through ``/usr/local/gib/scripts/run_nccl_tests.sh -t
-#: all_gather -b 1K -e 8G HOST…`` (GCP's "Run NCCL on GKE" pages; kubernetes-sigs/dranet
-#: ``site/content/docs/user/gke-rdma.md``): ``-t`` names the test without its ``_perf``, and the output
-#: that follows names no ``<test>_perf`` unless its nccl-tests prints ``# Collective test starting``.
+#: Google Cloud's gIB image runs nccl-tests as ``run_nccl_tests.sh -t all_gather -b 1K -e 8G HOST…`` (GCP's
+#: "Run NCCL on GKE"; kubernetes-sigs/dranet ``site/content/docs/user/gke-rdma.md``): ``-t`` names the test,
+#: and its output names no ``<test>_perf`` unless its nccl-tests prints ``# Collective test starting``.
 _GIB_RUN = re.compile(r"run_nccl_tests\.sh\b.*?\s-t\s+("
                       + "|".join(sorted(NCCL_TESTS_OPS, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
 #: A ``# Rank`` line: ``Rank R Group G Pid P on HOST`` (2.13+), ``Rank R Pid P on HOST`` (2.0+), ``Rank R on

@@ -199,17 +199,20 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph)
-    notes = [note] if note else []
-    notes += [type_note] if type_note else []
-    notes += wrong_notes(out)
+    notes = [t for t in (note, type_note) if t] + wrong_notes(out)
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
-    notes += stated_nvls_notes(tuning, stated_nvls)
-    if any(e.why_disabled == CUDA_11_8_PAIR for e in tuning.entries.values()):
-        notes.append("NCCL built with CUDA 11.8 (its version line): LL128 is off by default for a Ring "
-                     "all-reduce of 2 ranks on sm90 (src/graph/tuning.cc, v2.15.5-v2.30.7)")
+    notes += stated_nvls_notes(tuning, stated_nvls) + _cuda_build_notes(tuning)
     notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
     notes += [t for t in [channels_note(gpus_per_thread, release.era, out, agg_iters, graph)] if t]
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
+
+
+def _cuda_build_notes(tuning: Tuning) -> list[str]:
+    """What the CUDA release NCCL was built with turned off in ``tuning``, said in a note."""
+    if any(e.why_disabled == CUDA_11_8_PAIR for e in tuning.entries.values()):
+        return ["NCCL built with CUDA 11.8 (its version line): LL128 is off by default for a Ring "
+                "all-reduce of 2 ranks on sm90 (src/graph/tuning.cc, v2.15.5-v2.30.7)"]
+    return []
 
 
 def _plugin_api(tuning: Tuning, topo: Topology, nccl_version: str, tuner: TunerConfig | None,
