@@ -1,0 +1,40 @@
+"""nccl-tests outputs under a wrapper that tags every line: Docker Compose's ``name  | `` (``docker compose
+up`` / ``docker compose logs``, v2 ``svc-1``, v1 ``svc_1``). The rows and device lines expected are counted
+from the bundled file without the wrapper (tests/sweep_files.py, a plain split)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.sweep_files import DATA, device_lines, file_rows
+from zerocalc.cli import app
+from zerocalc.traces.prefix import strip_prefix
+
+runner = CliRunner()
+NAME = "all_gather_perf-8xH100-1node-nccl2.29.2.txt"
+
+
+def _wrapped(tmp_path, tag):
+    text = (DATA / NAME).read_text()
+    path = tmp_path / NAME
+    path.write_text("".join(tag + line for line in text.splitlines(keepends=True)))
+    return path
+
+
+@pytest.mark.parametrize("tag", ["nccl-tests-1  | ", "nccl_worker_1  | ", "svc-1 | "])
+def test_compose_service_prefix_is_looked_past(tmp_path, tag):
+    res = runner.invoke(app, ["check", str(_wrapped(tmp_path, tag)), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    rows = file_rows(NAME)
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
+    assert sweep["group_size"] == len(device_lines(NAME))
+
+
+def test_compose_prefix_forms_and_what_is_not_one():
+    assert strip_prefix("svc-1  | #  Rank  0 Group  0").startswith("#  Rank")
+    assert strip_prefix("svc-1  |").strip() == ""  # an empty line of the service
+    assert strip_prefix("| 8 | 2 | float |").startswith("| 8")  # a Markdown table row: no name
+    assert strip_prefix("8 | 2 | float").startswith("8 |")  # a number is a column, not a service
