@@ -40,3 +40,6 @@ def test_compose_prefix_forms_and_what_is_not_one():
     assert strip_prefix("svc-1  |").strip() == ""  # an empty line of the service
     assert strip_prefix("| 8 | 2 | float |").startswith("| 8")  # a Markdown table row: no name
     assert strip_prefix("8 | 2 | float").startswith("8 |")  # a number is a column, not a service
+    assert strip_prefix("nccl-server  | #  Rank").startswith("#  Rank")  # a set container_name, padded
+    # DeepSpeed's comms summary names an op and its caller: one space, no replica number
+    assert strip_prefix("broadcast | [Caller Func: _broadcast_model]").startswith("broadcast |")
