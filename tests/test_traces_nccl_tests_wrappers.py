@@ -1,7 +1,7 @@
 """nccl-tests outputs under a wrapper that tags every line: Docker Compose's ``name  | `` (``docker compose
-up`` / ``docker compose logs``, v2 ``svc-1``, v1 ``svc_1``), in its terminal colour codes or not. The rows
-and device lines expected are counted from the bundled file without the wrapper (tests/sweep_files.py, a
-plain split)."""
+up`` / ``docker compose logs``, v2 ``svc-1``, v1 ``svc_1``), in its terminal colour codes or not, and a
+Kubernetes node's CRI container log (``TIME stdout F``). The rows and device lines expected are counted
+from the bundled file without the wrapper (tests/sweep_files.py, a plain split)."""
 
 import json
 
@@ -24,7 +24,9 @@ def _wrapped(tmp_path, tag):
 
 
 @pytest.mark.parametrize("tag", ["nccl-tests-1  | ", "nccl_worker_1  | ", "svc-1 | ",
-                                 "\x1b[36mnccl-tests-1  |\x1b[0m ", "\x1b[0m"])
+                                 "\x1b[36mnccl-tests-1  |\x1b[0m ", "\x1b[0m",
+                                 "2024-07-19T05:12:33.123456789Z stdout F ",
+                                 "2024-07-19T05:12:33.123456789+00:00 stdout F "])
 def test_compose_service_prefix_is_looked_past(tmp_path, tag):
     res = runner.invoke(app, ["check", str(_wrapped(tmp_path, tag)), "--format", "json"])
     assert res.exit_code == 0, res.output

@@ -3,14 +3,16 @@
 Launchers tag each line of a process's output: OpenMPI ``--tag-output`` ``[1,0]<stdout>:``,
 ``mpirun``/``torchrun`` ``[0]`` or ``[0]:``, ``srun -l`` ``0:``, ``pdsh`` ``host:``, Ray ``(pid=123,
 ip=10.0.0.1)``, and a log collector its RFC 3339 time (``kubectl logs --timestamps``, ``docker logs
--t``: ``2024-07-19T05:12:33.123456789Z``), Docker Compose its service's container name, padded, and a
-bar (``docker compose up`` / ``docker compose logs``: ``nccl-1  | ``, Compose v1 ``nccl_1  | ``: a name
-ending in its replica number, or one padded to a longer name's width; not DeepSpeed's ``broadcast |
-[Caller Func: f]``), each wrapped in its terminal colour codes ``ESC[36m`` … ``ESC[0m`` when written to
-a terminal); a post quoting an output in a Markdown reply puts ``>`` before each line (GitHub's quote
-mark: NVIDIA/nccl-tests issue 287); they may be stacked. A bracket with a space inside is not one (a
-shell prompt ``[user@host dir]$``, DeepSpeed's ``[2022-06-26 01:39:55,722]``), nor a bare number (a
-table's first column). The NCCL log parser searches past any prefix instead.
+-t``: ``2024-07-19T05:12:33.123456789Z``; a Kubernetes node's container log file, CRI format, its
+stream and whether the line is whole after it: ``2024-07-19T05:12:33.123456789Z stdout F``), Docker
+Compose its service's container name, padded, and a bar (``docker compose up`` / ``docker compose
+logs``: ``nccl-1  | ``, Compose v1 ``nccl_1  | ``: a name ending in its replica number, or one padded to
+a longer name's width; not DeepSpeed's ``broadcast | [Caller Func: f]``), each wrapped in its terminal
+colour codes ``ESC[36m`` … ``ESC[0m`` when written to a terminal); a post quoting an output in a
+Markdown reply puts ``>`` before each line (GitHub's quote mark: NVIDIA/nccl-tests issue 287); they may
+be stacked. A bracket with a space inside is not one (a shell prompt ``[user@host dir]$``, DeepSpeed's
+``[2022-06-26 01:39:55,722]``), nor a bare number (a table's first column). The NCCL log parser
+searches past any prefix instead.
 
 OpenMPI ``--tag-output`` tags each write a process makes, not each line: a result row that nccl-tests
 prints with several ``printf`` calls (``src/common.cu``: the lead columns, then each side's cells) comes
@@ -24,7 +26,8 @@ from __future__ import annotations
 import re
 
 #: One or more prefixes at the start of a line, and the one space that follows each.
-_ONE = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?=[ \t])"
+_ONE = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+        r"(?:[ \t]std(?:out|err)[ \t][PF](?=[ \t]|$)|(?=[ \t]))"
         r"|[\w.\-]*[A-Za-z][\w.\-]*(?:[-_]\d+[ \t]+|[ \t]{2,})\|(?=[ \t\x1b]|$)|\x1b\[[0-9;]*m"
         r"|\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t])|>(?=[ \t>]|$))[ \t]?")
 PREFIX = re.compile(r"^[ \t]*(?:" + _ONE + r"){1,4}")
