@@ -45,3 +45,23 @@ def test_compose_prefix_forms_and_what_is_not_one():
     assert strip_prefix("nccl-server  | #  Rank").startswith("#  Rank")  # a set container_name, padded
     # DeepSpeed's comms summary names an op and its caller: one space, no replica number
     assert strip_prefix("broadcast | [Caller Func: _broadcast_model]").startswith("broadcast |")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_text_with_its_mark_is_read(tmp_path, encoding):
+    # Windows PowerShell 5.1's '>' writes UTF-16LE with its byte-order mark (about_Character_Encoding)
+    text = (DATA / NAME).read_text().replace("\n", "\r\n")
+    bom = {"utf-16": b"", "utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}[encoding]
+    path = tmp_path / NAME
+    path.write_bytes(bom + text.encode(encoding))
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in file_rows(NAME)]
+
+
+def test_utf16_without_its_mark_stays_refused(tmp_path):
+    path = tmp_path / NAME
+    path.write_bytes((DATA / NAME).read_text().encode("utf-16-le"))
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2 and "binary data" in res.output

@@ -176,7 +176,7 @@ def _splittable(file: str, fmt: str | None, cap: int) -> bool:
         return False
     with open(file, "rb") as f:
         head = f.read(HEAD_BYTES)
-    if head.startswith(b"\x1f\x8b"):
+    if head.startswith((b"\x1f\x8b", *streams.UTF16_BOMS)):  # its bytes are not the text's: read whole
         return False
     return fmt == nccl_log.FORMAT or detect_file(file, cap) == nccl_log.FORMAT
 

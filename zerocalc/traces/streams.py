@@ -1,6 +1,7 @@
 """The bytes of a trace file as one buffered stream, plain or gzip: what a gzip file expands to
 capped (a gzip bomb expands a thousandfold), a plain file read whatever its size, and a truncated
-or corrupt gzip stream a :class:`~zerocalc.errors.TraceFormatError` naming the file.
+or corrupt gzip stream a :class:`~zerocalc.errors.TraceFormatError` naming the file. A UTF-16 text (its
+byte-order mark first) is decoded whole into the UTF-8 the readers take.
 
 The file itself is opened by the reader (:func:`zerocalc.traces.reader._open`); nothing here
 opens, unpickles or writes a file.
@@ -23,10 +24,29 @@ def buffered(raw: BinaryIO, path: str, cap: int, tick=None) -> BinaryIO:
     ``raw``."""
     magic = raw.read(2)
     raw.seek(0)
+    if magic in UTF16_BOMS:
+        return _utf8(raw, path, cap, tick)
     if magic != b"\x1f\x8b":
         return io.BufferedReader(_Plain(raw, tick), buffer_size=1 << 20)
     inner = gzip.GzipFile(fileobj=raw, mode="rb")
     return io.BufferedReader(_Capped(inner, cap, path, (inner, raw), tick), buffer_size=1 << 20)
+
+
+#: The byte-order marks of a UTF-16 text: Windows PowerShell 5.1's ``>`` and ``Out-File`` write UTF-16LE
+#: with its mark by default (Microsoft PowerShell docs, about_Character_Encoding), so a log saved there
+#: (``kubectl logs POD > out.txt``) is one.
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _utf8(raw: BinaryIO, path: str, cap: int, tick=None) -> BinaryIO:
+    """A UTF-16 text file (``raw``, at its byte-order mark) as the UTF-8 bytes every reader takes,
+    decoded whole; refused past ``cap`` bytes like a gzip file's expansion."""
+    with raw:
+        data = raw.read(cap + 1)
+    if len(data) > cap:
+        raise TraceFormatError(path, None, f"a UTF-16 text over the cap of {cap} bytes")
+    text = data.decode("utf-16", errors="replace")
+    return io.BufferedReader(_Plain(io.BytesIO(text.encode("utf-8")), tick), buffer_size=1 << 20)
 
 
 class _Capped(io.RawIOBase):
