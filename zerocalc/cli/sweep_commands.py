@@ -399,7 +399,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
 
     from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
-    from zerocalc.topology import series_redop, topology_to_toml
+    from zerocalc.topology import topology_to_toml
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve()
@@ -411,7 +411,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
     kinds: dict[tuple, set] = {}
     for _, rows, op, p, *_ in inputs:
-        kinds.setdefault((op, p), set()).add((rows[0].get("dtype") or "", series_redop(rows[0].get("redop"))))
+        kinds.setdefault((op, p), set()).add(_series_key(rows))
     fits, lines, refused = [], [f"topology {base.name}, {how}"], []
     for path, rows, op, p, stated, skipped, run in inputs:
         try:
@@ -423,7 +423,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
             refused.append(e)
             lines.append(f"{path}: {op} on {p} ranks{_series_words(rows)}: not fitted: {e.message}")
             continue
-        key = (rows[0].get("dtype") or "", series_redop(rows[0].get("redop")))
+        key = _series_key(rows)
         said = ""
         if len(kinds[(op, p)]) > 1:  # several series of one collective and size: each keyed by its own
             got, said = [replace(c, dtype=key[0], redop=key[1]) for c in got], _series_words(rows)
@@ -446,11 +446,16 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     typer.echo("\n".join([*lines, f"wrote {out}"]))
 
 
-def _series_words(rows) -> str:
-    """`` (fp32 sum)``: a sweep's series as the fit's lines name it; '' where the table states none."""
+def _series_key(rows) -> tuple[str, str]:
+    """A sweep's series as a calibration keys it: its type and reduction (``''`` where the table has none)."""
     from zerocalc.topology import series_redop
 
-    words = " ".join(x for x in (rows[0].get("dtype"), series_redop(rows[0].get("redop"))) if x)
+    return rows[0].get("dtype") or "", series_redop(rows[0].get("redop"))
+
+
+def _series_words(rows) -> str:
+    """`` (fp32 sum)``: a sweep's series as the fit's lines name it; '' where the table states none."""
+    words = " ".join(x for x in _series_key(rows) if x)
     return f" ({words})" if words else ""
 
 

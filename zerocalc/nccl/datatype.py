@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import Final
 
 from zerocalc.nccl.tables import Algorithm, Collective, Release
+from zerocalc.topology.machine import series_redop
 
 A, C = Algorithm, Collective
 
@@ -53,8 +54,7 @@ REDUCING: Final[frozenset[Collective]] = frozenset({C.ALL_REDUCE, C.REDUCE_SCATT
 
 def _redop(redop: str | None) -> str:
     """nccl-tests' reduction name (``sum prod max min avg mulsum``); a table without one ran a sum."""
-    r = str(redop or "").strip().lower()
-    return "sum" if r in ("", "-", "none") else r
+    return series_redop(redop) or "sum"
 
 
 def nvls_reduces(rel: Release, coll: Collective, dtype: str | None, redop: str | None) -> bool:

@@ -280,11 +280,11 @@ def price_call(
     return RcclCall("MSCCL", prog.protocol.value, m_us, program=prog.file)
 
 
-def rccl_calibration(topo: Topology, coll: Collective, ranks: int, algo: str, proto: str):
+def rccl_calibration(topo: Topology, coll: Collective | str, ranks: int, algo: str, proto: str):
     """The fitted α-β pair (``zerocalc fit --out``) that prices a call of RCCL's pair ``algo``/``proto``: the
     pair's own, else the sweep-wide one (``any``), as :func:`zerocalc.nccl.predict.predict` takes them;
-    ``None`` when none covers it."""
-    fits = [c for c in topo.nccl_calibration or () if c.op == coll.value and c.ranks == ranks]
+    ``None`` when none covers it. ``coll``: a collective of RCCL's tables, or ``'all_to_all'``."""
+    fits = [c for c in topo.nccl_calibration or () if c.op == str(coll) and c.ranks == ranks]
     own = [c for c in fits if c.algorithm == algo and c.protocol == proto]
     return (own or [c for c in fits if c.algorithm == "any"] or [None])[0]
 

@@ -134,12 +134,10 @@ def _compare_all_to_all(rows: Sequence[Mapping], topo: Topology, tuning: RcclTun
     )
 
     out = []
-    fits = [c for c in topo.nccl_calibration or () if c.op == "all_to_all" and c.ranks == tuning.n_ranks]
     for r, measured in _timed(rows):
         n = int(r["size_bytes"])
         t_us, proto, bound = all_to_all_us(tuning, n)
-        fit = next((c for c in fits if (c.algorithm, c.protocol) == (P2P, proto.value)),
-                   next((c for c in fits if c.algorithm == "any"), None))  # zerocalc fit --out's pair
+        fit = rccl_calibration(topo, "all_to_all", tuning.n_ranks, P2P, proto.value)  # fit --out's pair
         if fit is not None:
             t_us = fit.alpha_us + n / (fit.bw_GBps * 1e3)
         t = t_us * 1e-6 + (stagger or 0.0)
