@@ -1,0 +1,108 @@
+"""A few GPUs of one NVSwitch host (nccl-tests ``-g 2`` / ``-g 4``, one thread driving them): public sweeps of
+2 and 4 H100 SXM5 and of 2 and 4 A100 SXM4, read as the files count them and priced on their HGX presets, and
+what the files show of a few-GPU effect at large sizes: none. Two H100 reach the bus bandwidth four H100 reach
+and NCCL's own ring figure; two A100 of one container move bytes no slower than four of the same container,
+both some 0.85 of NCCL's figure (tests/data/traces/README.md for the sources)."""
+
+from __future__ import annotations
+
+import pytest
+from sweep_files import check_json, device_lines, file_rows
+
+H100_G2 = "all_reduce_perf-2xH100-g2-1node-baremetal.txt"
+H100_G4 = "all_reduce_perf-4xH100-g4-lambda-nccl2.26.2.txt"
+A100_G2 = "all_reduce_perf-2xA100-SXM4-80GB-g2-docker-nccl2.20.5.txt"
+A100_G4 = "all_reduce_perf-4xA100-SXM4-80GB-g4-docker-nccl2.20.5.txt"
+A100_SENDRECV_G2 = "sendrecv_perf-2xA100-SXM4-80GB-g2-docker-nccl2.20.5.txt"
+
+#: file → (rows, first size, its out-of-place µs, last size, its out-of-place µs, '#  Rank' lines, the GPU
+#: they name, the file's NCCL version or None, the preset its GPU names), as the file shows them
+COUNTED = {
+    H100_G2: (21, 1024, 15.75, 1073741824, 2996.1, 2, "NVIDIA H100 80GB HBM3", None, "dgx-h100"),
+    H100_G4: (28, 8, 26.08, 1073741824, 4525.6, 4, "NVIDIA H100 80GB HBM3", "2.26.2", "dgx-h100"),
+    A100_G2: (3, 134217728, 857.6, 536870912, 2789.9, 2, "NVIDIA A100-SXM4-80GB", "2.20.5", "dgx-a100"),
+    A100_G4: (3, 134217728, 1144.4, 536870912, 4157.4, 4, "NVIDIA A100-SXM4-80GB", "2.20.5", "dgx-a100"),
+    A100_SENDRECV_G2: (3, 134217728, 876.8, 536870912, 2541.2, 2, "NVIDIA A100-SXM4-80GB", "2.20.5",
+                       "dgx-a100"),
+}
+
+#: NCCL's bus bandwidth for a Ring/Simple all-reduce inside an HGX H100 node: its ring search on one node
+#: (``src/graph/search.cc``, v2.19-v2.30) finds 6 channels at 60 GB/s (``sm90SpeedArrayIntra``' first speed)
+#: under a GPU's 18 NVLink4 links of 20.6 GB/s (``SM90_NVLINK_BW``, ``src/graph/topo.h``): 360 GB/s, which
+#: ``ncclTopoTuneModel`` prices as channels × speed (``src/graph/tuning.cc``)
+NCCL_RING_BUS_GBPS_H100 = 6 * 60.0
+#: the same on an HGX A100 node: 12 channels at 20 GB/s (``sm80``: ``speedArrayIntra``, 12 NVLink3 links of
+#: ``SM80_NVLINK_BW`` 20 GB/s; v2.12-v2.30), 240 GB/s
+NCCL_RING_BUS_GBPS_A100 = 12 * 20.0
+
+
+def _bus_GBps(size, us, ranks):
+    """nccl-tests' all-reduce bus bandwidth of one row (``src/all_reduce.cu``: algbw × 2(n-1)/n)."""
+    return size / (us * 1e-6) / 1e9 * 2 * (ranks - 1) / ranks
+
+
+def _marginal_bus_GBps(name, ranks):
+    """Bus bandwidth of the bytes the last out-of-place row adds over the first (each call's fixed cost gone),
+    from the file's own rows."""
+    rows = file_rows(name)
+    (s0, t0, _), (s1, t1, _) = rows[0], rows[-1]
+    return _bus_GBps(s1 - s0, t1 - t0, ranks)
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED))
+def test_few_gpu_sweeps_read_as_the_files_count_them(name):
+    """Each file's rows, sizes and out-of-place times, its rank lines (one host), the GPU they name and the
+    NCCL version it prints; the preset chosen from the device lines is that GPU's HGX board, one node of
+    as many GPUs as the file's ranks, and every size within the 0.5-2x band on it."""
+    n_rows, first, t_first, last, t_last, n_ranks, gpu, version, preset = COUNTED[name]
+    rows = file_rows(name)
+    assert len(rows) == n_rows
+    assert rows[0][:2] == (first, t_first) and rows[-1][:2] == (last, t_last)
+    lines = device_lines(name)
+    assert len(lines) == n_ranks and len({h for h, _ in lines}) == 1 and {g for _, g in lines} == {gpu}
+    sweep = check_json(name)
+    assert sweep["group_size"] == n_ranks
+    assert sweep["topology"] == preset
+    assert f"{n_ranks} per host, 1 host" in sweep["topology_how"]
+    if version:
+        assert sweep["nccl_version"] == version
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+
+
+def test_two_h100_reach_the_ring_bus_bandwidth_four_reach():
+    """Two H100 of one host (``-g 2``, bare metal) reach at 1 GiB the bus bandwidth four H100 of another host
+    reach (``-g 4``, NCCL 2.26.2): 358.38 and 355.89 GB/s, the files' last rows, both 0.99 of NCCL's own
+    Ring/Simple figure (:data:`NCCL_RING_BUS_GBPS_H100`). A communicator of two GPUs on the NVSwitches is no
+    slower per byte than a larger one: NCCL's graph for it is the same (search.cc searches the GPU's links to
+    the NVSwitches, not its peers)."""
+    two = _bus_GBps(*file_rows(H100_G2)[-1][:2], 2)
+    four = _bus_GBps(*file_rows(H100_G4)[-1][:2], 4)
+    assert two == pytest.approx(358.38, abs=0.01) and four == pytest.approx(355.89, abs=0.01)
+    assert 0.98 <= two / four <= 1.02
+    for bus in (two, four):
+        assert 0.95 <= bus / NCCL_RING_BUS_GBPS_H100 <= 1.0
+
+
+@pytest.mark.parametrize("name", [H100_G2, H100_G4])
+def test_h100_few_gpus_priced_at_large_sizes(name):
+    """From 64 MiB up both H100 sweeps run Ring/Simple at NCCL's price: every such size within 0.9-1.1x
+    (measured 0.92-1.00 on two GPUs, 0.97-1.00 on four), so nothing of a few GPUs slows the large sizes."""
+    sweep = check_json(name)
+    big = [r for r in sweep["rows"] if r["bytes"] >= 64 << 20]
+    assert len(big) == 5
+    assert all((r["algorithm"], r["protocol"]) == ("Ring", "Simple") for r in big)
+    assert all(0.9 <= r["ratio"] <= 1.1 for r in big)
+
+
+def test_two_a100_no_slower_than_four_of_the_same_container():
+    """The 2- and 4-GPU all-reduce sweeps of one container (NCCL 2.20.5) add bytes at one rate: from 128 to
+    512 MiB, out of place, 208.4 GB/s of bus bandwidth on two GPUs and 200.5 on four (the files' rows), both
+    0.83-0.87 of NCCL's 240 GB/s (:data:`NCCL_RING_BUS_GBPS_A100`). What keeps both under NCCL's figure is
+    the host, not the number of GPUs; the 2-GPU sweep's 128 MiB row (156.51 GB/s) carries a fixed cost its
+    larger rows do not."""
+    two = _marginal_bus_GBps(A100_G2, 2)
+    four = _marginal_bus_GBps(A100_G4, 4)
+    assert two == pytest.approx(208.4, abs=0.1) and four == pytest.approx(200.5, abs=0.1)
+    assert two >= 0.95 * four
+    for bus in (two, four):
+        assert 0.8 <= bus / NCCL_RING_BUS_GBPS_A100 <= 0.9
