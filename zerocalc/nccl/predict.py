@@ -26,7 +26,7 @@ from zerocalc.topology import Calibration
 
 ANY = "any"
 
-_LIB = re.compile(r"nccl-library=(\d{4,6})\b")
+_LIB = re.compile(r"\b[nr]ccl-library=(\d{4,6})\b")
 _LOG = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 
 
@@ -35,7 +35,8 @@ def version_from_text(lines: Iterable[str]) -> str | None:
 
     nccl-tests ≥ 2.13 prints ``# nccl-tests version X nccl-headers=H nccl-library=L`` with
     ``NCCL_VERSION_CODE`` (:func:`zerocalc.traces.nccl_tests.nccl_version_from_code`); NCCL's own
-    log prints ``NCCL version 2.19.3+cuda12.2`` (``init.cc``, with ``NCCL_DEBUG=VERSION`` or INFO).
+    log prints ``NCCL version 2.19.3+cuda12.2`` (``init.cc``, with ``NCCL_DEBUG=VERSION`` or INFO);
+    rccl-tests 2.17.9 and later prints ``# rccl-tests version X rccl-headers=H rccl-library=L`` (RCCL's code).
     The library wins over the headers: it is what ran.
     """
     for line in lines:

@@ -86,13 +86,15 @@ _SIZE_IS_P_COUNTS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scat
 _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
             ("starting", re.compile(r"^#\s*Collective test starting\b")),
             ("nthread", re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\b")))
-_LIBRARY = re.compile(r"nccl-library=(\d+)")
+#: ``nccl-library=L`` (nccl-tests) or ``rccl-library=L`` (rccl-tests 2.17.9 and later prints
+#: ``# rccl-tests version X rccl-headers=H rccl-library=L``, L: RCCL's ``NCCL_VERSION_CODE``, 22707 = 2.27.7).
+_LIBRARY = re.compile(r"\b[nr]ccl-library=(\d+)")
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 #: ``-a`` and ``-G`` from the same line (``agg iters: A``, ``graph: G``; pre-2022 outputs print neither).
 _AGG_ITERS = re.compile(r"\bagg iters:\s*(\d+)")
 _GRAPH = re.compile(r"\bgraph:\s*(\d+)")
-_TESTS_VERSION = re.compile(r"(?:nccl-tests version|^rccl-tests: Version) (\S+)")
+_TESTS_VERSION = re.compile(r"(?:[nr]ccl-tests version|^rccl-tests: Version) (\S+)")
 #: RCCL's own banner (``showVersion``, RCCL ``src/init.cc``, printed by newer rccl-tests before the table and
 #: under ``NCCL_DEBUG=VERSION``): ``RCCL version : 2.22.3-HEAD:7d8d67c``; RCCL's version is the NCCL API
 #: release it tracks. Older RCCL INFO lines print ``RCCL version 2.18.3+hip6.0 …``.
@@ -213,8 +215,8 @@ class _Runs:
             self.pending_op = test
 
     def versions(self, payload: str, lineno: int) -> None:
-        """The NCCL version (``nccl-library=`` code, else NCCL's own line or RCCL's banner) and the nccl-tests
-        (or rccl-tests) version."""
+        """The NCCL version (``nccl-library=`` or ``rccl-library=`` code, else NCCL's own line or RCCL's
+        banner) and the nccl-tests (or rccl-tests) version."""
         m = _LIBRARY.search(payload)
         v = nccl_version_from_code(int(m[1])) if m else None
         m2 = _NCCL_VERSION.search(payload) or _RCCL_VERSION.search(payload)
@@ -296,7 +298,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         m = m or (_GIB_RUN.search(payload) if "run_nccl_tests" in payload else None)
         if m:
             state.command(m[1], kind, lineno)
-        if ("NCCL version" in payload or "nccl-library=" in payload or "RCCL version" in payload
+        if ("NCCL version" in payload or "ccl-library=" in payload or "RCCL version" in payload
                 or payload.startswith("rccl-tests: Version")):
             state.versions(payload, lineno)
         header = parse_header(payload, lineno) if "size" in payload or "bytes" in payload else None
