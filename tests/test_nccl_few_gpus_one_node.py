@@ -1,8 +1,8 @@
 """A few GPUs of one NVSwitch host (nccl-tests ``-g 2`` / ``-g 4``, one thread driving them): public sweeps of
 2 and 4 H100 SXM5 and of 2 and 4 A100 SXM4, read as the files count them and priced on their HGX presets, and
-what the files show of a few-GPU effect at large sizes: none. Two H100 reach the bus bandwidth four H100 reach
-and NCCL's own ring figure; two A100 of one container move bytes no slower than four of the same container,
-both some 0.85 of NCCL's figure (tests/data/traces/README.md for the sources)."""
+what the files show of a few-GPU effect at large sizes: none. Two H100 reach the bus bandwidth four H100 or
+four H200 reach, and NCCL's own ring figure; two A100 of one container move bytes no slower than four of the
+same container, both some 0.85 of NCCL's figure (tests/data/traces/README.md for the sources)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ H100_G4 = "all_reduce_perf-4xH100-g4-lambda-nccl2.26.2.txt"
 A100_G2 = "all_reduce_perf-2xA100-SXM4-80GB-g2-docker-nccl2.20.5.txt"
 A100_G4 = "all_reduce_perf-4xA100-SXM4-80GB-g4-docker-nccl2.20.5.txt"
 A100_SENDRECV_G2 = "sendrecv_perf-2xA100-SXM4-80GB-g2-docker-nccl2.20.5.txt"
+H200_G4 = "all_reduce_perf-4xH200-vm-g4-stepbytes-nccl2.31.2.txt"
 
 #: file → (rows, first size, its out-of-place µs, last size, its out-of-place µs, '#  Rank' lines, the GPU
 #: they name, the file's NCCL version or None, the preset its GPU names), as the file shows them
@@ -69,17 +70,21 @@ def test_few_gpu_sweeps_read_as_the_files_count_them(name):
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
 
 
-def test_two_h100_reach_the_ring_bus_bandwidth_four_reach():
+def test_two_hopper_gpus_reach_the_ring_bus_bandwidth_four_reach():
     """Two H100 of one host (``-g 2``, bare metal) reach at 1 GiB the bus bandwidth four H100 of another host
-    reach (``-g 4``, NCCL 2.26.2): 358.38 and 355.89 GB/s, the files' last rows, both 0.99 of NCCL's own
-    Ring/Simple figure (:data:`NCCL_RING_BUS_GBPS_H100`). A communicator of two GPUs on the NVSwitches is no
-    slower per byte than a larger one: NCCL's graph for it is the same (search.cc searches the GPU's links to
-    the NVSwitches, not its peers)."""
-    two = _bus_GBps(*file_rows(H100_G2)[-1][:2], 2)
-    four = _bus_GBps(*file_rows(H100_G4)[-1][:2], 4)
-    assert two == pytest.approx(358.38, abs=0.01) and four == pytest.approx(355.89, abs=0.01)
-    assert 0.98 <= two / four <= 1.02
-    for bus in (two, four):
+    (``-g 4``, NCCL 2.26.2) and four H200 of a third (``-g 4``, a VM, NCCL 2.31.2) reach: 358.38, 355.89 and
+    356.04 GB/s (each file's 1 GiB row), all 0.99 of NCCL's own Ring/Simple figure
+    (:data:`NCCL_RING_BUS_GBPS_H100`; the H200 has the H100's 18 NVLink4 links). A communicator of two GPUs
+    on the NVSwitches is no slower per byte than a larger one: NCCL's graph for it is the same (search.cc
+    searches the GPU's links to the NVSwitches, not its peers)."""
+    gib = 1 << 30
+    two = _bus_GBps(*next(r for r in file_rows(H100_G2) if r[0] == gib)[:2], 2)
+    fours = [_bus_GBps(*next(r for r in file_rows(n) if r[0] == gib)[:2], 4) for n in (H100_G4, H200_G4)]
+    assert two == pytest.approx(358.38, abs=0.01)
+    assert fours == pytest.approx([355.89, 356.04], abs=0.01)
+    for four in fours:
+        assert 0.98 <= two / four <= 1.02
+    for bus in (two, *fours):
         assert 0.95 <= bus / NCCL_RING_BUS_GBPS_H100 <= 1.0
 
 
