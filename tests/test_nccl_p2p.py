@@ -184,7 +184,7 @@ def test_gather_scatter_and_hypercube_are_priced():
     c = comm(16, "2.29.2")
     size = 2**32
     assert op_time(c, P2pOp.GATHER, size).time_s == pytest.approx(op_time(c, P2pOp.ALL_TO_ALL, size).time_s)
-    assert op_time(c, P2pOp.SCATTER, size).time_s == op_time(c, P2pOp.GATHER, size).time_s
+    assert op_time(c, P2pOp.SCATTER, size).time_s < op_time(c, P2pOp.GATHER, size).time_s  # PXN
     # hypercube: exchanges of 1, 2, 4 blocks (size / 16) over NVLink, then 8 over the network, one after
     # another: the last alone is 8 x 256 MiB / 48 GB/s (4 channels x 14 GB/s above the NIC share)
     hc = op_time(c, P2pOp.HYPERCUBE, size)

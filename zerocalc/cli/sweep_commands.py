@@ -382,7 +382,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     gdr_note = [t for t in [gdr_unstated_note(topo, p), gcp_slice_note(slice_how), host_memory_note(topo, p),
                             socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
     d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
-                  + gdr_note + rendezvous_note(topo, p) + launch + _skip_notes(skipped))
+                  + gdr_note + (rendezvous_note(topo, p) if op not in P2P_OPS else []) + launch
+                  + _skip_notes(skipped))
     d["nccl_info"] = info
     d["also_in_file"] = coll_lines_remark(info, path)
     return d, cmp

@@ -124,13 +124,15 @@ STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NC
                    "NCCL_NET_GDR_LEVEL",
                    "NCCL_NET_GDR_READ", "NCCL_TUNER_PLUGIN", "NCCL_CROSS_NIC")
 #: Variables the point-to-point path reads (``ncclTopoComputeP2pChannels`` / ``ncclTopoGetNchannels``,
-#: ``src/graph/paths.cc``; the p2p step, ``computeBuffSizes``, ``src/init.cc``), priced in a point-to-point
+#: ``src/graph/paths.cc``; the p2p step, ``computeBuffSizes``, ``src/init.cc``; PXN, ``ncclTopoGetNetDev``,
+#: ``src/graph/search.cc``), priced in a point-to-point
 #: sweep (:mod:`zerocalc.nccl.p2p`) and said unpriced in a collective's (NCCL's cost model does not read
 #: them), with :func:`~zerocalc.nccl.p2p.p2p_comm`'s keyword.
 STATED_P2P = (("NCCL_NCHANNELS_PER_NET_PEER", "per_net_peer"), ("NCCL_MIN_P2P_NCHANNELS", "min_p2p"),
               ("NCCL_MAX_P2P_NCHANNELS", "max_p2p"), ("NCCL_P2P_NET_CHUNKSIZE", "net_chunk"),
               ("NCCL_P2P_NVL_CHUNKSIZE", "nvl_chunk"), ("NCCL_P2P_PCI_CHUNKSIZE", "pci_chunk"),
-              ("NCCL_BUFFSIZE", "buffsize"))
+              ("NCCL_BUFFSIZE", "buffsize"), ("NCCL_PXN_DISABLE", "pxn_disable"),
+              ("NCCL_P2P_PXN_LEVEL", "pxn_level"))
 
 
 def settings(topo, version: str, algo: str | None, proto: str | None, *,

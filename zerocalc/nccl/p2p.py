@@ -43,24 +43,37 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    shared links: a switch's uplink, the SMP link, host memory when peer-to-peer is off,
    :func:`zerocalc.nccl.pcie.hop_GBps`) and its share of the node's NICs across nodes
    (``nics_per_node × nic_Gbps / 8`` over the node's ranks; through host memory, ``gpudirect_rdma`` false,
-   :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of it), and the ``p2pnChannels`` channels. LL
-   carries 4 data bytes per 8-byte line (half).
+   :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of it; in gather and scatter, where the root's node
+   peers exchange with it over NVLink or PCIe alone, the root's own NICs, and for a scatter under PXN
+   every NIC of its node, the bytes PXN relays over NVLink added to the root's NVLink load:
+   :func:`root_net`), and the ``p2pnChannels`` channels. LL carries 4 data bytes per 8-byte line (half).
    The group's transfer time is the largest of: each message over its channels, each link class's bytes
    over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``.
 4. **Latency** (µs, no published p2p figure): ``tuning.cc``'s Ring base latency of the protocol plus one
    Ring hop of the slowest link class the group uses (``hwLat``: NVLink, PCI or network, with the
-   network's own latency twice for Simple as tuning.cc adds ``latencyInter``: the topology's
-   ``net_wire_latency_us`` where it gives one, else ``net_latency_us``), times the waves the messages
-   need on ``p2pnChannels`` channels (one channel each at that size); plus, per network message, the
-   proxy's network overhead as tuning.cc charges a Ring network step (``getNetOverhead``: 1 µs on Intel
-   hosts, 2 on AMD; × 3 for Simple): the proxy thread posts each peer's transfers one after another.
+   network's own latency, ``latencyInter``: the topology's ``net_wire_latency_us`` where it gives one,
+   else ``net_latency_us``, once: tuning.cc adds it a second time to a Simple collective's network step
+   for "the flush extra latency", but the flush of a GPUDirect receive is a read the receiving proxy
+   posts on its own NIC, ``iflush``, ``src/transport/net.cc`` ``recvProxyProgress``, v2.18.3 to v2.30.7,
+   not a network crossing; a 64 B scatter from a p4d root to 15 ranks, 8 of them across EFA, takes 89 µs
+   where twice EFA's 75 µs would pass 150: the bundled NCCL 2.18.3 sweep), times the waves the messages
+   need: NCCL puts up to 8 sends and 8 receives of a group into one work of one channel, which runs them at
+   once (``NCCL_MAX_WORK_ELEMENTS_P2P`` 16, "8 send/recv per round per CTA", v2.18.3 to v2.21.5
+   ``src/enqueue.cc``; ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` 8 from v2.22.3), so waves of 8 messages per
+   channel on ``p2pnChannels`` channels; plus, per network message, the proxy's network overhead as
+   tuning.cc charges a Ring network step (``getNetOverhead``: 1 µs on Intel hosts, 2 on AMD; × 3 for
+   Simple): the proxy thread posts each peer's transfers one after another, a PXN send's the proxy of the
+   GPU it relays through (:func:`root_net`).
 
 ``NCCL_ALGO``, ``NCCL_PROTO`` and tuner plugins are not applied: NCCL reads them when it tunes
 collectives (``tuning.cc``, ``getCollInfo``), and its p2p path picks LL or Simple by size and
 connection alone (``addP2pToPlan``).
 
 Left out: the local copy of a rank's own block (alltoall, hypercube), PXN routing of inter-node
-traffic through a peer GPU (it moves the same bytes through the same NICs), NCCL's copy-engine and
+traffic through a peer GPU where every rank of the node sends across nodes (it moves the same bytes through
+the same NICs), the channels NCCL gives each group of up to 8 peers (``ncclChannelComputeBase``, v2.18.3;
+``ncclP2pChannelBaseForRound`` from v2.22.3: one channel base per peer node across nodes; here every
+message spreads over all ``p2pnChannels``), NCCL's copy-engine and
 symmetric-memory (``NCCL_CTA_POLICY``) and device-API paths, buffer registration (``-R``), rail-optimised
 or oversubscribed fabrics (every NIC is taken to reach every other at its speed), and congestion between
 the nodes' NICs beyond each NIC's own speed. Releases before 2.14 (one p2p step of ``NCCL_BUFFSIZE / 8``
@@ -71,7 +84,7 @@ recognised but not priced.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
@@ -129,6 +142,20 @@ def _pow2_up(n: int) -> int:
 
 
 @dataclass(frozen=True)
+class RootNet:
+    """A root's network across nodes in gather and scatter (:func:`root_net`)."""
+
+    #: GB/s it sends at (scatter)
+    send_GBps: float
+    #: GB/s it receives at (gather)
+    receive_GBps: float
+    #: the proxy threads that post its sends (one per process; several under PXN)
+    send_proxies: int = 1
+    #: the share of its sends across nodes that PXN first moves over NVLink to the GPU of their NIC
+    relayed: float = 0.0
+
+
+@dataclass(frozen=True)
 class P2pComm:
     """What a communicator sets up for point-to-point (module docstring, steps 1 and 3)."""
 
@@ -149,6 +176,9 @@ class P2pComm:
     #: one node of GPUs joined by PCIe alone: its PCI tree (:mod:`zerocalc.nccl.pcie`), whose shared
     #: links (a switch's uplink, the SMP link, host memory) bound a rank's PCIe messages; ``None`` else
     pci_layout: PcieLayout | None = None
+    #: across nodes, a root's network when the rest of its node leaves it idle, as in gather and scatter
+    #: (:func:`root_net`); ``None`` on one node
+    root_net: RootNet | None = None
 
     @property
     def intra(self) -> str:
@@ -158,7 +188,8 @@ class P2pComm:
 def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_channels: int, *,
              max_peers: int | None = None, per_net_peer: int | None = None, min_p2p: int | None = None,
              max_p2p: int | None = None, net_chunk: int | None = None, nvl_chunk: int | None = None,
-             pci_chunk: int | None = None, buffsize: int | None = None) -> P2pComm:
+             pci_chunk: int | None = None, buffsize: int | None = None, pxn_disable: int | None = None,
+             pxn_level: int | None = None) -> P2pComm:
     """The p2p setup of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``) under NCCL
     ``version`` (``release`` its tables), ``comm_channels`` being ``comm->nChannels``; ``max_peers``: the
     communicator's ``maxP2pPeers`` (NCCL 2.30+ config; ``None``: all ranks). ``per_net_peer``:
@@ -168,8 +199,9 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     ``NCCL_MAX_P2P_NCHANNELS``, which bound ``comm->nChannels`` before it is rounded to ``p2pnChannels``
     (v2.8-v2.30); ``net_chunk`` / ``nvl_chunk`` / ``pci_chunk``: ``NCCL_P2P_NET_CHUNKSIZE`` /
     ``NVL`` / ``PCI`` (from v2.14), the step of each transport's p2p path; ``buffsize``: ``NCCL_BUFFSIZE``,
-    whose eighth caps the step (``NCCL_STEPS``; ``computeBuffSizes``, ``src/init.cc`` v2.16-v2.30); ``None``:
-    unset."""
+    whose eighth caps the step (``NCCL_STEPS``; ``computeBuffSizes``, ``src/init.cc`` v2.16-v2.30);
+    ``pxn_disable`` / ``pxn_level``: ``NCCL_PXN_DISABLE`` / ``NCCL_P2P_PXN_LEVEL`` (:func:`root_net`);
+    ``None``: unset."""
     if not isinstance(n_ranks, int) or n_ranks < 2:
         raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
     v = parse_version(version)
@@ -197,6 +229,9 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         path = min(nic, PCIE_GBPS_X16.get(gen, nic))
         share = nics * path / g * (HOST_RELAY_SHARE if topo.gpudirect_rdma is False else 1.0)
         bw["net"] = (NET_CHANNEL_GBPS, share)
+        pxn = v >= (2, 12) and nvlink and topo.gpudirect_rdma is not False and not pxn_disable \
+            and pxn_level != 0
+        root = root_net(nics, path, g, pxn=pxn, host_relay=topo.gpudirect_rdma is False)
         nics_per_gpu = max(1, nics // g)
         if v < (2, 12):
             asks.append(1)
@@ -225,7 +260,35 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     wire = topo.net_wire_latency_us if topo.net_wire_latency_us is not None else topo.net_latency_us
     layout = pcie_layout(topo, g, release) if not nvlink and n_nodes == 1 and g > 1 else None
     return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw, float(wire or 0.0),
-                   2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0, layout)
+                   2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0, layout,
+                   root if n_nodes > 1 else None)
+
+
+def root_net(nics: int, nic_GBps: float, gpus: int, *, pxn: bool, host_relay: bool = False) -> RootNet:
+    """A root's network across nodes in gather and scatter, where the other
+    ranks of its node exchange with the root alone, over NVLink or PCIe, and leave the node's ``nics``
+    NICs (``nic_GBps`` each, what the GPU's path to one carries) to it.
+
+    A network connection's NIC (``ncclTopoGetNetDev``, ``src/graph/search.cc``, v2.12.7 to v2.30.7): the
+    NICs nearest the GPU (``ncclTopoGetLocalNet``: ``max(1, nics // gpus)`` of them, or the one NIC it
+    shares with ``gpus / nics`` GPUs when the node has fewer NICs than GPUs); with PXN
+    (``NCCL_P2P_PXN_LEVEL`` default 2, from v2.12.7) a send goes out through the NIC nearest the GPU of
+    the peer's local index on the sender's node, relayed over NVLink through that GPU's proxy
+    (``proxyRank``; the INFO lines' ``NET/…/1(2)``: NIC 1 through rank 2), so a root's sends to the peers
+    of another node leave through every NIC of its node, posted by the proxy threads of the GPUs
+    nearest them (``min(nics, gpus)``). A receive always takes the receiver's own NICs
+    (``net.cc`` ``recvSetup`` asks for the NIC of its own rank; ``paths.cc`` enables PXN "in the
+    GPU->NIC direction" only), so a gather's root takes in its data on its own NICs, as do the senders of
+    each other node, whose PXN send picks the NIC of the root's local index. PXN is off under
+    ``NCCL_PXN_DISABLE=1`` or ``NCCL_P2P_PXN_LEVEL=0``, before v2.12.7, without NVLink between the GPUs and
+    without GPUDirect RDMA (``ncclTopoGetPxnRanks``): then a root sends on its own NICs too, and through
+    host memory (``host_relay``) at :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of their rate."""
+    own = max(1, nics // max(1, gpus)) * nic_GBps
+    send = nics * nic_GBps if pxn else own
+    relay = HOST_RELAY_SHARE if host_relay else 1.0
+    own_nics = max(1, nics // max(1, gpus))
+    return RootNet(send * relay, own * relay, min(nics, gpus) if pxn else 1,
+                   1.0 - own_nics / nics if pxn and nics > own_nics else 0.0)
 
 
 def protocol(comm: P2pComm, n_bytes: int, kind: str = "nvl") -> Protocol:
@@ -281,11 +344,14 @@ class P2pTime:
 
 
 def group_time(comm: P2pComm, messages: list[tuple[int, str]],
-               hops: list[tuple[int, int]] | tuple = ()) -> P2pTime:
+               hops: list[tuple[int, int]] | tuple = (), proxies: int = 1, relayed: int = 0) -> P2pTime:
     """One rank's group of concurrent messages ``(bytes, link class)`` (module steps 2–4); ``hops``: the
     (sender, receiver) GPU pairs of the whole node's group at once, whose load on a PCIe node's shared
     links bounds the rank's PCIe bandwidth (:func:`zerocalc.nccl.pcie.hop_GBps`, each of the rank's PCIe
-    messages at that rate)."""
+    messages at that rate); ``proxies``: the proxy threads that post the rank's network messages (more
+    than its own under PXN, :func:`root_net`), each posting its share one after another; ``relayed``:
+    bytes PXN moves over the node's own links (NVLink) on their way to another GPU's NIC, on top of the
+    messages' own."""
     if not messages:
         return P2pTime(0.0, Protocol.SIMPLE, 0.0, 0.0)
     protos = [protocol(comm, b, k) for b, k in messages]
@@ -301,15 +367,16 @@ def group_time(comm: P2pComm, messages: list[tuple[int, str]],
         per_msg = max(per_msg, b / (c * ch_bw * eff * 1e3))
         per_link[kind] = per_link.get(kind, 0.0) + b / (link_bw * eff * 1e3)
         chan_us += b / (ch_bw * eff * 1e3)
+    if relayed:
+        per_link[comm.intra] = per_link.get(comm.intra, 0.0) + relayed / (comm.bw[comm.intra][1] * 1e3)
     transfer = max(per_msg, *per_link.values(), chan_us / comm.p2p_channels)
     pi = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}[proto]
     rel = comm.release
     hop = max(rel.hw_lat_us[_LINK_INDEX[k]][Algorithm.RING][pi] for _, k in messages)
     if any(k == "net" for _, k in messages):
-        hop = max(hop, rel.hw_lat_us[NET][Algorithm.RING][pi]
-                  + comm.net_latency_us * (2 if proto == Protocol.SIMPLE else 1))
-    waves = math.ceil(len(messages) / comm.p2p_channels)
-    posts = sum(1 for _, k in messages if k == "net")
+        hop = max(hop, rel.hw_lat_us[NET][Algorithm.RING][pi] + comm.net_latency_us)
+    waves = math.ceil(math.ceil(len(messages) / P2P_PER_BATCH) / comm.p2p_channels)
+    posts = math.ceil(sum(1 for _, k in messages if k == "net") / max(1, proxies))
     latency = (rel.base_lat_us[Algorithm.RING][pi] + hop * waves
                + posts * comm.net_overhead_us * (3 if proto == Protocol.SIMPLE else 1))
     return P2pTime((latency + transfer) * 1e-6, proto, latency, transfer)
@@ -345,7 +412,14 @@ def op_time(comm: P2pComm, op: P2pOp, size_bytes: int) -> P2pTime:
                        sum(s.transfer_us for s in steps))
     intra, inter = _peers(comm)
     m = size_bytes // n
+    proxies, relayed = 1, 0
+    if op in (P2pOp.GATHER, P2pOp.SCATTER) and comm.root_net is not None:
+        root = comm.root_net
+        rate = root.send_GBps if op == P2pOp.SCATTER else root.receive_GBps
+        if op == P2pOp.SCATTER:
+            proxies, relayed = root.send_proxies, int(root.relayed * m * inter)
+        comm = replace(comm, bw={**comm.bw, "net": (comm.bw["net"][0], rate)})
     g = comm.ranks_per_node
     hops = ([(i, j) for i in range(g) for j in range(g) if i != j] if op == P2pOp.ALL_TO_ALL
             else [(j, 0) for j in range(1, g)] if op == P2pOp.GATHER else [(0, j) for j in range(1, g)])
-    return group_time(comm, [(m, comm.intra)] * intra + [(m, "net")] * inter, hops)
+    return group_time(comm, [(m, comm.intra)] * intra + [(m, "net")] * inter, hops, proxies, relayed)

@@ -1,0 +1,77 @@
+"""Gather and scatter across nodes: the root alone uses its node's network (nccl-tests src/gather.cu /
+src/scatter.cu: the root sends to, or receives from, every rank in one group), on its own NICs, and a
+scatter's root under PXN on every NIC of its node (NCCL src/graph/search.cc ``ncclTopoGetNetDev``,
+v2.12.7 to v2.30.7)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.p2p import P2pOp, group_time, op_time, p2p_comm, root_net
+from zerocalc.nccl.tables import release_for
+from zerocalc.topology import get_topology
+
+
+def comm(n, version, preset="dgx-h100", **kw):
+    topo = get_topology(preset)
+    rel, _ = release_for(version)
+    return p2p_comm(topo, n, rel, version, tune(topo, n, rel).comm_channels, **kw)
+
+
+def test_root_net_by_nccl_rules():
+    """AWS p4d.24xlarge: 4 x 100 Gb/s EFA for 8 GPUs (AWS's P4 page), two GPUs to a NIC: a scatter's root
+    sends through all 4 NICs under PXN (3 of them through the GPU nearest each, over NVLink), receives on
+    the one NIC it shares with its idle neighbour; DGX H100: a NIC per GPU."""
+    r = root_net(4, 12.5, 8, pxn=True)
+    assert (r.send_GBps, r.receive_GBps, r.send_proxies, r.relayed) == (50.0, 12.5, 4, 0.75)
+    r = root_net(4, 12.5, 8, pxn=False)
+    assert (r.send_GBps, r.receive_GBps, r.send_proxies, r.relayed) == (12.5, 12.5, 1, 0.0)
+    r = root_net(8, 48.0, 8, pxn=True)
+    assert (r.send_GBps, r.receive_GBps, r.send_proxies, r.relayed) == (384.0, 48.0, 8, 7 / 8)
+
+
+def test_pxn_from_2_12_and_off_when_disabled():
+    """PXN came with NCCL 2.12 (``NCCL_PXN_DISABLE``, ``NCCL_P2P_PXN_LEVEL`` default 2, v2.12.7 paths.cc /
+    search.cc); off by either variable or on a node whose GPUs no NVLink joins."""
+    assert comm(16, "2.18.3", "aws-p4d").root_net.send_GBps == 50.0
+    assert comm(16, "2.11.4", "aws-p4d").root_net.send_GBps == 12.5
+    assert comm(16, "2.18.3", "aws-p4d", pxn_disable=1).root_net.send_GBps == 12.5
+    assert comm(16, "2.18.3", "aws-p4d", pxn_level=0).root_net.send_GBps == 12.5
+    assert comm(16, "2.18.3", "aws-p4d", pxn_level=1).root_net.send_GBps == 50.0
+    assert comm(8, "2.18.3", "aws-p4d").root_net is None  # one node: no network
+
+
+def test_scatter_against_gather_and_alltoall():
+    """16 ranks on 2 DGX H100 (a NIC per GPU): a gather's root takes in its 8 remote blocks on its one NIC,
+    as an all-to-all rank does; a scatter's root sends them over 8 NICs, unless PXN is off."""
+    c = comm(16, "2.29.2")
+    size = 2**32
+    gather = op_time(c, P2pOp.GATHER, size)
+    assert gather.time_s == pytest.approx(op_time(c, P2pOp.ALL_TO_ALL, size).time_s)
+    assert op_time(c, P2pOp.SCATTER, size).time_s < gather.time_s / 2
+    off = comm(16, "2.29.2", pxn_disable=1)
+    assert op_time(off, P2pOp.SCATTER, size).time_s == pytest.approx(op_time(off, P2pOp.GATHER, size).time_s)
+
+
+def test_p4d_scatter_transfer_by_hand():
+    """2 GiB scatter, 16 ranks on 2 p4d (NCCL 2.18.3): the root's 8 remote blocks of 2 GiB / 16 leave
+    through 4 x 12.5 GB/s of EFA, 6 of them first relayed over NVLink."""
+    c = comm(16, "2.18.3", "aws-p4d")
+    size = 2**31
+    t = op_time(c, P2pOp.SCATTER, size)
+    assert t.transfer_us == pytest.approx(8 * size / 16 / 50e9 * 1e6)
+
+
+def test_messages_run_eight_to_a_channel_work():
+    """Up to 8 sends share one channel's work and run at once (``NCCL_MAX_WORK_ELEMENTS_P2P`` 16 = 8 sends
+    + 8 receives, v2.18.3 enqueue.cc): 16 messages on 8 channels pay one hop, not two; the network hop
+    counts the network's latency once (75 us on p4d, aws-ofi-nccl's figure)."""
+    c = comm(16, "2.18.3", "aws-p4d")
+    one = group_time(c, [(64, "net")])
+    many = group_time(c, [(64, "net")] * 16)
+    assert many.latency_us - one.latency_us == pytest.approx(15 * 3 * c.net_overhead_us)  # posts only
+    hop = 14.0 + 75.0  # hwLat[NET][Ring][Simple] (tuning.cc v2.18.3) + latencyInter
+    assert one.latency_us == pytest.approx(8.4 + hop + 3 * c.net_overhead_us)
+    # a scatter root's 8 remote sends are posted by the 4 proxies of the GPUs nearest the 4 NICs
+    assert op_time(c, P2pOp.SCATTER, 64 * 16).latency_us == pytest.approx(8.4 + hop + 2 * 3)
