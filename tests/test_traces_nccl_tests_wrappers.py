@@ -1,6 +1,7 @@
 """nccl-tests outputs under a wrapper that tags every line: Docker Compose's ``name  | `` (``docker compose
 up`` / ``docker compose logs``, v2 ``svc-1``, v1 ``svc_1``), in its terminal colour codes or not, and a
-Kubernetes node's CRI container log (``TIME stdout F``). The rows and device lines expected are counted
+Kubernetes node's CRI container log (``TIME stdout F``), a syslog / journald line's head and Python
+``logging``'s (``INFO:root:``, ``TIME - INFO - ``). The rows and device lines expected are counted
 from the bundled file without the wrapper (tests/sweep_files.py, a plain split)."""
 
 import json
@@ -26,7 +27,13 @@ def _wrapped(tmp_path, tag):
 @pytest.mark.parametrize("tag", ["nccl-tests-1  | ", "nccl_worker_1  | ", "svc-1 | ",
                                  "\x1b[36mnccl-tests-1  |\x1b[0m ", "\x1b[0m",
                                  "2024-07-19T05:12:33.123456789Z stdout F ",
-                                 "2024-07-19T05:12:33.123456789+00:00 stdout F "])
+                                 "2024-07-19T05:12:33.123456789+00:00 stdout F ",
+                                 "Jul 19 05:12:33 node-1 nccl-tests[4242]: ",
+                                 "Jul  9 05:12:33 node-1 mpirun: ",
+                                 "Jul 19 05:12:33.123456 gpu01 all_reduce_perf[77]: ",
+                                 "2024-07-19T05:12:33+0000 node-1 job.sh[4242]: ",
+                                 "INFO:root:", "INFO:__main__:", "2024-07-19 05:12:33,123 - INFO - ",
+                                 "2024-07-19 05:12:33,123 - bench.nccl - INFO - "])
 def test_compose_service_prefix_is_looked_past(tmp_path, tag):
     res = runner.invoke(app, ["check", str(_wrapped(tmp_path, tag)), "--format", "json"])
     assert res.exit_code == 0, res.output
@@ -45,6 +52,22 @@ def test_compose_prefix_forms_and_what_is_not_one():
     assert strip_prefix("nccl-server  | #  Rank").startswith("#  Rank")  # a set container_name, padded
     # DeepSpeed's comms summary names an op and its caller: one space, no replica number
     assert strip_prefix("broadcast | [Caller Func: _broadcast_model]").startswith("broadcast |")
+
+
+@pytest.mark.parametrize("tag", ["Jul 19 05:12:33 node-1 ", "Jul 19 05:12:33 ", "2024-07-19 05:12:33,123 ",
+                                 "INFO ", "2024-07-19 05:12:33,123 - "])
+def test_a_head_that_could_be_cells_stays_refused(tmp_path, tag):
+    # no program tag, no level name: the words left could be taken for a row's columns
+    res = runner.invoke(app, ["check", str(_wrapped(tmp_path, tag))])
+    assert res.exit_code == 2, res.output
+
+
+def test_log_heads_and_what_is_not_one():
+    assert strip_prefix("Jul 19 05:12:33 node-1 kernel: #  Rank  0").lstrip().startswith("#  Rank")
+    assert strip_prefix("WARNING:nccl.bench:    33554432").strip() == "33554432"
+    assert strip_prefix("Jul 19 05:12:33 node-1 8 2 float").startswith("Jul 19")  # no tag: left whole
+    assert strip_prefix("Jul 19 05:12:33 node-1 8: 2 float").startswith("Jul 19")  # a number is no tag
+    assert strip_prefix("NOTICE:root:8 2 float").startswith("NOTICE")  # not one of logging's levels
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])

@@ -25,8 +25,22 @@ from __future__ import annotations
 
 import re
 
+#: A syslog or journald line's head (RFC 3164 ``Jul 19 05:12:33 host prog[123]: ``, ``journalctl``'s
+#: ``short-precise`` fraction and ``short-iso`` time): time, host, then the program's tag and colon; a
+#: tag without a letter is not one (a table's cells never end with a colon), nor a head without a tag.
+_SYSLOG = (r"(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+           r"[ \t]{1,2}\d{1,2}[ \t]\d\d:\d\d:\d\d(?:\.\d+)?"
+           r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+           r"[ \t]+[\w.\-]+[ \t]+[\w.\-/]*[A-Za-z][\w.\-/]*(?:\[\d+\])?:(?=[ \t]|$)")
+#: Python ``logging``'s heads: ``basicConfig``'s ``%(levelname)s:%(name)s:`` (``INFO:root:``, the message
+#: right after it), and ``%(asctime)s - [%(name)s - ]%(levelname)s - `` (``2024-07-19 05:12:33,123 - INFO -
+#: ``). Each needs a level name, so no row's cells can pass for one.
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
+_PYLOG = (_LEVEL + r":[\w.\-]+:"
+          r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[ \t]+-[ \t]+[\w.\-]+)?[ \t]+-[ \t]+"
+          + _LEVEL + r"[ \t]+-(?=[ \t]|$)")
 #: One or more prefixes at the start of a line, and the one space that follows each.
-_ONE = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_ONE = (_SYSLOG + "|" + _PYLOG + r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]std(?:out|err)[ \t][PF](?=[ \t]|$)|(?=[ \t]))"
         r"|[\w.\-]*[A-Za-z][\w.\-]*(?:[-_]\d+[ \t]+|[ \t]{2,})\|(?=[ \t\x1b]|$)|\x1b\[[0-9;]*m"
         r"|\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t])|>(?=[ \t>]|$))[ \t]?")
