@@ -18,7 +18,8 @@ Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``
 -l`` ``0:``, Ray ``(pid=…)``), removed by :func:`zerocalc.traces.prefix.strip_prefix` as the NCCL
 log parser searches past them. A file may hold several runs: each ``# nccl-tests version``, ``#
 Collective test starting`` or ``# nThread`` line that does not belong to the current run's preamble
-starts a new one, with its own ranks (``# Rank`` lines), op (``<op>_perf`` on the command line or in
+starts a new one, with its own ranks (``# Rank`` lines; where a line of dots follows them, a post's cut, the
+rows must tell), op (``<op>_perf`` on the command line or in
 ``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=`` since
 nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). A row no larger than the last of its
 series (type, reduction, root) starts a run again (``-N`` cycles, or another process's run: nccl-tests
@@ -42,6 +43,7 @@ from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
 from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, Layout, RowJoiner, parse_header
+from zerocalc.traces.nccl_tests_rows import cputime_refusal as cputime_refusal  # its home before the split
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.nccl_tests_series import carried_on
 from zerocalc.traces.prefix import strip_prefix
@@ -89,6 +91,7 @@ _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
 #: ``nccl-library=L`` (nccl-tests) or ``rccl-library=L`` (rccl-tests 2.17.9 and later prints
 #: ``# rccl-tests version X rccl-headers=H rccl-library=L``, L: RCCL's ``NCCL_VERSION_CODE``, 22707 = 2.27.7).
 _LIBRARY = re.compile(r"\b[nr]ccl-library=(\d+)")
+_ELISION = re.compile(r"^#?\s*(?:\.{3,}|…)\s*$")
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 #: ``-a`` and ``-G`` from the same line (``agg iters: A``, ``graph: G``; pre-2022 outputs print neither).
@@ -149,6 +152,9 @@ class _Run:
     line: int | None
     op_key: str | None = None
     ranks: set[int] = field(default_factory=set)
+    #: Whether a line of dots (``...``, ``…``) follows its ``# Rank`` lines: a post's elision, so the lines
+    #: listed are not all the ranks that ran (coreweave/nccl-tests ``README.md``, 2022-2023 versions).
+    elided: bool = False
     #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
     devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     #: rank → the process ids its ``# Rank`` lines print (several for a rank only where processes that
@@ -308,6 +314,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             continue
         if "NCCL_" in payload:
             _env(state, payload, lineno)
+        if _ELISION.match(payload) and state.runs and state.runs[-1].ranks and not state.runs[-1].recs:
+            state.runs[-1].elided = True
         if payload.startswith(("#", "Rank ")):
             m = _RANK.match(payload)
             d = _DEVICE.match(payload, m.end()) if m else None
@@ -354,17 +362,6 @@ def _env(state: _Runs, payload: str, lineno: int) -> None:
             env[name] = (value, lineno, strength)
 
 
-def cputime_refusal(rows: list[dict[str, Any]], file: str) -> TraceFormatError | None:
-    """The error for a comparison or fit of rows whose times are ``-C`` cputime (:data:`~zerocalc.traces.
-    nccl_tests_rows.CPUTIME_SUFFIX`), naming the first such row; ``None`` when none is."""
-    first = next((r for r in rows if str(r.get("layout") or "").endswith(CPUTIME_SUFFIX)), None)
-    if first is None:
-        return None
-    return TraceFormatError(file, first.get("source_line"), "its times are cputime (nccl-tests -C 1): "
-                            "the host's time to enqueue the calls, not the calls' own; run without -C to "
-                            "compare or fit them")
-
-
 def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
     """The rows of the runs that have any into ``res``, each run's facts in ``meta["runs"]``, and
     the world size, test and NCCL version where every run agrees."""
@@ -395,8 +392,8 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | N
     (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives way to the file name's, which the
     user chose, else to theirs)."""
     p = len(run.ranks) if run.ranks else run.info.ranks()
-    if run.ranks and max(run.ranks) >= len(run.ranks):
-        p = None  # an excerpt (``#  Rank 71`` alone): more ranks ran than are listed; the rows must tell
+    if run.ranks and (run.elided or max(run.ranks) >= len(run.ranks)):
+        p = None  # an excerpt (``#  Rank 71`` alone, or lines cut by ``...``): more ranks ran than listed
     first, op_how = op_key, None
     rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
     checked = inplace_checked(run.recs)

@@ -333,3 +333,14 @@ class RowJoiner:
         bad(self.file, first, f"row has {len(cells)} cells, {where} has {layout.width} columns "
                               "(its remaining pieces never came): refused, not read with shifted columns",
             self.strict, self.skipped)
+
+
+def cputime_refusal(rows: list[dict[str, Any]], file: str) -> TraceFormatError | None:
+    """The error for a comparison or fit of rows whose times are ``-C`` cputime (:data:`~zerocalc.traces.
+    nccl_tests_rows.CPUTIME_SUFFIX`), naming the first such row; ``None`` when none is."""
+    first = next((r for r in rows if str(r.get("layout") or "").endswith(CPUTIME_SUFFIX)), None)
+    if first is None:
+        return None
+    return TraceFormatError(file, first.get("source_line"), "its times are cputime (nccl-tests -C 1): "
+                            "the host's time to enqueue the calls, not the calls' own; run without -C to "
+                            "compare or fit them")
