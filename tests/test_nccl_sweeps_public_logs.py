@@ -1,8 +1,9 @@
-"""Public nccl-tests logs of four more setups, read as a user would give them to ``check``: one host of 8
+"""Public nccl-tests logs of more setups, read as a user would give them to ``check``: one host of 8
 H100 (Together AI's all_gather and reduce_scatter, NCCL 2.26.2; an AWS Batch p5.48xlarge all_reduce under
 ``--tag-output``), 128 A100 over 16 CoreWeave nodes (a README excerpt whose ``...`` cuts the ``# Rank``
 lines) and 16 A100 over two p4d.24xlarge (a whole Slurm log of ``scatter_perf``, ``srun -l`` prefixes,
-NCCL 2.18.3). tests/data/traces/README.md names each source. Expected figures are counted from the files by
+NCCL 2.18.3), and GKE's all_gather over two A3 Mega, A3 Ultra and A3 High VMs (README excerpts without device
+lines). tests/data/traces/README.md names each source. Expected figures are counted from the files by
 a plain split (no zerocalc code); the bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median
 size), asserted only for the files whose setup a preset describes and that lie within them."""
 
@@ -20,6 +21,9 @@ TOGETHER_RS = "reduce_scatter_perf-8xH100-g8-nvls-nccl2.26.2.out"
 P5_BATCH = "all_reduce_perf-8xH100-p5-aws-batch-tagged.txt"
 COREWEAVE = "all_reduce_perf-128xA100-80GB-coreweave-16nodes-ib.txt"
 P4D_SCATTER = "scatter_perf-16xA100-40GB-p4d-2nodes-srun-nccl2.18.3.out"
+A3MEGA = "all_gather_perf-16xH100-gcp-a3mega-gke-tcpxo.txt"
+A3ULTRA = "all_gather_perf-16xH200-gcp-a3ultra-dws-flex-start.txt"
+A3HIGH = "all_gather_perf-16xH100-gcp-a3high-gke-tcpx.txt"
 
 
 def counted(name):
@@ -100,3 +104,32 @@ def test_p4d_scatter_log_read_whole_under_its_srun_labels():
     sweep = check_json(P4D_SCATTER, counted=counted)
     assert sweep["op"] == "scatter" and sweep["group_size"] == 16 and sweep["nccl_version"] == "2.18.3"
     assert [r["bytes"] for r in sweep["rows"]][0] == 64 and len(sweep["rows"]) == 26
+
+
+@pytest.mark.parametrize(("name", "args", "rows"), [
+    (A3MEGA, ("--topology", "gcp-a3-mega", "--nccl-version", "2.28.7"), 26),
+    (A3ULTRA, ("--topology", "dgx-h200"), 24),
+    (A3HIGH, ("--topology", "gcp-a3-high", "--nccl-version", "2.19.3"), 10),
+])
+def test_gke_all_gather_excerpts_tell_sixteen_ranks_by_size_over_count(name, args, rows):
+    """No ``# Rank`` line: each row's size is 16 × count × 4 B (A3 Mega's 256 B row: count 4). A3 Mega's
+    excerpt starts with five zero-size rows (``-b`` below one float a rank), which tell no ranks and no
+    longer split the sweep in two (one group of 16 ranks, one of none)."""
+    sized = counted(name)
+    assert len(sized) == rows and all(s % (16 * 4) == 0 for s, _, _ in sized)
+    sweep = check_json(name, *args, counted=counted)
+    assert sweep["op"] == "all_gather" and sweep["group_size"] == 16
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    (A3ULTRA, ("--topology", "dgx-h200")),
+    (A3MEGA, ("--topology", "gcp-a3-mega", "--nccl-version", "2.28.7")),
+])
+def test_gke_all_gather_within_half_to_twice_at_every_size(name, args):
+    sweep = check_json(name, *args, counted=counted)
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+
+
+def test_a3_ultra_all_gather_within_the_median_band_too():
+    sweep = check_json(A3ULTRA, "--topology", "dgx-h200", counted=counted)
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25

@@ -152,8 +152,8 @@ class _Run:
     line: int | None
     op_key: str | None = None
     ranks: set[int] = field(default_factory=set)
-    #: Whether a line of dots (``...``, ``…``) follows its ``# Rank`` lines: a post's elision, so the lines
-    #: listed are not all the ranks that ran (coreweave/nccl-tests ``README.md``, 2022-2023 versions).
+    #: Whether a line of dots (``...``, ``…``) follows its ``# Rank`` lines before its table: a post's cut, so
+    #: the lines listed are not all the ranks that ran (coreweave/nccl-tests ``README.md``, 2022-2023).
     elided: bool = False
     #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
     devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
@@ -314,7 +314,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             continue
         if "NCCL_" in payload:
             _env(state, payload, lineno)
-        if _ELISION.match(payload) and state.runs and state.runs[-1].ranks and not state.runs[-1].recs:
+        if _ELISION.match(payload) and state.runs and state.runs[-1].ranks and state.runs[-1].layout is None:
             state.runs[-1].elided = True
         if payload.startswith(("#", "Rank ")):
             m = _RANK.match(payload)
@@ -409,11 +409,11 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | N
         op_how = f"the file names {named}_perf, but {clash}: {told}"
     if op_key != first:
         rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
-    gs = {r["group_size"] for r in rows}
+    gs = {r["group_size"] for r in rows if r["size_bytes"]} or {r["group_size"] for r in rows}
     group = gs.pop() if len(gs) == 1 else None
-    for r in rows:
-        r["run"] = i
-        r["nccl_version"] = run.nccl_version
+    for r in rows:  # a zero-size row (size / count tells no ranks) takes the group its sized rows tell
+        r["run"], r["nccl_version"] = i, run.nccl_version
+        r["group_size"] = r["group_size"] if r["size_bytes"] or group is None else group
     missing = [k for k, v in (("op", op_key), ("ranks", group)) if v is None]
     return rows, {
         "run": i, "line": run.line, "op": NCCL_TESTS_OPS[op_key][0] if op_key else None,
