@@ -105,14 +105,11 @@ def priced(res):
 
 
 def _cut_after_ranks(path):
-    """Whether a line of dots (a post's cut) sits between the file's last ``# Rank`` line and its first
-    table header: the lines listed are then not all its ranks."""
-    text = path.read_text().splitlines()
-    last = max((i for i, t in enumerate(text) if " Rank " in t), default=None)
-    heads = (i for i, t in enumerate(text) if "size" in t and "count" in t and t.lstrip().startswith("#"))
-    head = next(heads, None)
-    return last is not None and head is not None and any(
-        t.strip().lstrip("#").strip() in ("...", "\u2026") for t in text[last:head])
+    """Whether a line of dots (a post's cut) comes right after one of the file's ``# Rank`` lines: the lines
+    listed are then not all its ranks."""
+    text = [t.strip() for t in path.read_text().splitlines() if t.strip()]
+    pairs = zip(text, text[1:], strict=False)
+    return any(" Rank " in a and b.lstrip("#").strip() in ("...", "\u2026") for a, b in pairs)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.txt")))

@@ -1,11 +1,12 @@
 """Public nccl-tests logs of more setups, read as a user would give them to ``check``: one host of 8
 H100 (Together AI's all_gather and reduce_scatter, NCCL 2.26.2; an AWS Batch p5.48xlarge all_reduce under
 ``--tag-output``), 128 A100 over 16 CoreWeave nodes (a README excerpt whose ``...`` cuts the ``# Rank``
-lines) and 16 A100 over two p4d.24xlarge (a whole Slurm log of ``scatter_perf``, ``srun -l`` prefixes,
-NCCL 2.18.3), and GKE's all_gather over two A3 Mega, A3 Ultra and A3 High VMs (README excerpts without device
-lines). tests/data/traces/README.md names each source. Expected figures are counted from the files by
-a plain split (no zerocalc code); the bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median
-size), asserted only for the files whose setup a preset describes and that lie within them."""
+lines), 16 A100 over two p4d.24xlarge (a whole Slurm log of ``scatter_perf``, ``srun -l`` prefixes, NCCL
+2.18.3), GKE's all_gather over two A3 Mega, A3 Ultra and A3 High VMs (README excerpts without device
+lines) and an all_reduce over one T4 on each of two g4dn.metal over EFA. tests/data/traces/README.md names
+each source. Expected figures are counted from the files by a plain split (no zerocalc code); the bands
+are issue 11's (0.5-2x at every size, 0.8-1.25x at the median size), asserted only for the files whose
+setup a preset describes and that lie within them."""
 
 import json
 
@@ -24,6 +25,7 @@ P4D_SCATTER = "scatter_perf-16xA100-40GB-p4d-2nodes-srun-nccl2.18.3.out"
 A3MEGA = "all_gather_perf-16xH100-gcp-a3mega-gke-tcpxo.txt"
 A3ULTRA = "all_gather_perf-16xH200-gcp-a3ultra-dws-flex-start.txt"
 A3HIGH = "all_gather_perf-16xH100-gcp-a3high-gke-tcpx.txt"
+T4_EFA = "all_reduce_perf-2xT4-g4dn-efa-2nodes-tagged-nccl2.12.7.txt"
 
 
 def counted(name):
@@ -133,3 +135,17 @@ def test_gke_all_gather_within_half_to_twice_at_every_size(name, args):
 def test_a3_ultra_all_gather_within_the_median_band_too():
     sweep = check_json(A3ULTRA, "--topology", "dgx-h200", counted=counted)
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def test_t4_over_efa_read_under_its_tags_and_refused_without_a_topology():
+    """Two ``# Rank`` lines (one Tesla T4 on each of two hosts), NCCL 2.12.7, 29 sizes with data (4 B to
+    1 GiB after two zero-size rows): no preset describes a T4 with EFA, so check names ``--topology``; on
+    ``pcie-gen3`` (the T4's own link) the rows read as counted."""
+    text = (DATA / T4_EFA).read_text()
+    assert "NCCL version 2.12.7" in text and "Selected Provider is efa" in text
+    lines = [t for t in text.splitlines() if " Rank " in t and "Tesla T4" in t]
+    assert len(lines) == 2 and len({t.split(" on ")[1].split()[0] for t in lines}) == 2
+    res, _ = _json(T4_EFA)
+    assert res.exit_code == 2 and "--topology" in res.output and "EFA" in res.output
+    sweep = check_json(T4_EFA, "--topology", "pcie-gen3", counted=counted)
+    assert sweep["group_size"] == 2 and sweep["nccl_version"] == "2.12.7" and len(sweep["rows"]) == 29

@@ -152,8 +152,7 @@ class _Run:
     line: int | None
     op_key: str | None = None
     ranks: set[int] = field(default_factory=set)
-    #: Whether a line of dots (``...``, ``…``) follows its ``# Rank`` lines before its table: a post's cut, so
-    #: the lines listed are not all the ranks that ran (coreweave/nccl-tests ``README.md``, 2022-2023).
+    #: Whether a line of dots right after a ``# Rank`` line cut them (a post's excerpt): not all its ranks.
     elided: bool = False
     #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
     devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
@@ -282,13 +281,16 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     put together from its pieces (:class:`~zerocalc.traces.nccl_tests_rows.RowJoiner`; a row that does
     not fit goes to ``res``'s skip log, or raises in strict mode)."""
     state = _Runs()
-    rows = RowJoiner(file, strict, res.skipped)
+    rows, after_rank = RowJoiner(file, strict, res.skipped), False
     for lineno, line in enumerate(stream, 1):
         payload = strip_prefix(line).strip()
         if line.lstrip().startswith("rccl-tests: Version"):  # rccl-tests' own line, not a launcher's prefix
             payload = line.strip()
         if not payload:
             continue
+        if _ELISION.match(payload) and after_rank and state.runs:  # coreweave/nccl-tests README, 2022-23
+            state.runs[-1].elided = True
+        after_rank = bool(_RANK.match(payload))
         kind = next((k for k, rx in _MARKERS if rx.match(payload)), None)
         if kind is not None:
             rows.flush()
@@ -314,8 +316,6 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             continue
         if "NCCL_" in payload:
             _env(state, payload, lineno)
-        if _ELISION.match(payload) and state.runs and state.runs[-1].ranks and state.runs[-1].layout is None:
-            state.runs[-1].elided = True
         if payload.startswith(("#", "Rank ")):
             m = _RANK.match(payload)
             d = _DEVICE.match(payload, m.end()) if m else None
