@@ -111,3 +111,52 @@ def test_two_a100_no_slower_than_four_of_the_same_container():
     assert two >= 0.95 * four
     for bus in (two, four):
         assert 0.8 <= bus / NCCL_RING_BUS_GBPS_A100 <= 0.9
+
+
+def _ring_bus_GBps(topo, ranks, version="2.30.7"):
+    """NCCL's ring graph on ``ranks`` GPUs of one node of ``topo``: channels × per-channel speed."""
+    from zerocalc.nccl import graph
+    from zerocalc.nccl.tables import Algorithm, release_for
+
+    ring = graph.machine(topo, ranks, release_for(version)[0]).graphs[Algorithm.RING]
+    return ring.n_channels * ring.bw_intra
+
+
+#: NCCL's per-link NVLink bandwidth (``src/graph/topo.h``: ``SM90_NVLINK_BW`` 20.6, ``SM80_NVLINK_BW`` 20.0)
+#: and the first speeds of its one-node ring search (``src/graph/search.cc``: ``sm90SpeedArrayIntra`` 60,
+#: ``speedArrayIntra`` 40)
+SM90_LINK, SM90_FIRST_SPEED = 20.6, 60.0
+SM80_LINK, SM80_FIRST_SPEED = 20.0, 40.0
+
+
+def test_a_few_gpus_of_a_full_nvlink_mesh_keep_only_their_links():
+    """NCCL's system holds only the communicator's GPUs and drops an NVLink to any other GPU
+    (``ncclTopoAddNvLinks``, ``src/graph/topo.cc`` v2.12-v2.30), so 2 of a GH200 node's 4 GPUs (18 links, 6 to
+    each peer: the preset's source) ring over their 6 links alone: 123.6 GB/s, where the search's first
+    speed fits twice (120); 3 GPUs over two peers' links (240), all 4 over the 18 (360, the node's figure).
+    On NVSwitches the links to the switch stay whatever the GPUs: 2 H100 keep the 8-GPU figure."""
+    from dataclasses import replace
+
+    from zerocalc.topology.presets import get_topology
+
+    gh200 = get_topology("gh200")
+    pair = 6 * SM90_LINK
+    assert _ring_bus_GBps(gh200, 2) == pytest.approx(SM90_FIRST_SPEED * int(pair // SM90_FIRST_SPEED))
+    assert _ring_bus_GBps(gh200, 3) == pytest.approx(SM90_FIRST_SPEED * int(2 * pair // SM90_FIRST_SPEED))
+    assert _ring_bus_GBps(gh200, 4) == pytest.approx(NCCL_RING_BUS_GBPS_H100)
+    h100 = get_topology("dgx-h100")
+    assert [_ring_bus_GBps(h100, g) for g in (2, 4, 8)] == pytest.approx([NCCL_RING_BUS_GBPS_H100] * 3)
+    # a node of 4 sm80 GPUs whose 12 links split 4 to each peer, no NVSwitch: 2 GPUs keep 80 GB/s
+    mesh = replace(get_topology("dgx-a100"), name="mesh-4", gpus_per_node=4, nvswitch_gen=0)
+    assert _ring_bus_GBps(mesh, 2, "2.20.5") == pytest.approx(SM80_FIRST_SPEED * int(4 * SM80_LINK // 40))
+    assert _ring_bus_GBps(mesh, 4, "2.20.5") == pytest.approx(NCCL_RING_BUS_GBPS_A100)
+
+
+def test_a_partial_nvlink_mesh_keeps_the_node_figure():
+    """DGX-1's hybrid cube-mesh splits a V100's 6 links unevenly (1 or 2 to four of its 7 peers, none to
+    three), so which links a sub-group keeps depends on which GPUs it holds, which a file's device lines do
+    not tell: its sub-groups keep the node's 6 channels of 20 GB/s (the preset's source)."""
+    from zerocalc.topology.presets import get_topology
+
+    dgx1 = get_topology("dgx-1-v100")
+    assert {_ring_bus_GBps(dgx1, g) for g in (2, 4, 8)} == {6 * 20.0}

@@ -51,6 +51,14 @@ a simplification of the search, not a fitted number):
    (``Graph.run_scale``), NVIDIA's figure (NVIDIA/nccl issue 412, 2023: about 24 GB/s bus bandwidth
    per 200 Gb/s NIC near the GPU with GDR, "if the NIC is attached to the CPU getting 16 GB/s is
    normal").
+8. A communicator of some of a node's GPUs (nccl-tests ``-g 2``, ``CUDA_VISIBLE_DEVICES=0,1``) holds only
+   their NVLinks: NCCL's system has a node for each of the communicator's GPUs alone, and an NVLink to a
+   GPU outside it is dropped (``ncclTopoAddNvLinks``: no ``remote`` GPU node, no link; ``src/graph/topo.cc``
+   v2.12-v2.30), while every link to an NVSwitch stays (one NVS node). On NVSwitches a sub-group's
+   channels are the whole node's; on a full mesh without NVSwitch (a GPU's links split evenly over the
+   node's other GPUs, as GH200's 18, 6 to each of three) ``g`` GPUs keep ``g - 1`` peers' links, the
+   search's ``maxBw`` one peer's and ``totalBw`` those ``g - 1`` (``ncclTopoSearchInit``,
+   :func:`comm_nvlink_GBps`). A partial mesh (DGX-1's cube-mesh) is left at the node's figure.
 """
 
 from __future__ import annotations
@@ -226,6 +234,29 @@ def intra_bw_GBps(topo: Topology, release: Release) -> float:
     return _pcie(topo)
 
 
+def _mesh_peers(topo: Topology) -> int | None:
+    """The other GPUs of a node whose NVLinks form a full mesh without NVSwitch: every GPU's
+    ``nvlinks_per_gpu`` split evenly over the node's other GPUs (GH200's 18 links, 6 to each of three);
+    ``None`` on NVSwitches, without NVLink, on nodes of 2 GPUs and where the links do not split evenly."""
+    k, links = topo.gpus_per_node, topo.nvlinks_per_gpu
+    if (topo.nvswitch_gen or 0) > 0 or not (topo.nvlink_gen or 0) or not links or k < 3 or links % (k - 1):
+        return None
+    return k - 1
+
+
+def comm_nvlink_GBps(topo: Topology, release: Release, g: int) -> tuple[float, float]:
+    """``(maxBw, totalBw)`` NCCL's search starts from on a communicator of ``g`` GPUs of one node of ``topo``
+    (assumption 8): its fastest path to another GPU and a GPU's NVLink bandwidth. Both are the node's
+    :func:`intra_bw_GBps` on NVSwitches (the links to the NVSwitch stay whatever the GPUs); on a full mesh
+    of ``k`` GPUs, one peer's links and ``g - 1`` peers' (``min(g, k) - 1``)."""
+    intra = intra_bw_GBps(topo, release)
+    peers = _mesh_peers(topo)
+    if peers is None or g < 2 or g >= topo.gpus_per_node:
+        return intra, intra
+    pair = intra / peers
+    return pair, pair * (g - 1)
+
+
 def _pcie(topo: Topology) -> float:
     gen = require(topo, "pcie_gen", _NEEDED_BY)
     if gen not in PCIE_GBPS_X16:
@@ -321,7 +352,7 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     if n_nodes == 1 and not nvlink and g > 1:
         ring = tree = _pcie_graph(topo, g, release, cc)
     elif n_nodes == 1:
-        s, n = _ring_search(_speeds(release.speed_intra, cc), intra, intra, max_ch)
+        s, n = _ring_search(_speeds(release.speed_intra, cc), *comm_nvlink_GBps(topo, release, g), max_ch)
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = tree = Graph(n, bi, be, nvlink)
     else:
@@ -329,8 +360,9 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         nic = require(topo, "nic_Gbps", _NEEDED_BY) / 8.0
         path = min(nic, _pcie(topo))
         speeds = _speeds(release.speed_inter, cc)
-        node_cap = intra * g / (g - 1) if g > 1 else intra
-        s = _first_fitting(speeds, min(path, intra), node_cap)
+        peer_bw, gpu_bw = comm_nvlink_GBps(topo, release, g) if nvlink else (intra, intra)
+        node_cap = gpu_bw * g / (g - 1) if g > 1 else gpu_bw
+        s = _first_fitting(speeds, min(path, peer_bw), node_cap)
         n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1))
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = Graph(n, bi, be, nvlink, lat_inter)
