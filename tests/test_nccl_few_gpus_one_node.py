@@ -160,3 +160,19 @@ def test_a_partial_nvlink_mesh_keeps_the_node_figure():
 
     dgx1 = get_topology("dgx-1-v100")
     assert {_ring_bus_GBps(dgx1, g) for g in (2, 4, 8)} == {6 * 20.0}
+
+
+def test_nodes_of_a_few_mesh_gpus_a_host_keep_their_links():
+    """A run of ``k`` ranks on each of several hosts prices nodes of ``k`` GPUs; on GH200's mesh (6 links to
+    each peer, the preset's source) those are ``6 (k - 1)`` links a GPU, whose ring NCCL searches on one
+    node alike (2 GPUs: 120 GB/s); on NVSwitch nodes and DGX-1's uneven cube-mesh the links stay."""
+    from zerocalc.topology.devices import nodes_of
+    from zerocalc.topology.presets import get_topology
+
+    gh200 = get_topology("gh200")
+    assert [nodes_of(gh200, k)[0].nvlinks_per_gpu for k in (1, 2, 3, 4)] == [18, 6, 12, 18]
+    assert "6 NVLinks a GPU" in nodes_of(gh200, 2)[1]
+    two = nodes_of(gh200, 2)[0]
+    assert _ring_bus_GBps(two, 2) == pytest.approx(_ring_bus_GBps(gh200, 2))
+    assert nodes_of(get_topology("dgx-h100"), 2)[0].nvlinks_per_gpu == 18
+    assert nodes_of(get_topology("dgx-1-v100"), 2)[0].nvlinks_per_gpu == 6

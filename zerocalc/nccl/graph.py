@@ -71,7 +71,7 @@ from zerocalc.nccl.pcie import PcieLayout, p2p_past_cpu, ring_via_host
 from zerocalc.nccl.pcie import search as pcie_search
 from zerocalc.nccl.pcie import smp_GBps as pcie_smp_GBps
 from zerocalc.nccl.tables import Algorithm, Release
-from zerocalc.topology import Link, Topology, require
+from zerocalc.topology import Link, Topology, nvlink_mesh_peers, require
 
 _NEEDED_BY = "NCCL's cost model"
 REQUIRED_FIELDS = ("compute_capability", "nvlink_gen", "nvswitch_gen", "pcie_gen", "nics_per_node",
@@ -234,23 +234,13 @@ def intra_bw_GBps(topo: Topology, release: Release) -> float:
     return _pcie(topo)
 
 
-def _mesh_peers(topo: Topology) -> int | None:
-    """The other GPUs of a node whose NVLinks form a full mesh without NVSwitch: every GPU's
-    ``nvlinks_per_gpu`` split evenly over the node's other GPUs (GH200's 18 links, 6 to each of three);
-    ``None`` on NVSwitches, without NVLink, on nodes of 2 GPUs and where the links do not split evenly."""
-    k, links = topo.gpus_per_node, topo.nvlinks_per_gpu
-    if (topo.nvswitch_gen or 0) > 0 or not (topo.nvlink_gen or 0) or not links or k < 3 or links % (k - 1):
-        return None
-    return k - 1
-
-
 def comm_nvlink_GBps(topo: Topology, release: Release, g: int) -> tuple[float, float]:
     """``(maxBw, totalBw)`` NCCL's search starts from on a communicator of ``g`` GPUs of one node of ``topo``
     (assumption 8): its fastest path to another GPU and a GPU's NVLink bandwidth. Both are the node's
     :func:`intra_bw_GBps` on NVSwitches (the links to the NVSwitch stay whatever the GPUs); on a full mesh
     of ``k`` GPUs, one peer's links and ``g - 1`` peers' (``min(g, k) - 1``)."""
     intra = intra_bw_GBps(topo, release)
-    peers = _mesh_peers(topo)
+    peers = nvlink_mesh_peers(topo)
     if peers is None or g < 2 or g >= topo.gpus_per_node:
         return intra, intra
     pair = intra / peers

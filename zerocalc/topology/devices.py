@@ -76,7 +76,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
-from zerocalc.topology.machine import Link, Topology
+from zerocalc.topology.machine import Link, Topology, nvlink_mesh_peers
 from zerocalc.topology.pci_buses import on_own_root_ports
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
 from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_gcp_a3_mega
@@ -386,7 +386,10 @@ def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:
     for it: NCCL's topology holds the GPUs of the communicator's ranks on a node and all its NICs, and its
     graph search takes the NICs nearest each GPU first (``src/graph/search.cc``), so ``k`` GPUs use their
     share of the node's NICs: ``nics × k / gpus``, at least one (one per GPU on nodes with one per GPU),
-    the node's network bandwidth scaled alike.
+    the node's network bandwidth scaled alike. On a full NVLink mesh without NVSwitch (GH200's: 18 links, 6
+    to each of three peers; :func:`zerocalc.topology.machine.nvlink_mesh_peers`) ``k`` GPUs also keep only
+    the links among them, ``k - 1`` peers' (NCCL drops an NVLink to a GPU outside its system:
+    ``ncclTopoAddNvLinks``, ``src/graph/topo.cc``; :mod:`zerocalc.nccl.graph` assumption 8).
 
     A node that is an NVLink domain of several hosts (``topo.mnnvl``: an NVL72 rack) stays one node:
     NCCL (v2.20.3 on) joins the GPUs of one NVLink clique, whatever their hosts, into one node of its
@@ -400,8 +403,13 @@ def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:
             return topo, words
         return _scaled(topo, hosts * k, k), words
     topo, nics = _nic_share(topo, k)
-    return replace(topo, gpus_per_node=k, nics_per_node=nics, gpus_per_host=None), \
-        f"nodes of {_count(k, 'GPU')} and {_count(nics, 'NIC')}"
+    words = f"nodes of {_count(k, 'GPU')} and {_count(nics, 'NIC')}"
+    peers = nvlink_mesh_peers(topo)
+    if peers is not None and 2 <= k < topo.gpus_per_node:
+        links = topo.nvlinks_per_gpu // peers * (k - 1)
+        topo = replace(topo, nvlinks_per_gpu=links)
+        words += f", {_count(links, 'NVLink')} a GPU (to its {_count(k - 1, 'peer')} of the mesh)"
+    return replace(topo, gpus_per_node=k, nics_per_node=nics, gpus_per_host=None), words
 
 
 def _scaled(topo: Topology, g: int, per_host: int) -> Topology:

@@ -359,3 +359,14 @@ def require(topo: Topology, key: str, needed_by: str) -> Any:
         raise ConfigError(f"topology {topo.name!r} does not give {key} ({HARDWARE_FIELDS[key]}), "
                           f"which {needed_by} needs; add it to the TOML file", option="--topology")
     return v
+
+
+def nvlink_mesh_peers(topo: Topology) -> int | None:
+    """The other GPUs of a node whose NVLinks form a full mesh without NVSwitch: every GPU's
+    ``nvlinks_per_gpu`` split evenly over the node's other GPUs (GH200's 18 links, 6 to each of three);
+    ``None`` on NVSwitches, without NVLink, on nodes of 2 GPUs and where the links do not split evenly
+    (DGX-1's hybrid cube-mesh: 6 links over 7 peers)."""
+    k, links = topo.gpus_per_node, topo.nvlinks_per_gpu
+    if (topo.nvswitch_gen or 0) > 0 or not (topo.nvlink_gen or 0) or not links or k < 3 or links % (k - 1):
+        return None
+    return k - 1
