@@ -176,3 +176,21 @@ def test_nodes_of_a_few_mesh_gpus_a_host_keep_their_links():
     assert _ring_bus_GBps(two, 2) == pytest.approx(_ring_bus_GBps(gh200, 2))
     assert nodes_of(get_topology("dgx-h100"), 2)[0].nvlinks_per_gpu == 18
     assert nodes_of(get_topology("dgx-1-v100"), 2)[0].nvlinks_per_gpu == 6
+
+
+def test_point_to_point_between_two_mesh_gpus_uses_their_links():
+    """Send/receive between 2 of a GH200 node's GPUs runs over the 6 links between them (6 × 20.6 GB/s,
+    ``ncclTopoAddNvLinks`` as above); all 4 GPUs (an all-to-all) use every GPU's 18, and 2 H100 on
+    NVSwitches theirs."""
+    from zerocalc.nccl.p2p import p2p_comm
+    from zerocalc.nccl.tables import release_for
+    from zerocalc.topology.presets import get_topology
+
+    rel = release_for("2.30.7")[0]
+
+    def nvl(name, ranks):
+        return p2p_comm(get_topology(name), ranks, rel, "2.30.7", 16).bw["nvl"]
+
+    assert nvl("gh200", 2) == pytest.approx((SM90_LINK, 6 * SM90_LINK))
+    assert nvl("gh200", 4) == pytest.approx((SM90_LINK, 18 * SM90_LINK))
+    assert nvl("dgx-h100", 2) == pytest.approx((SM90_LINK, 18 * SM90_LINK))

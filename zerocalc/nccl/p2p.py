@@ -88,7 +88,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.graph import HOST_RELAY_SHARE, PCIE_GBPS_X16, as_nccl_sees_it, intra_bw_GBps, pcie_layout
+from zerocalc.nccl.graph import (
+    HOST_RELAY_SHARE,
+    PCIE_GBPS_X16,
+    as_nccl_sees_it,
+    comm_nvlink_GBps,
+    intra_bw_GBps,
+    pcie_layout,
+)
 from zerocalc.nccl.pcie import PcieLayout, hop_GBps
 from zerocalc.nccl.tables import NET, NVLINK, PCI, Algorithm, Protocol, Release, parse_version
 from zerocalc.topology import Topology, require
@@ -214,8 +221,9 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     if nvlink:
         per_link = release.nvlink_bw_per_link.get(cc) or release.nvlink_bw_per_link[
             max((k for k in release.nvlink_bw_per_link if k <= cc), default=80)]
+        peer, intra = comm_nvlink_GBps(topo, release, g)  # a few GPUs of a full mesh: their links alone
         bw = {"nvl": (per_link, intra)}
-        asks = [2 * max(1, int(intra / per_link + 1e-9))] if g > 1 else []
+        asks = [2 * max(1, int(peer / per_link + 1e-9))] if g > 1 else []
     else:
         bw = {"pci": (intra, intra)}
         asks = [2] if g > 1 else []
