@@ -237,8 +237,8 @@ def intra_bw_GBps(topo: Topology, release: Release) -> float:
 def comm_nvlink_GBps(topo: Topology, release: Release, g: int) -> tuple[float, float]:
     """``(maxBw, totalBw)`` NCCL's search starts from on a communicator of ``g`` GPUs of one node of ``topo``
     (assumption 8): its fastest path to another GPU and a GPU's NVLink bandwidth. Both are the node's
-    :func:`intra_bw_GBps` on NVSwitches (the links to the NVSwitch stay whatever the GPUs); on a full mesh
-    of ``k`` GPUs, one peer's links and ``g - 1`` peers' (``min(g, k) - 1``)."""
+    :func:`intra_bw_GBps` on NVSwitches (the links to the NVSwitch stay whatever the GPUs) and on a whole
+    node; on ``g`` of a full mesh's ``k`` GPUs (``2 <= g < k``), one peer's links and ``g - 1`` peers'."""
     intra = intra_bw_GBps(topo, release)
     peers = nvlink_mesh_peers(topo)
     if peers is None or g < 2 or g >= topo.gpus_per_node:
