@@ -238,7 +238,7 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         share = nics * path / g * (HOST_RELAY_SHARE if topo.gpudirect_rdma is False else 1.0)
         bw["net"] = (NET_CHANNEL_GBPS, share)
         pxn = v >= (2, 12) and nvlink and topo.gpudirect_rdma is not False and not pxn_disable \
-            and pxn_level != 0
+            and pxn_level != 0 and getattr(topo, "gpu_arch", None) is None  # RCCL: PXN_DISABLE 1
         root = root_net(nics, path, g, pxn=pxn, host_relay=topo.gpudirect_rdma is False)
         nics_per_gpu = max(1, nics // g)
         if v < (2, 12):
@@ -289,8 +289,10 @@ def root_net(nics: int, nic_GBps: float, gpus: int, *, pxn: bool, host_relay: bo
     GPU->NIC direction" only), so a gather's root takes in its data on its own NICs, as do the senders of
     each other node, whose PXN send picks the NIC of the root's local index. PXN is off under
     ``NCCL_PXN_DISABLE=1`` or ``NCCL_P2P_PXN_LEVEL=0``, before v2.12.7, without NVLink between the GPUs and
-    without GPUDirect RDMA (``ncclTopoGetPxnRanks``): then a root sends on its own NICs too, and through
-    host memory (``host_relay``) at :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of their rate."""
+    without GPUDirect RDMA (``ncclTopoGetPxnRanks``), and in RCCL, whose ``NCCL_PXN_DISABLE`` defaults to
+    1 (ROCm/rccl ``src/graph/paths.cc``; ROCm/rccl issue 1209): then a root sends on its own NICs too,
+    and through host memory (``host_relay``) at :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of their
+    rate."""
     own = max(1, nics // max(1, gpus)) * nic_GBps
     send = nics * nic_GBps if pxn else own
     relay = HOST_RELAY_SHARE if host_relay else 1.0
