@@ -6,6 +6,7 @@ v2.12.7 to v2.30.7)."""
 from __future__ import annotations
 
 import pytest
+from sweep_files import DATA, check_json, median_size_ratio
 
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.p2p import P2pOp, group_time, op_time, p2p_comm, root_net
@@ -75,3 +76,42 @@ def test_messages_run_eight_to_a_channel_work():
     assert one.latency_us == pytest.approx(8.4 + hop + 3 * c.net_overhead_us)
     # a scatter root's 8 remote sends are posted by the 4 proxies of the GPUs nearest the 4 NICs
     assert op_time(c, P2pOp.SCATTER, 64 * 16).latency_us == pytest.approx(8.4 + hop + 2 * 3)
+
+
+P4D_SCATTER = "scatter_perf-16xA100-40GB-p4d-2nodes-srun-nccl2.18.3.out"
+
+
+def _srun_rows(name):
+    """(size, out-of-place µs, in-place µs) of each sized row, by a plain split past ``srun -l``'s
+    ``N:`` label (the zero-size rows left out)."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if f and f[0].endswith(":") and f[0][:-1].isdigit():
+            f = f[1:]
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit() and int(f[0]) > 0:
+            rows.append((int(f[0]), float(f[5]), float(f[9])))
+    return rows
+
+
+def test_p4d_scatter_root_sends_through_every_nic():
+    """The p4d scatter log (16 ranks, NCCL 2.18.3, aws-ofi-nccl over EFA): its INFO lines connect rank 0's
+    sends to the 8 ranks of the other node through all 4 NICs, 3 of them by PXN (``NET/AWS Libfabric/1(2)``:
+    NIC 1 through rank 2), and its 2 GiB row moves the root's remote half at more than 3 NICs' 12.5 GB/s;
+    priced within issue 11's bands (0.5-2x every size, 0.8-1.25x at the median size)."""
+    text = (DATA / P4D_SCATTER).read_text()
+    nics = set()
+    for line in text.splitlines():
+        f = line.split()
+        if f[:1] == ["0:"] and "[send]" in f and "0[0]" in f and "NET/AWS" in line:
+            peer = int(f[f.index("->") + 1].split("[")[0])
+            dev = line.split("NET/AWS Libfabric/")[1].split("/")[0]
+            if peer >= 8:
+                nics.add(dev)
+    assert nics == {"0", "1(2)", "2(4)", "3(6)"}
+    size, t_us, _ = _srun_rows(P4D_SCATTER)[-1]
+    assert size == 2**31 and size / 2 / (t_us * 1e-6) > 3 * 12.5e9
+    sweep = check_json(P4D_SCATTER, counted=_srun_rows)
+    assert sweep["op"] == "scatter" and sweep["group_size"] == 16
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
