@@ -5,9 +5,13 @@ v2.12.7 to v2.30.7)."""
 
 from __future__ import annotations
 
-import pytest
-from sweep_files import DATA, check_json, median_size_ratio
+import json
 
+import pytest
+from sweep_files import DATA, check_json, median_size_ratio, with_lines_before_table
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.p2p import P2pOp, group_time, op_time, p2p_comm, root_net
 from zerocalc.nccl.tables import release_for
@@ -78,6 +82,7 @@ def test_messages_run_eight_to_a_channel_work():
     assert op_time(c, P2pOp.SCATTER, 64 * 16).latency_us == pytest.approx(8.4 + hop + 2 * 3)
 
 
+runner = CliRunner()
 P4D_SCATTER = "scatter_perf-16xA100-40GB-p4d-2nodes-srun-nccl2.18.3.out"
 
 
@@ -115,3 +120,21 @@ def test_p4d_scatter_root_sends_through_every_nic():
     assert sweep["op"] == "scatter" and sweep["group_size"] == 16
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+@pytest.mark.parametrize("line", ["NCCL_PXN_DISABLE set by environment to 1.",
+                                  "NCCL_P2P_PXN_LEVEL set by environment to 0."])
+def test_p4d_scatter_without_pxn_sends_on_one_nic(tmp_path, line):
+    """The same log with PXN turned off by NCCL's own INFO line (``ncclLoadParam``): the root's remote
+    half leaves through the one NIC nearest its GPU, a quarter of the 4 NICs, so the 2 GiB row, priced by
+    the root's network, takes 4 times as long; the note names the variable."""
+    path = with_lines_before_table(tmp_path, P4D_SCATTER, [f" 0: h1:1:1 [0] NCCL INFO {line}"],
+                                   name=P4D_SCATTER)
+    on = check_json(P4D_SCATTER, counted=_srun_rows)
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (off,) = json.loads(res.stdout)["sweeps"]
+    assert any(line.split()[0] in n and "priced" in n for n in off["notes"])
+    big_on, big_off = on["rows"][-1], off["rows"][-1]
+    assert big_on["bytes"] == big_off["bytes"] == 2**31
+    assert big_off["predicted_s"] / big_on["predicted_s"] == pytest.approx(4, rel=0.02)
