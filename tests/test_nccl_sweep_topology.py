@@ -251,6 +251,7 @@ def test_uneven_hosts_and_unknown_gpus_are_refused(tmp_path):
     ("A100-SXM4-40GB", "dgx-a100"),
     ("NVIDIA A100-PCIE-40GB", "pcie-gen4"), ("NVIDIA A100 80GB PCIe", "pcie-gen4"),
     ("NVIDIA H100 80GB HBM3", "dgx-h100"), ("NVIDIA H200", "dgx-h200"), ("NVIDIA B200", "dgx-b200"),
+    ("NVIDIA B300 SXM6 AC", "dgx-b300"), ("NVIDIA B300", "dgx-b300"), ("NVIDIA GB300", "gb300-nvl72"),
     ("NVIDIA H100 PCIe", "pcie-gen5"), ("NVIDIA H100 NVL", "pcie-gen5"), ("NVIDIA H200 NVL", "pcie-gen5"),
     ("NVIDIA GeForce RTX 5090", "pcie-gen5"), ("NVIDIA GeForce RTX 4090", "pcie-gen4"),
     ("NVIDIA L40S", "pcie-gen4"), ("NVIDIA RTX A6000", "pcie-gen4"), ("NVIDIA A10G", "pcie-gen4"),

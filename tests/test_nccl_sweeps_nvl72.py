@@ -74,10 +74,12 @@ def test_bundled_sweeps_as_counted_from_the_files(name, n_rows, first, last, ran
 
 def test_gpu_names_pick_the_presets():
     """``NVIDIA GB200`` (OCI's and CoreWeave's device lines) → gb200-nvl72, ``GB300`` → gb300-nvl72,
-    ``NVIDIA GH200 120GB`` / ``480GB`` → gh200; ``B200`` alone stays dgx-b200."""
+    ``NVIDIA GH200 120GB`` / ``480GB`` → gh200; ``B200`` alone stays dgx-b200 and ``B300`` (the HGX / DGX
+    B300 SXM6 module) dgx-b300."""
     for gpu, preset in (("NVIDIA GB200", "gb200-nvl72"), ("NVIDIA GB300", "gb300-nvl72"),
                         ("NVIDIA GH200 480GB", "gh200"), ("NVIDIA GH200 120GB", "gh200"),
-                        ("NVIDIA B200", "dgx-b200")):
+                        ("NVIDIA B200", "dgx-b200"), ("NVIDIA B300 SXM6 AC", "dgx-b300"),
+                        ("NVIDIA B300", "dgx-b300")):
         topo, _ = preset_for_devices({gpu: 4}, {"h": 4}, where="f")
         assert topo.name == preset, gpu
 

@@ -148,3 +148,21 @@ def test_require_names_the_missing_field():
                                  "inter": {"alpha_us": 1, "bw_GBps": 1}})
     with pytest.raises(ConfigError, match="does not give compute_capability"):
         require(old, "compute_capability", "NCCL's cost model")
+
+
+def test_dgx_b300_from_its_datasheet_and_its_toml_round_trips():
+    """NVIDIA DGX B300 datasheet: 8 B300 on NVLink5 (18 links, 1.8 TB/s both ways per GPU, NVSwitch gen 4
+    with NVLink SHARP), 8 ConnectX-8 of 800 Gb/s (one per GPU, PCIe Gen6), Intel Xeon hosts; compute
+    capability 10.3 (NVIDIA CUDA GPUs page). Written as TOML and read back it is the same machine."""
+    import tomllib
+
+    from zerocalc.topology import topology_to_toml
+
+    b300 = get_topology("dgx-b300")
+    assert (b300.gpus_per_node, b300.compute_capability, b300.nvlink_gen) == (8, 103, 5)
+    assert b300.nvlinks_per_gpu == 18
+    assert (b300.nvswitch_gen, b300.nvls, b300.pcie_gen) == (4, True, 6)
+    assert (b300.nics_per_node, b300.nic_Gbps, b300.cpu_vendor) == (8, 800.0, "intel")
+    assert b300.intra.bw_Bps == pytest.approx(1.8e12 / 2)  # each way
+    assert b300.inter.bw_Bps == pytest.approx(8 * 800e9 / 8)
+    assert topology_from_mapping(tomllib.loads(topology_to_toml(b300))) == b300

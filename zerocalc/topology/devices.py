@@ -24,6 +24,8 @@ in the public outputs of Azure's and OCI's H200 nodes):
   the device lines cannot tell them apart, and the first line says so, unless aws-ofi-nccl's INFO line
   names the instance, ``NET/OFI Running on p5en.48xlarge platform``: then ``aws-p5en``);
 * ``B200`` → ``dgx-b200``;
+* ``B300`` (``NVIDIA B300 SXM6 AC`` as the CUDA device name of HGX / DGX B300 boards' SXM6 module reads,
+  ``NVIDIA B300`` on other drivers; not ``GB300``, the Grace superchip's) → ``dgx-b300``;
 * the export parts (NVIDIA's A800 / H800 datasheets, the HGX H20 product brief; names as nvidia-smi and
   nccl-tests print them: ``NVIDIA A800-SXM4-80GB``, ``NVIDIA H800``, ``NVIDIA H20``, in public nccl-tests
   outputs of A800, H800 and H20 nodes): ``A800-SXM…`` → ``hgx-a800`` (8 NVLink3 links, not the A100's
@@ -101,6 +103,7 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bH20\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h20"),
     (re.compile(r"\bH200\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h200"),
     (re.compile(r"\bB200$", re.I), "b200"),
+    (re.compile(r"\bB300\b", re.I), "b300"),
     (re.compile(r"\bV100-SXM2", re.I), "v100-sxm2"),
     (re.compile(r"\bGB200\b", re.I), "gb200"),
     (re.compile(r"\bGB300\b", re.I), "gb300"),
@@ -135,6 +138,7 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
              "tcpx": "gcp-a3-high"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
     "b200": {None: "dgx-b200", "ib": "dgx-b200"},
+    "b300": {None: "dgx-b300", "ib": "dgx-b300"},
     "a800": {None: "hgx-a800", "ib": "hgx-a800"},
     "h800": {None: "hgx-h800", "ib": "hgx-h800"},
     "h20": {None: "hgx-h20", "ib": "hgx-h20"},

@@ -1,5 +1,5 @@
-"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200, the export HGX A800/H800/H20 boards, GB200
-and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega and A3 High, AWS
+"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200/B300, the export HGX A800/H800/H20 boards,
+GB200 and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega and A3 High, AWS
 p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and MI325X
 platforms), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
 """
@@ -75,15 +75,17 @@ _TCPX_ENV = (
 
 
 def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: float,
-          cpu_vendor: str = "intel", nvlinks: int = 18, nics: int = 8, **hardware: Any) -> Topology:
+          cpu_vendor: str = "intel", nvlinks: int = 18, nics: int = 8, pcie_gen: int = 5,
+          **hardware: Any) -> Topology:
     """A node of 8 SXM GPUs on NVSwitches with NVLink SHARP (18 NVLinks per GPU unless ``nvlinks``
     says fewer), one NIC per GPU unless ``nics`` says fewer (``nic_Gbps`` each, the node's network
-    bandwidth their sum), PCIe 5.0 and (unless told) Intel hosts: the DGX H100/H200/B200, their cloud
-    variants and the HGX H800 / H20 boards (each preset's ``source`` cites its datasheet)."""
+    bandwidth their sum), PCIe 5.0 unless ``pcie_gen`` says otherwise and (unless told) Intel hosts: the
+    DGX H100/H200/B200/B300, their cloud variants and the HGX H800 / H20 boards (each preset's ``source``
+    cites its datasheet)."""
     return Topology(
         name, title, 8,
         Link.from_units(_NVLINK_US, nvlink_GBps), Link.from_units(_NET_US, nics * nic_Gbps / 8),
-        source=source, nvlinks_per_gpu=nvlinks, pcie_gen=5, nics_per_node=nics, nic_Gbps=nic_Gbps,
+        source=source, nvlinks_per_gpu=nvlinks, pcie_gen=pcie_gen, nics_per_node=nics, nic_Gbps=nic_Gbps,
         cpu_vendor=cpu_vendor, in_network_reduction=("nvls",), **hardware,
     )
 
@@ -344,6 +346,19 @@ PRESETS: dict[str, Topology] = {
                    "(18 links × 50 GB/s each way), 2 NVLink switch chips (fourth-generation NVSwitch); "
                    "8× single-port ConnectX-7 VPI 400 Gb/s; PCIe 5.0; 2× Intel Xeon Platinum 8570",
             gpu="B200 SXM", compute_capability=100, nvlink_gen=5, nvswitch_gen=4, nic_Gbps=400.0,
+        ),
+        _hgx8(
+            "dgx-b300", "NVIDIA DGX B300: NVLink5 + 8×800 Gb/s ConnectX-8", 900.0,
+            source="NVIDIA DGX B300 datasheet / HGX B300 page: 8× B300 (Blackwell Ultra SXM, 288 GB HBM3e), "
+                   "NVLink5 1.8 TB/s per GPU bidirectional (18 links × 50 GB/s each way; 14.4 TB/s a node) "
+                   "through 2 NVLink switch chips (fourth-generation NVSwitch, NVLink SHARP); 8× single-port "
+                   "ConnectX-8 SuperNIC, up to 800 Gb/s InfiniBand/Ethernet each (one per GPU), whose PCIe "
+                   "Gen6 switch joins GPU and NIC; 2× Intel Xeon 6776P; compute capability 10.3 (NVIDIA "
+                   "CUDA GPUs page), which NCCL prices as 10.0 (topo.h ncclTopoNVLinkBw SM100_NVLINK_BW, "
+                   "search.cc sm100 speed arrays, tuning.cc NCCL_BLACKWELL_COMPCAP_IDX and nvls.cc all test "
+                   "≥ 100, 2.25-2.30)",
+            gpu="B300 SXM6", compute_capability=103, nvlink_gen=5, nvswitch_gen=4, nic_Gbps=800.0,
+            pcie_gen=6,
         ),
         Topology(
             "hgx-a800", "HGX A800 (export A100): 8× A800-SXM4 NVLink3 (8 links) + 8×200 Gb/s HDR", 8,
