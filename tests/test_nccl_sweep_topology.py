@@ -302,3 +302,22 @@ def test_h100s_at_gcp_a3_mega_slots_pick_its_preset_and_nothing_else_does():
     assert preset_for_devices(gpu, hosts, where="f", bus_ids=shared)[0].name == "dgx-h100"
     ib = {"ib": (12, "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB")}
     assert preset_for_devices(gpu, hosts, where="f", bus_ids=ids, network=ib)[0].name == "dgx-h100"
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA B300 SXM6 AC", "NVIDIA B300"])
+def test_a_b300_sweep_is_priced_on_dgx_b300_without_being_told(tmp_path, gpu):
+    """A sweep whose device lines name B300s (the two-host H100 sweep with its GPU renamed) is checked as a
+    new user would, without --topology: on dgx-b300, two nodes of its 8 ranks a host, every row priced."""
+    src = DATA / "all_reduce_perf-16xH100-2nodes.txt"
+    path = tmp_path / "all_reduce_perf-16xB300.txt"
+    path.write_text(src.read_text().replace("NVIDIA H100 80GB HBM3", gpu))
+    res = run_check(path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    hosts = {f[f.index("on") + 1] for f in map(str.split, path.read_text().splitlines())
+             if "Rank" in f and "device" in f and "on" in f}
+    sizes = [int(f[0]) for f in map(str.split, path.read_text().splitlines())
+             if len(f) >= 13 and f[0].isdigit() and f[1].isdigit()]
+    assert (sweep["topology"], sweep["group_size"], len(hosts)) == ("dgx-b300", 16, 2)
+    assert [r["bytes"] for r in sweep["rows"]] == sizes
+    assert all(r["predicted_s"] > 0 for r in sweep["rows"])
