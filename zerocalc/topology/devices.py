@@ -23,9 +23,10 @@ in the public outputs of Azure's and OCI's H200 nodes):
   (p5e and p5en hold the same GPUs and 3,200 Gb/s of EFA; p5en's EFAv3 reports 35 µs to NCCL, p5e's 75:
   the device lines cannot tell them apart, and the first line says so, unless aws-ofi-nccl's INFO line
   names the instance, ``NET/OFI Running on p5en.48xlarge platform``: then ``aws-p5en``);
-* ``B200`` → ``dgx-b200``;
+* ``B200`` → ``dgx-b200``; on AWS ``aws-p6-b200`` (p6-b200.48xlarge, AWS's one 8-B200 instance);
 * ``B300`` (``NVIDIA B300 SXM6 AC`` as the CUDA device name of HGX / DGX B300 boards' SXM6 module reads,
-  ``NVIDIA B300`` on other drivers; not ``GB300``, the Grace superchip's) → ``dgx-b300``;
+  ``NVIDIA B300`` on other drivers; not ``GB300``, the Grace superchip's) → ``dgx-b300``; on AWS
+  ``aws-p6-b300`` (p6-b300.48xlarge);
 * the export parts (NVIDIA's A800 / H800 datasheets, the HGX H20 product brief; names as nvidia-smi and
   nccl-tests print them: ``NVIDIA A800-SXM4-80GB``, ``NVIDIA H800``, ``NVIDIA H20``, in public nccl-tests
   outputs of A800, H800 and H20 nodes): ``A800-SXM…`` → ``hgx-a800`` (8 NVLink3 links, not the A100's
@@ -128,6 +129,8 @@ _AWS_INSTANCE_PRESETS: dict[str, dict[str, str]] = {
     "a100-80": {"p4de.24xlarge": "aws-p4de"},
     "h100": {"p5.48xlarge": "aws-p5"},
     "h200": {"p5e.48xlarge": "aws-p5e", "p5en.48xlarge": "aws-p5en"},
+    "b200": {"p6-b200.48xlarge": "aws-p6-b200"},
+    "b300": {"p6-b300.48xlarge": "aws-p6-b300"},
 }
 
 #: kind of node → network → preset (``None``: the network says nothing of the machine).
@@ -137,8 +140,8 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega",
              "tcpx": "gcp-a3-high"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
-    "b200": {None: "dgx-b200", "ib": "dgx-b200"},
-    "b300": {None: "dgx-b300", "ib": "dgx-b300"},
+    "b200": {None: "dgx-b200", "ib": "dgx-b200", "efa": "aws-p6-b200"},
+    "b300": {None: "dgx-b300", "ib": "dgx-b300", "efa": "aws-p6-b300"},
     "a800": {None: "hgx-a800", "ib": "hgx-a800"},
     "h800": {None: "hgx-h800", "ib": "hgx-h800"},
     "h20": {None: "hgx-h20", "ib": "hgx-h20"},

@@ -1,7 +1,7 @@
 """The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200/B300, the export HGX A800/H800/H20 boards,
 GB200 and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega and A3 High, AWS
-p4d/p4de/p5/p5e/p5en, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and MI325X
-platforms), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
+p4d/p4de/p5/p5e/p5en/p6-b200/p6-b300, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and
+MI325X platforms), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
 """
 
 from __future__ import annotations
@@ -109,11 +109,32 @@ def _hgx8(name: str, title: str, nvlink_GBps: float, *, source: str, nic_Gbps: f
 #: protocol's control message, the SENDRECV protocol's read by libfabric's EFA provider): the
 #: ``net_eager_bytes`` of every AWS preset (:mod:`zerocalc.nccl.ofi_efa`, ``EAGER_BYTES``: aws-ofi-nccl's
 #: ``OFI_NCCL_EAGER_MAX_SIZE`` default, ``include/nccl_ofi_param.h``).
+#:
+#: p6-b200 and p6-b300 (aws-ofi-nccl v1.21.1 ``platform-aws.cpp``: the ``p5en/p6-b200`` and ``p6-b300``
+#: entries, and the ``p-series`` entry that took both from v1.15.0) report 35 µs and use the RDMA protocol;
+#: the tuner's model has no P6 parameters (``model_platform_params`` holds P5/P5e and P5en only), so no
+#: wire figure is given and calls are timed with the 35 µs, as p4d keeps its 75.
 _EFA_PLUGIN = "aws-ofi-nccl platform-aws.cpp: net latency 75 µs (p5en 35)"
 _EFA_WIRE = "its tuner model (nccl_ofi_model.cpp): wire 20 µs (p5en 18)"
 _EFA_LATENCY_US, _EFA_V3_LATENCY_US = 75.0, 35.0
 _EFA_P5_WIRE_US, _EFA_P5EN_WIRE_US = 20.0, 18.0
 EFA_EAGER_BYTES = 8192
+_EFA_P6 = ("aws-ofi-nccl v1.21.1 platform-aws.cpp: net latency 35 µs, RDMA protocol (no wire figure: its "
+           "tuner's model has no P6 parameters)")
+
+
+def _p6(gpu: str, nic_Gbps: float, pcie_gen: int, source: str, efa: str = "EFA") -> Topology:
+    """AWS p6-b200.48xlarge / p6-b300.48xlarge: an HGX board of 8 Blackwell GPUs on NVLink5 switches
+    (1,800 GB/s GPU peer-to-peer, 18 links, NVLink SHARP), EFA through aws-ofi-nccl's RDMA protocol (one
+    NCCL device a GPU of ``nic_Gbps``), Intel hosts (:data:`_EFA_P6`)."""
+    name = f"aws-p6-{gpu.lower()}"
+    return _hgx8(
+        name, f"AWS {name.removeprefix('aws-')}.48xlarge: 8× {gpu} NVLink5 + {8 * nic_Gbps:,.0f} Gb/s {efa} "
+        f"(8 NCCL devices × {nic_Gbps:g} Gb/s)", 900.0, source=source + "; " + _EFA_P6,
+        gpu=f"{gpu} SXM", compute_capability={"B200": 100, "B300": 103}[gpu], nvlink_gen=5, nvswitch_gen=4,
+        nic_Gbps=nic_Gbps, pcie_gen=pcie_gen, net_latency_us=_EFA_V3_LATENCY_US,
+        net_eager_bytes=EFA_EAGER_BYTES,
+    )
 
 
 #: How the GPUs of the PCIe presets sit (:mod:`zerocalc.nccl.pcie`): the common 8-GPU PCIe server, two
@@ -497,6 +518,17 @@ PRESETS: dict[str, Topology] = {
             net_latency_us=_EFA_V3_LATENCY_US, net_wire_latency_us=_EFA_P5EN_WIRE_US,
             net_eager_bytes=EFA_EAGER_BYTES,
         ),
+        _p6("B200", 400.0, 5,
+            "AWS EC2 P6 page (p6-b200.48xlarge: 8× B200, 1,440 GB HBM3e, NVLink 1,800 GB/s GPU peer-to-peer, "
+            "3,200 Gb/s EFAv4 as 8× 400 Gb/s, one NIC a GPU (aws-ofi-nccl nccl_ofi_gin_gdaki_dev.h: "
+            "\"p6-b200 has 1\"), Intel Xeon Emerald Rapids, PCIe Gen5 CPU-GPU); DGX B200 datasheet (NVLink5, "
+            "NVSwitch 4, NVLink SHARP)", efa="EFAv4"),
+        _p6("B300", 800.0, 6,
+            "AWS EC2 P6 page (p6-b300.48xlarge: 8× B300, 2.1 TB HBM3e, NVLink 1,800 GB/s GPU peer-to-peer, "
+            "6,400 Gb/s EFA, Intel Xeon); 800 Gb/s a GPU (the node's 6,400 over 8 GPUs: aws-ofi-nccl's RDMA "
+            "protocol joins the NICs of a GPU's PCIe switch into one NCCL device) is more than PCIe Gen5 x16 "
+            "carries (63 GB/s), so the GPU-NIC path is taken as the B300's PCIe Gen6 (HGX B300 page); "
+            "compute capability 10.3, priced by NCCL as 10.0 (see dgx-b300)"),
         _pcie_box(3, 15.75, 100.0, "V100 PCIe", 70,
                   "PCI-SIG PCIe 3.0: 8 GT/s × 16 lanes × 128/130 = 15.75 GB/s each way; ConnectX-4/5 "
                   "EDR 100 Gb/s = 12.5 GB/s; GPUs taken as V100 PCIe (PCIe Gen3 x16; V100 datasheet)"),
