@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from zerocalc.cli import app
 from zerocalc.nccl.graph import machine
-from zerocalc.nccl.pcie import PcieLayout, search
+from zerocalc.nccl.pcie import PcieLayout, chain_channels, node_chain, search
 from zerocalc.nccl.tables import Algorithm, release_for
 from zerocalc.topology import PRESETS, topology_from_mapping
 
@@ -182,6 +182,26 @@ def test_four_a100_pcie_on_two_sockets_of_root_ports_give_one_10_gbps_channel():
             "intra": {"alpha_us": 5.7, "bw_GBps": 31.5}, "inter": {"alpha_us": 14, "bw_GBps": 12.5}}
     g = machine(topology_from_mapping(toml), 4, release_for("2.30.7")[0]).graphs[Algorithm.RING]
     assert (g.n_channels, g.bw_intra) == (1, 10.0)
+
+
+def test_two_nodes_of_two_pcie_gpus_on_two_sockets_give_the_smp_links_channel():
+    # The node of the previous test with 2 GPUs a node and two nodes: NCCL's ring NET → GPU 0 → GPU 1 → NET
+    # (search.cc "Search Patterns") crosses the sockets once, GPU 0 → GPU 1 through the SMP link (10 GB/s,
+    # SKL_QPI_BW, topo.h from 2.18), which one channel of 10 fills; the NIC (100 Gb/s = 12.5 GB/s) and the
+    # GPUs' 24 GB/s links would hold 12. By hand: one channel of 10 GB/s; two of 5 when the speed is 5.
+    toml = {"name": "pcie-2s", "gpus_per_node": 2, "compute_capability": 89, "nvlink_gen": 0,
+            "nvlinks_per_gpu": 0, "nvswitch_gen": 0, "pcie_gen": 4, "nics_per_node": 1, "nic_Gbps": 100,
+            "cpu_vendor": "intel", "in_network_reduction": [], "cpu_sockets": 2, "gpus_per_pcie_switch": 1,
+            "intra": {"alpha_us": 5.7, "bw_GBps": 24}, "inter": {"alpha_us": 14, "bw_GBps": 12.5}}
+    g = machine(topology_from_mapping(toml), 4, release_for("2.27.3")[0]).graphs[Algorithm.RING]
+    assert (g.n_channels, g.bw_intra, g.bw_inter) == (1, 10.0, 10.0)
+    lay = PcieLayout(gpus=2, per_socket=1, per_switch=1, p2p=True, intel=True, pci_GBps=24.0, smp_GBps=10.0)
+    assert node_chain(lay) == [(0, 1)]
+    assert (chain_channels(lay, 10.0, 16), chain_channels(lay, 5.0, 16)) == (1, 2)
+    # under one switch with peer-to-peer the chain stays off the CPU: the NIC's 12 GB/s sets the speed
+    one_switch = {**toml, "cpu_sockets": 1, "gpus_per_pcie_switch": 2}
+    g = machine(topology_from_mapping(one_switch), 4, release_for("2.27.3")[0]).graphs[Algorithm.RING]
+    assert g.bw_inter == 12.0
 
 
 @pytest.mark.parametrize("key,value,words", [

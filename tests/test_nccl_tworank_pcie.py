@@ -6,7 +6,7 @@ size."""
 from dataclasses import replace
 
 import pytest
-from sweep_files import DATA, check_json, file_rows
+from sweep_files import DATA, check_json, file_rows, median_size_ratio
 
 from zerocalc.topology import PRESETS, topology_to_toml
 from zerocalc.topology.devices import over_sockets
@@ -98,6 +98,22 @@ def test_l40s_pods_over_sockets_and_roce_are_priced_not_refused():
     roce = check_json(L40S_ROCE)
     assert roce["group_size"] == 4 and roce["topology"] == "pcie-gen4"
     assert not any("TCP sockets" in n for n in roce["notes"])
+
+
+def test_l40s_pods_of_two_sockets_over_roce_run_at_the_smp_links_figure():
+    """The RoCE run, two L40S a pod on buses ``61:00`` and ``e1:00`` (the halves of the bus range: two
+    sockets, as the device lines are read): each node's part of NCCL's ring, NET → GPU 0 → GPU 1 → NET,
+    crosses the SMP link, NCCL's 10 GB/s on Intel from 2.18 (``topo.h`` ``SKL_QPI_BW``), which one channel
+    fills. By hand at 8 GiB: all-reduce bus bandwidth 10 GB/s on 4 ranks, 8589934592 B × 2 × 3/4 / 10 GB/s
+    = 1.288 s against the file's 1.338 s (its bus bandwidth 9.63 GB/s); before, the ring was priced at the
+    GPU's 24 GB/s PCIe link (0.40x). Every size within 0.5-2x and the median size within 0.8-1.25x."""
+    rows = file_rows(L40S_ROCE)
+    assert len(rows) == 31 and rows[-1][0] == 8589934592
+    assert rows[-1][0] * 1.5 / (rows[-1][1] * 1e-6) / 1e9 == pytest.approx(9.63, abs=0.01)  # 2(n-1)/n
+    sweep = check_json(L40S_ROCE)
+    assert sweep["rows"][-1]["predicted_s"] == pytest.approx(8589934592 * 1.5 / 10e9, rel=0.01)
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
 
 
 def test_a_topology_given_for_a_socket_run_gets_no_assumed_nic_note(tmp_path):

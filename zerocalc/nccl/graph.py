@@ -20,7 +20,11 @@ a simplification of the search, not a fitted number):
    (``totalBw``; for non-ring patterns ``× g/(g-1)``, as search.cc does): one node → the GPU's
    intra bandwidth, slower speeds tried while the channels fall short of it (:func:`_ring_search`);
    several nodes → one channel per NIC (more when a NIC holds several), the node's NVLink capping the
-   sum. Channels are then duplicated as ``ncclTopoDupChannels`` does
+   sum; on PCIe-only nodes of several GPUs the speed and channels are also those the node's chain of
+   GPUs holds through its PCI tree (``NET → GPU a → … → GPU x → NET``, each hop's ``followPath`` load:
+   :func:`zerocalc.nccl.pcie.chain_channels`), so two GPUs of two sockets get NCCL's SMP-link figure
+   (10 GB/s on Intel) where their NIC would allow more. Channels are then duplicated as
+   ``ncclTopoDupChannels`` does
    (same total bandwidth; the rule per release at :func:`_dup`). Before v2.10.3 one speed array
    serves both searches; before v2.16.5 there are no sm90 arrays; before v2.18 sm90 takes sm80's
    NVLink bandwidth (21 GB/s a link in v2.8-v2.9, 22 in v2.10-v2.17). The search's fallbacks
@@ -67,7 +71,7 @@ import math
 from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.pcie import PcieLayout, p2p_past_cpu, ring_via_host
+from zerocalc.nccl.pcie import PcieLayout, chain_channels, hop_GBps, node_chain, p2p_past_cpu, ring_via_host
 from zerocalc.nccl.pcie import search as pcie_search
 from zerocalc.nccl.pcie import smp_GBps as pcie_smp_GBps
 from zerocalc.nccl.tables import Algorithm, Release
@@ -352,14 +356,19 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         speeds = _speeds(release.speed_inter, cc)
         peer_bw, gpu_bw = comm_nvlink_GBps(topo, release, g) if nvlink else (intra, intra)
         node_cap = gpu_bw * g / (g - 1) if g > 1 else gpu_bw
-        s = _first_fitting(speeds, min(path, peer_bw), node_cap)
-        n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1))
+        # a PCIe-only node's GPUs: its part of the ring crosses the PCI tree (assumption 3)
+        lay = pcie_layout(topo, g, release) if not nvlink and g > 1 else None
+        chain_bw = hop_GBps(lay, node_chain(lay)) if lay else math.inf
+        s = _first_fitting(speeds, min(path, peer_bw, chain_bw), node_cap)
+        n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1,
+                       chain_channels(lay, s, max_ch) if lay else max_ch))
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = Graph(n, bi, be, nvlink, lat_inter)
         # pass 2 for trees: bwIntra up while < 2·bwInter and the NVLink holds it
         tree_intra = bi
         idx = speeds.index(s) if s in speeds else len(speeds) - 1
-        while idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= node_cap and bi == s:
+        while (idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= node_cap and bi == s
+               and speeds[idx - 1] <= chain_bw):
             idx -= 1
             tree_intra = speeds[idx]
         tree = Graph(n, tree_intra, be, nvlink, lat_inter)

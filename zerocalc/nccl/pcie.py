@@ -217,6 +217,21 @@ def hop_GBps(lay: PcieLayout, hops: list[tuple[int, int]]) -> float:
     return 1.0 / _bottleneck(lay, _loads(lay, hops)) if hops else math.inf
 
 
+def node_chain(lay: PcieLayout) -> list[tuple[int, int]]:
+    """The GPU-to-GPU hops of a ring that enters a node at its first GPU from the network and leaves from
+    its last (``search.cc``: NET n → GPU a → GPU b → … → GPU x → NET n, the PCI order first): ``g − 1`` hops,
+    no hop back into the first GPU."""
+    return [(i, i + 1) for i in range(lay.gpus - 1)]
+
+
+def chain_channels(lay: PcieLayout, speed: float, max_channels: int) -> int:
+    """Channels of ``speed`` (GB/s) the links of a node's chain (:func:`node_chain`) hold, every channel
+    the same chain (NCCL's ``sameChannels``), subtracting each channel's bandwidth from every link the
+    chain crosses as ``followPath`` does (rules 1-3): on several nodes, the node's share of the ring's
+    links that NCCL's search counts the same way as on one."""
+    return _channels(lay, _loads(lay, node_chain(lay)), speed, max_channels)
+
+
 def _bottleneck(lay: PcieLayout, loads: dict[tuple, float]) -> float:
     return max((f / _cap(lay, link) for link, f in loads.items()), default=0.0) or 1.0
 
