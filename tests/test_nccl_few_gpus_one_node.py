@@ -194,3 +194,88 @@ def test_point_to_point_between_two_mesh_gpus_uses_their_links():
     assert nvl("gh200", 2) == pytest.approx((SM90_LINK, 6 * SM90_LINK))
     assert nvl("gh200", 4) == pytest.approx((SM90_LINK, 18 * SM90_LINK))
     assert nvl("dgx-h100", 2) == pytest.approx((SM90_LINK, 18 * SM90_LINK))
+
+
+#: the one-host ``-g G`` runs on NVIDIA GPUs bundled with sizes of 8 KiB and less: run → (G, its files; the
+#: same host's collectives together)
+HOST_RUNS = {
+    "2 H100, bare metal": (2, [H100_G2]),
+    "2 RTX 2080 Ti": (2, [f"{op}_perf-2xRTX2080Ti-pcie3-shm.txt"
+                          for op in ("all_reduce", "all_gather", "broadcast", "reduce")]),
+    "2 V100-PCIe, Azure": (2, ["all_reduce_perf-2xV100-PCIe-azure-nc12sv3-g2.txt"]),
+    "2 RTX 4090, Docker": (2, ["all_reduce_perf-2xRTX4090-g2-docker-kalavai.txt"]),
+    "2 RTX 4090, Kubernetes": (2, ["all_reduce_perf-2xRTX4090-g2-k8s-kalavai.txt"]),
+    "4 RTX 4090, Docker": (4, ["all_reduce_perf-4xRTX4090-g4-docker-kalavai.txt"]),
+    "4 RTX 5090": (4, ["all_reduce_perf-4xRTX5090-g4-quoted.txt"]),
+    "4 H100, VM": (4, [H100_G4]),
+    "8 A100, OCI": (8, ["all_reduce_perf-8xA100-SXM4-40GB-oci.txt"]),
+    "8 A100, SuperBench": (8, [f"{op}_perf-8xA100-SXM4-40GB-g8-superbench.txt" for op in
+                               ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")]),
+    "8 A100-80GB, NCCL 2.19.3": (8, ["all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt"]),
+    "8 A100-80GB, thanos": (8, ["all_reduce_perf-8xA100-SXM4-80GB-g8-thanos.txt"]),
+    "8 H100, NCCL 2.26.2": (8, ["all_gather_perf-8xH100-g8-ring-nccl2.26.2.out",
+                                "reduce_scatter_perf-8xH100-g8-nvls-nccl2.26.2.out"]),
+    "8 V100, DGX-1": (8, ["all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt"]),
+}
+#: NVIDIA/nccl-tests issue 123's posted times (µs) by G: DGX-A100, Ring, one channel, 8-128 B
+ISSUE_123 = {2: 10.0, 3: 13.76, 4: 16.88, 5: 20.8, 6: 25.2, 7: 29.5, 8: 33.7}
+
+
+def _small_times(name):
+    """Out-of-place µs of the rows of 1 B to 8 KiB, by a plain split of each line (a Markdown quote mark
+    '> ' left off): the first two fields integers, the time the eighth field from the end (every layout
+    ends with the out-of-place time, two bandwidths and a check cell, then the in-place four)."""
+    from sweep_files import DATA
+
+    out = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.removeprefix("> ").split()
+        if len(f) >= 11 and f[0].isdigit() and f[1].isdigit() and 0 < int(f[0]) <= 8192:
+            out.append(float(f[-8]))
+    return out
+
+
+def test_host_time_per_call_is_the_median_over_hosts_of_their_floors():
+    """HOST_US_PER_CALL against the files it is fitted on: each run's floor, the least over its collectives
+    of the median time of its sizes from 1 B to 8 KiB, less G x 3.96 us (HOST_US_PER_GPU), and issue 123's
+    mean over its seven times; the median of the fifteen. The hosts spread from -0.03 to 16.93 us a call
+    (one figure for all, not any host's own); the DGX-1 V100 and the H100 VM stay above the floor's band."""
+    from statistics import mean, median
+
+    from zerocalc.validate.host_launch import HOST_US_PER_CALL, HOST_US_PER_GPU
+
+    per_call = {run: min(median(_small_times(n)) for n in names) - g * HOST_US_PER_GPU
+                for run, (g, names) in HOST_RUNS.items()}
+    assert all(len(_small_times(n)) >= 4 for _, names in HOST_RUNS.values() for n in names)
+    per_call["issue 123"] = mean(t - g * HOST_US_PER_GPU for g, t in ISSUE_123.items())
+    assert len(per_call) == 15
+    assert per_call["issue 123"] == pytest.approx(1.606, abs=0.001)
+    assert per_call["8 A100, SuperBench"] == pytest.approx(34.67 - 31.68, abs=0.005)
+    assert (min(per_call.values()), max(per_call.values())) == pytest.approx((-0.03, 16.93), abs=0.005)
+    assert HOST_US_PER_CALL == pytest.approx(median(per_call.values()), abs=0.005)  # 3.30
+
+
+def test_superbench_collectives_share_one_floor_whatever_nccls_time():
+    """One host's five -g 8 collectives (SuperBench's 8 A100) take the same 34.6-35.6 us at their sizes up to
+    8 KiB, where NCCL prices their smallest from 4.1 us (broadcast, reduce) to 10.2 us (all-reduce), their
+    8 KiB from 6.3 to 15.4 us (one channel, as NCCL launches them): the host's floor,
+    3.3 + 8 x 3.96 = 34.98 us, prices all five there, within 0.95-1.05x of each size."""
+    import json
+    from statistics import median
+
+    from sweep_files import DATA, runner
+
+    from zerocalc.cli import app
+
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+        name = f"{op}_perf-8xA100-SXM4-40GB-g8-superbench.txt"
+        times = _small_times(name)
+        assert 34.6 <= median(times) <= 35.6
+        res = runner.invoke(app, ["check", str(DATA / name), "--format", "json"])
+        assert res.exit_code == 0, res.output
+        (sweep,) = json.loads(res.stdout)["sweeps"]
+        small = [r for r in sweep["rows"] if r["bytes"] <= 8192]
+        assert [r["measured_s"] for r in small] == pytest.approx([t * 1e-6 for t in times])
+        assert 4.0e-6 <= small[0]["nccl_s"] <= 10.3e-6 and all(r["nccl_s"] < 30e-6 for r in small)
+        assert all(r["host_bound"] and r["predicted_s"] == pytest.approx(34.98e-6) for r in small)
+        assert all(0.95 <= r["ratio"] <= 1.05 for r in small)

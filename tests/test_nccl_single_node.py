@@ -1,7 +1,8 @@
 """check on public single-node nccl-tests sweeps: one thread driving 8 GPUs (-g 8) and one process per GPU.
 
 Expected values are read off the files (tests/data/traces/README.md names their sources); the launch terms
-come from NVIDIA/nccl-tests issue 123 (zerocalc.validate.sweep), not from these files."""
+come from NVIDIA/nccl-tests issue 123 (zerocalc.validate.sweep), not from these files; the floor's per-call
+part (3.3 us) is a median over fifteen -g runs' floors, these two hosts' among them."""
 
 import json
 from pathlib import Path
@@ -18,12 +19,12 @@ DKH = "all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt"
 THANOS_G8 = "all_reduce_perf-8xA100-SXM4-80GB-g8-thanos.txt"
 THANOS_NP8 = "all_reduce_perf-8xA100-SXM4-80GB-np8-thanos.txt"
 STAGGER_8 = 7 * 2.76e-6  # (G - 1) launches of 2.76 us (issue 123 less NCCL's own ring time)
-FLOOR_8 = 8 * 3.96e-6
+FLOOR_8 = (3.3 + 8 * 3.96) * 1e-6  # the call's part and 8 GPUs' (HOST_US_PER_CALL, HOST_US_PER_GPU)
 
 
 def floor_8(channels, version):
-    """The thread's floor of a call on ``channels`` channels: 8 x 3.96 us, and before NCCL 2.22 8 x 0.206 us
-    more per channel beyond the first (one work struct per channel and GPU written by the host)."""
+    """The thread's floor of a call on ``channels`` channels: 3.3 + 8 x 3.96 us, and before NCCL 2.22 8 x
+    0.206 us more per channel beyond the first (one work struct per channel and GPU written by the host)."""
     old = tuple(int(x) for x in version.split(".")[:2]) < (2, 22)
     return FLOOR_8 + (8 * (channels - 1) * 0.206e-6 if old else 0.0)
 
@@ -55,7 +56,7 @@ def at_median_size(sweep):
 @pytest.mark.parametrize(("name", "args", "version", "sizes", "at_median"), [
     (DKH, (), "2.19.3", 25, 1.033),  # the file's nccl-library=21903
     (THANOS_G8, (), "2.30.7", 30, 0.874),  # no version printed: the latest modelled
-    (THANOS_G8, ("--nccl-version", "2.19.3"), "2.19.3", 30, 0.903),
+    (THANOS_G8, ("--nccl-version", "2.19.3"), "2.19.3", 30, 0.945),
 ])
 def test_g8_sweeps_every_size_in_band(name, args, version, sizes, at_median):
     """Two more -g 8 sweeps on 8x A100-SXM4-80GB (dgx-a100 from their device lines): every size within

@@ -107,19 +107,19 @@ def test_host_time_per_channel_from_seven_g8_sweeps():
 
 def test_superbench_floor_grows_with_the_channels_launched_by_hand():
     """The all_gather's 256 KiB row: NCCL launches Ring/LL on 8 of 24 channels (256 KiB / 32 KiB), so the
-    thread's floor is 8 x 3.96 + 8 x 7 x 0.206 = 43.22 us; the file measures 46.45 us (0.93x; 0.70x under
-    the one-channel floor). --nccl-version 2.30.7 prices it as NCCL 2.30, whose call is one work struct
-    whatever its channels: the floor stays 31.68 us."""
+    thread's floor is 3.3 + 8 x 3.96 + 8 x 7 x 0.206 = 46.52 us; the file measures 46.45 us (1.00x; 0.75x
+    under the one-channel floor). --nccl-version 2.30.7 prices it as NCCL 2.30, whose call is one work
+    struct whatever its channels: the floor stays 3.3 + 8 x 3.96 = 34.98 us."""
     sweep = check(SUPERBENCH.format("all_gather"))
     (row,) = [r for r in sweep["rows"] if r["bytes"] == 256 << 10]
     assert (row["algorithm"], row["protocol"], row["launch_channels"]) == ("Ring", "LL", 8)
-    assert row["host_floor_s"] == pytest.approx((8 * 3.96 + 8 * 7 * 0.206) * 1e-6)
-    assert row["host_bound"] and row["ratio"] == pytest.approx(43.216 / 46.45, rel=1e-3)
+    assert row["host_floor_s"] == pytest.approx((3.3 + 8 * 3.96 + 8 * 7 * 0.206) * 1e-6)
+    assert row["host_bound"] and row["ratio"] == pytest.approx(46.516 / 46.45, rel=1e-3)
     assert any("8 × 0.206 µs per channel beyond the first" in n for n in sweep["notes"])
     new = check(SUPERBENCH.format("all_gather"), "--nccl-version", "2.30.7")
     assert new["nccl_version"] == "2.30.7" and new["nccl_version_how"] == "given (--nccl-version)"
     (row,) = [r for r in new["rows"] if r["bytes"] == 256 << 10]
-    assert row["host_floor_s"] == pytest.approx(8 * 3.96e-6)
+    assert row["host_floor_s"] == pytest.approx((3.3 + 8 * 3.96) * 1e-6)
     assert not any("per channel beyond the first" in n for n in new["notes"])
 
 
@@ -144,8 +144,8 @@ def test_superbench_a100_alltoall_blank_redop_cells_read_under_its_header():
     """nccl-tests up to v2.11 print alltoall's redop cell blank under a redop header (common.cu prints
     ``%6s`` of ``""``): each row is read, its cells in their columns. 8 GiB is within 0.8-1.25 of the p2p
     model; up to 2 MiB the run pays a fixed ~87 µs, the one thread issuing 8 x 2 x 8 sends and receives
-    per call: priced at the thread's floor of 8 x 3.96 µs plus 0.43 µs for each of the 120 tasks beyond a
-    collective's one per GPU, 31.68 + 51.6 = 83.28 µs by hand, so every size is within 0.5-2x."""
+    per call: priced at the thread's floor of 3.3 + 8 x 3.96 µs plus 0.43 µs for each of the 120 tasks
+    beyond a collective's one per GPU, 34.98 + 51.6 = 86.58 µs by hand, so every size is within 0.5-2x."""
     rows = counted_rows(ALLTOALL)
     assert (len(rows), rows[0], rows[-1][0]) == (29, (32, 89.00, 85.13), 8 << 30)
     sweep = check(ALLTOALL)
@@ -153,7 +153,7 @@ def test_superbench_a100_alltoall_blank_redop_cells_read_under_its_header():
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
     small = [r for r in sweep["rows"] if r["bytes"] <= 2 << 20]
     assert len(small) == 17 and all(r["host_bound"] for r in small)
-    assert all(r["predicted_s"] == pytest.approx(83.28e-6, rel=1e-9) for r in small)
+    assert all(r["predicted_s"] == pytest.approx(86.58e-6, rel=1e-9) for r in small)
     assert 0.8 <= at_median_size(sweep)["ratio"] <= 1.25
     assert 0.8 <= sweep["rows"][-1]["ratio"] <= 1.25
 
@@ -195,10 +195,10 @@ def test_p2p_tasks_per_call_as_nccl_tests_issues_them():
     assert p2p_tasks(P2pOp.GATHER, 8, 8) == p2p_tasks(P2pOp.SCATTER, 8, 8) == 16
     assert p2p_tasks(P2pOp.HYPERCUBE, 8, 8) == 8 * 2 * 3
     assert p2p_tasks(P2pOp.ALL_TO_ALL, 16, 4) == 4 * 32
-    # the floor: G x 3.96 µs and 0.43 µs for each task beyond one per GPU; none for one GPU a thread,
-    # under -a (aggregated calls) or -G (CUDA graphs)
-    assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 2, 2) == pytest.approx((2 * 3.96 + 6 * 0.43) * 1e-6)
-    assert p2p_host_floor_s(P2pOp.SENDRECV, 8, 8) == pytest.approx((8 * 3.96 + 8 * 0.43) * 1e-6)
+    # the floor: 3.3 µs a call, G x 3.96 µs and 0.43 µs for each task beyond one per GPU; none for one GPU
+    # a thread, under -a (aggregated calls) or -G (CUDA graphs)
+    assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 2, 2) == pytest.approx((3.3 + 2 * 3.96 + 6 * 0.43) * 1e-6)
+    assert p2p_host_floor_s(P2pOp.SENDRECV, 8, 8) == pytest.approx((3.3 + 8 * 3.96 + 8 * 0.43) * 1e-6)
     assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 8, 1) is None
     assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 8, 8, agg_iters=4) is None
     assert p2p_host_floor_s(P2pOp.ALL_TO_ALL, 8, 8, graph=1) is None

@@ -41,6 +41,7 @@ from zerocalc.nccl.tune_model import ll128_run_share
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
+    HOST_US_PER_CALL,
     HOST_US_PER_CHANNEL,
     HOST_US_PER_GPU,
     LAUNCH_STAGGER_US_PER_GPU,
@@ -243,7 +244,7 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
         pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version, launch_env, ofi_tuner)
         full = None if pr.calibrated else pr.all_channels_s
         channels = pr.launch.channels if pr.launch is not None and not pr.calibrated else None
-        row_floor = (None if floor is None else
+        row_floor = (None if floor is None or pr.calibrated else
                      floor + host_channels_s(gpus_per_thread, channels, tuning.release.era, agg_iters, graph))
         row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
                **_launched(pr.time_s, measured, stagger, row_floor, full), "algorithm": pr.algorithm.value,
@@ -397,7 +398,8 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         fit = next((c for c in fits if (c.algorithm, c.protocol) == (P2P, pr.protocol.value)),
                    next((c for c in fits if c.algorithm == ANY), None))
         model_s = pr.time_s if fit is None else fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9)
-        row = {"bytes": n, "measured_s": measured, **_launched(model_s, measured, stagger, floor),
+        row = {"bytes": n, "measured_s": measured,
+               **_launched(model_s, measured, stagger, None if fit is not None else floor),
                "algorithm": P2P, "protocol": pr.protocol.value, "calibrated": fit is not None,
                "textbook_s": (textbook_ring_s(topo, op.value, n, group_size) if op == P2pOp.ALL_TO_ALL
                               else None)}
@@ -421,7 +423,8 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         notes.append(f"{op.value}: the thread issues {extra + g} sends and receives per call for its {g} "
                      f"GPUs, {extra} more than a collective's one per GPU, each "
                      f"{P2P_HOST_US_PER_TASK:g} µs of host time: no call is priced under "
-                     f"{g} × {HOST_US_PER_GPU:g} + {extra} × {P2P_HOST_US_PER_TASK:g} = "
+                     f"{HOST_US_PER_CALL:g} + {g} × {HOST_US_PER_GPU:g} + {extra} × "
+                     f"{P2P_HOST_US_PER_TASK:g} = "
                      f"{floor * 1e6:.1f} µs (the thread's floor below, raised)")
     return SweepComparison(op.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 

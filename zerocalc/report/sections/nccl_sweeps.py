@@ -147,7 +147,12 @@ def _tcpxo(w: Writer, df: pd.DataFrame) -> None:
 
 def _launch(w: Writer, df: pd.DataFrame) -> None:
     """The two 8×A100 -g 8 sweeps: one thread launching every kernel, and the channels NCCL launches."""
-    from zerocalc.validate.host_launch import HOST_US_PER_CHANNEL, HOST_US_PER_GPU, LAUNCH_STAGGER_US_PER_GPU
+    from zerocalc.validate.host_launch import (
+        HOST_US_PER_CALL,
+        HOST_US_PER_CHANNEL,
+        HOST_US_PER_GPU,
+        LAUNCH_STAGGER_US_PER_GPU,
+    )
 
     a100 = df[df["sweep"] == SWEEPS[3][3]]
     small = a100[a100["bytes"] <= 32 << 10]
@@ -164,11 +169,13 @@ def _launch(w: Writer, df: pd.DataFrame) -> None:
         f"{small['measured_s'].min() * 1e6:.1f}-{small['measured_s'].max() * 1e6:.1f} µs up to 32 KiB. NCCL "
         "launches the 8 kernels of a call one after the other from that thread (src/group.cc doLaunches), "
         "and no algorithm completes before the last rank's kernel runs: each call is priced at NCCL's time "
-        f"plus 7 launches of {LAUNCH_STAGGER_US_PER_GPU:g} µs ({stagger * 1e6:.1f} µs), and no less than 8 "
-        f"× {HOST_US_PER_GPU:g} µs. Both figures come from the -g 2-8 latencies posted in NVIDIA/nccl-tests "
-        f"issue 123 (a DGX-A100), which rise {HOST_US_PER_GPU:g} µs per GPU, 1.2 µs of it NCCL's own ring "
-        "(one NVLink hop each way per added rank). From 256 KiB to 32 MiB, where NCCL's time exceeds the "
-        f"floor, the ratios are {mid['ratio'].min():.2f}-{mid['ratio'].max():.2f} "
+        f"plus 7 launches of {LAUNCH_STAGGER_US_PER_GPU:g} µs ({stagger * 1e6:.1f} µs), and no less than "
+        f"{HOST_US_PER_CALL:g} + 8 × {HOST_US_PER_GPU:g} µs. The per-GPU figures come from the -g 2-8 "
+        f"latencies posted in NVIDIA/nccl-tests issue 123 (a DGX-A100), which rise {HOST_US_PER_GPU:g} µs "
+        "per GPU, 1.2 µs of it NCCL's own ring (one NVLink hop each way per added rank); the per-call part "
+        "is the median over fifteen -g runs of their smallest sizes' floor less that. From 256 KiB to 32 "
+        "MiB, where NCCL's time exceeds the floor, the ratios are "
+        f"{mid['ratio'].min():.2f}-{mid['ratio'].max():.2f} "
         f"({alone.min():.2f}-{alone.max():.2f} with the larger of the floor and NCCL's time alone); from "
         f"256 MiB up {large.min():.2f}-{large.max():.2f}. It prints no NCCL version: it is priced with the "
         f"latest tables. The next sweep, another host of 8 A100-SXM4-80GB run the same way (-g 8) at the "
