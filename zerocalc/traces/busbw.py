@@ -66,24 +66,14 @@ def _n_of(f: float, k: float) -> float:
     return math.inf if f >= k else (k / (k - f) if f > 0 else 1.0)
 
 
-def ranks_from_bandwidth(rows: Iterable[Mapping[str, Any]], op: str, *, file: str) -> RanksFromBandwidth:
-    """The n every row's ``algbw_GBps`` / ``busbw_GBps`` (out-of-place, then in-place) allows.
-
-    Raises :class:`TraceFormatError` naming the file (and the disagreeing lines) when the op's factor
-    is 1 (broadcast, reduce, sendrecv: the file cannot tell n), when no row has both bandwidths
-    non-zero, when the rows disagree, or when they allow more than one whole n."""
-    if op in FACTOR_ONE:
-        raise TraceFormatError(file, None, f"{op}'s busbw equals its algbw whatever the ranks "
-                                           "(nccl-tests doc/PERFORMANCE.md): the file does not say how "
-                                           "many ranks ran; give --n")
-    if op not in _INVERSE:
-        raise TraceFormatError(file, None, f"cannot read the ranks of a {op} sweep from its bandwidths; "
-                                           "give --n")
-    factor, k = _INVERSE[op]
+def _bounds(rows: Iterable[Mapping[str, Any]], k: float
+            ) -> tuple[float, Any, float, Any, int, tuple[float, Any, tuple[float, float]]]:
+    """The n every row allows for the factor ``k(n-1)/n``: (lowest bound, its line, highest bound, its
+    line, rows that bound it, (narrowest range's width, its line, that range))."""
     lo, hi = 1.0, math.inf
     lo_line = hi_line = None
     used = 0
-    tight: tuple[float, int | None, tuple[float, float]] = (math.inf, None, (1.0, math.inf))
+    tight: tuple[float, Any, tuple[float, float]] = (math.inf, None, (1.0, math.inf))
     for r in rows:
         bounded = False
         for a_key, b_key in (("algbw_GBps", "busbw_GBps"), ("inplace_algbw_GBps", "inplace_busbw_GBps")):
@@ -101,6 +91,36 @@ def ranks_from_bandwidth(rows: Iterable[Mapping[str, Any]], op: str, *, file: st
             if r_hi < hi:
                 hi, hi_line = r_hi, line
         used += bounded
+    return lo, lo_line, hi, hi_line, used, tight
+
+
+def listed_ranks_cut(rows: Iterable[Mapping[str, Any]], op: str, listed: int) -> bool:
+    """Whether ``listed`` ranks (a run's ``# Rank`` lines) lie outside the several whole n the rows'
+    busbw/algbw allows: a post that cut its device lines short without a mark (NVIDIA/nccl-tests issue
+    322 lists 100 of its 1,024 ranks, its rows allowing 953-1,036). Where the bandwidths pin one n, or
+    allow ``listed``, the lines stand (a count they deny is refused by ``check`` naming ``--n``)."""
+    if op not in _INVERSE:
+        return False
+    lo, _, hi, _, used, _ = _bounds(rows, _INVERSE[op][1])
+    whole = range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1) if math.isfinite(hi) else None
+    return bool(used) and whole is not None and len(whole) > 1 and listed not in whole
+
+
+def ranks_from_bandwidth(rows: Iterable[Mapping[str, Any]], op: str, *, file: str) -> RanksFromBandwidth:
+    """The n every row's ``algbw_GBps`` / ``busbw_GBps`` (out-of-place, then in-place) allows.
+
+    Raises :class:`TraceFormatError` naming the file (and the disagreeing lines) when the op's factor
+    is 1 (broadcast, reduce, sendrecv: the file cannot tell n), when no row has both bandwidths
+    non-zero, when the rows disagree, or when they allow more than one whole n."""
+    if op in FACTOR_ONE:
+        raise TraceFormatError(file, None, f"{op}'s busbw equals its algbw whatever the ranks "
+                                           "(nccl-tests doc/PERFORMANCE.md): the file does not say how "
+                                           "many ranks ran; give --n")
+    if op not in _INVERSE:
+        raise TraceFormatError(file, None, f"cannot read the ranks of a {op} sweep from its bandwidths; "
+                                           "give --n")
+    factor, k = _INVERSE[op]
+    lo, lo_line, hi, hi_line, used, tight = _bounds(rows, k)
     if not used:
         raise TraceFormatError(file, None, "no row has non-zero algbw and busbw to read the ranks from "
                                            f"(busbw = algbw × {factor}); give --n")

@@ -14,19 +14,18 @@ data check, alltoall in-place) are missing values. rccl-tests ``-O 0`` prints th
 alone: its time is then the row's duration. nccl-tests v1 (to Mar 2019) headed its table ``bytes N
 type`` and printed times in milliseconds (:mod:`zerocalc.traces.nccl_tests_rows`).
 
-Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``, ``srun
--l`` ``0:``, Ray ``(pid=…)``), removed by :func:`zerocalc.traces.prefix.strip_prefix` as the NCCL
-log parser searches past them. A file may hold several runs: each ``# nccl-tests version``, ``#
-Collective test starting`` or ``# nThread`` line that does not belong to the current run's preamble
-starts a new one, with its own ranks (``# Rank`` lines; where a line of dots follows them, a post's cut, the
-rows must tell), op (``<op>_perf`` on the command line or in
-``Collective test starting``; failing that, the file name) and NCCL version (``nccl-library=`` since
-nccl-tests 2.17 (Oct 2025), or NCCL's own ``NCCL version x.y.z`` line). A row no larger than the last of its
-series (type, reduction, root) starts a run again (``-N`` cycles, or another process's run: nccl-tests
-built without MPI prints one run per process, their lines interleaved); each later row goes to the run
-under the same header whose series it carries on most closely (:meth:`_Runs.row`). Every row carries its
-``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]`` lists each run's op, group size, versions
-and what could not be told (``missing``: ``op``, ``ranks``).
+Lines may carry a launcher's prefix (OpenMPI ``--tag-output`` ``[1,0]<stdout>:``, ``[0]``, ``srun -l`` ``0:``,
+Ray ``(pid=…)``), removed by :func:`zerocalc.traces.prefix.strip_prefix` as the NCCL log parser searches past
+them. A file may hold several runs: each ``# nccl-tests version``, ``# Collective test starting`` or ``#
+nThread`` line that does not belong to the current run's preamble starts a new one, with its own ranks (``#
+Rank`` lines; where a line of dots follows them, a post's cut, or their count lies outside what busbw/algbw
+allows, the rows must tell), op (``<op>_perf`` on the command line or in ``Collective test starting``; failing
+that, the file name) and NCCL version (``nccl-library=`` since nccl-tests 2.17 (Oct 2025), or NCCL's own
+``NCCL version x.y.z`` line). A row no larger than the last of its series (type, reduction, root) starts a run
+again (``-N`` cycles, or another process's run: nccl-tests built without MPI prints one run per process, their
+lines interleaved); each later row goes to the run under the same header whose series it carries on most
+closely (:meth:`_Runs.row`). Every row carries its ``run`` (0, 1, …) and ``nccl_version``; ``meta["runs"]``
+lists each run's op, group size, versions and what could not be told (``missing``: ``op``, ``ranks``).
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from typing import Any, TextIO
 import orjson
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.busbw import listed_ranks_cut
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
@@ -384,13 +384,12 @@ def _tabulate(runs: list[_Run], file: str, res: ParseResult) -> None:
 
 def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | None = None
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run ``i``'s rows (its op from ``op_key``, else from its table's columns, :mod:`zerocalc.traces.
-    nccl_tests_op`; its group size from its ``# Rank`` lines, else from its NCCL INFO lines' ``nRanks``;
-    none where the lines name a rank past their count, an excerpt)
-    and its entry in ``meta["runs"]`` (``op_how``: how its columns told the op, or why they could not;
-    ``None`` when the file names it and they fit: a test the file's own lines name but the columns deny
-    (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives way to the file name's, which the
-    user chose, else to theirs)."""
+    """Run ``i``'s rows (op: ``op_key``, else its table's columns, :mod:`~zerocalc.traces.nccl_tests_op`;
+    group size: its ``# Rank`` lines, else its INFO lines' ``nRanks``; none where the lines name a rank past
+    their count, or a count its busbw/algbw denies: an excerpt) and its ``meta["runs"]`` entry (``op_how``:
+    how its columns told the op, or why not; ``None`` when the file names it and they fit: a test the file's
+    own lines name but the columns deny (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives
+    way to the file name's, which the user chose, else to theirs)."""
     p = len(run.ranks) if run.ranks else run.info.ranks()
     if run.ranks and (run.elided or max(run.ranks) >= len(run.ranks)):
         p = None  # an excerpt (``#  Rank 71`` alone, or lines cut by ``...``): more ranks ran than listed
@@ -409,6 +408,8 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | N
         op_how = f"the file names {named}_perf, but {clash}: {told}"
     if op_key != first:
         rows = [_to_row(rec, op_key, p, file, ln) for ln, rec in run.recs]
+    if p and op_key and listed_ranks_cut(rows, NCCL_TESTS_OPS[op_key][0], p):  # cut short, unmarked
+        p, rows = None, [_to_row(rec, op_key, None, file, ln) for ln, rec in run.recs]
     gs = {r["group_size"] for r in rows if r["size_bytes"]} or {r["group_size"] for r in rows}
     group = gs.pop() if len(gs) == 1 else None
     for r in rows:  # a zero-size row (size / count tells no ranks) takes the group its sized rows tell
