@@ -2,7 +2,8 @@
 one process (Together AI's all_reduce and reduce_scatter, NCCL 2.26.2), an all_reduce over 1,024 H100
 on RoCE whose post cut its ``# Rank`` lines short without a mark (NVIDIA/nccl-tests issue 322), and one
 process driving 4 GPUs of a university cluster node (4 A100 SXM4 on NVLink; 4 V100 PCIe, NCCL 2.8.3), both
-from reStructuredText pages that indent every line, and two processes each driving 2 H100 of a DGX.
+from reStructuredText pages that indent every line, two processes each driving 2 H100 of a DGX, and 5 rows
+of an all_reduce over two Crusoe VMs of 8 H100 posted without any header (NVIDIA/nccl-tests issue 294).
 tests/data/traces/README.md names each source. Expected figures are counted from the files by a plain
 split (no zerocalc code); issue 11's bands (0.5-2x at every size, 0.8-1.25x at the median size) are
 asserted only where the file's setup is a preset's and its rows lie within them."""
@@ -18,10 +19,11 @@ from zerocalc.cli import app
 runner = CliRunner()
 TOGETHER_AR = "all_reduce_perf-8xH100-g8-nvls-nccl2.26.2.out"
 TOGETHER_RS = "reduce_scatter_perf-8xH100-g8-ring-nccl2.26.2.out"
-ROCE_1024 = "all_reduce_perf-1024xH100-roce-ring-ll128-cut-rank-lines.txt"
+ROCE_1024 = "all_reduce_perf-roce-1024xH100-ring-ll128-cut-rank-lines.txt"
 STANAGE_A100 = "all_reduce_perf-4xA100-SXM4-80GB-g4-xe8545-stanage.txt"
 BESSEMER_V100 = "all_reduce_perf-4xV100-PCIe-g4-bessemer-nccl2.8.3.txt"
 DGX_G2 = "all_reduce_perf-4xH100-2nodes-2pernode-g2-dgx.txt"
+CRUSOE_ROWS = "all_reduce_perf-16xH100-crusoe-ib-rows-only.txt"
 
 
 def sized(name):
@@ -99,3 +101,14 @@ def test_two_processes_each_driving_two_gpus_of_a_host():
     assert sorted({hosts.count(h) for h in hosts}) == [2] and len(set(hosts)) == 2
     res = runner.invoke(app, ["check", str(DATA / DGX_G2)])
     assert res.exit_code == 0 and "2 per host, 2 hosts" in res.output and "-g 2" in res.output
+
+
+def test_rows_posted_without_a_header_read_by_their_shape_and_ranks_by_their_bandwidths():
+    """5 rows, no header and no ``# Rank`` lines: the op from the file name, 16 ranks from busbw/algbw
+    (2(n-1)/n), which the INFO lines' ``nranks 16`` agree with; within both bands on ``dgx-h100``."""
+    text = (DATA / CRUSOE_ROWS).read_text()
+    assert "nranks 16" in text and not any(line.lstrip().startswith("#  Rank") for line in text.splitlines())
+    sweep = check_json(CRUSOE_ROWS, "--topology", "dgx-h100")
+    assert sweep["op"] == "all_reduce" and sweep["group_size"] == 16 and len(sweep["rows"]) == 5
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
