@@ -3,7 +3,8 @@ one process (Together AI's all_reduce and reduce_scatter, NCCL 2.26.2), an all_r
 on RoCE whose post cut its ``# Rank`` lines short without a mark (NVIDIA/nccl-tests issue 322), and one
 process driving 4 GPUs of a university cluster node (4 A100 SXM4 on NVLink; 4 V100 PCIe, NCCL 2.8.3), both
 from reStructuredText pages that indent every line, two processes each driving 2 H100 of a DGX, and 5 rows
-of an all_reduce over two Crusoe VMs of 8 H100 posted without any header (NVIDIA/nccl-tests issue 294).
+of an all_reduce over two Crusoe VMs of 8 H100 posted without any header (NVIDIA/nccl-tests issue 294), and
+OCI's B300 quick start (one BM.GPU.B300.8: all_reduce and alltoall; two over RoCE: all_reduce; NCCL 2.28.9).
 tests/data/traces/README.md names each source. Expected figures are counted from the files by a plain
 split (no zerocalc code); issue 11's bands (0.5-2x at every size, 0.8-1.25x at the median size) are
 asserted only where the file's setup is a preset's and its rows lie within them."""
@@ -24,6 +25,9 @@ STANAGE_A100 = "all_reduce_perf-4xA100-SXM4-80GB-g4-xe8545-stanage.txt"
 BESSEMER_V100 = "all_reduce_perf-4xV100-PCIe-g4-bessemer-nccl2.8.3.txt"
 DGX_G2 = "all_reduce_perf-4xH100-2nodes-2pernode-g2-dgx.txt"
 CRUSOE_ROWS = "all_reduce_perf-16xH100-crusoe-ib-rows-only.txt"
+B300_AR_1NODE = "all_reduce_perf-8xB300-oci-1node-g8-nccl2.28.9.txt"
+B300_AR_2NODES = "all_reduce_perf-16xB300-oci-2nodes-nccl2.28.9.txt"
+B300_A2A_1NODE = "alltoall_perf-8xB300-oci-1node-g8-nccl2.28.9.txt"
 
 
 def sized(name):
@@ -110,5 +114,21 @@ def test_rows_posted_without_a_header_read_by_their_shape_and_ranks_by_their_ban
     assert "nranks 16" in text and not any(line.lstrip().startswith("#  Rank") for line in text.splitlines())
     sweep = check_json(CRUSOE_ROWS, "--topology", "dgx-h100")
     assert sweep["op"] == "all_reduce" and sweep["group_size"] == 16 and len(sweep["rows"]) == 5
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+@pytest.mark.parametrize(("name", "op", "ranks"), [
+    (B300_AR_1NODE, "all_reduce", 8), (B300_AR_2NODES, "all_reduce", 16), (B300_A2A_1NODE, "all_to_all", 8),
+])
+def test_oci_b300_quick_start_rows_priced_on_dgx_b300(name, op, ranks):
+    """No device lines: the ranks from busbw/algbw (2(n-1)/n for all_reduce, (n-1)/n for alltoall, the
+    figures counted here too), NCCL 2.28.9 from the file's own line; within both bands on ``dgx-b300``."""
+    fields = [line.split() for line in (DATA / name).read_text().splitlines()]
+    factor = [float(f[7]) / float(f[6]) for f in fields if len(f) >= 13 and f[0].isdigit()]
+    k = 2 if op == "all_reduce" else 1
+    assert all(abs(k * (ranks - 1) / ranks - x) < 0.001 for x in factor)
+    sweep = check_json(name, "--topology", "dgx-b300")
+    assert sweep["op"] == op and sweep["group_size"] == ranks and sweep["nccl_version"] == "2.28.9"
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
