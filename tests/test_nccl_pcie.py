@@ -209,6 +209,7 @@ def test_two_nodes_of_two_pcie_gpus_on_two_sockets_give_the_smp_links_channel():
     ("cpu_sockets", "0", "cpu_sockets must be a whole number ≥ 1"),
     ("gpus_per_pcie_switch", "1.5", "gpus_per_pcie_switch must be a whole number ≥ 1"),
     ("smp_GBps", "0", "smp_GBps must be a positive number"),
+    ("p2p_level", '"NODE"', "p2p_level: must be one of PIX, PXB, PHB, SYS"),
 ])
 def test_bad_layout_fields_are_one_line_exit_2(tmp_path, key, value, words):
     base = "\n".join(f"{k} = {v}" for k, v in [
@@ -228,9 +229,10 @@ def test_bad_layout_fields_are_one_line_exit_2(tmp_path, key, value, words):
 def test_layout_fields_round_trip_through_toml():
     from zerocalc.topology import topology_to_mapping
 
-    t = replace(PRESETS["pcie-gen4"], gpu_p2p=False, smp_GBps=22.0)
+    t = replace(PRESETS["pcie-gen4"], gpu_p2p=False, smp_GBps=22.0, p2p_level="PHB")
     back = topology_from_mapping(topology_to_mapping(t))
     assert (back.cpu_sockets, back.gpus_per_pcie_switch, back.gpu_p2p, back.smp_GBps) == (2, 4, False, 22.0)
+    assert back.p2p_level == "PHB"
 
 
 #: NCCL INFO lines as RTX 4090 owners posted them: through host memory on NVIDIA's driver

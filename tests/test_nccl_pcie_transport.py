@@ -3,10 +3,11 @@ refuses peer-to-peer or the path is past NCCL's P2P level (``src/graph/paths.cc`
 and GPUs a VM's device lines put each on PCI bus 0, whose paths cross the CPU."""
 
 import pytest
-from sweep_files import DATA, check_json, file_rows
+from sweep_files import DATA, check_json, file_rows, with_lines_before_table
 
-from zerocalc.nccl.pcie import PcieLayout, p2p_past_cpu, ring_via_host
+from zerocalc.nccl.pcie import PcieLayout, hop_via_host, p2p_past_cpu, ring_via_host
 from zerocalc.topology import PRESETS, topology_to_toml
+from zerocalc.topology.stated import p2p_level_of
 from zerocalc.traces.nccl_tests import parse
 
 G2 = "all_reduce_perf-2xV100-PCIe-azure-nc12sv3-g2.txt"
@@ -36,6 +37,44 @@ def test_a_ring_goes_through_host_memory_where_its_hops_are_past_the_p2p_level()
     assert not ring_via_host(_layout(1, amd=True))  # AMD, two GPUs: PATH_SYS lets PHB through
     assert ring_via_host(_layout(1, amd=True, gpus=4, era=23))
     assert not ring_via_host(_layout(1, amd=True, gpus=4, era=22))
+
+
+@pytest.mark.parametrize(("value", "level"), [
+    ("SYS", "SYS"), ("PHB", "PHB"), ("PXB", "PXB"), ("PIX", "PIX"),  # topo.cc topoPathTypeStr, strcmp
+    ("PXN", "PXB"), ("P2C", "PXB"),  # between PXB and PHB: for two GPUs' PCIe path, PXB
+    ("1", "PIX"), ("2", "PXB"), ("3", "PHB"), ("4", "SYS"), ("9", "SYS"),  # paths.cc levelsOldToNew
+    ("sys", None), ("NODE", None), ("LOC", None),  # not a name NCCL matches; LOC: no PCIe peer-to-peer
+])
+def test_nccl_p2p_level_read_as_nccl_reads_it(value, level):
+    assert p2p_level_of(value) == level
+
+
+def test_a_p2p_level_of_phb_keeps_a_socket_but_not_the_smp_link():
+    # 2 sockets of 2 GPUs, each GPU on a root port: PHB lets 0 -> 1 through its CPU, not 1 -> 2 across
+    lay = PcieLayout(gpus=4, per_socket=2, per_switch=1, p2p=True, intel=True, pci_GBps=12.0, smp_GBps=10.0,
+                     p2p_past_cpu=True, p2p_past_socket=False)
+    assert not hop_via_host(lay, 0, 1) and hop_via_host(lay, 1, 2)
+    assert not hop_via_host(PcieLayout(**{**lay.__dict__, "p2p_past_socket": True}), 1, 2)  # SYS
+    assert hop_via_host(PcieLayout(**{**lay.__dict__, "p2p": False}), 0, 1)  # the driver refuses it
+
+
+@pytest.mark.parametrize(("value", "p2p"), [("PHB", True), ("SYS", True), ("3", True), ("PXB", False),
+                                            ("sys", False)])
+def test_a_stated_p2p_level_lets_the_vm_pair_through_the_cpu(tmp_path, value, p2p):
+    """The V100 pair of the Azure VM, each GPU on a host bridge of its own (PATH_PHB between them), with
+    ``export NCCL_P2P_LEVEL=…`` before its table: from PHB up NCCL uses peer-to-peer through the CPU
+    (``ncclTopoCheckP2p``: ``path->type <= p2pLevel``), the same PCIe links with no host-memory steps. By
+    hand at 2 GiB: each x16 gen3 link 12 GB/s over Intel's 6/5 (``INTEL_P2P_OVERHEAD``) = 10 GB/s, one
+    ring of it: 2147483648 B / 10 GB/s = 0.2147 s (all-reduce, 2 ranks); through host memory the steps'
+    idle directions add 1 + 1 / (2 channels × 2) (``host_staged_slowdown``): 0.2684 s. A value NCCL does
+    not match (lower case) leaves its default."""
+    path = with_lines_before_table(tmp_path, G2, [f"export NCCL_P2P_LEVEL={value}"])
+    sweep = check_json(path)
+    last = sweep["rows"][-1]
+    assert last["bytes"] == 2147483648
+    assert last["predicted_s"] == pytest.approx(2147483648 / 10e9 * (1.0 if p2p else 1.25), rel=1e-3)
+    assert (f"NCCL_P2P_LEVEL={value} (line" in sweep["topology_how"]) is (value != "sys")
+    assert any("host's rate" in n for n in sweep["notes"]) is not p2p
 
 
 def _bus_tokens(name):

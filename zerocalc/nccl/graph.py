@@ -262,15 +262,18 @@ def pcie_layout(topo: Topology, g: int, release: Release) -> PcieLayout:
     """The ``g`` GPUs of a communicator on one node of ``topo`` as NCCL's PCI tree holds them
     (:mod:`zerocalc.nccl.pcie`): the first ``g`` of the node's GPUs, split over its ``cpu_sockets``
     (one when unset) in order, ``gpus_per_pcie_switch`` to a switch (1: root ports), with PCIe
-    peer-to-peer unless ``gpu_p2p`` is false; the SMP link NCCL's own figure for the CPU unless
+    peer-to-peer unless ``gpu_p2p`` is false, as far as ``p2p_level`` (NCCL_P2P_LEVEL) or NCCL's default
+    level lets it; the SMP link NCCL's own figure for the CPU unless
     ``smp_GBps`` gives it."""
     sockets = topo.cpu_sockets or 1
     vendor = require(topo, "cpu_vendor", _NEEDED_BY)
+    level = topo.p2p_level  # NCCL_P2P_LEVEL: ncclGetUserP2pLevel overrides the default (paths.cc)
+    past_cpu = p2p_past_cpu(vendor, release.era, g) if level is None else level in ("PHB", "SYS")
     return PcieLayout(
         gpus=g, per_socket=max(1, math.ceil(topo.gpus_per_node / sockets)),
         per_switch=topo.gpus_per_pcie_switch or 1, p2p=topo.gpu_p2p is not False, intel=vendor == "intel",
         pci_GBps=_pcie(topo), smp_GBps=topo.smp_GBps or pcie_smp_GBps(vendor, release.era),
-        p2p_past_cpu=p2p_past_cpu(vendor, release.era, g))
+        p2p_past_cpu=past_cpu, p2p_past_socket=None if level is None else level == "SYS")
 
 
 def _pcie_graph(topo: Topology, g: int, release: Release, cc: int) -> Graph:

@@ -83,6 +83,9 @@ class PcieLayout:
     #: NCCL's P2P level lets peer-to-peer cross the CPU (``PATH_SYS``: AMD, module docstring rule 1);
     #: else it stops at ``PATH_PXB``, GPUs under one switch
     p2p_past_cpu: bool = False
+    #: ... and across the sockets (``PATH_SYS``); ``None``: as :attr:`p2p_past_cpu` (a level of ``PATH_PHB``,
+    #: ``NCCL_P2P_LEVEL=PHB``, crosses a socket's CPU but not the SMP link)
+    p2p_past_socket: bool | None = None
 
     def socket(self, i: int) -> int:
         return i // self.per_socket
@@ -127,7 +130,11 @@ def hop_via_host(lay: PcieLayout, src: int, dst: int) -> bool:
     peer-to-peer: the driver refuses peer-to-peer, or the path (``PATH_PIX`` under one switch,
     ``PATH_PHB`` through a CPU, ``PATH_SYS`` across sockets) is past NCCL's P2P level (rule 1)."""
     same_switch = lay.per_switch > 1 and lay.switch(src) == lay.switch(dst)
-    return not lay.p2p or not (same_switch or lay.p2p_past_cpu)
+    if not lay.p2p or same_switch:
+        return not lay.p2p
+    if lay.socket(src) != lay.socket(dst) and lay.p2p_past_socket is not None:
+        return not lay.p2p_past_socket
+    return not lay.p2p_past_cpu
 
 
 def ring_via_host(lay: PcieLayout) -> bool:

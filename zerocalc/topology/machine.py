@@ -39,6 +39,9 @@ IN_NETWORK_REDUCTIONS: tuple[str, ...] = ("nvls", "sharp")
 later; NCCL's NVLS and NVLS Tree algorithms), ``sharp`` = InfiniBand SHARP in the network switches
 (NCCL's CollNet Direct / Chain, with the SHARP plugin)."""
 CPU_VENDORS: tuple[str, ...] = ("intel", "amd", "arm")
+#: The PCIe path types NCCL_P2P_LEVEL names that let peer-to-peer cross PCIe (``src/graph/topo.cc``
+#: ``topoPathTypeStr``, nearest first): a level further apart than a pair's path sends it through host memory
+P2P_LEVELS: tuple[str, ...] = ("PIX", "PXB", "PHB", "SYS")
 GPU_ARCHS: tuple[str, ...] = ("gfx90a", "gfx942", "gfx950")
 """AMD GPU architectures RCCL's model prices (:mod:`zerocalc.nccl.rccl`): gfx90a (MI250X), gfx942 (MI300X,
 MI325X), gfx950 (MI350X, MI355X)."""
@@ -82,6 +85,9 @@ HARDWARE_FIELDS: dict[str, str] = {
                             "CPU root port of its own; PCIe-only nodes)",
     "gpu_p2p": "GPUs reach each other by PCIe peer-to-peer (false: the driver refuses it, as on GeForce "
                "cards, or NCCL_P2P_DISABLE=1; NCCL then goes through host memory, its SHM transport)",
+    "p2p_level": "the farthest PCIe path NCCL lets peer-to-peer cross (NCCL_P2P_LEVEL): PIX or PXB, GPUs "
+                 "under one PCIe switch; PHB, through a CPU too; SYS, across CPU sockets too (unset: NCCL's "
+                 "default, PXB, or SYS on AMD: src/graph/paths.cc ncclTopoCheckP2p; PCIe-only nodes)",
     "smp_GBps": "NCCL's bandwidth of the link between two CPU sockets, GB/s (unset: NCCL's figure for "
                 "cpu_vendor, topo.h)",
     "gpudirect_rdma": "the NICs read and write GPU memory directly (GPUDirect RDMA: the NIC under the GPU's "
@@ -225,6 +231,7 @@ class Topology:
     cpu_sockets: int | None = None
     gpus_per_pcie_switch: int | None = None
     gpu_p2p: bool | None = None
+    p2p_level: str | None = None
     smp_GBps: float | None = None
     gpudirect_rdma: bool | None = None
     gpus_per_host: int | None = None
@@ -262,6 +269,9 @@ class Topology:
             v = getattr(self, key)
             if v is not None and not isinstance(v, bool):
                 raise ConfigError(f"must be true or false, got {v!r}", option=key)
+        if self.p2p_level is not None and self.p2p_level not in P2P_LEVELS:
+            raise ConfigError(f"must be one of {', '.join(P2P_LEVELS)}, got {self.p2p_level!r}",
+                              option="p2p_level")
         if self.cpu_vendor is not None and self.cpu_vendor not in CPU_VENDORS:
             raise ConfigError(f"must be one of {', '.join(CPU_VENDORS)}, got {self.cpu_vendor!r}",
                               option="cpu_vendor")

@@ -56,7 +56,7 @@ def topology_from_mapping(data: Mapping[str, Any], *, where: str = "topology",
         cpu_vendor = "intel"
         in_network_reduction = ["nvls"]
         # optional, PCIe-only nodes (NCCL's search through the PCI tree; zerocalc.nccl.pcie):
-        # cpu_sockets = 2, gpus_per_pcie_switch = 4, gpu_p2p = false, smp_GBps = 10
+        # cpu_sockets = 2, gpus_per_pcie_switch = 4, gpu_p2p = false, smp_GBps = 10, p2p_level = "SYS"
         # optional, NICs the GPUs reach only through host memory (no GPUDirect RDMA):
         # gpudirect_rdma = false
         # optional, a node that is an NVLink domain of several hosts (multi-node NVLink):
@@ -136,10 +136,10 @@ def _tiers(data: Mapping[str, Any], fail) -> dict[str, Link]:
 
 def _hardware_value(key: str, v: Any, fail) -> Any:
     """One hardware field from TOML, checked for its type (range checks are the dataclass's)."""
-    if key in ("gpu", "cpu_vendor", "gpu_arch"):
+    if key in ("gpu", "cpu_vendor", "gpu_arch", "p2p_level"):
         if not isinstance(v, str):
             fail(f"{key} must be a string, got {v!r}")
-        return v.lower() if key in ("cpu_vendor", "gpu_arch") else v
+        return v.lower() if key in ("cpu_vendor", "gpu_arch") else v.upper() if key == "p2p_level" else v
     if key == "in_network_reduction":
         if isinstance(v, str):
             v = [v] if v else []

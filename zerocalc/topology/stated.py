@@ -1,9 +1,9 @@
 """What a run's own lines state of its data's path, and what its price cannot know where they are silent.
 
 A topology a run's lines picked (:mod:`zerocalc.topology.devices`) is changed here by what those lines
-say: NCCL's TCP socket transport between hosts (:func:`over_sockets`), PCIe peer-to-peer on or off
-(:func:`with_stated_p2p`), each GPU on a host bridge of its own (:func:`on_own_host_bridges`), GPUDirect
-RDMA on or off (:func:`with_stated_gdr`); and the notes ``check``
+say: NCCL's TCP socket transport between hosts (:func:`over_sockets`), PCIe peer-to-peer on or off and
+how far apart (:func:`with_stated_p2p`, NCCL_P2P_LEVEL), each GPU on a host bridge of its own
+(:func:`on_own_host_bridges`), GPUDirect RDMA on or off (:func:`with_stated_gdr`); and the notes ``check``
 prints where a rate is the hosts' and no line states it (:func:`socket_nic_note`,
 :func:`gdr_unstated_note`, :func:`host_memory_note`)."""
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from zerocalc.topology.machine import Link, Topology
+from zerocalc.topology.machine import P2P_LEVELS, Link, Topology
 
 #: The speed NCCL gives a NIC of its socket transport whose link reports none (a VM's or container's
 #: virtual NIC: ``/sys/class/net/<dev>/speed`` unreadable or not positive): "Could not get speed from
@@ -52,7 +52,9 @@ def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
     on a driver that allows it); ``via SHM/…`` only, none. Else the launch lines: no peer-to-peer under
     ``NCCL_P2P_DISABLE=1``, or ``NCCL_P2P_LEVEL`` below ``PIX`` (``LOC``, ``NVL``, or the old ``0``)
     (``src/graph/paths.cc`` ``ncclGetLevel`` / ``ncclTopoCheckP2p``: a pair further apart than the level
-    goes through the CPU). ``stated``: variable → ``(value, line, ...)``
+    goes through the CPU); a level of ``PIX`` to ``SYS`` replaces NCCL's default (``PXB``; ``SYS`` on AMD)
+    as ``p2p_level`` (:func:`p2p_level_of`); INFO lines of P2P alone, every pair through, ``SYS``.
+    ``stated``: variable → ``(value, line, ...)``
     (:mod:`zerocalc.traces.launch_env`)."""
     stated, info = stated or {}, info or {}
     if topo.nvlink_gen != 0:
@@ -62,14 +64,44 @@ def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
         on = p2p is not None
         line = (p2p or shm)[1]
         how = "PCIe peer-to-peer" if on else "through host memory"
-        return replace(topo, gpu_p2p=on), (f"NCCL's INFO lines connect the GPUs via {'P2P' if on else 'SHM'} "
-                                           f"(line {line}): {how}")
+        # every channel printed P2P: whatever path its GPUs are apart, NCCL's level let it through
+        level = "SYS" if on and topo.p2p_level is None else topo.p2p_level
+        return replace(topo, gpu_p2p=on, p2p_level=level), (f"NCCL's INFO lines connect the GPUs via "
+                                                            f"{'P2P' if on else 'SHM'} (line {line}): {how}")
     for key, off in (("NCCL_P2P_DISABLE", lambda v: v.strip() == "1"),
                      ("NCCL_P2P_LEVEL", lambda v: v.strip().upper() in ("LOC", "NVL", "0"))):
         if key in stated and off(str(stated[key][0])) and topo.gpu_p2p is not False:
             return replace(topo, gpu_p2p=False), (f"{key}={stated[key][0]} (line {stated[key][1]}): no "
                                                   "PCIe peer-to-peer, NCCL goes through host memory")
+    level = p2p_level_of(str(stated["NCCL_P2P_LEVEL"][0])) if "NCCL_P2P_LEVEL" in stated else None
+    if level and topo.gpu_p2p is not False and topo.p2p_level is None:
+        how = {"PIX": "under one PCIe switch", "PXB": "under PCIe switches", "PHB": "through a CPU",
+               "SYS": "across CPU sockets"}[level]
+        value, line = stated["NCCL_P2P_LEVEL"][:2]
+        words = (f"NCCL_P2P_LEVEL={value} (line {line}): in place of NCCL's default level, PCIe "
+                 f"peer-to-peer {how}; past it through host memory")
+        return replace(topo, p2p_level=level), words
     return topo, ""
+
+
+#: NCCL_P2P_LEVEL's old numbers (``src/graph/paths.cc`` ``levelsOldToNew``: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and
+#: up SYS) and the names between PXB and PHB, which for two GPUs' PCIe path are PXB
+_OLD_LEVELS = {"1": "PIX", "2": "PXB", "3": "PHB", "P2C": "PXB", "PXN": "PXB"}
+
+
+def p2p_level_of(value: str) -> str | None:
+    """The PCIe P2P level (one of ``P2P_LEVELS``) NCCL takes from ``NCCL_P2P_LEVEL=value``, ``None`` where it
+    allows no PCIe peer-to-peer or ignores the value (``src/graph/paths.cc`` ``ncclGetLevel``, v2.12-v2.30:
+    a path type's name as NCCL spells it, upper case, or an old number, its first digit read)."""
+    v = value.strip()
+    if v in P2P_LEVELS:
+        return v
+    if v in _OLD_LEVELS:
+        return _OLD_LEVELS[v]
+    digits = v[:len(v) - len(v.lstrip("0123456789"))]
+    if digits:
+        return "SYS" if int(digits) >= 4 else _OLD_LEVELS.get(str(int(digits)))
+    return None
 
 
 def on_own_host_bridges(topo: Topology) -> tuple[Topology, str]:
@@ -142,7 +174,8 @@ def host_memory_note(topo: Topology, ranks: int) -> str:
     deliver" (NVIDIA/nccl issue 1639: eight RTX 5090 on two Xeon 8480+, 28 GB/s of bus bandwidth, 35 on
     four); the bundled runs go from 2.2 GB/s (two RTX 4090 of one PCIe switch) to 27 (four RTX 5090, each
     on a root port of an EPYC host)."""
-    via_host = topo.gpu_p2p is False or (topo.gpus_per_pcie_switch == 1 and topo.cpu_vendor != "amd")
+    past_cpu = topo.p2p_level in ("PHB", "SYS") if topo.p2p_level else topo.cpu_vendor == "amd"
+    via_host = topo.gpu_p2p is False or (topo.gpus_per_pcie_switch == 1 and not past_cpu)
     if topo.nvlink_gen != 0 or not via_host or not 1 < ranks <= topo.gpus_per_node:
         return ""
     return ("through host memory each GPU moves data at its host's rate (the lanes of its slot or riser, the "
