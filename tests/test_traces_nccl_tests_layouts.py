@@ -107,13 +107,15 @@ def test_rows_that_do_not_fit_their_header_are_refused():
 def test_rows_without_header_name_what_is_missing_and_take_options():
     path = TESTS / "rows-only-pre2022-allreduce-p4d.txt"
     ts = read_traces(path)
-    assert len(ts.table) == 12 and set(ts.table["op"]) == {"other"}  # 12 rows: 64 B .. 128 KiB
-    assert ts.meta[str(path)]["runs"][0]["missing"] == ["op", "ranks"]
+    # 12 rows: 64 B .. 128 KiB, one lead cell (redop sum) and size = count x 4: before Aug 2022 only
+    # all_reduce prints such rows (nccl-tests 8274cb4, src/*.cu print_line_header); the ranks stay untold
+    assert len(ts.table) == 12 and set(ts.table["op"]) == {"all_reduce"}
+    assert ts.meta[str(path)]["runs"][0]["missing"] == ["ranks"]
     done = complete(ts.table, op="all_reduce", ranks=32)
     assert set(done["op"]) == {"all_reduce"} and set(done["group_size"]) == {32}
     assert list(done["in_nelems"]) == list(ts.table["count"])  # all_reduce: count elements in
     out = runner.invoke(app, ["fit", str(path)])
-    assert out.exit_code == 2 and "--op" in out.output and "--ranks" in out.output
+    assert out.exit_code == 2 and "--ranks" in out.output
     assert "no timed collectives" not in out.output
     out = runner.invoke(app, ["fit", str(path), "--op", "all_reduce", "--ranks", "32"])
     assert out.exit_code == 0 and "all_reduce on 32 ranks, 12 sizes" in out.output

@@ -21,6 +21,24 @@ alltoall
 
 all_reduce and sendrecv are told apart by busbw/algbw (:func:`zerocalc.traces.busbw.ranks_from_bandwidth`)
 only above 2 ranks; gather/scatter and all_gather/alltoall not at all: those stay untold.
+
+Before Aug 2022 each test printed lead columns of its own (nccl-tests 8274cb4, May 2022, each
+``src/*.cu``'s ``print_header`` and ``print_line_header``), which tell the test with the same size/count
+ratio (:func:`op_from_pre2022_table`):
+
+==================  ======================  ========================
+lead columns        size / (count × elem)   test
+==================  ======================  ========================
+``redop``           1                       all_reduce
+``redop``           n, an op's name         reduce_scatter
+``redop``           n, the cell blank       alltoall (``TimeTest(…, "", -1)``)
+``root``            1                       broadcast
+``root``            n                       gather or scatter (untold)
+``redop root``      1                       reduce
+neither             1                       sendrecv
+neither             n                       all_gather (hypercube, Jun 2021, prints alike and is not
+                                            priced: as in the table above, it is not told apart)
+==================  ======================  ========================
 """
 
 from __future__ import annotations
@@ -42,6 +60,8 @@ def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: st
     beside a checked out-of-place one (``False``), or neither. alltoall never checks in place (nccl-tests
     ``src/alltoall.cu`` since the test's first version, Mar 2020: ``args->reportErrors = in_place ? 0 :
     1``; ``src/util.cu`` prints ``N/A`` then), all_gather does: that tells the pair apart."""
+    if rows and str(rows[0].get("layout") or "").startswith("pre2022"):
+        return op_from_pre2022_table(rows, ranks)
     if not rows or any(r.get("redop") is None or r.get("root") is None for r in rows):
         return None, "its table has no redop and root columns (nccl-tests before Aug 2022)"
     reduces = {r["redop"] != "none" for r in rows}
@@ -77,6 +97,33 @@ def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: st
         pair = "gather or scatter" if root else "all_gather or alltoall"
         return None, f"{cols}: {pair}, which nccl-tests prints alike"
     return None, f"{cols}: no nccl-tests test prints such rows" + (f" on {ranks} ranks" if ranks else "")
+
+
+def op_from_pre2022_table(rows: Sequence[Mapping[str, Any]], ranks: int | None) -> tuple[str | None, str]:
+    """``(test, how)`` for the rows of one run under a pre-Aug-2022 header (layout ``pre2022[-redop][-root]``,
+    :mod:`zerocalc.traces.nccl_tests_rows`), told by its lead columns and size/count ratio (the second table
+    of this module's docstring), or ``(None, why not)``."""
+    parts = {p for r in rows for p in str(r.get("layout") or "").split("-")}
+    redop, root = "redop" in parts, "root" in parts
+    mult = {r["size_bytes"] // (r["count"] * r["elem_bytes"]) if r["count"] and r["elem_bytes"] else None
+            for r in rows if r["size_bytes"]}
+    named = {r.get("redop") not in (None, "", "none") for r in rows}
+    if len(mult) != 1 or None in mult or len(named) != 1:
+        return None, "its pre-2022 rows mix size/count ratios or reductions"
+    (m,), (op_named,) = mult, named
+    lead = " ".join(c for c, on in (("redop", redop), ("root", root)) if on) or "no redop or root"
+    size = f"{'' if m == 1 else f'{m} × '}count × {rows[0]['elem_bytes']} B"
+    cols = f"pre-2022 lead columns: {lead}, size = {size}"
+    if m > 1 and ranks not in (None, m):
+        return None, f"{cols}, which no pre-2022 test prints on {ranks} ranks"
+    test = {(True, False, True): "all_reduce" if op_named else None,
+            (True, False, False): ("reduce_scatter" if op_named else "alltoall"),
+            (False, True, True): "broadcast", (True, True, True): "reduce" if op_named else None,
+            (False, False, True): "sendrecv", (False, False, False): "all_gather"}.get((redop, root, m == 1))
+    if test is None:
+        return None, f"{cols}: " + ("gather or scatter, which nccl-tests prints alike" if root and not redop
+                                    else "no pre-2022 nccl-tests test prints such rows")
+    return test, cols
 
 
 #: Each test's rows by the table above: (reduces, rooted, size a multiple of count × element).

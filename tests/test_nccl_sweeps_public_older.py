@@ -1,0 +1,121 @@
+"""check on public nccl-tests sweeps of older machines and releases (2019-2021): ABCI 2.0's A100 and V100
+nodes under NCCL 2.8.4 (one to 32 nodes) and a 2019 run of 16 V100 SXM2 32 GB on two AWS hosts under NCCL
+2.4.6, all in nccl-tests' layout before Aug 2022 (``#   Rank  0 Pid`` device lines without a group, an
+``error`` column, per-test lead columns), and the pre-2022 layouts told apart when nothing names the test.
+
+Expected figures are read off the files (tests/data/traces/README.md) by a plain split, not through zerocalc:
+rows (:func:`old_rows`), device lines (:func:`sweep_files.device_lines`); the test each file ran
+is the one its source names (the job script's ``all_reduce_perf``, SuperBench's log file names).
+"""
+
+import json
+import shutil
+
+import pytest
+from sweep_files import DATA, check_json, device_lines
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+runner = CliRunner()
+
+A100_2N = "all_reduce_perf-16xA100-SXM4-40GB-abci-2nodes-nccl2.8.4.txt"
+A100_16N = "all_reduce_perf-128xA100-SXM4-40GB-abci-16nodes-nccl2.8.4.txt"
+A100_1N = "all_reduce_perf-8xA100-SXM4-40GB-abci-1node-nccl2.8.4.txt"
+V100_2N = "all_reduce_perf-8xV100-SXM2-16GB-abci-2nodes-nccl2.8.4.txt"
+V100_8N = "all_reduce_perf-32xV100-SXM2-16GB-abci-8nodes-nccl2.8.4.txt"
+V100_32N = "all_reduce_perf-128xV100-SXM2-16GB-abci-32nodes-nccl2.8.4.txt"
+V100_1N = "all_reduce_perf-4xV100-SXM2-16GB-abci-1node-nccl2.8.4.txt"
+V100_AWS = "all_reduce_perf-16xV100-SXM2-32GB-aws-2nodes-pkb.txt"
+
+#: file → (options a user gives: the release the source states, and a preset where none is picked)
+ABCI = {name: ("--nccl-version", "2.8.4") for name in (A100_2N, A100_16N, A100_1N, V100_2N, V100_8N,
+                                                       V100_32N, V100_1N)}
+#: NCCL 2.4.6 (its own 'NCCL version' line) is older than any release modelled: priced as 2.8, on the
+#: nearest preset (8 V100 SXM2 in NVLink's hybrid cube-mesh)
+ARGS = {**ABCI, V100_AWS: ("--topology", "dgx-1-v100", "--nccl-version", "2.8")}
+
+
+def old_rows(name):
+    """(size, out-of-place µs, in-place µs) of each row, counted from the file by a plain split: before Aug
+    2022 a row is ``size count type``, the test's lead cells (none, ``redop``, ``root`` or both), then eight
+    cells, ``time algbw busbw error`` out of place and in place."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if 11 <= len(f) <= 13 and f[0].isdigit() and f[1].isdigit():
+            lead = len(f) - 11
+            rows.append((int(f[0]), float(f[3 + lead]), float(f[7 + lead])))
+    return rows
+
+
+def _hosts(name):
+    return len({host for host, _ in device_lines(name)})
+
+
+@pytest.mark.parametrize("name", sorted(ARGS))
+def test_older_sweeps_read_as_their_files_count_them(name):
+    sweep = check_json(name, *ARGS[name], counted=old_rows)
+    ranks = device_lines(name)
+    assert ranks and sweep["op"] == "all_reduce"
+    assert sweep["group_size"] == len(ranks)
+    assert len(sweep["rows"]) == len(old_rows(name)) > 0
+
+
+def test_abci_nodes_pick_the_preset_of_their_gpu_and_keep_each_hosts_gpus():
+    # A100-SXM4-40GB and Tesla V100-SXM2-16GB (the names older drivers print, without 'NVIDIA'): the DGX
+    # A100 and DGX-1 presets, each host's GPUs a node as its device lines count them
+    for name, preset in ((A100_2N, "dgx-a100"), (V100_8N, "dgx-1-v100")):
+        res = runner.invoke(app, ["check", str(DATA / name), *ARGS[name]])
+        assert res.exit_code == 0, res.output
+        head = res.output.splitlines()[0]
+        assert f"topology {preset}" in head
+        gpus = {gpu for _, gpu in device_lines(name)}
+        per_host = len(device_lines(name)) // _hosts(name)
+        assert gpus == {"A100-SXM4-40GB"} if preset == "dgx-a100" else {"Tesla V100-SXM2-16GB"}
+        assert f"{per_host} per host, {_hosts(name)} hosts" in head
+
+
+def test_two_v100_nodes_of_abci_are_within_half_and_twice_at_every_size():
+    sweep = check_json(V100_2N, *ARGS[V100_2N], counted=old_rows)
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]), [r["ratio"] for r in sweep["rows"]]
+
+
+def test_nccl_2_4_is_refused_by_name_not_priced_as_another_release():
+    res = runner.invoke(app, ["check", str(DATA / V100_AWS), "--topology", "dgx-1-v100"])
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert "NCCL 2.4.6 is not modelled" in line
+
+
+#: bundled file → the test its source names (SuperBench's tests/data file names: nccl_allreduce.log …;
+#: ABCI's job script runs all_reduce_perf; PerfKitBenchmarker's nccl_benchmark runs all_reduce_perf),
+#: and options where no preset is picked
+NEUTRAL = {
+    "all_reduce_perf-8xA100-SXM4-40GB-g8-superbench.txt": ("all_reduce", ()),
+    "reduce_scatter_perf-8xA100-SXM4-40GB-g8-superbench.txt": ("reduce_scatter", ()),
+    "all_gather_perf-8xA100-SXM4-40GB-g8-superbench.txt": ("all_gather", ()),
+    "broadcast_perf-8xA100-SXM4-40GB-g8-superbench.txt": ("broadcast", ()),
+    "reduce_perf-8xA100-SXM4-40GB-g8-superbench.txt": ("reduce", ()),
+    "alltoall_perf-8xA100-SXM4-40GB-g8-superbench.txt": ("all_to_all", ()),
+    A100_2N: ("all_reduce", ARGS[A100_2N]),
+    V100_AWS: ("all_reduce", ARGS[V100_AWS]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEUTRAL))
+def test_pre2022_tables_tell_their_test_under_any_file_name(tmp_path, name):
+    # a job's output file (ABCI's 'job02.sh.7194279.nccl') names no test: the pre-2022 lead columns
+    # (redop; root; redop root; neither) and the size/count ratio tell it, and the rows are priced as
+    # under the file's own name
+    op, args = NEUTRAL[name]
+    path = tmp_path / "job02.sh.7194279.nccl"
+    shutil.copyfile(DATA / name, path)
+    res = runner.invoke(app, ["check", str(path), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["op"] == op
+    named = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
+    (as_named,) = json.loads(named.stdout)["sweeps"]
+    assert sweep["rows"] == as_named["rows"] != []
+    assert {s for s, _, _ in old_rows(name) if s} >= {r["bytes"] for r in sweep["rows"]}
