@@ -1,7 +1,9 @@
 """check on public nccl-tests sweeps of older machines and releases (2019-2021): ABCI 2.0's A100 and V100
 nodes under NCCL 2.8.4 (one to 32 nodes) and a 2019 run of 16 V100 SXM2 32 GB on two AWS hosts under NCCL
 2.4.6, all in nccl-tests' layout before Aug 2022 (``#   Rank  0 Pid`` device lines without a group, an
-``error`` column, per-test lead columns), and the pre-2022 layouts told apart when nothing names the test.
+``error`` column, per-test lead columns), and the pre-2022 layouts told apart when nothing names the test;
+and an rccl-tests excerpt a page filtered with egrep: four runs on 1-8 nodes of 8 MI325X, three rows each
+under a '====== N-node ======' line, with no header, device lines or test named.
 
 Expected figures are read off the files (tests/data/traces/README.md) by a plain split, not through zerocalc:
 rows (:func:`old_rows`), device lines (:func:`sweep_files.device_lines`); the test each file ran
@@ -119,3 +121,36 @@ def test_pre2022_tables_tell_their_test_under_any_file_name(tmp_path, name):
     (as_named,) = json.loads(named.stdout)["sweeps"]
     assert sweep["rows"] == as_named["rows"] != []
     assert {s for s, _, _ in old_rows(name) if s} >= {r["bytes"] for r in sweep["rows"]}
+
+
+MI325X_EGREP = "all_reduce_perf-8to64xMI325X-1to8nodes-egrep-rccl2.22.3.txt"
+#: the page's script: ROCm 6.4.1 (RCCL 2.22.3), NCCL_ALGO=Ring; the GPUs the page names
+MI325X_ARGS = ("--topology", "amd-mi325x", "--nccl-version", "2.22.3", "--nccl-algo", "Ring")
+
+
+def egrep_blocks(name):
+    """{ranks: [(size, out-of-place µs)]} by a plain split: each '====== N-node ======' line opens the rows
+    of N nodes of 8 GPUs (the page's 'mpirun -np 8N -H host:8,…')."""
+    blocks, ranks = {}, None
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] == f[2] == "======":
+            ranks = 8 * int(f[1].split("-")[0])
+            blocks[ranks] = []
+        elif ranks and len(f) == 13 and f[0].isdigit():
+            blocks[ranks].append((int(f[0]), float(f[5])))
+    return blocks
+
+
+def test_mi325x_egrep_excerpt_reads_four_runs_by_their_bandwidths_within_both_bands():
+    # no header, no device lines, no test named: each run's 4-16 GiB rows, its ranks from busbw/algbw
+    res = runner.invoke(app, ["check", str(DATA / MI325X_EGREP), "--format", "json", *MI325X_ARGS])
+    assert res.exit_code == 0, res.output
+    sweeps = json.loads(res.stdout)["sweeps"]
+    blocks = egrep_blocks(MI325X_EGREP)
+    assert [s["group_size"] for s in sweeps] == sorted(blocks) == [8, 16, 32, 64]
+    for s in sweeps:
+        assert s["op"] == "all_reduce"
+        assert [(r["bytes"], r["measured_s"]) for r in s["rows"]] == [
+            (b, pytest.approx(t * 1e-6)) for b, t in blocks[s["group_size"]]]
+        assert all(0.8 <= r["ratio"] <= 1.25 for r in s["rows"]), [r["ratio"] for r in s["rows"]]
