@@ -413,6 +413,9 @@ def test_aws_ofi_nccl_over_slingshot_is_slingshot_not_efa(tmp_path):
     ("NVIDIA RTX 4000 SFF Ada Generation", "pcie-gen4", 89), ("NVIDIA L20", "pcie-gen4", 89),
     ("NVIDIA A2", "pcie-gen4", 86), ("NVIDIA A16", "pcie-gen4", 86),
     ("NVIDIA GeForce RTX 3090 Ti", "pcie-gen4", 86),
+    # numbers a GeForce card shares: the Quadro RTX 4000 / 5000 are Turing, the RTX 5000 Ada an Ada card
+    ("Quadro RTX 5000", "pcie-gen3", 75), ("Quadro RTX 4000", "pcie-gen3", 75),
+    ("NVIDIA RTX 5000 Ada Generation", "pcie-gen4", 89), ("NVIDIA GeForce RTX 5080", "pcie-gen5", 120),
     # NVLink modules are not PCIe cards
     ("Tesla P100-SXM2-16GB", None, None), ("Tesla K80", None, None),
 ])

@@ -179,11 +179,14 @@ class PcieCard:
 #: nvidia-smi prints them (``Tesla V100S-PCIE-32GB``, ``Tesla P100-PCIE-16GB``, ``NVIDIA RTX 4000 SFF Ada
 #: Generation``); an NVIDIA name matching none is refused, naming ``--topology``. The NVL cards' NVLink
 #: bridges: :data:`NVL_BRIDGES`.
+#: A GeForce RTX number (``RTX 4090``), not the Quadro RTX 4000 / 5000 (Turing, 7.5, Gen3) nor the RTX 4000 /
+#: 5000 Ada Generation (8.9, Gen4) that read alike
+_GEFORCE = r"(?<!Quadro )\bRTX "
 PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bH(?:[128]00|20)\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
-    PcieCard(re.compile(r"\bRTX 50\d0\b|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
-    PcieCard(re.compile(r"\bRTX 40\d0\b|\bRTX \d+(?: SFF)? Ada\b|\bL4\b|\bL(?:20|40S?)\b", re.I), 4, 89),
-    PcieCard(re.compile(r"\bRTX 30\d0\b|\bRTX A\d+\b|\bA(?:2|10G?|16|40)\b", re.I), 4, 86),
+    PcieCard(re.compile(rf"{_GEFORCE}50\d0\b(?!(?: SFF)? Ada)|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
+    PcieCard(re.compile(rf"{_GEFORCE}40\d0\b|\bRTX \d+(?: SFF)? Ada\b|\bL4\b|\bL(?:20|40S?)\b", re.I), 4, 89),
+    PcieCard(re.compile(rf"{_GEFORCE}30\d0\b|\bRTX A\d+\b|\bA(?:2|10G?|16|40)\b", re.I), 4, 86),
     PcieCard(re.compile(r"\bA[18]00\b.*\bPCIe\b|\bA[18]00-PCIE|\bA30\b", re.I), 4, 80),
     PcieCard(re.compile(r"\bV100S?-PCIE|\bTITAN V\b|\bQuadro GV100\b", re.I), 3, 70),
     PcieCard(re.compile(r"\bT4\b|\bRTX 20\d0\b|\bGTX 16\d0\b|\bTITAN RTX\b|\bQuadro RTX \d+\b"
