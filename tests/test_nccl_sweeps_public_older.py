@@ -14,7 +14,7 @@ import json
 import shutil
 
 import pytest
-from sweep_files import DATA, check_json, device_lines
+from sweep_files import DATA, check_json, device_lines, file_rows, median_size_ratio
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
@@ -154,3 +154,17 @@ def test_mi325x_egrep_excerpt_reads_four_runs_by_their_bandwidths_within_both_ba
         assert [(r["bytes"], r["measured_s"]) for r in s["rows"]] == [
             (b, pytest.approx(t * 1e-6)) for b, t in blocks[s["group_size"]]]
         assert all(0.8 <= r["ratio"] <= 1.25 for r in s["rows"]), [r["ratio"] for r in s["rows"]]
+
+
+V100_OCI_G8 = "all_reduce_perf-8xV100-SXM2-16GB-oci-bm-gpu3-g8-1G.txt"
+V100_A2A_G2 = "alltoall_perf-4xV100-SXM2-16GB-2nodes-g2.txt"
+
+
+@pytest.mark.parametrize("name,op", [(V100_OCI_G8, "all_reduce"), (V100_A2A_G2, "all_to_all")])
+def test_v100_runs_of_2023_2025_pick_the_dgx1_preset_and_meet_both_bands(name, op):
+    # no NCCL version printed: priced at the latest release modelled, as a new user's first check
+    sweep = check_json(name, counted=lambda n: [r for r in file_rows(n) if r[0]])  # zero-size rows: no call
+    assert sweep["op"] == op and sweep["group_size"] == len(device_lines(name))
+    sized = sweep["rows"]
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sized), [r["ratio"] for r in sized]
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
