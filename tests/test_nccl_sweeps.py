@@ -357,6 +357,10 @@ def test_host_floor_and_launch_stagger_per_gpu_from_the_published_g_sweep():
     assert host_floor_s(4) == pytest.approx((3.3 + 4 * 3.96) * 1e-6)
     assert launch_stagger_s(None) is None and launch_stagger_s(1) is None
     assert launch_stagger_s(4) == pytest.approx(3 * 2.76e-6)
+    # NCCL before 2.9: one cooperative multi-device launch for the process's GPUs (v2.8.4 src/init.cc GROUP)
+    assert launch_stagger_s(4, version=(2, 8, 4)) == 0.0
+    assert launch_stagger_s(4, version=(2, 9, 9)) == pytest.approx(3 * 2.76e-6)
+    assert launch_stagger_s(4, agg_iters=2, version=(2, 8, 3)) is None
     assert launch_stagger_s(8, agg_iters=2) is None and launch_stagger_s(8, graph=1) is None
 
 

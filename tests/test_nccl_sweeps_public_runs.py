@@ -83,7 +83,7 @@ def indented_rows(name):
 
 @pytest.mark.parametrize(("name", "args", "gpu", "in_band"), [
     (STANAGE_A100, ("--nccl-version", "2.12.12"), "NVIDIA A100-SXM4-80GB", True),
-    (BESSEMER_V100, ("--nccl-version", "2.8.3"), "Tesla V100-PCIE-32GB", False),
+    (BESSEMER_V100, ("--nccl-version", "2.8.3"), "Tesla V100-PCIE-32GB", True),
 ])
 def test_one_process_driving_four_gpus_of_a_cluster_node(name, args, gpu, in_band):
     sweep = check_json(name, *args, counted=indented_rows)
@@ -91,8 +91,21 @@ def test_one_process_driving_four_gpus_of_a_cluster_node(name, args, gpu, in_ban
     assert sweep["op"] == "all_reduce" and sweep["group_size"] == len(devices) == 4
     assert {g for _, g in devices} == {gpu} and len({h for h, _ in devices}) == 1
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
-    if in_band:  # the V100 box's median size is priced above the band (1.55x): not asserted
+    if in_band:
         assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def test_nccl_2_8_launches_a_process_s_gpus_together():
+    """NCCL 2.8.3 (the V100 box's, ``-g 4``) launches the process's 4 kernels in one multi-device call
+    (launch mode GROUP, the default before v2.9: v2.8.4 ``src/init.cc``), so no row carries a launch
+    stagger; the same file priced as NCCL 2.9.9 (PARALLEL: one launch per GPU in turn) carries 3 × 2.76 µs
+    on every row, and its median size prices above the band."""
+    grouped = check_json(BESSEMER_V100, "--nccl-version", "2.8.3", counted=indented_rows)
+    parallel = check_json(BESSEMER_V100, "--nccl-version", "2.9.9", counted=indented_rows)
+    assert all(r["launch_stagger_s"] == 0.0 for r in grouped["rows"])
+    assert all(r["launch_stagger_s"] == pytest.approx(3 * 2.76e-6) for r in parallel["rows"])
+    assert median_size_ratio(parallel) > 1.25 >= median_size_ratio(grouped)
+    assert any("launch mode GROUP" in n for n in grouped["notes"])
 
 
 def test_two_processes_each_driving_two_gpus_of_a_host():

@@ -316,6 +316,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     the JSON object and the comparison."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
+    from zerocalc.nccl.tables import parse_version
     from zerocalc.topology.devices import (
         gdr_unstated_note,
         host_memory_note,
@@ -371,7 +372,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["dtype"], d["redop"] = rows[0].get("dtype"), rows[0].get("redop")  # the type NCCL's choice reads
     d["gpus_per_thread"] = run.get("gpus_per_thread")
     d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
-    launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"])]
+    launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"],
+                                      parse_version(d["nccl_version"]) if d.get("nccl_version") else None)]
               if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
     how = run.get("op_how") if run.get("op") else None
     told = ([] if not how else [how] if how.startswith("the file names ")

@@ -7,8 +7,15 @@ Which table a version gets (:func:`release_for`), by the files the model reads (
 ``MAXCHANNELS`` and NVLS arity, ``connect.cc``'s ``ncclTopoPostset``, ``enqueue.cc``'s algorithm
 rules) at each tag:
 
-- 2.8.x → 2.9 (v2.8.3/v2.8.4 differ from v2.9.9 only in CollNet's LL/LL128 rows, which zerocalc does not
-  price); 2.9.x its own (v2.9.6 to v2.9.9 identical);
+- 2.8.x → 2.9 (v2.8.3/v2.8.4 ``tuning.cc`` differs from v2.9.9's only in CollNet's LL/LL128 rows, which
+  zerocalc does not price; ``search.cc``'s speed array, ``topo.h``'s NVLink bandwidths, ``devcomm.h``'s
+  limits and ``getAlgoInfo``'s channel/thread loop are v2.9.9's). Three v2.8 differences outside the
+  tables: its default launch mode for a process holding several ranks is GROUP, one multi-device launch
+  (``src/init.cc``; priced, :func:`zerocalc.validate.host_launch.group_launch`); and, not modelled, its
+  ``ncclTopoCheckP2p`` allows P2P through an Intel CPU newer than Broadwell (``PATH_PHB``; v2.9.9
+  ``PATH_PXB``, ``src/graph/paths.cc``) at ``INTEL_P2P_OVERHEAD`` 12/9 (v2.9.9 6/5, ``topo.h``), which
+  change only PCIe GPUs on different root ports of one Intel socket; 2.9.x its own (v2.9.6 to v2.9.9
+  identical);
 - 2.10.x, 2.11.x → 2.10 (v2.10.3 and v2.11.4: identical ``tuning.cc``, speeds and NVLink bandwidth);
 - 2.12.x, 2.13.x → 2.12 (v2.12.7 to v2.13.4 identical);
 - 2.14.x its own;

@@ -77,6 +77,24 @@ alltoall 87.015 µs over the five collectives' 34.94 µs, 8 × 2 × 8 - 8 = 120 
 2080 Ti (``-g 2``), 13.0 µs over 11.33 µs, 2 × 2 × 2 - 2 = 6 extra: (52.075 × 120 + 1.67 × 6) /
 (120² + 6²) = 0.434 µs (each host alone 0.434 and 0.278 µs).
 See :func:`p2p_host_floor_s`."""
+GROUP_LAUNCH_BEFORE = (2, 9)
+"""The first NCCL release whose default launch of a process's several ranks is one kernel launch per GPU in
+turn (``NCCL_LAUNCH_MODE`` PARALLEL): up to v2.8.4 a communicator whose process holds more than one of its
+ranks (``intraRanks > 1``, ranks of one host and one pid, ``src/init.cc``) defaults to GROUP (v2.8.4
+``comm->launchMode = ncclComm::GROUP``, PARALLEL only when ``intraRanks == 1`` or asked for), in which
+the last of the process's ranks to check in launches every rank's kernel with one
+``cudaLaunchCooperativeKernelMultiDevice`` call (``src/enqueue.cc`` ``ncclBarrierEnqueue`` →
+``ncclLaunchCooperativeKernelMultiDevice``, flags ``NoPreSync | NoPostSync``, on GPUs that report
+``cudaDevAttrCooperativeMultiDeviceLaunch``); v2.9.9 defaults to PARALLEL (GROUP only when asked for)."""
+
+
+def group_launch(version: tuple[int, ...] | None) -> bool:
+    """NCCL ``version`` launches a ``-g G`` process's G kernels together by default (before
+    :data:`GROUP_LAUNCH_BEFORE`), so no GPU's start waits on the launch of the others; ``None``: not
+    known, priced as the later releases."""
+    return version is not None and tuple(version[:2]) < GROUP_LAUNCH_BEFORE
+
+
 def default_launch_mode(gpus_per_thread: int | None, agg_iters: int | None, graph: int | None) -> bool:
     """Several GPUs per thread in nccl-tests' default launch mode: ``-g G`` with G > 1, no ``-a A`` above 1,
     no ``-G`` (see :func:`host_floor_s`)."""
@@ -167,7 +185,7 @@ def p2p_host_floor_s(op: P2pOp, n_ranks: int, gpus_per_thread: int | None, agg_i
 
 
 def launch_stagger_s(gpus_per_thread: int | None, agg_iters: int | None = None,
-                     graph: int | None = None) -> float | None:
+                     graph: int | None = None, version: tuple[int, ...] | None = None) -> float | None:
     """How much later than the first the last of a thread's ``gpus_per_thread`` kernels starts,
     (G - 1) × :data:`LAUNCH_STAGGER_US_PER_GPU`, which a call adds to NCCL's time; ``None`` where
     :func:`host_floor_s` is (one GPU per thread, ``-a``, ``-G``).
@@ -181,19 +199,27 @@ def launch_stagger_s(gpus_per_thread: int | None, agg_iters: int | None = None,
     BM.GPU4.8, NCCL of horovod's CUDA 11.3 image; an A100-SXM4-80GB host at NCCL 2.19.3; another
     A100-SXM4-80GB host whose ``mpirun -np 8`` run of the same sweep is 4-47 µs faster from 2 to 16 MiB,
     the stagger being 19.3 µs), and within 0.5-2x at every size with the stagger added. What nccl-tests'
-    back-to-back calls would let the GPUs overlap of it, those sweeps do not show."""
+    back-to-back calls would let the GPUs overlap of it, those sweeps do not show.
+
+    NCCL before 2.9 (``version``, :func:`group_launch`) launches the G kernels in one multi-device call:
+    no stagger (0.0; the thread's floor, :func:`host_floor_s`, stays). On one node of 4 V100-PCIe under
+    NCCL 2.8.3 (``-g 4``, ``tests/data/traces``), from 16 KiB to 2 MiB, where NCCL's time exceeds the floor,
+    NCCL's time alone is 1.02-1.41x the measured one, with the 8.3 µs stagger added 1.05-1.79x."""
     if not default_launch_mode(gpus_per_thread, agg_iters, graph):
         return None
+    if group_launch(version):
+        return 0.0
     return (gpus_per_thread - 1) * LAUNCH_STAGGER_US_PER_GPU * 1e-6
 
 
-def launch_note(gpus_per_thread: int | None, agg_iters: int | None = None, graph: int | None = None) -> str:
+def launch_note(gpus_per_thread: int | None, agg_iters: int | None = None, graph: int | None = None,
+                version: tuple[int, ...] | None = None) -> str:
     """What a sweep run with several GPUs per thread (nccl-tests ``-g G``, G > 1) is priced with, or ""
     (:func:`launch_stagger_s`, :func:`host_floor_s`)."""
     if not gpus_per_thread or gpus_per_thread <= 1:
         return ""
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
-    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
+    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph, version)
     if floor is None or stagger is None:
         mode = " and ".join(m for m, on in ((f"-a {agg_iters} (calls aggregated into one group)",
                                              (agg_iters or 1) > 1),
@@ -202,6 +228,12 @@ def launch_note(gpus_per_thread: int | None, agg_iters: int | None = None, graph
         return (f"one thread drives {gpus_per_thread} GPUs (nccl-tests -g {gpus_per_thread}) under {mode}: "
                 f"the host's launches are not those of the default mode, so no launch time is priced")
     g = gpus_per_thread
+    if group_launch(version):
+        return (f"one thread drives {g} GPUs (nccl-tests -g {g}): NCCL before 2.9 launches their kernels "
+                f"together (launch mode GROUP, one cudaLaunchCooperativeKernelMultiDevice call, src/init.cc "
+                f"and src/enqueue.cc v2.8.4), so no launch stagger is priced; each call is priced no less "
+                f"than the thread's {HOST_US_PER_CALL:g} + {g} × {HOST_US_PER_GPU:g} µs = "
+                f"{floor * 1e6:.1f} µs; rows marked 'host' are priced at that floor")
     return (f"one thread drives {g} GPUs (nccl-tests -g {g}): NCCL launches their kernels one after the "
             f"other from it, so each call is priced at NCCL's time plus the last kernel's delay, "
             f"{g - 1} × {LAUNCH_STAGGER_US_PER_GPU:g} µs = {stagger * 1e6:.1f} µs, and no less than the "

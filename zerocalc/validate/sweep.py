@@ -238,7 +238,7 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
     calibration = topo.nccl_calibration or ()
     version = parse_version(nccl_version)
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
-    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
+    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph, version)
     out = []
     for r, measured in _timed(rows):
         pr = predict(tuning, coll, r["size_bytes"], calibration, tuner, api, version, launch_env, ofi_tuner)
@@ -390,7 +390,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         comm = replace(comm, chunk_bytes=int(stated_chunk[0]))
     fits = [c for c in (topo.nccl_calibration or ()) if c.op == op.value and c.ranks == group_size]
     floor = p2p_host_floor_s(op, group_size, gpus_per_thread, agg_iters, graph)
-    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph)
+    stagger = launch_stagger_s(gpus_per_thread, agg_iters, graph, parse_version(nccl_version))
     out = []
     for r, measured in _timed(rows):
         n = int(r["size_bytes"])
