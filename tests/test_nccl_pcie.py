@@ -172,14 +172,19 @@ def test_a_file_that_disables_p2p_is_priced_through_the_cpu(tmp_path):
     assert not any("NCCL_P2P_DISABLE" in n and "does not price" in n for n in sweep["notes"])
 
 
+def _two_socket_node(name: str, gpus: int, cc: int, intra_GBps: float) -> dict:
+    """A PCIe-only node of two Intel sockets, every GPU on its own root port, one 100 Gb/s NIC."""
+    return {"name": name, "gpus_per_node": gpus, "compute_capability": cc, "nvlink_gen": 0,
+            "nvlinks_per_gpu": 0, "nvswitch_gen": 0, "pcie_gen": 4, "nics_per_node": 1, "nic_Gbps": 100,
+            "cpu_vendor": "intel", "in_network_reduction": [], "cpu_sockets": 2, "gpus_per_pcie_switch": 1,
+            "intra": {"alpha_us": 5.7, "bw_GBps": intra_GBps}, "inter": {"alpha_us": 14, "bw_GBps": 12.5}}
+
+
 def test_four_a100_pcie_on_two_sockets_of_root_ports_give_one_10_gbps_channel():
     # two Intel sockets of 2 GPUs, each GPU on its own root port (nvidia-smi topo -m: SYS between all four).
     # By hand: hops 0→1, 2→3 through a CPU (6/5 on the GPU links: ≤ 20) and 1→2, 3→0 across the sockets
     # (10 GB/s SMP link): one channel of 10 GB/s.
-    toml = {"name": "a100-pcie-vm", "gpus_per_node": 4, "compute_capability": 80, "nvlink_gen": 0,
-            "nvlinks_per_gpu": 0, "nvswitch_gen": 0, "pcie_gen": 4, "nics_per_node": 1, "nic_Gbps": 100,
-            "cpu_vendor": "intel", "in_network_reduction": [], "cpu_sockets": 2, "gpus_per_pcie_switch": 1,
-            "intra": {"alpha_us": 5.7, "bw_GBps": 31.5}, "inter": {"alpha_us": 14, "bw_GBps": 12.5}}
+    toml = _two_socket_node("a100-pcie-vm", gpus=4, cc=80, intra_GBps=31.5)
     g = machine(topology_from_mapping(toml), 4, release_for("2.30.7")[0]).graphs[Algorithm.RING]
     assert (g.n_channels, g.bw_intra) == (1, 10.0)
 
@@ -189,10 +194,7 @@ def test_two_nodes_of_two_pcie_gpus_on_two_sockets_give_the_smp_links_channel():
     # (search.cc "Search Patterns") crosses the sockets once, GPU 0 → GPU 1 through the SMP link (10 GB/s,
     # SKL_QPI_BW, topo.h from 2.18), which one channel of 10 fills; the NIC (100 Gb/s = 12.5 GB/s) and the
     # GPUs' 24 GB/s links would hold 12. By hand: one channel of 10 GB/s; two of 5 when the speed is 5.
-    toml = {"name": "pcie-2s", "gpus_per_node": 2, "compute_capability": 89, "nvlink_gen": 0,
-            "nvlinks_per_gpu": 0, "nvswitch_gen": 0, "pcie_gen": 4, "nics_per_node": 1, "nic_Gbps": 100,
-            "cpu_vendor": "intel", "in_network_reduction": [], "cpu_sockets": 2, "gpus_per_pcie_switch": 1,
-            "intra": {"alpha_us": 5.7, "bw_GBps": 24}, "inter": {"alpha_us": 14, "bw_GBps": 12.5}}
+    toml = _two_socket_node("pcie-2s", gpus=2, cc=89, intra_GBps=24)
     g = machine(topology_from_mapping(toml), 4, release_for("2.27.3")[0]).graphs[Algorithm.RING]
     assert (g.n_channels, g.bw_intra, g.bw_inter) == (1, 10.0, 10.0)
     lay = PcieLayout(gpus=2, per_socket=1, per_switch=1, p2p=True, intel=True, pci_GBps=24.0, smp_GBps=10.0)
