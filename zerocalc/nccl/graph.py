@@ -32,7 +32,13 @@ a simplification of the search, not a fitted number):
    PCI switch routing) are not modelled.
 4. Tree (and CollNet) graphs start from the ring's channels; on several nodes the second pass
    raises ``bwIntra`` while it stays below ``2 × bwInter`` and the NVLink holds it (search.cc's
-   "increase bwIntra for trees (2 nodes or collnet)"). The CollNet graph is the tree graph: v2.21.5
+   "increase bwIntra for trees (2 nodes or collnet)"), from the speed of ``bwInter`` also where the
+   ring's channels were duplicated: ``init.cc`` searches the tree with ``minChannels = maxChannels =
+   ringGraph->nChannels`` (after ``ncclTopoDupChannels``), so its first pass finds those channels at the
+   duplicated speed (2 GPUs of a DGX H100 and their 2 NICs: 4 × 24 GB/s) and its second pass raises
+   ``bwIntra`` from there (to 48), which ``ncclTopoTuneModel`` reads on 2 nodes (v2.18.1-v2.30; before,
+   ``minChannels`` 1 and the duplication after pass 2 leave a doubled graph's ``bwIntra`` at ``bwInter``).
+   The CollNet graph is the tree graph: v2.21.5
    ``init.cc`` searches it with the ring's channel count (``minChannels = maxChannels =
    ringGraph.nChannels``) and a tree pattern, and search.cc's only CollNet-specific test keeps NICs
    without ``collSupport`` out, which a topology with SHARP does not have.
@@ -367,11 +373,16 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                        chain_channels(lay, s, max_ch) if lay else max_ch))
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = Graph(n, bi, be, nvlink, lat_inter)
-        # pass 2 for trees: bwIntra up while < 2·bwInter and the NVLink holds it
+        # the tree's own search (min = max = the ring's channels, after their duplication) then pass 2:
+        # bwIntra up from bwInter's speed while < 2·bwInter and the NVLink holds it (assumption 4)
+        # (before v2.18.1 the tree took minChannels 1: its pass 2 from the ring's undoubled speed, and
+        # the duplication that followed it in ncclTopoCompute left bwIntra = bwInter where it doubled)
         tree_intra = bi
-        idx = speeds.index(s) if s in speeds else len(speeds) - 1
-        while (idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= node_cap and bi == s
-               and speeds[idx - 1] <= chain_bw):
+        own_search = release.era >= 18
+        start = be if own_search else s
+        idx = next((k for k, v in enumerate(speeds) if v <= start + 1e-9), len(speeds) - 1)
+        while (idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= node_cap
+               and (own_search or bi == s) and speeds[idx - 1] <= chain_bw):
             idx -= 1
             tree_intra = speeds[idx]
         tree = Graph(n, tree_intra, be, nvlink, lat_inter)
