@@ -72,7 +72,10 @@ def test_a_cuda_11_8_build_prices_the_two_rank_all_reduce_without_ll128(tmp_path
     built_11_8 = _check(tmp_path, "NCCL version 2.18.3+cuda11.8")
     built_12_2 = _check(tmp_path, "NCCL version 2.18.3+cuda12.2")
     assert built_11_8["nccl_version"] == built_12_2["nccl_version"] == "2.18.3"
-    assert not any(r["protocol"] == "LL128" for r in built_11_8["rows"])
+    # the rule leaves out Ring/LL128 alone; Tree/LL128 stays NCCL's to choose (its tree graph on one GPU a
+    # node has bwIntra 2 × bwInter, NVIDIA/nccl-tests issue 350's NCCL 2.16.5 log: "Pattern 3, ... bw
+    # 48.000000/24.000000")
+    assert not any((r["algorithm"], r["protocol"]) == ("Ring", "LL128") for r in built_11_8["rows"])
     assert any(r["protocol"] == "LL128" for r in built_12_2["rows"])
     assert any("CUDA 11.8" in n for n in built_11_8["notes"])
     assert not any("CUDA 11.8" in n for n in built_12_2["notes"])
