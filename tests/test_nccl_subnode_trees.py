@@ -69,3 +69,33 @@ def test_dgx_two_gpus_a_host_large_rows_run_faster_than_any_ring_and_are_priced_
     assert all(0.5 <= r["ratio"] <= 2.0 for r in rows)
     level = [r for r in rows if r["bytes"] >= 512 << 20]
     assert len(level) >= 5 and all(0.8 <= r["ratio"] <= 1.25 for r in level)
+
+
+def four_gpus_a_node():
+    topo, _ = nodes_of(get_topology("dgx-h100"), 4)
+    return topo
+
+
+def test_four_gpus_a_node_tree_raise_stops_at_the_nvlink():
+    """Ring: 4 NICs × 48, duplicated (4 channels, not more than 4) → 8 × 24. Tree: 8 channels at 24,
+    then pass 2 raises bwIntra (30, 40, 42, 45) while each GPU's link to the NVSwitch (18 NVLinks ×
+    20.6 GB/s = 370.8, topo.h SM90_NVLINK_BW) holds 8 channels: 8 × 45 = 360 fits, 8 × 48 = 384 does
+    not (search.cc followPath counts bwIntra once a channel on each hop of the chain, v2.30.7)."""
+    m = machine(four_gpus_a_node(), 8, REL)
+    ring, tree = m.graphs[Algorithm.RING], m.graphs[Algorithm.TREE]
+    assert (ring.n_channels, ring.bw_intra, ring.bw_inter) == (8, 24.0, 24.0)
+    assert (tree.n_channels, tree.bw_intra, tree.bw_inter) == (8, 45.0, 24.0)
+
+
+def test_nccl_prices_tree_above_nvls_tree_on_four_gpus_a_node():
+    """tuning.cc (v2.30.7), 2 nodes, Hopper: Tree/Simple all-reduce min(8 × 45 × 0.92, 8 ×
+    perChMaxTreeBw 41.4) × 0.5 = 165.6 GB/s; NVLSTree: 4 heads at 48 (one a NIC), a channel
+    min(48 × nvlsEfficiency 0.85 × 3/4 × 2, 48 × 2 (2 nodes), perChMaxNVLSTreeBw 57.7) = 57.7,
+    × 4 × nRanks / nsteps (8 / 14) = 131.9 GB/s. No rule of tuning.cc or enqueue.cc
+    (topoGetAlgoInfo: least time) prefers NVLSTree where NVLS is supported: NCCL picks Tree at 1 GiB."""
+    t = tune(four_gpus_a_node(), 8, REL)
+    bw = {a: t.entries[(Collective.ALL_REDUCE, a, Protocol.SIMPLE)].bandwidth_GBps
+          for a in (Algorithm.TREE, Algorithm.NVLS_TREE)}
+    assert bw[Algorithm.TREE] == pytest.approx(165.6)
+    assert bw[Algorithm.NVLS_TREE] == pytest.approx(4 * 57.7 * 8 / 14)
+    assert t.choose(Collective.ALL_REDUCE, 1 << 30)[0] == Algorithm.TREE

@@ -38,6 +38,8 @@ a simplification of the search, not a fitted number):
    duplicated speed (2 GPUs of a DGX H100 and their 2 NICs: 4 × 24 GB/s) and its second pass raises
    ``bwIntra`` from there (to 48), which ``ncclTopoTuneModel`` reads on 2 nodes (v2.18.1-v2.30; before,
    ``minChannels`` 1 and the duplication after pass 2 leave a doubled graph's ``bwIntra`` at ``bwInter``).
+   Each raise must fit every hop of the node's chain, one GPU's path to the next carrying ``bwIntra`` once a
+   channel (``followPath``): 4 GPUs of a DGX H100 stop at 8 × 45 (8 × 48 > 18 × 20.6 GB/s).
    The CollNet graph is the tree graph: v2.21.5
    ``init.cc`` searches it with the ring's channel count (``minChannels = maxChannels =
    ringGraph.nChannels``) and a tree pattern, and search.cc's only CollNet-specific test keeps NICs
@@ -381,7 +383,10 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
         own_search = release.era >= 18
         start = be if own_search else s
         idx = next((k for k, v in enumerate(speeds) if v <= start + 1e-9), len(speeds) - 1)
-        while (idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= node_cap
+        # each channel crosses every hop of the node's chain once at bwIntra, so one GPU's path to the next
+        # (peer_bw: its link to the NVSwitch, 18 × 20.6 GB/s on H100) must hold n × bwIntra (search.cc
+        # followPath, v2.30.7: per link, without the g/(g-1) that only sets the first pass's start speed)
+        while (idx > 0 and tree_intra < 2 * be and speeds[idx - 1] * n <= peer_bw
                and (own_search or bi == s) and speeds[idx - 1] <= chain_bw):
             idx -= 1
             tree_intra = speeds[idx]
