@@ -62,13 +62,15 @@ def test_2_27_nvls_all_gather_bandwidth_one_h100_node():
 
 def test_2_27_blackwell_tree_graph_from_the_96_gbps_inter_speed():
     # v2.27.7 search.cc: sm100SpeedArrayInter starts at 96 (v2.26.2: 48). 2 DGX B200 (8 × 400 Gb/s NICs
-    # behind PCIe 5: 48 GB/s): ring graph 8 channels at 48; the tree pass raises bwIntra to the next faster
-    # speed while below 2 · bwInter: 96 in 2.27 (none faster than 48 in 2.26).
+    # behind PCIe 5: 48 GB/s): ring graph 8 channels at 48; the tree pass would raise bwIntra to the next
+    # faster speed while below 2 · bwInter, 96 in 2.27 (none faster than 48 in 2.26), but 8 channels × 96 =
+    # 768 exceed a GPU's link to the NVSwitch (18 × SM100_NVLINK_BW 40.1 = 721.8, topo.h; followPath counts
+    # bwIntra once a channel on each hop), so bwIntra stays 48 in both.
     # tuning.cc Tree/Simple all-reduce on 2 nodes: min(8 · bwIntra · 0.92, 8 · perChMaxTreeBw) · 0.5 with
     # Blackwell's cap 2 · 41.4 (v2.26.2 and v2.27.7 alike)
     e27 = entry(B200, 16, "2.27.7", C.ALL_REDUCE, A.TREE, P.SIMPLE)
     e26 = entry(B200, 16, "2.26.2", C.ALL_REDUCE, A.TREE, P.SIMPLE)
-    assert e27.bandwidth_GBps == pytest.approx(min(8 * 96 * .92, 8 * 2 * 41.4) * .5)
+    assert e27.bandwidth_GBps == pytest.approx(min(8 * 48 * .92, 8 * 2 * 41.4) * .5)
     assert e26.bandwidth_GBps == pytest.approx(min(8 * 48 * .92, 8 * 2 * 41.4) * .5)
 
 
@@ -241,9 +243,10 @@ def test_2_24_blackwell_without_rows_of_its_own():
 def test_2_27_patches_differ_in_blackwell_inter_speeds():
     # search.cc sm100SpeedArrayInter: v2.27.3 (47.9, 45, …), v2.27.5 (48, 45.1, …), v2.27.7 (96, 48, 45.1, …).
     # 2 DGX B200, one 48 GB/s path to each of 8 NICs: the ring graph takes the first speed ≤ 48, 8 channels;
-    # the tree pass raises bwIntra to the next faster speed below 2 · bwInter, which only v2.27.7 has (96).
+    # the tree pass tries the next faster speed below 2 · bwInter, which only v2.27.7 has (96), but 8 × 96 =
+    # 768 is more than a GPU's 18 × 40.1 = 721.8 GB/s to the NVSwitch: bwIntra stays 48.
     # Ring/Simple all-reduce = 8 · speed · 16/30; Tree/Simple = min(8 · bwIntra · 0.92, 8 · 2 · 41.4) · 0.5
-    for version, ring, tree in (("2.27.3", 47.9, 47.9), ("2.27.5", 48.0, 48.0), ("2.27.7", 48.0, 96.0)):
+    for version, ring, tree in (("2.27.3", 47.9, 47.9), ("2.27.5", 48.0, 48.0), ("2.27.7", 48.0, 48.0)):
         t = tune(B200, 16, release_for(version)[0])
         assert t.entries[(C.ALL_REDUCE, A.RING, P.SIMPLE)].bandwidth_GBps == pytest.approx(
             8 * ring * 16 / 30), version
