@@ -293,11 +293,10 @@ def root_net(nics: int, nic_GBps: float, gpus: int, *, pxn: bool, host_relay: bo
     1 (ROCm/rccl ``src/graph/paths.cc``; ROCm/rccl issue 1209): then a root sends on its own NICs too,
     and through host memory (``host_relay``) at :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of their
     rate."""
-    own = max(1, nics // max(1, gpus)) * nic_GBps
-    send = nics * nic_GBps if pxn else own
-    relay = HOST_RELAY_SHARE if host_relay else 1.0
     own_nics = max(1, nics // max(1, gpus))
-    return RootNet(send * relay, own * relay, min(nics, gpus) if pxn else 1,
+    send_nics = nics if pxn else own_nics
+    relay = HOST_RELAY_SHARE if host_relay else 1.0
+    return RootNet(send_nics * nic_GBps * relay, own_nics * nic_GBps * relay, min(nics, gpus) if pxn else 1,
                    1.0 - own_nics / nics if pxn and nics > own_nics else 0.0)
 
 
