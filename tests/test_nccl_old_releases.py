@@ -39,12 +39,14 @@ def test_release_for_old_versions(version, table, noted):
         assert f"tables of NCCL {table}" in note
 
 
-@pytest.mark.parametrize("bad", ["2.7.8", "2.0.5", "1.3.4", "3.0.0", "2.x"])
-def test_versions_before_2_8_and_non_versions_refused(bad):
+@pytest.mark.parametrize("bad", ["2.4.6", "2.0.5", "1.3.4", "3.0.0", "2.x"])
+def test_versions_before_2_5_and_non_versions_refused(bad):
+    # NCCL 2.5-2.7: tests/test_nccl_releases_pre28.py; 2.4 and earlier have no tuning.cc to transcribe
     with pytest.raises(ConfigError, match="--nccl-version") as exc:
         release_for(bad)
     if bad.startswith("2.") and bad != "2.x":
-        assert "modelled: 2.8 and later" in str(exc.value)
+        assert "modelled: 2.5 and later" in str(exc.value)
+        assert "no cost model" in str(exc.value)
 
 
 def test_ring_ll_allreduce_latency_16_a100_by_hand():
@@ -188,9 +190,9 @@ def test_table_at_an_old_version_and_refusal():
     res = runner.invoke(app, ["table", "--topology", "dgx-a100", "--nccl-version", "2.12.12"])
     assert res.exit_code == 0, res.output
     assert "NCCL 2.12's own cost model (v2.12.12-1 tuning.cc)" in res.stdout
-    res = runner.invoke(app, ["table", "--topology", "dgx-a100", "--nccl-version", "2.7.8"])
+    res = runner.invoke(app, ["table", "--topology", "dgx-a100", "--nccl-version", "2.4.8"])
     assert res.exit_code == 2
-    assert len(res.stderr.strip().splitlines()) == 1 and "NCCL 2.7.8 is not modelled" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "NCCL 2.4.8 is not modelled" in res.stderr
 
 
 def file_rows(name):

@@ -190,7 +190,7 @@ def test_check_text_draws_the_ratio_per_size():
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--topology", "dgx-h100", "--nccl-version", "2.7.8"], "--nccl-version: NCCL 2.7.8 is not modelled"),
+    (["--topology", "dgx-h100", "--nccl-version", "2.4.8"], "--nccl-version: NCCL 2.4.8 is not modelled"),
     (["--topology", "dgx-a100", "--nccl-algo", "NVLS"], "NVLS/Simple: no NVLink SHARP"),
     (["--topology", "dgx-h100", "--nccl-proto", "LL256"], "NCCL_PROTO: unknown name 'll256'"),
 ])

@@ -246,6 +246,16 @@ def intra_bw_GBps(topo: Topology, release: Release) -> float:
     return _pcie(topo)
 
 
+def first_speed_cap_GBps(topo: Topology, release: Release) -> float:
+    """The most a channel's first speed may be before v2.7.3 (``Release.search_speed_per_link``): one NVLink's
+    bandwidth (v2.6.4 ``search.cc`` ``getMaxWidth`` counts an NVLink path at one link's width; v2.5.x
+    ``topo.cc`` sets ``system->maxWidth`` to one link's width); no cap otherwise (``inf``)."""
+    if not release.search_speed_per_link or require(topo, "nvlink_gen", _NEEDED_BY) <= 0:
+        return math.inf
+    cc = require(topo, "compute_capability", _NEEDED_BY)
+    return release.nvlink_bw_per_link[max((k for k in release.nvlink_bw_per_link if k <= cc), default=70)]
+
+
 def comm_nvlink_GBps(topo: Topology, release: Release, g: int) -> tuple[float, float]:
     """``(maxBw, totalBw)`` NCCL's search starts from on a communicator of ``g`` GPUs of one node of ``topo``
     (assumption 8): its fastest path to another GPU and a GPU's NVLink bandwidth. Both are the node's
@@ -357,20 +367,23 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
     if n_nodes == 1 and not nvlink and g > 1:
         ring = tree = _pcie_graph(topo, g, release, cc)
     elif n_nodes == 1:
-        s, n = _ring_search(_speeds(release.speed_intra, cc), *comm_nvlink_GBps(topo, release, g), max_ch)
+        peer_bw, gpu_bw = comm_nvlink_GBps(topo, release, g)
+        first = min(peer_bw, first_speed_cap_GBps(topo, release))
+        s, n = _ring_search(_speeds(release.speed_intra, cc), first, gpu_bw, max_ch)
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)
         ring = tree = Graph(n, bi, be, nvlink)
     else:
         nics = require(topo, "nics_per_node", _NEEDED_BY)
         nic = require(topo, "nic_Gbps", _NEEDED_BY) / 8.0
-        path = min(nic, _pcie(topo))
+        path = release.net_width_GBps or min(nic, _pcie(topo))  # v2.5.x: NET_WIDTH whatever the NIC
         speeds = _speeds(release.speed_inter, cc)
         peer_bw, gpu_bw = comm_nvlink_GBps(topo, release, g) if nvlink else (intra, intra)
         node_cap = gpu_bw * g / (g - 1) if g > 1 else gpu_bw
         # a PCIe-only node's GPUs: its part of the ring crosses the PCI tree (assumption 3)
         lay = pcie_layout(topo, g, release) if not nvlink and g > 1 else None
         chain_bw = hop_GBps(lay, node_chain(lay)) if lay else math.inf
-        s = _first_fitting(speeds, min(path, peer_bw, chain_bw), node_cap)
+        first = min(path, peer_bw, chain_bw, first_speed_cap_GBps(topo, release))
+        s = _first_fitting(speeds, first, node_cap)
         n = max(1, min(max_ch, nics * max(1, int(path // s + 1e-9)), int(node_cap // s + 1e-9) or 1,
                        chain_channels(lay, s, max_ch) if lay else max_ch))
         n, bi, be = _dup(n, s, s, cc, release.max_channels // 2, release.dup_era)

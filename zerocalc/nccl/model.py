@@ -308,7 +308,8 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int, plateau_s
     bw, lat = e.bandwidth_GBps, e.latency_us
     log_size = _log2i(n_bytes >> 6)
     corr = rel.tree_correction[_PROTO_INDEX[e.protocol]]
-    if e.algorithm == A.TREE and 0 <= log_size < 23 and (coll == C.ALL_REDUCE or rel.era < 23):
+    in_row = 0 <= log_size < min(23, len(corr))  # 22 sizes before v2.8.3, 23 after
+    if e.algorithm == A.TREE and in_row and (coll == C.ALL_REDUCE or rel.era < 23):
         bw *= corr[log_size]
     if (rel.era >= 29 and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
             and 0 <= log_size < len(corr) and m.compute_capability >= 100 and m.cpu_vendor != "arm"):
@@ -335,6 +336,8 @@ def ring_plateau(t: Tuning, n_bytes: int) -> float:
     16) instead of stepping from 132 µs at 8 KiB to NCCL's × 1.4; with the whole factor those rows price at
     1.26-1.56x, with the launched share at 1.04-1.26x."""
     rel, m = t.release, t.machine
+    if rel.era <= 6:
+        return 1.0  # v2.5.x-v2.6.4: no plateau term (ncclTopoGetAlgoTime / getAlgoInfo)
     if rel.era <= 17:
         if n_bytes >= m.n_ranks / 16.0 * 65536:
             return 1.5 if (rel.era >= 17 and m.compute_capability >= 90) else 1.9
@@ -368,6 +371,8 @@ def _ll128_gpus(rel: Release) -> tuple[int, ...]:
     (``(minCompCap == 70 && maxCompCap == 70) || (… 80 …)``); v2.15.5 to v2.21.5 also sm90 (``switch
     (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90, v2.15.5 on:
     :func:`_cuda_11_8_pair`); v2.25.1 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
+    if rel.era <= 6:
+        return (70,)  # v2.5.x-v2.6.4: "only on Volta+NVLink" (minCompCap == 70 && maxCompCap == 70)
     if rel.era <= 14:
         return (70, 80)
     return (70, 80, 90) if rel.era < 25 else (70, 80, 90, 100, 120)
@@ -386,6 +391,8 @@ def _algo_env_applies(rel: Release, coll: Collective, a: Algorithm) -> bool:
     """Whether ``NCCL_ALGO`` can leave ``a`` out for ``coll``: v2.9.9-v2.16.5 only for all-reduce ("Only
     disable algo for Allreduce since others only have one"); v2.17.1 and v2.18.x not Ring for other
     collectives ("Never disable ring for non-allreduce operations"); later releases, as modelled, any."""
+    if rel.era <= 6:
+        return True  # v2.5.x-v2.6.4: ``algoEnable[a] == 0`` zeroes the algorithm for every collective
     if rel.era <= 16:
         return coll == C.ALL_REDUCE
     if rel.era in (17, 18):

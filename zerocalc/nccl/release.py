@@ -94,6 +94,24 @@ class Release:
     #: (``localRanks <= 1`` → none), 3 from v2.18.1 to v2.28.6 (``gpuCount <= 2``; on a multi-node NVLink
     #: clique its size, v2.21.5-v2.24.3), 2 again from v2.28.7 (``gpuCount < 2``)
     nvls_min_gpus: int = 3
+    #: before v2.8.3 (:mod:`zerocalc.nccl.release_tables_pre28`): the Tree bus bandwidth factor (0.9;
+    #: 0.92 from v2.8.3) and the Tree caps on the whole bus bandwidth (``maxTreeBw``: rows default and
+    #: LL128 on sm80 exactly, columns 1 node, 2 nodes, more), where later releases cap per channel
+    #: (``perChMaxTreeBws``)
+    tree_bus_factor: float = 0.92
+    tree_max_bws: tuple[Row3, Row3] | None = None
+    #: v2.5.x-v2.6.x: Ring/LL128's cap on the whole bus bandwidth per collective (``ll128MaxBw``)
+    ll128_max_bw_total: dict[Collective, float] | None = None
+    #: Tree/LL's bus bandwidth divisor: 3 before v2.7.3, 3.8 after (``tuning.cc``)
+    tree_ll_divisor: float = 3.8
+    #: v2.7.0-v2.7.3: ``busBw *= 0.92`` on sm80 exactly (v2.7.5 on: the 235 GB/s cap, ``bus_bw_cap``)
+    ampere_bus_scale: float = 1.0
+    #: v2.5.x-v2.6.x: the search's first speed is at most one NVLink's bandwidth (``getMaxWidth``: a path of
+    #: NVLinks counts one link's width; v2.5.x ``system->maxWidth`` is one link's width)
+    search_speed_per_link: bool = False
+    #: v2.5.x: every network interface and PCIe link counts 12 GB/s (``NET_WIDTH``, "100Gbit", and
+    #: ``PCI_WIDTH``, ``topo.h``), whatever its speed
+    net_width_GBps: float | None = None
 
     @property
     def dup_era(self) -> int:

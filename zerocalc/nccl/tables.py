@@ -7,6 +7,9 @@ Which table a version gets (:func:`release_for`), by the files the model reads (
 ``MAXCHANNELS`` and NVLS arity, ``connect.cc``'s ``ncclTopoPostset``, ``enqueue.cc``'s algorithm
 rules) at each tag:
 
+- 2.5.x → 2.5 (v2.5.6 and v2.5.7: the same tables, ``search.cc`` and ``topo.h``), 2.6.x → 2.6 (one tag,
+  v2.6.4), 2.7.0-2.7.3 → 2.7.3, 2.7.5 on → 2.7 (v2.7.5, v2.7.6 and v2.7.8 identical in ``tuning.cc``,
+  ``search.cc``, ``topo.h`` and ``devcomm.h``): :mod:`zerocalc.nccl.release_tables_pre28`;
 - 2.8.x → 2.9 (v2.8.3/v2.8.4 ``tuning.cc`` differs from v2.9.9's only in CollNet's LL/LL128 rows, which
   zerocalc does not price; ``search.cc``'s speed array, ``topo.h``'s NVLink bandwidths, ``devcomm.h``'s
   limits and ``getAlgoInfo``'s channel/thread loop are v2.9.9's). Three v2.8 differences outside the
@@ -51,11 +54,11 @@ rules) at each tag:
 - 2.30.x and any later 2.y → 2.30.
 
 A version of a line with a table of its own gets that table and no note; any other gets a note naming
-the table (release and tag) and why. Versions before 2.8 are refused
-(:class:`~zerocalc.errors.ConfigError` naming 2.8 as the oldest modelled): v2.7.8's ``tuning.cc`` has
-no ``llMaxBws`` / ``perChMaxTreeBws`` caps and a 50 µs Tree/Simple network hop, a different model
-that no table here describes, and pricing it with 2.9's would be a guess. Text that is not a 2.x
-version (3.0, words) is refused too.
+the table (release and tag) and why. Versions before 2.5 are refused
+(:class:`~zerocalc.errors.ConfigError` naming 2.5 as the oldest modelled): NCCL 2.4 has no cost model
+(no ``tuning.cc``; ``enqueue.cc`` takes Tree for an all-reduce up to ``NCCL_TREE_THRESHOLD`` or
+``init.cc``'s rough ``ncclTreeThreshold`` and LL below a thread-count threshold), so any time given to it
+would be another release's guess. Text that is not a 2.x version (3.0, words) is refused too.
 """
 
 from __future__ import annotations
@@ -106,13 +109,14 @@ from zerocalc.nccl.release_tables import (  # noqa: F401  (re-exported)
     V2_29_3,
     V2_30,
 )
+from zerocalc.nccl.release_tables_pre28 import V2_5, V2_6, V2_7, V2_7_3  # noqa: F401  (re-exported)
 
-RELEASES: dict[str, Release] = {r.name: r for r in (V2_9, V2_10, V2_12, V2_14, V2_15, V2_16, V2_17, V2_18_1,
-                                                     V2_18, V2_19, V2_20, V2_21, V2_22, V2_23, V2_24, V2_26,
-                                                     V2_27_3, V2_27_5, V2_27, V2_28_3, V2_28_7, V2_28,
-                                                     V2_29_3, V2_29, V2_30)}
-OLDEST = V2_9
-OLDEST_MINOR = 8  # 2.8.x: 2.9's tables (module docstring)
+RELEASES: dict[str, Release] = {r.name: r for r in (V2_5, V2_6, V2_7_3, V2_7, V2_9, V2_10, V2_12, V2_14,
+                                                     V2_15, V2_16, V2_17, V2_18_1, V2_18, V2_19, V2_20, V2_21,
+                                                     V2_22, V2_23, V2_24, V2_26, V2_27_3, V2_27_5, V2_27,
+                                                     V2_28_3, V2_28_7, V2_28, V2_29_3, V2_29, V2_30)}
+OLDEST = V2_5
+OLDEST_MINOR = 5  # 2.5.x: the first release with a cost model (module docstring)
 LATEST = V2_30
 
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?\s*$")
@@ -138,9 +142,11 @@ def release_for(version: str) -> tuple[Release, str | None]:
     """
     major, minor, patch = parse_version(version)
     if major != 2 or minor < OLDEST_MINOR:
+        why = ("; NCCL 2.4 and earlier have no cost model (no tuning.cc: Tree up to NCCL_TREE_THRESHOLD, LL "
+               "below a thread-count threshold) for zerocalc to transcribe") if major == 2 else ""
         raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: 2.{OLDEST_MINOR} and "
                           f"later, tables of {', '.join(RELEASES)}; --nccl-version prices a file as one of "
-                          "them)", option="--nccl-version")
+                          f"them){why}", option="--nccl-version")
     release = _nearest(minor, patch)
     line = f"{major}.{minor}"
     if release.name == line or release.name.startswith(line + "."):
@@ -161,6 +167,8 @@ _SAME_AS: dict[int, Release] = {25: V2_26}
 
 def _nearest(minor: int, patch: int) -> Release:
     """The table of a 2.``minor``.``patch`` (module docstring)."""
+    if minor <= 7:
+        return V2_5 if minor == 5 else V2_6 if minor == 6 else V2_7_3 if patch <= 3 else V2_7
     if minor <= 17:
         if minor <= 13:
             return V2_9 if minor <= 9 else V2_10 if minor <= 11 else V2_12

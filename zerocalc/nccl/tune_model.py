@@ -83,8 +83,45 @@ def _plain_tree(rel: Release, m: Machine) -> bool:
     return m.n_nodes > 1 and m.n_ranks == m.n_nodes and rel.era >= 18 and rel.name != "2.18.1"
 
 
+def _bandwidth_pre28(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
+    """:func:`_bandwidth_GBps` of v2.5.x to v2.7.8 (``tuning.cc``; the constants and how the releases differ:
+    :mod:`zerocalc.nccl.release_tables_pre28`)."""
+    nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
+    g = m.graphs[a]
+    speed = g.bw_intra if nn <= 2 or a == A.COLLNET_DIRECT else g.bw_inter
+    if rel.era <= 5:
+        speed = float(int(speed))  # v2.5.x: ``int speed = graphs[a]->speedIntra``
+    bus = g.n_channels * speed
+    sm80 = m.compute_capability == 80  # compCap80: sm80 exactly
+    if sm80:
+        bus = min(bus * rel.ampere_bus_scale, rel.bus_bw_cap.get(AMPERE, math.inf))
+    idx2 = nn - 1 if nn <= 2 else 2
+    if a == A.RING and p == P.LL:
+        bus *= 1 / 4 if (rel.era <= 6 or nn > 1 or coll in (C.ALL_REDUCE, C.REDUCE)) else 1 / 3
+    if a == A.RING and p == P.LL128:
+        if rel.ll128_max_bw_total is not None:  # v2.5-v2.6: × 120/128, capped on the whole
+            bus = min(bus * 120.0 / 128.0, rel.ll128_max_bw_total[coll])
+        else:
+            bus = min(bus * (0.7 if ppn < 2 else 0.92), rel.ll128_max_bw_per_coll[coll] * g.n_channels)
+    if a == A.TREE:
+        bus = min(bus * rel.tree_bus_factor, rel.tree_max_bws[1 if (sm80 and p == P.LL128) else 0][idx2])
+    if a == A.TREE and p == P.LL:
+        bus /= rel.tree_ll_divisor
+    if a == A.TREE and p == P.LL128:
+        if rel.ll128_max_bw_total is not None:  # v2.5-v2.6: × 7/9, no cap
+            bus *= 7.0 / 9.0
+        else:
+            bus = min(bus * (7.0 / 9.0 if nn == 1 else rel.tree_ll128_inter_factor),
+                      rel.ll128_max_bw_per_coll[coll] * g.n_channels * 7.0 / 9.0)
+    if a == A.COLLNET_DIRECT:
+        bus = bus * .9 if p == P.SIMPLE else 0.0  # CollNet: × 0.9; LL ÷ 6 and no LL128 (not priced)
+    return bus * (nr / _nsteps(coll, nr) if a == A.RING else .5)
+
+
 def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Protocol) -> float:
     """Bus bandwidth (channels × per-channel, protocol/algorithm factors, caps) → algorithm bandwidth."""
+    if rel.era <= 7:
+        return _bandwidth_pre28(rel, m, coll, a, p)
     new = rel.era >= 23  # v2.23.4's formulas on; 2.20-2.22 keep 2.19's but where they say otherwise
     nr, nn, ppn = m.n_ranks, m.n_nodes, m.ppn
     ccx = _cc_index(m.compute_capability, rel)
@@ -175,7 +212,7 @@ def _hop_latencies_us(rel: Release, m: Machine, a: Algorithm, p: Protocol) -> tu
         # v2.12.12-v2.17.1: the plugin's latency replaces the hop (earlier: not read; timed so, see tune)
         if (rel.era >= 12 or m.wire_hops) and g.latency_inter_us:
             inter_lat = g.latency_inter_us
-        if m.n_nodes > 1 and p == P.LL:  # v2.9.9-v2.17.1
+        if m.n_nodes > 1 and p == P.LL and rel.era >= 7:  # v2.7.3-v2.17.1
             intra_lat *= 1.8
     else:
         if rel.era >= 23 and m.ppn == 1:
@@ -199,7 +236,10 @@ def _latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm, p: Pro
     intra_lat, inter_lat = _hop_latencies_us(rel, m, a, p)
     if a == A.RING:
         step = rel.hw_lat_us[hw][a][pi]
-        if coll in (C.REDUCE, C.BROADCAST):
+        if rel.era <= 6 and coll not in (C.REDUCE, C.BROADCAST):
+            # v2.5.x-v2.6.4: every step at one link class's hop, the network's on several nodes
+            lat += nsteps * (inter_lat if nn > 1 else step)
+        elif coll in (C.REDUCE, C.BROADCAST):
             # sameChannels assumed: the ring graph NCCL finds on NVSwitch nodes with a NIC per GPU replays
             # one GPU order on every channel ("Pattern 4, ... type NVL/PIX, sameChannels 1" on 2 H100 nodes
             # of 8 NICs, NVIDIA/nccl issue 1197, NCCL 2.19.4)
