@@ -27,7 +27,8 @@ a simplification of the search, not a fitted number):
    ``ncclTopoDupChannels`` does
    (same total bandwidth; the rule per release at :func:`_dup`). Before v2.10.3 one speed array
    serves both searches; before v2.16.5 there are no sm90 arrays; before v2.18 sm90 takes sm80's
-   NVLink bandwidth (21 GB/s a link in v2.8-v2.9, 22 in v2.10-v2.17). The search's fallbacks
+   NVLink bandwidth (21 GB/s a link in v2.8-v2.9, 22 in v2.10-v2.17); before v2.7.3 the first speed is
+   at most one NVLink's (:func:`first_speed_cap_GBps`) and v2.5.x counts a NIC 12 GB/s. The search's fallbacks
    (cross-NIC rings, lower speeds after a timeout,
    PCI switch routing) are not modelled.
 4. Tree (and CollNet) graphs start from the ring's channels; on several nodes the second pass

@@ -4,8 +4,9 @@ A transcription of ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` (``src/grap
 of the choice in ``src/enqueue.cc`` (``updateCollCostTable`` / ``topoGetAlgoInfo``; ``getAlgoInfo``
 before 2.19: the enabled pair of least predicted time, first in (algorithm, protocol) index order on a
 tie), at the modelled releases of :mod:`zerocalc.nccl.tables`. Where the releases differ the code says
-which does what, by ``Release.era`` (the minor version of the release whose formulas apply: 9 for
-v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, then one a line to 30). Time of one operation
+which does what, by ``Release.era`` (the minor version of the release whose formulas apply: 5, 6
+and 7 for v2.5.7, v2.6.4 and v2.7.x, 9 for v2.9.9, 10 for v2.10.3, …, 17 for v2.17.1, then one a line
+to 30). Time of one operation
 (``numPipeOps`` = 1, as nccl-tests runs them)::
 
     time_us = latency_us + nBytes / (1000 · bandwidth_GBps)
@@ -321,7 +322,8 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int, plateau_s
 
 def ring_plateau(t: Tuning, n_bytes: int) -> float:
     """NCCL's "plateau effect of ring" (``ncclTopoGetAlgoTime``), the factor on a Ring/Simple all-reduce's
-    latency across nodes: v2.9.9-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on sm90+); v2.19.4 on
+    latency across nodes: none before v2.7.3; v2.7.3-v2.17.1 from nRanks/16 × 64 KiB, × 1.9 (v2.17.1: × 1.5 on
+    sm90+); v2.19.4 on
     from 64 bytes per channel and rank of the communicator (``nBytes / (comm->nChannels · nRanks) >= 64``),
     × 1.9 before sm80, else × 1.4; 1 below.
 
@@ -367,7 +369,8 @@ def _applies(rel: Release, coll: Collective, a: Algorithm, p: Protocol) -> bool:
 
 
 def _ll128_gpus(rel: Release) -> tuple[int, ...]:
-    """GPUs (compute capability) LL128 is on by default for, in ``tuning.cc``: v2.9.9-v2.14.3 sm70 and sm80
+    """GPUs (compute capability) LL128 is on by default for, in ``tuning.cc``: v2.5.x-v2.6.4 sm70 alone;
+    v2.7.3-v2.14.3 sm70 and sm80
     (``(minCompCap == 70 && maxCompCap == 70) || (… 80 …)``); v2.15.5 to v2.21.5 also sm90 (``switch
     (minCompCap)``; the CUDA 11.8 build's exception for 2-rank Ring all-reduce on sm90, v2.15.5 on:
     :func:`_cuda_11_8_pair`); v2.25.1 also Blackwell (100, 120). v2.27.3 on takes any from 70 (not called)."""
@@ -388,7 +391,8 @@ def _cuda_11_8_pair(rel: Release, m: Machine, coll: Collective, a: Algorithm) ->
 
 
 def _algo_env_applies(rel: Release, coll: Collective, a: Algorithm) -> bool:
-    """Whether ``NCCL_ALGO`` can leave ``a`` out for ``coll``: v2.9.9-v2.16.5 only for all-reduce ("Only
+    """Whether ``NCCL_ALGO`` can leave ``a`` out for ``coll``: v2.5.x-v2.6.4 for any collective;
+    v2.7.3-v2.16.5 only for all-reduce ("Only
     disable algo for Allreduce since others only have one"); v2.17.1 and v2.18.x not Ring for other
     collectives ("Never disable ring for non-allreduce operations"); later releases, as modelled, any."""
     if rel.era <= 6:

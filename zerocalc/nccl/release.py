@@ -73,7 +73,7 @@ class Release:
     max_channels: int
     max_nvls_arity: int
     nvls_efficiency_model: bool = True  # NVLS bandwidth via nvlsEfficiency (2.28+), else min(intra, inter)
-    era: int = 30  # the minor version whose formulas apply: 9, 10, 12, 14-24, 26-30 (zerocalc.nccl.model)
+    era: int = 30  # the minor version whose formulas apply: 5-7, 9, 10, 12, 14-24, 26-30 (nccl.model)
     #: before 2.19, a cap on every bus bandwidth per compute-capability row (``tuning.cc``: 235 GB/s on
     #: Ampere, 370 on Hopper from 2.17); none from 2.19
     bus_bw_cap: dict[int, float] = field(default_factory=dict)
