@@ -1,5 +1,5 @@
 """A file of two rccl-tests runs, an all-reduce (RCCL's table) and an all-to-all (RCCL's grouped sends,
-zerocalc.nccl.rccl_p2p): both priced; an op zerocalc leaves unpriced under RCCL (sendrecv) is refused in one
+zerocalc.nccl.rccl_p2p): both priced; an op zerocalc leaves unpriced under RCCL (alltoallv) is refused in one
 line when alone in a file.
 
 The file: OCI's MI355X quick start (oracle-quickstart/oci-gpu-quickstarts, ``amd/MI355X/README-MI355X.md``),
@@ -46,11 +46,12 @@ def test_the_all_reduce_and_the_all_to_all_are_priced():
 
 
 def test_a_file_of_an_unpriced_op_alone_is_one_line_and_exit_2(tmp_path):
-    """The all-to-all block renamed sendrecv_perf: an op zerocalc does not price under RCCL."""
+    """The all-to-all block renamed alltoallv_perf (uneven counts per peer, which the count column does not
+    tell): an op zerocalc does not price under RCCL."""
     lines = (DATA / NAME).read_text().splitlines(True)
     start = next(i for i, ln in enumerate(lines) if ln.startswith("# Collective test starting: alltoall"))
-    alone = tmp_path / "sendrecv_perf-8xMI355X.txt"
-    alone.write_text("".join(lines[start:]).replace("alltoall_perf", "sendrecv_perf"))
+    alone = tmp_path / "alltoallv_perf-8xMI355X.txt"
+    alone.write_text("".join(lines[start:]).replace("alltoall_perf", "alltoallv_perf"))
     res = runner.invoke(app, ["check", str(alone), "--topology", "amd-mi355x"])
     assert res.exit_code == 2
-    assert len(res.output.strip().splitlines()) == 1 and "sendrecv under RCCL is not modelled" in res.output
+    assert len(res.output.strip().splitlines()) == 1 and "alltoallv under RCCL is not modelled" in res.output

@@ -89,21 +89,22 @@ def compare_rccl_sweep(
     as the file prints them (:func:`rccl_launch_stagger_s`; the process's G ranks also gate MSCCL,
     :func:`zerocalc.nccl.rccl.rccl_tune`). Returns a :class:`zerocalc.validate.sweep.SweepComparison`."""
     from zerocalc.nccl.predict import as_nccl_collective
+    from zerocalc.nccl.rccl_p2p import P2P_OPS as RCCL_P2P
     from zerocalc.validate.sweep import P2P_OPS, SweepComparison, _timed, wrong_notes
 
     priced = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
-    if op != "all_to_all" and (op in P2P_OPS or op not in priced):
+    if op not in ("all_to_all", *RCCL_P2P) and (op in P2P_OPS or op not in priced):
         raise UnpricedOpError(
             f"{op} under RCCL is not modelled (zerocalc prices RCCL's all_reduce, all_gather, "
-            "reduce_scatter, broadcast, reduce and all_to_all)",
+            "reduce_scatter, broadcast, reduce, all_to_all, sendrecv, gather, scatter and hypercube)",
             option="op",
         )
     release, note = rccl_release_for(rccl_version)
     tuning = rccl_tune(topo, group_size, release, algo_enable=algo_enable, proto_enable=proto_enable,
                        ranks_per_process=gpus_per_thread or 1)
     stagger = rccl_launch_stagger_s(gpus_per_thread, agg_iters, graph)
-    if op == "all_to_all":
-        return _compare_all_to_all(rows, topo, tuning, note, rccl_version, in_place, stagger, gpus_per_thread)
+    if op in ("all_to_all", *RCCL_P2P):
+        return _compare_p2p(rows, topo, tuning, op, note, rccl_version, in_place, stagger, gpus_per_thread)
     coll = as_nccl_collective(op)
     out = [_priced_row(r, measured, tuning, topo, coll, group_size, in_place, stagger)
            for r, measured in _timed(rows)]
@@ -117,13 +118,14 @@ def compare_rccl_sweep(
                            library="RCCL")
 
 
-def _compare_all_to_all(rows: Sequence[Mapping], topo: Topology, tuning: RcclTuning, note: str | None,
-                        rccl_version: str | None, in_place: bool, stagger: float | None,
-                        gpus_per_thread: int | None):
-    """An ``alltoall_perf`` sweep against RCCL's grouped sends (:mod:`zerocalc.nccl.rccl_p2p`): rows as
-    :func:`compare_rccl_sweep`'s, ``algorithm`` ``P2P``."""
+def _compare_p2p(rows: Sequence[Mapping], topo: Topology, tuning: RcclTuning, op: str, note: str | None,
+                 rccl_version: str | None, in_place: bool, stagger: float | None,
+                 gpus_per_thread: int | None):
+    """An ``alltoall_perf`` / ``sendrecv_perf`` / ``gather_perf`` / ``scatter_perf`` / ``hypercube_perf``
+    sweep against RCCL's grouped sends (:mod:`zerocalc.nccl.rccl_p2p`): rows as :func:`compare_rccl_sweep`'s,
+    ``algorithm`` ``P2P``."""
     from zerocalc.nccl.p2p import ALGORITHM as P2P
-    from zerocalc.nccl.rccl_p2p import all_to_all_us, msccl_all_to_all
+    from zerocalc.nccl.rccl_p2p import all_to_all_us, msccl_all_to_all, p2p_op_us
     from zerocalc.validate.sweep import (
         SweepComparison,
         _checked,
@@ -133,11 +135,13 @@ def _compare_all_to_all(rows: Sequence[Mapping], topo: Topology, tuning: RcclTun
         wrong_notes,
     )
 
+    a2a = op == "all_to_all"
     out = []
     for r, measured in _timed(rows):
         n = int(r["size_bytes"])
-        t_us, proto, bound = all_to_all_us(tuning, n)
-        fit = rccl_calibration(topo, "all_to_all", tuning.n_ranks, P2P, proto.value)  # fit --out's pair
+        t_us, proto, bound = (all_to_all_us(tuning, n) if a2a
+                              else p2p_op_us(tuning, op, n, topo.nics_per_node))
+        fit = rccl_calibration(topo, op, tuning.n_ranks, P2P, proto.value)  # fit --out's pair
         if fit is not None:
             t_us = fit.alpha_us + n / (fit.bw_GBps * 1e3)
         t = t_us * 1e-6 + (stagger or 0.0)
@@ -145,35 +149,50 @@ def _compare_all_to_all(rows: Sequence[Mapping], topo: Topology, tuning: RcclTun
                "nccl_s": t_us * 1e-6, "launch_stagger_s": stagger, "host_floor_s": None, "host_bound": False,
                "nccl_all_channels_s": t_us * 1e-6, "algorithm": P2P, "protocol": proto.value,
                "calibrated": fit is not None, "launch_channels": None,
-               "textbook_s": textbook_ring_s(topo, "all_to_all", n, tuning.n_ranks)}
+               "textbook_s": textbook_ring_s(topo, "all_to_all", n, tuning.n_ranks) if a2a else None}
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         row.update(_checked(r))
-        row["msccl_unread"] = msccl_all_to_all(tuning, n, in_place)
+        row["msccl_unread"] = a2a and msccl_all_to_all(tuning, n, in_place)
         row["net_bound"] = bound
         out.append(row)
-    release = tuning.release
-    notes = [note] if note else []
-    notes += wrong_notes(out)
-    notes.append(f"all_to_all: RCCL {release.name} runs it as one ncclSend and one ncclRecv per rank in a "
-                 "group (src/collectives.cc), which its tuning.cc does not price; timed as one Ring step of "
-                 "its table (the protocol's) plus the rank's bytes on its xGMI links and on its share of the "
-                 "node's NICs (zerocalc.nccl.rccl_p2p)")
-    bound = sum(1 for r in out if r.pop("net_bound"))
-    if bound:
-        notes.append(f"{bound} of these sizes are bound by the nodes' NICs ({tuning.net_GBps:g} GB/s a node, "
-                     f"{tuning.net_GBps / (tuning.n_ranks // tuning.n_nodes):g} GB/s a rank)")
-    unread = sum(1 for r in out if r.pop("msccl_unread"))
-    if unread:
-        notes.append(f"RCCL {release.name} runs {unread} of these sizes with its one-node MSCCL all-to-all "
-                     "programs (tools/msccl-algorithms/alltoall-8n-*.xml), not read: priced as the grouped "
-                     "sends")
+    notes = ([note] if note else []) + wrong_notes(out) + _p2p_words(tuning, op, out)
     g = gpus_per_thread or 1
     if g > 1 and stagger is not None:
         notes.append(f"one thread drives {g} GPUs (rccl-tests -g {g}): each call priced at that time plus "
                      f"the last kernel's launch delay, {g - 1} × {RCCL_LAUNCH_US_PER_GPU:g} µs = "
                      f"{stagger * 1e6:.1f} µs")
-    return SweepComparison("all_to_all", tuning.n_ranks, rccl_version or release.name, f"RCCL {release.name}",
+    release = tuning.release
+    return SweepComparison(op, tuning.n_ranks, rccl_version or release.name, f"RCCL {release.name}",
                            tuple(notes), tuple(out), library="RCCL")
+
+
+def _p2p_words(tuning: RcclTuning, op: str, out: list[dict]) -> list[str]:
+    """What a point-to-point sweep's rows rest on (:func:`_compare_p2p`); pops the rows' working flags."""
+    release = tuning.release
+    if op == "all_to_all":
+        notes = [f"all_to_all: RCCL {release.name} runs it as one ncclSend and one ncclRecv per rank in a "
+                 "group (src/collectives.cc), which its tuning.cc does not price; timed as one Ring step of "
+                 "its table (the protocol's) plus the rank's bytes on its xGMI links and on its share of the "
+                 "node's NICs (zerocalc.nccl.rccl_p2p)"]
+    else:
+        notes = [f"{op}: rccl-tests groups ncclSend / ncclRecv calls (src/{op}.cu), which RCCL "
+                 f"{release.name}'s tuning.cc does not price; timed per group as one Ring step of its table "
+                 "(the protocol's) plus the busiest rank's bytes on its xGMI paths and its NIC "
+                 "(zerocalc.nccl.rccl_p2p)"]
+    bound = sum(1 for r in out if r.pop("net_bound"))
+    if bound and op == "all_to_all":
+        notes.append(f"{bound} of these sizes are bound by the nodes' NICs ({tuning.net_GBps:g} GB/s a node, "
+                     f"{tuning.net_GBps / (tuning.n_ranks // tuning.n_nodes):g} GB/s a rank)")
+    elif bound:
+        notes.append(f"{bound} of these sizes are bound by the NICs ({tuning.net_GBps:g} GB/s a node): a "
+                     "rank sends across nodes on its own NIC (NCCL_PXN_DISABLE defaults to 1 in RCCL), or on "
+                     "its share of its node's where all its node's ranks send at once")
+    unread = sum(1 for r in out if r.pop("msccl_unread"))
+    if unread:
+        notes.append(f"RCCL {release.name} runs {unread} of these sizes with its one-node MSCCL all-to-all "
+                     "programs (tools/msccl-algorithms/alltoall-8n-*.xml), not read: priced as the grouped "
+                     "sends")
+    return notes
 
 
 def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group_size: int, in_place: bool,
