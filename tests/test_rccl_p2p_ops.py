@@ -92,14 +92,21 @@ def test_hypercube_by_hand():
     across = 17 + 19.8 + block * 8 / (1000 * 50.0)
     us, _, bound = p2p_op_us(t, "hypercube", GiB, 8)
     assert bound and us == pytest.approx(local + across)
+    # one thread driving the GPUs (-g 8): rccl-tests' own group around the call merges the three exchanges,
+    # 1, 2 and 4 blocks to three peers at once, each on its own 48 GB/s link: one step, the 4 blocks' time
+    one = rccl_tune(PRESETS["amd-mi355x"], 8, V2_26)
+    us, _, _ = p2p_op_us(one, "hypercube", GiB, 8, merged=True)
+    assert us == pytest.approx(17 + 2.1 + 4 * (GiB // 8) / (1000 * 48.0))
+    assert p2p_op_us(one, "hypercube", GiB, 8)[0] == pytest.approx(
+        sum(17 + 2.1 + (GiB // 8) * k / (1000 * 48.0) for k in (1, 2, 4)))
     with pytest.raises(ConfigError, match="power of two"):
         p2p_op_us(rccl_tune(PRESETS["amd-mi355x"], 12, V2_26), "hypercube", GiB, 8)
 
 
 @pytest.mark.parametrize("op", ["sendrecv", "gather", "scatter", "hypercube"])
 def test_the_cli_prices_each_op_on_an_mi355x_node(tmp_path, op):
-    """The bundled one-node MI355X all-to-all sweep (-g 8) renamed: every row priced as the op's groups plus
-    the thread's launch stagger (7 × 3.74 µs), measured times those of the file's rows above 0 B."""
+    """The bundled one-node MI355X all-to-all sweep (-g 8) renamed: every row priced as the op's groups (the
+    thread's own group merging hypercube's) plus the thread's launch stagger (7 × 3.74 µs), measured times those of the file's rows above 0 B."""
     path = tmp_path / f"{op}_perf-8xMI355X.txt"
     path.write_text((DATA / A2A_1N).read_text().replace("alltoall_perf", f"{op}_perf"))
     res = runner.invoke(app, ["check", str(path), "--topology", "amd-mi355x", "--format", "json"])
@@ -111,7 +118,7 @@ def test_the_cli_prices_each_op_on_an_mi355x_node(tmp_path, op):
     assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([m * 1e-6 for _, m, _ in rows])
     t = rccl_tune(PRESETS["amd-mi355x"], 8, V2_26, ranks_per_process=8)
     for r in sweep["rows"]:
-        us, proto, _ = p2p_op_us(t, op, r["bytes"], 8)
+        us, proto, _ = p2p_op_us(t, op, r["bytes"], 8, merged=True)
         assert r["algorithm"] == "P2P" and r["protocol"] == proto.value
         assert r["predicted_s"] == pytest.approx(us * 1e-6 + 7 * 3.74e-6)
     assert any(f"src/{op}.cu" in n for n in sweep["notes"])

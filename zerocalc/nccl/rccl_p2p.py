@@ -207,11 +207,15 @@ def _group_us(tuning: RcclTuning, msgs: list[tuple[int, int | None]], rank: int,
     return _step_latency_us(tuning, proto, across) + max(links_us, nic_us), proto, nic_us > links_us
 
 
-def p2p_op_us(tuning: RcclTuning, op: str, n_bytes: int, nics: int | None = None
+def p2p_op_us(tuning: RcclTuning, op: str, n_bytes: int, nics: int | None = None, *, merged: bool = False
               ) -> tuple[float, Protocol, bool]:
     """One rccl-tests call of ``op`` (:data:`P2P_OPS`) whose ``size`` column is ``n_bytes`` on ``tuning``'s
     communicator (ranks filling nodes in order, root 0), ``nics`` the NICs of a node: its time (µs), the
-    protocol of its last group and whether the nodes' NICs bound it (module docstring)."""
+    protocol of its last group and whether the nodes' NICs bound it (module docstring). ``merged``: one
+    thread drives several GPUs (rccl-tests ``-g`` above 1), whose ``startColl`` wraps the call in its own
+    ``ncclGroupStart`` / ``ncclGroupEnd`` (``src/common.cu``), so hypercube's log2(n) groups nest in it and
+    run as one group (RCCL, as NCCL, launches a nested group's operations at the outermost
+    ``ncclGroupEnd``): every exchange at once, one latency."""
     n = tuning.n_ranks
     ppn = n // tuning.n_nodes
 
@@ -231,8 +235,12 @@ def p2p_op_us(tuning: RcclTuning, op: str, n_bytes: int, nics: int | None = None
         if n & (n - 1):
             raise ConfigError(f"hypercube_perf exchanges with rank ^ 2^k: {n} ranks is not a power of two",
                               option="ranks")
+        masks = [1 << k for k in range(int(math.log2(n)))]
+        if merged:
+            return max((_group_us(tuning, [(m * mask, peer(r, r ^ mask)) for mask in masks], r % ppn, nics,
+                                  all_ranks=True) for r in range(n)), key=lambda g: g[0])
         total, proto, bound = 0.0, P.SIMPLE, False
-        for k in range(int(math.log2(n))):
+        for k in range(len(masks)):
             mask = 1 << k
             t, proto, b = max((_group_us(tuning, [(m * mask, peer(r, r ^ mask))], r % ppn, nics,
                                          all_ranks=mask >= ppn) for r in range(n)), key=lambda g: g[0])

@@ -136,11 +136,12 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, tuning: RcclTuning, op
     )
 
     a2a = op == "all_to_all"
+    merged = (gpus_per_thread or 1) > 1  # rccl-tests' own group around the call (hypercube's nest in it)
     out = []
     for r, measured in _timed(rows):
         n = int(r["size_bytes"])
         t_us, proto, bound = (all_to_all_us(tuning, n) if a2a
-                              else p2p_op_us(tuning, op, n, topo.nics_per_node))
+                              else p2p_op_us(tuning, op, n, topo.nics_per_node, merged=merged))
         fit = rccl_calibration(topo, op, tuning.n_ranks, P2P, proto.value)  # fit --out's pair
         if fit is not None:
             t_us = fit.alpha_us + n / (fit.bw_GBps * 1e3)
@@ -156,6 +157,10 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, tuning: RcclTuning, op
         row["net_bound"] = bound
         out.append(row)
     notes = ([note] if note else []) + wrong_notes(out) + _p2p_words(tuning, op, out)
+    if op == "hypercube" and merged:
+        notes.append("hypercube: rccl-tests wraps each call of a thread driving several GPUs in its own "
+                     "group (src/common.cu startColl), in which the log2(n) exchange groups nest and run as "
+                     "one: priced as every exchange at once")
     g = gpus_per_thread or 1
     if g > 1 and stagger is not None:
         notes.append(f"one thread drives {g} GPUs (rccl-tests -g {g}): each call priced at that time plus "
