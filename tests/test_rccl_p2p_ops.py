@@ -106,7 +106,8 @@ def test_hypercube_by_hand():
 @pytest.mark.parametrize("op", ["sendrecv", "gather", "scatter", "hypercube"])
 def test_the_cli_prices_each_op_on_an_mi355x_node(tmp_path, op):
     """The bundled one-node MI355X all-to-all sweep (-g 8) renamed: every row priced as the op's groups (the
-    thread's own group merging hypercube's) plus the thread's launch stagger (7 × 3.74 µs), measured times those of the file's rows above 0 B."""
+    thread's own group merging hypercube's) plus the thread's launch stagger (7 × 3.74 µs), measured times
+    those of the file's rows above 0 B."""
     path = tmp_path / f"{op}_perf-8xMI355X.txt"
     path.write_text((DATA / A2A_1N).read_text().replace("alltoall_perf", f"{op}_perf"))
     res = runner.invoke(app, ["check", str(path), "--topology", "amd-mi355x", "--format", "json"])
