@@ -94,7 +94,7 @@ def test_nvls_calls_on_hopper_before_2_28_are_timed_with_the_corrected_figures()
     t = tune(topo, 16, V26)
     run = t.run_time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, 1 << 34)
     assert run == pytest.approx((25 + 2 * 20.9) * 1e-6 + (1 << 34) / (57.7 * 8 * 16 / 30 * 1e9), rel=1e-6)
-    # not on Blackwell (the notes name GB200-NV72's data, not HGX B200's), nor at releases that have the fix
+    # not across HGX Blackwell nodes (NVLS Tree keeps each release's figures), nor at releases with the fix
     assert tune(get_topology("dgx-b200"), 16, V26).nvls_run is None
     assert tune(topo, 16, V30).nvls_run is None
     # nor where NVLS is off: the release's own tuning, no second one

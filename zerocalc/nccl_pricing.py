@@ -98,16 +98,19 @@ def ofi_tuner_note(ofi: OfiTuner, phases: list, nccl_version: str) -> str:
 
 def nvls_corrected_for(topo: Topology) -> str:
     """The GPUs whose NVLS figures NCCL 2.28.3 corrected, as its release notes name them."""
-    return "GB200-NV72" if (topo.compute_capability or 0) >= 100 else "Hopper"
+    if (topo.compute_capability or 0) < 100:
+        return "Hopper"
+    return "GB200-NV72" if topo.mnnvl else "Blackwell within one node"
 
 
 def nvls_corrected(release, topo: Topology) -> bool:
     """Whether ``release`` times NVLS calls on ``topo`` with the later release's figures
-    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, and a multi-node NVLink domain
-    of Blackwell GPUs (GB200 / GB300 NVL72), NCCL 2.17 to 2.27 (no NVLS before 2.17)."""
+    (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, a multi-node NVLink domain
+    of Blackwell GPUs (GB200 / GB300 NVL72) and Blackwell HGX nodes (groups within one node), NCCL 2.17-2.27
+    (no NVLS before 2.17)."""
     cc = topo.compute_capability or 0
     return (not release.nvls_efficiency_model and Algorithm.NVLS in release.algorithms and bool(topo.nvls)
-            and (topo.nvswitch_gen or 0) >= 3 and (90 <= cc < 100 or (topo.mnnvl and cc >= 100)))
+            and (topo.nvswitch_gen or 0) >= 3 and cc >= 90)
 
 
 def row_sizes(r, reuse_distance: float) -> dict:

@@ -246,12 +246,19 @@ def nvls_run_release(rel: Release, m: Machine, mnnvl: bool = False) -> Release |
     data, so a multi-node NVLink domain of Blackwell GPUs (``mnnvl``: a GB200 / GB300 NVL72) gets them too:
     on OCI's GB200 racks (NCCL 2.27.3, NVLS on: oracle-quickstart/oci-gpu-quickstarts, GB200 guide) NVLS
     Tree over 2 and 3 racks ran at 800 and 749 GB/s of bus bandwidth at 8 GiB, where 2.27.3's own figures
-    give about 1 050 (0.67-0.76x of the time at 4-8 GiB) and 2.30's about 915 (0.78-0.88x). HGX B200 nodes
-    keep each release's own figures (the notes do not name them, and 2.28-2.30 changed Blackwell's caps
-    again)."""
+    give about 1 050 (0.67-0.76x of the time at 4-8 GiB) and 2.30's about 915 (0.78-0.88x).
+
+    One HGX node of Blackwell GPUs (B200 / B300 on their NVSwitch) gets them too: 2.28.3's ``nvlsEfficiency``
+    (0.74 on Blackwell, ``tuning.cc`` v2.28.3-v2.30.7) is per GPU generation, not per system. 8 GPUs of one
+    node reach a bus bandwidth of 830-845 GB/s at 8-16 GiB under every release (NVIDIA/nccl issue 1807: "830+"
+    on 8 B200, NCCL 2.27.1; the bundled 8 x B300 OCI run, NCCL 2.28.9: 835), where 2.25-2.27's own figures
+    give 1 050 (8 channels x 90 GB/s x 5/6 algorithm bandwidth) and 2.28-2.30's 720 (0.80x and 1.16x of the
+    time). Across HGX nodes (NVLS Tree) each release keeps its own: 2 nodes of 8 B200 under 2.26.2 (Lambda,
+    dstackai/dstack ``examples/clusters/lambda``) run 1-2 GiB at 1.15-1.17x of 2.26's figures, 1.38-1.41x of
+    2.30's."""
     cc = m.compute_capability
     if (rel.nvls_efficiency_model or A.NVLS not in rel.algorithms or not m.nvls
-            or not (90 <= cc < 100 or (mnnvl and cc >= 100))):
+            or not (90 <= cc < 100 or (cc >= 100 and (mnnvl or m.n_nodes == 1)))):
         return None
     return LATEST if LATEST.nvls_efficiency_model else None
 

@@ -267,10 +267,14 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
     network's own latency, a tuner plugin, a calibration that covers none of the rows."""
     release, notes = tuning.release, []
     if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
-        gpus = "GB200-NV72" if tuning.machine.compute_capability >= 100 else "H100"
+        if tuning.machine.compute_capability < 100 or topo.mnnvl:
+            gpus = "GB200-NV72" if tuning.machine.compute_capability >= 100 else "H100"
+            what = (f"{'Hopper' if gpus == 'H100' else gpus}, which NCCL 2.28.3 corrected (\"Update tuning "
+                    f"data for {gpus}\")")
+        else:
+            what = "Blackwell (nvlsEfficiency 0.74), which NCCL 2.28.3 brought in"
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
-                     f"{'Hopper' if gpus == 'H100' else gpus}, which NCCL 2.28.3 corrected (\"Update tuning "
-                     f"data for {gpus}\"); NCCL {release.name} chooses them with its own")
+                     f"{what}; NCCL {release.name} chooses them with its own")
     if tuning.wire_run is not None and out:
         told = topo.net_latency_us or 0
         wire = told if topo.net_wire_latency_us is None else topo.net_wire_latency_us
