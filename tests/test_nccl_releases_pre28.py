@@ -1,6 +1,8 @@
 """NCCL 2.5, 2.6 and 2.7: hand derivations from each tag's tuning.cc, search.cc and topo.h (NVIDIA/nccl
 v2.5.7-1, v2.6.4-1, v2.7.3-1, v2.7.8-1), the version → table rule, and the refusal of 2.4 and earlier."""
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -111,3 +113,15 @@ def test_table_command_prices_2_7():
     res = runner.invoke(app, ["table", "--topology", "dgx-1-v100", "--nccl-version", "2.7.8"])
     assert res.exit_code == 0, res.output
     assert "v2.7.8-1" in res.stdout
+
+
+def test_point_to_point_refused_before_2_7():
+    # ncclSend / ncclRecv arrive in v2.7.3 (src/nccl.h.in; v2.6.4 has none): a sendrecv sweep at 2.6 is
+    # refused in one line, at 2.7 priced
+    data = str(Path(__file__).parent / "data" / "traces" / "nccl-tests" / "sendrecv_perf-8xA100-g8-block.txt")
+    args = ["check", data, "--topology", "dgx-a100", "--n", "8", "--nccl-version"]
+    res = runner.invoke(app, [*args, "2.6.4"])
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert "NCCL 2.6.4 has no point-to-point operations" in line
+    assert runner.invoke(app, [*args, "2.7.8"]).exit_code == 0
