@@ -1,4 +1,4 @@
-"""RCCL's all-to-all: one send and one receive to every rank, timed as its data moves.
+"""RCCL's point-to-point ops (all-to-all, sendrecv, gather, scatter, hypercube), timed as data moves.
 
 **What runs.** ``ncclAllToAll`` (ROCm/rccl ``src/collectives.cc``, ``ncclAllToAll_impl``) runs, in this
 order: an MSCCL program loaded for the communicator (``mscclAvailable``:

@@ -5,7 +5,9 @@ rows are compared here as :func:`zerocalc.validate.sweep.compare_sweep` compares
 model, with the same JSON row (``bytes``, ``measured_s``, ``predicted_s``, ``ratio``, ``algorithm``,
 ``protocol``, …): the measured time is the out-of-place one (the in-place one under ``-O 0``), the
 prediction RCCL's choice and time for the row's ``size``, or, where RCCL runs the call with an MSCCL
-program, that program's time (``algorithm`` ``MSCCL``). One thread driving G GPUs (rccl-tests ``-g G``, its
+program, that program's time (``algorithm`` ``MSCCL``); an ``alltoall_perf``, ``sendrecv_perf``,
+``gather_perf``, ``scatter_perf`` or ``hypercube_perf`` sweep, RCCL's grouped sends
+(:mod:`zerocalc.nccl.rccl_p2p`, ``algorithm`` ``P2P``). One thread driving G GPUs (rccl-tests ``-g G``, its
 default launch mode) adds the stagger of its launches, :func:`rccl_launch_stagger_s` (``nccl_s`` keeps
 RCCL's time, ``launch_stagger_s`` the stagger), as :func:`zerocalc.validate.host_launch.launch_stagger_s`
 does on NVIDIA GPUs with NVIDIA's figure.
