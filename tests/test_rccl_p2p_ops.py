@@ -76,6 +76,20 @@ def test_gather_and_scatter_across_two_mi355x_nodes_by_hand():
         assert us == pytest.approx(17 + 19.8 + 8 * m / (1000 * 50.0))
 
 
+def test_two_mi250x_nodes_share_a_nic_between_two_gcds():
+    """4 Slingshot-11 NICs of 200 Gb/s for 8 GCDs (the preset): a rank alone on the network has its own NIC,
+    25 GB/s; every rank at once, half of one. tuning_model_3's Ring/Simple network hop 19.8 µs."""
+    t = rccl_tune(PRESETS["amd-mi250x"], 16, V2_21)
+    us, _, bound = p2p_op_us(t, "sendrecv", GiB, 4)  # ranks 7 -> 8 and 15 -> 0 cross, each on its NIC
+    assert bound and us == pytest.approx(17 + 19.8 + GiB / (1000 * 25.0))
+    us, _, bound = p2p_op_us(t, "gather", GiB, 4)  # the root takes 8 blocks of 1/16 on its own NIC
+    assert bound and us == pytest.approx(17 + 19.8 + 8 * (GiB / 16) / (1000 * 25.0))
+    # hypercube's last group (mask 8): all 8 GCDs of a node at once, 4 × 25 GB/s over 8
+    block = GiB // 16
+    us, _, _ = p2p_op_us(t, "hypercube", GiB, 4, merged=True)
+    assert us == pytest.approx(17 + 19.8 + 8 * block / (1000 * 12.5))
+
+
 def test_gather_on_one_node_by_hand():
     t = rccl_tune(PRESETS["amd-mi300x"], 8, V2_21)
     # 7 peers' blocks of 1/8 each on its own 48 GB/s link, at once
