@@ -5,12 +5,14 @@ Expected values by hand from RCCL's own figures: ROCm/rccl ``src/graph/tuning.cc
 17 µs Simple; ``hwLat`` Ring hops: xGMI 0.8 µs LL / 2.1 µs Simple in models 5 and 6 and 3.6 µs Simple in
 ``tuning_model_0``, the network's Ring/Simple hop 19.8 µs in 2.20.5's model 5 where later models carry 320),
 ``src/graph/topo.h`` (an xGMI link 48 GB/s on gfx942 / gfx950, 36 GB/s on gfx90a), ``src/graph/paths.cc``
-(``ncclTopoGetNchannels``: 4 channels a link on gfx94x, 2 on others; doubled on one node of gfx94x),
-``src/enqueue.cc`` (LL up to ``NCCL_P2P_LL_THRESHOLD`` 16 KiB, × the channels per peer after the NCCL 2.23
-merge), ``src/graph/rome_models.cc`` (``rome_model_73``'s link matrix of an MI250X node); rccl-tests
-``src/sendrecv.cu``, ``gather.cu``, ``scatter.cu``, ``hypercube.cu`` (what each rank sends); the NICs from the
-presets (8 × 400 Gb/s a node on ``amd-mi355x``). The CLI check uses the bundled one-node MI355X all-to-all
-sweep (tests/data/traces/README.md names its source) renamed, its rows counted by a plain split.
+(``ncclTopoGetNchannels``: 4 channels a link on gfx94x, 2 on others; doubled on one node of gfx94x; no path
+through a GPU), ``src/enqueue.cc`` (LL up to ``NCCL_P2P_LL_THRESHOLD`` 16 KiB, × the channels per peer after
+the NCCL 2.23 merge), ``src/graph/rome_models.cc`` (``rome_model_73``'s link matrix of an MI250X node);
+rccl-tests ``src/sendrecv.cu``, ``gather.cu``, ``scatter.cu``, ``hypercube.cu`` (what each rank sends); the
+NICs from the presets (8 × 400 Gb/s a node on ``amd-mi355x``, 4 × 200 Gb/s on ``amd-mi250x``); OLCF's
+Frontier node diagram (36 GB/s each way between the CPU and a GCD). The CLI check uses the bundled one-node
+MI355X all-to-all sweep (tests/data/traces/README.md names its source) renamed, its rows counted by a plain
+split.
 """
 
 import json
@@ -57,8 +59,9 @@ def test_mi250x_pairs_follow_rome_model_73():
     t = rccl_tune(PRESETS["amd-mi250x"], 8, V2_21)
     assert pair_GBps(t, 0, 1) == 4 * 36.0  # two GCDs of one MI250X
     assert pair_GBps(t, 0, 6) == 2 * 36.0
-    # GCDs 1 and 2 share no link: through GCD 0 (4 then 1 links) or GCD 3 (1 then 4): one link's 36 GB/s
-    assert pair_GBps(t, 1, 2) == 36.0
+    # GCDs 1 and 2 (and 3 and 4) share no link: RCCL's path crosses the host, 36 GB/s each way a GCD
+    # (OLCF's Frontier node diagram)
+    assert pair_GBps(t, 1, 2) == pair_GBps(t, 3, 4) == 36.0
     assert channels_per_peer(t) == 2  # 2 a link, the one-link peers asking fewest; no doubling on gfx90a
     # the ring's slowest hops (1 -> 2, 5 -> 6) set sendrecv's time; tuning_model_0's 3.6 µs Simple xGMI hop
     us, _, _ = p2p_op_us(t, "sendrecv", GiB)

@@ -42,8 +42,9 @@ the time:
   ``rocm-6.2.0`` and develop of Oct 2024), or, in the releases after the NCCL 2.23 merge (the tables of
   2.25 on), at most ``p2pnChannelsPerPeer`` × 16 KiB (``thresholdLL = nChannelsMax ×
   NCCL_P2P_LL_THRESHOLD``), :func:`channels_per_peer`;
-* transfer: a message to a GPU of the node over the xGMI path between the two (:func:`pair_GBps`: the
-  links joining them × ``ncclTopoXGMISpeed``; an MI250X node's pairs from ``rome_model_73``'s link matrix),
+* transfer: a message to a GPU of the node over the path between the two (:func:`pair_GBps`: the xGMI
+  links joining them × ``ncclTopoXGMISpeed``; an MI250X node's pairs from ``rome_model_73``'s link matrix,
+  through the host where two GCDs share no link),
   no faster than the rank's share of all its xGMI links (``totalBw``); a message to another node over the
   rank's own NIC (RCCL's ``NCCL_PXN_DISABLE`` defaults to 1, ROCm/rccl ``src/graph/paths.cc``: no relay
   through a peer GPU's NIC) at its line rate, or over its share of the node's NICs where every rank of the
@@ -108,21 +109,25 @@ MI250X_CONN = (
 )
 
 
+#: The Infinity Fabric link between the CPU and each GCD of an HPE Cray EX235a node, GB/s each way (OLCF
+#: Frontier user guide: "The CPU is connected to each GCD via Infinity Fabric CPU-GPU, allowing a peak
+#: host-to-device (H2D) and device-to-host (D2H) bandwidth of 36+36 GB/s"): the path RCCL's topology gives
+#: two GCDs that share no xGMI link runs GCD -> CPU -> GCD over two such links.
+MI250X_HOST_GBPS = 36.0
+
+
 def pair_GBps(tuning: RcclTuning, i: int, j: int) -> float:
-    """The xGMI bandwidth (GB/s) RCCL's topology gives the path from local GPU ``i`` to local GPU ``j``: on
-    an MI250X node (8 gfx90a GCDs) the links :data:`MI250X_CONN` puts between them × 36 GB/s
-    (``MI200_XGMI_WIDTH``), or, for two GCDs without a link, the narrower link of the best path through a
-    third GCD (``paths.cc`` sets a path's bandwidth to its narrowest link); on the fully connected nodes
-    (gfx942, gfx950, fewer GPUs a node) ``totalBw`` over the peers, each on its own links."""
+    """The bandwidth (GB/s) of the path from local GPU ``i`` to local GPU ``j``: on an MI250X node (8 gfx90a
+    GCDs) the xGMI links :data:`MI250X_CONN` puts between them × 36 GB/s (``MI200_XGMI_WIDTH``), or, for two
+    GCDs without a link, the host's (:data:`MI250X_HOST_GBPS`: RCCL's ``paths.cc`` builds no path through a
+    GPU, "Disallow GPUs as intermediate steps", so such a pair's path crosses the CPU); on the fully
+    connected nodes (gfx942, gfx950, fewer GPUs a node) ``totalBw`` over the peers, each on its own links."""
     from zerocalc.nccl.rccl import XGMI_GBPS
 
     ppn = tuning.n_ranks // tuning.n_nodes
-    link = XGMI_GBPS[tuning.arch]
     if tuning.arch == "gfx90a" and ppn == 8:
-        direct = MI250X_CONN[i % 8][j % 8]
-        if not direct:
-            direct = max(min(MI250X_CONN[i % 8][k], MI250X_CONN[k][j % 8]) for k in range(8))
-        return direct * link
+        links = MI250X_CONN[i % 8][j % 8]
+        return links * XGMI_GBPS["gfx90a"] if links else MI250X_HOST_GBPS
     return tuning.total_bw_GBps / max(1, ppn - 1)
 
 
