@@ -175,8 +175,8 @@ V100_GKE_FLUX = "all_reduce_perf-2xV100-gke-flux-1pernode-socket.txt"
 
 def test_flux_pods_on_gke_read_through_the_blank_line_and_the_memory_note():
     # a blank line inside the table and '# Reducing maxBytes' before it: every row is read, 8 B to 2 GiB;
-    # 2 pods of one V100 each. Priced as a DGX-1's GPUs on InfiniBand by default, the file naming no
-    # network: its TCP sockets on a VPC run at 0.74 GB/s, a miss the file cannot tell (traces/README.md)
+    # 2 pods of one V100 each, VMs of one GPU: priced over NCCL's socket transport (the file naming no
+    # network; tests/test_nccl_socket_transport.py)
     sweep = check_json(V100_GKE_FLUX)
     assert sweep["op"] == "all_reduce" and sweep["group_size"] == len(device_lines(V100_GKE_FLUX)) == 2
     assert {host for host, _ in device_lines(V100_GKE_FLUX)} == {"flux-sample-0", "flux-sample-1"}

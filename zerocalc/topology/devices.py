@@ -79,6 +79,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.net_socket import ONE_GPU_VMS_WORDS, VM_SOCKET_HOP_US, on_vm, one_gpu_vms
 from zerocalc.topology.machine import Link, Topology, nvlink_mesh_peers
 from zerocalc.topology.pci_buses import on_own_root_ports
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
@@ -327,6 +328,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     own_roots = bool(hosts) and all(h in root_bus_hosts for h in hosts)
     ports = [list(pci_buses.get(h) or ()) for h in hosts] if pci_buses and hosts else []
     ports = ports[0] if ports and all(p == ports[0] for p in ports) else []
+    if net is None and len(hosts) > 1 and one_gpu_vms(hosts, ports):
+        net, net_how = "socket", ONE_GPU_VMS_WORDS
     topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed, own_roots, ports)
     if net is None and topo.name == "dgx-h100" and on_gcp_a3_mega(bus_ids):
         topo, gpu_how = PRESETS["gcp-a3-mega"], gpu_how + (
@@ -492,9 +495,12 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
         raise _refuse(f"{where}: no preset describes its GPUs ({gpu})")
     if kind is None and card is not None and card.pcie_gen not in _PCIE_PRESET:
         raise _refuse(f"{where}: no preset describes a PCIe {card.pcie_gen}.0 box ({gpu})")
+    vm = own_roots or on_vm(buses)
     if n_hosts > 1 and net is not None and (kind is None or net not in _PRESET_FOR[kind]):
         if kind is None and net in ("ib", "socket"):
             pass  # a PCIe box's preset has an InfiniBand NIC; over sockets, :func:`over_sockets`
+        elif net == "socket" and vm and list(buses) == [0]:
+            pass  # a VM given one GPU: a GPU and a virtual NIC, nothing of the machine's NVLink or RDMA
         else:
             hint = " (ethernet-100g: a 100 GbE cluster of PCIe 4.0 GPUs)" if net == "socket" else ""
             raise _refuse(f"{where}: {net_how}, which no preset of {gpu} describes{hint}")
@@ -515,6 +521,10 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
                     "which no preset describes")
             extra += (f" (aws-ofi-nccl's line {instance[1]} names {instance[0]}, {what}: priced as {name}'s "
                       "GPUs and NICs; --topology for its own)")
+        if net == "socket" and n_hosts > 1:
+            extra += (f" (a VM of one GPU: across hosts NCCL's socket transport, through host memory, on one "
+                      f"NIC of {SOCKET_NIC_GBPS:g} Gb/s a node, {VM_SOCKET_HOP_US:g} µs a TCP step)")
+            return over_sockets(PRESETS[name], vm=True), extra
         if name == "dgx-spark" and n_hosts > 1:
             extra = (" (priced with NCCL on both RDMA devices of the ConnectX-7 port, 200 Gb/s a Spark: "
                      "an NCCL_IB_HCA naming one, or TCP sockets, moves less, which the file's lines do not "
@@ -533,9 +543,10 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
         no_p2p += f", {ports}" if ports else ""
     sockets = ""
     if n_hosts > 1 and net == "socket":
-        topo = over_sockets(topo)
+        topo = over_sockets(topo, vm=vm)
         sockets = (f"; across hosts NCCL's socket transport, through host memory, on one NIC of "
-                   f"{SOCKET_NIC_GBPS:g} Gb/s a node")
+                   f"{SOCKET_NIC_GBPS:g} Gb/s a node"
+                   + (f", VMs (GPUs on PCI bus 0): {VM_SOCKET_HOP_US:g} µs a TCP step" if vm else ""))
     return topo, (f" (a PCIe {card.pcie_gen}.0 card, compute capability {card.compute_capability / 10:g}: "
                   f"{topo.name} with these GPUs; assumed: {pcie_layout_words(topo)}{no_p2p}{sockets})")
 

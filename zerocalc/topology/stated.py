@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from zerocalc.nccl.net_socket import VM_SOCKET_HOP_US
 from zerocalc.topology.machine import P2P_LEVELS, Link, Topology
 
 #: The speed NCCL gives a NIC of its socket transport whose link reports none (a VM's or container's
@@ -21,27 +22,40 @@ from zerocalc.topology.machine import P2P_LEVELS, Link, Topology
 SOCKET_NIC_GBPS = 10.0
 
 
-def over_sockets(topo: Topology) -> Topology:
+def over_sockets(topo: Topology, vm: bool = False) -> Topology:
     """A PCIe box's nodes joined by NCCL's TCP socket transport: one NIC of :data:`SOCKET_NIC_GBPS` (the
     file states no link speed; NCCL's own figure for a NIC that reports none) and no GPUDirect RDMA (the
-    socket transport moves host memory alone: ``ptrSupport = NCCL_PTR_HOST``, ``net_socket.cc``)."""
+    socket transport moves host memory alone: ``ptrSupport = NCCL_PTR_HOST``, ``net_socket.cc``); NCCL is
+    told no network latency (``props->latency = 0``). ``vm``: the hosts are VMs (their GPUs on PCI bus 0,
+    :func:`zerocalc.nccl.net_socket.on_vm`): each network step also takes a TCP message's one-way trip
+    between two VMs (:data:`zerocalc.nccl.net_socket.VM_SOCKET_HOP_US`, the topology's
+    ``net_wire_latency_us``, a time figure: NCCL still chooses with its 0)."""
+    wire = VM_SOCKET_HOP_US if vm else None
     return replace(topo, nics_per_node=1, nic_Gbps=SOCKET_NIC_GBPS, gpudirect_rdma=False,
+                   net_latency_us=0.0, net_wire_latency_us=wire,
                    inter=Link(alpha_s=topo.inter.alpha_s, bw_Bps=SOCKET_NIC_GBPS / 8 * 1e9))
 
 
 def socket_nic_note(topo: Topology, ranks: int, network: Mapping[str, Sequence] | None) -> str:
     """What the price of a PCIe box's run across hosts over TCP sockets cannot know ('' otherwise): the
     rate and latency of the hosts' network (their NICs, the TCP stack, NCCL's proxy threads), which
-    nccl-tests output never states: priced at :data:`SOCKET_NIC_GBPS` and NCCL's network hop. For the
-    preset the file's lines chose (:func:`over_sockets`), not a topology the user gave."""
+    nccl-tests output never states: priced at :data:`SOCKET_NIC_GBPS` and NCCL's network hop, with a VM's
+    TCP trip where the hosts are VMs. For the preset the file's lines chose (:func:`over_sockets`, where
+    they state the socket transport or are VMs of one GPU naming no network), not a topology the user
+    gave."""
     kinds = set(network or {})
-    if kinds != {"socket"} or topo.nvlink_gen != 0 or ranks <= topo.gpus_per_node \
-            or topo.nic_Gbps != SOCKET_NIC_GBPS:
-        return ""
+    if kinds not in ({"socket"}, set()) or ranks <= topo.gpus_per_node or topo.nic_Gbps != SOCKET_NIC_GBPS \
+            or topo.gpudirect_rdma is not False or topo.net_latency_us != 0:
+        return ""  # the socket transport of :func:`over_sockets`, stated or assumed (a VM of one GPU)
+    vm = topo.net_wire_latency_us
+    hop = (f"NCCL's network hop latency and {vm:g} µs a step for a TCP message between two VMs (half a "
+           "published round trip between VMs of one zone, zerocalc.nccl.net_socket)" if vm else
+           "NCCL's network hop latency (bare-metal hosts: a VM's hosts take tens of µs more a step)")
     return (f"across hosts over TCP sockets the rate and latency are the hosts' (their NICs, the TCP stack, "
             f"NCCL's proxy threads), which the file does not state: priced at {SOCKET_NIC_GBPS:g} Gb/s, "
-            "NCCL's figure for a NIC that reports no speed (src/transport/net_socket.cc), and NCCL's "
-            "network hop latency; --topology with a TOML of the hosts' NIC prices a faster or slower link")
+            f"NCCL's figure for a NIC that reports no speed (src/transport/net_socket.cc), and {hop}; "
+            "--topology with a TOML of the hosts' NIC (nic_Gbps, net_wire_latency_us) prices a faster or "
+            "slower link")
 
 
 def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
