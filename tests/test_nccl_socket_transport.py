@@ -9,6 +9,7 @@ from statistics import median
 import pytest
 from sweep_files import DATA, check_json, file_rows, median_size_ratio
 
+from zerocalc.nccl import RELEASES, Algorithm, Protocol, tune
 from zerocalc.nccl.net_socket import (
     MIN_TASK_BYTES,
     VM_SOCKET_HOP_US,
@@ -19,11 +20,13 @@ from zerocalc.nccl.net_socket import (
     socket_threads,
 )
 from zerocalc.topology import PRESETS, topology_to_toml
+from zerocalc.topology.devices import nodes_of
 from zerocalc.topology.stated import SOCKET_NIC_GBPS, over_sockets
 
 A10G = "all_reduce_perf-2xA10G-g5-2nodes-socket-nccl2.11.4.txt"
 V100_GKE = "all_reduce_perf-2xV100-gke-flux-1pernode-socket.txt"
 L40S = "all_reduce_perf-2xL40S-2pods-socket-nccl2.27.3.txt"
+ISSUE82 = "broadcast_perf-pre2022-NA-2ranks.txt"
 
 
 def test_the_vm_step_is_half_the_published_round_trip():
@@ -129,3 +132,35 @@ def test_bare_metal_pods_over_sockets_keep_nccls_hop():
     assert "VMs" not in sweep["topology_how"]
     assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"] if r["bytes"] <= 1024)
 
+
+def test_a_ring_broadcast_between_two_vms_crosses_the_network_once():
+    """nccl-tests issue 82: an 8-byte Ring/Simple broadcast of two V100 PCIe hosts (``[0x00]``: VMs) over
+    sockets took 45.8 µs. NCCL's estimate for a Ring broadcast charges one table hop and no network
+    latency (tuning.cc): 18.0 µs, 0.39x. The chain crosses the network once (2 nodes), at the VM step:
+    18.0 + 49.5 = 67.5 µs, 1.47x."""
+    sweep = check_json(ISSUE82, counted=_old_layout_rows)
+    (row,) = sweep["rows"]
+    assert (row["algorithm"], row["protocol"]) == ("Ring", "Simple")
+    assert row["predicted_s"] * 1e6 == pytest.approx(18.0 + VM_SOCKET_HOP_US, abs=0.1)
+    assert 0.5 <= row["ratio"] <= 2.0
+
+
+
+def test_through_host_memory_the_wire_is_paid_once_a_simple_step():
+    """NCCL 2.18.1 on adds a network's ``latencyInter`` twice to a Simple hop ("Also add the flush extra
+    latency", tuning.cc), for the flush a GPUDirect receive needs; ``src/transport/net.cc`` flushes only with
+    ``useGdr``. Over sockets (host memory) the wire's timing run pays it once: NCCL's Simple network hop on
+    one GPU a node (the Tree row, ``ppn == 1``) plus 49.5 µs, where NCCL's own choice adds 2 × 0."""
+    from zerocalc.nccl.tune_model import NET, _hop_latencies_us
+
+    rel = RELEASES["2.30"]
+    box, _ = nodes_of(over_sockets(PRESETS["pcie-gen4"], vm=True), 1)  # one GPU a node, as the runs
+    t = tune(box, 2, rel)
+    hop = rel.hw_lat_us[NET][Algorithm.TREE][2]  # Simple, the Tree row NCCL takes at one rank a node
+    wire_m, told_m = t.wire_run.machine, t.machine
+    assert wire_m.relayed and wire_m.wire_time and not told_m.wire_time
+    assert _hop_latencies_us(rel, wire_m, Algorithm.RING, Protocol.SIMPLE)[1] == pytest.approx(hop + 49.5)
+    assert _hop_latencies_us(rel, told_m, Algorithm.RING, Protocol.SIMPLE)[1] == pytest.approx(hop)
+    gdr = tune(replace(box, gpudirect_rdma=True), 2, rel)
+    assert _hop_latencies_us(rel, gdr.wire_run.machine, Algorithm.RING, Protocol.SIMPLE)[1] == \
+        pytest.approx(hop + 2 * 49.5)

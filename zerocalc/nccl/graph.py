@@ -136,6 +136,13 @@ class Machine:
     #: time only: a network hop pays the graphs' ``latency_inter_us`` even at a release whose model
     #: does not read it (before 2.12; see :func:`zerocalc.nccl.model.tune`)
     wire_hops: bool = False
+    #: time only: the network's data lands in host memory (no GPUDirect RDMA), so a Simple receive is never
+    #: flushed (``src/transport/net.cc`` flushes only with ``useGdr`` and ``needFlush``, v2.12-v2.30) and its
+    #: wire latency is paid once, where NCCL's estimate adds it twice ("Also add the flush extra latency",
+    #: ``tuning.cc`` v2.18.1 on); used for the wire's timing run (:func:`zerocalc.nccl.model.tune`)
+    relayed: bool = False
+    #: time only: this machine times the network's own latency (the wire's run), not NCCL's choice
+    wire_time: bool = False
     #: the CUDA release the NCCL library was built with (``CUDART_VERSION``: ``(11, 8)``), where stated
     cuda_build: tuple[int, int] | None = None
     #: time only: the largest message the network sends eagerly, a larger one paying a rendezvous round
@@ -428,4 +435,4 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
                    graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None,
                    net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize,
-                   net_flow_piece=topo.net_flow_piece)
+                   net_flow_piece=topo.net_flow_piece, relayed=relayed)

@@ -473,7 +473,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
          stated_channels: int | None = None,
          stated_graphs: Mapping[Algorithm, tuple[int, float, float]] | None = None,
          stated_nvls: int | None = None, cuda_build: tuple[int, int] | None = None,
-         _wire_hops: bool = False) -> Tuning:
+         _wire_hops: bool = False, _wire_time: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
@@ -496,8 +496,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
-    if _wire_hops:
-        m = replace(m, wire_hops=True)
+    if _wire_hops or _wire_time:
+        m = replace(m, wire_hops=_wire_hops, wire_time=True)
     if cuda_build is not None:
         m = replace(m, cuda_build=tuple(cuda_build))
     m, graph_changes = _with_stated_graphs(m, stated_graphs)
@@ -532,7 +532,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     wire = told if wire is None else wire
     unread = release.era < 12 and wire > 0  # before v2.12.12 tuning.cc reads no plugin latency
     wire_run = None
-    if m.n_nodes > 1 and (wire != told or unread) and not _wire_hops:
+    if m.n_nodes > 1 and (wire != told or unread) and not _wire_time:
         # the same communicator with the network's own latency as latencyInter: NCCL's formulas, the
         # figure NCCL is told replaced by the one the wire has (see Tuning.run_time_s); a release that
         # reads none still pays it, as the first releases that read it count it (replacing the hop)
@@ -540,7 +540,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
         wire_run = tune(wire_topo, n_ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,
                         nvls_enable=nvls_enable, min_channels=min_channels, max_channels=max_channels,
                         stated_channels=stated_channels, stated_graphs=stated_graphs, stated_nvls=stated_nvls,
-                        cuda_build=cuda_build, _wire_hops=unread)
+                        cuda_build=cuda_build, _wire_hops=unread, _wire_time=True)
     return Tuning(release, m, entries, channels, nvls_run, wire_run, stated, tuple(graph_changes), told_nvls,
                   tree_run=tree_run_release(release, m, topo.mnnvl))
 

@@ -219,7 +219,8 @@ def _hop_latencies_us(rel: Release, m: Machine, a: Algorithm, p: Protocol) -> tu
             inter_lat = rel.hw_lat_us[NET][A.TREE][pi]
         else:
             inter_lat = rel.hw_lat_us[NET][a][pi]
-        inter_lat += g.latency_inter_us * (2 if p == P.SIMPLE else 1)
+        flush = p == P.SIMPLE and not (m.wire_time and m.relayed)  # no flush through host memory
+        inter_lat += g.latency_inter_us * (2 if flush else 1)
     return intra_lat, inter_lat
 
 
@@ -340,7 +341,17 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     TCPXO), and no bundled all-gather or reduce-scatter sweep ran where it is large (AWS EFA: 20 µs a hop, 75
     as the plugin reports it), so it is not charged to every step; NCCL's estimate, which charges it to the
     steps that cross the network, stays the floor (charged to every step, a 16-rank p5 all-gather of 8 MiB
-    would take 400 µs where NCCL estimates 90)."""
+    would take 400 µs where NCCL estimates 90).
+
+    A Ring broadcast or reduce across nodes: NCCL's estimate charges it one hop of its table
+    (``baseLat + hwLat``, ``tuning.cc``, every release), never the plugin's ``latencyInter``; the chain
+    crosses the network ``nNodes − 1`` times, each crossing the wire's latency (the topology's
+    ``net_wire_latency_us``): charged on top where the network has one (two VMs over NCCL's socket
+    transport, :mod:`zerocalc.nccl.net_socket`: an 8-byte broadcast of two V100 hosts, nccl-tests issue 82,
+    took 45.8 µs where NCCL's estimate is 18)."""
+    wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs else 0.0
+    if coll in (C.BROADCAST, C.REDUCE) and m.n_nodes > 1 and wire:
+        return _latency_us(rel, m, coll, A.RING, p) + (m.n_nodes - 1) * wire
     if m.n_nodes <= 1 or m.ppn <= 1 or coll not in (C.ALL_GATHER, C.REDUCE_SCATTER):
         return None
     a = A.RING
