@@ -346,10 +346,10 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     A Ring broadcast or reduce across nodes: NCCL's estimate charges it one hop of its table
     (``baseLat + hwLat``, ``tuning.cc``, every release), never the plugin's ``latencyInter``; the chain
     crosses the network ``nNodes − 1`` times, each crossing the wire's latency (the topology's
-    ``net_wire_latency_us``): charged on top where the network has one (two VMs over NCCL's socket
-    transport, :mod:`zerocalc.nccl.net_socket`: an 8-byte broadcast of two V100 hosts, nccl-tests issue 82,
-    took 45.8 µs where NCCL's estimate is 18)."""
-    wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs else 0.0
+    ``net_wire_latency_us``, on the wire's timing run): charged on top where the network states one (two
+    VMs over NCCL's socket transport, :mod:`zerocalc.nccl.net_socket`: an 8-byte broadcast of two V100
+    hosts, nccl-tests issue 82, took 45.8 µs where NCCL's estimate is 18)."""
+    wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs and m.wire_time else 0.0
     if coll in (C.BROADCAST, C.REDUCE) and m.n_nodes > 1 and wire:
         return _latency_us(rel, m, coll, A.RING, p) + (m.n_nodes - 1) * wire
     if m.n_nodes <= 1 or m.ppn <= 1 or coll not in (C.ALL_GATHER, C.REDUCE_SCATTER):
