@@ -1,0 +1,96 @@
+"""check on more public nccl-tests outputs of NVIDIA machines (NCCL 2.8 and later): the all-reduce,
+all-to-all and send/receive runs of a 10-node H100 cluster with 1, 2 and 4 ranks a host, and the five runs
+of 4 H100 of one host, one process per GPU (tests/data/traces/README.md names each file's source).
+
+What each test expects is counted from the file itself by a plain split, not through zerocalc: per
+``# Collective test starting`` run, its test's name, its rows (size, out-of-place µs) and its '#  Rank'
+lines. The bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median size) where the model meets
+them.
+"""
+
+import json
+
+import pytest
+from sweep_files import DATA
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+runner = CliRunner()
+
+#: nccl-tests' binary name → the op ``check`` reports
+OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf":
+       "reduce_scatter", "alltoall_perf": "all_to_all", "sendrecv_perf": "sendrecv", "broadcast_perf":
+       "broadcast", "reduce_perf": "reduce"}
+
+FOUR_H100 = "five-tests-4xH100-1node-4procs-nccl2.29.2.log"
+TEN_NODES = [f"{kind}-{n}xH100-10nodes-{g}pernode-nccl2.29.2.{ext}"
+             for n, g in ((10, 1), (20, 2), (40, 4))
+             for kind, ext in (("all_reduce_perf", "txt"), ("alltoall-sendrecv", "log"))]
+
+#: file → (the options a user gives, the preset it is priced on, every run within both bands)
+PRICED = {
+    FOUR_H100: ((), "dgx-h100", True),
+    **{name: ((), "dgx-h100", True) for name in TEN_NODES},
+}
+
+
+def runs_in_file(name):
+    """Per run of the file: (test name, its '#  Rank' lines, hosts, [(size, out-of-place µs)]), by a plain
+    split. A file holding one block without a ``Collective test starting`` line is one run named by its
+    file name."""
+    runs = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if line.startswith("# Collective test starting:"):
+            runs.append([f[-1], 0, set(), []])
+            continue
+        counted = "Rank" in f or (len(f) >= 13 and f[0].isdigit() and f[1].isdigit())
+        if counted and not runs:
+            runs.append([name.split("-")[0], 0, set(), []])
+        if "Rank" in f and "device" in f and "on" in f:
+            runs[-1][1] += 1
+            runs[-1][2].add(f[f.index("on") + 1])
+        elif len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            runs[-1][3].append((int(f[0]), float(f[5])))
+    return [(test, ranks, len(hosts), rows) for test, ranks, hosts, rows in runs]
+
+
+def sweeps(name, *args):
+    res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["sweeps"]
+
+
+def median_size_ratio(sweep):
+    rows = sorted(sweep["rows"], key=lambda r: r["bytes"])
+    return rows[(len(rows) - 1) // 2]["ratio"]
+
+
+@pytest.mark.parametrize("name", sorted(PRICED))
+def test_each_run_is_read_as_the_file_counts_it(name):
+    args, _, _ = PRICED[name]
+    runs = runs_in_file(name)
+    got = sweeps(name, *args)
+    assert [s["op"] for s in got] == [OPS[test] for test, _, _, _ in runs]
+    for sweep, (_, ranks, _, rows) in zip(got, runs, strict=True):
+        assert sweep["group_size"] == ranks
+        assert [r["bytes"] for r in sweep["rows"]] == [size for size, _ in rows]
+        assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t in rows])
+
+
+@pytest.mark.parametrize("name", sorted(PRICED))
+def test_the_preset_is_the_one_the_device_lines_name_with_the_hosts_they_name(name):
+    args, preset, _ = PRICED[name]
+    for sweep, (_, ranks, hosts, _) in zip(sweeps(name, *args), runs_in_file(name), strict=True):
+        assert sweep["topology"] == preset
+        how = sweep["topology_how"]
+        assert f"{ranks // hosts} per host" in how and f"{hosts} host" in how
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, _, ok) in PRICED.items() if ok))
+def test_runs_within_both_bands(name):
+    args, _, _ = PRICED[name]
+    for sweep in sweeps(name, *args):
+        assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]), sweep["op"]
+        assert 0.8 <= median_size_ratio(sweep) <= 1.25, sweep["op"]
