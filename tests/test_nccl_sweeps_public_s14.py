@@ -11,10 +11,11 @@ them.
 import json
 
 import pytest
-from sweep_files import DATA
+from sweep_files import DATA, device_lines
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
+from zerocalc.topology.devices import pcie_card
 
 runner = CliRunner()
 
@@ -25,6 +26,7 @@ OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce
 
 FOUR_H100 = "five-tests-4xH100-1node-4procs-nccl2.29.2.log"
 H800_INFO = "broadcast_perf-8xH800-g8-info-c0-nccl2.18.3.txt"
+RTX6000D = "alltoall_perf-16xRTX6000D-2nodes-p2p-disable-crlf-nccl2.30.3.txt"
 TEN_NODES = [f"{kind}-{n}xH100-10nodes-{g}pernode-nccl2.29.2.{ext}"
              for n, g in ((10, 1), (20, 2), (40, 4))
              for kind, ext in (("all_reduce_perf", "txt"), ("alltoall-sendrecv", "log"))]
@@ -35,6 +37,9 @@ PRICED = {
     # within 0.5-2x at every size; up to 4 MiB the 8 GPUs' calls take 25-45 µs, under the floor priced for
     # one thread launching 8 GPUs' kernels of 16 channels each (median size 1.37x)
     H800_INFO: ((), "hgx-h800", False),
+    # NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 with 8 HCAs named: 0.79-1.11x to 256 KiB, then up to 4.1x
+    # (pcie-gen5 holds one 400 Gb/s NIC a node; the run moves 45.7 GB/s of bus bandwidth a GPU)
+    RTX6000D: ((), "pcie-gen5", False),
     **{name: ((), "dgx-h100", True) for name in TEN_NODES},
 }
 
@@ -58,6 +63,15 @@ def runs_in_file(name):
         elif len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
             runs[-1][3].append((int(f[0]), float(f[5])))
     return [(test, ranks, len(hosts), rows) for test, ranks, hosts, rows in runs]
+
+
+def test_the_rtx_6000d_is_read_as_the_rtx_pro_6000_blackwell_it_derives_from():
+    """Named as nvidia-smi names it in the bundled run; its press-reported parent is the RTX PRO 6000
+    Blackwell (PCIe Gen5 x16, compute capability 12.0), not the RTX 6000 Ada Generation (Gen4, 8.9)."""
+    six_d, parent = pcie_card("NVIDIA RTX 6000D"), pcie_card("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    assert (six_d.pcie_gen, six_d.compute_capability) == (parent.pcie_gen, parent.compute_capability)
+    assert pcie_card("NVIDIA RTX 6000 Ada Generation").pcie_gen == 4
+    assert ("NVIDIA RTX 6000D", 16) == (device_lines(RTX6000D)[0][1], len(device_lines(RTX6000D)))
 
 
 def sweeps(name, *args):

@@ -183,9 +183,16 @@ class PcieCard:
 #: A GeForce RTX number (``RTX 4090``), not the Quadro RTX 4000 / 5000 (Turing, 7.5, Gen3) nor the RTX 4000 /
 #: 5000 Ada Generation (8.9, Gen4) that read alike
 _GEFORCE = r"(?<!Quadro )\bRTX "
+#: The RTX 6000D (``NVIDIA RTX 6000D``; first announced as RTX PRO 6000D): the China-market derivative of the
+#: RTX PRO 6000 Blackwell (GB202 with 156 of its SMs, 84 GB of GDDR7 on a 448-bit bus; its server card
+#: carries the RTX PRO 6000 Blackwell Server Edition's passive cooler: Geekbench listing and board teardown
+#: as reported by Tom's Hardware and weeklypost.kr article 10587, Nov 2025), priced as that card: Gen5 x16,
+#: compute capability 12.0
+_RTX_6000D = r"\bRTX (?:PRO )?6000D\b"
 PCIE_CARDS: tuple[PcieCard, ...] = (
     PcieCard(re.compile(r"\bH(?:[128]00|20)\b.*\b(?:PCIe|NVL)\b", re.I), 5, 90),
-    PcieCard(re.compile(rf"{_GEFORCE}50\d0\b(?!(?: SFF)? Ada)|\bRTX PRO \d+ Blackwell\b", re.I), 5, 120),
+    PcieCard(re.compile(rf"{_GEFORCE}50\d0\b(?!(?: SFF)? Ada)|\bRTX PRO \d+ Blackwell\b|{_RTX_6000D}", re.I),
+             5, 120),
     PcieCard(re.compile(rf"{_GEFORCE}40\d0\b|\bRTX \d+(?: SFF)? Ada\b|\bL4\b|\bL(?:20|40S?)\b", re.I), 4, 89),
     PcieCard(re.compile(rf"{_GEFORCE}30\d0\b|\bRTX A\d+\b|\bA(?:2|10G?|16|40)\b", re.I), 4, 86),
     PcieCard(re.compile(r"\bA[18]00\b.*\bPCIe\b|\bA[18]00-PCIE|\bA30\b", re.I), 4, 80),
