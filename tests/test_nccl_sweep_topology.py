@@ -52,7 +52,10 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "AMD Instinct MI300X VF": "amd-mi300x",  # its virtual functions (an Azure VM's 8 GPUs)
              "NVIDIA H20": "hgx-h20",  # the HGX H20 product brief: 8 SXM GPUs on NVSwitches
              "NVIDIA GeForce RTX 5090": "pcie-gen5",  # NVIDIA's RTX 5090 page: PCIe 5.0 x16
-             "AMD Instinct MI355X": "amd-mi355x"}  # AMD's MI355X platform: 8 OAM GPUs on xGMI
+             "AMD Instinct MI355X": "amd-mi355x",  # AMD's MI355X platform: 8 OAM GPUs on xGMI
+             "NVIDIA H800": "hgx-h800",  # the export H100 SXM on the HGX board (the preset's sources)
+             # the China-market RTX PRO 6000 Blackwell derivative (zerocalc.topology.devices): PCIe 5.0 x16
+             "NVIDIA RTX 6000D": "pcie-gen5"}
 
 
 #: The PCI slots of a GCP A3 Mega VM's eight H100s (a3-megagpu-8g): beside its eight TCPXO NICs, which
