@@ -26,6 +26,7 @@ OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce
 
 FOUR_H100 = "five-tests-4xH100-1node-4procs-nccl2.29.2.log"
 H800_INFO = "broadcast_perf-8xH800-g8-info-c0-nccl2.18.3.txt"
+LEO_PAIR = "sendrecv_perf-2xA100-SXM-64GB-4gpu-board-t2-info-nccl2.22.3.txt"
 RTX6000D = "alltoall_perf-16xRTX6000D-2nodes-p2p-disable-crlf-nccl2.30.3.txt"
 TEN_NODES = [f"{kind}-{n}xH100-10nodes-{g}pernode-nccl2.29.2.{ext}"
              for n, g in ((10, 1), (20, 2), (40, 4))
@@ -40,6 +41,9 @@ PRICED = {
     # NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 with 8 HCAs named: 0.79-1.11x to 256 KiB, then up to 4.1x
     # (pcie-gen5 holds one 400 Gb/s NIC a node; the run moves 45.7 GB/s of bus bandwidth a GPU)
     RTX6000D: ((), "pcie-gen5", False),
+    # 2 GPUs of a 4-GPU A100 board, 4 NVLinks between each pair (the post's topology): priced on the NVSwitch
+    # board's 12 links a GPU, 0.45-0.74x (the pair's send moves 72 GB/s from 128 MiB)
+    LEO_PAIR: ((), "dgx-a100", False),
     **{name: ((), "dgx-h100", True) for name in TEN_NODES},
 }
 
@@ -115,6 +119,17 @@ def test_every_size_within_the_wide_band(name):
     args, _, _ = PRICED[name]
     for sweep in sweeps(name, *args):
         assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]), sweep["op"]
+
+
+def test_info_lines_between_the_header_and_the_rows_are_read_past():
+    """The pair's P2P connection INFO lines lie between the table's header and its first row: every row
+    the file holds is read, and its two threads' ranks are the two '#  Rank' lines."""
+    text = (DATA / LEO_PAIR).read_text().splitlines()
+    header = next(i for i, line in enumerate(text) if line.startswith("#        (B)"))
+    assert "NCCL INFO" in text[header + 1]
+    (sweep,) = sweeps(LEO_PAIR)
+    ((_, ranks, _, rows),) = runs_in_file(LEO_PAIR)
+    assert (sweep["op"], sweep["group_size"], len(sweep["rows"])) == ("sendrecv", ranks, len(rows))
 
 
 def test_the_info_lines_and_the_unchecked_rows_of_the_h800_run_are_read_past():
