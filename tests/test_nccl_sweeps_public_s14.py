@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from zerocalc.cli import app
 from zerocalc.topology.devices import pcie_card
+from zerocalc.topology.stated import stated_hcas
 
 runner = CliRunner()
 
@@ -38,8 +39,8 @@ PRICED = {
     # within 0.5-2x at every size; up to 4 MiB the 8 GPUs' calls take 25-45 µs, under the floor priced for
     # one thread launching 8 GPUs' kernels of 16 channels each (median size 1.37x)
     H800_INFO: ((), "hgx-h800", False),
-    # NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 with 8 HCAs named: 0.79-1.11x to 256 KiB, then up to 4.1x
-    # (pcie-gen5 holds one 400 Gb/s NIC a node; the run moves 45.7 GB/s of bus bandwidth a GPU)
+    # NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1, 8 HCAs named (8 NICs a node for the box's one): 0.69-1.10x,
+    # the median size (1 MiB) 0.79x
     RTX6000D: ((), "pcie-gen5", False),
     # 2 GPUs of a 4-GPU A100 board, 4 NVLinks between each pair (the post's topology): priced on the NVSwitch
     # board's 12 links a GPU, 0.45-0.74x (the pair's send moves 72 GB/s from 128 MiB)
@@ -78,6 +79,20 @@ def test_the_rtx_6000d_is_read_as_the_rtx_pro_6000_blackwell_it_derives_from():
     assert ("NVIDIA RTX 6000D", 16) == (device_lines(RTX6000D)[0][1], len(device_lines(RTX6000D)))
 
 
+def test_the_hcas_a_launch_line_names_are_the_pcie_boxs_nics():
+    """The RTX 6000D run's mpirun line names its HCAs with the shell's escaped commas
+    (``NCCL_IB_HCA=mlx5_2\\,mlx5_3\\,...``): read as that many NICs a node of the PCIe box, which
+    assumes one; a prefix (``mlx5``, ``mlx5_``) or an exclusion (``^...``) names no count."""
+    line = next(e for e in (DATA / RTX6000D).read_text().splitlines() if "NCCL_IB_HCA=" in e)
+    value = next(w for w in line.split() if w.startswith("NCCL_IB_HCA=")).split("=", 1)[1]
+    named = value.replace("\\", "").split(",")
+    assert stated_hcas(value) == len(named) == 8
+    assert [stated_hcas(v) for v in ("mlx5", "mlx5_", "^mlx5_bond_0", "=mlx5_0:1,mlx5_1:1")] == [None, None,
+                                                                                           None, 2]
+    (sweep,) = sweeps(RTX6000D)
+    assert f"NCCL_IB_HCA names {len(named)} network devices" in sweep["topology_how"]
+
+
 def sweeps(name, *args):
     res = runner.invoke(app, ["check", str(DATA / name), "--format", "json", *args])
     assert res.exit_code == 0, res.output
@@ -111,7 +126,7 @@ def test_the_preset_is_the_one_the_device_lines_name_with_the_hosts_they_name(na
 
 
 #: files whose every size is within 0.5-2x though a median size is not within 0.8-1.25x
-EVERY_SIZE = [H800_INFO]
+EVERY_SIZE = [H800_INFO, RTX6000D]
 
 
 @pytest.mark.parametrize("name", EVERY_SIZE)

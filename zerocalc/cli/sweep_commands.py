@@ -321,6 +321,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         gdr_unstated_note,
         host_memory_note,
         socket_nic_note,
+        with_stated_nics,
         with_stated_p2p,
     )
     from zerocalc.topology.slots import gcp_slice_note
@@ -341,6 +342,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
     if p2p_how:
         topology_how += f"; {p2p_how}"
+    topo, nics_how = with_stated_nics(topo, run.get("nccl_env"), p) if given is None else (topo, "")
+    if nics_how:
+        topology_how += f"; {nics_how}"
     topo, path_how, slice_how = _network_path(topo, given, run, info, p)
     topology_how += path_how
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,

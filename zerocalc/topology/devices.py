@@ -92,6 +92,7 @@ from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and th
     over_sockets,
     socket_nic_note,
     with_stated_gdr,
+    with_stated_nics,
     with_stated_p2p,
 )
 

@@ -9,6 +9,7 @@ prints where a rate is the hosts' and no line states it (:func:`socket_nic_note`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -162,6 +163,43 @@ def with_stated_gdr(topo: Topology, stated: Mapping[str, Sequence] | None,
         return replace(topo, gpudirect_rdma=False), (f"NCCL_NET_GDR_LEVEL={level[0]} (line {level[1]}): no "
                                                      "GPUDirect RDMA, the network goes through host memory")
     return topo, ""
+
+
+def stated_hcas(value: str) -> int | None:
+    """How many network devices ``NCCL_IB_HCA=value`` names, ``None`` where the value does not say: a list
+    of devices, each ``name[:port]``, optionally after ``=`` (exact match); ``^`` (exclude) and a bare
+    prefix (``mlx5``, ``mlx5_``: every device whose name starts so) name no count; without ``=`` an entry
+    is a prefix too (``mlx5_1`` also matches ``mlx5_10``), so the count is the least it names (NCCL's
+    environment documentation, NCCL_IB_HCA; ``src/misc/utils.cc`` ``parseStringList`` / ``matchIfList``,
+    v2.12-v2.30: each comma-separated entry one device, ``:port`` one of its ports). A launch line's shell
+    quoting and escaped commas (``mlx5_0\\,mlx5_1``) are the shell's, not the value's."""
+    v = value.strip().strip("\"'").replace("\\", "").lstrip("=")
+    if not v or v.startswith("^"):
+        return None
+    names = [e.strip() for e in v.split(",") if e.strip()]
+    devices = [e.split(":")[0] for e in names]
+    if not names or not all(re.search(r"\d$", d) and not re.fullmatch(r"mlx\d", d) for d in devices):
+        return None  # a driver's prefix (mlx5: every ConnectX device) names no count
+    return len(set(names))
+
+
+def with_stated_nics(topo: Topology, stated: Mapping[str, Sequence] | None,
+                     ranks: int) -> tuple[Topology, str]:
+    """A PCIe box whose nodes the run joins, with as many NICs a node as its ``NCCL_IB_HCA`` names
+    (:func:`stated_hcas`; at most one a GPU of the node) where the box assumes fewer, and the words for
+    it. The PCIe boxes state one NIC a node (:mod:`zerocalc.topology.presets`), an assumption the run's
+    own list of devices replaces; each NIC keeps the box's speed, which the list does not state. NVLink
+    presets keep their NICs (their data sheets state them); a run over TCP sockets is priced with one
+    (:func:`over_sockets`, applied after this)."""
+    hca = (stated or {}).get("NCCL_IB_HCA")
+    if hca is None or topo.nvlink_gen != 0 or ranks <= topo.gpus_per_node:
+        return topo, ""
+    k = stated_hcas(str(hca[0]))
+    if k is None or min(k, topo.gpus_per_node) <= topo.nics_per_node:
+        return topo, ""
+    k = min(k, topo.gpus_per_node)
+    return replace(topo, nics_per_node=k), (f"NCCL_IB_HCA names {k} network devices (line {hca[1]}): {k} "
+                                            f"NICs a node of {topo.nic_Gbps:g} Gb/s each (the box's speed)")
 
 
 def gdr_unstated_note(topo: Topology, ranks: int) -> str:

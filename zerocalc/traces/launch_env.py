@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import re
 
+#: a value runs to the next space, shell operator, quote or backslash, and on over commas (a list) and the
+#: shell's escaped commas (``mlx5_0\\,mlx5_1``, read as ``mlx5_0,mlx5_1``) but not over a comma before
+#: the next ``NAME=``
 _ASSIGN = re.compile(r"(?<![\w${])(NCCL_[A-Z0-9_]+)=(\"[^\"]*\"|'[^']*'"
-                     r"|(?:[^\s;&|\\\"'`),]|,(?![A-Za-z_][A-Za-z0-9_]*=))+)")
+                     r"|(?:[^\s;&|\\\"'`),]|\\?,(?![A-Za-z_][A-Za-z0-9_]*=))+)")
 _GENV = re.compile(r"(?:^|\s)-g?env\s+(NCCL_[A-Z0-9_]+)\s+(\"[^\"]*\"|'[^']*'|[^\s;&|\\]+)")
 _INFO = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$")
 #: aws-ofi-nccl's lines putting a variable into NCCL's environment (module docstring, way 3)
@@ -55,4 +58,4 @@ def settings_in(line: str) -> list[tuple[str, str, int]]:
         return [(m[1], m[2], 3)]
     out = [(g[1], g[2], 2) for g in _GENV.finditer(line)]
     out += [(a[1], a[2], 1) for a in _ASSIGN.finditer(line)]
-    return [(n, v.strip("\"'"), s) for n, v, s in out if v.strip("\"'")]
+    return [(n, v.strip("\"'").replace("\\,", ","), s) for n, v, s in out if v.strip("\"'")]
