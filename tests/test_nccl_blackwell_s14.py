@@ -4,9 +4,11 @@ with its own (:func:`zerocalc.nccl.model.nvls_run_release`).
 
 Hand-derived figures: v2.26.2 ``tuning.cc`` prices NVLS with ``nChannels × bw × 5/6``; v2.30.7 with
 ``nChannels × min(bwIntra × 0.74 × (nCh-1)/nCh × 2, bwInter) × nRanks/nsteps`` (all-reduce: nsteps
-2(n-1)) and an NVLink latency of 25 µs; the NVLS graph on one B200 / B300 node runs 8 channels at the first
-speed of ``sm100SpeedArrayIntra`` (90 GB/s, ``search.cc``). Measured figures are read off the bundled files
-by a plain split (tests/sweep_files.py)."""
+2(n-1)) and an NVLink latency of 25 µs. The NVLS graph on one node runs a channel per GPU, each taking
+``bwIntra`` on every GPU's NVSwitch link and twice on its head's (``search.cc`` ``ncclTopoSearchTryNvls``):
+on one B200 / B300 node 8 channels at 80 GB/s (9 × 80 ≤ 18 × 40.1 < 9 × 90, ``sm100SpeedArrayIntra``
+90, 80, …), ``bwInter`` raised to 90. Measured figures are read off the bundled files by a plain split
+(tests/sweep_files.py)."""
 
 import pytest
 from sweep_files import DATA, check_json, file_rows
@@ -27,11 +29,11 @@ def test_one_hgx_blackwell_node_times_nvls_with_the_corrected_figures(preset, re
     t = tune(get_topology(preset), 8, rel)
     assert nvls_run_release(rel, t.machine) is V30 and t.nvls_run is not None
     assert t.choose(C.ALL_REDUCE, GIB)[:2] == (A.NVLS, P.SIMPLE)
-    # the release's own choice figure: 8 channels x 90 GB/s x 5/6 = 600 GB/s algorithm bandwidth
-    assert t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].bandwidth_GBps == pytest.approx(8 * 90 * 5 / 6)
-    # the run: min(90 x 0.74 x 7/8 x 2, 90) x 8 channels x 8/14 = 411.4 GB/s (bus bandwidth 720), 25 us
+    # the release's own choice figure: 8 channels x min(bwIntra 80, bwInter 90) x 5/6 = 533 GB/s algbw
+    assert t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].bandwidth_GBps == pytest.approx(8 * 80 * 5 / 6)
+    # the run: min(80 x 0.74 x 7/8 x 2, 90) x 8 channels x 8/14 = 411.4 GB/s (bus bandwidth 720), 25 us
     run = t.run_time_s(C.ALL_REDUCE, A.NVLS, P.SIMPLE, GIB)
-    assert run == pytest.approx(25e-6 + GIB / (min(90 * 0.74 * 7 / 8 * 2, 90) * 8 * 8 / 14 * 1e9), rel=1e-6)
+    assert run == pytest.approx(25e-6 + GIB / (min(80 * 0.74 * 7 / 8 * 2, 90) * 8 * 8 / 14 * 1e9), rel=1e-6)
     # other pairs keep the release's own time
     ring = (C.ALL_REDUCE, A.RING, P.SIMPLE, GIB)
     assert t.run_time_s(*ring) == t.time_s(*ring)
@@ -68,8 +70,8 @@ def _busbw(name):
 @pytest.mark.parametrize("version", ["2.26.2", "2.27.7"])
 def test_oci_b300_node_under_earlier_releases_is_priced_as_under_its_own(version):
     """OCI's 8 x B300 node (NCCL 2.28.9) runs 8 GiB at a bus bandwidth of 835 GB/s: between 2.26/2.27's own
-    NVLS figure (8 x 90 x 5/6 = 600 GB/s algorithm bandwidth, 1 050 bus) and 2.28's (720 bus). Priced as
-    2.26 or 2.27 would have run it, the row gets 2.28.9's time (within 0.8-1.25x), not 0.80x."""
+    NVLS figure (8 x 80 x 5/6 = 533 GB/s algorithm bandwidth, 933 bus) and 2.28's (720 bus). Priced as
+    2.26 or 2.27 would have run it, the row gets 2.28.9's time (within 0.8-1.25x)."""
     ((size, busbw),) = _busbw(B300)
     assert size == 8 * GIB and 830 <= busbw <= 845
     own = check_json(B300, "--topology", "dgx-b300")
@@ -78,8 +80,28 @@ def test_oci_b300_node_under_earlier_releases_is_priced_as_under_its_own(version
     assert (row["algorithm"], row["protocol"]) == ("NVLS", "Simple")
     assert row["predicted_s"] == pytest.approx(own_row["predicted_s"])
     assert 0.8 <= row["ratio"] <= 1.25
-    # NCCL's own figure at this release would be 1 050 GB/s of bus bandwidth, faster than the run
-    assert 8 * 90 * 5 / 6 * 14 / 8 > busbw * 1.2
+    # NCCL's own figure at this release would be 933 GB/s of bus bandwidth, 2.28's 720: the run between
+    assert 8 * 80 * 5 / 6 * 14 / 8 > busbw > 8 * 90 * 8 / 14 * 14 / 8
     assert any("figures for Blackwell (nvlsEfficiency 0.74)" in n for n in sweep["notes"])
     assert not any("nvlsEfficiency" in n for n in own["notes"])
     assert file_rows(B300)[0][0] == size
+
+
+@pytest.mark.parametrize("preset, ranks, rel, graph", [
+    # 8 H100: 9 x 40 <= 18 x 20.6 < 9 x 50; NCCL 2.19.4 prints "nChannels 8, bw 40.000000/60.000000"
+    # (NVIDIA/nccl issue 1197, one node of 8 H100 with 18 x 20.0 = 360 GB/s links)
+    ("dgx-h100", 8, RELEASES["2.19"], (8, 40.0, 60.0)),
+    ("dgx-h100", 8, V30, (8, 40.0, 60.0)),
+    # 8 B200: 9 x 80 = 720 <= 18 x 40.0 (2.26) / 40.1 (2.27.7 on) < 9 x 90; bwInter up to 2 x 80, at most 90
+    ("dgx-b200", 8, V26, (8, 80.0, 90.0)),
+    ("dgx-b200", 8, V30, (8, 80.0, 90.0)),
+    # 4 GPUs: 5 x 90 fits, the fastest speed
+    ("dgx-b200", 4, V30, (4, 90.0, 90.0)),
+    # 16 GPUs of one NVL72 domain (one node from 2.20.3): 17 x 45 = 765 > 721.8 >= 17 x 40; bwInter 80
+    ("gb200-nvl72", 16, V30, (16, 40.0, 80.0)),
+    # 32 and more: NCCL_MAX_NVLS_ARITY 32 channels, 33 x 24 > 721.8 >= 33 x 20
+    ("gb200-nvl72", 72, V30, (32, 20.0, 40.0)),
+])
+def test_one_node_nvls_graph_fits_channels_plus_one_copies_on_each_link(preset, ranks, rel, graph):
+    g = tune(get_topology(preset), ranks, rel).machine.graphs[A.NVLS]
+    assert (g.n_channels, g.bw_intra, g.bw_inter) == graph

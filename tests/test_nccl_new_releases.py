@@ -53,11 +53,12 @@ def test_versions_past_the_latest_table_say_which_table_they_get():
 def test_2_27_nvls_all_gather_bandwidth_one_h100_node():
     # v2.27.7 tuning.cc: NVLS all-gather / reduce-scatter at min(bwIntra · (ppn − 1)/ppn, bwInter · 0.9) a
     # channel (v2.26.2: min(bwIntra, bwInter)), no bus → algorithm conversion for them.
-    # NVLS graph on one DGX H100: 8 channels (one per GPU); 18 × 20.6 = 370.8 GB/s of NVLink, 8 copies of a
-    # sm90 intra speed within 370.8 · 8/7: 50; bwInter raised up to 2 · 50 → 60 (the fastest speed)
+    # NVLS graph on one DGX H100: 8 channels (one per GPU); 18 × 20.6 = 370.8 GB/s of NVLink carries bwIntra
+    # once a channel and twice for its head, (8 + 1) × bwIntra: 40 (search.cc ncclTopoSearchTryNvls);
+    # bwInter raised up to 2 · 40 → 60 (the fastest speed)
     e = entry(H100, 8, "2.27.7", C.ALL_GATHER, A.NVLS, P.SIMPLE)
-    assert e.bandwidth_GBps == pytest.approx(8 * min(50 * 7 / 8, 60 * 0.9))  # 350
-    assert entry(H100, 8, "2.26.2", C.ALL_GATHER, A.NVLS, P.SIMPLE).bandwidth_GBps == pytest.approx(8 * 50)
+    assert e.bandwidth_GBps == pytest.approx(8 * min(40 * 7 / 8, 60 * 0.9))  # 280
+    assert entry(H100, 8, "2.26.2", C.ALL_GATHER, A.NVLS, P.SIMPLE).bandwidth_GBps == pytest.approx(8 * 40)
 
 
 def test_2_27_blackwell_tree_graph_from_the_96_gbps_inter_speed():

@@ -46,8 +46,12 @@ a simplification of the search, not a fitted number):
    ringGraph.nChannels``) and a tree pattern, and search.cc's only CollNet-specific test keeps NICs
    without ``collSupport`` out, which a topology with SHARP does not have.
 5. The NVLS graph has one channel per GPU of the node (at most ``NCCL_MAX_NVLS_ARITY``); on one
-   node its ``bwInter`` is raised up to ``2 × bwIntra`` (search.cc's NVLS pass 2); on several
-   nodes it is the NIC's.
+   node each channel takes ``bwIntra`` on every GPU's NVSwitch link, each way, and twice on its head's
+   (``ncclTopoSearchTryNvls``, v2.18.1-v2.30.7), so ``bwIntra`` is the first speed whose
+   ``(channels + 1)`` copies fit one GPU's NVLink: 8 × 40 GB/s on 8 H100 (9 × 40 ≤ 18 × 20.6 < 9 × 50;
+   NCCL 2.19.4 prints "nChannels 8, bw 40.000000/60.000000", NVIDIA/nccl issue 1197), 8 × 80 on 8 B200,
+   16 × 40 on 16 GPUs of an NVL72; its ``bwInter`` is raised up to ``2 × bwIntra`` (search.cc's NVLS
+   pass 2); on several nodes it is the NIC's.
 6. The NIC sits under the GPU's PCIe switch on NVLink machines (path PXB: LL128 allowed) and
    behind the CPU on PCIe-only machines; the Tree pattern is the balanced tree (no 0.85 factor) but
    on nodes of one GPU, where NCCL's search makes it the plain tree
@@ -338,7 +342,9 @@ def _nvls_graph(topo: Topology, release: Release, cc: int, g: int, n_nodes: int,
     if n_nodes == 1:
         speeds = _speeds(release.speed_intra, cc)
         total = intra * g / (g - 1) if g > 1 else intra
-        s = _first_fitting(speeds, intra, total, nch)
+        # every channel takes bwIntra on each GPU's NVSwitch link, each way, twice on its head's (search.cc
+        # ncclTopoSearchTryNvls, v2.18.1-v2.30.7), and all nch channels must fit: (nch + 1) x bwIntra
+        s = _first_fitting(speeds, intra / (nch + 1) if nch > 1 else intra, total, nch)
         idx = speeds.index(s)
         inter = s
         while idx > 0 and inter < 2 * s:

@@ -242,7 +242,8 @@ def nvls_run_release(rel: Release, m: Machine, mnnvl: bool = False) -> Release |
     raised NVLS Tree's network hop from 14 to 20.9 µs. The figures describe the hardware's NVLS, so they
     time calls under older releases too: on 8 H100 NVLS all-reduce peaks at a bus bandwidth of about 480 GB/s,
     algorithm bandwidth ~275 GB/s (NCCL's maintainers, NVIDIA/nccl-tests issues 212 and 290, NCCL 2.20-2.21
-    era), which 2.30's model gives (274 GB/s) and 2.19-2.26's do not (333 GB/s). The notes name GB200-NV72's
+    era), which 2.30's model gives (272 GB/s; 2.19-2.26's 267 on the same NVLS graph, 8 channels of
+    bwIntra 40 and bwInter 60 as NCCL 2.19.4 prints it, NVIDIA/nccl issue 1197). The notes name GB200-NV72's
     data, so a multi-node NVLink domain of Blackwell GPUs (``mnnvl``: a GB200 / GB300 NVL72) gets them too:
     on OCI's GB200 racks (NCCL 2.27.3, NVLS on: oracle-quickstart/oci-gpu-quickstarts, GB200 guide) NVLS
     Tree over 2 and 3 racks ran at 800 and 749 GB/s of bus bandwidth at 8 GiB, where 2.27.3's own figures
@@ -252,8 +253,11 @@ def nvls_run_release(rel: Release, m: Machine, mnnvl: bool = False) -> Release |
     (0.74 on Blackwell, ``tuning.cc`` v2.28.3-v2.30.7) is per GPU generation, not per system. 8 GPUs of one
     node reach a bus bandwidth of 830-845 GB/s at 8-16 GiB under every release (NVIDIA/nccl issue 1807: "830+"
     on 8 B200, NCCL 2.27.1; the bundled 8 x B300 OCI run, NCCL 2.28.9: 835), where 2.25-2.27's own figures
-    give 1 050 (8 channels x 90 GB/s x 5/6 algorithm bandwidth) and 2.28-2.30's 720 (0.80x and 1.16x of the
-    time). Across HGX nodes (NVLS Tree) each release keeps its own: 2 nodes of 8 B200 under 2.26.2 (Lambda,
+    give 933 (8 channels x 80 GB/s x 5/6 algorithm bandwidth) and 2.28-2.30's 720 (0.90x and 1.16x of the
+    time); below 8 GiB the run falls behind 2.25-2.27's figures: a public 8 x B200 run on GKE (a4-highgpu-8g,
+    ``-g 8``, 8 MiB-16 GiB; its page names no NCCL release, so it is not bundled) measures 8 MiB-4 GiB at
+    0.61-0.80x of 2.26's figures (the median size 0.77x) and 0.73-1.03x of 2.30's (0.98x). Across HGX nodes
+    (NVLS Tree) each release keeps its own: 2 nodes of 8 B200 under 2.26.2 (Lambda,
     dstackai/dstack ``examples/clusters/lambda``) run 1-2 GiB at 1.15-1.17x of 2.26's figures, 1.38-1.41x of
     2.30's."""
     cc = m.compute_capability
