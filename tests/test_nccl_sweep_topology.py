@@ -54,6 +54,7 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "NVIDIA GeForce RTX 5090": "pcie-gen5",  # NVIDIA's RTX 5090 page: PCIe 5.0 x16
              "AMD Instinct MI355X": "amd-mi355x",  # AMD's MI355X platform: 8 OAM GPUs on xGMI
              "NVIDIA H800": "hgx-h800",  # the export H100 SXM on the HGX board (the preset's sources)
+             "NVIDIA A100 80GB PCIe": "pcie-gen4",  # the A100 PCIe card's product page: PCIe 4.0 x16
              "NVIDIA A100-SXM-64GB": "dgx-a100",  # an A100 SXM module: priced on the NVSwitch board
              # the China-market RTX PRO 6000 Blackwell derivative (zerocalc.topology.devices): PCIe 5.0 x16
              "NVIDIA RTX 6000D": "pcie-gen5"}

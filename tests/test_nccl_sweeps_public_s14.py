@@ -28,6 +28,7 @@ OPS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce
 FOUR_H100 = "five-tests-4xH100-1node-4procs-nccl2.29.2.log"
 H800_INFO = "broadcast_perf-8xH800-g8-info-c0-nccl2.18.3.txt"
 LEO_PAIR = "sendrecv_perf-2xA100-SXM-64GB-4gpu-board-t2-info-nccl2.22.3.txt"
+NC_A100 = "all_gather_perf-4xA100-80GB-PCIe-azure-nc96ads-g4-32M.txt"
 RTX6000D = "alltoall_perf-16xRTX6000D-2nodes-p2p-disable-crlf-nccl2.30.3.txt"
 TEN_NODES = [f"{kind}-{n}xH100-10nodes-{g}pernode-nccl2.29.2.{ext}"
              for n, g in ((10, 1), (20, 2), (40, 4))
@@ -45,6 +46,9 @@ PRICED = {
     # 2 GPUs of a 4-GPU A100 board, 4 NVLinks between each pair (the post's topology): priced on the NVSwitch
     # board's 12 links a GPU, 0.45-0.74x (the pair's send moves 72 GB/s from 128 MiB)
     LEO_PAIR: ((), "dgx-a100", False),
+    # 4 A100 PCIe of an Azure NC A100 v4 VM, one process: priced through host memory between GPUs each on a
+    # bus of its own, 1.54x at its one size (the VM's NVLink bridges, GPUs 0-1 and 2-3, are not in the file)
+    NC_A100: ((), "pcie-gen4", False),
     **{name: ((), "dgx-h100", True) for name in TEN_NODES},
 }
 
@@ -126,7 +130,7 @@ def test_the_preset_is_the_one_the_device_lines_name_with_the_hosts_they_name(na
 
 
 #: files whose every size is within 0.5-2x though a median size is not within 0.8-1.25x
-EVERY_SIZE = [H800_INFO, RTX6000D]
+EVERY_SIZE = [H800_INFO, RTX6000D, NC_A100]
 
 
 @pytest.mark.parametrize("name", EVERY_SIZE)
