@@ -321,14 +321,11 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         gdr_unstated_note,
         host_memory_note,
         socket_nic_note,
-        with_stated_nics,
-        with_stated_p2p,
     )
     from zerocalc.topology.slots import gcp_slice_note
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (
         coll_lines_remark,
-        latency_as_stated,
         ofi_tuner_stated,
         rendezvous_note,
         stated_choices,
@@ -338,15 +335,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     run, topo, topology_how = _placed(given, path, run, p, stated)
     version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo)
     info = run.get("nccl_info") or {}
-    topo, info_notes = latency_as_stated(topo, info, p)
-    topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
-    if p2p_how:
-        topology_how += f"; {p2p_how}"
-    topo, nics_how = with_stated_nics(topo, run.get("nccl_env"), p) if given is None else (topo, "")
-    if nics_how:
-        topology_how += f"; {nics_how}"
-    topo, path_how, slice_how = _network_path(topo, given, run, info, p)
-    topology_how += path_how
+    topo, topology_how, info_notes, slice_how = _as_stated(topo, topology_how, given, run, info, p)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
                    stated=run.get("nccl_env"), where=path, info=info, p2p=op in P2P_OPS)
     ofi, ofi_notes = (None, []) if tuner is not None else ofi_tuner_stated(
@@ -393,6 +382,24 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["nccl_info"] = info
     d["also_in_file"] = coll_lines_remark(info, path)
     return d, cmp
+
+
+def _as_stated(topo, topology_how: str, given, run, info, p: int):
+    """The topology as the file states it: NCCL's latencies from its INFO lines, its P2P and NIC variables
+    (the NICs only on a preset the file picked), and its network path; ``(topo, topology_how, notes,
+    slice_how)``."""
+    from zerocalc.topology.devices import with_stated_nics, with_stated_p2p
+    from zerocalc.validate.sweep_info import latency_as_stated
+
+    topo, notes = latency_as_stated(topo, info, p)
+    topo, p2p_how = with_stated_p2p(topo, run.get("nccl_env"), info)
+    if p2p_how:
+        topology_how += f"; {p2p_how}"
+    topo, nics_how = with_stated_nics(topo, run.get("nccl_env"), p) if given is None else (topo, "")
+    if nics_how:
+        topology_how += f"; {nics_how}"
+    topo, path_how, slice_how = _network_path(topo, given, run, info, p)
+    return topo, topology_how + path_how, notes, slice_how
 
 
 def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl_proto=None) -> None:

@@ -243,20 +243,7 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         pxn = v >= (2, 12) and nvlink and topo.gpudirect_rdma is not False and not pxn_disable \
             and pxn_level != 0 and getattr(topo, "gpu_arch", None) is None  # RCCL: PXN_DISABLE 1
         root = root_net(nics, path, g, pxn=pxn, host_relay=topo.gpudirect_rdma is False)
-        nics_per_gpu = max(1, nics // g)
-        if v < (2, 12):
-            asks.append(1)
-        elif per_net_peer is not None and per_net_peer > 0:  # -1: the default rule (v2.20-v2.28)
-            asks.append(per_net_peer)
-        elif v < (2, 20):
-            asks.append(2)
-        elif v < (2, 29):
-            c = 2
-            while c * n_ranks > p2p_pre * 4 and c > 1:
-                c //= 2
-            asks.append(max(nics_per_gpu, c))
-        else:
-            asks.append(max(nics_per_gpu, math.ceil(int(nics_per_gpu * path) / NET_CHANNEL_GBPS)))
+        asks.append(_net_peer_ask(v, per_net_peer, p2p_pre, n_ranks, max(1, nics // g), path))
     per_peer = _pow2_up(min([p2p_pre, *asks]) if v < (2, 29) else min(asks or [p2p_pre]))
     if v >= (2, 29) and n_nodes > 1 and not (per_net_peer and per_net_peer > 0):
         peers = n_ranks if v < (2, 30) or max_peers is None else max_peers
@@ -273,6 +260,24 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw, float(wire or 0.0),
                    2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0, layout,
                    root if n_nodes > 1 else None)
+
+
+def _net_peer_ask(v: tuple[int, ...], per_net_peer: int | None, p2p_pre: int, n_ranks: int, nics_per_gpu: int,
+                  path: float) -> int:
+    """The channels a network peer asks for (``ncclTopoGetNchannels`` / ``ncclTopoComputeP2pChannels``,
+    v2.8-v2.30) before the rounding and the batch halving of :func:`p2p_comm`."""
+    if v < (2, 12):
+        return 1
+    if per_net_peer is not None and per_net_peer > 0:  # -1: the default rule (v2.20-v2.28)
+        return per_net_peer
+    if v < (2, 20):
+        return 2
+    if v < (2, 29):
+        c = 2
+        while c * n_ranks > p2p_pre * 4 and c > 1:
+            c //= 2
+        return max(nics_per_gpu, c)
+    return max(nics_per_gpu, math.ceil(int(nics_per_gpu * path) / NET_CHANNEL_GBPS))
 
 
 def root_net(nics: int, nic_GBps: float, gpus: int, *, pxn: bool, host_relay: bool = False) -> RootNet:

@@ -133,18 +133,7 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
     collnet = a in (A.COLLNET_DIRECT, A.COLLNET_CHAIN)
     bw = g.bw_intra if nn <= 2 or collnet else g.bw_inter
     if a in (A.NVLS, A.NVLS_TREE) and rel.era >= 19:  # v2.17.1, v2.18.x: NVLS's bandwidth as any other's
-        if rel.nvls_efficiency_model:
-            intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
-            intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
-            inter_bw = g.bw_inter * (2 if nn <= 2 and a == A.NVLS_TREE else 1)
-            cap = rel.per_ch_max_nvls_tree_bws[ccx][idx2] if a == A.NVLS_TREE else math.inf
-            bw = min(intra_bw, inter_bw, cap)
-        elif a == A.NVLS and coll != C.ALL_REDUCE and rel.era >= 27:  # v2.27.x: all-gather, reduce-scatter
-            bw = min(g.bw_intra * (ppn - 1) / ppn, g.bw_inter * 0.9)
-        elif a == A.NVLS:
-            bw = min(g.bw_intra, g.bw_inter)
-        else:
-            bw = min(g.bw_intra, g.bw_inter if nn <= 2 else g.bw_inter / 2)
+        bw = _nvls_channel_bw(rel, g, coll, a, ccx, idx2, nn, ppn)
     bus = g.n_channels * bw
     # "Various model refinements"
     if ccx in rel.bus_bw_cap:  # v2.9.9-v2.17.1: 235 GB/s on Ampere (v2.17.1: 370 on Hopper), every algorithm
@@ -199,6 +188,23 @@ def _bandwidth_GBps(rel: Release, m: Machine, coll: Collective, a: Algorithm, p:
             nvls_ratio = .70 * nn / (2 * (nn - 1)) if nn > 1 else 0.0
         bus *= nr / nsteps if a == A.RING else nvls_ratio if a in (A.NVLS, A.NVLS_TREE) else .5
     return bus
+
+
+def _nvls_channel_bw(rel: Release, g, coll: Collective, a: Algorithm, ccx: int, idx2: int, nn: int,
+                     ppn: int) -> float:
+    """One NVLS / NVLS Tree channel's bandwidth in ``ncclTopoTuneModel`` from v2.19 (before the
+    "model refinements"): the efficiency model of v2.28.3 on, else the releases' min of the graph's speeds."""
+    if rel.nvls_efficiency_model:
+        intra_bw = g.bw_intra * rel.nvls_efficiency[ccx] * (g.n_channels - 1) / g.n_channels
+        intra_bw *= 2.0 if coll == C.ALL_REDUCE else (ppn - 1) / ppn
+        inter_bw = g.bw_inter * (2 if nn <= 2 and a == A.NVLS_TREE else 1)
+        cap = rel.per_ch_max_nvls_tree_bws[ccx][idx2] if a == A.NVLS_TREE else math.inf
+        return min(intra_bw, inter_bw, cap)
+    if a == A.NVLS and coll != C.ALL_REDUCE and rel.era >= 27:  # v2.27.x: all-gather, reduce-scatter
+        return min(g.bw_intra * (ppn - 1) / ppn, g.bw_inter * 0.9)
+    if a == A.NVLS:
+        return min(g.bw_intra, g.bw_inter)
+    return min(g.bw_intra, g.bw_inter if nn <= 2 else g.bw_inter / 2)
 
 
 def _hop_latencies_us(rel: Release, m: Machine, a: Algorithm, p: Protocol) -> tuple[float, float]:
