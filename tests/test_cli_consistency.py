@@ -92,8 +92,14 @@ def test_short_version_flag():
         assert out.exit_code == 0 and out.output == f"zerocalc {__version__}\n"
 
 
-def test_shell_completion_is_offered():
+def test_shell_completion_is_offered(monkeypatch):
     out = runner.invoke(app, ["--help"])
     assert "--install-completion" in out.output and "--show-completion" in out.output
-    out = runner.invoke(app, ["--show-completion", "bash"])
-    assert out.exit_code == 0 and "complete" in out.output
+    # --show-completion is a flag that names the shell it finds among the process's parents; a run with no
+    # shell above it (a detached job) finds none, so the shell is named here, as a user's bash would be found
+    import typer.completion
+
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")
+    out = runner.invoke(app, ["--show-completion"])
+    assert out.exit_code == 0
+    assert "complete -o default -F" in out.output and "_ZEROCALC_COMPLETE" in out.output
