@@ -25,6 +25,17 @@ def file_rows(name):
     return rows
 
 
+def old_layout_rows(name):
+    """(size, out-of-place µs, in-place µs) of the file's 12-column rows (nccl-tests before Aug 2022: no
+    root column), read with a plain split, not through zerocalc."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) == 12 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[4]), float(f[8])))
+    return rows
+
+
 def check_json(name, *args, counted=file_rows):
     """The one sweep ``check --format json`` gives for ``name``: its JSON contract held and its sizes and
     measured times those ``counted`` (:func:`file_rows` unless a layout needs its own count) reads."""

@@ -7,7 +7,7 @@ from dataclasses import replace
 from statistics import median
 
 import pytest
-from sweep_files import DATA, check_json, file_rows, median_size_ratio
+from sweep_files import check_json, file_rows, median_size_ratio, old_layout_rows
 
 from zerocalc.nccl import RELEASES, Algorithm, Protocol, tune
 from zerocalc.nccl.net_socket import (
@@ -69,17 +69,6 @@ def test_over_sockets_times_a_vms_step_and_tells_nccl_no_latency():
     assert vm.net_wire_latency_us == VM_SOCKET_HOP_US and bare.net_wire_latency_us is None
 
 
-def _old_layout_rows(name):
-    """(size, out-of-place µs, in-place µs) of the file's 12-column rows (nccl-tests before Aug 2022: no
-    root column), read with a plain split, not through zerocalc."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) == 12 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[4]), float(f[8])))
-    return rows
-
-
 def test_two_g5_vms_over_sockets_pay_the_vm_step(tmp_path):
     """Two AWS g5.2xlarge (one A10G on bus ``[0x00]`` each) over NCCL 2.11.4's socket transport. By hand at
     8 B: NCCL's Ring/LL all-reduce of 2 ranks on 2 nodes has 2 network steps, each timed with the VM's
@@ -87,14 +76,14 @@ def test_two_g5_vms_over_sockets_pay_the_vm_step(tmp_path):
     NCCL reads no plugin latency, so the wire's figure replaces the hop as 2.12-2.17 count it): 2 × (49.5 −
     2.7) = 93.6 µs more than the same box priced as bare metal. The file's 8-byte row is 172.7 µs; before,
     the model gave 9.1 (0.05x), now 102.7 (0.59x), and every size is within 0.5-2x."""
-    rows = _old_layout_rows(A10G)
+    rows = old_layout_rows(A10G)
     assert len(rows) == 25 and rows[0][:2] == (8, 172.7)
-    sweep = check_json(A10G, counted=_old_layout_rows)
+    sweep = check_json(A10G, counted=old_layout_rows)
     assert "VMs (GPUs on PCI bus 0): 49.5 µs a TCP step" in sweep["topology_how"]
     assert any("49.5 µs a step for a TCP message between two VMs" in n for n in sweep["notes"])
     toml = tmp_path / "bare.toml"
     toml.write_text(topology_to_toml(replace(over_sockets(PRESETS["pcie-gen4"]), name="g5-bare")))
-    bare = check_json(A10G, "--topology", str(toml), counted=_old_layout_rows)
+    bare = check_json(A10G, "--topology", str(toml), counted=old_layout_rows)
     first, first_bare = sweep["rows"][0], bare["rows"][0]
     assert (first["algorithm"], first["protocol"]) == ("Ring", "LL")
     extra_us = (first["predicted_s"] - first_bare["predicted_s"]) * 1e6
@@ -138,7 +127,7 @@ def test_a_ring_broadcast_between_two_vms_crosses_the_network_once():
     sockets took 45.8 µs. NCCL's estimate for a Ring broadcast charges one table hop and no network
     latency (tuning.cc): 18.0 µs, 0.39x. The chain crosses the network once (2 nodes), at the VM step:
     18.0 + 49.5 = 67.5 µs, 1.47x."""
-    sweep = check_json(ISSUE82, counted=_old_layout_rows)
+    sweep = check_json(ISSUE82, counted=old_layout_rows)
     (row,) = sweep["rows"]
     assert (row["algorithm"], row["protocol"]) == ("Ring", "Simple")
     assert row["predicted_s"] * 1e6 == pytest.approx(18.0 + VM_SOCKET_HOP_US, abs=0.1)

@@ -6,7 +6,7 @@ size."""
 from dataclasses import replace
 
 import pytest
-from sweep_files import DATA, check_json, file_rows, median_size_ratio
+from sweep_files import check_json, file_rows, median_size_ratio, old_layout_rows
 
 from zerocalc.topology import PRESETS, topology_to_toml
 from zerocalc.topology.devices import over_sockets
@@ -45,17 +45,6 @@ def test_a_pair_through_host_memory_says_its_rate_is_the_hosts():
 A10G = "all_reduce_perf-2xA10G-g5-2nodes-socket-nccl2.11.4.txt"
 
 
-def _old_layout_rows(name):
-    """(size, out-of-place µs, in-place µs) of the file's 12-column rows (nccl-tests before Aug 2022: no
-    root column), read with a plain split, not through zerocalc."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) == 12 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[4]), float(f[8])))
-    return rows
-
-
 def test_pcie_cards_of_two_hosts_over_tcp_sockets_are_priced_at_nccls_socket_nic():
     """Two AWS g5.2xlarge (one A10G each) joined by NCCL's socket transport (its INFO lines: ``NET/Socket``,
     ``via NET/Socket/0``), NCCL 2.11.4: priced on the pcie-gen4 box with one 10 Gb/s NIC a node, NCCL's own
@@ -64,10 +53,10 @@ def test_pcie_cards_of_two_hosts_over_tcp_sockets_are_priced_at_nccls_socket_nic
     0.833 GB/s, 134217728 B / 0.833 GB/s = 161 ms against the file's 183.6 ms (0.88); the file's large rows
     move 0.66-0.82 GB/s of bus bandwidth. Its small rows (173 µs at 8 B: the TCP stack and NCCL's proxy
     threads) are the hosts' latency, which NCCL's network hop does not price."""
-    rows = _old_layout_rows(A10G)
+    rows = old_layout_rows(A10G)
     assert len(rows) == 25 and rows[0][0] == 8 and rows[-1][0] == 134217728
     assert rows[-1][0] / (rows[-1][1] * 1e-6) / 1e9 == pytest.approx(0.731, abs=0.001)  # all-reduce, n = 2
-    sweep = check_json(A10G, counted=_old_layout_rows)
+    sweep = check_json(A10G, counted=old_layout_rows)
     assert sweep["group_size"] == 2 and sweep["topology"] == "pcie-gen4"
     assert "NCCL's socket transport" in sweep["topology_how"] and "10 Gb/s" in sweep["topology_how"]
     assert any("over TCP sockets the rate and latency are the hosts'" in n for n in sweep["notes"])
@@ -121,6 +110,6 @@ def test_a_topology_given_for_a_socket_run_gets_no_assumed_nic_note(tmp_path):
     writes it) the price is theirs, not an assumption: no note claims NCCL's default speed."""
     toml = tmp_path / "g5.toml"
     toml.write_text(topology_to_toml(replace(over_sockets(PRESETS["pcie-gen4"]), name="g5-pair")))
-    sweep = check_json(A10G, "--topology", str(toml), counted=_old_layout_rows)
+    sweep = check_json(A10G, "--topology", str(toml), counted=old_layout_rows)
     assert sweep["topology"] == "g5-pair"
     assert not any("over TCP sockets the rate and latency are the hosts'" in n for n in sweep["notes"])
