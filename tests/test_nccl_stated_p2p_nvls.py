@@ -156,12 +156,13 @@ def test_nvls_channels_on_a_machine_without_nvls_are_said_not_priced(tmp_path):
 
 
 def test_the_nvls_graph_stated_is_priced(tmp_path):
-    """The NVLS graph's GRAPH line (pattern 5) stating 4 channels where 8 are derived (one per GPU of the
-    node, ``NCCL_MAX_NVLS_ARITY``), same bandwidths (48/48 GB/s). NVLS Tree's bus bandwidth per channel is
+    """The NVLS graph's GRAPH line (pattern 5) stating 4 channels of 48/48 GB/s where 8 of 40/48 are derived
+    (one per GPU and NIC of the node, ``NCCL_MAX_NVLS_ARITY``; 9 × bwIntra on each GPU's 18 × 20.6 GB/s
+    NVSwitch link, ``search.cc`` ncclTopoSearchTryNvls, v2.30.7). NVLS Tree's bus bandwidth per channel is
     ``min(bwIntra × nvlsEfficiency × (nCh - 1) / nCh × 2, 2 × bwInter on 2 nodes, perChMaxNVLSTreeBw)``
-    (v2.30.7 ``src/graph/tuning.cc``): sm90's efficiency 0.85 gives 71.4 GB/s on 8 channels and 61.2 on 4,
-    2 × 48 = 96, and the cap on 2 sm90 nodes is 57.7: the cap binds on both, so the bus bandwidth is
-    ``nChannels × 57.7`` and 4 channels double the large sizes' slope (the latency cancels)."""
+    (v2.30.7 ``src/graph/tuning.cc``): sm90's efficiency 0.85 gives 59.5 GB/s on 8 channels of 40 and 61.2 on
+    4 of 48, 2 × 48 = 96, and the cap on 2 sm90 nodes is 57.7: the cap binds on both, so the bus bandwidth
+    is ``nChannels × 57.7`` and 4 channels double the large sizes' slope (the latency cancels)."""
     args = ("--topology", "dgx-h100", "--nccl-algo", "NVLSTree", "--nccl-version", "2.30.7")
     (stock,) = _check(IB, *args)
     line = ("h100-0:1:1 [0] NCCL INFO Pattern 5, crossNic 0, nChannels 4, bw 48.000000/48.000000, "
@@ -169,7 +170,7 @@ def test_the_nvls_graph_stated_is_priced(tmp_path):
     (told,) = _check(_edited(tmp_path, IB, "nccl-tests provisioning", line), *args)
     assert told["nccl_info"]["nvls_graph"] == [[4, 48.0, 48.0], 2]
     assert any("NCCL's NVLS / NVLSTree graph (its GRAPH line, line 2) priced: 4 channels of 48/48 GB/s "
-               "(intra/inter), not the derived 8 of 48/48" in n for n in told["notes"]), told["notes"]
+               "(intra/inter), not the derived 8 of 40/48" in n for n in told["notes"]), told["notes"]
     t = {r["bytes"]: r["nccl_s"] for r in told["rows"]}
     ref = {r["bytes"]: r["nccl_s"] for r in stock["rows"]}
     assert all(r["algorithm"] == "NVLSTree" for r in told["rows"] + stock["rows"])
@@ -177,8 +178,8 @@ def test_the_nvls_graph_stated_is_priced(tmp_path):
     # the derived graph stated: nothing moves, no note
     same = tmp_path / "same"
     same.mkdir()
-    (eq,) = _check(_edited(same, IB, "nccl-tests provisioning", line.replace("nChannels 4", "nChannels 8")),
-                   *args)
+    derived = line.replace("nChannels 4, bw 48.0", "nChannels 8, bw 40.0")
+    (eq,) = _check(_edited(same, IB, "nccl-tests provisioning", derived), *args)
     assert [r["nccl_s"] for r in eq["rows"]] == [r["nccl_s"] for r in stock["rows"]]
     assert not [n for n in eq["notes"] if "graph (its GRAPH line" in n]
 

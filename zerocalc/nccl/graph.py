@@ -51,7 +51,9 @@ a simplification of the search, not a fitted number):
    ``(channels + 1)`` copies fit one GPU's NVLink: 8 × 40 GB/s on 8 H100 (9 × 40 ≤ 18 × 20.6 < 9 × 50;
    NCCL 2.19.4 prints "nChannels 8, bw 40.000000/60.000000", NVIDIA/nccl issue 1197), 8 × 80 on 8 B200,
    16 × 40 on 16 GPUs of an NVL72; its ``bwInter`` is raised up to ``2 × bwIntra`` (search.cc's NVLS
-   pass 2); on several nodes it is the NIC's.
+   pass 2). Across nodes whose GPUs each have a NIC, each channel is one NIC and its GPU, and the same
+   link rule holds (the search's NIC speeds): 8 × 40/48 on HGX H100 / H200 nodes of 8 NICs (40/40 in
+   v2.18.x, whose pass 2 has no ``bwInter`` step); with fewer NICs than GPUs, the NICs' share.
 6. The NIC sits under the GPU's PCIe switch on NVLink machines (path PXB: LL128 allowed) and
    behind the CPU on PCIe-only machines; the Tree pattern is the balanced tree (no 0.85 factor) but
    on nodes of one GPU, where NCCL's search makes it the plain tree
@@ -179,20 +181,24 @@ def _first_fitting(speeds: tuple[float, ...], max_bw: float, total_bw: float, mi
 
 
 def nvls_net_speeds(speeds: tuple[float, ...], link_bw: float, heads: int,
-                    nic_bw: float) -> tuple[float, float]:
+                    nic_bw: float, raise_inter: bool = True) -> tuple[float, float]:
     """``(bwIntra, bwInter)`` of NCCL's NVLS graph across nodes, each of its ``heads`` channels headed by a
     GPU with a NIC of its own of ``nic_bw`` GB/s, every GPU's NVSwitch link ``link_bw`` GB/s each way.
 
-    Source: ``src/graph/search.cc`` (v2.19.3-v2.30.7). ``ncclTopoSearchRecNet`` takes one NIC a channel
+    Source: ``src/graph/search.cc`` (v2.18.1-v2.30.7). ``ncclTopoSearchRecNet`` takes one NIC a channel
     and its local GPU as the head (no GPU twice), the NIC holding ``bwInter`` (``net->net.bw < bw``:
     skipped); ``ncclTopoSearchTryNvls`` follows NVS→GPU and GPU→NVS for every GPU at ``bwIntra``, twice
     for the channel's head, so ``heads`` channels load each GPU's link with ``(heads + 1) · bwIntra``; pass 1
     starts both at one speed of ``sm100SpeedArrayInter`` / ``sm90SpeedArrayInter`` (a search with NICs),
     the first that fits; pass 2 then raises ``bwInter`` alone, a speed at a time, while the NICs hold it
-    and it is below ``2 · bwIntra`` ("NVLS && tmpGraph.bwInter < tmpGraph.bwIntra*2")."""
+    and it is below ``2 · bwIntra`` ("NVLS && tmpGraph.bwInter < tmpGraph.bwIntra*2"). Before v2.19.3
+    (``raise_inter`` false: v2.18.x) there is no such step: its pass 2 tries a faster bwIntra alone and
+    ``ncclTopoCompareGraphs`` keeps an NVLS graph only for more channels, so pass 1's speed stays both."""
     fits = [s for s in speeds if s * (heads + 1) <= link_bw + 1e-9 and s <= nic_bw + 1e-9]
     s = fits[0] if fits else speeds[-1]
     inter = s
+    if not raise_inter:
+        return s, s
     for c in reversed(speeds[:speeds.index(s)]):  # the faster speeds, slowest first
         if c > nic_bw + 1e-9:
             break
@@ -337,7 +343,8 @@ def as_nccl_sees_it(topo: Topology, release: Release) -> Topology:
 def _nvls_graph(topo: Topology, release: Release, cc: int, g: int, n_nodes: int, intra: float, ring: Graph,
                 lat_inter: float) -> Graph:
     """NVLS and NVLS Tree's graph on ``g`` GPUs a node of ``n_nodes``: one node's NVSwitch, an NVLink
-    domain of many hosts, or HGX nodes whose heads share the ring's NICs."""
+    domain of many hosts or HGX nodes of a NIC a GPU (:func:`nvls_net_speeds`), or HGX nodes whose heads
+    share fewer NICs (the ring's NIC share)."""
     nch = min(release.max_nvls_arity, g)
     if n_nodes == 1:
         speeds = _speeds(release.speed_intra, cc)
@@ -351,11 +358,14 @@ def _nvls_graph(topo: Topology, release: Release, cc: int, g: int, n_nodes: int,
             idx -= 1
             inter = speeds[idx]
         return Graph(nch, s, inter, True)
-    if topo.mnnvl:
-        # an NVLink domain of many hosts: the heads are 32 of its GPUs, each with a NIC of its own, so
-        # NCCL's own checks set the speeds (nvls_net_speeds), not the ring's NIC share as on HGX nodes
+    if topo.mnnvl or require(topo, "nics_per_node", _NEEDED_BY) >= nch:
+        # every head has a NIC of its own (an NVLink domain of many hosts; an HGX node of one NIC a GPU):
+        # NCCL's own checks set the speeds (nvls_net_speeds): ncclTopoSearchRecNet takes a NIC and its
+        # local GPU a channel, then ncclTopoSearchTryNvls loads each GPU's NVSwitch link as on one node
+        # (search.cc v2.18.1-v2.30.7): 8 H100 with 8 NICs 8 x 40/48 (v2.18.x 40/40), not the NIC share 48/48
         nic_path = min(require(topo, "nic_Gbps", _NEEDED_BY) / 8.0, _pcie(topo))
-        s, s_inter = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, nic_path)
+        s, s_inter = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, nic_path,
+                                     raise_inter=release.era >= 19)
         return Graph(nch, s, s_inter, True, lat_inter)
     s_net = ring.bw_inter * ring.n_channels / nch  # the NICs' bandwidth shared by the NVLS heads
     s = _first_fitting(_speeds(release.speed_inter, cc), s_net, s_net * nch)
