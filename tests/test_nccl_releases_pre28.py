@@ -125,3 +125,36 @@ def test_point_to_point_refused_before_2_7():
     (line,) = res.stderr.strip().splitlines()
     assert "NCCL 2.6.4 has no point-to-point operations" in line
     assert runner.invoke(app, [*args, "2.7.8"]).exit_code == 0
+
+
+def test_table_before_2_7_leaves_the_send_receive_scheme_unpriced():
+    # ZeRO++'s qgZ all-to-all is grouped ncclSend / ncclRecv, which NCCL 2.5 and 2.6 lack (v2.7.3's
+    # nccl.h.in): the table prices every other scheme with that release's model and says why zeropp is n/a
+    args = ["table", "--topology", "dgx-1-v100", "--nccl-version", "2.6.4"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rows = {ln.split()[0]: ln for ln in res.stdout.splitlines() if ln.split() and ln.split()[0] in
+            ("zeropp", "zero2", "fsdp-hybrid")}
+    assert "n/a" in rows["zeropp"] and "n/a" not in rows["zero2"] and "n/a" not in rows["fsdp-hybrid"]
+    assert "zeropp not priced (n/a): NCCL 2.6.4 has no point-to-point operations" in res.stdout
+    import json
+
+    records = json.loads(runner.invoke(app, [*args, "--format", "json"]).stdout)  # strict JSON: null, no NaN
+    by = {r["scheme"]: r for r in records}
+    assert by["zeropp"]["time_s_nccl"] is None and by["zeropp"]["nccl_choice"] == "n/a"
+    assert by["zero2"]["time_s_nccl"] > 0 and "Ring" in by["zero2"]["nccl_choice"]
+    # at 2.7.8 the same table prices zeropp's all-to-all
+    json_27 = runner.invoke(app, ["table", "--topology", "dgx-1-v100", "--nccl-version", "2.7.8", "--format",
+                                  "json"]).stdout
+    assert {r["scheme"]: r for r in json.loads(json_27)}["zeropp"]["time_s_nccl"] > 0
+
+
+def test_check_prices_a_file_s_collectives_and_leaves_its_send_receive_before_2_7():
+    # nccl-tests' five tests in one log: at 2.6.4 all-reduce, all-gather and reduce-scatter are priced, the
+    # all-to-all and sendrecv sweeps are named unpriced (no ncclSend / ncclRecv), and the exit is 0
+    data = str(Path(__file__).parent / "data" / "traces" / "nccl-tests"
+               / "five-tests-8xH100-1node-nccl2.29.2.log")
+    res = runner.invoke(app, ["check", data, "--nccl-version", "2.6.4"])
+    assert res.exit_code == 0, res.output
+    assert "sendrecv on 8 ranks: not priced: NCCL 2.6.4 has no point-to-point operations" in res.output
+    assert "all_to_all on 8 ranks: not priced" in res.output

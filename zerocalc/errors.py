@@ -29,8 +29,9 @@ class ConfigError(ZerocalcError, ValueError):
 
 
 class UnpricedOpError(ConfigError):
-    """A collective the chosen library's cost model does not price (all_to_all under RCCL): ``check`` reports
-    such a sweep of a file unpriced and prices the file's others; alone in its files it is refused."""
+    """A collective the chosen library's cost model does not price (all_to_all under RCCL, send/receive
+    before NCCL 2.7): ``check`` reports such a sweep of a file unpriced and prices the file's others; alone
+    in its files it is refused; ``table`` leaves the schemes that need it unpriced (``n/a``)."""
 
 
 class UnknownNameError(ZerocalcError, KeyError):

@@ -7,8 +7,10 @@ the report prices under a tuner.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
+from zerocalc.errors import UnpricedOpError
 from zerocalc.nccl import LATEST, Algorithm, release_for
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.graph import REQUIRED_FIELDS
@@ -54,13 +56,20 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     release, note = release_for(version)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
     times, choices, ofi_phases = [], [], []
+    unpriced: dict[str, list[str]] = {}
     for r in df.itertuples(index=False):
         tp = int(getattr(r, "tp", 1))
         topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
             topo, nics_per_node=max(1, topo.nics_per_node // tp))
-        phases = scheme_phases(r.scheme, topology=topo_dp, release=release, algo_enable=env.algo_enable,
-                               proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
-                               nccl_version=version, ofi=ofi_tuner, **row_sizes(r, reuse_distance))
+        try:
+            phases = scheme_phases(r.scheme, topology=topo_dp, release=release, algo_enable=env.algo_enable,
+                                   proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
+                                   nccl_version=version, ofi=ofi_tuner, **row_sizes(r, reuse_distance))
+        except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7)
+            times.append(math.nan)
+            choices.append("n/a")
+            unpriced.setdefault(e.message, []).append(r.scheme)
+            continue
         ofi_phases += [p for p in phases if p.ofi_chose is not None]
         t, c = scheme_time(phases)
         times.append(t)
@@ -75,7 +84,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
              *env.notes,
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
                if tuner else []),
-             *([ofi_tuner_note(ofi_tuner, ofi_phases, version)] if ofi_tuner is not None else [])]
+             *([ofi_tuner_note(ofi_tuner, ofi_phases, version)] if ofi_tuner is not None else []),
+             *[f"t NCCL: {', '.join(schemes)} not priced (n/a): {why}" for why, schemes in unpriced.items()]]
     return NcclPricing(times, choices, notes)
 
 

@@ -134,7 +134,8 @@ def render_table(df, fmt: TableFormat, caption: str | None = None) -> str:
     if fmt is TableFormat.json:
         import json
 
-        return json.dumps(df.to_dict(orient="records"), indent=2) + "\n"
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")  # n/a: null, not NaN
+        return json.dumps(records, indent=2) + "\n"
     header, rows = _display_rows(df)
     if fmt is TableFormat.markdown:
         lines = [caption.replace("*", r"\*"), ""] if caption else []

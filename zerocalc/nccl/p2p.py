@@ -87,7 +87,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import ConfigError, UnpricedOpError
 from zerocalc.nccl.graph import (
     HOST_RELAY_SHARE,
     PCIE_GBPS_X16,
@@ -212,8 +212,8 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     if not isinstance(n_ranks, int) or n_ranks < 2:
         raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
     if release.era <= 6:  # ncclSend / ncclRecv arrive in v2.7.3 (src/nccl.h.in; none in v2.6.4)
-        raise ConfigError(f"NCCL {version} has no point-to-point operations (ncclSend / ncclRecv arrive in "
-                          "NCCL 2.7)", option="--nccl-version")
+        raise UnpricedOpError(f"NCCL {version} has no point-to-point operations (ncclSend / ncclRecv arrive "
+                              "in NCCL 2.7)", option="--nccl-version")
     v = parse_version(version)
     topo = as_nccl_sees_it(topo, release)
     cc = require(topo, "compute_capability", _NEEDED_BY)
