@@ -47,6 +47,9 @@ from zerocalc.nccl.release import AMPERE, Algorithm, Collective, Release
 _A, _C = Algorithm, Collective
 _INF3 = (math.inf, math.inf, math.inf)
 _NO_CAP = (_INF3, _INF3)  # no llMaxBws / perChMaxTreeBws before v2.8.3
+#: The per-channel caps v2.8.3 brings, none before it (and no NVLS): the same in every pre-2.8 table
+_NO_CAPS = dict(ll_max_bws=_NO_CAP, per_ch_max_ring_ll128_bws=(), per_ch_max_tree_ll128_bws=(),
+                per_ch_max_tree_bws=_NO_CAP, per_ch_max_nvls_tree_bws=None, nvls_efficiency=None)
 
 _SPEEDS_2_7 = (42.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 """v2.7.3-v2.7.8 ``search.cc`` ``speedArray`` (v2.8.3 adds 30)."""
@@ -62,12 +65,7 @@ V2_7 = Release(
         {_A.TREE: (1.0, 1.9, 28), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (1.0, 1.9, 5.5)},
         {_A.TREE: (5.0, 8.5, 50), _A.RING: (2.7, 4.0, 9.6), _A.COLLNET_DIRECT: (5.0, 5.0, 10.7)},
     ),
-    ll_max_bws=_NO_CAP,
-    per_ch_max_ring_ll128_bws=(),
-    per_ch_max_tree_ll128_bws=(),
-    per_ch_max_tree_bws=_NO_CAP,
-    per_ch_max_nvls_tree_bws=None,
-    nvls_efficiency=None,
+    **_NO_CAPS,
     tree_correction=(
         (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0),
         (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0),
@@ -112,12 +110,7 @@ V2_6 = Release(
         {_A.TREE: (1.0, 1.9, 28), _A.RING: (1.0, 2.5, 5.7), _A.COLLNET_DIRECT: (1.0, 1.9, 5.5)},
         {_A.TREE: (5.0, 7.5, 50), _A.RING: (.9, 2.5, 6.6), _A.COLLNET_DIRECT: (5.0, 5.0, 10.7)},
     ),
-    ll_max_bws=_NO_CAP,
-    per_ch_max_ring_ll128_bws=(),
-    per_ch_max_tree_ll128_bws=(),
-    per_ch_max_tree_bws=_NO_CAP,
-    per_ch_max_nvls_tree_bws=None,
-    nvls_efficiency=None,
+    **_NO_CAPS,
     tree_correction=_TREE_CORRECTION_2_6,
     nvlink_bw_per_link={60: 18.0, 70: 21.0},
     speed_intra={0: _SPEEDS_2_7[1:]},
