@@ -183,17 +183,39 @@ def stated_hcas(value: str) -> int | None:
     return len(set(names))
 
 
+def at_most_hcas(value: str) -> int | None:
+    """The most network devices ``NCCL_IB_HCA=value`` can select, ``None`` where the value does not bound
+    them: the count of :func:`stated_hcas` where each entry matches one device alone, an exact list
+    (``=`` first) or entries numbered 0 (``mlx5_0``: no device is numbered ``0n``); an entry such as
+    ``mlx5_1`` is a prefix that also selects ``mlx5_10``, ``mlx5_11`` (``matchIfList``)."""
+    v = value.strip().strip("\"'").replace("\\", "")
+    k = stated_hcas(v)
+    if k is None:
+        return None
+    devices = [e.strip().split(":")[0] for e in v.lstrip("=").split(",") if e.strip()]
+    return k if v.startswith("=") or all(re.search(r"\D0$", d) for d in devices) else None
+
+
 def with_stated_nics(topo: Topology, stated: Mapping[str, Sequence] | None,
                      ranks: int) -> tuple[Topology, str]:
     """A PCIe box whose nodes the run joins, with as many NICs a node as its ``NCCL_IB_HCA`` names
     (:func:`stated_hcas`; at most one a GPU of the node) where the box assumes fewer, and the words for
     it. The PCIe boxes state one NIC a node (:mod:`zerocalc.topology.presets`), an assumption the run's
-    own list of devices replaces; each NIC keeps the box's speed, which the list does not state. NVLink
-    presets keep their NICs (their data sheets state them); a run over TCP sockets is priced with one
-    (:func:`over_sockets`, applied after this)."""
+    own list of devices replaces; each NIC keeps the box's speed, which the list does not state. An NVLink
+    preset keeps the NICs its data sheet states unless the list selects fewer (:func:`at_most_hcas`: a run
+    on one rail, ``NCCL_IB_HCA=mlx5_0``, or an exact list), which NCCL then uses alone (NCCL's environment
+    documentation: only the listed devices); not where a network plugin moves the data (``aws-`` / ``gcp-``
+    presets). A run over TCP sockets is priced with one (:func:`over_sockets`, applied after this)."""
     hca = (stated or {}).get("NCCL_IB_HCA")
-    if hca is None or topo.nvlink_gen != 0 or ranks <= topo.gpus_per_node:
+    if hca is None or ranks <= topo.gpus_per_node:
         return topo, ""
+    if topo.nvlink_gen != 0:
+        k = None if topo.name.startswith(("aws-", "gcp-")) else at_most_hcas(str(hca[0]))
+        if k is None or k >= topo.nics_per_node:
+            return topo, ""
+        return replace(topo, nics_per_node=k), (f"NCCL_IB_HCA selects {k} network device{'s' * (k > 1)} "
+                                                f"(line {hca[1]}): NCCL uses {k} of the preset's "
+                                                f"{topo.nics_per_node} NICs a node")
     k = stated_hcas(str(hca[0]))
     if k is None or min(k, topo.gpus_per_node) <= topo.nics_per_node:
         return topo, ""
