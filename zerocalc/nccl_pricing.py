@@ -57,6 +57,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
     times, choices, ofi_phases = [], [], []
     unpriced: dict[str, list[str]] = {}
+    later_nvls = False  # a phase's NVLS timed with the later release's figures
     for r in df.itertuples(index=False):
         tp = int(getattr(r, "tp", 1))
         topo_dp = topo if tp == 1 or not topo.nics_per_node else replace(
@@ -71,6 +72,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
             unpriced.setdefault(e.message, []).append(r.scheme)
             continue
         ofi_phases += [p for p in phases if p.ofi_chose is not None]
+        later_nvls = later_nvls or any(p.later_nvls for p in phases)
         t, c = scheme_time(phases)
         times.append(t)
         choices.append(c)
@@ -80,7 +82,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
              *([f"t NCCL: NVLS / NVLS Tree calls timed with NCCL {LATEST.name}'s figures for "
                 f"{nvls_corrected_for(topo)}, which NCCL 2.28.3 corrected; NCCL {release.name} chooses them "
                 "with its own"]
-               if nvls_corrected(release, topo) else []),
+               if later_nvls and nvls_corrected(release, topo) else []),
              *env.notes,
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
                if tuner else []),

@@ -50,6 +50,8 @@ class PhaseTime:
     time_s: float  # all calls of the phase
     #: aws-ofi-nccl's tuner plugin chose the pair (None: no such plugin given; False: it left NCCL's choice)
     ofi_chose: bool | None = None
+    #: NVLS / NVLS Tree timed with a later release's figures (:func:`zerocalc.nccl.model.nvls_run_release`)
+    later_nvls: bool = False
 
 
 def group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
@@ -130,8 +132,10 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         coll = as_nccl_collective(ph.collective.value)
         pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api,
                      ofi=ofi if covered else None)
+        later = tunings[key].nvls_run is not None and pr.algorithm.value in ("NVLS", "NVLSTree")
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
-                             pr.protocol.value, calls * pr.time_s, pr.ofi_chose if ofi is not None else None))
+                             pr.protocol.value, calls * pr.time_s, pr.ofi_chose if ofi is not None else None,
+                             later))
     return out
 
 
