@@ -500,7 +500,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
-    if _wire_hops or _wire_time:
+    if _wire_time:  # the wire's own timing run (below); _wire_hops only ever comes with it
         m = replace(m, wire_hops=_wire_hops, wire_time=True)
     if cuda_build is not None:
         m = replace(m, cuda_build=tuple(cuda_build))
