@@ -255,3 +255,15 @@ def test_derive_cites_the_rule_and_prints_a_legend():
     assert set(doc["symbols"]) >= {"Psi", "N", "b_p", "b_g", "n_mb"}
     latex = run("derive", "dp", "--format", "latex").stdout
     assert r"\Psi b_{g} n_{mb}" in latex and "LaTeX:" not in latex
+
+
+@pytest.mark.parametrize("n", ["64", "8"])
+def test_later_nvls_note_only_where_a_phase_runs_nvls(n):
+    # NCCL 2.26 on Hopper: NVLS calls are timed with 2.30's figures; the note says so only when the table's
+    # own choice column shows an NVLS pair (64 ranks on 8 nodes: Ring throughout; 8 ranks of one node: NVLS)
+    res = runner.invoke(app, ["table", "--topology", "dgx-h100", "--nccl-version", "2.26.2", "--n", n])
+    assert res.exit_code == 0, res.output
+    rows = [ln for ln in res.stdout.splitlines() if not ln.startswith("note:")]
+    nvls_chosen = any("NVLS/" in ln or "NVLSTree/" in ln for ln in rows)
+    assert nvls_chosen == (n == "8")
+    assert ("figures for Hopper" in res.stdout) == nvls_chosen
