@@ -343,11 +343,22 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     it; charging its 2 (nRanks − 1) steps at the network hop on top would price them 1.05-1.46x.
 
     The pace is the hop's own figure in NCCL's tables (``hwLat[NCCL_HW_NET]``), without the latency the
-    network plugin reports (``latencyInter``, the wire's): the sweeps above ran where it is 0 (InfiniBand,
-    TCPXO), and no bundled all-gather or reduce-scatter sweep ran where it is large (AWS EFA: 20 µs a hop, 75
-    as the plugin reports it), so it is not charged to every step; NCCL's estimate, which charges it to the
-    steps that cross the network, stays the floor (charged to every step, a 16-rank p5 all-gather of 8 MiB
-    would take 400 µs where NCCL estimates 90).
+    network plugin reports (``latencyInter``): the sweeps above ran where it is 0 (InfiniBand, TCPXO), and
+    what a plugin reports steers NCCL's choice (AWS EFA's 75 µs), so it is not charged to every step; NCCL's
+    estimate, which charges it to the steps that cross the network, stays the floor (charged to every step,
+    a 16-rank p5 all-gather of 8 MiB would take 400 µs where NCCL estimates 90). On Simple the pace is at
+    least the wire's own one-way latency where the network states one (the topology's
+    ``net_wire_latency_us``, on the wire's timing run): a Simple chunk holds 4 of a connection's 8 slots
+    (two slices of ``*_SLICESTEPS`` = 2, each slice one network request), so two chunks are in flight, and a
+    slot comes back only once the receiver has posted its receive and the sender has learnt it (NCCL's IB
+    transport: the receiver's FIFO entry; GPUDirect-TCPX: the posted receive's index on the control socket,
+    ``kRecvSync``, google/nccl-plugin-gpudirecttcpx ``net_tcpx.cc``), one trip back for each trip out: two
+    chunks a round trip, a chunk a one-way trip. LL and LL128 (a step one slot, eight in flight) keep the
+    table's pace, as does a network reached through host memory: the one zerocalc gives a wire latency
+    there, NCCL's socket transport, sends without the receiver's word (``ncclNetSocketIsend`` takes the
+    request at once and ``ncclNetSocketTest`` sends its size, then its data, ``src/transport/net_socket.cc``).
+    Seen on 2 GCP A3 High VMs (16 ranks, TCPX, whose wire is TCP between VMs, 49.5 µs one way): all-gathers
+    of 1-8 MiB took 785-1007 µs, 52-67 µs a step, where the table's 14 µs a step gives 0.26-0.49x.
 
     A Ring broadcast or reduce across nodes: NCCL's estimate charges it one hop of its table
     (``baseLat + hwLat``, ``tuning.cc``, every release), never the plugin's ``latencyInter``; the chain
@@ -364,6 +375,8 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     pi = _PROTO_INDEX[p]
     intra_lat, _ = _hop_latencies_us(rel, m, a, p)
     paced = rel.hw_lat_us[NET][a][pi]  # the network hop's own cost, without the plugin's wire latency
+    if p == P.SIMPLE and not m.relayed:  # two chunks in flight, each slot back on the receiver's word
+        paced = max(paced, wire)
     if rel.era >= 18:  # getNetOverhead: v2.18.1 on
         intra_lat = max(intra_lat, _net_overhead_us(m) * (3 if p == P.SIMPLE else 1))
     base = _latency_us(rel, m, coll, a, p)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from zerocalc.errors import UnknownNameError
+from zerocalc.nccl.net_socket import VM_SOCKET_HOP_US
 from zerocalc.topology.machine import Link, NcclEnv, Topology
 
 _NVLINK_US, _PCI_US, _NET_US = 3.4, 5.7, 14.0
@@ -60,6 +61,15 @@ _TCPX_NOTES = ("GoogleCloudPlatform/container-engine-accelerators, gpudirect-tcp
 #: 524288 in the same configs), each piece on the next free socket (``flow_mapper->pickFlow()``); the
 #: configs' NCCL_BUFFSIZE=4194304 is NCCL's default. :mod:`zerocalc.nccl.tcp_flows`
 _TCPX_FLOWS, _TCPX_PIECE, _TCPX_BUFFSIZE = 4, 512 << 10, 4 << 20
+#: GPUDirect-TCPX moves each request as TCP between two GCE VMs (the gVNIC's kernel TCP stack, the payload
+#: written to GPU memory; google/nccl-plugin-gpudirecttcpx ``src/net_tcpx.cc``), and under the plugin's
+#: receiver sync (``kRecvSync``, on by default, ``flags.cc``) a send starts only once the receiver's posted
+#: receive has crossed the control socket (``socketSend(comm->ctrl_fd, &idx, ...)`` on the receiving side,
+#: ``socketRecv`` before the send goes active). Each network step therefore takes a TCP message's one-way
+#: trip between two VMs (:data:`zerocalc.nccl.net_socket.VM_SOCKET_HOP_US`, half the published round trip
+#: between GCE VMs of one zone), where the plugin tells NCCL 0: the preset's ``net_wire_latency_us``, a time
+#: figure (NCCL chooses with its 0); :func:`zerocalc.nccl.tune_model.ring_run_latency_us` paces the ring.
+_TCPX_WIRE_US = VM_SOCKET_HOP_US
 #: The NCCL environment GCP's GPUDirect-TCPX configs set (the notes above; GKE's ``gpudirect-tcpx/
 #: nccl-config.yaml`` ``run-nccl.sh``; dstackai/dstack ``examples/clusters/a3high/README.md``):
 #: NCCL_ALGO=Ring, NCCL_PROTO=Simple with the plugin installer's NCCL 2.19 (release of Feb 15 2024, v3.1.9;
@@ -432,7 +442,7 @@ PRESETS: dict[str, Topology] = {
                    "(google/nccl-plugin-gpudirecttcpx net_tcpx.cc tcpxGetProperties: props->latency = 0)",
             gpu="H100 SXM5", compute_capability=90, nvlink_gen=4, nvswitch_gen=3, nic_Gbps=200.0, nics=4,
             net_latency_us=0.0, nccl_env=_TCPX_ENV, net_flows=_TCPX_FLOWS, nccl_buffsize=_TCPX_BUFFSIZE,
-            net_flow_piece=_TCPX_PIECE,
+            net_flow_piece=_TCPX_PIECE, net_wire_latency_us=_TCPX_WIRE_US,
         ),
         Topology(
             "dgx-1-v100", "NVIDIA DGX-1 with V100: NVLink2 hybrid cube-mesh + 4×100 Gb/s EDR InfiniBand", 8,
