@@ -55,7 +55,8 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "AMD Instinct MI355X": "amd-mi355x",  # AMD's MI355X platform: 8 OAM GPUs on xGMI
              "NVIDIA H800": "hgx-h800",  # the export H100 SXM on the HGX board (the preset's sources)
              "NVIDIA A100 80GB PCIe": "pcie-gen4",  # the A100 PCIe card's product page: PCIe 4.0 x16
-             "NVIDIA A100-SXM-64GB": "dgx-a100",  # an A100 SXM module: priced on the NVSwitch board
+             # the custom A100 64 GB of Leonardo's Booster nodes (CINECA's overview), 4 on an NVLink mesh
+             "NVIDIA A100-SXM-64GB": "leonardo-booster",
              # the China-market RTX PRO 6000 Blackwell derivative (zerocalc.topology.devices): PCIe 5.0 x16
              "NVIDIA RTX 6000D": "pcie-gen5"}
 

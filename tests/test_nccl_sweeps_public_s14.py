@@ -43,9 +43,10 @@ PRICED = {
     # NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1, 8 HCAs named (8 NICs a node for the box's one): 0.69-1.10x,
     # the median size (1 MiB) 0.79x
     RTX6000D: ((), "pcie-gen5", False),
-    # 2 GPUs of a 4-GPU A100 board, 4 NVLinks between each pair (the post's topology): priced on the NVSwitch
-    # board's 12 links a GPU, 0.45-0.74x (the pair's send moves 72 GB/s from 128 MiB)
-    LEO_PAIR: ((), "dgx-a100", False),
+    # 2 GPUs of a Leonardo Booster node's 4-GPU A100 board, 4 NVLinks between each pair (the post's
+    # topology): priced on the pair's 4 links, every size within 0.5-2x; its calls up to 128 KiB (P2P/LL)
+    # take 10-19 µs where 7-11 µs are priced, so the median size is 0.54x
+    LEO_PAIR: ((), "leonardo-booster", False),
     # 4 A100 PCIe of an Azure NC A100 v4 VM, one process: priced through host memory between GPUs each on a
     # bus of its own, 1.54x at its one size (the VM's NVLink bridges, GPUs 0-1 and 2-3, are not in the file)
     NC_A100: ((), "pcie-gen4", False),
@@ -130,7 +131,7 @@ def test_the_preset_is_the_one_the_device_lines_name_with_the_hosts_they_name(na
 
 
 #: files whose every size is within 0.5-2x though a median size is not within 0.8-1.25x
-EVERY_SIZE = [H800_INFO, RTX6000D, NC_A100]
+EVERY_SIZE = [H800_INFO, RTX6000D, NC_A100, LEO_PAIR]
 
 
 @pytest.mark.parametrize("name", EVERY_SIZE)
@@ -170,3 +171,19 @@ def test_runs_within_both_bands(name):
     for sweep in sweeps(name, *args):
         assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"]), sweep["op"]
         assert 0.8 <= median_size_ratio(sweep) <= 1.25, sweep["op"]
+
+
+def test_the_leonardo_pair_moves_its_large_sends_over_its_four_links():
+    """The post's ``nvidia-smi topo -m`` shows NV4 between each pair of the node's 4 GPUs (no NVSwitch), so a
+    send between two of them has 4 NVLink3 links, NCCL's 20 GB/s each (``topo.h`` ``SM80_NVLINK_BW``): 80
+    GB/s, not the 12 links a GPU has to the NVSwitches of an 8-GPU board. From 128 MiB, where the file's
+    sends run at 72-73 GB/s (counted from its rows), the predicted time is the bytes over 80 GB/s, within a
+    tenth for the latency and the channels' rounding."""
+    (sweep,) = sweeps(LEO_PAIR)
+    assert sweep["topology"] == "leonardo-booster"
+    big = [r for r in sweep["rows"] if r["bytes"] >= 128 << 20]
+    (_, _, _, rows), = runs_in_file(LEO_PAIR)
+    assert len(big) == sum(size >= 128 << 20 for size, _ in rows) == 5
+    for r in big:
+        assert r["predicted_s"] == pytest.approx(r["bytes"] / (4 * 20e9), rel=0.1)
+        assert 0.85 <= r["ratio"] <= 1.0

@@ -13,7 +13,10 @@ in the bundled ``all_reduce_perf-16xH100-2nodes.txt`` and nccl-tests issues 294 
 in the public outputs of Azure's and OCI's H200 nodes):
 
 * ``A100-SXM…`` (NVIDIA's drivers before 2021 print it without ``NVIDIA``): the SXM4 module of HGX/DGX
-  A100 boards → ``dgx-a100``; on AWS, ``aws-p4d`` (40 GB) or ``aws-p4de`` (80 GB);
+  A100 boards → ``dgx-a100``; on AWS, ``aws-p4d`` (40 GB) or ``aws-p4de`` (80 GB); ``A100-SXM-64GB``, the
+  custom A100 of Leonardo's Booster nodes (CINECA's hardware overview: 4 a node; ``NVIDIA A100-SXM-64GB`` in
+  NVIDIA/nccl-tests issue 331, NV4 between each pair), → ``leonardo-booster``, whose NVLink mesh gives a pair
+  4 links, not the NVSwitch board's 12 a GPU;
 * ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPX
   (an INFO line naming ``GPUDirectTCPX``) ``gcp-a3-high``; over GCP's GPUDirect-TCPXO ``gcp-a3-mega``,
   and so at an A3 Mega VM's PCI slots on every host when no line names the network
@@ -98,6 +101,7 @@ from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and th
 
 #: (pattern of the CUDA device name, the kind of node), first match wins (module docstring).
 GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bA100-SXM-64GB", re.I), "a100-64"),
     (re.compile(r"\bA100-SXM\S*-80GB", re.I), "a100-80"),
     (re.compile(r"\bA100-SXM", re.I), "a100-40"),
     (re.compile(r"\bA800-SXM", re.I), "a800"),
@@ -139,6 +143,7 @@ _AWS_INSTANCE_PRESETS: dict[str, dict[str, str]] = {
 _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "a100-40": {None: "dgx-a100", "ib": "dgx-a100", "efa": "aws-p4d"},
     "a100-80": {None: "dgx-a100", "ib": "dgx-a100", "efa": "aws-p4de"},
+    "a100-64": {None: "leonardo-booster", "ib": "leonardo-booster"},
     "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega",
              "tcpx": "gcp-a3-high"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},

@@ -310,6 +310,14 @@ def _nvl72(name: str, title: str, *, source: str, gpu: str, cc: int, nic_Gbps: f
 #: each, with no NVSwitch. Priced by its 18 links: on that mesh NCCL's ring search (search.cc, the sm90
 #: speeds) finds the 6 directed Hamiltonian rings of 4 GPUs, each link in two of them, at 60 GB/s a channel
 #: (2 × 60 within a pair's 6 × 20.6 GB/s), the 6 channels of 60 GB/s the 18 links give through a switch.
+#: NVIDIA's HGX A100 4-GPU baseboard (NVIDIA technical blog "Introducing NVIDIA HGX A100", 2020: "HGX A100
+#: 4-GPU connected with NVLink", no NVSwitch): each A100's 12 NVLink3 links (25 GB/s each way) split 4 to
+#: each of the three other GPUs, 100 GB/s each way a pair; ``nvidia-smi topo -m`` prints NV4 between every
+#: pair (NVIDIA/nccl-tests issue 331, on a Leonardo Booster node).
+_A100_4GPU = ("HGX A100 4-GPU board: 12 NVLink3 links per GPU, 4 to each of the other three (NV4 in "
+              "nvidia-smi topo -m), no NVSwitch; NCCL's figure is 20 GB/s a link (topo.h SM80_NVLINK_BW), "
+              "80 GB/s a pair")
+
 _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwitch): the 6 rings of 60 GB/s "
                "NCCL's search finds on the mesh, as 18 links give")
 
@@ -484,6 +492,18 @@ PRESETS: dict[str, Topology] = {
             gpu="H100 (GH200 superchip)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="arm",
             in_network_reduction=(), nic_via_c2c=True, net_eager_bytes=CXI_EAGER_BYTES,
+        ),
+        Topology(
+            "leonardo-booster",
+            "Leonardo Booster node: 4× A100 SXM 64 GB (NVLink3 mesh, no NVSwitch) + 4×100 Gb/s HDR100", 4,
+            Link.from_units(_NVLINK_US, 300.0), Link.from_units(_NET_US, 4 * 100 / 8),
+            source="CINECA's Leonardo hardware overview (leonardo-supercomputer.cineca.eu/hpc-system): "
+                   "Booster node, a BullSequana X2135 Da Vinci blade, 1× Intel Xeon Platinum 8358 (Ice "
+                   "Lake), 4× NVIDIA custom Ampere A100 64 GB, 2× dual-port HDR (400 Gb/s aggregated: 4 "
+                   "ports of 100 Gb/s, mlx5_0 to mlx5_3 in NCCL's NET/IB line, NVIDIA/nccl-tests issue "
+                   "331); " + _A100_4GPU,
+            gpu="A100 SXM 64GB", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=0,
+            pcie_gen=4, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
         ),
         Topology(
             "dgx-spark", "NVIDIA DGX Spark: one GB10 (Blackwell, unified memory) + ConnectX-7 200 Gb/s",
