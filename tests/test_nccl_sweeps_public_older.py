@@ -181,3 +181,44 @@ def test_flux_pods_on_gke_read_through_the_blank_line_and_the_memory_note():
     assert sweep["op"] == "all_reduce" and sweep["group_size"] == len(device_lines(V100_GKE_FLUX)) == 2
     assert {host for host, _ in device_lines(V100_GKE_FLUX)} == {"flux-sample-0", "flux-sample-1"}
     assert len(sweep["rows"]) == len(file_rows(V100_GKE_FLUX)) == 29
+
+
+def test_abci_a_is_the_node_abci_describes():
+    # ABCI's system overview: Compute Node (A) holds 8 A100 SXM4 40 GB on NVSwitch, 2 Intel Xeon Platinum
+    # 8360Y and 4 InfiniBand HDR (200 Gb/s) a node, half the DGX A100's 8
+    from zerocalc.topology import PRESETS
+
+    abci, dgx = PRESETS["abci-a"], PRESETS["dgx-a100"]
+    assert (abci.gpus_per_node, abci.nics_per_node, abci.nic_Gbps, abci.cpu_vendor) == (8, 4, 200.0, "intel")
+    assert (abci.nvlinks_per_gpu, abci.nvswitch_gen, abci.compute_capability) == (
+        dgx.nvlinks_per_gpu, dgx.nvswitch_gen, dgx.compute_capability)
+    assert abci.inter.bw_Bps == pytest.approx(dgx.inter.bw_Bps / 2)
+
+
+def test_two_abci_a_nodes_are_not_priced_past_their_four_nics():
+    # A ring all-reduce of n bytes over 2 nodes sends 2·(r-1)/r·n through each node's network (r = 16
+    # ranks): 32 MiB over 4 × 25 GB/s takes at least 0.63 ms. The DGX A100's 8 NICs price the call under
+    # that bound; ABCI's 4 do not.
+    size, ranks = 32 << 20, len(device_lines(A100_2N))
+    bound = 2 * (ranks - 1) / ranks * size / (4 * 25e9)
+    rows = {p: {r["bytes"]: r for r in check_json(A100_2N, *ARGS[A100_2N], *p, counted=old_rows)["rows"]}
+            for p in ((), ("--topology", "abci-a"))}
+    assert rows[()][size]["predicted_s"] < bound
+    assert rows[("--topology", "abci-a")][size]["predicted_s"] >= bound
+
+
+@pytest.mark.parametrize("name", [A100_2N, A100_16N])
+def test_abci_a_nodes_on_their_preset(name):
+    # On dgx-a100 18 of the 24 sizes of each are within 0.5-2x (8 NICs a node price 4-32 MiB 0.25-0.45x);
+    # on abci-a every size is but the 32 MiB call of 2 nodes (0.47x: 33 GB/s of bus bandwidth where NCCL's
+    # ring over 4 NICs prices 82) and the 128 KiB call of 16 nodes, whose out-of-place time is 1.57x its
+    # in-place one in the file (an unsteady row)
+    sweep = check_json(name, *ARGS[name], "--topology", "abci-a", counted=old_rows)
+    assert sweep["topology"] == "abci-a"
+    unsteady = {s for s, out, inp in old_rows(name) if out > 1.25 * inp}
+    out = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
+    if name == A100_2N:
+        assert out == {32 << 20}
+    else:
+        assert out == unsteady == {128 << 10}
+    assert all(r["ratio"] >= 0.43 for r in sweep["rows"])

@@ -400,6 +400,17 @@ PRESETS: dict[str, Topology] = {
             pcie_gen=6,
         ),
         Topology(
+            "abci-a", "ABCI 2.0 Compute Node (A): 8× A100-SXM4-40GB on NVSwitch + 4×200 Gb/s HDR InfiniBand",
+            8,
+            Link.from_units(_NVLINK_US, 300.0), Link.from_units(_NET_US, 4 * 25.0),
+            source="ABCI's system overview (AIST, docs.abci.ai, ABCI 2.0): Compute Node (A), 2× Intel Xeon "
+                   "Platinum 8360Y, 8× NVIDIA A100 40 GB SXM4 joined by NVLink3 through NVSwitch (12 links, "
+                   "300 GB/s each way a GPU, as the DGX A100's), 4× InfiniBand HDR 200 Gb/s a node (half the "
+                   "DGX A100's 8); PCIe 4.0",
+            gpu="A100 SXM4", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
+            pcie_gen=4, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        Topology(
             "hgx-a800", "HGX A800 (export A100): 8× A800-SXM4 NVLink3 (8 links) + 8×200 Gb/s HDR", 8,
             Link.from_units(_NVLINK_US, 200.0), Link.from_units(_NET_US, 8 * 25.0),
             source="NVIDIA A800 40GB/80GB SXM datasheet: NVLink 400 GB/s per GPU bidirectional (the A100's "
