@@ -36,6 +36,30 @@ of three hosts (``tests/data/traces``): the five SuperBench collectives (8 A100-
 v2.13), the DGX-1 V100 all-reduce (likewise) and the A100-SXM4-80GB all-reduce at NCCL 2.19.3: 1.646 µs per
 channel for 8 GPUs, 0.206 µs per GPU (each sweep alone 0.165-0.268). See :func:`host_channels_s`."""
 
+ONE_GPU_US_PER_CHANNEL = 1.37
+"""Time (µs) a collective takes per channel it is launched on beyond the first, up to NCCL 2.12, where each
+GPU has a thread of its own (``-g 1``: ``mpirun -np N``, ``-t N``). Up to v2.12.12 each channel has a work
+FIFO of its own in pinned host memory (``src/channel.cc``: ``ncclCudaHostCalloc(&channel->workFifo,
+NCCL_MAX_OPS)``), into which the host writes the call's ``ncclWork`` channel by channel (``src/enqueue.cc``
+``getNextOp``) and from which each channel's block reads it (NVIDIA/nccl issue 868, v2.12.12: the device
+FIFO "is the Host one"); v2.13.4 replaced them with one FIFO heap per communicator, uploaded once per
+launch plan (``uploadWork``). The figure: the least-squares slope, one intercept per sweep, of the
+out-of-place time against the channels launched less one, over the rows on which
+:mod:`zerocalc.nccl.launch`'s loop leaves each launched channel the same bytes (from ``nRanks`` × 8 × 512
+bytes, Ring/LL's threshold, to the last size launched on fewer than all channels: 32-512 KiB on 1-16 of 24
+channels of 8 A100, 16-128 KiB on 1-8 of 12 of 4 V100 of a DGX-1), so that NCCL's own time is one time per
+sweep, of the two one-node ``-g 1`` sweeps bundled from before 2.13 (``tests/data/traces``: ABCI's 8
+A100-SXM4-40GB and 4 V100-SXM2-16GB, NCCL 2.8.4, one process per GPU): 1.40 and 1.18 µs each, 1.37
+together. The multi-node ``-g 1`` runs of 2.9.9 (2 p4d) and 2.12.12 (16 CoreWeave A100 nodes) rise by
+1.4-1.8 µs per channel over NCCL's time on 2 to 8 channels. Later releases do not show it: NCCL 2.30.7 on 8
+A100-SXM4-80GB (``mpirun -np 8``) keeps one time from 32 to 512 KiB, 1 to 16 channels (27.6-31.9 µs), and
+2 p5 nodes at 2.20.3 take within 10% of 2.22.3's in-place times from 128 KiB to 32 MiB, all on 16
+channels, where 15 × 1.37 = 21 µs would be 5-20% of them (bundled). A
+thread driving 8 GPUs pays 1.65 µs per channel up to 2.21 (8 × :data:`HOST_US_PER_CHANNEL`, SuperBench's
+and the DGX-1's runs at 2.12.12 among those it is fitted on), not eight times this figure: which of host
+and kernel bears the cost these sweeps do not tell, and a ``-g G`` sweep keeps the figure it was fitted
+with. See :func:`one_gpu_channels_s`."""
+
 HOST_US_PER_CALL = 3.3
 """Host time (µs) one nccl-tests thread spends per call whatever the number G of GPUs it drives (``-g G``),
 on top of G × :data:`HOST_US_PER_GPU`: the group's own work once per call (``src/group.cc``
@@ -139,6 +163,36 @@ def host_channels_s(gpus_per_thread: int | None, channels: int | None, era: int,
     if era >= 22 or not channels or not default_launch_mode(gpus_per_thread, agg_iters, graph):
         return 0.0
     return gpus_per_thread * (channels - 1) * HOST_US_PER_CHANNEL * 1e-6
+
+
+def one_gpu_channels_s(gpus_per_thread: int | None, channels: int | None, version: tuple[int, ...] | None,
+                       agg_iters: int | None = None, graph: int | None = None) -> float:
+    """What a collective launched on ``channels`` channels adds to NCCL's time up to NCCL 2.12 (``version``
+    below 2.13; ``None``: not known, nothing) where each GPU has a thread of its own (``gpus_per_thread``
+    1): (channels - 1) × :data:`ONE_GPU_US_PER_CHANNEL`; 0 from 2.13 (whose formulas share 2.12's
+    ``era``), where the channels are not known (``None``: a calibrated call), for ``-g G`` above 1
+    (:func:`host_channels_s` prices it there) or not stated, and outside nccl-tests' default launch mode
+    (``-a`` above 1, ``-G``: the figure is of the default mode)."""
+    if version is None or tuple(version[:2]) >= (2, 13) or not channels or gpus_per_thread != 1:
+        return 0.0
+    if (agg_iters or 1) > 1 or (graph or 0) > 0:
+        return 0.0
+    return (channels - 1) * ONE_GPU_US_PER_CHANNEL * 1e-6
+
+
+def one_gpu_channels_note(rows: Sequence[Mapping]) -> str:
+    """What :func:`one_gpu_channels_s` added to a sweep's rows (``channel_work_s``), or "" where nothing."""
+    added = [r for r in rows if (r.get("channel_work_s") or 0) > 0]
+    if not added:
+        return ""
+    most = max(added, key=lambda r: r["channel_work_s"])
+    n = most["launch_channels"]
+    return (f"up to NCCL 2.12 each channel a collective runs on has a work FIFO of its own in pinned host "
+            f"memory (src/channel.cc, NVIDIA/nccl issue 868): with one GPU per thread each channel beyond "
+            f"the first adds "
+            f"{ONE_GPU_US_PER_CHANNEL:g} µs to NCCL's time, {n - 1} × {ONE_GPU_US_PER_CHANNEL:g} = "
+            f"{most['channel_work_s'] * 1e6:.1f} µs on {n} channels (fitted to two one-node sweeps of NCCL "
+            f"2.8.4, one process per GPU)")
 
 
 def channels_note(gpus_per_thread: int | None, era: int, rows: Sequence[Mapping],

@@ -51,6 +51,8 @@ from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch t
     host_floor_s,
     launch_note,
     launch_stagger_s,
+    one_gpu_channels_note,
+    one_gpu_channels_s,
     p2p_host_floor_s,
     p2p_tasks,
 )
@@ -204,7 +206,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls) + _cuda_build_notes(tuning)
     notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
-    notes += [t for t in [channels_note(gpus_per_thread, release.era, out, agg_iters, graph)] if t]
+    notes += [t for t in [channels_note(gpus_per_thread, release.era, out, agg_iters, graph),
+                          one_gpu_channels_note(out)] if t]
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
 
 
@@ -246,8 +249,10 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
         channels = pr.launch.channels if pr.launch is not None and not pr.calibrated else None
         row_floor = (None if floor is None or pr.calibrated else
                      floor + host_channels_s(gpus_per_thread, channels, tuning.release.era, agg_iters, graph))
+        work = one_gpu_channels_s(gpus_per_thread, channels, version, agg_iters, graph)
         row = {"bytes": int(r["size_bytes"]), "measured_s": measured,
-               **_launched(pr.time_s, measured, stagger, row_floor, full), "algorithm": pr.algorithm.value,
+               **_launched(pr.time_s, measured, stagger, row_floor, full, work),
+               "algorithm": pr.algorithm.value,
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
                "launch_channels": pr.launch.channels if pr.launch is not None else None,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
@@ -340,7 +345,7 @@ def _timed(rows: Sequence[Mapping]):
 
 
 def _launched(model_s: float, measured: float, stagger: float | None, floor: float | None,
-              all_channels_s: float | None = None) -> dict:
+              all_channels_s: float | None = None, work_s: float = 0.0) -> dict:
     """A row's prediction from the model's time: plus the ``-g`` launch stagger, no less than the host
     floor (:func:`launch_stagger_s`, :func:`host_floor_s`), with the JSON fields that say so.
 
@@ -351,13 +356,17 @@ def _launched(model_s: float, measured: float, stagger: float | None, floor: flo
     the peers' kernels start (each connection's FIFO has ``NCCL_STEPS`` slots of credit), so the call takes
     the later of ``all_channels_s`` + stagger and ``model_s``. The same host's -g 8 run takes 9-11 µs more
     than its mpirun -np 8 run from 32 to 128 KiB, where NCCL launches 1-4 of 24 channels, and 17-20 µs
-    (the stagger) at the sizes it launches all (``tests/data/traces``, 8x A100-80GB)."""
-    launched = model_s + (stagger or 0.0)
+    (the stagger) at the sizes it launches all (``tests/data/traces``, 8x A100-80GB).
+
+    ``work_s``: what the call's channels add to NCCL's time with one GPU per thread before NCCL 2.22
+    (:func:`one_gpu_channels_s`; ``channel_work_s``), ``nccl_s`` keeping NCCL's own."""
+    launched = model_s + work_s + (stagger or 0.0)
     if stagger and all_channels_s is not None:
-        launched = max(all_channels_s + stagger, model_s)
+        launched = max(all_channels_s + stagger, model_s) + work_s
     t = max(launched, floor or 0.0)
     return {"predicted_s": t, "ratio": t / measured, "nccl_s": model_s, "launch_stagger_s": stagger,
-            "host_floor_s": floor, "host_bound": floor is not None and floor > launched,
+            "channel_work_s": work_s, "host_floor_s": floor,
+            "host_bound": floor is not None and floor > launched,
             "nccl_all_channels_s": all_channels_s if all_channels_s is not None else model_s}
 
 
