@@ -68,3 +68,50 @@ def test_every_ring_step_waits_on_the_tcp_trip(version):
     # LL keeps the table's pace (eight steps in flight a connection, not two chunks)
     ll = t.run_time_s(C.ALL_GATHER, A.RING, P.LL, 1 << 20)
     assert ll is not None and ll < (15 * 49.5) / 1e6
+
+
+#: skypilot-org/skypilot ``examples/gcp_gpu_direct_tcpx/README.md``, "Performance Benchmark Results": busbw
+#: (GB/s) of ``all_reduce_perf`` with GPUDirect-TCPX on 2 × a3-highgpu-8g, 16 ranks (``gpu_direct_tcpx.yaml``:
+#: NCCL_ALGO=Ring, NCCL_PROTO=Simple, NCCL_MIN/MAX_NCHANNELS=8, NCCL_BUFFSIZE=8388608, the TCPX plugin
+#: image's NCCL), size in KiB → busbw; the time is size × 2 (n − 1) / n / busbw
+SKYPILOT_ALL_REDUCE = {16: 0.04, 32: 0.09, 64: 0.11, 128: 0.19, 256: 0.35, 512: 0.65, 1024: 1.33, 2048: 2.43,
+                       4096: 4.8, 8192: 9.21, 16384: 17.16, 32768: 30.08, 65536: 45.31, 131072: 61.58,
+                       262144: 67.82, 524288: 67.09, 1048576: 66.2, 2097152: 65.72}
+
+
+def _skypilot_tuning():
+    from dataclasses import replace
+
+    from zerocalc.nccl.env import parse_list
+    topo = replace(get_topology("gcp-a3-high"), nccl_buffsize=8 << 20)
+    return tune(topo, 16, release_for("2.19.3")[0], algo_enable=parse_list("Ring", A, "NCCL_ALGO"),
+                proto_enable=parse_list("Simple", P, "NCCL_PROTO"), min_channels=8, max_channels=8)
+
+
+def test_all_reduce_steps_wait_on_the_tcp_trip_on_the_channels_they_run():
+    """By hand (v2.19 tables): a Ring/Simple all-reduce's 30 steps each at the table's 14 µs hop plus the
+    wire's 35.5 µs beyond it on the channels the call launches (NCCL's launch loop: ceil(bytes / (512 threads
+    × 64)) of 8): 1 MiB on all 8, 8.4 + 30 × 49.5 = 1493.4 µs; 128 KiB on 4, 8.4 + 30 × (14 + 35.5 / 2) =
+    960.9 µs, the floor under NCCL's own plateau-scaled estimate; then the bandwidth term."""
+    from zerocalc.nccl.predict import predict
+    t = _skypilot_tuning()
+    for size, floor_us, launched in ((1 << 20, 1493.4, 8), (128 << 10, 960.9, 4)):
+        pr = predict(t, C.ALL_REDUCE, size)
+        assert (pr.algorithm, pr.protocol, pr.launch.channels) == (A.RING, P.SIMPLE, launched)
+        bw_s = t.time_s(C.ALL_REDUCE, A.RING, P.SIMPLE, size, share=launched / 8, latency_us=0.0,
+                        bw_scale=t.capped_scale(A.RING))
+        assert pr.time_s >= floor_us / 1e6 and pr.time_s == pytest.approx(floor_us / 1e6 + bw_s, rel=0.05)
+
+
+def test_the_skypilot_a3_high_all_reduce_within_the_bands():
+    """The table's times (counted from its busbw) against the price of each size: every size within 0.5-2x
+    and the median size within 0.8-1.25x (0.53-0.58x from 128 KiB to 2 MiB before the steps paid the trip)."""
+    from zerocalc.nccl.predict import predict
+    t = _skypilot_tuning()
+    ratios = []
+    for kib, busbw in SKYPILOT_ALL_REDUCE.items():
+        size = kib << 10
+        measured_s = size * 2 * 15 / 16 / (busbw * 1e9)
+        ratios.append(predict(t, C.ALL_REDUCE, size).time_s / measured_s)
+    assert all(0.5 <= r <= 2.0 for r in ratios), ratios
+    assert 0.8 <= ratios[(len(ratios) - 1) // 2] <= 1.25, ratios

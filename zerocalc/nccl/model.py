@@ -42,6 +42,7 @@ from zerocalc.nccl.tune_model import (
     _tune_one,
     ll128_run_share,
     ring_run_latency_us,
+    ring_wire_floor_us,
     tree_run_latency_us,
 )
 from zerocalc.topology import Topology, require
@@ -190,10 +191,17 @@ class Tuning:
             m, g = self.machine, self.machine.graphs[A.RING]  # TCP: a step's messages over its flows
             scale *= ring_flow_scale(m.net_flows, m.nccl_buffsize, coll, algo, proto, n_bytes, run, m.n_ranks,
                                      m.n_nodes, g.bw_intra, g.bw_inter, m.net_flow_piece)
-        lat = ring_run_latency_us(self.release, self.machine, coll, proto) if algo == A.RING else \
+        ran = run / max(1, coll_channels)  # the channels' share a wire's pace is paid on
+        lat = ring_run_latency_us(self.release, self.machine, coll, proto, ran) if algo == A.RING else \
             tree_run_latency_us(self.release, self.machine, coll, algo, proto)
-        return self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
-                           bw_scale=scale, share=share, latency_us=lat)
+        t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
+                        bw_scale=scale, share=share, latency_us=lat)
+        floor = ring_wire_floor_us(self.release, self.machine, coll, proto, ran) if algo == A.RING else None
+        if t is not None and floor is not None:  # the wire's pace: a floor under NCCL's plateau latency
+            bw_s = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True,
+                               bw_scale=scale, share=share, latency_us=0.0)
+            t = max(t, floor / 1e6 + bw_s)
+        return t
 
     def tree_run_scale(self, coll: Collective, algo: Algorithm, proto: Protocol) -> float:
         """The Tree bandwidth under :attr:`tree_run`'s caps over NCCL's own (1 where there is none, or for

@@ -316,7 +316,8 @@ def ll128_run_share(m: Machine, a: Algorithm, p: Protocol) -> float:
     return 1.0
 
 
-def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol) -> float | None:
+def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
+                        share: float = 1.0) -> float | None:
     """The latency a Ring all-gather or reduce-scatter across nodes runs with: every one of its ``nRanks − 1``
     steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, hwLat[NET])``, where NCCL's estimate
     (:func:`_latency_us`) charges the network hop to its ``nInterSteps`` (``nNodes − 1``) alone and the NVLink
@@ -353,12 +354,14 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     slot comes back only once the receiver has posted its receive and the sender has learnt it (NCCL's IB
     transport: the receiver's FIFO entry; GPUDirect-TCPX: the posted receive's index on the control socket,
     ``kRecvSync``, google/nccl-plugin-gpudirecttcpx ``net_tcpx.cc``), one trip back for each trip out: two
-    chunks a round trip, a chunk a one-way trip. LL and LL128 (a step one slot, eight in flight) keep the
-    table's pace, as does a network reached through host memory: the one zerocalc gives a wire latency
-    there, NCCL's socket transport, sends without the receiver's word (``ncclNetSocketIsend`` takes the
-    request at once and ``ncclNetSocketTest`` sends its size, then its data, ``src/transport/net_socket.cc``).
-    Seen on 2 GCP A3 High VMs (16 ranks, TCPX, whose wire is TCP between VMs, 49.5 µs one way): all-gathers
-    of 1-8 MiB took 785-1007 µs, 52-67 µs a step, where the table's 14 µs a step gives 0.26-0.49x.
+    chunks a round trip, a chunk a one-way trip (:func:`_wire_paced_us`: the wire's excess over the table's
+    hop in proportion to the channels the call runs, ``share``). LL and LL128 (a step one slot, eight in
+    flight) keep the table's pace, as does a network reached through host memory: the one zerocalc gives a
+    wire latency there, NCCL's socket transport, sends without the receiver's word (``ncclNetSocketIsend``
+    takes the request at once and ``ncclNetSocketTest`` sends its size, then its data,
+    ``src/transport/net_socket.cc``). Seen on 2 GCP A3 High VMs (16 ranks, TCPX, whose wire is TCP between
+    VMs, 49.5 µs one way): all-gathers of 1-8 MiB took 785-1007 µs, 52-67 µs a step, where the table's 14 µs
+    a step gives 0.26-0.49x.
 
     A Ring broadcast or reduce across nodes: NCCL's estimate charges it one hop of its table
     (``baseLat + hwLat``, ``tuning.cc``, every release), never the plugin's ``latencyInter``; the chain
@@ -375,12 +378,53 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol)
     pi = _PROTO_INDEX[p]
     intra_lat, _ = _hop_latencies_us(rel, m, a, p)
     paced = rel.hw_lat_us[NET][a][pi]  # the network hop's own cost, without the plugin's wire latency
-    if p == P.SIMPLE and not m.relayed:  # two chunks in flight, each slot back on the receiver's word
-        paced = max(paced, wire)
+    paced = _wire_paced_us(rel, m, p, share) or paced
     if rel.era >= 18:  # getNetOverhead: v2.18.1 on
         intra_lat = max(intra_lat, _net_overhead_us(m) * (3 if p == P.SIMPLE else 1))
     base = _latency_us(rel, m, coll, a, p)
     return max(base, rel.base_lat_us[a][pi] + _nsteps(coll, m.n_ranks) * max(intra_lat, paced))
+
+
+def _wire_paced_us(rel: Release, m: Machine, p: Protocol, share: float = 1.0) -> float | None:
+    """A Ring/Simple step's pace across a network whose wire is slower than NCCL's hop: the table's hop
+    (``hwLat[NET]``) plus the wire's one-way latency beyond it in proportion to ``share``, the part of the
+    communicator's channels the call runs on (:func:`zerocalc.nccl.launch.channel_share`, a tuner's count);
+    ``None`` where the wire is not slower, for LL / LL128, through host memory and off the wire's timing run.
+
+    The proportion: each channel the call runs is a connection of its own whose requests pass the plugin
+    one after another on the rank's one proxy thread (NCCL progresses every channel's network
+    connections from one thread a GPU, ``src/proxy.cc``), so a call on few channels waits on few of them,
+    as a Ring all-reduce's plateau latency grows with its channels on TCPXO (:func:`zerocalc.nccl.model.
+    ring_plateau`). Seen on 2 GCP A3 High VMs (16 ranks, TCPX; skypilot-org/skypilot
+    ``examples/gcp_gpu_direct_tcpx``, its README's all-reduce busbw table): 22-29 µs a step at 16-32 KiB
+    (one channel launched), 37 at 64 KiB (two), 43 at 128 KiB (four), 47-50 from 256 KiB (all eight);
+    priced 18.4, 22.9, 31.8 and 49.5."""
+    wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs and m.wire_time else 0.0
+    table = rel.hw_lat_us[NET][A.RING][_PROTO_INDEX[p]]
+    if p != P.SIMPLE or m.relayed or wire <= table:
+        return None
+    return table + (wire - table) * min(1.0, max(0.0, share))
+
+
+def ring_wire_floor_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
+                       share: float = 1.0) -> float | None:
+    """The least latency a Ring/Simple all-reduce across nodes runs with where the network's wire is slower
+    than NCCL's hop: ``base + 2 (nRanks − 1) · pace`` (:func:`_wire_paced_us`), every step paced as
+    :func:`ring_run_latency_us` paces an all-gather's; ``None`` elsewhere. A floor on the time NCCL's own
+    estimate gives with its plateau factor, not a term on top of it
+    (:meth:`zerocalc.nccl.model.Tuning.run_time_s`). Seen on 2 GCP A3 High VMs (16 ranks, TCPX, Ring/Simple,
+    8 channels; skypilot-org/skypilot ``examples/gcp_gpu_direct_tcpx`` README): 256 KiB-8 MiB took
+    1.40-1.71 ms, 47-57 µs a step, where NCCL's estimate with the wire on its two network steps is 0.79-1.42
+    ms."""
+    if coll != C.ALL_REDUCE or m.n_nodes <= 1:
+        return None
+    paced = _wire_paced_us(rel, m, p, share)
+    if paced is None:
+        return None
+    intra_lat, _ = _hop_latencies_us(rel, m, A.RING, p)
+    if rel.era >= 18:  # getNetOverhead: v2.18.1 on
+        intra_lat = max(intra_lat, _net_overhead_us(m) * 3)
+    return rel.base_lat_us[A.RING][_PROTO_INDEX[p]] + _nsteps(coll, m.n_ranks) * max(intra_lat, paced)
 
 
 def tree_run_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm,
