@@ -389,7 +389,9 @@ def _wire_paced_us(rel: Release, m: Machine, p: Protocol, share: float = 1.0) ->
     """A Ring/Simple step's pace across a network whose wire is slower than NCCL's hop: the table's hop
     (``hwLat[NET]``) plus the wire's one-way latency beyond it in proportion to ``share``, the part of the
     communicator's channels the call runs on (:func:`zerocalc.nccl.launch.channel_share`, a tuner's count);
-    ``None`` where the wire is not slower, for LL / LL128, through host memory and off the wire's timing run.
+    ``None`` where the wire is not slower, for LL / LL128, through host memory, off the wire's timing run, and
+    on a release that reads no plugin latency (before 2.12), whose run charges the reported figure as NCCL
+    2.12-2.17 count it (``wire_hops``), not a wire the topology states.
 
     The proportion: each channel the call runs is a connection of its own whose requests pass the plugin
     one after another on the rank's one proxy thread (NCCL progresses every channel's network
@@ -401,7 +403,7 @@ def _wire_paced_us(rel: Release, m: Machine, p: Protocol, share: float = 1.0) ->
     priced 18.4, 22.9, 31.8 and 49.5."""
     wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs and m.wire_time else 0.0
     table = rel.hw_lat_us[NET][A.RING][_PROTO_INDEX[p]]
-    if p != P.SIMPLE or m.relayed or wire <= table:
+    if p != P.SIMPLE or m.relayed or m.wire_hops or wire <= table:
         return None
     return table + (wire - table) * min(1.0, max(0.0, share))
 
