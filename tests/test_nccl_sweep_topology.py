@@ -53,6 +53,7 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "NVIDIA H20": "hgx-h20",  # the HGX H20 product brief: 8 SXM GPUs on NVSwitches
              "NVIDIA GeForce RTX 5090": "pcie-gen5",  # NVIDIA's RTX 5090 page: PCIe 5.0 x16
              "AMD Instinct MI355X": "amd-mi355x",  # AMD's MI355X platform: 8 OAM GPUs on xGMI
+             "AMD Instinct MI350X": "amd-mi350x",  # its air-cooled sibling, the same 8-OAM xGMI platform
              "NVIDIA H800": "hgx-h800",  # the export H100 SXM on the HGX board (the preset's sources)
              "NVIDIA A100 80GB PCIe": "pcie-gen4",  # the A100 PCIe card's product page: PCIe 4.0 x16
              # the custom A100 64 GB of Leonardo's Booster nodes (CINECA's overview), 4 on an NVLink mesh
