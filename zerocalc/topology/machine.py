@@ -12,6 +12,8 @@ from typing import Any
 from zerocalc.errors import ConfigError
 
 GB = 1e9
+#: The textbook α of every preset's tiers (µs): NVLink, PCIe and network hops
+PRESET_NVLINK_US, PRESET_PCI_US, PRESET_NET_US = 3.4, 5.7, 14.0
 
 
 @dataclass(frozen=True)
