@@ -358,7 +358,7 @@ def _launched(model_s: float, measured: float, stagger: float | None, floor: flo
     than its mpirun -np 8 run from 32 to 128 KiB, where NCCL launches 1-4 of 24 channels, and 17-20 µs
     (the stagger) at the sizes it launches all (``tests/data/traces``, 8x A100-80GB).
 
-    ``work_s``: what the call's channels add to NCCL's time with one GPU per thread before NCCL 2.22
+    ``work_s``: what the call's channels add to NCCL's time with one GPU per thread up to NCCL 2.12
     (:func:`one_gpu_channels_s`; ``channel_work_s``), ``nccl_s`` keeping NCCL's own."""
     launched = model_s + work_s + (stagger or 0.0)
     if stagger and all_channels_s is not None:
