@@ -369,20 +369,30 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
     ``net_wire_latency_us``, on the wire's timing run): charged on top where the network states one (two
     VMs over NCCL's socket transport, :mod:`zerocalc.nccl.net_socket`: an 8-byte broadcast of two V100
     hosts, nccl-tests issue 82, took 45.8 µs where NCCL's estimate is 18)."""
-    wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs and m.wire_time else 0.0
+    wire = _ring_wire_us(m)
     if coll in (C.BROADCAST, C.REDUCE) and m.n_nodes > 1 and wire:
         return _latency_us(rel, m, coll, A.RING, p) + (m.n_nodes - 1) * wire
     if m.n_nodes <= 1 or m.ppn <= 1 or coll not in (C.ALL_GATHER, C.REDUCE_SCATTER):
         return None
-    a = A.RING
-    pi = _PROTO_INDEX[p]
-    intra_lat, _ = _hop_latencies_us(rel, m, a, p)
-    paced = rel.hw_lat_us[NET][a][pi]  # the network hop's own cost, without the plugin's wire latency
-    paced = _wire_paced_us(rel, m, p, share) or paced
+    paced = rel.hw_lat_us[NET][A.RING][_PROTO_INDEX[p]]  # the network hop's own cost, without the plugin's
+    paced = _wire_paced_us(rel, m, p, share) or paced  # wire latency, unless the wire paces a Simple step
+    return max(_latency_us(rel, m, coll, A.RING, p), _every_step_us(rel, m, coll, p, paced))
+
+
+def _every_step_us(rel: Release, m: Machine, coll: Collective, p: Protocol, paced: float) -> float:
+    """A Ring call's latency with every one of its steps at the slower of the hop inside a node (NCCL's
+    ``getNetOverhead`` from v2.18.1: 3× on Simple) and ``paced`` across nodes:
+    ``baseLat + nsteps · max(intraLat, paced)``."""
+    intra_lat, _ = _hop_latencies_us(rel, m, A.RING, p)
     if rel.era >= 18:  # getNetOverhead: v2.18.1 on
         intra_lat = max(intra_lat, _net_overhead_us(m) * (3 if p == P.SIMPLE else 1))
-    base = _latency_us(rel, m, coll, a, p)
-    return max(base, rel.base_lat_us[a][pi] + _nsteps(coll, m.n_ranks) * max(intra_lat, paced))
+    return rel.base_lat_us[A.RING][_PROTO_INDEX[p]] + _nsteps(coll, m.n_ranks) * max(intra_lat, paced)
+
+
+def _ring_wire_us(m: Machine) -> float:
+    """The wire's one-way latency a Ring hop across nodes is timed with (the topology's, on the wire's timing
+    run), 0 where there is none."""
+    return m.graphs[A.RING].latency_inter_us if A.RING in m.graphs and m.wire_time else 0.0
 
 
 def _wire_paced_us(rel: Release, m: Machine, p: Protocol, share: float = 1.0) -> float | None:
@@ -401,7 +411,7 @@ def _wire_paced_us(rel: Release, m: Machine, p: Protocol, share: float = 1.0) ->
     ``examples/gcp_gpu_direct_tcpx``, its README's all-reduce busbw table): 22-29 µs a step at 16-32 KiB
     (one channel launched), 37 at 64 KiB (two), 43 at 128 KiB (four), 47-50 from 256 KiB (all eight);
     priced 18.4, 22.9, 31.8 and 49.5."""
-    wire = m.graphs[A.RING].latency_inter_us if A.RING in m.graphs and m.wire_time else 0.0
+    wire = _ring_wire_us(m)
     table = rel.hw_lat_us[NET][A.RING][_PROTO_INDEX[p]]
     if p != P.SIMPLE or m.relayed or m.wire_hops or wire <= table:
         return None
@@ -421,12 +431,7 @@ def ring_wire_floor_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
     if coll != C.ALL_REDUCE or m.n_nodes <= 1:
         return None
     paced = _wire_paced_us(rel, m, p, share)
-    if paced is None:
-        return None
-    intra_lat, _ = _hop_latencies_us(rel, m, A.RING, p)
-    if rel.era >= 18:  # getNetOverhead: v2.18.1 on
-        intra_lat = max(intra_lat, _net_overhead_us(m) * 3)
-    return rel.base_lat_us[A.RING][_PROTO_INDEX[p]] + _nsteps(coll, m.n_ranks) * max(intra_lat, paced)
+    return None if paced is None else _every_step_us(rel, m, coll, p, paced)
 
 
 def tree_run_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm,
