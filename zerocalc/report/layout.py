@@ -76,20 +76,60 @@ class Writer:
 
     # -- text ----------------------------------------------------------------
     def wrap(self, text: str, width_in: float, size: float, bold: bool = False) -> list[str]:
-        """``text`` broken at spaces into lines at most ``width_in`` inches wide (newlines kept)."""
+        """``text`` broken at spaces into lines at most ``width_in`` inches wide (newlines kept).
+
+        Greedy: a line takes words while the measured width of the line with the next word stays
+        within the width (a first word always). A line's width grows with every word it takes (the
+        words are drawn left to right), so where a line ends is found from the sum of the glyphs'
+        advances and confirmed by measuring the line ending there and the one with a word more,
+        rather than by measuring the line after every word; the lines are the same.
+        """
         limit = width_in * 72.0
         lines: list[str] = []
         for para_line in text.split("\n"):
             words = para_line.split(" ")
-            line = ""
-            for word in words:
-                candidate = word if not line else f"{line} {word}"
-                if line and self.measure.text(candidate, size, bold) > limit:
-                    lines.append(line)
-                    line = word
-                else:
-                    line = candidate
-            lines.append(line)
+            if "" in words:  # runs of spaces: word by word, as they come
+                lines.extend(self._wrap_words(words, limit, size, bold))
+                continue
+            start = 0
+            while start < len(words):
+                end = self._line_end(words, start, limit, size, bold)
+                lines.append(" ".join(words[start:end]))
+                start = end
+        return lines
+
+    def _fits(self, words: Sequence[str], start: int, end: int, limit: float, size: float,
+              bold: bool) -> bool:
+        return self.measure.text(" ".join(words[start:end]), size, bold) <= limit
+
+    def _line_end(self, words: Sequence[str], start: int, limit: float, size: float, bold: bool) -> int:
+        """One past the last word of the line that starts at ``words[start]``."""
+        space = self.measure.estimate(" ", size, bold)
+        guess, width = start + 1, self.measure.estimate(words[start], size, bold)
+        while guess < len(words):
+            width += space + self.measure.estimate(words[guess], size, bold)
+            if width > limit:
+                break
+            guess += 1
+        end = guess  # words[start:end] should fit and words[start:end + 1] not
+        while end < len(words) and self._fits(words, start, end + 1, limit, size, bold):
+            end += 1
+        while end > start + 1 and not self._fits(words, start, end, limit, size, bold):
+            end -= 1
+        return end
+
+    def _wrap_words(self, words: Sequence[str], limit: float, size: float, bold: bool) -> list[str]:
+        """Greedy wrapping one word at a time, measuring the line after each."""
+        lines: list[str] = []
+        line = ""
+        for word in words:
+            candidate = word if not line else f"{line} {word}"
+            if line and self.measure.text(candidate, size, bold) > limit:
+                lines.append(line)
+                line = word
+            else:
+                line = candidate
+        lines.append(line)
         return lines
 
     def title(self, text: str, subtitle: str) -> None:
