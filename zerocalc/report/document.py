@@ -11,7 +11,7 @@ from zerocalc.report.compute import collect
 from zerocalc.report.config import DEFAULT_CONFIG, Progress, ReportConfig, ReportData
 from zerocalc.report.inputs import check_output, check_traces
 from zerocalc.report.layout import Writer
-from zerocalc.report.page import RC
+from zerocalc.report.page import RC, shared_mathtext_layouts
 from zerocalc.report.sections import draw_all
 
 FOOTER = "zerocalc design review · DeepSpeed #4582"
@@ -32,7 +32,7 @@ def render(data: ReportData, path: str | Path, progress: Progress | None = None)
     returns the number of pages."""
     path = Path(path)
     say = progress or (lambda _msg: None)
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(RC), shared_mathtext_layouts():
         w = Writer(FOOTER)
         draw_all(w, data, say)
         w.save(path, metadata=METADATA, progress=say)

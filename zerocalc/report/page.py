@@ -6,6 +6,9 @@ blocks it draws (:mod:`.blocks`) agree on one page. Lengths are inches, font siz
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from matplotlib.font_manager import FontProperties, findfont
 from matplotlib.ft2font import FT2Font
 from matplotlib.lines import Line2D
@@ -102,6 +105,33 @@ class Measure:
         prop.set_size(size)
         parsed = self._math.parse(f"${latex}$", dpi=72, prop=prop)
         return float(parsed.width), float(parsed.height), float(parsed.depth)
+
+
+@contextmanager
+def shared_mathtext_layouts() -> Iterator[None]:
+    """Within the block, every mathtext parser shares one cache of laid-out formulas.
+
+    matplotlib caches a parse per :class:`~matplotlib.mathtext.MathTextParser` instance (its
+    ``_parse_cached``, an ``lru_cache`` of 50 entries whose key includes the instance), and each PDF
+    page gets a renderer with a parser of its own; so a formula measured while the page is laid out
+    was parsed again when the page was written, and the layout of a formula depends only on the
+    parser's output type and the arguments of the parse. Restored on exit.
+    """
+    original = MathTextParser.__dict__["_parse_cached"]
+    parse = getattr(original, "__wrapped__", original)
+    cache: dict[tuple, object] = {}
+
+    def cached(self: MathTextParser, *args):  # the arguments are hashable: matplotlib caches on them
+        key = (self._output_type, *args)
+        if key not in cache:
+            cache[key] = parse(self, *args)
+        return cache[key]
+
+    MathTextParser._parse_cached = cached
+    try:
+        yield
+    finally:
+        MathTextParser._parse_cached = original
 
 
 def rule(y: float, *, width: float = TEXT_W, lw: float = 0.8) -> Line2D:
