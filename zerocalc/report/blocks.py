@@ -10,8 +10,9 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from matplotlib.artist import Artist
 from matplotlib.figure import SubFigure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.layout_engine import ConstrainedLayoutEngine, LayoutEngine
 from matplotlib.patches import Rectangle
 
 from zerocalc.report.page import (
@@ -146,6 +147,30 @@ def table(w: Writer, header: Sequence[str], rows: Sequence[Sequence[str]], *, al
     w.y += 0.15
 
 
+class LayoutFirst(Artist):
+    """Runs a layout engine on its figure when the figure is drawn, before anything else on it.
+
+    Saving a figure that has a layout engine draws the whole figure once without output to run the
+    engine, then again to write it (matplotlib's ``FigureCanvasBase.print_figure``). The engine
+    needs no such draw: it measures what it lays out itself (``get_tightbbox``). Run from this
+    artist, the lowest in the figure's drawing order, it lays the page out during the one drawing
+    that is written, with a renderer of the same kind, so the page comes out the same, drawn once.
+    """
+
+    def __init__(self, engine: LayoutEngine) -> None:
+        super().__init__()
+        self.engine = engine
+        self.set_zorder(float("-inf"))
+
+    def draw(self, renderer) -> None:
+        self.engine.execute(self.figure)
+
+
+def laid_out(page) -> bool:
+    """Whether ``page`` holds a figure laid out by a :class:`LayoutFirst`."""
+    return any(isinstance(a, LayoutFirst) for a in page.artists)
+
+
 def figure(w: Writer, height: float, draw: Callable[[SubFigure], object], *,
            caption: str | None = None) -> None:
     """A figure ``height`` inches tall drawn by ``draw`` into a sub-figure of its own page.
@@ -159,14 +184,14 @@ def figure(w: Writer, height: float, draw: Callable[[SubFigure], object], *,
     caption = f"Figure {w.figures}. {caption}" if caption else None
     cap_lines = w.wrap(caption, TEXT_W, CAPTION_PT) if caption else []
     cap_h = len(cap_lines) * CAPTION_PT * LEADING / 72 + 0.1
-    if w.page.get_layout_engine() is not None:  # one laid-out figure per page
+    if laid_out(w.page):  # one laid-out figure per page
         w.new_page()
     w.ensure(height + cap_h)
     top, bottom = w.y, w.y + height
     host = w.page
-    host.set_layout_engine(ConstrainedLayoutEngine(
+    host.add_artist(LayoutFirst(ConstrainedLayoutEngine(
         rect=(MARGIN_X / PAGE_W, 1 - bottom / PAGE_H, TEXT_W / PAGE_W, (bottom - top) / PAGE_H),
-        h_pad=0.03, w_pad=0.03))
+        h_pad=0.03, w_pad=0.03)))
     sub = host.subfigures(1, 1)
     draw(sub)
     w.y = bottom + 0.08
