@@ -55,8 +55,8 @@ def run(tree: Path, pdf: Path, env: dict) -> dict:
 
 
 def _line(label: str, runs: list[dict]) -> str:
-    parts = [f"{s[:-2]} best {min(r[s] for r in runs):6.2f} s median {statistics.median(r[s] for r in runs):6.2f} s"
-             for s in STAGES]
+    parts = [f"{s[:-2]} best {min(r[s] for r in runs):6.2f} s "
+             f"median {statistics.median(r[s] for r in runs):6.2f} s" for s in STAGES]
     return f"  {label}: {runs[0]['pages']} pages; " + "; ".join(parts)
 
 
@@ -88,10 +88,11 @@ def main() -> None:
             print(_line(label, times[label]))
         if other is not None:
             this, that = list(trees)
-            ratios = ", ".join(f"{s[:-2]} {min(r[s] for r in times[this]) / min(r[s] for r in times[that]):.2f}x"
-                               for s in STAGES)
+            best = {label: {s: min(r[s] for r in times[label]) for s in STAGES} for label in trees}
+            ratios = ", ".join(f"{s[:-2]} {best[this][s] / best[that][s]:.2f}x" for s in STAGES)
             same = (tmp / "report-0.pdf").read_bytes() == (tmp / "report-1.pdf").read_bytes()
-            print(f"  {this} / {that} (best): {ratios}; the PDFs are {'the same' if same else 'different'} bytes")
+            print(f"  {this} / {that} (best): {ratios}; "
+                  f"the PDFs are {'the same' if same else 'different'} bytes")
 
 
 if __name__ == "__main__":
