@@ -48,7 +48,8 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    every NIC of its node, the bytes PXN relays over NVLink added to the root's NVLink load:
    :func:`root_net`), and the ``p2pnChannels`` channels. LL carries 4 data bytes per 8-byte line (half).
    The group's transfer time is the largest of: each message over its channels, each link class's bytes
-   over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``.
+   over the rank's bandwidth on it, and all messages' channel time spread over ``p2pnChannels``; plus,
+   with Simple, one step of the pipeline's fill (step 5).
 4. **Latency** (µs, no published p2p figure): ``tuning.cc``'s Ring base latency of the protocol plus one
    Ring hop of the slowest link class the group uses (``hwLat``: NVLink, PCI or network, with the
    network's own latency, ``latencyInter``: the topology's ``net_wire_latency_us`` where it gives one,
@@ -64,6 +65,21 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    tuning.cc charges a Ring network step (``getNetOverhead``: 1 µs on Intel hosts, 2 on AMD; × 3 for
    Simple): the proxy thread posts each peer's transfers one after another, a PXN send's the proxy of the
    GPU it relays through (:func:`root_net`).
+5. **Pipeline fill** (Simple): a message's part on a channel moves one step (``p2pChunkSize``) at a time
+   through the connection's buffer, by two groups of the channel's warps (``src/device/sendrecv.h``
+   ``runSend`` / ``runRecv``: a ``directSend`` / ``directRecv`` per chunk, the block's warps split into
+   send and receive warps; the same per-chunk loop in v2.12.12): the send warps copy a step in and post it
+   after a fence (``prims_simple.h`` ``postPeer``), the receive warps wait for the post (``waitPeer``)
+   before they copy it out. The two copies overlap step by step, so a part of k steps takes k + 1 step
+   times: the first step is sent with nothing yet to receive (:func:`step_fill_us`: one step, or the part
+   when smaller, at one channel's rate, on top of the transfer). LL has no such wait: each 8-byte line
+   carries its own flag and the receiver takes it as it lands (``prims_ll.h`` ``readLL``). Seen on one
+   node of 8 and of 4 H100 (NCCL 2.29.2, one process per GPU, the bundled ``five-tests-*`` logs):
+   alltoall at 32 MiB (a peer's 4 or 8 MiB on 4 or 8 channels: two 512 KiB steps a channel) took 124.8
+   and 109.9 µs, where the transfer and latency alone are 0.73x and 0.72x of that, 25 µs short a node:
+   a 512 KiB step at 20.6 GB/s is 25.5 µs (with it: 0.93x, 0.96x; at 2 GiB and more, 64 steps a channel,
+   0.93-0.96x either way); sendrecv on the same nodes (8-16 steps a channel at 32 MiB) moves 18.6-19.9
+   GB/s a channel, 0.96-0.99x without the step, 1.05-1.07x with it.
 
 ``NCCL_ALGO``, ``NCCL_PROTO`` and tuner plugins are not applied: NCCL reads them when it tunes
 collectives (``tuning.cc``, ``getCollInfo``), and its p2p path picks LL or Simple by size and
@@ -360,6 +376,12 @@ class P2pTime:
     transfer_us: float
 
 
+def step_fill_us(comm: P2pComm, n_bytes: int, channels: int, channel_GBps: float) -> float:
+    """The pipeline's fill of a Simple message of ``n_bytes`` on ``channels`` channels (module step 5): one
+    step (``p2pChunkSize``, or the message's part on a channel when smaller) at one channel's rate, µs."""
+    return min(math.ceil(n_bytes / max(1, channels)), comm.chunk_bytes) / (channel_GBps * 1e3)
+
+
 def group_time(comm: P2pComm, messages: list[tuple[int, str]],
                hops: list[tuple[int, int]] | tuple = (), proxies: int = 1, relayed: int = 0) -> P2pTime:
     """One rank's group of concurrent messages ``(bytes, link class)`` (module steps 2–4); ``hops``: the
@@ -373,7 +395,7 @@ def group_time(comm: P2pComm, messages: list[tuple[int, str]],
         return P2pTime(0.0, Protocol.SIMPLE, 0.0, 0.0)
     protos = [protocol(comm, b, k) for b, k in messages]
     proto = Protocol.LL if all(p == Protocol.LL for p in protos) else Protocol.SIMPLE
-    per_msg, per_link, chan_us = 0.0, {}, 0.0
+    per_msg, per_link, chan_us, fill = 0.0, {}, 0.0, 0.0
     for (b, kind), p in zip(messages, protos, strict=True):
         eff = 0.5 if p == Protocol.LL else 1.0
         ch_bw, link_bw = comm.bw[kind]
@@ -382,11 +404,13 @@ def group_time(comm: P2pComm, messages: list[tuple[int, str]],
             link_bw = min(link_bw, n_pci * hop_GBps(comm.pci_layout, list(hops)))
         c = message_channels(comm, b, kind)
         per_msg = max(per_msg, b / (c * ch_bw * eff * 1e3))
+        if p == Protocol.SIMPLE:
+            fill = max(fill, step_fill_us(comm, b, c, ch_bw))
         per_link[kind] = per_link.get(kind, 0.0) + b / (link_bw * eff * 1e3)
         chan_us += b / (ch_bw * eff * 1e3)
     if relayed:
         per_link[comm.intra] = per_link.get(comm.intra, 0.0) + relayed / (comm.bw[comm.intra][1] * 1e3)
-    transfer = max(per_msg, *per_link.values(), chan_us / comm.p2p_channels)
+    transfer = max(per_msg, *per_link.values(), chan_us / comm.p2p_channels) + fill
     pi = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}[proto]
     rel = comm.release
     hop = max(rel.hw_lat_us[_LINK_INDEX[k]][Algorithm.RING][pi] for _, k in messages)
