@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.graph import Machine, machine
+from zerocalc.nccl.nvls_pipeline import nvls_tree_fill_us, nvls_tree_run_correction
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
     BLACKWELL,
@@ -172,8 +173,9 @@ class Tuning:
                 return None
             corr = nvls_tree_run_correction(self.nvls_run, coll, algo, n_bytes)
             run = self.nvls_run
+            lat = run.nvls_tree_fill_latency_us(coll, algo, proto, n_bytes, corr, chunking=self)
             return run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True, bw_scale=corr,
-                              latency_us=tree_run_latency_us(run.release, run.machine, coll, algo, proto))
+                              latency_us=lat)
         scale = self.capped_scale(algo) if channels is None else 1.0
         scale *= nvls_tree_run_correction(self, coll, algo, n_bytes)
         scale *= self.tree_run_scale(coll, algo, proto)
@@ -193,7 +195,7 @@ class Tuning:
                                      m.n_nodes, g.bw_intra, g.bw_inter, m.net_flow_piece)
         ran = run / max(1, coll_channels)  # the channels' share a wire's pace is paid on
         lat = ring_run_latency_us(self.release, self.machine, coll, proto, ran) if algo == A.RING else \
-            tree_run_latency_us(self.release, self.machine, coll, algo, proto)
+            self.nvls_tree_fill_latency_us(coll, algo, proto, n_bytes, scale)
         t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
                         bw_scale=scale, share=share, latency_us=lat)
         floor = ring_wire_floor_us(self.release, self.machine, coll, proto, ran) if algo == A.RING else None
@@ -202,6 +204,21 @@ class Tuning:
                                bw_scale=scale, share=share, latency_us=0.0)
             t = max(t, floor / 1e6 + bw_s)
         return t
+
+    def nvls_tree_fill_latency_us(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
+                                  bw_scale: float = 1.0, chunking: Tuning | None = None) -> float | None:
+        """:func:`tree_run_latency_us` (``None``: the entry's own), plus, for an NVLS Tree all-reduce on
+        Hopper, its pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.nvls_tree_fill_us`) at the entry's
+        bandwidth × ``bw_scale`` on ``comm->nvlsChannels``, chunked as ``chunking``'s release does (default:
+        this one)."""
+        lat = tree_run_latency_us(self.release, self.machine, coll, algo, proto)
+        e, m, own = self.entries.get((coll, algo, proto)), self.machine, chunking or self
+        if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or e is None or not 90 <= m.compute_capability < 100:
+            return lat
+        n_ch = own.stated_nvls[0] if own.stated_nvls else nvls_channels(m, own.release)
+        fill = nvls_tree_fill_us(own.release, n_bytes, e.bandwidth_GBps * bw_scale, n_ch,
+                                 m.graphs[A.NVLS_TREE].n_channels, int(m.n_nodes), m.nccl_buffsize)
+        return (e.latency_us if lat is None else lat) + fill
 
     def tree_run_scale(self, coll: Collective, algo: Algorithm, proto: Protocol) -> float:
         """The Tree bandwidth under :attr:`tree_run`'s caps over NCCL's own (1 where there is none, or for
@@ -294,31 +311,6 @@ def tree_run_release(rel: Release, m: Machine, mnnvl: bool) -> Release | None:
         return None
     return replace(rel, per_ch_max_tree_bws=(*rel.per_ch_max_tree_bws[:BLACKWELL], tree),
                    per_ch_max_tree_ll128_bws=(*rel.per_ch_max_tree_ll128_bws[:BLACKWELL], ll128))
-
-
-def nvls_tree_run_correction(t: Tuning, coll: Collective, algo: Algorithm, n_bytes: float) -> float:
-    """The share of its bandwidth an NVLS Tree all-reduce of ``n_bytes`` runs at where NCCL's own estimate
-    leaves it out: NCCL's ``treeCorrectionFactor`` (Simple row, powers of two from 64 B, 1 past the row's
-    end), which NCCL itself applies to NVLS Tree on Blackwell (sm100+) from v2.29.2 (``ncclTopoGetAlgoTime``:
-    "Trees are not perfectly sticking to the model for medium sizes"); 1 for anything else, and 1 where the
-    release's own estimate already holds the factor (Blackwell from 2.29 on x86 hosts, :func:`_algo_time_us`;
-    NCCL leaves it out on Arm hosts such as Grace, so there it is applied here). A run-time
-    figure: NCCL chooses without it (:meth:`Tuning.choose`).
-
-    Sources: on Blackwell, NCCL's own v2.29.2 change, which describes the hardware and so times calls under
-    earlier releases too (2 DGX B200, NCCL 2.26.2, NVIDIA/nccl-tests issue 309: 1-32 MiB measured at
-    0.49-0.62x of the uncorrected model). On Hopper (sm90), the same mid-size sag in every public NVLS Tree
-    sweep bundled, two nodes or more, NCCL 2.26-2.29: 8-128 MiB measured at 0.73-0.82x of the uncorrected
-    model on 2 Dell XE9680 (NVIDIA/nccl-tests issue 309, NCCL 2.26.2), 8-128 MiB at 0.70-0.83x on 4 of them,
-    16 MiB-1 GiB at 0.64-0.87x on 8 H100 nodes of another cluster (same issue), 32-256 MiB at 0.42-0.85x on
-    10 H100 nodes (NCCL 2.29.2); from 1 GiB all of them within 0.8-1.1x, where the factor is 1."""
-    cc = t.machine.compute_capability
-    if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or cc < 90 or (
-            cc >= 100 and t.release.era >= 29 and t.machine.cpu_vendor != "arm"):
-        return 1.0
-    row = t.release.tree_correction[_PROTO_INDEX[P.SIMPLE]]
-    log_size = _log2i(int(n_bytes) >> 6)
-    return row[log_size] if 0 <= log_size < len(row) else 1.0
 
 
 def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int, plateau_share: float = 1.0) -> float:

@@ -1,0 +1,104 @@
+"""NVLS Tree's pipeline fill (zerocalc.nccl.nvls_pipeline): NCCL's chunking by hand, and the Hopper sweeps
+that show the fill."""
+
+import pytest
+from sweep_files import check_json, file_rows
+
+from zerocalc.nccl.model import tune
+from zerocalc.nccl.nvls_pipeline import nvls_tree_chunk_bytes, nvls_tree_fill_loops, nvls_tree_fill_us
+from zerocalc.nccl.tables import Algorithm as A
+from zerocalc.nccl.tables import Collective as C
+from zerocalc.nccl.tables import Protocol as P
+from zerocalc.nccl.tables import release_for
+from zerocalc.topology import PRESETS
+
+KIB, MIB = 1 << 10, 1 << 20
+R230, R226, R220 = (release_for(v)[0] for v in ("2.30.7", "2.26.2", "2.20.3"))
+
+
+@pytest.mark.parametrize("n_bytes, nodes, chunk", [
+    # calcCollChunking (enqueue.cc v2.21.5-v2.30.7), 16 channels x 8 heads = 128 concurrent chunks, from
+    # NCCL_NVLS_CHUNKSIZE 128 KiB: below 16 x 128 x 128 KiB = 256 MiB nothing to halve (128 KiB is not
+    # above 128 KiB); below 4 x 128 x 128 KiB = 64 MiB -> 64 KiB; below 1 x 128 x 64 KiB = 8 MiB -> 32 KiB
+    (1 << 30, 2, 128 * KIB), (64 * MIB, 2, 128 * KIB), (64 * MIB - 1, 2, 64 * KIB), (8 * MIB, 2, 64 * KIB),
+    (8 * MIB - 1, 2, 32 * KIB), (1 * MIB, 2, 32 * KIB),
+    # from 4 nodes NCCL_NVLSTREE_MAX_CHUNKSIZE's default caps it at 64 KiB first
+    (1 << 30, 4, 64 * KIB), (16 * MIB, 8, 64 * KIB), (4 * MIB, 8, 32 * KIB),
+])
+def test_chunk_follows_calc_coll_chunking(n_bytes, nodes, chunk):
+    assert nvls_tree_chunk_bytes(R230, n_bytes, 16, 8, nodes) == chunk
+
+
+def test_chunk_before_2_21_starts_from_the_simple_step():
+    # v2.20.3: chunkSize = stepSize = NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8) = 512 KiB; below
+    # 32 x 128 x 512 KiB = 2 GiB -> 256 KiB, below 16 x 128 x 256 KiB = 512 MiB -> 128 KiB
+    assert nvls_tree_chunk_bytes(R220, 4 << 30, 16, 8, 2) == 512 * KIB
+    assert nvls_tree_chunk_bytes(R220, 1 << 30, 16, 8, 2) == 256 * KIB
+    assert nvls_tree_chunk_bytes(R220, 256 * MIB, 16, 8, 2) == 128 * KIB
+    assert nvls_tree_chunk_bytes(R220, 1 << 30, 16, 8, 2, buffsize=8 * MIB) == 256 * KIB
+
+
+def test_fill_loops_and_time_by_hand():
+    # one loop a loop up to two (the first up, the last down); 8 nodes: 2 x 3 hops, 4 between, 1/16 each
+    assert nvls_tree_fill_loops(1, 16, 8) == 0
+    assert nvls_tree_fill_loops(2, 16, 0.25) == nvls_tree_fill_loops(2, 16, 1) == 1
+    assert nvls_tree_fill_loops(2, 16, 2) == nvls_tree_fill_loops(2, 16, 64) == 2
+    assert nvls_tree_fill_loops(8, 16, 4) == pytest.approx(2 + 4 / 16)
+    # 16 MiB on 2 nodes, 16 x 8 heads of 64 KiB: two loops of 8 MiB; two more at 250 GB/s = 67.1 us
+    assert nvls_tree_fill_us(R230, 16 * MIB, 250.0, 16, 8, 2) == pytest.approx(2 * 8 * MIB / 250e3)
+    # 8 MiB: one loop of 8 MiB, one more
+    assert nvls_tree_fill_us(R230, 8 * MIB, 250.0, 16, 8, 2) == pytest.approx(8 * MIB / 250e3)
+    # 1 MiB: the whole call is less than a loop (128 x 32 KiB = 4 MiB), once more
+    assert nvls_tree_fill_us(R230, 1 * MIB, 250.0, 16, 8, 2) == pytest.approx(1 * MIB / 250e3)
+    assert nvls_tree_fill_us(R230, 16 * MIB, 250.0, 16, 8, 1) == 0.0
+
+
+def test_hopper_run_time_adds_the_fill_to_nccls_time():
+    # 2 DGX H100, NCCL 2.30.7: NVLS Tree latency 25 + 2 x 20.9 = 66.8 us, bandwidth
+    # min(40 x 0.85 x 7/8 x 2, 2 x 48, 57.7) = 57.7 GB/s per channel x 8 channels x 16/30 (tuning.cc)
+    t = tune(PRESETS["dgx-h100"], 16, R230)
+    bw = 57.7 * 8 * 16 / 30
+    e = t.entries[(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE)]
+    assert e.latency_us == pytest.approx(66.8) and e.bandwidth_GBps == pytest.approx(bw)
+    n = 32 * MIB  # chunk 64 KiB, loop 16 x 8 x 64 KiB = 8 MiB, four of them: two more
+    hand = 66.8 + n / (1000 * bw) + 2 * 8 * MIB / (1000 * bw)
+    assert t.run_time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, n) * 1e6 == pytest.approx(hand)
+    # NCCL chooses with its own time, which has no fill
+    assert t.time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, n) * 1e6 == pytest.approx(66.8 + n / (1000 * bw))
+    # Blackwell keeps NCCL's treeCorrectionFactor for the mid sizes (model.nvls_tree_run_correction)
+    b = tune(PRESETS["dgx-b200"], 16, R226)
+    assert b.nvls_tree_fill_latency_us(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, n) is None
+
+
+def _rows(name, *args):
+    return {r["bytes"]: r for r in check_json(name, *args)["rows"]}
+
+
+def test_two_dgx_h100_nodes_counted_from_the_file():
+    # all_reduce_perf-16xH100-2nodes-infiniband.txt (NCCL 2.30.7), out-of-place time column as printed:
+    # 8 MiB 154.5 us, 32 MiB 274.2 us, 128 MiB 759.6 us; NVLS Tree at each, priced with the fill
+    name = "all_reduce_perf-16xH100-2nodes-infiniband.txt"
+    measured = {8 * MIB: 154.5, 32 * MIB: 274.2, 128 * MIB: 759.6}
+    counted = {size: oop for size, oop, _ in file_rows(name)}
+    for n, us in measured.items():
+        assert counted[n] == pytest.approx(us, abs=0.1)
+    rows = _rows(name, "--topology", "dgx-h100", "--n", "16")
+    bw = 57.7 * 8 * 16 / 30
+    # 8 MiB: one loop of 8 MiB (chunk 64 KiB), one more; 32 MiB: four, two more; 128 MiB: eight of 16 MiB
+    for n, more in ((8 * MIB, 8 * MIB), (32 * MIB, 16 * MIB), (128 * MIB, 32 * MIB)):
+        r = rows[n]
+        assert r["algorithm"] == "NVLSTree"
+        hand = 66.8 + n / (1000 * bw) + more / (1000 * bw)
+        assert r["predicted_s"] * 1e6 == pytest.approx(hand, rel=1e-6)
+        assert 0.85 <= r["ratio"] <= 1.1  # 0.87, 0.99, 0.99 (0.71, 0.95, 0.89 with treeCorrectionFactor)
+    assert all(0.85 <= r["ratio"] <= 1.1 for r in rows.values() if r["algorithm"] == "NVLSTree")
+
+
+@pytest.mark.parametrize("name, lo, hi", [
+    ("all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", 0.95, 1.15),  # 1.00-1.10 (0.82-1.06 before)
+    ("all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt", 0.65, 1.15),  # 0.69-1.13 (0.66-0.97)
+    ("all_reduce_perf-64xH100-8nodes-ib.txt", 0.8, 0.95),  # 0.82-0.91 (0.74-0.96)
+])
+def test_other_hopper_clusters_stay_in_band(name, lo, hi):
+    nvls = [r for r in _rows(name).values() if r["algorithm"] == "NVLSTree" and not r["unsteady"]]
+    assert nvls and all(lo <= r["ratio"] <= hi for r in nvls), name
