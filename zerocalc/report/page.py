@@ -117,7 +117,10 @@ def shared_mathtext_layouts() -> Iterator[None]:
     was parsed again when the page was written, and the layout of a formula depends only on the
     parser's output type and the arguments of the parse. Restored on exit.
     """
-    original = MathTextParser.__dict__["_parse_cached"]
+    original = MathTextParser.__dict__.get("_parse_cached")
+    if original is None:  # a matplotlib without that cache: each parser as it comes
+        yield
+        return
     parse = getattr(original, "__wrapped__", original)
     cache: dict[tuple, object] = {}
 
