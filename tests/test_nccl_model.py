@@ -83,11 +83,15 @@ def test_nvls_calls_on_hopper_before_2_28_are_timed_with_the_corrected_figures()
         # the release's own NVLS bandwidth: min(bwIntra 40, bwInter 60) x 8 ch x 5/6 = 266.7 GB/s algbw
         assert t.time_s(C.ALL_REDUCE, a, p, 1 << 30) == pytest.approx(
             t.entries[(C.ALL_REDUCE, a, p)].latency_us * 1e-6 + (1 << 30) / (8 * 40 * 5 / 6 * 1e9), rel=1e-6)
-        # the run: v2.30.7's min(40 x 0.85 x 7/8 x 2, 60) x 8 ch x 8/14 = 272 GB/s (busBw 476) and 25 us
+        # the run: v2.30.7's min(40 x 0.85 x 7/8 x 2, 60) x 8 ch x 8/14 = 272 GB/s (busBw 476) and 25 us, plus
+        # the pipeline's fill (zerocalc.nccl.nvls_pipeline): two loops of 16 ch x 8 heads x 128 KiB = 16 MiB
+        # (1 GiB is not below 64 x 128 x 128 KiB, so no smaller chunk)
+        bw = 8 * min(40 * 0.85 * 7 / 8 * 2, 60) * 8 / 14 * 1e9
         run = t.run_time_s(C.ALL_REDUCE, a, p, 1 << 30)
-        assert run == pytest.approx(25e-6 + (1 << 30) / (8 * min(40 * 0.85 * 7 / 8 * 2, 60) * 8 / 14 * 1e9),
-                                    rel=1e-6)
-        assert (1 << 30) / run / 1e9 == pytest.approx(275, rel=0.02)
+        assert run == pytest.approx(25e-6 + ((1 << 30) + 2 * (16 << 20)) / bw, rel=1e-6)
+        peak = t.run_time_s(C.ALL_REDUCE, a, p, 1 << 34)
+        assert peak == pytest.approx(25e-6 + ((1 << 34) + 2 * (16 << 20)) / bw, rel=1e-6)
+        assert (1 << 34) / peak / 1e9 == pytest.approx(275, rel=0.02)
         # pairs other than NVLS / NVLS Tree are the release's own
         ring = (C.ALL_REDUCE, A.RING, P.SIMPLE, 1 << 30)
         assert t.run_time_s(*ring) == t.time_s(*ring)

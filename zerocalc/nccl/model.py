@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.graph import Machine, machine
-from zerocalc.nccl.nvls_pipeline import nvls_tree_fill_us, nvls_tree_run_correction
+from zerocalc.nccl.nvls_pipeline import nvls_fill_us, nvls_tree_fill_us, nvls_tree_run_correction
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
     BLACKWELL,
@@ -207,17 +207,20 @@ class Tuning:
 
     def nvls_tree_fill_latency_us(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
                                   bw_scale: float = 1.0, chunking: Tuning | None = None) -> float | None:
-        """:func:`tree_run_latency_us` (``None``: the entry's own), plus, for an NVLS Tree all-reduce on
-        Hopper, its pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.nvls_tree_fill_us`) at the entry's
-        bandwidth × ``bw_scale`` on ``comm->nvlsChannels``, chunked as ``chunking``'s release does (default:
-        this one)."""
+        """:func:`tree_run_latency_us` (``None``: the entry's own), plus, for an NVLS Tree all-reduce or a
+        one-node NVLS all-reduce on Hopper, its pipeline's fill (:mod:`zerocalc.nccl.nvls_pipeline`) at the
+        entry's bandwidth × ``bw_scale`` on ``comm->nvlsChannels``, chunked as ``chunking``'s release does
+        (default: this one)."""
         lat = tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         e, m, own = self.entries.get((coll, algo, proto)), self.machine, chunking or self
-        if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or e is None or not 90 <= m.compute_capability < 100:
+        one_node_nvls = algo == A.NVLS and m.n_nodes == 1
+        if (not (algo == A.NVLS_TREE or one_node_nvls) or coll != C.ALL_REDUCE or e is None
+                or not 90 <= m.compute_capability < 100):
             return lat
         n_ch = own.stated_nvls[0] if own.stated_nvls else nvls_channels(m, own.release)
-        fill = nvls_tree_fill_us(own.release, n_bytes, e.bandwidth_GBps * bw_scale, n_ch,
-                                 m.graphs[A.NVLS_TREE].n_channels, int(m.n_nodes), m.nccl_buffsize)
+        bw, heads = e.bandwidth_GBps * bw_scale, m.graphs[algo].n_channels
+        fill = nvls_fill_us(n_bytes, bw, n_ch, heads) if one_node_nvls else \
+            nvls_tree_fill_us(own.release, n_bytes, bw, n_ch, heads, int(m.n_nodes), m.nccl_buffsize)
         return (e.latency_us if lat is None else lat) + fill
 
     def tree_run_scale(self, coll: Collective, algo: Algorithm, proto: Protocol) -> float:

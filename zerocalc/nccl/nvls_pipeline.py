@@ -95,6 +95,39 @@ def nvls_tree_fill_us(rel: Release, n_bytes: float, bw_GBps: float, n_channels: 
     return fill * min(float(n_bytes), loop) / (1000.0 * bw_GBps)
 
 
+def nvls_chunk_bytes(n_bytes: float, n_channels: int, n_heads: int) -> int:
+    """``calcCollChunking``'s NVLS chunk for a one-node all-reduce of ``n_bytes`` (``src/enqueue.cc``,
+    v2.19.3-v2.30.7): the Simple step (``NCCL_BUFFSIZE / NCCL_STEPS``, 512 KiB) capped at
+    ``comm->nvlsChunkSize`` (128 KiB: ``NCCL_NVLS_CHUNKSIZE``, a fixed 131072 before v2.21.5), then 64 KiB
+    below 64 · concurrentOps · chunk bytes, 32 KiB below 8×, 16 KiB below 2×
+    (``concurrentOps = nChannels · nHeads``)."""
+    chunk = NVLS_CHUNK_SIZE
+    ops = n_channels * n_heads
+    for times, above in ((64, 65536), (8, 32768), (2, 16384)):
+        if n_bytes < times * ops * chunk and chunk > above:
+            chunk = above
+    return chunk
+
+
+def nvls_fill_us(n_bytes: float, bw_GBps: float, n_channels: int, n_heads: int) -> float:
+    """The µs a one-node NVLS all-reduce of ``n_bytes`` spends filling its pipeline at ``bw_GBps``: the
+    kernel (``RunWorkColl<ncclFuncAllReduce, …, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>``, ``all_reduce.h``)
+    scatters each loop of ``nChannels · nHeads · chunk`` bytes (:func:`nvls_chunk_bytes`; the whole call
+    when it is smaller) into the NVLink SHARP buffers, reduces and multicasts it there, and gathers it
+    back, a stage on either side of the switch's reduction: the first loop scattered with nothing yet to
+    gather and the last gathered with nothing left to scatter, one loop more for a call of one loop, two
+    from two loops (:func:`nvls_tree_fill_loops`' first and last on two nodes).
+
+    The bundled one-node Hopper sweep run a process a GPU (``all_reduce_perf-8xH100-p5-aws-batch-tagged.txt``,
+    8 H100 of an AWS p5, NCCL 2.30.7) shows it: the measured time less NCCL's 25 µs latency and ``nBytes`` at
+    its 272 GB/s, in loops, is 1.4 at 2 MiB (one loop of 2 MiB), 1.9-2.4 at 4-16 MiB (two to four loops of
+    2-4 MiB) and 1.8-2.4 at 64-128 MiB (8-16 loops of 8 MiB), where NCCL's time alone is 0.66-0.87x."""
+    if not 0 < bw_GBps < math.inf or n_channels <= 0 or n_heads <= 0:
+        return 0.0
+    loop = float(n_channels * n_heads * nvls_chunk_bytes(n_bytes, n_channels, n_heads))
+    return min(2.0, max(1.0, n_bytes / loop)) * min(float(n_bytes), loop) / (1000.0 * bw_GBps)
+
+
 def nvls_tree_run_correction(t, coll: Collective, algo: Algorithm, n_bytes: float) -> float:
     """The share of its bandwidth an NVLS Tree all-reduce of ``n_bytes`` runs at where NCCL's own estimate
     leaves it out (``t``: a :class:`zerocalc.nccl.model.Tuning`): NCCL's ``treeCorrectionFactor`` (Simple
