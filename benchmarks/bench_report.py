@@ -1,5 +1,5 @@
 """``zerocalc report``: the time to compute and to write the design-review PDF, as a ratio against a
-baseline run in the same session.
+baseline timed in the same run.
 
 Each run is a fresh process that does what ``zerocalc report`` does, timing its two stages apart:
 ``collect`` (the model computations behind the figures) and ``render`` (laying the pages out and
