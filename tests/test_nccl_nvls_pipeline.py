@@ -2,9 +2,10 @@
 that show the fill."""
 
 import pytest
-from sweep_files import check_json, file_rows
+from sweep_files import DATA, check_json, file_rows, runner
 from test_nccl_sweeps_public_logs import counted as tagged_rows
 
+from zerocalc.cli import app
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.nvls_pipeline import (
     nvls_chunk_bytes,
@@ -146,3 +147,26 @@ def test_one_p5_node_counted_from_the_file():
     assert r["ratio"] == pytest.approx(r["predicted_s"] / (counted[8 * MIB] * 1e-6))
     nvls = [r for r in rows.values() if r["algorithm"] == "NVLS"]
     assert all(0.85 <= r["ratio"] <= 1.1 for r in nvls)  # 0.66-1.02 with NCCL's time alone
+
+
+@pytest.mark.parametrize("name, args, says", [
+    # two DGX H100 nodes: NVLS Tree rows (the file's 4 MiB-17 GiB), Hopper: the note names NVLS Tree
+    ("all_reduce_perf-16xH100-2nodes-infiniband.txt", ("--topology", "dgx-h100", "--n", "16"),
+     "NVLS Tree calls"),
+    # one p5 node, a process a GPU: NVLS rows from 2 MiB: the note names NVLS
+    ("all_reduce_perf-8xH100-p5-aws-batch-tagged.txt", ("--topology", "aws-p5"), "NVLS calls"),
+    # two DGX B200 nodes (Blackwell keeps NCCL's treeCorrectionFactor): no fill, no note
+    ("all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", ("--topology", "dgx-b200", "--n", "16"), None),
+    # eight A100 (no NVLS at all): no note
+    ("all_reduce_perf-8xA100-SXM4-40GB-oci.txt", (), None),
+])
+def test_check_says_where_the_fill_is_priced(name, args, says):
+    res = runner.invoke(app, ["check", str(DATA / name), *args])
+    assert res.exit_code == 0, res.output
+    notes = [line for line in res.output.splitlines() if "pipeline's fill" in line]
+    if says is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1
+        assert notes[0].startswith(f"note: {says} timed with their pipeline's fill on Hopper")
+        assert "NCCL chooses without it" in notes[0]

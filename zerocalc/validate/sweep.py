@@ -280,6 +280,7 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
             what = "Blackwell (nvlsEfficiency 0.74), which NCCL 2.28.3 brought in"
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"{what}; NCCL {release.name} chooses them with its own")
+    notes += _nvls_fill_note(tuning, coll, out)
     if tuning.wire_run is not None and out:
         told = topo.net_latency_us or 0
         wire = told if topo.net_wire_latency_us is None else topo.net_wire_latency_us
@@ -304,6 +305,20 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
     return notes
+
+
+def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
+    """The note for Hopper all-reduce rows timed with their NVLS pipeline's fill
+    (:meth:`zerocalc.nccl.model.Tuning.nvls_tree_fill_latency_us`): NVLS Tree, and NVLS on one node."""
+    m = tuning.machine
+    algos = ("NVLSTree", "NVLS") if m.n_nodes == 1 else ("NVLSTree",)
+    seen = [a for a in algos if any(r["algorithm"] == a for r in out)]
+    if coll != Collective.ALL_REDUCE or not 90 <= m.compute_capability < 100 or not seen:
+        return []
+    names = " / ".join("NVLS Tree" if a == "NVLSTree" else a for a in seen)
+    return [f"{names} calls timed with their pipeline's fill on Hopper, up to two loops of nvlsChannels "
+            f"x heads x chunk (src/enqueue.cc calcCollChunking; zerocalc.nccl.nvls_pipeline); NCCL chooses "
+            f"without it"]
 
 
 def ofi_tuner_note(ofi: OfiTuner, rows: Sequence[Mapping], n_nodes: int, api: int) -> str:
