@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.graph import Machine, machine
-from zerocalc.nccl.nvls_pipeline import nvls_fill_us, nvls_tree_fill_us, nvls_tree_run_correction
+from zerocalc.nccl.nvls_pipeline import fill_priced, nvls_fill_us, nvls_tree_fill_us, nvls_tree_run_correction
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
     BLACKWELL,
@@ -213,13 +213,11 @@ class Tuning:
         (default: this one)."""
         lat = tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         e, m, own = self.entries.get((coll, algo, proto)), self.machine, chunking or self
-        one_node_nvls = algo == A.NVLS and m.n_nodes == 1
-        if (not (algo == A.NVLS_TREE or one_node_nvls) or coll != C.ALL_REDUCE or e is None
-                or not 90 <= m.compute_capability < 100):
+        if e is None or not fill_priced(coll, algo, m.n_nodes, m.compute_capability):
             return lat
         n_ch = own.stated_nvls[0] if own.stated_nvls else nvls_channels(m, own.release)
         bw, heads = e.bandwidth_GBps * bw_scale, m.graphs[algo].n_channels
-        fill = nvls_fill_us(n_bytes, bw, n_ch, heads) if one_node_nvls else \
+        fill = nvls_fill_us(n_bytes, bw, n_ch, heads) if algo == A.NVLS else \
             nvls_tree_fill_us(own.release, n_bytes, bw, n_ch, heads, int(m.n_nodes), m.nccl_buffsize)
         return (e.latency_us if lat is None else lat) + fill
 

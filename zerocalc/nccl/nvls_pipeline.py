@@ -56,6 +56,14 @@ NCCL_STEPS = 8
 """Slots of a connection's buffer (``src/include/device.h``)."""
 
 
+def fill_priced(coll: Collective, algo: Algorithm, n_nodes: int, compute_capability: int) -> bool:
+    """Whether a call is timed with its pipeline's fill: an all-reduce on Hopper (sm90), with NVLS Tree, or
+    with NVLS on one node (:func:`nvls_tree_fill_us`, :func:`nvls_fill_us`; Blackwell keeps NCCL's
+    ``treeCorrectionFactor``, :func:`nvls_tree_run_correction`)."""
+    return (coll == C.ALL_REDUCE and 90 <= compute_capability < 100
+            and (algo == A.NVLS_TREE or (algo == A.NVLS and n_nodes == 1)))
+
+
 def nvls_tree_chunk_bytes(rel: Release, n_bytes: float, n_channels: int, n_heads: int, n_nodes: int,
                           buffsize: int | None = None) -> int:
     """``calcCollChunking``'s NVLS Tree chunk for an all-reduce of ``n_bytes`` (module docstring)."""

@@ -173,9 +173,8 @@ def one_gpu_channels_s(gpus_per_thread: int | None, channels: int | None, versio
     ``era``), where the channels are not known (``None``: a calibrated call), for ``-g G`` above 1
     (:func:`host_channels_s` prices it there) or not stated, and outside nccl-tests' default launch mode
     (``-a`` above 1, ``-G``: the figure is of the default mode)."""
-    if version is None or tuple(version[:2]) >= (2, 13) or not channels or gpus_per_thread != 1:
-        return 0.0
-    if (agg_iters or 1) > 1 or (graph or 0) > 0:
+    if (version is None or tuple(version[:2]) >= (2, 13) or not channels or gpus_per_thread != 1
+            or (agg_iters or 1) > 1 or (graph or 0) > 0):
         return 0.0
     return (channels - 1) * ONE_GPU_US_PER_CHANNEL * 1e-6
 

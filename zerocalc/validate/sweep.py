@@ -32,6 +32,7 @@ from zerocalc.nccl.datatype import for_type
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import CUDA_11_8_PAIR, Tuning, tune
+from zerocalc.nccl.nvls_pipeline import fill_priced
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
@@ -308,14 +309,14 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
 
 
 def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
-    """The note for Hopper all-reduce rows timed with their NVLS pipeline's fill
-    (:meth:`zerocalc.nccl.model.Tuning.nvls_tree_fill_latency_us`): NVLS Tree, and NVLS on one node."""
+    """The note for rows timed with their NVLS pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.
+    fill_priced`: Hopper all-reduce, NVLS Tree, and NVLS on one node)."""
     m = tuning.machine
-    algos = ("NVLSTree", "NVLS") if m.n_nodes == 1 else ("NVLSTree",)
-    seen = [a for a in algos if any(r["algorithm"] == a for r in out)]
-    if coll != Collective.ALL_REDUCE or not 90 <= m.compute_capability < 100 or not seen:
+    seen = [a for a in (Algorithm.NVLS_TREE, Algorithm.NVLS) if any(r["algorithm"] == a.value for r in out)
+            and fill_priced(coll, a, m.n_nodes, m.compute_capability)]
+    if not seen:
         return []
-    names = " / ".join("NVLS Tree" if a == "NVLSTree" else a for a in seen)
+    names = " / ".join("NVLS Tree" if a == Algorithm.NVLS_TREE else a.value for a in seen)
     return [f"{names} calls timed with their pipeline's fill on Hopper, up to two loops of nvlsChannels "
             f"x heads x chunk (src/enqueue.cc calcCollChunking; zerocalc.nccl.nvls_pipeline); NCCL chooses "
             f"without it"]
