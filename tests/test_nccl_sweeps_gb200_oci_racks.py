@@ -15,8 +15,8 @@ from zerocalc.nccl.graph import nvls_net_speeds
 #: file → (ranks, the collective, every size within 0.5-2x, the median size within 0.8-1.25x)
 SWEEPS = {
     "all_reduce_perf-128xGB200-oci-32nodes-2racks-nccl2.27.3.txt": (128, "all_reduce", True, True),
-    # NVLS Tree over three domains: 0.78-0.82x, the median size (4 GiB) under 0.8 (traces README)
-    "all_reduce_perf-192xGB200-oci-48nodes-3racks-nccl2.27.3.txt": (192, "all_reduce", True, False),
+    # NVLS Tree over three domains, with its pipeline's fill (zerocalc.nccl.nvls_pipeline): 0.82-0.85x
+    "all_reduce_perf-192xGB200-oci-48nodes-3racks-nccl2.27.3.txt": (192, "all_reduce", True, True),
     # one rack's NVLink: 0.79-0.87x, the 4 GiB row under 0.8 (its in-place time is 9% below)
     "alltoall_perf-64xGB200-oci-16nodes-1rack.txt": (64, "all_to_all", True, False),
     "alltoall_perf-128xGB200-oci-32nodes-2racks.txt": (128, "all_to_all", True, True),
@@ -95,3 +95,42 @@ def test_all_to_all_across_racks_moves_at_the_nics_rate():
         assert 40 <= crossing <= 46
         sweep = _check(name)
         assert all(0.8 <= r["ratio"] <= 1.25 for r in sweep["rows"])
+
+
+def test_nvls_tree_across_racks_pays_its_pipelines_fill():
+    """Hand check of 2 and 3 racks at 4 and 8 GiB (NCCL 2.27.3, timed with 2.30's GB200-NV72 figures): the
+    NVLS graph's 32 heads at bwIntra 20, bwInter 40 (above); per channel min(20 x 0.74 x 31/32 x 2
+    (nvlsEfficiency, "AllReduce pipelines two operations"), 40 x 2 on 2 nodes or 40 on more, 96 / 80
+    (perChMaxNVLSTreeBws N2 / N4)) (tuning.cc v2.30.7), 32 channels, x nRanks / 2(nRanks - 1); latency
+    25 + 2 x 20.9 us a level of the tree (NVLink NVLS, network NVLS Tree hwLat), ceil(log2 nNodes) levels
+    (trees.cc); plus the fill of calcCollChunking's loops, 32 nvlsChannels (NVLS_NCHANNELS_SM100 across
+    nodes, nvls.cc) x 32 heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, under 4 nodes): two loops and, for each
+    network hop between the first and the last (2 ceil(log2 nNodes) in all), 1/32 of one. Every call is
+    at least 32 loops."""
+    for name, ranks, nodes in (("all_reduce_perf-128xGB200-oci-32nodes-2racks-nccl2.27.3.txt", 128, 2),
+                               ("all_reduce_perf-192xGB200-oci-48nodes-3racks-nccl2.27.3.txt", 192, 3)):
+        per_channel = min(20 * 0.74 * 31 / 32 * 2, 40 * (2 if nodes == 2 else 1), 96 if nodes == 2 else 80)
+        bw = 32 * per_channel * ranks / (2 * (ranks - 1)) * 1e9
+        levels = (nodes - 1).bit_length()
+        loop = 32 * 32 * 131072
+        fill = (2 + (2 * levels - 2) / 32) * loop / bw
+        sweep = _check(name)
+        assert any("pipeline's fill across NVLink racks" in n for n in sweep["notes"])
+        for r in sweep["rows"]:
+            assert r["bytes"] >= 32 * loop
+            hand = (25 + 2 * levels * 20.9) * 1e-6 + r["bytes"] / bw + fill
+            assert r["predicted_s"] == pytest.approx(hand, rel=1e-9)
+
+
+def test_the_fill_is_priced_across_racks_only_on_blackwell():
+    """Blackwell: NVLS Tree across NVL72 racks pays the fill; across HGX B200 / B300 nodes, NVLS on one
+    domain, and the other collectives do not; Hopper as before (NVLS Tree, one-node NVLS)."""
+    from zerocalc.nccl.nvls_pipeline import fill_priced
+    from zerocalc.nccl.release import Algorithm as A
+    from zerocalc.nccl.release import Collective as C
+    assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 100, nvlink_domain=True)
+    assert not fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 100)
+    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 1, 100, nvlink_domain=True)
+    assert not fill_priced(C.REDUCE_SCATTER, A.NVLS_TREE, 2, 103, nvlink_domain=True)
+    assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 90) and fill_priced(C.ALL_REDUCE, A.NVLS, 1, 90)
+    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 2, 90)

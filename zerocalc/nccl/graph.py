@@ -161,6 +161,9 @@ class Machine:
     nccl_buffsize: int | None = None
     #: the largest piece of a message one flow carries (the topology's ``net_flow_piece``, GCP TCPX)
     net_flow_piece: int | None = None
+    #: a node is an NVLink domain of several hosts as NCCL holds it (an NVL72 rack from v2.20.3:
+    #: :func:`as_nccl_sees_it`)
+    nvlink_domain: bool = False
 
     @property
     def ppn(self) -> float:
@@ -451,4 +454,4 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
                    graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None,
                    net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize,
-                   net_flow_piece=topo.net_flow_piece, relayed=relayed)
+                   net_flow_piece=topo.net_flow_piece, relayed=relayed, nvlink_domain=topo.mnnvl)

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field, replace
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.graph import Machine, machine
-from zerocalc.nccl.nvls_pipeline import fill_priced, nvls_fill_us, nvls_tree_fill_us, nvls_tree_run_correction
+from zerocalc.nccl.nvls_pipeline import (
+    estimate_correction,
+    fill_priced,
+    nvls_fill_us,
+    nvls_tree_fill_us,
+    nvls_tree_run_correction,
+)
 from zerocalc.nccl.pcie import host_staged_slowdown
 from zerocalc.nccl.tables import (
     BLACKWELL,
@@ -213,10 +219,12 @@ class Tuning:
         (default: this one)."""
         lat = tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         e, m, own = self.entries.get((coll, algo, proto)), self.machine, chunking or self
-        if e is None or not fill_priced(coll, algo, m.n_nodes, m.compute_capability):
+        if e is None or not fill_priced(coll, algo, m.n_nodes, m.compute_capability, m.nvlink_domain):
             return lat
         n_ch = own.stated_nvls[0] if own.stated_nvls else nvls_channels(m, own.release)
-        bw, heads = e.bandwidth_GBps * bw_scale, m.graphs[algo].n_channels
+        # the rate the call runs at: the scale on NCCL's figure, and the factor its estimate holds (Blackwell)
+        bw = e.bandwidth_GBps * bw_scale * estimate_correction(self.release, m, coll, algo, n_bytes)
+        heads = m.graphs[algo].n_channels
         fill = nvls_fill_us(n_bytes, bw, n_ch, heads) if algo == A.NVLS else \
             nvls_tree_fill_us(own.release, n_bytes, bw, n_ch, heads, int(m.n_nodes), m.nccl_buffsize)
         return (e.latency_us if lat is None else lat) + fill
@@ -324,9 +332,7 @@ def _algo_time_us(t: Tuning, e: Entry, coll: Collective, n_bytes: int, plateau_s
     in_row = 0 <= log_size < min(23, len(corr))  # 22 sizes before v2.8.3, 23 after
     if e.algorithm == A.TREE and in_row and (coll == C.ALL_REDUCE or rel.era < 23):
         bw *= corr[log_size]
-    if (rel.era >= 29 and e.algorithm == A.NVLS_TREE and coll == C.ALL_REDUCE
-            and 0 <= log_size < len(corr) and m.compute_capability >= 100 and m.cpu_vendor != "arm"):
-        bw *= corr[log_size]  # v2.29.2 on, x86 hosts only (comm->cpuArch == NCCL_TOPO_CPU_ARCH_X86)
+    bw *= estimate_correction(rel, m, coll, e.algorithm, n_bytes)  # Blackwell NVLS Tree, v2.29.2 on, x86
     if e.algorithm == A.RING and e.protocol == P.SIMPLE and m.n_nodes > 1 and coll == C.ALL_REDUCE:
         lat *= 1.0 + (ring_plateau(t, n_bytes) - 1.0) * plateau_share
     return lat + n_bytes / (1000.0 * bw)

@@ -310,14 +310,15 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
 
 def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
     """The note for rows timed with their NVLS pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.
-    fill_priced`: Hopper all-reduce, NVLS Tree, and NVLS on one node)."""
+    fill_priced`: Hopper all-reduce, NVLS Tree, and NVLS on one node; NVLS Tree across NVL72 racks)."""
     m = tuning.machine
     seen = [a for a in (Algorithm.NVLS_TREE, Algorithm.NVLS) if any(r["algorithm"] == a.value for r in out)
-            and fill_priced(coll, a, m.n_nodes, m.compute_capability)]
+            and fill_priced(coll, a, m.n_nodes, m.compute_capability, m.nvlink_domain)]
     if not seen:
         return []
     names = " / ".join("NVLS Tree" if a == Algorithm.NVLS_TREE else a.value for a in seen)
-    return [f"{names} calls timed with their pipeline's fill on Hopper, up to two loops of nvlsChannels "
+    where = "across NVLink racks" if m.compute_capability >= 100 else "on Hopper"
+    return [f"{names} calls timed with their pipeline's fill {where}, up to two loops of nvlsChannels "
             f"x heads x chunk (src/enqueue.cc calcCollChunking; zerocalc.nccl.nvls_pipeline); NCCL chooses "
             f"without it"]
 
