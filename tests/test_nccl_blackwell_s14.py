@@ -43,8 +43,13 @@ def test_releases_with_the_figures_and_hosts_across_nodes_keep_their_own():
     b200 = get_topology("dgx-b200")
     # 2.28 on already prices NVLS with nvlsEfficiency: nothing to correct
     assert tune(b200, 8, V28).nvls_run is None and tune(b200, 8, V30).nvls_run is None
-    # two HGX nodes (NVLS Tree): the release's own figures
-    assert tune(b200, 16, V26).nvls_run is None
+    # two HGX nodes (NVLS Tree): 2.30's figures on the NVLS graph at the bwIntra the NVLink holds (80, where
+    # NCCL's search stops at the NIC's 48), under every release; NCCL still chooses with its own graph
+    for rel in (V26, V28, V30):
+        t = tune(b200, 16, rel)
+        assert t.nvls_run is not None and t.nvls_run.release is V30
+        assert t.nvls_run.machine.graphs[A.NVLS_TREE].bw_intra == 80.0
+        assert t.machine.graphs[A.NVLS_TREE].bw_intra == 48.0
     # the few-GPU Hopper and NVL72 cases are unchanged
     assert tune(get_topology("dgx-h100"), 8, V26).nvls_run is not None
     assert tune(get_topology("gb200-nvl72"), 8, V26).nvls_run is not None

@@ -102,8 +102,7 @@ def test_nvls_calls_on_hopper_before_2_28_are_timed_with_the_corrected_figures()
     run = t.run_time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, 1 << 34)
     fill, bw = 2 * (16 << 20), 57.7 * 8 * 16 / 30 * 1e9
     assert run == pytest.approx((25 + 2 * 20.9) * 1e-6 + ((1 << 34) + fill) / bw, rel=1e-6)
-    # not across HGX Blackwell nodes (NVLS Tree keeps each release's figures), nor at releases with the fix
-    assert tune(get_topology("dgx-b200"), 16, V26).nvls_run is None
+    # not at releases with the fix (across HGX Blackwell nodes the NVLink's graph: test_nccl_blackwell_s14)
     assert tune(topo, 16, V30).nvls_run is None
     # nor where NVLS is off: the release's own tuning, no second one
     assert tune(get_topology("dgx-a100"), 8, V26).nvls_run is None

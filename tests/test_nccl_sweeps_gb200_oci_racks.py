@@ -115,22 +115,21 @@ def test_nvls_tree_across_racks_pays_its_pipelines_fill():
         loop = 32 * 32 * 131072
         fill = (2 + (2 * levels - 2) / 32) * loop / bw
         sweep = _check(name)
-        assert any("pipeline's fill across NVLink racks" in n for n in sweep["notes"])
+        assert any("pipeline's fill on Blackwell" in n for n in sweep["notes"])
         for r in sweep["rows"]:
             assert r["bytes"] >= 32 * loop
             hand = (25 + 2 * levels * 20.9) * 1e-6 + r["bytes"] / bw + fill
             assert r["predicted_s"] == pytest.approx(hand, rel=1e-9)
 
 
-def test_the_fill_is_priced_across_racks_only_on_blackwell():
-    """Blackwell: NVLS Tree across NVL72 racks pays the fill; across HGX B200 / B300 nodes, NVLS on one
-    domain, and the other collectives do not; Hopper as before (NVLS Tree, one-node NVLS)."""
+def test_the_fill_is_priced_on_blackwell_nvls_tree():
+    """Blackwell: NVLS Tree across nodes (NVL72 racks, HGX B200 / B300 nodes) pays the fill; NVLS on one
+    domain and the other collectives do not; Hopper as before (NVLS Tree, one-node NVLS)."""
     from zerocalc.nccl.nvls_pipeline import fill_priced
     from zerocalc.nccl.release import Algorithm as A
     from zerocalc.nccl.release import Collective as C
-    assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 100, nvlink_domain=True)
-    assert not fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 100)
-    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 1, 100, nvlink_domain=True)
-    assert not fill_priced(C.REDUCE_SCATTER, A.NVLS_TREE, 2, 103, nvlink_domain=True)
+    assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 100) and fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 3, 103)
+    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 1, 100)
+    assert not fill_priced(C.REDUCE_SCATTER, A.NVLS_TREE, 2, 103)
     assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 90) and fill_priced(C.ALL_REDUCE, A.NVLS, 1, 90)
     assert not fill_priced(C.ALL_REDUCE, A.NVLS, 2, 90)

@@ -124,6 +124,9 @@ class Graph:
     #: the GPUs), where a ring's first send and last receive leave a direction idle
     #: (:func:`zerocalc.nccl.pcie.host_staged_slowdown`)
     host_staged: bool = False
+    #: time only: the NVLS graph's bwIntra its GPUs' NVSwitch links hold, where NCCL's search across nodes
+    #: stopped lower, at the speed the heads' NICs take (:func:`nvls_net_speeds`); ``None``: the same
+    run_bw_intra: float | None = None
 
 
 @dataclass(frozen=True)
@@ -161,9 +164,6 @@ class Machine:
     nccl_buffsize: int | None = None
     #: the largest piece of a message one flow carries (the topology's ``net_flow_piece``, GCP TCPX)
     net_flow_piece: int | None = None
-    #: a node is an NVLink domain of several hosts as NCCL holds it (an NVL72 rack from v2.20.3:
-    #: :func:`as_nccl_sees_it`)
-    nvlink_domain: bool = False
 
     @property
     def ppn(self) -> float:
@@ -369,7 +369,10 @@ def _nvls_graph(topo: Topology, release: Release, cc: int, g: int, n_nodes: int,
         nic_path = min(require(topo, "nic_Gbps", _NEEDED_BY) / 8.0, _pcie(topo))
         s, s_inter = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, nic_path,
                                      raise_inter=release.era >= 19)
-        return Graph(nch, s, s_inter, True, lat_inter)
+        # the speed the GPUs' NVSwitch links alone hold (no NIC bound): a run-time figure where it is faster
+        link, _ = nvls_net_speeds(_speeds(release.speed_inter, cc), intra, nch, math.inf, raise_inter=False)
+        run = link if link > s and not topo.mnnvl else None
+        return Graph(nch, s, s_inter, True, lat_inter, run_bw_intra=run)
     s_net = ring.bw_inter * ring.n_channels / nch  # the NICs' bandwidth shared by the NVLS heads
     s = _first_fitting(_speeds(release.speed_inter, cc), s_net, s_net * nch)
     return Graph(nch, s, s, True, lat_inter)
@@ -454,4 +457,4 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
                    graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None,
                    net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize,
-                   net_flow_piece=topo.net_flow_piece, relayed=relayed, nvlink_domain=topo.mnnvl)
+                   net_flow_piece=topo.net_flow_piece, relayed=relayed)

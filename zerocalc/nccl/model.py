@@ -219,7 +219,7 @@ class Tuning:
         (default: this one)."""
         lat = tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         e, m, own = self.entries.get((coll, algo, proto)), self.machine, chunking or self
-        if e is None or not fill_priced(coll, algo, m.n_nodes, m.compute_capability, m.nvlink_domain):
+        if e is None or not fill_priced(coll, algo, m.n_nodes, m.compute_capability):
             return lat
         n_ch = own.stated_nvls[0] if own.stated_nvls else nvls_channels(m, own.release)
         # the rate the call runs at: the scale on NCCL's figure, and the factor its estimate holds (Blackwell)
@@ -290,15 +290,32 @@ def nvls_run_release(rel: Release, m: Machine, mnnvl: bool = False) -> Release |
     give 933 (8 channels x 80 GB/s x 5/6 algorithm bandwidth) and 2.28-2.30's 720 (0.90x and 1.16x of the
     time); below 8 GiB the run falls behind 2.25-2.27's figures: a public 8 x B200 run on GKE (a4-highgpu-8g,
     ``-g 8``, 8 MiB-16 GiB; its page names no NCCL release, so it is not bundled) measures 8 MiB-4 GiB at
-    0.61-0.80x of 2.26's figures (the median size 0.77x) and 0.73-1.03x of 2.30's (0.98x). Across HGX nodes
-    (NVLS Tree) each release keeps its own: 2 nodes of 8 B200 under 2.26.2 (Lambda,
-    dstackai/dstack ``examples/clusters/lambda``) run 1-2 GiB at 1.15-1.17x of 2.26's figures, 1.38-1.41x of
-    2.30's."""
+    0.61-0.80x of 2.26's figures (the median size 0.77x) and 0.73-1.03x of 2.30's (0.98x). Across HGX
+    Blackwell nodes (NVLS Tree) every release gets 2.30's figures on the NVLS graph at the bwIntra its GPUs'
+    NVSwitch links hold (:func:`nvls_link_graphs`): NCCL's search across nodes tries one speed for both
+    sides and stops at the one a 400 Gb/s NIC takes (48), where the links hold 80, so 2.28-2.30's own figure
+    is limited by its NVLS side (48 x 0.74 x 7/8 x 2 = 62 GB/s a channel, 265 GB/s) and the NICs' (2 x 48)
+    are what the call meets: 409.6 GB/s. 2 nodes of 8 B200 under 2.26.2 (Lambda, dstackai/dstack
+    ``examples/clusters/lambda``) add 2.81 ms a GiB from 1 to 2 GiB (382 GB/s), 2 GCP A4 VMs 2.70 ms a GiB
+    from 4 to 8 GiB (370 GB/s), where 2.26's figure is 320 GB/s and 2.28-2.30's 265."""
     cc = m.compute_capability
+    if cc >= 100 and m.nvls and not mnnvl and m.n_nodes > 1 and LATEST.nvls_efficiency_model:
+        return LATEST  # HGX Blackwell nodes: the NVLS graph at the NVLink's bwIntra (nvls_link_graphs)
     if (rel.nvls_efficiency_model or A.NVLS not in rel.algorithms or not m.nvls
             or not (90 <= cc < 100 or (cc >= 100 and (mnnvl or m.n_nodes == 1)))):
         return None
     return LATEST if LATEST.nvls_efficiency_model else None
+
+
+def nvls_link_graphs(m: Machine) -> Machine:
+    """``m`` with its NVLS and NVLS Tree graphs at the bwIntra their GPUs' NVSwitch links hold
+    (``Graph.run_bw_intra``) where NCCL's search across nodes stopped at the NIC's speed: HGX Blackwell
+    nodes of a 400 Gb/s NIC a GPU, 8 x 48 GB/s where each B200's 18 x 40.1 GB/s takes (8 + 1) x 80
+    (``search.cc``, :func:`zerocalc.nccl.graph.nvls_net_speeds`). A run-time figure (the timing run of
+    :func:`nvls_run_release`); NCCL chooses with its search's."""
+    graphs = {a: replace(g, bw_intra=g.run_bw_intra) for a, g in m.graphs.items()
+              if a in (A.NVLS, A.NVLS_TREE) and g.run_bw_intra}
+    return replace(m, graphs={**m.graphs, **graphs}) if graphs else m
 
 
 def tree_run_release(rel: Release, m: Machine, mnnvl: bool) -> Release | None:
@@ -484,7 +501,7 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
          stated_channels: int | None = None,
          stated_graphs: Mapping[Algorithm, tuple[int, float, float]] | None = None,
          stated_nvls: int | None = None, cuda_build: tuple[int, int] | None = None,
-         _wire_hops: bool = False, _wire_time: bool = False) -> Tuning:
+         _wire_hops: bool = False, _wire_time: bool = False, _nvls_time: bool = False) -> Tuning:
     """NCCL's tuned table for ``n_ranks`` ranks on ``topo`` at ``release``.
 
     ``algo_enable`` / ``proto_enable`` (from :func:`zerocalc.nccl.env.parse_list`) restrict the
@@ -507,6 +524,8 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     """
     require(topo, "in_network_reduction", "NCCL's cost model")
     m = machine(topo, n_ranks, release)
+    if _nvls_time:
+        m = nvls_link_graphs(m)
     if _wire_time:  # the wire's own timing run (below); _wire_hops only ever comes with it
         m = replace(m, wire_hops=_wire_hops, wire_time=True)
     if cuda_build is not None:
@@ -532,12 +551,13 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
             channels = comm_channels(m, release, min_channels=min_channels, max_channels=max_channels,
                                      nvls=nvls_on, nvls_count=nvls_count)
     entries = _entries(release, m, algo_enable, proto_enable, nvls_enable)
-    run = nvls_run_release(release, m, topo.mnnvl)
+    run = None if _nvls_time else nvls_run_release(release, m, topo.mnnvl)
     nvls_run = None if run is None else tune(topo, n_ranks, run, algo_enable=algo_enable,
                                                proto_enable=proto_enable, nvls_enable=nvls_enable,
                                                min_channels=min_channels, max_channels=max_channels,
                                                stated_channels=stated_channels, stated_graphs=stated_graphs,
-                                               stated_nvls=stated_nvls, cuda_build=cuda_build)
+                                               stated_nvls=stated_nvls, cuda_build=cuda_build,
+                                               _nvls_time=True)
     told = topo.net_latency_us or 0.0
     wire = getattr(topo, "net_wire_latency_us", None)
     wire = told if wire is None else wire

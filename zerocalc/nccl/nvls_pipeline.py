@@ -36,18 +36,19 @@ eight nodes (chunk 64 KiB, 8 MiB loops; ``all_reduce_perf-32xH100-4nodes-ib-nccl
 ``-32xH100-4of8nodes-ib.txt``, ``-64xH100-8nodes-ib.txt``) the calls of four loops and more leave 1.1, 1.8
 and 4.7 loops: the clusters differ, and the 2.1-2.4 loops counted here stand between them.
 
-The kernel and the chunking are the same on Blackwell, and across GB200 / GB300 NVL72 racks (a node an
+The kernel and the chunking are the same on Blackwell. Across GB200 / GB300 NVL72 racks (a node an
 NVLink domain of 16-18 hosts, NCCL's MNNVL clique) the loop is large: 32 channels (``NVLS_NCHANNELS_SM100``
 across nodes, ``src/transport/nvls.cc`` v2.25.1-v2.30.7) x 32 heads (``NCCL_MAX_NVLS_ARITY``, one NIC and
 its GPU each) x 128 KiB = 128 MiB on two and three racks, two loops about 0.58 ms at NCCL's 462 GB/s. OCI's
 bundled cross-rack runs (oracle-quickstart/oci-gpu-quickstarts, NVLS on) spend more than that beyond NCCL's
 rate: fitted from their two sizes, 1.3 ms and 429 GB/s on 2 racks of GB200 (NCCL 2.27.3, 4-8 GiB), 1.6 ms
 and 405 GB/s on 3 (2.27.3), 1.8 ms and 387 GB/s on 2 racks of GB300 (2.28.7, 8-16 GiB): the fill is part of
-the gap, the rest a slower rate than NCCL's, which is not priced. Blackwell HGX nodes (DGX / HGX B200,
-B300) are left with NCCL's ``treeCorrectionFactor`` (:func:`nvls_tree_run_correction`): there NCCL's NVLS
-Tree bandwidth is itself below the measured one (2 DGX B200 under 2.26.2, Lambda, dstackai/dstack
-``examples/clusters/lambda``: 1-2 GiB at 1.15-1.17x of NCCL's figures), so the fill alone would move them
-further off (1.19-1.22x).
+the gap, the rest a slower rate than NCCL's, which is not priced. Across HGX B200 nodes (32 channels x 8
+heads: 8-32 MiB loops) the two bundled pairs, timed at the rate their NVLink and NICs hold
+(:func:`zerocalc.nccl.model.nvls_link_graphs`), show it too: 2 DGX B200 under 2.26.2 (Lambda,
+dstackai/dstack ``examples/clusters/lambda``) measure 0.20-0.25 ms beyond NCCL's 66.8 µs and 409.6 GB/s from
+128 to 512 MiB, where two loops of 32 MiB take 0.16 ms; 2 GCP A4 VMs (dstack's A4 example) 0.22 ms at
+256 MiB, more above it, where their rate (370 GB/s from 4 to 8 GiB) falls below 409.6.
 """
 
 from __future__ import annotations
@@ -69,17 +70,15 @@ NCCL_STEPS = 8
 """Slots of a connection's buffer (``src/include/device.h``)."""
 
 
-def fill_priced(coll: Collective, algo: Algorithm, n_nodes: int, compute_capability: int,
-                nvlink_domain: bool = False) -> bool:
+def fill_priced(coll: Collective, algo: Algorithm, n_nodes: int, compute_capability: int) -> bool:
     """Whether a call is timed with its pipeline's fill: an all-reduce on Hopper (sm90), with NVLS Tree, or
-    with NVLS on one node (:func:`nvls_tree_fill_us`, :func:`nvls_fill_us`); on Blackwell (sm100+), an NVLS
-    Tree all-reduce across nodes that are NVLink domains of several hosts (``nvlink_domain``: GB200 / GB300
-    NVL72 racks, module docstring). Blackwell HGX nodes keep NCCL's ``treeCorrectionFactor``
+    with NVLS on one node (:func:`nvls_tree_fill_us`, :func:`nvls_fill_us`); on Blackwell (sm100+), with
+    NVLS Tree (module docstring), in place of NCCL's ``treeCorrectionFactor``
     (:func:`nvls_tree_run_correction`)."""
     if coll != C.ALL_REDUCE:
         return False
     if compute_capability >= 100:
-        return algo == A.NVLS_TREE and nvlink_domain and n_nodes > 1
+        return algo == A.NVLS_TREE and n_nodes > 1
     return 90 <= compute_capability and (algo == A.NVLS_TREE or (algo == A.NVLS and n_nodes == 1))
 
 
@@ -171,14 +170,14 @@ def nvls_tree_run_correction(t, coll: Collective, algo: Algorithm, n_bytes: floa
     0.70-0.83x of the uncorrected model on 2 and 4 Dell XE9680, NVIDIA/nccl-tests issue 309, NCCL 2.26.2) is
     the pipeline's fill, which :func:`nvls_tree_fill_us` prices from NCCL's chunking and which holds past
     the factor's row, where the factor is 1 (2 DGX H100 under 2.30.7: 64 MiB-1 GiB at
-    0.86-0.98x of the uncorrected model). Across NVL72 racks (:func:`fill_priced`) the fill takes the
-    factor's place as on Hopper, and is taken back out of a release's estimate that holds it (the reciprocal
-    here): the call is timed alike on Grace and x86 hosts."""
+    0.86-0.98x of the uncorrected model). On Blackwell NVLS Tree (:func:`fill_priced`) the fill now takes
+    the factor's place as on Hopper, and the factor is taken back out of a release's estimate that holds it
+    (the reciprocal here): a call is timed alike on Grace and x86 hosts, by its pipeline, not the table."""
     m = t.machine
     if algo != A.NVLS_TREE or coll != C.ALL_REDUCE or m.compute_capability < 100:
         return 1.0
     held = estimate_correction(t.release, m, coll, algo, n_bytes)
-    if fill_priced(coll, algo, m.n_nodes, m.compute_capability, m.nvlink_domain):
+    if fill_priced(coll, algo, m.n_nodes, m.compute_capability):
         return 1.0 / held  # the fill in its place, taken out of NCCL's estimate where that holds it
     return 1.0 if held != 1.0 else _tree_factor(t.release, n_bytes)
 

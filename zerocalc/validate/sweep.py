@@ -279,6 +279,11 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
                     f"data for {gpus}\")")
         else:
             what = "Blackwell (nvlsEfficiency 0.74), which NCCL 2.28.3 brought in"
+            own = tuning.machine.graphs.get(Algorithm.NVLS_TREE)
+            run = tuning.nvls_run.machine.graphs.get(Algorithm.NVLS_TREE)
+            if tuning.machine.n_nodes > 1 and own is not None and run is not None and run.run_bw_intra:
+                what += (f", on the NVLS graph at the {run.bw_intra:g} GB/s bwIntra its GPUs' NVSwitch "
+                         f"links hold (NCCL's search: {own.bw_intra:g}, the NIC's speed)")
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"{what}; NCCL {release.name} chooses them with its own")
     notes += _nvls_fill_note(tuning, coll, out)
@@ -310,14 +315,14 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
 
 def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
     """The note for rows timed with their NVLS pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.
-    fill_priced`: Hopper all-reduce, NVLS Tree, and NVLS on one node; NVLS Tree across NVL72 racks)."""
+    fill_priced`: Hopper all-reduce, NVLS Tree, and NVLS on one node; Blackwell NVLS Tree)."""
     m = tuning.machine
     seen = [a for a in (Algorithm.NVLS_TREE, Algorithm.NVLS) if any(r["algorithm"] == a.value for r in out)
-            and fill_priced(coll, a, m.n_nodes, m.compute_capability, m.nvlink_domain)]
+            and fill_priced(coll, a, m.n_nodes, m.compute_capability)]
     if not seen:
         return []
     names = " / ".join("NVLS Tree" if a == Algorithm.NVLS_TREE else a.value for a in seen)
-    where = "across NVLink racks" if m.compute_capability >= 100 else "on Hopper"
+    where = "on Blackwell" if m.compute_capability >= 100 else "on Hopper"
     return [f"{names} calls timed with their pipeline's fill {where}, up to two loops of nvlsChannels "
             f"x heads x chunk (src/enqueue.cc calcCollChunking; zerocalc.nccl.nvls_pipeline); NCCL chooses "
             f"without it"]
