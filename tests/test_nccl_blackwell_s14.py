@@ -53,8 +53,10 @@ def test_releases_with_the_figures_and_hosts_across_nodes_keep_their_own():
     # the few-GPU Hopper and NVL72 cases are unchanged
     assert tune(get_topology("dgx-h100"), 8, V26).nvls_run is not None
     assert tune(get_topology("gb200-nvl72"), 8, V26).nvls_run is not None
-    assert nvls_corrected(V26, b200) and not nvls_corrected(V28, b200)
-    assert nvls_corrected_for(b200) == "Blackwell within one node"
+    # (the table's note, where a call ran that way: one node at 2.25-2.27, across nodes at every release)
+    assert nvls_corrected(V26, b200) and nvls_corrected(V28, b200)
+    assert not nvls_corrected(V28, get_topology("gb200-nvl72"))
+    assert nvls_corrected_for(b200).startswith("Blackwell HGX nodes")
     assert nvls_corrected_for(get_topology("gb200-nvl72")) == "GB200-NV72"
     assert nvls_corrected_for(get_topology("dgx-h100")) == "Hopper"
 

@@ -112,17 +112,22 @@ def nvls_corrected_for(topo: Topology) -> str:
     """The GPUs whose NVLS figures NCCL 2.28.3 corrected, as its release notes name them."""
     if (topo.compute_capability or 0) < 100:
         return "Hopper"
-    return "GB200-NV72" if topo.mnnvl else "Blackwell within one node"
+    if topo.mnnvl:
+        return "GB200-NV72"
+    return ("Blackwell HGX nodes (across nodes on the NVLS graph at the bwIntra the GPUs' NVSwitch links "
+            "hold, zerocalc.nccl.model.nvls_link_graphs)")
 
 
 def nvls_corrected(release, topo: Topology) -> bool:
     """Whether ``release`` times NVLS calls on ``topo`` with the later release's figures
     (:func:`zerocalc.nccl.model.nvls_run_release`): Hopper with NVLink SHARP, a multi-node NVLink domain
     of Blackwell GPUs (GB200 / GB300 NVL72) and Blackwell HGX nodes (groups within one node), NCCL 2.17-2.27
-    (no NVLS before 2.17)."""
+    (no NVLS before 2.17); Blackwell HGX nodes across nodes under every release with NVLS (their NVLS graph
+    at the NVLink's bwIntra). A note says so only where a call was timed that way."""
     cc = topo.compute_capability or 0
-    return (not release.nvls_efficiency_model and Algorithm.NVLS in release.algorithms and bool(topo.nvls)
-            and (topo.nvswitch_gen or 0) >= 3 and cc >= 90)
+    hgx_blackwell = cc >= 100 and not topo.mnnvl
+    return ((not release.nvls_efficiency_model or hgx_blackwell) and Algorithm.NVLS in release.algorithms
+            and bool(topo.nvls) and (topo.nvswitch_gen or 0) >= 3 and cc >= 90)
 
 
 def row_sizes(r, reuse_distance: float) -> dict:
