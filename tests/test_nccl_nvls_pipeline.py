@@ -180,3 +180,18 @@ def test_check_says_where_the_fill_is_priced(name, args, says):
         where = "on Blackwell" if "B200" in name else "on Hopper"
         assert notes[0].startswith(f"note: {says} timed with their pipeline's fill {where}")
         assert "NCCL chooses without it" in notes[0]
+
+
+def test_nvls_tree_through_host_memory_runs_at_the_relays_share():
+    """Without GPUDirect RDMA a network path runs at HOST_RELAY_SHARE (2/3, NVIDIA/nccl issue 412; graph.py
+    assumption 7), also for NVLS Tree calls timed with a later release's figures: 2 DGX B200 at 1 GiB, 2.26.2
+    and 2.30.7 alike, 66.8 us + (1 GiB + two 32 MiB loops of 32 x 8 x 128 KiB) at 96 x 8 x 16/30 x 2/3 GB/s;
+    2 DGX H100 under 2.26.2 (2.30's figures, 57.7 x 8 x 16/30; two 16 MiB loops of 16 x 8 x 128 KiB)."""
+    from dataclasses import replace
+    n = 1 << 30
+    for preset, rel, bw, loop in (("dgx-b200", R226, 96.0, 32 * MIB), ("dgx-b200", R230, 96.0, 32 * MIB),
+                                  ("dgx-h100", R226, 57.7, 16 * MIB)):
+        t = tune(replace(PRESETS[preset], gpudirect_rdma=False), 16, rel)
+        rate = bw * 8 * 16 / 30 * 2 / 3 * 1e9
+        hand = 66.8e-6 + (n + 2 * loop) / rate
+        assert t.run_time_s(C.ALL_REDUCE, A.NVLS_TREE, P.SIMPLE, n) == pytest.approx(hand, rel=1e-9), preset

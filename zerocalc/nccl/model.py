@@ -177,8 +177,9 @@ class Tuning:
             t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok)
             if t is None:
                 return None
-            corr = nvls_tree_run_correction(self.nvls_run, coll, algo, n_bytes)
             run = self.nvls_run
+            # the graph's run-time rate as below (a network path through host memory: HOST_RELAY_SHARE)
+            corr = nvls_tree_run_correction(run, coll, algo, n_bytes) * run.machine.graphs[algo].run_scale
             lat = run.nvls_tree_fill_latency_us(coll, algo, proto, n_bytes, corr, chunking=self)
             return run.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True, bw_scale=corr,
                               latency_us=lat)
