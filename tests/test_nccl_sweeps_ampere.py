@@ -403,3 +403,70 @@ def test_ampere_ll128_runs_at_its_share_by_hand():
     assert (row["algorithm"], row["protocol"]) == ("Ring", "LL128")
     assert row["nccl_s"] == pytest.approx(36.6e-6 + (4 << 20) / (120e9 * 8 / 14), rel=1e-6)
     assert not any("Ring/LL128 calls timed at" in n for n in v100["notes"])
+
+
+# The two one-node A100 all-reduces of one process per GPU (no launch terms) and NCCL's Ring/LL latency at
+# the release each is priced with (tuning.cc: baseLat, hwLat[NVLINK][RING][LL]): v2.8.4-v2.17.1 3.6 and
+# 0.47 us, v2.18.1-v2.30.7 6.6 and 0.6 us
+LL_HOP_SWEEPS = {
+    "all_reduce_perf-8xA100-SXM4-40GB-abci-1node-nccl2.8.4.txt": (("--nccl-version", "2.8.4"), 3.6, 0.47),
+    "all_reduce_perf-8xA100-SXM4-80GB-np8-thanos.txt": ((), 6.6, 0.6),
+}
+
+
+def test_ampere_ll_hop_from_two_one_process_per_gpu_sweeps():
+    """AMPERE_LL_HOP_US against the files it comes from: the median out-of-place time of each file's sizes
+    up to 256 B (counted from the file: 17.3 and 21.55 us), less NCCL's base latency, over the 14 hops of
+    an 8-rank ring all-reduce: 0.98 us a hop at NCCL 2.8.4 (ABCI) and 1.07 at 2.30.7 (thanos), 1.02 their
+    mean, where the tables charge 0.47 and 0.6; one channel of Ring/LL at every such size."""
+    import statistics
+
+    from zerocalc.nccl.tune_model import AMPERE_LL_HOP_US
+
+    hops = []
+    for name, (args, base, _) in LL_HOP_SWEEPS.items():
+        small = [t for size, t, _ in counted_rows(name) if size <= 256]
+        hops.append((statistics.median(small) - base) / 14)
+        sweep = check(name, *args)
+        assert {(r["algorithm"], r["protocol"], r["launch_channels"]) for r in sweep["rows"]
+                if r["bytes"] <= 256} == {("Ring", "LL", 1)}
+    assert hops == pytest.approx([0.978, 1.066], abs=0.001)
+    assert AMPERE_LL_HOP_US == pytest.approx(statistics.mean(hops), abs=0.005)
+
+
+def test_ampere_ll_hop_by_hand():
+    """8 B of each file priced with 14 hops at 1.02 us: 3.6 + 14 x 1.02 = 17.88 us at NCCL 2.8.4 (measured
+    17.0, ratio 1.05; NCCL's own 10.18, 0.60), 6.6 + 14 x 1.02 = 20.88 us at 2.30.7 (measured 20.3; NCCL's own
+    15.0), the bytes' time below 0.01 us. Ring/LL stays NCCL's choice. The p5 node of 8 H100 (one process per
+    GPU, 2.30.7) keeps NCCL's 6.6 + 14 x 0.6 = 15.0 us (its sizes up to 256 B measured at a median of 15.0
+    us), and the DGX-1's V100s (sm70)
+    NCCL's own 3.6 + 14 x 0.47 = 10.18 us at 2.12.12."""
+    import statistics
+
+    for name, (args, base, _) in LL_HOP_SWEEPS.items():
+        sweep = check(name, *args)
+        (row,) = [r for r in sweep["rows"] if r["bytes"] == 8]
+        assert (row["algorithm"], row["protocol"]) == ("Ring", "LL")
+        assert row["predicted_s"] == pytest.approx((base + 14 * 1.02) * 1e-6, abs=0.01e-6)
+        assert any("Ring/LL calls timed with 1.02 µs a hop" in n for n in sweep["notes"])
+    from zerocalc.nccl.model import tune
+    from zerocalc.nccl.tables import Algorithm, Collective, Protocol, release_for
+    from zerocalc.topology.presets import get_topology
+
+    for version, own in (("2.8.4", 3.6 + 14 * 0.47), ("2.30.7", 6.6 + 14 * 0.6)):
+        t = tune(get_topology("dgx-a100"), 8, release_for(version)[0])
+        ring_ll = (Collective.ALL_REDUCE, Algorithm.RING, Protocol.LL)
+        assert t.time_s(*ring_ll, 8) == pytest.approx(own * 1e-6, abs=0.01e-6)  # what NCCL chooses with
+        assert t.choose(Collective.ALL_REDUCE, 8)[:2] == ring_ll[1:]
+    p5 = check("all_reduce_perf-8xH100-p5-aws-batch-tagged.txt", "--topology", "aws-p5")
+    (row,) = [r for r in p5["rows"] if r["bytes"] == 8]
+    assert (row["algorithm"], row["protocol"]) == ("Ring", "LL")
+    assert row["predicted_s"] == pytest.approx(15.0e-6, abs=0.01e-6)
+    p5_rows = counted_rows("all_reduce_perf-8xH100-p5-aws-batch-tagged.txt")
+    small = [t for size, t, _ in p5_rows if size <= 256]
+    assert statistics.median(small) == pytest.approx(15.0, abs=0.1)  # measured: NCCL's own hop holds
+    assert not any("µs a hop" in n for n in p5["notes"])
+    v100 = check(V100)
+    (row,) = [r for r in v100["rows"] if r["bytes"] == 8]
+    assert row["nccl_s"] == pytest.approx(10.18e-6, abs=0.01e-6)
+    assert not any("µs a hop" in n for n in v100["notes"])

@@ -316,14 +316,44 @@ def ll128_run_share(m: Machine, a: Algorithm, p: Protocol) -> float:
     return 1.0
 
 
+AMPERE_LL_HOP_US = 1.02
+"""The time (µs) a Ring/LL hop takes on one node of NVSwitch A100s (sm80), where NCCL's table charges 0.47
+(``hwLat[NVLINK][RING][LL]``, ``tuning.cc`` v2.8.4-v2.17.1, base latency 3.6) or 0.6 (v2.18.1-v2.30.7, base
+6.6). A measured reading, labelled as such: the all-reduces of 8 A100-SXM4 on one node with one process per
+GPU (``mpirun -np 8``, so no launch terms) in ``tests/data/traces``, ABCI's at NCCL 2.8.4
+(``all_reduce_perf-8xA100-SXM4-40GB-abci-1node-nccl2.8.4``) and the thanos host's
+(``all_reduce_perf-8xA100-SXM4-80GB-np8-thanos``, priced at 2.30.7). Their sizes of 4 to 256 B (one channel
+of Ring/LL) run at a median of 17.3 and 21.55 µs, where NCCL's time is its base latency and 14 hops of the
+table's: (17.3 − 3.6) / 14 = 0.98 and (21.55 − 6.6) / 14 = 1.07 µs a hop, 1.02 their mean. The two releases'
+tables differ in both terms; the measured hop does not. The ``-g 8`` sweeps of such nodes (the thanos
+host's, Microsoft SuperBench's at 2.12.12, an A100-SXM4-80GB host's at 2.19.3) keep their median sizes
+within 0.8-1.25x with it. One node of 8 H100 (AWS p5, ``all_reduce_perf-8xH100-p5-aws-batch-tagged``, one
+process per GPU, 2.30.7) runs its sizes up to 256 B at a median of NCCL's own 15.0 µs (0.6 a hop), so Hopper
+keeps the table, as does the DGX-1's V100 cube-mesh (sm70, no NVSwitch). A run-time figure: NCCL chooses
+with its own (:func:`ampere_ll_latency_us`)."""
+
+
+def ampere_ll_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol) -> float | None:
+    """The latency a Ring/LL call runs with on one node of NVLink A100s (sm80): NCCL's own
+    (:func:`_latency_us`) with each hop it charges (``nsteps``; one for broadcast and reduce) at
+    :data:`AMPERE_LL_HOP_US` in place of the table's; ``None`` for other protocols, GPUs and node counts."""
+    ampere = 80 <= m.compute_capability < 90
+    if p != P.LL or not ampere or m.n_nodes != 1 or not m.graphs[A.RING].nvlink:
+        return None
+    table = rel.hw_lat_us[NVLINK][A.RING][_PROTO_INDEX[p]]
+    hops = 1 if coll in (C.BROADCAST, C.REDUCE) else _nsteps(coll, m.n_ranks)
+    return _latency_us(rel, m, coll, A.RING, p) + hops * max(0.0, AMPERE_LL_HOP_US - table)
+
+
 def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
                         share: float = 1.0) -> float | None:
     """The latency a Ring all-gather or reduce-scatter across nodes runs with: every one of its ``nRanks − 1``
     steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, hwLat[NET])``, where NCCL's estimate
     (:func:`_latency_us`) charges the network hop to its ``nInterSteps`` (``nNodes − 1``) alone and the NVLink
-    / PCI hop to the rest; never less than NCCL's estimate; ``None`` on one node (every hop alike), with one
-    GPU a node (every step crosses the network already) and for other collectives. A run-time figure: NCCL
-    chooses with its own (:meth:`zerocalc.nccl.model.Tuning.choose`).
+    / PCI hop to the rest; never less than NCCL's estimate; on one node (every hop alike)
+    :func:`ampere_ll_latency_us`; ``None`` with one GPU a node (every step crosses the network already) and
+    for other collectives. A run-time figure: NCCL chooses with its own
+    (:meth:`zerocalc.nccl.model.Tuning.choose`).
 
     Why: a ring is a pipeline whose ranks forward each step once the previous rank's data lands, on
     ``NCCL_STEPS`` = 8 buffer slots a connection (a Simple chunk takes 4 of them: ``ALLGATHER_CHUNKSTEPS``,
@@ -369,6 +399,8 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
     ``net_wire_latency_us``, on the wire's timing run): charged on top where the network states one (two
     VMs over NCCL's socket transport, :mod:`zerocalc.nccl.net_socket`: an 8-byte broadcast of two V100
     hosts, nccl-tests issue 82, took 45.8 µs where NCCL's estimate is 18)."""
+    if m.n_nodes == 1:  # one node: every hop alike, but for an A100's Ring/LL hop
+        return ampere_ll_latency_us(rel, m, coll, p)
     wire = _ring_wire_us(m)
     if coll in (C.BROADCAST, C.REDUCE) and m.n_nodes > 1 and wire:
         return _latency_us(rel, m, coll, A.RING, p) + (m.n_nodes - 1) * wire

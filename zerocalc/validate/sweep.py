@@ -38,7 +38,7 @@ from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version, release_for
-from zerocalc.nccl.tune_model import ll128_run_share
+from zerocalc.nccl.tune_model import AMPERE_LL_HOP_US, ampere_ll_latency_us, ll128_run_share
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
@@ -302,6 +302,11 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
                          for r in out):
         notes.append(f"Ring/LL128 calls timed at {share:g} of NCCL's LL128 bandwidth, as one-node A100 "
                      f"sweeps run them (seven public sweeps, four hosts); NCCL chooses with its own figure")
+    if ampere_ll_latency_us(tuning.release, tuning.machine, coll, Protocol.LL) is not None and any(
+            (r["algorithm"], r["protocol"]) == ("Ring", "LL") and not r["calibrated"] for r in out):
+        notes.append(f"Ring/LL calls timed with {AMPERE_LL_HOP_US:g} µs a hop, as one-node A100 sweeps of "
+                     f"one process per GPU run them (two public sweeps, NCCL 2.8.4 and 2.30.7); NCCL chooses "
+                     f"with its table's hop")
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
