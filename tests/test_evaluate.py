@@ -141,3 +141,42 @@ def test_a_large_sweep_specialised_on_its_constants_gives_the_generic_numbers(mo
             np.testing.assert_allclose(special[name][col], v, rtol=1e-12, err_msg=f"{name} {col}")
     for k, v in cfg.items():
         np.testing.assert_array_equal(cfg2[k], v)
+
+
+def _names(code) -> set[str]:
+    """Every global name a generated function's code object (and the ones nested in it) refers to."""
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            out |= _names(c)
+    return out
+
+
+@pytest.mark.parametrize("grad_sync", ["every", "boundary"])
+def test_kernels_are_the_ones_sympy_builds_on_its_numpy_namespace(grad_sync):
+    # the kernels are lambdified with the numpy module, not its name; sympy's own path (modules="numpy")
+    # must give the same code, whose names find the same functions: the same numbers, bit for bit
+    import inspect
+
+    import zerocalc.evaluate as E
+
+    quantities = [("bytes", Algorithm.RING), ("memory", Algorithm.RING)] + [("time", a) for a in Algorithm]
+    keys = tuple((name, q, a.value, grad_sync, shard) for name in SCHEME_NAMES for q, a in quantities
+                 for shard in (True, False))
+    ours = E.compiled_many(keys)
+    theirs = sympy.lambdify(S.ARGUMENTS, [E._expression(*k) for k in keys], modules="numpy", cse=True)
+    assert inspect.getsource(ours) == inspect.getsource(theirs)
+    for name in _names(ours.__code__):  # a name neither namespace holds is a builtin in both
+        assert ours.__globals__.get(name) is theirs.__globals__.get(name), name
+
+
+def test_the_first_kernel_of_a_process_does_not_import_numpys_build_and_test_tools():
+    # sympy's lambdify(modules="numpy") runs "from numpy import *", which under numpy 2 imports numpy.f2py and
+    # numpy.testing (about 0.1 s); zerocalc's kernels need neither
+    import subprocess
+    import sys
+
+    code = ("import sys; from zerocalc.evaluate import evaluate; evaluate(psi=7.5e9, n=64); "
+            "print(sorted(m for m in ('numpy.f2py', 'numpy.testing') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -30,6 +30,13 @@ from zerocalc.topology import DEFAULT_TOPOLOGY, Topology, get_topology
 #: DeepSpeed's default ``stage3_max_reuse_distance`` (deepspeed/runtime/zero/config.py: 1e9 elements).
 DEFAULT_REUSE_DISTANCE = 1e9
 
+#: What the kernels are lambdified with: the numpy module itself, not its name. sympy prints the same code
+#: for either (its NumPyPrinter, chosen by the module's ``__name__``) and the code's names find the same
+#: numpy functions in the module's namespace; the name makes sympy build its own namespace first with
+#: ``from numpy import *`` (sympy/utilities/lambdify.py, MODULES["numpy"]), which under numpy 2 imports
+#: numpy.f2py, numpy.testing and unittest: about 0.1 s at the first kernel of every process.
+_NUMPY = np
+
 
 def _expression(scheme: str, quantity: str, algorithm: str,
                 grad_sync: str = GradSync.EVERY.value, shard_is_node: bool = False) -> sympy.Expr:
@@ -53,7 +60,7 @@ def _expression(scheme: str, quantity: str, algorithm: str,
 def compiled(scheme: str, quantity: str, algorithm: str = Algorithm.RING.value,
              grad_sync: str = GradSync.EVERY.value):
     """The numpy function of :data:`ARGUMENTS` for ``quantity`` ∈ {bytes, time, memory} of ``scheme``."""
-    return sympy.lambdify(S.ARGUMENTS, _expression(scheme, quantity, algorithm, grad_sync), modules="numpy",
+    return sympy.lambdify(S.ARGUMENTS, _expression(scheme, quantity, algorithm, grad_sync), modules=_NUMPY,
                           cse=True)
 
 
@@ -66,7 +73,7 @@ def compiled_many(keys: tuple[tuple[str, ...], ...]):
     several times cheaper to build than one per quantity, which matters for CLI start-up.
     """
     exprs = [_expression(*key) for key in keys]
-    return sympy.lambdify(S.ARGUMENTS, exprs, modules="numpy", cse=True)
+    return sympy.lambdify(S.ARGUMENTS, exprs, modules=_NUMPY, cse=True)
 
 
 #: A sweep of at least this many configurations is evaluated by a kernel specialised on the inputs that
@@ -97,7 +104,7 @@ def compiled_fixed(keys: tuple[tuple[str, ...], ...], fixed: tuple[tuple[str, fl
     subs = {s: _number(values[s.name]) for s in S.ARGUMENTS if s.name in values}
     live = [s for s in S.ARGUMENTS if s.name not in values]
     exprs = [_expression(*key).xreplace(subs) for key in keys]
-    return sympy.lambdify(live, exprs, modules="numpy", cse=True)
+    return sympy.lambdify(live, exprs, modules=_NUMPY, cse=True)
 
 
 def _kernel(keys: tuple[tuple[str, ...], ...], args: list, size: int):
