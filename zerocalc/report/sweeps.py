@@ -7,6 +7,7 @@ Each function returns a tidy DataFrame (or list) computed from the public model
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -165,6 +166,9 @@ def scheme_derivations() -> list[dict[str, object]]:
     from zerocalc.schemes import SCHEME_NAMES, SCHEMES
 
     collect_by = [S.alpha_intra, S.alpha_inter, S.gamma]
+    # sympy.collect factors every factor of every term on its way (n_mb, Ψ, b_g... over a thousand calls,
+    # some eighty distinct expressions): each is factored once, to the same expression
+    factor = cache(sympy.factor)
     out = []
     for name in SCHEME_NAMES:
         scheme = SCHEMES[name]
@@ -173,11 +177,11 @@ def scheme_derivations() -> list[dict[str, object]]:
         pieces = time.args if isinstance(time, sympy.Piecewise) else ((time, sympy.true),)
         cases = []
         for expr, cond in pieces:
-            expr = sympy.collect(sympy.expand(expr), collect_by, func=sympy.factor)
+            expr = sympy.collect(sympy.expand(expr), collect_by, func=factor)
             cases.append((expr, _condition_text(cond, len(pieces))))
         out.append({"scheme": name, "title": scheme.title, "equivalent_to_dp": scheme.equivalent_to_dp,
-                    "volume": sympy.factor(scheme.bytes_per_rank().subs(S.H, S.G)), "time_cases": cases,
-                    "memory": sympy.factor(model_state_bytes(name).subs(S.H, S.G))})
+                    "volume": factor(scheme.bytes_per_rank().subs(S.H, S.G)), "time_cases": cases,
+                    "memory": factor(model_state_bytes(name).subs(S.H, S.G))})
     return out
 
 
