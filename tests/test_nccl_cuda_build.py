@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from zerocalc.cli import app
 from zerocalc.collectives import Collective
-from zerocalc.nccl.model import CUDA_11_8_PAIR, tune
+from zerocalc.nccl.enabled import CUDA_11_8_PAIR
+from zerocalc.nccl.model import tune
 from zerocalc.nccl.predict import cuda_build_from_text
 from zerocalc.nccl.tables import Algorithm, Protocol, release_for
 from zerocalc.topology import PRESETS

@@ -11,8 +11,9 @@ before the least-time pick, and change the pair a reduction runs on:
   half, bfloat16, float or double; a min or max of those but float and double. An int8, uint8 or fp8
   reduction, a product, an average (``ncclDevSumPostDiv`` / ``ncclDevPreMulSum``, ``hostToDevRedOp``) and a
   pre-multiplied sum get neither NVLS algorithm, and run on Ring or Tree (CollNet where the network has it).
-  An all-gather runs as int8 before v2.19 (:func:`zerocalc.nccl.model._disabled`), on the caller's type in
-  v2.19-v2.21 (the test applies), and is exempt from v2.22.3 (``|| aggBeg->func == ncclFuncAllGather``).
+  An all-gather runs as int8 before v2.19 (:func:`zerocalc.nccl.enabled.disabled_reason`), on the caller's
+  type in v2.19-v2.21 (the test applies), and is exempt from v2.22.3
+  (``|| aggBeg->func == ncclFuncAllGather``).
 * **An fp8 reduction's Ring is relegated at more than 8 ranks.** ``updateCollCostTable`` multiplies Ring's
   time by 1024 for ``ncclFloat8e4m3`` / ``ncclFloat8e5m2`` when ``comm->nRanks > 8`` ("Relegate fp8
   reduction trees of sufficient depth that they incur precision loss", v2.24.3-v2.30.7; v2.24 brought the
@@ -62,7 +63,7 @@ def nvls_reduces(rel: Release, coll: Collective, dtype: str | None, redop: str |
     the type is unknown: the model then stays as it was)."""
     if dtype is None or coll not in REDUCING | {C.ALL_GATHER}:
         return True
-    if coll == C.ALL_GATHER:  # exempt from v2.22.3; before v2.19 it never has NVLS (model._disabled)
+    if coll == C.ALL_GATHER:  # exempt from v2.22.3; before v2.19 it never has NVLS (enabled.disabled_reason)
         return rel.era >= 22 or rel.era < 19 or dtype in NVLS_TYPES["sum"]
     return dtype in NVLS_TYPES.get(_redop(redop), frozenset())
 

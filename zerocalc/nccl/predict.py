@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
+from zerocalc.nccl.enabled import ENV_REASONS
 from zerocalc.nccl.launch import TIMED, Launch, LaunchEnv, channel_share, launch
-from zerocalc.nccl.model import ENV_REASONS, Tuning
+from zerocalc.nccl.model import Tuning
 from zerocalc.nccl.ofi_cxi import rendezvous_us
 from zerocalc.nccl.ofi_tuner import OfiTuner, ofi_choice
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version

@@ -51,7 +51,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.model import ENV_REASONS, Tuning, _applies
+from zerocalc.nccl.enabled import ENV_REASONS, applies
+from zerocalc.nccl.model import Tuning
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version
 
 OPTION = "--nccl-tuner"
@@ -196,7 +197,7 @@ class TunedChoice:
 
 def _runnable(tuning: Tuning, coll: Collective, a: Algorithm, p: Protocol) -> str:
     """'' when the communicator can run (coll, a, p) (perhaps left out by the environment), else why not."""
-    if not _applies(tuning.release, coll, a, p):
+    if not applies(tuning.release, coll, a, p):
         return (f"NCCL {tuning.release.name} has no {a.value}" if a not in tuning.release.algorithms
                 else f"NCCL never runs {coll.value} with {a.value}/{p.value}")
     e = tuning.entries.get((coll, a, p))

@@ -29,9 +29,10 @@ import numpy as np
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.datatype import for_type
+from zerocalc.nccl.enabled import CUDA_11_8_PAIR
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
-from zerocalc.nccl.model import CUDA_11_8_PAIR, Tuning, tune
+from zerocalc.nccl.model import Tuning, tune
 from zerocalc.nccl.nvls_pipeline import fill_priced
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
