@@ -180,3 +180,16 @@ def test_the_first_kernel_of_a_process_does_not_import_numpys_build_and_test_too
             "print(sorted(m for m in ('numpy.f2py', 'numpy.testing') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_node_as_hsdp_shard_group_is_what_sympy_subs_gives():
+    # _expression puts G in for H with xreplace; sympy's subs (which also re-evaluates each piece's
+    # condition) must give the same expression for every scheme, quantity, algorithm and sync mode
+    import zerocalc.evaluate as E
+
+    quantities = [("bytes", Algorithm.RING), ("memory", Algorithm.RING)] + [("time", a) for a in Algorithm]
+    for name in SCHEME_NAMES:
+        for q, a in quantities:
+            for sync in ("every", "boundary"):
+                node = E._expression(name, q, a.value, sync, True)
+                assert node == E._expression(name, q, a.value, sync).subs(S.H, S.G), (name, q, a, sync)
