@@ -1,0 +1,108 @@
+"""check on more public nccl-tests outputs of H100 hosts: two-host all-reduce runs in which one process drives
+each host's GPUs (``-g 4`` or ``-g 8``), on DGX H100 hosts and on a second pair of hosts
+(tests/data/traces/README.md names each file's source).
+
+What each test expects is counted from the file itself by a plain split, not through zerocalc: its '#  Rank'
+lines, its ``nThread ... nGpus`` line, its rows (size, out-of-place µs, in-place µs). The bands are issue
+11's (0.5-2x at every size, 0.8-1.25x at the median size) where the model meets them.
+
+None of these runs is within the bands at its median size, and none states its network or NCCL version (priced
+as NCCL 2.18.3, 2.19.3, 2.21.5, 2.23.4 or 2.30.7 they miss alike). The two DGX runs meet NCCL's model from 256
+MiB (8 ranks) and 2 GiB (16 ranks) on, which is held below; under that both are slower than any of NCCL's
+algorithms (16 ranks: 0.03-0.22x from 8 KiB to 64 MiB, out-of-place and in-place times apart by up to 19x), as
+is the same hosts' 4-rank run bundled before (0.31x at its median size), where other two-host H100 runs with a
+NIC a GPU meet it (NVIDIA/nccl-tests issue 309's: 1.0-1.1x from 1 to 512 MiB): the slowness is those hosts'
+network path at mid sizes, which nothing in the files names. The ``alpha-test`` pair's 8 GiB call takes 2.1x
+the time NCCL's model gives on the DGX H100 preset (8 × 400 Gb/s a host), 220 GB/s of bus bandwidth; its
+hosts' network is not stated (their bus ids, 63 to 95, are no DGX's), and the same hosts' 8-rank run, bundled
+before, misses alike.
+"""
+
+import pytest
+from sweep_files import DATA, check_json, device_lines, file_rows
+
+#: out-of-place over in-place (either way) beyond which ``check`` calls a row unsteady, and the upper edge
+#: of the 0.8-1.25x band (issue 11)
+GAP = 1.25
+#: the lower edge of the median-size band (issue 11)
+LOW = 0.8
+
+DGX_G4 = "all_reduce_perf-8xH100-2nodes-4pernode-g4-dgx.txt"
+DGX_G8 = "all_reduce_perf-16xH100-2nodes-8pernode-g8-dgx.txt"
+ALPHA_G8 = "all_reduce_perf-16xH100-2nodes-8pernode-g8-alpha.txt"
+
+#: file → (op, GPU name, GPUs each process drives, hosts): what the file's own lines say
+READ = {
+    DGX_G4: ("all_reduce", "NVIDIA H100 80GB HBM3", 4, ["dgx-06", "dgx-07"]),
+    DGX_G8: ("all_reduce", "NVIDIA H100 80GB HBM3", 8, ["dgx-06", "dgx-07"]),
+    ALPHA_G8: (
+        "all_reduce", "NVIDIA H100 80GB HBM3", 8, ["alpha-test-16way-node-001", "alpha-test-16way-node-002"]
+    ),
+}
+
+#: file → the smallest size from which every size is within 0.8-1.25x (the DGX runs' bandwidth-bound end)
+IN_BAND_FROM = {DGX_G4: 256 << 20, DGX_G8: 2 << 30}
+
+
+def gpus_per_process(name):
+    """The ``nGpus`` of the file's ``# nThread`` line, by a plain split."""
+    line = next(e for e in (DATA / name).read_text().splitlines() if e.lstrip().startswith("# nThread"))
+    f = line.split()
+    return int(f[f.index("nGpus") + 1])
+
+
+def unsteady_sizes(name):
+    """Sizes whose out-of-place and in-place times differ by more than :data:`GAP` either way."""
+    return [s for s, oop, ip in file_rows(name) if max(oop, ip) / min(oop, ip) > GAP]
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_each_file_is_read_as_its_lines_say(name):
+    op, gpu, per_process, hosts = READ[name]
+    devices = device_lines(name)
+    assert {g for _, g in devices} == {gpu}
+    assert sorted({h for h, _ in devices}) == hosts
+    assert gpus_per_process(name) == per_process
+    sweep = check_json(name)
+    assert (sweep["op"], sweep["group_size"]) == (op, len(devices))
+    assert sweep["gpus_per_thread"] == per_process
+    assert sweep["topology"] == "dgx-h100"
+    assert f"{len(devices) // len(hosts)} per host, {len(hosts)} hosts" in sweep["topology_how"]
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_the_rows_are_the_files_from_first_to_last(name):
+    """Every row of the file is read, the first and the last as printed (8 B; 8 or 16 GiB)."""
+    rows = file_rows(name)
+    sweep = check_json(name)
+    assert len(sweep["rows"]) == len(rows)
+    first, last = sweep["rows"][0], sweep["rows"][-1]
+    assert (first["bytes"], last["bytes"]) == (rows[0][0], rows[-1][0])
+    assert first["measured_s"] == pytest.approx(rows[0][1] * 1e-6)
+    assert last["measured_s"] == pytest.approx(rows[-1][1] * 1e-6)
+    assert (rows[0][0], rows[-1][0] >> 30) in {(8, 8), (8, 16)}
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_a_file_stating_no_version_is_priced_on_the_default_and_says_so(name):
+    text = (DATA / name).read_text()
+    assert "NCCL version" not in text and "library=" not in text
+    assert "states none" in check_json(name)["nccl_version_how"]
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_the_unsteady_rows_are_those_whose_two_timings_differ(name):
+    sweep = check_json(name)
+    flagged = [r["bytes"] for r in sweep["rows"] if r["unsteady"]]
+    assert flagged == unsteady_sizes(name)
+    for r, (_, _, in_place) in zip(sweep["rows"], file_rows(name), strict=True):
+        assert r["in_place_s"] == pytest.approx(in_place * 1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(IN_BAND_FROM))
+def test_the_dgx_runs_meet_nccls_model_at_their_largest_sizes(name):
+    """From 256 MiB (8 ranks, Tree) or 2 GiB (16 ranks, NVLS Tree) every size is within 0.8-1.25x: the
+    hosts' NVLink and 8 × 400 Gb/s are the preset's; the misses are below (module docstring)."""
+    rows = [r for r in check_json(name)["rows"] if r["bytes"] >= IN_BAND_FROM[name]]
+    assert len(rows) >= 4
+    assert all(LOW <= r["ratio"] <= GAP for r in rows), [(r["bytes"], round(r["ratio"], 3)) for r in rows]
