@@ -84,8 +84,12 @@ def bus_slots(path):
 
 
 def expected_preset(path, gpu):
-    """The preset a file's single GPU model picks: H100s at an A3 Mega VM's slots on every one of two or more
-    hosts, each GPU on a bus of its own, are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
+    """The preset a file's single GPU model picks: the EC2 instance aws-ofi-nccl's INFO line names (``NET/OFI
+    Running on p4d.24xlarge platform``: ``aws-p4d``), else H100s at an A3 Mega VM's slots on every one of two
+    or more hosts, each GPU on a bus of its own, are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
+    ec2 = re.search(r"NET/OFI Running on ([A-Za-z0-9-]+)(?:\.\S+)? platform", path.read_text())
+    if ec2:
+        return f"aws-{ec2.group(1).lower()}"
     slots, ranks = bus_slots(path), device_lines(path)
     own_bus = sum(len(s) for s in slots.values()) == len(ranks)
     if gpu == "NVIDIA H100 80GB HBM3" and len(slots) >= 2 and own_bus \
