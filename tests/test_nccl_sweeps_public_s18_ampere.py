@@ -1,16 +1,20 @@
-"""check on more public nccl-tests outputs of Ampere and Ada GPUs: 8 and 4 RTX 4090 on PCIe (stock driver,
-and a driver patched for PCIe peer-to-peer), 4 A100 PCIe in one host, 2 A100 PCIe hosts over InfiniBand
-(NVIDIA/nccl-tests issue 293), and 16 A100 SXM4 on two hosts of AWS p4de, AWS p4d and OCI BM.GPU4.8
-(tests/data/traces/README.md names each file's source).
+"""check on more public nccl-tests outputs of Ampere, Ada and consumer Blackwell GPUs: 8 and 4 RTX 4090 on
+PCIe (stock driver, and a driver patched for PCIe peer-to-peer), 8 RTX 5090 on such a driver, 4 A100 PCIe in
+one host, 2 A100 PCIe hosts over InfiniBand (NVIDIA/nccl-tests issue 293), and 16 A100 SXM4 on two hosts
+of AWS p4de, AWS p4d and OCI BM.GPU4.8 (tests/data/traces/README.md names each file's source).
 
 What each test expects is counted from the file itself by a plain split, not through zerocalc: its '#  Rank'
 lines, its ``nThread ... nGpus`` line, its rows (size, out-of-place µs, in-place µs), its ``NCCL version``
-line and its NCCL INFO lines. The bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median size)
-where the model meets them; where it does not, what is read is held and the miss is written down here:
+or ``nccl-library=`` line and its NCCL INFO lines. The bands are issue 11's (0.5-2x at every size,
+0.8-1.25x at the median size) where the model meets them; where it does not, what is read is held and the
+miss is written down here:
 
 - 8 RTX 4090 on a driver patched for PCIe P2P: up to 2.16x from 8 MiB. The file's lines cannot tell the
   patched driver from the stock one, so GeForce cards are priced through host memory (no P2P), the stock
-  driver's path; the stock-driver run of the same host is within both bands.
+  driver's path; the stock-driver run of the same host is within both bands. 8 RTX 5090 on such a driver
+  (NCCL 2.29.7): 1.6-5x. Its ``NCCL_P2P_LEVEL=SYS`` does not tell either (a stock driver reports no peer
+  access between GeForce cards, which that level cannot turn on), and up to 2 KiB its calls take 24.5-25.5
+  µs where the floor of one thread launching 8 GPUs' kernels is priced at 35 µs.
 - 4 A100 PCIe in one process: 0.48-0.76x from 64 KiB. Its GPUs sit on two sockets (buses 18/3b and 86/af)
   and its busbw stays at 4.4-5.8 GB/s from 1 MiB, up and down from size to size; priced at the PCIe links
   NCCL's search counts, an upper bound on a path through host memory whose rate the file does not state.
@@ -40,6 +44,8 @@ R4090_G8 = "all_reduce_perf-8xRTX4090-g8-sys-no-p2p.txt"
 R4090_G8_P2P = "all_reduce_perf-8xRTX4090-g8-sys-p2p-patched-driver.txt"
 #: 4 RTX 4090 of one host, one process, P2P-patched module
 R4090_G4_P2P = "all_reduce_perf-4xRTX4090-g4-p2p-patched-driver.txt"
+#: 8 RTX 5090 of one host, one process, P2P-patched module, NCCL 2.29.7
+R5090_G8_P2P = "all_reduce_perf-8xRTX5090-g8-p2p-patched-driver-nccl2.29.7.txt"
 #: 4 A100 PCIe of one host, one process
 A100_PCIE_G4 = "all_reduce_perf-4xA100-PCIE-40GB-g4.txt"
 #: NVIDIA/nccl-tests issue 293: 2 hosts of one A100 PCIe and one HDR HCA each, NCCL 2.21.5
@@ -56,15 +62,16 @@ DLAMI = "all_reduce_perf-16xA100-SXM4-40GB-p4d-dlami-efa-truncated-nccl2.23.4.tx
 #: (``git clone -b v2.17.1-1``), the OKE job's image (``nccl-tests:pytorch-23.10-nccl-2.19.3-1``)
 ARGS = {P4DE: ("--topology", "aws-p4de", "--nccl-version", "2.17.1"), OKE: ("--nccl-version", "2.19.3")}
 
-#: PCIe 4.0 cards (the RTX 4090's and the A100 PCIe's host interface, NVIDIA's data sheets); 8 A100 SXM4 a
-#: host with nothing else stated: the HGX A100 board
-PCIE4, HGX_A100 = "pcie-gen4", "dgx-a100"
+#: PCIe 4.0 cards (the RTX 4090's and the A100 PCIe's host interface, NVIDIA's data sheets), a PCIe 5.0 one
+#: (the RTX 5090's); 8 A100 SXM4 a host with nothing else stated: the HGX A100 board
+PCIE4, PCIE5, HGX_A100 = "pcie-gen4", "pcie-gen5", "dgx-a100"
 
 #: file → (op, GPU name, GPUs each process drives, preset the file's lines choose or ARGS name)
 READ = {
     R4090_G8: ("all_reduce", "NVIDIA GeForce RTX 4090", 8, PCIE4),
     R4090_G8_P2P: ("all_reduce", "NVIDIA GeForce RTX 4090", 8, PCIE4),
     R4090_G4_P2P: ("all_reduce", "NVIDIA GeForce RTX 4090", 4, PCIE4),
+    R5090_G8_P2P: ("all_reduce", "NVIDIA GeForce RTX 5090", 8, PCIE5),
     A100_PCIE_G4: ("all_reduce", "NVIDIA A100-PCIE-40GB", 4, PCIE4),
     IB_GDR: ("all_reduce", "NVIDIA A100-PCIE-40GB", 1, PCIE4),
     IB_NPS4: ("all_reduce", "NVIDIA A100-PCIE-40GB", 1, PCIE4),
@@ -96,9 +103,13 @@ def gpus_per_process(name):
 
 
 def stated_version(name):
-    """The release of the file's ``NCCL version X+cudaY`` line, else None."""
+    """The release of the file's ``NCCL version X+cudaY`` line or its ``nccl-library=MMmmpp`` (nccl-tests'
+    header: NCCL_VERSION_CODE, major × 10000 + minor × 100 + patch from 2.9), else None."""
     m = re.search(r"NCCL version (\d+\.\d+\.\d+)\+cuda", text(name))
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    m = re.search(r"nccl-library=(\d+)", text(name))
+    return f"{int(m.group(1)) // 10000}.{int(m.group(1)) // 100 % 100}.{int(m.group(1)) % 100}" if m else None
 
 
 @pytest.mark.parametrize("name", sorted(READ))
