@@ -83,6 +83,31 @@ def bus_slots(path):
     return out
 
 
+#: The GPU bus numbers of AWS EC2 instances (tests/test_aws_slots.py): p4d / p4de two A100s on each of four
+#: buses, p5 one H100 on each of eight; GPU name → (buses, two to a bus, preset).
+AWS_SLOTS = {"NVIDIA A100-SXM4-40GB": ({0x10, 0x20, 0x90, 0xA0}, True, "aws-p4d"),
+             "NVIDIA A100-SXM4-80GB": ({0x10, 0x20, 0x90, 0xA0}, True, "aws-p4de"),
+             "NVIDIA H100 80GB HBM3": ({0x53, 0x64, 0x75, 0x86, 0x97, 0xA8, 0xB9, 0xCA}, False, "aws-p5")}
+
+
+def aws_instance(path, gpu):
+    """The AWS preset whose GPU slots every one of two or more hosts lists (plain split of the device
+    lines, '[0x10]' or '[0000:10:1c]'), else None."""
+    if gpu not in AWS_SLOTS:
+        return None
+    buses, paired, preset = AWS_SLOTS[gpu]
+    hosts = {}
+    for f in map(str.split, path.read_text().splitlines()):
+        if "Rank" in f and "device" in f and "on" in f:
+            bus = f[f.index("device") + 2].strip("[]")
+            hosts.setdefault(f[f.index("on") + 1], []).append(
+                int(bus, 16) if bus.startswith("0x") else int(bus.split(":")[1], 16))
+    if len(hosts) < 2 or any(b not in buses for h in hosts.values() for b in h):
+        return None
+    pairs = [len(set(h)) < len(h) for h in hosts.values()]
+    return preset if (all(pairs) if paired else not any(pairs)) else None
+
+
 def expected_preset(path, gpu):
     """The preset a file's single GPU model picks: the EC2 instance aws-ofi-nccl's INFO line names (``NET/OFI
     Running on p4d.24xlarge platform``: ``aws-p4d``), else H100s at an A3 Mega VM's slots on every one of two
@@ -90,6 +115,9 @@ def expected_preset(path, gpu):
     ec2 = re.search(r"NET/OFI Running on ([A-Za-z0-9-]+)(?:\.\S+)? platform", path.read_text())
     if ec2:
         return f"aws-{ec2.group(1).lower()}"
+    aws = aws_instance(path, gpu)
+    if aws:
+        return aws
     slots, ranks = bus_slots(path), device_lines(path)
     own_bus = sum(len(s) for s in slots.values()) == len(ranks)
     if gpu == "NVIDIA H100 80GB HBM3" and len(slots) >= 2 and own_bus \

@@ -86,7 +86,7 @@ from zerocalc.nccl.net_socket import ONE_GPU_VMS_WORDS, VM_SOCKET_HOP_US, on_vm,
 from zerocalc.topology.machine import Link, Topology, nvlink_mesh_peers
 from zerocalc.topology.pci_buses import on_own_root_ports
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
-from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_gcp_a3_mega
+from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_aws_slots, on_gcp_a3_mega
 from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and the tests import them here)
     SOCKET_NIC_GBPS,
     gdr_unstated_note,
@@ -332,7 +332,9 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     ``bus_ids``: host → its ranks' GPU bus ids; H100s at a GCP A3 Mega VM's slots on every host, with no
     line naming the network, pick ``gcp-a3-mega`` (:func:`zerocalc.topology.slots.on_gcp_a3_mega`).
     ``pci_buses``: host → its ranks' GPU bus numbers; where every host's are the same and far apart, a
-    PCIe card's GPUs each sit on a root port of their own (:mod:`zerocalc.topology.pci_buses`).
+    PCIe card's GPUs each sit on a root port of their own (:mod:`zerocalc.topology.pci_buses`); where every
+    host's are an AWS EC2 p4d / p4de / p5 instance's and no line names the network, that instance's preset
+    (:func:`zerocalc.topology.slots.on_aws_slots`).
     Raises :class:`ConfigError` naming ``--topology``
     when the lines name no GPU, several models, one no preset describes, ranks sharing a GPU, a network
     no preset of that GPU has, or hosts with different rank counts."""
@@ -348,6 +350,9 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
         topo, gpu_how = PRESETS["gcp-a3-mega"], gpu_how + (
             f"; its GPUs' PCI slots ({' '.join(sorted(GCP_A3_MEGA_SLOTS))} on every host) are a GCP A3 Mega "
             "VM's (a3-megagpu-8g, GPUDirect-TCPXO; A3 High puts NICs at 0c and 8c): gcp-a3-mega")
+    if net is None:  # no line names the network: an EC2 instance's GPU slots may
+        kind = next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
+        topo, gpu_how = on_aws_slots(kind, topo, gpu_how, pci_buses)
     if mixed is not None:
         gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
                     "card setting NCCL's ring")

@@ -1,5 +1,6 @@
-"""What the PCI slots of a run's GPUs say of its machine: a one-GPU slice of a Google Cloud RDMA VM, or a
-Google Cloud A3 Mega VM (:func:`on_gcp_a3_mega`).
+"""What the PCI slots of a run's GPUs say of its machine: a one-GPU slice of a Google Cloud RDMA VM, a
+Google Cloud A3 Mega VM (:func:`on_gcp_a3_mega`), or an AWS EC2 p4d / p4de / p5 instance
+(:func:`aws_instance_by_slots`).
 
 nccl-tests prints each rank's GPU with its PCI bus id (``#  Rank  0 … device  0 [0000:cc:00] NVIDIA H200``,
 since 2.10). Google Cloud's two RDMA machine types, ``a3-ultragpu-8g`` (A3 Ultra: 8 H200) and
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from zerocalc.topology.machine import Topology
+from zerocalc.topology.presets import PRESETS
 
 #: The PCI bus numbers (domain 0000) of the eight GPUs of an A3 Ultra and of an A4 VM, as nccl-tests lists
 #: them on whole VMs: 16 H200 ranks on two ``a3-ultragpu-8g`` (skypilot-org/skypilot,
@@ -51,6 +53,62 @@ GCP_RDMA_VM_SLOTS = frozenset({"8f", "90", "96", "97", "c4", "c5", "cb", "cc"})
 #: runs bundled here uses them (Dell XE9680 ``19 3b 4c 5d 9b bb cb db``; ``1b 43 52 61 9d c3 d1 df``; AWS
 #: p5 ``53 64 75 86 97 a8 b9 ca``; OCI ``0f 2d 44 5b 89 a8 c0 d8``).
 GCP_A3_MEGA_SLOTS = frozenset({"04", "05", "0b", "0c", "84", "85", "8b", "8c"})
+
+#: The PCI bus numbers (domain 0) of the eight A100 GPUs of an AWS EC2 p4d / p4de instance (``p4d.24xlarge``,
+#: 40 GB; ``p4de.24xlarge``, 80 GB), as nccl-tests lists them: two GPUs on each of four buses, ``10 10 20 20
+#: 90 90 a0 a0`` (devices ``1c`` and ``1d`` of each in the full bus id), each bus's PCIe root holding one of
+#: the instance's four EFA NICs as well. So in the bundled runs whose aws-ofi-nccl INFO lines name
+#: ``p4d.24xlarge`` (``all_reduce_perf-16xA100-SXM4-40GB-p4d-dlami-efa-truncated-nccl2.23.4.txt``,
+#: ``scatter_perf-16xA100-40GB-p4d-2nodes-srun-nccl2.18.3.out``, ``P4d``:
+#: ``all_reduce_perf-16xA100-p4d-2nodes-tagged-nccl2.9.9.log``) and in the p4de run of
+#: aws-samples/aws-hpc-tutorials (``all_reduce_perf-16xA100-80GB-p4de-2nodes-efa-simple.txt``). Other A100
+#: hosts put each GPU on a bus of its own (DGX A100 ``07 0f 47 4e 87 90 b7 bd``).
+AWS_P4_BUSES = frozenset({0x10, 0x20, 0x90, 0xA0})
+
+#: The PCI bus numbers (domain 0) of the eight H100 GPUs of an AWS EC2 p5 instance (``p5.48xlarge``), one GPU
+#: on each: ``53 64 75 86 97 a8 b9 ca``, in the bundled runs whose aws-ofi-nccl INFO lines name
+#: ``p5.48xlarge`` (``all_reduce_perf-16xH100-p5-info-tagged-nccl2.22.3-run1.log.gz``, ``-run2``,
+#: ``all_reduce_perf-16xH100-p5-info-tuner-nccl2.20.3.log.gz``); no other H100 host bundled uses them.
+AWS_P5_BUSES = frozenset({0x53, 0x64, 0x75, 0x86, 0x97, 0xA8, 0xB9, 0xCA})
+
+#: GPU kind (:data:`zerocalc.topology.devices.GPU_KINDS`) → (the buses of the instance that holds it, the
+#: instance, its preset, whether its GPUs go two to a bus).
+AWS_SLOT_INSTANCES = {"a100-40": (AWS_P4_BUSES, "p4d.24xlarge", "aws-p4d", True),
+                      "a100-80": (AWS_P4_BUSES, "p4de.24xlarge", "aws-p4de", True),
+                      "h100": (AWS_P5_BUSES, "p5.48xlarge", "aws-p5", False)}
+
+
+def aws_instance_by_slots(kind: str | None, pci_buses: Mapping[str, Sequence[int]] | None) -> str | None:
+    """The EC2 instance (``p4d.24xlarge``) whose GPU slots every host of two or more lists for GPUs of
+    ``kind``, or ``None``. ``pci_buses``: host → its ranks' GPU bus numbers, rank order. On p4d / p4de each
+    host with two or more GPUs must list two on one bus (the instance's pairs; elsewhere each GPU has a bus of
+    its own), on p5 each GPU a bus of its own."""
+    if kind not in AWS_SLOT_INSTANCES or not pci_buses or len(pci_buses) < 2:
+        return None
+    buses, instance, _, paired = AWS_SLOT_INSTANCES[kind]
+    for host in pci_buses.values():
+        if not host or any(b not in buses for b in host):
+            return None
+        repeated = len(set(host)) < len(host)
+        if (paired and (len(host) < 2 or not repeated)) or (not paired and repeated):
+            return None
+    return instance
+
+
+def on_aws_slots(kind: str | None, topo: Topology, how: str, pci_buses: Mapping[str, Sequence[int]] | None
+                 ) -> tuple[Topology, str]:
+    """``topo`` and ``how`` (the sentence saying how it was chosen) as they are, unless the GPUs of every
+    host sit at an AWS EC2 instance's slots (:func:`aws_instance_by_slots`): then that instance's preset
+    (its network EFA) and ``how`` with the words for it. For a run whose lines name no network."""
+    ec2 = aws_instance_by_slots(kind, pci_buses)
+    if ec2 is None or kind is None:
+        return topo, how
+    _, _, name, paired = AWS_SLOT_INSTANCES[kind]
+    buses = " ".join(f"{b:02x}" for b in next(iter((pci_buses or {}).values())))
+    pairs = "two GPUs to a bus" if paired else "one GPU to a bus"
+    return PRESETS[name], how + (f"; its GPUs' PCI buses ({buses} on every host, {pairs}) are an AWS "
+                                 f"{ec2}'s, whose network is EFA: {name}")
+
 
 #: The preset a GCP RDMA VM's GPUs pick (:mod:`zerocalc.topology.devices`) → the VM, in words.
 GCP_RDMA_VMS = {"dgx-h200": "A3 Ultra (a3-ultragpu-8g)", "dgx-b200": "A4 (a4-highgpu-8g)"}
