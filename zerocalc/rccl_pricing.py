@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.predict import as_nccl_collective
-from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_release_for, rccl_tune
+from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_default_for, rccl_release_for, rccl_tune
 from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calls, scheme_time
 from zerocalc.nccl_pricing import NcclPricing, row_sizes
 from zerocalc.topology import Topology
@@ -61,13 +61,15 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
 def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl_algo: str | None = None,
                     nccl_proto: str | None = None, reuse_distance: float = 1e9) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with RCCL ``rccl_version``'s
-    model (default :data:`zerocalc.nccl.rccl.RCCL_LATEST`, 2.21.5) on ``topo`` (a gfx942
-    machine), under the ``NCCL_ALGO`` / ``NCCL_PROTO`` given (RCCL reads them as NCCL does); under tensor
-    parallelism the data-parallel group is the row's ``dp_size``, as :func:`zerocalc.nccl_pricing.price_rows`
-    takes it. A topology RCCL's model does not price is a :class:`~zerocalc.errors.ConfigError`."""
+    model (default: :func:`zerocalc.nccl.rccl.rccl_default_for` the GPUs' architecture, 2.21.5, or 2.26.6
+    on gfx950) on ``topo`` (an AMD machine), under the ``NCCL_ALGO`` / ``NCCL_PROTO`` given (RCCL reads
+    them as NCCL does); under tensor parallelism the data-parallel group is the row's ``dp_size``, as
+    :func:`zerocalc.nccl_pricing.price_rows` takes it. A topology RCCL's model does not price is a
+    :class:`~zerocalc.errors.ConfigError`."""
     release, note = rccl_release_for(rccl_version)
     if not rccl_version:
-        note = f"RCCL {release.name}, the default (--nccl-version to choose another)"
+        release = rccl_default_for(topo.gpu_arch)
+        note = f"RCCL {release.name}, the default for {topo.gpu_arch} (--nccl-version to choose another)"
     version = rccl_version or release.name
     env = settings(topo, version, nccl_algo, nccl_proto)
     times, choices, tunings, a2a = [], [], {}, []

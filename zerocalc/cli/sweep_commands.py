@@ -182,11 +182,17 @@ def _sweep_version(path: str, given: str | None, stated: str | None, layout: str
                         f"{topo.name}'s calibration was fitted at (--nccl-version to choose)"], \
             "default: the version the topology's calibration was fitted at (the file states none)"
     if lib == "RCCL":  # AMD GPUs: RCCL (nccl.rccl)
-        from zerocalc.nccl.rccl import RCCL_LATEST
+        from zerocalc.nccl.rccl import RCCL_LATEST, rccl_default_for
 
-        v = RCCL_LATEST.name
-        return v, [f"{path} states no RCCL version; priced as RCCL {v} (--nccl-version to choose)"], \
-            f"default: RCCL {v}, zerocalc's default (the file states none)"
+        rel = rccl_default_for(topo.gpu_arch)
+        v = rel.name
+        if rel is RCCL_LATEST:
+            return v, [f"{path} states no RCCL version; priced as RCCL {v} (--nccl-version to choose)"], \
+                f"default: RCCL {v}, zerocalc's default (the file states none)"
+        why = (f"RCCL {v} (ROCm {rel.rocm}) is the first modelled release that builds for {topo.gpu_arch}; "
+               f"zerocalc's default, RCCL {RCCL_LATEST.name} (ROCm {RCCL_LATEST.rocm}), does not")
+        return v, [f"{path} states no RCCL version; priced as RCCL {v}: {why} (--nccl-version to choose)"], \
+            f"default: RCCL {v}, the first modelled release for {topo.gpu_arch} (the file states none)"
     if str(layout or "").startswith("pre2022"):
         v = PRE_2_13_LAYOUT_NCCL
         return v, [f"{path} states no NCCL version; its table is in nccl-tests' layout before v2.13 (an "

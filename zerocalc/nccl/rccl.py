@@ -91,6 +91,7 @@ from zerocalc.nccl.rccl_releases import (  # noqa: F401  (re-exported: the table
     MscclProgram,
     RcclRelease,
     TuningModel,
+    rccl_default_for,
     rccl_release_for,
 )
 from zerocalc.nccl.release import Algorithm, Collective, Protocol

@@ -250,6 +250,18 @@ RCCL_RELEASES: tuple[RcclRelease, ...] = (V2_20, V2_21, V2_26)
 #: the release a file that states no RCCL version is priced with: 2.21.5, the latest whose one-node MSCCL
 #: programs were read (2.26.6 keeps them unread)
 RCCL_LATEST = V2_21
+#: the first modelled release that builds for a GPU architecture later than :data:`RCCL_LATEST`'s: gfx950
+#: (MI350X, MI355X) from RCCL 2.26.6 for ROCm 7.0.0 (ROCm/rccl ``CHANGELOG.md``, "RCCL 2.26.6 for ROCm
+#: 7.0.0", Added: "Added new GPU target `gfx950`"), so no RCCL 2.21.5 (ROCm 6.3) ran on one
+FIRST_RELEASE_FOR_ARCH: dict[str, RcclRelease] = {"gfx950": V2_26}
+
+
+def rccl_default_for(arch: str | None) -> RcclRelease:
+    """The release a file that states no RCCL version is priced with on GPUs of ``arch``: :data:`RCCL_LATEST`,
+    unless that release predates the architecture (:data:`FIRST_RELEASE_FOR_ARCH`): then the first modelled
+    release that builds for it."""
+    first = FIRST_RELEASE_FOR_ARCH.get(arch or "")
+    return first if first is not None and first.version > RCCL_LATEST.version else RCCL_LATEST
 
 
 def rccl_release_for(version: str | None) -> tuple[RcclRelease, str | None]:
