@@ -1,7 +1,8 @@
 """check on more public nccl-tests / rccl-tests outputs: OCI's MI355X Pollara quick start (all-reduce and
-all-to-all on 1, 2 and 4 nodes of 8 MI355X, their 8 and 16 GiB rows as the page prints them) and a second
-run of the all-gather and reduce-scatter sweeps of one host of 8 H100 (tests/data/traces/README.md names
-each file's source).
+all-to-all on 1, 2 and 4 nodes of 8 MI355X, their 8 and 16 GiB rows as the page prints them), two rccl-tests
+logs with RCCL's INFO lines among the rows (one process driving the 8 GPUs of an MI355X host; two such
+processes, an MI350X host's and an MI355X host's, writing into one log) and a second run of the all-gather
+and reduce-scatter sweeps of one host of 8 H100 (tests/data/traces/README.md names each file's source).
 
 What each test expects is counted from the file itself by a plain split, not through zerocalc: its rows
 (size, out-of-place µs), its '#  Rank' lines, its ``nccl-library=`` header, and for the files that name no
@@ -10,6 +11,9 @@ The RCCL release is the one the page's software baseline names. The bands are is
 size, 0.8-1.25x at the median size) where the model meets them; where it does not, the miss is written here.
 """
 
+import gzip
+import json
+from collections import Counter
 from functools import cache
 
 import pytest
@@ -51,6 +55,39 @@ H100_RERUN = {
 def sized_rows(name):
     """:func:`file_rows` without the zero-size rows nccl-tests prints first (no bytes to price)."""
     return [r for r in file_rows(name) if r[0] > 0]
+
+
+#: rccl-tests logs with RCCL's INFO lines (gzip -9n), their device lines naming no GPU: the host names do
+#: (``amd-mi355x-ses2-1``, ``amd-mi350x-ses2-1``), so the user gives the gfx950 preset
+ONE_PROCESS = "all_reduce_perf-8xMI355X-g8-info-graph-rccl2.26.6.log.gz"
+TWO_PROCESSES = "all_reduce_perf-2x8xMI350X-MI355X-g8-two-processes-info-rccl2.26.6.log.gz"
+GFX950 = ("--topology", "amd-mi355x")
+
+
+def gz_lines(name):
+    return gzip.open(DATA / name, "rt").read().splitlines()
+
+
+def gz_rows(name):
+    """(size, out-of-place µs, in-place µs) of a gzipped log's rows, by a plain split."""
+    out = []
+    for line in gz_lines(name):
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            out.append((int(f[0]), float(f[5]), float(f[9])))
+    return out
+
+
+def gz_hosts(name):
+    """host → its '#  Rank' lines, by a plain split."""
+    return Counter(f[f.index("on") + 1] for f in map(str.split, gz_lines(name))
+                   if "Rank" in f and "device" in f and "on" in f)
+
+
+def stated_rccl(name):
+    """The versions of the log's ``RCCL version : x.y.z-…`` INFO lines."""
+    lines = [e for e in gz_lines(name) if "RCCL version :" in e]
+    return {e.split("RCCL version :")[1].split("-")[0].strip() for e in lines}
 
 
 @cache
@@ -145,3 +182,34 @@ def test_four_nodes_all_to_all_is_priced_faster_than_it_ran(name):
     """The miss written down: both sizes priced at 0.75-0.8x, the NIC share's wire time the run exceeds."""
     sweep = priced(name, *POLLARA_ARGS)
     assert all(0.75 <= r["ratio"] < 0.8 for r in sweep["rows"])
+
+
+def test_a_one_process_info_log_is_read_as_its_lines_say():
+    """RCCL's INFO lines (its GRAPH subsystem) between the device lines and the rows: the rows, the 8 ranks
+    of the one host and the RCCL version those lines state are what ``check`` prices."""
+    text = "\n".join(gz_lines(ONE_PROCESS))
+    assert text.count("NCCL INFO") > 1000 and "NCCL_DEBUG=INFO" in text
+    sweep = check_json(ONE_PROCESS, *GFX950, counted=gz_rows)
+    assert (sweep["op"], sweep["group_size"]) == ("all_reduce", sum(gz_hosts(ONE_PROCESS).values())) == (
+        "all_reduce", 8)
+    assert sweep["nccl_version"] in stated_rccl(ONE_PROCESS)
+    assert sweep["nccl_version_how"].startswith("stated")
+    assert sweep["gpus_per_thread"] == 8
+    assert all(0.5 <= r["ratio"] <= 2.0 for r in sweep["rows"])
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def test_two_processes_in_one_log_are_two_eight_rank_sweeps():
+    """Two processes, each driving its host's 8 GPUs (``nranks 8`` in their INFO lines), wrote one log: two
+    sweeps of 8 ranks, their rows together the file's rows."""
+    hosts = gz_hosts(TWO_PROCESSES)
+    assert sorted(hosts.values()) == [8, 8]
+    assert "nranks 16" not in "\n".join(gz_lines(TWO_PROCESSES))
+    res = runner.invoke(app, ["check", str(DATA / TWO_PROCESSES), *GFX950, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    sweeps = json.loads(res.stdout)["sweeps"]
+    assert [(s["op"], s["group_size"], s["nccl_version"]) for s in sweeps] == [
+        ("all_reduce", 8, v) for v in sorted(stated_rccl(TWO_PROCESSES)) * 2]
+    priced_rows = Counter((r["bytes"], round(r["measured_s"] * 1e6, 2)) for s in sweeps for r in s["rows"])
+    assert priced_rows == Counter((b, t) for b, t, _ in gz_rows(TWO_PROCESSES))
+    assert all(0.5 <= r["ratio"] <= 2.0 for s in sweeps for r in s["rows"])
