@@ -81,3 +81,15 @@ def with_lines_before_table(tmp_path, source, lines, name="all_reduce_perf.txt")
     path = tmp_path / name
     path.write_text("".join(out))
     return path
+
+
+def gpus_per_process(name):
+    """The ``nGpus`` of the file's ``# nThread`` line, by a plain split."""
+    line = next(e for e in (DATA / name).read_text().splitlines() if e.lstrip().startswith("# nThread"))
+    f = line.split()
+    return int(f[f.index("nGpus") + 1])
+
+
+def unsteady_sizes(name, gap=1.25):
+    """Sizes whose out-of-place and in-place times differ by more than ``gap`` either way."""
+    return [s for s, oop, ip in file_rows(name) if max(oop, ip) / min(oop, ip) > gap]

@@ -9,7 +9,7 @@ what is read is held and the miss is written down here.
 """
 
 import pytest
-from sweep_files import DATA, check_json, device_lines, file_rows
+from sweep_files import DATA, check_json, device_lines, file_rows, gpus_per_process, unsteady_sizes
 
 #: out-of-place over in-place (either way) beyond which ``check`` calls a row unsteady, and the upper edge
 #: of the 0.8-1.25x band (issue 11)
@@ -31,18 +31,6 @@ READ = {
 
 #: files whose every size is within 0.5-2x though their median size is not within 0.8-1.25x
 EVERY_SIZE = [MI300X_GUIDE]
-
-def gpus_per_process(name):
-    """The ``nGpus`` of the file's ``# nThread`` line, by a plain split."""
-    line = next(e for e in (DATA / name).read_text().splitlines() if e.lstrip().startswith("# nThread"))
-    f = line.split()
-    return int(f[f.index("nGpus") + 1])
-
-
-def unsteady_sizes(name):
-    """Sizes whose out-of-place and in-place times differ by more than :data:`GAP` either way."""
-    return [s for s, oop, ip in file_rows(name) if max(oop, ip) / min(oop, ip) > GAP]
-
 
 @pytest.mark.parametrize("name", sorted(READ))
 def test_each_file_is_read_as_its_lines_say(name):

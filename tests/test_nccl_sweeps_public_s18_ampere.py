@@ -37,7 +37,7 @@ import re
 from functools import cache
 
 import pytest
-from sweep_files import DATA, check_json, device_lines, file_rows, median_size_ratio
+from sweep_files import DATA, check_json, device_lines, file_rows, gpus_per_process, median_size_ratio
 
 #: the blog post's 8 RTX 4090 of one host, one process: stock driver, then the P2P-patched module
 R4090_G8 = "all_reduce_perf-8xRTX4090-g8-sys-no-p2p.txt"
@@ -93,13 +93,6 @@ def sweep_of(name):
 
 def text(name):
     return (DATA / name).read_text()
-
-
-def gpus_per_process(name):
-    """The ``nGpus`` of the file's ``# nThread`` line, by a plain split."""
-    line = next(e for e in text(name).splitlines() if e.lstrip().startswith("# nThread"))
-    f = line.split()
-    return int(f[f.index("nGpus") + 1])
 
 
 def stated_version(name):

@@ -24,7 +24,15 @@ to 95, are no DGX's), and the same hosts' 8-rank run, bundled before, misses ali
 """
 
 import pytest
-from sweep_files import DATA, check_json, device_lines, file_rows, median_size_ratio
+from sweep_files import (
+    DATA,
+    check_json,
+    device_lines,
+    file_rows,
+    gpus_per_process,
+    median_size_ratio,
+    unsteady_sizes,
+)
 
 #: out-of-place over in-place (either way) beyond which ``check`` calls a row unsteady, and the upper edge
 #: of the 0.8-1.25x band (issue 11)
@@ -52,18 +60,6 @@ READ = {
 
 #: file → the smallest size from which every size is within 0.8-1.25x (the DGX runs' bandwidth-bound end)
 IN_BAND_FROM = {DGX_G4: 256 << 20, DGX_G8: 2 << 30}
-
-
-def gpus_per_process(name):
-    """The ``nGpus`` of the file's ``# nThread`` line, by a plain split."""
-    line = next(e for e in (DATA / name).read_text().splitlines() if e.lstrip().startswith("# nThread"))
-    f = line.split()
-    return int(f[f.index("nGpus") + 1])
-
-
-def unsteady_sizes(name):
-    """Sizes whose out-of-place and in-place times differ by more than :data:`GAP` either way."""
-    return [s for s, oop, ip in file_rows(name) if max(oop, ip) / min(oop, ip) > GAP]
 
 
 @pytest.mark.parametrize("name", sorted(READ))
