@@ -447,6 +447,54 @@ def _sweep_text(d: dict, cmp) -> str:
     return "\n".join(lines)
 
 
+#: The columns of ``check --format csv`` on nccl-tests sweeps: the sweep's fields, then the row's, one line a
+#: size (the JSON contract's names; ``in_place_s``, ``unsteady`` and ``wrong`` as the JSON rows hold them).
+SWEEP_CSV_COLUMNS = ("file", "op", "series", "group_size", "library", "nccl_version", "topology", "bytes",
+                     "measured_s", "predicted_s", "ratio", "algorithm", "protocol", "nccl_s", "in_place_s",
+                     "unsteady", "wrong", "calibrated")
+
+
+def sweep_records(sweeps: list[dict]) -> list[dict]:
+    """One record a size of every sweep (``check --format csv``), in :data:`SWEEP_CSV_COLUMNS`; a sweep
+    the library's model does not price has no rows and so no record."""
+    out = []
+    for d in sweeps:
+        head = {k: d.get(k) for k in SWEEP_CSV_COLUMNS[:7]}
+        head["library"] = head["library"] or "NCCL"
+        for r in d["rows"]:
+            out.append({**head, **{k: r.get(k) for k in SWEEP_CSV_COLUMNS[7:]}})
+    return out
+
+
+def sweeps_markdown(sweeps: list[dict]) -> str:
+    """``check --format markdown`` on nccl-tests sweeps: each sweep's line and notes as a list, then a table
+    of its sizes (measured, predicted, ratio, the library's choice) and its ratios' summary."""
+    from zerocalc.units import format_bytes, format_seconds
+
+    blocks = []
+    for d in sweeps:
+        lib = d.get("library") or "NCCL"
+        op = d["op"] + (f" ({d['series']})" if d.get("series") else "")
+        lines = [f"**{d['file']}**: {op} on {d['group_size']} ranks, {lib} {d.get('nccl_version')}, topology "
+                 f"{d.get('topology', 'not chosen')}", ""]
+        lines += [f"- {t}".replace("|", "/") for t in d.get("notes") or []]
+        if d["rows"]:
+            lines += ["", f"| size | measured | predicted | ratio | {lib} choice |",
+                      "|---:|---:|---:|---:|---|"]
+            lines += [f"| {format_bytes(r['bytes'])} | {format_seconds(r['measured_s'])} | "
+                      f"{format_seconds(r['predicted_s'])} | {r['ratio']:.3f} | {_choice(r)}"
+                      f"{_unsteady_mark(r)}{_wrong_mark(r)} |" for r in d["rows"]]
+            ratios = sorted(r["ratio"] for r in d["rows"])
+            mid = len(ratios) // 2
+            median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+            by_size = sorted(d["rows"], key=lambda r: r["bytes"])
+            lines += ["", f"ratio (predicted / measured): min {ratios[0]:.3g}, median {median:.3g}, "
+                          f"max {ratios[-1]:.3g}; at the median size "
+                          f"{by_size[(len(by_size) - 1) // 2]['ratio']:.3g}"]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def _stated_mark(r: dict, lib: str = "NCCL") -> str:
     """`` NCCL ran Ring/Simple`` (``lib``: the library, RCCL on AMD GPUs) on a row whose file's TUNING lines
     state another choice than the model's (:func:`zerocalc.validate.sweep_info.stated_choices`), else ''."""

@@ -10,7 +10,7 @@ from collections import Counter
 import typer
 
 from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner, _read_tuners
-from zerocalc.rendering import _skip_notes, _sweep_text
+from zerocalc.rendering import _skip_notes, _sweep_text, sweep_records, sweeps_markdown
 
 
 def _sweep_files(paths: list[str]) -> bool:
@@ -278,6 +278,15 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
 
         typer.echo(json.dumps(_nan_to_none({"sweeps": sweeps}), indent=2, allow_nan=False,
                               default=_json_default))
+    elif fmt == "csv":
+        import pandas as pd
+
+        from zerocalc.rendering import SWEEP_CSV_COLUMNS
+
+        typer.echo(pd.DataFrame(sweep_records(sweeps), columns=list(SWEEP_CSV_COLUMNS)).to_csv(index=False),
+                   nl=False)
+    elif fmt == "markdown":
+        typer.echo(sweeps_markdown(sweeps))
     else:
         typer.echo("\n\n".join(texts))
 

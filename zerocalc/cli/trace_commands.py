@@ -83,8 +83,6 @@ def check_cmd(
 
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     if topology is not None or _sweep_files(traces):
-        if fmt not in ("table", "json"):
-            raise ConfigError(f"must be table or json for nccl-tests sweeps, got {fmt!r}", option="--format")
         _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner,
                      ofi_tuner)
         return
