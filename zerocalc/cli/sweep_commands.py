@@ -32,6 +32,25 @@ def _sweep_files(paths: list[str]) -> bool:
     return bool(paths)
 
 
+def sweep_paths(paths: list[str]) -> list[str] | None:
+    """The nccl-tests files ``paths`` name, a directory standing for the files in it (sorted by name, hidden
+    ones left out), where every one holds nccl-tests output (:func:`_sweep_files`); else ``None``: a
+    directory of per-rank traces, or one that mixes other files in, is read as traces."""
+    import os
+
+    files: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        try:
+            names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        except OSError:
+            return None  # the trace reader says what is wrong with it
+        files += [f for f in (os.path.join(path, n) for n in names) if os.path.isfile(f)]
+    return files if _sweep_files(files) else None
+
+
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     """Each nccl-tests file: (path, rows, op, group size, version the file states, skipped lines, the
     run's entry in ``meta["runs"]`` with ``n_how`` added: how the group size was told)."""

@@ -25,7 +25,7 @@ from zerocalc.cli.options import (
     model_psi,
     output_format,
 )
-from zerocalc.cli.sweep_commands import _fit_out, _sweep_check, _sweep_files
+from zerocalc.cli.sweep_commands import _fit_out, _sweep_check, sweep_paths
 from zerocalc.rendering import (
     _check_markdown,
     _check_rows,
@@ -37,7 +37,8 @@ from zerocalc.rendering import (
 
 
 def check_cmd(
-    traces: Annotated[list[str], typer.Argument(help="Trace files (one per rank) or a directory.")],
+    traces: Annotated[list[str], typer.Argument(
+        help="Trace files (one per rank) or a directory; nccl-tests outputs, or a directory of them.")],
     psi: Annotated[str | None, typer.Option("--psi", help="Parameter count Ψ (7.5e9, 25.5M); "
                                             "default: inferred.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Data-parallel degree N; default: inferred.")] = None,
@@ -82,9 +83,10 @@ def check_cmd(
     from zerocalc.errors import ConfigError
 
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
-    if topology is not None or _sweep_files(traces):
-        _sweep_check(traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict, nccl_tuner,
-                     ofi_tuner)
+    sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
+    if topology is not None or sweeps:
+        _sweep_check(sweeps or traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
+                     nccl_tuner, ofi_tuner)
         return
     if ofi_tuner is not None:
         raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
@@ -244,8 +246,8 @@ def fit_cmd(
     fmt = output_format(fmt, ("table", "csv", "json"))
     group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
     if out is not None:
-        _fit_out(files, out, topology, nccl_version, n if n is not None else group, strict, nccl_algo,
-                 nccl_proto)
+        _fit_out(sweep_paths(files) or files, out, topology, nccl_version, n if n is not None else group,
+                 strict, nccl_algo, nccl_proto)
         return
     frames, remarks, unfit = [], {}, []
     for f in files:
