@@ -1,6 +1,7 @@
-"""A directory of nccl-tests outputs given to ``check`` (and ``fit --out``): each file in it a sweep, as if
-named one by one, in the order of their names; a directory that mixes other files in is read as traces, as
-before. The rows are held against the files counted with a plain split (tests/sweep_files.py)."""
+"""A directory of nccl-tests outputs given to ``check`` and ``fit`` (with or without ``--out``): each
+file in it a sweep, as if named one by one, in the order of their names; a directory that mixes other files
+in is read as traces, as before. The rows are held against the files counted with a plain split
+(tests/sweep_files.py)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,13 @@ def test_a_directory_mixing_other_files_in_is_read_as_traces(tmp_path):
     (d / "notes.txt").write_text("two runs of the same week\n")
     res = runner.invoke(app, ["check", str(d), "--format", "json"])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_fit_takes_the_directory_file_by_file(tmp_path):
+    d = _dir(tmp_path)
+    res = runner.invoke(app, ["fit", str(d), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    named = runner.invoke(app, ["fit", *(str(d / n) for n in FILES), "--format", "json"])
+    assert json.loads(res.stdout) == json.loads(named.stdout)
+    # the H100 all-reduce is fitted; send/recv has no collective to fit an α-β ring to, and says so
+    assert "nothing to fit" in res.stderr and FILES[1] in res.stderr

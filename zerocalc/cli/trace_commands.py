@@ -250,6 +250,7 @@ def fit_cmd(
                  strict, nccl_algo, nccl_proto)
         return
     frames, remarks, unfit = [], {}, []
+    files = sweep_paths(files) or files  # nccl-tests files, or a directory of them
     for f in files:
         got, remarks[f], missed = _fit_file(f, strict, _trace_format(trace_format), op, group, pooled)
         frames += got
