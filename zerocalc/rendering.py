@@ -404,7 +404,7 @@ def _ratio_bar(ratio: float, width: int = 33) -> str:
     return "".join(cells)
 
 
-def _sweep_text(d: dict, cmp) -> str:
+def _sweep_text(d: dict) -> str:
     from zerocalc.units import format_bytes, format_seconds
 
     rows = d["rows"]
@@ -428,12 +428,7 @@ def _sweep_text(d: dict, cmp) -> str:
                      f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _wrong_mark(r)
                      + _stated_mark(r, lib))
     if rows:
-        import numpy as np
-
-        ratios = np.array([r["ratio"] for r in rows])
-        lines.append(f"  ratio: min {ratios.min():.3g}, median {np.median(ratios):.3g}, "
-                     f"max {ratios.max():.3g}; "
-                     f"at the median size {cmp.median_size_ratio():.3g}"
+        lines.append(f"  ratio: {_ratio_summary(rows)}"
                      + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else "")
                      + ("; ^ = chosen by aws-ofi-nccl's tuner plugin" if any(r.get("ofi_tuner") for r in rows)
                         else "")
@@ -484,15 +479,21 @@ def sweeps_markdown(sweeps: list[dict]) -> str:
             lines += [f"| {format_bytes(r['bytes'])} | {format_seconds(r['measured_s'])} | "
                       f"{format_seconds(r['predicted_s'])} | {r['ratio']:.3f} | {_choice(r)}"
                       f"{_unsteady_mark(r)}{_wrong_mark(r)} |" for r in d["rows"]]
-            ratios = sorted(r["ratio"] for r in d["rows"])
-            mid = len(ratios) // 2
-            median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
-            by_size = sorted(d["rows"], key=lambda r: r["bytes"])
-            lines += ["", f"ratio (predicted / measured): min {ratios[0]:.3g}, median {median:.3g}, "
-                          f"max {ratios[-1]:.3g}; at the median size "
-                          f"{by_size[(len(by_size) - 1) // 2]['ratio']:.3g}"]
+            lines += ["", f"ratio (predicted / measured): {_ratio_summary(d['rows'])}"]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _ratio_summary(rows: list[dict]) -> str:
+    """``min 0.268, median 1.01, max 1.1; at the median size 1.06`` of a sweep's rows (the median size's:
+    the lower middle row by size when the count is even, as :meth:`zerocalc.validate.sweep.SweepComparison.
+    median_size_ratio` takes it)."""
+    import numpy as np
+
+    ratios = np.array([r["ratio"] for r in rows])
+    by_size = sorted(rows, key=lambda r: r["bytes"])
+    return (f"min {ratios.min():.3g}, median {np.median(ratios):.3g}, max {ratios.max():.3g}; "
+            f"at the median size {by_size[(len(by_size) - 1) // 2]['ratio']:.3g}")
 
 
 def _stated_mark(r: dict, lib: str = "NCCL") -> str:

@@ -278,9 +278,9 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     sweeps, texts, unpriced = [], [], []
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
         try:
-            d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
-                                nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                                ofi_tuner=ofi_tuner)
+            d, _ = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
+                              nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                              ofi_tuner=ofi_tuner)
         except UnpricedOpError as e:  # one collective of several the library's model does not price
             unpriced.append(e)
             d = {"file": path, "op": op, "group_size": p, "nccl_version": nccl_version or stated,
@@ -289,7 +289,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
             texts.append(f"{path}: {op} on {p} ranks: not priced: {e.message}")
             continue
         sweeps.append(d)
-        texts.append(_sweep_text(d, cmp))
+        texts.append(_sweep_text(d))
     if unpriced and len(unpriced) == len(sweeps):
         raise unpriced[0]
     if fmt == "json":

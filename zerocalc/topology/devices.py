@@ -252,9 +252,15 @@ def _refuse(why: str) -> ConfigError:
                        option="--topology")
 
 
+def gpu_kind(name: str) -> str | None:
+    """The kind of node (:data:`GPU_KINDS`) a CUDA device name's GPU sits in, ``None`` for a PCIe card or
+    a GPU no preset describes."""
+    return next((k for rx, k in GPU_KINDS if rx.search(name.strip())), None)
+
+
 def preset_for_gpu(name: str) -> str | None:
     """The preset whose node holds GPUs of this CUDA device name (no network evidence), or ``None``."""
-    kind = next((k for rx, k in GPU_KINDS if rx.search(name.strip())), None)
+    kind = gpu_kind(name)
     if kind is not None:
         return _PRESET_FOR[kind][None]
     card = pcie_card(name)
@@ -351,8 +357,7 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
             f"; its GPUs' PCI slots ({' '.join(sorted(GCP_A3_MEGA_SLOTS))} on every host) are a GCP A3 Mega "
             "VM's (a3-megagpu-8g, GPUDirect-TCPXO; A3 High puts NICs at 0c and 8c): gcp-a3-mega")
     if net is None:  # no line names the network: an EC2 instance's GPU slots may
-        kind = next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
-        topo, gpu_how = on_aws_slots(kind, topo, gpu_how, pci_buses)
+        topo, gpu_how = on_aws_slots(gpu_kind(gpu), topo, gpu_how, pci_buses)
     if mixed is not None:
         gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
                     "card setting NCCL's ring")
@@ -507,7 +512,7 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
     to price several models at (:func:`mixed_pcie_card`), ``gpu`` their names; ``own_roots``: a PCIe
     card's GPUs each on PCI bus 0 (:func:`on_own_host_bridges`); ``buses``: a host's GPU bus numbers, rank
     order (:func:`zerocalc.topology.pci_buses.on_own_root_ports`)."""
-    kind = None if card is not None else next((k for rx, k in GPU_KINDS if rx.search(gpu.strip())), None)
+    kind = None if card is not None else gpu_kind(gpu)
     card = card or (pcie_card(gpu) if kind is None else None)
     if kind is None and card is None:
         raise _refuse(f"{where}: no preset describes its GPUs ({gpu})")

@@ -101,9 +101,9 @@ def on_aws_slots(kind: str | None, topo: Topology, how: str, pci_buses: Mapping[
     host sit at an AWS EC2 instance's slots (:func:`aws_instance_by_slots`): then that instance's preset
     (its network EFA) and ``how`` with the words for it. For a run whose lines name no network."""
     ec2 = aws_instance_by_slots(kind, pci_buses)
-    if ec2 is None or kind is None:
+    if ec2 is None:
         return topo, how
-    _, _, name, paired = AWS_SLOT_INSTANCES[kind]
+    _, _, name, paired = AWS_SLOT_INSTANCES[str(kind)]
     buses = " ".join(f"{b:02x}" for b in next(iter((pci_buses or {}).values())))
     pairs = "two GPUs to a bus" if paired else "one GPU to a bus"
     return PRESETS[name], how + (f"; its GPUs' PCI buses ({buses} on every host, {pairs}) are an AWS "
