@@ -110,3 +110,16 @@ def test_other_hosts_keep_their_presets():
 ])
 def test_slot_rule(kind, buses, expected):
     assert aws_instance_by_slots(kind, buses) == expected
+
+
+def test_full_bus_ids_tell_the_instance_too(tmp_path):
+    """nccl-tests 2.10 and later print domain:bus:device (``[0000:10:1c]``): the p4de run's lines rewritten
+    so, each pair's GPUs at devices 1c and 1d of their bus as the instance puts them, pick the same preset."""
+    def full(m):
+        return f"device  {m[1]} [0000:{m[2]}:{'1c' if int(m[1]) % 2 == 0 else '1d'}]"
+
+    text = re.sub(r"device\s+(\d+) \[0x([0-9a-f]{2})\]", full, P4DE.read_text())
+    assert "[0000:a0:1d]" in text and "[0x" not in text
+    path = tmp_path / P4DE.name
+    path.write_text(text)
+    assert _sweep(path)["topology"] == "aws-p4de"
