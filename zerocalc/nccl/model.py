@@ -43,6 +43,8 @@ from zerocalc.nccl.tables import (
     Release,
 )
 from zerocalc.nccl.tcp_flows import ring_flow_scale
+from zerocalc.nccl.tree_pipeline import fill_priced as tree_fill_priced
+from zerocalc.nccl.tree_pipeline import tree_ll128_fill_us
 from zerocalc.nccl.tune_model import (
     _PROTO_INDEX,
     _bandwidth_GBps,
@@ -206,12 +208,26 @@ class Tuning:
             self.nvls_tree_fill_latency_us(coll, algo, proto, n_bytes, scale)
         t = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=disabled_ok,
                         bw_scale=scale, share=share, latency_us=lat)
+        if t is not None and tree_fill_priced(coll, algo, proto, self.machine.n_nodes):
+            t += self._tree_fill_s(coll, algo, proto, n_bytes, channels, scale, share, run)
         floor = ring_wire_floor_us(self.release, self.machine, coll, proto, ran) if algo == A.RING else None
         if t is not None and floor is not None:  # the wire's pace: a floor under NCCL's plateau latency
             bw_s = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True,
                                bw_scale=scale, share=share, latency_us=0.0)
             t = max(t, floor / 1e6 + bw_s)
         return t
+
+    def _tree_fill_s(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
+                     channels: int | None, scale: float, share: float, run: int) -> float:
+        """The seconds a Tree/LL128 all-reduce across nodes holds its first chunk at each network hop
+        (:mod:`zerocalc.nccl.tree_pipeline`), on the ``run`` channels it runs, at the bandwidth it runs at."""
+        bw_s = self.time_s(coll, algo, proto, n_bytes, channels=channels, disabled_ok=True, bw_scale=scale,
+                           share=share, latency_us=0.0)
+        if not bw_s:
+            return 0.0
+        m = self.machine
+        return tree_ll128_fill_us(self.release, n_bytes, n_bytes / bw_s / 1e9, run, int(m.n_nodes),
+                                  int(m.n_ranks)) / 1e6
 
     def nvls_tree_fill_latency_us(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
                                   bw_scale: float = 1.0, chunking: Tuning | None = None) -> float | None:

@@ -33,12 +33,13 @@ from zerocalc.nccl.enabled import CUDA_11_8_PAIR
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import Tuning, tune
-from zerocalc.nccl.nvls_pipeline import fill_priced
+from zerocalc.nccl.nvls_pipeline import fill_priced, nvls_tree_hops
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version, release_for
+from zerocalc.nccl.tree_pipeline import fill_priced as tree_fill_priced
 from zerocalc.nccl.tune_model import AMPERE_LL_HOP_US, ampere_ll_latency_us, ll128_run_share
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
@@ -287,7 +288,7 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
                          f"links hold (NCCL's search: {own.bw_intra:g}, the NIC's speed)")
         notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
                      f"{what}; NCCL {release.name} chooses them with its own")
-    notes += _nvls_fill_note(tuning, coll, out)
+    notes += _nvls_fill_note(tuning, coll, out) + _tree_fill_note(tuning, coll, out)
     if tuning.wire_run is not None and out:
         told = topo.net_latency_us or 0
         wire = told if topo.net_wire_latency_us is None else topo.net_wire_latency_us
@@ -317,6 +318,20 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
         notes.append(f"the topology's calibration is for other collectives or group sizes; "
                      f"{coll.value} on {group_size} ranks priced by NCCL's tables")
     return notes
+
+
+def _tree_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
+    """The note for Tree/LL128 rows timed with the chunk each network hop holds whole
+    (:func:`zerocalc.nccl.tree_pipeline.fill_priced`)."""
+    m = tuning.machine
+    if not any(tree_fill_priced(coll, Algorithm(r["algorithm"]), Protocol(r["protocol"]), m.n_nodes)
+               for r in out if not r.get("calibrated") and r["algorithm"] == Algorithm.TREE.value):
+        return []
+    hops = nvls_tree_hops(int(m.n_nodes))
+    return [f"Tree/LL128 calls timed with the chunk each of their {hops} network hops holds whole before "
+            f"passing it on (src/transport/net.cc sends a step once the GPU has filled it), nChannels x "
+            f"chunk at the bus rate (src/enqueue.cc calcCollChunking; zerocalc.nccl.tree_pipeline); NCCL "
+            f"chooses without it"]
 
 
 def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
