@@ -115,12 +115,13 @@ def test_eight_h100_nodes_only_unsteady_row_out_of_band():
 
 
 def test_four_of_the_eight_nodes_only_unsteady_rows_out_of_band():
-    """4 of the same 8 nodes (32 ranks, same thread and user), 1 MiB-8 GiB: the sizes out of 0.5-2x are 1, 2
-    and 4 MiB, whose out-of-place times are 3.40x, 1.45x and 1.33x the in-place ones in the file; the median
-    size (64 MiB, NVLS Tree) within 0.8-1.25x (0.89; 0.75 before NVLS Tree's mid-size correction)."""
+    """4 of the same 8 nodes (32 ranks, same thread and user), 1 MiB-8 GiB: the sizes out of 0.5-2x are 1 and
+    2 MiB, whose out-of-place times are 3.40x and 1.45x the in-place ones in the file (4 MiB, 1.33x, is at
+    0.505x, 0.46x before Tree/LL128's network hops were timed, zerocalc.nccl.tree_pipeline); the median size
+    (64 MiB, NVLS Tree) within 0.8-1.25x (0.89; 0.75 before NVLS Tree's mid-size correction)."""
     sweep = check_json(H100_4OF8)
     outside = {r["bytes"] for r in sweep["rows"] if not 0.5 <= r["ratio"] <= 2.0}
-    assert outside == {1 << 20, 2 << 20, 4 << 20} == unsteady(H100_4OF8)
+    assert outside == {1 << 20, 2 << 20} < unsteady(H100_4OF8) == {1 << 20, 2 << 20, 4 << 20}
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
 
 

@@ -61,6 +61,6 @@ def test_ten_nodes_run_one_level_deeper_than_nccl_counts():
 @pytest.mark.parametrize("ranks", [16, 32, 64])
 def test_powers_of_two_keep_nccls_latency(ranks):
     t = tune(PRESETS["dgx-h100"], ranks, release_for("2.29.2")[0])
-    for p in P:
+    for p in (P.LL, P.SIMPLE):  # LL128 adds the chunk its network hops hold (test_nccl_tree_pipeline.py)
         assert t.run_time_s(C.ALL_REDUCE, A.TREE, p, 1 << 16) == pytest.approx(
             t.time_s(C.ALL_REDUCE, A.TREE, p, 1 << 16))
