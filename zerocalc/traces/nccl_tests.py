@@ -46,6 +46,7 @@ from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, Layout, RowJoiner, p
 from zerocalc.traces.nccl_tests_rows import cputime_refusal as cputime_refusal  # its home before the split
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.nccl_tests_series import carried_on
+from zerocalc.traces.nccl_tests_spans import rank_span
 from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import (
@@ -326,7 +327,11 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
                     run.pids.setdefault(int(m[1]), set()).add(m[2])
                 if d:
                     run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
-            if d or payload.startswith("#"):
+            span = None if m else rank_span(payload)
+            for r in span.ranks() if span else ():
+                state.current(lineno).ranks.add(r)
+                state.current(lineno).devices[r] = (span.host, span.gpu, "")
+            if d or span or payload.startswith("#"):
                 continue
         if "NCCL" in payload:
             _network(state, payload, lineno)
