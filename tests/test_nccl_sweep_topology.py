@@ -16,13 +16,17 @@ runner = CliRunner()
 
 
 def device_lines(path):
-    """(rank, host, device name) of each '#  Rank' line, read from the file with a plain split."""
+    """(rank, host, device name) of each '#  Rank' line, read from the file with a plain split; a line a page
+    condensed to a span of ranks on one host ('#  Rank  0 .. Rank  7 on HOST NAME') for each rank it spans."""
     out = []
     for line in path.read_text().splitlines():
         f = line.split()
         if "Rank" in f and "device" in f and "on" in f:
             d = f.index("device")
             out.append((int(f[f.index("Rank") + 1]), f[f.index("on") + 1], " ".join(f[d + 3:])))
+        elif f[:2] == ["#", "Rank"] and ".." in f and "on" in f:
+            at = f.index("on")
+            out += [(r, f[at + 1], " ".join(f[at + 2:])) for r in range(int(f[2]), int(f[at - 1]) + 1)]
     return out
 
 
