@@ -95,6 +95,7 @@ from zerocalc.nccl.rccl_releases import (  # noqa: F401  (re-exported: the table
     rccl_release_for,
 )
 from zerocalc.nccl.release import Algorithm, Collective, Protocol
+from zerocalc.nccl.trees import busiest_node_sends
 from zerocalc.topology import Topology
 
 A, P, C = Algorithm, Protocol, Collective
@@ -434,13 +435,14 @@ def network_floor_us(tuning: RcclTuning, coll: Collective, a: Algorithm, n_bytes
     xGMI links (an MI250X node's 4 × 200 Gb/s Slingshot NICs against 252 GB/s of xGMI) the wire time is
     the larger. Bytes a node sends on its NICs: a ring all-reduce 2(p − 1)/p × n (every ring leaves each
     node once, the rank at its end sending its whole ring share), an all-gather / reduce-scatter
-    (p − 1)/p × n, a broadcast / reduce n, a tree all-reduce at least n (each node's contribution leaves
-    it once, or the result enters it once)."""
+    (p − 1)/p × n, a broadcast / reduce n, a tree all-reduce what its busiest node sends in RCCL's two trees
+    across nodes, half the buffer to each tree neighbour (:func:`zerocalc.nccl.trees.busiest_node_sends`:
+    n on two nodes, 1.5 n on three, 2 n from four on)."""
     if tuning.net_GBps is None:
         return None
     p = tuning.n_ranks
     if coll == C.ALL_REDUCE:
-        sent = n_bytes if a == A.TREE else 2.0 * (p - 1) / p * n_bytes
+        sent = busiest_node_sends(tuning.n_nodes) * n_bytes if a == A.TREE else 2.0 * (p - 1) / p * n_bytes
     elif coll in (C.ALL_GATHER, C.REDUCE_SCATTER):
         sent = (p - 1) / p * n_bytes
     else:
