@@ -23,6 +23,9 @@ release the page names. RCCL runs a tree all-reduce over two trees across nodes
 so from four nodes on the busiest node sends twice the buffer on its NICs (:mod:`zerocalc.nccl.trees`); its
 Tree/Simple calls of 16-128 MiB are priced no faster than that. The all-gather's 2-8 MiB calls (70-73 ms, the
 issue's complaint) are the run's own.
+
+OCI's two-node BM.GPU.MI300X.8 example (oracle-quickstart/oci-hpc-oke) prints 4 of its 16 '#  Rank' lines,
+none naming a GPU: the ranks are read from busbw/algbw, the preset given as the page names the shape.
 """
 
 import pytest
@@ -197,4 +200,33 @@ def test_the_ring_sizes_are_within_the_median_band(name):
     """From 256 MiB RCCL runs Ring/Simple at the NICs' rate: 0.8-1.25x on both sweeps."""
     rows = [r for r in mi250x_json(name)["rows"] if r["bytes"] >= 256 << 20]
     assert len(rows) == 5 and all(r["algorithm"] == "Ring" for r in rows)
+    assert all(LOW <= r["ratio"] <= GAP for r in rows), [(r["bytes"], round(r["ratio"], 3)) for r in rows]
+
+
+OKE_MI300X = "all_reduce_perf-16xMI300X-oci-oke-2nodes-1G-16G.txt"
+
+
+def bus_over_alg(name):
+    """busbw / algbw of each out-of-place row, by a plain split (an all-reduce's is 2(n-1)/n)."""
+    rows = [e.split() for e in (DATA / name).read_text().splitlines()]
+    return [float(f[7]) / float(f[6]) for f in rows if len(f) >= 13 and f[0].isdigit() and f[1].isdigit()]
+
+
+def test_the_oke_run_prints_four_rank_lines_of_sixteen_and_is_read_as_sixteen():
+    """OCI's page prints ranks 0, 7, 8 and 15 of its 16 (two hosts of 8); busbw/algbw (2 × 15/16 = 1.875)
+    and the highest rank say 16, and check reads 16."""
+    lines = (DATA / OKE_MI300X).read_text().splitlines()
+    ranks = [int(e.split()[2]) for e in lines if e.startswith("#  Rank")]
+    assert ranks == [0, 7, 8, 15]
+    assert all(abs(x - 2 * 15 / 16) < 0.01 for x in bus_over_alg(OKE_MI300X))
+    sweep = check_json(OKE_MI300X, "--topology", "amd-mi300x")
+    assert (sweep["op"], sweep["topology"]) == ("all_reduce", "amd-mi300x")
+    assert sweep["group_size"] == max(ranks) + 1
+    rows = file_rows(OKE_MI300X)
+    assert (rows[0][0], rows[-1][0], len(rows)) == (1 << 30, 16 << 30, 5)
+
+
+def test_the_oke_run_is_within_the_median_band_at_every_size():
+    """Ring/Simple across the two hosts' NICs at 1-16 GiB: 0.8-1.25x at every size."""
+    rows = check_json(OKE_MI300X, "--topology", "amd-mi300x")["rows"]
     assert all(LOW <= r["ratio"] <= GAP for r in rows), [(r["bytes"], round(r["ratio"], 3)) for r in rows]
