@@ -1,4 +1,4 @@
-"""nccl-tests sweeps in ``check`` and ``fit``: which inputs are sweeps, each sweep's rows, NCCL
+"""nccl-tests sweeps in ``check`` and ``fit``: each sweep's rows, NCCL
 version and topology (given, or stated by the file), the comparison with NCCL's cost model per size,
 and ``fit --out``'s calibration written as a topology TOML. Each only wires options to library calls
 (:mod:`zerocalc.validate.sweep`, :mod:`zerocalc.nccl`)."""
@@ -10,45 +10,8 @@ from collections import Counter
 import typer
 
 from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner, _read_tuners
+from zerocalc.cli.sweep_dirs import _read_sweep
 from zerocalc.rendering import _skip_notes, _sweep_text, sweep_records, sweeps_markdown
-
-
-def _sweep_files(paths: list[str]) -> bool:
-    """Whether every path is a file holding nccl-tests text output (its head as the trace reader
-    detects it): ``check`` then compares the sweeps with NCCL's model."""
-    import os
-
-    from zerocalc.errors import TraceFormatError
-    from zerocalc.traces import reader
-
-    for path in paths:
-        try:
-            if not os.path.isfile(path):
-                return False
-            if reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):  # as the reader reads it
-                return False
-        except (OSError, TraceFormatError):
-            return False  # the trace reader says what is wrong with it
-    return bool(paths)
-
-
-def sweep_paths(paths: list[str]) -> list[str] | None:
-    """The nccl-tests files ``paths`` name, a directory standing for the files in it (sorted by name, hidden
-    ones left out), where every one holds nccl-tests output (:func:`_sweep_files`); else ``None``: a
-    directory of per-rank traces, or one that mixes other files in, is read as traces."""
-    import os
-
-    files: list[str] = []
-    for path in paths:
-        if not os.path.isdir(path):
-            files.append(path)
-            continue
-        try:
-            names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        except OSError:
-            return None  # the trace reader says what is wrong with it
-        files += [f for f in (os.path.join(path, n) for n in names) if os.path.isfile(f)]
-    return files if _sweep_files(files) else None
 
 
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
@@ -57,9 +20,7 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
 
     from zerocalc.errors import ConfigError, TraceFormatError
     from zerocalc.nccl.predict import cuda_build_from_text, version_from_text
-    from zerocalc.traces import reader
-    from zerocalc.traces.detect import HEAD_BYTES, detect_format
-    from zerocalc.traces.nccl_tests import cputime_refusal, parse, parse_json_bytes
+    from zerocalc.traces.nccl_tests import cputime_refusal
     from zerocalc.validate.sweep import sweep_op
 
     if n is not None and n < 1:
@@ -67,21 +28,9 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     out = []
     for path in paths:
         try:
-            with reader._open(path, reader.MAX_BYTES) as stream:  # plain or gzip, as the reader opens it
-                data = stream.read()
+            text, res = _read_sweep(path, strict)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        if detect_format(data[:HEAD_BYTES], path) == "nccl_tests_json":  # -J: its version is a field
-            text, res = [], parse_json_bytes(data, path, strict=strict)
-        else:
-            text = data.decode("utf-8", errors="replace").splitlines(True)
-            res = parse(iter(text), path, strict=strict)
-        if not res.rows:
-            first = res.skipped.examples[0] if res.skipped.examples else None
-            if first is not None:  # its rows were refused: the first one's line and why
-                more = f" (and {res.skipped.count - 1} more)" if res.skipped.count > 1 else ""
-                raise TraceFormatError(path, first[1], f"no nccl-tests result rows read{more}: {first[2]}")
-            raise TraceFormatError(path, None, "no nccl-tests result rows")
         refusal = cputime_refusal(res.rows, path)
         if refusal is not None:
             raise refusal

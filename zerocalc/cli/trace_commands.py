@@ -25,7 +25,8 @@ from zerocalc.cli.options import (
     model_psi,
     output_format,
 )
-from zerocalc.cli.sweep_commands import _fit_out, _sweep_check, sweep_paths
+from zerocalc.cli.sweep_commands import _fit_out, _sweep_check
+from zerocalc.cli.sweep_dirs import sweep_paths, sweeps_needed
 from zerocalc.rendering import (
     _check_markdown,
     _check_rows,
@@ -85,8 +86,8 @@ def check_cmd(
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
     if topology is not None or sweeps:
-        _sweep_check(sweeps or traces, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
-                     nccl_tuner, ofi_tuner)
+        _sweep_check(sweeps or sweeps_needed(traces), topology, nccl_version, nccl_algo, nccl_proto, n, fmt,
+                     strict, nccl_tuner, ofi_tuner)
         return
     if ofi_tuner is not None:
         raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
@@ -246,7 +247,7 @@ def fit_cmd(
     fmt = output_format(fmt, ("table", "csv", "json"))
     group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
     if out is not None:
-        _fit_out(sweep_paths(files) or files, out, topology, nccl_version, n if n is not None else group,
+        _fit_out(sweeps_needed(files), out, topology, nccl_version, n if n is not None else group,
                  strict, nccl_algo, nccl_proto)
         return
     frames, remarks, unfit = [], {}, []
