@@ -164,7 +164,8 @@ def _read_sweep(path: str, strict: bool):
     from zerocalc.errors import TraceFormatError
     from zerocalc.traces import reader
     from zerocalc.traces.detect import HEAD_BYTES, detect_format
-    from zerocalc.traces.nccl_tests import parse, parse_json_bytes
+    from zerocalc.traces.nccl_tests import parse
+    from zerocalc.traces.nccl_tests_json import parse_json_bytes
 
     with reader._open(path, reader.MAX_BYTES) as stream:
         data = stream.read()

@@ -1,4 +1,5 @@
-"""nccl-tests ``*_perf`` output (text, every column layout, and ``-J`` JSON) → one row per size.
+"""nccl-tests ``*_perf`` text output (every column layout) → one row per size; the ``-J`` JSON report
+is read into the same rows and runs by :mod:`zerocalc.traces.nccl_tests_json`.
 
 nccl-tests ``src/common.cu``/``src/util.cu`` and ``doc/PERFORMANCE.md``: ``size`` is the total
 bytes, ``count`` the NCCL count argument (per-rank send count for all_gather); then out-of-place
@@ -35,27 +36,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-import orjson
-
-from zerocalc.errors import TraceFormatError
 from zerocalc.traces.busbw import listed_ranks_cut
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
-from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, Layout, RowJoiner, parse_header
+from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, parse_header
 from zerocalc.traces.nccl_tests_rows import cputime_refusal as cputime_refusal  # its home before the split
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.nccl_tests_series import carried_on
 from zerocalc.traces.nccl_tests_spans import rank_span
 from zerocalc.traces.prefix import strip_prefix
-from zerocalc.traces.records import ParseResult, bad
-from zerocalc.traces.schema import (
-    DTYPE_BYTES,
-    NCCL_TESTS_DTYPES,
-    NCCL_TESTS_JSON_BODY,
-    NCCL_TESTS_JSON_KEYS,
-    NCCL_TESTS_OPS,
-)
+from zerocalc.traces.records import ParseResult
+from zerocalc.traces.schema import DTYPE_BYTES, NCCL_TESTS_DTYPES, NCCL_TESTS_OPS
 
 FORMAT = "nccl_tests"
 #: ``<test>_perf`` (``_perf_mpi`` when built with ``NAME_SUFFIX=_mpi``) as a word of a command line or of a
@@ -514,92 +506,3 @@ def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> 
     if categorical:
         t["op"] = t["op"].astype("category")
     return t
-
-
-def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
-    """A ``-J`` JSON report (nccl-tests ``src/util.cu``, ``JSON_FILE_VERSION`` 1-3, v2.17.x on): one run,
-    its rows and its entry in ``meta["runs"]`` as :func:`parse` gives them. The op comes from ``args``
-    (the command line) or the file name; the group size from ``config``: ``devices`` lists one entry per
-    process (``parseRankInfo`` reads the first ``# Rank`` line of each process's block), each process
-    driving ``nthreads`` × ``ngpus`` ranks; the NCCL version from ``nccl_version`` (``ncclGetVersion``'s
-    code, :func:`nccl_version_from_code`); the NCCL variables from ``env`` (the process environment);
-    ``-g``, ``-a`` and ``-G`` from ``ngpus``, ``aggregated_iterations`` and ``graph``."""
-    res = ParseResult(meta={"format": FORMAT})
-    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
-        raise TraceFormatError(file, None, "nccl-tests JSON without a 'results' list")
-    args = doc.get("args") or []
-    m = _PERF.search(" ".join(a for a in args if isinstance(a, str))) if isinstance(args, list) else None
-    name_op = _PERF.search(os.path.basename(file))
-    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
-    run = _Run(None, op_key=m[1] if m else name_op[1] if name_op else None)
-    _json_config(run, config)
-    code = doc.get("nccl_version")
-    if isinstance(code, int) and not isinstance(code, bool) and code > 0:
-        run.nccl_version = nccl_version_from_code(code)
-    for entry in doc.get("env") or []:
-        name, eq, value = entry.partition("=") if isinstance(entry, str) else ("", "", "")
-        if eq and name.startswith("NCCL_") and value:
-            run.env[name] = (value, None, 3)  # the process's own environment: what NCCL read
-    for i, r in enumerate(doc["results"]):
-        try:
-            rec: dict[str, Any] = {"layout": "json"}
-            for k, col in NCCL_TESTS_JSON_KEYS.items():
-                rec[col] = r.get(k)
-            for side, pre in (("out_of_place", "oop_"), ("in_place", "ip_")):
-                body = r.get(side) or {}
-                if "cpu_time" in body:  # -C (util.cu: the key names what the time is)
-                    rec["layout"] = "json" + CPUTIME_SUFFIX
-                for k, col in NCCL_TESTS_JSON_BODY.items():
-                    if k in body:
-                        if not (body[k] is None or isinstance(body[k], int | float)):
-                            raise TraceFormatError(file, i, f"{side}.{k} {body[k]!r} is not a number")
-                        rec[pre + col] = body[k]
-            if not isinstance(rec["size_bytes"], int) or not isinstance(rec["count"], int):
-                raise TraceFormatError(file, i, "result without integer size/count")
-            if not isinstance(rec["type"], str):
-                raise TraceFormatError(file, i, "result without a type")
-            rec.setdefault("oop_time_us", None)
-            rec.setdefault("oop_algbw", None)
-            rec.setdefault("oop_busbw", None)
-            if isinstance(rec.get("root"), str) and rec["root"].strip().lstrip("-").isdigit():
-                rec["root"] = int(rec["root"])
-            _to_row(rec, run.op_key, None, file, i)  # a result that does not fit fails here, not later
-            run.recs.append((i, rec))
-        except (TraceFormatError, AttributeError, TypeError) as exc:
-            reason = exc.reason if isinstance(exc, TraceFormatError) else f"malformed result ({exc})"
-            bad(file, i, reason, strict, res.skipped)
-    _tabulate([run], file, res)
-    return res
-
-
-def _json_config(run: _Run, config: dict[str, Any]) -> None:
-    """What a JSON report's ``config`` says of the run: its ranks, their devices, ``-g``, ``-a``, ``-G``."""
-
-    def whole(key: str) -> int | None:
-        v = config.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
-
-    run.gpus_per_thread, run.agg_iters = whole("ngpus"), whole("aggregated_iterations")
-    run.graph = whole("graph")
-    devices = config.get("devices")
-    if not isinstance(devices, list) or not devices:
-        return
-    per = (whole("nthreads") or 1) * (run.gpus_per_thread or 1)
-    for k, d in enumerate(devices):
-        first = d.get("rank") if isinstance(d, dict) and isinstance(d.get("rank"), int) else k * per
-        host = d.get("hostname") if isinstance(d, dict) else None
-        gpu = d.get("device_info") if isinstance(d, dict) else None
-        for rank in range(first, first + per):
-            run.ranks.add(rank)
-            if isinstance(host, str) and isinstance(gpu, str) and host and gpu.strip():
-                # the process's other GPUs are not listed: their bus ids unknown (never "shared")
-                bus = str(d.get("device_hex") or "") if rank == first else ""
-                run.devices[rank] = (host, gpu.strip(), bus)
-
-
-def parse_json_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
-    return parse_json(doc, file, strict=strict)

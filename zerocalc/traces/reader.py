@@ -124,7 +124,9 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
             raise TraceFormatError(file, None, "empty file")
         if kind == "kineto":  # decodes only the fields it reads (kineto.parse_bytes)
             return kineto.parse_bytes(data, file, strict=strict)
-        return nccl_tests.parse_json_bytes(data, file, strict=strict)
+        from zerocalc.traces import nccl_tests_json  # -J reports only
+
+        return nccl_tests_json.parse_json_bytes(data, file, strict=strict)
     if kind == "nccl_log":  # scanned as bytes (nccl_log.scan)
         if sequence:  # the calls as a sequence of codes, to fold (nccl_fold), read in segments
             from zerocalc.traces import nccl_segments
