@@ -486,14 +486,13 @@ def sweeps_markdown(sweeps: list[dict]) -> str:
 
 def _ratio_summary(rows: list[dict]) -> str:
     """``min 0.268, median 1.01, max 1.1; at the median size 1.06`` of a sweep's rows (the median size's:
-    the lower middle row by size when the count is even, as :meth:`zerocalc.validate.sweep.SweepComparison.
-    median_size_ratio` takes it)."""
-    import numpy as np
+    the lower middle row by size when the count is even, :func:`zerocalc.validate.sweep_summary.
+    ratio_stats`)."""
+    from zerocalc.validate.sweep_summary import ratio_stats
 
-    ratios = np.array([r["ratio"] for r in rows])
-    by_size = sorted(rows, key=lambda r: r["bytes"])
-    return (f"min {ratios.min():.3g}, median {np.median(ratios):.3g}, max {ratios.max():.3g}; "
-            f"at the median size {by_size[(len(by_size) - 1) // 2]['ratio']:.3g}")
+    s = ratio_stats(rows)
+    return (f"min {s['min']:.3g}, median {s['median']:.3g}, max {s['max']:.3g}; "
+            f"at the median size {s['median_size']:.3g}")
 
 
 def _stated_mark(r: dict, lib: str = "NCCL") -> str:

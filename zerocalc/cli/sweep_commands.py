@@ -12,6 +12,7 @@ import typer
 from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner, _read_tuners
 from zerocalc.cli.sweep_dirs import _read_sweep
 from zerocalc.rendering import _skip_notes, _sweep_text, sweep_records, sweeps_markdown
+from zerocalc.sweep_summary_text import summary_markdown, summary_text
 
 
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
@@ -224,8 +225,9 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     tuner = _read_tuner(nccl_tuner, given) if given is not None else None
     if given is None and nccl_tuner is not None:
         raise ConfigError("prices a tuner's rules on a topology; give --topology too", option="--nccl-tuner")
-    sweeps, texts, unpriced = [], [], []
+    sweeps, texts, unpriced, hosts = [], [], [], []
     for path, rows, op, p, stated, skipped, run in _sweep_inputs(paths, n, strict):
+        hosts.append(_listed_hosts(run, p, stated))
         try:
             d, _ = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
                               nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
@@ -241,10 +243,13 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         texts.append(_sweep_text(d))
     if unpriced and len(unpriced) == len(sweeps):
         raise unpriced[0]
+    from zerocalc.validate.sweep_summary import sweeps_summary
+
+    summary = sweeps_summary(sweeps, hosts)
     if fmt == "json":
         import json
 
-        typer.echo(json.dumps(_nan_to_none({"sweeps": sweeps}), indent=2, allow_nan=False,
+        typer.echo(json.dumps(_nan_to_none({"sweeps": sweeps, "summary": summary}), indent=2, allow_nan=False,
                               default=_json_default))
     elif fmt == "csv":
         import pandas as pd
@@ -253,10 +258,21 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
 
         typer.echo(pd.DataFrame(sweep_records(sweeps), columns=list(SWEEP_CSV_COLUMNS)).to_csv(index=False),
                    nl=False)
-    elif fmt == "markdown":
-        typer.echo(sweeps_markdown(sweeps))
+    elif fmt == "markdown":  # several sweeps: their summary closes the output
+        typer.echo(sweeps_markdown(sweeps) + (f"\n\n{summary_markdown(summary)}" if len(sweeps) > 1 else ""))
     else:
-        typer.echo("\n\n".join(texts))
+        typer.echo("\n\n".join(texts + ([summary_text(summary)] if len(sweeps) > 1 else [])))
+
+
+def _listed_hosts(run: dict, p: int, stated: str | None) -> int | None:
+    """How many hosts a sweep ran on, as its ``# Rank`` lines list them (told apart where two ranks share
+    one host name and GPU, :func:`zerocalc.topology.renamed_hosts.hosts_apart`); ``None`` where they do not
+    list the host of each of its ``p`` ranks."""
+    from zerocalc.topology.renamed_hosts import hosts_apart
+
+    apart = hosts_apart(run, stated)
+    listed = (apart[0] if apart is not None else run).get("hosts") or {}
+    return len(listed) if listed and sum(listed.values()) == p else None
 
 
 def _network_path(topo, given, run: dict, info: dict, p: int):

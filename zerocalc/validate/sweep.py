@@ -66,6 +66,7 @@ from zerocalc.validate.sweep_info import (
     stated_nvls_notes,
     stated_p2p_notes,
 )
+from zerocalc.validate.sweep_summary import median_size_row
 
 P2P_OPS = tuple(o.value for o in P2pOp)
 """The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
@@ -128,8 +129,8 @@ class SweepComparison:
 
     def median_size_ratio(self) -> float:
         """The ratio at the median size (the lower middle row when the count is even)."""
-        rows = sorted(self.rows, key=lambda r: r["bytes"])
-        return float(rows[(len(rows) - 1) // 2]["ratio"]) if rows else math.nan
+        row = median_size_row(self.rows)
+        return float(row["ratio"]) if row is not None else math.nan
 
 
 def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
