@@ -1,8 +1,8 @@
 """check on public nccl-tests runs that their repositories hold beside, or showed before, runs bundled
 earlier (tests/data/traces/README.md names each file's source): all_reduce on CSCS's Alps under NCCL 2.23.4
 and aws-ofi-nccl 1.13.0 (Feb 2025: 1, 2, 4 and 8 nodes of 4 GH200 on Slingshot 11, and the 2-node test
-again with libfabric's cxi queues enlarged), and the 2-node BM.GPU4.8 run that Oracle's GPU-cluster
-tutorial showed in one version (16 A100-SXM4-40GB, RoCE, NCCL from NVIDIA's rhel7 repository).
+again with a larger libfabric cxi completion queue), and the 2-node BM.GPU4.8 run that Oracle's
+GPU-cluster tutorial showed in one version (16 A100-SXM4-40GB, RoCE, NCCL from NVIDIA's rhel7 repository).
 
 What each test expects is counted from the file itself by a plain split, not through zerocalc: its rows
 (size, out-of-place µs, in-place µs, busbw) past Slurm's ``srun -l`` prefix (``0: ``; `` 0: `` from 10
@@ -13,11 +13,11 @@ size) where the model meets them.
 
 Misses, left as they are: from 2 Alps nodes on, 64 KiB-1 MiB all-reduces run at 1-2 GB/s of bus bandwidth
 on 2 nodes (0.16-0.56x), and the time falls 7x from 1 MiB to 2 MiB (921 to 129 µs) where NCCL's model has
-it fall 1.3x; with the cxi completion and transmit queues enlarged (the settings its folder is named
-after) the same sizes take less than half as long. Those are libfabric cxi provider settings, which a
-file echoes at best, outside NCCL's cost model. The OCI run reaches 87 GB/s of bus bandwidth at 1 GiB (the
-page itself states about 87), half what the same shape gives in the later runs bundled (0.45-0.51x from
-128 MiB).
+it fall 1.3x; with a larger cxi completion queue and the other settings its folder is named after (those
+CSCS's NCCL page later recommends) the same sizes take less than half as long. Those are libfabric cxi
+provider settings, which a file echoes at best, outside NCCL's cost model. The OCI run reaches 87 GB/s of
+bus bandwidth at 1 GiB (the page itself states about 87), half what the same shape gives in the later
+runs bundled (0.45-0.51x from 128 MiB).
 """
 
 import re
@@ -141,7 +141,7 @@ def test_alps_small_and_large_calls_are_priced_within_the_bands(name):
 
 def test_alps_mid_sizes_are_the_cxi_queues_not_nccls_model():
     """The miss counted from the files: on 2 nodes the default run's 1 MiB call takes over 5x its 2 MiB
-    one (NCCL's model, switching to Tree/Simple there: under 2x); with the cxi queues enlarged its 64 KiB-1
+    one (NCCL's model, switching to Tree/Simple there: under 2x); with the folder's cxi settings its 64 KiB-1
     MiB calls take less than half as long; from 128 MiB the two runs are within 1% of each other."""
     default, queues = times(ALPS2), times(ALPS2Q)
     assert default[1 << 20] > 5 * default[2 << 20]
