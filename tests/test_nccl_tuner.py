@@ -149,7 +149,9 @@ def test_pat_is_refused_for_the_2_19_tables():
 def test_gcp_a3_mega_environment_by_nccl_version():
     """GPUDirect-TCPXO release notes (container-engine-accelerators gpudirect-tcpxo/README.md): NCCL 2.21.5
     ran with NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple and NCCL_NVLS_ENABLE=0; 2.23 with Simple,LL128;
-    2.26-2.28 with Simple,LL128 and NVLS; no profile is known for 2.30."""
+    2.26-2.28 with Simple,LL128 and NVLS. Later releases get the last profile: the plugin's own
+    (google/nccl-plugin-gpudirect-tcpxo tcpxo_scripts/nccl-env-profile.sh, v1.0.12-v1.0.17) reads no NCCL
+    version and sets NCCL_PROTO=Simple,LL128 and NCCL_MIN_NCHANNELS=4 whatever NCCL is loaded."""
     topo = get_topology("gcp-a3-mega")
     s = settings(topo, "2.21.5", None, None)
     assert s.algo_enable[C.ALL_REDUCE] == {A.RING, A.TREE} and s.proto_enable[C.ALL_REDUCE] == {P.SIMPLE}
@@ -157,7 +159,12 @@ def test_gcp_a3_mega_environment_by_nccl_version():
     assert settings(topo, "2.23.4", None, None).proto_enable[C.ALL_REDUCE] == {P.SIMPLE, P.LL128}
     s26 = settings(topo, "2.26.5", None, None)
     assert s26.algo_enable is None and s26.nvls_enable is True
-    assert profile_for(topo, "2.30.7") is None and profile_for(topo, "2.20.3") is None
+    assert profile_for(topo, "2.20.3") is None
+    for later in ("2.29.7", "2.30.7"):
+        env = profile_for(topo, later)
+        assert (env.algo, env.proto, env.min_nchannels, env.nvls_enable) == (None, "Simple,LL128", 4, None)
+        s = settings(topo, later, None, None)
+        assert s.proto_enable[C.ALL_REDUCE] == {P.SIMPLE, P.LL128} and s.algo_enable is None
     # the user's NCCL_PROTO wins over the profile, and a tuner given drops the "not priced" note
     assert settings(topo, "2.21.5", None, "LL").proto_enable[C.ALL_REDUCE] == {P.LL}
     assert not any("not priced" in n for n in settings(topo, "2.21.5", None, None, tuner_given=True).notes)

@@ -31,6 +31,12 @@ _TCPXO_TUNER = "Google's tuner plugin libnccl-tuner.so with a3plus_tuner_config.
 #: release's NCCL configs in GCP's notes set them (NCCL_FASTRAK_NUM_FLOWS=2, NCCL_BUFFSIZE=8388608, Apr 17
 #: 2024 to Jan 9 2026, and the plugin's ``tcpxo_scripts/nccl-env-profile.sh``); :mod:`zerocalc.nccl.tcp_flows`
 _TCPXO_FLOWS, _TCPXO_BUFFSIZE = 2, 8 << 20
+#: No wire latency is timed for TCPXO (no ``net_wire_latency_us``, unlike A3 High's TCPX below): its data
+#: path is not the guest's kernel TCP stack that a GCE VM's TCP round trip (``VM_SOCKET_HOP_US``) measures,
+#: but "a custom RDMA offload on our IPUs" (google/nccl-plugin-gpudirect-tcpxo README.md), each request
+#: handed to the host's offload engine over shared-memory queues (the plugin's ``dxs/client``;
+#: NCCL_FASTRAK_USE_LLCM=1 in every profile), and Google publishes no latency for it (its
+#: ``tcpxo_prober`` measures round trips between GPU NICs and prints none).
 #: The NCCL environment GCP's GPUDirect-TCPXO profile (nccl-env-profile.sh) sets, by the NCCL its plugin
 #: installer ships: 2.21.5 with installers v1.0.3-v1.0.7 (Jun-Nov 2024); 2.23 by default with v1.0.9-v1.0.11
 #: (May-Jun 2025; v1.0.8, Feb 2025, still had NCCL_PROTO=Simple); 2.26.5 with v1.0.12 (Aug 2025) and 2.28.7
@@ -44,6 +50,11 @@ _TCPXO_FLOWS, _TCPXO_BUFFSIZE = 2, 8 << 20
 #: NCCL_DYNAMIC_CHUNK_SIZE is read by neither NCCL (v2.21.5, v2.30.7) nor the plugin's published source.
 #: NCCL_BUFFSIZE and NCCL_FASTRAK_NUM_FLOWS time the run's ring steps instead (the preset's
 #: ``nccl_buffsize`` and ``net_flows``, above).
+#: The last profile stands for the releases after 2.28 too: it is the plugin's (google/
+#: nccl-plugin-gpudirect-tcpxo ``tcpxo_scripts/nccl-env-profile.sh``, unchanged from v1.0.12, Aug 21 2025,
+#: to v1.0.17, Jun 26 2026), reads no NCCL version and sets the same variables whatever NCCL the workload
+#: loads, as GPUDirect-TCPX's configs do (below). Google qualifies it with NCCL 2.28.7 alone (the plugin's
+#: README, "Supported Version"); no release of it names 2.29 or 2.30.
 _TCPXO_ENV = (
     NcclEnv("2.21", "2.21", algo="Ring,Tree", proto="Simple", nvls_enable=False, min_nchannels=4,
             tuner=_TCPXO_TUNER,
@@ -52,10 +63,12 @@ _TCPXO_ENV = (
             tuner=_TCPXO_TUNER,
             source=_TCPXO_NOTES + ", releases of May 01 2025 (v1.0.9-1) and Jun 27 2025 (v1.0.11), "
                    "NCCL 2.23"),
-    NcclEnv("2.26", "2.28", proto="Simple,LL128", min_nchannels=4,
+    NcclEnv("2.26", "2.30", proto="Simple,LL128", min_nchannels=4,
             tuner=_TCPXO_TUNER,
             source=_TCPXO_NOTES + ", releases of Aug 21 2025 (v1.0.12, NCCL 2.26.5) to Jan 9 2026 (v1.0.15, "
-                   "NCCL 2.28.7)"),
+                   "NCCL 2.28.7); for later NCCL, the plugin's own profile (google/"
+                   "nccl-plugin-gpudirect-tcpxo tcpxo_scripts/nccl-env-profile.sh, the same v1.0.12 to "
+                   "v1.0.17), which reads no NCCL version"),
 )
 
 
