@@ -90,6 +90,25 @@ def gpus_per_process(name):
     return int(f[f.index("nGpus") + 1])
 
 
-def unsteady_sizes(name, gap=1.25):
-    """Sizes whose out-of-place and in-place times differ by more than ``gap`` either way."""
-    return [s for s, oop, ip in file_rows(name) if max(oop, ip) / min(oop, ip) > gap]
+def unsteady_sizes(name, gap=1.25, rows=file_rows):
+    """Sizes whose out-of-place and in-place times differ by more than ``gap`` either way, of the rows
+    ``rows(name)`` counts: (size, out-of-place µs, in-place µs)."""
+    return [s for s, oop, ip in rows(name) if max(oop, ip) / min(oop, ip) > gap]
+
+
+def srun_task0_rows(name):
+    """(size, out-of-place µs, in-place µs) of Slurm task 0's table (``srun -l``: lines led by ``0:``), by a
+    plain split of the file."""
+    rows = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 14 and f[0] == "0:" and f[1].isdigit() and f[2].isdigit():
+            rows.append((int(f[1]), float(f[6]), float(f[10])))
+    return rows
+
+
+def assert_within_both_bands(sweep):
+    """Every size of ``sweep`` (check's JSON) within 0.5-2x and its median size within 0.8-1.25x."""
+    ratios = [(r["bytes"], round(r["ratio"], 3)) for r in sweep["rows"]]
+    assert all(0.5 <= x <= 2 for _, x in ratios), ratios
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25

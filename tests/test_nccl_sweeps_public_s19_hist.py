@@ -28,7 +28,7 @@ ABCI's NCCL 2.8.4 run bundled before shows too (32-50 µs, 0.76-0.85x); from 1 M
 import re
 
 import pytest
-from sweep_files import DATA, check_json, median_size_ratio
+from sweep_files import DATA, assert_within_both_bands, check_json, median_size_ratio, unsteady_sizes
 
 ALPS1 = "all_reduce_perf-4xGH200-alps-1node-srun-nccl2.23.4.out"
 ALPS2 = "all_reduce_perf-8xGH200-alps-2nodes-srun-nccl2.23.4.out"
@@ -131,15 +131,12 @@ def test_the_release_priced(name):
 @pytest.mark.parametrize("name", sorted(READ))
 def test_the_unsteady_rows_are_those_whose_two_timings_differ(name):
     flagged = [r["bytes"] for r in sweep_of(name)["rows"] if r["unsteady"]]
-    assert flagged == [s for s, oop, ip in counted(name) if max(oop, ip) / min(oop, ip) > 1.25]
+    assert flagged == unsteady_sizes(name, rows=counted)
 
 
 @pytest.mark.parametrize("name", sorted(IN_BANDS))
 def test_the_runs_within_both_bands(name):
-    sweep = sweep_of(name)
-    ratios = [(r["bytes"], round(r["ratio"], 3)) for r in sweep["rows"]]
-    assert all(0.5 <= x <= 2 for _, x in ratios), ratios
-    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+    assert_within_both_bands(sweep_of(name))
 
 
 @pytest.mark.parametrize("name", ALPS)

@@ -24,7 +24,7 @@ the same hosts reach 450 GB/s under MLNX_OFED).
 import re
 
 import pytest
-from sweep_files import DATA, check_json, median_size_ratio
+from sweep_files import DATA, assert_within_both_bands, check_json, unsteady_sizes
 
 from zerocalc.traces.nccl_tests_spans import rank_span
 
@@ -157,15 +157,12 @@ def test_the_release_priced_is_the_one_the_file_states(name):
 @pytest.mark.parametrize("name", sorted(READ))
 def test_the_unsteady_rows_are_those_whose_two_timings_differ(name):
     flagged = [r["bytes"] for r in sweep_of(name)["rows"] if r["unsteady"]]
-    assert flagged == [s for s, oop, ip in counted(name) if max(oop, ip) / min(oop, ip) > 1.25]
+    assert flagged == unsteady_sizes(name, rows=counted)
 
 
 @pytest.mark.parametrize("name", sorted(IN_BANDS))
 def test_the_runs_on_their_stated_machines_are_within_both_bands(name):
-    sweep = sweep_of(name)
-    ratios = [(r["bytes"], round(r["ratio"], 3)) for r in sweep["rows"]]
-    assert all(0.5 <= x <= 2 for _, x in ratios), ratios
-    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+    assert_within_both_bands(sweep_of(name))
 
 
 def test_condensed_rank_lines_give_the_ranks_hosts_and_gpu():

@@ -29,7 +29,15 @@ none naming a GPU: the ranks are read from busbw/algbw, the preset given as the 
 """
 
 import pytest
-from sweep_files import DATA, check_json, device_lines, file_rows, gpus_per_process, unsteady_sizes
+from sweep_files import (
+    DATA,
+    check_json,
+    device_lines,
+    file_rows,
+    gpus_per_process,
+    srun_task0_rows,
+    unsteady_sizes,
+)
 
 from zerocalc.nccl.trees import btree, busiest_node_sends
 
@@ -123,18 +131,8 @@ MI250X_ARGS = ("--topology", "amd-mi250x", "--nccl-version", "2.20.5")
 NODE_NICS_BPS = 4 * 200e9 / 8
 
 
-def labelled_rows(name):
-    """(size, out-of-place µs, in-place µs) of the rows under srun's `` 0: `` label, by a plain split."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) >= 14 and f[0] == "0:" and f[1].isdigit() and f[2].isdigit():
-            rows.append((int(f[1]), float(f[6]), float(f[10])))
-    return rows
-
-
 def mi250x_json(name):
-    return check_json(name, *MI250X_ARGS, counted=labelled_rows)
+    return check_json(name, *MI250X_ARGS, counted=srun_task0_rows)
 
 
 def srun_ranks(name):
@@ -146,7 +144,7 @@ def srun_ranks(name):
 
 @pytest.mark.parametrize("name,op", [(AG_MI250X, "all_gather"), (AR_MI250X, "all_reduce")])
 def test_the_labelled_sweeps_are_read_whole_on_32_ranks(name, op):
-    rows = labelled_rows(name)
+    rows = srun_task0_rows(name)
     sweep = mi250x_json(name)
     assert sweep["op"] == op
     assert sweep["group_size"] == srun_ranks(AG_MI250X) == 32

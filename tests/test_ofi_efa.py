@@ -8,7 +8,7 @@ import gzip
 import json
 
 import pytest
-from sweep_files import DATA, check_json, median_size_ratio, runner, with_lines_before_table
+from sweep_files import DATA, check_json, median_size_ratio, runner, srun_task0_rows, with_lines_before_table
 
 from zerocalc.cli import app
 from zerocalc.nccl.ofi_cxi import chunk_bytes, network_messages
@@ -35,17 +35,6 @@ def gz_rows(name):
         f = rest.split()
         if tag == "[1,0]<stdout" and len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
             rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
-
-
-def srun_rows(name):
-    """(size, out-of-place µs, in-place µs) of Slurm task 0's table (``srun -l``: lines led by ``0:``), by a
-    plain split of the file."""
-    rows = []
-    for line in (DATA / name).read_text().splitlines():
-        f = line.split()
-        if len(f) >= 14 and f[0] == "0:" and f[1].isdigit() and f[2].isdigit():
-            rows.append((int(f[1]), float(f[6]), float(f[10])))
     return rows
 
 
@@ -114,8 +103,8 @@ def test_the_network_the_lines_name_sets_or_drops_efas_handshake(tmp_path):
 def test_srun_p5_and_p4de_runs_stay_within_0_5_2x():
     """The awsome-distributed-training p5 and p4de blocks (no NCCL lines): every size within 0.5-2x; p4de
     (SENDRECV protocol) keeps its median size within 0.8-1.25x."""
-    p5 = check_json(SRUN, "--topology", "aws-p5", counted=srun_rows)
+    p5 = check_json(SRUN, "--topology", "aws-p5", counted=srun_task0_rows)
     assert len(p5["rows"]) == 32 and all(0.5 <= r["ratio"] <= 2.0 for r in p5["rows"])
-    p4de = check_json(P4DE, "--topology", "aws-p4de", counted=srun_rows)
+    p4de = check_json(P4DE, "--topology", "aws-p4de", counted=srun_task0_rows)
     assert all(0.5 <= r["ratio"] <= 2.0 for r in p4de["rows"])
     assert 0.8 <= median_size_ratio(p4de) <= 1.25
