@@ -153,6 +153,7 @@ def _launch(w: Writer, df: pd.DataFrame) -> None:
         HOST_US_PER_GPU,
         LAUNCH_STAGGER_US_PER_GPU,
     )
+    from zerocalc.validate.sweep_summary import median_size_row
 
     a100 = df[df["sweep"] == SWEEPS[3][3]]
     small = a100[a100["bytes"] <= 32 << 10]
@@ -160,8 +161,8 @@ def _launch(w: Writer, df: pd.DataFrame) -> None:
     mid = a100[(a100["bytes"] >= 256 << 10) & (a100["bytes"] <= 32 << 20)]
     alone = (mid[["nccl_s", "host_floor_s"]].max(axis=1) / mid["measured_s"])
     stagger = a100["launch_stagger_s"].iloc[0]
-    second = df[df["sweep"] == SWEEPS[4][3]].sort_values("bytes")
-    median_row = second.iloc[(len(second) - 1) // 2]
+    second = df[df["sweep"] == SWEEPS[4][3]]
+    median_row = median_size_row(second.to_dict("records"))
     second_mid = median_row["ratio"]
     second_alone = max(median_row["nccl_s"], median_row["host_floor_s"]) / median_row["measured_s"]
     w.paragraph(
