@@ -112,3 +112,13 @@ def assert_within_both_bands(sweep):
     ratios = [(r["bytes"], round(r["ratio"], 3)) for r in sweep["rows"]]
     assert all(0.5 <= x <= 2 for _, x in ratios), ratios
     assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def assert_read_as_counted(sweep, lines, op, preset, hosts):
+    """``sweep`` (check's JSON) read as the file's ``# Rank`` lines count it: ``lines`` are (rank, host, GPU)
+    of each, by the caller's plain split; ranks 0..n-1 on ``hosts`` hosts, ``op`` on n ranks, ``preset``
+    picked, and the hosts told in its ``topology_how``."""
+    assert [r for r, _, _ in lines] == list(range(len(lines)))
+    assert len({h for _, h, _ in lines}) == hosts
+    assert (sweep["op"], sweep["group_size"], sweep["topology"]) == (op, len(lines), preset)
+    assert f"{len(lines) // hosts} per host, {hosts} host" in sweep["topology_how"]

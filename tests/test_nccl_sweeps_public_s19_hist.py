@@ -28,7 +28,14 @@ ABCI's NCCL 2.8.4 run bundled before shows too (32-50 µs, 0.76-0.85x); from 1 M
 import re
 
 import pytest
-from sweep_files import DATA, assert_within_both_bands, check_json, median_size_ratio, unsteady_sizes
+from sweep_files import (
+    DATA,
+    assert_read_as_counted,
+    assert_within_both_bands,
+    check_json,
+    median_size_ratio,
+    unsteady_sizes,
+)
 
 ALPS1 = "all_reduce_perf-4xGH200-alps-1node-srun-nccl2.23.4.out"
 ALPS2 = "all_reduce_perf-8xGH200-alps-2nodes-srun-nccl2.23.4.out"
@@ -96,13 +103,8 @@ def times(name):
 def test_each_file_is_read_as_its_lines_count_it(name):
     """Op, ranks (every ``# Rank`` line; the Alps ranks all say ``device 0``, each seeing one GPU), hosts
     and preset."""
-    op, preset, hosts = READ[name]
-    lines = rank_lines(name)
-    assert [r for r, _, _ in lines] == list(range(len(lines)))
-    assert len({h for _, h, _ in lines}) == hosts
     sweep = sweep_of(name)
-    assert (sweep["op"], sweep["group_size"], sweep["topology"]) == (op, len(lines), preset)
-    assert f"{len(lines) // hosts} per host, {hosts} host" in sweep["topology_how"]
+    assert_read_as_counted(sweep, rank_lines(name), *READ[name])
     assert sweep["gpus_per_thread"] == 1
 
 

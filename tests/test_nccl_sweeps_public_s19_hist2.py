@@ -25,6 +25,7 @@ take 1.5-2.5x NCCL's estimate, and across 2 racks every all-reduce to 16 MiB tak
 import pytest
 from sweep_files import (
     DATA,
+    assert_read_as_counted,
     assert_within_both_bands,
     check_json,
     file_rows,
@@ -98,13 +99,8 @@ def times(name):
 
 @pytest.mark.parametrize("name", sorted(READ))
 def test_abci_files_are_read_as_their_lines_count_them(name):
-    op, preset, hosts = READ[name]
-    lines = rank_lines(name)
-    assert [r for r, _, _ in lines] == list(range(len(lines)))
-    assert len({h for _, h, _ in lines}) == hosts
     sweep = sweep_of(name)
-    assert (sweep["op"], sweep["group_size"], sweep["topology"]) == (op, len(lines), preset)
-    assert f"{len(lines) // hosts} per host, {hosts} host" in sweep["topology_how"]
+    assert_read_as_counted(sweep, rank_lines(name), *READ[name])
     assert sweep["nccl_version"] == "2.8.4"
 
 
