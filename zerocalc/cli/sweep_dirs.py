@@ -6,6 +6,15 @@ reader parses them."""
 from __future__ import annotations
 
 
+def _dir_files(path: str) -> list[str]:
+    """The files of directory ``path``, sorted by name, hidden ones left out (sub-directories too);
+    ``OSError`` where it cannot be listed."""
+    import os
+
+    names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+    return [f for f in (os.path.join(path, n) for n in names) if os.path.isfile(f)]
+
+
 def _sweep_files(paths: list[str]) -> bool:
     """Whether every path is a file holding nccl-tests text output (its head as the trace reader
     detects it): ``check`` then compares the sweeps with NCCL's model."""
@@ -69,10 +78,9 @@ def sweeps_needed(paths: list[str]) -> list[str]:
     for path in paths:
         if os.path.isdir(path):
             try:
-                names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+                whys = [_dir_file(f) for f in _dir_files(path)]
             except OSError as exc:
                 raise TraceFormatError(path, None, f"cannot list: {exc.strerror or exc}") from None
-            whys = [_dir_file(f) for f in (os.path.join(path, n) for n in names) if os.path.isfile(f)]
             trace = next((why for kind, why in whys if kind == "trace"), None)
             if trace is not None:
                 raise TraceFormatError(path, None, f"holds per-rank traces, not nccl-tests outputs alone "
@@ -96,10 +104,9 @@ def _all_sweeps(paths: list[str]) -> list[str] | None:
             files.append(path)
             continue
         try:
-            names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+            files += _dir_files(path)
         except OSError:
             return None  # the trace reader says what is wrong with it
-        files += [f for f in (os.path.join(path, n) for n in names) if os.path.isfile(f)]
     return files if _sweep_files(files) else None
 
 
@@ -108,16 +115,12 @@ def _dir_sweeps(path: str) -> tuple[list[str], list[str]] | None:
     sweep, and ``PATH: reason`` for each that yields none (:func:`_dir_file`); ``None`` where none yields
     one, where one is a per-rank trace (the directory is read as traces, as before), or where it cannot
     be listed (the trace reader says why)."""
-    import os
-
     try:
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        files = _dir_files(path)
     except OSError:
         return None
     sweeps, skipped = [], []
-    for f in (os.path.join(path, n) for n in names):
-        if not os.path.isfile(f):
-            continue
+    for f in files:
         kind, why = _dir_file(f)
         if kind == "trace":
             return None

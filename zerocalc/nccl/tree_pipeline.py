@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from zerocalc.nccl.nvls_pipeline import nvls_tree_hops
 from zerocalc.nccl.release import Algorithm, Collective, Protocol, Release
+from zerocalc.nccl.tune_model import _log2i
 
 A, C, P = Algorithm, Collective, Protocol
 
@@ -52,10 +53,6 @@ def fill_priced(coll: Collective, algo: Algorithm, proto: Protocol, n_nodes: int
     """Whether a call is timed with its chunk held at each network hop: a Tree/LL128 all-reduce across
     nodes (module docstring)."""
     return coll == C.ALL_REDUCE and algo == A.TREE and proto == P.LL128 and n_nodes > 1
-
-
-def _log2i(n: int) -> int:
-    return int(n).bit_length() - 1 if n > 0 else -1
 
 
 def tree_ll128_chunk_bytes(rel: Release, n_bytes: float, n_channels: int, n_nodes: int,
