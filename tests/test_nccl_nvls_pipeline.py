@@ -157,6 +157,26 @@ def test_one_p5_node_counted_from_the_file():
     assert all(0.85 <= r["ratio"] <= 1.1 for r in nvls)  # 0.66-1.02 with NCCL's time alone
 
 
+def test_gb300_rack_counted_from_the_file():
+    # all_reduce_perf-64xGB300-oci-16nodes-1rack-16sizes-nccl2.28.7.txt (64 GB300 of one NVL72 rack, one node
+    # to NCCL, v2.28.7): NVLS at every size, 24 nvlsChannels (NVLS_NCHANNELS_SM100_NVL, nvls.cc) x 32 heads
+    # (NCCL_MAX_NVLS_ARITY); calcCollChunking's chunk 16 KiB below 2 x 768 x 32 KiB = 48 MiB: 12 MiB loops
+    name = "all_reduce_perf-64xGB300-oci-16nodes-1rack-16sizes-nccl2.28.7.txt"
+    rows = {r["bytes"]: r for r in check_json(name)["rows"]}
+    assert {r["algorithm"] for r in rows.values()} == {"NVLS"}
+    # NCCL's rate from the two largest calls, which both carry two loops of 768 x 128 KiB
+    hi, top = rows[8 << 30], rows[16 << 30]
+    bw = (top["bytes"] - hi["bytes"]) / (top["predicted_s"] - hi["predicted_s"])
+    loop = 768 * 16 * KIB
+    for size, loops in ((4 * MIB, 1), (8 * MIB, 1), (32 * MIB, 2)):  # a part of a loop: the call once more
+        fill = loops * min(size, loop) / bw
+        assert rows[size]["predicted_s"] == pytest.approx(25e-6 + size / bw + fill, rel=1e-6)
+    # measured 95-219 us at 8-32 MiB: NCCL's time alone 0.41-0.45x, with the fill 0.64-0.69x
+    counted = {size: oop for size, oop, _ in file_rows(name)}
+    assert counted[32 * MIB] == pytest.approx(218.8)
+    assert all(0.6 <= rows[s]["ratio"] <= 0.7 for s in (8 * MIB, 16 * MIB, 32 * MIB))
+
+
 @pytest.mark.parametrize("name, args, says", [
     # two DGX H100 nodes: NVLS Tree rows (the file's 4 MiB-17 GiB), Hopper: the note names NVLS Tree
     ("all_reduce_perf-16xH100-2nodes-infiniband.txt", ("--topology", "dgx-h100", "--n", "16"),
@@ -166,6 +186,8 @@ def test_one_p5_node_counted_from_the_file():
     # two DGX B200 nodes: NVLS Tree rows from 1 MiB, Blackwell
     ("all_reduce_perf-16xB200-2nodes-nccl2.26.2.txt", ("--topology", "dgx-b200", "--n", "16"),
      "NVLS Tree calls"),
+    # 64 GB300 of one NVL72 rack: NVLS rows, Blackwell
+    ("all_reduce_perf-64xGB300-oci-16nodes-1rack-16sizes-nccl2.28.7.txt", (), "NVLS calls"),
     # eight A100 (no NVLS at all): no note
     ("all_reduce_perf-8xA100-SXM4-40GB-oci.txt", (), None),
 ])
@@ -177,7 +199,7 @@ def test_check_says_where_the_fill_is_priced(name, args, says):
         assert notes == []
     else:
         assert len(notes) == 1
-        where = "on Blackwell" if "B200" in name else "on Hopper"
+        where = "on Blackwell" if "B200" in name or "GB300" in name else "on Hopper"
         assert notes[0].startswith(f"note: {says} timed with their pipeline's fill {where}")
         assert "NCCL chooses without it" in notes[0]
 

@@ -122,14 +122,18 @@ def test_nvls_tree_across_racks_pays_its_pipelines_fill():
             assert r["predicted_s"] == pytest.approx(hand, rel=1e-9)
 
 
-def test_the_fill_is_priced_on_blackwell_nvls_tree():
-    """Blackwell: NVLS Tree across nodes (NVL72 racks, HGX B200 / B300 nodes) pays the fill; NVLS on one
-    domain and the other collectives do not; Hopper as before (NVLS Tree, one-node NVLS)."""
+def test_the_fill_is_priced_on_hopper_and_blackwell_nvls():
+    """Hopper and Blackwell alike: NVLS Tree across nodes (NVL72 racks, HGX nodes) and NVLS in one NVLink
+    domain (one host, or a rack NCCL joins into one node) pay the fill; NVLS across nodes (with CollNet), the
+    other collectives and Ampere do not."""
     from zerocalc.nccl.nvls_pipeline import fill_priced
     from zerocalc.nccl.release import Algorithm as A
     from zerocalc.nccl.release import Collective as C
-    assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 100) and fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 3, 103)
-    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 1, 100)
-    assert not fill_priced(C.REDUCE_SCATTER, A.NVLS_TREE, 2, 103)
-    assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, 90) and fill_priced(C.ALL_REDUCE, A.NVLS, 1, 90)
-    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 2, 90)
+    for cc in (90, 100, 103):
+        assert fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 2, cc) and fill_priced(C.ALL_REDUCE, A.NVLS_TREE, 3, cc)
+        assert fill_priced(C.ALL_REDUCE, A.NVLS, 1, cc)
+        assert not fill_priced(C.ALL_REDUCE, A.NVLS, 2, cc)
+        assert not fill_priced(C.REDUCE_SCATTER, A.NVLS_TREE, 2, cc)
+        assert not fill_priced(C.ALL_GATHER, A.NVLS, 1, cc)
+    assert not fill_priced(C.ALL_REDUCE, A.RING, 1, 100)
+    assert not fill_priced(C.ALL_REDUCE, A.NVLS, 1, 80)

@@ -232,9 +232,9 @@ class Tuning:
     def nvls_tree_fill_latency_us(self, coll: Collective, algo: Algorithm, proto: Protocol, n_bytes: float,
                                   bw_scale: float = 1.0, chunking: Tuning | None = None) -> float | None:
         """:func:`tree_run_latency_us` (``None``: the entry's own), plus, for an NVLS Tree all-reduce or a
-        one-node NVLS all-reduce on Hopper, its pipeline's fill (:mod:`zerocalc.nccl.nvls_pipeline`) at the
-        entry's bandwidth × ``bw_scale`` on ``comm->nvlsChannels``, chunked as ``chunking``'s release does
-        (default: this one)."""
+        one-node NVLS all-reduce (Hopper, Blackwell), its pipeline's fill (:mod:`zerocalc.nccl.nvls_pipeline`)
+        at the entry's bandwidth × ``bw_scale`` on ``comm->nvlsChannels``, chunked as ``chunking``'s release
+        does (default: this one)."""
         lat = tree_run_latency_us(self.release, self.machine, coll, algo, proto)
         e, m, own = self.entries.get((coll, algo, proto)), self.machine, chunking or self
         if e is None or not fill_priced(coll, algo, m.n_nodes, m.compute_capability):

@@ -71,15 +71,13 @@ NCCL_STEPS = 8
 
 
 def fill_priced(coll: Collective, algo: Algorithm, n_nodes: int, compute_capability: int) -> bool:
-    """Whether a call is timed with its pipeline's fill: an all-reduce on Hopper (sm90), with NVLS Tree, or
-    with NVLS on one node (:func:`nvls_tree_fill_us`, :func:`nvls_fill_us`); on Blackwell (sm100+), with
-    NVLS Tree (module docstring), in place of NCCL's ``treeCorrectionFactor``
-    (:func:`nvls_tree_run_correction`)."""
-    if coll != C.ALL_REDUCE:
+    """Whether a call is timed with its pipeline's fill: an all-reduce on Hopper (sm90) or Blackwell
+    (sm100+), with NVLS Tree across nodes or with NVLS in one NVLink domain, one host or an NVL72 rack
+    (NCCL's one node; :func:`nvls_tree_fill_us`, :func:`nvls_fill_us`). On Blackwell NVLS Tree's fill
+    takes the place of NCCL's ``treeCorrectionFactor`` (:func:`nvls_tree_run_correction`)."""
+    if coll != C.ALL_REDUCE or compute_capability < 90:
         return False
-    if compute_capability >= 100:
-        return algo == A.NVLS_TREE and n_nodes > 1
-    return 90 <= compute_capability and (algo == A.NVLS_TREE or (algo == A.NVLS and n_nodes == 1))
+    return (algo == A.NVLS_TREE and n_nodes > 1) or (algo == A.NVLS and n_nodes == 1)
 
 
 def nvls_tree_chunk_bytes(rel: Release, n_bytes: float, n_channels: int, n_heads: int, n_nodes: int,
@@ -147,7 +145,16 @@ def nvls_fill_us(n_bytes: float, bw_GBps: float, n_channels: int, n_heads: int) 
     The bundled one-node Hopper sweep run a process a GPU (``all_reduce_perf-8xH100-p5-aws-batch-tagged.txt``,
     8 H100 of an AWS p5, NCCL 2.30.7) shows it: the measured time less NCCL's 25 µs latency and ``nBytes`` at
     its 272 GB/s, in loops, is 1.4 at 2 MiB (one loop of 2 MiB), 1.9-2.4 at 4-16 MiB (two to four loops of
-    2-4 MiB) and 1.8-2.4 at 64-128 MiB (8-16 loops of 8 MiB), where NCCL's time alone is 0.66-0.87x."""
+    2-4 MiB) and 1.8-2.4 at 64-128 MiB (8-16 loops of 8 MiB), where NCCL's time alone is 0.66-0.87x.
+
+    The kernel is the same on Blackwell and across an NVL72 rack, which NCCL joins into one node (MNNVL).
+    OCI's GB300 rack runs (NCCL 2.28.7, 24 nvlsChannels) show it, in loops beyond NCCL's time (25 µs and
+    ``nBytes`` at its 411-466 GB/s): 3-5 loops from 8 MiB to 4 GiB on 64 GPUs (32 heads;
+    ``all_reduce_perf-64xGB300-oci-16nodes-1rack-16sizes-nccl2.28.7.txt``), where NCCL's time alone is
+    0.41-0.95x; 2.6-5.9 loops from 4 to 64 MiB on 8 GPUs of two hosts (8 heads; ``-8xGB300-oci-2nodes-1rack-
+    16sizes``, 0.60-0.67x alone); 6-9 loops of 96 MiB from 512 MiB to 8 GiB on a 72-GPU GB200 rack under
+    2.26.2 (``-72xGB200-nvl72-1rack``, 0.65-0.92x alone). The fill's two loops are a part of that; the rest
+    is not priced."""
     if not 0 < bw_GBps < math.inf or n_channels <= 0 or n_heads <= 0:
         return 0.0
     loop = float(n_channels * n_heads * nvls_chunk_bytes(n_bytes, n_channels, n_heads))

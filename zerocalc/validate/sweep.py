@@ -337,7 +337,7 @@ def _tree_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) ->
 
 def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
     """The note for rows timed with their NVLS pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.
-    fill_priced`: Hopper all-reduce, NVLS Tree, and NVLS on one node; Blackwell NVLS Tree)."""
+    fill_priced`: an all-reduce on Hopper or Blackwell, NVLS Tree across nodes and NVLS on one node)."""
     m = tuning.machine
     seen = [a for a in (Algorithm.NVLS_TREE, Algorithm.NVLS) if any(r["algorithm"] == a.value for r in out)
             and fill_priced(coll, a, m.n_nodes, m.compute_capability)]
