@@ -31,9 +31,14 @@ def test_one_hgx_blackwell_node_times_nvls_with_the_corrected_figures(preset, re
     assert t.choose(C.ALL_REDUCE, GIB)[:2] == (A.NVLS, P.SIMPLE)
     # the release's own choice figure: 8 channels x min(bwIntra 80, bwInter 90) x 5/6 = 533 GB/s algbw
     assert t.entries[(C.ALL_REDUCE, A.NVLS, P.SIMPLE)].bandwidth_GBps == pytest.approx(8 * 80 * 5 / 6)
-    # the run: min(80 x 0.74 x 7/8 x 2, 90) x 8 channels x 8/14 = 411.4 GB/s (bus bandwidth 720), 25 us
+    # the run: min(80 x 0.74 x 7/8 x 2, 90) x 8 channels x 8/14 = 411.4 GB/s (bus bandwidth 720), 25 us,
+    # and the pipeline's fill: two loops of nvlsChannels x 8 heads x 64 KiB (calcCollChunking: 1 GiB is
+    # below 64 concurrent chunks of 128 KiB), 32 channels under 2.26 (NVLS_NCHANNELS_SM100), 24 from 2.27
+    # on one node (NVLS_NCHANNELS_SM100_NVL; src/transport/nvls.cc)
+    bw = min(80 * 0.74 * 7 / 8 * 2, 90) * 8 * 8 / 14 * 1e9
+    fill = 2 * (32 if rel is V26 else 24) * 8 * 65536 / bw
     run = t.run_time_s(C.ALL_REDUCE, A.NVLS, P.SIMPLE, GIB)
-    assert run == pytest.approx(25e-6 + GIB / (min(80 * 0.74 * 7 / 8 * 2, 90) * 8 * 8 / 14 * 1e9), rel=1e-6)
+    assert run == pytest.approx(25e-6 + GIB / bw + fill, rel=1e-6)
     # other pairs keep the release's own time
     ring = (C.ALL_REDUCE, A.RING, P.SIMPLE, GIB)
     assert t.run_time_s(*ring) == t.time_s(*ring)
@@ -78,14 +83,18 @@ def _busbw(name):
 def test_oci_b300_node_under_earlier_releases_is_priced_as_under_its_own(version):
     """OCI's 8 x B300 node (NCCL 2.28.9) runs 8 GiB at a bus bandwidth of 835 GB/s: between 2.26/2.27's own
     NVLS figure (8 x 80 x 5/6 = 533 GB/s algorithm bandwidth, 933 bus) and 2.28's (720 bus). Priced as
-    2.26 or 2.27 would have run it, the row gets 2.28.9's time (within 0.8-1.25x)."""
+    2.26 or 2.27 would have run it, the row gets 2.28.9's figures (within 0.8-1.25x)."""
     ((size, busbw),) = _busbw(B300)
     assert size == 8 * GIB and 830 <= busbw <= 845
     own = check_json(B300, "--topology", "dgx-b300")
     sweep = check_json(B300, "--topology", "dgx-b300", "--nccl-version", version)
     (row,), (own_row,) = sweep["rows"], own["rows"]
     assert (row["algorithm"], row["protocol"]) == ("NVLS", "Simple")
-    assert row["predicted_s"] == pytest.approx(own_row["predicted_s"])
+    # the same figures; the pipeline's fill follows each release's nvlsChannels on one node (32 under
+    # 2.26, 24 from 2.27: two loops of 32 or 24 x 8 heads x 128 KiB, 64 or 48 MiB, at 411.4 GB/s)
+    fill = {"2.26.2": 64, "2.27.7": 48}[version] * (1 << 20) / 411.43e9
+    assert row["predicted_s"] - own_row["predicted_s"] == pytest.approx(fill - 48 * (1 << 20) / 411.43e9,
+                                                                         abs=1e-7)
     assert 0.8 <= row["ratio"] <= 1.25
     # NCCL's own figure at this release would be 933 GB/s of bus bandwidth, 2.28's 720: the run between
     assert 8 * 80 * 5 / 6 * 14 / 8 > busbw > 8 * 90 * 8 / 14 * 14 / 8
