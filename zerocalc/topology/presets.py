@@ -1,7 +1,8 @@
-"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200/B300, the export HGX A800/H800/H20 boards,
-GB200 and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10), GCP A3 Mega and A3 High, AWS
-p4d/p4de/p5/p5e/p5en/p6-b200/p6-b300, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet cluster and AMD's MI300X and
-MI325X platforms), each figure citing its datasheet, and :func:`get_topology` to pick one by name.
+"""The preset machines (DGX-1 with V100, DGX A100/H100/H200/B200/B300, ABCI 2.0's A and V compute nodes, the
+export HGX A800/H800/H20 boards, GB200 and GB300 NVL72 racks, 4-GPU GH200 nodes, the one-GPU DGX Spark (GB10),
+GCP A3 Mega and A3 High, AWS p4d/p4de/p5/p5e/p5en/p6-b200/p6-b300, PCIe 3.0, 4.0 and 5.0 boxes, an Ethernet
+cluster and AMD's MI300X and MI325X platforms), each figure citing its datasheet, and :func:`get_topology` to
+pick one by name.
 """
 
 from __future__ import annotations
@@ -275,6 +276,15 @@ _A100_4GPU = ("HGX A100 4-GPU board: 12 NVLink3 links per GPU, 4 to each of the 
               "nvidia-smi topo -m), no NVSwitch; NCCL's figure is 20 GB/s a link (topo.h SM80_NVLINK_BW), "
               "80 GB/s a pair")
 
+#: ABCI's V node puts its NICs on the CPUs, its GPUs under PCIe switches: NCCL's path from a GPU to a NIC is
+#: PHB, past NCCL's GPUDirect RDMA level (PXB by default; ``NCCL_NET_GDR_LEVEL=2``, which ABCI's benchmark
+#: scripts set, is PXB in NCCL's old numbering: ``levelsOldToNew``, ``src/graph/paths.cc`` v2.8.4), so NCCL
+#: relays the network's data through host memory and leaves LL128 off across nodes (``typeInter <=
+#: PATH_PXB``, ``src/graph/tuning.cc``): :mod:`zerocalc.nccl.graph` assumption 7.
+_NIC_ON_CPU = ("NCCL's GPU-NIC path is PHB, past its GPUDirect RDMA level (PXB; NCCL_NET_GDR_LEVEL=2 in "
+               "ABCI's benchmark scripts, PXB in NCCL's old numbering, paths.cc v2.8.4): through host "
+               "memory, no LL128 across nodes")
+
 _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwitch): the 6 rings of 60 GB/s "
                "NCCL's search finds on the mesh, as 18 links give")
 
@@ -366,6 +376,21 @@ PRESETS: dict[str, Topology] = {
                    "DGX A100's 8); PCIe 4.0",
             gpu="A100 SXM4", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=2,
             pcie_gen=4, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        Topology(
+            "abci-v",
+            "ABCI 2.0 Compute Node (V): 4× V100-SXM2-16GB, NVLink2 (2 links a pair) + 2×100 Gb/s EDR IB", 4,
+            Link.from_units(_NVLINK_US, 150.0), Link.from_units(_NET_US, 2 * 100 / 8),
+            source="ABCI's system overview (AIST, aistabci/abci-docs en/docs/system-overview.md, ABCI 2.0): "
+                   "Compute Node (V), FUJITSU PRIMERGY CX2570 M4, 2× Intel Xeon Gold 6148, 4× NVIDIA V100 "
+                   "for NVLink 16 GiB, 2× InfiniBand EDR 100 Gb/s; its block diagram (en/docs/img/"
+                   "compute-node-v-diagram.png): every pair of GPUs joined by 2 NVLink2 links (NV2; a V100 "
+                   "SXM2's 6 links, 25 GB/s each way a link, NVIDIA Tesla V100 datasheet), no NVSwitch; two "
+                   "GPUs under a PCIe Gen3 switch on each socket, each EDR NIC on a CPU's own Gen3 x16 port. "
+                   + _NIC_ON_CPU,
+            gpu="V100 SXM2", compute_capability=70, nvlink_gen=2, nvlinks_per_gpu=6, nvswitch_gen=0,
+            pcie_gen=3, nics_per_node=2, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
+            gpudirect_rdma=False,
         ),
         Topology(
             "hgx-a800", "HGX A800 (export A100): 8× A800-SXM4 NVLink3 (8 links) + 8×200 Gb/s HDR", 8,
