@@ -93,9 +93,10 @@ def test_slots_pick_the_instance_the_info_lines_name(tmp_path, src, preset, word
 
 
 def test_other_hosts_keep_their_presets():
-    # DGX A100 buses (ABCI) and an H20 host sharing buses 10 and 90 with p4d: not AWS
+    # ABCI's A nodes (their own buses: tests/test_abci_slots.py) and an H20 host sharing buses 10 and 90 with
+    # p4d: not AWS
     abci = _sweep(DATA / "all_reduce_perf-16xA100-SXM4-40GB-abci-2nodes-nccl2.8.4.txt")
-    assert abci["topology"] == "dgx-a100" and "AWS" not in abci["topology_how"]
+    assert abci["topology"] == "abci-a" and "AWS" not in abci["topology_how"]
 
 
 @pytest.mark.parametrize("kind,buses,expected", [

@@ -94,18 +94,42 @@ AWS_SLOTS = {"NVIDIA A100-SXM4-40GB": ({0x10, 0x20, 0x90, 0xA0}, True, "aws-p4d"
              "NVIDIA H100 80GB HBM3": ({0x53, 0x64, 0x75, 0x86, 0x97, 0xA8, 0xB9, 0xCA}, False, "aws-p5")}
 
 
-def aws_instance(path, gpu):
-    """The AWS preset whose GPU slots every one of two or more hosts lists (plain split of the device
-    lines, '[0x10]' or '[0000:10:1c]'), else None."""
-    if gpu not in AWS_SLOTS:
-        return None
-    buses, paired, preset = AWS_SLOTS[gpu]
+def _host_buses(path):
+    """host → the bus number of each of its ranks' GPUs (plain split of the device lines, '[0x10]' or
+    '[0000:10:1c]')."""
     hosts = {}
     for f in map(str.split, path.read_text().splitlines()):
         if "Rank" in f and "device" in f and "on" in f:
             bus = f[f.index("device") + 2].strip("[]")
             hosts.setdefault(f[f.index("on") + 1], []).append(
                 int(bus, 16) if bus.startswith("0x") else int(bus.split(":")[1], 16))
+    return hosts
+
+
+#: The GPU bus numbers of ABCI 2.0's compute nodes in device order (tests/test_abci_slots.py, as ABCI's
+#: published runs list them): GPU name → (slots, preset).
+ABCI_SLOTS = {"A100-SXM4-40GB": ([0x27, 0x2A, 0x51, 0x57, 0x9E, 0xA4, 0xC7, 0xCA], "abci-a"),
+              "NVIDIA A100-SXM4-40GB": ([0x27, 0x2A, 0x51, 0x57, 0x9E, 0xA4, 0xC7, 0xCA], "abci-a"),
+              "Tesla V100-SXM2-16GB": ([0x3D, 0x3E, 0xB1, 0xB2], "abci-v")}
+
+
+def abci_node(path, gpu):
+    """The ABCI preset where every host lists its GPUs at distinct slots of the node, its GPU 0's among
+    them, else None."""
+    if gpu not in ABCI_SLOTS:
+        return None
+    slots, preset = ABCI_SLOTS[gpu]
+    hosts = _host_buses(path)
+    ok = all(len(set(h)) == len(h) and set(h) <= set(slots) and slots[0] in h for h in hosts.values())
+    return preset if hosts and ok else None
+
+
+def aws_instance(path, gpu):
+    """The AWS preset whose GPU slots every one of two or more hosts lists, else None."""
+    if gpu not in AWS_SLOTS:
+        return None
+    buses, paired, preset = AWS_SLOTS[gpu]
+    hosts = _host_buses(path)
     if len(hosts) < 2 or any(b not in buses for h in hosts.values() for b in h):
         return None
     pairs = [len(set(h)) < len(h) for h in hosts.values()]
@@ -114,14 +138,15 @@ def aws_instance(path, gpu):
 
 def expected_preset(path, gpu):
     """The preset a file's single GPU model picks: the EC2 instance aws-ofi-nccl's INFO line names (``NET/OFI
-    Running on p4d.24xlarge platform``: ``aws-p4d``), else H100s at an A3 Mega VM's slots on every one of two
-    or more hosts, each GPU on a bus of its own, are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
+    Running on p4d.24xlarge platform``: ``aws-p4d``), else an EC2 instance's or an ABCI 2.0 node's GPU slots
+    on every host, else H100s at an A3 Mega VM's slots on every one of two or more hosts, each GPU on a bus
+    of its own, are that VM's (``gcp-a3-mega``), else :data:`PRESET_OF`."""
     ec2 = re.search(r"NET/OFI Running on ([A-Za-z0-9-]+)(?:\.\S+)? platform", path.read_text())
     if ec2:
         return f"aws-{ec2.group(1).lower()}"
-    aws = aws_instance(path, gpu)
-    if aws:
-        return aws
+    by_slots = aws_instance(path, gpu) or abci_node(path, gpu)
+    if by_slots:
+        return by_slots
     slots, ranks = bus_slots(path), device_lines(path)
     own_bus = sum(len(s) for s in slots.values()) == len(ranks)
     if gpu == "NVIDIA H100 80GB HBM3" and len(slots) >= 2 and own_bus \

@@ -64,17 +64,18 @@ def test_older_sweeps_read_as_their_files_count_them(name):
     assert len(sweep["rows"]) == len(old_rows(name)) > 0
 
 
-def test_abci_nodes_pick_the_preset_of_their_gpu_and_keep_each_hosts_gpus():
-    # A100-SXM4-40GB and Tesla V100-SXM2-16GB (the names older drivers print, without 'NVIDIA'): the DGX
-    # A100 and DGX-1 presets, each host's GPUs a node as its device lines count them
-    for name, preset in ((A100_2N, "dgx-a100"), (V100_8N, "dgx-1-v100")):
+def test_abci_nodes_pick_the_preset_of_their_gpus_slots_and_keep_each_hosts_gpus():
+    # A100-SXM4-40GB and Tesla V100-SXM2-16GB (the names older drivers print, without 'NVIDIA') at ABCI's
+    # nodes' PCI slots (tests/test_abci_slots.py): the abci-a and abci-v presets, not the DGX A100 and
+    # DGX-1 the GPU names alone pick, each host's GPUs a node as its device lines count them
+    for name, preset in ((A100_2N, "abci-a"), (V100_8N, "abci-v")):
         res = runner.invoke(app, ["check", str(DATA / name), *ARGS[name]])
         assert res.exit_code == 0, res.output
         head = res.output.splitlines()[0]
         assert f"topology {preset}" in head
         gpus = {gpu for _, gpu in device_lines(name)}
         per_host = len(device_lines(name)) // _hosts(name)
-        assert gpus == {"A100-SXM4-40GB"} if preset == "dgx-a100" else {"Tesla V100-SXM2-16GB"}
+        assert gpus == {"A100-SXM4-40GB"} if preset == "abci-a" else {"Tesla V100-SXM2-16GB"}
         assert f"{per_host} per host, {_hosts(name)} hosts" in head
 
 
@@ -198,13 +199,13 @@ def test_abci_a_is_the_node_abci_describes():
 def test_two_abci_a_nodes_are_not_priced_past_their_four_nics():
     # A ring all-reduce of n bytes over 2 nodes sends 2·(r-1)/r·n through each node's network (r = 16
     # ranks): 32 MiB over 4 × 25 GB/s takes at least 0.63 ms. The DGX A100's 8 NICs price the call under
-    # that bound; ABCI's 4 do not.
+    # that bound; ABCI's 4, the preset its GPUs' slots pick, do not.
     size, ranks = 32 << 20, len(device_lines(A100_2N))
     bound = 2 * (ranks - 1) / ranks * size / (4 * 25e9)
     rows = {p: {r["bytes"]: r for r in check_json(A100_2N, *ARGS[A100_2N], *p, counted=old_rows)["rows"]}
-            for p in ((), ("--topology", "abci-a"))}
-    assert rows[()][size]["predicted_s"] < bound
-    assert rows[("--topology", "abci-a")][size]["predicted_s"] >= bound
+            for p in ((), ("--topology", "dgx-a100"))}
+    assert rows[("--topology", "dgx-a100")][size]["predicted_s"] < bound
+    assert rows[()][size]["predicted_s"] >= bound
 
 
 @pytest.mark.parametrize("name", [A100_2N, A100_16N])

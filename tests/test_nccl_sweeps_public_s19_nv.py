@@ -39,9 +39,10 @@ A4_PODS = "all_gather_perf-4xB200-gcp-a4-2nodes-2pernode-elided-nccl2.26.6.txt"
 A4_GKE = "all_gather_perf-16xB200-gcp-a4-gke-2nodes-rows-only.txt"
 DOCA = "all_reduce_perf-16xH100-hgx-2nodes-ib-doca-slow-nccl2.26.2.txt"
 
-#: file → the options its page lets a user give: ABCI's guide names its Compute Node (A) (``rt_AF``) and
-#: loads ``nccl/2.8``; the A4 blueprint's page names its ``a4-highgpu-8g`` nodes (8 B200, 8 × 400 Gb/s)
-ARGS = {ABCI: ("--topology", "abci-a", "--nccl-version", "2.8"), A4_GKE: ("--topology", "dgx-b200")}
+#: file → the options its page lets a user give: ABCI's guide loads ``nccl/2.8`` (its Compute Node (A),
+#: ``rt_AF``, the preset its GPUs' PCI slots pick: tests/test_abci_slots.py); the A4 blueprint's page names
+#: its ``a4-highgpu-8g`` nodes (8 B200, 8 × 400 Gb/s)
+ARGS = {ABCI: ("--nccl-version", "2.8"), A4_GKE: ("--topology", "dgx-b200")}
 #: file → (op, preset): the GPU and hosts its lines name (A4_GKE: the page's, given above)
 READ = {P4D: ("all_reduce", "aws-p4d"), KUEUE: ("all_reduce", "dgx-a100"), SLURM: ("all_reduce", "dgx-a100"),
         SLINKY: ("all_reduce", "dgx-a100"), AZURE: ("all_reduce", "dgx-h100"), ABCI: ("all_reduce", "abci-a"),

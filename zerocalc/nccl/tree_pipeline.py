@@ -26,13 +26,13 @@ data), 2.20 on the data bytes.
 
 The bundled multi-node all-reduce sweeps show it where their Tree/LL128 rows fall short of NCCL's time: 2
 nodes of 8 A100 over RoCE (OCI OKE, priced at 2.30.7) at 256 KiB-1 MiB at 0.79-0.82x of it, 0.87-0.89x
-with the fill (2-8 MiB 0.90-0.95x, 0.97-1.04x); 8 nodes of 4 V100 (ABCI, NCCL 2.8.4) at 64-256 KiB
-0.49-0.60x, 0.70-0.81x; 8 nodes of 8 H100 (2.30.7) at 1-2 MiB 0.79-0.83x, 0.87-0.94x; two AWS p5 (NCCL
-2.20.3, 2.22.3), at NCCL's time already, 0.81-1.09x, 0.83-1.11x. Over eleven such files (66 rows,
-``tests/test_nccl_tree_pipeline.py``) the median goes from 0.78x to 0.84x and the rows within 0.8-1.25x
-from 26 to 38. The fill is a part of what the slow ones lack, not the whole: two AWS p4d / p4de (EFA) and
-ABCI's A100 nodes under 2.8.4 stay at 0.4-0.7x from 1 to 16 MiB, where their time beyond NCCL's grows with
-the size, not with the chunk. A run-time figure: NCCL chooses with its own estimate
+with the fill (2-8 MiB 0.90-0.95x, 0.97-1.04x); 8 nodes of 8 H100 (2.30.7) at 1-2 MiB 0.79-0.83x,
+0.87-0.94x; two AWS p5 (NCCL 2.20.3, 2.22.3), at NCCL's time already, 0.81-1.09x, 0.83-1.11x. Over eleven
+such files (54 rows, ``tests/test_nccl_tree_pipeline.py``; ABCI's V100 nodes, whose NICs sit on the CPUs,
+run no LL128 across nodes) the median goes from 0.80x to 0.87x and the rows within 0.8-1.25x from 25 to 35.
+The fill is a part of what the slow ones lack, not the whole: two AWS p4d / p4de (EFA) stay at 0.4-0.7x from
+1 to 16 MiB, and ABCI's 2 A100 nodes at 0.53-0.73x, where their time beyond NCCL's grows with the size, not
+with the chunk. A run-time figure: NCCL chooses with its own estimate
 (:meth:`zerocalc.nccl.model.Tuning.choose`).
 """
 

@@ -57,6 +57,8 @@ in the public outputs of Azure's and OCI's H200 nodes):
 * ``Tesla V100-SXM2-…`` (the SXM2 module, ``nvidia-smi topo -m`` NV1/NV2 links in the bundled
   ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) → ``dgx-1-v100``, the hybrid cube-mesh of DGX-1 and
   the clouds' 8-GPU V100 shapes;
+* ``A100-SXM4-40GB`` and ``Tesla V100-SXM2-16GB`` at an ABCI 2.0 compute node's PCI slots on every host,
+  with no network line or InfiniBand's → ``abci-a`` / ``abci-v`` (:data:`zerocalc.topology.slots.SLOT_NODES`);
 * a PCIe card (:data:`PCIE_CARDS`: the name says PCIe, or a GeForce / RTX / workstation / L-series part)
   → the PCIe box of its generation (``pcie-gen3``, ``pcie-gen4``, ``pcie-gen5``), with the card's own
   name and compute capability in place of the preset's, and no PCIe peer-to-peer for GeForce and TITAN
@@ -86,7 +88,7 @@ from zerocalc.nccl.net_socket import ONE_GPU_VMS_WORDS, VM_SOCKET_HOP_US, on_vm,
 from zerocalc.topology.machine import Link, Topology, nvlink_mesh_peers
 from zerocalc.topology.pci_buses import on_own_root_ports
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
-from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_aws_slots, on_gcp_a3_mega
+from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_aws_slots, on_gcp_a3_mega, on_node_slots
 from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and the tests import them here)
     SOCKET_NIC_GBPS,
     gdr_unstated_note,
@@ -358,6 +360,8 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
             "VM's (a3-megagpu-8g, GPUDirect-TCPXO; A3 High puts NICs at 0c and 8c): gcp-a3-mega")
     if net is None:  # no line names the network: an EC2 instance's GPU slots may
         topo, gpu_how = on_aws_slots(gpu_kind(gpu), topo, gpu_how, pci_buses)
+    if net in (None, "ib") and mixed is None:  # ABCI's nodes, on InfiniBand, by their GPUs' slots
+        topo, gpu_how = on_node_slots(gpu, topo, gpu_how, pci_buses)
     if mixed is not None:
         gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
                     "card setting NCCL's ring")

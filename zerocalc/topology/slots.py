@@ -1,6 +1,6 @@
 """What the PCI slots of a run's GPUs say of its machine: a one-GPU slice of a Google Cloud RDMA VM, a
-Google Cloud A3 Mega VM (:func:`on_gcp_a3_mega`), or an AWS EC2 p4d / p4de / p5 instance
-(:func:`aws_instance_by_slots`).
+Google Cloud A3 Mega VM (:func:`on_gcp_a3_mega`), an AWS EC2 p4d / p4de / p5 instance
+(:func:`aws_instance_by_slots`), or an ABCI 2.0 compute node (:func:`on_node_slots`).
 
 nccl-tests prints each rank's GPU with its PCI bus id (``#  Rank  0 … device  0 [0000:cc:00] NVIDIA H200``,
 since 2.10). Google Cloud's two RDMA machine types, ``a3-ultragpu-8g`` (A3 Ultra: 8 H200) and
@@ -25,8 +25,9 @@ prices a slice whose claim aligned its NIC with its GPU (dranet's A4 example, ``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from zerocalc.topology.machine import Topology
 from zerocalc.topology.presets import PRESETS
@@ -170,3 +171,68 @@ def gcp_slice_note(how: str) -> str:
             "which NIC the slice was given: priced through host memory, 2/3 of the network rate and no "
             "LL128 (NVIDIA/nccl issue 412); a topology TOML with gpudirect_rdma = true prices a slice given "
             "its GPU's own NIC")
+
+
+@dataclass(frozen=True)
+class SlotNode:
+    """A machine whose GPUs of one model sit at its own PCI slots: the device name's pattern, the bus
+    numbers of its GPUs in device order, its preset and its name in words."""
+
+    gpu: re.Pattern[str]
+    slots: tuple[int, ...]
+    preset: str
+    words: str
+
+
+#: The two kinds of ABCI 2.0 compute node (AIST; aistabci/abci-docs ``en/docs/system-overview.md`` and its
+#: block diagrams ``en/docs/img/compute-node-{a,v}-diagram.png``), as nccl-tests lists their GPUs in
+#: aistabci/abci2.0benchmark at commit f0aa27f (the bundled ``*-abci-*-nccl2.8.4.txt`` sweeps, every host):
+#:
+#: * Compute Node (A), ``A100-SXM4-40GB`` (``NVIDIA A100-SXM4-40GB`` on later drivers, the bundled
+#:   ``all_reduce_perf-16xA100-SXM4-40GB-abci-2nodes-collnet-sharp-nccl2.8.txt`` from ABCI's user guide):
+#:   ``27 2a 51 57 9e a4 c7 ca``, two GPUs under each of four PCIe switches, each switch with one of the
+#:   node's four HDR NICs (the diagram), where a DGX A100 lists ``07 0f 47 4e 87 90 b7 bd`` (eight NICs) and
+#:   OCI's BM.GPU4.8 ``0f 15 51 54 8d 92 d6 da``. The same slots hold 80 GB A100s in CoreWeave's HGX
+#:   nodes (the bundled ``all_reduce_perf-128xA100-80GB-coreweave-16nodes-ib.txt``) and in the hosts
+#:   ``a100-43`` / ``a100-44`` of ``mpirun-all_reduce-named-over-alltoall-rows-16xA100-2nodes.txt``: a
+#:   board layout other machines share, so only the 40 GB part, ABCI's, is told by them.
+#: * Compute Node (V), ``Tesla V100-SXM2-16GB``: ``3d 3e b1 b2``, a pair under a PCIe switch on each
+#:   socket (the diagram; buses from 0x80 are the second socket's), where a DGX-1 lists ``4f 50 5f 60 b1
+#:   b2 db dc`` (the bundled ``all_reduce_perf-8xV100-SXM2-16GB-dgx1-g8.txt``) and OCI's BM.GPU3.8 ``61 62
+#:   67 69 89 8a 8f 91``.
+SLOT_NODES: tuple[SlotNode, ...] = (
+    SlotNode(re.compile(r"\bA100-SXM4-40GB\b", re.I), (0x27, 0x2A, 0x51, 0x57, 0x9E, 0xA4, 0xC7, 0xCA),
+             "abci-a", "ABCI 2.0 Compute Node (A)"),
+    SlotNode(re.compile(r"\bV100-SXM2-16GB\b", re.I), (0x3D, 0x3E, 0xB1, 0xB2), "abci-v",
+             "ABCI 2.0 Compute Node (V)"),
+)
+
+
+def node_by_slots(gpu: str, pci_buses: Mapping[str, Sequence[int]] | None) -> SlotNode | None:
+    """The machine of :data:`SLOT_NODES` whose GPUs of this device name sit where every host lists its
+    ranks' GPUs, or ``None``. ``pci_buses``: host → its ranks' GPU bus numbers, rank order. Each host's
+    buses must be distinct slots of the node and hold its first GPU's: all the node's GPUs, or some of
+    them with GPU 0 among them (a node's GPUs other than GPU 0 may be another machine's too, as the V
+    node's ``b1 b2`` are a DGX-1's, and stay as they were)."""
+    node = next((n for n in SLOT_NODES if n.gpu.search(gpu)), None)
+    if node is None or not pci_buses:
+        return None
+    for buses in pci_buses.values():
+        if (not buses or len(set(buses)) != len(buses) or any(b not in node.slots for b in buses)
+                or node.slots[0] not in buses):
+            return None
+    return node
+
+
+def on_node_slots(gpu: str, topo: Topology, how: str, pci_buses: Mapping[str, Sequence[int]] | None
+                  ) -> tuple[Topology, str]:
+    """``topo`` and ``how`` as they are, unless the run's GPUs sit at the slots of a machine of
+    :data:`SLOT_NODES` on every host (:func:`node_by_slots`): then its preset, and ``how`` with the words
+    for it. For a run whose lines name no network, or InfiniBand."""
+    node = node_by_slots(gpu, pci_buses)
+    if node is None or topo.name == node.preset:
+        return topo, how
+    listed = {" ".join(f"{b:02x}" for b in buses) for buses in (pci_buses or {}).values()}
+    where = f"{next(iter(listed))} on every host" if len(listed) == 1 else "the node's on every host"
+    return PRESETS[node.preset], how + (f"; an {node.words} (its GPUs' PCI slots: {where}, not a "
+                                        f"{topo.name}'s): {node.preset}")
