@@ -470,3 +470,46 @@ def test_ampere_ll_hop_by_hand():
     (row,) = [r for r in v100["rows"] if r["bytes"] == 8]
     assert row["nccl_s"] == pytest.approx(10.18e-6, abs=0.01e-6)
     assert not any("µs a hop" in n for n in v100["notes"])
+
+
+TREE_LL_PAIRS = {  # two nodes of 8 A100, one process a GPU: NCCL's Tree/LL at its smallest sizes
+    "all_reduce_perf-16xA100-SXM4-40GB-sophia-2nodes-nccl2.22.3.txt": ("--nccl-version", "2.22.3"),
+    "all_reduce_perf-16xA100-SXM4-40GB-oci-oke-roce-2nodes.txt": (),
+    "all_reduce_perf-16xA100-SXM4-40GB-oci-bm-gpu4-2nodes-ol7.txt": (),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TREE_LL_PAIRS))
+def test_ampere_tree_ll_chain_hops_by_hand(name):
+    """A Tree/LL all-reduce over two nodes of 8 A100 at v2.18 on: NCCL's 6.8 + 2 x (7 x 0.6 + 5.0) = 25.2 us
+    (tuning.cc: base, the chain's 7 NVLink hops and one network hop, up and down), its 14 NVLink hops timed
+    at the A100's 1.02 us instead: 31.08 us. The measured sizes up to 512 B (counted from the files: 35-41 us)
+    are 0.62-0.72x of NCCL's figure and 0.76-0.89x of this one."""
+    sweep = check(name, *TREE_LL_PAIRS[name])
+    counted = {size: t for size, t, _ in counted_rows(name) if size <= 512}
+    assert counted and all(34.5 <= t <= 41 for t in counted.values())
+    rows = [r for r in sweep["rows"] if r["bytes"] in counted]
+    assert {(r["algorithm"], r["protocol"]) for r in rows} == {("Tree", "LL")}
+    for r in rows:
+        assert r["predicted_s"] * 1e6 == pytest.approx(6.8 + 2 * (7 * 1.02 + 5.0), abs=0.35)  # + the bytes
+        assert 0.75 <= r["ratio"] <= 0.91
+    assert any("Tree/LL calls timed with 1.02 µs for each NVLink hop" in n for n in sweep["notes"])
+
+
+def test_tree_ll_chain_hops_keep_ncclss_table_off_ampere():
+    """Two nodes of 8 H100 keep NCCL's 25.2 us (the measured hop is an A100's), as does one A100 node (no
+    chain across nodes); NCCL chooses with its own figure either way."""
+    from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, tune
+    from zerocalc.nccl.tune_model import ampere_tree_ll_hops_us
+    from zerocalc.topology import get_topology
+
+    for preset, hops in (("dgx-a100", 2 * 7 * (1.02 - 0.6)), ("dgx-h100", None), ("aws-p4d", 2 * 7 * 0.42)):
+        t = tune(get_topology(preset), 16, RELEASES["2.22"])
+        got = ampere_tree_ll_hops_us(t.release, t.machine, Collective.ALL_REDUCE, Algorithm.TREE, Protocol.LL)
+        assert got == (pytest.approx(hops) if hops is not None else None)
+        if preset != "aws-p4d":  # (EFA's plugin latency in its network hop)
+            own = t.entries[(Collective.ALL_REDUCE, Algorithm.TREE, Protocol.LL)].latency_us
+            assert own == pytest.approx(25.2)
+    one = tune(get_topology("dgx-a100"), 8, RELEASES["2.22"])
+    assert ampere_tree_ll_hops_us(one.release, one.machine, Collective.ALL_REDUCE, Algorithm.TREE,
+                                  Protocol.LL) is None

@@ -470,8 +470,9 @@ def tree_run_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm
                         p: Protocol) -> float | None:
     """The latency a Tree or NVLS Tree call across a number of nodes that is not a power of two runs with:
     NCCL's own (:func:`_latency_us`) with ``2 · ceil(log2 nNodes)`` network hops where it counts
-    ``2 · log2i(nNodes)`` (the floor); ``None`` where the two agree (1, 2, 4, 8, … nodes) and for other
-    algorithms. A run-time figure: NCCL chooses with its own (:meth:`zerocalc.nccl.model.Tuning.choose`).
+    ``2 · log2i(nNodes)`` (the floor); a Tree/LL all-reduce across NVLink A100 nodes with its NVLink hops at
+    the A100's (:func:`ampere_tree_ll_hops_us`); ``None`` where neither applies (1, 2, 4, 8, … nodes, other
+    algorithms). A run-time figure: NCCL chooses with its own (:meth:`zerocalc.nccl.model.Tuning.choose`).
 
     Source: the trees NCCL builds across nodes (``ncclGetBtree`` / ``ncclGetDtree``, ``src/graph/trees.cc``,
     unchanged from v2.4 to v2.30): node 0 roots a binary tree whose first child is the largest power of two
@@ -481,6 +482,36 @@ def tree_run_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm
     ``2 · ((nRanks/nNodes − 1) · intraLat + log2i(nNodes) · interLat)`` and an NVLS Tree's as
     ``intraLat + 2 · log2i(nNodes) · interLat`` (v2.19 on; v2.18 counts ``2 (nNodes − 1)`` hops, left as it
     is), one level short up and down on such counts."""
+    hops = ampere_tree_ll_hops_us(rel, m, coll, a, p)
+    deeper = _deeper_tree_latency_us(rel, m, coll, a, p)
+    if hops is None and deeper is None:
+        return None
+    return (deeper if deeper is not None else _latency_us(rel, m, coll, a, p)) + (hops or 0.0)
+
+
+def ampere_tree_ll_hops_us(rel: Release, m: Machine, coll: Collective, a: Algorithm,
+                           p: Protocol) -> float | None:
+    """What a Tree/LL all-reduce across nodes of NVLink A100s (sm80) spends on its NVLink hops beyond NCCL's
+    table: the ``2 · (nRanks/nNodes − 1)`` hops of the chain up and down each node
+    (``ncclTopoTuneModel``'s Tree latency) at :data:`AMPERE_LL_HOP_US`, the LL hop one-node A100 rings
+    run at, where NCCL charges its ``intraLat`` (``hwLat[NVLINK][TREE][LL]``: 0.6 µs from v2.18, the ring's
+    figure; before, 0.52 × 1.8 = 0.94, already near it); ``None`` elsewhere. A run-time figure: NCCL chooses
+    with its own.
+
+    The chain is the same NVLink LL hop as the ring's. Two nodes of 8 A100, under NCCL's 25.2 µs
+    (v2.18-v2.30), run their sizes up to 512 B at 35-39 µs: ALCF Sophia over InfiniBand (NCCL 2.22.3),
+    OCI's OKE pair and OCI's BM.GPU4.8 pair over RoCE. The 14 hops at 1.02 µs add 5.9 µs."""
+    ampere = 80 <= m.compute_capability < 90
+    if a != A.TREE or p != P.LL or coll != C.ALL_REDUCE or not ampere or m.n_nodes <= 1 \
+            or not m.graphs[A.TREE].nvlink:
+        return None
+    intra_lat, _ = _hop_latencies_us(rel, m, a, p)
+    return 2 * (m.ppn - 1) * max(0.0, AMPERE_LL_HOP_US - intra_lat)
+
+
+def _deeper_tree_latency_us(rel: Release, m: Machine, coll: Collective, a: Algorithm,
+                            p: Protocol) -> float | None:
+    """NCCL's latency with the tree's deepest path where it counts ``log2i`` levels (above)."""
     nn = int(m.n_nodes)
     if nn <= 2 or a not in (A.TREE, A.NVLS_TREE):
         return None

@@ -40,7 +40,12 @@ from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version, release_for
 from zerocalc.nccl.tree_pipeline import fill_priced as tree_fill_priced
-from zerocalc.nccl.tune_model import AMPERE_LL_HOP_US, ampere_ll_latency_us, ll128_run_share
+from zerocalc.nccl.tune_model import (
+    AMPERE_LL_HOP_US,
+    ampere_ll_latency_us,
+    ampere_tree_ll_hops_us,
+    ll128_run_share,
+)
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
@@ -310,6 +315,10 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
         notes.append(f"Ring/LL calls timed with {AMPERE_LL_HOP_US:g} µs a hop, as one-node A100 sweeps of "
                      f"one process per GPU run them (two public sweeps, NCCL 2.8.4 and 2.30.7); NCCL chooses "
                      f"with its table's hop")
+    if ampere_tree_ll_hops_us(tuning.release, tuning.machine, coll, Algorithm.TREE, Protocol.LL) and any(
+            (r["algorithm"], r["protocol"]) == ("Tree", "LL") and not r["calibrated"] for r in out):
+        notes.append(f"Tree/LL calls timed with {AMPERE_LL_HOP_US:g} µs for each NVLink hop of the chain in "
+                     f"a node, the hop one-node A100 rings run at; NCCL chooses with its table's hop")
     if tuner is not None:
         notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
                      f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
