@@ -164,6 +164,9 @@ class Machine:
     nccl_buffsize: int | None = None
     #: the largest piece of a message one flow carries (the topology's ``net_flow_piece``, GCP TCPX)
     net_flow_piece: int | None = None
+    #: time only: the node is a multi-node NVLink domain's GPUs (the topology's ``mnnvl``: a GB200 / GB300
+    #: NVL72 rack), whose Ring/LL hop is timed with its own figure (:mod:`zerocalc.nccl.tune_model`)
+    mnnvl: bool = False
 
     @property
     def ppn(self) -> float:
@@ -457,4 +460,4 @@ def machine(topo: Topology, n_ranks: int, release: Release) -> Machine:
                    ll128_path_ok=nvlink and not relayed and not c2c_phb,
                    graphs=graphs, net_eager_bytes=topo.net_eager_bytes if n_nodes > 1 else None,
                    net_flows=topo.net_flows if n_nodes > 1 else None, nccl_buffsize=topo.nccl_buffsize,
-                   net_flow_piece=topo.net_flow_piece, relayed=relayed)
+                   net_flow_piece=topo.net_flow_piece, relayed=relayed, mnnvl=bool(topo.mnnvl))

@@ -340,9 +340,45 @@ def ampere_ll_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol
     ampere = 80 <= m.compute_capability < 90
     if p != P.LL or not ampere or m.n_nodes != 1 or not m.graphs[A.RING].nvlink:
         return None
+    return _ll_hops_at(rel, m, coll, p, AMPERE_LL_HOP_US)
+
+
+def _ll_hops_at(rel: Release, m: Machine, coll: Collective, p: Protocol, hop_us: float) -> float:
+    """NCCL's Ring latency on one node with each hop it charges (``nsteps``; one for broadcast and reduce)
+    at ``hop_us`` where its table charges less."""
     table = rel.hw_lat_us[NVLINK][A.RING][_PROTO_INDEX[p]]
     hops = 1 if coll in (C.BROADCAST, C.REDUCE) else _nsteps(coll, m.n_ranks)
-    return _latency_us(rel, m, coll, A.RING, p) + hops * max(0.0, AMPERE_LL_HOP_US - table)
+    return _latency_us(rel, m, coll, A.RING, p) + hops * max(0.0, hop_us - table)
+
+
+NVL72_LL_HOP_US = 1.64
+"""The time (µs) a Ring/LL hop takes in a multi-node NVLink domain of Blackwell GPUs (sm100 and later: a
+GB200 / GB300 NVL72 rack, one node to NCCL), where NCCL's table charges 0.6 (``hwLat[NVLINK][RING][LL]``,
+``tuning.cc`` v2.18.1-v2.30.7, base latency 6.6). A measured reading, labelled as such, from the four
+sweeps in ``tests/data/traces`` whose calls run Ring/LL in such a domain: two of 8 GB200 on 2 GCP A4X hosts
+(``all_gather_perf-8xGB200-gcp-a4x-2nodes-imex-collapsed``,
+``all_gather_perf-8xGB200-gcp-a4x-gke-default-jobset-collapsed``; no version stated, priced at 2.30.7), and
+OCI's GB300 all-reduces at NCCL 2.28.7 on 2 hosts (8 GPUs,
+``all_reduce_perf-8xGB300-oci-2nodes-1rack-16sizes-nccl2.28.7``) and on one host (4 GPUs,
+``all_reduce_perf-4xGB300-oci-1node-16sizes-nccl2.28.7``). Each size NCCL runs on Ring/LL whose bytes
+take at most half its latency at NCCL's LL rate (1 KiB-1 MiB, 512 KiB-1 MiB and 512 KiB): (measured − 6.6
+− bytes at that rate) / nsteps; the files' medians 2.13, 1.73, 1.27 and 1.42 µs a hop, 1.64 their mean
+(each file's within 0.77-1.30x of it; the rows 1.21-2.28). The GB200 all-gathers sit above it, the
+GB300 all-reduces below; the data do not tell the GPU from the provider, release or collective. Crossing
+hosts costs nothing more: OCI's GB300s take 1.27 µs a hop over 2 hosts, 1.42 on one. HGX B200 / B300 nodes
+(NVSwitch in the host) and Hopper keep the table: no bundled one-node sweep of theirs runs Ring/LL, and
+one node of 8 H100 runs NCCL's own 0.6 (:data:`AMPERE_LL_HOP_US`). A run-time figure: NCCL chooses with
+its own (:func:`nvl72_ll_latency_us`)."""
+
+
+def nvl72_ll_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol) -> float | None:
+    """The latency a Ring/LL call runs with in a multi-node NVLink domain of Blackwell GPUs (``m.mnnvl``,
+    sm100 and later, one node to NCCL): NCCL's own with each hop it charges at :data:`NVL72_LL_HOP_US`;
+    ``None`` for other protocols, GPUs, domains and node counts."""
+    if p != P.LL or m.compute_capability < 100 or not m.mnnvl or m.n_nodes != 1 \
+            or not m.graphs[A.RING].nvlink:
+        return None
+    return _ll_hops_at(rel, m, coll, p, NVL72_LL_HOP_US)
 
 
 def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
@@ -351,8 +387,8 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
     steps at the slowest hop of the ring, ``base + nsteps · max(intraLat, hwLat[NET])``, where NCCL's estimate
     (:func:`_latency_us`) charges the network hop to its ``nInterSteps`` (``nNodes − 1``) alone and the NVLink
     / PCI hop to the rest; never less than NCCL's estimate; on one node (every hop alike)
-    :func:`ampere_ll_latency_us`; ``None`` with one GPU a node (every step crosses the network already) and
-    for other collectives. A run-time figure: NCCL chooses with its own
+    :func:`ampere_ll_latency_us` or :func:`nvl72_ll_latency_us`; ``None`` with one GPU a node (every step
+    crosses the network already) and for other collectives. A run-time figure: NCCL chooses with its own
     (:meth:`zerocalc.nccl.model.Tuning.choose`).
 
     Why: a ring is a pipeline whose ranks forward each step once the previous rank's data lands, on
@@ -399,8 +435,9 @@ def ring_run_latency_us(rel: Release, m: Machine, coll: Collective, p: Protocol,
     ``net_wire_latency_us``, on the wire's timing run): charged on top where the network states one (two
     VMs over NCCL's socket transport, :mod:`zerocalc.nccl.net_socket`: an 8-byte broadcast of two V100
     hosts, nccl-tests issue 82, took 45.8 µs where NCCL's estimate is 18)."""
-    if m.n_nodes == 1:  # one node: every hop alike, but for an A100's Ring/LL hop
-        return ampere_ll_latency_us(rel, m, coll, p)
+    if m.n_nodes == 1:  # one node: every hop alike, but for an A100's or an NVL72 domain's Ring/LL hop
+        lat = ampere_ll_latency_us(rel, m, coll, p)
+        return lat if lat is not None else nvl72_ll_latency_us(rel, m, coll, p)
     wire = _ring_wire_us(m)
     if coll in (C.BROADCAST, C.REDUCE) and m.n_nodes > 1 and wire:
         return _latency_us(rel, m, coll, A.RING, p) + (m.n_nodes - 1) * wire

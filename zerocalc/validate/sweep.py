@@ -42,9 +42,11 @@ from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version,
 from zerocalc.nccl.tree_pipeline import fill_priced as tree_fill_priced
 from zerocalc.nccl.tune_model import (
     AMPERE_LL_HOP_US,
+    NVL72_LL_HOP_US,
     ampere_ll_latency_us,
     ampere_tree_ll_hops_us,
     ll128_run_share,
+    nvl72_ll_latency_us,
 )
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
@@ -314,6 +316,11 @@ def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: i
             (r["algorithm"], r["protocol"]) == ("Ring", "LL") and not r["calibrated"] for r in out):
         notes.append(f"Ring/LL calls timed with {AMPERE_LL_HOP_US:g} µs a hop, as one-node A100 sweeps of "
                      f"one process per GPU run them (two public sweeps, NCCL 2.8.4 and 2.30.7); NCCL chooses "
+                     f"with its table's hop")
+    if nvl72_ll_latency_us(tuning.release, tuning.machine, coll, Protocol.LL) is not None and any(
+            (r["algorithm"], r["protocol"]) == ("Ring", "LL") and not r["calibrated"] for r in out):
+        notes.append(f"Ring/LL calls timed with {NVL72_LL_HOP_US:g} µs a hop, as sweeps of GB200 / GB300 in "
+                     f"an NVL72 domain run them (four public sweeps, NCCL 2.28.7 and 2.30.7); NCCL chooses "
                      f"with its table's hop")
     if ampere_tree_ll_hops_us(tuning.release, tuning.machine, coll, Algorithm.TREE, Protocol.LL) and any(
             (r["algorithm"], r["protocol"]) == ("Tree", "LL") and not r["calibrated"] for r in out):
