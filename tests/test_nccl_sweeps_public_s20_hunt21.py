@@ -11,7 +11,16 @@ line, their ``#  Rank`` lines (rank, host, GPU), ``nGpus`` of their ``# nThread`
 columns give (busbw/algbw = (n-1)/n and size / (count × 4 B) for a float reduce-scatter or all-gather). The
 bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median size), met with no option, as a
 regression guard.
+
+And a published cut of a GB300 run (a GKE A4X Max host, 4 GPUs over NVLink): its author kept the
+out-of-place time, algbw and busbw of ``all_reduce_perf``'s rows under a ``# nccl-tests version 2.19.6``
+line. Lead columns without ``root`` are those of nccl-tests before v2.13 (Aug 2022), whose files check
+prices as NCCL 2.12.12 when they state no NCCL version; but the ``# nccl-tests version`` line came in Oct
+2025, so a file printing 2.13 or later there was cut after the run, not printed by an old build: it is
+priced as the latest modelled release (NCCL 2.12 knows no GB300 and priced it 1.0-1.85x).
 """
+
+import json
 
 import pytest
 from sweep_files import (
@@ -21,12 +30,17 @@ from sweep_files import (
     check_json,
     file_rows,
     gpus_per_process,
+    median_size_ratio,
+    runner,
     unsteady_sizes,
 )
+
+from zerocalc.cli import app
 
 RS_RING_RERUN = "reduce_scatter_perf-8xH100-g8-ring-rerun-nccl2.26.2.out"
 AG_NVLS = "all_gather_perf-8xH100-g8-nvls-nccl2.26.2.out"
 AG_NVLS_RERUN = "all_gather_perf-8xH100-g8-nvls-rerun-nccl2.26.2.out"
+GB300_CUT = "all_reduce_perf-4xGB300-gke-a4xmax-1node-out-of-place-columns.txt"
 OP = {RS_RING_RERUN: "reduce_scatter", AG_NVLS: "all_gather", AG_NVLS_RERUN: "all_gather"}
 ALL = sorted(OP)
 
@@ -114,3 +128,41 @@ def test_priced_for_one_thread_driving_eight_gpus(name):
     small = sorted((r for r in sweep["rows"] if r["bytes"] <= 64 << 10), key=lambda r: r["ratio"])
     assert len(small) == 10 and len({round(r["predicted_s"], 9) for r in small}) == 1
     assert 0.8 <= small[len(small) // 2]["ratio"] <= 1.25
+
+
+def cut_rows(name=GB300_CUT):
+    """(size, µs, µs) of the cut table's 7-field rows (size count type redop time algbw busbw), by a plain
+    split: its one time column twice, as check reads a table of one group of time columns."""
+    rows = [f for f in split_lines(name) if len(f) == 7 and f[0].isdigit()]
+    return [(int(f[0]), float(f[4]), float(f[4])) for f in rows]
+
+
+def test_the_gb300_cut_is_read_as_its_columns_say():
+    sweep = check_json(GB300_CUT, "--topology", "gb300-nvl72", counted=cut_rows)
+    rows = [f for f in split_lines(GB300_CUT) if len(f) == 7 and f[0].isdigit()]
+    ranks = {round(2 / (2 - float(f[6]) / float(f[5]))) for f in rows}
+    assert len(rows) == 11 and ranks == {4}
+    assert all(int(f[0]) == 4 * int(f[1]) for f in rows)
+    assert (sweep["op"], sweep["group_size"], sweep["topology"]) == ("all_reduce", 4, "gb300-nvl72")
+    first = (DATA / GB300_CUT).read_text().splitlines()[0].split()
+    assert first[:4] == ["#", "nccl-tests", "version", "2.19.6"] and len(first) == 4
+
+
+def test_a_cut_stating_its_nccl_tests_release_is_not_priced_as_nccl_2_12():
+    sweep = check_json(GB300_CUT, "--topology", "gb300-nvl72", counted=cut_rows)
+    assert sweep["nccl_version_how"] == "default: the latest modelled (the file states none)"
+    assert sweep["nccl_version"] != "2.12.12"
+    assert_within_both_bands(sweep)
+    assert 0.8 <= median_size_ratio(sweep) <= 1.25
+
+
+def test_the_same_table_without_the_version_line_keeps_the_old_layouts_release(tmp_path):
+    """The rule for tables in the pre-2.13 layout stands where nothing says otherwise."""
+    lines = (DATA / GB300_CUT).read_text().splitlines(True)
+    path = tmp_path / "all_reduce.txt"
+    path.write_text("".join(lines[1:]))
+    res = runner.invoke(app, ["check", str(path), "--topology", "gb300-nvl72", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert sweep["nccl_version"] == "2.12.12"
+    assert "before v2.13" in sweep["nccl_version_how"]

@@ -127,16 +127,29 @@ def _at_least_two(path: str, n: int, how: str) -> int:
 PRE_2_13_LAYOUT_NCCL = "2.12.12"
 
 
+def _tests_release_at_least(tests_version: str | None, release: tuple[int, int]) -> bool:
+    """Whether a stated nccl-tests (or rccl-tests) version such as ``2.19.6`` or ``2.17.9-develop:2596ca5``
+    is ``release`` (major, minor) or later; False when none is stated or it does not parse."""
+    parts = (tests_version or "").split("-")[0].split(".")
+    if len(parts) < 2 or not all(e.isdigit() for e in parts[:2]):
+        return False
+    return (int(parts[0]), int(parts[1])) >= release
+
+
 def _sweep_version(path: str, given: str | None, stated: str | None, layout: str | None = None,
-                   topo=None) -> tuple[str, list[str], str]:
+                   topo=None, tests_version: str | None = None) -> tuple[str, list[str], str]:
     """The NCCL version a sweep is priced at, its notes and how it was chosen (JSON ``nccl_version_how``).
 
     A file that states none but whose table is in nccl-tests' layout before v2.13 (an ``error`` column where
     later ones print ``#wrong``; nccl-tests' "Resync with NCCL 2.13", Aug 2022,
     :data:`zerocalc.traces.schema.NCCL_TESTS_LAYOUTS`) ran a build of the NCCL 2.12 era or before: it is
-    priced as :data:`PRE_2_13_LAYOUT_NCCL`, the last release of that era, and says so; any other file as the
-    latest modelled release. On ``topo`` (where placed) a calibration's release comes first (``zerocalc fit
-    --out`` records it: its pairs are that release's choices), and AMD GPUs default to RCCL's release."""
+    priced as :data:`PRE_2_13_LAYOUT_NCCL`, the last release of that era, and says so; unless it states
+    its nccl-tests release (``tests_version``), 2.13 or later (the ``# nccl-tests version`` line itself
+    came in Oct 2025, nccl-tests' "Add PRINT of nccl-tests, NCCL header and library versions"): then its
+    table was cut to those columns after the run, not printed by an old build. Any other file is priced
+    as the latest modelled release. On ``topo`` (where placed) a calibration's release comes first
+    (``zerocalc fit --out`` records it: its pairs are that release's choices), and AMD GPUs default to
+    RCCL's release."""
     from zerocalc.nccl import LATEST
     from zerocalc.topology.machine import calibrated_version
 
@@ -162,7 +175,7 @@ def _sweep_version(path: str, given: str | None, stated: str | None, layout: str
                f"zerocalc's default, RCCL {RCCL_LATEST.name} (ROCm {RCCL_LATEST.rocm}), does not")
         return v, [f"{path} states no RCCL version; priced as RCCL {v}: {why} (--nccl-version to choose)"], \
             f"default: RCCL {v}, the first modelled release for {topo.gpu_arch} (the file states none)"
-    if str(layout or "").startswith("pre2022"):
+    if str(layout or "").startswith("pre2022") and not _tests_release_at_least(tests_version, (2, 13)):
         v = PRE_2_13_LAYOUT_NCCL
         return v, [f"{path} states no NCCL version; its table is in nccl-tests' layout before v2.13 (an "
                    f"'error' column, not '#wrong'), of the NCCL 2.12 era or before: priced as NCCL {v}, the "
@@ -332,7 +345,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     )
 
     run, topo, topology_how = _placed(given, path, run, p, stated)
-    version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo)
+    version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo,
+                                                 run.get("nccl_tests_version"))
     info = run.get("nccl_info") or {}
     topo, topology_how, info_notes, slice_how = _as_stated(topo, topology_how, given, run, info, p)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,

@@ -300,7 +300,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         if m:
             state.command(m[1], kind, lineno)
         if ("NCCL version" in payload or "ccl-library=" in payload or "RCCL version" in payload
-                or payload.startswith("rccl-tests: Version")):
+                or "ccl-tests version" in payload or payload.startswith("rccl-tests: Version")):
             state.versions(payload, lineno)
         header = parse_header(payload, lineno) if "size" in payload or "bytes" in payload else None
         if header is not None:
