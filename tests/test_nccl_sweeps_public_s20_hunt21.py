@@ -166,3 +166,22 @@ def test_the_same_table_without_the_version_line_keeps_the_old_layouts_release(t
     (sweep,) = json.loads(res.stdout)["sweeps"]
     assert sweep["nccl_version"] == "2.12.12"
     assert "before v2.13" in sweep["nccl_version_how"]
+
+
+def test_a_2022_table_cut_without_its_root_column_is_refused_naming_the_column(tmp_path):
+    """The reduce-scatter rerun's table (nccl-tests 2.17.9: redop, root, '#wrong') cut to its size, count,
+    type, redop and out-of-place columns, with no line naming the test: check cannot tell the test, and
+    says which column is missing (not that the table has no redop)."""
+    kept = []
+    for line in (DATA / RS_RING_RERUN).read_text().splitlines():
+        f = line.split()
+        if f[:2] == ["#", "size"]:
+            kept.append("#       size         count      type   redop     time   algbw   busbw  #wrong")
+        elif len(f) == 13 and f[0].isdigit():
+            kept.append("  ".join(f[:4] + f[5:9]))
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(kept) + "\n")
+    res = runner.invoke(app, ["check", str(path), "--topology", "dgx-h100"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "no root column" in res.output and "no redop" not in res.output
+    assert str(path) in res.output

@@ -62,8 +62,12 @@ def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: st
     1``; ``src/util.cu`` prints ``N/A`` then), all_gather does: that tells the pair apart."""
     if rows and str(rows[0].get("layout") or "").startswith("pre2022"):
         return op_from_pre2022_table(rows, ranks)
-    if not rows or any(r.get("redop") is None or r.get("root") is None for r in rows):
-        return None, "its table has no redop and root columns (nccl-tests before Aug 2022)"
+    if not rows:
+        return None, "it has no rows"
+    missing = [c for c in ("redop", "root") if any(r.get(c) is None for r in rows)]
+    if missing:  # a table of nccl-tests since Aug 2022 ('#wrong') cut to fewer lead columns
+        return None, (f"no {' and no '.join(missing)} column, which nccl-tests prints beside "
+                      "'#wrong' since Aug 2022: a table cut to fewer columns")
     reduces = {r["redop"] != "none" for r in rows}
     rooted = {r["root"] >= 0 for r in rows}
     mult = {r["size_bytes"] // (r["count"] * r["elem_bytes"]) if r["count"] and r["elem_bytes"] else None
