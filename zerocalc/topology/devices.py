@@ -88,7 +88,7 @@ from zerocalc.nccl.net_socket import ONE_GPU_VMS_WORDS, VM_SOCKET_HOP_US, on_vm,
 from zerocalc.topology.machine import Link, Topology, nvlink_mesh_peers
 from zerocalc.topology.pci_buses import on_own_root_ports
 from zerocalc.topology.presets import PRESETS, TOPOLOGY_NAMES
-from zerocalc.topology.slots import GCP_A3_MEGA_SLOTS, on_aws_slots, on_gcp_a3_mega, on_node_slots
+from zerocalc.topology.slots import by_slots
 from zerocalc.topology.stated import (  # noqa: F401  (re-exported: check and the tests import them here)
     SOCKET_NIC_GBPS,
     gdr_unstated_note,
@@ -354,14 +354,7 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
     if net is None and len(hosts) > 1 and one_gpu_vms(hosts, ports):
         net, net_how = "socket", ONE_GPU_VMS_WORDS
     topo, gpu_how = _preset(gpu, net, len(hosts), where, net_how, instance, mixed, own_roots, ports)
-    if net is None and topo.name == "dgx-h100" and on_gcp_a3_mega(bus_ids):
-        topo, gpu_how = PRESETS["gcp-a3-mega"], gpu_how + (
-            f"; its GPUs' PCI slots ({' '.join(sorted(GCP_A3_MEGA_SLOTS))} on every host) are a GCP A3 Mega "
-            "VM's (a3-megagpu-8g, GPUDirect-TCPXO; A3 High puts NICs at 0c and 8c): gcp-a3-mega")
-    if net is None:  # no line names the network: an EC2 instance's GPU slots may
-        topo, gpu_how = on_aws_slots(gpu_kind(gpu), topo, gpu_how, pci_buses)
-    if net in (None, "ib") and mixed is None:  # ABCI's nodes, on InfiniBand, by their GPUs' slots
-        topo, gpu_how = on_node_slots(gpu, topo, gpu_how, pci_buses)
+    topo, gpu_how = by_slots(gpu, gpu_kind(gpu), net, mixed, topo, gpu_how, bus_ids, pci_buses)
     if mixed is not None:
         gpu_how += ("; several models: their least PCIe generation and compute capability, the slowest "
                     "card setting NCCL's ring")

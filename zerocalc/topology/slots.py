@@ -236,3 +236,22 @@ def on_node_slots(gpu: str, topo: Topology, how: str, pci_buses: Mapping[str, Se
     where = f"{next(iter(listed))} on every host" if len(listed) == 1 else "the node's on every host"
     return PRESETS[node.preset], how + (f"; an {node.words} (its GPUs' PCI slots: {where}, not a "
                                         f"{topo.name}'s): {node.preset}")
+
+
+def by_slots(gpu: str, kind: str | None, net: str | None, mixed, topo: Topology, how: str,
+             bus_ids: Mapping[str, Sequence[str]] | None, pci_buses: Mapping[str, Sequence[int]] | None
+             ) -> tuple[Topology, str]:
+    """``topo`` and ``how`` (the preset a run's device lines name, ``gpu`` its device name and ``kind`` its
+    kind, ``net`` the network its lines name, ``mixed`` set where they name several models), or the
+    machine its GPUs' PCI slots name: a GCP A3 Mega VM's H100s with no network named
+    (:func:`on_gcp_a3_mega`), an AWS EC2 instance's with none named (:func:`on_aws_slots`), an ABCI 2.0
+    node's on InfiniBand or none named (:func:`on_node_slots`)."""
+    if net is None and topo.name == "dgx-h100" and on_gcp_a3_mega(bus_ids):
+        topo, how = PRESETS["gcp-a3-mega"], how + (
+            f"; its GPUs' PCI slots ({' '.join(sorted(GCP_A3_MEGA_SLOTS))} on every host) are a GCP A3 Mega "
+            "VM's (a3-megagpu-8g, GPUDirect-TCPXO; A3 High puts NICs at 0c and 8c): gcp-a3-mega")
+    if net is None:  # no line names the network: an EC2 instance's GPU slots may
+        topo, how = on_aws_slots(kind, topo, how, pci_buses)
+    if net in (None, "ib") and mixed is None:  # ABCI's nodes, on InfiniBand, by their GPUs' slots
+        topo, how = on_node_slots(gpu, topo, how, pci_buses)
+    return topo, how
