@@ -370,7 +370,7 @@ def _fit_lines(r, out) -> list[str]:
 
 
 def trace_summary(
-    paths: list[str] = typer.Argument(..., help="Trace files or directories (plain or gzip)."),  # noqa: B008
+    paths: list[str] = typer.Argument(..., help="Trace files or directories (plain, gzip, xz or bzip2)."),  # noqa: B008
     fmt: str = typer.Option("table", "--format", help="table, csv (the summary), json (a list of the "
                             "canonical rows) or csv-rows (the canonical rows as CSV); rows are written as "
                             "they are read."),

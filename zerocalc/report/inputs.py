@@ -8,11 +8,9 @@ Every refusal is a :class:`~zerocalc.errors.ConfigError` naming the option.
 from __future__ import annotations
 
 import errno
-import gzip
 import os
 import stat
 import tempfile
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -76,18 +74,15 @@ _HEAD_BYTES = 1 << 16
 
 
 def _head(file: Path) -> bytes:
-    """The first bytes of a trace, decompressed when it is gzip (what its format is detected from)."""
+    """The first bytes of a trace, decompressed when it is gzip, xz or bzip2 (what its format is
+    detected from; :func:`zerocalc.traces.streams.buffered`, which needs only the standard library)."""
+    from zerocalc.traces.streams import buffered
+
     try:
-        with open(file, "rb") as raw:
-            head = raw.read(_HEAD_BYTES)
-            if head[:2] != b"\x1f\x8b":
-                return head
-            raw.seek(0)
-            try:
-                with gzip.GzipFile(fileobj=raw) as gz:
-                    return gz.read(_HEAD_BYTES)
-            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                raise ConfigError(f"{file}: corrupt gzip data ({exc})", option="--trace") from None
+        with buffered(open(file, "rb"), str(file), 1 << 30) as stream:
+            return stream.read(_HEAD_BYTES)
+    except TraceFormatError as exc:
+        raise ConfigError(f"{file}: {exc.reason}", option="--trace") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot be read ({_os_reason(exc)})", option="--trace") from None
 

@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.prefix import strip_prefixes
+from zerocalc.traces.streams import compression
 
 FORMATS: tuple[str, ...] = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
 
@@ -118,8 +119,12 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
     if head[:1] == b"\x80" and len(head) > 1 and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         raise TraceFormatError(file, None, "a pickle (Flight Recorder dump?): never unpickled; "
                                            "export the JSON variant instead")
-    if head[:2] == b"\x1f\x8b":
-        raise TraceFormatError(file, None, "gzip data inside gzip data")
+    inner = compression(head)
+    if inner is not None:
+        raise TraceFormatError(file, None, f"{inner} data inside compressed data")
+    if head[257:262] == b"ustar":  # POSIX tar's header magic (pax and GNU tar write it too)
+        raise TraceFormatError(file, None, "a tar archive: unpack it first (tar -xf FILE) and give the files "
+                                           "or their directory")
     if b"\x00" in head:
         raise TraceFormatError(file, None, "binary data, not a text or JSON trace")
     try:

@@ -1,10 +1,11 @@
 """Read trace files of any supported format into one canonical table.
 
 Accepts one path, many paths (one per rank) or a directory of one run (the files directly in
-it; subdirectories are other runs and are not read); plain or gzip; the format is detected per
+it; subdirectories are other runs and are not read); plain or compressed (gzip, xz, bzip2:
+:mod:`~zerocalc.traces.streams`); the format is detected per
 file unless given. A file named twice (also as ``x`` and ``./x``) is read once. Text formats
 are streamed; Kineto JSON is read whole and decoded field by field
-(:func:`zerocalc.traces.kineto.parse_bytes`). What a gzip file expands to is capped (plain files
+(:func:`zerocalc.traces.kineto.parse_bytes`). What a compressed file expands to is capped (plain files
 are read whatever their size); nothing is ever
 unpickled or written. Many large files, or one large plain NCCL log, are parsed in parallel
 worker processes.
@@ -33,7 +34,7 @@ from zerocalc.traces.records import ParseResult
 from zerocalc.traces.streams import _guard
 from zerocalc.traces.traceset import TraceSet, _assemble  # noqa: F401 -- TraceSet re-exported
 
-#: Default cap on what one gzip file expands to (bytes); plain files are read whatever their size.
+#: Default cap on what one compressed file expands to (bytes); plain files are read whatever their size.
 MAX_BYTES = 8 * 2**30
 #: Total input size above which several files are parsed in worker processes.
 PARALLEL_MIN_BYTES = 32 * 2**20
@@ -42,15 +43,16 @@ SPLIT_MIN_BYTES = 64 * 2**20
 
 
 def _open(path: str, cap: int, tick=None) -> BinaryIO:
-    """The file's bytes, decompressed if it is gzip; what a gzip file expands to is capped at ``cap``
-    bytes (a gzip bomb expands a thousandfold), a plain file is read whatever its size. ``tick``, if
-    given, is called with the position in the file after each read (:func:`streams.buffered`)."""
+    """The file's bytes, decompressed if it is gzip, xz or bzip2; what such a file expands to is
+    capped at ``cap`` bytes (a gzip bomb expands a thousandfold), a plain file is read whatever its
+    size. ``tick``, if given, is called with the position in the file after each read
+    (:func:`streams.buffered`)."""
     return streams.buffered(open(path, "rb"), path, cap, tick)  # closed through the wrapper
 
 
 def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,
               max_bytes: int = MAX_BYTES) -> ParseResult:
-    """Parse one file (plain or gzip) into rows; see :func:`read_traces`.
+    """Parse one file (plain or compressed) into rows; see :func:`read_traces`.
 
     With ``fmt`` forced, a file holding no record of that format raises
     :class:`TraceFormatError` naming the format the file looks like.
@@ -172,13 +174,13 @@ def _read_one(args: tuple) -> ParseResult | Any | str:
 
 
 def _splittable(file: str, fmt: str | None, cap: int) -> bool:
-    """A plain (not gzip) NCCL log large enough to be scanned in parts."""
+    """A plain (not compressed) NCCL log large enough to be scanned in parts."""
     size = os.path.getsize(file)
     if size < SPLIT_MIN_BYTES or fmt not in (None, nccl_log.FORMAT):
         return False
     with open(file, "rb") as f:
         head = f.read(HEAD_BYTES)
-    if head.startswith((b"\x1f\x8b", *streams.UTF16_BOMS)):  # its bytes are not the text's: read whole
+    if head.startswith(streams.UTF16_BOMS) or streams.compression(head):  # not the text's bytes: read whole
         return False
     return fmt == nccl_log.FORMAT or detect_file(file, cap) == nccl_log.FORMAT
 
