@@ -36,7 +36,7 @@ took 1.2-1.4x NCCL's estimate (Tree/LL128 and Ring/LL128), from 256 MiB they mat
 
 from __future__ import annotations
 
-from zerocalc.topology.presets import EFA_EAGER_BYTES
+from zerocalc.topology.presets_cloud import EFA_EAGER_BYTES
 
 #: aws-ofi-nccl's RDMA protocol: ``OFI_NCCL_EAGER_MAX_SIZE`` default (8192, ``include/nccl_ofi_param.h``
 #: v1.9.2-aws to v1.21.1, "Eager message size limit when using RDMA protocol. Message sizes greater than
