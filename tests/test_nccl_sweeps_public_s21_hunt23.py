@@ -11,8 +11,10 @@
   excerpt of an all-reduce log over two p5.48xlarge, tagged ``[1,0]<stdout>:`` and indented three spaces in
   a Markdown list, with a ``...`` line in place of the rows it leaves out, no device lines; the page gives
   the run's NCCL as 2.18.5.
-- Together AI's send/recv scaling study, run 2 on 2 hosts of 8 B200 (togethercomputer/together-nccl-tests
-  ``benchmarks/B200/sendrecv-p2p-scaling/run2/``): the same script as the bundled run 3, on other hosts.
+- Together AI's send/recv scaling study, run 2 on 2 and on 8 hosts of 8 B200
+  (togethercomputer/together-nccl-tests ``benchmarks/B200/sendrecv-p2p-scaling/run2/``): the same script as
+  the bundled run 3, on other hosts; the 8-host log has UCX's teardown errors after each table and no
+  closing line.
 
 What each test expects is counted from the file itself by a plain split, not through zerocalc: its rows
 (size, out-of-place µs, in-place µs), its '#  Rank' lines, its ``NCCL version`` line, the ranks its columns
@@ -40,6 +42,10 @@ OKE = "all_reduce_perf-16xA100-SXM4-40GB-oci-oke-mpijob-2sizes-nccl2.14.3.txt"
 EKS = "all_reduce_perf-16xH100-p5-eks-tagged-indented-excerpt.txt"
 RUN2 = "sendrecv_perf-16xB200-2nodes-run2-nccl2.29.7.out"
 RUN3 = "sendrecv_perf-16xB200-2nodes-run3-nccl2.29.7.out"
+RUN2_8 = "sendrecv_perf-64xB200-8nodes-run2-ucx-errors-nccl2.29.7.out"
+RUN3_8 = "sendrecv_perf-64xB200-8nodes-run3-nccl2.29.7.out"
+#: run 2's files → their hosts
+RUN2_HOSTS = {RUN2: 2, RUN2_8: 8}
 TAG = "<stdout>:"
 
 
@@ -194,30 +200,56 @@ def test_eks_excerpt_largest_size_is_priced_and_none_is_far_off():
 # --- Together run 2 on two hosts --------------------------------------------------------------------------
 
 
-def test_run2_is_another_run_on_other_hosts():
-    hosts2 = {h for h, _ in device_lines(RUN2)}
-    hosts3 = {h for h, _ in device_lines(RUN3)}
-    assert len(hosts2) == len(hosts3) == 2 and not hosts2 & hosts3
-    assert file_rows(RUN2) != file_rows(RUN3)
+@pytest.mark.parametrize(("run2", "run3"), [(RUN2, RUN3), (RUN2_8, RUN3_8)])
+def test_run2_is_another_run_on_other_hosts(run2, run3):
+    hosts2 = {h for h, _ in device_lines(run2)}
+    hosts3 = {h for h, _ in device_lines(run3)}
+    assert len(hosts2) == len(hosts3) == RUN2_HOSTS[run2] and not hosts2 & hosts3
+    assert file_rows(run2) != file_rows(run3)
 
 
-def test_run2_is_read_block_by_block():
-    """A 1 KiB-256 MiB sweep and a 64 MiB run, each of sendrecv over 16 ranks at NCCL 2.29.7 (each block's
-    line) on the DGX B200 preset; every row of the file in one of them."""
-    cut = blocks(RUN2)
-    got = sweeps(RUN2)
-    assert len(got) == len(cut) == 2 and stated_versions(RUN2) == ["2.29.7", "2.29.7"]
+@pytest.mark.parametrize("name", sorted(RUN2_HOSTS))
+def test_run2_is_read_block_by_block(name):
+    """A 1 KiB-256 MiB sweep and a 64 MiB run, each of sendrecv over 8 ranks a host at NCCL 2.29.7 (each
+    block's line) on the DGX B200 preset; every row of the file in one of them."""
+    ranks = 8 * RUN2_HOSTS[name]
+    cut = blocks(name)
+    got = sweeps(name)
+    assert len(got) == len(cut) == 2 and stated_versions(name) == ["2.29.7", "2.29.7"]
     for sweep, block in zip(got, cut, strict=True):
-        assert sum(1 for e in block if e.split()[:2] == ["#", "Rank"]) == 16
-        assert (sweep["op"], sweep["group_size"], sweep["topology"]) == ("sendrecv", 16, "dgx-b200")
+        assert sum(1 for e in block if e.split()[:2] == ["#", "Rank"]) == ranks
+        assert (sweep["op"], sweep["group_size"], sweep["topology"]) == ("sendrecv", ranks, "dgx-b200")
+        assert f"8 per host, {RUN2_HOSTS[name]} hosts" in sweep["topology_how"]
         assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.29.7", "stated by the file")
         rows = block_rows(block)
         assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
         assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
-    assert [r["bytes"] for s in got for r in s["rows"]] == [s for s, _, _ in file_rows(RUN2)]
+    assert [r["bytes"] for s in got for r in s["rows"]] == [s for s, _, _ in file_rows(name)]
     assert [r["bytes"] for r in got[0]["rows"]] == [1024 << k for k in range(19)]
 
 
-def test_run2_is_within_both_bands():
-    for sweep in sweeps(RUN2):
+def test_the_8_host_log_ends_in_ucx_teardown_errors():
+    """Three UCX error lines after the sweep's table, two after the 64 MiB run's, and no closing line: the
+    tables are read whole all the same (above)."""
+    raw = lines(RUN2_8)
+    ucx = [i for i, e in enumerate(raw) if "UCX  ERROR" in e]
+    ends = [i for i, e in enumerate(raw) if e.startswith("# Avg bus bandwidth")]
+    assert len(ucx) == 5 and len(ends) == 2
+    assert ends[0] < ucx[0] < ucx[2] < ends[1] < ucx[3]
+    assert not any(e.startswith("===") and "Complete" in e for e in raw)
+
+
+@pytest.mark.parametrize("name", sorted(RUN2_HOSTS))
+def test_run2_is_within_both_bands(name):
+    for sweep in sweeps(name):
         assert_within_both_bands(sweep)
+
+
+def test_the_8_host_rate_is_priced_as_well_as_the_2_host_one():
+    """The 256 MiB call takes 1.66x as long on 8 hosts as on 2 in run 2 (26.0 against 43.2 GB/s); check's
+    price follows: both within 0.8-1.25x of their times."""
+    big = {n: next(r for r in sweeps(n)[0]["rows"] if r["bytes"] == 256 << 20) for n in RUN2_HOSTS}
+    t2, t8 = file_rows(RUN2)[18][1], file_rows(RUN2_8)[18][1]
+    assert file_rows(RUN2)[18][0] == file_rows(RUN2_8)[18][0] == 256 << 20
+    assert 1.6 < t8 / t2 < 1.7
+    assert all(0.8 <= r["ratio"] <= 1.25 for r in big.values())
