@@ -33,6 +33,7 @@ from sweep_files import (
     file_rows,
     median_size_ratio,
     runner,
+    srun_task0_rows,
 )
 
 from zerocalc.cli import app
@@ -42,6 +43,7 @@ OKE = "all_reduce_perf-16xA100-SXM4-40GB-oci-oke-mpijob-2sizes-nccl2.14.3.txt"
 EKS = "all_reduce_perf-16xH100-p5-eks-tagged-indented-excerpt.txt"
 RUN2 = "sendrecv_perf-16xB200-2nodes-run2-nccl2.29.7.out"
 RUN3 = "sendrecv_perf-16xB200-2nodes-run3-nccl2.29.7.out"
+P5_SRUN = "all_reduce_perf-16xH100-p5-2nodes-srun.txt"
 RUN2_8 = "sendrecv_perf-64xB200-8nodes-run2-ucx-errors-nccl2.29.7.out"
 RUN3_8 = "sendrecv_perf-64xB200-8nodes-run3-nccl2.29.7.out"
 #: run 2's files → their hosts
@@ -189,12 +191,18 @@ def test_eks_excerpt_is_read_past_its_indent_tag_and_elision():
 def test_eks_excerpt_largest_size_is_priced_and_none_is_far_off():
     """A miss, left: the log's calls from 64 MiB to 1 GiB run at 67-167 GB/s of algbw where its 2 GiB call
     runs at 233 GB/s (its 134 MiB out-of-place and in-place times differ by 13%); the 2 GiB call is priced
-    within 0.8-1.25x, the others at 0.42-0.75x; no size below 0.4x."""
+    within 0.8-1.25x, the others at 0.42-0.75x; no size below 0.4x. The same machine's bundled run under
+    ``srun`` (2x p5.48xlarge, the same README in Apr 2024) takes 0.45-0.72x of this log's times at those
+    sizes, as the price does: this run is the slow one."""
     sweep = check_json(EKS, "--topology", "aws-p5", "--nccl-version", "2.18.5", counted=tagged_rows)
     by_size = {r["bytes"]: r["ratio"] for r in sweep["rows"]}
     assert 0.8 <= by_size[2 << 30] <= 1.25
     assert all(0.4 <= x <= 1.25 for x in by_size.values()), by_size
     assert median_size_ratio(sweep) < 0.8
+    srun = {size: t for size, t, _ in srun_task0_rows(P5_SRUN)}
+    mine = {size: t for size, t, _ in tagged_rows(EKS)}
+    quicker = [srun[size] / mine[size] for size in sorted(mine) if size < 2 << 30]
+    assert len(quicker) == 5 and all(0.4 <= q <= 0.75 for q in quicker), quicker
 
 
 # --- Together run 2 on two hosts --------------------------------------------------------------------------
