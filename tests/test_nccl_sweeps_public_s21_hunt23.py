@@ -11,6 +11,10 @@
   excerpt of an all-reduce log over two p5.48xlarge, tagged ``[1,0]<stdout>:`` and indented three spaces in
   a Markdown list, with a ``...`` line in place of the rows it leaves out, no device lines; the page gives
   the run's NCCL as 2.18.5.
+- Oracle's OKE GB200 guide (oracle-quickstart/oci-hpc-oke ``README.md``): the last 20-odd lines of an MPIJob
+  launcher's log (``kubectl logs --tail=20``), all-reduce over 2 BM.GPU.GB200.4 nodes in one NVLink
+  ``ComputeDomain`` (8 ranks): rows with no header above them, NCCL INFO lines before and after; the job's
+  image names NCCL 2.26.6.
 - Together AI's send/recv scaling study, run 2 on 2 and on 8 hosts of 8 B200
   (togethercomputer/together-nccl-tests ``benchmarks/B200/sendrecv-p2p-scaling/run2/``): the same script as
   the bundled run 3, on other hosts; the 8-host log has UCX's teardown errors after each table and no
@@ -44,6 +48,7 @@ EKS = "all_reduce_perf-16xH100-p5-eks-tagged-indented-excerpt.txt"
 RUN2 = "sendrecv_perf-16xB200-2nodes-run2-nccl2.29.7.out"
 RUN3 = "sendrecv_perf-16xB200-2nodes-run3-nccl2.29.7.out"
 P5_SRUN = "all_reduce_perf-16xH100-p5-2nodes-srun.txt"
+GB200 = "all_reduce_perf-8xGB200-oci-oke-2nodes-mnnvl-tail-no-header.txt"
 RUN2_8 = "sendrecv_perf-64xB200-8nodes-run2-ucx-errors-nccl2.29.7.out"
 RUN3_8 = "sendrecv_perf-64xB200-8nodes-run3-nccl2.29.7.out"
 #: run 2's files → their hosts
@@ -261,3 +266,36 @@ def test_the_8_host_rate_is_priced_as_well_as_the_2_host_one():
     assert file_rows(RUN2)[18][0] == file_rows(RUN2_8)[18][0] == 256 << 20
     assert 1.6 < t8 / t2 < 1.7
     assert all(0.8 <= r["ratio"] <= 1.25 for r in big.values())
+
+
+# --- OKE GB200: a log's tail, no header, INFO lines around the rows ---------------------------------------
+
+
+def test_gb200_tail_has_no_header_and_info_lines_around_its_rows():
+    raw = lines(GB200)
+    assert not any(e.lstrip().startswith("#       size") for e in raw)
+    info = [i for i, e in enumerate(raw) if "NCCL INFO" in e]
+    rows = [i for i, e in enumerate(raw) if e.split() and e.split()[0].isdigit()]
+    assert len(info) == 9 and info[0] < rows[0] and rows[-1] < info[1]
+    destroyed = {int(e.split()[e.split().index("rank") + 1]) for e in raw if "Destroy COMPLETE" in e}
+    assert destroyed == set(range(8))
+    assert {e.split()[e.split().index("nranks") + 1] for e in raw if "Destroy COMPLETE" in e} == {"8"}
+    assert {e.split(":")[0] for e in raw if "NCCL INFO" in e} == {"nccl-test-worker-0", "nccl-test-worker-1"}
+
+
+def test_gb200_tail_is_read_as_all_reduce_on_eight_ranks():
+    """No device lines: check asks for the topology; given the NVL72 preset and the image's NCCL, it reads
+    the 33 rows (8 B to 32 GiB) as all-reduce over the 8 ranks busbw/algbw = 2(n-1)/n gives."""
+    res = runner.invoke(app, ["check", str(DATA / GB200)])
+    assert res.exit_code == 2 and "--topology" in res.output and "Traceback" not in res.output
+    rows = file_rows(GB200)
+    assert [s for s, _, _ in rows] == [8 << k for k in range(33)]
+    table = [e.split() for e in lines(GB200) if e.split() and e.split()[0].isdigit()]
+    assert {round(2 / (2 - float(f[7]) / float(f[6]))) for f in table if float(f[6]) >= 1} == {8}
+    sweep = check_json(GB200, "--topology", "gb200-nvl72", "--nccl-version", "2.26.6")
+    assert (sweep["op"], sweep["group_size"], sweep["topology"]) == ("all_reduce", 8, "gb200-nvl72")
+    assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.26.6", "given (--nccl-version)")
+
+
+def test_gb200_tail_is_within_both_bands():
+    assert_within_both_bands(check_json(GB200, "--topology", "gb200-nvl72", "--nccl-version", "2.26.6"))
