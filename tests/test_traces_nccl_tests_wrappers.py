@@ -1,7 +1,8 @@
 """nccl-tests outputs under a wrapper that tags every line: Docker Compose's ``name  | `` (``docker compose
 up`` / ``docker compose logs``, v2 ``svc-1``, v1 ``svc_1``), in its terminal colour codes or not, and a
 Kubernetes node's CRI container log (``TIME stdout F``), a syslog / journald line's head and Python
-``logging``'s (``INFO:root:``, ``TIME - INFO - ``). The rows and device lines expected are counted
+``logging``'s (``INFO:root:``, ``TIME - INFO - ``), and a terminal's colour codes around whole lines or
+inside them (``grep --color=always``). The rows and device lines expected are counted
 from the bundled file without the wrapper (tests/sweep_files.py, a plain split)."""
 
 import json
@@ -88,3 +89,31 @@ def test_utf16_without_its_mark_stays_refused(tmp_path):
     path.write_bytes((DATA / NAME).read_text().encode("utf-16-le"))
     res = runner.invoke(app, ["check", str(path)])
     assert res.exit_code == 2 and "binary data" in res.output
+
+
+def _grep_colour(line):
+    words = line.rsplit(None, 1)
+    return line if len(words) < 2 else words[0] + " \x1b[01;31m\x1b[K" + words[1] + "\x1b[m\x1b[K"
+
+
+def _coloured(tmp_path, colour):
+    path = tmp_path / NAME
+    text = (DATA / NAME).read_text()
+    path.write_text("".join(colour(line) + "\n" for line in text.splitlines()))
+    return path
+
+
+@pytest.mark.parametrize("colour", [
+    lambda line: "\x1b[32m" + line + "\x1b[0m",  # a wrapper's colour around every line
+    lambda line: "\x1b[1;36m[1,0]<stdout>:\x1b[0m" + line + "\x1b[m",  # a coloured tag, then a reset
+    # grep --color=always with a pattern that matches each line's last word: ESC[01;31mESC[K … ESC[mESC[K
+    lambda line: _grep_colour(line),
+], ids=["whole-line", "coloured-tag", "grep-color"])
+def test_terminal_codes_are_not_read_as_cells(tmp_path, colour):
+    res = runner.invoke(app, ["check", str(_coloured(tmp_path, colour)), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    rows = file_rows(NAME)
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
+    assert sweep["group_size"] == len(device_lines(NAME)) and sweep["nccl_version"] == "2.29.2"

@@ -84,6 +84,11 @@ _MARKERS = (("version", re.compile(r"^#\s*nccl-tests version\b")),
 #: ``nccl-library=L`` (nccl-tests) or ``rccl-library=L`` (rccl-tests 2.17.9 and later prints
 #: ``# rccl-tests version X rccl-headers=H rccl-library=L``, L: RCCL's ``NCCL_VERSION_CODE``, 22707 = 2.27.7).
 _LIBRARY = re.compile(r"\b[nr]ccl-library=(\d+)")
+#: A terminal's control sequences (ECMA-48 CSI, ``ESC[`` parameters and a letter): colours and styles
+#: (SGR, ``ESC[32m`` … ``ESC[0m``) and GNU grep's erase-to-end-of-line after each (``ESC[K``) that a
+#: wrapper puts around whole lines or inside them (a launcher's per-rank colours, ``grep --color=always``,
+#: a CI log kept with its codes); none is part of what nccl-tests printed.
+TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ELISION = re.compile(r"^#?\s*(?:\.{3,}|…)\s*$")
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
@@ -276,6 +281,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     state = _Runs()
     rows, after_rank = RowJoiner(file, strict, res.skipped), False
     for lineno, line in enumerate(stream, 1):
+        if "\x1b" in line:  # a terminal's codes around or inside the line (TERMINAL_CODES)
+            line = TERMINAL_CODES.sub("", line)
         payload = strip_prefix(line).strip()
         if line.lstrip().startswith("rccl-tests: Version"):  # rccl-tests' own line, not a launcher's prefix
             payload = line.strip()
