@@ -1,7 +1,8 @@
 """nccl-tests outputs under a wrapper that tags every line: Docker Compose's ``name  | `` (``docker compose
 up`` / ``docker compose logs``, v2 ``svc-1``, v1 ``svc_1``), in its terminal colour codes or not, and a
 Kubernetes node's CRI container log (``TIME stdout F``), a syslog / journald line's head and Python
-``logging``'s (``INFO:root:``, ``TIME - INFO - ``), and a terminal's colour codes around whole lines or
+``logging``'s (``INFO:root:``, ``TIME - INFO - ``), a job platform's bracketed time (``[2026-04-28
+14:14:42]``), and a terminal's colour codes around whole lines or
 inside them (``grep --color=always``). The rows and device lines expected are counted
 from the bundled file without the wrapper (tests/sweep_files.py, a plain split)."""
 
@@ -34,7 +35,8 @@ def _wrapped(tmp_path, tag):
                                  "Jul 19 05:12:33.123456 gpu01 all_reduce_perf[77]: ",
                                  "2024-07-19T05:12:33+0000 node-1 job.sh[4242]: ",
                                  "INFO:root:", "INFO:__main__:", "2024-07-19 05:12:33,123 - INFO - ",
-                                 "2024-07-19 05:12:33,123 - bench.nccl - INFO - "])
+                                 "2024-07-19 05:12:33,123 - bench.nccl - INFO - ",
+                                 "[2026-04-28 14:14:42] ", "[2026-04-28T14:14:42.123+08:00] "])
 def test_compose_service_prefix_is_looked_past(tmp_path, tag):
     res = runner.invoke(app, ["check", str(_wrapped(tmp_path, tag)), "--format", "json"])
     assert res.exit_code == 0, res.output
@@ -53,6 +55,10 @@ def test_compose_prefix_forms_and_what_is_not_one():
     assert strip_prefix("nccl-server  | #  Rank").startswith("#  Rank")  # a set container_name, padded
     # DeepSpeed's comms summary names an op and its caller: one space, no replica number
     assert strip_prefix("broadcast | [Caller Func: _broadcast_model]").startswith("broadcast |")
+    # a job platform's time in brackets is one; a shell prompt's bracket, with a space inside, is not
+    assert strip_prefix("[2026-04-28 14:14:42] #  Rank  0").startswith("#  Rank")
+    assert strip_prefix("[user@host nccl-tests]$ mpirun").startswith("[user@host")
+    assert strip_prefix("[2026-04-28 14:14] 8 2 float").startswith("[2026-04-28")  # not a whole time
 
 
 @pytest.mark.parametrize("tag", ["Jul 19 05:12:33 node-1 ", "Jul 19 05:12:33 ", "2024-07-19 05:12:33,123 ",

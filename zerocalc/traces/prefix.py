@@ -9,9 +9,10 @@ Compose its service's container name, padded, and a bar (``docker compose up`` /
 logs``: ``nccl-1  | ``, Compose v1 ``nccl_1  | ``: a name ending in its replica number, or one padded to
 a longer name's width; not DeepSpeed's ``broadcast | [Caller Func: f]``), each wrapped in its terminal
 colour codes ``ESC[36m`` … ``ESC[0m`` when written to a terminal); a post quoting an output in a
-Markdown reply puts ``>`` before each line (GitHub's quote mark: NVIDIA/nccl-tests issue 287); they may
-be stacked. A bracket with a space inside is not one (a shell prompt ``[user@host dir]$``, DeepSpeed's
-``[2022-06-26 01:39:55,722]``), nor a bare number (a table's first column). The NCCL log parser
+Markdown reply puts ``>`` before each line (GitHub's quote mark: NVIDIA/nccl-tests issue 287); a job
+platform's log viewer its time in brackets (``[2026-04-28 14:14:42]``, a date and a time, no more); they
+may be stacked. Another bracket with a space inside is not one (a shell prompt ``[user@host dir]$``), nor
+a bare number (a table's first column). The NCCL log parser
 searches past any prefix instead.
 
 OpenMPI ``--tag-output`` tags each write a process makes, not each line: a result row that nccl-tests
@@ -43,6 +44,7 @@ _PYLOG = (_LEVEL + r":[\w.\-]+:"
 _ONE = (_SYSLOG + "|" + _PYLOG + r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]std(?:out|err)[ \t][PF](?=[ \t]|$)|(?=[ \t]))"
         r"|[\w.\-]*[A-Za-z][\w.\-]*(?:[-_]\d+[ \t]+|[ \t]{2,})\|(?=[ \t\x1b]|$)|\x1b\[[0-9;]*m"
+        r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]"
         r"|\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t])|>(?=[ \t>]|$))[ \t]?")
 PREFIX = re.compile(r"^[ \t]*(?:" + _ONE + r"){1,4}")
 PREFIX_BYTES = re.compile((r"^[ \t]*(?:" + _ONE + r"){1,4}").encode(), re.M)
