@@ -360,8 +360,9 @@ def preset_for_devices(gpus: Mapping[str, int], hosts: Mapping[str, int], *, whe
                     "card setting NCCL's ring")
     listed = sum(hosts.values())
     if group_size is not None and listed < group_size:
-        how = (f"from the file's device lines: {gpu}, {listed} of its {group_size} ranks listed (nodes as "
-               f"{topo.name}'s){gpu_how}")
+        told = (f"{listed} of its {group_size} ranks listed" if listed
+                else f"its {group_size} ranks listed without their hosts")
+        how = f"from the file's device lines: {gpu}, {told} (nodes as {topo.name}'s){gpu_how}"
         return topo, how + (f"; {net_how}" if net_how else "")
     per_host = set(hosts.values())
     if len(per_host) > 1:

@@ -58,6 +58,16 @@ READ_ON_BYTES = 256 << 20
 _TESTS_HINTS = (b"nThread", b"Using devices", b"nccl-tests version", b"Collective test", b"size", b"_perf")
 
 
+#: Spaces a web page's copy puts where the output had blanks (HTML's ``&nbsp;``: U+00A0; U+202F, U+3000),
+#: each one blank to the detector as to Python's ``str.split`` and ``\s``, which the readers use.
+_WIDE_SPACES = re.compile(rb"\xc2\xa0|\xe2\x80\xaf|\xe3\x80\x80")
+
+
+def _plain_spaces(text: bytes) -> bytes:
+    """``text`` with each of :data:`_WIDE_SPACES` made a blank."""
+    return _WIDE_SPACES.sub(b" ", text)
+
+
 def weak(head: bytes, kind: str) -> bool:
     """Whether ``kind`` (:func:`detect_format` of ``head``) rests on NCCL's INFO/WARN lines alone: a
     full head that is an NCCL log by :data:`_NCCL_ANY`, without a per-call COLL line (:data:`_NCCL`)."""
@@ -88,7 +98,7 @@ def _said(text: bytes) -> str | None:
     if they hold a COLL line first, else ``None``."""
     coll = _NCCL.search(text)
     before = text if coll is None else text[:coll.start()]
-    if any(h in before for h in _TESTS_HINTS) and _TESTS_HEADER.search(strip_prefixes(before)):
+    if any(h in before for h in _TESTS_HINTS) and _TESTS_HEADER.search(strip_prefixes(_plain_spaces(before))):
         return "nccl_tests"
     return None if coll is None else "nccl_log"
 
@@ -144,7 +154,7 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
         if stripped[:1] == b"[":
             return "kineto"
         raise TraceFormatError(file, None, "JSON that is neither a Chrome trace nor an nccl-tests report")
-    body = strip_prefixes(head)
+    body = strip_prefixes(_plain_spaces(head))
     if _TESTS_HEADER.search(body):
         return "nccl_tests"
     if _NCCL.search(head):

@@ -40,7 +40,7 @@ from zerocalc.traces.busbw import listed_ranks_cut
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
-from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, parse_header
+from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, dated_by_root, header_tail, parse_header
 from zerocalc.traces.nccl_tests_rows import cputime_refusal as cputime_refusal  # its home before the split
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.nccl_tests_series import carried_on
@@ -64,12 +64,14 @@ _GIB_RUN = re.compile(r"run_nccl_tests\.sh\b.*?\s-t\s+("
 #: HOST`` (v1, to Mar 2019: ``printf("#   Rank %2d on %10s device %2d [0x%02x] %s\n", ...)``).
 #: Its ``#`` is lost where a post's ``#`` lines became Markdown headings (NVIDIA/nccl issue 583: ``Rank  0
 #: Pid 1821213 on AI-A100-Beethoven01 device  0 [0x00] …``): such a line counts with its ``on … device``.
-_RANK = re.compile(r"^(?:#\s+)?Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s)")
+#: A line whose host a post left out (``#  Rank  0 Group  0 Pid 221599 device  0 [0000:8f:00] NVIDIA B200``,
+#: or ``on`` and blanks where the name was) still counts its rank and names its GPU, not its host.
+_RANK = re.compile(r"^(?:#\s+)?Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s|device\s)")
 #: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``on HOST device D
 #: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``); rccl-tests prints it empty
 #: where HIP reports no marketing name (``#  Rank  0 Group  0 Pid 2908511 on mi355-gpu-23 device  0
 #: [0000:75:00]``, the bundled MI355X sweep under ROCm 7.0.1): the host still counts, the GPU is unnamed.
-_DEVICE = re.compile(r"\bon\s+(\S+)\s+device\s+\d+\s+\[([^\]]*)\](?:\s+(\S.*?))?\s*$")
+_DEVICE = re.compile(r"(?:\bon\s+(?:(\S+)\s+)?)?device\s+\d+\s+\[([^\]]*)\](?:\s+(\S.*?))?\s*$")
 #: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
 #: The bus of a ``# Rank`` line's id: ``[0x1a]`` (before 2.10, the bus alone) or ``[0000:1a:00]``.
@@ -89,6 +91,12 @@ _LIBRARY = re.compile(r"\b[nr]ccl-library=(\d+)")
 #: wrapper puts around whole lines or inside them (a launcher's per-rank colours, ``grep --color=always``,
 #: a CI log kept with its codes); none is part of what nccl-tests printed.
 TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: Blanks a web page's copy of an output holds for its spaces (HTML's ``&nbsp;``, U+00A0; U+202F; U+3000):
+#: each read as a space, as :mod:`zerocalc.traces.detect` reads them.
+_WIDE_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u3000": " "})
+#: The rest of a ``# nThread`` line a wrapped paste broke off: its options' words (nccl-tests src/common.cu).
+_OPTIONS_TAIL = re.compile(r"^(?:\d+(?:\((?:factor|bytes)\))?\s+)?"
+                           r"(?:step:|warmup|iters:|agg iters:|validation:|graph:|unalign:)")
 _ELISION = re.compile(r"^#?\s*(?:\.{3,}|…)\s*$")
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
@@ -152,8 +160,9 @@ class _Run:
     ranks: set[int] = field(default_factory=set)
     #: Whether a line of dots right after a ``# Rank`` line cut them (a post's excerpt): not all its ranks.
     elided: bool = False
-    #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them.
-    devices: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    #: rank → (host, device name, bus id) from its ``# Rank`` line, where the line names them (host
+    #: ``None`` where the line leaves it out).
+    devices: dict[int, tuple[str | None, str, str]] = field(default_factory=dict)
     #: rank → the process ids its ``# Rank`` lines print (several for a rank only where processes that
     #: never joined one communicator each numbered itself: :func:`_devices`' ``rank0_processes``).
     pids: dict[int, set[str]] = field(default_factory=dict)
@@ -280,13 +289,17 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     not fit goes to ``res``'s skip log, or raises in strict mode)."""
     state = _Runs()
     rows, after_rank = RowJoiner(file, strict, res.skipped), False
+    wrapped = _Wrapped()
     for lineno, line in enumerate(stream, 1):
         if "\x1b" in line:  # a terminal's codes around or inside the line (TERMINAL_CODES)
             line = TERMINAL_CODES.sub("", line)
+        line = line.translate(_WIDE_SPACES)
         payload = strip_prefix(line).strip()
         if line.lstrip().startswith("rccl-tests: Version"):  # rccl-tests' own line, not a launcher's prefix
             payload = line.strip()
         if not payload:
+            continue
+        if wrapped.rest_of_line(state, line, payload, lineno):
             continue
         if _ELISION.match(payload) and after_rank and state.runs:  # coreweave/nccl-tests README, 2022-23
             state.runs[-1].elided = True
@@ -299,9 +312,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             if g:
                 run = state.current(lineno)
                 run.gpus_per_thread = int(g[1])
-                a, gr = _AGG_ITERS.search(payload), _GRAPH.search(payload)
-                run.agg_iters = int(a[1]) if a else None
-                run.graph = int(gr[1]) if gr else None
+                _options(run, payload)
+                wrapped.options = run
         m = _PERF.search(payload) if "_perf" in payload else None
         m = m or (_GIB_RUN.search(payload) if "run_nccl_tests" in payload else None)
         if m:
@@ -310,28 +322,15 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
                 or "ccl-tests version" in payload or payload.startswith("rccl-tests: Version")):
             state.versions(payload, lineno)
         header = parse_header(payload, lineno) if "size" in payload or "bytes" in payload else None
+        wrapped.header = (payload, header) if header is not None else None
         if header is not None:
             rows.flush()
             state.header(header, lineno)
             continue
         if "NCCL_" in payload:
             _env(state, payload, lineno)
-        if payload.startswith(("#", "Rank ")):
-            m = _RANK.match(payload)
-            d = _DEVICE.match(payload, m.end()) if m else None
-            if m and (d or payload.startswith("#")):
-                run = state.current(lineno)
-                run.ranks.add(int(m[1]))
-                if m[2]:
-                    run.pids.setdefault(int(m[1]), set()).add(m[2])
-                if d:
-                    run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
-            span = None if m else rank_span(payload)
-            for r in span.ranks() if span else ():
-                state.current(lineno).ranks.add(r)
-                state.current(lineno).devices[r] = (span.host, span.gpu, "")
-            if d or span or payload.startswith("#"):
-                continue
+        if payload.startswith(("#", "Rank ")) and _rank_line(state, payload, lineno, wrapped):
+            continue
         if "NCCL" in payload:
             _network(state, payload, lineno)
             if "NCCL INFO" in payload:
@@ -342,6 +341,87 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             state.row(got, lineno)
     rows.flush()
     return state.runs
+
+
+def _options(run: _Run, payload: str) -> None:
+    """``-a`` and ``-G`` as a ``# nThread`` line (or the rest of it a wrapped paste broke off) prints them."""
+    a, gr = _AGG_ITERS.search(payload), _GRAPH.search(payload)
+    run.agg_iters = int(a[1]) if a else run.agg_iters
+    run.graph = int(gr[1]) if gr else run.graph
+
+
+def _rank_line(state: _Runs, payload: str, lineno: int, wrapped: _Wrapped) -> bool:
+    """Whether a line led by ``#`` or ``Rank`` is done with: a ``# Rank`` line (its rank, process, host,
+    GPU and bus id kept on its run; ``wrapped`` told of it, its GPU's name maybe on the next line), a
+    condensed one (:func:`~zerocalc.traces.nccl_tests_spans.rank_span`), or another ``#`` line."""
+    m = _RANK.match(payload)
+    d = _DEVICE.match(payload, m.end()) if m else None
+    if m and (d or payload.startswith("#")):
+        run = state.current(lineno)
+        run.ranks.add(int(m[1]))
+        if m[2]:
+            run.pids.setdefault(int(m[1]), set()).add(m[2])
+        if d:
+            run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
+            wrapped.device = (run, int(m[1]))
+        else:  # its ``device D [BUS] NAME`` may be on the next line
+            wrapped.broken = (run, int(m[1]), payload[m.end():])
+    span = None if m else rank_span(payload)
+    for r in span.ranks() if span else ():
+        state.current(lineno).ranks.add(r)
+        state.current(lineno).devices[r] = (span.host, span.gpu, "")
+    return bool(d or span or payload.startswith("#"))
+
+
+@dataclass
+class _Wrapped:
+    """The line before, where the next may be the rest of it: an output pasted where lines are wrapped at
+    a width (a mail or chat client's, ``fold -s``) breaks nccl-tests' longest lines between words: the
+    column header (113 characters since 2.13) before its in-place group, and a ``# Rank`` line before or
+    inside its GPU's name (``… [0000:18:00] NVIDIA H100`` then ``80GB HBM3``). A row broken so is put back
+    together by :class:`~zerocalc.traces.nccl_tests_rows.RowJoiner`, its pieces being cells."""
+
+    #: The column header just read (its text and layout), while no other line has come.
+    header: tuple[str, Layout] | None = None
+    #: The run and rank of the ``# Rank`` line just read, while no other line has come.
+    device: tuple[_Run, int] | None = None
+    #: The run whose ``# nThread`` line was just read, while no other line has come.
+    options: _Run | None = None
+    #: The run, rank and text after ``Rank R [Group G] [Pid P]`` of a ``# Rank`` line cut before its
+    #: device's bus id, while no other line has come.
+    broken: tuple[_Run, int, str] | None = None
+
+    def rest_of_line(self, state: _Runs, line: str, payload: str, lineno: int) -> bool:
+        """Whether ``payload`` (``line`` past its launcher's prefix) is the rest of the line before: a
+        header's further time columns, the options of a ``# nThread`` line, the rest of a ``# Rank`` line
+        (read from ``line`` itself: a wrapped piece carries no prefix, and its bus id's brackets are not
+        one), or words of a GPU's name (no ``#``, no colon, no digits-only first word, at most 40
+        characters); taken into it."""
+        header, device, options, broken = self.header, self.device, self.options, self.broken
+        self.header = self.device = self.options = self.broken = None
+        if broken is not None and not line.lstrip().startswith("#"):
+            d = _DEVICE.match(f"{broken[2]} {line.strip()}")
+            if d:
+                broken[0].devices[broken[1]] = (d[1], d[3] or "", d[2])
+                self.device = (broken[0], broken[1])
+                return True
+        if options is not None and _OPTIONS_TAIL.match(payload):  # ``iters: 20 agg iters: 1 ... graph: 0``
+            _options(options, payload)
+            return True
+        if header is not None and header_tail(payload):
+            joined = parse_header(f"{header[0]} {payload}", header[1].line)
+            if joined is not None and not joined.invalid:
+                state.header(joined, header[1].line or lineno)
+                self.header = (f"{header[0]} {payload}", joined)
+                return True
+        words = payload.split()
+        if (device is None or payload[0] in "#[(" or ":" in payload or "NCCL" in payload or len(payload) > 40
+                or words[0].isdigit() or _ELISION.match(payload)):
+            return False
+        run, rank = device
+        host, gpu, bus = run.devices[rank]
+        run.devices[rank] = (host, f"{gpu} {payload}".strip(), bus)
+        return True
 
 
 def _network(state: _Runs, payload: str, lineno: int) -> None:
@@ -394,6 +474,7 @@ def _run_rows(i: int, run: _Run, op_key: str | None, file: str, name_op: str | N
     how its columns told the op, or why not; ``None`` when the file names it and they fit: a test the file's
     own lines name but the columns deny (:func:`~zerocalc.traces.nccl_tests_op.table_contradicts`) gives
     way to the file name's, which the user chose, else to theirs)."""
+    run.recs = dated_by_root(run.recs)
     p = len(run.ranks) if run.ranks else run.info.ranks()
     if run.ranks and (run.elided or max(run.ranks) >= len(run.ranks)):
         p = None  # an excerpt (``#  Rank 71`` alone, or lines cut by ``...``): more ranks ran than listed
@@ -459,6 +540,8 @@ def _devices(run: _Run) -> dict[str, Any]:
         host, gpu, bus = run.devices[rank]
         if gpu:  # an unnamed GPU (rccl-tests without a marketing name) counts its host, not a model
             gpus[gpu] = gpus.get(gpu, 0) + 1
+        if host is None:  # a line without its host names the GPU alone
+            continue
         hosts[host] = hosts.get(host, 0) + 1
         if _BUS_ID.match(bus):
             on_bus.setdefault((host, bus.lower()), []).append(rank)

@@ -133,6 +133,30 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
     return Layout(name, tuple(cols), timestamp, invalid, lineno)
 
 
+def header_tail(payload: str) -> bool:
+    """Whether a line holds only column names of a header's time groups (``#wrong  time  algbw  busbw
+    #wrong``): the rest of a header a wrapped paste broke (:class:`zerocalc.traces.nccl_tests._Wrapped`)."""
+    words = payload.split()
+    return bool(words) and all(w in _SIDE or w == "timestamp" for w in words)
+
+
+def dated_by_root(recs: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of one run, their layout renamed ``2022…`` where a header that reads as pre-2022 (no
+    ``#wrong`` column) prints ``redop root`` lead columns and every row's root is -1: before Aug 2022 only
+    reduce_perf printed both, its root a rank, ``0`` to ``nranks - 1`` (nccl-tests 8274cb4 ``src/reduce.cu``:
+    ``begin_root = 0; end_root = nProcs*nThreads*nGpus-1``); since then every test prints both and the tests
+    of no root print -1 (51af557, "Resync with NCCL 2.13"). Such a table is a later run's, cut after the run
+    to fewer columns (its ``#wrong`` dropped); other rows are returned as they are."""
+    names = {rec["layout"] for _, rec in recs}
+    if len(names) != 1:
+        return recs
+    parts = names.pop().split("-")
+    if parts[:3] != ["pre2022", "redop", "root"] or any(rec.get("root") != -1 for _, rec in recs):
+        return recs
+    name = "-".join(["2022", *parts[1:]]) if "inplace" in parts else "-".join(["2022", *parts[3:]])
+    return [(ln, {**rec, "layout": name}) for ln, rec in recs]
+
+
 def _shape_layout(toks: list[str]) -> Layout | None:
     """The layout a headerless row's shape implies: after ``size count type``, a word is a
     ``redop`` and an integer before the eight timing cells a ``root``."""
@@ -282,6 +306,11 @@ class RowJoiner:
         #: The row being put together: (its first line, its prefix, its cells so far, its layout).
         self.pending: tuple[int, str, list[str], Layout] | None = None
 
+    def _continues(self, lead: str, toks: list[str]) -> bool:
+        """Whether cells alone (``0  10519  6.38  9.57  0``: no type's name, which a row's start holds) carry
+        on the row waiting for its pieces, as the rest of a row a wrapped paste broke would."""
+        return self.pending is not None and lead == self.pending[1] and all(_cell(t) for t in toks)
+
     def feed(self, line: str, lineno: int, layout: Layout | None) -> tuple[int, dict[str, Any]] | None:
         """The row this line completes, as ``(its first line, its cells)``, if any."""
         lead = prefix_of(line)
@@ -293,7 +322,7 @@ class RowJoiner:
         toks = body.split()
         if not toks:
             return None
-        if _row_start(toks):
+        if _row_start(toks) and not self._continues(lead, toks):
             self.flush()
             other = [t for t in tags if lead and "".join(t.split()) not in lead]
             try:
