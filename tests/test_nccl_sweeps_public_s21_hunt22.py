@@ -8,6 +8,11 @@ GPU; and a table whose header reads as pre-2022 (no ``#wrong``) but prints ``red
 every row is a later run's, cut: before Aug 2022 only reduce_perf printed both columns, its root a rank
 (nccl-tests 8274cb4 ``src/reduce.cu``), so it is not priced as NCCL 2.12.12 (1.4-2.4x there).
 
+The "MOD 8" block of NVIDIA/nccl-tests issue 306: nccl-tests built without ``MPI=1`` and started once on
+each of two H20 hosts, so each process ran a single-host 8-GPU run (``nGpus 8`` printed), their lines
+interleaved: ``node3``'s run is read whole (its last row comes after ``node2``'s device lines) and priced
+within both bands on hgx-h20; ``node2``'s run took 21-200 ms a call and is read as printed.
+
 Then bundled single-node files as a web page or a mail gives them: blanks copied as no-break spaces (HTML's
 ``&nbsp;``, U+00A0), and lines wrapped between words at 72 or 80 characters (the column header before its
 in-place group, a ``# Rank`` line inside its GPU's name, a row between its cells, the ``# nThread`` line
@@ -26,6 +31,7 @@ from sweep_files import DATA, assert_within_both_bands, check_json, file_rows, m
 from zerocalc.cli import app
 
 B200_CUT = "all_reduce_perf-8xB200-gcp-a4-gke-1node-g8-no-host-out-of-place-columns.txt"
+H20_MOD8 = "all_reduce_perf-2x8xH20-g8-two-processes-mod8-interleaved.txt"
 #: Bundled runs (one or two hosts, by their ``#  Rank`` lines) the paste forms are tried on.
 PASTED = ["all_reduce_perf-8xH100-g8-ring-nccl2.26.2.out", "all_gather_perf-8xH100-1node-nccl2.29.2.txt",
             "all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt",
@@ -143,3 +149,28 @@ def test_a_gpu_name_wrapped_onto_the_next_line_still_names_the_gpu(tmp_path):
     sweep = checked(path)
     assert sweep["topology"] == "dgx-h100" and "NVIDIA H100 80GB HBM3" in sweep["topology_how"]
     assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in file_rows(name)]
+
+
+def h20_tables():
+    """The 13-field rows of the MOD 8 block by a plain split, in file order: ``node3``'s 12 (1 MiB-2 GiB) come
+    first, ``node2``'s 12 after them."""
+    rows = [f for f in split_lines(H20_MOD8) if len(f) == 13 and f[0].isdigit()]
+    assert len(rows) == 24
+    return [[(int(f[0]), float(f[5]), float(f[9])) for f in rows[k:k + 12]] for k in (0, 12)]
+
+
+def test_the_h20_block_is_read_as_two_single_host_runs():
+    res = runner.invoke(app, ["check", str(DATA / H20_MOD8), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    sweeps = json.loads(res.stdout)["sweeps"]
+    lines = [f for f in split_lines(H20_MOD8) if f[:2] == ["#", "Rank"]]
+    hosts = [f[f.index("on") + 1] for f in lines]
+    assert hosts == ["node3"] * 8 + ["node2"] * 8
+    assert {" ".join(f[f.index("device") + 3:]) for f in lines} == {"NVIDIA H20"}
+    for sweep, rows in zip(sweeps, h20_tables(), strict=True):
+        assert (sweep["op"], sweep["group_size"], sweep["topology"]) == ("all_reduce", 8, "hgx-h20")
+        sizes = [s for s, _, _ in rows]
+        assert [r["bytes"] for r in sweep["rows"]] == sizes == [1 << k for k in range(20, 32)]
+        assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
+    assert_within_both_bands(sweeps[0])
+    assert max(r["ratio"] for r in sweeps[1]["rows"]) < 0.05  # node2's calls of 21-200 ms, as printed
