@@ -13,10 +13,11 @@ each of two H20 hosts, so each process ran a single-host 8-GPU run (``nGpus 8`` 
 interleaved: ``node3``'s run is read whole (its last row comes after ``node2``'s device lines) and priced
 within both bands on hgx-h20; ``node2``'s run took 21-200 ms a call and is read as printed.
 
-Then bundled single-node files as a web page or a mail gives them: blanks copied as no-break spaces (HTML's
-``&nbsp;``, U+00A0), and lines wrapped between words at 72 or 80 characters (the column header before its
-in-place group, a ``# Rank`` line inside its GPU's name, a row between its cells, the ``# nThread`` line
-before its options): each is read as the file itself.
+Then bundled single-node files as a web page, a mail or a filter gives them: blanks copied as no-break
+spaces (HTML's ``&nbsp;``, U+00A0), lines wrapped between words at 72 or 80 characters (the column header
+before its in-place group, a ``# Rank`` line inside its GPU's name, a row between its cells, the ``# nThread``
+line before its options), and each line stamped with a time (moreutils ``ts``, its default format and
+others): each is read as the file itself.
 
 What each test expects is counted from the files themselves by a plain split, not through zerocalc; the
 bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median size), as a regression guard.
@@ -174,3 +175,14 @@ def test_the_h20_block_is_read_as_two_single_host_runs():
         assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])
     assert_within_both_bands(sweeps[0])
     assert max(r["ratio"] for r in sweeps[1]["rows"]) < 0.05  # node2's calls of 21-200 ms, as printed
+
+
+@pytest.mark.parametrize("stamp", ["Dec 03 15:13:{s:02d} ", "Dec  3 15:13:{s:02d}.123456 ",
+                                   "[2025-12-03 15:13:{s:02d}] ", "2025-12-03 15:13:{s:02d},123 ",
+                                   "00:00:{s:02d} ", "[00:00:{s:02d}.004] "])
+def test_lines_stamped_with_a_time_read_as_the_file(stamp, tmp_path):
+    name = PASTED[1]
+    lines = (DATA / name).read_text().splitlines(True)
+    path = tmp_path / name
+    path.write_text("".join(stamp.format(s=k % 60) + line for k, line in enumerate(lines)))
+    same_reading(checked(path), checked(DATA / name))

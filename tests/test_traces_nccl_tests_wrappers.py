@@ -61,10 +61,10 @@ def test_compose_prefix_forms_and_what_is_not_one():
     assert strip_prefix("[2026-04-28 14:14] 8 2 float").startswith("[2026-04-28")  # not a whole time
 
 
-@pytest.mark.parametrize("tag", ["Jul 19 05:12:33 node-1 ", "Jul 19 05:12:33 ", "2024-07-19 05:12:33,123 ",
-                                 "INFO ", "2024-07-19 05:12:33,123 - "])
+@pytest.mark.parametrize("tag", ["Jul 19 05:12:33 node-1 ", "INFO ", "2024-07-19 05:12:33,123 - "])
 def test_a_head_that_could_be_cells_stays_refused(tmp_path, tag):
-    # no program tag, no level name: the words left could be taken for a row's columns
+    # no program tag, no level name: the words left could be taken for a row's columns (a time alone, as
+    # moreutils' ts stamps each line, is looked past: tests/test_nccl_sweeps_public_s21_hunt22.py)
     res = runner.invoke(app, ["check", str(_wrapped(tmp_path, tag))])
     assert res.exit_code == 2, res.output
 
@@ -72,8 +72,8 @@ def test_a_head_that_could_be_cells_stays_refused(tmp_path, tag):
 def test_log_heads_and_what_is_not_one():
     assert strip_prefix("Jul 19 05:12:33 node-1 kernel: #  Rank  0").lstrip().startswith("#  Rank")
     assert strip_prefix("WARNING:nccl.bench:    33554432").strip() == "33554432"
-    assert strip_prefix("Jul 19 05:12:33 node-1 8 2 float").startswith("Jul 19")  # no tag: left whole
-    assert strip_prefix("Jul 19 05:12:33 node-1 8: 2 float").startswith("Jul 19")  # a number is no tag
+    assert strip_prefix("Jul 19 05:12:33 node-1 8 2 float").startswith("node-1")  # no tag: the host left
+    assert strip_prefix("Jul 19 05:12:33 node-1 8: 2 float").startswith("node-1")  # a number is no tag
     assert strip_prefix("NOTICE:root:8 2 float").startswith("NOTICE")  # not one of logging's levels
 
 

@@ -10,9 +10,10 @@ logs``: ``nccl-1  | ``, Compose v1 ``nccl_1  | ``: a name ending in its replica 
 a longer name's width; not DeepSpeed's ``broadcast | [Caller Func: f]``), each wrapped in its terminal
 colour codes ``ESC[36m`` … ``ESC[0m`` when written to a terminal); a post quoting an output in a
 Markdown reply puts ``>`` before each line (GitHub's quote mark: NVIDIA/nccl-tests issue 287); a job
-platform's log viewer its time in brackets (``[2026-04-28 14:14:42]``, a date and a time, no more); they
-may be stacked. Another bracket with a space inside is not one (a shell prompt ``[user@host dir]$``), nor
-a bare number (a table's first column). The NCCL log parser
+platform's log viewer its time in brackets (``[2026-04-28 14:14:42]``, a date and a time, no more), as a
+filter stamps each line with one (moreutils ``ts``: ``Jul 19 05:12:33``, ``[2024-07-19 05:12:33]``,
+``00:00:12``, in brackets or not); they may be stacked. Another bracket with a space inside is not one (a
+shell prompt ``[user@host dir]$``), nor a bare number (a table's first column). The NCCL log parser
 searches past any prefix instead.
 
 OpenMPI ``--tag-output`` tags each write a process makes, not each line: a result row that nccl-tests
@@ -40,8 +41,15 @@ _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PYLOG = (_LEVEL + r":[\w.\-]+:"
           r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[ \t]+-[ \t]+[\w.\-]+)?[ \t]+-[ \t]+"
           + _LEVEL + r"[ \t]+-(?=[ \t]|$)")
+#: A time a timestamping filter puts before each line (moreutils ``ts``: ``%b %d %H:%M:%S`` by default, any
+#: ``strftime`` format given it, as ``[%Y-%m-%d %H:%M:%S]``; ``ts -i`` / ``-s``: the time since the last line
+#: or the start, ``%H:%M:%S``, fractions with ``%.S``), bracketed or not: a date and a time, or a time alone.
+_WHEN = (r"(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]{1,2}\d{1,2}[ \t]|\d{4}-\d\d-\d\d[ T])?"
+         r"\d\d:\d\d:\d\d(?:[.,]\d+)?")
+_STAMP = r"\[" + _WHEN + r"\][ \t]|" + _WHEN + r"[ \t]"
 #: One or more prefixes at the start of a line, and the one space that follows each.
-_ONE = (_SYSLOG + "|" + _PYLOG + r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_ONE = (_SYSLOG + "|" + _PYLOG + "|" + _STAMP
+        + r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]std(?:out|err)[ \t][PF](?=[ \t]|$)|(?=[ \t]))"
         r"|[\w.\-]*[A-Za-z][\w.\-]*(?:[-_]\d+[ \t]+|[ \t]{2,})\|(?=[ \t\x1b]|$)|\x1b\[[0-9;]*m"
         r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]"
