@@ -40,11 +40,14 @@ from zerocalc.traces.busbw import listed_ranks_cut
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
 from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
-from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, dated_by_root, header_tail, parse_header
+from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, dated_by_root, parse_header
 from zerocalc.traces.nccl_tests_rows import cputime_refusal as cputime_refusal  # its home before the split
 from zerocalc.traces.nccl_tests_rows import parse_row as parse_row  # its public home before the split
 from zerocalc.traces.nccl_tests_series import carried_on
 from zerocalc.traces.nccl_tests_spans import rank_span
+from zerocalc.traces.nccl_tests_wrapped import DEVICE as _DEVICE
+from zerocalc.traces.nccl_tests_wrapped import ELISION as _ELISION
+from zerocalc.traces.nccl_tests_wrapped import Wrapped, options_from
 from zerocalc.traces.prefix import strip_prefix
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.schema import DTYPE_BYTES, NCCL_TESTS_DTYPES, NCCL_TESTS_OPS
@@ -67,11 +70,6 @@ _GIB_RUN = re.compile(r"run_nccl_tests\.sh\b.*?\s-t\s+("
 #: A line whose host a post left out (``#  Rank  0 Group  0 Pid 221599 device  0 [0000:8f:00] NVIDIA B200``,
 #: or ``on`` and blanks where the name was) still counts its rank and names its GPU, not its host.
 _RANK = re.compile(r"^(?:#\s+)?Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?(?=on\s|device\s)")
-#: The rest of a ``# Rank`` line (nccl-tests src/common.cu, "Using devices"): ``on HOST device D
-#: [BUSID] NAME``, NAME being the CUDA device name (``cudaDeviceProp.name``); rccl-tests prints it empty
-#: where HIP reports no marketing name (``#  Rank  0 Group  0 Pid 2908511 on mi355-gpu-23 device  0
-#: [0000:75:00]``, the bundled MI355X sweep under ROCm 7.0.1): the host still counts, the GPU is unnamed.
-_DEVICE = re.compile(r"(?:\bon\s+(?:(\S+)\s+)?)?device\s+\d+\s+\[([^\]]*)\](?:\s+(\S.*?))?\s*$")
 #: A PCI bus id as nccl-tests prints it since 2.10 (``0000:04:00``; before, ``0x10``, not unique per GPU).
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}$")
 #: The bus of a ``# Rank`` line's id: ``[0x1a]`` (before 2.10, the bus alone) or ``[0000:1a:00]``.
@@ -94,15 +92,8 @@ TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: Blanks a web page's copy of an output holds for its spaces (HTML's ``&nbsp;``, U+00A0; U+202F; U+3000):
 #: each read as a space, as :mod:`zerocalc.traces.detect` reads them.
 _WIDE_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u3000": " "})
-#: The rest of a ``# nThread`` line a wrapped paste broke off: its options' words (nccl-tests src/common.cu).
-_OPTIONS_TAIL = re.compile(r"^(?:\d+(?:\((?:factor|bytes)\))?\s+)?"
-                           r"(?:step:|warmup|iters:|agg iters:|validation:|graph:|unalign:)")
-_ELISION = re.compile(r"^#?\s*(?:\.{3,}|…)\s*$")
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
-#: ``-a`` and ``-G`` from the same line (``agg iters: A``, ``graph: G``; pre-2022 outputs print neither).
-_AGG_ITERS = re.compile(r"\bagg iters:\s*(\d+)")
-_GRAPH = re.compile(r"\bgraph:\s*(\d+)")
 _TESTS_VERSION = re.compile(r"(?:[nr]ccl-tests version|^rccl-tests: Version) (\S+)")
 #: RCCL's own banner (``showVersion``, RCCL ``src/init.cc``, printed by newer rccl-tests before the table and
 #: under ``NCCL_DEBUG=VERSION``): ``RCCL version : 2.22.3-HEAD:7d8d67c``; RCCL's version is the NCCL API
@@ -289,7 +280,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     not fit goes to ``res``'s skip log, or raises in strict mode)."""
     state = _Runs()
     rows, after_rank = RowJoiner(file, strict, res.skipped), False
-    wrapped = _Wrapped()
+    wrapped = Wrapped()
     for lineno, line in enumerate(stream, 1):
         if "\x1b" in line:  # a terminal's codes around or inside the line (TERMINAL_CODES)
             line = TERMINAL_CODES.sub("", line)
@@ -312,7 +303,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
             if g:
                 run = state.current(lineno)
                 run.gpus_per_thread = int(g[1])
-                _options(run, payload)
+                options_from(run, payload)
                 wrapped.options = run
         m = _PERF.search(payload) if "_perf" in payload else None
         m = m or (_GIB_RUN.search(payload) if "run_nccl_tests" in payload else None)
@@ -343,14 +334,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     return state.runs
 
 
-def _options(run: _Run, payload: str) -> None:
-    """``-a`` and ``-G`` as a ``# nThread`` line (or the rest of it a wrapped paste broke off) prints them."""
-    a, gr = _AGG_ITERS.search(payload), _GRAPH.search(payload)
-    run.agg_iters = int(a[1]) if a else run.agg_iters
-    run.graph = int(gr[1]) if gr else run.graph
-
-
-def _rank_line(state: _Runs, payload: str, lineno: int, wrapped: _Wrapped) -> bool:
+def _rank_line(state: _Runs, payload: str, lineno: int, wrapped: Wrapped) -> bool:
     """Whether a line led by ``#`` or ``Rank`` is done with: a ``# Rank`` line (its rank, process, host,
     GPU and bus id kept on its run; ``wrapped`` told of it, its GPU's name maybe on the next line), a
     condensed one (:func:`~zerocalc.traces.nccl_tests_spans.rank_span`), or another ``#`` line."""
@@ -371,57 +355,6 @@ def _rank_line(state: _Runs, payload: str, lineno: int, wrapped: _Wrapped) -> bo
         state.current(lineno).ranks.add(r)
         state.current(lineno).devices[r] = (span.host, span.gpu, "")
     return bool(d or span or payload.startswith("#"))
-
-
-@dataclass
-class _Wrapped:
-    """The line before, where the next may be the rest of it: an output pasted where lines are wrapped at
-    a width (a mail or chat client's, ``fold -s``) breaks nccl-tests' longest lines between words: the
-    column header (113 characters since 2.13) before its in-place group, and a ``# Rank`` line before or
-    inside its GPU's name (``… [0000:18:00] NVIDIA H100`` then ``80GB HBM3``). A row broken so is put back
-    together by :class:`~zerocalc.traces.nccl_tests_rows.RowJoiner`, its pieces being cells."""
-
-    #: The column header just read (its text and layout), while no other line has come.
-    header: tuple[str, Layout] | None = None
-    #: The run and rank of the ``# Rank`` line just read, while no other line has come.
-    device: tuple[_Run, int] | None = None
-    #: The run whose ``# nThread`` line was just read, while no other line has come.
-    options: _Run | None = None
-    #: The run, rank and text after ``Rank R [Group G] [Pid P]`` of a ``# Rank`` line cut before its
-    #: device's bus id, while no other line has come.
-    broken: tuple[_Run, int, str] | None = None
-
-    def rest_of_line(self, state: _Runs, line: str, payload: str, lineno: int) -> bool:
-        """Whether ``payload`` (``line`` past its launcher's prefix) is the rest of the line before: a
-        header's further time columns, the options of a ``# nThread`` line, the rest of a ``# Rank`` line
-        (read from ``line`` itself: a wrapped piece carries no prefix, and its bus id's brackets are not
-        one), or words of a GPU's name (no ``#``, no colon, no digits-only first word, at most 40
-        characters); taken into it."""
-        header, device, options, broken = self.header, self.device, self.options, self.broken
-        self.header = self.device = self.options = self.broken = None
-        if broken is not None and not line.lstrip().startswith("#"):
-            d = _DEVICE.match(f"{broken[2]} {line.strip()}")
-            if d:
-                broken[0].devices[broken[1]] = (d[1], d[3] or "", d[2])
-                self.device = (broken[0], broken[1])
-                return True
-        if options is not None and _OPTIONS_TAIL.match(payload):  # ``iters: 20 agg iters: 1 ... graph: 0``
-            _options(options, payload)
-            return True
-        if header is not None and header_tail(payload):
-            joined = parse_header(f"{header[0]} {payload}", header[1].line)
-            if joined is not None and not joined.invalid:
-                state.header(joined, header[1].line or lineno)
-                self.header = (f"{header[0]} {payload}", joined)
-                return True
-        words = payload.split()
-        if (device is None or payload[0] in "#[(" or ":" in payload or "NCCL" in payload or len(payload) > 40
-                or words[0].isdigit() or _ELISION.match(payload)):
-            return False
-        run, rank = device
-        host, gpu, bus = run.devices[rank]
-        run.devices[rank] = (host, f"{gpu} {payload}".strip(), bus)
-        return True
 
 
 def _network(state: _Runs, payload: str, lineno: int) -> None:
