@@ -13,6 +13,10 @@ each of two H20 hosts, so each process ran a single-host 8-GPU run (``nGpus 8`` 
 interleaved: ``node3``'s run is read whole (its last row comes after ``node2``'s device lines) and priced
 within both bands on hgx-h20; ``node2``'s run took 21-200 ms a call and is read as printed.
 
+A DGX A100 run on 4 of its 8 GPUs (``-g 4`` in a container given devices 4-7; CoreWeave's nccl-tests image
+of NCCL 2.16.2, the page says): a table alone, 1-8 GiB, its 4 ranks told by busbw/algbw; priced with the
+topology and NCCL the page states, within both bands (one row's in-place time 1.42x its out-of-place one).
+
 Then bundled single-node files as a web page, a mail or a filter gives them: blanks copied as no-break
 spaces (HTML's ``&nbsp;``, U+00A0), lines wrapped between words at 72 or 80 characters (the column header
 before its in-place group, a ``# Rank`` line inside its GPU's name, a row between its cells, the ``# nThread``
@@ -33,6 +37,7 @@ from zerocalc.cli import app
 
 B200_CUT = "all_reduce_perf-8xB200-gcp-a4-gke-1node-g8-no-host-out-of-place-columns.txt"
 H20_MOD8 = "all_reduce_perf-2x8xH20-g8-two-processes-mod8-interleaved.txt"
+DGX_A100_G4 = "all_reduce_perf-4xA100-dgx-a100-g4-devices4-7-rows-only.txt"
 #: Bundled runs (one or two hosts, by their ``#  Rank`` lines) the paste forms are tried on.
 PASTED = ["all_reduce_perf-8xH100-g8-ring-nccl2.26.2.out", "all_gather_perf-8xH100-1node-nccl2.29.2.txt",
             "all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt",
@@ -186,3 +191,15 @@ def test_lines_stamped_with_a_time_read_as_the_file(stamp, tmp_path):
     path = tmp_path / name
     path.write_text("".join(stamp.format(s=k % 60) + line for k, line in enumerate(lines)))
     same_reading(checked(path), checked(DATA / name))
+
+
+def test_a_dgx_a100_run_on_half_its_gpus_is_read_and_priced_as_the_page_states():
+    sweep = check_json(DGX_A100_G4, "--topology", "dgx-a100", "--nccl-version", "2.16.2")
+    rows = [f for f in split_lines(DGX_A100_G4) if len(f) == 13 and f[0].isdigit()]
+    assert [int(f[0]) for f in rows] == [1 << k for k in range(30, 34)]
+    assert {round(2 / (2 - float(f[7]) / float(f[6]))) for f in rows} == {4}  # busbw/algbw = 2(n-1)/n
+    assert not any(f[:2] == ["#", "Rank"] for f in split_lines(DGX_A100_G4))
+    assert (sweep["op"], sweep["group_size"], sweep["topology"], sweep["nccl_version"]) == \
+        ("all_reduce", 4, "dgx-a100", "2.16.2")
+    assert_within_both_bands(sweep)
+    assert [r["bytes"] for r in sweep["rows"] if r["unsteady"]] == [4 << 30]
