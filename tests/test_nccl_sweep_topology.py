@@ -17,13 +17,16 @@ runner = CliRunner()
 
 def device_lines(path):
     """(rank, host, device name) of each '#  Rank' line, read from the file with a plain split; a line a page
-    condensed to a span of ranks on one host ('#  Rank  0 .. Rank  7 on HOST NAME') for each rank it spans."""
+    condensed to a span of ranks on one host ('#  Rank  0 .. Rank  7 on HOST NAME') for each rank it spans;
+    host ``None`` for a line a post printed without its host ('#  Rank  0 Pid 9 device  0 [..] NAME')."""
     out = []
     for line in path.read_text().splitlines():
         f = line.split()
         if "Rank" in f and "device" in f and "on" in f:
             d = f.index("device")
             out.append((int(f[f.index("Rank") + 1]), f[f.index("on") + 1], " ".join(f[d + 3:])))
+        elif f[:2] == ["#", "Rank"] and "device" in f:
+            out.append((int(f[2]), None, " ".join(f[f.index("device") + 3:])))
         elif f[:2] == ["#", "Rank"] and ".." in f and "on" in f:
             at = f.index("on")
             out += [(r, f[at + 1], " ".join(f[at + 2:])) for r in range(int(f[2]), int(f[at - 1]) + 1)]
@@ -219,6 +222,13 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
             assert f"{len(lines)} of its {sweep['group_size']} ranks listed" in sweep["topology_how"]
         else:
             assert "--n" in res.stderr
+        return
+    if lines and {h for _, h, _ in lines} == {None} and len(gpus) == 1:  # lines a post printed without hosts
+        assert res.exit_code == 0, res.output
+        ((sweep,), (gpu,)) = priced(res), gpus
+        assert (sweep["topology"], sweep["group_size"]) == (PRESET_OF[gpu], len(lines))
+        told = f"from the file's device lines: {gpu}, its {len(lines)} ranks listed without their hosts"
+        assert sweep["topology_how"].startswith(told)
         return
     if len(lines) > 1 and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and not shares_a_gpu(DATA / name):
         # (a PCIe card's hosts over NCCL's socket transport too: the card's box, its NIC NCCL's socket figure)
