@@ -5,6 +5,8 @@ reader parses them."""
 
 from __future__ import annotations
 
+import re
+
 
 def _dir_files(path: str) -> list[str]:
     """The files of directory ``path``, sorted by name, hidden ones left out (sub-directories too);
@@ -182,5 +184,41 @@ def _read_sweep(path: str, strict: bool):
         if first is not None:  # its rows were refused: the first one's line and why
             more = f" (and {res.skipped.count - 1} more)" if res.skipped.count > 1 else ""
             raise TraceFormatError(path, first[1], f"no nccl-tests result rows read{more}: {first[2]}")
+        failed = _failure_line(text)
+        if failed is not None:  # the test stopped before its first row: say where and why
+            raise TraceFormatError(path, failed[0], "no nccl-tests result rows: the run failed before "
+                                   f"its first one: {failed[1]!r}")
+        last = _last_line(text)
+        if last is not None and _started(text):  # no failure printed: the run stopped (killed, hung, cut)
+            raise TraceFormatError(path, None, "no nccl-tests result rows: the test started but its output "
+                                   f"stops at line {last[0]} before its first one: {last[1]!r}")
         raise TraceFormatError(path, None, "no nccl-tests result rows")
     return text, res
+
+
+#: the lines nccl-tests (and ROCm's rccl-tests) print when a call fails, ``src/common.h``: ``NCCLCHECK``
+#: "%s: Test NCCL failure %s:%d '%s / %s'", ``CUDACHECK`` "%s: Test CUDA failure %s:%d '%s'" (rccl-tests,
+#: hipified: "Test HIP failure"), ``TESTCHECK`` " .. %s pid %d: Test failure %s:%d"
+_FAILURE = re.compile(r"\bTest (?:(?:NCCL|CUDA|HIP) )?failure\b")
+
+
+def _started(text: list[str]) -> bool:
+    """Whether the text holds the line every nccl-tests run prints as it starts (``src/common.cu``: "#
+    nThread %d nGpus %d minBytes %ld maxBytes %ld ..."), whatever a launcher put before it."""
+    return any("nThread" in line and "nGpus" in line and "minBytes" in line for line in text)
+
+
+def _last_line(text: list[str]) -> tuple[int, str] | None:
+    """The last line that is not blank (1-based number, its text stripped), if any."""
+    for number in range(len(text), 0, -1):
+        if text[number - 1].strip():
+            return number, text[number - 1].strip()
+    return None
+
+
+def _failure_line(text: list[str]) -> tuple[int, str] | None:
+    """The first line (1-based number, its text stripped) where the test reports a failed call, if any."""
+    for number, line in enumerate(text, 1):
+        if _FAILURE.search(line):
+            return number, line.strip()
+    return None
