@@ -194,9 +194,10 @@ def _more_ranks_than_listed(path, listed):
     return bool(rows) and all(float(f[7]) / float(f[6]) > 2 * (listed - 1) / listed + 0.01 for f in rows)
 
 
-#: the element types an nccl-tests row names after its size and count (``src/common.cu`` ``test_typenames``)
-ROW_TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
-             "f8e4m3", "f8e5m2"}
+#: the element types an nccl-tests row names after its size and count (``src/common.cu`` ``test_typenames``;
+#: "char" and "int" before NCCL 2, "bfloat16" from NCCL 2.10; the fp8 names of later releases)
+ROW_TYPES = {"char", "int", "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+             "bfloat16", "f8e4m3", "f8e5m2"}
 
 
 def has_rows(path):
