@@ -17,6 +17,9 @@ A DGX A100 run on 4 of its 8 GPUs (``-g 4`` in a container given devices 4-7; Co
 of NCCL 2.16.2, the page says): a table alone, 1-8 GiB, its 4 ranks told by busbw/algbw; priced with the
 topology and NCCL the page states, within both bands (one row's in-place time 1.42x its out-of-place one).
 
+An OCI BM.GPU4.8 host's 8 A100 (one process a GPU under Singularity, nccl-tests 2.17.6, NCCL 2.26.5), one
+size: read and priced with no option, within both bands.
+
 Then bundled single-node files as a web page, a mail or a filter gives them: blanks copied as no-break
 spaces (HTML's ``&nbsp;``, U+00A0), lines wrapped between words at 72 or 80 characters (the column header
 before its in-place group, a ``# Rank`` line inside its GPU's name, a row between its cells, the ``# nThread``
@@ -38,6 +41,7 @@ from zerocalc.cli import app
 B200_CUT = "all_reduce_perf-8xB200-gcp-a4-gke-1node-g8-no-host-out-of-place-columns.txt"
 H20_MOD8 = "all_reduce_perf-2x8xH20-g8-two-processes-mod8-interleaved.txt"
 DGX_A100_G4 = "all_reduce_perf-4xA100-dgx-a100-g4-devices4-7-rows-only.txt"
+OCI_1NODE = "all_reduce_perf-8xA100-SXM4-40GB-oci-1node-singularity-10G-nccl2.26.5.txt"
 #: Bundled runs (one or two hosts, by their ``#  Rank`` lines) the paste forms are tried on.
 PASTED = ["all_reduce_perf-8xH100-g8-ring-nccl2.26.2.out", "all_gather_perf-8xH100-1node-nccl2.29.2.txt",
             "all_reduce_perf-8xA100-SXM4-80GB-g8-nccl2.19.3.txt",
@@ -203,3 +207,18 @@ def test_a_dgx_a100_run_on_half_its_gpus_is_read_and_priced_as_the_page_states()
         ("all_reduce", 4, "dgx-a100", "2.16.2")
     assert_within_both_bands(sweep)
     assert [r["bytes"] for r in sweep["rows"] if r["unsteady"]] == [4 << 30]
+
+
+def test_an_oci_host_run_of_one_size_is_read_and_priced_with_no_option():
+    sweep = check_json(OCI_1NODE)
+    lines = [f for f in split_lines(OCI_1NODE) if f[:2] == ["#", "Rank"]]
+    assert [int(f[2]) for f in lines] == list(range(8))
+    assert {f[f.index("on") + 1] for f in lines} == {"inst-3egdh-ao-ol905"}
+    assert {" ".join(f[f.index("device") + 3:]) for f in lines} == {"NVIDIA A100-SXM4-40GB"}
+    words = [w for f in split_lines(OCI_1NODE) for w in f]
+    code = next(int(w.split("=")[1]) for w in words if w.startswith("nccl-library="))
+    assert (code // 10000, code // 100 % 100, code % 100) == (2, 26, 5)
+    assert (sweep["op"], sweep["group_size"], sweep["topology"], sweep["nccl_version"]) == \
+        ("all_reduce", 8, "dgx-a100", "2.26.5")
+    assert [r["bytes"] for r in sweep["rows"]] == [10 << 30]
+    assert_within_both_bands(sweep)
