@@ -221,7 +221,7 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
-                 nccl_tuner=None, ofi_tuner=None) -> None:
+                 nccl_tuner=None, ofi_tuner=None, local_register=None) -> None:
     from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
     from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
@@ -244,7 +244,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         try:
             d, _ = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
                               nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                              ofi_tuner=ofi_tuner)
+                              ofi_tuner=ofi_tuner, local_register=local_register)
         except UnpricedOpError as e:  # one collective of several the library's model does not price
             unpriced.append(e)
             d = {"file": path, "op": op, "group_size": p, "nccl_version": nccl_version or stated,
@@ -322,10 +322,11 @@ def _placed(given, path: str, run: dict, p: int, stated: str | None) -> tuple[di
 
 
 def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_version, nccl_algo, nccl_proto,
-               ofi_tuner):
+               ofi_tuner, local_register=None):
     """One sweep of a file against the model: the topology and release it is priced on, the variables and
     INFO lines that move its price, its rows (:func:`zerocalc.validate.sweep.compare_sweep`) and its notes;
-    the JSON object and the comparison."""
+    the JSON object and the comparison. ``local_register``: ``--local-register`` (nccl-tests ``-R``), else
+    the one the file's command line gives."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.nccl.tables import parse_version
@@ -356,6 +357,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         efa="efa" in (run.get("network") or {}) or topo.name.startswith("aws-"),
         restricted=env.algo_enable is not None or env.proto_enable is not None,
         platform=platform_of(topo.name), n_nodes=-(-p // topo.gpus_per_node))
+    register = local_register if local_register is not None else run.get("local_register")
     cmp = compare_sweep(rows, topo, op=op, group_size=p, nccl_version=version,
                         algo_enable=env.algo_enable, proto_enable=env.proto_enable,
                         nvls_enable=env.nvls_enable, tuner=tuner,
@@ -366,7 +368,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
                         stated_graphs=info, stated_p2p=info.get("p2p_channels"),
                         stated_nvls=info.get("nvls_channels"), p2p_env=env.p2p,
                         stated_chunk=info.get("p2p_chunk_bytes"), cuda_build=run.get("nccl_cuda"),
-                        dtype=rows[0].get("dtype"), redop=rows[0].get("redop"))
+                        dtype=rows[0].get("dtype"), redop=rows[0].get("redop"),
+                        local_register=register)
     d = cmp.as_dict()
     sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
     info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
@@ -378,6 +381,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["dtype"], d["redop"] = rows[0].get("dtype"), rows[0].get("redop")  # the type NCCL's choice reads
     d["gpus_per_thread"] = run.get("gpus_per_thread")
     d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
+    d["local_register"] = register
     launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"],
                                       parse_version(d["nccl_version"]) if d.get("nccl_version") else None)]
               if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms

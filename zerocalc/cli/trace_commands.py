@@ -77,6 +77,11 @@ def check_cmd(
                             "(1.9.0-1.21.1) [default: the one the file's NCCL INFO lines show loaded]."
     )] = None,
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
+    local_register: Annotated[str | None, typer.Option(
+        "--local-register", help="nccl-tests sweeps: the -R (--local_register) the run used: 0, 1 (local) "
+                                 "or 2 (symmetric: NCCL 2.27+ runs all-reduce, all-gather and reduce-scatter "
+                                 "on its symmetric kernels inside one NVLink domain) [default: the one its "
+                                 "command line gives, else 0].")] = None,
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme;
     compare nccl-tests sweeps size by size with NCCL's cost model (on --topology, else on the preset
@@ -84,14 +89,18 @@ def check_cmd(
     from zerocalc.errors import ConfigError
 
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
+    register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
     if topology is not None or sweeps:
         _sweep_check(sweeps or sweeps_needed(traces), topology, nccl_version, nccl_algo, nccl_proto, n, fmt,
-                     strict, nccl_tuner, ofi_tuner)
+                     strict, nccl_tuner, ofi_tuner, local_register=register)
         return
     if ofi_tuner is not None:
         raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
                           option="--ofi-tuner")
+    if register is not None:
+        raise ConfigError("says how an nccl-tests sweep registered its buffers; give a sweep",
+                          option="--local-register")
     names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node)
     psi_count, _ = model_psi(psi, model)
     _import_model_meanwhile()
@@ -101,6 +110,18 @@ def check_cmd(
                                   meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
                                   reuse_distance=reuse_distance, weights=w))
     _write_check(ts, res, fmt)
+
+
+def _local_register(text: str | None) -> int | None:
+    """``--local-register``: nccl-tests' ``-R`` value, 0, 1 or 2 (:data:`zerocalc.validate.symmetric.
+    REGISTER_VALUES`); anything else is a :class:`~zerocalc.errors.ConfigError`."""
+    from zerocalc.errors import ConfigError
+
+    if text is None:
+        return None
+    if text.strip() not in ("0", "1", "2"):
+        raise ConfigError(f"must be 0, 1 or 2 (nccl-tests -R), got {text!r}", option="--local-register")
+    return int(text)
 
 
 def _check_options(nccl_version: str | None, nccl_tuner: str | None, micro_batches: int | None,

@@ -94,6 +94,12 @@ TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _WIDE_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u3000": " "})
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
+#: nccl-tests ``-R`` / ``--local_register`` after the test's name on its command line (``-R 2``, ``-R2``,
+#: ``--local_register 2``, ``--local_register=2``; ``src/common.cu``): 1 registers the buffers locally, 2
+#: symmetrically (``ncclCommWindowRegister``, NCCL 2.27 on).
+_REGISTER = re.compile(r"(?<!\S)(?:-R\s*|--local_register(?:=|\s+))(\d+)(?!\S)")
+#: What nccl-tests prints when ``-R 2`` meets an NCCL before 2.27: it registers locally instead.
+_REGISTER_LOCAL = "Option -R 2 (symmetric) is not supported before NCCL 2.27"
 _TESTS_VERSION = re.compile(r"(?:[nr]ccl-tests version|^rccl-tests: Version) (\S+)")
 #: RCCL's own banner (``showVersion``, RCCL ``src/init.cc``, printed by newer rccl-tests before the table and
 #: under ``NCCL_DEBUG=VERSION``): ``RCCL version : 2.22.3-HEAD:7d8d67c``; RCCL's version is the NCCL API
@@ -167,6 +173,8 @@ class _Run:
     #: from the same line, ``None`` when it does not print them.
     agg_iters: int | None = None
     graph: int | None = None
+    #: nccl-tests' ``-R`` from its command line (:data:`_REGISTER`), ``None`` when no line gives it.
+    local_register: int | None = None
     nccl_version: str | None = None
     nccl_tests_version: str | None = None
     markers: set[str] = field(default_factory=set)
@@ -183,6 +191,8 @@ class _Runs:
     runs: list[_Run] = field(default_factory=list)
     #: An ``<op>_perf`` command line seen before its run's preamble.
     pending_op: str | None = None
+    #: The ``-R`` of that command line.
+    pending_register: int | None = None
     #: NCCL variables set by lines after a run's rows, before the next run's preamble.
     pending_env: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     #: The runs the rows that follow may belong to (:meth:`row`): the current one, the one a second
@@ -195,7 +205,8 @@ class _Runs:
     def current(self, lineno: int) -> _Run:
         """The run a line belongs to (the first one, opened at ``lineno``, if none is)."""
         if not self.runs:
-            self.runs.append(_Run(lineno, op_key=self.pending_op, env=self.pending_env))
+            self.runs.append(_Run(lineno, op_key=self.pending_op, env=self.pending_env,
+                                  local_register=self.pending_register))
             self.pending_env = {}
         return self.runs[-1]
 
@@ -204,18 +215,30 @@ class _Runs:
         run = self.last()
         self.family = []
         if run is None or run.recs or kind in run.markers or run.layout is not None:
-            run = _Run(lineno, op_key=self.pending_op, env=self.pending_env)
+            run = _Run(lineno, op_key=self.pending_op, env=self.pending_env,
+                       local_register=self.pending_register)
             self.runs.append(run)
-            self.pending_op, self.pending_env = None, {}
+            self.pending_op, self.pending_env, self.pending_register = None, {}, None
         run.markers.add(kind)
 
-    def command(self, test: str, kind: str | None, lineno: int) -> None:
-        """An ``<op>_perf`` name: the current run's op if its preamble names none yet, else the next run's."""
+    def command(self, test: str, kind: str | None, lineno: int, register: int | None = None) -> None:
+        """An ``<op>_perf`` name (and the ``-R`` its line gives): the current run's op if its preamble names
+        none yet, else the next run's."""
         run = self.last()
         if kind == "starting" or (run is not None and not run.recs and run.op_key is None):
             self.current(lineno).op_key = test
+            if register is not None:
+                self.current(lineno).local_register = register
         else:
-            self.pending_op = test
+            self.pending_op, self.pending_register = test, register
+
+    def registered_locally(self, lineno: int) -> None:
+        """nccl-tests' line that ``-R 2`` fell back to local registration: the run about to start's."""
+        run = self.last()
+        if run is not None and run.recs:
+            self.pending_register = 1
+        else:
+            self.current(lineno).local_register = 1
 
     def versions(self, payload: str, lineno: int) -> None:
         """The NCCL version (``nccl-library=`` or ``rccl-library=`` code, else NCCL's own line or RCCL's
@@ -245,7 +268,8 @@ class _Runs:
                    pids={r: set(v) for r, v in run.pids.items()}, network=dict(run.network),
                    env=dict(run.env), info=run.info,
                    gpus_per_thread=run.gpus_per_thread, agg_iters=run.agg_iters, graph=run.graph,
-                   nccl_version=run.nccl_version, nccl_tests_version=run.nccl_tests_version,
+                   local_register=run.local_register, nccl_version=run.nccl_version,
+                   nccl_tests_version=run.nccl_tests_version,
                    layout=run.layout)
         self.runs.append(new)
         self.family.append(new)
@@ -308,7 +332,10 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         m = _PERF.search(payload) if "_perf" in payload else None
         m = m or (_GIB_RUN.search(payload) if "run_nccl_tests" in payload else None)
         if m:
-            state.command(m[1], kind, lineno)
+            r = _REGISTER.search(payload, m.end())
+            state.command(m[1], kind, lineno, int(r[1]) if r else None)
+        if _REGISTER_LOCAL in payload:
+            state.registered_locally(lineno)
         if ("NCCL version" in payload or "ccl-library=" in payload or "RCCL version" in payload
                 or "ccl-tests version" in payload or payload.startswith("rccl-tests: Version")):
             state.versions(payload, lineno)
@@ -462,7 +489,8 @@ def _devices(run: _Run) -> dict[str, Any]:
     :data:`NETWORK_EVIDENCE`);
     ``nccl_env`` (NCCL variable → ``[value, line]`` the run's lines set, :mod:`zerocalc.traces.launch_env`);
     ``gpus_per_thread`` (``-g``), ``agg_iters``
-    (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it; ``nccl_info`` (what
+    (``-a``) and ``graph`` (``-G``), each ``None`` when the file does not print it; ``local_register``
+    (``-R`` from the command line, ``None`` when no line gives it); ``nccl_info`` (what
     its NCCL INFO lines state, :meth:`zerocalc.traces.nccl_info.InfoFacts.as_dict`)."""
     gpus: dict[str, int] = {}
     hosts: dict[str, int] = {}
@@ -491,7 +519,7 @@ def _devices(run: _Run) -> dict[str, Any]:
             "network": {k: [ln, text] for k, (ln, text) in run.network.items()},
             "nccl_env": {k: [v, ln] for k, (v, ln, _) in sorted(run.env.items())},
             "gpus_per_thread": run.gpus_per_thread, "agg_iters": run.agg_iters, "graph": run.graph,
-            "nccl_info": run.info.as_dict()}
+            "local_register": run.local_register, "nccl_info": run.info.as_dict()}
 
 
 def complete(table: Any, *, op: str | None = None, ranks: int | None = None) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -74,6 +75,7 @@ from zerocalc.validate.sweep_info import (
     stated_p2p_notes,
 )
 from zerocalc.validate.sweep_summary import median_size_row
+from zerocalc.validate.symmetric import SymmetricRun, symmetric_notes, symmetric_run
 
 P2P_OPS = tuple(o.value for o in P2pOp)
 """The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
@@ -151,7 +153,7 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
                   stated_nvls: Sequence | None = None, p2p_env: Sequence = (),
                   stated_chunk: Sequence | None = None,
                   cuda_build: tuple[int, int] | None = None, dtype: str | None = None,
-                  redop: str | None = None) -> SweepComparison:
+                  redop: str | None = None, local_register: int | None = None) -> SweepComparison:
     """Every timed row of one sweep against NCCL's model on ``topo`` at ``nccl_version``, under the
     ``NCCL_ALGO`` / ``NCCL_PROTO`` / ``NCCL_NVLS_ENABLE`` given (:func:`zerocalc.nccl.env.settings`),
     the channel bounds given (``channels``: ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``, each
@@ -178,7 +180,10 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     release the NCCL that ran was built with (its version line, :func:`zerocalc.nccl.predict.
     cuda_build_from_text`), which :func:`zerocalc.nccl.model.tune` reads; ``dtype`` / ``redop``: the sweep's
     element type (canonical, :mod:`zerocalc.dtypes`) and nccl-tests reduction, which NCCL's choice reads
-    (:func:`zerocalc.nccl.datatype.for_type`; ``None``: not known, the model unchanged).
+    (:func:`zerocalc.nccl.datatype.for_type`; ``None``: not known, the model unchanged);
+    ``local_register``: nccl-tests ``-R`` (2: symmetric registration, whose all-reduce, all-gather and
+    reduce-scatter rows are priced with NCCL's symmetric kernels where NCCL runs them,
+    :mod:`zerocalc.validate.symmetric`; ``None``: not known, as 0).
     On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
     :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version). A
     calibration fitted per series prices the series of ``dtype`` / ``redop`` (:func:`series_calibration`)."""
@@ -210,10 +215,15 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     # the call's type after the communicator's: a tuner rule for NVLS suits the communicator, and NCCL's
     # cost table leaves NVLS out of an int8 call (NCCL_ALGO_PROTO_IGNORE, which the plugin skips)
     tuning, type_note = for_type(tuning, coll, dtype, redop)
+    symk, symk_notes = symmetric_run(tuning, coll, group_size, parse_version(nccl_version),
+                                     local_register=local_register, nvls_enable=nvls_enable, dtype=dtype,
+                                     redop=redop, gpus_per_thread=gpus_per_thread, agg_iters=agg_iters)
+    fallbacks: dict[str, int] = {}
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
-                       agg_iters=agg_iters, graph=graph)
-    notes = [t for t in (note, type_note) if t] + wrong_notes(out)
+                       agg_iters=agg_iters, graph=graph, symk=symk, fallbacks=fallbacks)
+    notes = [t for t in (note, type_note) if t] + symk_notes + symmetric_notes(symk, out, fallbacks)
+    notes += wrong_notes(out)
     notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
     notes += stated_nvls_notes(tuning, stated_nvls) + _cuda_build_notes(tuning)
     notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
@@ -247,8 +257,11 @@ def _plugin_api(tuning: Tuning, topo: Topology, nccl_version: str, tuner: TunerC
 def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: Collective, group_size: int,
                  nccl_version: str, *, api: int, tuner: TunerConfig | None, ofi_tuner: OfiTuner | None,
                  launch_env: LaunchEnv | None, gpus_per_thread: int | None, agg_iters: int | None,
-                 graph: int | None) -> list[dict]:
-    """Each timed row measured against its prediction: the JSON row of :func:`compare_sweep`."""
+                 graph: int | None, symk: SymmetricRun | None = None,
+                 fallbacks: dict[str, int] | None = None) -> list[dict]:
+    """Each timed row measured against its prediction: the JSON row of :func:`compare_sweep`; with
+    ``symk``, on the symmetric kernel NCCL runs the size on (``symk_kernel``, ``symk_blocks``), where it
+    runs one (``fallbacks`` counts the others by why not)."""
     calibration = topo.nccl_calibration or ()
     version = parse_version(nccl_version)
     floor = host_floor_s(gpus_per_thread, agg_iters, graph)
@@ -267,6 +280,9 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
                "protocol": pr.protocol.value, "calibrated": pr.calibrated,
                "launch_channels": pr.launch.channels if pr.launch is not None else None,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
+        if symk is not None and not pr.calibrated:
+            symk.apply(row, int(r["size_bytes"]), partial(_launched, measured=measured, stagger=stagger,
+                                                          floor=floor), fallbacks)
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         row.update(_checked(r))
         if tuner is not None:
