@@ -494,14 +494,15 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> t
     """One sweep's fitted pairs (:func:`zerocalc.validate.sweep.fit_calibration`) on the choices ``check
     --topology`` makes on the calibrated topology (:func:`_check_one` on ``base`` with no calibration: the
     same release, environment, tuner, placement, type; ``given``: ``--nccl-version``, ``--nccl-algo``,
-    ``--nccl-proto``), and the notes on how it was priced."""
+    ``--nccl-proto``), and the notes on how it was priced; the legacy kernels' pairs, whatever ``-R`` the
+    run used (a calibration's pairs are (algorithm, protocol) of ``tuning.cc``)."""
     from dataclasses import replace
 
     from zerocalc.validate.sweep import fit_calibration
 
     d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=replace(base, nccl_calibration=()),
                         tuner=tuner, nccl_version=given[0], nccl_algo=given[1], nccl_proto=given[2],
-                        ofi_tuner=None)
+                        ofi_tuner=None, local_register=0)  # a calibration holds the legacy kernels' pairs
     return fit_calibration(cmp), list(d["notes"])
 
 
