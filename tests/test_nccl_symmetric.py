@@ -198,3 +198,20 @@ def test_bad_option_value_is_one_line_exit_2(bad):
     res = runner.invoke(app, ["check", str(DATA / H100_FILE), "--local-register", bad])
     assert res.exit_code == 2
     assert "--local-register" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_grouped_calls_share_one_kernel_from_2_28():
+    # -a 4 of 1 MiB all-reduces: one kernel on 4 MiB (whole 1 KiB cells), no LL kernel; per call a quarter
+    c = pick(Call(AR, 1 << 20, 8, 90, False, group_calls=4), (2, 28, 9))
+    assert not c.kernel.ll
+    t, blocks = query(c.kernel, 4 << 20, 8, False)
+    assert (c.time_s * 1e6 * 4, c.blocks) == (pytest.approx(t), blocks)
+
+
+def test_ranks_across_nodes_keep_the_legacy_kernels():
+    name = "all_reduce_perf-8xH100-2nodes-4pernode-g4.txt"
+    plain = check_json(name, "--nccl-version", "2.28.9")
+    sym = check_json(name, "--nccl-version", "2.28.9", "--local-register", "2")
+    assert not _symk_rows(sym)
+    assert [r["predicted_s"] for r in sym["rows"]] == [r["predicted_s"] for r in plain["rows"]]
+    assert any("more than one NVLink domain" in n for n in sym["notes"])

@@ -244,18 +244,17 @@ def pick(call: Call, version: tuple[int, int, int]) -> Choice | None:
     kernels is :func:`falls_back`'s."""
     if unsupported(call, version) is not None:
         return None
-    n_bytes = per_rank_bytes(call)
-    if version >= (2, 28, 0):
-        n_bytes = -(-n_bytes // CELL_BYTES) * CELL_BYTES * call.group_calls
+    n_bytes, calls = per_rank_bytes(call), 1
+    if version >= (2, 28, 0):  # the group's calls on one kernel (v2.27 runs a lone call only: falls_back)
+        calls = call.group_calls
+        n_bytes = -(-n_bytes // CELL_BYTES) * CELL_BYTES * calls
     blackwell = call.compute_capability >= 100
-    best: Choice | None = None
+    best: tuple[float, float, int, Kernel] | None = None  # (weighed µs, µs, blocks, kernel)
     for k in candidates(call, version, n_bytes):
         t, blocks = query(k, n_bytes, call.n_ranks, blackwell)
-        if best is None or t * (1 + SM_PENALTY * blocks) < best.time_s * 1e6 * (1 + SM_PENALTY * best.blocks):
-            best = Choice(k, t * 1e-6, blocks)
-    if best is None:
-        return None
-    return Choice(best.kernel, best.time_s / call.group_calls, best.blocks)
+        if best is None or t * (1 + SM_PENALTY * blocks) < best[0]:  # ties: the lower kernel id
+            best = (t * (1 + SM_PENALTY * blocks), t, blocks, k)
+    return None if best is None else Choice(best[3], best[1] * 1e-6 / calls, best[2])
 
 
 def falls_back(call: Call, choice: Choice, version: tuple[int, int, int], legacy_ll: bool) -> str | None:
