@@ -215,3 +215,21 @@ def test_ranks_across_nodes_keep_the_legacy_kernels():
     assert not _symk_rows(sym)
     assert [r["predicted_s"] for r in sym["rows"]] == [r["predicted_s"] for r in plain["rows"]]
     assert any("more than one NVLink domain" in n for n in sym["notes"])
+
+
+def test_a_large_call_takes_no_less_than_the_links_rate():
+    # NCCL's model of the multimem all-reduce takes its 480 GiB/s peak over nBytes/nRanks + nBytes (Hopper,
+    # sym_kernels.cc), where the legacy model's bus bandwidth is over 2(n-1)/n of the bytes: at the largest
+    # size the kernel's own time is well under the legacy one, and the call is priced at the links' rate,
+    # the legacy time less its latency (a few tens of µs at most against milliseconds)
+    plain = check_json(H100_FILE, "--nccl-version", "2.28.9")
+    sym = check_json(H100_FILE, "--nccl-version", "2.28.9", "--local-register", "2")
+    big, legacy = sym["rows"][-1], plain["rows"][-1]
+    assert big["symk_kernel"] == "AllReduce_RSxLDMC_AGxSTMC"
+    n = big["bytes"]
+    assert big["symk_model_s"] * 1e6 == pytest.approx((n / 8 + n) / (480 * GIB_US), rel=0.03)
+    assert big["symk_model_s"] < 0.75 * legacy["predicted_s"]
+    assert legacy["predicted_s"] - 50e-6 <= big["predicted_s"] <= legacy["predicted_s"]
+    small = sym["rows"][0]  # latency-bound: NCCL's own time for its LL kernel, under the legacy one
+    assert small["predicted_s"] == pytest.approx(small["symk_model_s"])
+    assert small["predicted_s"] < plain["rows"][0]["predicted_s"]

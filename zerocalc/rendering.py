@@ -419,12 +419,13 @@ def _sweep_text(d: dict) -> str:
              f"(tables of {d['nccl_tables']}), topology {d['topology']}" + (f", {how}" if how else "")
              + (f"; {d['also_in_file']}" if d.get("also_in_file") else "")]
     lines += [f"note: {t}" for t in d["notes"]]
-    lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {lib + ' choice':<16} "
+    wide = max([16, *(len(_choice(r)) for r in rows)])  # a symmetric kernel's name runs past 16
+    lines.append(f"  {'size':>10} {'measured':>10} {'predicted':>10} {'ratio':>7}  {lib + ' choice':<{wide}} "
                  f"[1/4{' ' * 5}1/2{' ' * 5}1{' ' * 7}2{' ' * 7}4]")
     for r in rows:
         lines.append(f"  {format_bytes(r['bytes']):>10} {format_seconds(r['measured_s']):>10} "
                      f"{format_seconds(r['predicted_s']):>10} {r['ratio']:>7.3f}  "
-                     f"{_choice(r):<16} "
+                     f"{_choice(r):<{wide}} "
                      f"[{_ratio_bar(r['ratio'])}]" + _unsteady_mark(r) + _wrong_mark(r)
                      + _stated_mark(r, lib))
     if rows:

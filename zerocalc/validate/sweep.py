@@ -75,7 +75,7 @@ from zerocalc.validate.sweep_info import (
     stated_p2p_notes,
 )
 from zerocalc.validate.sweep_summary import median_size_row
-from zerocalc.validate.symmetric import SymmetricRun, symmetric_notes, symmetric_run
+from zerocalc.validate.symmetric import SymmetricRun, symmetric_notes, symmetric_run, wire_s
 
 P2P_OPS = tuple(o.value for o in P2pOp)
 """The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
@@ -282,7 +282,8 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
         if symk is not None and not pr.calibrated:
             symk.apply(row, int(r["size_bytes"]), partial(_launched, measured=measured, stagger=stagger,
-                                                          floor=floor), fallbacks)
+                                                          floor=floor), fallbacks,
+                       wire_s(tuning, coll, pr.algorithm, pr.protocol, r["size_bytes"]))
         row.update(_in_place(measured, r.get("inplace_duration_s")))
         row.update(_checked(r))
         if tuner is not None:

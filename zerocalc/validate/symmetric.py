@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from zerocalc.nccl.model import Tuning
 from zerocalc.nccl.symmetric import Call, Choice, falls_back, pick, unsupported
-from zerocalc.nccl.tables import Algorithm, Collective
+from zerocalc.nccl.tables import Algorithm, Collective, Protocol
 
 ALGORITHM = "SYMK"
 """The ``algorithm`` field of a row priced with a symmetric kernel (its ``protocol`` field is the kernel's
@@ -45,18 +45,28 @@ class SymmetricRun:
         return (None, why) if why else (choice, None)
 
     def apply(self, row: dict, size_bytes: int, launched: Callable[[float], dict],
-              fallbacks: dict[str, int] | None = None) -> None:
+              fallbacks: dict[str, int] | None = None, wire_s: float = 0.0) -> None:
         """``row`` (a :func:`~zerocalc.validate.sweep.compare_sweep` row) priced on the symmetric kernel
-        NCCL runs ``size_bytes`` on: ``launched(time)`` gives the prediction's fields (the kernel's time
-        plus the thread's launch terms; one work struct, no channel terms), and ``algorithm``
-        :data:`ALGORITHM`, ``protocol`` the kernel's, ``symk_kernel`` and ``symk_blocks`` are set; left as
-        priced, counted in ``fallbacks`` by why, where NCCL runs its legacy kernels."""
+        NCCL runs ``size_bytes`` on: ``launched(time)`` gives the prediction's fields (the kernel's time,
+        no less than ``wire_s``, plus the thread's launch terms; one work struct, no channel terms), and
+        ``algorithm`` :data:`ALGORITHM`, ``protocol`` the kernel's, ``symk_kernel``, ``symk_blocks`` and
+        ``symk_model_s`` (the kernel's time by NCCL's model) are set; left as priced, counted in
+        ``fallbacks`` by why, where NCCL runs its legacy kernels.
+
+        ``wire_s``: the legacy model's bandwidth term for the size (its time less its time for a call of
+        no bytes, on the pair it picks). The symmetric kernels move the same bytes over the same NVLink and
+        NVSwitch, and NCCL's model of them understates a multimem kernel's bytes on purpose so that it
+        wins the choice (``src/sym_kernels.cc``, v2.28-v2.30: "Wrong. Should be nRanks*nBytes but we want
+        to beat non-MC"; its all-reduce's peak, 480 GiB/s on Hopper, taken over about the call's bytes
+        where the legacy model's bus bandwidth is over 2(n-1)/n of them): NCCL's time picks the kernel,
+        and a call takes no less than the links' rate allows."""
         choice, why = self.price(size_bytes, row["protocol"])
         if choice is None:
             if fallbacks is not None and why:
                 fallbacks[why] = fallbacks.get(why, 0) + 1
             return
-        row.update(launched(choice.time_s))
+        row.update(launched(max(choice.time_s, wire_s)))
+        row["symk_model_s"] = choice.time_s
         row.update(algorithm=ALGORITHM, protocol=choice.kernel.protocol, launch_channels=None,
                    symk_kernel=choice.kernel.name, symk_blocks=choice.blocks)
 
@@ -108,3 +118,11 @@ def symmetric_notes(run: SymmetricRun | None, out: Sequence[Mapping],
     notes += [f"nccl-tests -R 2: {n} sizes priced with NCCL's legacy kernels: {why}"
               for why, n in fallbacks.items()]
     return notes
+
+
+def wire_s(tuning: Tuning, coll: Collective, algo: Algorithm, proto: Protocol, size: float) -> float:
+    """The legacy model's bandwidth term for a call of ``size`` bytes on the pair it picks: its time less
+    its time for a call of no bytes (:meth:`SymmetricRun.apply`)."""
+    full = tuning.run_time_s(coll, algo, proto, size, disabled_ok=True)
+    empty = tuning.run_time_s(coll, algo, proto, 0, disabled_ok=True)
+    return 0.0 if full is None or empty is None else max(0.0, full - empty)
