@@ -126,3 +126,25 @@ def test_the_16_host_rate_is_priced_as_well_as_the_4_host_one():
     for name in FILES:
         row = next(r for r in sweeps(name)[0]["rows"] if r["bytes"] == big)
         assert 0.8 <= row["ratio"] <= 1.25
+
+
+def test_a_table_cut_to_size_time_and_bandwidths_is_refused_naming_its_header(tmp_path):
+    """A post's table cut by hand to ``size time algbw busbw`` (no count, type or redop column; seen in a
+    public DGX Spark write-up) has rows nccl-tests never prints: check refuses it in one line naming the
+    header's line and what it lacks, not the bare "no nccl-tests result rows". Built here from run 2's
+    4-host sweep: its device lines (under ``# Using devices``, as the write-up has them), version line and
+    rows cut to those four columns."""
+    first = blocks(RUN2_4)[0]
+    keep = [e for e in first if e.startswith(("#  Rank", "NCCL version"))]
+    table = [e.split() for e in first if e.split() and e.split()[0].isdigit()]
+    rows = [(f[0], f[5], f[6], f[7]) for f in table]
+    assert len(keep) == 33 and len(rows) == 19 and rows[0][0] == "1024"
+    head = ["#       size      time   algbw   busbw", "#        (B)      (us)  (GB/s)  (GB/s)"]
+    text = ["# Using devices", *keep, "", *head]
+    text += [f"{a:>12} {b:>9} {c:>7} {d:>7}" for a, b, c, d in rows]
+    path = tmp_path / "sendrecv_perf.txt"
+    path.write_text("\n".join(text) + "\n")
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    (line,) = res.output.strip().splitlines()
+    assert f"{path}:36:" in line and "no count and type columns" in line and "'#       size      time" in line

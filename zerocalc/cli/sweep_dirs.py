@@ -188,6 +188,10 @@ def _read_sweep(path: str, strict: bool):
         if failed is not None:  # the test stopped before its first row: say where and why
             raise TraceFormatError(path, failed[0], "no nccl-tests result rows: the run failed before "
                                    f"its first one: {failed[1]!r}")
+        cut = _cut_header(text)
+        if cut is not None:  # a table cut down to a few columns: rows nccl-tests never prints
+            raise TraceFormatError(path, cut[0], "no nccl-tests result rows: its table header has no count "
+                                   f"and type columns, which every nccl-tests table prints: {cut[1]!r}")
         last = _last_line(text)
         if last is not None and _started(text):  # no failure printed: the run stopped (killed, hung, cut)
             raise TraceFormatError(path, None, "no nccl-tests result rows: the test started but its output "
@@ -221,4 +225,17 @@ def _failure_line(text: list[str]) -> tuple[int, str] | None:
     for number, line in enumerate(text, 1):
         if _FAILURE.search(line):
             return number, line.strip()
+    return None
+
+
+def _cut_header(text: list[str]) -> tuple[int, str] | None:
+    """The first ``#`` line naming a table's ``size`` and ``busbw`` columns but not its ``count`` and ``type``
+    (1-based number, its text stripped), if any: every nccl-tests table's header names an element count and
+    a type beside its size (nccl-tests ``src/util.cu``: "size", "count", "type", "redop", "root", ...; its
+    first release, 2017: "bytes", "N", "type", ...), so such a table was cut down to a few columns by hand."""
+    for number, line in enumerate(text, 1):
+        fields = line.strip().lstrip("#").split()
+        if line.lstrip().startswith("#") and "size" in fields and "busbw" in fields:
+            if "count" not in fields and "type" not in fields:
+                return number, line.strip()
     return None
