@@ -25,6 +25,27 @@ def file_rows(name):
     return rows
 
 
+def blocks(name):
+    """The file's lines cut at each ``# nThread`` line (one nccl-tests run each), by a plain split."""
+    out = []
+    for line in (DATA / name).read_text().splitlines():
+        if line.lstrip().startswith("# nThread"):
+            out.append([])
+        if out:
+            out[-1].append(line)
+    return out
+
+
+def block_rows(lines):
+    """(size, out-of-place µs, in-place µs) of one block's rows, as :func:`file_rows` reads them."""
+    rows = []
+    for line in lines:
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), float(f[5]), float(f[9])))
+    return rows
+
+
 def old_layout_rows(name):
     """(size, out-of-place µs, in-place µs) of the file's 12-column rows (nccl-tests before Aug 2022: no
     root column), read with a plain split, not through zerocalc."""

@@ -20,7 +20,7 @@ import json
 from functools import cache
 
 import pytest
-from sweep_files import DATA, device_lines, file_rows, median_size_ratio, runner
+from sweep_files import DATA, block_rows, blocks, device_lines, file_rows, median_size_ratio, runner
 
 from zerocalc.cli import app
 
@@ -42,27 +42,6 @@ SENDRECV = {
 RING_G8 = "all_reduce_perf-8xH100-g8-ring-nccl2.26.2.out"
 #: two such processes on two hosts, one srun, their outputs interleaved (the slurm script's ``ring`` config)
 RING_2X8 = "all_reduce_perf-2x8xH100-srun-two-processes-ring-nccl2.26.2.out"
-
-
-def blocks(name):
-    """The file's lines cut at each ``# nThread`` line (one nccl-tests run each), by a plain split."""
-    out = []
-    for line in (DATA / name).read_text().splitlines():
-        if line.lstrip().startswith("# nThread"):
-            out.append([])
-        if out:
-            out[-1].append(line)
-    return out
-
-
-def block_rows(lines):
-    """(size, out-of-place µs, in-place µs) of one block's rows, as :func:`sweep_files.file_rows` reads."""
-    rows = []
-    for line in lines:
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
 
 
 def block_ranks(lines):

@@ -32,6 +32,8 @@ import pytest
 from sweep_files import (
     DATA,
     assert_within_both_bands,
+    block_rows,
+    blocks,
     check_json,
     device_lines,
     file_rows,
@@ -83,26 +85,6 @@ def tagged_table(name):
 def stated_versions(name):
     """Each ``NCCL version X+cudaY`` line's X, by a plain split."""
     return [e.split()[2].split("+")[0] for e in lines(name) if e.startswith("NCCL version")]
-
-
-def blocks(name):
-    """The file's lines cut at each ``# nThread`` line (one nccl-tests run each)."""
-    out = []
-    for line in lines(name):
-        if line.lstrip().startswith("# nThread"):
-            out.append([])
-        if out:
-            out[-1].append(line)
-    return out
-
-
-def block_rows(block):
-    rows = []
-    for line in block:
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
 
 
 def sweeps(name, *args):

@@ -16,7 +16,15 @@ What each test expects is counted from the file itself by a plain split, not thr
 import json
 
 import pytest
-from sweep_files import DATA, assert_within_both_bands, device_lines, file_rows, runner
+from sweep_files import (
+    DATA,
+    assert_within_both_bands,
+    block_rows,
+    blocks,
+    device_lines,
+    file_rows,
+    runner,
+)
 
 from zerocalc.cli import app
 
@@ -30,27 +38,6 @@ FILES = {RUN2_4: (4, RUN3_4), RUN2_16: (16, RUN3_16)}
 
 def lines(name):
     return (DATA / name).read_text().splitlines()
-
-
-def blocks(name):
-    """The file's lines cut at each ``# nThread`` line (one nccl-tests run each)."""
-    out = []
-    for line in lines(name):
-        if line.lstrip().startswith("# nThread"):
-            out.append([])
-        if out:
-            out[-1].append(line)
-    return out
-
-
-def block_rows(block):
-    """(size, out-of-place µs, in-place µs) of a block's rows, by a plain split."""
-    rows = []
-    for line in block:
-        f = line.split()
-        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
-            rows.append((int(f[0]), float(f[5]), float(f[9])))
-    return rows
 
 
 def stated_versions(name):
