@@ -55,7 +55,7 @@ GIB_PER_S = (1 << 30) / 1e6
 """``GBps`` in ``queryModel``: bytes per µs of one GiB/s."""
 
 LL_BYTES_LIMIT = 2 << 30
-"""LL kernels "use 32-bit ints to track element counts": none once the call's bus bytes reach 4 GiB, and
+"""LL kernels "use 32-bit ints to track element counts": none once the call's bus bytes reach 2 GiB, and
 no symmetric kernel at all from 32 × that (``ncclSymkMask``; ``ncclSymPickKernel`` in v2.27)."""
 
 
@@ -221,7 +221,7 @@ def unsupported(call: Call, version: tuple[int, int, int]) -> str | None:
 def candidates(call: Call, version: tuple[int, int, int], n_bytes: int) -> list[Kernel]:
     """The kernels NCCL weighs for ``call`` (``ncclSymkMask``, ``ncclSymkPickKernel``): the collective's,
     the multimem ones only with NVLS (from v2.29.7 on more than 2 ranks) and a type it reduces, no LL
-    kernel for 4 GiB of bus bytes or for a group of several calls, none at all from 64 GiB."""
+    kernel from 2 GiB of bus bytes or for a group of several calls, none at all from 64 GiB."""
     multimem = call.nvls and (call.n_ranks > 2 or version < (2, 29, 7))
     dtype, redop = call.dtype or "fp32", call.redop or "sum"
     ldmc = multimem and (redop in LDMC_TYPES.get(dtype, ()) or (redop == "avg" and version >= (2, 30, 3)))
