@@ -314,3 +314,14 @@ def _across_nodes_words(tuning: RcclTuning, coll, out: list[dict]) -> list[str]:
             + (", LL128 enabled across nodes (rome models' ll128Enabled=1)" if tuning.ll128 else "")
         )
     return words
+
+
+def compare_rccl_rows(rows: Sequence[Mapping], topo: Topology, op: str, group_size: int, rccl_version: str,
+                      algo_enable, proto_enable, gpus_per_thread: int | None, agg_iters: int | None,
+                      graph: int | None):
+    """:func:`compare_rccl_sweep` on a sweep's rows as :func:`zerocalc.validate.sweep.compare_sweep` gets
+    them: a table of rccl-tests ``-O 0`` (its in-place group alone) is measured in place."""
+    in_place = bool(rows) and str(rows[0].get("layout") or "").endswith("-inplace")
+    return compare_rccl_sweep(rows, topo, op=op, group_size=group_size, rccl_version=rccl_version or None,
+                              algo_enable=algo_enable, proto_enable=proto_enable, in_place=in_place,
+                              gpus_per_thread=gpus_per_thread, agg_iters=agg_iters, graph=graph)

@@ -30,25 +30,14 @@ import numpy as np
 
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.datatype import for_type
-from zerocalc.nccl.enabled import CUDA_11_8_PAIR
 from zerocalc.nccl.env import channel_limits
 from zerocalc.nccl.launch import LaunchEnv
 from zerocalc.nccl.model import Tuning, tune
-from zerocalc.nccl.nvls_pipeline import fill_priced, nvls_tree_hops
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
-from zerocalc.nccl.tables import Algorithm, Collective, Protocol, parse_version, release_for
-from zerocalc.nccl.tree_pipeline import fill_priced as tree_fill_priced
-from zerocalc.nccl.tune_model import (
-    AMPERE_LL_HOP_US,
-    NVL72_LL_HOP_US,
-    ampere_ll_latency_us,
-    ampere_tree_ll_hops_us,
-    ll128_run_share,
-    nvl72_ll_latency_us,
-)
+from zerocalc.nccl.tables import Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
@@ -67,13 +56,8 @@ from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch t
     p2p_host_floor_s,
     p2p_tasks,
 )
-from zerocalc.validate.sweep_info import (
-    _stated_graphs,
-    stated_channels_notes,
-    stated_graph_notes,
-    stated_nvls_notes,
-    stated_p2p_notes,
-)
+from zerocalc.validate.sweep_info import _stated_graphs, stated_p2p_notes
+from zerocalc.validate.sweep_notes import size_words, sweep_notes
 from zerocalc.validate.sweep_summary import median_size_row
 from zerocalc.validate.symmetric import SymmetricRun, symmetric_notes, symmetric_run, wire_s
 
@@ -183,20 +167,15 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     (:func:`zerocalc.nccl.datatype.for_type`; ``None``: not known, the model unchanged);
     ``local_register``: nccl-tests ``-R`` (2: symmetric registration, whose all-reduce, all-gather and
     reduce-scatter rows are priced with NCCL's symmetric kernels where NCCL runs them,
-    :mod:`zerocalc.validate.symmetric`; ``None``: not known, as 0).
-    On a topology of AMD GPUs (``gpu_arch``) the sweep is RCCL's, priced by
-    :func:`zerocalc.validate.rccl.compare_rccl_sweep` (``nccl_version`` is then RCCL's version). A
-    calibration fitted per series prices the series of ``dtype`` / ``redop`` (:func:`series_calibration`)."""
+    :mod:`zerocalc.validate.symmetric`; ``None``: not known, as 0). On AMD GPUs (``gpu_arch``) the sweep
+    is RCCL's (:mod:`zerocalc.validate.rccl`). A calibration per series prices ``dtype`` / ``redop``'s."""
     if topo.nccl_calibration:
         topo = replace(topo, nccl_calibration=series_calibration(topo.nccl_calibration, dtype, redop))
     if topo.gpu_arch is not None:
-        from zerocalc.validate.rccl import compare_rccl_sweep
+        from zerocalc.validate.rccl import compare_rccl_rows
 
-        return compare_rccl_sweep(rows, topo, op=op, group_size=group_size, rccl_version=nccl_version or None,
-                                  algo_enable=algo_enable, proto_enable=proto_enable,
-                                  in_place=bool(rows)
-                                  and str(rows[0].get("layout") or "").endswith("-inplace"),
-                                  gpus_per_thread=gpus_per_thread, agg_iters=agg_iters, graph=graph)
+        return compare_rccl_rows(rows, topo, op, group_size, nccl_version, algo_enable, proto_enable,
+                                 gpus_per_thread, agg_iters, graph)
     if op in P2P_OPS:
         return _compare_p2p(rows, topo, P2pOp(op), group_size, nccl_version, gpus_per_thread, agg_iters,
                             graph, channels, stated_channels, stated_p2p, p2p_env, stated_chunk)
@@ -222,22 +201,11 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph, symk=symk, fallbacks=fallbacks)
-    notes = [t for t in (note, type_note) if t] + symk_notes + symmetric_notes(symk, out, fallbacks)
-    notes += wrong_notes(out)
-    notes += stated_graph_notes(tuning, stated_graphs) + stated_channels_notes(tuning, stated_channels)
-    notes += stated_nvls_notes(tuning, stated_nvls) + _cuda_build_notes(tuning)
-    notes += _model_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner)
-    notes += [t for t in [channels_note(gpus_per_thread, release.era, out, agg_iters, graph),
-                          one_gpu_channels_note(out)] if t]
+    head = [t for t in (note, type_note) if t] + symk_notes + symmetric_notes(symk, out, fallbacks)
+    notes = head + sweep_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner,
+                                stated=(stated_graphs, stated_channels, stated_nvls),
+                                launch=(gpus_per_thread, agg_iters, graph))
     return SweepComparison(coll.value, group_size, nccl_version, release.name, tuple(notes), tuple(out))
-
-
-def _cuda_build_notes(tuning: Tuning) -> list[str]:
-    """What the CUDA release NCCL was built with turned off in ``tuning``, said in a note."""
-    if any(e.why_disabled == CUDA_11_8_PAIR for e in tuning.entries.values()):
-        return ["NCCL built with CUDA 11.8 (its version line): LL128 is off by default for a Ring "
-                "all-reduce of 2 ranks on sm90 (src/graph/tuning.cc, v2.15.5-v2.30.7)"]
-    return []
 
 
 def _plugin_api(tuning: Tuning, topo: Topology, nccl_version: str, tuner: TunerConfig | None,
@@ -292,125 +260,6 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
             row["ofi_tuner"] = pr.ofi_chose
         out.append(row)
     return out
-
-
-def _model_notes(tuning: Tuning, topo: Topology, coll: Collective, group_size: int, out: Sequence[Mapping],
-                 *, api: int, tuner: TunerConfig | None, ofi_tuner: OfiTuner | None) -> list[str]:
-    """What the priced rows rest on besides the release's own tables: NVLS figures of a later release, the
-    network's own latency, a tuner plugin, a calibration that covers none of the rows."""
-    release, notes = tuning.release, []
-    if tuning.nvls_run is not None and any(r["algorithm"] in ("NVLS", "NVLSTree") for r in out):
-        if tuning.machine.compute_capability < 100 or topo.mnnvl:
-            gpus = "GB200-NV72" if tuning.machine.compute_capability >= 100 else "H100"
-            what = (f"{'Hopper' if gpus == 'H100' else gpus}, which NCCL 2.28.3 corrected (\"Update tuning "
-                    f"data for {gpus}\")")
-        else:
-            what = "Blackwell (nvlsEfficiency 0.74), which NCCL 2.28.3 brought in"
-            own = tuning.machine.graphs.get(Algorithm.NVLS_TREE)
-            run = tuning.nvls_run.machine.graphs.get(Algorithm.NVLS_TREE)
-            if tuning.machine.n_nodes > 1 and own is not None and run is not None and run.run_bw_intra:
-                what += (f", on the NVLS graph at the {run.bw_intra:g} GB/s bwIntra its GPUs' NVSwitch "
-                         f"links hold (NCCL's search: {own.bw_intra:g}, the NIC's speed)")
-        notes.append(f"NVLS / NVLS Tree calls timed with NCCL {tuning.nvls_run.release.name}'s figures for "
-                     f"{what}; NCCL {release.name} chooses them with its own")
-    notes += _nvls_fill_note(tuning, coll, out) + _tree_fill_note(tuning, coll, out)
-    if tuning.wire_run is not None and out:
-        told = topo.net_latency_us or 0
-        wire = told if topo.net_wire_latency_us is None else topo.net_wire_latency_us
-        if release.era < 12:
-            notes.append(f"NCCL {release.name}'s model reads no network plugin latency (tuning.cc before "
-                         f"v2.12.12): it chooses without one, and its network hops are timed with the "
-                         f"network's {wire:g} µs, counted as NCCL 2.12-2.17 count it")
-        else:
-            notes.append(f"network hops timed with the network's own latency, {wire:g} µs per hop "
-                         f"(net_wire_latency_us); NCCL chooses with the {told:g} µs its plugin reports")
-    share = ll128_run_share(tuning.machine, Algorithm.RING, Protocol.LL128)
-    if share < 1 and any((r["algorithm"], r["protocol"]) == ("Ring", "LL128") and not r["calibrated"]
-                         for r in out):
-        notes.append(f"Ring/LL128 calls timed at {share:g} of NCCL's LL128 bandwidth, as one-node A100 "
-                     f"sweeps run them (seven public sweeps, four hosts); NCCL chooses with its own figure")
-    if ampere_ll_latency_us(tuning.release, tuning.machine, coll, Protocol.LL) is not None and any(
-            (r["algorithm"], r["protocol"]) == ("Ring", "LL") and not r["calibrated"] for r in out):
-        notes.append(f"Ring/LL calls timed with {AMPERE_LL_HOP_US:g} µs a hop, as one-node A100 sweeps of "
-                     f"one process per GPU run them (two public sweeps, NCCL 2.8.4 and 2.30.7); NCCL chooses "
-                     f"with its table's hop")
-    if nvl72_ll_latency_us(tuning.release, tuning.machine, coll, Protocol.LL) is not None and any(
-            (r["algorithm"], r["protocol"]) == ("Ring", "LL") and not r["calibrated"] for r in out):
-        notes.append(f"Ring/LL calls timed with {NVL72_LL_HOP_US:g} µs a hop, as sweeps of GB200 / GB300 in "
-                     f"an NVL72 domain run them (four public sweeps, NCCL 2.28.7 and 2.30.7); NCCL chooses "
-                     f"with its table's hop")
-    if ampere_tree_ll_hops_us(tuning.release, tuning.machine, coll, Algorithm.TREE, Protocol.LL) and any(
-            (r["algorithm"], r["protocol"]) == ("Tree", "LL") and not r["calibrated"] for r in out):
-        notes.append(f"Tree/LL calls timed with {AMPERE_LL_HOP_US:g} µs for each NVLink hop of the chain in "
-                     f"a node, the hop one-node A100 rings run at; NCCL chooses with its table's hop")
-    if tuner is not None:
-        notes.append(f"tuner rules of {tuner.source} priced as NCCL's example tuner plugin under tuner API "
-                     f"v{api}{' (cost table)' if api >= 3 else ' (the plugin picks the pair)'}")
-    if ofi_tuner is not None:
-        notes.append(ofi_tuner_note(ofi_tuner, out, tuning.machine.n_nodes, api))
-    if topo.nccl_calibration and not any(r["calibrated"] for r in out):
-        notes.append(f"the topology's calibration is for other collectives or group sizes; "
-                     f"{coll.value} on {group_size} ranks priced by NCCL's tables")
-    return notes
-
-
-def _tree_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
-    """The note for Tree/LL128 rows timed with the chunk each network hop holds whole
-    (:func:`zerocalc.nccl.tree_pipeline.fill_priced`)."""
-    m = tuning.machine
-    if not any(tree_fill_priced(coll, Algorithm(r["algorithm"]), Protocol(r["protocol"]), m.n_nodes)
-               for r in out if not r.get("calibrated") and r["algorithm"] == Algorithm.TREE.value):
-        return []
-    hops = nvls_tree_hops(int(m.n_nodes))
-    return [f"Tree/LL128 calls timed with the chunk each of their {hops} network hops holds whole before "
-            f"passing it on (src/transport/net.cc sends a step once the GPU has filled it), nChannels x "
-            f"chunk at the bus rate (src/enqueue.cc calcCollChunking; zerocalc.nccl.tree_pipeline); NCCL "
-            f"chooses without it"]
-
-
-def _nvls_fill_note(tuning: Tuning, coll: Collective, out: Sequence[Mapping]) -> list[str]:
-    """The note for rows timed with their NVLS pipeline's fill (:func:`zerocalc.nccl.nvls_pipeline.
-    fill_priced`: an all-reduce on Hopper or Blackwell, NVLS Tree across nodes and NVLS on one node)."""
-    m = tuning.machine
-    seen = [a for a in (Algorithm.NVLS_TREE, Algorithm.NVLS) if any(r["algorithm"] == a.value for r in out)
-            and fill_priced(coll, a, m.n_nodes, m.compute_capability)]
-    if not seen:
-        return []
-    names = " / ".join("NVLS Tree" if a == Algorithm.NVLS_TREE else a.value for a in seen)
-    where = "on Blackwell" if m.compute_capability >= 100 else "on Hopper"
-    return [f"{names} calls timed with their pipeline's fill {where}, up to two loops of nvlsChannels "
-            f"x heads x chunk (src/enqueue.cc calcCollChunking; zerocalc.nccl.nvls_pipeline); NCCL chooses "
-            f"without it"]
-
-
-def ofi_tuner_note(ofi: OfiTuner, rows: Sequence[Mapping], n_nodes: int, api: int) -> str:
-    """What aws-ofi-nccl's tuner did to a sweep: the pair it chose over which sizes, or that it left every
-    call to NCCL's model (and why, for the v1.9 model on 2 nodes or fewer)."""
-    spans: list[list] = []  # [pair, first bytes, last bytes, last row index] of each run chosen alike
-    for i, r in enumerate(rows):
-        if not r.get("ofi_tuner"):
-            continue
-        pair = f"{r['algorithm']}/{r['protocol']}"
-        if spans and spans[-1][0] == pair and spans[-1][3] == i - 1:
-            spans[-1][2], spans[-1][3] = r["bytes"], i
-        else:
-            spans.append([pair, r["bytes"], r["bytes"], i])
-    head = f"{ofi.name}'s tuner plugin ({ofi.kind}, {ofi.source}; tuner API v{api})"
-    if not spans:
-        covered, why = ofi.coverage(n_nodes, ofi.platform is not None)
-        why = (f" ({why})" if covered is False else " (it returns nothing on 2 nodes or fewer)"
-               if ofi.kind == "model" and n_nodes <= 2 else " (no region or model of it covers these calls)")
-        return f"{head} left every call to NCCL's own choice{why}: NCCL's model priced"
-    chosen = "; ".join(f"{p} {_bytes(lo)}" + (f"-{_bytes(hi)}" if hi != lo else "") for p, lo, hi, _ in spans)
-    rest = sum(1 for r in rows if not r.get("ofi_tuner"))
-    return (f"{head} chose {chosen}" + (f"; NCCL's own choice for the other {rest} size(s)" if rest else ""))
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
 
 
 def _timed(rows: Sequence[Mapping]):
@@ -539,7 +388,7 @@ def wrong_notes(out: Sequence[Mapping]) -> list[str]:
     bad = [r for r in out if r.get("wrong")]
     if not bad:
         return []
-    sizes = ", ".join(_bytes(r["bytes"]) for r in bad)
+    sizes = ", ".join(size_words(r["bytes"]) for r in bad)
     return [f"{len(bad)} of {len(out)} sizes failed nccl-tests' check (#wrong above 0: {sizes}): those calls "
             "did not compute the collective NCCL's model prices, and their times are the failed runs'"]
 
