@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -59,7 +60,9 @@ from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch t
 from zerocalc.validate.sweep_info import _stated_graphs, stated_p2p_notes
 from zerocalc.validate.sweep_notes import size_words, sweep_notes
 from zerocalc.validate.sweep_summary import median_size_row
-from zerocalc.validate.symmetric import SymmetricRun, symmetric_notes, symmetric_run, wire_s
+
+if TYPE_CHECKING:  # imported when a sweep ran with -R (compare_sweep)
+    from zerocalc.validate.symmetric import SymmetricRun
 
 P2P_OPS = tuple(o.value for o in P2pOp)
 """The ops :func:`compare_sweep` prices with :mod:`zerocalc.nccl.p2p` (as :func:`sweep_op` names them)."""
@@ -194,14 +197,13 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     # the call's type after the communicator's: a tuner rule for NVLS suits the communicator, and NCCL's
     # cost table leaves NVLS out of an int8 call (NCCL_ALGO_PROTO_IGNORE, which the plugin skips)
     tuning, type_note = for_type(tuning, coll, dtype, redop)
-    symk, symk_notes = symmetric_run(tuning, coll, group_size, parse_version(nccl_version),
-                                     local_register=local_register, nvls_enable=nvls_enable, dtype=dtype,
-                                     redop=redop, gpus_per_thread=gpus_per_thread, agg_iters=agg_iters)
+    symk, symk_notes = _symmetric(tuning, coll, group_size, nccl_version, local_register, nvls_enable, dtype,
+                                  redop, gpus_per_thread, agg_iters)
     fallbacks: dict[str, int] = {}
     out = _priced_rows(rows, tuning, topo, coll, group_size, nccl_version, api=api, tuner=tuner,
                        ofi_tuner=ofi_tuner, launch_env=launch_env, gpus_per_thread=gpus_per_thread,
                        agg_iters=agg_iters, graph=graph, symk=symk, fallbacks=fallbacks)
-    head = [t for t in (note, type_note) if t] + symk_notes + symmetric_notes(symk, out, fallbacks)
+    head = [t for t in (note, type_note) if t] + symk_notes + (symk.notes(out, fallbacks) if symk else [])
     notes = head + sweep_notes(tuning, topo, coll, group_size, out, api=api, tuner=tuner, ofi_tuner=ofi_tuner,
                                 stated=(stated_graphs, stated_channels, stated_nvls),
                                 launch=(gpus_per_thread, agg_iters, graph))
@@ -220,6 +222,20 @@ def _plugin_api(tuning: Tuning, topo: Topology, nccl_version: str, tuner: TunerC
         api = loaded_api(ofi_tuner, nccl_version, restricted)
         require_coverage(ofi_tuner, tuning.machine.n_nodes)
     return api
+
+
+def _symmetric(tuning: Tuning, coll: Collective, group_size: int, nccl_version: str,
+               local_register: int | None, nvls_enable: bool, dtype: str | None, redop: str | None,
+               gpus_per_thread: int | None, agg_iters: int | None) -> tuple[SymmetricRun | None, list[str]]:
+    """:func:`zerocalc.validate.symmetric.symmetric_run` for a sweep run with nccl-tests ``-R`` (its
+    modules imported only then); ``(None, [])`` for the others."""
+    if not local_register:
+        return None, []
+    from zerocalc.validate.symmetric import symmetric_run
+
+    return symmetric_run(tuning, coll, group_size, parse_version(nccl_version), local_register=local_register,
+                         nvls_enable=nvls_enable, dtype=dtype, redop=redop, gpus_per_thread=gpus_per_thread,
+                         agg_iters=agg_iters)
 
 
 def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: Collective, group_size: int,
@@ -249,6 +265,8 @@ def _priced_rows(rows: Sequence[Mapping], tuning: Tuning, topo: Topology, coll: 
                "launch_channels": pr.launch.channels if pr.launch is not None else None,
                "textbook_s": textbook_ring_s(topo, coll, r["size_bytes"], group_size)}
         if symk is not None and not pr.calibrated:
+            from zerocalc.validate.symmetric import wire_s
+
             symk.apply(row, int(r["size_bytes"]), partial(_launched, measured=measured, stagger=stagger,
                                                           floor=floor), fallbacks,
                        wire_s(tuning, coll, pr.algorithm, pr.protocol, r["size_bytes"]))

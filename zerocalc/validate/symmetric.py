@@ -44,6 +44,10 @@ class SymmetricRun:
         why = falls_back(call, choice, self.version, legacy_protocol == "LL")
         return (None, why) if why else (choice, None)
 
+    def notes(self, out: Sequence[Mapping], fallbacks: Mapping[str, int]) -> list[str]:
+        """:func:`symmetric_notes` of this run."""
+        return symmetric_notes(self, out, fallbacks)
+
     def apply(self, row: dict, size_bytes: int, launched: Callable[[float], dict],
               fallbacks: dict[str, int] | None = None, wire_s: float = 0.0) -> None:
         """``row`` (a :func:`~zerocalc.validate.sweep.compare_sweep` row) priced on the symmetric kernel
