@@ -119,7 +119,9 @@ def _local_register(text: str | None) -> int | None:
 
     if text is None:
         return None
-    if text.strip() not in ("0", "1", "2"):
+    from zerocalc.validate.symmetric import REGISTER_VALUES
+
+    if text.strip() not in {str(v) for v in REGISTER_VALUES}:
         raise ConfigError(f"must be 0, 1 or 2 (nccl-tests -R), got {text!r}", option="--local-register")
     return int(text)
 

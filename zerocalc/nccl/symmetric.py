@@ -218,7 +218,7 @@ def unsupported(call: Call, version: tuple[int, int, int]) -> str | None:
     return None
 
 
-def candidates(call: Call, version: tuple[int, int, int], n_bytes: int) -> list[Kernel]:
+def candidates(call: Call, version: tuple[int, int, int]) -> list[Kernel]:
     """The kernels NCCL weighs for ``call`` (``ncclSymkMask``, ``ncclSymkPickKernel``): the collective's,
     the multimem ones only with NVLS (from v2.29.7 on more than 2 ranks) and a type it reduces, no LL
     kernel from 2 GiB of bus bytes or for a group of several calls, none at all from 64 GiB."""
@@ -250,7 +250,7 @@ def pick(call: Call, version: tuple[int, int, int]) -> Choice | None:
         n_bytes = -(-n_bytes // CELL_BYTES) * CELL_BYTES * calls
     blackwell = call.compute_capability >= 100
     best: tuple[float, float, int, Kernel] | None = None  # (weighed µs, µs, blocks, kernel)
-    for k in candidates(call, version, n_bytes):
+    for k in candidates(call, version):
         t, blocks = query(k, n_bytes, call.n_ranks, blackwell)
         if best is None or t * (1 + SM_PENALTY * blocks) < best[0]:  # ties: the lower kernel id
             best = (t * (1 + SM_PENALTY * blocks), t, blocks, k)

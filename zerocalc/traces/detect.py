@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from zerocalc.errors import TraceFormatError
-from zerocalc.traces.prefix import strip_prefixes
+from zerocalc.traces.prefix import WIDE_SPACES, strip_prefixes
 from zerocalc.traces.streams import compression
 
 FORMATS: tuple[str, ...] = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
@@ -58,9 +58,9 @@ READ_ON_BYTES = 256 << 20
 _TESTS_HINTS = (b"nThread", b"Using devices", b"nccl-tests version", b"Collective test", b"size", b"_perf")
 
 
-#: Spaces a web page's copy puts where the output had blanks (HTML's ``&nbsp;``: U+00A0; U+202F, U+3000),
-#: each one blank to the detector as to Python's ``str.split`` and ``\s``, which the readers use.
-_WIDE_SPACES = re.compile(rb"\xc2\xa0|\xe2\x80\xaf|\xe3\x80\x80")
+#: :data:`zerocalc.traces.prefix.WIDE_SPACES` in UTF-8, each one blank to the detector as to Python's
+#: ``str.split`` and ``\s``, which the readers use.
+_WIDE_SPACES = re.compile(b"|".join(re.escape(c.encode()) for c in WIDE_SPACES))
 
 
 def _plain_spaces(text: bytes) -> bytes:

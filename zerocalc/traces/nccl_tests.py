@@ -48,7 +48,7 @@ from zerocalc.traces.nccl_tests_spans import rank_span
 from zerocalc.traces.nccl_tests_wrapped import DEVICE as _DEVICE
 from zerocalc.traces.nccl_tests_wrapped import ELISION as _ELISION
 from zerocalc.traces.nccl_tests_wrapped import Wrapped, options_from
-from zerocalc.traces.prefix import strip_prefix
+from zerocalc.traces.prefix import WIDE_SPACES, strip_prefix
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.schema import DTYPE_BYTES, NCCL_TESTS_DTYPES, NCCL_TESTS_OPS
 
@@ -89,9 +89,9 @@ _LIBRARY = re.compile(r"\b[nr]ccl-library=(\d+)")
 #: wrapper puts around whole lines or inside them (a launcher's per-rank colours, ``grep --color=always``,
 #: a CI log kept with its codes); none is part of what nccl-tests printed.
 TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-#: Blanks a web page's copy of an output holds for its spaces (HTML's ``&nbsp;``, U+00A0; U+202F; U+3000):
-#: each read as a space, as :mod:`zerocalc.traces.detect` reads them.
-_WIDE_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u3000": " "})
+#: :data:`zerocalc.traces.prefix.WIDE_SPACES`, each read as a space, as :mod:`zerocalc.traces.detect`
+#: reads them.
+_WIDE_SPACES = str.maketrans(dict.fromkeys(WIDE_SPACES, " "))
 #: ``-g``: the GPUs each thread drives (nccl-tests src/common.cu prints ``nThread T nGpus G``).
 _NGPUS = re.compile(r"\bnGpus\s+(\d+)")
 #: nccl-tests ``-R`` / ``--local_register`` after the test's name on its command line (``-R 2``, ``-R2``,
@@ -308,7 +308,8 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     for lineno, line in enumerate(stream, 1):
         if "\x1b" in line:  # a terminal's codes around or inside the line (TERMINAL_CODES)
             line = TERMINAL_CODES.sub("", line)
-        line = line.translate(_WIDE_SPACES)
+        if not line.isascii():  # a web page's blanks (an ASCII line, nearly every one, holds none)
+            line = line.translate(_WIDE_SPACES)
         payload = strip_prefix(line).strip()
         if line.lstrip().startswith("rccl-tests: Version"):  # rccl-tests' own line, not a launcher's prefix
             payload = line.strip()

@@ -135,7 +135,8 @@ def parse_header(payload: str, lineno: int | None = None) -> Layout | None:
 
 def header_tail(payload: str) -> bool:
     """Whether a line holds only column names of a header's time groups (``#wrong  time  algbw  busbw
-    #wrong``): the rest of a header a wrapped paste broke (:class:`zerocalc.traces.nccl_tests._Wrapped`)."""
+    #wrong``): the rest of a header a wrapped paste broke
+    (:class:`zerocalc.traces.nccl_tests_wrapped.Wrapped`)."""
     words = payload.split()
     return bool(words) and all(w in _SIDE or w == "timestamp" for w in words)
 

@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import re
 
+#: Blanks a web page's copy of an output holds for its spaces (HTML's ``&nbsp;``, U+00A0; U+202F; U+3000),
+#: each read as a space by the detector (:mod:`zerocalc.traces.detect`) and the nccl-tests reader.
+WIDE_SPACES = ("\u00a0", "\u202f", "\u3000")
 #: A syslog or journald line's head (RFC 3164 ``Jul 19 05:12:33 host prog[123]: ``, ``journalctl``'s
 #: ``short-precise`` fraction and ``short-iso`` time): time, host, then the program's tag and colon; a
 #: tag without a letter is not one (a table's cells never end with a colon), nor a head without a tag.
