@@ -66,7 +66,8 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              # the custom A100 64 GB of Leonardo's Booster nodes (CINECA's overview), 4 on an NVLink mesh
              "NVIDIA A100-SXM-64GB": "leonardo-booster",
              # the China-market RTX PRO 6000 Blackwell derivative (zerocalc.topology.devices): PCIe 5.0 x16
-             "NVIDIA RTX 6000D": "pcie-gen5"}
+             "NVIDIA RTX 6000D": "pcie-gen5",
+             "Tesla T4": "pcie-gen3"}  # NVIDIA's T4 data sheet: PCIe 3.0 x16
 
 
 #: The PCI slots of a GCP A3 Mega VM's eight H100s (a3-megagpu-8g): beside its eight TCPXO NICs, which
@@ -194,6 +195,12 @@ def _more_ranks_than_listed(path, listed):
     return bool(rows) and all(float(f[7]) / float(f[6]) > 2 * (listed - 1) / listed + 0.01 for f in rows)
 
 
+def _pcie_card_over_efa(path, gpu):
+    """Whether a PCIe card's file has NCCL INFO lines of AWS's EFA plugin (aws-ofi-nccl prints ``NET/OFI``):
+    no PCIe box describes EFA, so check asks for --topology (the 2x T4 g4dn pair)."""
+    return PRESET_OF[gpu].startswith("pcie-") and "NET/OFI" in path.read_text()
+
+
 #: the element types an nccl-tests row names after its size and count (``src/common.cu`` ``test_typenames``;
 #: "char" and "int" before NCCL 2, "bfloat16" from NCCL 2.10; the fp8 names of later releases)
 ROW_TYPES = {"char", "int", "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
@@ -252,7 +259,8 @@ def test_every_bundled_sweep_gets_its_preset_or_one_line(name):
         told = f"from the file's device lines: {gpu}, its {len(lines)} ranks listed without their hosts"
         assert sweep["topology_how"].startswith(told)
         return
-    if len(lines) > 1 and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and not shares_a_gpu(DATA / name):
+    if len(lines) > 1 and len(gpus) == 1 and next(iter(gpus)) in PRESET_OF and not shares_a_gpu(DATA / name) \
+            and not _pcie_card_over_efa(DATA / name, next(iter(gpus))):
         # (a PCIe card's hosts over NCCL's socket transport too: the card's box, its NIC NCCL's socket figure)
         assert res.exit_code == 0, res.output
         (gpu,) = gpus
