@@ -58,6 +58,7 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "AMD Instinct MI300X": "amd-mi300x",  # AMD's 8-GPU OAM platform (the preset's data sheet)
              "AMD Instinct MI300X VF": "amd-mi300x",  # its virtual functions (an Azure VM's 8 GPUs)
              "NVIDIA H20": "hgx-h20",  # the HGX H20 product brief: 8 SXM GPUs on NVSwitches
+             "NVIDIA H20-3e": "hgx-h20",  # the H20 with HBM3e, on the same board (zerocalc.topology.devices)
              "NVIDIA GeForce RTX 5090": "pcie-gen5",  # NVIDIA's RTX 5090 page: PCIe 5.0 x16
              "AMD Instinct MI355X": "amd-mi355x",  # AMD's MI355X platform: 8 OAM GPUs on xGMI
              "AMD Instinct MI350X": "amd-mi350x",  # its air-cooled sibling, the same 8-OAM xGMI platform
