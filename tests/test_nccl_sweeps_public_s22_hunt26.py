@@ -5,6 +5,9 @@ all-reduce (tests/data/traces/README.md names each file's source):
   bonded ConnectX ports a VM through Tencent Cloud's RDMA net plugin, NCCL 2.26.5 by its INFO lines; the
   post's block from its ``mpirun`` line to its last row (UCX warnings, HCOLL's ``[LOG_CAT_SBGP]`` lines and
   NCCL's INFO lines among them; no closing ``# Out of bounds`` lines).
+- Two runs of a public benchmark repository (odissei-benchmarks/nccl-tests): an all-gather and a
+  reduce-scatter over two hosts of 4 ``NVIDIA H100`` (8 ranks, one process each, ``srun``), 8 B-8 GiB, NCCL
+  2.22.3 by its INFO lines; the repository's scripts run them on Snellius's ``gpu_h100`` nodes.
 - Three runs of a public benchmark repository (thomaslie210/NCCL_Test_Results): two hosts (``n013``,
   ``n014``) of one ``NVIDIA A100-PCIE-40GB`` and one HDR InfiniBand port each, GPUDirect RDMA on, NCCL
   2.16.5 by its own line: a broadcast and a send/receive of 1-8 GiB (15 sizes, steps of 500 MiB) and a
@@ -24,12 +27,19 @@ from sweep_files import (
     device_lines,
     file_rows,
     median_size_ratio,
+    runner,
 )
+
+from zerocalc.cli import app
+from zerocalc.topology.mapping import topology_to_toml
+from zerocalc.topology.presets import PRESETS
 
 H20 = "alltoall_perf-4xH20-3e-2vms-2pernode-roce-nccl2.26.5.txt"
 BCAST = "broadcast_perf-2xA100-PCIE-40GB-2nodes-ib-hdr-1G-8G-nccl2.16.5.txt"
 SENDRECV = "sendrecv_perf-2xA100-PCIE-40GB-2nodes-ib-hdr-1G-8G-nccl2.16.5.txt"
 RS = "reduce_scatter_perf-2xA100-PCIE-40GB-2nodes-ib-hdr-1M-1G-nccl2.16.5.txt"
+SNELLIUS = {"all_gather": "all_gather_perf-8xH100-snellius-2nodes-4pernode-nccl2.22.3.log",
+            "reduce_scatter": "reduce_scatter_perf-8xH100-snellius-2nodes-4pernode-nccl2.22.3.log"}
 #: the A100 PCIe pair's files → (check's op, rows)
 PAIR = {BCAST: ("broadcast", 15), SENDRECV: ("sendrecv", 15), RS: ("reduce_scatter", 103)}
 
@@ -47,6 +57,11 @@ def stated_versions(name):
         if "version" in f and f[f.index("version") - 1] == "NCCL" and "+cuda" in line:
             out.append(f[f.index("version") + 1].split("+")[0])
     return out
+
+
+def moved_rows(name):
+    """The rows of :func:`file_rows` with bytes to move (a zero-size row is no call)."""
+    return [r for r in file_rows(name) if r[0] > 0]
 
 
 def busbw(name):
@@ -153,3 +168,63 @@ def test_a100_pcie_pair_two_way_runs_are_a_miss(name):
     ratios = [r["ratio"] for r in sweep["rows"]]
     assert all(0.3 <= x <= 0.65 for x in ratios), ratios
     assert median_size_ratio(sweep) < 0.8
+
+
+# --- 2 hosts of 4 "NVIDIA H100" (no preset): refused, priced on the user's TOML -------------------------
+
+
+@pytest.mark.parametrize("op", sorted(SNELLIUS))
+def test_h100_4gpu_hosts_are_read_as_their_lines_say(op):
+    """8 ranks, 4 on each of gcn151 and gcn154, ``NVIDIA H100`` (no ``80GB HBM3``: not the HGX 8-GPU board's
+    module); NCCL 2.22.3 on each process's INFO line; no NVLink SHARP on any GPU (NCCL's ``NVLS multicast
+    support is not available`` on all 8); between hosts 4 IB NICs (``NET/IB/1`` to ``/4``), within a host
+    P2P; 31 rows, the first 4 of size 0 (no call)."""
+    name = SNELLIUS[op]
+    devices = device_lines(name)
+    assert len(devices) == 8 and {g for _, g in devices} == {"NVIDIA H100"}
+    assert sorted({h for h, _ in devices}) == ["gcn151", "gcn154"]
+    assert [h for h, _ in devices].count("gcn151") == 4
+    assert stated_versions(name) == ["2.22.3"] * 8
+    assert sum("NVLS multicast support is not available" in e for e in lines(name)) == 8
+    vias = [e.split(" via ")[1].split()[0] for e in lines(name) if " via " in e]
+    assert {v.split("/")[2].split("(")[0] for v in vias if v.startswith("NET/IB/")} == {"1", "2", "3", "4"}
+    assert {v for v in vias if not v.startswith("NET/")} == {"P2P/CUMEM"}
+    assert len(file_rows(name)) == 31 and len(moved_rows(name)) == 27
+
+
+@pytest.mark.parametrize("op", sorted(SNELLIUS))
+def test_h100_4gpu_hosts_without_topology_ask_for_it(op):
+    """No preset describes ``NVIDIA H100`` nodes of 4: exit 2, one line naming the file and --topology."""
+    path = DATA / SNELLIUS[op]
+    res = runner.invoke(app, ["check", str(path)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    (line,) = res.output.strip().splitlines()
+    assert "--topology" in line and str(path) in line and "NVIDIA H100" in line
+
+
+def four_gpu_toml(tmp_path):
+    """The user's TOML for these hosts: dgx-h100's H100 SXM5 figures (18 NVLink4 links a GPU, NCCL's
+    tables for compute capability 9.0), 4 GPUs a node, no NVSwitch (no NVLS, as the files' lines say),
+    4 NICs of 200 Gb/s (the files' 4 IB devices; ``Rate: 200`` on each of the 4 active ports in the
+    repository's ``runs/2nodes/ib_speed.txt``, ibstat on the same hosts)."""
+    text = topology_to_toml(PRESETS["dgx-h100"])
+    for old, new in (('name = "dgx-h100"', 'name = "h100-4gpu"'), ("gpus_per_node = 8", "gpus_per_node = 4"),
+                     ("nvswitch_gen = 3", "nvswitch_gen = 0"), ("nics_per_node = 8", "nics_per_node = 4"),
+                     ("nic_Gbps = 400.0", "nic_Gbps = 200.0"), ("bw_GBps = 400.0", "bw_GBps = 100.0"),
+                     ('in_network_reduction = ["nvls"]', "in_network_reduction = []")):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "h100-4gpu.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("op", sorted(SNELLIUS))
+def test_h100_4gpu_hosts_on_the_users_toml_are_within_both_bands(tmp_path, op):
+    """On that TOML: 0.91-1.60x at every size, 1.10-1.12x at the median size. From 128 MiB the calls move
+    90-98 GB/s of bus bandwidth (out-of-place), near the 4 NICs' 100 GB/s."""
+    big = [b for size, (b, _) in busbw(SNELLIUS[op]).items() if size >= 128 << 20]
+    assert len(big) == 7 and all(90 <= b <= 100 for b in big)
+    sweep = check_json(SNELLIUS[op], "--topology", str(four_gpu_toml(tmp_path)), counted=moved_rows)
+    assert (sweep["op"], sweep["group_size"], sweep["nccl_version"]) == (op, 8, "2.22.3")
+    assert_within_both_bands(sweep)
