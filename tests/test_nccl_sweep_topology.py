@@ -203,9 +203,10 @@ def _pcie_card_over_efa(path, gpu):
 
 
 #: the element types an nccl-tests row names after its size and count (``src/common.cu`` ``test_typenames``;
-#: "char" and "int" before NCCL 2, "bfloat16" from NCCL 2.10; the fp8 names of later releases)
+#: "char" and "int" before NCCL 2, "bfloat16" from NCCL 2.10; the fp8 names of later releases, and
+#: rccl-tests' own fp8 names, ROCm/rccl-tests ``src/common.cu``)
 ROW_TYPES = {"char", "int", "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
-             "bfloat16", "f8e4m3", "f8e5m2"}
+             "bfloat16", "f8e4m3", "f8e5m2", "fp8_e4m3", "fp8_e5m2"}
 
 
 def has_rows(path):

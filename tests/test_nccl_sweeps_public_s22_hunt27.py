@@ -8,6 +8,10 @@ source):
   Python script that prints it through the ``rich`` library, its ``rccl-tests: Version`` line wrapped in
   that library's ``[green]…[/green]`` markup.
 
+And a reader fix: rccl-tests prints its fp8 types as ``fp8_e4m3`` and ``fp8_e5m2`` (nccl-tests: ``f8e4m3``,
+``f8e5m2``), which were refused; tested on a bundled rccl-tests run's rows printed as rccl-tests prints them
+for those types.
+
 What each test expects is counted from the file itself by a plain split, not through zerocalc: its rows
 (size, out-of-place µs, in-place µs), its '# Rank' lines, its ``# nThread`` line, the ranks its busbw/algbw
 gives (2(n-1)/n for an all-reduce). The bands are issue 11's (0.5-2x at every size, 0.8-1.25x at the median
@@ -133,3 +137,37 @@ def test_the_markup_around_the_rccl_tests_line_changes_nothing(tmp_path):
         sweeps.append({k: v for k, v in sweep.items() if k not in ("file", "notes")})
     assert sweeps[0] == sweeps[1]
     assert Path(plain).read_text().count("rccl-tests: Version ") == 1
+
+
+#: a bundled rccl-tests run (8 MI300X, one process a GPU, float rows)
+RCCL_FLOAT = "all_reduce_perf-8xMI300X-1node-rccl-tests.txt"
+
+
+def as_fp8_rows(text, name):
+    """``text`` with each float row printed as rccl-tests prints a row of the 1-byte type ``name``: the
+    same size, its count the size (one byte an element), the type column ``name``."""
+    out = []
+    for line in text.splitlines(True):
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit() and f[2] == "float":
+            line = f"{f[0]:>12}  {f[0]:>12}  {name:>8}  " + "  ".join(f[3:]) + "\n"
+        out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("name", ["fp8_e4m3", "fp8_e5m2"])
+def test_rccl_tests_fp8_rows_are_read(tmp_path, name):
+    """rccl-tests names its fp8 types ``fp8_e4m3`` and ``fp8_e5m2`` (ROCm/rccl-tests ``src/common.cu``
+    ``test_typenames``, commit 21e59fb "Enable fp8 support (#63)"), where nccl-tests prints ``f8e4m3`` and
+    ``f8e5m2``: a run with ``-d fp8_e4m3`` (or ``-d all``) was refused ("type 'fp8_e4m3' is not an nccl-tests
+    data type"); its rows are now read as the 1-byte types they are, sizes and times as the file prints
+    them."""
+    path = tmp_path / RCCL_FLOAT
+    path.write_text(as_fp8_rows((DATA / RCCL_FLOAT).read_text(), name))
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert (sweep["op"], sweep["group_size"], sweep["dtype"]) == ("all_reduce", 8, name.replace("_", ""))
+    rows = file_rows(RCCL_FLOAT)
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in rows]
+    assert [r["measured_s"] for r in sweep["rows"]] == pytest.approx([t * 1e-6 for _, t, _ in rows])

@@ -225,12 +225,15 @@ NCCL_TESTS_OPS: Final[dict[str, tuple[str, str, str, str]]] = {
     "hypercube": ("other", "1", "p", "1"),
 }
 
-#: nccl-tests ``type`` column → canonical dtype.
+#: nccl-tests ``type`` column → canonical dtype. rccl-tests names its fp8 types ``fp8_e4m3`` and ``fp8_e5m2``
+#: (ROCm/rccl-tests ``src/common.cu`` ``test_typenames``, from commit 21e59fb "Enable fp8 support (#63)",
+#: Mar 2024), where nccl-tests prints ``f8e4m3`` and ``f8e5m2``.
 NCCL_TESTS_DTYPES: Final[dict[str, str]] = {
     "int8": "int8", "char": "int8", "uint8": "uint8", "int32": "int32", "int": "int32",
     "uint32": "uint32", "int64": "int64", "uint64": "uint64", "half": "fp16", "float16": "fp16",
     "float": "fp32", "float32": "fp32", "double": "fp64", "float64": "fp64",
     "bfloat16": "bf16", "f8e4m3": "fp8e4m3", "f8e5m2": "fp8e5m2",
+    "fp8_e4m3": "fp8e4m3", "fp8_e5m2": "fp8e5m2",
 }
 
 # ---------------------------------------------------------------------------
