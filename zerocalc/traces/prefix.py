@@ -44,14 +44,37 @@ _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PYLOG = (_LEVEL + r":[\w.\-]+:"
           r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[ \t]+-[ \t]+[\w.\-]+)?[ \t]+-[ \t]+"
           + _LEVEL + r"[ \t]+-(?=[ \t]|$)")
+#: A logging library's or launcher's head that names a level (no row's or header's cell is a level's name),
+#: and more than the level, which alone could be a column a table put before the rows: the level, bare or
+#: bracketed, then a time (vLLM's ``INFO 03-01 12:00:01``, ``INFO 2025-03-01 12:00:01``), a ``[file.py:42]``
+#: / ``file.py:42]`` source or a `` -`` / ``:`` (``INFO - ``, ``WARNING: ``); a time then the level
+#: (``%(asctime)s %(levelname)s``: ``2025-03-01 12:00:01,123 INFO ``); a name and the level between `` - ``
+#: (``%(name)s - %(levelname)s - ``: ``distributed.nanny - INFO - ``); the time and level in one bracket
+#: (``[2025-03-01T12:00:01Z INFO]``, ``[INFO 12:00:01]``); loguru's ``| INFO     | module:func:12 -`` after
+#: its time; glog / absl's ``I0301 12:00:01.123456 12345 file.py:42]``. A bar ``|`` after the level is never
+#: taken (a Markdown table's row starts with one), save loguru's, which a source and `` -`` follow.
+_DT = r"(?:\d{4}[-/]\d\d[-/]\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_LEVELS = r"(?:TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_LEVEL = r"(?:\[" + _LEVELS + r"\]|" + _LEVELS + r")"
+_SOURCE = r"[\w.\-/<>]+(?::[\w.<>]+)*:\d+"
+_SEP = r"[ \t]*[-:](?=[ \t]|$)"
+_LOGHEAD = (_LEVEL + r"(?:[ \t]+(?:\d\d-\d\d[ \t])?" + _DT
+            + r"(?:[ \t]+\[?" + _SOURCE + r"\])?(?:" + _SEP + r")?"
+            r"|[ \t]+\[?" + _SOURCE + r"\](?:" + _SEP + r")?|" + _SEP + r")"
+            r"|" + _DT + r"[ \t]+" + _LEVEL + r"(?:" + _SEP + r")?(?=[ \t]|$)"
+            r"|[\w.\-]*[A-Za-z][\w.\-]*[ \t]+-[ \t]+" + _LEVELS + r"[ \t]+-(?=[ \t]|$)"
+            r"|\[(?:" + _DT + r"[ \t]+" + _LEVELS + r"|" + _LEVELS + r"[ \t]+" + _DT + r")\]"
+            r"|\|[ \t]*" + _LEVELS + r"[ \t]*\|[ \t]*" + _SOURCE + r"[ \t]+-(?=[ \t]|$)"
+            r"|[IWEF]\d{4}[ \t]\d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+" + _SOURCE + r"\]")
 #: A time a timestamping filter puts before each line (moreutils ``ts``: ``%b %d %H:%M:%S`` by default, any
 #: ``strftime`` format given it, as ``[%Y-%m-%d %H:%M:%S]``; ``ts -i`` / ``-s``: the time since the last line
 #: or the start, ``%H:%M:%S``, fractions with ``%.S``), bracketed or not: a date and a time, or a time alone.
-_WHEN = (r"(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]{1,2}\d{1,2}[ \t]|\d{4}-\d\d-\d\d[ T])?"
+_WHEN = (r"(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]{1,2}\d{1,2}[ \t]"
+         r"|\d{4}[-/]\d\d[-/]\d\d[ T])?"
          r"\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _STAMP = r"\[" + _WHEN + r"\][ \t]|" + _WHEN + r"[ \t]"
 #: One or more prefixes at the start of a line, and the one space that follows each.
-_ONE = (_SYSLOG + "|" + _PYLOG + "|" + _STAMP
+_ONE = (_SYSLOG + "|" + _PYLOG + "|(?:" + _LOGHEAD + r")[ \t]*|" + _STAMP
         + r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
         r"(?:[ \t]std(?:out|err)[ \t][PF](?=[ \t]|$)|(?=[ \t]))"
         r"|[\w.\-]*[A-Za-z][\w.\-]*(?:[-_]\d+[ \t]+|[ \t]{2,})\|(?=[ \t\x1b]|$)|\x1b\[[0-9;]*m"
