@@ -49,6 +49,12 @@ _TESTS_HEADER = re.compile(
     rb"^#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\b|^#\s*Using devices\s*$|^#\s*nccl-tests version\b"
     rb"|^#\s*Collective test starting\b|^#\s+size\s+count\s+type\s+(?:\S+\s+){0,3}time\s+algbw\s+busbw\b"
     rb"|(?<![\w-])[a-z][a-z_]*_perf(?:_mpi)?[ \t]+-[A-Za-z]", re.M)
+#: An nccl-tests table pasted as Markdown (:mod:`zerocalc.traces.nccl_tests_markdown`): a header row whose
+#: first cells are ``size``, ``count`` and ``type`` and whose later ones name ``time``, ``algbw`` and
+#: ``busbw`` (with units or sides: ``Message Size (GB)``, ``Out-of-place time (us)``), over its delimiter row.
+_MD_HEADER = re.compile(
+    rb"^[ \t]*\|[^\n|]*\bsize\b[^\n|]*\|[^\n|]*\bcount\b[^\n|]*\|[^\n|]*\btype\b[^\n|]*\|"
+    rb"[^\n]*\btime\b[^\n]*\balg ?bw\b[^\n]*\bbus ?bw\b[^\n]*\n[ \t]*\|[ \t]*:?-", re.M | re.I)
 _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
 
 
@@ -162,7 +168,8 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
     head = body
     if _DS.search(head):
         return "deepspeed_comms"
-    if _PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head) or _PERF_COLUMNS.search(head):
+    if (_PERF_ROW.search(head) or b"_perf" in head and _PERF_HEADER.search(head) or _PERF_COLUMNS.search(head)
+            or b"|" in head and _MD_HEADER.search(head)):
         return "nccl_tests"
     if _NCCL_ANY.search(head):
         return "nccl_log"  # an NCCL log without COLL lines (yet): parses to no rows

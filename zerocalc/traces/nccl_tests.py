@@ -39,6 +39,7 @@ from typing import Any, TextIO
 from zerocalc.traces.busbw import listed_ranks_cut
 from zerocalc.traces.launch_env import settings_in
 from zerocalc.traces.nccl_info import NETWORK_EVIDENCE, InfoFacts
+from zerocalc.traces.nccl_tests_markdown import Tables
 from zerocalc.traces.nccl_tests_op import inplace_checked, op_from_table, table_contradicts
 from zerocalc.traces.nccl_tests_rows import Layout, RowJoiner, dated_by_root, parse_header
 from zerocalc.traces.nccl_tests_rows import cputime_refusal as cputime_refusal  # its home before the split
@@ -304,7 +305,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
     not fit goes to ``res``'s skip log, or raises in strict mode)."""
     state = _Runs()
     rows, after_rank = RowJoiner(file, strict, res.skipped), False
-    wrapped = Wrapped()
+    wrapped, tables = Wrapped(), Tables()
     for lineno, line in enumerate(stream, 1):
         if "\x1b" in line:  # a terminal's codes around or inside the line (TERMINAL_CODES)
             line = TERMINAL_CODES.sub("", line)
@@ -314,6 +315,9 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         if line.lstrip().startswith("rccl-tests: Version"):  # rccl-tests' own line, not a launcher's prefix
             payload = line.strip()
         if not payload:
+            tables.end()
+            continue
+        if payload[0] == "|" and tables.take(payload, lineno, file, state, rows, strict, res.skipped):
             continue
         if wrapped.rest_of_line(state, line, payload, lineno):
             continue

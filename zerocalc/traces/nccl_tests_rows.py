@@ -238,6 +238,13 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
     return rec
 
 
+def cells_of(toks: list[str], layout: Layout, file: str, lineno: int | None) -> dict[str, Any]:
+    """One row's cells ``toks`` (already split, a blank ``redop`` as ``""``) read by ``layout``, as a text
+    row's are; :class:`TraceFormatError` when a cell does not fit its column (the Markdown tables of
+    :mod:`zerocalc.traces.nccl_tests_markdown`)."""
+    return _cells(toks, layout, file, lineno)
+
+
 def parse_row(line: str, *, file: str = "<line>", lineno: int | None = None,
               layout: Layout | None = None) -> dict[str, Any] | None:
     """One result row → dict of its layout's fields; ``None`` for comments and other lines.
