@@ -209,8 +209,10 @@ def _bytes(size: str, toks: list[str], layout: Layout, file: str, lineno: int) -
         value = float(number)
     except ValueError:
         return size  # the row's reader refuses it
-    if unit in _BINARY:
-        out = value * _BINARY[unit]
+    if unit not in _BINARY and unit not in _EITHER:
+        raise TraceFormatError(file, lineno, f"size {size!r}: unit {unit!r} is not one zerocalc reads")
+    if unit in _BINARY or value == 0:
+        out = value * _BINARY.get(unit, 1)
         if out != int(out):
             raise TraceFormatError(file, lineno, f"size {size!r} is not a whole number of bytes")
         return str(int(out))
@@ -276,7 +278,7 @@ class Tables:
 
     def take(self, payload: str, lineno: int, file: str, state: Any, rows: Any, strict: bool,
              skipped: SkipLog) -> bool:
-        """Whether a line opening with ``|`` belongs to an nccl-tests table (:meth:`feed`), given to the
+        """Whether a line belongs to an nccl-tests table (:meth:`feed`; another line ends one), given to the
         reader's runs ``state`` (its header the run's layout, after ``rows`` are flushed; its rows the run's
         rows); a row that does not fit goes to ``skipped``, or raises in strict mode."""
         try:
