@@ -48,11 +48,12 @@ _PYLOG = (_LEVEL + r":[\w.\-]+:"
 #: and more than the level, which alone could be a column a table put before the rows: the level, bare or
 #: bracketed, then a time (vLLM's ``INFO 03-01 12:00:01``, ``INFO 2025-03-01 12:00:01``), a ``[file.py:42]``
 #: / ``file.py:42]`` source or a `` -`` / ``:`` (``INFO - ``, ``WARNING: ``); a time then the level
-#: (``%(asctime)s %(levelname)s``: ``2025-03-01 12:00:01,123 INFO ``); a name and the level between `` - ``
-#: (``%(name)s - %(levelname)s - ``: ``distributed.nanny - INFO - ``); the time and level in one bracket
-#: (``[2025-03-01T12:00:01Z INFO]``, ``[INFO 12:00:01]``); loguru's ``| INFO     | module:func:12 -`` after
-#: its time; glog / absl's ``I0301 12:00:01.123456 12345 file.py:42]``. A bar ``|`` after the level is never
-#: taken (a Markdown table's row starts with one), save loguru's, which a source and `` -`` follow.
+#: (``%(asctime)s %(levelname)s``: ``2025-03-01 12:00:01,123 INFO ``); a logger's dotted name and the
+#: level between `` - `` (``%(name)s - %(levelname)s - ``: ``distributed.nanny - INFO - ``); the time and
+#: level in one bracket (``[2025-03-01T12:00:01Z INFO]``, ``[INFO 12:00:01]``); loguru's ``| INFO     |
+#: module:func:12 -`` after its time; glog / absl's ``I0301 12:00:01.123456 12345 file.py:42]``. A bar ``|``
+#: after the level is never taken (a Markdown table's row starts with one), save loguru's, which a source
+#: and `` -`` follow.
 _DT = r"(?:\d{4}[-/]\d\d[-/]\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVELS = r"(?:TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _LEVEL = r"(?:\[" + _LEVELS + r"\]|" + _LEVELS + r")"
@@ -62,7 +63,7 @@ _LOGHEAD = (_LEVEL + r"(?:[ \t]+(?:\d\d-\d\d[ \t])?" + _DT
             + r"(?:[ \t]+\[?" + _SOURCE + r"\])?(?:" + _SEP + r")?"
             r"|[ \t]+\[?" + _SOURCE + r"\](?:" + _SEP + r")?|" + _SEP + r")"
             r"|" + _DT + r"[ \t]+" + _LEVEL + r"(?:" + _SEP + r")?(?=[ \t]|$)"
-            r"|[\w.\-]*[A-Za-z][\w.\-]*[ \t]+-[ \t]+" + _LEVELS + r"[ \t]+-(?=[ \t]|$)"
+            r"|[A-Za-z_][\w.]*[ \t]+-[ \t]+" + _LEVELS + r"[ \t]+-(?=[ \t]|$)"
             r"|\[(?:" + _DT + r"[ \t]+" + _LEVELS + r"|" + _LEVELS + r"[ \t]+" + _DT + r")\]"
             r"|\|[ \t]*" + _LEVELS + r"[ \t]*\|[ \t]*" + _SOURCE + r"[ \t]+-(?=[ \t]|$)"
             r"|[IWEF]\d{4}[ \t]\d\d:\d\d:\d\d\.\d+[ \t]+\d+[ \t]+" + _SOURCE + r"\]")
@@ -80,8 +81,11 @@ _ONE = (_SYSLOG + "|" + _PYLOG + "|(?:" + _LOGHEAD + r")[ \t]*|" + _STAMP
         r"|[\w.\-]*[A-Za-z][\w.\-]*(?:[-_]\d+[ \t]+|[ \t]{2,})\|(?=[ \t\x1b]|$)|\x1b\[[0-9;]*m"
         r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]"
         r"|\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|[\w.\-]+:(?=[ \t])|>(?=[ \t>]|$))[ \t]?")
-PREFIX = re.compile(r"^[ \t]*(?:" + _ONE + r"){1,4}")
-PREFIX_BYTES = re.compile((r"^[ \t]*(?:" + _ONE + r"){1,4}").encode(), re.M)
+#: The blanks before them are taken possessively (``*+``): no prefix starts with a blank, so giving one back
+#: could never help a match, and trying every prefix again at each of a row's leading blanks is most of the
+#: time the pattern takes on a line that has none.
+PREFIX = re.compile(r"^[ \t]*+(?:" + _ONE + r"){1,4}")
+PREFIX_BYTES = re.compile((r"^[ \t]*+(?:" + _ONE + r"){1,4}").encode(), re.M)
 #: A prefix inside a line's body (:func:`inner_tags`).
 _INNER = re.compile(r"\[[^\]\s]*\](?:<std(?:out|err)>)?:?|\([^()\n]*\)|(?<=\s)[\w.\-]+:(?=[ \t])")
 
