@@ -269,3 +269,15 @@ def test_cell_units_zero_size_and_a_line_that_ends_the_table():
                                                                      (1024, pytest.approx(2e-6))]
     (_, line, reason), = res.skipped.examples
     assert line == 4 and "'furlongs'" in reason
+
+
+def test_sides_after_the_names_and_err_columns():
+    # a report script's header (public GitHub shell script writing nccl-tests results as Markdown)
+    head = ("| Size (B) | Count | Type | Redop | Root | Time(us) oop | Algbw oop | Busbw oop | Err oop "
+            "| Time(us) ip | Algbw ip | Busbw ip | Err ip |")
+    text = f"{head}\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{ROW_2022}\n"
+    assert detect_format(text.encode()) == "nccl_tests"
+    (row,) = _read(text).rows
+    assert row["duration_s"] == pytest.approx(12.34e-6)
+    assert row["inplace_duration_s"] == pytest.approx(12.20e-6)
+    assert row["layout"] == "2022"  # 'error' columns, every root -1: a later run's table (dated_by_root)
