@@ -211,8 +211,8 @@ ROW_TYPES = {"char", "int", "int8", "uint8", "int32", "uint32", "int64", "uint64
 
 def has_rows(path):
     """Whether any line holds an nccl-tests row: a size and a count followed by an element type, whatever
-    prefix a launcher put before them (plain split)."""
-    for f in map(str.split, path.read_text().splitlines()):
+    prefix a launcher put before them (plain split; a Markdown table's bars split cells as blanks do)."""
+    for f in (line.replace("|", " ").split() for line in path.read_text().splitlines()):
         triples = zip(f, f[1:], f[2:], strict=False)
         if any(a.isdigit() and b.isdigit() and t in ROW_TYPES for a, b, t in triples):
             return True
