@@ -69,10 +69,10 @@ _MODEL_HELP = _model_help()
 #: a test keeps the two equal).
 TOPOLOGY_PRESETS = ("dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "dgx-b300", "abci-a", "abci-v",
                     "hgx-a800", "hgx-h800", "hgx-h20", "gcp-a3-mega", "gcp-a3-high", "dgx-1-v100",
-                    "gb200-nvl72", "gb300-nvl72", "gh200", "leonardo-booster", "dgx-spark", "aws-p4d",
-                    "aws-p4de", "aws-p5", "aws-p5e", "aws-p5en", "aws-p6-b200", "aws-p6-b300", "pcie-gen3",
-                    "pcie-gen4", "pcie-gen5", "ethernet-100g", "amd-mi300x", "amd-mi325x", "amd-mi350x",
-                    "amd-mi355x", "amd-mi250x", "amd-mi300a")
+                    "gb200-nvl72", "gb300-nvl72", "gh200", "leonardo-booster", "hgx-h100-4gpu", "dgx-spark",
+                    "aws-p4d", "aws-p4de", "aws-p5", "aws-p5e", "aws-p5en", "aws-p6-b200", "aws-p6-b300",
+                    "pcie-gen3", "pcie-gen4", "pcie-gen5", "ethernet-100g", "amd-mi300x", "amd-mi325x",
+                    "amd-mi350x", "amd-mi355x", "amd-mi250x", "amd-mi300a")
 _TOPOLOGY_HELP = f"Preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml file."
 
 #: zerocalc.traces.detect.FORMATS, spelled out: importing zerocalc.traces at start-up would load

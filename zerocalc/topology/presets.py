@@ -125,6 +125,21 @@ _NIC_ON_CPU = ("NCCL's GPU-NIC path is PHB, past its GPUDirect RDMA level (PXB; 
                "ABCI's benchmark scripts, PXB in NCCL's old numbering, paths.cc v2.8.4): through host "
                "memory, no LL128 across nodes")
 
+#: NVIDIA's HGX H100 4-GPU baseboard (NVIDIA technical blog "Introducing NVIDIA HGX H100", 2022: a 4-GPU and
+#: an 8-GPU board, the 8-GPU one's GPUs on four NVSwitches; NVIDIA's list of confidential-computing GPUs names
+#: the 4-GPU board's 64 GB HBM2e, 80 GB HBM3 and 94 GB HBM2e builds): each H100 SXM5's 18 NVLink4 links (H100
+#: datasheet: 900 GB/s both ways) go straight to the other three GPUs, 6 to each (300 GB/s a pair both ways),
+#: no NVSwitch, the GH200 board's mesh (JSC's JUPITER configuration page: 300 GB/s between pairs). NCCL prices
+#: a link at 20.6 GB/s on sm90 (``src/graph/topo.h`` ``SM90_NVLINK_BW``, v2.20 on), 6 × 20.6 = 123.6 GB/s a
+#: pair. On a Snellius gpu_h100 node NCCL 2.22.3 prints ``NVLS multicast support is not available`` on every
+#: GPU (no NVSwitch) and lays its 24 channels over the 6 directed rings of the 4 GPUs (``Channel 00/24 : 0 1
+#: 2 3`` to ``05/24 : 0 3 2 1``, repeating: odissei-benchmarks/nccl-tests ``runs/1node/all_reduce.log``), the
+#: rings a full, even mesh gives (:data:`_GH200_MESH`).
+_H100_4GPU = ("HGX H100 4-GPU board: 18 NVLink4 links per GPU, 6 to each of the other three, no NVSwitch (no "
+              "NVLS); NCCL's figure is 20.6 GB/s a link (topo.h SM90_NVLINK_BW), 123.6 GB/s a pair; NCCL's "
+              "own channels on such a node run the mesh's 6 rings of 4 (odissei-benchmarks/nccl-tests "
+              "runs/1node/all_reduce.log)")
+
 _GH200_MESH = ("18 NVLink4 links per GPU, 6 to each of the other three (no NVSwitch): the 6 rings of 60 GB/s "
                "NCCL's search finds on the mesh, as 18 links give")
 
@@ -316,6 +331,26 @@ PRESETS: dict[str, Topology] = {
                    "331); " + _A100_4GPU,
             gpu="A100 SXM 64GB", compute_capability=80, nvlink_gen=3, nvlinks_per_gpu=12, nvswitch_gen=0,
             pcie_gen=4, nics_per_node=4, nic_Gbps=100.0, cpu_vendor="intel", in_network_reduction=(),
+        ),
+        Topology(
+            "hgx-h100-4gpu",
+            "NVIDIA HGX H100 4-GPU: 4× H100 SXM5 (NVLink4 mesh, no NVSwitch) + 4×200 Gb/s InfiniBand", 4,
+            Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 4 * 200 / 8),
+            source="NVIDIA H100 datasheet: H100 SXM5, 18 NVLink4 links (900 GB/s both ways), PCIe Gen5, "
+                   "compute capability 9.0; the HGX H100 4-GPU board as HPC centres run it: SURF's Snellius "
+                   "gpu_h100 (SURF's Snellius hardware and partition pages: 4× H100 SXM5 94 GB and 2× AMD "
+                   "EPYC 9334, 64 cores a node; NCCL's affinity masks in the runs below, ffffffff and "
+                   "ffffffff,00000000: 2 sockets of 32; the CUDA device name 'NVIDIA H100'), whose 4 "
+                   "InfiniBand ports each read 'Rate: 200' in ibstat (odissei-benchmarks/nccl-tests "
+                   "runs/2nodes/ib_speed.txt) and carry NCCL's NET/IB/1 to /4 between hosts in the same "
+                   "repository's runs; KU Leuven's wICE gpu_h100 (4× H100 80 GB HBM3 with NVLink, 2× AMD "
+                   "EPYC 9334: hpcleuven/VscDocumentation source/leuven/tier2_hardware/wice_hardware.rst); "
+                   "BSC's MareNostrum 5 ACC (BullSequana XH3000, 4× H100 64 GB, 2× Intel Sapphire Rapids). "
+                   "CPU taken as AMD, the Genoa hosts of the first two (NCCL's network overhead is 2 µs a "
+                   "post on AMD, 1 on Intel: tuning.cc getNetOverhead). " + _H100_4GPU,
+            gpu="H100 SXM5 (4-GPU board)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
+            nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="amd",
+            in_network_reduction=(),
         ),
         Topology(
             "dgx-spark", "NVIDIA DGX Spark: one GB10 (Blackwell, unified memory) + ConnectX-7 200 Gb/s",
