@@ -66,6 +66,8 @@ PRESET_OF = {"NVIDIA H100 80GB HBM3": "dgx-h100", "NVIDIA H200": "dgx-h200", "NV
              "NVIDIA A100 80GB PCIe": "pcie-gen4",  # the A100 PCIe card's product page: PCIe 4.0 x16
              # the custom A100 64 GB of Leonardo's Booster nodes (CINECA's overview), 4 on an NVLink mesh
              "NVIDIA A100-SXM-64GB": "leonardo-booster",
+             # a plain H100 (no '80GB HBM3'): the 64/94 GB SXM5 module of the HGX H100 4-GPU board
+             "NVIDIA H100": "hgx-h100-4gpu",
              # the China-market RTX PRO 6000 Blackwell derivative (zerocalc.topology.devices): PCIe 5.0 x16
              "NVIDIA RTX 6000D": "pcie-gen5",
              "Tesla T4": "pcie-gen3"}  # NVIDIA's T4 data sheet: PCIe 3.0 x16

@@ -7,7 +7,8 @@ all-reduce (tests/data/traces/README.md names each file's source):
   NCCL's INFO lines among them; no closing ``# Out of bounds`` lines).
 - Two runs of a public benchmark repository (odissei-benchmarks/nccl-tests): an all-gather and a
   reduce-scatter over two hosts of 4 ``NVIDIA H100`` (8 ranks, one process each, ``srun``), 8 B-8 GiB, NCCL
-  2.22.3 by its INFO lines; the repository's scripts run them on Snellius's ``gpu_h100`` nodes.
+  2.22.3 by its INFO lines; the repository's scripts run them on Snellius's ``gpu_h100`` nodes (HGX H100
+  4-GPU boards: the ``hgx-h100-4gpu`` preset).
 - Three runs of a public benchmark repository (thomaslie210/NCCL_Test_Results): two hosts (``n013``,
   ``n014``) of one ``NVIDIA A100-PCIE-40GB`` and one HDR InfiniBand port each, GPUDirect RDMA on, NCCL
   2.16.5 by its own line: a broadcast and a send/receive of 1-8 GiB (15 sizes, steps of 500 MiB) and a
@@ -27,10 +28,11 @@ from sweep_files import (
     device_lines,
     file_rows,
     median_size_ratio,
-    runner,
 )
 
-from zerocalc.cli import app
+from zerocalc.nccl.channels import comm_channels
+from zerocalc.nccl.graph import machine
+from zerocalc.nccl.tables import release_for
 from zerocalc.topology.mapping import topology_to_toml
 from zerocalc.topology.presets import PRESETS
 
@@ -170,7 +172,7 @@ def test_a100_pcie_pair_two_way_runs_are_a_miss(name):
     assert median_size_ratio(sweep) < 0.8
 
 
-# --- 2 hosts of 4 "NVIDIA H100" (no preset): refused, priced on the user's TOML -------------------------
+# --- 2 hosts of 4 "NVIDIA H100": the HGX H100 4-GPU board (hgx-h100-4gpu), and a user's TOML --------------
 
 
 @pytest.mark.parametrize("op", sorted(SNELLIUS))
@@ -193,13 +195,34 @@ def test_h100_4gpu_hosts_are_read_as_their_lines_say(op):
 
 
 @pytest.mark.parametrize("op", sorted(SNELLIUS))
-def test_h100_4gpu_hosts_without_topology_ask_for_it(op):
-    """No preset describes ``NVIDIA H100`` nodes of 4: exit 2, one line naming the file and --topology."""
-    path = DATA / SNELLIUS[op]
-    res = runner.invoke(app, ["check", str(path)])
-    assert res.exit_code == 2 and "Traceback" not in res.output
-    (line,) = res.output.strip().splitlines()
-    assert "--topology" in line and str(path) in line and "NVIDIA H100" in line
+def test_h100_4gpu_hosts_without_topology_get_the_4gpu_board(op):
+    """With no option: ``hgx-h100-4gpu`` (a plain ``NVIDIA H100``, 4 a host: the HGX H100 4-GPU board's
+    module), its 4 GPUs a node the file's 4 a host, the first line saying why; NCCL 2.22.3 as the file
+    states; the 27 sizes with bytes to move priced."""
+    sweep = check_json(SNELLIUS[op], counted=moved_rows)
+    assert (sweep["op"], sweep["group_size"], sweep["topology"]) == (op, 8, "hgx-h100-4gpu")
+    assert (sweep["nccl_version"], sweep["nccl_version_how"]) == ("2.22.3", "stated by the file")
+    how = sweep["topology_how"]
+    assert how.startswith("from the file's device lines: NVIDIA H100, 4 per host, 2 hosts")
+    assert "HGX H100 4-GPU" in how and "80GB HBM3" in how
+    assert len(sweep["rows"]) == 27
+
+
+@pytest.mark.parametrize("op", sorted(SNELLIUS))
+def test_h100_4gpu_hosts_on_their_preset_are_within_both_bands(op):
+    """A regression guard: on hgx-h100-4gpu (AMD hosts, as Snellius's) 1.01-1.60x at every size, 1.17-1.19x
+    at the median size (the small sizes' Ring/LL and LL128 above their time, as on the user's TOML)."""
+    assert_within_both_bands(check_json(SNELLIUS[op], counted=moved_rows))
+
+
+@pytest.mark.parametrize("op", sorted(SNELLIUS))
+def test_h100_4gpu_hosts_use_the_channels_their_nccl_prints(op):
+    """Their NCCL prints ``8 coll channels`` on each of the 8 processes (``comm->nChannels`` across 2 nodes
+    of 4: 4 rings of the 4 NICs, doubled); the preset's model of NCCL's graph gives the same count."""
+    counts = {int(e.split("NCCL INFO ")[1].split()[0]) for e in lines(SNELLIUS[op]) if "coll channels," in e}
+    assert counts == {8}
+    release, _ = release_for("2.22.3")
+    assert comm_channels(machine(PRESETS["hgx-h100-4gpu"], 8, release), release).coll_channels == 8
 
 
 def four_gpu_toml(tmp_path):

@@ -17,6 +17,9 @@ in the public outputs of Azure's and OCI's H200 nodes):
   custom A100 of Leonardo's Booster nodes (CINECA's hardware overview: 4 a node; ``NVIDIA A100-SXM-64GB`` in
   NVIDIA/nccl-tests issue 331, NV4 between each pair), → ``leonardo-booster``, whose NVLink mesh gives a pair
   4 links, not the NVSwitch board's 12 a GPU;
+* ``NVIDIA H100`` alone (no memory or form after it: the 64 and 94 GB HBM2e SXM5 modules of NVIDIA's HGX H100
+  4-GPU board, as Snellius's gpu_h100 nodes print it in the bundled ``*-8xH100-snellius-*`` runs) →
+  ``hgx-h100-4gpu`` (4 on an NVLink mesh, no NVSwitch); more than 4 a host is refused (no such board);
 * ``H100 80GB HBM3`` (the SXM5 module) → ``dgx-h100``; on AWS ``aws-p5``; over GCP's GPUDirect-TCPX
   (an INFO line naming ``GPUDirectTCPX``) ``gcp-a3-high``; over GCP's GPUDirect-TCPXO ``gcp-a3-mega``,
   and so at an A3 Mega VM's PCI slots on every host when no line names the network
@@ -108,6 +111,7 @@ GPU_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bA100-SXM", re.I), "a100-40"),
     (re.compile(r"\bA800-SXM", re.I), "a800"),
     (re.compile(r"\bH100\b.*\bHBM3\b|\bH100[- ]SXM", re.I), "h100"),
+    (re.compile(r"^(?:NVIDIA )?H100$", re.I), "h100-4gpu"),
     (re.compile(r"\bH800\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h800"),
     (re.compile(r"\bH20\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h20"),
     (re.compile(r"\bH200\b(?!.*\b(?:PCIe|NVL)\b)", re.I), "h200"),
@@ -148,6 +152,7 @@ _PRESET_FOR: dict[str, dict[str | None, str]] = {
     "a100-64": {None: "leonardo-booster", "ib": "leonardo-booster"},
     "h100": {None: "dgx-h100", "ib": "dgx-h100", "efa": "aws-p5", "tcpxo": "gcp-a3-mega",
              "tcpx": "gcp-a3-high"},
+    "h100-4gpu": {None: "hgx-h100-4gpu", "ib": "hgx-h100-4gpu"},
     "h200": {None: "dgx-h200", "ib": "dgx-h200", "efa": "aws-p5e"},
     "b200": {None: "dgx-b200", "ib": "dgx-b200", "efa": "aws-p6-b200"},
     "b300": {None: "dgx-b300", "ib": "dgx-b300", "efa": "aws-p6-b300"},
@@ -546,6 +551,9 @@ def _preset(gpu: str, net: str | None, n_hosts: int, where: str, net_how: str,
             extra += (f" (a VM of one GPU: across hosts NCCL's socket transport, through host memory, on one "
                       f"NIC of {SOCKET_NIC_GBPS:g} Gb/s a node, {VM_SOCKET_HOP_US:g} µs a TCP step)")
             return over_sockets(PRESETS[name], vm=True), extra
+        if kind == "h100-4gpu":
+            extra = (" (a plain 'H100', no '80GB HBM3' as the 8-GPU boards' module prints: the 64/94 GB SXM5 "
+                     "module of the HGX H100 4-GPU board, an NVLink mesh without NVSwitch)")
         if name == "dgx-spark" and n_hosts > 1:
             extra = (" (priced with NCCL on both RDMA devices of the ConnectX-7 port, 200 Gb/s a Spark: "
                      "an NCCL_IB_HCA naming one, or TCP sockets, moves less, which the file's lines do not "
