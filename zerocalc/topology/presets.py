@@ -338,16 +338,17 @@ PRESETS: dict[str, Topology] = {
             Link.from_units(_NVLINK_US, 450.0), Link.from_units(_NET_US, 4 * 200 / 8),
             source="NVIDIA H100 datasheet: H100 SXM5, 18 NVLink4 links (900 GB/s both ways), PCIe Gen5, "
                    "compute capability 9.0; the HGX H100 4-GPU board as HPC centres run it: SURF's Snellius "
-                   "gpu_h100 (SURF's Snellius hardware and partition pages: 4× H100 SXM5 94 GB and 2× AMD "
-                   "EPYC 9334, 64 cores a node; NCCL's affinity masks in the runs below, ffffffff and "
-                   "ffffffff,00000000: 2 sockets of 32; the CUDA device name 'NVIDIA H100'), whose 4 "
-                   "InfiniBand ports each read 'Rate: 200' in ibstat (odissei-benchmarks/nccl-tests "
+                   "gpu_h100 (SURF's Snellius partitions page: 4 H100 GPUs and 64 cores a node; NCCL's "
+                   "affinity masks in the runs below, ffffffff and ffffffff,00000000: 2 sockets of 32; "
+                   "the CUDA device name 'NVIDIA H100'), whose 4 InfiniBand ports each read 'Rate: "
+                   "200' in ibstat (odissei-benchmarks/nccl-tests "
                    "runs/2nodes/ib_speed.txt) and carry NCCL's NET/IB/1 to /4 between hosts in the same "
                    "repository's runs; KU Leuven's wICE gpu_h100 (4× H100 80 GB HBM3 with NVLink, 2× AMD "
                    "EPYC 9334: hpcleuven/VscDocumentation source/leuven/tier2_hardware/wice_hardware.rst); "
                    "BSC's MareNostrum 5 ACC (BullSequana XH3000, 4× H100 64 GB, 2× Intel Sapphire Rapids). "
-                   "CPU taken as AMD, the Genoa hosts of the first two (NCCL's network overhead is 2 µs a "
-                   "post on AMD, 1 on Intel: tuning.cc getNetOverhead). " + _H100_4GPU,
+                   "CPU taken as AMD: wICE's Genoa hosts, whose 2 sockets of 32 cores Snellius's masks "
+                   "match (NCCL's network overhead is 2 µs a post on AMD, 1 on Intel: tuning.cc "
+                   "getNetOverhead). " + _H100_4GPU,
             gpu="H100 SXM5 (4-GPU board)", compute_capability=90, nvlink_gen=4, nvlinks_per_gpu=18,
             nvswitch_gen=0, pcie_gen=5, nics_per_node=4, nic_Gbps=200.0, cpu_vendor="amd",
             in_network_reduction=(),
