@@ -281,3 +281,46 @@ def test_sides_after_the_names_and_err_columns():
     assert row["duration_s"] == pytest.approx(12.34e-6)
     assert row["inplace_duration_s"] == pytest.approx(12.20e-6)
     assert row["layout"] == "2022"  # 'error' columns, every root -1: a later run's table (dated_by_root)
+
+
+def _pipeless(line):
+    """A Markdown table line without its outer pipes, as GitHub Flavored Markdown allows."""
+    return line.strip().strip("|").strip()
+
+
+def test_table_without_outer_pipes_reads_as_with_them():
+    delim = "|" + "---|" * 13
+    second = ROW_2022.replace("1048576 | 262144", "2097152 | 524288")
+    piped = f"{HEAD_2022}\n{delim}\n{ROW_2022}\n{second}\n"
+    bare = "\n".join(_pipeless(x) for x in piped.splitlines()) + "\n"
+    assert not bare.startswith("|") and "\n|" not in bare
+    assert detect_format(bare.encode()) == "nccl_tests"
+    rows = _read(bare).rows
+    assert [(r["size_bytes"], r["count"], r["root"]) for r in rows] == [(1048576, 262144, -1),
+                                                                       (2097152, 524288, -1)]
+    assert [r["duration_s"] for r in rows] == [r["duration_s"] for r in _read(piped).rows]
+
+
+def test_bundled_gb300_table_without_outer_pipes(tmp_path):
+    """The bundled table's lines with their outer pipes taken off give the same rows (counted by a plain
+    split of the bundled file)."""
+    text = "\n".join(_pipeless(x) if x.startswith("|") else x
+                     for x in (DATA / GB300).read_text().splitlines()) + "\n"
+    path = tmp_path / GB300
+    path.write_text(text)
+    res = runner.invoke(app, ["check", str(path), "--format", "json", "--topology", "gb300-nvl72"])
+    assert res.exit_code == 0, res.output
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert [r["bytes"] for r in sweep["rows"]] == [c * 4 for _, c, _, _ in markdown_rows(GB300)]
+
+
+def test_pipeless_lines_that_are_not_a_table_are_left_alone():
+    # one pipe is no row; a row of nccl-tests words without its delimiter row opens no table
+    one = "size | count\n"
+    with pytest.raises(TraceFormatError, match="unrecognised"):
+        detect_format(one.encode())
+    no_delim = _pipeless(HEAD_2022) + "\n" + _pipeless(ROW_2022) + "\n"
+    with pytest.raises(TraceFormatError, match="unrecognised"):
+        detect_format(no_delim.encode())
+    text = (DATA / PLAIN).read_text() + "\nsummary: a | b | c\n"
+    assert [r["size_bytes"] for r in _read(text, PLAIN).rows] == [s for s, _, _ in file_rows(PLAIN)]

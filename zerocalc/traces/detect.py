@@ -51,10 +51,11 @@ _TESTS_HEADER = re.compile(
     rb"|(?<![\w-])[a-z][a-z_]*_perf(?:_mpi)?[ \t]+-[A-Za-z]", re.M)
 #: An nccl-tests table pasted as Markdown (:mod:`zerocalc.traces.nccl_tests_markdown`): a header row whose
 #: first cells are ``size``, ``count`` and ``type`` and whose later ones name ``time``, ``algbw`` and
-#: ``busbw`` (with units or sides: ``Message Size (GB)``, ``Out-of-place time (us)``), over its delimiter row.
+#: ``busbw`` (with units or sides: ``Message Size (GB)``, ``Out-of-place time (us)``), over its delimiter row;
+#: the pipes at the ends of a row are optional.
 _MD_HEADER = re.compile(
-    rb"^[ \t]*\|[^\n|]*\bsize\b[^\n|]*\|[^\n|]*\bcount\b[^\n|]*\|[^\n|]*\btype\b[^\n|]*\|"
-    rb"[^\n]*\btime\b[^\n]*\balg ?bw\b[^\n]*\bbus ?bw\b[^\n]*\n[ \t]*\|[ \t]*:?-", re.M | re.I)
+    rb"^[ \t]*\|?[^\n|]*\bsize\b[^\n|]*\|[^\n|]*\bcount\b[^\n|]*\|[^\n|]*\btype\b[^\n|]*\|"
+    rb"[^\n]*\btime\b[^\n]*\balg ?bw\b[^\n]*\bbus ?bw\b[^\n]*\n[ \t]*\|?[ \t]*:?-", re.M | re.I)
 _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
 
 

@@ -317,7 +317,7 @@ def _read_runs(stream: TextIO, file: str, strict: bool, res: ParseResult) -> lis
         if not payload:
             tables.end()
             continue
-        if ((payload[0] == "|" or tables.table is not None)
+        if (("|" in payload or tables.table is not None)
                 and tables.take(payload, lineno, file, state, rows, strict, res.skipped)):
             continue
         if wrapped.rest_of_line(state, line, payload, lineno):

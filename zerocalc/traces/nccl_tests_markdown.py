@@ -55,12 +55,20 @@ _COUNT_UNITS = ("", "elements", "elems", "element")
 _NUMBER = re.compile(r"^([-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))\s*(\S*)$")
 
 
+#: A cell border: a pipe not escaped as ``\\|``.
+_PIPE = re.compile(r"(?<!\\)\|")
+
+
 def cells(payload: str) -> list[str] | None:
-    """The cells of a Markdown table line (one that opens with ``|``), ``\\|`` read as a pipe inside a cell;
-    ``None`` for other lines."""
-    if not payload.startswith("|"):
+    """The cells of a Markdown table line, ``\\|`` read as a pipe inside a cell; ``None`` for other lines.
+    The pipes at either end are optional (GitHub Flavored Markdown spec, "Tables (extension)": ``size |
+    count | type`` is a header row too); a line that does not open with one needs two, as every nccl-tests
+    table has more than three columns."""
+    parts = _PIPE.split(payload)
+    if payload.startswith("|"):
+        parts = parts[1:]
+    elif len(parts) < 3:
         return None
-    parts = re.split(r"(?<!\\)\|", payload)[1:]
     if parts and not parts[-1].strip():
         parts = parts[:-1]
     return [p.strip().replace("\\|", "|") for p in parts]
@@ -252,9 +260,9 @@ class Tables:
         self.pending = self.table = None
 
     def feed(self, payload: str, lineno: int, file: str) -> tuple[str, Any] | None:
-        """What a line starting with ``|`` is: ``("header", (Layout, its line))`` once the delimiter row
-        confirms a header, ``("row", cells)``, ``("skip", None)`` for the table's other lines (the header
-        row, the delimiter, its units); ``None`` for a line of no nccl-tests table. Raises
+        """What a line with cell borders (:func:`cells`) is: ``("header", (Layout, its line))`` once the
+        delimiter row confirms a header, ``("row", cells)``, ``("skip", None)`` for the table's other lines
+        (the header row, the delimiter, its units); ``None`` for a line of no nccl-tests table. Raises
         :class:`TraceFormatError` for a body row that does not fit its header."""
         row = cells(payload)
         if row is None:
