@@ -143,3 +143,30 @@ def assert_read_as_counted(sweep, lines, op, preset, hosts):
     assert len({h for _, h, _ in lines}) == hosts
     assert (sweep["op"], sweep["group_size"], sweep["topology"]) == (op, len(lines), preset)
     assert f"{len(lines) // hosts} per host, {hosts} host" in sweep["topology_how"]
+
+
+def lines(name):
+    """The file's lines."""
+    return (DATA / name).read_text().splitlines()
+
+
+def stated_versions(name):
+    """The X of each ``NCCL version X+cudaY`` the file prints (bare, or after ``NCCL INFO``), by a plain
+    split."""
+    out = []
+    for line in lines(name):
+        f = line.split()
+        if "version" in f and f[f.index("version") - 1] == "NCCL" and "+cuda" in line:
+            out.append(f[f.index("version") + 1].split("+")[0])
+    return out
+
+
+def nthread_field(name, key):
+    """The value after ``key`` on the file's ``# nThread`` line, by a plain split."""
+    f = next(e for e in lines(name) if e.lstrip().startswith("# nThread")).split()
+    return f[f.index(key) + 1]
+
+
+def moved_rows(name):
+    """The rows of :func:`file_rows` with bytes to move (a zero-size row is no call)."""
+    return [r for r in file_rows(name) if r[0] > 0]

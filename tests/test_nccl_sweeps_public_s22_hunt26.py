@@ -22,12 +22,14 @@ regression guard where met; the A100 PCIe pair's two-way runs are a miss, guarde
 
 import pytest
 from sweep_files import (
-    DATA,
     assert_within_both_bands,
     check_json,
     device_lines,
     file_rows,
+    lines,
     median_size_ratio,
+    moved_rows,
+    stated_versions,
 )
 
 from zerocalc.nccl.channels import comm_channels
@@ -46,24 +48,7 @@ SNELLIUS = {"all_gather": "all_gather_perf-8xH100-snellius-2nodes-4pernode-nccl2
 PAIR = {BCAST: ("broadcast", 15), SENDRECV: ("sendrecv", 15), RS: ("reduce_scatter", 103)}
 
 
-def lines(name):
-    return (DATA / name).read_text().splitlines()
 
-
-def stated_versions(name):
-    """The X of each ``NCCL version X+cudaY`` the file prints (bare, or after ``NCCL INFO``), by a plain
-    split."""
-    out = []
-    for line in lines(name):
-        f = line.split()
-        if "version" in f and f[f.index("version") - 1] == "NCCL" and "+cuda" in line:
-            out.append(f[f.index("version") + 1].split("+")[0])
-    return out
-
-
-def moved_rows(name):
-    """The rows of :func:`file_rows` with bytes to move (a zero-size row is no call)."""
-    return [r for r in file_rows(name) if r[0] > 0]
 
 
 def busbw(name):

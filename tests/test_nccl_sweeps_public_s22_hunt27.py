@@ -31,7 +31,9 @@ from sweep_files import (
     check_json,
     device_lines,
     file_rows,
+    lines,
     median_size_ratio,
+    nthread_field,
     old_layout_rows,
     runner,
 )
@@ -46,14 +48,6 @@ ROWS = {T4: old_layout_rows, MI300X: file_rows}
 PRESET = {T4: ("pcie-gen3", "NCCL"), MI300X: ("amd-mi300x", "RCCL")}
 
 
-def lines(name):
-    return (DATA / name).read_text().splitlines()
-
-
-def nthread_field(name, key):
-    """The value after ``key`` on the file's ``# nThread`` line, by a plain split."""
-    f = next(e for e in lines(name) if e.lstrip().startswith("# nThread")).split()
-    return f[f.index(key) + 1]
 
 
 def busbw_ranks(name):

@@ -29,7 +29,9 @@ from sweep_files import (
     check_json,
     device_lines,
     file_rows,
+    lines,
     median_size_ratio,
+    nthread_field,
     runner,
 )
 
@@ -41,14 +43,6 @@ SPARK_A2A = "alltoall_perf-2xGB10-2nodes-roce-2ifaces-rows-only.txt"
 EXPECTED = {CRUSOE_GB200: ("all_reduce", "gb200-nvl72")}
 
 
-def lines(name):
-    return (DATA / name).read_text().splitlines()
-
-
-def nthread_field(name, key):
-    """The value after ``key`` on the file's ``# nThread`` line, by a plain split."""
-    f = next(e for e in lines(name) if e.lstrip().startswith("# nThread")).split()
-    return f[f.index(key) + 1]
 
 
 def library_code(name):

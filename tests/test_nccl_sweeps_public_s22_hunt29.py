@@ -17,12 +17,14 @@ regression guard where met; the one row a file's own two columns disagree on is 
 
 import pytest
 from sweep_files import (
-    DATA,
     assert_within_both_bands,
     check_json,
     device_lines,
     file_rows,
+    lines,
     median_size_ratio,
+    moved_rows,
+    stated_versions,
 )
 
 from zerocalc.nccl.channels import comm_channels
@@ -39,23 +41,7 @@ AR100 = "all_reduce_perf-8xH100-snellius-2nodes-4pernode-n100-nccl2.22.3.log"
 TWO_HOSTS = {AR20: 20, AR100: 100}
 
 
-def lines(name):
-    return (DATA / name).read_text().splitlines()
 
-
-def stated_versions(name):
-    """The X of each ``NCCL version X+cudaY`` the file prints, by a plain split."""
-    out = []
-    for line in lines(name):
-        f = line.split()
-        if "version" in f and f[f.index("version") - 1] == "NCCL" and "+cuda" in line:
-            out.append(f[f.index("version") + 1].split("+")[0])
-    return out
-
-
-def moved_rows(name):
-    """The rows of :func:`file_rows` with bytes to move (a zero-size row is no call)."""
-    return [r for r in file_rows(name) if r[0] > 0]
 
 
 def split_rows(name):
