@@ -148,10 +148,12 @@ class Table:
 
 def header(row: list[str], lineno: int) -> Table | None:
     """The :class:`Table` a header row opens, ``None`` where its cells are not nccl-tests' columns."""
-    columns = [_column(c) for c in row]
-    if any(c is None for c in columns):
-        return None
-    cols = [c for c in columns if c is not None]
+    cols = []
+    for cell in row:  # most lines with bars head no nccl-tests table: stop at the first cell naming none
+        col = _column(cell)
+        if col is None:
+            return None
+        cols.append(col)
     words = [c.word for c in cols]
     if "time" not in words and "cputime" not in words:
         return None

@@ -56,13 +56,14 @@ _PYLOG = (_LEVEL + r":[\w.\-]+:"
 #: and `` -`` follow.
 _DT = r"(?:\d{4}[-/]\d\d[-/]\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVELS = r"(?:TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL)"
-_LEVEL = r"(?:\[" + _LEVELS + r"\]|" + _LEVELS + r")"
+#: A level, bare or bracketed (``INFO``, ``[INFO]``).
+_LEVEL_TAG = r"(?:\[" + _LEVELS + r"\]|" + _LEVELS + r")"
 _SOURCE = r"[\w.\-/<>]+(?::[\w.<>]+)*:\d+"
 _SEP = r"[ \t]*[-:](?=[ \t]|$)"
-_LOGHEAD = (_LEVEL + r"(?:[ \t]+(?:\d\d-\d\d[ \t])?" + _DT
+_LOGHEAD = (_LEVEL_TAG + r"(?:[ \t]+(?:\d\d-\d\d[ \t])?" + _DT
             + r"(?:[ \t]+\[?" + _SOURCE + r"\])?(?:" + _SEP + r")?"
             r"|[ \t]+\[?" + _SOURCE + r"\](?:" + _SEP + r")?|" + _SEP + r")"
-            r"|" + _DT + r"[ \t]+" + _LEVEL + r"(?:" + _SEP + r")?(?=[ \t]|$)"
+            r"|" + _DT + r"[ \t]+" + _LEVEL_TAG + r"(?:" + _SEP + r")?(?=[ \t]|$)"
             r"|[A-Za-z_][\w.]*[ \t]+-[ \t]+" + _LEVELS + r"[ \t]+-(?=[ \t]|$)"
             r"|\[(?:" + _DT + r"[ \t]+" + _LEVELS + r"|" + _LEVELS + r"[ \t]+" + _DT + r")\]"
             r"|\|[ \t]*" + _LEVELS + r"[ \t]*\|[ \t]*" + _SOURCE + r"[ \t]+-(?=[ \t]|$)"
