@@ -28,14 +28,15 @@ from zerocalc.cli.options import (
     output_format,
     warn_implausible,
 )
+from zerocalc.cli.piped import piped_inputs
 from zerocalc.cli.trace_commands import check_cmd, fit_cmd, trace_summary
 
 app.command("table")(table_command)
 app.command("derive")(derive_command)
 app.command("feasibility")(feasibility_cmd)
-app.command("check")(check_cmd)
-app.command("fit")(fit_cmd)
-trace_app.command("summary")(trace_summary)
+app.command("check")(piped_inputs("traces")(check_cmd))
+app.command("fit")(piped_inputs("files")(fit_cmd))
+trace_app.command("summary")(piped_inputs("paths")(trace_summary))
 app.command("report")(report_cmd)
 
 __all__ = [

@@ -24,10 +24,11 @@ def _sweep_files(paths: list[str]) -> bool:
 
     from zerocalc.errors import TraceFormatError
     from zerocalc.traces import reader
+    from zerocalc.traces.piped import source
 
     for path in paths:
         try:
-            if not os.path.isfile(path):
+            if not os.path.isfile(source(path)):
                 return False
             if reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):  # as the reader reads it
                 return False

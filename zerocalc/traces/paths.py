@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.piped import is_copy, source
 
 #: Files in a directory that are never read as traces (notes and code kept beside a run).
 _SKIP_SUFFIXES = (".md", ".rst", ".py", ".ipynb")
@@ -40,7 +41,7 @@ def _expand(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> _Inputs:
     seen: dict[str, str] = {}  # real path -> the spelling read
 
     def add(file: str, optional: bool) -> None:
-        real = os.path.realpath(file)
+        real = os.path.realpath(source(file))
         if real in seen:
             out.notes.append(f"{file}: the same file as {seen[real]}, read once")
             return
@@ -49,6 +50,9 @@ def _expand(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> _Inputs:
         out.optional.append(optional)
 
     for p in paths:
+        if is_copy(str(p)):  # one-shot input, read from its copy under its own name
+            add(str(p), optional=False)
+            continue
         p = Path(p)
         if p.is_dir():
             subdirs = []

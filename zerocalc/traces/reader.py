@@ -30,6 +30,7 @@ from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests, strea
 from zerocalc.traces.chunks import _boundary, _read_split, _scan_chunks  # noqa: F401 -- re-exported
 from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format, detect_stream, weak
 from zerocalc.traces.paths import _SKIP_SUFFIXES, _expand  # noqa: F401 -- _SKIP_SUFFIXES re-exported
+from zerocalc.traces.piped import is_copy, source
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.streams import _guard
 from zerocalc.traces.traceset import TraceSet, _assemble  # noqa: F401 -- TraceSet re-exported
@@ -46,8 +47,9 @@ def _open(path: str, cap: int, tick=None) -> BinaryIO:
     """The file's bytes, decompressed if it is gzip, xz or bzip2; what such a file expands to is
     capped at ``cap`` bytes (a gzip bomb expands a thousandfold), a plain file is read whatever its
     size. ``tick``, if given, is called with the position in the file after each read
-    (:func:`streams.buffered`)."""
-    return streams.buffered(open(path, "rb"), path, cap, tick)  # closed through the wrapper
+    (:func:`streams.buffered`). One-shot input (``-``, a pipe) is read from its copy
+    (:mod:`~zerocalc.traces.piped`)."""
+    return streams.buffered(open(source(path), "rb"), path, cap, tick)  # closed through the wrapper
 
 
 def read_file(path: str | os.PathLike, *, strict: bool = False, fmt: str | None = None,
@@ -69,7 +71,7 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
     not read where its format cannot be detected or a forced format finds nothing in it."""
     if fmt is not None and fmt not in FORMATS:
         raise UnknownNameError("trace format", fmt, FORMATS)
-    if not os.path.isfile(file):
+    if not os.path.isfile(source(file)):
         raise TraceFormatError(file, None, "not a regular file" if os.path.exists(file) else "no such file")
     with _open(file, max_bytes, tick) as stream:
         head = _guard(file, stream.peek, HEAD_BYTES)[:HEAD_BYTES]
@@ -158,7 +160,7 @@ def _whole(stream: BinaryIO, file: str) -> bytes:
     set fault in about twice its size of fresh pages (the steps and their join, returned to the
     system and taken again for the next file): a quarter of its CPU time
     (benchmarks/bench_kineto.py --ranks)."""
-    step = min(max(os.path.getsize(file) + 1, 1 << 20), WHOLE_STEP)
+    step = min(max(os.path.getsize(source(file)) + 1, 1 << 20), WHOLE_STEP)
     chunks = []
     while True:
         chunk = _guard(file, stream.read, step)
@@ -175,6 +177,8 @@ def _read_one(args: tuple) -> ParseResult | Any | str:
 
 def _splittable(file: str, fmt: str | None, cap: int) -> bool:
     """A plain (not compressed) NCCL log large enough to be scanned in parts."""
+    if is_copy(file):  # read from its copy, which other processes cannot open by its name
+        return False
     size = os.path.getsize(file)
     if size < SPLIT_MIN_BYTES or fmt not in (None, nccl_log.FORMAT):
         return False
@@ -281,7 +285,7 @@ def _read_results(inputs, strict: bool, fmt: str | None, max_bytes: int, workers
                   sequence: bool = False) -> list[ParseResult | Any | str]:
     """Each file's result (see :func:`read_traces`; ``sequence``: an NCCL log's sequence read)."""
     files = inputs.files
-    track = _Track(progress, [os.path.getsize(f) for f in files]) if progress is not None else None
+    track = _Track(progress, [os.path.getsize(source(f)) for f in files]) if progress is not None else None
     if scheduler is not None:
         from zerocalc.traces.cluster import read_on_cluster
 
@@ -297,6 +301,8 @@ def _read_results(inputs, strict: bool, fmt: str | None, max_bytes: int, workers
             return [result]
     jobs = [(f, strict, fmt, max_bytes, opt, aggregate, sequence)
             for f, opt in zip(files, inputs.optional, strict=True)]
+    if any(is_copy(f) for f in files):  # other processes cannot open a copy by its name
+        workers = 1
     if workers is None:
         total = sum(os.path.getsize(f) for f in files)
         workers = min(len(files), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1

@@ -30,6 +30,7 @@ import numpy as np
 from zerocalc.traces import nccl_log
 from zerocalc.traces.nccl_lines import _INIT_MARKER
 from zerocalc.traces.nccl_scan import Scan
+from zerocalc.traces.piped import source
 from zerocalc.traces.reader import MAX_BYTES, _open
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.schema import CANONICAL_COLUMNS
@@ -55,7 +56,7 @@ def row_parts(ts: TraceSet, *, strict: bool = False, max_bytes: int = MAX_BYTES,
     part_bytes = part_bytes or PART_BYTES
     known = _known_ranks(ts)
     logs = [f for f, m in ts.meta.items() if m.get("format") == nccl_log.FORMAT]
-    sizes = [os.path.getsize(f) for f in logs]
+    sizes = [os.path.getsize(source(f)) for f in logs]
     for file, meta in ts.meta.items():
         if meta.get("format") != nccl_log.FORMAT:
             part = ts.table[(ts.table["file"] == file).to_numpy(dtype=bool, na_value=False)]
