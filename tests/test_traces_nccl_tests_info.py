@@ -277,8 +277,10 @@ def test_coll_lines_beside_a_table_the_sweep_is_compared_and_the_first_line_says
     # 16 ranks by its # Rank lines; sum, root -1, size = count × 4, busbw/algbw 1.875
     ("all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt", "all_reduce", "2(n-1)/n with n = 16"),
     ("reduce_scatter_perf-8xH100-1node-nccl2.29.2.txt", "reduce_scatter", "size = 8 × count × 8 B (n = 8)"),
-    # no # Rank lines: busbw = algbw is sendrecv or a 2-rank all_reduce
-    ("sendrecv_perf-8xA100-g8-block.txt", None, "all_reduce or sendrecv, and 2 ranks by busbw/algbw cannot"),
+    # busbw = algbw: sendrecv on any ranks or a 2-rank all_reduce; sendrecv prints N/A for its in-place
+    # check beside a checked out-of-place one, all_reduce checks both (nccl-tests src/sendrecv.cu)
+    ("sendrecv_perf-2xA100-SXM4-80GB-g2-docker-nccl2.20.5.txt", "sendrecv", "N/A in place only"),
+    ("all_reduce_perf-2xH100-g2-1node-baremetal.txt", "all_reduce", "n = 2 and its in-place check printed"),
     # redop none, root -1, size = n × count × elem: all_gather checks its in-place result, alltoall prints
     # N/A there (nccl-tests src/alltoall.cu)
     ("all_gather_perf-8xH100-1node-nccl2.29.2.txt", "all_gather", "its in-place check printed"),

@@ -20,7 +20,9 @@ alltoall
 =================  ==========  ========  ========================  ===============
 
 all_reduce and sendrecv are told apart by busbw/algbw (:func:`zerocalc.traces.busbw.ranks_from_bandwidth`)
-only above 2 ranks; gather/scatter and all_gather/alltoall not at all: those stay untold.
+above 2 ranks, and at any ranks by the in-place check (sendrecv, like alltoall, prints ``N/A`` there beside a
+checked out-of-place result; all_reduce and all_gather check both); gather/scatter not at all, nor
+all_gather/alltoall or all_reduce/sendrecv run without checks (``-c 0``): those stay untold.
 
 Before Aug 2022 each test printed lead columns of its own (nccl-tests 8274cb4, May 2022, each
 ``src/*.cu``'s ``print_header`` and ``print_line_header``), which tell the test with the same size/count
@@ -78,15 +80,7 @@ def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: st
     cols = (f"redop {rows[0]['redop']}, root {rows[0]['root']}, "
             f"size = {'' if m == 1 else f'{m} × '}count × {rows[0]['elem_bytes']} B")
     if reduce and not root and m == 1:
-        try:
-            bw = ranks_from_bandwidth(rows, "all_reduce", file=file)
-        except TraceFormatError:
-            return None, f"{cols}: all_reduce or sendrecv, and its bandwidths cannot tell which"
-        if bw.n > 2 and ranks in (None, bw.n):
-            return "all_reduce", f"{cols}, busbw/algbw = 2(n-1)/n with n = {bw.n}"
-        if bw.n == 2 and ranks is not None and ranks > 2:
-            return "sendrecv", f"{cols}, busbw = algbw on {ranks} ranks"
-        return None, f"{cols}: all_reduce or sendrecv, and {bw.n} ranks by busbw/algbw cannot tell which"
+        return _all_reduce_or_sendrecv(rows, ranks, file, cols, inplace_checked)
     if reduce and not root and m > 1 and ranks in (None, m):
         return "reduce_scatter", f"{cols} (n = {m})"
     if reduce and root and m == 1:
@@ -101,6 +95,28 @@ def op_from_table(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: st
         pair = "gather or scatter" if root else "all_gather or alltoall"
         return None, f"{cols}: {pair}, which nccl-tests prints alike"
     return None, f"{cols}: no nccl-tests test prints such rows" + (f" on {ranks} ranks" if ranks else "")
+
+
+def _all_reduce_or_sendrecv(rows: Sequence[Mapping[str, Any]], ranks: int | None, file: str, cols: str,
+                            checked: bool | None) -> tuple[str | None, str]:
+    """all_reduce or sendrecv (an op, root -1, size = count × element): sendrecv checks no in-place
+    result (nccl-tests ``src/sendrecv.cu`` since the test's first version, 9dae3d3, Jun 2021:
+    ``args->reportErrors = in_place ? 0 : 1``), all_reduce does, so ``checked`` (:func:`inplace_checked`)
+    tells them apart whatever the ranks; else busbw/algbw does above 2 ranks."""
+    if checked is False:
+        return "sendrecv", f"{cols}, N/A in place only (sendrecv checks no in-place result, all_reduce does)"
+    try:
+        bw = ranks_from_bandwidth(rows, "all_reduce", file=file)
+    except TraceFormatError:
+        return None, f"{cols}: all_reduce or sendrecv, and its bandwidths cannot tell which"
+    if bw.n > 2 and ranks in (None, bw.n):
+        return "all_reduce", f"{cols}, busbw/algbw = 2(n-1)/n with n = {bw.n}"
+    if bw.n == 2 and checked and ranks in (None, 2):
+        return "all_reduce", (f"{cols}, busbw/algbw = 2(n-1)/n with n = 2 and its in-place check printed "
+                              "(sendrecv prints N/A there)")
+    if bw.n == 2 and ranks is not None and ranks > 2:
+        return "sendrecv", f"{cols}, busbw = algbw on {ranks} ranks"
+    return None, f"{cols}: all_reduce or sendrecv, and {bw.n} ranks by busbw/algbw cannot tell which"
 
 
 def op_from_pre2022_table(rows: Sequence[Mapping[str, Any]], ranks: int | None) -> tuple[str | None, str]:
