@@ -221,9 +221,10 @@ def _sweep_topology(given, path: str, run: dict, group_size: int | None = None):
 
 
 def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, strict,
-                 nccl_tuner=None, ofi_tuner=None, local_register=None) -> None:
+                 nccl_tuner=None, ofi_tuner=None, local_register=None, nccl_env=None) -> None:
     from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
+    from zerocalc.nccl.env_given import parse_given
     from zerocalc.nccl.ofi_tuner import ofi_tuner as ofi_release
 
     if ofi_tuner is not None:
@@ -233,6 +234,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
                               option="--ofi-tuner")
     given = _load_topology(topology, None, None, None, None) if topology is not None else None
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
+    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
     if ofi_tuner is not None and given is not None:
         _read_tuners(None, ofi_tuner, given)  # a topology naming tuner rules is refused, as table refuses it
     tuner = _read_tuner(nccl_tuner, given) if given is not None else None
@@ -244,7 +246,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
         try:
             d, _ = _check_one(path, rows, op, p, stated, skipped, run, given=given, tuner=tuner,
                               nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                              ofi_tuner=ofi_tuner, local_register=local_register)
+                              ofi_tuner=ofi_tuner, local_register=local_register, nccl_env=env_given)
         except UnpricedOpError as e:  # one collective of several the library's model does not price
             unpriced.append(e)
             d = {"file": path, "op": op, "group_size": p, "nccl_version": nccl_version or stated,
@@ -309,24 +311,32 @@ def _network_path(topo, given, run: dict, info: dict, p: int):
     return topo, how + (f"; {slice_how}" if slice_how else ""), slice_how
 
 
-def _placed(given, path: str, run: dict, p: int, stated: str | None) -> tuple[dict, object, str]:
+def _placed(given, path: str, run: dict, p: int, stated: str | None,
+            nccl_env: dict | None = None) -> tuple[dict, object, str]:
     """``run`` with the hosts its ranks must have been on where its lines put two ranks on one GPU of one
-    host under an NCCL that refuses it (:func:`zerocalc.topology.renamed_hosts.hosts_apart`), and the
-    topology it is priced on with how it was chosen (:func:`_sweep_topology`)."""
+    host under an NCCL that refuses it (:func:`zerocalc.topology.renamed_hosts.hosts_apart`), its
+    ``nccl_env`` with ``--nccl-env``'s variables set over it (``nccl_env``, :func:`zerocalc.nccl.env_given.
+    with_given`; the notes on what they replaced as ``nccl_env_notes``), and the topology it is priced on
+    with how it was chosen (:func:`_sweep_topology`)."""
+    from zerocalc.nccl.env_given import with_given
     from zerocalc.topology.renamed_hosts import hosts_apart
 
     apart = hosts_apart(run, stated)
     run = run if apart is None else apart[0]
+    if nccl_env:
+        env, env_notes = with_given(run.get("nccl_env"), nccl_env)
+        run = {**run, "nccl_env": env, "nccl_env_notes": env_notes}
     topo, how = _sweep_topology(given, path, run, p)
     return run, topo, how if apart is None else f"{how}; {apart[1]}"
 
 
 def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_version, nccl_algo, nccl_proto,
-               ofi_tuner, local_register=None):
+               ofi_tuner, local_register=None, nccl_env=None):
     """One sweep of a file against the model: the topology and release it is priced on, the variables and
     INFO lines that move its price, its rows (:func:`zerocalc.validate.sweep.compare_sweep`) and its notes;
     the JSON object and the comparison. ``local_register``: ``--local-register`` (nccl-tests ``-R``), else
-    the one the file's command line gives."""
+    the one the file's command line gives; ``nccl_env``: ``--nccl-env``'s variables
+    (:func:`zerocalc.nccl.env_given.parse_given`), set over the file's."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.nccl.tables import parse_version
@@ -345,7 +355,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         tuner_note,
     )
 
-    run, topo, topology_how = _placed(given, path, run, p, stated)
+    run, topo, topology_how = _placed(given, path, run, p, stated, nccl_env)
     version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo,
                                                  run.get("nccl_tests_version"))
     info = run.get("nccl_info") or {}
@@ -393,7 +403,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
                     "prints the in-place group alone): measured is the in-place time")
     gdr_note = [t for t in [gdr_unstated_note(topo, p), gcp_slice_note(slice_how), host_memory_note(topo, p),
                             socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
-    d["notes"] = (notes + told + list(env.notes) + info_notes + tuner_note(info) + ofi_notes + d["notes"]
+    d["notes"] = (notes + told + run.get("nccl_env_notes", []) + list(env.notes) + info_notes
+                  + tuner_note(info) + ofi_notes + d["notes"]
                   + gdr_note + (rendezvous_note(topo, p) if op not in P2P_OPS else []) + launch
                   + _skip_notes(skipped))
     d["nccl_info"] = info
@@ -419,17 +430,20 @@ def _as_stated(topo, topology_how: str, given, run, info, p: int):
     return topo, topology_how + path_how, notes, slice_how
 
 
-def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl_proto=None) -> None:
+def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl_proto=None,
+             nccl_env=None) -> None:
     """Calibrate NCCL's model on the sweeps and write the topology TOML (never over an input). Each series
     of a file (nccl-tests ``-d all`` / ``-o all``) is calibrated on its own, keyed by its type and
     reduction where one collective and group size has several (:func:`zerocalc.topology.series_calibration`);
     a sweep the model does not price, or too short to fit, is skipped and said, unless none is left.
-    ``nccl_algo`` / ``nccl_proto``: as ``check``'s (the pairs fitted are those NCCL picks under them)."""
+    ``nccl_algo`` / ``nccl_proto`` / ``nccl_env``: as ``check``'s (the pairs fitted are those NCCL picks
+    under them)."""
     from dataclasses import replace
     from pathlib import Path
 
     from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
+    from zerocalc.nccl.env_given import parse_given
     from zerocalc.topology import topology_to_toml
 
     target = Path(out)
@@ -437,6 +451,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
            for f in [*files, *([topology] if topology is not None else [])]):
         raise ConfigError(f"{out} is an input; choose another file", option="--out")
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
+    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
     inputs = _sweep_inputs(files, n, strict)
     base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
@@ -446,8 +461,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     fits, lines, refused = [], [f"topology {base.name}, {how}"], []
     for path, rows, op, p, stated, skipped, run in inputs:
         try:
-            got, notes = _fit_sweep(base, tuner, (nccl_version, nccl_algo, nccl_proto), path, rows, op, p,
-                                    stated, skipped, run)
+            got, notes = _fit_sweep(base, tuner, (nccl_version, nccl_algo, nccl_proto, env_given), path, rows,
+                                    op, p, stated, skipped, run)
         except ConfigError as e:
             if not isinstance(e, UnpricedOpError) and e.option != "fit":
                 raise
@@ -494,15 +509,16 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> t
     """One sweep's fitted pairs (:func:`zerocalc.validate.sweep.fit_calibration`) on the choices ``check
     --topology`` makes on the calibrated topology (:func:`_check_one` on ``base`` with no calibration: the
     same release, environment, tuner, placement, type; ``given``: ``--nccl-version``, ``--nccl-algo``,
-    ``--nccl-proto``), and the notes on how it was priced; the legacy kernels' pairs, whatever ``-R`` the
-    run used (a calibration's pairs are (algorithm, protocol) of ``tuning.cc``)."""
+    ``--nccl-proto``, ``--nccl-env``), and the notes on how it was priced; the legacy kernels' pairs,
+    whatever ``-R`` the run used (a calibration's pairs are (algorithm, protocol) of ``tuning.cc``)."""
     from dataclasses import replace
 
     from zerocalc.validate.sweep import fit_calibration
 
     d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=replace(base, nccl_calibration=()),
                         tuner=tuner, nccl_version=given[0], nccl_algo=given[1], nccl_proto=given[2],
-                        ofi_tuner=None, local_register=0)  # a calibration holds the legacy kernels' pairs
+                        ofi_tuner=None, local_register=0,  # a calibration holds the legacy kernels' pairs
+                        nccl_env=given[3])
     return fit_calibration(cmp), list(d["notes"])
 
 

@@ -36,6 +36,10 @@ from zerocalc.rendering import (
     _skip_notes,
 )
 
+_NCCL_ENV_HELP = ("nccl-tests sweeps: NCCL_NAME=VALUE, a variable the run set that its output does not show, "
+                  "priced as if the file's lines set it (over them); repeat for several, NCCL_NAME= unsets "
+                  "one the file sets.")
+
 
 def check_cmd(
     traces: Annotated[list[str], typer.Argument(
@@ -71,6 +75,7 @@ def check_cmd(
         "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting the algorithms.")] = None,
     nccl_proto: Annotated[str | None, typer.Option(
         "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
+    nccl_env: Annotated[list[str] | None, typer.Option("--nccl-env", help=_NCCL_ENV_HELP)] = None,
     nccl_tuner: Annotated[str | None, typer.Option("--nccl-tuner", help=_TUNER_HELP)] = None,
     ofi_tuner: Annotated[str | None, typer.Option(
         "--ofi-tuner", help="nccl-tests sweeps: price under the tuner plugin of this aws-ofi-nccl release "
@@ -93,7 +98,7 @@ def check_cmd(
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
     if topology is not None or sweeps:
         _sweep_check(sweeps or sweeps_needed(traces), topology, nccl_version, nccl_algo, nccl_proto, n, fmt,
-                     strict, nccl_tuner, ofi_tuner, local_register=register)
+                     strict, nccl_tuner, ofi_tuner, local_register=register, nccl_env=nccl_env)
         return
     if ofi_tuner is not None:
         raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
@@ -101,6 +106,9 @@ def check_cmd(
     if register is not None:
         raise ConfigError("says how an nccl-tests sweep registered its buffers; give a sweep",
                           option="--local-register")
+    if nccl_env:
+        raise ConfigError("prices nccl-tests sweeps under the NCCL environment they ran with; give a sweep",
+                          option="--nccl-env")
     names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node)
     psi_count, _ = model_psi(psi, model)
     _import_model_meanwhile()
@@ -256,6 +264,8 @@ def fit_cmd(
     nccl_proto: Annotated[str | None, typer.Option(
         "--nccl-proto", envvar="NCCL_PROTO", help="With --out: NCCL_PROTO list restricting the protocols, "
                                                   "as check's (give check the same).")] = None,
+    nccl_env: Annotated[list[str] | None, typer.Option(
+        "--nccl-env", help="With --out: " + _NCCL_ENV_HELP + " As check's (give check the same).")] = None,
     trace_format: Annotated[str | None, typer.Option(
         "--trace-format", help=_TRACE_FORMAT_HELP)] = None,
     op: Annotated[str | None, typer.Option("--op", help="The collective of nccl-tests rows that name none "
@@ -271,8 +281,13 @@ def fit_cmd(
     group = _at_least(ranks if ranks is not None else n, 2, "--ranks" if ranks is not None else "--n")
     if out is not None:
         _fit_out(sweeps_needed(files), out, topology, nccl_version, n if n is not None else group,
-                 strict, nccl_algo, nccl_proto)
+                 strict, nccl_algo, nccl_proto, nccl_env)
         return
+    if nccl_env:
+        from zerocalc.errors import ConfigError
+
+        raise ConfigError("calibrates NCCL's model under the run's NCCL environment; give --out",
+                          option="--nccl-env")
     frames, remarks, unfit = [], {}, []
     files = sweep_paths(files) or files  # nccl-tests files, or a directory of them
     for f in files:

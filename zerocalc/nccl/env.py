@@ -123,6 +123,8 @@ STATED_MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_NRIN
 STATED_UNPRICED = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_COLLNET_ENABLE",
                    "NCCL_NET_GDR_LEVEL",
                    "NCCL_NET_GDR_READ", "NCCL_TUNER_PLUGIN", "NCCL_CROSS_NIC")
+#: Variables a sweep's topology reads (:func:`zerocalc.topology.stated.with_stated_nics`: a node's NICs)
+STATED_TOPOLOGY = ("NCCL_IB_HCA",)
 #: Variables the point-to-point path reads (``ncclTopoComputeP2pChannels`` / ``ncclTopoGetNchannels``,
 #: ``src/graph/paths.cc``; the p2p step, ``computeBuffSizes``, ``src/init.cc``; PXN, ``ncclTopoGetNetDev``,
 #: ``src/graph/search.cc``), priced in a point-to-point
@@ -151,7 +153,8 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
     ``thread_thresholds`` (NCCL's ``threadThresholds`` line: the values in effect, after any
     ``NCCL_THREAD_THRESHOLDS``) are the launch's thresholds where present. ``p2p``: the sweep is of a
     point-to-point test, whose path reads :data:`STATED_P2P` (priced, ``Settings.p2p``); else those are said
-    unpriced."""
+    unpriced. An entry of ``stated`` at line :data:`zerocalc.nccl.env_given.GIVEN` is the user's
+    (``--nccl-env``): priced as the file's are, said in notes of its own."""
     stated = dict(stated or {})
     env = profile_for(topo, version)
     lo, hi = channel_limits(topo, version)
@@ -196,20 +199,38 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         _stated_int(stated, "NCCL_LL128_NTHREADS", where) if "NCCL_LL128_NTHREADS" in stated else None)
     p2p_read = tuple((kw, _lenient_int(stated[k][0])) for k, kw in STATED_P2P
                      if p2p and k in stated and _lenient_int(stated[k][0]) is not None)
-    p2p_keys = {kw: k for k, kw in STATED_P2P}
-    read = [f"{k}={stated[k][0]}" + (f" (line {stated[k][1]})" if stated[k][1] is not None else "")
-            for k in (*STATED_MODELLED, *(p2p_keys[kw] for kw, _ in p2p_read)) if k in stated
-            and not (k in ("NCCL_ALGO", "NCCL_PROTO") and (algo is not None or proto is not None))]
-    if read:
-        notes.append(f"NCCL environment the file sets, priced: {', '.join(read)}")
-    pcie_only = getattr(topo, "nvlink_gen", None) == 0
-    unpriced = [f"{k}={stated[k][0]}" for k in (*STATED_UNPRICED, *(k for k, kw in STATED_P2P
-                                                                   if kw not in dict(p2p_read)))
-                if k in stated and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
-    if unpriced:
-        lib = "RCCL" if getattr(topo, "gpu_arch", None) is not None else "NCCL"  # AMD GPUs: RCCL's model
-        notes.append(f"the file also sets {', '.join(unpriced)}, which {lib}'s cost model does not price")
+    notes += _stated_notes(topo, stated, algo is not None or proto is not None, p2p_read)
     return Settings(a, p, nvls, tuple(notes), lo, hi, launch, p2p_read)
+
+
+def _stated_notes(topo, stated: Mapping[str, Sequence], replaced: bool, p2p_read) -> list[str]:
+    """The notes naming the variables a sweep's lines set that are priced and those that are not, the
+    file's and ``--nccl-env``'s apart (:mod:`zerocalc.nccl.env_given`: a variable of neither list it
+    gives is said unpriced too; ``NCCL_IB_HCA`` is read by the topology,
+    :func:`zerocalc.topology.stated.with_stated_nics`). ``replaced``: ``--nccl-algo`` / ``--nccl-proto``
+    given, whose note says so."""
+    from zerocalc.nccl.env_given import GIVEN, where_set
+
+    p2p_keys = {kw: k for k, kw in STATED_P2P}
+    read = [k for k in (*STATED_MODELLED, *(p2p_keys[kw] for kw, _ in p2p_read)) if k in stated
+            and not (k in ("NCCL_ALGO", "NCCL_PROTO") and replaced)]
+    pcie_only = getattr(topo, "nvlink_gen", None) == 0
+    unpriced = [k for k in (*STATED_UNPRICED, *(k for k, kw in STATED_P2P if kw not in dict(p2p_read)))
+                if k in stated and not (pcie_only and k in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))]
+    known = {*STATED_MODELLED, *STATED_UNPRICED, *p2p_keys.values(), *STATED_TOPOLOGY}
+    unpriced += sorted(k for k, v in stated.items() if v[1] == GIVEN and k not in known)
+    lib = "RCCL" if getattr(topo, "gpu_arch", None) is not None else "NCCL"  # AMD GPUs: RCCL's model
+    notes = []
+    for given, who in ((False, "the file sets"), (True, "--nccl-env sets")):
+        mine = [f"{k}={stated[k][0]}" + ("" if given else where_set(stated[k][1])) for k in read
+                if (stated[k][1] == GIVEN) == given]
+        if mine:
+            notes.append(f"NCCL environment {who}, priced: {', '.join(mine)}")
+    for given, who in ((False, "the file also sets"), (True, "--nccl-env also sets")):
+        mine = [f"{k}={stated[k][0]}" for k in unpriced if (stated[k][1] == GIVEN) == given]
+        if mine:
+            notes.append(f"{who} {', '.join(mine)}, which {lib}'s cost model does not price")
+    return notes
 
 
 def _lenient_int(value) -> int | None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from zerocalc.nccl.env_given import where_set
 from zerocalc.nccl.net_socket import VM_SOCKET_HOP_US
 from zerocalc.topology.machine import P2P_LEVELS, Link, Topology
 
@@ -86,14 +87,14 @@ def with_stated_p2p(topo: Topology, stated: Mapping[str, Sequence] | None,
     for key, off in (("NCCL_P2P_DISABLE", lambda v: v.strip() == "1"),
                      ("NCCL_P2P_LEVEL", lambda v: v.strip().upper() in ("LOC", "NVL", "0"))):
         if key in stated and off(str(stated[key][0])) and topo.gpu_p2p is not False:
-            return replace(topo, gpu_p2p=False), (f"{key}={stated[key][0]} (line {stated[key][1]}): no "
+            return replace(topo, gpu_p2p=False), (f"{key}={stated[key][0]}{where_set(stated[key][1])}: no "
                                                   "PCIe peer-to-peer, NCCL goes through host memory")
     level = p2p_level_of(str(stated["NCCL_P2P_LEVEL"][0])) if "NCCL_P2P_LEVEL" in stated else None
     if level and topo.gpu_p2p is not False and topo.p2p_level is None:
         how = {"PIX": "under one PCIe switch", "PXB": "under PCIe switches", "PHB": "through a CPU",
                "SYS": "across CPU sockets"}[level]
         value, line = stated["NCCL_P2P_LEVEL"][:2]
-        words = (f"NCCL_P2P_LEVEL={value} (line {line}): in place of NCCL's default level, PCIe "
+        words = (f"NCCL_P2P_LEVEL={value}{where_set(line)}: in place of NCCL's default level, PCIe "
                  f"peer-to-peer {how}; past it through host memory")
         return replace(topo, p2p_level=level), words
     return topo, ""
@@ -160,8 +161,8 @@ def with_stated_gdr(topo: Topology, stated: Mapping[str, Sequence] | None,
     level = stated.get("NCCL_NET_GDR_LEVEL")
     never = level is not None and str(level[0]).strip().upper() in ("LOC", "0")
     if never and topo.gpudirect_rdma is not False:
-        return replace(topo, gpudirect_rdma=False), (f"NCCL_NET_GDR_LEVEL={level[0]} (line {level[1]}): no "
-                                                     "GPUDirect RDMA, the network goes through host memory")
+        words = f"NCCL_NET_GDR_LEVEL={level[0]}{where_set(level[1])}: no GPUDirect RDMA"
+        return replace(topo, gpudirect_rdma=False), f"{words}, the network goes through host memory"
     return topo, ""
 
 
@@ -213,14 +214,14 @@ def with_stated_nics(topo: Topology, stated: Mapping[str, Sequence] | None,
         k = None if topo.name.startswith(("aws-", "gcp-")) else at_most_hcas(str(hca[0]))
         if k is None or k >= topo.nics_per_node:
             return topo, ""
-        return replace(topo, nics_per_node=k), (f"NCCL_IB_HCA selects {k} network device{'s' * (k > 1)} "
-                                                f"(line {hca[1]}): NCCL uses {k} of the preset's "
+        return replace(topo, nics_per_node=k), (f"NCCL_IB_HCA selects {k} network device{'s' * (k > 1)}"
+                                                f"{where_set(hca[1])}: NCCL uses {k} of the preset's "
                                                 f"{topo.nics_per_node} NICs a node")
     k = stated_hcas(str(hca[0]))
     if k is None or min(k, topo.gpus_per_node) <= topo.nics_per_node:
         return topo, ""
     k = min(k, topo.gpus_per_node)
-    return replace(topo, nics_per_node=k), (f"NCCL_IB_HCA names {k} network devices (line {hca[1]}): {k} "
+    return replace(topo, nics_per_node=k), (f"NCCL_IB_HCA names {k} network devices{where_set(hca[1])}: {k} "
                                             f"NICs a node of {topo.nic_Gbps:g} Gb/s each (the box's speed)")
 
 

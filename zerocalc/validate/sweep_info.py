@@ -141,6 +141,7 @@ def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[st
     answer there zerocalc does not model (:meth:`~zerocalc.nccl.ofi_tuner.OfiTuner.coverage`) is a
     :class:`ConfigError` when given, else a note."""
     from zerocalc.errors import ConfigError
+    from zerocalc.nccl.env_given import where_set
     from zerocalc.nccl.ofi_tuner import PLUGIN_NAME, ofi_tuner, platform_of_instance
     from zerocalc.nccl.tables import parse_version
 
@@ -162,7 +163,7 @@ def ofi_tuner_stated(given: str | None, info: Mapping[str, Any], env: Mapping[st
             return None, []
         how = f"NCCL loaded it (line {plugin[1]}: \"Using tuner plugin '{PLUGIN_NAME}'\")"
     elif by_env and not plugin:
-        how = f"NCCL_TUNER_PLUGIN={named[0]} (line {named[1]})"
+        how = f"NCCL_TUNER_PLUGIN={named[0]}{where_set(named[1])}"
     else:
         if efa and not plugin and not info:
             v = parse_version(nccl_version)
