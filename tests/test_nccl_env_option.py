@@ -158,3 +158,24 @@ def test_unread_and_unpriced_given_variables_are_said():
 ])
 def test_nccl_int_reads_as_strtoll_base_0(text, value):
     assert nccl_int(text) == value
+
+
+@pytest.mark.parametrize("written", ["0x2", "02", "+2"])
+def test_a_files_own_whole_number_reads_as_ncclLoadParam_reads_it(tmp_path, written):
+    """NCCL reads a variable's whole number with strtoll base 0 (src/misc/param.cc ncclLoadParam, v2.30.7):
+    the broadcast's launch line written with NCCL_MAX_NCHANNELS=0x2 (or 02, +2) prices as its =2."""
+    raw = (DATA / BROADCAST).read_text()
+    assert raw.count("-x NCCL_MAX_NCHANNELS=2 ") == 1
+    edited = tmp_path / BROADCAST
+    edited.write_text(raw.replace("-x NCCL_MAX_NCHANNELS=2 ", f"-x NCCL_MAX_NCHANNELS={written} "))
+    assert priced(sweeps(edited)) == priced(sweeps(DATA / BROADCAST))
+
+
+def test_a_files_value_ncclLoadParam_would_not_read_is_refused_naming_its_line(tmp_path):
+    raw = (DATA / BROADCAST).read_text()
+    edited = tmp_path / BROADCAST
+    edited.write_text(raw.replace("-x NCCL_MAX_NCHANNELS=2 ", "-x NCCL_MAX_NCHANNELS=2x "))
+    res = runner.invoke(app, ["check", str(edited)])
+    assert res.exit_code == 2
+    assert res.output.strip() == (f"error: {edited}:4: NCCL_MAX_NCHANNELS=2x: NCCL reads a whole number here "
+                                  "(strtoll base 0: 4, 0x4, 04; within 64 bits)")

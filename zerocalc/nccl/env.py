@@ -234,20 +234,23 @@ def _stated_notes(topo, stated: Mapping[str, Sequence], replaced: bool, p2p_read
 
 
 def _lenient_int(value) -> int | None:
-    """A variable's whole number as NCCL reads it (``strtoll`` base 0: decimal, ``0x`` hex), ``None`` for
-    anything else (the variable is then said unpriced)."""
-    try:
-        return int(str(value).strip(), 0)
-    except ValueError:
-        return None
+    """A variable's whole number as NCCL reads it (``strtoll`` base 0: decimal, ``0x`` hex, ``0`` octal;
+    :func:`zerocalc.nccl.env_given.nccl_int`), ``None`` for anything else (the variable is then said
+    unpriced)."""
+    from zerocalc.nccl.env_given import nccl_int
+
+    return nccl_int(str(value))
 
 
 def _stated_int(stated: Mapping[str, Sequence], key: str, where: str) -> int:
+    """The whole number a run's line sets ``key`` to, read as NCCL reads it (:func:`_lenient_int`); a
+    value NCCL would not read as one is a :class:`~zerocalc.errors.TraceFormatError` naming the line."""
     value, line = stated[key][0], stated[key][1]
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise TraceFormatError(where, line, f"{key}={value}: NCCL reads a whole number here") from None
+    number = _lenient_int(value)
+    if number is None:
+        raise TraceFormatError(where, line, f"{key}={value}: NCCL reads a whole number here (strtoll base 0: "
+                                            "4, 0x4, 04; within 64 bits)")
+    return number
 
 
 def _profile_notes(topo, env, tuner_given: bool) -> list[str]:
