@@ -166,3 +166,37 @@ def test_dgx_b300_from_its_datasheet_and_its_toml_round_trips():
     assert b300.intra.bw_Bps == pytest.approx(1.8e12 / 2)  # each way
     assert b300.inter.bw_Bps == pytest.approx(8 * 800e9 / 8)
     assert topology_from_mapping(tomllib.loads(topology_to_toml(b300))) == b300
+
+
+def test_toml_compute_capability_as_cuda_writes_it_names_nccls_form():
+    # CUDA writes Hopper's capability "9.0"; NCCL's topology (src/graph/topo.cc) keeps major*10+minor: 90
+    with pytest.raises(ConfigError) as info:
+        topology_from_mapping({"gpus_per_node": 8, "compute_capability": 9.0, "intra": _OK_TIER,
+                               "inter": _OK_TIER}, where="lab.toml")
+    assert "90 for 9.0" in str(info.value)
+
+
+def _calibrated(**pair):
+    fit = {"op": "all_reduce", "ranks": 16, "algorithm": "Ring", "protocol": "Simple", "alpha_us": 20.0,
+           "bw_GBps": 100.0, **pair}
+    return topology_from_mapping({"gpus_per_node": 8, "intra": _OK_TIER, "inter": _OK_TIER,
+                                  "nccl_calibration": [fit]}, where="lab.toml", option="--topology")
+
+
+def test_toml_calibration_names_in_any_case_are_nccls():
+    # NCCL's own names (src/init.cc ncclAlgoStr "NVLSTree", ncclProtoStr "LL128"), as NCCL_ALGO reads
+    # them: strcasecmp, any case
+    (fit,) = _calibrated(algorithm="nvlstree", protocol="ll128", op="ALL_REDUCE").nccl_calibration
+    assert (fit.op, fit.algorithm, fit.protocol) == ("all_reduce", "NVLSTree", "LL128")
+
+
+@pytest.mark.parametrize(("pair", "message"), [
+    ({"op": "allreduce"}, "op must be one of broadcast, reduce, all_gather, reduce_scatter, all_reduce, "),
+    ({"algorithm": "NVLS_Tree"}, "algorithm must be one of Tree, Ring, CollNetDirect, CollNetChain, NVLS, "),
+    ({"protocol": 128}, "protocol must be one of LL, LL128, Simple, any, got 128"),
+])
+def test_toml_calibration_name_nothing_matches_is_refused(pair, message):
+    # before, such a fit loaded and was never used: the table priced NCCL's own time in silence
+    with pytest.raises(ConfigError) as info:
+        _calibrated(**pair)
+    assert str(info.value).startswith("--topology: lab.toml: [[nccl_calibration]] #1: " + message)

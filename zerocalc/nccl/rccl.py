@@ -100,6 +100,8 @@ from zerocalc.topology import Topology
 
 A, P, C = Algorithm, Protocol, Collective
 _PROTOS = (P.LL, P.LL128, P.SIMPLE)
+#: The algorithm a call run by an MSCCL program is reported (and calibrated, ``fit --out``) under.
+MSCCL = "MSCCL"
 #: ``baseLat`` (µs), Tree and Ring rows (LL, LL128, Simple): RCCL ``tuning.cc``, 2.20.5 and 2.21.5.
 BASE_LAT_US = {A.TREE: (12.0, 12.0, 17.0), A.RING: (12.0, 12.0, 17.0)}
 #: RCCL's bandwidth of one xGMI link, GB/s each way, by GPU architecture (``topo.h`` ``ncclTopoXGMISpeed``):
@@ -279,7 +281,7 @@ def price_call(
     m_us = tuning.msccl_time_us(prog, n_bytes)
     if m_us is None:
         return RcclCall(a.value, p.value, t_us, untimed=prog.file)
-    return RcclCall("MSCCL", prog.protocol.value, m_us, program=prog.file)
+    return RcclCall(MSCCL, prog.protocol.value, m_us, program=prog.file)
 
 
 def rccl_calibration(topo: Topology, coll: Collective | str, ranks: int, algo: str, proto: str):

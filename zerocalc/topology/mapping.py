@@ -162,7 +162,9 @@ def _hardware_value(key: str, v: Any, fail) -> Any:
             fail(f"{key} must be a positive number, got {v!r}")
         return float(v)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        fail(f"{key} must be a whole number ≥ 0, got {v!r}")
+        hint = (f" (NCCL's form, major × 10 + minor: {round(v * 10)} for {v})"
+                if key == "compute_capability" and isinstance(v, float) and 0 < v < 20 else "")
+        fail(f"{key} must be a whole number ≥ 0, got {v!r}{hint}")
     return v
 
 
@@ -189,12 +191,32 @@ def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
     out = []
     for where, t in _tables(items, "nccl_calibration", _CALIBRATION_KEYS, _CALIBRATION_KEYS[:6], fail):
         try:
-            out.append(Calibration(str(t["op"]), t["ranks"], str(t["algorithm"]), str(t["protocol"]),
+            names = {key: _calibration_name(key, t[key]) for key in ("op", "algorithm", "protocol")}
+            out.append(Calibration(names["op"], t["ranks"], names["algorithm"], names["protocol"],
                                    t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", "")),
                                    str(t.get("dtype", "")), str(t.get("redop", ""))))
         except ConfigError as exc:
             fail(f"{where}: {exc.message}")
     return tuple(out)
+
+
+def _calibration_name(key: str, value: Any) -> str:
+    """A calibration's ``op``, ``algorithm`` or ``protocol`` in the spelling the model matches it by
+    (NCCL's ``ncclAlgoStr`` / ``ncclProtoStr``, zerocalc's collective names; any case), or a
+    :class:`ConfigError` naming the known ones: a name nothing matches would leave its fit unused."""
+    from zerocalc.nccl.p2p import ALGORITHM as P2P
+    from zerocalc.nccl.p2p import P2pOp
+    from zerocalc.nccl.predict import ANY
+    from zerocalc.nccl.rccl import MSCCL
+    from zerocalc.nccl.release import Algorithm, Collective, Protocol
+
+    known = {"op": [*Collective, *P2pOp], "algorithm": [*Algorithm, P2P, MSCCL, ANY],
+             "protocol": [*Protocol, ANY]}[key]
+    names = {str(k).lower(): str(k) for k in known}
+    if not isinstance(value, str) or value.strip().lower() not in names:
+        raise ConfigError(f"{key} must be one of {', '.join(names.values())}, got {value!r}",
+                          option="nccl_calibration")
+    return names[value.strip().lower()]
 
 
 def _nccl_env(items: Any, fail) -> tuple[NcclEnv, ...]:
