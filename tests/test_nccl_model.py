@@ -150,6 +150,35 @@ def test_parse_list_grammar_of_tuning_cc():
             parse_list(bad, Algorithm, "NCCL_ALGO")
 
 
+def test_parse_list_before_2_24_is_one_list_that_skips_unknown_names():
+    # v2.23.4 tuning.cc parseList(str, elems, nelems, list): split on ',' only, '^' first, strcasecmp
+    # against each name, no match skipped in silence; per-collective entries arrived in v2.24.3
+    from zerocalc.nccl.env import skipped_names
+
+    got = parse_list("allreduce:tree,ring", Algorithm, "NCCL_ALGO", "2.23.4")
+    assert all(got[c] == {A.RING} for c in C)  # 'allreduce:tree' is one unknown name
+    assert skipped_names("allreduce:tree,ring", Algorithm, "2.23.4") == ["allreduce:tree"]
+    assert parse_list("^LL128,warp", Protocol, "NCCL_PROTO", "2.18.6")[C.ALL_GATHER] == {P.LL, P.SIMPLE}
+    with pytest.raises(ConfigError, match="NCCL 2.18.6 reads 'allreduce:ring' as one list"):
+        parse_list("allreduce:ring", Algorithm, "NCCL_ALGO", "2.18.6")  # nothing enabled: NCCL fails
+    # from 2.24 the same text is per collective, and nothing is skipped
+    assert parse_list("allreduce:tree,ring", Algorithm, "NCCL_ALGO", "2.24.3")[C.ALL_GATHER] == set(A)
+    assert skipped_names("allreduce:tree,ring", Algorithm, "2.24.3") == []
+
+
+def test_table_under_an_old_release_prices_its_reading_of_nccl_algo():
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    args = ["table", "--topology", "dgx-h100", "--n", "16", "--schemes", "dp",
+            "--nccl-algo", "allreduce:ring"]
+    r = CliRunner().invoke(app, [*args, "--nccl-version", "2.24.3"])
+    assert r.exit_code == 0 and "AR Ring/" in r.stdout
+    r = CliRunner().invoke(app, [*args, "--nccl-version", "2.23.4"])  # before, priced as 2.24's Ring
+    assert r.exit_code == 2 and "NCCL 2.23.4 reads 'allreduce:ring' as one list" in r.stderr
+
+
 @pytest.mark.parametrize(("text", "version"), [
     ("# nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602", "2.26.2"),
     ("# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21805", "2.18.5"),

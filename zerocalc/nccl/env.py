@@ -6,6 +6,12 @@ optionally per collective after a prefix, entries separated by ``;``, only the f
 prefix: ``NCCL_ALGO="ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring"``,
 ``NCCL_PROTO="^LL128;allreduce:LL128"``. Names are NCCL's (``init.cc``: ``ncclAlgoStr``,
 ``ncclProtoStr``, ``ncclFuncStr``). A bad list is a :class:`ConfigError` naming the variable.
+
+Before 2.24 (v2.9.9-v2.23.4 ``parseList(str, elems, nelems, list)``) the list is one for every collective:
+split on commas alone, ``^`` first = all but these, and a name NCCL does not know is skipped without a
+word (``strcasecmp`` against each, no match, no error). ``allreduce:ring`` is then one unknown name: a
+list of nothing but unknown names enables no algorithm, and NCCL fails the call ("no algorithm/protocol
+available"). :func:`parse_list` with ``version`` reads it so (:func:`skipped_names` says what was skipped).
 """
 
 from __future__ import annotations
@@ -24,8 +30,43 @@ FUNC_NAMES = {"broadcast": Collective.BROADCAST, "reduce": Collective.REDUCE,
               "reducescatter": Collective.REDUCE_SCATTER, "allreduce": Collective.ALL_REDUCE}
 
 
-def parse_list(text: str, kind: type[StrEnum], option: str) -> dict[Collective, set]:
-    """The enabled members of ``kind`` (:class:`Algorithm` or :class:`Protocol`) per collective."""
+#: The first release whose ``parseList`` reads per-collective entries (``allreduce:tree;broadcast:ring``)
+#: and refuses an unknown name (v2.24.3 ``src/graph/tuning.cc``; v2.23.4 has the flat list).
+PREFIXED_LISTS = (2, 24)
+
+
+def _flat_grammar(version: str | None) -> bool:
+    from zerocalc.nccl.tables import parse_version
+
+    return version is not None and parse_version(version)[:2] < PREFIXED_LISTS
+
+
+def skipped_names(text: str, kind: type[StrEnum], version: str | None) -> list[str]:
+    """The names of ``text`` that NCCL ``version`` skips (before 2.24: any it does not know; none after,
+    where :func:`parse_list` refuses them)."""
+    if not text or not _flat_grammar(version):
+        return []
+    members = {m.value.lower() for m in kind}
+    return [n for n in str(text).removeprefix("^").split(",") if n.lower() not in members]
+
+
+def _parse_flat(text: str, kind: type[StrEnum], option: str, version: str) -> dict[Collective, set]:
+    """NCCL before 2.24's one list for every collective (see the module's text)."""
+    negate = str(text).startswith("^")
+    chosen = {m for m in kind for n in str(text).removeprefix("^").split(",") if n.lower() == m.value.lower()}
+    if not negate and not chosen:
+        raise ConfigError(f"NCCL {version} reads {text!r} as one list for every collective (entries per "
+                          "collective came in 2.24) and knows none of its names, so it enables nothing "
+                          "and fails every call ('no algorithm/protocol available')", option=option)
+    return {c: set(kind) - chosen if negate else set(chosen) for c in Collective}
+
+
+def parse_list(text: str, kind: type[StrEnum], option: str,
+               version: str | None = None) -> dict[Collective, set]:
+    """The enabled members of ``kind`` (:class:`Algorithm` or :class:`Protocol`) per collective, as NCCL
+    ``version`` reads the list (``None``: as the latest does)."""
+    if _flat_grammar(version) and str(text).strip():
+        return _parse_flat(text, kind, option, str(version))
     members = {m.value.lower(): m for m in kind}
     enabled: dict[Collective, set] = {c: set(kind) for c in Collective}
     entries = [e for e in str(text).split(";")]
@@ -61,10 +102,12 @@ def parse_list(text: str, kind: type[StrEnum], option: str) -> dict[Collective, 
     return enabled
 
 
-def restrictions(algo: str | None, proto: str | None) -> tuple[dict | None, dict | None]:
-    """``(algo_enable, proto_enable)`` for :func:`zerocalc.nccl.model.tune` (``None``: not set)."""
-    return (parse_list(algo, Algorithm, "NCCL_ALGO") if algo else None,
-            parse_list(proto, Protocol, "NCCL_PROTO") if proto else None)
+def restrictions(algo: str | None, proto: str | None,
+                 version: str | None = None) -> tuple[dict | None, dict | None]:
+    """``(algo_enable, proto_enable)`` for :func:`zerocalc.nccl.model.tune` (``None``: not set), as NCCL
+    ``version`` reads the lists (``None``: the latest)."""
+    return (parse_list(algo, Algorithm, "NCCL_ALGO", version) if algo else None,
+            parse_list(proto, Protocol, "NCCL_PROTO", version) if proto else None)
 
 
 def _version_key(text: str, *, upper: bool) -> tuple[int, int, float]:
@@ -173,12 +216,17 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
         a_txt = stated["NCCL_ALGO"][0] if "NCCL_ALGO" in stated else a_txt
         p_txt = stated["NCCL_PROTO"][0] if "NCCL_PROTO" in stated else p_txt
     try:
-        a, p = restrictions(a_txt, p_txt)
+        a, p = restrictions(a_txt, p_txt, version)
     except ConfigError as exc:
         key = exc.option if exc.option in stated and algo is None and proto is None else None
         if key is None:
             raise
         raise TraceFormatError(where, stated[key][1], f"{key}={stated[key][0]}: {exc.message}") from None
+    for var, txt, kind in (("NCCL_ALGO", a_txt, Algorithm), ("NCCL_PROTO", p_txt, Protocol)):
+        if skipped := skipped_names(txt, kind, version):
+            notes.append(f"{var}={txt}: NCCL {version} skips {', '.join(map(repr, skipped))}, names it does "
+                         "not know (its parseList, before 2.24, neither reads per-collective entries nor "
+                         "refuses a name)")
     if "NCCL_NVLS_ENABLE" in stated:
         nvls = _stated_int(stated, "NCCL_NVLS_ENABLE", where) != 0
     for key, attr in (("NCCL_MIN_NRINGS", "lo"), ("NCCL_MAX_NRINGS", "hi"),
