@@ -358,6 +358,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     run, topo, topology_how = _placed(given, path, run, p, stated, nccl_env)
     version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo,
                                                  run.get("nccl_tests_version"))
+    notes = _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo) + notes
     info = run.get("nccl_info") or {}
     topo, topology_how, info_notes, slice_how = _as_stated(topo, topology_how, given, run, info, p)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
@@ -410,6 +411,18 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["nccl_info"] = info
     d["also_in_file"] = coll_lines_remark(info, path)
     return d, cmp
+
+
+def _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo) -> list[str]:
+    """Where the file disagrees with ``--n``, ``--nccl-version`` or ``--topology``
+    (:mod:`zerocalc.validate.given`)."""
+    from zerocalc.validate.given import ranks_note, topology_note, version_note
+
+    lib = "RCCL" if topo.gpu_arch is not None else "NCCL"
+    notes = [ranks_note(path, run, rows, op, p) if run.get("n_how") == "given (--n)" else None,
+             version_note(path, nccl_version, stated, lib) if nccl_version else None,
+             topology_note(given, run, lambda: _sweep_topology(None, path, run, p)[0]) if given else None]
+    return [t for t in notes if t]
 
 
 def _as_stated(topo, topology_how: str, given, run, info, p: int):
