@@ -257,6 +257,19 @@ def test_derive_cites_the_rule_and_prints_a_legend():
     assert r"\Psi b_{g} n_{mb}" in latex and "LaTeX:" not in latex
 
 
+def test_derive_nccl_legend_names_every_symbol_of_its_formulas():
+    import sympy
+    from sympy.abc import _clash  # N, gamma, ... read as symbols, not sympy's functions
+
+    # before, NCCL's n, p, m, c, B, L_0, l_intra, l_inter, f and B_tree were used but named nowhere
+    doc = json.loads(run("derive", "dp", "--nccl", "--format", "json").stdout)
+    texts = [e["text"] for e in doc["expressions"].values()]
+    used = set().union(*(sympy.sympify(t, locals=_clash).free_symbols for t in texts))
+    assert {str(s) for s in used} <= set(doc["symbols"])
+    assert {"L_0", "l_inter", "B_tree"} <= set(doc["symbols"])
+    assert "L₀ (L_0): base latency" in run("derive", "dp", "--nccl").stdout
+
+
 @pytest.mark.parametrize("n", ["64", "8"])
 def test_later_nvls_note_only_where_a_phase_runs_nvls(n):
     # NCCL 2.26 on Hopper: NVLS calls are timed with 2.30's figures; the note says so only when the table's

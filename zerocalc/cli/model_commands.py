@@ -291,7 +291,7 @@ def _derive_parts(s, alg, grad_sync: str, nccl: bool) -> list[tuple[str, str, ob
         for coll in dict.fromkeys(ph.collective.value for ph in s.phases):
             for name, expr in formulas(coll).items():
                 parts.append((f"nccl_{name}_{coll}".lower(), f"NCCL {name} time of one {coll} of n bytes, µs "
-                              "(NCCL 2.30 tuning.cc; see zerocalc.nccl.formula for the symbols)", expr))
+                              "(NCCL 2.30 tuning.cc; its symbols in the legend)", expr))
     return parts
 
 
@@ -320,14 +320,13 @@ def derive_command(
 
     from zerocalc.collectives import as_algorithm
     from zerocalc.schemes import as_grad_sync, get_scheme
-    from zerocalc.symbols import SYMBOLS
 
     s = get_scheme(scheme)
     alg = as_algorithm(algorithm)
     sync = as_grad_sync(grad_sync.strip().lower()).value
     parts = _derive_parts(s, alg, sync, nccl)
     used = set().union(*(sympy.sympify(e).free_symbols for _, _, e in parts))
-    legend = [(name, info) for name, info in SYMBOLS.items() if info.symbol in used]
+    legend = [(name, info) for name, info in _legend_symbols(nccl).items() if info.symbol in used]
     if fmt is DeriveFormat.json:
         import json
 
@@ -337,6 +336,17 @@ def derive_command(
             typer.echo(f"% {label}\n{sympy.latex(expr)}")
     else:
         _derive_text(s, sync, parts, legend)
+
+
+def _legend_symbols(nccl: bool) -> dict:
+    """The symbols a legend may name: the model's, and with ``--nccl`` those of NCCL's formulas."""
+    from zerocalc.symbols import SYMBOLS
+
+    if not nccl:
+        return SYMBOLS
+    from zerocalc.nccl.formula import SYMBOLS as NCCL_SYMBOLS
+
+    return {**SYMBOLS, **NCCL_SYMBOLS}
 
 
 def _derive_document(s, alg, sync: str, parts, legend) -> dict:

@@ -22,8 +22,24 @@ from __future__ import annotations
 
 import sympy
 
+from zerocalc.symbols import SymbolInfo
+
 n, p, m, c, B, L0, l_intra, l_inter, f, B_tree = sympy.symbols(
     "n p m c B L_0 l_intra l_inter f B_tree", positive=True)
+
+#: The symbols above with their meaning and unit, for a legend (``zerocalc derive --nccl``).
+SYMBOLS: dict[str, SymbolInfo] = {s.symbol.name: s for s in (
+    SymbolInfo(n, "bytes of one call (NCCL's nBytes)", "bytes"),
+    SymbolInfo(p, "ranks of the call's communicator", "ranks"),
+    SymbolInfo(m, "nodes of the communicator (p/m ranks per node)", "nodes"),
+    SymbolInfo(c, "channels the call runs on", "channels"),
+    SymbolInfo(B, "bandwidth of one channel (bwIntra on up to two nodes, else bwInter)", "GB/s"),
+    SymbolInfo(L0, "base latency of the algorithm and protocol (baseLat)", "µs"),
+    SymbolInfo(l_intra, "latency of one hop inside a node (hwLat of NVLink or PCI)", "µs"),
+    SymbolInfo(l_inter, "latency of one hop over the network (hwLat of NET)", "µs"),
+    SymbolInfo(f, "the protocol's bandwidth factor (Simple 1, LL128 0.92, Ring LL 0.5, Tree LL 1/3.8)", "1"),
+    SymbolInfo(B_tree, "Tree's per-channel bandwidth cap (perChMaxTreeBws)", "GB/s"),
+)}
 
 _STEPS = {"all_reduce": (2 * (p - 1), 2 * (m - 1)), "all_gather": (p - 1, m - 1),
           "reduce_scatter": (p - 1, m - 1)}
