@@ -280,3 +280,28 @@ def test_later_nvls_note_only_where_a_phase_runs_nvls(n):
     nvls_chosen = any("NVLS/" in ln or "NVLSTree/" in ln for ln in rows)
     assert nvls_chosen == (n == "8")
     assert ("figures for Hopper" in res.stdout) == nvls_chosen
+
+
+def _row(*args):
+    r = run("table", "--schemes", "dp", "--format", "json", *args)
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    return row
+
+
+def test_gpus_per_node_fewer_than_the_presets_node_is_their_share_of_its_nics():
+    # DGX H100: 8 ConnectX-7 of 400 Gb/s, one per GPU (datasheet); a run of 1 GPU a host uses its own NIC,
+    # 50 GB/s, as check prices 10 ranks on 10 DGX H100 hosts. Ring all-reduce of Ψ = 7.5e9 fp16 on 16 ranks:
+    # 2 (N-1)/N Ψ b / bw = 2 * 15/16 * 15e9 B / 50e9 B/s = 0.5625 s (α terms: 15 × 2 × 14 µs, left aside)
+    row = _row("--topology", "dgx-h100", "--n", "16", "--gpus-per-node", "1")
+    assert row["time_s_ring"] == pytest.approx(2 * 15 / 16 * 15e9 / 50e9, rel=1e-3)  # before: 8 NICs, 70.7 ms
+    r = run("table", "--topology", "dgx-h100", "--n", "16", "--gpus-per-node", "1", "--schemes", "dp")
+    assert "note: nodes: dgx-h100 as nodes of 1 GPU and 1 NIC" in r.stdout
+
+
+def test_nvl72_ranks_past_one_rack_are_spread_as_check_spreads_them():
+    # 128 GB200 ranks: two racks of 16 trays x 4 (OCI's "2 Racks - 32 nodes"), not refused for 128 % 72
+    spread = _row("--topology", "gb200-nvl72", "--n", "128")
+    assert (spread["nodes"], spread["gpus_per_node"]) == (2, 64)
+    given = _row("--topology", "gb200-nvl72", "--n", "128", "--gpus-per-node", "64")
+    assert (given["time_s_nccl"], given["time_s_ring"]) == (spread["time_s_nccl"], spread["time_s_ring"])

@@ -193,7 +193,11 @@ def table_command(
     from zerocalc.evaluate import evaluate
 
     psi_count, preset = model_psi(psi, model, default="7.5e9")
-    topo = _load_topology(topology, intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps)
+    from zerocalc.topology.devices import run_nodes
+
+    topo, nodes_how = run_nodes(_load_topology(topology, None, None, None, None), n, gpus_per_node)
+    topo = topo.with_overrides(intra_alpha_us=intra_alpha_us, intra_bw_GBps=intra_bw_gbps,
+                               inter_alpha_us=inter_alpha_us, inter_bw_GBps=inter_bw_gbps)
     names = _scheme_names(schemes, "--schemes")
     wire = _wire_dtypes(dtype, param_dtype, grad_dtype)
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
@@ -203,6 +207,7 @@ def table_command(
     warn_implausible(psi=psi_count, n=n)
     df, notes = _table_columns(df, topo, fmt, gpu_memory, sort, reuse_distance,
                                (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner))
+    notes = ([f"nodes: {topology} as {nodes_how}"] if nodes_how else []) + notes
     _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), notes)
 
 

@@ -392,6 +392,31 @@ def nodes_of(topo: Topology, k: int) -> tuple[Topology, str]:
     return replace(topo, gpus_per_node=k, nics_per_node=nics, gpus_per_host=None), words
 
 
+def run_nodes(topo: Topology, n: int, k: int | None) -> tuple[Topology, str]:
+    """The nodes a run of ``n`` ranks, ``k`` a node (``--gpus-per-node``; ``None``: the topology's), has
+    on ``topo``, as ``check`` prices a file listing its ranks so, and the words for it ('' where ``topo``
+    stands):
+    ``k`` fewer than a node's GPUs, their share of its NICs (:func:`nodes_of`; on a multi-node NVLink rack,
+    a domain of ``k / gpus_per_host`` hosts); on such a rack, more ranks than one domain holds without
+    ``k``, spread evenly over the fewest domains (:func:`zerocalc.topology.domains.spread`). A node given
+    more GPUs than the topology's, or a ``k`` the rack's hosts do not make up, stands as given."""
+    from zerocalc.topology.domains import spread
+
+    if k is None or k == topo.gpus_per_node:
+        shaped = spread(topo, n, None) if k is None and topo.mnnvl and n % topo.gpus_per_node else None
+        return shaped if shaped is not None else (topo, "")
+    if k > topo.gpus_per_node or k >= n:
+        return topo, ""
+    per_host = topo.gpus_per_host
+    if topo.mnnvl and per_host:
+        if k % per_host:
+            return topo, ""
+        return _scaled(topo, k, per_host), (f"NVLink domains of {k // per_host} hosts × {per_host} GPUs and "
+                                            "their NICs (--gpus-per-node)")
+    shaped, words = nodes_of(topo, k)
+    return shaped, f"{words}, a run's share of each node (--gpus-per-node)"
+
+
 def _scaled(topo: Topology, g: int, per_host: int) -> Topology:
     """``topo``'s NVLink domain with ``g`` GPUs, ``per_host`` on each host, and the NICs of those GPUs."""
     topo, nics = _nic_share(topo, g)

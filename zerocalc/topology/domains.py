@@ -102,7 +102,7 @@ def _scaled_words(topo: Topology, hosts: int, k: int, why: str) -> tuple[Topolog
     return shaped, f"NVLink domains of {hosts} hosts × {k} GPUs, one node each to NCCL ({why})"
 
 
-def _spread(topo: Topology, n: int | None, k: int | None) -> tuple[Topology, str] | None:
+def spread(topo: Topology, n: int | None, k: int | None) -> tuple[Topology, str] | None:
     """More ranks than one domain holds, spread evenly over the fewest domains that hold them."""
     per_host = topo.gpus_per_host
     if not n or not per_host or n <= topo.gpus_per_node or (k is not None and k != per_host):
@@ -131,7 +131,7 @@ def nvlink_domains(topo: Topology, hosts: Mapping[str, int], info: Mapping[str, 
         return stated
     pools = gke_node_pools(list(hosts)) if len(hosts) > 1 and k else None
     if not pools or len(pools) < 2:
-        return _spread(topo, group_size, k if sum(hosts.values()) == group_size else None)
+        return spread(topo, group_size, k if sum(hosts.values()) == group_size else None)
     sizes = {len(v) for v in pools.values()}
     if len(sizes) != 1:
         return None
