@@ -59,3 +59,15 @@ def test_topology_that_does_not_fit_the_file_is_noted():
     assert "not gh200's H100 (GH200 superchip)" in note
     assert f"they list {per_host} ranks on one host, more than the 4 GPUs of a gh200 node" in note
     assert not any("does not fit" in t for t in _sweep("--topology", "dgx-h100")["notes"])
+
+
+def test_nccl_algo_from_the_shell_is_said_where_it_restricts_the_choice():
+    # NCCL_ALGO in zerocalc's own environment restricts NCCL's choice (typer envvar) as --nccl-algo does;
+    # before, nothing in the output said so, and the rows simply changed
+    res = runner.invoke(app, ["check", str(DATA / H100), "--format", "json"], env={"NCCL_ALGO": "ring"})
+    (sweep,) = json.loads(res.stdout)["sweeps"]
+    assert {r["algorithm"] for r in sweep["rows"]} == {"Ring"}
+    assert any(t.startswith("priced under NCCL_ALGO=ring, as --nccl-algo") for t in sweep["notes"])
+    table = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "16", "--schemes", "dp",
+                                "--nccl-proto", "Simple"])
+    assert "note: priced under NCCL_PROTO=Simple, as --nccl-algo / --nccl-proto" in table.stdout

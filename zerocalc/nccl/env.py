@@ -205,6 +205,9 @@ def settings(topo, version: str, algo: str | None, proto: str | None, *,
     nvls = True
     if algo is not None or proto is not None:
         a_txt, p_txt = algo, proto
+        given = [f"NCCL_{k}={v}" for k, v in (("ALGO", algo), ("PROTO", proto)) if v is not None]
+        notes.append(f"priced under {', '.join(given)}, as --nccl-algo / --nccl-proto or zerocalc's own "
+                     "environment sets it")
         replaced = [f"{k}={stated[k][0]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in stated]
         if replaced:
             notes.append(f"the file's {', '.join(replaced)} replaced by --nccl-algo / --nccl-proto")
