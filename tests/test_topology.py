@@ -200,3 +200,16 @@ def test_toml_calibration_name_nothing_matches_is_refused(pair, message):
     with pytest.raises(ConfigError) as info:
         _calibrated(**pair)
     assert str(info.value).startswith("--topology: lab.toml: [[nccl_calibration]] #1: " + message)
+
+
+def test_a_toml_without_the_hardware_keys_is_told_them_all_at_once():
+    # README: NCCL's model needs compute_capability, nvlink_gen, nvswitch_gen, pcie_gen, nics_per_node,
+    # nic_Gbps, cpu_vendor and in_network_reduction; before, one was named a run, in_network_reduction first
+    from zerocalc.nccl import release_for
+    from zerocalc.nccl.model import tune
+
+    plain = topology_from_mapping({"gpus_per_node": 8, "intra": _OK_TIER, "inter": _OK_TIER})
+    with pytest.raises(ConfigError) as info:
+        tune(plain, 16, release_for("2.26.2")[0])
+    assert ("does not give compute_capability, nvlink_gen, nvswitch_gen, pcie_gen, nics_per_node, nic_Gbps, "
+            "cpu_vendor, in_network_reduction, which NCCL's cost model needs") in str(info.value)

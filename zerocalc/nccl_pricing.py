@@ -17,8 +17,8 @@ from zerocalc.nccl.graph import REQUIRED_FIELDS
 from zerocalc.nccl.ofi_tuner import OfiTuner
 from zerocalc.nccl.steps import OFI_MARK, scheme_phases, scheme_time
 from zerocalc.nccl.tuner import TunerConfig
-from zerocalc.topology import Topology, require
-from zerocalc.topology.machine import calibrated_version
+from zerocalc.topology import Topology
+from zerocalc.topology.machine import calibrated_version, require_all
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     NCCL loads one tuner plugin); each phase's pair is the one it returns for the phase's communicator,
     where it returns one (:func:`zerocalc.nccl.steps.scheme_phases`), marked
     :data:`~zerocalc.nccl.steps.OFI_MARK` in the choices."""
-    for f in missing_fields(topo):
-        require(topo, f, "NCCL's cost model")
+    require_all(topo, REQUIRED_FIELDS, "NCCL's cost model")
     fitted = calibrated_version(topo.nccl_calibration) if topo.gpu_arch is None else None
     version = nccl_version or fitted or LATEST.tag.lstrip("v").split("-")[0]
     release, note = release_for(version)

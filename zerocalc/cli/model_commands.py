@@ -49,8 +49,8 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
     missing = missing_fields(topo)
     if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None \
             and ofi_tuner is None:
-        return [f"no NCCL columns: topology {topo.name!r} does not give {missing[0]} (and NCCL's model "
-                "needs it)"]
+        return [f"no NCCL columns: topology {topo.name!r} does not give {', '.join(missing)} (and NCCL's "
+                f"model needs {'it' if len(missing) == 1 else 'them'})"]
     priced = price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
                         tuner=tuner, reuse_distance=reuse_distance, ofi_tuner=ofi)
     df["time_s_nccl"] = priced.times

@@ -55,7 +55,7 @@ from zerocalc.nccl.tune_model import (
     ring_wire_floor_us,
     tree_run_latency_us,
 )
-from zerocalc.topology import Topology, require
+from zerocalc.topology import Topology
 
 A, P, C = Algorithm, Protocol, Collective
 
@@ -431,7 +431,10 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     stated), which leaves LL128 out of a 2-rank Ring all-reduce on sm90
     (:func:`zerocalc.nccl.enabled._cuda_11_8_pair`).
     """
-    require(topo, "in_network_reduction", "NCCL's cost model")
+    from zerocalc.nccl.graph import REQUIRED_FIELDS
+    from zerocalc.topology.machine import require_all
+
+    require_all(topo, REQUIRED_FIELDS, "NCCL's cost model")
     m = machine(topo, n_ranks, release)
     if _nvls_time:
         m = nvls_link_graphs(m)

@@ -373,6 +373,17 @@ def require(topo: Topology, key: str, needed_by: str) -> Any:
     return v
 
 
+def require_all(topo: Topology, keys: tuple[str, ...], needed_by: str) -> None:
+    """A :class:`ConfigError` naming every one of the hardware fields ``keys`` that ``topo`` lacks, so a
+    TOML file is completed in one edit, not one key a run; nothing when it gives them all."""
+    missing = [k for k in keys if getattr(topo, k) is None]
+    if len(missing) == 1:
+        require(topo, missing[0], needed_by)
+    if missing:
+        raise ConfigError(f"topology {topo.name!r} does not give {', '.join(missing)}, which {needed_by} "
+                          "needs; add them to the TOML file", option="--topology")
+
+
 def nvlink_mesh_peers(topo: Topology) -> int | None:
     """The other GPUs of a node whose NVLinks form a full mesh without NVSwitch: every GPU's
     ``nvlinks_per_gpu`` split evenly over the node's other GPUs (GH200's 18 links, 6 to each of three);
