@@ -71,3 +71,13 @@ def test_nccl_algo_from_the_shell_is_said_where_it_restricts_the_choice():
     table = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "16", "--schemes", "dp",
                                 "--nccl-proto", "Simple"])
     assert "note: priced under NCCL_PROTO=Simple, as --nccl-algo / --nccl-proto" in table.stdout
+
+
+def test_options_only_traces_read_are_refused_for_a_sweep():
+    # before, check FILE --gpus-per-node 4 (or --schemes, --dtype, --psi ...) priced the sweep as if not given
+    for args, flag in ((["--gpus-per-node", "4"], "--gpus-per-node"), (["--schemes", "dp"], "--schemes"),
+                       (["--dtype", "fp32"], "--dtype"), (["--psi", "1B"], "--psi")):
+        res = runner.invoke(app, ["check", str(DATA / H100), *args])
+        assert res.exit_code == 2
+        assert res.stderr.startswith(f"error: {flag}: reads traces against the schemes")
+        assert len(res.stderr.strip().splitlines()) == 1

@@ -97,6 +97,11 @@ def check_cmd(
     register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
     if topology is not None or sweeps:
+        if sweeps:  # files read as sweeps: what only a check of traces reads is refused
+            _trace_options_refused({"--psi": psi, "--steps": steps, "--schemes": scheme,
+                                    "--micro-batches": micro_batches, "--reuse-distance": reuse_distance,
+                                    "--dtype": dtype, "--gpus-per-node": gpus_per_node,
+                                    "--scheduler": scheduler, "--model": model})
         _sweep_check(sweeps or sweeps_needed(traces), topology, nccl_version, nccl_algo, nccl_proto, n, fmt,
                      strict, nccl_tuner, ofi_tuner, local_register=register, nccl_env=nccl_env)
         return
@@ -118,6 +123,21 @@ def check_cmd(
                                   meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
                                   reuse_distance=reuse_distance, weights=w))
     _write_check(ts, res, fmt)
+
+
+def _trace_options_refused(given: dict) -> None:
+    """A check of nccl-tests sweeps refuses the options only a check of traces reads (each was ignored in
+    silence before), naming the first given and what stands for it in a sweep."""
+    from zerocalc.errors import ConfigError
+
+    instead = {"--gpus-per-node": "its nodes are its topology's, holding the ranks its device lines list on "
+                                  "each host (--topology to choose the hardware)",
+               "--dtype": "its element type is its table's (nccl-tests -d)"}
+    for flag, value in given.items():
+        if value is not None and value != []:
+            why = instead.get(flag, "it has no use for it")
+            raise ConfigError("reads traces against the schemes; an nccl-tests sweep is priced size by size "
+                              f"with NCCL's model, and {why}", option=flag)
 
 
 def _local_register(text: str | None) -> int | None:

@@ -405,7 +405,7 @@ def run_nodes(topo: Topology, n: int, k: int | None) -> tuple[Topology, str]:
     if k is None or k == topo.gpus_per_node:
         shaped = spread(topo, n, None) if k is None and topo.mnnvl and n % topo.gpus_per_node else None
         return shaped if shaped is not None else (topo, "")
-    if k > topo.gpus_per_node or k >= n:
+    if k < 1 or k > topo.gpus_per_node or k >= n:  # a bad k is refused where the table is evaluated
         return topo, ""
     per_host = topo.gpus_per_host
     if topo.mnnvl and per_host:
