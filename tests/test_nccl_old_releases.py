@@ -47,6 +47,9 @@ def test_versions_before_2_5_and_non_versions_refused(bad):
     if bad.startswith("2.") and bad != "2.x":
         assert "modelled: 2.5 and later" in str(exc.value)
         assert "no cost model" in str(exc.value)
+    elif not bad.startswith("2."):  # 3.0.0 is no later NCCL 2: not told it is within "2.5 and later"
+        assert "modelled: NCCL 2, 2.5 and later" in str(exc.value)
+        assert f"NCCL {bad[0]} is no release of NCCL 2" in str(exc.value)
 
 
 def test_ring_ll_allreduce_latency_16_a100_by_hand():

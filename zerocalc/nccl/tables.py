@@ -143,10 +143,12 @@ def release_for(version: str) -> tuple[Release, str | None]:
     major, minor, patch = parse_version(version)
     if major != 2 or minor < OLDEST_MINOR:
         why = ("; NCCL 2.4 and earlier have no cost model (no tuning.cc: Tree up to NCCL_TREE_THRESHOLD, LL "
-               "below a thread-count threshold) for zerocalc to transcribe") if major == 2 else ""
-        raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: 2.{OLDEST_MINOR} and "
-                          f"later, tables of {', '.join(RELEASES)}; --nccl-version prices a file as one of "
-                          f"them){why}", option="--nccl-version")
+               "below a thread-count threshold) for zerocalc to transcribe") if major == 2 else (
+            f"; NCCL {major} is no release of NCCL 2, whose src/graph/tuning.cc zerocalc transcribes")
+        within = "" if major == 2 else "NCCL 2, "  # 3.0 is not 'later' than 2.5 in what is modelled
+        raise ConfigError(f"NCCL {major}.{minor}.{patch} is not modelled (modelled: {within}"
+                          f"2.{OLDEST_MINOR} and later, tables of {', '.join(RELEASES)}; --nccl-version "
+                          f"prices a file as one of them){why}", option="--nccl-version")
     release = _nearest(minor, patch)
     line = f"{major}.{minor}"
     if release.name == line or release.name.startswith(line + "."):
