@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from zerocalc.errors import ConfigError, TraceFormatError
+from zerocalc.errors import TraceFormatError, ZerocalcError
 
 
 def ranks_note(path: str, run: Mapping, rows: Sequence[Mapping], op: str, n: int) -> str | None:
@@ -51,13 +51,13 @@ def version_note(path: str, given: str, stated: str | None, lib: str = "NCCL") -
 
 def topology_note(given, run: Mapping, described: Callable[[], object]) -> str | None:
     """Where a given topology does not fit the file: the GPU its device lines name is another preset's
-    (``described()``: the topology those lines choose, :class:`ConfigError` where they choose none), or a
+    (``described()``: the topology those lines choose, a :class:`ZerocalcError` where they choose none), or a
     host runs more ranks than its node holds; ``None`` otherwise."""
     parts = []
     gpus = sorted(run.get("gpus") or {})
     try:
         auto = described() if gpus else None
-    except ConfigError:  # no preset describes the file's GPU: nothing to compare with
+    except ZerocalcError:  # no preset describes the file's GPU (or its lines): nothing to compare with
         auto = None
     if auto is not None and auto.gpu and given.gpu and auto.gpu != given.gpu:
         parts.append(f"its device lines name {', '.join(gpus)}, {auto.name}'s {auto.gpu}, not {given.name}'s "
