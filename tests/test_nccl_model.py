@@ -2,7 +2,7 @@
 
 import pytest
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import ConfigError, TraceFormatError
 from zerocalc.nccl import RELEASES, Algorithm, Collective, Protocol, parse_list, release_for, tune
 from zerocalc.nccl.graph import intra_bw_GBps
 from zerocalc.nccl.predict import version_from_text
@@ -164,6 +164,19 @@ def test_parse_list_before_2_24_is_one_list_that_skips_unknown_names():
     # from 2.24 the same text is per collective, and nothing is skipped
     assert parse_list("allreduce:tree,ring", Algorithm, "NCCL_ALGO", "2.24.3")[C.ALL_GATHER] == set(A)
     assert skipped_names("allreduce:tree,ring", Algorithm, "2.24.3") == []
+
+
+def test_a_files_own_nccl_algo_under_an_old_release_skips_unknown_names_with_a_note():
+    from zerocalc.nccl.env import settings
+
+    env = settings(get_topology("dgx-h100"), "2.18.6", None, None, stated={"NCCL_ALGO": ("Ring,bogus", 12)},
+                   where="run.txt")
+    assert all(env.algo_enable[c] == {A.RING} for c in C)  # v2.18.6 parseList: 'bogus' matches nothing
+    assert any("NCCL 2.18.6 skips 'bogus'" in t for t in env.notes)
+    # 2.24 on refuses it (parseList: "Unrecognized element token"), naming the file's line
+    with pytest.raises(TraceFormatError, match="run.txt:12: NCCL_ALGO=Ring,bogus: unknown name"):
+        settings(get_topology("dgx-h100"), "2.26.2", None, None, stated={"NCCL_ALGO": ("Ring,bogus", 12)},
+                 where="run.txt")
 
 
 def test_table_under_an_old_release_prices_its_reading_of_nccl_algo():
