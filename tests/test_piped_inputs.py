@@ -12,9 +12,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from sweep_files import DATA, file_rows
 from typer.testing import CliRunner
 
-from tests.sweep_files import DATA, file_rows
 from zerocalc.cli import app
 from zerocalc.cli.piped import copied
 from zerocalc.errors import TraceFormatError

@@ -258,4 +258,3 @@ def _nan_to_none(obj):
     if isinstance(obj, list):
         return [_nan_to_none(v) for v in obj]
     return obj
-
