@@ -97,11 +97,11 @@ def check_cmd(
     register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
     if topology is not None or sweeps:
-        if sweeps:  # files read as sweeps: what only a check of traces reads is refused
+        if sweeps:  # files read as sweeps: what only a check of traces reads is refused (not --scheduler:
+            # where the traces are read changes no answer, so a sweep read here stands for it)
             _trace_options_refused({"--psi": psi, "--steps": steps, "--schemes": scheme,
                                     "--micro-batches": micro_batches, "--reuse-distance": reuse_distance,
-                                    "--dtype": dtype, "--gpus-per-node": gpus_per_node,
-                                    "--scheduler": scheduler, "--model": model})
+                                    "--dtype": dtype, "--gpus-per-node": gpus_per_node, "--model": model})
         _sweep_check(sweeps or sweeps_needed(traces), topology, nccl_version, nccl_algo, nccl_proto, n, fmt,
                      strict, nccl_tuner, ofi_tuner, local_register=register, nccl_env=nccl_env)
         return
