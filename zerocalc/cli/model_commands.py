@@ -193,13 +193,9 @@ def table_command(
     from zerocalc.evaluate import evaluate
 
     psi_count, preset = model_psi(psi, model, default="7.5e9")
-    from zerocalc.topology.devices import run_nodes
-
-    topo, nodes_how = run_nodes(_load_topology(topology, None, None, None, None), n, gpus_per_node)
-    topo = topo.with_overrides(intra_alpha_us=intra_alpha_us, intra_bw_GBps=intra_bw_gbps,
-                               inter_alpha_us=inter_alpha_us, inter_bw_GBps=inter_bw_gbps)
-    names = _scheme_names(schemes, "--schemes")
-    wire = _wire_dtypes(dtype, param_dtype, grad_dtype)
+    topo, nodes = _table_topology(topology, n, gpus_per_node, (intra_alpha_us, intra_bw_gbps, inter_alpha_us,
+                                                               inter_bw_gbps))
+    names, wire = _scheme_names(schemes, "--schemes"), _wire_dtypes(dtype, param_dtype, grad_dtype)
     df = evaluate(names, psi=psi_count, n=n, gpus_per_node=gpus_per_node, topology=topo,
                   comm_dtype=wire.comm, k=k, param_dtype=wire.param, grad_dtype=wire.grad,
                   micro_batches=micro_batches, grad_sync=grad_sync.strip().lower(), tp=tp, pp=pp,
@@ -207,8 +203,20 @@ def table_command(
     warn_implausible(psi=psi_count, n=n)
     df, notes = _table_columns(df, topo, fmt, gpu_memory, sort, reuse_distance,
                                (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner))
-    notes = ([f"nodes: {topology} as {nodes_how}"] if nodes_how else []) + notes
-    _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), notes)
+    _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), nodes + notes)
+
+
+def _table_topology(topology: str, n: int, gpus_per_node: int | None, overrides: tuple) -> tuple:
+    """The table's topology: its nodes as a run of ``n`` ranks, ``gpus_per_node`` a node, has them
+    (:func:`zerocalc.topology.devices.run_nodes`), with the α-β ``overrides`` (intra α, intra bandwidth,
+    inter α, inter bandwidth) over it; and the note saying which nodes, if they are not the topology's."""
+    from zerocalc.topology.devices import run_nodes
+
+    topo, nodes_how = run_nodes(_load_topology(topology, None, None, None, None), n, gpus_per_node)
+    intra_alpha_us, intra_bw_gbps, inter_alpha_us, inter_bw_gbps = overrides
+    topo = topo.with_overrides(intra_alpha_us=intra_alpha_us, intra_bw_GBps=intra_bw_gbps,
+                               inter_alpha_us=inter_alpha_us, inter_bw_GBps=inter_bw_gbps)
+    return topo, [f"nodes: {topology} as {nodes_how}"] if nodes_how else []
 
 
 def _table_columns(df, topo, fmt: TableFormat, gpu_memory: str | None, sort: str | None,

@@ -340,11 +340,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.nccl.tables import parse_version
-    from zerocalc.topology.devices import (
-        gdr_unstated_note,
-        host_memory_note,
-        socket_nic_note,
-    )
+    from zerocalc.topology.devices import gdr_unstated_note, host_memory_note, socket_nic_note
     from zerocalc.topology.slots import gcp_slice_note
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
     from zerocalc.validate.sweep_info import (

@@ -91,8 +91,6 @@ def check_cmd(
     """Measure bytes per rank per step in real traces and compare them with every scheme;
     compare nccl-tests sweeps size by size with NCCL's cost model (on --topology, else on the preset
     the file's device lines describe)."""
-    from zerocalc.errors import ConfigError
-
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
@@ -105,15 +103,7 @@ def check_cmd(
         _sweep_check(sweeps or sweeps_needed(traces), topology, nccl_version, nccl_algo, nccl_proto, n, fmt,
                      strict, nccl_tuner, ofi_tuner, local_register=register, nccl_env=nccl_env)
         return
-    if ofi_tuner is not None:
-        raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
-                          option="--ofi-tuner")
-    if register is not None:
-        raise ConfigError("says how an nccl-tests sweep registered its buffers; give a sweep",
-                          option="--local-register")
-    if nccl_env:
-        raise ConfigError("prices nccl-tests sweeps under the NCCL environment they ran with; give a sweep",
-                          option="--nccl-env")
+    _sweep_options_refused(ofi_tuner, register, nccl_env)
     names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node)
     psi_count, _ = model_psi(psi, model)
     _import_model_meanwhile()
@@ -123,6 +113,21 @@ def check_cmd(
                                   meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
                                   reuse_distance=reuse_distance, weights=w))
     _write_check(ts, res, fmt)
+
+
+def _sweep_options_refused(ofi_tuner: str | None, register: int | None, nccl_env: list[str] | None) -> None:
+    """A check of traces refuses the options only a check of nccl-tests sweeps reads."""
+    from zerocalc.errors import ConfigError
+
+    if ofi_tuner is not None:
+        raise ConfigError("prices nccl-tests sweeps under aws-ofi-nccl's tuner; give a sweep",
+                          option="--ofi-tuner")
+    if register is not None:
+        raise ConfigError("says how an nccl-tests sweep registered its buffers; give a sweep",
+                          option="--local-register")
+    if nccl_env:
+        raise ConfigError("prices nccl-tests sweeps under the NCCL environment they ran with; give a sweep",
+                          option="--nccl-env")
 
 
 def _trace_options_refused(given: dict) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from zerocalc.errors import ConfigError
 from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.enabled import NVLS_OFF, applies, disabled_reason
-from zerocalc.nccl.graph import Machine, machine
+from zerocalc.nccl.graph import REQUIRED_FIELDS, Machine, machine
 from zerocalc.nccl.nvls_pipeline import (
     estimate_correction,
     fill_priced,
@@ -56,6 +56,7 @@ from zerocalc.nccl.tune_model import (
     tree_run_latency_us,
 )
 from zerocalc.topology import Topology
+from zerocalc.topology.machine import require_all
 
 A, P, C = Algorithm, Protocol, Collective
 
@@ -431,9 +432,6 @@ def tune(topo: Topology, n_ranks: int, release: Release, *,
     stated), which leaves LL128 out of a 2-rank Ring all-reduce on sm90
     (:func:`zerocalc.nccl.enabled._cuda_11_8_pair`).
     """
-    from zerocalc.nccl.graph import REQUIRED_FIELDS
-    from zerocalc.topology.machine import require_all
-
     require_all(topo, REQUIRED_FIELDS, "NCCL's cost model")
     m = machine(topo, n_ranks, release)
     if _nvls_time:
