@@ -157,3 +157,17 @@ def test_more_than_the_cap_is_refused(monkeypatch):
     with pytest.raises(TraceFormatError, match=r"<stdin>: more than"), copied(["-"], cap=2 << 20):
         pass
     assert not piped.is_copy("<stdin>")
+
+
+def test_a_piped_log_large_enough_to_split_is_read_here(monkeypatch):
+    """A log the reader would scan in worker processes (monkeypatched thresholds: every log is large) is
+    read in this process when piped in: the workers could not open its copy by the name it is read under."""
+    from zerocalc.traces import reader
+
+    monkeypatch.setattr(reader, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 1)
+    log = TRACES / "nccl-debug" / "rccl-4ranks-allreduce-allgather.txt"
+    calls = [ln for ln in log.read_text().splitlines() if " opCount " in ln]
+    res = zerocalc("trace", "summary", "-", "--format", "json", stdin=log.read_bytes())
+    assert res.returncode == 0, res.stderr
+    assert len(json.loads(res.stdout)) == len(calls)

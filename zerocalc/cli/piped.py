@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 #: Bytes copied at a time.
 _STEP = 1 << 20
@@ -80,8 +80,9 @@ def _copy(path: str, name: str, dest: str, cap: int) -> None:
     from zerocalc.errors import TraceFormatError
     from zerocalc.traces import piped
 
-    with open(path, "rb") if path != piped.STDIN else _stdin() as stream, open(dest, "wb") as out:
-        if path == piped.STDIN and stream.isatty():
+    stdin = path == piped.STDIN  # left open: nullcontext, not a file this function opened
+    with nullcontext(sys.stdin.buffer) if stdin else open(path, "rb") as stream, open(dest, "wb") as out:
+        if stdin and stream.isatty():
             _echo_err("reading standard input; end it with Ctrl-D")
         total = 0
         while chunk := stream.read(_STEP):
@@ -90,9 +91,3 @@ def _copy(path: str, name: str, dest: str, cap: int) -> None:
                 raise TraceFormatError(name, None, f"more than {cap / 2**30:g} GiB read; save it to a "
                                                    "file and pass its path")
             out.write(chunk)
-
-
-@contextmanager
-def _stdin():
-    """Standard input's bytes, left open."""
-    yield sys.stdin.buffer

@@ -47,13 +47,18 @@ def skipped_names(text: str, kind: type[StrEnum], version: str | None) -> list[s
     if not text or not _flat_grammar(version):
         return []
     members = {m.value.lower() for m in kind}
-    return [n for n in str(text).removeprefix("^").split(",") if n.lower() not in members]
+    return [n for n in _flat_names(text) if n.lower() not in members]
+
+
+def _flat_names(text: str) -> list[str]:
+    """The names of a list as NCCL before 2.24 splits it: on commas alone, after a leading ``^``."""
+    return str(text).removeprefix("^").split(",")
 
 
 def _parse_flat(text: str, kind: type[StrEnum], option: str, version: str) -> dict[Collective, set]:
     """NCCL before 2.24's one list for every collective (see the module's text)."""
     negate = str(text).startswith("^")
-    chosen = {m for m in kind for n in str(text).removeprefix("^").split(",") if n.lower() == m.value.lower()}
+    chosen = {m for m in kind for n in _flat_names(text) if n.lower() == m.value.lower()}
     if not negate and not chosen:
         raise ConfigError(f"NCCL {version} reads {text!r} as one list for every collective (entries per "
                           "collective came in 2.24) and knows none of its names, so it enables nothing "

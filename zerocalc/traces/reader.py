@@ -177,8 +177,6 @@ def _read_one(args: tuple) -> ParseResult | Any | str:
 
 def _splittable(file: str, fmt: str | None, cap: int) -> bool:
     """A plain (not compressed) NCCL log large enough to be scanned in parts."""
-    if is_copy(file):  # read from its copy, which other processes cannot open by its name
-        return False
     size = os.path.getsize(file)
     if size < SPLIT_MIN_BYTES or fmt not in (None, nccl_log.FORMAT):
         return False
@@ -291,6 +289,8 @@ def _read_results(inputs, strict: bool, fmt: str | None, max_bytes: int, workers
 
         return read_on_cluster(inputs, strict, fmt, max_bytes, scheduler, track, aggregate, sequence)
     results: list[ParseResult | Any | str]
+    if any(is_copy(f) for f in files):  # read here: other processes cannot open a copy by its name
+        workers = 1
     if workers != 1 and len(files) == 1 and _splittable(files[0], fmt, max_bytes):
         result = _read_split(files[0], strict, workers or os.cpu_count() or 1,
                              track.within if track is not None else None, aggregate, sequence)
@@ -301,8 +301,6 @@ def _read_results(inputs, strict: bool, fmt: str | None, max_bytes: int, workers
             return [result]
     jobs = [(f, strict, fmt, max_bytes, opt, aggregate, sequence)
             for f, opt in zip(files, inputs.optional, strict=True)]
-    if any(is_copy(f) for f in files):  # other processes cannot open a copy by its name
-        workers = 1
     if workers is None:
         total = sum(os.path.getsize(f) for f in files)
         workers = min(len(files), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
