@@ -14,7 +14,7 @@
 
 What each test expects is counted from the file itself by a plain split (rows, '#  Rank' lines, ``NCCL
 version`` lines, the in-place ``#wrong`` cells), not through zerocalc. The bands are issue 11's (0.5-2x at
-every size, 0.8-1.25x at the median size), held as a regression guard where met; the one miss as such.
+every size, 0.8-1.25x at the median size), held as a regression guard where met.
 """
 
 import json
@@ -28,7 +28,6 @@ from sweep_files import (
     device_lines,
     file_rows,
     lines,
-    median_size_ratio,
     runner,
     stated_versions,
 )
@@ -111,12 +110,13 @@ def test_moc_all_reduce_is_within_both_bands():
     assert_within_both_bands(check_json(MOC["all_reduce"]))
 
 
-def test_moc_sendrecv_is_a_miss_at_half_the_time():
-    """A miss guarded as such: the sendrecv moves 13.9-14.0 GB/s each way (the same hosts' all-reduce 15.0
-    GB/s of bus bandwidth), priced at twice that: 0.497-0.499x at every size."""
+def test_moc_sendrecv_is_within_both_bands():
+    """A regression guard: 0.87x at every size. The sendrecv moves 13.9-14.0 GB/s each way (the same hosts'
+    all-reduce 15.0 GB/s of bus bandwidth), priced, as the all-reduce, through host memory at 2/3 of the
+    Ring graph's 24 GB/s (tests/test_nccl_p2p_host_memory.py derives it by hand)."""
     sweep = check_json(MOC["sendrecv"])
-    assert all(0.45 <= r["ratio"] < 0.5 for r in sweep["rows"])
-    assert 0.45 <= median_size_ratio(sweep) < 0.5
+    assert_within_both_bands(sweep)
+    assert all(0.85 <= r["ratio"] <= 0.9 for r in sweep["rows"])
 
 
 @pytest.mark.parametrize("op", sorted(NAMED_BY_FILE_NAME))

@@ -43,7 +43,8 @@ The model, per rank and per group of concurrent messages (the busiest rank sets 
    shared links: a switch's uplink, the SMP link, host memory when peer-to-peer is off,
    :func:`zerocalc.nccl.pcie.hop_GBps`) and its share of the node's NICs across nodes
    (``nics_per_node × nic_Gbps / 8`` over the node's ranks; through host memory, ``gpudirect_rdma`` false,
-   :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of it; in gather and scatter, where the root's node
+   :data:`zerocalc.nccl.graph.HOST_RELAY_SHARE` of what the collectives' ring graph gives a NIC,
+   :func:`host_path_GBps`; in gather and scatter, where the root's node
    peers exchange with it over NVLink or PCIe alone, the root's own NICs, and for a scatter under PXN
    every NIC of its node, the bytes PXN relays over NVLink added to the root's NVLink load:
    :func:`root_net`), and the ``p2pnChannels`` channels. LL carries 4 data bytes per 8-byte line (half).
@@ -107,9 +108,11 @@ from zerocalc.errors import ConfigError, UnpricedOpError
 from zerocalc.nccl.graph import (
     HOST_RELAY_SHARE,
     PCIE_GBPS_X16,
+    Graph,
     as_nccl_sees_it,
     comm_nvlink_GBps,
     intra_bw_GBps,
+    machine,
     pcie_layout,
 )
 from zerocalc.nccl.pcie import PcieLayout, hop_GBps
@@ -212,7 +215,7 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
              max_peers: int | None = None, per_net_peer: int | None = None, min_p2p: int | None = None,
              max_p2p: int | None = None, net_chunk: int | None = None, nvl_chunk: int | None = None,
              pci_chunk: int | None = None, buffsize: int | None = None, pxn_disable: int | None = None,
-             pxn_level: int | None = None) -> P2pComm:
+             pxn_level: int | None = None, ring: Graph | None = None) -> P2pComm:
     """The p2p setup of ``n_ranks`` ranks on ``topo`` (ranks fill nodes of ``gpus_per_node``) under NCCL
     ``version`` (``release`` its tables), ``comm_channels`` being ``comm->nChannels``; ``max_peers``: the
     communicator's ``maxP2pPeers`` (NCCL 2.30+ config; ``None``: all ranks). ``per_net_peer``:
@@ -224,7 +227,9 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     ``NVL`` / ``PCI`` (from v2.14), the step of each transport's p2p path; ``buffsize``: ``NCCL_BUFFSIZE``,
     whose eighth caps the step (``NCCL_STEPS``; ``computeBuffSizes``, ``src/init.cc`` v2.16-v2.30);
     ``pxn_disable`` / ``pxn_level``: ``NCCL_PXN_DISABLE`` / ``NCCL_P2P_PXN_LEVEL`` (:func:`root_net`);
-    ``None``: unset."""
+    ``None``: unset. ``ring``: the communicator's Ring graph as its collectives are tuned (a channel count
+    an INFO line states applied, :func:`zerocalc.nccl.model.tune`), read through host memory
+    (:func:`host_path_GBps`); ``None``: the one :func:`zerocalc.nccl.graph.machine` derives."""
     if not isinstance(n_ranks, int) or n_ranks < 2:
         raise ConfigError(f"point-to-point needs at least 2 ranks, got {n_ranks!r}", option="ranks")
     if release.era <= 6:  # ncclSend / ncclRecv arrive in v2.7.3 (src/nccl.h.in; none in v2.6.4)
@@ -254,11 +259,15 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
         nic = require(topo, "nic_Gbps", _NEEDED_BY) / 8.0
         gen = require(topo, "pcie_gen", _NEEDED_BY)
         path = min(nic, PCIE_GBPS_X16.get(gen, nic))
-        share = nics * path / g * (HOST_RELAY_SHARE if topo.gpudirect_rdma is False else 1.0)
-        bw["net"] = (NET_CHANNEL_GBPS, share)
-        pxn = v >= (2, 12) and nvlink and topo.gpudirect_rdma is not False and not pxn_disable \
+        relayed = topo.gpudirect_rdma is False
+        # the rate a NIC carries: through host memory the Ring graph's bound too (the channels' ask below
+        # reads NCCL's path, ncclTopoGetLocalNetCountByBw)
+        moved = host_path_GBps(path, nics, ring or machine(topo, n_ranks, release).graphs[Algorithm.RING]) \
+            if relayed else path
+        bw["net"] = (NET_CHANNEL_GBPS, nics * moved / g * (HOST_RELAY_SHARE if relayed else 1.0))
+        pxn = v >= (2, 12) and nvlink and not relayed and not pxn_disable \
             and pxn_level != 0 and getattr(topo, "gpu_arch", None) is None  # RCCL: PXN_DISABLE 1
-        root = root_net(nics, path, g, pxn=pxn, host_relay=topo.gpudirect_rdma is False)
+        root = root_net(nics, moved, g, pxn=pxn, host_relay=relayed)
         asks.append(_net_peer_ask(v, per_net_peer, p2p_pre, n_ranks, max(1, nics // g), path))
     per_peer = _pow2_up(min([p2p_pre, *asks]) if v < (2, 29) else min(asks or [p2p_pre]))
     if v >= (2, 29) and n_nodes > 1 and not (per_net_peer and per_net_peer > 0):
@@ -276,6 +285,25 @@ def p2p_comm(topo: Topology, n_ranks: int, release: Release, version: str, comm_
     return P2pComm(n_ranks, g, n_nodes, v, release, p2p_channels, per_peer, chunk, bw, float(wire or 0.0),
                    2.0 if require(topo, "cpu_vendor", _NEEDED_BY) == "amd" else 1.0, layout,
                    root if n_nodes > 1 else None)
+
+
+def host_path_GBps(path: float, nics: int, ring: Graph) -> float:
+    """One NIC's rate through host memory (no GPUDirect RDMA), before
+    :data:`~zerocalc.nccl.graph.HOST_RELAY_SHARE`: the lesser of the NIC's path (``path``, GB/s) and its
+    share of the node's network as NCCL's Ring graph holds it (``nChannels × bwInter`` over the ``nics``).
+
+    Point-to-point goes through the same host memory as a collective: without GDR a p2p network
+    connection's buffers are a shared pool in pinned host memory (``sharedNetBuffersInit`` with ``cuda``
+    = ``useGdr`` = 0: ``ncclCudaHostCalloc``; the ``/Shared`` of the INFO line ``via NET/IB/1/Shared``),
+    as a ring's Simple buffers are (``NCCL_NET_MAP_ADD_POINTER`` in host memory unless ``useGdr``;
+    ``src/transport/net.cc``, v2.26.2), and the GPU writes its sends into them and reads its receives from
+    them over the PCIe path ``ncclTopoComputePaths`` routes through the GPU's CPU (``addInterStep``,
+    ``src/graph/paths.cc`` v2.12-v2.30), the path NCCL's graph search sized the Ring graph on. The bound is
+    that path's, one per NIC whatever channels use it: the collective model prices it at
+    :data:`~zerocalc.nccl.graph.HOST_RELAY_SHARE` of the Ring graph's rate (``Graph.run_scale``), and a
+    channel count an INFO line states (``2 coll channels``: one graph channel, doubled by
+    ``ncclTopoPostset``) is how a run shows NCCL found that path slower than the topology's NIC."""
+    return min(path, ring.n_channels * ring.bw_inter / max(1, nics))
 
 
 def _net_peer_ask(v: tuple[int, ...], per_net_peer: int | None, p2p_pre: int, n_ranks: int, nics_per_gpu: int,

@@ -29,7 +29,7 @@ from zerocalc.nccl.model import tune
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import as_nccl_collective, predict
-from zerocalc.nccl.tables import Release
+from zerocalc.nccl.tables import Algorithm, Release
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.schemes import Group, get_scheme
 from zerocalc.topology import Topology
@@ -124,7 +124,8 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                 check_rules(tunings[key], tuner, topology.name)
         covered = ofi is not None and require_coverage(ofi, tunings[key].machine.n_nodes)
         if ph.collective.value == "all_to_all":
-            comm = p2p_comm(topo_g, ranks, release, version, tunings[key].comm_channels)
+            comm = p2p_comm(topo_g, ranks, release, version, tunings[key].comm_channels,
+                            ring=tunings[key].machine.graphs[Algorithm.RING])
             pt = op_time(comm, P2pOp.ALL_TO_ALL, int(n_bytes))
             out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "P2P",
                                  pt.protocol.value, calls * pt.time_s))

@@ -38,7 +38,7 @@ from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import ALGORITHM as P2P
 from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
-from zerocalc.nccl.tables import Collective, parse_version, release_for
+from zerocalc.nccl.tables import Algorithm, Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.topology import Calibration, Topology, series_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
@@ -330,15 +330,19 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
     derived ones where they differ (:func:`stated_p2p_notes`). ``p2p_env``: the ``(keyword, value)`` of each
     p2p variable the file sets (:data:`zerocalc.nccl.env.STATED_P2P`), passed to
     :func:`~zerocalc.nccl.p2p.p2p_comm`; ``stated_chunk``: the ``comm->p2pChunkSize`` an INFO line states
-    (``[bytes, line]``), the Simple step in place of the derived one."""
+    (``[bytes, line]``), the Simple step in place of the derived one. The Ring graph handed to
+    :func:`~zerocalc.nccl.p2p.p2p_comm` is the one the stated count implies (:func:`tune`), which bounds
+    the network through host memory (:func:`~zerocalc.nccl.p2p.host_path_GBps`)."""
     release, note = release_for(nccl_version)
     lo, hi = channels if channels is not None else channel_limits(topo, nccl_version)
-    n_channels = tune(topo, group_size, release, min_channels=lo, max_channels=hi).comm_channels
-    derived_channels = n_channels
+    tuning = tune(topo, group_size, release, min_channels=lo, max_channels=hi,
+                  stated_channels=stated_channels[0] if stated_channels else None)
+    n_channels = derived_channels = (tuning.stated_channels or (0, tuning.comm_channels))[1]
     if stated_channels:
         n_channels = stated_channels[0]
     comm = p2p_comm(topo, group_size, release, nccl_version, n_channels,
-                    max_peers=2 if op == P2pOp.SENDRECV else None, **dict(p2p_env))
+                    max_peers=2 if op == P2pOp.SENDRECV else None,
+                    ring=tuning.machine.graphs[Algorithm.RING], **dict(p2p_env))
     derived = comm
     if stated_p2p:
         (told, per_peer), _ = stated_p2p
