@@ -54,7 +54,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     version = nccl_version or fitted or LATEST.tag.lstrip("v").split("-")[0]
     release, note = release_for(version)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
-    times, choices, ofi_phases = [], [], []
+    times, choices, ofi_phases, shapes = [], [], [], []
     unpriced: dict[str, list[str]] = {}
     later_nvls = False  # a phase's NVLS timed with the later release's figures
     for r in df.itertuples(index=False):
@@ -71,6 +71,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
             unpriced.setdefault(e.message, []).append(r.scheme)
             continue
         ofi_phases += [p for p in phases if p.ofi_chose is not None]
+        shapes += [p.note for p in phases if p.note]
         later_nvls = later_nvls or any(p.later_nvls for p in phases)
         t, c = scheme_time(phases)
         times.append(t)
@@ -86,7 +87,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
                if tuner else []),
              *([ofi_tuner_note(ofi_tuner, ofi_phases, version)] if ofi_tuner is not None else []),
-             *[f"t NCCL: {', '.join(schemes)} not priced (n/a): {why}" for why, schemes in unpriced.items()]]
+             *[f"t NCCL: {', '.join(schemes)} not priced (n/a): {why}" for why, schemes in unpriced.items()],
+             *[f"t NCCL: {t}" for t in dict.fromkeys(shapes)]]
     return NcclPricing(times, choices, notes)
 
 

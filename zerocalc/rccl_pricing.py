@@ -21,7 +21,7 @@ from dataclasses import replace
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.predict import as_nccl_collective
 from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_default_for, rccl_release_for, rccl_tune
-from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calls, scheme_time
+from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calibration, phase_calls, scheme_time
 from zerocalc.nccl_pricing import NcclPricing, row_sizes
 from zerocalc.topology import Topology
 
@@ -50,11 +50,13 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
         elem = int(width) if width >= 1 and width == int(width) else None  # int4 wire: no MSCCL element
         call = price_call(tunings[key], coll, int(n_bytes), elem, in_place=True)
         t = call.time_us * 1e-6
-        fit = rccl_calibration(topology, coll, ranks, call.algorithm, call.protocol)
+        fits, note = phase_calibration(topology, coll.value, ranks, topo_g)
+        fit = rccl_calibration(replace(topology, nccl_calibration=fits), coll, ranks, call.algorithm,
+                               call.protocol)
         if fit is not None:
-            t = fit.alpha_us / 1e6 + n_bytes / (fit.bw_GBps * 1e9)
+            t = fit.time_s(n_bytes, t)
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, call.algorithm,
-                             call.protocol + ("*" if fit is not None else ""), calls * t))
+                             call.protocol + ("*" if fit is not None else ""), calls * t, note=note))
     return out
 
 
@@ -72,10 +74,11 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         note = f"RCCL {release.name}, the default for {topo.gpu_arch} (--nccl-version to choose another)"
     version = rccl_version or release.name
     env = settings(topo, version, nccl_algo, nccl_proto)
-    times, choices, tunings, a2a = [], [], {}, []
+    times, choices, tunings, a2a, shapes = [], [], {}, [], []
     for r in df.itertuples(index=False):
         phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
                              proto_enable=env.proto_enable, **row_sizes(r, reuse_distance))
+        shapes += [p.note for p in phases if p.note]
         a2a += [r.scheme] if any(p.algorithm == "unpriced" for p in phases) else []
         t, c = scheme_time(phases)
         times.append(t)
@@ -97,5 +100,6 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
              *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
                 "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),
              *(["t RCCL: * = a fitted α-β pair of the topology's calibration (zerocalc fit --out)"]
-               if any(c.endswith("*") or "*;" in c for c in choices) else [])]
+               if any(c.endswith("*") or "*;" in c for c in choices) else []),
+             *[f"t RCCL: {t}" for t in dict.fromkeys(shapes)]]
     return NcclPricing(times, choices, notes)

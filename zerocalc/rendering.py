@@ -430,7 +430,8 @@ def _sweep_text(d: dict) -> str:
                      + _stated_mark(r, lib))
     if rows:
         lines.append(f"  ratio: {_ratio_summary(rows)}"
-                     + ("; * = calibrated α-β" if any(r["calibrated"] for r in rows) else "")
+                     + ("; * = calibrated (fit --out: α-β, or the model scaled)"
+                        if any(r["calibrated"] for r in rows) else "")
                      + ("; ^ = chosen by aws-ofi-nccl's tuner plugin" if any(r.get("ofi_tuner") for r in rows)
                         else "")
                      + ("; Nch = channels the tuner imposes" if any("channels" in r for r in rows) else ""))

@@ -340,6 +340,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.nccl.tables import parse_version
+    from zerocalc.topology import placement
     from zerocalc.topology.devices import gdr_unstated_note, host_memory_note, socket_nic_note
     from zerocalc.topology.slots import gcp_slice_note
     from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
@@ -381,6 +382,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     sizes = {r["size_bytes"]: r["count"] * (r.get("elem_bytes") or 0) for r in rows}
     info_notes += stated_choices(d["rows"], sizes, info.get("tuning") or [], op)
     d["file"], d["topology"], d["topology_how"] = path, topo.name, topology_how
+    d["nodes"], d["ranks_per_node"] = placement(topo.gpus_per_node, p)  # the shape NCCL's model priced
     d["nccl_version_how"] = version_how
     if run.get("series"):
         d["series"] = run["series"]
@@ -453,7 +455,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
     from zerocalc.nccl.env_given import parse_given
-    from zerocalc.topology import topology_to_toml
+    from zerocalc.topology import shape_words, topology_to_toml
 
     target = Path(out)
     if any(target.exists() and target.resolve() == Path(f).resolve()
@@ -482,12 +484,14 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
         said = ""
         if len(kinds[(op, p)]) > 1:  # several series of one collective and size: each keyed by its own
             got, said = [replace(c, dtype=key[0], redop=key[1]) for c in got], _series_words(rows)
-        seen = {(f.op, f.ranks, f.dtype, f.redop) for f in fits}
-        fits += [c for c in got if (c.op, c.ranks, c.dtype, c.redop) not in seen]
+        seen = {(f.op, f.ranks, f.nodes, f.ranks_per_node, f.dtype, f.redop) for f in fits}
+        fits += [c for c in got if (c.op, c.ranks, c.nodes, c.ranks_per_node, c.dtype, c.redop) not in seen]
         lines += [t for t in dict.fromkeys(f"{path}: {t}" for t in notes) if t not in lines]
         for c in got:
-            lines.append(f"{path}: {c.op} on {c.ranks} ranks{said}, {c.algorithm}/{c.protocol}: "
-                         f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s")
+            shape = f" ({shape_words((c.nodes, c.ranks_per_node))})" if c.nodes else ""
+            lines.append(f"{path}: {c.op} on {c.ranks} ranks{shape}{said}, {c.algorithm}/{c.protocol}: " + (
+                f"the model's time × {c.model_scale:.4g} (chosen at too few sizes for a fit of its own)"
+                if c.model_scale else f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s"))
     if not fits:
         raise refused[0]
     name = Path(out).stem
@@ -528,7 +532,19 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> t
                         tuner=tuner, nccl_version=given[0], nccl_algo=given[1], nccl_proto=given[2],
                         ofi_tuner=None, local_register=0,  # a calibration holds the legacy kernels' pairs
                         nccl_env=given[3])
-    return fit_calibration(cmp), list(d["notes"])
+    fits = fit_calibration(cmp)
+    if _shape_stated(run, d["nccl_info"], p, stated):
+        fits = [replace(c, nodes=d["nodes"], ranks_per_node=d["ranks_per_node"]) for c in fits]
+    return fits, list(d["notes"])
+
+
+def _shape_stated(run: dict, info: dict, p: int, stated: str | None) -> bool:
+    """Whether a sweep states the nodes its ``p`` ranks ran on: its ``# Rank`` lines list the host of each
+    (:func:`_listed_hosts`), or its NCCL INFO lines state ``nNodes`` for them; a calibration is then keyed
+    by the shape it was priced on (:class:`zerocalc.topology.Calibration`), else by its ranks alone."""
+    nodes, local = (info or {}).get("nodes"), (info or {}).get("local_ranks")
+    told = bool(nodes and local and (nodes[0] - 1) * local[0] < p <= nodes[0] * local[0])
+    return told or _listed_hosts(run, p, stated) is not None
 
 
 #: The preset ``fit --out`` starts from when neither ``--topology`` nor the sweep's device lines name one.

@@ -6,7 +6,8 @@ its time, or, with a tuner configuration, the choice and channels the tuner impo
 returns one (:func:`ofi_pair`, :mod:`zerocalc.nccl.ofi_tuner`); a topology carrying a calibration
 (``nccl_calibration``, written by ``zerocalc fit --out``) replaces the model's time of a pair by the
 fitted ``α + bytes / bw`` where it was fitted for the same collective and group size: the pair's own
-fit, else the sweep-wide one (``any``).
+fit (or, for a pair the sweep picked at too few sizes for one, the model's time × the pair's
+``model_scale``), else the sweep-wide one (``any``).
 """
 
 from __future__ import annotations
@@ -176,11 +177,9 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             t += wait if same else _rendezvous_s(tuning, coll, a, p, n_bytes, run.channels)
     fits = [c for c in calibration if c.op == coll.value and c.ranks == tuning.machine.n_ranks]
     for c in fits:
-        if c.algorithm == a.value and c.protocol == p.value:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run,
-                              ofi_chose=by_ofi)
+        if c.algorithm == a.value and c.protocol == p.value and (t is not None or not c.model_scale):
+            return Prediction(a, p, c.time_s(n_bytes, t), True, channels, line, run, ofi_chose=by_ofi)
     for c in fits:
-        if c.algorithm == ANY:
-            return Prediction(a, p, c.alpha_us / 1e6 + n_bytes / (c.bw_GBps * 1e9), True, channels, line, run,
-                              ofi_chose=by_ofi)
+        if c.algorithm == ANY and (t is not None or not c.model_scale):
+            return Prediction(a, p, c.time_s(n_bytes, t), True, channels, line, run, ofi_chose=by_ofi)
     return Prediction(a, p, t, False, channels, line, run, full, by_ofi)

@@ -32,7 +32,7 @@ from zerocalc.nccl.predict import as_nccl_collective, predict
 from zerocalc.nccl.tables import Algorithm, Release
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
 from zerocalc.schemes import Group, get_scheme
-from zerocalc.topology import Topology
+from zerocalc.topology import Topology, placement, shape_calibration
 
 _SHORT = {"all_reduce": "AR", "reduce_scatter": "RS", "all_gather": "AG", "broadcast": "BC", "reduce": "R",
           "all_to_all": "A2A"}
@@ -52,6 +52,20 @@ class PhaseTime:
     ofi_chose: bool | None = None
     #: NVLS / NVLS Tree timed with a later release's figures (:func:`zerocalc.nccl.model.nvls_run_release`)
     later_nvls: bool = False
+    #: why the topology's calibration did not price the phase though it holds its collective and ranks
+    #: (fitted on another shape: :func:`phase_calibration`); '' otherwise
+    note: str = ""
+
+
+def phase_calibration(topology: Topology, coll: str, ranks: int, topo_g: Topology) -> tuple[tuple, str]:
+    """The pairs of ``topology``'s calibration that price ``coll`` on ``ranks`` ranks of the group placed on
+    ``topo_g`` (its nodes and ranks per node, :func:`zerocalc.topology.shape_calibration`), and the note
+    where the calibration was fitted on other shapes of them alone."""
+    if not topology.nccl_calibration:
+        return (), ""
+    fits, note = shape_calibration(topology.nccl_calibration, coll, ranks,
+                                   placement(topo_g.gpus_per_node, ranks))
+    return (() if note else fits), note
 
 
 def group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int | None]:
@@ -131,12 +145,12 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                                  pt.protocol.value, calls * pt.time_s))
             continue
         coll = as_nccl_collective(ph.collective.value)
-        pr = predict(tunings[key], coll, n_bytes, topology.nccl_calibration, tuner, api,
-                     ofi=ofi if covered else None)
+        fits, note = phase_calibration(topology, coll.value, ranks, topo_g)
+        pr = predict(tunings[key], coll, n_bytes, fits, tuner, api, ofi=ofi if covered else None)
         later = tunings[key].nvls_run is not None and pr.algorithm.value in ("NVLS", "NVLSTree")
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
                              pr.protocol.value, calls * pr.time_s, pr.ofi_chose if ofi is not None else None,
-                             later))
+                             later, note))
     return out
 
 

@@ -35,9 +35,12 @@ from zerocalc.topology.machine import (
     NcclEnv,
     Topology,
     nvlink_mesh_peers,
+    placement,
     require,
     series_calibration,
     series_redop,
+    shape_calibration,
+    shape_words,
 )
 from zerocalc.topology.mapping import topology_from_mapping, topology_to_mapping, topology_to_toml
 from zerocalc.topology.presets import DEFAULT_TOPOLOGY, PRESETS, TOPOLOGY_NAMES, get_topology
@@ -57,7 +60,10 @@ __all__ = [
     "get_topology",
     "nvlink_mesh_peers",
     "require",
+    "placement",
     "series_calibration",
+    "shape_calibration",
+    "shape_words",
     "series_redop",
     "topology_from_mapping",
     "topology_to_mapping",

@@ -112,7 +112,10 @@ class Calibration:
     element type (canonical, :mod:`zerocalc.dtypes`) and nccl-tests reduction of the series it was fitted
     on, where the fit saw several series of one collective and group size (nccl-tests ``-d all`` /
     ``-o all``): NCCL chooses by type and reduction (:mod:`zerocalc.nccl.datatype`) and the kernels'
-    rates differ by type; empty: any type (:func:`series_calibration`)."""
+    rates differ by type; empty: any type (:func:`series_calibration`). ``nodes`` / ``ranks_per_node``: the
+    shape the sweep stated it ran on (its ``# Rank`` lines' hosts, or NCCL's INFO lines), NCCL choosing and
+    timing by nodes as well as ranks; 0: not stated (and every calibration written before shapes were
+    kept), any shape of ``ranks`` ranks (:func:`shape_calibration`)."""
 
     op: str
     ranks: int
@@ -123,21 +126,54 @@ class Calibration:
     nccl_version: str = ""
     dtype: str = ""
     redop: str = ""
+    nodes: int = 0
+    ranks_per_node: int = 0
+    #: > 0: the pair is priced by the library's own model × this (a pair the sweep picked at too few sizes
+    #: for a fit of its own: :func:`zerocalc.validate.sweep.fit_calibration`), ``alpha_us`` and ``bw_GBps``
+    #: then 0 and unused; 0: the α-β pair prices it
+    model_scale: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.ranks, bool) or not isinstance(self.ranks, int) or self.ranks < 1:
             raise ConfigError(f"ranks must be a whole number ≥ 1, got {self.ranks!r}",
                               option="nccl_calibration")
-        for key, positive in (("alpha_us", False), ("bw_GBps", True)):
+        for key in ("nodes", "ranks_per_node"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 \
-                    or (positive and v == 0):
-                raise ConfigError(f"{key} must be {'positive' if positive else 'non-negative'}, got {v!r}",
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{key} must be a whole number ≥ 0, got {v!r}", option="nccl_calibration")
+        if (self.nodes == 0) != (self.ranks_per_node == 0) or (
+                self.nodes and not (self.nodes - 1) * self.ranks_per_node < self.ranks
+                <= self.nodes * self.ranks_per_node):
+            raise ConfigError(f"nodes and ranks_per_node must both be 0 or hold the {self.ranks} ranks "
+                              f"(ranks filling nodes of ranks_per_node), got {self.nodes} and "
+                              f"{self.ranks_per_node}", option="nccl_calibration")
+        scaled = _positive(self.model_scale, "model_scale", zero_ok=True) > 0
+        for key, positive in (("alpha_us", False), ("bw_GBps", not scaled)):
+            v = _positive(getattr(self, key), key, zero_ok=not positive)
+            if scaled and v:
+                raise ConfigError(f"{key} must be 0 where model_scale prices the pair, got {v!r}",
                                   option="nccl_calibration")
 
 
+    def time_s(self, n_bytes: float, model_s: float) -> float:
+        """The calibrated time of a call of ``n_bytes``, the library's own model pricing it at ``model_s``:
+        ``alpha_us + bytes / bw_GBps``, or ``model_s × model_scale`` where the pair is scaled."""
+        if self.model_scale:
+            return model_s * self.model_scale
+        return self.alpha_us / 1e6 + n_bytes / (self.bw_GBps * 1e9)
+
+
+def _positive(v, key: str, *, zero_ok: bool) -> float:
+    """``v`` when a finite number > 0 (≥ 0 with ``zero_ok``), else a :class:`ConfigError` naming ``key``."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0 \
+            or (not zero_ok and v == 0):
+        raise ConfigError(f"{key} must be {'non-negative' if zero_ok else 'positive'}, got {v!r}",
+                          option="nccl_calibration")
+    return v
+
+
 _CALIBRATION_KEYS = ("op", "ranks", "algorithm", "protocol", "alpha_us", "bw_GBps", "nccl_version", "dtype",
-                     "redop")
+                     "redop", "nodes", "ranks_per_node", "model_scale")
 
 
 def series_redop(redop: str | None) -> str:
@@ -162,11 +198,43 @@ def series_calibration(fits: tuple[Calibration, ...], dtype: str | None,
     all of them (a type the fit did not see: the nearest calibration there is)."""
     key = (dtype or "", series_redop(redop))
     out: list[Calibration] = []
-    for group in dict.fromkeys((c.op, c.ranks) for c in fits):
-        mine = [c for c in fits if (c.op, c.ranks) == group]
+    for group in dict.fromkeys((c.op, c.ranks, c.nodes, c.ranks_per_node) for c in fits):
+        mine = [c for c in fits if (c.op, c.ranks, c.nodes, c.ranks_per_node) == group]
         own = [c for c in mine if c.dtype and (c.dtype, c.redop) == key]
         out += own or [c for c in mine if not c.dtype] or mine
     return tuple(out)
+
+
+def placement(gpus_per_node: int, ranks: int) -> tuple[int, int]:
+    """``(nodes, ranks per node)`` of ``ranks`` ranks filling nodes of ``gpus_per_node`` GPUs, as NCCL's
+    model places them (:func:`zerocalc.nccl.graph.machine`)."""
+    return -(-ranks // gpus_per_node), min(gpus_per_node, ranks)
+
+
+def shape_words(shape: tuple[int, int]) -> str:
+    """``2 nodes × 8 ranks``: a shape as notes name it."""
+    nodes, per_node = shape
+    return f"{nodes} node{'' if nodes == 1 else 's'} × {per_node} rank{'' if per_node == 1 else 's'}"
+
+
+def shape_calibration(fits: tuple[Calibration, ...], op: str, ranks: int,
+                      shape: tuple[int, int]) -> tuple[tuple[Calibration, ...], str]:
+    """The pairs of ``fits`` that price ``op`` on ``ranks`` ranks placed as ``shape`` (nodes, ranks per
+    node), the others of ``fits`` kept as they are, and a note where the shape changed what prices it.
+    Among those fitted for ``op`` on ``ranks`` ranks: those fitted on ``shape``; else those that state no
+    shape (an older calibration, or a sweep that did not state its hosts); else none, and the note names the
+    shape and those the fits hold: NCCL's choices and times differ by nodes at one rank count (2 × 8 and
+    4 × 4 run other graphs), so a fit of one shape does not price another, which the library's own model
+    (NCCL's, RCCL's) prices instead."""
+    mine = [c for c in fits if (c.op, c.ranks) == (op, ranks)]
+    rest = tuple(c for c in fits if (c.op, c.ranks) != (op, ranks))
+    same = [c for c in mine if c.nodes and (c.nodes, c.ranks_per_node) == tuple(shape)]
+    unstated = [c for c in mine if not c.nodes]
+    if same or unstated or not mine:
+        return rest + tuple(same or unstated), ""
+    held = ", ".join(shape_words(s) for s in sorted({(c.nodes, c.ranks_per_node) for c in mine}))
+    return rest, (f"the topology's calibration of {op} on {ranks} ranks was fitted on {held}, not "
+                  f"{shape_words(shape)}: priced by the library's own model, uncalibrated")
 
 
 @dataclass(frozen=True)

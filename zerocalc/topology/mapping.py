@@ -187,14 +187,20 @@ def _tables(items: Any, name: str, keys: tuple[str, ...], required: tuple[str, .
 
 
 def _calibration(items: Any, fail) -> tuple[Calibration, ...]:
-    """``[[nccl_calibration]]`` tables → :class:`Calibration` (every key required, none unknown)."""
+    """``[[nccl_calibration]]`` tables → :class:`Calibration` (op, ranks, algorithm, protocol and either
+    ``alpha_us`` and ``bw_GBps`` or ``model_scale`` required, no key unknown)."""
     out = []
-    for where, t in _tables(items, "nccl_calibration", _CALIBRATION_KEYS, _CALIBRATION_KEYS[:6], fail):
+    for where, t in _tables(items, "nccl_calibration", _CALIBRATION_KEYS, _CALIBRATION_KEYS[:4], fail):
+        missing = [k for k in ("alpha_us", "bw_GBps") if k not in t and "model_scale" not in t]
+        if missing:
+            fail(f"{where}: missing key {missing[0]!r} (keys: {', '.join(_CALIBRATION_KEYS)})")
         try:
             names = {key: _calibration_name(key, t[key]) for key in ("op", "algorithm", "protocol")}
             out.append(Calibration(names["op"], t["ranks"], names["algorithm"], names["protocol"],
-                                   t["alpha_us"], t["bw_GBps"], str(t.get("nccl_version", "")),
-                                   str(t.get("dtype", "")), str(t.get("redop", ""))))
+                                   t.get("alpha_us", 0.0), t.get("bw_GBps", 0.0),
+                                   str(t.get("nccl_version", "")), str(t.get("dtype", "")),
+                                   str(t.get("redop", "")), t.get("nodes", 0), t.get("ranks_per_node", 0),
+                                   t.get("model_scale", 0.0)))
         except ConfigError as exc:
             fail(f"{where}: {exc.message}")
     return tuple(out)
@@ -256,7 +262,7 @@ def topology_to_mapping(topo: Topology) -> dict[str, Any]:
         out["nccl_tuner"] = topo.nccl_tuner
     if topo.nccl_calibration:
         out["nccl_calibration"] = [{k: getattr(c, k) for k in _CALIBRATION_KEYS
-                                    if k in _CALIBRATION_KEYS[:7] or getattr(c, k)}
+                                    if getattr(c, k) or (k in _CALIBRATION_KEYS[:7] and not c.model_scale)}
                                    for c in topo.nccl_calibration]
     if topo.nccl_env:
         out["nccl_env"] = [{key: (int(v) if isinstance(v, bool) else v) for key, attr in _ENV_KEYS.items()

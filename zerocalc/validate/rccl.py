@@ -146,7 +146,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, tuning: RcclTuning, op
                               else p2p_op_us(tuning, op, n, topo.nics_per_node, merged=merged))
         fit = rccl_calibration(topo, op, tuning.n_ranks, P2P, proto.value)  # fit --out's pair
         if fit is not None:
-            t_us = fit.alpha_us + n / (fit.bw_GBps * 1e3)
+            t_us = fit.time_s(n, t_us * 1e-6) * 1e6
         t = t_us * 1e-6 + (stagger or 0.0)
         row = {"bytes": n, "measured_s": measured, "predicted_s": t, "ratio": t / measured,
                "nccl_s": t_us * 1e-6, "launch_stagger_s": stagger, "host_floor_s": None, "host_bound": False,
@@ -217,7 +217,7 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
     t, calibrated = call.time_us * 1e-6, False
     fit = rccl_calibration(topo, coll, group_size, algo, proto)
     if fit is not None:
-        t, calibrated = fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9), True
+        t, calibrated = fit.time_s(n, t), True
     launched = t + (stagger or 0.0)
     row = {
         "bytes": n,

@@ -40,7 +40,7 @@ from zerocalc.nccl.p2p import NCCL_TESTS_P2P, UNPRICED, P2pOp, op_time, p2p_comm
 from zerocalc.nccl.predict import ANY, as_nccl_collective, predict
 from zerocalc.nccl.tables import Algorithm, Collective, parse_version, release_for
 from zerocalc.nccl.tuner import TunerConfig, check_rules, tuner_api
-from zerocalc.topology import Calibration, Topology, series_calibration
+from zerocalc.topology import Calibration, Topology, placement, series_calibration, shape_calibration
 from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch terms' public names)
     HOST_US_PER_CALL,
     HOST_US_PER_CHANNEL,
@@ -129,7 +129,40 @@ class SweepComparison:
         return float(row["ratio"]) if row is not None else math.nan
 
 
-def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
+def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int, nccl_version: str,
+                  dtype: str | None = None, redop: str | None = None, **options) -> SweepComparison:
+    """Every timed row of one sweep against the model on ``topo`` (:func:`priced_sweep`, whose options
+    ``options`` are), on the pairs of the topology's calibration that price the sweep: its series'
+    (``dtype`` / ``redop``, :func:`zerocalc.topology.series_calibration`) and its shape's, the nodes and
+    ranks per node the sweep is placed on (:func:`zerocalc.topology.shape_calibration`; where the
+    calibration holds only other shapes of ``op`` on ``group_size`` ranks, none, said in a note)."""
+    shape_note = ""
+    if topo.nccl_calibration:
+        fits, shape_note = shape_calibration(series_calibration(topo.nccl_calibration, dtype, redop), op,
+                                             group_size, placement(topo.gpus_per_node, group_size))
+        topo = replace(topo, nccl_calibration=() if shape_note else fits)
+    cmp = priced_sweep(rows, topo, op=op, group_size=group_size, nccl_version=nccl_version, dtype=dtype,
+                       redop=redop, **options)
+    notes = [t for t in (shape_note, _scaled_note(topo.nccl_calibration, cmp)) if t]
+    return replace(cmp, notes=(*cmp.notes, *notes)) if notes else cmp
+
+
+def _scaled_note(fits: Sequence[Calibration], cmp: SweepComparison) -> str:
+    """The note on the rows a calibration's scaled pairs priced (``model_scale``, :func:`_scaled_pairs`);
+    '' where none did."""
+    scaled = {(c.algorithm, c.protocol): c.model_scale for c in fits
+              if c.model_scale and (c.op, c.ranks) == (cmp.op, cmp.group_size)}
+    used = sorted({k for r in cmp.rows
+                   if r.get("calibrated") and (k := (r["algorithm"], r["protocol"])) in scaled})
+    if not used:
+        return ""
+    return (f"{', '.join(f'{a}/{p}' for a, p in used)} calls (chosen at too few sizes of the calibration's "
+            "sweep for a fit of their own) priced by the library's own model × "
+            f"{', '.join(f'{scaled[k]:.3g}' for k in used)}, the fitted pairs' time over the model's at "
+            "the sizes next to them")
+
+
+def priced_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_size: int,
                   nccl_version: str, algo_enable=None, proto_enable=None, nvls_enable: bool = True,
                   tuner: TunerConfig | None = None, gpus_per_thread: int | None = None,
                   agg_iters: int | None = None, graph: int | None = None,
@@ -171,9 +204,8 @@ def compare_sweep(rows: Sequence[Mapping], topo: Topology, *, op: str, group_siz
     ``local_register``: nccl-tests ``-R`` (2: symmetric registration, whose all-reduce, all-gather and
     reduce-scatter rows are priced with NCCL's symmetric kernels where NCCL runs them,
     :mod:`zerocalc.validate.symmetric`; ``None``: not known, as 0). On AMD GPUs (``gpu_arch``) the sweep
-    is RCCL's (:mod:`zerocalc.validate.rccl`). A calibration per series prices ``dtype`` / ``redop``'s."""
-    if topo.nccl_calibration:
-        topo = replace(topo, nccl_calibration=series_calibration(topo.nccl_calibration, dtype, redop))
+    is RCCL's (:mod:`zerocalc.validate.rccl`). ``topo``'s calibration is taken as it is
+    (:func:`compare_sweep` chooses its pairs)."""
     if topo.gpu_arch is not None:
         from zerocalc.validate.rccl import compare_rccl_rows
 
@@ -358,7 +390,7 @@ def _compare_p2p(rows: Sequence[Mapping], topo: Topology, op: P2pOp, group_size:
         pr = op_time(comm, op, n)
         fit = next((c for c in fits if (c.algorithm, c.protocol) == (P2P, pr.protocol.value)),
                    next((c for c in fits if c.algorithm == ANY), None))
-        model_s = pr.time_s if fit is None else fit.alpha_us / 1e6 + n / (fit.bw_GBps * 1e9)
+        model_s = pr.time_s if fit is None else fit.time_s(n, pr.time_s)
         row = {"bytes": n, "measured_s": measured,
                **_launched(model_s, measured, stagger, None if fit is not None else floor),
                "algorithm": P2P, "protocol": pr.protocol.value, "calibrated": fit is not None,
@@ -423,6 +455,27 @@ def _in_place(out_of_place: float, in_place) -> dict:
     return {"in_place_s": float(in_place), "unsteady": bool(gap > UNSTEADY)}
 
 
+def _scaled_pairs(rows: Sequence[Mapping], fitted: Mapping[tuple[str, str], tuple[float, float]]
+                  ) -> dict[tuple[str, str], float]:
+    """The scale of each pair NCCL chose at too few sizes for a fit of its own, where other pairs have
+    one: the fitted time over the model's own (``nccl_s``) at the sweep's nearest sizes on either side of
+    the pair's that a fitted pair priced (geometric mean of the one or two). The pair is then priced by the
+    model, whose shape over sizes it keeps, times how far the fitted pairs found the cluster from the model
+    next to it: the sweep-wide fit, a line through the other pairs' sizes, misses such a pair by up to 3×
+    at a protocol switch (NVIDIA H100 2 × 8 sweeps: Tree/LL128 at 256-512 KiB priced at 0.68× and 0.34×
+    of its time), the model alone keeps the whole cluster's distance from it."""
+    near = sorted((r["bytes"], (fitted[k][0] + fitted[k][1] * r["bytes"]) / r["nccl_s"]) for r in rows
+                  if (k := (r["algorithm"], r["protocol"])) in fitted and (r.get("nccl_s") or 0) > 0)
+    out = {}
+    for a, p in sorted({(r["algorithm"], r["protocol"]) for r in rows} - set(fitted)):
+        sizes = [r["bytes"] for r in rows if (r["algorithm"], r["protocol"]) == (a, p)]
+        below = [s for n, s in near if n < min(sizes)][-1:]
+        above = [s for n, s in near if n > max(sizes)][:1]
+        if below or above:
+            out[(a, p)] = float(np.exp(np.mean(np.log(below + above))))
+    return out
+
+
 def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
     """α (s) and β (s/byte) of ``t = α + β n``, least absolute relative error (Σ |(α + β n) / t - 1|, α ≥ 0,
     β > 0): the median of predicted / measured is 1, however the sizes bend off a line (a latency floor,
@@ -441,8 +494,9 @@ def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
 
 
 def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibration]:
-    """α-β per (algorithm, protocol) NCCL chose, where at least ``min_sizes`` sizes chose it, and
-    one pair over the whole sweep (``algorithm = protocol = 'any'``) for the rest.
+    """α-β per (algorithm, protocol) NCCL chose, where at least ``min_sizes`` sizes chose it; for a pair
+    chosen at fewer, the model's own time scaled as :func:`_scaled_pairs` says; and one pair over the whole
+    sweep (``algorithm = protocol = 'any'``) for the pairs the sweep did not show.
 
     What is fitted is the collective's own time: a sweep run with several GPUs per thread (``-g G``) has
     each row's launch stagger (``launch_stagger_s``, :func:`launch_stagger_s`) taken off its measured
@@ -455,13 +509,16 @@ def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibra
                           "a fit needs at least 2", option="fit")
     out = []
     pairs = sorted({(r["algorithm"], r["protocol"]) for r in rows})
+    fitted: dict[tuple[str, str], tuple[float, float]] = {}
     for a, p in pairs:
         sub = [r for r in rows if (r["algorithm"], r["protocol"]) == (a, p)]
         if len({r["bytes"] for r in sub}) < min_sizes:
             continue
-        alpha, beta = _fit_pair(np.array([r["bytes"] for r in sub], float),
-                                np.array([r["measured_s"] for r in sub], float))
+        alpha, beta = fitted[(a, p)] = _fit_pair(np.array([r["bytes"] for r in sub], float),
+                                                 np.array([r["measured_s"] for r in sub], float))
         out.append(Calibration(cmp.op, cmp.group_size, a, p, alpha * 1e6, 1 / beta / 1e9, cmp.nccl_version))
+    out += [Calibration(cmp.op, cmp.group_size, a, p, 0.0, 0.0, cmp.nccl_version, model_scale=s)
+            for (a, p), s in _scaled_pairs(rows, fitted).items()]
     alpha, beta = _fit_pair(np.array([r["bytes"] for r in rows], float),
                             np.array([r["measured_s"] for r in rows], float))
     out.append(Calibration(cmp.op, cmp.group_size, ANY, ANY, alpha * 1e6, 1 / beta / 1e9, cmp.nccl_version))
