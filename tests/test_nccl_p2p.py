@@ -239,7 +239,7 @@ def test_fit_out_calibrates_a_p2p_sweep(tmp_path):
     out = tmp_path / "c.toml"
     res = runner.invoke(app, ["fit", str(DATA / TEN_NODES), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "sendrecv on 80 ranks, P2P/Simple" in res.stdout
+    assert "sendrecv on 80 ranks (10 nodes × 8 ranks), P2P/Simple" in res.stdout  # the hosts the file lists
     for s in check_json(str(DATA / TEN_NODES), "--topology", str(out)):
         if s["op"] in ("all_to_all", "sendrecv"):
             assert all(r["calibrated"] for r in s["rows"])
