@@ -8,15 +8,18 @@ the report prices under a tuner.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from zerocalc.errors import UnpricedOpError
 from zerocalc.nccl import LATEST, Algorithm, release_for
 from zerocalc.nccl.env import settings
+from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.graph import REQUIRED_FIELDS
 from zerocalc.nccl.ofi_tuner import OfiTuner
 from zerocalc.nccl.steps import OFI_MARK, scheme_phases, scheme_time
 from zerocalc.nccl.tuner import TunerConfig
+from zerocalc.schemes import get_scheme
 from zerocalc.topology import Topology
 from zerocalc.topology.machine import calibrated_version, require_all
 
@@ -38,7 +41,8 @@ def missing_fields(topo: Topology) -> list[str]:
 
 def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo: str | None = None,
                nccl_proto: str | None = None, tuner: TunerConfig | None = None,
-               reuse_distance: float = 1e9, ofi_tuner: OfiTuner | None = None) -> NcclPricing:
+               reuse_distance: float = 1e9, ofi_tuner: OfiTuner | None = None,
+               nccl_env: Mapping[str, str] | None = None) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with NCCL ``nccl_version``'s
     model (default: the release ``topo``'s calibration was fitted at, else the latest modelled) on
     ``topo``: per phase the pair NCCL picks, or the one a tuner
@@ -48,12 +52,20 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     ``ofi_tuner``: aws-ofi-nccl's tuner plugin of a release, loaded in place of ``tuner`` (one of the two:
     NCCL loads one tuner plugin); each phase's pair is the one it returns for the phase's communicator,
     where it returns one (:func:`zerocalc.nccl.steps.scheme_phases`), marked
-    :data:`~zerocalc.nccl.steps.OFI_MARK` in the choices."""
+    :data:`~zerocalc.nccl.steps.OFI_MARK` in the choices. ``nccl_env``: ``--nccl-env``'s variables
+    (:func:`zerocalc.nccl.env_given.parse_given`), priced where NCCL's model reads them
+    (:func:`zerocalc.nccl.env.settings`: the channel bounds, the launch's threads, ``NCCL_NVLS_ENABLE``,
+    and the point-to-point variables where a scheme has an all-to-all; :func:`zerocalc.nccl.env_given.
+    on_topology`), the others said in a note."""
     require_all(topo, REQUIRED_FIELDS, "NCCL's cost model")
     fitted = calibrated_version(topo.nccl_calibration) if topo.gpu_arch is None else None
     version = nccl_version or fitted or LATEST.tag.lstrip("v").split("-")[0]
     release, note = release_for(version)
-    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None)
+    topo, stated, env_notes = on_topology(topo, nccl_env)
+    p2p = any(ph.collective.value == "all_to_all" for s in dict.fromkeys(df["scheme"])
+              for ph in get_scheme(s).phases)
+    env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None, stated=stated,
+                   where=OPTION, p2p=p2p)
     times, choices, ofi_phases, shapes = [], [], [], []
     unpriced: dict[str, list[str]] = {}
     later_nvls = False  # a phase's NVLS timed with the later release's figures
@@ -64,7 +76,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         try:
             phases = scheme_phases(r.scheme, topology=topo_dp, release=release, algo_enable=env.algo_enable,
                                    proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
-                                   nccl_version=version, ofi=ofi_tuner, **row_sizes(r, reuse_distance))
+                                   nccl_version=version, ofi=ofi_tuner, env=env, **row_sizes(r, reuse_distance))
         except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7)
             times.append(math.nan)
             choices.append("n/a")
@@ -83,7 +95,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
                 f"{nvls_corrected_for(topo)}, which NCCL 2.28.3 corrected; NCCL {release.name} chooses them "
                 "with its own"]
                if later_nvls and nvls_corrected(release, topo) else []),
-             *env.notes,
+             *env.notes, *env_notes,
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
                if tuner else []),
              *([ofi_tuner_note(ofi_tuner, ofi_phases, version)] if ofi_tuner is not None else []),

@@ -16,14 +16,19 @@ sends, whose RCCL path zerocalc does not model): such a phase, and its scheme's 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 from zerocalc.nccl.env import settings
+from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.predict import as_nccl_collective
 from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_default_for, rccl_release_for, rccl_tune
 from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calibration, phase_calls, scheme_time
 from zerocalc.nccl_pricing import NcclPricing, row_sizes
 from zerocalc.topology import Topology
+
+#: The variables of ``--nccl-env`` RCCL's model reads here (:func:`rccl_phases`: its tuning's enabled pairs).
+RCCL_READS = ("NCCL_ALGO", "NCCL_PROTO")
 
 
 def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo_enable=None,
@@ -61,19 +66,27 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
 
 
 def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl_algo: str | None = None,
-                    nccl_proto: str | None = None, reuse_distance: float = 1e9) -> NcclPricing:
+                    nccl_proto: str | None = None, reuse_distance: float = 1e9,
+                    nccl_env: Mapping[str, str] | None = None) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with RCCL ``rccl_version``'s
     model (default: :func:`zerocalc.nccl.rccl.rccl_default_for` the GPUs' architecture, 2.21.5, or 2.26.6
     on gfx950) on ``topo`` (an AMD machine), under the ``NCCL_ALGO`` / ``NCCL_PROTO`` given (RCCL reads
     them as NCCL does); under tensor parallelism the data-parallel group is the row's ``dp_size``, as
     :func:`zerocalc.nccl_pricing.price_rows` takes it. A topology RCCL's model does not price is a
-    :class:`~zerocalc.errors.ConfigError`."""
+    :class:`~zerocalc.errors.ConfigError`. ``nccl_env``: ``--nccl-env``'s variables, read as
+    :func:`zerocalc.nccl_pricing.price_rows` reads them (RCCL's model reads ``NCCL_ALGO`` / ``NCCL_PROTO`` of
+    them)."""
     release, note = rccl_release_for(rccl_version)
     if not rccl_version:
         release = rccl_default_for(topo.gpu_arch)
         note = f"RCCL {release.name}, the default for {topo.gpu_arch} (--nccl-version to choose another)"
     version = rccl_version or release.name
-    env = settings(topo, version, nccl_algo, nccl_proto)
+    topo, stated, env_notes = on_topology(topo, nccl_env)
+    read = {k: v for k, v in stated.items() if k in RCCL_READS}
+    if unread := [f"{k}={v[0]}" for k, v in stated.items() if k not in RCCL_READS]:
+        env_notes.append(f"--nccl-env also sets {', '.join(unread)}, which zerocalc's model of RCCL does not "
+                         "price")
+    env = settings(topo, version, nccl_algo, nccl_proto, stated=read, where=OPTION)
     times, choices, tunings, a2a, shapes = [], [], {}, [], []
     for r in df.itertuples(index=False):
         phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
@@ -96,7 +109,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
                 "protocol); the call is timed as its data moves, RCCL's latency and the xGMI bandwidth its "
                 "graphs carry × the protocol's payload share, no faster than the NICs "
                 "(zerocalc.nccl.rccl_net; as check prices rccl-tests sweeps)"] if across else []),
-             *env.notes,
+             *env.notes, *env_notes,
              *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
                 "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),
              *(["t RCCL: * = a fitted α-β pair of the topology's calibration (zerocalc fit --out)"]

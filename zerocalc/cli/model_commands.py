@@ -17,6 +17,10 @@ from zerocalc.cli.options import (
     _OFI_HELP,
     _TOPOLOGY_HELP,
     _TUNER_HELP,
+    NcclAlgoOption,
+    NcclEnvOption,
+    NcclProtoOption,
+    NcclVersionOption,
     _load_topology,
     _progress_bar,
     _read_tuners,
@@ -36,23 +40,25 @@ from zerocalc.rendering import (
 
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                   nccl_proto: str | None, reuse_distance: float = 1e9,
-                  nccl_tuner: str | None = None, ofi_tuner: str | None = None) -> list[str]:
+                  nccl_tuner: str | None = None, ofi_tuner: str | None = None,
+                  nccl_env: dict[str, str] | None = None) -> list[str]:
     """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl_pricing`) to the
     table when the topology gives what the model needs, and ``nccl_ofi_tuner`` (the aws-ofi-nccl release
-    whose tuner plugin priced them) under ``--ofi-tuner``; the notes to print under it."""
+    whose tuner plugin priced them) under ``--ofi-tuner``; the notes to print under it. ``nccl_env``:
+    ``--nccl-env``'s variables (:func:`zerocalc.nccl.env_given.parse_given`)."""
     from zerocalc.nccl_pricing import missing_fields, price_rows
 
     if topo.gpu_arch is not None:  # AMD GPUs: RCCL's model (zerocalc.rccl_pricing)
-        return _rccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance,
+        return _rccl_columns(df, topo, (nccl_version, nccl_algo, nccl_proto, nccl_env), reuse_distance,
                              nccl_tuner, ofi_tuner)
     tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     missing = missing_fields(topo)
     if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None \
-            and ofi_tuner is None:
+            and ofi_tuner is None and not nccl_env:
         return [f"no NCCL columns: topology {topo.name!r} does not give {', '.join(missing)} (and NCCL's "
                 f"model needs {'it' if len(missing) == 1 else 'them'})"]
     priced = price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                        tuner=tuner, reuse_distance=reuse_distance, ofi_tuner=ofi)
+                        tuner=tuner, reuse_distance=reuse_distance, ofi_tuner=ofi, nccl_env=nccl_env)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
     if ofi is not None:
@@ -60,11 +66,12 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
     return priced.notes
 
 
-def _rccl_columns(df, topo, rccl_version: str | None, nccl_algo: str | None, nccl_proto: str | None,
-                  reuse_distance: float, nccl_tuner: str | None, ofi_tuner: str | None) -> list[str]:
+def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str | None,
+                  ofi_tuner: str | None) -> list[str]:
     """``time_s_nccl`` and ``nccl_choice`` priced by RCCL's model on a topology of AMD GPUs
-    (:mod:`zerocalc.rccl_pricing`; ``--nccl-version`` is then RCCL's version), and ``nccl_library``
-    (``RCCL``), which names the columns ``t RCCL`` / ``RCCL choice``; the notes to print under it."""
+    (:mod:`zerocalc.rccl_pricing`; ``given``: ``--nccl-version``, which is then RCCL's version,
+    ``--nccl-algo``, ``--nccl-proto`` and ``--nccl-env``'s variables), and ``nccl_library`` (``RCCL``),
+    which names the columns ``t RCCL`` / ``RCCL choice``; the notes to print under it."""
     from zerocalc.errors import ConfigError
     from zerocalc.rccl_pricing import price_rows_rccl
 
@@ -72,8 +79,9 @@ def _rccl_columns(df, topo, rccl_version: str | None, nccl_algo: str | None, ncc
         if given is not None:
             raise ConfigError(f"topology {topo.name!r} is of AMD GPUs, priced by RCCL's model, under which "
                               "zerocalc models no tuner plugin", option=flag)
+    rccl_version, nccl_algo, nccl_proto, nccl_env = given
     priced = price_rows_rccl(df, topo, rccl_version=rccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                             reuse_distance=reuse_distance)
+                             reuse_distance=reuse_distance, nccl_env=nccl_env)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
     df["nccl_library"] = "RCCL"
@@ -167,13 +175,10 @@ def table_command(
     inter_alpha_us: float = typer.Option(None, "--inter-alpha-us", help="Override: inter-node latency, µs."),
     inter_bw_gbps: float = typer.Option(None, "--inter-bw-GBps",
                                         help="Override: one node's inter-node bandwidth, GB/s."),
-    nccl_version: str = typer.Option(None, "--nccl-version",
-                                     help="NCCL version whose cost model prices 't NCCL' (RCCL's on "
-                                          "an AMD topology) [default: latest]."),
-    nccl_algo: str = typer.Option(None, "--nccl-algo", envvar="NCCL_ALGO",
-                                  help="NCCL_ALGO list restricting NCCL's algorithms."),
-    nccl_proto: str = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
-                                   help="NCCL_PROTO list restricting NCCL's protocols."),
+    nccl_version: NcclVersionOption = None,
+    nccl_algo: NcclAlgoOption = None,
+    nccl_proto: NcclProtoOption = None,
+    nccl_env: NcclEnvOption = None,
     nccl_tuner: str = typer.Option(None, "--nccl-tuner", help=_TUNER_HELP),
     ofi_tuner: str = typer.Option(None, "--ofi-tuner", help=_OFI_HELP),
     model: str = typer.Option(None, "--model", help=_MODEL_HELP),
@@ -191,7 +196,9 @@ def table_command(
     model states fit on one GPU; with --sort time, the fastest of those that fit comes first: the
     stage to use on this cluster."""
     from zerocalc.evaluate import evaluate
+    from zerocalc.nccl.env_given import parse_given
 
+    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)  # a bad entry is refused before any work
     psi_count, preset = model_psi(psi, model, default="7.5e9")
     topo, nodes = _table_topology(topology, n, gpus_per_node, (intra_alpha_us, intra_bw_gbps, inter_alpha_us,
                                                                inter_bw_gbps))
@@ -202,7 +209,7 @@ def table_command(
                   hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
     warn_implausible(psi=psi_count, n=n)
     df, notes = _table_columns(df, topo, fmt, gpu_memory, sort, reuse_distance,
-                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner))
+                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner, env_given))
     _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), nodes + notes)
 
 
@@ -222,11 +229,11 @@ def _table_topology(topology: str, n: int, gpus_per_node: int | None, overrides:
 def _table_columns(df, topo, fmt: TableFormat, gpu_memory: str | None, sort: str | None,
                    reuse_distance: float, nccl: tuple[str | None, ...]):
     """The evaluated table with the columns the options ask for: NCCL's time and choice (``nccl``:
-    version, algorithms, protocols, tuner rules, aws-ofi-nccl release), 'fits' and its sort, and in JSON
-    the collectives of each scheme; and the notes to print under it."""
-    nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner = nccl
+    version, algorithms, protocols, tuner rules, aws-ofi-nccl release, ``--nccl-env``'s variables), 'fits'
+    and its sort, and in JSON the collectives of each scheme; and the notes to print under it."""
+    nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner, nccl_env = nccl
     notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner,
-                               ofi_tuner))
+                               ofi_tuner, nccl_env))
     df, memory_note = _fits(df, gpu_memory, topo, sort)
     notes += [memory_note] if memory_note else []
     notes += _step_notes(df)

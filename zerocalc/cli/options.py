@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from typing import Annotated
+
+import typer
 
 from zerocalc.cli.application import _echo_err
 
@@ -63,6 +66,25 @@ _TUNER_HELP = ("Tuner plugin rules to price with (NCCL's example tuner CSV: coll
                "max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]) [default: the "
                "topology TOML's nccl_tuner].")
 _MODEL_HELP = _model_help()
+
+_NCCL_ENV_HELP = ("NCCL_NAME=VALUE, a variable NCCL runs with: priced where NCCL's cost model reads it, said in "
+                  "a note where not; repeat for several. On nccl-tests sweeps, set as if the file's lines set "
+                  "it (over them); NCCL_NAME= unsets one the file sets.")
+
+#: The NCCL options of every command that prices with NCCL's cost model (``table``, ``report``, ``check``),
+#: one definition each: ``--nccl-algo`` / ``--nccl-proto`` read the shell's ``NCCL_ALGO`` / ``NCCL_PROTO``
+#: when not given, as NCCL itself would; ``--nccl-env`` is read by :func:`zerocalc.nccl.env_given.parse_given`.
+NcclAlgoOption = Annotated[str | None, typer.Option(
+    "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting NCCL's algorithms.")]
+NcclProtoOption = Annotated[str | None, typer.Option(
+    "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting NCCL's protocols.")]
+NcclEnvOption = Annotated[list[str] | None, typer.Option("--nccl-env", help=_NCCL_ENV_HELP)]
+#: ``--nccl-version`` of the commands that price the schemes (``table``, ``report``); ``check`` and ``fit``
+#: price files, which may state their own.
+NcclVersionOption = Annotated[str | None, typer.Option(
+    "--nccl-version", help="NCCL version whose cost model prices the schemes (RCCL's on an AMD topology) "
+                           "[default: the one a calibrated topology (fit --out) was fitted at, else the "
+                           "latest].")]
 
 
 #: zerocalc.topology.TOPOLOGY_NAMES, spelled out (the topology module is not imported at start-up;

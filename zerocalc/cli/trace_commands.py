@@ -14,6 +14,7 @@ import typer
 from zerocalc.cli.application import _echo_err
 from zerocalc.cli.options import (
     _MODEL_HELP,
+    _NCCL_ENV_HELP,
     _TRACE_FORMAT_HELP,
     _TUNER_HELP,
     _at_least,
@@ -21,6 +22,9 @@ from zerocalc.cli.options import (
     _nan_to_none,
     _read_traces,
     _scheme_names,
+    NcclAlgoOption,
+    NcclEnvOption,
+    NcclProtoOption,
     _trace_format,
     model_psi,
     output_format,
@@ -35,10 +39,6 @@ from zerocalc.rendering import (
     _runs_text,
     _skip_notes,
 )
-
-_NCCL_ENV_HELP = ("nccl-tests sweeps: NCCL_NAME=VALUE, a variable the run set that its output does not show, "
-                  "priced as if the file's lines set it (over them); repeat for several, NCCL_NAME= unsets "
-                  "one the file sets.")
 
 
 def check_cmd(
@@ -71,11 +71,9 @@ def check_cmd(
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
                                "modelled).")] = None,
-    nccl_algo: Annotated[str | None, typer.Option(
-        "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting the algorithms.")] = None,
-    nccl_proto: Annotated[str | None, typer.Option(
-        "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting the protocols.")] = None,
-    nccl_env: Annotated[list[str] | None, typer.Option("--nccl-env", help=_NCCL_ENV_HELP)] = None,
+    nccl_algo: NcclAlgoOption = None,
+    nccl_proto: NcclProtoOption = None,
+    nccl_env: NcclEnvOption = None,
     nccl_tuner: Annotated[str | None, typer.Option("--nccl-tuner", help=_TUNER_HELP)] = None,
     ofi_tuner: Annotated[str | None, typer.Option(
         "--ofi-tuner", help="nccl-tests sweeps: price under the tuner plugin of this aws-ofi-nccl release "

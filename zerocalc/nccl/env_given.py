@@ -139,3 +139,27 @@ def where_set(line) -> str:
     if line is None:
         return ""
     return f" ({line})" if line == GIVEN else f" (line {line})"
+
+
+def on_topology(topo, given: Mapping[str, str] | None) -> tuple[object, dict, list[str]]:
+    """``--nccl-env``'s variables (:func:`parse_given`) for a command that prices the schemes on a topology it
+    is given (``table``, ``report``), as ``check --topology`` prices a sweep under them: the variables as a
+    sweep's ``nccl_env`` (variable → ``[value, line]``, line :data:`GIVEN`; an empty one unsets nothing, no
+    file setting any here), ``topo`` with what its P2P and GDR variables change
+    (:func:`zerocalc.topology.stated.with_stated_p2p`, :func:`~zerocalc.topology.stated.with_stated_gdr`),
+    and the notes saying so; ``NCCL_IB_HCA`` leaves the given topology's NICs as they are (``check
+    --topology`` reads it only on a preset the file's lines picked), which a note says."""
+    from zerocalc.topology.stated import with_stated_gdr, with_stated_p2p
+
+    stated = {name: [value, GIVEN] for name, value in (given or {}).items() if value != ""}
+    notes = [f"--nccl-env {name}= unsets {name}, which nothing here sets" for name, value in (given or {}).items()
+             if value == ""]
+    if not stated:
+        return topo, stated, notes
+    topo, p2p_how = with_stated_p2p(topo, stated)
+    topo, gdr_how = with_stated_gdr(topo, stated)
+    notes += [how for how in (p2p_how, gdr_how) if how]
+    if "NCCL_IB_HCA" in stated:
+        notes.append(f"--nccl-env NCCL_IB_HCA={stated['NCCL_IB_HCA'][0]}: not priced, topology {topo.name}'s "
+                     f"NICs stand (as check --topology prices them)")
+    return topo, stated, notes

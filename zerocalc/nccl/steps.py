@@ -24,7 +24,7 @@ import sympy
 
 from zerocalc import symbols as S
 from zerocalc.errors import ConfigError
-from zerocalc.nccl.env import channel_limits
+from zerocalc.nccl.env import Settings, channel_limits
 from zerocalc.nccl.model import tune
 from zerocalc.nccl.ofi_tuner import OfiTuner, loaded_api, require_coverage
 from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
@@ -101,7 +101,8 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                   proto_enable=None, param_bytes: float | None = None, grad_bytes: float | None = None,
                   micro_batches: int = 1, grad_sync: str = "every", hsdp_shard_size: int | None = None,
                   reuse_distance: float = 1e9, nvls_enable: bool = True, tuner: TunerConfig | None = None,
-                  nccl_version: str | None = None, ofi: OfiTuner | None = None) -> list[PhaseTime]:
+                  nccl_version: str | None = None, ofi: OfiTuner | None = None,
+                  env: Settings | None = None) -> list[PhaseTime]:
     """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``, per optimizer
     step: ``calls`` counts every run of the phase in the step's ``micro_batches`` (its cadence under
     ``grad_sync``, :mod:`zerocalc.schemes`); ``param_bytes`` / ``grad_bytes`` are the wire widths of the
@@ -111,7 +112,10 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
     pair the one it returns for the phase's communicator (nodes and ranks) where it returns one
     (:func:`zerocalc.nccl.predict.ofi_pair`; a :class:`~zerocalc.errors.ConfigError` naming ``--ofi-tuner``
     where NCCL cannot load it, :func:`~zerocalc.nccl.ofi_tuner.loaded_api`, or zerocalc does not model what
-    it does on a phase's nodes, :func:`~zerocalc.nccl.ofi_tuner.require_coverage`)."""
+    it does on a phase's nodes, :func:`~zerocalc.nccl.ofi_tuner.require_coverage`). ``env``: the
+    environment NCCL runs with (:func:`zerocalc.nccl.env.settings`): its channel bounds, its launch's
+    thread settings and, for an all-to-all, the point-to-point variables it read (default: the
+    topology's profile's bounds, NCCL's defaults)."""
     version = nccl_version or release.tag.lstrip("v").split("-")[0]
     if tuner is not None and ofi is not None:
         raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
@@ -119,7 +123,7 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
     api = tuner_api(version) if tuner is not None else 3
     if ofi is not None:
         api = loaded_api(ofi, version, algo_enable is not None or proto_enable is not None)
-    lo, hi = channel_limits(topology, version)  # NCCL_MIN/MAX_NCHANNELS of the topology's profile
+    lo, hi = channel_limits(topology, version) if env is None else (env.min_channels, env.max_channels)
     g = min(gpus_per_node, n)
     out, tunings = [], {}
     for ph, ranks, n_bytes, _, calls in phase_calls(
@@ -139,14 +143,16 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         covered = ofi is not None and require_coverage(ofi, tunings[key].machine.n_nodes)
         if ph.collective.value == "all_to_all":
             comm = p2p_comm(topo_g, ranks, release, version, tunings[key].comm_channels,
-                            ring=tunings[key].machine.graphs[Algorithm.RING])
+                            ring=tunings[key].machine.graphs[Algorithm.RING],
+                            **dict(env.p2p if env is not None else ()))
             pt = op_time(comm, P2pOp.ALL_TO_ALL, int(n_bytes))
             out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "P2P",
                                  pt.protocol.value, calls * pt.time_s))
             continue
         coll = as_nccl_collective(ph.collective.value)
         fits, note = phase_calibration(topology, coll.value, ranks, topo_g)
-        pr = predict(tunings[key], coll, n_bytes, fits, tuner, api, ofi=ofi if covered else None)
+        pr = predict(tunings[key], coll, n_bytes, fits, tuner, api,
+                     launch_env=env.launch if env is not None else None, ofi=ofi if covered else None)
         later = tunings[key].nvls_run is not None and pr.algorithm.value in ("NVLS", "NVLSTree")
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
                              pr.protocol.value, calls * pr.time_s, pr.ofi_chose if ofi is not None else None,
