@@ -76,7 +76,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         try:
             phases = scheme_phases(r.scheme, topology=topo_dp, release=release, algo_enable=env.algo_enable,
                                    proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
-                                   nccl_version=version, ofi=ofi_tuner, env=env, **row_sizes(r, reuse_distance))
+                                   nccl_version=version, ofi=ofi_tuner, env=env,
+                                   **row_sizes(r, reuse_distance))
         except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7)
             times.append(math.nan)
             choices.append("n/a")

@@ -8,7 +8,8 @@ One module per part: :mod:`~zerocalc.cli.application` (the typer app, one-line e
 :mod:`~zerocalc.cli.model_commands` (table, derive, feasibility, report) and
 :mod:`~zerocalc.cli.trace_commands` (check, fit, trace summary) with
 :mod:`~zerocalc.cli.sweep_commands` (nccl-tests sweeps in check and fit). This module registers the
-commands on the app, in the order ``zerocalc --help`` lists them.
+commands on the app, in the order ``zerocalc --help`` lists them; those that read traces read ``-`` and
+pipes too (:func:`~zerocalc.cli.piped.piped_inputs`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ app.command("feasibility")(feasibility_cmd)
 app.command("check")(piped_inputs("traces")(check_cmd))
 app.command("fit")(piped_inputs("files")(fit_cmd))
 trace_app.command("summary")(piped_inputs("paths")(trace_summary))
-app.command("report")(report_cmd)
+app.command("report")(piped_inputs("trace")(report_cmd))
 
 __all__ = [
     "TOPOLOGY_PRESETS", "TRACE_FORMATS", "DeriveFormat", "_OneLineErrors", "_read_numbers_alike", "app",

@@ -505,8 +505,15 @@ def report_cmd(
     ofi_tuner: Annotated[str | None, typer.Option(
         "--ofi-tuner", help=_OFI_HELP + " The schemes are then also priced with NCCL's cost model, by itself "
                             "and under the plugin.")] = None,
+    nccl_version: NcclVersionOption = None,
+    nccl_algo: NcclAlgoOption = None,
+    nccl_proto: NcclProtoOption = None,
+    nccl_env: NcclEnvOption = None,
 ) -> None:
-    """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan."""
+    """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan.
+
+    With --nccl-version, --nccl-algo, --nccl-proto or --nccl-env (or a topology calibrated by fit --out),
+    the schemes are also priced with NCCL's cost model under them, as table prices them."""
     import time
     from pathlib import Path
 
@@ -518,12 +525,14 @@ def report_cmd(
     # Every option and input is checked before any work (and before any progress line): the
     # cluster, the output path, the traces; only then are the model and matplotlib loaded.
     from zerocalc.dtypes import canonical_dtype
+    from zerocalc.nccl.env_given import parse_given
     from zerocalc.report.config import ReportConfig
     from zerocalc.report.inputs import check_output, check_traces
     from zerocalc.topology import PRESETS
     from zerocalc.units import parse_bytes
 
     paths = tuple(Path(t) for t in trace or ())
+    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
     topo = _load_topology(topology, None, None, None, None)
     tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     psi_count, _ = model_psi(psi, model, default="7.5e9")
@@ -534,15 +543,27 @@ def report_cmd(
                           comm_dtype=canonical_dtype(dtype), traces=paths,
                           gpu_memory_bytes=None if gpu_memory is None else float(
                               parse_bytes(gpu_memory, "--gpu-memory")),
-                          nccl_tuner=tuner, ofi_tuner=ofi)
+                          nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
+                          nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()))
     check_output(output, config)
     check_traces(paths)
-    if tuner is not None or ofi is not None:  # a rule or plugin this cluster cannot run: refused before work
-        from zerocalc.report.sweeps import nccl_under_tuner
-
-        nccl_under_tuner(config)
+    _nccl_refused_before_work(config)
     progress("importing the model")
     from zerocalc.report import write_report
 
     write_report(output, config, progress)
     progress(f"wrote {output}")
+
+
+def _nccl_refused_before_work(config) -> None:
+    """The report's pricing with NCCL's cost model tried once before any work, so that what it cannot price
+    (a version not modelled, a restriction leaving a collective no pair, a rule or plugin this cluster
+    cannot run, a topology without the fields the model needs) is refused with no PDF written."""
+    if not config.nccl_priced:
+        return
+    from zerocalc.report.sweeps import nccl_priced, nccl_under_tuner
+
+    if config.nccl_tuner is not None or config.ofi_tuner is not None:
+        nccl_under_tuner(config)
+    else:
+        nccl_priced(config)

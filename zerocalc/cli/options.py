@@ -67,13 +67,14 @@ _TUNER_HELP = ("Tuner plugin rules to price with (NCCL's example tuner CSV: coll
                "topology TOML's nccl_tuner].")
 _MODEL_HELP = _model_help()
 
-_NCCL_ENV_HELP = ("NCCL_NAME=VALUE, a variable NCCL runs with: priced where NCCL's cost model reads it, said in "
-                  "a note where not; repeat for several. On nccl-tests sweeps, set as if the file's lines set "
-                  "it (over them); NCCL_NAME= unsets one the file sets.")
+_NCCL_ENV_HELP = ("NCCL_NAME=VALUE, a variable NCCL runs with: priced where NCCL's cost model reads it, "
+                  "said in a note where not; repeat for several. On nccl-tests sweeps, set as if the file's "
+                  "lines set it (over them); NCCL_NAME= unsets one the file sets.")
 
 #: The NCCL options of every command that prices with NCCL's cost model (``table``, ``report``, ``check``),
 #: one definition each: ``--nccl-algo`` / ``--nccl-proto`` read the shell's ``NCCL_ALGO`` / ``NCCL_PROTO``
-#: when not given, as NCCL itself would; ``--nccl-env`` is read by :func:`zerocalc.nccl.env_given.parse_given`.
+#: when not given, as NCCL itself would; ``--nccl-env`` is read by
+#: :func:`zerocalc.nccl.env_given.parse_given`.
 NcclAlgoOption = Annotated[str | None, typer.Option(
     "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting NCCL's algorithms.")]
 NcclProtoOption = Annotated[str | None, typer.Option(

@@ -25,6 +25,8 @@ def piped_inputs(argument: str):
             from zerocalc.traces import piped
 
             paths = kwargs[argument]
+            if not paths:  # an optional list left out (report's --trace)
+                return command(*args, **kwargs)
             if kwargs.get("scheduler") and any(piped.one_shot(p) for p in paths):
                 from zerocalc.errors import ConfigError
 

@@ -152,8 +152,8 @@ def on_topology(topo, given: Mapping[str, str] | None) -> tuple[object, dict, li
     from zerocalc.topology.stated import with_stated_gdr, with_stated_p2p
 
     stated = {name: [value, GIVEN] for name, value in (given or {}).items() if value != ""}
-    notes = [f"--nccl-env {name}= unsets {name}, which nothing here sets" for name, value in (given or {}).items()
-             if value == ""]
+    notes = [f"--nccl-env {name}= unsets {name}, which nothing here sets"
+             for name, value in (given or {}).items() if value == ""]
     if not stated:
         return topo, stated, notes
     topo, p2p_how = with_stated_p2p(topo, stated)

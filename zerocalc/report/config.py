@@ -47,6 +47,14 @@ class ReportConfig:
     #: are also priced with NCCL's cost model, by itself and under the pairs this plugin returns (section
     #: "volume_table"); NCCL loads one tuner plugin, so not with ``nccl_tuner``
     ofi_tuner: OfiTuner | None = None
+    #: NCCL's cost model as the CLI's ``--nccl-version``, ``--nccl-algo``, ``--nccl-proto`` and ``--nccl-env``
+    #: (variable → value pairs, :func:`zerocalc.nccl.env_given.parse_given`) set it, as ``zerocalc table``
+    #: prices under them: any of them given, the schemes are also priced with NCCL's model (section
+    #: "volume_table"; :attr:`nccl_priced`)
+    nccl_version: str | None = None
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
+    nccl_env: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -63,9 +71,23 @@ class ReportConfig:
         if self.nccl_tuner is not None and self.ofi_tuner is not None:
             raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
                               option="--ofi-tuner")
+        if self.nccl_env:  # checked as --nccl-env is (a bad entry is a ConfigError naming the option)
+            from zerocalc.nccl.env_given import parse_given
+
+            parse_given([f"{k}={v}" for k, v in self.nccl_env], self.nccl_algo, self.nccl_proto)
         mem = self.gpu_memory_bytes
         if mem is not None and not (isinstance(mem, Real) and math.isfinite(mem) and mem > 0):
             raise ConfigError(f"must be a positive number of bytes, got {mem!r}", option="--gpu-memory")
+
+    @property
+    def nccl_priced(self) -> bool:
+        """Whether the schemes are also priced with NCCL's cost model: an NCCL option or a tuner given, or a
+        topology calibrated on the cluster's own sweeps (``zerocalc fit --out``)."""
+        from zerocalc.topology import get_topology
+
+        given = (self.nccl_version, self.nccl_algo, self.nccl_proto, self.nccl_tuner, self.ofi_tuner)
+        return any(x is not None for x in given) or bool(self.nccl_env) or bool(
+            get_topology(self.topology).nccl_calibration)
 
     @property
     def gpu_memory(self) -> float | None:
@@ -159,8 +181,44 @@ def topology_label(topo: str | Topology) -> str:
     return topo.name if PRESETS.get(topo.name, topo) == topo else f"{topo.name} (custom)"
 
 
-def config_line(config: ReportConfig) -> str:
+def config_line(config: ReportConfig, nccl: bool = True) -> str:
+    """The configuration in one line, with what NCCL's cost model was priced under where it was
+    (:func:`nccl_words`; not with ``nccl`` false, for what the α-β model alone prices)."""
+    nccl = nccl_words(config) if nccl else ""
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
             f"topology {topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
-            "bytes of optimizer state per parameter")
+            "bytes of optimizer state per parameter" + (f"; {nccl}" if nccl else ""))
+
+
+def nccl_words(config: ReportConfig) -> str:
+    """What NCCL's cost model prices the schemes under (``''`` where the report does not price with it):
+    ``NCCL's cost model: NCCL 2.21.5 under NCCL_ALGO=Ring, NCCL_PROTO=Simple``; the version as
+    :func:`zerocalc.nccl_pricing.price_rows` takes it (given, else the one the topology's calibration was
+    fitted at, else the latest modelled), RCCL's on AMD GPUs
+    (:func:`zerocalc.rccl_pricing.price_rows_rccl`)."""
+    if not config.nccl_priced:
+        return ""
+    from zerocalc.topology import get_topology
+    from zerocalc.topology.machine import calibrated_version
+
+    topo = get_topology(config.topology)
+    lib = "NCCL" if topo.gpu_arch is None else "RCCL"
+    fitted = calibrated_version(topo.nccl_calibration) if lib == "NCCL" else None
+    if config.nccl_version:
+        version = config.nccl_version
+    elif fitted:
+        version = f"{fitted} (its calibration's)"
+    elif lib == "RCCL":
+        from zerocalc.nccl.rccl import rccl_default_for
+
+        version = f"{rccl_default_for(topo.gpu_arch).name} (the default for {topo.gpu_arch})"
+    else:
+        from zerocalc.nccl import LATEST
+
+        version = f"{LATEST.tag.lstrip('v').split('-')[0]} (the latest modelled)"
+    env = [f"NCCL_ALGO={config.nccl_algo}" if config.nccl_algo is not None else "",
+           f"NCCL_PROTO={config.nccl_proto}" if config.nccl_proto is not None else "",
+           *(f"{k}={v}" for k, v in config.nccl_env)]
+    env = [e for e in env if e]
+    return f"{lib}'s cost model: {lib} {version}" + (f" under {', '.join(env)}" if env else "")
 

@@ -75,11 +75,13 @@ _HEAD_BYTES = 1 << 16
 
 def _head(file: Path) -> bytes:
     """The first bytes of a trace, decompressed when it is gzip, xz or bzip2 (what its format is
-    detected from; :func:`zerocalc.traces.streams.buffered`, which needs only the standard library)."""
+    detected from; :func:`zerocalc.traces.streams.buffered`, which needs only the standard library);
+    of the copy standing in for it where it was piped (:func:`zerocalc.traces.piped.source`)."""
+    from zerocalc.traces.piped import source
     from zerocalc.traces.streams import buffered
 
     try:
-        with buffered(open(file, "rb"), str(file), 1 << 30) as stream:
+        with buffered(open(source(str(file)), "rb"), str(file), 1 << 30) as stream:
             return stream.read(_HEAD_BYTES)
     except TraceFormatError as exc:
         raise ConfigError(f"{file}: {exc.reason}", option="--trace") from None
@@ -88,19 +90,21 @@ def _head(file: Path) -> bytes:
 
 
 def check_traces(paths: Iterable[str | Path]) -> tuple[Path, ...]:
-    """The ``--trace`` paths, refused (:class:`ConfigError`, option ``--trace``) unless each can be read.
-
-    A path must be a regular file or a directory (a FIFO or a device is refused without being
-    opened). A file must be readable and its first bytes a known trace format; a directory must
-    be listable, the files directly in it readable, and at least one of them a trace (the reader
-    reads those and skips the rest). The file system is checked first, for every path, and only
-    then the formats (which loads the trace readers).
-    """
+    """The ``--trace`` paths, refused (:class:`ConfigError`, option ``--trace``) unless each can be read. A
+    path must be a regular file or a directory (a device is refused without being opened); ``-`` (standard
+    input) and a pipe are read from the copy the command line made of them (:mod:`zerocalc.cli.piped`;
+    :func:`zerocalc.traces.piped.source`), a pipe given here uncopied is refused unopened as not a regular
+    file. A file must be readable and its first bytes a known trace format; a directory must be listable,
+    the files directly in it readable, and at least one of them a trace (the reader reads those and skips
+    the rest). The file system is checked first, for every path, and only then the formats (which loads the
+    trace readers)."""
     paths = tuple(map(Path, paths))
     heads: list[tuple[Path, list[tuple[Path, bytes]]]] = []  # per path: (file, head) of its files
+    from zerocalc.traces.piped import source
+
     for p in paths:
         try:
-            mode = os.stat(p).st_mode
+            mode = os.stat(source(str(p))).st_mode
         except OSError as exc:
             reason = "no such file or directory" if exc.errno == errno.ENOENT else _os_reason(exc)
             raise ConfigError(f"{p}: {reason}", option="--trace") from None

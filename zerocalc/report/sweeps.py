@@ -61,12 +61,53 @@ def volume_table(config: ReportConfig) -> pd.DataFrame:
     return _evaluate(config, psi=config.psi, n=config.n).reset_index(drop=True)
 
 
+def _nccl_options(config: ReportConfig) -> dict:
+    """The report's NCCL options as :func:`zerocalc.nccl_pricing.price_rows` takes them."""
+    return dict(nccl_version=config.nccl_version, nccl_algo=config.nccl_algo, nccl_proto=config.nccl_proto,
+                nccl_env=dict(config.nccl_env))
+
+
+def _notes(priced_notes: list[str], leave_out: str = "") -> list[str]:
+    """The pricing's notes without the CLI table's ``t NCCL: `` / ``t RCCL: `` label (and any holding
+    ``leave_out``, which the section says itself), each a sentence."""
+    notes = [n.removeprefix("t NCCL: ").removeprefix("t RCCL: ") for n in priced_notes
+             if not (leave_out and leave_out in n)]
+    return [n[:1].upper() + n[1:] for n in notes]
+
+
+def nccl_priced(config: ReportConfig, table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Every scheme of the volume table (``table``, default :func:`volume_table`) priced with NCCL's cost
+    model on the report's cluster under the report's NCCL options, as ``zerocalc table`` prices it with the
+    same options (:func:`zerocalc.nccl_pricing.price_rows`; RCCL's model on AMD GPUs,
+    :func:`zerocalc.rccl_pricing.price_rows_rccl`). One row per scheme: ``scheme``, ``nccl_choice``,
+    ``time_s_nccl`` and the textbook ring's ``time_s_ring``; and the notes that say what they were priced
+    under (release, restrictions, the variables priced and those not). A version not modelled, a
+    restriction that leaves a collective no pair, or a topology without the fields NCCL's model needs is a
+    :class:`~zerocalc.errors.ConfigError`."""
+    from zerocalc.topology import get_topology
+
+    table = volume_table(config) if table is None else table
+    topo = get_topology(config.topology)
+    opts = _nccl_options(config)
+    if topo.gpu_arch is not None:
+        from zerocalc.rccl_pricing import price_rows_rccl
+
+        priced = price_rows_rccl(table, topo, rccl_version=opts.pop("nccl_version"), **opts)
+    else:
+        from zerocalc.nccl_pricing import price_rows
+
+        priced = price_rows(table, topo, **opts)
+    frame = pd.DataFrame({"scheme": table["scheme"].to_numpy(), "nccl_choice": priced.choices,
+                          "time_s_nccl": priced.times, "time_s_ring": table["time_s_ring"].to_numpy()})
+    return frame, _notes(priced.notes)
+
+
 def nccl_under_tuner(config: ReportConfig,
                      table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Every scheme of the volume table (``table``, default :func:`volume_table`) priced with NCCL's cost
-    model on the report's cluster (:func:`zerocalc.nccl_pricing.price_rows`, the latest NCCL modelled, as
-    ``zerocalc table`` prices it): by itself and under the tuner rules of ``config.nccl_tuner``, or under
-    aws-ofi-nccl's tuner plugin ``config.ofi_tuner`` (the pairs it chose marked ``^``). One row per
+    model on the report's cluster (:func:`zerocalc.nccl_pricing.price_rows`, under the report's NCCL
+    options, as ``zerocalc table`` prices it): by itself and under the tuner rules of ``config.nccl_tuner``,
+    or under aws-ofi-nccl's tuner plugin ``config.ofi_tuner`` (the pairs it chose marked ``^``). One row per
     scheme: ``scheme``, ``nccl_choice``, ``time_s_nccl``, ``tuned_choice``, ``time_s_tuned``; and the notes
     that say what they were priced under (NCCL release, the topology's NCCL environment, what the aws-ofi-nccl
     plugin chose). A rule the cluster cannot run, a plugin NCCL cannot load or whose answer there zerocalc
@@ -79,14 +120,14 @@ def nccl_under_tuner(config: ReportConfig,
         raise ValueError("nccl_under_tuner needs config.nccl_tuner or config.ofi_tuner")
     table = volume_table(config) if table is None else table
     topo = get_topology(config.topology)
-    own = price_rows(table, topo)
-    tuned = price_rows(table, topo, tuner=config.nccl_tuner, ofi_tuner=config.ofi_tuner)
+    opts = _nccl_options(config)
+    own = price_rows(table, topo, **opts)
+    tuned = price_rows(table, topo, tuner=config.nccl_tuner, ofi_tuner=config.ofi_tuner, **opts)
     frame = pd.DataFrame({"scheme": table["scheme"].to_numpy(), "nccl_choice": own.choices,
                           "time_s_nccl": own.times, "tuned_choice": tuned.choices,
                           "time_s_tuned": tuned.times})
-    # the notes without the CLI table's "t NCCL: " label, and without the tuner's own (the section names it)
-    notes = [n.removeprefix("t NCCL: ") for n in tuned.notes if "under the tuner rules of" not in n]
-    return frame, [n[:1].upper() + n[1:] for n in notes]
+    # the tuner's own note left out: the section names it
+    return frame, _notes(tuned.notes, "under the tuner rules of")
 
 
 def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from zerocalc.report.config import topology_name
-from zerocalc.report.sections import title
+from zerocalc.report.config import nccl_words, topology_name
+from zerocalc.report.sections import number, title
 from zerocalc.units import format_bytes, format_diff, format_seconds
 
 if TYPE_CHECKING:
@@ -45,7 +45,10 @@ def draw(w: Writer, data: ReportData) -> None:
         w.heading("In-network reduction", 2)
         w.paragraph(result.in_network_finding)
     w.heading("Implementation plan, priced on the chosen cluster", 2)
-    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters.", size=8.5)
+    nccl = nccl_words(c)
+    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters." + (
+        f" {nccl[:1].upper()}{nccl[1:]} prices the schemes in section {number('volume_table')}; this plan is "
+        "the α-β model's, which the NCCL options do not change." if nccl else ""), size=8.5)
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
         "rules; within a tier by bytes saved). Bytes and time saved per rank per step are the model's "
