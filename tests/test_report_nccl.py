@@ -167,3 +167,46 @@ def test_report_reads_a_fifo_as_a_shell_process_substitution_gives_it(tmp_path):
     writer.join(timeout=10)
     assert res.returncode == 0, res.stderr
     assert out.read_bytes().startswith(b"%PDF-")
+
+
+def test_a_calibrated_topology_is_priced_at_its_release_unless_one_is_given(tmp_path, no_work):
+    """A topology ``fit --out`` calibrated: the report prices the schemes with NCCL's model at the release the
+    calibration names (read from the TOML here), as check and table do when nothing states one; a given
+    --nccl-version comes first."""
+    import tomllib
+
+    from zerocalc.report.config import nccl_words
+
+    sweep = KINETO.parents[1] / "nccl-tests" / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt"
+    toml = tmp_path / "cal.toml"
+    res = runner.invoke(app, ["fit", str(sweep), "--out", str(toml), "--topology", "dgx-h100"])
+    assert res.exit_code == 0, res.output
+    (fitted,) = {c["nccl_version"] for c in tomllib.loads(toml.read_text())["nccl_calibration"]}
+    for args in ([], ["--nccl-version", "2.30.7"]):
+        res = runner.invoke(app, ["report", "-o", str(tmp_path / "r.pdf"), "--topology", str(toml),
+                                  "--n", "16", "--psi", "1e9", *args])
+        assert res.exit_code == 0, res.output
+    calibrated, given = no_work
+    assert calibrated.nccl_priced
+    assert nccl_words(calibrated) == f"NCCL's cost model: NCCL {fitted} (its calibration's)"
+    assert nccl_words(given) == "NCCL's cost model: NCCL 2.30.7"
+    res = runner.invoke(app, ["table", "--topology", str(toml), "--n", "16", "--psi", "1e9", "--format",
+                              "json"])
+    table = {r["scheme"]: r for r in json.loads(res.stdout)}
+    frame, notes = nccl_priced(calibrated)
+    release = ".".join(fitted.split(".")[:2])
+    assert any(n.startswith(f"NCCL {release}'s own cost model") for n in notes)
+    for r in frame.itertuples(index=False):
+        assert (r.nccl_choice, r.time_s_nccl) == (table[r.scheme]["nccl_choice"],
+                                                  table[r.scheme]["time_s_nccl"])
+
+
+def test_table_takes_nccl_env_and_refuses_a_bad_one_in_one_line():
+    args = ["table", "--topology", "dgx-h100", "--n", "8", "--psi", "1e9", "--format", "json"]
+    res = runner.invoke(app, [*args, "--nccl-env", "NCCL_NVLS_ENABLE=0"])
+    assert res.exit_code == 0, res.output
+    assert not any("NVLS" in r["nccl_choice"] for r in json.loads(res.stdout))
+    assert "note: NCCL environment --nccl-env sets, priced: NCCL_NVLS_ENABLE=0" in res.stderr
+    res = runner.invoke(app, [*args, "--nccl-env", "NVLS_ENABLE=0"])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert res.stderr.startswith("error: --nccl-env: 'NVLS_ENABLE=0': 'NVLS_ENABLE' is not an NCCL variable")
