@@ -493,8 +493,8 @@ def report_cmd(
         help=_TOPOLOGY_HELP)] = "dgx-a100",
     dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
     trace: Annotated[list[str] | None, typer.Option(
-        "--trace", help="A trace file or a directory of one run (repeat for several runs); "
-                        "default: the real traces bundled with zerocalc.")] = None,
+        "--trace", help="A trace file or a directory of one run (repeat for several runs; - or a pipe is "
+                        "read as check reads one); default: the real traces bundled with zerocalc.")] = None,
     model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
     gpu_memory: Annotated[str | None, typer.Option(
         "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
