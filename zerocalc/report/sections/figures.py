@@ -23,11 +23,11 @@ def draw(w: Writer, data: ReportData) -> None:
     from zerocalc import plots
 
     c = data.config
-    w.heading(title("figures"))
-    w.figure(4.1, lambda sf: plots.plot_bytes_vs_n(data.bytes_vs_n, fig=sf), caption=(
-        f"Bytes one rank sends per step against N at Ψ = {c.psi:,.0f}, {c.comm_dtype}, ring "
-        "algorithms. Left in units of Ψ·b, right in bytes. The colocated proposal sits at half of "
-        "data parallel; the curves flatten at the paper's 2Ψ, 3Ψ and Ψ as (N−1)/N → 1."))
+    first = (f"Bytes one rank sends per step against N at Ψ = {c.psi:,.0f}, {c.comm_dtype}, ring "
+             "algorithms. Left in units of Ψ·b, right in bytes. The colocated proposal sits at half of "
+             "data parallel; the curves flatten at the paper's 2Ψ, 3Ψ and Ψ as (N−1)/N → 1.")
+    _heading_with_figure(w, title("figures"), 4.1, first)
+    w.figure(4.1, lambda sf: plots.plot_bytes_vs_n(data.bytes_vs_n, fig=sf), caption=first)
     panels = data.time_vs_psi["topology"].nunique()
     custom = custom_topology(c)
     where = (f"this report's topology ({topology_label(custom)}) and each preset" if custom is not None
@@ -89,3 +89,15 @@ def _divergence_figure(w: Writer, data: ReportData) -> None:
         "relative to the largest parameter. The colocated proposal drifts away from step 1 unless no "
         "data parallelism is left (N = 1, or one micro-batch shared by all ranks); the exact schemes stay "
         "at rounding level."))
+
+
+def _heading_with_figure(w: Writer, heading: str, height: float, caption: str) -> None:
+    """The section's heading on the page its first figure (``height`` inches, ``caption``) starts: where the
+    figure would not fit below it, both start the next page (a heading alone at the foot of a page, as after
+    section 4's NCCL tables, is not left behind). The room asked is what :meth:`Writer.heading` and
+    :func:`~zerocalc.report.blocks.figure` take, so a page that holds both is laid out as before."""
+    from zerocalc.report.page import CAPTION_PT, LEADING, TEXT_W
+
+    cap = w.wrap(f"Figure {w.figures + 1}. {caption}", TEXT_W, CAPTION_PT)
+    w.ensure(0.14 + 13.0 * 1.55 / 72 + height + len(cap) * CAPTION_PT * LEADING / 72 + 0.1)
+    w.heading(heading)
