@@ -210,3 +210,12 @@ def test_table_takes_nccl_env_and_refuses_a_bad_one_in_one_line():
     res = runner.invoke(app, [*args, "--nccl-env", "NVLS_ENABLE=0"])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
     assert res.stderr.startswith("error: --nccl-env: 'NVLS_ENABLE=0': 'NVLS_ENABLE' is not an NCCL variable")
+
+
+def test_table_on_an_amd_topology_reads_nccl_algo_of_nccl_env_and_names_the_rest():
+    """RCCL's model reads NCCL_ALGO / NCCL_PROTO (as NCCL does); --nccl-env's other variables are said."""
+    res = runner.invoke(app, ["table", "--topology", "amd-mi300x", "--n", "16", "--psi", "1e9", "--schemes",
+                              "dp", "--nccl-env", "NCCL_PROTO=Simple", "--nccl-env", "NCCL_MAX_NCHANNELS=4"])
+    assert res.exit_code == 0, res.output
+    assert "AR Ring/Simple" in res.stdout or "AR Tree/Simple" in res.stdout, res.stdout
+    assert "NCCL_MAX_NCHANNELS=4, which zerocalc's model of RCCL does not price" in res.stdout

@@ -75,8 +75,8 @@ def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str
     from zerocalc.errors import ConfigError
     from zerocalc.rccl_pricing import price_rows_rccl
 
-    for flag, given in (("--nccl-tuner", nccl_tuner), ("--ofi-tuner", ofi_tuner)):
-        if given is not None:
+    for flag, tuner in (("--nccl-tuner", nccl_tuner), ("--ofi-tuner", ofi_tuner)):
+        if tuner is not None:
             raise ConfigError(f"topology {topo.name!r} is of AMD GPUs, priced by RCCL's model, under which "
                               "zerocalc models no tuner plugin", option=flag)
     rccl_version, nccl_algo, nccl_proto, nccl_env = given
