@@ -533,9 +533,12 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> t
                         ofi_tuner=None, local_register=0,  # a calibration holds the legacy kernels' pairs
                         nccl_env=given[3])
     fits = fit_calibration(cmp)
+    failed = sum(1 for r in cmp.rows if r.get("wrong"))
+    notes = [*d["notes"], *([f"the {failed} size(s) that failed nccl-tests' check are left out of the fit"]
+                            if failed else [])]
     if _shape_stated(run, d["nccl_info"], p, stated):
         fits = [replace(c, nodes=d["nodes"], ranks_per_node=d["ranks_per_node"]) for c in fits]
-    return fits, list(d["notes"])
+    return fits, notes
 
 
 def _shape_stated(run: dict, info: dict, p: int, stated: str | None) -> bool:

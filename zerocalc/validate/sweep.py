@@ -501,12 +501,19 @@ def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibra
     What is fitted is the collective's own time: a sweep run with several GPUs per thread (``-g G``) has
     each row's launch stagger (``launch_stagger_s``, :func:`launch_stagger_s`) taken off its measured
     time first, since ``check`` adds it back to the calibrated time (and a training step's calls, one
-    GPU per process, carry none)."""
-    rows = [dict(r, measured_s=r["measured_s"] - (r.get("launch_stagger_s") or 0.0)) for r in cmp.rows]
+    GPU per process, carry none).
+
+    A size whose result failed nccl-tests' check (``wrong`` above 0, :func:`_checked`) is left out: its
+    time is a failed run's, not the collective's (:func:`wrong_notes`), and a pair fitted on it would carry
+    that into every size it prices."""
+    rows = [dict(r, measured_s=r["measured_s"] - (r.get("launch_stagger_s") or 0.0)) for r in cmp.rows
+            if not r.get("wrong")]
     rows = [r for r in rows if r["measured_s"] > 0]
     if len(rows) < 2:
-        raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: {len(rows)} timed size(s); "
-                          "a fit needs at least 2", option="fit")
+        failed = sum(1 for r in cmp.rows if r.get("wrong"))
+        raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: {len(rows)} timed size(s)"
+                          + (f" that passed nccl-tests' check ({failed} failed it)" if failed else "")
+                          + "; a fit needs at least 2", option="fit")
     out = []
     pairs = sorted({(r["algorithm"], r["protocol"]) for r in rows})
     fitted: dict[tuple[str, str], tuple[float, float]] = {}

@@ -1,0 +1,63 @@
+"""``fit --out`` leaves out the sizes whose results failed nccl-tests' check (``#wrong`` above 0): their
+times are failed runs', and a pair fitted on them carries that into every size it prices."""
+
+from __future__ import annotations
+
+import tomllib
+
+from sweep_files import DATA, runner
+
+from zerocalc.cli import app
+
+GH200_4X4 = "all_reduce_perf-16xGH200-olivia-4nodes-int8-wrong-nccl2.29.2.txt"
+
+
+def _failed_lines(name):
+    """The row lines whose out-of-place ``#wrong`` cell (the 9th field) is above 0, by a plain split."""
+    out = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit() and f[8].isdigit() and int(f[8]) > 0:
+            out.append(line)
+    return out
+
+
+def _fit(out, path):
+    res = runner.invoke(app, ["fit", str(path), "--out", str(out)])
+    return res, (tomllib.loads(out.read_text())["nccl_calibration"] if res.exit_code == 0 else None)
+
+
+def test_failed_sizes_are_left_out_as_if_the_file_had_not_printed_them(tmp_path):
+    """The 4 × 4 GH200 int8 sweep fails the check at 6 sizes (2-64 MiB). Its fit equals the fit of the same
+    file with those row lines deleted, says how many it left out, and no pair's latency is above the
+    longest time of a size that passed (fitted on the failed ones, Ring/LL128 at 2 MiB took 6.25 ms)."""
+    failed = _failed_lines(GH200_4X4)
+    assert len(failed) == 6
+    text = (DATA / GH200_4X4).read_text()
+    kept = tmp_path / "kept.txt"
+    kept.write_text("".join(x for x in text.splitlines(keepends=True) if x.rstrip("\n") not in failed))
+    res, cals = _fit(tmp_path / "a.toml", DATA / GH200_4X4)
+    assert res.exit_code == 0, res.output
+    assert f"the {len(failed)} size(s) that failed nccl-tests' check are left out of the fit" in res.stdout
+    res_kept, cals_kept = _fit(tmp_path / "b.toml", kept)
+    assert res_kept.exit_code == 0, res_kept.output
+    assert "left out of the fit" not in res_kept.stdout
+    assert cals == cals_kept
+    passed = [float(f[5]) for line in text.splitlines() if line not in failed
+              and len(f := line.split()) >= 13 and f[0].isdigit() and f[1].isdigit()]
+    assert all(c.get("alpha_us", 0.0) <= max(passed) for c in cals)
+
+
+def test_a_sweep_whose_every_size_failed_is_refused_in_one_line(tmp_path):
+    """The same sweep cut to its 6 failed rows (its header and comment lines kept): nothing to fit, exit 2
+    and one line naming how many sizes failed; no TOML is written."""
+    failed = set(_failed_lines(GH200_4X4))
+    lines = (DATA / GH200_4X4).read_text().splitlines(keepends=True)
+    only = tmp_path / "failed.txt"
+    only.write_text("".join(x for x in lines
+                            if not (x.split() and x.split()[0].isdigit()) or x.rstrip("\n") in failed))
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(only), "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "(6 failed it)" in res.output and len(res.output.strip().splitlines()) == 1
+    assert not out.exists()
