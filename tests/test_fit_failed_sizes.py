@@ -61,3 +61,28 @@ def test_a_sweep_whose_every_size_failed_is_refused_in_one_line(tmp_path):
     assert res.exit_code == 2, res.output
     assert "(6 failed it)" in res.output and len(res.output.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_plain_fit_leaves_out_the_failed_sizes_too(tmp_path):
+    """``fit`` without ``--out`` fits the α-β line on the sizes that passed nccl-tests' check, as ``--out``
+    does: on the 4 × 4 GH200 sweep it fits the 22 of 28 sizes a plain split finds passing (it fitted all
+    28, the failed runs' 5-34 ms among them), equal to the fit of the file with the failed lines deleted,
+    and says how many calls it left out and why."""
+    import json
+
+    failed = _failed_lines(GH200_4X4)
+    text = (DATA / GH200_4X4).read_text()
+    rows = [x for x in text.splitlines() if len(f := x.split()) >= 13 and f[0].isdigit() and f[1].isdigit()]
+    kept = tmp_path / "kept.txt"
+    kept.write_text("".join(x for x in text.splitlines(keepends=True) if x.rstrip("\n") not in failed))
+    res = runner.invoke(app, ["fit", str(DATA / GH200_4X4), "--format", "json"])
+    res_kept = runner.invoke(app, ["fit", str(kept), "--format", "json"])
+    assert res.exit_code == 0 and res_kept.exit_code == 0, res.output + res_kept.output
+    fit, fit_kept = json.loads(res.stdout), json.loads(res_kept.stdout)
+    assert len(fit) == 1 and fit[0]["n_sizes"] == len(rows) - len(failed) == 22
+    drop = ("file",)
+    assert [{k: v for k, v in f.items() if k not in drop} for f in fit] == [
+        {k: v for k, v in f.items() if k not in drop} for f in fit_kept]
+    assert (f"{len(failed)} call(s) left out: failed nccl-tests' check (#wrong above 0)"
+            in res.stderr), res.stderr
+    assert "left out" not in res_kept.stderr

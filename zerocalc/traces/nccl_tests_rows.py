@@ -381,3 +381,11 @@ def cputime_refusal(rows: list[dict[str, Any]], file: str) -> TraceFormatError |
     return TraceFormatError(file, first.get("source_line"), "its times are cputime (nccl-tests -C 1): "
                             "the host's time to enqueue the calls, not the calls' own; run without -C to "
                             "compare or fit them")
+
+
+def counts_wrong(layout: str | None) -> bool:
+    """Whether a row of this layout holds in ``wrong`` the count of elements that failed nccl-tests' check
+    (``#wrong``, the layouts since nccl-tests' Aug 2022 "Resync with NCCL 2.13": ``src/common.cu``
+    ``wrongElts``), a count above 0 being a call whose result came out corrupted; the older layouts' ``error``
+    column, read into the same ``wrong``, is the largest deviation, not a count."""
+    return str(layout or "").startswith("2022")

@@ -263,7 +263,9 @@ def fit_trace(table: pd.DataFrame, *, meta: dict | None = None, pooled: bool = F
     A call that records no group size takes its file's ``world_size`` from ``meta`` (as
     :func:`measure` does), said in ``notes``. Collectives without a duration, a size or a group
     of two or more ranks, and (op, group size) pairs with fewer than two distinct sizes, are
-    left out and named in ``skipped`` with the reason. ``pooled=True`` fits one α and β over all
+    left out and named in ``skipped`` with the reason, as are nccl-tests rows whose result failed the
+    test's check (the out-of-place ``#wrong`` cell above 0,
+    :func:`zerocalc.traces.nccl_tests_rows.counts_wrong`). ``pooled=True`` fits one α and β over all
     data-carrying ops per group size instead.
     """
     if table.empty or "duration_s" not in table.columns:
@@ -290,6 +292,12 @@ def fit_trace(table: pd.DataFrame, *, meta: dict | None = None, pooled: bool = F
     reason[df["p"] <= 1] = "group of one rank (nothing crosses)"
     reason[~(df["n"] > 0)] = "no size recorded"
     reason[~(df["t"] > 0)] = "no duration recorded"
+    if "wrong" in table.columns and "layout" in table.columns:  # nccl-tests rows
+        from zerocalc.traces.nccl_tests_rows import counts_wrong
+
+        counted = np.array([counts_wrong(x) for x in table["layout"]], dtype=bool)
+        reason[counted & (_num(table["wrong"]) > 0)] = (
+            "failed nccl-tests' check (#wrong above 0): a failed run's time, not the collective's")
     data = df["op"].isin(list(_OP_VERBS))
     skipped = []
     for (o, p, why), g in df.assign(why=reason)[data & (reason != "")].groupby(

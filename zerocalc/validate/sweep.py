@@ -430,8 +430,10 @@ def _checked(r: Mapping) -> dict:
     column (the largest deviation, not a count) and nccl-tests' JSON. A count above 0 is a run whose data
     came out corrupted (as on Slingshot under LL128, NVIDIA/nccl issue 2001): its time is not a measurement
     of the collective NCCL's model prices."""
+    from zerocalc.traces.nccl_tests_rows import counts_wrong
+
     w = r.get("wrong")
-    if not str(r.get("layout") or "").startswith("2022") or not isinstance(w, (int, float)) or math.isnan(w):
+    if not counts_wrong(r.get("layout")) or not isinstance(w, (int, float)) or math.isnan(w):
         return {"wrong": None}
     return {"wrong": int(w)}
 
