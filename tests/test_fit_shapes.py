@@ -153,3 +153,23 @@ def test_a_bad_shape_in_a_toml_is_one_line_exit_2(tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
     with pytest.raises(ConfigError):
         topology_from_mapping(tomllib.loads(text))
+
+
+def test_a_second_sweep_of_the_same_key_is_said_not_written(tmp_path):
+    """Two sweeps of all_reduce on 16 ranks whose hosts both state 2 nodes × 8 ranks (the NCCL 2.26.2 one
+    and one stating no release) have one key: the TOML holds one calibration of it, the first sweep's, as
+    fitting that sweep alone writes; the second is said not written, naming the first (its pairs were
+    printed as fitted and dropped in silence)."""
+    other = "all_reduce_perf-16xH100-2nodes.txt"
+    assert sorted(listed_hosts(H100_2X8).values()) == sorted(listed_hosts(other).values()) == [8, 8]
+    both, alone = tmp_path / "both.toml", tmp_path / "alone.toml"
+    res = runner.invoke(app, ["fit", str(DATA / H100_2X8), str(DATA / other), "--out", str(both)])
+    assert res.exit_code == 0, res.output
+    res_alone = runner.invoke(app, ["fit", str(DATA / H100_2X8), "--out", str(alone)])
+    assert res_alone.exit_code == 0, res_alone.output
+    cals = tomllib.loads(both.read_text())["nccl_calibration"]
+    assert cals == tomllib.loads(alone.read_text())["nccl_calibration"]
+    said = [x for x in res.stdout.splitlines() if x.startswith(f"{DATA / other}: all_reduce on 16 ranks")]
+    assert said == [f"{DATA / other}: all_reduce on 16 ranks (2 nodes × 8 ranks): not written, as "
+                    f"{DATA / H100_2X8} calibrates the same collective, ranks, shape and series (one "
+                    "calibration each; fit the sweeps to separate files to keep both)"], res.stdout

@@ -470,6 +470,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     for _, rows, op, p, *_ in inputs:
         kinds.setdefault((op, p), set()).add(_series_key(rows))
     fits, lines, refused = [], [f"topology {base.name}, {how}"], []
+    fits_from: dict[tuple, str] = {}  # a calibration's key -> the sweep it was fitted on
     for path, rows, op, p, stated, skipped, run in inputs:
         try:
             got, notes = _fit_sweep(base, tuner, (nccl_version, nccl_algo, nccl_proto, env_given), path, rows,
@@ -484,9 +485,16 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
         said = ""
         if len(kinds[(op, p)]) > 1:  # several series of one collective and size: each keyed by its own
             got, said = [replace(c, dtype=key[0], redop=key[1]) for c in got], _series_words(rows)
-        seen = {(f.op, f.ranks, f.nodes, f.ranks_per_node, f.dtype, f.redop) for f in fits}
-        fits += [c for c in got if (c.op, c.ranks, c.nodes, c.ranks_per_node, c.dtype, c.redop) not in seen]
         lines += [t for t in dict.fromkeys(f"{path}: {t}" for t in notes) if t not in lines]
+        got, taken = _not_calibrated_yet(got, fits_from)
+        if taken:  # one calibration per key: the first sweep's is written, this one's would never be read
+            c = got[0] if got else taken[0][0]
+            shape = f" ({shape_words((c.nodes, c.ranks_per_node))})" if c.nodes else ""
+            lines.append(f"{path}: {c.op} on {c.ranks} ranks{shape}{said}: not written, as {taken[0][1]} "
+                         "calibrates the same collective, ranks, shape and series (one calibration each; fit "
+                         "the sweeps to separate files to keep both)")
+        fits_from.update({_calibration_key(c): path for c in got})
+        fits += got
         for c in got:
             shape = f" ({shape_words((c.nodes, c.ranks_per_node))})" if c.nodes else ""
             lines.append(f"{path}: {c.op} on {c.ranks} ranks{shape}{said}, {c.algorithm}/{c.protocol}: " + (
@@ -503,6 +511,19 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     except OSError as exc:
         raise ConfigError(f"{out}: cannot write: {exc.strerror or exc}", option="--out") from None
     typer.echo("\n".join([*lines, f"wrote {out}"]))
+
+
+def _calibration_key(c) -> tuple:
+    """What a calibration table is looked up by (:func:`zerocalc.topology.shape_calibration`,
+    :func:`zerocalc.topology.series_calibration`): its collective, ranks, shape and series."""
+    return c.op, c.ranks, c.nodes, c.ranks_per_node, c.dtype, c.redop
+
+
+def _not_calibrated_yet(got: list, fits_from: dict[tuple, str]) -> tuple[list, list]:
+    """A sweep's fitted pairs whose key an earlier sweep has not calibrated, and the others with the
+    earlier sweep's path: a table of the same key would never be read (the first one found prices)."""
+    new = [c for c in got if _calibration_key(c) not in fits_from]
+    return new, [(c, fits_from[_calibration_key(c)]) for c in got if _calibration_key(c) in fits_from]
 
 
 def _series_key(rows) -> tuple[str, str]:
