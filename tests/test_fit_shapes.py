@@ -173,3 +173,21 @@ def test_a_second_sweep_of_the_same_key_is_said_not_written(tmp_path):
     assert said == [f"{DATA / other}: all_reduce on 16 ranks (2 nodes × 8 ranks): not written, as "
                     f"{DATA / H100_2X8} calibrates the same collective, ranks, shape and series (one "
                     "calibration each; fit the sweeps to separate files to keep both)"], res.stdout
+
+
+def test_fit_names_the_topology_it_chose_where_no_topology_was_given(tmp_path):
+    """Without ``--topology`` every sweep is fitted on the preset the first one's device lines describe; a
+    later sweep of another GPU (the 4 × 4 GH200 after the 2 × 8 H100 SXM) is said not to fit it, naming how
+    it was chosen, not a ``--topology`` the user never gave."""
+    assert {g for _, g in device_lines(H100_2X8)} != {g for _, g in device_lines(GH200_4X4)}
+    args = ["fit", str(DATA / H100_2X8), str(DATA / GH200_4X4), "--out"]
+    res = runner.invoke(app, [*args, str(tmp_path / "a.toml")])
+    assert res.exit_code == 0, res.output
+    said = [x for x in res.stdout.splitlines() if "does not fit the file" in x]
+    assert len(said) == 1 and said[0].startswith(
+        f"{DATA / GH200_4X4}: dgx-h100, the topology every sweep is fitted on, the first sweep's "
+        f"({DATA / H100_2X8}), does not fit the file: "), res.stdout
+    assert "--topology dgx-h100" not in res.stdout and said[0].endswith("(--topology to choose)")
+    given = runner.invoke(app, [*args, str(tmp_path / "b.toml"), "--topology", "dgx-h100"])
+    assert given.exit_code == 0, given.output
+    assert f"{DATA / GH200_4X4}: --topology dgx-h100 does not fit the file: " in given.stdout

@@ -331,12 +331,13 @@ def _placed(given, path: str, run: dict, p: int, stated: str | None,
 
 
 def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_version, nccl_algo, nccl_proto,
-               ofi_tuner, local_register=None, nccl_env=None):
+               ofi_tuner, local_register=None, nccl_env=None, chosen=None):
     """One sweep of a file against the model: the topology and release it is priced on, the variables and
     INFO lines that move its price, its rows (:func:`zerocalc.validate.sweep.compare_sweep`) and its notes;
     the JSON object and the comparison. ``local_register``: ``--local-register`` (nccl-tests ``-R``), else
     the one the file's command line gives; ``nccl_env``: ``--nccl-env``'s variables
-    (:func:`zerocalc.nccl.env_given.parse_given`), set over the file's."""
+    (:func:`zerocalc.nccl.env_given.parse_given`), set over the file's; ``chosen``: how ``given`` was chosen
+    where no ``--topology`` gave it (:func:`zerocalc.validate.given.topology_note`)."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
     from zerocalc.nccl.tables import parse_version
@@ -355,7 +356,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     run, topo, topology_how = _placed(given, path, run, p, stated, nccl_env)
     version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo,
                                                  run.get("nccl_tests_version"))
-    notes = _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo) + notes
+    notes = _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo, chosen) + notes
     info = run.get("nccl_info") or {}
     topo, topology_how, info_notes, slice_how = _as_stated(topo, topology_how, given, run, info, p)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None,
@@ -411,7 +412,7 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     return d, cmp
 
 
-def _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo) -> list[str]:
+def _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo, chosen=None) -> list[str]:
     """Where the file disagrees with ``--n``, ``--nccl-version`` or ``--topology``
     (:mod:`zerocalc.validate.given`)."""
     from zerocalc.validate.given import ranks_note, topology_note, version_note
@@ -419,7 +420,8 @@ def _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo) -> l
     lib = "RCCL" if topo.gpu_arch is not None else "NCCL"
     notes = [ranks_note(path, run, rows, op, p) if run.get("n_how") == "given (--n)" else None,
              version_note(path, nccl_version, stated, lib) if nccl_version else None,
-             topology_note(given, run, lambda: _sweep_topology(None, path, run, p)[0]) if given else None]
+             topology_note(given, run, lambda: _sweep_topology(None, path, run, p)[0], chosen)
+             if given else None]
     return [t for t in notes if t]
 
 
@@ -466,6 +468,8 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     inputs = _sweep_inputs(files, n, strict)
     base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too
+    chosen = None if topology is not None else "the topology every sweep is fitted on, " + (
+        f"the first sweep's ({inputs[0][0]})" if how.startswith("from") else "the default")
     kinds: dict[tuple, set] = {}
     for _, rows, op, p, *_ in inputs:
         kinds.setdefault((op, p), set()).add(_series_key(rows))
@@ -474,7 +478,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     for path, rows, op, p, stated, skipped, run in inputs:
         try:
             got, notes = _fit_sweep(base, tuner, (nccl_version, nccl_algo, nccl_proto, env_given), path, rows,
-                                    op, p, stated, skipped, run)
+                                    op, p, stated, skipped, run, chosen)
         except ConfigError as e:
             if not isinstance(e, UnpricedOpError) and e.option != "fit":
                 raise
@@ -539,11 +543,13 @@ def _series_words(rows) -> str:
     return f" ({words})" if words else ""
 
 
-def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> tuple[list, list[str]]:
+def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run,
+               chosen=None) -> tuple[list, list[str]]:
     """One sweep's fitted pairs (:func:`zerocalc.validate.sweep.fit_calibration`) on the choices ``check
     --topology`` makes on the calibrated topology (:func:`_check_one` on ``base`` with no calibration: the
     same release, environment, tuner, placement, type; ``given``: ``--nccl-version``, ``--nccl-algo``,
-    ``--nccl-proto``, ``--nccl-env``), and the notes on how it was priced; the legacy kernels' pairs,
+    ``--nccl-proto``, ``--nccl-env``; ``chosen``: how ``base`` was chosen where no ``--topology`` gave it),
+    and the notes on how it was priced; the legacy kernels' pairs,
     whatever ``-R`` the run used (a calibration's pairs are (algorithm, protocol) of ``tuning.cc``)."""
     from dataclasses import replace
 
@@ -552,7 +558,7 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run) -> t
     d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=replace(base, nccl_calibration=()),
                         tuner=tuner, nccl_version=given[0], nccl_algo=given[1], nccl_proto=given[2],
                         ofi_tuner=None, local_register=0,  # a calibration holds the legacy kernels' pairs
-                        nccl_env=given[3])
+                        nccl_env=given[3], chosen=chosen)
     fits = fit_calibration(cmp)
     failed = sum(1 for r in cmp.rows if r.get("wrong"))
     notes = [*d["notes"], *([f"the {failed} size(s) that failed nccl-tests' check are left out of the fit"]

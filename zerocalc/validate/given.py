@@ -49,10 +49,12 @@ def version_note(path: str, given: str, stated: str | None, lib: str = "NCCL") -
     return f"{path} states {lib} {s}; priced as {lib} {g}, as --nccl-version asks"
 
 
-def topology_note(given, run: Mapping, described: Callable[[], object]) -> str | None:
+def topology_note(given, run: Mapping, described: Callable[[], object],
+                  chosen: str | None = None) -> str | None:
     """Where a given topology does not fit the file: the GPU its device lines name is another preset's
     (``described()``: the topology those lines choose, a :class:`ZerocalcError` where they choose none), or a
-    host runs more ranks than its node holds; ``None`` otherwise."""
+    host runs more ranks than its node holds; ``None`` otherwise. ``chosen``: how the topology was chosen
+    where no ``--topology`` gave it (``fit --out`` prices every sweep on the first sweep's preset)."""
     parts = []
     gpus = sorted(run.get("gpus") or {})
     try:
@@ -69,4 +71,7 @@ def topology_note(given, run: Mapping, described: Callable[[], object]) -> str |
                      f"{given.name} node")
     if not parts:
         return None
+    if chosen is not None:
+        return (f"{given.name}, {chosen}, does not fit the file: {'; '.join(parts)}; priced on it "
+                "(--topology to choose)")
     return f"--topology {given.name} does not fit the file: {'; '.join(parts)}; priced on it as given"
