@@ -219,3 +219,43 @@ def test_table_on_an_amd_topology_reads_nccl_algo_of_nccl_env_and_names_the_rest
     assert res.exit_code == 0, res.output
     assert "AR Ring/Simple" in res.stdout or "AR Tree/Simple" in res.stdout, res.stdout
     assert "NCCL_MAX_NCHANNELS=4, which zerocalc's model of RCCL does not price" in res.stdout
+
+
+def test_report_prices_a_run_share_of_each_node_as_table_does(tmp_path, no_work):
+    """``--gpus-per-node 4`` on dgx-h100 (8 GPUs and 8 × 400 Gb/s NICs a node, NVIDIA's DGX H100
+    datasheet) is 4 GPUs with 4 of the NICs in the report too, as in ``table``: dp's textbook ring
+    all-reduce of Ψ = 7.5e9 fp16 (15 GB) on 16 ranks crosses each node's 4 × 50 GB/s,
+    2(N−1)/N × 15 GB / 200 GB/s = 140.625 ms, plus 2(N−1) = 30 steps of the preset's 14 µs network α:
+    141.045 ms (the report priced the whole node's 8 NICs, 70.7 ms, twice table's)."""
+    from zerocalc.evaluate import evaluate
+
+    res = runner.invoke(app, ["report", "-o", str(tmp_path / "r.pdf"), "--topology", "dgx-h100", "--n", "16",
+                              "--gpus-per-node", "4"])
+    assert res.exit_code == 0, res.output
+    (config,) = no_work
+    assert (config.topology.gpus_per_node, config.topology.nics_per_node) == (4, 4)
+    want = 2 * 15 / 16 * 15e9 / (4 * 50e9) + 30 * 14e-6
+    dp = evaluate(["dp"], psi=7.5e9, n=16, gpus_per_node=4, topology=config.topology)
+    assert dp["time_s_ring"].iat[0] == pytest.approx(want, rel=1e-9)
+    table = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "16", "--gpus-per-node", "4",
+                                "--schemes", "dp", "--format", "json"])
+    assert json.loads(table.stdout)[0]["time_s_ring"] == pytest.approx(want, rel=1e-9)
+
+
+def test_figure_captions_stay_above_the_page_foot(tmp_path):
+    """A report on a topology of its own (4 GPUs of a dgx-h100 node) draws figure 2 with one panel more and
+    a caption naming it: the caption's lines stay above the bottom margin (0.85 in of an A4 page), where the
+    footer is; they ran into the footer before."""
+    pypdf = pytest.importorskip("pypdf")
+    out = tmp_path / "r.pdf"
+    res = runner.invoke(app, ["report", "-o", str(out), "--topology", "dgx-h100", "--n", "16",
+                              "--gpus-per-node", "4"])
+    assert res.exit_code == 0, res.output
+    low = []
+    for page in pypdf.PdfReader(str(out)).pages:
+        def visit(text, cm, tm, font, size, low=low):
+            y = tm[5] * cm[3] + cm[5]  # points above the page's bottom edge
+            if text.strip() and "page" not in text and y < 0.85 * 72 - 1:
+                low.append((round(y), text.strip()[:40]))
+        page.extract_text(visitor_text=visit)
+    assert low == [], low

@@ -529,17 +529,19 @@ def report_cmd(
     from zerocalc.report.config import ReportConfig
     from zerocalc.report.inputs import check_output, check_traces
     from zerocalc.topology import PRESETS
+    from zerocalc.topology.devices import run_nodes
     from zerocalc.units import parse_bytes
 
     paths = tuple(Path(t) for t in trace or ())
     env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
-    topo = _load_topology(topology, None, None, None, None)
+    loaded = _load_topology(topology, None, None, None, None)
+    topo, _ = run_nodes(loaded, n, gpus_per_node)  # a run's share of each node, as table prices it
     tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     psi_count, _ = model_psi(psi, model, default="7.5e9")
     warn_implausible(psi=psi_count, n=n)
     config = ReportConfig(psi=float(psi_count), n=n,
                           gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
-                          topology=topo if topology not in PRESETS else topology,
+                          topology=topo if topology not in PRESETS or topo != loaded else topology,
                           comm_dtype=canonical_dtype(dtype), traces=paths,
                           gpu_memory_bytes=None if gpu_memory is None else float(
                               parse_bytes(gpu_memory, "--gpu-memory")),
