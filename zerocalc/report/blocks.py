@@ -171,6 +171,17 @@ def laid_out(page) -> bool:
     return any(isinstance(a, LayoutFirst) for a in page.artists)
 
 
+def _caption_height(lines: int) -> float:
+    """Inches a figure's caption of ``lines`` lines takes below it, with the gap above it."""
+    return lines * CAPTION_PT * LEADING / 72 + 0.1
+
+
+def caption_height(w: Writer, caption: str) -> float:
+    """Inches the caption of the next figure (:func:`figure`, numbered) takes below it: a figure as tall as
+    a page less this stays above the page's foot."""
+    return _caption_height(len(w.wrap(f"Figure {w.figures + 1}. {caption}", TEXT_W, CAPTION_PT)))
+
+
 def figure(w: Writer, height: float, draw: Callable[[SubFigure], object], *,
            caption: str | None = None) -> None:
     """A figure ``height`` inches tall drawn by ``draw`` into a sub-figure of its own page.
@@ -183,7 +194,7 @@ def figure(w: Writer, height: float, draw: Callable[[SubFigure], object], *,
     w.figures += 1
     caption = f"Figure {w.figures}. {caption}" if caption else None
     cap_lines = w.wrap(caption, TEXT_W, CAPTION_PT) if caption else []
-    cap_h = len(cap_lines) * CAPTION_PT * LEADING / 72 + 0.1
+    cap_h = _caption_height(len(cap_lines))
     if laid_out(w.page):  # one laid-out figure per page
         w.new_page()
     w.ensure(height + cap_h)

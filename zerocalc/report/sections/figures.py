@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from zerocalc.report.blocks import caption_height
 from zerocalc.report.config import (
     custom_topology,
     figure_gpus_per_node,
@@ -32,8 +33,6 @@ def draw(w: Writer, data: ReportData) -> None:
     custom = custom_topology(c)
     where = (f"this report's topology ({topology_label(custom)}) and each preset" if custom is not None
              else "each topology preset")
-    # 3.1 in per row of two panels, at most what a page holds under its caption
-    height = min(3.1 * -(-panels // 2), PAGE_H - MARGIN_TOP - MARGIN_BOTTOM - 0.9)
     shared: dict[str, list[str]] = {}
     for name, first in same_links_as().items():
         shared.setdefault(first, []).append(name)
@@ -44,11 +43,15 @@ def draw(w: Writer, data: ReportData) -> None:
     nodes = f"{c.gpus_per_node} GPUs per node"
     if own_nodes:
         nodes += f"; their own nodes on {', '.join(own_nodes)}"
-    w.figure(height, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=(
-        f"Step communication time against Ψ at N = {c.n} ({nodes}) on "
-        f"{where}{' with its own links' if also else ''}; colour = algorithm, line style = scheme. "
-        "Latency dominates on the left, bandwidth on the right."
-        + (f" Drawn once: {also}." if also else "")))
+    caption = (f"Step communication time against Ψ at N = {c.n} ({nodes}) on "
+               f"{where}{' with its own links' if also else ''}; colour = algorithm, line style = scheme. "
+               "Latency dominates on the left, bandwidth on the right."
+               + (f" Drawn once: {also}." if also else ""))
+    # 3.1 in per row of two panels, at most what a page holds above its caption (a long one, naming a
+    # topology of the report's own, ran past the page's foot under 0.9 in)
+    room = PAGE_H - MARGIN_TOP - MARGIN_BOTTOM - max(0.9, caption_height(w, caption))
+    height = min(3.1 * -(-panels // 2), room)
+    w.figure(height, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=caption)
     _memory_figure(w, data)
     _divergence_figure(w, data)
 
