@@ -100,3 +100,25 @@ def test_a_scaled_pair_round_trips_and_bad_ones_are_refused():
             topology_from_mapping({**base, "nccl_calibration": [bad]})
     with pytest.raises(ConfigError, match="bw_GBps"):
         Calibration("all_reduce", 16, "Ring", "LL", 1.0, 0.0)
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    (lambda t: t.replace("protocol = \"LL128\"\n", "protocol = \"LL128\"\nalpha_us = 3.0\n", 1),
+     "give model_scale or alpha_us and bw_GBps, not both: a pair is priced by the model scaled or by a line "
+     "(got model_scale = 1.5, alpha_us = 3.0)"),
+    (lambda t: t.replace("ranks_per_node = 8\n", "", 1),
+     "nodes and ranks_per_node must both be 0 (a key left out is 0) or hold the 16 ranks (ranks filling "
+     "nodes of ranks_per_node), got nodes = 2, ranks_per_node = 0"),
+])
+def test_a_calibration_edited_by_hand_is_refused_naming_what_to_change(tmp_path, edit, said):
+    """A user's edit of a written calibration: a scaled pair given a line too, or ``ranks_per_node`` deleted
+    beside ``nodes``, is one line naming both keys and their values (it said "alpha_us must be 0", and
+    "got 2 and 0" for a key the file no longer has)."""
+    text = ('gpus_per_node = 8\n[intra]\nalpha_us = 3\nbw_GBps = 300\n[inter]\nalpha_us = 14\nbw_GBps = 50\n'
+            '[[nccl_calibration]]\nop = "all_reduce"\nranks = 16\nalgorithm = "Tree"\nprotocol = "LL128"\n'
+            'model_scale = 1.5\nnodes = 2\nranks_per_node = 8\n')
+    f = tmp_path / "c.toml"
+    f.write_text(edit(text))
+    res = runner.invoke(app, ["table", "--topology", str(f), "--n", "16"])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert res.stderr == f"error: --topology: {f}: [[nccl_calibration]] #1: {said}\n"

@@ -144,15 +144,17 @@ class Calibration:
         if (self.nodes == 0) != (self.ranks_per_node == 0) or (
                 self.nodes and not (self.nodes - 1) * self.ranks_per_node < self.ranks
                 <= self.nodes * self.ranks_per_node):
-            raise ConfigError(f"nodes and ranks_per_node must both be 0 or hold the {self.ranks} ranks "
-                              f"(ranks filling nodes of ranks_per_node), got {self.nodes} and "
-                              f"{self.ranks_per_node}", option="nccl_calibration")
+            raise ConfigError(f"nodes and ranks_per_node must both be 0 (a key left out is 0) or hold the "
+                              f"{self.ranks} ranks (ranks filling nodes of ranks_per_node), got nodes = "
+                              f"{self.nodes}, ranks_per_node = {self.ranks_per_node}",
+                              option="nccl_calibration")
         scaled = _positive(self.model_scale, "model_scale", zero_ok=True) > 0
         for key, positive in (("alpha_us", False), ("bw_GBps", not scaled)):
             v = _positive(getattr(self, key), key, zero_ok=not positive)
             if scaled and v:
-                raise ConfigError(f"{key} must be 0 where model_scale prices the pair, got {v!r}",
-                                  option="nccl_calibration")
+                raise ConfigError(f"give model_scale or alpha_us and bw_GBps, not both: a pair is priced "
+                                  f"by the model scaled or by a line (got model_scale = "
+                                  f"{self.model_scale!r}, {key} = {v!r})", option="nccl_calibration")
 
 
     def time_s(self, n_bytes: float, model_s: float) -> float:
