@@ -489,12 +489,17 @@ def sweeps_markdown(sweeps: list[dict]) -> str:
 def _ratio_summary(rows: list[dict]) -> str:
     """``min 0.268, median 1.01, max 1.1; at the median size 1.06`` of a sweep's rows (the median size's:
     the lower middle row by size when the count is even, :func:`zerocalc.validate.sweep_summary.
-    ratio_stats`)."""
+    ratio_stats`), over the sizes that passed nccl-tests' check, said where some failed."""
     from zerocalc.validate.sweep_summary import ratio_stats
 
     s = ratio_stats(rows)
+    failed = sum(1 for r in rows if r.get("wrong"))
+    if failed == len(rows):
+        return f"none (each of the {failed} sizes failed nccl-tests' check)"
     return (f"min {s['min']:.3g}, median {s['median']:.3g}, max {s['max']:.3g}; "
-            f"at the median size {s['median_size']:.3g}")
+            f"at the median size {s['median_size']:.3g}"
+            + (f" (the {len(rows) - failed} sizes that passed nccl-tests' check; x rows left out)" if failed
+               else ""))
 
 
 def _stated_mark(r: dict, lib: str = "NCCL") -> str:

@@ -1,6 +1,7 @@
 """The closing summary of ``check`` on several nccl-tests sweeps, as text and as Markdown: a line a sweep
-(file, op, ranks, hosts, version priced, topology, rows, ratios, rows within 0.5-2x, unsteady rows) and
-the count of sweeps within issue 11's bands.
+(file, op, ranks, hosts, version priced, topology, rows, ratios, rows within 0.5-2x, unsteady rows, rows
+that failed nccl-tests' check) and the count of sweeps within issue 11's bands; the ratios and bands are
+those of the sizes that passed the check.
 
 Pure: the summary of :func:`zerocalc.validate.sweep_summary.sweeps_summary` in, strings out.
 """
@@ -27,8 +28,9 @@ _COLUMNS = (
     ("median size", lambda e: _ratio(e["median_size_ratio"], e), True),
     ("min", lambda e: _ratio(e["min_ratio"], e), True),
     ("max", lambda e: _ratio(e["max_ratio"], e), True),
-    ("in 0.5-2x", lambda e: f"{e['rows_in_band']}/{e['rows']}", True),
+    ("in 0.5-2x", lambda e: f"{e['rows_in_band']}/{e['rows'] - e.get('failed_rows', 0)}", True),
     ("unsteady", lambda e: str(e["unsteady_rows"]), True),
+    ("failed", lambda e: str(e.get("failed_rows", 0)), True),
     ("within", lambda e: _within(e), False),
 )
 
@@ -43,7 +45,8 @@ def _short_name(path) -> str:
 
 
 def _ratio(x, e: Mapping) -> str:
-    return f"{x:.3f}" if e["rows"] and x is not None else "-"
+    """``x`` to 3 places; ``-`` for a sweep without rows, or whose every size failed nccl-tests' check."""
+    return f"{x:.3f}" if e["rows"] and x is not None and x == x else "-"
 
 
 def _within(e: Mapping) -> str:
@@ -65,6 +68,11 @@ def _count_line(summary: Mapping) -> str:
             f"{t['both_bands']} within both")
 
 
+def _failed_words(summary: Mapping) -> str:
+    """``, over the sizes that passed nccl-tests' check`` where some size failed it, else ''."""
+    return ", over the sizes that passed nccl-tests' check" if summary["totals"].get("failed_rows") else ""
+
+
 def _cells(summary: Mapping) -> list[list[str]]:
     return [[get(e) for _, get, _ in _COLUMNS] for e in summary["sweeps"]]
 
@@ -79,7 +87,7 @@ def summary_text(summary: Mapping) -> str:
                                                                                        strict=True))
         return ("  " + "  ".join(padded)).rstrip()
 
-    head = f"summary of {len(cells)} sweeps (ratio = predicted / measured)"
+    head = f"summary of {len(cells)} sweeps (ratio = predicted / measured{_failed_words(summary)})"
     return "\n".join([head, line([h for h, _, _ in _COLUMNS]), *map(line, cells), _count_line(summary)])
 
 
@@ -87,7 +95,8 @@ def summary_markdown(summary: Mapping) -> str:
     """The summary as a Markdown table, then the count line."""
     heads = [h for h, _, _ in _COLUMNS]
     rows = [f"| {' | '.join(v.replace('|', '/') for v in c)} |" for c in _cells(summary)]
-    return "\n".join([f"**summary of {len(rows)} sweeps** (ratio = predicted / measured)", "",
+    return "\n".join([f"**summary of {len(rows)} sweeps** (ratio = predicted / measured{_failed_words(summary)})",
+                      "",
                       f"| {' | '.join(heads)} |",
                       "|" + "|".join("---:" if right else "---" for _, _, right in _COLUMNS) + "|",
                       *rows, "", _count_line(summary)])

@@ -59,7 +59,7 @@ from zerocalc.validate.host_launch import (  # noqa: F401 (re-exported: launch t
 )
 from zerocalc.validate.sweep_info import _stated_graphs, stated_p2p_notes
 from zerocalc.validate.sweep_notes import size_words, sweep_notes
-from zerocalc.validate.sweep_summary import median_size_row
+from zerocalc.validate.sweep_summary import median_size_row, passed_rows
 
 if TYPE_CHECKING:  # imported when a sweep ran with -R (compare_sweep)
     from zerocalc.validate.symmetric import SymmetricRun
@@ -124,8 +124,9 @@ class SweepComparison:
         return np.array([r["ratio"] for r in self.rows], dtype=float)
 
     def median_size_ratio(self) -> float:
-        """The ratio at the median size (the lower middle row when the count is even)."""
-        row = median_size_row(self.rows)
+        """The ratio at the median size (the lower middle row when the count is even) of the sizes that
+        passed nccl-tests' check (:func:`zerocalc.validate.sweep_summary.passed_rows`)."""
+        row = median_size_row(passed_rows(self.rows))
         return float(row["ratio"]) if row is not None else math.nan
 
 
@@ -508,11 +509,11 @@ def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibra
     A size whose result failed nccl-tests' check (``wrong`` above 0, :func:`_checked`) is left out: its
     time is a failed run's, not the collective's (:func:`wrong_notes`), and a pair fitted on it would carry
     that into every size it prices."""
-    rows = [dict(r, measured_s=r["measured_s"] - (r.get("launch_stagger_s") or 0.0)) for r in cmp.rows
-            if not r.get("wrong")]
+    passed = passed_rows(cmp.rows)
+    rows = [dict(r, measured_s=r["measured_s"] - (r.get("launch_stagger_s") or 0.0)) for r in passed]
     rows = [r for r in rows if r["measured_s"] > 0]
     if len(rows) < 2:
-        failed = sum(1 for r in cmp.rows if r.get("wrong"))
+        failed = len(cmp.rows) - len(passed)
         raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: {len(rows)} timed size(s)"
                           + (f" that passed nccl-tests' check ({failed} failed it)" if failed else "")
                           + "; a fit needs at least 2", option="fit")

@@ -27,11 +27,20 @@ def median_size_row(rows: Sequence[Mapping]) -> Mapping | None:
     return by_size[(len(by_size) - 1) // 2] if by_size else None
 
 
+def passed_rows(rows: Sequence[Mapping]) -> list[Mapping]:
+    """The rows whose result passed nccl-tests' check: all but those whose ``wrong`` counts elements above 0
+    (:func:`zerocalc.validate.sweep.wrong_notes`: a failed call's time is not the collective's). The one
+    rule the ratios of the summary, of the ``ratio:`` line and of ``fit`` leave failed sizes out by."""
+    return [r for r in rows if not r.get("wrong")]
+
+
 def ratio_stats(rows: Sequence[Mapping]) -> dict[str, float]:
     """``min``, ``median``, ``max`` of a sweep's ratios and ``median_size``, the ratio at its median size
-    (:func:`median_size_row`); NaN each for no rows."""
+    (:func:`median_size_row`), over the sizes that passed nccl-tests' check (:func:`passed_rows`); NaN each
+    where none did."""
     import numpy as np
 
+    rows = passed_rows(rows)
     if not rows:
         return dict.fromkeys(("min", "median", "max", "median_size"), math.nan)
     ratios = np.array([r["ratio"] for r in rows], dtype=float)
@@ -48,18 +57,21 @@ def sweep_entry(index: int, sweep: Mapping, hosts: int | None = None) -> dict:
     """One sweep's line of the summary: where it is in ``sweeps`` (``index``), its file, op (``series``
     too where its file holds several), ranks, ``hosts`` (``None`` where its lines do not list every rank's
     host), library and version priced, topology, rows, ratios (:func:`ratio_stats`), ``rows_in_band``
-    (within :data:`EVERY_SIZE_BAND`), ``unsteady_rows``, and whether every size and the median size are
-    within their bands. A sweep the model does not price has no rows and is within neither."""
+    (within :data:`EVERY_SIZE_BAND`), ``unsteady_rows``, ``failed_rows`` (sizes that failed nccl-tests'
+    check), and whether every size and the median size are within their bands. The ratios and bands are
+    those of the sizes that passed the check (:func:`passed_rows`): a failed call's time is no measurement
+    of the collective. A sweep the model does not price, or whose every size failed, is within neither."""
     rows = sweep.get("rows") or []
+    passed = passed_rows(rows)
     stats = ratio_stats(rows)
-    in_band = sum(_within(r.get("ratio"), EVERY_SIZE_BAND) for r in rows)
+    in_band = sum(_within(r.get("ratio"), EVERY_SIZE_BAND) for r in passed)
     return {"index": index, "file": sweep.get("file"), "op": sweep.get("op"), "series": sweep.get("series"),
             "group_size": sweep.get("group_size"), "hosts": hosts, "library": sweep.get("library") or "NCCL",
             "nccl_version": sweep.get("nccl_version"), "topology": sweep.get("topology"), "rows": len(rows),
             "median_size_ratio": stats["median_size"], "min_ratio": stats["min"],
             "median_ratio": stats["median"], "max_ratio": stats["max"], "rows_in_band": in_band,
-            "unsteady_rows": sum(bool(r.get("unsteady")) for r in rows),
-            "every_size_in_band": bool(rows) and in_band == len(rows),
+            "unsteady_rows": sum(bool(r.get("unsteady")) for r in rows), "failed_rows": len(rows) - len(passed),
+            "every_size_in_band": bool(passed) and in_band == len(passed),
             "median_size_in_band": _within(stats["median_size"], MEDIAN_SIZE_BAND)}
 
 
@@ -67,7 +79,7 @@ def sweeps_summary(sweeps: Sequence[Mapping], hosts: Sequence[int | None] | None
     """The summary of ``check``'s sweeps (JSON ``summary``): the bands, a :func:`sweep_entry` a sweep
     (``hosts``: each sweep's host count, or ``None``), and ``totals``: sweeps, those priced (with rows),
     those within :data:`EVERY_SIZE_BAND` at every size, within :data:`MEDIAN_SIZE_BAND` at the median size,
-    within both; rows, rows within the band, unsteady rows."""
+    within both; rows, rows within the band, unsteady rows, rows that failed nccl-tests' check."""
     hosts = list(hosts) if hosts is not None else [None] * len(sweeps)
     entries = [sweep_entry(i, d, h) for i, (d, h) in enumerate(zip(sweeps, hosts, strict=True))]
     totals = {"sweeps": len(entries), "priced": sum(e["rows"] > 0 for e in entries),
@@ -76,6 +88,7 @@ def sweeps_summary(sweeps: Sequence[Mapping], hosts: Sequence[int | None] | None
               "both_bands": sum(e["every_size_in_band"] and e["median_size_in_band"] for e in entries),
               "rows": sum(e["rows"] for e in entries),
               "rows_in_band": sum(e["rows_in_band"] for e in entries),
-              "unsteady_rows": sum(e["unsteady_rows"] for e in entries)}
+              "unsteady_rows": sum(e["unsteady_rows"] for e in entries),
+              "failed_rows": sum(e["failed_rows"] for e in entries)}
     return {"every_size_band": list(EVERY_SIZE_BAND), "median_size_band": list(MEDIAN_SIZE_BAND),
             "sweeps": entries, "totals": totals}
