@@ -95,8 +95,8 @@ def summary_markdown(summary: Mapping) -> str:
     """The summary as a Markdown table, then the count line."""
     heads = [h for h, _, _ in _COLUMNS]
     rows = [f"| {' | '.join(v.replace('|', '/') for v in c)} |" for c in _cells(summary)]
-    return "\n".join([f"**summary of {len(rows)} sweeps** (ratio = predicted / measured{_failed_words(summary)})",
-                      "",
+    head = f"**summary of {len(rows)} sweeps** (ratio = predicted / measured{_failed_words(summary)})"
+    return "\n".join([head, "",
                       f"| {' | '.join(heads)} |",
                       "|" + "|".join("---:" if right else "---" for _, _, right in _COLUMNS) + "|",
                       *rows, "", _count_line(summary)])

@@ -553,16 +553,15 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run,
     whatever ``-R`` the run used (a calibration's pairs are (algorithm, protocol) of ``tuning.cc``)."""
     from dataclasses import replace
 
-    from zerocalc.validate.sweep import fit_calibration
+    from zerocalc.validate.sweep import fit_calibration, wrong_notes
 
     d, cmp = _check_one(path, rows, op, p, stated, skipped, run, given=replace(base, nccl_calibration=()),
                         tuner=tuner, nccl_version=given[0], nccl_algo=given[1], nccl_proto=given[2],
                         ofi_tuner=None, local_register=0,  # a calibration holds the legacy kernels' pairs
                         nccl_env=given[3], chosen=chosen)
     fits = fit_calibration(cmp)
-    failed = sum(1 for r in cmp.rows if r.get("wrong"))
-    notes = [*d["notes"], *([f"the {failed} size(s) that failed nccl-tests' check are left out of the fit"]
-                            if failed else [])]
+    notes = [n for n in d["notes"] if n not in wrong_notes(cmp.rows)]  # said once, with what the fit does
+    notes += wrong_notes(cmp.rows, "left out of the fit, their times being the failed runs'")
     if _shape_stated(run, d["nccl_info"], p, stated):
         fits = [replace(c, nodes=d["nodes"], ranks_per_node=d["ranks_per_node"]) for c in fits]
     return fits, notes

@@ -439,15 +439,19 @@ def _checked(r: Mapping) -> dict:
     return {"wrong": int(w)}
 
 
-def wrong_notes(out: Sequence[Mapping]) -> list[str]:
-    """The sweep note naming the sizes whose results failed nccl-tests' check (:func:`_checked`): one, or
-    none where every size passed."""
+WRONG_MEANS = ("those calls did not compute the collective NCCL's model prices, and their times are the "
+               "failed runs'")
+"""What :func:`wrong_notes` says of the sizes that failed nccl-tests' check, unless told otherwise."""
+
+
+def wrong_notes(out: Sequence[Mapping], means: str = WRONG_MEANS) -> list[str]:
+    """The sweep note naming the sizes whose results failed nccl-tests' check (:func:`_checked`), then
+    ``means``, what that is to the reader: one, or none where every size passed."""
     bad = [r for r in out if r.get("wrong")]
     if not bad:
         return []
     sizes = ", ".join(size_words(r["bytes"]) for r in bad)
-    return [f"{len(bad)} of {len(out)} sizes failed nccl-tests' check (#wrong above 0: {sizes}): those calls "
-            "did not compute the collective NCCL's model prices, and their times are the failed runs'"]
+    return [f"{len(bad)} of {len(out)} sizes failed nccl-tests' check (#wrong above 0: {sizes}): {means}"]
 
 
 def _in_place(out_of_place: float, in_place) -> dict:

@@ -70,7 +70,8 @@ def sweep_entry(index: int, sweep: Mapping, hosts: int | None = None) -> dict:
             "nccl_version": sweep.get("nccl_version"), "topology": sweep.get("topology"), "rows": len(rows),
             "median_size_ratio": stats["median_size"], "min_ratio": stats["min"],
             "median_ratio": stats["median"], "max_ratio": stats["max"], "rows_in_band": in_band,
-            "unsteady_rows": sum(bool(r.get("unsteady")) for r in rows), "failed_rows": len(rows) - len(passed),
+            "unsteady_rows": sum(bool(r.get("unsteady")) for r in rows),
+            "failed_rows": len(rows) - len(passed),
             "every_size_in_band": bool(passed) and in_band == len(passed),
             "median_size_in_band": _within(stats["median_size"], MEDIAN_SIZE_BAND)}
 
