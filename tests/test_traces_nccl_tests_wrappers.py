@@ -123,3 +123,20 @@ def _coloured(tmp_path, colour):
 ], ids=["whole-line", "coloured-tag", "grep-color"])
 def test_terminal_codes_are_not_read_as_cells(tmp_path, colour):
     assert _read_as_the_plain_file(_coloured(tmp_path, colour))["nccl_version"] == "2.29.2"
+
+
+@pytest.mark.parametrize("noise", [
+    "srun: Step created for StepId=4242.0",  # srun -v
+    "[gpu-node-2:12345] mca_base_component_repository_open: unable to open mca_op_avx: "
+    "libgomp.so.1: cannot open shared object file: No such file or directory",  # Open MPI at start-up
+])
+def test_a_launchers_line_between_rank_lines_is_no_part_of_a_gpus_name(tmp_path, noise):
+    """A line a launcher or MPI printed between two ``# Rank`` lines (its ranks' output interleaved) is a
+    line of its own, however short once its ``srun: `` or ``[host:pid]`` head is looked past: the GPU of
+    the rank line before it keeps its name (``NVIDIA H100 80GB HBM3``, not ``… Step created for
+    StepId=4242.0``, which named a second GPU model and asked for ``--topology``)."""
+    lines = (DATA / NAME).read_text().splitlines(keepends=True)
+    path = tmp_path / NAME
+    path.write_text("".join(x + (noise + "\n" if x.startswith("#  Rank") else "") for x in lines))
+    sweep = _read_as_the_plain_file(path)
+    assert sweep["topology_how"].startswith("from the file's device lines: NVIDIA H100 80GB HBM3, 8 per host")

@@ -64,8 +64,9 @@ class Wrapped:
         """Whether ``payload`` (``line`` past its launcher's prefix) is the rest of the line before: a
         header's further time columns, the options of a ``# nThread`` line, the rest of a ``# Rank`` line
         (read from ``line`` itself: a wrapped piece carries no prefix, and its bus id's brackets are not
-        one), or words of a GPU's name (no ``#``, no code fence, no colon, no digits-only first word, at
-        most 40 characters); taken into it."""
+        one), or words of a GPU's name (no launcher's prefix of its own, which marks a line a process
+        printed, as ``srun: …`` or ``[host:pid] …`` between two ``# Rank`` lines; no ``#``, no code fence,
+        no colon, no digits-only first word, at most 40 characters); taken into it."""
         header, device, options, broken = self.header, self.device, self.options, self.broken
         self.header = self.device = self.options = self.broken = None
         if broken is not None and not line.lstrip().startswith("#"):
@@ -84,8 +85,8 @@ class Wrapped:
                 self.header = (f"{header[0]} {payload}", joined)
                 return True
         words = payload.split()
-        if (device is None or payload[0] in "#[(`" or ":" in payload or "NCCL" in payload or len(payload) > 40
-                or words[0].isdigit() or ELISION.match(payload)):
+        if (device is None or payload != line.strip() or payload[0] in "#[(`" or ":" in payload
+                or "NCCL" in payload or len(payload) > 40 or words[0].isdigit() or ELISION.match(payload)):
             return False
         run, rank = device
         host, gpu, bus = run.devices[rank]
