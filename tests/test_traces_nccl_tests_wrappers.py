@@ -140,3 +140,16 @@ def test_a_launchers_line_between_rank_lines_is_no_part_of_a_gpus_name(tmp_path,
     path.write_text("".join(x + (noise + "\n" if x.startswith("#  Rank") else "") for x in lines))
     sweep = _read_as_the_plain_file(path)
     assert sweep["topology_how"].startswith("from the file's device lines: NVIDIA H100 80GB HBM3, 8 per host")
+
+
+def test_a_paste_with_tabs_for_blanks_names_its_gpus_as_the_file_does(tmp_path):
+    """Every run of blanks turned into a tab (as a paste through a terminal or a spreadsheet gives): the
+    sweep reads as the file, and its GPUs are named with single spaces (``NVIDIA H100 80GB HBM3``, not
+    with the tabs between its words), as the plain split of the file names them."""
+    import re
+
+    path = tmp_path / NAME
+    path.write_text(re.sub(r"[ ]+", "\t", (DATA / NAME).read_text()))
+    sweep = _read_as_the_plain_file(path)
+    (gpu,) = {g for _, g in device_lines(NAME)}
+    assert sweep["topology_how"].startswith(f"from the file's device lines: {gpu}, 8 per host")

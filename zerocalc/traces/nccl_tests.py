@@ -379,7 +379,7 @@ def _rank_line(state: _Runs, payload: str, lineno: int, wrapped: Wrapped) -> boo
         if m[2]:
             run.pids.setdefault(int(m[1]), set()).add(m[2])
         if d:
-            run.devices[int(m[1])] = (d[1], d[3] or "", d[2])
+            run.devices[int(m[1])] = (d[1], " ".join((d[3] or "").split()), d[2])  # a paste's tabs: blanks
             wrapped.device = (run, int(m[1]))
         else:  # its ``device D [BUS] NAME`` may be on the next line
             wrapped.broken = (run, int(m[1]), payload[m.end():])

@@ -72,7 +72,7 @@ class Wrapped:
         if broken is not None and not line.lstrip().startswith("#"):
             d = DEVICE.match(f"{broken[2]} {line.strip()}")
             if d:
-                broken[0].devices[broken[1]] = (d[1], d[3] or "", d[2])
+                broken[0].devices[broken[1]] = (d[1], " ".join((d[3] or "").split()), d[2])
                 self.device = (broken[0], broken[1])
                 return True
         if options is not None and _OPTIONS_TAIL.match(payload):  # ``iters: 20 agg iters: 1 ... graph: 0``
@@ -90,5 +90,5 @@ class Wrapped:
             return False
         run, rank = device
         host, gpu, bus = run.devices[rank]
-        run.devices[rank] = (host, f"{gpu} {payload}".strip(), bus)
+        run.devices[rank] = (host, " ".join(f"{gpu} {payload}".split()), bus)
         return True
