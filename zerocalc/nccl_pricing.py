@@ -17,7 +17,7 @@ from zerocalc.nccl.env import settings
 from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.graph import REQUIRED_FIELDS
 from zerocalc.nccl.ofi_tuner import OfiTuner
-from zerocalc.nccl.steps import OFI_MARK, scheme_phases, scheme_time
+from zerocalc.nccl.steps import CALIBRATED_MARK, OFI_MARK, scheme_phases, scheme_time
 from zerocalc.nccl.tuner import TunerConfig
 from zerocalc.schemes import get_scheme
 from zerocalc.topology import Topology
@@ -66,7 +66,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
               for ph in get_scheme(s).phases)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None, stated=stated,
                    where=OPTION, p2p=p2p)
-    times, choices, ofi_phases, shapes = [], [], [], []
+    times, choices, ofi_phases, shapes, calibrated = [], [], [], [], []
     unpriced: dict[str, list[str]] = {}
     later_nvls = False  # a phase's NVLS timed with the later release's figures
     for r in df.itertuples(index=False):
@@ -84,6 +84,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
             unpriced.setdefault(e.message, []).append(r.scheme)
             continue
         ofi_phases += [p for p in phases if p.ofi_chose is not None]
+        calibrated += [p for p in phases if p.calibrated]
         shapes += [p.note for p in phases if p.note]
         later_nvls = later_nvls or any(p.later_nvls for p in phases)
         t, c = scheme_time(phases)
@@ -100,9 +101,24 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
              *([f"t NCCL: under the tuner rules of {tuner.source} (NCCL's example tuner plugin)"]
                if tuner else []),
              *([ofi_tuner_note(ofi_tuner, ofi_phases, version)] if ofi_tuner is not None else []),
+             *([calibrated_note(topo, calibrated)] if topo.nccl_calibration else []),
              *[f"t NCCL: {', '.join(schemes)} not priced (n/a): {why}" for why, schemes in unpriced.items()],
              *[f"t NCCL: {t}" for t in dict.fromkeys(shapes)]]
     return NcclPricing(times, choices, notes)
+
+
+def calibrated_note(topo: Topology, phases: list) -> str:
+    """What the calibration of ``topo`` (``fit --out``) timed: the pairs marked
+    :data:`~zerocalc.nccl.steps.CALIBRATED_MARK` (``phases``: the calibrated ones), by collective and
+    ranks, the others by NCCL's tables; or, where it timed none, what it holds, which no phase matched."""
+    head = f"t NCCL: the calibration of topology {topo.name} (fit --out: a fitted α-β, or NCCL's time scaled)"
+    if not phases:
+        held = dict.fromkeys(f"{c.op} on {c.ranks}" for c in topo.nccl_calibration)
+        return (f"{head} holds {', '.join(held)} ranks and times no phase here (none is one of those "
+                "collectives on those ranks and nodes): every pair is timed by NCCL's tables")
+    timed = dict.fromkeys(f"{p.collective} on {p.ranks}" for p in phases)
+    return (f"{head} times the pairs marked {CALIBRATED_MARK}: {', '.join(timed)} ranks; the others by "
+            "NCCL's tables")
 
 
 def ofi_tuner_note(ofi: OfiTuner, phases: list, nccl_version: str) -> str:

@@ -23,7 +23,14 @@ from zerocalc.nccl.env import settings
 from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.predict import as_nccl_collective
 from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_default_for, rccl_release_for, rccl_tune
-from zerocalc.nccl.steps import PhaseTime, group_topology, phase_calibration, phase_calls, scheme_time
+from zerocalc.nccl.steps import (
+    CALIBRATED_MARK,
+    PhaseTime,
+    group_topology,
+    phase_calibration,
+    phase_calls,
+    scheme_time,
+)
 from zerocalc.nccl_pricing import NcclPricing, row_sizes
 from zerocalc.topology import Topology
 
@@ -61,7 +68,7 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
         if fit is not None:
             t = fit.time_s(n_bytes, t)
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, call.algorithm,
-                             call.protocol + ("*" if fit is not None else ""), calls * t, note=note))
+                             call.protocol, calls * t, note=note, calibrated=fit is not None))
     return out
 
 
@@ -87,11 +94,12 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         env_notes.append(f"--nccl-env also sets {', '.join(unread)}, which zerocalc's model of RCCL does not "
                          "price")
     env = settings(topo, version, nccl_algo, nccl_proto, stated=read, where=OPTION)
-    times, choices, tunings, a2a, shapes = [], [], {}, [], []
+    times, choices, tunings, a2a, shapes, fitted = [], [], {}, [], [], False
     for r in df.itertuples(index=False):
         phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
                              proto_enable=env.proto_enable, **row_sizes(r, reuse_distance))
         shapes += [p.note for p in phases if p.note]
+        fitted = fitted or any(p.calibrated for p in phases)
         a2a += [r.scheme] if any(p.algorithm == "unpriced" for p in phases) else []
         t, c = scheme_time(phases)
         times.append(t)
@@ -112,7 +120,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
              *env.notes, *env_notes,
              *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
                 "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),
-             *(["t RCCL: * = a fitted α-β pair of the topology's calibration (zerocalc fit --out)"]
-               if any(c.endswith("*") or "*;" in c for c in choices) else []),
+             *([f"t RCCL: {CALIBRATED_MARK} = a fitted α-β pair of the topology's calibration (zerocalc fit "
+                "--out)"] if fitted else []),
              *[f"t RCCL: {t}" for t in dict.fromkeys(shapes)]]
     return NcclPricing(times, choices, notes)

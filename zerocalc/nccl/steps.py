@@ -55,6 +55,8 @@ class PhaseTime:
     #: why the topology's calibration did not price the phase though it holds its collective and ranks
     #: (fitted on another shape: :func:`phase_calibration`); '' otherwise
     note: str = ""
+    #: timed by the topology's calibration (``fit --out``: a fitted α-β, or the model scaled), not the tables
+    calibrated: bool = False
 
 
 def phase_calibration(topology: Topology, coll: str, ranks: int, topo_g: Topology) -> tuple[tuple, str]:
@@ -156,25 +158,29 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         later = tunings[key].nvls_run is not None and pr.algorithm.value in ("NVLS", "NVLSTree")
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, pr.algorithm.value,
                              pr.protocol.value, calls * pr.time_s, pr.ofi_chose if ofi is not None else None,
-                             later, note))
+                             later, note, pr.calibrated))
     return out
 
 
 #: Marks a pair in :func:`scheme_time`'s account that aws-ofi-nccl's tuner plugin chose, not NCCL's model.
 OFI_MARK = "^"
+#: Marks a pair in :func:`scheme_time`'s account timed by the topology's calibration (as ``check`` marks a
+#: calibrated row).
+CALIBRATED_MARK = "*"
 
 
 def scheme_time(phases: list[PhaseTime]) -> tuple[float, str]:
     """Total seconds and a short account of NCCL's choices (``AR NVLSTree/Simple; AG Ring/Simple``), a pair
     aws-ofi-nccl's tuner plugin chose marked :data:`OFI_MARK` (``AR Ring/LL128^``, as ``check`` marks a row
-    it chose)."""
+    it chose), one the topology's calibration timed :data:`CALIBRATED_MARK` (``AR Tree/Simple*``)."""
     total = math.fsum(p.time_s for p in phases)
     seen = []
     for p in phases:
         if p.algorithm == "-":
             continue
         pair = p.algorithm if p.protocol == "-" else f"{p.algorithm}/{p.protocol}"
-        label = f"{_SHORT.get(p.collective, p.collective)} {pair}" + (OFI_MARK if p.ofi_chose else "")
+        marks = (CALIBRATED_MARK if p.calibrated else "") + (OFI_MARK if p.ofi_chose else "")
+        label = f"{_SHORT.get(p.collective, p.collective)} {pair}{marks}"
         if label not in seen:
             seen.append(label)
     return total, "; ".join(seen) or "-"
