@@ -103,3 +103,18 @@ def test_shell_completion_is_offered(monkeypatch):
     out = runner.invoke(app, ["--show-completion"])
     assert out.exit_code == 0
     assert "complete -o default -F" in out.output and "_ZEROCALC_COMPLETE" in out.output
+
+
+def test_the_file_a_command_writes_is_named_alike(tmp_path):
+    """``fit`` writes its TOML and ``report`` its PDF under ``--out``, ``--output`` or ``-o`` alike (fit
+    took only ``--out``, report only ``-o`` / ``--output``: ``report --out r.pdf`` was 'No such option')."""
+    from sweep_files import DATA
+
+    sweep = DATA / "all_gather_perf-8xH100-1node-nccl2.29.2.txt"
+    for flag in ("--out", "--output", "-o"):
+        toml = tmp_path / f"fit{flag}.toml"
+        res = runner.invoke(app, ["fit", str(sweep), flag, str(toml)])
+        assert res.exit_code == 0 and toml.exists(), res.output
+    for flag in ("--out", "--output", "-o"):
+        res = runner.invoke(app, ["report", flag, str(tmp_path / "no-such-dir" / "r.pdf")])
+        assert "No such option" not in res.output and res.exit_code == 2, res.output

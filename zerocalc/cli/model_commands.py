@@ -481,7 +481,7 @@ def feasibility_cmd(
 
 
 def report_cmd(
-    output: Annotated[str, typer.Option("-o", "--output", help="PDF to write.")] = (
+    output: Annotated[str, typer.Option("-o", "--output", "--out", help="PDF to write.")] = (
         "reports/zero-colocation-review.pdf"),
     psi: Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
                                             "[default: 7.5e9].")] = None,

@@ -271,8 +271,9 @@ def fit_cmd(
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
     out: Annotated[str | None, typer.Option(
-        "--out", help="Write a topology TOML calibrated on these nccl-tests sweeps (NCCL's model, one α-β "
-                      "per algorithm/protocol where the sweep allows), for table, check and report.")] = None,
+        "--out", "-o", "--output",
+        help="Write a topology TOML calibrated on these nccl-tests sweeps (NCCL's model, one α-β "
+             "per algorithm/protocol where the sweep allows), for table, check and report.")] = None,
     topology: Annotated[str | None, typer.Option(
         "--topology", help="With --out: the preset or TOML file the calibration starts from [default: the "
                            "preset the first sweep's device lines describe, else dgx-h100].")] = None,
