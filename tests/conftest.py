@@ -20,3 +20,14 @@ def rotate(tmp_path):
         return out
 
     return cut
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """``zerocalc.report.write_report`` replaced: reaching it means every check of ``report``'s options
+    passed (and nothing heavy ran); the list of the configs it was called with."""
+    from zerocalc import report
+
+    calls = []
+    monkeypatch.setattr(report, "write_report", lambda out, config, progress=None: calls.append(config))
+    return calls

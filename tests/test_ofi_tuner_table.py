@@ -16,7 +16,6 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from zerocalc import report
 from zerocalc.cli import app
 from zerocalc.nccl.ofi_tuner import ofi_tuner
 from zerocalc.report.config import ReportConfig
@@ -118,14 +117,6 @@ def test_report_prices_as_the_table_command_does_under_the_plugin():
         assert frame.loc[s, "nccl_choice"] == stock[s]["nccl_choice"]
     assert frame.loc["dp", "tuned_choice"] == "AR Tree/LL128^"
     assert any("aws-ofi-nccl 1.10.0's tuner plugin" in n for n in notes)
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """write_report replaced: reaching it means every check passed."""
-    calls = []
-    monkeypatch.setattr(report, "write_report", lambda out, config, progress=None: calls.append(config))
-    return calls
 
 
 def test_report_takes_the_plugin_and_refuses_one_it_cannot_price_before_any_work(tmp_path, no_work):

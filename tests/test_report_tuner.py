@@ -13,7 +13,6 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from zerocalc import report
 from zerocalc.cli import app
 from zerocalc.nccl.tuner import parse_tuner
 from zerocalc.report.config import ReportConfig
@@ -67,14 +66,6 @@ def test_report_prices_as_the_table_command_does_under_the_same_tuner(tmp_path):
         assert r.time_s_nccl == pytest.approx(stock[r.scheme]["time_s_nccl"], rel=1e-12)
         assert r.nccl_choice == stock[r.scheme]["nccl_choice"]
     assert frame.set_index("scheme").loc["dp", "tuned_choice"] == "AR Tree/Simple"
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """write_report replaced: reaching it means every check passed."""
-    calls = []
-    monkeypatch.setattr(report, "write_report", lambda out, config, progress=None: calls.append(config))
-    return calls
 
 
 @pytest.mark.parametrize(("content", "needle"), [
