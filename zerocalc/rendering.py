@@ -435,6 +435,7 @@ def _sweep_text(d: dict) -> str:
                      + ("; ^ = chosen by aws-ofi-nccl's tuner plugin" if any(r.get("ofi_tuner") for r in rows)
                         else "")
                      + ("; Nch = channels the tuner imposes" if any("channels" in r for r in rows) else ""))
+        lines += _ends_line(d)
         if any(r.get("unsteady") for r in rows):
             lines.append("  ! = the file's out-of-place and in-place times differ by more than 1.25×, which "
                          f"{lib}'s model cannot (it prices both alike): an unsteady measurement")
@@ -482,8 +483,26 @@ def sweeps_markdown(sweeps: list[dict]) -> str:
                       f"{format_seconds(r['predicted_s'])} | {r['ratio']:.3f} | {_choice(r)}"
                       f"{_unsteady_mark(r)}{_wrong_mark(r)} |" for r in d["rows"]]
             lines += ["", f"ratio (predicted / measured): {_ratio_summary(d['rows'])}"]
+            lines += [y for x in _ends_line(d) for y in ("", x.strip())]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _ends_line(d: dict) -> list[str]:
+    """``  ends: fastest 32 B in 34.6 µs (predicted 35.2 µs); 17.18 GB at 366 GB/s of bus bandwidth
+    (predicted 382 GB/s)``: the latency floor and the bus bandwidth the cluster reaches, against the model
+    (:func:`zerocalc.validate.sweep_summary.ends`); none where every size failed nccl-tests' check."""
+    from zerocalc.units import format_bytes, format_seconds
+    from zerocalc.validate.sweep_summary import ends
+
+    e = ends(d["rows"], d["op"], d["group_size"])
+    if e is None:
+        return []
+    fastest = f"{format_bytes(e['fastest_bytes'])} in {format_seconds(e['fastest_measured_s'])}"
+    return [f"  ends: fastest {fastest} (predicted {format_seconds(e['fastest_predicted_s'])}); "
+            f"{format_bytes(e['largest_bytes'])} at "
+            f"{e['largest_measured_busbw_GBps']:.3g} GB/s of bus bandwidth (predicted "
+            f"{e['largest_predicted_busbw_GBps']:.3g} GB/s)"]
 
 
 def _ratio_summary(rows: list[dict]) -> str:
