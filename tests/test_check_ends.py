@@ -71,3 +71,17 @@ def test_a_sweep_whose_every_size_failed_has_no_ends(tmp_path):
     (e,) = json.loads(res.stdout)["summary"]["sweeps"]
     assert e["fastest_bytes"] is None and e["largest_measured_busbw_GBps"] is None
     assert "ends:" not in runner.invoke(app, ["check", str(path)]).stdout
+
+
+def test_the_summary_table_gives_each_sweeps_largest_busbw_measured_and_predicted():
+    """Two sweeps checked together: the summary's ``busbw GB/s`` column reads ``measured/predicted`` at
+    each sweep's largest size, the measured side the file's last busbw cell (366 on the 32 × H100 run)."""
+    names = ["all_reduce_perf-32xH100-4nodes-ib-nccl2.26.2.txt",
+             "all_gather_perf-8xH100-1node-nccl2.29.2.txt"]
+    text = runner.invoke(app, ["check", *(str(DATA / n) for n in names)]).stdout.splitlines()
+    head = next(i for i, x in enumerate(text) if x.startswith("summary of 2 sweeps"))
+    end = text[head + 1].index("busbw GB/s") + len("busbw GB/s")  # a right-aligned column ends under its head
+    for name, line in zip(names, text[head + 2:head + 4], strict=True):
+        measured, _, predicted = line[:end].split()[-1].partition("/")
+        assert float(measured) == pytest.approx(_busbw_column(name), rel=5e-3)
+        assert float(predicted) > 0

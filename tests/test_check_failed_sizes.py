@@ -59,10 +59,8 @@ def test_the_ratio_line_and_summary_table_say_the_failed_sizes_are_left_out(tmp_
     text = _check(DATA / GH200_4X4, kept).splitlines()
     head = next(i for i, x in enumerate(text) if x.startswith("summary of 2 sweeps"))
     assert "over the sizes that passed nccl-tests' check" in text[head]
-    cols = text[head + 1].split()
-    first, second = text[head + 2].split(), text[head + 3].split()
-    at = cols.index("failed") - len(cols)  # counted from the right: the file column may hold spaces
-    assert (first[at], second[at]) == ("6", "0")
+    end = text[head + 1].index(" failed ") + len(" failed")  # a right-aligned column ends under its head
+    assert (text[head + 2][:end].split()[-1], text[head + 3][:end].split()[-1]) == ("6", "0")
 
 
 def test_a_sweep_whose_every_size_failed_has_no_ratios(tmp_path):

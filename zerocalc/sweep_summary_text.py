@@ -1,7 +1,7 @@
 """The closing summary of ``check`` on several nccl-tests sweeps, as text and as Markdown: a line a sweep
 (file, op, ranks, hosts, version priced, topology, rows, ratios, rows within 0.5-2x, unsteady rows, rows
-that failed nccl-tests' check) and the count of sweeps within issue 11's bands; the ratios and bands are
-those of the sizes that passed the check.
+that failed nccl-tests' check, the largest size's bus bandwidth measured / predicted) and the count of
+sweeps within issue 11's bands; the ratios and bands are those of the sizes that passed the check.
 
 Pure: the summary of :func:`zerocalc.validate.sweep_summary.sweeps_summary` in, strings out.
 """
@@ -31,6 +31,7 @@ _COLUMNS = (
     ("in 0.5-2x", lambda e: f"{e['rows_in_band']}/{e['rows'] - e.get('failed_rows', 0)}", True),
     ("unsteady", lambda e: str(e["unsteady_rows"]), True),
     ("failed", lambda e: str(e.get("failed_rows", 0)), True),
+    ("busbw GB/s", lambda e: _busbw(e), True),
     ("within", lambda e: _within(e), False),
 )
 
@@ -66,6 +67,13 @@ def _count_line(summary: Mapping) -> str:
     return (f"{t['every_size_in_band']} of {t['sweeps']} sweeps within {lo:g}-{hi:g}x at every size; "
             f"{t['median_size_in_band']} within {mlo:g}-{mhi:g}x at the median size; "
             f"{t['both_bands']} within both")
+
+
+def _busbw(e: Mapping) -> str:
+    """``366/382``: the largest size's bus bandwidth measured / predicted (the sweep's ends); ``-`` where
+    none stands (no rows, or every size failed nccl-tests' check)."""
+    m, p = e.get("largest_measured_busbw_GBps"), e.get("largest_predicted_busbw_GBps")
+    return "-" if m is None or p is None else f"{m:.3g}/{p:.3g}"
 
 
 def _failed_words(summary: Mapping) -> str:
