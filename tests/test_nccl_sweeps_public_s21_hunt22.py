@@ -222,3 +222,22 @@ def test_an_oci_host_run_of_one_size_is_read_and_priced_with_no_option():
         ("all_reduce", 8, "dgx-a100", "2.26.5")
     assert [r["bytes"] for r in sweep["rows"]] == [10 << 30]
     assert_within_both_bands(sweep)
+
+
+@pytest.mark.parametrize("head", ["> ", "[1,0]<stdout>:", "3: "])
+def test_a_gpu_name_wrapped_inside_a_quote_or_tag_still_names_the_gpu(head, tmp_path):
+    """The same wrapped name in a paste whose every line carries one head (a Markdown quote, Open MPI's
+    ``--tag-output``, ``srun -l``): the rest of the name carries it too, and is taken into the name; a
+    line with another head is not (tests/test_traces_nccl_tests_wrappers.py)."""
+    name = "all_gather_perf-8xH100-1node-nccl2.29.2.txt"
+    out = []
+    for line in (DATA / name).read_text().splitlines(True):
+        line = line.replace(" NVIDIA H100 80GB HBM3", f" NVIDIA H100\n{head}80GB HBM3") \
+            if line.lstrip("# ").startswith("Rank") else line
+        out.append(head + line)
+    path = tmp_path / name
+    path.write_text("".join(out))
+    assert path.read_text().count(f"\n{head}80GB HBM3\n") == 8
+    sweep = checked(path)
+    assert sweep["topology"] == "dgx-h100" and "NVIDIA H100 80GB HBM3" in sweep["topology_how"]
+    assert [r["bytes"] for r in sweep["rows"]] == [s for s, _, _ in file_rows(name)]

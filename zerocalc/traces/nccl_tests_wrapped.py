@@ -59,16 +59,22 @@ class Wrapped:
     #: The run, rank and text after ``Rank R [Group G] [Pid P]`` of a ``# Rank`` line cut before its
     #: device's bus id, while no other line has come.
     broken: tuple[_Run, int, str] | None = None
+    #: The head the line before carried ahead of its payload (a launcher's tag, a quote's ``>``; '' none).
+    head: str = ""
 
     def rest_of_line(self, state: _Runs, line: str, payload: str, lineno: int) -> bool:
         """Whether ``payload`` (``line`` past its launcher's prefix) is the rest of the line before: a
         header's further time columns, the options of a ``# nThread`` line, the rest of a ``# Rank`` line
         (read from ``line`` itself: a wrapped piece carries no prefix, and its bus id's brackets are not
-        one), or words of a GPU's name (no launcher's prefix of its own, which marks a line a process
-        printed, as ``srun: …`` or ``[host:pid] …`` between two ``# Rank`` lines; no ``#``, no code fence,
-        no colon, no digits-only first word, at most 40 characters); taken into it."""
+        one), or words of a GPU's name (no head but the line before's: a paste wraps inside its quote or
+        tag, while a launcher's own line, ``srun: …`` or ``[host:pid] …`` between two ``# Rank`` lines,
+        carries another; no ``#``, no code fence, no colon, no digits-only first word, at most 40
+        characters); taken into it."""
         header, device, options, broken = self.header, self.device, self.options, self.broken
         self.header = self.device = self.options = self.broken = None
+        stripped = line.strip()
+        before, self.head = self.head, stripped[:len(stripped) - len(payload)].strip() \
+            if stripped.endswith(payload) else ""
         if broken is not None and not line.lstrip().startswith("#"):
             d = DEVICE.match(f"{broken[2]} {line.strip()}")
             if d:
@@ -85,7 +91,7 @@ class Wrapped:
                 self.header = (f"{header[0]} {payload}", joined)
                 return True
         words = payload.split()
-        if (device is None or payload != line.strip() or payload[0] in "#[(`" or ":" in payload
+        if (device is None or self.head not in ("", before) or payload[0] in "#[(`" or ":" in payload
                 or "NCCL" in payload or len(payload) > 40 or words[0].isdigit() or ELISION.match(payload)):
             return False
         run, rank = device
