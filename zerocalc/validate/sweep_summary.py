@@ -40,7 +40,8 @@ def ends(rows: Sequence[Mapping], op: str, n: int) -> dict | None:
     time is least, the smaller of a tie; not the smallest size, whose call often carries a first call's
     cost), measured and predicted; and the largest size's bus bandwidth measured and predicted (nccl-tests'
     busbw: size / time × :func:`busbw_factor`), in GB/s. ``None`` where no size passed."""
-    rows = sorted(passed_rows(rows), key=lambda r: r["bytes"])
+    rows = sorted((r for r in passed_rows(rows) if r["measured_s"] > 0 and r["predicted_s"] > 0),
+                  key=lambda r: r["bytes"])
     if not rows:
         return None
     fast, large = min(rows, key=lambda r: r["measured_s"]), rows[-1]
