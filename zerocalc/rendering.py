@@ -509,10 +509,10 @@ def _ratio_summary(rows: list[dict]) -> str:
     """``min 0.268, median 1.01, max 1.1; at the median size 1.06`` of a sweep's rows (the median size's:
     the lower middle row by size when the count is even, :func:`zerocalc.validate.sweep_summary.
     ratio_stats`), over the sizes that passed nccl-tests' check, said where some failed."""
-    from zerocalc.validate.sweep_summary import ratio_stats
+    from zerocalc.validate.sweep_summary import passed_rows, ratio_stats
 
     s = ratio_stats(rows)
-    failed = sum(1 for r in rows if r.get("wrong"))
+    failed = len(rows) - len(passed_rows(rows))
     if failed == len(rows):
         return f"none (each of the {failed} sizes failed nccl-tests' check)"
     return (f"min {s['min']:.3g}, median {s['median']:.3g}, max {s['max']:.3g}; "

@@ -560,7 +560,8 @@ def _fit_sweep(base, tuner, given, path, rows, op, p, stated, skipped, run,
                         ofi_tuner=None, local_register=0,  # a calibration holds the legacy kernels' pairs
                         nccl_env=given[3], chosen=chosen)
     fits = fit_calibration(cmp)
-    notes = [n for n in d["notes"] if n not in wrong_notes(cmp.rows)]  # said once, with what the fit does
+    failed = wrong_notes(cmp.rows)  # said once, with what the fit does with those sizes
+    notes = [n for n in d["notes"] if n not in failed]
     notes += wrong_notes(cmp.rows, "left out of the fit, their times being the failed runs'")
     if _shape_stated(run, d["nccl_info"], p, stated):
         fits = [replace(c, nodes=d["nodes"], ranks_per_node=d["ranks_per_node"]) for c in fits]

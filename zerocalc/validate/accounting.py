@@ -60,12 +60,14 @@ def busbw_factor(op: str, p: float) -> float:
 
     all-reduce 2(p-1)/p; all-gather, reduce-scatter, all-to-all (p-1)/p; broadcast,
     reduce, send/recv 1. For the ring this is also the time-relevant bytes per rank ÷ n.
+    nccl-tests' other tests (each test's ``GetBw`` in its ``src/*.cu``): gather, scatter and hypercube
+    (p-1)/p, sendrecv 1.
     """
     if op == "all_reduce":
         return 2 * (p - 1) / p
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+    if op in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "hypercube"):
         return (p - 1) / p
-    if op in ("broadcast", "reduce", "send", "recv"):
+    if op in ("broadcast", "reduce", "send", "recv", "sendrecv"):
         return 1.0
     raise UnknownNameError("collective", op, list(_OP_VERBS) + ["send", "recv"])
 

@@ -20,40 +20,29 @@ MEDIAN_SIZE_BAND = (0.8, 1.25)
 """Predicted / measured at a sweep's median size: within 0.8–1.25× (issue 11), ends included."""
 
 
-#: nccl-tests' bus-bandwidth factor per test (``busbw = algbw × factor``, algbw = size / time): each test's
-#: ``GetBw`` in nccl-tests ``src/*.cu`` (doc/PERFORMANCE.md): all-reduce 2(n-1)/n; all-gather,
-#: reduce-scatter, all-to-all, gather, scatter, hypercube (n-1)/n; broadcast, reduce, sendrecv 1.
-_BUSBW_SHARE = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "all_to_all": 1, "gather": 1,
-                "scatter": 1, "hypercube": 1}
-
-
-def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests' factor from a call's algorithm bandwidth to its bus bandwidth on ``n`` ranks
-    (:data:`_BUSBW_SHARE`; 1 for the tests that move each byte once: broadcast, reduce, sendrecv)."""
-    share = _BUSBW_SHARE.get(op)
-    return share * (n - 1) / n if share else 1.0
-
-
 def ends(rows: Sequence[Mapping], op: str, n: int) -> dict | None:
     """What the cluster does at a sweep's two ends against the model, over the sizes that passed
     nccl-tests' check (:func:`passed_rows`): its fastest call, the latency floor (the size whose measured
     time is least, the smaller of a tie; not the smallest size, whose call often carries a first call's
     cost), measured and predicted; and the largest size's bus bandwidth measured and predicted (nccl-tests'
-    busbw: size / time × :func:`busbw_factor`), in GB/s. ``None`` where no size passed."""
+    busbw: size / time × :func:`zerocalc.validate.accounting.busbw_factor`), in GB/s, keyed by
+    :data:`ENDS`. ``None`` where no size passed."""
+    from zerocalc.validate.accounting import busbw_factor
+
     rows = sorted((r for r in passed_rows(rows) if r["measured_s"] > 0 and r["predicted_s"] > 0),
                   key=lambda r: r["bytes"])
     if not rows:
         return None
     fast, large = min(rows, key=lambda r: r["measured_s"]), rows[-1]
     factor = busbw_factor(op, n)
-    return {"fastest_bytes": fast["bytes"], "fastest_measured_s": fast["measured_s"],
-            "fastest_predicted_s": fast["predicted_s"], "largest_bytes": large["bytes"],
-            "largest_measured_busbw_GBps": large["bytes"] / large["measured_s"] * factor / 1e9,
-            "largest_predicted_busbw_GBps": large["bytes"] / large["predicted_s"] * factor / 1e9}
+    return dict(zip(ENDS, (fast["bytes"], fast["measured_s"], fast["predicted_s"], large["bytes"],
+                           large["bytes"] / large["measured_s"] * factor / 1e9,
+                           large["bytes"] / large["predicted_s"] * factor / 1e9), strict=True))
 
 
-_ENDS = ("fastest_bytes", "fastest_measured_s", "fastest_predicted_s", "largest_bytes",
-         "largest_measured_busbw_GBps", "largest_predicted_busbw_GBps")
+#: The keys of :func:`ends`, as the JSON summary holds them (null where no size passed).
+ENDS = ("fastest_bytes", "fastest_measured_s", "fastest_predicted_s", "largest_bytes",
+        "largest_measured_busbw_GBps", "largest_predicted_busbw_GBps")
 
 
 def median_size_row(rows: Sequence[Mapping]) -> Mapping | None:
@@ -111,7 +100,7 @@ def sweep_entry(index: int, sweep: Mapping, hosts: int | None = None) -> dict:
             "failed_rows": len(rows) - len(passed),
             "every_size_in_band": bool(passed) and in_band == len(passed),
             "median_size_in_band": _within(stats["median_size"], MEDIAN_SIZE_BAND),
-            **(ends(rows, sweep.get("op"), sweep.get("group_size") or 1) or dict.fromkeys(_ENDS))}
+            **(ends(rows, sweep.get("op"), sweep.get("group_size") or 1) or dict.fromkeys(ENDS))}
 
 
 def sweeps_summary(sweeps: Sequence[Mapping], hosts: Sequence[int | None] | None = None) -> dict:
