@@ -1,4 +1,5 @@
-"""The implementation plan priced on a cluster: in-network reduction, items that are slower kept apart.
+"""The implementation plan priced on a cluster by the ring α-β model (``--time-model ring``): in-network
+reduction, items that are slower kept apart.
 
 Hand derivations on dgx-h100 (NVLink 450 GB/s per GPU and α 3.4 µs; 8 × 50 GB/s = 400 GB/s per node and
 α 14 µs; NVLS in the NVSwitch, no SHARP), N = 64 ranks in 8 nodes of G = 8, Ψ = 70e9, b = 2 bytes, so
@@ -19,7 +20,7 @@ NB = PSI * B
 @pytest.fixture(scope="module")
 def h100():
     return run_feasibility(FeasibilityConfig(n=4, steps=2), plan_psi=int(PSI), plan_topology="dgx-h100",
-                           plan_n=N)
+                           plan_n=N, plan_time_model="ring")
 
 
 def _item(result, src, dst, in_network=""):

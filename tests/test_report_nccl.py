@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,7 +136,11 @@ def test_report_reads_a_trace_on_standard_input_and_says_what_it_priced_under(tm
     assert f"dp AR Ring/Simple {format_seconds(_ring_simple_s(2 * (RANKS - 1)))}" in table_page
     assert any("Trace <stdin>" in p for p in pages)
     (plan,) = [p for p in pages if "Implementation plan, priced on the chosen cluster" in p]
-    assert "this plan is the α-β model's" in plan
+    assert "time by NCCL 2.30's own cost model" in plan
+    assert "the plan under the same version and NCCL_ALGO / NCCL_PROTO" in plan
+    # restricted to Ring/Simple: every pair the plan names is one
+    pairs = re.findall(r"\b(?:AR|AG|RS|BC|R|A2A) (\w+/\w+)", plan)
+    assert pairs and set(pairs) <= {"Ring/Simple", "P2P/Simple"}
     assert not list(tmp_path.glob(".*partial")) and not any("zerocalc-input-" in p for p in pages)
 
 

@@ -264,20 +264,25 @@ def _verdict(cfg: FeasibilityConfig, runs: dict[str, SchemeRun], col: SchemeRun,
 def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str] | None = None, *,
                     plan_psi: int = 7_500_000_000, plan_comm_bytes: int = DEFAULT_PLAN_COMM_BYTES,
                     plan_period: int = 4, plan_topology=None, plan_n: int | None = None,
-                    plan_gpus_per_node: int | None = None, progress=None) -> FeasibilityResult:
+                    plan_gpus_per_node: int | None = None, plan_time_model: str | None = None,
+                    plan_nccl: dict | None = None, progress=None) -> FeasibilityResult:
     """Simulate ``schemes`` (default: all) and the colocated proposal, compare each with the reference
     and with the symbolic model, test the conditions under which colocated is exact, simulate the
     in-network reductions the plan prices, and derive the plan and the verdict.
 
     The plan is priced at ``plan_psi`` parameters, ``plan_comm_bytes`` per element, N = ``plan_n`` and
     G = ``plan_gpus_per_node`` (default: the simulation's), on ``plan_topology`` (a preset name or a
-    :class:`zerocalc.topology.Topology`; ``None``: bytes only, no time). ``progress(done, total, what)``,
+    :class:`zerocalc.topology.Topology`; ``None``: bytes only, no time), timed by ``plan_time_model``
+    (:func:`plan_pricing`: ``"nccl"``, NCCL's cost model under ``plan_nccl``'s ``nccl_version`` /
+    ``nccl_algo`` / ``nccl_proto``; ``"ring"``, the α-β model; default NCCL's where the topology gives
+    what it needs). ``progress(done, total, what)``,
     when given, is called as the simulations go (the CLI draws a bar with it)."""
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = _scheme_names(schemes)
     if plan_period < 2:
         raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
     topology, p_n, p_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
+    pricing, time_model = plan_pricing(topology, plan_time_model, plan_nccl)
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
     kinds = offered or ("nvls", "sharp")
     from zerocalc.plan import in_network_candidates
@@ -297,7 +302,7 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
     plan = build_plan(runs, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
                       period=plan_period, topology=topology, in_network_runs=in_network_runs,
-                      in_network=kinds)
+                      in_network=kinds, pricing=pricing)
     basis = _basis(topology, p_n, p_g, plan_comm_bytes)
     findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
     from zerocalc.units import format_seconds
@@ -310,13 +315,40 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         plan_basis={"psi": plan_psi, "n": p_n, "gpus_per_node": p_g,
                     "comm_bytes": (plan_comm_bytes if isinstance(plan_comm_bytes, int)
                                    else float(plan_comm_bytes)),
-                    "period": plan_period, "algorithm": "ring",
+                    "period": plan_period, "algorithm": "ring" if time_model == "ring" else "nccl",
+                    "time_model": time_model if topology is not None else None,
+                    "time_model_name": None if topology is None else pricing.model if pricing is not None
+                    else "the ring α-β model",
                     "topology": None if topology is None else topology.name,
                     "in_network": "+".join(kinds), "in_network_available": None if topology is None
                     else all(k in offered for k in kinds)},
         verdict=" ".join(x for x in (findings, saving, finding) if x), findings=findings,
         in_network_runs=tuple(in_network_runs.values()), in_network_finding=finding,
     )
+
+
+def plan_pricing(topology, time_model: str | None, nccl: dict | None = None):
+    """``(pricing, time model)``: how the plan on ``topology`` is timed. ``time_model`` ``"nccl"``:
+    NCCL's cost model (RCCL's on AMD GPUs) under ``nccl`` (``nccl_version``, ``nccl_algo``,
+    ``nccl_proto``), a topology it cannot price being a :class:`ConfigError` naming what it lacks;
+    ``"ring"``: the α-β model (``pricing`` ``None``); ``None``: NCCL's where the topology gives what it
+    needs, else the α-β model. ``pricing``: a :class:`zerocalc.plan_pricing.NcclPlanPricing`."""
+    from zerocalc.plan_pricing import TIME_MODELS, NcclPlanPricing, nccl_priceable
+
+    if time_model is not None and time_model not in TIME_MODELS:
+        raise ConfigError(f"must be one of {', '.join(TIME_MODELS)}, got {time_model!r}",
+                          option="--time-model")
+    if topology is None or time_model == "ring" or (time_model is None and not nccl_priceable(topology)):
+        return None, "ring"
+    if not nccl_priceable(topology):
+        from zerocalc.nccl_pricing import missing_fields
+
+        raise ConfigError(f"topology {topology.name!r} does not give {', '.join(missing_fields(topology))}, "
+                          "which NCCL's cost model needs (--time-model ring prices the plan by the α-β "
+                          "model)", option="--time-model")
+    pricing = NcclPlanPricing(**(nccl or {}))
+    pricing.check(topology)
+    return pricing, "nccl"
 
 
 def _scheme_names(schemes: Sequence[str] | None) -> list[str]:

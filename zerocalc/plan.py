@@ -6,10 +6,12 @@ the plan's Ψ, N, G and wire element size, never a number written here. Items ar
 do to the update: ``exact`` (the data-parallel update), ``approximate`` (the same rule on quantised or
 compressed values), ``changed`` (a different update rule), and ranked by bytes saved within a tier.
 
-Priced on a cluster (a :class:`zerocalc.topology.Topology`), each item also gets the model's time saved
-per step. An item that is slower there (negative time saved; unpriced, one that sends more bytes) is
-kept apart: :func:`helps` lists the others in rank order, :func:`slower` these, ranked after them and
-flagged ``slower`` (in the JSON too).
+Priced on a cluster (a :class:`zerocalc.topology.Topology`), each item also gets the time it saves per
+step: by the ring α-β model here, or by NCCL's own cost model (:mod:`zerocalc.plan_pricing`, what
+``zerocalc table`` shows as ``t NCCL``), with the algorithm/protocol pairs NCCL picks on either side.
+An item that is slower there (negative time saved; unpriced, one that sends more bytes) is kept apart:
+:func:`helps` lists the others in rank order, :func:`slower` these, ranked after them and flagged
+``slower`` (in the JSON too).
 
 In-network reduction (:mod:`zerocalc.in_network`) is priced with the kinds the cluster offers
 (``Topology.in_network_reduction``); on a cluster without any, with NVLS and SHARP both, and the item
@@ -26,7 +28,7 @@ from zerocalc.sim.accounting import model_bytes_exact
 from zerocalc.sim.compare import REL_TOL
 from zerocalc.units import format_diff
 
-__all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "build_plan", "helps", "in_network_sentence",
+__all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "PlanTimes", "build_plan", "helps", "in_network_sentence",
            "saving_sentence", "slower"]
 
 #: Bytes per element on the wire for which the implementation plan is computed: fp16/bf16, as real runs
@@ -45,7 +47,9 @@ class PlanItem:
     rule). ``in_network`` names the in-network reduction ``to_scheme`` runs with (``"nvls+sharp"``;
     empty: rings), ``available`` whether the priced cluster has it (``None``: not priced or not needed).
     ``time_saved_s`` and ``from_time_s`` are the model's seconds per step on the priced cluster
-    (``None`` unpriced); ``slower`` flags an item that costs time there (or, unpriced, bytes)."""
+    (``None`` unpriced); ``slower`` flags an item that costs time there (or, unpriced, bytes).
+    ``from_choice`` / ``to_choice``: the algorithm/protocol pairs NCCL picks on either side
+    (``AR Ring/Simple``; empty unless NCCL's model priced the plan)."""
 
     rank: int
     action: str
@@ -61,9 +65,21 @@ class PlanItem:
     time_saved_s: float | None = None
     from_time_s: float | None = None
     slower: bool = False
+    from_choice: str = ""
+    to_choice: str = ""
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class PlanTimes:
+    """Seconds per step and NCCL's choices (``AR Ring/Simple; AG Ring/Simple``; none under the α-β
+    model) per ``(scheme, ops)`` key of :func:`build_plan`; ``model`` names the cost model in words."""
+
+    times: dict
+    choices: dict
+    model: str
 
 
 @dataclass(frozen=True)
@@ -149,31 +165,41 @@ def _values(topology, *, psi, n, g, comm_bytes) -> dict[str, float]:
     return {s.name: known.get(s.name, float(comm_bytes)) for s in S.ARGUMENTS}
 
 
-def _times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> dict[tuple[str, tuple[str, ...]], float]:
-    """Model seconds per step on ``topology`` per (scheme, collectives through the switch; () = rings)."""
+def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> PlanTimes:
+    """Model seconds per step on ``topology`` by the ring α-β model per (scheme, collectives through the
+    switch): ``()`` and ``None`` (no switch) are both rings."""
     import sympy
 
     from zerocalc import symbols as S
     from zerocalc.in_network import scheme_in_network_time_s
     from zerocalc.schemes import get_scheme
 
-    keys = sorted(set(keys))
+    keys = list(dict.fromkeys(keys))
     values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes)
     numbers = {s: sympy.Float(values[s.name]) for s in S.ARGUMENTS}
     # one evaluation each: substituting numbers (xreplace) is several times cheaper than lambdify here
-    return {(name, ops): float((scheme_in_network_time_s(name, kinds, ops) if ops
-                                else get_scheme(name).time_s()).xreplace(numbers)) for name, ops in keys}
+    done: dict = {}
+    for name, ops in keys:
+        key = (name, tuple(ops or ()))
+        if key not in done:
+            done[key] = float((scheme_in_network_time_s(name, kinds, key[1]) if key[1]
+                               else get_scheme(name).time_s()).xreplace(numbers))
+    return PlanTimes({(name, ops): done[(name, tuple(ops or ()))] for name, ops in keys}, {},
+                     "the ring α-β model")
 
 
 def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
                period: int, topology=None, in_network_runs: Mapping | None = None,
-               in_network: Sequence[str] | None = None) -> tuple[PlanItem, ...]:
+               in_network: Sequence[str] | None = None, pricing=None) -> tuple[PlanItem, ...]:
     """The plan at Ψ = ``psi`` parameters, N = ``n``, G = ``gpus_per_node``, ``comm_bytes`` per element.
 
     ``runs`` (scheme → :class:`zerocalc.sim.SchemeRun`) and ``in_network_runs`` ((scheme, collectives
     through the switch) → the same, simulated with switches) are the evidence. ``topology`` (a
     :class:`zerocalc.topology.Topology`) prices each item's time; ``in_network`` overrides the kinds of
-    in-network reduction priced (default: the topology's, else both, marked unavailable)."""
+    in-network reduction priced (default: the topology's, else both, marked unavailable). ``pricing``
+    (default :func:`alpha_beta_times`) times the schemes: called as it is, with ``(scheme, ops)`` keys
+    (``ops`` ``()``: the cluster as it is; ``None``: without in-network reduction, an in-network
+    item's baseline; collectives: through the switch), returning a :class:`PlanTimes`."""
     from zerocalc.schemes import get_scheme
 
     offered = tuple(getattr(topology, "in_network_reduction", None) or ()) if topology is not None else ()
@@ -193,11 +219,12 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
         by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes)
         return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
 
-    times = None
+    times = choices = None
     if topology is not None:
-        keys = [(c.src, ()) for c in _CANDIDATES] + [(c.dst, c.ops if c.saving == "in_network" else ())
-                                                     for c in _CANDIDATES]
-        times = _times(keys, kinds, topology, psi=psi, n=n, g=gpus_per_node, comm_bytes=comm_bytes)
+        keys = [k for c in _CANDIDATES for k in _time_keys(c)]
+        priced = (pricing or alpha_beta_times)(keys, kinds, topology, psi=psi, n=n, g=gpus_per_node,
+                                                comm_bytes=comm_bytes)
+        times, choices = priced.times, priced.choices
     rows = []
     for c in _CANDIDATES:
         action, frac, saved = c.action, None, None
@@ -230,21 +257,33 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
         else:
             evidence = f"model: {c.dst} equivalent_to_dp={get_scheme(c.dst).equivalent_at(n)} at N = {n}"
         time_saved = from_time = None
+        src_key, dst_key = _time_keys(c)
         if times is not None:
-            from_time = times[(c.src, ())]
+            from_time = times[src_key]
             if frac is not None:
                 time_saved = float(frac) * from_time
             elif saved is not None:
-                time_saved = from_time - times[(c.dst, c.ops if switch else ())]
+                time_saved = from_time - times[dst_key]
         worse = (time_saved < 0) if time_saved is not None else (saved is not None and saved < 0)
         rows.append(PlanItem(0, action, c.src, c.dst, None if saved is None else float(saved),
                              None if saved is None else float(saved / psi), update, evidence, c.note,
                              in_network=tag if switch else "", available=available if switch else None,
-                             time_saved_s=time_saved, from_time_s=from_time, slower=bool(worse)))
+                             time_saved_s=time_saved, from_time_s=from_time, slower=bool(worse),
+                             from_choice=(choices or {}).get(src_key, ""),
+                             to_choice=(choices or {}).get(dst_key, "") if frac is None and saved is not None
+                             else ""))
     tier = {"exact": 0, "approximate": 1, "changed": 2}
     rows.sort(key=lambda r: (r.slower, tier[r.update], r.bytes_saved_per_rank is None,
                              -(r.bytes_saved_per_rank or 0.0)))
     return tuple(replace(r, rank=i + 1) for i, r in enumerate(rows))
+
+
+def _time_keys(c: _Candidate) -> tuple[tuple, tuple]:
+    """The ``(scheme, ops)`` keys an item is timed by: its source and its destination; an in-network
+    item goes from the scheme without the switch (``None``) to the scheme through it."""
+    if c.saving == "in_network":
+        return (c.src, None), (c.dst, c.ops)
+    return (c.src, ()), (c.dst, ())
 
 
 def in_network_candidates() -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -303,12 +342,22 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
         t = item.time_saved_s
         change = f"saves {fmt(t)} per step" if t >= 0 else f"costs {fmt(-t)} more per step"
         where = (f"On {basis}, DeepSpeed ZeRO-2 as shipped (ZeRO-1 too, at one micro-batch) {change} "
-                 "that way")
+                 "that way" + _nccl_words(item))
         if item.available is False:
             where += (" — if the hardware offered it: this cluster has no in-network reduction (NVLS needs "
                       "NVSwitch 3, H100 or later; SHARP needs SHARP-capable InfiniBand switches)")
         text += f" {where}."
     return text
+
+
+def _nccl_words(item: PlanItem) -> str:
+    """What NCCL picks without and with the switch, where NCCL's model priced the item."""
+    if not item.from_choice or not item.to_choice:
+        return ""
+    if item.from_choice == item.to_choice:
+        return (f": NCCL's model keeps {item.to_choice} with the switch there, its in-network algorithms "
+                "predicted slower at this size, so the bytes the switch would save buy no time")
+    return f" (NCCL's model: {item.from_choice} without the switch, {item.to_choice} with it)"
 
 
 def saving_sentence(action: str | None, from_scheme: str | None, to_scheme: str | None,

@@ -212,10 +212,11 @@ def _feasibility_table(result) -> str:
 
     b = result.plan_basis
     where = f"on {b['topology']}, " if b.get("topology") else ""
+    timed = f"time by {b.get('time_model_name') or 'the ring α-β model'}; " if where else ""
+    unavailable = "" if b.get("in_network_available") is not False else ", not on this cluster"
     lines += ["", f"plan (model bytes{' and time' if where else ''} saved per rank per step; {where}"
                   f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
-                  f"wire elements; in-network reduction priced: {b['in_network']}"
-                  + ("" if b.get("in_network_available") is not False else ", not on this cluster") + "):"]
+                  f"wire elements; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
 
     def item_lines(p) -> list[str]:
         if p.bytes_saved_per_rank is None:
@@ -228,6 +229,9 @@ def _feasibility_table(result) -> str:
         if p.time_saved_s is not None:
             saved += (f", {format_seconds(p.time_saved_s)} per step" if p.time_saved_s >= 0
                       else f", {format_seconds(-p.time_saved_s)} slower per step")
+        if p.from_choice:
+            saved += (f" [NCCL: {p.from_choice}" + (f" → {p.to_choice}" if p.to_choice and
+                                                     p.to_choice != p.from_choice else "") + "]")
         switch = f" [in the switch: {p.in_network}{'' if p.available is not False else ', not available'}]" \
             if p.in_network else ""
         return [f"  {p.rank}. [{p.update}] {p.action}{switch}",

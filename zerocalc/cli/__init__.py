@@ -5,7 +5,8 @@ error becomes one line on stderr and exit code 2, never a traceback.
 
 One module per part: :mod:`~zerocalc.cli.application` (the typer app, one-line errors, ``main``),
 :mod:`~zerocalc.cli.options` (what the commands share in reading their options),
-:mod:`~zerocalc.cli.model_commands` (table, derive, feasibility, report) and
+:mod:`~zerocalc.cli.model_commands` (table, derive), :mod:`~zerocalc.cli.review_commands`
+(feasibility, report) and
 :mod:`~zerocalc.cli.trace_commands` (check, fit, trace summary) with
 :mod:`~zerocalc.cli.sweep_commands` (nccl-tests sweeps in check and fit). This module registers the
 commands on the app, in the order ``zerocalc --help`` lists them; those that read traces read ``-`` and
@@ -15,13 +16,7 @@ pipes too (:func:`~zerocalc.cli.piped.piped_inputs`).
 from __future__ import annotations
 
 from zerocalc.cli.application import _OneLineErrors, _read_numbers_alike, app, main, os_error_line, trace_app
-from zerocalc.cli.model_commands import (
-    DeriveFormat,
-    derive_command,
-    feasibility_cmd,
-    report_cmd,
-    table_command,
-)
+from zerocalc.cli.model_commands import DeriveFormat, derive_command, table_command
 from zerocalc.cli.options import (
     TOPOLOGY_PRESETS,
     TRACE_FORMATS,
@@ -30,6 +25,7 @@ from zerocalc.cli.options import (
     warn_implausible,
 )
 from zerocalc.cli.piped import piped_inputs
+from zerocalc.cli.review_commands import feasibility_cmd, report_cmd
 from zerocalc.cli.trace_commands import check_cmd, fit_cmd, trace_summary
 
 app.command("table")(table_command)

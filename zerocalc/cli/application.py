@@ -2,8 +2,9 @@
 and the rule that every :class:`~zerocalc.errors.ZerocalcError`, OS error and usage error becomes one
 line on stderr and exit code 2, never a traceback.
 
-The commands themselves live in :mod:`zerocalc.cli.model_commands` and
-:mod:`zerocalc.cli.trace_commands`; :mod:`zerocalc.cli` registers them on :data:`app`.
+The commands themselves live in :mod:`zerocalc.cli.model_commands`,
+:mod:`zerocalc.cli.review_commands` and :mod:`zerocalc.cli.trace_commands`; :mod:`zerocalc.cli`
+registers them on :data:`app`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The model commands: ``table`` and ``derive`` (the symbolic model, :mod:`zerocalc.schemes` and
-:mod:`zerocalc.evaluate`, with NCCL's own cost model beside it), ``feasibility`` (the simulated
-ranks and the verdict on DeepSpeed #4582) and ``report`` (the design-review PDF). Each only wires
-options to library calls.
+:mod:`zerocalc.evaluate`, with NCCL's own cost model beside it). Each only wires options to library
+calls; ``feasibility`` and ``report`` are :mod:`zerocalc.cli.review_commands`.
 """
 
 from __future__ import annotations
@@ -22,16 +21,13 @@ from zerocalc.cli.options import (
     NcclProtoOption,
     NcclVersionOption,
     _load_topology,
-    _progress_bar,
     _read_tuners,
     _scheme_names,
     model_psi,
-    output_format,
     warn_implausible,
 )
 from zerocalc.rendering import (
     TableFormat,
-    _feasibility_table,
     _step_notes,
     render_table,
     table_caption,
@@ -418,154 +414,3 @@ def _derive_text(s, sync: str, parts, legend) -> None:
     typer.echo("\nsymbols:")
     for name, info in legend:
         para(f"{sympy.pretty(info.symbol, use_unicode=True)} ({name}): {info.meaning} [{info.unit}]", "  ")
-
-
-def feasibility_cmd(
-    n: int = typer.Option(4, "--n", help="Simulated ranks (data-parallel degree N)."),
-    steps: int = typer.Option(20, "--steps", help="Adam steps to simulate (0: compare nothing)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the weights and of every micro-batch."),
-    micro_batches: int = typer.Option(
-        1, "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): each scheme "
-                                   "reduces every micro-batch or once per step as its implementation does."),
-    schemes: list[str] | None = typer.Option(  # noqa: B008 - typer's option declaration
-        None, "--schemes", help="Schemes to simulate (repeat or comma-separate); default: all."),
-    gpus_per_node: int | None = typer.Option(
-        None, "--gpus-per-node",
-        help="Ranks per node: of the simulation (for fsdp-hybrid and zeropp; default 2 if N is even) and "
-             "of the cluster the plan is priced on (default: the topology's)."),
-    psi: str = typer.Option("7.5e9", "--psi",
-                            help="Parameters of the model the plan is priced for: 7.5e9, 70B."),
-    plan_n: int | None = typer.Option(
-        None, "--plan-n", help="Data-parallel ranks N of the cluster the plan is priced on [default: --n]."),
-    topology: str = typer.Option(
-        "dgx-a100", "--topology",
-        help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gcp-a3-mega, "
-             "pcie-gen4, ethernet-100g) or a .toml file; its in-network reduction (nvls, sharp) is priced "
-             "where it has one."),
-    dtype: str = typer.Option("fp16", "--dtype",
-                              help="Element type on the wire for the plan. " + _DTYPE_HELP),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
-) -> None:
-    """Simulate each scheme on N ranks training a small MLP, compare with data parallelism and the model,
-    and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to, priced on a
-    cluster."""
-    from fractions import Fraction
-
-    from zerocalc.dtypes import canonical_dtype, dtype_bytes
-    from zerocalc.errors import ConfigError
-    from zerocalc.feasibility import FeasibilityConfig, run_feasibility
-    from zerocalc.units import parse_count
-
-    fmt = output_format(fmt, ("table", "json"))
-    names = _scheme_names(schemes, "--schemes")
-    plan_psi = parse_count(psi, option="--psi")
-    comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
-    topo = _load_topology(topology, None, None, None, None)
-    cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, micro_batches=micro_batches,
-                            gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
-    if plan_n is not None and plan_n < 1:
-        raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")
-    with _progress_bar("simulating") as progress:
-        result = run_feasibility(
-            cfg, names, plan_psi=plan_psi,
-            plan_comm_bytes=int(comm_bytes) if comm_bytes.denominator == 1 else comm_bytes,
-            plan_topology=topo, plan_n=n if plan_n is None else plan_n,
-            plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
-            progress=progress)
-    if fmt == "json":
-        import json
-
-        typer.echo(json.dumps(result.to_dict(), indent=2))
-    else:
-        typer.echo(_feasibility_table(result))
-
-
-def report_cmd(
-    output: Annotated[str, typer.Option("-o", "--output", "--out", help="PDF to write.")] = (
-        "reports/zero-colocation-review.pdf"),
-    psi: Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
-                                            "[default: 7.5e9].")] = None,
-    n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster.")] = 64,
-    gpus_per_node: Annotated[int | None, typer.Option(
-        "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
-    topology: Annotated[str, typer.Option(
-        "--topology",
-        help=_TOPOLOGY_HELP)] = "dgx-a100",
-    dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
-    trace: Annotated[list[str] | None, typer.Option(
-        "--trace", help="A trace file or a directory of one run (repeat for several runs; - or a pipe is "
-                        "read as check reads one); default: the real traces bundled with zerocalc.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
-    gpu_memory: Annotated[str | None, typer.Option(
-        "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
-                             "[default: the topology's, where it gives one].")] = None,
-    nccl_tuner: Annotated[str | None, typer.Option(
-        "--nccl-tuner", help=_TUNER_HELP + " The schemes are then also priced with NCCL's cost model, by "
-                             "itself and under these rules.")] = None,
-    ofi_tuner: Annotated[str | None, typer.Option(
-        "--ofi-tuner", help=_OFI_HELP + " The schemes are then also priced with NCCL's cost model, by itself "
-                            "and under the plugin.")] = None,
-    nccl_version: NcclVersionOption = None,
-    nccl_algo: NcclAlgoOption = None,
-    nccl_proto: NcclProtoOption = None,
-    nccl_env: NcclEnvOption = None,
-) -> None:
-    """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan.
-
-    With --nccl-version, --nccl-algo, --nccl-proto or --nccl-env (or a topology calibrated by fit --out),
-    the schemes are also priced with NCCL's cost model under them, as table prices them."""
-    import time
-    from pathlib import Path
-
-    start = time.perf_counter()
-
-    def progress(message: str) -> None:
-        typer.echo(f"[{time.perf_counter() - start:5.1f} s] {message}", err=True)
-
-    # Every option and input is checked before any work (and before any progress line): the
-    # cluster, the output path, the traces; only then are the model and matplotlib loaded.
-    from zerocalc.dtypes import canonical_dtype
-    from zerocalc.nccl.env_given import parse_given
-    from zerocalc.report.config import ReportConfig
-    from zerocalc.report.inputs import check_output, check_traces
-    from zerocalc.topology import PRESETS
-    from zerocalc.topology.devices import run_nodes
-    from zerocalc.units import parse_bytes
-
-    paths = tuple(Path(t) for t in trace or ())
-    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
-    loaded = _load_topology(topology, None, None, None, None)
-    topo, _ = run_nodes(loaded, n, gpus_per_node)  # a run's share of each node, as table prices it
-    tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
-    psi_count, _ = model_psi(psi, model, default="7.5e9")
-    warn_implausible(psi=psi_count, n=n)
-    config = ReportConfig(psi=float(psi_count), n=n,
-                          gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
-                          topology=topo if topology not in PRESETS or topo != loaded else topology,
-                          comm_dtype=canonical_dtype(dtype), traces=paths,
-                          gpu_memory_bytes=None if gpu_memory is None else float(
-                              parse_bytes(gpu_memory, "--gpu-memory")),
-                          nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
-                          nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()))
-    check_output(output, config)
-    check_traces(paths)
-    _nccl_refused_before_work(config)
-    progress("importing the model")
-    from zerocalc.report import write_report
-
-    write_report(output, config, progress)
-    progress(f"wrote {output}")
-
-
-def _nccl_refused_before_work(config) -> None:
-    """The report's pricing with NCCL's cost model tried once before any work, so that what it cannot price
-    (a version not modelled, a restriction leaving a collective no pair, a rule or plugin this cluster
-    cannot run, a topology without the fields the model needs) is refused with no PDF written."""
-    if not config.nccl_priced:
-        return
-    from zerocalc.report.sweeps import nccl_priced, nccl_under_tuner
-
-    if config.nccl_tuner is not None or config.ofi_tuner is not None:
-        nccl_under_tuner(config)
-    else:
-        nccl_priced(config)

@@ -55,6 +55,10 @@ class ReportConfig:
     nccl_algo: str | None = None
     nccl_proto: str | None = None
     nccl_env: tuple[tuple[str, str], ...] = ()
+    #: how the implementation plan's time is priced (``--time-model``): ``"nccl"`` (NCCL's cost model under
+    #: ``nccl_version`` / ``nccl_algo`` / ``nccl_proto``), ``"ring"`` (the α-β model), ``None`` (NCCL's
+    #: where the topology gives what it needs; :func:`zerocalc.feasibility.plan_pricing`)
+    plan_time_model: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""

@@ -14,7 +14,8 @@ from zerocalc.units import format_bytes
 def feasibility_result(config: ReportConfig):
     """The feasibility simulation behind section 7 (:func:`zerocalc.feasibility.run_feasibility`).
 
-    Its plan is priced on the report's cluster: Ψ, N, G, topology and wire element size.
+    Its plan is priced on the report's cluster: Ψ, N, G, topology and wire element size, timed as
+    ``config.plan_time_model`` says under the report's NCCL version and ``NCCL_ALGO`` / ``NCCL_PROTO``.
     """
     from fractions import Fraction
 
@@ -25,7 +26,13 @@ def feasibility_result(config: ReportConfig):
     b = Fraction(str(dtype_bytes(config.comm_dtype)))
     return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=int(b) if b.denominator == 1 else b,
                            plan_topology=config.topology, plan_n=config.n,
-                           plan_gpus_per_node=config.gpus_per_node)
+                           plan_gpus_per_node=config.gpus_per_node, plan_time_model=config.plan_time_model,
+                           plan_nccl=plan_nccl(config))
+
+
+def plan_nccl(config: ReportConfig) -> dict:
+    """The report's NCCL options as :func:`zerocalc.feasibility.plan_pricing` takes them."""
+    return dict(nccl_version=config.nccl_version, nccl_algo=config.nccl_algo, nccl_proto=config.nccl_proto)
 
 
 def divergence_vs_steps(config: ReportConfig, result=None) -> pd.DataFrame:
@@ -72,6 +79,7 @@ def plan_on_cluster(config: ReportConfig, result) -> pd.DataFrame:
              "time_saved_s": np.nan if p.time_saved_s is None else p.time_saved_s,
              "from_time_s": np.nan if p.from_time_s is None else p.from_time_s,
              "in_network": p.in_network, "available": p.available, "slower": p.slower,
+             "from_choice": p.from_choice, "to_choice": p.to_choice,
              "evidence": p.evidence, "note": p.note} for p in result.plan]
     return pd.DataFrame(rows)
 

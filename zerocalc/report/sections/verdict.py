@@ -45,18 +45,28 @@ def draw(w: Writer, data: ReportData) -> None:
         w.heading("In-network reduction", 2)
         w.paragraph(result.in_network_finding)
     w.heading("Implementation plan, priced on the chosen cluster", 2)
+    basis = result.plan_basis
+    by_nccl = basis.get("time_model") == "nccl"
     nccl = nccl_words(c)
-    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters." + (
-        f" {nccl[:1].upper()}{nccl[1:]} prices the schemes in section {number('volume_table')}; this plan is "
-        "the α-β model's, which the NCCL options do not change." if nccl else ""), size=8.5)
+    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters; time by "
+                f"{basis.get('time_model_name') or 'the ring α-β model'}." + (
+        f" {nccl[:1].upper()}{nccl[1:]} prices the schemes in section {number('volume_table')}"
+        + ("; the plan under the same version and NCCL_ALGO / NCCL_PROTO, without the tuner or --nccl-env."
+           if by_nccl else "; this plan is the α-β model's (--time-model ring).") if nccl else ""), size=8.5)
+    timing = ("NCCL's predicted time of the collectives it picks for each scheme (the pairs in the table's "
+              "last column, from → to); an item in the switch goes from the scheme without in-network "
+              "reduction to the same scheme with it, so it saves time only where NCCL picks NVLS / CollNet "
+              "over its rings and trees" if by_nccl else
+              "the ring α-β model's; an item in the switch goes from the scheme on rings to the same scheme "
+              "with its collectives in the switch")
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
-        "rules; within a tier by bytes saved). Bytes and time saved per rank per step are the model's "
-        f"difference between the two schemes on this cluster ({c.comm_dtype} on the wire, ring "
-        "algorithms); an item that keeps the scheme saves the share of the source scheme's traffic it "
-        "removes; an item in the switch is priced with the in-network reduction the cluster offers (with "
-        "NVLS and SHARP where it offers none, marked not available). Changes that are slower on this "
-        "cluster are listed apart, after the ones that help.", size=8.5)
+        "rules; within a tier by bytes saved). Bytes saved per rank per step are the model's difference "
+        f"between the two schemes on this cluster ({c.comm_dtype} on the wire); time saved is {timing}. An "
+        "item that keeps the scheme saves the share of the source scheme's traffic it removes; an item in "
+        "the switch is priced with the in-network reduction the cluster offers (with NVLS and SHARP where "
+        "it offers none, marked not available). Changes that are slower on this cluster are listed apart, "
+        "after the ones that help.", size=8.5)
     helps, slower = plan[~plan["slower"]], plan[plan["slower"]]
     _plan_table(w, helps)
     if len(slower):
@@ -86,6 +96,15 @@ def _plan_table(w: Writer, rows: pd.DataFrame) -> None:
         t = r.time_saved_s
         return format_seconds(t) if t >= 0 else f"−{format_seconds(-t)}"
 
+    def choices(r) -> str:
+        return r.from_choice + (f" → {r.to_choice}" if r.to_choice and r.to_choice != r.from_choice else "")
+
+    if rows["from_choice"].astype(bool).any():
+        w.table(["#", "step", "update", "from → to", "bytes saved", "time saved", "NCCL's choice"],
+                [[str(r.rank), step(r), r.update, f"{r.from_scheme} → {r.to_scheme}", saved_bytes(r),
+                  saved_time(r), choices(r)] for r in rows.itertuples()], align="llllrrl", size=6.5,
+                wrap={1: 40, 3: 20, 6: 30})
+        return
     w.table(["#", "step", "update", "from → to", "bytes saved", "time saved"],
             [[str(r.rank), step(r), r.update, f"{r.from_scheme} → {r.to_scheme}", saved_bytes(r),
               saved_time(r)] for r in rows.itertuples()], align="llllrr", size=7.0, wrap={1: 48, 3: 22})

@@ -1,0 +1,129 @@
+"""The implementation plan timed by NCCL's own cost model (``--time-model nccl``, the default where the
+topology gives what the model needs): against a measured pair of sweeps, against ``zerocalc table``'s
+``t NCCL`` (the plan must say what the table says), and the options at the command line."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.feasibility import FeasibilityConfig, run_feasibility
+
+DATA = Path(__file__).parent / "data" / "traces" / "nccl-tests"
+runner = CliRunner()
+
+
+def _out_of_place_us(name: str, size: int) -> list[float]:
+    """The out-of-place times (µs) of every row of ``size`` bytes in a bundled nccl-tests file, read off
+    its columns (size, count, type, redop, root, time, ...)."""
+    times = []
+    for line in (DATA / name).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0] == str(size) and re.fullmatch(r"[\d.]+", f[5]):
+            times.append(float(f[5]))
+    return times
+
+
+def _item(result, src, dst, in_network=""):
+    return next(p for p in result.plan
+                if (p.from_scheme, p.to_scheme, p.in_network) == (src, dst, in_network))
+
+
+def test_in_network_all_reduce_on_one_h100_node_against_the_measured_pair():
+    # togethercomputer/together-nccl-tests, one DGX-style host of 8 H100s, NCCL 2.26.2, 8 GiB of float:
+    # its default run (NVLS) and its ring config (NCCL_ALGO=RING NCCL_NVLS_ENABLE=0), two processes each
+    size = 8 * 2**30
+    nvls = _out_of_place_us("all_reduce_perf-2x8xH100-srun-two-processes-nccl2.26.2.out", size)
+    ring = _out_of_place_us("all_reduce_perf-2x8xH100-srun-two-processes-ring-nccl2.26.2.out", size)
+    assert len(nvls) == len(ring) == 2
+    t_nvls, t_ring = sum(nvls) / 2 * 1e-6, sum(ring) / 2 * 1e-6  # 31.41 ms and 40.83 ms
+    # dp's gradient all-reduce of Ψ = 2^31 fp32 parameters is that one 8 GiB call
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp", "deepspeed-zero2", "colocated"],
+                          plan_psi=2**31, plan_comm_bytes=4, plan_topology="dgx-h100", plan_n=8,
+                          plan_gpus_per_node=8, plan_nccl={"nccl_version": "2.26.2"})
+    item = _item(res, "dp", "dp", "nvls")
+    assert (item.from_choice, item.to_choice) == ("AR Ring/Simple", "AR NVLS/Simple")
+    assert 0.9 <= item.from_time_s / t_ring <= 1.1
+    assert 0.9 <= (item.from_time_s - item.time_saved_s) / t_nvls <= 1.1
+    assert 0.8 <= item.time_saved_s / (t_ring - t_nvls) <= 1.25  # 9.4 ms measured
+    assert res.plan_basis["time_model"] == "nccl" and "NCCL 2.26" in res.plan_basis["time_model_name"]
+    # the verdict's sentence is of DeepSpeed ZeRO-2 (its all-reduce, then the all-gather on a ring)
+    assert ("(NCCL's model: AR Ring/Simple; AG Ring/Simple without the switch, AR NVLS/Simple; "
+            "AG Ring/Simple with it)") in res.in_network_finding
+
+
+def _table(*args):
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "64", "--psi", "7.5e9", "--format",
+                            "json", *args])
+    assert r.exit_code == 0, r.output
+    return {row["scheme"]: row for row in json.loads(r.stdout)}
+
+
+@pytest.fixture(scope="module")
+def h100_64():
+    return run_feasibility(FeasibilityConfig(n=4, steps=1), plan_psi=int(7.5e9), plan_topology="dgx-h100",
+                           plan_n=64)
+
+
+def test_plan_times_what_the_table_prices(h100_64):
+    free = _table()
+    rings = _table("--nccl-env", "NCCL_NVLS_ENABLE=0")  # dgx-h100's only in-network reduction is NVLS
+    for p in h100_64.plan:
+        if p.in_network:
+            assert p.from_time_s == pytest.approx(rings[p.from_scheme]["time_s_nccl"], rel=1e-9)
+            assert p.from_choice == rings[p.from_scheme]["nccl_choice"]
+            to_time = p.from_time_s - p.time_saved_s
+            assert to_time == pytest.approx(free[p.to_scheme]["time_s_nccl"], rel=1e-9)
+            assert p.to_choice == free[p.to_scheme]["nccl_choice"]
+        elif p.time_saved_s is not None:
+            assert p.from_time_s == pytest.approx(free[p.from_scheme]["time_s_nccl"], rel=1e-9)
+            assert p.from_choice == free[p.from_scheme]["nccl_choice"]
+            if p.to_choice:
+                assert p.time_saved_s == pytest.approx(
+                    free[p.from_scheme]["time_s_nccl"] - free[p.to_scheme]["time_s_nccl"], rel=1e-9)
+
+
+def test_switch_that_nccl_does_not_pick_saves_no_time(h100_64):
+    # 8 DGX H100 nodes, 15 GB all-reduces: the table's NCCL keeps Ring whether or not NVLS may run
+    free, rings = _table(), _table("--nccl-env", "NCCL_NVLS_ENABLE=0")
+    assert free["dp"]["nccl_choice"] == rings["dp"]["nccl_choice"] == "AR Ring/Simple"
+    item = _item(h100_64, "dp", "dp", "nvls")
+    assert item.time_saved_s == 0 and not item.slower and item.bytes_saved_per_rank > 0
+    text = h100_64.in_network_finding
+    assert "NCCL's model keeps AR Ring/Simple; AG Ring/Simple with the switch there" in text
+
+
+def test_ring_time_model_is_the_alpha_beta_one():
+    res = run_feasibility(FeasibilityConfig(n=4, steps=1), ["dp", "deepspeed-zero2", "colocated"],
+                          plan_psi=int(7.5e9), plan_topology="dgx-h100", plan_n=64, plan_time_model="ring")
+    assert res.plan_basis["time_model"] == "ring" and res.plan_basis["algorithm"] == "ring"
+    assert all(not p.from_choice and not p.to_choice for p in res.plan)
+    assert _item(res, "dp", "dp", "nvls").time_saved_s > 0  # the α-β switch halves the all-reduce's bytes
+
+
+def test_cli_time_model_options(tmp_path):
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", "dgx-h100", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["plan_basis"]["time_model"] == "nccl" and doc["plan"][0]["from_choice"]
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", "dgx-h100"])
+    assert "time by NCCL 2.30's own cost model" in r.stdout and "[NCCL: AR " in r.stdout
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--time-model", "fast"])
+    assert r.exit_code == 2
+    assert r.output.strip() == "error: --time-model: must be one of nccl, ring, got 'fast'"
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--nccl-version", "2.1"])
+    assert r.exit_code == 2 and r.output.startswith("error: --nccl-version: NCCL 2.1")
+    assert len(r.output.splitlines()) == 1
+    lab = tmp_path / "lab.toml"  # α-β fields only: nothing NCCL's model could price
+    lab.write_text('name = "lab"\ngpus_per_node = 4\n[intra]\nalpha_us = 2\nbw_GBps = 100\n'
+                   '[inter]\nalpha_us = 5\nbw_GBps = 12\n')
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", str(lab)])
+    assert r.exit_code == 0 and "time by the ring α-β model" in r.stdout
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", str(lab), "--time-model", "nccl"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert "--time-model: topology 'lab' does not give compute_capability" in r.output
+    r = runner.invoke(app, ["report", "--time-model", "fast", "-o", str(tmp_path / "r.pdf")])
+    assert r.exit_code == 2 and not (tmp_path / "r.pdf").exists()

@@ -1,0 +1,107 @@
+"""The implementation plan's time, priced with NCCL's own cost model (RCCL's on AMD GPUs).
+
+:func:`zerocalc.plan.build_plan` asks for the time of each scheme it compares, keyed ``(scheme, ops)``:
+
+- ``ops == ()``: the scheme on the cluster as it is, with every algorithm NCCL has there (NVLS, NVLS
+  Tree, CollNet where the topology offers in-network reduction), at NCCL's own choice per collective;
+- ``ops is None``: the same without in-network reduction (the topology's ``in_network_reduction``
+  emptied): rings and trees only, the baseline an in-network item is measured against;
+- ``ops`` a tuple of collectives: with the switches of the plan's kinds, offered or not (a cluster that
+  has none is priced as if it had them, and the plan marks the item not available).
+
+NCCL decides per call whether the switch pays: where its model predicts Ring faster than NVLS Tree (large
+all-reduces across nodes of DGX H100s), it keeps Ring, so in-network reduction saves no time even though
+a rank would inject fewer bytes. That is what :func:`nccl_plan_times` prices, the same way ``zerocalc
+table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from zerocalc.plan import ALL_KINDS, PlanTimes
+
+#: ``--time-model`` values: NCCL's (or RCCL's) cost model, the textbook ring α-β model.
+TIME_MODELS = ("nccl", "ring")
+
+
+def nccl_priceable(topology) -> bool:
+    """Whether NCCL's model (RCCL's on AMD GPUs) can price ``topology``: it gives every field the model
+    needs (:func:`zerocalc.nccl_pricing.missing_fields`)."""
+    from zerocalc.nccl_pricing import missing_fields
+
+    return topology.gpu_arch is not None or not missing_fields(topology)
+
+
+class NcclPlanPricing:
+    """:func:`nccl_plan_times` under one set of NCCL options, as :func:`zerocalc.plan.build_plan` calls
+    its ``pricing``; ``model`` names the cost model once it has priced (empty before)."""
+
+    def __init__(self, nccl_version: str | None = None, nccl_algo: str | None = None,
+                 nccl_proto: str | None = None) -> None:
+        self.options = dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto)
+        self.model = ""
+
+    def check(self, topology) -> None:
+        """Refuse, before any work, a version or an ``NCCL_ALGO`` / ``NCCL_PROTO`` list the model of
+        ``topology``'s GPUs (NCCL's, RCCL's on AMD GPUs) does not take: a
+        :class:`~zerocalc.errors.ConfigError` naming the option."""
+        from zerocalc.nccl.env import restrictions
+
+        version = self.options["nccl_version"]
+        if topology.gpu_arch is not None:
+            from zerocalc.nccl.rccl_releases import rccl_release_for
+
+            rccl_release_for(version)
+        elif version is not None:
+            from zerocalc.nccl import release_for
+
+            release_for(version)
+        restrictions(self.options["nccl_algo"], self.options["nccl_proto"], version)
+
+    def __call__(self, keys, kinds, topology, **sizes) -> PlanTimes:
+        priced = nccl_plan_times(keys, kinds, topology, **sizes, **self.options)
+        self.model = priced.model
+        return priced
+
+
+def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, psi: float, n: int, g: int,
+                    comm_bytes: float, nccl_version: str | None = None, nccl_algo: str | None = None,
+                    nccl_proto: str | None = None) -> PlanTimes:
+    """Each ``(scheme, ops)`` of ``keys`` priced with NCCL ``nccl_version``'s model (see the module's
+    text for ``ops``) at Ψ = ``psi``, N = ``n``, G = ``g`` and ``comm_bytes`` per element on the wire,
+    under ``NCCL_ALGO`` / ``NCCL_PROTO`` where given; ``kinds``: the in-network reduction of the plan's
+    switch items. One evaluated table per topology variant, as ``zerocalc table`` prices it."""
+    from zerocalc.evaluate import evaluate
+
+    offered = tuple(topology.in_network_reduction or ())
+    variants = {None: replace(topology, in_network_reduction=()), (): topology}
+    switched = tuple(k for k in ALL_KINDS if k in offered or k in kinds)
+    by_variant: dict = {}
+    for name, ops in dict.fromkeys(keys):
+        variant = ops if ops is None or ops == () else "switch"
+        by_variant.setdefault(variant, []).append((name, ops))
+    times, choices, model = {}, {}, ""
+    for variant, items in by_variant.items():
+        topo = variants.get(variant) or replace(topology, in_network_reduction=switched)
+        names = list(dict.fromkeys(name for name, _ in items))
+        df = evaluate(names, psi=psi, n=n, gpus_per_node=g, topology=topo, comm_dtype=float(comm_bytes))
+        priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto)
+        model = model or priced.notes[0].removeprefix("t NCCL: ").split(", the algorithm")[0]
+        row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
+        for name, ops in items:
+            times[(name, ops)], choices[(name, ops)] = row[name]
+    return PlanTimes(times, choices, model)
+
+
+def _price(df, topo, nccl_version, nccl_algo, nccl_proto):
+    """``df`` priced as ``zerocalc table`` prices it: RCCL's model on AMD GPUs, NCCL's otherwise."""
+    if topo.gpu_arch is not None:
+        from zerocalc.rccl_pricing import price_rows_rccl
+
+        return price_rows_rccl(df, topo, rccl_version=nccl_version, nccl_algo=nccl_algo,
+                               nccl_proto=nccl_proto)
+    from zerocalc.nccl_pricing import price_rows
+
+    return price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto)
