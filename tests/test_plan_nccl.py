@@ -127,3 +127,35 @@ def test_cli_time_model_options(tmp_path):
     assert "--time-model: topology 'lab' does not give compute_capability" in r.output
     r = runner.invoke(app, ["report", "--time-model", "fast", "-o", str(tmp_path / "r.pdf")])
     assert r.exit_code == 2 and not (tmp_path / "r.pdf").exists()
+
+
+def test_amd_cluster_is_timed_by_rccl_and_leaves_the_switch_unpriced():
+    # RCCL's tuning model (ROCm/rccl src/graph/tuning.cc) has no NVLS and no CollNet: the plan's
+    # in-network items keep their bytes, and their time is said not priced rather than zero
+    res = run_feasibility(FeasibilityConfig(n=4, steps=1), ["dp", "deepspeed-zero2", "colocated"],
+                          plan_psi=int(7.5e9), plan_topology="amd-mi300x", plan_n=16)
+    assert res.plan_basis["time_model_name"].startswith("RCCL 2.21.5's own cost model (ROCm")
+    item = _item(res, "dp", "dp", "nvls+sharp")
+    assert item.time_saved_s is None and item.bytes_saved_per_rank > 0 and item.available is False
+    assert item.from_choice == "AR Ring/Simple" and not item.to_choice
+    assert "Its time is not priced: RCCL's cost model" in res.in_network_finding
+    exact = _item(res, "deepspeed-zero2", "zero2")
+    assert exact.time_saved_s > 0 and exact.to_choice.startswith("RS ")
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", "amd-mi300x", "--plan-n", "16"])
+    assert "[RCCL: AR Ring/Simple" in r.stdout and "[NCCL:" not in r.stdout
+
+
+def test_calibrated_topology_marks_the_pairs_its_calibration_times(tmp_path):
+    # fit --out on the bundled 16 x H100 all-reduce sweep (2 nodes, NCCL 2.26.2): the plan on that
+    # topology at N = 16 times its all-reduces by the calibration, at the release it was fitted at
+    sweep = DATA / "all_reduce_perf-16xH100-2nodes-ib-nccl2.26.2.txt"
+    cal = tmp_path / "c.toml"
+    assert runner.invoke(app, ["fit", str(sweep), "--out", str(cal)]).exit_code == 0
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", str(cal), "--plan-n", "16",
+                            "--format", "json"])
+    doc = json.loads(r.stdout)
+    assert doc["plan_basis"]["time_model_name"].startswith("NCCL 2.26's own cost model")
+    ar = [p for p in doc["plan"] if p["from_choice"].startswith("AR ")]
+    assert ar and all(p["from_choice"].split(";")[0].endswith("*") for p in ar)
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", str(cal), "--plan-n", "16"])
+    assert "* timed by the calibration of topology c (fit --out)" in r.stdout

@@ -199,7 +199,8 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     in-network reduction priced (default: the topology's, else both, marked unavailable). ``pricing``
     (default :func:`alpha_beta_times`) times the schemes: called as it is, with ``(scheme, ops)`` keys
     (``ops`` ``()``: the cluster as it is; ``None``: without in-network reduction, an in-network
-    item's baseline; collectives: through the switch), returning a :class:`PlanTimes`."""
+    item's baseline; collectives: through the switch), returning a :class:`PlanTimes`; a key it leaves
+    out leaves the item's time saved unpriced (``None``)."""
     from zerocalc.schemes import get_scheme
 
     offered = tuple(getattr(topology, "in_network_reduction", None) or ()) if topology is not None else ()
@@ -258,11 +259,11 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
             evidence = f"model: {c.dst} equivalent_to_dp={get_scheme(c.dst).equivalent_at(n)} at N = {n}"
         time_saved = from_time = None
         src_key, dst_key = _time_keys(c)
-        if times is not None:
+        if times is not None and src_key in times:
             from_time = times[src_key]
             if frac is not None:
                 time_saved = float(frac) * from_time
-            elif saved is not None:
+            elif saved is not None and dst_key in times:
                 time_saved = from_time - times[dst_key]
         worse = (time_saved < 0) if time_saved is not None else (saved is not None and saved < 0)
         rows.append(PlanItem(0, action, c.src, c.dst, None if saved is None else float(saved),
@@ -337,6 +338,9 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
                 f"{wanted:.3g})")
     sim = item.evidence if item.evidence.startswith("simulated") else ""
     text += f" ({sim})." if sim else "."
+    if item.time_saved_s is None and item.from_time_s is not None:
+        text += (" Its time is not priced: RCCL's cost model, which times this cluster, has no in-network "
+                 "algorithm.")
     if item.time_saved_s is not None:
         fmt = format_time or (lambda t: f"{t:.3g} s")
         t = item.time_saved_s

@@ -7,7 +7,8 @@
 - ``ops is None``: the same without in-network reduction (the topology's ``in_network_reduction``
   emptied): rings and trees only, the baseline an in-network item is measured against;
 - ``ops`` a tuple of collectives: with the switches of the plan's kinds, offered or not (a cluster that
-  has none is priced as if it had them, and the plan marks the item not available).
+  has none is priced as if it had them, and the plan marks the item not available). RCCL's model has
+  no in-network algorithm, so on AMD GPUs these keys are left unpriced.
 
 NCCL decides per call whether the switch pays: where its model predicts Ring faster than NVLS Tree (large
 all-reduces across nodes of DGX H100s), it keeps Ring, so in-network reduction saves no time even though
@@ -17,6 +18,7 @@ table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -84,15 +86,24 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
         by_variant.setdefault(variant, []).append((name, ops))
     times, choices, model = {}, {}, ""
     for variant, items in by_variant.items():
+        if variant == "switch" and topology.gpu_arch is not None:
+            continue  # RCCL's model has no in-network algorithm: those keys stay unpriced
         topo = variants.get(variant) or replace(topology, in_network_reduction=switched)
         names = list(dict.fromkeys(name for name, _ in items))
         df = evaluate(names, psi=psi, n=n, gpus_per_node=g, topology=topo, comm_dtype=float(comm_bytes))
         priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto)
-        model = model or priced.notes[0].removeprefix("t NCCL: ").split(", the algorithm")[0]
+        model = model or _model_name(priced.notes[0])
         row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
         for name, ops in items:
             times[(name, ops)], choices[(name, ops)] = row[name]
     return PlanTimes(times, choices, model)
+
+
+def _model_name(note: str) -> str:
+    """The cost model a pricing's first note names: ``NCCL 2.30's own cost model (v2.30.7-1
+    tuning.cc)``, ``RCCL 2.21.5's own cost model (ROCm 6.3)``."""
+    m = re.match(r"t [NR]CCL: ([NR]CCL \S+'s own cost model \([^;)]*)", note)
+    return f"{m.group(1)})" if m else note
 
 
 def _price(df, topo, nccl_version, nccl_algo, nccl_proto):

@@ -218,6 +218,8 @@ def _feasibility_table(result) -> str:
                   f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
                   f"wire elements; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
 
+    lib = "RCCL" if str(b.get("time_model_name") or "").startswith("RCCL") else "NCCL"
+
     def item_lines(p) -> list[str]:
         if p.bytes_saved_per_rank is None:
             saved = "not priced"
@@ -230,7 +232,7 @@ def _feasibility_table(result) -> str:
             saved += (f", {format_seconds(p.time_saved_s)} per step" if p.time_saved_s >= 0
                       else f", {format_seconds(-p.time_saved_s)} slower per step")
         if p.from_choice:
-            saved += (f" [NCCL: {p.from_choice}" + (f" → {p.to_choice}" if p.to_choice and
+            saved += (f" [{lib}: {p.from_choice}" + (f" → {p.to_choice}" if p.to_choice and
                                                      p.to_choice != p.from_choice else "") + "]")
         switch = f" [in the switch: {p.in_network}{'' if p.available is not False else ', not available'}]" \
             if p.in_network else ""
@@ -245,6 +247,11 @@ def _feasibility_table(result) -> str:
                   "  sending more bytes (kept apart):"]
         for p in worse:
             lines += item_lines(p)
+    from zerocalc.nccl.steps import CALIBRATED_MARK
+
+    if any(CALIBRATED_MARK in p.from_choice + p.to_choice for p in result.plan):
+        lines += ["", f"  {CALIBRATED_MARK} timed by the calibration of topology {b['topology']} "
+                      f"(fit --out), the other pairs by {lib}'s tables"]
     return "\n".join(lines)
 
 
