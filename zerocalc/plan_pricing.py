@@ -19,6 +19,7 @@ table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`).
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -74,9 +75,7 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
     """Each ``(scheme, ops)`` of ``keys`` priced with NCCL ``nccl_version``'s model (see the module's
     text for ``ops``) at Ψ = ``psi``, N = ``n``, G = ``g`` and ``comm_bytes`` per element on the wire,
     under ``NCCL_ALGO`` / ``NCCL_PROTO`` where given; ``kinds``: the in-network reduction of the plan's
-    switch items. One evaluated table per topology variant, as ``zerocalc table`` prices it."""
-    from zerocalc.evaluate import evaluate
-
+    switch items. One table of rows per topology variant, priced as ``zerocalc table`` prices it."""
     offered = tuple(topology.in_network_reduction or ())
     variants = {None: replace(topology, in_network_reduction=()), (): topology}
     switched = tuple(k for k in ALL_KINDS if k in offered or k in kinds)
@@ -90,13 +89,38 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
             continue  # RCCL's model has no in-network algorithm: those keys stay unpriced
         topo = variants.get(variant) or replace(topology, in_network_reduction=switched)
         names = list(dict.fromkeys(name for name, _ in items))
-        df = evaluate(names, psi=psi, n=n, gpus_per_node=g, topology=topo, comm_dtype=float(comm_bytes))
+        df = _Rows(names, psi=psi, n=n, g=g, comm_bytes=float(comm_bytes))
         priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto)
         model = model or _model_name(priced.notes[0])
         row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
         for name, ops in items:
             times[(name, ops)], choices[(name, ops)] = row[name]
     return PlanTimes(times, choices, model)
+
+
+class _Rows:
+    """The rows :func:`zerocalc.nccl_pricing.price_rows` (and RCCL's) reads, one per scheme, as
+    :func:`zerocalc.evaluate.evaluate` lays them out for one configuration (tp = pp = 1, one
+    micro-batch, HSDP's shard group the node's ranks of the group): the two things the pricing reads of
+    a frame, its ``scheme`` column and :meth:`itertuples`, without compiling the symbolic model's
+    volumes and times (or importing pandas), which it does not read."""
+
+    def __init__(self, names: list[str], *, psi: float, n: int, g: int, comm_bytes: float) -> None:
+        from zerocalc.evaluate import data_parallel_layout
+
+        n_dp, g_dp, g_node = data_parallel_layout(n, g)
+        self.names = list(names)
+        self.config = dict(psi=float(psi), n=float(n), gpus_per_node=float(g_node),
+                           comm_bytes_per_element=comm_bytes, param_comm_bytes_per_element=comm_bytes,
+                           grad_comm_bytes_per_element=comm_bytes, micro_batches=1, grad_sync="every",
+                           tp=1, pp=1, dp_size=float(n_dp), hsdp_shard_size=float(g_dp))
+
+    def __getitem__(self, column: str) -> list:
+        return self.names if column == "scheme" else [self.config[column]] * len(self.names)
+
+    def itertuples(self, index: bool = False):
+        row = namedtuple("Row", ["scheme", *self.config])
+        return (row(name, *self.config.values()) for name in self.names)
 
 
 def _model_name(note: str) -> str:
