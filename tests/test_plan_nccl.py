@@ -159,3 +159,14 @@ def test_calibrated_topology_marks_the_pairs_its_calibration_times(tmp_path):
     assert ar and all(p["from_choice"].split(";")[0].endswith("*") for p in ar)
     r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", str(cal), "--plan-n", "16"])
     assert "* timed by the calibration of topology c (fit --out)" in r.stdout
+
+
+def test_a_scheme_the_release_cannot_run_leaves_its_item_unpriced():
+    # NCCL 2.6 has no send/receive (2.7 brought them): ZeRO++'s all-to-all cannot be timed, and its item
+    # says so instead of a time (JSON null, never NaN)
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--nccl-version", "2.6", "--format", "json"])
+    assert r.exit_code == 0 and "NaN" not in r.stdout
+    (zpp,) = [p for p in json.loads(r.stdout)["plan"] if p["to_scheme"] == "zeropp"]
+    assert zpp["time_saved_s"] is None and zpp["bytes_saved_per_rank"] > 0 and not zpp["to_choice"]
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--nccl-version", "2.6"])
+    assert "zero3 → zeropp: saves 14.06 GB (1.88 B/parameter), time not priced by NCCL's model" in r.stdout

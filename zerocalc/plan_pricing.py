@@ -18,6 +18,7 @@ table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import namedtuple
 from collections.abc import Iterable
@@ -77,24 +78,27 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
     under ``NCCL_ALGO`` / ``NCCL_PROTO`` where given; ``kinds``: the in-network reduction of the plan's
     switch items. One table of rows per topology variant, priced as ``zerocalc table`` prices it."""
     offered = tuple(topology.in_network_reduction or ())
-    variants = {None: replace(topology, in_network_reduction=()), (): topology}
     switched = tuple(k for k in ALL_KINDS if k in offered or k in kinds)
+    variants = {"as is": topology, "rings": replace(topology, in_network_reduction=()),
+                "switch": replace(topology, in_network_reduction=switched)}
     by_variant: dict = {}
     for name, ops in dict.fromkeys(keys):
-        variant = ops if ops is None or ops == () else "switch"
+        variant = "rings" if ops is None else "as is" if ops == () else "switch"
         by_variant.setdefault(variant, []).append((name, ops))
     times, choices, model = {}, {}, ""
     for variant, items in by_variant.items():
         if variant == "switch" and topology.gpu_arch is not None:
             continue  # RCCL's model has no in-network algorithm: those keys stay unpriced
-        topo = variants.get(variant) or replace(topology, in_network_reduction=switched)
+        topo = variants[variant]
         names = list(dict.fromkeys(name for name, _ in items))
         df = _Rows(names, psi=psi, n=n, g=g, comm_bytes=float(comm_bytes))
         priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto)
         model = model or _model_name(priced.notes[0])
         row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
         for name, ops in items:
-            times[(name, ops)], choices[(name, ops)] = row[name]
+            t, c = row[name]
+            if not math.isnan(t):  # a phase the release cannot run (send/receive before NCCL 2.7): unpriced
+                times[(name, ops)], choices[(name, ops)] = t, c
     return PlanTimes(times, choices, model)
 
 

@@ -231,6 +231,8 @@ def _feasibility_table(result) -> str:
         if p.time_saved_s is not None:
             saved += (f", {format_seconds(p.time_saved_s)} per step" if p.time_saved_s >= 0
                       else f", {format_seconds(-p.time_saved_s)} slower per step")
+        elif where and p.bytes_saved_per_rank is not None:
+            saved += f", time not priced by {lib}'s model"
         if p.from_choice:
             saved += (f" [{lib}: {p.from_choice}" + (f" → {p.to_choice}" if p.to_choice and
                                                      p.to_choice != p.from_choice else "") + "]")
