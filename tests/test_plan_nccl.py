@@ -170,3 +170,14 @@ def test_a_scheme_the_release_cannot_run_leaves_its_item_unpriced():
     assert zpp["time_saved_s"] is None and zpp["bytes_saved_per_rank"] > 0 and not zpp["to_choice"]
     r = runner.invoke(app, ["feasibility", "--steps", "1", "--nccl-version", "2.6"])
     assert "zero3 → zeropp: saves 14.06 GB (1.88 B/parameter), time not priced by NCCL's model" in r.stdout
+
+
+def test_restrictions_are_said_where_the_plan_is_timed_under_them():
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", "dgx-h100", "--plan-n", "8",
+                            "--nccl-algo", "ring", "--format", "json"])
+    doc = json.loads(r.stdout)
+    assert doc["plan_basis"]["time_model_name"].endswith("under NCCL_ALGO=ring")
+    # one DGX H100 node: without the restriction NCCL picks NVLS for dp's 15 GB all-reduce
+    item = next(p for p in doc["plan"] if p["from_scheme"] == "dp" and p["in_network"])
+    assert item["from_choice"] == item["to_choice"] == "AR Ring/Simple" and item["time_saved_s"] == 0
+    assert "with the switch there, under NCCL_ALGO=ring, so the bytes" in doc["verdict"]

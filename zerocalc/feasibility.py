@@ -307,8 +307,9 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
     from zerocalc.units import format_seconds
 
+    algo = (plan_nccl or {}).get("nccl_algo") if time_model == "nccl" else None
     finding = in_network_sentence(plan, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
-                                  basis=basis, format_time=format_seconds)
+                                  basis=basis, format_time=format_seconds, nccl_algo=algo)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,

@@ -303,13 +303,15 @@ def slower(plan: Sequence[PlanItem]) -> tuple[PlanItem, ...]:
 
 
 def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
-                        basis: str, format_time=None) -> str:
+                        basis: str, format_time=None, nccl_algo: str | None = None) -> str:
     """What in-network reduction does to the #4582 question, in numbers at the plan's basis.
 
     Per parameter per rank per step, bytes sent: data parallelism's all-reduce on a ring (2(N-1)/N·b),
     the same summed in the switch (:func:`zerocalc.in_network.scheme_link_bytes`), and the #4582
     all-gather alone (ring); then the plan's in-network item for DeepSpeed ZeRO-2 with its time on the
-    priced cluster (``format_time`` formats seconds). Empty when the plan has no in-network item.
+    priced cluster (``format_time`` formats seconds) and, where NCCL's model priced it, the pairs NCCL
+    picks without and with the switch (``nccl_algo``: the ``NCCL_ALGO`` it ran under). Empty when the
+    plan has no in-network item.
     """
     item = next((p for p in plan if p.in_network and p.from_scheme == "deepspeed-zero2"), None)
     if item is None:
@@ -346,7 +348,7 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
         t = item.time_saved_s
         change = f"saves {fmt(t)} per step" if t >= 0 else f"costs {fmt(-t)} more per step"
         where = (f"On {basis}, DeepSpeed ZeRO-2 as shipped (ZeRO-1 too, at one micro-batch) {change} "
-                 "that way" + _nccl_words(item))
+                 "that way" + _nccl_words(item, nccl_algo))
         if item.available is False:
             where += (" — if the hardware offered it: this cluster has no in-network reduction (NVLS needs "
                       "NVSwitch 3, H100 or later; SHARP needs SHARP-capable InfiniBand switches)")
@@ -354,13 +356,16 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
     return text
 
 
-def _nccl_words(item: PlanItem) -> str:
-    """What NCCL picks without and with the switch, where NCCL's model priced the item."""
+def _nccl_words(item: PlanItem, nccl_algo: str | None = None) -> str:
+    """What NCCL picks without and with the switch, where NCCL's model priced the item (under
+    ``NCCL_ALGO`` = ``nccl_algo`` where given)."""
     if not item.from_choice or not item.to_choice:
         return ""
     if item.from_choice == item.to_choice:
-        return (f": NCCL's model keeps {item.to_choice} with the switch there, its in-network algorithms "
-                "predicted slower at this size, so the bytes the switch would save buy no time")
+        why = (f"under NCCL_ALGO={nccl_algo}" if nccl_algo else
+               "its in-network algorithms predicted slower at this size")
+        return (f": NCCL's model keeps {item.to_choice} with the switch there, {why}, so the bytes the "
+                "switch would save buy no time")
     return f" (NCCL's model: {item.from_choice} without the switch, {item.to_choice} with it)"
 
 

@@ -40,7 +40,8 @@ def nccl_priceable(topology) -> bool:
 
 class NcclPlanPricing:
     """:func:`nccl_plan_times` under one set of NCCL options, as :func:`zerocalc.plan.build_plan` calls
-    its ``pricing``; ``model`` names the cost model once it has priced (empty before)."""
+    its ``pricing``; ``model`` names the cost model, and the ``NCCL_ALGO`` / ``NCCL_PROTO`` it ran under,
+    once it has priced (empty before)."""
 
     def __init__(self, nccl_version: str | None = None, nccl_algo: str | None = None,
                  nccl_proto: str | None = None) -> None:
@@ -66,7 +67,9 @@ class NcclPlanPricing:
 
     def __call__(self, keys, kinds, topology, **sizes) -> PlanTimes:
         priced = nccl_plan_times(keys, kinds, topology, **sizes, **self.options)
-        self.model = priced.model
+        under = [f"NCCL_{k}={self.options[o]}" for k, o in (("ALGO", "nccl_algo"), ("PROTO", "nccl_proto"))
+                 if self.options[o] is not None]
+        self.model = priced.model + (f" under {', '.join(under)}" if under else "")
         return priced
 
 
@@ -98,7 +101,7 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
         for name, ops in items:
             t, c = row[name]
             if not math.isnan(t):  # a phase the release cannot run (send/receive before NCCL 2.7): unpriced
-                times[(name, ops)], choices[(name, ops)] = t, c
+                times[(name, ops)], choices[(name, ops)] = t, "" if c == "-" else c  # "-": no call
     return PlanTimes(times, choices, model)
 
 
