@@ -176,7 +176,7 @@ def test_restrictions_are_said_where_the_plan_is_timed_under_them():
     r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", "dgx-h100", "--plan-n", "8",
                             "--nccl-algo", "ring", "--format", "json"])
     doc = json.loads(r.stdout)
-    assert doc["plan_basis"]["time_model_name"].endswith("under NCCL_ALGO=ring")
+    assert doc["plan_basis"]["time_model_name"].endswith("under NCCL_ALGO=ring, one call per phase")
     # one DGX H100 node: without the restriction NCCL picks NVLS for dp's 15 GB all-reduce
     item = next(p for p in doc["plan"] if p["from_scheme"] == "dp" and p["in_network"])
     assert item["from_choice"] == item["to_choice"] == "AR Ring/Simple" and item["time_saved_s"] == 0

@@ -363,7 +363,7 @@ def _nccl_words(item: PlanItem, nccl_algo: str | None = None) -> str:
         return ""
     if item.from_choice == item.to_choice:
         why = (f"under NCCL_ALGO={nccl_algo}" if nccl_algo else
-               "its in-network algorithms predicted slower at this size")
+               "its in-network algorithms predicted slower for one call of the whole vector")
         return (f": NCCL's model keeps {item.to_choice} with the switch there, {why}, so the bytes the "
                 "switch would save buy no time")
     return f" (NCCL's model: {item.from_choice} without the switch, {item.to_choice} with it)"

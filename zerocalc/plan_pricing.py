@@ -13,7 +13,9 @@
 NCCL decides per call whether the switch pays: where its model predicts Ring faster than NVLS Tree (large
 all-reduces across nodes of DGX H100s), it keeps Ring, so in-network reduction saves no time even though
 a rank would inject fewer bytes. That is what :func:`nccl_plan_times` prices, the same way ``zerocalc
-table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`).
+table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`): one call per phase,
+the phase's whole vector. Implementations that split it into buckets (DDP's 25 MB, DeepSpeed's
+``reduce_bucket_size``) make calls NCCL may time and choose for otherwise.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ class NcclPlanPricing:
         priced = nccl_plan_times(keys, kinds, topology, **sizes, **self.options)
         under = [f"NCCL_{k}={self.options[o]}" for k, o in (("ALGO", "nccl_algo"), ("PROTO", "nccl_proto"))
                  if self.options[o] is not None]
-        self.model = priced.model + (f" under {', '.join(under)}" if under else "")
+        self.model = (priced.model + (f" under {', '.join(under)}" if under else "")
+                      + ", one call per phase")
         return priced
 
 
