@@ -68,15 +68,16 @@ def draw(w: Writer, data: ReportData) -> None:
         "it offers none, marked not available). Changes that are slower on this cluster are listed apart, "
         "after the ones that help.", size=8.5)
     helps, slower = plan[~plan["slower"]], plan[plan["slower"]]
-    _plan_table(w, helps)
+    lib = "RCCL" if str(basis.get("time_model_name") or "").startswith("RCCL") else "NCCL"
+    _plan_table(w, helps, lib)
     if len(slower):
         w.paragraph("Slower on this cluster (sends fewer bytes, takes longer):", size=8.5)
-        _plan_table(w, slower)
+        _plan_table(w, slower, lib)
     w.paragraph("Evidence and caveats per step: " + " ".join(
         f"({r.rank}) {r.evidence}; {r.note}." for r in plan.itertuples()), size=7.5, color="#333333")
 
 
-def _plan_table(w: Writer, rows: pd.DataFrame) -> None:
+def _plan_table(w: Writer, rows: pd.DataFrame, lib: str = "NCCL") -> None:
     def step(r) -> str:
         if not r.in_network:
             return r.action
@@ -100,7 +101,7 @@ def _plan_table(w: Writer, rows: pd.DataFrame) -> None:
         return r.from_choice + (f" → {r.to_choice}" if r.to_choice and r.to_choice != r.from_choice else "")
 
     if rows["from_choice"].astype(bool).any():
-        w.table(["#", "step", "update", "from → to", "bytes saved", "time saved", "NCCL's choice"],
+        w.table(["#", "step", "update", "from → to", "bytes saved", "time saved", f"{lib}'s choice"],
                 [[str(r.rank), step(r), r.update, f"{r.from_scheme} → {r.to_scheme}", saved_bytes(r),
                   saved_time(r), choices(r)] for r in rows.itertuples()], align="llllrrl", size=6.5,
                 wrap={1: 40, 3: 20, 6: 30})
