@@ -181,3 +181,63 @@ def test_restrictions_are_said_where_the_plan_is_timed_under_them():
     item = next(p for p in doc["plan"] if p["from_scheme"] == "dp" and p["in_network"])
     assert item["from_choice"] == item["to_choice"] == "AR Ring/Simple" and item["time_saved_s"] == 0
     assert "with the switch there, under NCCL_ALGO=ring, so the bytes" in doc["verdict"]
+
+
+def test_buckets_against_the_measured_pair():
+    # the same host and runs: 8 GiB of fp32 in 1 GiB buckets is 8 calls of the sweeps' 1 GiB row
+    size = 2**30
+    nvls = _out_of_place_us("all_reduce_perf-2x8xH100-srun-two-processes-nccl2.26.2.out", size)
+    ring = _out_of_place_us("all_reduce_perf-2x8xH100-srun-two-processes-ring-nccl2.26.2.out", size)
+    t_nvls, t_ring = 8 * sum(nvls) / len(nvls) * 1e-6, 8 * sum(ring) / len(ring) * 1e-6  # 32.2, 41.7 ms
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp", "deepspeed-zero2", "colocated"],
+                          plan_psi=2**31, plan_comm_bytes=4, plan_topology="dgx-h100", plan_n=8,
+                          plan_gpus_per_node=8, plan_nccl={"nccl_version": "2.26.2", "call_bytes": size})
+    item = _item(res, "dp", "dp", "nvls")
+    assert (item.from_choice, item.to_choice) == ("AR Ring/Simple", "AR NVLS/Simple")
+    assert 0.9 <= item.from_time_s / t_ring <= 1.1
+    assert 0.9 <= (item.from_time_s - item.time_saved_s) / t_nvls <= 1.1
+    assert 0.8 <= item.time_saved_s / (t_ring - t_nvls) <= 1.25  # 9.5 ms measured
+    name = res.plan_basis["time_model_name"]
+    assert name.endswith("each phase in equal calls of at most 1.07 GB (--bucket)")
+
+
+def test_a_bucketed_phase_is_its_calls_of_the_bucket():
+    # dp's all-reduce of Ψ·b = 15 GB in buckets of 1.5 GB is 10 calls of 1.5 GB: ten times the table's
+    # NCCL time of Ψ = 7.5e8, with the pair NCCL picks for 1.5 GB
+    one = _table_at("7.5e8")
+    bucketed = _table_at("7.5e9", "--bucket", "1.5GB")
+    for scheme in ("dp", "zero2", "deepspeed-zero2"):
+        assert bucketed[scheme]["time_s_nccl"] == pytest.approx(10 * one[scheme]["time_s_nccl"], rel=1e-9)
+        assert bucketed[scheme]["nccl_choice"] == one[scheme]["nccl_choice"]
+    whole = _table_at("7.5e9")
+    assert whole["dp"]["nccl_choice"] == "AR Ring/Simple" != bucketed["dp"]["nccl_choice"]
+
+
+def _table_at(psi, *args):
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "64", "--psi", psi, "--format", "json",
+                            "--schemes", "dp,zero2,deepspeed-zero2", *args])
+    assert r.exit_code == 0, r.output
+    return {row["scheme"]: row for row in json.loads(r.stdout)}
+
+
+def test_bucket_options_refused_in_one_line(tmp_path):
+    for args, message in ((["table", "--bucket", "25"], "error: --bucket: '25' is not a size"),
+                          (["feasibility", "--steps", "1", "--bucket", "0MB"],
+                           "error: --bucket: must be positive"),
+                          (["feasibility", "--steps", "1", "--time-model", "ring", "--bucket", "1GB"],
+                           "error: --bucket: the plan is priced by the α-β ring model here"),
+                          (["report", "--bucket", "-1GB", "-o", str(tmp_path / "r.pdf")], "error: --bucket")):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and r.output.startswith(message) and len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "r.pdf").exists()
+
+
+def test_the_reports_bucket_reaches_its_plan():
+    from zerocalc import report
+
+    config = report.ReportConfig(topology="dgx-h100", n=64, bucket_bytes=25 * 2**20, feasibility_steps=1)
+    result = report.feasibility_result(config)
+    assert "equal calls of at most 26.21 MB" in result.plan_basis["time_model_name"]
+    assert config.nccl_priced  # the volume table is priced under it too
+    item = _item(result, "dp", "dp", "nvls")
+    assert item.to_choice == "AR NVLSTree/Simple"  # 25 MiB calls: NCCL picks NVLS Tree, not one call's Ring

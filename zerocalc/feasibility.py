@@ -331,7 +331,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
 def plan_pricing(topology, time_model: str | None, nccl: dict | None = None):
     """``(pricing, time model)``: how the plan on ``topology`` is timed. ``time_model`` ``"nccl"``:
     NCCL's cost model (RCCL's on AMD GPUs) under ``nccl`` (``nccl_version``, ``nccl_algo``,
-    ``nccl_proto``), a topology it cannot price being a :class:`ConfigError` naming what it lacks;
+    ``nccl_proto``, ``call_bytes``: the bucket), a topology it cannot price being a :class:`ConfigError`
+    naming what it lacks (a bucket without NCCL's model, one naming ``--bucket``);
     ``"ring"``: the α-β model (``pricing`` ``None``); ``None``: NCCL's where the topology gives what it
     needs, else the α-β model. ``pricing``: a :class:`zerocalc.plan_pricing.NcclPlanPricing`."""
     from zerocalc.plan_pricing import TIME_MODELS, NcclPlanPricing, nccl_priceable
@@ -339,7 +340,12 @@ def plan_pricing(topology, time_model: str | None, nccl: dict | None = None):
     if time_model is not None and time_model not in TIME_MODELS:
         raise ConfigError(f"must be one of {', '.join(TIME_MODELS)}, got {time_model!r}",
                           option="--time-model")
+    bucket = (nccl or {}).get("call_bytes")
     if topology is None or time_model == "ring" or (time_model is None and not nccl_priceable(topology)):
+        if bucket is not None and topology is not None:
+            raise ConfigError("the plan is priced by the α-β ring model here, one call per phase; a bucket "
+                              "is NCCL's model's (--time-model nccl on a topology that gives what it needs)",
+                              option="--bucket")
         return None, "ring"
     if not nccl_priceable(topology):
         from zerocalc.nccl_pricing import missing_fields

@@ -42,7 +42,7 @@ def missing_fields(topo: Topology) -> list[str]:
 def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo: str | None = None,
                nccl_proto: str | None = None, tuner: TunerConfig | None = None,
                reuse_distance: float = 1e9, ofi_tuner: OfiTuner | None = None,
-               nccl_env: Mapping[str, str] | None = None) -> NcclPricing:
+               nccl_env: Mapping[str, str] | None = None, call_bytes: float | None = None) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with NCCL ``nccl_version``'s
     model (default: the release ``topo``'s calibration was fitted at, else the latest modelled) on
     ``topo``: per phase the pair NCCL picks, or the one a tuner
@@ -56,7 +56,9 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
     (:func:`zerocalc.nccl.env_given.parse_given`), priced where NCCL's model reads them
     (:func:`zerocalc.nccl.env.settings`: the channel bounds, the launch's threads, ``NCCL_NVLS_ENABLE``,
     and the point-to-point variables where a scheme has an all-to-all; :func:`zerocalc.nccl.env_given.
-    on_topology`), the others said in a note."""
+    on_topology`), the others said in a note. ``call_bytes``: the largest call (``--bucket``), each
+    phase split into equal calls no larger (:func:`zerocalc.nccl.steps.phase_calls`; ``None``: one call
+    per phase)."""
     require_all(topo, REQUIRED_FIELDS, "NCCL's cost model")
     fitted = calibrated_version(topo.nccl_calibration) if topo.gpu_arch is None else None
     version = nccl_version or fitted or LATEST.tag.lstrip("v").split("-")[0]
@@ -77,7 +79,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
             phases = scheme_phases(r.scheme, topology=topo_dp, release=release, algo_enable=env.algo_enable,
                                    proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
                                    nccl_version=version, ofi=ofi_tuner, env=env,
-                                   **row_sizes(r, reuse_distance))
+                                   **row_sizes(r, reuse_distance, call_bytes))
         except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7)
             times.append(math.nan)
             choices.append("n/a")
@@ -91,8 +93,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         times.append(t)
         choices.append(c)
     notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
-             "protocol it picks per collective; one call per phase; all-to-all (A2A) by zerocalc's model of "
-             "NCCL's grouped send/receive (P2P)" + (f"; {note}" if note else ""),
+             f"protocol it picks per collective; {calls_words(call_bytes)}; all-to-all (A2A) by zerocalc's "
+             "model of NCCL's grouped send/receive (P2P)" + (f"; {note}" if note else ""),
              *([f"t NCCL: NVLS / NVLS Tree calls timed with NCCL {LATEST.name}'s figures for "
                 f"{nvls_corrected_for(topo)}, which NCCL 2.28.3 corrected; NCCL {release.name} chooses them "
                 "with its own"]
@@ -160,7 +162,16 @@ def nvls_corrected(release, topo: Topology) -> bool:
             and bool(topo.nvls) and (topo.nvswitch_gen or 0) >= 3 and cc >= 90)
 
 
-def row_sizes(r, reuse_distance: float) -> dict:
+def calls_words(call_bytes: float | None) -> str:
+    """How a phase is called, in words: ``one call per phase``, or in calls of at most the bucket."""
+    if call_bytes is None:
+        return "one call per phase"
+    from zerocalc.units import format_bytes
+
+    return f"each phase in equal calls of at most {format_bytes(call_bytes)} (--bucket)"
+
+
+def row_sizes(r, reuse_distance: float, call_bytes: float | None = None) -> dict:
     """The data-parallel group's sizes of one evaluated row, as :func:`zerocalc.nccl.steps.phase_calls`
     takes them: under tensor / pipeline parallelism the group is the row's ``dp_size`` ranks holding
     Ψ / (tp·pp) each (:func:`dp_gpus_per_node` of them on a node)."""
@@ -169,7 +180,8 @@ def row_sizes(r, reuse_distance: float) -> dict:
                 gpus_per_node=dp_gpus_per_node(int(r.gpus_per_node), tp, dp),
                 comm_bytes=float(r.comm_bytes_per_element), param_bytes=float(r.param_comm_bytes_per_element),
                 grad_bytes=float(r.grad_comm_bytes_per_element), micro_batches=int(r.micro_batches),
-                grad_sync=r.grad_sync, hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance)
+                grad_sync=r.grad_sync, hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance,
+                call_bytes=call_bytes)
 
 
 def dp_gpus_per_node(g: int, tp: int, dp: int) -> int:

@@ -14,8 +14,8 @@ NCCL decides per call whether the switch pays: where its model predicts Ring fas
 all-reduces across nodes of DGX H100s), it keeps Ring, so in-network reduction saves no time even though
 a rank would inject fewer bytes. That is what :func:`nccl_plan_times` prices, the same way ``zerocalc
 table`` prices its ``t NCCL`` column (:func:`zerocalc.nccl_pricing.price_rows`): one call per phase,
-the phase's whole vector. Implementations that split it into buckets (DDP's 25 MB, DeepSpeed's
-``reduce_bucket_size``) make calls NCCL may time and choose for otherwise.
+the phase's whole vector, or with ``--bucket`` equal calls no larger than an implementation's bucket
+(DDP's 25 MiB, DeepSpeed's ``reduce_bucket_size``), for which NCCL may choose otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections import namedtuple
 from collections.abc import Iterable
 from dataclasses import replace
 
+from zerocalc.nccl_pricing import calls_words
 from zerocalc.plan import ALL_KINDS, PlanTimes
 
 #: ``--time-model`` values: NCCL's (or RCCL's) cost model, the textbook ring α-β model.
@@ -46,8 +47,9 @@ class NcclPlanPricing:
     once it has priced (empty before)."""
 
     def __init__(self, nccl_version: str | None = None, nccl_algo: str | None = None,
-                 nccl_proto: str | None = None) -> None:
-        self.options = dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto)
+                 nccl_proto: str | None = None, call_bytes: float | None = None) -> None:
+        self.options = dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                            call_bytes=call_bytes)
         self.model = ""
 
     def check(self, topology) -> None:
@@ -72,16 +74,17 @@ class NcclPlanPricing:
         under = [f"NCCL_{k}={self.options[o]}" for k, o in (("ALGO", "nccl_algo"), ("PROTO", "nccl_proto"))
                  if self.options[o] is not None]
         self.model = (priced.model + (f" under {', '.join(under)}" if under else "")
-                      + ", one call per phase")
+                      + f", {calls_words(self.options['call_bytes'])}")
         return priced
 
 
 def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, psi: float, n: int, g: int,
                     comm_bytes: float, nccl_version: str | None = None, nccl_algo: str | None = None,
-                    nccl_proto: str | None = None) -> PlanTimes:
+                    nccl_proto: str | None = None, call_bytes: float | None = None) -> PlanTimes:
     """Each ``(scheme, ops)`` of ``keys`` priced with NCCL ``nccl_version``'s model (see the module's
     text for ``ops``) at Ψ = ``psi``, N = ``n``, G = ``g`` and ``comm_bytes`` per element on the wire,
-    under ``NCCL_ALGO`` / ``NCCL_PROTO`` where given; ``kinds``: the in-network reduction of the plan's
+    under ``NCCL_ALGO`` / ``NCCL_PROTO`` where given, each phase in equal calls of at most ``call_bytes``
+    (``--bucket``; ``None``: one call per phase); ``kinds``: the in-network reduction of the plan's
     switch items. One table of rows per topology variant, priced as ``zerocalc table`` prices it."""
     offered = tuple(topology.in_network_reduction or ())
     switched = tuple(k for k in ALL_KINDS if k in offered or k in kinds)
@@ -98,7 +101,7 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
         topo = variants[variant]
         names = list(dict.fromkeys(name for name, _ in items))
         df = _Rows(names, psi=psi, n=n, g=g, comm_bytes=float(comm_bytes))
-        priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto)
+        priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto, call_bytes)
         model = model or _model_name(priced.notes[0])
         row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
         for name, ops in items:
@@ -140,13 +143,14 @@ def _model_name(note: str) -> str:
     return f"{m.group(1)})" if m else note
 
 
-def _price(df, topo, nccl_version, nccl_algo, nccl_proto):
+def _price(df, topo, nccl_version, nccl_algo, nccl_proto, call_bytes):
     """``df`` priced as ``zerocalc table`` prices it: RCCL's model on AMD GPUs, NCCL's otherwise."""
     if topo.gpu_arch is not None:
         from zerocalc.rccl_pricing import price_rows_rccl
 
         return price_rows_rccl(df, topo, rccl_version=nccl_version, nccl_algo=nccl_algo,
-                               nccl_proto=nccl_proto)
+                               nccl_proto=nccl_proto, call_bytes=call_bytes)
     from zerocalc.nccl_pricing import price_rows
 
-    return price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto)
+    return price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                      call_bytes=call_bytes)

@@ -31,7 +31,7 @@ from zerocalc.nccl.steps import (
     phase_calls,
     scheme_time,
 )
-from zerocalc.nccl_pricing import NcclPricing, row_sizes
+from zerocalc.nccl_pricing import NcclPricing, calls_words, row_sizes
 from zerocalc.topology import Topology
 
 #: The variables of ``--nccl-env`` RCCL's model reads here (:func:`rccl_phases`: its tuning's enabled pairs).
@@ -74,7 +74,8 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
 
 def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl_algo: str | None = None,
                     nccl_proto: str | None = None, reuse_distance: float = 1e9,
-                    nccl_env: Mapping[str, str] | None = None) -> NcclPricing:
+                    nccl_env: Mapping[str, str] | None = None,
+                    call_bytes: float | None = None) -> NcclPricing:
     """Each row of ``df`` (an :func:`~zerocalc.evaluate.evaluate` frame) priced with RCCL ``rccl_version``'s
     model (default: :func:`zerocalc.nccl.rccl.rccl_default_for` the GPUs' architecture, 2.21.5, or 2.26.6
     on gfx950) on ``topo`` (an AMD machine), under the ``NCCL_ALGO`` / ``NCCL_PROTO`` given (RCCL reads
@@ -82,7 +83,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
     :func:`zerocalc.nccl_pricing.price_rows` takes it. A topology RCCL's model does not price is a
     :class:`~zerocalc.errors.ConfigError`. ``nccl_env``: ``--nccl-env``'s variables, read as
     :func:`zerocalc.nccl_pricing.price_rows` reads them (RCCL's model reads ``NCCL_ALGO`` / ``NCCL_PROTO`` of
-    them)."""
+    them). ``call_bytes``: the largest call, as :func:`zerocalc.nccl_pricing.price_rows` takes it."""
     release, note = rccl_release_for(rccl_version)
     if not rccl_version:
         release = rccl_default_for(topo.gpu_arch)
@@ -97,7 +98,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
     times, choices, tunings, a2a, shapes, fitted = [], [], {}, [], [], False
     for r in df.itertuples(index=False):
         phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
-                             proto_enable=env.proto_enable, **row_sizes(r, reuse_distance))
+                             proto_enable=env.proto_enable, **row_sizes(r, reuse_distance, call_bytes))
         shapes += [p.note for p in phases if p.note]
         fitted = fitted or any(p.calibrated for p in phases)
         a2a += [r.scheme] if any(p.algorithm == "unpriced" for p in phases) else []
@@ -110,7 +111,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
     across = any(t.n_nodes > 1 for t in tunings.values())
     notes = [f"t RCCL: RCCL {release.name}'s own cost model (ROCm {release.rocm}; {release.source}), the "
              "algorithm/protocol it picks per collective, MSCCL's in-place all-reduce programs where its "
-             "scheduler picks one; one call per phase"
+             f"scheduler picks one; {calls_words(call_bytes)}"
              + (f"; {' and '.join(words[m] for m in models)}" if models else "")
              + (f"; {note}" if note else ""),
              *(["t RCCL: across nodes RCCL's table picks the algorithm (from 2.25 its size ranges force the "

@@ -16,6 +16,7 @@ from zerocalc.cli.options import (
     _OFI_HELP,
     _TOPOLOGY_HELP,
     _TUNER_HELP,
+    BUCKET_HELP,
     NcclAlgoOption,
     NcclEnvOption,
     NcclProtoOption,
@@ -37,24 +38,26 @@ from zerocalc.rendering import (
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                   nccl_proto: str | None, reuse_distance: float = 1e9,
                   nccl_tuner: str | None = None, ofi_tuner: str | None = None,
-                  nccl_env: dict[str, str] | None = None) -> list[str]:
+                  nccl_env: dict[str, str] | None = None, call_bytes: float | None = None) -> list[str]:
     """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl_pricing`) to the
     table when the topology gives what the model needs, and ``nccl_ofi_tuner`` (the aws-ofi-nccl release
     whose tuner plugin priced them) under ``--ofi-tuner``; the notes to print under it. ``nccl_env``:
-    ``--nccl-env``'s variables (:func:`zerocalc.nccl.env_given.parse_given`)."""
+    ``--nccl-env``'s variables (:func:`zerocalc.nccl.env_given.parse_given`); ``call_bytes``: ``--bucket``,
+    the largest call, each phase priced in equal calls no larger."""
     from zerocalc.nccl_pricing import missing_fields, price_rows
 
     if topo.gpu_arch is not None:  # AMD GPUs: RCCL's model (zerocalc.rccl_pricing)
         return _rccl_columns(df, topo, (nccl_version, nccl_algo, nccl_proto, nccl_env), reuse_distance,
-                             nccl_tuner, ofi_tuner)
+                             nccl_tuner, ofi_tuner, call_bytes)
     tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
     missing = missing_fields(topo)
     if missing and nccl_version is None and nccl_algo is None and nccl_proto is None and nccl_tuner is None \
-            and ofi_tuner is None and not nccl_env:
+            and ofi_tuner is None and not nccl_env and call_bytes is None:
         return [f"no NCCL columns: topology {topo.name!r} does not give {', '.join(missing)} (and NCCL's "
                 f"model needs {'it' if len(missing) == 1 else 'them'})"]
     priced = price_rows(df, topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                        tuner=tuner, reuse_distance=reuse_distance, ofi_tuner=ofi, nccl_env=nccl_env)
+                        tuner=tuner, reuse_distance=reuse_distance, ofi_tuner=ofi, nccl_env=nccl_env,
+                        call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
     if ofi is not None:
@@ -63,7 +66,7 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
 
 
 def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str | None,
-                  ofi_tuner: str | None) -> list[str]:
+                  ofi_tuner: str | None, call_bytes: float | None = None) -> list[str]:
     """``time_s_nccl`` and ``nccl_choice`` priced by RCCL's model on a topology of AMD GPUs
     (:mod:`zerocalc.rccl_pricing`; ``given``: ``--nccl-version``, which is then RCCL's version,
     ``--nccl-algo``, ``--nccl-proto`` and ``--nccl-env``'s variables), and ``nccl_library`` (``RCCL``),
@@ -77,7 +80,7 @@ def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str
                               "zerocalc models no tuner plugin", option=flag)
     rccl_version, nccl_algo, nccl_proto, nccl_env = given
     priced = price_rows_rccl(df, topo, rccl_version=rccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                             reuse_distance=reuse_distance, nccl_env=nccl_env)
+                             reuse_distance=reuse_distance, nccl_env=nccl_env, call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
     df["nccl_library"] = "RCCL"
@@ -183,6 +186,7 @@ def table_command(
                                         "[default: the topology's, if it names one]."),
     sort: str = typer.Option(None, "--sort", help="time: the schemes that fit first, fastest first "
                                                   "(ring time); memory: least memory first."),
+    bucket: str = typer.Option(None, "--bucket", help=BUCKET_HELP),
 ) -> None:
     """Per-rank bytes sent per optimizer step, α-β time per algorithm, NCCL's own choice and time, and
     memory per GPU of each scheme.
@@ -193,8 +197,10 @@ def table_command(
     stage to use on this cluster."""
     from zerocalc.evaluate import evaluate
     from zerocalc.nccl.env_given import parse_given
+    from zerocalc.units import parse_bytes
 
     env_given = parse_given(nccl_env, nccl_algo, nccl_proto)  # a bad entry is refused before any work
+    call_bytes = None if bucket is None else parse_bytes(bucket, "--bucket")
     psi_count, preset = model_psi(psi, model, default="7.5e9")
     topo, nodes = _table_topology(topology, n, gpus_per_node, (intra_alpha_us, intra_bw_gbps, inter_alpha_us,
                                                                inter_bw_gbps))
@@ -205,7 +211,8 @@ def table_command(
                   hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance)
     warn_implausible(psi=psi_count, n=n)
     df, notes = _table_columns(df, topo, fmt, gpu_memory, sort, reuse_distance,
-                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner, env_given))
+                               (nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner, env_given),
+                               call_bytes)
     _write_table(df, fmt, _table_caption(df, psi_count, topo, wire, k, preset), nodes + notes)
 
 
@@ -223,13 +230,14 @@ def _table_topology(topology: str, n: int, gpus_per_node: int | None, overrides:
 
 
 def _table_columns(df, topo, fmt: TableFormat, gpu_memory: str | None, sort: str | None,
-                   reuse_distance: float, nccl: tuple[str | None, ...]):
+                   reuse_distance: float, nccl: tuple[str | None, ...], call_bytes: float | None = None):
     """The evaluated table with the columns the options ask for: NCCL's time and choice (``nccl``:
-    version, algorithms, protocols, tuner rules, aws-ofi-nccl release, ``--nccl-env``'s variables), 'fits'
-    and its sort, and in JSON the collectives of each scheme; and the notes to print under it."""
+    version, algorithms, protocols, tuner rules, aws-ofi-nccl release, ``--nccl-env``'s variables;
+    ``call_bytes``: ``--bucket``), 'fits' and its sort, and in JSON the collectives of each scheme; and
+    the notes to print under it."""
     nccl_version, nccl_algo, nccl_proto, nccl_tuner, ofi_tuner, nccl_env = nccl
     notes = list(_nccl_columns(df, topo, nccl_version, nccl_algo, nccl_proto, reuse_distance, nccl_tuner,
-                               ofi_tuner, nccl_env))
+                               ofi_tuner, nccl_env, call_bytes))
     df, memory_note = _fits(df, gpu_memory, topo, sort)
     notes += [memory_note] if memory_note else []
     notes += _step_notes(df)

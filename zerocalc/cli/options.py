@@ -80,6 +80,10 @@ NcclAlgoOption = Annotated[str | None, typer.Option(
 NcclProtoOption = Annotated[str | None, typer.Option(
     "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting NCCL's protocols.")]
 NcclEnvOption = Annotated[list[str] | None, typer.Option("--nccl-env", help=_NCCL_ENV_HELP)]
+#: ``--bucket``'s help, shared by table, feasibility and report
+BUCKET_HELP = ("Largest collective call (25MiB: DDP's bucket_cap_mb; 1GB: DeepSpeed's reduce_bucket_size of "
+               "5e8 fp16 elements): NCCL's time prices each phase as equal calls no larger, the pair NCCL "
+               "picks for that size [default: one call per phase, its whole vector].")
 #: ``--nccl-version`` of the commands that price the schemes (``table``, ``report``); ``check`` and ``fit``
 #: price files, which may state their own.
 NcclVersionOption = Annotated[str | None, typer.Option(

@@ -15,6 +15,7 @@ from zerocalc.cli.options import (
     _OFI_HELP,
     _TOPOLOGY_HELP,
     _TUNER_HELP,
+    BUCKET_HELP,
     NcclAlgoOption,
     NcclEnvOption,
     NcclProtoOption,
@@ -68,6 +69,7 @@ def feasibility_cmd(
                                          help="NCCL_ALGO list restricting NCCL's algorithms in the plan."),
     nccl_proto: str | None = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
                                           help="NCCL_PROTO list restricting NCCL's protocols in the plan."),
+    bucket: str | None = typer.Option(None, "--bucket", help=BUCKET_HELP),
 ) -> None:
     """Simulate each scheme on N ranks training a small MLP, compare with data parallelism and the model,
     and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to, priced on a
@@ -77,9 +79,10 @@ def feasibility_cmd(
     from zerocalc.dtypes import canonical_dtype, dtype_bytes
     from zerocalc.errors import ConfigError
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
-    from zerocalc.units import parse_count
+    from zerocalc.units import parse_bytes, parse_count
 
     fmt = output_format(fmt, ("table", "json"))
+    call_bytes = None if bucket is None else parse_bytes(bucket, "--bucket")
     names = _scheme_names(schemes, "--schemes")
     plan_psi = parse_count(psi, option="--psi")
     comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
@@ -95,7 +98,8 @@ def feasibility_cmd(
             plan_topology=topo, plan_n=n if plan_n is None else plan_n,
             plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
             plan_time_model=None if time_model is None else time_model.strip().lower(),
-            plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto),
+            plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                           call_bytes=call_bytes),
             progress=progress)
     if fmt == "json":
         import json
@@ -135,6 +139,7 @@ def report_cmd(
     nccl_proto: NcclProtoOption = None,
     nccl_env: NcclEnvOption = None,
     time_model: Annotated[str | None, typer.Option("--time-model", help=_TIME_MODEL_HELP)] = None,
+    bucket: Annotated[str | None, typer.Option("--bucket", help=BUCKET_HELP)] = None,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan.
 
@@ -174,7 +179,8 @@ def report_cmd(
                               parse_bytes(gpu_memory, "--gpu-memory")),
                           nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
                           nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()),
-                          plan_time_model=None if time_model is None else time_model.strip().lower())
+                          plan_time_model=None if time_model is None else time_model.strip().lower(),
+                          bucket_bytes=None if bucket is None else float(parse_bytes(bucket, "--bucket")))
     check_output(output, config)
     check_traces(paths)
     _nccl_refused_before_work(config)

@@ -80,10 +80,13 @@ def group_topology(topo: Topology, group: Group, g: int) -> tuple[Topology, int 
 
 def phase_calls(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_bytes: float,
                 param_bytes: float | None = None, grad_bytes: float | None = None, micro_batches: int = 1,
-                grad_sync: str = "every", hsdp_shard_size: int | None = None, reuse_distance: float = 1e9):
+                grad_sync: str = "every", hsdp_shard_size: int | None = None, reuse_distance: float = 1e9,
+                call_bytes: float | None = None):
     """Each phase of ``scheme`` at (Ψ, N, G, b) as the library sees it: ``(phase, ranks, bytes per call,
     bytes per element, calls per optimizer step)`` (:mod:`zerocalc.schemes`; the arguments as
-    :func:`scheme_phases` takes them)."""
+    :func:`scheme_phases` takes them). ``call_bytes``: the largest call (a bucket, as DDP's
+    ``bucket_cap_mb`` or DeepSpeed's ``reduce_bucket_size`` make them): a phase's vector above it is
+    ``k = ⌈bytes / call_bytes⌉`` equal calls of ``bytes / k``; ``None``: one call per phase."""
     g = min(gpus_per_node, n)
     values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
               S.b_p: comm_bytes if param_bytes is None else param_bytes,
@@ -95,7 +98,11 @@ def phase_calls(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_byt
         elements = float(sympy.sympify(ph.elements).subs(values))
         width = float(sympy.sympify(ph.elem_bytes).subs(values))
         calls = float(sympy.sympify(ph.calls * ph.runs(grad_sync)).subs(values))
-        yield ph, ranks, elements * width, width, calls
+        n_bytes = elements * width
+        if call_bytes is not None and n_bytes > call_bytes:
+            k = math.ceil(n_bytes / call_bytes)
+            n_bytes, calls = n_bytes / k, calls * k
+        yield ph, ranks, n_bytes, width, calls
 
 
 def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_bytes: float,
@@ -104,7 +111,7 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
                   micro_batches: int = 1, grad_sync: str = "every", hsdp_shard_size: int | None = None,
                   reuse_distance: float = 1e9, nvls_enable: bool = True, tuner: TunerConfig | None = None,
                   nccl_version: str | None = None, ofi: OfiTuner | None = None,
-                  env: Settings | None = None) -> list[PhaseTime]:
+                  env: Settings | None = None, call_bytes: float | None = None) -> list[PhaseTime]:
     """Each phase of ``scheme`` at (Ψ, N, G, b) priced with NCCL's model on ``topology``, per optimizer
     step: ``calls`` counts every run of the phase in the step's ``micro_batches`` (its cadence under
     ``grad_sync``, :mod:`zerocalc.schemes`); ``param_bytes`` / ``grad_bytes`` are the wire widths of the
@@ -117,7 +124,8 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
     it does on a phase's nodes, :func:`~zerocalc.nccl.ofi_tuner.require_coverage`). ``env``: the
     environment NCCL runs with (:func:`zerocalc.nccl.env.settings`): its channel bounds, its launch's
     thread settings and, for an all-to-all, the point-to-point variables it read (default: the
-    topology's profile's bounds, NCCL's defaults)."""
+    topology's profile's bounds, NCCL's defaults). ``call_bytes``: the largest call, a phase split into
+    equal calls below it (:func:`phase_calls`; ``None``: one call per phase)."""
     version = nccl_version or release.tag.lstrip("v").split("-")[0]
     if tuner is not None and ofi is not None:
         raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
@@ -131,7 +139,7 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
     for ph, ranks, n_bytes, _, calls in phase_calls(
             scheme, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes, param_bytes=param_bytes,
             grad_bytes=grad_bytes, micro_batches=micro_batches, grad_sync=grad_sync,
-            hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance):
+            hsdp_shard_size=hsdp_shard_size, reuse_distance=reuse_distance, call_bytes=call_bytes):
         if ranks <= 1 or n_bytes <= 0:
             out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
             continue

@@ -59,6 +59,9 @@ class ReportConfig:
     #: ``nccl_version`` / ``nccl_algo`` / ``nccl_proto``), ``"ring"`` (the α-β model), ``None`` (NCCL's
     #: where the topology gives what it needs; :func:`zerocalc.feasibility.plan_pricing`)
     plan_time_model: str | None = None
+    #: the largest collective call (``--bucket``, bytes): NCCL's model prices each phase in equal calls no
+    #: larger, in the volume table and the plan; ``None``: one call per phase
+    bucket_bytes: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -79,9 +82,9 @@ class ReportConfig:
             from zerocalc.nccl.env_given import parse_given
 
             parse_given([f"{k}={v}" for k, v in self.nccl_env], self.nccl_algo, self.nccl_proto)
-        mem = self.gpu_memory_bytes
-        if mem is not None and not (isinstance(mem, Real) and math.isfinite(mem) and mem > 0):
-            raise ConfigError(f"must be a positive number of bytes, got {mem!r}", option="--gpu-memory")
+        for value, option in ((self.gpu_memory_bytes, "--gpu-memory"), (self.bucket_bytes, "--bucket")):
+            if value is not None and not (isinstance(value, Real) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"must be a positive number of bytes, got {value!r}", option=option)
 
     @property
     def nccl_priced(self) -> bool:
@@ -89,7 +92,8 @@ class ReportConfig:
         topology calibrated on the cluster's own sweeps (``zerocalc fit --out``)."""
         from zerocalc.topology import get_topology
 
-        given = (self.nccl_version, self.nccl_algo, self.nccl_proto, self.nccl_tuner, self.ofi_tuner)
+        given = (self.nccl_version, self.nccl_algo, self.nccl_proto, self.nccl_tuner, self.ofi_tuner,
+                 self.bucket_bytes)
         return any(x is not None for x in given) or bool(self.nccl_env) or bool(
             get_topology(self.topology).nccl_calibration)
 
@@ -224,5 +228,10 @@ def nccl_words(config: ReportConfig) -> str:
            f"NCCL_PROTO={config.nccl_proto}" if config.nccl_proto is not None else "",
            *(f"{k}={v}" for k, v in config.nccl_env)]
     env = [e for e in env if e]
-    return f"{lib}'s cost model: {lib} {version}" + (f" under {', '.join(env)}" if env else "")
+    bucket = ""
+    if config.bucket_bytes is not None:
+        from zerocalc.units import format_bytes
+
+        bucket = f", calls of at most {format_bytes(config.bucket_bytes)}"
+    return f"{lib}'s cost model: {lib} {version}" + (f" under {', '.join(env)}" if env else "") + bucket
 

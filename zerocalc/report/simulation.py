@@ -32,7 +32,8 @@ def feasibility_result(config: ReportConfig):
 
 def plan_nccl(config: ReportConfig) -> dict:
     """The report's NCCL options as :func:`zerocalc.feasibility.plan_pricing` takes them."""
-    return dict(nccl_version=config.nccl_version, nccl_algo=config.nccl_algo, nccl_proto=config.nccl_proto)
+    return dict(nccl_version=config.nccl_version, nccl_algo=config.nccl_algo, nccl_proto=config.nccl_proto,
+                call_bytes=config.bucket_bytes)
 
 
 def divergence_vs_steps(config: ReportConfig, result=None) -> pd.DataFrame:

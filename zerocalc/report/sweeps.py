@@ -64,7 +64,7 @@ def volume_table(config: ReportConfig) -> pd.DataFrame:
 def _nccl_options(config: ReportConfig) -> dict:
     """The report's NCCL options as :func:`zerocalc.nccl_pricing.price_rows` takes them."""
     return dict(nccl_version=config.nccl_version, nccl_algo=config.nccl_algo, nccl_proto=config.nccl_proto,
-                nccl_env=dict(config.nccl_env))
+                nccl_env=dict(config.nccl_env), call_bytes=config.bucket_bytes)
 
 
 def _notes(priced_notes: list[str], leave_out: str = "") -> list[str]:
