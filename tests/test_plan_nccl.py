@@ -211,6 +211,7 @@ def test_a_bucketed_phase_is_its_calls_of_the_bucket():
         assert bucketed[scheme]["nccl_choice"] == one[scheme]["nccl_choice"]
     whole = _table_at("7.5e9")
     assert whole["dp"]["nccl_choice"] == "AR Ring/Simple" != bucketed["dp"]["nccl_choice"]
+    assert bucketed["dp"]["nccl_call_bytes"] == 1.5e9 and "nccl_call_bytes" not in whole["dp"]
 
 
 def _table_at(psi, *args):

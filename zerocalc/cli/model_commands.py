@@ -60,6 +60,8 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                         call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
+    if call_bytes is not None:
+        df["nccl_call_bytes"] = float(call_bytes)
     if ofi is not None:
         df["nccl_ofi_tuner"] = ofi.name
     return priced.notes
@@ -83,6 +85,8 @@ def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str
                              reuse_distance=reuse_distance, nccl_env=nccl_env, call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
+    if call_bytes is not None:
+        df["nccl_call_bytes"] = float(call_bytes)
     df["nccl_library"] = "RCCL"
     return priced.notes
 
