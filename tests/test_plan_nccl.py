@@ -197,6 +197,7 @@ def test_buckets_against_the_measured_pair():
     assert 0.9 <= item.from_time_s / t_ring <= 1.1
     assert 0.9 <= (item.from_time_s - item.time_saved_s) / t_nvls <= 1.1
     assert 0.8 <= item.time_saved_s / (t_ring - t_nvls) <= 1.25  # 9.5 ms measured
+    assert res.plan_basis["call_bytes"] == size
     name = res.plan_basis["time_model_name"]
     assert name.endswith("each phase in equal calls of at most 1.07 GB (--bucket)")
 

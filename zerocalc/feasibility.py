@@ -318,6 +318,7 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                                    else float(plan_comm_bytes)),
                     "period": plan_period, "algorithm": "ring" if time_model == "ring" else "nccl",
                     "time_model": time_model if topology is not None else None,
+                    "call_bytes": (plan_nccl or {}).get("call_bytes") if time_model == "nccl" else None,
                     "time_model_name": None if topology is None else pricing.model if pricing is not None
                     else "the ring α-β model",
                     "topology": None if topology is None else topology.name,
