@@ -329,6 +329,13 @@ def test_in_short_is_one_sentence_and_at_most_five_bullets_about_the_cluster(gen
     # 2·63/64·15e9 = 29.53 GB, the proposal half of it; ZeRO-2 memory 2Ψ + 14Ψ/64 = 16.64 GB.
     assert "Ψ = 7.5B on 64 GPUs (dgx-a100, fp16)" in box
     assert "skipping it sends 14.8 GB instead of ZeRO-2's 29.5 GB per GPU per step" in box
+    # its times are the plan's (zero2 → colocated), under the model that priced the plan
+    from zerocalc.units import format_seconds
+
+    plan = data.extra["plan"]
+    item = plan[(plan["from_scheme"] == "zero2") & (plan["to_scheme"] == "colocated")].iloc[0]
+    t_z2, t_col = item["from_time_s"], item["from_time_s"] - item["time_saved_s"]
+    assert f"({format_seconds(t_col)} instead of {format_seconds(t_z2)})" in box
     assert "(deepspeed-zero2 → zero2), 14.8 GB and" in box and "zero12" not in box
     assert "16.6 GB of model states per GPU" in box
     assert "ms" in box and "14.77" not in box and "7,500,000,000" not in box  # one number format
