@@ -243,3 +243,16 @@ def test_the_reports_bucket_reaches_its_plan():
     assert config.nccl_priced  # the volume table is priced under it too
     item = _item(result, "dp", "dp", "nvls")
     assert item.to_choice == "AR NVLSTree/Simple"  # 25 MiB calls: NCCL picks NVLS Tree, not one call's Ring
+
+
+def test_a_switch_nccl_mispicks_is_slower_and_says_why():
+    # 8 DGX H100 nodes in DDP's 25 MiB buckets: NCCL's estimate picks NVLS Tree, whose run pays its
+    # pipeline's fill (zerocalc.nccl.nvls_pipeline); without NVLS the call is Tree/LL128 and quicker
+    r = runner.invoke(app, ["feasibility", "--steps", "1", "--topology", "dgx-h100", "--plan-n", "64",
+                            "--bucket", "25MiB", "--format", "json"])
+    doc = json.loads(r.stdout)
+    item = next(p for p in doc["plan"] if p["from_scheme"] == "dp" and p["in_network"])
+    assert item["slower"] and item["time_saved_s"] < 0
+    assert (item["from_choice"], item["to_choice"]) == ("AR Tree/LL128", "AR NVLSTree/Simple")
+    verdict = " ".join(doc["verdict"].split())
+    assert "; NCCL picks NVLS Tree by its own estimate, which leaves out the fill" in verdict

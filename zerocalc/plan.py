@@ -366,7 +366,11 @@ def _nccl_words(item: PlanItem, nccl_algo: str | None = None) -> str:
                "its in-network algorithms predicted slower for one call of the whole vector")
         return (f": NCCL's model keeps {item.to_choice} with the switch there, {why}, so the bytes the "
                 "switch would save buy no time")
-    return f" (NCCL's model: {item.from_choice} without the switch, {item.to_choice} with it)"
+    words = f"NCCL's model: {item.from_choice} without the switch, {item.to_choice} with it"
+    if (item.time_saved_s or 0) < 0 and "NVLSTree" in item.to_choice:
+        words += ("; NCCL picks NVLS Tree by its own estimate, which leaves out the fill of NVLS Tree's "
+                  "pipeline that the call then pays, zerocalc.nccl.nvls_pipeline")
+    return f" ({words})"
 
 
 def saving_sentence(action: str | None, from_scheme: str | None, to_scheme: str | None,
