@@ -29,7 +29,7 @@ from zerocalc.sim.compare import REL_TOL
 from zerocalc.units import format_diff
 
 __all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "PlanTimes", "build_plan", "helps", "in_network_sentence",
-           "saving_sentence", "slower"]
+           "pairs_library", "saving_sentence", "slower"]
 
 #: Bytes per element on the wire for which the implementation plan is computed: fp16/bf16, as real runs
 #: communicate (b = 2 in ZeRO's notation).
@@ -201,8 +201,6 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     (``ops`` ``()``: the cluster as it is; ``None``: without in-network reduction, an in-network
     item's baseline; collectives: through the switch), returning a :class:`PlanTimes`; a key it leaves
     out leaves the item's time saved unpriced (``None``)."""
-    from zerocalc.schemes import get_scheme
-
     offered = tuple(getattr(topology, "in_network_reduction", None) or ()) if topology is not None else ()
     wanted = in_network if in_network is not None else (offered or ALL_KINDS)
     kinds = tuple(k for k in ALL_KINDS if k in wanted)
@@ -220,12 +218,11 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
         by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes)
         return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
 
-    times = choices = None
+    priced = None
     if topology is not None:
         keys = [k for c in _CANDIDATES for k in _time_keys(c)]
         priced = (pricing or alpha_beta_times)(keys, kinds, topology, psi=psi, n=n, g=gpus_per_node,
                                                 comm_bytes=comm_bytes)
-        times, choices = priced.times, priced.choices
     rows = []
     for c in _CANDIDATES:
         action, frac, saved = c.action, None, None
@@ -244,39 +241,64 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
         elif c.saving != "shapes":
             saved = model(c.src) - (model(c.dst, kinds, c.ops) if switch else model(c.dst))
         run = (in_network_runs.get((c.dst, c.ops)) if switch else runs.get(c.dst))
-        simulated = run is not None and run.steps
-        exact = run.equivalent if simulated else get_scheme(c.dst).equivalent_at(n)
-        update = c.update if c.update != "model" else ("exact" if exact else "approximate")
-        if simulated and (c.src != c.dst or switch):
-            evidence = (f"simulated {c.dst}{' with ' + tag + ' switches' if switch else ''}: max rel diff "
-                        f"{format_diff(run.max_rel_diff, 2)} after {run.steps} steps "
-                        f"({'within' if run.equivalent else 'outside'} {REL_TOL:g})")
-        elif c.src == c.dst:
-            evidence = "same collectives, " + {"changed": "a different update rule by construction",
-                                               "approximate": "compressed values on the wire"}.get(
-                                                   c.update, "the same update")
-        else:
-            evidence = f"model: {c.dst} equivalent_to_dp={get_scheme(c.dst).equivalent_at(n)} at N = {n}"
-        time_saved = from_time = None
-        src_key, dst_key = _time_keys(c)
-        if times is not None and src_key in times:
-            from_time = times[src_key]
-            if frac is not None:
-                time_saved = float(frac) * from_time
-            elif saved is not None and dst_key in times:
-                time_saved = from_time - times[dst_key]
-        worse = (time_saved < 0) if time_saved is not None else (saved is not None and saved < 0)
+        update, evidence = _evidence(c, run, n, tag)
+        timed = _item_time(c, frac, saved, priced)
+        worse = (timed["time_saved_s"] < 0) if timed["time_saved_s"] is not None else (
+            saved is not None and saved < 0)
         rows.append(PlanItem(0, action, c.src, c.dst, None if saved is None else float(saved),
                              None if saved is None else float(saved / psi), update, evidence, c.note,
                              in_network=tag if switch else "", available=available if switch else None,
-                             time_saved_s=time_saved, from_time_s=from_time, slower=bool(worse),
-                             from_choice=(choices or {}).get(src_key, ""),
-                             to_choice=(choices or {}).get(dst_key, "") if frac is None and saved is not None
-                             else ""))
+                             slower=bool(worse), **timed))
     tier = {"exact": 0, "approximate": 1, "changed": 2}
     rows.sort(key=lambda r: (r.slower, tier[r.update], r.bytes_saved_per_rank is None,
                              -(r.bytes_saved_per_rank or 0.0)))
     return tuple(replace(r, rank=i + 1) for i, r in enumerate(rows))
+
+
+def _evidence(c: _Candidate, run, n: int, tag: str) -> tuple[str, str]:
+    """An item's ``(update, evidence)``: what the destination does to the update, from its simulation
+    (``run``, with ``tag``'s switches for an in-network item) where there is one, else from the model."""
+    from zerocalc.schemes import get_scheme
+
+    switch = c.saving == "in_network"
+    simulated = run is not None and run.steps
+    exact = run.equivalent if simulated else get_scheme(c.dst).equivalent_at(n)
+    update = c.update if c.update != "model" else ("exact" if exact else "approximate")
+    if simulated and (c.src != c.dst or switch):
+        return update, (f"simulated {c.dst}{' with ' + tag + ' switches' if switch else ''}: max rel diff "
+                        f"{format_diff(run.max_rel_diff, 2)} after {run.steps} steps "
+                        f"({'within' if run.equivalent else 'outside'} {REL_TOL:g})")
+    if c.src == c.dst:
+        return update, "same collectives, " + {"changed": "a different update rule by construction",
+                                               "approximate": "compressed values on the wire"}.get(
+                                                   c.update, "the same update")
+    return update, f"model: {c.dst} equivalent_to_dp={get_scheme(c.dst).equivalent_at(n)} at N = {n}"
+
+
+def _item_time(c: _Candidate, frac: Fraction | None, saved, priced: PlanTimes | None) -> dict:
+    """An item's time fields: ``from_time_s`` (its source, as :func:`_time_keys` keys it), ``time_saved_s``
+    (the share ``frac`` of it, or source less destination), and the pairs NCCL picks on either side;
+    ``None`` / empty where ``priced`` (``None``: no cluster) leaves them out."""
+    out = dict(time_saved_s=None, from_time_s=None, from_choice="", to_choice="")
+    src_key, dst_key = _time_keys(c)
+    if priced is None:
+        return out
+    out["from_choice"] = priced.choices.get(src_key, "")
+    if frac is None and saved is not None:
+        out["to_choice"] = priced.choices.get(dst_key, "")
+    if src_key in priced.times:
+        out["from_time_s"] = from_time = priced.times[src_key]
+        if frac is not None:
+            out["time_saved_s"] = float(frac) * from_time
+        elif saved is not None and dst_key in priced.times:
+            out["time_saved_s"] = from_time - priced.times[dst_key]
+    return out
+
+
+def pairs_library(basis: Mapping) -> str:
+    """Whose algorithm/protocol pairs a plan's items name: ``RCCL`` where RCCL's model priced it (its
+    ``plan_basis``), else ``NCCL``."""
+    return "RCCL" if str(basis.get("time_model_name") or "").startswith("RCCL") else "NCCL"
 
 
 def _time_keys(c: _Candidate) -> tuple[tuple, tuple]:

@@ -168,7 +168,7 @@ def _feasibility_table(result) -> str:
     """The text report of :func:`zerocalc.feasibility.run_feasibility`."""
     import textwrap
 
-    from zerocalc.units import format_bytes, format_diff
+    from zerocalc.units import format_diff
 
     c = result.to_dict()["config"]
     head = (f"{'scheme':<24}{'sim B/rank/step':>16}{'model':>12}{'match':>7}{'grad B':>10}"
@@ -207,54 +207,61 @@ def _feasibility_table(result) -> str:
                      ", ".join(f"step {k}: {format_diff(div[k - 1]['max_rel_diff'], 2)}" for k in picks))
     lines += ["", "verdict:",
               *textwrap.wrap(result.verdict, 110, initial_indent="  ", subsequent_indent="  ")]
-    from zerocalc.plan import helps, slower
-    from zerocalc.units import format_seconds
+    return "\n".join(lines + _plan_lines(result))
+
+
+def _plan_lines(result) -> list[str]:
+    """The feasibility report's plan: its basis, the items that help, those kept apart, and what a
+    calibrated pair's mark means."""
+    from zerocalc.nccl.steps import CALIBRATED_MARK
+    from zerocalc.plan import helps, pairs_library, slower
 
     b = result.plan_basis
     where = f"on {b['topology']}, " if b.get("topology") else ""
     timed = f"time by {b.get('time_model_name') or 'the ring α-β model'}; " if where else ""
     unavailable = "" if b.get("in_network_available") is not False else ", not on this cluster"
-    lines += ["", f"plan (model bytes{' and time' if where else ''} saved per rank per step; {where}"
-                  f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
-                  f"wire elements; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
-
-    lib = "RCCL" if str(b.get("time_model_name") or "").startswith("RCCL") else "NCCL"
-
-    def item_lines(p) -> list[str]:
-        if p.bytes_saved_per_rank is None:
-            saved = "not priced"
-        elif p.bytes_saved_per_rank >= 0:
-            saved = f"saves {format_bytes(p.bytes_saved_per_rank)} ({p.bytes_saved_over_psi:.3g} B/parameter)"
-        else:
-            saved = (f"sends {format_bytes(-p.bytes_saved_per_rank)} more "
-                     f"({-p.bytes_saved_over_psi:.3g} B/parameter)")
-        if p.time_saved_s is not None:
-            saved += (f", {format_seconds(p.time_saved_s)} per step" if p.time_saved_s >= 0
-                      else f", {format_seconds(-p.time_saved_s)} slower per step")
-        elif where and p.bytes_saved_per_rank is not None:
-            saved += f", time not priced by {lib}'s model"
-        if p.from_choice:
-            saved += (f" [{lib}: {p.from_choice}" + (f" → {p.to_choice}" if p.to_choice and
-                                                     p.to_choice != p.from_choice else "") + "]")
-        switch = f" [in the switch: {p.in_network}{'' if p.available is not False else ', not available'}]" \
-            if p.in_network else ""
-        return [f"  {p.rank}. [{p.update}] {p.action}{switch}",
-                f"     {p.from_scheme} → {p.to_scheme}: {saved}; {p.evidence}"]
-
+    lines = ["", f"plan (model bytes{' and time' if where else ''} saved per rank per step; {where}"
+                 f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
+                 f"wire elements; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
+    lib = pairs_library(b)
     for p in helps(result.plan):
-        lines += item_lines(p)
+        lines += _plan_item_lines(p, bool(where), lib)
     worse = slower(result.plan)
     if worse:
-        lines += ["", "  slower on this cluster (kept apart):" if b.get("topology") else
+        lines += ["", "  slower on this cluster (kept apart):" if where else
                   "  sending more bytes (kept apart):"]
         for p in worse:
-            lines += item_lines(p)
-    from zerocalc.nccl.steps import CALIBRATED_MARK
-
+            lines += _plan_item_lines(p, bool(where), lib)
     if any(CALIBRATED_MARK in p.from_choice + p.to_choice for p in result.plan):
         lines += ["", f"  {CALIBRATED_MARK} timed by the calibration of topology {b['topology']} "
                       f"(fit --out), the other pairs by {lib}'s tables"]
-    return "\n".join(lines)
+    return lines
+
+
+def _plan_item_lines(p, priced: bool, lib: str) -> list[str]:
+    """One plan item in two lines: its step, then what it saves (bytes; time where ``priced`` on a
+    cluster; the pairs ``lib``, NCCL or RCCL, picks) and its evidence."""
+    from zerocalc.units import format_bytes, format_seconds
+
+    if p.bytes_saved_per_rank is None:
+        saved = "not priced"
+    elif p.bytes_saved_per_rank >= 0:
+        saved = f"saves {format_bytes(p.bytes_saved_per_rank)} ({p.bytes_saved_over_psi:.3g} B/parameter)"
+    else:
+        saved = (f"sends {format_bytes(-p.bytes_saved_per_rank)} more "
+                 f"({-p.bytes_saved_over_psi:.3g} B/parameter)")
+    if p.time_saved_s is not None:
+        saved += (f", {format_seconds(p.time_saved_s)} per step" if p.time_saved_s >= 0
+                  else f", {format_seconds(-p.time_saved_s)} slower per step")
+    elif priced and p.bytes_saved_per_rank is not None:
+        saved += f", time not priced by {lib}'s model"
+    if p.from_choice:
+        to = f" → {p.to_choice}" if p.to_choice and p.to_choice != p.from_choice else ""
+        saved += f" [{lib}: {p.from_choice}{to}]"
+    switch = (f" [in the switch: {p.in_network}{'' if p.available is not False else ', not available'}]"
+              if p.in_network else "")
+    return [f"  {p.rank}. [{p.update}] {p.action}{switch}",
+            f"     {p.from_scheme} → {p.to_scheme}: {saved}; {p.evidence}"]
 
 
 def _skip_notes(skipped) -> list[str]:

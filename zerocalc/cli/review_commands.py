@@ -184,10 +184,6 @@ def report_cmd(
     check_output(output, config)
     check_traces(paths)
     _nccl_refused_before_work(config)
-    from zerocalc.feasibility import plan_pricing
-    from zerocalc.report.simulation import plan_nccl
-
-    plan_pricing(topo, config.plan_time_model, plan_nccl(config))  # refused before any work
     progress("importing the model")
     from zerocalc.report import write_report
 
@@ -198,7 +194,14 @@ def report_cmd(
 def _nccl_refused_before_work(config) -> None:
     """The report's pricing with NCCL's cost model tried once before any work, so that what it cannot price
     (a version not modelled, a restriction leaving a collective no pair, a rule or plugin this cluster
-    cannot run, a topology without the fields the model needs) is refused with no PDF written."""
+    cannot run, a topology without the fields the model needs) is refused with no PDF written; and the
+    plan's pricing (:func:`zerocalc.feasibility.plan_pricing`: its time model, version, restrictions and
+    bucket)."""
+    from zerocalc.feasibility import plan_pricing
+    from zerocalc.report.simulation import plan_nccl
+    from zerocalc.topology import get_topology
+
+    plan_pricing(get_topology(config.topology), config.plan_time_model, plan_nccl(config))
     if not config.nccl_priced:
         return
     from zerocalc.report.sweeps import nccl_priced, nccl_under_tuner

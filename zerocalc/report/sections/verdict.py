@@ -68,7 +68,9 @@ def draw(w: Writer, data: ReportData) -> None:
         "it offers none, marked not available). Changes that are slower on this cluster are listed apart, "
         "after the ones that help.", size=8.5)
     helps, slower = plan[~plan["slower"]], plan[plan["slower"]]
-    lib = "RCCL" if str(basis.get("time_model_name") or "").startswith("RCCL") else "NCCL"
+    from zerocalc.plan import pairs_library
+
+    lib = pairs_library(basis)
     _plan_table(w, helps, lib)
     if len(slower):
         w.paragraph("Slower on this cluster (sends fewer bytes, takes longer):", size=8.5)
