@@ -265,7 +265,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                     plan_psi: int = 7_500_000_000, plan_comm_bytes: int = DEFAULT_PLAN_COMM_BYTES,
                     plan_period: int = 4, plan_topology=None, plan_n: int | None = None,
                     plan_gpus_per_node: int | None = None, plan_time_model: str | None = None,
-                    plan_nccl: dict | None = None, progress=None) -> FeasibilityResult:
+                    plan_nccl: dict | None = None, plan_micro_batches: int | None = None,
+                    progress=None) -> FeasibilityResult:
     """Simulate ``schemes`` (default: all) and the colocated proposal, compare each with the reference
     and with the symbolic model, test the conditions under which colocated is exact, simulate the
     in-network reductions the plan prices, and derive the plan and the verdict.
@@ -275,12 +276,17 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     :class:`zerocalc.topology.Topology`; ``None``: bytes only, no time), timed by ``plan_time_model``
     (:func:`plan_pricing`: ``"nccl"``, NCCL's cost model under ``plan_nccl``'s ``nccl_version`` /
     ``nccl_algo`` / ``nccl_proto``; ``"ring"``, the α-β model; default NCCL's where the topology gives
-    what it needs). ``progress(done, total, what)``,
+    what it needs), per optimizer step of ``plan_micro_batches`` (default: the simulation's
+    micro-batches; each scheme reduces in every micro-batch or once per step as its implementation
+    does). ``progress(done, total, what)``,
     when given, is called as the simulations go (the CLI draws a bar with it)."""
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = _scheme_names(schemes)
     if plan_period < 2:
         raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
+    k = cfg.micro_batches if plan_micro_batches is None else plan_micro_batches
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"must be a whole number ≥ 1, got {k!r}", option="--plan-micro-batches")
     topology, p_n, p_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
     pricing, time_model = plan_pricing(topology, plan_time_model, plan_nccl)
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
@@ -302,21 +308,22 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
     plan = build_plan(runs, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
                       period=plan_period, topology=topology, in_network_runs=in_network_runs,
-                      in_network=kinds, pricing=pricing)
-    basis = _basis(topology, p_n, p_g, plan_comm_bytes)
+                      in_network=kinds, pricing=pricing, micro_batches=k)
+    basis = _basis(topology, p_n, p_g, plan_comm_bytes, k)
     findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
     from zerocalc.units import format_seconds
 
     algo = (plan_nccl or {}).get("nccl_algo") if time_model == "nccl" else None
     finding = in_network_sentence(plan, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
-                                  basis=basis, format_time=format_seconds, nccl_algo=algo)
+                                  basis=basis, format_time=format_seconds, nccl_algo=algo, micro_batches=k)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,
         plan_basis={"psi": plan_psi, "n": p_n, "gpus_per_node": p_g,
                     "comm_bytes": (plan_comm_bytes if isinstance(plan_comm_bytes, int)
                                    else float(plan_comm_bytes)),
-                    "period": plan_period, "algorithm": "ring" if time_model == "ring" else "nccl",
+                    "period": plan_period, "micro_batches": k,
+                    "algorithm": "ring" if time_model == "ring" else "nccl",
                     "time_model": time_model if topology is not None else None,
                     "call_bytes": (plan_nccl or {}).get("call_bytes") if time_model == "nccl" else None,
                     "time_model_name": None if topology is None else pricing.model if pricing is not None
@@ -458,7 +465,9 @@ def _conditions(cfg: FeasibilityConfig, col, ref) -> tuple[dict, ...]:
     )
 
 
-def _basis(topology, n: int, g: int, comm_bytes: int) -> str:
-    """Where the plan was priced, in words: ``"N = 4, 2-byte wire elements"`` or the cluster too."""
+def _basis(topology, n: int, g: int, comm_bytes: int, micro_batches: int = 1) -> str:
+    """Where the plan was priced, in words: ``"N = 4, 2-byte wire elements"`` or the cluster too, and the
+    micro-batches per optimizer step where more than one."""
     where = f"N = {n}, {comm_bytes}-byte wire elements"
-    return where if topology is None else f"{topology.name}, {where}, G = {g}"
+    where = where if topology is None else f"{topology.name}, {where}, G = {g}"
+    return where + (f", {micro_batches} micro-batches per step" if micro_batches > 1 else "")

@@ -104,14 +104,14 @@ _CANDIDATES: tuple[_Candidate, ...] = (
     _Candidate("native reduce-scatter for DeepSpeed ZeRO-2 (each micro-batch's gradients reduced onto "
                "their shard owner, ZeRO §5.2, instead of a bucket all-reduce)", "deepspeed-zero2", "zero2",
                "model", "deepspeed/runtime/zero/stage_1_and_2.py all-reduces regardless of the "
-               "reduce_scatter flag (DeepSpeed issues #5758, #6463); PR #7440 was closed. Priced at one "
-               "micro-batch: with k "
-               "per optimizer step ZeRO-2 reduces k times, and saves k times this"),
+               "reduce_scatter flag (DeepSpeed issues #5758, #6463); PR #7440 was closed. ZeRO-2 reduces "
+               "in every micro-batch (engine.py allreduce_gradients), so with k per optimizer step it "
+               "saves k times the one micro-batch's"),
     _Candidate("native reduce-scatter for DeepSpeed ZeRO-1 (the accumulated gradient reduce-scattered "
                "onto its shard owners at the boundary, ZeRO §5.1, instead of a bucket all-reduce)",
                "deepspeed-zero1", "zero1", "model",
                "the same all-reduce in stage_1_and_2.py, once per optimizer step (engine.py "
-               "allreduce_gradients): the same saving as ZeRO-2's at one micro-batch, at any k"),
+               "allreduce_gradients): ZeRO-2's saving at one micro-batch, at any k"),
     _Candidate("DeepSpeed ZeRO-2 with use_multi_rank_bucket_allreduce=False (one reduce per owner)",
                "deepspeed-zero2", "deepspeed-zero2-reduce", "model",
                "an existing switch; N reduces instead of one all-reduce, more and smaller calls"),
@@ -157,17 +157,18 @@ _CANDIDATES: tuple[_Candidate, ...] = (
 )
 
 
-def _values(topology, *, psi, n, g, comm_bytes) -> dict[str, float]:
+def _values(topology, *, psi, n, g, comm_bytes, micro_batches=1) -> dict[str, float]:
     """Numbers for every symbol of :data:`zerocalc.symbols.ARGUMENTS` on a cluster (widths b = the wire's)."""
     from zerocalc import symbols as S
 
-    known = dict(topology.values(), Psi=float(psi), N=float(n), G=float(g), H=float(g), n_mb=1.0, K=12.0)
+    known = dict(topology.values(), Psi=float(psi), N=float(n), G=float(g), H=float(g),
+                 n_mb=float(micro_batches), K=12.0)
     return {s.name: known.get(s.name, float(comm_bytes)) for s in S.ARGUMENTS}
 
 
-def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> PlanTimes:
-    """Model seconds per step on ``topology`` by the ring α-β model per (scheme, collectives through the
-    switch): ``()`` and ``None`` (no switch) are both rings."""
+def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batches=1) -> PlanTimes:
+    """Model seconds per optimizer step of ``micro_batches`` on ``topology`` by the ring α-β model per
+    (scheme, collectives through the switch): ``()`` and ``None`` (no switch) are both rings."""
     import sympy
 
     from zerocalc import symbols as S
@@ -175,7 +176,7 @@ def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> PlanTim
     from zerocalc.schemes import get_scheme
 
     keys = list(dict.fromkeys(keys))
-    values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes)
+    values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes, micro_batches=micro_batches)
     numbers = {s: sympy.Float(values[s.name]) for s in S.ARGUMENTS}
     # one evaluation each: substituting numbers (xreplace) is several times cheaper than lambdify here
     done: dict = {}
@@ -190,8 +191,11 @@ def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes) -> PlanTim
 
 def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
                period: int, topology=None, in_network_runs: Mapping | None = None,
-               in_network: Sequence[str] | None = None, pricing=None) -> tuple[PlanItem, ...]:
-    """The plan at Ψ = ``psi`` parameters, N = ``n``, G = ``gpus_per_node``, ``comm_bytes`` per element.
+               in_network: Sequence[str] | None = None, pricing=None,
+               micro_batches: int = 1) -> tuple[PlanItem, ...]:
+    """The plan at Ψ = ``psi`` parameters, N = ``n``, G = ``gpus_per_node``, ``comm_bytes`` per element,
+    per optimizer step of ``micro_batches`` (each scheme's collectives at their implementation's cadence,
+    :mod:`zerocalc.schemes`: DeepSpeed ZeRO-2 reduces in every micro-batch, ZeRO-1 once per step).
 
     ``runs`` (scheme → :class:`zerocalc.sim.SchemeRun`) and ``in_network_runs`` ((scheme, collectives
     through the switch) → the same, simulated with switches) are the evidence. ``topology`` (a
@@ -210,19 +214,20 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
 
     def model(name: str, ks: Sequence[str] = (), ops: Sequence[str] | None = None) -> Fraction:
         return model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                 in_network=ks, switch_ops=ops)
+                                 in_network=ks, switch_ops=ops, micro_batches=micro_batches)
 
     def gradient_bytes(name: str) -> Fraction:
         from zerocalc.sim.accounting import model_bytes_by_phase
 
-        by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes)
+        by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
+                                  micro_batches=micro_batches)
         return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
 
     priced = None
     if topology is not None:
         keys = [k for c in _CANDIDATES for k in _time_keys(c)]
         priced = (pricing or alpha_beta_times)(keys, kinds, topology, psi=psi, n=n, g=gpus_per_node,
-                                                comm_bytes=comm_bytes)
+                                                comm_bytes=comm_bytes, micro_batches=micro_batches)
     rows = []
     for c in _CANDIDATES:
         action, frac, saved = c.action, None, None
@@ -325,15 +330,17 @@ def slower(plan: Sequence[PlanItem]) -> tuple[PlanItem, ...]:
 
 
 def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
-                        basis: str, format_time=None, nccl_algo: str | None = None) -> str:
+                        basis: str, format_time=None, nccl_algo: str | None = None,
+                        micro_batches: int = 1) -> str:
     """What in-network reduction does to the #4582 question, in numbers at the plan's basis.
 
     Per parameter per rank per step, bytes sent: data parallelism's all-reduce on a ring (2(N-1)/N·b),
     the same summed in the switch (:func:`zerocalc.in_network.scheme_link_bytes`), and the #4582
     all-gather alone (ring); then the plan's in-network item for DeepSpeed ZeRO-2 with its time on the
     priced cluster (``format_time`` formats seconds) and, where NCCL's model priced it, the pairs NCCL
-    picks without and with the switch (``nccl_algo``: the ``NCCL_ALGO`` it ran under). Empty when the
-    plan has no in-network item.
+    picks without and with the switch (``nccl_algo``: the ``NCCL_ALGO`` it ran under), per optimizer step
+    of ``micro_batches`` (data parallelism and ZeRO-2 reduce in each). Empty when the plan has no
+    in-network item.
     """
     item = next((p for p in plan if p.in_network and p.from_scheme == "deepspeed-zero2"), None)
     if item is None:
@@ -342,7 +349,7 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
 
     def per_param(name: str, ks: Sequence[str] = ()) -> float:
         return float(model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                       in_network=ks) / psi)
+                                       in_network=ks, micro_batches=micro_batches) / psi)
 
     ring, switch, wanted = per_param("dp"), per_param("dp", kinds), per_param("colocated")
     names = " and ".join({"nvls": "NVLS in the node", "sharp": "SHARP across nodes"}[k] for k in kinds)
@@ -369,8 +376,9 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
         fmt = format_time or (lambda t: f"{t:.3g} s")
         t = item.time_saved_s
         change = f"saves {fmt(t)} per step" if t >= 0 else f"costs {fmt(-t)} more per step"
-        where = (f"On {basis}, DeepSpeed ZeRO-2 as shipped (ZeRO-1 too, at one micro-batch) {change} "
-                 "that way" + _nccl_words(item, nccl_algo))
+        who = ("DeepSpeed ZeRO-2 as shipped (ZeRO-1 too, at one micro-batch)" if micro_batches == 1 else
+               f"DeepSpeed ZeRO-2 as shipped, reducing in each of the {micro_batches} micro-batches,")
+        where = f"On {basis}, {who} {change} that way" + _nccl_words(item, nccl_algo)
         if item.available is False:
             where += (" — if the hardware offered it: this cluster has no in-network reduction (NVLS needs "
                       "NVSwitch 3, H100 or later; SHARP needs SHARP-capable InfiniBand switches)")

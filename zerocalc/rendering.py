@@ -220,7 +220,9 @@ def _plan_lines(result) -> list[str]:
     where = f"on {b['topology']}, " if b.get("topology") else ""
     timed = f"time by {b.get('time_model_name') or 'the ring α-β model'}; " if where else ""
     unavailable = "" if b.get("in_network_available") is not False else ", not on this cluster"
-    lines = ["", f"plan (model bytes{' and time' if where else ''} saved per rank per step; {where}"
+    k = int(b.get("micro_batches") or 1)
+    step = "step" if k == 1 else f"optimizer step of {k} micro-batches"
+    lines = ["", f"plan (model bytes{' and time' if where else ''} saved per rank per {step}; {where}"
                  f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
                  f"wire elements; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
     lib = pairs_library(b)

@@ -53,6 +53,10 @@ def feasibility_cmd(
                             help="Parameters of the model the plan is priced for: 7.5e9, 70B."),
     plan_n: int | None = typer.Option(
         None, "--plan-n", help="Data-parallel ranks N of the cluster the plan is priced on [default: --n]."),
+    plan_micro_batches: int | None = typer.Option(
+        None, "--plan-micro-batches",
+        help="Micro-batches per optimizer step of the run the plan is priced for: each scheme reduces "
+             "every micro-batch or once per step as its implementation does [default: --micro-batches]."),
     topology: str = typer.Option(
         "dgx-a100", "--topology",
         help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gcp-a3-mega, "
@@ -91,6 +95,9 @@ def feasibility_cmd(
                             gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
     if plan_n is not None and plan_n < 1:
         raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")
+    if plan_micro_batches is not None and plan_micro_batches < 1:
+        raise ConfigError(f"must be a whole number ≥ 1, got {plan_micro_batches}",
+                          option="--plan-micro-batches")
     with _progress_bar("simulating") as progress:
         result = run_feasibility(
             cfg, names, plan_psi=plan_psi,
@@ -100,7 +107,7 @@ def feasibility_cmd(
             plan_time_model=None if time_model is None else time_model.strip().lower(),
             plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
                            call_bytes=call_bytes),
-            progress=progress)
+            plan_micro_batches=plan_micro_batches, progress=progress)
     if fmt == "json":
         import json
 

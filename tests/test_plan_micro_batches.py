@@ -1,0 +1,86 @@
+"""The implementation plan per optimizer step of k micro-batches (gradient accumulation): each scheme's
+collectives at its implementation's cadence (REFERENCE §7: DeepSpeed ZeRO-2 reduces in every micro-batch,
+ZeRO-1 only at the boundary; DDP every micro-batch by default; the parameter all-gather once per step)."""
+
+import json
+from fractions import Fraction
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.feasibility import FeasibilityConfig, run_feasibility
+
+runner = CliRunner()
+PSI, N, B = 7_500_000_000, 64, 2
+
+
+def _plan(k, time_model=None, schemes=("deepspeed-zero1", "deepspeed-zero2", "zero1", "zero2", "colocated")):
+    return run_feasibility(FeasibilityConfig(n=4, steps=0), list(schemes), plan_psi=PSI, plan_comm_bytes=B,
+                           plan_topology="dgx-h100", plan_n=N, plan_micro_batches=k, plan_time_model=time_model)
+
+
+def _item(result, src, dst):
+    return next(p for p in result.plan if (p.from_scheme, p.to_scheme, p.in_network) == (src, dst, ""))
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {k: _plan(k) for k in (1, 4)}
+
+
+def test_bytes_follow_each_implementations_cadence(plans):
+    ring = Fraction(N - 1, N) * PSI * B  # one ring reduce-scatter (or all-gather) of Ψ·b, sent per rank
+    for k, res in plans.items():
+        # ZeRO-2 as shipped all-reduces (2 rings) in every micro-batch, the paper's reduce-scatters (1 ring):
+        # k rings saved; ZeRO-1 reduces once per step either way: one ring saved at any k
+        assert _item(res, "deepspeed-zero2", "zero2").bytes_saved_per_rank == pytest.approx(float(k * ring))
+        assert _item(res, "deepspeed-zero1", "zero1").bytes_saved_per_rank == pytest.approx(float(ring))
+        # the #4582 proposal against the paper's ZeRO-2: its k reduce-scatters
+        assert _item(res, "zero2", "colocated").bytes_saved_per_rank == pytest.approx(float(k * ring))
+        assert res.plan_basis["micro_batches"] == k
+
+
+def test_time_follows_the_cadence_and_the_table(plans):
+    one, four = plans[1], plans[4]
+    # only the per-micro-batch gradient collective differs between ZeRO-2 as shipped and the paper's
+    a, b = _item(one, "deepspeed-zero2", "zero2"), _item(four, "deepspeed-zero2", "zero2")
+    assert b.time_saved_s == pytest.approx(4 * a.time_saved_s, rel=1e-9)
+    assert _item(four, "deepspeed-zero1", "zero1").time_saved_s == pytest.approx(
+        _item(one, "deepspeed-zero1", "zero1").time_saved_s, rel=1e-9)
+    # the plan prices a step as `table --micro-batches 4` does
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9", "--micro-batches",
+                            "4", "--schemes", "deepspeed-zero2,zero2", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    table = {row["scheme"]: row for row in json.loads(r.stdout)}
+    assert b.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_nccl"], rel=1e-9)
+    assert b.from_time_s - b.time_saved_s == pytest.approx(table["zero2"]["time_s_nccl"], rel=1e-9)
+
+
+def test_alpha_beta_plan_follows_the_cadence_too():
+    one, four = _plan(1, "ring"), _plan(4, "ring")
+    a, b = _item(one, "deepspeed-zero2", "zero2"), _item(four, "deepspeed-zero2", "zero2")
+    assert b.time_saved_s == pytest.approx(4 * a.time_saved_s, rel=1e-9)
+
+
+def test_the_simulations_micro_batches_are_the_plans_default():
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0, micro_batches=3), ["deepspeed-zero2", "zero2"],
+                          plan_psi=PSI, plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=N)
+    assert res.plan_basis["micro_batches"] == 3
+    assert "3 micro-batches per step" in res.verdict
+
+
+def test_cli_plan_micro_batches():
+    args = ["feasibility", "--steps", "0", "--schemes", "deepspeed-zero2,zero2", "--topology", "dgx-h100",
+            "--plan-n", "64"]
+    r = runner.invoke(app, [*args, "--plan-micro-batches", "4"])
+    assert r.exit_code == 0, r.output
+    assert "saved per rank per optimizer step of 4 micro-batches" in r.stdout
+    r = runner.invoke(app, [*args, "--plan-micro-batches", "4", "--format", "json"])
+    out = json.loads(r.stdout)
+    assert out["plan_basis"]["micro_batches"] == 4
+    assert "DeepSpeed ZeRO-2 as shipped, reducing in each of the 4 micro-batches," in out["verdict"]
+    for bad in ("0", "-2"):
+        r = runner.invoke(app, [*args, "--plan-micro-batches", bad])
+        assert r.exit_code == 2 and "--plan-micro-batches" in r.output
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
