@@ -84,3 +84,54 @@ def test_cli_plan_micro_batches():
         r = runner.invoke(app, [*args, "--plan-micro-batches", bad])
         assert r.exit_code == 2 and "--plan-micro-batches" in r.output
         assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def _table_dp(*args):
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9", "--schemes", "dp",
+                            "--format", "json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)[0]
+
+
+def test_no_sync_is_listed_where_there_is_something_to_hold_back():
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0, micro_batches=4), ["dp"], plan_psi=PSI, plan_comm_bytes=B,
+                          plan_topology="dgx-h100", plan_n=N)
+    item = next(p for p in res.plan if "no_sync()" in p.action)
+    # DDP all-reduces 2(N-1)/N·Ψ·b in each of the 4 micro-batches; under no_sync() once per step
+    assert item.bytes_saved_per_rank == pytest.approx(float(3 * 2 * Fraction(N - 1, N) * PSI * B))
+    assert (item.update, item.from_scheme, item.to_scheme) == ("exact", "dp", "dp")
+    # the time table prices for DDP with --grad-sync boundary is what is left
+    every, boundary = _table_dp("--micro-batches", "4"), _table_dp("--micro-batches", "4", "--grad-sync", "boundary")
+    assert item.from_time_s == pytest.approx(every["time_s_nccl"], rel=1e-9)
+    assert item.from_time_s - item.time_saved_s == pytest.approx(boundary["time_s_nccl"], rel=1e-9)
+    one = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp"], plan_psi=PSI, plan_comm_bytes=B,
+                          plan_topology="dgx-h100", plan_n=N)
+    assert not any("no_sync()" in p.action for p in one.plan)
+
+
+def test_the_reports_micro_batches_reach_its_table_simulation_and_plan():
+    from zerocalc import report
+    from zerocalc.report.config import config_line
+    from zerocalc.report.sweeps import volume_table
+
+    config = report.ReportConfig(topology="dgx-h100", n=N, micro_batches=4, feasibility_steps=1)
+    result = report.feasibility_result(config)
+    assert result.plan_basis["micro_batches"] == 4 and result.config.micro_batches == 4
+    ring = Fraction(N - 1, N) * PSI * B
+    assert _item(result, "deepspeed-zero2", "zero2").bytes_saved_per_rank == pytest.approx(float(4 * ring))
+    table = volume_table(config).set_index("scheme")
+    # ZeRO-2 as shipped: 4 all-reduces (2 rings each) and one all-gather per step; ZeRO-1 one of each
+    assert table.loc["deepspeed-zero2", "bytes_per_rank"] == pytest.approx(float(9 * ring))
+    assert table.loc["deepspeed-zero1", "bytes_per_rank"] == pytest.approx(float(3 * ring))
+    assert "4 micro-batches per optimizer step" in config_line(config)
+    assert "micro-batches" not in config_line(report.ReportConfig())
+
+
+def test_report_refuses_a_bad_micro_batch_count(monkeypatch):
+    from zerocalc import report
+
+    calls = []
+    monkeypatch.setattr(report, "write_report", lambda out, config, progress=None: calls.append(out))
+    res = runner.invoke(app, ["report", "--micro-batches", "0"])
+    assert res.exit_code == 2 and "--micro-batches" in res.stderr and res.stderr.count("\n") == 1
+    assert "Traceback" not in res.output and calls == []

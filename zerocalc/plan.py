@@ -86,7 +86,9 @@ class PlanTimes:
 class _Candidate:
     """A plan item before pricing. ``saving``: ``"scheme"`` (model(src) - model(dst)), ``"in_network"``
     (ring src − dst in the switch), ``"period"`` (src × (H-1)/H), ``"bits"`` (src's gradient reduction on
-    ``bits`` per element instead of 8b), ``"shapes"`` (not priced: depends on layer shapes)."""
+    ``bits`` per element instead of 8b), ``"sync"`` (src × (k-1)/k: a scheme whose one collective is its
+    gradient reduction, run once per step of k micro-batches instead of in each; listed for k > 1),
+    ``"shapes"`` (not priced: depends on layer shapes)."""
 
     action: str
     src: str
@@ -147,6 +149,12 @@ _CANDIDATES: tuple[_Candidate, ...] = (
     _Candidate("low-rank gradient compression with error feedback (PowerSGD)", "dp", "dp", "approximate",
                "Vogels, Karimireddy & Jaggi, NeurIPS 2019 (arXiv 1905.13727): rank r sends r(m+n) instead "
                "of m·n per m×n layer; not priced: the model has no layer shapes", saving="shapes"),
+    _Candidate("accumulate gradients locally under DDP's no_sync() in all but the last micro-batch (one "
+               "all-reduce per optimizer step instead of one per micro-batch)", "dp", "dp", "model",
+               "torch DistributedDataParallel.no_sync(); the sum of the k micro-batches' gradients is "
+               "all-reduced once, the same update; no memory added, DDP keeps whole gradients anyway "
+               "(FSDP's set_requires_gradient_sync(False) does the same to its reduce-scatter)",
+               saving="sync"),
     _Candidate("overlap the collectives with backward and forward compute", "zero2", "zero2", "model",
                "hides time, moves the same bytes", saving="none"),
     _Candidate("periodic averaging (local SGD / DiLoCo) every {H} steps", "dp", "dp", "changed",
@@ -232,7 +240,11 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     for c in _CANDIDATES:
         action, frac, saved = c.action, None, None
         switch = c.saving == "in_network"
-        if c.saving == "period":
+        if c.saving == "sync" and micro_batches == 1:
+            continue  # one micro-batch: nothing to hold back
+        if c.saving == "sync":
+            frac = Fraction(micro_batches - 1, micro_batches)
+        elif c.saving == "period":
             frac = Fraction(period - 1, period)
             action = action.format(H=period)
         elif c.saving == "bits":

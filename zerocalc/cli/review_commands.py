@@ -147,6 +147,10 @@ def report_cmd(
     nccl_env: NcclEnvOption = None,
     time_model: Annotated[str | None, typer.Option("--time-model", help=_TIME_MODEL_HELP)] = None,
     bucket: Annotated[str | None, typer.Option("--bucket", help=BUCKET_HELP)] = None,
+    micro_batches: Annotated[int, typer.Option(
+        "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): the volume table, "
+                                "the simulation, the verdict and the plan run each scheme's collectives "
+                                "every micro-batch or once per step as its implementation does.")] = 1,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan.
 
@@ -187,7 +191,8 @@ def report_cmd(
                           nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
                           nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()),
                           plan_time_model=None if time_model is None else time_model.strip().lower(),
-                          bucket_bytes=None if bucket is None else float(parse_bytes(bucket, "--bucket")))
+                          bucket_bytes=None if bucket is None else float(parse_bytes(bucket, "--bucket")),
+                          micro_batches=micro_batches)
     check_output(output, config)
     check_traces(paths)
     _nccl_refused_before_work(config)

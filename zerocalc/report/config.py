@@ -62,6 +62,10 @@ class ReportConfig:
     #: the largest collective call (``--bucket``, bytes): NCCL's model prices each phase in equal calls no
     #: larger, in the volume table and the plan; ``None``: one call per phase
     bucket_bytes: float | None = None
+    #: micro-batches per optimizer step of the run under review (``--micro-batches``, gradient accumulation):
+    #: the volume table, the simulation, the verdict and the plan count each scheme's collectives at its
+    #: implementation's cadence (:mod:`zerocalc.schemes`)
+    micro_batches: int = 1
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -70,7 +74,8 @@ class ReportConfig:
 
         if not (isinstance(self.psi, Real) and math.isfinite(self.psi) and self.psi > 0):
             raise ConfigError(f"must be a positive number of parameters, got {self.psi!r}", option="--psi")
-        for value, option in ((self.n, "--n"), (self.gpus_per_node, "--gpus-per-node")):
+        for value, option in ((self.n, "--n"), (self.gpus_per_node, "--gpus-per-node"),
+                              (self.micro_batches, "--micro-batches")):
             if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
                 raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
         if not (isinstance(self.k, Real) and math.isfinite(self.k) and self.k >= 0):
@@ -195,7 +200,9 @@ def config_line(config: ReportConfig, nccl: bool = True) -> str:
     nccl = nccl_words(config) if nccl else ""
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
             f"topology {topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
-            "bytes of optimizer state per parameter" + (f"; {nccl}" if nccl else ""))
+            "bytes of optimizer state per parameter"
+            + (f", {config.micro_batches} micro-batches per optimizer step" if config.micro_batches > 1 else "")
+            + (f"; {nccl}" if nccl else ""))
 
 
 def nccl_words(config: ReportConfig) -> str:

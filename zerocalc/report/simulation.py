@@ -15,14 +15,16 @@ def feasibility_result(config: ReportConfig):
     """The feasibility simulation behind section 7 (:func:`zerocalc.feasibility.run_feasibility`).
 
     Its plan is priced on the report's cluster: Ψ, N, G, topology and wire element size, timed as
-    ``config.plan_time_model`` says under the report's NCCL version and ``NCCL_ALGO`` / ``NCCL_PROTO``.
+    ``config.plan_time_model`` says under the report's NCCL version and ``NCCL_ALGO`` / ``NCCL_PROTO``,
+    per optimizer step of the report's micro-batches (the simulation's too).
     """
     from fractions import Fraction
 
     from zerocalc.evaluate import dtype_bytes
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
 
-    cfg = FeasibilityConfig(n=config.feasibility_n, steps=config.feasibility_steps, seed=config.seed)
+    cfg = FeasibilityConfig(n=config.feasibility_n, steps=config.feasibility_steps, seed=config.seed,
+                            micro_batches=config.micro_batches)
     b = Fraction(str(dtype_bytes(config.comm_dtype)))
     return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=int(b) if b.denominator == 1 else b,
                            plan_topology=config.topology, plan_n=config.n,

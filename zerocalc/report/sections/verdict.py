@@ -48,7 +48,10 @@ def draw(w: Writer, data: ReportData) -> None:
     basis = result.plan_basis
     by_nccl = basis.get("time_model") == "nccl"
     nccl = nccl_words(c)
-    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters; time by "
+    k = int(basis.get("micro_batches") or 1)
+    step = "step" if k == 1 else f"optimizer step of {k} micro-batches"
+    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters"
+                + (f", {k} micro-batches per optimizer step" if k > 1 else "") + "; time by "
                 f"{basis.get('time_model_name') or 'the ring α-β model'}." + (
         f" {nccl[:1].upper()}{nccl[1:]} prices the schemes in section {number('volume_table')}"
         + ("; the plan under the same version and NCCL_ALGO / NCCL_PROTO, without the tuner or --nccl-env."
@@ -61,7 +64,7 @@ def draw(w: Writer, data: ReportData) -> None:
               "with its collectives in the switch")
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
-        "rules; within a tier by bytes saved). Bytes saved per rank per step are the model's difference "
+        f"rules; within a tier by bytes saved). Bytes saved per rank per {step} are the model's difference "
         f"between the two schemes on this cluster ({c.comm_dtype} on the wire); time saved is {timing}. An "
         "item that keeps the scheme saves the share of the source scheme's traffic it removes; an item in "
         "the switch is priced with the in-network reduction the cluster offers (with NVLS and SHARP where "
