@@ -325,7 +325,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                     "period": plan_period, "micro_batches": k,
                     "algorithm": "ring" if time_model == "ring" else "nccl",
                     "time_model": time_model if topology is not None else None,
-                    "call_bytes": (plan_nccl or {}).get("call_bytes") if time_model == "nccl" else None,
+                    "call_bytes": _call_bytes(plan_nccl) if time_model == "nccl" else None,
+                    "implementation_buckets": time_model == "nccl" and _implementation_buckets(plan_nccl),
                     "time_model_name": None if topology is None else pricing.model if pricing is not None
                     else "the ring α-β model",
                     "topology": None if topology is None else topology.name,
@@ -334,6 +335,18 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         verdict=" ".join(x for x in (findings, saving, finding) if x), findings=findings,
         in_network_runs=tuple(in_network_runs.values()), in_network_finding=finding,
     )
+
+
+def _implementation_buckets(nccl: dict | None) -> bool:
+    """Whether the plan is priced in each implementation's own buckets (``--bucket implementation``)."""
+    from zerocalc.buckets import IMPLEMENTATION
+
+    return (nccl or {}).get("call_bytes") == IMPLEMENTATION
+
+
+def _call_bytes(nccl: dict | None) -> float | None:
+    """The plan's one bucket size (``--bucket SIZE``), else ``None``."""
+    return None if _implementation_buckets(nccl) else (nccl or {}).get("call_bytes")
 
 
 def plan_pricing(topology, time_model: str | None, nccl: dict | None = None):

@@ -162,10 +162,15 @@ def nvls_corrected(release, topo: Topology) -> bool:
             and bool(topo.nvls) and (topo.nvswitch_gen or 0) >= 3 and cc >= 90)
 
 
-def calls_words(call_bytes: float | None) -> str:
-    """How a phase is called, in words: ``one call per phase``, or in calls of at most the bucket."""
+def calls_words(call_bytes: float | str | None) -> str:
+    """How a phase is called, in words: ``one call per phase``, in calls of at most the bucket, or in
+    its implementation's buckets (``"implementation"``)."""
     if call_bytes is None:
         return "one call per phase"
+    from zerocalc.buckets import IMPLEMENTATION, words
+
+    if call_bytes == IMPLEMENTATION:
+        return words()
     from zerocalc.units import format_bytes
 
     return f"each phase in equal calls of at most {format_bytes(call_bytes)} (--bucket)"

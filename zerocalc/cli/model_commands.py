@@ -38,12 +38,13 @@ from zerocalc.rendering import (
 def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                   nccl_proto: str | None, reuse_distance: float = 1e9,
                   nccl_tuner: str | None = None, ofi_tuner: str | None = None,
-                  nccl_env: dict[str, str] | None = None, call_bytes: float | None = None) -> list[str]:
+                  nccl_env: dict[str, str] | None = None, call_bytes: float | str | None = None) -> list[str]:
     """Add ``time_s_nccl`` and ``nccl_choice`` (NCCL's model, :mod:`zerocalc.nccl_pricing`) to the
     table when the topology gives what the model needs, and ``nccl_ofi_tuner`` (the aws-ofi-nccl release
     whose tuner plugin priced them) under ``--ofi-tuner``; the notes to print under it. ``nccl_env``:
     ``--nccl-env``'s variables (:func:`zerocalc.nccl.env_given.parse_given`); ``call_bytes``: ``--bucket``,
-    the largest call, each phase priced in equal calls no larger."""
+    the largest call, each phase priced in equal calls no larger (``"implementation"``: each
+    implementation's own buckets, :mod:`zerocalc.buckets`)."""
     from zerocalc.nccl_pricing import missing_fields, price_rows
 
     if topo.gpu_arch is not None:  # AMD GPUs: RCCL's model (zerocalc.rccl_pricing)
@@ -60,8 +61,7 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                         call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
-    if call_bytes is not None:
-        df["nccl_call_bytes"] = float(call_bytes)
+    _bucket_column(df, call_bytes)
     if ofi is not None:
         df["nccl_ofi_tuner"] = ofi.name
     return priced.notes
@@ -85,10 +85,20 @@ def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str
                              reuse_distance=reuse_distance, nccl_env=nccl_env, call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
-    if call_bytes is not None:
-        df["nccl_call_bytes"] = float(call_bytes)
+    _bucket_column(df, call_bytes)
     df["nccl_library"] = "RCCL"
     return priced.notes
+
+
+def _bucket_column(df, call_bytes: float | str | None) -> None:
+    """``--bucket``'s column: ``nccl_call_bytes`` (a size), or ``nccl_buckets`` = ``implementation``
+    (each implementation's own, :mod:`zerocalc.buckets`); none without ``--bucket``."""
+    from zerocalc.buckets import IMPLEMENTATION
+
+    if call_bytes == IMPLEMENTATION:
+        df["nccl_buckets"] = IMPLEMENTATION
+    elif call_bytes is not None:
+        df["nccl_call_bytes"] = float(call_bytes)
 
 
 class _Wire:
@@ -199,12 +209,12 @@ def table_command(
     implementation does them (zerocalc derive SCHEME cites the rule). With --gpu-memory, which schemes'
     model states fit on one GPU; with --sort time, the fastest of those that fit comes first: the
     stage to use on this cluster."""
+    from zerocalc.buckets import parse_bucket
     from zerocalc.evaluate import evaluate
     from zerocalc.nccl.env_given import parse_given
-    from zerocalc.units import parse_bytes
 
     env_given = parse_given(nccl_env, nccl_algo, nccl_proto)  # a bad entry is refused before any work
-    call_bytes = None if bucket is None else parse_bytes(bucket, "--bucket")
+    call_bytes = None if bucket is None else parse_bucket(bucket)
     psi_count, preset = model_psi(psi, model, default="7.5e9")
     topo, nodes = _table_topology(topology, n, gpus_per_node, (intra_alpha_us, intra_bw_gbps, inter_alpha_us,
                                                                inter_bw_gbps))

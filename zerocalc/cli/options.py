@@ -83,7 +83,9 @@ NcclEnvOption = Annotated[list[str] | None, typer.Option("--nccl-env", help=_NCC
 #: ``--bucket``'s help, shared by table, feasibility and report
 BUCKET_HELP = ("Largest collective call (25MiB: DDP's bucket_cap_mb; 1GB: DeepSpeed's reduce_bucket_size of "
                "5e8 fp16 elements): NCCL's time prices each phase as equal calls no larger, the pair NCCL "
-               "picks for that size [default: one call per phase, its whole vector].")
+               "picks for that size; 'implementation': each gradient reduction in its implementation's "
+               "default bucket (DDP's 25MiB, DeepSpeed's 5e8 elements), other phases one call [default: one "
+               "call per phase, its whole vector].")
 #: ``--nccl-version`` of the commands that price the schemes (``table``, ``report``); ``check`` and ``fit``
 #: price files, which may state their own.
 NcclVersionOption = Annotated[str | None, typer.Option(

@@ -80,13 +80,14 @@ def feasibility_cmd(
     cluster."""
     from fractions import Fraction
 
+    from zerocalc.buckets import parse_bucket
     from zerocalc.dtypes import canonical_dtype, dtype_bytes
     from zerocalc.errors import ConfigError
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
-    from zerocalc.units import parse_bytes, parse_count
+    from zerocalc.units import parse_count
 
     fmt = output_format(fmt, ("table", "json"))
-    call_bytes = None if bucket is None else parse_bytes(bucket, "--bucket")
+    call_bytes = None if bucket is None else parse_bucket(bucket)
     names = _scheme_names(schemes, "--schemes")
     plan_psi = parse_count(psi, option="--psi")
     comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
@@ -167,6 +168,7 @@ def report_cmd(
 
     # Every option and input is checked before any work (and before any progress line): the
     # cluster, the output path, the traces; only then are the model and matplotlib loaded.
+    from zerocalc.buckets import parse_bucket
     from zerocalc.dtypes import canonical_dtype
     from zerocalc.nccl.env_given import parse_given
     from zerocalc.report.config import ReportConfig
@@ -191,7 +193,7 @@ def report_cmd(
                           nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
                           nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()),
                           plan_time_model=None if time_model is None else time_model.strip().lower(),
-                          bucket_bytes=None if bucket is None else float(parse_bytes(bucket, "--bucket")),
+                          bucket_bytes=None if bucket is None else parse_bucket(bucket),
                           micro_batches=micro_batches)
     check_output(output, config)
     check_traces(paths)

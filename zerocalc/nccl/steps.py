@@ -86,21 +86,28 @@ def phase_calls(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_byt
     bytes per element, calls per optimizer step)`` (:mod:`zerocalc.schemes`; the arguments as
     :func:`scheme_phases` takes them). ``call_bytes``: the largest call (a bucket, as DDP's
     ``bucket_cap_mb`` or DeepSpeed's ``reduce_bucket_size`` make them): a phase's vector above it is
-    ``k = ⌈bytes / call_bytes⌉`` equal calls of ``bytes / k``; ``None``: one call per phase."""
+    ``k = ⌈bytes / call_bytes⌉`` equal calls of ``bytes / k``; ``None``: one call per phase;
+    ``"implementation"``: each phase's own implementation's default bucket
+    (:func:`zerocalc.buckets.implementation_bucket`)."""
+    from zerocalc.buckets import IMPLEMENTATION, implementation_bucket
+
     g = min(gpus_per_node, n)
     values = {S.Psi: psi, S.N: n, S.G: g, S.b_comm: comm_bytes,
               S.b_p: comm_bytes if param_bytes is None else param_bytes,
               S.b_g: comm_bytes if grad_bytes is None else grad_bytes,
               S.n_mb: micro_batches, S.H: g if hsdp_shard_size is None else hsdp_shard_size,
               S.D_reuse: reuse_distance}
-    for ph in get_scheme(scheme).phases:
+    sch = get_scheme(scheme)
+    for ph in sch.phases:
         ranks = int(round(float(ph.group.size.subs(values))))
         elements = float(sympy.sympify(ph.elements).subs(values))
         width = float(sympy.sympify(ph.elem_bytes).subs(values))
         calls = float(sympy.sympify(ph.calls * ph.runs(grad_sync)).subs(values))
         n_bytes = elements * width
-        if call_bytes is not None and n_bytes > call_bytes:
-            k = math.ceil(n_bytes / call_bytes)
+        cap = (implementation_bucket(sch.alias_of or sch.name, ph, width) if call_bytes == IMPLEMENTATION
+               else call_bytes)
+        if cap is not None and n_bytes > cap:
+            k = math.ceil(n_bytes / cap)
             n_bytes, calls = n_bytes / k, calls * k
         yield ph, ranks, n_bytes, width, calls
 

@@ -60,8 +60,9 @@ class ReportConfig:
     #: where the topology gives what it needs; :func:`zerocalc.feasibility.plan_pricing`)
     plan_time_model: str | None = None
     #: the largest collective call (``--bucket``, bytes): NCCL's model prices each phase in equal calls no
-    #: larger, in the volume table and the plan; ``None``: one call per phase
-    bucket_bytes: float | None = None
+    #: larger, in the volume table and the plan; ``None``: one call per phase; ``"implementation"``: each
+    #: implementation's own buckets (:mod:`zerocalc.buckets`)
+    bucket_bytes: float | str | None = None
     #: micro-batches per optimizer step of the run under review (``--micro-batches``, gradient accumulation):
     #: the volume table, the simulation, the verdict and the plan count each scheme's collectives at its
     #: implementation's cadence (:mod:`zerocalc.schemes`)
@@ -87,7 +88,10 @@ class ReportConfig:
             from zerocalc.nccl.env_given import parse_given
 
             parse_given([f"{k}={v}" for k, v in self.nccl_env], self.nccl_algo, self.nccl_proto)
-        for value, option in ((self.gpu_memory_bytes, "--gpu-memory"), (self.bucket_bytes, "--bucket")):
+        from zerocalc.buckets import IMPLEMENTATION
+
+        bucket = None if self.bucket_bytes == IMPLEMENTATION else self.bucket_bytes
+        for value, option in ((self.gpu_memory_bytes, "--gpu-memory"), (bucket, "--bucket")):
             if value is not None and not (isinstance(value, Real) and math.isfinite(value) and value > 0):
                 raise ConfigError(f"must be a positive number of bytes, got {value!r}", option=option)
 
@@ -198,10 +202,10 @@ def config_line(config: ReportConfig, nccl: bool = True) -> str:
     """The configuration in one line, with what NCCL's cost model was priced under where it was
     (:func:`nccl_words`; not with ``nccl`` false, for what the α-β model alone prices)."""
     nccl = nccl_words(config) if nccl else ""
+    k = config.micro_batches
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
             f"topology {topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
-            "bytes of optimizer state per parameter"
-            + (f", {config.micro_batches} micro-batches per optimizer step" if config.micro_batches > 1 else "")
+            "bytes of optimizer state per parameter" + (f", {k} micro-batches per optimizer step" if k > 1 else "")
             + (f"; {nccl}" if nccl else ""))
 
 
@@ -237,8 +241,11 @@ def nccl_words(config: ReportConfig) -> str:
     env = [e for e in env if e]
     bucket = ""
     if config.bucket_bytes is not None:
+        from zerocalc.buckets import IMPLEMENTATION
         from zerocalc.units import format_bytes
 
-        bucket = f", calls of at most {format_bytes(config.bucket_bytes)}"
+        bucket = (", each gradient reduction in its implementation's default buckets"
+                  if config.bucket_bytes == IMPLEMENTATION else
+                  f", calls of at most {format_bytes(config.bucket_bytes)}")
     return f"{lib}'s cost model: {lib} {version}" + (f" under {', '.join(env)}" if env else "") + bucket
 
