@@ -35,7 +35,8 @@ def test_each_implementation_cuts_its_gradient_reduction_into_its_buckets():
     assert [c for c in _calls("deepspeed-zero3") if c[0] == "reduce_scatter"] == [
         ("reduce_scatter", pytest.approx(1e9), 15)]
     assert _calls("zero2")[0] == ("reduce_scatter", pytest.approx(1e9), 15)
-    # FSDP's calls follow its wrapped units, which the model does not know: whole; the proposal reduces nothing
+    # FSDP's calls follow its wrapped units, which the model does not know: whole; the proposal
+    # reduces nothing
     assert all(calls == 1 for _, _, calls in _calls("fsdp-full-shard"))
     assert _calls("colocated") == [("all_gather", 15e9, 1)]
     # ZeroRedundancyOptimizer under DDP: DDP's buckets for the all-reduce, one broadcast per owner
@@ -66,7 +67,8 @@ def test_the_plan_and_the_report_take_it():
     from zerocalc import report
     from zerocalc.report.config import nccl_words
 
-    config = report.ReportConfig(topology="dgx-h100", n=64, bucket_bytes="implementation", feasibility_steps=1)
+    config = report.ReportConfig(topology="dgx-h100", n=64, bucket_bytes="implementation",
+                                 feasibility_steps=1)
     result = report.feasibility_result(config)
     basis = result.plan_basis
     assert basis["implementation_buckets"] is True and basis["call_bytes"] is None
@@ -78,7 +80,8 @@ def test_the_plan_and_the_report_take_it():
 
 
 def test_a_word_that_is_not_implementation_is_refused(tmp_path):
-    for args in (["table", "--bucket", "impl"], ["feasibility", "--steps", "0", "--bucket", "implementations"],
+    for args in (["table", "--bucket", "impl"],
+                 ["feasibility", "--steps", "0", "--bucket", "implementations"],
                  ["report", "--bucket", "ddp", "-o", str(tmp_path / "r.pdf")]):
         r = runner.invoke(app, args)
         assert r.exit_code == 2 and r.output.startswith("error: --bucket:"), r.output

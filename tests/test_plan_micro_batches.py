@@ -15,9 +15,11 @@ runner = CliRunner()
 PSI, N, B = 7_500_000_000, 64, 2
 
 
-def _plan(k, time_model=None, schemes=("deepspeed-zero1", "deepspeed-zero2", "zero1", "zero2", "colocated")):
+def _plan(k, time_model=None,
+          schemes=("deepspeed-zero1", "deepspeed-zero2", "zero1", "zero2", "colocated")):
     return run_feasibility(FeasibilityConfig(n=4, steps=0), list(schemes), plan_psi=PSI, plan_comm_bytes=B,
-                           plan_topology="dgx-h100", plan_n=N, plan_micro_batches=k, plan_time_model=time_model)
+                           plan_topology="dgx-h100", plan_n=N, plan_micro_batches=k,
+                           plan_time_model=time_model)
 
 
 def _item(result, src, dst):
@@ -49,8 +51,8 @@ def test_time_follows_the_cadence_and_the_table(plans):
     assert _item(four, "deepspeed-zero1", "zero1").time_saved_s == pytest.approx(
         _item(one, "deepspeed-zero1", "zero1").time_saved_s, rel=1e-9)
     # the plan prices a step as `table --micro-batches 4` does
-    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9", "--micro-batches",
-                            "4", "--schemes", "deepspeed-zero2,zero2", "--format", "json"])
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9",
+                            "--micro-batches", "4", "--schemes", "deepspeed-zero2,zero2", "--format", "json"])
     assert r.exit_code == 0, r.output
     table = {row["scheme"]: row for row in json.loads(r.stdout)}
     assert b.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_nccl"], rel=1e-9)
@@ -87,21 +89,22 @@ def test_cli_plan_micro_batches():
 
 
 def _table_dp(*args):
-    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9", "--schemes", "dp",
-                            "--format", "json", *args])
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9", "--schemes",
+                            "dp", "--format", "json", *args])
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)[0]
 
 
 def test_no_sync_is_listed_where_there_is_something_to_hold_back():
-    res = run_feasibility(FeasibilityConfig(n=4, steps=0, micro_batches=4), ["dp"], plan_psi=PSI, plan_comm_bytes=B,
-                          plan_topology="dgx-h100", plan_n=N)
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0, micro_batches=4), ["dp"], plan_psi=PSI,
+                          plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=N)
     item = next(p for p in res.plan if "no_sync()" in p.action)
     # DDP all-reduces 2(N-1)/N·Ψ·b in each of the 4 micro-batches; under no_sync() once per step
     assert item.bytes_saved_per_rank == pytest.approx(float(3 * 2 * Fraction(N - 1, N) * PSI * B))
     assert (item.update, item.from_scheme, item.to_scheme) == ("exact", "dp", "dp")
     # the time table prices for DDP with --grad-sync boundary is what is left
-    every, boundary = _table_dp("--micro-batches", "4"), _table_dp("--micro-batches", "4", "--grad-sync", "boundary")
+    every = _table_dp("--micro-batches", "4")
+    boundary = _table_dp("--micro-batches", "4", "--grad-sync", "boundary")
     assert item.from_time_s == pytest.approx(every["time_s_nccl"], rel=1e-9)
     assert item.from_time_s - item.time_saved_s == pytest.approx(boundary["time_s_nccl"], rel=1e-9)
     one = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp"], plan_psi=PSI, plan_comm_bytes=B,

@@ -205,8 +205,8 @@ def config_line(config: ReportConfig, nccl: bool = True) -> str:
     k = config.micro_batches
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
             f"topology {topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
-            "bytes of optimizer state per parameter" + (f", {k} micro-batches per optimizer step" if k > 1 else "")
-            + (f"; {nccl}" if nccl else ""))
+            "bytes of optimizer state per parameter"
+            + (f", {k} micro-batches per optimizer step" if k > 1 else "") + (f"; {nccl}" if nccl else ""))
 
 
 def nccl_words(config: ReportConfig) -> str:
