@@ -138,3 +138,38 @@ def test_report_refuses_a_bad_micro_batch_count(monkeypatch):
     res = runner.invoke(app, ["report", "--micro-batches", "0"])
     assert res.exit_code == 2 and "--micro-batches" in res.stderr and res.stderr.count("\n") == 1
     assert "Traceback" not in res.output and calls == []
+
+
+def test_plan_of_a_tensor_parallel_runs_data_parallel_group():
+    # 64 GPUs at tp = 8 on 8-GPU nodes: 8 data-parallel ranks, one a node, each holding Ψ/8 parameters
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["deepspeed-zero2", "zero2"], plan_psi=PSI,
+                          plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=64, plan_tp=8)
+    basis = res.plan_basis
+    assert (basis["n"], basis["gpus_per_node"], basis["tp"], basis["pp"], basis["world"]) == (8, 1, 8, 1, 64)
+    item = _item(res, "deepspeed-zero2", "zero2")
+    assert item.bytes_saved_per_rank == pytest.approx(7 / 8 * PSI / 8 * B)  # one ring of Ψ/8 on 8 ranks
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "64", "--tp", "8", "--psi", "7.5e9",
+                            "--schemes", "deepspeed-zero2,zero2", "--format", "json"])
+    table = {row["scheme"]: row for row in json.loads(r.stdout)}
+    assert item.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_nccl"], rel=1e-9)
+    assert item.from_time_s - item.time_saved_s == pytest.approx(table["zero2"]["time_s_nccl"], rel=1e-9)
+    assert "the data-parallel group of a 64-GPU run at tp = 8, pp = 1" in res.verdict
+    # the α-β plan too, with the node's network shared by its 8 data-parallel groups as table shares it
+    ring = run_feasibility(FeasibilityConfig(n=4, steps=0), ["deepspeed-zero2", "zero2"], plan_psi=PSI,
+                           plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=64, plan_tp=8,
+                           plan_time_model="ring")
+    a = _item(ring, "deepspeed-zero2", "zero2")
+    assert a.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_ring"], rel=1e-9)
+    assert a.from_time_s - a.time_saved_s == pytest.approx(table["zero2"]["time_s_ring"], rel=1e-9)
+
+
+def test_cli_plan_tp_pp_refusals():
+    base = ["feasibility", "--steps", "0", "--schemes", "dp", "--topology", "dgx-h100"]
+    for args, option in ((["--plan-n", "48", "--plan-tp", "3"], "--plan-tp"),
+                         (["--plan-n", "60", "--plan-pp", "8"], "--plan-n"),
+                         (["--plan-n", "64", "--plan-pp", "0"], "--plan-pp")):
+        r = runner.invoke(app, [*base, *args])
+        assert r.exit_code == 2 and r.output.startswith(f"error: {option}"), r.output
+        assert len(r.output.strip().splitlines()) == 1
+    r = runner.invoke(app, [*base, "--plan-n", "64", "--plan-pp", "4", "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["plan_basis"]["n"] == 16

@@ -357,8 +357,14 @@ def _symbol_values(topo: Topology, layout: _Layout, tp: int, pp: int, *, b_comm:
                   G=layout.g_dp, b_comm=b_comm, b_param=float(param_bytes), b_grad=float(grad_bytes), K=k,
                   b_p=b_p, b_g=b_g, n_mb=float(mb), H=layout.h, D_reuse=reuse)
     if tp > 1:
-        values["bw_inter"] = values["bw_inter"] * layout.g_dp / layout.g_node
+        values["bw_inter"] = group_inter_bandwidth(values["bw_inter"], layout.g_dp, layout.g_node)
     return values
+
+
+def group_inter_bandwidth(bw_inter, g_dp, g_node):
+    """A data-parallel group's share of its node's network under tensor parallelism: the node's tp
+    groups, G of the group each, share it (module docstring): ``bw_inter · G_dp / G_node``."""
+    return bw_inter * g_dp / g_node
 
 
 def _run_kernel(names: list[str], algs: list[Algorithm], sync: str, default_shard: bool, values: dict,

@@ -266,7 +266,7 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                     plan_period: int = 4, plan_topology=None, plan_n: int | None = None,
                     plan_gpus_per_node: int | None = None, plan_time_model: str | None = None,
                     plan_nccl: dict | None = None, plan_micro_batches: int | None = None,
-                    progress=None) -> FeasibilityResult:
+                    plan_tp: int = 1, plan_pp: int = 1, progress=None) -> FeasibilityResult:
     """Simulate ``schemes`` (default: all) and the colocated proposal, compare each with the reference
     and with the symbolic model, test the conditions under which colocated is exact, simulate the
     in-network reductions the plan prices, and derive the plan and the verdict.
@@ -278,7 +278,10 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     ``nccl_algo`` / ``nccl_proto``; ``"ring"``, the α-β model; default NCCL's where the topology gives
     what it needs), per optimizer step of ``plan_micro_batches`` (default: the simulation's
     micro-batches; each scheme reduces in every micro-batch or once per step as its implementation
-    does). ``progress(done, total, what)``,
+    does). With ``plan_tp`` / ``plan_pp`` above 1, ``plan_n`` is the run's GPUs and the plan is of its
+    data-parallel group: N = ``plan_n``/(tp·pp) ranks holding Ψ/(tp·pp) parameters each, placed as
+    ``zerocalc table --tp --pp`` places them (:func:`zerocalc.evaluate.data_parallel_layout`).
+    ``progress(done, total, what)``,
     when given, is called as the simulations go (the CLI draws a bar with it)."""
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = _scheme_names(schemes)
@@ -287,7 +290,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     k = cfg.micro_batches if plan_micro_batches is None else plan_micro_batches
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(f"must be a whole number ≥ 1, got {k!r}", option="--plan-micro-batches")
-    topology, p_n, p_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
+    topology, world, node_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
+    p_n, p_g, p_psi = _plan_group(world, node_g, plan_psi, plan_tp, plan_pp)
     pricing, time_model = plan_pricing(topology, plan_time_model, plan_nccl)
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
     kinds = offered or ("nvls", "sharp")
@@ -306,15 +310,17 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     for _ in range(4):
         bar.tick("conditions")
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
-    plan = build_plan(runs, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
+    plan = build_plan(runs, psi=p_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
                       period=plan_period, topology=topology, in_network_runs=in_network_runs,
-                      in_network=kinds, pricing=pricing, micro_batches=k)
-    basis = _basis(topology, p_n, p_g, plan_comm_bytes, k)
+                      in_network=kinds, pricing=pricing, micro_batches=k,
+                      run=dict(psi=plan_psi, n=world, g=node_g, tp=plan_tp, pp=plan_pp)
+                      if plan_tp * plan_pp > 1 else None)
+    basis = _basis(topology, p_n, p_g, plan_comm_bytes, k) + _group_words(world, plan_tp, plan_pp)
     findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
     from zerocalc.units import format_seconds
 
     algo = (plan_nccl or {}).get("nccl_algo") if time_model == "nccl" else None
-    finding = in_network_sentence(plan, psi=plan_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
+    finding = in_network_sentence(plan, psi=p_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
                                   basis=basis, format_time=format_seconds, nccl_algo=algo, micro_batches=k)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
@@ -322,7 +328,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         plan_basis={"psi": plan_psi, "n": p_n, "gpus_per_node": p_g,
                     "comm_bytes": (plan_comm_bytes if isinstance(plan_comm_bytes, int)
                                    else float(plan_comm_bytes)),
-                    "period": plan_period, "micro_batches": k,
+                    "period": plan_period, "micro_batches": k, "tp": plan_tp, "pp": plan_pp,
+                    "world": world,
                     "algorithm": "ring" if time_model == "ring" else "nccl",
                     "time_model": time_model if topology is not None else None,
                     "call_bytes": _call_bytes(plan_nccl) if time_model == "nccl" else None,
@@ -410,6 +417,32 @@ def _plan_cluster(cfg: FeasibilityConfig, plan_topology, plan_n: int | None,
             option = "/".join("--plan-n" if o == "--n" else o for o in (exc.option or "").split("/"))
             raise ConfigError(exc.message, option=option or None) from None
     return topology, p_n, p_g
+
+
+def _plan_group(world: int, g: int, psi, tp: int, pp: int):
+    """``(N, G, Ψ)`` of the plan's data-parallel group in a run of ``world`` GPUs, ``g`` a node, at
+    ``tp`` / ``pp`` (:func:`zerocalc.evaluate.data_parallel_layout`; its errors name the plan's options):
+    the run itself at tp = pp = 1."""
+    if tp == 1 and pp == 1:
+        return world, g, psi
+    from zerocalc.evaluate import data_parallel_layout
+
+    try:
+        n_dp, g_dp, _ = data_parallel_layout(world, g, tp, pp)
+    except ConfigError as exc:
+        names = {"--n": "--plan-n", "--tp": "--plan-tp", "--pp": "--plan-pp"}
+        option = "/".join(names.get(o, o) for o in (exc.option or "").split("/"))
+        raise ConfigError(exc.message, option=option or None) from None
+    share = Fraction(int(psi), tp * pp) if int(psi) == psi else Fraction(str(psi)) / (tp * pp)
+    return int(n_dp), int(g_dp), int(share) if share.denominator == 1 else share
+
+
+def _group_words(world: int, tp: int, pp: int) -> str:
+    """The plan's group in words where it is not the whole run: ``, the data-parallel group of a 64-GPU
+    run at tp = 8, pp = 1 (Ψ/(tp·pp) a rank)``."""
+    if tp == 1 and pp == 1:
+        return ""
+    return f", the data-parallel group of a {world}-GPU run at tp = {tp}, pp = {pp} (Ψ/(tp·pp) a rank)"
 
 
 class _Progress:

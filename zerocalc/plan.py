@@ -165,18 +165,28 @@ _CANDIDATES: tuple[_Candidate, ...] = (
 )
 
 
-def _values(topology, *, psi, n, g, comm_bytes, micro_batches=1) -> dict[str, float]:
-    """Numbers for every symbol of :data:`zerocalc.symbols.ARGUMENTS` on a cluster (widths b = the wire's)."""
+def _values(topology, *, psi, n, g, comm_bytes, micro_batches=1, tp=1, pp=1) -> dict[str, float]:
+    """Numbers for every symbol of :data:`zerocalc.symbols.ARGUMENTS` on a cluster (widths b = the wire's):
+    a run of ``n`` GPUs, ``g`` a node, at ``tp`` / ``pp``, its data-parallel group laid out and its share
+    of the node's network as :func:`zerocalc.evaluate.evaluate` prices it."""
     from zerocalc import symbols as S
+    from zerocalc.evaluate import data_parallel_layout, group_inter_bandwidth
 
-    known = dict(topology.values(), Psi=float(psi), N=float(n), G=float(g), H=float(g),
-                 n_mb=float(micro_batches), K=12.0)
+    known = dict(topology.values())
+    if tp * pp > 1:
+        n_dp, g_dp, g_node = (float(x) for x in data_parallel_layout(n, g, tp, pp))
+        psi, n, g = float(psi) / (tp * pp), n_dp, g_dp
+        if tp > 1:
+            known["bw_inter"] = group_inter_bandwidth(known["bw_inter"], g_dp, g_node)
+    known.update(Psi=float(psi), N=float(n), G=float(g), H=float(g), n_mb=float(micro_batches), K=12.0)
     return {s.name: known.get(s.name, float(comm_bytes)) for s in S.ARGUMENTS}
 
 
-def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batches=1) -> PlanTimes:
+def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batches=1, tp=1,
+                     pp=1) -> PlanTimes:
     """Model seconds per optimizer step of ``micro_batches`` on ``topology`` by the ring α-β model per
-    (scheme, collectives through the switch): ``()`` and ``None`` (no switch) are both rings."""
+    (scheme, collectives through the switch): ``()`` and ``None`` (no switch) are both rings. ``psi``,
+    ``n``, ``g``: the run's Ψ, GPUs and node; under ``tp`` / ``pp`` its data-parallel group is priced."""
     import sympy
 
     from zerocalc import symbols as S
@@ -184,7 +194,8 @@ def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batc
     from zerocalc.schemes import get_scheme
 
     keys = list(dict.fromkeys(keys))
-    values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes, micro_batches=micro_batches)
+    values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes, micro_batches=micro_batches, tp=tp,
+                     pp=pp)
     numbers = {s: sympy.Float(values[s.name]) for s in S.ARGUMENTS}
     # one evaluation each: substituting numbers (xreplace) is several times cheaper than lambdify here
     done: dict = {}
@@ -200,7 +211,7 @@ def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batc
 def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
                period: int, topology=None, in_network_runs: Mapping | None = None,
                in_network: Sequence[str] | None = None, pricing=None,
-               micro_batches: int = 1) -> tuple[PlanItem, ...]:
+               micro_batches: int = 1, run: Mapping | None = None) -> tuple[PlanItem, ...]:
     """The plan at Ψ = ``psi`` parameters, N = ``n``, G = ``gpus_per_node``, ``comm_bytes`` per element,
     per optimizer step of ``micro_batches`` (each scheme's collectives at their implementation's cadence,
     :mod:`zerocalc.schemes`: DeepSpeed ZeRO-2 reduces in every micro-batch, ZeRO-1 once per step).
@@ -212,7 +223,9 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     (default :func:`alpha_beta_times`) times the schemes: called as it is, with ``(scheme, ops)`` keys
     (``ops`` ``()``: the cluster as it is; ``None``: without in-network reduction, an in-network
     item's baseline; collectives: through the switch), returning a :class:`PlanTimes`; a key it leaves
-    out leaves the item's time saved unpriced (``None``)."""
+    out leaves the item's time saved unpriced (``None``). ``run``: the run whose data-parallel group the
+    plan is of (``psi``, ``n``, ``g``: its Ψ, GPUs and node; ``tp``, ``pp``), which ``pricing`` is called
+    with (default: the group itself, tp = pp = 1)."""
     offered = tuple(getattr(topology, "in_network_reduction", None) or ()) if topology is not None else ()
     wanted = in_network if in_network is not None else (offered or ALL_KINDS)
     kinds = tuple(k for k in ALL_KINDS if k in wanted)
@@ -234,8 +247,9 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     priced = None
     if topology is not None:
         keys = [k for c in _CANDIDATES for k in _time_keys(c)]
-        priced = (pricing or alpha_beta_times)(keys, kinds, topology, psi=psi, n=n, g=gpus_per_node,
-                                                comm_bytes=comm_bytes, micro_batches=micro_batches)
+        sizes = dict(run) if run is not None else dict(psi=psi, n=n, g=gpus_per_node)
+        priced = (pricing or alpha_beta_times)(keys, kinds, topology, comm_bytes=comm_bytes,
+                                                micro_batches=micro_batches, **sizes)
     rows = []
     for c in _CANDIDATES:
         action, frac, saved = c.action, None, None

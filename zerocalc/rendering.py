@@ -222,9 +222,13 @@ def _plan_lines(result) -> list[str]:
     unavailable = "" if b.get("in_network_available") is not False else ", not on this cluster"
     k = int(b.get("micro_batches") or 1)
     step = "step" if k == 1 else f"optimizer step of {k} micro-batches"
+    tp, pp = int(b.get("tp") or 1), int(b.get("pp") or 1)
+    group = (f" (the data-parallel group of a {b.get('world')}-GPU run at tp = {tp}, pp = {pp}: Ψ/(tp·pp) "
+             "a rank, G of the group a node)" if tp * pp > 1 else "")
     lines = ["", f"plan (model bytes{' and time' if where else ''} saved per rank per {step}; {where}"
-                 f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}, {b['comm_bytes']:g}-byte "
-                 f"wire elements; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
+                 f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}{group}, "
+                 f"{b['comm_bytes']:g}-byte wire elements; {timed}in-network reduction priced: "
+                 f"{b['in_network']}{unavailable}):"]
     lib = pairs_library(b)
     for p in helps(result.plan):
         lines += _plan_item_lines(p, bool(where), lib)

@@ -52,7 +52,11 @@ def feasibility_cmd(
     psi: str = typer.Option("7.5e9", "--psi",
                             help="Parameters of the model the plan is priced for: 7.5e9, 70B."),
     plan_n: int | None = typer.Option(
-        None, "--plan-n", help="Data-parallel ranks N of the cluster the plan is priced on [default: --n]."),
+        None, "--plan-n", help="GPUs of the run the plan is priced for: its data-parallel degree N when "
+                               "--plan-tp and --plan-pp are 1, else N = plan-n/(tp·pp) [default: --n]."),
+    plan_tp: int = typer.Option(1, "--plan-tp", help="Tensor-parallel degree of that run: the plan is of its "
+                                                     "data-parallel group, Ψ/(tp·pp) a rank."),
+    plan_pp: int = typer.Option(1, "--plan-pp", help="Pipeline-parallel degree of that run."),
     plan_micro_batches: int | None = typer.Option(
         None, "--plan-micro-batches",
         help="Micro-batches per optimizer step of the run the plan is priced for: each scheme reduces "
@@ -108,7 +112,7 @@ def feasibility_cmd(
             plan_time_model=None if time_model is None else time_model.strip().lower(),
             plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
                            call_bytes=call_bytes),
-            plan_micro_batches=plan_micro_batches, progress=progress)
+            plan_micro_batches=plan_micro_batches, plan_tp=plan_tp, plan_pp=plan_pp, progress=progress)
     if fmt == "json":
         import json
 
