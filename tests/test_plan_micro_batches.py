@@ -173,3 +173,41 @@ def test_cli_plan_tp_pp_refusals():
         assert len(r.output.strip().splitlines()) == 1
     r = runner.invoke(app, [*base, "--plan-n", "64", "--plan-pp", "4", "--format", "json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["plan_basis"]["n"] == 16
+
+
+def test_plan_under_mixed_precision_prices_each_side_at_its_width():
+    # bf16 parameters, fp32 gradient reduction (FSDP2 reduce_dtype, Megatron grad_reduce_in_fp32)
+    res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp", "deepspeed-zero2", "zero2", "colocated"],
+                          plan_psi=PSI, plan_comm_bytes=2, plan_topology="dgx-h100", plan_n=N,
+                          plan_param_bytes=2, plan_grad_bytes=4)
+    ring = Fraction(N - 1, N) * PSI  # elements one ring moves per rank
+    # ZeRO-2 as shipped all-reduces the fp32 gradients (2 rings), the paper reduce-scatters them (1 ring)
+    assert _item(res, "deepspeed-zero2", "zero2").bytes_saved_per_rank == pytest.approx(float(ring * 4))
+    # the #4582 proposal skips the fp32 reduce-scatter and keeps the bf16 all-gather
+    assert _item(res, "zero2", "colocated").bytes_saved_per_rank == pytest.approx(float(ring * 4))
+    # 1-bit compression of DDP's fp32 all-reduce: 1 bit of the 32 left
+    one_bit = next(p for p in res.plan if p.action.startswith("error-feedback 1-bit"))
+    assert one_bit.bytes_saved_per_rank == pytest.approx(float(2 * ring * 4 * Fraction(31, 32)))
+    assert (res.plan_basis["param_bytes"], res.plan_basis["grad_bytes"]) == (2, 4)
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", str(N), "--psi", "7.5e9",
+                            "--param-dtype", "bf16", "--grad-dtype", "fp32", "--schemes",
+                            "deepspeed-zero2,zero2", "--format", "json"])
+    table = {row["scheme"]: row for row in json.loads(r.stdout)}
+    item = _item(res, "deepspeed-zero2", "zero2")
+    assert item.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_nccl"], rel=1e-9)
+    assert item.from_time_s - item.time_saved_s == pytest.approx(table["zero2"]["time_s_nccl"], rel=1e-9)
+    ab = run_feasibility(FeasibilityConfig(n=4, steps=0), ["deepspeed-zero2", "zero2"], plan_psi=PSI,
+                         plan_comm_bytes=2, plan_topology="dgx-h100", plan_n=N, plan_param_bytes=2,
+                         plan_grad_bytes=4, plan_time_model="ring")
+    a = _item(ab, "deepspeed-zero2", "zero2")
+    assert a.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_ring"], rel=1e-9)
+    assert a.from_time_s - a.time_saved_s == pytest.approx(table["zero2"]["time_s_ring"], rel=1e-9)
+
+
+def test_cli_plan_dtypes():
+    args = ["feasibility", "--steps", "0", "--schemes", "zero2", "--topology", "dgx-h100", "--plan-n", "64",
+            "--dtype", "bf16"]
+    r = runner.invoke(app, [*args, "--grad-dtype", "float32"])
+    assert r.exit_code == 0 and "2-byte parameters and 4-byte gradients on the wire" in r.stdout
+    r = runner.invoke(app, [*args, "--param-dtype", "fp33"])
+    assert r.exit_code == 2 and "fp33" in r.output and len(r.output.strip().splitlines()) == 1

@@ -266,7 +266,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                     plan_period: int = 4, plan_topology=None, plan_n: int | None = None,
                     plan_gpus_per_node: int | None = None, plan_time_model: str | None = None,
                     plan_nccl: dict | None = None, plan_micro_batches: int | None = None,
-                    plan_tp: int = 1, plan_pp: int = 1, progress=None) -> FeasibilityResult:
+                    plan_tp: int = 1, plan_pp: int = 1, plan_param_bytes=None, plan_grad_bytes=None,
+                    progress=None) -> FeasibilityResult:
     """Simulate ``schemes`` (default: all) and the colocated proposal, compare each with the reference
     and with the symbolic model, test the conditions under which colocated is exact, simulate the
     in-network reductions the plan prices, and derive the plan and the verdict.
@@ -281,7 +282,8 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     does). With ``plan_tp`` / ``plan_pp`` above 1, ``plan_n`` is the run's GPUs and the plan is of its
     data-parallel group: N = ``plan_n``/(tp·pp) ranks holding Ψ/(tp·pp) parameters each, placed as
     ``zerocalc table --tp --pp`` places them (:func:`zerocalc.evaluate.data_parallel_layout`).
-    ``progress(done, total, what)``,
+    ``plan_param_bytes`` / ``plan_grad_bytes``: the wire widths of the plan's parameter- and gradient-side
+    collectives under mixed precision (default ``plan_comm_bytes``). ``progress(done, total, what)``,
     when given, is called as the simulations go (the CLI draws a bar with it)."""
     cfg = cfg if cfg is not None else FeasibilityConfig()
     names = _scheme_names(schemes)
@@ -292,6 +294,7 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
         raise ConfigError(f"must be a whole number ≥ 1, got {k!r}", option="--plan-micro-batches")
     topology, world, node_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
     p_n, p_g, p_psi = _plan_group(world, node_g, plan_psi, plan_tp, plan_pp)
+    widths = _plan_widths(plan_comm_bytes, plan_param_bytes, plan_grad_bytes)
     pricing, time_model = plan_pricing(topology, plan_time_model, plan_nccl)
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
     kinds = offered or ("nvls", "sharp")
@@ -314,22 +317,23 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
                       period=plan_period, topology=topology, in_network_runs=in_network_runs,
                       in_network=kinds, pricing=pricing, micro_batches=k,
                       run=dict(psi=plan_psi, n=world, g=node_g, tp=plan_tp, pp=plan_pp)
-                      if plan_tp * plan_pp > 1 else None)
-    basis = _basis(topology, p_n, p_g, plan_comm_bytes, k) + _group_words(world, plan_tp, plan_pp)
+                      if plan_tp * plan_pp > 1 else None, **widths)
+    basis = _basis(topology, p_n, p_g, plan_comm_bytes, k, widths) + _group_words(world, plan_tp, plan_pp)
     findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
     from zerocalc.units import format_seconds
 
     algo = (plan_nccl or {}).get("nccl_algo") if time_model == "nccl" else None
     finding = in_network_sentence(plan, psi=p_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
-                                  basis=basis, format_time=format_seconds, nccl_algo=algo, micro_batches=k)
+                                  basis=basis, format_time=format_seconds, nccl_algo=algo, micro_batches=k,
+                                  **widths)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,
         plan_basis={"psi": plan_psi, "n": p_n, "gpus_per_node": p_g,
-                    "comm_bytes": (plan_comm_bytes if isinstance(plan_comm_bytes, int)
-                                   else float(plan_comm_bytes)),
+                    "comm_bytes": _number(plan_comm_bytes),
                     "period": plan_period, "micro_batches": k, "tp": plan_tp, "pp": plan_pp,
-                    "world": world,
+                    "world": world, **{k_: _number(v if v is not None else plan_comm_bytes)
+                                       for k_, v in widths.items()},
                     "algorithm": "ring" if time_model == "ring" else "nccl",
                     "time_model": time_model if topology is not None else None,
                     "call_bytes": _call_bytes(plan_nccl) if time_model == "nccl" else None,
@@ -511,9 +515,40 @@ def _conditions(cfg: FeasibilityConfig, col, ref) -> tuple[dict, ...]:
     )
 
 
-def _basis(topology, n: int, g: int, comm_bytes: int, micro_batches: int = 1) -> str:
+def _number(width):
+    """A wire width for JSON: an int where whole, else a float."""
+    return width if isinstance(width, int) else float(width)
+
+
+def _plan_widths(comm_bytes, param_bytes, grad_bytes) -> dict:
+    """The plan's two wire widths where mixed precision sets them apart (``param_bytes``,
+    ``grad_bytes``; ``None``: ``comm_bytes``), each checked."""
+    for value, option in ((param_bytes, "--param-dtype"), (grad_bytes, "--grad-dtype")):
+        if value is not None and not value > 0:
+            raise ConfigError(f"must be a positive width in bytes, got {value!r}", option=option)
+    return dict(param_bytes=param_bytes, grad_bytes=grad_bytes)
+
+
+def _wire_words(comm_bytes, widths: dict | None = None) -> str:
+    """``2-byte wire elements``, or ``2-byte parameters and 4-byte gradients on the wire``."""
+    widths = widths or {}
+    p = widths.get("param_bytes") if widths.get("param_bytes") is not None else comm_bytes
+    g = widths.get("grad_bytes") if widths.get("grad_bytes") is not None else comm_bytes
+    if p == g:
+        return f"{_width_text(p)}-byte wire elements"
+    return f"{_width_text(p)}-byte parameters and {_width_text(g)}-byte gradients on the wire"
+
+
+def _width_text(width) -> str:
+    """A wire width in bytes as text: ``2``, ``4``, ``0.5``."""
+    w = Fraction(str(width))
+    return str(w.numerator) if w.denominator == 1 else f"{float(w):g}"
+
+
+def _basis(topology, n: int, g: int, comm_bytes: int, micro_batches: int = 1,
+           widths: dict | None = None) -> str:
     """Where the plan was priced, in words: ``"N = 4, 2-byte wire elements"`` or the cluster too, and the
     micro-batches per optimizer step where more than one."""
-    where = f"N = {n}, {comm_bytes}-byte wire elements"
+    where = f"N = {n}, {_wire_words(comm_bytes, widths)}"
     where = where if topology is None else f"{topology.name}, {where}, G = {g}"
     return where + (f", {micro_batches} micro-batches per step" if micro_batches > 1 else "")

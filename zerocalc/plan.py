@@ -165,10 +165,12 @@ _CANDIDATES: tuple[_Candidate, ...] = (
 )
 
 
-def _values(topology, *, psi, n, g, comm_bytes, micro_batches=1, tp=1, pp=1) -> dict[str, float]:
+def _values(topology, *, psi, n, g, comm_bytes, micro_batches=1, tp=1, pp=1, param_bytes=None,
+            grad_bytes=None) -> dict[str, float]:
     """Numbers for every symbol of :data:`zerocalc.symbols.ARGUMENTS` on a cluster (widths b = the wire's):
     a run of ``n`` GPUs, ``g`` a node, at ``tp`` / ``pp``, its data-parallel group laid out and its share
-    of the node's network as :func:`zerocalc.evaluate.evaluate` prices it."""
+    of the node's network as :func:`zerocalc.evaluate.evaluate` prices it; ``param_bytes`` /
+    ``grad_bytes``: the parameter- and gradient-side wire widths (default ``comm_bytes``)."""
     from zerocalc import symbols as S
     from zerocalc.evaluate import data_parallel_layout, group_inter_bandwidth
 
@@ -178,12 +180,14 @@ def _values(topology, *, psi, n, g, comm_bytes, micro_batches=1, tp=1, pp=1) -> 
         psi, n, g = float(psi) / (tp * pp), n_dp, g_dp
         if tp > 1:
             known["bw_inter"] = group_inter_bandwidth(known["bw_inter"], g_dp, g_node)
-    known.update(Psi=float(psi), N=float(n), G=float(g), H=float(g), n_mb=float(micro_batches), K=12.0)
+    known.update(Psi=float(psi), N=float(n), G=float(g), H=float(g), n_mb=float(micro_batches), K=12.0,
+                 b_p=float(comm_bytes if param_bytes is None else param_bytes),
+                 b_g=float(comm_bytes if grad_bytes is None else grad_bytes))
     return {s.name: known.get(s.name, float(comm_bytes)) for s in S.ARGUMENTS}
 
 
 def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batches=1, tp=1,
-                     pp=1) -> PlanTimes:
+                     pp=1, param_bytes=None, grad_bytes=None) -> PlanTimes:
     """Model seconds per optimizer step of ``micro_batches`` on ``topology`` by the ring α-β model per
     (scheme, collectives through the switch): ``()`` and ``None`` (no switch) are both rings. ``psi``,
     ``n``, ``g``: the run's Ψ, GPUs and node; under ``tp`` / ``pp`` its data-parallel group is priced."""
@@ -195,7 +199,7 @@ def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batc
 
     keys = list(dict.fromkeys(keys))
     values = _values(topology, psi=psi, n=n, g=g, comm_bytes=comm_bytes, micro_batches=micro_batches, tp=tp,
-                     pp=pp)
+                     pp=pp, param_bytes=param_bytes, grad_bytes=grad_bytes)
     numbers = {s: sympy.Float(values[s.name]) for s in S.ARGUMENTS}
     # one evaluation each: substituting numbers (xreplace) is several times cheaper than lambdify here
     done: dict = {}
@@ -211,10 +215,13 @@ def alpha_beta_times(keys, kinds, topology, *, psi, n, g, comm_bytes, micro_batc
 def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
                period: int, topology=None, in_network_runs: Mapping | None = None,
                in_network: Sequence[str] | None = None, pricing=None,
-               micro_batches: int = 1, run: Mapping | None = None) -> tuple[PlanItem, ...]:
+               micro_batches: int = 1, run: Mapping | None = None, param_bytes=None,
+               grad_bytes=None) -> tuple[PlanItem, ...]:
     """The plan at Ψ = ``psi`` parameters, N = ``n``, G = ``gpus_per_node``, ``comm_bytes`` per element,
     per optimizer step of ``micro_batches`` (each scheme's collectives at their implementation's cadence,
-    :mod:`zerocalc.schemes`: DeepSpeed ZeRO-2 reduces in every micro-batch, ZeRO-1 once per step).
+    :mod:`zerocalc.schemes`: DeepSpeed ZeRO-2 reduces in every micro-batch, ZeRO-1 once per step);
+    ``param_bytes`` / ``grad_bytes``: the wire widths of the parameter- and gradient-side collectives
+    under mixed precision (default ``comm_bytes``).
 
     ``runs`` (scheme → :class:`zerocalc.sim.SchemeRun`) and ``in_network_runs`` ((scheme, collectives
     through the switch) → the same, simulated with switches) are the evidence. ``topology`` (a
@@ -233,21 +240,26 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     tag = "+".join(kinds)
     in_network_runs = in_network_runs or {}
 
+    widths = dict(param_bytes=param_bytes, grad_bytes=grad_bytes)
+    grad_width = Fraction(comm_bytes if grad_bytes is None else grad_bytes)
+
     def model(name: str, ks: Sequence[str] = (), ops: Sequence[str] | None = None) -> Fraction:
         return model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                 in_network=ks, switch_ops=ops, micro_batches=micro_batches)
+                                 in_network=ks, switch_ops=ops, micro_batches=micro_batches, **widths)
 
     def gradient_bytes(name: str) -> Fraction:
         from zerocalc.sim.accounting import model_bytes_by_phase
 
         by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                  micro_batches=micro_batches)
+                                  micro_batches=micro_batches, **widths)
         return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
 
     priced = None
     if topology is not None:
         keys = [k for c in _CANDIDATES for k in _time_keys(c)]
         sizes = dict(run) if run is not None else dict(psi=psi, n=n, g=gpus_per_node)
+        if param_bytes is not None or grad_bytes is not None:
+            sizes.update(widths)
         priced = (pricing or alpha_beta_times)(keys, kinds, topology, comm_bytes=comm_bytes,
                                                 micro_batches=micro_batches, **sizes)
     rows = []
@@ -263,7 +275,7 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
             action = action.format(H=period)
         elif c.saving == "bits":
             whole = model(c.src)
-            cut = gradient_bytes(c.src) * (1 - Fraction(c.bits) / (8 * Fraction(comm_bytes)))
+            cut = gradient_bytes(c.src) * (1 - Fraction(c.bits) / (8 * grad_width))
             frac = cut / whole if whole else Fraction(0)
         elif c.saving == "none":
             frac = Fraction(0)
@@ -357,7 +369,7 @@ def slower(plan: Sequence[PlanItem]) -> tuple[PlanItem, ...]:
 
 def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_node: int, comm_bytes: int,
                         basis: str, format_time=None, nccl_algo: str | None = None,
-                        micro_batches: int = 1) -> str:
+                        micro_batches: int = 1, param_bytes=None, grad_bytes=None) -> str:
     """What in-network reduction does to the #4582 question, in numbers at the plan's basis.
 
     Per parameter per rank per step, bytes sent: data parallelism's all-reduce on a ring (2(N-1)/N·b),
@@ -375,7 +387,8 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
 
     def per_param(name: str, ks: Sequence[str] = ()) -> float:
         return float(model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                       in_network=ks, micro_batches=micro_batches) / psi)
+                                       in_network=ks, micro_batches=micro_batches, param_bytes=param_bytes,
+                                       grad_bytes=grad_bytes) / psi)
 
     ring, switch, wanted = per_param("dp"), per_param("dp", kinds), per_param("colocated")
     names = " and ".join({"nvls": "NVLS in the node", "sharp": "SHARP across nodes"}[k] for k in kinds)

@@ -81,14 +81,16 @@ class NcclPlanPricing:
 def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, psi: float, n: int, g: int,
                     comm_bytes: float, nccl_version: str | None = None, nccl_algo: str | None = None,
                     nccl_proto: str | None = None, call_bytes: float | None = None,
-                    micro_batches: int = 1, tp: int = 1, pp: int = 1) -> PlanTimes:
+                    micro_batches: int = 1, tp: int = 1, pp: int = 1, param_bytes: float | None = None,
+                    grad_bytes: float | None = None) -> PlanTimes:
     """Each ``(scheme, ops)`` of ``keys`` priced with NCCL ``nccl_version``'s model (see the module's
     text for ``ops``) at Ψ = ``psi``, N = ``n``, G = ``g`` and ``comm_bytes`` per element on the wire,
     under ``NCCL_ALGO`` / ``NCCL_PROTO`` where given, each phase in equal calls of at most ``call_bytes``
     (``--bucket``; ``None``: one call per phase), per optimizer step of ``micro_batches`` (each phase at
     its implementation's cadence); under ``tp`` / ``pp`` the data-parallel group of the run of ``n``
-    GPUs; ``kinds``: the in-network reduction of the plan's switch items. One table of rows per topology
-    variant, priced as ``zerocalc table`` prices it."""
+    GPUs; ``param_bytes`` / ``grad_bytes``: the parameter- and gradient-side wire widths (default
+    ``comm_bytes``); ``kinds``: the in-network reduction of the plan's switch items. One table of rows per
+    topology variant, priced as ``zerocalc table`` prices it."""
     offered = tuple(topology.in_network_reduction or ())
     switched = tuple(k for k in ALL_KINDS if k in offered or k in kinds)
     variants = {"as is": topology, "rings": replace(topology, in_network_reduction=()),
@@ -104,7 +106,7 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
         topo = variants[variant]
         names = list(dict.fromkeys(name for name, _ in items))
         df = _Rows(names, psi=psi, n=n, g=g, comm_bytes=float(comm_bytes), micro_batches=micro_batches,
-                   tp=tp, pp=pp)
+                   tp=tp, pp=pp, param_bytes=param_bytes, grad_bytes=grad_bytes)
         priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto, call_bytes)
         model = model or _model_name(priced.notes[0])
         row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
@@ -124,16 +126,19 @@ class _Rows:
     volumes and times (or importing pandas), which it does not read."""
 
     def __init__(self, names: list[str], *, psi: float, n: int, g: int, comm_bytes: float,
-                 micro_batches: int = 1, tp: int = 1, pp: int = 1) -> None:
+                 micro_batches: int = 1, tp: int = 1, pp: int = 1, param_bytes: float | None = None,
+                 grad_bytes: float | None = None) -> None:
         from zerocalc.evaluate import data_parallel_layout
 
         n_dp, g_dp, g_node = data_parallel_layout(n, g, tp, pp)
         self.names = list(names)
+        param = float(comm_bytes if param_bytes is None else param_bytes)
+        grad = float(comm_bytes if grad_bytes is None else grad_bytes)
         self.config = dict(psi=float(psi), n=float(n), gpus_per_node=float(g_node),
-                           comm_bytes_per_element=comm_bytes, param_comm_bytes_per_element=comm_bytes,
-                           grad_comm_bytes_per_element=comm_bytes, micro_batches=int(micro_batches),
-                           grad_sync="every",
-                           tp=int(tp), pp=int(pp), dp_size=float(n_dp), hsdp_shard_size=float(g_dp))
+                           comm_bytes_per_element=comm_bytes, param_comm_bytes_per_element=param,
+                           grad_comm_bytes_per_element=grad, micro_batches=int(micro_batches),
+                           grad_sync="every", tp=int(tp), pp=int(pp), dp_size=float(n_dp),
+                           hsdp_shard_size=float(g_dp))
 
     def __getitem__(self, column: str) -> list:
         return self.names if column == "scheme" else [self.config[column]] * len(self.names)

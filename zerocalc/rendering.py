@@ -227,8 +227,7 @@ def _plan_lines(result) -> list[str]:
              "a rank, G of the group a node)" if tp * pp > 1 else "")
     lines = ["", f"plan (model bytes{' and time' if where else ''} saved per rank per {step}; {where}"
                  f"Ψ = {b['psi']:.3g}, N = {b['n']}, G = {b['gpus_per_node']}{group}, "
-                 f"{b['comm_bytes']:g}-byte wire elements; {timed}in-network reduction priced: "
-                 f"{b['in_network']}{unavailable}):"]
+                 f"{_plan_wire(b)}; {timed}in-network reduction priced: {b['in_network']}{unavailable}):"]
     lib = pairs_library(b)
     for p in helps(result.plan):
         lines += _plan_item_lines(p, bool(where), lib)
@@ -242,6 +241,15 @@ def _plan_lines(result) -> list[str]:
         lines += ["", f"  {CALIBRATED_MARK} timed by the calibration of topology {b['topology']} "
                       f"(fit --out), the other pairs by {lib}'s tables"]
     return lines
+
+
+def _plan_wire(basis) -> str:
+    """The plan's wire widths in words: ``2-byte wire elements`` or, under mixed precision, ``2-byte
+    parameters and 4-byte gradients on the wire``."""
+    b, p, g = (float(basis.get(k) or basis["comm_bytes"])
+               for k in ("comm_bytes", "param_bytes", "grad_bytes"))
+    return f"{b:g}-byte wire elements" if p == g == b else (
+        f"{p:g}-byte parameters and {g:g}-byte gradients on the wire")
 
 
 def _plan_item_lines(p, priced: bool, lib: str) -> list[str]:

@@ -68,6 +68,13 @@ def feasibility_cmd(
              "where it has one."),
     dtype: str = typer.Option("fp16", "--dtype",
                               help="Element type on the wire for the plan. " + _DTYPE_HELP),
+    param_dtype: str | None = typer.Option(
+        None, "--param-dtype", help="The plan's parameter-side collectives' dtype (all-gather, broadcast of "
+                                    "parameters), e.g. FSDP2 param_dtype [default: --dtype]."),
+    grad_dtype: str | None = typer.Option(
+        None, "--grad-dtype", help="The plan's gradient-side collectives' dtype (all-reduce, reduce-scatter, "
+                                   "reduce), e.g. fp32 where gradients are reduced in fp32 (FSDP2 "
+                                   "reduce_dtype, Megatron grad_reduce_in_fp32) [default: --dtype]."),
     fmt: str = typer.Option("table", "--format", help="table or json."),
     time_model: str | None = typer.Option(None, "--time-model", help=_TIME_MODEL_HELP),
     nccl_version: str | None = typer.Option(
@@ -95,6 +102,15 @@ def feasibility_cmd(
     names = _scheme_names(schemes, "--schemes")
     plan_psi = parse_count(psi, option="--psi")
     comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
+
+    def width(name: str | None, option: str):
+        if name is None:
+            return None
+        w = Fraction(str(dtype_bytes(canonical_dtype(name, option=option))))
+        return int(w) if w.denominator == 1 else w
+
+    param_bytes, grad_bytes = width(param_dtype, "--param-dtype"), width(grad_dtype, "--grad-dtype")
+
     topo = _load_topology(topology, None, None, None, None)
     cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, micro_batches=micro_batches,
                             gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
@@ -112,7 +128,8 @@ def feasibility_cmd(
             plan_time_model=None if time_model is None else time_model.strip().lower(),
             plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
                            call_bytes=call_bytes),
-            plan_micro_batches=plan_micro_batches, plan_tp=plan_tp, plan_pp=plan_pp, progress=progress)
+            plan_micro_batches=plan_micro_batches, plan_tp=plan_tp, plan_pp=plan_pp,
+            plan_param_bytes=param_bytes, plan_grad_bytes=grad_bytes, progress=progress)
     if fmt == "json":
         import json
 
