@@ -169,6 +169,14 @@ def report_cmd(
     nccl_env: NcclEnvOption = None,
     time_model: Annotated[str | None, typer.Option("--time-model", help=_TIME_MODEL_HELP)] = None,
     bucket: Annotated[str | None, typer.Option("--bucket", help=BUCKET_HELP)] = None,
+    param_dtype: Annotated[str | None, typer.Option(
+        "--param-dtype", help="Dtype of the parameter-side collectives (all-gather, broadcast of "
+                              "parameters), e.g. FSDP2 param_dtype: the volume table, page 1 and the plan "
+                              "[default: --dtype].")] = None,
+    grad_dtype: Annotated[str | None, typer.Option(
+        "--grad-dtype", help="Dtype of the gradient-side collectives (all-reduce, reduce-scatter, "
+                             "reduce), e.g. fp32 (FSDP2 reduce_dtype, Megatron grad_reduce_in_fp32): the "
+                             "volume table, page 1 and the plan [default: --dtype].")] = None,
     micro_batches: Annotated[int, typer.Option(
         "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): the volume table, "
                                 "the simulation, the verdict and the plan run each scheme's collectives "
@@ -215,7 +223,9 @@ def report_cmd(
                           nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()),
                           plan_time_model=None if time_model is None else time_model.strip().lower(),
                           bucket_bytes=None if bucket is None else parse_bucket(bucket),
-                          micro_batches=micro_batches)
+                          micro_batches=micro_batches,
+                          param_dtype=None if param_dtype is None else canonical_dtype(param_dtype),
+                          grad_dtype=None if grad_dtype is None else canonical_dtype(grad_dtype))
     check_output(output, config)
     check_traces(paths)
     _nccl_refused_before_work(config)

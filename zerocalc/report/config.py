@@ -67,6 +67,11 @@ class ReportConfig:
     #: the volume table, the simulation, the verdict and the plan count each scheme's collectives at its
     #: implementation's cadence (:mod:`zerocalc.schemes`)
     micro_batches: int = 1
+    #: the wire dtypes of the parameter- and gradient-side collectives under mixed precision
+    #: (``--param-dtype`` / ``--grad-dtype``; ``None``: ``comm_dtype``): the volume table, page 1 and the plan
+    #: price each side at its own width, the figures at ``comm_dtype``
+    param_dtype: str | None = None
+    grad_dtype: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -81,6 +86,11 @@ class ReportConfig:
                 raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
         if not (isinstance(self.k, Real) and math.isfinite(self.k) and self.k >= 0):
             raise ConfigError(f"must be a number ≥ 0, got {self.k!r}", option="--k")
+        from zerocalc.dtypes import canonical_dtype
+
+        for value, option in ((self.param_dtype, "--param-dtype"), (self.grad_dtype, "--grad-dtype")):
+            if value is not None:
+                canonical_dtype(value, option=option)
         if self.nccl_tuner is not None and self.ofi_tuner is not None:
             raise ConfigError("NCCL loads one tuner plugin: give --nccl-tuner or --ofi-tuner, not both",
                               option="--ofi-tuner")
@@ -94,6 +104,15 @@ class ReportConfig:
         for value, option in ((self.gpu_memory_bytes, "--gpu-memory"), (bucket, "--bucket")):
             if value is not None and not (isinstance(value, Real) and math.isfinite(value) and value > 0):
                 raise ConfigError(f"must be a positive number of bytes, got {value!r}", option=option)
+
+    @property
+    def wire_words(self) -> str:
+        """The wire dtype in words: ``fp16``, or under mixed precision ``bf16 parameters / fp32
+        gradients``."""
+        if self.param_dtype is None and self.grad_dtype is None:
+            return self.comm_dtype
+        param, grad = self.param_dtype or self.comm_dtype, self.grad_dtype or self.comm_dtype
+        return f"{param} parameters / {grad} gradients"
 
     @property
     def nccl_priced(self) -> bool:
@@ -204,7 +223,9 @@ def config_line(config: ReportConfig, nccl: bool = True) -> str:
     nccl = nccl_words(config) if nccl else ""
     k = config.micro_batches
     return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
-            f"topology {topology_name(config)}, {config.comm_dtype} communication, K = {config.k:g} "
+            f"topology {topology_name(config)}, {config.comm_dtype} communication"
+            + ("" if config.wire_words == config.comm_dtype else
+               f" ({config.wire_words} in the volume table and the plan)") + f", K = {config.k:g} "
             "bytes of optimizer state per parameter"
             + (f", {k} micro-batches per optimizer step" if k > 1 else "") + (f"; {nccl}" if nccl else ""))
 

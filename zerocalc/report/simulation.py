@@ -25,8 +25,16 @@ def feasibility_result(config: ReportConfig):
 
     cfg = FeasibilityConfig(n=config.feasibility_n, steps=config.feasibility_steps, seed=config.seed,
                             micro_batches=config.micro_batches)
-    b = Fraction(str(dtype_bytes(config.comm_dtype)))
-    return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=int(b) if b.denominator == 1 else b,
+    def width(dtype: str | None):
+        if dtype is None:
+            return None
+        w = Fraction(str(dtype_bytes(dtype)))
+        return int(w) if w.denominator == 1 else w
+
+    b = width(config.comm_dtype)
+    return run_feasibility(cfg, plan_psi=int(config.psi), plan_comm_bytes=b,
+                           plan_param_bytes=width(config.param_dtype),
+                           plan_grad_bytes=width(config.grad_dtype),
                            plan_topology=config.topology, plan_n=config.n,
                            plan_gpus_per_node=config.gpus_per_node, plan_time_model=config.plan_time_model,
                            plan_nccl=plan_nccl(config))
@@ -100,9 +108,9 @@ def cluster_verdict(config: ReportConfig, result, plan: pd.DataFrame) -> str:
     exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0) & ~plan["slower"]
                  & (plan["in_network"] == "")]
     basis = (f"on the chosen cluster: {topology_name(config)}, N = {config.n}, Ψ = {config.psi:.3g}, "
-             f"{config.comm_dtype} on the wire, so {format_bytes(exact['bytes_saved_per_rank'].iloc[0])} per "
-             "rank per step" if len(exact) else
-             f"the chosen cluster ({topology_name(config)}, N = {config.n}, {config.comm_dtype})")
+             f"{config.wire_words} on the wire, so {format_bytes(exact['bytes_saved_per_rank'].iloc[0])} "
+             "per rank per step" if len(exact) else
+             f"the chosen cluster ({topology_name(config)}, N = {config.n}, {config.wire_words})")
     if not len(exact):
         return f"{result.findings} {saving_sentence(None, None, None, None, basis)}"
     top = exact.iloc[0]

@@ -49,19 +49,18 @@ _TABLE1_LABELS = {"zero1": "ZeRO Table 1, P_os", "zero2": "ZeRO Table 1, P_os+g"
 
 
 def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | None = None,
-              gpus_per_node: int | None = None, micro_batches: int = 1) -> pd.DataFrame:
+              gpus_per_node: int | None = None, **run) -> pd.DataFrame:
     from zerocalc.evaluate import evaluate
 
     return evaluate(schemes, psi=psi, n=n, gpus_per_node=gpus_per_node or config.gpus_per_node,
-                    topology=topology or config.topology, comm_dtype=config.comm_dtype, k=config.k,
-                    micro_batches=micro_batches)
+                    topology=topology or config.topology, comm_dtype=config.comm_dtype, k=config.k, **run)
 
 
 def volume_table(config: ReportConfig) -> pd.DataFrame:
-    """Every scheme at the report's configuration, per optimizer step of its micro-batches: the model's
-    tidy DataFrame (one row per scheme)."""
-    return _evaluate(config, psi=config.psi, n=config.n,
-                     micro_batches=config.micro_batches).reset_index(drop=True)
+    """Every scheme at the report's configuration, per optimizer step of its micro-batches and at its
+    wire dtypes: the model's tidy DataFrame (one row per scheme)."""
+    return _evaluate(config, psi=config.psi, n=config.n, micro_batches=config.micro_batches,
+                     param_dtype=config.param_dtype, grad_dtype=config.grad_dtype).reset_index(drop=True)
 
 
 def _nccl_options(config: ReportConfig) -> dict:

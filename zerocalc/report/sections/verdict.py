@@ -65,7 +65,7 @@ def draw(w: Writer, data: ReportData) -> None:
     w.paragraph(
         "Ranked as the simulation ranks it (exact updates first, then approximate, then changed update "
         f"rules; within a tier by bytes saved). Bytes saved per rank per {step} are the model's difference "
-        f"between the two schemes on this cluster ({c.comm_dtype} on the wire); time saved is {timing}. An "
+        f"between the two schemes on this cluster ({c.wire_words} on the wire); time saved is {timing}. An "
         "item that keeps the scheme saves the share of the source scheme's traffic it removes; an item in "
         "the switch is priced with the in-network reduction the cluster offers (with NVLS and SHARP where "
         "it offers none, marked not available). Changes that are slower on this cluster are listed apart, "

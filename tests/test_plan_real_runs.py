@@ -1,6 +1,8 @@
-"""The implementation plan per optimizer step of k micro-batches (gradient accumulation): each scheme's
-collectives at its implementation's cadence (REFERENCE §7: DeepSpeed ZeRO-2 reduces in every micro-batch,
-ZeRO-1 only at the boundary; DDP every micro-batch by default; the parameter all-gather once per step)."""
+"""The implementation plan for the runs people do: per optimizer step of
+k micro-batches, each scheme's collectives at its implementation's cadence (DeepSpeed ZeRO-2 reduces in every
+micro-batch, ZeRO-1 only at the boundary; DDP every micro-batch by default; the parameter all-gather once per
+step); of a tensor/pipeline-parallel run's data-parallel group; under mixed precision (each side's wire
+width). Expected values are derived by hand or read from ``zerocalc table``, which prices the same run."""
 
 import json
 from fractions import Fraction
@@ -211,3 +213,22 @@ def test_cli_plan_dtypes():
     assert r.exit_code == 0 and "2-byte parameters and 4-byte gradients on the wire" in r.stdout
     r = runner.invoke(app, [*args, "--param-dtype", "fp33"])
     assert r.exit_code == 2 and "fp33" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_the_reports_wire_dtypes_reach_its_table_and_plan():
+    from zerocalc import report
+    from zerocalc.report.config import config_line
+    from zerocalc.report.sweeps import volume_table
+
+    config = report.ReportConfig(topology="dgx-h100", n=N, comm_dtype="bf16", grad_dtype="fp32",
+                                 feasibility_steps=1)
+    result = report.feasibility_result(config)
+    assert (result.plan_basis["param_bytes"], result.plan_basis["grad_bytes"]) == (2, 4)
+    ring = Fraction(N - 1, N) * PSI
+    table = volume_table(config).set_index("scheme")
+    # ZeRO-2: the fp32 reduce-scatter and the bf16 all-gather; the proposal the all-gather alone
+    assert table.loc["zero2", "bytes_per_rank"] == pytest.approx(float(ring * 4 + ring * 2))
+    assert table.loc["colocated", "bytes_per_rank"] == pytest.approx(float(ring * 2))
+    assert "bf16 parameters / fp32 gradients in the volume table and the plan" in config_line(config)
+    with pytest.raises(Exception, match="fp33"):
+        report.ReportConfig(grad_dtype="fp33")
