@@ -232,3 +232,18 @@ def test_the_reports_wire_dtypes_reach_its_table_and_plan():
     assert "bf16 parameters / fp32 gradients in the volume table and the plan" in config_line(config)
     with pytest.raises(Exception, match="fp33"):
         report.ReportConfig(grad_dtype="fp33")
+
+
+@pytest.mark.slow
+def test_report_of_a_mixed_precision_run(tmp_path):
+    # bf16 gathers, fp32 reductions on 8 DGX H100 nodes: HYBRID_SHARD then sends what FULL_SHARD sends
+    # (2·(7/8)Ψ·2 + (7/8)Ψ·4 + 2·(7/8)(Ψ/8)·4 = 7.875Ψ = 2·(63/64)Ψ·2 + (63/64)Ψ·4), and is slower
+    pypdf = pytest.importorskip("pypdf")
+    out = tmp_path / "r.pdf"
+    r = runner.invoke(app, ["report", "-o", str(out), "--topology", "dgx-h100", "--dtype", "bf16",
+                            "--grad-dtype", "fp32"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
+    assert ("(dgx-h100, bf16 parameters / fp32 gradients): skipping it sends 14.8 GB instead of ZeRO-2's "
+            "44.3 GB") in text
+    assert "Slower on this cluster (takes longer):" in text and "sends fewer bytes" not in text

@@ -76,7 +76,9 @@ def draw(w: Writer, data: ReportData) -> None:
     lib = pairs_library(basis)
     _plan_table(w, helps, lib)
     if len(slower):
-        w.paragraph("Slower on this cluster (sends fewer bytes, takes longer):", size=8.5)
+        fewer = bool((slower["bytes_saved_per_rank"].fillna(0) > 0).all())
+        w.paragraph("Slower on this cluster (" + ("sends fewer bytes, takes longer" if fewer else
+                                                  "takes longer") + "):", size=8.5)
         _plan_table(w, slower, lib)
     w.paragraph("Evidence and caveats per step: " + " ".join(
         f"({r.rank}) {r.evidence}; {r.note}." for r in plan.itertuples()), size=7.5, color="#333333")
