@@ -20,6 +20,7 @@ import numpy as np
 
 from zerocalc.errors import ConfigError
 from zerocalc.plan import DEFAULT_PLAN_COMM_BYTES, PlanItem, build_plan, in_network_sentence, saving_sentence
+from zerocalc.plan_run import plan_run
 from zerocalc.sim.accounting import model_bytes_by_phase, model_bytes_exact, simulated_bytes_by_collective
 from zerocalc.sim.compare import REL_TOL, SchemeRun, _check_scheme, _diff, simulate_scheme
 from zerocalc.sim.quantize import QUANT_BLOCK, Packet, dequantize, quantize
@@ -289,12 +290,10 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     names = _scheme_names(schemes)
     if plan_period < 2:
         raise ConfigError(f"must be ≥ 2, got {plan_period}", option="--plan-period")
-    k = cfg.micro_batches if plan_micro_batches is None else plan_micro_batches
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"must be a whole number ≥ 1, got {k!r}", option="--plan-micro-batches")
     topology, world, node_g = _plan_cluster(cfg, plan_topology, plan_n, plan_gpus_per_node)
-    p_n, p_g, p_psi = _plan_group(world, node_g, plan_psi, plan_tp, plan_pp)
-    widths = _plan_widths(plan_comm_bytes, plan_param_bytes, plan_grad_bytes)
+    run = plan_run(psi=plan_psi, world=world, node_gpus=node_g, comm_bytes=plan_comm_bytes,
+                   micro_batches=cfg.micro_batches if plan_micro_batches is None else plan_micro_batches,
+                   tp=plan_tp, pp=plan_pp, param_bytes=plan_param_bytes, grad_bytes=plan_grad_bytes)
     pricing, time_model = plan_pricing(topology, plan_time_model, plan_nccl)
     offered = tuple(getattr(topology, "in_network_reduction", None) or ())
     kinds = offered or ("nvls", "sharp")
@@ -313,39 +312,37 @@ def run_feasibility(cfg: FeasibilityConfig | None = None, schemes: Sequence[str]
     for _ in range(4):
         bar.tick("conditions")
     divergence = tuple({"step": t + 1, "max_rel_diff": d} for t, d in enumerate(col.diff_by_step))
-    plan = build_plan(runs, psi=p_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
-                      period=plan_period, topology=topology, in_network_runs=in_network_runs,
-                      in_network=kinds, pricing=pricing, micro_batches=k,
-                      run=dict(psi=plan_psi, n=world, g=node_g, tp=plan_tp, pp=plan_pp)
-                      if plan_tp * plan_pp > 1 else None, **widths)
-    basis = _basis(topology, p_n, p_g, plan_comm_bytes, k, widths) + _group_words(world, plan_tp, plan_pp)
+    plan = build_plan(runs, **run.group, period=plan_period, topology=topology,
+                      in_network_runs=in_network_runs, in_network=kinds, pricing=pricing,
+                      run=run.pricing_sizes)
+    basis = run.words(topology)
     findings, saving = _verdict(cfg, runs, col, conditions, lower, plan, plan_comm_bytes, basis)
     from zerocalc.units import format_seconds
 
     algo = (plan_nccl or {}).get("nccl_algo") if time_model == "nccl" else None
-    finding = in_network_sentence(plan, psi=p_psi, n=p_n, gpus_per_node=p_g, comm_bytes=plan_comm_bytes,
-                                  basis=basis, format_time=format_seconds, nccl_algo=algo, micro_batches=k,
-                                  **widths)
+    finding = in_network_sentence(plan, **run.group, basis=basis, format_time=format_seconds, nccl_algo=algo)
     return FeasibilityResult(
         config=cfg, runs=tuple(runs.values()), model_bytes=model_exact,
         lower_bound_bytes_per_rank=lower, conditions=conditions, divergence=divergence, plan=plan,
-        plan_basis={"psi": plan_psi, "n": p_n, "gpus_per_node": p_g,
-                    "comm_bytes": _number(plan_comm_bytes),
-                    "period": plan_period, "micro_batches": k, "tp": plan_tp, "pp": plan_pp,
-                    "world": world, **{k_: _number(v if v is not None else plan_comm_bytes)
-                                       for k_, v in widths.items()},
-                    "algorithm": "ring" if time_model == "ring" else "nccl",
-                    "time_model": time_model if topology is not None else None,
-                    "call_bytes": _call_bytes(plan_nccl) if time_model == "nccl" else None,
-                    "implementation_buckets": time_model == "nccl" and _implementation_buckets(plan_nccl),
-                    "time_model_name": None if topology is None else pricing.model if pricing is not None
-                    else "the ring α-β model",
-                    "topology": None if topology is None else topology.name,
-                    "in_network": "+".join(kinds), "in_network_available": None if topology is None
-                    else all(k in offered for k in kinds)},
+        plan_basis={**run.basis(plan_period), **_timing_basis(topology, time_model, pricing, plan_nccl),
+                    "in_network": "+".join(kinds),
+                    "in_network_available": None if topology is None else all(k in offered for k in kinds)},
         verdict=" ".join(x for x in (findings, saving, finding) if x), findings=findings,
         in_network_runs=tuple(in_network_runs.values()), in_network_finding=finding,
     )
+
+
+def _timing_basis(topology, time_model: str, pricing, nccl: dict | None) -> dict:
+    """How the plan was timed, for ``plan_basis``: its ``algorithm``, ``time_model`` and its name, the
+    bucket (``call_bytes``, ``implementation_buckets``) and the ``topology``."""
+    by_nccl = time_model == "nccl"
+    return {"algorithm": "nccl" if by_nccl else "ring",
+            "time_model": time_model if topology is not None else None,
+            "call_bytes": _call_bytes(nccl) if by_nccl else None,
+            "implementation_buckets": by_nccl and _implementation_buckets(nccl),
+            "time_model_name": None if topology is None else pricing.model if pricing is not None
+            else "the ring α-β model",
+            "topology": None if topology is None else topology.name}
 
 
 def _implementation_buckets(nccl: dict | None) -> bool:
@@ -423,32 +420,6 @@ def _plan_cluster(cfg: FeasibilityConfig, plan_topology, plan_n: int | None,
     return topology, p_n, p_g
 
 
-def _plan_group(world: int, g: int, psi, tp: int, pp: int):
-    """``(N, G, Ψ)`` of the plan's data-parallel group in a run of ``world`` GPUs, ``g`` a node, at
-    ``tp`` / ``pp`` (:func:`zerocalc.evaluate.data_parallel_layout`; its errors name the plan's options):
-    the run itself at tp = pp = 1."""
-    if tp == 1 and pp == 1:
-        return world, g, psi
-    from zerocalc.evaluate import data_parallel_layout
-
-    try:
-        n_dp, g_dp, _ = data_parallel_layout(world, g, tp, pp)
-    except ConfigError as exc:
-        names = {"--n": "--plan-n", "--tp": "--plan-tp", "--pp": "--plan-pp"}
-        option = "/".join(names.get(o, o) for o in (exc.option or "").split("/"))
-        raise ConfigError(exc.message, option=option or None) from None
-    share = Fraction(int(psi), tp * pp) if int(psi) == psi else Fraction(str(psi)) / (tp * pp)
-    return int(n_dp), int(g_dp), int(share) if share.denominator == 1 else share
-
-
-def _group_words(world: int, tp: int, pp: int) -> str:
-    """The plan's group in words where it is not the whole run: ``, the data-parallel group of a 64-GPU
-    run at tp = 8, pp = 1 (Ψ/(tp·pp) a rank)``."""
-    if tp == 1 and pp == 1:
-        return ""
-    return f", the data-parallel group of a {world}-GPU run at tp = {tp}, pp = {pp} (Ψ/(tp·pp) a rank)"
-
-
 class _Progress:
     """Counts the simulations done and reports each to ``progress(done, total, what)`` when given."""
 
@@ -513,42 +484,3 @@ def _conditions(cfg: FeasibilityConfig, col, ref) -> tuple[dict, ...]:
         _condition("each shard trained on its own rank's micro-batch", cfg, col.final_params,
                    simulate_shardwise_local(cfg)),
     )
-
-
-def _number(width):
-    """A wire width for JSON: an int where whole, else a float."""
-    return width if isinstance(width, int) else float(width)
-
-
-def _plan_widths(comm_bytes, param_bytes, grad_bytes) -> dict:
-    """The plan's two wire widths where mixed precision sets them apart (``param_bytes``,
-    ``grad_bytes``; ``None``: ``comm_bytes``), each checked."""
-    for value, option in ((param_bytes, "--param-dtype"), (grad_bytes, "--grad-dtype")):
-        if value is not None and not value > 0:
-            raise ConfigError(f"must be a positive width in bytes, got {value!r}", option=option)
-    return dict(param_bytes=param_bytes, grad_bytes=grad_bytes)
-
-
-def _wire_words(comm_bytes, widths: dict | None = None) -> str:
-    """``2-byte wire elements``, or ``2-byte parameters and 4-byte gradients on the wire``."""
-    widths = widths or {}
-    p = widths.get("param_bytes") if widths.get("param_bytes") is not None else comm_bytes
-    g = widths.get("grad_bytes") if widths.get("grad_bytes") is not None else comm_bytes
-    if p == g:
-        return f"{_width_text(p)}-byte wire elements"
-    return f"{_width_text(p)}-byte parameters and {_width_text(g)}-byte gradients on the wire"
-
-
-def _width_text(width) -> str:
-    """A wire width in bytes as text: ``2``, ``4``, ``0.5``."""
-    w = Fraction(str(width))
-    return str(w.numerator) if w.denominator == 1 else f"{float(w):g}"
-
-
-def _basis(topology, n: int, g: int, comm_bytes: int, micro_batches: int = 1,
-           widths: dict | None = None) -> str:
-    """Where the plan was priced, in words: ``"N = 4, 2-byte wire elements"`` or the cluster too, and the
-    micro-batches per optimizer step where more than one."""
-    where = f"N = {n}, {_wire_words(comm_bytes, widths)}"
-    where = where if topology is None else f"{topology.name}, {where}, G = {g}"
-    return where + (f", {micro_batches} micro-batches per step" if micro_batches > 1 else "")

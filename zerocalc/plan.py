@@ -239,52 +239,24 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     available = None if topology is None else all(k in offered for k in kinds)
     tag = "+".join(kinds)
     in_network_runs = in_network_runs or {}
-
-    widths = dict(param_bytes=param_bytes, grad_bytes=grad_bytes)
-    grad_width = Fraction(comm_bytes if grad_bytes is None else grad_bytes)
-
-    def model(name: str, ks: Sequence[str] = (), ops: Sequence[str] | None = None) -> Fraction:
-        return model_bytes_exact(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                 in_network=ks, switch_ops=ops, micro_batches=micro_batches, **widths)
-
-    def gradient_bytes(name: str) -> Fraction:
-        from zerocalc.sim.accounting import model_bytes_by_phase
-
-        by = model_bytes_by_phase(name, psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
-                                  micro_batches=micro_batches, **widths)
-        return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
-
+    model = _Bytes(psi=psi, n=n, gpus_per_node=gpus_per_node, comm_bytes=comm_bytes,
+                   micro_batches=micro_batches, param_bytes=param_bytes, grad_bytes=grad_bytes)
     priced = None
     if topology is not None:
         keys = [k for c in _CANDIDATES for k in _time_keys(c)]
         sizes = dict(run) if run is not None else dict(psi=psi, n=n, g=gpus_per_node)
         if param_bytes is not None or grad_bytes is not None:
-            sizes.update(widths)
+            sizes.update(param_bytes=param_bytes, grad_bytes=grad_bytes)
         priced = (pricing or alpha_beta_times)(keys, kinds, topology, comm_bytes=comm_bytes,
                                                 micro_batches=micro_batches, **sizes)
     rows = []
     for c in _CANDIDATES:
-        action, frac, saved = c.action, None, None
-        switch = c.saving == "in_network"
         if c.saving == "sync" and micro_batches == 1:
             continue  # one micro-batch: nothing to hold back
-        if c.saving == "sync":
-            frac = Fraction(micro_batches - 1, micro_batches)
-        elif c.saving == "period":
-            frac = Fraction(period - 1, period)
-            action = action.format(H=period)
-        elif c.saving == "bits":
-            whole = model(c.src)
-            cut = gradient_bytes(c.src) * (1 - Fraction(c.bits) / (8 * grad_width))
-            frac = cut / whole if whole else Fraction(0)
-        elif c.saving == "none":
-            frac = Fraction(0)
-        if frac is not None:
-            saved = model(c.src) * frac
-        elif c.saving != "shapes":
-            saved = model(c.src) - (model(c.dst, kinds, c.ops) if switch else model(c.dst))
-        run = (in_network_runs.get((c.dst, c.ops)) if switch else runs.get(c.dst))
-        update, evidence = _evidence(c, run, n, tag)
+        switch = c.saving == "in_network"
+        action, frac, saved = _saving(c, model, kinds, period, micro_batches)
+        simulated = (in_network_runs.get((c.dst, c.ops)) if switch else runs.get(c.dst))
+        update, evidence = _evidence(c, simulated, n, tag)
         timed = _item_time(c, frac, saved, priced)
         worse = (timed["time_saved_s"] < 0) if timed["time_saved_s"] is not None else (
             saved is not None and saved < 0)
@@ -296,6 +268,52 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
     rows.sort(key=lambda r: (r.slower, tier[r.update], r.bytes_saved_per_rank is None,
                              -(r.bytes_saved_per_rank or 0.0)))
     return tuple(replace(r, rank=i + 1) for i, r in enumerate(rows))
+
+
+class _Bytes:
+    """The symbolic model's exact bytes per rank per step of the plan's group (:func:`build_plan`'s sizes):
+    called with a scheme (and in-network kinds and the collectives through the switch), or
+    :meth:`gradient` for its gradient-side collectives alone."""
+
+    def __init__(self, **group) -> None:
+        self.group = group
+        width = group["grad_bytes"] if group["grad_bytes"] is not None else group["comm_bytes"]
+        #: the gradients' wire width, bytes per element
+        self.grad_width = Fraction(width)
+
+    def __call__(self, name: str, ks: Sequence[str] = (), ops: Sequence[str] | None = None) -> Fraction:
+        return model_bytes_exact(name, in_network=ks, switch_ops=ops, **self.group)
+
+    def gradient(self, name: str) -> Fraction:
+        from zerocalc.sim.accounting import model_bytes_by_phase
+
+        by = model_bytes_by_phase(name, **self.group)
+        return sum((v for k, v in by.items() if not k.startswith(("all_gather", "broadcast"))), Fraction(0))
+
+
+def _saving(c: _Candidate, model: _Bytes, kinds: tuple[str, ...], period: int,
+            micro_batches: int) -> tuple[str, Fraction | None, Fraction | None]:
+    """An item's ``(action, share, bytes saved)``: the share of its source's bytes it removes where it keeps
+    the scheme (``None`` where it changes it), and the bytes saved per rank per step (``None``: not priced,
+    a saving that depends on layer shapes)."""
+    action, frac = c.action, None
+    if c.saving == "sync":
+        frac = Fraction(micro_batches - 1, micro_batches)
+    elif c.saving == "period":
+        frac = Fraction(period - 1, period)
+        action = action.format(H=period)
+    elif c.saving == "bits":
+        whole = model(c.src)
+        cut = model.gradient(c.src) * (1 - Fraction(c.bits) / (8 * model.grad_width))
+        frac = cut / whole if whole else Fraction(0)
+    elif c.saving == "none":
+        frac = Fraction(0)
+    if frac is not None:
+        return action, frac, model(c.src) * frac
+    if c.saving == "shapes":
+        return action, None, None
+    after = model(c.dst, kinds, c.ops) if c.saving == "in_network" else model(c.dst)
+    return action, None, model(c.src) - after
 
 
 def _evidence(c: _Candidate, run, n: int, tag: str) -> tuple[str, str]:
