@@ -247,3 +247,12 @@ def test_report_of_a_mixed_precision_run(tmp_path):
     assert ("(dgx-h100, bf16 parameters / fp32 gradients): skipping it sends 14.8 GB instead of ZeRO-2's "
             "44.3 GB") in text
     assert "Slower on this cluster (takes longer):" in text and "sends fewer bytes" not in text
+
+
+def test_feasibility_takes_a_model_preset():
+    # Llama 3 70B's count, from meta-llama/Meta-Llama-3-70B config.json (zerocalc.models' source)
+    args = ["feasibility", "--steps", "0", "--schemes", "zero2", "--format", "json"]
+    r = runner.invoke(app, [*args, "--model", "llama-3-70b"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["plan_basis"]["psi"] == 70_553_706_496
+    r = runner.invoke(app, [*args, "--model", "llama-3-70b", "--psi", "7B"])
+    assert r.exit_code == 2 and r.output.startswith("error: --model:")

@@ -49,8 +49,9 @@ def feasibility_cmd(
         None, "--gpus-per-node",
         help="Ranks per node: of the simulation (for fsdp-hybrid and zeropp; default 2 if N is even) and "
              "of the cluster the plan is priced on (default: the topology's)."),
-    psi: str = typer.Option("7.5e9", "--psi",
-                            help="Parameters of the model the plan is priced for: 7.5e9, 70B."),
+    psi: str | None = typer.Option(None, "--psi", help="Parameters of the model the plan is priced for: "
+                                                       "7.5e9, 70B [default: 7.5e9]."),
+    model: str | None = typer.Option(None, "--model", help=_MODEL_HELP),
     plan_n: int | None = typer.Option(
         None, "--plan-n", help="GPUs of the run the plan is priced for: its data-parallel degree N when "
                                "--plan-tp and --plan-pp are 1, else N = plan-n/(tp·pp) [default: --n]."),
@@ -95,12 +96,11 @@ def feasibility_cmd(
     from zerocalc.dtypes import canonical_dtype, dtype_bytes
     from zerocalc.errors import ConfigError
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
-    from zerocalc.units import parse_count
 
     fmt = output_format(fmt, ("table", "json"))
     call_bytes = None if bucket is None else parse_bucket(bucket)
     names = _scheme_names(schemes, "--schemes")
-    plan_psi = parse_count(psi, option="--psi")
+    plan_psi, _ = model_psi(psi, model, default="7.5e9")
     comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
 
     def width(name: str | None, option: str):
