@@ -87,3 +87,31 @@ def test_a_word_that_is_not_implementation_is_refused(tmp_path):
         assert r.exit_code == 2 and r.output.startswith("error: --bucket:"), r.output
         assert len(r.output.strip().splitlines()) == 1
     assert not (tmp_path / "r.pdf").exists()
+
+
+def test_json_collectives_say_how_nccl_runs_each_phase():
+    rows = _table("--bucket", "implementation")
+    (ar,) = rows["dp"]["collectives"]
+    assert ar["nccl"]["calls"] == 573 and ar["nccl"]["algorithm"] == "NVLSTree"
+    assert ar["nccl"]["bytes_per_call"] == pytest.approx(15e9 / 573)
+    for row in rows.values():  # the phases' seconds add up to the scheme's
+        total = sum(c["nccl"]["time_s"] for c in row["collectives"])
+        assert total == pytest.approx(row["time_s_nccl"], rel=1e-12)
+    ds_ar, ds_ag = rows["deepspeed-zero2"]["collectives"]
+    assert (ds_ar["nccl"]["calls"], ds_ag["nccl"]["calls"]) == (15, 1)
+    # RCCL's model on AMD GPUs fills the same fields
+    r = runner.invoke(app, ["table", "--topology", "amd-mi300x", "--n", "16", "--schemes", "dp", "--format",
+                            "json"])
+    (amd,) = json.loads(r.stdout)[0]["collectives"]
+    assert amd["nccl"]["calls"] == 1 and amd["nccl"]["protocol"]
+
+
+def test_no_nccl_field_without_nccl_columns(tmp_path):
+    old = tmp_path / "ab.toml"
+    old.write_text("gpus_per_node = 8\n[intra]\nalpha_us = 3\nbw_GBps = 300\n[inter]\nalpha_us = 14\n"
+                   "bw_GBps = 200\n")
+    r = runner.invoke(app, ["table", "--topology", str(old), "--n", "16", "--schemes", "dp", "--format",
+                            "json"])
+    assert r.exit_code == 0
+    (row,) = json.loads(r.stdout)
+    assert "time_s_nccl" not in row and all("nccl" not in c for c in row["collectives"])

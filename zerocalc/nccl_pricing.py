@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from zerocalc.errors import UnpricedOpError
 from zerocalc.nccl import LATEST, Algorithm, release_for
@@ -32,6 +32,9 @@ class NcclPricing:
     times: list[float]
     choices: list[str]
     notes: list[str]
+    #: per row, its phases as NCCL runs them (:class:`zerocalc.nccl.steps.PhaseTime`, in step order: calls,
+    #: bytes a call, pair, time); ``None`` where the row is not priced
+    phases: list = field(default_factory=list)
 
 
 def missing_fields(topo: Topology) -> list[str]:
@@ -68,7 +71,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
               for ph in get_scheme(s).phases)
     env = settings(topo, version, nccl_algo, nccl_proto, tuner_given=tuner is not None, stated=stated,
                    where=OPTION, p2p=p2p)
-    times, choices, ofi_phases, shapes, calibrated = [], [], [], [], []
+    times, choices, ofi_phases, shapes, calibrated, per_row = [], [], [], [], [], []
     unpriced: dict[str, list[str]] = {}
     later_nvls = False  # a phase's NVLS timed with the later release's figures
     for r in df.itertuples(index=False):
@@ -83,6 +86,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7)
             times.append(math.nan)
             choices.append("n/a")
+            per_row.append(None)
             unpriced.setdefault(e.message, []).append(r.scheme)
             continue
         ofi_phases += [p for p in phases if p.ofi_chose is not None]
@@ -92,6 +96,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         t, c = scheme_time(phases)
         times.append(t)
         choices.append(c)
+        per_row.append(phases)
     notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
              f"protocol it picks per collective; {calls_words(call_bytes)}; all-to-all (A2A) by zerocalc's "
              "model of NCCL's grouped send/receive (P2P)" + (f"; {note}" if note else ""),
@@ -106,7 +111,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
              *([calibrated_note(topo, calibrated)] if topo.nccl_calibration else []),
              *[f"t NCCL: {', '.join(schemes)} not priced (n/a): {why}" for why, schemes in unpriced.items()],
              *[f"t NCCL: {t}" for t in dict.fromkeys(shapes)]]
-    return NcclPricing(times, choices, notes)
+    return NcclPricing(times, choices, notes, per_row)
 
 
 def calibrated_note(topo: Topology, phases: list) -> str:

@@ -95,7 +95,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         env_notes.append(f"--nccl-env also sets {', '.join(unread)}, which zerocalc's model of RCCL does not "
                          "price")
     env = settings(topo, version, nccl_algo, nccl_proto, stated=read, where=OPTION)
-    times, choices, tunings, a2a, shapes, fitted = [], [], {}, [], [], False
+    times, choices, tunings, a2a, shapes, fitted, per_row = [], [], {}, [], [], False, []
     for r in df.itertuples(index=False):
         phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
                              proto_enable=env.proto_enable, **row_sizes(r, reuse_distance, call_bytes))
@@ -105,6 +105,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         t, c = scheme_time(phases)
         times.append(t)
         choices.append(c)
+        per_row.append(phases)
     models = sorted({t.model_index for t in tunings.values()}, reverse=True)
     words = {5: "tuning model 5 for groups of 8 GPUs per node (the 8-GPU xGMI rome models)",
              0: "tuning model 0 for groups of fewer GPUs per node (no rome model of RCCL's holds them)"}
@@ -124,4 +125,4 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
              *([f"t RCCL: {CALIBRATED_MARK} = a fitted α-β pair of the topology's calibration (zerocalc fit "
                 "--out)"] if fitted else []),
              *[f"t RCCL: {t}" for t in dict.fromkeys(shapes)]]
-    return NcclPricing(times, choices, notes)
+    return NcclPricing(times, choices, notes, per_row)

@@ -61,6 +61,7 @@ def _nccl_columns(df, topo, nccl_version: str | None, nccl_algo: str | None,
                         call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
+    df[_PHASES] = priced.phases
     _bucket_column(df, call_bytes)
     if ofi is not None:
         df["nccl_ofi_tuner"] = ofi.name
@@ -85,6 +86,7 @@ def _rccl_columns(df, topo, given: tuple, reuse_distance: float, nccl_tuner: str
                              reuse_distance=reuse_distance, nccl_env=nccl_env, call_bytes=call_bytes)
     df["time_s_nccl"] = priced.times
     df["nccl_choice"] = priced.choices
+    df[_PHASES] = priced.phases
     _bucket_column(df, call_bytes)
     df["nccl_library"] = "RCCL"
     return priced.notes
@@ -122,14 +124,31 @@ def _wire_dtypes(dtype: str | None, param_dtype: str | None, grad_dtype: str | N
     return _Wire(comm, p, g, label)
 
 
+#: The column that carries each row's phases as NCCL's (or RCCL's) model priced them, from the pricing to
+#: the JSON's collectives; never printed
+_PHASES = "_nccl_phases"
+
+
+def _nccl_record(p) -> dict | None:
+    """A phase as NCCL's (RCCL's) model runs it, for a collective's ``nccl`` field in JSON: its calls per
+    optimizer step, bytes a call, the algorithm / protocol picked and the seconds of all its calls;
+    ``None`` where nothing is called (one rank) or the model does not price it."""
+    if p is None or p.algorithm in ("-", "unpriced"):
+        return None
+    return {"calls": p.calls, "bytes_per_call": p.bytes_per_call, "algorithm": p.algorithm,
+            "protocol": p.protocol, "time_s": p.time_s}
+
+
 def _with_collectives(df, reuse_distance: float):
     """``df`` with a ``collectives`` column (JSON only): per scheme, its phases in step order with their
     group, group size, side, element bytes, cadence and runs per optimizer step
-    (:func:`zerocalc.evaluate.phase_records`)."""
+    (:func:`zerocalc.evaluate.phase_records`), and where NCCL's (RCCL's) model priced the table, each
+    phase as it runs it (``nccl``: :func:`_nccl_record`)."""
     from zerocalc.evaluate import phase_records
 
     recs = []
-    for r in df.itertuples(index=False):
+    priced = df[_PHASES] if _PHASES in df.columns else [None] * len(df)
+    for r, phases in zip(df.itertuples(index=False), priced, strict=True):
         tp_pp = int(r.tp) * int(r.pp)
         g_dp = _dp_gpus_per_node(int(r.gpus_per_node), int(r.tp), int(r.dp_size))
         recs.append(phase_records(r.scheme, psi=float(r.psi) / tp_pp, n=int(r.dp_size), gpus_per_node=g_dp,
@@ -137,6 +156,9 @@ def _with_collectives(df, reuse_distance: float):
                                   grad_bytes=float(r.grad_comm_bytes_per_element),
                                   micro_batches=int(r.micro_batches), grad_sync=r.grad_sync,
                                   hsdp_shard_size=int(r.hsdp_shard_size), reuse_distance=reuse_distance))
+        if isinstance(phases, list) and len(phases) == len(recs[-1]):
+            for rec, p in zip(recs[-1], phases, strict=True):
+                rec["nccl"] = _nccl_record(p)
     return df.assign(collectives=recs)
 
 
@@ -257,7 +279,7 @@ def _table_columns(df, topo, fmt: TableFormat, gpu_memory: str | None, sort: str
     notes += _step_notes(df)
     if fmt is TableFormat.json:
         df = _with_collectives(df, reuse_distance)
-    return df, notes
+    return df.drop(columns=[_PHASES], errors="ignore"), notes
 
 
 def _table_caption(df, psi_count, topo, wire: _Wire, k: float, preset) -> str:
