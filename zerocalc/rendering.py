@@ -337,6 +337,10 @@ def _check_text(res, skipped=()) -> str:
                          f"per rank per step; no prediction ({t.note})")
         if t.note and t.fit is not None:
             lines.append(f"timing note: {t.note}")
+    if res.nccl_timing is not None:
+        from zerocalc.validate.nccl_timing import timing_lines
+
+        lines += timing_lines(res.nccl_timing, format_seconds, format_bytes)
     return "\n".join(lines)
 
 

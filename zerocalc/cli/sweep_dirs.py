@@ -67,6 +67,26 @@ def sweep_paths(paths: list[str]) -> list[str] | None:
     return files
 
 
+def per_rank_traces(paths: list[str]) -> bool:
+    """Whether ``paths`` name per-rank training traces rather than nccl-tests sweeps: a file read as
+    another format, or a directory holding one. (``-`` and pipes are read as ``check`` reads them.)"""
+    import os
+
+    from zerocalc.errors import ZerocalcError
+    from zerocalc.traces import reader
+
+    for path in paths:
+        try:
+            if os.path.isdir(path):
+                if any(_dir_file(f)[0] == "trace" for f in _dir_files(path)):
+                    return True
+            elif os.path.isfile(path) and reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):
+                return True
+        except (OSError, ZerocalcError):
+            continue  # unreadable or of no known format: refused where it is read, naming it
+    return False
+
+
 def sweeps_needed(paths: list[str]) -> list[str]:
     """:func:`sweep_paths` where only nccl-tests sweeps will do (``fit --out``, ``check --topology``): a
     directory that does not stand for any is refused naming it and a file of it that says why

@@ -30,7 +30,7 @@ from zerocalc.cli.options import (
     output_format,
 )
 from zerocalc.cli.sweep_commands import _fit_out, _sweep_check
-from zerocalc.cli.sweep_dirs import sweep_paths, sweeps_needed
+from zerocalc.cli.sweep_dirs import per_rank_traces, sweep_paths, sweeps_needed
 from zerocalc.rendering import (
     _check_markdown,
     _check_rows,
@@ -92,7 +92,8 @@ def check_cmd(
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
-    if topology is not None or sweeps:
+    traces_timed = topology is not None and not sweeps and per_rank_traces(traces)
+    if (topology is not None and not traces_timed) or sweeps:
         if sweeps:  # files read as sweeps: what only a check of traces reads is refused (not --scheduler:
             # where the traces are read changes no answer, so a sweep read here stands for it)
             _trace_options_refused({"--psi": psi, "--steps": steps, "--schemes": scheme,
@@ -102,15 +103,37 @@ def check_cmd(
                      strict, nccl_tuner, ofi_tuner, local_register=register, nccl_env=nccl_env)
         return
     _sweep_options_refused(ofi_tuner, register, nccl_env)
-    names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node)
+    names = _check_options(nccl_version, nccl_tuner, micro_batches, reuse_distance, scheme, gpus_per_node,
+                           timed=traces_timed)
     psi_count, _ = model_psi(psi, model)
+    nccl = _trace_nccl(topology, nccl_version, nccl_algo, nccl_proto) if traces_timed else None
     _import_model_meanwhile()
     ts, res = _read_and_check(traces if len(traces) > 1 else traces[0], strict, scheduler, fold=steps is None,
                               run=lambda ts, w: _check()(
                                   ts.table, psi=psi_count, n=n, steps=steps, dtype=dtype, schemes=names,
                                   meta=ts.meta, gpus_per_node=gpus_per_node, micro_batches=micro_batches,
-                                  reuse_distance=reuse_distance, weights=w))
+                                  reuse_distance=reuse_distance, weights=w, nccl=nccl))
     _write_check(ts, res, fmt)
+
+
+def _trace_nccl(topology: str, nccl_version: str | None, nccl_algo: str | None,
+                nccl_proto: str | None) -> dict:
+    """``--topology`` and the NCCL options of a check of traces, checked before the traces are read: the
+    step's calls are then timed by NCCL's model there (:mod:`zerocalc.validate.nccl_timing`)."""
+    from zerocalc.cli.options import _load_topology
+    from zerocalc.errors import ConfigError
+    from zerocalc.nccl.env import restrictions
+
+    topo = _load_topology(topology, None, None, None, None)
+    if topo.gpu_arch is not None:
+        raise ConfigError(f"topology {topo.name!r} is of AMD GPUs: zerocalc times a trace's calls with "
+                          "NCCL's model, not RCCL's", option="--topology")
+    if nccl_version is not None:
+        from zerocalc.nccl import release_for
+
+        release_for(nccl_version)
+    restrictions(nccl_algo, nccl_proto, nccl_version)
+    return dict(topology=topo, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto)
 
 
 def _sweep_options_refused(ofi_tuner: str | None, register: int | None, nccl_env: list[str] | None) -> None:
@@ -159,12 +182,16 @@ def _local_register(text: str | None) -> int | None:
 
 def _check_options(nccl_version: str | None, nccl_tuner: str | None, micro_batches: int | None,
                    reuse_distance: float | None, scheme: list[str] | None,
-                   gpus_per_node: int | None) -> list[str] | None:
+                   gpus_per_node: int | None, timed: bool = False) -> list[str] | None:
     """The options of a check of traces (not sweeps) checked before anything is read; returns the
-    schemes named (``None``: every scheme)."""
+    schemes named (``None``: every scheme). ``timed``: the traces' calls are timed by NCCL's model
+    (``--topology``), which takes ``--nccl-version`` but no tuner."""
     from zerocalc.errors import ConfigError
 
-    for flag, given in (("--nccl-version", nccl_version), ("--nccl-tuner", nccl_tuner)):
+    if timed and nccl_tuner is not None:
+        raise ConfigError("prices nccl-tests sweeps under a tuner's rules; a trace's calls are timed by "
+                          "NCCL's model as it chooses", option="--nccl-tuner")
+    for flag, given in (("--nccl-version", None if timed else nccl_version), ("--nccl-tuner", nccl_tuner)):
         if given is not None:
             raise ConfigError("prices nccl-tests sweeps with NCCL's model; give --topology too", option=flag)
     if micro_batches is not None and micro_batches < 1:

@@ -11,6 +11,7 @@ from zerocalc.validate.compare import SchemeComparison, compare, consistent, ind
 from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.measure import Measurement, measure
+from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class CheckResult:
     notes: tuple[str, ...] = field(default=())
     #: schemes that send exactly the measured pattern when the forward all-gather is kept for backward
     reused: tuple[str, ...] = field(default=())
+    #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
+    #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
+    nccl_timing: NcclTiming | None = None
 
     def as_dict(self) -> dict:
         """The ``check --format json`` contract, plus detail fields."""
@@ -58,6 +62,7 @@ class CheckResult:
                 "ratio": float(t.ratio), "note": t.note,
             },
             "notes": list(m.notes) + list(self.notes),
+            "nccl_timing": None if self.nccl_timing is None else self.nccl_timing.as_dict(),
         }
 
 
@@ -75,6 +80,7 @@ def check(
     micro_batches: int | None = None,
     reuse_distance: float | None = None,
     weights=None,
+    nccl: dict | None = None,
 ) -> CheckResult:
     """Measure a canonical trace table and compare it with every scheme.
 
@@ -83,13 +89,25 @@ def check(
     measured step; ``reuse_distance``, DeepSpeed's stage3_max_reuse_distance, when known, else each
     regime tried) and the notes that explain the result. ``weights``: a folded trace's weight of each
     row (:func:`measure`; raises :class:`~zerocalc.validate.folded.Unfoldable` where it cannot stand
-    for the full trace).
+    for the full trace). ``nccl``: ``topology`` (a :class:`~zerocalc.topology.Topology`) and the NCCL
+    options (``nccl_version``, default the one the trace states; ``nccl_algo``, ``nccl_proto``) to time
+    the step's calls by NCCL's model on that cluster (:func:`zerocalc.validate.nccl_timing.nccl_timing`).
     """
     m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta, micro_batches=micro_batches,
                 weights=weights)
     backends = {str(v.get("backend")) for v in (meta or {}).values()
                 if isinstance(v, dict) and v.get("backend")}
-    t = timing(m, fit, backend=next(iter(backends)) if len(backends) == 1 else None)
+    backend = next(iter(backends)) if len(backends) == 1 else None
+    t = timing(m, fit, backend=backend)
+    timed_by_nccl = None
+    if nccl is not None:
+        stated = {str(v.get("nccl_version")) for v in (meta or {}).values()
+                  if isinstance(v, dict) and v.get("nccl_version")}
+        options = {k: v for k, v in nccl.items() if k != "topology"}
+        if options.get("nccl_version") is None and len(stated) == 1:
+            options["nccl_version"] = next(iter(stated))
+        timed_by_nccl = nccl_timing(m, nccl["topology"], gpus_per_node=gpus_per_node, backend=backend,
+                                    **options)
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
                     reuse_distance=reuse_distance)
     notes = []
@@ -109,5 +127,5 @@ def check(
     return CheckResult(
         measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
-        reused=reused,
+        reused=reused, nccl_timing=timed_by_nccl,
     )

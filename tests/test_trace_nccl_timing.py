@@ -1,0 +1,79 @@
+"""``check TRACE --topology T``: a training trace's collective calls timed by NCCL's model on that cluster,
+each call also by its fastest rank. The measured values are counted from the trace files themselves (their
+NCCL kernel events), not from zerocalc's reading of them."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data" / "traces"
+DLRM = DATA / "kineto" / "dlrm-v100-8ranks"  # facebookresearch/param: 8 ranks of one DLRM step on V100
+
+
+def _all_reduce_kernels_us(rank: int) -> list[float]:
+    """The durations (µs) of rank ``rank``'s NCCL all-reduce kernels, in trace order."""
+    with gzip.open(DLRM / f"rank{rank}.json.gz") as f:
+        events = json.load(f)["traceEvents"]
+    return [e["dur"] for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(
+        "ncclKernel_AllReduce")]
+
+
+def _check(*args):
+    r = runner.invoke(app, ["check", str(DLRM), "--topology", "dgx-1-v100", "--format", "json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["nccl_timing"]
+
+
+def test_dlrm_step_against_nccl_on_a_dgx1():
+    per_rank = [_all_reduce_kernels_us(r) for r in range(8)]
+    assert {len(k) for k in per_rank} == {3}
+    # each of the step's three all-reduces by its fastest rank (the one that joined last), and on average
+    fastest = sum(min(k[i] for k in per_rank) for i in range(3)) * 1e-6  # 86 + 20 + 69 µs
+    mean = sum(sum(k) for k in per_rank) / 8 * 1e-6
+    t = _check()
+    assert t["fastest_rank_step_time_s"] == pytest.approx(fastest)
+    assert t["measured_step_time_s"] == pytest.approx(mean)
+    assert len(t["calls"]) == 3 and all(c["op"] == "all_reduce" and c["group_size"] == 8 for c in t["calls"])
+    # NCCL's model of a DGX-1 (V100, NVLink hybrid cube-mesh) against what the fastest ranks took: the
+    # sizes' sum within 0.8-1.5, each call too; the averages are several times more (the ranks' skew)
+    assert 0.8 <= t["fastest_rank_ratio"] <= 1.5
+    for c in t["calls"]:
+        assert 0.8 <= c["fastest_rank_s"] / c["predicted_s"] <= 1.5
+    assert t["ratio"] > 3
+
+
+def test_text_says_the_wait_apart_and_the_release_is_the_traces():
+    r = runner.invoke(app, ["check", str(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"),
+                            "--topology", "dgx-a100"])
+    assert r.exit_code == 0, r.output
+    # the trace states NCCL 2.17.1 (distributedInfo): its release prices the calls
+    assert "timing by NCCL 2.17's own cost model (v2.17.1-1 tuning.cc) on dgx-a100" in r.stdout
+    assert "holds the wait for the slowest rank and any overlap with compute" in r.stdout
+    assert "traces of every rank tell the wait apart" in r.stdout  # one rank's file: no fastest rank
+    r = runner.invoke(app, ["check", str(DLRM), "--topology", "dgx-1-v100", "--nccl-version", "2.18.1"])
+    assert "NCCL 2.18.1's own cost model" in r.stdout and "on each call's fastest rank" in r.stdout
+
+
+def test_refusals_in_one_line():
+    cases = ((["check", str(DATA / "real-runs" / "ddp-bf16"), "--topology", "dgx-h100"], "error: --topology:",
+              "gloo"),
+             (["check", str(DLRM), "--topology", "amd-mi300x"], "error: --topology:", "AMD"),
+             (["check", str(DLRM), "--topology", "dgx-1-v100", "--nccl-tuner", "x.csv"],
+              "error: --nccl-tuner:", "tuner"),
+             (["check", str(DLRM), "--topology", "dgx-1-v100", "--nccl-version", "9.9"],
+              "error: --nccl-version", "9.9"))
+    for args, start, word in cases:
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and r.output.startswith(start) and word in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1
+
+
+def test_without_topology_no_nccl_timing():
+    r = runner.invoke(app, ["check", str(DLRM), "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["nccl_timing"] is None

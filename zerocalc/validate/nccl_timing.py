@@ -1,0 +1,201 @@
+"""A training trace's collectives timed by NCCL's own cost model on a cluster (``check TRACE --topology``).
+
+Each step call the trace measured (its collective, group size, bytes and kernel duration) is priced as
+``zerocalc table`` prices a phase's call (:mod:`zerocalc.nccl.steps`): NCCL's model of the release the
+trace states (``distributedInfo.nccl_version`` of a PyTorch profiler trace) or ``--nccl-version``, on
+``--topology`` with the group's ranks filling nodes of the topology's GPUs (``--gpus-per-node``), the
+pair NCCL picks for the call's size under ``NCCL_ALGO`` / ``NCCL_PROTO``, all-to-all by zerocalc's model of
+NCCL's point-to-point path. Each distinct (collective, group, size) is one line: the calls per rank and
+step, the mean measured duration, NCCL's predicted time and the pair, and their ratio (measured /
+predicted, as the trace's α-β timing states it). The step's total is the sum over the priced calls.
+
+A kernel's duration in a profiler trace runs from its launch on the rank to the end of the collective,
+so it includes the wait for the slowest rank: a measured / predicted ratio above 1 is the links plus that
+skew, below 1 a cluster faster than the model. Calls on gloo (CPU) are not NCCL's and are refused; RCCL's
+per-call pricing of traces is not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from zerocalc.errors import ConfigError
+
+#: A measured / predicted ratio above which the text says the durations hold waiting, not the links.
+SKEW_RATIO = 2.0
+
+#: The collectives of a trace NCCL's model prices per call (send / receive and barriers are left out).
+PRICED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all")
+
+
+@dataclass(frozen=True)
+class NcclTiming:
+    """A trace's step collectives against NCCL's model (module docstring): ``model`` names it (release,
+    topology, restrictions); ``predicted_step_time_s`` / ``measured_step_time_s`` per rank and step over
+    the priced calls, ``ratio`` measured / predicted; ``calls`` one record per (collective, group, bytes);
+    ``unpriced`` what was left out and why."""
+
+    model: str
+    predicted_step_time_s: float
+    measured_step_time_s: float
+    ratio: float
+    calls: tuple[dict, ...]
+    unpriced: tuple[str, ...] = ()
+    #: per rank and step, each call timed by its fastest rank (:func:`_fastest`; NaN with one rank)
+    fastest_step_time_s: float = math.nan
+
+    @property
+    def fastest_ratio(self) -> float:
+        """The fastest ranks' time over NCCL's."""
+        p = self.predicted_step_time_s
+        return self.fastest_step_time_s / p if p > 0 else math.nan
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "predicted_step_time_s": self.predicted_step_time_s,
+                "measured_step_time_s": self.measured_step_time_s, "ratio": self.ratio,
+                "fastest_rank_step_time_s": _finite(self.fastest_step_time_s),
+                "fastest_rank_ratio": _finite(self.fastest_ratio),
+                "calls": [{k: _finite(v) for k, v in r.items()} for r in self.calls],
+                "unpriced": list(self.unpriced)}
+
+
+def _finite(x):
+    """``None`` for a NaN (JSON has none), else ``x``."""
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str | None = None,
+                nccl_proto: str | None = None, gpus_per_node: int | None = None,
+                backend: str | None = None) -> NcclTiming | None:
+    """The step calls of measurement ``m`` (:class:`zerocalc.validate.measure.Measurement`) timed by NCCL
+    ``nccl_version``'s model (default: the latest modelled) on ``topology`` (module docstring); ``None``
+    where the trace has no durations. A topology of AMD GPUs, or calls the trace ran on gloo, are a
+    :class:`ConfigError` naming ``--topology``."""
+    from zerocalc.nccl import LATEST, release_for
+    from zerocalc.nccl.env import settings
+    from zerocalc.nccl.env_given import OPTION
+    from zerocalc.nccl.graph import REQUIRED_FIELDS
+    from zerocalc.topology.machine import require_all
+    from zerocalc.validate.classify import STEP
+
+    if topology.gpu_arch is not None:
+        raise ConfigError(f"topology {topology.name!r} is of AMD GPUs: zerocalc prices a trace's calls with "
+                          "NCCL's model, not RCCL's", option="--topology")
+    if backend == "gloo":
+        raise ConfigError("the trace's collectives ran on gloo (CPU), not NCCL: there are no NCCL calls to "
+                          "price", option="--topology")
+    require_all(topology, REQUIRED_FIELDS, "NCCL's cost model")
+    c = m.columns
+    step = np.flatnonzero((c.cat == STEP) & (c.step_id >= 0))
+    dur = c.duration_s[step]
+    if not len(step) or np.all(np.isnan(dur)):
+        return None
+    version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
+    release, _ = release_for(version)
+    ops = c.ops.take(step).labels("?")
+    n_bytes = c.full_elements[step] * c.elem_bytes[step]
+    groups = c.group_size[step].astype(int)
+    env = settings(topology, version, nccl_algo, nccl_proto, where=OPTION,
+                   p2p=bool(np.any(ops == "all_to_all")))
+    g = int(gpus_per_node or topology.gpus_per_node)
+    calls = _fastest(pd.DataFrame({"op": ops, "group_size": groups, "bytes": n_bytes, "dur": dur,
+                                   "rank": c.rank_idx[step], "step": c.step_id[step]}))
+    why = np.select([calls["dur"].isna(), ~calls["op"].isin(PRICED_OPS), calls["group_size"] < 2,
+                     ~(calls["bytes"] > 0)],
+                    ["no duration", "not priced per call (" + calls["op"] + ")", "a group of one rank",
+                     "no size"], "")
+    unpriced = pd.Series(why[why != ""]).value_counts(sort=False)
+    priced = calls[why == ""]
+    per_rank_step = len(m.ranks) * m.steps
+    tunings: dict = {}
+    records = []
+    for (op, group, size), rows in priced.groupby(["op", "group_size", "bytes"], sort=False):
+        t, pair = _call_time(op, int(group), float(size), topology, release, version, env, g, tunings)
+        measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
+        records.append({"op": op, "group_size": int(group), "bytes": float(size),
+                        "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
+                        "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
+                        "ratio": measured / t if t > 0 else math.nan})
+    pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records)
+    meas = float(priced["dur"].sum()) / per_rank_step
+    fast = float(priced["fastest"].sum()) / per_rank_step if len(m.ranks) > 1 else math.nan
+    restricted = [f"NCCL_{k}={v}" for k, v in (("ALGO", nccl_algo), ("PROTO", nccl_proto)) if v]
+    model = (f"NCCL {release.name}'s own cost model ({release.tag} tuning.cc) on {topology.name}, "
+             f"{g} GPUs a node" + (f" under {', '.join(restricted)}" if restricted else ""))
+    return NcclTiming(model, pred, meas, meas / pred if pred > 0 else math.nan, tuple(records),
+                      tuple(f"{k}: {v} call(s)" for k, v in unpriced.items()), fast)
+
+
+def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
+    """``calls`` with ``fastest``: each call's shortest duration over the ranks that made it (the k-th call
+    of a step on every rank, where every rank made the same calls in that step; the rank that joined
+    last waits least, so its duration is the nearest to the collective's own), NaN where the ranks'
+    calls differ or one rank alone is traced."""
+    k = calls.groupby(["rank", "step"], sort=False).cumcount()
+    keyed = calls.assign(k=k)
+    by_call = keyed.groupby(["step", "k"], sort=False)
+    same = (by_call["op"].transform("nunique") == 1) & (by_call["bytes"].transform("nunique") == 1) & (
+        by_call["rank"].transform("nunique") > 1)
+    return calls.assign(fastest=by_call["dur"].transform("min").where(same))
+
+
+def _call_time(op: str, group: int, n_bytes: float, topology, release, version: str, env,
+               gpus_per_node: int, tunings: dict) -> tuple[float, str]:
+    """One call of ``op`` on ``group`` ranks (filling nodes of ``gpus_per_node``) of ``n_bytes`` (the
+    nccl-tests size: the whole buffer, the gathered one for all-gather and reduce-scatter) as NCCL's
+    model prices it: seconds and the pair (``Ring/Simple``, ``P2P/Simple``)."""
+    from zerocalc.nccl.model import tune
+    from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
+    from zerocalc.nccl.predict import as_nccl_collective, predict
+    from zerocalc.nccl.steps import phase_calibration
+    from zerocalc.nccl.tables import Algorithm
+
+    topo_g = replace(topology, gpus_per_node=min(gpus_per_node, group))
+    if group not in tunings:
+        tunings[group] = tune(topo_g, group, release, algo_enable=env.algo_enable,
+                              proto_enable=env.proto_enable, nvls_enable=env.nvls_enable,
+                              min_channels=env.min_channels, max_channels=env.max_channels)
+    tuning = tunings[group]
+    if op == "all_to_all":
+        comm = p2p_comm(topo_g, group, release, version, tuning.comm_channels,
+                        ring=tuning.machine.graphs[Algorithm.RING], **dict(env.p2p))
+        pt = op_time(comm, P2pOp.ALL_TO_ALL, int(n_bytes))
+        return pt.time_s, f"P2P/{pt.protocol.value}"
+    coll = as_nccl_collective(op)
+    fits, _ = phase_calibration(topology, coll.value, group, topo_g)
+    pr = predict(tuning, coll, n_bytes, fits, launch_env=env.launch)
+    return pr.time_s, f"{pr.algorithm.value}/{pr.protocol.value}"
+
+
+def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) -> list[str]:
+    """The text of ``check``: the step's total and the largest lines (by measured time per step)."""
+    from zerocalc.nccl.steps import _SHORT
+
+    fastest = not math.isnan(t.fastest_step_time_s)
+    lines = [f"timing by {t.model}: predicted {format_seconds(t.predicted_step_time_s)}, measured (sum of "
+             f"durations) {format_seconds(t.measured_step_time_s)} per rank per step"
+             + (f", {format_seconds(t.fastest_step_time_s)} on each call's fastest rank" if fastest else "")
+             + f"; measured / predicted {t.ratio:.3g}"
+             + (f" ({t.fastest_ratio:.3g} fastest)" if fastest else "")]
+    top = sorted(t.calls, key=lambda r: -r["measured_s"] * r["calls_per_rank_per_step"])
+    for r in top[:limit]:
+        lines.append(f"  {_SHORT.get(r['op'], r['op'])} of {format_bytes(r['bytes'])} on {r['group_size']} "
+                     f"ranks ×{r['calls_per_rank_per_step']:g} a step: measured "
+                     f"{format_seconds(r['measured_s'])}, NCCL {r['pair']} "
+                     f"{format_seconds(r['predicted_s'])}, ratio {r['ratio']:.3g}"
+                     + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else ""))
+    if len(top) > limit:
+        lines.append(f"  … and {len(top) - limit} more (--format json lists them all)")
+    if t.unpriced:
+        lines.append(f"  not priced: {'; '.join(t.unpriced)}")
+    if t.ratio > SKEW_RATIO:
+        lines.append(f"  the kernels ran {t.ratio:.3g}× NCCL's time: a kernel's duration runs from its "
+                     "launch on the rank to the end of the collective, so it holds the wait for the slowest "
+                     "rank and any overlap with compute; "
+                     + ("each call's fastest rank is the nearer measure of the links" if fastest else
+                        "traces of every rank tell the wait apart (each call's fastest rank)"))
+    return lines
