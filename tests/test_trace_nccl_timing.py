@@ -77,3 +77,27 @@ def test_refusals_in_one_line():
 def test_without_topology_no_nccl_timing():
     r = runner.invoke(app, ["check", str(DLRM), "--format", "json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["nccl_timing"] is None
+
+
+@pytest.mark.parametrize("name, pair", [
+    ("ncclKernel_AllReduce_RING_LL_Sum_float", "Ring/LL"),  # NCCL up to 2.18 (the DLRM trace's)
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "Ring/LL"),  # NCCL 2.19 on
+    ("ncclDevKernel_AllReduce_Sum_bf16_TREE_LL128", "Tree/LL128"),
+    ("ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE", "NVLSTree/Simple"),
+    ("ncclDevKernel_AllGather_RING_LL", "Ring/LL"),
+    ("ncclDevKernel_Generic", None),
+    ("", None),
+])
+def test_kernel_names_state_the_pair_nccl_ran(name, pair):
+    from zerocalc.validate.nccl_timing import kernel_pair
+
+    assert kernel_pair(name) == pair
+
+
+def test_the_pair_each_call_ran_is_read_off_its_kernels():
+    # every all-reduce kernel of the DLRM step is named ncclKernel_AllReduce_RING_LL_...
+    with gzip.open(DLRM / "rank0.json.gz") as f:
+        names = {e["name"] for e in json.load(f)["traceEvents"]
+                 if e.get("ph") == "X" and str(e.get("name", "")).startswith("ncclKernel_AllReduce")}
+    assert names and all("_RING_LL_" in n for n in names)
+    assert {c["ran"] for c in _check()["calls"]} == {"Ring/LL"}

@@ -18,6 +18,7 @@ per-call pricing of traces is not modelled.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -102,8 +103,10 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     env = settings(topology, version, nccl_algo, nccl_proto, where=OPTION,
                    p2p=bool(np.any(ops == "all_to_all")))
     g = int(gpus_per_node or topology.gpus_per_node)
+    kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else np.full(len(step), "")
     calls = _fastest(pd.DataFrame({"op": ops, "group_size": groups, "bytes": n_bytes, "dur": dur,
-                                   "rank": c.rank_idx[step], "step": c.step_id[step]}))
+                                   "rank": c.rank_idx[step], "step": c.step_id[step],
+                                   "ran": [kernel_pair(k) for k in kernels]}))
     why = np.select([calls["dur"].isna(), ~calls["op"].isin(PRICED_OPS), calls["group_size"] < 2,
                      ~(calls["bytes"] > 0)],
                     ["no duration", "not priced per call (" + calls["op"] + ")", "a group of one rank",
@@ -116,10 +119,12 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     for (op, group, size), rows in priced.groupby(["op", "group_size", "bytes"], sort=False):
         t, pair = _call_time(op, int(group), float(size), topology, release, version, env, g, tunings)
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
+        ran = rows["ran"].dropna()
         records.append({"op": op, "group_size": int(group), "bytes": float(size),
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
                         "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
-                        "ratio": measured / t if t > 0 else math.nan})
+                        "ratio": measured / t if t > 0 else math.nan,
+                        "ran": ran.mode().iloc[0] if len(ran) else None})
     pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records)
     meas = float(priced["dur"].sum()) / per_rank_step
     fast = float(priced["fastest"].sum()) / per_rank_step if len(m.ranks) > 1 else math.nan
@@ -128,6 +133,21 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
              f"{g} GPUs a node" + (f" under {', '.join(restricted)}" if restricted else ""))
     return NcclTiming(model, pred, meas, meas / pred if pred > 0 else math.nan, tuple(records),
                       tuple(f"{k}: {v} call(s)" for k, v in unpriced.items()), fast)
+
+
+_KERNEL_ALGOS = {"RING": "Ring", "TREE": "Tree", "COLLNET_DIRECT": "CollNetDirect",
+                 "COLLNET_CHAIN": "CollNetChain", "NVLS": "NVLS", "NVLS_TREE": "NVLSTree", "PAT": "PAT"}
+_KERNEL_PROTOS = {"LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
+_KERNEL_PAIR = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_"
+                          r"(LL128|LL|SIMPLE)(?:_|$)")
+
+
+def kernel_pair(name: str) -> str | None:
+    """The algorithm/protocol pair an NCCL kernel's name states (``ncclKernel_AllReduce_RING_LL_Sum_float``
+    up to NCCL 2.18, ``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` after: ``Ring/LL``); ``None`` for a kernel
+    that states none (the generic kernel of NCCL 2.19 on, send / receive)."""
+    m = _KERNEL_PAIR.search(str(name or ""))
+    return None if m is None else f"{_KERNEL_ALGOS[m.group(1)]}/{_KERNEL_PROTOS[m.group(2)]}"
 
 
 def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
@@ -187,7 +207,8 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
                      f"ranks ×{r['calls_per_rank_per_step']:g} a step: measured "
                      f"{format_seconds(r['measured_s'])}, NCCL {r['pair']} "
                      f"{format_seconds(r['predicted_s'])}, ratio {r['ratio']:.3g}"
-                     + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else ""))
+                     + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else "")
+                     + (f"; the trace's kernel ran {r['ran']}" if r.get("ran") else ""))
     if len(top) > limit:
         lines.append(f"  … and {len(top) - limit} more (--format json lists them all)")
     if t.unpriced:
