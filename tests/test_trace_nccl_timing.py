@@ -101,3 +101,13 @@ def test_the_pair_each_call_ran_is_read_off_its_kernels():
                  if e.get("ph") == "X" and str(e.get("name", "")).startswith("ncclKernel_AllReduce")}
     assert names and all("_RING_LL_" in n for n in names)
     assert {c["ran"] for c in _check()["calls"]} == {"Ring/LL"}
+
+
+def test_a_trace_without_durations_says_so():
+    # NCCL's INFO lines record each call's size and group, not how long it took
+    r = runner.invoke(app, ["check", str(DATA / "nccl-debug" / "tp-allgather-reducescatter-2ranks.txt"),
+                            "--topology", "dgx-h100", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["nccl_timing"] is None
+    assert any(n.startswith("--topology: the trace records no call durations") for n in out["notes"])

@@ -111,6 +111,9 @@ def check(
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
                     reuse_distance=reuse_distance)
     notes = []
+    if nccl is not None and timed_by_nccl is None:
+        notes.append("--topology: the trace records no call durations, so NCCL's model has nothing to be "
+                     "set against")
     if m.n == 1:
         notes.append("N = 1: a single rank sends nothing to another rank, so there is no cross-rank traffic "
                      "to compare with the schemes (every scheme predicts 0 B)")
