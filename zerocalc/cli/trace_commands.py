@@ -67,7 +67,7 @@ def check_cmd(
     topology: Annotated[str | None, typer.Option(
         "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
                            "TOML file (default: the preset the file's '#  Rank' device lines "
-                           "describe).")] = None,
+                           "describe); traces: time their calls by NCCL's model on it.")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
                                "modelled).")] = None,
@@ -86,9 +86,9 @@ def check_cmd(
                                  "on its symmetric kernels inside one NVLink domain) [default: the one its "
                                  "command line gives, else 0].")] = None,
 ) -> None:
-    """Measure bytes per rank per step in real traces and compare them with every scheme;
-    compare nccl-tests sweeps size by size with NCCL's cost model (on --topology, else on the preset
-    the file's device lines describe)."""
+    """Measure bytes per rank per step in real traces and compare them with every scheme (with
+    --topology, also time their calls by NCCL's cost model there); compare nccl-tests sweeps size by
+    size with NCCL's cost model (on --topology, else on the preset the file's device lines describe)."""
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them
