@@ -97,16 +97,10 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
         return None
     version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
     release, _ = release_for(version)
-    ops = c.ops.take(step).labels("?")
-    n_bytes = c.full_elements[step] * c.elem_bytes[step]
-    groups = c.group_size[step].astype(int)
+    calls = _fastest(_calls_frame(c, step))
     env = settings(topology, version, nccl_algo, nccl_proto, where=OPTION,
-                   p2p=bool(np.any(ops == "all_to_all")))
+                   p2p=bool((calls["op"] == "all_to_all").any()))
     g = int(gpus_per_node or topology.gpus_per_node)
-    kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else np.full(len(step), "")
-    calls = _fastest(pd.DataFrame({"op": ops, "group_size": groups, "bytes": n_bytes, "dur": dur,
-                                   "rank": c.rank_idx[step], "step": c.step_id[step],
-                                   "ran": [kernel_pair(k) for k in kernels]}))
     why = np.select([calls["dur"].isna(), ~calls["op"].isin(PRICED_OPS), calls["group_size"] < 2,
                      ~(calls["bytes"] > 0)],
                     ["no duration", "not priced per call (" + calls["op"] + ")", "a group of one rank",
@@ -114,17 +108,9 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     unpriced = pd.Series(why[why != ""]).value_counts(sort=False)
     priced = calls[why == ""]
     per_rank_step = len(m.ranks) * m.steps
-    tunings: dict = {}
-    records = []
-    for (op, group, size), rows in priced.groupby(["op", "group_size", "bytes"], sort=False):
-        t, pair = _call_time(op, int(group), float(size), topology, release, version, env, g, tunings)
-        measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
-        ran = rows["ran"].dropna()
-        records.append({"op": op, "group_size": int(group), "bytes": float(size),
-                        "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
-                        "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
-                        "ratio": measured / t if t > 0 else math.nan,
-                        "ran": ran.mode().iloc[0] if len(ran) else None})
+    tunings: dict = {}  # one communicator's table per group size
+    records = _records(priced, per_rank_step, lambda op, group, size: _call_time(
+        op, group, size, topology, release, version, env, g, tunings))
     pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records)
     meas = float(priced["dur"].sum()) / per_rank_step
     fast = float(priced["fastest"].sum()) / per_rank_step if len(m.ranks) > 1 else math.nan
@@ -161,6 +147,33 @@ def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
     same = (by_call["op"].transform("nunique") == 1) & (by_call["bytes"].transform("nunique") == 1) & (
         by_call["rank"].transform("nunique") > 1)
     return calls.assign(fastest=by_call["dur"].transform("min").where(same))
+
+
+def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
+    """The step calls ``step`` of columns ``c`` (:class:`zerocalc.validate.measure.CallColumns`): op, group
+    size, bytes (the nccl-tests size), duration, rank, step and the pair its kernel's name states."""
+    kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else [""] * len(step)
+    return pd.DataFrame({"op": c.ops.take(step).labels("?"), "group_size": c.group_size[step].astype(int),
+                         "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
+                         "rank": c.rank_idx[step], "step": c.step_id[step],
+                         "ran": [kernel_pair(k) for k in kernels]})
+
+
+def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
+    """One record per distinct (collective, group, bytes) of the ``priced`` calls, in order of first
+    appearance: calls per rank and step, the mean and fastest-rank durations, ``price(op, group, bytes)``'s
+    time and pair, their ratio, and the pair the kernels ran where their names state it."""
+    records = []
+    for (op, group, size), rows in priced.groupby(["op", "group_size", "bytes"], sort=False):
+        t, pair = price(op, int(group), float(size))
+        measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
+        ran = rows["ran"].dropna()
+        records.append({"op": op, "group_size": int(group), "bytes": float(size),
+                        "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
+                        "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
+                        "ratio": measured / t if t > 0 else math.nan,
+                        "ran": ran.mode().iloc[0] if len(ran) else None})
+    return records
 
 
 def _call_time(op: str, group: int, n_bytes: float, topology, release, version: str, env,

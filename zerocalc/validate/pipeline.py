@@ -99,15 +99,7 @@ def check(
                 if isinstance(v, dict) and v.get("backend")}
     backend = next(iter(backends)) if len(backends) == 1 else None
     t = timing(m, fit, backend=backend)
-    timed_by_nccl = None
-    if nccl is not None:
-        stated = {str(v.get("nccl_version")) for v in (meta or {}).values()
-                  if isinstance(v, dict) and v.get("nccl_version")}
-        options = {k: v for k, v in nccl.items() if k != "topology"}
-        if options.get("nccl_version") is None and len(stated) == 1:
-            options["nccl_version"] = next(iter(stated))
-        timed_by_nccl = nccl_timing(m, nccl["topology"], gpus_per_node=gpus_per_node, backend=backend,
-                                    **options)
+    timed_by_nccl = None if nccl is None else _by_nccl(m, nccl, meta, gpus_per_node, backend)
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
                     reuse_distance=reuse_distance)
     notes = []
@@ -132,3 +124,15 @@ def check(
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
     )
+
+
+def _by_nccl(m: Measurement, nccl: dict, meta: dict | None, gpus_per_node: int | None,
+             backend: str | None) -> NcclTiming | None:
+    """The step's calls timed by NCCL's model under ``nccl`` (:func:`check`), in the release the traces
+    state (``distributedInfo.nccl_version``) where ``nccl`` names none and they agree on one."""
+    stated = {str(v.get("nccl_version")) for v in (meta or {}).values()
+              if isinstance(v, dict) and v.get("nccl_version")}
+    options = {k: v for k, v in nccl.items() if k != "topology"}
+    if options.get("nccl_version") is None and len(stated) == 1:
+        options["nccl_version"] = next(iter(stated))
+    return nccl_timing(m, nccl["topology"], gpus_per_node=gpus_per_node, backend=backend, **options)
