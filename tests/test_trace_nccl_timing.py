@@ -111,3 +111,12 @@ def test_a_trace_without_durations_says_so():
     out = json.loads(r.stdout)
     assert out["nccl_timing"] is None
     assert any(n.startswith("--topology: the trace records no call durations") for n in out["notes"])
+
+
+def test_a_trace_piped_in_is_timed_as_the_file():
+    path = DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"
+    args = ["--topology", "dgx-a100", "--format", "json"]
+    piped = runner.invoke(app, ["check", "-", *args], input=path.read_bytes())
+    direct = runner.invoke(app, ["check", str(path), *args])
+    assert piped.exit_code == 0 and direct.exit_code == 0, piped.output
+    assert json.loads(piped.stdout)["nccl_timing"] == json.loads(direct.stdout)["nccl_timing"]

@@ -80,7 +80,7 @@ def per_rank_traces(paths: list[str]) -> bool:
             if os.path.isdir(path):
                 if any(_dir_file(f)[0] == "trace" for f in _dir_files(path)):
                     return True
-            elif os.path.isfile(path) and reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):
+            elif reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):  # files, and - or a pipe
                 return True
         except (OSError, ZerocalcError):
             continue  # unreadable or of no known format: refused where it is read, naming it
