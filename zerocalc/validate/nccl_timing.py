@@ -57,7 +57,7 @@ class NcclTiming:
 
     def as_dict(self) -> dict:
         return {"model": self.model, "predicted_step_time_s": self.predicted_step_time_s,
-                "measured_step_time_s": self.measured_step_time_s, "ratio": self.ratio,
+                "measured_step_time_s": self.measured_step_time_s, "ratio": _finite(self.ratio),
                 "fastest_rank_step_time_s": _finite(self.fastest_step_time_s),
                 "fastest_rank_ratio": _finite(self.fastest_ratio),
                 "calls": [{k: _finite(v) for k, v in r.items()} for r in self.calls],
