@@ -9,6 +9,9 @@ NCCL's point-to-point path. Each distinct (collective, group, size) is one line:
 step, the mean measured duration, NCCL's predicted time and the pair, and their ratio (measured /
 predicted, as the trace's α-β timing states it). The step's total is the sum over the priced calls.
 
+A group is placed as its size fills nodes (contiguous ranks): a data-parallel group spread one rank a node
+under tensor parallelism is priced as if packed, which its communicator is not.
+
 A kernel's duration in a profiler trace runs from its launch on the rank to the end of the collective,
 so it includes the wait for the slowest rank: a measured / predicted ratio above 1 is the links plus that
 skew, below 1 a cluster faster than the model. Calls on gloo (CPU) are not NCCL's and are refused; RCCL's
