@@ -90,10 +90,9 @@ def feasibility_cmd(
     """Simulate each scheme on N ranks training a small MLP, compare with data parallelism and the model,
     and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to, priced on a
     cluster."""
-    from fractions import Fraction
 
     from zerocalc.buckets import parse_bucket
-    from zerocalc.dtypes import canonical_dtype, dtype_bytes
+    from zerocalc.dtypes import dtype_bytes
     from zerocalc.errors import ConfigError
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
 
@@ -101,28 +100,19 @@ def feasibility_cmd(
     call_bytes = None if bucket is None else parse_bucket(bucket)
     names = _scheme_names(schemes, "--schemes")
     plan_psi, _ = model_psi(psi, model, default="7.5e9")
-    comm_bytes = Fraction(str(dtype_bytes(canonical_dtype(dtype))))
-
-    def width(name: str | None, option: str):
-        if name is None:
-            return None
-        w = Fraction(str(dtype_bytes(canonical_dtype(name, option=option))))
-        return int(w) if w.denominator == 1 else w
-
-    param_bytes, grad_bytes = width(param_dtype, "--param-dtype"), width(grad_dtype, "--grad-dtype")
+    # whole bytes per element, every dtype zerocalc names (zerocalc.dtypes.DTYPE_BYTES)
+    comm_bytes = dtype_bytes(dtype)
+    param_bytes, grad_bytes = (None if d is None else dtype_bytes(d) for d in (param_dtype, grad_dtype))
 
     topo = _load_topology(topology, None, None, None, None)
     cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, micro_batches=micro_batches,
                             gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
     if plan_n is not None and plan_n < 1:
         raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")
-    if plan_micro_batches is not None and plan_micro_batches < 1:
-        raise ConfigError(f"must be a whole number ≥ 1, got {plan_micro_batches}",
-                          option="--plan-micro-batches")
     with _progress_bar("simulating") as progress:
         result = run_feasibility(
             cfg, names, plan_psi=plan_psi,
-            plan_comm_bytes=int(comm_bytes) if comm_bytes.denominator == 1 else comm_bytes,
+            plan_comm_bytes=comm_bytes,
             plan_topology=topo, plan_n=n if plan_n is None else plan_n,
             plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
             plan_time_model=None if time_model is None else time_model.strip().lower(),
