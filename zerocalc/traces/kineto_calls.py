@@ -11,7 +11,7 @@ from typing import Any
 
 from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
-from zerocalc.traces.kineto_groups import _fill_groups, _group_from_shapes, _process_groups
+from zerocalc.traces.kineto_groups import _fill_groups, _group_from_shapes, _process_groups, ranks_recorded
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.schema import (
     C10D_OPS,
@@ -43,7 +43,7 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
 
 
 def _trace_meta(info: dict, res: ParseResult) -> tuple[int | None, int | None,
-                                                       list[tuple[str, int, tuple[int, ...]]]]:
+                                                       list[tuple[str, int, tuple[int, ...], str | None]]]:
     """The rank, world size and process groups of ``distributedInfo``, also put in ``res.meta``."""
     rank = _int(info.get("rank"))
     world = _int(info.get("world_size"))
@@ -51,7 +51,7 @@ def _trace_meta(info: dict, res: ParseResult) -> tuple[int | None, int | None,
     res.meta.update(rank=rank, world_size=world, backend=info.get("backend"),
                     nccl_version=info.get("nccl_version"))
     if pgs:
-        res.meta["process_groups"] = [{"name": g, "size": p, "ranks": list(r)} for g, p, r in pgs]
+        res.meta["process_groups"] = [{"name": g, "size": p, "ranks": list(r)} for g, p, r, _ in pgs]
     return rank, world, pgs
 
 
@@ -239,6 +239,7 @@ def _from_record_param_comms(row: dict[str, Any], rargs: dict, generations: set[
     for col in ("in_nelems", "out_nelems", "group_size", "rank", "seq"):
         if col in row:
             row[col] = _int(row[col])
+    row["group_ranks"] = ranks_recorded(rargs, row["group_size"])
     if row["group"] is not None:
         row["group"] = str(row["group"])
     return ""

@@ -1,15 +1,20 @@
-"""The group of each call of a Kineto trace that records none: from its element counts (an
-all-gather or reduce-scatter), from the calls its gloo worker runs, or from the rank's process
-groups in ``distributedInfo.pg_config``."""
+"""The group of each call of a Kineto trace: its size where the call records none (from its element
+counts, an all-gather or reduce-scatter; from the calls its gloo worker runs; from the rank's process
+groups in ``distributedInfo.pg_config``), and its members' global ranks (``group_ranks``), which place
+the group on the cluster's nodes (:mod:`zerocalc.validate.nccl_timing`)."""
 
 from __future__ import annotations
 
 from zerocalc.traces.kineto_events import _int
 
+#: PyTorch writes a list argument of more than this many entries as its first ``_TRUNCATED - 1``, ``...``
+#: and its last (``format_list``, ``torch/csrc/profiler/util.cpp``, ``kTruncateLength``).
+_TRUNCATED = 30
 
-def _process_groups(info: dict) -> list[tuple[str, int, tuple[int, ...]]]:
+
+def _process_groups(info: dict) -> list[tuple[str, int, tuple[int, ...], str | None]]:
     """The process groups of ``distributedInfo.pg_config`` (the groups this rank is a member of):
-    (description or name, size, ranks), those that state a size."""
+    (description or name, size, ranks, ``pg_name``), those that state a size."""
     out = []
     pg_config = info.get("pg_config")
     for pg in pg_config if isinstance(pg_config, list) else []:  # not a list: no groups, as a bad entry
@@ -24,8 +29,47 @@ def _process_groups(info: dict) -> list[tuple[str, int, tuple[int, ...]]]:
             continue
         desc, name = pg.get("pg_desc"), pg.get("pg_name")
         label = desc if isinstance(desc, str) and desc not in ("", "undefined") else f"pg {name}"
-        out.append((label, size, ranks))
+        out.append((label, size, ranks, None if name is None else str(name)))
     return out
+
+
+def ranks_recorded(rargs: dict, size: int | None) -> str | None:
+    """The global ranks of a call's group as ``record_param_comms`` states them, as text (``"0,8"``);
+    ``None`` where it does not, or states them at odds with the group's ``size``.
+
+    ``Process Group Ranks`` (``"[0, 8]"``; past 30 ranks PyTorch writes the first 29, ``...`` and the
+    last: read back where the 29 step evenly to the last at the group's size), else ``Global rank start``
+    and ``Global rank stride`` (written where the group's ranks step evenly, ``ProcessGroupNCCL``) with the
+    group's size. An empty list (the default group of some releases) states nothing."""
+    ranks = _ranks_list(rargs.get("Process Group Ranks"), size)
+    if not ranks and size:
+        start, stride = _int(rargs.get("Global rank start")), _int(rargs.get("Global rank stride"))
+        if start is not None and start >= 0 and stride is not None and stride > 0:
+            ranks = [start + i * stride for i in range(size)]
+    if not ranks or (size is not None and len(ranks) != size) or len(set(ranks)) != len(ranks) \
+            or min(ranks) < 0:
+        return None
+    return ",".join(map(str, ranks))
+
+
+def _ranks_list(value, size: int | None) -> list[int] | None:
+    """``Process Group Ranks`` as a list of ints (a JSON list, or its text ``"[0, 8]"``, truncated
+    or not: :func:`ranks_recorded`); ``None`` where it is not one."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.strip().removeprefix("[").removesuffix("]").split(",")]
+        value = [] if parts == [""] else parts
+    if not isinstance(value, list):
+        return None
+    if "..." in value:
+        cut = value.index("...")
+        head, tail = [_int(v) for v in value[:cut]], [_int(v) for v in value[cut + 1:]]
+        if len(head) != _TRUNCATED - 1 or len(tail) != 1 or None in head or tail[0] is None or not size:
+            return None
+        step = head[1] - head[0]
+        whole = [head[0] + i * step for i in range(size)]
+        return whole if step > 0 and whole[:len(head)] == head and whole[-1] == tail[0] else None
+    ranks = [_int(v) for v in value]
+    return None if None in ranks else ranks
 
 
 def _group_from_shapes(row: dict) -> bool:
@@ -39,7 +83,8 @@ def _group_from_shapes(row: dict) -> bool:
     return True
 
 
-def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...]]], world: int | None) -> None:
+def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], str | None]],
+                 world: int | None) -> None:
     """Group size and group of the calls that record none, from what the trace does say.
 
     In order: a gloo worker thread serves one process group (ProcessGroupGloo keeps a pool of worker
@@ -49,17 +94,21 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...]]], 
     size (a sub-group job: DDP over a data-parallel group, HSDP's shard and replicate groups):
     ``group_from`` "pg_config". A call whose size matches exactly one of the rank's groups is named
     after it (``group``). Nothing is taken from ``world_size`` when the call says otherwise.
+
+    A call whose group's ranks the call does not state (``group_ranks``) takes those of the rank's process
+    group it names (``pg_name``), else of the one group of its size, where ``pg_config`` lists them; a group
+    of ``world_size`` ranks is the world's.
     """
     by_worker: dict[str, set[int]] = {}
     for r in rows:
         if r.get("worker") is not None and r["group_size"] is not None:
             by_worker.setdefault(r["worker"], set()).add(r["group_size"])
-    others = {p for g, p, _ in pgs if g != "default_pg" and p != world}
-    only = {p for _, p, _ in pgs}
+    others = {p for g, p, _, _ in pgs if g != "default_pg" and p != world}
+    only = {p for _, p, _, _ in pgs}
     guess = None
     if len(only) == 1:
         guess = next(iter(only))
-    elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _ in pgs):
+    elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _, _ in pgs):
         guess = next(iter(others))
     for r in rows:
         if r["group_size"] is None and r["op"] not in ("send", "recv"):
@@ -72,6 +121,23 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...]]], 
                 and r["group_size"] is not None:
             r["out_nelems"] = r["in_nelems"] * r["group_size"]
         if r["group"] is None and r["group_size"] is not None:
-            named = [g for g, p, _ in pgs if p == r["group_size"]]
+            named = [g for g, p, _, _ in pgs if p == r["group_size"]]
             if len(named) == 1:
                 r["group"] = named[0]
+        if r.get("group_ranks") is None and r["group_size"] is not None and r["op"] not in ("send", "recv"):
+            r["group_ranks"] = _pg_ranks(r, pgs, world)
+
+
+def _pg_ranks(row: dict, pgs: list[tuple[str, int, tuple[int, ...], str | None]],
+              world: int | None) -> str | None:
+    """The ranks ``pg_config`` lists for the group of ``row`` (:func:`_fill_groups`), as text; a group of
+    the world's size is the world, ranks 0 to world - 1."""
+    size = row["group_size"]
+    if size == world:
+        return ",".join(map(str, range(size)))
+    mine = [r for _, p, r, name in pgs if name is not None and name == row["group"] and p == size]
+    if not mine:
+        mine = [r for _, p, r, _ in pgs if p == size]
+        mine = mine if len({tuple(r) for r in mine}) == 1 else []
+    ranks = mine[0] if mine else ()
+    return ",".join(map(str, ranks)) if len(ranks) == size and len(set(ranks)) == size else None

@@ -9,8 +9,12 @@ NCCL's point-to-point path. Each distinct (collective, group, size) is one line:
 step, the mean measured duration, NCCL's predicted time and the pair, and their ratio (measured /
 predicted, as the trace's α-β timing states it). The step's total is the sum over the priced calls.
 
-A group is placed as its size fills nodes (contiguous ranks): a data-parallel group spread one rank a node
-under tensor parallelism is priced as if packed, which its communicator is not.
+A group is placed on the nodes its members' global ranks fall on (rank r on node r // G, as torchrun and
+Slurm's block distribution number them, G = ``--gpus-per-node``): a tensor-parallel group of a node's 8 GPUs
+runs on NVLink, the data-parallel group of the same run one rank a node over the network. The ranks are
+the call's ``Process Group Ranks`` (or ``Global rank start`` / ``stride``) where the trace records them,
+else those ``distributedInfo.pg_config`` lists for its group (:mod:`zerocalc.traces.kineto_groups`). A
+group whose ranks are not known, or fall unevenly on nodes, is placed packed: its ranks filling nodes.
 
 A kernel's duration in a profiler trace runs from its launch on the rank to the end of the collective,
 so it includes the wait for the slowest rank: a measured / predicted ratio above 1 is the links plus that
@@ -111,9 +115,10 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     unpriced = pd.Series(why[why != ""]).value_counts(sort=False)
     priced = calls[why == ""]
     per_rank_step = len(m.ranks) * m.steps
-    tunings: dict = {}  # one communicator's table per group size
-    records = _records(priced, per_rank_step, lambda op, group, size: _call_time(
-        op, group, size, topology, release, version, env, g, tunings))
+    priced = _placed(priced, g)
+    tunings: dict = {}  # one communicator's table per group size and node fill
+    records = _records(priced, per_rank_step, lambda op, group, size, per_node: _call_time(
+        op, group, size, topology, release, version, env, per_node, tunings))
     pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records)
     meas = float(priced["dur"].sum()) / per_rank_step
     fast = float(priced["fastest"].sum()) / per_rank_step if len(m.ranks) > 1 else math.nan
@@ -154,24 +159,52 @@ def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
     """The step calls ``step`` of columns ``c`` (:class:`zerocalc.validate.measure.CallColumns`): op, group
-    size, bytes (the nccl-tests size), duration, rank, step and the pair its kernel's name states."""
+    size, bytes (the nccl-tests size), duration, rank, step, the pair its kernel's name states and its
+    group's global ranks as the trace states them (``"0,8"``; ``""``: not stated)."""
     kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else [""] * len(step)
+    ranks = c.rows.codes("group_ranks").take(step).labels("") if c.rows.has("group_ranks") else ""
     return pd.DataFrame({"op": c.ops.take(step).labels("?"), "group_size": c.group_size[step].astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
-                         "ran": [kernel_pair(k) for k in kernels]})
+                         "ran": [kernel_pair(k) for k in kernels], "ranks": ranks})
+
+
+def node_fill(ranks: str, group: int, gpus_per_node: int) -> tuple[int, bool]:
+    """How many of a group's ``group`` ranks share a node of ``gpus_per_node`` GPUs, and whether its global
+    ``ranks`` (``"0,8"``) said so (module docstring); packed (``min(G, group)``, ``False``) where they are
+    not stated or fall unevenly on nodes."""
+    members = [int(r) for r in ranks.split(",")] if ranks else []
+    if len(members) == group:
+        per_node = pd.Series(members).floordiv(gpus_per_node).value_counts()
+        if per_node.nunique() == 1:
+            return int(per_node.iloc[0]), True
+    return min(gpus_per_node, group), False
+
+
+def _placed(priced: pd.DataFrame, gpus_per_node: int) -> pd.DataFrame:
+    """``priced`` with ``per_node`` (the group's ranks a node) and ``placed`` (from the trace's ranks or
+    packed), by :func:`node_fill`, once per distinct group."""
+    fills = {(r, n): node_fill(r, n, gpus_per_node) for r, n in
+             priced[["ranks", "group_size"]].drop_duplicates().itertuples(index=False)}
+    keys = list(zip(priced["ranks"], priced["group_size"], strict=True))
+    return priced.assign(per_node=[fills[k][0] for k in keys], placed=[fills[k][1] for k in keys])
 
 
 def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
-    """One record per distinct (collective, group, bytes) of the ``priced`` calls, in order of first
-    appearance: calls per rank and step, the mean and fastest-rank durations, ``price(op, group, bytes)``'s
-    time and pair, their ratio, and the pair the kernels ran where their names state it."""
+    """One record per distinct (collective, group, its ranks a node, bytes) of the ``priced`` calls, in order
+    of first appearance: calls per rank and step, the mean and fastest-rank durations,
+    ``price(op, group, bytes, ranks a node)``'s time and pair, their ratio, the pair the kernels ran where
+    their names state it, and the group's nodes and whether the trace's ranks placed it (``placement``
+    "ranks", else "packed")."""
     records = []
-    for (op, group, size), rows in priced.groupby(["op", "group_size", "bytes"], sort=False):
-        t, pair = price(op, int(group), float(size))
+    for (op, group, per_node, size), rows in priced.groupby(["op", "group_size", "per_node", "bytes"],
+                                                            sort=False):
+        t, pair = price(op, int(group), float(size), int(per_node))
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
         ran = rows["ran"].dropna()
         records.append({"op": op, "group_size": int(group), "bytes": float(size),
+                        "nodes": -(-int(group) // int(per_node)), "ranks_per_node": int(per_node),
+                        "placement": "ranks" if rows["placed"].all() else "packed",
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
                         "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
                         "ratio": measured / t if t > 0 else math.nan,
@@ -180,22 +213,22 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
 
 
 def _call_time(op: str, group: int, n_bytes: float, topology, release, version: str, env,
-               gpus_per_node: int, tunings: dict) -> tuple[float, str]:
-    """One call of ``op`` on ``group`` ranks (filling nodes of ``gpus_per_node``) of ``n_bytes`` (the
-    nccl-tests size: the whole buffer, the gathered one for all-gather and reduce-scatter) as NCCL's
-    model prices it: seconds and the pair (``Ring/Simple``, ``P2P/Simple``)."""
+               per_node: int, tunings: dict) -> tuple[float, str]:
+    """One call of ``op`` on ``group`` ranks, ``per_node`` of them a node, of ``n_bytes`` (the nccl-tests
+    size: the whole buffer, the gathered one for all-gather and reduce-scatter) as NCCL's model prices it:
+    seconds and the pair (``Ring/Simple``, ``P2P/Simple``)."""
     from zerocalc.nccl.model import tune
     from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
     from zerocalc.nccl.predict import as_nccl_collective, predict
     from zerocalc.nccl.steps import phase_calibration
     from zerocalc.nccl.tables import Algorithm
 
-    topo_g = replace(topology, gpus_per_node=min(gpus_per_node, group))
-    if group not in tunings:
-        tunings[group] = tune(topo_g, group, release, algo_enable=env.algo_enable,
-                              proto_enable=env.proto_enable, nvls_enable=env.nvls_enable,
-                              min_channels=env.min_channels, max_channels=env.max_channels)
-    tuning = tunings[group]
+    topo_g = replace(topology, gpus_per_node=per_node)
+    if (group, per_node) not in tunings:
+        tunings[group, per_node] = tune(topo_g, group, release, algo_enable=env.algo_enable,
+                                        proto_enable=env.proto_enable, nvls_enable=env.nvls_enable,
+                                        min_channels=env.min_channels, max_channels=env.max_channels)
+    tuning = tunings[group, per_node]
     if op == "all_to_all":
         comm = p2p_comm(topo_g, group, release, version, tuning.comm_channels,
                         ring=tuning.machine.graphs[Algorithm.RING], **dict(env.p2p))
@@ -220,7 +253,7 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
     top = sorted(t.calls, key=lambda r: -r["measured_s"] * r["calls_per_rank_per_step"])
     for r in top[:limit]:
         lines.append(f"  {_SHORT.get(r['op'], r['op'])} of {format_bytes(r['bytes'])} on {r['group_size']} "
-                     f"ranks ×{r['calls_per_rank_per_step']:g} a step: measured "
+                     f"ranks ({_nodes_words(r)}) ×{r['calls_per_rank_per_step']:g} a step: measured "
                      f"{format_seconds(r['measured_s'])}, NCCL {r['pair']} "
                      f"{format_seconds(r['predicted_s'])}, ratio {r['ratio']:.3g}"
                      + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else "")
@@ -236,3 +269,10 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
                      + ("each call's fastest rank is the nearer measure of the links" if fastest else
                         "traces of every rank tell the wait apart (each call's fastest rank)"))
     return lines
+
+
+def _nodes_words(r: dict) -> str:
+    """Where a record's group ran: ``1 node``, ``2 nodes × 1``; ``packed: 1 node`` where the trace did not
+    say and the group was placed filling nodes."""
+    where = "1 node" if r["nodes"] == 1 else f"{r['nodes']} nodes × {r['ranks_per_node']}"
+    return where if r["placement"] == "ranks" else f"packed: {where}"

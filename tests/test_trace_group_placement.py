@@ -1,0 +1,127 @@
+"""A call's group placed on the cluster's nodes by its members' global ranks (``check TRACE --topology``).
+
+PyTorch writes a call's group in ``record_param_comms``' ``Process Group Ranks`` (``format_list``,
+``torch/csrc/profiler/util.cpp``: past 30 entries the first 29, ``...`` and the last) and, where the ranks
+step evenly, ``Global rank start`` / ``Global rank stride``; the rank's process groups in
+``distributedInfo.pg_config``. Expected values are read off the trace files, or derived by hand from those
+rules and from rank r sitting on node r // G."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.traces import read_traces
+from zerocalc.traces.kineto_groups import ranks_recorded
+from zerocalc.validate.nccl_timing import node_fill
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data" / "traces"
+RESNET = DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"  # HolisticTraceAnalysis, NCCL 2.17.1
+RUNS = DATA / "real-runs"
+
+
+def _events(path: Path) -> dict:
+    with gzip.open(path) as f:
+        return json.load(f)
+
+
+def test_the_resnet_trace_states_its_groups_ranks():
+    doc = _events(RESNET)
+    stated = {e["args"]["Process Group Ranks"] for e in doc["traceEvents"]
+              if e.get("name") == "record_param_comms" and e["args"].get("Collective name") not in ("wait",)}
+    assert "[0, 1]" in stated
+    t = read_traces(RESNET).table
+    assert len(t) == 21 and set(t["group_ranks"]) == {"0,1"}
+
+
+def test_pytorchs_truncated_list_and_the_stride_are_read_back():
+    # 64 ranks a stride of 8 apart, as format_list writes them: 29 entries, "...", the last
+    written = "[" + ", ".join(str(8 * i) for i in range(29)) + ", ..., 504]"
+    assert ranks_recorded({"Process Group Ranks": written}, 64) == ",".join(str(8 * i) for i in range(64))
+    # the 29 do not step evenly to the last at the group's size: not guessed
+    uneven = "[" + ", ".join(str(i) for i in range(28)) + ", 40, ..., 504]"
+    assert ranks_recorded({"Process Group Ranks": uneven}, 64) is None
+    assert ranks_recorded({"Process Group Ranks": written}, 63) is None
+    # no list (or an empty one): the start and the stride, with the group's size
+    assert ranks_recorded({"Process Group Ranks": "[]", "Global rank start": 1, "Global rank stride": 8},
+                          2) == "1,9"
+    assert ranks_recorded({"Global rank start": 0, "Global rank stride": -1}, 2) is None  # not evenly spaced
+    assert ranks_recorded({"Process Group Ranks": "[0, 8]"}, 4) is None  # at odds with the group's size
+    assert ranks_recorded({"Process Group Ranks": "[0, 0]"}, 2) is None
+
+
+def test_pg_config_gives_the_ranks_of_a_call_that_states_none():
+    # DDP over the data-parallel group [1, 3] of a 4-rank gloo run: its calls record no group, pg_config
+    # lists the one group of two ranks this rank is in
+    path = RUNS / "ddp-subgroup-dp2-of-4" / "rank1.json.gz"
+    groups = {pg["pg_size"]: pg["ranks"] for pg in _events(path)["distributedInfo"]["pg_config"]}
+    assert groups == {4: [0, 1, 2, 3], 2: [1, 3]}
+    t = read_traces(path).table
+    assert set(t.loc[t["group_size"] == 2, "group_ranks"]) == {"1,3"}
+    # HSDP 2 × 2: rank 1 is in two groups of two (shard [0, 1], replicate [1, 3]); a call of two ranks that
+    # does not name its group could be on either: no ranks
+    path = RUNS / "hsdp-2x2" / "rank1.json.gz"
+    sizes = [pg["pg_size"] for pg in _events(path)["distributedInfo"]["pg_config"]]
+    assert sorted(sizes) == [2, 2, 4]
+    t = read_traces(path).table
+    assert t.loc[t["group_size"] == 2, "group_ranks"].isna().all()
+
+
+def test_node_fill_by_hand():
+    assert node_fill("1,9", 2, 8) == (1, True)  # one rank on each of two 8-GPU nodes
+    assert node_fill(",".join(map(str, range(16))), 16, 8) == (8, True)
+    assert node_fill("0,1,2,8", 4, 8) == (4, False)  # 3 + 1: unevenly, placed packed
+    assert node_fill("", 4, 8) == (4, False)
+    assert node_fill("0,1", 2, 1) == (1, True)
+
+
+def _one_call_trace(tmp_path: Path, ranks: str) -> Path:
+    """A one-step trace of one rank's one all-reduce, written as PyTorch 2.4+ writes it (the resnet trace's
+    call, its ranks ``ranks``): a ProfilerStep, record_param_comms and the NCCL kernel it launched."""
+    args = {"External id": 7, "Collective name": "allreduce", "dtype": "Float", "In msg nelems": 2049000,
+            "Out msg nelems": 2049000, "Group size": 2, "Process Group Name": "5",
+            "Process Group Description": "undefined", "Process Group Ranks": ranks, "Rank": 1}
+    doc = {"distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 16, "nccl_version": "2.21.5"},
+           "traceEvents": [
+               {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0.0,
+                "dur": 10000.0, "args": {}},
+               {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 100.0,
+                "dur": 20.0, "args": args},
+               {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+                "pid": 0, "tid": 7, "ts": 130.0, "dur": 500.0, "args": {"External id": 7}}]}
+    path = tmp_path / f"trace-{ranks.strip('[]').replace(', ', '-')}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _timed(path: Path, *args) -> dict:
+    r = runner.invoke(app, ["check", str(path), "--topology", "dgx-h100", "--format", "json", *args])
+    assert r.exit_code == 0, r.output
+    (call,) = json.loads(r.stdout)["nccl_timing"]["calls"]
+    return call
+
+
+def test_a_group_spread_one_rank_a_node_is_priced_on_the_network(tmp_path):
+    spread = _timed(_one_call_trace(tmp_path, "[1, 9]"))  # a data-parallel pair under tp = 8
+    packed = _timed(_one_call_trace(tmp_path, "[8, 9]"))  # a pair on one node
+    assert (spread["nodes"], spread["ranks_per_node"], spread["placement"]) == (2, 1, "ranks")
+    assert (packed["nodes"], packed["ranks_per_node"], packed["placement"]) == (1, 2, "ranks")
+    # one rank on each of two nodes is a pair on nodes of one GPU
+    one_gpu_nodes = _timed(_one_call_trace(tmp_path, "[0, 1]"), "--gpus-per-node", "1")
+    assert (one_gpu_nodes["nodes"], one_gpu_nodes["ranks_per_node"]) == (2, 1)
+    assert spread["predicted_s"] == pytest.approx(one_gpu_nodes["predicted_s"])
+    # over the nodes' NICs the 8.2 MB all-reduce takes longer than over one node's NVLink
+    assert spread["predicted_s"] > 1.3 * packed["predicted_s"]
+    assert spread["measured_s"] == packed["measured_s"] == pytest.approx(500e-6)
+
+
+def test_the_text_says_where_each_group_ran(tmp_path):
+    r = runner.invoke(app, ["check", str(_one_call_trace(tmp_path, "[1, 9]")), "--topology", "dgx-h100"])
+    assert r.exit_code == 0, r.output
+    assert "on 2 ranks (2 nodes × 1) ×1 a step" in r.stdout
+    r = runner.invoke(app, ["check", str(_one_call_trace(tmp_path, "[]")), "--topology", "dgx-h100"])
+    assert "on 2 ranks (packed: 1 node) ×1 a step" in r.stdout
