@@ -5,6 +5,8 @@ the group on the cluster's nodes (:mod:`zerocalc.validate.nccl_timing`)."""
 
 from __future__ import annotations
 
+import functools
+
 from zerocalc.traces.kineto_events import _int
 
 #: PyTorch writes a list argument of more than this many entries as its first ``_TRUNCATED - 1``, ``...``
@@ -41,15 +43,31 @@ def ranks_recorded(rargs: dict, size: int | None) -> str | None:
     last: read back where the 29 step evenly to the last at the group's size), else ``Global rank start``
     and ``Global rank stride`` (written where the group's ranks step evenly, ``ProcessGroupNCCL``) with the
     group's size. An empty list (the default group of some releases) states nothing."""
-    ranks = _ranks_list(rargs.get("Process Group Ranks"), size)
+    stated = rargs.get("Process Group Ranks")
+    start, stride = rargs.get("Global rank start"), rargs.get("Global rank stride")
+    if isinstance(stated, list):
+        return _ranks_text(stated, size, start, stride)
+    try:
+        return _ranks_cached(stated, size, start, stride)
+    except TypeError:  # an argument that is not hashable (an object): not one PyTorch writes
+        return None
+
+
+def _ranks_text(stated, size: int | None, start, stride) -> str | None:
+    """:func:`ranks_recorded` of these arguments."""
+    ranks = _ranks_list(stated, size)
     if not ranks and size:
-        start, stride = _int(rargs.get("Global rank start")), _int(rargs.get("Global rank stride"))
+        start, stride = _int(start), _int(stride)
         if start is not None and start >= 0 and stride is not None and stride > 0:
             ranks = [start + i * stride for i in range(size)]
     if not ranks or (size is not None and len(ranks) != size) or len(set(ranks)) != len(ranks) \
             or min(ranks) < 0:
         return None
     return ",".join(map(str, ranks))
+
+
+#: :func:`_ranks_text` once per distinct group (a trace repeats a few groups over all its calls)
+_ranks_cached = functools.lru_cache(maxsize=1024)(_ranks_text)
 
 
 def _ranks_list(value, size: int | None) -> list[int] | None:
@@ -106,6 +124,7 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     others = {p for g, p, _, _ in pgs if g != "default_pg" and p != world}
     only = {p for _, p, _, _ in pgs}
     guess = None
+    ranks_of: dict[tuple, str | None] = {}  # (group, size) → its ranks (_pg_ranks), once per group
     if len(only) == 1:
         guess = next(iter(only))
     elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _, _ in pgs):
@@ -125,7 +144,10 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
             if len(named) == 1:
                 r["group"] = named[0]
         if r.get("group_ranks") is None and r["group_size"] is not None and r["op"] not in ("send", "recv"):
-            r["group_ranks"] = _pg_ranks(r, pgs, world)
+            key = (r["group"], r["group_size"])
+            if key not in ranks_of:
+                ranks_of[key] = _pg_ranks(r, pgs, world)
+            r["group_ranks"] = ranks_of[key]
 
 
 def _pg_ranks(row: dict, pgs: list[tuple[str, int, tuple[int, ...], str | None]],
