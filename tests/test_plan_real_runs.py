@@ -177,6 +177,50 @@ def test_cli_plan_tp_pp_refusals():
     assert r.exit_code == 0 and json.loads(r.stdout)["plan_basis"]["n"] == 16
 
 
+def test_the_reports_tp_reaches_its_table_equivalences_verdict_and_plan():
+    from zerocalc import report
+    from zerocalc.report.config import config_line
+    from zerocalc.report.sweeps import volume_table
+
+    # 64 GPUs at tp = 8: data-parallel groups of 8 ranks, one a node, each holding Ψ/8
+    config = report.ReportConfig(topology="dgx-h100", n=64, tp=8, feasibility_steps=1)
+    assert config.dp_n == 8
+    table = volume_table(config).set_index("scheme")
+    ring = Fraction(7, 8) * PSI / 8 * B  # one ring of Ψ/8 on 8 ranks, per rank
+    assert table.loc["colocated", "bytes_per_rank"] == pytest.approx(float(ring))
+    assert table.loc["zero2", "bytes_per_rank"] == pytest.approx(float(2 * ring))
+    # ZeRO-2's model states on a rank: 2 bytes of parameters + (2 + 12)/8 of gradients and optimizer state
+    assert table.loc["zero2", "memory_bytes_per_rank"] == pytest.approx(PSI / 8 * (2 + 14 / 8))
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "64", "--tp", "8", "--psi", "7.5e9",
+                            "--schemes", "deepspeed-zero2,zero2", "--format", "json"])
+    cli = {row["scheme"]: row for row in json.loads(r.stdout)}
+    assert table.loc["deepspeed-zero2", "time_s"] == pytest.approx(cli["deepspeed-zero2"]["time_s"])
+    result = report.feasibility_result(config)
+    basis = result.plan_basis
+    assert (basis["n"], basis["gpus_per_node"], basis["tp"], basis["world"]) == (8, 1, 8, 64)
+    item = _item(result, "deepspeed-zero2", "zero2")
+    assert item.bytes_saved_per_rank == pytest.approx(float(ring))
+    assert item.from_time_s == pytest.approx(cli["deepspeed-zero2"]["time_s_nccl"], rel=1e-9)
+    plan = report.plan_on_cluster(config, result)
+    verdict = report.cluster_verdict(config, result, plan)
+    assert "N = 8, the data-parallel group of 64 GPUs at tp = 8, pp = 1" in verdict
+    assert "64 GPUs (8 per node) at tp = 8, pp = 1: data-parallel groups of N = 8" in config_line(config)
+    assert "tp =" not in config_line(report.ReportConfig())
+
+
+def test_report_refuses_a_layout_that_is_not_one(monkeypatch):
+    from zerocalc import report
+
+    calls = []
+    monkeypatch.setattr(report, "write_report", lambda out, config, progress=None: calls.append(out))
+    for args, option in ((["--n", "48", "--tp", "3"], "--tp"), (["--n", "60", "--pp", "8"], "--n"),
+                         (["--tp", "0"], "--tp")):
+        res = runner.invoke(app, ["report", "--topology", "dgx-h100", *args])
+        assert res.exit_code == 2 and res.stderr.startswith(f"error: {option}"), res.output
+        assert res.stderr.count("\n") == 1 and "Traceback" not in res.output
+    assert calls == []
+
+
 def test_plan_under_mixed_precision_prices_each_side_at_its_width():
     # bf16 parameters, fp32 gradient reduction (FSDP2 reduce_dtype, Megatron grad_reduce_in_fp32)
     res = run_feasibility(FeasibilityConfig(n=4, steps=0), ["dp", "deepspeed-zero2", "zero2", "colocated"],

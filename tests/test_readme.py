@@ -37,7 +37,7 @@ def _argv(command: str) -> list[str]:
 
 
 def test_readme_has_examples():
-    assert len(QUICK) >= 8 and len(REPORTS) == 3
+    assert len(QUICK) >= 8 and len(REPORTS) == 4
 
 
 @pytest.mark.parametrize("command", QUICK)

@@ -133,7 +133,8 @@ def report_cmd(
         "reports/zero-colocation-review.pdf"),
     psi: Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
                                             "[default: 7.5e9].")] = None,
-    n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster.")] = 64,
+    n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster (with --tp / --pp: the "
+                                              "run's GPUs).")] = 64,
     gpus_per_node: Annotated[int | None, typer.Option(
         "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
     topology: Annotated[str, typer.Option(
@@ -171,6 +172,11 @@ def report_cmd(
         "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): the volume table, "
                                 "the simulation, the verdict and the plan run each scheme's collectives "
                                 "every micro-batch or once per step as its implementation does.")] = 1,
+    tp: Annotated[int, typer.Option(
+        "--tp", help="Tensor-parallel degree of the run: --n is then its GPUs, and the volume table, the "
+                     "verdict and the plan are of its data-parallel group, N = n/(tp·pp) ranks holding "
+                     "Ψ/(tp·pp) each, as table --tp lays it out.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", help="Pipeline-parallel degree of the run (as --tp).")] = 1,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan.
 
@@ -215,7 +221,8 @@ def report_cmd(
                           bucket_bytes=None if bucket is None else parse_bucket(bucket),
                           micro_batches=micro_batches,
                           param_dtype=None if param_dtype is None else canonical_dtype(param_dtype),
-                          grad_dtype=None if grad_dtype is None else canonical_dtype(grad_dtype))
+                          grad_dtype=None if grad_dtype is None else canonical_dtype(grad_dtype),
+                          tp=tp, pp=pp)
     check_output(output, config)
     check_traces(paths)
     _nccl_refused_before_work(config)

@@ -72,6 +72,12 @@ class ReportConfig:
     #: price each side at its own width, the figures at ``comm_dtype``
     param_dtype: str | None = None
     grad_dtype: str | None = None
+    #: tensor- and pipeline-parallel degrees of the run under review (``--tp`` / ``--pp``): ``n`` is then the
+    #: run's GPUs, and the volume table, the equivalences, the verdict and the plan are of its data-parallel
+    #: group, N = n/(tp·pp) ranks holding Ψ/(tp·pp) each, laid out as ``zerocalc table --tp --pp`` lays it
+    #: (:func:`zerocalc.evaluate.data_parallel_layout`); the figures price data parallelism over n GPUs
+    tp: int = 1
+    pp: int = 1
 
     def __post_init__(self) -> None:
         """Refuse an impossible cluster at once (:class:`ConfigError` naming the CLI option)."""
@@ -81,9 +87,13 @@ class ReportConfig:
         if not (isinstance(self.psi, Real) and math.isfinite(self.psi) and self.psi > 0):
             raise ConfigError(f"must be a positive number of parameters, got {self.psi!r}", option="--psi")
         for value, option in ((self.n, "--n"), (self.gpus_per_node, "--gpus-per-node"),
-                              (self.micro_batches, "--micro-batches")):
+                              (self.micro_batches, "--micro-batches"), (self.tp, "--tp"), (self.pp, "--pp")):
             if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
                 raise ConfigError(f"must be a whole number ≥ 1, got {value!r}", option=option)
+        if self.tp * self.pp > 1:
+            from zerocalc.evaluate import data_parallel_layout
+
+            data_parallel_layout(self.n, self.gpus_per_node, self.tp, self.pp)  # a ConfigError if not one
         if not (isinstance(self.k, Real) and math.isfinite(self.k) and self.k >= 0):
             raise ConfigError(f"must be a number ≥ 0, got {self.k!r}", option="--k")
         from zerocalc.dtypes import canonical_dtype
@@ -104,6 +114,27 @@ class ReportConfig:
         for value, option in ((self.gpu_memory_bytes, "--gpu-memory"), (bucket, "--bucket")):
             if value is not None and not (isinstance(value, Real) and math.isfinite(value) and value > 0):
                 raise ConfigError(f"must be a positive number of bytes, got {value!r}", option=option)
+
+    @property
+    def dp_n(self) -> int:
+        """The data-parallel degree N: ``n`` GPUs over tp·pp."""
+        return self.n // (self.tp * self.pp)
+
+    @property
+    def n_words(self) -> str:
+        """N in words: ``N = 64``, or under tensor / pipeline parallelism ``N = 8, the data-parallel group of
+        64 GPUs at tp = 8, pp = 1``."""
+        if self.tp * self.pp == 1:
+            return f"N = {self.n}"
+        return f"N = {self.dp_n}, the data-parallel group of {self.n} GPUs at tp = {self.tp}, pp = {self.pp}"
+
+    @property
+    def gpus_words(self) -> str:
+        """The run in words: ``64 GPUs``, or under tensor / pipeline parallelism ``64 GPUs at tp = 8, pp = 1
+        (data-parallel groups of N = 8)``."""
+        if self.tp * self.pp == 1:
+            return f"{self.n} GPUs"
+        return f"{self.n} GPUs at tp = {self.tp}, pp = {self.pp} (data-parallel groups of N = {self.dp_n})"
 
     @property
     def wire_words(self) -> str:
@@ -222,7 +253,12 @@ def config_line(config: ReportConfig, nccl: bool = True) -> str:
     (:func:`nccl_words`; not with ``nccl`` false, for what the α-β model alone prices)."""
     nccl = nccl_words(config) if nccl else ""
     k = config.micro_batches
-    return (f"Ψ = {config.psi:,.0f} parameters, N = {config.n} GPUs ({config.gpus_per_node} per node), "
+    where = (f"N = {config.n} GPUs ({config.gpus_per_node} per node)" if config.tp * config.pp == 1 else
+             f"{config.n} GPUs ({config.gpus_per_node} per node) at tp = {config.tp}, pp = {config.pp}: "
+             f"data-parallel groups of N = {config.dp_n} ranks holding Ψ/{config.tp * config.pp} each (the "
+             f"volume table, the equivalences, the verdict and the plan; the figures price data parallelism "
+             f"over the {config.n} GPUs)")
+    return (f"Ψ = {config.psi:,.0f} parameters, {where}, "
             f"topology {topology_name(config)}, {config.comm_dtype} communication"
             + ("" if config.wire_words == config.comm_dtype else
                f" ({config.wire_words} in the volume table and the plan)") + f", K = {config.k:g} "

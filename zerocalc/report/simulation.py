@@ -16,7 +16,8 @@ def feasibility_result(config: ReportConfig):
 
     Its plan is priced on the report's cluster: Ψ, N, G, topology and wire element size, timed as
     ``config.plan_time_model`` says under the report's NCCL version and ``NCCL_ALGO`` / ``NCCL_PROTO``,
-    per optimizer step of the report's micro-batches (the simulation's too).
+    per optimizer step of the report's micro-batches (the simulation's too), on the data-parallel group of
+    its tp / pp.
     """
     from fractions import Fraction
 
@@ -37,7 +38,7 @@ def feasibility_result(config: ReportConfig):
                            plan_grad_bytes=width(config.grad_dtype),
                            plan_topology=config.topology, plan_n=config.n,
                            plan_gpus_per_node=config.gpus_per_node, plan_time_model=config.plan_time_model,
-                           plan_nccl=plan_nccl(config))
+                           plan_nccl=plan_nccl(config), plan_tp=config.tp, plan_pp=config.pp)
 
 
 def plan_nccl(config: ReportConfig) -> dict:
@@ -107,10 +108,11 @@ def cluster_verdict(config: ReportConfig, result, plan: pd.DataFrame) -> str:
 
     exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0) & ~plan["slower"]
                  & (plan["in_network"] == "")]
-    basis = (f"on the chosen cluster: {topology_name(config)}, N = {config.n}, Ψ = {config.psi:.3g}, "
+    where = config.n_words
+    basis = (f"on the chosen cluster: {topology_name(config)}, {where}, Ψ = {config.psi:.3g}, "
              f"{config.wire_words} on the wire, so {format_bytes(exact['bytes_saved_per_rank'].iloc[0])} "
              "per rank per step" if len(exact) else
-             f"the chosen cluster ({topology_name(config)}, N = {config.n}, {config.wire_words})")
+             f"the chosen cluster ({topology_name(config)}, {where}, {config.wire_words})")
     if not len(exact):
         return f"{result.findings} {saving_sentence(None, None, None, None, basis)}"
     top = exact.iloc[0]

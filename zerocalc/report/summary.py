@@ -74,9 +74,10 @@ def in_short(data: ReportData) -> tuple[str, list[str]]:
     plan = data.extra["plan"]
     t_z2, t_col = _colocated_times(plan, float(z2["time_s"]), float(col["time_s"]))
     bullets = [
-        f"Ψ = {format_count(c.psi)} on {c.n} GPUs ({topology_name(c)}, {c.wire_words}): skipping it sends "
-        f"{format_size(col['bytes_per_rank'])} instead of ZeRO-2's {format_size(z2['bytes_per_rank'])} per "
-        f"GPU per step ({format_seconds(t_col)} instead of {format_seconds(t_z2)})."]
+        f"Ψ = {format_count(c.psi)} on {c.gpus_words} ({topology_name(c)}, {c.wire_words}): skipping it "
+        f"sends {format_size(col['bytes_per_rank'])} instead of ZeRO-2's "
+        f"{format_size(z2['bytes_per_rank'])} per GPU per step ({format_seconds(t_col)} instead of "
+        f"{format_seconds(t_z2)})."]
     exact = plan[(plan["update"] == "exact") & (plan["bytes_saved_per_rank"] > 0) & ~plan["slower"]
                  & (plan["in_network"] == "")]  # the change cluster_verdict names too
     if len(exact):

@@ -57,10 +57,11 @@ def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | Non
 
 
 def volume_table(config: ReportConfig) -> pd.DataFrame:
-    """Every scheme at the report's configuration, per optimizer step of its micro-batches and at its
-    wire dtypes: the model's tidy DataFrame (one row per scheme)."""
+    """Every scheme at the report's configuration, per optimizer step of its micro-batches, at its wire dtypes
+    and on the data-parallel group of its tp / pp: the model's tidy DataFrame (one row per scheme)."""
     return _evaluate(config, psi=config.psi, n=config.n, micro_batches=config.micro_batches,
-                     param_dtype=config.param_dtype, grad_dtype=config.grad_dtype).reset_index(drop=True)
+                     param_dtype=config.param_dtype, grad_dtype=config.grad_dtype, tp=config.tp,
+                     pp=config.pp).reset_index(drop=True)
 
 
 def _nccl_options(config: ReportConfig) -> dict:

@@ -37,7 +37,7 @@ def draw(w: Writer, data: ReportData) -> None:
         "pages is typed in.")
     for d in data.derivations:
         name = str(d["scheme"])
-        same = SCHEMES[name].equivalent_at(data.config.n)
+        same = SCHEMES[name].equivalent_at(data.config.dp_n)
         w.heading(f"{name}: {d['title']}" + ("" if same else "  (not the DP update)"), 2)
         w.math("bytes sent per rank", [r"V = " + _latex(d["volume"])], fallback=[f"V = {d['volume']}"])
         w.math("model states per GPU", [r"M = " + _latex(d["memory"])], fallback=[f"M = {d['memory']}"])

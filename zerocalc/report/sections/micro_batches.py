@@ -35,7 +35,7 @@ def collect(config: ReportConfig, data: ReportData, say: Progress) -> None:
         for k in MICRO_BATCHES:
             df = evaluate([scheme], psi=config.psi, n=config.n, gpus_per_node=config.gpus_per_node,
                           topology=config.topology, comm_dtype=config.comm_dtype, k=config.k,
-                          micro_batches=k, grad_sync=sync)
+                          micro_batches=k, grad_sync=sync, tp=config.tp, pp=config.pp)
             frames.append(df.assign(label=label))
     data.extra["micro_batches"] = pd.concat(frames, ignore_index=True)
 
@@ -60,7 +60,7 @@ def draw(w: Writer, data: ReportData) -> None:
         "gradients in the meantime. The parameter all-gather of ZeRO-1/2 follows the update, once per step.")
     w.figure(4.1, lambda sf: plots.plot_bytes_vs_micro_batches(df, fig=sf), caption=(
         f"Bytes one rank sends per optimizer step (left, log scale) and per micro-batch (right) against "
-        f"the micro-batches per step, at Ψ = {c.psi:,.0f}, N = {c.n}, {c.comm_dtype}, ring algorithms."))
+        f"the micro-batches per step, at Ψ = {c.psi:,.0f}, {c.n_words}, {c.comm_dtype}, ring algorithms."))
     k = 8
     rows = []
     for scheme, sync, label in LINES:
@@ -71,4 +71,4 @@ def draw(w: Writer, data: ReportData) -> None:
         rows.append([label, runs, format_bytes(float(one)), format_bytes(float(at_k)),
                      f"{float(at_k) / float(one):.2f}" if one else "-"])
     w.table(["implementation", "collectives per optimizer step", "k = 1", f"k = {k}", "ratio"], rows,
-            align="llrrr", size=7.5, caption=f"Per rank per optimizer step at Ψ = {c.psi:,.0f}, N = {c.n}.")
+            align="llrrr", size=7.5, caption=f"Per rank per optimizer step at Ψ = {c.psi:,.0f}, {c.n_words}.")

@@ -52,7 +52,7 @@ def draw(w: Writer, data: ReportData) -> None:
     for name in SCHEME_NAMES:
         s = SCHEMES[name]
         phases = " + ".join(f"{p.collective.value} ({p.group.value})" for p in s.phases)
-        rows.append([name, s.title, "yes" if s.equivalent_at(data.config.n) else "NO", phases])
+        rows.append([name, s.title, "yes" if s.equivalent_at(data.config.dp_n) else "NO", phases])
     w.table(["scheme", "what it is", "DP update", "collectives per step (group)"], rows, align="llll",
             size=7.5,
             wrap={1: 34, 3: 46})

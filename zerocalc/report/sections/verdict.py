@@ -50,7 +50,8 @@ def draw(w: Writer, data: ReportData) -> None:
     nccl = nccl_words(c)
     k = int(basis.get("micro_batches") or 1)
     step = "step" if k == 1 else f"optimizer step of {k} micro-batches"
-    w.paragraph(f"{topology_name(c)}, N = {c.n} GPUs, Ψ = {c.psi:,.0f} parameters"
+    w.paragraph(f"{topology_name(c)}, " + (f"N = {c.n} GPUs" if c.tp * c.pp == 1 else c.n_words)
+                + f", Ψ = {c.psi:,.0f} parameters"
                 + (f", {k} micro-batches per optimizer step" if k > 1 else "") + "; time by "
                 f"{basis.get('time_model_name') or 'the ring α-β model'}." + (
         f" {nccl[:1].upper()}{nccl[1:]} prices the schemes in section {number('volume_table')}"
