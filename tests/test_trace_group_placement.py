@@ -79,23 +79,32 @@ def test_node_fill_by_hand():
     assert node_fill("0,1", 2, 1) == (1, True)
 
 
-def _one_call_trace(tmp_path: Path, ranks: str) -> Path:
-    """A one-step trace of one rank's one all-reduce, written as PyTorch 2.4+ writes it (the resnet trace's
-    call, its ranks ``ranks``): a ProfilerStep, record_param_comms and the NCCL kernel it launched."""
-    args = {"External id": 7, "Collective name": "allreduce", "dtype": "Float", "In msg nelems": 2049000,
-            "Out msg nelems": 2049000, "Group size": 2, "Process Group Name": "5",
-            "Process Group Description": "undefined", "Process Group Ranks": ranks, "Rank": 1}
-    doc = {"distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 16, "nccl_version": "2.21.5"},
-           "traceEvents": [
-               {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0.0,
-                "dur": 10000.0, "args": {}},
-               {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 100.0,
-                "dur": 20.0, "args": args},
-               {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
-                "pid": 0, "tid": 7, "ts": 130.0, "dur": 500.0, "args": {"External id": 7}}]}
-    path = tmp_path / f"trace-{ranks.strip('[]').replace(', ', '-')}.json"
+def _trace(tmp_path: Path, *groups: str) -> Path:
+    """A one-step trace of rank 9's all-reduces, one on each of ``groups`` (their ``Process Group Ranks``),
+    written as PyTorch 2.4+ writes them (the resnet trace's first bucket, 2,049,000 fp32 elements): a
+    ProfilerStep, and for each call record_param_comms and the NCCL kernel it launched (500 µs)."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0.0,
+               "dur": 10000.0, "args": {}}]
+    for i, ranks in enumerate(groups):
+        size = len(ranks.strip("[]").split(",")) if ranks != "[]" else 2
+        args = {"External id": 7 + i, "Collective name": "allreduce", "dtype": "Float",
+                "In msg nelems": 2049000, "Out msg nelems": 2049000, "Group size": size,
+                "Process Group Name": str(5 + i), "Process Group Description": "undefined",
+                "Process Group Ranks": ranks, "Rank": 1}
+        events += [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1,
+                    "ts": 100.0 + 1000 * i, "dur": 20.0, "args": args},
+                   {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 130.0 + 1000 * i, "dur": 500.0,
+                    "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+                    "args": {"External id": 7 + i}}]
+    doc = {"distributedInfo": {"backend": "nccl", "rank": 9, "world_size": 16, "nccl_version": "2.21.5"},
+           "traceEvents": events}
+    path = tmp_path / ("trace-" + "_".join(g.strip("[]").replace(", ", "-") for g in groups) + ".json")
     path.write_text(json.dumps(doc))
     return path
+
+
+def _one_call_trace(tmp_path: Path, ranks: str) -> Path:
+    return _trace(tmp_path, ranks)
 
 
 def _timed(path: Path, *args) -> dict:
@@ -125,3 +134,25 @@ def test_the_text_says_where_each_group_ran(tmp_path):
     assert "on 2 ranks (2 nodes × 1) ×1 a step" in r.stdout
     r = runner.invoke(app, ["check", str(_one_call_trace(tmp_path, "[]")), "--topology", "dgx-h100"])
     assert "on 2 ranks (packed: 1 node) ×1 a step" in r.stdout
+
+
+def test_a_tp_and_a_dp_group_are_each_timed_on_their_own_links(tmp_path):
+    # rank 9 of 16 at tp = 8: its tensor-parallel group is node 1's eight GPUs, its data-parallel pair
+    # [1, 9] one rank on each node
+    path = _trace(tmp_path, "[8, 9, 10, 11, 12, 13, 14, 15]", "[1, 9]")
+    r = runner.invoke(app, ["check", str(path), "--topology", "dgx-h100", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    t = json.loads(r.stdout)["nccl_timing"]
+    tp, dp = t["groups"]
+    assert (tp["group_size"], tp["nodes"], tp["ranks_per_node"]) == (8, 1, 8)
+    assert (dp["group_size"], dp["nodes"], dp["ranks_per_node"]) == (2, 2, 1)
+    assert tp["measured_s"] == dp["measured_s"] == pytest.approx(500e-6)  # one 500 µs kernel each
+    # the check takes one group for the data-parallel step and the other's call for another group's:
+    # both are timed, the step's in the total and the other apart
+    assert {c["category"] for c in t["calls"]} == {"step", "unexplained"}
+    total = t["predicted_step_time_s"] + t["other_calls"]["predicted_s"]
+    assert tp["predicted_s"] + dp["predicted_s"] == pytest.approx(total)
+    assert dp["predicted_s"] == pytest.approx(_timed(_trace(tmp_path, "[1, 9]"))["predicted_s"])
+    text = runner.invoke(app, ["check", str(path), "--topology", "dgx-h100"]).stdout
+    assert "by group, per rank per step: 8 ranks (1 node): measured 500 µs" in text
+    assert "; 2 ranks (2 nodes × 1): measured 500 µs" in text

@@ -16,12 +16,12 @@ DATA = Path(__file__).parent / "data" / "traces"
 DLRM = DATA / "kineto" / "dlrm-v100-8ranks"  # facebookresearch/param: 8 ranks of one DLRM step on V100
 
 
-def _all_reduce_kernels_us(rank: int) -> list[float]:
-    """The durations (µs) of rank ``rank``'s NCCL all-reduce kernels, in trace order."""
+def _all_reduce_kernels_us(rank: int, kind: str = "ncclKernel_AllReduce") -> list[float]:
+    """The durations (µs) of rank ``rank``'s NCCL all-reduce kernels (or those named ``kind``...), in trace
+    order."""
     with gzip.open(DLRM / f"rank{rank}.json.gz") as f:
         events = json.load(f)["traceEvents"]
-    return [e["dur"] for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(
-        "ncclKernel_AllReduce")]
+    return [e["dur"] for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(kind)]
 
 
 def _check(*args):
@@ -39,13 +39,22 @@ def test_dlrm_step_against_nccl_on_a_dgx1():
     t = _check()
     assert t["fastest_rank_step_time_s"] == pytest.approx(fastest)
     assert t["measured_step_time_s"] == pytest.approx(mean)
-    assert len(t["calls"]) == 3 and all(c["op"] == "all_reduce" and c["group_size"] == 8 for c in t["calls"])
+    step = [c for c in t["calls"] if c["category"] == "step"]
+    assert len(step) == 3 and all(c["op"] == "all_reduce" and c["group_size"] == 8 for c in step)
     # NCCL's model of a DGX-1 (V100, NVLink hybrid cube-mesh) against what the fastest ranks took: the
     # sizes' sum within 0.8-1.5, each call too; the averages are several times more (the ranks' skew)
     assert 0.8 <= t["fastest_rank_ratio"] <= 1.5
-    for c in t["calls"]:
+    for c in step:
         assert 0.8 <= c["fastest_rank_s"] / c["predicted_s"] <= 1.5
     assert t["ratio"] > 3
+    # the step's five all-to-alls (DLRM's embedding exchange, ncclKernel_SendRecv_...) are timed apart
+    sendrecv = [_all_reduce_kernels_us(r, "ncclKernel_SendRecv") for r in range(8)]
+    assert {len(k) for k in sendrecv} == {5}
+    other = t["other_calls"]
+    assert other["calls_per_rank_per_step"] == 5
+    assert other["measured_s"] == pytest.approx(sum(sum(k) for k in sendrecv) / 8 * 1e-6)
+    assert other["fastest_rank_s"] == pytest.approx(sum(min(k[i] for k in sendrecv) for i in range(5)) * 1e-6)
+    assert {c["op"] for c in t["calls"] if c["category"] != "step"} == {"all_to_all"}
 
 
 def test_text_says_the_wait_apart_and_the_release_is_the_traces():
@@ -86,6 +95,7 @@ def test_without_topology_no_nccl_timing():
     ("ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE", "NVLSTree/Simple"),
     ("ncclDevKernel_AllGather_RING_LL", "Ring/LL"),
     ("ncclDevKernel_Generic", None),
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", None),  # point-to-point (the DLRM trace's all-to-all)
     ("", None),
 ])
 def test_kernel_names_state_the_pair_nccl_ran(name, pair):
@@ -100,7 +110,10 @@ def test_the_pair_each_call_ran_is_read_off_its_kernels():
         names = {e["name"] for e in json.load(f)["traceEvents"]
                  if e.get("ph") == "X" and str(e.get("name", "")).startswith("ncclKernel_AllReduce")}
     assert names and all("_RING_LL_" in n for n in names)
-    assert {c["ran"] for c in _check()["calls"]} == {"Ring/LL"}
+    calls = _check()["calls"]
+    assert {c["ran"] for c in calls if c["op"] == "all_reduce"} == {"Ring/LL"}
+    # its all-to-alls run ncclKernel_SendRecv_RING_SIMPLE_...: point-to-point, no ring
+    assert {c["ran"] for c in calls if c["op"] == "all_to_all"} == {None}
 
 
 def test_a_trace_without_durations_says_so():

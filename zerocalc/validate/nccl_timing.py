@@ -1,13 +1,16 @@
 """A training trace's collectives timed by NCCL's own cost model on a cluster (``check TRACE --topology``).
 
-Each step call the trace measured (its collective, group size, bytes and kernel duration) is priced as
-``zerocalc table`` prices a phase's call (:mod:`zerocalc.nccl.steps`): NCCL's model of the release the
-trace states (``distributedInfo.nccl_version`` of a PyTorch profiler trace) or ``--nccl-version``, on
-``--topology`` with the group's ranks filling nodes of the topology's GPUs (``--gpus-per-node``), the
-pair NCCL picks for the call's size under ``NCCL_ALGO`` / ``NCCL_PROTO``, all-to-all by zerocalc's model of
-NCCL's point-to-point path. Each distinct (collective, group, size) is one line: the calls per rank and
-step, the mean measured duration, NCCL's predicted time and the pair, and their ratio (measured /
-predicted, as the trace's α-β timing states it). The step's total is the sum over the priced calls.
+Each call of the profiled steps the trace measured (its collective, group size, bytes and kernel
+duration) is priced as ``zerocalc table`` prices a phase's call (:mod:`zerocalc.nccl.steps`): NCCL's model of
+the release the trace states (``distributedInfo.nccl_version`` of a PyTorch profiler trace) or
+``--nccl-version``, on ``--topology`` with the group placed on its nodes (below), the pair NCCL picks for the
+call's size under ``NCCL_ALGO`` / ``NCCL_PROTO``, all-to-all by zerocalc's model of NCCL's point-to-point
+path. Each distinct (category, collective, group, size) is one line: the calls per rank and step, the mean
+measured duration, NCCL's predicted time and the pair, and their ratio (measured / predicted, as the trace's
+α-β timing states it). The step's total is the sum over the priced calls of its gradient and parameter
+traffic (the check's category "step", :mod:`zerocalc.validate.classify`); the steps' other NCCL calls
+(model buffers, scalars, a tensor-parallel group's, all-to-all) are timed beside it, and every call is
+summed per group too.
 
 A group is placed on the nodes its members' global ranks fall on (rank r on node r // G, as torchrun and
 Slurm's block distribution number them, G = ``--gpus-per-node``): a tensor-parallel group of a node's 8 GPUs
@@ -44,7 +47,9 @@ PRICED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce
 class NcclTiming:
     """A trace's step collectives against NCCL's model (module docstring): ``model`` names it (release,
     topology, restrictions); ``predicted_step_time_s`` / ``measured_step_time_s`` per rank and step over
-    the priced calls, ``ratio`` measured / predicted; ``calls`` one record per (collective, group, bytes);
+    the priced calls of the step's gradient and parameter traffic (category "step"), ``ratio`` measured /
+    predicted; ``calls`` one record per (category, collective, group, bytes), the steps' other NCCL calls
+    too (model buffers, scalars, other groups, all-to-all: :data:`zerocalc.validate.classify.CATEGORIES`);
     ``unpriced`` what was left out and why."""
 
     model: str
@@ -55,6 +60,22 @@ class NcclTiming:
     unpriced: tuple[str, ...] = ()
     #: per rank and step, each call timed by its fastest rank (:func:`_fastest`; NaN with one rank)
     fastest_step_time_s: float = math.nan
+
+    @property
+    def groups(self) -> tuple[dict, ...]:
+        """The steps' NCCL time per group, every category (:func:`by_group`): where a tensor-parallel
+        group's calls and a data-parallel group's across nodes each spend theirs."""
+        return by_group(self.calls)
+
+    @property
+    def other(self) -> dict:
+        """The steps' other NCCL calls (not category "step"), per rank and step: predicted, mean measured
+        and fastest-rank seconds, and the calls."""
+        rest = [r for r in self.calls if r["category"] != "step"]
+        k = [r["calls_per_rank_per_step"] for r in rest]
+        return {"calls_per_rank_per_step": sum(k),
+                **{f: sum(r[f] * n for r, n in zip(rest, k, strict=True))
+                   for f in ("predicted_s", "measured_s", "fastest_rank_s")}}
 
     @property
     def fastest_ratio(self) -> float:
@@ -68,7 +89,29 @@ class NcclTiming:
                 "fastest_rank_step_time_s": _finite(self.fastest_step_time_s),
                 "fastest_rank_ratio": _finite(self.fastest_ratio),
                 "calls": [{k: _finite(v) for k, v in r.items()} for r in self.calls],
+                "groups": [{k: _finite(v) for k, v in r.items()} for r in self.groups],
+                "other_calls": {k: _finite(v) for k, v in self.other.items()},
                 "unpriced": list(self.unpriced)}
+
+
+def by_group(calls: tuple[dict, ...]) -> tuple[dict, ...]:
+    """The records ``calls`` summed per group (its size, nodes, ranks a node and placement), in order of
+    first appearance: per rank and step the predicted, mean measured and fastest-rank seconds, their ratio
+    (measured / predicted) and the calls."""
+    out: dict[tuple, dict] = {}
+    for r in calls:
+        key = (r["group_size"], r["nodes"], r["ranks_per_node"], r["placement"])
+        g = out.setdefault(key, dict(zip(("group_size", "nodes", "ranks_per_node", "placement"), key,
+                                         strict=True), calls_per_rank_per_step=0.0, predicted_s=0.0,
+                                     measured_s=0.0, fastest_rank_s=0.0))
+        k = r["calls_per_rank_per_step"]
+        g["calls_per_rank_per_step"] += k
+        g["predicted_s"] += r["predicted_s"] * k
+        g["measured_s"] += r["measured_s"] * k
+        g["fastest_rank_s"] += r["fastest_rank_s"] * k
+    for g in out.values():
+        g["ratio"] = g["measured_s"] / g["predicted_s"] if g["predicted_s"] > 0 else math.nan
+    return tuple(out.values())
 
 
 def _finite(x):
@@ -88,7 +131,7 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     from zerocalc.nccl.env_given import OPTION
     from zerocalc.nccl.graph import REQUIRED_FIELDS
     from zerocalc.topology.machine import require_all
-    from zerocalc.validate.classify import STEP
+    from zerocalc.validate.classify import ONE_OFF, STEP
 
     if topology.gpu_arch is not None:
         raise ConfigError(f"topology {topology.name!r} is of AMD GPUs: zerocalc prices a trace's calls with "
@@ -99,9 +142,9 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     require_all(topology, REQUIRED_FIELDS, "NCCL's cost model")
     c = m.columns
     step = np.flatnonzero((c.cat == STEP) & (c.step_id >= 0))
-    dur = c.duration_s[step]
-    if not len(step) or np.all(np.isnan(dur)):
+    if not len(step) or np.all(np.isnan(c.duration_s[step])):
         return None
+    step = np.flatnonzero((c.cat != ONE_OFF) & (c.step_id >= 0))  # every call of the profiled steps
     version = nccl_version or LATEST.tag.lstrip("v").split("-")[0]
     release, _ = release_for(version)
     calls = _fastest(_calls_frame(c, step))
@@ -119,9 +162,10 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     tunings: dict = {}  # one communicator's table per group size and node fill
     records = _records(priced, per_rank_step, lambda op, group, size, per_node: _call_time(
         op, group, size, topology, release, version, env, per_node, tunings))
-    pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records)
-    meas = float(priced["dur"].sum()) / per_rank_step
-    fast = float(priced["fastest"].sum()) / per_rank_step if len(m.ranks) > 1 else math.nan
+    pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records if r["category"] == "step")
+    ours = priced[priced["category"] == "step"]
+    meas = float(ours["dur"].sum()) / per_rank_step
+    fast = float(ours["fastest"].sum()) / per_rank_step if len(m.ranks) > 1 else math.nan
     restricted = [f"NCCL_{k}={v}" for k, v in (("ALGO", nccl_algo), ("PROTO", nccl_proto)) if v]
     model = (f"NCCL {release.name}'s own cost model ({release.tag} tuning.cc) on {topology.name}, "
              f"{g} GPUs a node" + (f" under {', '.join(restricted)}" if restricted else ""))
@@ -139,7 +183,10 @@ _KERNEL_PAIR = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|N
 def kernel_pair(name: str) -> str | None:
     """The algorithm/protocol pair an NCCL kernel's name states (``ncclKernel_AllReduce_RING_LL_Sum_float``
     up to NCCL 2.18, ``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` after: ``Ring/LL``); ``None`` for a kernel
-    that states none (the generic kernel of NCCL 2.19 on, send / receive)."""
+    that states none (the generic kernel of NCCL 2.19 on) and for send / receive (all-to-all), whose
+    ``ncclKernel_SendRecv_RING_SIMPLE_...`` up to NCCL 2.18 names no ring it runs."""
+    if "SendRecv" in str(name or ""):  # point-to-point: no ring, whatever its name says
+        return None
     m = _KERNEL_PAIR.search(str(name or ""))
     return None if m is None else f"{_KERNEL_ALGOS[m.group(1)]}/{_KERNEL_PROTOS[m.group(2)]}"
 
@@ -162,8 +209,12 @@ def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
     size, bytes (the nccl-tests size), duration, rank, step, the pair its kernel's name states and its
     group's global ranks as the trace states them (``"0,8"``; ``""``: not stated)."""
     kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else [""] * len(step)
+    from zerocalc.validate.classify import CATEGORIES
+
     ranks = c.rows.codes("group_ranks").take(step).labels("") if c.rows.has("group_ranks") else ""
-    return pd.DataFrame({"op": c.ops.take(step).labels("?"), "group_size": c.group_size[step].astype(int),
+    names = np.array(list(CATEGORIES))
+    return pd.DataFrame({"category": names[c.cat[step]], "op": c.ops.take(step).labels("?"),
+                         "group_size": np.nan_to_num(c.group_size[step], nan=0).astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
                          "ran": [kernel_pair(k) for k in kernels], "ranks": ranks})
@@ -191,18 +242,18 @@ def _placed(priced: pd.DataFrame, gpus_per_node: int) -> pd.DataFrame:
 
 
 def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
-    """One record per distinct (collective, group, its ranks a node, bytes) of the ``priced`` calls, in order
-    of first appearance: calls per rank and step, the mean and fastest-rank durations,
+    """One record per distinct (category, collective, group, its ranks a node, bytes) of the ``priced``
+    calls, in order of first appearance: calls per rank and step, the mean and fastest-rank durations,
     ``price(op, group, bytes, ranks a node)``'s time and pair, their ratio, the pair the kernels ran where
     their names state it, and the group's nodes and whether the trace's ranks placed it (``placement``
     "ranks", else "packed")."""
     records = []
-    for (op, group, per_node, size), rows in priced.groupby(["op", "group_size", "per_node", "bytes"],
-                                                            sort=False):
+    keys = ["category", "op", "group_size", "per_node", "bytes"]
+    for (category, op, group, per_node, size), rows in priced.groupby(keys, sort=False):
         t, pair = price(op, int(group), float(size), int(per_node))
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
         ran = rows["ran"].dropna()
-        records.append({"op": op, "group_size": int(group), "bytes": float(size),
+        records.append({"op": op, "group_size": int(group), "bytes": float(size), "category": category,
                         "nodes": -(-int(group) // int(per_node)), "ranks_per_node": int(per_node),
                         "placement": "ranks" if rows["placed"].all() else "packed",
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
@@ -252,14 +303,28 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
              + (f" ({t.fastest_ratio:.3g} fastest)" if fastest else "")]
     top = sorted(t.calls, key=lambda r: -r["measured_s"] * r["calls_per_rank_per_step"])
     for r in top[:limit]:
-        lines.append(f"  {_SHORT.get(r['op'], r['op'])} of {format_bytes(r['bytes'])} on {r['group_size']} "
-                     f"ranks ({_nodes_words(r)}) ×{r['calls_per_rank_per_step']:g} a step: measured "
-                     f"{format_seconds(r['measured_s'])}, NCCL {r['pair']} "
+        tag = "" if r["category"] == "step" else f"[{_CATEGORY_WORDS.get(r['category'], r['category'])}] "
+        lines.append(f"  {tag}{_SHORT.get(r['op'], r['op'])} of {format_bytes(r['bytes'])} on "
+                     f"{r['group_size']} ranks ({_nodes_words(r)}) ×{r['calls_per_rank_per_step']:g} a step: "
+                     f"measured {format_seconds(r['measured_s'])}, NCCL {r['pair']} "
                      f"{format_seconds(r['predicted_s'])}, ratio {r['ratio']:.3g}"
                      + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else "")
                      + (f"; the trace's kernel ran {r['ran']}" if r.get("ran") else ""))
     if len(top) > limit:
         lines.append(f"  … and {len(top) - limit} more (--format json lists them all)")
+    other = t.other
+    if other["calls_per_rank_per_step"]:
+        lines.append(f"  the steps' other NCCL calls ({other['calls_per_rank_per_step']:g} a rank a step: "
+                     "model buffers, scalars, other groups, all-to-all), not in the total: measured "
+                     f"{format_seconds(other['measured_s'])}"
+                     + (f" ({format_seconds(other['fastest_rank_s'])} fastest)" if fastest
+                        and not math.isnan(other["fastest_rank_s"]) else "")
+                     + f", NCCL {format_seconds(other['predicted_s'])}")
+    groups = t.groups
+    if len(groups) > 1:
+        lines.append("  by group, per rank per step: " + "; ".join(
+            f"{g['group_size']} ranks ({_nodes_words(g)}): measured {format_seconds(g['measured_s'])}, NCCL "
+            f"{format_seconds(g['predicted_s'])}, ratio {g['ratio']:.3g}" for g in groups))
     if t.unpriced:
         lines.append(f"  not priced: {'; '.join(t.unpriced)}")
     if t.ratio > SKEW_RATIO:
@@ -269,6 +334,10 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
                      + ("each call's fastest rank is the nearer measure of the links" if fastest else
                         "traces of every rank tell the wait apart (each call's fastest rank)"))
     return lines
+
+
+#: How the text tags a call that is not the step's gradient and parameter traffic (its category).
+_CATEGORY_WORDS = {"buffers": "buffers", "scalar": "scalar", "unexplained": "other"}
 
 
 def _nodes_words(r: dict) -> str:
