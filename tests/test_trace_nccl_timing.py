@@ -133,3 +133,34 @@ def test_a_trace_piped_in_is_timed_as_the_file():
     direct = runner.invoke(app, ["check", str(path), *args])
     assert piped.exit_code == 0 and direct.exit_code == 0, piped.output
     assert json.loads(piped.stdout)["nccl_timing"] == json.loads(direct.stdout)["nccl_timing"]
+
+
+def test_the_report_times_the_traces_it_is_given_on_its_topology():
+    from zerocalc import report
+    from zerocalc.report.compute import trace_timing
+
+    given = report.ReportConfig(topology="dgx-1-v100", n=8, traces=(DLRM,))
+    checks = report.trace_checks({"dlrm": (DLRM,)}, nccl=trace_timing(given), gpus_per_node=8)
+    timed = checks["dlrm"].nccl_timing.as_dict()
+    assert timed == _check()  # as check DLRM --topology dgx-1-v100 times it
+    # the bundled traces ran on other machines than the one under review, and AMD GPUs are RCCL's
+    assert trace_timing(report.ReportConfig(topology="dgx-1-v100", n=8)) is None
+    assert trace_timing(report.ReportConfig(topology="amd-mi300x", n=8, traces=(DLRM,))) is None
+    # a run on gloo is checked, not timed
+    gloo = DATA / "real-runs" / "ddp-bf16"
+    paths = tuple(sorted(gloo.glob("rank*.json.gz")))
+    res = report.trace_checks({"gloo": paths}, nccl=trace_timing(given))["gloo"]
+    assert res.nccl_timing is None and res.matches
+
+
+@pytest.mark.slow
+def test_the_reports_validation_section_shows_the_timing(tmp_path):
+    pypdf = pytest.importorskip("pypdf")
+    out = tmp_path / "r.pdf"
+    r = runner.invoke(app, ["report", "-o", str(out), "--topology", "dgx-1-v100", "--n", "8", "--trace",
+                            str(DLRM)])
+    assert r.exit_code == 0, r.output
+    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
+    assert "Timed by NCCL 2.30's own cost model (v2.30.7-1 tuning.cc) on dgx-1-v100" in text
+    took = "took 1.33 ms per rank per step (sum of kernel durations), 175 µs on each call's fastest rank"
+    assert took in text

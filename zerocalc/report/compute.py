@@ -27,6 +27,20 @@ from zerocalc.report.sweeps import (
 )
 
 
+def trace_timing(config: ReportConfig) -> dict | None:
+    """How the traces given on the command line are timed: by NCCL's model on the report's topology under its
+    NCCL version and ``NCCL_ALGO`` / ``NCCL_PROTO`` (``check TRACE --topology``); ``None`` for the bundled
+    traces (run on other machines than the one under review) and on AMD GPUs (RCCL's per-call pricing of a
+    trace is not modelled)."""
+    from zerocalc.topology import get_topology
+
+    topo = get_topology(config.topology)
+    if not config.traces or topo.gpu_arch is not None:
+        return None
+    return {"topology": topo, "nccl_version": config.nccl_version, "nccl_algo": config.nccl_algo,
+            "nccl_proto": config.nccl_proto}
+
+
 def collect(config: ReportConfig = DEFAULT_CONFIG, progress: Progress | None = None) -> ReportData:
     """Compute everything the report shows from the public API.
 
@@ -40,7 +54,7 @@ def collect(config: ReportConfig = DEFAULT_CONFIG, progress: Progress | None = N
     # the traces first: a trace that cannot be read or checked fails before the simulation
     say("checking the model against " + ("the given traces" if config.traces else "the bundled real traces"))
     paths = {p.name: (p,) for p in config.traces} if config.traces else bundled_traces()
-    checks = trace_checks(paths)
+    checks = trace_checks(paths, nccl=trace_timing(config), gpus_per_node=config.gpus_per_node)
     say("evaluating the model at the chosen configuration")
     table = volume_table(config)
     say("deriving the symbolic volume, time and memory of every scheme")

@@ -303,7 +303,7 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
              + (f" ({t.fastest_ratio:.3g} fastest)" if fastest else "")]
     top = sorted(t.calls, key=lambda r: -r["measured_s"] * r["calls_per_rank_per_step"])
     for r in top[:limit]:
-        tag = "" if r["category"] == "step" else f"[{_CATEGORY_WORDS.get(r['category'], r['category'])}] "
+        tag = "" if r["category"] == "step" else f"[{CATEGORY_WORDS.get(r['category'], r['category'])}] "
         lines.append(f"  {tag}{_SHORT.get(r['op'], r['op'])} of {format_bytes(r['bytes'])} on "
                      f"{r['group_size']} ranks ({_nodes_words(r)}) ×{r['calls_per_rank_per_step']:g} a step: "
                      f"measured {format_seconds(r['measured_s'])}, NCCL {r['pair']} "
@@ -337,7 +337,7 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
 
 
 #: How the text tags a call that is not the step's gradient and parameter traffic (its category).
-_CATEGORY_WORDS = {"buffers": "buffers", "scalar": "scalar", "unexplained": "other"}
+CATEGORY_WORDS = {"buffers": "buffers", "scalar": "scalar", "unexplained": "other"}
 
 
 def _nodes_words(r: dict) -> str:

@@ -43,6 +43,8 @@ def draw(w: Writer, data: ReportData) -> None:
         w.table(["category", "calls/rank/step", "bytes/rank/step", "what it is"],
                 [[r.category, f"{r.calls_per_rank_per_step:.3g}", format_bytes(r.bytes_per_rank_per_step),
                   r.description] for r in cats.itertuples()], align="lrrl", size=7.5, wrap={3: 60})
+        if res.nccl_timing is not None:
+            _nccl_timing(w, res.nccl_timing)
         shown = ("dp", "zero2", "zero3", "colocated", "deepspeed-zero2", *res.matches)
         key = [c for c in res.comparisons if c.scheme in shown]
         w.table(["scheme", "predicted", "measured", "ratio", "pattern", "explanation"],
@@ -70,3 +72,35 @@ def draw(w: Writer, data: ReportData) -> None:
             f"bus bandwidth {f['busbw_GBps']:.4g} ± {f['busbw_se_GBps']:.2g} GB/s (method {f['method']}). "
             "Bottom: measured / fitted − 1 per size; the sizes between the latency and bandwidth regimes "
             "(protocol and algorithm switches in NCCL) are where the two-parameter model is furthest off."))
+
+
+def _nccl_timing(w: Writer, t) -> None:
+    """A trace's calls timed by NCCL's model on the report's topology (:mod:`zerocalc.validate.nccl_timing`):
+    the step's total against it, and its largest calls."""
+    from zerocalc.validate.nccl_timing import CATEGORY_WORDS
+
+    fastest = not np.isnan(t.fastest_step_time_s)
+    other = t.other
+    w.paragraph(
+        f"Timed by {t.model}: the step's gradient and parameter collectives took "
+        f"{format_seconds(t.measured_step_time_s)} per rank per step (sum of kernel durations)"
+        + (f", {format_seconds(t.fastest_step_time_s)} on each call's fastest rank" if fastest else "")
+        + f", where NCCL's model predicts {format_seconds(t.predicted_step_time_s)} (measured / predicted "
+        f"{t.ratio:.3g}" + (f", {t.fastest_ratio:.3g} fastest" if fastest else "") + ")."
+        + (f" The steps' other NCCL calls (model buffers, scalars, other groups, all-to-all) took "
+           f"{format_seconds(other['measured_s'])} against {format_seconds(other['predicted_s'])}."
+           if other["calls_per_rank_per_step"] else "")
+        + " A kernel's duration runs from its launch to the end of the collective: it holds the wait for the "
+          "slowest rank, which the fastest rank's duration leaves out.", size=8.5)
+    top = sorted(t.calls, key=lambda r: -r["measured_s"] * r["calls_per_rank_per_step"])[:6]
+    w.table(["call", "group", "calls/step", "measured", *(["fastest rank"] if fastest else []), "NCCL",
+             "pair", "ratio"],
+            [[f"{r['op']}{'' if r['category'] == 'step' else ' (' + CATEGORY_WORDS[r['category']] + ')'} of "
+              f"{format_bytes(r['bytes'])}",
+              f"{r['group_size']} ranks, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"
+              + ("" if r["placement"] == "ranks" else " (packed)"),
+              f"{r['calls_per_rank_per_step']:g}", format_seconds(r["measured_s"]),
+              *([format_seconds(r["fastest_rank_s"])] if fastest else []), format_seconds(r["predicted_s"]),
+              r["pair"] + (f" (ran {r['ran']})" if r.get("ran") and r["ran"] != r["pair"] else ""),
+              f"{r['ratio']:.3g}"] for r in top],
+            align="llrrr" + ("r" if fastest else "") + "lr", size=7.0)
