@@ -156,3 +156,16 @@ def test_a_tp_and_a_dp_group_are_each_timed_on_their_own_links(tmp_path):
     text = runner.invoke(app, ["check", str(path), "--topology", "dgx-h100"]).stdout
     assert "by group, per rank per step: 8 ranks (1 node): measured 500 µs" in text
     assert "; 2 ranks (2 nodes × 1): measured 500 µs" in text
+
+
+def test_a_call_on_the_whole_world_is_placed_on_it():
+    # the DLRM trace (facebookresearch/param) records no group, but its header states world_size 8 and its
+    # calls run on 8 ranks: ranks 0-7, one 8-GPU node, or two of 4
+    dlrm = DATA / "kineto" / "dlrm-v100-8ranks"
+    assert _events(dlrm / "rank0.json.gz")["distributedInfo"]["world_size"] == 8
+    for g, nodes in ((8, 1), (4, 2)):
+        r = runner.invoke(app, ["check", str(dlrm), "--topology", "dgx-1-v100", "--gpus-per-node", str(g),
+                                "--format", "json"])
+        calls = json.loads(r.stdout)["nccl_timing"]["calls"]
+        assert {(c["group_size"], c["nodes"], c["ranks_per_node"], c["placement"]) for c in calls} == {
+            (8, nodes, 8 // nodes, "ranks")}

@@ -16,7 +16,8 @@ A group is placed on the nodes its members' global ranks fall on (rank r on node
 Slurm's block distribution number them, G = ``--gpus-per-node``): a tensor-parallel group of a node's 8 GPUs
 runs on NVLink, the data-parallel group of the same run one rank a node over the network. The ranks are
 the call's ``Process Group Ranks`` (or ``Global rank start`` / ``stride``) where the trace records them,
-else those ``distributedInfo.pg_config`` lists for its group (:mod:`zerocalc.traces.kineto_groups`). A
+else those ``distributedInfo.pg_config`` lists for its group (:mod:`zerocalc.traces.kineto_groups`), else,
+for a group of the world size the trace states, the world's. A
 group whose ranks are not known, or fall unevenly on nodes, is placed packed: its ranks filling nodes.
 
 A kernel's duration in a profiler trace runs from its launch on the rank to the end of the collective,
@@ -158,6 +159,10 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     unpriced = pd.Series(why[why != ""]).value_counts(sort=False)
     priced = calls[why == ""]
     per_rank_step = len(m.ranks) * m.steps
+    if m.world_size:  # a call of the world's size without its ranks is on the world, ranks 0 to world - 1
+        world = priced["group_size"] == m.world_size
+        priced = priced.assign(ranks=priced["ranks"].where(~world | (priced["ranks"] != ""),
+                                                           ",".join(map(str, range(m.world_size)))))
     priced = _placed(priced, g)
     tunings: dict = {}  # one communicator's table per group size and node fill
     records = _records(priced, per_rank_step, lambda op, group, size, per_node: _call_time(
