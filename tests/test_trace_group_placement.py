@@ -36,6 +36,13 @@ def test_the_resnet_trace_states_its_groups_ranks():
     assert "[0, 1]" in stated
     t = read_traces(RESNET).table
     assert len(t) == 21 and set(t["group_ranks"]) == {"0,1"}
+    # and its description, which names each line of the timing
+    descs = {e["args"].get("Process Group Description") for e in doc["traceEvents"]
+             if e.get("name") == "record_param_comms" and e["args"].get("Collective name") != "wait"}
+    assert descs == {"default_pg"}
+    r = runner.invoke(app, ["check", str(RESNET), "--topology", "dgx-a100", "--format", "json"])
+    calls = json.loads(r.stdout)["nccl_timing"]["calls"]
+    assert {(c["group_name"], c["nodes"], c["placement"]) for c in calls} == {("default_pg", 1, "ranks")}
 
 
 def test_pytorchs_truncated_list_and_the_stride_are_read_back():

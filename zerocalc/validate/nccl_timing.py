@@ -96,14 +96,14 @@ class NcclTiming:
 
 
 def by_group(calls: tuple[dict, ...]) -> tuple[dict, ...]:
-    """The records ``calls`` summed per group (its size, nodes, ranks a node and placement), in order of
+    """The records ``calls`` summed per group (its size, name, nodes, ranks a node and placement), in order of
     first appearance: per rank and step the predicted, mean measured and fastest-rank seconds, their ratio
     (measured / predicted) and the calls."""
     out: dict[tuple, dict] = {}
     for r in calls:
-        key = (r["group_size"], r["nodes"], r["ranks_per_node"], r["placement"])
-        g = out.setdefault(key, dict(zip(("group_size", "nodes", "ranks_per_node", "placement"), key,
-                                         strict=True), calls_per_rank_per_step=0.0, predicted_s=0.0,
+        key = (r["group_size"], r.get("group_name"), r["nodes"], r["ranks_per_node"], r["placement"])
+        g = out.setdefault(key, dict(zip(("group_size", "group_name", "nodes", "ranks_per_node", "placement"),
+                                         key, strict=True), calls_per_rank_per_step=0.0, predicted_s=0.0,
                                      measured_s=0.0, fastest_rank_s=0.0))
         k = r["calls_per_rank_per_step"]
         g["calls_per_rank_per_step"] += k
@@ -211,18 +211,22 @@ def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
     """The step calls ``step`` of columns ``c`` (:class:`zerocalc.validate.measure.CallColumns`): op, group
-    size, bytes (the nccl-tests size), duration, rank, step, the pair its kernel's name states and its
-    group's global ranks as the trace states them (``"0,8"``; ``""``: not stated)."""
+    size, bytes (the nccl-tests size), duration, rank, step, the pair its kernel's name states, its
+    group's global ranks as the trace states them (``"0,8"``; ``""``: not stated) and its process group's
+    description (``mesh_shard``, ``default_pg``; ``""``: none, or PyTorch's ``undefined``)."""
     kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else [""] * len(step)
     from zerocalc.validate.classify import CATEGORIES
 
     ranks = c.rows.codes("group_ranks").take(step).labels("") if c.rows.has("group_ranks") else ""
+    desc = c.rows.codes("group_desc").take(step).labels("") if c.rows.has("group_desc") else ""
     names = np.array(list(CATEGORIES))
     return pd.DataFrame({"category": names[c.cat[step]], "op": c.ops.take(step).labels("?"),
                          "group_size": np.nan_to_num(c.group_size[step], nan=0).astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
-                         "ran": [kernel_pair(k) for k in kernels], "ranks": ranks})
+                         "ran": [kernel_pair(k) for k in kernels], "ranks": ranks,
+                         "name": pd.Series(desc, index=range(len(step)), dtype=object).replace("undefined",
+                                                                                                "")})
 
 
 def node_fill(ranks: str, group: int, gpus_per_node: int) -> tuple[int, bool]:
@@ -253,12 +257,13 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
     their names state it, and the group's nodes and whether the trace's ranks placed it (``placement``
     "ranks", else "packed")."""
     records = []
-    keys = ["category", "op", "group_size", "per_node", "bytes"]
-    for (category, op, group, per_node, size), rows in priced.groupby(keys, sort=False):
+    keys = ["category", "op", "group_size", "name", "per_node", "bytes"]
+    for (category, op, group, name, per_node, size), rows in priced.groupby(keys, sort=False):
         t, pair = price(op, int(group), float(size), int(per_node))
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
         ran = rows["ran"].dropna()
         records.append({"op": op, "group_size": int(group), "bytes": float(size), "category": category,
+                        "group_name": name or None,
                         "nodes": -(-int(group) // int(per_node)), "ranks_per_node": int(per_node),
                         "placement": "ranks" if rows["placed"].all() else "packed",
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
@@ -347,6 +352,8 @@ CATEGORY_WORDS = {"buffers": "buffers", "scalar": "scalar", "unexplained": "othe
 
 def _nodes_words(r: dict) -> str:
     """Where a record's group ran: ``1 node``, ``2 nodes × 1``; ``packed: 1 node`` where the trace did not
-    say and the group was placed filling nodes."""
+    say and the group was placed filling nodes; after the group's name where the trace gives one
+    (``mesh_replicate, 2 nodes × 1``)."""
     where = "1 node" if r["nodes"] == 1 else f"{r['nodes']} nodes × {r['ranks_per_node']}"
-    return where if r["placement"] == "ranks" else f"packed: {where}"
+    where = where if r["placement"] == "ranks" else f"packed: {where}"
+    return f"{r['group_name']}, {where}" if r.get("group_name") else where
