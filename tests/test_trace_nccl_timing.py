@@ -164,3 +164,38 @@ def test_the_reports_validation_section_shows_the_timing(tmp_path):
     assert "Timed by NCCL 2.30's own cost model (v2.30.7-1 tuning.cc) on dgx-1-v100" in text
     took = "took 1.33 ms per rank per step (sum of kernel durations), 175 µs on each call's fastest rank"
     assert took in text
+
+
+def test_the_pair_the_kernels_ran_is_timed_too():
+    # NCCL ran Ring/LL (the kernels' names) where the latest release's model picks Ring/LL128 for the two
+    # larger all-reduces; its time of Ring/LL set against each call's fastest rank, read off the trace
+    per_rank = [_all_reduce_kernels_us(r) for r in range(8)]
+    fastest = [min(k[i] for k in per_rank) * 1e-6 for i in range(3)]  # in trace order: 394241, 112, 226960
+    calls = [c for c in _check()["calls"] if c["op"] == "all_reduce"]
+    assert [c["bytes"] for c in calls] == [394241 * 4, 112 * 4, 226960 * 4]
+    for c, f in zip(calls, fastest, strict=True):
+        assert c["ran"] == "Ring/LL" and c["fastest_rank_s"] == pytest.approx(f)
+        if c["pair"] == "Ring/LL":
+            assert c["ran_predicted_s"] == c["predicted_s"]
+        else:
+            assert c["ran_predicted_s"] != c["predicted_s"]
+        # the links run the pair NCCL ran as the model times it: within 0.8-1.5 of the fastest rank
+        assert 0.8 <= f / c["ran_predicted_s"] <= 1.5
+
+
+def test_a_given_pair_is_priced_as_the_chosen_one_is():
+    from zerocalc.nccl import release_for
+    from zerocalc.nccl.model import tune
+    from zerocalc.nccl.predict import predict
+    from zerocalc.nccl.tables import Algorithm, Collective, Protocol
+    from zerocalc.topology import get_topology
+
+    release, _ = release_for("2.21.5")
+    tuning = tune(get_topology("dgx-h100"), 16, release)
+    for size in (4096, 1 << 20, 1 << 28):
+        own = predict(tuning, Collective.ALL_REDUCE, size)
+        given = predict(tuning, Collective.ALL_REDUCE, size, pair=(own.algorithm, own.protocol))
+        assert (given.algorithm, given.protocol, given.time_s) == (own.algorithm, own.protocol, own.time_s)
+    # a pair NCCL would not pick at 256 MiB is slower than its choice (NCCL picks the least time)
+    ll = predict(tuning, Collective.ALL_REDUCE, 1 << 28, pair=(Algorithm.RING, Protocol.LL))
+    assert ll.time_s > predict(tuning, Collective.ALL_REDUCE, 1 << 28).time_s

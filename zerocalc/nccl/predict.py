@@ -147,12 +147,15 @@ def _rendezvous_s(tuning: Tuning, coll: Collective, a: Algorithm, p: Protocol, n
 def predict(tuning: Tuning, coll: Collective, n_bytes: float,
             calibration: Sequence[Calibration] = (), tuner: TunerConfig | None = None,
             tuner_api: int = 3, version: tuple[int, int, int] | None = None,
-            launch_env: LaunchEnv | None = None, ofi: OfiTuner | None = None) -> Prediction:
+            launch_env: LaunchEnv | None = None, ofi: OfiTuner | None = None,
+            pair: tuple[Algorithm, Protocol] | None = None) -> Prediction:
     """NCCL's choice for ``n_bytes`` and its time (under ``tuner``, loaded into an NCCL of tuner API
     ``tuner_api``, when given); calibrated when a fit covers the pair (see module). Without a tuner the
     time is the call's on the channels NCCL ``version`` launches it on under ``launch_env``
     (:func:`launched`). With ``ofi`` (aws-ofi-nccl's tuner plugin, loaded into an NCCL of tuner API
-    ``tuner_api``), the pair it returns where it returns one (:func:`ofi_pair`), on NCCL's own channels."""
+    ``tuner_api``), the pair it returns where it returns one (:func:`ofi_pair`), on NCCL's own channels.
+    With ``pair``, that pair's time whatever NCCL would choose (the pair a trace's kernel ran), launched and
+    calibrated as NCCL's own choice is; ``time_s`` is ``None`` where the machine cannot run it."""
     channels = line = run = full = None
     by_ofi = False
     if tuner is not None:
@@ -160,16 +163,17 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
         a, p, t, channels = c.algorithm, c.protocol, c.time_s, c.channels
         line = c.rule.line if c.rule else None
     else:
-        a, p, _ = tuning.choose(coll, n_bytes)
-        forced = ofi_pair(tuning, coll, n_bytes, ofi, tuner_api) if ofi is not None else None
+        a, p, _ = tuning.choose(coll, n_bytes) if pair is None else (*pair, None)
+        forced = ofi_pair(tuning, coll, n_bytes, ofi, tuner_api) if ofi is not None and pair is None else None
         if forced is not None:
             (a, p), by_ofi = forced, True
         run = launched(tuning, coll, a, p, n_bytes, version, launch_env)
         share = 1.0
         if a in TIMED:
             share = channel_share(run, tuning.channels.coll_channels if tuning.channels else run.start)
-        full = tuning.run_time_s(coll, a, p, n_bytes, disabled_ok=by_ofi)
-        t = tuning.run_time_s(coll, a, p, n_bytes, share=share, disabled_ok=by_ofi) if share < 1.0 else full
+        given = by_ofi or pair is not None  # a pair NCCL ran or was told to run: priced where disabled too
+        full = tuning.run_time_s(coll, a, p, n_bytes, disabled_ok=given)
+        t = tuning.run_time_s(coll, a, p, n_bytes, share=share, disabled_ok=given) if share < 1.0 else full
         if full is not None and t is not None:
             wait = _rendezvous_s(tuning, coll, a, p, n_bytes, run.start)
             full += wait

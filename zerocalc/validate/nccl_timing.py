@@ -165,8 +165,8 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
                                                            ",".join(map(str, range(m.world_size)))))
     priced = _placed(priced, g)
     tunings: dict = {}  # one communicator's table per group size and node fill
-    records = _records(priced, per_rank_step, lambda op, group, size, per_node: _call_time(
-        op, group, size, topology, release, version, env, per_node, tunings))
+    records = _records(priced, per_rank_step, lambda op, group, size, per_node, pair=None: _call_time(
+        op, group, size, topology, release, version, env, per_node, tunings, pair))
     pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records if r["category"] == "step")
     ours = priced[priced["category"] == "step"]
     meas = float(ours["dur"].sum()) / per_rank_step
@@ -254,14 +254,18 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
     """One record per distinct (category, collective, group, its ranks a node, bytes) of the ``priced``
     calls, in order of first appearance: calls per rank and step, the mean and fastest-rank durations,
     ``price(op, group, bytes, ranks a node)``'s time and pair, their ratio, the pair the kernels ran where
-    their names state it, and the group's nodes and whether the trace's ranks placed it (``placement``
-    "ranks", else "packed")."""
+    their names state it and ``price(..., that pair)``'s time of it (``ran_predicted_s``: where the model
+    picks another pair, whether the links run the pair NCCL ran as the model times it), the group's name,
+    its nodes and whether the trace's ranks placed it (``placement`` "ranks", else "packed")."""
     records = []
     keys = ["category", "op", "group_size", "name", "per_node", "bytes"]
     for (category, op, group, name, per_node, size), rows in priced.groupby(keys, sort=False):
         t, pair = price(op, int(group), float(size), int(per_node))
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
         ran = rows["ran"].dropna()
+        ran = ran.mode().iloc[0] if len(ran) else None
+        t_ran = None if ran is None else t if ran == pair else price(op, int(group), float(size),
+                                                                      int(per_node), ran)[0]
         records.append({"op": op, "group_size": int(group), "bytes": float(size), "category": category,
                         "group_name": name or None,
                         "nodes": -(-int(group) // int(per_node)), "ranks_per_node": int(per_node),
@@ -269,15 +273,16 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
                         "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
                         "ratio": measured / t if t > 0 else math.nan,
-                        "ran": ran.mode().iloc[0] if len(ran) else None})
+                        "ran": ran, "ran_predicted_s": t_ran})
     return records
 
 
 def _call_time(op: str, group: int, n_bytes: float, topology, release, version: str, env,
-               per_node: int, tunings: dict) -> tuple[float, str]:
+               per_node: int, tunings: dict, pair: str | None = None) -> tuple[float | None, str]:
     """One call of ``op`` on ``group`` ranks, ``per_node`` of them a node, of ``n_bytes`` (the nccl-tests
     size: the whole buffer, the gathered one for all-gather and reduce-scatter) as NCCL's model prices it:
-    seconds and the pair (``Ring/Simple``, ``P2P/Simple``)."""
+    seconds and the pair (``Ring/Simple``, ``P2P/Simple``); with ``pair`` (``Ring/LL``, the one the trace's
+    kernel ran), that pair's time (``None`` where the machine has none)."""
     from zerocalc.nccl.model import tune
     from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
     from zerocalc.nccl.predict import as_nccl_collective, predict
@@ -297,7 +302,13 @@ def _call_time(op: str, group: int, n_bytes: float, topology, release, version: 
         return pt.time_s, f"P2P/{pt.protocol.value}"
     coll = as_nccl_collective(op)
     fits, _ = phase_calibration(topology, coll.value, group, topo_g)
-    pr = predict(tuning, coll, n_bytes, fits, launch_env=env.launch)
+    forced = None
+    if pair is not None:
+        from zerocalc.nccl.tables import Protocol
+
+        algo, proto = pair.split("/")
+        forced = (Algorithm(algo), Protocol(proto))
+    pr = predict(tuning, coll, n_bytes, fits, launch_env=env.launch, pair=forced)
     return pr.time_s, f"{pr.algorithm.value}/{pr.protocol.value}"
 
 
@@ -319,7 +330,10 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
                      f"measured {format_seconds(r['measured_s'])}, NCCL {r['pair']} "
                      f"{format_seconds(r['predicted_s'])}, ratio {r['ratio']:.3g}"
                      + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else "")
-                     + (f"; the trace's kernel ran {r['ran']}" if r.get("ran") else ""))
+                     + (f"; the trace's kernel ran {r['ran']}" if r.get("ran") else "")
+                     + (f", which NCCL's model times at {format_seconds(r['ran_predicted_s'])}"
+                        if r.get("ran") and r["ran"] != r["pair"] and r.get("ran_predicted_s") is not None
+                        else ""))
     if len(top) > limit:
         lines.append(f"  … and {len(top) - limit} more (--format json lists them all)")
     other = t.other
