@@ -176,3 +176,46 @@ def test_a_call_on_the_whole_world_is_placed_on_it():
         calls = json.loads(r.stdout)["nccl_timing"]["calls"]
         assert {(c["group_size"], c["nodes"], c["ranks_per_node"], c["placement"]) for c in calls} == {
             (8, nodes, 8 // nodes, "ranks")}
+
+
+def _hsdp_trace(tmp_path: Path) -> Path:
+    """One step of rank 9 of an HSDP run on two 8-GPU nodes, as PyTorch 2.4+ records FSDP2's calls: the
+    parameters all-gathered and the gradients reduce-scattered on the node ([8, ..., 15], mesh_shard), the
+    shard all-reduced across the nodes ([1, 9], mesh_replicate); Ψ = 8,000,000 fp32 parameters, each
+    kernel 1 ms."""
+    shard, replicate = "[8, 9, 10, 11, 12, 13, 14, 15]", "[1, 9]"
+    psi = 8_000_000
+    calls = (("_allgather_base", psi // 8, psi, 8, "mesh_shard", shard, "AllGather"),
+             ("_reduce_scatter_base", psi, psi // 8, 8, "mesh_shard", shard, "ReduceScatter_Sum"),
+             ("allreduce", psi // 8, psi // 8, 2, "mesh_replicate", replicate, "AllReduce_Sum"))
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0.0,
+               "dur": 100000.0, "args": {}}]
+    for i, (name, n_in, n_out, size, desc, ranks, kernel) in enumerate(calls):
+        args = {"External id": 20 + i, "Collective name": name, "dtype": "Float", "In msg nelems": n_in,
+                "Out msg nelems": n_out, "Group size": size, "Process Group Name": str(2 + i // 2),
+                "Process Group Description": desc, "Process Group Ranks": ranks, "Rank": 1}
+        events += [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1,
+                    "ts": 100.0 + 5000 * i, "dur": 20.0, "args": args},
+                   {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 130.0 + 5000 * i, "dur": 1000.0,
+                    "name": f"ncclDevKernel_{kernel}_f32_RING_SIMPLE(ncclDevComm*)",
+                    "args": {"External id": 20 + i}}]
+    doc = {"distributedInfo": {"backend": "nccl", "rank": 9, "world_size": 16, "nccl_version": "2.21.5"},
+           "traceEvents": events}
+    path = tmp_path / "hsdp-rank9.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_hsdp_shard_and_replicate_groups_are_placed_apart(tmp_path):
+    r = runner.invoke(app, ["check", str(_hsdp_trace(tmp_path)), "--topology", "dgx-h100", "--format",
+                            "json"])
+    assert r.exit_code == 0, r.output
+    t = json.loads(r.stdout)["nccl_timing"]
+    where = {(c["op"], c["group_name"], c["nodes"], c["ranks_per_node"], c["category"]) for c in t["calls"]}
+    assert where == {("all_gather", "mesh_shard", 1, 8, "step"),
+                     ("reduce_scatter", "mesh_shard", 1, 8, "step"),
+                     ("all_reduce", "mesh_replicate", 2, 1, "step")}
+    shard, replicate = t["groups"]
+    assert (shard["group_name"], shard["measured_s"]) == ("mesh_shard", pytest.approx(2e-3))
+    assert (replicate["group_name"], replicate["measured_s"]) == ("mesh_replicate", pytest.approx(1e-3))
+    assert shard["predicted_s"] + replicate["predicted_s"] == pytest.approx(t["predicted_step_time_s"])
