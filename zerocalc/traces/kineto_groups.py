@@ -12,6 +12,8 @@ from zerocalc.traces.kineto_events import _int
 #: PyTorch writes a list argument of more than this many entries as its first ``_TRUNCATED - 1``, ``...``
 #: and its last (``format_list``, ``torch/csrc/profiler/util.cpp``, ``kTruncateLength``).
 _TRUNCATED = 30
+#: The most ranks a group's member list is spelt out for (a bigger one, a malformed size, is left unknown).
+MAX_LISTED_RANKS = 1 << 20
 
 
 def _process_groups(info: dict) -> list[tuple[str, int, tuple[int, ...], str | None]]:
@@ -55,6 +57,8 @@ def ranks_recorded(rargs: dict, size: int | None) -> str | None:
 
 def _ranks_text(stated, size: int | None, start, stride) -> str | None:
     """:func:`ranks_recorded` of these arguments."""
+    if size is not None and not 0 < size <= MAX_LISTED_RANKS:
+        return None
     ranks = _ranks_list(stated, size)
     if not ranks and size:
         start, stride = _int(start), _int(stride)
@@ -155,6 +159,8 @@ def _pg_ranks(row: dict, pgs: list[tuple[str, int, tuple[int, ...], str | None]]
     """The ranks ``pg_config`` lists for the group of ``row`` (:func:`_fill_groups`), as text; a group of
     the world's size is the world, ranks 0 to world - 1."""
     size = row["group_size"]
+    if not 0 < size <= MAX_LISTED_RANKS:
+        return None
     if size == world:
         return ",".join(map(str, range(size)))
     mine = [r for _, p, r, name in pgs if name is not None and name == row["group"] and p == size]

@@ -132,6 +132,7 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     from zerocalc.nccl.env_given import OPTION
     from zerocalc.nccl.graph import REQUIRED_FIELDS
     from zerocalc.topology.machine import require_all
+    from zerocalc.traces.kineto_groups import MAX_LISTED_RANKS
     from zerocalc.validate.classify import ONE_OFF, STEP
 
     if topology.gpu_arch is not None:
@@ -159,10 +160,10 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     unpriced = pd.Series(why[why != ""]).value_counts(sort=False)
     priced = calls[why == ""]
     per_rank_step = len(m.ranks) * m.steps
-    if m.world_size:  # a call of the world's size without its ranks is on the world, ranks 0 to world - 1
-        world = priced["group_size"] == m.world_size
-        priced = priced.assign(ranks=priced["ranks"].where(~world | (priced["ranks"] != ""),
-                                                           ",".join(map(str, range(m.world_size)))))
+    unstated = (priced["group_size"] == m.world_size) & (priced["ranks"] == "")
+    if m.world_size and m.world_size <= MAX_LISTED_RANKS and unstated.any():
+        # a call of the world's size without its ranks is on the world: ranks 0 to world - 1
+        priced = priced.assign(ranks=priced["ranks"].mask(unstated, ",".join(map(str, range(m.world_size)))))
     priced = _placed(priced, g)
     tunings: dict = {}  # one communicator's table per group size and node fill
     records = _records(priced, per_rank_step, lambda op, group, size, per_node, pair=None: _call_time(
