@@ -140,7 +140,7 @@ def test_the_report_times_the_traces_it_is_given_on_its_topology():
     from zerocalc.report.compute import trace_timing
 
     given = report.ReportConfig(topology="dgx-1-v100", n=8, traces=(DLRM,))
-    checks = report.trace_checks({"dlrm": (DLRM,)}, nccl=trace_timing(given), gpus_per_node=8)
+    checks = report.trace_checks({"dlrm": (DLRM,)}, nccl=trace_timing(given))
     timed = checks["dlrm"].nccl_timing.as_dict()
     assert timed == _check()  # as check DLRM --topology dgx-1-v100 times it
     # the bundled traces ran on other machines than the one under review, and AMD GPUs are RCCL's

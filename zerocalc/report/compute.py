@@ -54,7 +54,7 @@ def collect(config: ReportConfig = DEFAULT_CONFIG, progress: Progress | None = N
     # the traces first: a trace that cannot be read or checked fails before the simulation
     say("checking the model against " + ("the given traces" if config.traces else "the bundled real traces"))
     paths = {p.name: (p,) for p in config.traces} if config.traces else bundled_traces()
-    checks = trace_checks(paths, nccl=trace_timing(config), gpus_per_node=config.gpus_per_node)
+    checks = trace_checks(paths, nccl=trace_timing(config))
     say("evaluating the model at the chosen configuration")
     table = volume_table(config)
     say("deriving the symbolic volume, time and memory of every scheme")

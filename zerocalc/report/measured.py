@@ -34,12 +34,12 @@ def bundled_nccl_tests() -> Path:
     return Path(str(root / "all_reduce_perf-16xH100-2nodes.txt"))
 
 
-def trace_checks(paths_by_name: dict[str, Sequence[Path]], nccl: dict | None = None,
-                 gpus_per_node: int | None = None) -> dict[str, object]:
+def trace_checks(paths_by_name: dict[str, Sequence[Path]], nccl: dict | None = None) -> dict[str, object]:
     """:func:`zerocalc.validate.check` on each named trace set (Ψ and N inferred from the trace). With
     ``nccl`` (``check``'s: the topology and the NCCL options), each trace whose calls ran on NCCL also has
-    them timed by NCCL's model on that topology, ``gpus_per_node`` GPUs a node (its ``nccl_timing``; a
-    trace run on gloo is not, nor any where the topology lacks what the model needs)."""
+    them timed by NCCL's model on that topology, its nodes of the topology's GPUs (its ``nccl_timing``, as
+    ``check TRACE --topology`` times it; a trace run on gloo is not, nor any where the topology lacks what
+    the model needs)."""
     from zerocalc.errors import ConfigError
     from zerocalc.traces import read_traces
     from zerocalc.validate import check
@@ -51,7 +51,7 @@ def trace_checks(paths_by_name: dict[str, Sequence[Path]], nccl: dict | None = N
         res = None
         if nccl is not None and "gloo" not in backends:
             try:
-                res = check(ts.table, meta=ts.meta, nccl=nccl, gpus_per_node=gpus_per_node)
+                res = check(ts.table, meta=ts.meta, nccl=nccl)
             except ConfigError:  # a topology without NCCL's fields: the trace is checked, not timed
                 res = None
         out[name] = res if res is not None else check(ts.table, meta=ts.meta)

@@ -17,8 +17,8 @@ Slurm's block distribution number them, G = ``--gpus-per-node``): a tensor-paral
 runs on NVLink, the data-parallel group of the same run one rank a node over the network. The ranks are
 the call's ``Process Group Ranks`` (or ``Global rank start`` / ``stride``) where the trace records them,
 else those ``distributedInfo.pg_config`` lists for its group (:mod:`zerocalc.traces.kineto_groups`), else,
-for a group of the world size the trace states, the world's. A
-group whose ranks are not known, or fall unevenly on nodes, is placed packed: its ranks filling nodes.
+for a group of the world size the trace states, the world's. A group whose ranks are not known, or fall
+unevenly on nodes, is placed packed: its ranks filling nodes.
 
 A kernel's duration in a profiler trace runs from its launch on the rank to the end of the collective,
 so it includes the wait for the slowest rank: a measured / predicted ratio above 1 is the links plus that
