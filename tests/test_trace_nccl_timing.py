@@ -199,3 +199,22 @@ def test_a_given_pair_is_priced_as_the_chosen_one_is():
     # a pair NCCL would not pick at 256 MiB is slower than its choice (NCCL picks the least time)
     ll = predict(tuning, Collective.ALL_REDUCE, 1 << 28, pair=(Algorithm.RING, Protocol.LL))
     assert ll.time_s > predict(tuning, Collective.ALL_REDUCE, 1 << 28).time_s
+
+
+def test_check_without_topology_names_the_preset_of_the_traces_gpus():
+    # the DLRM ranks ran on Tesla V100-SXM2-32GB (Kineto's deviceProperties), a DGX-1's GPU
+    with gzip.open(DLRM / "rank0.json.gz") as f:
+        names = {d["name"] for d in json.load(f)["deviceProperties"]}
+    assert names == {"Tesla V100-SXM2-32GB"}
+    r = runner.invoke(app, ["check", str(DLRM), "--format", "json"])
+    hint = [n for n in json.loads(r.stdout)["notes"] if n.startswith("--topology")]
+    assert hint == ["--topology dgx-1-v100 (the preset for the trace's Tesla V100-SXM2-32GB, from its "
+                    "deviceProperties) would time the steps' NCCL calls by NCCL's own cost model, each "
+                    "against its kernel's duration"]
+    # not once --topology is given, not for a GPU no preset describes (the resnet trace's A100-PG509-200,
+    # a Meta variant), not for a run on gloo
+    given = runner.invoke(app, ["check", str(DLRM), "--topology", "dgx-1-v100", "--format", "json"])
+    assert not [n for n in json.loads(given.stdout)["notes"] if n.startswith("--topology")]
+    resnet = runner.invoke(app, ["check", str(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"),
+                                 "--format", "json"])
+    assert not [n for n in json.loads(resnet.stdout)["notes"] if n.startswith("--topology")]

@@ -69,6 +69,7 @@ def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
         trace = _DECODER.decode(data)
         res = ParseResult(meta={"format": FORMAT})
         info = _dist_info(_args(trace.distributedInfo), file, strict, res)
+        _gpus(_args(trace.deviceProperties), res)
         events = trace.traceEvents
         del trace
         sel = _select(_maybe_used(events), len(events), file, strict, res)
@@ -93,6 +94,15 @@ def _dist_info(info: Any, file: str, strict: bool, res: ParseResult) -> dict:
     return info if isinstance(info, dict) else {}
 
 
+def _gpus(props: Any, res: ParseResult) -> None:
+    """The names of the GPUs Kineto's ``deviceProperties`` lists (``Tesla V100-SXM2-32GB``), in
+    ``res.meta["gpus"]`` where it lists any; a malformed list states none."""
+    names = sorted({d["name"] for d in props if isinstance(d, dict) and isinstance(d.get("name"), str)}
+                   if isinstance(props, list) else ())
+    if names:
+        res.meta["gpus"] = names
+
+
 def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     """Parse a decoded trace (a dict with ``traceEvents``, or a bare list of events)."""
     if isinstance(doc, list):
@@ -103,6 +113,7 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
         raise TraceFormatError(file, None, "not a Chrome trace: no 'traceEvents' list")
     res = ParseResult(meta={"format": FORMAT})
     info = _dist_info(doc.get("distributedInfo"), file, strict, res)
+    _gpus(doc.get("deviceProperties"), res)
     maybe = _NameFilter()
     used: list[tuple[int, _Event | None]] = []  # the events _select may use, as _Event; None = not an object
     for i, e in enumerate(events):

@@ -56,6 +56,7 @@ _ANY_EVENT = Union[(_Event, *_OTHER_PHASES)]  # noqa: UP007 (built from a tuple)
 class _Trace(msgspec.Struct, gc=False):
     traceEvents: list[_ANY_EVENT]  # noqa: N815 (the JSON key)
     distributedInfo: msgspec.Raw = _NO_ARGS  # noqa: N815
+    deviceProperties: msgspec.Raw = _NO_ARGS  # noqa: N815 (Kineto's CUDA device list: each GPU's name)
 
 
 _DECODER = msgspec.json.Decoder(_Trace)

@@ -103,6 +103,9 @@ def check(
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
                     reuse_distance=reuse_distance)
     notes = []
+    hint = None if nccl is not None or backend == "gloo" else topology_hint(m, meta)
+    if hint:
+        notes.append(hint)
     if nccl is not None and timed_by_nccl is None:
         notes.append("--topology: the trace records no call durations, so NCCL's model has nothing to be "
                      "set against")
@@ -124,6 +127,30 @@ def check(
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
     )
+
+
+def topology_hint(m: Measurement, meta: dict | None) -> str | None:
+    """The sentence that points a trace whose step calls have durations to ``--topology``: the preset whose
+    nodes hold the GPUs the traces name (Kineto's ``deviceProperties``,
+    :func:`zerocalc.topology.devices.preset_for_gpu`); ``None`` where they name none, or several kinds, or
+    one no preset describes, or the step has no durations."""
+    import numpy as np
+
+    from zerocalc.topology.devices import preset_for_gpu
+    from zerocalc.validate.classify import STEP
+
+    names = {g for v in (meta or {}).values() if isinstance(v, dict) for g in v.get("gpus") or ()}
+    if len(names) != 1:
+        return None
+    c = m.columns
+    step = (c.cat == STEP) & (c.step_id >= 0)
+    if not np.any(step & ~np.isnan(c.duration_s)):
+        return None
+    (gpu,) = names
+    preset = preset_for_gpu(gpu)
+    return None if preset is None else (
+        f"--topology {preset} (the preset for the trace's {gpu}, from its deviceProperties) would time the "
+        "steps' NCCL calls by NCCL's own cost model, each against its kernel's duration")
 
 
 def _by_nccl(m: Measurement, nccl: dict, meta: dict | None, gpus_per_node: int | None,
