@@ -207,14 +207,34 @@ def test_check_without_topology_names_the_preset_of_the_traces_gpus():
         names = {d["name"] for d in json.load(f)["deviceProperties"]}
     assert names == {"Tesla V100-SXM2-32GB"}
     r = runner.invoke(app, ["check", str(DLRM), "--format", "json"])
-    hint = [n for n in json.loads(r.stdout)["notes"] if n.startswith("--topology")]
+    hint = [n for n in json.loads(r.stdout)["notes"] if "deviceProperties" in n]
     assert hint == ["--topology dgx-1-v100 (the preset for the trace's Tesla V100-SXM2-32GB, from its "
                     "deviceProperties) would time the steps' NCCL calls by NCCL's own cost model, each "
                     "against its kernel's duration"]
     # not once --topology is given, not for a GPU no preset describes (the resnet trace's A100-PG509-200,
     # a Meta variant), not for a run on gloo
     given = runner.invoke(app, ["check", str(DLRM), "--topology", "dgx-1-v100", "--format", "json"])
-    assert not [n for n in json.loads(given.stdout)["notes"] if n.startswith("--topology")]
+    assert not [n for n in json.loads(given.stdout)["notes"] if "deviceProperties" in n]
     resnet = runner.invoke(app, ["check", str(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"),
                                  "--format", "json"])
-    assert not [n for n in json.loads(resnet.stdout)["notes"] if n.startswith("--topology")]
+    assert not [n for n in json.loads(resnet.stdout)["notes"] if "deviceProperties" in n]
+
+
+def test_a_trace_that_states_no_release_says_which_priced_it():
+    # the DLRM ranks' distributedInfo has no nccl_version; the resnet trace's states 2.17.1
+    from zerocalc.nccl import LATEST
+
+    with gzip.open(DLRM / "rank0.json.gz") as f:
+        assert "nccl_version" not in json.load(f)["distributedInfo"]
+
+    def notes(path, *args):
+        r = runner.invoke(app, ["check", str(path), "--format", "json", *args])
+        return json.loads(r.stdout)["notes"]
+
+    latest = LATEST.tag.lstrip("v").split("-")[0]
+    said = ("--topology: the trace states no NCCL version (distributedInfo.nccl_version); its calls are "
+            f"priced by the latest release modelled, {latest} (--nccl-version to choose the run's)")
+    assert said in notes(DLRM, "--topology", "dgx-1-v100")
+    chosen = notes(DLRM, "--topology", "dgx-1-v100", "--nccl-version", "2.18.1")
+    resnet = notes(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz", "--topology", "dgx-a100")
+    assert not [n for n in chosen + resnet if "states no NCCL version" in n]

@@ -61,6 +61,8 @@ class NcclTiming:
     unpriced: tuple[str, ...] = ()
     #: per rank and step, each call timed by its fastest rank (:func:`_fastest`; NaN with one rank)
     fastest_step_time_s: float = math.nan
+    #: the NCCL release whose model priced the calls (``2.30.7``)
+    release: str = ""
 
     @property
     def groups(self) -> tuple[dict, ...]:
@@ -176,7 +178,7 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
     model = (f"NCCL {release.name}'s own cost model ({release.tag} tuning.cc) on {topology.name}, "
              f"{g} GPUs a node" + (f" under {', '.join(restricted)}" if restricted else ""))
     return NcclTiming(model, pred, meas, meas / pred if pred > 0 else math.nan, tuple(records),
-                      tuple(f"{k}: {v} call(s)" for k, v in unpriced.items()), fast)
+                      tuple(f"{k}: {v} call(s)" for k, v in unpriced.items()), fast, version)
 
 
 _KERNEL_ALGOS = {"RING": "Ring", "TREE": "Tree", "COLLNET_DIRECT": "CollNetDirect",

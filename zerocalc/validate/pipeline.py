@@ -106,6 +106,10 @@ def check(
     hint = None if nccl is not None or backend == "gloo" else topology_hint(m, meta)
     if hint:
         notes.append(hint)
+    if timed_by_nccl is not None and not nccl.get("nccl_version") and not _stated_versions(meta):
+        notes.append("--topology: the trace states no NCCL version (distributedInfo.nccl_version); its "
+                     f"calls are priced by the latest release modelled, {timed_by_nccl.release} "
+                     "(--nccl-version to choose the run's)")
     if nccl is not None and timed_by_nccl is None:
         notes.append("--topology: the trace records no call durations, so NCCL's model has nothing to be "
                      "set against")
@@ -153,12 +157,17 @@ def topology_hint(m: Measurement, meta: dict | None) -> str | None:
         "steps' NCCL calls by NCCL's own cost model, each against its kernel's duration")
 
 
+def _stated_versions(meta: dict | None) -> set[str]:
+    """The NCCL releases the traces state (``distributedInfo.nccl_version``)."""
+    return {str(v.get("nccl_version")) for v in (meta or {}).values()
+            if isinstance(v, dict) and v.get("nccl_version")}
+
+
 def _by_nccl(m: Measurement, nccl: dict, meta: dict | None, gpus_per_node: int | None,
              backend: str | None) -> NcclTiming | None:
     """The step's calls timed by NCCL's model under ``nccl`` (:func:`check`), in the release the traces
     state (``distributedInfo.nccl_version``) where ``nccl`` names none and they agree on one."""
-    stated = {str(v.get("nccl_version")) for v in (meta or {}).values()
-              if isinstance(v, dict) and v.get("nccl_version")}
+    stated = _stated_versions(meta)
     options = {k: v for k, v in nccl.items() if k != "topology"}
     if options.get("nccl_version") is None and len(stated) == 1:
         options["nccl_version"] = next(iter(stated))
