@@ -225,3 +225,16 @@ def test_a_malformed_group_size_is_not_spelt_out():
     # a billion-rank group (a corrupt trace) is left unknown at once, not listed
     assert ranks_recorded({"Global rank start": 0, "Global rank stride": 1}, 10**9) is None
     assert ranks_recorded({"Process Group Ranks": "[0, 1]"}, 0) is None
+
+
+@pytest.mark.slow
+def test_the_report_splits_a_given_traces_time_by_group(tmp_path):
+    pypdf = pytest.importorskip("pypdf")
+    out = tmp_path / "r.pdf"
+    r = runner.invoke(app, ["report", "-o", str(out), "--topology", "dgx-h100", "--n", "16", "--trace",
+                            str(_hsdp_trace(tmp_path))])
+    assert r.exit_code == 0, r.output
+    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
+    # two 1 ms kernels on the node's shard group, one on the replicate pair across the nodes
+    assert "By group: 8 ranks (mesh_shard) on 1 node: 2 ms against" in text
+    assert "; 2 ranks (mesh_replicate) on 2 nodes: 1 ms against" in text

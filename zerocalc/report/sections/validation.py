@@ -90,6 +90,7 @@ def _nccl_timing(w: Writer, t) -> None:
         + (f" The steps' other NCCL calls (model buffers, scalars, other groups, all-to-all) took "
            f"{format_seconds(other['measured_s'])} against {format_seconds(other['predicted_s'])}."
            if other["calls_per_rank_per_step"] else "")
+        + (" By group: " + "; ".join(_group_words(g) for g in t.groups) + "." if len(t.groups) > 1 else "")
         + " A kernel's duration runs from its launch to the end of the collective: it holds the wait for the "
           "slowest rank, which the fastest rank's duration leaves out.", size=8.5)
     top = sorted(t.calls, key=lambda r: -r["measured_s"] * r["calls_per_rank_per_step"])[:6]
@@ -104,3 +105,12 @@ def _nccl_timing(w: Writer, t) -> None:
               r["pair"] + (f" (ran {r['ran']})" if r.get("ran") and r["ran"] != r["pair"] else ""),
               f"{r['ratio']:.3g}"] for r in top],
             align="llrrr" + ("r" if fastest else "") + "lr", size=7.0)
+
+
+def _group_words(g: dict) -> str:
+    """One group's share of a trace's NCCL time: ``2 ranks (mesh_replicate) on 2 nodes: 1 ms against
+    43.2 µs``."""
+    name = f" ({g['group_name']})" if g.get("group_name") else ""
+    nodes = f"{g['nodes']} node{'s' if g['nodes'] > 1 else ''}"
+    return (f"{g['group_size']} ranks{name} on {nodes}: {format_seconds(g['measured_s'])} against "
+            f"{format_seconds(g['predicted_s'])}")
