@@ -232,7 +232,7 @@ def test_a_trace_that_states_no_release_says_which_priced_it():
         return json.loads(r.stdout)["notes"]
 
     latest = LATEST.tag.lstrip("v").split("-")[0]
-    said = ("--topology: the trace states no NCCL version (distributedInfo.nccl_version); its calls are "
+    said = ("--topology: the trace states no NCCL version; its calls are "
             f"priced by the latest release modelled, {latest} (--nccl-version to choose the run's)")
     assert said in notes(DLRM, "--topology", "dgx-1-v100")
     chosen = notes(DLRM, "--topology", "dgx-1-v100", "--nccl-version", "2.18.1")

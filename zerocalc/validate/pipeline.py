@@ -107,7 +107,7 @@ def check(
     if hint:
         notes.append(hint)
     if timed_by_nccl is not None and not nccl.get("nccl_version") and not _stated_versions(meta):
-        notes.append("--topology: the trace states no NCCL version (distributedInfo.nccl_version); its "
+        notes.append("--topology: the trace states no NCCL version; its "
                      f"calls are priced by the latest release modelled, {timed_by_nccl.release} "
                      "(--nccl-version to choose the run's)")
     if nccl is not None and timed_by_nccl is None:
