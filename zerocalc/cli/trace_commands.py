@@ -73,7 +73,9 @@ def check_cmd(
     topology: Annotated[str | None, typer.Option(
         "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
                            "TOML file (default: the preset the file's '#  Rank' device lines "
-                           "describe); traces: time their calls by NCCL's model on it.")] = None,
+                           "describe); traces: time their calls by NCCL's model on it, each group on "
+                           "the nodes its ranks fall on (rank r on node r // --gpus-per-node, default the "
+                           "topology's).")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
                                "modelled).")] = None,
