@@ -156,6 +156,9 @@ def test_plan_of_a_tensor_parallel_runs_data_parallel_group():
     assert item.from_time_s == pytest.approx(table["deepspeed-zero2"]["time_s_nccl"], rel=1e-9)
     assert item.from_time_s - item.time_saved_s == pytest.approx(table["zero2"]["time_s_nccl"], rel=1e-9)
     assert "the data-parallel group of a 64-GPU run at tp = 8, pp = 1" in res.verdict
+    # one rank of the group a node: NVLS (dgx-h100's in-network reduction) sums only inside a node
+    assert res.plan_basis["in_network"] == "nvls"
+    assert "the data-parallel group has one rank a node, and NVLS sums only inside a node" in res.verdict
     # the α-β plan too, with the node's network shared by its 8 data-parallel groups as table shares it
     ring = run_feasibility(FeasibilityConfig(n=4, steps=0), ["deepspeed-zero2", "zero2"], plan_psi=PSI,
                            plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=64, plan_tp=8,

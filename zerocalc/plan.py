@@ -413,6 +413,10 @@ def in_network_sentence(plan: Sequence[PlanItem], *, psi: int, n: int, gpus_per_
     if ring == 0:
         return (f"In-network reduction changes nothing at {basis}: with one rank nothing is reduced, in a "
                 "switch or on a ring.")
+    if gpus_per_node <= 1 and kinds == ("nvls",):  # NVLS sums a node's ranks; this group has one a node
+        return (f"In-network reduction changes nothing at {basis}: the data-parallel group has one rank a "
+                "node, and NVLS sums only inside a node; SHARP switches, summing across nodes, would take "
+                "this group's gradient reduction into the network.")
     if switch < ring:
         text = (f"In-network reduction is the exact route to the traffic #4582 wanted: with {names} the "
                 f"switch sums, so data parallelism's gradient all-reduce sends {switch:.3g} bytes per "
