@@ -193,44 +193,58 @@ def report_cmd(
 
     # Every option and input is checked before any work (and before any progress line): the
     # cluster, the output path, the traces; only then are the model and matplotlib loaded.
-    from zerocalc.buckets import parse_bucket
-    from zerocalc.dtypes import canonical_dtype
-    from zerocalc.nccl.env_given import parse_given
-    from zerocalc.report.config import ReportConfig
     from zerocalc.report.inputs import check_output, check_traces
-    from zerocalc.topology import PRESETS
-    from zerocalc.topology.devices import run_nodes
-    from zerocalc.units import parse_bytes
 
-    paths = tuple(Path(t) for t in trace or ())
-    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
-    loaded = _load_topology(topology, None, None, None, None)
-    topo, _ = run_nodes(loaded, n, gpus_per_node)  # a run's share of each node, as table prices it
-    tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
-    psi_count, _ = model_psi(psi, model, default="7.5e9")
-    warn_implausible(psi=psi_count, n=n)
-    config = ReportConfig(psi=float(psi_count), n=n,
-                          gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
-                          topology=topo if topology not in PRESETS or topo != loaded else topology,
-                          comm_dtype=canonical_dtype(dtype), traces=paths,
-                          gpu_memory_bytes=None if gpu_memory is None else float(
-                              parse_bytes(gpu_memory, "--gpu-memory")),
-                          nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
-                          nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()),
-                          plan_time_model=None if time_model is None else time_model.strip().lower(),
-                          bucket_bytes=None if bucket is None else parse_bucket(bucket),
-                          micro_batches=micro_batches,
-                          param_dtype=None if param_dtype is None else canonical_dtype(param_dtype),
-                          grad_dtype=None if grad_dtype is None else canonical_dtype(grad_dtype),
-                          tp=tp, pp=pp)
+    config = _report_config(
+        psi=psi, model=model, n=n, gpus_per_node=gpus_per_node, topology=topology, dtype=dtype,
+        traces=tuple(Path(t) for t in trace or ()), gpu_memory=gpu_memory, nccl_tuner=nccl_tuner,
+        ofi_tuner=ofi_tuner, nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+        nccl_env=nccl_env, time_model=time_model, bucket=bucket, micro_batches=micro_batches,
+        param_dtype=param_dtype, grad_dtype=grad_dtype, tp=tp, pp=pp)
     check_output(output, config)
-    check_traces(paths)
+    check_traces(config.traces)
     _nccl_refused_before_work(config)
     progress("importing the model")
     from zerocalc.report import write_report
 
     write_report(output, config, progress)
     progress(f"wrote {output}")
+
+
+def _report_config(*, psi, model, n, gpus_per_node, topology, dtype, traces, gpu_memory, nccl_tuner,
+                   ofi_tuner, nccl_version, nccl_algo, nccl_proto, nccl_env, time_model, bucket,
+                   micro_batches, param_dtype, grad_dtype, tp, pp):
+    """``report``'s options as a checked :class:`~zerocalc.report.config.ReportConfig`: the cluster (a run's
+    share of each node, as ``table`` prices it), Ψ, the dtypes, the NCCL options and tuners, the bucket;
+    each bad one a :class:`~zerocalc.errors.ConfigError` naming it."""
+    from zerocalc.buckets import parse_bucket
+    from zerocalc.dtypes import canonical_dtype
+    from zerocalc.nccl.env_given import parse_given
+    from zerocalc.report.config import ReportConfig
+    from zerocalc.topology import PRESETS
+    from zerocalc.topology.devices import run_nodes
+    from zerocalc.units import parse_bytes
+
+    env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
+    loaded = _load_topology(topology, None, None, None, None)
+    topo, _ = run_nodes(loaded, n, gpus_per_node)
+    tuner, ofi = _read_tuners(nccl_tuner, ofi_tuner, topo)
+    psi_count, _ = model_psi(psi, model, default="7.5e9")
+    warn_implausible(psi=psi_count, n=n)
+    return ReportConfig(psi=float(psi_count), n=n,
+                        gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
+                        topology=topo if topology not in PRESETS or topo != loaded else topology,
+                        comm_dtype=canonical_dtype(dtype), traces=traces,
+                        gpu_memory_bytes=None if gpu_memory is None else float(
+                            parse_bytes(gpu_memory, "--gpu-memory")),
+                        nccl_tuner=tuner, ofi_tuner=ofi, nccl_version=nccl_version, nccl_algo=nccl_algo,
+                        nccl_proto=nccl_proto, nccl_env=tuple(env_given.items()),
+                        plan_time_model=None if time_model is None else time_model.strip().lower(),
+                        bucket_bytes=None if bucket is None else parse_bucket(bucket),
+                        micro_batches=micro_batches,
+                        param_dtype=None if param_dtype is None else canonical_dtype(param_dtype),
+                        grad_dtype=None if grad_dtype is None else canonical_dtype(grad_dtype),
+                        tp=tp, pp=pp)
 
 
 def _nccl_refused_before_work(config) -> None:

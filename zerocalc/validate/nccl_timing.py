@@ -74,11 +74,7 @@ class NcclTiming:
     def other(self) -> dict:
         """The steps' other NCCL calls (not category "step"), per rank and step: predicted, mean measured
         and fastest-rank seconds, and the calls."""
-        rest = [r for r in self.calls if r["category"] != "step"]
-        k = [r["calls_per_rank_per_step"] for r in rest]
-        return {"calls_per_rank_per_step": sum(k),
-                **{f: sum(r[f] * n for r, n in zip(rest, k, strict=True))
-                   for f in ("predicted_s", "measured_s", "fastest_rank_s")}}
+        return _summed([r for r in self.calls if r["category"] != "step"])
 
     @property
     def fastest_ratio(self) -> float:
@@ -101,20 +97,25 @@ def by_group(calls: tuple[dict, ...]) -> tuple[dict, ...]:
     """The records ``calls`` summed per group (its size, name, nodes, ranks a node and placement), in order of
     first appearance: per rank and step the predicted, mean measured and fastest-rank seconds, their ratio
     (measured / predicted) and the calls."""
-    out: dict[tuple, dict] = {}
+    fields = ("group_size", "group_name", "nodes", "ranks_per_node", "placement")
+    groups: dict[tuple, list[dict]] = {}
     for r in calls:
-        key = (r["group_size"], r.get("group_name"), r["nodes"], r["ranks_per_node"], r["placement"])
-        g = out.setdefault(key, dict(zip(("group_size", "group_name", "nodes", "ranks_per_node", "placement"),
-                                         key, strict=True), calls_per_rank_per_step=0.0, predicted_s=0.0,
-                                     measured_s=0.0, fastest_rank_s=0.0))
-        k = r["calls_per_rank_per_step"]
-        g["calls_per_rank_per_step"] += k
-        g["predicted_s"] += r["predicted_s"] * k
-        g["measured_s"] += r["measured_s"] * k
-        g["fastest_rank_s"] += r["fastest_rank_s"] * k
-    for g in out.values():
+        groups.setdefault(tuple(r.get(f) for f in fields), []).append(r)
+    out = []
+    for key, rows in groups.items():
+        g = {**dict(zip(fields, key, strict=True)), **_summed(rows)}
         g["ratio"] = g["measured_s"] / g["predicted_s"] if g["predicted_s"] > 0 else math.nan
-    return tuple(out.values())
+        out.append(g)
+    return tuple(out)
+
+
+def _summed(records: list[dict]) -> dict:
+    """Records summed per rank and step: their calls, and the predicted, mean measured and fastest-rank
+    seconds each weighted by its calls."""
+    k = [r["calls_per_rank_per_step"] for r in records]
+    return {"calls_per_rank_per_step": float(sum(k)),
+            **{f: float(sum(r[f] * n for r, n in zip(records, k, strict=True)))
+               for f in ("predicted_s", "measured_s", "fastest_rank_s")}}
 
 
 def _finite(x):
