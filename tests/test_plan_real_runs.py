@@ -211,6 +211,24 @@ def test_the_reports_tp_reaches_its_table_equivalences_verdict_and_plan():
     assert "tp =" not in config_line(report.ReportConfig())
 
 
+def test_the_reports_tp_pp_with_micro_batches_and_mixed_precision():
+    from zerocalc import report
+    from zerocalc.report.sweeps import volume_table
+
+    # 128 GPUs at tp = 8, pp = 2: groups of 8 ranks holding Ψ/16; 4 micro-batches; bf16 gathers,
+    # fp32 reductions
+    config = report.ReportConfig(topology="dgx-h100", n=128, tp=8, pp=2, micro_batches=4, comm_dtype="bf16",
+                                 grad_dtype="fp32", feasibility_steps=1)
+    ring = Fraction(7, 8) * PSI / 16  # one ring of Ψ/16 on 8 ranks, elements sent per rank
+    table = volume_table(config).set_index("scheme")
+    assert table.loc["colocated", "bytes_per_rank"] == pytest.approx(float(ring * 2))
+    # the paper's ZeRO-2: a fp32 reduce-scatter in each micro-batch, one bf16 all-gather per step
+    assert table.loc["zero2", "bytes_per_rank"] == pytest.approx(float(4 * ring * 4 + ring * 2))
+    basis = report.feasibility_result(config).plan_basis
+    got = (basis["n"], basis["tp"], basis["pp"], basis["micro_batches"], basis["grad_bytes"])
+    assert got == (8, 8, 2, 4, 4)
+
+
 def test_report_refuses_a_layout_that_is_not_one(monkeypatch):
     from zerocalc import report
 
