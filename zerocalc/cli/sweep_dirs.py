@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import re
 
+#: The formats ``check`` and ``fit`` read as sweeps: nccl-tests output (text, ``-J`` JSON) and NCCL Inspector
+#: logs (:mod:`zerocalc.traces.nccl_inspector`), whose calls are sweeps of the sizes a run used.
+SWEEP_KINDS = ("nccl_tests", "nccl_tests_json", "nccl_inspector")
+
 
 def _dir_files(path: str) -> list[str]:
     """The files of directory ``path``, sorted by name, hidden ones left out (sub-directories too);
@@ -30,7 +34,7 @@ def _sweep_files(paths: list[str]) -> bool:
         try:
             if not os.path.isfile(source(path)):
                 return False
-            if reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):  # as the reader reads it
+            if reader.detect_file(path) not in SWEEP_KINDS:  # as the reader reads it
                 return False
         except (OSError, TraceFormatError):
             return False  # the trace reader says what is wrong with it
@@ -80,7 +84,7 @@ def per_rank_traces(paths: list[str]) -> bool:
             if os.path.isdir(path):
                 if any(_dir_file(f)[0] == "trace" for f in _dir_files(path)):
                     return True
-            elif reader.detect_file(path) not in ("nccl_tests", "nccl_tests_json"):  # files, and - or a pipe
+            elif reader.detect_file(path) not in SWEEP_KINDS:  # files, and - or a pipe
                 return True
         except (OSError, ZerocalcError):
             continue  # unreadable or of no known format: refused where it is read, naming it
@@ -173,14 +177,34 @@ def _dir_file(path: str) -> tuple[str, str]:
         return "unread", f"{path}: a {suffix} file (notes or code kept beside a run), not read"
     try:
         kind = reader.detect_file(path)
-        if kind not in ("nccl_tests", "nccl_tests_json"):
+        if kind not in SWEEP_KINDS:
             return "trace", f"{path}: a per-rank trace ({kind})"
-        _read_sweep(path, strict=False)
+        if kind != "nccl_inspector":  # an Inspector log's head holds a record (its detection); read once, later
+            _read_sweep(path, strict=False)
     except TraceFormatError as exc:
         return "other", str(exc)
     except OSError as exc:
         return "other", f"{path}: cannot read: {exc.strerror or exc}"
     return "sweep", ""
+
+
+def read_inspector(path: str, strict: bool):
+    """The records of an NCCL Inspector file (plain or gzip, as the reader opens it;
+    :func:`zerocalc.traces.nccl_inspector.parse_bytes`); a file with none raises :class:`TraceFormatError`
+    naming the first line refused and why, if any."""
+    from zerocalc.errors import TraceFormatError
+    from zerocalc.traces import reader
+    from zerocalc.traces.nccl_inspector import parse_bytes
+
+    with reader._open(path, reader.MAX_BYTES) as stream:
+        got = parse_bytes(stream.read(), path, strict=strict)
+    if not got.records:
+        first = got.skipped.examples[0] if got.skipped.examples else None
+        if first is not None:
+            more = f" (and {got.skipped.count - 1} more)" if got.skipped.count > 1 else ""
+            raise TraceFormatError(path, first[1], f"no Inspector records read{more}: {first[2]}")
+        raise TraceFormatError(path, None, "no Inspector records")
+    return got
 
 
 def _read_sweep(path: str, strict: bool):

@@ -49,7 +49,8 @@ from zerocalc.rendering import (
 
 def check_cmd(
     traces: Annotated[list[str], typer.Argument(
-        help="Trace files (one per rank) or a directory; nccl-tests outputs, or a directory of them.")],
+        help="Trace files (one per rank) or a directory; nccl-tests outputs or NCCL Inspector logs, or a "
+             "directory of them.")],
     psi: Annotated[str | None, typer.Option("--psi", help="Parameter count Ψ (7.5e9, 25.5M); "
                                             "default: inferred.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Data-parallel degree N; default: inferred.")] = None,
@@ -73,8 +74,8 @@ def check_cmd(
     topology: Annotated[str | None, typer.Option(
         "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
                            "TOML file (default: the preset the file's '#  Rank' device lines "
-                           "describe); traces: time their calls by NCCL's model on it, each group on "
-                           "the nodes its ranks fall on (rank r on node r // --gpus-per-node, default the "
+                           "describe; NCCL Inspector logs: required); traces: time their calls by NCCL's "
+                           "model on it, each group on the nodes its ranks fall on (rank r on node r // --gpus-per-node, default the "
                            "topology's).")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
@@ -96,7 +97,8 @@ def check_cmd(
 ) -> None:
     """Measure bytes per rank per step in real traces and compare them with every scheme (with
     --topology, also time their calls by NCCL's cost model there); compare nccl-tests sweeps size by
-    size with NCCL's cost model (on --topology, else on the preset the file's device lines describe)."""
+    size with NCCL's cost model (on --topology, else on the preset the file's device lines describe),
+    and NCCL Inspector logs the same way, each communicator's calls a sweep of the sizes it ran."""
     fmt = output_format(fmt, ("table", "json", "csv", "markdown"))
     register = _local_register(local_register)
     sweeps = sweep_paths(traces)  # nccl-tests files, or a directory of them

@@ -56,6 +56,11 @@ _TESTS_HEADER = re.compile(
 _MD_HEADER = re.compile(
     rb"^[ \t]*\|?[^\n|]*\bsize\b[^\n|]*\|[^\n|]*\bcount\b[^\n|]*\|[^\n|]*\btype\b[^\n|]*\|"
     rb"[^\n]*\btime\b[^\n]*\balg ?bw\b[^\n]*\bbus ?bw\b[^\n]*\n[ \t]*\|?[ \t]*:?-", re.M | re.I)
+#: NCCL's Inspector plugin (:mod:`zerocalc.traces.nccl_inspector`): JSON objects, one a line, each a
+#: ``header`` and a ``coll_perf`` or ``p2p_perf``. Not a trace of the canonical table (:data:`FORMATS`):
+#: ``check`` compares its calls with NCCL's model as it does nccl-tests sweeps.
+INSPECTOR = "nccl_inspector"
+_INSPECTOR = re.compile(rb'"(?:coll|p2p)_perf"\s*:\s*\{\s*"(?:coll|p2p)"\s*:')
 _DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
 
 
@@ -154,13 +159,16 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
         raise TraceFormatError(file, None, "binary data, not a text or JSON trace")
     stripped = head.lstrip()
     if stripped[:1] == b"{" or _JSON_ARRAY.match(stripped):
+        if stripped[:1] == b"{" and b'"header"' in head and _INSPECTOR.search(head):
+            return INSPECTOR
         if b'"traceEvents"' in head or b'"ph"' in head:
             return "kineto"
         if b'"results"' in head or b'"nccl_version"' in head or b'"experiment_name"' in head:
             return "nccl_tests_json"
         if stripped[:1] == b"[":
             return "kineto"
-        raise TraceFormatError(file, None, "JSON that is neither a Chrome trace nor an nccl-tests report")
+        raise TraceFormatError(file, None, "JSON that is neither a Chrome trace, an nccl-tests report nor an "
+                                           "NCCL Inspector log")
     body = strip_prefixes(_plain_spaces(head))
     if _TESTS_HEADER.search(body):
         return "nccl_tests"

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from zerocalc.errors import TraceFormatError, UnknownNameError
 from zerocalc.traces import deepspeed_comms, kineto, nccl_log, nccl_tests, streams
 from zerocalc.traces.chunks import _boundary, _read_split, _scan_chunks  # noqa: F401 -- re-exported
-from zerocalc.traces.detect import FORMATS, HEAD_BYTES, detect_format, detect_stream, weak
+from zerocalc.traces.detect import FORMATS, HEAD_BYTES, INSPECTOR, detect_format, detect_stream, weak
 from zerocalc.traces.paths import _SKIP_SUFFIXES, _expand  # noqa: F401 -- _SKIP_SUFFIXES re-exported
 from zerocalc.traces.piped import is_copy, source
 from zerocalc.traces.records import ParseResult
@@ -131,6 +131,11 @@ def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
         from zerocalc.traces import nccl_tests_json  # -J reports only
 
         return nccl_tests_json.parse_json_bytes(data, file, strict=strict)
+    if kind == INSPECTOR:  # per-call times of a communicator: compared with NCCL's model, not counted
+        raise TraceFormatError(file, None, (
+            "an NCCL Inspector log: it records each call's bytes and time but no element type or training "
+            "step; `zerocalc check FILE --topology T` compares its calls with NCCL's cost model size by "
+            "size, `zerocalc fit FILE --out C.toml` calibrates the model on them"))
     if kind == "nccl_log":  # scanned as bytes (nccl_log.scan)
         if sequence:  # the calls as a sequence of codes, to fold (nccl_fold), read in segments
             from zerocalc.traces import nccl_segments

@@ -40,7 +40,8 @@ def nodes_as_stated(topo: Any, info: Mapping[str, Any], group_size: int) -> tupl
             or local[0] >= topo.gpus_per_node:
         return None
     shaped, words = nodes_of(topo, local[0])
-    return shaped, (f"given (--topology); {words}, as the file's NCCL INFO lines state {local[0]} ranks on "
+    said = info.get("said_by") or "the file's NCCL INFO lines"
+    return shaped, (f"given (--topology); {words}, as {said} state {local[0]} ranks on "
                     f"each of {nodes[0]} nodes (line {nodes[1]})")
 
 
