@@ -179,7 +179,7 @@ def _dir_file(path: str) -> tuple[str, str]:
         kind = reader.detect_file(path)
         if kind not in SWEEP_KINDS:
             return "trace", f"{path}: a per-rank trace ({kind})"
-        if kind != "nccl_inspector":  # an Inspector log's head holds a record (its detection); read once, later
+        if kind != "nccl_inspector":  # an Inspector log's head holds a record (its detection): read later
             _read_sweep(path, strict=False)
     except TraceFormatError as exc:
         return "other", str(exc)

@@ -75,8 +75,8 @@ def check_cmd(
         "--topology", help="nccl-tests sweeps: compare each size with NCCL's cost model on this preset or "
                            "TOML file (default: the preset the file's '#  Rank' device lines "
                            "describe; NCCL Inspector logs: required); traces: time their calls by NCCL's "
-                           "model on it, each group on the nodes its ranks fall on (rank r on node r // --gpus-per-node, default the "
-                           "topology's).")] = None,
+                           "model on it, each group on the nodes its ranks fall on (rank r on node r // "
+                           "--gpus-per-node, default the topology's).")] = None,
     nccl_version: Annotated[str | None, typer.Option(
         "--nccl-version", help="NCCL version to price (default: the one the file states, else the latest "
                                "modelled).")] = None,
