@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from zerocalc.cli import app
 from zerocalc.feasibility import FeasibilityConfig, run_feasibility
+from zerocalc.plan import NVLS_ONE_A_NODE
 
 runner = CliRunner()
 PSI, N, B = 7_500_000_000, 64, 2
@@ -159,6 +160,13 @@ def test_plan_of_a_tensor_parallel_runs_data_parallel_group():
     # one rank of the group a node: NVLS (dgx-h100's in-network reduction) sums only inside a node
     assert res.plan_basis["in_network"] == "nvls"
     assert "the data-parallel group has one rank a node, and NVLS sums only inside a node" in res.verdict
+    # its in-network items save nothing, and each says why: no node holds two of its ranks to sum
+    switch = [p for p in res.plan if p.in_network]
+    assert switch and all(p.bytes_saved_per_rank == 0 for p in switch)
+    assert {p.in_network_idle for p in switch} == {NVLS_ONE_A_NODE}
+    whole = run_feasibility(FeasibilityConfig(n=4, steps=0), ["deepspeed-zero2", "zero2"], plan_psi=PSI,
+                            plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=64)  # 8 ranks a node
+    assert all(p.in_network_idle == "" for p in whole.plan)
     # the α-β plan too, with the node's network shared by its 8 data-parallel groups as table shares it
     ring = run_feasibility(FeasibilityConfig(n=4, steps=0), ["deepspeed-zero2", "zero2"], plan_psi=PSI,
                            plan_comm_bytes=B, plan_topology="dgx-h100", plan_n=64, plan_tp=8,

@@ -28,8 +28,8 @@ from zerocalc.sim.accounting import model_bytes_exact
 from zerocalc.sim.compare import REL_TOL
 from zerocalc.units import format_diff
 
-__all__ = ["DEFAULT_PLAN_COMM_BYTES", "PlanItem", "PlanTimes", "build_plan", "helps", "in_network_sentence",
-           "pairs_library", "saving_sentence", "slower"]
+__all__ = ["DEFAULT_PLAN_COMM_BYTES", "NVLS_ONE_A_NODE", "PlanItem", "PlanTimes", "build_plan", "helps",
+           "in_network_sentence", "pairs_library", "saving_sentence", "slower", "switch_words"]
 
 #: Bytes per element on the wire for which the implementation plan is computed: fp16/bf16, as real runs
 #: communicate (b = 2 in ZeRO's notation).
@@ -49,7 +49,8 @@ class PlanItem:
     ``time_saved_s`` and ``from_time_s`` are the model's seconds per step on the priced cluster
     (``None`` unpriced); ``slower`` flags an item that costs time there (or, unpriced, bytes).
     ``from_choice`` / ``to_choice``: the algorithm/protocol pairs NCCL picks on either side
-    (``AR Ring/Simple``; empty unless NCCL's model priced the plan)."""
+    (``AR Ring/Simple``; empty unless NCCL's model priced the plan). ``in_network_idle``: why the switch
+    sums nothing for this group, where it cannot (:data:`NVLS_ONE_A_NODE`; empty otherwise)."""
 
     rank: int
     action: str
@@ -67,6 +68,7 @@ class PlanItem:
     slower: bool = False
     from_choice: str = ""
     to_choice: str = ""
+    in_network_idle: str = ""
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -260,14 +262,28 @@ def build_plan(runs: Mapping, *, psi: int, n: int, gpus_per_node: int, comm_byte
         timed = _item_time(c, frac, saved, priced)
         worse = (timed["time_saved_s"] < 0) if timed["time_saved_s"] is not None else (
             saved is not None and saved < 0)
+        idle = NVLS_ONE_A_NODE if switch and gpus_per_node <= 1 and kinds == ("nvls",) else ""
         rows.append(PlanItem(0, action, c.src, c.dst, None if saved is None else float(saved),
                              None if saved is None else float(saved / psi), update, evidence, c.note,
                              in_network=tag if switch else "", available=available if switch else None,
-                             slower=bool(worse), **timed))
+                             slower=bool(worse), in_network_idle=idle, **timed))
     tier = {"exact": 0, "approximate": 1, "changed": 2}
     rows.sort(key=lambda r: (r.slower, tier[r.update], r.bytes_saved_per_rank is None,
                              -(r.bytes_saved_per_rank or 0.0)))
     return tuple(replace(r, rank=i + 1) for i, r in enumerate(rows))
+
+
+#: Why an NVLS-only item sums nothing for a group of one rank a node (its ``in_network_idle``).
+NVLS_ONE_A_NODE = "idle: NVLS sums a node's ranks and this group has one a node"
+
+
+def switch_words(item: PlanItem, unavailable: str) -> str:
+    """The bracket after an in-network item's action: its kinds, and ``unavailable`` where the cluster
+    lacks them or why the switch sums nothing for the group (``"[nvls, idle: ...]"``); '' for a ring item."""
+    if not item.in_network:
+        return ""
+    why = item.in_network_idle or (unavailable if item.available is False else "")
+    return f"[{item.in_network}{', ' + why if why else ''}]"
 
 
 class _Bytes:

@@ -272,8 +272,10 @@ def _plan_item_lines(p, priced: bool, lib: str) -> list[str]:
     if p.from_choice:
         to = f" → {p.to_choice}" if p.to_choice and p.to_choice != p.from_choice else ""
         saved += f" [{lib}: {p.from_choice}{to}]"
-    switch = (f" [in the switch: {p.in_network}{'' if p.available is not False else ', not available'}]"
-              if p.in_network else "")
+    from zerocalc.plan import switch_words
+
+    words = switch_words(p, "not available")
+    switch = f" [in the switch: {words[1:-1]}]" if words else ""
     return [f"  {p.rank}. [{p.update}] {p.action}{switch}",
             f"     {p.from_scheme} → {p.to_scheme}: {saved}; {p.evidence}"]
 

@@ -90,7 +90,8 @@ def plan_on_cluster(config: ReportConfig, result) -> pd.DataFrame:
              "bytes_saved_per_rank": np.nan if p.bytes_saved_per_rank is None else p.bytes_saved_per_rank,
              "time_saved_s": np.nan if p.time_saved_s is None else p.time_saved_s,
              "from_time_s": np.nan if p.from_time_s is None else p.from_time_s,
-             "in_network": p.in_network, "available": p.available, "slower": p.slower,
+             "in_network": p.in_network, "available": p.available, "in_network_idle": p.in_network_idle,
+             "slower": p.slower,
              "from_choice": p.from_choice, "to_choice": p.to_choice,
              "evidence": p.evidence, "note": p.note} for p in result.plan]
     return pd.DataFrame(rows)

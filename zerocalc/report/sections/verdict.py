@@ -86,10 +86,11 @@ def draw(w: Writer, data: ReportData) -> None:
 
 
 def _plan_table(w: Writer, rows: pd.DataFrame, lib: str = "NCCL") -> None:
+    from zerocalc.plan import switch_words
+
     def step(r) -> str:
-        if not r.in_network:
-            return r.action
-        return f"{r.action} [{r.in_network}{'' if r.available is not False else ', not on this cluster'}]"
+        words = switch_words(r, "not on this cluster")
+        return f"{r.action} {words}" if words else r.action
 
     def saved_bytes(r) -> str:
         if pd.isna(r.bytes_saved_per_rank):
