@@ -114,6 +114,8 @@ def test_ranks_files_are_read_together_each_call_timed_on_its_fastest_rank(tmp_p
     # per call the faster rank: 45, 41, 58 µs; their median 45 µs
     assert first["measured_s"] == pytest.approx(statistics.median([45, 41, 58]) * 1e-6)
     assert second["measured_s"] == pytest.approx(80e-6)
+    # every rank's records: 50, 41, 60, 45, 52, 58 µs, whose median holds the waits too
+    assert first["all_ranks_median_s"] == pytest.approx(statistics.median([50, 41, 60, 45, 52, 58]) * 1e-6)
     assert (first["calls"], first["ranks"]) == (3, 2)
     assert "2 ranks on 2 node(s), 2 of them recorded" in s["notes"][0]
 

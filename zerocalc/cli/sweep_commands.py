@@ -472,7 +472,8 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
         d["notes"] = run["inspector_notes"] + d["notes"]
         measured = {r["size_bytes"]: r for r in rows}
         for r in d["rows"]:
-            r["calls"], r["ranks"] = measured[r["bytes"]]["calls"], measured[r["bytes"]]["ranks"]
+            m = measured[r["bytes"]]
+            r["calls"], r["ranks"], r["all_ranks_median_s"] = m["calls"], m["ranks"], m["all_ranks_median_s"]
     return d, cmp
 
 
