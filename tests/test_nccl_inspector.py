@@ -179,5 +179,8 @@ def test_fit_out_calibrates_on_an_inspector_log_and_check_reads_it_back(tmp_path
     out = tmp_path / "c.toml"
     res = runner.invoke(app, ["fit", str(logs), "--out", str(out), "--topology", "dgx-h100"])
     assert res.exit_code == 0, res.output
+    # the pair NCCL picks at most sizes is fitted back to the α and bandwidth the times were made of
+    a, b = map(float, re.search(r"NVLS/Simple: α = ([0-9.]+) µs, bw = ([0-9.]+) GB/s", res.output).groups())
+    assert a == pytest.approx(alpha_us, abs=1.0) and b == pytest.approx(bw / 1e9, rel=0.02)
     (s,) = _check(logs, "--topology", str(out))
     assert 0.9 <= statistics.median(r["ratio"] for r in s["rows"]) <= 1.1
