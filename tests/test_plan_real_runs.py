@@ -176,6 +176,22 @@ def test_plan_of_a_tensor_parallel_runs_data_parallel_group():
     assert a.from_time_s - a.time_saved_s == pytest.approx(table["zero2"]["time_s_ring"], rel=1e-9)
 
 
+def test_figure_2_prices_the_reports_data_parallel_group():
+    # time against Ψ at tp = 8 on 64 GPUs: the 8-rank data-parallel group, one rank a node, as table prices it
+    from zerocalc import report
+    from zerocalc.report.sweeps import time_vs_psi
+
+    config = report.ReportConfig(topology="dgx-h100", n=64, tp=8, grad_dtype="fp32", micro_batches=2)
+    fig = time_vs_psi(config, psi_values=[1e9], topologies=["dgx-h100"])
+    ring = fig[fig["algorithm"] == "ring"].set_index("scheme")
+    assert set(ring["n"]) == {8}
+    r = runner.invoke(app, ["table", "--topology", "dgx-h100", "--n", "64", "--tp", "8", "--psi", "1e9",
+                            "--grad-dtype", "fp32", "--micro-batches", "2", "--format", "json"])
+    table = {row["scheme"]: row for row in json.loads(r.stdout)}
+    for scheme, row in ring.iterrows():
+        assert row["time_s"] == pytest.approx(table[scheme]["time_s_ring"], rel=1e-9)
+
+
 def test_cli_plan_tp_pp_refusals():
     base = ["feasibility", "--steps", "0", "--schemes", "dp", "--topology", "dgx-h100"]
     for args, option in ((["--plan-n", "48", "--plan-tp", "3"], "--plan-tp"),
@@ -302,7 +318,8 @@ def test_the_reports_wire_dtypes_reach_its_table_and_plan():
     # ZeRO-2: the fp32 reduce-scatter and the bf16 all-gather; the proposal the all-gather alone
     assert table.loc["zero2", "bytes_per_rank"] == pytest.approx(float(ring * 4 + ring * 2))
     assert table.loc["colocated", "bytes_per_rank"] == pytest.approx(float(ring * 2))
-    assert "bf16 parameters / fp32 gradients in the volume table and the plan" in config_line(config)
+    words = "bf16 parameters / fp32 gradients in the volume table, the plan and figure 2"
+    assert words in config_line(config)
     with pytest.raises(Exception, match="fp33"):
         report.ReportConfig(grad_dtype="fp33")
 

@@ -75,7 +75,8 @@ class ReportConfig:
     #: tensor- and pipeline-parallel degrees of the run under review (``--tp`` / ``--pp``): ``n`` is then the
     #: run's GPUs, and the volume table, the equivalences, the verdict and the plan are of its data-parallel
     #: group, N = n/(tp·pp) ranks holding Ψ/(tp·pp) each, laid out as ``zerocalc table --tp --pp`` lays it
-    #: (:func:`zerocalc.evaluate.data_parallel_layout`); the figures price data parallelism over n GPUs
+    #: (:func:`zerocalc.evaluate.data_parallel_layout`), as is figure 2 (time against Ψ); figures 1 and 3
+    #: (bytes and memory against N) price data parallelism over N GPUs
     tp: int = 1
     pp: int = 1
 
@@ -256,12 +257,12 @@ def config_line(config: ReportConfig, nccl: bool = True) -> str:
     where = (f"N = {config.n} GPUs ({config.gpus_per_node} per node)" if config.tp * config.pp == 1 else
              f"{config.n} GPUs ({config.gpus_per_node} per node) at tp = {config.tp}, pp = {config.pp}: "
              f"data-parallel groups of N = {config.dp_n} ranks holding Ψ/{config.tp * config.pp} each (the "
-             f"volume table, the equivalences, the verdict and the plan; the figures price data parallelism "
-             f"over the {config.n} GPUs)")
+             "volume table, the equivalences, the verdict, the plan and figure 2; figures 1 and 3 price "
+             "data parallelism over N GPUs)")
     return (f"Ψ = {config.psi:,.0f} parameters, {where}, "
             f"topology {topology_name(config)}, {config.comm_dtype} communication"
             + ("" if config.wire_words == config.comm_dtype else
-               f" ({config.wire_words} in the volume table and the plan)") + f", K = {config.k:g} "
+               f" ({config.wire_words} in the volume table, the plan and figure 2)") + f", K = {config.k:g} "
             "bytes of optimizer state per parameter"
             + (f", {k} micro-batches per optimizer step" if k > 1 else "") + (f"; {nccl}" if nccl else ""))
 

@@ -144,7 +144,9 @@ def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
                 topologies: Sequence[str | Topology] | None = None,
                 schemes: Sequence[str] = TIME_SCHEMES) -> pd.DataFrame:
     """Step communication time against Ψ per topology and algorithm at the report's N (figure 2's data),
-    each topology with its node size (:func:`~zerocalc.report.config.figure_gpus_per_node`).
+    each topology with its node size (:func:`~zerocalc.report.config.figure_gpus_per_node`), per optimizer
+    step of the report's micro-batches, at its wire dtypes and on the data-parallel group of its tp / pp, as
+    :func:`volume_table` prices the run (``n``: that group's ranks).
 
     Long form: one row per (topology, algorithm, scheme, Ψ) with ``time_s``. By default the report's
     own topology when it is not a preset (one read from a TOML file), then every preset.
@@ -156,12 +158,16 @@ def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
     frames = []
     for topo in topologies:
         df = _evaluate(config, psi=np.asarray(psi_values, dtype=float), n=config.n, schemes=list(schemes),
-                       topology=topo, gpus_per_node=figure_gpus_per_node(config, topo))
+                       topology=topo, gpus_per_node=figure_gpus_per_node(config, topo),
+                       micro_batches=config.micro_batches, param_dtype=config.param_dtype,
+                       grad_dtype=config.grad_dtype, tp=config.tp, pp=config.pp)
         for alg in Algorithm:
             col = f"time_s_{alg.value}"
             if col not in df.columns:
                 continue
             part = df[["scheme", "psi", "n"]].copy()
+            if "dp_size" in df.columns:  # the data-parallel group's ranks (n under tp = pp = 1)
+                part["n"] = df["dp_size"].to_numpy()
             part["topology"] = topology_label(topo)
             part["algorithm"] = alg.value
             part["time_s"] = df[col].to_numpy()

@@ -43,7 +43,9 @@ def draw(w: Writer, data: ReportData) -> None:
     nodes = f"{c.gpus_per_node} GPUs per node"
     if own_nodes:
         nodes += f"; their own nodes on {', '.join(own_nodes)}"
-    caption = (f"Step communication time against Ψ at N = {c.n} ({nodes}) on "
+    per = (f", per optimizer step of {c.micro_batches} micro-batches" if c.micro_batches > 1 else "") + (
+        f", {c.wire_words}" if c.wire_words != c.comm_dtype else "")
+    caption = (f"Step communication time against Ψ at {c.n_words} ({nodes}){per} on "
                f"{where}{' with its own links' if also else ''}; colour = algorithm, line style = scheme. "
                "Latency dominates on the left, bandwidth on the right."
                + (f" Drawn once: {also}." if also else ""))
