@@ -74,6 +74,13 @@ def test_check_prices_each_published_record_at_nccl_tests_size():
     assert got["all_reduce", 8]["inspector"]["communicator"] == "0x7f8c496ae9f661"
 
 
+def test_a_release_before_the_plugin_is_said():
+    (s,) = _check(ALLREDUCE, "--topology", "dgx-h100", "--nccl-version", "2.21.5")
+    assert s["nccl_version"] == "2.21.5" and any("ships with NCCL 2.28 and later" in n for n in s["notes"])
+    (s,) = _check(ALLREDUCE, "--topology", "dgx-h100", "--nccl-version", "2.28.9")
+    assert not any("ships with NCCL" in n for n in s["notes"])
+
+
 def test_an_inspector_log_needs_the_cluster_and_states_its_ranks():
     res = runner.invoke(app, ["check", str(ALLREDUCE)])
     assert res.exit_code == 2 and "--topology" in res.output and len(res.output.strip().splitlines()) == 1

@@ -64,6 +64,10 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
     return out
 
 
+#: The first NCCL release whose sources hold the Inspector plugin (NCCL 2.28.3, ``ext-profiler/inspector``).
+INSPECTOR_SINCE = (2, 28)
+
+
 def _inspector_files(paths: list[str]) -> list[str]:
     """The paths that hold NCCL Inspector logs (as the reader detects them), in order."""
     from zerocalc.errors import TraceFormatError
@@ -470,6 +474,11 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     if run.get("inspector"):  # an NCCL Inspector log: its communicator, and each size's calls and ranks
         d["inspector"] = run["inspector"]
         d["notes"] = run["inspector_notes"] + d["notes"]
+        if topo.gpu_arch is None and parse_version(d["nccl_version"])[:2] < INSPECTOR_SINCE:
+            since = ".".join(map(str, INSPECTOR_SINCE))
+            d["notes"].append(f"NCCL's Inspector plugin ships with NCCL {since} and later "
+                              f"(ext-profiler/inspector): a run it logged had a newer NCCL than "
+                              f"{d['nccl_version']}, the release priced")
         measured = {r["size_bytes"]: r for r in rows}
         for r in d["rows"]:
             m = measured[r["bytes"]]
