@@ -26,8 +26,10 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
 
     if n is not None and n < 1:
         raise ConfigError("must be a whole number ≥ 1", option="--n")
-    inspected = _inspector_files(paths)
-    out = _inspector_inputs(inspected, n, strict) if inspected else []
+    from zerocalc.cli.inspector_sweeps import inspector_files, inspector_inputs
+
+    inspected = inspector_files(paths)
+    out = inspector_inputs(inspected, n, strict) if inspected else []
     for path in paths:
         if path in inspected:
             continue
@@ -61,60 +63,6 @@ def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
             version = rows[0].get("nccl_version") or version_from_text(text)  # the run's own
             meta["nccl_cuda"] = cuda_build_from_text(text)
             out.append((path, rows, op, int(p), version, res.skipped, meta))
-    return out
-
-
-#: The first NCCL release whose sources hold the Inspector plugin (NCCL 2.28.3, ``ext-profiler/inspector``).
-INSPECTOR_SINCE = (2, 28)
-
-
-def _inspector_files(paths: list[str]) -> list[str]:
-    """The paths that hold NCCL Inspector logs (as the reader detects them), in order."""
-    from zerocalc.errors import TraceFormatError
-    from zerocalc.traces import reader
-
-    out = []
-    for path in paths:
-        try:
-            if reader.detect_file(path) == "nccl_inspector":
-                out.append(path)
-        except (OSError, TraceFormatError):
-            continue  # refused where it is read, naming it
-    return out
-
-
-def _inspector_inputs(files: list[str], n: int | None, strict: bool):
-    """The NCCL Inspector files ``files`` read together (a communicator's ranks write one file each), as
-    sweeps (:func:`zerocalc.traces.nccl_inspector.sweeps`) in :func:`_sweep_inputs`' form; ``--n`` is refused:
-    each record states its communicator's ranks."""
-    import os
-
-    from zerocalc.cli.sweep_dirs import read_inspector
-    from zerocalc.errors import ConfigError
-    from zerocalc.traces.nccl_inspector import sweep_note, sweeps
-    from zerocalc.traces.records import SkipLog
-
-    if n is not None:
-        raise ConfigError("an NCCL Inspector record states its communicator's ranks (header.n_ranks); --n is "
-                          "for nccl-tests files that do not say", option="--n")
-    records, skipped = [], SkipLog()
-    for path in files:
-        try:
-            got = read_inspector(path, strict)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        records += got.records
-        skipped.merge(got.skipped)
-    dirs = {os.path.dirname(f) for f in files}
-    label = files[0] if len(files) == 1 else (
-        f"{dirs.pop() or '.'} ({len(files)} Inspector files)" if len(dirs) == 1 else
-        f"{files[0]} and {len(files) - 1} more Inspector file(s)")
-    got_sweeps, notes = sweeps(records, label)
-    out = []
-    for sw in got_sweeps:
-        run = {**sw.run, "n_how": "the Inspector records' header (n_ranks)",
-               "inspector_notes": [sweep_note(sw), *notes]}
-        out.append((label, sw.rows, sw.op, sw.group_size, None, skipped, run))
     return out
 
 
@@ -472,17 +420,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["nccl_info"] = info
     d["also_in_file"] = coll_lines_remark(info, path)
     if run.get("inspector"):  # an NCCL Inspector log: its communicator, and each size's calls and ranks
-        d["inspector"] = run["inspector"]
-        d["notes"] = run["inspector_notes"] + d["notes"]
-        if topo.gpu_arch is None and parse_version(d["nccl_version"])[:2] < INSPECTOR_SINCE:
-            since = ".".join(map(str, INSPECTOR_SINCE))
-            d["notes"].append(f"NCCL's Inspector plugin ships with NCCL {since} and later "
-                              f"(ext-profiler/inspector): a run it logged had a newer NCCL than "
-                              f"{d['nccl_version']}, the release priced")
-        measured = {r["size_bytes"]: r for r in rows}
-        for r in d["rows"]:
-            m = measured[r["bytes"]]
-            r["calls"], r["ranks"], r["all_ranks_median_s"] = m["calls"], m["ranks"], m["all_ranks_median_s"]
+        from zerocalc.cli.inspector_sweeps import with_inspector_fields
+
+        with_inspector_fields(d, run, rows, nccl=topo.gpu_arch is None)
     return d, cmp
 
 

@@ -188,25 +188,6 @@ def _dir_file(path: str) -> tuple[str, str]:
     return "sweep", ""
 
 
-def read_inspector(path: str, strict: bool):
-    """The records of an NCCL Inspector file (plain or gzip, as the reader opens it;
-    :func:`zerocalc.traces.nccl_inspector.parse_bytes`); a file with none raises :class:`TraceFormatError`
-    naming the first line refused and why, if any."""
-    from zerocalc.errors import TraceFormatError
-    from zerocalc.traces import reader
-    from zerocalc.traces.nccl_inspector import parse_bytes
-
-    with reader._open(path, reader.MAX_BYTES) as stream:
-        got = parse_bytes(stream.read(), path, strict=strict)
-    if not got.records:
-        first = got.skipped.examples[0] if got.skipped.examples else None
-        if first is not None:
-            more = f" (and {got.skipped.count - 1} more)" if got.skipped.count > 1 else ""
-            raise TraceFormatError(path, first[1], f"no Inspector records read{more}: {first[2]}")
-        raise TraceFormatError(path, None, "no Inspector records")
-    return got
-
-
 def _read_sweep(path: str, strict: bool):
     """The text of an nccl-tests file (plain or gzip, as the reader opens it; ``[]`` for a ``-J`` JSON
     report) and its parse; a file with no result rows raises :class:`TraceFormatError` naming the first
