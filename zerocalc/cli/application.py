@@ -198,7 +198,8 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(
     cls=_OneLineErrors,
-    help="Read NCCL logs, PyTorch profiler traces, nccl-tests and DeepSpeed comms logs.",
+    help="Read NCCL logs, PyTorch profiler traces and Flight Recorder dumps, nccl-tests and DeepSpeed comms "
+         "logs.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )

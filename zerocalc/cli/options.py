@@ -106,7 +106,7 @@ _TOPOLOGY_HELP = f"Preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml file."
 
 #: zerocalc.traces.detect.FORMATS, spelled out: importing zerocalc.traces at start-up would load
 #: numpy and pandas before any command runs (a test keeps the two equal).
-TRACE_FORMATS = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
+TRACE_FORMATS = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms", "flight_recorder")
 _TRACE_FORMAT_HELP = (f"Read every file as this format ({', '.join(TRACE_FORMATS)}) "
                       "[default: detected per file].")
 

@@ -159,13 +159,13 @@ def _dir_sweeps(path: str) -> tuple[list[str], list[str]] | None:
 
 
 def _dir_file(path: str) -> tuple[str, str]:
-    """What a file found in a directory is: ``("sweep", "")`` where it yields nccl-tests result rows
-    (the trace reader's detection, on its head, then :func:`_read_sweep`), ``("trace", "PATH: ...")`` where
-    the reader detects another trace format (NCCL log, Kineto, DeepSpeed comms log), ``("unread",
-    "PATH: ...")`` for notes or code by their name, as the reader leaves them out of a directory
-    (:data:`zerocalc.traces.paths._SKIP_SUFFIXES`), else ``("other", "PATH: reason")`` with the reader's
-    reason: no format it detects (binary, other JSON, a CSV), a text whose nccl-tests header has no
-    result rows (a job script naming ``<op>_perf``, a run that failed)."""
+    """What a file found in a directory is: ``("sweep", "")`` where it yields nccl-tests result rows or is
+    an NCCL Inspector log (the trace reader's detection, on its head, then :func:`_read_sweep`), ``("trace",
+    "PATH: ...")`` where the reader detects another trace format (NCCL log, Kineto, DeepSpeed comms log,
+    Flight Recorder), ``("unread", "PATH: ...")`` for notes or code by their name, as the reader leaves
+    them out of a directory (:data:`zerocalc.traces.paths._SKIP_SUFFIXES`), else ``("other", "PATH:
+    reason")`` with the reader's reason: no format it detects (binary, other JSON, a CSV), a text whose
+    nccl-tests header has no result rows (a job script naming ``<op>_perf``, a run that failed)."""
     import os
 
     from zerocalc.errors import TraceFormatError

@@ -1,4 +1,5 @@
-"""Trace ingestion: NCCL debug logs, PyTorch profiler traces, nccl-tests and DeepSpeed comms logs.
+"""Trace ingestion: NCCL debug logs, PyTorch profiler traces and Flight Recorder dumps, nccl-tests and
+DeepSpeed comms logs.
 
 ``read_traces(paths)`` returns a :class:`TraceSet` whose ``table`` has one row per
 collective call per rank in the canonical columns of :mod:`zerocalc.traces.schema`.

@@ -27,7 +27,8 @@ from zerocalc.errors import TraceFormatError
 from zerocalc.traces.prefix import WIDE_SPACES, strip_prefixes
 from zerocalc.traces.streams import compression
 
-FORMATS: tuple[str, ...] = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms")
+FORMATS: tuple[str, ...] = ("nccl_log", "kineto", "nccl_tests", "nccl_tests_json", "deepspeed_comms",
+                            "flight_recorder")
 
 #: How many leading bytes the detector looks at.
 HEAD_BYTES = 1 << 16
@@ -161,14 +162,17 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
     if stripped[:1] == b"{" or _JSON_ARRAY.match(stripped):
         if stripped[:1] == b"{" and b'"header"' in head and _INSPECTOR.search(head):
             return INSPECTOR
+        if stripped[:1] == b"{" and b'"entries"' in head and (
+                b'"profiling_name"' in head or b'"pg_config"' in head or b'"pg_status"' in head):
+            return "flight_recorder"  # PyTorch's Flight Recorder, JSON dump (traces/flight_recorder.py)
         if b'"traceEvents"' in head or b'"ph"' in head:
             return "kineto"
         if b'"results"' in head or b'"nccl_version"' in head or b'"experiment_name"' in head:
             return "nccl_tests_json"
         if stripped[:1] == b"[":
             return "kineto"
-        raise TraceFormatError(file, None, "JSON that is neither a Chrome trace, an nccl-tests report nor an "
-                                           "NCCL Inspector log")
+        raise TraceFormatError(file, None, "JSON that is neither a Chrome trace, an nccl-tests report, a "
+                                           "Flight Recorder dump nor an NCCL Inspector log")
     body = strip_prefixes(_plain_spaces(head))
     if _TESTS_HEADER.search(body):
         return "nccl_tests"
@@ -183,4 +187,5 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
     if _NCCL_ANY.search(head):
         return "nccl_log"  # an NCCL log without COLL lines (yet): parses to no rows
     raise TraceFormatError(file, None, "unrecognised trace format (not an NCCL log, Kineto JSON, "
-                                       "nccl-tests output or DeepSpeed comms log)")
+                                       "nccl-tests output, DeepSpeed comms log, Flight Recorder dump or NCCL "
+                                       "Inspector log)")

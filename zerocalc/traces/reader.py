@@ -122,12 +122,16 @@ def _no_records(fmt: str, head: bytes, file: str) -> str:
 
 def _parse_stream(stream: BinaryIO, file: str, kind: str, strict: bool,
                   aggregate: bool = False, sequence: bool = False) -> ParseResult | Any:
-    if kind in ("kineto", "nccl_tests_json"):
+    if kind in ("kineto", "nccl_tests_json", "flight_recorder"):
         data = _whole(stream, file)
         if not data or data.isspace():
             raise TraceFormatError(file, None, "empty file")
         if kind == "kineto":  # decodes only the fields it reads (kineto.parse_bytes)
             return kineto.parse_bytes(data, file, strict=strict)
+        if kind == "flight_recorder":
+            from zerocalc.traces import flight_recorder
+
+            return flight_recorder.parse_bytes(data, file, strict=strict)
         from zerocalc.traces import nccl_tests_json  # -J reports only
 
         return nccl_tests_json.parse_json_bytes(data, file, strict=strict)

@@ -120,6 +120,10 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
         raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
     gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
+    unsized = int(np.isnan(gs[data_ops]).sum())
+    if unsized:  # some calls name their group but not its size, and the trace states no world size
+        raise TraceMismatchError(f"{unsized} call(s) record no group size and the trace states no world "
+                                 "size to take: give --n")
     sizes_by_elems = _elements_by_size(gs[data_ops], _w(zero_nan(full[data_ops]), w, data_ops))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)

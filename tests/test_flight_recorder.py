@@ -1,0 +1,105 @@
+"""PyTorch Flight Recorder JSON dumps as traces: read into the canonical table, counted by ``trace summary``
+and checked against the schemes by ``check``.
+
+The dumps (tests/data/traces/flight-recorder/ddp-dp2-of-4-gloo, a real run of its make_dumps.py: torch 2.13,
+gloo, 4 ranks, DDP over the groups {0, 2} and {1, 3}, 6 steps) are counted here with plain ``json``; the
+model's Ψ is the make script's: Linear(128,192) + Linear(192,96) = 43,296 parameters."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces import detect_format, read_traces
+from zerocalc.traces.flight_recorder import parse_document, rank_from_name
+
+runner = CliRunner()
+RUN = Path(__file__).parent / "data" / "traces" / "flight-recorder" / "ddp-dp2-of-4-gloo"
+PSI = 128 * 192 + 192 + 192 * 96 + 96
+
+
+def _entries(rank: int) -> list[dict]:
+    return json.loads((RUN / f"rank{rank}.json").read_text())["entries"]
+
+
+def test_the_dumps_are_detected_and_read_call_by_call():
+    for r in range(4):
+        assert detect_format((RUN / f"rank{r}.json").read_bytes()) == "flight_recorder"
+    ts = read_traces(str(RUN))
+    t = ts.table
+    assert sorted(t["rank"].dropna().unique().tolist()) == [0, 1, 2, 3]
+    for r in range(4):
+        mine = t[t["rank"] == r]
+        entries = _entries(r)
+        assert len(mine) == len(entries)
+        names = [e["profiling_name"].split(":")[1] for e in entries]
+        assert mine["op"].astype(str).tolist() == names  # all_gather, broadcast, all_reduce: c10d's names
+        assert mine["in_nelems"].tolist() == [math.prod(e["input_sizes"][0]) for e in entries]
+        # every group of the run holds 2 ranks: its one all-gather gathers 2 × 1 elements
+        assert set(mine["group_size"].tolist()) == {2}
+    assert {m["backend"] for m in ts.meta.values()} == {"gloo"}
+
+
+def test_check_infers_the_model_and_the_data_parallel_groups():
+    res = runner.invoke(app, ["check", str(RUN), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["psi"] == PSI  # one step's all-reduces: 18,528 + 24,768 elements, the model's parameters
+    assert out["n"] == 2
+    # the steady state: 6 steps, the first with DDP's whole-model all-reduce, then 5 alike
+    steady = [e for e in _entries(0) if e["profiling_name"] == "gloo:all_reduce"][1:]
+    assert out["steps"] == len(steady) // 2 == 5
+    assert out["matches"][0] == "dp"
+
+
+def test_rank_from_the_file_name_and_groups_from_pg_config():
+    assert [rank_from_name(f) for f in ("rank3.json", "/x/nccl_trace_rank_12", "dump.json")] == [3, 12, None]
+    # an NCCL dump as FlightRecorder.hpp writes one: pg_config lists each group's ranks as text, timed work
+    # has duration_ms
+    doc = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
+           "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"},
+                         "1": {"name": "1", "desc": "dp", "ranks": "[1, 3]"}},
+           "entries": [{"record_id": 0, "pg_id": 1, "process_group": ["1", "dp"], "collective_seq_id": 1,
+                        "profiling_name": "nccl:reduce_scatter_tensor_coalesced", "time_created_ns": 5,
+                        "input_sizes": [[8, 4]], "input_dtypes": ["BFloat16"], "output_sizes": [[4, 4]],
+                        "output_dtypes": ["BFloat16"], "state": "completed", "duration_ms": 0.25},
+                       {"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"],
+                        "collective_seq_id": 1, "profiling_name": "nccl:send 1->3", "input_sizes": [[10]],
+                        "input_dtypes": ["Float"], "output_sizes": [[10]], "state": "scheduled"}]}
+    res = parse_document(doc, "nccl_trace_rank_1")
+    rs, send = res.rows
+    assert (rs["op"], rs["dtype"], rs["in_nelems"], rs["out_nelems"]) == ("reduce_scatter", "bf16", 32, 16)
+    assert (rs["group_size"], rs["group_ranks"], rs["group_desc"]) == (2, "1,3", "dp")
+    assert rs["duration_s"] == pytest.approx(0.25e-3) and rs["rank"] == 1
+    assert (send["op"], send["peer"], send["duration_s"]) == ("send", 3, None)
+    assert (res.meta["backend"], res.meta["nccl_version"], res.meta["world_size"]) == ("nccl", "2.21.5", 4)
+
+
+def test_a_bad_entry_is_refused_with_its_index_or_skipped(tmp_path):
+    doc = json.loads((RUN / "rank0.json").read_text())
+    doc["entries"][3]["profiling_name"] = 7
+    f = tmp_path / "rank0.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match="entry 3"):
+        read_traces(str(f), strict=True)
+    ts = read_traces(str(f))
+    assert len(ts.table) == len(doc["entries"]) - 1 and ts.skipped.count == 1
+    res = runner.invoke(app, ["trace", "summary", str(f), "--strict"])
+    assert res.exit_code == 2 and "entry 3" in res.output and "Traceback" not in res.output
+
+
+def test_a_group_without_a_size_asks_for_n(tmp_path):
+    # gloo's dumps list no group's ranks: a world call with no gather of its own group has no size
+    doc = json.loads((RUN / "rank0.json").read_text())
+    doc["entries"].append({**doc["entries"][-1], "process_group": ["0", "default_pg"], "input_sizes": [[1]],
+                           "output_sizes": [[1]]})
+    f = tmp_path / "rank0.json"
+    f.write_text(json.dumps(doc))
+    res = runner.invoke(app, ["check", str(f)])
+    assert res.exit_code == 2 and "--n" in res.output and "Traceback" not in res.output

@@ -1,0 +1,178 @@
+"""PyTorch's Flight Recorder dumps, JSON variant (``torch/csrc/distributed/c10d/FlightRecorder*``; the
+``TORCH_FR_BUFFER_SIZE`` ring buffer, dumped by ``torch._C._distributed_c10d._dump_fr_trace_json()`` or, with
+``TORCH_FR_DUMP_TEMP_FILE`` and a JSON dump format, on a watchdog timeout). The pickle variant, PyTorch's
+default, is refused unread (:mod:`zerocalc.traces.detect`).
+
+One dump is one rank's: ``{"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": {name: {"name",
+"desc", "ranks": "[0, 2]"}}, "pg_status": {...}, "entries": [...]}``, each entry one collective the rank
+enqueued, oldest first (the last ``TORCH_FR_BUFFER_SIZE`` of them)::
+
+    {"record_id": 3, "pg_id": 1, "process_group": ["1", "undefined"], "collective_seq_id": 2,
+     "p2p_seq_id": 0, "op_id": 2, "profiling_name": "nccl:all_reduce", "time_created_ns": ...,
+     "input_sizes": [[43296]], "input_dtypes": ["Float"], "output_sizes": [[43296]],
+     "output_dtypes": ["Float"], "state": "completed", "duration_ms": 0.41, "is_p2p": false, ...}
+
+What the fields give (PyTorch ``FlightRecorder.hpp`` / ``FlightRecorderDetail.hpp``, and its
+``tools/flight_recorder`` reader):
+
+* the op from ``profiling_name`` (``nccl:``/``gloo:`` and the c10d op, as a Kineto ``record_function``
+  annotation names it; ``nccl:send 0->1`` / ``nccl:recv 1<-0`` for point-to-point), the backend from its
+  prefix;
+* the element counts as the sums of the ``input_sizes`` / ``output_sizes`` shapes, the type from
+  ``input_dtypes``;
+* the group from ``process_group`` ``[name, description]``; its members from ``pg_config[name]["ranks"]``
+  (a list written as text), else, for a group whose dump lists none (gloo's dumps list an empty one), its
+  size from an all-gather or reduce-scatter of that group (output over input elements);
+* ``duration_ms`` only where the process group timed its work (``TORCH_NCCL_ENABLE_TIMING=1``, NCCL), from
+  the work's start event to its end event on the stream; ``time_created_ns`` when it was enqueued;
+* ``comm_lib_version`` the NCCL version (empty for gloo);
+* the dump states no rank and no world size: the rank is read from the file's name (its last number:
+  ``rank3.json``, ``nccl_trace_rank_3``, as ``tools/flight_recorder`` reads it); no training step is marked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Any
+
+from zerocalc.errors import TraceFormatError
+from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
+
+FORMAT = "flight_recorder"
+
+_NAME = re.compile(r"^(?P<backend>[A-Za-z0-9_]+):(?P<op>[A-Za-z_]+)(?P<rest>.*)$")
+_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+_RANKS = re.compile(r"-?\d+")
+
+
+def rank_from_name(file: str) -> int | None:
+    """The rank a dump's file name gives: its last number (``rank3.json``, ``nccl_trace_rank_3``)."""
+    m = _LAST_NUMBER.search(os.path.basename(file))
+    return int(m.group(1)) if m else None
+
+
+def _ranks(text: Any) -> tuple[int, ...]:
+    """The ranks a ``pg_config`` entry lists (``"[0, 2]"``, or a list)."""
+    if isinstance(text, list):
+        return tuple(int(r) for r in text if isinstance(r, int) and not isinstance(r, bool))
+    return tuple(int(r) for r in _RANKS.findall(str(text or "")))
+
+
+def _nelems(shapes: Any) -> int | None:
+    """The elements of a list of tensor shapes (``[[2, 3], [4]]`` → 10); ``None`` if it is not one."""
+    if not isinstance(shapes, list):
+        return None
+    total = 0
+    for shape in shapes:
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                  for d in shape):
+            return None
+        total += math.prod(shape)
+    return total
+
+
+def _groups(pg_config: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Each process group the dump lists: name → (description, its ranks)."""
+    out = {}
+    if isinstance(pg_config, dict):
+        for key, pg in pg_config.items():
+            if isinstance(pg, dict):
+                out[str(pg.get("name", key))] = (str(pg.get("desc") or ""), _ranks(pg.get("ranks")))
+    return out
+
+
+def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
+    """One rank's dump (decoded JSON) → canonical rows (module docstring)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise TraceFormatError(file, None, "not a Flight Recorder dump: no 'entries' list")
+    rank = rank_from_name(file)
+    groups = _groups(doc.get("pg_config"))
+    version = str(doc.get("comm_lib_version") or "") or None
+    res = ParseResult(meta={"format": FORMAT, "rank": rank, "world_size": None, "nccl_version": None,
+                            "fr_version": doc.get("version")})
+    backends: set[str] = set()
+    rows = res.rows
+    for i, e in enumerate(doc["entries"]):
+        try:
+            row = _row(e, file, i, rank, groups)
+        except ValueError as exc:
+            bad(file, None, f"entry {i}: {exc}", strict, res.skipped)
+            continue
+        backends.add(row.pop("backend"))
+        rows.append(row)
+    _sizes_from_gathers(rows)
+    backend = next(iter(backends)) if len(backends) == 1 else None
+    res.meta.update(backend=backend, nccl_version=version if backend == "nccl" else None)
+    worlds = {len(r) for d, r in groups.values() if d == "default_pg" and r}
+    if len(worlds) == 1:
+        res.meta["world_size"] = next(iter(worlds))
+    return res
+
+
+def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str, Any]:
+    if not isinstance(e, dict):
+        raise ValueError("not an object")
+    name = e.get("profiling_name")
+    m = _NAME.match(name) if isinstance(name, str) else None
+    if m is None:
+        raise ValueError(f"profiling_name {name!r} is not '<backend>:<op>'")
+    op = KINETO_ANNOTATION_OPS.get(m["op"], "other")
+    pg = e.get("process_group")
+    pg_name, desc = (str(pg[0]), str(pg[1])) if isinstance(pg, list) and len(pg) == 2 else (None, "")
+    listed = groups.get(pg_name) if pg_name is not None else None
+    members = listed[1] if listed else ()
+    i_n, o_n = _nelems(e.get("input_sizes")), _nelems(e.get("output_sizes"))
+    dtypes = e.get("input_dtypes") or e.get("output_dtypes") or []
+    dt = dtypes[0] if isinstance(dtypes, list) and dtypes and isinstance(dtypes[0], str) else None
+    dtype = TORCH_DTYPES.get(dt, dt) if dt else None
+    duration = e.get("duration_ms")
+    created = e.get("time_created_ns")
+    return {"file": file, "rank": rank, "step": None, "op": op, "dtype": dtype,
+            "elem_bytes": DTYPE_BYTES.get(dtype) if dtype else None, "in_nelems": i_n, "out_nelems": o_n,
+            "group_size": len(members) or None, "group": pg_name,
+            "start_s": created * 1e-9 if isinstance(created, int) and created > 0 else None,
+            "duration_s": float(duration) * 1e-3 if isinstance(duration, int | float)
+            and not isinstance(duration, bool) and duration >= 0 else None,
+            "source_line": None, "op_name": name, "group_desc": desc or (listed[0] if listed else None),
+            "group_ranks": ",".join(map(str, members)) if members else None, "state": e.get("state"),
+            "seq": e.get("collective_seq_id"), "record": e.get("record_id", i), "backend": m["backend"],
+            "peer": _peer(m["op"], m["rest"])}
+
+
+def _peer(op: str, rest: str) -> int | None:
+    """The peer of a point-to-point entry (``send 0->1``: 1; ``recv 1<-0``: 0)."""
+    if op not in ("send", "recv"):
+        return None
+    m = re.search(r"(?:->|<-)\s*(\d+)", rest)
+    return int(m.group(1)) if m else None
+
+
+def _sizes_from_gathers(rows: list[dict[str, Any]]) -> None:
+    """The group size of the calls of a group whose dump lists no ranks, from that group's all-gathers and
+    reduce-scatters (output over input elements, or input over output), where they agree."""
+    seen: dict[str | None, set[int]] = {}
+    for r in rows:
+        if r["group_size"] is None and r["op"] in ("all_gather", "reduce_scatter"):
+            big, small = ((r["out_nelems"], r["in_nelems"]) if r["op"] == "all_gather"
+                          else (r["in_nelems"], r["out_nelems"]))
+            if big and small and big % small == 0:
+                seen.setdefault(r["group"], set()).add(big // small)
+    sizes = {g: next(iter(s)) for g, s in seen.items() if len(s) == 1}
+    for r in rows:
+        if r["group_size"] is None and r["group"] in sizes and r["op"] not in ("send", "recv"):
+            r["group_size"] = sizes[r["group"]]
+            r["group_from"] = "the group's all-gathers"
+
+
+def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
+    """A dump's bytes → :func:`parse_document`; a text that is not JSON is refused naming the file."""
+    import orjson
+
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
+    return parse_document(doc, file, strict=strict)
