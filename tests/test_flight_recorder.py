@@ -103,3 +103,30 @@ def test_a_group_without_a_size_asks_for_n(tmp_path):
     f.write_text(json.dumps(doc))
     res = runner.invoke(app, ["check", str(f)])
     assert res.exit_code == 2 and "--n" in res.output and "Traceback" not in res.output
+
+
+def test_timed_nccl_dumps_are_priced_on_the_nodes_their_group_names(tmp_path):
+    # two ranks' dumps of a data-parallel group {0, 8} (tp = 8 on 8-GPU nodes): 4 steps of one 1 Mi-element
+    # bf16 all-reduce each, timed (duration_ms) as TORCH_NCCL_ENABLE_TIMING=1 has NCCL's work timed
+    ms = {0: [0.10, 0.11, 0.12, 0.13], 8: [0.15, 0.16, 0.17, 0.18]}
+    for r, durations in ms.items():
+        entries = [{"record_id": s, "pg_id": 1, "process_group": ["1", "dp"], "collective_seq_id": s + 1,
+                    "profiling_name": "nccl:all_reduce", "time_created_ns": (s + 1) * 10**9,
+                    "input_sizes": [[1 << 20]], "input_dtypes": ["BFloat16"], "output_sizes": [[1 << 20]],
+                    "output_dtypes": ["BFloat16"], "state": "completed", "duration_ms": d}
+                   for s, d in enumerate(durations)]
+        (tmp_path / f"nccl_trace_rank_{r}").write_text(json.dumps({
+            "version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {}, "entries": entries,
+            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": str(list(range(16)))},
+                          "1": {"name": "1", "desc": "dp", "ranks": "[0, 8]"}}}))
+    res = runner.invoke(app, ["check", str(tmp_path), "--topology", "dgx-h100", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["world_size"]) == (1 << 20, 2, 4, 16)
+    (call,) = out["nccl_timing"]["calls"]
+    placed = (call["nodes"], call["ranks_per_node"], call["placement"], call["group_name"])
+    assert placed == (2, 1, "ranks", "dp")
+    every = [d for ds in ms.values() for d in ds]
+    assert call["measured_s"] == pytest.approx(sum(every) / len(every) * 1e-3)
+    assert call["fastest_rank_s"] == pytest.approx(sum(ms[0]) / 4 * 1e-3)  # rank 0 is each call's faster
+    assert "NCCL 2.21" in out["nccl_timing"]["model"]  # comm_lib_version: the release NCCL's model prices
