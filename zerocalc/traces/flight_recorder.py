@@ -1,7 +1,7 @@
 """PyTorch's Flight Recorder dumps, JSON variant (``torch/csrc/distributed/c10d/FlightRecorder*``; the
-``TORCH_FR_BUFFER_SIZE`` ring buffer, dumped by ``torch._C._distributed_c10d._dump_fr_trace_json()`` or, with
-``TORCH_FR_DUMP_TEMP_FILE`` and a JSON dump format, on a watchdog timeout). The pickle variant, PyTorch's
-default, is refused unread (:mod:`zerocalc.traces.detect`).
+``TORCH_FR_BUFFER_SIZE`` ring buffer as ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns it,
+or, in builds with NCCL, ``_dump_nccl_trace_json()``). The pickle variant, what a watchdog timeout writes to
+``TORCH_FR_DUMP_TEMP_FILE``, is refused unread (:mod:`zerocalc.traces.detect`).
 
 One dump is one rank's: ``{"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": {name: {"name",
 "desc", "ranks": "[0, 2]"}}, "pg_status": {...}, "entries": [...]}``, each entry one collective the rank
