@@ -160,13 +160,13 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
         raise TraceFormatError(file, None, "binary data, not a text or JSON trace")
     stripped = head.lstrip()
     if stripped[:1] == b"{" or _JSON_ARRAY.match(stripped):
+        if b'"traceEvents"' in head or b'"ph"' in head:
+            return "kineto"
         if stripped[:1] == b"{" and b'"header"' in head and _INSPECTOR.search(head):
             return INSPECTOR
         if stripped[:1] == b"{" and b'"entries"' in head and (
                 b'"profiling_name"' in head or b'"pg_config"' in head or b'"pg_status"' in head):
             return "flight_recorder"  # PyTorch's Flight Recorder, JSON dump (traces/flight_recorder.py)
-        if b'"traceEvents"' in head or b'"ph"' in head:
-            return "kineto"
         if b'"results"' in head or b'"nccl_version"' in head or b'"experiment_name"' in head:
             return "nccl_tests_json"
         if stripped[:1] == b"[":
