@@ -40,6 +40,8 @@ from typing import Any
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
+from zerocalc.traces.schema import FLIGHT_RECORDER_DUMP_KEYS as DUMP
+from zerocalc.traces.schema import FLIGHT_RECORDER_KEYS as KEY
 
 FORMAT = "flight_recorder"
 
@@ -86,16 +88,16 @@ def _groups(pg_config: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
 
 def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     """One rank's dump (decoded JSON) → canonical rows (module docstring)."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
-        raise TraceFormatError(file, None, "not a Flight Recorder dump: no 'entries' list")
+    if not isinstance(doc, dict) or not isinstance(doc.get(DUMP["entries"]), list):
+        raise TraceFormatError(file, None, f"not a Flight Recorder dump: no {DUMP['entries']!r} list")
     rank = rank_from_name(file)
-    groups = _groups(doc.get("pg_config"))
-    version = str(doc.get("comm_lib_version") or "") or None
+    groups = _groups(doc.get(DUMP["groups"]))
+    version = str(doc.get(DUMP["nccl_version"]) or "") or None
     res = ParseResult(meta={"format": FORMAT, "rank": rank, "world_size": None, "nccl_version": None,
-                            "fr_version": doc.get("version")})
+                            "fr_version": doc.get(DUMP["version"])})
     backends: set[str] = set()
     rows = res.rows
-    for i, e in enumerate(doc["entries"]):
+    for i, e in enumerate(doc[DUMP["entries"]]):
         try:
             row = _row(e, file, i, rank, groups)
         except ValueError as exc:
@@ -115,21 +117,21 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
 def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str, Any]:
     if not isinstance(e, dict):
         raise ValueError("not an object")
-    name = e.get("profiling_name")
+    name = e.get(KEY["op_name"])
     m = _NAME.match(name) if isinstance(name, str) else None
     if m is None:
-        raise ValueError(f"profiling_name {name!r} is not '<backend>:<op>'")
+        raise ValueError(f"{KEY['op_name']} {name!r} is not '<backend>:<op>'")
     op = KINETO_ANNOTATION_OPS.get(m["op"], "other")
-    pg = e.get("process_group")
+    pg = e.get(KEY["group"])
     pg_name, desc = (str(pg[0]), str(pg[1])) if isinstance(pg, list) and len(pg) == 2 else (None, "")
     listed = groups.get(pg_name) if pg_name is not None else None
     members = listed[1] if listed else ()
-    i_n, o_n = _nelems(e.get("input_sizes")), _nelems(e.get("output_sizes"))
-    dtypes = e.get("input_dtypes") or e.get("output_dtypes") or []
+    i_n, o_n = _nelems(e.get(KEY["in_nelems"])), _nelems(e.get(KEY["out_nelems"]))
+    dtypes = e.get(KEY["dtype"]) or e.get("output_dtypes") or []
     dt = dtypes[0] if isinstance(dtypes, list) and dtypes and isinstance(dtypes[0], str) else None
     dtype = TORCH_DTYPES.get(dt, dt) if dt else None
-    duration = e.get("duration_ms")
-    created = e.get("time_created_ns")
+    duration = e.get(KEY["duration_s"])
+    created = e.get(KEY["start_s"])
     return {"file": file, "rank": rank, "step": None, "op": op, "dtype": dtype,
             "elem_bytes": DTYPE_BYTES.get(dtype) if dtype else None, "in_nelems": i_n, "out_nelems": o_n,
             "group_size": len(members) or None, "group": pg_name,
@@ -137,8 +139,8 @@ def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str,
             "duration_s": float(duration) * 1e-3 if isinstance(duration, int | float)
             and not isinstance(duration, bool) and duration >= 0 else None,
             "source_line": None, "op_name": name, "group_desc": desc or (listed[0] if listed else None),
-            "group_ranks": ",".join(map(str, members)) if members else None, "state": e.get("state"),
-            "seq": e.get("collective_seq_id"), "record": e.get("record_id", i), "backend": m["backend"],
+            "group_ranks": ",".join(map(str, members)) if members else None, "state": e.get(KEY["state"]),
+            "seq": e.get(KEY["seq"]), "record": e.get(KEY["record"], i), "backend": m["backend"],
             "peer": _peer(m["op"], m["rest"])}
 
 

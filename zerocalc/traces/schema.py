@@ -263,3 +263,18 @@ DEEPSPEED_SIZE_UNITS: Final[dict[str, int]] = {
 DEEPSPEED_SUMMARY_COLUMNS: Final[tuple[str, ...]] = (
     "calls", "total_latency_ms", "avg_latency_ms", "tput_avg_Gbps", "busbw_avg_Gbps",
 )
+
+# ---------------------------------------------------------------------------
+# PyTorch Flight Recorder, JSON dump (torch/csrc/distributed/c10d/FlightRecorder.hpp, dump version "2.x")
+# ---------------------------------------------------------------------------
+
+#: Canonical (or extra) column → the entry key it is read from (traces/flight_recorder.py says how).
+FLIGHT_RECORDER_KEYS: Final[dict[str, str]] = {
+    "op_name": "profiling_name", "group": "process_group", "in_nelems": "input_sizes",
+    "out_nelems": "output_sizes", "dtype": "input_dtypes", "start_s": "time_created_ns",
+    "duration_s": "duration_ms", "seq": "collective_seq_id", "record": "record_id", "state": "state",
+}
+#: The dump's own keys: its groups (name → name, desc, ranks) and the NCCL release.
+FLIGHT_RECORDER_DUMP_KEYS: Final[dict[str, str]] = {
+    "entries": "entries", "groups": "pg_config", "nccl_version": "comm_lib_version", "version": "version",
+}
