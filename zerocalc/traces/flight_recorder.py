@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from zerocalc.errors import TraceFormatError
-from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.records import ParseResult, bad, json_document
 from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
 from zerocalc.traces.schema import FLIGHT_RECORDER_DUMP_KEYS as DUMP
 from zerocalc.traces.schema import FLIGHT_RECORDER_KEYS as KEY
@@ -171,10 +171,4 @@ def _sizes_from_gathers(rows: list[dict[str, Any]]) -> None:
 
 def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
     """A dump's bytes → :func:`parse_document`; a text that is not JSON is refused naming the file."""
-    import orjson
-
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
-    return parse_document(doc, file, strict=strict)
+    return parse_document(json_document(data, file), file, strict=strict)

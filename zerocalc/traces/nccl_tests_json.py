@@ -16,12 +16,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
-
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.nccl_tests import _PERF, FORMAT, _Run, _tabulate, _to_row, nccl_version_from_code
 from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX
-from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.records import ParseResult, bad, json_document
 from zerocalc.traces.schema import NCCL_TESTS_JSON_BODY, NCCL_TESTS_JSON_KEYS
 
 
@@ -108,8 +106,4 @@ def _json_config(run: _Run, config: dict[str, Any]) -> None:
 
 
 def parse_json_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
-    return parse_json(doc, file, strict=strict)
+    return parse_json(json_document(data, file), file, strict=strict)

@@ -70,3 +70,14 @@ def bad(file: str, line: int | None, reason: str, strict: bool, skipped: SkipLog
     if strict:
         raise TraceFormatError(file, line, reason)
     skipped.add(file, line, reason)
+
+
+def json_document(data: bytes, file: str) -> Any:
+    """The decoded JSON of a file's bytes; :class:`TraceFormatError` naming the file where they are not
+    JSON."""
+    import orjson
+
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(file, None, f"not valid JSON ({exc})") from None
