@@ -191,3 +191,11 @@ def test_fit_out_calibrates_on_an_inspector_log_and_check_reads_it_back(tmp_path
     assert a == pytest.approx(alpha_us, abs=1.0) and b == pytest.approx(bw / 1e9, rel=0.02)
     (s,) = _check(logs, "--topology", str(out))
     assert 0.9 <= statistics.median(r["ratio"] for r in s["rows"]) <= 1.1
+
+
+def test_records_spread_over_lines_keep_their_line_numbers(tmp_path):
+    # two published records one after the other, as a README prints them: each starts at its own "{" line
+    both = ALLREDUCE.read_text() + EXPORTER.read_text()
+    starts = [i for i, line in enumerate(both.splitlines(), 1) if line == "{"]
+    got = parse_bytes(both.encode(), "both.log", strict=True)
+    assert [r.line for r in got.records] == starts == [1, len(ALLREDUCE.read_text().splitlines()) + 1]
