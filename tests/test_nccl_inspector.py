@@ -193,7 +193,7 @@ def test_fit_out_calibrates_on_an_inspector_log_and_check_reads_it_back(tmp_path
     assert 0.9 <= statistics.median(r["ratio"] for r in s["rows"]) <= 1.1
 
 
-def test_records_spread_over_lines_keep_their_line_numbers(tmp_path):
+def test_records_spread_over_lines_keep_their_line_numbers():
     # two published records one after the other, as a README prints them: each starts at its own "{" line
     both = ALLREDUCE.read_text() + EXPORTER.read_text()
     starts = [i for i, line in enumerate(both.splitlines(), 1) if line == "{"]
