@@ -144,3 +144,38 @@ def test_repeating_suffix_agrees_with_the_definition():
                 if want is not None and mp != 1:
                     continue
                 assert _repeating_suffix(seq, want, min_period=mp) == _brute_force(seq, want, mp), (seq, want)
+
+
+def _fr_dumps(tmp_path, entries_of):
+    """Flight Recorder dumps of 2 ranks (gloo, one group of both), each with the entries ``entries_of``
+    makes of (op, elements) pairs."""
+    import json
+
+    for r in (0, 1):
+        entries = [{"record_id": i, "process_group": ["1", "dp"], "collective_seq_id": i + 1,
+                    "profiling_name": f"gloo:{op}", "input_sizes": [[n]], "output_sizes": [[n]],
+                    "input_dtypes": ["Float"], "state": "scheduled"} for i, (op, n) in enumerate(entries_of)]
+        doc = {"version": "2.10", "entries": entries,
+               "pg_config": {"1": {"name": "1", "desc": "dp", "ranks": "[0, 1]"}}}
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(doc))
+    return read_traces(str(tmp_path))
+
+
+def test_a_closing_scalar_does_not_make_the_run_one_step(tmp_path):
+    # 4 steps of two bucket all-reduces (300 and 200 elements), then a closing scalar all-reduce (a loss)
+    ts = _fr_dumps(tmp_path, [("broadcast", 500)] + [("all_reduce", 300), ("all_reduce", 200)] * 4
+                   + [("all_reduce", 1)])
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.psi) == (4, 500)
+    assert "1 call(s) without data after the last repetition" in m.steps_how
+    # before the scalar closed it, the same run: the same steps
+    ts = _fr_dumps(tmp_path, [("broadcast", 500)] + [("all_reduce", 300), ("all_reduce", 200)] * 4)
+    assert (measure(ts.table, meta=ts.meta).steps, measure(ts.table, meta=ts.meta).psi) == (4, 500)
+
+
+def test_one_step_of_equal_buckets_stays_one_step(tmp_path):
+    # one step whose three buckets are alike, then a scalar: as likely three buckets as three steps, so
+    # the whole trace stays one step, as it was before a closing call was set apart
+    ts = _fr_dumps(tmp_path, [("broadcast", 900)] + [("all_reduce", 300)] * 3 + [("all_reduce", 1)])
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.psi) == (1, 900)

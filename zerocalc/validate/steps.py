@@ -105,7 +105,8 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
     carries = ops.isin(_OP_VERBS) & ~small
     bounds = run_bounds(rank)
-    found: dict[tuple[bytes, int], tuple[int, int]] = {}  # ranks that made the same calls: one search
+    found: dict[tuple[bytes, int], tuple[int, int, int]] = {}  # ranks that made the same calls: one search
+    tails: dict[int, int] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         r, n_calls = int(rank[lo]), hi - lo
         data_at = np.flatnonzero(carries[lo:hi])
@@ -114,8 +115,12 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
         key = (sig[lo:hi].tobytes(), min_period)
         if key not in found:
-            found[key] = _repeating_suffix(sig[lo:hi], steps, min_period=min_period)
-        per, reps = found[key]
+            found[key] = (*_repeating_suffix(sig[lo:hi], steps, min_period=min_period), 0)
+            if found[key][0] == 0 and steps is None:  # nothing repeats to the end: scalars may close the run
+                found[key] = _before_tail(sig[lo:hi], carries[lo:hi]) or found[key]
+        per, reps, tail = found[key]
+        hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
+        tails[r] = tail
         if per == 0:
             if steps is not None:
                 raise TraceMismatchError(
@@ -142,10 +147,39 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
                      "(the trace has no step markers)")
     if lead:
         steps_how += f"; {lead} call(s) before the first repetition count as one-off"
+    tail = max(tails.values(), default=0)
+    if tail:
+        steps_how += (f"; {tail} call(s) without data after the last repetition (a closing barrier or loss "
+                      "all-reduce) count as one-off")
     if len(pers) > 1:
         notes.append("ranks differ in their calls (calls per step × steps): "
                      + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
     return step_id, steps_how, notes
+
+
+#: The most calls without data (scalars, barriers) that may close a rank's calls after its last step.
+MAX_TAIL = 8
+
+
+def _before_tail(sig: np.ndarray, carries: np.ndarray) -> tuple[int, int, int] | None:
+    """(period, repetitions, tail) where a rank's calls end in a few calls that carry no data (a closing
+    barrier, a last loss all-reduce; at most :data:`MAX_TAIL`) after repetitions of a block: the block ending
+    the calls before them, where it repeats and holds two or more distinct calls that carry data (one
+    repeated call alone is as much a step's buckets as steps); None otherwise."""
+    data_at = np.flatnonzero(carries)
+    if not len(data_at):
+        return None
+    tail = len(sig) - 1 - int(data_at[-1])
+    if not 0 < tail <= MAX_TAIL:
+        return None
+    body = sig[:len(sig) - tail]
+    per, reps = _repeating_suffix(body, None, min_period=1)
+    if per == 0:
+        return None
+    block = slice(len(body) - per, len(body))
+    if len(set(body[block][carries[:len(body)][block]].tolist())) < 2:
+        return None
+    return per, reps, tail
 
 
 @dataclass(frozen=True)
