@@ -130,3 +130,20 @@ def test_timed_nccl_dumps_are_priced_on_the_nodes_their_group_names(tmp_path):
     assert call["measured_s"] == pytest.approx(sum(every) / len(every) * 1e-3)
     assert call["fastest_rank_s"] == pytest.approx(sum(ms[0]) / 4 * 1e-3)  # rank 0 is each call's faster
     assert "NCCL 2.21" in out["nccl_timing"]["model"]  # comm_lib_version: the release NCCL's model prices
+
+
+def test_an_inspector_log_beside_the_dumps_is_left_out_with_a_note(tmp_path):
+    # both NCCL's Inspector and PyTorch's Flight Recorder were on: the directory holds both kinds of file
+    import shutil
+
+    for r in range(4):
+        shutil.copy(RUN / f"rank{r}.json", tmp_path / f"rank{r}.json")
+    shutil.copy(RUN.parent.parent / "nccl-inspector" / "readme-allreduce-8ranks-1node.log",
+                tmp_path / "node-1-pid7.log")
+    ts = read_traces(str(tmp_path))
+    assert sorted(ts.table["rank"].unique().tolist()) == [0, 1, 2, 3]
+    assert any("node-1-pid7.log" in n and "Inspector" in n for n in ts.notes)
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["psi"] == PSI
+    with pytest.raises(TraceFormatError, match="Inspector"):  # named on its own, it is refused
+        read_traces(str(tmp_path / "node-1-pid7.log"))

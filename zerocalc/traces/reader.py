@@ -83,6 +83,9 @@ def _parse(file: str, strict: bool, fmt: str | None, max_bytes: int, optional: b
             raise
         if fmt is None and weak(head, kind):  # NCCL's lines alone in the head: an nccl-tests header may come
             kind = detect_file(file, max_bytes)
+        if kind == INSPECTOR and optional:  # beside a run's traces (Flight Recorder dumps, say): left out
+            return ("an NCCL Inspector log, not a per-rank trace: `zerocalc check FILE --topology T` "
+                    "compares its calls with NCCL's cost model")
         result = _parse_stream(stream, file, kind, strict, aggregate, sequence)
     if fmt is not None and not len(result):
         reason = _no_records(fmt, head, file)
