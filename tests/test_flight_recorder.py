@@ -78,6 +78,9 @@ def test_rank_from_the_file_name_and_groups_from_pg_config():
     assert (rs["group_size"], rs["group_ranks"], rs["group_desc"]) == (2, "1,3", "dp")
     assert rs["duration_s"] == pytest.approx(0.25e-3) and rs["rank"] == 1
     assert (send["op"], send["peer"], send["duration_s"]) == ("send", 3, None)
+    # ProcessGroupNCCL's barrier: a one-element all-reduce named so since PyTorch PR #140785
+    doc["entries"][1]["profiling_name"] = "nccl:all_reduce_barrier"
+    assert parse_document(doc, "nccl_trace_rank_1").rows[1]["op"] == "barrier"
     assert (res.meta["backend"], res.meta["nccl_version"], res.meta["world_size"]) == ("nccl", "2.21.5", 4)
 
 

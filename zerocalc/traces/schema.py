@@ -108,8 +108,11 @@ KINETO_COLLECTIVE_NAMES: Final[dict[str, str]] = {
 }
 KINETO_IGNORED_COLLECTIVES: Final[frozenset[str]] = frozenset({"wait", "coalesced", "init", ""})
 
-#: ``nccl:<op>`` / ``gloo:<op>`` annotation suffixes → canonical op.
+#: ``nccl:<op>`` / ``gloo:<op>`` annotation suffixes → canonical op, in Flight Recorder dumps too.
+#: ``all_reduce_barrier``: ProcessGroupNCCL's barrier, a one-element all-reduce, so named since PyTorch PR
+#: #140785 (2.6; ``nccl:all_reduce`` before).
 KINETO_ANNOTATION_OPS: Final[dict[str, str]] = {
+    "all_reduce_barrier": "barrier",
     "all_reduce": "all_reduce", "all_gather": "all_gather", "_all_gather_base": "all_gather",
     "all_gather_into_tensor_coalesced": "all_gather",
     "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter",
