@@ -150,6 +150,15 @@ def test_bad_lines_are_refused_with_their_line_or_skipped_and_counted(tmp_path):
     assert res.exit_code == 2 and ":2" in res.output and len(res.output.strip().splitlines()) == 1
 
 
+def test_an_exec_time_with_a_fraction_is_read(tmp_path):
+    # NCCL writes whole µs (jsonUint64); a writer of fractions is read to the fraction, a negative refused
+    f = tmp_path / "a-pid1.log"
+    f.write_text(_line("0x1", 0, 2, 1, "a", "AllReduce", 0, 1 << 20, 30.25) + "\n"
+                 + _line("0x1", 0, 2, 1, "a", "AllReduce", 1, 1 << 20, -1) + "\n")
+    got = parse_bytes(f.read_bytes(), str(f))
+    assert [r.exec_s for r in got.records] == [pytest.approx(30.25e-6)] and got.skipped.count == 1
+
+
 def test_a_communicator_stated_two_ways_is_refused(tmp_path):
     f = tmp_path / "a-pid1.log"
     f.write_text(_line("0x1", 0, 2, 1, "a", "AllReduce", 0, 1 << 20, 30) + "\n"

@@ -90,6 +90,13 @@ def _int(obj: dict, key: str, where: str, minimum: int = 0) -> int:
     return v
 
 
+def _number(obj: dict, key: str, where: str) -> float:
+    v = obj.get(key)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or v == float("inf"):
+        raise ValueError(f"{where}.{key} is not a number ≥ 0: {v!r}")
+    return float(v)
+
+
 def record(obj: Any, file: str, line: int) -> Record:
     """The :class:`Record` of one decoded line; ``ValueError`` saying which field does not fit."""
     if not isinstance(obj, dict) or not isinstance(obj.get("header"), dict):
@@ -116,7 +123,7 @@ def record(obj: Any, file: str, line: int) -> Record:
     sn = sn if isinstance(sn, int) and not isinstance(sn, bool) else None
     return Record(file, line, str(head.get("id", "")), str(head.get("comm_name") or ""), rank, n, nnodes,
                   str(meta.get("hostname") or ""), name, sn, _int(perf, f"{kind}_msg_size_bytes", where),
-                  _int(perf, f"{kind}_exec_time_us", where) * 1e-6, str(source or ""), p2p)
+                  _number(perf, f"{kind}_exec_time_us", where) * 1e-6, str(source or ""), p2p)
 
 
 def _objects(text: str) -> Iterable[tuple[int, Any | None, str]]:
