@@ -350,18 +350,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     where no ``--topology`` gave it (:func:`zerocalc.validate.given.topology_note`)."""
     from zerocalc.nccl.env import settings
     from zerocalc.nccl.ofi_tuner import platform_of
-    from zerocalc.nccl.tables import parse_version
     from zerocalc.topology import placement
-    from zerocalc.topology.devices import gdr_unstated_note, host_memory_note, socket_nic_note
-    from zerocalc.topology.slots import gcp_slice_note
-    from zerocalc.validate.sweep import P2P_OPS, compare_sweep, launch_note
-    from zerocalc.validate.sweep_info import (
-        coll_lines_remark,
-        ofi_tuner_stated,
-        rendezvous_note,
-        stated_choices,
-        tuner_note,
-    )
+    from zerocalc.validate.sweep import P2P_OPS, compare_sweep
+    from zerocalc.validate.sweep_info import coll_lines_remark, ofi_tuner_stated, stated_choices, tuner_note
 
     run, topo, topology_how = _placed(given, path, run, p, stated, nccl_env)
     version, notes, version_how = _sweep_version(path, nccl_version, stated, run.get("layout"), topo,
@@ -402,21 +393,9 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
     d["gpus_per_thread"] = run.get("gpus_per_thread")
     d["agg_iters"], d["graph"] = run.get("agg_iters"), run.get("graph")
     d["local_register"] = register
-    launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"],
-                                      parse_version(d["nccl_version"]) if d.get("nccl_version") else None)]
-              if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
-    how = run.get("op_how") if run.get("op") else None
-    told = ([] if not how else [how] if how.startswith("the file names ")
-            else [f"the file names no test (no <op>_perf): {op} told by its table ({how})"])
-    if str(run.get("layout") or "").endswith("-inplace"):
-        told.append("the table has one group of time columns, read as the in-place one (rccl-tests -O 0 "
-                    "prints the in-place group alone): measured is the in-place time")
-    gdr_note = [t for t in [gdr_unstated_note(topo, p), gcp_slice_note(slice_how), host_memory_note(topo, p),
-                            socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
-    d["notes"] = (notes + told + run.get("nccl_env_notes", []) + list(env.notes) + info_notes
-                  + tuner_note(info) + ofi_notes + d["notes"]
-                  + gdr_note + (rendezvous_note(topo, p) if op not in P2P_OPS else []) + launch
-                  + _skip_notes(skipped))
+    cluster = _cluster_notes(d, op, topo, p, run, given, slice_how)
+    d["notes"] = (notes + _told_notes(run, op) + run.get("nccl_env_notes", []) + list(env.notes) + info_notes
+                  + tuner_note(info) + ofi_notes + d["notes"] + cluster + _skip_notes(skipped))
     d["nccl_info"] = info
     d["also_in_file"] = coll_lines_remark(info, path)
     if run.get("inspector"):  # an NCCL Inspector log: its communicator, and each size's calls and ranks
@@ -424,6 +403,35 @@ def _check_one(path, rows, op, p, stated, skipped, run, *, given, tuner, nccl_ve
 
         with_inspector_fields(d, run, rows, nccl=topo.gpu_arch is None)
     return d, cmp
+
+
+def _told_notes(run: dict, op: str) -> list[str]:
+    """How the file told the sweep's collective and its time columns, where it did not say so plainly."""
+    how = run.get("op_how") if run.get("op") else None
+    told = ([] if not how else [how] if how.startswith("the file names ")
+            else [f"the file names no test (no <op>_perf): {op} told by its table ({how})"])
+    if str(run.get("layout") or "").endswith("-inplace"):
+        told.append("the table has one group of time columns, read as the in-place one (rccl-tests -O 0 "
+                    "prints the in-place group alone): measured is the in-place time")
+    return told
+
+
+def _cluster_notes(d: dict, op: str, topo, p: int, run: dict, given,
+                   slice_how: str) -> list[str]:
+    """The notes on the cluster the sweep ``d`` (its JSON) of ``op`` was priced on: GPUDirect, a GCP
+    slice, host memory, a socket NIC, the network's rendezvous and the launch terms of its ``-g``."""
+    from zerocalc.nccl.tables import parse_version
+    from zerocalc.topology.devices import gdr_unstated_note, host_memory_note, socket_nic_note
+    from zerocalc.topology.slots import gcp_slice_note
+    from zerocalc.validate.sweep import P2P_OPS, launch_note
+    from zerocalc.validate.sweep_info import rendezvous_note
+
+    gdr = [t for t in [gdr_unstated_note(topo, p), gcp_slice_note(slice_how), host_memory_note(topo, p),
+                       socket_nic_note(topo, p, run.get("network")) if given is None else ""] if t]
+    launch = [t for t in [launch_note(d["gpus_per_thread"], d["agg_iters"], d["graph"],
+                                      parse_version(d["nccl_version"]) if d.get("nccl_version") else None)]
+              if t and topo.gpu_arch is None]  # RCCL: its comparison says it prices no launch terms
+    return gdr + (rendezvous_note(topo, p) if op not in P2P_OPS else []) + launch
 
 
 def _given_notes(path, run, rows, op, p, given, nccl_version, stated, topo, chosen=None) -> list[str]:
