@@ -9,15 +9,18 @@ INSPECTOR_SINCE = (2, 28)
 
 
 def inspector_files(paths: list[str]) -> list[str]:
-    """The paths that hold NCCL Inspector logs (as the reader detects them), in order."""
+    """The paths that hold NCCL Inspector logs, in order: told by their head alone (an Inspector log's first
+    bytes are a record), not read on as an nccl-tests output whose head is NCCL's INFO lines is."""
     from zerocalc.errors import TraceFormatError
     from zerocalc.traces import reader
+    from zerocalc.traces.detect import HEAD_BYTES, INSPECTOR, detect_format
 
     out = []
     for path in paths:
         try:
-            if reader.detect_file(path) == "nccl_inspector":
-                out.append(path)
+            with reader._open(path, reader.MAX_BYTES) as stream:
+                if detect_format(stream.read(HEAD_BYTES), path) == INSPECTOR:
+                    out.append(path)
         except (OSError, TraceFormatError):
             continue  # refused where it is read, naming it
     return out
