@@ -127,7 +127,7 @@ def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str,
     listed = groups.get(pg_name) if pg_name is not None else None
     members = listed[1] if listed else ()
     i_n, o_n = _nelems(e.get(KEY["in_nelems"])), _nelems(e.get(KEY["out_nelems"]))
-    dtypes = e.get(KEY["dtype"]) or e.get("output_dtypes") or []
+    dtypes = e.get(KEY["dtype"]) or e.get(KEY["out_dtype"]) or []  # a receive has outputs alone
     dt = dtypes[0] if isinstance(dtypes, list) and dtypes and isinstance(dtypes[0], str) else None
     dtype = TORCH_DTYPES.get(dt, dt) if dt else None
     duration = e.get(KEY["duration_s"])

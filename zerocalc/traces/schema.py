@@ -274,7 +274,8 @@ DEEPSPEED_SUMMARY_COLUMNS: Final[tuple[str, ...]] = (
 #: Canonical (or extra) column → the entry key it is read from (traces/flight_recorder.py says how).
 FLIGHT_RECORDER_KEYS: Final[dict[str, str]] = {
     "op_name": "profiling_name", "group": "process_group", "in_nelems": "input_sizes",
-    "out_nelems": "output_sizes", "dtype": "input_dtypes", "start_s": "time_created_ns",
+    "out_nelems": "output_sizes", "dtype": "input_dtypes", "out_dtype": "output_dtypes",
+    "start_s": "time_created_ns",
     "duration_s": "duration_ms", "seq": "collective_seq_id", "record": "record_id", "state": "state",
 }
 #: The dump's own keys: its groups (name → name, desc, ranks) and the NCCL release.
