@@ -8,7 +8,8 @@ One module per part: :mod:`~zerocalc.cli.application` (the typer app, one-line e
 :mod:`~zerocalc.cli.model_commands` (table, derive), :mod:`~zerocalc.cli.review_commands`
 (feasibility, report) and
 :mod:`~zerocalc.cli.trace_commands` (check, fit, trace summary) with
-:mod:`~zerocalc.cli.sweep_commands` (nccl-tests sweeps in check and fit). This module registers the
+:mod:`~zerocalc.cli.sweep_commands` (nccl-tests sweeps in check and fit; ``fit --out``:
+:mod:`~zerocalc.cli.sweep_fit`). This module registers the
 commands on the app, in the order ``zerocalc --help`` lists them; those that read traces read ``-`` and
 pipes too (:func:`~zerocalc.cli.piped.piped_inputs`).
 """

@@ -1,7 +1,8 @@
 """The trace commands: ``check`` (measured bytes against every scheme; nccl-tests sweeps against
 NCCL's cost model), ``fit`` (α-β from measured timings; NCCL's model calibrated into a topology TOML)
 and ``trace summary`` (the calls of each rank and step). Each only wires options to library calls;
-the sweeps' part of ``check`` and ``fit`` is :mod:`zerocalc.cli.sweep_commands`.
+the sweeps' part of ``check`` and ``fit`` is :mod:`zerocalc.cli.sweep_commands` (``fit --out``:
+:mod:`zerocalc.cli.sweep_fit`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from zerocalc.cli.options import (
     model_psi,
     output_format,
 )
-from zerocalc.cli.sweep_commands import _fit_out, _sweep_check
+from zerocalc.cli.sweep_commands import _sweep_check
 from zerocalc.cli.sweep_dirs import per_rank_traces, sweep_paths, sweeps_needed
+from zerocalc.cli.sweep_fit import _fit_out
 from zerocalc.rendering import (
     _check_markdown,
     _check_rows,
