@@ -148,12 +148,13 @@ def test_repeating_suffix_agrees_with_the_definition():
 
 def _fr_dumps(tmp_path, entries_of):
     """Flight Recorder dumps of 2 ranks (gloo, one group of both), each with the entries ``entries_of``
-    makes of (op, elements) pairs."""
+    makes of (op, elements) pairs (an all-gather's output: both ranks' elements)."""
     import json
 
     for r in (0, 1):
         entries = [{"record_id": i, "process_group": ["1", "dp"], "collective_seq_id": i + 1,
-                    "profiling_name": f"gloo:{op}", "input_sizes": [[n]], "output_sizes": [[n]],
+                    "profiling_name": f"gloo:{op}", "input_sizes": [[n]],
+                    "output_sizes": [[2 * n if op == "all_gather" else n]],
                     "input_dtypes": ["Float"], "state": "scheduled"} for i, (op, n) in enumerate(entries_of)]
         doc = {"version": "2.10", "entries": entries,
                "pg_config": {"1": {"name": "1", "desc": "dp", "ranks": "[0, 1]"}}}
@@ -179,3 +180,32 @@ def test_one_step_of_equal_buckets_stays_one_step(tmp_path):
     ts = _fr_dumps(tmp_path, [("broadcast", 900)] + [("all_reduce", 300)] * 3 + [("all_reduce", 1)])
     m = measure(ts.table, meta=ts.meta)
     assert (m.steps, m.psi) == (1, 900)
+
+
+STEPS = [("broadcast", 500)] + [("all_reduce", 3000), ("all_reduce", 2000)] * 4  # 4 steps of Ψ = 5,000
+
+
+@pytest.mark.parametrize("after, tail", [
+    ([("all_gather", 5000)], 1),  # a checkpoint gathering the model
+    ([("all_reduce", 400)] * 3, 3),  # evaluation: three metric all-reduces (alike, so repeating)
+    ([("all_reduce", 3000)], 1),  # a step cut short after its first bucket: the buckets seen as rotated
+])
+def test_calls_with_data_after_the_last_step_are_one_off(tmp_path, after, tail):
+    m = measure(_fr_dumps(tmp_path, STEPS + after).table, meta=_fr_dumps(tmp_path, STEPS + after).meta)
+    assert (m.steps, m.psi) == (4, 5000)
+    if after[0][1] != 3000:
+        assert f"{tail} call(s) after the last repetition (evaluation, a checkpoint" in m.steps_how
+    # without them, the same steps
+    ts = _fr_dumps(tmp_path, STEPS)
+    assert (measure(ts.table, meta=ts.meta).steps, measure(ts.table, meta=ts.meta).psi) == (4, 5000)
+
+
+def test_one_step_of_alike_layers_stays_one_step(tmp_path):
+    # one FSDP-like step of 6 equal layers: 6 forward gathers, then a gather and a reduce-scatter each in
+    # backward, then the embedding's reduce-scatter. The (gather, reduce-scatter) pairs repeat 6 times,
+    # but the 6 forward gathers before them carry as much as 6 pairs' gathers: a part of one step
+    ts = _fr_dumps(tmp_path, [("all_gather", 100)] * 6 + [("all_gather", 100), ("reduce_scatter", 200)] * 6
+                   + [("reduce_scatter", 80)])
+    m = measure(ts.table, meta=ts.meta)
+    assert m.steps == 1
+    assert "whole trace is taken as one step" in m.steps_how

@@ -177,7 +177,7 @@ def measure(
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
-                                           in_e, out_e, gs, small, steps, w)
+                                           in_e, out_e, gs, small, steps, w, sent)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)

@@ -79,12 +79,16 @@ def _repeating_suffix(sig: Sequence, want: int | None, *, min_period: int = 1) -
 
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
                 gs: np.ndarray, small: np.ndarray, steps: int | None,
-                w: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
+                w: np.ndarray | None = None,
+                sent: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
     """The step of every call (-1 outside the steps), how the steps were found, and notes.
 
     From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
     where it has them; else each rank's calls (sorted by rank) end in repetitions of one pattern
-    (:func:`_repeating_suffix`) that holds at least one collective carrying data. ``in_e`` and
+    (:func:`_repeating_suffix`) that holds at least one collective carrying data; where that run carries
+    under half the bytes ``sent`` (each call's), or there is none, the run that carries the most anywhere
+    (:func:`_heaviest_run`), with the calls after it (evaluation, a checkpoint, a step cut short) one-off.
+    ``in_e`` and
     ``out_e`` are spent: their NaN become 0. ``w``: each call's weight in a folded trace
     (:mod:`.folded`): the steps are found on the calls kept and said of the full trace
     (:func:`~.folded.unfold_steps`); the step ids are those of the calls kept.
@@ -105,22 +109,26 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
     carries = ops.isin(_OP_VERBS) & ~small
     bounds = run_bounds(rank)
-    found: dict[tuple[bytes, int], tuple[int, int, int]] = {}  # ranks that made the same calls: one search
-    tails: dict[int, int] = {}
+    # ranks that made the same calls: one search
+    found: dict[tuple[bytes, bytes, int], tuple[int, int, int]] = {}
+    tails: dict[int, tuple[int, bool]] = {}
+    load = None if sent is None else sent if w is None else sent * w
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         r, n_calls = int(rank[lo]), hi - lo
         data_at = np.flatnonzero(carries[lo:hi])
         # a step must hold at least one collective that carries data: the last p calls do
         # exactly when p reaches back to the last such call
         min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
-        key = (sig[lo:hi].tobytes(), min_period)
+        key = (sig[lo:hi].tobytes(), b"" if load is None else load[lo:hi].tobytes(), min_period)
         if key not in found:
             found[key] = (*_repeating_suffix(sig[lo:hi], steps, min_period=min_period), 0)
             if found[key][0] == 0 and steps is None:  # nothing repeats to the end: scalars may close the run
                 found[key] = _before_tail(sig[lo:hi], carries[lo:hi]) or found[key]
+            if steps is None and load is not None:
+                found[key] = _heavier_run(found[key], sig[lo:hi], load[lo:hi], carries[lo:hi])
         per, reps, tail = found[key]
         hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
-        tails[r] = tail
+        tails[r] = (tail, bool(carries[hi:hi + tail].any()))
         if per == 0:
             if steps is not None:
                 raise TraceMismatchError(
@@ -147,8 +155,11 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
                      "(the trace has no step markers)")
     if lead:
         steps_how += f"; {lead} call(s) before the first repetition count as one-off"
-    tail = max(tails.values(), default=0)
-    if tail:
+    tail, data = max(tails.values(), default=(0, False))
+    if tail and data:
+        steps_how += (f"; {tail} call(s) after the last repetition (evaluation, a checkpoint or a step cut "
+                      "short) count as one-off")
+    elif tail:
         steps_how += (f"; {tail} call(s) without data after the last repetition (a closing barrier or loss "
                       "all-reduce) count as one-off")
     if len(pers) > 1:
@@ -180,6 +191,68 @@ def _before_tail(sig: np.ndarray, carries: np.ndarray) -> tuple[int, int, int] |
     if len(set(body[block][carries[:len(body)][block]].tolist())) < 2:
         return None
     return per, reps, tail
+
+
+#: The longest step, in calls, that :func:`_heaviest_run` looks for.
+MAX_RUN_PERIOD = 1024
+
+
+def _heavier_run(found: tuple[int, int, int], sig: np.ndarray, load: np.ndarray,
+                 carries: np.ndarray) -> tuple[int, int, int]:
+    """``found`` (period, repetitions, tail: the run ending a rank's calls, period 0 for none), or the run
+    :func:`_heaviest_run` finds where ``found`` is none or carries under half the rank's bytes
+    (``load``: each call's) and that run carries more."""
+    per, reps, tail = found
+    total = float(load.sum())
+    end = len(sig) - tail
+    covered = float(load[end - per * reps:end].sum()) if per else 0.0
+    if per and covered >= total / 2:
+        return found
+    run = _heaviest_run(sig, load, carries)
+    if run is None or (per and run[3] <= covered):
+        return found
+    return run[:3]
+
+
+def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
+                  ) -> tuple[int, int, int, float] | None:
+    """(period, repetitions, tail, bytes) of the run of two or more equal blocks, anywhere in a rank's
+    calls, that carries the most bytes (``load``: each call's; ties: the shorter period), with the calls
+    after it as the tail; None unless that run is the bulk of a run of steps: it carries at least half the
+    bytes, its block holds two or more distinct calls that carry data (one repeated call alone is as much a
+    step's buckets as steps), and neither the calls before nor those after it carry a block's bytes in
+    calls of the block (else the block is a part of a longer step, as one layer's gathers are of a step's).
+
+    Each period ``p`` (up to :data:`MAX_RUN_PERIOD`) is one pass: ``sig[i] == sig[i + p]`` over a stretch
+    of ``L ≥ p`` calls is a run of ``(L + p) // p`` blocks, here taken to end where the stretch does.
+    """
+    m = len(sig)
+    csum = np.concatenate(([0.0], np.cumsum(load, dtype=np.float64)))
+    best: tuple[float, int, int, int] | None = None  # (bytes, period, repetitions, end)
+    for p in range(1, min(m // 2, MAX_RUN_PERIOD) + 1):
+        edges = np.diff(np.concatenate(([0], (sig[:-p] == sig[p:]).view(np.int8), [0])))
+        lo, hi = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        long = hi - lo >= p
+        if not long.any():
+            continue
+        lo, hi = lo[long], hi[long]
+        reps = (hi - lo + p) // p
+        end = hi + p
+        cover = csum[end] - csum[end - reps * p]
+        i = int(np.argmax(cover))
+        if best is None or cover[i] > best[0]:
+            best = (float(cover[i]), p, int(reps[i]), int(end[i]))
+    if best is None:
+        return None
+    cover, p, reps, end = best
+    start = end - p * reps
+    block, block_bytes = sig[end - p:end], cover / reps
+    in_block = np.isin(sig, block)
+    if (cover < csum[-1] / 2 or len(set(block[carries[end - p:end]].tolist())) < 2
+            or load[:start][in_block[:start]].sum() >= block_bytes
+            or load[end:][in_block[end:]].sum() >= block_bytes):
+        return None
+    return p, reps, m - end, cover
 
 
 @dataclass(frozen=True)
