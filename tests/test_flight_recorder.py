@@ -84,6 +84,26 @@ def test_rank_from_the_file_name_and_groups_from_pg_config():
     assert (res.meta["backend"], res.meta["nccl_version"], res.meta["world_size"]) == ("nccl", "2.21.5", 4)
 
 
+def test_a_coalesced_group_is_its_calls_and_the_slow_path_titles_are_their_ops():
+    # ProcessGroupNCCL's titles: an all-gather of unequal sizes runs as one out-of-place broadcast a rank
+    # (nccl:_broadcast_oop) in a coalescing group, which an entry with no tensors closes (nccl:coalesced,
+    # the same collective_seq_id; tools/flight_recorder's find_coalesced_group); all_reduce_coalesced is
+    # titled nccl:allreduce_coalesced
+    def entry(i, seq, name, n):
+        return {"record_id": i, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": seq,
+                "profiling_name": name, "input_sizes": [[n]] if n else [], "output_sizes": [[n]] if n else [],
+                "input_dtypes": ["Float"] if n else [], "state": "completed"}
+
+    doc = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
+           "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+           "entries": [entry(0, 1, "nccl:_broadcast_oop", 3), entry(1, 1, "nccl:_broadcast_oop", 5),
+                       entry(2, 1, "nccl:coalesced", 0), entry(3, 2, "nccl:allreduce_coalesced", 8),
+                       entry(4, 3, "nccl:_reduce_oop", 4)]}
+    rows = parse_document(doc, "nccl_trace_rank_0").rows
+    assert [(r["op"], r["in_nelems"], r["seq"]) for r in rows] == [
+        ("broadcast", 3, 1), ("broadcast", 5, 1), ("all_reduce", 8, 2), ("reduce", 4, 3)]
+
+
 def test_a_bad_entry_is_refused_with_its_index_or_skipped(tmp_path):
     doc = json.loads((RUN / "rank0.json").read_text())
     doc["entries"][3]["profiling_name"] = 7

@@ -17,7 +17,9 @@ What the fields give (PyTorch ``FlightRecorder.hpp`` / ``FlightRecorderDetail.hp
 
 * the op from ``profiling_name`` (``nccl:``/``gloo:`` and the c10d op, as a Kineto ``record_function``
   annotation names it; ``nccl:send 0->1`` / ``nccl:recv 1<-0`` for point-to-point), the backend from its
-  prefix;
+  prefix; ``nccl:coalesced``, the entry that closes a group of coalesced calls (after the group's own
+  entries, all with its ``collective_seq_id``; ``tools/flight_recorder``'s ``find_coalesced_group``), is
+  not a call;
 * the element counts as the sums of the ``input_sizes`` / ``output_sizes`` shapes, the type from
   ``input_dtypes``;
 * the group from ``process_group`` ``[name, description]``; its members from ``pg_config[name]["ranks"]``
@@ -39,7 +41,7 @@ from typing import Any
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.records import ParseResult, bad, json_document
-from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
+from zerocalc.traces.schema import ANNOTATION_GROUP_END, DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
 from zerocalc.traces.schema import FLIGHT_RECORDER_DUMP_KEYS as DUMP
 from zerocalc.traces.schema import FLIGHT_RECORDER_KEYS as KEY
 
@@ -98,6 +100,8 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     backends: set[str] = set()
     rows = res.rows
     for i, e in enumerate(doc[DUMP["entries"]]):
+        if _closes_group(e):
+            continue
         try:
             row = _row(e, file, i, rank, groups)
         except ValueError as exc:
@@ -112,6 +116,14 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     if len(worlds) == 1:
         res.meta["world_size"] = next(iter(worlds))
     return res
+
+
+def _closes_group(e: Any) -> bool:
+    """Whether an entry is the one that closes a group of coalesced calls (``nccl:coalesced``, recorded after
+    the group's calls, each an entry of its own with the group's ``collective_seq_id``): not a call."""
+    name = e.get(KEY["op_name"]) if isinstance(e, dict) else None
+    m = _NAME.match(name) if isinstance(name, str) else None
+    return m is not None and m["op"] == ANNOTATION_GROUP_END and not m["rest"]
 
 
 def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str, Any]:

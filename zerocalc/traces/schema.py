@@ -108,19 +108,26 @@ KINETO_COLLECTIVE_NAMES: Final[dict[str, str]] = {
 }
 KINETO_IGNORED_COLLECTIVES: Final[frozenset[str]] = frozenset({"wait", "coalesced", "init", ""})
 
-#: ``nccl:<op>`` / ``gloo:<op>`` annotation suffixes → canonical op, in Flight Recorder dumps too.
-#: ``all_reduce_barrier``: ProcessGroupNCCL's barrier, a one-element all-reduce, so named since PyTorch PR
-#: #140785 (2.6; ``nccl:all_reduce`` before).
+#: ``nccl:<op>`` / ``gloo:<op>`` annotation suffixes → canonical op, in Flight Recorder dumps too: the
+#: profiling titles of ProcessGroupNCCL.cpp and ProcessGroupGloo.cpp. ``all_reduce_barrier``:
+#: ProcessGroupNCCL's barrier, a one-element all-reduce, so named since PyTorch PR #140785 (2.6;
+#: ``nccl:all_reduce`` before). ``_broadcast_oop`` / ``_reduce_oop``: the out-of-place broadcasts and
+#: reductions, one a rank, that an all-gather / reduce-scatter of unequal sizes runs as (its slow path);
+#: ``allreduce_coalesced``: NCCL's title of ``all_reduce_coalesced``.
 KINETO_ANNOTATION_OPS: Final[dict[str, str]] = {
     "all_reduce_barrier": "barrier",
     "all_reduce": "all_reduce", "all_gather": "all_gather", "_all_gather_base": "all_gather",
     "all_gather_into_tensor_coalesced": "all_gather",
     "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter",
     "reduce_scatter_tensor_coalesced": "reduce_scatter",
-    "broadcast": "broadcast", "reduce": "reduce", "all_to_all": "all_to_all",
+    "broadcast": "broadcast", "_broadcast_oop": "broadcast", "reduce": "reduce", "_reduce_oop": "reduce",
+    "all_to_all": "all_to_all",
     "send": "send", "recv": "recv", "barrier": "barrier", "gather": "other", "scatter": "other",
-    "all_reduce_coalesced": "all_reduce",
+    "all_reduce_coalesced": "all_reduce", "allreduce_coalesced": "all_reduce",
 }
+#: The annotation that closes a group of coalesced calls (``nccl:coalesced``: ProcessGroupNCCL's
+#: ``endCoalescing``, with no tensors): its calls are entries of their own, so it is none.
+ANNOTATION_GROUP_END: Final[str] = "coalesced"
 
 #: Argument keys of record_param_comms / NCCL kernels, one table per schema generation
 #: (PyTorch ``record_param_comms`` arguments). Checked newest first; a generation matches when its
