@@ -170,3 +170,40 @@ def test_an_inspector_log_beside_the_dumps_is_left_out_with_a_note(tmp_path):
     assert res.exit_code == 0 and json.loads(res.stdout)["psi"] == PSI
     with pytest.raises(TraceFormatError, match="Inspector"):  # named on its own, it is refused
         read_traces(str(tmp_path / "node-1-pid7.log"))
+
+
+FR = Path(__file__).parent / "data" / "traces" / "flight-recorder"
+
+
+def _count(case: str) -> tuple[dict, list[list[dict]]]:
+    """A real-run case's run.json and each rank's entries, read with plain json and gzip."""
+    import gzip
+
+    run = json.loads((FR / case / "run.json").read_text())
+    return run, [json.loads(gzip.decompress((FR / case / f"rank{r}.json.gz").read_bytes()))["entries"]
+                 for r in range(run["world_size"])]
+
+
+@pytest.mark.parametrize("case", ["fsdp2-ga4-no-sync", "fsdp2-mixed-bf16-fp32"])
+def test_real_fsdp2_dumps_give_their_runs_model_steps_and_micro_batches(case):
+    # make_runs.py ran the real-runs case without the profiler: no step markers; each optimizer step's
+    # calls repeat. Counted from the dumps: the gathers' output over input is the group; the reductions of
+    # one step (over gloo, FSDP2's reduce-scatters are recorded as the all-reduces they run as) sum to Ψ
+    run, ranks = _count(case)
+    steps = run["optimizer_steps"]
+    for entries in ranks:
+        assert len(entries) % steps == 0
+    per_step = ranks[0][:len(ranks[0]) // steps]
+    gathers = [e for e in per_step if e["profiling_name"] == "gloo:all_gather"]
+    n = {math.prod(e["output_sizes"][0]) // math.prod(e["input_sizes"][0]) for e in gathers}
+    psi = sum(math.prod(e["input_sizes"][0]) for e in per_step if e["profiling_name"] == "gloo:all_reduce")
+    assert (psi, n) == (run["model"]["psi"], {len(run["groups"]["shard"][0])})
+    res = runner.invoke(app, ["check", str(FR / case), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"]) == (
+        psi, len(run["groups"]["shard"][0]), steps, run["micro_batches"])
+    assert (out["param_dtype"], out["grad_dtype"]) == (
+        {"float32": "fp32", "bfloat16": "bf16"}[run["param_dtype"]], "fp32")
+    if run["micro_batches"] > 1:
+        assert out["grad_sync"] == "boundary"  # set_requires_gradient_sync(False) on the first 3

@@ -148,13 +148,13 @@ def test_repeating_suffix_agrees_with_the_definition():
 
 def _fr_dumps(tmp_path, entries_of):
     """Flight Recorder dumps of 2 ranks (gloo, one group of both), each with the entries ``entries_of``
-    makes of (op, elements) pairs (an all-gather's output: both ranks' elements)."""
+    makes of (op, elements) pairs (an all-gather's output: both ranks' elements; a reduce-scatter's: half)."""
     import json
 
     for r in (0, 1):
         entries = [{"record_id": i, "process_group": ["1", "dp"], "collective_seq_id": i + 1,
                     "profiling_name": f"gloo:{op}", "input_sizes": [[n]],
-                    "output_sizes": [[2 * n if op == "all_gather" else n]],
+                    "output_sizes": [[{"all_gather": 2 * n, "reduce_scatter": n // 2}.get(op, n)]],
                     "input_dtypes": ["Float"], "state": "scheduled"} for i, (op, n) in enumerate(entries_of)]
         doc = {"version": "2.10", "entries": entries,
                "pg_config": {"1": {"name": "1", "desc": "dp", "ranks": "[0, 1]"}}}
@@ -209,3 +209,21 @@ def test_one_step_of_alike_layers_stays_one_step(tmp_path):
     m = measure(ts.table, meta=ts.meta)
     assert m.steps == 1
     assert "whole trace is taken as one step" in m.steps_how
+
+
+def test_micro_batches_that_reduce_at_the_last_show_in_a_trace_without_step_markers(tmp_path):
+    # 3 optimizer steps of 4 micro-batches, FSDP with set_requires_gradient_sync(False) on the first 3:
+    # each micro-batch gathers both units (100 and 200 elements a rank, group of 2), the last also
+    # reduce-scatters their gradients (400 and 200 elements in, 200 and 100 out). No step markers: the
+    # repeating step is 4 blocks of gathers with the reductions in the last
+    mb = [("all_gather", 100), ("all_gather", 200)]
+    step = mb * 3 + [("all_gather", 100), ("reduce_scatter", 400), ("all_gather", 200),
+                     ("reduce_scatter", 200)]
+    m = measure(_fr_dumps(tmp_path, step * 3).table, meta=_fr_dumps(tmp_path, step * 3).meta)
+    assert (m.steps, m.micro_batches, m.grad_sync) == (3, 4, "boundary")
+    assert "it marks no optimizer steps" in m.micro_batches_how
+    # reductions in every micro-batch: the repeating block is one micro-batch, as like a step as not
+    every = (mb + [("reduce_scatter", 400), ("reduce_scatter", 200)]) * 12
+    m = measure(_fr_dumps(tmp_path, every).table, meta=_fr_dumps(tmp_path, every).meta)
+    assert (m.steps, m.micro_batches) == (12, 1)
+    assert "cannot be told from steps" in m.micro_batches_how

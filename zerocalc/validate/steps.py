@@ -282,23 +282,26 @@ def _leading_repeats(codes: Sequence[int]) -> tuple[int, int]:
     return (int(periods[i]), int(reps[i])) if cover[i] > 0 else (m, 1)
 
 
-def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, int | None]:
+def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
-    "none", or None when nothing repeats) and the most times one gradient call recurs (None: none)."""
+    "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
+    whether the boundary micro-batch follows the repeats: the opening block once more, with the gradient
+    reductions among its calls and after none of the repeats."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
-    mode = None
+    mode, closed = None, False
     if reps > 1:
         in_block = any(grad[:per * reps])
         after = any(grad[per * reps:])
         mode = "every" if in_block else "boundary" if after else "none"
         # the boundary micro-batch: the same block with the gradient reductions among its calls
         rest = [c for c, is_g in zip(codes[per * reps:], grad[per * reps:], strict=True) if not is_g]
-        if rest[:per] == codes[:per] and after and not in_block:
+        closed = rest[:per] == codes[:per] and after and not in_block
+        if closed:
             reps += 1
-    return reps, mode, most
+    return reps, mode, most, closed
 
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
@@ -310,8 +313,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     they issue (§7: DDP and FSDP reduce in every micro-batch unless ``no_sync``; FSDP and DeepSpeed
     ZeRO-3 gather in every micro-batch; DeepSpeed ZeRO-2/3 reduce in every micro-batch, ZeRO-1 at the
     boundary). The gradient-sync mode is read from where the gradient reductions fall: inside the
-    repeated block (every micro-batch) or only after it (at the boundary). Only a trace that marks its
-    optimizer steps (``marked``) is read so: without markers the steps are themselves repeated blocks.
+    repeated block (every micro-batch) or only after it (at the boundary). A trace that marks no optimizer
+    steps (``marked`` False) has steps that are themselves repeated blocks, which micro-batches that reduce
+    in each would be: there only a step whose repeats the boundary micro-batch follows (the opening block
+    again, with all the step's gradient reductions) shows its micro-batches.
 
     ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them; ``w``:
     each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight).
@@ -319,9 +324,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
-    if marked or k is not None:  # else K = 1 whatever the steps hold
-        _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w)
-    inferred = max(found, key=lambda r: (found[r], -r)) if found and marked else 1
+    _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w, closed_only=not marked)
+    inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
+    if not marked and k is None:  # only a step's closing boundary micro-batch tells its micro-batches
+        modes = Counter({"boundary": 1}) if inferred > 1 else Counter()
     if k is not None:
         if k < 1:
             from zerocalc.errors import ConfigError
@@ -330,6 +336,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         how = f"K = {k}: from --micro-batches"
         if inferred > 1 and inferred != k:
             how += f" (the trace's steps open with a block repeated {inferred} times)"
+    elif inferred > 1 and not marked:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
+               f"block of collectives repeated {k - 1} times, then once more with the gradient reductions: "
+               "micro-batches that reduce at the last)")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
@@ -362,10 +373,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
-                  repeats: Counter, w: np.ndarray | None = None) -> None:
+                  repeats: Counter, w: np.ndarray | None = None, *, closed_only: bool = False) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
-    appearance, as a loop over the pairs would)."""
+    appearance, as a loop over the pairs would). ``closed_only``: a step's micro-batches count only where
+    the boundary micro-batch follows its repeats (else 1)."""
     sel = np.flatnonzero(use)
     if not len(sel):
         return
@@ -383,7 +395,9 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     g = grad[sel]
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist())
+        reps, mode, most, closed = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist())
+        if closed_only and not closed:
+            reps = 1
         if most is not None:
             repeats[most] += times
         if mode is not None:

@@ -1,0 +1,54 @@
+"""Make the Flight Recorder dumps of the real-run cases: the cases of ``../real-runs/make_traces.py``
+(the same model, data, seeds and steps), run without the profiler, each rank dumping its Flight
+Recorder buffer after the last optimizer step.
+
+    TORCH_FR_BUFFER_SIZE=2000 torchrun --nproc_per_node 4 make_runs.py CASE OUTDIR
+
+writes ``OUTDIR/rank{r}.json``: what ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns, as it
+returns it, and ``OUTDIR/run.json`` (what ran: the case's description with ``"trace": "flight recorder"``
+and ``optimizer_steps``, the warm-up step and the profiled ones, all recorded here). A dump holds every
+collective since the process group began, in order, with no step markers.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "real-runs"))
+import make_traces  # noqa: E402
+
+
+def run_recorded(outdir, steps, train_step):
+    """The warm-up step and ``steps`` optimizer steps, as ``make_traces.run_profiled`` runs them, then the
+    dump."""
+    for step in range(1 + steps):
+        train_step(step)
+    dump = torch._C._distributed_c10d._dump_fr_trace_json(includeCollectives=True, onlyActive=False)
+    with open(os.path.join(outdir, f"rank{dist.get_rank()}.json"), "wb") as f:
+        f.write(dump if isinstance(dump, bytes) else dump.encode())
+
+
+def main():
+    case, outdir = sys.argv[1], sys.argv[2]
+    fn, facts = make_traces.CASES[case]
+    make_traces.run_profiled = run_recorded
+    dist.init_process_group("gloo")
+    os.makedirs(outdir, exist_ok=True)
+    if dist.get_rank() == 0:
+        run = make_traces.describe(case)
+        run.pop("profiler")
+        run.update({"trace": "flight recorder (torch._C._distributed_c10d._dump_fr_trace_json)",
+                    "TORCH_FR_BUFFER_SIZE": os.environ.get("TORCH_FR_BUFFER_SIZE"),
+                    "optimizer_steps": 1 + facts["steps_profiled"] if "steps_profiled" in facts else 4})
+        with open(os.path.join(outdir, "run.json"), "w") as f:
+            json.dump(run, f, indent=1)
+            f.write("\n")
+    fn(outdir)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
