@@ -207,3 +207,22 @@ def test_real_fsdp2_dumps_give_their_runs_model_steps_and_micro_batches(case):
         {"float32": "fp32", "bfloat16": "bf16"}[run["param_dtype"]], "fp32")
     if run["micro_batches"] > 1:
         assert out["grad_sync"] == "boundary"  # set_requires_gradient_sync(False) on the first 3
+
+
+def test_real_deepspeed_zero2_dumps_reduce_in_every_micro_batch():
+    # DeepSpeed ZeRO-2, 4 micro-batches an optimizer step, no step markers. Counted from the dumps: after
+    # the model's broadcasts, each step all-reduces the whole gradient once a micro-batch (one bucket), then
+    # checks for overflow (a 0-d all-reduce) and all-gathers the updated partitions once
+    run, ranks = _count("ds-zero2-ga4")
+    steps, k = run["optimizer_steps"], run["micro_batches"]
+    for entries in ranks:
+        names = [e["profiling_name"] for e in entries if e["profiling_name"] != "gloo:broadcast"]
+        assert names == (["gloo:all_reduce"] * (k + 1) + ["gloo:all_gather"]) * steps
+        grads = {math.prod(e["input_sizes"][0]) for e in entries if e["profiling_name"] == "gloo:all_reduce"}
+        assert grads == {run["model"]["psi"], 1}
+    res = runner.invoke(app, ["check", str(FR / "ds-zero2-ga4"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"], out["grad_sync"]) == (
+        run["model"]["psi"], len(run["groups"]["dp"][0]), steps, k, "every")
+    assert "deepspeed-zero2" in out["matches"]

@@ -286,12 +286,14 @@ def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, i
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
     "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
-    whether the boundary micro-batch follows the repeats: the opening block once more, with the gradient
-    reductions among its calls and after none of the repeats."""
+    whether the step could be nothing but micro-batches (``sure``, what a step found without markers
+    needs): its repeats hold all its gradient reductions and are followed by calls that reduce none (the
+    optimizer's gathers), or hold none and are followed by the boundary micro-batch, the block once more
+    with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
-    mode, closed = None, False
+    mode, sure = None, False
     if reps > 1:
         in_block = any(grad[:per * reps])
         after = any(grad[per * reps:])
@@ -301,7 +303,10 @@ def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, i
         closed = rest[:per] == codes[:per] and after and not in_block
         if closed:
             reps += 1
-    return reps, mode, most, closed
+        block = set(codes[:per])
+        sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
+            in_block and not after and len(rest) > 0)
+    return reps, mode, most, sure
 
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
@@ -315,8 +320,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     boundary). The gradient-sync mode is read from where the gradient reductions fall: inside the
     repeated block (every micro-batch) or only after it (at the boundary). A trace that marks no optimizer
     steps (``marked`` False) has steps that are themselves repeated blocks, which micro-batches that reduce
-    in each would be: there only a step whose repeats the boundary micro-batch follows (the opening block
-    again, with all the step's gradient reductions) shows its micro-batches.
+    in each would be: there a step shows its micro-batches only where it could be nothing else
+    (:func:`_step_blocks`).
 
     ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them; ``w``:
     each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight).
@@ -324,10 +329,9 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
-    _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w, closed_only=not marked)
+    _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
+                  sure_only=not marked and k is None)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
-    if not marked and k is None:  # only a step's closing boundary micro-batch tells its micro-batches
-        modes = Counter({"boundary": 1}) if inferred > 1 else Counter()
     if k is not None:
         if k < 1:
             from zerocalc.errors import ConfigError
@@ -339,8 +343,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     elif inferred > 1 and not marked:
         k = inferred
         how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
-               f"block of collectives repeated {k - 1} times, then once more with the gradient reductions: "
-               "micro-batches that reduce at the last)")
+               f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
+               "last alone: one per micro-batch)")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
@@ -373,11 +377,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
-                  repeats: Counter, w: np.ndarray | None = None, *, closed_only: bool = False) -> None:
+                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
-    appearance, as a loop over the pairs would). ``closed_only``: a step's micro-batches count only where
-    the boundary micro-batch follows its repeats (else 1)."""
+    appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
+    they could be nothing else (:func:`_step_blocks`; else 1), and so its gradient-sync mode."""
     sel = np.flatnonzero(use)
     if not len(sel):
         return
@@ -395,9 +399,9 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     g = grad[sel]
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most, closed = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist())
-        if closed_only and not closed:
-            reps = 1
+        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist())
+        if sure_only and not sure:
+            reps, mode = 1, None
         if most is not None:
             repeats[most] += times
         if mode is not None:

@@ -35,7 +35,12 @@ def main():
     case, outdir = sys.argv[1], sys.argv[2]
     fn, facts = make_traces.CASES[case]
     make_traces.run_profiled = run_recorded
-    dist.init_process_group("gloo")
+    if case.startswith("ds-"):
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend="gloo")
+    else:
+        dist.init_process_group("gloo")
     os.makedirs(outdir, exist_ok=True)
     if dist.get_rank() == 0:
         run = make_traces.describe(case)
