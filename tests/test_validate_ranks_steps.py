@@ -227,3 +227,15 @@ def test_micro_batches_that_reduce_at_the_last_show_in_a_trace_without_step_mark
     m = measure(_fr_dumps(tmp_path, every).table, meta=_fr_dumps(tmp_path, every).meta)
     assert (m.steps, m.micro_batches) == (12, 1)
     assert "cannot be told from steps" in m.micro_batches_how
+
+
+def test_equal_buckets_and_a_loss_are_not_micro_batches_without_step_markers(tmp_path):
+    # DDP steps of three equal buckets, then the loss all-reduced (a scalar): the buckets repeat inside the
+    # step, and nothing but a scalar follows them, so they are as likely one step's buckets as micro-batches
+    step = [("all_reduce", 3000)] * 3 + [("all_reduce", 1)]
+    m = measure(_fr_dumps(tmp_path, step * 4).table, meta=_fr_dumps(tmp_path, step * 4).meta)
+    assert (m.steps, m.micro_batches, m.psi) == (4, 1, 9000)
+    # the same buckets then a gather of the updated shards (ZeRO's optimizer step): micro-batches
+    step = [("all_reduce", 3000)] * 3 + [("all_reduce", 1), ("all_gather", 1500)]
+    m = measure(_fr_dumps(tmp_path, step * 4).table, meta=_fr_dumps(tmp_path, step * 4).meta)
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (4, 3, "every", 3000)

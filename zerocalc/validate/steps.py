@@ -16,6 +16,7 @@ import numpy as np
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, _plural
+from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
 from zerocalc.validate.columns import Codes, distinct_runs, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
 
@@ -282,14 +283,16 @@ def _leading_repeats(codes: Sequence[int]) -> tuple[int, int]:
     return (int(periods[i]), int(reps[i])) if cover[i] > 0 else (m, 1)
 
 
-def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, int | None, bool]:
-    """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions): the
+def _step_blocks(codes: list[int], grad: list[bool],
+                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool]:
+    """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
+    carry more than a scalar; None: all): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
     "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
-    needs): its repeats hold all its gradient reductions and are followed by calls that reduce none (the
-    optimizer's gathers), or hold none and are followed by the boundary micro-batch, the block once more
-    with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
+    needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
+    carry data (the optimizer's gathers), or hold none and are followed by the boundary micro-batch, the
+    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
@@ -305,7 +308,7 @@ def _step_blocks(codes: list[int], grad: list[bool]) -> tuple[int, str | None, i
             reps += 1
         block = set(codes[:per])
         sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
-            in_block and not after and len(rest) > 0)
+            in_block and not after and any(data[per * reps:] if data is not None else rest))
     return reps, mode, most, sure
 
 
@@ -396,10 +399,10 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
     if w is not None:  # each pair counted by its weight
         mult = np.bincount(rep, weights=w[sel][bounds[:-1]])[firsts].astype(np.int64)
-    g = grad[sel]
+    g, data = grad[sel], full[sel] > SCALAR_MAX_ELEMENTS
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist())
+        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist())
         if sure_only and not sure:
             reps, mode = 1, None
         if most is not None:
