@@ -140,8 +140,9 @@ def detect_format(head: bytes, file: str = "<bytes>") -> str:
     if not head.strip():
         raise TraceFormatError(file, None, "empty file")
     if head[:1] == b"\x80" and len(head) > 1 and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        raise TraceFormatError(file, None, "a pickle (Flight Recorder dump?): never unpickled; "
-                                           "export the JSON variant instead")
+        raise TraceFormatError(file, None, "a pickle (Flight Recorder dump?): never unpickled, as loading a "
+                                           "pickle can run code; give the JSON variant, or a dump you trust "
+                                           "converted to it (json.dump(pickle.load(f), out))")
     inner = compression(head)
     if inner is not None:
         raise TraceFormatError(file, None, f"{inner} data inside compressed data")
