@@ -238,3 +238,27 @@ def test_a_pickled_dump_is_refused_unread_with_the_way_to_json(tmp_path):
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "never unpickled" in res.output and "json.dump(pickle.load(f), out)" in res.output
     assert str(f) in res.output
+
+
+def test_a_run_that_ends_in_evaluation_and_a_checkpoint_keeps_its_steps():
+    # FSDP2 over gloo, 3 optimizer steps, then 5 evaluation batches (the forward's gathers and a 16-element
+    # loss all-reduce each) and a full state dict (one gather a parameter, its output recorded as one
+    # rank's part). Counted from the dumps: the steps are the first 3 × 9 calls; the rest is one-off
+    run, ranks = _count("fsdp2-eval-checkpoint")
+    steps = run["optimizer_steps"]
+    for entries in ranks:
+        step = [(e["profiling_name"], e["input_sizes"]) for e in entries[:9]]
+        assert [(e["profiling_name"], e["input_sizes"]) for e in entries[:9 * steps]] == step * steps
+        after = entries[9 * steps:]
+        evaluation = (["gloo:all_gather"] * 3 + ["gloo:all_reduce"]) * 5
+        assert [e["profiling_name"] for e in after[:20]] == evaluation
+        assert all(e["profiling_name"] == "gloo:all_gather" and math.prod(e["output_sizes"][0])
+                   == math.prod(e["input_sizes"][0]) for e in after[20:]) and len(after) == 26
+    psi = sum(math.prod(e["input_sizes"][0]) for e in ranks[0][:9]
+              if e["profiling_name"] == "gloo:all_reduce")
+    assert psi == run["model"]["psi"]
+    res = runner.invoke(app, ["check", str(FR / "fsdp2-eval-checkpoint"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"]) == (psi, 4, steps)
+    assert "26 call(s) after the last repetition" in out["steps_how"]

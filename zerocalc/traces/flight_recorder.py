@@ -166,7 +166,10 @@ def _peer(op: str, rest: str) -> int | None:
 
 def _sizes_from_gathers(rows: list[dict[str, Any]]) -> None:
     """The group size of the calls of a group whose dump lists no ranks, from that group's all-gathers and
-    reduce-scatters (output over input elements, or input over output), where they agree."""
+    reduce-scatters (output over input elements, or input over output), where they agree. A ratio of 1
+    beside others is left out: the output recorded as one rank's part (as for the all-gathers of a full
+    state dict over gloo, ``[[48, 128]]`` into ``[[1, 48, 128]]``), since a group of one is a group of its
+    own."""
     seen: dict[str | None, set[int]] = {}
     for r in rows:
         if r["group_size"] is None and r["op"] in ("all_gather", "reduce_scatter"):
@@ -174,7 +177,7 @@ def _sizes_from_gathers(rows: list[dict[str, Any]]) -> None:
                           else (r["in_nelems"], r["out_nelems"]))
             if big and small and big % small == 0:
                 seen.setdefault(r["group"], set()).add(big // small)
-    sizes = {g: next(iter(s)) for g, s in seen.items() if len(s) == 1}
+    sizes = {g: next(iter(s - {1} or s)) for g, s in seen.items() if len(s - {1} or s) == 1}
     for r in rows:
         if r["group_size"] is None and r["group"] in sizes and r["op"] not in ("send", "recv"):
             r["group_size"] = sizes[r["group"]]

@@ -221,11 +221,15 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
     calls, that carries the most bytes (``load``: each call's; ties: the shorter period), with the calls
     after it as the tail; None unless that run is the bulk of a run of steps: it carries at least half the
     bytes, its block holds two or more distinct calls that carry data (one repeated call alone is as much a
-    step's buckets as steps), and neither the calls before nor those after it carry a block's bytes in
-    calls of the block (else the block is a part of a longer step, as one layer's gathers are of a step's).
+    step's buckets as steps), and the calls before it do not carry a block's bytes in calls of the block
+    (else the block is a part of a longer step, as the backward's gathers and reduce-scatters of equal layers
+    are, after the forward's gathers of the same layers). The calls after it may (an evaluation gathers the
+    parameters again, as a checkpoint's full state dict does).
 
     Each period ``p`` (up to :data:`MAX_RUN_PERIOD`) is one pass: ``sig[i] == sig[i + p]`` over a stretch
-    of ``L ≥ p`` calls is a run of ``(L + p) // p`` blocks, here taken to end where the stretch does.
+    of ``L ≥ p`` calls is a run of ``(L + p) // p`` blocks, here taken to begin where the stretch does: what
+    follows a run of steps in the middle of a trace may begin as a step does (an evaluation's forward
+    gathers), what precedes it seldom ends as one does.
     """
     m = len(sig)
     csum = np.concatenate(([0.0], np.cumsum(load, dtype=np.float64)))
@@ -238,8 +242,8 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
             continue
         lo, hi = lo[long], hi[long]
         reps = (hi - lo + p) // p
-        end = hi + p
-        cover = csum[end] - csum[end - reps * p]
+        end = lo + reps * p
+        cover = csum[end] - csum[lo]
         i = int(np.argmax(cover))
         if best is None or cover[i] > best[0]:
             best = (float(cover[i]), p, int(reps[i]), int(end[i]))
@@ -250,8 +254,7 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
     block, block_bytes = sig[end - p:end], cover / reps
     in_block = np.isin(sig, block)
     if (cover < csum[-1] / 2 or len(set(block[carries[end - p:end]].tolist())) < 2
-            or load[:start][in_block[:start]].sum() >= block_bytes
-            or load[end:][in_block[end:]].sum() >= block_bytes):
+            or load[:start][in_block[:start]].sum() >= block_bytes):
         return None
     return p, reps, m - end, cover
 

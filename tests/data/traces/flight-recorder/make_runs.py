@@ -31,8 +31,48 @@ def run_recorded(outdir, steps, train_step):
         f.write(dump if isinstance(dump, bytes) else dump.encode())
 
 
+EVAL_BATCHES = 5
+
+
+def case_fsdp2_eval_checkpoint(outdir):
+    """FSDP2 (``make_traces``' fsdp2 case: per Linear + root, reshard_after_forward=True), its warm-up and 2
+    optimizer steps, then what a training script does after them: an evaluation of ``EVAL_BATCHES``
+    batches (forward passes under ``torch.no_grad()``, each all-reducing its 16 per-sample losses) and a
+    full state dict for a checkpoint (``get_model_state_dict(full_state_dict=True)``)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (make_traces.WORLD,), mesh_dim_names=("shard",))
+    model = make_traces.fsdp2_model(mesh)
+    opt = torch.optim.Adam(model.parameters(), lr=make_traces.LR)
+    train_step = make_traces.fsdp2_loop(model, opt, 1, True)
+    rank = dist.get_rank()
+    for step in range(3):
+        train_step(step)
+    with torch.no_grad():
+        for b in range(EVAL_BATCHES):
+            x, y = make_traces.batch(rank, 100 + b, 0)
+            losses = torch.cat([(model(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
+            dist.all_reduce(losses)
+    get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    dump = torch._C._distributed_c10d._dump_fr_trace_json(includeCollectives=True, onlyActive=False)
+    with open(os.path.join(outdir, f"rank{rank}.json"), "wb") as f:
+        f.write(dump if isinstance(dump, bytes) else dump.encode())
+
+
+EXTRA = {
+    "fsdp2-eval-checkpoint": (case_fsdp2_eval_checkpoint, {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after training, an "
+                  f"evaluation of {EVAL_BATCHES} batches (a 16-element loss all-reduce each) and a full "
+                  "state dict",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": make_traces.fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+}
+
+
 def main():
     case, outdir = sys.argv[1], sys.argv[2]
+    make_traces.CASES.update(EXTRA)
     fn, facts = make_traces.CASES[case]
     make_traces.run_profiled = run_recorded
     if case.startswith("ds-"):
