@@ -239,3 +239,16 @@ def test_equal_buckets_and_a_loss_are_not_micro_batches_without_step_markers(tmp
     step = [("all_reduce", 3000)] * 3 + [("all_reduce", 1), ("all_gather", 1500)]
     m = measure(_fr_dumps(tmp_path, step * 4).table, meta=_fr_dumps(tmp_path, step * 4).meta)
     assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (4, 3, "every", 3000)
+
+
+def test_a_long_evaluation_after_the_steps_is_not_taken_for_them(tmp_path):
+    # 3 FSDP-like steps (gathers of 1,500 and 1,000 elements a rank, reduce-scatters of their 3,000 and
+    # 2,000-element gradients), then 20 evaluation batches (the same gathers and a 16-element loss
+    # all-reduce each: more bytes than the steps, and repeating to the end but for a checkpoint's gathers)
+    step = [("all_gather", 1500), ("all_gather", 1000), ("reduce_scatter", 3000), ("reduce_scatter", 2000)]
+    evaluation = [("all_gather", 1500), ("all_gather", 1000), ("all_reduce", 16)] * 20
+    for checkpoint in ([], [("all_gather", 1500), ("all_gather", 1000)]):
+        ts = _fr_dumps(tmp_path, step * 3 + evaluation + checkpoint)
+        m = measure(ts.table, meta=ts.meta)
+        assert (m.steps, m.psi) == (3, 5000)
+        assert f"{len(evaluation) + len(checkpoint)} call(s) after the last repetition" in m.steps_how

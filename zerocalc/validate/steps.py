@@ -16,7 +16,7 @@ import numpy as np
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, _plural
-from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 from zerocalc.validate.columns import Codes, distinct_runs, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
 
@@ -86,9 +86,10 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
 
     From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
     where it has them; else each rank's calls (sorted by rank) end in repetitions of one pattern
-    (:func:`_repeating_suffix`) that holds at least one collective carrying data; where that run carries
-    under half the bytes ``sent`` (each call's), or there is none, the run that carries the most anywhere
-    (:func:`_heaviest_run`), with the calls after it (evaluation, a checkpoint, a step cut short) one-off.
+    (:func:`_repeating_suffix`) that holds at least one collective carrying data; where that run holds
+    under half the gradients' bytes (from ``sent``, each call's), or there is none, the run that holds the
+    most anywhere (:func:`_heavier_run`), with the calls after it (evaluation, a checkpoint, a step cut short)
+    one-off.
     ``in_e`` and
     ``out_e`` are spent: their NaN become 0. ``w``: each call's weight in a folded trace
     (:mod:`.folded`): the steps are found on the calls kept and said of the full trace
@@ -109,6 +110,7 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
     sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
     carries = ops.isin(_OP_VERBS) & ~small
+    reduces = ops.isin(GRADIENT_OPS) & ~small
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
     found: dict[tuple[bytes, bytes, int], tuple[int, int, int]] = {}
@@ -126,7 +128,8 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
             if found[key][0] == 0 and steps is None:  # nothing repeats to the end: scalars may close the run
                 found[key] = _before_tail(sig[lo:hi], carries[lo:hi]) or found[key]
             if steps is None and load is not None:
-                found[key] = _heavier_run(found[key], sig[lo:hi], load[lo:hi], carries[lo:hi])
+                found[key] = _heavier_run(found[key], sig[lo:hi], load[lo:hi], carries[lo:hi],
+                                          reduces[lo:hi])
         per, reps, tail = found[key]
         hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
         tails[r] = (tail, bool(carries[hi:hi + tail].any()))
@@ -196,35 +199,42 @@ def _before_tail(sig: np.ndarray, carries: np.ndarray) -> tuple[int, int, int] |
 
 #: The longest step, in calls, that :func:`_heaviest_run` looks for.
 MAX_RUN_PERIOD = 1024
+#: A reduction counts as a gradient's where it sends at least this share of the rank's largest reduction:
+#: an evaluation's loss or metric all-reduce sends next to nothing beside a step's gradients.
+GRADIENT_SHARE = 1 / 64
 
 
-def _heavier_run(found: tuple[int, int, int], sig: np.ndarray, load: np.ndarray,
-                 carries: np.ndarray) -> tuple[int, int, int]:
+def _heavier_run(found: tuple[int, int, int], sig: np.ndarray, load: np.ndarray, carries: np.ndarray,
+                 reduces: np.ndarray) -> tuple[int, int, int]:
     """``found`` (period, repetitions, tail: the run ending a rank's calls, period 0 for none), or the run
-    :func:`_heaviest_run` finds where ``found`` is none or carries under half the rank's bytes
-    (``load``: each call's) and that run carries more."""
+    :func:`_heaviest_run` finds where ``found`` is none or holds under half the rank's gradient bytes, and
+    that run holds more. ``load``: the bytes each call sends; ``reduces``: the reductions carrying data,
+    of which those sending at least :data:`GRADIENT_SHARE` of the largest are the gradients' (without any,
+    every call's bytes count)."""
     per, reps, tail = found
-    total = float(load.sum())
+    weight = load
+    if reduces.any():
+        weight = np.where(reduces & (load >= load[reduces].max() * GRADIENT_SHARE), load, 0.0)
     end = len(sig) - tail
-    covered = float(load[end - per * reps:end].sum()) if per else 0.0
-    if per and covered >= total / 2:
+    held = float(weight[end - per * reps:end].sum()) if per else 0.0
+    if per and held >= weight.sum() / 2:
         return found
-    run = _heaviest_run(sig, load, carries)
-    if run is None or (per and run[3] <= covered):
+    run = _heaviest_run(sig, load, carries, weight)
+    if run is None or (per and run[3] <= held):
         return found
     return run[:3]
 
 
-def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
+def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray, weight: np.ndarray
                   ) -> tuple[int, int, int, float] | None:
-    """(period, repetitions, tail, bytes) of the run of two or more equal blocks, anywhere in a rank's
-    calls, that carries the most bytes (``load``: each call's; ties: the shorter period), with the calls
-    after it as the tail; None unless that run is the bulk of a run of steps: it carries at least half the
-    bytes, its block holds two or more distinct calls that carry data (one repeated call alone is as much a
-    step's buckets as steps), and the calls before it do not carry a block's bytes in calls of the block
-    (else the block is a part of a longer step, as the backward's gathers and reduce-scatters of equal layers
-    are, after the forward's gathers of the same layers). The calls after it may (an evaluation gathers the
-    parameters again, as a checkpoint's full state dict does).
+    """(period, repetitions, tail, weight) of the run of two or more equal blocks, anywhere in a rank's
+    calls, that holds the most ``weight`` (the gradient bytes of :func:`_heavier_run`; ties: the shorter
+    period), with the calls after it as the tail; None unless that run is the bulk of a run of steps: it
+    holds at least half the weight, its block holds two or more distinct calls that carry data (one repeated
+    call alone is as much a step's buckets as steps), and the calls before it do not send a block's bytes
+    (``load``) in calls of the block (else the block is a part of a longer step, as the backward's gathers
+    and reduce-scatters of equal layers are, after the forward's gathers of the same layers). The calls after
+    it may (an evaluation gathers the parameters again, as a checkpoint's full state dict does).
 
     Each period ``p`` (up to :data:`MAX_RUN_PERIOD`) is one pass: ``sig[i] == sig[i + p]`` over a stretch
     of ``L ≥ p`` calls is a run of ``(L + p) // p`` blocks, here taken to begin where the stretch does: what
@@ -232,8 +242,8 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
     gathers), what precedes it seldom ends as one does.
     """
     m = len(sig)
-    csum = np.concatenate(([0.0], np.cumsum(load, dtype=np.float64)))
-    best: tuple[float, int, int, int] | None = None  # (bytes, period, repetitions, end)
+    wsum = np.concatenate(([0.0], np.cumsum(weight, dtype=np.float64)))
+    best: tuple[float, int, int, int] | None = None  # (weight, period, repetitions, end)
     for p in range(1, min(m // 2, MAX_RUN_PERIOD) + 1):
         edges = np.diff(np.concatenate(([0], (sig[:-p] == sig[p:]).view(np.int8), [0])))
         lo, hi = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -243,20 +253,20 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray
         lo, hi = lo[long], hi[long]
         reps = (hi - lo + p) // p
         end = lo + reps * p
-        cover = csum[end] - csum[lo]
-        i = int(np.argmax(cover))
-        if best is None or cover[i] > best[0]:
-            best = (float(cover[i]), p, int(reps[i]), int(end[i]))
-    if best is None:
+        held = wsum[end] - wsum[lo]
+        i = int(np.argmax(held))
+        if best is None or held[i] > best[0]:
+            best = (float(held[i]), p, int(reps[i]), int(end[i]))
+    if best is None or best[0] <= 0:
         return None
-    cover, p, reps, end = best
+    held, p, reps, end = best
     start = end - p * reps
-    block, block_bytes = sig[end - p:end], cover / reps
-    in_block = np.isin(sig, block)
-    if (cover < csum[-1] / 2 or len(set(block[carries[end - p:end]].tolist())) < 2
-            or load[:start][in_block[:start]].sum() >= block_bytes):
+    block = sig[end - p:end]
+    in_block = np.isin(sig[:start], block)
+    if (held < wsum[-1] / 2 or len(set(block[carries[end - p:end]].tolist())) < 2
+            or load[:start][in_block].sum() >= load[end - p:end].sum()):
         return None
-    return p, reps, m - end, cover
+    return p, reps, m - end, held
 
 
 @dataclass(frozen=True)
