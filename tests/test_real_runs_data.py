@@ -49,9 +49,12 @@ def test_traces_match_the_configured_run(case):
     assert sorted(res["ranks"]) == [str(r) for r in range(run["world_size"])]
     for rank, r in res["ranks"].items():
         assert r["world_size"] == run["world_size"] and r["backend"] == "gloo"
-        # one ProfilerStep per optimizer step, each holding every micro-batch's forward pass
+        # one ProfilerStep per optimizer step, each holding every micro-batch's forward pass (or, where the
+        # run says so, one per micro-batch, each holding its own)
+        per_micro_batch = run["profiler"]["one ProfilerStep per"] == "micro-batch"
         assert len(r["steps"]) == run["steps_profiled"], (case, rank)
-        assert {s["loss_calls"] for s in r["steps"].values()} == {run["micro_batches"]}, (case, rank)
+        loss_calls = 1 if per_micro_batch else run["micro_batches"]
+        assert {s["loss_calls"] for s in r["steps"].values()} == {loss_calls}, (case, rank)
         assert all(s["unpaired_c10d"] == 0 for s in r["steps"].values())
         # every configured group this rank belongs to is in its pg_config, and nothing else but the world
         mine = {tuple(g) for groups in run["groups"].values() for g in groups if int(rank) in g}

@@ -109,6 +109,8 @@ def test_one_process_driving_two_gpus_is_two_ranks():
 MICRO = {
     "ddp-ga4-sync-every": (4, "every"),  # forward / all-reduce of Ψ, four times
     "ds-zero2-ga4": (4, "every"),  # an all-reduce of Ψ after each micro-batch's backward
+    # the same, one ProfilerStep per micro-batch: every 4th holds the optimizer's all-gather
+    "ds-zero2-ga4-step-per-micro-batch": (4, "every"),
     "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
     "fsdp2-ga4-sync-every": (4, "every"),
     "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
@@ -136,6 +138,7 @@ RAN = {
     "ddp-ga4-no-sync": ("dp", 4),
     "ds-zero1-ga4": ("deepspeed-zero1", 4),
     "ds-zero2-ga4": ("deepspeed-zero2", None),
+    "ds-zero2-ga4-step-per-micro-batch": ("deepspeed-zero2", None),
     "ds-zero2-ga4-bf16": ("deepspeed-zero2", None),
     "ds-zero3-ga4": ("deepspeed-zero3", None),
     "fsdp2-ga4-sync-every": ("fsdp-full-shard", None),
@@ -247,3 +250,17 @@ def test_fsdp2_without_reshard_after_forward_checks_as_shard_grad_op(psi):
     # the schemes that re-gather in backward do not match; with the gather kept they would
     assert not {"zero3", "fsdp-full-shard", "fsdp-hybrid"} & set(res.matches)
     assert {"zero3", "fsdp-full-shard"} <= set(res.reused)
+
+
+def test_step_markers_of_micro_batches_make_optimizer_steps():
+    # ProfilerStep#1-#12 are micro-batches; the optimizer steps at #3, #7 and #11 (count_calls.py: those
+    # three hold the all-gather), so #4-#7 and #8-#11 are the two whole optimizer steps, #1-#3 and #12 parts
+    case = "ds-zero2-ga4-step-per-micro-batch"
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]
+    gathers = [k for k, s in steps.items() if any(r["op"] == "c10d::_allgather_base_" for r in s["c10d"])]
+    assert gathers == ["ProfilerStep#3", "ProfilerStep#7", "ProfilerStep#11"] and len(steps) == 12
+    ts = read_traces(RUNS / case)
+    m = check(ts.table, meta=ts.meta).measurement
+    assert m.steps == 2 and "which mark micro-batches" in m.steps_how and "4 marked step(s)" in m.steps_how
+    # given as marked, the steps stay the markers' (each then a micro-batch, its calls unlike the others')
+    assert check(ts.table, meta=ts.meta, steps=12).measurement.steps == 12

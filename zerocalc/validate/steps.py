@@ -100,15 +100,24 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     notes: list[str] = []
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked) if marked is not None else np.zeros(len(rank), bool)
+    # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
+    sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
     if step_marked.any():
         step_id[step_marked] = marked[step_marked].astype(np.int32)
         n_marked = len(np.unique(step_id[step_marked]))
+        grouped = _marked_micro_batches(step_id, rank, sig)
+        if grouped is not None and steps in (None, grouped[1]):
+            regrouped, n, k, partial = grouped
+            how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
+                   f"{k}th marked step holds more calls (the optimizer's), so {k} make one optimizer step")
+            if partial:
+                how += (f"; {partial} marked step(s) of an optimizer step the trace holds in part count as "
+                        "one-off")
+            return regrouped, how, notes
         if steps is not None and steps != n_marked:
             raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
         return step_id, f"{n_marked} step(s) from the trace's step markers", notes
     periods = {}
-    # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
-    sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
     carries = ops.isin(_OP_VERBS) & ~small
     reduces = ops.isin(GRADIENT_OPS) & ~small
     bounds = run_bounds(rank)
@@ -195,6 +204,51 @@ def _before_tail(sig: np.ndarray, carries: np.ndarray) -> tuple[int, int, int] |
     if len(set(body[block][carries[:len(body)][block]].tolist())) < 2:
         return None
     return per, reps, tail
+
+
+def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray
+                          ) -> tuple[np.ndarray, int, int, int] | None:
+    """Where the markers mark micro-batches rather than optimizer steps (DeepSpeed's loop, ``engine.step()``
+    then ``prof.step()`` every micro-batch): (each call's optimizer step, -1 outside, the optimizer steps,
+    K, the marked steps left out as parts of an optimizer step the trace holds in part); None otherwise.
+
+    So read where on every rank the marked steps holding calls are of two kinds, the same calls (A) in all
+    but every K-th (B, K ≥ 2), which holds A's calls and more (the optimizer's gathers, its overflow check),
+    at least twice, with the K - 1 marked steps before each B all A: an optimizer step is B and the K - 1
+    before it. Marked steps with no calls (micro-batches that send nothing, as under ZeRO-1) leave the
+    steps as marked: each that holds calls is an optimizer step already.
+    """
+    bounds = run_bounds(rank)
+    out = np.full(len(step_id), -1, dtype=np.int32)
+    found: set[tuple[int, int, int]] = set()
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        ids, codes = step_id[lo:hi], sig[lo:hi]
+        at = np.flatnonzero(ids >= 0)
+        marks = sorted(set(ids[at].tolist()))
+        calls = {m: tuple(codes[at][ids[at] == m].tolist()) for m in marks}
+        kinds = Counter(calls.values())
+        if len(kinds) != 2:
+            return None
+        (a, _), (b, n_b) = kinds.most_common()
+        if n_b < 2 or Counter(a) - Counter(b) or len(b) <= len(a):
+            return None
+        ends = [m for m in marks if calls[m] == b]
+        gaps = {y - x for x, y in zip(ends, ends[1:], strict=False)}
+        if len(gaps) != 1 or (k := gaps.pop()) < 2:
+            return None
+        for e in ends[1:]:
+            if any(calls.get(m) != a for m in range(e - k + 1, e)):
+                return None
+        whole = [e for e in ends if all(calls.get(m) == a for m in range(e - k + 1, e))]
+        for j, e in enumerate(whole):
+            sel = (ids >= e - k + 1) & (ids <= e)
+            out[lo:hi][sel] = j
+        partial = sum(1 for m in marks if not any(e - k < m <= e for e in whole))
+        found.add((k, len(whole), partial))
+    if len(found) != 1:
+        return None
+    k, n, partial = found.pop()
+    return out, n, k, partial
 
 
 #: The longest step, in calls, that :func:`_heaviest_run` looks for.

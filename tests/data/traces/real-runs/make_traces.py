@@ -8,7 +8,9 @@ not dependencies of zerocalc)::
 writes ``OUTDIR/rank{r}.json.gz``: the PyTorch profiler's Chrome trace of rank r, CPU
 activities, ``record_shapes=True``, schedule wait 0 / warm-up 1 / active ``steps``, and
 exactly one ``ProfilerStep#k`` per OPTIMIZER step (``prof.step()`` runs after
-``optimizer.step()``; the micro-batches of gradient accumulation all fall inside it).
+``optimizer.step()``; the micro-batches of gradient accumulation all fall inside it), but in
+``ds-zero2-ga4-step-per-micro-batch``: one per micro-batch, as DeepSpeed's loop
+(``engine.backward(loss); engine.step(); prof.step()``) puts it.
 
 Every case trains the same tiny MLP (``LAYERS``; Ψ = 71,104 parameters) on random data
 with fixed seeds, so each layer's collectives can be told apart by their sizes.
@@ -204,13 +206,25 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
     return cfg
 
 
-def case_deepspeed(outdir, cfg, steps=2):
+def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False):
     import deepspeed
 
     model = make_model()
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
+
+    if step_per_micro_batch:
+        # one ProfilerStep per engine.step() call, as `engine.backward(loss); engine.step(); prof.step()`
+        # puts it: every micro-batch (DeepSpeed steps the optimizer at every DS_GA-th); the warm-up is the
+        # first micro-batch, so the profiled window starts inside an optimizer step
+        def micro_batch(i):
+            x, y = batch(rank, i // DS_GA, i % DS_GA, torch.bfloat16 if "bf16" in cfg else torch.float32)
+            engine.backward(loss_fn(engine(x), y))
+            engine.step()
+
+        run_profiled(outdir, steps * DS_GA, micro_batch)
+        return
 
     def train_step(step):
         for m in range(DS_GA):  # engine.step() steps the optimizer at the 4th micro-batch only
@@ -270,6 +284,11 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0)}),
+    "ds-zero2-ga4-step-per-micro-batch": (
+        lambda o: case_deepspeed(o, ds_config(2), steps=3, step_per_micro_batch=True), {
+            "scheme": "DeepSpeed ZeRO stage 2, engine.step() then prof.step() every micro-batch",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": DS_GA, "steps_profiled": 3 * DS_GA, "profiler_step_per": "micro-batch"}),
     "ds-zero2-ga4-bf16": (lambda o: case_deepspeed(o, ds_config(2, bf16=True)), {
         "scheme": "DeepSpeed ZeRO stage 2, bf16 enabled", "param_dtype": "bfloat16",
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
@@ -309,7 +328,7 @@ def describe(case):
            "micro_batch_size": MICRO_BATCH, "optimizer": "Adam",
            "profiler": {"activities": "CPU", "record_shapes": True,
                         "schedule": {"wait": 0, "warmup": 1, "active": facts["steps_profiled"]},
-                        "one ProfilerStep per": "optimizer step"}}
+                        "one ProfilerStep per": facts.get("profiler_step_per", "optimizer step")}}
     if case.startswith("ds-"):
         import deepspeed
 
