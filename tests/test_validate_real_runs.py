@@ -262,5 +262,6 @@ def test_step_markers_of_micro_batches_make_optimizer_steps():
     ts = read_traces(RUNS / case)
     m = check(ts.table, meta=ts.meta).measurement
     assert m.steps == 2 and "which mark micro-batches" in m.steps_how and "4 marked step(s)" in m.steps_how
+    assert any("give --steps 12" in n for n in m.notes)
     # given as marked, the steps stay the markers' (each then a micro-batch, its calls unlike the others')
     assert check(ts.table, meta=ts.meta, steps=12).measurement.steps == 12

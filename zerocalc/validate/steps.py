@@ -113,6 +113,8 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
             if partial:
                 how += (f"; {partial} marked step(s) of an optimizer step the trace holds in part count as "
                         "one-off")
+            notes.append(f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer steps "
+                         f"(K = {k}): give --steps {n_marked} if each marked step is an optimizer step")
             return regrouped, how, notes
         if steps is not None and steps != n_marked:
             raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
