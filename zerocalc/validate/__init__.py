@@ -12,7 +12,10 @@ One module per stage, all pure (tables in, dataclasses and tables out; no printi
   each rank's calls in time order.
 * :mod:`.infer`: N, element types, sizes and Ψ, from options or the trace, each with a sentence for
   the user.
-* :mod:`.steps`: steps and micro-batches, from step markers or repeating call sequences.
+* :mod:`.repeats`: the runs of equal blocks in a rank's call sequence that steps and micro-batches are
+  read from.
+* :mod:`.steps`: steps, from step markers or repeating call sequences.
+* :mod:`.micro_batches`: micro-batches per optimizer step and when gradients are reduced.
 * :mod:`.measure`: those stages in order (:func:`measure`), the per-step tables and the measured
   pattern.
 * :mod:`.compare`: every scheme's predicted per-step collectives against the measured ones, by
@@ -63,7 +66,7 @@ from zerocalc.validate.fit import (
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.pipeline import CheckResult, check
 from zerocalc.validate.ranks import PROCESS_COLUMNS
-from zerocalc.validate.steps import _repeating_suffix, _z_function
+from zerocalc.validate.repeats import _repeating_suffix, _z_function
 
 __all__ = [
     "BUFFER_MAX_SHARE_OF_PSI", "CATEGORIES", "DP_OPS", "NO_CROSS_RANK_TRAFFIC", "OP_NAMES",

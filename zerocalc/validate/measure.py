@@ -37,8 +37,9 @@ from zerocalc.validate.columns import (
     zero_nan,
 )
 from zerocalc.validate.folded import Unfoldable, weighted
+from zerocalc.validate.micro_batches import infer_micro_batches
 from zerocalc.validate.ranks import assign_ranks
-from zerocalc.validate.steps import infer_micro_batches, infer_steps
+from zerocalc.validate.steps import infer_steps
 
 
 @dataclass(frozen=True)

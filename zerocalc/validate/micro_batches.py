@@ -1,0 +1,158 @@
+"""Micro-batches per optimizer step and when the gradients are reduced, from the block of calls that
+repeats inside each step (:func:`~.repeats._leading_repeats`).
+
+Each search runs once per distinct call sequence (one (rank, step)'s), not once per pair. Sources: §7
+(micro-batches and gradient accumulation per implementation).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+from zerocalc.validate.columns import Codes, distinct_runs, group_codes
+from zerocalc.validate.repeats import _leading_repeats
+
+
+@dataclass(frozen=True)
+class MicroBatches:
+    """Micro-batches per optimizer step and when the gradients are reduced, with how each was found."""
+
+    k: int
+    how: str
+    #: "every" (gradients reduced in every micro-batch), "boundary" (once per optimizer step), or None
+    #: when the trace cannot tell (one micro-batch, or nothing repeats)
+    grad_sync: str | None
+    grad_sync_how: str
+
+
+def _step_blocks(codes: list[int], grad: list[bool],
+                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool]:
+    """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
+    carry more than a scalar; None: all): the
+    micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
+    "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
+    whether the step could be nothing but micro-batches (``sure``, what a step found without markers
+    needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
+    carry data (the optimizer's gathers), or hold none and are followed by the boundary micro-batch, the
+    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
+    g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
+    most = max(g.values()) if g else None
+    per, reps = _leading_repeats(codes)
+    mode, sure = None, False
+    if reps > 1:
+        in_block = any(grad[:per * reps])
+        after = any(grad[per * reps:])
+        mode = "every" if in_block else "boundary" if after else "none"
+        # the boundary micro-batch: the same block with the gradient reductions among its calls
+        rest = [c for c, is_g in zip(codes[per * reps:], grad[per * reps:], strict=True) if not is_g]
+        closed = rest[:per] == codes[:per] and after and not in_block
+        if closed:
+            reps += 1
+        block = set(codes[:per])
+        sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
+            in_block and not after and any(data[per * reps:] if data is not None else rest))
+    return reps, mode, most, sure
+
+
+def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
+                        rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
+                        marked: bool = True, w: np.ndarray | None = None) -> MicroBatches:
+    """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
+    collectives that opens each optimizer step repeats back to back (the most common count over ranks
+    and steps). Gradient accumulation repeats forward and backward, and with them every collective
+    they issue (§7: DDP and FSDP reduce in every micro-batch unless ``no_sync``; FSDP and DeepSpeed
+    ZeRO-3 gather in every micro-batch; DeepSpeed ZeRO-2/3 reduce in every micro-batch, ZeRO-1 at the
+    boundary). The gradient-sync mode is read from where the gradient reductions fall: inside the
+    repeated block (every micro-batch) or only after it (at the boundary). A trace that marks no optimizer
+    steps (``marked`` False) has steps that are themselves repeated blocks, which micro-batches that reduce
+    in each would be: there a step shows its micro-batches only where it could be nothing else
+    (:func:`_step_blocks`).
+
+    ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them; ``w``:
+    each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight).
+    """
+    found: Counter = Counter()
+    modes: Counter = Counter()
+    repeats: Counter = Counter()  # the most times one gradient call recurs in a step
+    _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
+                  sure_only=not marked and k is None)
+    inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
+    if k is not None:
+        if k < 1:
+            from zerocalc.errors import ConfigError
+
+            raise ConfigError(f"must be a positive integer, got {k}", option="--micro-batches")
+        how = f"K = {k}: from --micro-batches"
+        if inferred > 1 and inferred != k:
+            how += f" (the trace's steps open with a block repeated {inferred} times)"
+    elif inferred > 1 and not marked:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
+               f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
+               "last alone: one per micro-batch)")
+    elif inferred > 1:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
+               f"repeated {k} times: one per micro-batch)")
+    elif not marked:
+        k = 1
+        how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "
+               "(give --micro-batches K)")
+    else:
+        k = 1
+        how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
+               "nothing before the boundary: give --micro-batches K if so)")
+    mode = max(modes, key=modes.get) if modes else None
+    if mode is None and k > 1 and repeats:
+        # K given, nothing repeats: the gradient reductions recur K times per step, or run once
+        most = max(repeats, key=repeats.get)
+        mode = "every" if most == k else "boundary" if most == 1 else None
+    if k == 1:
+        return MicroBatches(1, how, None, "one micro-batch per optimizer step: nothing to tell")
+    if mode == "every":
+        return MicroBatches(k, how, "every",
+                            "gradients reduced in every micro-batch (the repeated block holds the gradient "
+                            "collectives)")
+    if mode == "boundary":
+        return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (no_sync / "
+                                                "set_requires_gradient_sync(False) on the earlier "
+                                                "micro-batches, or a ZeRO-1 boundary reduction)")
+    return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
+
+
+def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
+                  rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
+                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False) -> None:
+    """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
+    searched once per distinct call sequence, counted once per pair (counters filled in order of first
+    appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
+    they could be nothing else (:func:`_step_blocks`; else 1), and so its gradient-sync mode."""
+    sel = np.flatnonzero(use)
+    if not len(sel):
+        return
+    # the pairs' calls in (rank, step, call) order: already so when each rank's steps come in order
+    r, s = rank[sel], step_id[sel]
+    if not (np.all(r[1:] >= r[:-1]) and np.all((r[1:] != r[:-1]) | (s[1:] >= s[:-1]))):
+        sel = sel[np.lexsort((sel, s, r))]
+        r, s = rank[sel], step_id[sel]
+    sig, _ = group_codes(ops.codes[sel], full[sel], gs[sel])
+    bounds = np.concatenate([[0], np.flatnonzero((r[1:] != r[:-1]) | (s[1:] != s[:-1])) + 1, [len(sel)]])
+    rep = distinct_runs(sig, bounds)
+    firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
+    if w is not None:  # each pair counted by its weight
+        mult = np.bincount(rep, weights=w[sel][bounds[:-1]])[firsts].astype(np.int64)
+    g, data = grad[sel], full[sel] > SCALAR_MAX_ELEMENTS
+    for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist())
+        if sure_only and not sure:
+            reps, mode = 1, None
+        if most is not None:
+            repeats[most] += times
+        if mode is not None:
+            modes[mode] += times
+        found[reps] += times
