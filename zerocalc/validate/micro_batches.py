@@ -78,6 +78,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
+    if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
+        use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
                   sure_only=not marked and k is None)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
