@@ -143,8 +143,10 @@ def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         ids, codes = step_id[lo:hi], sig[lo:hi]
         at = np.flatnonzero(ids >= 0)
-        marks = sorted(set(ids[at].tolist()))
-        calls = {m: tuple(codes[at][ids[at] == m].tolist()) for m in marks}
+        order = at[np.argsort(ids[at], kind="stable")]  # each marked step's calls together, in time order
+        marks, first = np.unique(ids[order], return_index=True)
+        marks = marks.tolist()
+        calls = dict(zip(marks, map(tuple, np.split(codes[order], first[1:])), strict=True))
         kinds = Counter(calls.values())
         if len(kinds) != 2:
             return None
