@@ -160,11 +160,12 @@ def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray
         for e in ends[1:]:
             if any(calls.get(m) != a for m in range(e - k + 1, e)):
                 return None
-        whole = [e for e in ends if all(calls.get(m) == a for m in range(e - k + 1, e))]
-        for j, e in enumerate(whole):
-            sel = (ids >= e - k + 1) & (ids <= e)
-            out[lo:hi][sel] = j
-        partial = sum(1 for m in marks if not any(e - k < m <= e for e in whole))
+        # the ends after the first are whole; the first is where the window holds its K - 1 before it
+        whole = ends if all(calls.get(m) == a for m in range(ends[0] - k + 1, ends[0])) else ends[1:]
+        first_mark, last_mark = whole[0] - k + 1, whole[-1]
+        inside = (ids >= first_mark) & (ids <= last_mark)
+        out[lo:hi][inside] = (ids[inside] - first_mark) // k
+        partial = sum(1 for m in marks if not first_mark <= m <= last_mark)
         found.add((k, len(whole), partial))
     if len(found) != 1:
         return None
