@@ -265,3 +265,29 @@ def test_step_markers_of_micro_batches_make_optimizer_steps():
     assert any("give --steps 12" in n for n in m.notes)
     # given as marked, the steps stay the markers' (each then a micro-batch, its calls unlike the others')
     assert check(ts.table, meta=ts.meta, steps=12).measurement.steps == 12
+
+
+def test_pipeline_stages_check_as_data_parallel_per_stage_with_their_sends_apart():
+    # pipeline of 2 × data parallel of 2, over gloo: each stage all-reduces its own gradients on its
+    # group of 2; counted from the traces (count_calls.py): stage 0 (ranks 0, 1) all-reduces 24,576 + 192
+    # + 30,720 + 160 elements, stage 1 (ranks 2, 3) 15,360 + 96, per step; and each rank sends 2 and
+    # receives 2 activations (or their gradients) of 8 × 160 a step
+    case = "pp2-dp2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    per_rank = {int(r): sum(c["calls"] * c["in_elems"] for c in s["steps"]["ProfilerStep#1"]["c10d"]
+                            if c["op"] == "c10d::allreduce_") for r, s in steps.items()}
+    assert per_rank == {0: 55_648, 1: 55_648, 2: 15_456, 3: 15_456}
+    assert sorted(set(per_rank.values()), reverse=True) == run["pipeline"]["psi_per_stage"]
+    p2p = sum(c["calls"] for s in steps.values() for step in s["steps"].values() for c in step["c10d"]
+              if c["op"] in ("c10d::send", "c10d::recv_"))
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # each rank's Ψ is its stage's: the check's is their mean over the ranks, Ψ / pp, and it says they vary
+    assert m.psi == sum(per_rank.values()) / 4 == PSI / 2 and m.n == 2 and m.world_size == 4
+    assert any("vary between 15,456 and 55,648" in n for n in m.notes)
+    # a ring all-reduce on 2 sends half the vector twice: Ψ × 4 B on every rank, on the mean
+    assert m.bytes_per_rank_per_step == pytest.approx(PSI / 2 * 4)
+    assert "dp" in res.matches
+    assert any(f"recv on 4 ranks ×{p2p // 2}" in n and f"send on 4 ranks ×{p2p // 2}" in n for n in m.notes)

@@ -28,7 +28,8 @@ def _match_gloo(
                 ok = False
                 break
             n, dt = _arg_nelems(g[3] or {}, 0)
-            if n is not None and r["in_nelems"] is not None and n != r["in_nelems"]:
+            own = r["out_nelems"] if r["op"] == "recv" else r["in_nelems"]  # a receive's tensor is its output
+            if n is not None and own is not None and n != own:
                 ok = False
                 break
             if dt is not None and r["dtype"] is not None and dt != r["dtype"]:

@@ -48,6 +48,8 @@ GLOO_NAME = {
     "c10d::allgather_into_tensor_coalesced_": "gloo:all_gather",
     "c10d::broadcast_": "gloo:broadcast",
     "c10d::reduce_": "gloo:reduce",
+    "c10d::send": "gloo:send",
+    "c10d::recv_": "gloo:recv",
 }
 OUT_FIRST = ("allgather", "reduce_scatter", "alltoall")  # ops whose arg 0 is the output
 STEP = re.compile(r"ProfilerStep#(\d+)$")

@@ -174,6 +174,60 @@ def case_fsdp2_mixed(outdir):
     case_fsdp2(outdir, mp_policy=mp)
 
 
+PP_MICRO_BATCHES = 2
+
+
+def case_pp2_dp2(outdir):
+    """Pipeline parallelism of 2 stages × data parallelism of 2, by hand (GPipe's order: every
+    micro-batch's forward, then every backward): stage s on ranks {2s, 2s+1}, layers 0-1 on stage 0 and
+    layer 2 on stage 1; a rank sends its activations to, and receives their gradients from, its peer in
+    the other stage (rank ± 2, point-to-point on the world); after the backward each stage all-reduces
+    its gradients over its data-parallel group ({0, 1} or {2, 3}), one call a tensor."""
+    rank = dist.get_rank()
+    dp_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank creates every group
+    stage, dp_rank = rank // 2, rank % 2
+    peer = rank + 2 if stage == 0 else rank - 2
+    layers = make_model().layers[:2] if stage == 0 else make_model().layers[2:]
+    opt = torch.optim.Adam(layers.parameters(), lr=LR)
+    width = LAYERS[1][1]  # the activation between the stages: Linear(192, 160)'s output
+
+    def forward(x):
+        for layer in layers:
+            x = layer(x)
+            if stage == 0:
+                x = torch.relu(x)
+        return x
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        sent, received, outs = [], [], []
+        for m in range(PP_MICRO_BATCHES):
+            x, y = batch(dp_rank, step, m)
+            if stage == 0:
+                out = forward(x)
+                dist.send(out.detach(), peer)
+                sent.append(out)
+            else:
+                act = torch.empty(MICRO_BATCH, width)
+                dist.recv(act, peer)
+                act.requires_grad_()
+                received.append(act)
+                outs.append(loss_fn(forward(act), y).div(PP_MICRO_BATCHES))
+        for m in range(PP_MICRO_BATCHES):
+            if stage == 1:
+                outs[m].backward()
+                dist.send(received[m].grad, peer)
+            else:
+                grad = torch.empty(MICRO_BATCH, width)
+                dist.recv(grad, peer)
+                sent[m].backward(grad)
+        for p in layers.parameters():
+            dist.all_reduce(p.grad, group=dp_groups[stage])
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
 # --- DeepSpeed cases ------------------------------------------------------------------------------
 
 DS_GA = 4
@@ -247,6 +301,16 @@ def fsdp_groups(mesh_shape):
 WORLD4 = [[0, 1, 2, 3]]
 CASES = {
     # name: (function(outdir), what ran: the facts the run was configured with)
+    "pp2-dp2": (case_pp2_dp2, {
+        "scheme": "pipeline parallelism 2 (GPipe order, send/recv between ranks r and r + 2) x "
+                  "data parallelism 2 (one all-reduce a gradient tensor)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": [[0, 1], [2, 3]]},
+        "pipeline": {"stages": [[0, 1], [2, 3]], "layers": [[0, 1], [2]],
+                     "psi_per_stage": [LAYERS[0][0] * LAYERS[0][1] + LAYERS[0][1]
+                                       + LAYERS[1][0] * LAYERS[1][1] + LAYERS[1][1],
+                                       LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
+        "micro_batches": PP_MICRO_BATCHES, "grad_sync": "once, after the last micro-batch's backward",
+        "steps_profiled": 3}),
     "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
