@@ -262,3 +262,27 @@ def test_a_run_that_ends_in_evaluation_and_a_checkpoint_keeps_its_steps():
     out = json.loads(res.stdout)
     assert (out["psi"], out["n"], out["steps"]) == (psi, 4, steps)
     assert "26 call(s) after the last repetition" in out["steps_how"]
+
+
+def test_tensor_parallel_groups_of_the_data_parallel_size_are_told_apart_by_name():
+    # tensor parallelism 2 × data parallelism 2: both groups have 2 ranks. Counted from the dumps: each
+    # rank all-reduces an 8 × 160 activation on one group a step, and its gradient tensors on the other
+    run, ranks = _count("tp2-dp2")
+    for entries in ranks:
+        by_group: dict[str, set[int]] = {}
+        for e in entries:
+            by_group.setdefault(e["process_group"][0], set()).add(math.prod(e["input_sizes"][0]))
+        activations, gradients = sorted(by_group.values(), key=len)
+        assert activations == {8 * 160}
+        per_step = sum(math.prod(e["input_sizes"][0]) for e in entries[:7]
+                       if math.prod(e["input_sizes"][0]) != 8 * 160)
+        assert per_step == run["psi_per_rank"] == 43_360
+    # over gloo the dumps list no group's ranks: the group's size is given; its name tells the groups apart
+    res = runner.invoke(app, ["check", str(FR / "tp2-dp2"), "--n", "2", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["matches"]) == (43_360, 2, ["dp"])
+    unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
+    # the activation's all-reduce, reported apart: a ring on 2 sends 2 · 1/2 of its 8 × 160 fp32
+    sent = unexplained["bytes_per_rank_per_step"]
+    assert (unexplained["calls_per_rank_per_step"], sent) == (1, 2 * (1 / 2) * 8 * 160 * 4)

@@ -121,6 +121,36 @@ def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full
     return cat
 
 
+def foreign_groups(group: np.ndarray, rank: np.ndarray, ops: Codes, full: np.ndarray, gs: np.ndarray,
+                   cat: np.ndarray) -> np.ndarray:
+    """Steady-state calls on a group other than their rank's data-parallel group of the same size, where
+    the trace names each call's group (``group``: a code per call, its ranks or its name; -1 unnamed).
+
+    A rank's data-parallel group of a size is the one its gradient reductions move the most elements on.
+    So a tensor-parallel group of the data-parallel group's size (tensor parallelism 2 × data parallelism
+    2, {0, 1} beside {0, 2}), which its size alone cannot tell apart, is reported apart: its activations'
+    all-reduces are not gradients. Nothing where no rank has two groups of one size.
+    """
+    out = np.zeros(len(cat), dtype=bool)
+    dp = (cat == STEP) & ops.isin(DP_OPS) & (group >= 0)
+    if not dp.any():
+        return out
+    key, _ = group_codes(rank[dp], gs[dp])  # (rank, size)
+    pair, n_pair = group_codes(key, group[dp])
+    if n_pair == key.max() + 1:  # one group of each size on every rank
+        return out
+    grad = ops.isin(GRADIENT_OPS)[dp] & (full[dp] > SCALAR_MAX_ELEMENTS)
+    moved = np.bincount(pair, weights=np.where(grad, zero_nan(full[dp]), 0.0), minlength=n_pair)
+    first = first_rows(pair)  # each (rank, size, group)'s first call: its (rank, size)
+    chosen = np.full(key.max() + 1, -1, dtype=np.int64)
+    for p_ in np.argsort(-moved, kind="stable").tolist():  # the most moved first; ties: first seen
+        k = key[first[p_]]
+        if chosen[k] < 0 and moved[p_] > 0:
+            chosen[k] = p_
+    out[np.flatnonzero(dp)] = (chosen[key] >= 0) & (pair != chosen[key])
+    return out
+
+
 def _distinct_per(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
     """Distinct ``value`` per ``key`` (0 … n_keys-1)."""
     pair, _ = group_codes(key, value)

@@ -24,7 +24,7 @@ from zerocalc.validate.accounting import (
     _world_sizes,
     ring_bytes_factor,
 )
-from zerocalc.validate.classify import CATEGORIES, STEP
+from zerocalc.validate.classify import CATEGORIES, STEP, UNEXPLAINED
 from zerocalc.validate.columns import (
     Codes,
     Rows,
@@ -182,6 +182,8 @@ def measure(
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
+    if groups.shard is None:  # HSDP's shard and replicate groups may be of one size
+        cat[classify.foreign_groups(_group_keys(rows), rank_idx, ops, full, gs, cat)] = UNEXPLAINED
     grad = classify.gradient_calls(cat, ops, full)
     mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w)
@@ -270,6 +272,15 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
     pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps, w)
     groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern], w)
     return n_steps, per_step, categories, unexplained, pattern, variants, groups
+
+
+def _group_keys(rows: Rows) -> np.ndarray:
+    """Each call's group as a code: its ranks where the trace lists them, else its name (-1: neither)."""
+    key = rows.codes("group_ranks").codes if rows.has("group_ranks") else np.full(len(rows.idx), -1)
+    if rows.has("group"):
+        named = rows.codes("group").codes
+        key = np.where(key >= 0, key, np.where(named >= 0, named + key.max() + 1, -1))
+    return key
 
 
 def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:

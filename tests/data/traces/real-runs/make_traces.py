@@ -228,6 +228,71 @@ def case_pp2_dp2(outdir):
     run_profiled(outdir, 3, train_step)
 
 
+def case_tp2_dp2(outdir):
+    """Tensor parallelism of 2 × data parallelism of 2, Megatron's MLP split by hand: tensor-parallel
+    groups {0, 1} and {2, 3} (consecutive ranks), data-parallel groups {0, 2} and {1, 3}. ``layers.0`` is
+    split by its outputs (each rank 96 of 192; its input's gradient all-reduced over the tensor-parallel
+    group in the backward), ``layers.1`` by its inputs (each rank 96 of 192, its output all-reduced over the
+    group in the forward, the bias whole on both), ``layers.2`` whole on both. After the backward each rank
+    all-reduces its gradients over its data-parallel group, one call a tensor.
+
+    Run for its Flight Recorder dumps (``../flight-recorder/make_runs.py``), which name each call's
+    process group: over gloo the profiler trace names none, and its two groups of 2 are told apart by
+    nothing it records, so no trace of this case is kept here."""
+    rank = dist.get_rank()
+    tp_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank creates every group
+    dp_groups = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+    tp, tp_rank = tp_groups[rank // 2], rank % 2
+    dp, dp_rank = dp_groups[rank % 2], rank // 2
+
+    class CopyToTP(torch.autograd.Function):  # identity forward, all-reduce of the gradient backward
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            g = g.clone()
+            dist.all_reduce(g, group=tp)
+            return g
+
+    class ReduceFromTP(torch.autograd.Function):  # all-reduce forward, identity backward
+        @staticmethod
+        def forward(ctx, x):
+            x = x.clone()
+            dist.all_reduce(x, group=tp)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    full = make_model()
+    half = LAYERS[0][1] // 2
+    cols = slice(tp_rank * half, (tp_rank + 1) * half)
+    l0 = nn.Linear(LAYERS[0][0], half)
+    l1 = nn.Linear(half, LAYERS[1][1])
+    l2 = nn.Linear(*LAYERS[2])
+    with torch.no_grad():
+        l0.weight.copy_(full.layers[0].weight[cols]), l0.bias.copy_(full.layers[0].bias[cols])
+        l1.weight.copy_(full.layers[1].weight[:, cols]), l1.bias.copy_(full.layers[1].bias)
+        l2.weight.copy_(full.layers[2].weight), l2.bias.copy_(full.layers[2].bias)
+    params = [*l0.parameters(), *l1.parameters(), *l2.parameters()]
+    opt = torch.optim.Adam(params, lr=LR)
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(dp_rank, step, 0)
+        h = torch.relu(l0(CopyToTP.apply(x)))
+        h = torch.relu(ReduceFromTP.apply(nn.functional.linear(h, l1.weight)) + l1.bias)
+        loss_fn(l2(h), y).backward()
+        for p in params:
+            dist.all_reduce(p.grad, group=dp)
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
 # --- DeepSpeed cases ------------------------------------------------------------------------------
 
 DS_GA = 4
@@ -301,6 +366,15 @@ def fsdp_groups(mesh_shape):
 WORLD4 = [[0, 1, 2, 3]]
 CASES = {
     # name: (function(outdir), what ran: the facts the run was configured with)
+    "tp2-dp2": (case_tp2_dp2, {
+        "scheme": "tensor parallelism 2 (Megatron's MLP split: layers.0 by outputs, layers.1 by inputs, "
+                  "layers.2 whole) x data parallelism 2 (one all-reduce a gradient tensor)",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]]},
+        "psi_per_rank": LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2
+                        + LAYERS[0][1] // 2 * LAYERS[1][1] + LAYERS[1][1] + LAYERS[2][0] * LAYERS[2][1]
+                        + LAYERS[2][1],
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "pp2-dp2": (case_pp2_dp2, {
         "scheme": "pipeline parallelism 2 (GPipe order, send/recv between ranks r and r + 2) x "
                   "data parallelism 2 (one all-reduce a gradient tensor)",
