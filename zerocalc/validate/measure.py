@@ -275,11 +275,12 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
 
 
 def _group_keys(rows: Rows) -> np.ndarray:
-    """Each call's group as a code: its ranks where the trace lists them, else its name (-1: neither)."""
-    key = rows.codes("group_ranks").codes if rows.has("group_ranks") else np.full(len(rows.idx), -1)
-    if rows.has("group"):
-        named = rows.codes("group").codes
-        key = np.where(key >= 0, key, np.where(named >= 0, named + key.max() + 1, -1))
+    """Each call's group as a code: its name where the trace gives one (a process group's, an NCCL
+    communicator's), else its ranks where it lists them (-1: neither)."""
+    key = rows.codes("group").codes if rows.has("group") else np.full(len(rows.idx), -1)
+    if rows.has("group_ranks"):
+        listed = rows.codes("group_ranks").codes
+        key = np.where(key >= 0, key, np.where(listed >= 0, listed + key.max() + 1, -1))
     return key
 
 
