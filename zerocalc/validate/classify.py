@@ -135,6 +135,11 @@ def foreign_groups(group: np.ndarray, rank: np.ndarray, ops: Codes, full: np.nda
     dp = (cat == STEP) & ops.isin(DP_OPS) & (group >= 0)
     if not dp.any():
         return out
+    r, g = rank[dp].astype(np.int64), group[dp].astype(np.int64)
+    n_groups = int(g.max()) + 1
+    if (int(r.max()) + 1) * n_groups <= 1 << 24:  # one group on every rank (the usual run): nothing to do
+        if np.count_nonzero(np.bincount(r * n_groups + g)) == np.count_nonzero(np.bincount(r)):
+            return out
     key, _ = group_codes(rank[dp], gs[dp])  # (rank, size)
     pair, n_pair = group_codes(key, group[dp])
     if n_pair == key.max() + 1:  # one group of each size on every rank
