@@ -1,6 +1,6 @@
 """Infer: what the trace leaves implicit: N (the data-parallel group), element types, sizes, Ψ and the
-element type on the wire, each with a sentence saying how it was found (ranks: :mod:`.ranks`; steps and
-micro-batches: :mod:`.steps`).
+element type on the wire, each with a sentence saying how it was found (ranks: :mod:`.ranks`; steps:
+:mod:`.steps`; micro-batches: :mod:`.micro_batches`).
 
 Each function takes the calls ordered by rank and time (:func:`~zerocalc.validate.ranks.assign_ranks`)
 as numpy columns (ops and element types as :class:`~zerocalc.validate.columns.Codes`), and the user's

@@ -1,8 +1,9 @@
 """Measure: bytes each rank sent per step, by category, from a canonical trace table.
 
 :func:`measure` reads as its stages: the per-call rows (:mod:`.classify`), ranks (:mod:`.ranks`), N,
-element types and sizes (:mod:`.infer`), the ring bytes of every call (:mod:`.accounting`), steps and
-micro-batches (:mod:`.steps`), categories, Ψ and the wire type, then the per-step tables and the
+element types and sizes (:mod:`.infer`), the ring bytes of every call (:mod:`.accounting`), steps
+(:mod:`.steps`), categories and other groups (:mod:`.classify`), micro-batches (:mod:`.micro_batches`),
+Ψ and the wire type, then the per-step tables and the
 measured pattern. Every stage works on compact per-call arrays (:mod:`.columns`), never on copies of
 the table; the table with the measured columns (:attr:`Measurement.calls`) is built when asked for.
 """
