@@ -126,6 +126,8 @@ def test_a_group_without_a_size_asks_for_n(tmp_path):
     f.write_text(json.dumps(doc))
     res = runner.invoke(app, ["check", str(f)])
     assert res.exit_code == 2 and "--n" in res.output and "Traceback" not in res.output
+    # the line names the group and the ops that lack a size: the one world call appended above
+    assert "1 call(s) (on group '0': all_reduce) record no group size" in res.output
 
 
 def test_timed_nccl_dumps_are_priced_on_the_nodes_their_group_names(tmp_path):

@@ -122,8 +122,16 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
     unsized = int(np.isnan(gs[data_ops]).sum())
     if unsized:  # some calls name their group but not its size, and the trace states no world size
-        raise TraceMismatchError(f"{unsized} call(s) record no group size and the trace states no world "
-                                 "size to take: give --n")
+        which = ""
+        if rows.has("group"):
+            mask = data_ops & np.isnan(gs)
+            named = rows.codes("group").take(mask).present()
+            ops_of = ", ".join(ops.take(mask).present())
+            if named:
+                which = (f" (on group{'s' if len(named) > 1 else ''} {', '.join(map(repr, named[:3]))}"
+                         f"{' …' if len(named) > 3 else ''}: {ops_of})")
+        raise TraceMismatchError(f"{unsized} call(s){which} record no group size and the trace states no "
+                                 "world size to take: give --n")
     sizes_by_elems = _elements_by_size(gs[data_ops], _w(zero_nan(full[data_ops]), w, data_ops))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)
