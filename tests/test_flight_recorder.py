@@ -288,3 +288,27 @@ def test_tensor_parallel_groups_of_the_data_parallel_size_are_told_apart_by_name
     # the activation's all-reduce, reported apart: a ring on 2 sends 2 · 1/2 of its 8 × 160 fp32
     sent = unexplained["bytes_per_rank_per_step"]
     assert (unexplained["calls_per_rank_per_step"], sent) == (1, 2 * (1 / 2) * 8 * 160 * 4)
+
+
+def test_two_groups_of_every_rank_are_both_data_parallel(tmp_path):
+    # DeepSpeed's way: gradients all-reduced on a group of every rank made for data parallelism ("1"), and
+    # each step a broadcast of a 100-element buffer on the default group ("0"), which holds the same ranks:
+    # both are data-parallel calls, none reported apart as another group's
+    def entry(i, pg, name, n):
+        return {"record_id": i, "pg_id": int(pg), "process_group": [pg, "default_pg" if pg == "0" else "dp"],
+                "collective_seq_id": i + 1, "profiling_name": f"nccl:{name}", "input_sizes": [[n]],
+                "output_sizes": [[n]], "input_dtypes": ["Float"], "state": "completed"}
+
+    calls = [("1", "all_reduce", 5000), ("0", "broadcast", 100)] * 3
+    for r in (0, 1):
+        (tmp_path / f"nccl_trace_rank_{r}").write_text(json.dumps({
+            "version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
+            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"},
+                          "1": {"name": "1", "desc": "dp", "ranks": "[0, 1]"}},
+            "entries": [entry(i, *c) for i, c in enumerate(calls)]}))
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"]) == (5000, 2, 3)
+    unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
+    assert unexplained["calls_per_rank_per_step"] == 0

@@ -122,17 +122,20 @@ def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full
 
 
 def foreign_groups(group: np.ndarray, rank: np.ndarray, ops: Codes, full: np.ndarray, gs: np.ndarray,
-                   cat: np.ndarray) -> np.ndarray:
-    """Steady-state calls on a group other than their rank's data-parallel group of the same size, where
-    the trace names each call's group (``group``: a code per call, its ranks or its name; -1 unnamed).
+                   cat: np.ndarray, world: int) -> np.ndarray:
+    """Steady-state calls carrying data on a group other than their rank's data-parallel group of the same
+    size, where the trace names each call's group (``group``: a code per call, its ranks or its name; -1
+    unnamed).
 
     A rank's data-parallel group of a size is the one its gradient reductions move the most elements on.
     So a tensor-parallel group of the data-parallel group's size (tensor parallelism 2 × data parallelism
     2, {0, 1} beside {0, 2}), which its size alone cannot tell apart, is reported apart: its activations'
-    all-reduces are not gradients. Nothing where no rank has two groups of one size.
+    all-reduces are not gradients. Groups of the ``world``'s size are left alone: two of them hold the
+    same ranks (the default group beside a data-parallel group of every rank, as DeepSpeed makes). Nothing
+    where no rank has two groups of one size.
     """
     out = np.zeros(len(cat), dtype=bool)
-    dp = (cat == STEP) & ops.isin(DP_OPS) & (group >= 0)
+    dp = (cat == STEP) & ops.isin(DP_OPS) & (group >= 0) & (gs != world) & (full > SCALAR_MAX_ELEMENTS)
     if not dp.any():
         return out
     r, g = rank[dp].astype(np.int64), group[dp].astype(np.int64)

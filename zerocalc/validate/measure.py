@@ -184,7 +184,8 @@ def measure(
     notes += more
     cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     if groups.shard is None:  # HSDP's shard and replicate groups may be of one size
-        cat[classify.foreign_groups(_group_keys(rows), rank_idx, ops, full, gs, cat)] = UNEXPLAINED
+        everyone = world if world is not None else len(ranks)
+        cat[classify.foreign_groups(_group_keys(rows), rank_idx, ops, full, gs, cat, everyone)] = UNEXPLAINED
     grad = classify.gradient_calls(cat, ops, full)
     mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w)
