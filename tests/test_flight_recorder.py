@@ -312,3 +312,29 @@ def test_two_groups_of_every_rank_are_both_data_parallel(tmp_path):
     assert (out["psi"], out["n"], out["steps"]) == (5000, 2, 3)
     unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
     assert unexplained["calls_per_rank_per_step"] == 0
+
+
+def test_two_groups_of_the_same_ranks_are_one(tmp_path):
+    # a world of 4; ranks 0 and 2 all-reduce gradients on group "1" ({0, 2}) and broadcast a 500-element
+    # shard each step on group "2", made apart but of the same ranks (as ZeroRedundancyOptimizer over a
+    # data-parallel sub-group): one group, nothing reported apart
+    def entry(i, pg, name, n):
+        return {"record_id": i, "pg_id": int(pg), "process_group": [pg, "undefined"],
+                "collective_seq_id": i + 1, "profiling_name": f"nccl:{name}", "input_sizes": [[n]],
+                "output_sizes": [[n]],
+                "input_dtypes": ["Float"], "state": "completed"}
+
+    calls = [("1", "all_reduce", 5000), ("2", "broadcast", 500)] * 3
+    for r in (0, 2):
+        (tmp_path / f"nccl_trace_rank_{r}").write_text(json.dumps({
+            "version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
+            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"},
+                          "1": {"name": "1", "desc": "undefined", "ranks": "[0, 2]"},
+                          "2": {"name": "2", "desc": "undefined", "ranks": "[0, 2]"}},
+            "entries": [entry(i, *c) for i, c in enumerate(calls)]}))
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["world_size"]) == (5000, 2, 4)
+    unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
+    assert unexplained["calls_per_rank_per_step"] == 0

@@ -277,13 +277,20 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
 
 
 def _group_keys(rows: Rows) -> np.ndarray:
-    """Each call's group as a code: its name where the trace gives one (a process group's, an NCCL
-    communicator's), else its ranks where it lists them (-1: neither)."""
-    key = rows.codes("group").codes if rows.has("group") else np.full(len(rows.idx), -1)
-    if rows.has("group_ranks"):
-        listed = rows.codes("group_ranks").codes
-        key = np.where(key >= 0, key, np.where(listed >= 0, listed + key.max() + 1, -1))
-    return key
+    """Each call's group as a code: its members where the trace lists them (two groups of the same ranks
+    are one), or those another call of its name lists, else its name (a process group's, an NCCL
+    communicator's); -1: neither."""
+    none = np.full(len(rows.idx), -1)
+    named = rows.codes("group").codes if rows.has("group") else none
+    listed = rows.codes("group_ranks").codes.copy() if rows.has("group_ranks") else none.copy()
+    both = (named >= 0) & (listed >= 0)
+    if both.any():  # a name's ranks, for its calls that list none
+        of_name = np.full(int(named.max()) + 1, -1)
+        of_name[named[both]] = listed[both]
+        fill = (listed < 0) & (named >= 0)
+        listed[fill] = of_name[named[fill]]
+    offset = int(listed.max()) + 1
+    return np.where(listed >= 0, listed, np.where(named >= 0, named + offset, -1))
 
 
 def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:
