@@ -290,25 +290,28 @@ def test_tensor_parallel_groups_of_the_data_parallel_size_are_told_apart_by_name
     assert (unexplained["calls_per_rank_per_step"], sent) == (1, 2 * (1 / 2) * 8 * 160 * 4)
 
 
+def _checked_nccl_dumps(tmp_path, ranks, pg_config: dict[str, tuple[str, str]], calls) -> dict:
+    """``check --format json`` of NCCL dumps, as FlightRecorder.hpp writes them, of ``ranks``, each listing
+    ``pg_config`` (name → (description, ranks as text)) and making ``calls`` ((group, op, elements))."""
+    for r in ranks:
+        entries = [{"record_id": i, "pg_id": int(pg), "process_group": [pg, pg_config[pg][0]],
+                    "collective_seq_id": i + 1, "profiling_name": f"nccl:{op}", "input_sizes": [[n]],
+                    "output_sizes": [[n]], "input_dtypes": ["Float"], "state": "completed"}
+                   for i, (pg, op, n) in enumerate(calls)]
+        (tmp_path / f"nccl_trace_rank_{r}").write_text(json.dumps({
+            "version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {}, "entries": entries,
+            "pg_config": {k: {"name": k, "desc": d, "ranks": rs} for k, (d, rs) in pg_config.items()}}))
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
 def test_two_groups_of_every_rank_are_both_data_parallel(tmp_path):
     # DeepSpeed's way: gradients all-reduced on a group of every rank made for data parallelism ("1"), and
     # each step a broadcast of a 100-element buffer on the default group ("0"), which holds the same ranks:
     # both are data-parallel calls, none reported apart as another group's
-    def entry(i, pg, name, n):
-        return {"record_id": i, "pg_id": int(pg), "process_group": [pg, "default_pg" if pg == "0" else "dp"],
-                "collective_seq_id": i + 1, "profiling_name": f"nccl:{name}", "input_sizes": [[n]],
-                "output_sizes": [[n]], "input_dtypes": ["Float"], "state": "completed"}
-
-    calls = [("1", "all_reduce", 5000), ("0", "broadcast", 100)] * 3
-    for r in (0, 1):
-        (tmp_path / f"nccl_trace_rank_{r}").write_text(json.dumps({
-            "version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
-            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"},
-                          "1": {"name": "1", "desc": "dp", "ranks": "[0, 1]"}},
-            "entries": [entry(i, *c) for i, c in enumerate(calls)]}))
-    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    out = _checked_nccl_dumps(tmp_path, (0, 1), {"0": ("default_pg", "[0, 1]"), "1": ("dp", "[0, 1]")},
+                              [("1", "all_reduce", 5000), ("0", "broadcast", 100)] * 3)
     assert (out["psi"], out["n"], out["steps"]) == (5000, 2, 3)
     unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
     assert unexplained["calls_per_rank_per_step"] == 0
@@ -318,23 +321,9 @@ def test_two_groups_of_the_same_ranks_are_one(tmp_path):
     # a world of 4; ranks 0 and 2 all-reduce gradients on group "1" ({0, 2}) and broadcast a 500-element
     # shard each step on group "2", made apart but of the same ranks (as ZeroRedundancyOptimizer over a
     # data-parallel sub-group): one group, nothing reported apart
-    def entry(i, pg, name, n):
-        return {"record_id": i, "pg_id": int(pg), "process_group": [pg, "undefined"],
-                "collective_seq_id": i + 1, "profiling_name": f"nccl:{name}", "input_sizes": [[n]],
-                "output_sizes": [[n]],
-                "input_dtypes": ["Float"], "state": "completed"}
-
-    calls = [("1", "all_reduce", 5000), ("2", "broadcast", 500)] * 3
-    for r in (0, 2):
-        (tmp_path / f"nccl_trace_rank_{r}").write_text(json.dumps({
-            "version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
-            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"},
-                          "1": {"name": "1", "desc": "undefined", "ranks": "[0, 2]"},
-                          "2": {"name": "2", "desc": "undefined", "ranks": "[0, 2]"}},
-            "entries": [entry(i, *c) for i, c in enumerate(calls)]}))
-    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    out = _checked_nccl_dumps(tmp_path, (0, 2), {"0": ("default_pg", "[0, 1, 2, 3]"),
+                                                 "1": ("undefined", "[0, 2]"), "2": ("undefined", "[0, 2]")},
+                              [("1", "all_reduce", 5000), ("2", "broadcast", 500)] * 3)
     assert (out["psi"], out["n"], out["world_size"]) == (5000, 2, 4)
     unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
     assert unexplained["calls_per_rank_per_step"] == 0

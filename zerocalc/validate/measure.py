@@ -182,10 +182,8 @@ def measure(
                                            in_e, out_e, gs, small, steps, w, sent)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
-    cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
-    if groups.shard is None:  # HSDP's shard and replicate groups may be of one size
-        everyone = world if world is not None else len(ranks)
-        cat[classify.foreign_groups(_group_keys(rows), rank_idx, ops, full, gs, cat, everyone)] = UNEXPLAINED
+    cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
+                            world if world is not None else len(ranks))
     grad = classify.gradient_calls(cat, ops, full)
     mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w)
@@ -274,6 +272,17 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
     pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps, w)
     groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern], w)
     return n_steps, per_step, categories, unexplained, pattern, variants, groups
+
+
+def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: np.ndarray, full: np.ndarray,
+                      rank_idx: np.ndarray, everyone: int) -> np.ndarray:
+    """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
+    other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
+    HSDP, whose shard and replicate groups may be of one size). ``everyone``: the world's size."""
+    cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
+    if groups.shard is None:
+        cat[classify.foreign_groups(_group_keys(rows), rank_idx, ops, full, gs, cat, everyone)] = UNEXPLAINED
+    return cat
 
 
 def _group_keys(rows: Rows) -> np.ndarray:

@@ -39,36 +39,50 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     """
     if w is not None and (steps is not None or (marked is not None and not np.isnan(marked).all())):
         raise Unfoldable("--steps and step markers are read on the full trace")
-    notes: list[str] = []
-    step_id = np.full(len(rank), -1, dtype=np.int32)
-    step_marked = ~np.isnan(marked) if marked is not None else np.zeros(len(rank), bool)
     # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
     sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
-    if step_marked.any():
-        step_id[step_marked] = marked[step_marked].astype(np.int32)
-        n_marked = len(np.unique(step_id[step_marked]))
-        grouped = _marked_micro_batches(step_id, rank, sig)
-        if grouped is not None and steps in (None, grouped[1]):
-            regrouped, n, k, partial = grouped
-            how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
-                   f"{k}th marked step holds more calls (the optimizer's), so {k} make one optimizer step")
-            if partial:
-                how += (f"; {partial} marked step(s) of an optimizer step the trace holds in part count as "
-                        "one-off")
-            notes.append(f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer steps "
-                         f"(K = {k}): give --steps {n_marked} if each marked step is an optimizer step")
-            return regrouped, how, notes
-        if steps is not None and steps != n_marked:
-            raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
-        return step_id, f"{n_marked} step(s) from the trace's step markers", notes
-    periods = {}
-    carries = ops.isin(_OP_VERBS) & ~small
-    reduces = ops.isin(GRADIENT_OPS) & ~small
+    if marked is not None and not np.isnan(marked).all():
+        return _marked_steps(marked, rank, sig, steps)
+    load = None if sent is None else sent if w is None else sent * w
+    step_id, periods, tails = _repeated_steps(rank, sig, ops.isin(_OP_VERBS) & ~small,
+                                              ops.isin(GRADIENT_OPS) & ~small, steps, w, load)
+    return (step_id, *_repeated_how(periods, tails, steps))
+
+
+def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray,
+                  steps: int | None) -> tuple[np.ndarray, str, list[str]]:
+    """:func:`infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
+    step of the micro-batches the markers mark (:func:`_marked_micro_batches`)."""
+    step_id = np.full(len(rank), -1, dtype=np.int32)
+    step_marked = ~np.isnan(marked)
+    step_id[step_marked] = marked[step_marked].astype(np.int32)
+    n_marked = len(np.unique(step_id[step_marked]))
+    grouped = _marked_micro_batches(step_id, rank, sig)
+    if grouped is not None and steps in (None, grouped[1]):
+        regrouped, n, k, partial = grouped
+        how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
+               f"{k}th marked step holds more calls (the optimizer's), so {k} make one optimizer step")
+        if partial:
+            how += f"; {partial} marked step(s) of an optimizer step the trace holds in part count as one-off"
+        return regrouped, how, [f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer "
+                                f"steps (K = {k}): give --steps {n_marked} if each marked step is an "
+                                "optimizer step"]
+    if steps is not None and steps != n_marked:
+        raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
+    return step_id, f"{n_marked} step(s) from the trace's step markers", []
+
+
+def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray,
+                    steps: int | None, w: np.ndarray | None, load: np.ndarray | None):
+    """:func:`infer_steps` without markers: each call's step, and per rank (calls per step, steps, calls
+    before the first) and (calls after the last, whether they carry data). ``carries`` / ``reduces``: the
+    calls carrying data / the reductions among them; ``load``: each call's bytes, weighted."""
+    step_id = np.full(len(rank), -1, dtype=np.int32)
+    periods: dict[int, tuple[int, int, int]] = {}
+    tails: dict[int, tuple[int, bool]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
     found: dict[tuple[bytes, bytes, int], tuple[int, int, int]] = {}
-    tails: dict[int, tuple[int, bool]] = {}
-    load = None if sent is None else sent if w is None else sent * w
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         r, n_calls = int(rank[lo]), hi - lo
         data_at = np.flatnonzero(carries[lo:hi])
@@ -77,12 +91,8 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
         key = (sig[lo:hi].tobytes(), b"" if load is None else load[lo:hi].tobytes(), min_period)
         if key not in found:
-            found[key] = (*_repeating_suffix(sig[lo:hi], steps, min_period=min_period), 0)
-            if found[key][0] == 0 and steps is None:  # nothing repeats to the end: scalars may close the run
-                found[key] = _before_tail(sig[lo:hi], carries[lo:hi]) or found[key]
-            if steps is None and load is not None:
-                found[key] = _heavier_run(found[key], sig[lo:hi], load[lo:hi], carries[lo:hi],
-                                          reduces[lo:hi])
+            found[key] = _rank_run(sig[lo:hi], carries[lo:hi], reduces[lo:hi],
+                                   None if load is None else load[lo:hi], steps, min_period)
         per, reps, tail = found[key]
         hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
         tails[r] = (tail, bool(carries[hi:hi + tail].any()))
@@ -98,6 +108,25 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         if w is not None:
             reps = unfold_steps(sig[lo:hi], w[lo:hi], per, reps)
         periods[r] = (per, reps, start)
+    return step_id, periods, tails
+
+
+def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: np.ndarray | None,
+              steps: int | None, min_period: int) -> tuple[int, int, int]:
+    """(period, repetitions, tail) of one rank's steps (:mod:`.repeats`): the repetitions ending its calls
+    (``--steps``: that many), else those before a few closing calls without data, or the run anywhere that
+    holds the gradients' bytes."""
+    found = (*_repeating_suffix(sig, steps, min_period=min_period), 0)
+    if steps is not None:
+        return found
+    if found[0] == 0:  # nothing repeats to the end: scalars may close the run
+        found = _before_tail(sig, carries) or found
+    return found if load is None else _heavier_run(found, sig, load, carries, reduces)
+
+
+def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tuple[int, bool]],
+                  steps: int | None) -> tuple[str, list[str]]:
+    """How :func:`_repeated_steps` found the steps, in words, and a note where ranks differ."""
     pers = sorted({v[:2] for v in periods.values()})
     per, reps = pers[0]
     lead = max(v[2] for v in periods.values())
@@ -119,10 +148,11 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     elif tail:
         steps_how += (f"; {tail} call(s) without data after the last repetition (a closing barrier or loss "
                       "all-reduce) count as one-off")
+    notes = []
     if len(pers) > 1:
         notes.append("ranks differ in their calls (calls per step × steps): "
                      + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
-    return step_id, steps_how, notes
+    return steps_how, notes
 
 
 def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray
