@@ -101,3 +101,35 @@ def test_process_groups_of_pg_config_in_meta(case):
         pgs = _expected(case)["ranks"][str(rank)]["pg_config"]
         assert sorted((g["size"], tuple(g["ranks"])) for g in m["process_groups"]) == \
             sorted((g["pg_size"], tuple(g["ranks"])) for g in pgs), f
+
+
+def _group_of_rank(run: dict) -> dict[str, dict[int, str]]:
+    """run.json's groups: kind → rank → its group's ranks as text."""
+    return {kind: {r: ",".join(map(str, g)) for g in groups for r in g}
+            for kind, groups in run["groups"].items()}
+
+
+@pytest.mark.parametrize("case", ["tp2-dp2", "fsdp2-tp2"])
+def test_two_groups_of_one_size_told_apart_by_their_worker_threads(case):
+    # README: every call is on a group of 2 and none names it; run.json lists the groups that ran. The
+    # tensor-parallel all-reduce of layers.1's output (8 × 160 = 1,280 elements) ran on the rank's
+    # tensor-parallel group, every other call on its data-parallel group.
+    run = json.loads((RUNS / case / "run.json").read_text())
+    mine = _group_of_rank(run)
+    t = read_traces(RUNS / case).table
+    act = t["in_nelems"].astype(int) == 8 * 160
+    assert act.sum() == 4 * 3  # counted: one a step on each rank
+    want = [mine["tp" if a else "dp"][r] for r, a in zip(t["rank"].astype(int), act, strict=True)]
+    assert list(t["group_ranks"].astype(str)) == want
+    assert set(t["group_size"].astype(int)) == {2}
+
+
+def test_hsdp_shard_and_replicate_calls_named_by_their_worker_threads():
+    # README: all-gathers and reduce-scatters on the shard group ({0, 1} for rank 0), the shards'
+    # all-reduce on the replicate group ({0, 2}); the two groups of 2 are told apart by their threads
+    run = json.loads((RUNS / "hsdp-2x2" / "run.json").read_text())
+    mine = _group_of_rank(run)
+    t = read_traces(RUNS / "hsdp-2x2").table
+    kind = ["replicate" if op == "all_reduce" else "shard" for op in t["op"]]
+    assert list(t["group_ranks"].astype(str)) == [mine[k][r] for k, r in zip(kind, t["rank"].astype(int),
+                                                                                strict=True)]

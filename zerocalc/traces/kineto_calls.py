@@ -11,7 +11,13 @@ from typing import Any
 
 from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
-from zerocalc.traces.kineto_groups import _fill_groups, _group_from_shapes, _process_groups, ranks_recorded
+from zerocalc.traces.kineto_groups import (
+    _fill_groups,
+    _group_from_shapes,
+    _process_groups,
+    _worker_groups,
+    ranks_recorded,
+)
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.schema import (
     C10D_OPS,
@@ -37,6 +43,8 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
     elif gloo:
         _match_gloo(rows, gloo, sel.recs, res)
     _fill_groups(rows, pgs, world)
+    if gloo:
+        _worker_groups(rows, pgs, {str(t): t[1] for *_, t in gloo if type(t[1]) is int})
     res.meta.update(schema=sorted(generations), steps=len(sel.steps), ignored=ignored,
                     unlinked_kernels=unlinked, events=sel.n_events)
     return res

@@ -1,7 +1,8 @@
 """The group of each call of a Kineto trace: its size where the call records none (from its element
 counts, an all-gather or reduce-scatter; from the calls its gloo worker runs; from the rank's process
-groups in ``distributedInfo.pg_config``), and its members' global ranks (``group_ranks``), which place
-the group on the cluster's nodes (:mod:`zerocalc.validate.nccl_timing`)."""
+groups in ``distributedInfo.pg_config``), which of two groups of one size it ran on (from the order of
+its gloo worker thread), and its members' global ranks (``group_ranks``), which place the group on the
+cluster's nodes (:mod:`zerocalc.validate.nccl_timing`)."""
 
 from __future__ import annotations
 
@@ -152,6 +153,83 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
             if key not in ranks_of:
                 ranks_of[key] = _pg_ranks(r, pgs, world)
             r["group_ranks"] = ranks_of[key]
+
+
+#: Worker threads a gloo process group starts: ``options->threads = options->devices.size() * 2``, one
+#: device unless ``GLOO_SOCKET_IFNAME`` names several (PyTorch ``torch/csrc/distributed/c10d/init.cpp``);
+#: ``ProcessGroupGloo``'s constructor starts them one after the other (``ProcessGroupGloo.cpp``).
+THREADS_PER_GROUP = 2
+#: Elements of a call too small to bind its worker to the size ``pg_config`` guessed for it: a loss or a
+#: metric, often on the default group (the check's ``SCALAR_MAX_ELEMENTS``).
+_SCALAR_ELEMENTS = 8
+
+
+def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], str | None]],
+                   tids: dict[str, int]) -> None:
+    """Name the group of the calls a gloo worker thread runs where the rank has two process groups of one
+    size (tensor parallelism 2 beside data parallelism 2), which the calls' sizes cannot tell apart.
+
+    Over gloo no call names its group, but each group runs its calls on worker threads of its own
+    (:data:`THREADS_PER_GROUP`), started when the group is made. Groups are made in the order of their
+    ``pg_name`` (a counter), so the workers' thread ids, in that order too, fall to the rank's groups in
+    ``pg_config`` in order, at most :data:`THREADS_PER_GROUP` to a group, each to a group of the size of
+    its calls. A worker whose group every such assignment agrees on names its calls' group (``group``,
+    ``group_ranks``); the others are left as they were, as is every call where no assignment fits.
+    ``tids``: each worker's thread id."""
+    sizes = [p for _, p, _, _ in pgs]
+    if len(set(sizes)) == len(sizes) or any(name is None or not name.isdigit() for *_, name in pgs):
+        return
+    order = sorted(pgs, key=lambda pg: int(pg[3]))
+    seen: dict[str, set[int]] = {}
+    for r in rows:
+        w = r.get("worker")
+        if w is None or w not in tids:
+            continue
+        fits = seen.setdefault(w, set())
+        if r["group_size"] is not None and (r.get("group_from") != "pg_config"
+                                            or (r["in_nelems"] or 0) > _SCALAR_ELEMENTS):
+            fits.add(r["group_size"])
+    if not seen or any(len(f) > 1 for f in seen.values()):
+        return
+    workers = sorted(seen, key=tids.__getitem__)
+    allowed = [[j for j, pg in enumerate(order) if not seen[w] or pg[1] in seen[w]] for w in workers]
+    places = {workers[i]: j for i, j in _monotone_places(allowed).items()}
+    for r in rows:
+        j = places.get(r.get("worker"))
+        if j is None or r["group"] is not None:
+            continue
+        label, size, ranks, _ = order[j]
+        if r["group_size"] is None or (r.get("group_from") == "pg_config" and r["group_size"] != size):
+            r["group_size"], r["group_from"] = size, "worker"  # none, or a guess the thread's group corrects
+        if r["group_size"] == size:
+            r["group"] = label
+            if len(ranks) == size:
+                r["group_ranks"] = ",".join(map(str, ranks))
+
+
+def _monotone_places(allowed: list[list[int]]) -> dict[int, int]:
+    """For items in order, each to one of its ``allowed`` groups (numbered in order), the groups never
+    going back and each taking at most :data:`THREADS_PER_GROUP` items: the items whose group every
+    such assignment agrees on, as {item: group}; {} where none exists."""
+    reach: list[set[tuple[int, int]]] = []  # (group, items in it so far) after each item
+    for i, ok in enumerate(allowed):
+        if i == 0:
+            reach.append({(j, 1) for j in ok})
+            continue
+        reach.append({(j, c + 1) for j, c in reach[-1] if c < THREADS_PER_GROUP and j in ok}
+                     | {(k, 1) for j, _ in reach[-1] for k in ok if k > j})
+    good = reach[-1] if reach else set()
+    places: dict[int, int] = {}
+    for i in range(len(allowed) - 1, -1, -1):
+        if not good:
+            return {}
+        groups = {j for j, _ in good}
+        if len(groups) == 1:
+            places[i] = next(iter(groups))
+        if i:
+            good = {(j, c) for j, c in reach[i - 1]
+                    if any((k == j and c2 == c + 1) or (k > j and c2 == 1) for k, c2 in good)}
+    return places
 
 
 def _pg_ranks(row: dict, pgs: list[tuple[str, int, tuple[int, ...], str | None]],

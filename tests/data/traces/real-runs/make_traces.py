@@ -236,9 +236,9 @@ def case_tp2_dp2(outdir):
     group in the forward, the bias whole on both), ``layers.2`` whole on both. After the backward each rank
     all-reduces its gradients over its data-parallel group, one call a tensor.
 
-    Run for its Flight Recorder dumps (``../flight-recorder/make_runs.py``), which name each call's
-    process group: over gloo the profiler trace names none, and its two groups of 2 are told apart by
-    nothing it records, so no trace of this case is kept here."""
+    Over gloo the profiler trace names no call's group: its two groups of 2 are told apart by the worker
+    threads each group starts (``zerocalc.traces.kineto_groups._worker_groups``). Its Flight Recorder
+    dumps (``../flight-recorder/make_runs.py``) name each call's group."""
     rank = dist.get_rank()
     tp_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank creates every group
     dp_groups = [dist.new_group([0, 2]), dist.new_group([1, 3])]
@@ -288,6 +288,33 @@ def case_tp2_dp2(outdir):
         loss_fn(l2(h), y).backward()
         for p in params:
             dist.all_reduce(p.grad, group=dp)
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
+def case_fsdp2_tp2(outdir):
+    """PyTorch's own tensor parallelism (``parallelize_module``: ``layers.0`` ``ColwiseParallel``,
+    ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole) on the ``tp`` dimension of a 2 × 2 DeviceMesh
+    (``dp``, ``tp``), and FSDP2 (``fully_shard`` per Linear + root) on its ``dp`` dimension, as torchtitan
+    composes them. The tensor-parallel all-reduce of ``layers.1``'s output runs in the forward."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    model = make_model()
+    parallelize_module(model, mesh["tp"], {"layers.0": ColwiseParallel(), "layers.1": RowwiseParallel()})
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    dp_rank = mesh["dp"].get_local_rank()
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(dp_rank, step, 0)
+        loss_fn(model(x), y).backward()
         opt.step()
 
     run_profiled(outdir, 3, train_step)
@@ -364,6 +391,10 @@ def fsdp_groups(mesh_shape):
 
 
 WORLD4 = [[0, 1, 2, 3]]
+# one tensor-parallel rank's parameters: half of layers.0 (by outputs), half of layers.1's weight (by
+# inputs) and its whole bias, layers.2 whole
+TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
+                    + LAYERS[1][1] + LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1])
 CASES = {
     # name: (function(outdir), what ran: the facts the run was configured with)
     "tp2-dp2": (case_tp2_dp2, {
@@ -371,9 +402,15 @@ CASES = {
                   "layers.2 whole) x data parallelism 2 (one all-reduce a gradient tensor)",
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]]},
-        "psi_per_rank": LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2
-                        + LAYERS[0][1] // 2 * LAYERS[1][1] + LAYERS[1][1] + LAYERS[2][0] * LAYERS[2][1]
-                        + LAYERS[2][1],
+        "psi_per_rank": TP2_PSI_PER_RANK,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp2-tp2": (case_fsdp2_tp2, {
+        "scheme": "FSDP2 fully_shard per Linear + root on the dp dimension of a 2 x 2 DeviceMesh, PyTorch "
+                  "tensor parallelism (layers.0 ColwiseParallel, layers.1 RowwiseParallel) on its tp "
+                  "dimension",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": [[0, 2], [1, 3]], "tp": [[0, 1], [2, 3]]},
+        "psi_per_rank": TP2_PSI_PER_RANK,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "pp2-dp2": (case_pp2_dp2, {
         "scheme": "pipeline parallelism 2 (GPipe order, send/recv between ranks r and r + 2) x "

@@ -1,0 +1,75 @@
+"""The group of a gloo call from its worker thread (``kineto_groups._worker_groups``): a process group
+starts two worker threads when it is made, groups are made in the order of their ``pg_name``, so the
+workers' thread ids fall to the rank's groups in that order. Expected values by hand."""
+
+from zerocalc.traces.kineto_groups import _monotone_places, _worker_groups
+
+WORLD = ("default_pg", 4, (0, 1, 2, 3), "0")
+TP = ("pg 1", 2, (0, 1), "1")
+DP = ("pg 3", 2, (0, 2), "3")
+
+
+def _row(worker, op="all_reduce", n=1000, size=None, group_from=None):
+    return {"op": op, "in_nelems": n, "out_nelems": n, "group_size": size, "group": None,
+            "group_from": group_from, "worker": worker}
+
+
+def test_places_every_item_where_one_order_fits():
+    # four items into two groups of at most two, in order: the first two to 0, the last two to 1
+    assert _monotone_places([[0, 1], [0, 1], [0, 1], [0, 1]]) == {0: 0, 1: 0, 2: 1, 3: 1}
+
+
+def test_places_only_the_items_every_order_agrees_on():
+    # three items in two groups: (0, 0, 1) or (0, 1, 1); the middle one could be either
+    assert _monotone_places([[0, 1], [0, 1], [0, 1]]) == {0: 0, 2: 1}
+    # one item, two groups: either
+    assert _monotone_places([[0, 1]]) == {}
+
+
+def test_places_nothing_where_no_order_fits():
+    # five items, two groups of two
+    assert _monotone_places([[0, 1]] * 5) == {}
+    # the second item only in a group before the first's
+    assert _monotone_places([[1], [0]]) == {}
+
+
+def test_sizes_restrict_the_groups():
+    # groups of sizes (4, 2, 2); items known to be on groups of 2: they cannot be the world's
+    assert _monotone_places([[1, 2], [1, 2], [1, 2], [1, 2]]) == {0: 1, 1: 1, 2: 2, 3: 2}
+
+
+def test_tensor_and_data_parallel_all_reduces_named_by_thread_order():
+    # threads 11, 12 (made first: tp), 21, 22 (dp); every call a group of 2 by pg_config's guess
+    rows = [_row(w, size=2, group_from="pg_config") for w in ("11", "21", "12", "22")]
+    _worker_groups(rows, [WORLD, TP, DP], {"11": 11, "12": 12, "21": 21, "22": 22})
+    assert [r["group"] for r in rows] == ["pg 1", "pg 3", "pg 1", "pg 3"]
+    assert [r["group_ranks"] for r in rows] == ["0,1", "0,2", "0,1", "0,2"]
+
+
+def test_a_missing_thread_leaves_its_neighbour_unnamed():
+    # dp (pg_name 1, listed last: the name orders) made before tp (3); dp's threads 21, 22 known from
+    # their reduce-scatters; one tp thread, 30, seen: 21 is dp's, 30 tp's, 22 either
+    dp, tp = ("mesh_dp", 2, (0, 2), "1"), ("mesh_tp", 2, (0, 1), "3")
+    rows = [_row("21", "reduce_scatter", size=2), _row("22", "reduce_scatter", size=2),
+            _row("30", size=2, group_from="pg_config")]
+    _worker_groups(rows, [WORLD, tp, dp], {"21": 21, "22": 22, "30": 30})
+    assert [r["group"] for r in rows] == ["mesh_dp", None, "mesh_tp"]
+
+
+def test_a_scalar_on_a_guessed_size_does_not_bind_its_thread():
+    # thread 5 (the default group's) all-reduces a loss: its guessed size of 2 is not taken, so the world
+    # fits it, and the four threads of the two groups of 2 are still placed
+    rows = [_row("5", n=1, size=2, group_from="pg_config")]
+    rows += [_row(w, size=2, group_from="pg_config") for w in ("11", "12", "21", "22")]
+    _worker_groups(rows, [WORLD, TP, DP], {"5": 5, "11": 11, "12": 12, "21": 21, "22": 22})
+    assert [r["group"] for r in rows] == ["default_pg", "pg 1", "pg 1", "pg 3", "pg 3"]
+    assert rows[0]["group_size"] == 4 and rows[0]["group_ranks"] == "0,1,2,3"
+
+
+def test_left_alone_where_groups_differ_in_size_or_a_thread_holds_two_sizes():
+    rows = [_row("11", size=2, group_from="pg_config")]
+    _worker_groups(rows, [WORLD, TP], {"11": 11})  # one group of each size: named as before, not here
+    assert rows[0]["group"] is None
+    rows = [_row("11", "all_gather", size=2), _row("11", "all_gather", size=4)]
+    _worker_groups(rows, [WORLD, TP, DP], {"11": 11})
+    assert [r["group"] for r in rows] == [None, None]
