@@ -70,12 +70,14 @@ def test_pg_config_gives_the_ranks_of_a_call_that_states_none():
     t = read_traces(path).table
     assert set(t.loc[t["group_size"] == 2, "group_ranks"]) == {"1,3"}
     # HSDP 2 × 2: rank 1 is in two groups of two (shard [0, 1], replicate [1, 3]); a call of two ranks that
-    # does not name its group could be on either: no ranks
+    # does not name its group could be on either by its size: its worker thread tells which (README: the
+    # all-reduces of the shards run on the replicate group)
     path = RUNS / "hsdp-2x2" / "rank1.json.gz"
     sizes = [pg["pg_size"] for pg in _events(path)["distributedInfo"]["pg_config"]]
     assert sorted(sizes) == [2, 2, 4]
     t = read_traces(path).table
-    assert t.loc[t["group_size"] == 2, "group_ranks"].isna().all()
+    ranks = t.groupby(t["op"].astype(str))["group_ranks"].unique().map(list).to_dict()
+    assert ranks == {"all_gather": ["0,1"], "reduce_scatter": ["0,1"], "all_reduce": ["1,3"]}
 
 
 def test_node_fill_by_hand():
