@@ -7,6 +7,7 @@ model's Ψ is the make script's: Linear(128,192) + Linear(192,96) = 43,296 param
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -288,6 +289,53 @@ def test_tensor_parallel_groups_of_the_data_parallel_size_are_told_apart_by_name
     # the activation's all-reduce, reported apart: a ring on 2 sends 2 · 1/2 of its 8 × 160 fp32
     sent = unexplained["bytes_per_rank_per_step"]
     assert (unexplained["calls_per_rank_per_step"], sent) == (1, 2 * (1 / 2) * 8 * 160 * 4)
+
+
+def test_groups_no_dump_lists_are_the_ranks_whose_dumps_record_their_calls():
+    # tp2-dp2 over gloo: pg_config lists no group's ranks. Counted from the dumps: each group name is
+    # recorded by two ranks' dumps, the members run.json gives (tp {0, 1} {2, 3}, dp {0, 2} {1, 3})
+    run, ranks = _count("tp2-dp2")
+    holders: dict[str, set[int]] = {}
+    for r, entries in enumerate(ranks):
+        for e in entries:
+            holders.setdefault(e["process_group"][0], set()).add(r)
+    assert sorted(map(sorted, holders.values())) == sorted(run["groups"]["tp"] + run["groups"]["dp"])
+    t = read_traces(FR / "tp2-dp2").table
+    assert {(g, r) for g, r in zip(t["group"], t["group_ranks"], strict=True)} == \
+        {(g, ",".join(map(str, sorted(m)))) for g, m in holders.items()}
+    # no --n needed: the data-parallel groups are the ones the gradients are reduced on
+    res = runner.invoke(app, ["check", str(FR / "tp2-dp2"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["matches"]) == (run["psi_per_rank"], 2, ["dp"])
+    assert any("ranks whose dumps record their calls" in n and "give --n" in n for n in out["notes"])
+
+
+def test_a_group_one_dump_records_stays_unsized(tmp_path):
+    # only ranks 0 and 1 read: the tensor-parallel group {0, 1} is seen whole, the data-parallel one ({0, 2}
+    # on rank 0, {1, 3} on rank 1) by one dump each: unsized, so --n is asked for
+    for r in (0, 1):
+        (tmp_path / f"rank{r}.json").write_bytes(gzip.decompress((FR / "tp2-dp2" / f"rank{r}.json.gz")
+                                                                 .read_bytes()))
+    t = read_traces(tmp_path).table
+    tp = t["group"] == "1"
+    assert set(t.loc[tp, "group_size"]) == {2} and t.loc[~tp, "group_size"].isna().all() and (~tp).any()
+    res = runner.invoke(app, ["check", str(tmp_path)])
+    assert res.exit_code == 2 and "give --n" in res.output
+
+
+def test_the_call_most_dumps_record_gives_the_members(tmp_path):
+    # a ring buffer that let rank 1's oldest call go: seq 1 of group '1' is on ranks 0 and 2 only, seq 2 on
+    # all three, so the group is {0, 1, 2}
+    calls = {0: [1, 2], 1: [2], 2: [1, 2]}
+    for r, seqs in calls.items():
+        entries = [{"record_id": i, "pg_id": 1, "process_group": ["1", "undefined"], "collective_seq_id": q,
+                    "profiling_name": "gloo:all_reduce", "input_sizes": [[64]], "output_sizes": [[64]],
+                    "input_dtypes": ["Float"], "state": "completed"} for i, q in enumerate(seqs)]
+        (tmp_path / f"rank{r}.json").write_text(json.dumps({"version": "2.10", "pg_config": {},
+                                                            "entries": entries}))
+    t = read_traces(tmp_path).table
+    assert set(t["group_size"].astype(int)) == {3} and set(t["group_ranks"].astype(str)) == {"0,1,2"}
 
 
 def _checked_nccl_dumps(tmp_path, ranks, pg_config: dict[str, tuple[str, str]], calls) -> dict:

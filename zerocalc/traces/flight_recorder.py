@@ -24,7 +24,8 @@ What the fields give (PyTorch ``FlightRecorder.hpp`` / ``FlightRecorderDetail.hp
   ``input_dtypes``;
 * the group from ``process_group`` ``[name, description]``; its members from ``pg_config[name]["ranks"]``
   (a list written as text), else, for a group whose dump lists none (gloo's dumps list an empty one), its
-  size from an all-gather or reduce-scatter of that group (output over input elements);
+  size from an all-gather or reduce-scatter of that group (output over input elements), else its members
+  from the dumps read together (:func:`members_across_dumps`);
 * ``duration_ms`` only where the process group timed its work (``TORCH_NCCL_ENABLE_TIMING=1``, NCCL), from
   the work's start event to its end event on the stream; ``time_created_ns`` when it was enqueued;
 * ``comm_lib_version`` the NCCL version (empty for gloo);
@@ -182,6 +183,41 @@ def _sizes_from_gathers(rows: list[dict[str, Any]]) -> None:
         if r["group_size"] is None and r["group"] in sizes and r["op"] not in ("send", "recv"):
             r["group_size"] = sizes[r["group"]]
             r["group_from"] = "the group's all-gathers"
+
+
+def members_across_dumps(results: list[ParseResult]) -> None:
+    """The members of each group that no dump lists and no gather sizes (gloo's dumps list no group's
+    ranks; a group of all-reduces only), from the dumps read together: every member of a group runs each
+    of its collectives, recorded under the group's ``collective_seq_id``, so the ranks whose dumps record
+    one of them are its members. A member's ring buffer may have let the oldest go: the call recorded by
+    the most ranks counts. Groups of one rank are left unsized. Said in each dump's ``meta["notes"]``."""
+    dumps = [r for r in results if r.meta.get("format") == FORMAT and r.meta.get("rank") is not None]
+    if len({r.meta["rank"] for r in dumps}) < 2:
+        return
+    holders: dict[tuple[str, int], set[int]] = {}
+    for res in dumps:
+        for row in res.rows:
+            seq = row.get("seq")
+            if row["group_size"] is None and row["group"] is not None and isinstance(seq, int) \
+                    and row["op"] not in ("send", "recv"):
+                holders.setdefault((row["group"], seq), set()).add(res.meta["rank"])
+    members: dict[str, tuple[int, ...]] = {}
+    for (group, _), ranks in holders.items():
+        if len(ranks) > len(members.get(group, ())):
+            members[group] = tuple(sorted(ranks))
+    members = {g: m for g, m in members.items() if len(m) > 1}
+    if not members:
+        return
+    listed = ", ".join(f"{g!r} {{{', '.join(map(str, m))}}}" for g, m in sorted(members.items())[:4])
+    note = (f"the groups no dump lists are the ranks whose dumps record their calls ({listed}"
+            f"{' …' if len(members) > 4 else ''}): give --n if some ranks' dumps are not read")
+    for res in dumps:
+        res.meta.setdefault("notes", []).append(note)
+        for row in res.rows:
+            m = members.get(row["group"]) if row["group_size"] is None else None
+            if m is not None and row["op"] not in ("send", "recv"):
+                row["group_size"], row["group_ranks"] = len(m), ",".join(map(str, m))
+                row["group_from"] = "the dumps that record the group's calls"
 
 
 def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:

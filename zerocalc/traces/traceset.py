@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from zerocalc.errors import TraceFormatError, TraceMismatchError
-from zerocalc.traces import nccl_log
+from zerocalc.traces import flight_recorder, nccl_log
 from zerocalc.traces.records import ParseResult, SkipLog
 from zerocalc.traces.schema import CANONICAL_COLUMNS
 
@@ -126,6 +126,7 @@ def _assemble(inputs: _Inputs, all_results: list[ParseResult | str]) -> TraceSet
     if not files:
         why = "; ".join(f"{os.path.basename(f)}: {r}" for f, r in skipped_files.items())
         raise TraceFormatError(", ".join(inputs.files), None, f"no trace files found ({why})")
+    flight_recorder.members_across_dumps(results)
     for f, r in zip(files, results, strict=True):
         skipped.merge(r.skipped)
         calls = r.columns.get("aggregated_calls") if r.columns is not None else None  # an aggregated read

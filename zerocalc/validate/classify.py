@@ -54,9 +54,11 @@ def select_calls(table: pd.DataFrame, meta: dict | None, ops: Codes | None = Non
     with a sentence for each thing set aside.
 
     Drops ``other`` rows; sets aside aggregates and benchmark rows (:func:`_set_aside`). Raises
-    :class:`TraceMismatchError` for traces of different world sizes and when no collective is left.
+    :class:`TraceMismatchError` for traces of different world sizes and when no collective is left. The
+    notes begin with the readers' (each file's ``meta["notes"]``, once each).
     """
-    notes: list[str] = []
+    notes: list[str] = list(dict.fromkeys(t for m in (meta or {}).values() if isinstance(m, dict)
+                                          for t in m.get("notes") or ()))
     ws = _world_sizes(meta)
     if len(set(ws.values())) > 1:
         by = ", ".join(f"{f} ({w})" for f, w in sorted(ws.items()))
