@@ -109,17 +109,28 @@ def _group_of_rank(run: dict) -> dict[str, dict[int, str]]:
             for kind, groups in run["groups"].items()}
 
 
-@pytest.mark.parametrize("case", ["tp2-dp2", "fsdp2-tp2"])
+#: the tensor-parallel calls of each case (README): layers.1's output all-reduced (8 × 160), or under
+#: sequence parallelism the input and the output's gradient all-gathered (4 × 128, 4 × 160 a rank) and the
+#: output reduce-scattered (8 × 160)
+TENSOR_PARALLEL = {
+    "tp2-dp2": {("all_reduce", 8 * 160)},
+    "fsdp2-tp2": {("all_reduce", 8 * 160)},
+    "fsdp2-tp2-sp": {("all_gather", 4 * 128), ("all_gather", 4 * 160), ("reduce_scatter", 8 * 160)},
+}
+
+
+@pytest.mark.parametrize("case", list(TENSOR_PARALLEL))
 def test_two_groups_of_one_size_told_apart_by_their_worker_threads(case):
     # README: every call is on a group of 2 and none names it; run.json lists the groups that ran. The
-    # tensor-parallel all-reduce of layers.1's output (8 × 160 = 1,280 elements) ran on the rank's
-    # tensor-parallel group, every other call on its data-parallel group.
+    # tensor-parallel calls ran on the rank's tensor-parallel group, every other call on its data-parallel
+    # group.
     run = json.loads((RUNS / case / "run.json").read_text())
     mine = _group_of_rank(run)
     t = read_traces(RUNS / case).table
-    act = t["in_nelems"].astype(int) == 8 * 160
-    assert act.sum() == 4 * 3  # counted: one a step on each rank
-    want = [mine["tp" if a else "dp"][r] for r, a in zip(t["rank"].astype(int), act, strict=True)]
+    tp = [(op, n) in TENSOR_PARALLEL[case] for op, n in zip(t["op"].astype(str), t["in_nelems"].astype(int),
+                                                             strict=True)]
+    assert sum(tp) == 4 * 3 * len(TENSOR_PARALLEL[case])  # counted: each once a step on each rank
+    want = [mine["tp" if a else "dp"][r] for r, a in zip(t["rank"].astype(int), tp, strict=True)]
     assert list(t["group_ranks"].astype(str)) == want
     assert set(t["group_size"].astype(int)) == {2}
 

@@ -43,6 +43,7 @@ GLOO_NAME = {
     "c10d::allreduce_coalesced_": "gloo:all_reduce",
     "c10d::_reduce_scatter_base_": "gloo:all_reduce",
     "c10d::reduce_scatter_": "gloo:all_reduce",
+    "c10d::reduce_scatter_tensor_coalesced_": "gloo:all_reduce",
     "c10d::_allgather_base_": "gloo:all_gather",
     "c10d::allgather_": "gloo:all_gather",
     "c10d::allgather_into_tensor_coalesced_": "gloo:all_gather",

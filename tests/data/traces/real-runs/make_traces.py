@@ -293,28 +293,39 @@ def case_tp2_dp2(outdir):
     run_profiled(outdir, 3, train_step)
 
 
-def case_fsdp2_tp2(outdir):
+def case_fsdp2_tp2(outdir, sequence_parallel=False):
     """PyTorch's own tensor parallelism (``parallelize_module``: ``layers.0`` ``ColwiseParallel``,
     ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole) on the ``tp`` dimension of a 2 × 2 DeviceMesh
     (``dp``, ``tp``), and FSDP2 (``fully_shard`` per Linear + root) on its ``dp`` dimension, as torchtitan
-    composes them. The tensor-parallel all-reduce of ``layers.1``'s output runs in the forward."""
+    composes them. The tensor-parallel all-reduce of ``layers.1``'s output runs in the forward. With
+    ``sequence_parallel``, each tensor-parallel rank takes half the micro-batch's samples
+    (``ColwiseParallel(input_layouts=Shard(0))``, ``RowwiseParallel(output_layouts=Shard(0))``), so the
+    tensor-parallel group all-gathers the input and reduce-scatters the output in place of that all-reduce,
+    and their gradients likewise in the backward."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
     model = make_model()
-    parallelize_module(model, mesh["tp"], {"layers.0": ColwiseParallel(), "layers.1": RowwiseParallel()})
+    plan = {"layers.0": ColwiseParallel(), "layers.1": RowwiseParallel()}
+    if sequence_parallel:
+        plan = {"layers.0": ColwiseParallel(input_layouts=Shard(0)),
+                "layers.1": RowwiseParallel(output_layouts=Shard(0))}
+    parallelize_module(model, mesh["tp"], plan)
     for layer in model.layers:
         fully_shard(layer, mesh=mesh["dp"])
     fully_shard(model, mesh=mesh["dp"])
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    dp_rank = mesh["dp"].get_local_rank()
+    dp_rank, tp_rank = mesh["dp"].get_local_rank(), mesh["tp"].get_local_rank()
+    half = MICRO_BATCH // 2
+    mine = slice(tp_rank * half, (tp_rank + 1) * half) if sequence_parallel else slice(None)
 
     def train_step(step):
         opt.zero_grad(set_to_none=True)
         x, y = batch(dp_rank, step, 0)
-        loss_fn(model(x), y).backward()
+        loss_fn(model(x[mine]), y[mine]).backward()
         opt.step()
 
     run_profiled(outdir, 3, train_step)
@@ -408,6 +419,15 @@ CASES = {
         "scheme": "FSDP2 fully_shard per Linear + root on the dp dimension of a 2 x 2 DeviceMesh, PyTorch "
                   "tensor parallelism (layers.0 ColwiseParallel, layers.1 RowwiseParallel) on its tp "
                   "dimension",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": [[0, 2], [1, 3]], "tp": [[0, 1], [2, 3]]},
+        "psi_per_rank": TP2_PSI_PER_RANK,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp2-tp2-sp": (lambda o: case_fsdp2_tp2(o, sequence_parallel=True), {
+        "scheme": "as fsdp2-tp2, with sequence parallelism: layers.0 "
+                  "ColwiseParallel(input_layouts=Shard(0)), layers.1 "
+                  "RowwiseParallel(output_layouts=Shard(0)), each tensor-parallel rank half the "
+                  "micro-batch's samples",
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": [[0, 2], [1, 3]], "tp": [[0, 1], [2, 3]]},
         "psi_per_rank": TP2_PSI_PER_RANK,
