@@ -90,6 +90,22 @@ def test_check_no_collectives(tmp_path):
     assert r.exit_code == 2 and "no collectives" in r.stderr
 
 
+def test_check_of_sends_and_receives_only_says_what_it_found(tmp_path):
+    # NVIDIA/nccl issue 584's log: its "NCCL INFO Send:" and "NCCL INFO Recv:" lines are its only calls
+    log = DATA / "nccl-debug" / "send-recv-2ranks.txt"
+    text = log.read_text()
+    sends, recvs = text.count("NCCL INFO Send:"), text.count("NCCL INFO Recv:")
+    assert (sends, recvs) == (6, 1)
+    r = _run("check", str(log))
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert f"only point-to-point calls, {sends} send and {recvs} recv" in r.stderr
+    # trace summary says what a receive took in: its output (its input is empty)
+    r = _run("trace", "summary", str(log))
+    assert r.exit_code == 0 and " recv " in r.stdout
+    recv_lines = [line for line in r.stdout.splitlines() if line.split()[4:5] == ["recv"]]
+    assert recv_lines and all(" out " in line for line in recv_lines)
+
+
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
 def test_fit_h100(fmt):
     r = _run("fit", H100, "--format", fmt)

@@ -519,8 +519,12 @@ def _summary_text(file: str, part, meta: dict) -> str:
     who = [f"process {p}" if r is None and p is not None else f"rank {'-' if r is None else r!s:>4}"
            for r, p in zip(values(part["rank"]), values(part["process"]), strict=True)]
     width = max(map(len, who))
+    out = values(part["out_bytes"]) if "out_bytes" in part else [None] * len(part)
+    # a receive has no input: what it receives, its output
+    moved = [("out", o) if op == "recv" else ("in", b)
+             for op, b, o in zip(part["op"].tolist(), values(part["in_bytes"]), out, strict=True)]
     return head + "\n" + "\n".join(
         f"  {w:<{width}}  step {'-' if st is None else st!s:>5}  {op:<15} {c:>6} "
-        f"{'call ' if c == 1 else 'calls'}  in {'?' if b is None else format_bytes(float(b))}"
-        for w, st, op, c, b in zip(who, values(part["step"]), part["op"].tolist(), part["calls"].tolist(),
-                                   values(part["in_bytes"]), strict=True))
+        f"{'call ' if c == 1 else 'calls'}  {side} {'?' if b is None else format_bytes(float(b))}"
+        for w, st, op, c, (side, b) in zip(who, values(part["step"]), part["op"].tolist(),
+                                           part["calls"].tolist(), moved, strict=True))

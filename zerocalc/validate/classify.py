@@ -86,6 +86,11 @@ def select_calls(table: pd.DataFrame, meta: dict | None, ops: Codes | None = Non
         names = ", ".join(sorted(set(files.present(na="nan")))) if len(table) else "the input"
         hint = (" (nccl-tests output and comms-logger summaries are not per-call traces)"
                 if aside.any() else "")
+        p2p = {o: int((keep & ops.eq(o)).sum()) for o in ("send", "recv")}
+        if not hint and any(p2p.values()):
+            hint = (f" (only point-to-point calls, {p2p['send']} send and {p2p['recv']} recv, as pipeline "
+                    "parallelism without data parallelism makes: the schemes are data-parallel collectives; "
+                    "`zerocalc trace summary` counts them)")
         raise TraceMismatchError(f"no collectives in {names}: nothing to check{hint}")
     kept = np.flatnonzero(keep)
     return rows.subset(kept.astype(np.int32) if len(table) < 2**31 else kept), notes
