@@ -375,3 +375,18 @@ def test_two_groups_of_the_same_ranks_are_one(tmp_path):
     assert (out["psi"], out["n"], out["world_size"]) == (5000, 2, 4)
     unexplained = next(c for c in out["categories"] if c["category"] == "unexplained")
     assert unexplained["calls_per_rank_per_step"] == 0
+
+
+def test_dumps_of_a_sharded_run_over_gloo_say_why_its_reduce_scatters_read_as_all_reduces():
+    # FSDP2 over gloo: counted from the dumps, every entry is an all-gather or an all-reduce, none a
+    # reduce-scatter (ProcessGroupGloo runs one as an all-reduce of the whole input), so no scheme matches
+    # and a note says why; DeepSpeed ZeRO-2's all-reduces are its own, and it matches without the note
+    _, ranks = _count("fsdp2-mixed-bf16-fp32")
+    names = {e["profiling_name"] for entries in ranks for e in entries}
+    assert names == {"gloo:all_gather", "gloo:all_reduce"}
+    why = "a sharded scheme's reduce-scatters read as all-reduces"
+    res = runner.invoke(app, ["check", str(FR / "fsdp2-mixed-bf16-fp32"), "--format", "json"])
+    out = json.loads(res.stdout)
+    assert out["matches"] == [] and any(why in n for n in out["notes"])
+    out = json.loads(runner.invoke(app, ["check", str(FR / "ds-zero2-ga4"), "--format", "json"]).stdout)
+    assert out["matches"] and not any(why in n for n in out["notes"])

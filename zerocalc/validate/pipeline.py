@@ -121,6 +121,9 @@ def check(
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
+    recorded = _gloo_reduce_scatter_note(m, meta, backend, comps)
+    if recorded:
+        notes.append(recorded)
     regathered = [c.scheme for c in comps if c.matches_if_regathered]
     if regathered:
         notes.append(f"{', '.join(regathered)} sends exactly this pattern with stage3_max_reuse_distance = 0 "
@@ -131,6 +134,20 @@ def check(
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
     )
+
+
+def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None, comps) -> str | None:
+    """The sentence for Flight Recorder dumps of a gloo run that all-gather and all-reduce and match no
+    scheme: ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole input, and the dump records
+    that all-reduce, so a sharded scheme's reduce-scatters read as all-reduces."""
+    dumps = any(isinstance(v, dict) and v.get("format") == "flight_recorder" for v in (meta or {}).values())
+    ops = {o for o, *_ in m.pattern}
+    if backend != "gloo" or not dumps or consistent(comps) or not {"all_gather", "all_reduce"} <= ops \
+            or "reduce_scatter" in ops:
+        return None
+    return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
+            "whole input (ProcessGroupGloo), so a sharded scheme's reduce-scatters read as all-reduces here; "
+            "a profiler trace of the run names them (c10d::_reduce_scatter_base_)")
 
 
 def topology_hint(m: Measurement, meta: dict | None) -> str | None:
