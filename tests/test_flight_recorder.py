@@ -390,3 +390,26 @@ def test_dumps_of_a_sharded_run_over_gloo_say_why_its_reduce_scatters_read_as_al
     assert out["matches"] == [] and any(why in n for n in out["notes"])
     out = json.loads(runner.invoke(app, ["check", str(FR / "ds-zero2-ga4"), "--format", "json"]).stdout)
     assert out["matches"] and not any(why in n for n in out["notes"])
+
+
+def test_an_evaluation_every_two_steps_leaves_two_steps_between_evaluations():
+    # counted from the dumps: 6 optimizer steps, each reducing the model's gradients in 3 all-reduces (gloo
+    # records FSDP2's reduce-scatters so), and after every 2nd an evaluation: 2 batches of the forward's 3
+    # all-gathers and a 16-element loss all-reduce. The first step and its successor differ from the later
+    # ones (FSDP2's lazy start; the evaluation leaves layers.2 resharded), so the steps are read from the
+    # second evaluation on: the block of 2 steps and an evaluation repeats twice
+    run, ranks = _count("fsdp2-eval-every-2")
+    for entries in ranks:
+        reduces = [math.prod(e["input_sizes"][0]) for e in entries
+                   if e["profiling_name"] == "gloo:all_reduce"]
+        losses = [n for n in reduces if n == 16]
+        assert len(losses) == 2 * 3 and sum(reduces) - sum(losses) == 6 * run["model"]["psi"]
+        ends = [i for i, e in enumerate(entries) if math.prod(e["input_sizes"][0]) == 16]
+        evaluation = entries[ends[1] + 1 - 8:ends[1] + 1]
+        names = [e["profiling_name"] for e in evaluation]
+        assert names == (["gloo:all_gather"] * 3 + ["gloo:all_reduce"]) * 2
+    res = runner.invoke(app, ["check", str(FR / "fsdp2-eval-every-2"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"]) == (run["model"]["psi"], 4, 4)
+    assert "the 8 calls after every 2 steps" in out["steps_how"] and "(an evaluation)" in out["steps_how"]

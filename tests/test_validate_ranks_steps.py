@@ -252,3 +252,44 @@ def test_a_long_evaluation_after_the_steps_is_not_taken_for_them(tmp_path):
         m = measure(ts.table, meta=ts.meta)
         assert (m.steps, m.psi) == (3, 5000)
         assert f"{len(evaluation) + len(checkpoint)} call(s) after the last repetition" in m.steps_how
+
+
+STEP = [("all_gather", 1500), ("all_gather", 1000), ("reduce_scatter", 3000), ("reduce_scatter", 2000)]
+
+
+@pytest.mark.parametrize("every", [2, 3])
+def test_an_evaluation_every_few_steps_is_between_steps(tmp_path, every):
+    # FSDP-like steps (Ψ = 5,000) and after every 2nd (3rd) an evaluation: 2 batches of the same gathers and
+    # a 16-element loss all-reduce. Before, the block of the steps and the evaluation was one step
+    evaluation = [("all_gather", 1500), ("all_gather", 1000), ("all_reduce", 16)] * 2
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + (STEP * every + evaluation) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.psi) == (3 * every, 5000)
+    assert f"the {len(evaluation)} calls after every {every} steps" in m.steps_how
+    # per step, on 2 ranks (a ring sends 1/2 of the full vector): gathers into 3,000 + 2,000 elements and
+    # reduce-scatters of 3,000 + 2,000, fp32; the evaluation's calls are not in it
+    assert m.bytes_per_rank_per_step == pytest.approx((5000 / 2 + 5000 / 2) * 4)
+
+
+def test_the_step_after_an_evaluation_may_gather_once_more(tmp_path):
+    # the step after the evaluation gathers its first unit once more in backward (the evaluation left it
+    # resharded, as FSDP2 does): the two steps differ by that call, and are still two steps
+    after = [("all_gather", 1500), ("all_gather", 1000), ("all_gather", 1500), ("reduce_scatter", 3000),
+             ("reduce_scatter", 2000)]
+    evaluation = [("all_gather", 1500), ("all_gather", 1000), ("all_reduce", 16)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + (after + STEP + evaluation) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.psi) == (6, 5000)
+
+
+def test_micro_batches_and_the_optimizers_gather_are_not_steps_and_an_evaluation(tmp_path):
+    # 4 micro-batches reducing 3,000 + 2,000 elements each, then the optimizer's gather of the updated
+    # shards (DeepSpeed ZeRO-2): the gather is none of a micro-batch's calls, so the block stays one step
+    step = [("all_reduce", 3000), ("all_reduce", 2000)] * 4 + [("all_gather", 2500)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + step * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.micro_batches, m.psi) == (3, 4, 5000)
+    # a gather that sends more than the evaluation's forward would, between two steps' reductions: one step
+    step = [("all_reduce", 3000), ("all_reduce", 2000)] * 2 + [("all_gather", 9000)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + step * 3)
+    assert measure(ts.table, meta=ts.meta).steps == 3

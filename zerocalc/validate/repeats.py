@@ -124,9 +124,7 @@ def _heavier_run(found: tuple[int, int, int], sig: np.ndarray, load: np.ndarray,
     of which those sending at least :data:`GRADIENT_SHARE` of the largest are the gradients' (without any,
     every call's bytes count)."""
     per, reps, tail = found
-    weight = load
-    if reduces.any():
-        weight = np.where(reduces & (load >= load[reduces].max() * GRADIENT_SHARE), load, 0.0)
+    weight = _gradient_weight(load, reduces)
     end = len(sig) - tail
     held = float(weight[end - per * reps:end].sum()) if per else 0.0
     if per and held >= weight.sum() / 2:
@@ -135,6 +133,76 @@ def _heavier_run(found: tuple[int, int, int], sig: np.ndarray, load: np.ndarray,
     if run is None or (per and run[3] <= held):
         return found
     return run[:3]
+
+
+def _gradient_weight(load: np.ndarray, reduces: np.ndarray) -> np.ndarray:
+    """The bytes of the gradients' reductions (:data:`GRADIENT_SHARE`), per call; every call's bytes where
+    there are no reductions."""
+    if not reduces.any():
+        return load
+    return np.where(reduces & (load >= load[reduces].max() * GRADIENT_SHARE), load, 0.0)
+
+
+def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, reduces: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where a repeated block is k ≥ 2 steps and an evaluation between them (a run that evaluates every k
+    steps): each call's step in the block (0 … k - 1; -1 between steps) and whether it is of the step the
+    next block begins (it follows the block's last step); None where the block is one step.
+
+    The gradients' reductions (:data:`GRADIENT_SHARE`) repeat k times round the block; each step ends at
+    one, where every repetition leaves the most calls before the next (the forward comes between). The
+    shortest of the k stretches so cut is a step; in each other, the calls before the last place the step's
+    calls can begin, in order, are between steps. Read so only where those calls carry no gradients and
+    send nothing but a step's own calls (an evaluation's forward gathers) or next to nothing (a loss or
+    metric all-reduce), some stretch has them, and the step holds two or more distinct calls that carry
+    data (equal buckets and a loss all-reduce stay one step). The optimizer's gather after K micro-batches
+    of reductions (DeepSpeed ZeRO-2) is none of a step's own calls: such a block stays one step."""
+    per = len(block)
+    weight = _gradient_weight(load, reduces)
+    grad_at = np.flatnonzero(weight > 0)
+    n = len(grad_at)
+    codes = block[grad_at]
+    g = next((g for g in range(1, n // 2 + 1) if n % g == 0 and np.array_equal(codes, np.roll(codes, g))), 0)
+    if not g:
+        return None
+    k = n // g
+    gap = np.append(grad_at[1:], grad_at[0] + per) - grad_at  # calls to the next gradient call, round
+    phase = int(np.argmax([gap[f::g].min() for f in range(g)]))
+    ends = grad_at[phase::g]
+    segments = [np.arange(ends[i - 1] + 1 - (per if i == 0 else 0), ends[i] + 1) % per for i in range(k)]
+    template = block[min(segments, key=len)]
+    if len(set(template[carries[min(segments, key=len)]].tolist())) < 2:
+        return None
+    tiny = load < weight.max() * GRADIENT_SHARE
+    own = np.isin(block, template)
+    labels = np.full(per, -1, dtype=np.int64)
+    between = 0
+    for i, seg in enumerate(segments):
+        x = _latest_start(block[seg], template)
+        if x is None:
+            return None
+        before = seg[:x]
+        if weight[before].any() or not np.all(~carries[before] | tiny[before] | own[before]):
+            return None
+        labels[seg[x:]] = i
+        between += x
+    if not between:
+        return None
+    return labels, np.arange(per) > ends[-1]
+
+
+def _latest_start(seq: np.ndarray, sub: np.ndarray) -> int | None:
+    """The last index of ``seq`` from which ``sub`` is a subsequence of the rest (matched from the end);
+    None where it is none."""
+    j = len(sub) - 1
+    for i in range(len(seq) - 1, -1, -1):
+        if j < 0:
+            break
+        if seq[i] == sub[j]:
+            j -= 1
+            if j < 0:
+                return i
+    return None if j >= 0 else 0
 
 
 def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray, weight: np.ndarray

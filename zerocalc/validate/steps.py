@@ -17,7 +17,7 @@ from zerocalc.validate.accounting import _OP_VERBS, _plural
 from zerocalc.validate.classify import GRADIENT_OPS
 from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
-from zerocalc.validate.repeats import _before_tail, _heavier_run, _repeating_suffix
+from zerocalc.validate.repeats import _before_tail, _heavier_run, _repeating_suffix, _steps_in_block
 
 
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
@@ -44,9 +44,9 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     if marked is not None and not np.isnan(marked).all():
         return _marked_steps(marked, rank, sig, steps)
     load = None if sent is None else sent if w is None else sent * w
-    step_id, periods, tails = _repeated_steps(rank, sig, ops.isin(_OP_VERBS) & ~small,
-                                              ops.isin(GRADIENT_OPS) & ~small, steps, w, load)
-    return (step_id, *_repeated_how(periods, tails, steps))
+    step_id, periods, tails, between = _repeated_steps(rank, sig, ops.isin(_OP_VERBS) & ~small,
+                                                       ops.isin(GRADIENT_OPS) & ~small, steps, w, load)
+    return (step_id, *_repeated_how(periods, tails, steps, between))
 
 
 def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray,
@@ -75,14 +75,17 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray,
 def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray,
                     steps: int | None, w: np.ndarray | None, load: np.ndarray | None):
     """:func:`infer_steps` without markers: each call's step, and per rank (calls per step, steps, calls
-    before the first) and (calls after the last, whether they carry data). ``carries`` / ``reduces``: the
-    calls carrying data / the reductions among them; ``load``: each call's bytes, weighted."""
+    before the first), (calls after the last, whether they carry data) and (calls between steps, steps
+    between them) where the repeated block is steps and an evaluation (:func:`~.repeats._steps_in_block`).
+    ``carries`` / ``reduces``: the calls carrying data / the reductions among them; ``load``: each call's
+    bytes, weighted."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     periods: dict[int, tuple[int, int, int]] = {}
     tails: dict[int, tuple[int, bool]] = {}
+    between: dict[int, tuple[int, int]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
-    found: dict[tuple[bytes, bytes, int], tuple[int, int, int]] = {}
+    found: dict[tuple[bytes, bytes, int], tuple[int, int, int, tuple[int, int, int] | None]] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         r, n_calls = int(rank[lo]), hi - lo
         data_at = np.flatnonzero(carries[lo:hi])
@@ -91,9 +94,13 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
         min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
         key = (sig[lo:hi].tobytes(), b"" if load is None else load[lo:hi].tobytes(), min_period)
         if key not in found:
-            found[key] = _rank_run(sig[lo:hi], carries[lo:hi], reduces[lo:hi],
-                                   None if load is None else load[lo:hi], steps, min_period)
-        per, reps, tail = found[key]
+            run = _rank_run(sig[lo:hi], carries[lo:hi], reduces[lo:hi],
+                            None if load is None else load[lo:hi], steps, min_period)
+            block = slice(hi - run[2] - run[0], hi - run[2])
+            inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block])
+                     if run[0] and load is not None and steps is None else None)
+            found[key] = (*run, inner)
+        per, reps, tail, inner = found[key]
         hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
         tails[r] = (tail, bool(carries[hi:hi + tail].any()))
         if per == 0:
@@ -104,11 +111,40 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
                 )
             per, reps = n_calls, 1
         start = n_calls - per * reps
-        step_id[lo + start:hi] = np.arange(per * reps) // per
+        if inner is None:
+            step_id[lo + start:hi] = np.arange(per * reps) // per
+            if w is not None:
+                reps = unfold_steps(sig[lo:hi], w[lo:hi], per, reps)
+            periods[r] = (per, reps, start)
+            continue
+        labels, late = inner
+        k = int(labels.max()) + 1
+        ids = _steps_between(labels, late, reps)
+        step_id[lo + start:hi] = ids
+        n_steps = int(ids.max()) + 1
         if w is not None:
-            reps = unfold_steps(sig[lo:hi], w[lo:hi], per, reps)
-        periods[r] = (per, reps, start)
-    return step_id, periods, tails
+            n_steps += (unfold_steps(sig[lo:hi], w[lo:hi], per, reps) - reps) * k
+        periods[r] = (int(np.bincount(labels[labels >= 0]).min()), n_steps, start + int(np.argmax(ids >= 0)))
+        between[r] = (int((labels < 0).sum()), k)
+    return step_id, periods, tails, between
+
+
+def _steps_between(labels: np.ndarray, late: np.ndarray, reps: int) -> np.ndarray:
+    """The step of each call of ``reps`` blocks, each of k steps and calls between them (``labels``: each
+    call's step in its block, -1 between; ``late``: of the step the next block begins): -1 between steps
+    and in a step the blocks hold in part; the steps numbered from 0."""
+    per, k = len(labels), int(labels.max()) + 1
+    pos = np.arange(per * reps)
+    lab = labels[pos % per]
+    ids = np.where(lab >= 0, (pos // per + late[pos % per]) * k + lab, -1)
+    kept = ids >= 0
+    size = np.bincount(labels[labels >= 0], minlength=k)  # each step's calls in a block
+    counts = np.bincount(ids[kept])
+    full = counts[ids[kept]] == size[lab[kept]]
+    ids[np.flatnonzero(kept)[~full]] = -1
+    kept = ids >= 0
+    ids[kept] = np.unique(ids[kept], return_inverse=True)[1]
+    return ids
 
 
 def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: np.ndarray | None,
@@ -125,7 +161,8 @@ def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: n
 
 
 def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tuple[int, bool]],
-                  steps: int | None) -> tuple[str, list[str]]:
+                  steps: int | None, between: dict[int, tuple[int, int]] | None = None
+                  ) -> tuple[str, list[str]]:
     """How :func:`_repeated_steps` found the steps, in words, and a note where ranks differ."""
     pers = sorted({v[:2] for v in periods.values()})
     per, reps = pers[0]
@@ -139,6 +176,10 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
     else:
         steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
                      "(the trace has no step markers)")
+    if between:
+        n, k = max(between.values())
+        steps_how += (f"; the {_plural(n, 'call')} after every {k} steps, which carry no gradients (an "
+                      "evaluation), count as one-off")
     if lead:
         steps_how += f"; {lead} call(s) before the first repetition count as one-off"
     tail, data = max(tails.values(), default=(0, False))

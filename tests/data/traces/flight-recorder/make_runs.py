@@ -60,7 +60,41 @@ def case_fsdp2_eval_checkpoint(outdir):
         f.write(dump if isinstance(dump, bytes) else dump.encode())
 
 
+EVAL_EVERY = 2
+EVAL_STEPS = 6
+
+
+def case_fsdp2_eval_every(outdir):
+    """FSDP2 (as ``fsdp2-eval-checkpoint``), ``EVAL_STEPS`` optimizer steps, and after every
+    ``EVAL_EVERY``-th an evaluation of 2 batches (as there: forward passes under ``torch.no_grad()``, each
+    all-reducing its 16 per-sample losses), as a training loop with ``eval_steps`` runs."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (make_traces.WORLD,), mesh_dim_names=("shard",))
+    model = make_traces.fsdp2_model(mesh)
+    opt = torch.optim.Adam(model.parameters(), lr=make_traces.LR)
+    train_step = make_traces.fsdp2_loop(model, opt, 1, True)
+    rank = dist.get_rank()
+    for step in range(EVAL_STEPS):
+        train_step(step)
+        if (step + 1) % EVAL_EVERY == 0:
+            with torch.no_grad():
+                for b in range(2):
+                    x, y = make_traces.batch(rank, 100 + b, 0)
+                    losses = torch.cat([(model(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
+                    dist.all_reduce(losses)
+    dump = torch._C._distributed_c10d._dump_fr_trace_json(includeCollectives=True, onlyActive=False)
+    with open(os.path.join(outdir, f"rank{rank}.json"), "wb") as f:
+        f.write(dump if isinstance(dump, bytes) else dump.encode())
+
+
 EXTRA = {
+    "fsdp2-eval-every-2": (case_fsdp2_eval_every, {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every "
+                  f"{EVAL_EVERY}nd optimizer step an evaluation of 2 batches (a 16-element loss all-reduce "
+                  "each)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": make_traces.fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": EVAL_STEPS - 1}),
     "fsdp2-eval-checkpoint": (case_fsdp2_eval_checkpoint, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after training, an "
                   f"evaluation of {EVAL_BATCHES} batches (a 16-element loss all-reduce each) and a full "
