@@ -319,3 +319,31 @@ def test_tensor_parallel_group_of_the_data_parallel_size_is_reported_apart(case,
     assert scheme in res.matches
     c = next(c for c in res.comparisons if c.scheme == scheme)
     assert c.pattern_match and c.ratio == pytest.approx(1, abs=0.01)
+
+
+def test_pipeline_schedules_keep_fsdp2s_backward_gathers_across_micro_batches():
+    # PyTorch's pipeline schedule with FSDP2 on each stage's data-parallel group of 2, 2 micro-batches a step.
+    # Counted (count_calls.py): every rank gathers each of its layers 3 times a step (K + 1, K = 2) and
+    # reduce-scatters it once; stage 0 reduces 55,648 elements, stage 1 15,456
+    case = "pp2-fsdp2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    for s in steps.values():
+        for step in s["steps"].values():
+            gathers = {c["in_elems"]: c["calls"] for c in step["c10d"] if c["op"] == "c10d::_allgather_base_"}
+            assert set(gathers.values()) == {run["micro_batches"] + 1}
+    per_rank = {int(r): sum(c["calls"] * c["in_elems"] for c in s["steps"]["ProfilerStep#1"]["c10d"]
+                            if c["op"] == "c10d::_reduce_scatter_base_") for r, s in steps.items()}
+    assert per_rank == {0: 55_648, 1: 55_648, 2: 15_456, 3: 15_456}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert m.psi == sum(per_rank.values()) / 4 and (m.micro_batches, m.grad_sync) == (2, "boundary")
+    fsdp = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
+    assert not fsdp.pattern_match and fsdp.matches_if_kept_across_micro_batches
+    assert any("3 gathers of the parameters a step in place of 4" in n for n in res.notes)
+    # FSDP2 without a pipeline (set_requires_gradient_sync(False) alone) gathers in every backward: 2K
+    ts = read_traces(RUNS / "fsdp2-ga4-no-sync")
+    res = check(ts.table, meta=ts.meta)
+    assert "fsdp-full-shard" in res.matches
+    assert not any(c.matches_if_kept_across_micro_batches for c in res.comparisons)

@@ -55,6 +55,10 @@ class SchemeComparison:
     #: that regime in words (:func:`reuse_regime`): the one that matched, when one did
     reuse_distance: float | None = None
     reuse_regime: str = ""
+    #: the pattern and volume match once the backward's gathers run once a step rather than once a
+    #: micro-batch (K + 1 gathers of the parameters a step in place of 2K): the backward's gathers kept
+    #: across the micro-batches, as FSDP2 keeps them under PyTorch's pipeline schedules
+    matches_if_kept_across_micro_batches: bool = False
 
     @property
     def label(self) -> str:
@@ -86,6 +90,7 @@ class SchemeComparison:
             "matches_if_regathered": self.matches_if_regathered,
             "reuse_distance": self.reuse_distance,
             "reuse_regime": self.reuse_regime or None,
+            "matches_if_kept_across_micro_batches": self.matches_if_kept_across_micro_batches,
         }
 
 
@@ -228,9 +233,11 @@ def _by_op_and_group(entries) -> dict[tuple[str, int], float]:
     return out
 
 
-def _same_elements(meas: dict, pred: dict, *, halve_gathers: bool = False) -> bool:
+def _same_elements(meas: dict, pred: dict, *, gathers: float = 1.0) -> bool:
+    """Whether the measured elements per (op, group) are the predicted ones, the all-gathers' times
+    ``gathers``."""
     return set(meas) == set(pred) and all(
-        math.isclose(e, pred[k] * (0.5 if halve_gathers and k[0] == "all_gather" else 1.0), rel_tol=RTOL)
+        math.isclose(e, pred[k] * (gathers if k[0] == "all_gather" else 1.0), rel_tol=RTOL)
         for k, e in meas.items())
 
 
@@ -278,11 +285,17 @@ def compare(
         # the same with the scheme's all-gathers halved: the forward gather kept for backward
         reused = (not pattern_match and d is None and order != "different"
                   and any(o == "all_gather" for o, _ in pkeys)
-                  and _same_elements(mkeys, pkeys, halve_gathers=True))
+                  and _same_elements(mkeys, pkeys, gathers=0.5))
+        # the same with the backward's gathers once a step: K + 1 gathers of the parameters in place of 2K
+        k = int(pricing.micro_batches)
+        kept = (not pattern_match and not reused and d is None and k >= 2 and order != "different"
+                and sum(ph[2] for ph in phases if ph[0] == "all_gather") == 2 * k
+                and _same_elements(mkeys, pkeys, gathers=(k + 1) / (2 * k)))
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
-            ratio, volume_match, pattern_match, reused, regathered = math.nan, False, False, False, False
+            ratio, volume_match, pattern_match, reused, regathered, kept = (math.nan, False, False, False,
+                                                                            False, False)
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
@@ -296,7 +309,7 @@ def compare(
                          + (f" (at {regime})" if regime and pattern_match else "")),
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
-            reuse_distance=d, reuse_regime=regime,
+            reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=kept,
         ))
     return out
 

@@ -121,6 +121,13 @@ def check(
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
+    kept = [c.scheme for c in comps if c.matches_if_kept_across_micro_batches]
+    if kept:
+        k = m.micro_batches
+        notes.append(f"{', '.join(kept)} send exactly this pattern with the backward's gathers kept across "
+                     f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
+                     f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
+                     "(reshard_after_backward=False until the last micro-batch)")
     recorded = _gloo_reduce_scatter_note(m, meta, backend, comps)
     if recorded:
         notes.append(recorded)

@@ -228,6 +228,42 @@ def case_pp2_dp2(outdir):
     run_profiled(outdir, 3, train_step)
 
 
+def case_pp2_fsdp2(outdir):
+    """PyTorch's own pipeline parallelism (``torch.distributed.pipelining``: ``PipelineStage`` and
+    ``ScheduleGPipe``, ``PP_MICRO_BATCHES`` micro-batches a step) on the ``pp`` dimension of a 2 × 2
+    DeviceMesh (``pp``, ``dp``), and FSDP2 (``fully_shard`` per Linear + the stage) on its ``dp`` dimension,
+    as torchtitan composes them: stage 0 holds layers 0-1, stage 1 layer 2. The schedule keeps each
+    stage's gradients unreduced and its backward's gathers kept until the last micro-batch
+    (``set_requires_gradient_sync(False)``, ``set_reshard_after_backward(False)``)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp"))
+    stage, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
+    full = make_model()
+    part = (nn.Sequential(full.layers[0], nn.ReLU(), full.layers[1], nn.ReLU()) if stage == 0
+            else nn.Sequential(full.layers[2]))
+    for m in part:
+        if isinstance(m, nn.Linear):
+            fully_shard(m, mesh=mesh["dp"])
+    fully_shard(part, mesh=mesh["dp"])
+    pipe = PipelineStage(part, stage, 2, torch.device("cpu"), group=mesh["pp"].get_group())
+    schedule = ScheduleGPipe(pipe, n_microbatches=PP_MICRO_BATCHES, loss_fn=loss_fn)
+    opt = torch.optim.Adam(part.parameters(), lr=LR)
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        xs, ys = zip(*(batch(dp_rank, step, m) for m in range(PP_MICRO_BATCHES)), strict=True)
+        if stage == 0:
+            schedule.step(torch.cat(xs))
+        else:
+            schedule.step(target=torch.cat(ys), losses=[])
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
 def case_tp2_dp2(outdir):
     """Tensor parallelism of 2 × data parallelism of 2, Megatron's MLP split by hand: tensor-parallel
     groups {0, 1} and {2, 3} (consecutive ranks), data-parallel groups {0, 2} and {1, 3}. ``layers.0`` is
@@ -442,6 +478,17 @@ CASES = {
                                        LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
         "micro_batches": PP_MICRO_BATCHES, "grad_sync": "once, after the last micro-batch's backward",
         "steps_profiled": 3}),
+    "pp2-fsdp2": (case_pp2_fsdp2, {
+        "scheme": "PyTorch pipeline parallelism 2 (torch.distributed.pipelining, ScheduleGPipe) x FSDP2 "
+                  "2 (fully_shard per Linear + the stage, on the dp dimension of a 2 x 2 DeviceMesh)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"pp": [[0, 2], [1, 3]],
+                                                                         "dp": [[0, 1], [2, 3]]},
+        "pipeline": {"stages": [[0, 1], [2, 3]], "layers": [[0, 1], [2]],
+                     "psi_per_stage": [LAYERS[0][0] * LAYERS[0][1] + LAYERS[0][1]
+                                       + LAYERS[1][0] * LAYERS[1][1] + LAYERS[1][1],
+                                       LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
+        "micro_batches": PP_MICRO_BATCHES,
+        "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 3}),
     "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
