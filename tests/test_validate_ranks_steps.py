@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zerocalc.traces import read_traces
@@ -293,3 +294,15 @@ def test_micro_batches_and_the_optimizers_gather_are_not_steps_and_an_evaluation
     step = [("all_reduce", 3000), ("all_reduce", 2000)] * 2 + [("all_gather", 9000)]
     ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + step * 3)
     assert measure(ts.table, meta=ts.meta).steps == 3
+
+
+def test_a_block_without_reductions_is_not_split():
+    from zerocalc.validate.repeats import _steps_in_block
+
+    # two gathers twice and a small call: without reductions there are no gradients to count steps by
+    block = np.array([0, 1, 0, 1, 2])
+    load = np.array([100.0, 200.0, 100.0, 200.0, 1.0])
+    assert _steps_in_block(block, load, load > 0, np.zeros(5, dtype=bool)) is None
+    # the same with the two calls reductions: two steps and a small call between them
+    labels, late = _steps_in_block(block, load, load > 0, np.array([True, True, True, True, False]))
+    assert labels.tolist() == [0, 0, 1, 1, -1] and not late[labels >= 0].any()  # both steps in this block

@@ -150,7 +150,8 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     next block begins (it follows the block's last step); None where the block is one step.
 
     The gradients' reductions (:data:`GRADIENT_SHARE`) repeat k times round the block; each step ends at
-    one, where every repetition leaves the most calls before the next (the forward comes between). The
+    one, where every repetition leaves the most calls before the next (the forward comes between; ties:
+    the most in all). The
     shortest of the k stretches so cut is a step; in each other, the calls before the last place the step's
     calls can begin, in order, are between steps. Read so only where those calls carry no gradients and
     send nothing but a step's own calls (an evaluation's forward gathers) or next to nothing (a loss or
@@ -158,6 +159,8 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     data (equal buckets and a loss all-reduce stay one step). The optimizer's gather after K micro-batches
     of reductions (DeepSpeed ZeRO-2) is none of a step's own calls: such a block stays one step."""
     per = len(block)
+    if not reduces.any():
+        return None
     weight = _gradient_weight(load, reduces)
     grad_at = np.flatnonzero(weight > 0)
     n = len(grad_at)
@@ -167,7 +170,7 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
         return None
     k = n // g
     gap = np.append(grad_at[1:], grad_at[0] + per) - grad_at  # calls to the next gradient call, round
-    phase = int(np.argmax([gap[f::g].min() for f in range(g)]))
+    phase = max(range(g), key=lambda f: (gap[f::g].min(), gap[f::g].sum(), -f))
     ends = grad_at[phase::g]
     segments = [np.arange(ends[i - 1] + 1 - (per if i == 0 else 0), ends[i] + 1) % per for i in range(k)]
     template = block[min(segments, key=len)]
