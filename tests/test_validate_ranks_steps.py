@@ -296,13 +296,26 @@ def test_micro_batches_and_the_optimizers_gather_are_not_steps_and_an_evaluation
     assert measure(ts.table, meta=ts.meta).steps == 3
 
 
+def test_micro_batches_that_each_reduce_then_a_loss_are_not_steps_and_an_evaluation(tmp_path):
+    # 4 micro-batches that each gather and reduce-scatter (ZeRO-3), then the loss all-reduced (a scalar):
+    # nothing of a forward between the reductions, so the block of 4 stays one step
+    mb = [("all_gather", 1500), ("all_gather", 1000), ("reduce_scatter", 3000), ("reduce_scatter", 2000)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + (mb * 4 + [("all_reduce", 1)]) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert m.steps == 3 and "evaluation" not in m.steps_how
+
+
 def test_a_block_without_reductions_is_not_split():
     from zerocalc.validate.repeats import _steps_in_block
 
-    # two gathers twice and a small call: without reductions there are no gradients to count steps by
-    block = np.array([0, 1, 0, 1, 2])
-    load = np.array([100.0, 200.0, 100.0, 200.0, 1.0])
-    assert _steps_in_block(block, load, load > 0, np.zeros(5, dtype=bool)) is None
-    # the same with the two calls reductions: two steps and a small call between them
-    labels, late = _steps_in_block(block, load, load > 0, np.array([True, True, True, True, False]))
+    # a gather (code 0) and a reduce-scatter (code 1) twice, then the gather again (an evaluation's forward)
+    block = np.array([0, 1, 0, 1, 0])
+    load = np.array([100.0, 200.0, 100.0, 200.0, 100.0])
+    reduces = block == 1
+    labels, late = _steps_in_block(block, load, load > 0, reduces)
     assert labels.tolist() == [0, 0, 1, 1, -1] and not late[labels >= 0].any()  # both steps in this block
+    # without reductions there are no gradients to count steps by
+    assert _steps_in_block(block, load, load > 0, np.zeros(5, dtype=bool)) is None
+    # a loss all-reduce (tiny, none of a step's calls) in place of the gather: as likely micro-batches
+    block, load = np.array([0, 1, 0, 1, 2]), np.array([100.0, 200.0, 100.0, 200.0, 1.0])
+    assert _steps_in_block(block, load, load > 0, block == 1) is None

@@ -153,11 +153,13 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     one, where every repetition leaves the most calls before the next (the forward comes between; ties:
     the most in all). The
     shortest of the k stretches so cut is a step; in each other, the calls before the last place the step's
-    calls can begin, in order, are between steps. Read so only where those calls carry no gradients and
-    send nothing but a step's own calls (an evaluation's forward gathers) or next to nothing (a loss or
-    metric all-reduce), some stretch has them, and the step holds two or more distinct calls that carry
-    data (equal buckets and a loss all-reduce stay one step). The optimizer's gather after K micro-batches
-    of reductions (DeepSpeed ZeRO-2) is none of a step's own calls: such a block stays one step."""
+    calls can begin, in order, are between steps. Read so only where those calls carry no gradients, send
+    nothing but a step's own calls or next to nothing (a loss or metric all-reduce), and some of them are a
+    step's own calls carrying data (an evaluation's forward gathers), and the step holds two or more
+    distinct calls that carry data (equal buckets and a loss all-reduce stay one step). Micro-batches that
+    each reduce, then a loss or metric all-reduce, have nothing of a forward between them; the optimizer's
+    gather after them (DeepSpeed ZeRO-2) is none of a micro-batch's own calls: such blocks stay one step.
+    An evaluation that sends nothing but its metrics (DDP's) is not told from such a block."""
     per = len(block)
     if not reduces.any():
         return None
@@ -179,7 +181,7 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     tiny = load < weight.max() * GRADIENT_SHARE
     own = np.isin(block, template)
     labels = np.full(per, -1, dtype=np.int64)
-    between = 0
+    forward = False  # a step's own call carrying data between steps: a forward pass
     for i, seg in enumerate(segments):
         x = _latest_start(block[seg], template)
         if x is None:
@@ -188,8 +190,8 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
         if weight[before].any() or not np.all(~carries[before] | tiny[before] | own[before]):
             return None
         labels[seg[x:]] = i
-        between += x
-    if not between:
+        forward |= bool((carries[before] & own[before]).any())
+    if not forward:
         return None
     return labels, np.arange(per) > ends[-1]
 
