@@ -73,3 +73,15 @@ def test_left_alone_where_groups_differ_in_size_or_a_thread_holds_two_sizes():
     rows = [_row("11", "all_gather", size=2), _row("11", "all_gather", size=4)]
     _worker_groups(rows, [WORLD, TP, DP], {"11": 11})
     assert [r["group"] for r in rows] == [None, None]
+
+
+def test_a_call_without_a_size_takes_its_threads_group():
+    # data parallelism 4 × tensor parallelism 2 in a world of 8: dp's threads 21, 22 run all-gathers of a
+    # known group of 4; the tensor-parallel all-reduce on thread 31 has no size (pg_config's groups differ
+    # in size, so it guesses none): the thread after dp's is tp's, a group of 2
+    world8 = ("default_pg", 8, tuple(range(8)), "0")
+    dp4, tp2 = ("mesh_dp", 4, (0, 2, 4, 6), "1"), ("mesh_tp", 2, (0, 1), "5")
+    rows = [_row("21", "all_gather", size=4), _row("22", "all_gather", size=4), _row("31")]
+    _worker_groups(rows, [world8, dp4, tp2], {"21": 21, "22": 22, "31": 31})
+    assert [(r["group"], r["group_size"]) for r in rows] == [("mesh_dp", 4), ("mesh_dp", 4), ("mesh_tp", 2)]
+    assert rows[2]["group_ranks"] == "0,1" and rows[2]["group_from"] == "worker"

@@ -167,7 +167,8 @@ _SCALAR_ELEMENTS = 8
 def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], str | None]],
                    tids: dict[str, int]) -> None:
     """Name the group of the calls a gloo worker thread runs where the rank has two process groups of one
-    size (tensor parallelism 2 beside data parallelism 2), which the calls' sizes cannot tell apart.
+    size (tensor parallelism 2 beside data parallelism 2), which the calls' sizes cannot tell apart, or
+    where calls have no size (an all-reduce on a tensor-parallel group of 2 beside data parallelism 4).
 
     Over gloo no call names its group, but each group runs its calls on worker threads of its own
     (:data:`THREADS_PER_GROUP`), started when the group is made. Groups are made in the order of their
@@ -177,7 +178,9 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
     ``group_ranks``); the others are left as they were, as is every call where no assignment fits.
     ``tids``: each worker's thread id."""
     sizes = [p for _, p, _, _ in pgs]
-    if len(set(sizes)) == len(sizes) or any(name is None or not name.isdigit() for *_, name in pgs):
+    unsized = any(r["group_size"] is None and r.get("worker") in tids for r in rows)
+    if (len(set(sizes)) == len(sizes) and not unsized) or any(name is None or not name.isdigit()
+                                                               for *_, name in pgs):
         return
     order = sorted(pgs, key=lambda pg: int(pg[3]))
     seen: dict[str, set[int]] = {}
