@@ -7,6 +7,7 @@ are that arithmetic under the ring accounting: a rank sends 2(p-1)/p of an all-r
 """
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -347,3 +348,28 @@ def test_pipeline_schedules_keep_fsdp2s_backward_gathers_across_micro_batches():
     res = check(ts.table, meta=ts.meta)
     assert "fsdp-full-shard" in res.matches
     assert not any(c.matches_if_kept_across_micro_batches for c in res.comparisons)
+
+
+def test_an_evaluation_inside_every_second_marked_step_is_one_off():
+    # FSDP2 evaluating after every 2nd step, inside its ProfilerStep. Counted (count_calls.py): steps 2 and 4
+    # hold all of steps 1 and 3's calls and more: the evaluation's 3 gathers and a 16-element all-reduce,
+    # twice, but for the gather of layers.2 (3,864 elements a rank) that steps 1 and 3 make once more. Those
+    # are an evaluation's, not the optimizer's after 2 micro-batches (as DeepSpeed's markers would be):
+    # every step reduce-scatters all of Ψ
+    case = "fsdp2-eval-every-2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]
+    calls = {k: Counter({(c["op"], c["in_elems"]): c["calls"] for c in s["c10d"]}) for k, s in steps.items()}
+    more = calls["ProfilerStep#2"] - calls["ProfilerStep#1"]
+    assert not calls["ProfilerStep#1"] - calls["ProfilerStep#2"]
+    assert more == Counter({("c10d::_allgather_base_", 6192): 2, ("c10d::_allgather_base_", 7720): 2,
+                            ("c10d::_allgather_base_", 3864): 1, ("c10d::allreduce_", 16): 2})
+    for s in calls.values():
+        scattered = sum(n * c for (op, n), c in s.items() if op == "c10d::_reduce_scatter_base_")
+        assert scattered == run["model"]["psi"]
+    ts = read_traces(RUNS / case)
+    m = check(ts.table, meta=ts.meta).measurement
+    assert (m.psi, m.steps, m.micro_batches) == (run["model"]["psi"], 4, 1)
+    # one-off: the 7 more calls of each evaluating step on each rank
+    assert "every 2nd also holds an evaluation" in m.steps_how
+    assert f"{4 * 2 * sum(more.values())} calls in all" in m.steps_how

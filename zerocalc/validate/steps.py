@@ -17,7 +17,14 @@ from zerocalc.validate.accounting import _OP_VERBS, _plural
 from zerocalc.validate.classify import GRADIENT_OPS
 from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
-from zerocalc.validate.repeats import _before_tail, _heavier_run, _repeating_suffix, _steps_in_block
+from zerocalc.validate.repeats import (
+    GRADIENT_SHARE,
+    _before_tail,
+    _gradient_weight,
+    _heavier_run,
+    _repeating_suffix,
+    _steps_in_block,
+)
 
 
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
@@ -41,27 +48,40 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         raise Unfoldable("--steps and step markers are read on the full trace")
     # one integer per distinct (op, in, out, group size): the sequence a step pattern repeats in
     sig, _ = group_codes(ops.codes, zero_nan(in_e, inplace=True), zero_nan(out_e, inplace=True), gs)
+    carries, reduces = ops.isin(_OP_VERBS) & ~small, ops.isin(GRADIENT_OPS) & ~small
     if marked is not None and not np.isnan(marked).all():
-        return _marked_steps(marked, rank, sig, steps)
+        light = ~carries
+        if sent is not None and reduces.any():
+            light |= sent < _gradient_weight(sent, reduces).max() * GRADIENT_SHARE
+        return _marked_steps(marked, rank, sig, steps, light)
     load = None if sent is None else sent if w is None else sent * w
-    step_id, periods, tails, between = _repeated_steps(rank, sig, ops.isin(_OP_VERBS) & ~small,
-                                                       ops.isin(GRADIENT_OPS) & ~small, steps, w, load)
+    step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load)
     return (step_id, *_repeated_how(periods, tails, steps, between))
 
 
-def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray,
-                  steps: int | None) -> tuple[np.ndarray, str, list[str]]:
+def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
+                  light: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
     """:func:`infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
-    step of the micro-batches the markers mark (:func:`_marked_micro_batches`)."""
+    step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
+    step holds an evaluation instead (:func:`_evaluations`), its calls are one-off. ``light``: the calls
+    that carry no data or next to nothing (a loss or metric all-reduce)."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked)
     step_id[step_marked] = marked[step_marked].astype(np.int32)
     n_marked = len(np.unique(step_id[step_marked]))
     grouped = _marked_micro_batches(step_id, rank, sig)
+    evaluated = (None if grouped is None or light is None or steps not in (None, n_marked)
+                 else _evaluations(step_id, rank, sig, light))
+    if evaluated is not None:
+        n_eval, k = evaluated
+        return step_id, (f"{n_marked} step(s) from the trace's step markers; every {_ordinal(k)} also "
+                         "holds an evaluation (the forward's calls again, and small all-reduces: "
+                         f"{_plural(n_eval, 'call')} in all), counted one-off"), []
     if grouped is not None and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
         how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
-               f"{k}th marked step holds more calls (the optimizer's), so {k} make one optimizer step")
+               f"{_ordinal(k)} marked step holds more calls (the optimizer's), so {k} make one optimizer "
+               "step")
         if partial:
             how += f"; {partial} marked step(s) of an optimizer step the trace holds in part count as one-off"
         return regrouped, how, [f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer "
@@ -194,6 +214,57 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         notes.append("ranks differ in their calls (calls per step × steps): "
                      + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
     return steps_how, notes
+
+
+def _ordinal(k: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray
+                 ) -> tuple[int, int] | None:
+    """Where every K-th marked step holds the others' calls and an evaluation, not the optimizer's calls
+    after K micro-batches (:func:`_marked_micro_batches`): the more calls are all the step's own (the
+    forward's gathers again) or ``light`` (a loss or metric all-reduce), and some are the step's own
+    carrying data. Then those calls of each such step are one-off (``step_id`` -1, in place; the first of
+    each kind in the step is the step's own) and (calls set so, K) is returned; None otherwise, ``step_id``
+    untouched."""
+    bounds = run_bounds(rank)
+    plans, ks = [], set()
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        ids, codes, lite = step_id[lo:hi], sig[lo:hi], light[lo:hi]
+        marks = np.unique(ids[ids >= 0]).tolist()
+        calls = {m: Counter(codes[ids == m].tolist()) for m in marks}
+        kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
+        if len(kinds) != 2:
+            return None
+        (a, _), (b, _) = kinds.most_common()
+        a, b = Counter(dict(a)), Counter(dict(b))
+        extra = b - a
+        if a - b or not extra:
+            return None
+        weightless = {int(c): bool(lite[codes == c].all()) for c in extra}
+        if not all(c in a or weightless[c] for c in extra) or all(weightless[c] for c in extra if c in a):
+            return None
+        ends = [m for m in marks if calls[m] == b]
+        gaps = {y - x for x, y in zip(ends, ends[1:], strict=False)}
+        ks |= gaps or {0}
+        plans.append((lo, hi, ends, a))
+    if len(ks) != 1:
+        return None
+    n = 0
+    for lo, hi, ends, a in plans:
+        for m in ends:
+            at = lo + np.flatnonzero(step_id[lo:hi] == m)
+            left = Counter(a)
+            for i in at.tolist():
+                if left[sig[i]] > 0:
+                    left[sig[i]] -= 1
+                else:
+                    step_id[i] = -1
+                    n += 1
+    return n, ks.pop()
 
 
 def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray

@@ -167,6 +167,34 @@ def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None
     run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every))
 
 
+EVAL_EVERY = 2
+
+
+def case_fsdp2_eval_every(outdir):
+    """FSDP2 (as ``case_fsdp2``) with an evaluation after every ``EVAL_EVERY``-th optimizer step, inside that
+    step's ``ProfilerStep`` (``prof.step()`` after it): 2 batches of forward passes under
+    ``torch.no_grad()``, each all-reducing its 16 per-sample losses. The warm-up step (0) evaluates, so the
+    profiled steps 1-4 hold evaluations in steps 2 and 4."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("shard",))
+    model = fsdp2_model(mesh)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    optimizer_step = fsdp2_loop(model, opt, 1, True)
+    rank = dist.get_rank()
+
+    def train_step(step):
+        optimizer_step(step)
+        if step % EVAL_EVERY == 0:
+            with torch.no_grad():
+                for b in range(2):
+                    x, y = batch(rank, 100 + b, 0)
+                    losses = torch.cat([(model(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
+                    dist.all_reduce(losses)
+
+    run_profiled(outdir, 4, train_step)
+
+
 def case_fsdp2_mixed(outdir):
     from torch.distributed.fsdp import MixedPrecisionPolicy
 
@@ -489,6 +517,12 @@ CASES = {
                                        LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
         "micro_batches": PP_MICRO_BATCHES,
         "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 3}),
+    "fsdp2-eval-every-2": (case_fsdp2_eval_every, {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 2nd "
+                  "optimizer step (0, 2, 4), inside its ProfilerStep, an evaluation of 2 batches (a "
+                  "16-element loss all-reduce each)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4}),
     "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
