@@ -1,5 +1,5 @@
-"""Steps: where each rank's steps begin and end, from the trace's step markers or its repeating call
-sequences (:mod:`.repeats`).
+"""Steps: where each rank's steps begin and end, from the trace's step markers (:mod:`.marked_steps`) or
+its repeating call sequences (:mod:`.repeats`).
 
 Each search runs once per distinct call sequence (a rank's calls), not once per rank: the ranks of a
 data-parallel run make the same calls. Sources: §7 (micro-batches and gradient accumulation) and the
@@ -8,8 +8,6 @@ trace formats of §5.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from zerocalc.errors import TraceMismatchError
@@ -17,6 +15,7 @@ from zerocalc.validate.accounting import _OP_VERBS, _plural
 from zerocalc.validate.classify import GRADIENT_OPS
 from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
+from zerocalc.validate.marked_steps import _marked_steps
 from zerocalc.validate.repeats import (
     GRADIENT_SHARE,
     _before_tail,
@@ -57,39 +56,6 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     load = None if sent is None else sent if w is None else sent * w
     step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load)
     return (step_id, *_repeated_how(periods, tails, steps, between))
-
-
-def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
-                  light: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
-    """:func:`infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
-    step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
-    step holds an evaluation instead (:func:`_evaluations`), its calls are one-off. ``light``: the calls
-    that carry no data or next to nothing (a loss or metric all-reduce)."""
-    step_id = np.full(len(rank), -1, dtype=np.int32)
-    step_marked = ~np.isnan(marked)
-    step_id[step_marked] = marked[step_marked].astype(np.int32)
-    n_marked = len(np.unique(step_id[step_marked]))
-    grouped = _marked_micro_batches(step_id, rank, sig)
-    evaluated = (None if grouped is None or light is None or steps not in (None, n_marked)
-                 else _evaluations(step_id, rank, sig, light))
-    if evaluated is not None:
-        n_eval, k = evaluated
-        return step_id, (f"{n_marked} step(s) from the trace's step markers; every {_ordinal(k)} also "
-                         "holds an evaluation (the forward's calls again, and small all-reduces: "
-                         f"{_plural(n_eval, 'call')} in all), counted one-off"), []
-    if grouped is not None and steps in (None, grouped[1]):
-        regrouped, n, k, partial = grouped
-        how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
-               f"{_ordinal(k)} marked step holds more calls (the optimizer's), so {k} make one optimizer "
-               "step")
-        if partial:
-            how += f"; {partial} marked step(s) of an optimizer step the trace holds in part count as one-off"
-        return regrouped, how, [f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer "
-                                f"steps (K = {k}): give --steps {n_marked} if each marked step is an "
-                                "optimizer step"]
-    if steps is not None and steps != n_marked:
-        raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
-    return step_id, f"{n_marked} step(s) from the trace's step markers", []
 
 
 def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray,
@@ -214,102 +180,3 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         notes.append("ranks differ in their calls (calls per step × steps): "
                      + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
     return steps_how, notes
-
-
-def _ordinal(k: int) -> str:
-    """2nd, 3rd, 4th, 11th, 21st."""
-    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
-    return f"{k}{suffix}"
-
-
-def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray
-                 ) -> tuple[int, int] | None:
-    """Where every K-th marked step holds the others' calls and an evaluation, not the optimizer's calls
-    after K micro-batches (:func:`_marked_micro_batches`): the more calls are all the step's own (the
-    forward's gathers again) or ``light`` (a loss or metric all-reduce), and some are the step's own
-    carrying data. Then those calls of each such step are one-off (``step_id`` -1, in place; the first of
-    each kind in the step is the step's own) and (calls set so, K) is returned; None otherwise, ``step_id``
-    untouched."""
-    bounds = run_bounds(rank)
-    plans, ks = [], set()
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        ids, codes, lite = step_id[lo:hi], sig[lo:hi], light[lo:hi]
-        marks = np.unique(ids[ids >= 0]).tolist()
-        calls = {m: Counter(codes[ids == m].tolist()) for m in marks}
-        kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
-        if len(kinds) != 2:
-            return None
-        (a, _), (b, _) = kinds.most_common()
-        a, b = Counter(dict(a)), Counter(dict(b))
-        extra = b - a
-        if a - b or not extra:
-            return None
-        weightless = {int(c): bool(lite[codes == c].all()) for c in extra}
-        if not all(c in a or weightless[c] for c in extra) or all(weightless[c] for c in extra if c in a):
-            return None
-        ends = [m for m in marks if calls[m] == b]
-        gaps = {y - x for x, y in zip(ends, ends[1:], strict=False)}
-        ks |= gaps or {0}
-        plans.append((lo, hi, ends, a))
-    if len(ks) != 1:
-        return None
-    n = 0
-    for lo, hi, ends, a in plans:
-        for m in ends:
-            at = lo + np.flatnonzero(step_id[lo:hi] == m)
-            left = Counter(a)
-            for i in at.tolist():
-                if left[sig[i]] > 0:
-                    left[sig[i]] -= 1
-                else:
-                    step_id[i] = -1
-                    n += 1
-    return n, ks.pop()
-
-
-def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray
-                          ) -> tuple[np.ndarray, int, int, int] | None:
-    """Where the markers mark micro-batches rather than optimizer steps (DeepSpeed's loop, ``engine.step()``
-    then ``prof.step()`` every micro-batch): (each call's optimizer step, -1 outside, the optimizer steps,
-    K, the marked steps left out as parts of an optimizer step the trace holds in part); None otherwise.
-
-    So read where on every rank the marked steps holding calls are of two kinds, the same calls (A) in all
-    but every K-th (B, K ≥ 2), which holds A's calls and more (the optimizer's gathers, its overflow check),
-    at least twice, with the K - 1 marked steps before each B all A: an optimizer step is B and the K - 1
-    before it. Marked steps with no calls (micro-batches that send nothing, as under ZeRO-1) leave the
-    steps as marked: each that holds calls is an optimizer step already.
-    """
-    bounds = run_bounds(rank)
-    out = np.full(len(step_id), -1, dtype=np.int32)
-    found: set[tuple[int, int, int]] = set()
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        ids, codes = step_id[lo:hi], sig[lo:hi]
-        at = np.flatnonzero(ids >= 0)
-        order = at[np.argsort(ids[at], kind="stable")]  # each marked step's calls together, in time order
-        marks, first = np.unique(ids[order], return_index=True)
-        marks = marks.tolist()
-        calls = dict(zip(marks, map(tuple, np.split(codes[order], first[1:])), strict=True))
-        kinds = Counter(calls.values())
-        if len(kinds) != 2:
-            return None
-        (a, _), (b, n_b) = kinds.most_common()
-        if n_b < 2 or Counter(a) - Counter(b) or len(b) <= len(a):
-            return None
-        ends = [m for m in marks if calls[m] == b]
-        gaps = {y - x for x, y in zip(ends, ends[1:], strict=False)}
-        if len(gaps) != 1 or (k := gaps.pop()) < 2:
-            return None
-        for e in ends[1:]:
-            if any(calls.get(m) != a for m in range(e - k + 1, e)):
-                return None
-        # the ends after the first are whole; the first is where the window holds its K - 1 before it
-        whole = ends if all(calls.get(m) == a for m in range(ends[0] - k + 1, ends[0])) else ends[1:]
-        first_mark, last_mark = whole[0] - k + 1, whole[-1]
-        inside = (ids >= first_mark) & (ids <= last_mark)
-        out[lo:hi][inside] = (ids[inside] - first_mark) // k
-        partial = sum(1 for m in marks if not first_mark <= m <= last_mark)
-        found.add((k, len(whole), partial))
-    if len(found) != 1:
-        return None
-    k, n, partial = found.pop()
-    return out, n, k, partial
