@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from zerocalc.traces.kineto_events import _int
+from zerocalc.traces.schema import SCALAR_MAX_ELEMENTS
 
 #: PyTorch writes a list argument of more than this many entries as its first ``_TRUNCATED - 1``, ``...``
 #: and its last (``format_list``, ``torch/csrc/profiler/util.cpp``, ``kTruncateLength``).
@@ -159,9 +160,6 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
 #: device unless ``GLOO_SOCKET_IFNAME`` names several (PyTorch ``torch/csrc/distributed/c10d/init.cpp``);
 #: ``ProcessGroupGloo``'s constructor starts them one after the other (``ProcessGroupGloo.cpp``).
 THREADS_PER_GROUP = 2
-#: Elements of a call too small to bind its worker to the size ``pg_config`` guessed for it: a loss or a
-#: metric, often on the default group (the check's ``SCALAR_MAX_ELEMENTS``).
-_SCALAR_ELEMENTS = 8
 
 
 def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], str | None]],
@@ -189,8 +187,10 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
         if w is None or w not in tids:
             continue
         fits = seen.setdefault(w, set())
+        # a size pg_config guessed binds the worker only for a call above a scalar (a loss or a metric,
+        # often on the default group, takes the guess too)
         if r["group_size"] is not None and (r.get("group_from") != "pg_config"
-                                            or (r["in_nelems"] or 0) > _SCALAR_ELEMENTS):
+                                            or (r["in_nelems"] or 0) > SCALAR_MAX_ELEMENTS):
             fits.add(r["group_size"])
     if not seen or any(len(f) > 1 for f in seen.values()):
         return

@@ -41,6 +41,9 @@ OPS: Final[tuple[str, ...]] = (
 #: Canonical dtype name → bytes per element (the one table, shared with the model).
 DTYPE_BYTES = _DTYPE_BYTES
 
+#: A collective whose full vector has at most this many elements is a scalar collective (a loss, a metric).
+SCALAR_MAX_ELEMENTS: Final[int] = 8
+
 # ---------------------------------------------------------------------------
 # NCCL debug log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL; NCCL src/enqueue.cc, src/nccl.h.in)
 # ---------------------------------------------------------------------------

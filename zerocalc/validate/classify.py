@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import TraceMismatchError
+from zerocalc.traces.schema import SCALAR_MAX_ELEMENTS
 from zerocalc.validate.accounting import _OP_VERBS, DP_OPS, OP_NAMES, _plural, _world_sizes
 from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_sums, zero_nan
 
@@ -25,8 +26,6 @@ CATEGORIES: dict[str, str] = {
     "unexplained": "collectives no data-parallel scheme explains (all-to-all, point-to-point, other groups)",
 }
 
-#: A collective whose full vector has at most this many elements is a scalar collective.
-SCALAR_MAX_ELEMENTS = 8
 #: Per-step broadcasts moving less than this share of Ψ are model buffers, not parameters.
 BUFFER_MAX_SHARE_OF_PSI = 0.5
 #: Ops that reduce gradients (Ψ is read from their elements).

@@ -128,7 +128,8 @@ def check(
                      f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
                      f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
                      "(reshard_after_backward=False until the last micro-batch)")
-    recorded = _gloo_reduce_scatter_note(m, meta, backend, comps)
+    matches = tuple(consistent(comps))
+    recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
     if recorded:
         notes.append(recorded)
     regathered = [c.scheme for c in comps if c.matches_if_regathered]
@@ -137,19 +138,20 @@ def check(
                      "(or a model past it): every parameter gathered again in backward, none kept from the "
                      "forward nor prefetched")
     return CheckResult(
-        measurement=m, comparisons=tuple(comps), matches=tuple(consistent(comps)),
+        measurement=m, comparisons=tuple(comps), matches=matches,
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
     )
 
 
-def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None, comps) -> str | None:
+def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None,
+                              matches: tuple[str, ...]) -> str | None:
     """The sentence for Flight Recorder dumps of a gloo run that all-gather and all-reduce and match no
-    scheme: ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole input, and the dump records
-    that all-reduce, so a sharded scheme's reduce-scatters read as all-reduces."""
+    scheme (``matches`` empty): ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole
+    input, and the dump records that all-reduce, so a sharded scheme's reduce-scatters read as all-reduces."""
     dumps = any(isinstance(v, dict) and v.get("format") == "flight_recorder" for v in (meta or {}).values())
     ops = {o for o, *_ in m.pattern}
-    if backend != "gloo" or not dumps or consistent(comps) or not {"all_gather", "all_reduce"} <= ops \
+    if backend != "gloo" or not dumps or matches or not {"all_gather", "all_reduce"} <= ops \
             or "reduce_scatter" in ops:
         return None
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "

@@ -143,6 +143,12 @@ def _gradient_weight(load: np.ndarray, reduces: np.ndarray) -> np.ndarray:
     return np.where(reduces & (load >= load[reduces].max() * GRADIENT_SHARE), load, 0.0)
 
 
+def _next_to_nothing(load: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The calls that send under :data:`GRADIENT_SHARE` of the largest gradient reduction (``weight``:
+    :func:`_gradient_weight`): a loss or metric all-reduce beside a step's gradients."""
+    return load < weight.max() * GRADIENT_SHARE
+
+
 def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, reduces: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray] | None:
     """Where a repeated block is k ≥ 2 steps and an evaluation between them (a run that evaluates every k
@@ -175,10 +181,11 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     phase = max(range(g), key=lambda f: (gap[f::g].min(), gap[f::g].sum(), -f))
     ends = grad_at[phase::g]
     segments = [np.arange(ends[i - 1] + 1 - (per if i == 0 else 0), ends[i] + 1) % per for i in range(k)]
-    template = block[min(segments, key=len)]
-    if len(set(template[carries[min(segments, key=len)]].tolist())) < 2:
+    shortest = min(segments, key=len)
+    template = block[shortest]
+    if len(set(template[carries[shortest]].tolist())) < 2:
         return None
-    tiny = load < weight.max() * GRADIENT_SHARE
+    tiny = _next_to_nothing(load, weight)
     own = np.isin(block, template)
     labels = np.full(per, -1, dtype=np.int64)
     forward = False  # a step's own call carrying data between steps: a forward pass

@@ -17,10 +17,10 @@ from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
 from zerocalc.validate.marked_steps import _marked_steps
 from zerocalc.validate.repeats import (
-    GRADIENT_SHARE,
     _before_tail,
     _gradient_weight,
     _heavier_run,
+    _next_to_nothing,
     _repeating_suffix,
     _steps_in_block,
 )
@@ -51,7 +51,7 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     if marked is not None and not np.isnan(marked).all():
         light = ~carries
         if sent is not None and reduces.any():
-            light |= sent < _gradient_weight(sent, reduces).max() * GRADIENT_SHARE
+            light |= _next_to_nothing(sent, _gradient_weight(sent, reduces))
         return _marked_steps(marked, rank, sig, steps, light)
     load = None if sent is None else sent if w is None else sent * w
     step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load)
