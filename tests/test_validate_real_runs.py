@@ -31,6 +31,13 @@ CASES = {
     "ddp-bf16": ("dp", 4, None, PSI * 2 * 3 / 4 * 2),
     # fp16 all-reduce of Ψ (compress hook), fp32 broadcasts of the shards (Ψ in all, one root each)
     "ddp-zero-ro-fp16-hook": ("torch-zero1", 4, None, PSI * 2 * 3 / 4 * 2 + PSI * 3 / 4 * 4),
+    # FSDP1 over gloo gathers with c10d::allgather_ into a list (no output size on the op): each unit's flat
+    # parameter gathered in forward and again in backward, 2Ψ, and Ψ reduce-scattered, fp32 on 4
+    "fsdp1-full-shard": ("fsdp-full-shard", 4, None, 2 * PSI * 3 / 4 * 4 + PSI * 3 / 4 * 4),
+    # the same gathers in bf16 (MixedPrecision param_dtype), the reduce-scatters in fp32
+    "fsdp1-mixed-bf16-fp32": ("fsdp-full-shard", 4, None, 2 * PSI * 3 / 4 * 2 + PSI * 3 / 4 * 4),
+    # HYBRID_SHARD on shard groups of 2: as hsdp-2x2
+    "fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2, 2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
 }
 
 
@@ -117,6 +124,11 @@ MICRO = {
     "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
     "ds-zero1-ga4": (1, None),  # 4 forwards send nothing; one all-reduce at the boundary
     "ddp-ga4-no-sync": (1, None),
+    # FSDP1 FULL_SHARD: gathers in every micro-batch, reduce-scatters in the last
+    "fsdp1-ga4-no-sync": (4, "boundary"),
+    # FSDP1 SHARD_GRAD_OP under no_sync(): one gather of Ψ in the first micro-batch, kept; a reduce-scatter
+    # in the last
+    "fsdp1-shard-grad-op-ga4-no-sync": (1, None),
 }
 
 
@@ -144,6 +156,7 @@ RAN = {
     "ds-zero3-ga4": ("deepspeed-zero3", None),
     "fsdp2-ga4-sync-every": ("fsdp-full-shard", None),
     "fsdp2-ga4-no-sync": ("fsdp-full-shard", None),
+    "fsdp1-ga4-no-sync": ("fsdp-full-shard", None),
 }
 
 
@@ -373,3 +386,38 @@ def test_an_evaluation_inside_every_second_marked_step_is_one_off():
     # one-off: the 7 more calls of each evaluating step on each rank
     assert "every 2nd also holds an evaluation" in m.steps_how
     assert f"{4 * 2 * sum(more.values())} calls in all" in m.steps_how
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_fsdp1_shard_grad_op_keeps_its_gather_across_no_sync_micro_batches(psi):
+    # FSDP1 SHARD_GRAD_OP, 4 micro-batches, no_sync() on the first 3. Counted (count_calls.py): every step on
+    # every rank holds 4 forward passes, one gather of each unit (Ψ in all) and one reduce-scatter of it: the
+    # gathered parameters stay through the no_sync() micro-batches (FSDP2 gathers again in each)
+    case = "fsdp1-shard-grad-op-ga4-no-sync"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    for r in ranks.values():
+        for step in r["steps"].values():
+            assert step["loss_calls"] == run["micro_batches"] == 4
+            per_op = Counter()
+            for c in step["c10d"]:
+                per_op[c["op"]] += c["calls"] * c["in_elems"] * (4 if c["op"] == "c10d::allgather_" else 1)
+            assert per_op == {"c10d::allgather_": PSI, "c10d::_reduce_scatter_base_": PSI}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi, micro_batches=4)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (PSI, 4, 4, "boundary")
+    # ring accounting: (p-1)/p of Ψ gathered and of Ψ reduce-scattered, fp32
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)
+    sgo = next(c for c in res.comparisons if c.scheme == "fsdp-shard-grad-op")
+    assert not sgo.pattern_match and sgo.matches_if_kept_across_micro_batches and sgo.gathers_if_kept == 1
+    assert res.kept == ("fsdp-shard-grad-op",)
+    assert any("1 gather of the parameters a step in place of 4" in n and "no_sync()" in n for n in res.notes)
+    d = res.as_dict()
+    assert d["matches_if_parameters_kept_across_micro_batches"] == ["fsdp-shard-grad-op"]
+    rec = next(s for s in d["schemes"] if s["scheme"] == "fsdp-shard-grad-op")
+    assert rec["gathers_if_kept_across_micro_batches"] == 1
+    # FULL_SHARD under no_sync() gathers in every forward and backward: 2K, as the scheme models
+    ts = read_traces(RUNS / "fsdp1-ga4-no-sync")
+    res = check(ts.table, meta=ts.meta)
+    assert "fsdp-full-shard" in res.matches and not res.kept

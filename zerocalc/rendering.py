@@ -323,7 +323,9 @@ def _check_text(res, skipped=()) -> str:
                      f"{c.explanation}")
     lines.append("")
     lines.append("consistent with the trace (best first): " + (_ranked(res) or "none")
-                 + (f"; also {reused_sentence(res.reused)}" if res.reused else ""))
+                 + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
+                 + (f"; also {', '.join(res.kept)} with gathered parameters kept across the micro-batches "
+                    "(see the note above)" if res.kept else ""))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing

@@ -270,7 +270,8 @@ _FSDP_RULE = ("torch.distributed.fsdp (FSDP2 fully_shard): parameters are all-ga
               "micro-batch (forward, and again in backward with reshard_after_forward=True); gradients "
               "are reduce-scattered in every micro-batch unless set_requires_gradient_sync(False) (FSDP1 "
               "no_sync()) on all but the last (--grad-sync boundary), which keeps unsharded gradients. "
-              "FSDP1's SHARD_GRAD_OP also keeps parameters gathered within no_sync; zerocalc follows FSDP2")
+              "FSDP1's SHARD_GRAD_OP also keeps parameters gathered within no_sync (one gather a step); "
+              "zerocalc follows FSDP2, and check says when a trace shows FSDP1's")
 _DS_ENGINE = ("deepspeed/runtime/engine.py allreduce_gradients: 'ZeRO stage >= 2 communicates during "
               "non gradient accumulation boundaries as well'; stage 0/1 reduce only when "
               "is_gradient_accumulation_boundary()")

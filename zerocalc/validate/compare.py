@@ -55,10 +55,13 @@ class SchemeComparison:
     #: that regime in words (:func:`reuse_regime`): the one that matched, when one did
     reuse_distance: float | None = None
     reuse_regime: str = ""
-    #: the pattern and volume match once the backward's gathers run once a step rather than once a
-    #: micro-batch (K + 1 gathers of the parameters a step in place of 2K): the backward's gathers kept
-    #: across the micro-batches, as FSDP2 keeps them under PyTorch's pipeline schedules
+    #: the pattern and volume match once gathered parameters are kept across the step's micro-batches:
+    #: the backward's (K + 1 gathers of the parameters a step in place of 2K, as FSDP2 keeps them under
+    #: PyTorch's pipeline schedules), or the forward's through backward and every later micro-batch (1 in
+    #: place of K, as FSDP1's SHARD_GRAD_OP keeps them under no_sync())
     matches_if_kept_across_micro_batches: bool = False
+    #: the gathers of the parameters a step once they are kept so (K + 1 or 1; 0 where they do not match)
+    gathers_if_kept: int = 0
 
     @property
     def label(self) -> str:
@@ -91,6 +94,7 @@ class SchemeComparison:
             "reuse_distance": self.reuse_distance,
             "reuse_regime": self.reuse_regime or None,
             "matches_if_kept_across_micro_batches": self.matches_if_kept_across_micro_batches,
+            "gathers_if_kept_across_micro_batches": self.gathers_if_kept or None,
         }
 
 
@@ -286,16 +290,13 @@ def compare(
         reused = (not pattern_match and d is None and order != "different"
                   and any(o == "all_gather" for o, _ in pkeys)
                   and _same_elements(mkeys, pkeys, gathers=0.5))
-        # the same with the backward's gathers once a step: K + 1 gathers of the parameters in place of 2K
-        k = int(pricing.micro_batches)
-        kept = (not pattern_match and not reused and d is None and k >= 2 and order != "different"
-                and sum(ph[2] for ph in phases if ph[0] == "all_gather") == 2 * k
-                and _same_elements(mkeys, pkeys, gathers=(k + 1) / (2 * k)))
+        kept = 0 if pattern_match or reused or d is not None or order == "different" else _kept_gathers(
+            mkeys, pkeys, phases, int(pricing.micro_batches))
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
             ratio, volume_match, pattern_match, reused, regathered, kept = (math.nan, False, False, False,
-                                                                            False, False)
+                                                                            False, 0)
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
@@ -309,9 +310,25 @@ def compare(
                          + (f" (at {regime})" if regime and pattern_match else "")),
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
-            reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=kept,
+            reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept),
+            gathers_if_kept=kept,
         ))
     return out
+
+
+def _kept_gathers(mkeys: dict, pkeys: dict, phases, k: int) -> int:
+    """The parameter gathers a step with which the measured pattern matches once gathered parameters are
+    kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
+    backward's gathers kept: FSDP2 under PyTorch's pipeline schedules), 1 where it gathers k times (the
+    forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
+    ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``)."""
+    if k < 2:
+        return 0
+    calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
+    for predicted, kept in ((2 * k, k + 1), (k, 1)):
+        if calls == predicted and _same_elements(mkeys, pkeys, gathers=kept / predicted):
+            return kept
+    return 0
 
 
 def _priced_by_reuse(scheme) -> bool:

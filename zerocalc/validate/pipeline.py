@@ -26,6 +26,9 @@ class CheckResult:
     notes: tuple[str, ...] = field(default=())
     #: schemes that send exactly the measured pattern when the forward all-gather is kept for backward
     reused: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when gathered parameters are kept across the step's
+    #: micro-batches (:func:`_kept_notes`)
+    kept: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
@@ -47,6 +50,7 @@ class CheckResult:
             "matches": list(self.matches),
             "indistinguishable": [list(g) for g in self.indistinguishable],
             "matches_if_parameters_kept_for_backward": list(self.reused),
+            "matches_if_parameters_kept_across_micro_batches": list(self.kept),
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
@@ -121,13 +125,7 @@ def check(
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
-    kept = [c.scheme for c in comps if c.matches_if_kept_across_micro_batches]
-    if kept:
-        k = m.micro_batches
-        notes.append(f"{', '.join(kept)} send exactly this pattern with the backward's gathers kept across "
-                     f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
-                     f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
-                     "(reshard_after_backward=False until the last micro-batch)")
+    notes += _kept_notes(comps, m.micro_batches)
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
     if recorded:
@@ -141,7 +139,31 @@ def check(
         measurement=m, comparisons=tuple(comps), matches=matches,
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
+        kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
     )
+
+
+def _kept_notes(comps, k: int) -> list[str]:
+    """What the schemes that match with gathered parameters kept across the step's ``k`` micro-batches
+    send, and which implementation keeps them so."""
+    out = []
+    backward = [c.scheme for c in comps if c.gathers_if_kept == k + 1]
+    if backward:
+        out.append(f"{_names_send(backward)} exactly this pattern with the backward's gathers kept across "
+                   f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
+                   f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
+                   "(reshard_after_backward=False until the last micro-batch)")
+    whole = [c.scheme for c in comps if c.gathers_if_kept == 1]
+    if whole:
+        out.append(f"{_names_send(whole)} exactly this pattern with the parameters gathered once and kept "
+                   f"across the step's {k} micro-batches (1 gather of the parameters a step in place of "
+                   f"{k}), as FSDP1's SHARD_GRAD_OP keeps them while gradients are not synchronised "
+                   "(no_sync() on the earlier micro-batches)")
+    return out
+
+
+def _names_send(schemes) -> str:
+    return ", ".join(schemes) + (" sends" if len(schemes) == 1 else " send")
 
 
 def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None,

@@ -80,7 +80,7 @@ def c10d_call(e):
     if dtype in ("TensorList", "GenericList", ""):
         dtype = None
     group = None
-    if "allgather" in name and in_n:
+    if "allgather" in name and in_n and out_n:  # c10d::allgather_'s output list has no recorded dims
         group = out_n // in_n
     elif "reduce_scatter" in name and out_n:
         group = in_n // out_n

@@ -167,6 +167,33 @@ def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None
     run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every))
 
 
+
+def fsdp1_model(strategy, mixed=False, groups=None):
+    """FSDP1 (``FullyShardedDataParallel``): one unit per Linear (``ModuleWrapPolicy``) and the root, each
+    unit's weight and bias one flat parameter; ``groups`` = (shard group, replicate group) for
+    HYBRID_SHARD."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp import MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed else None
+    return FSDP(make_model(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu"),
+                sharding_strategy=getattr(ShardingStrategy, strategy), mixed_precision=mp,
+                process_group=groups)
+
+
+def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3):
+    groups = None
+    if strategy == "HYBRID_SHARD":  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
+        shard = [dist.new_group(r) for r in ([0, 1], [2, 3])]
+        replicate = [dist.new_group(r) for r in ([0, 2], [1, 3])]
+        rank = dist.get_rank()
+        groups = (shard[rank // 2], replicate[rank % 2])
+    model = fsdp1_model(strategy, mixed, groups)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
+
+
 EVAL_EVERY = 2
 
 
@@ -583,6 +610,32 @@ CASES = {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=False (as ZeRO-2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "fsdp1-full-shard": (case_fsdp1, {
+        "scheme": "FSDP1 (FullyShardedDataParallel) FULL_SHARD, one unit per Linear (ModuleWrapPolicy) "
+                  "+ root",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp1-mixed-bf16-fp32": (lambda o: case_fsdp1(o, mixed=True), {
+        "scheme": "FSDP1 FULL_SHARD, one unit per Linear + root, MixedPrecision(param_dtype=bfloat16, "
+                  "reduce_dtype=float32)",
+        "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp1-hybrid-2x2": (lambda o: case_fsdp1(o, "HYBRID_SHARD"), {
+        "scheme": "FSDP1 HYBRID_SHARD, one unit per Linear + root, process_group=(shard group of 2, "
+                  "replicate group of 2)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp1-ga4-no-sync": (lambda o: case_fsdp1(o, k=4, no_sync=True, steps=2), {
+        "scheme": "FSDP1 FULL_SHARD, one unit per Linear + root",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "fsdp1-shard-grad-op-ga4-no-sync": (
+        lambda o: case_fsdp1(o, "SHARD_GRAD_OP", k=4, no_sync=True, steps=2), {
+        "scheme": "FSDP1 SHARD_GRAD_OP, one unit per Linear + root",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
     "ddp-ga4-sync-every": (lambda o: case_ddp(o, k=4, no_sync=False, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
