@@ -421,3 +421,51 @@ def test_fsdp1_shard_grad_op_keeps_its_gather_across_no_sync_micro_batches(psi):
     ts = read_traces(RUNS / "fsdp1-ga4-no-sync")
     res = check(ts.table, meta=ts.meta)
     assert "fsdp-full-shard" in res.matches and not res.kept
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partition(psi):
+    # DeepSpeed ZeRO-3 with zero_hpz_partition_size 2, 4 micro-batches. Counted (count_calls.py): every step
+    # on every rank gathers the whole model once on the world of 4, then once on its group of 2 before each
+    # later forward, and reduce-scatters Ψ in five buckets in every micro-batch
+    case = "ds-zero3-hpz2-ga4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    for r in ranks.values():
+        for step in r["steps"].values():
+            assert step["loss_calls"] == run["micro_batches"] == 4
+            per = Counter()
+            for c in step["c10d"]:
+                if c["op"] == "c10d::_allgather_base_":
+                    per[("gather", c["group_size_from_shapes"])] += c["calls"] * c["out_elems"]
+                elif c["op"] == "c10d::_reduce_scatter_base_":
+                    per[("reduce_scatter", c["group_size_from_shapes"])] += c["calls"] * c["in_elems"]
+            assert per == {("gather", 4): PSI, ("gather", 2): 3 * PSI, ("reduce_scatter", 4): 4 * PSI}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    # the gradient reductions repeat 4 times: Ψ is one micro-batch's, not the step's 4Ψ
+    assert (m.psi, m.psi_trace, m.n, m.micro_batches, m.grad_sync) == (PSI, PSI, 4, 4, "every")
+    assert "gradient reductions are one block repeated 4 times" in m.micro_batches_how
+    # on the world of 4 (ring accounting): 3/4 of Ψ gathered once and of 4Ψ reduce-scattered, fp32
+    assert m.bytes_per_rank_per_step == pytest.approx((PSI + 4 * PSI) * 3 / 4 * 4, rel=1e-9)
+    assert res.secondary_partition == ("deepspeed-zero3",)
+    assert any("zero_hpz_partition_size = 2" in n and "(3Ψ a step)" in n for n in res.notes)
+    assert res.as_dict()["matches_with_hpz_secondary_partition"] == ["deepspeed-zero3"]
+    # reductions in every micro-batch: not FSDP1's SHARD_GRAD_OP under no_sync()
+    assert not res.kept
+
+
+def test_one_reduction_repeated_alone_is_not_micro_batches():
+    # a step that gathers, then reduces one bucket size four times, may hold four equal buckets of one
+    # backward as well as four micro-batches: K stays 1 (by hand: codes 0 = gather, 1 = the reduction)
+    from zerocalc.validate.micro_batches import _repeated_reductions, _step_blocks
+
+    assert _repeated_reductions([0, 1, 1, 1, 1], [False, True, True, True, True]) == 1
+    assert _step_blocks([0, 1, 1, 1, 1], [False, True, True, True, True])[0] == 1
+    # two distinct buckets, the pair four times after one gather: four micro-batches reducing in each
+    codes, grad = [0] + [1, 2] * 4, [False] + [True] * 8
+    assert _repeated_reductions(codes, grad) == 4
+    assert _step_blocks(codes, grad)[:2] == (4, "every")
+    # the pair three times and one bucket alone: not one block repeated
+    assert _repeated_reductions([0, 1, 2, 1, 2, 1, 2, 1], [False] + [True] * 7) == 1

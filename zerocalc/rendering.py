@@ -325,7 +325,9 @@ def _check_text(res, skipped=()) -> str:
     lines.append("consistent with the trace (best first): " + (_ranked(res) or "none")
                  + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
                  + (f"; also {', '.join(res.kept)} with gathered parameters kept across the micro-batches "
-                    "(see the note above)" if res.kept else ""))
+                    "(see the note above)" if res.kept else "")
+                 + (f"; also {', '.join(res.secondary_partition)} with ZeRO++'s hpZ secondary partition (see "
+                    "the note above)" if res.secondary_partition else ""))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing

@@ -30,7 +30,7 @@ class MicroBatches:
 
 
 def _step_blocks(codes: list[int], grad: list[bool],
-                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool]:
+                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
     carry more than a scalar; None: all): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
@@ -38,11 +38,16 @@ def _step_blocks(codes: list[int], grad: list[bool],
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
     needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
     carry data (the optimizer's gathers), or hold none and are followed by the boundary micro-batch, the
-    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
+    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside); and
+    whether the micro-batches were read from the gradient reductions alone (:func:`_repeated_reductions`).
+    """
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
     mode, sure = None, False
+    if reps == 1 and most is not None and most > 1:
+        reps = _repeated_reductions(codes, grad)
+        return reps, "every" if reps > 1 else None, most, False, reps > 1
     if reps > 1:
         in_block = any(grad[:per * reps])
         after = any(grad[per * reps:])
@@ -55,7 +60,18 @@ def _step_blocks(codes: list[int], grad: list[bool],
         block = set(codes[:per])
         sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
             in_block and not after and any(data[per * reps:] if data is not None else rest))
-    return reps, mode, most, sure
+    return reps, mode, most, sure, False
+
+
+def _repeated_reductions(codes: list[int], grad: list[bool]) -> int:
+    """How many micro-batches a step shows whose blocks differ in their parameter gathers (ZeRO++'s hpZ
+    gathers the first micro-batch's parameters on the whole group, the later ones' on its secondary
+    partition, a group of its own): the times its gradient reductions, taken alone, are one block of two
+    or more distinct calls repeated back to back, every reduction in one; else 1. One call repeated alone
+    is as much a step's equal buckets as its micro-batches, so it tells nothing."""
+    reductions = [c for c, is_g in zip(codes, grad, strict=True) if is_g]
+    per, reps = _leading_repeats(reductions)
+    return reps if reps > 1 and per * reps == len(reductions) and len(set(reductions[:per])) >= 2 else 1
 
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
@@ -78,10 +94,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
+    alone: Counter = Counter()  # K read from the gradient reductions alone (:func:`_repeated_reductions`)
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
-                  sure_only=not marked and k is None)
+                  sure_only=not marked and k is None, alone=alone)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
     if k is not None:
         if k < 1:
@@ -96,6 +113,12 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
                f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
                "last alone: one per micro-batch)")
+    elif inferred > 1 and alone[inferred] * 2 > found[inferred]:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (each optimizer step's gradient reductions are one block "
+               f"repeated {k} times: one per micro-batch; the parameter gathers differ between them, as "
+               "ZeRO++'s hpZ gathers the first micro-batch's on the whole group and the later ones' on its "
+               "secondary partition)")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
@@ -128,7 +151,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
-                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False) -> None:
+                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False,
+                  alone: Counter | None = None) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
@@ -150,9 +174,12 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     g, data = grad[sel], full[sel] > SCALAR_MAX_ELEMENTS
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist())
+        reps, mode, most, sure, by_reductions = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(),
+                                                             data[lo:hi].tolist())
         if sure_only and not sure:
-            reps, mode = 1, None
+            reps, mode, by_reductions = 1, None, False
+        if by_reductions and alone is not None:
+            alone[reps] += times
         if most is not None:
             repeats[most] += times
         if mode is not None:

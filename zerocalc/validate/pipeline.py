@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from zerocalc.validate.compare import SchemeComparison, compare, consistent, indistinguishable
+from zerocalc.validate.compare import (
+    RTOL,
+    SchemeComparison,
+    _by_op_and_group,
+    compare,
+    consistent,
+    indistinguishable,
+)
 from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.measure import Measurement, measure
@@ -29,6 +37,9 @@ class CheckResult:
     #: schemes that send exactly the measured pattern when gathered parameters are kept across the step's
     #: micro-batches (:func:`_kept_notes`)
     kept: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when the all-gathers reported apart on a smaller
+    #: group are their parameter gathers from ZeRO++'s secondary partition (:func:`_secondary_partition`)
+    secondary_partition: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
@@ -51,6 +62,7 @@ class CheckResult:
             "indistinguishable": [list(g) for g in self.indistinguishable],
             "matches_if_parameters_kept_for_backward": list(self.reused),
             "matches_if_parameters_kept_across_micro_batches": list(self.kept),
+            "matches_with_hpz_secondary_partition": list(self.secondary_partition),
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
@@ -126,6 +138,9 @@ def check(
     if reused:
         notes.append(reused_sentence(reused))
     notes += _kept_notes(comps, m.micro_batches)
+    hpz = _secondary_partition(m, comps)
+    if hpz:
+        notes.append(hpz[1])
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
     if recorded:
@@ -140,6 +155,7 @@ def check(
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
         kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
+        secondary_partition=hpz[0] if hpz else (),
     )
 
 
@@ -160,6 +176,48 @@ def _kept_notes(comps, k: int) -> list[str]:
                    f"{k}), as FSDP1's SHARD_GRAD_OP keeps them while gradients are not synchronised "
                    "(no_sync() on the earlier micro-batches)")
     return out
+
+
+#: the schemes ZeRO++'s hierarchical partitioning applies to: a DeepSpeed ZeRO-3 option
+#: (``zero_hpz_partition_size``, read by ``deepspeed/runtime/zero/stage3.py``)
+HPZ_SCHEMES = ("deepspeed-zero3",)
+
+
+def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], str] | None:
+    """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
+    groups of one size s that divides N, count among their parameter gathers on N, and the note that says
+    so: ZeRO++'s hierarchical partitioning (hpZ, ``zero_hpz_partition_size`` = s; arXiv 2306.10209 §3.2)
+    keeps a secondary copy of the parameters in each group of s ranks and gathers from it every time but
+    the first after the optimizer step. None where no scheme does."""
+    c = m.calls
+    if c is None or c.empty or m.n < 2 or not m.steps or not len(m.ranks):
+        return None
+    apart = c[(c["category"] == "unexplained") & (c["op"] == "all_gather")]
+    sizes = set(apart["group_size_used"].astype(int))
+    if len(sizes) != 1 or len(apart) != int(((c["category"] == "unexplained")).sum()):
+        return None
+    s = sizes.pop()
+    if not (1 < s < m.n and m.n % s == 0):
+        return None
+    extra = float(apart["full_elements"].sum()) / (len(m.ranks) * m.steps)  # per rank per step
+    found = []
+    for comp in comps:
+        if comp.scheme not in HPZ_SCHEMES:
+            continue
+        pred = _by_op_and_group(comp.predicted_groups)
+        meas = _by_op_and_group(comp.measured_groups)
+        gathers = meas.get(("all_gather", m.n), 0.0) + extra
+        if set(pred) == set(meas) | {("all_gather", m.n)} and math.isclose(
+                pred[("all_gather", m.n)], gathers, rel_tol=RTOL) and all(
+                math.isclose(e, pred[k], rel_tol=RTOL) for k, e in meas.items() if k != ("all_gather", m.n)):
+            found.append(comp.scheme)
+    if not found:
+        return None
+    note = (f"{_names_send(found)} exactly this pattern with ZeRO++'s hierarchical partitioning (hpZ, "
+            f"zero_hpz_partition_size = {s}): the all-gathers on groups of {s} reported apart "
+            f"({extra / m.psi:.3g}Ψ a step) are its parameter gathers from each group's secondary copy, in "
+            f"place of gathers on all {m.n} after the first since the optimizer step")
+    return tuple(found), note
 
 
 def _names_send(schemes) -> str:
