@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from zerocalc.validate.classify import UNEXPLAINED
 from zerocalc.validate.compare import (
     RTOL,
     SchemeComparison,
@@ -189,17 +190,18 @@ def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], str] |
     so: ZeRO++'s hierarchical partitioning (hpZ, ``zero_hpz_partition_size`` = s; arXiv 2306.10209 §3.2)
     keeps a secondary copy of the parameters in each group of s ranks and gathers from it every time but
     the first after the optimizer step. None where no scheme does."""
-    c = m.calls
-    if c is None or c.empty or m.n < 2 or not m.steps or not len(m.ranks):
+    cols = m.columns
+    if m.n < 2 or not m.steps or not len(m.ranks):
         return None
-    apart = c[(c["category"] == "unexplained") & (c["op"] == "all_gather")]
-    sizes = set(apart["group_size_used"].astype(int))
-    if len(sizes) != 1 or len(apart) != int(((c["category"] == "unexplained")).sum()):
+    apart = (cols.cat == UNEXPLAINED) & (cols.step_id >= 0)
+    secondary = apart & cols.ops.eq("all_gather")
+    sizes = set(cols.group_size[secondary].astype(int).tolist())
+    if len(sizes) != 1 or secondary.sum() != apart.sum():
         return None
     s = sizes.pop()
     if not (1 < s < m.n and m.n % s == 0):
         return None
-    extra = float(apart["full_elements"].sum()) / (len(m.ranks) * m.steps)  # per rank per step
+    extra = float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)  # per rank per step
     found = []
     for comp in comps:
         if comp.scheme not in HPZ_SCHEMES:
