@@ -469,3 +469,10 @@ def test_one_reduction_repeated_alone_is_not_micro_batches():
     assert _step_blocks(codes, grad)[:2] == (4, "every")
     # the pair three times and one bucket alone: not one block repeated
     assert _repeated_reductions([0, 1, 2, 1, 2, 1, 2, 1], [False] + [True] * 7) == 1
+    # gathers between the reductions (FSDP's backward, two units to a layer): one backward, not micro-batches
+    codes, grad = [0, 3] + [4, 1, 3, 2] * 2, [False, False] + [False, True] * 4
+    assert _repeated_reductions(codes, grad, [True] * len(codes)) == 1
+    # a scalar between them (no data) does not count
+    codes, grad = [0] + [1, 2, 5] * 3, [False] + [True, True, False] * 3
+    data = [True] + [True, True, False] * 3
+    assert _repeated_reductions(codes, grad, data) == 3

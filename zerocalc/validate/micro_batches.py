@@ -46,7 +46,7 @@ def _step_blocks(codes: list[int], grad: list[bool],
     per, reps = _leading_repeats(codes)
     mode, sure = None, False
     if reps == 1 and most is not None and most > 1:
-        reps = _repeated_reductions(codes, grad)
+        reps = _repeated_reductions(codes, grad, data)
         return reps, "every" if reps > 1 else None, most, False, reps > 1
     if reps > 1:
         in_block = any(grad[:per * reps])
@@ -63,12 +63,17 @@ def _step_blocks(codes: list[int], grad: list[bool],
     return reps, mode, most, sure, False
 
 
-def _repeated_reductions(codes: list[int], grad: list[bool]) -> int:
+def _repeated_reductions(codes: list[int], grad: list[bool], data: list[bool] | None = None) -> int:
     """How many micro-batches a step shows whose blocks differ in their parameter gathers (ZeRO++'s hpZ
     gathers the first micro-batch's parameters on the whole group, the later ones' on its secondary
     partition, a group of its own): the times its gradient reductions, taken alone, are one block of two
-    or more distinct calls repeated back to back, every reduction in one; else 1. One call repeated alone
-    is as much a step's equal buckets as its micro-batches, so it tells nothing."""
+    or more distinct calls repeated back to back, every reduction in one, and nothing but reductions and
+    calls without data (``data``; None: all carry data) from the first reduction on; else 1. One call
+    repeated alone is as much a step's equal buckets as its micro-batches, and reductions with gathers
+    between them as much one backward's units (FSDP's, two to a layer), so neither tells anything."""
+    first = grad.index(True) if True in grad else len(grad)
+    if any(not g and (data is None or d) for g, d in zip(grad[first:], (data or grad)[first:], strict=True)):
+        return 1
     reductions = [c for c, is_g in zip(codes, grad, strict=True) if is_g]
     per, reps = _leading_repeats(reductions)
     return reps if reps > 1 and per * reps == len(reductions) and len(set(reductions[:per])) >= 2 else 1
