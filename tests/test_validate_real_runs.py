@@ -451,7 +451,7 @@ def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partitio
     assert m.bytes_per_rank_per_step == pytest.approx((PSI + 4 * PSI) * 3 / 4 * 4, rel=1e-9)
     assert res.secondary_partition == ("deepspeed-zero3",)
     assert any("zero_hpz_partition_size = 2" in n and "(3Ψ a step)" in n for n in res.notes)
-    assert res.as_dict()["matches_with_hpz_secondary_partition"] == ["deepspeed-zero3"]
+    assert res.as_dict()["matches_with_secondary_partition"] == ["deepspeed-zero3"]
     # reductions in every micro-batch: not FSDP1's SHARD_GRAD_OP under no_sync()
     assert not res.kept
 
@@ -476,3 +476,31 @@ def test_one_reduction_repeated_alone_is_not_micro_batches():
     codes, grad = [0] + [1, 2, 5] * 3, [False] + [True, True, False] * 3
     data = [True] + [True, True, False] * 3
     assert _repeated_reductions(codes, grad, data) == 3
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_fsdp2_resharding_to_a_smaller_group_names_its_backward_gathers(psi):
+    # FSDP2 fully_shard(reshard_after_forward=2) on 4 ranks. Counted (count_calls.py): every step on every
+    # rank gathers Ψ on the world of 4 in the forward, Ψ again on its group of 2 in the backward, and
+    # reduce-scatters Ψ on 4
+    case = "fsdp2-reshard-to-2"
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    for r in ranks.values():
+        for step in r["steps"].values():
+            per = Counter()
+            for c in step["c10d"]:
+                size = c["out_elems"] if c["op"] == "c10d::_allgather_base_" else c["in_elems"]
+                per[(c["op"], c["group_size_from_shapes"])] += c["calls"] * size
+            assert per == {("c10d::_allgather_base_", 4): PSI, ("c10d::_allgather_base_", 2): PSI,
+                           ("c10d::_reduce_scatter_base_", 4): PSI}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches) == (PSI, 4, 1)
+    # the data-parallel group's calls alone: 3/4 of Ψ gathered and of Ψ reduce-scattered, fp32
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)
+    assert res.secondary_partition == ("fsdp-full-shard",)
+    assert any("reshard_after_forward = 2" in n and "(1Ψ a step)" in n for n in res.notes)
+    assert res.as_dict()["matches_with_secondary_partition"] == ["fsdp-full-shard"]
+    # ZeRO++'s note is for a ZeRO-3 run: its priced gathers (Ψ, kept for backward) are not these
+    assert not any("hpZ" in n for n in res.notes)

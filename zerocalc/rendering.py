@@ -326,8 +326,8 @@ def _check_text(res, skipped=()) -> str:
                  + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
                  + (f"; also {', '.join(res.kept)} with gathered parameters kept across the micro-batches "
                     "(see the note above)" if res.kept else "")
-                 + (f"; also {', '.join(res.secondary_partition)} with ZeRO++'s hpZ secondary partition (see "
-                    "the note above)" if res.secondary_partition else ""))
+                 + (f"; also {', '.join(res.secondary_partition)} with parameters gathered on smaller groups "
+                    "(see the note above)" if res.secondary_partition else ""))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing

@@ -39,7 +39,8 @@ class CheckResult:
     #: micro-batches (:func:`_kept_notes`)
     kept: tuple[str, ...] = field(default=())
     #: schemes that send exactly the measured pattern when the all-gathers reported apart on a smaller
-    #: group are their parameter gathers from ZeRO++'s secondary partition (:func:`_secondary_partition`)
+    #: group are their parameter gathers there (ZeRO++'s hpZ, FSDP2's reshard_after_forward=int;
+    #: :func:`_secondary_partition`)
     secondary_partition: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
@@ -63,7 +64,7 @@ class CheckResult:
             "indistinguishable": [list(g) for g in self.indistinguishable],
             "matches_if_parameters_kept_for_backward": list(self.reused),
             "matches_if_parameters_kept_across_micro_batches": list(self.kept),
-            "matches_with_hpz_secondary_partition": list(self.secondary_partition),
+            "matches_with_secondary_partition": list(self.secondary_partition),
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
@@ -139,9 +140,9 @@ def check(
     if reused:
         notes.append(reused_sentence(reused))
     notes += _kept_notes(comps, m.micro_batches)
-    hpz = _secondary_partition(m, comps)
-    if hpz:
-        notes.append(hpz[1])
+    secondary = _secondary_partition(m, comps)
+    if secondary:
+        notes += secondary[1]
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
     if recorded:
@@ -156,7 +157,7 @@ def check(
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
         kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
-        secondary_partition=hpz[0] if hpz else (),
+        secondary_partition=secondary[0] if secondary else (),
     )
 
 
@@ -179,17 +180,27 @@ def _kept_notes(comps, k: int) -> list[str]:
     return out
 
 
-#: the schemes ZeRO++'s hierarchical partitioning applies to: a DeepSpeed ZeRO-3 option
-#: (``zero_hpz_partition_size``, read by ``deepspeed/runtime/zero/stage3.py``)
-HPZ_SCHEMES = ("deepspeed-zero3",)
+#: the schemes that may gather their parameters on groups smaller than N, and how they come to: DeepSpeed
+#: ZeRO-3 with ZeRO++'s hierarchical partitioning (``zero_hpz_partition_size``, read by
+#: ``deepspeed/runtime/zero/stage3.py``; arXiv 2306.10209 §3.2) keeps a secondary copy of the parameters in
+#: each group of s ranks and gathers from it every time but the first after the optimizer step; FSDP2's
+#: ``fully_shard(reshard_after_forward=s)`` (an int: "the world size to reshard to after forward", its
+#: docstring) reshards the gathered parameters over groups of s, so its backward gathers on them
+SECONDARY_PARTITION: dict[str, str] = {
+    "deepspeed-zero3": ("ZeRO++'s hierarchical partitioning (hpZ, zero_hpz_partition_size = {s}): the "
+                        "all-gathers on groups of {s} reported apart ({extra}Ψ a step) are its parameter "
+                        "gathers from each group's secondary copy, in place of gathers on all {n} after the "
+                        "first since the optimizer step"),
+    "fsdp-full-shard": ("FSDP2's reshard_after_forward = {s} (an int): the all-gathers on groups of {s} "
+                        "reported apart ({extra}Ψ a step) are its backward's, of the parameters resharded "
+                        "after the forward over groups of {s} in place of all {n}"),
+}
 
 
-def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], str] | None:
+def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[str]] | None:
     """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
-    groups of one size s that divides N, count among their parameter gathers on N, and the note that says
-    so: ZeRO++'s hierarchical partitioning (hpZ, ``zero_hpz_partition_size`` = s; arXiv 2306.10209 §3.2)
-    keeps a secondary copy of the parameters in each group of s ranks and gathers from it every time but
-    the first after the optimizer step. None where no scheme does."""
+    groups of one size s that divides N, count among their parameter gathers on N (those of
+    :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
     cols = m.columns
     if m.n < 2 or not m.steps or not len(m.ranks):
         return None
@@ -202,9 +213,9 @@ def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], str] |
     if not (1 < s < m.n and m.n % s == 0):
         return None
     extra = float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)  # per rank per step
-    found = []
+    found, notes = [], []
     for comp in comps:
-        if comp.scheme not in HPZ_SCHEMES:
+        if comp.scheme not in SECONDARY_PARTITION:
             continue
         pred = _by_op_and_group(comp.predicted_groups)
         meas = _by_op_and_group(comp.measured_groups)
@@ -213,13 +224,9 @@ def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], str] |
                 pred[("all_gather", m.n)], gathers, rel_tol=RTOL) and all(
                 math.isclose(e, pred[k], rel_tol=RTOL) for k, e in meas.items() if k != ("all_gather", m.n)):
             found.append(comp.scheme)
-    if not found:
-        return None
-    note = (f"{_names_send(found)} exactly this pattern with ZeRO++'s hierarchical partitioning (hpZ, "
-            f"zero_hpz_partition_size = {s}): the all-gathers on groups of {s} reported apart "
-            f"({extra / m.psi:.3g}Ψ a step) are its parameter gathers from each group's secondary copy, in "
-            f"place of gathers on all {m.n} after the first since the optimizer step")
-    return tuple(found), note
+            how = SECONDARY_PARTITION[comp.scheme].format(s=s, n=m.n, extra=f"{extra / m.psi:.3g}")
+            notes.append(f"{comp.scheme} sends exactly this pattern with {how}")
+    return (tuple(found), notes) if found else None
 
 
 def _names_send(schemes) -> str:

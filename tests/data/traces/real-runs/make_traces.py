@@ -644,6 +644,11 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "fsdp2-reshard-to-2": (lambda o: case_fsdp2(o, reshard=2, steps=2), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=2 (after forward, parameters "
+                  "resharded over groups of 2: the backward gathers on them)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "ddp-ga4-sync-every": (lambda o: case_ddp(o, k=4, no_sync=False, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
