@@ -504,3 +504,36 @@ def test_fsdp2_resharding_to_a_smaller_group_names_its_backward_gathers(psi):
     assert res.as_dict()["matches_with_secondary_partition"] == ["fsdp-full-shard"]
     # ZeRO++'s note is for a ZeRO-3 run: its priced gathers (Ψ, kept for backward) are not these
     assert not any("hpZ" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_zero3_at_deepspeeds_defaults_keeps_a_small_models_parameters_whole(psi):
+    # DeepSpeed ZeRO-3 with its default config on this model, 4 micro-batches. Counted (count_calls.py): every
+    # step on every rank reduce-scatters Ψ in each micro-batch and gathers Ψ once, after the last (every
+    # parameter has fewer than the default 1e5 persistence threshold's elements: run.json)
+    case = "ds-zero3-defaults-ga4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert max(run["model"]["psi_per_layer"]) < 100_000 and run["deepspeed_config"]["zero_optimization"] == {
+        "stage": 3}
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    for r in ranks.values():
+        for step in r["steps"].values():
+            per = Counter()
+            for c in step["c10d"]:
+                size = c["out_elems"] if c["op"] == "c10d::_allgather_base_" else c["in_elems"]
+                if size > 1:
+                    per[c["op"]] += c["calls"] * size
+            assert per == {"c10d::_allgather_base_": PSI, "c10d::_reduce_scatter_base_": 4 * PSI}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (PSI, 4, 4, "every")
+    # 3/4 of Ψ gathered once and of 4Ψ reduce-scattered, fp32
+    assert m.bytes_per_rank_per_step == pytest.approx(5 * PSI * 3 / 4 * 4, rel=1e-9)
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert not ds.pattern_match and ds.gathers_if_kept == 1 and res.kept == ("deepspeed-zero3",)
+    assert any("every parameter persistent" in n and "stage3_param_persistence_threshold" in n
+               for n in res.notes)
+    # the textbook ZeRO-2 pattern on the wire; FSDP1's no_sync() regime is not claimed (gradients reduced
+    # in every micro-batch)
+    assert "zero2" in res.matches and "fsdp-shard-grad-op" not in res.kept

@@ -290,8 +290,9 @@ def compare(
         reused = (not pattern_match and d is None and order != "different"
                   and any(o == "all_gather" for o, _ in pkeys)
                   and _same_elements(mkeys, pkeys, gathers=0.5))
-        kept = 0 if pattern_match or reused or d is not None or order == "different" else _kept_gathers(
-            mkeys, pkeys, phases, int(pricing.micro_batches), m.grad_sync)
+        kept = 0 if pattern_match or reused or order == "different" or (
+            d is not None and d != tried[0][0]) else _kept_gathers(
+            mkeys, pkeys, phases, int(pricing.micro_batches), m.grad_sync, zero3=d is not None)
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
@@ -316,18 +317,22 @@ def compare(
     return out
 
 
-def _kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None) -> int:
+def _kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None, *,
+                  zero3: bool = False) -> int:
     """The parameter gathers a step with which the measured pattern matches once gathered parameters are
     kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
     backward's gathers kept: FSDP2 under PyTorch's pipeline schedules), 1 where it gathers k times (the
     forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
-    ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``), where the gradients are
-    not reduced in every micro-batch (``grad_sync``)."""
+    ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``, where the gradients are
+    not reduced in every micro-batch (``grad_sync``); or, for DeepSpeed ZeRO-3 (``zero3``, priced at its
+    first reuse regime), every parameter persistent: at most ``stage3_param_persistence_threshold``
+    elements, 1e5 by default, it is never released and its updated shards are gathered once after the
+    optimizer step, ``deepspeed/runtime/zero/stage3.py`` ``_post_step``)."""
     if k < 2:
         return 0
     calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
-    for predicted, kept in ((2 * k, k + 1), (k, 1)):
-        if kept == 1 and grad_sync == "every":
+    for predicted, kept in ((k, 1),) if zero3 else ((2 * k, k + 1), (k, 1)):
+        if kept == 1 and grad_sync == "every" and not zero3:
             continue
         if calls == predicted and _same_elements(mkeys, pkeys, gathers=kept / predicted):
             return kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -139,8 +139,11 @@ def check(
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
-    notes += _kept_notes(comps, m.micro_batches)
     secondary = _secondary_partition(m, comps)
+    if secondary:  # the gathers reported apart explain it better than parameters kept on N
+        comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0)
+                 if c.scheme in secondary[0] else c for c in comps]
+    notes += _kept_notes(comps, m.micro_batches)
     if secondary:
         notes += secondary[1]
     matches = tuple(consistent(comps))
@@ -171,7 +174,14 @@ def _kept_notes(comps, k: int) -> list[str]:
                    f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
                    f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
                    "(reshard_after_backward=False until the last micro-batch)")
-    whole = [c.scheme for c in comps if c.gathers_if_kept == 1]
+    persistent = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.reuse_distance is not None]
+    if persistent:
+        out.append(f"{_names_send(persistent)} exactly this pattern with every parameter persistent (at most "
+                   "stage3_param_persistence_threshold elements, 100,000 by default, as every parameter of a "
+                   "small model is): never released for forward and backward, its updated shards gathered "
+                   f"once after the optimizer step (1 gather of the parameters a step in place of {k}; "
+                   "deepspeed/runtime/zero/stage3.py _post_step)")
+    whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.reuse_distance is None]
     if whole:
         out.append(f"{_names_send(whole)} exactly this pattern with the parameters gathered once and kept "
                    f"across the step's {k} micro-batches (1 gather of the parameters a step in place of "

@@ -457,6 +457,18 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
     return cfg
 
 
+def ds_default_config(stage):
+    """DeepSpeed's defaults but for the stage (so stage 3 keeps every parameter of this model whole: each has
+    fewer than stage3_param_persistence_threshold = 1e5 elements)."""
+    return {
+        "train_micro_batch_size_per_gpu": MICRO_BATCH,
+        "gradient_accumulation_steps": DS_GA,
+        "zero_optimization": {"stage": stage},
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 1_000_000,
+    }
+
+
 def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False):
     import deepspeed
 
@@ -590,6 +602,11 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0)}),
+    "ds-zero3-defaults-ga4": (lambda o: case_deepspeed(o, ds_default_config(3)), {
+        "scheme": "DeepSpeed ZeRO stage 3 with DeepSpeed's defaults (every parameter persistent: fewer than "
+                  "stage3_param_persistence_threshold = 1e5 elements)", "param_dtype": "float32",
+        "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_default_config(3)}),
     "ds-zero3-hpz2-ga4": (lambda o: case_deepspeed(o, ds_config(3, hpz=2, reduce_bucket=20_000)), {
         "scheme": "DeepSpeed ZeRO stage 3 with ZeRO++ hpZ (zero_hpz_partition_size 2), reduce_bucket_size "
                   "20,000 elements", "param_dtype": "float32", "reduce_dtype": "float32",
