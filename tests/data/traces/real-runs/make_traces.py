@@ -664,7 +664,11 @@ CASES = {
     "fsdp2-reshard-to-2": (lambda o: case_fsdp2(o, reshard=2, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=2 (after forward, parameters "
                   "resharded over groups of 2: the backward gathers on them)",
-        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        # fully_shard makes the post-forward mesh's two dimensions: groups of 2 to reshard over, and across
+        # them (no call runs on the second)
+        "groups": {**fsdp_groups((4,)), "post_forward_shard": [[0, 1], [2, 3]],
+                   "post_forward_replicate": [[0, 2], [1, 3]]},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "ddp-ga4-sync-every": (lambda o: case_ddp(o, k=4, no_sync=False, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
