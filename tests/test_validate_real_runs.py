@@ -388,21 +388,34 @@ def test_an_evaluation_inside_every_second_marked_step_is_one_off():
     assert f"{4 * 2 * sum(more.values())} calls in all" in m.steps_how
 
 
+def _elements_per_step(case: str) -> list[tuple[int, Counter]]:
+    """Each rank's each step in the run's expected.json (counted from the traces by count_calls.py): its
+    forward passes, and the elements it moved per (c10d op, group size from the shapes, None where the op
+    records no output) above 1 element: an all-gather's output (its input × the world of 4 where the op
+    records no output: FSDP1's gather into a list), any other call's input."""
+    out = []
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            per = Counter()
+            for c in step["c10d"]:
+                gather = "allgather" in c["op"]
+                size = (c["out_elems"] or c["in_elems"] * 4) if gather else c["in_elems"]
+                if size > 1:
+                    per[(c["op"], c["group_size_from_shapes"])] += c["calls"] * size
+            out.append((step["loss_calls"], per))
+    return out
+
+
 @pytest.mark.parametrize("psi", [None, PSI])
 def test_fsdp1_shard_grad_op_keeps_its_gather_across_no_sync_micro_batches(psi):
     # FSDP1 SHARD_GRAD_OP, 4 micro-batches, no_sync() on the first 3. Counted (count_calls.py): every step on
     # every rank holds 4 forward passes, one gather of each unit (Ψ in all) and one reduce-scatter of it: the
     # gathered parameters stay through the no_sync() micro-batches (FSDP2 gathers again in each)
     case = "fsdp1-shard-grad-op-ga4-no-sync"
-    run = json.loads((RUNS / case / "run.json").read_text())
-    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
-    for r in ranks.values():
-        for step in r["steps"].values():
-            assert step["loss_calls"] == run["micro_batches"] == 4
-            per_op = Counter()
-            for c in step["c10d"]:
-                per_op[c["op"]] += c["calls"] * c["in_elems"] * (4 if c["op"] == "c10d::allgather_" else 1)
-            assert per_op == {"c10d::allgather_": PSI, "c10d::_reduce_scatter_base_": PSI}
+    assert json.loads((RUNS / case / "run.json").read_text())["micro_batches"] == 4
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::allgather_", None): PSI, ("c10d::_reduce_scatter_base_", 4): PSI}
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi, micro_batches=4)
     m = res.measurement
@@ -429,18 +442,11 @@ def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partitio
     # on every rank gathers the whole model once on the world of 4, then once on its group of 2 before each
     # later forward, and reduce-scatters Ψ in five buckets in every micro-batch
     case = "ds-zero3-hpz2-ga4"
-    run = json.loads((RUNS / case / "run.json").read_text())
-    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
-    for r in ranks.values():
-        for step in r["steps"].values():
-            assert step["loss_calls"] == run["micro_batches"] == 4
-            per = Counter()
-            for c in step["c10d"]:
-                if c["op"] == "c10d::_allgather_base_":
-                    per[("gather", c["group_size_from_shapes"])] += c["calls"] * c["out_elems"]
-                elif c["op"] == "c10d::_reduce_scatter_base_":
-                    per[("reduce_scatter", c["group_size_from_shapes"])] += c["calls"] * c["in_elems"]
-            assert per == {("gather", 4): PSI, ("gather", 2): 3 * PSI, ("reduce_scatter", 4): 4 * PSI}
+    assert json.loads((RUNS / case / "run.json").read_text())["micro_batches"] == 4
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): PSI, ("c10d::_allgather_base_", 2): 3 * PSI,
+                       ("c10d::_reduce_scatter_base_", 4): 4 * PSI}
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi)
     m = res.measurement
@@ -484,15 +490,9 @@ def test_fsdp2_resharding_to_a_smaller_group_names_its_backward_gathers(psi):
     # rank gathers Ψ on the world of 4 in the forward, Ψ again on its group of 2 in the backward, and
     # reduce-scatters Ψ on 4
     case = "fsdp2-reshard-to-2"
-    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
-    for r in ranks.values():
-        for step in r["steps"].values():
-            per = Counter()
-            for c in step["c10d"]:
-                size = c["out_elems"] if c["op"] == "c10d::_allgather_base_" else c["in_elems"]
-                per[(c["op"], c["group_size_from_shapes"])] += c["calls"] * size
-            assert per == {("c10d::_allgather_base_", 4): PSI, ("c10d::_allgather_base_", 2): PSI,
-                           ("c10d::_reduce_scatter_base_", 4): PSI}
+    for _, per in _elements_per_step(case):
+        assert per == {("c10d::_allgather_base_", 4): PSI, ("c10d::_allgather_base_", 2): PSI,
+                       ("c10d::_reduce_scatter_base_", 4): PSI}
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi)
     m = res.measurement
@@ -515,15 +515,9 @@ def test_zero3_at_deepspeeds_defaults_keeps_a_small_models_parameters_whole(psi)
     run = json.loads((RUNS / case / "run.json").read_text())
     assert max(run["model"]["psi_per_layer"]) < 100_000 and run["deepspeed_config"]["zero_optimization"] == {
         "stage": 3}
-    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
-    for r in ranks.values():
-        for step in r["steps"].values():
-            per = Counter()
-            for c in step["c10d"]:
-                size = c["out_elems"] if c["op"] == "c10d::_allgather_base_" else c["in_elems"]
-                if size > 1:
-                    per[c["op"]] += c["calls"] * size
-            assert per == {"c10d::_allgather_base_": PSI, "c10d::_reduce_scatter_base_": 4 * PSI}
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): PSI, ("c10d::_reduce_scatter_base_", 4): 4 * PSI}
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi)
     m = res.measurement
