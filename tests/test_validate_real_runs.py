@@ -440,7 +440,7 @@ def test_fsdp1_shard_grad_op_keeps_its_gather_across_no_sync_micro_batches(psi):
 def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partition(psi):
     # DeepSpeed ZeRO-3 with zero_hpz_partition_size 2, 4 micro-batches. Counted (count_calls.py): every step
     # on every rank gathers the whole model once on the world of 4, then once on its group of 2 before each
-    # later forward, and reduce-scatters Ψ in five buckets in every micro-batch
+    # later forward, and reduce-scatters Ψ in every micro-batch
     case = "ds-zero3-hpz2-ga4"
     assert json.loads((RUNS / case / "run.json").read_text())["micro_batches"] == 4
     for passes, per in _elements_per_step(case):
@@ -450,9 +450,10 @@ def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partitio
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi)
     m = res.measurement
-    # the gradient reductions repeat 4 times: Ψ is one micro-batch's, not the step's 4Ψ
+    # the gathers on groups of 2 gather what the first one on 4 did: [gather, reduce-scatter] is one
+    # micro-batch, 4 times; Ψ is one micro-batch's reduction, not the step's 4Ψ
     assert (m.psi, m.psi_trace, m.n, m.micro_batches, m.grad_sync) == (PSI, PSI, 4, 4, "every")
-    assert "gradient reductions are one block repeated 4 times" in m.micro_batches_how
+    assert "repeated 4 times" in m.micro_batches_how
     # on the world of 4 (ring accounting): 3/4 of Ψ gathered once and of 4Ψ reduce-scattered, fp32
     assert m.bytes_per_rank_per_step == pytest.approx((PSI + 4 * PSI) * 3 / 4 * 4, rel=1e-9)
     assert res.secondary_partition == ("deepspeed-zero3",)
@@ -460,28 +461,6 @@ def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partitio
     assert res.as_dict()["matches_with_secondary_partition"] == ["deepspeed-zero3"]
     # reductions in every micro-batch: not FSDP1's SHARD_GRAD_OP under no_sync()
     assert not res.kept
-
-
-def test_one_reduction_repeated_alone_is_not_micro_batches():
-    # a step that gathers, then reduces one bucket size four times, may hold four equal buckets of one
-    # backward as well as four micro-batches: K stays 1 (by hand: codes 0 = gather, 1 = the reduction)
-    from zerocalc.validate.micro_batches import _repeated_reductions, _step_blocks
-
-    assert _repeated_reductions([0, 1, 1, 1, 1], [False, True, True, True, True]) == 1
-    assert _step_blocks([0, 1, 1, 1, 1], [False, True, True, True, True])[0] == 1
-    # two distinct buckets, the pair four times after one gather: four micro-batches reducing in each
-    codes, grad = [0] + [1, 2] * 4, [False] + [True] * 8
-    assert _repeated_reductions(codes, grad) == 4
-    assert _step_blocks(codes, grad)[:2] == (4, "every")
-    # the pair three times and one bucket alone: not one block repeated
-    assert _repeated_reductions([0, 1, 2, 1, 2, 1, 2, 1], [False] + [True] * 7) == 1
-    # gathers between the reductions (FSDP's backward, two units to a layer): one backward, not micro-batches
-    codes, grad = [0, 3] + [4, 1, 3, 2] * 2, [False, False] + [False, True] * 4
-    assert _repeated_reductions(codes, grad, [True] * len(codes)) == 1
-    # a scalar between them (no data) does not count
-    codes, grad = [0] + [1, 2, 5] * 3, [False] + [True, True, False] * 3
-    data = [True] + [True, True, False] * 3
-    assert _repeated_reductions(codes, grad, data) == 3
 
 
 @pytest.mark.parametrize("psi", [None, PSI])
@@ -531,3 +510,21 @@ def test_zero3_at_deepspeeds_defaults_keeps_a_small_models_parameters_whole(psi)
     # the textbook ZeRO-2 pattern on the wire; FSDP1's no_sync() regime is not claimed (gradients reduced
     # in every micro-batch)
     assert "zero2" in res.matches and "fsdp-shard-grad-op" not in res.kept
+
+
+def test_gathers_from_a_secondary_copy_read_as_the_whole_groups():
+    # by hand: a step's all-gather of 100 elements on 4; apart, one of 100 on 2 (the same vector from a copy
+    # in a group of 2), one of 50 on 2 (another vector: tensor parallelism's activations) and one of 100 on 3
+    # (3 does not divide 4)
+    import numpy as np
+
+    from zerocalc.validate.columns import Codes
+    from zerocalc.validate.micro_batches import secondary_gathers
+
+    ops = Codes(np.array([0, 1, 0, 0, 0]), ("all_gather", "reduce_scatter"))
+    gs = np.array([4, 4, 2, 2, 3])
+    full = np.array([100.0, 400.0, 100.0, 50.0, 100.0])
+    step = np.array([True, True, False, False, False])
+    mask, mapped = secondary_gathers(ops, gs, full, step, ~step)
+    assert mask.tolist() == [False, False, True, False, False]
+    assert mapped.tolist() == [4, 4, 4, 2, 3] and gs.tolist() == [4, 4, 2, 2, 3]

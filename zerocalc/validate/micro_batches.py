@@ -30,7 +30,7 @@ class MicroBatches:
 
 
 def _step_blocks(codes: list[int], grad: list[bool],
-                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool, bool]:
+                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
     carry more than a scalar; None: all): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
@@ -38,16 +38,11 @@ def _step_blocks(codes: list[int], grad: list[bool],
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
     needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
     carry data (the optimizer's gathers), or hold none and are followed by the boundary micro-batch, the
-    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside); and
-    whether the micro-batches were read from the gradient reductions alone (:func:`_repeated_reductions`).
-    """
+    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
     mode, sure = None, False
-    if reps == 1 and most is not None and most > 1:
-        reps = _repeated_reductions(codes, grad, data)
-        return reps, "every" if reps > 1 else None, most, False, reps > 1
     if reps > 1:
         in_block = any(grad[:per * reps])
         after = any(grad[per * reps:])
@@ -60,23 +55,31 @@ def _step_blocks(codes: list[int], grad: list[bool],
         block = set(codes[:per])
         sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
             in_block and not after and any(data[per * reps:] if data is not None else rest))
-    return reps, mode, most, sure, False
+    return reps, mode, most, sure
 
 
-def _repeated_reductions(codes: list[int], grad: list[bool], data: list[bool] | None = None) -> int:
-    """How many micro-batches a step shows whose blocks differ in their parameter gathers (ZeRO++'s hpZ
-    gathers the first micro-batch's parameters on the whole group, the later ones' on its secondary
-    partition, a group of its own): the times its gradient reductions, taken alone, are one block of two
-    or more distinct calls repeated back to back, every reduction in one, and nothing but reductions and
-    calls without data (``data``; None: all carry data) from the first reduction on; else 1. One call
-    repeated alone is as much a step's equal buckets as its micro-batches, and reductions with gathers
-    between them as much one backward's units (FSDP's, two to a layer), so neither tells anything."""
-    first = grad.index(True) if True in grad else len(grad)
-    if any(not g and (data is None or d) for g, d in zip(grad[first:], (data or grad)[first:], strict=True)):
-        return 1
-    reductions = [c for c, is_g in zip(codes, grad, strict=True) if is_g]
-    per, reps = _leading_repeats(reductions)
-    return reps if reps > 1 and per * reps == len(reductions) and len(set(reductions[:per])) >= 2 else 1
+def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.ndarray,
+                      apart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The all-gathers reported apart (``apart``) on a smaller group that gather a vector of the very size a
+    step's all-gather on a larger group does (``step``): the same parameters gathered from a secondary copy
+    (ZeRO++'s hpZ, FSDP2's ``reshard_after_forward`` as an int); and the group sizes with each such call's
+    set to that larger group's, so that a micro-batch which gathers from the copy reads as one that gathers
+    on the whole group."""
+    gathers = ops.eq("all_gather")
+    cand = np.flatnonzero(apart & gathers)
+    if not len(cand):
+        return np.zeros(len(full), dtype=bool), gs
+    size_of = {}
+    for f, g in zip(full[step & gathers].tolist(), gs[step & gathers].tolist(), strict=True):
+        size_of[f] = max(size_of.get(f, 0), g)
+    hit = [i for i in cand.tolist() if 1 < gs[i] < size_of.get(full[i], 0) and size_of[full[i]] % gs[i] == 0]
+    mask = np.zeros(len(full), dtype=bool)
+    mask[hit] = True
+    if not hit:
+        return mask, gs
+    out = gs.copy()
+    out[hit] = [size_of[full[i]] for i in hit]
+    return mask, out
 
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
@@ -99,11 +102,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
-    alone: Counter = Counter()  # K read from the gradient reductions alone (:func:`_repeated_reductions`)
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
-                  sure_only=not marked and k is None, alone=alone)
+                  sure_only=not marked and k is None)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
     if k is not None:
         if k < 1:
@@ -118,12 +120,6 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
                f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
                "last alone: one per micro-batch)")
-    elif inferred > 1 and alone[inferred] * 2 > found[inferred]:
-        k = inferred
-        how = (f"K = {k}: inferred from the trace (each optimizer step's gradient reductions are one block "
-               f"repeated {k} times: one per micro-batch; the parameter gathers differ between them, as "
-               "ZeRO++'s hpZ gathers the first micro-batch's on the whole group and the later ones' on its "
-               "secondary partition)")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
@@ -156,8 +152,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
-                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False,
-                  alone: Counter | None = None) -> None:
+                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
@@ -179,12 +174,9 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     g, data = grad[sel], full[sel] > SCALAR_MAX_ELEMENTS
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most, sure, by_reductions = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(),
-                                                             data[lo:hi].tolist())
+        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist())
         if sure_only and not sure:
-            reps, mode, by_reductions = 1, None, False
-        if by_reductions and alone is not None:
-            alone[reps] += times
+            reps, mode = 1, None
         if most is not None:
             repeats[most] += times
         if mode is not None:

@@ -427,13 +427,12 @@ def case_fsdp2_tp2(outdir, sequence_parallel=False):
 DS_GA = 4
 
 
-def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None,
-              reduce_bucket=500_000_000):
+def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None):
     zero = {
         "stage": stage,
         "overlap_comm": False,
         "contiguous_gradients": True,
-        "reduce_bucket_size": reduce_bucket,
+        "reduce_bucket_size": 500_000_000,
         "allgather_bucket_size": 500_000_000,
     }
     if hpz:  # ZeRO++ hierarchical partitioning: a secondary copy of the parameters in groups of hpz ranks
@@ -607,11 +606,11 @@ CASES = {
                   "stage3_param_persistence_threshold = 1e5 elements)", "param_dtype": "float32",
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_default_config(3)}),
-    "ds-zero3-hpz2-ga4": (lambda o: case_deepspeed(o, ds_config(3, hpz=2, reduce_bucket=20_000)), {
-        "scheme": "DeepSpeed ZeRO stage 3 with ZeRO++ hpZ (zero_hpz_partition_size 2), reduce_bucket_size "
-                  "20,000 elements", "param_dtype": "float32", "reduce_dtype": "float32",
+    "ds-zero3-hpz2-ga4": (lambda o: case_deepspeed(o, ds_config(3, hpz=2)), {
+        "scheme": "DeepSpeed ZeRO stage 3 with ZeRO++ hpZ (zero_hpz_partition_size 2)",
+        "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": DS_GA, "steps_profiled": 2,
-        "deepspeed_config": ds_config(3, hpz=2, reduce_bucket=20_000)}),
+        "deepspeed_config": ds_config(3, hpz=2)}),
     "ds-zero2-ga4-step-per-micro-batch": (
         lambda o: case_deepspeed(o, ds_config(2), steps=3, step_per_micro_batch=True), {
             "scheme": "DeepSpeed ZeRO stage 2, engine.step() then prof.step() every micro-batch",
