@@ -528,3 +528,34 @@ def test_gathers_from_a_secondary_copy_read_as_the_whole_groups():
     mask, mapped = secondary_gathers(ops, gs, full, step, ~step)
     assert mask.tolist() == [False, False, True, False, False]
     assert mapped.tolist() == [4, 4, 4, 2, 3] and gs.tolist() == [4, 4, 2, 2, 3]
+
+
+@pytest.mark.parametrize("psi", [None, 230_496])
+def test_zero3_at_deepspeeds_defaults_with_some_parameters_persistent(psi):
+    # ZeRO-3 at its defaults on Linear(128, 1024) - ReLU - Linear(1024, 96), 4 micro-batches. Counted
+    # (count_calls.py): every step on every rank gathers layers.0's weight (131,072) before each forward, and
+    # the persistent rest (98,304 + 1,024 + 96 = 99,424: at most 1e5 elements each) once after the last;
+    # it reduce-scatters Ψ = 230,496 in every micro-batch
+    case = "ds-zero3-defaults-mixed-ga4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    total = run["model"]["psi"]
+    persistent = sum(n for n in [1024 * 96, 1024, 96] if n <= 100_000)
+    assert total == 230_496 and persistent == 99_424
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): 4 * 131_072 + persistent,
+                       ("c10d::_reduce_scatter_base_", 4): 4 * total}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (total, 4, 4, "every")
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert not ds.pattern_match and ds.persistent_share == pytest.approx(persistent / total, rel=1e-9)
+    assert ds.gathers_if_kept == 0 and res.kept == ("deepspeed-zero3",)
+    assert any("43.1% of Ψ (99,424 elements) persistent" in n for n in res.notes)
+    rec = next(s for s in res.as_dict()["schemes"] if s["scheme"] == "deepspeed-zero3")
+    assert rec["persistent_share"] == pytest.approx(persistent / total, rel=1e-9)
+    # every parameter persistent (the other run) is the share 1
+    ts = read_traces(RUNS / "ds-zero3-defaults-ga4")
+    ds = next(c for c in check(ts.table, meta=ts.meta).comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.persistent_share == 1 and ds.gathers_if_kept == 1

@@ -62,6 +62,9 @@ class SchemeComparison:
     matches_if_kept_across_micro_batches: bool = False
     #: the gathers of the parameters a step once they are kept so (K + 1 or 1; 0 where they do not match)
     gathers_if_kept: int = 0
+    #: DeepSpeed ZeRO-3: the share of Ψ that, kept whole (persistent) and gathered once a step, makes the
+    #: pattern match (:func:`_persistent_share`; 0 where none does)
+    persistent_share: float = 0.0
 
     @property
     def label(self) -> str:
@@ -95,6 +98,7 @@ class SchemeComparison:
             "reuse_regime": self.reuse_regime or None,
             "matches_if_kept_across_micro_batches": self.matches_if_kept_across_micro_batches,
             "gathers_if_kept_across_micro_batches": self.gathers_if_kept or None,
+            "persistent_share": self.persistent_share or None,
         }
 
 
@@ -290,14 +294,18 @@ def compare(
         reused = (not pattern_match and d is None and order != "different"
                   and any(o == "all_gather" for o, _ in pkeys)
                   and _same_elements(mkeys, pkeys, gathers=0.5))
-        kept = 0 if pattern_match or reused or order == "different" or (
-            d is not None and d != tried[0][0]) else _kept_gathers(
-            mkeys, pkeys, phases, int(pricing.micro_batches), m.grad_sync, zero3=d is not None)
+        k = int(pricing.micro_batches)
+        open_ = not (pattern_match or reused or order == "different")
+        kept = _kept_gathers(mkeys, pkeys, phases, k, m.grad_sync) if open_ and d is None else 0
+        # DeepSpeed ZeRO-3 at its first regime: parameters kept whole (persistent), gathered once a step
+        share = _persistent_share(mkeys, pkeys, k) if open_ and d is not None and d == tried[0][0] else 0.0
+        if share >= 1 - RTOL:
+            kept, share = 1, 1.0
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
-            ratio, volume_match, pattern_match, reused, regathered, kept = (math.nan, False, False, False,
-                                                                            False, 0)
+            ratio, volume_match, pattern_match, reused, regathered, kept, share = (
+                math.nan, False, False, False, False, 0, 0.0)
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
@@ -311,32 +319,46 @@ def compare(
                          + (f" (at {regime})" if regime and pattern_match else "")),
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
-            reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept),
-            gathers_if_kept=kept,
+            reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
+            gathers_if_kept=kept, persistent_share=share,
         ))
     return out
 
 
-def _kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None, *,
-                  zero3: bool = False) -> int:
+def _kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None) -> int:
     """The parameter gathers a step with which the measured pattern matches once gathered parameters are
     kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
     backward's gathers kept: FSDP2 under PyTorch's pipeline schedules), 1 where it gathers k times (the
     forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
     ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``, where the gradients are
-    not reduced in every micro-batch (``grad_sync``); or, for DeepSpeed ZeRO-3 (``zero3``, priced at its
-    first reuse regime), every parameter persistent: at most ``stage3_param_persistence_threshold``
-    elements, 1e5 by default, it is never released and its updated shards are gathered once after the
-    optimizer step, ``deepspeed/runtime/zero/stage3.py`` ``_post_step``)."""
+    not reduced in every micro-batch (``grad_sync``))."""
     if k < 2:
         return 0
     calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
-    for predicted, kept in ((k, 1),) if zero3 else ((2 * k, k + 1), (k, 1)):
-        if kept == 1 and grad_sync == "every" and not zero3:
+    for predicted, kept in ((2 * k, k + 1), (k, 1)):
+        if kept == 1 and grad_sync == "every":
             continue
         if calls == predicted and _same_elements(mkeys, pkeys, gathers=kept / predicted):
             return kept
     return 0
+
+
+def _persistent_share(mkeys: dict, pkeys: dict, k: int) -> float:
+    """The share p of Ψ with which DeepSpeed ZeRO-3, priced with its parameters gathered once a micro-batch
+    (A = kΨ gathered a step), sends the measured pattern once p·Ψ of them are persistent: at most
+    ``stage3_param_persistence_threshold`` elements each (1e5 by default,
+    ``deepspeed/runtime/zero/parameter_offload.py`` ``mark_persistent_parameters``), never released, their
+    updated shards gathered once after the optimizer step (``stage3.py`` ``_post_step``). The measured
+    gathers are then k(1 - p)Ψ + pΨ, so p = (A - measured)·k / (A·(k - 1)); 0 where the other calls
+    differ or p falls outside (0, 1]."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if k < 2 or len(gathers) != 1 or set(mkeys) != set(pkeys):
+        return 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return 0.0
+    a = pkeys[gathers[0]]
+    share = (a - mkeys[gathers[0]]) * k / (a * (k - 1))
+    return min(share, 1.0) if 0 < share <= 1 + RTOL else 0.0
 
 
 def _priced_by_reuse(scheme) -> bool:

@@ -141,9 +141,9 @@ def check(
         notes.append(reused_sentence(reused))
     secondary = _secondary_partition(m, comps)
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
-        comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0)
-                 if c.scheme in secondary[0] else c for c in comps]
-    notes += _kept_notes(comps, m.micro_batches)
+        comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
+                         persistent_share=0.0) if c.scheme in secondary[0] else c for c in comps]
+    notes += _kept_notes(comps, m.micro_batches, m.psi)
     if secondary:
         notes += secondary[1]
     matches = tuple(consistent(comps))
@@ -164,7 +164,7 @@ def check(
     )
 
 
-def _kept_notes(comps, k: int) -> list[str]:
+def _kept_notes(comps, k: int, psi: float) -> list[str]:
     """What the schemes that match with gathered parameters kept across the step's ``k`` micro-batches
     send, and which implementation keeps them so."""
     out = []
@@ -174,14 +174,21 @@ def _kept_notes(comps, k: int) -> list[str]:
                    f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
                    f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
                    "(reshard_after_backward=False until the last micro-batch)")
-    persistent = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.reuse_distance is not None]
-    if persistent:
-        out.append(f"{_names_send(persistent)} exactly this pattern with every parameter persistent (at most "
-                   "stage3_param_persistence_threshold elements, 100,000 by default, as every parameter of a "
-                   "small model is): never released for forward and backward, its updated shards gathered "
-                   f"once after the optimizer step (1 gather of the parameters a step in place of {k}; "
-                   "deepspeed/runtime/zero/stage3.py _post_step)")
-    whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.reuse_distance is None]
+    for c in comps:
+        if c.persistent_share >= 1:
+            out.append(f"{c.scheme} sends exactly this pattern with every parameter persistent (at most "
+                       "stage3_param_persistence_threshold elements, 100,000 by default, as every parameter "
+                       "of a small model is): never released for forward and backward, its updated shards "
+                       "gathered once after the optimizer step (1 gather of the parameters a step in place "
+                       f"of {k}; deepspeed/runtime/zero/stage3.py _post_step)")
+        elif c.persistent_share > 0:
+            out.append(f"{c.scheme} sends exactly this pattern with {c.persistent_share:.1%} of Ψ "
+                       f"({c.persistent_share * psi:,.0f} elements) persistent: parameters of at most "
+                       "stage3_param_persistence_threshold elements (100,000 by default) are never released "
+                       "for forward and backward and their updated shards are gathered once after the "
+                       f"optimizer step, the others in each of the {k} micro-batches "
+                       "(deepspeed/runtime/zero/stage3.py _post_step)")
+    whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.persistent_share == 0]
     if whole:
         out.append(f"{_names_send(whole)} exactly this pattern with the parameters gathered once and kept "
                    f"across the step's {k} micro-batches (1 gather of the parameters a step in place of "

@@ -38,11 +38,11 @@ LR = 1e-3
 
 
 class MLP(nn.Module):
-    """Linear(128,192) - ReLU - Linear(192,160) - ReLU - Linear(160,96)."""
+    """Linear(128,192) - ReLU - Linear(192,160) - ReLU - Linear(160,96), or the Linear ``layers`` given."""
 
-    def __init__(self):
+    def __init__(self, layers=LAYERS):
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in LAYERS)
+        self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in layers)
 
     def forward(self, x):
         for k, layer in enumerate(self.layers):
@@ -52,9 +52,9 @@ class MLP(nn.Module):
         return x
 
 
-def make_model(dtype=torch.float32):
+def make_model(dtype=torch.float32, layers=LAYERS):
     torch.manual_seed(0)  # the same initial weights on every rank
-    return MLP().to(dtype)
+    return MLP(layers).to(dtype)
 
 
 def batch(rank, step, micro, dtype=torch.float32):
@@ -468,10 +468,10 @@ def ds_default_config(stage):
     }
 
 
-def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False):
+def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS):
     import deepspeed
 
-    model = make_model()
+    model = make_model(layers=layers)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
@@ -507,6 +507,9 @@ def fsdp_groups(mesh_shape):
 
 
 WORLD4 = [[0, 1, 2, 3]]
+# a model whose parameters straddle DeepSpeed's stage3_param_persistence_threshold (1e5 elements): the first
+# weight above it, the second weight and both biases below; input and output sizes as LAYERS'
+MIXED_LAYERS = [(128, 1024), (1024, 96)]
 # one tensor-parallel rank's parameters: half of layers.0 (by outputs), half of layers.1's weight (by
 # inputs) and its whole bias, layers.2 whole
 TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
@@ -606,6 +609,15 @@ CASES = {
                   "stage3_param_persistence_threshold = 1e5 elements)", "param_dtype": "float32",
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_default_config(3)}),
+    "ds-zero3-defaults-mixed-ga4": (
+        lambda o: case_deepspeed(o, ds_default_config(3), layers=MIXED_LAYERS), {
+            "scheme": "DeepSpeed ZeRO stage 3 with DeepSpeed's defaults on a model of Linear(128, 1024) - "
+                      "ReLU - Linear(1024, 96): layers.0's weight (131,072 elements) partitioned, the rest "
+                      "(98,304 + 1,024 + 96 = 99,424 elements) persistent (at most "
+                      "stage3_param_persistence_threshold = 1e5 each)",
+            "layers": MIXED_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+            "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+            "deepspeed_config": ds_default_config(3)}),
     "ds-zero3-hpz2-ga4": (lambda o: case_deepspeed(o, ds_config(3, hpz=2)), {
         "scheme": "DeepSpeed ZeRO stage 3 with ZeRO++ hpZ (zero_hpz_partition_size 2)",
         "param_dtype": "float32", "reduce_dtype": "float32",
@@ -683,10 +695,12 @@ WORLD = 4  # every case runs on 4 ranks
 def describe(case):
     """What ran, as written to OUTDIR/run.json."""
     _, facts = CASES[case]
+    layers = facts.get("layers", LAYERS)
     out = {"case": case, "world_size": WORLD, "backend": "gloo (CPU)", "torch": torch.__version__,
            "python": sys.version.split()[0],
-           "model": {"layers": [f"Linear({i}, {o})" for i, o in LAYERS], "activation": "ReLU",
-                     "psi": PSI, "psi_per_layer": [i * o + o for i, o in LAYERS]},
+           "model": {"layers": [f"Linear({i}, {o})" for i, o in layers], "activation": "ReLU",
+                     "psi": sum(i * o + o for i, o in layers),
+                     "psi_per_layer": [i * o + o for i, o in layers]},
            "micro_batch_size": MICRO_BATCH, "optimizer": "Adam",
            "profiler": {"activities": "CPU", "record_shapes": True,
                         "schedule": {"wait": 0, "warmup": 1, "active": facts["steps_profiled"]},
@@ -695,7 +709,7 @@ def describe(case):
         import deepspeed
 
         out["deepspeed"] = deepspeed.__version__
-    out.update(facts)
+    out.update({key: v for key, v in facts.items() if key != "layers"})
     return out
 
 
