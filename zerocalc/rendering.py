@@ -327,7 +327,9 @@ def _check_text(res, skipped=()) -> str:
                  + (f"; also {', '.join(res.kept)} with gathered parameters kept across the micro-batches "
                     "(see the note above)" if res.kept else "")
                  + (f"; also {', '.join(res.secondary_partition)} with parameters gathered on smaller groups "
-                    "(see the note above)" if res.secondary_partition else ""))
+                    "(see the note above)" if res.secondary_partition else "")
+                 + (f"; also {', '.join(res.all_reduced_once)} with the shards all-reduced once a step (see "
+                    "the note above)" if res.all_reduced_once else ""))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing

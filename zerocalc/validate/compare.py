@@ -17,6 +17,13 @@ from zerocalc.validate.accounting import RTOL, ring_bytes_factor
 from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
 from zerocalc.validate.measure import Measurement
+from zerocalc.validate.regimes import (
+    all_reduced_once,
+    by_op_and_group,
+    kept_gathers,
+    persistent_share,
+    same_elements,
+)
 
 #: One predicted or measured pattern entry: (op, group size, dtype, calls, full elements, bytes) per rank
 #: and optimizer step.
@@ -63,8 +70,12 @@ class SchemeComparison:
     #: the gathers of the parameters a step once they are kept so (K + 1 or 1; 0 where they do not match)
     gathers_if_kept: int = 0
     #: DeepSpeed ZeRO-3: the share of Ψ that, kept whole (persistent) and gathered once a step, makes the
-    #: pattern match (:func:`_persistent_share`; 0 where none does)
+    #: pattern match (:func:`~.regimes.persistent_share`; 0 where none does)
     persistent_share: float = 0.0
+    #: the pattern and volume match once the replicate all-reduce of HSDP's shards runs in the step's last
+    #: micro-batch alone (FSDP2's set_requires_all_reduce(False) on the others;
+    #: :func:`~.regimes.all_reduced_once`)
+    matches_if_all_reduced_once: bool = False
 
     @property
     def label(self) -> str:
@@ -99,6 +110,7 @@ class SchemeComparison:
             "matches_if_kept_across_micro_batches": self.matches_if_kept_across_micro_batches,
             "gathers_if_kept_across_micro_batches": self.gathers_if_kept or None,
             "persistent_share": self.persistent_share or None,
+            "matches_if_all_reduced_once": self.matches_if_all_reduced_once,
         }
 
 
@@ -233,22 +245,6 @@ def _rotations(seq: tuple) -> list[tuple]:
     return [seq[i:] + seq[:i] for i in range(len(seq))] or [()]
 
 
-def _by_op_and_group(entries) -> dict[tuple[str, int], float]:
-    """Elements per (op, group size), dtypes merged: what the pattern comparison looks at."""
-    out: dict[tuple[str, int], float] = {}
-    for o, p, _d, _c, e, _b in entries:
-        out[(o, p)] = out.get((o, p), 0.0) + e
-    return out
-
-
-def _same_elements(meas: dict, pred: dict, *, gathers: float = 1.0) -> bool:
-    """Whether the measured elements per (op, group) are the predicted ones, the all-gathers' times
-    ``gathers``."""
-    return set(meas) == set(pred) and all(
-        math.isclose(e, pred[k] * (gathers if k[0] == "all_gather" else 1.0), rel_tol=RTOL)
-        for k, e in meas.items())
-
-
 def compare(
     m: Measurement,
     schemes: Sequence[str] | None = None,
@@ -275,7 +271,7 @@ def compare(
     pricing = pricing_of(m, gpus_per_node)
     meas_fine = m.pattern_groups
     meas = m.pattern
-    mkeys = _by_op_and_group(meas_fine)
+    mkeys = by_op_and_group(meas_fine)
     measured = m.bytes_per_rank_per_step
     if reuse_distance is not None:
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
@@ -293,19 +289,20 @@ def compare(
         # the same with the scheme's all-gathers halved: the forward gather kept for backward
         reused = (not pattern_match and d is None and order != "different"
                   and any(o == "all_gather" for o, _ in pkeys)
-                  and _same_elements(mkeys, pkeys, gathers=0.5))
+                  and same_elements(mkeys, pkeys, gathers=0.5))
         k = int(pricing.micro_batches)
         open_ = not (pattern_match or reused or order == "different")
-        kept = _kept_gathers(mkeys, pkeys, phases, k, m.grad_sync) if open_ and d is None else 0
+        kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync) if open_ and d is None else 0
         # DeepSpeed ZeRO-3 at its first regime: parameters kept whole (persistent), gathered once a step
-        share = _persistent_share(mkeys, pkeys, k) if open_ and d is not None and d == tried[0][0] else 0.0
+        share = persistent_share(mkeys, pkeys, k) if open_ and d is not None and d == tried[0][0] else 0.0
         if share >= 1 - RTOL:
             kept, share = 1, 1.0
+        once = open_ and d is None and all_reduced_once(mkeys, pkeys, k)
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
-            ratio, volume_match, pattern_match, reused, regathered, kept, share = (
-                math.nan, False, False, False, False, 0, 0.0)
+            ratio, volume_match, pattern_match, reused, regathered, kept, share, once = (
+                math.nan, False, False, False, False, 0, 0.0, False)
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
@@ -320,45 +317,9 @@ def compare(
             equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
             reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
-            gathers_if_kept=kept, persistent_share=share,
+            gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
         ))
     return out
-
-
-def _kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None) -> int:
-    """The parameter gathers a step with which the measured pattern matches once gathered parameters are
-    kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
-    backward's gathers kept: FSDP2 under PyTorch's pipeline schedules), 1 where it gathers k times (the
-    forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
-    ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``, where the gradients are
-    not reduced in every micro-batch (``grad_sync``))."""
-    if k < 2:
-        return 0
-    calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
-    for predicted, kept in ((2 * k, k + 1), (k, 1)):
-        if kept == 1 and grad_sync == "every":
-            continue
-        if calls == predicted and _same_elements(mkeys, pkeys, gathers=kept / predicted):
-            return kept
-    return 0
-
-
-def _persistent_share(mkeys: dict, pkeys: dict, k: int) -> float:
-    """The share p of Ψ with which DeepSpeed ZeRO-3, priced with its parameters gathered once a micro-batch
-    (A = kΨ gathered a step), sends the measured pattern once p·Ψ of them are persistent: at most
-    ``stage3_param_persistence_threshold`` elements each (1e5 by default,
-    ``deepspeed/runtime/zero/parameter_offload.py`` ``mark_persistent_parameters``), never released, their
-    updated shards gathered once after the optimizer step (``stage3.py`` ``_post_step``). The measured
-    gathers are then k(1 - p)Ψ + pΨ, so p = (A - measured)·k / (A·(k - 1)); 0 where the other calls
-    differ or p falls outside (0, 1]."""
-    gathers = [key for key in pkeys if key[0] == "all_gather"]
-    if k < 2 or len(gathers) != 1 or set(mkeys) != set(pkeys):
-        return 0.0
-    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
-        return 0.0
-    a = pkeys[gathers[0]]
-    share = (a - mkeys[gathers[0]]) * k / (a * (k - 1))
-    return min(share, 1.0) if 0 < share <= 1 + RTOL else 0.0
 
 
 def _priced_by_reuse(scheme) -> bool:
@@ -407,7 +368,7 @@ def _against(sch, m: Measurement, mkeys: dict, meas_fine, pricing: Pricing):
     predicted groups, elements per (op, group), ratio, order, whether pattern and volume match)."""
     phases = list(_phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
     fine = predicted_groups(sch, pricing, phases)
-    pkeys = _by_op_and_group(fine)
+    pkeys = by_op_and_group(fine)
     predicted = sum(b for *_, b in fine)
     measured = m.bytes_per_rank_per_step
     ratio = measured / predicted if predicted > 0 else (math.inf if measured > 0 else 1.0)
@@ -420,7 +381,7 @@ def _against(sch, m: Measurement, mkeys: dict, meas_fine, pricing: Pricing):
         order = "rotated"
     else:
         order = "different"
-    match = (_same_elements(mkeys, pkeys) and order != "different"
+    match = (same_elements(mkeys, pkeys) and order != "different"
              and math.isclose(ratio, 1.0, rel_tol=RTOL))
     d = pricing.reuse_distance if _priced_by_reuse(sch) else None
     return d, phases, fine, pkeys, ratio, order, match

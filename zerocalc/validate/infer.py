@@ -86,7 +86,10 @@ def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
     shards then all-reduced on groups of R: HSDP (FSDP ``HYBRID_SHARD`` / FSDP2 on a 2-D mesh; §7).
 
     Read from the elements: the all-reduces carry 1/H of the reduce-scatters' elements (each rank's
-    shard), which on one group would be pointless; None otherwise.
+    shard), which on one group would be pointless; or, where every all-reduce reduces a vector the size
+    of a reduce-scatter's output, 1/(HK) of them for a whole K ≥ 2: the shards all-reduced once for K
+    reduce-scatters (FSDP2's ``set_requires_all_reduce(False)`` on all micro-batches but the last).
+    None otherwise.
     """
     rs = grad & ops.eq("reduce_scatter")
     ar = grad & ops.eq("all_reduce")
@@ -97,7 +100,13 @@ def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
         return None
     h_, r_ = int(next(iter(h))), int(next(iter(r)))
     e_rs, e_ar = (float(weighted(full[m], None if w is None else w[m]).sum()) for m in (rs, ar))
-    if h_ > 1 and r_ > 1 and math.isclose(e_ar * h_, e_rs, rel_tol=RTOL):
+    if h_ <= 1 or r_ <= 1 or e_ar <= 0:
+        return None
+    if math.isclose(e_ar * h_, e_rs, rel_tol=RTOL):
+        return h_, r_
+    k = round(e_rs / (e_ar * h_))
+    if k >= 2 and math.isclose(e_ar * h_ * k, e_rs, rel_tol=RTOL) and (
+            set(full[ar].tolist()) == {f / h_ for f in full[rs].tolist()}):
         return h_, r_
     return None
 

@@ -50,12 +50,25 @@ def _step_blocks(codes: list[int], grad: list[bool],
         # the boundary micro-batch: the same block with the gradient reductions among its calls
         rest = [c for c, is_g in zip(codes[per * reps:], grad[per * reps:], strict=True) if not is_g]
         closed = rest[:per] == codes[:per] and after and not in_block
-        if closed:
-            reps += 1
         block = set(codes[:per])
+        if closed or (in_block and after and _with_more_reductions(codes, grad, data, per, reps, block)):
+            reps += 1
         sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
             in_block and not after and any(data[per * reps:] if data is not None else rest))
     return reps, mode, most, sure
+
+
+def _with_more_reductions(codes: list[int], grad: list[bool], data: list[bool] | None, per: int, reps: int,
+                          block: set) -> bool:
+    """Whether what follows ``reps`` blocks of ``per`` calls is the block once more with gradient reductions
+    of its own (and calls without data) among its calls: the last micro-batch of a step that reduces in
+    every micro-batch and once more at the end, as HSDP's replicate all-reduce of the shards runs in the
+    last micro-batch alone (FSDP2's ``set_requires_all_reduce(False)`` on the others)."""
+    tail = range(per * reps, len(codes))
+    core = [codes[i] for i in tail if codes[i] in block]
+    extra = [i for i in tail if codes[i] not in block]
+    return (core == codes[:per] and any(grad[i] for i in extra)
+            and all(grad[i] or (data is not None and not data[i]) for i in extra))
 
 
 def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.ndarray,

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from zerocalc.validate.classify import UNEXPLAINED
-from zerocalc.validate.compare import (
-    RTOL,
-    SchemeComparison,
-    _by_op_and_group,
-    compare,
-    consistent,
-    indistinguishable,
-)
+from zerocalc.validate.compare import SchemeComparison, compare, consistent, indistinguishable
 from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing
+from zerocalc.validate.regimes import all_reduced_once_note, kept_notes, secondary_partition
 
 
 @dataclass(frozen=True)
@@ -36,12 +28,15 @@ class CheckResult:
     #: schemes that send exactly the measured pattern when the forward all-gather is kept for backward
     reused: tuple[str, ...] = field(default=())
     #: schemes that send exactly the measured pattern when gathered parameters are kept across the step's
-    #: micro-batches (:func:`_kept_notes`)
+    #: micro-batches (:func:`~.regimes.kept_notes`)
     kept: tuple[str, ...] = field(default=())
     #: schemes that send exactly the measured pattern when the all-gathers reported apart on a smaller
     #: group are their parameter gathers there (ZeRO++'s hpZ, FSDP2's reshard_after_forward=int;
-    #: :func:`_secondary_partition`)
+    #: :func:`~.regimes.secondary_partition`)
     secondary_partition: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when HSDP's replicate all-reduce runs in the last
+    #: micro-batch alone (:func:`~.regimes.all_reduced_once`)
+    all_reduced_once: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
@@ -65,6 +60,7 @@ class CheckResult:
             "matches_if_parameters_kept_for_backward": list(self.reused),
             "matches_if_parameters_kept_across_micro_batches": list(self.kept),
             "matches_with_secondary_partition": list(self.secondary_partition),
+            "matches_if_all_reduced_once": list(self.all_reduced_once),
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
@@ -139,13 +135,16 @@ def check(
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
-    secondary = _secondary_partition(m, comps)
+    secondary = secondary_partition(m, comps)
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
                          persistent_share=0.0) if c.scheme in secondary[0] else c for c in comps]
-    notes += _kept_notes(comps, m.micro_batches, m.psi)
+    notes += kept_notes(comps, m.micro_batches, m.psi)
     if secondary:
         notes += secondary[1]
+    once = tuple(c.scheme for c in comps if c.matches_if_all_reduced_once)
+    if once:
+        notes.append(all_reduced_once_note(once, m.micro_batches))
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
     if recorded:
@@ -160,94 +159,8 @@ def check(
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=reused, nccl_timing=timed_by_nccl,
         kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
-        secondary_partition=secondary[0] if secondary else (),
+        secondary_partition=secondary[0] if secondary else (), all_reduced_once=once,
     )
-
-
-def _kept_notes(comps, k: int, psi: float) -> list[str]:
-    """What the schemes that match with gathered parameters kept across the step's ``k`` micro-batches
-    send, and which implementation keeps them so."""
-    out = []
-    backward = [c.scheme for c in comps if c.gathers_if_kept == k + 1]
-    if backward:
-        out.append(f"{_names_send(backward)} exactly this pattern with the backward's gathers kept across "
-                   f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
-                   f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
-                   "(reshard_after_backward=False until the last micro-batch)")
-    for c in comps:
-        if c.persistent_share >= 1:
-            out.append(f"{c.scheme} sends exactly this pattern with every parameter persistent (at most "
-                       "stage3_param_persistence_threshold elements, 100,000 by default, as every parameter "
-                       "of a small model is): never released for forward and backward, its updated shards "
-                       "gathered once after the optimizer step (1 gather of the parameters a step in place "
-                       f"of {k}; deepspeed/runtime/zero/stage3.py _post_step)")
-        elif c.persistent_share > 0:
-            out.append(f"{c.scheme} sends exactly this pattern with {c.persistent_share:.1%} of Ψ "
-                       f"({c.persistent_share * psi:,.0f} elements) persistent: parameters of at most "
-                       "stage3_param_persistence_threshold elements (100,000 by default) are never released "
-                       "for forward and backward and their updated shards are gathered once after the "
-                       f"optimizer step, the others in each of the {k} micro-batches "
-                       "(deepspeed/runtime/zero/stage3.py _post_step)")
-    whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.persistent_share == 0]
-    if whole:
-        out.append(f"{_names_send(whole)} exactly this pattern with the parameters gathered once and kept "
-                   f"across the step's {k} micro-batches (1 gather of the parameters a step in place of "
-                   f"{k}), as FSDP1's SHARD_GRAD_OP keeps them while gradients are not synchronised "
-                   "(no_sync() on the earlier micro-batches)")
-    return out
-
-
-#: the schemes that may gather their parameters on groups smaller than N, and how they come to: DeepSpeed
-#: ZeRO-3 with ZeRO++'s hierarchical partitioning (``zero_hpz_partition_size``, read by
-#: ``deepspeed/runtime/zero/stage3.py``; arXiv 2306.10209 §3.2) keeps a secondary copy of the parameters in
-#: each group of s ranks and gathers from it every time but the first after the optimizer step; FSDP2's
-#: ``fully_shard(reshard_after_forward=s)`` (an int: "the world size to reshard to after forward", its
-#: docstring) reshards the gathered parameters over groups of s, so its backward gathers on them
-SECONDARY_PARTITION: dict[str, str] = {
-    "deepspeed-zero3": ("ZeRO++'s hierarchical partitioning (hpZ, zero_hpz_partition_size = {s}): the "
-                        "all-gathers on groups of {s} reported apart ({extra}Ψ a step) are its parameter "
-                        "gathers from each group's secondary copy, in place of gathers on all {n} after the "
-                        "first since the optimizer step"),
-    "fsdp-full-shard": ("FSDP2's reshard_after_forward = {s} (an int): the all-gathers on groups of {s} "
-                        "reported apart ({extra}Ψ a step) are its backward's, of the parameters resharded "
-                        "after the forward over groups of {s} in place of all {n}"),
-}
-
-
-def _secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[str]] | None:
-    """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
-    groups of one size s that divides N, count among their parameter gathers on N (those of
-    :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
-    cols = m.columns
-    if m.n < 2 or not m.steps or not len(m.ranks):
-        return None
-    apart = (cols.cat == UNEXPLAINED) & (cols.step_id >= 0)
-    secondary = apart & cols.ops.eq("all_gather")
-    sizes = set(cols.group_size[secondary].astype(int).tolist())
-    if len(sizes) != 1 or secondary.sum() != apart.sum():
-        return None
-    s = sizes.pop()
-    if not (1 < s < m.n and m.n % s == 0):
-        return None
-    extra = float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)  # per rank per step
-    found, notes = [], []
-    for comp in comps:
-        if comp.scheme not in SECONDARY_PARTITION:
-            continue
-        pred = _by_op_and_group(comp.predicted_groups)
-        meas = _by_op_and_group(comp.measured_groups)
-        gathers = meas.get(("all_gather", m.n), 0.0) + extra
-        if set(pred) == set(meas) | {("all_gather", m.n)} and math.isclose(
-                pred[("all_gather", m.n)], gathers, rel_tol=RTOL) and all(
-                math.isclose(e, pred[k], rel_tol=RTOL) for k, e in meas.items() if k != ("all_gather", m.n)):
-            found.append(comp.scheme)
-            how = SECONDARY_PARTITION[comp.scheme].format(s=s, n=m.n, extra=f"{extra / m.psi:.3g}")
-            notes.append(f"{comp.scheme} sends exactly this pattern with {how}")
-    return (tuple(found), notes) if found else None
-
-
-def _names_send(schemes) -> str:
-    return ", ".join(schemes) + (" sends" if len(schemes) == 1 else " send")
 
 
 def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None,

@@ -142,7 +142,9 @@ def fsdp2_model(mesh, mp_policy=None, reshard=True):
     return model
 
 
-def fsdp2_loop(model, opt, k, sync_every):
+def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True):
+    """k micro-batches a step; gradients synchronised in the last alone unless ``sync_every``; under HSDP,
+    the replicate all-reduce in the last alone unless ``all_reduce_every`` (reduce-scatters in every one)."""
     rank = dist.get_rank()
 
     def train_step(step):
@@ -150,6 +152,8 @@ def fsdp2_loop(model, opt, k, sync_every):
         for m in range(k):
             if not sync_every:
                 model.set_requires_gradient_sync(m == k - 1)
+            if not all_reduce_every:
+                model.set_requires_all_reduce(m == k - 1)
             x, y = batch(rank, step, m)
             loss_fn(model(x), y).div(k).backward()
         opt.step()
@@ -158,13 +162,13 @@ def fsdp2_loop(model, opt, k, sync_every):
 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
-               sync_every=True, steps=3, reshard=True):
+               sync_every=True, steps=3, reshard=True, all_reduce_every=True):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
     model = fsdp2_model(mesh, mp_policy, reshard)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every))
+    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every))
 
 
 
@@ -575,6 +579,14 @@ CASES = {
         "scheme": "HSDP: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 2), per Linear + root",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "hsdp-2x2-ga4-all-reduce-last": (
+        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=4, steps=2,
+                             all_reduce_every=False), {
+            "scheme": "HSDP as hsdp-2x2, 4 micro-batches, set_requires_all_reduce(False) on the first 3: "
+                      "reduce-scatters in every micro-batch, the replicate all-reduce in the last alone",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+            "micro_batches": 4, "steps_profiled": 2,
+            "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
     "ddp-subgroup-dp2-of-4": (case_ddp_subgroup, {
         "scheme": "DDP on a data-parallel sub-group of 2 in a world of 4 (as under TP=2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": [[0, 2], [1, 3]]},

@@ -1,0 +1,170 @@
+"""How a scheme that does not match as priced still sends the measured pattern: the regimes real
+implementations run it in (gathered parameters kept across micro-batches, DeepSpeed ZeRO-3's persistent
+parameters, parameters gathered on a smaller group, HSDP's shards all-reduced once a step), each read off
+the measured elements per (op, group), and the notes that name them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from zerocalc.validate.accounting import RTOL
+from zerocalc.validate.classify import UNEXPLAINED
+from zerocalc.validate.measure import Measurement
+
+
+def by_op_and_group(entries) -> dict[tuple[str, int], float]:
+    """Elements per (op, group size), dtypes merged: what the pattern comparison looks at."""
+    out: dict[tuple[str, int], float] = {}
+    for o, p, _d, _c, e, _b in entries:
+        out[(o, p)] = out.get((o, p), 0.0) + e
+    return out
+
+
+def same_elements(meas: dict, pred: dict, *, gathers: float = 1.0) -> bool:
+    """Whether the measured elements per (op, group) are the predicted ones, the all-gathers' times
+    ``gathers``."""
+    return set(meas) == set(pred) and all(
+        math.isclose(e, pred[k] * (gathers if k[0] == "all_gather" else 1.0), rel_tol=RTOL)
+        for k, e in meas.items())
+
+
+def kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None) -> int:
+    """The parameter gathers a step with which the measured pattern matches once gathered parameters are
+    kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
+    backward's gathers kept: FSDP2 under PyTorch's pipeline schedules), 1 where it gathers k times (the
+    forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
+    ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``, where the gradients are
+    not reduced in every micro-batch (``grad_sync``))."""
+    if k < 2:
+        return 0
+    calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
+    for predicted, kept in ((2 * k, k + 1), (k, 1)):
+        if kept == 1 and grad_sync == "every":
+            continue
+        if calls == predicted and same_elements(mkeys, pkeys, gathers=kept / predicted):
+            return kept
+    return 0
+
+
+def all_reduced_once(mkeys: dict, pkeys: dict, k: int) -> bool:
+    """Whether a scheme that reduce-scatters and then all-reduces the shards (HSDP) in each of ``k``
+    micro-batches sends the measured pattern once its all-reduces run in the last micro-batch alone: the
+    reduce-scattered shards summed over the micro-batches, then all-reduced once (FSDP2's
+    ``set_requires_all_reduce(False)`` on the earlier micro-batches,
+    ``torch.distributed.fsdp.FSDPModule``)."""
+    if k < 2 or set(mkeys) != set(pkeys) or not {op for op, _ in pkeys} >= {"reduce_scatter", "all_reduce"}:
+        return False
+    return all(math.isclose(e, pkeys[key] / (k if key[0] == "all_reduce" else 1), rel_tol=RTOL)
+               for key, e in mkeys.items())
+
+
+def persistent_share(mkeys: dict, pkeys: dict, k: int) -> float:
+    """The share p of Ψ with which DeepSpeed ZeRO-3, priced with its parameters gathered once a micro-batch
+    (A = kΨ gathered a step), sends the measured pattern once p·Ψ of them are persistent: at most
+    ``stage3_param_persistence_threshold`` elements each (1e5 by default,
+    ``deepspeed/runtime/zero/parameter_offload.py`` ``mark_persistent_parameters``), never released, their
+    updated shards gathered once after the optimizer step (``stage3.py`` ``_post_step``). The measured
+    gathers are then k(1 - p)Ψ + pΨ, so p = (A - measured)·k / (A·(k - 1)); 0 where the other calls
+    differ or p falls outside (0, 1]."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if k < 2 or len(gathers) != 1 or set(mkeys) != set(pkeys):
+        return 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return 0.0
+    a = pkeys[gathers[0]]
+    share = (a - mkeys[gathers[0]]) * k / (a * (k - 1))
+    return min(share, 1.0) if 0 < share <= 1 + RTOL else 0.0
+
+
+def kept_notes(comps, k: int, psi: float) -> list[str]:
+    """What the schemes that match with gathered parameters kept across the step's ``k`` micro-batches
+    send, and which implementation keeps them so."""
+    out = []
+    backward = [c.scheme for c in comps if c.gathers_if_kept == k + 1]
+    if backward:
+        out.append(f"{_names_send(backward)} exactly this pattern with the backward's gathers kept across "
+                   f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
+                   f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
+                   "(reshard_after_backward=False until the last micro-batch)")
+    for c in comps:
+        if c.persistent_share >= 1:
+            out.append(f"{c.scheme} sends exactly this pattern with every parameter persistent (at most "
+                       "stage3_param_persistence_threshold elements, 100,000 by default, as every parameter "
+                       "of a small model is): never released for forward and backward, its updated shards "
+                       "gathered once after the optimizer step (1 gather of the parameters a step in place "
+                       f"of {k}; deepspeed/runtime/zero/stage3.py _post_step)")
+        elif c.persistent_share > 0:
+            out.append(f"{c.scheme} sends exactly this pattern with {c.persistent_share:.1%} of Ψ "
+                       f"({c.persistent_share * psi:,.0f} elements) persistent: parameters of at most "
+                       "stage3_param_persistence_threshold elements (100,000 by default) are never released "
+                       "for forward and backward and their updated shards are gathered once after the "
+                       f"optimizer step, the others in each of the {k} micro-batches "
+                       "(deepspeed/runtime/zero/stage3.py _post_step)")
+    whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.persistent_share == 0]
+    if whole:
+        out.append(f"{_names_send(whole)} exactly this pattern with the parameters gathered once and kept "
+                   f"across the step's {k} micro-batches (1 gather of the parameters a step in place of "
+                   f"{k}), as FSDP1's SHARD_GRAD_OP keeps them while gradients are not synchronised "
+                   "(no_sync() on the earlier micro-batches)")
+    return out
+
+
+#: the schemes that may gather their parameters on groups smaller than N, and how they come to: DeepSpeed
+#: ZeRO-3 with ZeRO++'s hierarchical partitioning (``zero_hpz_partition_size``, read by
+#: ``deepspeed/runtime/zero/stage3.py``; arXiv 2306.10209 §3.2) keeps a secondary copy of the parameters in
+#: each group of s ranks and gathers from it every time but the first after the optimizer step; FSDP2's
+#: ``fully_shard(reshard_after_forward=s)`` (an int: "the world size to reshard to after forward", its
+#: docstring) reshards the gathered parameters over groups of s, so its backward gathers on them
+SECONDARY_PARTITION: dict[str, str] = {
+    "deepspeed-zero3": ("ZeRO++'s hierarchical partitioning (hpZ, zero_hpz_partition_size = {s}): the "
+                        "all-gathers on groups of {s} reported apart ({extra}Ψ a step) are its parameter "
+                        "gathers from each group's secondary copy, in place of gathers on all {n} after the "
+                        "first since the optimizer step"),
+    "fsdp-full-shard": ("FSDP2's reshard_after_forward = {s} (an int): the all-gathers on groups of {s} "
+                        "reported apart ({extra}Ψ a step) are its backward's, of the parameters resharded "
+                        "after the forward over groups of {s} in place of all {n}"),
+}
+
+
+def secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[str]] | None:
+    """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
+    groups of one size s that divides N, count among their parameter gathers on N (those of
+    :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
+    cols = m.columns
+    if m.n < 2 or not m.steps or not len(m.ranks):
+        return None
+    apart = (cols.cat == UNEXPLAINED) & (cols.step_id >= 0)
+    secondary = apart & cols.ops.eq("all_gather")
+    sizes = set(cols.group_size[secondary].astype(int).tolist())
+    if len(sizes) != 1 or secondary.sum() != apart.sum():
+        return None
+    s = sizes.pop()
+    if not (1 < s < m.n and m.n % s == 0):
+        return None
+    extra = float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)  # per rank per step
+    found, notes = [], []
+    for comp in comps:
+        if comp.scheme not in SECONDARY_PARTITION:
+            continue
+        pred = by_op_and_group(comp.predicted_groups)
+        meas = by_op_and_group(comp.measured_groups)
+        gathers = meas.get(("all_gather", m.n), 0.0) + extra
+        if set(pred) == set(meas) | {("all_gather", m.n)} and math.isclose(
+                pred[("all_gather", m.n)], gathers, rel_tol=RTOL) and all(
+                math.isclose(e, pred[k], rel_tol=RTOL) for k, e in meas.items() if k != ("all_gather", m.n)):
+            found.append(comp.scheme)
+            how = SECONDARY_PARTITION[comp.scheme].format(s=s, n=m.n, extra=f"{extra / m.psi:.3g}")
+            notes.append(f"{comp.scheme} sends exactly this pattern with {how}")
+    return (tuple(found), notes) if found else None
+
+
+def all_reduced_once_note(schemes, k: int) -> str:
+    return (f"{_names_send(schemes)} exactly this pattern with the replicate all-reduce of the shards in "
+            f"the last of the step's {k} micro-batches alone (1 all-reduce of each shard a step in place "
+            f"of {k}), as FSDP2 runs it under set_requires_all_reduce(False) on the earlier ones: the "
+            "reduce-scattered shards add up over the micro-batches and are all-reduced once")
+
+
+def _names_send(schemes) -> str:
+    return ", ".join(schemes) + (" sends" if len(schemes) == 1 else " send")
