@@ -59,16 +59,18 @@ def all_reduced_once(mkeys: dict, pkeys: dict, k: int) -> bool:
                for key, e in mkeys.items())
 
 
-def persistent_share(mkeys: dict, pkeys: dict, k: int) -> float:
+def persistent_share(mkeys: dict, pkeys: dict, k: int, psi: float) -> float:
     """The share p of Ψ with which DeepSpeed ZeRO-3, priced with its parameters gathered once a micro-batch
     (A = kΨ gathered a step), sends the measured pattern once p·Ψ of them are persistent: at most
     ``stage3_param_persistence_threshold`` elements each (1e5 by default,
     ``deepspeed/runtime/zero/parameter_offload.py`` ``mark_persistent_parameters``), never released, their
     updated shards gathered once after the optimizer step (``stage3.py`` ``_post_step``). The measured
     gathers are then k(1 - p)Ψ + pΨ, so p = (A - measured)·k / (A·(k - 1)); 0 where the other calls
-    differ or p falls outside (0, 1]."""
+    differ, the scheme is priced otherwise (A is not kΨ) or p falls outside (0, 1]."""
     gathers = [key for key in pkeys if key[0] == "all_gather"]
     if k < 2 or len(gathers) != 1 or set(mkeys) != set(pkeys):
+        return 0.0
+    if not math.isclose(pkeys[gathers[0]], k * psi, rel_tol=RTOL):
         return 0.0
     if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
         return 0.0
