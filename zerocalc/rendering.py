@@ -322,14 +322,13 @@ def _check_text(res, skipped=()) -> str:
                      f"{format_bytes(c.measured_bytes_per_rank_per_step):>12}{c.ratio:>8.3f}  {pat:<7}  "
                      f"{c.explanation}")
     lines.append("")
+    also = [(res.kept, "gathered parameters kept across the micro-batches"),
+            (res.secondary_partition, "parameters gathered on smaller groups"),
+            (res.all_reduced_once, "the shards all-reduced once a step")]
     lines.append("consistent with the trace (best first): " + (_ranked(res) or "none")
                  + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
-                 + (f"; also {', '.join(res.kept)} with gathered parameters kept across the micro-batches "
-                    "(see the note above)" if res.kept else "")
-                 + (f"; also {', '.join(res.secondary_partition)} with parameters gathered on smaller groups "
-                    "(see the note above)" if res.secondary_partition else "")
-                 + (f"; also {', '.join(res.all_reduced_once)} with the shards all-reduced once a step (see "
-                    "the note above)" if res.all_reduced_once else ""))
+                 + "".join(f"; also {', '.join(names)} with {how} (see the note above)"
+                           for names, how in also if names))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing

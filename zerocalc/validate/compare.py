@@ -293,9 +293,8 @@ def compare(
         k = int(pricing.micro_batches)
         open_ = not (pattern_match or reused or order == "different")
         kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync) if open_ and d is None else 0
-        # DeepSpeed ZeRO-3 at its first regime: parameters kept whole (persistent), gathered once a step
-        first = d is not None and d == tried[0][0]
-        share = persistent_share(mkeys, pkeys, k, m.psi) if open_ and first else 0.0
+        # DeepSpeed ZeRO-3 (unmatched, so at its first regime): parameters kept whole, gathered once a step
+        share = persistent_share(mkeys, pkeys, k, m.psi) if open_ and d is not None else 0.0
         if share >= 1 - RTOL:
             kept, share = 1, 1.0
         once = open_ and d is None and all_reduced_once(mkeys, pkeys, k)

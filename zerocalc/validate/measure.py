@@ -38,7 +38,7 @@ from zerocalc.validate.columns import (
     zero_nan,
 )
 from zerocalc.validate.folded import Unfoldable, weighted
-from zerocalc.validate.micro_batches import infer_micro_batches, secondary_gathers
+from zerocalc.validate.micro_batches import infer_micro_batches
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_steps
 
@@ -185,11 +185,9 @@ def measure(
     cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
                             world if world is not None else len(ranks))
     grad = classify.gradient_calls(cat, ops, full)
-    secondary, gs_mb = secondary_gathers(ops, gs, full, cat == STEP, cat == UNEXPLAINED)
-    marked = rows.has("step") and bool(rows.notna("step").any())
-    mb = infer_micro_batches(ops, gs_mb, full, ((cat == STEP) | secondary) & (step_id >= 0), grad, rank_idx,
-                             step_id, micro_batches, marked=marked, w=w)
-    del secondary, gs_mb
+    mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
+                             micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
+                             apart=cat == UNEXPLAINED)
     syncs = mb.k if mb.grad_sync == "every" else 1
     shard_only = groups.shard is not None
     psi_trace, more = infer.psi_in_trace(grad, ops, full, rank_idx, step_id, syncs=syncs,

@@ -97,7 +97,8 @@ def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.nda
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                         rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
-                        marked: bool = True, w: np.ndarray | None = None) -> MicroBatches:
+                        marked: bool = True, w: np.ndarray | None = None,
+                        apart: np.ndarray | None = None) -> MicroBatches:
     """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
     collectives that opens each optimizer step repeats back to back (the most common count over ranks
     and steps). Gradient accumulation repeats forward and backward, and with them every collective
@@ -110,8 +111,13 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     (:func:`_step_blocks`).
 
     ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them; ``w``:
-    each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight).
+    each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight); ``apart``:
+    the calls reported apart, among which gathers from a secondary copy count as the whole group's
+    (:func:`secondary_gathers`).
     """
+    if apart is not None:
+        secondary, gs = secondary_gathers(ops, gs, full, use, apart)
+        use = use | (secondary & (step_id >= 0))
     found: Counter = Counter()
     modes: Counter = Counter()
     repeats: Counter = Counter()  # the most times one gradient call recurs in a step
