@@ -586,3 +586,17 @@ def test_hsdp_all_reducing_in_the_last_micro_batch_alone(psi):
     # HSDP that all-reduces in every micro-batch (hsdp-2x2, one micro-batch) sets no such flag
     ts = read_traces(RUNS / "hsdp-2x2")
     assert not check(ts.table, meta=ts.meta).all_reduced_once
+
+
+def test_hsdp_all_reducing_in_the_last_micro_batch_alone_without_step_markers():
+    # the same calls with the profiler's step markers dropped, as a trace that marks no steps (an NCCL log)
+    # shows them: the steps are found as repeated blocks, and inside each the last micro-batch is the block
+    # once more with the all-reduces, which a step of its own would not be: 4 micro-batches, Ψ as before
+    import numpy as np
+
+    ts = read_traces(RUNS / "hsdp-2x2-ga4-all-reduce-last")
+    table = ts.table.assign(step=np.nan)
+    res = check(table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, 2, 4)
+    assert res.all_reduced_once == ("fsdp-hybrid",)

@@ -51,9 +51,11 @@ def _step_blocks(codes: list[int], grad: list[bool],
         rest = [c for c, is_g in zip(codes[per * reps:], grad[per * reps:], strict=True) if not is_g]
         closed = rest[:per] == codes[:per] and after and not in_block
         block = set(codes[:per])
-        if closed or (in_block and after and _with_more_reductions(codes, grad, data, per, reps, block)):
+        # or the last micro-batch with reductions of its own (a step would repeat whole)
+        more = in_block and after and _with_more_reductions(codes, grad, data, per, reps, block)
+        if closed or more:
             reps += 1
-        sure = (closed and [c for c in rest if c in block] == codes[:per]) or (
+        sure = more or (closed and [c for c in rest if c in block] == codes[:per]) or (
             in_block and not after and any(data[per * reps:] if data is not None else rest))
     return reps, mode, most, sure
 
