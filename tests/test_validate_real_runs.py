@@ -600,3 +600,114 @@ def test_hsdp_all_reducing_in_the_last_micro_batch_alone_without_step_markers():
     m = res.measurement
     assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, 2, 4)
     assert res.all_reduced_once == ("fsdp-hybrid",)
+
+
+ROOT_UNIT = 160 * 96 + 96  # layers.2, left in the root (run.json root_unit_elements)
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_fsdp1_root_unit_is_kept_from_the_forward_to_the_backward(psi):
+    # FSDP1 FULL_SHARD with layers.2 in the root unit. Counted (count_calls.py): every step on every rank
+    # gathers each unit in the forward and the two inner ones again in the backward (Ψ + Ψ - 15,456), and
+    # reduce-scatters Ψ
+    case = "fsdp1-root-holds-last"
+    assert json.loads((RUNS / case / "run.json").read_text())["root_unit_elements"] == ROOT_UNIT
+    for passes, per in _elements_per_step(case):
+        assert passes == 1
+        assert per == {("c10d::allgather_", None): 2 * PSI - ROOT_UNIT,
+                       ("c10d::_reduce_scatter_base_", 4): PSI}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches) == (PSI, 4, 1)
+    # ring accounting: 3/4 of what was gathered and of Ψ reduce-scattered, fp32
+    assert m.bytes_per_rank_per_step == pytest.approx((3 * PSI - ROOT_UNIT) * 3 / 4 * 4, rel=1e-9)
+    # before: no scheme; now every scheme that gathers twice a micro-batch, with the root's share kept
+    assert not res.matches
+    assert res.partly_kept == ("zero3", "fsdp-full-shard", "fsdp-hybrid")
+    full = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
+    assert not full.pattern_match and full.kept_for_backward_share == pytest.approx(ROOT_UNIT / PSI, rel=1e-9)
+    assert any("21.7% of Ψ (15,456 elements) kept" in n and "_post_forward_reshard" in n for n in res.notes)
+    d = res.as_dict()
+    assert d["matches_if_some_parameters_kept_for_backward"] == ["zero3", "fsdp-full-shard", "fsdp-hybrid"]
+    rec = next(s for s in d["schemes"] if s["scheme"] == "fsdp-full-shard")
+    assert rec["share_kept_for_backward"] == pytest.approx(ROOT_UNIT / PSI, rel=1e-9)
+    # every unit resharded (fsdp1-full-shard) matches as priced, with no share
+    ts = read_traces(RUNS / "fsdp1-full-shard")
+    res = check(ts.table, meta=ts.meta)
+    assert "fsdp-full-shard" in res.matches and not res.partly_kept
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_fsdp2_root_module_at_the_default_reshard_is_kept_in_every_micro_batch(marked):
+    # FSDP2 with layers.2 in the root module, reshard_after_forward at its default, 4 micro-batches,
+    # gradients synchronised in the last. Counted (count_calls.py): every step on every rank gathers
+    # 4(2Ψ - 15,456) and reduce-scatters Ψ once, after the last backward's gathers
+    import numpy as np
+
+    case = "fsdp2-default-root-holds-last-ga4"
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): 4 * (2 * PSI - ROOT_UNIT),
+                       ("c10d::_reduce_scatter_base_", 4): PSI}
+    ts = read_traces(RUNS / case)
+    # without the step markers, as an NCCL log shows the calls: the block of gathers repeated 4 times and
+    # then the reductions alone is a step of 4 micro-batches (before: K = 1, and no scheme)
+    res = check(ts.table if marked else ts.table.assign(step=np.nan), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches, m.grad_sync) == (PSI, 4, 2, 4, "boundary")
+    assert m.bytes_per_rank_per_step == pytest.approx((4 * (2 * PSI - ROOT_UNIT) + PSI) * 3 / 4 * 4, rel=1e-9)
+    # zero3 reduces in every micro-batch: not this run
+    assert res.partly_kept == ("fsdp-full-shard", "fsdp-hybrid")
+    full = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
+    assert full.kept_for_backward_share == pytest.approx(ROOT_UNIT / PSI, rel=1e-9)
+    assert any("(1.78Ψ gathered a micro-batch in place of 2Ψ)" in n for n in res.notes)
+
+
+def test_share_kept_for_backward_by_hand():
+    # by hand, Ψ = 100, k = 2 micro-batches, 4 gathers priced (forward and backward in each): 2kΨ = 400
+    # gathered and 200 reduce-scattered a step
+    from zerocalc.validate.regimes import kept_for_backward_share
+
+    pred = {("all_gather", 4): 400.0, ("reduce_scatter", 4): 200.0}
+    phases = [("all_gather", 4, 4, 100.0), ("reduce_scatter", 4, 2, 100.0)]
+    # 25 elements kept in each micro-batch: 2(200 - 25) = 350 gathered, q = 0.25
+    assert kept_for_backward_share({("all_gather", 4): 350.0, ("reduce_scatter", 4): 200.0}, pred, phases, 2,
+                                   100.0) == pytest.approx(0.25)
+    # nothing kept, or everything (the regime that halves the gathers), or other reductions: no share
+    for gathered, scattered in ((400.0, 200.0), (200.0, 200.0), (350.0, 100.0), (450.0, 200.0)):
+        meas = {("all_gather", 4): gathered, ("reduce_scatter", 4): scattered}
+        assert kept_for_backward_share(meas, pred, phases, 2, 100.0) == 0.0
+    # a scheme that gathers once a micro-batch (priced kΨ) has no such share
+    once = [("all_gather", 4, 2, 100.0), ("reduce_scatter", 4, 2, 100.0)]
+    priced_once = {("all_gather", 4): 200.0, ("reduce_scatter", 4): 200.0}
+    meas = {("all_gather", 4): 150.0, ("reduce_scatter", 4): 200.0}
+    assert kept_for_backward_share(meas, priced_once, once, 2, 100.0) == 0.0
+
+
+def test_a_block_without_reductions_then_reductions_alone_is_micro_batches_only_when_it_gathers_them():
+    # by hand, one step found without markers: codes 1 and 3 are gathers, 2 a reduce-scatter
+    from zerocalc.validate.micro_batches import _step_blocks
+
+    # [gather 60, gather 40] x 3, then the reduce-scatter of 100 (what one block gathers): 3 micro-batches
+    codes, grad = [1, 3, 1, 3, 1, 3, 2], [False] * 6 + [True]
+    elems = [60.0, 40.0] * 3 + [100.0]
+    assert _step_blocks(codes, grad, [True] * 7, elems) == (3, "boundary", 1, True)
+    # one layer's gather of 100 x 3 (a model of equal layers, kept for backward), then its reductions of
+    # 300: one micro-batch, which a trace without markers cannot be sure of
+    codes, grad, elems = [1, 1, 1, 2, 2, 2], [False] * 3 + [True] * 3, [100.0] * 6
+    assert _step_blocks(codes, grad, [True] * 6, elems)[3] is False
+    # other calls with data after the repeats (a training micro-batch after evaluations): not sure either
+    codes, grad = [1, 3, 1, 3, 1, 3, 1, 2], [False] * 7 + [True]
+    assert _step_blocks(codes, grad, [True] * 8, [60.0, 40.0] * 3 + [60.0, 100.0])[3] is False
+
+
+def test_no_share_kept_for_backward_is_read_off_ranks_that_gather_unlike():
+    # an NCCL debug log (its source: tests/data/traces/README.md) of 2 ranks, one with two all-gathers of
+    # 2,097,152 elements and one with one, and one reduce-scatter each: 1.5 gathers a rank on average, which
+    # no module's parameters kept for backward make
+    ts = read_traces(Path(__file__).parent / "data" / "traces" / "nccl-debug" /
+                     "tp-allgather-reducescatter-2ranks.txt")
+    res = check(ts.table, meta=ts.meta)
+    assert any("ranks differ in their calls" in n for n in res.measurement.notes)
+    assert not res.partly_kept and not any(c.kept_for_backward_share for c in res.comparisons)

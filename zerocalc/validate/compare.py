@@ -20,6 +20,8 @@ from zerocalc.validate.measure import Measurement
 from zerocalc.validate.regimes import (
     all_reduced_once,
     by_op_and_group,
+    gathers_of_reduced_vectors,
+    kept_for_backward_share,
     kept_gathers,
     persistent_share,
     same_elements,
@@ -76,6 +78,10 @@ class SchemeComparison:
     #: micro-batch alone (FSDP2's set_requires_all_reduce(False) on the others;
     #: :func:`~.regimes.all_reduced_once`)
     matches_if_all_reduced_once: bool = False
+    #: the share of Ψ whose forward gather, kept for the backward (the rest gathered again), makes the
+    #: pattern match (FSDP1's root unit, FSDP2's root module at its default, reshard_after_forward=False on
+    #: some modules; :func:`~.regimes.kept_for_backward_share`; 0 where none does)
+    kept_for_backward_share: float = 0.0
 
     @property
     def label(self) -> str:
@@ -111,6 +117,7 @@ class SchemeComparison:
             "gathers_if_kept_across_micro_batches": self.gathers_if_kept or None,
             "persistent_share": self.persistent_share or None,
             "matches_if_all_reduced_once": self.matches_if_all_reduced_once,
+            "share_kept_for_backward": self.kept_for_backward_share or None,
         }
 
 
@@ -276,6 +283,7 @@ def compare(
     if reuse_distance is not None:
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
     out = []
+    units = None  # whether the gathers are of the reduced vectors (read once, where a share needs it)
     for name in names:
         sch = numeric.scheme(name)
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
@@ -298,11 +306,16 @@ def compare(
         if share >= 1 - RTOL:
             kept, share = 1, 1.0
         once = open_ and d is None and all_reduced_once(mkeys, pkeys, k)
+        part = (kept_for_backward_share(mkeys, pkeys, phases, k, m.psi)
+                if open_ and d is None and not (kept or once) else 0.0)
+        if part:
+            units = gathers_of_reduced_vectors(m) if units is None else units
+            part = part if units else 0.0
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
-            ratio, volume_match, pattern_match, reused, regathered, kept, share, once = (
-                math.nan, False, False, False, False, 0, 0.0, False)
+            ratio, volume_match, pattern_match, reused, regathered, kept, share, once, part = (
+                math.nan, False, False, False, False, 0, 0.0, False, 0.0)
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
@@ -318,6 +331,7 @@ def compare(
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
             reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
+            kept_for_backward_share=part,
         ))
     return out
 

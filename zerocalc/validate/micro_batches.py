@@ -29,16 +29,17 @@ class MicroBatches:
     grad_sync_how: str
 
 
-def _step_blocks(codes: list[int], grad: list[bool],
-                 data: list[bool] | None = None) -> tuple[int, str | None, int | None, bool]:
+def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
+                 elems: list[float] | None = None) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
-    carry more than a scalar; None: all): the
+    carry more than a scalar; None: all; ``elems``: each call's full vector): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
     "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
     needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
     carry data (the optimizer's gathers), or hold none and are followed by the boundary micro-batch, the
-    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside)."""
+    block once more with all the reductions (calls of other kinds, such as the optimizer's, aside), or hold
+    none and are followed by the reductions alone (:func:`_reductions_after`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
@@ -56,8 +57,28 @@ def _step_blocks(codes: list[int], grad: list[bool],
         if closed or more:
             reps += 1
         sure = more or (closed and [c for c in rest if c in block] == codes[:per]) or (
-            in_block and not after and any(data[per * reps:] if data is not None else rest))
+            in_block and not after and any(data[per * reps:] if data is not None else rest)) or (
+            mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
     return reps, mode, most, sure
+
+
+def _reductions_after(grad: list[bool], data: list[bool] | None, elems: list[float] | None, per: int,
+                      reps: int) -> bool:
+    """Whether ``reps`` blocks of ``per`` calls that reduce nothing are followed by gradient reductions alone
+    (and calls without data) of no more elements than one block gathers: the micro-batches of a step
+    whose gradients are reduced once, after the last (FSDP under no_sync() or
+    set_requires_gradient_sync(False) on the earlier ones, its reduce-scatters after the last backward's
+    gathers). A step repeats no block without reductions, and a micro-batch gathers each parameter it
+    reduces at least once, which the gathers of one layer repeated (a model of equal layers, its
+    parameters kept for backward) do not."""
+    if elems is None:
+        return False
+    tail = range(per * reps, len(grad))
+    if not all(grad[i] or (data is not None and not data[i]) for i in tail):
+        return False
+    reduced = sum(elems[i] for i in tail if grad[i])
+    gathered = sum(elems[i] for i in range(per) if data is None or data[i])
+    return 0 < reduced <= gathered * (1 + 1e-9)
 
 
 def _with_more_reductions(codes: list[int], grad: list[bool], data: list[bool] | None, per: int, reps: int,
@@ -195,7 +216,8 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     g, data = grad[sel], full[sel] > SCALAR_MAX_ELEMENTS
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist())
+        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(),
+                                              full[sel][lo:hi].tolist())
         if sure_only and not sure:
             reps, mode = 1, None
         if most is not None:

@@ -12,7 +12,12 @@ from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing
-from zerocalc.validate.regimes import all_reduced_once_note, kept_notes, secondary_partition
+from zerocalc.validate.regimes import (
+    all_reduced_once_note,
+    kept_for_backward_note,
+    kept_notes,
+    secondary_partition,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,9 @@ class CheckResult:
     #: schemes that send exactly the measured pattern when HSDP's replicate all-reduce runs in the last
     #: micro-batch alone (:func:`~.regimes.all_reduced_once`)
     all_reduced_once: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when the forward's gathers of part of the parameters
+    #: are kept for the backward (:func:`~.regimes.kept_for_backward_share`)
+    partly_kept: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
@@ -61,6 +69,7 @@ class CheckResult:
             "matches_if_parameters_kept_across_micro_batches": list(self.kept),
             "matches_with_secondary_partition": list(self.secondary_partition),
             "matches_if_all_reduced_once": list(self.all_reduced_once),
+            "matches_if_some_parameters_kept_for_backward": list(self.partly_kept),
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
@@ -138,13 +147,17 @@ def check(
     secondary = secondary_partition(m, comps)
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
-                         persistent_share=0.0) if c.scheme in secondary[0] else c for c in comps]
+                         persistent_share=0.0, kept_for_backward_share=0.0) if c.scheme in secondary[0] else c
+                 for c in comps]
     notes += kept_notes(comps, m.micro_batches, m.psi)
     if secondary:
         notes += secondary[1]
     once = tuple(c.scheme for c in comps if c.matches_if_all_reduced_once)
     if once:
         notes.append(all_reduced_once_note(once, m.micro_batches))
+    partly = kept_for_backward_note(comps, m.psi)
+    if partly:
+        notes.append(partly)
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
     if recorded:
@@ -160,6 +173,7 @@ def check(
         reused=reused, nccl_timing=timed_by_nccl,
         kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
         secondary_partition=secondary[0] if secondary else (), all_reduced_once=once,
+        partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
     )
 
 

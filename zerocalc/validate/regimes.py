@@ -1,15 +1,18 @@
 """How a scheme that does not match as priced still sends the measured pattern: the regimes real
-implementations run it in (gathered parameters kept across micro-batches, DeepSpeed ZeRO-3's persistent
-parameters, parameters gathered on a smaller group, HSDP's shards all-reduced once a step), each read off
-the measured elements per (op, group), and the notes that name them.
+implementations run it in (gathered parameters kept across micro-batches, part of them kept from the forward
+to the backward, DeepSpeed ZeRO-3's persistent parameters, parameters gathered on a smaller group, HSDP's
+shards all-reduced once a step), each read off the measured elements per (op, group), and the notes that
+name them.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from zerocalc.validate.accounting import RTOL
-from zerocalc.validate.classify import UNEXPLAINED
+from zerocalc.validate.classify import STEP, UNEXPLAINED, gradient_calls
 from zerocalc.validate.measure import Measurement
 
 
@@ -77,6 +80,67 @@ def persistent_share(mkeys: dict, pkeys: dict, k: int, psi: float) -> float:
     a = pkeys[gathers[0]]
     share = (a - mkeys[gathers[0]]) * k / (a * (k - 1))
     return min(share, 1.0) if 0 < share <= 1 + RTOL else 0.0
+
+
+def gathers_of_reduced_vectors(m: Measurement) -> bool:
+    """Whether each rank gathers, in whole calls a step that its ``k`` micro-batches share alike, only
+    vectors of the sizes its gradient reductions reduce: a module's parameters gathered and its gradients
+    reduced, as FSDP's units are (what :func:`kept_for_backward_share` reads needs it; a trace whose ranks
+    differ, or that gathers activations, does not show it)."""
+    cols = m.columns
+    if not m.steps or not len(m.ranks):
+        return False
+    gathers = sum(c for o, _p, _d, c, _e, _b in m.pattern_groups if o == "all_gather")
+    per_micro_batch = gathers / max(m.micro_batches, 1)
+    if gathers < 1 or not math.isclose(per_micro_batch, round(per_micro_batch), rel_tol=1e-9):
+        return False
+    step = (cols.cat == STEP) & (cols.step_id >= 0)
+    gathered = np.unique(cols.full_elements[step & cols.ops.eq("all_gather")])
+    reduced = np.unique(cols.full_elements[gradient_calls(cols.cat, cols.ops, cols.full_elements)])
+    return bool(len(gathered)) and bool(np.isin(gathered, reduced).all())
+
+
+def kept_for_backward_share(mkeys: dict, pkeys: dict, phases, k: int, psi: float) -> float:
+    """The share q of Ψ with which a scheme that gathers its parameters twice a micro-batch (forward and
+    backward: A = 2kΨ a step, in 2k gathers) sends the measured pattern once the forward's gathers of q·Ψ are
+    kept for the backward and the rest gathered again: FSDP1 does not reshard its root unit after the
+    forward (``torch/distributed/fsdp/_runtime_utils.py`` ``_post_forward_reshard``), FSDP2 the root
+    module's parameters when ``reshard_after_forward`` is left at its default (``_fsdp_state.py``
+    ``_lazy_init``) nor any module's given ``reshard_after_forward=False`` (torchtitan's parallelize does so
+    for the last transformer block). The measured gathers are then k(2 - q)Ψ, so q = 2(A - measured)/A;
+    0 where the other calls differ, the scheme gathers otherwise, or q falls outside (0, 1) (q = 1, every
+    gather kept, is :func:`same_elements` at half the gathers). Read only where the gathers are of the
+    reduced vectors (:func:`gathers_of_reduced_vectors`)."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if len(gathers) != 1 or set(mkeys) != set(pkeys):
+        return 0.0
+    a = pkeys[gathers[0]]
+    calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
+    if not (math.isclose(calls, 2 * k) and math.isclose(a, 2 * k * psi, rel_tol=RTOL)):
+        return 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return 0.0
+    share = 2 * (a - mkeys[gathers[0]]) / a
+    return share if RTOL < share < 1 - RTOL else 0.0
+
+
+def kept_for_backward_note(comps, psi: float) -> str | None:
+    """The note naming the schemes that send the measured pattern with part of the parameters kept from the
+    forward to the backward (:func:`kept_for_backward_share`), and the implementations that keep them so."""
+    shares = {}
+    for c in comps:
+        if c.kept_for_backward_share:
+            shares.setdefault(round(c.kept_for_backward_share, 6), []).append(c.scheme)
+    if not shares:
+        return None
+    parts = [f"{_names_send(names)} exactly this pattern with {q:.1%} of Ψ ({q * psi:,.0f} elements) kept "
+             f"gathered from the forward to the backward and the rest gathered again ({2 - q:.3g}Ψ gathered "
+             "a micro-batch in place of 2Ψ)" for q, names in shares.items()]
+    return ("; ".join(parts) + ", as FSDP1 keeps its root unit's parameters (not resharded after the "
+            "forward: _runtime_utils.py _post_forward_reshard), FSDP2 the root module's when "
+            "reshard_after_forward is left at its default, and any module's given "
+            "reshard_after_forward=False (torchtitan's parallelize sets it on the last transformer block): "
+            "the share is those modules' parameters")
 
 
 def kept_notes(comps, k: int, psi: float) -> list[str]:

@@ -130,13 +130,16 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
-def fsdp2_model(mesh, mp_policy=None, reshard=True):
+def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None):
+    """FSDP2 ``fully_shard`` on each Linear (on the first ``units`` alone where given: the others' parameters
+    stay with the root's) and on the root; ``reshard`` None leaves reshard_after_forward at its default."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     model = make_model()
-    kw = {"mesh": mesh, "reshard_after_forward": reshard,
-          "mp_policy": mp_policy or MixedPrecisionPolicy()}
-    for layer in model.layers:
+    kw = {"mesh": mesh, "mp_policy": mp_policy or MixedPrecisionPolicy()}
+    if reshard is not None:
+        kw["reshard_after_forward"] = reshard
+    for layer in model.layers[:units]:
         fully_shard(layer, **kw)
     fully_shard(model, **kw)
     return model
@@ -162,38 +165,46 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True):
 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
-               sync_every=True, steps=3, reshard=True, all_reduce_every=True):
+               sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
-    model = fsdp2_model(mesh, mp_policy, reshard)
+    model = fsdp2_model(mesh, mp_policy, reshard, units)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every))
 
 
 
-def fsdp1_model(strategy, mixed=False, groups=None):
-    """FSDP1 (``FullyShardedDataParallel``): one unit per Linear (``ModuleWrapPolicy``) and the root, each
-    unit's weight and bias one flat parameter; ``groups`` = (shard group, replicate group) for
+def fsdp1_model(strategy, mixed=False, groups=None, units=None):
+    """FSDP1 (``FullyShardedDataParallel``): one unit per Linear (``ModuleWrapPolicy``; the first ``units``
+    alone where given, by ``lambda_auto_wrap_policy``: the others' parameters stay in the root unit) and the
+    root, each unit's weight and bias one flat parameter; ``groups`` = (shard group, replicate group) for
     HYBRID_SHARD."""
+    import functools
+
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     from torch.distributed.fsdp import MixedPrecision, ShardingStrategy
-    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy, lambda_auto_wrap_policy
 
     mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed else None
-    return FSDP(make_model(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu"),
+    model = make_model()
+    policy = ModuleWrapPolicy({nn.Linear})
+    if units is not None:
+        own = set(model.layers[:units])
+        policy = functools.partial(lambda_auto_wrap_policy, lambda_fn=lambda module: module in own)
+    return FSDP(model, auto_wrap_policy=policy, device_id=torch.device("cpu"),
                 sharding_strategy=getattr(ShardingStrategy, strategy), mixed_precision=mp,
                 process_group=groups)
 
 
-def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3):
+def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3, units=None):
     groups = None
     if strategy == "HYBRID_SHARD":  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
         shard = [dist.new_group(r) for r in ([0, 1], [2, 3])]
         replicate = [dist.new_group(r) for r in ([0, 2], [1, 3])]
         rank = dist.get_rank()
         groups = (shard[rank // 2], replicate[rank % 2])
-    model = fsdp1_model(strategy, mixed, groups)
+    model = fsdp1_model(strategy, mixed, groups, units)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
 
@@ -654,6 +665,19 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first 3)"}),
+    "fsdp1-root-holds-last": (lambda o: case_fsdp1(o, units=2, steps=2), {
+        "scheme": "FSDP1 FULL_SHARD, units on layers.0 and layers.1, layers.2 in the root unit (not "
+                  "resharded after forward)", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": fsdp_groups((4,)), "micro_batches": 1, "grad_sync": "every micro-batch",
+        "steps_profiled": 2, "root_unit_elements": LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]}),
+    "fsdp2-default-root-holds-last-ga4": (
+        lambda o: case_fsdp2(o, reshard=None, units=2, k=4, sync_every=False, steps=2), {
+            "scheme": "FSDP2 fully_shard on layers.0, layers.1 and the root (holding layers.2), "
+                      "reshard_after_forward left at its default (True, but the root's parameters are not "
+                      "resharded after forward)", "param_dtype": "float32", "reduce_dtype": "float32",
+            "groups": fsdp_groups((4,)), "micro_batches": 4, "steps_profiled": 2,
+            "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first 3)",
+            "root_unit_elements": LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]}),
     "fsdp2-no-reshard": (lambda o: case_fsdp2(o, reshard=False, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=False (as ZeRO-2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
