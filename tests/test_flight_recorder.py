@@ -231,6 +231,33 @@ def test_real_deepspeed_zero2_dumps_reduce_in_every_micro_batch():
     assert "deepspeed-zero2" in out["matches"]
 
 
+def test_real_deepspeed_moe_dumps_price_the_dense_parameters_and_the_experts_each_on_its_group():
+    # DeepSpeed ZeRO-2 with an MoE layer (4 experts, expert parallelism 2), 4 micro-batches, no step markers.
+    # Counted from the dumps: each step all-reduces the dense gradients (44,064) on the group of 4 (pg '5')
+    # and the rank's experts' (123,584) on its expert-data-parallel group of 2 in every micro-batch, tokens
+    # go by all-to-all on the expert-parallel group (pg '3' or '4'), and each part is all-gathered on its
+    # group after the optimizer step
+    run, ranks = _count("ds-moe-ep2-zero2-ga4")
+    steps, k = run["optimizer_steps"], run["micro_batches"]
+    dense, experts = run["model"]["dense_psi"], run["model"]["expert_psi_per_rank"]
+    for entries in ranks:
+        reduced = {}
+        for e in entries:
+            if e["profiling_name"] == "gloo:all_reduce" and math.prod(e["input_sizes"][0]) > 1:
+                pg = e["process_group"][0]
+                reduced[pg] = reduced.get(pg, 0) + math.prod(e["input_sizes"][0])
+        # pg '5', DeepSpeed's data-parallel group of 4 on every rank; the other, the rank's group of 2
+        assert reduced.pop("5") == steps * k * dense and list(reduced.values()) == [steps * k * experts]
+    res = runner.invoke(app, ["check", str(FR / "ds-moe-ep2-zero2-ga4"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"], out["grad_sync"]) == (
+        dense + experts, 4, steps, k, "every")
+    assert out["expert_parallel"] == {"expert_data_parallel_size": 2, "expert_parallel_size": 2,
+                                      "expert_psi": experts, "dense_psi": dense}
+    assert out["matches"] == ["deepspeed-zero2"]
+
+
 def test_a_pickled_dump_is_refused_unread_with_the_way_to_json(tmp_path):
     # the head of what torch 2.13's _dump_fr_trace() returned in a gloo run (protocol 2), as a watchdog
     # timeout writes it to TORCH_FR_DUMP_TEMP_FILE + rank

@@ -711,3 +711,66 @@ def test_no_share_kept_for_backward_is_read_off_ranks_that_gather_unlike():
     res = check(ts.table, meta=ts.meta)
     assert any("ranks differ in their calls" in n for n in res.measurement.notes)
     assert not res.partly_kept and not any(c.kept_for_backward_share for c in res.comparisons)
+
+
+MOE_DENSE, MOE_EXPERTS = 44_064, 123_584  # run.json: l0, the gate and l2; each rank's 2 experts
+
+
+@pytest.mark.parametrize("psi", [None, MOE_DENSE + MOE_EXPERTS])
+def test_deepspeed_moe_prices_the_dense_parameters_and_the_experts_each_on_its_group(psi):
+    # DeepSpeed ZeRO-2 with an MoE layer of 4 experts, expert parallelism 2, 4 micro-batches. Counted
+    # (count_calls.py): every step on every rank all-reduces 44,064 and 123,584 elements in each micro-batch
+    # (the op names no group), exchanges tokens by 16 all-to-alls of 6,144, and after the optimizer step
+    # all-gathers 44,064 on 4 and 123,584 on 2 (the groups from the shapes)
+    case = "ds-moe-ep2-zero2-ga4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert (run["model"]["dense_psi"], run["model"]["expert_psi_per_rank"]) == (MOE_DENSE, MOE_EXPERTS)
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::allreduce_", None): 4 * (MOE_DENSE + MOE_EXPERTS),
+                       ("c10d::alltoall_base_", None): 16 * 6144,
+                       ("c10d::_allgather_base_", 4): MOE_DENSE, ("c10d::_allgather_base_", 2): MOE_EXPERTS}
+    ts = read_traces(RUNS / case)
+    # over gloo no all-reduce names its group: each is placed by the worker thread that ran it (the
+    # data-parallel group's second worker ran no gather, so only the order of the threads places it)
+    ar = ts.table[(ts.table.op == "all_reduce") & (ts.table.in_nelems > 1)]
+    assert set(ar.loc[ar.in_nelems == MOE_DENSE, "group_size"]) == {4}
+    assert set(ar.loc[ar.in_nelems == MOE_EXPERTS, "group_size"]) == {2}
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    # before: N = 2 and Ψ the experts' alone, the dense all-reduces reported apart, no scheme
+    assert (m.psi, m.expert_psi, m.n, m.expert_size, m.micro_batches, m.grad_sync) == (
+        MOE_DENSE + MOE_EXPERTS, MOE_EXPERTS, 4, 2, 4, "every")
+    # ring accounting, fp32: 2(p-1)/p of each all-reduce's vector, (p-1)/p of each all-gather's
+    assert m.bytes_per_rank_per_step == pytest.approx(
+        (4 * MOE_DENSE * 2 * 3 / 4 + 4 * MOE_EXPERTS * 2 * 1 / 2 + MOE_DENSE * 3 / 4 + MOE_EXPERTS / 2) * 4,
+        rel=1e-9)
+    assert res.matches == ("deepspeed-zero2",)
+    assert any("all-to-all on 2 ranks" in n for n in m.notes)
+    d = res.as_dict()
+    assert d["expert_parallel"] == {"expert_data_parallel_size": 2, "expert_parallel_size": 2,
+                                    "expert_psi": MOE_EXPERTS, "dense_psi": MOE_DENSE}
+    # --n 2 takes the expert-data-parallel group alone, as before
+    m2 = check(ts.table, meta=ts.meta, n=2).measurement
+    assert (m2.n, m2.expert_size) == (2, None)
+
+
+def test_expert_parallelism_needs_its_all_to_all_on_the_groups_between():
+    # by hand: gradient reductions on groups of 8 and 2 (2 divides 8); the all-to-all's group tells
+    import numpy as np
+
+    from zerocalc.validate.columns import Codes
+    from zerocalc.validate.infer import _experts
+
+    names = ("all_reduce", "all_to_all")
+    gs = np.array([8, 2, 4])
+    full = np.array([1000.0, 3000.0, 500.0])
+    grad = np.array([True, True, False])
+    assert _experts(Codes(np.array([0, 0, 1]), names), gs, full, grad) == (8, 2)
+    # no all-to-all, or one on a group of 2 (not 8 / 2), or a scalar one: not expert parallelism (tensor or
+    # pipeline parallelism beside data parallelism)
+    assert _experts(Codes(np.array([0, 0, 0]), names), gs, full, grad) is None
+    assert _experts(Codes(np.array([0, 0, 1]), names), np.array([8, 2, 2]), full, grad) is None
+    assert _experts(Codes(np.array([0, 0, 1]), names), gs, np.array([1000.0, 3000.0, 1.0]), grad) is None
+    # 3 does not divide 8
+    assert _experts(Codes(np.array([0, 0, 1]), names), np.array([8, 3, 4]), full, grad) is None

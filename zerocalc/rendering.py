@@ -359,6 +359,10 @@ def _check_layout_lines(m) -> list[str]:
     if m.shard_size:
         out.append(f"groups: data-parallel N = {m.n} as HSDP's shard groups of {m.shard_size} × replicate "
                    f"groups of {m.n // m.shard_size}; {world}")
+    elif m.expert_size:
+        out.append(f"groups: data-parallel N = {m.n} for the dense parameters, expert-data-parallel groups "
+                   f"of {m.expert_size} for the experts (expert parallelism {m.n // m.expert_size}: each "
+                   f"scheme priced on both, its all-to-all reported apart); {world}")
     elif m.dp_group_sizes:
         out.append(f"groups: data-parallel N = {m.n} ({world})")
     if m.param_dtype and m.grad_dtype:

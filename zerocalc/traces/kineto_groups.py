@@ -182,21 +182,31 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
         return
     order = sorted(pgs, key=lambda pg: int(pg[3]))
     seen: dict[str, set[int]] = {}
+    known: dict[str, set[int]] = {}  # the sizes the calls state or their worker's other calls gave
     for r in rows:
         w = r.get("worker")
         if w is None or w not in tids:
             continue
         fits = seen.setdefault(w, set())
+        stated = known.setdefault(w, set())
         # a size pg_config guessed binds the worker only for a call above a scalar (a loss or a metric,
         # often on the default group, takes the guess too)
         if r["group_size"] is not None and (r.get("group_from") != "pg_config"
                                             or (r["in_nelems"] or 0) > SCALAR_MAX_ELEMENTS):
             fits.add(r["group_size"])
-    if not seen or any(len(f) > 1 for f in seen.values()):
+        if r["group_size"] is not None and r.get("group_from") != "pg_config":
+            stated.add(r["group_size"])
+    if not seen or any(len(f) > 1 for f in known.values()):
         return
     workers = sorted(seen, key=tids.__getitem__)
-    allowed = [[j for j, pg in enumerate(order) if not seen[w] or pg[1] in seen[w]] for w in workers]
-    places = {workers[i]: j for i, j in _monotone_places(allowed).items()}
+    places = {}
+    # the guessed sizes bind where they fit; where no placement admits them (a guess that took a group of
+    # another size, as the data-parallel all-reduce beside expert-data-parallel groups), the stated alone
+    for sizes in ((seen, known) if all(len(f) <= 1 for f in seen.values()) else (known,)):
+        allowed = [[j for j, pg in enumerate(order) if not sizes[w] or pg[1] in sizes[w]] for w in workers]
+        places = {workers[i]: j for i, j in _monotone_places(allowed).items()}
+        if places:
+            break
     for r in rows:
         j = places.get(r.get("worker"))
         if j is None or r["group"] is not None:

@@ -8,6 +8,7 @@ PyTorch issue #69591 (what implementations send).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -148,6 +149,10 @@ class Pricing:
     grad_sync: str = "every"
     #: DeepSpeed's stage3_max_reuse_distance (None: its default, evaluate.DEFAULT_REUSE_DISTANCE)
     reuse_distance: float | None = None
+    #: expert parallelism: (the experts' elements each rank holds, their expert-data-parallel group size),
+    #: priced as the scheme again beside the dense parameters (``psi`` then theirs alone, on N); None: no
+    #: experts apart
+    expert: tuple[float, int] | None = None
 
 
 def pricing_of(m: Measurement, gpus_per_node: int | None = None) -> Pricing:
@@ -155,9 +160,11 @@ def pricing_of(m: Measurement, gpus_per_node: int | None = None) -> Pricing:
     g = _gpus_per_node(m.n, gpus_per_node) if gpus_per_node is not None or not m.shard_size else m.shard_size
     pb = m.param_elem_bytes if m.param_elem_bytes == m.param_elem_bytes else m.comm_elem_bytes
     gb = m.grad_elem_bytes if m.grad_elem_bytes == m.grad_elem_bytes else m.comm_elem_bytes
-    return Pricing(psi=m.psi, n=m.n, g=g, param_bytes=pb, grad_bytes=gb,
+    experts = m.expert_psi if m.expert_size and m.expert_psi and m.expert_psi < m.psi else None
+    return Pricing(psi=m.psi - (experts or 0), n=m.n, g=g, param_bytes=pb, grad_bytes=gb,
                    param_dtype=m.param_dtype or m.comm_dtype, grad_dtype=m.grad_dtype or m.comm_dtype,
-                   h=m.shard_size, micro_batches=m.micro_batches, grad_sync=m.grad_sync or "every")
+                   h=m.shard_size, micro_batches=m.micro_batches, grad_sync=m.grad_sync or "every",
+                   expert=(float(experts), m.expert_size) if experts else None)
 
 
 #: Parameter-side collectives (all-gather, broadcast of parameters) carry the parameter dtype; the others
@@ -202,12 +209,28 @@ def _phase_numbers(scheme, *, psi: float, n: int, g: int, comm_bytes: float | No
         yield (op, p, runs * float(numeric.evaluate(ph.calls, vals)), elements, eb, dtype)
 
 
+def _priced_phases(scheme, pricing: Pricing) -> list:
+    """:func:`_phase_numbers` at ``pricing``; under expert parallelism (``pricing.expert``) the scheme run
+    twice, on the dense parameters (Ψ on N) and on each rank's experts (on their expert-data-parallel
+    group, G at most its size), phase by phase in turn, as one backward reduces both."""
+    dense = list(_phase_numbers(scheme, psi=pricing.psi, n=pricing.n, g=pricing.g, pricing=pricing))
+    if pricing.expert is None:
+        return dense
+    psi_e, n_e = pricing.expert
+    of_experts = replace(pricing, psi=psi_e, n=n_e, g=min(pricing.g, n_e), h=None, expert=None)
+    experts = list(_phase_numbers(scheme, psi=psi_e, n=n_e, g=of_experts.g, pricing=of_experts))
+    out = []
+    for pair in itertools.zip_longest(dense, experts):
+        out += [ph for ph in pair if ph is not None]
+    return out
+
+
 def predicted_groups(scheme, pricing: Pricing, phases=None) -> tuple[Entry, ...]:
     """A scheme's phases as numbers per (op, group size, dtype), in first-appearance order (:data:`Entry`);
     ``phases``: :func:`_phase_numbers` already computed."""
     acc: dict[tuple[str, int, str], list[float]] = {}
     if phases is None:
-        phases = _phase_numbers(scheme, psi=0, n=0, g=0, pricing=pricing)
+        phases = _priced_phases(scheme, pricing)
     for op, p, calls, elems, eb, dt in phases:
         a = acc.setdefault((op, int(p), dt), [0.0, 0.0, 0.0])
         a[0] += calls
@@ -380,7 +403,7 @@ def reuse_regime(d: float, psi: float) -> str:
 def _against(sch, m: Measurement, mkeys: dict, meas_fine, pricing: Pricing):
     """One scheme priced at ``pricing`` against the measured step: (reuse distance or None, phases,
     predicted groups, elements per (op, group), ratio, order, whether pattern and volume match)."""
-    phases = list(_phase_numbers(sch, psi=m.psi, n=m.n, g=pricing.g, pricing=pricing))
+    phases = _priced_phases(sch, pricing)
     fine = predicted_groups(sch, pricing, phases)
     pkeys = by_op_and_group(fine)
     predicted = sum(b for *_, b in fine)

@@ -78,6 +78,8 @@ class Groups:
     sizes: frozenset[int]
     shard: int | None
     how: str
+    #: expert parallelism's expert-data-parallel group size (None: no experts apart; :func:`_experts`)
+    expert: int | None = None
 
 
 def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
@@ -109,6 +111,25 @@ def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
             set(full[ar].tolist()) == {f / h_ for f in full[rs].tolist()}):
         return h_, r_
     return None
+
+
+def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> tuple[int, int] | None:
+    """(N, E) when the gradients are reduced on groups of two sizes N > E, E dividing N, and tokens are
+    exchanged by all-to-all on groups of N / E: expert parallelism (DeepSpeed MoE's ``ep_size``,
+    Megatron-LM's and torchtitan's expert-parallel dimension). Each rank holds 1 / (N/E) of the experts,
+    whose gradients it reduces with the E ranks that hold the same experts (``expert_data_parallel``), and
+    the dense parameters' with all N (DeepSpeed ``deepspeed/utils/groups.py``
+    ``_create_expert_and_data_parallel``). None otherwise."""
+    from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+
+    sizes = sorted(set(gs[grad].tolist()))
+    if len(sizes) != 2:
+        return None
+    e, n = (int(s) for s in sizes)
+    if e < 2 or n % e:
+        return None
+    a2a = ops.eq("all_to_all") & (gs == n // e) & (full > SCALAR_MAX_ELEMENTS)
+    return (n, e) if a2a.any() else None
 
 
 def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: int | None,
@@ -151,9 +172,12 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     most_n = max(most, key=lambda k: (most[k], k))
     trace_n = max(by_grad, key=lambda k: (by_grad[k], k)) if by_grad else most_n
     hsdp = _hsdp(ops, gs, full, grad, w)
+    experts = None if hsdp is not None else _experts(ops, gs, full, grad)
     sizes = frozenset({trace_n})
     if hsdp is not None:
         trace_n, sizes = hsdp[0] * hsdp[1], frozenset(hsdp)
+    if experts is not None:
+        trace_n, sizes = experts[0], frozenset(experts)
     if n is None:
         n = trace_n
         n_how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
@@ -163,7 +187,14 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
         if hsdp is not None:
             n_how = (f"N = {n}: inferred from the trace (HSDP: gradients reduce-scattered on shard groups of "
                      f"{hsdp[0]} ranks, then each shard all-reduced on replicate groups of {hsdp[1]}")
-        if inner:
+        if experts is not None:
+            n_how = (f"N = {n}: inferred from the trace (expert parallelism: the dense parameters' gradients "
+                     f"reduced on groups of {n} ranks, the experts' on expert-data-parallel groups of "
+                     f"{experts[1]}, tokens exchanged by all-to-all on expert-parallel groups of "
+                     f"{n // experts[1]}")
+        if experts is not None:
+            pass
+        elif inner:
             n_how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
                      f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
                      "parallelism's layout, and are reported apart")
@@ -173,7 +204,7 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                       "data-parallel group is another")
         n_how += f"; world_size {world} in the trace header)" if world is not None else ")"
     else:
-        if hsdp is not None and n == trace_n:
+        if (hsdp is not None or experts is not None) and n == trace_n:
             pass
         elif n not in sizes_by_elems:
             raise TraceMismatchError(
@@ -181,16 +212,20 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                 f"{', '.join(str(k) for k in sorted(sizes_by_elems))} ranks"
             )
         else:
-            sizes, hsdp = frozenset({n}), None
-        n_how = (f"N = {n}: from --n (the trace has collectives on groups of {n})" if hsdp is None else
-                 f"N = {n}: from --n (HSDP: shard groups of {hsdp[0]} × replicate groups of {hsdp[1]})")
+            sizes, hsdp, experts = frozenset({n}), None, None
+        n_how = (f"N = {n}: from --n (HSDP: shard groups of {hsdp[0]} × replicate groups of {hsdp[1]})"
+                 if hsdp is not None else
+                 f"N = {n}: from --n (expert parallelism: the experts' gradients reduced on groups of "
+                 f"{experts[1]})" if experts is not None else
+                 f"N = {n}: from --n (the trace has collectives on groups of {n})")
     n_ranks = len(pd.unique(rank))
     if world is not None and n_ranks > world:
         raise TraceMismatchError(f"{n_ranks} ranks in the traces but world_size is {world}")
     if n_ranks > n:
         n_how += (f"; {n_ranks} ranks in all: each data-parallel group of {n} is one of "
                   f"{n_ranks / n:g} model-parallel (pipeline or tensor) parts")
-    return gs, Groups(n=int(n), sizes=sizes, shard=hsdp[0] if hsdp else None, how=n_how)
+    return gs, Groups(n=int(n), sizes=sizes, shard=hsdp[0] if hsdp else None, how=n_how,
+                      expert=experts[1] if experts else None)
 
 
 def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, dt: Codes,

@@ -111,6 +111,11 @@ class Measurement:
     dp_group_sizes: tuple[int, ...] = ()
     #: HSDP's shard-group size (None: the gradients are reduced on one group)
     shard_size: int | None = None
+    #: expert parallelism: the expert-data-parallel group size the experts' gradients are reduced on, and
+    #: the experts' elements each rank holds (Ψ then counts them with the dense parameters, whose
+    #: gradients are reduced on N; None: no experts apart)
+    expert_size: int | None = None
+    expert_psi: int | None = None
     micro_batches: int = 1
     micro_batches_how: str = ""
     #: "every", "boundary" or None (the trace cannot tell), with the sentence saying why
@@ -190,6 +195,13 @@ def measure(
                              apart=cat == UNEXPLAINED)
     syncs = mb.k if mb.grad_sync == "every" else 1
     shard_only = groups.shard is not None
+    expert_psi = None
+    if groups.expert is not None:  # the experts' gradients apart: Ψ is the dense parameters'
+        on_expert = gs == groups.expert
+        expert_psi, more = infer.psi_in_trace(grad & on_expert, ops, full, rank_idx, step_id, syncs=syncs,
+                                              w=w)
+        notes += [f"experts: {t}" for t in more]
+        grad = grad & ~on_expert
     psi_trace, more = infer.psi_in_trace(grad, ops, full, rank_idx, step_id, syncs=syncs,
                                          shard_only=shard_only, w=w)
     notes += more
@@ -197,7 +209,12 @@ def measure(
                                  psi_trace if psi_trace is not None else psi)
     del small
     grad = classify.gradient_calls(cat, ops, full)
+    if expert_psi is not None and psi_trace is not None:  # Ψ: each rank's parameters, dense and experts
+        psi_trace += expert_psi
     psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only)
+    if expert_psi is not None:
+        psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
+                    f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")
     dt = dt.filled("?")
     comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(dt, cat == STEP, grad, full, eb, sent, approx,
                                                            dtype, w)
@@ -218,7 +235,8 @@ def measure(
         steps=n_steps, steps_how=steps_how, ranks=ranks, comm_elem_bytes=float(comm_eb),
         comm_dtype=str(comm_dtype), notes=tuple(notes), per_step=per_step, categories=categories,
         pattern=pattern, order_variants=variants, ranks_how=ranks_how, world_size=world,
-        dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard,
+        dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard, expert_size=groups.expert,
+        expert_psi=expert_psi,
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,

@@ -57,6 +57,9 @@ class CheckResult:
             "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how,
             "n": m.n, "n_how": m.n_how, "world_size": m.world_size,
             "dp_group_sizes": list(m.dp_group_sizes), "hsdp_shard_size": m.shard_size,
+            "expert_parallel": None if not m.expert_size else {
+                "expert_data_parallel_size": m.expert_size, "expert_parallel_size": m.n // m.expert_size,
+                "expert_psi": m.expert_psi, "dense_psi": m.psi - (m.expert_psi or 0)},
             "micro_batches": m.micro_batches, "micro_batches_how": m.micro_batches_how,
             "grad_sync": m.grad_sync, "grad_sync_how": m.grad_sync_how,
             "param_dtype": m.param_dtype, "grad_dtype": m.grad_dtype,

@@ -49,6 +49,8 @@ GLOO_NAME = {
     "c10d::allgather_into_tensor_coalesced_": "gloo:all_gather",
     "c10d::broadcast_": "gloo:broadcast",
     "c10d::reduce_": "gloo:reduce",
+    "c10d::alltoall_base_": "gloo:all_to_all",
+    "c10d::alltoall_": "gloo:all_to_all",
     "c10d::send": "gloo:send",
     "c10d::recv_": "gloo:recv",
 }

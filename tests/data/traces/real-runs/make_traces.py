@@ -513,6 +513,56 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
     run_profiled(outdir, steps, train_step)
 
 
+class MoEMLP(nn.Module):
+    """Linear(128, 192) - ReLU - DeepSpeed ``MoE`` (``MOE_EXPERTS`` experts of Linear(192, 160) - ReLU -
+    Linear(160, 192), top-1 gate, expert parallelism ``MOE_EP``) - ReLU - Linear(192, 96): the dense layers
+    and the gate data-parallel on every rank, each rank holding MOE_EXPERTS / MOE_EP experts, its tokens
+    sent to their experts' ranks by all-to-all on its expert-parallel group."""
+
+    def __init__(self):
+        from deepspeed.moe.layer import MoE
+
+        super().__init__()
+        torch.manual_seed(0)
+        self.l0 = nn.Linear(128, 192)
+        expert = nn.Sequential(nn.Linear(192, 160), nn.ReLU(), nn.Linear(160, 192))
+        self.moe = MoE(hidden_size=192, expert=expert, num_experts=MOE_EXPERTS, ep_size=MOE_EP, k=1,
+                       capacity_factor=4.0, eval_capacity_factor=4.0, min_capacity=8)
+        self.l2 = nn.Linear(192, 96)
+
+    def forward(self, x):
+        h, aux, _ = self.moe(torch.relu(self.l0(x)))
+        return self.l2(torch.relu(h)), aux
+
+
+MOE_EXPERTS, MOE_EP = 4, 2
+MOE_DENSE_PSI = 128 * 192 + 192 + 192 * MOE_EXPERTS + 192 * 96 + 96  # l0, the gate, l2: 44,064
+MOE_EXPERT_PSI = MOE_EXPERTS // MOE_EP * (192 * 160 + 160 + 160 * 192 + 192)  # a rank's experts: 123,584
+
+
+def case_deepspeed_moe(outdir, cfg, steps=2):
+    """DeepSpeed MoE (:class:`MoEMLP`) under the engine, the experts' parameters in an optimizer group of
+    their own (``split_params_into_different_moe_groups_for_optimizer``), as DeepSpeed's MoE tutorial
+    builds it; loss + 0.01 × the gate's load-balancing loss."""
+    import deepspeed
+    from deepspeed.moe.utils import split_params_into_different_moe_groups_for_optimizer
+
+    model = MoEMLP()
+    groups = split_params_into_different_moe_groups_for_optimizer({"params": list(model.parameters()),
+                                                                   "name": "parameters"})
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=torch.optim.Adam(groups, lr=LR), config=cfg)
+    rank = dist.get_rank()
+
+    def train_step(step):
+        for m in range(DS_GA):
+            x, y = batch(rank, step, m)
+            out, aux = engine(x)
+            engine.backward(loss_fn(out, y) + 0.01 * aux)
+            engine.step()
+
+    run_profiled(outdir, steps, train_step)
+
+
 # --- the cases ------------------------------------------------------------------------------------
 
 def fsdp_groups(mesh_shape):
@@ -646,6 +696,18 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, hpz=2)}),
+    "ds-moe-ep2-zero2-ga4": (lambda o: case_deepspeed_moe(o, ds_config(2)), {
+        "scheme": f"DeepSpeed ZeRO stage 2 with a DeepSpeed MoE layer of {MOE_EXPERTS} experts, expert "
+                  f"parallelism {MOE_EP}: the dense parameters (l0, the gate, l2) data-parallel on 4, each "
+                  "rank's 2 experts on its expert-data-parallel group of 2",
+        "model": {"layers": ["Linear(128, 192)", "MoE(gate Linear(192, 4, bias=False), 4 experts of "
+                             "Linear(192, 160) - ReLU - Linear(160, 192), top-1)", "Linear(192, 96)"],
+                  "activation": "ReLU", "dense_psi": MOE_DENSE_PSI, "expert_psi_per_rank": MOE_EXPERT_PSI,
+                  "psi_per_rank": MOE_DENSE_PSI + MOE_EXPERT_PSI},
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "expert_parallel": [[0, 1], [2, 3]],
+                   "expert_data_parallel": [[0, 2], [1, 3]]},
+        "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": ds_config(2)}),
     "ds-zero2-ga4-step-per-micro-batch": (
         lambda o: case_deepspeed(o, ds_config(2), steps=3, step_per_micro_batch=True), {
             "scheme": "DeepSpeed ZeRO stage 2, engine.step() then prof.step() every micro-batch",
