@@ -774,3 +774,30 @@ def test_expert_parallelism_needs_its_all_to_all_on_the_groups_between():
     assert _experts(Codes(np.array([0, 0, 1]), names), gs, np.array([1000.0, 3000.0, 1.0]), grad) is None
     # 3 does not divide 8
     assert _experts(Codes(np.array([0, 0, 1]), names), np.array([8, 3, 4]), full, grad) is None
+
+
+def test_fsdp2_with_expert_parallelism_shards_the_experts_on_their_group():
+    # FSDP2 with expert parallelism 2 as torchtitan composes them (the experts fully_shard on their group of
+    # 2, the dense layers and the root on 4). Counted (count_calls.py): every step on every rank gathers the
+    # dense parameters twice on 4 (forward and backward) and the rank's experts twice on 2, reduce-scatters
+    # each once on its group, and exchanges tokens by 4 all-to-alls of 6,144
+    case = "fsdp2-expert-parallel-2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert (run["model"]["dense_psi"], run["model"]["expert_psi_per_rank"]) == (MOE_DENSE, MOE_EXPERTS)
+    for passes, per in _elements_per_step(case):
+        assert passes == 1
+        assert per == {("c10d::_allgather_base_", 4): 2 * MOE_DENSE,
+                       ("c10d::_allgather_base_", 2): 2 * MOE_EXPERTS,
+                       ("c10d::_reduce_scatter_base_", 4): MOE_DENSE,
+                       ("c10d::_reduce_scatter_base_", 2): MOE_EXPERTS,
+                       ("c10d::alltoall_base_", None): 4 * 6144}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # before: N = 2 and Ψ the experts' alone, read as fsdp-shard-grad-op
+    assert (m.psi, m.expert_psi, m.n, m.expert_size, m.micro_batches) == (
+        MOE_DENSE + MOE_EXPERTS, MOE_EXPERTS, 4, 2, 1)
+    # ring accounting, fp32: (p-1)/p of each gathered and reduce-scattered vector, on its group
+    assert m.bytes_per_rank_per_step == pytest.approx((3 * MOE_DENSE * 3 / 4 + 3 * MOE_EXPERTS / 2) * 4,
+                                                      rel=1e-9)
+    assert "fsdp-full-shard" in res.matches and "fsdp-shard-grad-op" not in res.matches

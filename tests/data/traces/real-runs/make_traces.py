@@ -437,6 +437,91 @@ def case_fsdp2_tp2(outdir, sequence_parallel=False):
     run_profiled(outdir, 3, train_step)
 
 
+MOE_EXPERTS, MOE_EP = 4, 2
+MOE_DENSE_PSI = 128 * 192 + 192 + 192 * MOE_EXPERTS + 192 * 96 + 96  # l0, the gate, l2: 44,064
+MOE_EXPERT_PSI = MOE_EXPERTS // MOE_EP * (192 * 160 + 160 + 160 * 192 + 192)  # a rank's experts: 123,584
+MOE_CAP = 8  # slots per expert a micro-batch (a micro-batch has MICRO_BATCH tokens: none dropped)
+
+
+class ExpertParallelMoE(nn.Module):
+    """A mixture-of-experts layer by hand, as torchtitan's expert parallelism runs one: a top-1 gate
+    ``Linear(192, MOE_EXPERTS, bias=False)``, ``MOE_EXPERTS`` experts of Linear(192, 160) - ReLU -
+    Linear(160, 192) of which this rank holds ``MOE_EXPERTS / MOE_EP`` (``self.experts``), and each token
+    sent to its expert's rank and back by ``all_to_all_single`` on the expert-parallel group, ``MOE_CAP``
+    slots per expert (tokens past them dropped, as DeepSpeed's capacity does)."""
+
+    def __init__(self, ep_group):
+        super().__init__()
+        self.group, self.ep = ep_group, dist.get_world_size(ep_group)
+        self.local = MOE_EXPERTS // self.ep
+        self.gate = nn.Linear(192, MOE_EXPERTS, bias=False)
+        self.experts = nn.ModuleList(nn.Sequential(nn.Linear(192, 160), nn.ReLU(), nn.Linear(160, 192))
+                                     for _ in range(self.local))
+
+    def forward(self, h):
+        from torch.distributed.nn.functional import all_to_all_single
+
+        probs = self.gate(h).softmax(-1)
+        top, expert = probs.max(-1)
+        slots = torch.zeros(MOE_EXPERTS, MOE_CAP, h.shape[-1])
+        where = []
+        for e in range(MOE_EXPERTS):
+            rows = (expert == e).nonzero().flatten()[:MOE_CAP]
+            slots[e, :len(rows)] = h[rows]
+            where.append(rows)
+        # [expert, slot, hidden] → to each expert's rank (the experts of rank r are r·local … r·local+local-1)
+        got = all_to_all_single(torch.empty_like(slots), slots.contiguous(), group=self.group)
+        got = got.view(self.ep, self.local, MOE_CAP, -1)
+        done = torch.stack([self.experts[j](got[:, j]) for j in range(self.local)], dim=1)
+        back = all_to_all_single(torch.empty_like(slots), done.reshape(slots.shape).contiguous(),
+                                 group=self.group)
+        out = torch.zeros_like(h)
+        for e in range(MOE_EXPERTS):
+            out = out.index_add(0, where[e], back[e, :len(where[e])] * top[where[e], None])
+        return out
+
+
+class ExpertParallelNet(nn.Module):
+    """``l0`` Linear(128, 192) - ReLU - :class:`ExpertParallelMoE` - ReLU - ``l2`` Linear(192, 96)."""
+
+    def __init__(self, ep_group):
+        super().__init__()
+        torch.manual_seed(0)
+        self.l0, self.moe, self.l2 = nn.Linear(128, 192), ExpertParallelMoE(ep_group), nn.Linear(192, 96)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.moe(torch.relu(self.l0(x)))))
+
+
+def case_fsdp2_expert_parallel(outdir):
+    """FSDP2 with expert parallelism as torchtitan composes them: ``l0`` - ReLU -
+    :class:`ExpertParallelMoE` - ReLU - ``l2``, a 2 × 2 DeviceMesh (``efsdp``, ``ep``): the experts
+    ``fully_shard`` on ``efsdp`` (the ranks holding the same experts, {0, 2} and {1, 3}), tokens exchanged on
+    ``ep`` ({0, 1}, {2, 3}), the dense layers ``fully_shard`` on all 4 and the root (holding the gate) too,
+    every module with reshard_after_forward=True."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("efsdp", "ep"))
+    world = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("dp",))
+    model = ExpertParallelNet(mesh["ep"].get_group())
+    # the rank's experts as one FSDP group (a ModuleList has no forward: its modules, as a list)
+    fully_shard(list(model.moe.experts), mesh=mesh["efsdp"], reshard_after_forward=True)
+    for layer in (model.l0, model.l2):
+        fully_shard(layer, mesh=world, reshard_after_forward=True)
+    fully_shard(model, mesh=world, reshard_after_forward=True)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    rank = dist.get_rank()
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(rank, step, 0)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    run_profiled(outdir, 2, train_step)
+
+
 # --- DeepSpeed cases ------------------------------------------------------------------------------
 
 DS_GA = 4
@@ -535,9 +620,6 @@ class MoEMLP(nn.Module):
         return self.l2(torch.relu(h)), aux
 
 
-MOE_EXPERTS, MOE_EP = 4, 2
-MOE_DENSE_PSI = 128 * 192 + 192 + 192 * MOE_EXPERTS + 192 * 96 + 96  # l0, the gate, l2: 44,064
-MOE_EXPERT_PSI = MOE_EXPERTS // MOE_EP * (192 * 160 + 160 + 160 * 192 + 192)  # a rank's experts: 123,584
 
 
 def case_deepspeed_moe(outdir, cfg, steps=2):
@@ -696,6 +778,19 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, hpz=2)}),
+    "fsdp2-expert-parallel-2": (case_fsdp2_expert_parallel, {
+        "scheme": f"FSDP2 with expert parallelism {MOE_EP} (torchtitan's composition): {MOE_EXPERTS} "
+                  "experts, each rank's 2 fully_shard on its group of 2 holding the same experts, the dense "
+                  "layers and the root (the gate) on 4, tokens by all_to_all_single on the expert-parallel "
+                  "group",
+        "model": {"layers": ["Linear(128, 192)", "MoE(gate Linear(192, 4, bias=False), 4 experts of "
+                             "Linear(192, 160) - ReLU - Linear(160, 192), top-1, 8 slots an expert)",
+                             "Linear(192, 96)"],
+                  "activation": "ReLU", "dense_psi": MOE_DENSE_PSI, "expert_psi_per_rank": MOE_EXPERT_PSI,
+                  "psi_per_rank": MOE_DENSE_PSI + MOE_EXPERT_PSI},
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "efsdp": [[0, 2], [1, 3]], "ep": [[0, 1], [2, 3]]},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "ds-moe-ep2-zero2-ga4": (lambda o: case_deepspeed_moe(o, ds_config(2)), {
         "scheme": f"DeepSpeed ZeRO stage 2 with a DeepSpeed MoE layer of {MOE_EXPERTS} experts, expert "
                   f"parallelism {MOE_EP}: the dense parameters (l0, the gate, l2) data-parallel on 4, each "
