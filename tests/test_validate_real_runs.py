@@ -801,3 +801,12 @@ def test_fsdp2_with_expert_parallelism_shards_the_experts_on_their_group():
     assert m.bytes_per_rank_per_step == pytest.approx((3 * MOE_DENSE * 3 / 4 + 3 * MOE_EXPERTS / 2) * 4,
                                                       rel=1e-9)
     assert "fsdp-full-shard" in res.matches and "fsdp-shard-grad-op" not in res.matches
+
+
+def test_psi_of_the_dense_parameters_alone_is_refused_with_what_the_trace_reduces():
+    from zerocalc.errors import TraceMismatchError
+
+    ts = read_traces(RUNS / "fsdp2-expert-parallel-2")
+    said = r"167,648 elements per step \(44,064 of dense parameters and 123,584 of the rank's experts"
+    with pytest.raises(TraceMismatchError, match=said):
+        check(ts.table, meta=ts.meta, psi=MOE_DENSE)

@@ -331,9 +331,9 @@ def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
 
 
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
-              shard_only: bool = False) -> tuple[int, str]:
+              shard_only: bool = False, parts: str = "") -> tuple[int, str]:
     """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's (read from the
-    gradient collectives ``grad``), and how."""
+    gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error."""
     if psi is None:
         if psi_trace is None:
             raise TraceMismatchError(
@@ -348,7 +348,7 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
     if psi_trace is not None and abs(psi_trace - psi) > RTOL * psi:
         raise TraceMismatchError(
             f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
-            f"elements per {'step' if syncs == 1 else 'gradient reduction'}"
+            f"elements per {'step' if syncs == 1 else 'gradient reduction'}{parts}"
         )
     psi_how = f"Ψ = {psi:,}: from --psi"
     psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per "

@@ -211,7 +211,10 @@ def measure(
     grad = classify.gradient_calls(cat, ops, full)
     if expert_psi is not None and psi_trace is not None:  # Ψ: each rank's parameters, dense and experts
         psi_trace += expert_psi
-    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only)
+    parts = "" if expert_psi is None or psi_trace is None else (
+        f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
+        "each rank's parameters, dense and experts)")
+    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only, parts=parts)
     if expert_psi is not None:
         psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
                     f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")
