@@ -810,3 +810,28 @@ def test_psi_of_the_dense_parameters_alone_is_refused_with_what_the_trace_reduce
     said = r"167,648 elements per step \(44,064 of dense parameters and 123,584 of the rank's experts"
     with pytest.raises(TraceMismatchError, match=said):
         check(ts.table, meta=ts.meta, psi=MOE_DENSE)
+
+
+def test_hsdp_beside_tensor_parallelism_on_a_3d_mesh():
+    # HSDP (replicate 2 x shard 2) beside tensor parallelism 2 on 8 ranks. Counted (count_calls.py): every
+    # step on every rank gathers its 43,360 tensor-parallel parameters twice on its shard group of 2 and
+    # reduce-scatters them once, all-reduces the 21,680 of its shards, and all-reduces layers.1's output
+    # (1,280) once: both all-reduces name no group (run.json: three groups of 2 on every rank)
+    case = "hsdp-2x2-tp2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    psi = run["psi_per_rank"]
+    assert (run["world_size"], psi) == (8, 43_360)
+    for passes, per in _elements_per_step(case):
+        assert passes == 1
+        assert per == {("c10d::_allgather_base_", 2): 2 * psi, ("c10d::_reduce_scatter_base_", 2): psi,
+                       ("c10d::allreduce_", None): psi / 2 + 8 * 160}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # before: N = 2, the replicate all-reduces reported apart with the tensor-parallel one
+    assert (m.psi, m.n, m.shard_size, m.dp_group_sizes) == (psi, 4, 2, (2,))
+    assert "tensor parallelism's" in m.n_how and "8 ranks in all" in m.n_how
+    # ring accounting on groups of 2: half of 2Ψ gathered, of Ψ reduce-scattered, twice half of Ψ/2
+    assert m.bytes_per_rank_per_step == pytest.approx((psi + psi / 2 + psi / 2) * 4, rel=1e-9)
+    assert res.matches == ("fsdp-hybrid",)
+    assert any("all-reduce on 2 ranks ×16" in n for n in m.notes)  # 1 a step, 2 steps, 8 ranks

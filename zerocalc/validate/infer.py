@@ -65,6 +65,23 @@ def _elements_by_size(gs: np.ndarray, elems: np.ndarray) -> dict[int, float]:
     return {int(gs[i]): float(s) for i, s in zip(first.tolist(), sums.tolist(), strict=True)}
 
 
+def group_keys(rows: Rows) -> np.ndarray:
+    """Each call's group as a code: its members where the trace lists them (two groups of the same ranks
+    are one), or those another call of its name lists, else its name (a process group's, an NCCL
+    communicator's); -1: neither."""
+    none = np.full(len(rows.idx), -1)
+    named = rows.codes("group").codes if rows.has("group") else none
+    listed = rows.codes("group_ranks").codes.copy() if rows.has("group_ranks") else none.copy()
+    both = (named >= 0) & (listed >= 0)
+    if both.any():  # a name's ranks, for its calls that list none
+        of_name = np.full(int(named.max()) + 1, -1)
+        of_name[named[both]] = listed[both]
+        fill = (listed < 0) & (named >= 0)
+        listed[fill] = of_name[named[fill]]
+    offset = int(listed.max()) + 1
+    return np.where(listed >= 0, listed, np.where(named >= 0, named + offset, -1))
+
+
 @dataclass(frozen=True)
 class Groups:
     """The data-parallel layout the gradient collectives show.
@@ -80,6 +97,9 @@ class Groups:
     how: str
     #: expert parallelism's expert-data-parallel group size (None: no experts apart; :func:`_experts`)
     expert: int | None = None
+    #: the calls on a data-parallel group size that run on another group of it, reported apart (HSDP's
+    #: replicate size shared with tensor parallelism: :func:`_hsdp_beside`); None: none
+    apart: np.ndarray | None = None
 
 
 def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
@@ -111,6 +131,36 @@ def _hsdp(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray,
             set(full[ar].tolist()) == {f / h_ for f in full[rs].tolist()}):
         return h_, r_
     return None
+
+
+def _hsdp_beside(rows: Rows, rank: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray,
+                 grad: np.ndarray, w: np.ndarray | None = None) -> tuple[int, int, np.ndarray] | None:
+    """HSDP (:func:`_hsdp`) whose replicate groups share their size with another group the rank all-reduces
+    on (tensor parallelism's activations beside HSDP on a 3-D mesh, torchtitan's (replicate, shard, tp)):
+    (H, R, the all-reduces on the other groups), read where the trace names each call's group
+    (:func:`group_keys`). The replicate group of a rank is the one whose every all-reduce reduces a shard,
+    the size of a reduce-scatter's output; the shards of all must then carry 1/H of the reduce-scatters'
+    elements, as :func:`_hsdp` reads them. None otherwise."""
+    rs = grad & ops.eq("reduce_scatter")
+    ar = grad & ops.eq("all_reduce")
+    if not rs.any() or not ar.any() or len(set(gs[rs].tolist())) != 1:
+        return None
+    h = int(gs[rs][0])
+    key = group_keys(rows)
+    if (key[ar] < 0).any() or h <= 1:
+        return None
+    shards = set((full[rs] / h).tolist())
+    is_shard = ar & np.isin(full, list(shards))
+    # per (rank, group): whether every all-reduce on it reduces a shard
+    pair, k = group_codes(rank[ar], key[ar])
+    every = np.bincount(pair, weights=is_shard[ar], minlength=k) == np.bincount(pair, minlength=k)
+    replicate = np.zeros(len(full), dtype=bool)
+    replicate[np.flatnonzero(ar)] = every[pair]
+    others = ar & ~replicate
+    if not replicate.any() or not others.any():
+        return None
+    found = _hsdp(ops, gs, full, grad & ~others, w)
+    return None if found is None else (*found, others)
 
 
 def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> tuple[int, int] | None:
@@ -172,6 +222,9 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     most_n = max(most, key=lambda k: (most[k], k))
     trace_n = max(by_grad, key=lambda k: (by_grad[k], k)) if by_grad else most_n
     hsdp = _hsdp(ops, gs, full, grad, w)
+    beside = None if hsdp is not None else _hsdp_beside(rows, rank, ops, gs, full, grad, w)
+    if beside is not None:
+        hsdp = beside[:2]
     experts = None if hsdp is not None else _experts(ops, gs, full, grad)
     sizes = frozenset({trace_n})
     if hsdp is not None:
@@ -187,6 +240,9 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
         if hsdp is not None:
             n_how = (f"N = {n}: inferred from the trace (HSDP: gradients reduce-scattered on shard groups of "
                      f"{hsdp[0]} ranks, then each shard all-reduced on replicate groups of {hsdp[1]}")
+        if beside is not None:
+            n_how += (f"; the all-reduces on the rank's other groups of {hsdp[1]} (tensor parallelism's) are "
+                      "reported apart")
         if experts is not None:
             n_how = (f"N = {n}: inferred from the trace (expert parallelism: the dense parameters' gradients "
                      f"reduced on groups of {n} ranks, the experts' on expert-data-parallel groups of "
@@ -212,7 +268,7 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                 f"{', '.join(str(k) for k in sorted(sizes_by_elems))} ranks"
             )
         else:
-            sizes, hsdp, experts = frozenset({n}), None, None
+            sizes, hsdp, experts, beside = frozenset({n}), None, None, None
         n_how = (f"N = {n}: from --n (HSDP: shard groups of {hsdp[0]} × replicate groups of {hsdp[1]})"
                  if hsdp is not None else
                  f"N = {n}: from --n (expert parallelism: the experts' gradients reduced on groups of "
@@ -225,7 +281,7 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
         n_how += (f"; {n_ranks} ranks in all: each data-parallel group of {n} is one of "
                   f"{n_ranks / n:g} model-parallel (pipeline or tensor) parts")
     return gs, Groups(n=int(n), sizes=sizes, shard=hsdp[0] if hsdp else None, how=n_how,
-                      expert=experts[1] if experts else None)
+                      expert=experts[1] if experts else None, apart=beside[2] if beside else None)
 
 
 def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, dt: Codes,

@@ -300,28 +300,15 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
                       rank_idx: np.ndarray, everyone: int) -> np.ndarray:
     """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
     other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
-    HSDP, whose shard and replicate groups may be of one size). ``everyone``: the world's size."""
+    HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
+    another group of the replicate size, ``groups.apart``). ``everyone``: the world's size."""
     cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
+    if groups.apart is not None:
+        cat[groups.apart & (cat == STEP)] = UNEXPLAINED
     if groups.shard is None:
-        cat[classify.foreign_groups(_group_keys(rows), rank_idx, ops, full, gs, cat, everyone)] = UNEXPLAINED
+        foreign = classify.foreign_groups(infer.group_keys(rows), rank_idx, ops, full, gs, cat, everyone)
+        cat[foreign] = UNEXPLAINED
     return cat
-
-
-def _group_keys(rows: Rows) -> np.ndarray:
-    """Each call's group as a code: its members where the trace lists them (two groups of the same ranks
-    are one), or those another call of its name lists, else its name (a process group's, an NCCL
-    communicator's); -1: neither."""
-    none = np.full(len(rows.idx), -1)
-    named = rows.codes("group").codes if rows.has("group") else none
-    listed = rows.codes("group_ranks").codes.copy() if rows.has("group_ranks") else none.copy()
-    both = (named >= 0) & (listed >= 0)
-    if both.any():  # a name's ranks, for its calls that list none
-        of_name = np.full(int(named.max()) + 1, -1)
-        of_name[named[both]] = listed[both]
-        fill = (listed < 0) & (named >= 0)
-        listed[fill] = of_name[named[fill]]
-    offset = int(listed.max()) + 1
-    return np.where(listed >= 0, listed, np.where(named >= 0, named + offset, -1))
 
 
 def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:

@@ -522,6 +522,34 @@ def case_fsdp2_expert_parallel(outdir):
     run_profiled(outdir, 2, train_step)
 
 
+def case_hsdp_tp(outdir):
+    """HSDP beside tensor parallelism on 8 ranks, as torchtitan composes them on a 3-D DeviceMesh
+    (``replicate``, ``shard``, ``tp``) of 2 × 2 × 2: ``parallelize_module`` on ``tp`` (``layers.0``
+    ``ColwiseParallel``, ``layers.1`` ``RowwiseParallel``, as ``case_fsdp2_tp2``), then ``fully_shard`` per
+    Linear and the root on the 2-D (``replicate``, ``shard``) submesh: HSDP, each shard all-reduced on its
+    replicate group. Rank = 4·replicate + 2·shard + tp: its data-parallel place is rank // 2."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (2, 2, 2), mesh_dim_names=("replicate", "shard", "tp"))
+    model = make_model()
+    parallelize_module(model, mesh["tp"], {"layers.0": ColwiseParallel(), "layers.1": RowwiseParallel()})
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh["replicate", "shard"])
+    fully_shard(model, mesh=mesh["replicate", "shard"])
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    dp_rank = dist.get_rank() // 2
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(dp_rank, step, 0)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    run_profiled(outdir, 2, train_step)
+
+
 # --- DeepSpeed cases ------------------------------------------------------------------------------
 
 DS_GA = 4
@@ -708,6 +736,14 @@ CASES = {
                                        LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
         "micro_batches": PP_MICRO_BATCHES,
         "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 3}),
+    "hsdp-2x2-tp2": (case_hsdp_tp, {
+        "scheme": "HSDP (FSDP2 on replicate 2 x shard 2) beside tensor parallelism 2 (layers.0 "
+                  "ColwiseParallel, layers.1 RowwiseParallel) on a 2 x 2 x 2 DeviceMesh",
+        "world_size": 8, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"replicate": [[0, 4], [1, 5], [2, 6], [3, 7]], "shard": [[0, 2], [1, 3], [4, 6], [5, 7]],
+                   "tp": [[0, 1], [2, 3], [4, 5], [6, 7]]},
+        "psi_per_rank": TP2_PSI_PER_RANK,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "fsdp2-eval-every-2": (case_fsdp2_eval_every, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 2nd "
                   "optimizer step (0, 2, 4), inside its ProfilerStep, an evaluation of 2 batches (a "
@@ -882,14 +918,15 @@ CASES = {
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
 }
-WORLD = 4  # every case runs on 4 ranks
+WORLD = 4  # every case runs on 4 ranks but those whose facts say "world_size"
 
 
 def describe(case):
     """What ran, as written to OUTDIR/run.json."""
     _, facts = CASES[case]
     layers = facts.get("layers", LAYERS)
-    out = {"case": case, "world_size": WORLD, "backend": "gloo (CPU)", "torch": torch.__version__,
+    out = {"case": case, "world_size": facts.get("world_size", WORLD), "backend": "gloo (CPU)",
+           "torch": torch.__version__,
            "python": sys.version.split()[0],
            "model": {"layers": [f"Linear({i}, {o})" for i, o in layers], "activation": "ReLU",
                      "psi": sum(i * o + o for i, o in layers),
@@ -927,8 +964,9 @@ def main():
         deepspeed.init_distributed(dist_backend="gloo")
     else:
         dist.init_process_group("gloo")
-    if dist.get_world_size() != WORLD:
-        sys.exit(f"{args.case} runs on {WORLD} ranks, not {dist.get_world_size()}")
+    world = facts.get("world_size", WORLD)
+    if dist.get_world_size() != world:
+        sys.exit(f"{args.case} runs on {world} ranks, not {dist.get_world_size()}")
     os.makedirs(args.outdir, exist_ok=True)
     if dist.get_rank() == 0:
         with open(os.path.join(args.outdir, "run.json"), "w") as f:
