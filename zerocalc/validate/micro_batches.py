@@ -213,11 +213,12 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
     if w is not None:  # each pair counted by its weight
         mult = np.bincount(rep, weights=w[sel][bounds[:-1]])[firsts].astype(np.int64)
-    g, data = grad[sel], full[sel] > SCALAR_MAX_ELEMENTS
+    g, elems = grad[sel], full[sel]
+    data = elems > SCALAR_MAX_ELEMENTS
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(),
-                                              full[sel][lo:hi].tolist())
+                                              elems[lo:hi].tolist())
         if sure_only and not sure:
             reps, mode = 1, None
         if most is not None:
