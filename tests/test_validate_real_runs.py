@@ -835,3 +835,22 @@ def test_hsdp_beside_tensor_parallelism_on_a_3d_mesh():
     assert m.bytes_per_rank_per_step == pytest.approx((psi + psi / 2 + psi / 2) * 4, rel=1e-9)
     assert res.matches == ("fsdp-hybrid",)
     assert any("all-reduce on 2 ranks ×16" in n for n in m.notes)  # 1 a step, 2 steps, 8 ranks
+
+
+def test_an_evaluation_only_run_is_refused_as_no_training_step():
+    # DDP's model evaluated, no training. Counted (count_calls.py): every step (an evaluation batch) on every
+    # rank, one forward and two 1-element all-reduces (the loss and a metric), nothing else
+    from zerocalc.errors import TraceMismatchError
+
+    case = "ddp-eval-only"
+    for passes, per in _elements_per_step(case):
+        assert passes == 1 and per == {}  # nothing above one element
+    ts = read_traces(RUNS / case)
+    # before: "no gradient collective … to infer Ψ from: give --psi", as if Ψ were what is missing
+    said = r"its 24 collective\(s\) are all scalars of at most 8 elements .* no training step to check"
+    with pytest.raises(TraceMismatchError, match=said):
+        check(ts.table, meta=ts.meta)
+    # with Ψ given, the two scalars of each step are no micro-batches (before: K = 2)
+    res = check(ts.table, meta=ts.meta, psi=PSI)
+    m = res.measurement
+    assert (m.micro_batches, m.bytes_per_rank_per_step, res.matches) == (1, 0.0, ())

@@ -387,10 +387,18 @@ def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
 
 
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
-              shard_only: bool = False, parts: str = "") -> tuple[int, str]:
+              shard_only: bool = False, parts: str = "", scalars_only: int = 0) -> tuple[int, str]:
     """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's (read from the
-    gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error."""
+    gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error;
+    ``scalars_only``: the trace's collectives where every one is a scalar (0: not so), for the error."""
     if psi is None:
+        if psi_trace is None and scalars_only:
+            from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+
+            raise TraceMismatchError(
+                f"the trace has no gradient collective: its {scalars_only:,} collective(s) are all scalars "
+                f"of at most {SCALAR_MAX_ELEMENTS} elements (losses, metrics), as an evaluation or inference "
+                "run sends them, so there is no training step to check")
         if psi_trace is None:
             raise TraceMismatchError(
                 "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "

@@ -190,7 +190,10 @@ def measure(
     cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
                             world if world is not None else len(ranks))
     grad = classify.gradient_calls(cat, ops, full)
-    mb = infer_micro_batches(ops, gs, full, (cat == STEP) & (step_id >= 0), grad, rank_idx, step_id,
+    in_steps = (cat == STEP) & (step_id >= 0)
+    if not (in_steps & (full > classify.SCALAR_MAX_ELEMENTS)).any():  # scalars alone repeat nothing of a step
+        in_steps = np.zeros_like(in_steps)
+    mb = infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
                              apart=cat == UNEXPLAINED)
     syncs = mb.k if mb.grad_sync == "every" else 1
@@ -214,7 +217,10 @@ def measure(
     parts = "" if expert_psi is None or psi_trace is None else (
         f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
         "each rank's parameters, dense and experts)")
-    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only, parts=parts)
+    data_ops = ops.isin(list(OP_NAMES))
+    scalars_only = 0 if (full[data_ops] > classify.SCALAR_MAX_ELEMENTS).any() else infer._count(data_ops, w)
+    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only, parts=parts,
+                                   scalars_only=scalars_only)
     if expert_psi is not None:
         psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
                     f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")

@@ -212,6 +212,27 @@ def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False
 EVAL_EVERY = 2
 
 
+def case_ddp_eval_only(outdir):
+    """DDP's model evaluated, no training: each profiled step one batch's forward under ``torch.no_grad()``,
+    then its loss and a metric (a 1-element count) each all-reduced, as an evaluation loop that averages
+    them over ranks does. One ``ProfilerStep`` per batch."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model())
+    rank = dist.get_rank()
+
+    def eval_step(step):
+        with torch.no_grad():
+            x, y = batch(rank, step, 0)
+            out = model(x)
+            loss = loss_fn(out, y).reshape(1)
+            close = (out - y).abs().lt(1.0).float().sum().reshape(1)
+            dist.all_reduce(loss)
+            dist.all_reduce(close)
+
+    run_profiled(outdir, 3, eval_step)
+
+
 def case_fsdp2_eval_every(outdir):
     """FSDP2 (as ``case_fsdp2``) with an evaluation after every ``EVAL_EVERY``-th optimizer step, inside that
     step's ``ProfilerStep`` (``prof.step()`` after it): 2 batches of forward passes under
@@ -744,6 +765,11 @@ CASES = {
                    "tp": [[0, 1], [2, 3], [4, 5], [6, 7]]},
         "psi_per_rank": TP2_PSI_PER_RANK,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "ddp-eval-only": (case_ddp_eval_only, {
+        "scheme": "DDP's model evaluated only: forward under torch.no_grad(), a loss and a metric "
+                  "all-reduced (1 element each) a batch; no optimizer step", "param_dtype": "float32",
+        "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 1,
+        "grad_sync": "none (no backward)", "steps_profiled": 3, "profiler_step_per": "evaluation batch"}),
     "fsdp2-eval-every-2": (case_fsdp2_eval_every, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 2nd "
                   "optimizer step (0, 2, 4), inside its ProfilerStep, an evaluation of 2 batches (a "
