@@ -760,7 +760,7 @@ def test_expert_parallelism_needs_its_all_to_all_on_the_groups_between():
     import numpy as np
 
     from zerocalc.validate.columns import Codes
-    from zerocalc.validate.infer import _experts
+    from zerocalc.validate.groups import _experts
 
     names = ("all_reduce", "all_to_all")
     gs = np.array([8, 2, 4])

@@ -1,9 +1,9 @@
 """Measure: bytes each rank sent per step, by category, from a canonical trace table.
 
-:func:`measure` reads as its stages: the per-call rows (:mod:`.classify`), ranks (:mod:`.ranks`), N,
-element types and sizes (:mod:`.infer`), the ring bytes of every call (:mod:`.accounting`), steps
-(:mod:`.steps`), categories and other groups (:mod:`.classify`), micro-batches (:mod:`.micro_batches`),
-Ψ and the wire type, then the per-step tables and the
+:func:`measure` reads as its stages: the per-call rows (:mod:`.classify`), ranks (:mod:`.ranks`), N and
+the groups (:mod:`.groups`), element types and sizes (:mod:`.infer`), the ring bytes of every call
+(:mod:`.accounting`), steps (:mod:`.steps`), categories and other groups (:mod:`.classify`),
+micro-batches (:mod:`.micro_batches`), Ψ and the wire type, then the per-step tables and the
 measured pattern. Every stage works on compact per-call arrays (:mod:`.columns`), never on copies of
 the table; the table with the measured columns (:attr:`Measurement.calls`) is built when asked for.
 """
@@ -38,6 +38,7 @@ from zerocalc.validate.columns import (
     zero_nan,
 )
 from zerocalc.validate.folded import Unfoldable, weighted
+from zerocalc.validate.groups import group_keys, infer_n
 from zerocalc.validate.micro_batches import infer_micro_batches
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_steps
@@ -173,7 +174,7 @@ def measure(
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
 
-    gs, groups = infer.infer_n(rows, rank, ops, full, world, n, w)
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
@@ -312,7 +313,7 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
     if groups.apart is not None:
         cat[groups.apart & (cat == STEP)] = UNEXPLAINED
     if groups.shard is None:
-        foreign = classify.foreign_groups(infer.group_keys(rows), rank_idx, ops, full, gs, cat, everyone)
+        foreign = classify.foreign_groups(group_keys(rows), rank_idx, ops, full, gs, cat, everyone)
         cat[foreign] = UNEXPLAINED
     return cat
 
