@@ -854,3 +854,15 @@ def test_an_evaluation_only_run_is_refused_as_no_training_step():
     res = check(ts.table, meta=ts.meta, psi=PSI)
     m = res.measurement
     assert (m.micro_batches, m.bytes_per_rank_per_step, res.matches) == (1, 0.0, ())
+
+
+def test_calls_that_record_bytes_alone_are_no_scalars_for_that_refusal():
+    # DeepSpeed's comms-logging tutorial output (tests/data/traces/README.md): its calls record a size in
+    # bytes, no elements (reduce_scatter_tensor of 678.86 MB, all_gather_into_tensor of 6.0 MB). On the
+    # groups of 2 that --n 2 asks for, no gradient collective runs, and Ψ is what is missing, not a step
+    from zerocalc.errors import TraceMismatchError
+
+    ts = read_traces(Path(__file__).parent / "data" / "traces" / "deepspeed-comms" / "tutorial-examples.txt")
+    with pytest.raises(TraceMismatchError, match="give --psi") as err:
+        check(ts.table, meta=ts.meta, n=2)
+    assert "all scalars" not in str(err.value)

@@ -192,7 +192,7 @@ def measure(
                             world if world is not None else len(ranks))
     grad = classify.gradient_calls(cat, ops, full)
     in_steps = (cat == STEP) & (step_id >= 0)
-    if not (in_steps & (full > classify.SCALAR_MAX_ELEMENTS)).any():  # scalars alone repeat nothing of a step
+    if not (in_steps & ~small).any():  # scalars alone repeat nothing of a step
         in_steps = np.zeros_like(in_steps)
     mb = infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
@@ -211,6 +211,8 @@ def measure(
     notes += more
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
                                  psi_trace if psi_trace is not None else psi)
+    data_ops = ops.isin(list(OP_NAMES))
+    scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     del small
     grad = classify.gradient_calls(cat, ops, full)
     if expert_psi is not None and psi_trace is not None:  # Ψ: each rank's parameters, dense and experts
@@ -218,8 +220,6 @@ def measure(
     parts = "" if expert_psi is None or psi_trace is None else (
         f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
         "each rank's parameters, dense and experts)")
-    data_ops = ops.isin(list(OP_NAMES))
-    scalars_only = 0 if (full[data_ops] > classify.SCALAR_MAX_ELEMENTS).any() else infer._count(data_ops, w)
     psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only, parts=parts,
                                    scalars_only=scalars_only)
     if expert_psi is not None:
