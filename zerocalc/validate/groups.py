@@ -132,8 +132,10 @@ def _hsdp_beside(rows: Rows, rank: np.ndarray, ops: Codes, gs: np.ndarray, full:
     the size of a reduce-scatter's output; the shards of all must then carry 1/H of the reduce-scatters'
     elements, as :func:`_hsdp` reads them. None otherwise."""
     rs = grad & ops.eq("reduce_scatter")
+    if not rs.any():
+        return None
     ar = grad & ops.eq("all_reduce")
-    if not rs.any() or not ar.any() or len(set(gs[rs].tolist())) != 1:
+    if not ar.any() or len(np.unique(gs[rs])) != 1:
         return None
     h = int(gs[rs][0])
     key = group_keys(rows)
@@ -162,13 +164,16 @@ def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> 
     ``_create_expert_and_data_parallel``). None otherwise."""
     from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
 
-    sizes = sorted(set(gs[grad].tolist()))
+    a2a = ops.eq("all_to_all")
+    if not a2a.any():
+        return None
+    sizes = np.unique(gs[grad]).tolist()
     if len(sizes) != 2:
         return None
     e, n = (int(s) for s in sizes)
     if e < 2 or n % e:
         return None
-    a2a = ops.eq("all_to_all") & (gs == n // e) & (full > SCALAR_MAX_ELEMENTS)
+    a2a &= (gs == n // e) & (full > SCALAR_MAX_ELEMENTS)
     return (n, e) if a2a.any() else None
 
 
