@@ -866,3 +866,33 @@ def test_calls_that_record_bytes_alone_are_no_scalars_for_that_refusal():
     with pytest.raises(TraceMismatchError, match="give --psi") as err:
         check(ts.table, meta=ts.meta, n=2)
     assert "all scalars" not in str(err.value)
+
+
+def test_deepspeeds_pipeline_engine_checks_per_stage_with_its_sends_apart():
+    # DeepSpeed's PipelineModule in 2 stages x data parallelism 2, ZeRO-1, 4 micro-batches by train_batch.
+    # Counted (count_calls.py): each step, stage 0 (ranks 0, 1) all-reduces its 24,768 gradient elements
+    # once and all-gathers them back from its shard, stage 1 (ranks 2, 3) its 46,336; each rank sends 4 and
+    # receives 4 activations (or their gradients) of 8 x 192, one a micro-batch each way; the rest are
+    # scalars (a 2-element broadcast of the loss, 1-element all-reduces)
+    case = "ds-pipe2-dp2-zero1-ga4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    stage_psi = dict(zip((0, 1), run["pipeline"]["psi_per_stage"], strict=True))
+    assert stage_psi == {0: 24_768, 1: 46_336}
+    for r in range(4):
+        stage = 0 if r in run["pipeline"]["stages"][0] else 1
+        counted = json.loads((RUNS / case / "expected.json").read_text())["ranks"][str(r)]["steps"]
+        for step in counted.values():
+            elems = {(c["op"], c["in_elems"]): c["calls"] for c in step["c10d"] if c["in_elems"] > 8}
+            assert elems == {("c10d::allreduce_", stage_psi[stage]): 1,
+                             ("c10d::_allgather_base_", stage_psi[stage] // 2): 1,
+                             ("c10d::send", 8 * 192): 4, ("c10d::recv_", 8 * 192): 4}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # each rank's Ψ is its stage's: the check's the median over ranks, (24,768 + 46,336) / 2
+    assert (m.psi, m.n, m.world_size) == (35_552, 2, 4)
+    assert any("vary between 24,768 and 46,336" in n for n in m.notes)
+    # on groups of 2 (ring accounting): an all-reduce sends half the vector twice, a gather half once
+    assert m.bytes_per_rank_per_step == pytest.approx(35_552 * 3 / 2 * 4)
+    assert res.matches == ("deepspeed-zero1", "deepspeed-zero2")
+    assert any("recv on 4 ranks ×32" in n and "send on 4 ranks ×32" in n for n in m.notes)

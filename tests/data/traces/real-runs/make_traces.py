@@ -647,6 +647,31 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
     run_profiled(outdir, steps, train_step)
 
 
+def case_deepspeed_pipeline(outdir, stage=1, steps=2):
+    """DeepSpeed's pipeline engine: ``PipelineModule`` of this model's layers in 2 stages
+    (``partition_method="parameters"``: ``layers.0`` on stage 0, ``layers.1`` and ``layers.2`` on stage 1),
+    data parallelism 2 (DeepSpeed's topology puts the pipeline outermost: stage 0 on ranks 0 and 1, stage 1
+    on 2 and 3), ZeRO stage ``stage``, ``DS_GA`` micro-batches an optimizer step run by
+    ``engine.train_batch`` (DeepSpeed's 1F1B schedule), as Megatron-DeepSpeed and GPT-NeoX drive it."""
+    import deepspeed
+    from deepspeed.pipe import PipelineModule
+
+    linear = make_model().layers  # the same weights as every case's
+    layers = [linear[0], nn.ReLU(), linear[1], nn.ReLU(), linear[2]]
+    model = PipelineModule(layers=layers, num_stages=2, loss_fn=loss_fn, partition_method="parameters")
+    cfg = {"train_micro_batch_size_per_gpu": MICRO_BATCH, "gradient_accumulation_steps": DS_GA,
+           "zero_optimization": {"stage": stage}, "steps_per_print": 1_000_000}
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    data_rank = engine.grid.get_data_parallel_rank()
+
+    def batches(step):
+        for m in range(DS_GA):
+            yield batch(data_rank, step, m)
+
+    run_profiled(outdir, steps, lambda step: engine.train_batch(batches(step)))
+
+
 class MoEMLP(nn.Module):
     """Linear(128, 192) - ReLU - DeepSpeed ``MoE`` (``MOE_EXPERTS`` experts of Linear(192, 160) - ReLU -
     Linear(160, 192), top-1 gate, expert parallelism ``MOE_EP``) - ReLU - Linear(192, 96): the dense layers
@@ -853,6 +878,20 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4, "efsdp": [[0, 2], [1, 3]], "ep": [[0, 1], [2, 3]]},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "ds-pipe2-dp2-zero1-ga4": (case_deepspeed_pipeline, {
+        "scheme": "DeepSpeed's pipeline engine (PipelineModule, 2 stages, partition_method 'parameters': "
+                  "layers.0 | layers.1, layers.2) x data parallelism 2, ZeRO stage 1, engine.train_batch",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        # the grid's groups (deepspeed/runtime/pipe/topology.py PipelineParallelGrid): data-parallel; pipe
+        # (also its model group and point-to-point pairs, the same ranks); tensor slicing, each rank alone
+        "groups": {"dp": [[0, 1], [2, 3]], "pipe": [[0, 2], [1, 3]], "slice": [[0], [1], [2], [3]]},
+        "pipeline": {"stages": [[0, 1], [2, 3]], "psi_per_stage": [LAYERS[0][0] * LAYERS[0][1] + LAYERS[0][1],
+                                                                 sum(i * o + o for i, o in LAYERS[1:])]},
+        "micro_batches": DS_GA, "grad_sync": "once, after the last micro-batch (the pipeline engine's)",
+        "steps_profiled": 2,
+        "deepspeed_config": {"train_micro_batch_size_per_gpu": MICRO_BATCH,
+                             "gradient_accumulation_steps": DS_GA, "zero_optimization": {"stage": 1},
+                             "steps_per_print": 1_000_000}}),
     "ds-moe-ep2-zero2-ga4": (lambda o: case_deepspeed_moe(o, ds_config(2)), {
         "scheme": f"DeepSpeed ZeRO stage 2 with a DeepSpeed MoE layer of {MOE_EXPERTS} experts, expert "
                   f"parallelism {MOE_EP}: the dense parameters (l0, the gate, l2) data-parallel on 4, each "
