@@ -200,7 +200,7 @@ def measure(
     syncs = mb.k if mb.grad_sync == "every" else 1
     shard_only = groups.shard is not None
     expert_psi = None
-    if groups.expert is not None:  # the experts' gradients apart: Ψ is the dense parameters'
+    if groups.expert is not None:  # the experts' gradients apart (added back to the dense ones' Ψ below)
         on_expert = gs == groups.expert
         expert_psi, more = infer.psi_in_trace(grad & on_expert, ops, full, rank_idx, step_id, syncs=syncs,
                                               w=w)

@@ -104,8 +104,8 @@ def kept_for_backward_share(mkeys: dict, pkeys: dict, phases, k: int, psi: float
     """The share q of Ψ with which a scheme that gathers its parameters twice a micro-batch (forward and
     backward: A = 2kΨ a step, in 2k gathers) sends the measured pattern once the forward's gathers of q·Ψ are
     kept for the backward and the rest gathered again: FSDP1 does not reshard its root unit after the
-    forward (``torch/distributed/fsdp/_runtime_utils.py`` ``_post_forward_reshard``), FSDP2 the root
-    module's parameters when ``reshard_after_forward`` is left at its default (``_fsdp_state.py``
+    forward (``torch/distributed/fsdp/_runtime_utils.py`` ``_post_forward_reshard``), and FSDP2 neither the
+    root module's parameters when ``reshard_after_forward`` is left at its default (``_fsdp_state.py``
     ``_lazy_init``) nor any module's given ``reshard_after_forward=False`` (torchtitan's parallelize does so
     for the last transformer block). The measured gathers are then k(2 - q)Ψ, so q = 2(A - measured)/A;
     0 where the other calls differ, the scheme gathers otherwise, or q falls outside (0, 1) (q = 1, every
