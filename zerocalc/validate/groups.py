@@ -183,30 +183,15 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
 
     N is ``--n`` (which must be one of the trace's group sizes) or found from the groups the
     gradient collectives (all-reduce, reduce-scatter, reduce of more than a scalar) run on: the
-    group that reduces the most elements, or HSDP's shard × replicate groups (:func:`_hsdp`);
-    without gradient collectives, the group of the collectives that move the most elements.
-    Tensor-parallel groups (:func:`_tensor_parallel_sizes`) are left out. ``w``: each call's weight
-    (:mod:`.folded`; None: 1).
+    group that reduces the most elements, or HSDP's shard × replicate groups (:func:`_hsdp`, beside
+    tensor parallelism: :func:`_hsdp_beside`), or expert parallelism's (:func:`_experts`); without gradient
+    collectives, the group of the collectives that move the most elements. Tensor-parallel groups
+    (:func:`_tensor_parallel_sizes`) are left out. ``w``: each call's weight (:mod:`.folded`; None: 1).
     """
     from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 
-    gs = rows.num("group_size")
+    gs = _sizes_of_calls(rows, ops, world, n)
     data_ops = ops.isin(_OP_VERBS)
-    if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
-        raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
-    gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
-    unsized = int(np.isnan(gs[data_ops]).sum())
-    if unsized:  # some calls name their group but not its size, and the trace states no world size
-        which = ""
-        if rows.has("group"):
-            mask = data_ops & np.isnan(gs)
-            named = rows.codes("group").take(mask).present()
-            ops_of = ", ".join(ops.take(mask).present())
-            if named:
-                which = (f" (on group{'s' if len(named) > 1 else ''} {', '.join(map(repr, named[:3]))}"
-                         f"{' …' if len(named) > 3 else ''}: {ops_of})")
-        raise TraceMismatchError(f"{unsized} call(s){which} record no group size and the trace states no "
-                                 "world size to take: give --n")
     sizes_by_elems = _elements_by_size(gs[data_ops], _w(zero_nan(full[data_ops]), w, data_ops))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)
@@ -228,32 +213,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
         trace_n, sizes = experts[0], frozenset(experts)
     if n is None:
         n = trace_n
-        n_how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
-        if by_grad and n != most_n:
-            n_how = (f"N = {n}: inferred from the trace (the group the gradient collectives run on; "
-                     f"groups of {most_n} ranks move more data")
-        if hsdp is not None:
-            n_how = (f"N = {n}: inferred from the trace (HSDP: gradients reduce-scattered on shard groups of "
-                     f"{hsdp[0]} ranks, then each shard all-reduced on replicate groups of {hsdp[1]}")
-        if beside is not None:
-            n_how += (f"; the all-reduces on the rank's other groups of {hsdp[1]} (tensor parallelism's) are "
-                      "reported apart")
-        if experts is not None:
-            n_how = (f"N = {n}: inferred from the trace (expert parallelism: the dense parameters' gradients "
-                     f"reduced on groups of {n} ranks, the experts' on expert-data-parallel groups of "
-                     f"{experts[1]}, tokens exchanged by all-to-all on expert-parallel groups of "
-                     f"{n // experts[1]}")
-        if experts is not None:
-            pass
-        elif inner:
-            n_how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
-                     f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
-                     "parallelism's layout, and are reported apart")
-        elif len(sizes_by_elems) > 1:
-            others = ", ".join(str(k) for k in sorted(sizes_by_elems) if k != n)
-            n_how += (f"; the trace also has groups of {others} ranks, reported apart: give --n if the "
-                      "data-parallel group is another")
-        n_how += f"; world_size {world} in the trace header)" if world is not None else ")"
+        n_how = _inferred_how(n, world, most_n if by_grad else None, hsdp, beside, experts, inner,
+                              sizes_by_elems)
     else:
         if (hsdp is not None or experts is not None) and n == trace_n:
             pass
@@ -277,3 +238,55 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                   f"{n_ranks / n:g} model-parallel (pipeline or tensor) parts")
     return gs, Groups(n=int(n), sizes=sizes, shard=hsdp[0] if hsdp else None, how=n_how,
                       expert=experts[1] if experts else None, apart=beside[2] if beside else None)
+
+
+def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) -> np.ndarray:
+    """Each call's group size: recorded, else the world size, else ``n``; refused where a collective is
+    left with none."""
+    gs = rows.num("group_size")
+    data_ops = ops.isin(_OP_VERBS)
+    if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
+        raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
+    gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
+    unsized = int(np.isnan(gs[data_ops]).sum())
+    if unsized:  # some calls name their group but not its size, and the trace states no world size
+        which = ""
+        if rows.has("group"):
+            mask = data_ops & np.isnan(gs)
+            named = rows.codes("group").take(mask).present()
+            ops_of = ", ".join(ops.take(mask).present())
+            if named:
+                which = (f" (on group{'s' if len(named) > 1 else ''} {', '.join(map(repr, named[:3]))}"
+                         f"{' …' if len(named) > 3 else ''}: {ops_of})")
+        raise TraceMismatchError(f"{unsized} call(s){which} record no group size and the trace states no "
+                                 "world size to take: give --n")
+    return gs
+
+
+def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, experts, inner: set[int],
+                  sizes_by_elems: dict[int, float]) -> str:
+    """The sentence saying how N was found in the trace (``most_n``: the group size that moves the most
+    data, where gradient collectives chose another; None where there are none)."""
+    how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
+    if most_n is not None and n != most_n:
+        how = (f"N = {n}: inferred from the trace (the group the gradient collectives run on; "
+               f"groups of {most_n} ranks move more data")
+    if hsdp is not None:
+        how = (f"N = {n}: inferred from the trace (HSDP: gradients reduce-scattered on shard groups of "
+               f"{hsdp[0]} ranks, then each shard all-reduced on replicate groups of {hsdp[1]}")
+    if beside is not None:
+        how += (f"; the all-reduces on the rank's other groups of {hsdp[1]} (tensor parallelism's) are "
+                "reported apart")
+    if experts is not None:
+        how = (f"N = {n}: inferred from the trace (expert parallelism: the dense parameters' gradients "
+               f"reduced on groups of {n} ranks, the experts' on expert-data-parallel groups of "
+               f"{experts[1]}, tokens exchanged by all-to-all on expert-parallel groups of {n // experts[1]}")
+    elif inner:
+        how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
+               f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
+               "parallelism's layout, and are reported apart")
+    elif len(sizes_by_elems) > 1:
+        others = ", ".join(str(k) for k in sorted(sizes_by_elems) if k != n)
+        how += (f"; the trace also has groups of {others} ranks, reported apart: give --n if the "
+                "data-parallel group is another")
+    return how + (f"; world_size {world} in the trace header)" if world is not None else ")")

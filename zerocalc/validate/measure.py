@@ -198,33 +198,15 @@ def measure(
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
                              apart=cat == UNEXPLAINED)
     syncs = mb.k if mb.grad_sync == "every" else 1
-    shard_only = groups.shard is not None
-    expert_psi = None
-    if groups.expert is not None:  # the experts' gradients apart (added back to the dense ones' Ψ below)
-        on_expert = gs == groups.expert
-        expert_psi, more = infer.psi_in_trace(grad & on_expert, ops, full, rank_idx, step_id, syncs=syncs,
-                                              w=w)
-        notes += [f"experts: {t}" for t in more]
-        grad = grad & ~on_expert
-    psi_trace, more = infer.psi_in_trace(grad, ops, full, rank_idx, step_id, syncs=syncs,
-                                         shard_only=shard_only, w=w)
+    dense_psi, expert_psi, more = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
     notes += more
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
-                                 psi_trace if psi_trace is not None else psi)
+                                 dense_psi if dense_psi is not None else psi)
     data_ops = ops.isin(list(OP_NAMES))
     scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     del small
     grad = classify.gradient_calls(cat, ops, full)
-    if expert_psi is not None and psi_trace is not None:  # Ψ: each rank's parameters, dense and experts
-        psi_trace += expert_psi
-    parts = "" if expert_psi is None or psi_trace is None else (
-        f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
-        "each rank's parameters, dense and experts)")
-    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=shard_only, parts=parts,
-                                   scalars_only=scalars_only)
-    if expert_psi is not None:
-        psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
-                    f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")
+    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only)
     dt = dt.filled("?")
     comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(dt, cat == STEP, grad, full, eb, sent, approx,
                                                            dtype, w)
@@ -251,6 +233,41 @@ def measure(
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
     )
+
+
+def _psi_in_trace(grad: np.ndarray, gs: np.ndarray, groups, ops: Codes, full: np.ndarray,
+                  rank_idx: np.ndarray, step_id: np.ndarray, syncs: int, w: np.ndarray | None):
+    """Ψ as the gradient collectives ``grad`` show it (:func:`~.infer.psi_in_trace`): the dense parameters'
+    and, under expert parallelism (``groups.expert``), the experts' apart, reduced on their own group
+    (None where there are none); with the notes."""
+    expert_psi, notes = None, []
+    if groups.expert is not None:
+        on_expert = gs == groups.expert
+        expert_psi, more = infer.psi_in_trace(grad & on_expert, ops, full, rank_idx, step_id, syncs=syncs,
+                                              w=w)
+        notes += [f"experts: {t}" for t in more]
+        grad = grad & ~on_expert
+    dense_psi, more = infer.psi_in_trace(grad, ops, full, rank_idx, step_id, syncs=syncs,
+                                         shard_only=groups.shard is not None, w=w)
+    return dense_psi, expert_psi, notes + more
+
+
+def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups, grad: np.ndarray, ops: Codes,
+         syncs: int, scalars_only: int) -> tuple[int | None, int, str]:
+    """Ψ the trace shows (each rank's parameters: the dense ones and, under expert parallelism, the rank's
+    experts), Ψ used (``--psi``, checked against it, else it; :func:`~.infer.infer_psi`) and how."""
+    psi_trace = dense_psi
+    if expert_psi is not None and psi_trace is not None:
+        psi_trace += expert_psi
+    parts = "" if expert_psi is None or psi_trace is None else (
+        f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
+        "each rank's parameters, dense and experts)")
+    psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=groups.shard is not None,
+                                   parts=parts, scalars_only=scalars_only)
+    if expert_psi is not None:
+        psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
+                    f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")
+    return psi_trace, psi, psi_how
 
 
 def _ranked_calls(table: pd.DataFrame, meta: dict | None):
