@@ -319,3 +319,19 @@ def test_a_block_without_reductions_is_not_split():
     # a loss all-reduce (tiny, none of a step's calls) in place of the gather: as likely micro-batches
     block, load = np.array([0, 1, 0, 1, 2]), np.array([100.0, 200.0, 100.0, 200.0, 1.0])
     assert _steps_in_block(block, load, load > 0, block == 1) is None
+
+
+def test_blocks_that_gather_what_they_reduce_then_a_scalar_are_micro_batches(tmp_path):
+    # 3 steps of 4 micro-batches that each gather 1,500 + 1,000 elements a rank (into 3,000 + 2,000) and
+    # reduce-scatter their 3,000 + 2,000 gradients, then a gradient norm all-reduced (ZeRO-3, FSDP with
+    # clip_grad_norm_): each block is a whole forward and backward, so the step is 4 micro-batches of Ψ
+    mb = [("all_gather", 1500), ("all_gather", 1000), ("reduce_scatter", 3000), ("reduce_scatter", 2000)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + (mb * 4 + [("all_reduce", 1)]) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (3, 4, "every", 5000)
+    # DDP's buffers broadcast in each forward beside its buckets, then a loss: less gathered than reduced,
+    # as likely one step's buckets as micro-batches, so one micro-batch of all three buckets
+    step = [("broadcast", 100), ("all_reduce", 3000)] * 3 + [("all_reduce", 1)]
+    ts = _fr_dumps(tmp_path, step * 4)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.micro_batches, m.psi) == (4, 1, 9000)

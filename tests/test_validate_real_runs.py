@@ -896,3 +896,27 @@ def test_deepspeeds_pipeline_engine_checks_per_stage_with_its_sends_apart():
     assert m.bytes_per_rank_per_step == pytest.approx(35_552 * 3 / 2 * 4)
     assert res.matches == ("deepspeed-zero1", "deepspeed-zero2")
     assert any("recv on 4 ranks ×32" in n and "send on 4 ranks ×32" in n for n in m.notes)
+
+
+@pytest.mark.parametrize("case", ["ds-zero3-ga4", "ds-zero3-ga4-reuse0-prefetch0", "ds-zero3-hpz2-ga4"])
+def test_deepspeed_zero3_micro_batches_show_without_step_markers(case):
+    # the same calls with the profiler's step markers dropped, as an NCCL log shows them. Counted
+    # (count_calls.py): every step on every rank is 4 blocks, each gathering the model and reduce-scattering
+    # its Ψ gradients, then one 1-element all-reduce (DeepSpeed's once a step). A block that gathers what it
+    # reduces is a whole forward and backward, so 4 of them closed by a scalar are 4 micro-batches, not one
+    # micro-batch of 4Ψ. Before: K = 1 and Ψ = 4 × 71,104
+    import numpy as np
+
+    run = json.loads((RUNS / case / "run.json").read_text())
+    steps = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]
+    for calls in steps.values():
+        scalars = [c for c in calls if c["in_elems"] == 1]
+        assert len(scalars) == 1 and scalars[0]["calls"] == 1
+        assert {c["calls"] for c in calls if c["op"] == "c10d::_reduce_scatter_base_"} == {run["micro_batches"]}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table.assign(step=np.nan), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches, m.grad_sync) == (PSI, 4, len(steps), run["micro_batches"],
+                                                                     "every")
+    assert "it marks no optimizer steps" in m.micro_batches_how
+    assert "deepspeed-zero3" in res.matches + res.kept + res.secondary_partition

@@ -37,7 +37,8 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
     "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
     needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
-    carry data (the optimizer's gathers), or hold none and are followed by the boundary micro-batch, the
+    carry data (the optimizer's gathers) or, where each block gathers what it reduces, by any calls
+    (:func:`_gathers_what_it_reduces`), or hold none and are followed by the boundary micro-batch, the
     block once more with all the reductions (calls of other kinds, such as the optimizer's, aside), or hold
     none and are followed by the reductions alone (:func:`_reductions_after`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
@@ -57,7 +58,8 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
         if closed or more:
             reps += 1
         sure = more or (closed and [c for c in rest if c in block] == codes[:per]) or (
-            in_block and not after and any(data[per * reps:] if data is not None else rest)) or (
+            in_block and not after and (any(data[per * reps:] if data is not None else rest)
+                                        or (rest and _gathers_what_it_reduces(grad, data, elems, per)))) or (
             mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
     return reps, mode, most, sure
 
@@ -78,6 +80,21 @@ def _reductions_after(grad: list[bool], data: list[bool] | None, elems: list[flo
         return False
     reduced = sum(elems[i] for i in tail if grad[i])
     gathered = sum(elems[i] for i in range(per) if data is None or data[i])
+    return 0 < reduced <= gathered * (1 + 1e-9)
+
+
+def _gathers_what_it_reduces(grad: list[bool], data: list[bool] | None, elems: list[float] | None,
+                             per: int) -> bool:
+    """Whether the block of the first ``per`` calls gathers at least as many elements as it reduces, in calls
+    that carry data beside its gradient reductions: a whole forward and backward (ZeRO-3, FSDP), whose
+    gathers come before the reductions of the same parameters. Repeated, then closed by calls without
+    data (a gradient norm, an overflow flag), such blocks are micro-batches; one micro-batch's buckets
+    repeat its reductions alone, or after every gather of its forward. A block whose other calls carry
+    less (DDP's broadcast buffers beside its buckets) is not taken for one."""
+    if elems is None:
+        return False
+    reduced = sum(elems[i] for i in range(per) if grad[i])
+    gathered = sum(elems[i] for i in range(per) if not grad[i] and (data is None or data[i]))
     return 0 < reduced <= gathered * (1 + 1e-9)
 
 
