@@ -231,6 +231,28 @@ def test_real_deepspeed_zero2_dumps_reduce_in_every_micro_batch():
     assert "deepspeed-zero2" in out["matches"]
 
 
+def test_real_deepspeed_zero3_dumps_show_their_micro_batches():
+    # DeepSpeed ZeRO-3, 4 micro-batches an optimizer step, no step markers. Counted from the dumps: each
+    # step after the warm-up one is 4 × (an all-gather of every rank's partition of the whole model, the
+    # gradients reduce-scattered, recorded as an all-reduce of the whole Ψ), then a 0-d fp64 all-reduce.
+    # Before, the 4 blocks were read as one micro-batch of 4Ψ
+    run, ranks = _count("ds-zero3-ga4")
+    steps, k, psi = run["optimizer_steps"], run["micro_batches"], run["model"]["psi"]
+    n = len(run["groups"]["dp"][0])
+    block = [("gloo:all_gather", psi // n, n * (psi // n)), ("gloo:all_reduce", psi, psi)]
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0]), math.prod(e["output_sizes"][0]))
+               for e in entries if e["input_sizes"]]  # barriers record no sizes
+        assert seq[-(steps - 1) * (2 * k + 1):] == (block * k + [("gloo:all_reduce", 1, 1)]) * (steps - 1)
+        assert entries[-1]["input_dtypes"] == ["Double"]
+    res = runner.invoke(app, ["check", str(FR / "ds-zero3-ga4"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    # the warm-up step gathers layer by layer in its first micro-batch: one-off
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"], out["grad_sync"]) == (
+        psi, n, steps - 1, k, "every")
+
+
 def test_real_deepspeed_moe_dumps_price_the_dense_parameters_and_the_experts_each_on_its_group():
     # DeepSpeed ZeRO-2 with an MoE layer (4 experts, expert parallelism 2), 4 micro-batches, no step markers.
     # Counted from the dumps: each step all-reduces the dense gradients (44,064) on the group of 4 (pg '5')
