@@ -253,6 +253,31 @@ def test_real_deepspeed_zero3_dumps_show_their_micro_batches():
         psi, n, steps - 1, k, "every")
 
 
+@pytest.mark.parametrize("case, sync", [("ds-zero2-ga4", "every"), ("ds-zero3-ga4", "every"),
+                                        ("fsdp2-ga4-no-sync", "boundary")])
+@pytest.mark.parametrize("cut", [1, 2, 3, 5])
+def test_real_dumps_cut_mid_step_read_the_same_micro_batches(tmp_path, case, sync, cut):
+    # each rank's dump with its last `cut` entries left out, as a dump taken while a step runs (a hang,
+    # a timeout) or the log of a run stopped mid-step ends. Found from the end, the steps begin inside
+    # one; read in the phase the calls before them show, they are the run's 4 micro-batches of Ψ, as the
+    # whole dump reads (the tests above). Before, K = 1 and, where the gradients are reduced in every
+    # micro-batch, Ψ 4×
+    import gzip
+
+    run, ranks = _count(case)
+    for r, entries in enumerate(ranks):
+        doc = json.loads(gzip.decompress((FR / case / f"rank{r}.json.gz").read_bytes()))
+        doc["entries"] = entries[:-cut]
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(doc))
+    res = runner.invoke(app, ["check", str(tmp_path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["micro_batches"], out["grad_sync"]) == (run["model"]["psi"], run["micro_batches"],
+                                                                    sync)
+    if case == "ds-zero2-ga4":
+        assert "deepspeed-zero2" in out["matches"]
+
+
 def test_real_deepspeed_moe_dumps_price_the_dense_parameters_and_the_experts_each_on_its_group():
     # DeepSpeed ZeRO-2 with an MoE layer (4 experts, expert parallelism 2), 4 micro-batches, no step markers.
     # Counted from the dumps: each step all-reduces the dense gradients (44,064) on the group of 4 (pg '5')

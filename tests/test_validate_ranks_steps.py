@@ -335,3 +335,35 @@ def test_blocks_that_gather_what_they_reduce_then_a_scalar_are_micro_batches(tmp
     ts = _fr_dumps(tmp_path, step * 4)
     m = measure(ts.table, meta=ts.meta)
     assert (m.steps, m.micro_batches, m.psi) == (4, 1, 9000)
+
+
+def test_a_trace_cut_mid_step_reads_its_micro_batches_in_the_steps_phase(tmp_path):
+    # 3 steps of DeepSpeed ZeRO-2 with 4 micro-batches (each all-reduces 3,000 + 2,000 elements), an overflow
+    # flag and the optimizer's gather of the updated shards, after the model's broadcast; then the 4th step
+    # cut short after 2 of its calls, as a run stopped mid-step logs it. Found from the end, each step
+    # begins inside one; the calls before the first end in the moved calls, so the steps' phase is the
+    # one that reads as micro-batches
+    step = [("all_reduce", 3000), ("all_reduce", 2000)] * 4 + [("all_reduce", 1), ("all_gather", 2500)]
+    for cut in range(1, len(step) - 1):
+        ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + step * 3 + step[:cut])
+        m = measure(ts.table, meta=ts.meta)
+        assert (m.micro_batches, m.grad_sync, m.psi) == (4, "every", 5000), cut
+
+
+def test_equal_layers_after_a_first_step_that_differs_are_not_cut_steps():
+    from zerocalc.validate.micro_batches import _cut_phase
+
+    # one FSDP-like step of 3 equal layers, one micro-batch: 3 forward gathers (code 0, 500 elements a
+    # rank into 1,000), then a gather and a reduce-scatter (code 1, 1,000 elements) a layer in backward.
+    # The calls before the first step end in a backward (the first step's forward differed): moved to the
+    # front, the last 6 calls would read as 3 blocks that each gather and reduce a layer, then gathers.
+    # Those are the next forward's: no phase is taken, and the step stays as found
+    codes = [0, 0, 0] + [0, 1] * 3
+    grad = [c == 1 for c in codes]
+    args = (codes, grad, [True] * 9, [1000.0] * 9)
+    assert _cut_phase(args, [2, 0, 1, 0, 1, 0, 1]) is None
+    # the same calls, an optimizer's gather after blocks that reduce alone (DeepSpeed ZeRO-2, code 2, the
+    # shards of 3,000 elements): moved to the front, 3 micro-batches
+    codes = [1, 1, 2, 1]
+    args = (codes, [True, True, False, True], [True] * 4, [1000.0, 1000.0, 3000.0, 1000.0])
+    assert _cut_phase(args, [5, 1, 1, 2, 1])[:2] == (3, "every")

@@ -40,7 +40,9 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
     carry data (the optimizer's gathers) or, where each block gathers what it reduces, by any calls
     (:func:`_gathers_what_it_reduces`), or hold none and are followed by the boundary micro-batch, the
     block once more with all the reductions (calls of other kinds, such as the optimizer's, aside), or hold
-    none and are followed by the reductions alone (:func:`_reductions_after`)."""
+    none and are followed by the reductions alone (:func:`_reductions_after`); or, in any phase, its
+    calls with data are blocks that gather what they reduce, its others scalars
+    (:func:`_blocks_between_scalars`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
@@ -61,6 +63,8 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
             in_block and not after and (any(data[per * reps:] if data is not None else rest)
                                         or (rest and _gathers_what_it_reduces(grad, data, elems, per)))) or (
             mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
+    if not sure and (k := _blocks_between_scalars(codes, grad, data, elems)):
+        reps, mode, sure = k, "every", True
     return reps, mode, most, sure
 
 
@@ -85,17 +89,36 @@ def _reductions_after(grad: list[bool], data: list[bool] | None, elems: list[flo
 
 def _gathers_what_it_reduces(grad: list[bool], data: list[bool] | None, elems: list[float] | None,
                              per: int) -> bool:
-    """Whether the block of the first ``per`` calls gathers at least as many elements as it reduces, in calls
-    that carry data beside its gradient reductions: a whole forward and backward (ZeRO-3, FSDP), whose
-    gathers come before the reductions of the same parameters. Repeated, then closed by calls without
-    data (a gradient norm, an overflow flag), such blocks are micro-batches; one micro-batch's buckets
-    repeat its reductions alone, or after every gather of its forward. A block whose other calls carry
-    less (DDP's broadcast buffers beside its buckets) is not taken for one."""
+    """Whether the block of the first ``per`` calls gathers, before its first gradient reduction, at least
+    as many elements as it reduces, in calls that carry data: a whole forward and backward (ZeRO-3, FSDP),
+    whose forward gathers each parameter before the backward reduces it. Repeated, then closed by calls
+    without data (a gradient norm, an overflow flag), such blocks are micro-batches; one micro-batch's
+    buckets repeat its reductions alone, or after every gather of its forward. A block whose other calls
+    carry less (DDP's broadcast buffers beside its buckets) is not taken for one, nor one that gathers
+    after it reduces (ZeRO-1/2's optimizer step: the reduced gradients, then the updated parameters)."""
     if elems is None:
         return False
-    reduced = sum(elems[i] for i in range(per) if grad[i])
-    gathered = sum(elems[i] for i in range(per) if not grad[i] and (data is None or data[i]))
+    first = next((i for i in range(per) if grad[i]), per)
+    reduced = sum(elems[i] for i in range(first, per) if grad[i])
+    gathered = sum(elems[i] for i in range(first) if data is None or data[i])
     return 0 < reduced <= gathered * (1 + 1e-9)
+
+
+def _blocks_between_scalars(codes: list[int], grad: list[bool], data: list[bool] | None,
+                            elems: list[float] | None) -> int | None:
+    """K where the calls that carry data are one block repeated K ≥ 2 times, end to end, that gathers what
+    it reduces (:func:`_gathers_what_it_reduces`), and the others are scalars, wherever they fall: the
+    micro-batches of a step found in any phase, as one found from a trace cut mid-step begins inside
+    a micro-batch or after its closing scalar. None otherwise."""
+    if data is None or all(data) or not any(data):
+        return None
+    at = [i for i, d in enumerate(data) if d]
+    sub = [codes[i] for i in at]
+    per, reps = _leading_repeats(sub)
+    if reps < 2 or per * reps != len(sub):
+        return None
+    g = [grad[i] for i in at]
+    return reps if _gathers_what_it_reduces(g, None, [elems[i] for i in at], per) else None
 
 
 def _with_more_reductions(codes: list[int], grad: list[bool], data: list[bool] | None, per: int, reps: int,
@@ -164,7 +187,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
-                  sure_only=not marked and k is None)
+                  sure_only=not marked and k is None,
+                  lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
     if k is not None:
         if k < 1:
@@ -211,11 +235,14 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
-                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False) -> None:
+                  repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False,
+                  lead: np.ndarray | None = None) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
-    they could be nothing else (:func:`_step_blocks`; else 1), and so its gradient-sync mode."""
+    they could be nothing else (:func:`_step_blocks`; else 1), and so its gradient-sync mode. ``lead``:
+    the calls that may come before each rank's first step (a trace without markers: its steps read in
+    the phase :func:`_cut_phase` finds where they are not sure as found)."""
     sel = np.flatnonzero(use)
     if not len(sel):
         return
@@ -224,7 +251,9 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     if not (np.all(r[1:] >= r[:-1]) and np.all((r[1:] != r[:-1]) | (s[1:] >= s[:-1]))):
         sel = sel[np.lexsort((sel, s, r))]
         r, s = rank[sel], step_id[sel]
-    sig, _ = group_codes(ops.codes[sel], full[sel], gs[sel])
+    before = _before_first(sel, r, rank, lead) if lead is not None else np.zeros(0, dtype=np.int64)
+    both, _ = group_codes(*(np.concatenate([a[sel], a[before]]) for a in (ops.codes, full, gs)))
+    sig, lead_sig = both[:len(sel)], both[len(sel):]
     bounds = np.concatenate([[0], np.flatnonzero((r[1:] != r[:-1]) | (s[1:] != s[:-1])) + 1, [len(sel)]])
     rep = distinct_runs(sig, bounds)
     firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
@@ -234,8 +263,11 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     data = elems > SCALAR_MAX_ELEMENTS
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        reps, mode, most, sure = _step_blocks(sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(),
-                                              elems[lo:hi].tolist())
+        args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist())
+        reps, mode, most, sure = _step_blocks(*args)
+        if sure_only and not sure and len(before):
+            reps, mode, most, sure = _cut_phase(args, lead_sig[rank[before] == r[lo]].tolist()) or (
+                reps, mode, most, sure)
         if sure_only and not sure:
             reps, mode = 1, None
         if most is not None:
@@ -243,3 +275,41 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
         if mode is not None:
             modes[mode] += times
         found[reps] += times
+
+
+def _before_first(sel: np.ndarray, r: np.ndarray, rank: np.ndarray, lead: np.ndarray) -> np.ndarray:
+    """The calls of ``lead`` that come before their rank's first call in ``sel`` (``r``: its calls'
+    ranks), in order."""
+    first = np.full(int(rank.max()) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(first, r, sel)
+    cand = np.flatnonzero(lead)
+    return cand[cand < first[rank[cand]]]
+
+
+def _cut_phase(args: tuple[list, list, list, list], lead: list[int]):
+    """A step found without markers read in another phase: its last t calls moved to its front, where the
+    calls before the first step end in those t calls, so that the steps are as many equal blocks as
+    before. That is the phase of a trace that ends in a step cut short (an NCCL log of a run stopped
+    mid-step, a Flight Recorder dump taken during one): the steps found from the end begin inside one,
+    its micro-batches out of place. The first t (fewest calls moved) whose reading is sure, with more than
+    one micro-batch (:func:`_step_blocks`), but for blocks that gather what they reduce followed by more
+    gathers (one step's layers, each gathered in the forward and again in the backward, read from its
+    backward on); None where none is."""
+    codes = args[0]
+    m = 0
+    while m < min(len(lead), len(codes) - 1) and lead[-1 - m] == codes[-1 - m]:
+        m += 1
+    for t in range(1, m + 1):
+        rot = tuple(a[-t:] + a[:-t] for a in args)
+        got = _step_blocks(*rot)
+        if not (got[3] and got[0] > 1):
+            continue
+        per, reps = _leading_repeats(rot[0])
+        grad, data, elems = rot[1][:per], rot[2][:per], rot[3][:per]
+        gathered = sum(e for e, g, d in zip(elems, grad, data, strict=True) if d and not g)
+        reduced = sum(e for e, g in zip(elems, grad, strict=True) if g)
+        rest = range(per * reps, len(rot[0]))
+        if 0 < reduced <= gathered and any(rot[2][i] for i in rest) and not any(rot[1][i] for i in rest):
+            continue  # blocks that gather their own parameters, then gathers: the next forward's, not a cut
+        return got
+    return None
