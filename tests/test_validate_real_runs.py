@@ -921,3 +921,29 @@ def test_deepspeed_zero3_micro_batches_show_without_step_markers(case):
                                                                      "every")
     assert "it marks no optimizer steps" in m.micro_batches_how
     assert "deepspeed-zero3" in res.matches + res.kept + res.secondary_partition
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_fsdp2_clipping_norms_all_reduced_are_not_gradients(marked):
+    # FSDP2 on 6 layers, 4 micro-batches, clip_grad_norm_ before each optimizer step. Counted
+    # (count_calls.py): every step on every rank gathers 8Ψ and reduce-scatters 4Ψ, then all-reduces
+    # 12 elements, one norm per parameter tensor. Before, those 12 were read as a gradient all-reduce: Ψ
+    # 139,139, and no scheme matched, FSDP having no all-reduce; without step markers, also K = 1 and Ψ 4×
+    import numpy as np
+
+    case = "fsdp2-6-layers-ga4-clip"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    for passes, per in _elements_per_step(case):
+        assert passes == k
+        assert per == {("c10d::_allgather_base_", 4): 2 * k * psi,
+                       ("c10d::_reduce_scatter_base_", 4): k * psi,
+                       ("c10d::allreduce_", None): 2 * len(run["model"]["layers"])}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table if marked else ts.table.assign(step=np.nan), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (psi, 4, k, "every")
+    assert "fsdp-full-shard" in res.matches
+    assert any("all-reduces of 12 elements" in n and "clip_grad_norm_" in n for n in m.notes)
+    # on the world of 4 (ring accounting), fp32: 3/4 of the 8Ψ gathered and of the 4Ψ reduce-scattered
+    assert m.bytes_per_rank_per_step == pytest.approx(12 * psi * 3 / 4 * 4, rel=1e-9)

@@ -176,6 +176,43 @@ def gradient_calls(cat: np.ndarray, ops: Codes, full: np.ndarray) -> np.ndarray:
     return (cat == STEP) & ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS)
 
 
+#: An all-reduce in a step that reduce-scatters its gradients on the all-reduce's group, of at most this share
+#: of the elements the step reduce-scatters there, is a vector of norms or flags, not gradients.
+NORM_MAX_SHARE = 1 / 64
+
+
+def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, rank: np.ndarray,
+                 step_id: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """The steady-state all-reduces larger than a scalar that carry next to nothing beside the gradients
+    their step reduce-scatters on the same group (:data:`NORM_MAX_SHARE`): ``clip_grad_norm_`` over
+    FSDP2's sharded gradients all-reduces one partial norm per parameter tensor each step (its DTensor
+    norm is a partial placement, redistributed), a few hundred elements where the step reduces billions.
+    A sharded scheme reduces no gradient by all-reduce on its gather group; counted as gradients, such a
+    vector would be an op no scheme has. Scalar traffic, as a 1-element norm is."""
+    ar = (cat == STEP) & ops.eq("all_reduce") & ~small
+    rs = (cat == STEP) & ops.eq("reduce_scatter") & ~small
+    if not ar.any() or not rs.any():
+        return np.zeros(len(cat), dtype=bool)
+    key, k = group_codes(rank, step_id, np.nan_to_num(gs, nan=-1.0))
+    scattered = np.bincount(key[rs], weights=full[rs], minlength=k)[key]
+    return ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
+
+
+def with_norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, rank: np.ndarray,
+                      step_id: np.ndarray, small: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``small`` with :func:`norm_vectors` among the scalars, and the sentence saying which (none: no
+    sentence)."""
+    norms = norm_vectors(cat, ops, gs, full, rank, step_id, small)
+    if not norms.any():
+        return small, []
+    sizes = sorted({int(e) for e in full[norms].tolist()})
+    shown = ", ".join(f"{e:,}" for e in sizes[:3]) + (" …" if len(sizes) > 3 else "")
+    return small | norms, [
+        f"all-reduces of {shown} elements in the steps, next to nothing beside the gradients each step "
+        "reduce-scatters on their group, count as scalar traffic, not gradients (clip_grad_norm_ over "
+        "FSDP2's sharded gradients all-reduces one norm per parameter tensor)"]
+
+
 def small_traffic(cat: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray, step_id: np.ndarray,
                   small: np.ndarray, psi_ref: float | None) -> np.ndarray:
     """Last categories: per-step broadcasts under :data:`BUFFER_MAX_SHARE_OF_PSI` of Ψ are ``buffers``;

@@ -190,13 +190,15 @@ def measure(
     notes += more
     cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
                             world if world is not None else len(ranks))
-    grad = classify.gradient_calls(cat, ops, full)
+    small, more = classify.with_norm_vectors(cat, ops, gs, full, rank_idx, step_id, small)
+    notes += more
+    grad = classify.gradient_calls(cat, ops, full) & ~small
     in_steps = (cat == STEP) & (step_id >= 0)
     if not (in_steps & ~small).any():  # scalars alone repeat nothing of a step
         in_steps = np.zeros_like(in_steps)
     mb = infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id,
                              micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
-                             apart=cat == UNEXPLAINED)
+                             apart=cat == UNEXPLAINED, small=small)
     syncs = mb.k if mb.grad_sync == "every" else 1
     dense_psi, expert_psi, more = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
     notes += more

@@ -161,7 +161,7 @@ def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.nda
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                         rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
                         marked: bool = True, w: np.ndarray | None = None,
-                        apart: np.ndarray | None = None) -> MicroBatches:
+                        apart: np.ndarray | None = None, small: np.ndarray | None = None) -> MicroBatches:
     """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
     collectives that opens each optimizer step repeats back to back (the most common count over ranks
     and steps). Gradient accumulation repeats forward and backward, and with them every collective
@@ -176,7 +176,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     ``use``: the steady-state calls inside a step; ``grad``: the gradient reductions among them; ``w``:
     each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight); ``apart``:
     the calls reported apart, among which gathers from a secondary copy count as the whole group's
-    (:func:`secondary_gathers`).
+    (:func:`secondary_gathers`); ``small``: the calls that carry no data (scalars, norm vectors; None:
+    those of at most a scalar's elements).
     """
     if apart is not None:
         secondary, gs = secondary_gathers(ops, gs, full, use, apart)
@@ -188,7 +189,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
                   sure_only=not marked and k is None,
-                  lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None)
+                  lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None,
+                  small=small)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
     if k is not None:
         if k < 1:
@@ -236,7 +238,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
                   repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False,
-                  lead: np.ndarray | None = None) -> None:
+                  lead: np.ndarray | None = None, small: np.ndarray | None = None) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
@@ -260,7 +262,7 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     if w is not None:  # each pair counted by its weight
         mult = np.bincount(rep, weights=w[sel][bounds[:-1]])[firsts].astype(np.int64)
     g, elems = grad[sel], full[sel]
-    data = elems > SCALAR_MAX_ELEMENTS
+    data = elems > SCALAR_MAX_ELEMENTS if small is None else ~small[sel]
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist())

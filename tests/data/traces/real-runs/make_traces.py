@@ -130,12 +130,12 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
-def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None):
+def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS):
     """FSDP2 ``fully_shard`` on each Linear (on the first ``units`` alone where given: the others' parameters
     stay with the root's) and on the root; ``reshard`` None leaves reshard_after_forward at its default."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    model = make_model()
+    model = make_model(layers=layers)
     kw = {"mesh": mesh, "mp_policy": mp_policy or MixedPrecisionPolicy()}
     if reshard is not None:
         kw["reshard_after_forward"] = reshard
@@ -145,9 +145,11 @@ def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None):
     return model
 
 
-def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True):
+def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None):
     """k micro-batches a step; gradients synchronised in the last alone unless ``sync_every``; under HSDP,
-    the replicate all-reduce in the last alone unless ``all_reduce_every`` (reduce-scatters in every one)."""
+    the replicate all-reduce in the last alone unless ``all_reduce_every`` (reduce-scatters in every one);
+    the gradients clipped to ``max_norm`` before the optimizer step where given (torchtitan's default 1.0:
+    ``torch.nn.utils.clip_grad_norm_`` on the sharded gradients)."""
     rank = dist.get_rank()
 
     def train_step(step):
@@ -159,19 +161,22 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True):
                 model.set_requires_all_reduce(m == k - 1)
             x, y = batch(rank, step, m)
             loss_fn(model(x), y).div(k).backward()
+        if max_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         opt.step()
 
     return train_step
 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
-               sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None):
+               sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None, max_norm=None,
+               layers=LAYERS):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
-    model = fsdp2_model(mesh, mp_policy, reshard, units)
+    model = fsdp2_model(mesh, mp_policy, reshard, units, layers)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every))
+    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm))
 
 
 
@@ -731,6 +736,9 @@ WORLD4 = [[0, 1, 2, 3]]
 # a model whose parameters straddle DeepSpeed's stage3_param_persistence_threshold (1e5 elements): the first
 # weight above it, the second weight and both biases below; input and output sizes as LAYERS'
 MIXED_LAYERS = [(128, 1024), (1024, 96)]
+# six layers: 12 parameter tensors, more than a scalar's elements in clip_grad_norm_'s all-reduce of their
+# norms
+DEEP_LAYERS = [(128, 160), (160, 160), (160, 160), (160, 160), (160, 160), (160, 96)]
 # one tensor-parallel rank's parameters: half of layers.0 (by outputs), half of layers.1's weight (by
 # inputs) and its whole bias, layers.2 whole
 TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
@@ -916,6 +924,13 @@ CASES = {
         "deepspeed_config": ds_config(2, bf16=True)}),
     "fsdp2-ga4-sync-every": (lambda o: case_fsdp2(o, k=4, sync_every=True, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "fsdp2-6-layers-ga4-clip": (lambda o: case_fsdp2(o, k=4, sync_every=True, steps=2, max_norm=1.0,
+                                                      layers=DEEP_LAYERS), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True, on 6 layers (12 "
+                  "parameter tensors); gradients clipped (clip_grad_norm_, max_norm 1.0, torchtitan's "
+                  "default) before each optimizer step", "layers": DEEP_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "fsdp2-ga4-no-sync": (lambda o: case_fsdp2(o, k=4, sync_every=False, steps=2), {
