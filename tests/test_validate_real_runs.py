@@ -947,3 +947,24 @@ def test_fsdp2_clipping_norms_all_reduced_are_not_gradients(marked):
     assert any("all-reduces of 12 elements" in n and "clip_grad_norm_" in n for n in m.notes)
     # on the world of 4 (ring accounting), fp32: 3/4 of the 8Ψ gathered and of the 4Ψ reduce-scattered
     assert m.bytes_per_rank_per_step == pytest.approx(12 * psi * 3 / 4 * 4, rel=1e-9)
+
+
+def test_ddps_map_of_used_parameters_is_not_gradients():
+    # DDP with find_unused_parameters=True on 6 layers. Counted (count_calls.py): every step on every rank
+    # all-reduces Ψ fp32 gradient elements, then 12 int32 elements (the map of used parameters, one per
+    # parameter tensor). Before, the 12 were read as gradients: Ψ 139,148
+    case = "ddp-6-layers-find-unused"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    psi = run["model"]["psi"]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            got = sorted((c["dtype"], c["in_elems"], c["calls"]) for c in step["c10d"])
+            assert got == [("float", psi, 1), ("int", 2 * len(run["model"]["layers"]), 1)]
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches) == (psi, 4, 1)
+    assert res.matches[0] == "dp" and m.grad_dtype == "fp32"
+    assert any("reductions of integers (int32: 12 elements)" in n for n in m.notes)
+    # on the world of 4 (ring accounting), fp32: 2 × 3/4 of Ψ
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * psi * 3 / 4 * 4, rel=1e-9)

@@ -198,19 +198,36 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     return ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
 
 
+#: Element types no gradient is reduced in: a reduction of integers is a count, a map or a flag.
+INTEGER_TYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64")
+
+
 def with_norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, rank: np.ndarray,
-                      step_id: np.ndarray, small: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """``small`` with :func:`norm_vectors` among the scalars, and the sentence saying which (none: no
-    sentence)."""
-    norms = norm_vectors(cat, ops, gs, full, rank, step_id, small)
-    if not norms.any():
-        return small, []
-    sizes = sorted({int(e) for e in full[norms].tolist()})
-    shown = ", ".join(f"{e:,}" for e in sizes[:3]) + (" …" if len(sizes) > 3 else "")
-    return small | norms, [
-        f"all-reduces of {shown} elements in the steps, next to nothing beside the gradients each step "
-        "reduce-scatters on their group, count as scalar traffic, not gradients (clip_grad_norm_ over "
-        "FSDP2's sharded gradients all-reduces one norm per parameter tensor)"]
+                      step_id: np.ndarray, small: np.ndarray, dt: Codes) -> tuple[np.ndarray, list[str]]:
+    """``small`` with the steady-state reductions that carry no gradients among the scalars, and a sentence
+    for each kind: the norm vectors of :func:`norm_vectors`, and reductions of integers (``dt``: each
+    call's element type), such as the map of parameters used in the forward that DDP all-reduces every
+    iteration under ``find_unused_parameters=True``, one int32 per parameter tensor."""
+    notes = []
+    ints = (cat == STEP) & ops.isin(GRADIENT_OPS) & ~small & dt.isin(INTEGER_TYPES)
+    if ints.any():
+        names = ", ".join(sorted(set(dt.present(ints))))
+        notes.append(f"reductions of integers ({names}: {_sizes(full, ints)} elements) count as scalar "
+                     "traffic, not gradients: counts, maps or flags (DDP's find_unused_parameters=True "
+                     "all-reduces one int32 per parameter tensor each iteration)")
+    norms = norm_vectors(cat, ops, gs, full, rank, step_id, small | ints)
+    if norms.any():
+        notes.append(f"all-reduces of {_sizes(full, norms)} elements in the steps, next to nothing beside "
+                     "the gradients each step reduce-scatters on their group, count as scalar traffic, not "
+                     "gradients (clip_grad_norm_ over FSDP2's sharded gradients all-reduces one norm per "
+                     "parameter tensor)")
+    return small | ints | norms, notes
+
+
+def _sizes(full: np.ndarray, mask: np.ndarray) -> str:
+    """The calls' distinct element counts, the first three."""
+    sizes = sorted({int(e) for e in full[mask].tolist()})
+    return ", ".join(f"{e:,}" for e in sizes[:3]) + (" …" if len(sizes) > 3 else "")
 
 
 def small_traffic(cat: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray, step_id: np.ndarray,

@@ -190,7 +190,7 @@ def measure(
     notes += more
     cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
                             world if world is not None else len(ranks))
-    small, more = classify.with_norm_vectors(cat, ops, gs, full, rank_idx, step_id, small)
+    small, more = classify.with_norm_vectors(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     grad = classify.gradient_calls(cat, ops, full) & ~small
     in_steps = (cat == STEP) & (step_id >= 0)

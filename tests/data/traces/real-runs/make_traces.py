@@ -104,10 +104,11 @@ def ddp_loop(model, opt, k, no_sync_first):
     return train_step
 
 
-def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3):
+def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3, layers=LAYERS,
+             find_unused_parameters=False):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    model = DDP(make_model(dtype), process_group=group)
+    model = DDP(make_model(dtype, layers), process_group=group, find_unused_parameters=find_unused_parameters)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
 
@@ -832,6 +833,11 @@ CASES = {
     "ddp-bf16": (lambda o: case_ddp(o, dtype=torch.bfloat16), {
         "scheme": "DDP on a bfloat16 model (gradients all-reduced in bfloat16)",
         "param_dtype": "bfloat16", "reduce_dtype": "bfloat16", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-6-layers-find-unused": (lambda o: case_ddp(o, layers=DEEP_LAYERS, find_unused_parameters=True), {
+        "scheme": "DDP with find_unused_parameters=True (as Hugging Face Trainer sets it without gradient "
+                  "checkpointing) on 6 layers (12 parameter tensors)", "layers": DEEP_LAYERS,
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "ddp-zero-ro-fp16-hook": (case_ddp_zero_ro_fp16_hook, {
         "scheme": "DDP with fp16_compress_hook + ZeroRedundancyOptimizer(Adam)",
