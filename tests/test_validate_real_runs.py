@@ -968,3 +968,26 @@ def test_ddps_map_of_used_parameters_is_not_gradients():
     assert any("reductions of integers (int32: 12 elements)" in n for n in m.notes)
     # on the world of 4 (ring accounting), fp32: 2 × 3/4 of Ψ
     assert m.bytes_per_rank_per_step == pytest.approx(2 * psi * 3 / 4 * 4, rel=1e-9)
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_checkpoint_every_second_step_is_not_an_optimizer_step(marked):
+    # FSDP2, one micro-batch, a checkpoint saved after every 2nd step inside its ProfilerStep. Counted
+    # (count_calls.py): every step gathers 2Ψ and reduce-scatters Ψ; every 2nd also holds the save plan's
+    # object collectives, among them a broadcast of bytes. Before, read as 3 optimizer steps of 2
+    # micro-batches (the extra calls taken for the optimizer's)
+    import numpy as np
+
+    case = "fsdp2-checkpoint-every-2"
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        steps = r["steps"]
+        more = {name for name, step in steps.items()
+                if any(c["dtype"] == "unsigned char" for c in step["c10d"])}
+        assert more == {"ProfilerStep#2", "ProfilerStep#4", "ProfilerStep#6"}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table if marked else ts.table.assign(step=np.nan), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, len(steps), 1)
+    assert "pickled objects" in m.steps_how and "fsdp-full-shard" in res.matches
+    # per step on the world of 4 (ring accounting), fp32: 3/4 of the 2Ψ gathered and of the Ψ reduce-scattered
+    assert m.bytes_per_rank_per_step == pytest.approx(3 * PSI * 3 / 4 * 4, rel=1e-9)

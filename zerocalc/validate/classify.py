@@ -198,6 +198,17 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     return ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
 
 
+#: Element types of pickled objects on the wire (``broadcast_object_list``, ``all_gather_object``).
+OBJECT_TYPES = ("uint8", "int8")
+
+
+def object_calls(ops: Codes, dt: Codes) -> np.ndarray:
+    """Broadcasts and all-gathers of bytes: Python objects pickled onto the wire, as a checkpoint's save plan
+    (``torch.distributed.checkpoint``) or a logger's gathered values travel; no training step's data. (A
+    ZeRO++ qwZ gather of int8 weights is one too, but it runs in every step, never only between them.)"""
+    return ops.isin(["broadcast", "all_gather"]) & dt.isin(OBJECT_TYPES)
+
+
 #: Element types no gradient is reduced in: a reduction of integers is a count, a map or a flag.
 INTEGER_TYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64")
 

@@ -15,23 +15,26 @@ from zerocalc.validate.columns import run_bounds
 
 
 def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
-                  light: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
+                  light: np.ndarray | None = None, objects: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, str, list[str]]:
     """:func:`~.steps.infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
     step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
-    step holds an evaluation instead (:func:`_evaluations`), its calls are one-off. ``light``: the calls
-    that carry no data or next to nothing (a loss or metric all-reduce)."""
+    step holds an evaluation or a checkpoint instead (:func:`_evaluations`), its calls are one-off.
+    ``light``: the calls that carry no data or next to nothing (a loss or metric all-reduce); ``objects``:
+    the calls that carry pickled objects (a checkpoint's save plan)."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked)
     step_id[step_marked] = marked[step_marked].astype(np.int32)
     n_marked = len(np.unique(step_id[step_marked]))
     grouped = _marked_micro_batches(step_id, rank, sig)
     evaluated = (None if grouped is None or light is None or steps not in (None, n_marked)
-                 else _evaluations(step_id, rank, sig, light))
+                 else _evaluations(step_id, rank, sig, light, objects))
     if evaluated is not None:
-        n_eval, k = evaluated
+        n_eval, k, saved = evaluated
+        what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if saved
+                else "an evaluation (the forward's calls again, and small all-reduces")
         return step_id, (f"{n_marked} step(s) from the trace's step markers; every {_ordinal(k)} also "
-                         "holds an evaluation (the forward's calls again, and small all-reduces: "
-                         f"{_plural(n_eval, 'call')} in all), counted one-off"), []
+                         f"holds {what}: {_plural(n_eval, 'call')} in all), counted one-off"), []
     if grouped is not None and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
         how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
@@ -53,18 +56,20 @@ def _ordinal(k: int) -> str:
     return f"{k}{suffix}"
 
 
-def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray
-                 ) -> tuple[int, int] | None:
-    """Where every K-th marked step holds the others' calls and an evaluation, not the optimizer's calls
-    after K micro-batches (:func:`_marked_micro_batches`): the more calls are all the step's own (the
-    forward's gathers again) or ``light`` (a loss or metric all-reduce), and some are the step's own
-    carrying data. Then those calls of each such step are one-off (``step_id`` -1, in place; the first of
-    each kind in the step is the step's own) and (calls set so, K) is returned; None otherwise, ``step_id``
-    untouched."""
+def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray,
+                 objects: np.ndarray | None = None) -> tuple[int, int, bool] | None:
+    """Where every K-th marked step holds the others' calls and an evaluation or a checkpoint, not the
+    optimizer's calls after K micro-batches (:func:`_marked_micro_batches`): the more calls are all the
+    step's own (the forward's gathers again), ``light`` (a loss or metric all-reduce) or ``objects``
+    (pickled objects: a checkpoint's save plan), and some are the step's own carrying data or objects.
+    Then those calls of each such step are one-off (``step_id`` -1, in place; the first of each kind in
+    the step is the step's own) and (calls set so, K, whether objects were among them) is returned; None
+    otherwise, ``step_id`` untouched."""
     bounds = run_bounds(rank)
-    plans, ks = [], set()
+    plans, ks, saved = [], set(), False
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         ids, codes, lite = step_id[lo:hi], sig[lo:hi], light[lo:hi]
+        obj = objects[lo:hi] if objects is not None else np.zeros(hi - lo, dtype=bool)
         marks = np.unique(ids[ids >= 0]).tolist()
         calls = {m: Counter(codes[ids == m].tolist()) for m in marks}
         kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
@@ -76,8 +81,11 @@ def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: 
         if a - b or not extra:
             return None
         weightless = {int(c): bool(lite[codes == c].all()) for c in extra}
-        if not all(c in a or weightless[c] for c in extra) or all(weightless[c] for c in extra if c in a):
+        pickled = {int(c) for c in extra if c not in a and obj[codes == c].all()}
+        if not all(c in a or weightless[c] or c in pickled for c in extra) or (
+                not pickled and all(weightless[c] for c in extra if c in a)):
             return None
+        saved |= bool(pickled)
         ends = [m for m in marks if calls[m] == b]
         gaps = {y - x for x, y in zip(ends, ends[1:], strict=False)}
         ks |= gaps or {0}
@@ -95,7 +103,7 @@ def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: 
                 else:
                     step_id[i] = -1
                     n += 1
-    return n, ks.pop()
+    return n, ks.pop(), saved
 
 
 def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray

@@ -185,7 +185,8 @@ def measure(
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
-                                           in_e, out_e, gs, small, steps, w, sent)
+                                           in_e, out_e, gs, small, steps, w, sent,
+                                           classify.object_calls(ops, dt))
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,

@@ -149,8 +149,8 @@ def _next_to_nothing(load: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return load < weight.max() * GRADIENT_SHARE
 
 
-def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, reduces: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray] | None:
+def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, reduces: np.ndarray,
+                    objects: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Where a repeated block is k ≥ 2 steps and an evaluation between them (a run that evaluates every k
     steps): each call's step in the block (0 … k - 1; -1 between steps) and whether it is of the step the
     next block begins (it follows the block's last step); None where the block is one step.
@@ -165,7 +165,9 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     distinct calls that carry data (equal buckets and a loss all-reduce stay one step). Micro-batches that
     each reduce, then a loss or metric all-reduce, have nothing of a forward between them; the optimizer's
     gather after them (DeepSpeed ZeRO-2) is none of a micro-batch's own calls: such blocks stay one step.
-    An evaluation that sends nothing but its metrics (DDP's) is not told from such a block."""
+    An evaluation that sends nothing but its metrics (DDP's) is not told from such a block. Pickled objects
+    between steps (``objects``: a checkpoint's save plan every k steps) are as sure a sign as a forward:
+    no micro-batch sends them."""
     per = len(block)
     if not reduces.any():
         return None
@@ -194,10 +196,11 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
         if x is None:
             return None
         before = seg[:x]
-        if weight[before].any() or not np.all(~carries[before] | tiny[before] | own[before]):
+        obj = objects[before] if objects is not None else np.zeros(len(before), dtype=bool)
+        if weight[before].any() or not np.all(~carries[before] | tiny[before] | own[before] | obj):
             return None
         labels[seg[x:]] = i
-        forward |= bool((carries[before] & own[before]).any())
+        forward |= bool((carries[before] & own[before]).any() or obj.any())
     if not forward:
         return None
     return labels, np.arange(per) > ends[-1]

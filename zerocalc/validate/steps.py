@@ -28,8 +28,8 @@ from zerocalc.validate.repeats import (
 
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
                 gs: np.ndarray, small: np.ndarray, steps: int | None,
-                w: np.ndarray | None = None,
-                sent: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
+                w: np.ndarray | None = None, sent: np.ndarray | None = None,
+                objects: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
     """The step of every call (-1 outside the steps), how the steps were found, and notes.
 
     From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
@@ -41,7 +41,9 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     checkpoint, a step cut short) one-off. ``in_e`` and ``out_e`` are spent: their NaN become 0. ``w``:
     each call's weight in a folded trace
     (:mod:`.folded`): the steps are found on the calls kept and said of the full trace
-    (:func:`~.folded.unfold_steps`); the step ids are those of the calls kept.
+    (:func:`~.folded.unfold_steps`); the step ids are those of the calls kept. ``objects``: the calls that
+    carry pickled objects (:func:`~.classify.object_calls`), which a checkpoint or a logger sends between
+    steps.
     """
     if w is not None and (steps is not None or (marked is not None and not np.isnan(marked).all())):
         raise Unfoldable("--steps and step markers are read on the full trace")
@@ -52,23 +54,25 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         light = ~carries
         if sent is not None and reduces.any():
             light |= _next_to_nothing(sent, _gradient_weight(sent, reduces))
-        return _marked_steps(marked, rank, sig, steps, light)
+        return _marked_steps(marked, rank, sig, steps, light, objects)
     load = None if sent is None else sent if w is None else sent * w
-    step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load)
+    step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load, objects)
     return (step_id, *_repeated_how(periods, tails, steps, between))
 
 
 def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray,
-                    steps: int | None, w: np.ndarray | None, load: np.ndarray | None):
+                    steps: int | None, w: np.ndarray | None, load: np.ndarray | None,
+                    objects: np.ndarray | None = None):
     """:func:`infer_steps` without markers: each call's step, and per rank (calls per step, steps, calls
     before the first), (calls after the last, whether they carry data) and (calls between steps, steps
-    between them) where the repeated block is steps and an evaluation (:func:`~.repeats._steps_in_block`).
+    between them, whether pickled objects are among them) where the repeated block is steps and an
+    evaluation or a checkpoint (:func:`~.repeats._steps_in_block`).
     ``carries`` / ``reduces``: the calls carrying data / the reductions among them; ``load``: each call's
-    bytes, weighted."""
+    bytes, weighted; ``objects``: the calls carrying pickled objects."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     periods: dict[int, tuple[int, int, int]] = {}
     tails: dict[int, tuple[int, bool]] = {}
-    between: dict[int, tuple[int, int]] = {}
+    between: dict[int, tuple[int, int, bool]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
     found: dict[tuple[bytes, bytes, int], tuple[int, int, int, tuple[int, int, int] | None]] = {}
@@ -78,12 +82,14 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
         # a step must hold at least one collective that carries data: the last p calls do
         # exactly when p reaches back to the last such call
         min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
-        key = (sig[lo:hi].tobytes(), b"" if load is None else load[lo:hi].tobytes(), min_period)
+        key = (sig[lo:hi].tobytes(), b"" if load is None else load[lo:hi].tobytes(), min_period,
+               b"" if objects is None else objects[lo:hi].tobytes())
         if key not in found:
             run = _rank_run(sig[lo:hi], carries[lo:hi], reduces[lo:hi],
                             None if load is None else load[lo:hi], steps, min_period)
             block = slice(hi - run[2] - run[0], hi - run[2])
-            inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block])
+            inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block],
+                                     None if objects is None else objects[block])
                      if run[0] and load is not None and steps is None else None)
             found[key] = (*run, inner)
         per, reps, tail, inner = found[key]
@@ -111,7 +117,8 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
         if w is not None:
             n_steps += (unfold_steps(sig[lo:hi], w[lo:hi], per, reps) - reps) * k
         periods[r] = (int(np.bincount(labels[labels >= 0]).min()), n_steps, start + int(np.argmax(ids >= 0)))
-        between[r] = (int((labels < 0).sum()), k)
+        saved = objects is not None and bool(objects[lo + start:lo + start + per][labels < 0].any())
+        between[r] = (int((labels < 0).sum()), k, saved)
     return step_id, periods, tails, between
 
 
@@ -147,7 +154,7 @@ def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: n
 
 
 def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tuple[int, bool]],
-                  steps: int | None, between: dict[int, tuple[int, int]] | None = None
+                  steps: int | None, between: dict[int, tuple[int, int, bool]] | None = None
                   ) -> tuple[str, list[str]]:
     """How :func:`_repeated_steps` found the steps, in words, and a note where ranks differ."""
     pers = sorted({v[:2] for v in periods.values()})
@@ -163,9 +170,10 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
                      "(the trace has no step markers)")
     if between:
-        n, k = max(between.values())
-        steps_how += (f"; the {_plural(n, 'call')} after every {k} steps, which carry no gradients (an "
-                      "evaluation), count as one-off")
+        n, k, saved = max(between.values())
+        what = "a checkpoint's or a logger's pickled objects" if saved else "an evaluation"
+        steps_how += (f"; the {_plural(n, 'call')} after every {k} steps, which carry no gradients ({what}), "
+                      "count as one-off")
     if lead:
         steps_how += f"; {lead} call(s) before the first repetition count as one-off"
     tail, data = max(tails.values(), default=(0, False))

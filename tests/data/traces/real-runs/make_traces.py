@@ -181,6 +181,33 @@ def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None
 
 
 
+def case_fsdp2_checkpoint(outdir, *, every=2, steps=6):
+    """FSDP2 (``case_fsdp2``'s model and loop, one micro-batch) saving a checkpoint with
+    ``torch.distributed.checkpoint.save`` after every ``every``-th profiled optimizer step, inside its
+    ``ProfilerStep`` (before ``prof.step()``), as a training loop with a short checkpoint interval does; the
+    checkpoint's files are written under OUTDIR/ckpt and removed after the run."""
+    import shutil
+
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("shard",))
+    model = fsdp2_model(mesh)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    train = fsdp2_loop(model, opt, 1, True)
+    where = os.path.join(outdir, "ckpt")
+
+    def train_step(step):
+        train(step)
+        if step > 0 and step % every == 0:
+            dcp.save({"model": model.state_dict()}, checkpoint_id=os.path.join(where, str(step)))
+
+    run_profiled(outdir, steps, train_step)
+    dist.barrier()
+    if dist.get_rank() == 0:
+        shutil.rmtree(where)
+
+
 def fsdp1_model(strategy, mixed=False, groups=None, units=None):
     """FSDP1 (``FullyShardedDataParallel``): one unit per Linear (``ModuleWrapPolicy``; the first ``units``
     alone where given, by ``lambda_auto_wrap_policy``: the others' parameters stay in the root unit) and the
@@ -939,6 +966,12 @@ CASES = {
                   "default) before each optimizer step", "layers": DEEP_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "fsdp2-checkpoint-every-2": (case_fsdp2_checkpoint, {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; a checkpoint saved "
+                  "(torch.distributed.checkpoint.save of the model's state dict) after every 2nd optimizer "
+                  "step, inside its ProfilerStep", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": fsdp_groups((4,)), "micro_batches": 1, "grad_sync": "every micro-batch",
+        "steps_profiled": 6}),
     "fsdp2-ga4-no-sync": (lambda o: case_fsdp2(o, k=4, sync_every=False, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
