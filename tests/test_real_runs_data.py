@@ -57,7 +57,11 @@ def test_traces_match_the_configured_run(case):
         if "pipeline" in run and int(rank) not in run["pipeline"]["stages"][-1]:
             loss_calls = 0  # only the last pipeline stage computes the loss
         assert {s["loss_calls"] for s in r["steps"].values()} == {loss_calls}, (case, rank)
-        assert all(s["unpaired_c10d"] == 0 for s in r["steps"].values())
+        # every c10d op has its gloo worker event, but gather_ and scatter_ (a checkpoint's object
+        # collectives), which record none
+        for s in r["steps"].values():
+            workerless = sum(c["calls"] for c in s["c10d"] if c["op"] in ("c10d::gather_", "c10d::scatter_"))
+            assert s["unpaired_c10d"] == workerless, (case, rank)
         # every configured group this rank belongs to is in its pg_config, and nothing else but the world
         mine = {tuple(g) for groups in run["groups"].values() for g in groups if int(rank) in g}
         listed = {tuple(g["ranks"]) for g in r["pg_config"]}
