@@ -367,3 +367,34 @@ def test_equal_layers_after_a_first_step_that_differs_are_not_cut_steps():
     codes = [1, 1, 2, 1]
     args = (codes, [True, True, False, True], [True] * 4, [1000.0, 1000.0, 3000.0, 1000.0])
     assert _cut_phase(args, [5, 1, 1, 2, 1])[:2] == (3, "every")
+
+
+def test_one_expert_a_rank_counts_in_psi_and_its_group_of_one_moves_nothing(tmp_path):
+    # DeepSpeed MoE with expert parallelism over the whole world of 4, one expert a rank, as NCCL Flight
+    # Recorder dumps list it (pg_config with each group's ranks): each step the tokens go by 4 all-to-alls
+    # on the world, the dense gradients (44,064) are all-reduced on the 4 and the rank's expert's (61,792)
+    # on its expert-data-parallel group of the rank alone, which DeepSpeed 0.19.8 still all-reduces on (a
+    # gloo run of this layout, ep_size 4, recorded those calls on 4 groups, each in one rank's dump).
+    # Ψ is the rank's parameters: 44,064 + 61,792; the group of one sends nothing, so dp matches on the dense
+    # part. Before, Ψ was the dense part alone and the experts' reductions were reported apart
+    import json
+
+    dense, expert = 44_064, 61_792
+    world = ["0", "default_pg"]
+    pg = {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}}
+    pg.update({str(q + 1): {"name": str(q + 1), "desc": "edp", "ranks": f"[{q}]"} for q in range(4)})
+    for r in range(4):
+        calls = ([("all_to_all", 4 * 8 * 192, world)] * 4
+                 + [("all_reduce", dense, world), ("all_reduce", expert, [str(r + 1), "edp"])]) * 3
+        entries = [{"record_id": i, "process_group": g, "collective_seq_id": i,
+                    "profiling_name": f"nccl:{op}", "input_sizes": [[n]], "output_sizes": [[n]],
+                    "input_dtypes": ["Float"], "state": "completed"} for i, (op, n, g) in enumerate(calls)]
+        (tmp_path / f"rank{r}.json").write_text(json.dumps({"version": "2.10", "entries": entries,
+                                                            "pg_config": pg}))
+    ts = read_traces(str(tmp_path))
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.expert_size, m.expert_psi) == (dense + expert, 4, 3, 1, expert)
+    assert res.matches == ("dp",)
+    # the dense gradients alone are sent: 2 × 3/4 of 44,064 fp32 elements a step
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * dense * 3 / 4 * 4, rel=1e-9)

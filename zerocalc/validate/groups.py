@@ -162,16 +162,19 @@ def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> 
     whose gradients it reduces with the E ranks that hold the same experts (``expert_data_parallel``), and
     the dense parameters' with all N (DeepSpeed ``deepspeed/utils/groups.py``
     ``_create_expert_and_data_parallel``). None otherwise."""
-    from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+    from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 
     a2a = ops.eq("all_to_all")
     if not a2a.any():
         return None
     sizes = np.unique(gs[grad]).tolist()
+    alone = ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS) & (gs == 1)
+    if len(sizes) == 1 and alone.any():  # one expert a rank: its gradients reduced on a group of itself
+        sizes = [1, *sizes]
     if len(sizes) != 2:
         return None
     e, n = (int(s) for s in sizes)
-    if e < 2 or n % e:
+    if n % e:
         return None
     a2a &= (gs == n // e) & (full > SCALAR_MAX_ELEMENTS)
     return (n, e) if a2a.any() else None

@@ -317,7 +317,7 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
     n_steps = (len(steps_used) if w is None else _weighted_steps(rank_idx, step_id, w)) or 1
     per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used, w, n_steps)
     unexplained = classify.unexplained_note(cat, ops, gs, w)
-    step = np.flatnonzero(cat == STEP)
+    step = np.flatnonzero((cat == STEP) & (gs != 1))  # a group of one rank moves nothing: no pattern's
     pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps, w)
     groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern], w)
     return n_steps, per_step, categories, unexplained, pattern, variants, groups
