@@ -991,3 +991,32 @@ def test_a_checkpoint_every_second_step_is_not_an_optimizer_step(marked):
     assert "pickled objects" in m.steps_how and "fsdp-full-shard" in res.matches
     # per step on the world of 4 (ring accounting), fp32: 3/4 of the 2Ψ gathered and of the Ψ reduce-scattered
     assert m.bytes_per_rank_per_step == pytest.approx(3 * PSI * 3 / 4 * 4, rel=1e-9)
+
+
+def test_three_d_parallelism_reports_tensor_parallelism_apart_by_its_worker_threads():
+    # pipeline 2 × FSDP2 2 × tensor parallelism 2 on 8 ranks, 2 micro-batches a step. Counted
+    # (count_calls.py): a stage-0 rank gathers each of its layers' halves K + 1 = 3 times a step,
+    # reduce-scatters 27,904 elements once and all-reduces 1,280 on its tensor-parallel group once a
+    # micro-batch; a stage-1 rank gathers layer 2 3 times and reduce-scatters 15,456 once. Every rank has
+    # three groups of 2, and over gloo the all-reduce names none: before, it was read as a gradient
+    # reduction in every micro-batch (Ψ 11,480, K = 2 "every"); its worker threads run no FSDP call
+    case = "pp2-fsdp2-tp2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    stage0, stage1 = run["pipeline"]["psi_per_stage_rank"]
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    for r, s in ranks.items():
+        for step in s["steps"].values():
+            got = Counter()
+            for c in step["c10d"]:
+                if c["op"] != "c10d::_allgather_base_":
+                    got[c["op"]] += c["calls"] * c["in_elems"]
+            tp = {"c10d::allreduce_": 2 * 1280} if int(r) < 4 else {}
+            assert got == {"c10d::_reduce_scatter_base_": stage0 if int(r) < 4 else stage1, **tp,
+                           "c10d::send": 2 * 1280, "c10d::recv_": 2 * 1280}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert m.psi == (stage0 + stage1) / 2 and (m.n, m.micro_batches, m.grad_sync) == (2, 2, "boundary")
+    assert any("all-reduce on 2 ranks ×16" in n for n in m.notes)  # 2 a step on each of 4 ranks, 2 steps
+    fsdp = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
+    assert fsdp.matches_if_kept_across_micro_batches

@@ -69,7 +69,49 @@ def group_keys(rows: Rows) -> np.ndarray:
         fill = (listed < 0) & (named >= 0)
         listed[fill] = of_name[named[fill]]
     offset = int(listed.max()) + 1
-    return np.where(listed >= 0, listed, np.where(named >= 0, named + offset, -1))
+    key = np.where(listed >= 0, listed, np.where(named >= 0, named + offset, -1))
+    if (key < 0).any() and rows.has("worker"):
+        threads = _worker_threads(rows, key < 0)
+        start = max(int(key.max()), int(named.max()) + offset) + 1
+        key = np.where((key < 0) & (threads >= 0), threads + start, key)
+    return key
+
+
+def _worker_threads(rows: Rows, unnamed: np.ndarray) -> np.ndarray:
+    """For calls no group names (``unnamed``), the gloo worker threads that ran them, as a group's code: the
+    threads that ran calls alike (op and sizes) serve one group, as each process group runs its calls on
+    threads of its own (:data:`~zerocalc.traces.kineto_groups.THREADS_PER_GROUP`). Only a set of that many
+    threads counts (both of a group seen): one thread alone may be one of a group whose calls fell to its
+    threads by turns (a DDP step's two buckets, the first always on one thread, the second on the other).
+    -1 elsewhere."""
+    from zerocalc.traces.kineto_groups import THREADS_PER_GROUP
+
+    out = np.full(len(unnamed), -1)
+    at = np.flatnonzero(unnamed & rows.notna("worker"))
+    if not len(at):
+        return out
+    worker = rows.codes("worker").codes[at]
+    files = rows.codes("file").codes[at] if rows.has("file") else np.zeros(len(at), dtype=np.int64)
+    sig, _ = group_codes(rows.codes("op").codes[at], rows.num("in_nelems")[at], rows.num("out_nelems")[at],
+                         files)
+    parent = list(range(int(worker.max()) + 1))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    first: dict[int, int] = {}
+    for s_, w_ in zip(sig.tolist(), worker.tolist(), strict=True):
+        a, b = find(first.setdefault(s_, w_)), find(w_)
+        if a != b:
+            parent[b] = a
+    root = np.array([find(x) for x in range(len(parent))])
+    members = np.bincount(root[np.unique(worker)], minlength=len(parent))
+    whole = members[root[worker]] == THREADS_PER_GROUP
+    out[at[whole]] = root[worker[whole]]
+    return out
 
 
 @dataclass(frozen=True)

@@ -388,6 +388,46 @@ def case_pp2_fsdp2(outdir):
     run_profiled(outdir, 3, train_step)
 
 
+def case_pp2_fsdp2_tp2(outdir):
+    """3-D parallelism on 8 ranks as torchtitan composes it on a (``pp``, ``dp``, ``tp``) DeviceMesh of
+    2 × 2 × 2: ``torch.distributed.pipelining`` (``ScheduleGPipe``, ``PP_MICRO_BATCHES`` micro-batches) on
+    ``pp`` (stage 0 layers 0-1, stage 1 layer 2), tensor parallelism on ``tp`` in stage 0 (``layers.0``
+    ``ColwiseParallel``, ``layers.1`` ``RowwiseParallel``, as ``case_fsdp2_tp2``; stage 1's one layer is
+    whole on both of its tensor-parallel ranks), and FSDP2 (``fully_shard`` per Linear + the stage) on
+    ``dp``. Rank = 4·stage + 2·dp + tp."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (2, 2, 2), mesh_dim_names=("pp", "dp", "tp"))
+    stage, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
+    full = make_model()
+    if stage == 0:
+        part = nn.Sequential(full.layers[0], nn.ReLU(), full.layers[1], nn.ReLU())
+        parallelize_module(part, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    else:
+        part = nn.Sequential(full.layers[2])
+    for m in part:
+        if isinstance(m, nn.Linear):
+            fully_shard(m, mesh=mesh["dp"])
+    fully_shard(part, mesh=mesh["dp"])
+    pipe = PipelineStage(part, stage, 2, torch.device("cpu"), group=mesh["pp"].get_group())
+    schedule = ScheduleGPipe(pipe, n_microbatches=PP_MICRO_BATCHES, loss_fn=loss_fn)
+    opt = torch.optim.Adam(part.parameters(), lr=LR)
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        xs, ys = zip(*(batch(dp_rank, step, m) for m in range(PP_MICRO_BATCHES)), strict=True)
+        if stage == 0:
+            schedule.step(torch.cat(xs))
+        else:
+            schedule.step(target=torch.cat(ys), losses=[])
+        opt.step()
+
+    run_profiled(outdir, 2, train_step)
+
+
 def case_tp2_dp2(outdir):
     """Tensor parallelism of 2 × data parallelism of 2, Megatron's MLP split by hand: tensor-parallel
     groups {0, 1} and {2, 3} (consecutive ranks), data-parallel groups {0, 2} and {1, 3}. ``layers.0`` is
@@ -818,6 +858,18 @@ CASES = {
                                        LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
         "micro_batches": PP_MICRO_BATCHES,
         "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 3}),
+    "pp2-fsdp2-tp2": (case_pp2_fsdp2_tp2, {
+        "scheme": "3-D: pipeline parallelism 2 (torch.distributed.pipelining, ScheduleGPipe) x FSDP2 2 "
+                  "(fully_shard per Linear + the stage) x tensor parallelism 2 in stage 0 (layers.0 "
+                  "ColwiseParallel, layers.1 RowwiseParallel) on a 2 x 2 x 2 DeviceMesh (pp, dp, tp)",
+        "world_size": 8, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"pp": [[0, 4], [1, 5], [2, 6], [3, 7]], "dp": [[0, 2], [1, 3], [4, 6], [5, 7]],
+                   "tp": [[0, 1], [2, 3], [4, 5], [6, 7]]},
+        "pipeline": {"stages": [[0, 1, 2, 3], [4, 5, 6, 7]], "layers": [[0, 1], [2]],
+                     "psi_per_stage_rank": [TP2_PSI_PER_RANK - LAYERS[2][0] * LAYERS[2][1] - LAYERS[2][1],
+                                            LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
+        "micro_batches": PP_MICRO_BATCHES,
+        "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 2}),
     "hsdp-2x2-tp2": (case_hsdp_tp, {
         "scheme": "HSDP (FSDP2 on replicate 2 x shard 2) beside tensor parallelism 2 (layers.0 "
                   "ColwiseParallel, layers.1 RowwiseParallel) on a 2 x 2 x 2 DeviceMesh",
