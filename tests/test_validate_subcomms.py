@@ -175,3 +175,23 @@ def test_check_gpus_per_node_zero_is_refused_like_table(tmp_path):
         r = runner.invoke(app, [*cmd, "--gpus-per-node", "0"])
         assert r.exit_code == 2
         assert "--gpus-per-node: must be a whole number ≥ 1" in r.output
+
+
+def test_gloo_worker_threads_name_a_group_only_where_both_of_its_threads_are_seen():
+    import numpy as np
+    import pandas as pd
+
+    from zerocalc.validate.columns import Rows
+    from zerocalc.validate.groups import group_keys
+
+    # one rank, no call naming its group. Threads 11 and 12 ran the same gather (a group's two threads: one
+    # group); 21 and 22 the same all-reduce (another). Threads 31 and 32 each ran one bucket's all-reduce,
+    # never the same one: as likely one group's threads taking its two buckets by turns, so not named
+    t = pd.DataFrame({"file": "rank0", "op": ["all_gather", "all_gather", "all_reduce", "all_reduce",
+                                              "all_reduce", "all_reduce"],
+                      "in_nelems": [100.0, 100.0, 64.0, 64.0, 300.0, 200.0],
+                      "out_nelems": [200.0, 200.0, 64.0, 64.0, 300.0, 200.0],
+                      "worker": ["(1, 11)", "(1, 12)", "(1, 21)", "(1, 22)", "(1, 31)", "(1, 32)"]})
+    key = group_keys(Rows(t, np.arange(len(t))))
+    assert key[0] == key[1] >= 0 and key[2] == key[3] >= 0 and key[0] != key[2]
+    assert (key[4:] == -1).all()
