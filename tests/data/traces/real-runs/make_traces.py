@@ -360,14 +360,23 @@ def case_pp2_fsdp2(outdir):
     stage's gradients unreduced and its backward's gathers kept until the last micro-batch
     (``set_requires_gradient_sync(False)``, ``set_reshard_after_backward(False)``)."""
     from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp"))
+    full = make_model()
+    first = mesh["pp"].get_local_rank() == 0
+    part = (nn.Sequential(full.layers[0], nn.ReLU(), full.layers[1], nn.ReLU()) if first
+            else nn.Sequential(full.layers[2]))
+    run_fsdp2_stage(outdir, mesh, part, 3)
+
+
+def run_fsdp2_stage(outdir, mesh, part, steps):
+    """FSDP2 (``fully_shard`` per Linear + the stage) on the ``dp`` dimension of ``mesh`` for this rank's
+    pipeline stage ``part``, run by ``ScheduleGPipe`` (``PP_MICRO_BATCHES`` micro-batches a step) on its
+    ``pp`` dimension, each dp rank on its own batches; ``steps`` profiled optimizer steps."""
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 
-    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp"))
     stage, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
-    full = make_model()
-    part = (nn.Sequential(full.layers[0], nn.ReLU(), full.layers[1], nn.ReLU()) if stage == 0
-            else nn.Sequential(full.layers[2]))
     for m in part:
         if isinstance(m, nn.Linear):
             fully_shard(m, mesh=mesh["dp"])
@@ -385,7 +394,7 @@ def case_pp2_fsdp2(outdir):
             schedule.step(target=torch.cat(ys), losses=[])
         opt.step()
 
-    run_profiled(outdir, 3, train_step)
+    run_profiled(outdir, steps, train_step)
 
 
 def case_pp2_fsdp2_tp2(outdir):
@@ -396,36 +405,16 @@ def case_pp2_fsdp2_tp2(outdir):
     whole on both of its tensor-parallel ranks), and FSDP2 (``fully_shard`` per Linear + the stage) on
     ``dp``. Rank = 4·stage + 2·dp + tp."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     mesh = init_device_mesh("cpu", (2, 2, 2), mesh_dim_names=("pp", "dp", "tp"))
-    stage, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
     full = make_model()
-    if stage == 0:
+    if mesh["pp"].get_local_rank() == 0:
         part = nn.Sequential(full.layers[0], nn.ReLU(), full.layers[1], nn.ReLU())
         parallelize_module(part, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
     else:
         part = nn.Sequential(full.layers[2])
-    for m in part:
-        if isinstance(m, nn.Linear):
-            fully_shard(m, mesh=mesh["dp"])
-    fully_shard(part, mesh=mesh["dp"])
-    pipe = PipelineStage(part, stage, 2, torch.device("cpu"), group=mesh["pp"].get_group())
-    schedule = ScheduleGPipe(pipe, n_microbatches=PP_MICRO_BATCHES, loss_fn=loss_fn)
-    opt = torch.optim.Adam(part.parameters(), lr=LR)
-
-    def train_step(step):
-        opt.zero_grad(set_to_none=True)
-        xs, ys = zip(*(batch(dp_rank, step, m) for m in range(PP_MICRO_BATCHES)), strict=True)
-        if stage == 0:
-            schedule.step(torch.cat(xs))
-        else:
-            schedule.step(target=torch.cat(ys), losses=[])
-        opt.step()
-
-    run_profiled(outdir, 2, train_step)
+    run_fsdp2_stage(outdir, mesh, part, 2)
 
 
 def case_tp2_dp2(outdir):
