@@ -398,3 +398,38 @@ def test_one_expert_a_rank_counts_in_psi_and_its_group_of_one_moves_nothing(tmp_
     assert res.matches == ("dp",)
     # the dense gradients alone are sent: 2 × 3/4 of 44,064 fp32 elements a step
     assert m.bytes_per_rank_per_step == pytest.approx(2 * dense * 3 / 4 * 4, rel=1e-9)
+
+
+def test_hsdp_replicate_all_reduces_of_small_units_are_gradients(tmp_path):
+    # HSDP 2 × 2 on 4 ranks in the NCCL dump format (each group's ranks listed), a model of 70 units of
+    # 1,000 to 1,552 elements: each step gathers every unit on the shard group in the forward, then in the
+    # backward gathers it again, reduce-scatters it there and all-reduces its shard (half) on the replicate
+    # group, a group of the shard group's size. Each all-reduce is under 1/100 of what the step
+    # reduce-scatters, as small beside the step as a clipping norm, but it reduces a shard a reduce-scatter
+    # left: a gradient. Ψ = the units' sum, fsdp-hybrid
+    import json
+
+    units = 70
+    shard = {0: "1", 1: "1", 2: "2", 3: "2"}
+    replicate = {0: "3", 1: "4", 2: "3", 3: "4"}
+    pg = {"1": "[0, 1]", "2": "[2, 3]", "3": "[0, 2]", "4": "[1, 3]"}
+    sizes = [1000 + 8 * u for u in range(units)]  # distinct, so that each call names its unit
+    for r in range(4):
+        calls = []
+        for _ in range(3):
+            calls += [("all_gather", e // 2, e, shard[r]) for e in sizes]
+            for e in reversed(sizes):
+                calls += [("all_gather", e // 2, e, shard[r]), ("reduce_scatter", e, e // 2, shard[r]),
+                          ("all_reduce", e // 2, e // 2, replicate[r])]
+        entries = [{"record_id": i, "process_group": [g, "pg"], "collective_seq_id": i,
+                    "profiling_name": f"nccl:{op}", "input_sizes": [[n]], "output_sizes": [[o]],
+                    "input_dtypes": ["Float"], "state": "completed"} for i, (op, n, o, g) in enumerate(calls)]
+        doc = {"version": "2.10", "entries": entries,
+               "pg_config": {g: {"name": g, "desc": "pg", "ranks": ranks} for g, ranks in pg.items()}}
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(doc))
+    ts = read_traces(str(tmp_path))
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.shard_size, m.steps) == (sum(sizes), 4, 2, 3)
+    assert "fsdp-hybrid" in res.matches
+    assert not any("count as scalar traffic" in n for n in m.notes)

@@ -188,14 +188,22 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     FSDP2's sharded gradients all-reduces one partial norm per parameter tensor each step (its DTensor
     norm is a partial placement, redistributed), a few hundred elements where the step reduces billions.
     A sharded scheme reduces no gradient by all-reduce on its gather group; counted as gradients, such a
-    vector would be an op no scheme has. Scalar traffic, as a 1-element norm is."""
+    vector would be an op no scheme has. Scalar traffic, as a 1-element norm is. An all-reduce of a shard
+    the rank's reduce-scatters leave (HSDP's replicate all-reduce of each unit, on a group that may be of
+    the shard group's size) is a gradient, however small beside the step."""
     ar = (cat == STEP) & ops.eq("all_reduce") & ~small
     rs = (cat == STEP) & ops.eq("reduce_scatter") & ~small
     if not ar.any() or not rs.any():
         return np.zeros(len(cat), dtype=bool)
     key, k = group_codes(rank, step_id, np.nan_to_num(gs, nan=-1.0))
     scattered = np.bincount(key[rs], weights=full[rs], minlength=k)[key]
-    return ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
+    norms = ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
+    if norms.any():  # not a shard some reduce-scatter of the rank leaves
+        at, of = np.flatnonzero(norms), np.flatnonzero(rs)
+        pair, _ = group_codes(np.concatenate([rank[at], rank[of]]),
+                              np.concatenate([full[at], full[of] / gs[of]]))
+        norms[at[np.isin(pair[:len(at)], pair[len(at):])]] = False
+    return norms
 
 
 #: Element types of pickled objects on the wire (``broadcast_object_list``, ``all_gather_object``).

@@ -194,12 +194,7 @@ def measure(
     small, more = classify.with_norm_vectors(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     grad = classify.gradient_calls(cat, ops, full) & ~small
-    in_steps = (cat == STEP) & (step_id >= 0)
-    if not (in_steps & ~small).any():  # scalars alone repeat nothing of a step
-        in_steps = np.zeros_like(in_steps)
-    mb = infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id,
-                             micro_batches, marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
-                             apart=cat == UNEXPLAINED, small=small)
+    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, micro_batches, w)
     syncs = mb.k if mb.grad_sync == "every" else 1
     dense_psi, expert_psi, more = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
     notes += more
@@ -236,6 +231,20 @@ def measure(
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
     )
+
+
+def _micro_batches(rows: Rows, ops: Codes, gs: np.ndarray, full: np.ndarray, cat: np.ndarray,
+                   grad: np.ndarray, small: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray,
+                   k: int | None, w: np.ndarray | None):
+    """:func:`~.micro_batches.infer_micro_batches` on the steady-state calls inside the steps (none where
+    they are scalars alone, which repeat nothing of a step), the calls reported apart and those that carry
+    no data (``small``) told to it, the steps marked or not as the trace's rows say."""
+    in_steps = (cat == STEP) & (step_id >= 0)
+    if not (in_steps & ~small).any():
+        in_steps = np.zeros_like(in_steps)
+    return infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id, k,
+                               marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
+                               apart=cat == UNEXPLAINED, small=small)
 
 
 def _psi_in_trace(grad: np.ndarray, gs: np.ndarray, groups, ops: Codes, full: np.ndarray,
