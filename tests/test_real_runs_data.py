@@ -46,7 +46,7 @@ def test_expected_json_is_what_the_traces_count(case):
 def test_traces_match_the_configured_run(case):
     run = json.loads((RUNS / case / "run.json").read_text())
     res = counted(case)
-    assert sorted(res["ranks"]) == [str(r) for r in range(run["world_size"])]
+    assert sorted(map(int, res["ranks"])) == list(range(run["world_size"]))
     for rank, r in res["ranks"].items():
         assert r["world_size"] == run["world_size"] and r["backend"] == "gloo"
         # one ProfilerStep per optimizer step, each holding every micro-batch's forward pass (or, where the

@@ -1020,3 +1020,22 @@ def test_three_d_parallelism_reports_tensor_parallelism_apart_by_its_worker_thre
     assert any("all-reduce on 2 ranks ×16" in n for n in m.notes)  # 2 a step on each of 4 ranks, 2 steps
     fsdp = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
     assert fsdp.matches_if_kept_across_micro_batches
+
+
+def test_a_loss_gathered_from_every_rank_is_scalar_traffic():
+    # DDP on 16 ranks, the loss gathered from every rank after each step to be logged. Counted
+    # (count_calls.py): every step on every rank all-reduces Ψ fp32 elements and all-gathers 1 element a
+    # rank into 16. Before, those 16 elements were data: an all-gather DDP does not have, no scheme matched
+    case = "ddp-16-ranks-loss-gather"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            gathers = [c for c in step["c10d"] if c["op"] == "c10d::_allgather_base_"]
+            assert [(c["in_elems"], c["out_elems"], c["calls"]) for c in gathers] == [(1, 16, 1)]
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps) == (PSI, run["world_size"], run["steps_profiled"])
+    assert res.matches[0] == "dp"
+    # 2 × 15/16 of Ψ fp32 elements a step: the gathered losses are scalar traffic
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 15 / 16 * 4, rel=1e-9)

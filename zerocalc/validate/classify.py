@@ -104,6 +104,14 @@ def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:
     return small & sized
 
 
+def gathered_scalars(ops: Codes, in_e: np.ndarray) -> np.ndarray:
+    """All-gathers of at most :data:`SCALAR_MAX_ELEMENTS` elements from each rank: a loss or a metric gathered
+    to be logged (Hugging Face Trainer's ``_nested_gather``, Accelerate's ``gather``), whose output holds
+    one such value a rank however many ranks there are. Scalar traffic, as an all-reduce of it would be."""
+    with np.errstate(invalid="ignore"):
+        return ops.eq("all_gather") & (in_e <= SCALAR_MAX_ELEMENTS)
+
+
 def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full: np.ndarray,
                  rank: np.ndarray) -> np.ndarray:
     """First categories (codes :data:`STEP` …): ``step``, ``unexplained`` (not a data-parallel op, or a

@@ -181,7 +181,7 @@ def measure(
     notes += more
     full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb, w)
     notes += more
-    small = classify.scalar_calls(full, approx)
+    small = classify.scalar_calls(full, approx) | classify.gathered_scalars(ops, in_e)
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,

@@ -113,6 +113,28 @@ def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, ste
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
 
 
+def case_ddp_loss_gather(outdir):
+    """DDP on every rank of the world, one micro-batch, and after each optimizer step the loss gathered from
+    every rank to be logged, as Hugging Face Trainer's ``_nested_gather`` and Accelerate's ``gather`` do
+    (``all_gather_into_tensor`` of one element a rank): on 16 ranks its output holds 16 elements."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model())
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(rank, step, 0)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses = torch.empty(world)
+        dist.all_gather_into_tensor(losses, loss.detach().reshape(1))
+
+    run_profiled(outdir, 3, train_step)
+
+
 def case_ddp_subgroup(outdir):
     # Data-parallel groups of 2 inside a world of 4, as under tensor parallelism of 2:
     # DP groups {0,2} and {1,3} (the TP groups would be {0,1} and {2,3}).
@@ -906,6 +928,12 @@ CASES = {
         "scheme": "DDP with find_unused_parameters=True (as Hugging Face Trainer sets it without gradient "
                   "checkpointing) on 6 layers (12 parameter tensors)", "layers": DEEP_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-16-ranks-loss-gather": (case_ddp_loss_gather, {
+        "scheme": "DDP on 16 ranks, the loss gathered from every rank after each step "
+                  "(all_gather_into_tensor of one element a rank, as Hugging Face Trainer's _nested_gather "
+                  "logs it)", "world_size": 16,
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": [list(range(16))]},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "ddp-zero-ro-fp16-hook": (case_ddp_zero_ro_fp16_hook, {
         "scheme": "DDP with fp16_compress_hook + ZeroRedundancyOptimizer(Adam)",
