@@ -168,12 +168,13 @@ def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS):
     return model
 
 
-def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None):
+def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, data_rank=None):
     """k micro-batches a step; gradients synchronised in the last alone unless ``sync_every``; under HSDP,
     the replicate all-reduce in the last alone unless ``all_reduce_every`` (reduce-scatters in every one);
     the gradients clipped to ``max_norm`` before the optimizer step where given (torchtitan's default 1.0:
-    ``torch.nn.utils.clip_grad_norm_`` on the sharded gradients)."""
-    rank = dist.get_rank()
+    ``torch.nn.utils.clip_grad_norm_`` on the sharded gradients). Each rank trains on the batches of
+    ``data_rank`` (default its own rank; its data-parallel place where tensor-parallel ranks share them)."""
+    rank = dist.get_rank() if data_rank is None else data_rank
 
     def train_step(step):
         opt.zero_grad(set_to_none=True)
@@ -616,15 +617,7 @@ def case_fsdp2_expert_parallel(outdir):
         fully_shard(layer, mesh=world, reshard_after_forward=True)
     fully_shard(model, mesh=world, reshard_after_forward=True)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    rank = dist.get_rank()
-
-    def train_step(step):
-        opt.zero_grad(set_to_none=True)
-        x, y = batch(rank, step, 0)
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    run_profiled(outdir, 2, train_step)
+    run_profiled(outdir, 2, fsdp2_loop(model, opt, 1, True))
 
 
 def case_hsdp_tp(outdir):
@@ -644,15 +637,7 @@ def case_hsdp_tp(outdir):
         fully_shard(layer, mesh=mesh["replicate", "shard"])
     fully_shard(model, mesh=mesh["replicate", "shard"])
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    dp_rank = dist.get_rank() // 2
-
-    def train_step(step):
-        opt.zero_grad(set_to_none=True)
-        x, y = batch(dp_rank, step, 0)
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    run_profiled(outdir, 2, train_step)
+    run_profiled(outdir, 2, fsdp2_loop(model, opt, 1, True, data_rank=dist.get_rank() // 2))
 
 
 # --- DeepSpeed cases ------------------------------------------------------------------------------
