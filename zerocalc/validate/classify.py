@@ -95,21 +95,18 @@ def select_calls(table: pd.DataFrame, meta: dict | None, ops: Codes | None = Non
     return rows.subset(kept.astype(np.int32) if len(table) < 2**31 else kept), notes
 
 
-def scalar_calls(full: np.ndarray, approx: np.ndarray) -> np.ndarray:
+def scalar_calls(full: np.ndarray, approx: np.ndarray, ops: Codes, in_e: np.ndarray) -> np.ndarray:
     """Calls of at most :data:`SCALAR_MAX_ELEMENTS` elements (a size in bytes only: one at ≥ 1 B per
-    element); calls with no size at all are not scalar."""
+    element); calls with no size at all are not scalar. All-gathers of at most that many from each rank
+    (``in_e``) are scalar too: a loss or a metric gathered to be logged (Hugging Face Trainer's
+    ``_nested_gather``, Accelerate's ``gather``), whose output holds one such value a rank however many
+    ranks there are, as an all-reduce of it would be."""
     sized = ~np.isnan(full) | ~np.isnan(approx)
     small = np.where(np.isnan(full), zero_nan(approx) <= SCALAR_MAX_ELEMENTS,
                      full <= SCALAR_MAX_ELEMENTS)
-    return small & sized
-
-
-def gathered_scalars(ops: Codes, in_e: np.ndarray) -> np.ndarray:
-    """All-gathers of at most :data:`SCALAR_MAX_ELEMENTS` elements from each rank: a loss or a metric gathered
-    to be logged (Hugging Face Trainer's ``_nested_gather``, Accelerate's ``gather``), whose output holds
-    one such value a rank however many ranks there are. Scalar traffic, as an all-reduce of it would be."""
     with np.errstate(invalid="ignore"):
-        return ops.eq("all_gather") & (in_e <= SCALAR_MAX_ELEMENTS)
+        gathered = ops.eq("all_gather") & (in_e <= SCALAR_MAX_ELEMENTS)
+    return (small & sized) | gathered
 
 
 def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full: np.ndarray,
@@ -229,8 +226,8 @@ def object_calls(ops: Codes, dt: Codes) -> np.ndarray:
 INTEGER_TYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64")
 
 
-def with_norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, rank: np.ndarray,
-                      step_id: np.ndarray, small: np.ndarray, dt: Codes) -> tuple[np.ndarray, list[str]]:
+def with_non_gradients(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, rank: np.ndarray,
+                       step_id: np.ndarray, small: np.ndarray, dt: Codes) -> tuple[np.ndarray, list[str]]:
     """``small`` with the steady-state reductions that carry no gradients among the scalars, and a sentence
     for each kind: the norm vectors of :func:`norm_vectors`, and reductions of integers (``dt``: each
     call's element type), such as the map of parameters used in the forward that DDP all-reduces every

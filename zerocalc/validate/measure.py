@@ -181,7 +181,7 @@ def measure(
     notes += more
     full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb, w)
     notes += more
-    small = classify.scalar_calls(full, approx) | classify.gathered_scalars(ops, in_e)
+    small = classify.scalar_calls(full, approx, ops, in_e)
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
@@ -191,7 +191,7 @@ def measure(
     notes += more
     cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
                             world if world is not None else len(ranks))
-    small, more = classify.with_norm_vectors(cat, ops, gs, full, rank_idx, step_id, small, dt)
+    small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     grad = classify.gradient_calls(cat, ops, full) & ~small
     mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, micro_batches, w)
