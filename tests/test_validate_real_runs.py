@@ -1039,3 +1039,28 @@ def test_a_loss_gathered_from_every_rank_is_scalar_traffic():
     assert res.matches[0] == "dp"
     # 2 × 15/16 of Ψ fp32 elements a step: the gathered losses are scalar traffic
     assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 15 / 16 * 4, rel=1e-9)
+
+
+@pytest.mark.parametrize("case, one_bucket", [("ddp-buckets-from-first-step", {"ProfilerStep#0"}),
+                                              ("ddp-static-graph-buckets", {"ProfilerStep#1"})])
+@pytest.mark.parametrize("psi_given", [False, True])
+def test_ddps_one_bucket_before_it_rebuilds_its_buckets_is_the_same_gradients(case, one_bucket, psi_given):
+    # DDP with small buckets, profiled from before it rebuilds them. Counted (count_calls.py): in the first
+    # profiled step one fp32 all-reduce of all Ψ; in the others several whose elements add up to the same Ψ,
+    # after two int broadcasts of the new buckets. Before, no call signature was in every step, every call
+    # was read as one-off and the check refused the trace (no gradient collective)
+    run = json.loads((RUNS / case / "run.json").read_text())
+    psi = run["model"]["psi"]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for name, step in r["steps"].items():
+            floats = [c["in_elems"] for c in step["c10d"] for _ in range(c["calls"]) if c["dtype"] == "float"]
+            assert sum(floats) == psi and (len(floats) == 1) == (name in one_bucket)
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi if psi_given else None)
+    m = res.measurement
+    assert (m.psi, m.psi_trace, m.n, m.steps, m.micro_batches) == (psi, psi, 4, 3, 1)
+    assert res.matches[0] == "dp"
+    assert any("other buckets" in n for n in m.notes)
+    # 2 × 3/4 of Ψ fp32 elements a step on the world of 4 (ring accounting)
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * psi * 3 / 4 * 4, rel=1e-9)
+

@@ -110,10 +110,12 @@ def scalar_calls(full: np.ndarray, approx: np.ndarray, ops: Codes, in_e: np.ndar
 
 
 def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full: np.ndarray,
-                 rank: np.ndarray) -> np.ndarray:
+                 rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """First categories (codes :data:`STEP` …): ``step``, ``unexplained`` (not a data-parallel op, or a
     group other than the data-parallel ones: N, or HSDP's shard and replicate groups) and ``one_off``
-    (outside the steps, or a call signature some of its rank's steps lack)."""
+    (outside the steps, or a call signature some of its rank's steps lack, but gradients in other buckets:
+    :func:`_rebucketed`); and the mask of those gradient reductions kept in the step that are in the steps
+    that bucket otherwise than the most."""
     sizes = [dp_sizes] if np.isscalar(dp_sizes) else list(dp_sizes)
     cat = np.full(len(gs), STEP, dtype=np.int8)
     cat[~ops.isin(list(DP_OPS) + ["barrier"])] = UNEXPLAINED
@@ -121,6 +123,7 @@ def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full
     cat[other_group] = UNEXPLAINED
     cat[(cat == STEP) & (step_id < 0)] = ONE_OFF
     has = step_id >= 0
+    rebucketed = np.zeros(len(gs), dtype=bool)
     if has.any() and step_id[has].min() != step_id[has].max():
         # a call signature (rank, op, size, group) that some of its rank's steps lack is not steady state
         st = np.flatnonzero(cat == STEP)
@@ -129,7 +132,44 @@ def steady_state(ops: Codes, gs: np.ndarray, dp_sizes, step_id: np.ndarray, full
         r_inv, n_ranks = group_codes(rank)
         steps_of_rank = _distinct_per(r_inv[has], step_id[has], n_ranks)
         cat[st[in_steps != steps_of_rank[r_inv[st]]]] = ONE_OFF
-    return cat
+        rebucketed = _rebucketed(ops, gs, step_id, full, r_inv, cat, steps_of_rank)
+        cat[rebucketed] = STEP
+        # of those, the calls of the steps that bucket otherwise: signatures in fewer steps than the most
+        seen = np.zeros(len(gs), dtype=np.int64)
+        seen[st] = in_steps
+        most = np.zeros(n_ranks, dtype=np.int64)
+        np.maximum.at(most, r_inv[rebucketed], seen[rebucketed])
+        rebucketed &= seen < most[r_inv]
+    return cat, rebucketed
+
+
+def _rebucketed(ops: Codes, gs: np.ndarray, step_id: np.ndarray, full: np.ndarray, rank: np.ndarray,
+                cat: np.ndarray, steps_of_rank: np.ndarray) -> np.ndarray:
+    """Gradient reductions inside the steps that :func:`steady_state`'s signatures set apart, where their
+    rank's reductions of that op and group size add up to the same elements in every step of the rank: the
+    same gradients in other buckets. DDP all-reduces every gradient in one bucket in its first iteration
+    (its first two under ``static_graph``), then rebuilds its buckets in the order the gradients became
+    ready, of ``bucket_cap_mb`` each (torch/nn/parallel/distributed.py: no initial bucketing unless
+    ``find_unused_parameters``; ``Reducer::rebuild_buckets``). A trace profiled from the first iteration
+    holds a step of one all-reduce where the others have several, the same total. ``rank``: each call's
+    rank as codes 0 … (``steps_of_rank``'s index)."""
+    grad = (step_id >= 0) & ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS)
+    set_apart = grad & (cat == ONE_OFF)
+    if not set_apart.any():
+        return set_apart
+    pool = np.flatnonzero(grad & ((cat == STEP) | set_apart))
+    key, n_keys = group_codes(rank[pool], ops.codes[pool], gs[pool])
+    pair, n_pairs = group_codes(key, step_id[pool])
+    totals = group_sums(pair, n_pairs, {"e": full[pool]})["e"].to_numpy()
+    pair_key = key[first_rows(pair)]
+    lo = np.full(n_keys, np.inf)
+    hi = np.full(n_keys, -np.inf)
+    np.minimum.at(lo, pair_key, totals)
+    np.maximum.at(hi, pair_key, totals)
+    in_every = np.bincount(pair_key, minlength=n_keys) == steps_of_rank[rank[pool][first_rows(key)]]
+    out = np.zeros(len(cat), dtype=bool)
+    out[pool] = (in_every & (lo == hi))[key]
+    return out & set_apart
 
 
 def foreign_groups(group: np.ndarray, rank: np.ndarray, ops: Codes, full: np.ndarray, gs: np.ndarray,

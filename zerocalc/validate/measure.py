@@ -22,6 +22,7 @@ from zerocalc.validate import classify, infer
 from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
+    _plural,
     _world_sizes,
     ring_bytes_factor,
 )
@@ -189,8 +190,9 @@ def measure(
                                            classify.object_calls(ops, dt))
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
-    cat = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
-                            world if world is not None else len(ranks))
+    cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
+                                  world if world is not None else len(ranks), w)
+    notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     grad = classify.gradient_calls(cat, ops, full) & ~small
@@ -333,18 +335,28 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
 
 
 def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: np.ndarray, full: np.ndarray,
-                      rank_idx: np.ndarray, everyone: int) -> np.ndarray:
+                      rank_idx: np.ndarray, everyone: int,
+                      w: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
     """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
     other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
-    another group of the replicate size, ``groups.apart``). ``everyone``: the world's size."""
-    cat = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
+    another group of the replicate size, ``groups.apart``). ``everyone``: the world's size. With a note
+    where gradients reduced in other buckets in some step were kept in the step."""
+    cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
+    notes = []
+    if rebucketed.any():
+        pair, _ = group_codes(rank_idx[rebucketed], step_id[rebucketed])
+        k = int(np.bincount(rank_idx[rebucketed][first_rows(pair)]).max())
+        notes.append(f"on each rank {_plural(k, 'step')} reduce{'s' if k == 1 else ''} the gradients in "
+                     "other buckets than the other steps (calls of other sizes, the same elements), as DDP "
+                     "all-reduces every gradient in one bucket until it rebuilds its buckets (in its first "
+                     "iteration; its first two under static_graph): counted in the step")
     if groups.apart is not None:
         cat[groups.apart & (cat == STEP)] = UNEXPLAINED
     if groups.shard is None:
         foreign = classify.foreign_groups(group_keys(rows), rank_idx, ops, full, gs, cat, everyone)
         cat[foreign] = UNEXPLAINED
-    return cat
+    return cat, notes
 
 
 def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:

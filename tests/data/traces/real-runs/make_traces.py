@@ -69,17 +69,18 @@ def loss_fn(out, y):
     return nn.functional.mse_loss(out.float(), y.float())
 
 
-def run_profiled(outdir, steps, train_step):
-    """Warm-up step + `steps` profiled optimizer steps; train_step(step) runs one optimizer step."""
+def run_profiled(outdir, steps, train_step, warmup=1):
+    """Warm-up step (none where ``warmup`` is 0: the first step is profiled) + `steps` profiled optimizer
+    steps; train_step(step) runs one optimizer step."""
     rank = dist.get_rank()
 
     def save(prof):
         prof.export_chrome_trace(os.path.join(outdir, f"rank{rank}.json.gz"))
 
-    sched = schedule(wait=0, warmup=1, active=steps, repeat=1)
+    sched = schedule(wait=0, warmup=warmup, active=steps, repeat=1)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, schedule=sched,
                  on_trace_ready=save) as prof:
-        for step in range(1 + steps):
+        for step in range(warmup + steps):
             train_step(step)
             prof.step()  # one ProfilerStep per optimizer step
 
@@ -105,12 +106,14 @@ def ddp_loop(model, opt, k, no_sync_first):
 
 
 def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3, layers=LAYERS,
-             find_unused_parameters=False):
+             warmup=1, **ddp_options):
+    """DDP (``ddp_options``: DistributedDataParallel's own, e.g. ``find_unused_parameters``), ``k``
+    micro-batches a step (:func:`ddp_loop`), ``steps`` profiled after ``warmup`` steps."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    model = DDP(make_model(dtype, layers), process_group=group, find_unused_parameters=find_unused_parameters)
+    model = DDP(make_model(dtype, layers), process_group=group, **ddp_options)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
+    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup)
 
 
 def case_ddp_loss_gather(outdir):
@@ -803,6 +806,11 @@ MIXED_LAYERS = [(128, 1024), (1024, 96)]
 # six layers: 12 parameter tensors, more than a scalar's elements in clip_grad_norm_'s all-reduce of their
 # norms
 DEEP_LAYERS = [(128, 160), (160, 160), (160, 160), (160, 160), (160, 160), (160, 96)]
+#: DDP's bucket_cap_mb in the bucket cases, under the model's size: DDP all-reduces every gradient in one
+#: bucket until it rebuilds its buckets (torch/nn/parallel/distributed.py: no initial bucketing unless
+#: find_unused_parameters), then in buckets of about this many MiB (one closes once it holds as much) in the
+#: order the gradients became ready.
+DDP_SMALL_BUCKET_MB = 0.1
 # one tensor-parallel rank's parameters: half of layers.0 (by outputs), half of layers.1's weight (by
 # inputs) and its whole bias, layers.2 whole
 TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
@@ -914,6 +922,17 @@ CASES = {
                   "checkpointing) on 6 layers (12 parameter tensors)", "layers": DEEP_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-buckets-from-first-step": (
+        lambda o: case_ddp(o, layers=DEEP_LAYERS, warmup=0, bucket_cap_mb=DDP_SMALL_BUCKET_MB), {
+            "scheme": f"DDP with bucket_cap_mb {DDP_SMALL_BUCKET_MB} on 6 layers, profiled from its first "
+                      "optimizer step (no warm-up step)", "layers": DEEP_LAYERS, "warmup": 0,
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-static-graph-buckets": (
+        lambda o: case_ddp(o, static_graph=True, bucket_cap_mb=DDP_SMALL_BUCKET_MB), {
+            "scheme": f"DDP with static_graph=True and bucket_cap_mb {DDP_SMALL_BUCKET_MB}",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "ddp-16-ranks-loss-gather": (case_ddp_loss_gather, {
         "scheme": "DDP on 16 ranks, the loss gathered from every rank after each step "
                   "(all_gather_into_tensor of one element a rank, as Hugging Face Trainer's _nested_gather "
@@ -1106,13 +1125,14 @@ def describe(case):
                      "psi_per_layer": [i * o + o for i, o in layers]},
            "micro_batch_size": MICRO_BATCH, "optimizer": "Adam",
            "profiler": {"activities": "CPU", "record_shapes": True,
-                        "schedule": {"wait": 0, "warmup": 1, "active": facts["steps_profiled"]},
+                        "schedule": {"wait": 0, "warmup": facts.get("warmup", 1),
+                                     "active": facts["steps_profiled"]},
                         "one ProfilerStep per": facts.get("profiler_step_per", "optimizer step")}}
     if case.startswith("ds-"):
         import deepspeed
 
         out["deepspeed"] = deepspeed.__version__
-    out.update({key: v for key, v in facts.items() if key != "layers"})
+    out.update({key: v for key, v in facts.items() if key not in ("layers", "warmup")})
     return out
 
 
