@@ -1064,3 +1064,27 @@ def test_ddps_one_bucket_before_it_rebuilds_its_buckets_is_the_same_gradients(ca
     # 2 × 3/4 of Ψ fp32 elements a step on the world of 4 (ring accounting)
     assert m.bytes_per_rank_per_step == pytest.approx(2 * psi * 3 / 4 * 4, rel=1e-9)
 
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_deepspeed_zero3_first_step_is_a_warm_up(marked):
+    # DeepSpeed ZeRO-3 profiled from its first optimizer step. Counted (count_calls.py): the steps after the
+    # first gather all of Ψ and reduce-scatter Ψ in each of 4 micro-batches; the first also gathers each
+    # layer alone in its first micro-batch and broadcasts long ints. Before, the marked trace's first step
+    # was partly counted in the step: no scheme matched
+    case = "ds-zero3-ga4-from-first-step"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        steps = r["steps"]
+        later = [sorted((c["op"], c["in_elems"], c["calls"]) for c in steps[f"ProfilerStep#{k}"]["c10d"])
+                 for k in (1, 2)]
+        assert later[0] == later[1] == [("c10d::_allgather_base_", PSI // 4, 4),
+                                        ("c10d::_reduce_scatter_base_", PSI, 4), ("c10d::allreduce_", 1, 1)]
+        first = Counter(c["op"] for c in steps["ProfilerStep#0"]["c10d"])
+        assert first["c10d::broadcast_"] > 0 and first["c10d::_allgather_base_"] > 1
+    ts = read_traces(RUNS / case)
+    res = check(ts.table if marked else ts.table.assign(step=float("nan")), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, run["steps_profiled"] - 1, run["micro_batches"])
+    assert "deepspeed-zero3" in res.matches
+    # each micro-batch: 3/4 of Ψ gathered and of Ψ reduce-scattered, fp32 on 4 (ring accounting)
+    assert m.bytes_per_rank_per_step == pytest.approx(4 * 2 * PSI * 3 / 4 * 4, rel=1e-9)

@@ -19,13 +19,58 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
                   ) -> tuple[np.ndarray, str, list[str]]:
     """:func:`~.steps.infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
     step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
-    step holds an evaluation or a checkpoint instead (:func:`_evaluations`), its calls are one-off.
-    ``light``: the calls that carry no data or next to nothing (a loss or metric all-reduce); ``objects``:
-    the calls that carry pickled objects (a checkpoint's save plan)."""
+    step holds an evaluation or a checkpoint instead (:func:`_evaluations`), its calls are one-off, and so
+    are those of a first step unlike the alike ones after it (:func:`_warm_up_step`). ``light``: the calls
+    that carry no data or next to nothing (a loss or metric all-reduce); ``objects``: the calls that carry
+    pickled objects (a checkpoint's save plan)."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked)
     step_id[step_marked] = marked[step_marked].astype(np.int32)
     n_marked = len(np.unique(step_id[step_marked]))
+    warm_up = 0 if steps == n_marked else _warm_up_step(step_id, rank, sig)
+    if warm_up:
+        step_marked &= step_id >= 0
+        n_marked -= 1
+    how, notes = _marked_how(step_id, rank, sig, steps, light, objects, n_marked)
+    if warm_up:
+        how = (f"{how}; the first marked step, unlike the {n_marked} alike after it, is a warm-up step "
+               f"(its {_plural(warm_up, 'call')} a rank counted one-off), as DeepSpeed ZeRO-3's first, which "
+               "gathers the parameters one by one while it records their order")
+    return step_id, how, notes
+
+
+def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray) -> int:
+    """Where on every rank the marked steps after the first, at least two, hold the same calls (``sig``,
+    in any order) and the first lacks some of them, the first is a warm-up step: its calls are set outside the
+    steps (``step_id`` -1, in place) and the most of one rank returned; 0 otherwise, ``step_id``
+    untouched. DeepSpeed ZeRO-3 gathers the parameters one by one in its first step while it records their
+    order: a trace profiled from the start of training holds that step."""
+    bounds = run_bounds(rank)
+    firsts = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        ids = step_id[lo:hi]
+        at = np.flatnonzero(ids >= 0)
+        order = at[np.argsort(ids[at], kind="stable")]  # each marked step's calls together
+        marks, first = np.unique(ids[order], return_index=True)
+        if len(marks) < 3:
+            return 0
+        calls = [np.sort(c) for c in np.split(sig[lo:hi][order], first[1:])]  # each step's, in any order
+        if np.array_equal(calls[0], calls[1]) or not all(np.array_equal(c, calls[1]) for c in calls[2:]):
+            return 0
+        if not Counter(calls[1].tolist()) - Counter(calls[0].tolist()):
+            return 0  # the later steps' calls and more (DDP's bucket broadcasts): a step, its extras one-off
+        firsts.append(lo + order[:first[1]])
+    if not firsts:
+        return 0
+    step_id[np.concatenate(firsts)] = -1
+    return max(map(len, firsts))
+
+
+def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
+                light: np.ndarray | None, objects: np.ndarray | None, n_marked: int) -> tuple[str, list[str]]:
+    """:func:`_marked_steps` past its warm-up step: how the steps were found and notes, with each call's
+    step (``step_id``) regrouped in place where the markers mark micro-batches, or set apart where some
+    steps hold an evaluation or a checkpoint."""
     grouped = _marked_micro_batches(step_id, rank, sig)
     evaluated = (None if grouped is None or light is None or steps not in (None, n_marked)
                  else _evaluations(step_id, rank, sig, light, objects))
@@ -33,21 +78,21 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
         n_eval, k, saved = evaluated
         what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if saved
                 else "an evaluation (the forward's calls again, and small all-reduces")
-        return step_id, (f"{n_marked} step(s) from the trace's step markers; every {_ordinal(k)} also "
-                         f"holds {what}: {_plural(n_eval, 'call')} in all), counted one-off"), []
+        return (f"{n_marked} step(s) from the trace's step markers; every {_ordinal(k)} also holds {what}: "
+                f"{_plural(n_eval, 'call')} in all), counted one-off"), []
     if grouped is not None and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
+        step_id[:] = regrouped
         how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
                f"{_ordinal(k)} marked step holds more calls (the optimizer's), so {k} make one optimizer "
                "step")
         if partial:
             how += f"; {partial} marked step(s) of an optimizer step the trace holds in part count as one-off"
-        return regrouped, how, [f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer "
-                                f"steps (K = {k}): give --steps {n_marked} if each marked step is an "
-                                "optimizer step"]
+        return how, [f"the trace marks {n_marked} steps, taken as micro-batches of {n} optimizer steps "
+                     f"(K = {k}): give --steps {n_marked} if each marked step is an optimizer step"]
     if steps is not None and steps != n_marked:
         raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
-    return step_id, f"{n_marked} step(s) from the trace's step markers", []
+    return f"{n_marked} step(s) from the trace's step markers", []
 
 
 def _ordinal(k: int) -> str:

@@ -689,7 +689,7 @@ def ds_default_config(stage):
     }
 
 
-def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS):
+def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS, warmup=1):
     import deepspeed
 
     model = make_model(layers=layers)
@@ -716,7 +716,7 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             engine.step()
         assert engine.global_steps == step + 1
 
-    run_profiled(outdir, steps, train_step)
+    run_profiled(outdir, steps, train_step, warmup)
 
 
 def case_deepspeed_pipeline(outdir, stage=1, steps=2):
@@ -955,6 +955,10 @@ CASES = {
         "scheme": "DeepSpeed ZeRO stage 3", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3)}),
+    "ds-zero3-ga4-from-first-step": (lambda o: case_deepspeed(o, ds_config(3), steps=3, warmup=0), {
+        "scheme": "DeepSpeed ZeRO stage 3, profiled from its first optimizer step (no warm-up step)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "warmup": 0,
+        "micro_batches": DS_GA, "steps_profiled": 3, "deepspeed_config": ds_config(3)}),
     "ds-zero3-ga4-reuse0-prefetch0": (lambda o: case_deepspeed(o, ds_config(3, 0, 0)), {
         "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0, stage3_prefetch_bucket_size 0",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
