@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from zerocalc.errors import TraceMismatchError
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
 
@@ -1088,3 +1089,28 @@ def test_deepspeed_zero3_first_step_is_a_warm_up(marked):
     assert "deepspeed-zero3" in res.matches
     # each micro-batch: 3/4 of Ψ gathered and of Ψ reduce-scattered, fp32 on 4 (ring accounting)
     assert m.bytes_per_rank_per_step == pytest.approx(4 * 2 * PSI * 3 / 4 * 4, rel=1e-9)
+
+
+def test_a_profiler_schedule_that_repeats_is_one_run_in_several_files_a_rank(tmp_path):
+    # DDP profiled by a schedule with repeat=2 through tensorboard_trace_handler: two files a rank. Counted
+    # (count_calls.py): steps 2, 3 in one, 6, 7 in the other, each all-reducing Ψ fp32 elements. Before,
+    # refused as several runs
+    import shutil
+
+    case = "ddp-profiler-windows"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    assert {tuple(r["steps"]) for r in ranks.values()} == {
+        ("ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#6", "ProfilerStep#7")}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps) == (PSI, run["world_size"], run["steps_profiled"])
+    assert res.matches[0] == "dp" and any("windows of one profiler" in n for n in m.notes)
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)
+    # two runs' files of one rank number their steps alike: still refused as several runs
+    for case, name in (("ddp-bf16", "rank0.json.gz"), ("ddp-ga4-sync-every", "rank0.1.pt.trace.json.gz")):
+        shutil.copy(RUNS / case / "rank0.json.gz", tmp_path / name)
+    ts = read_traces(tmp_path)
+    with pytest.raises(TraceMismatchError, match="appears in 2 files"):
+        check(ts.table, meta=ts.meta)

@@ -288,9 +288,8 @@ def _ranked_calls(table: pd.DataFrame, meta: dict | None):
     """The collective calls of ``table`` ordered by rank: the rows, each call's rank, the ranks, each
     call's index among them, how the ranks were found, and the notes so far."""
     rows, notes = classify.select_calls(table, meta)
-    rows, rank, ranks_how = assign_ranks(rows)
-    if ranks_how:
-        notes.append(ranks_how)
+    rows, rank, ranks_how, windows = assign_ranks(rows)
+    notes += [t for t in (ranks_how, windows) if t]
     bounds = run_bounds(rank)  # the calls are ordered by rank: each rank's as 0, 1, … in rank order
     ranks = tuple(rank[bounds[:-1]].tolist())
     rank_idx = np.repeat(np.arange(len(ranks), dtype=np.int32), np.diff(bounds))

@@ -30,17 +30,19 @@ def _nunique_per(key: np.ndarray, value: np.ndarray, valid: np.ndarray, n_keys: 
     return np.bincount(key[valid][first], minlength=n_keys)
 
 
-def _check_one_run(rows: Rows, rank: np.ndarray, known: np.ndarray) -> None:
+def _check_one_run(rows: Rows, rank: np.ndarray, known: np.ndarray) -> str:
     """Refuse a rank that appears in several files, unless one process (host:pid) wrote it in each:
-    the parts of one log rotated or split by lines."""
+    the parts of one log rotated or split by lines; or each file holds profiled steps of its own, one
+    after another in time: the windows of one profiler (:func:`_profiling_windows`), said in the
+    sentence returned ("" otherwise)."""
     if "file" not in rows.table.columns:
-        return
+        return ""
     files = rows.codes("file")
     ranks, r_idx = np.unique(rank[known], return_inverse=True)
     n_files = _nunique_per(r_idx, files.codes[known], np.ones(len(r_idx), bool), len(ranks))
     dup = np.flatnonzero(n_files > 1)
     if not len(dup):
-        return
+        return ""
     if {"host", "pid"} <= set(rows.table.columns):
         host, pid = rows.values("host")[known], rows.values("pid")[known]
         host_na, pid_na = isna(host), isna(pid)
@@ -49,6 +51,15 @@ def _check_one_run(rows: Rows, rank: np.ndarray, known: np.ndarray) -> None:
         any_na = np.bincount(r_idx, weights=host_na | pid_na, minlength=len(ranks)) > 0
         one_process = (hosts == 1) & (pids == 1) & ~any_na
         dup = dup[~one_process[dup]]
+    said = ""
+    if len(dup) and rows.has("step") and rows.has("start_s"):
+        windows = _profiling_windows(rows, known, r_idx, files.codes[known], dup)
+        if windows:
+            dup = dup[~np.isin(dup, list(windows))]
+            lo, hi = min(windows.values()), max(windows.values())
+            said = (f"{_plural(len(windows), 'rank')} in {lo if lo == hi else f'{lo}-{hi}'} files each: the "
+                    "windows of one profiler whose schedule repeats (torch.profiler.schedule's repeat), each "
+                    "file's steps its own and after the file before in time; read as one trace")
     if len(dup):
         r = dup[0]
         names = sorted({files.names[c] if c >= 0 else "nan" for c in files.codes[known][r_idx == r].tolist()})
@@ -56,6 +67,31 @@ def _check_one_run(rows: Rows, rank: np.ndarray, known: np.ndarray) -> None:
             f"rank {int(ranks[r])} appears in {len(names)} files ({', '.join(names)}): these are several "
             "runs; check one at a time"
         )
+    return said
+
+
+def _profiling_windows(rows: Rows, known: np.ndarray, r_idx: np.ndarray, file: np.ndarray,
+                       dup: np.ndarray) -> dict[int, int]:
+    """Of the ranks ``dup`` (indices into ``r_idx``'s ranks), those whose files are windows of one
+    profiler, with their file counts: every file of the rank marks steps, and ordered by their first
+    call, each file's calls and step numbers all come after the one before's. A profiler whose schedule
+    repeats writes one file per window (``tensorboard_trace_handler``), its steps numbered on; two runs
+    of one script number theirs alike, from 0."""
+    step, start = rows.num("step")[known], rows.num("start_s")[known]
+    out = {}
+    for r in dup.tolist():
+        at = r_idx == r
+        spans = []
+        for f in np.unique(file[at]).tolist():
+            this = at & (file == f)
+            st, t = step[this], start[this]
+            if np.isnan(st).all() or np.isnan(t).all():
+                return {}
+            spans.append((np.nanmin(t), np.nanmax(t), np.nanmin(st), np.nanmax(st)))
+        spans.sort()
+        if all(a[1] < b[0] and a[3] < b[2] for a, b in zip(spans, spans[1:], strict=False)):
+            out[r] = len(spans)
+    return out
 
 
 def _ranks_by_process(rows: Rows, rank: np.ndarray) -> tuple[np.ndarray, str]:
@@ -158,15 +194,16 @@ def _order_calls(rows: Rows, rank: np.ndarray) -> np.ndarray:
     return _lexsort_nan_last(keys)
 
 
-def assign_ranks(rows: Rows) -> tuple[Rows, np.ndarray, str]:
-    """The calls ordered by rank and time, each one's rank, and how ranks were told apart.
+def assign_ranks(rows: Rows) -> tuple[Rows, np.ndarray, str, str]:
+    """The calls ordered by rank and time, each one's rank, how ranks were told apart, and a sentence
+    where a rank's calls come from the windows of one profiler ("" otherwise).
 
-    Raises :class:`TraceMismatchError` when one rank appears in several files (several runs mixed).
+    Raises :class:`TraceMismatchError` when one rank appears in several files (several runs mixed), but
+    for the windows of one profiler (:func:`_check_one_run`).
     """
     rank = rows.num("rank")
     known = ~np.isnan(rank)
-    if known.any():
-        _check_one_run(rows, rank, known)
+    windows = _check_one_run(rows, rank, known) if known.any() else ""
     rank, ranks_how = _ranks_by_process(rows, rank)
     order = _order_calls(rows, rank)
-    return rows.subset(order), rank[order], ranks_how
+    return rows.subset(order), rank[order], ranks_how, windows

@@ -182,17 +182,35 @@ def summarise(calls, workers):
             "unpaired_c10d": unpaired}
 
 
+#: A rank's trace file: ``rank{r}.json.gz``, or ``rank{r}.{time}.pt.trace.json.gz`` as
+#: ``torch.profiler.tensorboard_trace_handler(..., worker_name=f"rank{r}", use_gzip=True)`` writes one per
+#: profiling window of a schedule that repeats.
+TRACE_FILE = re.compile(r"rank\d+(\.\d+\.pt\.trace)?\.json\.gz")
+
+
 def count_case(casedir):
-    files = sorted(f for f in os.listdir(casedir) if re.fullmatch(r"rank\d+\.json\.gz", f))
+    files = sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f))
     if not files:
         sys.exit(f"{casedir}: no rank*.json.gz")
     ranks = {}
     for f in files:
         r = count_file(os.path.join(casedir, f))
+        if str(r["rank"]) in ranks:  # another window of this rank: its steps beside the others'
+            r = merge_windows(ranks[str(r["rank"])], r)
         ranks[str(r["rank"])] = r
     return {"case": os.path.basename(os.path.normpath(casedir)),
             "counted_by": "count_calls.py (plain json/gzip) from rank*.json.gz",
             "per_step_all_ranks": common_rows(ranks), "ranks": ranks}
+
+
+def merge_windows(a, b):
+    """One rank's counts from two files (two profiling windows): the same header, steps of their own."""
+    head = ("rank", "world_size", "backend", "pg_config")
+    if any(a[k] != b[k] for k in head) or set(a["steps"]) & set(b["steps"]):
+        sys.exit(f"rank {a['rank']}: two files of other runs (their headers or step names overlap)")
+    steps = dict(sorted({**a["steps"], **b["steps"]}.items(), key=lambda kv: int(kv[0].split("#")[1])))
+    return {**{k: a[k] for k in head}, "steps": steps,
+            "outside_steps": a["outside_steps"] + b["outside_steps"]}
 
 
 def common_rows(ranks):

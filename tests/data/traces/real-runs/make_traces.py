@@ -116,6 +116,25 @@ def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, ste
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup)
 
 
+def case_ddp_profiler_windows(outdir, windows=2, active=2):
+    """DDP (fp32, one micro-batch) profiled by a schedule that repeats: wait 1 / warm-up 1 / active
+    ``active``, ``windows`` times, each window written by ``tensorboard_trace_handler`` to a file of its
+    own (``rank{r}.{time}.pt.trace.json.gz``), as the PyTorch profiler recipe does."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.profiler import tensorboard_trace_handler
+
+    model = DDP(make_model())
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    train = ddp_loop(model, opt, 1, False)
+    sched = schedule(wait=1, warmup=1, active=active, repeat=windows)
+    handler = tensorboard_trace_handler(outdir, worker_name=f"rank{dist.get_rank()}", use_gzip=True)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, schedule=sched,
+                 on_trace_ready=handler) as prof:
+        for step in range(windows * (2 + active)):
+            train(step)
+            prof.step()
+
+
 def case_ddp_loss_gather(outdir):
     """DDP on every rank of the world, one micro-batch, and after each optimizer step the loss gathered from
     every rank to be logged, as Hugging Face Trainer's ``_nested_gather`` and Accelerate's ``gather`` do
@@ -922,6 +941,12 @@ CASES = {
                   "checkpointing) on 6 layers (12 parameter tensors)", "layers": DEEP_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-profiler-windows": (case_ddp_profiler_windows, {
+        "scheme": "DDP, profiled by a schedule that repeats (wait 1 / warm-up 1 / active 2, repeat 2) "
+                  "through tensorboard_trace_handler: two files a rank, steps 2-3 and 6-7",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4,
+        "schedule": {"wait": 1, "warmup": 1, "active": 2, "repeat": 2}}),
     "ddp-buckets-from-first-step": (
         lambda o: case_ddp(o, layers=DEEP_LAYERS, warmup=0, bucket_cap_mb=DDP_SMALL_BUCKET_MB), {
             "scheme": f"DDP with bucket_cap_mb {DDP_SMALL_BUCKET_MB} on 6 layers, profiled from its first "
@@ -1129,14 +1154,14 @@ def describe(case):
                      "psi_per_layer": [i * o + o for i, o in layers]},
            "micro_batch_size": MICRO_BATCH, "optimizer": "Adam",
            "profiler": {"activities": "CPU", "record_shapes": True,
-                        "schedule": {"wait": 0, "warmup": facts.get("warmup", 1),
-                                     "active": facts["steps_profiled"]},
+                        "schedule": facts.get("schedule", {"wait": 0, "warmup": facts.get("warmup", 1),
+                                                           "active": facts["steps_profiled"]}),
                         "one ProfilerStep per": facts.get("profiler_step_per", "optimizer step")}}
     if case.startswith("ds-"):
         import deepspeed
 
         out["deepspeed"] = deepspeed.__version__
-    out.update({key: v for key, v in facts.items() if key not in ("layers", "warmup")})
+    out.update({key: v for key, v in facts.items() if key not in ("layers", "warmup", "schedule")})
     return out
 
 
