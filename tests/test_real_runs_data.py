@@ -62,9 +62,12 @@ def test_traces_match_the_configured_run(case):
             loss_calls = 0  # only the last pipeline stage computes the loss
         assert {s["loss_calls"] for s in r["steps"].values()} == {loss_calls}, (case, rank)
         # every c10d op has its gloo worker event, but gather_ and scatter_ (a checkpoint's object
-        # collectives), which record none
+        # collectives), which record none; without record_shapes no size pairs them: none is paired
         for s in r["steps"].values():
             workerless = sum(c["calls"] for c in s["c10d"] if c["op"] in ("c10d::gather_", "c10d::scatter_"))
+            if not run["profiler"]["record_shapes"]:
+                workerless = sum(c["calls"] for c in s["c10d"])
+                assert {c["in_elems"] for c in s["c10d"]} == {None}, (case, rank)
             assert s["unpaired_c10d"] == workerless, (case, rank)
         # every configured group this rank belongs to is in its pg_config, and nothing else but the world
         mine = {tuple(g) for groups in run["groups"].values() for g in groups if int(rank) in g}

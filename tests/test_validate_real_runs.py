@@ -1114,3 +1114,20 @@ def test_a_profiler_schedule_that_repeats_is_one_run_in_several_files_a_rank(tmp
     ts = read_traces(tmp_path)
     with pytest.raises(TraceMismatchError, match="appears in 2 files"):
         check(ts.table, meta=ts.meta)
+
+
+@pytest.mark.parametrize("psi_given", [False, True])
+def test_a_trace_profiled_without_record_shapes_is_refused_for_its_missing_sizes(psi_given):
+    # DDP profiled with record_shapes left False. Counted (count_calls.py): every step's all-reduce, no size
+    # on any call. Before, refused as having no gradient collective ("give --psi"), and with --psi measured
+    # at 0 bytes
+    case = "ddp-no-record-shapes"
+    calls = 0
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            assert {c["in_elems"] for c in step["c10d"]} == {None}
+            calls += sum(c["calls"] for c in step["c10d"])
+    ts = read_traces(RUNS / case)
+    with pytest.raises(TraceMismatchError, match=f"none of the trace's {calls} collective calls records its "
+                                                 "size.*record_shapes=True"):
+        check(ts.table, meta=ts.meta, psi=PSI if psi_given else None)

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
+from zerocalc.errors import TraceMismatchError
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
 
@@ -144,10 +145,15 @@ def test_call_without_any_size_is_not_a_scalar(tmp_path):
 
     ts = read_traces(DS)
     table = ts.table.copy()
-    table["msg_size_bytes"] = pd.NA  # as a trace that records neither elements nor bytes
+    # the two all-gathers as calls that record neither elements nor bytes
+    table.loc[table["op"].eq("all_gather") & table["rank"].notna(), "msg_size_bytes"] = pd.NA
     m = check(table, meta=ts.meta, n=8, psi=1_000_000_000).measurement
     assert not (m.calls["category"] == "scalar").any()
-    assert any("3 calls record no size" in s for s in m.notes)
+    assert any("2 calls record no size" in s for s in m.notes)
+    # where no call records a size there is nothing to measure: refused, saying so
+    table["msg_size_bytes"] = pd.NA
+    with pytest.raises(TraceMismatchError, match="none of the trace's 3 collective calls records its size"):
+        check(table, meta=ts.meta, n=8, psi=1_000_000_000)
 
 
 def test_timing_flags_durations_that_include_waiting():

@@ -104,6 +104,11 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
             with np.errstate(invalid="ignore"):
                 full = np.where(use & (eb > 0), approx / eb, full)
     nosize = data_ops & np.isnan(full) & np.isnan(approx)
+    if nosize.any() and nosize[data_ops].all():
+        raise TraceMismatchError(
+            f"none of the trace's {_plural(_count(nosize, w), 'collective call')} records its size, so there "
+            "is nothing to measure (the PyTorch profiler records sizes only with record_shapes=True: "
+            "profile(..., record_shapes=True))")
     if nosize.any():
         notes.append(f"{_plural(_count(nosize, w), 'call')} record no size: counted as 0 bytes "
                      "(not as scalar collectives)")

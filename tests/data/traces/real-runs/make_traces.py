@@ -69,16 +69,17 @@ def loss_fn(out, y):
     return nn.functional.mse_loss(out.float(), y.float())
 
 
-def run_profiled(outdir, steps, train_step, warmup=1):
+def run_profiled(outdir, steps, train_step, warmup=1, record_shapes=True):
     """Warm-up step (none where ``warmup`` is 0: the first step is profiled) + `steps` profiled optimizer
-    steps; train_step(step) runs one optimizer step."""
+    steps; train_step(step) runs one optimizer step. ``record_shapes`` False: the profiler's default,
+    which records no sizes."""
     rank = dist.get_rank()
 
     def save(prof):
         prof.export_chrome_trace(os.path.join(outdir, f"rank{rank}.json.gz"))
 
     sched = schedule(wait=0, warmup=warmup, active=steps, repeat=1)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, schedule=sched,
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=record_shapes, schedule=sched,
                  on_trace_ready=save) as prof:
         for step in range(warmup + steps):
             train_step(step)
@@ -106,14 +107,14 @@ def ddp_loop(model, opt, k, no_sync_first):
 
 
 def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3, layers=LAYERS,
-             warmup=1, **ddp_options):
+             warmup=1, record_shapes=True, **ddp_options):
     """DDP (``ddp_options``: DistributedDataParallel's own, e.g. ``find_unused_parameters``), ``k``
     micro-batches a step (:func:`ddp_loop`), ``steps`` profiled after ``warmup`` steps."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     model = DDP(make_model(dtype, layers), process_group=group, **ddp_options)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup)
+    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup, record_shapes)
 
 
 def case_ddp_profiler_windows(outdir, windows=2, active=2):
@@ -947,6 +948,10 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4,
         "schedule": {"wait": 1, "warmup": 1, "active": 2, "repeat": 2}}),
+    "ddp-no-record-shapes": (lambda o: case_ddp(o, record_shapes=False), {
+        "scheme": "DDP, profiled without record_shapes (the profiler's default): no sizes in the trace",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "record_shapes": False,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "ddp-buckets-from-first-step": (
         lambda o: case_ddp(o, layers=DEEP_LAYERS, warmup=0, bucket_cap_mb=DDP_SMALL_BUCKET_MB), {
             "scheme": f"DDP with bucket_cap_mb {DDP_SMALL_BUCKET_MB} on 6 layers, profiled from its first "
@@ -1153,7 +1158,7 @@ def describe(case):
                      "psi": sum(i * o + o for i, o in layers),
                      "psi_per_layer": [i * o + o for i, o in layers]},
            "micro_batch_size": MICRO_BATCH, "optimizer": "Adam",
-           "profiler": {"activities": "CPU", "record_shapes": True,
+           "profiler": {"activities": "CPU", "record_shapes": facts.get("record_shapes", True),
                         "schedule": facts.get("schedule", {"wait": 0, "warmup": facts.get("warmup", 1),
                                                            "active": facts["steps_profiled"]}),
                         "one ProfilerStep per": facts.get("profiler_step_per", "optimizer step")}}
@@ -1161,7 +1166,8 @@ def describe(case):
         import deepspeed
 
         out["deepspeed"] = deepspeed.__version__
-    out.update({key: v for key, v in facts.items() if key not in ("layers", "warmup", "schedule")})
+    profiler_keys = ("warmup", "schedule", "record_shapes")  # in out["profiler"]
+    out.update({key: v for key, v in facts.items() if key != "layers" and key not in profiler_keys})
     return out
 
 
