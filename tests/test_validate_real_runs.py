@@ -1131,3 +1131,27 @@ def test_a_trace_profiled_without_record_shapes_is_refused_for_its_missing_sizes
     with pytest.raises(TraceMismatchError, match=f"none of the trace's {calls} collective calls records its "
                                                  "size.*record_shapes=True"):
         check(ts.table, meta=ts.meta, psi=PSI if psi_given else None)
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_fsdp2_keeping_each_backwards_gathers_for_the_next_forward_reads_its_micro_batches(marked):
+    # FSDP2, 4 micro-batches, set_requires_gradient_sync(False) and set_reshard_after_backward(False) on the
+    # first 3. Counted (count_calls.py): each layer gathered K + 1 = 5 times a step (the first forward, then
+    # every backward), reduce-scattered once. Before, K = 1 and no scheme matched
+    case = "fsdp2-ga4-no-sync-keep-after-backward"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    k = run["micro_batches"]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            calls = {(c["op"], c["in_elems"]): c["calls"] for c in step["c10d"]}
+            assert calls == {**{("c10d::_allgather_base_", e // 4): k + 1 for e in (24_768, 30_880, 15_456)},
+                             **{("c10d::_reduce_scatter_base_", e): 1 for e in (24_768, 30_880, 15_456)}}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table if marked else ts.table.assign(step=float("nan")), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (PSI, 4, k, "boundary")
+    fsdp = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
+    assert fsdp.matches_if_kept_across_micro_batches
+    assert any(f"{k + 1} gathers of the parameters a step in place of {2 * k}" in n for n in res.notes)
+    # per step: 3/4 of the (K + 1)Ψ gathered and of the Ψ reduce-scattered, fp32 on 4 (ring accounting)
+    assert m.bytes_per_rank_per_step == pytest.approx((k + 2) * PSI * 3 / 4 * 4, rel=1e-9)

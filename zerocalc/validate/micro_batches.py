@@ -65,6 +65,8 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
             mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
     if not sure and (k := _blocks_between_scalars(codes, grad, data, elems)):
         reps, mode, sure = k, "every", True
+    if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
+        reps, mode, sure = k, "boundary", True
     return reps, mode, most, sure
 
 
@@ -119,6 +121,34 @@ def _blocks_between_scalars(codes: list[int], grad: list[bool], data: list[bool]
         return None
     g = [grad[i] for i in at]
     return reps if _gathers_what_it_reduces(g, None, [elems[i] for i in at], per) else None
+
+
+def _backwards_after_one_forward(codes: list[int], grad: list[bool], data: list[bool] | None) -> int | None:
+    """K where a step is one forward's gathers, each call once, then K backward blocks alike that gather
+    again what the forward gathered (in their own order, each call once), the last with the gradient
+    reductions among its calls (and calls without data): FSDP2 keeping what a backward gathered for the
+    next micro-batch's forward (``set_reshard_after_backward(False)`` until the last micro-batch, under
+    gradient accumulation or PyTorch's pipeline schedules), which reshards after the forward and gathers
+    again in the backward, the gradients reduced after the last one. None otherwise."""
+    seen: set[int] = set()
+    p = next((i for i, c in enumerate(codes) if c in seen or seen.add(c)), 0)  # the first call seen again
+    if not p or any(grad[:p]) or (data is not None and not all(data[:p])):
+        return None
+    forward = set(codes[:p])
+    q, back = 0, set()
+    while p + q < len(codes) and codes[p + q] in forward - back and not grad[p + q]:
+        back.add(codes[p + q])
+        q += 1
+    block = codes[p:p + q]
+    r = 1
+    while q and codes[p + r * q:p + (r + 1) * q] == block:
+        r += 1
+    tail = range(p + r * q, len(codes))
+    core = [codes[i] for i in tail if codes[i] in forward]
+    extra = [i for i in tail if codes[i] not in forward]
+    closed = core == block and any(grad[i] for i in extra) and all(
+        grad[i] or (data is not None and not data[i]) for i in extra)
+    return r + 1 if q and closed else None
 
 
 def _with_more_reductions(codes: list[int], grad: list[bool], data: list[bool] | None, per: int, reps: int,

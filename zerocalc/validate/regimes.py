@@ -35,7 +35,8 @@ def same_elements(meas: dict, pred: dict, *, gathers: float = 1.0) -> bool:
 def kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None) -> int:
     """The parameter gathers a step with which the measured pattern matches once gathered parameters are
     kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
-    backward's gathers kept: FSDP2 under PyTorch's pipeline schedules), 1 where it gathers k times (the
+    backward's gathers kept: FSDP2 with reshard_after_backward=False until the last micro-batch, as PyTorch's
+    pipeline schedules and gradient accumulation set it), 1 where it gathers k times (the
     forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
     ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``, where the gradients are
     not reduced in every micro-batch (``grad_sync``))."""
@@ -151,8 +152,9 @@ def kept_notes(comps, k: int, psi: float) -> list[str]:
     if backward:
         out.append(f"{_names_send(backward)} exactly this pattern with the backward's gathers kept across "
                    f"the step's {k} micro-batches ({k + 1} gathers of the parameters a step in place of "
-                   f"{2 * k}), as FSDP2 keeps them under PyTorch's pipeline schedules "
-                   "(reshard_after_backward=False until the last micro-batch)")
+                   f"{2 * k}), as FSDP2 keeps them with reshard_after_backward=False until the last "
+                   "micro-batch (PyTorch's pipeline schedules set it; set_reshard_after_backward under "
+                   "gradient accumulation)")
     for c in comps:
         if c.persistent_share >= 1:
             out.append(f"{c.scheme} sends exactly this pattern with every parameter persistent (at most "

@@ -191,9 +191,12 @@ def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS):
     return model
 
 
-def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, data_rank=None):
+def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, data_rank=None,
+               keep_after_backward=False):
     """k micro-batches a step; gradients synchronised in the last alone unless ``sync_every``; under HSDP,
     the replicate all-reduce in the last alone unless ``all_reduce_every`` (reduce-scatters in every one);
+    what a backward gathered kept for the next micro-batch, but after the last, where
+    ``keep_after_backward`` (``set_reshard_after_backward(False)`` on the others);
     the gradients clipped to ``max_norm`` before the optimizer step where given (torchtitan's default 1.0:
     ``torch.nn.utils.clip_grad_norm_`` on the sharded gradients). Each rank trains on the batches of
     ``data_rank`` (default its own rank; its data-parallel place where tensor-parallel ranks share them)."""
@@ -206,6 +209,8 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
                 model.set_requires_gradient_sync(m == k - 1)
             if not all_reduce_every:
                 model.set_requires_all_reduce(m == k - 1)
+            if keep_after_backward:
+                model.set_reshard_after_backward(m == k - 1)
             x, y = batch(rank, step, m)
             loss_fn(model(x), y).div(k).backward()
         if max_norm is not None:
@@ -217,13 +222,14 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
                sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None, max_norm=None,
-               layers=LAYERS):
+               layers=LAYERS, keep_after_backward=False):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
     model = fsdp2_model(mesh, mp_policy, reshard, units, layers)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm))
+    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm,
+                                           keep_after_backward=keep_after_backward))
 
 
 
@@ -1079,6 +1085,13 @@ CASES = {
                   "step, inside its ProfilerStep", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": fsdp_groups((4,)), "micro_batches": 1, "grad_sync": "every micro-batch",
         "steps_profiled": 6}),
+    "fsdp2-ga4-no-sync-keep-after-backward": (
+        lambda o: case_fsdp2(o, k=4, sync_every=False, steps=2, keep_after_backward=True), {
+            "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; "
+                      "set_requires_gradient_sync(False) and set_reshard_after_backward(False) on the "
+                      "first 3 of 4 micro-batches", "param_dtype": "float32", "reduce_dtype": "float32",
+            "groups": fsdp_groups((4,)), "micro_batches": 4, "steps_profiled": 2,
+            "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first 3)"}),
     "fsdp2-ga4-no-sync": (lambda o: case_fsdp2(o, k=4, sync_every=False, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
