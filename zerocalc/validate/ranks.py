@@ -76,21 +76,26 @@ def _profiling_windows(rows: Rows, known: np.ndarray, r_idx: np.ndarray, file: n
     profiler, with their file counts: every file of the rank marks steps, and ordered by their first
     call, each file's calls and step numbers all come after the one before's. A profiler whose schedule
     repeats writes one file per window (``tensorboard_trace_handler``), its steps numbered on; two runs
-    of one script number theirs alike, from 0."""
-    step, start = rows.num("step")[known], rows.num("start_s")[known]
+    of one script number theirs alike."""
+    mine = np.isin(r_idx, dup)
+    step, start = rows.num("step")[known][mine], rows.num("start_s")[known][mine]
+    pair, n = group_codes(r_idx[mine], file[mine])  # (rank, file)
+    span = {}
+    for name, v in (("t", start), ("s", step)):
+        lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
+        ok = ~np.isnan(v)
+        np.fmin.at(lo, pair[ok], v[ok])
+        np.fmax.at(hi, pair[ok], v[ok])
+        span[name] = lo, hi
+    owner = r_idx[mine][first_rows(pair)]
     out = {}
     for r in dup.tolist():
-        at = r_idx == r
-        spans = []
-        for f in np.unique(file[at]).tolist():
-            this = at & (file == f)
-            st, t = step[this], start[this]
-            if np.isnan(st).all() or np.isnan(t).all():
-                return {}
-            spans.append((np.nanmin(t), np.nanmax(t), np.nanmin(st), np.nanmax(st)))
-        spans.sort()
-        if all(a[1] < b[0] and a[3] < b[2] for a, b in zip(spans, spans[1:], strict=False)):
-            out[r] = len(spans)
+        at = np.flatnonzero(owner == r)
+        at = at[np.argsort(span["t"][0][at], kind="stable")]  # the rank's files by their first call
+        (t_lo, t_hi), (s_lo, s_hi) = ((lo[at], hi[at]) for lo, hi in (span["t"], span["s"]))
+        if np.isfinite(s_lo).all() and np.isfinite(t_lo).all() and (t_hi[:-1] < t_lo[1:]).all() and (
+                s_hi[:-1] < s_lo[1:]).all():
+            out[r] = len(at)
     return out
 
 
