@@ -1155,3 +1155,24 @@ def test_fsdp2_keeping_each_backwards_gathers_for_the_next_forward_reads_its_mic
     assert any(f"{k + 1} gathers of the parameters a step in place of {2 * k}" in n for n in res.notes)
     # per step: 3/4 of the (K + 1)Ψ gathered and of the Ψ reduce-scattered, fp32 on 4 (ring accounting)
     assert m.bytes_per_rank_per_step == pytest.approx((k + 2) * PSI * 3 / 4 * 4, rel=1e-9)
+
+
+def test_deepspeed_zero3_first_step_is_a_warm_up_before_the_step_that_checks_its_order():
+    # DeepSpeed ZeRO-3, one micro-batch a step, profiled from its first step. Counted (count_calls.py):
+    # ProfilerStep#1 and #2 gather Ψ at once and reduce-scatter Ψ, #1 after long-int broadcasts (DeepSpeed
+    # checking its recorded order); #0 gathers each layer alone and never Ψ at once. Before, only the
+    # reduce-scatter counted in the step (the whole gathers missing from #0) and no scheme matched
+    case = "ds-zero3-from-first-step"
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        steps = r["steps"]
+        whole = {name: sum(c["calls"] for c in s["c10d"] if c["op"] == "c10d::_allgather_base_"
+                           and c["out_elems"] == PSI) for name, s in steps.items()}
+        assert whole == {"ProfilerStep#0": 0, "ProfilerStep#1": 1, "ProfilerStep#2": 1}
+        assert any(c["op"] == "c10d::broadcast_" for c in steps["ProfilerStep#1"]["c10d"])
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, 2, 1)
+    assert "deepspeed-zero3" in res.matches and "warm-up" in m.steps_how
+    # 3/4 of Ψ gathered and of Ψ reduce-scattered, fp32 on 4 (ring accounting)
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)

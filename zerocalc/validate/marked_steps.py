@@ -15,19 +15,20 @@ from zerocalc.validate.columns import run_bounds
 
 
 def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
-                  light: np.ndarray | None = None, objects: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, str, list[str]]:
+                  light: np.ndarray | None = None, objects: np.ndarray | None = None,
+                  reduces: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
     """:func:`~.steps.infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
     step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
     step holds an evaluation or a checkpoint instead (:func:`_evaluations`), its calls are one-off, and so
     are those of a first step unlike the alike ones after it (:func:`_warm_up_step`). ``light``: the calls
     that carry no data or next to nothing (a loss or metric all-reduce); ``objects``: the calls that carry
-    pickled objects (a checkpoint's save plan)."""
+    pickled objects (a checkpoint's save plan); ``reduces``: the gradient reductions."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked)
     step_id[step_marked] = marked[step_marked].astype(np.int32)
     n_marked = len(np.unique(step_id[step_marked]))
-    warm_up = 0 if steps == n_marked else _warm_up_step(step_id, rank, sig)
+    warm_up = 0 if steps == n_marked or light is None or reduces is None else _warm_up_step(
+        step_id, rank, sig, light, reduces)
     if warm_up:
         step_marked &= step_id >= 0
         n_marked -= 1
@@ -39,12 +40,16 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     return step_id, how, notes
 
 
-def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray) -> int:
-    """Where on every rank the marked steps after the first, at least two, hold the same calls (``sig``,
-    in any order) and the first lacks some of them, the first is a warm-up step: its calls are set outside the
+def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray,
+                  reduces: np.ndarray) -> int:
+    """Where on every rank the marked steps after the first, at least two, hold the same calls carrying
+    data (``sig``, in any order; ``light`` calls aside) and the first lacks some of their parameter-side
+    calls (not ``reduces``: gradient reductions in other buckets are DDP's first iteration, which
+    :func:`~.classify.steady_state` keeps), the first is a warm-up step: its calls are set outside the
     steps (``step_id`` -1, in place) and the most of one rank returned; 0 otherwise, ``step_id``
     untouched. DeepSpeed ZeRO-3 gathers the parameters one by one in its first step while it records their
-    order: a trace profiled from the start of training holds that step."""
+    order, and checks that order on every rank at the start of the next: a trace profiled from the start of
+    training holds those steps."""
     bounds = run_bounds(rank)
     firsts = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
@@ -54,11 +59,14 @@ def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray) -> int
         marks, first = np.unique(ids[order], return_index=True)
         if len(marks) < 3:
             return 0
-        calls = [np.sort(c) for c in np.split(sig[lo:hi][order], first[1:])]  # each step's, in any order
-        if np.array_equal(calls[0], calls[1]) or not all(np.array_equal(c, calls[1]) for c in calls[2:]):
+        heavy = ~light[lo:hi][order]
+        parts = zip(np.split(sig[lo:hi][order], first[1:]), np.split(heavy, first[1:]),
+                    np.split(reduces[lo:hi][order], first[1:]), strict=True)
+        calls = [(np.sort(c[h]), Counter(c[h & ~g].tolist())) for c, h, g in parts]  # each step's, any order
+        if not all(np.array_equal(c, calls[1][0]) for c, _ in calls[2:]):
             return 0
-        if not Counter(calls[1].tolist()) - Counter(calls[0].tolist()):
-            return 0  # the later steps' calls and more (DDP's bucket broadcasts): a step, its extras one-off
+        if not calls[1][1] - calls[0][1]:
+            return 0  # the parameter-side calls of the later steps are all in the first: a step
         firsts.append(lo + order[:first[1]])
     if not firsts:
         return 0

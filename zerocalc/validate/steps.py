@@ -54,7 +54,7 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         light = ~carries
         if sent is not None and reduces.any():
             light |= _next_to_nothing(sent, _gradient_weight(sent, reduces))
-        return _marked_steps(marked, rank, sig, steps, light, objects)
+        return _marked_steps(marked, rank, sig, steps, light, objects, reduces)
     load = None if sent is None else sent if w is None else sent * w
     step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load, objects)
     return (step_id, *_repeated_how(periods, tails, steps, between))

@@ -674,7 +674,7 @@ def case_hsdp_tp(outdir):
 DS_GA = 4
 
 
-def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None):
+def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None, ga=DS_GA):
     zero = {
         "stage": stage,
         "overlap_comm": False,
@@ -693,7 +693,7 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
         })
     cfg = {
         "train_micro_batch_size_per_gpu": MICRO_BATCH,
-        "gradient_accumulation_steps": DS_GA,
+        "gradient_accumulation_steps": ga,
         "zero_optimization": zero,
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 1_000_000,
@@ -736,7 +736,8 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
         return
 
     def train_step(step):
-        for m in range(DS_GA):  # engine.step() steps the optimizer at the 4th micro-batch only
+        # engine.step() steps the optimizer at the last micro-batch only
+        for m in range(cfg["gradient_accumulation_steps"]):
             x, y = batch(rank, step, m, torch.bfloat16 if "bf16" in cfg else torch.float32)
             engine.backward(loss_fn(engine(x), y))
             engine.step()
@@ -995,6 +996,11 @@ CASES = {
         "scheme": "DeepSpeed ZeRO stage 3, profiled from its first optimizer step (no warm-up step)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "warmup": 0,
         "micro_batches": DS_GA, "steps_profiled": 3, "deepspeed_config": ds_config(3)}),
+    "ds-zero3-from-first-step": (lambda o: case_deepspeed(o, ds_config(3, ga=1), steps=3, warmup=0), {
+        "scheme": "DeepSpeed ZeRO stage 3, one micro-batch a step, profiled from its first optimizer step "
+                  "(no warm-up step)", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "warmup": 0, "micro_batches": 1, "steps_profiled": 3,
+        "deepspeed_config": ds_config(3, ga=1)}),
     "ds-zero3-ga4-reuse0-prefetch0": (lambda o: case_deepspeed(o, ds_config(3, 0, 0)), {
         "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0, stage3_prefetch_bucket_size 0",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
