@@ -1150,6 +1150,7 @@ def test_fsdp2_keeping_each_backwards_gathers_for_the_next_forward_reads_its_mic
     res = check(ts.table if marked else ts.table.assign(step=float("nan")), meta=ts.meta)
     m = res.measurement
     assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (PSI, 4, k, "boundary")
+    assert f"one forward's gathers, then {k} backward blocks" in m.micro_batches_how
     fsdp = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
     assert fsdp.matches_if_kept_across_micro_batches
     assert any(f"{k + 1} gathers of the parameters a step in place of {2 * k}" in n for n in res.notes)

@@ -29,6 +29,11 @@ class MicroBatches:
     grad_sync_how: str
 
 
+#: :func:`_step_blocks`'s mode where the micro-batches are one forward's gathers, then backwards alike, the
+#: reductions in the last (:func:`_backwards_after_one_forward`): the boundary, read so.
+KEPT_BACKWARDS = "boundary, backwards after one forward"
+
+
 def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
                  elems: list[float] | None = None) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
@@ -66,7 +71,7 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
     if not sure and (k := _blocks_between_scalars(codes, grad, data, elems)):
         reps, mode, sure = k, "every", True
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
-        reps, mode, sure = k, "boundary", True
+        reps, mode, sure = k, KEPT_BACKWARDS, True
     return reps, mode, most, sure
 
 
@@ -248,6 +253,12 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
                "nothing before the boundary: give --micro-batches K if so)")
     mode = max(modes, key=modes.get) if modes else None
+    if mode == KEPT_BACKWARDS:
+        mode = "boundary"
+        if k == inferred and k > 1:
+            how = (f"K = {k}: inferred from the trace (each optimizer step holds one forward's gathers, then "
+                   f"{k} backward blocks alike, the gradient reductions in the last: one per micro-batch, "
+                   "each gathering again what the one forward gathered)")
     if mode is None and k > 1 and repeats:
         # K given, nothing repeats: the gradient reductions recur K times per step, or run once
         most = max(repeats, key=repeats.get)
