@@ -1177,3 +1177,22 @@ def test_deepspeed_zero3_first_step_is_a_warm_up_before_the_step_that_checks_its
     assert "deepspeed-zero3" in res.matches and "warm-up" in m.steps_how
     # 3/4 of Ψ gathered and of Ψ reduce-scattered, fp32 on 4 (ring accounting)
     assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)
+
+
+def test_a_group_of_one_rank_is_not_guessed_for_calls_that_name_none():
+    # HSDP on replicate 4 x shard 1. Counted (count_calls.py): each step all-reduces each unit's gradients
+    # whole, Ψ in all, on the replicate dimension (the world); pg_config lists the default group and a
+    # shard group of 1. Before, the all-reduces were put on the group of 1: N = 1, nothing to compare
+    case = "hsdp-4x1"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        assert sorted(g["pg_size"] for g in r["pg_config"]) == [1, run["world_size"]]
+        for step in r["steps"].values():
+            assert {c["op"] for c in step["c10d"]} == {"c10d::allreduce_"}
+            assert sum(c["calls"] * c["in_elems"] for c in step["c10d"]) == PSI
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.steps) == (PSI, run["world_size"], run["steps_profiled"])
+    assert res.matches[0] == "dp"
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)

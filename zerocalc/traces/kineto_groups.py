@@ -115,8 +115,9 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     threads per group), so calls run by the worker of a call whose group size is known share it
     (``group_from`` "worker"); else the rank's process groups in ``distributedInfo.pg_config``: one
     group only (the world) gives its size, and groups besides ``default_pg`` all of one size give that
-    size (a sub-group job: DDP over a data-parallel group, HSDP's shard and replicate groups):
-    ``group_from`` "pg_config". A call whose size matches exactly one of the rank's groups is named
+    size (a sub-group job: DDP over a data-parallel group, HSDP's shard and replicate groups), groups of
+    one rank aside (a mesh dimension of size 1: no call that moves data runs on it): ``group_from``
+    "pg_config". A call whose size matches exactly one of the rank's groups is named
     after it (``group``). Nothing is taken from ``world_size`` when the call says otherwise.
 
     A call whose group's ranks the call does not state (``group_ranks``) takes those of the rank's process
@@ -127,7 +128,7 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     for r in rows:
         if r.get("worker") is not None and r["group_size"] is not None:
             by_worker.setdefault(r["worker"], set()).add(r["group_size"])
-    others = {p for g, p, _, _ in pgs if g != "default_pg" and p != world}
+    others = {p for g, p, _, _ in pgs if g != "default_pg" and p not in (world, 1)}
     only = {p for _, p, _, _ in pgs}
     guess = None
     ranks_of: dict[tuple, str | None] = {}  # (group, size) → its ranks (_pg_ranks), once per group

@@ -928,6 +928,12 @@ CASES = {
         "scheme": "HSDP: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 2), per Linear + root",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "hsdp-4x1": (lambda o: case_fsdp2(o, mesh_shape=(4, 1), mesh_names=("replicate", "shard")), {
+        "scheme": "HSDP on a DeviceMesh of replicate 4 x shard 1 (FSDP2 fully_shard): every parameter whole "
+                  "on each rank, the gradients all-reduced on the replicate dimension, the world's group",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"replicate": WORLD4, "shard": [[0], [1], [2], [3]]}, "micro_batches": 1,
+        "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "hsdp-2x2-ga4-all-reduce-last": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=4, steps=2,
                              all_reduce_every=False), {
