@@ -1196,3 +1196,23 @@ def test_a_group_of_one_rank_is_not_guessed_for_calls_that_name_none():
     assert (m.psi, m.n, m.steps) == (PSI, run["world_size"], run["steps_profiled"])
     assert res.matches[0] == "dp"
     assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_hsdp_micro_batches_reduce_scatter_what_they_gather_without_markers(marked):
+    # HSDP 2 x 2, 2 micro-batches each reducing, clipped. Counted (count_calls.py): per micro-batch each unit
+    # reduce-scattered on the shard group and its shard all-reduced on the replicate group; the 12 norms
+    # all-reduced once a step. Before, unmarked: K = 1 and Ψ 2× (a block reduced more than it gathered)
+    case = "hsdp-2x2-6-layers-ga2-clip"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            scattered = sum(c["calls"] * c["in_elems"] for c in step["c10d"]
+                            if c["op"] == "c10d::_reduce_scatter_base_")
+            assert scattered == k * psi
+    ts = read_traces(RUNS / case)
+    res = check(ts.table if marked else ts.table.assign(step=float("nan")), meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.grad_sync, m.shard_size) == (psi, k, "every", 2)
+    assert res.matches[0] == "fsdp-hybrid"

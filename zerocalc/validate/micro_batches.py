@@ -35,7 +35,8 @@ KEPT_BACKWARDS = "boundary, backwards after one forward"
 
 
 def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
-                 elems: list[float] | None = None) -> tuple[int, str | None, int | None, bool]:
+                 elems: list[float] | None = None, scatter: list[bool] | None = None
+                 ) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
     carry more than a scalar; None: all; ``elems``: each call's full vector): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
@@ -66,9 +67,10 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
             reps += 1
         sure = more or (closed and [c for c in rest if c in block] == codes[:per]) or (
             in_block and not after and (any(data[per * reps:] if data is not None else rest)
-                                        or (rest and _gathers_what_it_reduces(grad, data, elems, per)))) or (
+                                        or (rest and _gathers_what_it_reduces(grad, data, elems, per,
+                                                                              scatter)))) or (
             mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
-    if not sure and (k := _blocks_between_scalars(codes, grad, data, elems)):
+    if not sure and (k := _blocks_between_scalars(codes, grad, data, elems, scatter)):
         reps, mode, sure = k, "every", True
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
         reps, mode, sure = k, KEPT_BACKWARDS, True
@@ -95,24 +97,28 @@ def _reductions_after(grad: list[bool], data: list[bool] | None, elems: list[flo
 
 
 def _gathers_what_it_reduces(grad: list[bool], data: list[bool] | None, elems: list[float] | None,
-                             per: int) -> bool:
+                             per: int, scatter: list[bool] | None = None) -> bool:
     """Whether the block of the first ``per`` calls gathers, before its first gradient reduction, at least
     as many elements as it reduces, in calls that carry data: a whole forward and backward (ZeRO-3, FSDP),
     whose forward gathers each parameter before the backward reduces it. Repeated, then closed by calls
     without data (a gradient norm, an overflow flag), such blocks are micro-batches; one micro-batch's
     buckets repeat its reductions alone, or after every gather of its forward. A block whose other calls
     carry less (DDP's broadcast buffers beside its buckets) is not taken for one, nor one that gathers
-    after it reduces (ZeRO-1/2's optimizer step: the reduced gradients, then the updated parameters)."""
+    after it reduces (ZeRO-1/2's optimizer step: the reduced gradients, then the updated parameters).
+    Where the block reduce-scatters (``scatter``: which calls do), what it reduces is what it
+    reduce-scatters: HSDP's all-reduces of the shards on the replicate group reduce those gradients
+    again."""
     if elems is None:
         return False
     first = next((i for i in range(per) if grad[i]), per)
-    reduced = sum(elems[i] for i in range(first, per) if grad[i])
+    sc = scatter if scatter is not None and any(scatter[first:per]) else None
+    reduced = sum(elems[i] for i in range(first, per) if grad[i] and (sc is None or sc[i]))
     gathered = sum(elems[i] for i in range(first) if data is None or data[i])
     return 0 < reduced <= gathered * (1 + 1e-9)
 
 
 def _blocks_between_scalars(codes: list[int], grad: list[bool], data: list[bool] | None,
-                            elems: list[float] | None) -> int | None:
+                            elems: list[float] | None, scatter: list[bool] | None = None) -> int | None:
     """K where the calls that carry data are one block repeated K ≥ 2 times, end to end, that gathers what
     it reduces (:func:`_gathers_what_it_reduces`), and the others are scalars, wherever they fall: the
     micro-batches of a step found in any phase, as one found from a trace cut mid-step begins inside
@@ -125,7 +131,8 @@ def _blocks_between_scalars(codes: list[int], grad: list[bool], data: list[bool]
     if reps < 2 or per * reps != len(sub):
         return None
     g = [grad[i] for i in at]
-    return reps if _gathers_what_it_reduces(g, None, [elems[i] for i in at], per) else None
+    sc = None if scatter is None else [scatter[i] for i in at]
+    return reps if _gathers_what_it_reduces(g, None, [elems[i] for i in at], per, sc) else None
 
 
 def _backwards_after_one_forward(codes: list[int], grad: list[bool], data: list[bool] | None) -> int | None:
@@ -302,11 +309,12 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
     firsts, mult = np.unique(rep, return_counts=True)  # the first pair of each sequence, in pair order
     if w is not None:  # each pair counted by its weight
         mult = np.bincount(rep, weights=w[sel][bounds[:-1]])[firsts].astype(np.int64)
-    g, elems = grad[sel], full[sel]
+    g, elems, scatter = grad[sel], full[sel], ops.eq("reduce_scatter")[sel]
     data = elems > SCALAR_MAX_ELEMENTS if small is None else ~small[sel]
     for i, times in zip(firsts.tolist(), mult.tolist(), strict=True):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
-        args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist())
+        args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist(),
+                scatter[lo:hi].tolist())
         reps, mode, most, sure = _step_blocks(*args)
         if sure_only and not sure and len(before):
             reps, mode, most, sure = _cut_phase(args, lead_sig[rank[before] == r[lo]].tolist()) or (
@@ -329,7 +337,7 @@ def _before_first(sel: np.ndarray, r: np.ndarray, rank: np.ndarray, lead: np.nda
     return cand[cand < first[rank[cand]]]
 
 
-def _cut_phase(args: tuple[list, list, list, list], lead: list[int]):
+def _cut_phase(args: tuple[list, list, list, list, list], lead: list[int]):
     """A step found without markers read in another phase: its last t calls moved to its front, where the
     calls before the first step end in those t calls, so that the steps are as many equal blocks as
     before. That is the phase of a trace that ends in a step cut short (an NCCL log of a run stopped
@@ -348,9 +356,9 @@ def _cut_phase(args: tuple[list, list, list, list], lead: list[int]):
         if not (got[3] and got[0] > 1):
             continue
         per, reps = _leading_repeats(rot[0])
-        grad, data, elems = rot[1][:per], rot[2][:per], rot[3][:per]
+        grad, data, elems, sc = rot[1][:per], rot[2][:per], rot[3][:per], rot[4][:per]
         gathered = sum(e for e, g, d in zip(elems, grad, data, strict=True) if d and not g)
-        reduced = sum(e for e, g in zip(elems, grad, strict=True) if g)
+        reduced = sum(e for e, g, x in zip(elems, grad, sc, strict=True) if g and (x or not any(sc)))
         rest = range(per * reps, len(rot[0]))
         if 0 < reduced <= gathered and any(rot[2][i] for i in rest) and not any(rot[1][i] for i in rest):
             continue  # blocks that gather their own parameters, then gathers: the next forward's, not a cut

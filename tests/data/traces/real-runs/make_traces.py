@@ -1091,6 +1091,14 @@ CASES = {
                   "default) before each optimizer step", "layers": DEEP_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "hsdp-2x2-6-layers-ga2-clip": (
+        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
+                             steps=2, max_norm=1.0, layers=DEEP_LAYERS), {
+            "scheme": "HSDP (FSDP2 on replicate 2 x shard 2) on 6 layers, 2 micro-batches each reducing its "
+                      "gradients, clipped (clip_grad_norm_, max_norm 1.0) before each optimizer step",
+            "layers": DEEP_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+            "groups": fsdp_groups((2, 2)), "micro_batches": 2, "grad_sync": "every micro-batch",
+            "steps_profiled": 2}),
     "fsdp2-checkpoint-every-2": (case_fsdp2_checkpoint, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; a checkpoint saved "
                   "(torch.distributed.checkpoint.save of the model's state dict) after every 2nd optimizer "
