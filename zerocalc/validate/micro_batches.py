@@ -337,7 +337,7 @@ def _before_first(sel: np.ndarray, r: np.ndarray, rank: np.ndarray, lead: np.nda
     return cand[cand < first[rank[cand]]]
 
 
-def _cut_phase(args: tuple[list, list, list, list, list], lead: list[int]):
+def _cut_phase(args: tuple[list, ...], lead: list[int]):
     """A step found without markers read in another phase: its last t calls moved to its front, where the
     calls before the first step end in those t calls, so that the steps are as many equal blocks as
     before. That is the phase of a trace that ends in a step cut short (an NCCL log of a run stopped
@@ -356,7 +356,8 @@ def _cut_phase(args: tuple[list, list, list, list, list], lead: list[int]):
         if not (got[3] and got[0] > 1):
             continue
         per, reps = _leading_repeats(rot[0])
-        grad, data, elems, sc = rot[1][:per], rot[2][:per], rot[3][:per], rot[4][:per]
+        grad, data, elems = rot[1][:per], rot[2][:per], rot[3][:per]
+        sc = rot[4][:per] if len(rot) > 4 else [False] * per  # which reduce-scatter, where given
         gathered = sum(e for e, g, d in zip(elems, grad, data, strict=True) if d and not g)
         reduced = sum(e for e, g, x in zip(elems, grad, sc, strict=True) if g and (x or not any(sc)))
         rest = range(per * reps, len(rot[0]))
