@@ -38,7 +38,8 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
                  elems: list[float] | None = None, scatter: list[bool] | None = None
                  ) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
-    carry more than a scalar; None: all; ``elems``: each call's full vector): the
+    carry more than a scalar; None: all; ``elems``: each call's full vector; ``scatter``: which are
+    reduce-scatters, None: not known): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
     "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
