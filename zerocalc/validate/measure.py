@@ -195,25 +195,15 @@ def measure(
     notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
-    grad = classify.gradient_calls(cat, ops, full) & ~small
-    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, micro_batches, w)
-    syncs = mb.k if mb.grad_sync == "every" else 1
-    dense_psi, expert_psi, more = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
+    mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), more = _micro_batches_and_psi(
+        rows, ops, gs, groups, full, cat, small, rank_idx, step_id, micro_batches, psi, w)
     notes += more
-    cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
-                                 dense_psi if dense_psi is not None else psi)
-    data_ops = ops.isin(list(OP_NAMES))
-    scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     del small
-    grad = classify.gradient_calls(cat, ops, full)
-    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only)
     dt = dt.filled("?")
-    comm_dtype, comm_eb, full, eb, more = infer.wire_dtype(dt, cat == STEP, grad, full, eb, sent, approx,
-                                                           dtype, w)
+    comm_dtype, comm_eb, full, eb, sides, more = _wire_dtypes(dt, ops, cat, grad, full, eb, sent, approx,
+                                                              dtype, w)
     notes += more
     del approx, grad
-    sides = infer.side_dtypes(dt, ops, cat == STEP, classify.gradient_calls(cat, ops, full), full, eb,
-                              (comm_dtype, comm_eb), w)
 
     cols = CallColumns(rows=rows, ranks=ranks, rank_idx=rank_idx, step_id=step_id, ops=ops, group_size=gs,
                        full_elements=full, elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
@@ -233,6 +223,39 @@ def measure(
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
     )
+
+
+def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full: np.ndarray, cat: np.ndarray,
+                           small: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray, k: int | None,
+                           psi: int | None, w: np.ndarray | None):
+    """The micro-batches (:func:`_micro_batches`), then Ψ as the gradient reductions show it, per reduction
+    where they run in every micro-batch (:func:`_psi_in_trace`), with the small traffic beside it set apart
+    (:func:`~.classify.small_traffic`), and Ψ used (``--psi`` checked, else the trace's: :func:`_psi`).
+    Returns the micro-batches, the categories, the gradient reductions, (Ψ of the trace, Ψ used, how,
+    the experts' Ψ) and the notes."""
+    grad = classify.gradient_calls(cat, ops, full) & ~small
+    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w)
+    syncs = mb.k if mb.grad_sync == "every" else 1
+    dense_psi, expert_psi, notes = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
+    cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
+                                 dense_psi if dense_psi is not None else psi)
+    data_ops = ops.isin(list(OP_NAMES))
+    scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
+    grad = classify.gradient_calls(cat, ops, full)
+    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only)
+    return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), notes
+
+
+def _wire_dtypes(dt: Codes, ops: Codes, cat: np.ndarray, grad: np.ndarray, full: np.ndarray, eb: np.ndarray,
+                 sent: np.ndarray, approx: np.ndarray, dtype: str | None, w: np.ndarray | None):
+    """The element type on the wire (:func:`~.infer.wire_dtype`: the step's, or ``--dtype``), the full
+    elements and element bytes it settles, and the parameter and gradient sides' types
+    (:func:`~.infer.side_dtypes`), with the notes."""
+    step = cat == STEP
+    comm_dtype, comm_eb, full, eb, notes = infer.wire_dtype(dt, step, grad, full, eb, sent, approx, dtype, w)
+    sides = infer.side_dtypes(dt, ops, step, classify.gradient_calls(cat, ops, full), full, eb,
+                              (comm_dtype, comm_eb), w)
+    return comm_dtype, comm_eb, full, eb, sides, notes
 
 
 def _micro_batches(rows: Rows, ops: Codes, gs: np.ndarray, full: np.ndarray, cat: np.ndarray,
