@@ -150,3 +150,14 @@ def test_pattern_order_is_the_most_common_over_ranks_and_steps():
     assert m.order_variants == 2
     # per rank and step: one call of each, 3,000 elements, 2/3 · 12,000 B = 8,000 B sent
     assert m.pattern == (("reduce_scatter", 1.0, 3000.0, 8000.0), ("all_gather", 1.0, 3000.0, 8000.0))
+
+
+def test_group_ranges_are_each_labels_least_and_greatest_without_nan():
+    from zerocalc.validate.columns import group_ranges
+
+    labels = np.array([0, 1, 0, 2, 1, 0])
+    values = np.array([5.0, np.nan, -1.0, np.nan, 7.0, 3.0])
+    lo, hi = group_ranges(labels, 4, values)
+    # label 0: 5, -1, 3; label 1: 7 (its NaN left out); label 2: only NaN; label 3: no rows
+    assert lo.tolist() == [-1.0, 7.0, np.inf, np.inf]
+    assert hi.tolist() == [5.0, 7.0, -np.inf, -np.inf]

@@ -15,7 +15,7 @@ import pandas as pd
 from zerocalc.errors import TraceMismatchError
 from zerocalc.traces.schema import SCALAR_MAX_ELEMENTS
 from zerocalc.validate.accounting import _OP_VERBS, DP_OPS, OP_NAMES, _plural, _world_sizes
-from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_sums, zero_nan
+from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_ranges, group_sums, zero_nan
 
 #: Category of every measured call, with what it means.
 CATEGORIES: dict[str, str] = {
@@ -162,10 +162,7 @@ def _rebucketed(ops: Codes, gs: np.ndarray, step_id: np.ndarray, full: np.ndarra
     pair, n_pairs = group_codes(key, step_id[pool])
     totals = group_sums(pair, n_pairs, {"e": full[pool]})["e"].to_numpy()
     pair_key = key[first_rows(pair)]
-    lo = np.full(n_keys, np.inf)
-    hi = np.full(n_keys, -np.inf)
-    np.minimum.at(lo, pair_key, totals)
-    np.maximum.at(hi, pair_key, totals)
+    lo, hi = group_ranges(pair_key, n_keys, totals)
     in_every = np.bincount(pair_key, minlength=n_keys) == steps_of_rank[rank[pool][first_rows(key)]]
     out = np.zeros(len(cat), dtype=bool)
     out[pool] = (in_every & (lo == hi))[key]

@@ -326,6 +326,16 @@ def sorted_labels(key: np.ndarray) -> tuple[np.ndarray, int]:
     return inv.reshape(-1), len(u)
 
 
+def group_ranges(labels: np.ndarray, k: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per label 0 … k-1, the least and the greatest of ``values``, NaN left out (inf and -inf for a label
+    with none)."""
+    lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
+    ok = ~np.isnan(values)
+    np.fmin.at(lo, labels[ok], values[ok])
+    np.fmax.at(hi, labels[ok], values[ok])
+    return lo, hi
+
+
 def first_rows(labels: np.ndarray) -> np.ndarray:
     """The row where each label first appears, for labels numbered in order of first appearance
     (:func:`group_codes`): row i is a first exactly when its label exceeds every label before it."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _plural
-from zerocalc.validate.columns import Rows, first_rows, group_codes, isna
+from zerocalc.validate.columns import Rows, first_rows, group_codes, group_ranges, isna
 
 #: Columns that tell one rank apart from another when a trace records none (NCCL debug lines start
 #: ``host:pid:tid [dev]``; NCCL's own ``misc/debug.cc``): the process, and the CUDA device within it,
@@ -80,13 +80,7 @@ def _profiling_windows(rows: Rows, known: np.ndarray, r_idx: np.ndarray, file: n
     mine = np.isin(r_idx, dup)
     step, start = rows.num("step")[known][mine], rows.num("start_s")[known][mine]
     pair, n = group_codes(r_idx[mine], file[mine])  # (rank, file)
-    span = {}
-    for name, v in (("t", start), ("s", step)):
-        lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
-        ok = ~np.isnan(v)
-        np.fmin.at(lo, pair[ok], v[ok])
-        np.fmax.at(hi, pair[ok], v[ok])
-        span[name] = lo, hi
+    span = {"t": group_ranges(pair, n, start), "s": group_ranges(pair, n, step)}
     owner = r_idx[mine][first_rows(pair)]
     out = {}
     for r in dup.tolist():
