@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from zerocalc.traces.kineto_backward import backward_passes
 from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
@@ -47,6 +48,8 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
         _worker_groups(rows, pgs, {str(t): t[1] for *_, t in gloo if type(t[1]) is int})
     res.meta.update(schema=sorted(generations), steps=len(sel.steps), ignored=ignored,
                     unlinked_kernels=unlinked, events=sel.n_events)
+    if passes := backward_passes(sel.backward, sel.steps):
+        res.meta["backward_passes"] = passes  # ProfilerStep number -> backward passes begun in it
     return res
 
 

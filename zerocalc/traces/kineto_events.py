@@ -16,12 +16,13 @@ from typing import Any, NamedTuple, Union
 import msgspec
 import orjson
 
+from zerocalc.traces.kineto_backward import BACKWARD_PREFIX, UNNUMBERED
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import TORCH_DTYPES
 
 _KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel")
 #: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
-_NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES)
+_NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES, BACKWARD_PREFIX)
 _US = 1e-6
 _INF = math.inf
 _NO_ARGS = msgspec.Raw()
@@ -148,6 +149,7 @@ def _arg_nelems(args: dict, i: int) -> tuple[int | None, str | None]:
 
 #: Types a pid or tid may have: what identifies a thread must be hashable and comparable.
 _SCALARS = (int, str, float)
+_NUMBERS = (int, float)
 
 
 class _Selected(NamedTuple):
@@ -160,16 +162,17 @@ class _Selected(NamedTuple):
     gloo: list[tuple[float, float, int, Any]]  # (ts, end, index, worker thread)
     kernels: list[int]
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
+    backward: list[tuple[float, float, Any, Any]]  # (ts, end, thread, args) of the autograd engine's nodes
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
-_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED = range(9)
+_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE = range(10)
 
 
 def _classify(name: str, cat: Any) -> int:
     """The role of an event by name and category; ``_CHECKED`` = relevant, then dropped."""
     if not (name.startswith(_NAME_PREFIXES) or name == "record_param_comms"
-            or (cat == "cuda_runtime" and "Launch" in name)):
+            or (cat == "cuda_runtime" and "Launch" in name)) or name == UNNUMBERED:
         return _SKIP
     if cat == "kernel":
         return _KERNEL if name.startswith(_KERNEL_PREFIXES) else _CHECKED
@@ -177,6 +180,8 @@ def _classify(name: str, cat: Any) -> int:
         return _LAUNCH
     if name.startswith("ProfilerStep#"):
         return _STEP
+    if name.startswith(BACKWARD_PREFIX):
+        return _NODE if cat == "cpu_op" else _CHECKED
     if name.startswith("gloo:"):
         return _GLOO if cat == "user_annotation" else _CHECKED
     if name.startswith("nccl:") and cat != "user_annotation":
@@ -190,7 +195,8 @@ class _NameFilter(dict):
 
     def __missing__(self, name: Any) -> bool:
         v = self[name] = type(name) is str and (
-            name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name)
+            name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name
+        ) and name != UNNUMBERED
         return v
 
 
@@ -221,7 +227,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
 
     ``None`` stands for an event that is not an object.
     """
-    sel = _Selected(n_events, {}, {}, [], [], [], [])
+    sel = _Selected(n_events, {}, {}, [], [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
@@ -236,6 +242,12 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
         if role == _SKIP:
             continue
         ts, dur = e.ts, e.dur
+        if role == _NODE:  # a node of the backward (kineto_backward): one that is malformed is left out
+            pid, tid = e.pid, e.tid
+            if type(ts) in _NUMBERS and type(dur) in _NUMBERS and -_INF < ts < _INF and 0 <= dur < _INF and (
+                    pid is None or type(pid) in _SCALARS) and (tid is None or type(tid) in _SCALARS):
+                sel.backward.append((ts, ts + dur, (pid, tid), e.args))
+            continue
         if not (type(ts) is float and type(dur) is float and -_INF < ts < _INF and 0.0 <= dur < _INF):
             ts, dur = _num(ts), _num(dur)  # what is not a finite float, the rare case: as _num reads it
             if ts is None or dur is None or dur < 0:

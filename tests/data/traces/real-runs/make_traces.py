@@ -38,23 +38,29 @@ LR = 1e-3
 
 
 class MLP(nn.Module):
-    """Linear(128,192) - ReLU - Linear(192,160) - ReLU - Linear(160,96), or the Linear ``layers`` given."""
+    """Linear(128,192) - ReLU - Linear(192,160) - ReLU - Linear(160,96), or the Linear ``layers`` given; the
+    layers whose indices are in ``checkpointed`` run under reentrant activation checkpointing
+    (``torch.utils.checkpoint.checkpoint(..., use_reentrant=True)``: recomputed in the backward, which runs a
+    backward of its own inside the checkpoint's)."""
 
-    def __init__(self, layers=LAYERS):
+    def __init__(self, layers=LAYERS, checkpointed=()):
         super().__init__()
         self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in layers)
+        self.checkpointed = frozenset(checkpointed)
 
     def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
         for k, layer in enumerate(self.layers):
-            x = layer(x)
+            x = checkpoint(layer, x, use_reentrant=True) if k in self.checkpointed else layer(x)
             if k < len(self.layers) - 1:
                 x = torch.relu(x)
         return x
 
 
-def make_model(dtype=torch.float32, layers=LAYERS):
+def make_model(dtype=torch.float32, layers=LAYERS, checkpointed=()):
     torch.manual_seed(0)  # the same initial weights on every rank
-    return MLP(layers).to(dtype)
+    return MLP(layers, checkpointed).to(dtype)
 
 
 def batch(rank, step, micro, dtype=torch.float32):
@@ -107,12 +113,13 @@ def ddp_loop(model, opt, k, no_sync_first):
 
 
 def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3, layers=LAYERS,
-             warmup=1, record_shapes=True, **ddp_options):
+             warmup=1, record_shapes=True, checkpointed=(), **ddp_options):
     """DDP (``ddp_options``: DistributedDataParallel's own, e.g. ``find_unused_parameters``), ``k``
-    micro-batches a step (:func:`ddp_loop`), ``steps`` profiled after ``warmup`` steps."""
+    micro-batches a step (:func:`ddp_loop`), ``steps`` profiled after ``warmup`` steps; the layers
+    ``checkpointed`` under reentrant activation checkpointing (:class:`MLP`)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    model = DDP(make_model(dtype, layers), process_group=group, **ddp_options)
+    model = DDP(make_model(dtype, layers, checkpointed), process_group=group, **ddp_options)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup, record_shapes)
 
@@ -1172,6 +1179,13 @@ CASES = {
     "ddp-ga4-sync-every": (lambda o: case_ddp(o, k=4, no_sync=False, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "ddp-ga4-no-sync-reentrant-checkpoint": (
+        lambda o: case_ddp(o, k=4, no_sync=True, steps=2, checkpointed=(1,)), {
+            "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": 4, "steps_profiled": 2,
+            "grad_sync": "last micro-batch only (no_sync() on the first 3)",
+            "activation_checkpointing":
+                "layers.1 under torch.utils.checkpoint.checkpoint(use_reentrant=True)"}),
     "ddp-ga4-no-sync": (lambda o: case_ddp(o, k=4, no_sync=True, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "steps_profiled": 2,
