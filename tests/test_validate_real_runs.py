@@ -137,14 +137,25 @@ MICRO = {
     "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
     "fsdp2-ga4-sync-every": (4, "every"),
     "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
-    "ds-zero1-ga4": (1, None),  # 4 forwards send nothing; one all-reduce at the boundary
-    "ddp-ga4-no-sync": (1, None),
+    # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
+    "ds-zero1-ga4": (4, "boundary"),
+    "ddp-ga4-no-sync": (4, "boundary"),
+    # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
+    "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # FSDP1 FULL_SHARD: gathers in every micro-batch, reduce-scatters in the last
     "fsdp1-ga4-no-sync": (4, "boundary"),
     # FSDP1 SHARD_GRAD_OP under no_sync(): one gather of Ψ in the first micro-batch, kept; a reduce-scatter
-    # in the last
-    "fsdp1-shard-grad-op-ga4-no-sync": (1, None),
+    # in the last: nothing repeats, the backward passes tell K
+    "fsdp1-shard-grad-op-ga4-no-sync": (4, "boundary"),
+    # GPipe by hand, 2 micro-batches: each stage's sends and receives differ by micro-batch, its
+    # data-parallel all-reduce follows the last backward
+    "pp2-dp2": (2, "boundary"),
+    "ds-pipe2-dp2-zero1-ga4": (4, "boundary"),
 }
+
+#: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
+FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "ddp-ga4-no-sync-reentrant-checkpoint",
+                        "fsdp1-shard-grad-op-ga4-no-sync", "pp2-dp2", "ds-pipe2-dp2-zero1-ga4"}
 
 
 @pytest.mark.parametrize("case", list(MICRO))
@@ -153,18 +164,25 @@ def test_micro_batches_and_gradient_sync_read_from_the_trace(case):
     ts = read_traces(RUNS / case)
     m = check(ts.table, meta=ts.meta).measurement
     assert (m.micro_batches, m.grad_sync) == (k, sync)
-    assert m.psi == PSI and m.n == 4  # Ψ per gradient reduction, not per optimizer step
-    if k == 1:
-        # four forwards, nothing sent before the boundary: given, K is taken and said so
-        m4 = check(ts.table, meta=ts.meta, micro_batches=4).measurement
-        assert m4.micro_batches == 4 and "--micro-batches" in m4.micro_batches_how and m4.psi == PSI
+    assert m.n == (2 if case in ("pp2-dp2", "ds-pipe2-dp2-zero1-ga4") else 4)
+    if case.startswith("pp2") or case.startswith("ds-pipe2"):
+        return  # Ψ: a stage's own parameters
+    assert m.psi == PSI  # Ψ per gradient reduction, not per optimizer step
+    assert ("backward passes" in m.micro_batches_how) == (case in FROM_BACKWARD_PASSES)
+    if case in FROM_BACKWARD_PASSES:
+        # given, K is taken and said so, beside what the trace runs
+        m2 = check(ts.table, meta=ts.meta, micro_batches=2).measurement
+        assert m2.micro_batches == 2 and m2.micro_batches_how == (
+            "K = 2: from --micro-batches (the trace's steps run 4 backward passes each)")
+        assert m2.psi == PSI
 
 
-#: case → (scheme that ran, --micro-batches where the trace cannot show K): README's runs
+#: case → (scheme that ran, --micro-batches where given): README's runs
 RAN = {
     "ddp-ga4-sync-every": ("dp", None),
-    "ddp-ga4-no-sync": ("dp", 4),
-    "ds-zero1-ga4": ("deepspeed-zero1", 4),
+    "ddp-ga4-no-sync": ("dp", None),
+    "ddp-ga4-no-sync-reentrant-checkpoint": ("dp", None),
+    "ds-zero1-ga4": ("deepspeed-zero1", None),
     "ds-zero2-ga4": ("deepspeed-zero2", None),
     "ds-zero2-ga4-step-per-micro-batch": ("deepspeed-zero2", None),
     "ds-zero2-ga4-bf16": ("deepspeed-zero2", None),
@@ -909,7 +927,10 @@ def test_deepspeeds_pipeline_engine_checks_per_stage_with_its_sends_apart():
     assert any("vary between 24,768 and 46,336" in n for n in m.notes)
     # on groups of 2 (ring accounting): an all-reduce sends half the vector twice, a gather half once
     assert m.bytes_per_rank_per_step == pytest.approx(35_552 * 3 / 2 * 4)
-    assert res.matches == ("deepspeed-zero1", "deepspeed-zero2")
+    # 4 backward passes a step (run.json's micro-batches), the gradients reduced once: ZeRO-1's boundary
+    # reduction, not ZeRO-2's reduction in every micro-batch
+    assert (m.micro_batches, m.grad_sync) == (run["micro_batches"], "boundary") == (4, "boundary")
+    assert res.matches == ("deepspeed-zero1",)
     assert any("recv on 4 ranks ×32" in n and "send on 4 ranks ×32" in n for n in m.notes)
 
 

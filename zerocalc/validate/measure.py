@@ -40,7 +40,7 @@ from zerocalc.validate.columns import (
 )
 from zerocalc.validate.folded import Unfoldable, weighted
 from zerocalc.validate.groups import group_keys, infer_n
-from zerocalc.validate.micro_batches import infer_micro_batches
+from zerocalc.validate.micro_batches import backward_passes, infer_micro_batches
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_steps
 
@@ -196,7 +196,7 @@ def measure(
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), more = _micro_batches_and_psi(
-        rows, ops, gs, groups, full, cat, small, rank_idx, step_id, micro_batches, psi, w)
+        rows, ops, gs, groups, full, cat, small, rank_idx, step_id, micro_batches, psi, w, meta)
     notes += more
     del small
     dt = dt.filled("?")
@@ -227,14 +227,14 @@ def measure(
 
 def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full: np.ndarray, cat: np.ndarray,
                            small: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray, k: int | None,
-                           psi: int | None, w: np.ndarray | None):
+                           psi: int | None, w: np.ndarray | None, meta: dict | None):
     """The micro-batches (:func:`_micro_batches`), then Ψ as the gradient reductions show it, per reduction
     where they run in every micro-batch (:func:`_psi_in_trace`), with the small traffic beside it set apart
     (:func:`~.classify.small_traffic`), and Ψ used (``--psi`` checked, else the trace's: :func:`_psi`).
     Returns the micro-batches, the categories, the gradient reductions, (Ψ of the trace, Ψ used, how,
     the experts' Ψ) and the notes."""
     grad = classify.gradient_calls(cat, ops, full) & ~small
-    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w)
+    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w, meta)
     syncs = mb.k if mb.grad_sync == "every" else 1
     dense_psi, expert_psi, notes = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
@@ -260,16 +260,19 @@ def _wire_dtypes(dt: Codes, ops: Codes, cat: np.ndarray, grad: np.ndarray, full:
 
 def _micro_batches(rows: Rows, ops: Codes, gs: np.ndarray, full: np.ndarray, cat: np.ndarray,
                    grad: np.ndarray, small: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray,
-                   k: int | None, w: np.ndarray | None):
+                   k: int | None, w: np.ndarray | None, meta: dict | None):
     """:func:`~.micro_batches.infer_micro_batches` on the steady-state calls inside the steps (none where
     they are scalars alone, which repeat nothing of a step), the calls reported apart and those that carry
-    no data (``small``) told to it, the steps marked or not as the trace's rows say."""
+    no data (``small``) told to it, the steps marked or not as the trace's rows say, and the backward passes
+    the traces count in those steps (:func:`~.micro_batches.backward_passes`)."""
     in_steps = (cat == STEP) & (step_id >= 0)
     if not (in_steps & ~small).any():
         in_steps = np.zeros_like(in_steps)
-    return infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id, k,
-                               marked=rows.has("step") and bool(rows.notna("step").any()), w=w,
-                               apart=cat == UNEXPLAINED, small=small)
+    marked = rows.has("step") and bool(rows.notna("step").any())
+    backwards = backward_passes(rows.codes("file"), rows.num("step"), meta, rank_idx, step_id,
+                                (cat == STEP) & (step_id >= 0)) if marked and rows.has("file") else None
+    return infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id, k, marked=marked, w=w,
+                               apart=cat == UNEXPLAINED, small=small, backwards=backwards)
 
 
 def _psi_in_trace(grad: np.ndarray, gs: np.ndarray, groups, ops: Codes, full: np.ndarray,

@@ -201,10 +201,33 @@ def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.nda
     return mask, out
 
 
+def backward_passes(files: Codes, profiler_step: np.ndarray, meta: dict | None, rank: np.ndarray,
+                    step_id: np.ndarray, use: np.ndarray) -> Counter:
+    """Backward passes per step → how many (rank, step) pairs of the calls ``use`` run that many, from
+    the passes each trace file counts per ``ProfilerStep`` (``meta[file]["backward_passes"]``,
+    :mod:`zerocalc.traces.kineto_backward`), summed over the ProfilerSteps a step's calls fall in; a pair
+    with a ProfilerStep its file counts none in is left out."""
+    counted = [(meta or {}).get(name, {}).get("backward_passes") for name in files.names]
+    if not any(counted):
+        return Counter()
+    sel = use & (files.codes >= 0) & ~np.isnan(profiler_step) & (step_id >= 0)
+    if not sel.any():
+        return Counter()
+    quads = np.unique(np.stack([rank[sel], step_id[sel], files.codes[sel],
+                                profiler_step[sel].astype(np.int64)], axis=1), axis=0)
+    per_pair: dict[tuple[int, int], int | None] = {}
+    for r, s, f, p in quads.tolist():
+        got = (counted[f] or {}).get(p)
+        have = per_pair.get((r, s), 0)
+        per_pair[(r, s)] = None if got is None or have is None else have + got
+    return Counter(v for v in per_pair.values() if v)
+
+
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                         rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
                         marked: bool = True, w: np.ndarray | None = None,
-                        apart: np.ndarray | None = None, small: np.ndarray | None = None) -> MicroBatches:
+                        apart: np.ndarray | None = None, small: np.ndarray | None = None,
+                        backwards: Counter | None = None) -> MicroBatches:
     """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
     collectives that opens each optimizer step repeats back to back (the most common count over ranks
     and steps). Gradient accumulation repeats forward and backward, and with them every collective
@@ -220,7 +243,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     each call's weight in a folded trace (:mod:`.folded`; a pair counts as its calls' weight); ``apart``:
     the calls reported apart, among which gathers from a secondary copy count as the whole group's
     (:func:`secondary_gathers`); ``small``: the calls that carry no data (scalars, norm vectors; None:
-    those of at most a scalar's elements).
+    those of at most a scalar's elements); ``backwards``: the backward passes the steps run
+    (:func:`backward_passes`), which give K where no collective repeats inside a step (micro-batches that
+    send nothing before the boundary: DDP's ``no_sync``, DeepSpeed ZeRO-1, FSDP's SHARD_GRAD_OP under
+    ``no_sync``, a pipeline stage whose data-parallel reduction follows its last backward).
     """
     if apart is not None:
         secondary, gs = secondary_gathers(ops, gs, full, use, apart)
@@ -243,6 +269,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         how = f"K = {k}: from --micro-batches"
         if inferred > 1 and inferred != k:
             how += f" (the trace's steps open with a block repeated {inferred} times)"
+        elif (passes := _most(backwards)) and passes != k:
+            how += f" (the trace's steps run {passes} backward pass{'es' if passes > 1 else ''} each)"
     elif inferred > 1 and not marked:
         k = inferred
         how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
@@ -252,6 +280,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
                f"repeated {k} times: one per micro-batch)")
+    elif marked and (passes := _most(backwards)) and passes > 1:
+        k = passes
+        how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
+               "autograd engine's node events: a node numbered above every one before it opens a pass); "
+               "no collective repeats inside a step: the micro-batches before the boundary send nothing")
     elif not marked:
         k = 1
         how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "
@@ -282,6 +315,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
                                                 "set_requires_gradient_sync(False) on the earlier "
                                                 "micro-batches, or a ZeRO-1 boundary reduction)")
     return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
+
+
+def _most(counts: Counter | None) -> int | None:
+    """The most common value of ``counts`` (the smaller on a tie); None where it is empty."""
+    return max(counts, key=lambda r: (counts[r], -r)) if counts else None
 
 
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
