@@ -140,6 +140,9 @@ MICRO = {
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
     "ds-zero1-ga4": (4, "boundary"),
     "ddp-ga4-no-sync": (4, "boundary"),
+    # the same with one ProfilerStep a micro-batch: a step is the marked steps up to one that holds calls
+    "ddp-ga4-no-sync-step-per-micro-batch": (4, "boundary"),
+    "ds-zero1-ga4-step-per-micro-batch": (4, "boundary"),
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
     "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # FSDP1 FULL_SHARD: gathers in every micro-batch, reduce-scatters in the last
@@ -155,6 +158,7 @@ MICRO = {
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
 FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "ddp-ga4-no-sync-reentrant-checkpoint",
+                        "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "fsdp1-shard-grad-op-ga4-no-sync", "pp2-dp2", "ds-pipe2-dp2-zero1-ga4"}
 
 
@@ -182,6 +186,8 @@ RAN = {
     "ddp-ga4-sync-every": ("dp", None),
     "ddp-ga4-no-sync": ("dp", None),
     "ddp-ga4-no-sync-reentrant-checkpoint": ("dp", None),
+    "ddp-ga4-no-sync-step-per-micro-batch": ("dp", None),
+    "ds-zero1-ga4-step-per-micro-batch": ("deepspeed-zero1", None),
     "ds-zero1-ga4": ("deepspeed-zero1", None),
     "ds-zero2-ga4": ("deepspeed-zero2", None),
     "ds-zero2-ga4-step-per-micro-batch": ("deepspeed-zero2", None),
@@ -1233,3 +1239,25 @@ def test_hsdp_micro_batches_reduce_scatter_what_they_gather_without_markers(mark
     m = res.measurement
     assert (m.psi, m.micro_batches, m.grad_sync, m.shard_size) == (psi, k, "every", 2)
     assert res.matches[0] == "fsdp-hybrid"
+
+
+@pytest.mark.parametrize("case", ["ddp-ga4-no-sync-step-per-micro-batch",
+                                  "ds-zero1-ga4-step-per-micro-batch"])
+def test_a_profiler_stepped_every_micro_batch_gives_optimizer_steps_and_their_micro_batches(case):
+    # README: one ProfilerStep a micro-batch, 12 profiled; the optimizer steps (and the gradients are
+    # reduced) in 3 of them, the others hold no collective; ddp's first holds DDP's two bucket-order
+    # broadcasts alone (7 and 1 int elements)
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert (run["steps_profiled"], run["micro_batches"]) == (12, 4)
+    counted = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]
+    holding = {k for k, rows in counted.items() if any(r["in_elems"] == PSI for r in rows)}
+    assert len(counted) == 12 and len(holding) == 3
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (3, 4, "boundary", PSI)
+    assert "the profiler marks every micro-batch" in m.micro_batches_how
+    if case.startswith("ddp"):
+        assert "small calls alone" in m.steps_how and "one-off (2 calls a rank)" in m.steps_how
+        one_off = m.categories.set_index("category").loc["one_off"]
+        assert one_off["calls_per_rank_per_step"] == 2 and one_off["per"] == "rank (whole trace)"

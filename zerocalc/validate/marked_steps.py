@@ -27,51 +27,60 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     step_marked = ~np.isnan(marked)
     step_id[step_marked] = marked[step_marked].astype(np.int32)
     n_marked = len(np.unique(step_id[step_marked]))
-    warm_up = 0 if steps == n_marked or light is None or reduces is None else _warm_up_step(
+    warm_up, data = (0, True) if steps == n_marked or light is None or reduces is None else _warm_up_step(
         step_id, rank, sig, light, reduces)
     if warm_up:
         step_marked &= step_id >= 0
         n_marked -= 1
     how, notes = _marked_how(step_id, rank, sig, steps, light, objects, n_marked)
-    if warm_up:
+    if warm_up and data:
         how = (f"{how}; the first marked step, unlike the {n_marked} alike after it, is a warm-up step "
                f"(its {_plural(warm_up, 'call')} a rank counted one-off), as DeepSpeed ZeRO-3's first, which "
                "gathers the parameters one by one while it records their order")
+    elif warm_up:
+        how = (f"{how}; the first marked step holds small calls alone, which none of the {n_marked} alike "
+               f"after it holds: one-off ({_plural(warm_up, 'call')} a rank), as DDP's bucket-order "
+               "broadcasts are where the profiler steps every micro-batch (their micro-batch reduces "
+               "nothing)")
     return step_id, how, notes
 
 
 def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray,
-                  reduces: np.ndarray) -> int:
+                  reduces: np.ndarray) -> tuple[int, bool]:
     """Where on every rank the marked steps after the first, at least two, hold the same calls carrying
     data (``sig``, in any order; ``light`` calls aside) and the first lacks some of their parameter-side
     calls (not ``reduces``: gradient reductions in other buckets are DDP's first iteration, which
-    :func:`~.classify.steady_state` keeps), the first is a warm-up step: its calls are set outside the
-    steps (``step_id`` -1, in place) and the most of one rank returned; 0 otherwise, ``step_id``
-    untouched. DeepSpeed ZeRO-3 gathers the parameters one by one in its first step while it records their
-    order, and checks that order on every rank at the start of the next: a trace profiled from the start of
-    training holds those steps."""
+    :func:`~.classify.steady_state` keeps), or holds light calls alone, the first is a warm-up step: its
+    calls are set outside the steps (``step_id`` -1, in place) and the most of one rank returned, with
+    whether it held any call carrying data; (0, True) otherwise, ``step_id`` untouched. DeepSpeed ZeRO-3
+    gathers the parameters one by one in its first step while it records their order, and checks that order
+    on every rank at the start of the next: a trace profiled from the start of training holds those steps.
+    DDP broadcasts its bucket order before the forward after its first synchronised backward: where the
+    profiler steps every micro-batch under ``no_sync()``, that micro-batch's marked step holds those small
+    calls alone, and the steps that hold the gradient all-reduce follow it."""
     bounds = run_bounds(rank)
-    firsts = []
+    firsts, data = [], False
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         ids = step_id[lo:hi]
         at = np.flatnonzero(ids >= 0)
         order = at[np.argsort(ids[at], kind="stable")]  # each marked step's calls together
         marks, first = np.unique(ids[order], return_index=True)
         if len(marks) < 3:
-            return 0
+            return 0, True
         heavy = ~light[lo:hi][order]
         parts = zip(np.split(sig[lo:hi][order], first[1:]), np.split(heavy, first[1:]),
                     np.split(reduces[lo:hi][order], first[1:]), strict=True)
         calls = [(np.sort(c[h]), Counter(c[h & ~g].tolist())) for c, h, g in parts]  # each step's, any order
-        if not all(np.array_equal(c, calls[1][0]) for c, _ in calls[2:]):
-            return 0
-        if not calls[1][1] - calls[0][1]:
-            return 0  # the parameter-side calls of the later steps are all in the first: a step
+        if not len(calls[1][0]) or not all(np.array_equal(c, calls[1][0]) for c, _ in calls[2:]):
+            return 0, True
+        if len(calls[0][0]) and not calls[1][1] - calls[0][1]:
+            return 0, True  # the parameter-side calls of the later steps are all in the first: a step
+        data |= bool(len(calls[0][0]))
         firsts.append(lo + order[:first[1]])
     if not firsts:
-        return 0
+        return 0, True
     step_id[np.concatenate(firsts)] = -1
-    return max(map(len, firsts))
+    return max(map(len, firsts)), data
 
 
 def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,

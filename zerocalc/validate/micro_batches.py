@@ -7,6 +7,7 @@ Each search runs once per distinct call sequence (one (rank, step)'s), not once 
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass
 
@@ -202,32 +203,55 @@ def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.nda
 
 
 def backward_passes(files: Codes, profiler_step: np.ndarray, meta: dict | None, rank: np.ndarray,
-                    step_id: np.ndarray, use: np.ndarray) -> Counter:
+                    step_id: np.ndarray, use: np.ndarray) -> tuple[Counter, bool]:
     """Backward passes per step → how many (rank, step) pairs of the calls ``use`` run that many, from
     the passes each trace file counts per ``ProfilerStep`` (``meta[file]["backward_passes"]``,
-    :mod:`zerocalc.traces.kineto_backward`), summed over the ProfilerSteps a step's calls fall in; a pair
-    with a ProfilerStep its file counts none in is left out."""
+    :mod:`zerocalc.traces.kineto_backward`). A ProfilerStep holding calls of ``use`` counts its passes and
+    those of the ProfilerSteps since the one before it that held any: a profiler stepped every micro-batch
+    (DeepSpeed's ``engine.backward(loss); engine.step(); prof.step()``) marks the micro-batches that send
+    nothing before the boundary as steps without calls. A pair's passes are its ProfilerSteps' summed; a
+    pair whose first ProfilerStep follows counted ones that no step holding calls precedes (a profile
+    begun inside an optimizer step) is left out, and so is one with a ProfilerStep its file counts none
+    in. Also returns whether some pair counted passes of ProfilerSteps without calls."""
     counted = [(meta or {}).get(name, {}).get("backward_passes") for name in files.names]
     if not any(counted):
-        return Counter()
+        return Counter(), False
     sel = use & (files.codes >= 0) & ~np.isnan(profiler_step) & (step_id >= 0)
     if not sel.any():
-        return Counter()
+        return Counter(), False
     quads = np.unique(np.stack([rank[sel], step_id[sel], files.codes[sel],
                                 profiler_step[sel].astype(np.int64)], axis=1), axis=0)
+    before: dict[tuple[int, int], int | None] = {}  # (file, ProfilerStep holding calls) -> the one before
+    last: dict[int, int | None] = {}
+    for f, p in np.unique(quads[:, 2:], axis=0).tolist():
+        before[(f, p)] = last.get(f)
+        last[f] = p
+    sums: dict[int, tuple[list[int], np.ndarray]] = {}  # file -> its counted steps and their running sum
     per_pair: dict[tuple[int, int], int | None] = {}
+    spanned = False
     for r, s, f, p in quads.tolist():
-        got = (counted[f] or {}).get(p)
+        mine = counted[f] or {}
+        if f not in sums:
+            steps = sorted(mine)
+            sums[f] = steps, np.concatenate([[0], np.cumsum([mine[q] for q in steps])])
+        steps, run = sums[f]
+        prev = before[(f, p)]
+        lo = bisect.bisect_right(steps, prev) if prev is not None else 0
+        hi = bisect.bisect_right(steps, p)
+        got = int(run[hi] - run[lo]) if p in mine else None
+        if prev is None and hi - lo > 1:
+            got = None  # passes before the first step that holds calls: where its step began is unknown
+        spanned |= got is not None and hi - lo > 1
         have = per_pair.get((r, s), 0)
         per_pair[(r, s)] = None if got is None or have is None else have + got
-    return Counter(v for v in per_pair.values() if v)
+    return Counter(v for v in per_pair.values() if v), spanned
 
 
 def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                         rank: np.ndarray, step_id: np.ndarray, k: int | None, *,
                         marked: bool = True, w: np.ndarray | None = None,
                         apart: np.ndarray | None = None, small: np.ndarray | None = None,
-                        backwards: Counter | None = None) -> MicroBatches:
+                        backwards: tuple[Counter, bool] | None = None) -> MicroBatches:
     """Micro-batches per optimizer step: ``--micro-batches K``, else the number of times the block of
     collectives that opens each optimizer step repeats back to back (the most common count over ranks
     and steps). Gradient accumulation repeats forward and backward, and with them every collective
@@ -246,8 +270,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     those of at most a scalar's elements); ``backwards``: the backward passes the steps run
     (:func:`backward_passes`), which give K where no collective repeats inside a step (micro-batches that
     send nothing before the boundary: DDP's ``no_sync``, DeepSpeed ZeRO-1, FSDP's SHARD_GRAD_OP under
-    ``no_sync``, a pipeline stage whose data-parallel reduction follows its last backward).
+    ``no_sync``, a pipeline stage whose data-parallel reduction follows its last backward), and whether
+    they span marked steps without calls.
     """
+    backwards, spanned = backwards or (Counter(), False)
     if apart is not None:
         secondary, gs = secondary_gathers(ops, gs, full, use, apart)
         use = use | (secondary & (step_id >= 0))
@@ -285,6 +311,9 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
                "autograd engine's node events: a node numbered above every one before it opens a pass); "
                "no collective repeats inside a step: the micro-batches before the boundary send nothing")
+        if spanned:
+            how += (" (the profiler marks every micro-batch: a step is the marked steps since the one before "
+                    "that held calls)")
     elif not marked:
         k = 1
         how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "

@@ -9,7 +9,7 @@ writes ``OUTDIR/rank{r}.json.gz``: the PyTorch profiler's Chrome trace of rank r
 activities, ``record_shapes=True``, schedule wait 0 / warm-up 1 / active ``steps``, and
 exactly one ``ProfilerStep#k`` per OPTIMIZER step (``prof.step()`` runs after
 ``optimizer.step()``; the micro-batches of gradient accumulation all fall inside it), but in
-``ds-zero2-ga4-step-per-micro-batch``: one per micro-batch, as DeepSpeed's loop
+the ``*-step-per-micro-batch`` cases: one per micro-batch, as DeepSpeed's loop
 (``engine.backward(loss); engine.step(); prof.step()``) puts it.
 
 Every case trains the same tiny MLP (``LAYERS``; Ψ = 71,104 parameters) on random data
@@ -122,6 +122,29 @@ def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, ste
     model = DDP(make_model(dtype, layers, checkpointed), process_group=group, **ddp_options)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup, record_shapes)
+
+
+def case_ddp_step_per_micro_batch(outdir, k=4, steps=3):
+    """DDP (fp32), ``k`` micro-batches an optimizer step, the first k-1 inside ``no_sync()``, and
+    ``prof.step()`` after every micro-batch (the optimizer steps after the k-th): one ProfilerStep a
+    micro-batch. The profiler's warm-up is the whole first optimizer step (k micro-batches), then k x
+    ``steps`` micro-batches are profiled."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model())
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    rank = dist.get_rank()
+
+    def micro_batch(i):
+        step, m = divmod(i, k)
+        x, y = batch(rank, step, m)
+        with model.no_sync() if m < k - 1 else contextlib.nullcontext():
+            loss_fn(model(x), y).div(k).backward()
+        if m == k - 1:
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    run_profiled(outdir, k * steps, micro_batch, warmup=k)
 
 
 def case_ddp_profiler_windows(outdir, windows=2, active=2):
@@ -1082,6 +1105,16 @@ CASES = {
             "scheme": "DeepSpeed ZeRO stage 2, engine.step() then prof.step() every micro-batch",
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
             "micro_batches": DS_GA, "steps_profiled": 3 * DS_GA, "profiler_step_per": "micro-batch"}),
+    "ds-zero1-ga4-step-per-micro-batch": (
+        lambda o: case_deepspeed(o, ds_config(1), steps=3, step_per_micro_batch=True), {
+            "scheme": "DeepSpeed ZeRO stage 1, engine.step() then prof.step() every micro-batch",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": DS_GA, "steps_profiled": 3 * DS_GA, "profiler_step_per": "micro-batch"}),
+    "ddp-ga4-no-sync-step-per-micro-batch": (case_ddp_step_per_micro_batch, {
+        "scheme": "DDP, no_sync() on the first 3 of 4 micro-batches, prof.step() every micro-batch",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 4, "grad_sync": "last micro-batch only (no_sync() on the first 3)",
+        "warmup": 4, "steps_profiled": 12, "profiler_step_per": "micro-batch"}),
     "ds-zero2-ga4-bf16": (lambda o: case_deepspeed(o, ds_config(2, bf16=True)), {
         "scheme": "DeepSpeed ZeRO stage 2, bf16 enabled", "param_dtype": "bfloat16",
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
