@@ -6,6 +6,7 @@ are that arithmetic under the ring accounting: a rank sends 2(p-1)/p of an all-r
 (p-1)/p of an all-gather's or reduce-scatter's (Thakur, Rabenseifner & Gropp 2005).
 """
 
+import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -1246,18 +1247,67 @@ def test_hsdp_micro_batches_reduce_scatter_what_they_gather_without_markers(mark
 def test_a_profiler_stepped_every_micro_batch_gives_optimizer_steps_and_their_micro_batches(case):
     # README: one ProfilerStep a micro-batch, 12 profiled; the optimizer steps (and the gradients are
     # reduced) in 3 of them, the others hold no collective; ddp's first holds DDP's two bucket-order
-    # broadcasts alone (7 and 1 int elements)
+    # broadcasts alone (7 and 1 int elements). The optimizer steps whole in the trace: ddp's profile begins
+    # with an optimizer step's first micro-batch (#4-#7, #8-#11, #12-#15); DeepSpeed's with its second (#1-#3
+    # lack the first, #12 is the next one's first): #4-#7 and #8-#11
     run = json.loads((RUNS / case / "run.json").read_text())
     assert (run["steps_profiled"], run["micro_batches"]) == (12, 4)
     counted = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]
     holding = {k for k, rows in counted.items() if any(r["in_elems"] == PSI for r in rows)}
     assert len(counted) == 12 and len(holding) == 3
+    whole = 3 if case.startswith("ddp") else 2
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta)
     m = res.measurement
-    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (3, 4, "boundary", PSI)
-    assert "the profiler marks every micro-batch" in m.micro_batches_how
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (whole, 4, "boundary", PSI)
+    assert "Optimizer.step#" in m.steps_how and "so 4 make one optimizer step" in m.steps_how
+    assert ("1 marked step(s) a rank, of an optimizer step held in part" in m.steps_how) == (whole == 2)
+    one_off = m.categories.set_index("category").loc["one_off"]
     if case.startswith("ddp"):
-        assert "small calls alone" in m.steps_how and "one-off (2 calls a rank)" in m.steps_how
-        one_off = m.categories.set_index("category").loc["one_off"]
+        # the bucket-order broadcasts, once
         assert one_off["calls_per_rank_per_step"] == 2 and one_off["per"] == "rank (whole trace)"
+    else:
+        # ZeRO-1's boundary calls of the optimizer step held in part: all-reduces of Ψ and of 1, a gather
+        assert one_off["calls_per_rank_per_step"] == 3
+
+
+def test_micro_batch_markers_without_the_optimizers_annotations_read_the_same(tmp_path):
+    # the DDP run with its Optimizer.step# annotations taken out (an optimizer of one's own, which the
+    # profiler does not annotate): its steps are the marked steps up to each that holds calls, the first,
+    # of small calls alone, one-off; the micro-batches the backward passes since the step before
+    case = "ddp-ga4-no-sync-step-per-micro-batch"
+    for path in sorted((RUNS / case).glob("rank*.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        doc["traceEvents"] = [e for e in doc["traceEvents"]
+                              if not e.get("name", "").startswith("Optimizer.step#")]
+        (tmp_path / path.name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    ts = read_traces(tmp_path)
+    assert not any("optimizer_steps" in meta for meta in ts.meta.values())
+    m = check(ts.table, meta=ts.meta).measurement
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (3, 4, "boundary", PSI)
+    assert "small calls alone" in m.steps_how and "one-off (2 calls a rank)" in m.steps_how
+    assert "the profiler marks every micro-batch" in m.micro_batches_how
+
+
+def test_evaluation_batches_profiled_as_steps_of_their_own_are_set_apart():
+    # README: 8 marked steps, training (one all-reduce of Ψ) in #1, #2, #5, #6, evaluation (two 1-element
+    # all-reduces, no backward) in #3, #4, #7, #8; the check refused it before ("no gradient collective")
+    case = "ddp-eval-own-steps"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    counted = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]
+    trained = {k for k, rows in counted.items() if any(r["in_elems"] == PSI for r in rows)}
+    evaluated = {f"ProfilerStep#{s}" for s in run["evaluation_steps"]}
+    assert trained == set(counted) - evaluated and len(trained) == 4
+    assert all([r["in_elems"] for r in counted[k]] == [1] and counted[k][0]["calls"] == 2 for k in evaluated)
+    ts = read_traces(RUNS / case)
+    for steps in (None, 4):
+        res = check(ts.table, meta=ts.meta, steps=steps)
+        m = res.measurement
+        assert (m.steps, m.psi, m.n, m.micro_batches) == (4, PSI, 4, 1)
+        assert res.matches == ("dp",)
+        assert m.bytes_per_rank_per_step == pytest.approx(2 * PSI * 3 / 4 * 4, rel=1e-9)
+        assert any("4 marked steps a rank run no backward pass" in n and "their 8 calls a rank" in n
+                   for n in m.notes)
+    # each marked step a step, as --steps 8 says: the evaluation's steps lack the gradients, refused so
+    with pytest.raises(TraceMismatchError, match="no gradient collective"):
+        check(ts.table, meta=ts.meta, steps=8)

@@ -50,7 +50,21 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
                     unlinked_kernels=unlinked, events=sel.n_events)
     if passes := backward_passes(sel.backward, sel.steps):
         res.meta["backward_passes"] = passes  # ProfilerStep number -> backward passes begun in it
+    if sel.optimizer and sel.steps:
+        res.meta["optimizer_steps"] = _steps_holding(sel.optimizer, sel.steps)
+        res.meta["profiler_steps"] = [min(s[2] for s in sel.steps), max(s[2] for s in sel.steps)]
     return res
+
+
+def _steps_holding(starts: list[float], steps: list[tuple[float, float, int]]) -> list[int]:
+    """The numbers of the (sorted) ``steps`` within which one of ``starts`` falls, in order."""
+    begins = [s[0] for s in steps]
+    held = set()
+    for ts in starts:
+        j = bisect.bisect_right(begins, ts) - 1
+        if j >= 0 and ts <= steps[j][1]:
+            held.add(steps[j][2])
+    return sorted(held)
 
 
 def _trace_meta(info: dict, res: ParseResult) -> tuple[int | None, int | None,

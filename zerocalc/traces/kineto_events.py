@@ -22,7 +22,10 @@ from zerocalc.traces.schema import TORCH_DTYPES
 
 _KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel")
 #: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
-_NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES, BACKWARD_PREFIX)
+#: The profiler's annotation of a ``torch.optim.Optimizer``'s step (``Optimizer.step#Adam.step``).
+OPTIMIZER_PREFIX = "Optimizer.step#"
+_NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES, BACKWARD_PREFIX,
+                  OPTIMIZER_PREFIX)
 _US = 1e-6
 _INF = math.inf
 _NO_ARGS = msgspec.Raw()
@@ -163,10 +166,11 @@ class _Selected(NamedTuple):
     kernels: list[int]
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
     backward: list[tuple[float, float, Any, Any]]  # (ts, end, thread, args) of the autograd engine's nodes
+    optimizer: list[float]  # start of each optimizer step annotation
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
-_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE = range(10)
+_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER = range(11)
 
 
 def _classify(name: str, cat: Any) -> int:
@@ -182,6 +186,8 @@ def _classify(name: str, cat: Any) -> int:
         return _STEP
     if name.startswith(BACKWARD_PREFIX):
         return _NODE if cat == "cpu_op" else _CHECKED
+    if name.startswith(OPTIMIZER_PREFIX):
+        return _OPTIMIZER if cat == "user_annotation" else _CHECKED  # gpu_user_annotation: its GPU span
     if name.startswith("gloo:"):
         return _GLOO if cat == "user_annotation" else _CHECKED
     if name.startswith("nccl:") and cat != "user_annotation":
@@ -227,7 +233,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
 
     ``None`` stands for an event that is not an object.
     """
-    sel = _Selected(n_events, {}, {}, [], [], [], [], [])
+    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
@@ -265,6 +271,8 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             args = _args(e.args)
             sel.kernels.append(i)
             recs[i] = (name, e.ts, e.dur, args)
+        elif role == _OPTIMIZER:
+            sel.optimizer.append(ts)
         elif role == _STEP:
             k = _int(name[len("ProfilerStep#"):])
             if k is not None:

@@ -16,13 +16,16 @@ from zerocalc.validate.columns import run_bounds
 
 def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
                   light: np.ndarray | None = None, objects: np.ndarray | None = None,
-                  reduces: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
+                  reduces: np.ndarray | None = None, per_optimizer: tuple[int, int, int] | None = None
+                  ) -> tuple[np.ndarray, str, list[str]]:
     """:func:`~.steps.infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
     step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
     step holds an evaluation or a checkpoint instead (:func:`_evaluations`), its calls are one-off, and so
     are those of a first step unlike the alike ones after it (:func:`_warm_up_step`). ``light``: the calls
     that carry no data or next to nothing (a loss or metric all-reduce); ``objects``: the calls that carry
-    pickled objects (a checkpoint's save plan); ``reduces``: the gradient reductions."""
+    pickled objects (a checkpoint's save plan); ``reduces``: the gradient reductions; ``per_optimizer``:
+    (K, marked steps left out, marked steps) where ``marked`` is already each call's optimizer step, the
+    markers marking micro-batches (:mod:`.optimizer_steps`)."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     step_marked = ~np.isnan(marked)
     step_id[step_marked] = marked[step_marked].astype(np.int32)
@@ -32,7 +35,8 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     if warm_up:
         step_marked &= step_id >= 0
         n_marked -= 1
-    how, notes = _marked_how(step_id, rank, sig, steps, light, objects, n_marked)
+    how, notes = (_marked_how(step_id, rank, sig, steps, light, objects, n_marked) if per_optimizer is None
+                  else _optimizer_how(n_marked, *per_optimizer))
     if warm_up and data:
         how = (f"{how}; the first marked step, unlike the {n_marked} alike after it, is a warm-up step "
                f"(its {_plural(warm_up, 'call')} a rank counted one-off), as DeepSpeed ZeRO-3's first, which "
@@ -43,6 +47,19 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
                "broadcasts are where the profiler steps every micro-batch (their micro-batch reduces "
                "nothing)")
     return step_id, how, notes
+
+
+def _optimizer_how(n: int, k: int, left_out: int, n_marked: int) -> tuple[str, list[str]]:
+    """How ``n`` optimizer steps were found from ``n_marked`` markers of micro-batches, ``k`` to one, and the
+    note."""
+    how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
+           f"{_ordinal(k)} marked step holds the optimizer's step (its Optimizer.step# annotation), so {k} "
+           "make one optimizer step")
+    if left_out:
+        how += f"; {left_out} marked step(s) a rank, of an optimizer step held in part, one-off"
+    return how, [f"the trace's calls fall in {n_marked} marked steps, taken as micro-batches of {n} "
+                 f"optimizer steps (K = {k}): give --steps {n_marked} if each marked step is an optimizer "
+                 "step"]
 
 
 def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray,

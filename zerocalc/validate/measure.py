@@ -41,6 +41,7 @@ from zerocalc.validate.columns import (
 from zerocalc.validate.folded import Unfoldable, weighted
 from zerocalc.validate.groups import group_keys, infer_n
 from zerocalc.validate.micro_batches import backward_passes, infer_micro_batches
+from zerocalc.validate.optimizer_steps import optimizer_grouped, without_backward
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_steps
 
@@ -185,9 +186,10 @@ def measure(
     small = classify.scalar_calls(full, approx, ops, in_e)
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
-    step_id, steps_how, more = infer_steps(rows.num("step") if rows.has("step") else None, rank, ops,
-                                           in_e, out_e, gs, small, steps, w, sent,
-                                           classify.object_calls(ops, dt))
+    marked, per_optimizer, more = _optimizer_marked(rows, meta, steps)
+    notes += more
+    step_id, steps_how, more = infer_steps(marked, rank, ops, in_e, out_e, gs, small, steps, w, sent,
+                                           classify.object_calls(ops, dt), per_optimizer)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
@@ -196,7 +198,8 @@ def measure(
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), more = _micro_batches_and_psi(
-        rows, ops, gs, groups, full, cat, small, rank_idx, step_id, micro_batches, psi, w, meta)
+        rows, ops, gs, groups, full, cat, small, rank_idx, step_id, micro_batches, psi, w,
+        (meta, marked, per_optimizer[0] if per_optimizer else None))
     notes += more
     del small
     dt = dt.filled("?")
@@ -225,16 +228,46 @@ def measure(
     )
 
 
+def _optimizer_marked(rows: Rows, meta: dict | None, steps: int | None
+                      ) -> tuple[np.ndarray | None, tuple[int, int, int] | None, list[str]]:
+    """Each call's marked step (None: the trace has no markers), as the marked step that ends its optimizer
+    step where the markers mark micro-batches and the profiler's optimizer annotations say which
+    (:func:`~.optimizer_steps.optimizer_grouped`), with (K, marked steps left out, marked steps), and the
+    notes. The calls of marked steps that run no backward pass where others do
+    (:func:`~.optimizer_steps.without_backward`) are taken as unmarked: one-off. Where ``--steps`` is the
+    number of marked steps, each is a step as marked."""
+    if not rows.has("step"):
+        return None, None, []
+    marked = rows.num("step")
+    if not rows.has("file"):
+        return marked, None, []
+    if steps is not None and steps == len(np.unique(marked[~np.isnan(marked)])):
+        return marked, None, []  # each marked step a step, as --steps says
+    files = rows.codes("file")
+    forward_only, n_forward, n_calls = without_backward(marked, files, meta)
+    notes = []
+    if forward_only.any() and not forward_only[~np.isnan(marked)].all():
+        marked = np.where(forward_only, np.nan, marked)
+        notes.append(f"{_plural(n_forward, 'marked step')} a rank run no backward pass, while the others do "
+                     f"(an evaluation's, a forward alone, profiled as steps of their own): their "
+                     f"{_plural(n_calls, 'call')} a rank count as one-off")
+    grouped = optimizer_grouped(marked, files, meta)
+    if grouped is None:
+        return marked, None, notes
+    return grouped[0], (*grouped[1:], len(np.unique(marked[~np.isnan(marked)]))), notes
+
+
 def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full: np.ndarray, cat: np.ndarray,
                            small: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray, k: int | None,
-                           psi: int | None, w: np.ndarray | None, meta: dict | None):
+                           psi: int | None, w: np.ndarray | None,
+                           marks: tuple[dict | None, np.ndarray | None, int | None]):
     """The micro-batches (:func:`_micro_batches`), then Ψ as the gradient reductions show it, per reduction
     where they run in every micro-batch (:func:`_psi_in_trace`), with the small traffic beside it set apart
     (:func:`~.classify.small_traffic`), and Ψ used (``--psi`` checked, else the trace's: :func:`_psi`).
     Returns the micro-batches, the categories, the gradient reductions, (Ψ of the trace, Ψ used, how,
     the experts' Ψ) and the notes."""
     grad = classify.gradient_calls(cat, ops, full) & ~small
-    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w, meta)
+    mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w, marks)
     syncs = mb.k if mb.grad_sync == "every" else 1
     dense_psi, expert_psi, notes = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
@@ -260,7 +293,8 @@ def _wire_dtypes(dt: Codes, ops: Codes, cat: np.ndarray, grad: np.ndarray, full:
 
 def _micro_batches(rows: Rows, ops: Codes, gs: np.ndarray, full: np.ndarray, cat: np.ndarray,
                    grad: np.ndarray, small: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray,
-                   k: int | None, w: np.ndarray | None, meta: dict | None):
+                   k: int | None, w: np.ndarray | None,
+                   marks: tuple[dict | None, np.ndarray | None, int | None]):
     """:func:`~.micro_batches.infer_micro_batches` on the steady-state calls inside the steps (none where
     they are scalars alone, which repeat nothing of a step), the calls reported apart and those that carry
     no data (``small``) told to it, the steps marked or not as the trace's rows say, and the backward passes
@@ -269,8 +303,9 @@ def _micro_batches(rows: Rows, ops: Codes, gs: np.ndarray, full: np.ndarray, cat
     if not (in_steps & ~small).any():
         in_steps = np.zeros_like(in_steps)
     marked = rows.has("step") and bool(rows.notna("step").any())
-    backwards = backward_passes(rows.codes("file"), rows.num("step"), meta, rank_idx, step_id,
-                                (cat == STEP) & (step_id >= 0)) if marked and rows.has("file") else None
+    meta, profiler_step, span = marks
+    backwards = backward_passes(rows.codes("file"), profiler_step, meta, rank_idx, step_id,
+                                (cat == STEP) & (step_id >= 0), span) if marked and rows.has("file") else None
     return infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id, k, marked=marked, w=w,
                                apart=cat == UNEXPLAINED, small=small, backwards=backwards)
 

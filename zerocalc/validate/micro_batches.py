@@ -203,7 +203,8 @@ def secondary_gathers(ops: Codes, gs: np.ndarray, full: np.ndarray, step: np.nda
 
 
 def backward_passes(files: Codes, profiler_step: np.ndarray, meta: dict | None, rank: np.ndarray,
-                    step_id: np.ndarray, use: np.ndarray) -> tuple[Counter, bool]:
+                    step_id: np.ndarray, use: np.ndarray, span: int | None = None
+                    ) -> tuple[Counter, bool]:
     """Backward passes per step → how many (rank, step) pairs of the calls ``use`` run that many, from
     the passes each trace file counts per ``ProfilerStep`` (``meta[file]["backward_passes"]``,
     :mod:`zerocalc.traces.kineto_backward`). A ProfilerStep holding calls of ``use`` counts its passes and
@@ -212,7 +213,9 @@ def backward_passes(files: Codes, profiler_step: np.ndarray, meta: dict | None, 
     nothing before the boundary as steps without calls. A pair's passes are its ProfilerSteps' summed; a
     pair whose first ProfilerStep follows counted ones that no step holding calls precedes (a profile
     begun inside an optimizer step) is left out, and so is one with a ProfilerStep its file counts none
-    in. Also returns whether some pair counted passes of ProfilerSteps without calls."""
+    in. ``span``: where ``profiler_step`` is each call's optimizer step, the marked step that ends it, span
+    marked steps to one (:mod:`.optimizer_steps`), each optimizer step's passes are those of its span. Also
+    returns whether some pair counted passes of ProfilerSteps without calls (found so, not by span)."""
     counted = [(meta or {}).get(name, {}).get("backward_passes") for name in files.names]
     if not any(counted):
         return Counter(), False
@@ -235,13 +238,13 @@ def backward_passes(files: Codes, profiler_step: np.ndarray, meta: dict | None, 
             steps = sorted(mine)
             sums[f] = steps, np.concatenate([[0], np.cumsum([mine[q] for q in steps])])
         steps, run = sums[f]
-        prev = before[(f, p)]
+        prev = before[(f, p)] if span is None else p - span
         lo = bisect.bisect_right(steps, prev) if prev is not None else 0
         hi = bisect.bisect_right(steps, p)
         got = int(run[hi] - run[lo]) if p in mine else None
         if prev is None and hi - lo > 1:
             got = None  # passes before the first step that holds calls: where its step began is unknown
-        spanned |= got is not None and hi - lo > 1
+        spanned |= got is not None and hi - lo > 1 and span is None
         have = per_pair.get((r, s), 0)
         per_pair[(r, s)] = None if got is None or have is None else have + got
     return Counter(v for v in per_pair.values() if v), spanned

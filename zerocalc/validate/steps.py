@@ -29,7 +29,8 @@ from zerocalc.validate.repeats import (
 def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray, out_e: np.ndarray,
                 gs: np.ndarray, small: np.ndarray, steps: int | None,
                 w: np.ndarray | None = None, sent: np.ndarray | None = None,
-                objects: np.ndarray | None = None) -> tuple[np.ndarray, str, list[str]]:
+                objects: np.ndarray | None = None, per_optimizer: tuple[int, int, int] | None = None
+                ) -> tuple[np.ndarray, str, list[str]]:
     """The step of every call (-1 outside the steps), how the steps were found, and notes.
 
     From the trace's step markers (``marked``: each call's step, NaN where unmarked; None: no column)
@@ -43,7 +44,8 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
     (:mod:`.folded`): the steps are found on the calls kept and said of the full trace
     (:func:`~.folded.unfold_steps`); the step ids are those of the calls kept. ``objects``: the calls that
     carry pickled objects (:func:`~.classify.object_calls`), which a checkpoint or a logger sends between
-    steps.
+    steps. ``per_optimizer``: (K, marked steps left out, marked steps) where ``marked`` holds each call's
+    optimizer step, the markers marking micro-batches (:func:`~.optimizer_steps.optimizer_grouped`).
     """
     if w is not None and (steps is not None or (marked is not None and not np.isnan(marked).all())):
         raise Unfoldable("--steps and step markers are read on the full trace")
@@ -54,7 +56,7 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
         light = ~carries
         if sent is not None and reduces.any():
             light |= _next_to_nothing(sent, _gradient_weight(sent, reduces))
-        return _marked_steps(marked, rank, sig, steps, light, objects, reduces)
+        return _marked_steps(marked, rank, sig, steps, light, objects, reduces, per_optimizer)
     load = None if sent is None else sent if w is None else sent * w
     step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load, objects)
     return (step_id, *_repeated_how(periods, tails, steps, between))

@@ -348,6 +348,33 @@ def case_ddp_eval_only(outdir):
     run_profiled(outdir, 3, eval_step)
 
 
+def case_ddp_eval_own_steps(outdir, cycles=2):
+    """DDP (fp32, one micro-batch) trained and evaluated in turn, each batch its own ``ProfilerStep``: two
+    training steps, then two evaluation batches (forward under ``torch.no_grad()``, loss and metric
+    all-reduced, as :func:`case_ddp_eval_only`), ``cycles`` times; the profiler's warm-up is one training
+    step before them."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model())
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    train = ddp_loop(model, opt, 1, False)
+    rank = dist.get_rank()
+
+    def step(i):
+        if i == 0 or (i - 1) % 4 < 2:
+            train(i)
+            return
+        with torch.no_grad():
+            x, y = batch(rank, 1_000 + i, 0)
+            out = model(x)
+            loss = loss_fn(out, y).reshape(1)
+            close = (out - y).abs().lt(1.0).float().sum().reshape(1)
+            dist.all_reduce(loss)
+            dist.all_reduce(close)
+
+    run_profiled(outdir, 4 * cycles, step)
+
+
 def case_fsdp2_eval_every(outdir):
     """FSDP2 (as ``case_fsdp2``) with an evaluation after every ``EVAL_EVERY``-th optimizer step, inside that
     step's ``ProfilerStep`` (``prof.step()`` after it): 2 batches of forward passes under
@@ -1219,6 +1246,13 @@ CASES = {
             "grad_sync": "last micro-batch only (no_sync() on the first 3)",
             "activation_checkpointing":
                 "layers.1 under torch.utils.checkpoint.checkpoint(use_reentrant=True)"}),
+    "ddp-eval-own-steps": (case_ddp_eval_own_steps, {
+        "scheme": "DDP, each training step and each evaluation batch its own ProfilerStep: 2 of each in turn",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "steps_profiled": 8, "training_steps_profiled": 4,
+        "evaluation": "forward under torch.no_grad(), loss and metric all-reduced",
+        "evaluation_steps": [3, 4, 7, 8],
+        "profiler_step_per": "training step or evaluation batch"}),
     "ddp-ga4-no-sync": (lambda o: case_ddp(o, k=4, no_sync=True, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "steps_profiled": 2,

@@ -1,0 +1,71 @@
+"""Optimizer steps from the profiler's optimizer annotations, where the step markers mark micro-batches.
+
+The PyTorch profiler wraps every ``torch.optim.Optimizer.step`` in an annotation
+``Optimizer.step#<Class>.step`` (``torch/optim/optimizer.py``, ``profile_hook_step``), under DeepSpeed's and
+FSDP's optimizers too. A loop that
+calls ``prof.step()`` after every micro-batch (DeepSpeed's ``engine.backward(loss); engine.step();
+prof.step()``, or any loop with the profiler in its inner loop) marks micro-batches; the marked steps that
+hold an optimizer step then come every K-th, and an optimizer step is such a marked step and the K - 1 before
+it, whatever collectives they hold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zerocalc.validate.columns import Codes
+
+
+def optimizer_grouped(step: np.ndarray, files: Codes, meta: dict | None
+                      ) -> tuple[np.ndarray, int, int] | None:
+    """Each call's marked step (``step``, NaN where unmarked) as the marked step that ends its optimizer step,
+    NaN for a call of an optimizer step the trace holds in part (before the first whole one, after the
+    last), with K and the marked steps (of calls) so left out; None unless every file whose calls are marked
+    names its optimizer steps (``meta[file]["optimizer_steps"]``, :mod:`zerocalc.traces.kineto_calls`), at
+    least two, every K-th marked step, K ≥ 2 the same in every file, and each marked step of theirs runs a
+    backward pass (``meta[file]["backward_passes"]``: not an evaluation's). An optimizer step is whole where
+    its K marked steps are all in the file (``meta[file]["profiler_steps"]``: its first and last)."""
+    held = [(meta or {}).get(name, {}).get("optimizer_steps") for name in files.names]
+    first = [((meta or {}).get(name, {}).get("profiler_steps") or [-np.inf])[0] for name in files.names]
+    marked = ~np.isnan(step) & (files.codes >= 0)
+    used = np.unique(files.codes[marked])
+    if not len(used) or any(not held[f] or len(held[f]) < 2 for f in used.tolist()):
+        return None
+    gaps = {b - a for f in used.tolist() for a, b in zip(held[f], held[f][1:], strict=False)}
+    if len(gaps) != 1 or (k := gaps.pop()) < 2:
+        return None
+    for f in used.tolist():  # a micro-batch runs a backward: a marked step of an evaluation runs none
+        passes = (meta or {}).get(files.names[f], {}).get("backward_passes") or {}
+        if any(p not in passes for end in held[f] for p in range(end - k + 1, end + 1) if p >= first[f]):
+            return None
+    out = np.full(len(step), np.nan)
+    left_out = 0  # the most of one file (a rank's, or one profiling window's)
+    for f in used.tolist():
+        ends = np.asarray(held[f], dtype=np.float64)
+        at = np.flatnonzero(marked & (files.codes == f))
+        p = step[at]
+        j = np.minimum(np.searchsorted(ends, p, side="left"), len(ends) - 1)
+        # an optimizer step is whole where all its k marked steps are in the file (a profiler's warm-up
+        # steps are not)
+        whole = (p <= ends[j]) & (p > ends[j] - k) & (ends[j] - k + 1 >= first[f])
+        out[at[whole]] = ends[j][whole]
+        left_out = max(left_out, len(np.unique(p[~whole])))
+    return out, k, left_out
+
+
+def without_backward(step: np.ndarray, files: Codes, meta: dict | None) -> tuple[np.ndarray, int, int]:
+    """The calls in marked steps that run no backward pass, in the files whose other marked steps run some
+    (``meta[file]["backward_passes"]``): an evaluation's, a forward alone, profiled as a step of its own;
+    with the most such marked steps of one file, and the most of their calls."""
+    out = np.zeros(len(step), dtype=bool)
+    most = calls = 0
+    marked = ~np.isnan(step) & (files.codes >= 0)
+    for f in np.unique(files.codes[marked]).tolist():
+        passes = (meta or {}).get(files.names[f], {}).get("backward_passes")
+        if not passes:
+            continue
+        at = np.flatnonzero(marked & (files.codes == f))
+        none = ~np.isin(step[at], np.fromiter(passes, dtype=np.float64))
+        out[at[none]] = True
+        most, calls = max(most, len(np.unique(step[at[none]]))), max(calls, int(none.sum()))
+    return out, most, calls
