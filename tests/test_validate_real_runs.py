@@ -144,6 +144,8 @@ MICRO = {
     # the same with one ProfilerStep a micro-batch: a step is the marked steps up to one that holds calls
     "ddp-ga4-no-sync-step-per-micro-batch": (4, "boundary"),
     "ds-zero1-ga4-step-per-micro-batch": (4, "boundary"),
+    # every marked step alike: the optimizer's annotations in every 4th group them
+    "ddp-ga4-sync-every-step-per-micro-batch": (4, "every"),
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
     "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # FSDP1 FULL_SHARD: gathers in every micro-batch, reduce-scatters in the last
@@ -188,6 +190,7 @@ RAN = {
     "ddp-ga4-no-sync": ("dp", None),
     "ddp-ga4-no-sync-reentrant-checkpoint": ("dp", None),
     "ddp-ga4-no-sync-step-per-micro-batch": ("dp", None),
+    "ddp-ga4-sync-every-step-per-micro-batch": ("dp", None),
     "ds-zero1-ga4-step-per-micro-batch": ("deepspeed-zero1", None),
     "ds-zero1-ga4": ("deepspeed-zero1", None),
     "ds-zero2-ga4": ("deepspeed-zero2", None),
@@ -1242,8 +1245,8 @@ def test_hsdp_micro_batches_reduce_scatter_what_they_gather_without_markers(mark
     assert res.matches[0] == "fsdp-hybrid"
 
 
-@pytest.mark.parametrize("case", ["ddp-ga4-no-sync-step-per-micro-batch",
-                                  "ds-zero1-ga4-step-per-micro-batch"])
+@pytest.mark.parametrize("case", ["ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
+                                  "ddp-ga4-sync-every-step-per-micro-batch"])
 def test_a_profiler_stepped_every_micro_batch_gives_optimizer_steps_and_their_micro_batches(case):
     # README: one ProfilerStep a micro-batch, 12 profiled; the optimizer steps (and the gradients are
     # reduced) in 3 of them, the others hold no collective; ddp's first holds DDP's two bucket-order
@@ -1254,16 +1257,19 @@ def test_a_profiler_stepped_every_micro_batch_gives_optimizer_steps_and_their_mi
     assert (run["steps_profiled"], run["micro_batches"]) == (12, 4)
     counted = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]
     holding = {k for k, rows in counted.items() if any(r["in_elems"] == PSI for r in rows)}
-    assert len(counted) == 12 and len(holding) == 3
+    every = "sync-every" in case  # the gradients all-reduced in every micro-batch, or in the 4th alone
+    assert len(counted) == 12 and len(holding) == (12 if every else 3)
     whole = 3 if case.startswith("ddp") else 2
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta)
     m = res.measurement
-    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (whole, 4, "boundary", PSI)
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (whole, 4, "every" if every else "boundary", PSI)
     assert "Optimizer.step#" in m.steps_how and "so 4 make one optimizer step" in m.steps_how
     assert ("1 marked step(s) a rank, of an optimizer step held in part" in m.steps_how) == (whole == 2)
     one_off = m.categories.set_index("category").loc["one_off"]
-    if case.startswith("ddp"):
+    if every:
+        assert one_off["calls_per_rank_per_step"] == 0
+    elif case.startswith("ddp"):
         # the bucket-order broadcasts, once
         assert one_off["calls_per_rank_per_step"] == 2 and one_off["per"] == "rank (whole trace)"
     else:

@@ -124,8 +124,9 @@ def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, ste
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup, record_shapes)
 
 
-def case_ddp_step_per_micro_batch(outdir, k=4, steps=3):
-    """DDP (fp32), ``k`` micro-batches an optimizer step, the first k-1 inside ``no_sync()``, and
+def case_ddp_step_per_micro_batch(outdir, k=4, steps=3, no_sync=True):
+    """DDP (fp32), ``k`` micro-batches an optimizer step, the first k-1 inside ``no_sync()`` (where
+    ``no_sync``; else each all-reduces its gradients), and
     ``prof.step()`` after every micro-batch (the optimizer steps after the k-th): one ProfilerStep a
     micro-batch. The profiler's warm-up is the whole first optimizer step (k micro-batches), then k x
     ``steps`` micro-batches are profiled."""
@@ -138,7 +139,7 @@ def case_ddp_step_per_micro_batch(outdir, k=4, steps=3):
     def micro_batch(i):
         step, m = divmod(i, k)
         x, y = batch(rank, step, m)
-        with model.no_sync() if m < k - 1 else contextlib.nullcontext():
+        with model.no_sync() if no_sync and m < k - 1 else contextlib.nullcontext():
             loss_fn(model(x), y).div(k).backward()
         if m == k - 1:
             opt.step()
@@ -1246,6 +1247,11 @@ CASES = {
             "grad_sync": "last micro-batch only (no_sync() on the first 3)",
             "activation_checkpointing":
                 "layers.1 under torch.utils.checkpoint.checkpoint(use_reentrant=True)"}),
+    "ddp-ga4-sync-every-step-per-micro-batch": (lambda o: case_ddp_step_per_micro_batch(o, no_sync=False), {
+        "scheme": "DDP, 4 micro-batches each all-reducing its gradients, prof.step() every micro-batch",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 4, "grad_sync": "every micro-batch",
+        "warmup": 4, "steps_profiled": 12, "profiler_step_per": "micro-batch"}),
     "ddp-eval-own-steps": (case_ddp_eval_own_steps, {
         "scheme": "DDP, each training step and each evaluation batch its own ProfilerStep: 2 of each in turn",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
