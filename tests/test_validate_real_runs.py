@@ -1265,6 +1265,8 @@ def test_a_profiler_stepped_every_micro_batch_gives_optimizer_steps_and_their_mi
     m = res.measurement
     assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (whole, 4, "every" if every else "boundary", PSI)
     assert "Optimizer.step#" in m.steps_how and "so 4 make one optimizer step" in m.steps_how
+    with pytest.raises(TraceMismatchError, match=f"micro-batches of {whole} optimizer step"):
+        check(ts.table, meta=ts.meta, steps=whole + 10)
     assert ("1 marked step(s) a rank, of an optimizer step held in part" in m.steps_how) == (whole == 2)
     one_off = m.categories.set_index("category").loc["one_off"]
     if every:

@@ -35,6 +35,9 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     if warm_up:
         step_marked &= step_id >= 0
         n_marked -= 1
+    if per_optimizer is not None and steps is not None and steps != n_marked:
+        raise TraceMismatchError(f"--steps {steps} but the trace's calls fall in {per_optimizer[2]} marked "
+                                 f"step(s), micro-batches of {n_marked} optimizer step(s)")
     how, notes = (_marked_how(step_id, rank, sig, steps, light, objects, n_marked) if per_optimizer is None
                   else _optimizer_how(n_marked, *per_optimizer))
     if warm_up and data:
