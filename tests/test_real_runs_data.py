@@ -7,27 +7,17 @@ that counter reads off the committed traces today.
 """
 
 import functools
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from real_runs import RUNS, count_calls
 
-RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 CASES = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
 
 
 @functools.cache
-def counter():
-    spec = importlib.util.spec_from_file_location("count_calls", RUNS / "count_calls.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@functools.cache
 def counted(case):
-    return json.loads(json.dumps(counter().count_case(str(RUNS / case))))
+    return json.loads(json.dumps(count_calls().count_case(str(RUNS / case))))
 
 
 def test_every_case_has_its_files():
@@ -38,7 +28,7 @@ def test_every_case_has_its_files():
         # one file a rank, or one a profiling window (tensorboard_trace_handler's names)
         for r in (0, 3):
             assert f"rank{r}.json.gz" in names or any(
-                counter().TRACE_FILE.fullmatch(n) and n.startswith(f"rank{r}.") for n in names), (case, r)
+                count_calls().TRACE_FILE.fullmatch(n) and n.startswith(f"rank{r}.") for n in names), (case, r)
 
 
 @pytest.mark.parametrize("case", CASES)

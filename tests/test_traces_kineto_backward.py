@@ -6,19 +6,17 @@ forward and one backward) an optimizer step ran, and whose traces count_calls.py
 into ProfilerSteps.
 """
 
-import functools
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from real_runs import RUNS, count_calls
 
 from zerocalc.traces import read_traces
 from zerocalc.traces.kineto import parse_bytes, parse_document
 from zerocalc.traces.kineto_backward import backward_passes
 
-RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 NODE = "autograd::engine::evaluate_function: "
 
 
@@ -84,14 +82,6 @@ def test_the_sequence_number_is_read_wherever_the_args_put_it():
     assert parse_bytes(text.encode(), "t.json").meta["backward_passes"] == {3: 1}
 
 
-@functools.cache
-def _counter():
-    spec = importlib.util.spec_from_file_location("count_calls", RUNS / "count_calls.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("case", sorted(p.name for p in RUNS.iterdir() if p.is_dir()))
 def test_each_real_run_counts_one_backward_pass_per_micro_batch(case):
     run = json.loads((RUNS / case / "run.json").read_text())
@@ -99,7 +89,7 @@ def test_each_real_run_counts_one_backward_pass_per_micro_batch(case):
     if "no backward" in str(run.get("grad_sync")):
         per_step = 0
     ts = read_traces(RUNS / case)
-    counted = _counter().count_case(str(RUNS / case))["ranks"]
+    counted = count_calls().count_case(str(RUNS / case))["ranks"]
     got: dict[int, dict[int, int]] = {}
     for meta in ts.meta.values():
         got.setdefault(meta["rank"], {}).update(meta.get("backward_passes", {}))
