@@ -290,41 +290,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
                   lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None,
                   small=small)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
-    if k is not None:
-        if k < 1:
-            from zerocalc.errors import ConfigError
-
-            raise ConfigError(f"must be a positive integer, got {k}", option="--micro-batches")
-        how = f"K = {k}: from --micro-batches"
-        if inferred > 1 and inferred != k:
-            how += f" (the trace's steps open with a block repeated {inferred} times)"
-        elif (passes := _most(backwards)) and passes != k:
-            how += f" (the trace's steps run {passes} backward pass{'es' if passes > 1 else ''} each)"
-    elif inferred > 1 and not marked:
-        k = inferred
-        how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
-               f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
-               "last alone: one per micro-batch)")
-    elif inferred > 1:
-        k = inferred
-        how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
-               f"repeated {k} times: one per micro-batch)")
-    elif marked and (passes := _most(backwards)) and passes > 1:
-        k = passes
-        how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
-               "autograd engine's node events: a node numbered above every one before it opens a pass); "
-               "no collective repeats inside a step: the micro-batches before the boundary send nothing")
-        if spanned:
-            how += (" (the profiler marks every micro-batch: a step is the marked steps since the one before "
-                    "that held calls)")
-    elif not marked:
-        k = 1
-        how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "
-               "(give --micro-batches K)")
-    else:
-        k = 1
-        how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
-               "nothing before the boundary: give --micro-batches K if so)")
+    k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned)
     mode = max(modes, key=modes.get) if modes else None
     if mode == KEPT_BACKWARDS:
         mode = "boundary"
@@ -347,6 +313,49 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
                                                 "set_requires_gradient_sync(False) on the earlier "
                                                 "micro-batches, or a ZeRO-1 boundary reduction)")
     return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
+
+
+def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, spanned: bool
+               ) -> tuple[int, str]:
+    """K and how it was found: ``--micro-batches`` (``k``), else the block that repeats ``inferred`` times
+    inside a step, else the backward passes a marked step runs (``passes``, the most common; ``spanned``:
+    counted over marked steps without calls), else 1."""
+    if k is not None:
+        if k < 1:
+            from zerocalc.errors import ConfigError
+
+            raise ConfigError(f"must be a positive integer, got {k}", option="--micro-batches")
+        how = f"K = {k}: from --micro-batches"
+        if inferred > 1 and inferred != k:
+            how += f" (the trace's steps open with a block repeated {inferred} times)"
+        elif passes and passes != k:
+            how += f" (the trace's steps run {passes} backward pass{'es' if passes > 1 else ''} each)"
+    elif inferred > 1 and not marked:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
+               f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
+               "last alone: one per micro-batch)")
+    elif inferred > 1:
+        k = inferred
+        how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
+               f"repeated {k} times: one per micro-batch)")
+    elif marked and passes and passes > 1:
+        k = passes
+        how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
+               "autograd engine's node events: a node numbered above every one before it opens a pass); "
+               "no collective repeats inside a step: the micro-batches before the boundary send nothing")
+        if spanned:
+            how += (" (the profiler marks every micro-batch: a step is the marked steps since the one before "
+                    "that held calls)")
+    elif not marked:
+        k = 1
+        how = ("K = 1: the trace marks no optimizer steps, so micro-batches cannot be told from steps "
+               "(give --micro-batches K)")
+    else:
+        k = 1
+        how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
+               "nothing before the boundary: give --micro-batches K if so)")
+    return k, how
 
 
 def _most(counts: Counter | None) -> int | None:
