@@ -2,11 +2,11 @@
 
 The PyTorch profiler wraps every ``torch.optim.Optimizer.step`` in an annotation
 ``Optimizer.step#<Class>.step`` (``torch/optim/optimizer.py``, ``profile_hook_step``), under DeepSpeed's and
-FSDP's optimizers too. A loop that
-calls ``prof.step()`` after every micro-batch (DeepSpeed's ``engine.backward(loss); engine.step();
-prof.step()``, or any loop with the profiler in its inner loop) marks micro-batches; the marked steps that
-hold an optimizer step then come every K-th, and an optimizer step is such a marked step and the K - 1 before
-it, whatever collectives they hold.
+FSDP's optimizers too. A loop that calls ``prof.step()`` after every micro-batch (DeepSpeed's
+``engine.backward(loss); engine.step(); prof.step()``, or any loop with the profiler in its inner loop)
+marks micro-batches; the marked steps that hold an optimizer step then come every K-th, and an optimizer
+step is such a marked step and the K - 1 before it, whatever collectives they hold. A marked step that runs
+no backward pass where the others run some is an evaluation's, or a forward alone (:func:`without_backward`).
 """
 
 from __future__ import annotations
