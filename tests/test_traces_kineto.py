@@ -1,8 +1,11 @@
 """Kineto traces: expected values read off the trace files (tests/data/traces/README.md)."""
 
+import gzip
+import json
 from pathlib import Path
 
 import orjson
+import pandas as pd
 
 from zerocalc.traces import read_traces
 from zerocalc.traces.kineto import parse_document
@@ -68,9 +71,18 @@ def test_gloo_zero3_traces_shapes_and_missing_dtype_is_filled_only_from_gloo():
         assert set(s["group_size"]) == {4}
     meta = next(iter(ts.meta.values()))
     assert meta["backend"] == "gloo" and meta["gloo_matched"]
-    # without step markers the same calls come out, with step NA
+    # without step markers the same calls come out; their steps are the spans between the ends of the
+    # optimizer's steps (its Optimizer.step# annotations, read here by plain json): none before the first
+    # end or after the last
     t2 = read_traces(d / "no-step-markers").table
-    assert t2["step"].isna().all()
+    raw = gzip.decompress((d / "no-step-markers" / "rank0.json.gz").read_bytes())
+    events = json.loads(raw)["traceEvents"]
+    ends = sorted((e["ts"] + e["dur"]) * 1e-6 for e in events
+                  if e.get("name", "").startswith("Optimizer.step#") and e.get("cat") == "user_annotation")
+    assert len(ends) == 3 and not any(e.get("name", "").startswith("ProfilerStep#") for e in events)
+    want = [next((k for k in (1, 2) if ends[k - 1] < ts <= ends[k]), None) for ts in t2["cpu_start_s"]]
+    assert [None if pd.isna(v) else int(v) for v in t2["step"]] == want
+    assert {1, 2} <= set(want) and None in want
     assert sorted(t2.groupby("op").size().items()) == sorted(t.groupby("op").size().items())
 
 

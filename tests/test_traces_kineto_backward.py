@@ -85,6 +85,8 @@ def test_the_sequence_number_is_read_wherever_the_args_put_it():
 @pytest.mark.parametrize("case", sorted(p.name for p in RUNS.iterdir() if p.is_dir()))
 def test_each_real_run_counts_one_backward_pass_per_micro_batch(case):
     run = json.loads((RUNS / case / "run.json").read_text())
+    # one backward pass a micro-batch; a trace without ProfilerStep counts them per span between the
+    # optimizer's steps (count_calls.py's OptimizerStep#k)
     per_step = 1 if run["profiler"]["one ProfilerStep per"] == "micro-batch" else run["micro_batches"]
     if "no backward" in str(run.get("grad_sync")):
         per_step = 0

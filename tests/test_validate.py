@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import sympy
 
@@ -181,11 +182,22 @@ def test_gloo_zero3_run_matches_the_two_collective_schemes():
 @pytest.mark.parametrize("steps", [None, 3])
 def test_gloo_without_step_markers_finds_three_steps(steps):
     table, meta = _read(sorted((GLOO / "no-step-markers").glob("rank*.json.gz")))
-    m = measure(table, steps=steps, meta=meta)
+    m = measure(table.assign(step=pd.NA), steps=steps, meta=meta)  # no marker, nor the optimizer's steps
     assert m.steps == 3 and m.psi == GLOO_PSI and m.n == 4
     assert ("--steps" in m.steps_how) == (steps is not None)
     assert "6 call(s) before" in m.steps_how  # the six broadcasts before the first step
     assert m.bytes_per_rank_per_step == pytest.approx(GLOO_BYTES)
+
+
+def test_gloo_without_step_markers_takes_the_optimizers_steps():
+    # the same trace: no ProfilerStep, three optimizer steps annotated (Optimizer.step#Adam.step), so two
+    # steps from one's end to the next's; --steps 3 (not the optimizer's 2) reads it as it repeats
+    table, meta = _read(sorted((GLOO / "no-step-markers").glob("rank*.json.gz")))
+    m = measure(table, meta=meta)
+    assert m.steps == 2 and m.psi == GLOO_PSI and m.n == 4 and "Optimizer.step#" in m.steps_how
+    assert m.bytes_per_rank_per_step == pytest.approx(GLOO_BYTES)
+    m3 = measure(table, steps=3, meta=meta)
+    assert m3.steps == 3 and "6 call(s) before" in m3.steps_how
 
 
 def test_steps_that_do_not_repeat_are_refused():

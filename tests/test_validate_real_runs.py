@@ -144,6 +144,9 @@ MICRO = {
     # the same with one ProfilerStep a micro-batch: a step is the marked steps up to one that holds calls
     "ddp-ga4-no-sync-step-per-micro-batch": (4, "boundary"),
     "ds-zero1-ga4-step-per-micro-batch": (4, "boundary"),
+    # no ProfilerStep at all: the steps run from one optimizer step's end to the next's
+    "ds-zero1-ga4-without-profiler-steps": (4, "boundary"),
+    "fsdp2-ga4-sync-every-without-profiler-steps": (4, "every"),
     # every marked step alike: the optimizer's annotations in every 4th group them
     "ddp-ga4-sync-every-step-per-micro-batch": (4, "every"),
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
@@ -162,6 +165,7 @@ MICRO = {
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
 FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "ddp-ga4-no-sync-reentrant-checkpoint",
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
+                        "ds-zero1-ga4-without-profiler-steps",
                         "fsdp1-shard-grad-op-ga4-no-sync", "pp2-dp2", "ds-pipe2-dp2-zero1-ga4"}
 
 
@@ -192,6 +196,8 @@ RAN = {
     "ddp-ga4-no-sync-step-per-micro-batch": ("dp", None),
     "ddp-ga4-sync-every-step-per-micro-batch": ("dp", None),
     "ds-zero1-ga4-step-per-micro-batch": ("deepspeed-zero1", None),
+    "ds-zero1-ga4-without-profiler-steps": ("deepspeed-zero1", None),
+    "fsdp2-ga4-sync-every-without-profiler-steps": ("fsdp-full-shard", None),
     "ds-zero1-ga4": ("deepspeed-zero1", None),
     "ds-zero2-ga4": ("deepspeed-zero2", None),
     "ds-zero2-ga4-step-per-micro-batch": ("deepspeed-zero2", None),
@@ -1319,3 +1325,22 @@ def test_evaluation_batches_profiled_as_steps_of_their_own_are_set_apart():
     # each marked step a step, as --steps 8 says: the evaluation's steps lack the gradients, refused so
     with pytest.raises(TraceMismatchError, match="no gradient collective"):
         check(ts.table, meta=ts.meta, steps=8)
+
+
+@pytest.mark.parametrize("case", ["ds-zero1-ga4-without-profiler-steps",
+                                  "fsdp2-ga4-sync-every-without-profiler-steps"])
+def test_a_profile_without_profiler_steps_takes_the_optimizers_steps(case):
+    # README: 3 optimizer steps profiled with no ProfilerStep; count_calls.py's spans from one optimizer
+    # step's end to the next's: 2, each holding 4 forward passes
+    run = json.loads((RUNS / case / "run.json").read_text())
+    counted = json.loads((RUNS / case / "expected.json").read_text())
+    spans = {k for r in counted["ranks"].values() for k in r["steps"]}
+    assert spans == {"OptimizerStep#1", "OptimizerStep#2"} and run["steps_profiled"] == 3
+    assert {s["loss_calls"] for r in counted["ranks"].values() for s in r["steps"].values()} == {4}
+    ts = read_traces(RUNS / case)
+    m = check(ts.table, meta=ts.meta).measurement
+    assert (m.steps, m.micro_batches, m.psi, m.n) == (2, run["micro_batches"], PSI, 4)
+    assert "from the optimizer's steps (the trace marks no ProfilerStep" in m.steps_how
+    # --steps 3, not the optimizer's 2: the steps found as the trace repeats, as without any marker
+    m3 = check(ts.table, meta=ts.meta, steps=3).measurement
+    assert m3.steps == 3 and "from --steps" in m3.steps_how

@@ -87,3 +87,22 @@ def backward_passes(nodes: list[tuple[float, float, Any, Any]], steps: list[tupl
         if j >= 0 and ts <= steps[j][1]:
             out[steps[j][2]] = out.get(steps[j][2], 0) + 1
     return out
+
+
+def optimizer_spans(optimizer: list[tuple[float, float]], nodes: list[tuple[float, float, Any, Any]]
+                    ) -> list[tuple[float, float, int]]:
+    """Steps for a trace that marks none (a profiler run without ``prof.step()``), from the optimizer's
+    step annotations ``optimizer`` ((ts, end)) and the backward's node events ``nodes``: step k (1, 2, ...)
+    runs from the end of the k-th optimizer step to the end of the next (the optimizer steps of one
+    iteration, with no backward node between them, count as one: several optimizers, or one inside
+    another). What comes before the first optimizer step's end (a profile may begin inside an iteration) and
+    after the last one's is in no step; calls an iteration makes after its optimizer step (ZeRO's gathers of
+    the updated parameters) fall in the next step. Empty where fewer than two optimizer steps end."""
+    node_starts = sorted(n[0] for n in nodes)
+    ends: list[float] = []
+    for ts, end in sorted(optimizer):
+        if ends and bisect.bisect_left(node_starts, ts) == bisect.bisect_left(node_starts, ends[-1]):
+            ends[-1] = max(ends[-1], end)  # no backward since the one before: the same iteration's
+        else:
+            ends.append(end)
+    return [(a, b, k) for k, (a, b) in enumerate(zip(ends, ends[1:], strict=False), start=1)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from zerocalc.traces.kineto_backward import backward_passes
+from zerocalc.traces.kineto_backward import backward_passes, optimizer_spans
 from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
@@ -37,6 +37,9 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
     calls, thread_calls = _group_calls(sel)
     unlinked = _link_kernels(sel, calls, thread_calls)
     sel.steps.sort()
+    if not sel.steps and (steps := optimizer_spans(sel.optimizer, sel.backward)):
+        sel.steps.extend(steps)  # no ProfilerStep: the optimizer's steps mark them
+        res.meta["steps_from"] = "optimizer"
     ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows)
     rows, gloo = res.rows, sel.gloo
     if not rows and gloo:
@@ -51,7 +54,7 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
     if passes := backward_passes(sel.backward, sel.steps):
         res.meta["backward_passes"] = passes  # ProfilerStep number -> backward passes begun in it
     if sel.optimizer and sel.steps:
-        res.meta["optimizer_steps"] = _steps_holding(sel.optimizer, sel.steps)
+        res.meta["optimizer_steps"] = _steps_holding([ts for ts, _ in sel.optimizer], sel.steps)
         res.meta["profiler_steps"] = [min(s[2] for s in sel.steps), max(s[2] for s in sel.steps)]
     return res
 

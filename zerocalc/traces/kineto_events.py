@@ -166,7 +166,7 @@ class _Selected(NamedTuple):
     kernels: list[int]
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
     backward: list[tuple[float, float, Any, Any]]  # (ts, end, thread, args) of the autograd engine's nodes
-    optimizer: list[float]  # start of each optimizer step annotation
+    optimizer: list[tuple[float, float]]  # (ts, end) of each optimizer step annotation
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
@@ -272,7 +272,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             sel.kernels.append(i)
             recs[i] = (name, e.ts, e.dur, args)
         elif role == _OPTIMIZER:
-            sel.optimizer.append(ts)
+            sel.optimizer.append((ts, ts + dur))
         elif role == _STEP:
             k = _int(name[len("ProfilerStep#"):])
             if k is not None:

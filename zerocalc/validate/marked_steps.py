@@ -13,6 +13,9 @@ from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _plural
 from zerocalc.validate.columns import run_bounds
 
+#: Where marked steps come from, as the steps' sentence says it.
+MARKERS = "from the trace's step markers"
+
 
 def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
                   light: np.ndarray | None = None, objects: np.ndarray | None = None,
@@ -55,7 +58,7 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
 def _optimizer_how(n: int, k: int, left_out: int, n_marked: int) -> tuple[str, list[str]]:
     """How ``n`` optimizer steps were found from ``n_marked`` markers of micro-batches, ``k`` to one, and the
     note."""
-    how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
+    how = (f"{n} optimizer step(s) {MARKERS}, which mark micro-batches: every "
            f"{_ordinal(k)} marked step holds the optimizer's step (its Optimizer.step# annotation), so {k} "
            "make one optimizer step")
     if left_out:
@@ -115,12 +118,12 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
         n_eval, k, saved = evaluated
         what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if saved
                 else "an evaluation (the forward's calls again, and small all-reduces")
-        return (f"{n_marked} step(s) from the trace's step markers; every {_ordinal(k)} also holds {what}: "
+        return (f"{n_marked} step(s) {MARKERS}; every {_ordinal(k)} also holds {what}: "
                 f"{_plural(n_eval, 'call')} in all), counted one-off"), []
     if grouped is not None and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
         step_id[:] = regrouped
-        how = (f"{n} optimizer step(s) from the trace's step markers, which mark micro-batches: every "
+        how = (f"{n} optimizer step(s) {MARKERS}, which mark micro-batches: every "
                f"{_ordinal(k)} marked step holds more calls (the optimizer's), so {k} make one optimizer "
                "step")
         if partial:
@@ -129,7 +132,7 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
                      f"(K = {k}): give --steps {n_marked} if each marked step is an optimizer step"]
     if steps is not None and steps != n_marked:
         raise TraceMismatchError(f"--steps {steps} but the trace marks {n_marked} step(s)")
-    return f"{n_marked} step(s) from the trace's step markers", []
+    return f"{n_marked} step(s) {MARKERS}", []
 
 
 def _ordinal(k: int) -> str:

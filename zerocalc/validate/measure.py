@@ -40,6 +40,7 @@ from zerocalc.validate.columns import (
 )
 from zerocalc.validate.folded import Unfoldable, weighted
 from zerocalc.validate.groups import group_keys, infer_n
+from zerocalc.validate.marked_steps import MARKERS
 from zerocalc.validate.micro_batches import backward_passes, infer_micro_batches
 from zerocalc.validate.optimizer_steps import optimizer_grouped, without_backward
 from zerocalc.validate.ranks import assign_ranks
@@ -190,6 +191,10 @@ def measure(
     notes += more
     step_id, steps_how, more = infer_steps(marked, rank, ops, in_e, out_e, gs, small, steps, w, sent,
                                            classify.object_calls(ops, dt), per_optimizer)
+    if any(m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)):
+        steps_how = steps_how.replace(MARKERS, "from the optimizer's steps (the trace marks no ProfilerStep: "
+                                               "a step runs from one Optimizer.step# annotation's end to the "
+                                               "next's)", 1)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
@@ -235,14 +240,20 @@ def _optimizer_marked(rows: Rows, meta: dict | None, steps: int | None
     (:func:`~.optimizer_steps.optimizer_grouped`), with (K, marked steps left out, marked steps), and the
     notes. The calls of marked steps that run no backward pass where others do
     (:func:`~.optimizer_steps.without_backward`) are taken as unmarked: one-off. Where ``--steps`` is the
-    number of marked steps, each is a step as marked."""
+    number of marked steps, each is a step as marked; where it is not, and the steps are the optimizer's (a
+    trace without ProfilerStep: :func:`~zerocalc.traces.kineto_backward.optimizer_spans`), the trace's
+    steps are found as it repeats, as in one without markers."""
     if not rows.has("step"):
         return None, None, []
     marked = rows.num("step")
     if not rows.has("file"):
         return marked, None, []
-    if steps is not None and steps == len(np.unique(marked[~np.isnan(marked)])):
+    n_marked = len(np.unique(marked[~np.isnan(marked)]))
+    if steps is not None and steps == n_marked:
         return marked, None, []  # each marked step a step, as --steps says
+    spans = [m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)]
+    if steps is not None and spans and all(spans):
+        return None, None, []  # steps the optimizer's, not as many as --steps: found as the trace repeats
     files = rows.codes("file")
     forward_only, n_forward, n_calls = without_backward(marked, files, meta)
     notes = []
@@ -302,8 +313,8 @@ def _micro_batches(rows: Rows, ops: Codes, gs: np.ndarray, full: np.ndarray, cat
     in_steps = (cat == STEP) & (step_id >= 0)
     if not (in_steps & ~small).any():
         in_steps = np.zeros_like(in_steps)
-    marked = rows.has("step") and bool(rows.notna("step").any())
     meta, profiler_step, span = marks
+    marked = profiler_step is not None and bool((~np.isnan(profiler_step)).any())
     backwards = backward_passes(rows.codes("file"), profiler_step, meta, rank_idx, step_id,
                                 (cat == STEP) & (step_id >= 0), span) if marked and rows.has("file") else None
     return infer_micro_batches(ops, gs, full, in_steps, grad, rank_idx, step_id, k, marked=marked, w=w,

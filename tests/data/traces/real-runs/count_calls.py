@@ -7,7 +7,8 @@ Usage::
 
 What is counted, per rank and per ``ProfilerStep#k`` (the step's window is the
 ``ProfilerStep#k`` annotation on the main thread; a call belongs to it when it starts and
-ends inside the window):
+ends inside the window; in a trace without ``ProfilerStep``, per ``OptimizerStep#k``: the window
+from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
 
 * every ``c10d::*`` CPU op on the main thread (the collective as the Python code called it):
   its name, the root of a broadcast/reduce (``Concrete Inputs`` argument 2), the elements of
@@ -107,6 +108,12 @@ def count_file(path):
     info = trace.get("distributedInfo", {})
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     steps = sorted((e for e in events if STEP.match(e.get("name", ""))), key=lambda e: e["ts"])
+    if not steps:  # a profile without prof.step(): the spans from one optimizer step's end to the next's
+        opt = sorted((e for e in events if e.get("name", "").startswith("Optimizer.step#")
+                      and e.get("cat") == "user_annotation"), key=lambda e: e["ts"])
+        ends = [e["ts"] + e["dur"] for e in opt]
+        steps = [{"name": f"OptimizerStep#{k}", "ts": a, "dur": b - a, "tid": opt[0]["tid"]}
+                 for k, (a, b) in enumerate(zip(ends, ends[1:], strict=False), start=1)]
     main_tid = steps[0]["tid"] if steps else None
     calls = sorted((c10d_call(e) for e in events
                     if e.get("name", "").startswith("c10d::") and e["tid"] == main_tid),

@@ -92,6 +92,19 @@ def run_profiled(outdir, steps, train_step, warmup=1, record_shapes=True):
             prof.step()  # one ProfilerStep per optimizer step
 
 
+def run_profiled_without_steps(outdir, steps, train_step, warmup=1):
+    """``warmup`` steps unprofiled, then `steps` optimizer steps inside ``torch.profiler.profile`` with no
+    schedule and no ``prof.step()``, as a quick profile of a few iterations is often taken: the trace marks
+    no ``ProfilerStep``; its optimizer's steps are annotated (``Optimizer.step#Adam.step``) as always."""
+    rank = dist.get_rank()
+    for step in range(warmup):
+        train_step(step)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for step in range(warmup, warmup + steps):
+            train_step(step)
+    prof.export_chrome_trace(os.path.join(outdir, f"rank{rank}.json.gz"))
+
+
 # --- plain PyTorch cases --------------------------------------------------------------------------
 
 
@@ -253,14 +266,15 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
                sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None, max_norm=None,
-               layers=LAYERS, keep_after_backward=False):
+               layers=LAYERS, keep_after_backward=False, without_steps=False):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
     model = fsdp2_model(mesh, mp_policy, reshard, units, layers)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm,
-                                           keep_after_backward=keep_after_backward))
+    loop = fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm,
+                      keep_after_backward=keep_after_backward)
+    (run_profiled_without_steps if without_steps else run_profiled)(outdir, steps, loop)
 
 
 
@@ -773,7 +787,8 @@ def ds_default_config(stage):
     }
 
 
-def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS, warmup=1):
+def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS, warmup=1,
+                   without_steps=False):
     import deepspeed
 
     model = make_model(layers=layers)
@@ -801,7 +816,7 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             engine.step()
         assert engine.global_steps == step + 1
 
-    run_profiled(outdir, steps, train_step, warmup)
+    (run_profiled_without_steps if without_steps else run_profiled)(outdir, steps, train_step, warmup)
 
 
 def case_deepspeed_pipeline(outdir, stage=1, steps=2):
@@ -1252,6 +1267,19 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "grad_sync": "every micro-batch",
         "warmup": 4, "steps_profiled": 12, "profiler_step_per": "micro-batch"}),
+    "ds-zero1-ga4-without-profiler-steps": (
+        lambda o: case_deepspeed(o, ds_config(1), steps=3, without_steps=True), {
+            "scheme": "DeepSpeed ZeRO stage 1, profiled without a schedule or prof.step()",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": DS_GA, "steps_profiled": 3, "profiler_step_per": "none (no ProfilerStep)",
+            "schedule": "none: torch.profiler.profile around 3 optimizer steps, after 1 unprofiled"}),
+    "fsdp2-ga4-sync-every-without-profiler-steps": (
+        lambda o: case_fsdp2(o, k=4, sync_every=True, steps=3, without_steps=True), {
+            "scheme": ("FSDP2, 4 micro-batches each reduce-scattering, profiled without a schedule or "
+                       "prof.step()"),
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+            "micro_batches": 4, "steps_profiled": 3, "profiler_step_per": "none (no ProfilerStep)",
+            "schedule": "none: torch.profiler.profile around 3 optimizer steps, after 1 unprofiled"}),
     "ddp-eval-own-steps": (case_ddp_eval_own_steps, {
         "scheme": "DDP, each training step and each evaluation batch its own ProfilerStep: 2 of each in turn",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
