@@ -187,14 +187,8 @@ def measure(
     small = classify.scalar_calls(full, approx, ops, in_e)
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
-    marked, per_optimizer, more = _optimizer_marked(rows, meta, steps)
-    notes += more
-    step_id, steps_how, more = infer_steps(marked, rank, ops, in_e, out_e, gs, small, steps, w, sent,
-                                           classify.object_calls(ops, dt), per_optimizer)
-    if any(m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)):
-        steps_how = steps_how.replace(MARKERS, "from the optimizer's steps (the trace marks no ProfilerStep: "
-                                               "a step runs from one Optimizer.step# annotation's end to the "
-                                               "next's)", 1)
+    step_id, steps_how, marked, per_optimizer, more = _steps(rows, meta, steps, rank, ops, in_e, out_e, gs,
+                                                             small, w, sent, dt)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
@@ -231,6 +225,21 @@ def measure(
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
     )
+
+
+def _steps(rows: Rows, meta: dict | None, steps: int | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray,
+           out_e: np.ndarray, gs: np.ndarray, small: np.ndarray, w: np.ndarray | None, sent: np.ndarray,
+           dt: Codes):
+    """Each call's step and how the steps were found (:func:`~.steps.infer_steps` on the marked steps
+    :func:`_optimizer_marked` gives, or on the steps the optimizer's annotations mark in a trace without
+    ProfilerStep, said so), with those marked steps, K where they mark micro-batches, and the notes."""
+    marked, per_optimizer, notes = _optimizer_marked(rows, meta, steps)
+    step_id, how, more = infer_steps(marked, rank, ops, in_e, out_e, gs, small, steps, w, sent,
+                                     classify.object_calls(ops, dt), per_optimizer)
+    if any(m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)):
+        how = how.replace(MARKERS, "from the optimizer's steps (the trace marks no ProfilerStep: a step runs "
+                                   "from one Optimizer.step# annotation's end to the next's)", 1)
+    return step_id, how, marked, per_optimizer, notes + more
 
 
 def _optimizer_marked(rows: Rows, meta: dict | None, steps: int | None
