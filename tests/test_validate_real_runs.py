@@ -141,6 +141,8 @@ MICRO = {
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
     "ds-zero1-ga4": (4, "boundary"),
     "ddp-ga4-no-sync": (4, "boundary"),
+    # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
+    "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # the same with one ProfilerStep a micro-batch: a step is the marked steps up to one that holds calls
     "ddp-ga4-no-sync-step-per-micro-batch": (4, "boundary"),
     "ds-zero1-ga4-step-per-micro-batch": (4, "boundary"),
@@ -149,8 +151,6 @@ MICRO = {
     "fsdp2-ga4-sync-every-without-profiler-steps": (4, "every"),
     # every marked step alike: the optimizer's annotations in every 4th group them
     "ddp-ga4-sync-every-step-per-micro-batch": (4, "every"),
-    # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
-    "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # FSDP1 FULL_SHARD: gathers in every micro-batch, reduce-scatters in the last
     "fsdp1-ga4-no-sync": (4, "boundary"),
     # FSDP1 SHARD_GRAD_OP under no_sync(): one gather of Ψ in the first micro-batch, kept; a reduce-scatter
