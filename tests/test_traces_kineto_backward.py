@@ -131,3 +131,23 @@ def test_reentrant_checkpointing_nests_nodes_numbered_above_their_pass():
         # the pass's root: the loss's division by the micro-batches (loss.div(k).backward()), its first node
         root = [e for e in nodes if e["name"].endswith("DivBackward0") and e["ts"] < c["ts"]][-1]
         assert max(e["args"].get("Sequence number", -1) for e in inside) > root["args"]["Sequence number"]
+
+
+def test_malformed_node_and_optimizer_events_are_left_out_even_when_strict():
+    # a node or an optimizer step is no row: one without a valid time, thread or number is left out, and a
+    # strict read does not stop at it; a forward thread that is no scalar names none
+    bad = [
+        {**_node(20, 2, 5), "ts": "soon"}, {**_node(21, 2, 6), "tid": [1]}, _node(22, 2, 7, fwd=[1]),
+        {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Adam.step", "pid": 1, "tid": 1,
+         "ts": None, "dur": 3},
+        {"ph": "X", "cat": "cpu_op", "name": NODE + "A", "pid": 1, "tid": 1, "ts": 30, "dur": 1,
+         "args": {"Sequence number": True}},
+        {"ph": "X", "cat": "cpu_op", "name": NODE + "B", "pid": 1, "tid": 1, "ts": 31, "dur": 1, "args": [3]},
+    ]
+    doc = _trace([_step(1, 0, 100), *bad, _node(10, 2, 4), _node(40, 2, 3)])
+    for res in (parse_bytes(json.dumps(doc).encode(), "t.json", strict=True),
+                parse_document(doc, "t.json", strict=True)):
+        # nodes 4 and 3 (forward thread 1, the most named) and 7 (none named): 4 opens the one pass, 3 is in
+        # it, 7 is not of the main forward thread's count
+        assert res.meta["backward_passes"] == {1: 1}
+        assert "optimizer_steps" not in res.meta and not res.skipped

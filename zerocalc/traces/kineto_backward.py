@@ -72,7 +72,8 @@ def backward_passes(nodes: list[tuple[float, float, Any, Any]], steps: list[tupl
     numbered = []  # (ts, sequence number, forward thread) of the outermost nodes that record a number
     for node, args in zip(outer, _decoded([n[3] for n in outer]), strict=True):
         if type(args) is dict and type(seq := args.get("Sequence number")) is int and seq >= 0:
-            numbered.append((node[0], seq, args.get("Fwd thread id")))
+            fwd = args.get("Fwd thread id")
+            numbered.append((node[0], seq, fwd if type(fwd) in (int, str) else None))
     if not numbered:
         return {}
     main = Counter([f for *_, f in numbered]).most_common(1)[0][0]

@@ -248,11 +248,15 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
         if role == _SKIP:
             continue
         ts, dur = e.ts, e.dur
-        if role == _NODE:  # a node of the backward (kineto_backward): one that is malformed is left out
+        if role == _NODE or role == _OPTIMIZER:
+            # a node of the backward, an optimizer step (kineto_backward): one that is malformed is left out
             pid, tid = e.pid, e.tid
             if type(ts) in _NUMBERS and type(dur) in _NUMBERS and -_INF < ts < _INF and 0 <= dur < _INF and (
                     pid is None or type(pid) in _SCALARS) and (tid is None or type(tid) in _SCALARS):
-                sel.backward.append((ts, ts + dur, (pid, tid), e.args))
+                if role == _NODE:
+                    sel.backward.append((ts, ts + dur, (pid, tid), e.args))
+                else:
+                    sel.optimizer.append((ts, ts + dur))
             continue
         if not (type(ts) is float and type(dur) is float and -_INF < ts < _INF and 0.0 <= dur < _INF):
             ts, dur = _num(ts), _num(dur)  # what is not a finite float, the rare case: as _num reads it
@@ -271,8 +275,6 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             args = _args(e.args)
             sel.kernels.append(i)
             recs[i] = (name, e.ts, e.dur, args)
-        elif role == _OPTIMIZER:
-            sel.optimizer.append((ts, ts + dur))
         elif role == _STEP:
             k = _int(name[len("ProfilerStep#"):])
             if k is not None:
