@@ -42,7 +42,7 @@ from zerocalc.validate.folded import Unfoldable, weighted
 from zerocalc.validate.groups import group_keys, infer_n
 from zerocalc.validate.marked_steps import MARKERS
 from zerocalc.validate.micro_batches import backward_passes, infer_micro_batches
-from zerocalc.validate.optimizer_steps import optimizer_grouped, without_backward
+from zerocalc.validate.optimizer_steps import optimizer_marked, spanned_by_optimizer
 from zerocalc.validate.ranks import assign_ranks
 from zerocalc.validate.steps import infer_steps
 
@@ -231,50 +231,19 @@ def _steps(rows: Rows, meta: dict | None, steps: int | None, rank: np.ndarray, o
            out_e: np.ndarray, gs: np.ndarray, small: np.ndarray, w: np.ndarray | None, sent: np.ndarray,
            dt: Codes):
     """Each call's step and how the steps were found (:func:`~.steps.infer_steps` on the marked steps
-    :func:`_optimizer_marked` gives, or on the steps the optimizer's annotations mark in a trace without
-    ProfilerStep, said so), with those marked steps, K where they mark micro-batches, and the notes."""
-    marked, per_optimizer, notes = _optimizer_marked(rows, meta, steps)
+    :func:`~.optimizer_steps.optimizer_marked` gives, or on the steps the optimizer's annotations mark in a
+    trace without ProfilerStep, said so), with those marked steps, K where they mark micro-batches, and the
+    notes."""
+    marked = rows.num("step") if rows.has("step") else None
+    per_optimizer, notes = None, []
+    if marked is not None and rows.has("file"):
+        marked, per_optimizer, notes = optimizer_marked(marked, rows.codes("file"), meta, steps)
     step_id, how, more = infer_steps(marked, rank, ops, in_e, out_e, gs, small, steps, w, sent,
                                      classify.object_calls(ops, dt), per_optimizer)
-    if any(m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)):
+    if spanned_by_optimizer(meta):
         how = how.replace(MARKERS, "from the optimizer's steps (the trace marks no ProfilerStep: a step runs "
                                    "from one Optimizer.step# annotation's end to the next's)", 1)
     return step_id, how, marked, per_optimizer, notes + more
-
-
-def _optimizer_marked(rows: Rows, meta: dict | None, steps: int | None
-                      ) -> tuple[np.ndarray | None, tuple[int, int, int] | None, list[str]]:
-    """Each call's marked step (None: the trace has no markers), as the marked step that ends its optimizer
-    step where the markers mark micro-batches and the profiler's optimizer annotations say which
-    (:func:`~.optimizer_steps.optimizer_grouped`), with (K, marked steps left out, marked steps), and the
-    notes. The calls of marked steps that run no backward pass where others do
-    (:func:`~.optimizer_steps.without_backward`) are taken as unmarked: one-off. Where ``--steps`` is the
-    number of marked steps, each is a step as marked; where it is not, and the steps are the optimizer's (a
-    trace without ProfilerStep: :func:`~zerocalc.traces.kineto_backward.optimizer_spans`), the trace's
-    steps are found as it repeats, as in one without markers."""
-    if not rows.has("step"):
-        return None, None, []
-    marked = rows.num("step")
-    if not rows.has("file"):
-        return marked, None, []
-    n_marked = len(np.unique(marked[~np.isnan(marked)]))
-    if steps is not None and steps == n_marked:
-        return marked, None, []  # each marked step a step, as --steps says
-    spans = [m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)]
-    if steps is not None and spans and all(spans):
-        return None, None, []  # steps the optimizer's, not as many as --steps: found as the trace repeats
-    files = rows.codes("file")
-    forward_only, n_forward, n_calls = without_backward(marked, files, meta)
-    notes = []
-    if forward_only.any() and not forward_only[~np.isnan(marked)].all():
-        marked = np.where(forward_only, np.nan, marked)
-        notes.append(f"{_plural(n_forward, 'marked step')} a rank run no backward pass, while the others do "
-                     f"(an evaluation's, a forward alone, profiled as steps of their own): their "
-                     f"{_plural(n_calls, 'call')} a rank count as one-off")
-    grouped = optimizer_grouped(marked, files, meta)
-    if grouped is None:
-        return marked, None, notes
-    return grouped[0], (*grouped[1:], len(np.unique(marked[~np.isnan(marked)]))), notes
 
 
 def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full: np.ndarray, cat: np.ndarray,

@@ -13,7 +13,43 @@ from __future__ import annotations
 
 import numpy as np
 
+from zerocalc.validate.accounting import _plural
 from zerocalc.validate.columns import Codes
+
+
+def optimizer_marked(marked: np.ndarray, files: Codes, meta: dict | None, steps: int | None
+                     ) -> tuple[np.ndarray | None, tuple[int, int, int] | None, list[str]]:
+    """Each call's marked step (``marked``, NaN where unmarked; None returned: read the trace as
+    unmarked), as the marked step that ends its optimizer step where the markers mark micro-batches and
+    the profiler's optimizer annotations say which (:func:`optimizer_grouped`), with (K, marked steps left
+    out, marked steps), and the notes. The calls of marked steps that run no backward pass where others do
+    (:func:`without_backward`) are taken as unmarked: one-off. Where ``--steps`` (``steps``) is the number
+    of marked steps, each is a step as marked; where it is not, and the steps are the optimizer's (a trace
+    without ProfilerStep: :func:`~zerocalc.traces.kineto_backward.optimizer_spans`), the trace's steps are
+    found as it repeats, as in one without markers."""
+    n_marked = len(np.unique(marked[~np.isnan(marked)]))
+    if steps is not None and steps == n_marked:
+        return marked, None, []  # each marked step a step, as --steps says
+    if steps is not None and spanned_by_optimizer(meta):
+        return None, None, []  # steps the optimizer's, not as many as --steps: found as the trace repeats
+    forward_only, n_forward, n_calls = without_backward(marked, files, meta)
+    notes = []
+    if forward_only.any() and not forward_only[~np.isnan(marked)].all():
+        marked = np.where(forward_only, np.nan, marked)
+        notes.append(f"{_plural(n_forward, 'marked step')} a rank run no backward pass, while the others do "
+                     f"(an evaluation's, a forward alone, profiled as steps of their own): their "
+                     f"{_plural(n_calls, 'call')} a rank count as one-off")
+    grouped = optimizer_grouped(marked, files, meta)
+    if grouped is None:
+        return marked, None, notes
+    return grouped[0], (*grouped[1:], len(np.unique(marked[~np.isnan(marked)]))), notes
+
+
+def spanned_by_optimizer(meta: dict | None) -> bool:
+    """Whether every file's steps are the optimizer's spans (it marks no ProfilerStep:
+    ``meta[file]["steps_from"]``)."""
+    spans = [m.get("steps_from") == "optimizer" for m in (meta or {}).values() if isinstance(m, dict)]
+    return bool(spans) and all(spans)
 
 
 def optimizer_grouped(step: np.ndarray, files: Codes, meta: dict | None
