@@ -21,13 +21,9 @@ from typing import Any
 import msgspec
 import orjson
 
-_INF = float("inf")
+from zerocalc.traces.kineto_events import step_at
 
-#: The name prefix of the autograd engine's node events.
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
-#: The node event that records no sequence number and holds no other (a leaf's gradient accumulated): the
-#: parser skips it, a sixth of the nodes of a ResNet-50's backward.
-UNNUMBERED = BACKWARD_PREFIX + "torch::autograd::AccumulateGrad"
+_INF = float("inf")
 
 
 def _decoded(args: list[Any]) -> list[Any]:
@@ -84,9 +80,8 @@ def backward_passes(nodes: list[tuple[float, float, Any, Any]], steps: list[tupl
         if seq <= top or fwd != main:
             continue
         top = seq
-        j = bisect.bisect_right(starts, ts) - 1
-        if j >= 0 and ts <= steps[j][1]:
-            out[steps[j][2]] = out.get(steps[j][2], 0) + 1
+        if (k := step_at(starts, steps, ts)) is not None:
+            out[k] = out.get(k, 0) + 1
     return out
 
 

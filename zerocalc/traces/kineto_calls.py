@@ -10,7 +10,7 @@ import bisect
 from typing import Any
 
 from zerocalc.traces.kineto_backward import backward_passes, optimizer_spans
-from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected
+from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected, step_at
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
     _fill_groups,
@@ -62,12 +62,7 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
 def _steps_holding(starts: list[float], steps: list[tuple[float, float, int]]) -> list[int]:
     """The numbers of the (sorted) ``steps`` within which one of ``starts`` falls, in order."""
     begins = [s[0] for s in steps]
-    held = set()
-    for ts in starts:
-        j = bisect.bisect_right(begins, ts) - 1
-        if j >= 0 and ts <= steps[j][1]:
-            held.add(steps[j][2])
-    return sorted(held)
+    return sorted({k for ts in starts if (k := step_at(begins, steps, ts)) is not None})
 
 
 def _trace_meta(info: dict, res: ParseResult) -> tuple[int | None, int | None,
@@ -163,8 +158,7 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
             row["group_from"] = "shapes"
         if row["rank"] is None:
             row["rank"] = rank
-        j = bisect.bisect_right(step_starts, call["ts"]) - 1
-        row["step"] = steps[j][2] if j >= 0 and call["ts"] <= steps[j][1] else None
+        row["step"] = step_at(step_starts, steps, call["ts"])
         ks = call["kernels"]
         row["cpu_start_s"] = call["ts"] * _US
         row["cpu_duration_s"] = (call["end"] - call["ts"]) * _US

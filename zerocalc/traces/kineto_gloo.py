@@ -4,10 +4,9 @@ the trace records no ``c10d::`` op for them, read as the calls themselves."""
 
 from __future__ import annotations
 
-import bisect
 from typing import Any
 
-from zerocalc.traces.kineto_events import _US, _arg_nelems
+from zerocalc.traces.kineto_events import _US, _arg_nelems, step_at
 from zerocalc.traces.records import ParseResult
 from zerocalc.traces.schema import DTYPE_BYTES, GLOO_TRANSPORT_OPS, KINETO_ANNOTATION_OPS
 
@@ -64,13 +63,12 @@ def _gloo_rows(gloo: list[tuple[float, float, int, Any]], recs: dict, file: str,
         name, _, _, args = recs[i]
         op = KINETO_ANNOTATION_OPS.get(name[len("gloo:"):], "other")
         n, dt = _arg_nelems(args or {}, 0)
-        j = bisect.bisect_right(step_starts, ts) - 1
         rows.append({
             "file": file, "rank": rank, "op": op, "dtype": dt, "in_nelems": n,
             "out_nelems": n if op in ("all_reduce", "broadcast", "reduce") else None,
             "group_size": None, "group": None, "source_line": i, "op_name": name,
             "elem_bytes": DTYPE_BYTES.get(dt) if dt else None,
-            "step": steps[j][2] if j >= 0 and ts <= steps[j][1] else None,
+            "step": step_at(step_starts, steps, ts),
             "cpu_start_s": None, "cpu_duration_s": None, "start_s": ts * _US, "duration_s": (end - ts) * _US,
             "kernel": None, "link": "gloo-only", "worker": str(thread),
         })
