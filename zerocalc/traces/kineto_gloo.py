@@ -1,6 +1,13 @@
 """The gloo work annotations of a Kineto trace (``gloo:<op>`` on the worker threads): matched to
 the calls in issue order where the two sequences agree in length, op and size everywhere, or, where
-the trace records no ``c10d::`` op for them, read as the calls themselves."""
+the trace records no ``c10d::`` op for them, read as the calls themselves.
+
+A process group's work queue is first in, first out, but its worker threads (two by default,
+``ProcessGroupGloo``'s ``threads``) each take the next item and open its annotation themselves, so
+two calls issued together can open theirs in the other order (a microsecond apart). Where the start
+order does not pair every call, each call takes the first annotation of its op, size and element type
+among the next ones still unpaired, as many as the trace has worker threads, and never one that begins
+before the call itself."""
 
 from __future__ import annotations
 
@@ -14,29 +21,17 @@ from zerocalc.traces.schema import DTYPE_BYTES, GLOO_TRANSPORT_OPS, KINETO_ANNOT
 def _match_gloo(
     rows: list[dict], gloo: list[tuple[float, float, int, Any]], recs: dict, res: ParseResult
 ) -> None:
-    """Pair calls without kernels with gloo work annotations in issue order, all-or-nothing."""
+    """Pair calls without kernels with gloo work annotations in issue order, all-or-nothing: in start
+    order, else within the worker threads' reach (the module's docstring)."""
     cands = [r for r in rows if r["link"] is None and r["op"] != "barrier"]
     gloo = sorted(gloo)
-    ok = len(cands) == len(gloo)
-    pairs = []
-    if ok:
-        for r, (ts, end, i, thread) in zip(cands, gloo, strict=True):
-            g = recs[i]
-            gop = KINETO_ANNOTATION_OPS.get(g[0][len("gloo:"):], "other")
-            if gop != r["op"] and gop not in GLOO_TRANSPORT_OPS.get(r["op"], ()):
-                ok = False
-                break
-            n, dt = _arg_nelems(g[3] or {}, 0)
-            own = r["out_nelems"] if r["op"] == "recv" else r["in_nelems"]  # a receive's tensor is its output
-            if n is not None and own is not None and n != own:
-                ok = False
-                break
-            if dt is not None and r["dtype"] is not None and dt != r["dtype"]:
-                ok = False
-                break
-            pairs.append((r, ts, end, n, dt, thread))
-    res.meta["gloo_matched"] = ok
-    if not ok:
+    pairs = None
+    if len(cands) == len(gloo):
+        pairs = _in_order(cands, gloo, recs)
+        if pairs is None:
+            pairs = _within_reach(cands, gloo, recs, len({t for *_, t in gloo}))
+    res.meta["gloo_matched"] = pairs is not None
+    if pairs is None:
         return
     for r, ts, end, n, dt, thread in pairs:
         r["start_s"], r["duration_s"], r["link"] = ts * _US, (end - ts) * _US, "gloo-order"
@@ -46,6 +41,51 @@ def _match_gloo(
         if r["dtype"] is None and dt is not None:
             r["dtype"] = dt
             r["elem_bytes"] = DTYPE_BYTES.get(dt)
+
+
+def _fits(r: dict, g: tuple) -> tuple | None:
+    """``(elements, dtype)`` of the gloo annotation ``g`` (its record) where it can be call ``r``'s work
+    (its op, or the transport gloo runs it by; its size and element type where both are recorded)."""
+    gop = KINETO_ANNOTATION_OPS.get(g[0][len("gloo:"):], "other")
+    if gop != r["op"] and gop not in GLOO_TRANSPORT_OPS.get(r["op"], ()):
+        return None
+    n, dt = _arg_nelems(g[3] or {}, 0)
+    own = r["out_nelems"] if r["op"] == "recv" else r["in_nelems"]  # a receive's tensor is its output
+    if n is not None and own is not None and n != own:
+        return None
+    if dt is not None and r["dtype"] is not None and dt != r["dtype"]:
+        return None
+    return n, dt
+
+
+def _in_order(cands: list[dict], gloo: list, recs: dict) -> list | None:
+    """The calls paired with the annotations in start order, or ``None`` where one does not fit."""
+    pairs = []
+    for r, (ts, end, i, thread) in zip(cands, gloo, strict=True):
+        fit = _fits(r, recs[i])
+        if fit is None:
+            return None
+        pairs.append((r, ts, end, *fit, thread))
+    return pairs
+
+
+def _within_reach(cands: list[dict], gloo: list, recs: dict, threads: int) -> list | None:
+    """Each call (in issue order) paired with the first annotation that fits it among the next
+    ``threads`` unpaired ones (in start order) that do not begin before it, or ``None`` where a call
+    finds none."""
+    free = list(gloo)
+    pairs = []
+    for r in cands:
+        begun = r.get("cpu_start_s")
+        for j, (ts, end, i, thread) in enumerate(free[:threads]):
+            fit = _fits(r, recs[i])
+            if fit is not None and (begun is None or ts * _US >= begun):
+                pairs.append((r, ts, end, *fit, thread))
+                del free[j]
+                break
+        else:
+            return None
+    return pairs
 
 
 def _gloo_rows(gloo: list[tuple[float, float, int, Any]], recs: dict, file: str, rank: int | None,
