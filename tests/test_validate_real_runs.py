@@ -40,6 +40,10 @@ CASES = {
     "fsdp1-mixed-bf16-fp32": ("fsdp-full-shard", 4, None, 2 * PSI * 3 / 4 * 2 + PSI * 3 / 4 * 4),
     # HYBRID_SHARD on shard groups of 2: as hsdp-2x2
     "fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2, 2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
+    # the same two runs under torch 2.4.1: the same calls (README), so the same reading
+    "torch2.4-ddp-zero-ro-fp16-hook": ("torch-zero1", 4, None, PSI * 2 * 3 / 4 * 2 + PSI * 3 / 4 * 4),
+    "torch2.4-fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2,
+                                  2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
 }
 
 
@@ -141,6 +145,7 @@ MICRO = {
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
     "ds-zero1-ga4": (4, "boundary"),
     "ddp-ga4-no-sync": (4, "boundary"),
+    "torch2.4-ddp-ga4-no-sync": (4, "boundary"),  # the same run under torch 2.4.1
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
     "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # the same with one ProfilerStep a micro-batch: a step is the marked steps up to one that holds calls
@@ -163,7 +168,8 @@ MICRO = {
 }
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
-FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "ddp-ga4-no-sync-reentrant-checkpoint",
+FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync",
+                        "ddp-ga4-no-sync-reentrant-checkpoint",
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
                         "fsdp1-shard-grad-op-ga4-no-sync", "pp2-dp2", "ds-pipe2-dp2-zero1-ga4"}
@@ -192,6 +198,7 @@ def test_micro_batches_and_gradient_sync_read_from_the_trace(case):
 RAN = {
     "ddp-ga4-sync-every": ("dp", None),
     "ddp-ga4-no-sync": ("dp", None),
+    "torch2.4-ddp-ga4-no-sync": ("dp", None),
     "ddp-ga4-no-sync-reentrant-checkpoint": ("dp", None),
     "ddp-ga4-no-sync-step-per-micro-batch": ("dp", None),
     "ddp-ga4-sync-every-step-per-micro-batch": ("dp", None),
