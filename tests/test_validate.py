@@ -220,6 +220,22 @@ def test_dlrm_all_to_all_is_unexplained_not_dropped():
     assert any("all-to-all" in t for t in m.notes)
 
 
+def test_a_trace_that_names_no_group_says_n_is_its_world_and_takes_n_from_the_user():
+    # the DLRM trace's schema records sizes in Input Dims and no group (test_traces_kineto): N is the
+    # world's 8 by assumption, and said so; --n 4 is the user's word, not a contradiction of the trace
+    table, meta = _read(DATA / "kineto" / "dlrm-v100-8ranks")
+    assert table["group_size"].isna().all()
+    m = measure(table, meta=meta)
+    assert m.n == 8 and "no call records its group" in m.n_how and "give --n" in m.n_how
+    m4 = measure(table, meta=meta, n=4)
+    assert m4.n == 4 and "no call in the trace records its group" in m4.n_how
+    assert m4.bytes_per_rank_per_step == pytest.approx(2 * 3 / 4 * (394241 + 112 + 226960) * 4)
+    # a trace whose calls record their groups keeps refusing an --n it contradicts
+    table, meta = _read(RESNET)
+    with pytest.raises(TraceMismatchError, match="--n 8 contradicts"):
+        measure(table, meta=meta, n=8)
+
+
 def test_mixed_world_sizes_are_refused():
     table, meta = _read(RESNET)
     bad = {f: dict(v, world_size=4) for f, v in meta.items()}

@@ -237,6 +237,7 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
 
     gs = _sizes_of_calls(rows, ops, world, n)
     data_ops = ops.isin(_OP_VERBS)
+    unnamed = bool(np.isnan(rows.num("group_size")[data_ops]).all())  # no call records its group
     sizes_by_elems = _elements_by_size(gs[data_ops], _w(zero_nan(full[data_ops]), w, data_ops))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)
@@ -260,6 +261,9 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
         n = trace_n
         n_how = _inferred_how(n, world, most_n if by_grad else None, hsdp, beside, experts, inner,
                               sizes_by_elems)
+        if world is not None and unnamed:
+            n_how += (f"; no call records its group, so each is taken to span the world of {world} ranks: "
+                      "give --n if they ran on a smaller one")
     else:
         if (hsdp is not None or experts is not None) and n == trace_n:
             pass
@@ -274,6 +278,7 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                  if hsdp is not None else
                  f"N = {n}: from --n (expert parallelism: the experts' gradients reduced on groups of "
                  f"{experts[1]})" if experts is not None else
+                 f"N = {n}: from --n (no call in the trace records its group)" if unnamed else
                  f"N = {n}: from --n (the trace has collectives on groups of {n})")
     n_ranks = len(pd.unique(rank))
     if world is not None and n_ranks > world:
@@ -286,13 +291,15 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
 
 
 def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) -> np.ndarray:
-    """Each call's group size: recorded, else the world size, else ``n``; refused where a collective is
-    left with none."""
+    """Each call's group size: recorded, else the world size, else ``n``; ``n`` first where no call records
+    one (the user's word on a trace that names no group); refused where a collective is left with none."""
     gs = rows.num("group_size")
     data_ops = ops.isin(_OP_VERBS)
-    if np.all(np.isnan(gs[data_ops])) and world is None and n is None:
+    none_recorded = bool(np.all(np.isnan(gs[data_ops])))
+    if none_recorded and world is None and n is None:
         raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
-    gs = np.where(np.isnan(gs), world if world is not None else (n or np.nan), gs)
+    fill = n if none_recorded and n is not None else world if world is not None else (n or np.nan)
+    gs = np.where(np.isnan(gs), fill, gs)
     unsized = int(np.isnan(gs[data_ops]).sum())
     if unsized:  # some calls name their group but not its size, and the trace states no world size
         which = ""
