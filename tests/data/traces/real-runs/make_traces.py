@@ -329,7 +329,7 @@ def fsdp1_model(strategy, mixed=False, groups=None, units=None):
 
 def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3, units=None):
     groups = None
-    if strategy == "HYBRID_SHARD":  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
+    if "HYBRID_SHARD" in strategy:  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
         shard = [dist.new_group(r) for r in ([0, 1], [2, 3])]
         replicate = [dist.new_group(r) for r in ([0, 2], [1, 3])]
         rank = dist.get_rank()
@@ -1213,6 +1213,17 @@ CASES = {
             "groups": fsdp_groups((4,)), "micro_batches": 4, "steps_profiled": 2,
             "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first 3)",
             "root_unit_elements": LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]}),
+    "hsdp-2x2-no-reshard": (
+        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), reshard=False), {
+            "scheme": "HSDP: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 2), per Linear + "
+                      "root, reshard_after_forward=False (SHARD_GRAD_OP inside the shard group)",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+            "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp1-hybrid-zero2-2x2": (lambda o: case_fsdp1(o, "_HYBRID_SHARD_ZERO2"), {
+        "scheme": "FSDP1 _HYBRID_SHARD_ZERO2 (SHARD_GRAD_OP inside the shard group), one unit per Linear + "
+                  "root, process_group=(shard group of 2, replicate group of 2)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "fsdp2-no-reshard": (lambda o: case_fsdp2(o, reshard=False, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=False (as ZeRO-2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
