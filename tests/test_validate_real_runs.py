@@ -40,6 +40,10 @@ CASES = {
     "fsdp1-mixed-bf16-fp32": ("fsdp-full-shard", 4, None, 2 * PSI * 3 / 4 * 2 + PSI * 3 / 4 * 4),
     # HYBRID_SHARD on shard groups of 2: as hsdp-2x2
     "fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2, 2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
+    # SHARD_GRAD_OP inside the shard group of 2: one all-gather of Ψ (the forward's, kept for the backward),
+    # the reduce-scatters of Ψ and the shards' all-reduce on the replicate group as in hsdp-2x2
+    "hsdp-2x2-no-reshard": ("fsdp-hybrid", 4, 2, PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
+    "fsdp1-hybrid-zero2-2x2": ("fsdp-hybrid", 4, 2, PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
     # the same two runs under torch 2.4.1: the same calls (README), so the same reading
     "torch2.4-ddp-zero-ro-fp16-hook": ("torch-zero1", 4, None, PSI * 2 * 3 / 4 * 2 + PSI * 3 / 4 * 4),
     "torch2.4-fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2,
@@ -85,6 +89,31 @@ def test_real_run_checks_as_the_scheme_that_ran(traces, case, psi_given):
     assert scheme in res.matches
     c = next(c for c in res.comparisons if c.scheme == scheme)
     assert c.pattern_match and c.ratio == pytest.approx(1, abs=0.01)
+
+
+@pytest.mark.parametrize("case", ["hsdp-2x2-no-reshard", "fsdp1-hybrid-zero2-2x2"])
+def test_hsdp_with_the_forward_gather_kept_reads_as_hybrid_at_that_option(traces, case):
+    # no scheme gathers Ψ once on the shard group: fsdp-hybrid does with its forward gather kept for the
+    # backward, the option these runs set (run.json), so it is their match, at that option
+    res = check(traces[case].table, meta=traces[case].meta)
+    assert res.matches == ("fsdp-hybrid",)
+    d = res.as_dict()
+    regime = d["matches_reuse_regime"]["fsdp-hybrid"]
+    assert regime["reuse_distance"] is None
+    assert "_HYBRID_SHARD_ZERO2" in regime["regime"] and "reshard_after_forward=False" in regime["regime"]
+    assert d["matches_if_parameters_kept_for_backward"] == []
+    hybrid = next(c for c in d["schemes"] if c["scheme"] == "fsdp-hybrid")
+    got = {(e["op"], e["group"]): e["elements_over_psi"] for e in hybrid["predicted_pattern"]}
+    assert got == pytest.approx({("all_gather", 2): 1.0, ("reduce_scatter", 2): 1.0, ("all_reduce", 2): 0.5})
+    # where a scheme matches as it stands the option is not needed: FULL_SHARD's HSDP, and a plain
+    # reshard_after_forward=False, which fsdp-shard-grad-op prices (fsdp-hybrid stays a kept-for-backward
+    # note)
+    plain = check(traces["hsdp-2x2"].table, meta=traces["hsdp-2x2"].meta).as_dict()
+    assert plain["matches"] == ["fsdp-hybrid"] and plain["matches_reuse_regime"] == {}
+    flat = read_traces(RUNS / "fsdp2-no-reshard")
+    flat = check(flat.table, meta=flat.meta).as_dict()
+    assert "fsdp-shard-grad-op" in flat["matches"] and "fsdp-hybrid" not in flat["matches"]
+    assert "fsdp-hybrid" in flat["matches_if_parameters_kept_for_backward"]
 
 
 def test_mixed_precision_prices_each_side_at_its_dtype(traces):

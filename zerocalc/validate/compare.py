@@ -19,6 +19,7 @@ from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
 from zerocalc.validate.measure import Measurement
 from zerocalc.validate.regimes import (
+    KEPT_FOR_BACKWARD_OPTIONS,
     all_reduced_once,
     by_op_and_group,
     gathers_of_reduced_vectors,
@@ -356,7 +357,34 @@ def compare(
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
             kept_for_backward_share=part,
         ))
+    if not any(c.pattern_match for c in out):
+        out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
+               else c for c in out]
     return out
+
+
+def _at_kept_option(c: SchemeComparison, m: Measurement, fit: AlphaBetaFit | None) -> SchemeComparison:
+    """A scheme that sends the measured pattern with its forward gather kept for backward, where that is
+    an option of its implementation (:data:`~.regimes.KEPT_FOR_BACKWARD_OPTIONS`) and no scheme matches as
+    it stands, read as a match at that option (its ``reuse_regime``): priced with its all-gathers halved."""
+    from zerocalc.dtypes import DTYPE_BYTES
+
+    half = tuple((o, p, d, k / 2, e / 2, b / 2) if o == "all_gather" else (o, p, d, k, e, b)
+                 for o, p, d, k, e, b in c.predicted_groups)
+    pred = _merged(half)
+    predicted = sum(b for *_, b in half)
+    ratio = c.measured_bytes_per_rank_per_step / predicted
+    regime = KEPT_FOR_BACKWARD_OPTIONS[c.scheme]
+    t = c.predicted_time_s
+    if fit is not None:
+        t = sum(k * fit.predict_s(o, e / k * DTYPE_BYTES.get(d, m.comm_elem_bytes), p)
+                for o, p, d, k, e, _ in half if k)
+    return replace(
+        c, predicted_bytes_per_rank_per_step=predicted, ratio=ratio,
+        volume_match=math.isclose(ratio, 1.0, rel_tol=RTOL), pattern_match=True, predicted_pattern=pred,
+        predicted_groups=half, matches_if_reused=False, reuse_regime=regime, predicted_time_s=t,
+        explanation=_explain(c.scheme, pred, c.measured_pattern, ratio, c.order, m.psi, half,
+                             c.measured_groups) + f" (at {regime})")
 
 
 def _priced_by_reuse(scheme) -> bool:

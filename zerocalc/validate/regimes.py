@@ -1,8 +1,8 @@
 """How a scheme that does not match as priced still sends the measured pattern: the regimes real
 implementations run it in (gathered parameters kept across micro-batches, part of them kept from the forward
 to the backward, DeepSpeed ZeRO-3's persistent parameters, parameters gathered on a smaller group, HSDP's
-shards all-reduced once a step), each read off the measured elements per (op, group), and the notes that
-name them.
+shards all-reduced once a step, HSDP with SHARD_GRAD_OP inside its shard groups), each read off the measured
+elements per (op, group), and the notes that name them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,16 @@ import numpy as np
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, UNEXPLAINED, gradient_calls
 from zerocalc.validate.measure import Measurement
+
+#: Schemes whose forward gather kept for backward is an option of their implementation that no scheme of its
+#: own prices, and that option in words: HSDP with SHARD_GRAD_OP inside the shard group (FSDP1's
+#: ``ShardingStrategy._HYBRID_SHARD_ZERO2``, ``torch/distributed/fsdp/api.py``: "a hybrid shard where
+#: SHARD_GRAD_OP is applied within the node"; FSDP2's ``fully_shard(mesh=<2-D mesh>,
+#: reshard_after_forward=False)``). FULL_SHARD's counterpart is fsdp-shard-grad-op, a scheme of its own.
+KEPT_FOR_BACKWARD_OPTIONS = {
+    "fsdp-hybrid": "the forward gather kept for backward: FSDP1's _HYBRID_SHARD_ZERO2, FSDP2's HSDP with "
+                   "reshard_after_forward=False",
+}
 
 
 def by_op_and_group(entries) -> dict[tuple[str, int], float]:
