@@ -1254,6 +1254,13 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "fsdp1-hybrid-zero2-2x2-ga4-no-sync": (
+        lambda o: case_fsdp1(o, "_HYBRID_SHARD_ZERO2", k=4, no_sync=True, steps=2), {
+        "scheme": "FSDP1 _HYBRID_SHARD_ZERO2 (SHARD_GRAD_OP inside the shard group), one unit per Linear + "
+                  "root, process_group=(shard group of 2, replicate group of 2)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+        "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
     "fsdp2-reshard-to-2": (lambda o: case_fsdp2(o, reshard=2, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=2 (after forward, parameters "
                   "resharded over groups of 2: the backward gathers on them)",
