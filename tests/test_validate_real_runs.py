@@ -190,6 +190,7 @@ MICRO = {
     # FSDP1 SHARD_GRAD_OP under no_sync(): one gather of Ψ in the first micro-batch, kept; a reduce-scatter
     # in the last: nothing repeats, the backward passes tell K
     "fsdp1-shard-grad-op-ga4-no-sync": (4, "boundary"),
+    "fsdp1-hybrid-zero2-2x2-ga4-no-sync": (4, "boundary"),
     # GPipe by hand, 2 micro-batches: each stage's sends and receives differ by micro-batch, its
     # data-parallel all-reduce follows the last backward
     "pp2-dp2": (2, "boundary"),
@@ -201,7 +202,8 @@ FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-
                         "ddp-ga4-no-sync-reentrant-checkpoint",
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
-                        "fsdp1-shard-grad-op-ga4-no-sync", "pp2-dp2", "ds-pipe2-dp2-zero1-ga4"}
+                        "fsdp1-shard-grad-op-ga4-no-sync", "fsdp1-hybrid-zero2-2x2-ga4-no-sync", "pp2-dp2",
+                        "ds-pipe2-dp2-zero1-ga4"}
 
 
 @pytest.mark.parametrize("case", list(MICRO))
@@ -519,6 +521,32 @@ def test_fsdp1_shard_grad_op_keeps_its_gather_across_no_sync_micro_batches(psi):
     ts = read_traces(RUNS / "fsdp1-ga4-no-sync")
     res = check(ts.table, meta=ts.meta)
     assert "fsdp-full-shard" in res.matches and not res.kept
+
+
+@pytest.mark.parametrize("psi", [None, PSI])
+def test_fsdp1_hybrid_zero2_keeps_its_gather_across_no_sync_micro_batches(psi):
+    # FSDP1 _HYBRID_SHARD_ZERO2, 4 micro-batches, no_sync() on the first 3. Counted (count_calls.py): every
+    # step holds 4 forward passes, one gather of each unit's shard on its shard group of 2 (Ψ/2 in), then one
+    # reduce-scatter of Ψ on it and the all-reduce of each shard on the replicate group of 2
+    case = "fsdp1-hybrid-zero2-2x2-ga4-no-sync"
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        # the gathers' inputs, Ψ/2 (the helper counts a list gather's input × 4)
+        assert per == {("c10d::allgather_", None): PSI / 2 * 4, ("c10d::_reduce_scatter_base_", 2): PSI,
+                       ("c10d::allreduce_", None): PSI / 2}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert (m.psi, m.n, m.shard_size, m.micro_batches, m.grad_sync) == (PSI, 4, 2, 4, "boundary")
+    # ring accounting on groups of 2: half of Ψ gathered, half of Ψ reduce-scattered, all of Ψ/2 all-reduced
+    assert m.bytes_per_rank_per_step == pytest.approx(3 * PSI / 2 * 4, rel=1e-9)
+    # fsdp-hybrid gathers 2K = 8 times a step; the run once: the forward's gather kept for the backward (the
+    # option) and through the no_sync() micro-batches
+    assert res.matches == () and res.kept == ("fsdp-hybrid",)
+    hybrid = next(c for c in res.comparisons if c.scheme == "fsdp-hybrid")
+    assert hybrid.gathers_if_kept == 1
+    assert any(n.startswith("fsdp-hybrid sends") and "in place of 8" in n and "_HYBRID_SHARD_ZERO2" in n
+               for n in res.notes)
 
 
 @pytest.mark.parametrize("psi", [None, PSI])

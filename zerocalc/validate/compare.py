@@ -324,7 +324,9 @@ def compare(
                   and same_elements(mkeys, pkeys, gathers=0.5))
         k = int(pricing.micro_batches)
         open_ = not (pattern_match or reused or order == "different")
-        kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync) if open_ and d is None else 0
+        # (the kept-for-backward option read only where the trace shows HSDP's groups, apart from FULL_SHARD)
+        option = name in KEPT_FOR_BACKWARD_OPTIONS and m.shard_size is not None
+        kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync, option) if open_ and d is None else 0
         # DeepSpeed ZeRO-3 (unmatched, so at its first regime): parameters kept whole, gathered once a step
         share = persistent_share(mkeys, pkeys, k, m.psi) if open_ and d is not None else 0.0
         if share >= 1 - RTOL:
@@ -357,7 +359,7 @@ def compare(
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
             kept_for_backward_share=part,
         ))
-    if not any(c.pattern_match for c in out):
+    if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]
     return out
@@ -365,8 +367,9 @@ def compare(
 
 def _at_kept_option(c: SchemeComparison, m: Measurement, fit: AlphaBetaFit | None) -> SchemeComparison:
     """A scheme that sends the measured pattern with its forward gather kept for backward, where that is
-    an option of its implementation (:data:`~.regimes.KEPT_FOR_BACKWARD_OPTIONS`) and no scheme matches as
-    it stands, read as a match at that option (its ``reuse_regime``): priced with its all-gathers halved."""
+    an option of its implementation (:data:`~.regimes.KEPT_FOR_BACKWARD_OPTIONS`), the trace shows HSDP's
+    groups and no scheme matches as it stands, read as a match at that option (its ``reuse_regime``): priced
+    with its all-gathers halved."""
     from zerocalc.dtypes import DTYPE_BYTES
 
     half = tuple((o, p, d, k / 2, e / 2, b / 2) if o == "all_gather" else (o, p, d, k, e, b)

@@ -42,18 +42,21 @@ def same_elements(meas: dict, pred: dict, *, gathers: float = 1.0) -> bool:
         for k, e in meas.items())
 
 
-def kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None) -> int:
+def kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None,
+                 forward_kept: bool = False) -> int:
     """The parameter gathers a step with which the measured pattern matches once gathered parameters are
     kept across the step's ``k`` micro-batches, else 0: k + 1 where the scheme gathers 2k times (the
     backward's gathers kept: FSDP2 with reshard_after_backward=False until the last micro-batch, as PyTorch's
     pipeline schedules and gradient accumulation set it), 1 where it gathers k times (the
     forward's kept through backward and the later micro-batches: FSDP1's SHARD_GRAD_OP under no_sync(),
     ``torch/distributed/fsdp/_runtime_utils.py`` ``_should_free_in_backward``, where the gradients are
-    not reduced in every micro-batch (``grad_sync``))."""
+    not reduced in every micro-batch (``grad_sync``)), or 2k times where the scheme's forward gather kept
+    for backward is an option of its implementation (``forward_kept``: :data:`KEPT_FOR_BACKWARD_OPTIONS`,
+    FSDP1's _HYBRID_SHARD_ZERO2 under no_sync())."""
     if k < 2:
         return 0
     calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
-    for predicted, kept in ((2 * k, k + 1), (k, 1)):
+    for predicted, kept in ((2 * k, k + 1), (k, 1), (2 * k if forward_kept else 0, 1)):
         if kept == 1 and grad_sync == "every":
             continue
         if calls == predicted and same_elements(mkeys, pkeys, gathers=kept / predicted):
@@ -180,11 +183,14 @@ def kept_notes(comps, k: int, psi: float) -> list[str]:
                        f"optimizer step, the others in each of the {k} micro-batches "
                        "(deepspeed/runtime/zero/stage3.py _post_step)")
     whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.persistent_share == 0]
-    if whole:
-        out.append(f"{_names_send(whole)} exactly this pattern with the parameters gathered once and kept "
-                   f"across the step's {k} micro-batches (1 gather of the parameters a step in place of "
-                   f"{k}), as FSDP1's SHARD_GRAD_OP keeps them while gradients are not synchronised "
-                   "(no_sync() on the earlier micro-batches)")
+    for names, was in (([s for s in whole if s not in KEPT_FOR_BACKWARD_OPTIONS], k),
+                       ([s for s in whole if s in KEPT_FOR_BACKWARD_OPTIONS], 2 * k)):
+        hybrid = " (_HYBRID_SHARD_ZERO2 in the shard group)" if was == 2 * k else ""
+        if names:
+            out.append(f"{_names_send(names)} exactly this pattern with the parameters gathered once and "
+                       f"kept across the step's {k} micro-batches (1 gather of the parameters a step in "
+                       f"place of {was}), as FSDP1's SHARD_GRAD_OP{hybrid} keeps them while gradients are "
+                       "not synchronised (no_sync() on the earlier micro-batches)")
     return out
 
 
