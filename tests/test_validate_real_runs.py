@@ -523,6 +523,19 @@ def test_fsdp1_shard_grad_op_keeps_its_gather_across_no_sync_micro_batches(psi):
     assert "fsdp-full-shard" in res.matches and not res.kept
 
 
+def test_groups_of_one_rank_beside_the_world_leave_the_world_as_every_call_s_group():
+    # hsdp-4x1: replicate 4 x shard 1 (run.json), so each rank's pg_config holds the world and groups of one
+    # rank; the all-reduces record no group (gloo), and the only group they can run on is the world's
+    run = json.loads((RUNS / "hsdp-4x1" / "run.json").read_text())
+    assert run["groups"]["replicate"] == [[0, 1, 2, 3]] and all(len(g) == 1 for g in run["groups"]["shard"])
+    ts = read_traces(RUNS / "hsdp-4x1")
+    assert set(ts.table["group_size"]) == {4} and set(ts.table["group_from"]) == {"pg_config"}
+    m = check(ts.table, meta=ts.meta).measurement
+    assert m.n == 4 and "no call records its group" not in m.n_how
+    with pytest.raises(TraceMismatchError, match="--n 2 contradicts"):
+        check(ts.table, meta=ts.meta, n=2)
+
+
 @pytest.mark.parametrize("psi", [None, PSI])
 def test_fsdp1_hybrid_zero2_keeps_its_gather_across_no_sync_micro_batches(psi):
     # FSDP1 _HYBRID_SHARD_ZERO2, 4 micro-batches, no_sync() on the first 3. Counted (count_calls.py): every

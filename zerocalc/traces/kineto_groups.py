@@ -117,7 +117,8 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     group only (the world) gives its size, and groups besides ``default_pg`` all of one size give that
     size (a sub-group job: DDP over a data-parallel group, HSDP's shard and replicate groups), groups of
     one rank aside (a mesh dimension of size 1: no call that moves data runs on it): ``group_from``
-    "pg_config". A call whose size matches exactly one of the rank's groups is named
+    "pg_config" (so also the world's where every other group is of one rank: HSDP's shard dimension of 1).
+    A call whose size matches exactly one of the rank's groups is named
     after it (``group``). Nothing is taken from ``world_size`` when the call says otherwise.
 
     A call whose group's ranks the call does not state (``group_ranks``) takes those of the rank's process
@@ -132,8 +133,8 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     only = {p for _, p, _, _ in pgs}
     guess = None
     ranks_of: dict[tuple, str | None] = {}  # (group, size) → its ranks (_pg_ranks), once per group
-    if len(only) == 1:
-        guess = next(iter(only))
+    if len(only) == 1 or (world is not None and only == {world, 1}):
+        guess = world if len(only) > 1 else next(iter(only))
     elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _, _ in pgs):
         guess = next(iter(others))
     for r in rows:
