@@ -44,12 +44,15 @@ def test_annotations_opened_out_of_order_still_pair_with_their_calls():
     # every call took one annotation of its size and element type: the same multiset, each annotation once,
     # and each call's time is its annotation's
     assert Counter((r["in_nelems"], r["dtype"]) for r in rows) == Counter((g[3], DTYPES[g[4]]) for g in gloo)
-    by_start = sorted(rows, key=lambda r: r["start_s"])
+    by_start = sorted(rows, key=lambda r: r["worker_start_s"])
     assert [r["in_nelems"] for r in by_start] == [g[3] for g in gloo]
     for r, g in zip(by_start, gloo, strict=True):
-        assert r["start_s"] == pytest.approx(g[0] * 1e-6, abs=1e-9)
+        assert r["worker_start_s"] == pytest.approx(g[0] * 1e-6, abs=1e-9)
         assert r["duration_s"] == pytest.approx(g[1] * 1e-6, abs=1e-9)
-    assert all(r["start_s"] >= r["cpu_start_s"] for r in rows)
+    assert all(r["worker_start_s"] >= r["cpu_start_s"] for r in rows)
+    # each call keeps its own start, the order the rank issued them in
+    assert all(r["start_s"] == r["cpu_start_s"] for r in rows)
+    assert [r["start_s"] for r in rows] == sorted(r["start_s"] for r in rows)
 
 
 def _trace(calls, annotations):
@@ -69,7 +72,7 @@ def test_two_workers_opening_in_the_other_order_pair_by_size():
     res = parse_document(_trace([(10, 100), (13, 200)], [(20.5, 200, 7), (20.6, 100, 8)]), "t.json")
     assert res.meta["gloo_matched"]
     assert [(r["in_nelems"], r["dtype"]) for r in res.rows] == [(100, "fp32"), (200, "fp32")]
-    assert [r["start_s"] for r in res.rows] == pytest.approx([20.6e-6, 20.5e-6])
+    assert [r["worker_start_s"] for r in res.rows] == pytest.approx([20.6e-6, 20.5e-6])
 
 
 def test_no_annotation_pairs_with_a_call_issued_after_it_or_beyond_the_workers_reach():

@@ -34,7 +34,9 @@ def _match_gloo(
     if pairs is None:
         return
     for r, ts, end, n, dt, thread in pairs:
-        r["start_s"], r["duration_s"], r["link"] = ts * _US, (end - ts) * _US, "gloo-order"
+        # the call keeps its own start (the order the rank issued it in, which two workers may open in the
+        # other order) and takes the work's duration
+        r["worker_start_s"], r["duration_s"], r["link"] = ts * _US, (end - ts) * _US, "gloo-order"
         r["worker"] = str(thread)
         if r["in_nelems"] is None:
             r["in_nelems"] = n
