@@ -11,8 +11,9 @@ import pytest
 from zerocalc.traces.kineto import parse_document
 
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
-#: a kept run whose rank 1 has two gloo annotations opened out of their calls' order
-REORDERED = RUNS / "ds-zero3-defaults-mixed-ga4" / "rank1.json.gz"
+#: kept runs' ranks with two gloo annotations opened out of their calls' order
+REORDERED = [RUNS / "ds-zero3-defaults-mixed-ga4" / "rank1.json.gz",
+             RUNS / "torch2.4-ddp-zero-ro-fp16-hook" / "rank2.json.gz"]
 DTYPES = {"float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16", "double": "fp64", "int": "int32",
           "long int": "int64"}
 
@@ -28,8 +29,9 @@ def _size(dims):
     return n
 
 
-def test_annotations_opened_out_of_order_still_pair_with_their_calls():
-    events = _events(REORDERED)
+@pytest.mark.parametrize("path", REORDERED, ids=lambda p: p.parent.name)
+def test_annotations_opened_out_of_order_still_pair_with_their_calls(path):
+    events = _events(path)
     gloo = sorted((e["ts"], e["dur"], e["name"], _size(e["args"]["Input Dims"][0]),
                    e["args"]["Input type"][0]) for e in events if e["name"].startswith("gloo:"))
     calls = sorted(e["ts"] for e in events if e["name"].startswith("c10d::") and e["name"] != "c10d::barrier")
@@ -37,7 +39,7 @@ def test_annotations_opened_out_of_order_still_pair_with_their_calls():
     # order of the annotations differs from the order of the calls' sizes somewhere
     assert len(gloo) == len(calls)
     assert len({e["tid"] for e in events if e["name"].startswith("gloo:")}) == 2
-    res = parse_document(json.loads(gzip.decompress(REORDERED.read_bytes())), str(REORDERED))
+    res = parse_document(json.loads(gzip.decompress(path.read_bytes())), str(path))
     rows = [r for r in res.rows if r["op"] != "barrier"]
     assert [g[3] for g in gloo] != [r["in_nelems"] for r in rows]
     assert res.meta["gloo_matched"]
