@@ -133,8 +133,10 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     only = {p for _, p, _, _ in pgs}
     guess = None
     ranks_of: dict[tuple, str | None] = {}  # (group, size) → its ranks (_pg_ranks), once per group
-    if len(only) == 1 or (world is not None and only == {world, 1}):
-        guess = world if len(only) > 1 else next(iter(only))
+    if len(only) == 1:
+        guess = next(iter(only))
+    elif world is not None and only == {world, 1}:  # the world and groups of one rank (a mesh dimension of 1)
+        guess = world
     elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _, _ in pgs):
         guess = next(iter(others))
     for r in rows:

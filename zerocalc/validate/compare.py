@@ -324,7 +324,9 @@ def compare(
                   and same_elements(mkeys, pkeys, gathers=0.5))
         k = int(pricing.micro_batches)
         open_ = not (pattern_match or reused or order == "different")
-        # (the kept-for-backward option read only where the trace shows HSDP's groups, apart from FULL_SHARD)
+        # an implementation's option that keeps the forward gather (KEPT_FOR_BACKWARD_OPTIONS), read only
+        # where the trace shows HSDP's groups: on one group fsdp-hybrid is fsdp-full-shard, and
+        # fsdp-shard-grad-op prices its option
         option = name in KEPT_FOR_BACKWARD_OPTIONS and m.shard_size is not None
         kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync, option) if open_ and d is None else 0
         # DeepSpeed ZeRO-3 (unmatched, so at its first regime): parameters kept whole, gathered once a step

@@ -235,9 +235,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     """
     from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 
-    gs = _sizes_of_calls(rows, ops, world, n)
+    gs, unnamed = _sizes_of_calls(rows, ops, world, n)
     data_ops = ops.isin(_OP_VERBS)
-    unnamed = bool(np.isnan(rows.num("group_size")[data_ops]).all())  # no call records its group
     sizes_by_elems = _elements_by_size(gs[data_ops], _w(zero_nan(full[data_ops]), w, data_ops))
     inner = _tensor_parallel_sizes(rows.num("comm_rank") if rows.has("comm_rank") else None, rank, gs,
                                    data_ops, sizes_by_elems)
@@ -290,9 +289,10 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                       expert=experts[1] if experts else None, apart=beside[2] if beside else None)
 
 
-def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) -> np.ndarray:
+def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) -> tuple[np.ndarray, bool]:
     """Each call's group size: recorded, else the world size, else ``n``; ``n`` first where no call records
-    one (the user's word on a trace that names no group); refused where a collective is left with none."""
+    one (the user's word on a trace that names no group); refused where a collective is left with none.
+    And whether no call records its group size."""
     gs = rows.num("group_size")
     data_ops = ops.isin(_OP_VERBS)
     none_recorded = bool(np.all(np.isnan(gs[data_ops])))
@@ -312,7 +312,7 @@ def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) ->
                          f"{' …' if len(named) > 3 else ''}: {ops_of})")
         raise TraceMismatchError(f"{unsized} call(s){which} record no group size and the trace states no "
                                  "world size to take: give --n")
-    return gs
+    return gs, none_recorded
 
 
 def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, experts, inner: set[int],
