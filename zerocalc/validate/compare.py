@@ -8,6 +8,7 @@ PyTorch issue #69591 (what implementations send).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -307,7 +308,8 @@ def compare(
     if reuse_distance is not None:
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
     out = []
-    units = None  # whether the gathers are of the reduced vectors (read once, where a share needs it)
+    # whether the gathers are of the reduced vectors (read once, where a share needs it)
+    units = functools.cache(lambda: gathers_of_reduced_vectors(m))
     for name in names:
         sch = numeric.scheme(name)
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
@@ -318,27 +320,8 @@ def compare(
         pred = _merged(fine)
         predicted = sum(b for *_, b in pred)
         volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
-        # the same with the scheme's all-gathers halved: the forward gather kept for backward
-        reused = (not pattern_match and d is None and order != "different"
-                  and any(o == "all_gather" for o, _ in pkeys)
-                  and same_elements(mkeys, pkeys, gathers=0.5))
-        k = int(pricing.micro_batches)
-        open_ = not (pattern_match or reused or order == "different")
-        # an implementation's option that keeps the forward gather (KEPT_FOR_BACKWARD_OPTIONS), read only
-        # where the trace shows HSDP's groups: on one group fsdp-hybrid is fsdp-full-shard, and
-        # fsdp-shard-grad-op prices its option
-        option = name in KEPT_FOR_BACKWARD_OPTIONS and m.shard_size is not None
-        kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync, option) if open_ and d is None else 0
-        # DeepSpeed ZeRO-3 (unmatched, so at its first regime): parameters kept whole, gathered once a step
-        share = persistent_share(mkeys, pkeys, k, m.psi) if open_ and d is not None else 0.0
-        if share >= 1 - RTOL:
-            kept, share = 1, 1.0
-        once = open_ and d is None and all_reduced_once(mkeys, pkeys, k)
-        part = (kept_for_backward_share(mkeys, pkeys, phases, k, m.psi)
-                if open_ and d is None and not (kept or once) else 0.0)
-        if part:
-            units = gathers_of_reduced_vectors(m) if units is None else units
-            part = part if units else 0.0
+        reused, kept, share, once, part = _regimes(name, m, mkeys, pkeys, phases, d, order, pattern_match,
+                                                   int(pricing.micro_batches), units)
         regime = "" if d is None else reuse_regime(d, m.psi)
         regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
         if m.n == 1:
@@ -365,6 +348,35 @@ def compare(
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]
     return out
+
+
+def _regimes(name: str, m: Measurement, mkeys: dict, pkeys: dict, phases, d: float | None, order: str,
+             pattern_match: bool, k: int, units) -> tuple[bool, int, float, bool, float]:
+    """How a scheme that does not match as priced still sends the measured pattern (:mod:`.regimes`):
+    (its forward gather kept for backward, the gathers a step with gathered parameters kept across the
+    micro-batches or 0, DeepSpeed ZeRO-3's persistent share, HSDP's shards all-reduced once, the share of
+    Ψ kept for backward). ``d``: the reuse distance it was priced at (None: a scheme without one);
+    ``units()``: whether the gathers are of the reduced vectors."""
+    # the same with the scheme's all-gathers halved: the forward gather kept for backward
+    reused = (not pattern_match and d is None and order != "different"
+              and any(o == "all_gather" for o, _ in pkeys)
+              and same_elements(mkeys, pkeys, gathers=0.5))
+    open_ = not (pattern_match or reused or order == "different")
+    # an implementation's option that keeps the forward gather (KEPT_FOR_BACKWARD_OPTIONS), read only where
+    # the trace shows HSDP's groups: on one group fsdp-hybrid is fsdp-full-shard, and fsdp-shard-grad-op
+    # prices its option
+    option = name in KEPT_FOR_BACKWARD_OPTIONS and m.shard_size is not None
+    kept = kept_gathers(mkeys, pkeys, phases, k, m.grad_sync, option) if open_ and d is None else 0
+    # DeepSpeed ZeRO-3 (unmatched, so at its first regime): parameters kept whole, gathered once a step
+    share = persistent_share(mkeys, pkeys, k, m.psi) if open_ and d is not None else 0.0
+    if share >= 1 - RTOL:
+        kept, share = 1, 1.0
+    once = open_ and d is None and all_reduced_once(mkeys, pkeys, k)
+    part = (kept_for_backward_share(mkeys, pkeys, phases, k, m.psi)
+            if open_ and d is None and not (kept or once) else 0.0)
+    if part and not units():
+        part = 0.0
+    return reused, kept, share, once, part
 
 
 def _at_kept_option(c: SchemeComparison, m: Measurement, fit: AlphaBetaFit | None) -> SchemeComparison:
