@@ -230,6 +230,10 @@ def test_a_trace_that_names_no_group_says_n_is_its_world_and_takes_n_from_the_us
     m4 = measure(table, meta=meta, n=4)
     assert m4.n == 4 and "no call in the trace records its group" in m4.n_how
     assert m4.bytes_per_rank_per_step == pytest.approx(2 * 3 / 4 * (394241 + 112 + 226960) * 4)
+    # but no group size the world of 8 does not split into
+    for bad in (3, 16):
+        with pytest.raises(TraceMismatchError, match=f"--n {bad} contradicts the trace: no call records"):
+            measure(table, meta=meta, n=bad)
     # a trace whose calls record their groups keeps refusing an --n it contradicts
     table, meta = _read(RESNET)
     with pytest.raises(TraceMismatchError, match="--n 8 contradicts"):

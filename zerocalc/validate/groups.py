@@ -298,6 +298,9 @@ def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) ->
     none_recorded = bool(np.all(np.isnan(gs[data_ops])))
     if none_recorded and world is None and n is None:
         raise TraceMismatchError("the trace records no group sizes and no world size: give --n")
+    if none_recorded and n is not None and world is not None and (n > world or world % n):
+        raise TraceMismatchError(f"--n {n} contradicts the trace: no call records its group, and its world "
+                                 f"of {world} ranks is no whole number of groups of {n}")
     fill = n if none_recorded and n is not None else world if world is not None else (n or np.nan)
     gs = np.where(np.isnan(gs), fill, gs)
     unsized = int(np.isnan(gs[data_ops]).sum())
