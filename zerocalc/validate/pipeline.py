@@ -128,6 +128,33 @@ def check(
     timed_by_nccl = None if nccl is None else _by_nccl(m, nccl, meta, gpus_per_node, backend)
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
                     reuse_distance=reuse_distance)
+    notes = _run_notes(m, meta, nccl, backend, timed_by_nccl)
+    comps, regime_notes, secondary = _regime_notes(m, comps)
+    notes += regime_notes
+    matches = tuple(consistent(comps))
+    recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
+    if recorded:
+        notes.append(recorded)
+    regathered = [c.scheme for c in comps if c.matches_if_regathered]
+    if regathered:
+        notes.append(f"{', '.join(regathered)} sends exactly this pattern with stage3_max_reuse_distance = 0 "
+                     "(or a model past it): every parameter gathered again in backward, none kept from the "
+                     "forward nor prefetched")
+    return CheckResult(
+        measurement=m, comparisons=tuple(comps), matches=matches,
+        indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
+        reused=tuple(c.scheme for c in comps if c.matches_if_reused), nccl_timing=timed_by_nccl,
+        kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
+        secondary_partition=secondary[0] if secondary else (),
+        all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
+        partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
+    )
+
+
+def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: str | None,
+               timed_by_nccl: NcclTiming | None) -> list[str]:
+    """The notes on the run as a whole: the preset its GPUs point to, the NCCL release and durations
+    ``--topology`` prices with, a run of one rank or one with no step traffic."""
     notes = []
     hint = None if nccl is not None or backend == "gloo" else topology_hint(m, meta)
     if hint:
@@ -144,6 +171,14 @@ def check(
                      "to compare with the schemes (every scheme predicts 0 B)")
     elif m.bytes_per_rank_per_step == 0:
         notes.append("no gradient or parameter traffic in the steady state: no scheme can be checked")
+    return notes
+
+
+def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple | None]:
+    """The notes naming the schemes that send the measured pattern in a regime of their implementation
+    (:mod:`~.regimes`), and the comparisons with the gathers reported apart on smaller groups taken for
+    that rather than for parameters kept on N; (comparisons, notes, the secondary partition or None)."""
+    notes = []
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
@@ -161,23 +196,7 @@ def check(
     partly = kept_for_backward_note(comps, m.psi)
     if partly:
         notes.append(partly)
-    matches = tuple(consistent(comps))
-    recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
-    if recorded:
-        notes.append(recorded)
-    regathered = [c.scheme for c in comps if c.matches_if_regathered]
-    if regathered:
-        notes.append(f"{', '.join(regathered)} sends exactly this pattern with stage3_max_reuse_distance = 0 "
-                     "(or a model past it): every parameter gathered again in backward, none kept from the "
-                     "forward nor prefetched")
-    return CheckResult(
-        measurement=m, comparisons=tuple(comps), matches=matches,
-        indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
-        reused=reused, nccl_timing=timed_by_nccl,
-        kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
-        secondary_partition=secondary[0] if secondary else (), all_reduced_once=once,
-        partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
-    )
+    return comps, notes, secondary
 
 
 def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None,
