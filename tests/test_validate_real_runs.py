@@ -48,6 +48,9 @@ CASES = {
     "torch2.4-ddp-zero-ro-fp16-hook": ("torch-zero1", 4, None, PSI * 2 * 3 / 4 * 2 + PSI * 3 / 4 * 4),
     "torch2.4-fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2,
                                   2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
+    # Hugging Face Trainer's DDP: one fp32 all-reduce of Ψ on 4, after its two gathers of the step's item
+    # count (one element a rank, before the forward): one micro-batch, not two
+    "hf-trainer-ddp": ("dp", 4, None, PSI * 2 * 3 / 4 * 4),
 }
 
 
@@ -195,6 +198,11 @@ MICRO = {
     # data-parallel all-reduce follows the last backward
     "pp2-dp2": (2, "boundary"),
     "ds-pipe2-dp2-zero1-ga4": (4, "boundary"),
+    # Hugging Face Trainer: each step opens with two gathers of one element a rank (its item count) before
+    # the micro-batches, a block of scalars repeated twice that is not two micro-batches
+    "hf-trainer-ddp": (1, None),
+    "hf-trainer-ddp-ga4": (4, "boundary"),  # Accelerate's no_sync() on the first 3: K from the passes
+    "hf-trainer-ds-zero2-ga4": (4, "every"),  # the engine's all-reduce of Ψ after each backward
 }
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
@@ -203,7 +211,7 @@ FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
                         "fsdp1-shard-grad-op-ga4-no-sync", "fsdp1-hybrid-zero2-2x2-ga4-no-sync", "pp2-dp2",
-                        "ds-pipe2-dp2-zero1-ga4"}
+                        "ds-pipe2-dp2-zero1-ga4", "hf-trainer-ddp-ga4"}
 
 
 @pytest.mark.parametrize("case", list(MICRO))
@@ -244,6 +252,8 @@ RAN = {
     "fsdp2-ga4-sync-every": ("fsdp-full-shard", None),
     "fsdp2-ga4-no-sync": ("fsdp-full-shard", None),
     "fsdp1-ga4-no-sync": ("fsdp-full-shard", None),
+    "hf-trainer-ddp-ga4": ("dp", None),
+    "hf-trainer-ds-zero2-ga4": ("deepspeed-zero2", None),
 }
 
 
@@ -1421,3 +1431,27 @@ def test_a_profile_without_profiler_steps_takes_the_optimizers_steps(case):
     # --steps 3, not the optimizer's 2: the steps found as the trace repeats, as without any marker
     m3 = check(ts.table, meta=ts.meta, steps=3).measurement
     assert m3.steps == 3 and "from --steps" in m3.steps_how
+
+
+def test_scalars_repeated_at_a_step_opening_are_not_micro_batches_where_the_passes_are_counted():
+    # by hand, Hugging Face Trainer's step (real-runs/hf-trainer-*, README): code 0 its gather of one
+    # element, twice, before the forward; 1 the gradient all-reduce of Ψ; 2 an int all-reduce of 6
+    from zerocalc.validate.micro_batches import _step_blocks
+
+    codes, grad, data, elems = [0, 0, 1, 2], [False, False, True, False], [False, False, True, False], [
+        4.0, 4.0, 71104.0, 6.0]
+    # read alone the opening pair repeats twice, and is taken for two micro-batches
+    assert _step_blocks(codes, grad, data, elems)[:2] == (2, "boundary")
+    # where the trace counts the backward passes, they tell the micro-batches: nothing repeats here
+    assert _step_blocks(codes, grad, data, elems, passes_known=True)[:2] == (1, None)
+    # DeepSpeed ZeRO-2 under Trainer: after the pair, the all-reduce of Ψ in each of 4 micro-batches, then
+    # two scalars (3) and the updated partitions' gathers (4, 5)
+    codes = [0, 0, 1, 1, 1, 1, 3, 3, 4, 5]
+    grad = [False, False, True, True, True, True, False, False, False, False]
+    data = [False, False, True, True, True, True, False, False, True, True]
+    elems = [4.0, 4.0] + [71104.0] * 4 + [1.0, 1.0, 70656.0, 448.0]
+    assert _step_blocks(codes, grad, data, elems, passes_known=True) == (4, "every", 4, True)
+    # a block with data is read as before, passes or not
+    codes, grad, data = [1, 3, 1, 3, 1, 3, 2], [False] * 6 + [True], [True] * 7
+    elems = [60.0, 40.0] * 3 + [100.0]
+    assert _step_blocks(codes, grad, data, elems, passes_known=True) == (3, "boundary", 1, True)

@@ -36,8 +36,8 @@ KEPT_BACKWARDS = "boundary, backwards after one forward"
 
 
 def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
-                 elems: list[float] | None = None, scatter: list[bool] | None = None
-                 ) -> tuple[int, str | None, int | None, bool]:
+                 elems: list[float] | None = None, scatter: list[bool] | None = None,
+                 passes_known: bool = False) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
     carry more than a scalar; None: all; ``elems``: each call's full vector; ``scatter``: which are
     reduce-scatters, None: not known): the
@@ -50,10 +50,16 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
     block once more with all the reductions (calls of other kinds, such as the optimizer's, aside), or hold
     none and are followed by the reductions alone (:func:`_reductions_after`); or, in any phase, its
     calls with data are blocks that gather what they reduce, its others scalars
-    (:func:`_blocks_between_scalars`)."""
+    (:func:`_blocks_between_scalars`). ``passes_known``: the trace counts the step's backward passes, which
+    then tell its micro-batches where an opening block of scalars alone repeats (:func:`_scalars_ahead`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
+    if passes_known and (ahead := _scalars_ahead(grad, data, per, reps)):
+        reps, mode, _, sure = _step_blocks(codes[ahead:], grad[ahead:], data[ahead:],
+                                           None if elems is None else elems[ahead:],
+                                           None if scatter is None else scatter[ahead:])
+        return reps, mode, most, sure
     mode, sure = None, False
     if reps > 1:
         in_block = any(grad[:per * reps])
@@ -77,6 +83,19 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
         reps, mode, sure = k, KEPT_BACKWARDS, True
     return reps, mode, most, sure
+
+
+def _scalars_ahead(grad: list[bool], data: list[bool] | None, per: int, reps: int) -> int:
+    """How many calls open a step as a block of scalars alone repeated (``reps`` ≥ 2 blocks of ``per``
+    calls, none carrying data nor reducing gradients) before calls with data; 0 otherwise. Such a block
+    is what a training loop sends before its micro-batches, not one of them: Hugging Face Trainer gathers
+    each step's item count (``num_items_in_batch``) from every rank, twice, before the first forward,
+    whatever the micro-batches. Where the trace counts the backward passes, they tell the micro-batches,
+    and the calls after the block are searched for their own."""
+    n = per * reps
+    if reps < 2 or data is None or any(data[:n]) or any(grad[:n]) or not any(data[n:]):
+        return 0
+    return n
 
 
 def _reductions_after(grad: list[bool], data: list[bool] | None, elems: list[float] | None, per: int,
@@ -286,7 +305,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
-                  sure_only=not marked and k is None,
+                  sure_only=not marked and k is None, passes_known=bool(backwards),
                   lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None,
                   small=small)
     inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
@@ -366,7 +385,8 @@ def _most(counts: Counter | None) -> int | None:
 def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray, grad: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
                   repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False,
-                  lead: np.ndarray | None = None, small: np.ndarray | None = None) -> None:
+                  lead: np.ndarray | None = None, small: np.ndarray | None = None,
+                  passes_known: bool = False) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
@@ -395,7 +415,7 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist(),
                 scatter[lo:hi].tolist())
-        reps, mode, most, sure = _step_blocks(*args)
+        reps, mode, most, sure = _step_blocks(*args, passes_known=passes_known)
         if sure_only and not sure and len(before):
             reps, mode, most, sure = _cut_phase(args, lead_sig[rank[before] == r[lo]].tolist()) or (
                 reps, mode, most, sure)

@@ -893,6 +893,76 @@ def case_deepspeed_moe(outdir, cfg, steps=2):
 
 # --- the cases ------------------------------------------------------------------------------------
 
+# --- Hugging Face Trainer cases --------------------------------------------------------------------
+
+
+class HFLoss(nn.Module):
+    """:class:`MLP` as Hugging Face Trainer takes a model: ``forward(x, labels)`` returns ``{"loss", ...}``."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = make_model()
+
+    def forward(self, x, labels):
+        out = self.mlp(x)
+        return {"loss": loss_fn(out, labels), "logits": out}
+
+
+class HFData(torch.utils.data.Dataset):
+    """Fixed random samples (``{"x", "labels"}``) that Trainer's own sampler splits over the ranks."""
+
+    def __init__(self, n=4096):
+        g = torch.Generator().manual_seed(10_000)
+        self.x = torch.randn(n, LAYERS[0][0], generator=g)
+        self.y = torch.randn(n, LAYERS[-1][1], generator=g)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return {"x": self.x[i], "labels": self.y[i]}
+
+
+def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None):
+    """Hugging Face Trainer (``use_cpu``, ``ddp_backend="gloo"``; DDP, or DeepSpeed from
+    ``deepspeed_config``) training :class:`HFLoss` for 1 warm-up + ``steps`` optimizer steps of ``ga``
+    micro-batches, the profiler stepped by a ``TrainerCallback.on_step_end`` (after each optimizer step, as
+    one adds a profiler to a Trainer run). Trainer's own loop runs everything else: its accumulation
+    (Accelerate's ``no_sync`` under DDP), its gathers of the step's item count, its logging every step."""
+    import tempfile
+
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    rank = dist.get_rank()
+    kw = {}
+    if deepspeed_config is not None:
+        kw["deepspeed"] = deepspeed_config
+    args = TrainingArguments(
+        output_dir=tempfile.mkdtemp(), use_cpu=True, ddp_backend="gloo", gradient_accumulation_steps=ga,
+        per_device_train_batch_size=MICRO_BATCH, max_steps=1 + steps, learning_rate=LR, logging_steps=1,
+        report_to=[], save_strategy="no", dataloader_num_workers=0, remove_unused_columns=False,
+        disable_tqdm=True, seed=0, **kw)
+
+    class StepProfiler(TrainerCallback):
+        def __init__(self, prof):
+            self.prof = prof
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.prof.step()
+
+    def save(prof):
+        prof.export_chrome_trace(os.path.join(outdir, f"rank{rank}.json.gz"))
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=0, warmup=1, active=steps, repeat=1), on_trace_ready=save) as prof:
+        Trainer(model=HFLoss(), args=args, train_dataset=HFData(), callbacks=[StepProfiler(prof)]).train()
+
+
+HF_OPTIMIZER = "AdamW (Trainer's default optim, adamw_torch_fused)"
+HF_DS_ZERO2 = {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": "auto",
+               "gradient_accumulation_steps": "auto", "train_batch_size": "auto"}
+
+
 def fsdp_groups(mesh_shape):
     if mesh_shape == (2, 2):  # DeviceMesh [[0, 1], [2, 3]]: dim 0 replicate, dim 1 shard
         return {"replicate": [[0, 2], [1, 3]], "shard": [[0, 1], [2, 3]]}
@@ -1309,6 +1379,22 @@ CASES = {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "hf-trainer-ddp": (lambda o: case_hf_trainer(o, steps=3), {
+        "scheme": "Hugging Face Trainer, DDP (its default on several ranks)", "param_dtype": "float32",
+        "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 1,
+        "grad_sync": "every micro-batch", "steps_profiled": 3,
+        "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)", "optimizer": HF_OPTIMIZER}),
+    "hf-trainer-ddp-ga4": (lambda o: case_hf_trainer(o, ga=4), {
+        "scheme": "Hugging Face Trainer, DDP, gradient_accumulation_steps=4", "param_dtype": "float32",
+        "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (Accelerate's no_sync() on the first 3)",
+        "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)", "optimizer": HF_OPTIMIZER}),
+    "hf-trainer-ds-zero2-ga4": (lambda o: case_hf_trainer(o, ga=4, deepspeed_config=HF_DS_ZERO2), {
+        "scheme": "Hugging Face Trainer, DeepSpeed ZeRO stage 2 (its defaults but the stage), "
+                  "gradient_accumulation_steps=4", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "micro_batches": 4, "steps_profiled": 2,
+        "deepspeed_config": HF_DS_ZERO2,
+        "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)", "optimizer": HF_OPTIMIZER}),
 }
 WORLD = 4  # every case runs on 4 ranks but those whose facts say "world_size"
 
@@ -1328,10 +1414,15 @@ def describe(case):
                         "schedule": facts.get("schedule", {"wait": 0, "warmup": facts.get("warmup", 1),
                                                            "active": facts["steps_profiled"]}),
                         "one ProfilerStep per": facts.get("profiler_step_per", "optimizer step")}}
-    if case.startswith("ds-"):
+    if case.startswith("ds-") or "deepspeed_config" in facts:
         import deepspeed
 
         out["deepspeed"] = deepspeed.__version__
+    if case.startswith("hf-"):
+        import accelerate
+        import transformers
+
+        out["transformers"], out["accelerate"] = transformers.__version__, accelerate.__version__
     profiler_keys = ("warmup", "schedule", "record_shapes")  # in out["profiler"]
     out.update({key: v for key, v in facts.items() if key != "layers" and key not in profiler_keys})
     return out
