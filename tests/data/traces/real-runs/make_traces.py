@@ -897,7 +897,7 @@ def case_deepspeed_moe(outdir, cfg, steps=2):
 
 
 class HFLoss(nn.Module):
-    """:class:`MLP` as Hugging Face Trainer takes a model: ``forward(x, labels)`` returns ``{"loss", ...}``."""
+    """:class:`MLP` as Trainer takes a model: ``forward(x, labels)`` returns ``{"loss": ...}``."""
 
     def __init__(self):
         super().__init__()
