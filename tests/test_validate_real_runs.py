@@ -203,6 +203,9 @@ MICRO = {
     "hf-trainer-ddp": (1, None),
     "hf-trainer-ddp-ga4": (4, "boundary"),  # Accelerate's no_sync() on the first 3: K from the passes
     "hf-trainer-ds-zero2-ga4": (4, "every"),  # the engine's all-reduce of Ψ after each backward
+    # Lightning's profiler steps after each training_step: a marked step is one backward and the next
+    # forward; the all-reduce at the 4th, with the optimizer's step (no_sync() on the first 3)
+    "lightning-ddp-ga4": (4, "boundary"),
 }
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
@@ -211,7 +214,8 @@ FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
                         "fsdp1-shard-grad-op-ga4-no-sync", "fsdp1-hybrid-zero2-2x2-ga4-no-sync", "pp2-dp2",
-                        "ds-pipe2-dp2-zero1-ga4", "hf-trainer-ddp-ga4"}
+                        "ds-pipe2-dp2-zero1-ga4", "hf-trainer-ddp-ga4",
+                        "lightning-ddp-ga4"}
 
 
 @pytest.mark.parametrize("case", list(MICRO))
@@ -254,6 +258,7 @@ RAN = {
     "fsdp1-ga4-no-sync": ("fsdp-full-shard", None),
     "hf-trainer-ddp-ga4": ("dp", None),
     "hf-trainer-ds-zero2-ga4": ("deepspeed-zero2", None),
+    "lightning-ddp-ga4": ("dp", None),
 }
 
 
@@ -1455,3 +1460,26 @@ def test_scalars_repeated_at_a_step_opening_are_not_micro_batches_where_the_pass
     codes, grad, data = [1, 3, 1, 3, 1, 3, 2], [False] * 6 + [True], [True] * 7
     elems = [60.0, 40.0] * 3 + [100.0]
     assert _step_blocks(codes, grad, data, elems, passes_known=True) == (3, "boundary", 1, True)
+
+
+def test_a_flag_broadcast_every_batch_is_scalar_traffic_not_buffers():
+    # real-runs/lightning-ddp-ga4 (README): Lightning broadcasts one int64 (its SIGTERM flag) from rank 0
+    # every batch, and nothing else a model holds: a flag, not buffers. ResNet-50's DDP broadcasts its
+    # BatchNorm statistics, fp32 vectors beside int64 counters: buffers (tests/test_validate.py).
+    ts = read_traces(RUNS / "lightning-ddp-ga4")
+    m = check(ts.table, meta=ts.meta).measurement
+    assert m.steps == 1  # the first optimizer step began in the profiler's warm-up
+    cats = m.categories.set_index("category")
+    assert cats.at["buffers", "calls_per_rank_per_step"] == 0
+    # the steady step runs from the end of the first Optimizer.step# annotation to the end of the second:
+    # its broadcasts, counted from rank 0's file (plain json), each sending (p-1)/p of its vector
+    trace = json.loads(gzip.decompress((RUNS / "lightning-ddp-ga4" / "rank0.json.gz").read_bytes()))
+    ev = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    lo, hi = sorted(e["ts"] + e["dur"] for e in ev if e["name"].startswith("Optimizer.step#"))
+    calls = [e for e in ev if e["name"] == "c10d::broadcast_" and lo < e["ts"] < hi]
+    assert len(calls) == 6
+    # README's counts: ProfilerStep#4 ends the first optimizer step with the all-reduce, then a flag
+    # (long int, 8 B) and DDP's bucket order after its first iteration (int 7 and int 1, 4 B each);
+    # ProfilerStep#5-#7 a flag each: (4 × 8 + 7 × 4 + 4) B, each broadcast sending 3/4 of its vector
+    assert cats.at["scalar", "calls_per_rank_per_step"] == 6
+    assert cats.at["scalar", "bytes_per_rank_per_step"] == pytest.approx((4 * 8 + 7 * 4 + 4) * 3 / 4)

@@ -293,16 +293,18 @@ def _sizes(full: np.ndarray, mask: np.ndarray) -> str:
 
 def small_traffic(cat: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray, step_id: np.ndarray,
                   small: np.ndarray, psi_ref: float | None) -> np.ndarray:
-    """Last categories: per-step broadcasts under :data:`BUFFER_MAX_SHARE_OF_PSI` of Ψ are ``buffers``;
-    scalar collectives and barriers are ``scalar``."""
+    """Last categories: per-step broadcasts under :data:`BUFFER_MAX_SHARE_OF_PSI` of Ψ are ``buffers``, but
+    where a step's broadcasts are all scalars (``small``): a flag, not a model's buffers, whose statistics
+    are vectors (Lightning broadcasts its SIGTERM flag, one int64, every batch:
+    ``_TrainingEpochLoop._broadcast_sigterm_tensor``); scalar collectives and barriers are ``scalar``."""
     cat = cat.copy()
     barrier = ops.eq("barrier")
     bc = (cat == STEP) & ops.eq("broadcast")
     if bc.any() and psi_ref:
         pair, k = group_codes(rank[bc], step_id[bc])
-        bc_tot = group_sums(pair, k, {"e": full[bc]})["e"]
-        if float(bc_tot.max()) < BUFFER_MAX_SHARE_OF_PSI * psi_ref:
-            cat[bc] = BUFFERS
+        sums = group_sums(pair, k, {"e": full[bc], "data": (~small[bc]).astype(np.float64)})
+        if float(sums["e"].max()) < BUFFER_MAX_SHARE_OF_PSI * psi_ref:
+            cat[np.flatnonzero(bc)[sums["data"].to_numpy()[pair] > 0]] = BUFFERS
     cat[(cat == STEP) & (small | barrier)] = SCALAR
     cat[(cat == ONE_OFF) & barrier] = SCALAR
     return cat

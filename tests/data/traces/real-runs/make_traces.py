@@ -963,6 +963,54 @@ HF_DS_ZERO2 = {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gp
                "gradient_accumulation_steps": "auto", "train_batch_size": "auto"}
 
 
+# --- Lightning cases ------------------------------------------------------------------------------
+
+
+def case_lightning(outdir, *, ga=4, steps=2):
+    """Lightning's ``Trainer`` (``accelerator="cpu"``, ``devices=4``, ``strategy="ddp"``: the process group
+    torchrun's and this script's) training :class:`MLP` as a ``LightningModule`` (Adam, the loss logged
+    every step), ``accumulate_grad_batches=ga``, under Lightning's own ``PyTorchProfiler``
+    (``record_shapes=True``, schedule wait 0 / warm-up 1 / active ``ga * steps``), its trace written by
+    an ``on_trace_ready`` of ours (``rank{r}.json.gz``). That profiler steps torch's after every
+    ``training_step`` (``PyTorchProfiler.stop``): one ``ProfilerStep`` per micro-batch, each from the end of
+    one forward to the end of the next, the backward of the one before in it."""
+    import tempfile
+
+    import lightning as L
+    from lightning.pytorch.profilers import PyTorchProfiler
+
+    rank = dist.get_rank()
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.mlp = make_model()
+
+        def training_step(self, batch, _):
+            x, y = batch
+            loss = loss_fn(self.mlp(x), y)
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters(), lr=LR)
+
+    g = torch.Generator().manual_seed(10_000)
+    data = torch.utils.data.TensorDataset(torch.randn(4096, LAYERS[0][0], generator=g),
+                                          torch.randn(4096, LAYERS[-1][1], generator=g))
+
+    def save(prof):
+        prof.export_chrome_trace(os.path.join(outdir, f"rank{rank}.json.gz"))
+
+    prof = PyTorchProfiler(dirpath=tempfile.mkdtemp(), filename="summary", record_shapes=True,
+                           schedule=schedule(wait=0, warmup=1, active=ga * steps, repeat=1),
+                           on_trace_ready=save)
+    trainer = L.Trainer(accelerator="cpu", devices=dist.get_world_size(), strategy="ddp", max_steps=1 + steps,
+                        accumulate_grad_batches=ga, profiler=prof, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=MICRO_BATCH))
+
+
 def fsdp_groups(mesh_shape):
     if mesh_shape == (2, 2):  # DeviceMesh [[0, 1], [2, 3]]: dim 0 replicate, dim 1 shard
         return {"replicate": [[0, 2], [1, 3]], "shard": [[0, 1], [2, 3]]}
@@ -1379,6 +1427,12 @@ CASES = {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "lightning-ddp-ga4": (case_lightning, {
+        "scheme": "Lightning Trainer, DDP, accumulate_grad_batches=4, Lightning's PyTorchProfiler",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 4,
+        "grad_sync": "last micro-batch only (Lightning's no_sync() on the first 3)",
+        "schedule": {"wait": 0, "warmup": 1, "active": 8}, "steps_profiled": 8,
+        "profiler_step_per": "micro-batch"}),
     "hf-trainer-ddp": (lambda o: case_hf_trainer(o, steps=3), {
         "scheme": "Hugging Face Trainer, DDP (its default on several ranks)", "param_dtype": "float32",
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 1,
@@ -1418,6 +1472,10 @@ def describe(case):
         import deepspeed
 
         out["deepspeed"] = deepspeed.__version__
+    if case.startswith("lightning-"):
+        import lightning
+
+        out["lightning"] = lightning.__version__
     if case.startswith("hf-"):
         import accelerate
         import transformers
