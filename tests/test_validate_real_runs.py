@@ -1483,3 +1483,32 @@ def test_a_flag_broadcast_every_batch_is_scalar_traffic_not_buffers():
     # ProfilerStep#5-#7 a flag each: (4 × 8 + 7 × 4 + 4) B, each broadcast sending 3/4 of its vector
     assert cats.at["scalar", "calls_per_rank_per_step"] == 6
     assert cats.at["scalar", "bytes_per_rank_per_step"] == pytest.approx((4 * 8 + 7 * 4 + 4) * 3 / 4)
+
+
+def test_marked_steps_each_holding_the_optimizer_step_are_optimizer_steps_whatever_some_add():
+    # real-runs/hf-trainer-gpt2-ddp-ga2-log-every-2 (README): Hugging Face Trainer logging every 2nd step,
+    # a GPT-2 of Ψ = 86,976; every marked step holds an Optimizer.step# annotation and one fp32 all-reduce
+    # of Ψ after its 2nd backward, every 2nd also the two logging gathers of one element: 4 optimizer steps
+    # of 2 micro-batches each, not 2 of 4 (every 2nd holding more calls, as a micro-batch loop's would)
+    case = "hf-trainer-gpt2-ddp-ga2-log-every-2"
+    psi = 86_976
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert run["model"]["psi"] == psi and run["steps_profiled"] == 4 and run["micro_batches"] == 2
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.steps, m.psi, m.n, m.micro_batches, m.grad_sync) == (4, psi, 4, 2, "boundary")
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * psi * 3 / 4 * 4)
+    assert res.matches[0] == "dp"
+
+
+def test_a_scheme_that_gathers_nothing_has_no_gathers_to_keep():
+    # by hand: dp all-reduces Ψ = 100 in each of K = 2 micro-batches, no all-gather; measured, one
+    # all-reduce of 100 (no_sync() on the first): no kept-gather regime reads it (the option of keeping the
+    # forward gather prices 2K gathers where there are none)
+    from zerocalc.validate.regimes import kept_gathers
+
+    phases = [("all_reduce", 4, 2, 100.0)]
+    for option in (False, True):
+        assert kept_gathers({("all_reduce", 4): 100.0}, {("all_reduce", 4): 200.0}, phases, 2, "boundary",
+                            option) == 0

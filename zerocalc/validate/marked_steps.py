@@ -38,11 +38,12 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     if warm_up:
         step_marked &= step_id >= 0
         n_marked -= 1
-    if per_optimizer is not None and steps is not None and steps != n_marked:
+    each = per_optimizer is not None and per_optimizer[0] == 1  # the optimizer's annotations: one a mark
+    if per_optimizer is not None and not each and steps is not None and steps != n_marked:
         raise TraceMismatchError(f"--steps {steps} but the trace's calls fall in {per_optimizer[2]} marked "
                                  f"step(s), micro-batches of {n_marked} optimizer step(s)")
-    how, notes = (_marked_how(step_id, rank, sig, steps, light, objects, n_marked) if per_optimizer is None
-                  else _optimizer_how(n_marked, *per_optimizer))
+    how, notes = (_marked_how(step_id, rank, sig, steps, light, objects, n_marked, regroup=not each)
+                  if per_optimizer is None or each else _optimizer_how(n_marked, *per_optimizer))
     if warm_up and data:
         how = (f"{how}; the first marked step, unlike the {n_marked} alike after it, is a warm-up step "
                f"(its {_plural(warm_up, 'call')} a rank counted one-off), as DeepSpeed ZeRO-3's first, which "
@@ -107,10 +108,12 @@ def _warm_up_step(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light:
 
 
 def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: int | None,
-                light: np.ndarray | None, objects: np.ndarray | None, n_marked: int) -> tuple[str, list[str]]:
+                light: np.ndarray | None, objects: np.ndarray | None, n_marked: int, regroup: bool = True
+                ) -> tuple[str, list[str]]:
     """:func:`_marked_steps` past its warm-up step: how the steps were found and notes, with each call's
-    step (``step_id``) regrouped in place where the markers mark micro-batches, or set apart where some
-    steps hold an evaluation or a checkpoint."""
+    step (``step_id``) regrouped in place where the markers mark micro-batches (not where ``regroup`` is
+    False: the optimizer's annotations say each marks an optimizer step), or set apart where some steps
+    hold an evaluation or a checkpoint."""
     grouped = _marked_micro_batches(step_id, rank, sig)
     evaluated = (None if grouped is None or light is None or steps not in (None, n_marked)
                  else _evaluations(step_id, rank, sig, light, objects))
@@ -120,7 +123,7 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
                 else "an evaluation (the forward's calls again, and small all-reduces")
         return (f"{n_marked} step(s) {MARKERS}; every {_ordinal(k)} also holds {what}: "
                 f"{_plural(n_eval, 'call')} in all), counted one-off"), []
-    if grouped is not None and steps in (None, grouped[1]):
+    if grouped is not None and regroup and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
         step_id[:] = regrouped
         how = (f"{n} optimizer step(s) {MARKERS}, which mark micro-batches: every "

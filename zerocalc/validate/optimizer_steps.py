@@ -41,7 +41,8 @@ def optimizer_marked(marked: np.ndarray, files: Codes, meta: dict | None, steps:
                      f"{_plural(n_calls, 'call')} a rank count as one-off")
     grouped = optimizer_grouped(marked, files, meta)
     if grouped is None:
-        return marked, None, notes
+        each = optimizer_in_each(marked, files, meta)
+        return marked, (1, 0, len(np.unique(marked[~np.isnan(marked)]))) if each else None, notes
     return grouped[0], (*grouped[1:], len(np.unique(marked[~np.isnan(marked)]))), notes
 
 
@@ -87,6 +88,19 @@ def optimizer_grouped(step: np.ndarray, files: Codes, meta: dict | None
         out[at[whole]] = ends[j][whole]
         left_out = max(left_out, len(np.unique(p[~whole])))
     return out, k, left_out
+
+
+def optimizer_in_each(step: np.ndarray, files: Codes, meta: dict | None) -> bool:
+    """Whether every file whose calls are marked names its optimizer steps
+    (``meta[file]["optimizer_steps"]``), at least two, and each of its marked steps that holds calls holds
+    one: the markers mark optimizer steps, whatever else some of them hold (Hugging Face Trainer's logging
+    gathers, every ``logging_steps``-th)."""
+    held = [(meta or {}).get(name, {}).get("optimizer_steps") for name in files.names]
+    marked = ~np.isnan(step) & (files.codes >= 0)
+    used = np.unique(files.codes[marked]).tolist()
+    return bool(used) and all(
+        held[f] and len(held[f]) >= 2
+        and set(np.unique(step[marked & (files.codes == f)]).tolist()) <= set(held[f]) for f in used)
 
 
 def without_backward(step: np.ndarray, files: Codes, meta: dict | None) -> tuple[np.ndarray, int, int]:

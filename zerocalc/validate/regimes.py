@@ -57,7 +57,7 @@ def kept_gathers(mkeys: dict, pkeys: dict, phases, k: int, grad_sync: str | None
         return 0
     calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
     for predicted, kept in ((2 * k, k + 1), (k, 1), (2 * k if forward_kept else 0, 1)):
-        if kept == 1 and grad_sync == "every":
+        if not predicted or (kept == 1 and grad_sync == "every"):
             continue
         if calls == predicted and same_elements(mkeys, pkeys, gathers=kept / predicted):
             return kept

@@ -15,7 +15,8 @@ from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
   its input and output tensors (from ``Input Dims``; a
   ``TensorList`` argument counts all tensors in the list, a 0-d tensor counts 1), and its
   element type from ``Input type`` (``TensorList`` arguments carry no type);
-* the ``aten::mse_loss`` ops on the main thread: the model's loss, one per forward pass,
+* the ``aten::mse_loss`` ops on the main thread (``aten::cross_entropy_loss`` in the GPT-2 case): the model's
+  loss, one per forward pass,
   so one per micro-batch;
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
   elements, element type, thread id. Worker events belong to the step in whose window
@@ -130,7 +131,7 @@ def count_file(path):
         lo, hi = s["ts"], s["ts"] + s["dur"]
         inside = [c for c in calls if lo <= c["ts"] and c["ts"] + c["dur"] <= hi]
         wk = [g for g in workers if lo <= g["ts"] < hi]
-        losses = [e for e in events if e["name"] == "aten::mse_loss" and e["tid"] == main_tid
+        losses = [e for e in events if e["name"] in LOSSES and e["tid"] == main_tid
                   and lo <= e["ts"] and e["ts"] + e.get("dur", 0) <= hi]
         row = out["steps"][s["name"]] = summarise(inside, wk)
         row["loss_calls"] = len(losses)
@@ -192,6 +193,8 @@ def summarise(calls, workers):
 #: A rank's trace file: ``rank{r}.json.gz``, or ``rank{r}.{time}.pt.trace.json.gz`` as
 #: ``torch.profiler.tensorboard_trace_handler(..., worker_name=f"rank{r}", use_gzip=True)`` writes one per
 #: profiling window of a schedule that repeats.
+#: The models' losses: the MLP's, and a causal LM's (Hugging Face GPT-2)
+LOSSES = ("aten::mse_loss", "aten::cross_entropy_loss")
 TRACE_FILE = re.compile(r"rank\d+(\.\d+\.pt\.trace)?\.json\.gz")
 
 

@@ -923,7 +923,34 @@ class HFData(torch.utils.data.Dataset):
         return {"x": self.x[i], "labels": self.y[i]}
 
 
-def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None):
+class HFTokens(torch.utils.data.Dataset):
+    """Fixed random token sequences (``{"input_ids", "labels"}``, labels the inputs: a causal LM's)."""
+
+    def __init__(self, n=2048):
+        g = torch.Generator().manual_seed(10_000)
+        self.ids = torch.randint(0, HF_GPT2["vocab_size"], (n, HF_SEQ), generator=g)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+
+#: A GPT-2 small enough to trace (transformers' ``GPT2Config``; built from the config, no weights fetched)
+HF_GPT2 = {"n_layer": 1, "n_embd": 64, "n_head": 2, "vocab_size": 512, "n_positions": 64, "bos_token_id": 0,
+           "eos_token_id": 0}
+HF_SEQ = 16  # tokens a sample
+
+
+def hf_gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(**HF_GPT2))
+
+
+def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False, logging_steps=1):
     """Hugging Face Trainer (``use_cpu``, ``ddp_backend="gloo"``; DDP, or DeepSpeed from
     ``deepspeed_config``) training :class:`HFLoss` for 1 warm-up + ``steps`` optimizer steps of ``ga``
     micro-batches, the profiler stepped by a ``TrainerCallback.on_step_end`` (after each optimizer step, as
@@ -939,7 +966,8 @@ def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None):
         kw["deepspeed"] = deepspeed_config
     args = TrainingArguments(
         output_dir=tempfile.mkdtemp(), use_cpu=True, ddp_backend="gloo", gradient_accumulation_steps=ga,
-        per_device_train_batch_size=MICRO_BATCH, max_steps=1 + steps, learning_rate=LR, logging_steps=1,
+        per_device_train_batch_size=MICRO_BATCH, max_steps=1 + steps, learning_rate=LR,
+        logging_steps=logging_steps,
         report_to=[], save_strategy="no", dataloader_num_workers=0, remove_unused_columns=False,
         disable_tqdm=True, seed=0, **kw)
 
@@ -955,7 +983,8 @@ def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None):
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
                  schedule=schedule(wait=0, warmup=1, active=steps, repeat=1), on_trace_ready=save) as prof:
-        Trainer(model=HFLoss(), args=args, train_dataset=HFData(), callbacks=[StepProfiler(prof)]).train()
+        model, data = (hf_gpt2(), HFTokens()) if gpt2 else (HFLoss(), HFData())
+        Trainer(model=model, args=args, train_dataset=data, callbacks=[StepProfiler(prof)]).train()
 
 
 HF_OPTIMIZER = "AdamW (Trainer's default optim, adamw_torch_fused)"
@@ -1443,6 +1472,15 @@ CASES = {
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (Accelerate's no_sync() on the first 3)",
         "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)", "optimizer": HF_OPTIMIZER}),
+    "hf-trainer-gpt2-ddp-ga2-log-every-2": (
+        lambda o: case_hf_trainer(o, ga=2, steps=4, gpt2=True, logging_steps=2), {
+            "scheme": "Hugging Face Trainer, DDP, a GPT-2 of one layer (GPT2LMHeadModel from its config), "
+                      "gradient_accumulation_steps=2, logging_steps=2",
+            "model": {"gpt2_config": HF_GPT2, "psi": 86_976, "sequence_length": HF_SEQ},
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": 2, "grad_sync": "last micro-batch only (Accelerate's no_sync() on the first)",
+            "steps_profiled": 4, "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)",
+            "optimizer": HF_OPTIMIZER}),
     "hf-trainer-ds-zero2-ga4": (lambda o: case_hf_trainer(o, ga=4, deepspeed_config=HF_DS_ZERO2), {
         "scheme": "Hugging Face Trainer, DeepSpeed ZeRO stage 2 (its defaults but the stage), "
                   "gradient_accumulation_steps=4", "param_dtype": "float32", "reduce_dtype": "float32",
