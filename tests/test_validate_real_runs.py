@@ -206,6 +206,8 @@ MICRO = {
     # Lightning's profiler steps after each training_step: a marked step is one backward and the next
     # forward; the all-reduce at the 4th, with the optimizer's step (no_sync() on the first 3)
     "lightning-ddp-ga4": (4, "boundary"),
+    # the same with the loss all-reduced every micro-batch (sync_dist=True), after a barrier
+    "lightning-ddp-ga4-sync-dist": (4, "boundary"),
 }
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
@@ -215,7 +217,7 @@ FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-
                         "ds-zero1-ga4-without-profiler-steps",
                         "fsdp1-shard-grad-op-ga4-no-sync", "fsdp1-hybrid-zero2-2x2-ga4-no-sync", "pp2-dp2",
                         "ds-pipe2-dp2-zero1-ga4", "hf-trainer-ddp-ga4",
-                        "lightning-ddp-ga4"}
+                        "lightning-ddp-ga4", "lightning-ddp-ga4-sync-dist"}
 
 
 @pytest.mark.parametrize("case", list(MICRO))
@@ -259,6 +261,7 @@ RAN = {
     "hf-trainer-ddp-ga4": ("dp", None),
     "hf-trainer-ds-zero2-ga4": ("deepspeed-zero2", None),
     "lightning-ddp-ga4": ("dp", None),
+    "lightning-ddp-ga4-sync-dist": ("dp", None),
 }
 
 
@@ -1512,3 +1515,18 @@ def test_a_scheme_that_gathers_nothing_has_no_gathers_to_keep():
     for option in (False, True):
         assert kept_gathers({("all_reduce", 4): 100.0}, {("all_reduce", 4): 200.0}, phases, 2, "boundary",
                             option) == 0
+
+
+def test_barriers_with_worker_annotations_leave_the_other_calls_paired():
+    # real-runs/lightning-ddp-ga4-sync-dist (README): every micro-batch a barrier, then the loss all-reduced;
+    # torch 2.13's gloo annotates the barrier's work too (gloo:barrier, counted from rank 0's file below).
+    # The other calls still take their element type from their gloo annotations: fp32 gradients, and
+    # the int64 flag and the int32 bucket order broadcast
+    trace = json.loads(gzip.decompress((RUNS / "lightning-ddp-ga4-sync-dist" / "rank0.json.gz").read_bytes()))
+    names = Counter(e["name"] for e in trace["traceEvents"] if e.get("ph") == "X")
+    assert names["c10d::barrier"] == names["gloo:barrier"] == 8
+    ts = read_traces(RUNS / "lightning-ddp-ga4-sync-dist")
+    matched = [m["gloo_matched"] for m in ts.meta.values() if isinstance(m, dict) and "gloo_matched" in m]
+    assert matched and all(matched)
+    m = check(ts.table, meta=ts.meta).measurement
+    assert m.grad_dtype == "fp32" and m.psi == PSI

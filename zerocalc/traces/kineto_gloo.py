@@ -22,9 +22,10 @@ def _match_gloo(
     rows: list[dict], gloo: list[tuple[float, float, int, Any]], recs: dict, res: ParseResult
 ) -> None:
     """Pair calls without kernels with gloo work annotations in issue order, all-or-nothing: in start
-    order, else within the worker threads' reach (the module's docstring)."""
+    order, else within the worker threads' reach (the module's docstring). Barriers aside: they carry
+    nothing to read, and only some releases annotate their work (``gloo:barrier`` in torch 2.13)."""
     cands = [r for r in rows if r["link"] is None and r["op"] != "barrier"]
-    gloo = sorted(gloo)
+    gloo = sorted(g for g in gloo if KINETO_ANNOTATION_OPS.get(recs[g[2]][0][len("gloo:"):]) != "barrier")
     pairs = None
     if len(cands) == len(gloo):
         pairs = _in_order(cands, gloo, recs)

@@ -55,6 +55,7 @@ GLOO_NAME = {
     "c10d::alltoall_": "gloo:all_to_all",
     "c10d::send": "gloo:send",
     "c10d::recv_": "gloo:recv",
+    "c10d::barrier": "gloo:barrier",
 }
 OUT_FIRST = ("allgather", "reduce_scatter", "alltoall")  # ops whose arg 0 is the output
 STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -146,7 +147,8 @@ def count_file(path):
 
 
 def pair(calls, workers):
-    """Pair each c10d op with its gloo worker event (same op kind and input size, after it)."""
+    """Pair each c10d op with its gloo worker event (same op kind and input size, after it); a barrier with
+    its own where the release annotates one (gloo:barrier, torch 2.13)."""
     free = list(workers)
     for c in calls:
         want = GLOO_NAME.get(c["op"])

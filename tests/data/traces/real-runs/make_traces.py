@@ -995,10 +995,11 @@ HF_DS_ZERO2 = {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gp
 # --- Lightning cases ------------------------------------------------------------------------------
 
 
-def case_lightning(outdir, *, ga=4, steps=2):
+def case_lightning(outdir, *, ga=4, steps=2, sync_dist=False):
     """Lightning's ``Trainer`` (``accelerator="cpu"``, ``devices=4``, ``strategy="ddp"``: the process group
     torchrun's and this script's) training :class:`MLP` as a ``LightningModule`` (Adam, the loss logged
-    every step), ``accumulate_grad_batches=ga``, under Lightning's own ``PyTorchProfiler``
+    every step, all-reduced where ``sync_dist``), ``accumulate_grad_batches=ga``, under Lightning's own
+    ``PyTorchProfiler``
     (``record_shapes=True``, schedule wait 0 / warm-up 1 / active ``ga * steps``), its trace written by
     an ``on_trace_ready`` of ours (``rank{r}.json.gz``). That profiler steps torch's after every
     ``training_step`` (``PyTorchProfiler.stop``): one ``ProfilerStep`` per micro-batch, each from the end of
@@ -1018,7 +1019,7 @@ def case_lightning(outdir, *, ga=4, steps=2):
         def training_step(self, batch, _):
             x, y = batch
             loss = loss_fn(self.mlp(x), y)
-            self.log("loss", loss)
+            self.log("loss", loss, sync_dist=sync_dist)
             return loss
 
         def configure_optimizers(self):
@@ -1458,6 +1459,13 @@ CASES = {
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
     "lightning-ddp-ga4": (case_lightning, {
         "scheme": "Lightning Trainer, DDP, accumulate_grad_batches=4, Lightning's PyTorchProfiler",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 4,
+        "grad_sync": "last micro-batch only (Lightning's no_sync() on the first 3)",
+        "schedule": {"wait": 0, "warmup": 1, "active": 8}, "steps_profiled": 8,
+        "profiler_step_per": "micro-batch"}),
+    "lightning-ddp-ga4-sync-dist": (lambda o: case_lightning(o, sync_dist=True), {
+        "scheme": "Lightning Trainer, DDP, accumulate_grad_batches=4, the loss logged with sync_dist=True, "
+                  "Lightning's PyTorchProfiler",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 4,
         "grad_sync": "last micro-batch only (Lightning's no_sync() on the first 3)",
         "schedule": {"wait": 0, "warmup": 1, "active": 8}, "steps_profiled": 8,
