@@ -59,3 +59,71 @@ def test_gloo_traces_agree_with_comms_summary():
         # the summary covers the warm-up step and initialisation too: at least as many calls
         assert printed[key] >= n, key
     assert printed[("reduce_scatter", "1.44 MB")] == 3 + 1  # 3 profiled + 1 warm-up step
+
+
+def test_the_world_size_is_read_from_deepspeeds_printed_bandwidths():
+    # DeepSpeed's calc_bw_log prints busbw = algbw × (n-1)/n for reduce_scatter and all_gather: the
+    # tutorial's three verbose lines, by hand, 1129.23 / 1204.52 = 0.93749, 894.76 / 954.41 = 0.93750,
+    # 1212.63 / 1293.47 = 0.93750: n = 1 / (1 - 0.9375) = 16 (the tutorial does not state its world)
+    for algbw, busbw in ((1204.52, 1129.23), (954.41, 894.76), (1293.47, 1212.63)):
+        assert round(1 / (1 - busbw / algbw)) == 16
+    ts = read_traces(DATA / "deepspeed-comms" / "tutorial-examples.txt")
+    (meta,) = ts.meta.values()
+    assert meta["world_size"] == 16 and "DeepSpeed's printed bandwidths" in meta["notes"][0]
+    # bandwidths too small to pin a whole n leave it unread: the check asks for --n, as before
+    from zerocalc.traces.deepspeed_comms import world_from_bandwidth
+
+    rows = [{"op_name": "all_reduce", "algbw_Gbps_printed": 0.02, "busbw_Gbps_printed": 0.01,
+             "source_line": 1}]
+    assert world_from_bandwidth(rows) is None
+
+
+LOG = DATA / "deepspeed-comms" / "zero2-ga4-gloo-verbose.log"
+
+
+def _log_lines(op, size):
+    """The kept log's verbose lines of ``op`` with message size ``size``, by a plain split."""
+    return [ln for ln in LOG.read_text().splitlines()
+            if f"comm op: {op} |" in ln and f"| msg size: {size} |" in ln]
+
+
+def test_a_real_verbose_log_checks_as_deepspeed_zero2_given_its_element_type():
+    # deepspeed-comms/zero2-ga4-gloo-verbose.log (make_comms_log.py): ZeRO-2, 4 ranks, 4 micro-batches,
+    # 3 optimizer steps: by the file, 12 all-reduces of 277.75 KB (71,104 fp32 elements: 284,416 B =
+    # 277.75 × 1024), 4 a step, and 3 all-gathers of the 69.44 KB shard (17,776 elements: Ψ / 4)
+    import pytest
+
+    from zerocalc.errors import TraceMismatchError
+    from zerocalc.validate import check
+
+    assert len(_log_lines("all_reduce", "277.75 KB")) == 12 and 277.75 * 1024 == 71_104 * 4
+    assert len(_log_lines("all_gather_into_tensor", "69.44 KB")) == 3
+    ts = read_traces(LOG)
+    res = check(ts.table, meta=ts.meta, dtype="fp32")
+    m = res.measurement
+    assert (m.psi, m.n, m.steps, m.micro_batches, m.grad_sync) == (71_104, 4, 3, 4, "every")
+    assert (m.param_dtype, m.grad_dtype) == ("fp32", "fp32")
+    assert res.matches[0] == "deepspeed-zero2"
+    # without its element type the bytes give no elements: refused, naming --dtype
+    with pytest.raises(TraceMismatchError, match="--dtype"):
+        check(ts.table, meta=ts.meta)
+
+
+def test_the_cli_refuses_a_log_of_bytes_alone_in_one_line_naming_dtype():
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    res = CliRunner().invoke(app, ["check", str(LOG)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert "only bytes" in line and "--dtype" in line and "--psi" in line
+    ok = CliRunner().invoke(app, ["check", str(LOG), "--dtype", "bf16", "--format", "json"])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_a_type_known_by_its_width_alone_is_the_given_one_else_a_float():
+    from zerocalc.validate.infer import type_of_width
+
+    assert type_of_width(2, "bf16") == "bf16" and type_of_width(4, "bf16") == "fp32"
+    assert type_of_width(4) == "fp32" and type_of_width(8) == "fp64" and type_of_width(3) == "?"

@@ -14,7 +14,11 @@
 Sizes are DeepSpeed's ``convert_size``: 1024-based units rounded to 2 decimals, of the tensor
 argument (``reduce_scatter_tensor``: the full input; ``all_gather_into_tensor``: the shard),
 so only an approximate byte count (``msg_size_bytes``) is known and no element count or
-dtype: those are NA. Its bandwidths use the global world size: kept as printed, never used.
+dtype: those are NA. Its bandwidths are kept as printed; they use the global world size n
+(``calc_bw_log``: busbw = algbw × (n-1)/n for all_reduce, whose algbw counts its bytes twice, and for
+all_gather, reduce_scatter and all_to_all), so where the verbose lines' are large enough to pin one whole
+n, printed with 2 decimals as they are, it is the trace's world size (:func:`world_from_bandwidth`), said
+in a note.
 """
 
 from __future__ import annotations
@@ -134,4 +138,34 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
         except TraceFormatError as exc:
             bad(file, lineno, exc.reason, strict, res.skipped)
     res.meta.update(rank=next(iter(ranks)) if len(ranks) == 1 else None, world_size=None)
+    found = world_from_bandwidth(rows)
+    if found is not None:
+        res.meta["world_size"] = found.n
+        res.meta["notes"] = [f"world size {found.n}: from DeepSpeed's printed bandwidths, "
+                             + found.how.removeprefix("from ")]
     return res
+
+
+#: DeepSpeed ops whose printed busbw is algbw × (n-1)/n (``calc_bw_log``; all_reduce's algbw doubles its size)
+_SCALED = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+
+def world_from_bandwidth(rows: list[dict[str, Any]]):
+    """The world size the verbose lines' printed algbw and busbw pin (:mod:`zerocalc.traces.busbw`'s
+    bounds of ``(n-1)/n``, each figure within half its last printed digit), or None where no line of a
+    scaled op prints both above 0, the lines disagree, or they allow more than one whole n."""
+    from zerocalc.errors import TraceFormatError as _Unread
+    from zerocalc.traces.busbw import ranks_from_bandwidth
+
+    printed = []
+    for r in rows:
+        if DEEPSPEED_OPS.get(r["op_name"]) not in _SCALED:
+            continue
+        a, b = r.get("algbw_Gbps_printed"), r.get("busbw_Gbps_printed")
+        printed.append({"algbw_GBps": a, "busbw_GBps": b, "source_line": r["source_line"]})
+    if not printed:
+        return None
+    try:
+        return ranks_from_bandwidth(printed, "all_gather", file="")
+    except _Unread:
+        return None

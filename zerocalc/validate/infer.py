@@ -79,16 +79,20 @@ def fill_elem_types(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, 
 
 
 def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
-                      eb: np.ndarray, w: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+                      eb: np.ndarray, w: np.ndarray | None = None, dtype: str | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Full elements and approximate bytes of calls that record only a message size, with notes.
 
     DeepSpeed's comms logger gives no elements, only the tensor argument's size in 1024-based units
     rounded to 2 decimals (``msg_size_bytes``; traces/deepspeed_comms.py): the call's bytes,
-    approximately. all_gather_into_tensor's argument is the shard (full vector = shard × p).
-    Returns (full elements, approximate full bytes or NaN, notes). ``w``: each call's weight
-    (:mod:`.folded`; None: 1).
+    approximately. all_gather_into_tensor's argument is the shard (full vector = shard × p). With
+    ``--dtype`` (``dtype``) those bytes are elements of that type, approximately, from here on: Ψ, the
+    steps and the micro-batches are read from them as from a trace that records elements.
+    Returns (full elements, approximate full bytes or NaN, bytes per element, notes). ``w``: each call's
+    weight (:mod:`.folded`; None: 1).
     """
+    from zerocalc.dtypes import DTYPE_BYTES
+
     notes: list[str] = []
     data_ops = ops.isin(_OP_VERBS)
     approx = np.broadcast_to(np.float64(np.nan), (len(rows),))  # read-only, no memory per call
@@ -98,9 +102,15 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
         use = data_ops & np.isnan(full) & ~np.isnan(msg)
         approx[use] = np.where(ops.eq("all_gather")[use], msg[use] * gs[use], msg[use])
         if use.any():
+            typed = dtype is not None and not (eb[use] > 0).any()
             notes.append(f"{_plural(_count(use, w), 'call')} record only an approximate message size "
                          "(DeepSpeed's comms logger: 1024-based units rounded to 2 decimals): its bytes are "
-                         "used, approximately, and give no element count")
+                         "used, approximately, and "
+                         + (f"read as elements of {dtype} (from --dtype)" if typed else
+                            "give no element count (give --dtype, the type they carry, to read Ψ, the "
+                            "steps and the micro-batches from them)"))
+            if typed:
+                eb = np.where(use, float(DTYPE_BYTES[dtype]), eb)
             with np.errstate(invalid="ignore"):
                 full = np.where(use & (eb > 0), approx / eb, full)
     nosize = data_ops & np.isnan(full) & np.isnan(approx)
@@ -112,7 +122,7 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
     if nosize.any():
         notes.append(f"{_plural(_count(nosize, w), 'call')} record no size: counted as 0 bytes "
                      "(not as scalar collectives)")
-    return full, approx, notes
+    return full, approx, eb, notes
 
 
 def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray,
@@ -137,10 +147,12 @@ def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
 
 
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
-              shard_only: bool = False, parts: str = "", scalars_only: int = 0) -> tuple[int, str]:
+              shard_only: bool = False, parts: str = "", scalars_only: int = 0,
+              unsized: int = 0) -> tuple[int, str]:
     """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's (read from the
     gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error;
-    ``scalars_only``: the trace's collectives where every one is a scalar (0: not so), for the error."""
+    ``scalars_only``: the trace's collectives where every one is a scalar (0: not so), for the error;
+    ``unsized``: the reductions in its steps that record no element count (bytes alone), for the error."""
     if psi is None:
         if psi_trace is None and scalars_only:
             from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
@@ -149,6 +161,11 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
                 f"the trace has no gradient collective: its {scalars_only:,} collective(s) are all scalars "
                 f"of at most {SCALAR_MAX_ELEMENTS} elements (losses, metrics), as an evaluation or inference "
                 "run sends them, so there is no training step to check")
+        if psi_trace is None and unsized:
+            raise TraceMismatchError(
+                f"the trace's {unsized:,} reduction(s) in its steps record no element count, only bytes "
+                "(a DeepSpeed comms log's sizes): give --dtype, the type they carry, to read Ψ from them, "
+                "or --psi")
         if psi_trace is None:
             raise TraceMismatchError(
                 "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
@@ -214,8 +231,23 @@ def wire_dtype(dt: Codes, stepmask: np.ndarray, gradmask: np.ndarray, full: np.n
         full = np.where(bytes_only, approx / comm_eb, full)
         eb = np.where(bytes_only, comm_eb, eb)
     if comm_dtype == "?":
-        comm_dtype = next((k for k, v in DTYPE_BYTES.items() if v == comm_eb), "?")
+        comm_dtype = type_of_width(comm_eb, dtype)
     return str(comm_dtype), float(comm_eb), full, eb, notes
+
+
+#: The type a width names where a call records its bytes per element but not its type: a float's, as
+#: gradients and parameters are (the first of each width; 2 bytes reads fp16, bf16's width too).
+_FLOAT_OF_WIDTH = {8: "fp64", 4: "fp32", 2: "fp16", 1: "fp8e4m3"}
+
+
+def type_of_width(width: float, preferred: str | None = None) -> str:
+    """The element type of a call that records only its bytes per element (``width``): ``preferred``
+    (``--dtype``, the wire's) where it is that wide, else the float type of that width, else "?"."""
+    from zerocalc.dtypes import DTYPE_BYTES
+
+    if preferred is not None and DTYPE_BYTES.get(preferred) == width:
+        return preferred
+    return _FLOAT_OF_WIDTH.get(int(width), "?") if width == int(width) else "?"
 
 
 
@@ -230,7 +262,6 @@ def side_dtypes(dt: Codes, ops: Codes, stepmask: np.ndarray, gradmask: np.ndarra
     """(parameter dtype, its bytes, gradient dtype, its bytes): the type carrying the most elements
     among the steady-state parameter-side (all-gather, broadcast) and gradient-side (``gradmask``)
     collectives; a side the step lacks takes the wire type. ``dt``: element types, missing read as "?"."""
-    from zerocalc.dtypes import DTYPE_BYTES
     from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
 
     out = []
@@ -241,6 +272,6 @@ def side_dtypes(dt: Codes, ops: Codes, stepmask: np.ndarray, gradmask: np.ndarra
             continue
         name, b = heaviest
         if name == "?":
-            name = next((k for k, v in DTYPE_BYTES.items() if v == b), "?")
+            name = type_of_width(b, wire[0])
         out += [str(name), float(b)]
     return out[0], out[1], out[2], out[3]

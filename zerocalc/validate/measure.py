@@ -182,7 +182,7 @@ def measure(
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
     notes += more
-    full, approx, more = infer.approximate_sizes(rows, ops, full, gs, eb, w)
+    full, approx, eb, more = infer.approximate_sizes(rows, ops, full, gs, eb, w, dtype)
     notes += more
     small = classify.scalar_calls(full, approx, ops, in_e)
     full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
@@ -264,7 +264,9 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     data_ops = ops.isin(list(OP_NAMES))
     scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     grad = classify.gradient_calls(cat, ops, full)
-    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only)
+    unsized = infer._count((cat == STEP) & ops.isin(classify.GRADIENT_OPS) & (full == 0) & ~small, w)
+    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only,
+                                   unsized)
     return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), notes
 
 
@@ -317,7 +319,7 @@ def _psi_in_trace(grad: np.ndarray, gs: np.ndarray, groups, ops: Codes, full: np
 
 
 def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups, grad: np.ndarray, ops: Codes,
-         syncs: int, scalars_only: int) -> tuple[int | None, int, str]:
+         syncs: int, scalars_only: int, unsized: int = 0) -> tuple[int | None, int, str]:
     """Ψ the trace shows (each rank's parameters: the dense ones and, under expert parallelism, the rank's
     experts), Ψ used (``--psi``, checked against it, else it; :func:`~.infer.infer_psi`) and how."""
     psi_trace = dense_psi
@@ -327,7 +329,7 @@ def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups,
         f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
         "each rank's parameters, dense and experts)")
     psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=groups.shard is not None,
-                                   parts=parts, scalars_only=scalars_only)
+                                   parts=parts, scalars_only=scalars_only, unsized=unsized)
     if expert_psi is not None:
         psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
                     f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")

@@ -1,0 +1,52 @@
+"""Make ``zero2-ga4-gloo-verbose.log``: DeepSpeed's comms logger, verbose, over a real ZeRO-2 run.
+
+Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
+
+    torchrun --nproc_per_node 4 make_comms_log.py OUT.log
+
+The model, data and optimizer are ``real-runs/make_traces.py``'s (the MLP of Ψ = 71,104, Adam), under
+``ds_config(2)`` (ZeRO stage 2, 4 micro-batches an optimizer step, ``overlap_comm`` off) with
+``comms_logger: {enabled, verbose, prof_all}``, for 3 optimizer steps. DeepSpeed logs each timed op on
+rank 0 (``log_dist(..., [0])``) at INFO; this script sends its logger's records to OUT.log as they are
+(DeepSpeed's own format), nothing else.
+"""
+
+import logging
+import os
+import sys
+
+import deepspeed
+import torch
+import torch.distributed as dist
+from deepspeed.utils import logger
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "real-runs"))
+import make_traces as m  # noqa: E402
+
+STEPS = 3
+
+
+def main(out):
+    deepspeed.init_distributed(dist_backend="gloo")
+    cfg = m.ds_config(2)
+    cfg["comms_logger"] = {"enabled": True, "verbose": True, "prof_all": True, "debug": False}
+    model = m.make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=m.LR)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    rank = dist.get_rank()
+    if rank == 0:  # DeepSpeed's own records, in its own format, from here on
+        handler = logging.FileHandler(out, mode="w")
+        handler.setFormatter(logger.handlers[0].formatter)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    for step in range(STEPS):
+        for micro in range(cfg["gradient_accumulation_steps"]):
+            x, y = m.batch(rank, step, micro)
+            engine.backward(m.loss_fn(engine(x), y))
+            engine.step()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
