@@ -78,7 +78,7 @@ def test_the_world_size_is_read_from_deepspeeds_printed_bandwidths():
     assert world_from_bandwidth(rows) is None
 
 
-LOG = DATA / "deepspeed-comms" / "zero2-ga4-gloo-verbose.log"
+LOG = DATA / "deepspeed-comms-gloo" / "zero2-ga4-verbose.log"
 
 
 def _log_lines(op, size):
@@ -88,7 +88,7 @@ def _log_lines(op, size):
 
 
 def test_a_real_verbose_log_checks_as_deepspeed_zero2_given_its_element_type():
-    # deepspeed-comms/zero2-ga4-gloo-verbose.log (make_comms_log.py): ZeRO-2, 4 ranks, 4 micro-batches,
+    # deepspeed-comms-gloo/zero2-ga4-verbose.log (make_comms_log.py): ZeRO-2, 4 ranks, 4 micro-batches,
     # 3 optimizer steps: by the file, 12 all-reduces of 277.75 KB (71,104 fp32 elements: 284,416 B =
     # 277.75 × 1024), 4 a step, and 3 all-gathers of the 69.44 KB shard (17,776 elements: Ψ / 4)
     import pytest

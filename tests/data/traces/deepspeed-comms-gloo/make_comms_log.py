@@ -1,4 +1,4 @@
-"""Make ``zero2-ga4-gloo-verbose.log``: DeepSpeed's comms logger, verbose, over a real ZeRO-2 run.
+"""Make ``zero2-ga4-verbose.log``: DeepSpeed's comms logger, verbose, over a real ZeRO-2 run.
 
 Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
 
