@@ -27,6 +27,7 @@ import re
 from typing import Any, TextIO
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.busbw import RanksFromBandwidth, ranks_from_bandwidth
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import DEEPSPEED_OPS, DEEPSPEED_SIZE_UNITS, DEEPSPEED_SUMMARY_COLUMNS
 
@@ -150,13 +151,10 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
 _SCALED = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
 
-def world_from_bandwidth(rows: list[dict[str, Any]]):
+def world_from_bandwidth(rows: list[dict[str, Any]]) -> RanksFromBandwidth | None:
     """The world size the verbose lines' printed algbw and busbw pin (:mod:`zerocalc.traces.busbw`'s
     bounds of ``(n-1)/n``, each figure within half its last printed digit), or None where no line of a
     scaled op prints both above 0, the lines disagree, or they allow more than one whole n."""
-    from zerocalc.errors import TraceFormatError as _Unread
-    from zerocalc.traces.busbw import ranks_from_bandwidth
-
     printed = []
     for r in rows:
         if DEEPSPEED_OPS.get(r["op_name"]) not in _SCALED:
@@ -167,5 +165,5 @@ def world_from_bandwidth(rows: list[dict[str, Any]]):
         return None
     try:
         return ranks_from_bandwidth(printed, "all_gather", file="")
-    except _Unread:
+    except TraceFormatError:  # no figure above 0, figures that disagree, or several whole n
         return None

@@ -88,10 +88,11 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
 def _scalars_ahead(grad: list[bool], data: list[bool] | None, per: int, reps: int) -> int:
     """How many calls open a step as a block of scalars alone repeated (``reps`` ≥ 2 blocks of ``per``
     calls, none carrying data nor reducing gradients) before calls with data; 0 otherwise. Such a block
-    is what a training loop sends before its micro-batches, not one of them: Hugging Face Trainer gathers
-    each step's item count (``num_items_in_batch``) from every rank, twice, before the first forward,
-    whatever the micro-batches. Where the trace counts the backward passes, they tell the micro-batches,
-    and the calls after the block are searched for their own."""
+    is what a training loop sends before its micro-batches, not one of them: Hugging Face Trainer's
+    logging gathers the loss and the FLOPs from every rank after a step (``nested_gather``,
+    ``store_flos``), after the profiler's ``on_step_end``, so the pair opens the next marked step, before
+    its first forward, whatever the micro-batches. Where the trace counts the backward passes, they tell
+    the micro-batches, and the calls after the block are searched for their own."""
     n = per * reps
     if reps < 2 or data is None or any(data[:n]) or any(grad[:n]) or not any(data[n:]):
         return 0
