@@ -127,3 +127,30 @@ def test_a_type_known_by_its_width_alone_is_the_given_one_else_a_float():
 
     assert type_of_width(2, "bf16") == "bf16" and type_of_width(4, "bf16") == "fp32"
     assert type_of_width(4) == "fp32" and type_of_width(8) == "fp64" and type_of_width(3) == "?"
+
+
+#: Three lines of a real run's log with the comms logger's debug on (deepspeed-comms-gloo/make_comms_log.py
+#: --debug), verbatim: each op followed by the function that called it
+DEBUG_LINES = (
+    "[2026-12-06 01:24:41,538] [INFO] [logging.py:123:log_dist] [Rank 0] comm op: all_reduce | [Caller Func: "
+    "allreduce_bucket] | time (ms): 120.77 | msg size: 277.75 KB | algbw (Gbps): 0.04 | busbw (Gbps): 0.03\n"
+    "[2026-12-06 01:24:41,580] [INFO] [logging.py:123:log_dist] [Rank 0] comm op: all_reduce | [Caller Func: "
+    "get_grad_norm_direct] | time (ms): 0.81 | msg size: 4.0 B | algbw (Gbps): 0.00 | busbw (Gbps): 0.00\n"
+    "[2026-12-06 01:24:41,590] [INFO] [logging.py:123:log_dist] [Rank 0] comm op: all_gather_into_tensor | "
+    "[Caller Func: all_gather_into_tensor_dp_groups] | time (ms): 3.95 | msg size: 69.44 KB | algbw (Gbps): "
+    "0.58 | busbw (Gbps): 0.43\n"
+)
+
+
+def test_debug_lines_name_their_caller_and_are_read(tmp_path):
+    log = tmp_path / "debug.log"
+    log.write_text(DEBUG_LINES)
+    ts = read_traces(log)
+    (meta,) = ts.meta.values()
+    assert meta["format"] == "deepspeed_comms" and ts.skipped.count == 0
+    t = ts.table
+    assert list(t["op"]) == ["all_reduce", "all_reduce", "all_gather"]
+    callers = ["allreduce_bucket", "get_grad_norm_direct", "all_gather_into_tensor_dp_groups"]
+    assert list(t["caller"]) == callers
+    assert list(t["msg_size_bytes"]) == [277.75 * 1024, 4.0, 69.44 * 1024]
+    assert list(t["duration_s"].round(5)) == [0.12077, 0.00081, 0.00395]

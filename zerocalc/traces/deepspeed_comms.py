@@ -5,7 +5,8 @@
     [Rank 0] comm op: all_gather_into_tensor | time (ms): 0.11 | msg size: 6.0 MB
         | algbw (Gbps): .. | busbw (Gbps): ..
 
-  (the 2022-07 .. 2023-07 form starts ``rank=0 | ``);
+  (the 2022-07 .. 2023-07 form starts ``rank=0 | ``; with the logger's ``debug`` on, the op is followed by
+  `` | [Caller Func: allreduce_bucket]``, kept as the row's ``caller``);
 * the ``log_summary`` table: an op name on its own line (optionally ``| [Caller Func: f]``),
   then rows ``size count total_ms avg_ms tput_Gbps busbw_Gbps``. A summary row becomes
   ``count`` rows of the canonical table with ``duration_s`` NA (only the mean is known,
@@ -34,7 +35,8 @@ from zerocalc.traces.schema import DEEPSPEED_OPS, DEEPSPEED_SIZE_UNITS, DEEPSPEE
 FORMAT = "deepspeed_comms"
 _SIZE = r"(?P<size>\d+(?:\.\d+)?) ?(?P<unit>[KMGTP]?B)"
 VERBOSE = re.compile(
-    r"(?:\[Rank (?P<rank>\d+)\] )?(?:rank=(?P<rank2>\d+) \| )?comm op: (?P<op>\S+) \| time \(ms\): "
+    r"(?:\[Rank (?P<rank>\d+)\] )?(?:rank=(?P<rank2>\d+) \| )?comm op: (?P<op>\S+) "
+    r"(?:\| \[Caller Func: (?P<caller>[^\]]*)\] )?\| time \(ms\): "
     r"(?P<time>\d+(?:\.\d+)?) \| msg size: " + _SIZE
     + r" \| algbw \(Gbps\): (?P<algbw>\d+(?:\.\d+)?) +\| busbw \(Gbps\): (?P<busbw>\d+(?:\.\d+)?)"
 )
@@ -68,6 +70,8 @@ def parse_verbose_line(
         raise TraceFormatError(file, lineno, "'comm op:' line does not fit DeepSpeed's verbose layout")
     row = _base(file, lineno or 0, m["op"])
     rank = m["rank"] or m["rank2"]
+    if m["caller"] is not None:  # the logger's debug mode names the calling function
+        row["caller"] = m["caller"]
     row.update(rank=int(rank) if rank is not None else None, duration_s=float(m["time"]) * 1e-3,
                msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=_bytes(m["size"], m["unit"]),
                calls=1, algbw_Gbps_printed=float(m["algbw"]), busbw_Gbps_printed=float(m["busbw"]))

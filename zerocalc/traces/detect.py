@@ -62,7 +62,8 @@ _MD_HEADER = re.compile(
 #: ``check`` compares its calls with NCCL's model as it does nccl-tests sweeps.
 INSPECTOR = "nccl_inspector"
 _INSPECTOR = re.compile(rb'"(?:coll|p2p)_perf"\s*:\s*\{\s*"(?:coll|p2p)"\s*:')
-_DS = re.compile(rb"comm op: \S+ \| time \(ms\)|^Comm\. Op\s+Message Size\s+Count", re.M)
+_DS = re.compile(rb"comm op: \S+ (?:\| \[Caller Func: [^\]\n]*\] )?\| time \(ms\)"
+                 rb"|^Comm\. Op\s+Message Size\s+Count", re.M)
 
 
 #: How far :func:`read_on` reads past a weak head before it keeps the verdict ``nccl_log``.

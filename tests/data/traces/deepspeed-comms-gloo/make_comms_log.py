@@ -2,13 +2,14 @@
 
 Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
 
-    torchrun --nproc_per_node 4 make_comms_log.py OUT.log
+    torchrun --nproc_per_node 4 make_comms_log.py OUT.log [--debug]
 
 The model, data and optimizer are ``real-runs/make_traces.py``'s (the MLP of Ψ = 71,104, Adam), under
 ``ds_config(2)`` (ZeRO stage 2, 4 micro-batches an optimizer step, ``overlap_comm`` off) with
 ``comms_logger: {enabled, verbose, prof_all}``, for 3 optimizer steps. DeepSpeed logs each timed op on
 rank 0 (``log_dist(..., [0])``) at INFO; this script sends its logger's records to OUT.log as they are
-(DeepSpeed's own format), nothing else.
+(DeepSpeed's own format), nothing else. ``--debug`` turns the logger's ``debug`` on: each line then names
+the function that called the op (``| [Caller Func: allreduce_bucket]``).
 """
 
 import logging
@@ -26,10 +27,10 @@ import make_traces as m  # noqa: E402
 STEPS = 3
 
 
-def main(out):
+def main(out, debug=False):
     deepspeed.init_distributed(dist_backend="gloo")
     cfg = m.ds_config(2)
-    cfg["comms_logger"] = {"enabled": True, "verbose": True, "prof_all": True, "debug": False}
+    cfg["comms_logger"] = {"enabled": True, "verbose": True, "prof_all": True, "debug": debug}
     model = m.make_model()
     opt = torch.optim.Adam(model.parameters(), lr=m.LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
@@ -49,4 +50,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], debug="--debug" in sys.argv[2:])
