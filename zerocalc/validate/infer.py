@@ -91,28 +91,8 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
     Returns (full elements, approximate full bytes or NaN, bytes per element, notes). ``w``: each call's
     weight (:mod:`.folded`; None: 1).
     """
-    from zerocalc.dtypes import DTYPE_BYTES
-
-    notes: list[str] = []
     data_ops = ops.isin(_OP_VERBS)
-    approx = np.broadcast_to(np.float64(np.nan), (len(rows),))  # read-only, no memory per call
-    if rows.has("msg_size_bytes"):
-        approx = np.full(len(rows), np.nan)
-        msg = rows.num("msg_size_bytes")
-        use = data_ops & np.isnan(full) & ~np.isnan(msg)
-        approx[use] = np.where(ops.eq("all_gather")[use], msg[use] * gs[use], msg[use])
-        if use.any():
-            typed = dtype is not None and not (eb[use] > 0).any()
-            notes.append(f"{_plural(_count(use, w), 'call')} record only an approximate message size "
-                         "(DeepSpeed's comms logger: 1024-based units rounded to 2 decimals): its bytes are "
-                         "used, approximately, and "
-                         + (f"read as elements of {dtype} (from --dtype)" if typed else
-                            "give no element count (give --dtype, the type they carry, to read Ψ, the "
-                            "steps and the micro-batches from them)"))
-            if typed:
-                eb = np.where(use, float(DTYPE_BYTES[dtype]), eb)
-            with np.errstate(invalid="ignore"):
-                full = np.where(use & (eb > 0), approx / eb, full)
+    full, approx, eb, notes = _sized_in_bytes(rows, ops, data_ops, full, gs, eb, w, dtype)
     nosize = data_ops & np.isnan(full) & np.isnan(approx)
     if nosize.any() and nosize[data_ops].all():
         raise TraceMismatchError(
@@ -123,6 +103,36 @@ def approximate_sizes(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray,
         notes.append(f"{_plural(_count(nosize, w), 'call')} record no size: counted as 0 bytes "
                      "(not as scalar collectives)")
     return full, approx, eb, notes
+
+
+def _sized_in_bytes(rows: Rows, ops: Codes, data_ops: np.ndarray, full: np.ndarray, gs: np.ndarray,
+                    eb: np.ndarray, w: np.ndarray | None, dtype: str | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """:func:`approximate_sizes` of the calls ``data_ops`` that record a message size alone: their full
+    bytes (NaN elsewhere), and their elements and bytes per element where ``--dtype`` (``dtype``) or the
+    call gives its type, with the note."""
+    from zerocalc.dtypes import DTYPE_BYTES
+
+    approx = np.broadcast_to(np.float64(np.nan), (len(rows),))  # read-only, no memory per call
+    if not rows.has("msg_size_bytes"):
+        return full, approx, eb, []
+    approx = np.full(len(rows), np.nan)
+    msg = rows.num("msg_size_bytes")
+    use = data_ops & np.isnan(full) & ~np.isnan(msg)
+    approx[use] = np.where(ops.eq("all_gather")[use], msg[use] * gs[use], msg[use])
+    if not use.any():
+        return full, approx, eb, []
+    typed = dtype is not None and not (eb[use] > 0).any()
+    note = (f"{_plural(_count(use, w), 'call')} record only an approximate message size (DeepSpeed's comms "
+            "logger: 1024-based units rounded to 2 decimals): its bytes are used, approximately, and "
+            + (f"read as elements of {dtype} (from --dtype)" if typed else
+               "give no element count (give --dtype, the type they carry, to read Ψ, the steps and the "
+               "micro-batches from them)"))
+    if typed:
+        eb = np.where(use, float(DTYPE_BYTES[dtype]), eb)
+    with np.errstate(invalid="ignore"):
+        full = np.where(use & (eb > 0), approx / eb, full)
+    return full, approx, eb, [note]
 
 
 def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarray,
