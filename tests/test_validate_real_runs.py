@@ -1451,18 +1451,18 @@ def test_scalars_repeated_at_a_step_opening_are_not_micro_batches_where_the_pass
     # read alone the opening pair repeats twice, and is taken for two micro-batches
     assert _step_blocks(codes, grad, data, elems)[:2] == (2, "boundary")
     # where the trace counts the backward passes, they tell the micro-batches: nothing repeats here
-    assert _step_blocks(codes, grad, data, elems, passes_known=True)[:2] == (1, None)
+    assert _step_blocks(codes, grad, data, elems, passes=1)[:2] == (1, None)
     # DeepSpeed ZeRO-2 under Trainer: after the pair, the all-reduce of Ψ in each of 4 micro-batches, then
     # two scalars (3) and the updated partitions' gathers (4, 5)
     codes = [0, 0, 1, 1, 1, 1, 3, 3, 4, 5]
     grad = [False, False, True, True, True, True, False, False, False, False]
     data = [False, False, True, True, True, True, False, False, True, True]
     elems = [4.0, 4.0] + [71104.0] * 4 + [1.0, 1.0, 70656.0, 448.0]
-    assert _step_blocks(codes, grad, data, elems, passes_known=True) == (4, "every", 4, True)
+    assert _step_blocks(codes, grad, data, elems, passes=4) == (4, "every", 4, True)
     # a block with data is read as before, passes or not
     codes, grad, data = [1, 3, 1, 3, 1, 3, 2], [False] * 6 + [True], [True] * 7
     elems = [60.0, 40.0] * 3 + [100.0]
-    assert _step_blocks(codes, grad, data, elems, passes_known=True) == (3, "boundary", 1, True)
+    assert _step_blocks(codes, grad, data, elems, passes=3) == (3, "boundary", 1, True)
 
 
 def test_a_flag_broadcast_every_batch_is_scalar_traffic_not_buffers():
@@ -1530,3 +1530,30 @@ def test_barriers_with_worker_annotations_leave_the_other_calls_paired():
     assert matched and all(matched)
     m = check(ts.table, meta=ts.meta).measurement
     assert m.grad_dtype == "fp32" and m.psi == PSI
+
+
+def test_scalars_opening_a_step_once_are_set_aside_where_the_passes_confirm_the_blocks_after_them():
+    # real-runs/hf-trainer-gpt2-ds-zero3-ga2-eval-every-2 (README): DeepSpeed ZeRO-3 under Trainer, 2
+    # micro-batches a step each gathering the parameters and reduce-scattering Ψ = 86,976; every step opens
+    # with the item count's gather (one element), every 2nd also with the logging's two and an evaluation
+    # between its first micro-batch's gathers and forward. The evaluation keeps those steps from repeating;
+    # the others repeat once the opening gather is set aside, as the 2 backward passes a step confirm
+    case = "hf-trainer-gpt2-ds-zero3-ga2-eval-every-2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert run["model"]["psi"] == 86_976 and run["micro_batches"] == 2
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.steps, m.psi, m.n, m.micro_batches, m.grad_sync) == (4, 86_976, 4, 2, "every")
+    assert "deepspeed-zero3" in res.matches
+
+
+def test_a_scalar_opening_each_micro_batch_is_not_set_aside():
+    # by hand: a loop whose 2 micro-batches each open with a scalar (code 0), gather (1) and reduce (2):
+    # the block [0, 1, 2] repeats twice as it stands, which the passes confirm; set aside, the opening
+    # scalar would leave [1, 2, 0, 1, 2], no longer two blocks alike
+    from zerocalc.validate.micro_batches import _step_blocks
+
+    codes, grad = [0, 1, 2, 0, 1, 2], [False, False, True, False, False, True]
+    data, elems = [False, True, True, False, True, True], [1.0, 400.0, 100.0, 1.0, 400.0, 100.0]
+    assert _step_blocks(codes, grad, data, elems, passes=2)[:2] == (2, "every")

@@ -37,7 +37,47 @@ KEPT_BACKWARDS = "boundary, backwards after one forward"
 
 def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
                  elems: list[float] | None = None, scatter: list[bool] | None = None,
-                 passes_known: bool = False) -> tuple[int, str | None, int | None, bool]:
+                 passes: int | None = None) -> tuple[int, str | None, int | None, bool]:
+    """:func:`_blocks` of one (rank, step)'s call sequence, where the trace counts the backward passes its
+    steps run (``passes``, the most common count; None: not counted) with the scalars that open the step
+    set aside where they repeat as a block (:func:`_scalars_ahead`: the passes tell the micro-batches), or
+    where, opening the step once, they keep its calls from reading as that many micro-batches and the calls
+    after them do (:func:`_leading_scalars`: Hugging Face Trainer gathers the step's item count first)."""
+    if passes:
+        per, reps = _leading_repeats(codes)
+        if ahead := _scalars_ahead(grad, data, per, reps):
+            return _blocks_after(codes, grad, data, elems, scatter, ahead)
+    found = _blocks(codes, grad, data, elems, scatter)
+    if passes and passes > 1 and found[0] != passes and (lead := _leading_scalars(grad, data)):
+        after = _blocks_after(codes, grad, data, elems, scatter, lead)
+        if after[0] == passes:
+            return after
+    return found
+
+
+def _blocks_after(codes: list[int], grad: list[bool], data: list[bool] | None, elems: list[float] | None,
+                  scatter: list[bool] | None, n: int) -> tuple[int, str | None, int | None, bool]:
+    """:func:`_blocks` of the calls after the first ``n``, the gradient call's recurrences counted over
+    all of them."""
+    g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
+    reps, mode, _, sure = _blocks(codes[n:], grad[n:], None if data is None else data[n:],
+                                  None if elems is None else elems[n:],
+                                  None if scatter is None else scatter[n:])
+    return reps, mode, max(g.values()) if g else None, sure
+
+
+def _leading_scalars(grad: list[bool], data: list[bool] | None) -> int:
+    """How many calls without data that reduce no gradients open the step before calls with data; 0 where
+    none does or no call with data follows."""
+    if data is None:
+        return 0
+    n = next((i for i, (d, g) in enumerate(zip(data, grad, strict=True)) if d or g), len(data))
+    return n if n < len(data) and data[n] else 0
+
+
+def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
+            elems: list[float] | None = None, scatter: list[bool] | None = None
+            ) -> tuple[int, str | None, int | None, bool]:
     """One (rank, step)'s call sequence (``codes``, ``grad``: which are gradient reductions, ``data``: which
     carry more than a scalar; None: all; ``elems``: each call's full vector; ``scatter``: which are
     reduce-scatters, None: not known): the
@@ -50,16 +90,10 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
     block once more with all the reductions (calls of other kinds, such as the optimizer's, aside), or hold
     none and are followed by the reductions alone (:func:`_reductions_after`); or, in any phase, its
     calls with data are blocks that gather what they reduce, its others scalars
-    (:func:`_blocks_between_scalars`). ``passes_known``: the trace counts the step's backward passes, which
-    then tell its micro-batches where an opening block of scalars alone repeats (:func:`_scalars_ahead`)."""
+    (:func:`_blocks_between_scalars`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     most = max(g.values()) if g else None
     per, reps = _leading_repeats(codes)
-    if passes_known and (ahead := _scalars_ahead(grad, data, per, reps)):
-        reps, mode, _, sure = _step_blocks(codes[ahead:], grad[ahead:], data[ahead:],
-                                           None if elems is None else elems[ahead:],
-                                           None if scatter is None else scatter[ahead:])
-        return reps, mode, most, sure
     mode, sure = None, False
     if reps > 1:
         in_block = any(grad[:per * reps])
@@ -306,10 +340,11 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
-                  sure_only=not marked and k is None, passes_known=bool(backwards),
+                  sure_only=not marked and k is None, passes=_most(backwards),
                   lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None,
                   small=small)
-    inferred = max(found, key=lambda r: (found[r], -r)) if found else 1
+    passes = _most(backwards)  # on a tie, the count the backward passes confirm, else the fewer
+    inferred = max(found, key=lambda r: (found[r], r == passes, -r)) if found else 1
     k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned)
     mode = max(modes, key=modes.get) if modes else None
     if mode == KEPT_BACKWARDS:
@@ -387,7 +422,7 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
                   rank: np.ndarray, step_id: np.ndarray, found: Counter, modes: Counter,
                   repeats: Counter, w: np.ndarray | None = None, *, sure_only: bool = False,
                   lead: np.ndarray | None = None, small: np.ndarray | None = None,
-                  passes_known: bool = False) -> None:
+                  passes: int | None = None) -> None:
     """Count, over the (rank, step) pairs in rank and step order, each pair's :func:`_step_blocks`:
     searched once per distinct call sequence, counted once per pair (counters filled in order of first
     appearance, as a loop over the pairs would). ``sure_only``: a step's micro-batches count only where
@@ -416,7 +451,7 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist(),
                 scatter[lo:hi].tolist())
-        reps, mode, most, sure = _step_blocks(*args, passes_known=passes_known)
+        reps, mode, most, sure = _step_blocks(*args, passes=passes)
         if sure_only and not sure and len(before):
             reps, mode, most, sure = _cut_phase(args, lead_sig[rank[before] == r[lo]].tolist()) or (
                 reps, mode, most, sure)

@@ -950,7 +950,8 @@ def hf_gpt2():
     return GPT2LMHeadModel(GPT2Config(**HF_GPT2))
 
 
-def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False, logging_steps=1):
+def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False, logging_steps=1,
+                    eval_steps=None):
     """Hugging Face Trainer (``use_cpu``, ``ddp_backend="gloo"``; DDP, or DeepSpeed from
     ``deepspeed_config``) training :class:`HFLoss` for 1 warm-up + ``steps`` optimizer steps of ``ga``
     micro-batches, the profiler stepped by a ``TrainerCallback.on_step_end`` (after each optimizer step, as
@@ -964,6 +965,8 @@ def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False,
     kw = {}
     if deepspeed_config is not None:
         kw["deepspeed"] = deepspeed_config
+    if eval_steps is not None:  # Trainer evaluates after every eval_steps-th step, in its own loop
+        kw.update(eval_strategy="steps", eval_steps=eval_steps, per_device_eval_batch_size=MICRO_BATCH)
     args = TrainingArguments(
         output_dir=tempfile.mkdtemp(), use_cpu=True, ddp_backend="gloo", gradient_accumulation_steps=ga,
         per_device_train_batch_size=MICRO_BATCH, max_steps=1 + steps, learning_rate=LR,
@@ -984,10 +987,19 @@ def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False,
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
                  schedule=schedule(wait=0, warmup=1, active=steps, repeat=1), on_trace_ready=save) as prof:
         model, data = (hf_gpt2(), HFTokens()) if gpt2 else (HFLoss(), HFData())
-        Trainer(model=model, args=args, train_dataset=data, callbacks=[StepProfiler(prof)]).train()
+        held_out = None if eval_steps is None else (HFTokens(64) if gpt2 else HFData(64))
+        Trainer(model=model, args=args, train_dataset=data, eval_dataset=held_out,
+                callbacks=[StepProfiler(prof)]).train()
 
 
 HF_OPTIMIZER = "AdamW (Trainer's default optim, adamw_torch_fused)"
+#: ZeRO-3 as Trainer's DeepSpeed examples set it: persistence, prefetch and buckets "auto" (Trainer sizes them
+#: from the model's hidden size: 10 h, 0.9 h², h²)
+HF_DS_ZERO3_AUTO = {
+    "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": "auto",
+                          "stage3_prefetch_bucket_size": "auto", "reduce_bucket_size": "auto"},
+    "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+    "train_batch_size": "auto"}
 HF_DS_ZERO2 = {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": "auto",
                "gradient_accumulation_steps": "auto", "train_batch_size": "auto"}
 
@@ -1489,6 +1501,20 @@ CASES = {
             "micro_batches": 2, "grad_sync": "last micro-batch only (Accelerate's no_sync() on the first)",
             "steps_profiled": 4, "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)",
             "optimizer": HF_OPTIMIZER}),
+    "hf-trainer-gpt2-ds-zero3-ga2-eval-every-2": (
+        lambda o: case_hf_trainer(o, ga=2, steps=4, gpt2=True, logging_steps=2, eval_steps=2,
+                                  deepspeed_config=HF_DS_ZERO3_AUTO), {
+            "scheme": "Hugging Face Trainer, DeepSpeed ZeRO stage 3 (persistence, prefetch and buckets "
+                      "'auto'), the GPT-2 of hf-trainer-gpt2-ddp-ga2-log-every-2, "
+                      "gradient_accumulation_steps=2, logging_steps=2, an evaluation of 64 sequences every 2 "
+                      "steps (eval_strategy='steps')",
+            "model": {"gpt2_config": HF_GPT2, "psi": 86_976, "sequence_length": HF_SEQ},
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": 2, "steps_profiled": 4, "deepspeed_config": HF_DS_ZERO3_AUTO,
+            "evaluation": "every 2nd step, after its on_step_end: in the next ProfilerStep",
+            # 64 sequences over 4 ranks, 8 a batch: 2 forward passes a rank, each with its loss
+            "evaluation_loss_calls": 2,
+            "profiler_step_per": "optimizer step (TrainerCallback.on_step_end)", "optimizer": HF_OPTIMIZER}),
     "hf-trainer-ds-zero2-ga4": (lambda o: case_hf_trainer(o, ga=4, deepspeed_config=HF_DS_ZERO2), {
         "scheme": "Hugging Face Trainer, DeepSpeed ZeRO stage 2 (its defaults but the stage), "
                   "gradient_accumulation_steps=4", "param_dtype": "float32", "reduce_dtype": "float32",
