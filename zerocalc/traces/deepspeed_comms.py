@@ -168,6 +168,6 @@ def world_from_bandwidth(rows: list[dict[str, Any]]) -> RanksFromBandwidth | Non
     if not printed:
         return None
     try:
-        return ranks_from_bandwidth(printed, "all_gather", file="")
+        return ranks_from_bandwidth(printed, "all_gather", file="")  # all_gather's factor: (n-1)/n
     except TraceFormatError:  # no figure above 0, figures that disagree, or several whole n
         return None

@@ -128,9 +128,7 @@ def _scalars_ahead(grad: list[bool], data: list[bool] | None, per: int, reps: in
     its first forward, whatever the micro-batches. Where the trace counts the backward passes, they tell
     the micro-batches, and the calls after the block are searched for their own."""
     n = per * reps
-    if reps < 2 or data is None or any(data[:n]) or any(grad[:n]) or not any(data[n:]):
-        return 0
-    return n
+    return n if reps >= 2 and n <= _leading_scalars(grad, data) else 0
 
 
 def _reductions_after(grad: list[bool], data: list[bool] | None, elems: list[float] | None, per: int,

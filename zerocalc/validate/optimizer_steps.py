@@ -22,11 +22,13 @@ def optimizer_marked(marked: np.ndarray, files: Codes, meta: dict | None, steps:
     """Each call's marked step (``marked``, NaN where unmarked; None returned: read the trace as
     unmarked), as the marked step that ends its optimizer step where the markers mark micro-batches and
     the profiler's optimizer annotations say which (:func:`optimizer_grouped`), with (K, marked steps left
-    out, marked steps), and the notes. The calls of marked steps that run no backward pass where others do
-    (:func:`without_backward`) are taken as unmarked: one-off. Where ``--steps`` (``steps``) is the number
-    of marked steps, each is a step as marked; where it is not, and the steps are the optimizer's (a trace
-    without ProfilerStep: :func:`~zerocalc.traces.kineto_backward.optimizer_spans`), the trace's steps are
-    found as it repeats, as in one without markers."""
+    out, marked steps) — (1, 0, marked steps) where those annotations say each marked step is an optimizer
+    step (:func:`optimizer_in_each`), so that the steps are not regrouped — and the notes. The calls of
+    marked steps that run no backward pass where others do (:func:`without_backward`) are taken as
+    unmarked: one-off. Where ``--steps`` (``steps``) is the number of marked steps, each is a step as
+    marked; where it is not, and the steps are the optimizer's (a trace without ProfilerStep:
+    :func:`~zerocalc.traces.kineto_backward.optimizer_spans`), the trace's steps are found as it repeats, as
+    in one without markers."""
     n_marked = len(np.unique(marked[~np.isnan(marked)]))
     if steps is not None and steps == n_marked:
         return marked, None, []  # each marked step a step, as --steps says
@@ -62,10 +64,8 @@ def optimizer_grouped(step: np.ndarray, files: Codes, meta: dict | None
     least two, every K-th marked step, K ≥ 2 the same in every file, and each marked step of theirs runs a
     backward pass (``meta[file]["backward_passes"]``: not an evaluation's). An optimizer step is whole where
     its K marked steps are all in the file (``meta[file]["profiler_steps"]``: its first and last)."""
-    held = [(meta or {}).get(name, {}).get("optimizer_steps") for name in files.names]
+    held, marked, used = _held(step, files, meta)
     first = [((meta or {}).get(name, {}).get("profiler_steps") or [-np.inf])[0] for name in files.names]
-    marked = ~np.isnan(step) & (files.codes >= 0)
-    used = np.unique(files.codes[marked])
     if not len(used) or any(not held[f] or len(held[f]) < 2 for f in used.tolist()):
         return None
     gaps = {b - a for f in used.tolist() for a, b in zip(held[f], held[f][1:], strict=False)}
@@ -95,12 +95,19 @@ def optimizer_in_each(step: np.ndarray, files: Codes, meta: dict | None) -> bool
     (``meta[file]["optimizer_steps"]``), at least two, and each of its marked steps that holds calls holds
     one: the markers mark optimizer steps, whatever else some of them hold (Hugging Face Trainer's logging
     gathers, every ``logging_steps``-th)."""
+    held, marked, used = _held(step, files, meta)
+    return bool(len(used)) and all(
+        held[f] and len(held[f]) >= 2
+        and set(np.unique(step[marked & (files.codes == f)]).tolist()) <= set(held[f])
+        for f in used.tolist())
+
+
+def _held(step: np.ndarray, files: Codes, meta: dict | None) -> tuple[list, np.ndarray, np.ndarray]:
+    """Each file's marked steps that hold an optimizer step (``meta[file]["optimizer_steps"]``, None where
+    it names none), which calls are marked, and the files those calls are in."""
     held = [(meta or {}).get(name, {}).get("optimizer_steps") for name in files.names]
     marked = ~np.isnan(step) & (files.codes >= 0)
-    used = np.unique(files.codes[marked]).tolist()
-    return bool(used) and all(
-        held[f] and len(held[f]) >= 2
-        and set(np.unique(step[marked & (files.codes == f)]).tolist()) <= set(held[f]) for f in used)
+    return held, marked, np.unique(files.codes[marked])
 
 
 def without_backward(step: np.ndarray, files: Codes, meta: dict | None) -> tuple[np.ndarray, int, int]:
