@@ -476,7 +476,8 @@ def test_an_evaluation_inside_every_second_marked_step_is_one_off():
     # every step reduce-scatters all of Ψ
     case = "fsdp2-eval-every-2"
     run = json.loads((RUNS / case / "run.json").read_text())
-    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    steps = ranks["0"]["steps"]
     calls = {k: Counter({(c["op"], c["in_elems"]): c["calls"] for c in s["c10d"]}) for k, s in steps.items()}
     more = calls["ProfilerStep#2"] - calls["ProfilerStep#1"]
     assert not calls["ProfilerStep#1"] - calls["ProfilerStep#2"]
@@ -485,12 +486,57 @@ def test_an_evaluation_inside_every_second_marked_step_is_one_off():
     for s in calls.values():
         scattered = sum(n * c for (op, n), c in s.items() if op == "c10d::_reduce_scatter_base_")
         assert scattered == run["model"]["psi"]
+    # in time order: steps 2 and 4 end with the evaluation, every call after their last reduce-scatter (2
+    # batches of 3 gathers and a loss all-reduce); steps 1 and 3 hold the calls before it and one gather more
+    evaluation = again = 0
+    for r in ranks.values():
+        seq = {k: s["c10d_sequence"] for k, s in r["steps"].items()}
+        for k in ("ProfilerStep#2", "ProfilerStep#4"):
+            last = max(i for i, c in enumerate(seq[k]) if c.startswith("c10d::_reduce_scatter_base_"))
+            own, tail = seq[k][:last + 1], seq[k][last + 1:]
+            assert [c.split()[0] for c in tail] == (["c10d::_allgather_base_"] * 3 + ["c10d::allreduce_"]) * 2
+            evaluation += len(tail)
+            after = Counter(seq[f"ProfilerStep#{int(k[-1]) - 1}"])
+            assert not Counter(own) - after
+            again += sum((after - Counter(own)).values())
+    assert (evaluation, again) == (4 * 2 * 8, 4 * 2 * 1)
     ts = read_traces(RUNS / case)
-    m = check(ts.table, meta=ts.meta).measurement
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
     assert (m.psi, m.steps, m.micro_batches) == (run["model"]["psi"], 4, 1)
-    # one-off: the 7 more calls of each evaluating step on each rank
+    # one-off: the evaluation, and the gather each step after one makes again: a step is FSDP's own
     assert "every 2nd also holds an evaluation" in m.steps_how
-    assert f"{4 * 2 * sum(more.values())} calls in all" in m.steps_how
+    assert f"{evaluation} calls in all" in m.steps_how and f"({again} in all" in m.steps_how
+    assert "fsdp-full-shard" in res.matches
+
+
+def test_an_evaluation_every_third_step_and_the_gathers_the_step_after_it_sends_again_are_one_off():
+    # the same FSDP2 run evaluating after every 3rd step (0, 3, 6), 6 steps profiled. Counted
+    # (count_calls.py): three kinds of step, the plain one (2 and 5), the one after an evaluation (1 and 4)
+    # holding the plain one's calls and 1 gather more, and the evaluating one (3 and 6) holding the plain
+    # one's and, after its last reduce-scatter, the evaluation's 8 calls
+    case = "fsdp2-eval-every-3"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    evaluation = again = 0
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        seq = {int(k.split("#")[1]): s["c10d_sequence"] for k, s in r["steps"].items()}
+        assert sorted(seq) == [1, 2, 3, 4, 5, 6]
+        for plain, after, evaluating in ((2, 1, 3), (5, 4, 6)):
+            last = max(i for i, c in enumerate(seq[evaluating]) if "reduce_scatter" in c)
+            assert seq[evaluating][:last + 1] == seq[plain]
+            evaluation += len(seq[evaluating]) - last - 1
+            more = Counter(seq[after]) - Counter(seq[plain])
+            assert not Counter(seq[plain]) - Counter(seq[after])
+            assert list(more) == ["c10d::_allgather_base_ float 3864->15456"]
+            again += more.total()
+    assert (evaluation, again) == (4 * 2 * 8, 4 * 2 * 1)
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.steps, m.micro_batches) == (run["model"]["psi"], 6, 1)
+    assert "every 3rd also holds an evaluation" in m.steps_how and f"{evaluation} calls in all" in m.steps_how
+    assert f"({again} in all" in m.steps_how
+    assert "fsdp-full-shard" in res.matches
 
 
 def _elements_per_step(case: str) -> list[tuple[int, Counter]]:

@@ -339,9 +339,6 @@ def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False
     run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
 
 
-EVAL_EVERY = 2
-
-
 def case_ddp_eval_only(outdir):
     """DDP's model evaluated, no training: each profiled step one batch's forward under ``torch.no_grad()``,
     then its loss and a metric (a 1-element count) each all-reduced, as an evaluation loop that averages
@@ -390,11 +387,11 @@ def case_ddp_eval_own_steps(outdir, cycles=2):
     run_profiled(outdir, 4 * cycles, step)
 
 
-def case_fsdp2_eval_every(outdir):
-    """FSDP2 (as ``case_fsdp2``) with an evaluation after every ``EVAL_EVERY``-th optimizer step, inside that
+def case_fsdp2_eval_every(outdir, every=2, steps=4):
+    """FSDP2 (as ``case_fsdp2``) with an evaluation after every ``every``-th optimizer step, inside that
     step's ``ProfilerStep`` (``prof.step()`` after it): 2 batches of forward passes under
-    ``torch.no_grad()``, each all-reducing its 16 per-sample losses. The warm-up step (0) evaluates, so the
-    profiled steps 1-4 hold evaluations in steps 2 and 4."""
+    ``torch.no_grad()``, each all-reducing its 16 per-sample losses. The warm-up step (0) evaluates, so of
+    the profiled steps 1 … ``steps`` those that ``every`` divides hold evaluations (2 and 4 where 2)."""
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("shard",))
@@ -405,14 +402,14 @@ def case_fsdp2_eval_every(outdir):
 
     def train_step(step):
         optimizer_step(step)
-        if step % EVAL_EVERY == 0:
+        if step % every == 0:
             with torch.no_grad():
                 for b in range(2):
                     x, y = batch(rank, 100 + b, 0)
                     losses = torch.cat([(model(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
                     dist.all_reduce(losses)
 
-    run_profiled(outdir, 4, train_step)
+    run_profiled(outdir, steps, train_step)
 
 
 def case_fsdp2_mixed(outdir):
@@ -1153,6 +1150,12 @@ CASES = {
                   "16-element loss all-reduce each)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4}),
+    "fsdp2-eval-every-3": (lambda o: case_fsdp2_eval_every(o, every=3, steps=6), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 3rd "
+                  "optimizer step (0, 3, 6), inside its ProfilerStep, an evaluation of 2 batches (a "
+                  "16-element loss all-reduce each)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 6}),
     "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
