@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -482,8 +483,16 @@ def test_an_evaluation_every_two_steps_leaves_two_steps_between_evaluations():
         evaluation = entries[ends[1] + 1 - 8:ends[1] + 1]
         names = [e["profiling_name"] for e in evaluation]
         assert names == (["gloo:all_gather"] * 3 + ["gloo:all_reduce"]) * 2
+        # the 2 steps between the 2nd and 3rd evaluations: 3 reductions and 6 gathers each (the forward's
+        # and the backward's), and 1 gather more, of layers.2, that the evaluation left resharded
+        steps = entries[ends[3] + 1:ends[4] - 3]
+        assert Counter(e["profiling_name"] for e in steps) == {"gloo:all_gather": 13, "gloo:all_reduce": 6}
     res = runner.invoke(app, ["check", str(FR / "fsdp2-eval-every-2"), "--format", "json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert (out["psi"], out["n"], out["steps"]) == (run["model"]["psi"], 4, 4)
     assert "the 8 calls after every 2 steps" in out["steps_how"] and "(an evaluation)" in out["steps_how"]
+    # a step: its 3 reductions and 6 gathers, the gather again one-off as the evaluation is
+    assert "sends again (1 call: " in out["steps_how"]
+    step = next(c for c in out["categories"] if c["category"] == "step")
+    assert step["calls_per_rank_per_step"] == 9

@@ -109,6 +109,9 @@ def _before_tail(sig: np.ndarray, carries: np.ndarray) -> tuple[int, int, int] |
     return per, reps, tail
 
 
+#: The label :func:`_steps_in_block` gives the calls a step after an evaluation sends again (-1: between
+#: steps).
+AGAIN = -2
 #: The longest step, in calls, that :func:`_heaviest_run` looks for.
 MAX_RUN_PERIOD = 1024
 #: A reduction counts as a gradient's where it sends at least this share of the rank's largest reduction:
@@ -167,7 +170,9 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     gather after them (DeepSpeed ZeRO-2) is none of a micro-batch's own calls: such blocks stay one step.
     An evaluation that sends nothing but its metrics (DDP's) is not told from such a block. Pickled objects
     between steps (``objects``: a checkpoint's save plan every k steps) are as sure a sign as a forward:
-    no micro-batch sends them."""
+    no micro-batch sends them. A step longer than the shortest by calls of a step's own that carry no
+    gradients (FSDP2 gathers again in the next backward a module the evaluation left resharded) sends them
+    again after the evaluation: their label is :data:`AGAIN`, one-off too."""
     per = len(block)
     if not reduces.any():
         return None
@@ -192,32 +197,35 @@ def _steps_in_block(block: np.ndarray, load: np.ndarray, carries: np.ndarray, re
     labels = np.full(per, -1, dtype=np.int64)
     forward = False  # a step's own call carrying data between steps: a forward pass
     for i, seg in enumerate(segments):
-        x = _latest_start(block[seg], template)
-        if x is None:
+        matched = _latest_match(block[seg], template)
+        if matched is None:
             return None
+        x = int(matched[0]) if len(matched) else 0
         before = seg[:x]
         obj = objects[before] if objects is not None else np.zeros(len(before), dtype=bool)
         if weight[before].any() or not np.all(~carries[before] | tiny[before] | own[before] | obj):
             return None
         labels[seg[x:]] = i
+        again = np.setdiff1d(seg[x:], seg[matched])  # beyond the step's calls, inside it
+        if len(again) and not weight[again].any() and own[again].all():
+            labels[again] = AGAIN
         forward |= bool((carries[before] & own[before]).any() or obj.any())
     if not forward:
         return None
     return labels, np.arange(per) > ends[-1]
 
 
-def _latest_start(seq: np.ndarray, sub: np.ndarray) -> int | None:
-    """The last index of ``seq`` from which ``sub`` is a subsequence of the rest (matched from the end);
-    None where it is none."""
-    j = len(sub) - 1
+def _latest_match(seq: np.ndarray, sub: np.ndarray) -> np.ndarray | None:
+    """The indices of ``seq`` where ``sub`` is a subsequence of it matched from the end, the latest each
+    (the first is the last index from which the rest holds ``sub``); None where it is none."""
+    at, j = [], len(sub) - 1
     for i in range(len(seq) - 1, -1, -1):
         if j < 0:
             break
         if seq[i] == sub[j]:
+            at.append(i)
             j -= 1
-            if j < 0:
-                return i
-    return None if j >= 0 else 0
+    return None if j >= 0 else np.array(at[::-1], dtype=np.int64)
 
 
 def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray, weight: np.ndarray

@@ -17,6 +17,7 @@ from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
 from zerocalc.validate.marked_steps import _marked_steps
 from zerocalc.validate.repeats import (
+    AGAIN,
     _before_tail,
     _gradient_weight,
     _heavier_run,
@@ -67,14 +68,14 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
                     objects: np.ndarray | None = None):
     """:func:`infer_steps` without markers: each call's step, and per rank (calls per step, steps, calls
     before the first), (calls after the last, whether they carry data) and (calls between steps, steps
-    between them, whether pickled objects are among them) where the repeated block is steps and an
-    evaluation or a checkpoint (:func:`~.repeats._steps_in_block`).
+    between them, whether pickled objects are among them, calls a step after them sends again) where the
+    repeated block is steps and an evaluation or a checkpoint (:func:`~.repeats._steps_in_block`).
     ``carries`` / ``reduces``: the calls carrying data / the reductions among them; ``load``: each call's
     bytes, weighted; ``objects``: the calls carrying pickled objects."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     periods: dict[int, tuple[int, int, int]] = {}
     tails: dict[int, tuple[int, bool]] = {}
-    between: dict[int, tuple[int, int, bool]] = {}
+    between: dict[int, tuple[int, int, bool, int]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
     found: dict[tuple[bytes, bytes, int], tuple[int, int, int, tuple[int, int, int] | None]] = {}
@@ -120,7 +121,7 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
             n_steps += (unfold_steps(sig[lo:hi], w[lo:hi], per, reps) - reps) * k
         periods[r] = (int(np.bincount(labels[labels >= 0]).min()), n_steps, start + int(np.argmax(ids >= 0)))
         saved = objects is not None and bool(objects[lo + start:lo + start + per][labels < 0].any())
-        between[r] = (int((labels < 0).sum()), k, saved)
+        between[r] = (int((labels == -1).sum()), k, saved, int((labels == AGAIN).sum()))
     return step_id, periods, tails, between
 
 
@@ -156,7 +157,7 @@ def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: n
 
 
 def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tuple[int, bool]],
-                  steps: int | None, between: dict[int, tuple[int, int, bool]] | None = None
+                  steps: int | None, between: dict[int, tuple[int, int, bool, int]] | None = None
                   ) -> tuple[str, list[str]]:
     """How :func:`_repeated_steps` found the steps, in words, and a note where ranks differ."""
     pers = sorted({v[:2] for v in periods.values()})
@@ -172,10 +173,13 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
                      "(the trace has no step markers)")
     if between:
-        n, k, saved = max(between.values())
+        n, k, saved, again = max(between.values())
         what = "a checkpoint's or a logger's pickled objects" if saved else "an evaluation"
         steps_how += (f"; the {_plural(n, 'call')} after every {k} steps, which carry no gradients ({what}), "
                       "count as one-off")
+        if again:
+            steps_how += (f", as does what the step after them sends again ({_plural(again, 'call')}: the "
+                          "parameters the evaluation left resharded, gathered once more)")
     if lead:
         steps_how += f"; {lead} call(s) before the first repetition count as one-off"
     tail, data = max(tails.values(), default=(0, False))
