@@ -539,6 +539,35 @@ def test_an_evaluation_every_third_step_and_the_gathers_the_step_after_it_sends_
     assert "fsdp-full-shard" in res.matches
 
 
+def test_an_evaluation_whose_gathers_the_next_step_uses_counts_them_in_that_step():
+    # DeepSpeed ZeRO-3, 4 micro-batches, evaluating after every 2nd step. Counted (count_calls.py): steps
+    # 2 and 4 gather the parameters (17,776 → 71,104) before each of their 4 forwards and reduce-scatter
+    # after each backward, close with a 1-element all-reduce, then evaluate: one gather and two 16-element
+    # all-reduces. Steps 1 and 3, after an evaluation, hold the same calls less their first gather: the
+    # evaluation's serves their first forward. So a step is 4 gathers and 4 reduce-scatters of Ψ
+    case = "ds-zero3-ga4-eval-every-2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    psi = run["model"]["psi"]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        seq = {int(k.split("#")[1]): s["c10d_sequence"] for k, s in r["steps"].items()}
+        gather = f"c10d::_allgather_base_ float {psi // 4}->{psi}"
+        scatter = f"c10d::_reduce_scatter_base_ float {psi}->{psi // 4}"
+        for evaluating, after in ((2, 1), (4, 3)):
+            own, evaluation = seq[evaluating][:9], seq[evaluating][9:]
+            assert Counter(own[:8]) == {gather: 4, scatter: 4} and own[8] == "c10d::allreduce_ double 1->1"
+            assert evaluation == [gather] + ["c10d::allreduce_ float 16->16"] * 2
+            assert Counter(seq[after]) == Counter(own) - Counter({gather: 1})
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.grad_sync) == (psi, 4, "every")
+    # step 1 follows the warm-up's evaluation, which the trace does not hold: one-off, so 3 steps count
+    assert m.steps == 3 and "so 3 steps count" in m.steps_how
+    assert "deepspeed-zero3" in res.matches
+    # ring accounting: each of the 8 calls sends (n - 1)/n of Ψ fp32 elements a rank
+    assert m.bytes_per_rank_per_step == pytest.approx(8 * 3 / 4 * psi * 4, rel=1e-9)
+
+
 def _elements_per_step(case: str) -> list[tuple[int, Counter]]:
     """Each rank's each step in the run's expected.json (counted from the traces by count_calls.py): its
     forward passes, and the elements it moved per (c10d op, group size from the shapes, None where the op

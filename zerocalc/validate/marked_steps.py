@@ -12,6 +12,7 @@ import numpy as np
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _plural
 from zerocalc.validate.columns import run_bounds
+from zerocalc.validate.evaluations import Evaluated, evaluations
 
 #: Where marked steps come from, as the steps' sentence says it.
 MARKERS = "from the trace's step markers"
@@ -117,17 +118,9 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
     hold an evaluation or a checkpoint."""
     grouped = _marked_micro_batches(step_id, rank, sig)
     evaluated = (None if light is None or steps not in (None, n_marked)
-                 else _evaluations(step_id, rank, sig, light, objects, reduces))
+                 else evaluations(step_id, rank, sig, light, objects, reduces))
     if evaluated is not None:
-        n_eval, k, saved, again = evaluated
-        what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if saved
-                else "an evaluation (the forward's calls again, and small all-reduces")
-        how = (f"{n_marked} step(s) {MARKERS}; every {_ordinal(k)} also holds {what}: "
-               f"{_plural(n_eval, 'call')} in all), counted one-off")
-        if again:
-            how += ("; so are the calls that each step after an evaluation sends again "
-                    f"({again} in all: the parameters it left resharded, gathered once more)")
-        return how, []
+        return _evaluated_how(evaluated, n_marked), []
     if grouped is not None and regroup and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
         step_id[:] = regrouped
@@ -143,148 +136,29 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
     return f"{n_marked} step(s) {MARKERS}", []
 
 
+def _evaluated_how(ev: Evaluated, n_marked: int) -> str:
+    """The steps' sentence where every K-th marked step holds an evaluation
+    (:func:`~.evaluations.evaluations`)."""
+    what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if ev.saved
+            else "an evaluation (the forward's calls again, and small all-reduces")
+    how = (f"{n_marked} step(s) {MARKERS}; every {_ordinal(ev.k)} also holds {what}: "
+           f"{_plural(ev.calls, 'call')} in all), counted one-off")
+    if ev.again:
+        how += ("; so are the calls that each step after an evaluation sends again "
+                f"({ev.again} in all: the parameters it left resharded, gathered once more)")
+    if ev.lent:
+        how += ("; the evaluation's calls that the step after it would otherwise send, the parameters it "
+                f"gathered and kept for that step's forward ({ev.lent} in all), count in that step")
+    if ev.first:
+        how += (f"; the first marked step, after an evaluation the trace does not hold, lacks them: one-off "
+                f"({_plural(ev.first, 'call')} in all), so {n_marked - 1} steps count")
+    return how
+
+
 def _ordinal(k: int) -> str:
     """2nd, 3rd, 4th, 11th, 21st."""
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
-
-
-def _evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray,
-                 objects: np.ndarray | None = None, reduces: np.ndarray | None = None
-                 ) -> tuple[int, int, bool, int] | None:
-    """Where every K-th marked step holds the others' calls and an evaluation or a checkpoint, not the
-    optimizer's calls after K micro-batches (:func:`_marked_micro_batches`; each rank's steps read by
-    :func:`_evaluation_plan`), those calls of each such step are one-off (``step_id`` -1, in place; the
-    first of each kind in the step is the step's own, or the calls from the evaluation's first on:
-    :func:`_evaluation_tails`, with ``reduces``, the gradient reductions, ``light`` ones aside), and so are
-    the calls the steps after an evaluation send again; (calls set so in the evaluating steps, K, whether
-    objects were among them, calls set so in the steps after) is returned; None otherwise, ``step_id``
-    untouched."""
-    bounds = run_bounds(rank)
-    grads = None if reduces is None else reduces & ~light
-    plans, ks, saved = [], set(), False
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        obj = objects[lo:hi] if objects is not None else np.zeros(hi - lo, dtype=bool)
-        plan = _evaluation_plan(step_id[lo:hi], sig[lo:hi], light[lo:hi], obj,
-                                None if grads is None else grads[lo:hi])
-        if plan is None:
-            return None
-        ends, a, folded, pickled = plan
-        saved |= pickled
-        ks |= {y - x for x, y in zip(ends, ends[1:], strict=False)} or {0}
-        plans.append((lo, hi, ends, a, folded))
-    if len(ks) != 1 or 0 in ks:
-        return None
-    k = ks.pop()
-    cuts = _evaluation_tails(step_id, sig, grads, [p[:4] for p in plans], k)
-    n = after = 0
-    for (lo, hi, ends, a, folded), cut in zip(plans, cuts or [None] * len(plans), strict=True):
-        for m in ends:
-            at = lo + np.flatnonzero(step_id[lo:hi] == m)
-            if cut is not None:
-                n += len(at) - cut[m]
-                step_id[at[cut[m]:]] = -1
-                continue
-            left = Counter(a)
-            for i in at.tolist():
-                if left[sig[i]] > 0:
-                    left[sig[i]] -= 1
-                else:
-                    step_id[i] = -1
-                    n += 1
-        if cut is not None and cut["again"]:
-            others = [m for m in np.unique(step_id[lo:hi]).tolist() if m >= 0 and m not in ends]
-            folded = dict.fromkeys(others, cut["again"])
-        after += _set_aside_aftermath(step_id[lo:hi], sig[lo:hi], folded)
-    return n, k, saved, after
-
-
-def _evaluation_plan(ids: np.ndarray, codes: np.ndarray, lite: np.ndarray, obj: np.ndarray,
-                     grads: np.ndarray | None) -> tuple[list[int], Counter, dict[int, Counter], bool] | None:
-    """One rank's marked steps (``ids``) read for :func:`_evaluations`: where they are of two kinds, A in
-    all but every K-th, B, which holds A's calls and more, the more calls all A's own (the forward's
-    gathers again), ``lite`` (a loss or metric all-reduce) or ``obj`` (pickled objects: a checkpoint's save
-    plan), and some A's own carrying data or objects: (B's marked steps, A's calls, {}, whether objects
-    were among them). Where the steps right after each B (and the first) hold A's calls and more, none a
-    gradient reduction (``grads``), those more calls are sent again after the evaluation (FSDP2 gathers
-    again a module the evaluation left resharded): with them left out the steps are of the two kinds, and
-    they are returned per such step ({marked step: calls}). None otherwise."""
-    marks = np.unique(ids[ids >= 0]).tolist()
-    calls = {m: Counter(codes[ids == m].tolist()) for m in marks}
-    kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
-    folded: dict[int, Counter] = {}
-    if len(kinds) == 3 and grads is not None:
-        few, more, most = (Counter(dict(c)) for c in sorted(kinds, key=lambda c: sum(n for _, n in c)))
-        again = more - few
-        after = [m for m in marks if calls[m] == more]
-        if (not again or few - more or more - most or grads[np.isin(codes, list(again))].any()
-                or any(m - 1 not in calls or calls[m - 1] != most for m in after if m != marks[0])):
-            return None
-        folded = dict.fromkeys(after, again)
-        calls.update(dict.fromkeys(after, few))
-        kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
-    if len(kinds) != 2:
-        return None
-    (a, _), (b, _) = kinds.most_common()
-    a, b = Counter(dict(a)), Counter(dict(b))
-    extra = b - a
-    if a - b or not extra:
-        return None
-    weightless = {int(c): bool(lite[codes == c].all()) for c in extra}
-    pickled = {int(c) for c in extra if c not in a and obj[codes == c].all()}
-    if not all(c in a or weightless[c] or c in pickled for c in extra) or (
-            not pickled and all(weightless[c] for c in extra if c in a)):
-        return None
-    return [m for m in marks if calls[m] == b], a, folded, bool(pickled)
-
-
-def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, reduces: np.ndarray | None,
-                      plans: list[tuple[int, int, list[int], Counter]], k: int) -> list[dict] | None:
-    """Where each evaluating step of :func:`_evaluations` is the step's calls, then the evaluation's from its
-    first call beyond the other steps' (A's) counts on: no gradient reduction after that call (an evaluation
-    reduces none), per rank each such step's cut (marked step → its calls before the evaluation, in time
-    order) and ``"again"``: the calls of A that the evaluating steps' own lack, the same in each. Those are
-    what the step after an evaluation sends again (FSDP2 gathers again in the next backward a module the
-    evaluation's forward left resharded), one-off as the evaluation is, read only where every other step
-    follows one (K = 2). None where a cut falls before a reduction, the steps' own calls differ or hold
-    more than A's gathers, or no ``reduces``: then the calls beyond A's counts alone are the evaluation's."""
-    if reduces is None:
-        return None
-    cuts, agains = [], set()
-    for lo, hi, ends, a in plans:
-        cut: dict = {}
-        for m in ends:
-            at = lo + np.flatnonzero(step_id[lo:hi] == m)
-            left, j = Counter(a), 0
-            while j < len(at) and left[sig[at[j]]] > 0:
-                left[sig[at[j]]] -= 1
-                j += 1
-            if reduces[at[j:]].any():
-                return None
-            cut[m] = j
-            agains.add(frozenset((+left).items()))
-        cuts.append(cut)
-    if len(agains) != 1:
-        return None
-    again = Counter(dict(agains.pop()))
-    if again and (k != 2 or reduces[np.isin(sig, list(again))].any()):
-        return None
-    for cut in cuts:
-        cut["again"] = again
-    return cuts
-
-
-def _set_aside_aftermath(ids: np.ndarray, codes: np.ndarray, again: dict[int, Counter]) -> int:
-    """In each of one rank's marked steps in ``again`` (``ids``, in place), the last calls of each kind it
-    names, as many as it counts, set outside the steps (-1); how many."""
-    n = 0
-    for m, calls in again.items():
-        at = np.flatnonzero(ids == m)
-        for c, times in calls.items():
-            last = at[codes[at] == c][-times:]
-            ids[last] = -1
-            n += len(last)
-    return n
 
 
 def _marked_micro_batches(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray

@@ -785,7 +785,11 @@ def ds_default_config(stage):
 
 
 def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS, warmup=1,
-                   without_steps=False):
+                   without_steps=False, evaluate_every=None):
+    """DeepSpeed's engine on :func:`make_model`, ``cfg`` its config; with ``evaluate_every``, after every
+    such optimizer step (the warm-up step 0 too), inside its ``ProfilerStep``, an evaluation of 2 batches
+    (``engine.eval()``, forward passes under ``torch.no_grad()``, each all-reducing its 16 per-sample
+    losses, then ``engine.train()``)."""
     import deepspeed
 
     model = make_model(layers=layers)
@@ -812,6 +816,14 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             engine.backward(loss_fn(engine(x), y))
             engine.step()
         assert engine.global_steps == step + 1
+        if evaluate_every and step % evaluate_every == 0:
+            engine.eval()
+            with torch.no_grad():
+                for b in range(2):
+                    x, y = batch(rank, 100 + b, 0)
+                    losses = torch.cat([(engine(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
+                    dist.all_reduce(losses)
+            engine.train()
 
     (run_profiled_without_steps if without_steps else run_profiled)(outdir, steps, train_step, warmup)
 
@@ -1234,6 +1246,12 @@ CASES = {
         "scheme": "DeepSpeed ZeRO stage 3", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3)}),
+    "ds-zero3-ga4-eval-every-2": (
+        lambda o: case_deepspeed(o, ds_config(3), steps=4, evaluate_every=2), {
+        "scheme": "DeepSpeed ZeRO stage 3; after every 2nd optimizer step (0, 2, 4), inside its "
+                  "ProfilerStep, an evaluation of 2 batches (a 16-element loss all-reduce each)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": DS_GA, "steps_profiled": 4, "deepspeed_config": ds_config(3)}),
     "ds-zero3-ga4-from-first-step": (lambda o: case_deepspeed(o, ds_config(3), steps=3, warmup=0), {
         "scheme": "DeepSpeed ZeRO stage 3, profiled from its first optimizer step (no warm-up step)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "warmup": 0,
