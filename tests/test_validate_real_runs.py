@@ -568,6 +568,32 @@ def test_an_evaluation_whose_gathers_the_next_step_uses_counts_them_in_that_step
     assert m.bytes_per_rank_per_step == pytest.approx(8 * 3 / 4 * psi * 4, rel=1e-9)
 
 
+def test_an_evaluation_inside_a_marked_micro_batch_is_one_off_and_its_gather_counts_in_the_next_step():
+    # DeepSpeed ZeRO-3 in its own loop, a ProfilerStep per micro-batch, evaluating after every 2nd optimizer
+    # step inside that micro-batch's ProfilerStep. Counted (count_calls.py): every micro-batch gathers the
+    # parameters before its forward and reduce-scatters after its backward, the optimizer's micro-batches
+    # (3, 7, 11, 15) close with a 1-element all-reduce, 7 and 15 then evaluate (a gather and two
+    # 16-element all-reduces), and the micro-batches after them (8, 16) gather nothing
+    case = "ds-zero3-ga4-step-per-micro-batch-eval-every-2"
+    psi = json.loads((RUNS / case / "run.json").read_text())["model"]["psi"]
+    gather = f"c10d::_allgather_base_ float {psi // 4}->{psi}"
+    scatter = f"c10d::_reduce_scatter_base_ float {psi}->{psi // 4}"
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        seq = {int(k.split("#")[1]): s["c10d_sequence"] for k, s in r["steps"].items()}
+        for m in range(2, 17):
+            closing = ["c10d::allreduce_ double 1->1"] if m % 4 == 3 else []
+            evaluation = [gather] + ["c10d::allreduce_ float 16->16"] * 2 if m in (7, 15) else []
+            opening = [] if m in (8, 16) else [gather]
+            assert seq[m] == opening + [scatter] + closing + evaluation
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # the optimizer steps whole in the trace: micro-batches 4-7, 8-11, 12-15
+    assert (m.psi, m.steps, m.micro_batches, m.grad_sync) == (psi, 3, 4, "every")
+    assert "every 2nd also holds an evaluation" in m.steps_how and "deepspeed-zero3" in res.matches
+    assert m.bytes_per_rank_per_step == pytest.approx(8 * 3 / 4 * psi * 4, rel=1e-9)
+
+
 def _elements_per_step(case: str) -> list[tuple[int, Counter]]:
     """Each rank's each step in the run's expected.json (counted from the traces by count_calls.py): its
     forward passes, and the elements it moved per (c10d op, group size from the shapes, None where the op

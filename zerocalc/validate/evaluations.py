@@ -39,6 +39,7 @@ class _Plan:
     lo: int
     hi: int
     ends: list[int]  # the marked steps holding an evaluation
+    marks: list[int]  # every marked step holding calls, in order (optimizer steps may skip numbers)
     a: Counter  # the calls of every other step, as one that follows no evaluation sends them
     again: dict[int, Counter] = field(default_factory=dict)  # step after an evaluation → calls sent again
     early: dict[int, Counter] = field(default_factory=dict)  # step after → calls the evaluation sent for it
@@ -65,7 +66,8 @@ def evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: n
             return None
         plan, pickled = read
         saved |= pickled
-        ks |= {y - x for x, y in zip(plan.ends, plan.ends[1:], strict=False)} or {0}
+        at = [plan.marks.index(m) for m in plan.ends]
+        ks |= {y - x for x, y in zip(at, at[1:], strict=False)} or {0}
         plans.append(plan)
     if len(ks) != 1 or 0 in ks:
         return None
@@ -82,18 +84,19 @@ def _set_apart(ids: np.ndarray, codes: np.ndarray, plan: _Plan, cut: dict[int, i
     calls from ``cut`` on (else those beyond A's counts), but those the step after it lacks
     (``plan.early``), which move to it; the calls sent again (``plan.again``, the last of each kind); a first
     marked step lacking what an evaluation would have sent for it, whole."""
+    after = dict(zip(plan.marks, plan.marks[1:], strict=False))
     for m in plan.ends:
         at = np.flatnonzero(ids == m)
         tail = at[cut[m]:] if cut is not None else _beyond(at, codes, plan.a)
-        if m + 1 in plan.early:
-            lent = _firsts(tail, codes, plan.early[m + 1])
-            ids[lent] = m + 1
+        if after.get(m) in plan.early:
+            lent = _firsts(tail, codes, plan.early[after[m]])
+            ids[lent] = after[m]
             out.lent += len(lent)
             tail = np.setdiff1d(tail, lent)
         ids[tail] = -1
         out.calls += len(tail)
     for m in plan.early:
-        if m - 1 not in plan.ends:
+        if not any(after.get(e) == m for e in plan.ends):
             out.first += int((ids == m).sum())
             ids[ids == m] = -1
     for m, calls in plan.again.items():
@@ -148,8 +151,7 @@ def _evaluation_plan(lo: int, hi: int, ids: np.ndarray, codes: np.ndarray, lite:
         kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
     if len(kinds) != 2:
         return None
-    (a, _), (b, _) = kinds.most_common()
-    a, b = Counter(dict(a)), Counter(dict(b))
+    a, b = (Counter(dict(c)) for c in sorted(kinds, key=lambda c: sum(n for _, n in c)))
     extra = b - a
     if a - b or not extra:
         return None
@@ -158,7 +160,7 @@ def _evaluation_plan(lo: int, hi: int, ids: np.ndarray, codes: np.ndarray, lite:
     if not all(c in a or weightless[c] or c in pickled for c in extra) or (
             not pickled and all(weightless[c] for c in extra if c in a)):
         return None
-    return _Plan(lo, hi, [m for m in marks if calls[m] == b], a, again, early), bool(pickled)
+    return _Plan(lo, hi, [m for m in marks if calls[m] == b], marks, a, again, early), bool(pickled)
 
 
 def _after_kind(marks: list[int], calls: dict[int, Counter], kinds: Counter, codes: np.ndarray,
@@ -172,14 +174,15 @@ def _after_kind(marks: list[int], calls: dict[int, Counter], kinds: Counter, cod
     few, more, most = (Counter(dict(c)) for c in sorted(kinds, key=lambda c: sum(n for _, n in c)))
     if few - more or more - most:
         return None
-    follow = {tuple(sorted(calls[m].items())) for m in marks if m - 1 in calls and calls[m - 1] == most}
+    before = dict(zip(marks[1:], marks, strict=False))
+    follow = {tuple(sorted(calls[m].items())) for m in marks[1:] if calls[before[m]] == most}
     if len(follow) != 1:
         return None
     kind = Counter(dict(follow.pop()))
     if kind == most:
         return None
     after = [m for m in marks if calls[m] == kind]
-    if any(m != marks[0] and (m - 1 not in calls or calls[m - 1] != most) for m in after):
+    if any(m != marks[0] and calls[before[m]] != most for m in after):
         return None
     diff = more - few
     if kind == more:

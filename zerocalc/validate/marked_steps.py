@@ -24,8 +24,9 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
                   ) -> tuple[np.ndarray, str, list[str]]:
     """:func:`~.steps.infer_steps` where the trace marks its steps: each call's marked step, or the optimizer
     step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
-    step holds an evaluation or a checkpoint instead (:func:`_evaluations`), its calls are one-off, and so
-    are those of a first step unlike the alike ones after it (:func:`_warm_up_step`). ``light``: the calls
+    step (or optimizer step) holds an evaluation or a checkpoint instead (:func:`~.evaluations.evaluations`),
+    its calls are one-off, and so are those of a first step unlike the alike ones after it
+    (:func:`_warm_up_step`). ``light``: the calls
     that carry no data or next to nothing (a loss or metric all-reduce); ``objects``: the calls that carry
     pickled objects (a checkpoint's save plan); ``reduces``: the gradient reductions; ``per_optimizer``:
     (K, marked steps left out, marked steps) where ``marked`` is already each call's optimizer step, the
@@ -43,9 +44,14 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     if per_optimizer is not None and not each and steps is not None and steps != n_marked:
         raise TraceMismatchError(f"--steps {steps} but the trace's calls fall in {per_optimizer[2]} marked "
                                  f"step(s), micro-batches of {n_marked} optimizer step(s)")
-    how, notes = (_marked_how(step_id, rank, sig, steps, light, objects, n_marked, regroup=not each,
-                                  reduces=reduces)
-                  if per_optimizer is None or each else _optimizer_how(n_marked, *per_optimizer))
+    if per_optimizer is None or each:
+        how, notes = _marked_how(step_id, rank, sig, steps, light, objects, n_marked, regroup=not each,
+                                 reduces=reduces)
+    else:
+        how, notes = _optimizer_how(n_marked, *per_optimizer)
+        evaluated = None if light is None else evaluations(step_id, rank, sig, light, objects, reduces)
+        if evaluated is not None:
+            how = _evaluated_how(evaluated, how, n_marked)
     if warm_up and data:
         how = (f"{how}; the first marked step, unlike the {n_marked} alike after it, is a warm-up step "
                f"(its {_plural(warm_up, 'call')} a rank counted one-off), as DeepSpeed ZeRO-3's first, which "
@@ -120,7 +126,7 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
     evaluated = (None if light is None or steps not in (None, n_marked)
                  else evaluations(step_id, rank, sig, light, objects, reduces))
     if evaluated is not None:
-        return _evaluated_how(evaluated, n_marked), []
+        return _evaluated_how(evaluated, f"{n_marked} step(s) {MARKERS}", n_marked), []
     if grouped is not None and regroup and steps in (None, grouped[1]):
         regrouped, n, k, partial = grouped
         step_id[:] = regrouped
@@ -136,13 +142,13 @@ def _marked_how(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: i
     return f"{n_marked} step(s) {MARKERS}", []
 
 
-def _evaluated_how(ev: Evaluated, n_marked: int) -> str:
-    """The steps' sentence where every K-th marked step holds an evaluation
+def _evaluated_how(ev: Evaluated, lead: str, n: int) -> str:
+    """The steps' sentence ``lead`` (of ``n`` steps) where every K-th step holds an evaluation
     (:func:`~.evaluations.evaluations`)."""
     what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if ev.saved
             else "an evaluation (the forward's calls again, and small all-reduces")
-    how = (f"{n_marked} step(s) {MARKERS}; every {_ordinal(ev.k)} also holds {what}: "
-           f"{_plural(ev.calls, 'call')} in all), counted one-off")
+    how = (f"{lead}; every {_ordinal(ev.k)} also holds {what}: {_plural(ev.calls, 'call')} in all), "
+           "counted one-off")
     if ev.again:
         how += ("; so are the calls that each step after an evaluation sends again "
                 f"({ev.again} in all: the parameters it left resharded, gathered once more)")
@@ -150,8 +156,8 @@ def _evaluated_how(ev: Evaluated, n_marked: int) -> str:
         how += ("; the evaluation's calls that the step after it would otherwise send, the parameters it "
                 f"gathered and kept for that step's forward ({ev.lent} in all), count in that step")
     if ev.first:
-        how += (f"; the first marked step, after an evaluation the trace does not hold, lacks them: one-off "
-                f"({_plural(ev.first, 'call')} in all), so {n_marked - 1} steps count")
+        how += (f"; the first step, after an evaluation the trace does not hold, lacks them: one-off "
+                f"({_plural(ev.first, 'call')} in all), so {n - 1} steps count")
     return how
 
 

@@ -797,6 +797,16 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
 
+    def evaluate(step):
+        if evaluate_every and step % evaluate_every == 0:
+            engine.eval()
+            with torch.no_grad():
+                for b in range(2):
+                    x, y = batch(rank, 100 + b, 0)
+                    losses = torch.cat([(engine(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
+                    dist.all_reduce(losses)
+            engine.train()
+
     if step_per_micro_batch:
         # one ProfilerStep per engine.step() call, as `engine.backward(loss); engine.step(); prof.step()`
         # puts it: every micro-batch (DeepSpeed steps the optimizer at every DS_GA-th); the warm-up is the
@@ -805,6 +815,8 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             x, y = batch(rank, i // DS_GA, i % DS_GA, torch.bfloat16 if "bf16" in cfg else torch.float32)
             engine.backward(loss_fn(engine(x), y))
             engine.step()
+            if (i + 1) % DS_GA == 0:
+                evaluate(engine.global_steps)  # after optimizer steps 2, 4, …: inside that micro-batch's
 
         run_profiled(outdir, steps * DS_GA, micro_batch)
         return
@@ -816,14 +828,7 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             engine.backward(loss_fn(engine(x), y))
             engine.step()
         assert engine.global_steps == step + 1
-        if evaluate_every and step % evaluate_every == 0:
-            engine.eval()
-            with torch.no_grad():
-                for b in range(2):
-                    x, y = batch(rank, 100 + b, 0)
-                    losses = torch.cat([(engine(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
-                    dist.all_reduce(losses)
-            engine.train()
+        evaluate(step)
 
     (run_profiled_without_steps if without_steps else run_profiled)(outdir, steps, train_step, warmup)
 
@@ -1252,6 +1257,14 @@ CASES = {
                   "ProfilerStep, an evaluation of 2 batches (a 16-element loss all-reduce each)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": DS_GA, "steps_profiled": 4, "deepspeed_config": ds_config(3)}),
+    "ds-zero3-ga4-step-per-micro-batch-eval-every-2": (
+        lambda o: case_deepspeed(o, ds_config(3), steps=4, step_per_micro_batch=True, evaluate_every=2), {
+            "scheme": "DeepSpeed ZeRO stage 3, engine.step() then prof.step() every micro-batch; after "
+                      "every 2nd optimizer step (2, 4), inside its last micro-batch's ProfilerStep, an "
+                      "evaluation of 2 batches (a 16-element loss all-reduce each)",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+            "micro_batches": DS_GA, "steps_profiled": 4 * DS_GA, "profiler_step_per": "micro-batch",
+            "deepspeed_config": ds_config(3)}),
     "ds-zero3-ga4-from-first-step": (lambda o: case_deepspeed(o, ds_config(3), steps=3, warmup=0), {
         "scheme": "DeepSpeed ZeRO stage 3, profiled from its first optimizer step (no warm-up step)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "warmup": 0,
