@@ -594,6 +594,31 @@ def test_an_evaluation_inside_a_marked_micro_batch_is_one_off_and_its_gather_cou
     assert m.bytes_per_rank_per_step == pytest.approx(8 * 3 / 4 * psi * 4, rel=1e-9)
 
 
+def test_an_evaluation_whose_gathers_serve_the_next_step_under_shard_grad_op():
+    # FSDP1 SHARD_GRAD_OP evaluating after every 2nd step. Counted (count_calls.py): steps 2 and 4 gather
+    # the 3 units before their forward, reduce-scatter the 3 gradients, then evaluate: the 3 gathers again
+    # and two 16-element all-reduces; steps 1 and 3, after an evaluation, reduce-scatter alone (nothing
+    # freed what the evaluation gathered). The gathers are the step's own, none of the others' steps
+    case = "fsdp1-shard-grad-op-eval-every-2"
+    psi = json.loads((RUNS / case / "run.json").read_text())["model"]["psi"]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        seq = {int(k.split("#")[1]): s["c10d_sequence"] for k, s in r["steps"].items()}
+        gathers, scatters = seq[2][:3], seq[2][3:6]
+        assert all(c.startswith("c10d::allgather_") for c in gathers)
+        assert sum(int(c.split()[-1].split("->")[0]) for c in scatters) == psi
+        for evaluating, after in ((2, 1), (4, 3)):
+            assert seq[evaluating] == gathers + scatters + gathers + ["c10d::allreduce_ float 16->16"] * 2
+            assert seq[after] == scatters
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # the first step, after the warm-up's evaluation, lacks the gathers: one-off; 3 steps count, each
+    # gathering Ψ and reduce-scattering Ψ
+    assert (m.psi, m.steps, m.micro_batches) == (psi, 3, 1)
+    assert "fsdp-shard-grad-op" in res.matches
+    assert m.bytes_per_rank_per_step == pytest.approx(2 * 3 / 4 * psi * 4, rel=1e-9)
+
+
 def _elements_per_step(case: str) -> list[tuple[int, Counter]]:
     """Each rank's each step in the run's expected.json (counted from the traces by count_calls.py): its
     forward passes, and the elements it moved per (c10d op, group size from the shapes, None where the op

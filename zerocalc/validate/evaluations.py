@@ -131,11 +131,12 @@ def _firsts(at: np.ndarray, codes: np.ndarray, want: Counter) -> np.ndarray:
 def _evaluation_plan(lo: int, hi: int, ids: np.ndarray, codes: np.ndarray, lite: np.ndarray, obj: np.ndarray,
                      grads: np.ndarray | None) -> tuple[_Plan, bool] | None:
     """One rank's marked steps (``ids``) read for :func:`evaluations`: where they are of two kinds, A in
-    all but every K-th, B, which holds A's calls and more, the more calls all A's own (the forward's
-    gathers again), ``lite`` (a loss or metric all-reduce) or ``obj`` (pickled objects: a checkpoint's save
-    plan), and some A's own carrying data or objects: B's marked steps and A's calls (``lo`` holds whether
-    objects were among the more calls, for the caller to read). Where three kinds, the steps right after
-    each B (and the first) one of them (:func:`_after_kind`), they are read as A. None otherwise."""
+    all but every K-th, B, which holds A's calls and more, the more calls all A's own or B's own
+    (:func:`_both_sides`: the forward's gathers again), ``lite`` (a loss or metric all-reduce) or ``obj``
+    (pickled objects: a checkpoint's save plan), and some of them a step's own carrying data or objects:
+    the rank's plan (its calls ``lo``:``hi``, B's marked steps, A's calls) and whether objects were among
+    the more calls. Where three kinds, the steps right after each B (and the first) one of them
+    (:func:`_after_kind`), they are read as A. None otherwise."""
     marks = np.unique(ids[ids >= 0]).tolist()
     calls = {m: Counter(codes[ids == m].tolist()) for m in marks}
     kinds = Counter(tuple(sorted(c.items())) for c in calls.values())
@@ -155,12 +156,28 @@ def _evaluation_plan(lo: int, hi: int, ids: np.ndarray, codes: np.ndarray, lite:
     extra = b - a
     if a - b or not extra:
         return None
+    ends = [m for m in marks if calls[m] == b]
     weightless = {int(c): bool(lite[codes == c].all()) for c in extra}
     pickled = {int(c) for c in extra if c not in a and obj[codes == c].all()}
-    if not all(c in a or weightless[c] or c in pickled for c in extra) or (
-            not pickled and all(weightless[c] for c in extra if c in a)):
+    own = {int(c) for c in extra if c in a or (grads is not None and _both_sides(c, ends, ids, codes, grads))}
+    if not all(c in own or weightless[c] or c in pickled for c in extra) or (
+            not pickled and all(weightless[c] for c in extra if c in own)):
         return None
-    return _Plan(lo, hi, [m for m in marks if calls[m] == b], marks, a, again, early), bool(pickled)
+    return _Plan(lo, hi, ends, marks, a, again, early), bool(pickled)
+
+
+def _both_sides(c: int, ends: list[int], ids: np.ndarray, codes: np.ndarray, grads: np.ndarray) -> bool:
+    """Whether each of the marked steps ``ends`` sends calls of kind ``c`` both before its last gradient
+    reduction (``grads``) and after it: the step's own calls (its forward's gathers, which the steps
+    after an evaluation need not send: FSDP1's SHARD_GRAD_OP keeps what the evaluation gathered), sent again
+    by the evaluation. The optimizer's gathers after the reductions (DeepSpeed ZeRO-1/2's, where the
+    markers mark micro-batches) are on one side alone."""
+    for m in ends:
+        at = np.flatnonzero(ids == m)
+        x = _last_reduction(at, grads)
+        if not (x and (codes[at[:x]] == c).any() and (codes[at[x:]] == c).any()):
+            return False
+    return True
 
 
 def _after_kind(marks: list[int], calls: dict[int, Counter], kinds: Counter, codes: np.ndarray,

@@ -327,7 +327,9 @@ def fsdp1_model(strategy, mixed=False, groups=None, units=None):
                 process_group=groups)
 
 
-def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3, units=None):
+def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3, units=None,
+               evaluate_every=None):
+    """FSDP1 (:func:`fsdp1_model`) in :func:`ddp_loop`; with ``evaluate_every``, :func:`evaluating`."""
     groups = None
     if "HYBRID_SHARD" in strategy:  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
         shard = [dist.new_group(r) for r in ([0, 1], [2, 3])]
@@ -336,7 +338,10 @@ def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False
         groups = (shard[rank // 2], replicate[rank % 2])
     model = fsdp1_model(strategy, mixed, groups, units)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync))
+    train_step = ddp_loop(model, opt, k, no_sync)
+    if evaluate_every:
+        train_step = evaluating(model, train_step, evaluate_every)
+    run_profiled(outdir, steps, train_step)
 
 
 def case_ddp_eval_only(outdir):
@@ -397,19 +402,28 @@ def case_fsdp2_eval_every(outdir, every=2, steps=4):
     mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("shard",))
     model = fsdp2_model(mesh)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    optimizer_step = fsdp2_loop(model, opt, 1, True)
+    run_profiled(outdir, steps, evaluating(model, fsdp2_loop(model, opt, 1, True), every))
+
+
+def evaluate(model):
+    """An evaluation: 2 batches of forward passes under ``torch.no_grad()``, each all-reducing its 16
+    per-sample losses."""
     rank = dist.get_rank()
+    with torch.no_grad():
+        for b in range(2):
+            x, y = batch(rank, 100 + b, 0)
+            losses = torch.cat([(model(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
+            dist.all_reduce(losses)
 
-    def train_step(step):
-        optimizer_step(step)
-        if step % every == 0:
-            with torch.no_grad():
-                for b in range(2):
-                    x, y = batch(rank, 100 + b, 0)
-                    losses = torch.cat([(model(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
-                    dist.all_reduce(losses)
 
-    run_profiled(outdir, steps, train_step)
+def evaluating(model, train_step, every):
+    """``train_step`` followed, after every ``every``-th optimizer step (0 too), by :func:`evaluate`."""
+    def step(i):
+        train_step(i)
+        if i % every == 0:
+            evaluate(model)
+
+    return step
 
 
 def case_fsdp2_mixed(outdir):
@@ -797,14 +811,10 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
 
-    def evaluate(step):
+    def evaluate_engine(step):
         if evaluate_every and step % evaluate_every == 0:
             engine.eval()
-            with torch.no_grad():
-                for b in range(2):
-                    x, y = batch(rank, 100 + b, 0)
-                    losses = torch.cat([(engine(x) - y).square().mean(dim=1), torch.zeros(16 - len(x))])
-                    dist.all_reduce(losses)
+            evaluate(engine)
             engine.train()
 
     if step_per_micro_batch:
@@ -815,8 +825,8 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             x, y = batch(rank, i // DS_GA, i % DS_GA, torch.bfloat16 if "bf16" in cfg else torch.float32)
             engine.backward(loss_fn(engine(x), y))
             engine.step()
-            if (i + 1) % DS_GA == 0:
-                evaluate(engine.global_steps)  # after optimizer steps 2, 4, …: inside that micro-batch's
+            if (i + 1) % DS_GA == 0:  # after optimizer steps 2, 4, …: inside that micro-batch's ProfilerStep
+                evaluate_engine(engine.global_steps)
 
         run_profiled(outdir, steps * DS_GA, micro_batch)
         return
@@ -828,7 +838,7 @@ def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYE
             engine.backward(loss_fn(engine(x), y))
             engine.step()
         assert engine.global_steps == step + 1
-        evaluate(step)
+        evaluate_engine(step)
 
     (run_profiled_without_steps if without_steps else run_profiled)(outdir, steps, train_step, warmup)
 
@@ -1442,6 +1452,13 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "fsdp1-shard-grad-op-eval-every-2": (
+        lambda o: case_fsdp1(o, "SHARD_GRAD_OP", steps=4, evaluate_every=2), {
+        "scheme": "FSDP1 SHARD_GRAD_OP, one unit per Linear + root; after every 2nd optimizer step "
+                  "(0, 2, 4), inside its ProfilerStep, an evaluation of 2 batches (a 16-element loss "
+                  "all-reduce each)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "steps_profiled": 4, "grad_sync": "every micro-batch"}),
     "fsdp1-shard-grad-op-ga4-no-sync": (
         lambda o: case_fsdp1(o, "SHARD_GRAD_OP", k=4, no_sync=True, steps=2), {
         "scheme": "FSDP1 SHARD_GRAD_OP, one unit per Linear + root",
