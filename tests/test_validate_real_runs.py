@@ -619,6 +619,34 @@ def test_an_evaluation_whose_gathers_serve_the_next_step_under_shard_grad_op():
     assert m.bytes_per_rank_per_step == pytest.approx(2 * 3 / 4 * psi * 4, rel=1e-9)
 
 
+def test_what_the_steps_after_an_evaluation_of_its_own_gather_again_is_one_off():
+    # FSDP2 trained two steps, then evaluated in a ProfilerStep of its own, 3 times. Counted
+    # (count_calls.py): the evaluations (3, 6, 9) run no forward pass with a loss and no reduction; the
+    # steps after them (4, 7) hold the others' calls and one gather more (layers.2, 3,864 elements a rank)
+    # before their last reduce-scatter
+    case = "fsdp2-eval-own-steps"
+    psi = json.loads((RUNS / case / "run.json").read_text())["model"]["psi"]
+    again = 0
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        steps = {int(k.split("#")[1]): s for k, s in r["steps"].items()}
+        assert [k for k, s in steps.items() if s["loss_calls"] == 0] == [3, 6, 9]
+        for k in (4, 7):
+            seq, plain = steps[k]["c10d_sequence"], steps[1]["c10d_sequence"]
+            more = Counter(seq) - Counter(plain)
+            gather = "c10d::_allgather_base_ float 3864->15456"
+            assert not Counter(plain) - Counter(seq) and list(more) == [gather]
+            last = max(i for i, c in enumerate(seq) if "reduce_scatter" in c)
+            assert max(i for i, c in enumerate(seq) if c == gather) < last
+            again += more.total()
+        assert all(steps[k]["c10d_sequence"] == steps[1]["c10d_sequence"] for k in (2, 5, 8))
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.steps, m.micro_batches) == (psi, 6, 1)
+    assert f"({again} calls in all: gathers again" in m.steps_how and "evaluation (the" not in m.steps_how
+    assert "fsdp-full-shard" in res.matches
+
+
 def _elements_per_step(case: str) -> list[tuple[int, Counter]]:
     """Each rank's each step in the run's expected.json (counted from the traces by count_calls.py): its
     forward passes, and the elements it moved per (c10d op, group size from the shapes, None where the op

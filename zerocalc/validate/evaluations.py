@@ -30,6 +30,7 @@ class Evaluated:
     again: int = 0  # what the steps after an evaluation send again, one-off
     lent: int = 0  # the evaluation's calls that the step after it uses, counted in that step
     first: int = 0  # the calls of a first marked step that follows an evaluation the trace does not hold
+    inside: bool = False  # the more calls all come before the step's last gradient reduction: none after
 
 
 @dataclass
@@ -73,9 +74,23 @@ def evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: n
         return None
     out = Evaluated(0, ks.pop(), saved)
     cuts = None if grads is None else _evaluation_tails(step_id, sig, grads, plans, out.k)
+    out.inside = cuts is None and grads is not None and all(_inside(step_id, sig, grads, p) for p in plans)
     for plan, cut in zip(plans, cuts or [None] * len(plans), strict=True):
         _set_apart(step_id[plan.lo:plan.hi], sig[plan.lo:plan.hi], plan, cut, out)
     return out
+
+
+def _inside(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, plan: _Plan) -> bool:
+    """Whether each of the plan's more calls falls before its step's last gradient reduction: no
+    evaluation after the step's own calls, but its own sent again (gathers of what an evaluation profiled
+    as a step of its own left resharded)."""
+    ids, codes, g = step_id[plan.lo:plan.hi], sig[plan.lo:plan.hi], grads[plan.lo:plan.hi]
+    for m in plan.ends:
+        at = np.flatnonzero(ids == m)
+        more, x = _beyond(at, codes, plan.a), _last_reduction(at, g)
+        if not (len(more) and x) or more.max() >= at[x - 1]:
+            return False
+    return True
 
 
 def _set_apart(ids: np.ndarray, codes: np.ndarray, plan: _Plan, cut: dict[int, int] | None,
@@ -154,8 +169,8 @@ def _evaluation_plan(lo: int, hi: int, ids: np.ndarray, codes: np.ndarray, lite:
         return None
     a, b = (Counter(dict(c)) for c in sorted(kinds, key=lambda c: sum(n for _, n in c)))
     extra = b - a
-    if a - b or not extra:
-        return None
+    if a - b or not extra or (grads is not None and grads[np.isin(codes, list(extra))].any()):
+        return None  # an evaluation reduces no gradients: more reductions are more micro-batches
     ends = [m for m in marks if calls[m] == b]
     weightless = {int(c): bool(lite[codes == c].all()) for c in extra}
     pickled = {int(c) for c in extra if c not in a and obj[codes == c].all()}

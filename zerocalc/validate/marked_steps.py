@@ -149,6 +149,10 @@ def _evaluated_how(ev: Evaluated, lead: str, n: int) -> str:
             else "an evaluation (the forward's calls again, and small all-reduces")
     how = (f"{lead}; every {_ordinal(ev.k)} also holds {what}: {_plural(ev.calls, 'call')} in all), "
            "counted one-off")
+    if ev.inside:
+        how = (f"{lead}; every {_ordinal(ev.k)} sends more of its own calls before its last gradient "
+               f"reduction than the others ({_plural(ev.calls, 'call')} in all: gathers again of what an "
+               "evaluation or a checkpoint between steps left resharded), counted one-off")
     if ev.again:
         how += ("; so are the calls that each step after an evaluation sends again "
                 f"({ev.again} in all: the parameters it left resharded, gathered once more)")

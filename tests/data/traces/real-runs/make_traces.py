@@ -392,6 +392,26 @@ def case_ddp_eval_own_steps(outdir, cycles=2):
     run_profiled(outdir, 4 * cycles, step)
 
 
+def case_fsdp2_eval_own_steps(outdir, cycles=3):
+    """FSDP2 (as ``case_fsdp2``, one micro-batch) trained and evaluated in turn, the evaluation its own
+    ``ProfilerStep``: two training steps, then :func:`evaluate`, ``cycles`` times (the profiler's warm-up is
+    one training step before them)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("shard",))
+    model = fsdp2_model(mesh)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    train = fsdp2_loop(model, opt, 1, True)
+
+    def step(i):
+        if i % 3 == 0 and i:
+            evaluate(model)
+        else:
+            train(i)
+
+    run_profiled(outdir, 3 * cycles, step)
+
+
 def case_fsdp2_eval_every(outdir, every=2, steps=4):
     """FSDP2 (as ``case_fsdp2``) with an evaluation after every ``every``-th optimizer step, inside that
     step's ``ProfilerStep`` (``prof.step()`` after it): 2 batches of forward passes under
@@ -1183,6 +1203,12 @@ CASES = {
                   "16-element loss all-reduce each)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 6}),
+    "fsdp2-eval-own-steps": (case_fsdp2_eval_own_steps, {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; two optimizer steps, "
+                  "then an evaluation of 2 batches (a 16-element loss all-reduce each) in a ProfilerStep of "
+                  "its own, 3 times",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 9}),
     "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
