@@ -1208,7 +1208,8 @@ CASES = {
                   "then an evaluation of 2 batches (a 16-element loss all-reduce each) in a ProfilerStep of "
                   "its own, 3 times",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
-        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 9}),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 9,
+        "evaluation_steps": [3, 6, 9]}),
     "fsdp2-mixed-bf16-fp32": (case_fsdp2_mixed, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "bfloat16", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
