@@ -21,10 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import make_traces  # noqa: E402
 
 
-def run_recorded(outdir, steps, train_step):
-    """The warm-up step and ``steps`` optimizer steps, as ``make_traces.run_profiled`` runs them, then the
-    dump."""
-    for step in range(1 + steps):
+def run_recorded(outdir, steps, train_step, warmup=1):
+    """The ``warmup`` steps and ``steps`` optimizer steps, as ``make_traces.run_profiled`` runs them, then
+    the dump."""
+    for step in range(warmup + steps):
         train_step(step)
     dump = torch._C._distributed_c10d._dump_fr_trace_json(includeCollectives=True, onlyActive=False)
     with open(os.path.join(outdir, f"rank{dist.get_rank()}.json"), "wb") as f:
