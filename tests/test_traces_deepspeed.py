@@ -104,6 +104,8 @@ def test_a_real_verbose_log_checks_as_deepspeed_zero2_given_its_element_type():
     assert (m.psi, m.n, m.steps, m.micro_batches, m.grad_sync) == (71_104, 4, 3, 4, "every")
     assert (m.param_dtype, m.grad_dtype) == ("fp32", "fp32")
     assert res.matches[0] == "deepspeed-zero2"
+    # the log has no header naming its world: N's sentence says where the 4 came from
+    assert "world size 4 from its printed bandwidths" in m.n_how and "trace header" not in m.n_how
     # without its element type the bytes give no elements: refused, naming --dtype
     with pytest.raises(TraceMismatchError, match="--dtype"):
         check(ts.table, meta=ts.meta)

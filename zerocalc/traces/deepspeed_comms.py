@@ -146,6 +146,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     found = world_from_bandwidth(rows)
     if found is not None:
         res.meta["world_size"] = found.n
+        res.meta["world_from"] = "its printed bandwidths"
         res.meta["notes"] = [f"world size {found.n}: from DeepSpeed's printed bandwidths, "
                              + found.how.removeprefix("from ")]
     return res

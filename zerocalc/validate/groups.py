@@ -223,7 +223,8 @@ def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> 
 
 
 def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: int | None,
-            n: int | None, w: np.ndarray | None = None) -> tuple[np.ndarray, Groups]:
+            n: int | None, w: np.ndarray | None = None, world_from: str | None = None
+            ) -> tuple[np.ndarray, Groups]:
     """Group size of every call (recorded, else the world size, else ``n``), N and how it was found.
 
     N is ``--n`` (which must be one of the trace's group sizes) or found from the groups the
@@ -232,6 +233,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     tensor parallelism: :func:`_hsdp_beside`), or expert parallelism's (:func:`_experts`); without gradient
     collectives, the group of the collectives that move the most elements. Tensor-parallel groups
     (:func:`_tensor_parallel_sizes`) are left out. ``w``: each call's weight (:mod:`.folded`; None: 1).
+    ``world_from``: where the trace's world size comes from, where not its header (a DeepSpeed log's
+    printed bandwidths).
     """
     from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 
@@ -259,7 +262,7 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     if n is None:
         n = trace_n
         n_how = _inferred_how(n, world, most_n if by_grad else None, hsdp, beside, experts, inner,
-                              sizes_by_elems)
+                              sizes_by_elems, world_from)
         if world is not None and unnamed:
             n_how += (f"; no call records its group, so each is taken to span the world of {world} ranks: "
                       "give --n if they ran on a smaller one")
@@ -319,7 +322,7 @@ def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) ->
 
 
 def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, experts, inner: set[int],
-                  sizes_by_elems: dict[int, float]) -> str:
+                  sizes_by_elems: dict[int, float], world_from: str | None = None) -> str:
     """The sentence saying how N was found in the trace (``most_n``: the group size that moves the most
     data, where gradient collectives chose another; None where there are none)."""
     how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
@@ -344,4 +347,7 @@ def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, e
         others = ", ".join(str(k) for k in sorted(sizes_by_elems) if k != n)
         how += (f"; the trace also has groups of {others} ranks, reported apart: give --n if the "
                 "data-parallel group is another")
-    return how + (f"; world_size {world} in the trace header)" if world is not None else ")")
+    if world is None:
+        return how + ")"
+    return how + (f"; world size {world} from {world_from})" if world_from
+                  else f"; world_size {world} in the trace header)")
