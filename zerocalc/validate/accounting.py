@@ -139,3 +139,10 @@ def _world_sizes(meta: dict | None) -> dict[str, int]:
         if ws is not None and not pd.isna(ws):
             out[str(f)] = int(ws)
     return out
+
+
+def _world_from(meta: dict | None) -> str | None:
+    """Where the readers found the world size (``world_from``), where all that say so agree and it is not a
+    header (a DeepSpeed log's printed bandwidths); None otherwise."""
+    froms = {m.get("world_from") for m in (meta or {}).values() if isinstance(m, dict)} - {None}
+    return next(iter(froms)) if len(froms) == 1 else None

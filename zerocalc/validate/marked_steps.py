@@ -26,9 +26,9 @@ def _marked_steps(marked: np.ndarray, rank: np.ndarray, sig: np.ndarray, steps: 
     step of the micro-batches the markers mark (:func:`_marked_micro_batches`). Where every K-th marked
     step (or optimizer step) holds an evaluation or a checkpoint instead (:func:`~.evaluations.evaluations`),
     its calls are one-off, and so are those of a first step unlike the alike ones after it
-    (:func:`_warm_up_step`). ``light``: the calls
-    that carry no data or next to nothing (a loss or metric all-reduce); ``objects``: the calls that carry
-    pickled objects (a checkpoint's save plan); ``reduces``: the gradient reductions; ``per_optimizer``:
+    (:func:`_warm_up_step`). ``light``: the calls that carry no data or next to nothing (a loss or metric
+    all-reduce); ``objects``: the calls that carry pickled objects (a checkpoint's save plan);
+    ``reduces``: the gradient reductions; ``per_optimizer``:
     (K, marked steps left out, marked steps) where ``marked`` is already each call's optimizer step, the
     markers marking micro-batches (:mod:`.optimizer_steps`)."""
     step_id = np.full(len(rank), -1, dtype=np.int32)

@@ -23,6 +23,7 @@ from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
     _plural,
+    _world_from,
     _world_sizes,
     ring_bytes_factor,
 )
@@ -177,8 +178,7 @@ def measure(
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
 
-    froms = {m.get("world_from") for m in (meta or {}).values() if isinstance(m, dict)} - {None}
-    gs, groups = infer_n(rows, rank, ops, full, world, n, w, next(iter(froms)) if len(froms) == 1 else None)
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta))
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
