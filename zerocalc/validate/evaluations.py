@@ -235,16 +235,9 @@ def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, p
     cuts, diffs = [], set()
     for plan in plans:
         ids, codes, g = step_id[plan.lo:plan.hi], sig[plan.lo:plan.hi], grads[plan.lo:plan.hi]
-        closings = set()
-        for m in np.unique(ids[ids >= 0]).tolist():
-            at = np.flatnonzero(ids == m)
-            if not (x := _last_reduction(at, g)):
-                return None
-            if m not in plan.ends:
-                closings.add(tuple(codes[at[x:]].tolist()))
-        if len(closings) != 1:
+        closing = _closing(ids, codes, g, plan)
+        if closing is None:
             return None
-        closing = closings.pop()
         cut = {}
         for m in plan.ends:
             at = np.flatnonzero(ids == m)
@@ -266,10 +259,23 @@ def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, p
     if k != 2 or (again and early) or grads[np.isin(sig, list(again))].any():
         return None
     for plan in plans:
-        marks = np.unique(step_id[plan.lo:plan.hi]).tolist()
-        others = [m for m in marks if m >= 0 and m not in plan.ends]
+        others = [m for m in plan.marks if m not in plan.ends]
         (plan.again if again else plan.early).update(dict.fromkeys(others, again or early))
     return cuts
+
+
+def _closing(ids: np.ndarray, codes: np.ndarray, g: np.ndarray, plan: _Plan) -> tuple[int, ...] | None:
+    """The calls each step but the evaluating ones sends after its last gradient reduction (``g``), the
+    same in each (DeepSpeed's overflow flag; none for FSDP); None where a step reduces nothing or they
+    differ."""
+    closings = set()
+    for m in plan.marks:
+        at = np.flatnonzero(ids == m)
+        if not (x := _last_reduction(at, g)):
+            return None
+        if m not in plan.ends:
+            closings.add(tuple(codes[at[x:]].tolist()))
+    return closings.pop() if len(closings) == 1 else None
 
 
 def _last_reduction(at: np.ndarray, g: np.ndarray) -> int:
