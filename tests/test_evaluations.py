@@ -66,3 +66,16 @@ def test_more_gradient_reductions_in_every_second_step_are_no_evaluation():
     before = step_id.copy()
     assert evaluations(step_id, rank, sig, light, reduces=reduces) is None
     assert np.array_equal(step_id, before)
+
+
+def test_one_evaluation_lends_its_gather_to_the_step_after_it():
+    # a short profile holds one evaluation (step 2) between two steps after an evaluation (step 1 after
+    # the warm-up's). By hand: step 2's evaluation is its 3 calls after the flag, its gather counted in
+    # step 3; step 1 lacks the gather and no evaluation in the trace sent it: one-off, its 8 calls
+    after = STEP[1:]
+    step_id, rank, sig, light, reduces = _read({1: after, 2: STEP + EVALUATION, 3: after})
+    ev = evaluations(step_id, rank, sig, light, reduces=reduces)
+    assert (ev.k, ev.calls, ev.lent, ev.first, ev.again) == (0, 2, 1, len(after), 0)
+    for m in (2, 3):
+        assert sorted(sig[step_id == m].tolist()) == sorted(STEP), m
+    assert not (step_id == 1).any()

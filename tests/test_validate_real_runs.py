@@ -647,6 +647,32 @@ def test_what_the_steps_after_an_evaluation_of_its_own_gather_again_is_one_off()
     assert "fsdp-full-shard" in res.matches
 
 
+def test_one_evaluation_in_a_short_profile_is_one_off():
+    # FSDP2 evaluating every 3rd step, 4 steps profiled: one evaluation among them. Counted
+    # (count_calls.py): step 3 holds step 2's calls, then after its last reduce-scatter the evaluation's 8
+    # calls; steps 1 and 4, each after an evaluation, hold step 2's calls and one gather more
+    case = "fsdp2-one-evaluation"
+    psi = json.loads((RUNS / case / "run.json").read_text())["model"]["psi"]
+    evaluation = again = 0
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        seq = {int(k.split("#")[1]): s["c10d_sequence"] for k, s in r["steps"].items()}
+        assert seq[3][:len(seq[2])] == seq[2]
+        evaluation += len(seq[3]) - len(seq[2])
+        for after in (1, 4):
+            more = Counter(seq[after]) - Counter(seq[2])
+            assert not Counter(seq[2]) - Counter(seq[after])
+            assert list(more) == ["c10d::_allgather_base_ float 3864->15456"]
+            again += more.total()
+    assert (evaluation, again) == (4 * 8, 4 * 2)
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.steps, m.micro_batches) == (psi, 4, 1)
+    assert f"one also holds an evaluation (the forward's calls again, and small all-reduces: {evaluation} " \
+           "calls in all)" in m.steps_how and f"({again} in all" in m.steps_how
+    assert "fsdp-full-shard" in res.matches
+
+
 def _elements_per_step(case: str) -> list[tuple[int, Counter]]:
     """Each rank's each step in the run's expected.json (counted from the traces by count_calls.py): its
     forward passes, and the elements it moved per (c10d op, group size from the shapes, None where the op

@@ -25,7 +25,7 @@ class Evaluated:
     """What :func:`evaluations` set apart, in calls over all ranks."""
 
     calls: int  # the evaluations' calls, one-off
-    k: int  # every K-th marked step holds one
+    k: int  # every K-th marked step holds one; 0: one marked step alone
     saved: bool  # pickled objects among them: a checkpoint's or a logger's
     again: int = 0  # what the steps after an evaluation send again, one-off
     lent: int = 0  # the evaluation's calls that the step after it uses, counted in that step
@@ -70,10 +70,12 @@ def evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: n
         at = [plan.marks.index(m) for m in plan.ends]
         ks |= {y - x for x, y in zip(at, at[1:], strict=False)} or {0}
         plans.append(plan)
-    if len(ks) != 1 or 0 in ks:
-        return None
+    if len(ks) != 1 or (0 in ks and grads is None):
+        return None  # one evaluating step (K 0) read only where its evaluation can be cut after its own
     out = Evaluated(0, ks.pop(), saved)
-    cuts = None if grads is None else _evaluation_tails(step_id, sig, grads, plans, out.k)
+    cuts = None if grads is None else _evaluation_tails(step_id, sig, grads, plans)
+    if not out.k and cuts is None:
+        return None
     out.inside = cuts is None and grads is not None and all(_inside(step_id, sig, grads, p) for p in plans)
     for plan, cut in zip(plans, cuts or [None] * len(plans), strict=True):
         _set_apart(step_id[plan.lo:plan.hi], sig[plan.lo:plan.hi], plan, cut, out)
@@ -222,16 +224,17 @@ def _after_kind(marks: list[int], calls: dict[int, Counter], kinds: Counter, cod
     return None if diff - (most - more) else (after, more, diff, False)
 
 
-def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, plans: list[_Plan],
-                      k: int) -> list[dict[int, int]] | None:
+def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, plans: list[_Plan]
+                      ) -> list[dict[int, int]] | None:
     """Where each evaluating step of :func:`evaluations` is the step's own calls, then the evaluation's:
     the step's own end with its last gradient reduction (``grads``) and the calls every other step sends
     after its last (the same in each), the evaluation's are the rest. Per rank, each such step's cut
     (marked step → its own calls, in time order). Where the steps' own differ from the others' (A's) calls,
-    the same in every one, with K = 2 (every other step follows an evaluation): A's calls beyond them, none a
-    gradient reduction, are sent again after the evaluation; those A lacks, among the evaluation's calls,
-    the evaluation sent for the step after it: each plan takes them as ``again`` or ``early`` of its
-    other steps. None where a step is not so, or A's calls differ the other way, or both ways."""
+    the same in every one, and every other step follows an evaluation (:func:`_each_after`; K = 2, or one
+    evaluating step between two others): A's calls beyond them, none a gradient reduction, are sent again
+    after the evaluation; those A lacks, among the evaluation's calls, the evaluation sent for the step
+    after it: each plan takes them as ``again`` or ``early`` of its other steps. None where a step is not
+    so, or A's calls differ the other way, or both ways."""
     cuts, diffs = [], set()
     for plan in plans:
         ids, codes, g = step_id[plan.lo:plan.hi], sig[plan.lo:plan.hi], grads[plan.lo:plan.hi]
@@ -256,12 +259,18 @@ def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, p
     again, early = (Counter(dict(d)) for d in diffs.pop())
     if not (again or early):
         return cuts
-    if k != 2 or (again and early) or grads[np.isin(sig, list(again))].any():
+    if (again and early) or grads[np.isin(sig, list(again))].any() or not all(map(_each_after, plans)):
         return None
     for plan in plans:
         others = [m for m in plan.marks if m not in plan.ends]
         (plan.again if again else plan.early).update(dict.fromkeys(others, again or early))
     return cuts
+
+
+def _each_after(plan: _Plan) -> bool:
+    """Whether every marked step but the evaluating ones follows one, or is the first."""
+    return all(m == plan.marks[0] or plan.marks[i - 1] in plan.ends
+               for i, m in enumerate(plan.marks) if m not in plan.ends)
 
 
 def _closing(ids: np.ndarray, codes: np.ndarray, g: np.ndarray, plan: _Plan) -> tuple[int, ...] | None:

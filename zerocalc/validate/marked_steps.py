@@ -147,10 +147,10 @@ def _evaluated_how(ev: Evaluated, lead: str, n: int) -> str:
     (:func:`~.evaluations.evaluations`)."""
     what = ("a checkpoint's or a logger's calls (pickled objects, and small ones" if ev.saved
             else "an evaluation (the forward's calls again, and small all-reduces")
-    how = (f"{lead}; every {_ordinal(ev.k)} also holds {what}: {_plural(ev.calls, 'call')} in all), "
-           "counted one-off")
+    which = f"every {_ordinal(ev.k)}" if ev.k else "one"
+    how = f"{lead}; {which} also holds {what}: {_plural(ev.calls, 'call')} in all), counted one-off"
     if ev.inside:
-        how = (f"{lead}; every {_ordinal(ev.k)} sends more of its own calls before its last gradient "
+        how = (f"{lead}; {which} sends more of its own calls before its last gradient "
                f"reduction than the others ({_plural(ev.calls, 'call')} in all: gathers again of what an "
                "evaluation or a checkpoint between steps left resharded), counted one-off")
     if ev.again:

@@ -1203,6 +1203,12 @@ CASES = {
                   "16-element loss all-reduce each)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 6}),
+    "fsdp2-one-evaluation": (lambda o: case_fsdp2_eval_every(o, every=3, steps=4), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 3rd "
+                  "optimizer step (0, 3), inside its ProfilerStep, an evaluation of 2 batches (a "
+                  "16-element loss all-reduce each): 4 steps profiled, one evaluation among them",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4}),
     "fsdp2-eval-own-steps": (case_fsdp2_eval_own_steps, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; two optimizer steps, "
                   "then an evaluation of 2 batches (a 16-element loss all-reduce each) in a ProfilerStep of "
