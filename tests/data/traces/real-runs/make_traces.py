@@ -446,6 +446,17 @@ def evaluating(model, train_step, every):
     return step
 
 
+def fsdp2_evaluation_facts(every, steps, more=""):
+    """What :func:`case_fsdp2_eval_every` ran with ``every`` and ``steps``, for its run.json."""
+    when = ", ".join(map(str, range(0, steps + 1, every)))
+    return {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every "
+                  f"{every}{'nd' if every == 2 else 'rd'} optimizer step ({when}), inside its ProfilerStep, "
+                  f"an evaluation of 2 batches (a 16-element loss all-reduce each){more}",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": steps}
+
+
 def case_fsdp2_mixed(outdir):
     from torch.distributed.fsdp import MixedPrecisionPolicy
 
@@ -1191,24 +1202,11 @@ CASES = {
                   "all-reduced (1 element each) a batch; no optimizer step", "param_dtype": "float32",
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 1,
         "grad_sync": "none (no backward)", "steps_profiled": 3, "profiler_step_per": "evaluation batch"}),
-    "fsdp2-eval-every-2": (case_fsdp2_eval_every, {
-        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 2nd "
-                  "optimizer step (0, 2, 4), inside its ProfilerStep, an evaluation of 2 batches (a "
-                  "16-element loss all-reduce each)",
-        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
-        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4}),
-    "fsdp2-eval-every-3": (lambda o: case_fsdp2_eval_every(o, every=3, steps=6), {
-        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 3rd "
-                  "optimizer step (0, 3, 6), inside its ProfilerStep, an evaluation of 2 batches (a "
-                  "16-element loss all-reduce each)",
-        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
-        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 6}),
-    "fsdp2-one-evaluation": (lambda o: case_fsdp2_eval_every(o, every=3, steps=4), {
-        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after every 3rd "
-                  "optimizer step (0, 3), inside its ProfilerStep, an evaluation of 2 batches (a "
-                  "16-element loss all-reduce each): 4 steps profiled, one evaluation among them",
-        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
-        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4}),
+    "fsdp2-eval-every-2": (case_fsdp2_eval_every, fsdp2_evaluation_facts(2, 4)),
+    "fsdp2-eval-every-3": (lambda o: case_fsdp2_eval_every(o, every=3, steps=6),
+                           fsdp2_evaluation_facts(3, 6)),
+    "fsdp2-one-evaluation": (lambda o: case_fsdp2_eval_every(o, every=3, steps=4),
+                             fsdp2_evaluation_facts(3, 4, ": 4 steps profiled, one evaluation among them")),
     "fsdp2-eval-own-steps": (case_fsdp2_eval_own_steps, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; two optimizer steps, "
                   "then an evaluation of 2 batches (a 16-element loss all-reduce each) in a ProfilerStep of "
