@@ -45,6 +45,11 @@ class _Plan:
     again: dict[int, Counter] = field(default_factory=dict)  # step after an evaluation → calls sent again
     early: dict[int, Counter] = field(default_factory=dict)  # step after → calls the evaluation sent for it
 
+    @property
+    def before(self) -> dict[int, int]:
+        """Each marked step → the one before it."""
+        return dict(zip(self.marks[1:], self.marks, strict=False))
+
 
 def evaluations(step_id: np.ndarray, rank: np.ndarray, sig: np.ndarray, light: np.ndarray,
                 objects: np.ndarray | None = None, reduces: np.ndarray | None = None) -> Evaluated | None:
@@ -89,7 +94,7 @@ def _inside(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, plan: _Plan
     ids, codes, g = step_id[plan.lo:plan.hi], sig[plan.lo:plan.hi], grads[plan.lo:plan.hi]
     for m in plan.ends:
         at = np.flatnonzero(ids == m)
-        more, x = _beyond(at, codes, plan.a), _last_reduction(at, g)
+        more, x = _counted(at, codes, plan.a)[1], _last_reduction(at, g)
         if not (len(more) and x) or more.max() >= at[x - 1]:
             return False
     return True
@@ -104,16 +109,15 @@ def _set_apart(ids: np.ndarray, codes: np.ndarray, plan: _Plan, cut: dict[int, i
     after = dict(zip(plan.marks, plan.marks[1:], strict=False))
     for m in plan.ends:
         at = np.flatnonzero(ids == m)
-        tail = at[cut[m]:] if cut is not None else _beyond(at, codes, plan.a)
+        tail = at[cut[m]:] if cut is not None else _counted(at, codes, plan.a)[1]
         if after.get(m) in plan.early:
-            lent = _firsts(tail, codes, plan.early[after[m]])
+            lent, tail = _counted(tail, codes, plan.early[after[m]])
             ids[lent] = after[m]
             out.lent += len(lent)
-            tail = np.setdiff1d(tail, lent)
         ids[tail] = -1
         out.calls += len(tail)
     for m in plan.early:
-        if not any(after.get(e) == m for e in plan.ends):
+        if plan.before.get(m) not in plan.ends:
             out.first += int((ids == m).sum())
             ids[ids == m] = -1
     for m, calls in plan.again.items():
@@ -124,25 +128,15 @@ def _set_apart(ids: np.ndarray, codes: np.ndarray, plan: _Plan, cut: dict[int, i
             out.again += len(last)
 
 
-def _beyond(at: np.ndarray, codes: np.ndarray, a: Counter) -> np.ndarray:
-    """The calls ``at`` (time order) beyond A's counts: the first of each kind up to A's count are A's."""
-    left, out = Counter(a), []
-    for i in at.tolist():
+def _counted(at: np.ndarray, codes: np.ndarray, counts: Counter) -> tuple[np.ndarray, np.ndarray]:
+    """The calls ``at`` (time order) split by ``counts``: the first of each kind, as many as it counts, and
+    the rest (a step's own calls, then those beyond them)."""
+    left, within = Counter(counts), np.zeros(len(at), dtype=bool)
+    for k, i in enumerate(at.tolist()):
         if left[codes[i]] > 0:
             left[codes[i]] -= 1
-        else:
-            out.append(i)
-    return np.array(out, dtype=np.int64)
-
-
-def _firsts(at: np.ndarray, codes: np.ndarray, want: Counter) -> np.ndarray:
-    """The first calls of ``at`` (time order) of each kind ``want`` counts, as many as it counts."""
-    left, out = Counter(want), []
-    for i in at.tolist():
-        if left[codes[i]] > 0:
-            left[codes[i]] -= 1
-            out.append(i)
-    return np.array(out, dtype=np.int64)
+            within[k] = True
+    return at[within], at[~within]
 
 
 def _evaluation_plan(lo: int, hi: int, ids: np.ndarray, codes: np.ndarray, lite: np.ndarray, obj: np.ndarray,
@@ -269,8 +263,7 @@ def _evaluation_tails(step_id: np.ndarray, sig: np.ndarray, grads: np.ndarray, p
 
 def _each_after(plan: _Plan) -> bool:
     """Whether every marked step but the evaluating ones follows one, or is the first."""
-    return all(m == plan.marks[0] or plan.marks[i - 1] in plan.ends
-               for i, m in enumerate(plan.marks) if m not in plan.ends)
+    return all(m == plan.marks[0] or plan.before[m] in plan.ends for m in plan.marks if m not in plan.ends)
 
 
 def _closing(ids: np.ndarray, codes: np.ndarray, g: np.ndarray, plan: _Plan) -> tuple[int, ...] | None:
