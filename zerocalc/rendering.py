@@ -334,12 +334,16 @@ def _check_text(res, skipped=()) -> str:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing
     if t is not None:
-        if t.fit is not None:
+        if t.fit is not None and t.fit.physical:
             lines.append(
                 f"timing: α-β {t.fit_source}: latency {format_seconds(t.fit.latency_s)}, busbw "
                 f"{t.fit.busbw_Bps / 1e9:.3g} ± {t.fit.busbw_se_Bps / 1e9:.2g} GB/s; step communication "
                 f"predicted {format_seconds(t.predicted_step_time_s)}, measured (sum of durations) "
                 f"{format_seconds(t.measured_step_time_s)}, ratio {t.ratio:.3g}")
+        elif t.fit is not None:
+            terms = unphysical_terms(t.fit.alpha_s, t.fit.latency_s, t.fit.beta_s_per_byte)
+            lines.append(f"timing: α-β {t.fit_source}: {terms}; no step prediction from it; measured (sum of "
+                         f"durations) {format_seconds(t.measured_step_time_s)} per rank per step")
         else:
             lines.append(f"timing: measured (sum of durations) {format_seconds(t.measured_step_time_s)} "
                          f"per rank per step; no prediction ({t.note})")
@@ -351,6 +355,17 @@ def _check_text(res, skipped=()) -> str:
         lines += timing_lines(res.nccl_timing, format_seconds, format_bytes)
     return "\n".join(lines)
 
+
+def unphysical_terms(alpha_s: float, latency_s: float, beta_s_per_byte: float) -> str:
+    """An unphysical α-β fit's two terms in words: the latency where α ≥ 0, the bus bandwidth (1/β) where
+    β > 0, and which of them a link cannot have (the texts of ``check`` and ``fit``)."""
+    from zerocalc.units import format_seconds
+
+    lat = (f"latency {format_seconds(latency_s)}" if alpha_s >= 0
+           else f"latency negative (α = {format_seconds(alpha_s)} per ring step)")
+    bw = (f"busbw {1e-9 / beta_s_per_byte:.3g} GB/s" if beta_s_per_byte > 0
+          else f"no bus bandwidth (β = {beta_s_per_byte:.3g} s/B ≤ 0: the times do not grow with the size)")
+    return f"{lat}, {bw}"
 
 def _check_layout_lines(m) -> list[str]:
     """Groups, element types per side and micro-batches, in words (empty parts left out)."""

@@ -366,7 +366,9 @@ def _fit_lines(r, out) -> list[str]:
              f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
              f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
              f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
-             f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"]
+             f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"
+             if r.beta_s_per_byte > 0 else
+             f"  no bus bandwidth: β = {r.beta_s_per_byte:.3g} s/B ≤ 0 (the times do not grow with the size)"]
     if r.method == "regimes":
         lines.append(f"  fitted on {r.n_latency_points} latency-dominated and {r.n_bandwidth_points} "
                      "bandwidth-dominated sizes; the others differ by up to "

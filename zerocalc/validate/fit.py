@@ -68,11 +68,17 @@ class AlphaBetaFit:
     n_sizes: int = 0
 
     @property
+    def physical(self) -> bool:
+        """α ≥ 0 and β > 0: a latency and a bus bandwidth a link can have. Timings that fall as the size
+        grows (β ≤ 0) give no bus bandwidth (``busbw_Bps`` NaN) and predict no time."""
+        return self.alpha_s >= 0 and self.beta_s_per_byte > 0
+
+    @property
     def reliable(self) -> bool:
-        """False when a standard error is at least half its value (latency or bus bandwidth):
-        the fit then says little more than the order of magnitude."""
-        return not (self.busbw_se_Bps >= UNRELIABLE_SE_SHARE * abs(self.busbw_Bps)
-                    or self.latency_se_s >= UNRELIABLE_SE_SHARE * abs(self.latency_s))
+        """False when the fit is not :attr:`physical`, or when a standard error is at least half its value
+        (latency or bus bandwidth): the fit then says little more than the order of magnitude."""
+        return self.physical and not (self.busbw_se_Bps >= UNRELIABLE_SE_SHARE * abs(self.busbw_Bps)
+                                      or self.latency_se_s >= UNRELIABLE_SE_SHARE * abs(self.latency_s))
 
     def predict_s(self, op: str, n_bytes: float, p: float) -> float:
         """Ring α-β time of one call of ``op`` on ``n_bytes`` (full vector) over ``p`` ranks."""
@@ -393,7 +399,7 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
     pred = float(np.sum(
         _per_op_and_size(latency_hops, ops, ps) * fit.alpha_s
         + _per_op_and_size(busbw_factor, ops, ps) * full * eb * fit.beta_s_per_byte
-    )) / (len(m.ranks) * m.steps)
+    )) / (len(m.ranks) * m.steps) if fit.physical else math.nan
     meas = float(np.nansum(dur)) / (len(m.ranks) * m.steps)
     if backend == "gloo":
         notes.append("gloo: durations are CPU op times that include waiting for the other ranks")
@@ -401,11 +407,11 @@ def timing(m: Measurement, fit: AlphaBetaFit | None = None, *, backend: str | No
         notes.append(fit.note)
     ratio = meas / pred if pred > 0 else math.nan
     own = source != "given"
-    if (own and fit.max_abs_rel_residual > SKEW_MAX_REL_RESIDUAL) or not (
-            1 / SKEW_MAX_RATIO <= ratio <= SKEW_MAX_RATIO):
+    missed = math.isfinite(ratio) and not 1 / SKEW_MAX_RATIO <= ratio <= SKEW_MAX_RATIO
+    if (own and fit.max_abs_rel_residual > SKEW_MAX_REL_RESIDUAL) or missed:
         why = ([f"the fit misses its own calls by up to {fit.max_abs_rel_residual:.0%}"]
                if own and fit.max_abs_rel_residual > SKEW_MAX_REL_RESIDUAL else [])
-        if not 1 / SKEW_MAX_RATIO <= ratio <= SKEW_MAX_RATIO:
+        if missed:
             why.append(f"the prediction misses the measured sum {ratio:.3g}×")
         notes.append(f"{' and '.join(why)}: the kernel durations include waiting for the other ranks "
                      "(skew between them), so these α-β numbers are not a measurement of the links")
