@@ -85,3 +85,15 @@ def test_fit_prints_no_nan_for_a_falling_fit(tmp_path):
     assert r.exit_code == 0, r.output
     assert not re.search(r"\bnan\b", r.stdout, re.I)
     assert "  no bus bandwidth: β = -" in r.stdout and "(the times do not grow with the size)" in r.stdout
+
+
+def test_a_negative_latency_predicts_no_step_time(tmp_path):
+    # 500,000 elements in 1 ms, 1,000,000 in 9 ms: by hand the line through them crosses zero size at
+    # 1 − 8 = −7 ms, a negative latency (β > 0: a bus bandwidth, printed)
+    path = _trace(tmp_path, [(500_000, 1_000.0), (1_000_000, 9_000.0)])
+    line = next(x for x in runner.invoke(app, ["check", str(path)]).stdout.splitlines()
+                if x.startswith("timing:"))
+    assert "latency -7 ms (negative), busbw " in line and "no step prediction from it" in line
+    t = json.loads(runner.invoke(app, ["check", str(path), "--format", "json"]).stdout)["timing"]
+    assert t["predicted_step_time_s"] is None and t["fit"]["reliable"] is False
+    assert t["fit"]["busbw_GBps"] > 0

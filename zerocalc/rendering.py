@@ -361,8 +361,7 @@ def unphysical_terms(alpha_s: float, latency_s: float, beta_s_per_byte: float) -
     β > 0, and which of them a link cannot have (the texts of ``check`` and ``fit``)."""
     from zerocalc.units import format_seconds
 
-    lat = (f"latency {format_seconds(latency_s)}" if alpha_s >= 0
-           else f"latency negative (α = {format_seconds(alpha_s)} per ring step)")
+    lat = f"latency {format_seconds(latency_s)}" + ("" if alpha_s >= 0 else " (negative)")
     bw = (f"busbw {1e-9 / beta_s_per_byte:.3g} GB/s" if beta_s_per_byte > 0
           else f"no bus bandwidth (β = {beta_s_per_byte:.3g} s/B ≤ 0: the times do not grow with the size)")
     return f"{lat}, {bw}"
