@@ -496,3 +496,52 @@ def test_an_evaluation_every_two_steps_leaves_two_steps_between_evaluations():
     assert "sends again (1 call: " in out["steps_how"]
     step = next(c for c in out["categories"] if c["category"] == "step")
     assert step["calls_per_rank_per_step"] == 9
+
+
+def test_one_evaluation_in_a_dump_leaves_the_steps_on_both_sides():
+    # FSDP2, 5 optimizer steps, an evaluation after the 1st and the 4th (every 3rd, from step 0), no step
+    # markers: the block of a step and an evaluation never repeats. Counted from the dumps: the steps'
+    # reductions sum to 5Ψ (gloo records FSDP2's reduce-scatters as all-reduces), each evaluation is 2
+    # batches of the forward's 3 gathers and a 16-element loss all-reduce, and the step after each sends
+    # one gather more (layers.2, left resharded). Before, the whole dump was read as one step of 5Ψ
+    run, ranks = _count("fsdp2-one-evaluation")
+    psi, steps = run["model"]["psi"], run["optimizer_steps"]
+    for entries in ranks:
+        reduces = [math.prod(e["input_sizes"][0]) for e in entries
+                   if e["profiling_name"] == "gloo:all_reduce"]
+        assert sum(n for n in reduces if n != 16) == steps * psi and reduces.count(16) == 2 * 2
+        gathers = sum(e["profiling_name"] == "gloo:all_gather" for e in entries)
+        assert gathers == steps * 6 + 2 * 2 * 3 + 2
+    res = runner.invoke(app, ["check", str(FR / "fsdp2-one-evaluation"), "--format", "json"])
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"]) == (psi, 4, steps)
+    assert "on both sides of calls that carry no gradients (an evaluation: 8 calls after steps 1 and 4)" \
+        in out["steps_how"]
+    assert "sends again (2 calls in all: " in out["steps_how"]
+    step = next(c for c in out["categories"] if c["category"] == "step")
+    assert step["calls_per_rank_per_step"] == 9
+
+
+def test_one_evaluation_in_a_deepspeed_zero3_dump_keeps_its_micro_batches():
+    # DeepSpeed ZeRO-3, 4 micro-batches, 5 optimizer steps, an evaluation after the 1st and the 4th. Counted
+    # from the dumps: a step is 4 × (a gather of every rank's partition, the gradients reduced, recorded
+    # as an all-reduce of Ψ) and a 1-element flag; the step after an evaluation gathers once less (the
+    # evaluation's gather is kept for its first micro-batch). Before, the micro-batches after the last
+    # evaluation were read as 3 steps of 2 calls and the rest set aside
+    run, ranks = _count("ds-zero3-ga4-one-evaluation")
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    n = len(run["groups"]["dp"][0])
+    block = [("gloo:all_gather", psi // n), ("gloo:all_reduce", psi)]
+    evaluation = [("gloo:all_gather", psi // n), ("gloo:all_reduce", 16), ("gloo:all_reduce", 16)]
+    kept = block[1:] + block * (k - 1) + [("gloo:all_reduce", 1)]
+    step = block * k + [("gloo:all_reduce", 1)]
+    tail = kept + step + step + evaluation + kept  # after the 1st evaluation: steps 2-5
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
+        assert seq[-len(tail):] == tail and seq[-len(tail) - 3:-len(tail)] == evaluation
+    out = json.loads(runner.invoke(app, ["check", str(FR / "ds-zero3-ga4-one-evaluation"),
+                                         "--format", "json"]).stdout)
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
+    assert out["steps"] == 4 and "count in the step after" in out["steps_how"]
+    step = next(c for c in out["categories"] if c["category"] == "step")
+    assert step["calls_per_rank_per_step"] == 2 * k

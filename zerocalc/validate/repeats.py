@@ -245,6 +245,25 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray, weight
     gathers), what precedes it seldom ends as one does.
     """
     m = len(sig)
+    best = _heaviest_stretch(sig, weight)
+    if best is None:
+        return None
+    held, p, reps, end = best
+    wsum_all = float(np.cumsum(weight, dtype=np.float64)[-1])  # as the scan sums it
+    start = end - p * reps
+    block = sig[end - p:end]
+    in_block = np.isin(sig[:start], block)
+    if (held < wsum_all / 2 or len(set(block[carries[end - p:end]].tolist())) < 2
+            or load[:start][in_block].sum() >= load[end - p:end].sum()):
+        return None
+    return p, reps, m - end, held
+
+
+def _heaviest_stretch(sig: np.ndarray, weight: np.ndarray) -> tuple[float, int, int, int] | None:
+    """(weight, period, repetitions, end) of the run of two or more equal blocks, anywhere in ``sig``, that
+    holds the most ``weight`` (ties: the shorter period), each period one pass (:func:`_heaviest_run`);
+    None where no run holds any."""
+    m = len(sig)
     wsum = np.concatenate(([0.0], np.cumsum(weight, dtype=np.float64)))
     best: tuple[float, int, int, int] | None = None  # (weight, period, repetitions, end)
     for p in range(1, min(m // 2, MAX_RUN_PERIOD) + 1):
@@ -260,15 +279,6 @@ def _heaviest_run(sig: np.ndarray, load: np.ndarray, carries: np.ndarray, weight
         i = int(np.argmax(held))
         if best is None or held[i] > best[0]:
             best = (float(held[i]), p, int(reps[i]), int(end[i]))
-    if best is None or best[0] <= 0:
-        return None
-    held, p, reps, end = best
-    start = end - p * reps
-    block = sig[end - p:end]
-    in_block = np.isin(sig[:start], block)
-    if (held < wsum[-1] / 2 or len(set(block[carries[end - p:end]].tolist())) < 2
-            or load[:start][in_block].sum() >= load[end - p:end].sum()):
-        return None
-    return p, reps, m - end, held
+    return None if best is None or best[0] <= 0 else best
 
 

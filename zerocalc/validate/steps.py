@@ -15,6 +15,7 @@ from zerocalc.validate.accounting import _OP_VERBS, _plural
 from zerocalc.validate.classify import GRADIENT_OPS
 from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
+from zerocalc.validate.interrupted import interrupted_steps
 from zerocalc.validate.marked_steps import _marked_steps
 from zerocalc.validate.repeats import (
     AGAIN,
@@ -59,8 +60,9 @@ def infer_steps(marked: np.ndarray | None, rank: np.ndarray, ops: Codes, in_e: n
             light |= _next_to_nothing(sent, _gradient_weight(sent, reduces))
         return _marked_steps(marked, rank, sig, steps, light, objects, reduces, per_optimizer)
     load = None if sent is None else sent if w is None else sent * w
-    step_id, periods, tails, between = _repeated_steps(rank, sig, carries, reduces, steps, w, load, objects)
-    return (step_id, *_repeated_how(periods, tails, steps, between))
+    step_id, periods, tails, between, interrupted = _repeated_steps(rank, sig, carries, reduces, steps, w,
+                                                                    load, objects)
+    return (step_id, *_repeated_how(periods, tails, steps, between, interrupted))
 
 
 def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray,
@@ -76,6 +78,7 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
     periods: dict[int, tuple[int, int, int]] = {}
     tails: dict[int, tuple[int, bool]] = {}
     between: dict[int, tuple[int, int, bool, int]] = {}
+    interrupted: dict[int, tuple[tuple[tuple[int, int, int, int], ...], bool]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
     found: dict[tuple[bytes, bytes, int], tuple[int, int, int, tuple[int, int, int] | None]] = {}
@@ -94,8 +97,20 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
             inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block],
                                      None if objects is None else objects[block])
                      if run[0] and load is not None and steps is None else None)
-            found[key] = (*run, inner)
-        per, reps, tail, inner = found[key]
+            around = (interrupted_steps(sig[lo:hi], load[lo:hi], carries[lo:hi], reduces[lo:hi])
+                      if load is not None and steps is None and w is None and inner is None
+                      and _under_half(run, load[lo:hi], reduces[lo:hi]) else None)
+            found[key] = (*run, inner, around)
+        per, reps, tail, inner, around = found[key]
+        if around is not None:  # steps on both sides of an evaluation or a checkpoint
+            step_id[lo:hi] = np.maximum(around.labels, -1)
+            at = np.flatnonzero(around.labels >= 0)
+            first, last = int(at[0]), int(at[-1])
+            periods[r] = (around.period, around.steps, first)
+            tails[r] = (n_calls - 1 - last, bool(carries[lo + last + 1:hi].any()))
+            between_steps = np.flatnonzero(around.labels[first:last] == -1) + lo + first
+            interrupted[r] = (around.breaks, objects is not None and bool(objects[between_steps].any()))
+            continue
         hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
         tails[r] = (tail, bool(carries[hi:hi + tail].any()))
         if per == 0:
@@ -122,7 +137,19 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
         periods[r] = (int(np.bincount(labels[labels >= 0]).min()), n_steps, start + int(np.argmax(ids >= 0)))
         saved = objects is not None and bool(objects[lo + start:lo + start + per][labels < 0].any())
         between[r] = (int((labels == -1).sum()), k, saved, int((labels == AGAIN).sum()))
-    return step_id, periods, tails, between
+    return step_id, periods, tails, between, interrupted
+
+
+def _under_half(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
+    """Whether a rank's run (period, repetitions, tail: :func:`_rank_run`) is one step, or its steps hold
+    under half the gradients' bytes (:func:`~.repeats._gradient_weight`): the run is then no reading of the
+    rank's steps, and steps on both sides of an interruption may be (:mod:`.interrupted`)."""
+    per, reps, tail = run
+    if reps < 2:
+        return True
+    weight = _gradient_weight(load, reduces)
+    end = len(load) - tail
+    return bool(weight[end - per * reps:end].sum() < weight.sum() / 2)
 
 
 def _steps_between(labels: np.ndarray, late: np.ndarray, reps: int) -> np.ndarray:
@@ -157,7 +184,8 @@ def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: n
 
 
 def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tuple[int, bool]],
-                  steps: int | None, between: dict[int, tuple[int, int, bool, int]] | None = None
+                  steps: int | None, between: dict[int, tuple[int, int, bool, int]] | None = None,
+                  interrupted: dict[int, tuple[tuple[tuple[int, int, int, int], ...], bool]] | None = None
                   ) -> tuple[str, list[str]]:
     """How :func:`_repeated_steps` found the steps, in words, and a note where ranks differ."""
     pers = sorted({v[:2] for v in periods.values()})
@@ -180,6 +208,8 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         if again:
             steps_how += (f", as does what the step after them sends again ({_plural(again, 'call')}: the "
                           "parameters the evaluation left resharded, gathered once more)")
+    if interrupted:
+        steps_how += _interrupted_how(*max(interrupted.values()))
     if lead:
         steps_how += f"; {lead} call(s) before the first repetition count as one-off"
     tail, data = max(tails.values(), default=(0, False))
@@ -194,3 +224,25 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         notes.append("ranks differ in their calls (calls per step × steps): "
                      + ", ".join(f"{p_} × {r_}" for p_, r_ in pers))
     return steps_how, notes
+
+
+def _interrupted_how(breaks: tuple[tuple[int, int, int, int], ...], saved: bool) -> str:
+    """The steps sentence's part on the calls between steps of :mod:`.interrupted` (``breaks``: per
+    interruption, the steps before it, its calls, the calls sent again after it, the calls it lent)."""
+    what = "a checkpoint's or a logger's pickled objects" if saved else "an evaluation"
+    after = [str(b[0]) for b in breaks if b[0] > 0]
+    where = ("" if len(after) == 0 else f"after step {after[0]}" if len(after) == 1 else
+             "after steps " + ", ".join(after[:-1]) + " and " + after[-1])
+    where = " and ".join([w for w in ("before the first step" if breaks[0][0] == 0 else "", where) if w])
+    calls = sorted({b[1] for b in breaks})
+    sizes = _plural(calls[0], "call") if len(calls) == 1 else f"{calls[0]}-{calls[-1]} calls"
+    out = (f"; the steps repeat on both sides of calls that carry no gradients ({what}: {sizes} {where}), "
+           "counted one-off")
+    again, lent = sum(b[2] for b in breaks), sum(b[3] for b in breaks)
+    if again:
+        out += (f", as is what the step after sends again ({_plural(again, 'call')} in all: the parameters "
+                "the evaluation left resharded, gathered once more)")
+    if lent:
+        out += (f"; {_plural(lent, 'call')} of them count in the step after (what the evaluation gathered "
+                "and that step keeps instead of gathering it)")
+    return out

@@ -95,6 +95,14 @@ EXTRA = {
                   "each)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": make_traces.fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": EVAL_STEPS - 1}),
+    "ds-zero3-ga4-one-evaluation": (
+        lambda o: make_traces.case_deepspeed(o, make_traces.ds_config(3), steps=4, evaluate_every=3), {
+            "scheme": "DeepSpeed ZeRO stage 3; after every 3rd optimizer step (0, 3), an evaluation of 2 "
+                      "batches (a 16-element loss all-reduce each): one evaluation among the 4 steps after "
+                      "the warm-up's",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": make_traces.WORLD4},
+            "micro_batches": make_traces.DS_GA, "steps_profiled": 4,
+            "deepspeed_config": make_traces.ds_config(3)}),
     "fsdp2-eval-checkpoint": (case_fsdp2_eval_checkpoint, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after training, an "
                   f"evaluation of {EVAL_BATCHES} batches (a 16-element loss all-reduce each) and a full "
