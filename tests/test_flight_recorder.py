@@ -487,15 +487,20 @@ def test_an_evaluation_every_two_steps_leaves_two_steps_between_evaluations():
         # and the backward's), and 1 gather more, of layers.2, that the evaluation left resharded
         steps = entries[ends[3] + 1:ends[4] - 3]
         assert Counter(e["profiling_name"] for e in steps) == {"gloo:all_gather": 13, "gloo:all_reduce": 6}
-    res = runner.invoke(app, ["check", str(FR / "fsdp2-eval-every-2"), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    out, step = _checked("fsdp2-eval-every-2")
     assert (out["psi"], out["n"], out["steps"]) == (run["model"]["psi"], 4, 4)
     assert "the 8 calls after every 2 steps" in out["steps_how"] and "(an evaluation)" in out["steps_how"]
     # a step: its 3 reductions and 6 gathers, the gather again one-off as the evaluation is
     assert "sends again (1 call: " in out["steps_how"]
-    step = next(c for c in out["categories"] if c["category"] == "step")
     assert step["calls_per_rank_per_step"] == 9
+
+
+def _checked(case: str) -> tuple[dict, dict]:
+    """``check --format json`` of a kept dump, and its step category."""
+    res = runner.invoke(app, ["check", str(FR / case), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    return out, next(c for c in out["categories"] if c["category"] == "step")
 
 
 def test_one_evaluation_in_a_dump_leaves_the_steps_on_both_sides():
@@ -512,14 +517,11 @@ def test_one_evaluation_in_a_dump_leaves_the_steps_on_both_sides():
         assert sum(n for n in reduces if n != 16) == steps * psi and reduces.count(16) == 2 * 2
         gathers = sum(e["profiling_name"] == "gloo:all_gather" for e in entries)
         assert gathers == steps * 6 + 2 * 2 * 3 + 2
-    res = runner.invoke(app, ["check", str(FR / "fsdp2-one-evaluation"), "--format", "json"])
-    out = json.loads(res.stdout)
+    out, step = _checked("fsdp2-one-evaluation")
     assert (out["psi"], out["n"], out["steps"]) == (psi, 4, steps)
     assert "on both sides of calls that carry no gradients (an evaluation: 8 calls after steps 1 and 4)" \
         in out["steps_how"]
-    assert "sends again (2 calls in all: " in out["steps_how"]
-    step = next(c for c in out["categories"] if c["category"] == "step")
-    assert step["calls_per_rank_per_step"] == 9
+    assert "sends again (2 calls in all: " in out["steps_how"] and step["calls_per_rank_per_step"] == 9
 
 
 def test_one_evaluation_in_a_deepspeed_zero3_dump_keeps_its_micro_batches():
@@ -539,9 +541,7 @@ def test_one_evaluation_in_a_deepspeed_zero3_dump_keeps_its_micro_batches():
     for entries in ranks:
         seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
         assert seq[-len(tail):] == tail and seq[-len(tail) - 3:-len(tail)] == evaluation
-    out = json.loads(runner.invoke(app, ["check", str(FR / "ds-zero3-ga4-one-evaluation"),
-                                         "--format", "json"]).stdout)
+    out, step = _checked("ds-zero3-ga4-one-evaluation")
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     assert out["steps"] == 4 and "count in the step after" in out["steps_how"]
-    step = next(c for c in out["categories"] if c["category"] == "step")
     assert step["calls_per_rank_per_step"] == 2 * k
