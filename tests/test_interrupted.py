@@ -64,3 +64,16 @@ def test_a_checkpoint_between_steps_at_no_regular_interval():
     out = _read(calls)
     assert out is not None and out.steps == 5
     assert [b[:2] for b in out.breaks] == [(1, 3), (4, 3)]
+
+
+def test_a_lent_call_out_of_the_step_order_is_found_before_the_step():
+    # the evaluation gathers layer 3 alone; the step after keeps it and gathers layers 1 and 2 first, so
+    # the block is no subsequence of the calls: the lent gather is the latest of its kind before the step
+    short = [1, 2, 3, 6, 2, 5, 1, 4]  # STEP without its second gather of layer 3
+    calls = STEP + STEP + [3, 7] + short + STEP + STEP
+    out = _read(calls)
+    assert out is not None and out.steps == 5
+    at = 2 * len(STEP)
+    assert out.labels[at] == 2 and out.labels[at + 1] == -1  # the lent gather in step 3, the loss one-off
+    assert out.breaks == ((2, 1, 0, 1),)
+    assert np.bincount(out.labels[out.labels >= 0]).tolist() == [9] * 5

@@ -71,8 +71,6 @@ def interrupted_steps(sig: np.ndarray, load: np.ndarray, carries: np.ndarray,
 def _read(sig: np.ndarray, block: np.ndarray, starts: list[int], weight: np.ndarray) -> Interrupted | None:
     """:func:`interrupted_steps` with the block given, and where it occurs whole (``starts``)."""
     per = len(block)
-    if len(starts) < 2:
-        return None
     graded = weight[starts[0]:starts[0] + per] > 0  # the block's gradient reductions
     steps = [np.arange(s, s + per) for s in starts]
     labels = np.full(len(sig), -1, dtype=np.int64)
@@ -106,13 +104,7 @@ def _read(sig: np.ndarray, block: np.ndarray, starts: list[int], weight: np.ndar
         return None
     first = {int(s.min()): i + 1 for i, s in enumerate(steps)}
     first[-1], first[len(sig)] = 0, len(steps)
-    return Interrupted(labels, per, tuple((first.get(a, _steps_before(steps, a)), n, again, lent)
-                                          for a, n, again, lent in breaks))
-
-
-def _steps_before(steps: list[np.ndarray], at: int) -> int:
-    """How many of ``steps`` (sorted) begin at or before call ``at``."""
-    return sum(int(s.min()) <= at for s in steps)
+    return Interrupted(labels, per, tuple((first[a], n, again, lent) for a, n, again, lent in breaks))
 
 
 def _step_ending(gap: np.ndarray, block: np.ndarray, graded: np.ndarray, weight: np.ndarray, where: str
@@ -137,10 +129,17 @@ def _step_ending(gap: np.ndarray, block: np.ndarray, graded: np.ndarray, weight:
         lent = int((matched < other.max()).sum()) if len(other) else 0
         before = np.arange(int(matched[0])) if where != "prefix" else none
         return matched, extra[mine], np.concatenate([before, other]), lent
-    if where != "inner":
-        return None
+    return _lent_ending(gap, block, graded, weight) if where == "inner" else None
+
+
+def _lent_ending(gap: np.ndarray, block: np.ndarray, graded: np.ndarray, weight: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """:func:`_step_ending` where the step sends the block's calls but some that carry no gradients: each
+    such call is the latest of its kind before the step (the evaluation's, lent to it); None where the
+    calls do not end so, or those left carry gradients."""
+    none = np.zeros(0, dtype=np.int64)
     own, skipped, i = [], [], len(gap) - 1
-    for j in range(len(block) - 1, -1, -1):  # the block's calls but some without gradients, from the end
+    for j in range(len(block) - 1, -1, -1):  # from the end
         if i >= 0 and gap[i] == block[j]:
             own.append(i)
             i -= 1
@@ -150,7 +149,7 @@ def _step_ending(gap: np.ndarray, block: np.ndarray, graded: np.ndarray, weight:
             skipped.append(int(block[j]))
     first = own[-1] if own else len(gap)
     lent, free = [], list(range(first - 1, -1, -1))
-    for code in skipped:  # each lent call: the latest call of its kind before the step, not yet lent
+    for code in skipped:  # the latest call of its kind before the step, not yet lent
         at = next((k for k in free if gap[k] == code), None)
         if at is None:
             return None
