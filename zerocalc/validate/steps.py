@@ -99,7 +99,9 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
                      if run[0] and load is not None and steps is None else None)
             around = (interrupted_steps(sig[lo:hi], load[lo:hi], carries[lo:hi], reduces[lo:hi])
                       if load is not None and steps is None and w is None and inner is None
-                      and _under_half(run, load[lo:hi], reduces[lo:hi]) else None)
+                      and _short(run, load[lo:hi], reduces[lo:hi]) else None)
+            if around is not None and around.steps <= run[1]:
+                around = None  # the run counts as many steps
             found[key] = (*run, inner, around)
         per, reps, tail, inner, around = found[key]
         if around is not None:  # steps on both sides of an evaluation or a checkpoint
@@ -140,16 +142,18 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
     return step_id, periods, tails, between, interrupted
 
 
-def _under_half(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
-    """Whether a rank's run (period, repetitions, tail: :func:`_rank_run`) is one step, or its steps hold
-    under half the gradients' bytes (:func:`~.repeats._gradient_weight`): the run is then no reading of the
-    rank's steps, and steps on both sides of an interruption may be (:mod:`.interrupted`)."""
+def _short(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
+    """Whether a rank's run (period, repetitions, tail: :func:`_rank_run`) may leave steps out: it is one
+    step, its steps hold under half the gradients' bytes (:func:`~.repeats._gradient_weight`), or the calls
+    before or after it hold a step's gradient bytes or more (steps after an evaluation or a checkpoint set
+    aside with it); steps on both sides of an interruption may then be more (:mod:`.interrupted`)."""
     per, reps, tail = run
     if reps < 2:
         return True
     weight = _gradient_weight(load, reduces)
     end = len(load) - tail
-    return bool(weight[end - per * reps:end].sum() < weight.sum() / 2)
+    held = float(weight[end - per * reps:end].sum())
+    return bool(held < weight.sum() / 2 or weight.sum() - held >= held / reps)
 
 
 def _steps_between(labels: np.ndarray, late: np.ndarray, reps: int) -> np.ndarray:
