@@ -81,37 +81,26 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
     interrupted: dict[int, tuple[tuple[tuple[int, int, int, int], ...], bool]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
-    found: dict[tuple[bytes, bytes, int], tuple[int, int, int, tuple[int, int, int] | None]] = {}
+    found: dict[tuple[bytes, bytes, int, bytes], tuple] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         r, n_calls = int(rank[lo]), hi - lo
         data_at = np.flatnonzero(carries[lo:hi])
         # a step must hold at least one collective that carries data: the last p calls do
         # exactly when p reaches back to the last such call
         min_period = n_calls - int(data_at[-1]) if len(data_at) else n_calls + 1
-        key = (sig[lo:hi].tobytes(), b"" if load is None else load[lo:hi].tobytes(), min_period,
-               b"" if objects is None else objects[lo:hi].tobytes())
+        mine = slice(lo, hi)
+        key = (sig[mine].tobytes(), b"" if load is None else load[mine].tobytes(), min_period,
+               b"" if objects is None else objects[mine].tobytes())
         if key not in found:
-            run = _rank_run(sig[lo:hi], carries[lo:hi], reduces[lo:hi],
-                            None if load is None else load[lo:hi], steps, min_period)
-            block = slice(hi - run[2] - run[0], hi - run[2])
-            inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block],
-                                     None if objects is None else objects[block])
-                     if run[0] and load is not None and steps is None else None)
-            around = (interrupted_steps(sig[lo:hi], load[lo:hi], carries[lo:hi], reduces[lo:hi])
-                      if load is not None and steps is None and w is None and inner is None
-                      and _short(run, load[lo:hi], reduces[lo:hi]) else None)
-            if around is not None and around.steps <= run[1]:
-                around = None  # the run counts as many steps
-            found[key] = (*run, inner, around)
+            found[key] = _rank_search(sig[mine], carries[mine], reduces[mine],
+                                      None if load is None else load[mine],
+                                      None if objects is None else objects[mine], steps, w is None,
+                                      min_period)
         per, reps, tail, inner, around = found[key]
         if around is not None:  # steps on both sides of an evaluation or a checkpoint
-            step_id[lo:hi] = np.maximum(around.labels, -1)
-            at = np.flatnonzero(around.labels >= 0)
-            first, last = int(at[0]), int(at[-1])
-            periods[r] = (around.period, around.steps, first)
-            tails[r] = (n_calls - 1 - last, bool(carries[lo + last + 1:hi].any()))
-            between_steps = np.flatnonzero(around.labels[first:last] == -1) + lo + first
-            interrupted[r] = (around.breaks, objects is not None and bool(objects[between_steps].any()))
+            step_id[mine] = np.maximum(around.labels, -1)
+            periods[r], tails[r], interrupted[r] = _interrupted_rank(
+                around, carries[mine], None if objects is None else objects[mine])
             continue
         hi, n_calls = hi - tail, n_calls - tail  # the calls after the last step are one-off
         tails[r] = (tail, bool(carries[hi:hi + tail].any()))
@@ -140,6 +129,39 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
         saved = objects is not None and bool(objects[lo + start:lo + start + per][labels < 0].any())
         between[r] = (int((labels == -1).sum()), k, saved, int((labels == AGAIN).sum()))
     return step_id, periods, tails, between, interrupted
+
+
+def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: np.ndarray | None,
+                 objects: np.ndarray | None, steps: int | None, whole: bool, min_period: int) -> tuple:
+    """One rank's steps, searched (:func:`_repeated_steps`): (period, repetitions, tail) of its run
+    (:func:`_rank_run`), the run's block read as steps and an evaluation every k
+    (:func:`~.repeats._steps_in_block`, or None), and the steps on both sides of an interruption that count
+    more than the run (:func:`~.interrupted.interrupted_steps`, or None; ``whole``: the trace is not
+    folded)."""
+    run = _rank_run(sig, carries, reduces, load, steps, min_period)
+    n = len(sig)
+    block = slice(n - run[2] - run[0], n - run[2])
+    inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block],
+                             None if objects is None else objects[block])
+             if run[0] and load is not None and steps is None else None)
+    around = (interrupted_steps(sig, load, carries, reduces)
+              if load is not None and steps is None and whole and inner is None
+              and _short(run, load, reduces) else None)
+    if around is not None and around.steps <= run[1]:
+        around = None  # the run counts as many steps
+    return (*run, inner, around)
+
+
+def _interrupted_rank(around, carries: np.ndarray, objects: np.ndarray | None
+                      ) -> tuple[tuple[int, int, int], tuple[int, bool], tuple]:
+    """A rank's (calls per step, steps, calls before the first), (calls after the last, whether they
+    carry data) and (the interruptions, whether pickled objects are among their calls) where its steps
+    are read on both sides of them (:class:`~.interrupted.Interrupted`)."""
+    at = np.flatnonzero(around.labels >= 0)
+    first, last = int(at[0]), int(at[-1])
+    between = np.flatnonzero(around.labels[first:last] == -1) + first
+    return ((around.period, around.steps, first), (len(carries) - 1 - last, bool(carries[last + 1:].any())),
+            (around.breaks, objects is not None and bool(objects[between].any())))
 
 
 def _short(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
