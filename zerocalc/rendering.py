@@ -357,14 +357,15 @@ def _check_text(res, skipped=()) -> str:
 
 
 def unphysical_terms(alpha_s: float, latency_s: float, beta_s_per_byte: float) -> str:
-    """An unphysical α-β fit's two terms in words: the latency where α ≥ 0, the bus bandwidth (1/β) where
-    β > 0, and which of them a link cannot have (the texts of ``check`` and ``fit``)."""
+    """An unphysical α-β fit's two terms in words, for ``check``'s timing line: the latency (marked where α
+    < 0) and the bus bandwidth (1/β) where β > 0, none where it is not."""
     from zerocalc.units import format_seconds
 
     lat = f"latency {format_seconds(latency_s)}" + ("" if alpha_s >= 0 else " (negative)")
     bw = (f"busbw {1e-9 / beta_s_per_byte:.3g} GB/s" if beta_s_per_byte > 0
           else f"no bus bandwidth (β = {beta_s_per_byte:.3g} s/B ≤ 0: the times do not grow with the size)")
     return f"{lat}, {bw}"
+
 
 def _check_layout_lines(m) -> list[str]:
     """Groups, element types per side and micro-batches, in words (empty parts left out)."""
