@@ -135,8 +135,8 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
                  objects: np.ndarray | None, steps: int | None, whole: bool, min_period: int) -> tuple:
     """One rank's steps, searched (:func:`_repeated_steps`): (period, repetitions, tail) of its run
     (:func:`_rank_run`), the run's block read as steps and an evaluation every k
-    (:func:`~.repeats._steps_in_block`, or None), and the steps on both sides of an interruption that count
-    more than the run (:func:`~.interrupted.interrupted_steps`, or None; ``whole``: the trace is not
+    (:func:`~.repeats._steps_in_block`, or None), and the steps on both sides of an interruption where the
+    run is no reading (:func:`~.interrupted.interrupted_steps`, or None; ``whole``: the trace is not
     folded)."""
     run = _rank_run(sig, carries, reduces, load, steps, min_period)
     n = len(sig)
@@ -146,9 +146,7 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
              if run[0] and load is not None and steps is None else None)
     around = (interrupted_steps(sig, load, carries, reduces)
               if load is not None and steps is None and whole and inner is None
-              and _short(run, load, reduces) else None)
-    if around is not None and around.steps <= run[1]:
-        around = None  # the run counts as many steps
+              and _under_half(run, load, reduces) else None)
     return (*run, inner, around)
 
 
@@ -164,18 +162,19 @@ def _interrupted_rank(around, carries: np.ndarray, objects: np.ndarray | None
             (around.breaks, objects is not None and bool(objects[between].any())))
 
 
-def _short(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
-    """Whether a rank's run (period, repetitions, tail: :func:`_rank_run`) may leave steps out: it is one
-    step, its steps hold under half the gradients' bytes (:func:`~.repeats._gradient_weight`), or the calls
-    before or after it hold a step's gradient bytes or more (steps after an evaluation or a checkpoint set
-    aside with it); steps on both sides of an interruption may then be more (:mod:`.interrupted`)."""
+def _under_half(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
+    """Whether a rank's run (period, repetitions, tail: :func:`_rank_run`) is one step, or its steps hold
+    under half the gradients' bytes (:func:`~.repeats._gradient_weight`): the run is then no reading of the
+    rank's steps, and steps on both sides of an interruption may be (:mod:`.interrupted`). A run that holds
+    more is kept, whatever it leaves out: a first step that differs (DeepSpeed ZeRO-3's first gathers) is
+    as much outside it as steps after a checkpoint, and the steps around an interruption would count it in
+    a phase that hides the micro-batches."""
     per, reps, tail = run
     if reps < 2:
         return True
     weight = _gradient_weight(load, reduces)
     end = len(load) - tail
-    held = float(weight[end - per * reps:end].sum())
-    return bool(held < weight.sum() / 2 or weight.sum() - held >= held / reps)
+    return bool(weight[end - per * reps:end].sum() < weight.sum() / 2)
 
 
 def _steps_between(labels: np.ndarray, late: np.ndarray, reps: int) -> np.ndarray:
