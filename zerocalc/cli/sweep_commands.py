@@ -11,8 +11,9 @@ import typer
 
 from zerocalc.cli.options import _json_default, _load_topology, _nan_to_none, _read_tuner, _read_tuners
 from zerocalc.cli.sweep_dirs import _read_sweep
-from zerocalc.rendering import _skip_notes, _sweep_text, sweep_records, sweeps_markdown
+from zerocalc.rendering import _skip_notes
 from zerocalc.sweep_summary_text import summary_markdown, summary_text
+from zerocalc.sweep_text import _sweep_text, sweep_records, sweeps_markdown
 
 
 def _sweep_inputs(paths: list[str], n: int | None, strict: bool):
@@ -274,7 +275,7 @@ def _sweep_check(paths, topology, nccl_version, nccl_algo, nccl_proto, n, fmt, s
     elif fmt == "csv":
         import pandas as pd
 
-        from zerocalc.rendering import SWEEP_CSV_COLUMNS
+        from zerocalc.sweep_text import SWEEP_CSV_COLUMNS
 
         typer.echo(pd.DataFrame(sweep_records(sweeps), columns=list(SWEEP_CSV_COLUMNS)).to_csv(index=False),
                    nl=False)
