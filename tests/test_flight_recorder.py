@@ -545,3 +545,47 @@ def test_one_evaluation_in_a_deepspeed_zero3_dump_keeps_its_micro_batches():
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     assert out["steps"] == 4 and "count in the step after" in out["steps_how"]
     assert step["calls_per_rank_per_step"] == 2 * k
+
+
+def test_an_evaluation_every_two_steps_that_deepspeed_zero3_keeps_gathered():
+    # DeepSpeed ZeRO-3, 4 micro-batches, 5 optimizer steps, an evaluation after the 1st, 3rd and 5th (every
+    # 2nd from step 0). Counted from the dumps: a step is 4 × (a gather of every rank's partition, the
+    # gradients reduced, recorded as an all-reduce of Ψ) and a 1-element norm; the evaluation is a gather
+    # and two 16-element losses, and the step after it keeps that gather (one less). Every reduction is the
+    # same call: before, the block of 2 steps and an evaluation was read as one step of 8 reductions (Ψ 8×)
+    run, ranks = _count("ds-zero3-ga4-eval-every-2")
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    n = len(run["groups"]["dp"][0])
+    block = [("gloo:all_gather", psi // n), ("gloo:all_reduce", psi)]
+    evaluation = [("gloo:all_gather", psi // n), ("gloo:all_reduce", 16), ("gloo:all_reduce", 16)]
+    kept = block[1:] + block * (k - 1) + [("gloo:all_reduce", 1)]
+    step = block * k + [("gloo:all_reduce", 1)]
+    tail = (kept + step + evaluation) * 2  # steps 2-5 and the evaluations after the 3rd and 5th
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
+        assert seq[-len(tail):] == tail and seq[-len(tail) - 3:-len(tail)] == evaluation
+    out, step = _checked("ds-zero3-ga4-eval-every-2")
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
+    # the step after the 1st evaluation kept a gather from before the repeating run: 3 steps read
+    assert out["steps"] == 3 and "the 2 calls after every 2 steps" in out["steps_how"]
+    assert "they follow 1 call of a step's own that counts in the step after" in out["steps_how"]
+    assert step["calls_per_rank_per_step"] == 2 * k
+
+
+def test_an_evaluation_every_two_steps_that_fsdp1_shard_grad_op_keeps_gathered():
+    # FSDP1 SHARD_GRAD_OP, 5 optimizer steps, an evaluation after the 1st, 3rd and 5th. Counted from the
+    # dumps: a step gathers the 3 layers (kept for backward) and reduces their gradients (all-reduces on
+    # gloo, Ψ in all); the evaluation gathers the 3 layers and all-reduces two 16-element losses, and the
+    # step after it keeps those gathers. Before, 2 steps and an evaluation were read as one step (Ψ 2×)
+    run, ranks = _count("fsdp1-shard-grad-op-eval-every-2")
+    psi = run["model"]["psi"]
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries]
+        gathers, reduces = seq[:3], seq[3:6]
+        assert {op for op, _ in gathers} == {"gloo:all_gather"} and sum(n for _, n in reduces) == psi
+        evaluation = gathers + [("gloo:all_reduce", 16)] * 2
+        assert seq == (gathers + reduces + evaluation + reduces) * 2 + gathers + reduces + evaluation
+    out, step = _checked("fsdp1-shard-grad-op-eval-every-2")
+    assert (out["psi"], out["n"], out["steps"]) == (psi, 4, 3)
+    assert "they follow 3 calls of a step's own that count in the step after" in out["steps_how"]
+    assert step["calls_per_rank_per_step"] == 6

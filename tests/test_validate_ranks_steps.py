@@ -312,13 +312,53 @@ def test_a_block_without_reductions_is_not_split():
     block = np.array([0, 1, 0, 1, 0])
     load = np.array([100.0, 200.0, 100.0, 200.0, 100.0])
     reduces = block == 1
-    labels, late = _steps_in_block(block, load, load > 0, reduces)
-    assert labels.tolist() == [0, 0, 1, 1, -1] and not late[labels >= 0].any()  # both steps in this block
+    labels, late, lent = _steps_in_block(block, load, load > 0, reduces)
+    # both steps in this block, nothing of the evaluation lent to them
+    assert labels.tolist() == [0, 0, 1, 1, -1] and not late[labels >= 0].any() and lent == 0
     # without reductions there are no gradients to count steps by
     assert _steps_in_block(block, load, load > 0, np.zeros(5, dtype=bool)) is None
     # a loss all-reduce (tiny, none of a step's calls) in place of the gather: as likely micro-batches
     block, load = np.array([0, 1, 0, 1, 2]), np.array([100.0, 200.0, 100.0, 200.0, 1.0])
     assert _steps_in_block(block, load, load > 0, block == 1) is None
+
+
+def test_an_evaluation_whose_gather_the_next_step_keeps_is_between_steps(tmp_path):
+    # DeepSpeed ZeRO-3 (as tests/data/traces/flight-recorder/ds-zero3-ga4-eval-every-2 records it), no step
+    # markers: a micro-batch gathers the model (1,000 elements a rank into 2,000) and reduces its 2,000
+    # gradients (gloo: an all-reduce of the whole); 4 of them and a gradient norm (1 element) a step; after
+    # every 2nd step an evaluation gathers the model and all-reduces two 16-element losses, and the step
+    # after it keeps that gather (its first micro-batch gathers nothing). Every reduction is the same call,
+    # so the block of 2 steps and an evaluation reads as 8 steps of a micro-batch too; the reading whose
+    # steps all look alike but where the evaluation is: 2 steps of 4 micro-batches a block
+    mb = [("all_gather", 1000), ("all_reduce", 2000)]
+    evaluation = [("all_gather", 1000), ("all_reduce", 16), ("all_reduce", 16)]
+    step, kept = mb * 4 + [("all_reduce", 1)], mb[1:] + mb * 3 + [("all_reduce", 1)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 2000)] + step + evaluation + (kept + step + evaluation) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    # 3 blocks of 2 steps; the first step after the first evaluation kept a gather before the run began
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (5, 4, "every", 2000)
+    assert "the 2 calls after every 2 steps" in m.steps_how
+    assert "they follow 1 call of a step's own that counts in the step after" in m.steps_how
+    # FSDP1 SHARD_GRAD_OP (flight-recorder/fsdp1-shard-grad-op-eval-every-2): one micro-batch, 3 layers'
+    # gathers kept for backward, then their 3 reductions; the evaluation's gathers kept for the next step
+    gathers = [("all_gather", 3000), ("all_gather", 2000), ("all_gather", 1000)]
+    reduces = [("all_reduce", 2000), ("all_reduce", 4000), ("all_reduce", 6000)]
+    evaluation = gathers + [("all_reduce", 16), ("all_reduce", 16)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 12000)] + (gathers + reduces + evaluation + reduces) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.micro_batches, m.psi) == (6, 1, 12000)  # 3 blocks of 2 steps
+    assert "they follow 3 calls of a step's own that count in the step after" in m.steps_how
+
+
+def test_a_scalar_every_micro_batch_and_one_a_step_stay_micro_batches(tmp_path):
+    # ZeRO-3-like micro-batches that each all-reduce their loss (Lightning's sync_dist), then a gradient
+    # norm a step: the norm sits in one of the 4 stretches the reductions cut the step into, as an
+    # evaluation's loss would, but before any of the step's own calls: no evaluation's gather kept, so one
+    # step of 4 micro-batches
+    mb = [("all_gather", 1000), ("all_reduce", 2000), ("all_reduce", 1)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 2000)] + (mb * 4 + [("all_reduce", 2)]) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.micro_batches, m.psi) == (3, 4, 2000)
 
 
 def test_blocks_that_gather_what_they_reduce_then_a_scalar_are_micro_batches(tmp_path):

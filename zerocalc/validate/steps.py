@@ -70,14 +70,15 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
                     objects: np.ndarray | None = None):
     """:func:`infer_steps` without markers: each call's step, and per rank (calls per step, steps, calls
     before the first), (calls after the last, whether they carry data) and (calls between steps, steps
-    between them, whether pickled objects are among them, calls a step after them sends again) where the
+    between them, whether pickled objects are among them, calls a step after them sends again, calls of
+    theirs lent to the step after) where the
     repeated block is steps and an evaluation or a checkpoint (:func:`~.repeats._steps_in_block`).
     ``carries`` / ``reduces``: the calls carrying data / the reductions among them; ``load``: each call's
     bytes, weighted; ``objects``: the calls carrying pickled objects."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
     periods: dict[int, tuple[int, int, int]] = {}
     tails: dict[int, tuple[int, bool]] = {}
-    between: dict[int, tuple[int, int, bool, int]] = {}
+    between: dict[int, tuple[int, int, bool, int, int]] = {}
     interrupted: dict[int, tuple[tuple[tuple[int, int, int, int], ...], bool]] = {}
     bounds = run_bounds(rank)
     # ranks that made the same calls: one search
@@ -118,7 +119,7 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
                 reps = unfold_steps(sig[lo:hi], w[lo:hi], per, reps)
             periods[r] = (per, reps, start)
             continue
-        labels, late = inner
+        labels, late, lent = inner
         k = int(labels.max()) + 1
         ids = _steps_between(labels, late, reps)
         step_id[lo + start:hi] = ids
@@ -127,7 +128,7 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
             n_steps += (unfold_steps(sig[lo:hi], w[lo:hi], per, reps) - reps) * k
         periods[r] = (int(np.bincount(labels[labels >= 0]).min()), n_steps, start + int(np.argmax(ids >= 0)))
         saved = objects is not None and bool(objects[lo + start:lo + start + per][labels < 0].any())
-        between[r] = (int((labels == -1).sum()), k, saved, int((labels == AGAIN).sum()))
+        between[r] = (int((labels == -1).sum()), k, saved, int((labels == AGAIN).sum()), lent)
     return step_id, periods, tails, between, interrupted
 
 
@@ -209,7 +210,7 @@ def _rank_run(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load: n
 
 
 def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tuple[int, bool]],
-                  steps: int | None, between: dict[int, tuple[int, int, bool, int]] | None = None,
+                  steps: int | None, between: dict[int, tuple[int, int, bool, int, int]] | None = None,
                   interrupted: dict[int, tuple[tuple[tuple[int, int, int, int], ...], bool]] | None = None
                   ) -> tuple[str, list[str]]:
     """How :func:`_repeated_steps` found the steps, in words, and a note where ranks differ."""
@@ -226,13 +227,18 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         steps_how = (f"{reps} step(s) from a repeating pattern of {_plural(per, 'call')} per step "
                      "(the trace has no step markers)")
     if between:
-        n, k, saved, again = max(between.values())
+        n, k, saved, again, lent = max(between.values())
         what = "a checkpoint's or a logger's pickled objects" if saved else "an evaluation"
         steps_how += (f"; the {_plural(n, 'call')} after every {k} steps, which carry no gradients ({what}), "
                       "count as one-off")
         if again:
             steps_how += (f", as does what the step after them sends again ({_plural(again, 'call')}: the "
                           "parameters the evaluation left resharded, gathered once more)")
+        if lent:
+            steps_how += (f"; they follow {_plural(lent, 'call')} of a step's own that {_counts(lent)} in "
+                          "the step after (what the evaluation gathered, where that step keeps it instead of "
+                          "gathering it, as DeepSpeed ZeRO-3 and FSDP1 SHARD_GRAD_OP do; or the last of the "
+                          "step before, as DeepSpeed ZeRO-1 and -2's gather of the updated parameters)")
     if interrupted:
         steps_how += _interrupted_how(*max(interrupted.values()))
     if lead:
@@ -268,6 +274,11 @@ def _interrupted_how(breaks: tuple[tuple[int, int, int, int], ...], saved: bool)
         out += (f", as is what the step after sends again ({_plural(again, 'call')} in all: the parameters "
                 "the evaluation left resharded, gathered once more)")
     if lent:
-        out += (f"; {_plural(lent, 'call')} of them count in the step after (what the evaluation gathered "
-                "and that step keeps instead of gathering it)")
+        out += (f"; {_plural(lent, 'call')} of them {_counts(lent)} in the step after (what the evaluation "
+                "gathered and that step keeps instead of gathering it)")
     return out
+
+
+def _counts(n: int) -> str:
+    """The verb after a count of calls: "1 call counts", "3 calls count"."""
+    return "counts" if n == 1 else "count"

@@ -12,6 +12,7 @@ collective since the process group began, in order, with no step markers.
 
 import json
 import os
+import re
 import sys
 
 import torch
@@ -127,6 +128,8 @@ def main():
     if dist.get_rank() == 0:
         run = make_traces.describe(case)
         run.pop("profiler")
+        # a dump has no ProfilerStep: an evaluation the case puts inside one falls after the step
+        run["scheme"] = re.sub(r", inside its [^,]*ProfilerStep,", ",", run["scheme"])
         run.update({"trace": "flight recorder (torch._C._distributed_c10d._dump_fr_trace_json)",
                     "TORCH_FR_BUFFER_SIZE": os.environ.get("TORCH_FR_BUFFER_SIZE"),
                     "optimizer_steps": 1 + facts["steps_profiled"] if "steps_profiled" in facts else 4})
