@@ -589,3 +589,20 @@ def test_an_evaluation_every_two_steps_that_fsdp1_shard_grad_op_keeps_gathered()
     assert (out["psi"], out["n"], out["steps"]) == (psi, 4, 3)
     assert "they follow 3 calls of a step's own that count in the step after" in out["steps_how"]
     assert step["calls_per_rank_per_step"] == 6
+
+
+def test_steps_after_a_checkpoint_are_counted_with_those_before():
+    # FSDP2, 7 optimizer steps and a checkpoint after the 5th: its save plan's pickled objects (gloo:gather,
+    # scatter, broadcast of bytes) between the steps. Counted from the dumps: the reductions sum to 7Ψ and
+    # the pickled calls all come after the 5th step's last reduction. Before, the 5 steps before the
+    # checkpoint were read and the 2 after it set aside with it
+    run, ranks = _count("fsdp2-checkpoint-once")
+    psi, steps = run["model"]["psi"], run["optimizer_steps"]
+    for entries in ranks:
+        reduces = [i for i, e in enumerate(entries) if e["profiling_name"] == "gloo:all_reduce"]
+        assert sum(math.prod(entries[i]["input_sizes"][0]) for i in reduces) == steps * psi
+        pickled = [i for i, e in enumerate(entries) if e["input_dtypes"] == ["Byte"]]
+        assert pickled and reduces[5 * 3 - 1] < min(pickled) and max(pickled) < reduces[5 * 3]
+    out, step = _checked("fsdp2-checkpoint-once")
+    assert (out["psi"], out["steps"]) == (psi, steps) and "pickled objects" in out["steps_how"]
+    assert "after step 5)" in out["steps_how"] and step["calls_per_rank_per_step"] == 9

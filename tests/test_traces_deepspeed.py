@@ -111,6 +111,25 @@ def test_a_real_verbose_log_checks_as_deepspeed_zero2_given_its_element_type():
         check(ts.table, meta=ts.meta)
 
 
+def test_a_zero3_log_whose_first_step_differs_keeps_its_micro_batches():
+    # deepspeed-comms-gloo/zero3-ga4-one-evaluation-verbose.log (make_comms_log.py --stage 3 --steps 7
+    # --evaluate-after 3): by the file, 28 reduce-scatters of 277.75 KB (71,104 fp32 elements), 4 a step,
+    # and 7 gradient norms (8-byte all-reduces), one a step; the first step gathers layer by layer (6
+    # gathers of 15-30 KB), the others the 69.44 KB partitions, one before each reduce-scatter. The steps
+    # on both sides of the first step's gathers, read as an interruption, would count that step with two
+    # of its gathers lent to it, in a phase that hides the micro-batches (K = 1, Ψ 4×): it stays one-off
+    from zerocalc.validate import check
+
+    log = DATA / "deepspeed-comms-gloo" / "zero3-ga4-one-evaluation-verbose.log"
+    lines = log.read_text().splitlines()
+    assert sum("comm op: reduce_scatter_tensor |" in ln and "| msg size: 277.75 KB |" in ln
+               for ln in lines) == 28 and 277.75 * 1024 == 71_104 * 4
+    assert sum("comm op: all_reduce |" in ln and "| msg size: 8.0 B |" in ln for ln in lines) == 7
+    ts = read_traces(log)
+    m = check(ts.table, meta=ts.meta, dtype="fp32").measurement
+    assert (m.psi, m.steps, m.micro_batches, m.grad_sync) == (71_104, 6, 4, "every")
+
+
 def test_the_cli_refuses_a_log_of_bytes_alone_in_one_line_naming_dtype():
     from typer.testing import CliRunner
 

@@ -137,7 +137,8 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
     """One rank's steps, searched (:func:`_repeated_steps`): (period, repetitions, tail) of its run
     (:func:`_rank_run`), the run's block read as steps and an evaluation every k
     (:func:`~.repeats._steps_in_block`, or None), and the steps on both sides of an interruption where the
-    run is no reading (:func:`~.interrupted.interrupted_steps`, or None; ``whole``: the trace is not
+    run is no reading, or where that reading is the run's and more steps of its very block beyond it
+    (:func:`~.interrupted.interrupted_steps`, :func:`_extends`; or None; ``whole``: the trace is not
     folded)."""
     run = _rank_run(sig, carries, reduces, load, steps, min_period)
     n = len(sig)
@@ -145,10 +146,47 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
     inner = (_steps_in_block(sig[block], load[block], carries[block], reduces[block],
                              None if objects is None else objects[block])
              if run[0] and load is not None and steps is None else None)
-    around = (interrupted_steps(sig, load, carries, reduces)
-              if load is not None and steps is None and whole and inner is None
-              and _under_half(run, load, reduces) else None)
+    around = None
+    if load is not None and steps is None and whole and inner is None:
+        if _under_half(run, load, reduces):
+            around = interrupted_steps(sig, load, carries, reduces)
+        elif _leaves_a_step(run, load, reduces):
+            around = _extends(interrupted_steps(sig, load, carries, reduces), run, sig)
     return (*run, inner, around)
+
+
+def _leaves_a_step(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
+    """Whether the calls outside a rank's run (:func:`_rank_run`) hold as many gradient bytes as one of
+    its steps (:func:`~.repeats._gradient_weight`): steps after a checkpoint taken once may be there."""
+    per, reps, tail = run
+    if per == 0:
+        return False
+    weight = _gradient_weight(load, reduces)
+    end = len(load) - tail
+    held = weight[end - per * reps:end].sum()
+    return bool(weight.sum() - held >= held / reps * (1 - 1e-9))
+
+
+def _extends(around, run: tuple[int, int, int], sig: np.ndarray):
+    """``around`` (:class:`~.interrupted.Interrupted`, or None) where it reads the run's steps as the run
+    does (the same calls, the same phase) and more, every step it adds is the run's block, call for call,
+    and no step after an interruption sends again or keeps what the interruption sent; else None. A step
+    it adds that way (DeepSpeed ZeRO-3's first step after its gathers layer by layer, read with two of
+    them lent to it) would hide the micro-batches that the run's equal steps show."""
+    per, reps, tail = run
+    if around is None or around.steps <= reps or any(again or lent for _, _, again, lent in around.breaks):
+        return None
+    end = len(sig) - tail
+    start = end - per * reps
+    labels = around.labels
+    mine = labels[start:end]
+    if (mine < 0).any() or not np.array_equal(mine - mine[0], np.arange(per * reps) // per):
+        return None
+    block = sig[end - per:end]
+    for step in np.setdiff1d(labels[labels >= 0], mine):
+        if not np.array_equal(sig[labels == step], block):
+            return None
+    return around
 
 
 def _interrupted_rank(around, carries: np.ndarray, objects: np.ndarray | None

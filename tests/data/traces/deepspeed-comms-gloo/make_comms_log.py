@@ -1,15 +1,21 @@
-"""Make ``zero2-ga4-verbose.log``: DeepSpeed's comms logger, verbose, over a real ZeRO-2 run.
+"""Make ``zero2-ga4-verbose.log`` and ``zero3-ga4-one-evaluation-verbose.log``: DeepSpeed's comms logger,
+verbose, over a real ZeRO-2 (ZeRO-3) run.
 
 Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
 
     torchrun --nproc_per_node 4 make_comms_log.py OUT.log [--debug]
+    torchrun --nproc_per_node 4 make_comms_log.py OUT.log --stage 3 --steps 7 --evaluate-after 3
 
 The model, data and optimizer are ``real-runs/make_traces.py``'s (the MLP of Ψ = 71,104, Adam), under
 ``ds_config(2)`` (ZeRO stage 2, 4 micro-batches an optimizer step, ``overlap_comm`` off) with
 ``comms_logger: {enabled, verbose, prof_all}``, for 3 optimizer steps. DeepSpeed logs each timed op on
 rank 0 (``log_dist(..., [0])``) at INFO; this script sends its logger's records to OUT.log as they are
 (DeepSpeed's own format), nothing else. ``--debug`` turns the logger's ``debug`` on: each line then names
-the function that called the op (``| [Caller Func: allreduce_bucket]``).
+the function that called the op (``| [Caller Func: allreduce_bucket]``). ``--stage S`` runs
+``ds_config(S)``, ``--steps N`` that many optimizer steps, and ``--evaluate-after I`` evaluates once after
+optimizer step I (0-based; ``make_traces.evaluate``: ``engine.eval()``, 2 batches of forward passes under
+``torch.no_grad()``, each all-reducing its losses with ``torch.distributed``, which the comms logger does
+not time).
 """
 
 import logging
@@ -27,9 +33,9 @@ import make_traces as m  # noqa: E402
 STEPS = 3
 
 
-def main(out, debug=False):
+def main(out, debug=False, stage=2, steps=STEPS, evaluate_after=None):
     deepspeed.init_distributed(dist_backend="gloo")
-    cfg = m.ds_config(2)
+    cfg = m.ds_config(stage)
     cfg["comms_logger"] = {"enabled": True, "verbose": True, "prof_all": True, "debug": debug}
     model = m.make_model()
     opt = torch.optim.Adam(model.parameters(), lr=m.LR)
@@ -40,14 +46,23 @@ def main(out, debug=False):
         handler.setFormatter(logger.handlers[0].formatter)
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    for step in range(STEPS):
+    for step in range(steps):
         for micro in range(cfg["gradient_accumulation_steps"]):
             x, y = m.batch(rank, step, micro)
             engine.backward(m.loss_fn(engine(x), y))
             engine.step()
+        if step == evaluate_after:
+            engine.eval()
+            m.evaluate(engine)
+            engine.train()
     dist.barrier()
     dist.destroy_process_group()
 
 
+def _option(name, default):
+    return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], debug="--debug" in sys.argv[2:])
+    main(sys.argv[1], debug="--debug" in sys.argv[2:], stage=_option("--stage", 2),
+         steps=_option("--steps", STEPS), evaluate_after=_option("--evaluate-after", None))

@@ -104,6 +104,12 @@ EXTRA = {
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": make_traces.WORLD4},
             "micro_batches": make_traces.DS_GA, "steps_profiled": 4,
             "deepspeed_config": make_traces.ds_config(3)}),
+    "fsdp2-checkpoint-once": (lambda o: make_traces.case_fsdp2_checkpoint(o, every=4, steps=6), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; a checkpoint "
+                  "(torch.distributed.checkpoint.save of the model's state dict) after the 5th of its 7 "
+                  "optimizer steps (every 4th from the warm-up's), as a run with a checkpoint interval saves",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": make_traces.fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 6}),
     "fsdp2-eval-checkpoint": (case_fsdp2_eval_checkpoint, {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; after training, an "
                   f"evaluation of {EVAL_BATCHES} batches (a 16-element loss all-reduce each) and a full "
