@@ -606,3 +606,27 @@ def test_steps_after_a_checkpoint_are_counted_with_those_before():
     out, step = _checked("fsdp2-checkpoint-once")
     assert (out["psi"], out["steps"]) == (psi, steps) and "pickled objects" in out["steps_how"]
     assert "after step 5)" in out["steps_how"] and step["calls_per_rank_per_step"] == 9
+
+
+def test_an_evaluation_every_two_steps_after_zero3_steps_that_gather_layer_by_layer():
+    # DeepSpeed ZeRO-3 without reuse or prefetch, 4 micro-batches, an evaluation after every 2nd optimizer
+    # step. Counted from the dumps: a micro-batch gathers the 3 layers' partitions in the forward and again,
+    # in reverse, in the backward, then reduces Ψ (an all-reduce on gloo); a step is 4 of them and a
+    # 1-element norm; an evaluation is 2 batches of the 3 forward gathers and a 16-element loss. Cut at the
+    # reductions, each step begins with the norm of the step before, the evaluation after it. Before, each
+    # micro-batch was read as a step (16 steps, K = 1)
+    run, ranks = _count("ds-zero3-ga4-reuse0-eval-every-2")
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    n = len(run["groups"]["dp"][0])
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
+        forward = seq[-4:-1]  # the last evaluation batch: its 3 gathers, then its loss
+        assert [op for op, _ in forward] == ["gloo:all_gather"] * 3 and sum(x for _, x in forward) == psi // n
+        micro = forward + forward[::-1] + [("gloo:all_reduce", psi)]
+        step = micro * k + [("gloo:all_reduce", 1)]
+        evaluation = (forward + [("gloo:all_reduce", 16)]) * 2
+        assert seq[-len(step) * 2 - len(evaluation):] == step * 2 + evaluation
+    out, step = _checked("ds-zero3-ga4-reuse0-eval-every-2")
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
+    assert out["steps"] == 3 and "the 8 calls after every 2 steps" in out["steps_how"]
+    assert step["calls_per_rank_per_step"] == 7 * k  # the norm is a scalar, counted apart

@@ -350,6 +350,25 @@ def test_an_evaluation_whose_gather_the_next_step_keeps_is_between_steps(tmp_pat
     assert "they follow 3 calls of a step's own that count in the step after" in m.steps_how
 
 
+def test_an_evaluation_after_a_steps_closing_scalar_is_between_steps(tmp_path):
+    # DeepSpeed ZeRO-3 without reuse or prefetch (stage3_max_reuse_distance 0), no step markers: a
+    # micro-batch gathers 3 layers in its forward and again, in reverse, in its backward (500, 300 and
+    # 200 elements a rank), then reduces its 2,000 gradients; 4 of them and a gradient norm a step. After
+    # every 2nd step an evaluation: 2 batches of the 3 forward gathers and a 16-element loss. Cut at the
+    # reductions, each step begins with the step before's norm, and the evaluation falls after it: the
+    # evaluation is between steps all the same, and the block 2 steps of 4 micro-batches (before: 8 steps
+    # of a micro-batch each, the norm and the evaluation between them)
+    fwd = [("all_gather", 500), ("all_gather", 300), ("all_gather", 200)]
+    mb = fwd + fwd[::-1] + [("all_reduce", 2000)]
+    step = mb * 4 + [("all_reduce", 1)]
+    evaluation = (fwd + [("all_reduce", 16)]) * 2
+    ts = _fr_dumps(tmp_path, [("broadcast", 2000)] + (step + step + evaluation) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    # 6 steps; the run's blocks begin after the first (its 29 calls one-off), as the blocks repeat
+    assert (m.steps, m.micro_batches, m.psi) == (5, 4, 2000)
+    assert "the 8 calls after every 2 steps" in m.steps_how and "29 call(s) before" in m.steps_how
+
+
 def test_a_scalar_every_micro_batch_and_one_a_step_stay_micro_batches(tmp_path):
     # ZeRO-3-like micro-batches that each all-reduce their loss (Lightning's sync_dist), then a gradient
     # norm a step: the norm sits in one of the 4 stretches the reductions cut the step into, as an

@@ -188,10 +188,13 @@ def _block_as_steps(block: np.ndarray, load: np.ndarray, carries: np.ndarray, we
     Each step ends at a gradient reduction (``grad_at``; ``weight``: :func:`_gradient_weight`), where every
     repetition leaves the most calls before the next (the forward comes between; ties: the most in all).
     The shortest of the k stretches so cut is a step; in each other, the calls before the last place the
-    step's calls can begin, in order, are between steps. Read so only where those calls carry no
-    gradients, send nothing but a step's own calls or next to nothing (a loss or metric all-reduce), and
-    some of them are a step's own calls carrying data (an evaluation's forward gathers), and the step holds
-    two or more distinct calls that carry data (equal buckets and a loss all-reduce stay one step).
+    step's calls can begin, in order, are between steps, and so are those after the step's next-to-nothing
+    calls that come first there and before its first that carries data (cut at the reductions, a step
+    begins with the step before's gradient norm or overflow flag, and an evaluation follows it). Read so
+    only where those calls carry no gradients, send nothing but a step's own calls or next to nothing (a
+    loss or metric all-reduce), and some of them are a step's own calls carrying data (an evaluation's
+    forward gathers), and the step holds two or more distinct calls that carry data (equal buckets and a
+    loss all-reduce stay one step).
     Micro-batches that each reduce, then a loss or metric all-reduce, have nothing of a forward between
     them; the optimizer's gather after them (DeepSpeed ZeRO-2) is none of a micro-batch's own calls: such
     blocks stay one step. An evaluation that sends nothing but its metrics (DDP's) is not told from such a
@@ -222,12 +225,16 @@ def _block_as_steps(block: np.ndarray, load: np.ndarray, carries: np.ndarray, we
         matched = _latest_match(block[seg], template)
         if matched is None:
             return None
-        x = int(matched[0]) if len(matched) else 0
-        before = seg[:x]
+        # the step's calls from its first that carries data; the next-to-nothing ones matched before it
+        # (the step before's last, a gradient norm or overflow flag) stay the step's, the rest between
+        data = matched[carries[seg[matched]] & ~tiny[seg[matched]]]
+        x = int(data[0]) if len(data) else int(matched[0]) if len(matched) else 0
+        before = seg[np.setdiff1d(np.arange(x), matched)]
         obj = objects[before] if objects is not None else np.zeros(len(before), dtype=bool)
         if weight[before].any() or not np.all(~carries[before] | tiny[before] | own[before] | obj):
             return None
         labels[seg[x:]] = i
+        labels[seg[matched[matched < x]]] = i
         unlike += len(seg) != len(shortest)
         extra = np.setdiff1d(np.arange(x, len(seg)), matched)  # beyond the step's calls, inside it
         again = seg[extra]

@@ -104,6 +104,16 @@ EXTRA = {
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": make_traces.WORLD4},
             "micro_batches": make_traces.DS_GA, "steps_profiled": 4,
             "deepspeed_config": make_traces.ds_config(3)}),
+    "ds-zero3-ga4-reuse0-eval-every-2": (
+        lambda o: make_traces.case_deepspeed(o, make_traces.ds_config(3, reuse_distance=0, prefetch=0),
+                                             steps=4, evaluate_every=2), {
+            "scheme": "DeepSpeed ZeRO stage 3 without reuse or prefetch (stage3_max_reuse_distance and "
+                      "stage3_prefetch_bucket_size 0: each layer gathered in the forward and again in the "
+                      "backward); after every 2nd optimizer step (0, 2, 4), an evaluation of 2 batches (a "
+                      "16-element loss all-reduce each)",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": make_traces.WORLD4},
+            "micro_batches": make_traces.DS_GA, "steps_profiled": 4,
+            "deepspeed_config": make_traces.ds_config(3, reuse_distance=0, prefetch=0)}),
     "fsdp2-checkpoint-once": (lambda o: make_traces.case_fsdp2_checkpoint(o, every=4, steps=6), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; a checkpoint "
                   "(torch.distributed.checkpoint.save of the model's state dict) after the 5th of its 7 "
