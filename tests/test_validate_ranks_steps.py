@@ -369,6 +369,23 @@ def test_an_evaluation_after_a_steps_closing_scalar_is_between_steps(tmp_path):
     assert "the 8 calls after every 2 steps" in m.steps_how and "29 call(s) before" in m.steps_how
 
 
+def test_an_evaluation_kept_gathered_and_a_gather_sent_again_in_the_step_after(tmp_path):
+    # FSDP2 without resharding after forward: a step gathers 3 layers (kept for backward) and reduces
+    # them in reverse; an evaluation every 2nd step gathers the 3 layers and all-reduces two 16-element
+    # losses; the step after it keeps those gathers but gathers the last layer once more in its backward.
+    # The evaluation's losses are between steps, its gathers lent to the step after, the gather again
+    # one-off (before: the 2 steps and the evaluation one step, Ψ 2×)
+    gathers = [("all_gather", 3000), ("all_gather", 2000), ("all_gather", 1000)]
+    reduces = [("all_reduce", 2000), ("all_reduce", 4000), ("all_reduce", 6000)]
+    after = reduces[:2] + [gathers[2]] + reduces[2:]
+    evaluation = gathers + [("all_reduce", 16), ("all_reduce", 16)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 12000)] + (gathers + reduces + evaluation + after) * 3)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.micro_batches, m.psi) == (6, 1, 12000)
+    assert "sends again (1 call: " in m.steps_how
+    assert "they follow 3 calls of a step's own that count in the step after" in m.steps_how
+
+
 def test_a_scalar_every_micro_batch_and_one_a_step_stay_micro_batches(tmp_path):
     # ZeRO-3-like micro-batches that each all-reduce their loss (Lightning's sync_dist), then a gradient
     # norm a step: the norm sits in one of the 4 stretches the reductions cut the step into, as an

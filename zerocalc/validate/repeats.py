@@ -202,10 +202,11 @@ def _block_as_steps(block: np.ndarray, load: np.ndarray, carries: np.ndarray, we
     a sign as a forward: no micro-batch sends them. A step longer than the shortest by calls of a step's
     own that carry no gradients (FSDP2 gathers again in the next backward a module the evaluation left
     resharded) sends them again after the evaluation: their label is :data:`AGAIN`, one-off too. A step
-    longer by next-to-nothing calls that follow its own gathers (DeepSpeed ZeRO-3 and FSDP1
-    ``SHARD_GRAD_OP`` keep what the evaluation's forward gathered: the step after it gathers nothing, and
-    the evaluation's loss all-reduces fall between those gathers and the step's reductions) holds the
-    evaluation: those calls are between steps, the gathers before them lent to the step."""
+    longer by next-to-nothing calls that follow its own gathers (DeepSpeed ZeRO-3, FSDP1
+    ``SHARD_GRAD_OP`` and FSDP2 without resharding after forward keep what the evaluation's forward
+    gathered: the step after it gathers nothing, and the evaluation's loss all-reduces fall between those
+    gathers and the step's reductions) holds the evaluation: those calls are between steps, the gathers
+    before them lent to the step, and its own calls beyond the shortest's sent again."""
     per, n = len(block), len(grad_at)
     k = n // g
     gap = np.append(grad_at[1:], grad_at[0] + per) - grad_at  # calls to the next gradient call, round
@@ -240,11 +241,13 @@ def _block_as_steps(block: np.ndarray, load: np.ndarray, carries: np.ndarray, we
         again = seg[extra]
         if len(again) and not weight[again].any() and own[again].all():
             labels[again] = AGAIN
-        elif len(again) and (tiny[again] & ~own[again]).all():
-            gathered = seg[matched[matched < extra[0]]]
+        elif len(again) and not weight[again].any():
+            metric = tiny[again] & ~own[again]  # an evaluation's loss all-reduces, inside the step
+            gathered = seg[matched[matched < extra[np.argmax(metric)]]]
             gathered = gathered[carries[gathered] & (weight[gathered] == 0)]
-            if len(gathered):  # the evaluation's gathers, kept by the step after it
-                labels[again] = -1
+            if (metric | own[again]).all() and len(gathered):  # the evaluation's gathers, kept by the step
+                labels[again[metric]] = -1
+                labels[again[~metric]] = AGAIN
                 lent += len(gathered)
                 forward = True
         forward |= bool((carries[before] & own[before]).any() or obj.any())

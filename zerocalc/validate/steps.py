@@ -275,8 +275,9 @@ def _repeated_how(periods: dict[int, tuple[int, int, int]], tails: dict[int, tup
         if lent:
             steps_how += (f"; they follow {_plural(lent, 'call')} of a step's own that {_counts(lent)} in "
                           "the step after (what the evaluation gathered, where that step keeps it instead of "
-                          "gathering it, as DeepSpeed ZeRO-3 and FSDP1 SHARD_GRAD_OP do; or the last of the "
-                          "step before, as DeepSpeed ZeRO-1 and -2's gather of the updated parameters)")
+                          "gathering it: DeepSpeed ZeRO-3, FSDP1 SHARD_GRAD_OP, FSDP2 without resharding "
+                          "after forward; or the last of the step before: DeepSpeed ZeRO-1 and -2's gather "
+                          "of the updated parameters)")
     if interrupted:
         steps_how += _interrupted_how(*max(interrupted.values()))
     if lead:
