@@ -306,7 +306,7 @@ def test_micro_batches_that_each_reduce_then_a_loss_are_not_steps_and_an_evaluat
 
 
 def test_a_block_without_reductions_is_not_split():
-    from zerocalc.validate.repeats import _steps_in_block
+    from zerocalc.validate.block_steps import _steps_in_block
 
     # a gather (code 0) and a reduce-scatter (code 1) twice, then the gather again (an evaluation's forward)
     block = np.array([0, 1, 0, 1, 0])

@@ -1,7 +1,7 @@
 """Steps on both sides of an interruption: a trace without step markers (a Flight Recorder dump, an NCCL
 log) whose steps repeat one block of calls but for calls between some of them that carry no gradients: an
 evaluation or a checkpoint taken once in a window of steps, or at no regular interval, so that the block
-and the interruption never repeat together (:func:`~.repeats._steps_in_block` reads those that do).
+and the interruption never repeat together (:func:`~.block_steps._steps_in_block` reads those that do).
 
 Each sequence is of integers, one per distinct call, as in :mod:`.repeats`.
 """

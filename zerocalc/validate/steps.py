@@ -12,6 +12,7 @@ import numpy as np
 
 from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, _plural
+from zerocalc.validate.block_steps import _steps_in_block
 from zerocalc.validate.classify import GRADIENT_OPS
 from zerocalc.validate.columns import Codes, group_codes, run_bounds, zero_nan
 from zerocalc.validate.folded import Unfoldable, unfold_steps
@@ -24,7 +25,6 @@ from zerocalc.validate.repeats import (
     _heavier_run,
     _next_to_nothing,
     _repeating_suffix,
-    _steps_in_block,
 )
 
 
@@ -72,7 +72,7 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
     before the first), (calls after the last, whether they carry data) and (calls between steps, steps
     between them, whether pickled objects are among them, calls a step after them sends again, calls of
     theirs lent to the step after) where the
-    repeated block is steps and an evaluation or a checkpoint (:func:`~.repeats._steps_in_block`).
+    repeated block is steps and an evaluation or a checkpoint (:func:`~.block_steps._steps_in_block`).
     ``carries`` / ``reduces``: the calls carrying data / the reductions among them; ``load``: each call's
     bytes, weighted; ``objects``: the calls carrying pickled objects."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
@@ -136,7 +136,7 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
                  objects: np.ndarray | None, steps: int | None, whole: bool, min_period: int) -> tuple:
     """One rank's steps, searched (:func:`_repeated_steps`): (period, repetitions, tail) of its run
     (:func:`_rank_run`), the run's block read as steps and an evaluation every k
-    (:func:`~.repeats._steps_in_block`, or None), and the steps on both sides of an interruption where the
+    (:func:`~.block_steps._steps_in_block`, or None), and the steps on both sides of an interruption where the
     run is no reading, or where that reading is the run's and more steps of its very block beyond it
     (:func:`~.interrupted.interrupted_steps`, :func:`_extends`; or None; ``whole``: the trace is not
     folded)."""
