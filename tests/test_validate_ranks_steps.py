@@ -386,6 +386,22 @@ def test_an_evaluation_kept_gathered_and_a_gather_sent_again_in_the_step_after(t
     assert "they follow 3 calls of a step's own that count in the step after" in m.steps_how
 
 
+def test_micro_batches_given_on_steps_that_each_reduce_once_say_both_readings(tmp_path):
+    # 12 blocks of an FSDP2-like micro-batch (gathers of 1,500 and 1,000 elements a rank, then both
+    # reduce-scatters), no step markers: as likely 12 optimizer steps whose 3 earlier micro-batches of 4
+    # send nothing (no_sync) as 3 steps of 4 micro-batches that each reduce. Given K = 4, the gradients
+    # reduce once a step found; the sentence says so and how --steps reads the other (before: "once per
+    # optimizer step" alone)
+    mb = [("all_gather", 1500), ("all_gather", 1000), ("reduce_scatter", 3000), ("reduce_scatter", 2000)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 5000)] + mb * 12)
+    m = measure(ts.table, meta=ts.meta, micro_batches=4)
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (12, 4, "boundary", 5000)
+    assert "each step found is a micro-batch, and --steps N" in m.grad_sync_how
+    # with the optimizer steps given too, K of the blocks are one step, each reducing
+    m = measure(ts.table, meta=ts.meta, micro_batches=4, steps=3)
+    assert (m.steps, m.micro_batches, m.grad_sync, m.psi) == (3, 4, "every", 5000)
+
+
 def test_a_scalar_every_micro_batch_and_one_a_step_stay_micro_batches(tmp_path):
     # ZeRO-3-like micro-batches that each all-reduce their loss (Lightning's sync_dist), then a gradient
     # norm a step: the norm sits in one of the 4 stretches the reductions cut the step into, as an
