@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import make_traces  # noqa: E402
 
 
-def run_recorded(outdir, steps, train_step, warmup=1):
+def run_recorded(outdir, steps, train_step, warmup=1, record_shapes=True):
     """The ``warmup`` steps and ``steps`` optimizer steps, as ``make_traces.run_profiled`` runs them, then
-    the dump."""
+    the dump (``record_shapes``, the profiler's option, has nothing to set here: a dump records shapes)."""
     for step in range(warmup + steps):
         train_step(step)
     dump = torch._C._distributed_c10d._dump_fr_trace_json(includeCollectives=True, onlyActive=False)
