@@ -630,3 +630,23 @@ def test_an_evaluation_every_two_steps_after_zero3_steps_that_gather_layer_by_la
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     assert out["steps"] == 3 and "the 8 calls after every 2 steps" in out["steps_how"]
     assert step["calls_per_rank_per_step"] == 7 * k  # the norm is a scalar, counted apart
+
+
+def test_a_norm_vector_beside_reduce_scatters_recorded_as_all_reduces_is_no_gradient():
+    # FSDP2 on 6 layers (12 parameter tensors), 4 micro-batches, clip_grad_norm_ before each optimizer step.
+    # Counted from the dumps: a step is 4 blocks alike, each reducing Ψ in all-reduces (gloo records
+    # FSDP2's reduce-scatters so), then one all-reduce of 12 elements (a partial norm per tensor). Counted
+    # as a gradient, the norm broke the blocks' repetition: K = 1, Ψ 4×. Beside all-gathers on its group,
+    # the all-reduces stand for reduce-scatters and the norm is scalar traffic, as in a profiler trace
+    run, ranks = _count("fsdp2-6-layers-ga4-clip")
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries]
+        norms = [i for i, (op, n) in enumerate(seq) if (op, n) == ("gloo:all_reduce", 12)]
+        assert len(norms) == run["optimizer_steps"]
+        step = seq[norms[-2] + 1:norms[-1]]
+        block = step[:len(step) // k]
+        assert step == block * k and sum(n for op, n in block if op == "gloo:all_reduce") == psi
+    out, _ = _checked("fsdp2-6-layers-ga4-clip")
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, 4, k, "every")
+    assert any("all-reduces of 12 elements" in n for n in out["notes"])

@@ -232,13 +232,20 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     A sharded scheme reduces no gradient by all-reduce on its gather group; counted as gradients, such a
     vector would be an op no scheme has. Scalar traffic, as a 1-element norm is. An all-reduce of a shard
     the rank's reduce-scatters leave (HSDP's replicate all-reduce of each unit, on a group that may be of
-    the shard group's size) is a gradient, however small beside the step."""
+    the shard group's size) is a gradient, however small beside the step. Where a step all-gathers on a
+    group and reduce-scatters nothing there, its all-reduces stand for the reduce-scatters (a Flight
+    Recorder dump over gloo records each so: ProcessGroupGloo runs it as an all-reduce of the whole)."""
     ar = (cat == STEP) & ops.eq("all_reduce") & ~small
     rs = (cat == STEP) & ops.eq("reduce_scatter") & ~small
-    if not ar.any() or not rs.any():
+    ag = (cat == STEP) & ops.eq("all_gather") & ~small
+    if not ar.any() or not (rs.any() or ag.any()):
         return np.zeros(len(cat), dtype=bool)
     key, k = group_codes(rank, step_id, np.nan_to_num(gs, nan=-1.0))
-    scattered = np.bincount(key[rs], weights=full[rs], minlength=k)[key]
+    scattered = np.bincount(key[rs], weights=full[rs], minlength=k)
+    gathers = np.bincount(key[ag], minlength=k) > 0
+    whole = ar & (scattered[key] == 0) & gathers[key]  # the reduce-scatters, recorded as all-reduces
+    scattered = np.where(scattered > 0, scattered, np.bincount(key[whole], weights=full[whole], minlength=k))
+    scattered = scattered[key]
     norms = ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
     if norms.any():  # not a shard some reduce-scatter of the rank leaves
         at, of = np.flatnonzero(norms), np.flatnonzero(rs)
