@@ -130,6 +130,28 @@ def test_a_zero3_log_whose_first_step_differs_keeps_its_micro_batches():
     assert (m.psi, m.steps, m.micro_batches, m.grad_sync) == (71_104, 6, 4, "every")
 
 
+def test_a_zero3_log_whose_first_step_gathers_layer_by_layer_keeps_its_gathers_in_the_steps():
+    # deepspeed-comms-gloo/zero3-ga1-verbose.log (make_comms_log.py --stage 3 --micro-batches 1 --steps 5):
+    # by the file, the first step gathers the 3 layers one by one, twice (15-30 KB each), then 5 steps of
+    # a 277.75 KB reduce-scatter and an 8-byte norm, the last 4 each after one 69.44 KB gather of the
+    # partitions. The log records bytes alone, so every gather is one call to the step search: read with
+    # the first step's last layer gather as a step of the block, the steps' gathers fell out (0.5× every
+    # scheme, none consistent). The 4 steps alike are read, the first one-off
+    from zerocalc.validate import check
+
+    log = DATA / "deepspeed-comms-gloo" / "zero3-ga1-verbose.log"
+    lines = [ln.split("comm op: ")[1].split(" | time")[0] + ln.split("| msg size: ")[1].split(" |")[0]
+             for ln in log.read_text().splitlines()]
+    assert lines.count("reduce_scatter_tensor277.75 KB") == 5 and lines.count("all_reduce8.0 B") == 5
+    # 69.44 KB: a rank's partition, 17,776 fp32 elements (Ψ / 4) = 71,104 B, printed to 2 decimals
+    assert lines.count("all_gather_into_tensor69.44 KB") == 4 and abs(69.44 * 1024 - 17_776 * 4) < 6
+    ts = read_traces(log)
+    res = check(ts.table, meta=ts.meta, dtype="fp32")
+    m = res.measurement
+    assert (m.psi, m.steps, m.micro_batches) == (71_104, 4, 1)
+    assert "deepspeed-zero3" in res.matches
+
+
 def test_the_cli_refuses_a_log_of_bytes_alone_in_one_line_naming_dtype():
     from typer.testing import CliRunner
 

@@ -151,7 +151,7 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
         if _under_half(run, load, reduces):
             around = interrupted_steps(sig, load, carries, reduces)
         elif _leaves_a_step(run, load, reduces):
-            around = _extends(interrupted_steps(sig, load, carries, reduces), run, sig)
+            around = _extends(interrupted_steps(sig, load, carries, reduces), run, sig, load)
     return (*run, inner, around)
 
 
@@ -167,12 +167,14 @@ def _leaves_a_step(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndar
     return bool(weight.sum() - held >= held / reps * (1 - 1e-9))
 
 
-def _extends(around, run: tuple[int, int, int], sig: np.ndarray):
+def _extends(around, run: tuple[int, int, int], sig: np.ndarray, load: np.ndarray):
     """``around`` (:class:`~.interrupted.Interrupted`, or None) where it reads the run's steps as the run
-    does (the same calls, the same phase) and more, every step it adds is the run's block, call for call,
-    and no step after an interruption sends again or keeps what the interruption sent; else None. A step
-    it adds that way (DeepSpeed ZeRO-3's first step after its gathers layer by layer, read with two of
-    them lent to it) would hide the micro-batches that the run's equal steps show."""
+    does (the same calls, the same phase) and more, every step it adds is the run's block, call for call
+    and byte for byte (``load``: a DeepSpeed comms log records bytes alone, so its gathers of one layer
+    and of the whole model may be one call in ``sig``), and no step after an interruption sends again or
+    keeps what the interruption sent; else None. A step it adds that way (DeepSpeed ZeRO-3's first step
+    after its gathers layer by layer, read with two of them lent to it) would hide the micro-batches that
+    the run's equal steps show."""
     per, reps, tail = run
     if around is None or around.steps <= reps or any(again or lent for _, _, again, lent in around.breaks):
         return None
@@ -182,9 +184,10 @@ def _extends(around, run: tuple[int, int, int], sig: np.ndarray):
     mine = labels[start:end]
     if (mine < 0).any() or not np.array_equal(mine - mine[0], np.arange(per * reps) // per):
         return None
-    block = sig[end - per:end]
+    block, sent = sig[end - per:end], load[end - per:end]
     for step in np.setdiff1d(labels[labels >= 0], mine):
-        if not np.array_equal(sig[labels == step], block):
+        at = labels == step
+        if not (np.array_equal(sig[at], block) and np.allclose(load[at], sent)):
             return None
     return around
 
