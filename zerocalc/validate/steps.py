@@ -71,8 +71,8 @@ def _repeated_steps(rank: np.ndarray, sig: np.ndarray, carries: np.ndarray, redu
     """:func:`infer_steps` without markers: each call's step, and per rank (calls per step, steps, calls
     before the first), (calls after the last, whether they carry data) and (calls between steps, steps
     between them, whether pickled objects are among them, calls a step after them sends again, calls of
-    theirs lent to the step after) where the
-    repeated block is steps and an evaluation or a checkpoint (:func:`~.block_steps._steps_in_block`).
+    theirs lent to the step after) where the repeated block is steps and an evaluation or a checkpoint
+    (:func:`~.block_steps._steps_in_block`).
     ``carries`` / ``reduces``: the calls carrying data / the reductions among them; ``load``: each call's
     bytes, weighted; ``objects``: the calls carrying pickled objects."""
     step_id = np.full(len(rank), -1, dtype=np.int32)
