@@ -524,23 +524,35 @@ def test_one_evaluation_in_a_dump_leaves_the_steps_on_both_sides():
     assert "sends again (2 calls in all: " in out["steps_how"] and step["calls_per_rank_per_step"] == 9
 
 
+def _zero3_evaluating(case: str):
+    """A DeepSpeed ZeRO-3 dump's run facts (Ψ, K, N) and the calls its run.json implies, in (name, elements)
+    pairs: a step (K × a gather of every rank's partition and the gradients reduced, recorded as an
+    all-reduce of Ψ, then a 1-element norm), the step after an evaluation (one gather less: it keeps the
+    evaluation's) and an evaluation (a gather, two 16-element losses)."""
+    run, _ = _count(case)
+    psi, k = run["model"]["psi"], run["micro_batches"]
+    n = len(run["groups"]["dp"][0])
+    block = [("gloo:all_gather", psi // n), ("gloo:all_reduce", psi)]
+    evaluation = [("gloo:all_gather", psi // n), ("gloo:all_reduce", 16), ("gloo:all_reduce", 16)]
+    norm = [("gloo:all_reduce", 1)]
+    return psi, k, n, block * k + norm, block[1:] + block * (k - 1) + norm, evaluation
+
+
+def _ends_in(case: str, tail: list, evaluation: list) -> None:
+    """Every rank's dump of ``case`` ends in ``tail``, after an evaluation."""
+    for entries in _count(case)[1]:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
+        assert seq[-len(tail):] == tail and seq[-len(tail) - len(evaluation):-len(tail)] == evaluation
+
+
 def test_one_evaluation_in_a_deepspeed_zero3_dump_keeps_its_micro_batches():
     # DeepSpeed ZeRO-3, 4 micro-batches, 5 optimizer steps, an evaluation after the 1st and the 4th. Counted
     # from the dumps: a step is 4 × (a gather of every rank's partition, the gradients reduced, recorded
     # as an all-reduce of Ψ) and a 1-element flag; the step after an evaluation gathers once less (the
     # evaluation's gather is kept for its first micro-batch). Before, the micro-batches after the last
     # evaluation were read as 3 steps of 2 calls and the rest set aside
-    run, ranks = _count("ds-zero3-ga4-one-evaluation")
-    psi, k = run["model"]["psi"], run["micro_batches"]
-    n = len(run["groups"]["dp"][0])
-    block = [("gloo:all_gather", psi // n), ("gloo:all_reduce", psi)]
-    evaluation = [("gloo:all_gather", psi // n), ("gloo:all_reduce", 16), ("gloo:all_reduce", 16)]
-    kept = block[1:] + block * (k - 1) + [("gloo:all_reduce", 1)]
-    step = block * k + [("gloo:all_reduce", 1)]
-    tail = kept + step + step + evaluation + kept  # after the 1st evaluation: steps 2-5
-    for entries in ranks:
-        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
-        assert seq[-len(tail):] == tail and seq[-len(tail) - 3:-len(tail)] == evaluation
+    psi, k, n, step, kept, evaluation = _zero3_evaluating("ds-zero3-ga4-one-evaluation")
+    _ends_in("ds-zero3-ga4-one-evaluation", kept + step + step + evaluation + kept, evaluation)  # steps 2-5
     out, step = _checked("ds-zero3-ga4-one-evaluation")
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     assert out["steps"] == 4 and "count in the step after" in out["steps_how"]
@@ -553,17 +565,9 @@ def test_an_evaluation_every_two_steps_that_deepspeed_zero3_keeps_gathered():
     # gradients reduced, recorded as an all-reduce of Ψ) and a 1-element norm; the evaluation is a gather
     # and two 16-element losses, and the step after it keeps that gather (one less). Every reduction is the
     # same call: before, the block of 2 steps and an evaluation was read as one step of 8 reductions (Ψ 8×)
-    run, ranks = _count("ds-zero3-ga4-eval-every-2")
-    psi, k = run["model"]["psi"], run["micro_batches"]
-    n = len(run["groups"]["dp"][0])
-    block = [("gloo:all_gather", psi // n), ("gloo:all_reduce", psi)]
-    evaluation = [("gloo:all_gather", psi // n), ("gloo:all_reduce", 16), ("gloo:all_reduce", 16)]
-    kept = block[1:] + block * (k - 1) + [("gloo:all_reduce", 1)]
-    step = block * k + [("gloo:all_reduce", 1)]
-    tail = (kept + step + evaluation) * 2  # steps 2-5 and the evaluations after the 3rd and 5th
-    for entries in ranks:
-        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries if e["input_sizes"]]
-        assert seq[-len(tail):] == tail and seq[-len(tail) - 3:-len(tail)] == evaluation
+    psi, k, n, step, kept, evaluation = _zero3_evaluating("ds-zero3-ga4-eval-every-2")
+    # steps 2-5 and the evaluations after the 3rd and 5th
+    _ends_in("ds-zero3-ga4-eval-every-2", (kept + step + evaluation) * 2, evaluation)
     out, step = _checked("ds-zero3-ga4-eval-every-2")
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     # the step after the 1st evaluation kept a gather from before the repeating run: 3 steps read
