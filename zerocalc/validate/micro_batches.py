@@ -351,25 +351,24 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
             how = (f"K = {k}: inferred from the trace (each optimizer step holds one forward's gathers, then "
                    f"{k} backward blocks alike, the gradient reductions in the last: one per micro-batch, "
                    "each gathering again what the one forward gathered)")
-    given_once = False
     if mode is None and k > 1 and repeats:
         # K given, nothing repeats: the gradient reductions recur K times per step, or run once
         most = max(repeats, key=repeats.get)
         mode = "every" if most == k else "boundary" if most == 1 else None
-        given_once = most == 1
+        if mode == "boundary" and not marked:
+            return MicroBatches(k, how, "boundary", "gradients reduced once a step found, as at the boundary "
+                                                    "(no_sync / set_requires_gradient_sync(False) on the "
+                                                    "earlier micro-batches, or a ZeRO-1 boundary reduction); "
+                                                    "the trace marks no steps, and micro-batches that each "
+                                                    "reduce repeat so too: there each step found is a "
+                                                    "micro-batch, and --steps N, the optimizer steps it "
+                                                    "holds, reads K of them as one")
     if k == 1:
         return MicroBatches(1, how, None, "one micro-batch per optimizer step: nothing to tell")
     if mode == "every":
         return MicroBatches(k, how, "every",
                             "gradients reduced in every micro-batch (the repeated block holds the gradient "
                             "collectives)")
-    if mode == "boundary" and not marked and given_once:
-        return MicroBatches(k, how, "boundary", "gradients reduced once a step found, as at the boundary "
-                                                "(no_sync / set_requires_gradient_sync(False) on the earlier "
-                                                "micro-batches, or a ZeRO-1 boundary reduction); the trace "
-                                                "marks no steps, and micro-batches that each reduce repeat "
-                                                "so too: there each step found is a micro-batch, and --steps "
-                                                "N, the optimizer steps it holds, reads K of them as one")
     if mode == "boundary":
         return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (no_sync / "
                                                 "set_requires_gradient_sync(False) on the earlier "

@@ -148,23 +148,28 @@ def _rank_search(sig: np.ndarray, carries: np.ndarray, reduces: np.ndarray, load
              if run[0] and load is not None and steps is None else None)
     around = None
     if load is not None and steps is None and whole and inner is None:
-        if _under_half(run, load, reduces):
+        held, total = _run_weight(run, load, reduces)
+        if _under_half(run, held, total):
             around = interrupted_steps(sig, load, carries, reduces)
-        elif _leaves_a_step(run, load, reduces):
+        elif _leaves_a_step(run, held, total):
             around = _extends(interrupted_steps(sig, load, carries, reduces), run, sig, load)
     return (*run, inner, around)
 
 
-def _leaves_a_step(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
-    """Whether the calls outside a rank's run (:func:`_rank_run`) hold as many gradient bytes as one of
-    its steps (:func:`~.repeats._gradient_weight`): steps after a checkpoint taken once may be there."""
+def _run_weight(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> tuple[float, float]:
+    """The gradients' bytes (:func:`~.repeats._gradient_weight`) a rank's run (period, repetitions, tail:
+    :func:`_rank_run`) holds, and the rank's in all."""
     per, reps, tail = run
-    if per == 0:
-        return False
     weight = _gradient_weight(load, reduces)
     end = len(load) - tail
-    held = weight[end - per * reps:end].sum()
-    return bool(weight.sum() - held >= held / reps * (1 - 1e-9))
+    return float(weight[end - per * reps:end].sum()), float(weight.sum())
+
+
+def _leaves_a_step(run: tuple[int, int, int], held: float, total: float) -> bool:
+    """Whether the calls outside a rank's run hold as many gradient bytes as one of its steps (``held`` of
+    ``total``: :func:`_run_weight`): steps after a checkpoint taken once may be there."""
+    per, reps, _ = run
+    return per > 0 and total - held >= held / reps * (1 - 1e-9)
 
 
 def _extends(around, run: tuple[int, int, int], sig: np.ndarray, load: np.ndarray):
@@ -204,19 +209,15 @@ def _interrupted_rank(around, carries: np.ndarray, objects: np.ndarray | None
             (around.breaks, objects is not None and bool(objects[between].any())))
 
 
-def _under_half(run: tuple[int, int, int], load: np.ndarray, reduces: np.ndarray) -> bool:
+def _under_half(run: tuple[int, int, int], held: float, total: float) -> bool:
     """Whether a rank's run (period, repetitions, tail: :func:`_rank_run`) is one step, or its steps hold
-    under half the gradients' bytes (:func:`~.repeats._gradient_weight`): the run is then no reading of the
-    rank's steps, and steps on both sides of an interruption may be (:mod:`.interrupted`). A run that holds
-    more is kept, whatever it leaves out: a first step that differs (DeepSpeed ZeRO-3's first gathers) is
-    as much outside it as steps after a checkpoint, and the steps around an interruption would count it in
-    a phase that hides the micro-batches."""
-    per, reps, tail = run
-    if reps < 2:
-        return True
-    weight = _gradient_weight(load, reduces)
-    end = len(load) - tail
-    return bool(weight[end - per * reps:end].sum() < weight.sum() / 2)
+    under half the gradients' bytes (``held`` of ``total``: :func:`_run_weight`): the run is then no
+    reading of the rank's steps, and steps on both sides of an interruption may be (:mod:`.interrupted`).
+    A run that holds more is kept, taking in only steps beyond a break that are its block
+    (:func:`_extends`): a first step that differs (DeepSpeed ZeRO-3's first gathers) is as much outside it
+    as steps after a checkpoint, and the steps around an interruption would count it in a phase that hides
+    the micro-batches."""
+    return run[1] < 2 or held < total / 2
 
 
 def _steps_between(labels: np.ndarray, late: np.ndarray, reps: int) -> np.ndarray:
