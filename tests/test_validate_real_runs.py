@@ -169,6 +169,9 @@ def test_one_process_driving_two_gpus_is_two_ranks():
 MICRO = {
     "ddp-ga4-sync-every": (4, "every"),  # forward / all-reduce of Ψ, four times
     "ds-zero2-ga4": (4, "every"),  # an all-reduce of Ψ after each micro-batch's backward
+    # the same in 5 buckets a micro-batch, two of them (2,160 and 192 elements) next to nothing beside the
+    # step: gradients still, not norms
+    "ds-zero2-ga4-small-buckets": (4, "every"),
     # the same, one ProfilerStep per micro-batch: every 4th holds the optimizer's all-gather
     "ds-zero2-ga4-step-per-micro-batch": (4, "every"),
     "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
@@ -176,6 +179,7 @@ MICRO = {
     "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
     "ds-zero1-ga4": (4, "boundary"),
+    "ds-zero1-ga4-bf16": (4, "boundary"),  # BF16_Optimizer: one bf16 all-reduce of Ψ at the boundary
     "ddp-ga4-no-sync": (4, "boundary"),
     "torch2.4-ddp-ga4-no-sync": (4, "boundary"),  # the same run under torch 2.4.1
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
@@ -211,7 +215,7 @@ MICRO = {
 }
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
-FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync",
+FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ds-zero1-ga4-bf16", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync",
                         "ddp-ga4-no-sync-reentrant-checkpoint",
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
@@ -254,6 +258,8 @@ RAN = {
     "ds-zero2-ga4": ("deepspeed-zero2", None),
     "ds-zero2-ga4-step-per-micro-batch": ("deepspeed-zero2", None),
     "ds-zero2-ga4-bf16": ("deepspeed-zero2", None),
+    "ds-zero1-ga4-bf16": ("deepspeed-zero1", None),
+    "ds-zero2-ga4-small-buckets": ("deepspeed-zero2", None),
     "ds-zero3-ga4": ("deepspeed-zero3", None),
     "fsdp2-ga4-sync-every": ("fsdp-full-shard", None),
     "fsdp2-ga4-no-sync": ("fsdp-full-shard", None),
@@ -279,6 +285,26 @@ def test_gradient_accumulation_runs_check_as_the_implementation_that_ran(case):
     if scheme in ("deepspeed-zero1", "deepspeed-zero2"):
         other = {"deepspeed-zero1": "deepspeed-zero2", "deepspeed-zero2": "deepspeed-zero1"}[scheme]
         assert other not in res.matches
+
+
+def test_deepspeed_gradient_buckets_small_beside_the_step_are_gradients():
+    """DeepSpeed ZeRO-2 all-reduces each micro-batch's gradients in buckets of reduce_bucket_size and
+    gathers the updated parameters on the same group: a last bucket of 192 elements, under 1/64 of what the
+    step reduces, is part of Ψ, not a vector of norms (which a sharded step's all-reduces beside its
+    reduce-scatters would be). The bytes are the README's counts (ring accounting)."""
+    case = "ds-zero2-ga4-small-buckets"
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches) == (PSI, 4)
+    rows = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]["ProfilerStep#1"]
+    reduced = sum(r["calls"] * r["in_elems"] for r in rows if r["op"] == "c10d::allreduce_" and r["in_elems"] > 1)
+    gathered = sum(r["calls"] * r["out_elems"] for r in rows if r["op"] == "c10d::_allgather_base_")
+    assert (reduced, gathered) == (4 * PSI, PSI)
+    p = 4  # the world, every call's group
+    assert m.bytes_per_rank_per_step == pytest.approx((reduced * 2 + gathered) * (p - 1) / p * 4, rel=1e-9)
+    assert not any("next to nothing" in n for n in res.notes)
+    assert res.matches[0] == "deepspeed-zero2"
 
 
 def _counted_step_bytes(case: str) -> tuple[float, dict[str, float]]:

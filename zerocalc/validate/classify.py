@@ -233,8 +233,11 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     vector would be an op no scheme has. Scalar traffic, as a 1-element norm is. An all-reduce of a shard
     the rank's reduce-scatters leave (HSDP's replicate all-reduce of each unit, on a group that may be of
     the shard group's size) is a gradient, however small beside the step. Where a step all-gathers on a
-    group and reduce-scatters nothing there, its all-reduces stand for the reduce-scatters (a Flight
-    Recorder dump over gloo records each so: ProcessGroupGloo runs it as an all-reduce of the whole)."""
+    group and reduce-scatters nothing there, its all-reduces of an all-gather's whole there stand for the
+    reduce-scatters (a Flight Recorder dump over gloo records each so: ProcessGroupGloo runs it as an
+    all-reduce of the whole, the size of the unit's gather); all-reduces of other sizes beside a gather
+    are a data-parallel step's gradient buckets (DeepSpeed ZeRO-1 and -2 all-reduce buckets of
+    ``reduce_bucket_size`` and gather the updated parameters), however small the last bucket."""
     ar = (cat == STEP) & ops.eq("all_reduce") & ~small
     rs = (cat == STEP) & ops.eq("reduce_scatter") & ~small
     ag = (cat == STEP) & ops.eq("all_gather") & ~small
@@ -242,8 +245,10 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
         return np.zeros(len(cat), dtype=bool)
     key, k = group_codes(rank, step_id, np.nan_to_num(gs, nan=-1.0))
     scattered = np.bincount(key[rs], weights=full[rs], minlength=k)
-    gathers = np.bincount(key[ag], minlength=k) > 0
-    whole = ar & (scattered[key] == 0) & gathers[key]  # the reduce-scatters, recorded as all-reduces
+    at, of = np.flatnonzero(ar & (scattered[key] == 0)), np.flatnonzero(ag)
+    pair, _ = group_codes(np.concatenate([key[at], key[of]]), np.concatenate([full[at], full[of]]))
+    whole = np.zeros(len(cat), dtype=bool)  # the reduce-scatters, recorded as all-reduces
+    whole[at[np.isin(pair[:len(at)], pair[len(at):])]] = True
     scattered = np.where(scattered > 0, scattered, np.bincount(key[whole], weights=full[whole], minlength=k))
     scattered = scattered[key]
     norms = ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)

@@ -788,13 +788,14 @@ def case_hsdp_tp(outdir):
 DS_GA = 4
 
 
-def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None, ga=DS_GA):
+def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None, ga=DS_GA,
+              bucket=500_000_000):
     zero = {
         "stage": stage,
         "overlap_comm": False,
         "contiguous_gradients": True,
-        "reduce_bucket_size": 500_000_000,
-        "allgather_bucket_size": 500_000_000,
+        "reduce_bucket_size": bucket,
+        "allgather_bucket_size": bucket,
     }
     if hpz:  # ZeRO++ hierarchical partitioning: a secondary copy of the parameters in groups of hpz ranks
         zero["zero_hpz_partition_size"] = hpz
@@ -1398,6 +1399,19 @@ CASES = {
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(2, bf16=True)}),
+    "ds-zero1-ga4-bf16": (lambda o: case_deepspeed(o, ds_config(1, bf16=True)), {
+        "scheme": "DeepSpeed ZeRO stage 1, bf16 enabled (DeepSpeed's BF16_Optimizer: fp32 gradient "
+                  "accumulation, the gradients all-reduced in bf16 at the boundary)", "param_dtype": "bfloat16",
+        "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(1, bf16=True)}),
+    "ds-zero2-ga4-small-buckets": (lambda o: case_deepspeed(o, ds_config(2, bucket=20_000)), {
+        "scheme": "DeepSpeed ZeRO stage 2, reduce_bucket_size and allgather_bucket_size 20,000 elements: "
+                  "each micro-batch all-reduces its gradients in 5 buckets (15,616, 28,560, 2,160, 192 and "
+                  "24,576 elements), the last ones small beside the step, as a large model's last bucket is",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(2, bucket=20_000)}),
     "fsdp2-ga4-sync-every": (lambda o: case_fsdp2(o, k=4, sync_every=True, steps=2), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
