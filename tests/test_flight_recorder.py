@@ -232,6 +232,29 @@ def test_real_deepspeed_zero2_dumps_reduce_in_every_micro_batch():
     assert "deepspeed-zero2" in out["matches"]
 
 
+def test_real_deepspeed_zero2_dumps_in_small_buckets_reduce_every_bucket_as_gradients():
+    # DeepSpeed ZeRO-2 with reduce_bucket_size 20,000: counted from the dumps, each micro-batch all-reduces
+    # the gradient in 5 buckets summing to Ψ, two of them (2,160 and 192 elements) under 1/64 of what the
+    # step reduces; the step then all-gathers the partitions on the same group. The small buckets are
+    # gradients, not a vector of norms: read as such, Ψ fell short by 2,352 and no scheme was consistent
+    run, ranks = _count("ds-zero2-ga4-small-buckets")
+    steps, k = run["optimizer_steps"], run["micro_batches"]
+    buckets = [15_616, 28_560, 2_160, 192, 24_576]
+    assert sum(buckets) == run["model"]["psi"]
+    for entries in ranks:
+        calls = [(e["profiling_name"], math.prod(e["input_sizes"][0])) for e in entries
+                 if e["profiling_name"] != "gloo:broadcast"]
+        step = [("gloo:all_reduce", b) for b in buckets] * k + [("gloo:all_reduce", 1),
+                                                                 ("gloo:all_gather", 17_776)]
+        assert calls == step * steps
+    res = runner.invoke(app, ["check", str(FR / "ds-zero2-ga4-small-buckets"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"], out["grad_sync"]) == (
+        run["model"]["psi"], len(run["groups"]["dp"][0]), steps, k, "every")
+    assert out["matches"][0] == "deepspeed-zero2"
+
+
 def test_real_deepspeed_zero3_dumps_show_their_micro_batches():
     # DeepSpeed ZeRO-3, 4 micro-batches an optimizer step, no step markers. Counted from the dumps: each
     # step after the warm-up one is 4 × (an all-gather of every rank's partition of the whole model, the

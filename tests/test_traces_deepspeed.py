@@ -152,6 +152,29 @@ def test_a_zero3_log_whose_first_step_gathers_layer_by_layer_keeps_its_gathers_i
     assert "deepspeed-zero3" in res.matches
 
 
+def test_a_zero2_log_of_small_buckets_reads_every_bucket_as_gradients():
+    # deepspeed-comms-gloo/zero2-ga4-small-buckets-verbose.log (make_comms_log.py --bucket-size 20000): by
+    # the file, 3 steps of 4 micro-batches, each all-reducing 5 buckets (61.0, 111.56, 8.44 KB, 768 B and
+    # 96.0 KB: 15,616, 28,560, 2,160, 192 and 24,576 fp32 elements, Ψ = 71,104 in all), then a 4-byte
+    # all-reduce and a 69.44 KB gather of the partitions. The two small buckets, under 1/64 of the step, are
+    # gradients: read as norms, Ψ was 68,751 and no scheme consistent
+    from zerocalc.validate import check
+
+    log = DATA / "deepspeed-comms-gloo" / "zero2-ga4-small-buckets-verbose.log"
+    sizes = [ln.split("comm op: ")[1].split(" | time")[0] + " " + ln.split("| msg size: ")[1].split(" |")[0]
+             for ln in log.read_text().splitlines()]
+    buckets = ["61.0 KB", "111.56 KB", "8.44 KB", "768.0 B", "96.0 KB"]
+    step = [f"all_reduce {b}" for b in buckets] * 4 + ["all_reduce 4.0 B", "all_gather_into_tensor 69.44 KB"]
+    assert sizes == step * 3
+    assert [61.0, 111.5625, 8.4375, 0.75, 96.0] == [e * 4 / 1024 for e in (15_616, 28_560, 2_160, 192, 24_576)]
+    ts = read_traces(log)
+    res = check(ts.table, meta=ts.meta, dtype="fp32", n=4)
+    m = res.measurement
+    assert (m.steps, m.micro_batches, m.grad_sync) == (3, 4, "every")
+    assert abs(m.psi - 71_104) <= 6  # 111.56 KB printed to 2 decimals: 28,559.36 elements
+    assert res.matches[0] == "deepspeed-zero2"
+
+
 def test_the_cli_refuses_a_log_of_bytes_alone_in_one_line_naming_dtype():
     from typer.testing import CliRunner
 
