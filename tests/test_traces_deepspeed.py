@@ -166,7 +166,8 @@ def test_a_zero2_log_of_small_buckets_reads_every_bucket_as_gradients():
     buckets = ["61.0 KB", "111.56 KB", "8.44 KB", "768.0 B", "96.0 KB"]
     step = [f"all_reduce {b}" for b in buckets] * 4 + ["all_reduce 4.0 B", "all_gather_into_tensor 69.44 KB"]
     assert sizes == step * 3
-    assert [61.0, 111.5625, 8.4375, 0.75, 96.0] == [e * 4 / 1024 for e in (15_616, 28_560, 2_160, 192, 24_576)]
+    elements = (15_616, 28_560, 2_160, 192, 24_576)
+    assert [61.0, 111.5625, 8.4375, 0.75, 96.0] == [e * 4 / 1024 for e in elements]
     ts = read_traces(log)
     res = check(ts.table, meta=ts.meta, dtype="fp32", n=4)
     m = res.measurement

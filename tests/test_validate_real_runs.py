@@ -298,7 +298,8 @@ def test_deepspeed_gradient_buckets_small_beside_the_step_are_gradients():
     m = res.measurement
     assert (m.psi, m.micro_batches) == (PSI, 4)
     rows = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]["ProfilerStep#1"]
-    reduced = sum(r["calls"] * r["in_elems"] for r in rows if r["op"] == "c10d::allreduce_" and r["in_elems"] > 1)
+    reduced = sum(r["calls"] * r["in_elems"] for r in rows
+                  if r["op"] == "c10d::allreduce_" and r["in_elems"] > 1)
     gathered = sum(r["calls"] * r["out_elems"] for r in rows if r["op"] == "c10d::_allgather_base_")
     assert (reduced, gathered) == (4 * PSI, PSI)
     p = 4  # the world, every call's group

@@ -1401,7 +1401,8 @@ CASES = {
         "deepspeed_config": ds_config(2, bf16=True)}),
     "ds-zero1-ga4-bf16": (lambda o: case_deepspeed(o, ds_config(1, bf16=True)), {
         "scheme": "DeepSpeed ZeRO stage 1, bf16 enabled (DeepSpeed's BF16_Optimizer: fp32 gradient "
-                  "accumulation, the gradients all-reduced in bf16 at the boundary)", "param_dtype": "bfloat16",
+                  "accumulation, the gradients all-reduced in bf16 at the boundary)",
+        "param_dtype": "bfloat16",
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(1, bf16=True)}),
