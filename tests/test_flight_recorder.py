@@ -277,6 +277,32 @@ def test_real_deepspeed_zero3_dumps_show_their_micro_batches():
         psi, n, steps - 1, k, "every")
 
 
+def test_real_deepspeed_zero3_dumps_in_small_buckets_reduce_every_parameter_as_gradients():
+    # DeepSpeed ZeRO-3, reduce_bucket_size and stage3_prefetch_bucket_size 20,000: counted from the dumps,
+    # each micro-batch gathers the 5 parameters one by one (the biases' 192 and 160 elements alone) and
+    # reduces each one's gradient alone, recorded as all-reduces of the sizes of the gathers; the smallest,
+    # under 1/64 of the step, are reduce-scatters too. Read as norm vectors, Ψ was 70,752
+    run, ranks = _count("ds-zero3-ga4-small-buckets")
+    steps, k, psi = run["optimizer_steps"], run["micro_batches"], run["model"]["psi"]
+    n = len(run["groups"]["dp"][0])
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["output_sizes"][0])) for e in entries if e["input_sizes"]]
+        last = seq[-(5 + 5) * k - 1:]  # the last step
+        gathers = [s for op, s in last if op == "gloo:all_gather"]
+        reduced = [s for op, s in last if op == "gloo:all_reduce"]
+        assert sorted(gathers[:5]) == sorted(reduced[:5]) == [160, 192, 15_456, 24_576, 30_720]
+        assert (len(gathers), sum(gathers)) == (5 * k, k * psi)
+        assert (len(reduced), sum(reduced)) == (5 * k + 1, k * psi + 1)  # and the step's 0-d norm
+    res = runner.invoke(app, ["check", str(FR / "ds-zero3-ga4-small-buckets"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
+    assert out["steps"] == steps - 1  # the warm-up gathers layer by layer: one-off
+    assert not any("next to nothing" in note for note in out["notes"])
+    # each micro-batch: a gather of Ψ and a reduction of Ψ (over gloo, an all-reduce), fp32, ring accounting
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx(k * psi * (n - 1) / n * 3 * 4, rel=1e-9)
+
+
 @pytest.mark.parametrize("case, sync", [("ds-zero2-ga4", "every"), ("ds-zero3-ga4", "every"),
                                         ("fsdp2-ga4-no-sync", "boundary")])
 @pytest.mark.parametrize("cut", [1, 2, 3, 5])

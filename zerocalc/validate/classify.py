@@ -235,9 +235,11 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     the shard group's size) is a gradient, however small beside the step. Where a step all-gathers on a
     group and reduce-scatters nothing there, its all-reduces of an all-gather's whole there stand for the
     reduce-scatters (a Flight Recorder dump over gloo records each so: ProcessGroupGloo runs it as an
-    all-reduce of the whole, the size of the unit's gather); all-reduces of other sizes beside a gather
-    are a data-parallel step's gradient buckets (DeepSpeed ZeRO-1 and -2 all-reduce buckets of
-    ``reduce_bucket_size`` and gather the updated parameters), however small the last bucket."""
+    all-reduce of the whole, the size of the unit's gather), where they are all the step reduces there
+    but next to nothing; each of them is a reduce-scatter, however small (DeepSpeed ZeRO-3 in buckets
+    smaller than a layer reduces each parameter as it is gathered, a bias too). Otherwise the all-reduces
+    are gradient buckets, however small the last (DeepSpeed ZeRO-1 and -2 all-reduce buckets of
+    ``reduce_bucket_size`` and gather the updated parameters)."""
     ar = (cat == STEP) & ops.eq("all_reduce") & ~small
     rs = (cat == STEP) & ops.eq("reduce_scatter") & ~small
     ag = (cat == STEP) & ops.eq("all_gather") & ~small
@@ -249,9 +251,12 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     pair, _ = group_codes(np.concatenate([key[at], key[of]]), np.concatenate([full[at], full[of]]))
     whole = np.zeros(len(cat), dtype=bool)  # the reduce-scatters, recorded as all-reduces
     whole[at[np.isin(pair[:len(at)], pair[len(at):])]] = True
+    alike = np.bincount(key[whole], weights=full[whole], minlength=k)
+    reduced = np.bincount(key[at], weights=full[at], minlength=k)
+    whole &= (alike >= reduced * (1 - NORM_MAX_SHARE))[key]
     scattered = np.where(scattered > 0, scattered, np.bincount(key[whole], weights=full[whole], minlength=k))
     scattered = scattered[key]
-    norms = ar & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
+    norms = ar & ~whole & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
     if norms.any():  # not a shard some reduce-scatter of the rank leaves
         at, of = np.flatnonzero(norms), np.flatnonzero(rs)
         pair, _ = group_codes(np.concatenate([rank[at], rank[of]]),

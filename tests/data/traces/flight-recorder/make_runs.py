@@ -114,6 +114,14 @@ EXTRA = {
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": make_traces.WORLD4},
             "micro_batches": make_traces.DS_GA, "steps_profiled": 4,
             "deepspeed_config": make_traces.ds_config(3, reuse_distance=0, prefetch=0)}),
+    "ds-zero3-ga4-small-buckets": (
+        lambda o: make_traces.case_deepspeed(o, make_traces.ds_config(3, prefetch=20_000, bucket=20_000)), {
+            "scheme": "DeepSpeed ZeRO stage 3 with reduce_bucket_size and stage3_prefetch_bucket_size "
+                      "20,000 elements: each parameter gathered alone (the biases of 192, 160 and 96 "
+                      "elements too) and its gradient reduced alone, in each of 4 micro-batches",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": make_traces.WORLD4},
+            "micro_batches": make_traces.DS_GA, "steps_profiled": 2,
+            "deepspeed_config": make_traces.ds_config(3, prefetch=20_000, bucket=20_000)}),
     "fsdp2-checkpoint-once": (lambda o: make_traces.case_fsdp2_checkpoint(o, every=4, steps=6), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True; a checkpoint "
                   "(torch.distributed.checkpoint.save of the model's state dict) after the 5th of its 7 "
