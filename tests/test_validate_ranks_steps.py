@@ -183,6 +183,19 @@ def test_one_step_of_equal_buckets_stays_one_step(tmp_path):
     assert (m.steps, m.psi) == (1, 900)
 
 
+def test_a_bucket_the_size_of_a_gather_leaves_the_small_buckets_gradients(tmp_path):
+    # DeepSpeed ZeRO-2 on 2 ranks by hand, Ψ = 80,200: each step all-reduces 3 gradient buckets (40,100,
+    # 39,900 and 200 elements), checks a 1-element overflow flag, and gathers the updated partitions in
+    # 2 buckets (20,050 each rank: 40,100 each). One bucket is the size of a gather, as a gloo dump's
+    # reduce-scatter of a unit would be; the others are not: the all-reduces are buckets, the 200 one a
+    # gradient too (under 1/64 of the step, read as a norm vector it left Ψ = 80,000)
+    step = [("all_reduce", 40_100), ("all_reduce", 39_900), ("all_reduce", 200), ("all_reduce", 1),
+            ("all_gather", 20_050), ("all_gather", 20_050)]
+    ts = _fr_dumps(tmp_path, [("broadcast", 80_200)] + step * 4)
+    m = measure(ts.table, meta=ts.meta)
+    assert (m.steps, m.psi) == (4, 80_200)
+
+
 STEPS = [("broadcast", 500)] + [("all_reduce", 3000), ("all_reduce", 2000)] * 4  # 4 steps of Ψ = 5,000
 
 
