@@ -2,7 +2,7 @@
 starts two worker threads when it is made, groups are made in the order of their ``pg_name``, so the
 workers' thread ids fall to the rank's groups in that order. Expected values by hand."""
 
-from zerocalc.traces.kineto_groups import _monotone_places, _worker_groups
+from zerocalc.traces.kineto_groups import _fill_groups, _monotone_places, _worker_groups
 
 WORLD = ("default_pg", 4, (0, 1, 2, 3), "0")
 TP = ("pg 1", 2, (0, 1), "1")
@@ -85,3 +85,42 @@ def test_a_call_without_a_size_takes_its_threads_group():
     _worker_groups(rows, [world8, dp4, tp2], {"21": 21, "22": 22, "31": 31})
     assert [(r["group"], r["group_size"]) for r in rows] == [("mesh_dp", 4), ("mesh_dp", 4), ("mesh_tp", 2)]
     assert rows[2]["group_ranks"] == "0,1" and rows[2]["group_from"] == "worker"
+
+
+#: DeepSpeed MoE's groups on rank 0 (expert parallelism 2 in a world of 4): the expert-data-parallel group
+#: (made first), the expert-parallel one, and the data-parallel group of the world's size
+EDP, EP, DP4 = ("pg 1", 2, (0, 2), "1"), ("pg 3", 2, (0, 1), "3"), ("pg 5", 4, (0, 1, 2, 3), "5")
+
+
+def test_the_guess_kept_for_the_most_elements_places_a_thread_that_ran_no_gather():
+    # threads 11, 12 the experts' (12 gathers on a group of 2), 21, 22 the all-to-alls', 31, 32 the dense
+    # gradients' (32 gathers on 4); pg_config guesses 2 for every call that states no size. No order of the
+    # threads keeps every guess: 31's all-reduces of 19,488 are on the group of 4. Keeping the guess of 11
+    # (8 × 30,720 elements) rather than 31's (2 × 19,488) places 11 with 12 and 31 with 32, sized 4
+    rows = [_row("11", n=30_720, size=2, group_from="pg_config") for _ in range(8)]
+    rows += [_row("12", "all_gather", n=61_792, size=2, group_from="shapes")]
+    rows += [_row(w, "all_to_all", n=6_144, size=2, group_from="pg_config") for w in ("21", "22")]
+    rows += [_row("31", n=19_488, size=2, group_from="pg_config") for _ in range(2)]
+    rows += [_row("32", "all_gather", n=11_016, size=4, group_from="shapes")]
+    _worker_groups(rows, [WORLD, EDP, EP, DP4], {w: int(w) for w in ("11", "12", "21", "22", "31", "32")})
+    assert [(r["worker"], r["group"], r["group_size"]) for r in rows[7:]] == [
+        ("11", "pg 1", 2), ("12", "pg 1", 2), ("21", "pg 3", 2), ("22", "pg 3", 2), ("31", "pg 5", 4),
+        ("31", "pg 5", 4), ("32", "pg 5", 4)]
+    # with weights alike, 11 in the world's group and 31 in the data-parallel one keep as many guesses
+    allowed = [[0, 1, 2, 3], [1, 2], [0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3], [0, 3]]
+    alike = [({1, 2}, 1)] * 5 + [({0, 3}, 1)]
+    assert _monotone_places(allowed, alike) == {1: 1, 3: 2, 5: 3}
+
+
+def test_a_thread_that_runs_its_siblings_calls_takes_its_size():
+    # the dense gradients' buckets run on both threads of the data-parallel group of 4 in turn; only 32
+    # ran the gather that sizes it. 31 runs the same buckets, so it is on a group of 4, not the sub-groups'
+    # size of 2 pg_config would guess (every group but the default one and the world-sized one is of 2)
+    rows = [_row("32", "all_gather", n=11_016, size=4, group_from="shapes"), _row("32", n=960),
+            _row("31", n=960), _row("31", n=18_528), _row("32", n=18_528), _row("11", n=30_720)]
+    for r in rows:
+        r["group_ranks"] = None
+    _fill_groups(rows, [WORLD, EDP, EP, DP4], 4)
+    assert [(r["worker"], r["group_size"], r["group_from"]) for r in rows[1:]] == [
+        ("32", 4, "worker"), ("31", 4, "worker"), ("31", 4, "worker"), ("32", 4, "worker"),
+        ("11", 2, "pg_config")]  # 11 runs calls no sized thread runs: the guess

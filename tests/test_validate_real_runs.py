@@ -1106,6 +1106,38 @@ def test_deepspeed_moe_prices_the_dense_parameters_and_the_experts_each_on_its_g
     assert (m2.n, m2.expert_size) == (2, None)
 
 
+@pytest.mark.parametrize("psi", [None, MOE_DENSE + MOE_EXPERTS])
+def test_deepspeed_moe_in_small_buckets_places_each_bucket_on_its_group(psi):
+    # the same run with reduce and gather buckets of 20,000: counted (count_calls.py), each micro-batch
+    # all-reduces the dense gradients in 4 buckets (18,528, 960, 22,032, 2,544: 44,064) and the experts' in
+    # 8 (192, 160 and 30,720 twice each expert: 123,584); after the step the same two all-gathers. Two
+    # threads of a group ran no gather: their buckets' groups come from the sibling thread that runs the
+    # same buckets, or from the order of the threads, where the guess pg_config makes (the sub-groups'
+    # size, 2) is kept for the most elements a placement allows. Before, some experts' buckets were on
+    # no group and some dense ones on groups of 2: buckets reported apart, no scheme consistent
+    case = "ds-moe-ep2-zero2-ga4-small-buckets"
+    dense, experts = [18_528, 960, 22_032, 2_544], [192, 160, 30_720, 30_720] * 2
+    assert (sum(dense), sum(experts)) == (MOE_DENSE, MOE_EXPERTS)
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::allreduce_", None): 4 * (MOE_DENSE + MOE_EXPERTS),
+                       ("c10d::alltoall_base_", None): 16 * 6144,
+                       ("c10d::_allgather_base_", 4): MOE_DENSE, ("c10d::_allgather_base_", 2): MOE_EXPERTS}
+    ts = read_traces(RUNS / case)
+    ar = ts.table[(ts.table.op == "all_reduce") & (ts.table.in_nelems > 1)]
+    assert set(ar.loc[ar.in_nelems.isin(dense), "group_size"]) == {4}
+    assert set(ar.loc[ar.in_nelems.isin(experts), "group_size"]) == {2}
+    assert ar.group.notna().all()
+    res = check(ts.table, meta=ts.meta, psi=psi)
+    m = res.measurement
+    assert (m.psi, m.expert_psi, m.n, m.expert_size, m.micro_batches, m.grad_sync) == (
+        MOE_DENSE + MOE_EXPERTS, MOE_EXPERTS, 4, 2, 4, "every")
+    assert m.bytes_per_rank_per_step == pytest.approx(
+        (4 * MOE_DENSE * 2 * 3 / 4 + 4 * MOE_EXPERTS * 2 * 1 / 2 + MOE_DENSE * 3 / 4 + MOE_EXPERTS / 2) * 4,
+        rel=1e-9)
+    assert res.matches == ("deepspeed-zero2",)
+
+
 def test_expert_parallelism_needs_its_all_to_all_on_the_groups_between():
     # by hand: gradient reductions on groups of 8 and 2 (2 divides 8); the all-to-all's group tells
     import numpy as np

@@ -113,12 +113,13 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
 
     In order: a gloo worker thread serves one process group (ProcessGroupGloo keeps a pool of worker
     threads per group), so calls run by the worker of a call whose group size is known share it
-    (``group_from`` "worker"); else the rank's process groups in ``distributedInfo.pg_config``: one
-    group only (the world) gives its size, and groups besides ``default_pg`` all of one size give that
-    size (a sub-group job: DDP over a data-parallel group, HSDP's shard and replicate groups), groups of
-    one rank aside (a mesh dimension of size 1: no call that moves data runs on it): ``group_from``
-    "pg_config" (so also the world's where every other group is of one rank: HSDP's shard dimension of 1).
-    A call whose size matches exactly one of the rank's groups is named
+    (``group_from`` "worker"), and so do those of a worker that runs the same calls as the workers of one
+    known size (:func:`_sizes_from_sibling_workers`); else the rank's process groups in
+    ``distributedInfo.pg_config``: one group only (the world) gives its size, and groups besides
+    ``default_pg`` all of one size give that size (a sub-group job: DDP over a data-parallel group, HSDP's
+    shard and replicate groups), groups of one rank aside (a mesh dimension of size 1: no call that moves
+    data runs on it): ``group_from`` "pg_config" (so also the world's where every other group is of one
+    rank: HSDP's shard dimension of 1). A call whose size matches exactly one of the rank's groups is named
     after it (``group``). Nothing is taken from ``world_size`` when the call says otherwise.
 
     A call whose group's ranks the call does not state (``group_ranks``) takes those of the rank's process
@@ -129,6 +130,7 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     for r in rows:
         if r.get("worker") is not None and r["group_size"] is not None:
             by_worker.setdefault(r["worker"], set()).add(r["group_size"])
+    _sizes_from_sibling_workers(rows, by_worker)
     others = {p for g, p, _, _ in pgs if g != "default_pg" and p not in (world, 1)}
     only = {p for _, p, _, _ in pgs}
     guess = None
@@ -160,6 +162,30 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
             r["group_ranks"] = ranks_of[key]
 
 
+def _sizes_from_sibling_workers(rows: list[dict], by_worker: dict[str, set[int]]) -> None:
+    """The group size of a worker thread no call of which states one, from the other thread of its pool:
+    a group's threads take its calls in turn, so one that runs no sized call (the gather of DeepSpeed's
+    data-parallel group ran on the other) runs the same calls, op and elements, as its sibling. Where its
+    calls above a scalar are calls of workers of one known size alone, that size is its (``by_worker``
+    grows by it); a scalar runs on every group."""
+    calls: dict[str, set[tuple]] = {}
+    for r in rows:
+        if r.get("worker") is not None and (r["in_nelems"] or 0) > SCALAR_MAX_ELEMENTS:
+            calls.setdefault(r["worker"], set()).add((r["op"], r["in_nelems"]))
+    sized: dict[tuple, set[int]] = {}
+    for w, sizes in by_worker.items():
+        for call in calls.get(w, ()):
+            sized.setdefault(call, set()).update(sizes)
+    for w, own in calls.items():
+        if w in by_worker:
+            continue
+        implied = [sized.get(call) for call in own]
+        if implied and all(implied):
+            sizes = set().union(*implied)
+            if len(sizes) == 1:
+                by_worker[w] = sizes
+
+
 #: Worker threads a gloo process group starts: ``options->threads = options->devices.size() * 2``, one
 #: device unless ``GLOO_SOCKET_IFNAME`` names several (PyTorch ``torch/csrc/distributed/c10d/init.cpp``);
 #: ``ProcessGroupGloo``'s constructor starts them one after the other (``ProcessGroupGloo.cpp``).
@@ -187,6 +213,7 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
     order = sorted(pgs, key=lambda pg: int(pg[3]))
     seen: dict[str, set[int]] = {}
     known: dict[str, set[int]] = {}  # the sizes the calls state or their worker's other calls gave
+    guessed: dict[str, int] = {}  # the elements of the worker's calls whose size pg_config guessed
     for r in rows:
         w = r.get("worker")
         if w is None or w not in tids:
@@ -198,19 +225,20 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
         if r["group_size"] is not None and (r.get("group_from") != "pg_config"
                                             or (r["in_nelems"] or 0) > SCALAR_MAX_ELEMENTS):
             fits.add(r["group_size"])
+            if r.get("group_from") == "pg_config":
+                guessed[w] = guessed.get(w, 0) + r["in_nelems"]
         if r["group_size"] is not None and r.get("group_from") != "pg_config":
             stated.add(r["group_size"])
     if not seen or any(len(f) > 1 for f in known.values()):
         return
     workers = sorted(seen, key=tids.__getitem__)
-    places = {}
-    # the guessed sizes bind where they fit; where no placement admits them (a guess that took a group of
-    # another size, as the data-parallel all-reduce beside expert-data-parallel groups), the stated alone
-    for sizes in ((seen, known) if all(len(f) <= 1 for f in seen.values()) else (known,)):
-        allowed = [[j for j, pg in enumerate(order) if not sizes[w] or pg[1] in sizes[w]] for w in workers]
-        places = {workers[i]: j for i, j in _monotone_places(allowed).items()}
-        if places:
-            break
+    # the stated sizes bind; the guessed ones are kept for as many elements as any placement lets keep
+    # (a guess may take a group of another size: the data-parallel all-reduces of a thread that ran no
+    # gather, beside expert-data-parallel groups of the size pg_config guessed)
+    allowed = [[j for j, pg in enumerate(order) if not known[w] or pg[1] in known[w]] for w in workers]
+    preferred = [({j for j in ok if order[j][1] in seen[w]}, guessed.get(w, 1))
+                 for w, ok in zip(workers, allowed, strict=True)]
+    places = {workers[i]: j for i, j in _monotone_places(allowed, preferred).items()}
     for r in rows:
         j = places.get(r.get("worker"))
         if j is None or r["group"] is not None:
@@ -224,28 +252,44 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
                 r["group_ranks"] = ",".join(map(str, ranks))
 
 
-def _monotone_places(allowed: list[list[int]]) -> dict[int, int]:
+def _monotone_places(allowed: list[list[int]],
+                     preferred: list[tuple[set[int], int]] | None = None) -> dict[int, int]:
     """For items in order, each to one of its ``allowed`` groups (numbered in order), the groups never
-    going back and each taking at most :data:`THREADS_PER_GROUP` items: the items whose group every
-    such assignment agrees on, as {item: group}; {} where none exists."""
-    reach: list[set[tuple[int, int]]] = []  # (group, items in it so far) after each item
+    going back and each taking at most :data:`THREADS_PER_GROUP` items: the items whose group every such
+    assignment agrees on, as {item: group}; {} where none exists. With ``preferred`` (each item's groups
+    it would rather take, and its weight), only the assignments of the most weight placed so count."""
+    if not allowed:
+        return {}
+    pref = preferred if preferred is not None else [(set(), 0)] * len(allowed)
+    # best[i]: each reachable state after item i, (group, items in it so far), with the most weight
+    # placed in a preferred group that a path to it has for items 0 … i
+    best: list[dict[tuple[int, int], int]] = []
     for i, ok in enumerate(allowed):
+        here: dict[tuple[int, int], int] = {}
         if i == 0:
-            reach.append({(j, 1) for j in ok})
-            continue
-        reach.append({(j, c + 1) for j, c in reach[-1] if c < THREADS_PER_GROUP and j in ok}
-                     | {(k, 1) for j, _ in reach[-1] for k in ok if k > j})
-    good = reach[-1] if reach else set()
+            steps = [((j, 1), 0) for j in ok]
+        else:
+            steps = [((j, c + 1), v) for (j, c), v in best[-1].items() if c < THREADS_PER_GROUP and j in ok]
+            steps += [((k, 1), v) for (j, _), v in best[-1].items() for k in ok if k > j]
+        for state, v in steps:
+            v += pref[i][1] if state[0] in pref[i][0] else 0
+            if v > here.get(state, -1):
+                here[state] = v
+        best.append(here)
+    if not best[-1]:
+        return {}
+    top = max(best[-1].values())
+    good = {s for s, v in best[-1].items() if v == top}  # states on a path of the most preferred
     places: dict[int, int] = {}
     for i in range(len(allowed) - 1, -1, -1):
-        if not good:
-            return {}
         groups = {j for j, _ in good}
         if len(groups) == 1:
             places[i] = next(iter(groups))
         if i:
-            good = {(j, c) for j, c in reach[i - 1]
-                    if any((k == j and c2 == c + 1) or (k > j and c2 == 1) for k, c2 in good)}
+            good = {(j, c) for (j, c), v in best[i - 1].items()
+                    if any(((k == j and c2 == c + 1) or (k > j and c2 == 1))
+                           and v + (pref[i][1] if k in pref[i][0] else 0) == best[i][(k, c2)]
+                           for k, c2 in good)}
     return places
 
 

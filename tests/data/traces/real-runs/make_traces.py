@@ -1116,6 +1116,10 @@ def fsdp_groups(mesh_shape):
 
 
 WORLD4 = [[0, 1, 2, 3]]
+MOE_MODEL = {"layers": ["Linear(128, 192)", "MoE(gate Linear(192, 4, bias=False), 4 experts of "
+                              "Linear(192, 160) - ReLU - Linear(160, 192), top-1)", "Linear(192, 96)"],
+                   "activation": "ReLU", "dense_psi": MOE_DENSE_PSI, "expert_psi_per_rank": MOE_EXPERT_PSI,
+                   "psi_per_rank": MOE_DENSE_PSI + MOE_EXPERT_PSI}
 # a model whose parameters straddle DeepSpeed's stage3_param_persistence_threshold (1e5 elements): the first
 # weight above it, the second weight and both biases below; input and output sizes as LAYERS'
 MIXED_LAYERS = [(128, 1024), (1024, 96)]
@@ -1371,14 +1375,19 @@ CASES = {
         "scheme": f"DeepSpeed ZeRO stage 2 with a DeepSpeed MoE layer of {MOE_EXPERTS} experts, expert "
                   f"parallelism {MOE_EP}: the dense parameters (l0, the gate, l2) data-parallel on 4, each "
                   "rank's 2 experts on its expert-data-parallel group of 2",
-        "model": {"layers": ["Linear(128, 192)", "MoE(gate Linear(192, 4, bias=False), 4 experts of "
-                             "Linear(192, 160) - ReLU - Linear(160, 192), top-1)", "Linear(192, 96)"],
-                  "activation": "ReLU", "dense_psi": MOE_DENSE_PSI, "expert_psi_per_rank": MOE_EXPERT_PSI,
-                  "psi_per_rank": MOE_DENSE_PSI + MOE_EXPERT_PSI},
+        "model": MOE_MODEL,
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4, "expert_parallel": [[0, 1], [2, 3]],
                    "expert_data_parallel": [[0, 2], [1, 3]]},
         "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": ds_config(2)}),
+    "ds-moe-ep2-zero2-ga4-small-buckets": (lambda o: case_deepspeed_moe(o, ds_config(2, bucket=20_000)), {
+        "scheme": "as ds-moe-ep2-zero2-ga4 with reduce_bucket_size and allgather_bucket_size 20,000 "
+                  "elements: each micro-batch all-reduces the dense gradients in 4 buckets on the group of 4 "
+                  "and the experts' in 8 on the expert-data-parallel group of 2",
+        "model": MOE_MODEL, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "expert_parallel": [[0, 1], [2, 3]],
+                   "expert_data_parallel": [[0, 2], [1, 3]]},
+        "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": ds_config(2, bucket=20_000)}),
     "ds-zero2-ga4-step-per-micro-batch": (
         lambda o: case_deepspeed(o, ds_config(2), steps=3, step_per_micro_batch=True), {
             "scheme": "DeepSpeed ZeRO stage 2, engine.step() then prof.step() every micro-batch",
