@@ -8,6 +8,7 @@ Each search runs once per distinct call sequence (one (rank, step)'s), not once 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -82,7 +83,7 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
     carry more than a scalar; None: all; ``elems``: each call's full vector; ``scatter``: which are
     reduce-scatters, None: not known): the
     micro-batches its opening block shows, where the gradient reductions fall ("every", "boundary",
-    "none", or None when nothing repeats), the most times one gradient call recurs (None: none), and
+    "none", or None when nothing repeats), the times the gradient calls recur (:func:`_recurrence`), and
     whether the step could be nothing but micro-batches (``sure``, what a step found without markers
     needs): its repeats hold all its gradient reductions and are followed by calls that reduce none and
     carry data (the optimizer's gathers) or, where each block gathers what it reduces, by any calls
@@ -92,7 +93,7 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
     calls with data are blocks that gather what they reduce, its others scalars
     (:func:`_blocks_between_scalars`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
-    most = max(g.values()) if g else None
+    most = _recurrence(g)
     per, reps = _leading_repeats(codes)
     mode, sure = None, False
     if reps > 1:
@@ -117,6 +118,20 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
         reps, mode, sure = k, KEPT_BACKWARDS, True
     return reps, mode, most, sure
+
+
+def _recurrence(counts: Counter) -> int | None:
+    """The times a step's gradient calls recur (``counts``: each distinct call's): 1 where each runs once,
+    else the number every count is a multiple of (buckets of one size recur together), where it is 2 or
+    more; None where there are none or they recur unlike (DeepSpeed ZeRO-1's experts in 4 equal buckets
+    beside buckets of their own, all reduced once, at the boundary: 4 of one call is no sign of 4
+    micro-batches reducing)."""
+    if not counts:
+        return None
+    if max(counts.values()) == 1:
+        return 1
+    times = math.gcd(*counts.values())
+    return times if times > 1 else None
 
 
 def _scalars_ahead(grad: list[bool], data: list[bool] | None, per: int, reps: int) -> int:
@@ -334,7 +349,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         use = use | (secondary & (step_id >= 0))
     found: Counter = Counter()
     modes: Counter = Counter()
-    repeats: Counter = Counter()  # the most times one gradient call recurs in a step
+    repeats: Counter = Counter()  # the times a step's gradient calls recur (_recurrence)
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
@@ -352,9 +367,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
                    f"{k} backward blocks alike, the gradient reductions in the last: one per micro-batch, "
                    "each gathering again what the one forward gathered)")
     if mode is None and k > 1 and repeats:
-        # K given, nothing repeats: the gradient reductions recur K times per step, or run once
+        # K given, nothing repeats: the gradient reductions recur K times per step (a multiple: buckets of
+        # one size), or run once
         most = max(repeats, key=repeats.get)
-        mode = "every" if most == k else "boundary" if most == 1 else None
+        mode = "every" if most % k == 0 else "boundary" if most == 1 else None
         if mode == "boundary" and not marked:
             return MicroBatches(k, how, "boundary", "gradients reduced once a step found, as at the boundary "
                                                     "(no_sync / set_requires_gradient_sync(False) on the "

@@ -1380,6 +1380,14 @@ CASES = {
         "groups": {"dp": WORLD4, "expert_parallel": [[0, 1], [2, 3]],
                    "expert_data_parallel": [[0, 2], [1, 3]]},
         "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": ds_config(2)}),
+    "ds-zero1-ga4-6-layers-small-buckets": (
+        lambda o: case_deepspeed(o, ds_config(1, bucket=20_000), layers=DEEP_LAYERS), {
+            "scheme": "DeepSpeed ZeRO stage 1 on 6 layers, reduce_bucket_size and allgather_bucket_size "
+                      "20,000 elements: at the boundary the gradients are all-reduced in 11 buckets, 4 of "
+                      "them the equal layers' 160-element biases and 3 their 25,600-element weights",
+            "layers": DEEP_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+            "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "grad_sync": "boundary", "steps_profiled": 2,
+            "deepspeed_config": ds_config(1, bucket=20_000)}),
     "ds-moe-ep2-zero2-ga4-small-buckets": (lambda o: case_deepspeed_moe(o, ds_config(2, bucket=20_000)), {
         "scheme": "as ds-moe-ep2-zero2-ga4 with reduce_bucket_size and allgather_bucket_size 20,000 "
                   "elements: each micro-batch all-reduces the dense gradients in 4 buckets on the group of 4 "
