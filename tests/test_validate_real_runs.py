@@ -220,7 +220,8 @@ MICRO = {
 PSI_OF = {"ds-zero1-ga4-6-layers-small-buckets": 139_136}
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
-FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ds-zero1-ga4-bf16", "ds-zero1-ga4-6-layers-small-buckets", "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync",
+FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ds-zero1-ga4-bf16", "ds-zero1-ga4-6-layers-small-buckets",
+                        "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync",
                         "ddp-ga4-no-sync-reentrant-checkpoint",
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
