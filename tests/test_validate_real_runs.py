@@ -1084,27 +1084,15 @@ def test_deepspeed_moe_prices_the_dense_parameters_and_the_experts_each_on_its_g
     case = "ds-moe-ep2-zero2-ga4"
     run = json.loads((RUNS / case / "run.json").read_text())
     assert (run["model"]["dense_psi"], run["model"]["expert_psi_per_rank"]) == (MOE_DENSE, MOE_EXPERTS)
-    for passes, per in _elements_per_step(case):
-        assert passes == 4
-        assert per == {("c10d::allreduce_", None): 4 * (MOE_DENSE + MOE_EXPERTS),
-                       ("c10d::alltoall_base_", None): 16 * 6144,
-                       ("c10d::_allgather_base_", 4): MOE_DENSE, ("c10d::_allgather_base_", 2): MOE_EXPERTS}
-    ts = read_traces(RUNS / case)
+    ts = _moe_run_counted(case)
     # over gloo no all-reduce names its group: each is placed by the worker thread that ran it (the
     # data-parallel group's second worker ran no gather, so only the order of the threads places it)
     ar = ts.table[(ts.table.op == "all_reduce") & (ts.table.in_nelems > 1)]
     assert set(ar.loc[ar.in_nelems == MOE_DENSE, "group_size"]) == {4}
     assert set(ar.loc[ar.in_nelems == MOE_EXPERTS, "group_size"]) == {2}
-    res = check(ts.table, meta=ts.meta, psi=psi)
-    m = res.measurement
     # before: N = 2 and Ψ the experts' alone, the dense all-reduces reported apart, no scheme
-    assert (m.psi, m.expert_psi, m.n, m.expert_size, m.micro_batches, m.grad_sync) == (
-        MOE_DENSE + MOE_EXPERTS, MOE_EXPERTS, 4, 2, 4, "every")
-    # ring accounting, fp32: 2(p-1)/p of each all-reduce's vector, (p-1)/p of each all-gather's
-    assert m.bytes_per_rank_per_step == pytest.approx(
-        (4 * MOE_DENSE * 2 * 3 / 4 + 4 * MOE_EXPERTS * 2 * 1 / 2 + MOE_DENSE * 3 / 4 + MOE_EXPERTS / 2) * 4,
-        rel=1e-9)
-    assert res.matches == ("deepspeed-zero2",)
+    res = _checks_as_moe_zero2(ts, psi)
+    m = res.measurement
     assert any("all-to-all on 2 ranks" in n for n in m.notes)
     d = res.as_dict()
     assert d["expert_parallel"] == {"expert_data_parallel_size": 2, "expert_parallel_size": 2,
@@ -1126,16 +1114,30 @@ def test_deepspeed_moe_in_small_buckets_places_each_bucket_on_its_group(psi):
     case = "ds-moe-ep2-zero2-ga4-small-buckets"
     dense, experts = [18_528, 960, 22_032, 2_544], [192, 160, 30_720, 30_720] * 2
     assert (sum(dense), sum(experts)) == (MOE_DENSE, MOE_EXPERTS)
+    ts = _moe_run_counted(case)
+    ar = ts.table[(ts.table.op == "all_reduce") & (ts.table.in_nelems > 1)]
+    assert set(ar.loc[ar.in_nelems.isin(dense), "group_size"]) == {4}
+    assert set(ar.loc[ar.in_nelems.isin(experts), "group_size"]) == {2}
+    assert ar.group.notna().all()
+    _checks_as_moe_zero2(ts, psi)
+
+
+def _moe_run_counted(case: str):
+    """The MoE run's traces, after its counts (count_calls.py): each step 4 micro-batches, all-reducing
+    the dense gradients and the experts' in each, 16 all-to-alls of 6,144, and after the optimizer step
+    the dense partitions gathered on 4 and the experts' on 2."""
     for passes, per in _elements_per_step(case):
         assert passes == 4
         assert per == {("c10d::allreduce_", None): 4 * (MOE_DENSE + MOE_EXPERTS),
                        ("c10d::alltoall_base_", None): 16 * 6144,
                        ("c10d::_allgather_base_", 4): MOE_DENSE, ("c10d::_allgather_base_", 2): MOE_EXPERTS}
-    ts = read_traces(RUNS / case)
-    ar = ts.table[(ts.table.op == "all_reduce") & (ts.table.in_nelems > 1)]
-    assert set(ar.loc[ar.in_nelems.isin(dense), "group_size"]) == {4}
-    assert set(ar.loc[ar.in_nelems.isin(experts), "group_size"]) == {2}
-    assert ar.group.notna().all()
+    return read_traces(RUNS / case)
+
+
+def _checks_as_moe_zero2(ts, psi):
+    """check on a run of DeepSpeed ZeRO-2 with the MoE layer, 4 micro-batches each all-reducing the dense
+    gradients on 4 and the experts' on 2: Ψ, N, K, the bytes (ring accounting, fp32: 2(p-1)/p of each
+    all-reduce's vector, (p-1)/p of each all-gather's) and deepspeed-zero2 alone consistent."""
     res = check(ts.table, meta=ts.meta, psi=psi)
     m = res.measurement
     assert (m.psi, m.expert_psi, m.n, m.expert_size, m.micro_batches, m.grad_sync) == (
@@ -1144,6 +1146,7 @@ def test_deepspeed_moe_in_small_buckets_places_each_bucket_on_its_group(psi):
         (4 * MOE_DENSE * 2 * 3 / 4 + 4 * MOE_EXPERTS * 2 * 1 / 2 + MOE_DENSE * 3 / 4 + MOE_EXPERTS / 2) * 4,
         rel=1e-9)
     assert res.matches == ("deepspeed-zero2",)
+    return res
 
 
 def test_expert_parallelism_needs_its_all_to_all_on_the_groups_between():
