@@ -93,7 +93,7 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
     calls with data are blocks that gather what they reduce, its others scalars
     (:func:`_blocks_between_scalars`)."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
-    most = _recurrence(g)
+    recur = _recurrence(g)
     per, reps = _leading_repeats(codes)
     mode, sure = None, False
     if reps > 1:
@@ -117,7 +117,7 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
         reps, mode, sure = k, "every", True
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
         reps, mode, sure = k, KEPT_BACKWARDS, True
-    return reps, mode, most, sure
+    return reps, mode, recur, sure
 
 
 def _recurrence(counts: Counter) -> int | None:
@@ -369,8 +369,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     if mode is None and k > 1 and repeats:
         # K given, nothing repeats: the gradient reductions recur K times per step (a multiple: buckets of
         # one size), or run once
-        most = max(repeats, key=repeats.get)
-        mode = "every" if most % k == 0 else "boundary" if most == 1 else None
+        recur = max(repeats, key=repeats.get)
+        mode = "every" if recur % k == 0 else "boundary" if recur == 1 else None
         if mode == "boundary" and not marked:
             return MicroBatches(k, how, "boundary", "gradients reduced once a step found, as at the boundary "
                                                     "(no_sync / set_requires_gradient_sync(False) on the "
@@ -473,14 +473,14 @@ def _count_blocks(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.ndarray,
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         args = (sig[lo:hi].tolist(), g[lo:hi].tolist(), data[lo:hi].tolist(), elems[lo:hi].tolist(),
                 scatter[lo:hi].tolist())
-        reps, mode, most, sure = _step_blocks(*args, passes=passes)
+        reps, mode, recur, sure = _step_blocks(*args, passes=passes)
         if sure_only and not sure and len(before):
-            reps, mode, most, sure = _cut_phase(args, lead_sig[rank[before] == r[lo]].tolist()) or (
-                reps, mode, most, sure)
+            reps, mode, recur, sure = _cut_phase(args, lead_sig[rank[before] == r[lo]].tolist()) or (
+                reps, mode, recur, sure)
         if sure_only and not sure:
             reps, mode = 1, None
-        if most is not None:
-            repeats[most] += times
+        if recur is not None:
+            repeats[recur] += times
         if mode is not None:
             modes[mode] += times
         found[reps] += times
