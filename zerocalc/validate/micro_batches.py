@@ -58,13 +58,13 @@ def _step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = N
 
 def _blocks_after(codes: list[int], grad: list[bool], data: list[bool] | None, elems: list[float] | None,
                   scatter: list[bool] | None, n: int) -> tuple[int, str | None, int | None, bool]:
-    """:func:`_blocks` of the calls after the first ``n``, the gradient call's recurrences counted over
-    all of them."""
+    """:func:`_blocks` of the calls after the first ``n``, the gradient calls' recurrence
+    (:func:`_recurrence`) counted over all of them."""
     g = Counter(c for c, is_g in zip(codes, grad, strict=True) if is_g)
     reps, mode, _, sure = _blocks(codes[n:], grad[n:], None if data is None else data[n:],
                                   None if elems is None else elems[n:],
                                   None if scatter is None else scatter[n:])
-    return reps, mode, max(g.values()) if g else None, sure
+    return reps, mode, _recurrence(g), sure
 
 
 def _leading_scalars(grad: list[bool], data: list[bool] | None) -> int:
