@@ -252,10 +252,9 @@ def norm_vectors(cat: np.ndarray, ops: Codes, gs: np.ndarray, full: np.ndarray, 
     whole = np.zeros(len(cat), dtype=bool)  # the reduce-scatters, recorded as all-reduces
     whole[at[np.isin(pair[:len(at)], pair[len(at):])]] = True
     alike = np.bincount(key[whole], weights=full[whole], minlength=k)
-    reduced = np.bincount(key[at], weights=full[at], minlength=k)
-    whole &= (alike >= reduced * (1 - NORM_MAX_SHARE))[key]
-    scattered = np.where(scattered > 0, scattered, np.bincount(key[whole], weights=full[whole], minlength=k))
-    scattered = scattered[key]
+    keep = alike >= np.bincount(key[at], weights=full[at], minlength=k) * (1 - NORM_MAX_SHARE)
+    whole &= keep[key]
+    scattered = np.where(scattered > 0, scattered, np.where(keep, alike, 0))[key]
     norms = ar & ~whole & (scattered > 0) & (full <= scattered * NORM_MAX_SHARE)
     if norms.any():  # not a shard some reduce-scatter of the rank leaves
         at, of = np.flatnonzero(norms), np.flatnonzero(rs)
