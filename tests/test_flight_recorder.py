@@ -299,8 +299,12 @@ def test_real_deepspeed_zero3_dumps_in_small_buckets_reduce_every_parameter_as_g
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     assert out["steps"] == steps - 1  # the warm-up gathers layer by layer: one-off
     assert not any("next to nothing" in note for note in out["notes"])
-    # each micro-batch: a gather of Ψ and a reduction of Ψ (over gloo, an all-reduce), fp32, ring accounting
-    assert out["measured_bytes_per_rank_per_step"] == pytest.approx(k * psi * (n - 1) / n * 3 * 4, rel=1e-9)
+    # each micro-batch: a gather of Ψ and a reduce-scatter of Ψ (recorded as the all-reduce of the whole gloo
+    # runs it as, read as what it stands for), fp32, ring accounting: DeepSpeed ZeRO-3, as its profiler trace
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx(k * psi * (n - 1) / n * 2 * 4, rel=1e-9)
+    assert "deepspeed-zero3" in out["matches"]
+    read = out["all_reduces_read_as_reduce_scatters"]
+    assert read == sum(len(_stand_ins(e)) for e in ranks) == n * steps * 5 * k
 
 
 @pytest.mark.parametrize("case, sync", [("ds-zero2-ga4", "every"), ("ds-zero3-ga4", "every"),
@@ -501,19 +505,84 @@ def test_two_groups_of_the_same_ranks_are_one(tmp_path):
     assert unexplained["calls_per_rank_per_step"] == 0
 
 
-def test_dumps_of_a_sharded_run_over_gloo_say_why_its_reduce_scatters_read_as_all_reduces():
-    # FSDP2 over gloo: counted from the dumps, every entry is an all-gather or an all-reduce, none a
-    # reduce-scatter (ProcessGroupGloo runs one as an all-reduce of the whole input), so no scheme matches
-    # and a note says why; DeepSpeed ZeRO-2's all-reduces are its own, and it matches without the note
-    _, ranks = _count("fsdp2-mixed-bf16-fp32")
+def _stand_ins(entries: list[dict]) -> list[dict]:
+    """A rank's all-reduces of as many elements as one of its all-gathers returns on the same group, larger
+    than a scalar: a gloo run's reduce-scatters, recorded as the all-reduces of the whole it runs them as."""
+    gathered = {(e["process_group"][0], math.prod(e["output_sizes"][0])) for e in entries
+                if e["profiling_name"] == "gloo:all_gather"}
+    return [e for e in entries if e["profiling_name"] == "gloo:all_reduce"
+            and math.prod(e["input_sizes"][0]) > 8
+            and (e["process_group"][0], math.prod(e["input_sizes"][0])) in gathered]
+
+
+def test_dumps_of_a_sharded_run_over_gloo_read_its_reduce_scatters_recorded_as_all_reduces():
+    # FSDP2 over gloo, bf16 parameters and fp32 reductions, one micro-batch: counted from the dumps, every
+    # entry is an all-gather or an all-reduce, none a reduce-scatter (ProcessGroupGloo runs one as an
+    # all-reduce of the whole input). Read as recorded, no scheme sends that; each all-reduce of a unit's
+    # whole is read as the reduce-scatter it stands for, and the run reads as its profiler trace does:
+    # per step 2Ψ gathered in bf16 and Ψ reduce-scattered in fp32, each rank sending 3/4 of each
+    run, ranks = _count("fsdp2-mixed-bf16-fp32")
     names = {e["profiling_name"] for entries in ranks for e in entries}
     assert names == {"gloo:all_gather", "gloo:all_reduce"}
-    why = "a sharded scheme's reduce-scatters read as all-reduces"
+    gathered = {e["input_dtypes"][0] for entries in ranks for e in entries
+                if e["profiling_name"] == "gloo:all_gather" and math.prod(e["input_sizes"][0]) > 8}
+    assert gathered == {"BFloat16"}
+    stand_ins = [e for entries in ranks for e in _stand_ins(entries)]
+    assert {e["input_dtypes"][0] for e in stand_ins} == {"Float"}
+    psi = run["model"]["psi"]
+    assert sum(math.prod(e["input_sizes"][0]) for e in _stand_ins(ranks[0])) == run["optimizer_steps"] * psi
     res = runner.invoke(app, ["check", str(FR / "fsdp2-mixed-bf16-fp32"), "--format", "json"])
     out = json.loads(res.stdout)
-    assert out["matches"] == [] and any(why in n for n in out["notes"])
+    assert out["all_reduces_read_as_reduce_scatters"] == len(stand_ins) == 4 * 3 * run["optimizer_steps"]
+    assert "fsdp-full-shard" in out["matches"] and out["psi"] == psi
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx((2 * psi * 2 + psi * 4) * 3 / 4)
+    assert any("are read as the reduce-scatters they stand for" in n for n in out["notes"])
+    # DeepSpeed ZeRO-2's all-reduces are its own: its dump matches as recorded, read so
     out = json.loads(runner.invoke(app, ["check", str(FR / "ds-zero2-ga4"), "--format", "json"]).stdout)
-    assert out["matches"] and not any(why in n for n in out["notes"])
+    assert out["matches"][0] == "deepspeed-zero2" and out["all_reduces_read_as_reduce_scatters"] == 0
+
+
+def test_hsdp_dumps_over_gloo_read_as_hsdp():
+    # FSDP2 on a 2 × 2 mesh (replicate × shard), gloo, one micro-batch: counted from the dumps, each rank
+    # gathers each unit on its shard group of 2 (forward and backward), all-reduces its whole there (the
+    # reduce-scatter, recorded as gloo runs it) and all-reduces its half on the replicate group. Read so,
+    # the run is HSDP: N = 4 as shard groups of 2, Ψ the model's, per step each rank sends 1/2 of 2Ψ
+    # gathered, 1/2 of Ψ reduce-scattered and 2 × 1/2 of Ψ/2 all-reduced, fp32
+    run, ranks = _count("hsdp-2x2")
+    psi = run["model"]["psi"]
+    for entries in ranks:
+        stand_ins = _stand_ins(entries)
+        groups = {e["process_group"][0] for e in stand_ins}
+        assert len(groups) == 1 and sum(math.prod(e["input_sizes"][0]) for e in stand_ins) \
+            == run["optimizer_steps"] * psi
+        halves = [e for e in entries if e["profiling_name"] == "gloo:all_reduce" and e not in stand_ins
+                  and math.prod(e["input_sizes"][0]) > 8]
+        assert {e["process_group"][0] for e in halves}.isdisjoint(groups)
+        assert sum(math.prod(e["input_sizes"][0]) for e in halves) == run["optimizer_steps"] * psi // 2
+    out = json.loads(runner.invoke(app, ["check", str(FR / "hsdp-2x2"), "--format", "json"]).stdout)
+    assert out["matches"] == ["fsdp-hybrid"]
+    assert (out["psi"], out["n"], out["hsdp_shard_size"]) == (psi, 4, 2)
+    assert out["all_reduces_read_as_reduce_scatters"] == sum(len(_stand_ins(e)) for e in ranks)
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx((2 * psi / 2 + psi / 2 + psi / 2) * 4)
+
+
+def test_a_dump_that_matches_as_recorded_names_what_it_matches_read_the_other_way():
+    # FSDP2 with reshard_after_forward=False over gloo: counted from the dumps, each step gathers each unit
+    # once and all-reduces its whole (gloo's reduce-scatter): as recorded the pattern of DeepSpeed ZeRO-2 (its
+    # buckets all-reduced, its parameters gathered), and read so; with the all-reduces as reduce-scatters it
+    # is FSDP's SHARD_GRAD_OP, which the JSON and a note name
+    run, ranks = _count("fsdp2-no-reshard")
+    psi = run["model"]["psi"]
+    for entries in ranks:
+        gathers = [e for e in entries if e["profiling_name"] == "gloo:all_gather"
+                   and math.prod(e["output_sizes"][0]) > 8]
+        assert sum(math.prod(e["output_sizes"][0]) for e in gathers) == run["optimizer_steps"] * psi
+        reduced = sum(math.prod(e["input_sizes"][0]) for e in _stand_ins(entries))
+        assert reduced == run["optimizer_steps"] * psi
+    out = json.loads(runner.invoke(app, ["check", str(FR / "fsdp2-no-reshard"), "--format", "json"]).stdout)
+    assert "deepspeed-zero2" in out["matches"] and out["all_reduces_read_as_reduce_scatters"] == 0
+    assert "fsdp-shard-grad-op" in out["matches_if_all_reduces_are_reduce_scatters"]
+    assert any("read as reduce-scatters" in n and "fsdp-shard-grad-op" in n for n in out["notes"])
 
 
 def test_an_evaluation_every_two_steps_leaves_two_steps_between_evaluations():

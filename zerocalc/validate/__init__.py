@@ -22,6 +22,8 @@ One module per stage, all pure (tables in, dataclasses and tables out; no printi
   volume and by pattern, the consistent schemes best first.
 * :mod:`.fit`: the ring α-β model fitted to timed calls (:func:`fit_alpha_beta`), and the step's time.
 * :mod:`.explain`: each mismatch in words.
+* :mod:`.gloo_dumps`: the all-reduces of a gloo Flight Recorder dump that stand for reduce-scatters,
+  read as those where the calls as recorded match no scheme.
 * :mod:`.pipeline`: :func:`check`, the stages above from trace table to :class:`CheckResult`.
 * :mod:`.sweep`: an nccl-tests sweep size by size against NCCL's own cost model
   (:mod:`zerocalc.nccl`), and the α-β calibration ``zerocalc fit --out`` writes.

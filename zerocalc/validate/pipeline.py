@@ -48,6 +48,13 @@ class CheckResult:
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
+    #: the calls of gloo Flight Recorder dumps recorded as all-reduces and read as the reduce-scatters they
+    #: stand for (:mod:`~.gloo_dumps`), all ranks' in the whole dumps; 0 where calls are read as recorded
+    read_as_reduce_scatters: int = 0
+    #: where the calls match as recorded: the schemes they match with those all-reduces read as
+    #: reduce-scatters (:mod:`~.gloo_dumps`; FSDP's SHARD_GRAD_OP over gloo reads as DeepSpeed ZeRO-2 as
+    #: recorded, and as FSDP's with them)
+    if_reduce_scatters: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
         """The ``check --format json`` contract, plus detail fields."""
@@ -89,6 +96,8 @@ class CheckResult:
             },
             "notes": list(m.notes) + list(self.notes),
             "nccl_timing": None if self.nccl_timing is None else self.nccl_timing.as_dict(),
+            "all_reduces_read_as_reduce_scatters": self.read_as_reduce_scatters,
+            "matches_if_all_reduces_are_reduce_scatters": list(self.if_reduce_scatters),
         }
 
 
@@ -118,7 +127,13 @@ def check(
     for the full trace). ``nccl``: ``topology`` (a :class:`~zerocalc.topology.Topology`) and the NCCL
     options (``nccl_version``, default the one the trace states; ``nccl_algo``, ``nccl_proto``) to time
     the step's calls by NCCL's model on that cluster (:func:`zerocalc.validate.nccl_timing.nccl_timing`).
+    Flight Recorder dumps of a gloo run whose calls, read as recorded, match no scheme are read again with
+    the all-reduces that stand for reduce-scatters as those (:mod:`~.gloo_dumps`), and that reading kept
+    where it matches one.
     """
+    options = dict(psi=psi, n=n, steps=steps, dtype=dtype, schemes=schemes, meta=meta,
+                   gpus_per_node=gpus_per_node, fit=fit, micro_batches=micro_batches,
+                   reuse_distance=reuse_distance, weights=weights, nccl=nccl)
     m = measure(table, psi=psi, n=n, steps=steps, dtype=dtype, meta=meta, micro_batches=micro_batches,
                 weights=weights)
     backends = {str(v.get("backend")) for v in (meta or {}).values()
@@ -132,9 +147,14 @@ def check(
     comps, regime_notes, secondary = _regime_notes(m, comps)
     notes += regime_notes
     matches = tuple(consistent(comps))
-    recorded = _gloo_reduce_scatter_note(m, meta, backend, matches)
-    if recorded:
+    recorded = _gloo_reduce_scatter_note(m, meta, backend)
+    other = _read_as_reduce_scatters(table, options) if recorded else None
+    if other is not None and not matches:  # the reading of the calls as what they stand for
+        return other
+    if recorded and not matches:
         notes.append(recorded)
+    if other is not None and set(other.matches) != set(matches):
+        notes.append(other_reading_note(other))
     regathered = [c.scheme for c in comps if c.matches_if_regathered]
     if regathered:
         notes.append(f"{', '.join(regathered)} sends exactly this pattern with stage3_max_reuse_distance = 0 "
@@ -148,6 +168,7 @@ def check(
         secondary_partition=secondary[0] if secondary else (),
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
         partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
+        if_reduce_scatters=other.matches if other is not None else (),
     )
 
 
@@ -199,19 +220,45 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     return comps, notes, secondary
 
 
-def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None,
-                              matches: tuple[str, ...]) -> str | None:
-    """The sentence for Flight Recorder dumps of a gloo run that all-gather and all-reduce and match no
-    scheme (``matches`` empty): ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole
-    input, and the dump records that all-reduce, so a sharded scheme's reduce-scatters read as all-reduces."""
+def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None) -> str | None:
+    """The sentence for Flight Recorder dumps of a gloo run that all-gather and all-reduce and reduce-scatter
+    nothing: ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole input, and the dump records
+    that all-reduce, so a sharded scheme's reduce-scatters read as all-reduces; ``None`` elsewhere."""
     dumps = any(isinstance(v, dict) and v.get("format") == "flight_recorder" for v in (meta or {}).values())
     ops = {o for o, *_ in m.pattern}
-    if backend != "gloo" or not dumps or matches or not {"all_gather", "all_reduce"} <= ops \
-            or "reduce_scatter" in ops:
+    if backend != "gloo" or not dumps or not {"all_gather", "all_reduce"} <= ops or "reduce_scatter" in ops:
         return None
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
             "whole input (ProcessGroupGloo), so a sharded scheme's reduce-scatters read as all-reduces here; "
             "a profiler trace of the run names them (c10d::_reduce_scatter_base_)")
+
+
+def _read_as_reduce_scatters(table: pd.DataFrame, options: dict) -> CheckResult | None:
+    """:func:`check` of ``table`` with the all-reduces of gloo dumps that stand for reduce-scatters read as
+    those (:func:`~.gloo_dumps.stand_ins`), with the sentence saying so, where that reading matches a
+    scheme; else ``None``."""
+    from zerocalc.validate import gloo_dumps
+
+    mask = gloo_dumps.stand_ins(table, options["meta"])
+    if not mask.any():
+        return None
+    res = check(gloo_dumps.as_reduce_scatters(table, mask), **options)
+    if not res.matches:
+        return None
+    sizes = table["in_nelems"].to_numpy()[mask].astype(int).tolist()
+    calls = int(mask.sum())
+    return replace(res, notes=res.notes + (gloo_dumps.read_sentence(calls, sizes),),
+                   read_as_reduce_scatters=calls)
+
+
+def other_reading_note(other: CheckResult) -> str:
+    """The sentence naming what a gloo dump whose calls match as recorded matches with its all-reduces of
+    a gather's whole read as reduce-scatters (``other``, :func:`_read_as_reduce_scatters`)."""
+    return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
+            f"whole input (ProcessGroupGloo): read as reduce-scatters, the {other.read_as_reduce_scatters:,} "
+            "all-reduces of the whole an all-gather returns on their group match "
+            f"{', '.join(other.matches)}; the dump cannot tell which the run called, a profiler trace of it "
+            "can (c10d::_reduce_scatter_base_)")
 
 
 def topology_hint(m: Measurement, meta: dict | None) -> str | None:

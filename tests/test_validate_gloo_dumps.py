@@ -1,0 +1,49 @@
+"""Which all-reduces of a gloo Flight Recorder dump stand for reduce-scatters, on hand-written tables: an
+all-reduce of the whole an all-gather of the same rank returns on the same group (ProcessGroupGloo runs a
+reduce-scatter as an all-reduce of the whole input), larger than a scalar, in a gloo dump."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from zerocalc.traces.schema import CANONICAL_COLUMNS
+from zerocalc.validate.gloo_dumps import as_reduce_scatters, stand_ins
+
+META = {"gloo0": {"format": "flight_recorder", "backend": "gloo"},
+        "nccl0": {"format": "flight_recorder", "backend": "nccl"},
+        "kineto0": {"format": "kineto", "backend": "gloo"}}
+
+
+def _table(rows: list[tuple]) -> pd.DataFrame:
+    t = pd.DataFrame([dict(zip(("file", "rank", "op", "in_nelems", "out_nelems", "group_size", "group"), r,
+                               strict=True)) for r in rows])
+    for col in t.columns:
+        t[col] = t[col].astype(CANONICAL_COLUMNS[col])
+    return t
+
+
+def test_the_all_reduce_of_a_gathers_whole_on_its_group_stands_for_a_reduce_scatter():
+    t = _table([
+        ("gloo0", 0, "all_gather", 250, 1000, 4, "0"),  # a unit's parameters, gathered on group 0
+        ("gloo0", 0, "all_reduce", 1000, 1000, 4, "0"),  # its gradient: the reduce-scatter, as gloo runs it
+        ("gloo0", 0, "all_reduce", 1000, 1000, 2, "1"),  # the same size on another group: an all-reduce
+        ("gloo0", 0, "all_reduce", 500, 500, 4, "0"),  # no gather returns 500 elements: an all-reduce
+        ("gloo0", 0, "all_gather", 2, 8, 4, "0"),
+        ("gloo0", 0, "all_reduce", 8, 8, 4, "0"),  # a scalar's size: flags, a norm
+        ("gloo0", 1, "all_reduce", 1000, 1000, 4, "0"),  # rank 1 gathers nothing of that size
+        ("nccl0", 0, "all_gather", 250, 1000, 4, "0"),
+        ("nccl0", 0, "all_reduce", 1000, 1000, 4, "0"),  # NCCL records its reduce-scatters as such
+        ("kineto0", 0, "all_gather", 250, 1000, 4, "0"),
+        ("kineto0", 0, "all_reduce", 1000, 1000, 4, "0"),  # a profiler trace names c10d's call
+    ])
+    assert stand_ins(t, META).tolist() == [False, True] + [False] * 9
+    assert not stand_ins(t, None).any()
+
+
+def test_a_stand_in_reads_as_the_reduce_scatter_of_the_whole_into_the_ranks_part():
+    t = _table([("gloo0", 0, "all_gather", 250, 1000, 4, "0"),
+                ("gloo0", 0, "all_reduce", 1000, 1000, 4, "0")])
+    read = as_reduce_scatters(t, stand_ins(t, META))
+    assert read["op"].astype(str).tolist() == ["all_gather", "reduce_scatter"]
+    assert read["in_nelems"].tolist() == [250, 1000] and read["out_nelems"].tolist() == [1000, 250]
+    assert t["op"].astype(str).tolist() == ["all_gather", "all_reduce"]  # the table read is left as it was

@@ -1,0 +1,73 @@
+"""Flight Recorder dumps of gloo runs: the all-reduces that stand for reduce-scatters.
+
+ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole input, the rank keeping its part,
+and a Flight Recorder dump records that all-reduce (``gloo:all_reduce``, input and output the whole), so
+a dump cannot say which of its all-reduces the framework called as reduce-scatters. Where the calls read
+as recorded match no scheme, the all-reduces of the whole an all-gather on the same group returns (a
+unit's gradient is reduced at the size its parameters are gathered: FSDP1 and FSDP2 per unit, DeepSpeed
+ZeRO-3 per parameter, or the whole model in one bucket) are read as the reduce-scatters they stand for
+(:func:`stand_ins`, :func:`as_reduce_scatters`), and :func:`zerocalc.validate.check` keeps that reading
+where it matches a scheme. A profiler trace of the same run names those calls
+``c10d::_reduce_scatter_base_`` and reads as the dump then does.
+
+A DeepSpeed ZeRO-2 step (its gradient buckets all-reduced, then its parameters gathered on the same
+group) may all-reduce buckets the size of its gathers too: its dump matches as recorded, and is read so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+
+
+def gloo_dump_files(meta: dict | None) -> set[str]:
+    """The files of ``meta`` that are Flight Recorder dumps of a gloo process group."""
+    return {f for f, v in (meta or {}).items() if isinstance(v, dict)
+            and v.get("format") == "flight_recorder" and v.get("backend") == "gloo"}
+
+
+def stand_ins(table: pd.DataFrame, meta: dict | None) -> np.ndarray:
+    """The rows of ``table`` that may be reduce-scatters recorded as all-reduces: in a gloo dump, an
+    all-reduce larger than a scalar, of as many elements as one all-gather of the same rank returns on the
+    same group, a whole the group's size divides."""
+    files = gloo_dump_files(meta)
+    if not files or not len(table):
+        return np.zeros(len(table), dtype=bool)
+    op = table["op"].astype(str).to_numpy()
+    in_dump = table["file"].astype(str).isin(files).to_numpy()
+    size = table["in_nelems"].to_numpy(dtype=np.float64, na_value=np.nan)
+    out = table["out_nelems"].to_numpy(dtype=np.float64, na_value=np.nan)
+    gs = table["group_size"].to_numpy(dtype=np.float64, na_value=np.nan)
+    key = pd.Series(list(zip(table["file"].astype(str), table["rank"].astype(str), table["group"].astype(str),
+                             strict=True)), dtype=object)
+    ag = in_dump & (op == "all_gather")
+    gathered = set(zip(key[ag], out[ag], strict=True))
+    ar = np.flatnonzero(in_dump & (op == "all_reduce") & (size > SCALAR_MAX_ELEMENTS) & (size == out)
+                        & (gs > 1))
+    mask = np.zeros(len(table), dtype=bool)
+    mask[[i for i in ar.tolist() if (key[i], size[i]) in gathered and size[i] % gs[i] == 0]] = True
+    return mask
+
+
+def as_reduce_scatters(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """A copy of ``table`` with the rows of ``mask`` as the reduce-scatters they stand for: the whole in,
+    the rank's part (the whole over the group's size) out."""
+    t = table.copy()
+    if isinstance(t["op"].dtype, pd.CategoricalDtype) and "reduce_scatter" not in t["op"].cat.categories:
+        t["op"] = t["op"].cat.add_categories(["reduce_scatter"])
+    rows = t.index[mask]
+    t.loc[rows, "op"] = "reduce_scatter"
+    t.loc[rows, "out_nelems"] = (t.loc[rows, "in_nelems"] // t.loc[rows, "group_size"]).astype("Int64")
+    return t
+
+
+def read_sentence(calls: int, sizes: list[int]) -> str:
+    """The note on a dump read with ``calls`` all-reduces (of ``sizes`` elements) as reduce-scatters."""
+    shown = ", ".join(f"{s:,}" for s in sorted(set(sizes))[:3]) + (" …" if len(set(sizes)) > 3 else "")
+    return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
+            f"whole input (ProcessGroupGloo): read as recorded, the calls match no scheme, so the {calls:,} "
+            f"all-reduces of the whole an all-gather returns on their group ({shown} elements) are read as "
+            "the reduce-scatters they stand for, each rank sending (N−1)/N of the whole as over NCCL; a "
+            "profiler trace of the run names them (c10d::_reduce_scatter_base_)")
