@@ -542,28 +542,37 @@ def test_dumps_of_a_sharded_run_over_gloo_read_its_reduce_scatters_recorded_as_a
     assert out["matches"][0] == "deepspeed-zero2" and out["all_reduces_read_as_reduce_scatters"] == 0
 
 
-def test_hsdp_dumps_over_gloo_read_as_hsdp():
+@pytest.mark.parametrize("case, gathers", [("hsdp-2x2", 2), ("hsdp-2x2-no-reshard", 1)])
+def test_hsdp_dumps_over_gloo_read_as_hsdp(case, gathers):
     # FSDP2 on a 2 × 2 mesh (replicate × shard), gloo, one micro-batch: counted from the dumps, each rank
-    # gathers each unit on its shard group of 2 (forward and backward), all-reduces its whole there (the
-    # reduce-scatter, recorded as gloo runs it) and all-reduces its half on the replicate group. Read so,
-    # the run is HSDP: N = 4 as shard groups of 2, Ψ the model's, per step each rank sends 1/2 of 2Ψ
-    # gathered, 1/2 of Ψ reduce-scattered and 2 × 1/2 of Ψ/2 all-reduced, fp32
-    run, ranks = _count("hsdp-2x2")
+    # gathers each unit on its shard group of 2 (in forward and backward, or in forward alone where the
+    # parameters are not resharded), all-reduces its whole there (the reduce-scatter, recorded as gloo runs
+    # it) and all-reduces its half on the replicate group. Read so, the run is HSDP: N = 4 as shard groups
+    # of 2, Ψ the model's, per step each rank sends 1/2 of what it gathers, 1/2 of Ψ reduce-scattered and
+    # 2 × 1/2 of Ψ/2 all-reduced, fp32. As recorded, the gradients' all-reduces on the shard group read as
+    # DeepSpeed ZeRO-2's on N = 2 where the parameters are not resharded, the halves reported apart
+    run, ranks = _count(case)
     psi = run["model"]["psi"]
     for entries in ranks:
         stand_ins = _stand_ins(entries)
         groups = {e["process_group"][0] for e in stand_ins}
         assert len(groups) == 1 and sum(math.prod(e["input_sizes"][0]) for e in stand_ins) \
             == run["optimizer_steps"] * psi
+        gathered = sum(math.prod(e["output_sizes"][0]) for e in entries
+                       if e["profiling_name"] == "gloo:all_gather" and math.prod(e["output_sizes"][0]) > 8)
+        assert gathered == gathers * run["optimizer_steps"] * psi
         halves = [e for e in entries if e["profiling_name"] == "gloo:all_reduce" and e not in stand_ins
                   and math.prod(e["input_sizes"][0]) > 8]
         assert {e["process_group"][0] for e in halves}.isdisjoint(groups)
         assert sum(math.prod(e["input_sizes"][0]) for e in halves) == run["optimizer_steps"] * psi // 2
-    out = json.loads(runner.invoke(app, ["check", str(FR / "hsdp-2x2"), "--format", "json"]).stdout)
+    out = json.loads(runner.invoke(app, ["check", str(FR / case), "--format", "json"]).stdout)
     assert out["matches"] == ["fsdp-hybrid"]
     assert (out["psi"], out["n"], out["hsdp_shard_size"]) == (psi, 4, 2)
     assert out["all_reduces_read_as_reduce_scatters"] == sum(len(_stand_ins(e)) for e in ranks)
-    assert out["measured_bytes_per_rank_per_step"] == pytest.approx((2 * psi / 2 + psi / 2 + psi / 2) * 4)
+    sent = (gathers * psi / 2 + psi / 2 + psi / 2) * 4
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx(sent)
+    apart = next(c for c in out["categories"] if c["category"] == "unexplained")
+    assert apart["calls_per_rank_per_step"] == 0
 
 
 def test_a_dump_that_matches_as_recorded_names_what_it_matches_read_the_other_way():
