@@ -575,6 +575,29 @@ def test_hsdp_dumps_over_gloo_read_as_hsdp(case, gathers):
     assert apart["calls_per_rank_per_step"] == 0
 
 
+def test_an_hsdp_dump_all_reducing_in_the_last_micro_batch_reads_as_its_regime():
+    # HSDP 2 × 2, 4 micro-batches, the replicate all-reduce in the last alone (set_requires_all_reduce(False)
+    # on the others): counted from the dumps, each step gathers 2Ψ and all-reduces Ψ whole on the shard group
+    # (gloo's reduce-scatters) in every micro-batch, and all-reduces Ψ/2 on the replicate group once. No
+    # scheme sends that as it is; fsdp-hybrid does in that regime, as the profiler trace of the run reads:
+    # per step each rank sends K × (1/2 of 2Ψ + 1/2 of Ψ) + 2 × 1/2 of Ψ/2, fp32
+    run, ranks = _count("hsdp-2x2-ga4-all-reduce-last")
+    psi, k, steps = run["model"]["psi"], run["micro_batches"], run["optimizer_steps"]
+    for entries in ranks:
+        stand_ins = _stand_ins(entries)
+        assert sum(math.prod(e["input_sizes"][0]) for e in stand_ins) == steps * k * psi
+        groups = {e["process_group"][0] for e in stand_ins}
+        halves = [math.prod(e["input_sizes"][0]) for e in entries if e["profiling_name"] == "gloo:all_reduce"
+                  and e["process_group"][0] not in groups and math.prod(e["input_sizes"][0]) > 8]
+        assert sum(halves) == steps * psi // 2
+    out = json.loads(runner.invoke(app, ["check", str(FR / "hsdp-2x2-ga4-all-reduce-last"),
+                                         "--format", "json"]).stdout)
+    assert out["matches"] == [] and out["matches_if_all_reduced_once"] == ["fsdp-hybrid"]
+    assert (out["psi"], out["n"], out["hsdp_shard_size"], out["micro_batches"]) == (psi, 4, 2, k)
+    assert out["all_reduces_read_as_reduce_scatters"] == sum(len(_stand_ins(e)) for e in ranks)
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx((k * (psi + psi / 2) + psi / 2) * 4)
+
+
 def test_a_dump_that_matches_as_recorded_names_what_it_matches_read_the_other_way():
     # FSDP2 with reshard_after_forward=False over gloo: counted from the dumps, each step gathers each unit
     # once and all-reduces its whole (gloo's reduce-scatter): as recorded the pattern of DeepSpeed ZeRO-2 (its

@@ -3,12 +3,12 @@
 ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole input, the rank keeping its part,
 and a Flight Recorder dump records that all-reduce (``gloo:all_reduce``, input and output the whole), so
 a dump cannot say which of its all-reduces the framework called as reduce-scatters. Where the calls read
-as recorded match no scheme, the all-reduces of the whole an all-gather on the same group returns (a
-unit's gradient is reduced at the size its parameters are gathered: FSDP1 and FSDP2 per unit, DeepSpeed
-ZeRO-3 per parameter, or the whole model in one bucket) are read as the reduce-scatters they stand for
-(:func:`stand_ins`, :func:`as_reduce_scatters`), and :func:`zerocalc.validate.check` keeps that reading
-where it matches a scheme. A profiler trace of the same run names those calls
-``c10d::_reduce_scatter_base_`` and reads as the dump then does.
+as recorded match no scheme (or leave more of them reported apart), the all-reduces of the whole an
+all-gather on the same group returns (a unit's gradient is reduced at the size its parameters are
+gathered: FSDP1 and FSDP2 per unit, DeepSpeed ZeRO-3 per parameter, or the whole model in one bucket) are
+read as the reduce-scatters they stand for (:func:`stand_ins`, :func:`as_reduce_scatters`), and
+:func:`zerocalc.validate.check` keeps that reading where a scheme sends it. A profiler trace of the same
+run names those calls ``c10d::_reduce_scatter_base_`` and reads as the dump then does.
 
 A DeepSpeed ZeRO-2 step (its gradient buckets all-reduced, then its parameters gathered on the same
 group) may all-reduce buckets the size of its gathers too: its dump matches as recorded, and is read so.
@@ -67,7 +67,8 @@ def read_sentence(calls: int, sizes: list[int]) -> str:
     """The note on a dump read with ``calls`` all-reduces (of ``sizes`` elements) as reduce-scatters."""
     shown = ", ".join(f"{s:,}" for s in sorted(set(sizes))[:3]) + (" …" if len(set(sizes)) > 3 else "")
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
-            f"whole input (ProcessGroupGloo): read as recorded, the calls match no scheme, so the {calls:,} "
-            f"all-reduces of the whole an all-gather returns on their group ({shown} elements) are read as "
-            "the reduce-scatters they stand for, each rank sending (N−1)/N of the whole as over NCCL; a "
-            "profiler trace of the run names them (c10d::_reduce_scatter_base_)")
+            f"whole input (ProcessGroupGloo): the {calls:,} all-reduces of the whole an all-gather returns "
+            f"on their group ({shown} elements) are read as the reduce-scatters they stand for, each rank "
+            "sending (N−1)/N of the whole as over NCCL, since read as recorded the calls match no scheme or "
+            "leave more of them reported apart; a profiler trace of the run names them "
+            "(c10d::_reduce_scatter_base_)")

@@ -129,7 +129,7 @@ def check(
     the step's calls by NCCL's model on that cluster (:func:`zerocalc.validate.nccl_timing.nccl_timing`).
     Flight Recorder dumps of a gloo run that all-gather and reduce-scatter nothing are read again with the
     all-reduces that stand for reduce-scatters as those (:mod:`~.gloo_dumps`), and that reading kept where
-    it matches a scheme and the calls as recorded match none, or leave more bytes reported apart.
+    some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart.
     """
     options = dict(psi=psi, n=n, steps=steps, dtype=dtype, schemes=schemes, meta=meta,
                    gpus_per_node=gpus_per_node, fit=fit, micro_batches=micro_batches,
@@ -148,19 +148,14 @@ def check(
     notes += regime_notes
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
-    other = _read_as_reduce_scatters(table, options) if recorded else None
-    if other is not None and (not matches or _apart(other.measurement) < _apart(m)):
-        return other  # the calls read as what they stand for: matched, or more of them explained
     if recorded and not matches:
         notes.append(recorded)
-    if other is not None and set(other.matches) != set(matches):
-        notes.append(other_reading_note(other))
     regathered = [c.scheme for c in comps if c.matches_if_regathered]
     if regathered:
         notes.append(f"{', '.join(regathered)} sends exactly this pattern with stage3_max_reuse_distance = 0 "
                      "(or a model past it): every parameter gathered again in backward, none kept from the "
                      "forward nor prefetched")
-    return CheckResult(
+    res = CheckResult(
         measurement=m, comparisons=tuple(comps), matches=matches,
         indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
         reused=tuple(c.scheme for c in comps if c.matches_if_reused), nccl_timing=timed_by_nccl,
@@ -168,8 +163,15 @@ def check(
         secondary_partition=secondary[0] if secondary else (),
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
         partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
-        if_reduce_scatters=other.matches if other is not None else (),
     )
+    other = _read_as_reduce_scatters(table, options) if recorded else None
+    if other is None:
+        return res
+    if not _explained(res) or _apart(other) < _apart(res):
+        return other  # the calls read as what they stand for: explained, or more of them
+    if other.matches and set(other.matches) != set(matches):
+        res = replace(res, notes=res.notes + (other_reading_note(other),), if_reduce_scatters=other.matches)
+    return res
 
 
 def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: str | None,
@@ -233,23 +235,32 @@ def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | 
             "a profiler trace of the run names them (c10d::_reduce_scatter_base_)")
 
 
-def _apart(m: Measurement) -> float:
+def _explained(res: CheckResult) -> bool:
+    """Whether some scheme sends the measured pattern, as it is or in a regime of its implementation the
+    notes name (parameters kept or gathered again, HSDP's all-reduce in the last micro-batch, gathers on a
+    smaller group)."""
+    return bool(res.matches or res.reused or res.kept or res.secondary_partition or res.all_reduced_once
+                or res.partly_kept or any(c.matches_if_regathered for c in res.comparisons))
+
+
+def _apart(res: CheckResult) -> float:
     """The bytes per rank per step of the calls reported apart, no data-parallel scheme's."""
-    row = m.categories[m.categories["category"] == "unexplained"]
+    cats = res.measurement.categories
+    row = cats[cats["category"] == "unexplained"]
     return float(row["bytes_per_rank_per_step"].iloc[0]) if len(row) else 0.0
 
 
 def _read_as_reduce_scatters(table: pd.DataFrame, options: dict) -> CheckResult | None:
     """:func:`check` of ``table`` with the all-reduces of gloo dumps that stand for reduce-scatters read as
-    those (:func:`~.gloo_dumps.stand_ins`), with the sentence saying so, where that reading matches a
-    scheme; else ``None``."""
+    those (:func:`~.gloo_dumps.stand_ins`), with the sentence saying so, where some scheme sends that
+    reading (:func:`_explained`); else ``None``."""
     from zerocalc.validate import gloo_dumps
 
     mask = gloo_dumps.stand_ins(table, options["meta"])
     if not mask.any():
         return None
     res = check(gloo_dumps.as_reduce_scatters(table, mask), **options)
-    if not res.matches:
+    if not _explained(res):
         return None
     sizes = table["in_nelems"].to_numpy()[mask].astype(int).tolist()
     calls = int(mask.sum())
