@@ -69,6 +69,6 @@ def read_sentence(calls: int, sizes: list[int]) -> str:
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
             f"whole input (ProcessGroupGloo): the {calls:,} all-reduces of the whole an all-gather returns "
             f"on their group ({shown} elements) are read as the reduce-scatters they stand for, each rank "
-            "sending (N−1)/N of the whole as over NCCL, since read as recorded the calls match no scheme or "
-            "leave more of them reported apart; a profiler trace of the run names them "
+            "sending (g−1)/g of the whole on its group of g as over NCCL, since read as recorded the calls "
+            "match no scheme or leave more of them reported apart; a profiler trace of the run names them "
             "(c10d::_reduce_scatter_base_)")
