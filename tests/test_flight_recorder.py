@@ -598,6 +598,31 @@ def test_an_hsdp_dump_all_reducing_in_the_last_micro_batch_reads_as_its_regime()
     assert out["measured_bytes_per_rank_per_step"] == pytest.approx((k * (psi + psi / 2) + psi / 2) * 4)
 
 
+def test_a_deepspeed_zero3_dump_at_its_defaults_reads_its_buckets_as_reduce_scatters():
+    # DeepSpeed ZeRO-3 at its defaults, 4 micro-batches, on Linear(128, 1024) - ReLU - Linear(1024, 96):
+    # counted from the dumps, each step gathers layers.0's weight (131,072) before each micro-batch's forward
+    # and the persistent rest (98,304 + 1,024 + 96) once, and reduces Ψ = 230,496 in one bucket a
+    # micro-batch (gloo's reduce-scatter, recorded as an all-reduce of a size no gather returns). Read as
+    # reduce-scatters, the run is DeepSpeed ZeRO-3 with those parameters kept, as its profiler trace reads:
+    # per step each rank sends 3/4 of what it gathers and of 4Ψ, fp32
+    run, ranks = _count("ds-zero3-defaults-mixed-ga4")
+    psi, k, steps = run["model"]["psi"], run["micro_batches"], run["optimizer_steps"]
+    persistent = 98_304 + 1_024 + 96
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["output_sizes"][0])) for e in entries if e["input_sizes"]]
+        step = ([("gloo:all_gather", 131_072), ("gloo:all_reduce", psi)] * k + [("gloo:all_reduce", 1)]
+                + [("gloo:all_gather", 1_024), ("gloo:all_gather", 98_304), ("gloo:all_gather", 96)])
+        assert seq[-len(step) * (steps - 1):] == step * (steps - 1)
+        assert ("gloo:all_gather", psi) not in seq
+    out, cat = _checked("ds-zero3-defaults-mixed-ga4")
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, 4, k, "every")
+    assert out["matches"] == []
+    assert out["matches_if_parameters_kept_across_micro_batches"] == ["deepspeed-zero3"]
+    assert out["all_reduces_read_as_reduce_scatters"] == 4 * k * steps
+    assert cat["bytes_per_rank_per_step"] == pytest.approx((k * 131_072 + persistent + k * psi) * 3 / 4 * 4)
+    assert any("none the size of a gather" in n for n in out["notes"])
+
+
 def test_a_dump_that_matches_as_recorded_names_what_it_matches_read_the_other_way():
     # FSDP2 with reshard_after_forward=False over gloo: counted from the dumps, each step gathers each unit
     # once and all-reduces its whole (gloo's reduce-scatter): as recorded the pattern of DeepSpeed ZeRO-2 (its
@@ -784,6 +809,15 @@ def test_an_evaluation_every_two_steps_after_zero3_steps_that_gather_layer_by_la
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, n, k, "every")
     assert out["steps"] == 3 and "the 8 calls after every 2 steps" in out["steps_how"]
     assert step["calls_per_rank_per_step"] == 7 * k  # the norm is a scalar, counted apart
+    # each reduction of Ψ, one bucket of 3 layers gathered one by one, is the reduce-scatter gloo records as
+    # an all-reduce: read so, DeepSpeed ZeRO-3 regathering in backward, 2Ψ gathered and Ψ reduce-scattered
+    # a micro-batch, each rank sending 3/4 of each, fp32
+    buckets = sum(1 for entries in ranks for e in entries
+                  if e["profiling_name"] == "gloo:all_reduce" and math.prod(e["input_sizes"][0]) == psi)
+    assert out["all_reduces_read_as_reduce_scatters"] == buckets
+    assert "deepspeed-zero3" in out["matches"]
+    assert "deepspeed-zero3" in out["matches_if_parameters_gathered_again_in_backward"]
+    assert step["bytes_per_rank_per_step"] == pytest.approx(k * 3 * psi * (n - 1) / n * 4)
 
 
 def test_a_norm_vector_beside_reduce_scatters_recorded_as_all_reduces_is_no_gradient():

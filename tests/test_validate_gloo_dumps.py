@@ -47,3 +47,18 @@ def test_a_stand_in_reads_as_the_reduce_scatter_of_the_whole_into_the_ranks_part
     assert read["op"].astype(str).tolist() == ["all_gather", "reduce_scatter"]
     assert read["in_nelems"].tolist() == [250, 1000] and read["out_nelems"].tolist() == [1000, 250]
     assert t["op"].astype(str).tolist() == ["all_gather", "all_reduce"]  # the table read is left as it was
+
+
+def test_unsized_a_bucket_of_several_gathers_stands_for_a_reduce_scatter_but_a_loss_does_not():
+    # DeepSpeed ZeRO-3 gathers its layers one by one (outputs 400 and 600) and reduces them in one bucket of
+    # 1,000: no gather returns 1,000, so only unsized is it taken; a 12-element loss beside it (under 1/64 of
+    # the largest all-reduce there) and an all-reduce on a group nothing is gathered on never are
+    t = _table([
+        ("gloo0", 0, "all_gather", 100, 400, 4, "0"),
+        ("gloo0", 0, "all_gather", 150, 600, 4, "0"),
+        ("gloo0", 0, "all_reduce", 1000, 1000, 4, "0"),
+        ("gloo0", 0, "all_reduce", 12, 12, 4, "0"),
+        ("gloo0", 0, "all_reduce", 1000, 1000, 2, "1"),
+    ])
+    assert stand_ins(t, META).tolist() == [False] * 5
+    assert stand_ins(t, META, sized=False).tolist() == [False, False, True, False, False]

@@ -7,8 +7,11 @@ as recorded match no scheme (or leave more of them reported apart), the all-redu
 all-gather on the same group returns (a unit's gradient is reduced at the size its parameters are
 gathered: FSDP1 and FSDP2 per unit, DeepSpeed ZeRO-3 per parameter, or the whole model in one bucket) are
 read as the reduce-scatters they stand for (:func:`stand_ins`, :func:`as_reduce_scatters`), and
-:func:`zerocalc.validate.check` keeps that reading where a scheme sends it. A profiler trace of the same
-run names those calls ``c10d::_reduce_scatter_base_`` and reads as the dump then does.
+:func:`zerocalc.validate.check` keeps that reading where a scheme sends it. Where none does, nor any the
+calls as recorded, every all-reduce larger than a scalar on a group the rank all-gathers on is read so
+(DeepSpeed ZeRO-3 reduces buckets of several parameters, gathered one by one: ``sized=False``). A
+profiler trace of the same run names those calls ``c10d::_reduce_scatter_base_`` and reads as the dump
+then does.
 
 A DeepSpeed ZeRO-2 step (its gradient buckets all-reduced, then its parameters gathered on the same
 group) may all-reduce buckets the size of its gathers too: its dump matches as recorded, and is read so.
@@ -19,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+from zerocalc.validate.classify import NORM_MAX_SHARE, SCALAR_MAX_ELEMENTS
 
 
 def gloo_dump_files(meta: dict | None) -> set[str]:
@@ -28,10 +31,12 @@ def gloo_dump_files(meta: dict | None) -> set[str]:
             and v.get("format") == "flight_recorder" and v.get("backend") == "gloo"}
 
 
-def stand_ins(table: pd.DataFrame, meta: dict | None) -> np.ndarray:
+def stand_ins(table: pd.DataFrame, meta: dict | None, sized: bool = True) -> np.ndarray:
     """The rows of ``table`` that may be reduce-scatters recorded as all-reduces: in a gloo dump, an
-    all-reduce larger than a scalar, of as many elements as one all-gather of the same rank returns on the
-    same group, a whole the group's size divides."""
+    all-reduce larger than a scalar on a group the same rank all-gathers on, a whole the group's size
+    divides, and (``sized``) of as many elements as one of those all-gathers returns, else more than
+    :data:`~.classify.NORM_MAX_SHARE` of the largest all-reduce of the rank there (an evaluation's losses,
+    a vector of norms, are no gradient bucket)."""
     files = gloo_dump_files(meta)
     if not files or not len(table):
         return np.zeros(len(table), dtype=bool)
@@ -43,11 +48,13 @@ def stand_ins(table: pd.DataFrame, meta: dict | None) -> np.ndarray:
     key = pd.Series(list(zip(table["file"].astype(str), table["rank"].astype(str), table["group"].astype(str),
                              strict=True)), dtype=object)
     ag = in_dump & (op == "all_gather")
-    gathered = set(zip(key[ag], out[ag], strict=True))
+    gathered = set(zip(key[ag], out[ag], strict=True)) if sized else set(key[ag])
     ar = np.flatnonzero(in_dump & (op == "all_reduce") & (size > SCALAR_MAX_ELEMENTS) & (size == out)
                         & (gs > 1))
+    largest = pd.Series(size[ar]).groupby(key[ar].to_numpy()).max().to_dict() if len(ar) else {}
     mask = np.zeros(len(table), dtype=bool)
-    mask[[i for i in ar.tolist() if (key[i], size[i]) in gathered and size[i] % gs[i] == 0]] = True
+    mask[[i for i in ar.tolist() if ((key[i], size[i]) if sized else key[i]) in gathered
+          and size[i] % gs[i] == 0 and (sized or size[i] > largest[key[i]] * NORM_MAX_SHARE)]] = True
     return mask
 
 
@@ -63,12 +70,14 @@ def as_reduce_scatters(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     return t
 
 
-def read_sentence(calls: int, sizes: list[int]) -> str:
-    """The note on a dump read with ``calls`` all-reduces (of ``sizes`` elements) as reduce-scatters."""
+def read_sentence(calls: int, sizes: list[int], sized: bool = True) -> str:
+    """The note on a dump read with ``calls`` all-reduces (of ``sizes`` elements) as reduce-scatters,
+    ``sized`` as :func:`stand_ins` took them."""
     shown = ", ".join(f"{s:,}" for s in sorted(set(sizes))[:3]) + (" …" if len(set(sizes)) > 3 else "")
+    which = ("of the whole an all-gather returns on their group" if sized else
+             "on groups their rank all-gathers on (none the size of a gather: buckets of several parameters)")
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
-            f"whole input (ProcessGroupGloo): the {calls:,} all-reduces of the whole an all-gather returns "
-            f"on their group ({shown} elements) are read as the reduce-scatters they stand for, each rank "
-            "sending (g−1)/g of the whole on its group of g as over NCCL, since read as recorded the calls "
-            "match no scheme or leave more of them reported apart; a profiler trace of the run names them "
-            "(c10d::_reduce_scatter_base_)")
+            f"whole input (ProcessGroupGloo): the {calls:,} all-reduces {which} ({shown} elements) are read "
+            "as the reduce-scatters they stand for, each rank sending (g−1)/g of the whole on its group of g "
+            "as over NCCL, since read as recorded the calls match no scheme or leave more of them reported "
+            "apart; a profiler trace of the run names them (c10d::_reduce_scatter_base_)")

@@ -129,7 +129,8 @@ def check(
     the step's calls by NCCL's model on that cluster (:func:`zerocalc.validate.nccl_timing.nccl_timing`).
     Flight Recorder dumps of a gloo run that all-gather and reduce-scatter nothing are read again with the
     all-reduces that stand for reduce-scatters as those (:mod:`~.gloo_dumps`), and that reading kept where
-    some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart.
+    some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart;
+    where no scheme sends either, with every all-reduce on a group its rank gathers on read so.
     """
     options = dict(psi=psi, n=n, steps=steps, dtype=dtype, schemes=schemes, meta=meta,
                    gpus_per_node=gpus_per_node, fit=fit, micro_batches=micro_batches,
@@ -166,6 +167,8 @@ def check(
     )
     other = _read_as_reduce_scatters(table, options) if recorded else None
     if other is None:
+        if recorded and not _explained(res):
+            return _read_as_reduce_scatters(table, options, sized=False) or res
         return res
     if not _explained(res) or _apart(other) < _apart(res):
         return other  # the calls read as what they stand for: explained, or more of them
@@ -250,13 +253,13 @@ def _apart(res: CheckResult) -> float:
     return float(row["bytes_per_rank_per_step"].iloc[0]) if len(row) else 0.0
 
 
-def _read_as_reduce_scatters(table: pd.DataFrame, options: dict) -> CheckResult | None:
+def _read_as_reduce_scatters(table: pd.DataFrame, options: dict, sized: bool = True) -> CheckResult | None:
     """:func:`check` of ``table`` with the all-reduces of gloo dumps that stand for reduce-scatters read as
-    those (:func:`~.gloo_dumps.stand_ins`), with the sentence saying so, where some scheme sends that
-    reading (:func:`_explained`); else ``None``."""
+    those (:func:`~.gloo_dumps.stand_ins`, ``sized`` or not), with the sentence saying so, where some
+    scheme sends that reading (:func:`_explained`); else ``None``."""
     from zerocalc.validate import gloo_dumps
 
-    mask = gloo_dumps.stand_ins(table, options["meta"])
+    mask = gloo_dumps.stand_ins(table, options["meta"], sized)
     if not mask.any():
         return None
     res = check(gloo_dumps.as_reduce_scatters(table, mask), **options)
@@ -264,7 +267,7 @@ def _read_as_reduce_scatters(table: pd.DataFrame, options: dict) -> CheckResult 
         return None
     sizes = table["in_nelems"].to_numpy()[mask].astype(int).tolist()
     calls = int(mask.sum())
-    return replace(res, notes=res.notes + (gloo_dumps.read_sentence(calls, sizes),),
+    return replace(res, notes=res.notes + (gloo_dumps.read_sentence(calls, sizes, sized),),
                    read_as_reduce_scatters=calls)
 
 
