@@ -538,3 +538,35 @@ def test_hsdp_replicate_all_reduces_of_small_units_are_gradients(tmp_path):
     assert (m.psi, m.n, m.shard_size, m.steps) == (sum(sizes), 4, 2, 3)
     assert "fsdp-hybrid" in res.matches
     assert not any("count as scalar traffic" in n for n in m.notes)
+
+
+def _marked_steps(sizes: list[int], steps: int = 3, ranks: int = 2):
+    """A canonical table of ``ranks`` ranks, each marking ``steps`` steps of fp32 all-reduces of ``sizes``
+    on the group of all of them (as a profiler trace's ProfilerStep marks them)."""
+    import pandas as pd
+
+    from zerocalc.traces.schema import CANONICAL_COLUMNS
+
+    rows = [{"file": f"rank{r}", "rank": r, "step": s, "op": "all_reduce", "dtype": "fp32", "elem_bytes": 4,
+             "in_nelems": n, "out_nelems": n, "group_size": ranks, "start_s": float(s * 100 + i)}
+            for r in range(ranks) for s in range(1, steps + 1) for i, n in enumerate(sizes)]
+    t = pd.DataFrame(rows)
+    for col, dtype in CANONICAL_COLUMNS.items():
+        t[col] = t[col].astype(dtype) if col in t else pd.Series([pd.NA] * len(t), dtype=dtype)
+    return t[list(CANONICAL_COLUMNS)]
+
+
+@pytest.mark.parametrize("sizes, sync", [
+    ([1000, 500, 1000], "boundary"),  # unlike: one bucket size twice, another once
+    ([1000, 500, 500, 1000], "boundary"),  # twice each: no multiple of 4
+    ([1000] * 4 + [500] * 4, "every"),  # 4 times each: once a micro-batch
+    ([1000, 500], "boundary"),  # once each
+])
+def test_given_k_the_gradient_calls_recurring_no_multiple_of_k_are_reduced_at_the_boundary(sizes, sync):
+    # K = 4 given, nothing repeats back to back inside a marked step: each micro-batch reducing would send
+    # each of its buckets once, so each call a multiple of 4 times a step; buckets that recur otherwise (a
+    # model's equal layers in buckets of one size beside others: DeepSpeed ZeRO-1's buckets of
+    # reduce_bucket_size beside the rest) are reduced once, at the boundary. Ψ is the step's either way
+    m = measure(_marked_steps(sizes), micro_batches=4)
+    assert (m.micro_batches, m.grad_sync) == (4, sync)
+    assert m.psi == (sum(sizes) // 4 if sync == "every" else sum(sizes))

@@ -180,8 +180,9 @@ MICRO = {
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
     "ds-zero1-ga4": (4, "boundary"),
     "ds-zero1-ga4-bf16": (4, "boundary"),  # BF16_Optimizer: one bf16 all-reduce of Ψ at the boundary
-    # 11 buckets at the boundary, one size 4 times (the equal layers' biases): not a sign of 4 reductions
-    "ds-zero1-ga4-6-layers-small-buckets": (4, None),
+    # 11 buckets at the boundary, one size 4 times (the equal layers' biases) beside sizes once: not a sign
+    # of 4 reductions; reduced in every micro-batch, each would recur a multiple of 4 times
+    "ds-zero1-ga4-6-layers-small-buckets": (4, "boundary"),
     "ddp-ga4-no-sync": (4, "boundary"),
     "torch2.4-ddp-ga4-no-sync": (4, "boundary"),  # the same run under torch 2.4.1
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass

@@ -366,11 +366,13 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
             how = (f"K = {k}: inferred from the trace (each optimizer step holds one forward's gathers, then "
                    f"{k} backward blocks alike, the gradient reductions in the last: one per micro-batch, "
                    "each gathering again what the one forward gathered)")
-    if mode is None and k > 1 and repeats:
+    if mode is None and k > 1 and (repeats or (use & grad).any()):
         # K given, nothing repeats: the gradient reductions recur K times per step (a multiple: buckets of
-        # one size), or run once
-        recur = max(repeats, key=repeats.get)
-        mode = "every" if recur % k == 0 else "boundary" if recur == 1 else None
+        # one size) where each micro-batch reduces; else (once each, or unlike: buckets of equal layers
+        # beside others, DeepSpeed ZeRO-1's bucket of reduce_bucket_size elements beside the rest) they are
+        # reduced at the boundary
+        recur = max(repeats, key=repeats.get) if repeats else None
+        mode = "every" if recur is not None and recur % k == 0 else "boundary"
         if mode == "boundary" and not marked:
             return MicroBatches(k, how, "boundary", "gradients reduced once a step found, as at the boundary "
                                                     "(no_sync / set_requires_gradient_sync(False) on the "
