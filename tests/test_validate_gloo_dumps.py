@@ -4,6 +4,7 @@ reduce-scatter as an all-reduce of the whole input), larger than a scalar, in a 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from zerocalc.traces.schema import CANONICAL_COLUMNS
@@ -47,6 +48,11 @@ def test_a_stand_in_reads_as_the_reduce_scatter_of_the_whole_into_the_ranks_part
     assert read["op"].astype(str).tolist() == ["all_gather", "reduce_scatter"]
     assert read["in_nelems"].tolist() == [250, 1000] and read["out_nelems"].tolist() == [1000, 250]
     assert t["op"].astype(str).tolist() == ["all_gather", "all_reduce"]  # the table read is left as it was
+    # rows found by position, whatever the index (tables read together may repeat labels)
+    t.index = [7, 7]
+    read = as_reduce_scatters(t, np.array([False, True]))
+    assert read["op"].astype(str).tolist() == ["all_gather", "reduce_scatter"]
+    assert read["out_nelems"].tolist() == [1000, 250]
 
 
 def test_unsized_a_bucket_of_several_gathers_stands_for_a_reduce_scatter_but_a_loss_does_not():

@@ -64,9 +64,10 @@ def as_reduce_scatters(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     t = table.copy()
     if isinstance(t["op"].dtype, pd.CategoricalDtype) and "reduce_scatter" not in t["op"].cat.categories:
         t["op"] = t["op"].cat.add_categories(["reduce_scatter"])
-    rows = t.index[mask]
-    t.loc[rows, "op"] = "reduce_scatter"
-    t.loc[rows, "out_nelems"] = (t.loc[rows, "in_nelems"] // t.loc[rows, "group_size"]).astype("Int64")
+    pos = np.flatnonzero(mask)  # by position: a table's index need not be unique
+    whole = t["in_nelems"].iloc[pos].to_numpy(dtype=np.int64)
+    t.iloc[pos, t.columns.get_loc("op")] = "reduce_scatter"
+    t.iloc[pos, t.columns.get_loc("out_nelems")] = whole // t["group_size"].iloc[pos].to_numpy(dtype=np.int64)
     return t
 
 
@@ -75,7 +76,8 @@ def read_sentence(calls: int, sizes: list[int], sized: bool = True) -> str:
     ``sized`` as :func:`stand_ins` took them."""
     shown = ", ".join(f"{s:,}" for s in sorted(set(sizes))[:3]) + (" …" if len(set(sizes)) > 3 else "")
     which = ("of the whole an all-gather returns on their group" if sized else
-             "on groups their rank all-gathers on (none the size of a gather: buckets of several parameters)")
+             "on groups their rank all-gathers on, whatever their size (buckets of several parameters, "
+             "gathered one by one)")
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
             f"whole input (ProcessGroupGloo): the {calls:,} all-reduces {which} ({shown} elements) are read "
             "as the reduce-scatters they stand for, each rank sending (g−1)/g of the whole on its group of g "

@@ -173,7 +173,7 @@ def check(
     if not _explained(res) or _apart(other) < _apart(res):
         return other  # the calls read as what they stand for: explained, or more of them
     if other.matches and set(other.matches) != set(matches):
-        res = replace(res, notes=res.notes + (other_reading_note(other),), if_reduce_scatters=other.matches)
+        res = replace(res, notes=res.notes + (_other_reading_note(other),), if_reduce_scatters=other.matches)
     return res
 
 
@@ -271,7 +271,7 @@ def _read_as_reduce_scatters(table: pd.DataFrame, options: dict, sized: bool = T
                    read_as_reduce_scatters=calls)
 
 
-def other_reading_note(other: CheckResult) -> str:
+def _other_reading_note(other: CheckResult) -> str:
     """The sentence naming what a gloo dump whose calls match as recorded matches with its all-reduces of
     a gather's whole read as reduce-scatters (``other``, :func:`_read_as_reduce_scatters`)."""
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
