@@ -68,3 +68,32 @@ def test_unsized_a_bucket_of_several_gathers_stands_for_a_reduce_scatter_but_a_l
     ])
     assert stand_ins(t, META).tolist() == [False] * 5
     assert stand_ins(t, META, sized=False).tolist() == [False, False, True, False, False]
+
+
+def _dump(calls: list[tuple], first_record: int = 0, file: str = "gloo0") -> pd.DataFrame:
+    """One gloo dump's calls ((op, elements, dtype)) as the table holds them, its records numbered from
+    ``first_record``."""
+    t = _table([(file, 0, op, n, n * 4 if op == "all_gather" else n, 4, "0") for op, n, _ in calls])
+    t["dtype"] = pd.Series([d for _, _, d in calls], dtype="category")
+    t["record"] = pd.Series(range(first_record, first_record + len(calls)), dtype="Int64")
+    return t
+
+
+def test_a_dump_opens_with_gathers_where_its_first_data_call_is_an_all_gather():
+    from zerocalc.validate.gloo_dumps import opens_with_gathers
+
+    fsdp = [("broadcast", 5000, "fp32"), ("all_gather", 250, "fp32"), ("all_reduce", 1000, "fp32")]
+    assert opens_with_gathers(_dump(fsdp), META)
+    # DeepSpeed ZeRO-1/-2: the first micro-batch's bucket all-reduced before the updated shards are gathered
+    deepspeed = [("broadcast", 5000, "fp32"), ("all_reduce", 1000, "fp32"), ("all_gather", 250, "fp32")]
+    assert not opens_with_gathers(_dump(deepspeed), META)
+    # a scalar gathered first (a rank's flag) and pickled bytes gathered (an object) are no data
+    assert not opens_with_gathers(_dump([("all_gather", 1, "fp32")] + deepspeed), META)
+    assert not opens_with_gathers(_dump([("all_gather", 300, "uint8")] + deepspeed), META)
+    # a ring buffer that has wrapped holds no first call: nothing is known of how the run opened
+    assert not opens_with_gathers(_dump(fsdp, first_record=2000), META)
+    # every dump read must open so; a profiler trace or an NCCL dump is none of this
+    both = pd.concat([_dump(fsdp), _dump(deepspeed, file="gloo1")], ignore_index=True)
+    meta = {**META, "gloo1": META["gloo0"]}
+    assert not opens_with_gathers(both, meta)
+    assert not opens_with_gathers(_dump(fsdp, file="nccl0"), META)

@@ -14,7 +14,10 @@ profiler trace of the same run names those calls ``c10d::_reduce_scatter_base_``
 then does.
 
 A DeepSpeed ZeRO-2 step (its gradient buckets all-reduced, then its parameters gathered on the same
-group) may all-reduce buckets the size of its gathers too: its dump matches as recorded, and is read so.
+group) may all-reduce buckets the size of its gathers too: its dump matches as recorded and opens with its
+first micro-batch's reductions, and is read as recorded. FSDP's SHARD_GRAD_OP sends the same calls, but a
+sharded forward gathers first: a dump that opens with a gather (:func:`opens_with_gathers`) is read with
+the reduce-scatters, though its calls match as recorded.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from zerocalc.validate.classify import NORM_MAX_SHARE, SCALAR_MAX_ELEMENTS
+from zerocalc.validate.classify import NORM_MAX_SHARE, OBJECT_TYPES, SCALAR_MAX_ELEMENTS
 
 
 def gloo_dump_files(meta: dict | None) -> set[str]:
@@ -56,6 +59,41 @@ def stand_ins(table: pd.DataFrame, meta: dict | None, sized: bool = True) -> np.
     mask[[i for i in ar.tolist() if ((key[i], size[i]) if sized else key[i]) in gathered
           and size[i] % gs[i] == 0 and (sized or size[i] > largest[key[i]] * NORM_MAX_SHARE)]] = True
     return mask
+
+
+def opens_with_gathers(table: pd.DataFrame, meta: dict | None) -> bool:
+    """Whether every gloo dump of ``table`` holds its rank's first call (record 0: the ring buffer has not
+    wrapped) and its first gather or reduction with data (not a scalar, not pickled bytes) is an all-gather:
+    a sharded forward gathers each unit before its gradient is reduced (FSDP1, FSDP2, HSDP, DeepSpeed
+    ZeRO-3), where DeepSpeed ZeRO-1 and -2 and DDP reduce a step's gradients before they first gather."""
+    files = gloo_dump_files(meta)
+    if not files or "record" not in table or not len(table):
+        return False
+    file = table["file"].astype(str).to_numpy()
+    op = table["op"].astype(str).to_numpy()
+    size = table["in_nelems"].to_numpy(dtype=np.float64, na_value=np.nan)
+    record = table["record"].to_numpy(dtype=np.float64, na_value=np.nan)
+    dtype = table["dtype"].astype(str).to_numpy()
+    data = np.isin(op, ["all_gather", "all_reduce", "reduce_scatter"]) & (size > SCALAR_MAX_ELEMENTS) \
+        & ~np.isin(dtype, OBJECT_TYPES)
+    for f in files:
+        mine = np.flatnonzero(file == f)
+        if not len(mine) or np.nanmin(record[mine], initial=np.inf) != 0:
+            return False
+        first = mine[np.argsort(record[mine], kind="stable")]
+        first = first[data[first]]
+        if not len(first) or op[first[0]] != "all_gather":
+            return False
+    return True
+
+
+def opens_with_gathers_sentence(as_recorded: tuple[str, ...]) -> str:
+    """The note on a dump read with its all-reduces as reduce-scatters though, as recorded, its calls match
+    ``as_recorded``, because it opens with gathers (:func:`opens_with_gathers`)."""
+    return (f"read as recorded, the calls match {', '.join(as_recorded)}, but every rank's dump opens with "
+            "an all-gather, before any reduction: a sharded forward gathering its parameters (FSDP, ZeRO-3), "
+            "where DeepSpeed ZeRO-1 and -2 reduce a step's gradients before they first gather; the "
+            "all-reduces are read as the reduce-scatters they stand for")
 
 
 def as_reduce_scatters(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:

@@ -55,6 +55,9 @@ class CheckResult:
     #: reduce-scatters (:mod:`~.gloo_dumps`; FSDP's SHARD_GRAD_OP over gloo reads as DeepSpeed ZeRO-2 as
     #: recorded, and as FSDP's with them)
     if_reduce_scatters: tuple[str, ...] = field(default=())
+    #: where those all-reduces are read as reduce-scatters though the calls match as recorded (the dumps
+    #: open with gathers: :func:`~.gloo_dumps.opens_with_gathers`): the schemes the calls match as recorded
+    as_recorded: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict:
         """The ``check --format json`` contract, plus detail fields."""
@@ -98,6 +101,7 @@ class CheckResult:
             "nccl_timing": None if self.nccl_timing is None else self.nccl_timing.as_dict(),
             "all_reduces_read_as_reduce_scatters": self.read_as_reduce_scatters,
             "matches_if_all_reduces_are_reduce_scatters": list(self.if_reduce_scatters),
+            "matches_as_recorded": list(self.as_recorded),
         }
 
 
@@ -129,8 +133,9 @@ def check(
     the step's calls by NCCL's model on that cluster (:func:`zerocalc.validate.nccl_timing.nccl_timing`).
     Flight Recorder dumps of a gloo run that all-gather and reduce-scatter nothing are read again with the
     all-reduces that stand for reduce-scatters as those (:mod:`~.gloo_dumps`), and that reading kept where
-    some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart;
-    where no scheme sends either, with every all-reduce on a group its rank gathers on read so.
+    some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart,
+    or where the dumps open with a gather (a sharded forward; DeepSpeed ZeRO-1 and -2 reduce first); where
+    no scheme sends either, with every all-reduce on a group its rank gathers on read so.
     """
     options = dict(psi=psi, n=n, steps=steps, dtype=dtype, schemes=schemes, meta=meta,
                    gpus_per_node=gpus_per_node, fit=fit, micro_batches=micro_batches,
@@ -173,6 +178,11 @@ def check(
     if not _explained(res) or _apart(other) < _apart(res):
         return other  # the calls read as what they stand for: explained, or more of them
     if other.matches and set(other.matches) != set(matches):
+        from zerocalc.validate.gloo_dumps import opens_with_gathers, opens_with_gathers_sentence
+
+        if opens_with_gathers(table, meta):  # a sharded forward's gathers, before any reduction
+            return replace(other, notes=other.notes + (opens_with_gathers_sentence(matches),),
+                           as_recorded=matches)
         res = replace(res, notes=res.notes + (_other_reading_note(other),), if_reduce_scatters=other.matches)
     return res
 
