@@ -623,6 +623,31 @@ def test_a_deepspeed_zero3_dump_at_its_defaults_reads_its_buckets_as_reduce_scat
     assert any("whatever their size" in n for n in out["notes"])
 
 
+def test_a_deepspeed_zero3_dump_with_every_parameter_persistent_reads_as_its_trace():
+    # DeepSpeed ZeRO-3 at its defaults on a model whose tensors are all under
+    # stage3_param_persistence_threshold: counted from the dumps, each rank opens (record 0, after the
+    # broadcasts) by gathering the parameters, then each step reduces Ψ in one bucket a micro-batch (gloo's
+    # reduce-scatter, of a size no gather returns) and gathers the 6 updated tensors once: DeepSpeed ZeRO-2's
+    # calls as recorded. Opening with gathers, it is read with the reduce-scatters, as its profiler trace
+    # reads: ZeRO-2's volume, DeepSpeed ZeRO-3 with its parameters kept; per step each rank sends 3/4 of 4Ψ
+    # reduce-scattered and of Ψ gathered, fp32
+    run, ranks = _count("ds-zero3-defaults-ga4")
+    psi, k, steps = run["model"]["psi"], run["micro_batches"], run["optimizer_steps"]
+    for entries in ranks:
+        assert entries[0]["record_id"] == 0
+        first = next(e for e in entries if e["profiling_name"] in ("gloo:all_gather", "gloo:all_reduce"))
+        assert first["profiling_name"] == "gloo:all_gather"
+        seq = [(e["profiling_name"], math.prod(e["output_sizes"][0])) for e in entries if e["input_sizes"]]
+        gathers = [("gloo:all_gather", n) for n in (24_576, 192, 30_720, 160, 15_360, 96)]
+        step = [("gloo:all_reduce", psi)] * k + [("gloo:all_reduce", 1)] + gathers
+        assert seq[-len(step) * (steps - 1):] == step * (steps - 1) and sum(n for _, n in gathers) == psi
+    out, cat = _checked("ds-zero3-defaults-ga4")
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, 4, k, "every")
+    assert out["matches_as_recorded"] == ["deepspeed-zero2"] and out["matches"] == ["zero2"]
+    assert out["matches_if_parameters_kept_across_micro_batches"] == ["deepspeed-zero3"]
+    assert cat["bytes_per_rank_per_step"] == pytest.approx((k * psi + psi) * 3 / 4 * 4)
+
+
 def test_a_dump_that_opens_with_gathers_reads_its_all_reduces_as_reduce_scatters_though_they_match():
     # FSDP2 with reshard_after_forward=False over gloo: counted from the dumps, each step gathers each unit
     # once and all-reduces its whole (gloo's reduce-scatter). As recorded that is DeepSpeed ZeRO-2's pattern

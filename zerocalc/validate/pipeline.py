@@ -135,7 +135,8 @@ def check(
     all-reduces that stand for reduce-scatters as those (:mod:`~.gloo_dumps`), and that reading kept where
     some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart,
     or where the dumps open with a gather (a sharded forward; DeepSpeed ZeRO-1 and -2 reduce first); where
-    no scheme sends either, with every all-reduce on a group its rank gathers on read so.
+    no scheme sends either, or the dumps open so and no all-reduce is a gather's size, with every
+    all-reduce on a group its rank gathers on read so.
     """
     options = dict(psi=psi, n=n, steps=steps, dtype=dtype, schemes=schemes, meta=meta,
                    gpus_per_node=gpus_per_node, fit=fit, micro_batches=micro_batches,
@@ -170,17 +171,20 @@ def check(
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
         partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
     )
-    other = _read_as_reduce_scatters(table, options) if recorded else None
+    if not recorded:
+        return res
+    from zerocalc.validate.gloo_dumps import opens_with_gathers, opens_with_gathers_sentence
+
+    gathers_first = bool(matches) and opens_with_gathers(table, meta)  # a sharded forward, not DeepSpeed's
+    other = _read_as_reduce_scatters(table, options)
+    if other is None and (not _explained(res) or gathers_first):
+        other = _read_as_reduce_scatters(table, options, sized=False)
     if other is None:
-        if recorded and not _explained(res):
-            return _read_as_reduce_scatters(table, options, sized=False) or res
         return res
     if not _explained(res) or _apart(other) < _apart(res):
         return other  # the calls read as what they stand for: explained, or more of them
     if other.matches and set(other.matches) != set(matches):
-        from zerocalc.validate.gloo_dumps import opens_with_gathers, opens_with_gathers_sentence
-
-        if opens_with_gathers(table, meta):  # a sharded forward's gathers, before any reduction
+        if gathers_first:
             return replace(other, notes=other.notes + (opens_with_gathers_sentence(matches),),
                            as_recorded=matches)
         res = replace(res, notes=res.notes + (_other_reading_note(other),), if_reduce_scatters=other.matches)
