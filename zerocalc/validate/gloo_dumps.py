@@ -119,5 +119,4 @@ def read_sentence(calls: int, sizes: list[int], sized: bool = True) -> str:
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
             f"whole input (ProcessGroupGloo): the {calls:,} all-reduces {which} ({shown} elements) are read "
             "as the reduce-scatters they stand for, each rank sending (g−1)/g of the whole on its group of g "
-            "as over NCCL, since read as recorded the calls match no scheme or leave more of them reported "
-            "apart; a profiler trace of the run names them (c10d::_reduce_scatter_base_)")
+            "as over NCCL; a profiler trace of the run names them (c10d::_reduce_scatter_base_)")

@@ -181,8 +181,12 @@ def check(
         other = _read_as_reduce_scatters(table, options, sized=False)
     if other is None:
         return res
-    if not _explained(res) or _apart(other) < _apart(res):
-        return other  # the calls read as what they stand for: explained, or more of them
+    if not _explained(res):  # the calls read as what they stand for: explained, or more of them
+        return replace(other, notes=other.notes + ("read as recorded, no scheme sends the dumps' calls",))
+    if _apart(other) < _apart(res):
+        more = _apart(res) - _apart(other)
+        return replace(other, notes=other.notes + (
+            f"read as recorded, the dumps' calls leave {more:,.0f} B per rank per step more reported apart",))
     if other.matches and set(other.matches) != set(matches):
         if gathers_first:
             return replace(other, notes=other.notes + (opens_with_gathers_sentence(matches),),
