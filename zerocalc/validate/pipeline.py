@@ -132,11 +132,7 @@ def check(
     options (``nccl_version``, default the one the trace states; ``nccl_algo``, ``nccl_proto``) to time
     the step's calls by NCCL's model on that cluster (:func:`zerocalc.validate.nccl_timing.nccl_timing`).
     Flight Recorder dumps of a gloo run that all-gather and reduce-scatter nothing are read again with the
-    all-reduces that stand for reduce-scatters as those (:mod:`~.gloo_dumps`), and that reading kept where
-    some scheme sends it and none the calls as recorded, or where these leave more bytes reported apart,
-    or where the dumps open with a gather (a sharded forward; DeepSpeed ZeRO-1 and -2 reduce first); where
-    no scheme sends either, or the dumps open so and no all-reduce is a gather's size, with every
-    all-reduce on a group its rank gathers on read so.
+    all-reduces that stand for reduce-scatters as those where that explains them better (:func:`_read_again`).
     """
     options = dict(psi=psi, n=n, steps=steps, dtype=dtype, schemes=schemes, meta=meta,
                    gpus_per_node=gpus_per_node, fit=fit, micro_batches=micro_batches,
@@ -171,28 +167,7 @@ def check(
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
         partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
     )
-    if not recorded:
-        return res
-    from zerocalc.validate.gloo_dumps import opens_with_gathers, opens_with_gathers_sentence
-
-    gathers_first = bool(matches) and opens_with_gathers(table, meta)  # a sharded forward, not DeepSpeed's
-    other = _read_as_reduce_scatters(table, options)
-    if other is None and (not _explained(res) or gathers_first):
-        other = _read_as_reduce_scatters(table, options, sized=False)
-    if other is None:
-        return res
-    if not _explained(res):  # the calls read as what they stand for: explained, or more of them
-        return replace(other, notes=other.notes + ("read as recorded, no scheme sends the dumps' calls",))
-    if _apart(other) < _apart(res):
-        more = _apart(res) - _apart(other)
-        return replace(other, notes=other.notes + (
-            f"read as recorded, the dumps' calls leave {more:,.0f} B per rank per step more reported apart",))
-    if other.matches and set(other.matches) != set(matches):
-        if gathers_first:
-            return replace(other, notes=other.notes + (opens_with_gathers_sentence(matches),),
-                           as_recorded=matches)
-        res = replace(res, notes=res.notes + (_other_reading_note(other),), if_reduce_scatters=other.matches)
-    return res
+    return _read_again(res, table, options) if recorded else res
 
 
 def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: str | None,
@@ -254,6 +229,37 @@ def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | 
     return ("over gloo a reduce-scatter runs, and a Flight Recorder dump records it, as an all-reduce of its "
             "whole input (ProcessGroupGloo), so a sharded scheme's reduce-scatters read as all-reduces here; "
             "a profiler trace of the run names them (c10d::_reduce_scatter_base_)")
+
+
+def _read_again(res: CheckResult, table: pd.DataFrame, options: dict) -> CheckResult:
+    """``res``, the check of gloo dumps that all-gather and reduce-scatter nothing, or the reading of the
+    same calls with the all-reduces that stand for reduce-scatters as those
+    (:func:`_read_as_reduce_scatters`, sized, else unsized where no scheme sends ``res`` or the dumps open
+    with a gather), where a scheme sends it and none ``res``, or ``res`` leaves more bytes reported apart,
+    or the dumps open with a gather though ``res`` matches (:func:`~.gloo_dumps.opens_with_gathers`);
+    ``res`` with a note naming the other reading's matches where both match and the dumps open with a
+    reduction."""
+    from zerocalc.validate.gloo_dumps import opens_with_gathers, opens_with_gathers_sentence
+
+    matches = res.matches
+    gathers_first = bool(matches) and opens_with_gathers(table, options["meta"])  # a sharded forward
+    other = _read_as_reduce_scatters(table, options)
+    if other is None and (not _explained(res) or gathers_first):
+        other = _read_as_reduce_scatters(table, options, sized=False)
+    if other is None:
+        return res
+    if not _explained(res):  # the calls read as what they stand for: explained, or more of them
+        return replace(other, notes=other.notes + ("read as recorded, no scheme sends the dumps' calls",))
+    if _apart(other) < _apart(res):
+        more = _apart(res) - _apart(other)
+        return replace(other, notes=other.notes + (
+            f"read as recorded, the dumps' calls leave {more:,.0f} B per rank per step more reported apart",))
+    if other.matches and set(other.matches) != set(matches):
+        if gathers_first:
+            return replace(other, notes=other.notes + (opens_with_gathers_sentence(matches),),
+                           as_recorded=matches)
+        res = replace(res, notes=res.notes + (_other_reading_note(other),), if_reduce_scatters=other.matches)
+    return res
 
 
 def _explained(res: CheckResult) -> bool:
