@@ -359,18 +359,6 @@ def test_real_deepspeed_moe_dumps_price_the_dense_parameters_and_the_experts_eac
     assert out["matches"] == ["deepspeed-zero2"]
 
 
-def test_a_pickled_dump_is_refused_unread_with_the_way_to_json(tmp_path):
-    # the head of what torch 2.13's _dump_fr_trace() returned in a gloo run (protocol 2), as a watchdog
-    # timeout writes it to TORCH_FR_DUMP_TEMP_FILE + rank
-    f = tmp_path / "nccl_trace_rank_1"
-    f.write_bytes(b"\x80\x02}(X\x07\x00\x00\x00versionq\x00X\x04\x00\x00\x002.10q\x01X\t\x00\x00\x00pg_configq"
-                  b"\x02}(X\x00\x00\x00\x00q\x03}(X\x04\x00\x00\x00nameq\x04h\x03X\x04\x00")
-    res = runner.invoke(app, ["check", str(f)])
-    assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "never unpickled" in res.output and "json.dump(pickle.load(f), out)" in res.output
-    assert str(f) in res.output
-
-
 def test_a_run_that_ends_in_evaluation_and_a_checkpoint_keeps_its_steps():
     # FSDP2 over gloo, 3 optimizer steps, then 5 evaluation batches (the forward's gathers and a 16-element
     # loss all-reduce each) and a full state dict (one gather a parameter, its output recorded as one

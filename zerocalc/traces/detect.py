@@ -1,8 +1,9 @@
 """Which trace format a file holds, from its first bytes (after decompression).
 
-Looks for each format's signature in the head of the file; a pickle (PyTorch
-Flight Recorder's default dump) is refused by name, never loaded. A text line is looked at
-past a launcher's prefix (:mod:`zerocalc.traces.prefix`) as the
+Looks for each format's signature in the head of the file; a pickle is a Flight Recorder dump (the
+one a watchdog timeout writes) where its head has that dump's keys, and is refused by name otherwise,
+never loaded (:mod:`zerocalc.traces.pickled` reads the dump without running code). A text line is
+looked at past a launcher's prefix (:mod:`zerocalc.traces.prefix`) as the
 line parsers read it, so a text whose first character is ``[`` (such a prefix, a shell prompt
 ``[user@host dir]$``, DeepSpeed's ``[2022-06-21 ...] [INFO]``) is JSON only when it opens a JSON
 array of objects (``[`` then ``{`` or ``]``).
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.pickled import is_pickle
 from zerocalc.traces.prefix import WIDE_SPACES, strip_prefixes
 from zerocalc.traces.streams import compression
 
@@ -132,18 +134,20 @@ _JSON_ARRAY = re.compile(rb"\[\s*(?:\{|\]|$)")
 def detect_format(head: bytes, file: str = "<bytes>") -> str:
     """Name of the format of a file whose (decompressed) head is ``head``.
 
-    Raises :class:`TraceFormatError` for an empty file, a pickle, binary data or a text
-    that matches no format.
+    Raises :class:`TraceFormatError` for an empty file, a pickle that is not a Flight Recorder dump, binary
+    data or a text that matches no format.
     """
     if not isinstance(head, bytes | bytearray):
         raise TraceFormatError(file, None, "detector needs bytes")
     head = bytes(head[:HEAD_BYTES])
     if not head.strip():
         raise TraceFormatError(file, None, "empty file")
-    if head[:1] == b"\x80" and len(head) > 1 and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        raise TraceFormatError(file, None, "a pickle (Flight Recorder dump?): never unpickled, as loading a "
-                                           "pickle can run code; give the JSON variant, or a dump you trust "
-                                           "converted to it (json.dump(pickle.load(f), out))")
+    if is_pickle(head):
+        if b"pg_config" in head or b"entries" in head and b"profiling_name" in head:
+            return "flight_recorder"  # the dump a watchdog timeout writes, read as data (traces/pickled.py)
+        raise TraceFormatError(file, None, "a pickle that is not a Flight Recorder dump (no 'pg_config', "
+                                           "'entries' or 'profiling_name' in its head): pickles are read "
+                                           "only as those dumps, without running code")
     inner = compression(head)
     if inner is not None:
         raise TraceFormatError(file, None, f"{inner} data inside compressed data")

@@ -1,7 +1,9 @@
-"""PyTorch's Flight Recorder dumps, JSON variant (``torch/csrc/distributed/c10d/FlightRecorder*``; the
-``TORCH_FR_BUFFER_SIZE`` ring buffer as ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns it,
-or, in builds with NCCL, ``_dump_nccl_trace_json()``). The pickle variant, what a watchdog timeout writes to
-``TORCH_FR_DUMP_TEMP_FILE``, is refused unread (:mod:`zerocalc.traces.detect`).
+"""PyTorch's Flight Recorder dumps (``torch/csrc/distributed/c10d/FlightRecorder*``): the
+``TORCH_FR_BUFFER_SIZE`` ring buffer as ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns it
+(or, in builds with NCCL, ``_dump_nccl_trace_json()``), and the pickle of the same dump, what a watchdog
+timeout writes to ``TORCH_FR_DUMP_TEMP_FILE`` + rank and ``_dump_fr_trace()`` returns, loaded as data
+without running code (:mod:`zerocalc.traces.pickled`; its tuples read as the JSON's lists, its untimed
+``None`` as the JSON's 0).
 
 One dump is one rank's: ``{"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": {name: {"name",
 "desc", "ranks": "[0, 2]"}}, "pg_status": {...}, "entries": [...]}``, each entry one collective the rank
@@ -41,6 +43,7 @@ import re
 from typing import Any
 
 from zerocalc.errors import TraceFormatError
+from zerocalc.traces.pickled import is_pickle, load_data
 from zerocalc.traces.records import ParseResult, bad, json_document
 from zerocalc.traces.schema import ANNOTATION_GROUP_END, DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
 from zerocalc.traces.schema import FLIGHT_RECORDER_DUMP_KEYS as DUMP
@@ -221,5 +224,7 @@ def members_across_dumps(results: list[ParseResult]) -> None:
 
 
 def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
-    """A dump's bytes → :func:`parse_document`; a text that is not JSON is refused naming the file."""
-    return parse_document(json_document(data, file), file, strict=strict)
+    """A dump's bytes, JSON or its pickle, → :func:`parse_document`; a text that is not JSON, or a pickle that
+    names a callable, is refused naming the file."""
+    doc = load_data(data, file) if is_pickle(data) else json_document(data, file)
+    return parse_document(doc, file, strict=strict)

@@ -6,9 +6,9 @@ it; subdirectories are other runs and are not read); plain or compressed (gzip, 
 file unless given. A file named twice (also as ``x`` and ``./x``) is read once. Text formats
 are streamed; Kineto JSON is read whole and decoded field by field
 (:func:`zerocalc.traces.kineto.parse_bytes`). What a compressed file expands to is capped (plain files
-are read whatever their size); nothing is ever
-unpickled or written. Many large files, or one large plain NCCL log, are parsed in parallel
-worker processes.
+are read whatever their size); nothing is ever written, and a pickle is loaded only as a Flight
+Recorder dump's data, nothing it names called (:mod:`~zerocalc.traces.pickled`). Many large files, or
+one large plain NCCL log, are parsed in parallel worker processes.
 
 The stages, one module each: the files a read names (:mod:`~zerocalc.traces.paths`), each opened
 as a capped byte stream (:mod:`~zerocalc.traces.streams`) and parsed in its format (here), a

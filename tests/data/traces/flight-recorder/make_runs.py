@@ -8,6 +8,14 @@ writes ``OUTDIR/rank{r}.json``: what ``torch._C._distributed_c10d._dump_fr_trace
 returns it, and ``OUTDIR/run.json`` (what ran: the case's description with ``"trace": "flight recorder"``
 and ``optimizer_steps``, the warm-up step and the profiled ones, all recorded here). A dump holds every
 collective since the process group began, in order, with no step markers.
+
+    TORCH_FR_BUFFER_SIZE=2000 torchrun --nproc_per_node 4 make_runs.py CASE OUTDIR --pickled PDIR
+
+also writes, from the same buffer at the same moment, ``PDIR/nccl_trace_rank_{r}``: what
+``_dump_fr_trace(includeStackTraces=False)`` returns (the pickle a watchdog timeout writes to
+``TORCH_FR_DUMP_TEMP_FILE`` + rank, under the name ``tools/flight_recorder`` reads, less each entry's
+``frames``, the Python stack that enqueued it, which names the files of the machine that ran it), and
+``PDIR/run.json``.
 """
 
 import json
@@ -28,8 +36,17 @@ def run_recorded(outdir, steps, train_step, warmup=1, record_shapes=True):
     for step in range(warmup + steps):
         train_step(step)
     dump = torch._C._distributed_c10d._dump_fr_trace_json(includeCollectives=True, onlyActive=False)
+    pickled = torch._C._distributed_c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=False,
+                                                         onlyActive=False) if PICKLED else None
     with open(os.path.join(outdir, f"rank{dist.get_rank()}.json"), "wb") as f:
         f.write(dump if isinstance(dump, bytes) else dump.encode())
+    if PICKLED:
+        with open(os.path.join(PICKLED, f"nccl_trace_rank_{dist.get_rank()}"), "wb") as f:
+            f.write(pickled)
+
+
+#: Where ``--pickled`` writes the pickled dumps (None: not written).
+PICKLED = None
 
 
 EVAL_BATCHES = 5
@@ -138,7 +155,11 @@ EXTRA = {
 
 
 def main():
+    global PICKLED
     case, outdir = sys.argv[1], sys.argv[2]
+    if "--pickled" in sys.argv[3:]:
+        PICKLED = sys.argv[sys.argv.index("--pickled") + 1]
+        os.makedirs(PICKLED, exist_ok=True)
     make_traces.CASES.update(EXTRA)
     fn, facts = make_traces.CASES[case]
     make_traces.run_profiled = run_recorded
@@ -157,9 +178,12 @@ def main():
         run.update({"trace": "flight recorder (torch._C._distributed_c10d._dump_fr_trace_json)",
                     "TORCH_FR_BUFFER_SIZE": os.environ.get("TORCH_FR_BUFFER_SIZE"),
                     "optimizer_steps": 1 + facts["steps_profiled"] if "steps_profiled" in facts else 4})
-        with open(os.path.join(outdir, "run.json"), "w") as f:
-            json.dump(run, f, indent=1)
-            f.write("\n")
+        for where, how in ((outdir, "_dump_fr_trace_json"), (PICKLED, "_dump_fr_trace, the pickle")):
+            if where:
+                run["trace"] = f"flight recorder (torch._C._distributed_c10d.{how})"
+                with open(os.path.join(where, "run.json"), "w") as f:
+                    json.dump(run, f, indent=1)
+                    f.write("\n")
     fn(outdir)
     dist.destroy_process_group()
 
