@@ -326,7 +326,8 @@ def _check_text(res, skipped=()) -> str:
     also = [(res.kept, "gathered parameters kept across the micro-batches"),
             (res.secondary_partition, "parameters gathered on smaller groups"),
             (res.all_reduced_once, "the shards all-reduced once a step"),
-            (res.partly_kept, "part of the parameters kept from the forward to the backward")]
+            (res.partly_kept, "part of the parameters kept from the forward to the backward"),
+            (res.frozen, "frozen parameters gathered and never reduced")]
     lines.append("consistent with the trace (best first): " + (_ranked(res) or "none")
                  + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
                  + "".join(f"; also {', '.join(names)} with {how} (see the note above)"

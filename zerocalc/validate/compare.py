@@ -20,14 +20,17 @@ from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
 from zerocalc.validate.measure import Measurement
 from zerocalc.validate.regimes import (
+    GATHER_FROZEN,
     KEPT_FOR_BACKWARD_OPTIONS,
     all_reduced_once,
     by_op_and_group,
+    frozen_shares,
     gathers_of_reduced_vectors,
     kept_for_backward_share,
     kept_gathers,
     persistent_share,
     same_elements,
+    without_frozen,
 )
 
 #: One predicted or measured pattern entry: (op, group size, dtype, calls, full elements, bytes) per rank
@@ -85,6 +88,9 @@ class SchemeComparison:
     #: pattern match (FSDP1's root unit, FSDP2's root module at its default, reshard_after_forward=False on
     #: some modules; :func:`~.regimes.kept_for_backward_share`; 0 where none does)
     kept_for_backward_share: float = 0.0
+    #: the pattern and volume match once the gathers of parameters never reduced (frozen ones) are left out
+    #: (:func:`~.regimes.frozen_shares`), at the reuse regime named where the scheme has one
+    matches_with_frozen_parameters: bool = False
 
     @property
     def label(self) -> str:
@@ -121,6 +127,7 @@ class SchemeComparison:
             "persistent_share": self.persistent_share or None,
             "matches_if_all_reduced_once": self.matches_if_all_reduced_once,
             "share_kept_for_backward": self.kept_for_backward_share or None,
+            "matches_with_frozen_parameters": self.matches_with_frozen_parameters,
         }
 
 
@@ -310,13 +317,20 @@ def compare(
     out = []
     # whether the gathers are of the reduced vectors (read once, where a share needs it)
     units = functools.cache(lambda: gathers_of_reduced_vectors(m))
+    # the measured elements less the gathers of parameters never reduced, where some are (frozen ones)
+    shares = frozen_shares(m) if GATHER_FROZEN.intersection(names) and m.n > 1 else {}
+    unfrozen = without_frozen(mkeys, shares) if shares else {}
     for name in names:
         sch = numeric.scheme(name)
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
         tried = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d)) for d in regimes]
-        # the first regime that matches (as micro-batches are read from the trace), else the first
-        d, phases, fine, pkeys, ratio, order, pattern_match = next(
-            (t for t in tried if t[-1]), tried[0])
+        # the first regime that matches (as micro-batches are read from the trace), else the first that
+        # matches with frozen parameters, else the first
+        chosen = next((t for t in tried if t[-1]), None)
+        if chosen is None and unfrozen and name in GATHER_FROZEN:
+            chosen = next((t for t in tried if same_elements(unfrozen, t[3])), None)
+        frozen = chosen is not None and not chosen[-1]
+        d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
         pred = _merged(fine)
         predicted = sum(b for *_, b in pred)
         volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
@@ -342,7 +356,7 @@ def compare(
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
             reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
-            kept_for_backward_share=part,
+            kept_for_backward_share=part, matches_with_frozen_parameters=frozen,
         ))
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS

@@ -14,6 +14,9 @@ from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
+    by_op_and_group,
+    frozen_note,
+    frozen_shares,
     kept_for_backward_note,
     kept_notes,
     secondary_partition,
@@ -45,6 +48,11 @@ class CheckResult:
     #: schemes that send exactly the measured pattern when the forward's gathers of part of the parameters
     #: are kept for the backward (:func:`~.regimes.kept_for_backward_share`)
     partly_kept: tuple[str, ...] = field(default=())
+    #: schemes that send exactly the measured pattern when the gathers of parameters never reduced are
+    #: those of frozen parameters (:func:`~.regimes.frozen_shares`), and those gathers' elements per rank
+    #: per step
+    frozen: tuple[str, ...] = field(default=())
+    frozen_elements: float = 0.0
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
@@ -83,6 +91,8 @@ class CheckResult:
             "matches_with_secondary_partition": list(self.secondary_partition),
             "matches_if_all_reduced_once": list(self.all_reduced_once),
             "matches_if_some_parameters_kept_for_backward": list(self.partly_kept),
+            "matches_with_frozen_parameters": list(self.frozen),
+            "frozen_gathered_elements_per_rank_per_step": self.frozen_elements or None,
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}
@@ -149,6 +159,7 @@ def check(
     notes = _run_notes(m, meta, nccl, backend, timed_by_nccl)
     comps, regime_notes, secondary = _regime_notes(m, comps)
     notes += regime_notes
+    frozen = _frozen(m, comps, notes)
     matches = tuple(consistent(comps))
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
     if recorded and not matches:
@@ -165,7 +176,7 @@ def check(
         kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
         secondary_partition=secondary[0] if secondary else (),
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
-        partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share),
+        partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share), **frozen,
     )
     return _read_again(res, table, options) if recorded else res
 
@@ -218,6 +229,19 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     return comps, notes, secondary
 
 
+def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
+    """The schemes that match with frozen parameters gathered and never reduced, and those gathers'
+    elements per rank per step (:class:`CheckResult` fields), their note appended to ``notes``."""
+    schemes = tuple(c.scheme for c in comps if c.matches_with_frozen_parameters)
+    if not schemes:
+        return {}
+    mkeys, shares = by_op_and_group(m.pattern_groups), frozen_shares(m)
+    notes.append(frozen_note([c.label for c in comps if c.matches_with_frozen_parameters], mkeys, shares,
+                             m.psi))
+    elements = sum(e * shares.get(p, 0.0) for (op, p), e in mkeys.items() if op == "all_gather")
+    return {"frozen": schemes, "frozen_elements": elements}
+
+
 def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None) -> str | None:
     """The sentence for Flight Recorder dumps of a gloo run that all-gather and all-reduce and reduce-scatter
     nothing: ProcessGroupGloo runs a reduce-scatter as an all-reduce of the whole input, and the dump records
@@ -267,7 +291,7 @@ def _explained(res: CheckResult) -> bool:
     notes name (parameters kept or gathered again, HSDP's all-reduce in the last micro-batch, gathers on a
     smaller group)."""
     return bool(res.matches or res.reused or res.kept or res.secondary_partition or res.all_reduced_once
-                or res.partly_kept or any(c.matches_if_regathered for c in res.comparisons))
+                or res.partly_kept or res.frozen or any(c.matches_if_regathered for c in res.comparisons))
 
 
 def _apart(res: CheckResult) -> float:

@@ -220,12 +220,22 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
-def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS):
+def freeze(model, frozen=()):
+    """``model`` with the parameters of its layers numbered in ``frozen`` set not to train
+    (``requires_grad_(False)``, as a frozen backbone or LoRA's base weights are)."""
+    for i in frozen:
+        for p in model.layers[i].parameters():
+            p.requires_grad_(False)
+    return model
+
+
+def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS, frozen=()):
     """FSDP2 ``fully_shard`` on each Linear (on the first ``units`` alone where given: the others' parameters
-    stay with the root's) and on the root; ``reshard`` None leaves reshard_after_forward at its default."""
+    stay with the root's) and on the root; ``reshard`` None leaves reshard_after_forward at its default; the
+    layers numbered in ``frozen`` frozen (:func:`freeze`)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    model = make_model(layers=layers)
+    model = freeze(make_model(layers=layers), frozen)
     kw = {"mesh": mesh, "mp_policy": mp_policy or MixedPrecisionPolicy()}
     if reshard is not None:
         kw["reshard_after_forward"] = reshard
@@ -266,11 +276,11 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
                sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None, max_norm=None,
-               layers=LAYERS, keep_after_backward=False, without_steps=False):
+               layers=LAYERS, keep_after_backward=False, without_steps=False, frozen=()):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
-    model = fsdp2_model(mesh, mp_policy, reshard, units, layers)
+    model = fsdp2_model(mesh, mp_policy, reshard, units, layers, frozen)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     loop = fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm,
                       keep_after_backward=keep_after_backward)
@@ -305,11 +315,12 @@ def case_fsdp2_checkpoint(outdir, *, every=2, steps=6):
         shutil.rmtree(where)
 
 
-def fsdp1_model(strategy, mixed=False, groups=None, units=None):
+def fsdp1_model(strategy, mixed=False, groups=None, units=None, frozen=()):
     """FSDP1 (``FullyShardedDataParallel``): one unit per Linear (``ModuleWrapPolicy``; the first ``units``
     alone where given, by ``lambda_auto_wrap_policy``: the others' parameters stay in the root unit) and the
     root, each unit's weight and bias one flat parameter; ``groups`` = (shard group, replicate group) for
-    HYBRID_SHARD."""
+    HYBRID_SHARD; the layers numbered in ``frozen`` frozen (:func:`freeze`; ``use_orig_params=True`` then,
+    as FSDP1 needs to hold frozen and trained parameters in one model)."""
     import functools
 
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -317,18 +328,18 @@ def fsdp1_model(strategy, mixed=False, groups=None, units=None):
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy, lambda_auto_wrap_policy
 
     mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed else None
-    model = make_model()
+    model = freeze(make_model(), frozen)
     policy = ModuleWrapPolicy({nn.Linear})
     if units is not None:
         own = set(model.layers[:units])
         policy = functools.partial(lambda_auto_wrap_policy, lambda_fn=lambda module: module in own)
     return FSDP(model, auto_wrap_policy=policy, device_id=torch.device("cpu"),
                 sharding_strategy=getattr(ShardingStrategy, strategy), mixed_precision=mp,
-                process_group=groups)
+                process_group=groups, use_orig_params=bool(frozen))
 
 
 def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3, units=None,
-               evaluate_every=None):
+               evaluate_every=None, frozen=()):
     """FSDP1 (:func:`fsdp1_model`) in :func:`ddp_loop`; with ``evaluate_every``, :func:`evaluating`."""
     groups = None
     if "HYBRID_SHARD" in strategy:  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
@@ -336,7 +347,7 @@ def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False
         replicate = [dist.new_group(r) for r in ([0, 2], [1, 3])]
         rank = dist.get_rank()
         groups = (shard[rank // 2], replicate[rank % 2])
-    model = fsdp1_model(strategy, mixed, groups, units)
+    model = fsdp1_model(strategy, mixed, groups, units, frozen)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     train_step = ddp_loop(model, opt, k, no_sync)
     if evaluate_every:
@@ -1135,6 +1146,9 @@ DDP_SMALL_BUCKET_MB = 0.1
 # inputs) and its whole bias, layers.2 whole
 TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
                     + LAYERS[1][1] + LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1])
+#: the layers the frozen cases freeze, and the parameters left to train (layers.1's)
+FROZEN = (0, 2)
+PSI_TRAINED = LAYERS[1][0] * LAYERS[1][1] + LAYERS[1][1]
 CASES = {
     # name: (function(outdir), what ran: the facts the run was configured with)
     "tp2-dp2": (case_tp2_dp2, {
@@ -1495,6 +1509,19 @@ CASES = {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=False (as ZeRO-2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "fsdp2-frozen-layers-0-2": (lambda o: case_fsdp2(o, frozen=FROZEN), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True, layers.0 and layers.2 "
+                  "frozen (requires_grad False: a frozen backbone's or LoRA's base weights), layers.1 "
+                  "trained",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "frozen": ["layers.0", "layers.2"], "psi_trained": PSI_TRAINED,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp1-shard-grad-op-frozen-layers-0-2": (lambda o: case_fsdp1(o, "SHARD_GRAD_OP", frozen=FROZEN), {
+        "scheme": "FSDP1 SHARD_GRAD_OP, one unit per Linear + root, use_orig_params=True, layers.0 and "
+                  "layers.2 frozen (requires_grad False), layers.1 trained",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "frozen": ["layers.0", "layers.2"], "psi_trained": PSI_TRAINED,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "fsdp1-full-shard": (case_fsdp1, {
         "scheme": "FSDP1 (FullyShardedDataParallel) FULL_SHARD, one unit per Linear (ModuleWrapPolicy) "
                   "+ root",

@@ -1,0 +1,74 @@
+"""check on real runs with frozen parameters (a frozen backbone, LoRA's base weights) under FSDP: every unit
+is gathered for the compute, only the trained units' gradients are reduced.
+
+Expected values come from each run's run.json (what was frozen, the trained Ψ) and its expected.json (the
+calls count_calls.py counts off the traces, no zerocalc); bytes under the ring accounting (a rank sends
+(p-1)/p of an all-gather's or reduce-scatter's whole, Thakur, Rabenseifner & Gropp 2005)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+runner = CliRunner()
+DATA = Path(__file__).parent / "data" / "traces"
+RUNS = DATA / "real-runs"
+
+
+def _counted(case: str) -> tuple[dict, list[dict]]:
+    """run.json, and the calls of the first step of rank 0 as expected.json counts them."""
+    run = json.loads((RUNS / case / "run.json").read_text())
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]
+    return run, steps["ProfilerStep#1"]["c10d"]
+
+
+def _check(path) -> dict:
+    res = runner.invoke(app, ["check", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("case, schemes, gathers_per_frozen", [
+    # FULL_SHARD: FSDP2 gathers every unit in forward and again in backward, frozen ones too
+    ("fsdp2-frozen-layers-0-2", ["zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-hybrid"], 2),
+    # SHARD_GRAD_OP: every unit gathered once, in forward, and kept for backward
+    ("fsdp1-shard-grad-op-frozen-layers-0-2", ["deepspeed-zero3", "fsdp-shard-grad-op"], 1)])
+def test_frozen_layers_under_fsdp_read_as_gathered_and_never_reduced(case, schemes, gathers_per_frozen):
+    run, calls = _counted(case)
+    psi, trained = run["model"]["psi"], run["psi_trained"]
+    gathers = [c for c in calls if "allgather" in c["op"]]
+    reduced = {c["in_elems"] for c in calls if "reduce_scatter" in c["op"]}
+    # counted: the trained layer's gradient alone reduce-scattered; every layer gathered
+    assert sum(c["in_elems"] * c["calls"] for c in calls if "reduce_scatter" in c["op"]) == trained
+    frozen = sum(c["calls"] * _whole(c) for c in gathers if _whole(c) not in reduced)
+    assert frozen == gathers_per_frozen * (psi - trained)
+    out = _check(RUNS / case)
+    assert out["psi"] == trained and out["n"] == run["world_size"]
+    assert out["matches"] == [] and out["matches_with_frozen_parameters"] == schemes
+    assert out["frozen_gathered_elements_per_rank_per_step"] == pytest.approx(frozen)
+    sent = sum(c["calls"] * _whole(c) for c in gathers) * 3 / 4 * 4 + trained * 3 / 4 * 4
+    assert out["measured_bytes_per_rank_per_step"] == pytest.approx(sent)
+    assert any("exactly this pattern with frozen parameters" in n and f"Ψ = {trained:,}" in n
+               for n in out["notes"])
+    text = runner.invoke(app, ["check", str(RUNS / case)]).stdout
+    assert "with frozen parameters gathered and never reduced (see the note above)" in text
+
+
+def _whole(call: dict, world: int = 4) -> int:
+    """What an all-gather returns on its group (count_calls.py's out_elems, or, where the op gathers into a
+    list whose sizes the trace does not record, FSDP1's c10d::allgather_, its input times the group: every
+    rank of the world of 4, the runs' one group)."""
+    return call["out_elems"] or call["in_elems"] * world
+
+
+@pytest.mark.parametrize("path", [
+    RUNS / "fsdp2-no-reshard",  # every unit trained: each gathered size is reduced
+    RUNS / "ds-zero3-defaults-mixed-ga4",  # DeepSpeed's buckets: no gathered size is reduced
+    DATA / "flight-recorder" / "ds-zero3-defaults-mixed-ga4"])
+def test_runs_without_frozen_parameters_read_none(path):
+    out = _check(path)
+    assert out["matches_with_frozen_parameters"] == []
+    assert out["frozen_gathered_elements_per_rank_per_step"] is None
