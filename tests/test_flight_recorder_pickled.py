@@ -113,3 +113,13 @@ def test_a_truncated_pickle_and_one_that_is_no_dump_are_refused_naming_the_file(
     other.write_bytes(pickle.dumps({"weights": [1.0, 2.0]}, protocol=4))
     with pytest.raises(TraceFormatError, match="a pickle that is not a Flight Recorder dump"):
         read_traces(str(other))
+
+
+def test_a_pickle_nested_past_any_dump_is_refused(tmp_path):
+    # {'pg_config': {}, 'entries': 200,000 lists each inside the next} (EMPTY_LIST opcodes, then APPENDs)
+    f = tmp_path / "nccl_trace_rank_0"
+    f.write_bytes(b"\x80\x02}X\x09\x00\x00\x00pg_config}sX\x07\x00\x00\x00entries" + b"]" * 200_000
+                  + b"a" * 199_999 + b"s.")
+    res = runner.invoke(app, ["check", str(f)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "a pickle nested deeper than a Flight Recorder dump is" in res.output

@@ -44,15 +44,16 @@ def load_data(data: bytes, file: str) -> Any:
     """The data a data-only pickle holds, its tuples as lists (as the JSON variant of the same dump has
     them). :class:`TraceFormatError` naming the file where it names a callable, or is no whole pickle."""
     try:
-        value = _DataOnly(io.BytesIO(data)).load()
+        return _lists(_DataOnly(io.BytesIO(data)).load())
     except _NamedCallable as exc:
         raise TraceFormatError(file, None, (
             f"a pickle that names {exc}: not loaded, as that would call it; a Flight Recorder dump holds "
             "plain data alone")) from None
+    except RecursionError:
+        raise TraceFormatError(file, None, "a pickle nested deeper than a Flight Recorder dump is") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
             KeyError, UnicodeDecodeError, OverflowError, MemoryError) as exc:
         raise TraceFormatError(file, None, f"not a whole pickle ({type(exc).__name__}: {exc})") from None
-    return _lists(value)
 
 
 def _lists(value: Any) -> Any:
