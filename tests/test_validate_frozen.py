@@ -5,7 +5,9 @@ Expected values come from each run's run.json (what was frozen, the trained Ψ) 
 calls count_calls.py counts off the traces, no zerocalc); bytes under the ring accounting (a rank sends
 (p-1)/p of an all-gather's or reduce-scatter's whole, Thakur, Rabenseifner & Gropp 2005)."""
 
+import gzip
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,33 @@ def _whole(call: dict, world: int = 4) -> int:
     list whose sizes the trace does not record, FSDP1's c10d::allgather_, its input times the group: every
     rank of the world of 4, the runs' one group)."""
     return call["out_elems"] or call["in_elems"] * world
+
+
+def test_frozen_layers_in_gloo_dumps_read_with_their_reduce_scatters_recorded_as_all_reduces():
+    # the same case's Flight Recorder dumps over gloo, counted with plain json: each step gathers every layer
+    # twice and all-reduces layers.1's whole (the reduce-scatter as gloo runs it and the dump records it)
+    fr = DATA / "flight-recorder" / "fsdp2-frozen-layers-0-2"
+    run = json.loads((fr / "run.json").read_text())
+    psi, trained, steps = run["model"]["psi"], run["psi_trained"], run["optimizer_steps"]
+    stand_ins = 0
+    for r in range(run["world_size"]):
+        entries = json.loads(gzip.decompress((fr / f"rank{r}.json.gz").read_bytes()))["entries"]
+        gathered = {_elements(e["output_sizes"]) for e in entries if e["profiling_name"] == "gloo:all_gather"}
+        reduces = [e for e in entries if e["profiling_name"] == "gloo:all_reduce"]
+        assert {_elements(e["input_sizes"]) for e in reduces} == {trained} and trained in gathered
+        stand_ins += len(reduces)
+        frozen = sum(_elements(e["output_sizes"]) for e in entries if e["profiling_name"] == "gloo:all_gather"
+                     and _elements(e["output_sizes"]) != trained)
+        assert frozen == steps * 2 * (psi - trained)
+    out = _check(fr)
+    assert out["psi"] == trained and out["all_reduces_read_as_reduce_scatters"] == stand_ins
+    assert out["matches_with_frozen_parameters"] == ["zero3", "deepspeed-zero3", "fsdp-full-shard",
+                                                     "fsdp-hybrid"]
+    assert out["frozen_gathered_elements_per_rank_per_step"] == pytest.approx(2 * (psi - trained))
+
+
+def _elements(shapes: list[list[int]]) -> int:
+    return sum(math.prod(s) for s in shapes)
 
 
 @pytest.mark.parametrize("path", [
