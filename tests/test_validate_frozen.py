@@ -101,3 +101,17 @@ def test_runs_without_frozen_parameters_read_none(path):
     out = _check(path)
     assert out["matches_with_frozen_parameters"] == []
     assert out["frozen_gathered_elements_per_rank_per_step"] is None
+
+
+def test_the_whole_model_as_psi_is_refused_with_what_a_frozen_model_reduces():
+    # --psi the model's whole count where the run trains layers.1 alone: one line naming the trained count
+    # the trace reduces, and frozen parameters as a reason
+    case = RUNS / "fsdp2-frozen-layers-0-2"
+    run = json.loads((case / "run.json").read_text())
+    res = runner.invoke(app, ["check", str(case), "--psi", str(run["model"]["psi"])])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
+    assert f"reduce {run['psi_trained']:,} elements per step; fewer than --psi: frozen parameters send no " \
+           "gradient" in res.output
+    # a --psi below the trace's names no such reason
+    res = runner.invoke(app, ["check", str(case), "--psi", "10000"])
+    assert res.exit_code == 2 and "fewer than" not in res.output

@@ -187,9 +187,13 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
         return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of {per} gradient "
                            f"{'/'.join(sorted({OP_NAMES[o] for o in ops.present(grad)}))} calls)")
     if psi_trace is not None and abs(psi_trace - psi) > RTOL * psi:
+        fewer = ("; fewer than --psi: frozen parameters send no gradient (a frozen backbone, LoRA's base "
+                 "weights: give the trained parameters' count, or leave --psi out), and a compressing "
+                 "comm hook (PowerSGD's low-rank factors) reduces fewer elements than it trains"
+                 if psi_trace < psi else "")
         raise TraceMismatchError(
             f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
-            f"elements per {'step' if syncs == 1 else 'gradient reduction'}{parts}"
+            f"elements per {'step' if syncs == 1 else 'gradient reduction'}{parts}{fewer}"
         )
     psi_how = f"Ψ = {psi:,}: from --psi"
     psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per "
