@@ -1,5 +1,5 @@
-"""check on real runs with frozen parameters (a frozen backbone, LoRA's base weights) under FSDP: every unit
-is gathered for the compute, only the trained units' gradients are reduced.
+"""check on real runs with frozen parameters (a frozen backbone, LoRA's base weights) under FSDP and DeepSpeed
+ZeRO-3: every parameter is gathered for the compute, only the trained ones' gradients are reduced.
 
 Expected values come from each run's run.json (what was frozen, the trained Ψ) and its expected.json (the
 calls count_calls.py counts off the traces, no zerocalc); bytes under the ring accounting (a rank sends
@@ -66,6 +66,31 @@ def _whole(call: dict, world: int = 4) -> int:
     return call["out_elems"] or call["in_elems"] * world
 
 
+@pytest.mark.parametrize("case, schemes, gathers_per_unit", [
+    # FSDP2: each LoRALinear one unit, gathered whole in forward and backward, its adapters reduced alone
+    ("fsdp2-lora-r4", ["zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-hybrid"], 2),
+    # DeepSpeed ZeRO-3: every parameter gathered in one prefetch bucket a micro-batch, the adapters'
+    # gradients reduced in one bucket a micro-batch; kept for the backward (its default reuse distance)
+    ("ds-zero3-lora-r4-ga4", ["deepspeed-zero3", "fsdp-shard-grad-op"], 1)])
+def test_lora_units_read_as_gathering_their_frozen_base_weights(case, schemes, gathers_per_unit):
+    run, calls = _counted(case)
+    psi, trained, k = run["model"]["psi"], run["psi_trained"], run["micro_batches"]
+    gathers = [c for c in calls if "allgather" in c["op"]]
+    scatters = [c for c in calls if "reduce_scatter" in c["op"]]
+    # counted: the adapters alone reduced (k times a step, all in each), every parameter gathered whole
+    assert sum(c["in_elems"] * c["calls"] for c in scatters) == k * trained
+    gathered = sum(c["calls"] * _whole(c) for c in gathers)
+    assert gathered == gathers_per_unit * k * (psi + trained)
+    out = _check(RUNS / case)
+    assert (out["psi"], out["micro_batches"]) == (trained, k)
+    assert out["matches"] == [] and out["matches_with_frozen_parameters"] == schemes
+    # the gathers past the scheme's price (gathers_per_unit × k × the trained Ψ) are the frozen base's
+    assert out["frozen_gathered_elements_per_rank_per_step"] == pytest.approx(gathered - gathers_per_unit * k
+                                                                              * trained)
+    assert any("exactly this pattern with frozen parameters" in n and "LoRA's adapters" in n
+               for n in out["notes"])
+
+
 def test_frozen_layers_in_gloo_dumps_read_with_their_reduce_scatters_recorded_as_all_reduces():
     # the same case's Flight Recorder dumps over gloo, counted with plain json: each step gathers every layer
     # twice and all-reduces layers.1's whole (the reduce-scatter as gloo runs it and the dump records it)
@@ -91,6 +116,22 @@ def test_frozen_layers_in_gloo_dumps_read_with_their_reduce_scatters_recorded_as
 
 def _elements(shapes: list[list[int]]) -> int:
     return sum(math.prod(s) for s in shapes)
+
+
+def test_lora_dumps_over_gloo_read_with_their_adapters_reduced():
+    # the fsdp2-lora-r4 case's Flight Recorder dumps: each unit's adapters' gradients all-reduced whole
+    # (gloo's reduce-scatter), no all-reduce of a gather's size; read as the profiler trace of the case reads
+    fr = DATA / "flight-recorder" / "fsdp2-lora-r4"
+    run = json.loads((fr / "run.json").read_text())
+    for r in range(run["world_size"]):
+        entries = json.loads(gzip.decompress((fr / f"rank{r}.json.gz").read_bytes()))["entries"]
+        reduced = [_elements(e["input_sizes"]) for e in entries if e["profiling_name"] == "gloo:all_reduce"]
+        assert sum(reduced) == run["optimizer_steps"] * run["psi_trained"]
+    out, trace = _check(fr), _check(RUNS / "fsdp2-lora-r4")
+    assert out["psi"] == run["psi_trained"]
+    for key in ("matches_with_frozen_parameters", "frozen_gathered_elements_per_rank_per_step",
+                "measured_bytes_per_rank_per_step"):
+        assert out[key] == trace[key], key
 
 
 @pytest.mark.parametrize("path", [

@@ -18,19 +18,23 @@ from zerocalc.errors import ConfigError
 from zerocalc.validate.accounting import RTOL, ring_bytes_factor
 from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
+from zerocalc.validate.frozen import (
+    GATHER_FROZEN,
+    by_size,
+    frozen_shares,
+    unit_gathers,
+    without_frozen,
+)
 from zerocalc.validate.measure import Measurement
 from zerocalc.validate.regimes import (
-    GATHER_FROZEN,
     KEPT_FOR_BACKWARD_OPTIONS,
     all_reduced_once,
     by_op_and_group,
-    frozen_shares,
     gathers_of_reduced_vectors,
     kept_for_backward_share,
     kept_gathers,
     persistent_share,
     same_elements,
-    without_frozen,
 )
 
 #: One predicted or measured pattern entry: (op, group size, dtype, calls, full elements, bytes) per rank
@@ -88,9 +92,12 @@ class SchemeComparison:
     #: pattern match (FSDP1's root unit, FSDP2's root module at its default, reshard_after_forward=False on
     #: some modules; :func:`~.regimes.kept_for_backward_share`; 0 where none does)
     kept_for_backward_share: float = 0.0
-    #: the pattern and volume match once the gathers of parameters never reduced (frozen ones) are left out
-    #: (:func:`~.regimes.frozen_shares`), at the reuse regime named where the scheme has one
-    matches_with_frozen_parameters: bool = False
+    #: the elements a step gathered of frozen parameters, never reduced, with which the pattern and volume
+    #: match (:mod:`.frozen`; 0 where none), at the reuse regime named where the scheme has one, and how they
+    #: were read: "size" (whole units gathered in calls of sizes no reduction has) or "unit" (units gathering
+    #: more than they reduce)
+    frozen_gathered: float = 0.0
+    frozen_how: str = ""
 
     @property
     def label(self) -> str:
@@ -127,7 +134,7 @@ class SchemeComparison:
             "persistent_share": self.persistent_share or None,
             "matches_if_all_reduced_once": self.matches_if_all_reduced_once,
             "share_kept_for_backward": self.kept_for_backward_share or None,
-            "matches_with_frozen_parameters": self.matches_with_frozen_parameters,
+            "matches_with_frozen_parameters": bool(self.frozen_gathered),
         }
 
 
@@ -327,9 +334,13 @@ def compare(
         # the first regime that matches (as micro-batches are read from the trace), else the first that
         # matches with frozen parameters, else the first
         chosen = next((t for t in tried if t[-1]), None)
+        frozen, how = 0.0, ""
         if chosen is None and unfrozen and name in GATHER_FROZEN:
             chosen = next((t for t in tried if same_elements(unfrozen, t[3])), None)
-        frozen = chosen is not None and not chosen[-1]
+            frozen, how = (by_size(mkeys, shares), "size") if chosen else (0.0, "")
+        if chosen is None and name in GATHER_FROZEN and m.n > 1:
+            chosen, frozen = next(((t, f) for t in tried if (f := unit_gathers(m, mkeys, t[3]))), (None, 0.0))
+            how = "unit" if chosen else ""
         d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
         pred = _merged(fine)
         predicted = sum(b for *_, b in pred)
@@ -356,7 +367,7 @@ def compare(
             predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
             reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
-            kept_for_backward_share=part, matches_with_frozen_parameters=frozen,
+            kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
         ))
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS

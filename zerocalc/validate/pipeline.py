@@ -10,13 +10,11 @@ import pandas as pd
 from zerocalc.validate.compare import SchemeComparison, compare, consistent, indistinguishable
 from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
+from zerocalc.validate.frozen import frozen_note
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
-    by_op_and_group,
-    frozen_note,
-    frozen_shares,
     kept_for_backward_note,
     kept_notes,
     secondary_partition,
@@ -49,8 +47,7 @@ class CheckResult:
     #: are kept for the backward (:func:`~.regimes.kept_for_backward_share`)
     partly_kept: tuple[str, ...] = field(default=())
     #: schemes that send exactly the measured pattern when the gathers of parameters never reduced are
-    #: those of frozen parameters (:func:`~.regimes.frozen_shares`), and those gathers' elements per rank
-    #: per step
+    #: those of frozen parameters (:mod:`.frozen`), and those gathers' elements per rank per step
     frozen: tuple[str, ...] = field(default=())
     frozen_elements: float = 0.0
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
@@ -230,16 +227,16 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
 
 
 def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
-    """The schemes that match with frozen parameters gathered and never reduced, and those gathers'
-    elements per rank per step (:class:`CheckResult` fields), their note appended to ``notes``."""
-    schemes = tuple(c.scheme for c in comps if c.matches_with_frozen_parameters)
-    if not schemes:
+    """The schemes that match with frozen parameters gathered and never reduced (:mod:`.frozen`), and those
+    gathers' elements per rank per step (:class:`CheckResult` fields), their note appended to ``notes``."""
+    found = [c for c in comps if c.frozen_gathered]
+    if not found:
         return {}
-    mkeys, shares = by_op_and_group(m.pattern_groups), frozen_shares(m)
-    notes.append(frozen_note([c.label for c in comps if c.matches_with_frozen_parameters], mkeys, shares,
-                             m.psi))
-    elements = sum(e * shares.get(p, 0.0) for (op, p), e in mkeys.items() if op == "all_gather")
-    return {"frozen": schemes, "frozen_elements": elements}
+    for how in ("size", "unit"):
+        read = [c for c in found if c.frozen_how == how]
+        if read:
+            notes.append(frozen_note([c.label for c in read], read[0].frozen_gathered, m.psi, how == "unit"))
+    return {"frozen": tuple(c.scheme for c in found), "frozen_elements": found[0].frozen_gathered}
 
 
 def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None) -> str | None:

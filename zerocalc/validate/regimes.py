@@ -1,8 +1,9 @@
 """How a scheme that does not match as priced still sends the measured pattern: the regimes real
 implementations run it in (gathered parameters kept across micro-batches, part of them kept from the forward
 to the backward, DeepSpeed ZeRO-3's persistent parameters, parameters gathered on a smaller group, HSDP's
-shards all-reduced once a step, HSDP with SHARD_GRAD_OP inside its shard groups, frozen parameters gathered
-and never reduced), each read off the measured elements per (op, group), and the notes that name them.
+shards all-reduced once a step, HSDP with SHARD_GRAD_OP inside its shard groups), each read off the measured
+elements per (op, group), and the notes that name them; frozen parameters, gathered and never reduced, are
+:mod:`.frozen`'s.
 """
 
 from __future__ import annotations
@@ -136,59 +137,6 @@ def kept_for_backward_share(mkeys: dict, pkeys: dict, phases, k: int, psi: float
         return 0.0
     share = 2 * (a - mkeys[gathers[0]]) / a
     return share if RTOL < share < 1 - RTOL else 0.0
-
-
-#: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
-#: parameters are sharded whether they train or not, so each is gathered for the forward (and FSDP2's
-#: backward, which unshards every unit), while only the trained ones' gradients are reduced. DDP and
-#: ZeRO-1/-2 hold a frozen parameter whole and send nothing for it.
-GATHER_FROZEN = frozenset({"zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
-                           "fsdp-hybrid"})
-
-
-def frozen_shares(m: Measurement) -> dict[int, float]:
-    """Per all-gather group size, the share of the step's gathered elements that are in calls of a size no
-    gradient reduction of the trace has, where some gathered size is also reduced: parameters gathered and
-    never reduced, as frozen ones are (a frozen backbone, LoRA's base weights) under FSDP and ZeRO-3, each
-    unit gathered whole as it is reduced whole; {} where no gather is of a reduced size or every one is."""
-    cols = m.columns
-    if not m.steps or not len(m.ranks):
-        return {}
-    step = (cols.cat == STEP) & (cols.step_id >= 0)
-    gathers = step & cols.ops.eq("all_gather")
-    reduced = np.unique(cols.full_elements[gradient_calls(cols.cat, cols.ops, cols.full_elements)])
-    trained = np.isin(cols.full_elements, reduced)
-    if not (gathers & trained).any() or (gathers & trained).sum() == gathers.sum():
-        return {}
-    out = {}
-    for p in np.unique(cols.group_size[gathers]).astype(int).tolist():
-        on = gathers & (cols.group_size == p)
-        total = float(cols.full_elements[on].sum())
-        if total > 0:
-            out[p] = float(cols.full_elements[on & ~trained].sum()) / total
-    return out
-
-
-def without_frozen(mkeys: dict, shares: dict[int, float]) -> dict:
-    """The measured elements per (op, group) less the gathers of parameters never reduced
-    (:func:`frozen_shares`); a group left with none drops out."""
-    out = {}
-    for (op, p), e in mkeys.items():
-        kept = e * (1 - shares.get(p, 0.0)) if op == "all_gather" else e
-        if kept > RTOL * e:
-            out[(op, p)] = kept
-    return out
-
-
-def frozen_note(schemes, mkeys: dict, shares: dict[int, float], psi: float) -> str:
-    """The note naming the schemes that send the measured pattern once the gathers of parameters never
-    reduced are left out (:func:`frozen_shares`)."""
-    frozen = sum(e * shares.get(p, 0.0) for (op, p), e in mkeys.items() if op == "all_gather")
-    return (f"{_names_send(schemes)} exactly this pattern with frozen parameters: {frozen:,.0f} elements a "
-            "step are gathered in calls of sizes no gradient reduction has (parameters gathered for the "
-            "compute and never reduced), as FSDP and ZeRO-3 gather a frozen backbone's or LoRA's base "
-            f"weights while they reduce the trained parameters' gradients alone: Ψ = {psi:,.0f} is those "
-            "trained parameters, and the rest of the model is gathered besides")
 
 
 def kept_for_backward_note(comps, psi: float) -> str | None:

@@ -63,6 +63,30 @@ def make_model(dtype=torch.float32, layers=LAYERS, checkpointed=()):
     return MLP(layers, checkpointed).to(dtype)
 
 
+class LoRALinear(nn.Module):
+    """A frozen ``nn.Linear`` (``base``) beside a trained low-rank update of rank ``r``, as LoRA (Hu et al.,
+    arXiv 2106.09685) and PEFT's ``lora.Linear`` put them: ``base(x) + lora_B(lora_A(x))``, ``lora_A`` in → r
+    and ``lora_B`` r → out, without biases."""
+
+    def __init__(self, base, r):
+        super().__init__()
+        self.base = base
+        base.requires_grad_(False)
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(x))
+
+
+def lora_model(r):
+    """:func:`make_model` with each Linear a :class:`LoRALinear` of rank ``r`` (the same base weights)."""
+    model = make_model()
+    for i, layer in enumerate(model.layers):
+        model.layers[i] = LoRALinear(layer, r)
+    return model
+
+
 def batch(rank, step, micro, dtype=torch.float32):
     """The micro-batch `micro` of optimizer step `step` on `rank` (fixed seed)."""
     g = torch.Generator().manual_seed(10_000 + 1_000 * rank + 10 * step + micro)
@@ -229,13 +253,14 @@ def freeze(model, frozen=()):
     return model
 
 
-def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS, frozen=()):
+def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS, frozen=(), lora=0):
     """FSDP2 ``fully_shard`` on each Linear (on the first ``units`` alone where given: the others' parameters
     stay with the root's) and on the root; ``reshard`` None leaves reshard_after_forward at its default; the
-    layers numbered in ``frozen`` frozen (:func:`freeze`)."""
+    layers numbered in ``frozen`` frozen (:func:`freeze`); with ``lora``, each Linear a :class:`LoRALinear`
+    of that rank, one unit with its adapters."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    model = freeze(make_model(layers=layers), frozen)
+    model = lora_model(lora) if lora else freeze(make_model(layers=layers), frozen)
     kw = {"mesh": mesh, "mp_policy": mp_policy or MixedPrecisionPolicy()}
     if reshard is not None:
         kw["reshard_after_forward"] = reshard
@@ -276,11 +301,11 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
                sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None, max_norm=None,
-               layers=LAYERS, keep_after_backward=False, without_steps=False, frozen=()):
+               layers=LAYERS, keep_after_backward=False, without_steps=False, frozen=(), lora=0):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
-    model = fsdp2_model(mesh, mp_policy, reshard, units, layers, frozen)
+    model = fsdp2_model(mesh, mp_policy, reshard, units, layers, frozen, lora)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     loop = fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm,
                       keep_after_backward=keep_after_backward)
@@ -842,15 +867,15 @@ def ds_default_config(stage):
 
 
 def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS, warmup=1,
-                   without_steps=False, evaluate_every=None):
-    """DeepSpeed's engine on :func:`make_model`, ``cfg`` its config; with ``evaluate_every``, after every
-    such optimizer step (the warm-up step 0 too), inside its ``ProfilerStep``, an evaluation of 2 batches
-    (``engine.eval()``, forward passes under ``torch.no_grad()``, each all-reducing its 16 per-sample
-    losses, then ``engine.train()``)."""
+                   without_steps=False, evaluate_every=None, lora=0):
+    """DeepSpeed's engine on :func:`make_model` (:func:`lora_model` of rank ``lora`` where given), ``cfg`` its
+    config; with ``evaluate_every``, after every such optimizer step (the warm-up step 0 too), inside its
+    ``ProfilerStep``, an evaluation of 2 batches (``engine.eval()``, forward passes under
+    ``torch.no_grad()``, each all-reducing its 16 per-sample losses, then ``engine.train()``)."""
     import deepspeed
 
-    model = make_model(layers=layers)
-    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    model = lora_model(lora) if lora else make_model(layers=layers)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
 
@@ -1149,6 +1174,9 @@ TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYER
 #: the layers the frozen cases freeze, and the parameters left to train (layers.1's)
 FROZEN = (0, 2)
 PSI_TRAINED = LAYERS[1][0] * LAYERS[1][1] + LAYERS[1][1]
+#: the LoRA cases' rank, and their trained parameters (the adapters: r·(in + out) a Linear)
+LORA_R = 4
+PSI_LORA = sum(LORA_R * (i + o) for i, o in LAYERS)
 CASES = {
     # name: (function(outdir), what ran: the facts the run was configured with)
     "tp2-dp2": (case_tp2_dp2, {
@@ -1522,6 +1550,18 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "frozen": ["layers.0", "layers.2"], "psi_trained": PSI_TRAINED,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp2-lora-r4": (lambda o: case_fsdp2(o, lora=LORA_R), {
+        "scheme": f"FSDP2 fully_shard per LoRALinear (a frozen Linear beside trained rank-{LORA_R} adapters "
+                  "lora_A, lora_B: one unit holds both) + root, reshard_after_forward=True",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "lora_rank": LORA_R, "frozen": ["layers.*.base"], "psi_trained": PSI_LORA,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ds-zero3-lora-r4-ga4": (lambda o: case_deepspeed(o, ds_config(3), lora=LORA_R), {
+        "scheme": "DeepSpeed ZeRO stage 3 on the LoRALinear model (frozen Linears beside trained "
+                  f"rank-{LORA_R} adapters), the optimizer over the trained parameters",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "lora_rank": LORA_R, "frozen": ["layers.*.base"], "psi_trained": PSI_LORA,
+        "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": ds_config(3)}),
     "fsdp1-full-shard": (case_fsdp1, {
         "scheme": "FSDP1 (FullyShardedDataParallel) FULL_SHARD, one unit per Linear (ModuleWrapPolicy) "
                   "+ root",

@@ -1,0 +1,114 @@
+"""Frozen parameters (a frozen backbone, LoRA's base weights) under the schemes that shard them: gathered for
+the compute like the trained ones, never reduced, so Ψ read from the reductions is the trained parameters'
+and the all-gathers carry more than a scheme prices from it. DDP and ZeRO-1/-2 hold a frozen parameter whole
+and send nothing for it.
+
+Two readings, each of a scheme that does not match as priced:
+
+* **by size**: whole units frozen. FSDP gathers a unit whole and reduces it whole, so a unit that trains is
+  gathered in calls of the size its reductions have, and a frozen one in calls of a size none has; ZeRO-3
+  gathers and reduces parameter by parameter where its buckets hold one. The gathers of sizes no reduction
+  has are left out (:func:`frozen_shares`) and the rest compared with the scheme.
+* **by unit**: frozen and trained parameters in one unit, as LoRA's adapters sit beside their base weights.
+  FSDP2 gathers the unit whole and reduce-scatters the gradients of its parameters that have one alone
+  (``torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py`` ``post_backward``:
+  ``fsdp_params_with_grad``), one reduce-scatter a unit, so every unit gathers more than it reduces. Read
+  where the calls line up with the scheme's (:func:`unit_gathers`): the step's all-gathers are p gathers of
+  each unit a micro-batch, the units counted by the reduce-scatters of one gradient reduction, p the times
+  the scheme gathers its parameters a micro-batch, and every other call as priced; the gathers' elements
+  past the price are the frozen parameters'. DeepSpeed ZeRO-3 gathers in prefetch buckets and reduces in
+  reduce buckets (``stage3_prefetch_bucket_size``, ``reduce_bucket_size``), the trained parameters' gradients
+  alone: it is read so, at the first reuse regime that fits, where its gathers and reductions pair up as
+  units do (a model within one bucket of each); elsewhere its buckets hold no units to count. FSDP1
+  reduce-scatters a unit's whole flat gradient, frozen parts included (zeros), so it reads as it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from zerocalc.validate.accounting import RTOL
+from zerocalc.validate.classify import STEP, gradient_calls
+from zerocalc.validate.measure import Measurement
+
+#: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
+#: parameters are sharded whether they train or not.
+GATHER_FROZEN = frozenset({"zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
+                           "fsdp-hybrid"})
+def frozen_shares(m: Measurement) -> dict[int, float]:
+    """Per all-gather group size, the share of the step's gathered elements that are in calls of a size no
+    gradient reduction of the trace has, where some gathered size is also reduced: whole units gathered and
+    never reduced; {} where no gather is of a reduced size or every one is."""
+    cols = m.columns
+    if not m.steps or not len(m.ranks):
+        return {}
+    step = (cols.cat == STEP) & (cols.step_id >= 0)
+    gathers = step & cols.ops.eq("all_gather")
+    reduced = np.unique(cols.full_elements[gradient_calls(cols.cat, cols.ops, cols.full_elements)])
+    trained = np.isin(cols.full_elements, reduced)
+    if not (gathers & trained).any() or (gathers & trained).sum() == gathers.sum():
+        return {}
+    out = {}
+    for p in np.unique(cols.group_size[gathers]).astype(int).tolist():
+        on = gathers & (cols.group_size == p)
+        total = float(cols.full_elements[on].sum())
+        if total > 0:
+            out[p] = float(cols.full_elements[on & ~trained].sum()) / total
+    return out
+
+
+def without_frozen(mkeys: dict, shares: dict[int, float]) -> dict:
+    """The measured elements per (op, group) less the gathers of whole units never reduced
+    (:func:`frozen_shares`); a group left with none drops out."""
+    out = {}
+    for (op, p), e in mkeys.items():
+        kept = e * (1 - shares.get(p, 0.0)) if op == "all_gather" else e
+        if kept > RTOL * e:
+            out[(op, p)] = kept
+    return out
+
+
+def by_size(mkeys: dict, shares: dict[int, float]) -> float:
+    """The elements a step of the gathers of sizes no reduction has (:func:`frozen_shares`)."""
+    return sum(e * shares.get(p, 0.0) for (op, p), e in mkeys.items() if op == "all_gather")
+
+
+def unit_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> float:
+    """The elements a step that a scheme of :data:`GATHER_FROZEN` gathers beyond its price once its units hold
+    frozen parameters beside the trained ones (module docstring), else 0: every call but the all-gathers
+    as priced, each all-gather group's elements above the price, and the step's all-gathers p gathers of each
+    unit a micro-batch, the units the reduce-scatters of one gradient reduction, p the scheme's gathers of
+    its parameters a micro-batch."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if not gathers or set(mkeys) != set(pkeys) or not any(key[0] == "reduce_scatter" for key in pkeys):
+        return 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL)
+               for key, e in mkeys.items() if key[0] != "all_gather"):
+        return 0.0
+    if not all(mkeys[key] > pkeys[key] * (1 + RTOL) for key in gathers):
+        return 0.0
+    k = max(m.micro_batches, 1)
+    calls = {o: sum(c for op, _p, _d, c, _e, _b in m.pattern_groups if op == o)
+             for o in ("all_gather", "reduce_scatter")}
+    units = calls["reduce_scatter"] / (k if m.grad_sync == "every" else 1)
+    per_unit = calls["all_gather"] / (units * k) if units else 0.0
+    priced = sum(pkeys[key] for key in gathers) / (k * m.psi) if m.psi else 0.0
+    if not (per_unit and math.isclose(per_unit, priced, rel_tol=RTOL)):
+        return 0.0
+    return sum(mkeys[key] - pkeys[key] for key in gathers)
+
+
+def frozen_note(schemes, elements: float, psi: float, units: bool) -> str:
+    """The note naming the schemes that send the measured pattern with frozen parameters, ``elements`` a step
+    gathered and never reduced, read by unit (``units``) or by size."""
+    how = ("past what the trained parameters' units price: each unit gathered whole, frozen parameters with "
+           "it, and its trained parameters' gradients alone reduced, as an FSDP2 unit or a DeepSpeed ZeRO-3 "
+           "bucket that holds LoRA's adapters beside their frozen base weights is" if units else
+           "in calls of sizes no gradient reduction has: whole units gathered for the compute and never "
+           "reduced, as FSDP and ZeRO-3 do for a frozen backbone's")
+    send = "sends" if len(schemes) == 1 else "send"
+    return (f"{', '.join(schemes)} {send} exactly this pattern with frozen parameters: {elements:,.0f} "
+            f"elements a step are gathered {how}; Ψ = {psi:,.0f} is the trained parameters, the rest of the "
+            "model is gathered besides")
