@@ -156,8 +156,8 @@ def check(
     notes = _run_notes(m, meta, nccl, backend, timed_by_nccl)
     comps, regime_notes, secondary = _regime_notes(m, comps)
     notes += regime_notes
-    frozen = _frozen(m, comps, notes)
     matches = tuple(consistent(comps))
+    frozen = {} if matches else _frozen(m, comps, notes)
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
     if recorded and not matches:
         notes.append(recorded)
@@ -228,7 +228,8 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
 
 def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
     """The schemes that match with frozen parameters gathered and never reduced (:mod:`.frozen`), and those
-    gathers' elements per rank per step (:class:`CheckResult` fields), their note appended to ``notes``."""
+    gathers' elements per rank per step (:class:`CheckResult` fields), their note appended to ``notes``; read
+    where no scheme matches as it stands."""
     found = [c for c in comps if c.frozen_gathered]
     if not found:
         return {}
@@ -286,7 +287,7 @@ def _read_again(res: CheckResult, table: pd.DataFrame, options: dict) -> CheckRe
 def _explained(res: CheckResult) -> bool:
     """Whether some scheme sends the measured pattern, as it is or in a regime of its implementation the
     notes name (parameters kept or gathered again, HSDP's all-reduce in the last micro-batch, gathers on a
-    smaller group)."""
+    smaller group, frozen parameters gathered and never reduced)."""
     return bool(res.matches or res.reused or res.kept or res.secondary_partition or res.all_reduced_once
                 or res.partly_kept or res.frozen or any(c.matches_if_regathered for c in res.comparisons))
 
