@@ -66,21 +66,41 @@ def _whole(call: dict, world: int = 4) -> int:
     return call["out_elems"] or call["in_elems"] * world
 
 
-@pytest.mark.parametrize("case, schemes, gathers_per_unit", [
+def _lora_unit(run: dict, i: int) -> int:
+    """The elements of layers.i as a LoRALinear of the run's rank: its base and its adapters."""
+    (n_in, n_out), r = LAYERS[i], run["lora_rank"]
+    assert run["model"]["psi_per_layer"][i] == n_in * n_out + n_out
+    return n_in * n_out + n_out + r * (n_in + n_out)
+
+
+LAYERS = [(128, 192), (192, 160), (160, 96)]  # run.json's model.layers
+
+
+@pytest.mark.parametrize("case, schemes, gathers_per_unit, whole_per_micro_batch", [
     # FSDP2: each LoRALinear one unit, gathered whole in forward and backward, its adapters reduced alone
-    ("fsdp2-lora-r4", ["zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-hybrid"], 2),
+    ("fsdp2-lora-r4", ["zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-hybrid"], 2,
+     lambda run: 2 * sum(_lora_unit(run, i) for i in range(3))),
     # DeepSpeed ZeRO-3: every parameter gathered in one prefetch bucket a micro-batch, the adapters'
     # gradients reduced in one bucket a micro-batch; kept for the backward (its default reuse distance)
-    ("ds-zero3-lora-r4-ga4", ["deepspeed-zero3", "fsdp-shard-grad-op"], 1)])
-def test_lora_units_read_as_gathering_their_frozen_base_weights(case, schemes, gathers_per_unit):
+    ("ds-zero3-lora-r4-ga4", ["deepspeed-zero3", "fsdp-shard-grad-op"], 1,
+     lambda run: sum(_lora_unit(run, i) for i in range(3))),
+    # LoRA units gathered twice a micro-batch, the frozen layers.2 with the root, gathered once (kept from
+    # the forward to the backward), 2 micro-batches reducing in the last
+    ("fsdp2-lora-r4-root-holds-last", ["fsdp-full-shard", "fsdp-hybrid"], 2,
+     lambda run: 2 * (_lora_unit(run, 0) + _lora_unit(run, 1)) + run["model"]["psi_per_layer"][2])])
+def test_lora_units_read_as_gathering_their_frozen_base_weights(case, schemes, gathers_per_unit,
+                                                                whole_per_micro_batch):
     run, calls = _counted(case)
-    psi, trained, k = run["model"]["psi"], run["psi_trained"], run["micro_batches"]
+    trained, k = run["psi_trained"], run["micro_batches"]
     gathers = [c for c in calls if "allgather" in c["op"]]
     scatters = [c for c in calls if "reduce_scatter" in c["op"]]
-    # counted: the adapters alone reduced (k times a step, all in each), every parameter gathered whole
-    assert sum(c["in_elems"] * c["calls"] for c in scatters) == k * trained
+    # counted: the adapters alone reduced, once a step where run.json says the last micro-batch alone, else
+    # in every one (DeepSpeed's runs state no grad_sync: ZeRO-3 reduces each micro-batch); every parameter
+    # gathered whole
+    syncs = 1 if run.get("grad_sync", "every").startswith("last") else k
+    assert sum(c["in_elems"] * c["calls"] for c in scatters) == syncs * trained
     gathered = sum(c["calls"] * _whole(c) for c in gathers)
-    assert gathered == gathers_per_unit * k * (psi + trained)
+    assert gathered == k * whole_per_micro_batch(run)
     out = _check(RUNS / case)
     assert (out["psi"], out["micro_batches"]) == (trained, k)
     assert out["matches"] == [] and out["matches_with_frozen_parameters"] == schemes

@@ -327,6 +327,7 @@ def compare(
     # the measured elements less the gathers of parameters never reduced, where some are (frozen ones)
     shares = frozen_shares(m) if GATHER_FROZEN.intersection(names) and m.n > 1 else {}
     unfrozen = without_frozen(mkeys, shares) if shares else {}
+    per_unit: dict[str, int] = {}  # the gathers of a unit a micro-batch of each scheme read by unit
     for name in names:
         sch = numeric.scheme(name)
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
@@ -339,8 +340,11 @@ def compare(
             chosen = next((t for t in tried if same_elements(unfrozen, t[3])), None)
             frozen, how = (by_size(mkeys, shares), "size") if chosen else (0.0, "")
         if chosen is None and name in GATHER_FROZEN and m.n > 1:
-            chosen, frozen = next(((t, f) for t in tried if (f := unit_gathers(m, mkeys, t[3]))), (None, 0.0))
-            how = "unit" if chosen else ""
+            # the regime that gathers each unit the most times a micro-batch (the first of those)
+            fits = [(t, f) for t in tried if (f := unit_gathers(m, mkeys, t[3]))[0]]
+            if fits:
+                chosen, (frozen, per_unit[name]) = max(fits, key=lambda tf: tf[1][1])
+                how = "unit"
         d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
         pred = _merged(fine)
         predicted = sum(b for *_, b in pred)
@@ -369,6 +373,10 @@ def compare(
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
             kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
         ))
+    if per_unit:  # read by unit: none where whole units read by size, else those gathering a unit the most
+        most = math.inf if any(c.frozen_how == "size" for c in out) else max(per_unit.values())
+        out = [replace(c, frozen_gathered=0.0, frozen_how="") if per_unit.get(c.scheme, most) < most else c
+               for c in out]
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]

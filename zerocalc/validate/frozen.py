@@ -16,11 +16,15 @@ Two readings, each of a scheme that does not match as priced:
   where the calls line up with the scheme's (:func:`unit_gathers`): the step's all-gathers are p gathers of
   each unit a micro-batch, the units counted by the reduce-scatters of one gradient reduction, p the times
   the scheme gathers its parameters a micro-batch, and every other call as priced; the gathers' elements
-  past the price are the frozen parameters'. DeepSpeed ZeRO-3 gathers in prefetch buckets and reduces in
-  reduce buckets (``stage3_prefetch_bucket_size``, ``reduce_bucket_size``), the trained parameters' gradients
-  alone: it is read so, at the first reuse regime that fits, where its gathers and reductions pair up as
-  units do (a model within one bucket of each); elsewhere its buckets hold no units to count. FSDP1
-  reduce-scatters a unit's whole flat gradient, frozen parts included (zeros), so it reads as it is.
+  past the price are the frozen parameters'. Units that reduce nothing (a frozen root module, as torchtune's
+  and torchtitan's roots hold the embeddings and the output layer; frozen blocks) add whole gathers a
+  micro-batch; where schemes (or reuse regimes) of several p fit so, the most gathers a unit is read, and
+  none where some scheme reads by size (the stronger evidence: sizes, not counts).
+  DeepSpeed ZeRO-3 gathers in prefetch buckets and reduces in reduce buckets
+  (``stage3_prefetch_bucket_size``, ``reduce_bucket_size``), the trained parameters' gradients alone: it
+  is read so where its gathers and reductions pair up as units do (a model within one bucket of each);
+  elsewhere its buckets hold no units to count. FSDP1 reduce-scatters a unit's whole flat gradient,
+  frozen parts included (zeros), so it reads as it is.
 """
 
 from __future__ import annotations
@@ -75,29 +79,33 @@ def by_size(mkeys: dict, shares: dict[int, float]) -> float:
     return sum(e * shares.get(p, 0.0) for (op, p), e in mkeys.items() if op == "all_gather")
 
 
-def unit_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> float:
+def unit_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, int]:
     """The elements a step that a scheme of :data:`GATHER_FROZEN` gathers beyond its price once its units hold
-    frozen parameters beside the trained ones (module docstring), else 0: every call but the all-gathers
-    as priced, each all-gather group's elements above the price, and the step's all-gathers p gathers of each
-    unit a micro-batch, the units the reduce-scatters of one gradient reduction, p the scheme's gathers of
-    its parameters a micro-batch."""
+    frozen parameters beside the trained ones (module docstring), and p, the gathers of each unit a
+    micro-batch it prices; (0, 0) where it does not: every call but the all-gathers as priced, each
+    all-gather group's elements above the price, and the step's all-gathers p a micro-batch of each unit
+    that reduces (the reduce-scatters of one gradient reduction), and whole gathers a micro-batch more of
+    units that reduce nothing (a frozen root module, frozen blocks)."""
     gathers = [key for key in pkeys if key[0] == "all_gather"]
     if not gathers or set(mkeys) != set(pkeys) or not any(key[0] == "reduce_scatter" for key in pkeys):
-        return 0.0
+        return 0.0, 0
     if not all(math.isclose(e, pkeys[key], rel_tol=RTOL)
                for key, e in mkeys.items() if key[0] != "all_gather"):
-        return 0.0
+        return 0.0, 0
     if not all(mkeys[key] > pkeys[key] * (1 + RTOL) for key in gathers):
-        return 0.0
+        return 0.0, 0
     k = max(m.micro_batches, 1)
     calls = {o: sum(c for op, _p, _d, c, _e, _b in m.pattern_groups if op == o)
              for o in ("all_gather", "reduce_scatter")}
     units = calls["reduce_scatter"] / (k if m.grad_sync == "every" else 1)
-    per_unit = calls["all_gather"] / (units * k) if units else 0.0
     priced = sum(pkeys[key] for key in gathers) / (k * m.psi) if m.psi else 0.0
-    if not (per_unit and math.isclose(per_unit, priced, rel_tol=RTOL)):
-        return 0.0
-    return sum(mkeys[key] - pkeys[key] for key in gathers)
+    p = round(priced)
+    if not (units and p >= 1 and math.isclose(priced, p, rel_tol=RTOL)):
+        return 0.0, 0
+    more = (calls["all_gather"] - p * units * k) / k  # the frozen units' gathers a micro-batch
+    if more < -1e-9 or not math.isclose(more, round(more), abs_tol=1e-9):
+        return 0.0, 0
+    return sum(mkeys[key] - pkeys[key] for key in gathers), p
 
 
 def frozen_note(schemes, elements: float, psi: float, units: bool) -> str:

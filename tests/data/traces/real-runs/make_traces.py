@@ -79,11 +79,15 @@ class LoRALinear(nn.Module):
         return self.base(x) + self.lora_B(self.lora_A(x))
 
 
-def lora_model(r):
-    """:func:`make_model` with each Linear a :class:`LoRALinear` of rank ``r`` (the same base weights)."""
+def lora_model(r, on=None):
+    """:func:`make_model` with each Linear numbered in ``on`` (default: every one) a :class:`LoRALinear` of
+    rank ``r`` (the same base weights), the others frozen whole."""
     model = make_model()
     for i, layer in enumerate(model.layers):
-        model.layers[i] = LoRALinear(layer, r)
+        if on is None or i in on:
+            model.layers[i] = LoRALinear(layer, r)
+        else:
+            layer.requires_grad_(False)
     return model
 
 
@@ -253,14 +257,15 @@ def freeze(model, frozen=()):
     return model
 
 
-def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS, frozen=(), lora=0):
+def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS, frozen=(), lora=0,
+                lora_on=None):
     """FSDP2 ``fully_shard`` on each Linear (on the first ``units`` alone where given: the others' parameters
     stay with the root's) and on the root; ``reshard`` None leaves reshard_after_forward at its default; the
-    layers numbered in ``frozen`` frozen (:func:`freeze`); with ``lora``, each Linear a :class:`LoRALinear`
-    of that rank, one unit with its adapters."""
+    layers numbered in ``frozen`` frozen (:func:`freeze`); with ``lora``, :func:`lora_model` of that rank
+    on the layers ``lora_on``, each :class:`LoRALinear` one unit with its adapters."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    model = lora_model(lora) if lora else freeze(make_model(layers=layers), frozen)
+    model = lora_model(lora, lora_on) if lora else freeze(make_model(layers=layers), frozen)
     kw = {"mesh": mesh, "mp_policy": mp_policy or MixedPrecisionPolicy()}
     if reshard is not None:
         kw["reshard_after_forward"] = reshard
@@ -301,11 +306,12 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
 
 def case_fsdp2(outdir, *, mesh_shape=(4,), mesh_names=("shard",), mp_policy=None, k=1,
                sync_every=True, steps=3, reshard=True, all_reduce_every=True, units=None, max_norm=None,
-               layers=LAYERS, keep_after_backward=False, without_steps=False, frozen=(), lora=0):
+               layers=LAYERS, keep_after_backward=False, without_steps=False, frozen=(), lora=0,
+               lora_on=None):
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=mesh_names)
-    model = fsdp2_model(mesh, mp_policy, reshard, units, layers, frozen, lora)
+    model = fsdp2_model(mesh, mp_policy, reshard, units, layers, frozen, lora, lora_on)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     loop = fsdp2_loop(model, opt, k, sync_every, all_reduce_every, max_norm,
                       keep_after_backward=keep_after_backward)
@@ -1556,6 +1562,18 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "lora_rank": LORA_R, "frozen": ["layers.*.base"], "psi_trained": PSI_LORA,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp2-lora-r4-root-holds-last": (
+        lambda o: case_fsdp2(o, lora=LORA_R, lora_on=(0, 1), units=2, reshard=None, k=2, sync_every=False), {
+        "scheme": f"FSDP2, LoRA of rank {LORA_R} on layers.0 and layers.1 (each a LoRALinear unit of its "
+                  "own, reshard_after_forward at its default), layers.2 frozen whole and held by the root "
+                  "module (as torchtune's and torchtitan's roots hold the embeddings and the output layer); "
+                  "2 micro-batches, gradients reduced in the last alone",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "lora_rank": LORA_R, "frozen": ["layers.0.base", "layers.1.base", "layers.2"],
+        "psi_trained": PSI_LORA - LORA_R * sum(LAYERS[2]),
+        "micro_batches": 2,
+        "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first)",
+        "steps_profiled": 3}),
     "ds-zero3-lora-r4-ga4": (lambda o: case_deepspeed(o, ds_config(3), lora=LORA_R), {
         "scheme": "DeepSpeed ZeRO stage 3 on the LoRALinear model (frozen Linears beside trained "
                   f"rank-{LORA_R} adapters), the optimizer over the trained parameters",
