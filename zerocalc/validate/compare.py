@@ -18,13 +18,7 @@ from zerocalc.errors import ConfigError
 from zerocalc.validate.accounting import RTOL, ring_bytes_factor
 from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
-from zerocalc.validate.frozen import (
-    GATHER_FROZEN,
-    by_size,
-    frozen_shares,
-    unit_gathers,
-    without_frozen,
-)
+from zerocalc.validate.frozen import frozen_choices
 from zerocalc.validate.measure import Measurement
 from zerocalc.validate.regimes import (
     KEPT_FOR_BACKWARD_OPTIONS,
@@ -324,27 +318,24 @@ def compare(
     out = []
     # whether the gathers are of the reduced vectors (read once, where a share needs it)
     units = functools.cache(lambda: gathers_of_reduced_vectors(m))
-    # the measured elements less the gathers of parameters never reduced, where some are (frozen ones)
-    shares = frozen_shares(m) if GATHER_FROZEN.intersection(names) and m.n > 1 else {}
-    unfrozen = without_frozen(mkeys, shares) if shares else {}
-    per_unit: dict[str, int] = {}  # the gathers of a unit a micro-batch of each scheme read by unit
+    tried_by = {}
     for name in names:
         sch = numeric.scheme(name)
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
-        tried = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d)) for d in regimes]
-        # the first regime that matches (as micro-batches are read from the trace), else the first that
+        tried_by[name] = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d))
+                          for d in regimes]
+    # where no scheme matches at any regime: those that match with frozen parameters gathered, never reduced
+    matched = any(t[-1] for tried in tried_by.values() for t in tried)
+    frozen_by = {} if matched or m.n < 2 else frozen_choices(m, mkeys, tried_by)
+    for name in names:
+        sch = numeric.scheme(name)
+        tried = tried_by[name]
+        # the first regime that matches (as micro-batches are read from the trace), else the one that
         # matches with frozen parameters, else the first
         chosen = next((t for t in tried if t[-1]), None)
         frozen, how = 0.0, ""
-        if chosen is None and unfrozen and name in GATHER_FROZEN:
-            chosen = next((t for t in tried if same_elements(unfrozen, t[3])), None)
-            frozen, how = (by_size(mkeys, shares), "size") if chosen else (0.0, "")
-        if chosen is None and name in GATHER_FROZEN and m.n > 1:
-            # the regime that gathers each unit the most times a micro-batch (the first of those)
-            fits = [(t, f) for t in tried if (f := unit_gathers(m, mkeys, t[3]))[0]]
-            if fits:
-                chosen, (frozen, per_unit[name]) = max(fits, key=lambda tf: tf[1][1])
-                how = "unit"
+        if chosen is None and name in frozen_by:
+            chosen, frozen, how = frozen_by[name]
         d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
         pred = _merged(fine)
         predicted = sum(b for *_, b in pred)
@@ -373,10 +364,6 @@ def compare(
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
             kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
         ))
-    if per_unit:  # read by unit: none where whole units read by size, else those gathering a unit the most
-        most = math.inf if any(c.frozen_how == "size" for c in out) else max(per_unit.values())
-        out = [replace(c, frozen_gathered=0.0, frozen_how="") if per_unit.get(c.scheme, most) < most else c
-               for c in out]
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]

@@ -36,6 +36,7 @@ import numpy as np
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, gradient_calls
 from zerocalc.validate.measure import Measurement
+from zerocalc.validate.regimes import same_elements
 
 #: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
 #: parameters are sharded whether they train or not.
@@ -120,3 +121,28 @@ def frozen_note(schemes, elements: float, psi: float, units: bool) -> str:
     return (f"{', '.join(schemes)} {send} exactly this pattern with frozen parameters: {elements:,.0f} "
             f"elements a step are gathered {how}; Ψ = {psi:,.0f} is the trained parameters, the rest of the "
             "model is gathered besides")
+
+
+def frozen_choices(m: Measurement, mkeys: dict, tried_by: dict[str, list]) -> dict[str, tuple]:
+    """The schemes of :data:`GATHER_FROZEN` that send the measured pattern with frozen parameters, each as
+    (its pricing that does, the elements a step gathered and never reduced, "size" or "unit"):
+    ``tried_by`` holds each scheme's pricings at its reuse regimes as :func:`~.compare.compare` makes them
+    (``(reuse distance, phases, groups, predicted elements per (op, group), ratio, order, pattern
+    match)``). By size where some scheme reads so (the first regime that does), else by unit, the schemes
+    (and the regime of each) that gather a unit the most times a micro-batch."""
+    shares = frozen_shares(m)
+    unfrozen = without_frozen(mkeys, shares) if shares else {}
+    out = {}
+    for name in GATHER_FROZEN.intersection(tried_by) if unfrozen else ():
+        t = next((t for t in tried_by[name] if same_elements(unfrozen, t[3])), None)
+        if t is not None:
+            out[name] = (t, by_size(mkeys, shares), "size")
+    if out:
+        return out
+    fits = {}
+    for name in GATHER_FROZEN.intersection(tried_by):
+        read = [(t, f) for t in tried_by[name] if (f := unit_gathers(m, mkeys, t[3]))[0]]
+        if read:
+            fits[name] = max(read, key=lambda tf: tf[1][1])  # the first of the most gathers a unit
+    most = max((f[1] for _t, f in fits.values()), default=0)
+    return {name: (t, f[0], "unit") for name, (t, f) in fits.items() if f[1] == most}
