@@ -157,6 +157,8 @@ def test_lora_dumps_over_gloo_read_with_their_adapters_reduced():
 @pytest.mark.parametrize("path", [
     RUNS / "fsdp2-no-reshard",  # every unit trained: each gathered size is reduced
     RUNS / "ds-zero3-defaults-mixed-ga4",  # DeepSpeed's buckets: no gathered size is reduced
+    # a root unit kept from forward to backward: fewer gathers than the units' twice, not frozen ones
+    RUNS / "fsdp1-root-holds-last", RUNS / "fsdp2-default-root-holds-last-ga4",
     DATA / "flight-recorder" / "ds-zero3-defaults-mixed-ga4"])
 def test_runs_without_frozen_parameters_read_none(path):
     out = _check(path)

@@ -315,7 +315,6 @@ def compare(
     measured = m.bytes_per_rank_per_step
     if reuse_distance is not None:
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
-    out = []
     # whether the gathers are of the reduced vectors (read once, where a share needs it)
     units = functools.cache(lambda: gathers_of_reduced_vectors(m))
     tried_by = {}
@@ -324,18 +323,16 @@ def compare(
         regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
         tried_by[name] = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d))
                           for d in regimes]
-    # where no scheme matches at any regime: those that match with frozen parameters gathered, never reduced
-    matched = any(t[-1] for tried in tried_by.values() for t in tried)
-    frozen_by = {} if matched or m.n < 2 else frozen_choices(m, mkeys, tried_by)
-    for name in names:
+
+    def compared(name: str, frozen_at: tuple | None = None) -> SchemeComparison:
         sch = numeric.scheme(name)
         tried = tried_by[name]
         # the first regime that matches (as micro-batches are read from the trace), else the one that
-        # matches with frozen parameters, else the first
+        # matches with frozen parameters (``frozen_at``), else the first
         chosen = next((t for t in tried if t[-1]), None)
         frozen, how = 0.0, ""
-        if chosen is None and name in frozen_by:
-            chosen, frozen, how = frozen_by[name]
+        if chosen is None and frozen_at is not None:
+            chosen, frozen, how = frozen_at
         d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
         pred = _merged(fine)
         predicted = sum(b for *_, b in pred)
@@ -350,7 +347,7 @@ def compare(
         t_pred = math.nan
         if fit is not None:
             t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
-        out.append(SchemeComparison(
+        return SchemeComparison(
             scheme=name, predicted_bytes_per_rank_per_step=predicted,
             measured_bytes_per_rank_per_step=measured,
             ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
@@ -363,11 +360,25 @@ def compare(
             reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
             gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
             kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
-        ))
+        )
+
+    out = [compared(name) for name in names]
+    # where no scheme matches, at any regime nor in one of its implementation's: frozen parameters gathered,
+    # never reduced (:mod:`.frozen`), the last reading tried
+    if m.n > 1 and not any(_explains(c) for c in out):
+        frozen_by = frozen_choices(m, mkeys, tried_by)
+        out = [compared(c.scheme, frozen_by[c.scheme]) if c.scheme in frozen_by else c for c in out]
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]
     return out
+
+
+def _explains(c: SchemeComparison) -> bool:
+    """Whether a scheme sends the measured pattern as priced or in a regime of its implementation
+    (:func:`_regimes`, parameters gathered again in backward)."""
+    return bool(c.pattern_match or c.matches_if_reused or c.matches_if_kept_across_micro_batches
+                or c.matches_if_all_reduced_once or c.kept_for_backward_share or c.matches_if_regathered)
 
 
 def _regimes(name: str, m: Measurement, mkeys: dict, pkeys: dict, phases, d: float | None, order: str,
