@@ -3,7 +3,8 @@ the compute like the trained ones, never reduced, so Ψ read from the reductions
 and the all-gathers carry more than a scheme prices from it. DDP and ZeRO-1/-2 hold a frozen parameter whole
 and send nothing for it.
 
-Two readings, each of a scheme that does not match as priced:
+Two readings, tried last: where no scheme sends the pattern as priced nor in a regime of its implementation
+(:mod:`.regimes`):
 
 * **by size**: whole units frozen. FSDP gathers a unit whole and reduces it whole, so a unit that trains is
   gathered in calls of the size its reductions have, and a frozen one in calls of a size none has; ZeRO-3
@@ -18,8 +19,10 @@ Two readings, each of a scheme that does not match as priced:
   the scheme gathers its parameters a micro-batch, and every other call as priced; the gathers' elements
   past the price are the frozen parameters'. Units that reduce nothing (a frozen root module, as torchtune's
   and torchtitan's roots hold the embeddings and the output layer; frozen blocks) add whole gathers a
-  micro-batch; where schemes (or reuse regimes) of several p fit so, the most gathers a unit is read, and
-  none where some scheme reads by size (the stronger evidence: sizes, not counts).
+  micro-batch, fewer than another round of the units that reduce (which would be those units gathered
+  again, in micro-batches the trace does not show, as a pipeline's Flight Recorder dump hides them). Where
+  schemes (or reuse regimes) of several p fit so, the most gathers a unit is read, and none where some
+  scheme reads by size (the stronger evidence: sizes, not counts).
   DeepSpeed ZeRO-3 gathers in prefetch buckets and reduces in reduce buckets
   (``stage3_prefetch_bucket_size``, ``reduce_bucket_size``), the trained parameters' gradients alone: it
   is read so where its gathers and reductions pair up as units do (a model within one bucket of each);
@@ -103,8 +106,10 @@ def unit_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, int]:
     p = round(priced)
     if not (units and p >= 1 and math.isclose(priced, p, rel_tol=RTOL)):
         return 0.0, 0
-    more = (calls["all_gather"] - p * units * k) / k  # the frozen units' gathers a micro-batch
-    if more < -1e-9 or not math.isclose(more, round(more), abs_tol=1e-9):
+    # the gathers a micro-batch of units that reduce nothing: whole, and fewer than another round of the
+    # units that reduce (those would be the same units gathered again: micro-batches a trace does not show)
+    more = (calls["all_gather"] - p * units * k) / k
+    if more < -1e-9 or more > p * units - 1 + 1e-9 or not math.isclose(more, round(more), abs_tol=1e-9):
         return 0.0, 0
     return sum(mkeys[key] - pkeys[key] for key in gathers), p
 
