@@ -2,8 +2,8 @@
 ``TORCH_FR_BUFFER_SIZE`` ring buffer as ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns it
 (or, in builds with NCCL, ``_dump_nccl_trace_json()``), and the pickle of the same dump, what a watchdog
 timeout writes to ``TORCH_FR_DUMP_TEMP_FILE`` + rank and ``_dump_fr_trace()`` returns, loaded as data
-without running code (:mod:`zerocalc.traces.pickled`; its tuples read as the JSON's lists, its untimed
-``None`` as the JSON's 0).
+without running code (:mod:`zerocalc.traces.pickled`; its tuples read as the JSON's lists, and its
+``None`` where the JSON has 0 for a time not taken, read alike).
 
 One dump is one rank's: ``{"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": {name: {"name",
 "desc", "ranks": "[0, 2]"}}, "pg_status": {...}, "entries": [...]}``, each entry one collective the rank
