@@ -48,3 +48,16 @@ def test_bad_format_and_micro_batches_are_one_line_errors():
     for args, opt in ((("--format", "xml"), "--format"), (("--micro-batches", "0"), "--micro-batches")):
         r = _run("check", RUN, *args)
         assert r.exit_code == 2 and r.stderr.startswith(f"error: {opt}") and r.stderr.count("\n") == 1
+
+
+def test_markdown_says_the_readings_in_a_regime_and_their_notes_as_the_text_does():
+    # fsdp1-root-holds-last (its README: FSDP1's root unit kept from the forward to the backward): no scheme
+    # as priced, zero3 / fsdp-full-shard / fsdp-hybrid with part of the parameters kept, in a note
+    case = str(Path(RUN).parent / "fsdp1-root-holds-last")
+    text = _run("check", case).stdout
+    md = _run("check", case, "--format", "markdown").stdout
+    verdict = next(line for line in text.splitlines() if line.startswith("consistent with the trace"))
+    assert "; also zero3, fsdp-full-shard, fsdp-hybrid with part of the parameters kept" in verdict
+    assert "C" + verdict[1:] in md.splitlines()
+    notes = [line for line in text.splitlines() if line.startswith("note: ")]
+    assert notes and all(f"- {n}" in md.splitlines() for n in notes)

@@ -293,7 +293,6 @@ def _skip_notes(skipped) -> list[str]:
 def _check_text(res, skipped=()) -> str:
     """The ``check`` result as plain text (numbers come from :mod:`zerocalc.validate`)."""
     from zerocalc.units import format_bytes, format_seconds
-    from zerocalc.validate import reused_sentence
 
     m = res.measurement
     told = ", told apart by process (the trace records no rank)" if m.ranks_how else ""
@@ -301,8 +300,7 @@ def _check_text(res, skipped=()) -> str:
              f"ranks: {len(m.ranks)}{told}; element type on the wire: {m.comm_dtype} "
              f"({m.comm_elem_bytes:g} B)"]
     lines += _check_layout_lines(m)
-    summary_notes = {reused_sentence(res.reused)} if res.reused else set()
-    lines += [f"note: {t}" for t in list(m.notes) + list(res.notes) if t not in summary_notes]
+    lines += [f"note: {t}" for t in _check_notes(res)]
     lines += [f"note: {t}" for t in skipped]
     lines += ["", "measured, bytes sent per rank per step (ring accounting), by category:"]
     for r in m.categories.itertuples():
@@ -323,15 +321,7 @@ def _check_text(res, skipped=()) -> str:
                      f"{format_bytes(c.measured_bytes_per_rank_per_step):>12}{c.ratio:>8.3f}  {pat:<7}  "
                      f"{c.explanation}")
     lines.append("")
-    also = [(res.kept, "gathered parameters kept across the micro-batches"),
-            (res.secondary_partition, "parameters gathered on smaller groups"),
-            (res.all_reduced_once, "the shards all-reduced once a step"),
-            (res.partly_kept, "part of the parameters kept from the forward to the backward"),
-            (res.frozen, "frozen parameters gathered and never reduced")]
-    lines.append("consistent with the trace (best first): " + (_ranked(res) or "none")
-                 + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
-                 + "".join(f"; also {', '.join(names)} with {how} (see the note above)"
-                           for names, how in also if names))
+    lines.append("c" + _verdict(res)[1:])
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing
@@ -392,6 +382,22 @@ def _check_layout_lines(m) -> list[str]:
     return out
 
 
+def _verdict(res) -> str:
+    """``Consistent with the trace (best first): …``, with the schemes that send the pattern in a regime of
+    their implementation the notes name (parameters kept, gathered on smaller groups, frozen …)."""
+    also = [(res.kept, "gathered parameters kept across the micro-batches"),
+            (res.secondary_partition, "parameters gathered on smaller groups"),
+            (res.all_reduced_once, "the shards all-reduced once a step"),
+            (res.partly_kept, "part of the parameters kept from the forward to the backward"),
+            (res.frozen, "frozen parameters gathered and never reduced")]
+    from zerocalc.validate import reused_sentence
+
+    return ("Consistent with the trace (best first): " + (_ranked(res) or "none")
+            + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
+            + "".join(f"; also {', '.join(names)} with {how} (see the note above)"
+                      for names, how in also if names))
+
+
 def _ranked(res) -> str:
     """Consistent schemes, best first, those the trace cannot tell apart joined by ' = ' (no order)."""
     groups = {s: g for g in res.indistinguishable for s in g}
@@ -420,14 +426,23 @@ def _check_markdown(res) -> str:
     m = res.measurement
     lines = [f"- {m.psi_how}", f"- {m.n_how}", f"- steps: {m.steps_how}"]
     lines += [f"- {t}" for t in _check_layout_lines(m)]
+    lines += [f"- note: {t}" for t in _check_notes(res)]
     lines += ["", "| scheme | predicted per rank per step | measured | ratio | pattern | explanation |",
               "|---|---:|---:|---:|---|---|"]
     for c in res.comparisons:
         lines.append(f"| {c.scheme} | {format_bytes(c.predicted_bytes_per_rank_per_step)} | "
                      f"{format_bytes(c.measured_bytes_per_rank_per_step)} | {c.ratio:.3f} | "
                      f"{'match' if c.pattern_match else 'no'} | {c.explanation.replace('|', '/')} |")
-    lines += ["", f"Consistent with the trace (best first): {_ranked(res) or 'none'}"]
+    lines += ["", _verdict(res)]
     return "\n".join(lines)
+
+
+def _check_notes(res) -> list[str]:
+    """The notes of a check, but the one the verdict line says (:func:`_verdict`)."""
+    from zerocalc.validate import reused_sentence
+
+    said = reused_sentence(res.reused) if res.reused else None
+    return [t for t in list(res.measurement.notes) + list(res.notes) if t != said]
 
 
 def _runs_text(runs: list[dict] | None) -> str:
