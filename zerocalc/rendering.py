@@ -385,13 +385,13 @@ def _check_layout_lines(m) -> list[str]:
 def _verdict(res) -> str:
     """``Consistent with the trace (best first): …``, with the schemes that send the pattern in a regime of
     their implementation the notes name (parameters kept, gathered on smaller groups, frozen …)."""
+    from zerocalc.validate import reused_sentence
+
     also = [(res.kept, "gathered parameters kept across the micro-batches"),
             (res.secondary_partition, "parameters gathered on smaller groups"),
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
             (res.frozen, "frozen parameters gathered and never reduced")]
-    from zerocalc.validate import reused_sentence
-
     return ("Consistent with the trace (best first): " + (_ranked(res) or "none")
             + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
             + "".join(f"; also {', '.join(names)} with {how} (see the note above)"

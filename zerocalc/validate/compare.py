@@ -309,69 +309,76 @@ def compare(
 
     names = list(numeric.scheme_names()) if not schemes else [numeric.scheme(s).name for s in schemes]
     pricing = pricing_of(m, gpus_per_node)
-    meas_fine = m.pattern_groups
-    meas = m.pattern
-    mkeys = by_op_and_group(meas_fine)
-    measured = m.bytes_per_rank_per_step
     if reuse_distance is not None:
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
+    mkeys = by_op_and_group(m.pattern_groups)
+    tried_by = {name: _priced(numeric.scheme(name), m, mkeys, pricing) for name in names}
     # whether the gathers are of the reduced vectors (read once, where a share needs it)
     units = functools.cache(lambda: gathers_of_reduced_vectors(m))
-    tried_by = {}
-    for name in names:
-        sch = numeric.scheme(name)
-        regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
-        tried_by[name] = [_against(sch, m, mkeys, meas_fine, replace(pricing, reuse_distance=d))
-                          for d in regimes]
-
-    def compared(name: str, frozen_at: tuple | None = None) -> SchemeComparison:
-        sch = numeric.scheme(name)
-        tried = tried_by[name]
-        # the first regime that matches (as micro-batches are read from the trace), else the one that
-        # matches with frozen parameters (``frozen_at``), else the first
-        chosen = next((t for t in tried if t[-1]), None)
-        frozen, how = 0.0, ""
-        if chosen is None and frozen_at is not None:
-            chosen, frozen, how = frozen_at
-        d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
-        pred = _merged(fine)
-        predicted = sum(b for *_, b in pred)
-        volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
-        reused, kept, share, once, part = _regimes(name, m, mkeys, pkeys, phases, d, order, pattern_match,
-                                                   int(pricing.micro_batches), units)
-        regime = "" if d is None else reuse_regime(d, m.psi)
-        regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
-        if m.n == 1:
-            ratio, volume_match, pattern_match, reused, regathered, kept, share, once, part = (
-                math.nan, False, False, False, False, 0, 0.0, False, 0.0)
-        t_pred = math.nan
-        if fit is not None:
-            t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
-        return SchemeComparison(
-            scheme=name, predicted_bytes_per_rank_per_step=predicted,
-            measured_bytes_per_rank_per_step=measured,
-            ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
-            predicted_pattern=pred, measured_pattern=meas,
-            explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
-                         else _explain(name, pred, meas, ratio, order, m.psi, fine, meas_fine)
-                         + (f" (at {regime})" if regime and pattern_match else "")),
-            equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
-            predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
-            reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
-            gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
-            kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
-        )
-
-    out = [compared(name) for name in names]
+    out = [_compared(name, tried_by[name], m, mkeys, pricing, units, fit) for name in names]
     # where no scheme matches, at any regime nor in one of its implementation's: frozen parameters gathered,
     # never reduced (:mod:`.frozen`), the last reading tried
     if m.n > 1 and not any(_explains(c) for c in out):
         frozen_by = frozen_choices(m, mkeys, tried_by)
-        out = [compared(c.scheme, frozen_by[c.scheme]) if c.scheme in frozen_by else c for c in out]
+        out = [_compared(c.scheme, tried_by[c.scheme], m, mkeys, pricing, units, fit, frozen_by[c.scheme])
+               if c.scheme in frozen_by else c for c in out]
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]
     return out
+
+
+def _priced(sch, m: Measurement, mkeys: dict, pricing: Pricing) -> list[tuple]:
+    """A scheme (:class:`~zerocalc.validate.numeric.NumericScheme`) priced against the measured pattern at
+    each reuse regime it has (:func:`_reuse_candidates`; one pricing for a scheme without one), each
+    ``(reuse distance, phases, groups, predicted elements per (op, group), ratio, order, pattern match)``
+    (:func:`_against`)."""
+    regimes = _reuse_candidates(pricing) if _priced_by_reuse(sch) else [None]
+    return [_against(sch, m, mkeys, m.pattern_groups, replace(pricing, reuse_distance=d)) for d in regimes]
+
+
+def _compared(name: str, tried: list[tuple], m: Measurement, mkeys: dict, pricing: Pricing, units,
+              fit: AlphaBetaFit | None, frozen_at: tuple | None = None) -> SchemeComparison:
+    """One scheme against the measured step traffic, from its pricings ``tried`` (:func:`_priced`): at the
+    first regime that matches (as micro-batches are read from the trace), else at the one that matches with
+    frozen parameters (``frozen_at``: :func:`~.frozen.frozen_choices`), else at the first; ``units()``:
+    whether the gathers are of the reduced vectors."""
+    from zerocalc.validate import numeric
+
+    sch = numeric.scheme(name)
+    meas_fine, meas = m.pattern_groups, m.pattern
+    chosen = next((t for t in tried if t[-1]), None)
+    frozen, how = 0.0, ""
+    if chosen is None and frozen_at is not None:
+        chosen, frozen, how = frozen_at
+    d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
+    pred = _merged(fine)
+    predicted = sum(b for *_, b in pred)
+    volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
+    reused, kept, share, once, part = _regimes(name, m, mkeys, pkeys, phases, d, order, pattern_match,
+                                               int(pricing.micro_batches), units)
+    regime = "" if d is None else reuse_regime(d, m.psi)
+    regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
+    if m.n == 1:
+        ratio, volume_match, pattern_match, reused, regathered, kept, share, once, part = (
+            math.nan, False, False, False, False, 0, 0.0, False, 0.0)
+    t_pred = math.nan
+    if fit is not None:
+        t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
+    return SchemeComparison(
+        scheme=name, predicted_bytes_per_rank_per_step=predicted,
+        measured_bytes_per_rank_per_step=m.bytes_per_rank_per_step,
+        ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
+        predicted_pattern=pred, measured_pattern=meas,
+        explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
+                     else _explain(name, pred, meas, ratio, order, m.psi, fine, meas_fine)
+                     + (f" (at {regime})" if regime and pattern_match else "")),
+        equivalent_to_dp=sch.equivalent_to_dp, predicted_time_s=t_pred, matches_if_reused=reused,
+        predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
+        reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
+        gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
+        kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
+    )
 
 
 def _explains(c: SchemeComparison) -> bool:

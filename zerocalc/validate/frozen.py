@@ -45,6 +45,8 @@ from zerocalc.validate.regimes import same_elements
 #: parameters are sharded whether they train or not.
 GATHER_FROZEN = frozenset({"zero3", "deepspeed-zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
                            "fsdp-hybrid"})
+
+
 def frozen_shares(m: Measurement) -> dict[int, float]:
     """Per all-gather group size, the share of the step's gathered elements that are in calls of a size no
     gradient reduction of the trace has, where some gathered size is also reduced: whole units gathered and
@@ -67,7 +69,7 @@ def frozen_shares(m: Measurement) -> dict[int, float]:
     return out
 
 
-def without_frozen(mkeys: dict, shares: dict[int, float]) -> dict:
+def _without_frozen(mkeys: dict, shares: dict[int, float]) -> dict:
     """The measured elements per (op, group) less the gathers of whole units never reduced
     (:func:`frozen_shares`); a group left with none drops out."""
     out = {}
@@ -78,7 +80,7 @@ def without_frozen(mkeys: dict, shares: dict[int, float]) -> dict:
     return out
 
 
-def by_size(mkeys: dict, shares: dict[int, float]) -> float:
+def _by_size(mkeys: dict, shares: dict[int, float]) -> float:
     """The elements a step of the gathers of sizes no reduction has (:func:`frozen_shares`)."""
     return sum(e * shares.get(p, 0.0) for (op, p), e in mkeys.items() if op == "all_gather")
 
@@ -131,21 +133,21 @@ def frozen_note(schemes, elements: float, psi: float, units: bool) -> str:
 def frozen_choices(m: Measurement, mkeys: dict, tried_by: dict[str, list]) -> dict[str, tuple]:
     """The schemes of :data:`GATHER_FROZEN` that send the measured pattern with frozen parameters, each as
     (its pricing that does, the elements a step gathered and never reduced, "size" or "unit"):
-    ``tried_by`` holds each scheme's pricings at its reuse regimes as :func:`~.compare.compare` makes them
-    (``(reuse distance, phases, groups, predicted elements per (op, group), ratio, order, pattern
-    match)``). By size where some scheme reads so (the first regime that does), else by unit, the schemes
-    (and the regime of each) that gather a unit the most times a micro-batch."""
+    ``tried_by`` holds each scheme's pricings at its reuse regimes (:func:`~.compare._priced`). By size
+    where some scheme reads so (the first regime that does), else by unit, the schemes (and the regime of
+    each) that gather a unit the most times a micro-batch."""
+    names = [name for name in tried_by if name in GATHER_FROZEN]  # in the schemes' order
     shares = frozen_shares(m)
-    unfrozen = without_frozen(mkeys, shares) if shares else {}
+    unfrozen = _without_frozen(mkeys, shares) if shares else {}
     out = {}
-    for name in GATHER_FROZEN.intersection(tried_by) if unfrozen else ():
+    for name in names if unfrozen else ():
         t = next((t for t in tried_by[name] if same_elements(unfrozen, t[3])), None)
         if t is not None:
-            out[name] = (t, by_size(mkeys, shares), "size")
+            out[name] = (t, _by_size(mkeys, shares), "size")
     if out:
         return out
     fits = {}
-    for name in GATHER_FROZEN.intersection(tried_by):
+    for name in names:
         read = [(t, f) for t in tried_by[name] if (f := unit_gathers(m, mkeys, t[3]))[0]]
         if read:
             fits[name] = max(read, key=lambda tf: tf[1][1])  # the first of the most gathers a unit

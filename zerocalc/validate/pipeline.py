@@ -157,7 +157,7 @@ def check(
     comps, regime_notes, secondary = _regime_notes(m, comps)
     notes += regime_notes
     matches = tuple(consistent(comps))
-    frozen = {} if matches else _frozen(m, comps, notes)
+    frozen = _frozen(m, comps, notes)
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
     if recorded and not matches:
         notes.append(recorded)
@@ -227,16 +227,14 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
 
 
 def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
-    """The schemes that match with frozen parameters gathered and never reduced (:mod:`.frozen`), and those
-    gathers' elements per rank per step (:class:`CheckResult` fields), their note appended to ``notes``; read
-    where no scheme matches as it stands."""
+    """The schemes that match with frozen parameters gathered and never reduced (:mod:`.frozen`: all read one
+    way, where no scheme explains the trace otherwise), and those gathers' elements per rank per step
+    (:class:`CheckResult` fields), their note appended to ``notes``."""
     found = [c for c in comps if c.frozen_gathered]
     if not found:
         return {}
-    for how in ("size", "unit"):
-        read = [c for c in found if c.frozen_how == how]
-        if read:
-            notes.append(frozen_note([c.label for c in read], read[0].frozen_gathered, m.psi, how == "unit"))
+    notes.append(frozen_note([c.label for c in found], found[0].frozen_gathered, m.psi,
+                             found[0].frozen_how == "unit"))
     return {"frozen": tuple(c.scheme for c in found), "frozen_elements": found[0].frozen_gathered}
 
 
