@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from zerocalc.errors import ConfigError
 from zerocalc.validate.accounting import RTOL, ring_bytes_factor
@@ -313,15 +314,17 @@ def compare(
         pricing = replace(pricing, reuse_distance=float(reuse_distance))
     mkeys = by_op_and_group(m.pattern_groups)
     tried_by = {name: _priced(numeric.scheme(name), m, mkeys, pricing) for name in names}
-    # whether the gathers are of the reduced vectors (read once, where a share needs it)
-    units = functools.cache(lambda: gathers_of_reduced_vectors(m))
-    out = [_compared(name, tried_by[name], m, mkeys, pricing, units, fit) for name in names]
+    # read once: the measured bytes (a filter of the categories' table) and, where a share needs it,
+    # whether the gathers are of the reduced vectors
+    seen = _Seen(m, mkeys, m.bytes_per_rank_per_step, pricing, functools.cache(
+        lambda: gathers_of_reduced_vectors(m)), fit)
+    out = [_compared(name, tried_by[name], seen) for name in names]
     # where no scheme matches, at any regime nor in one of its implementation's: frozen parameters gathered,
     # never reduced (:mod:`.frozen`), the last reading tried
     if m.n > 1 and not any(_explains(c) for c in out):
         frozen_by = frozen_choices(m, mkeys, tried_by)
-        out = [_compared(c.scheme, tried_by[c.scheme], m, mkeys, pricing, units, fit, frozen_by[c.scheme])
-               if c.scheme in frozen_by else c for c in out]
+        out = [_compared(c.scheme, tried_by[c.scheme], seen, frozen_by[c.scheme]) if c.scheme in frozen_by
+               else c for c in out]
     if m.shard_size is not None and not any(c.pattern_match for c in out):
         out = [_at_kept_option(c, m, fit) if c.matches_if_reused and c.scheme in KEPT_FOR_BACKWARD_OPTIONS
                else c for c in out]
@@ -337,14 +340,25 @@ def _priced(sch, m: Measurement, mkeys: dict, pricing: Pricing) -> list[tuple]:
     return [_against(sch, m, mkeys, m.pattern_groups, replace(pricing, reuse_distance=d)) for d in regimes]
 
 
-def _compared(name: str, tried: list[tuple], m: Measurement, mkeys: dict, pricing: Pricing, units,
-              fit: AlphaBetaFit | None, frozen_at: tuple | None = None) -> SchemeComparison:
+class _Seen(NamedTuple):
+    """What every scheme is compared with: the measurement, its elements per (op, group), its step bytes
+    per rank, the pricing, ``units()`` (whether the gathers are of the reduced vectors) and the α-β fit."""
+
+    m: Measurement
+    mkeys: dict
+    measured: float
+    pricing: Pricing
+    units: Callable[[], bool]
+    fit: AlphaBetaFit | None
+
+
+def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | None = None) -> SchemeComparison:
     """One scheme against the measured step traffic, from its pricings ``tried`` (:func:`_priced`): at the
     first regime that matches (as micro-batches are read from the trace), else at the one that matches with
-    frozen parameters (``frozen_at``: :func:`~.frozen.frozen_choices`), else at the first; ``units()``:
-    whether the gathers are of the reduced vectors."""
+    frozen parameters (``frozen_at``: :func:`~.frozen.frozen_choices`), else at the first."""
     from zerocalc.validate import numeric
 
+    m, mkeys, pricing, fit = seen.m, seen.mkeys, seen.pricing, seen.fit
     sch = numeric.scheme(name)
     meas_fine, meas = m.pattern_groups, m.pattern
     chosen = next((t for t in tried if t[-1]), None)
@@ -356,7 +370,7 @@ def _compared(name: str, tried: list[tuple], m: Measurement, mkeys: dict, pricin
     predicted = sum(b for *_, b in pred)
     volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
     reused, kept, share, once, part = _regimes(name, m, mkeys, pkeys, phases, d, order, pattern_match,
-                                               int(pricing.micro_batches), units)
+                                               int(pricing.micro_batches), seen.units)
     regime = "" if d is None else reuse_regime(d, m.psi)
     regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
     if m.n == 1:
@@ -367,7 +381,7 @@ def _compared(name: str, tried: list[tuple], m: Measurement, mkeys: dict, pricin
         t_pred = sum(calls * fit.predict_s(op, elems * eb, p) for op, p, calls, elems, eb, _ in phases)
     return SchemeComparison(
         scheme=name, predicted_bytes_per_rank_per_step=predicted,
-        measured_bytes_per_rank_per_step=m.bytes_per_rank_per_step,
+        measured_bytes_per_rank_per_step=seen.measured,
         ratio=ratio, volume_match=volume_match, pattern_match=pattern_match, order=order,
         predicted_pattern=pred, measured_pattern=meas,
         explanation=(NO_CROSS_RANK_TRAFFIC if m.n == 1
