@@ -215,6 +215,27 @@ def count_case(casedir):
             "per_step_all_ranks": common_rows(ranks), "ranks": ranks}
 
 
+def count_copy_ins(casedir):
+    """Per rank and ``ProfilerStep#k``, each ``aten::_chunk_cat`` CPU op that starts in the step's window, in
+    order: FSDP2's copy of a unit's gradients into its reduce-scatter input (``out``, argument 3, viewed as
+    shard ranks x padded shard), as ``{"grad_elems": the gradients' elements (argument 0, a TensorList of
+    their shapes), "out_elems": the input's}``. Not part of expected.json."""
+    out = {}
+    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
+        with gzip.open(os.path.join(casedir, f), "rt") as fh:
+            trace = json.load(fh)
+        events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        steps = [e for e in events if STEP.match(e.get("name", ""))]
+        copies = sorted((e for e in events if e.get("name") == "aten::_chunk_cat"
+                         and e.get("cat") == "cpu_op"), key=lambda e: e["ts"])
+        rank = out.setdefault(str(trace.get("distributedInfo", {}).get("rank")), {})
+        for s in steps:
+            rank[s["name"]] = [{"grad_elems": numel(e["args"]["Input Dims"][0], "TensorList"),
+                                "out_elems": numel(e["args"]["Input Dims"][3], "Tensor")}
+                               for e in copies if s["ts"] <= e["ts"] < s["ts"] + s["dur"]]
+    return out
+
+
 def merge_windows(a, b):
     """One rank's counts from two files (two profiling windows): the same header, steps of their own."""
     head = ("rank", "world_size", "backend", "pg_config")

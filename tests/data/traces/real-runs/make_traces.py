@@ -1168,6 +1168,10 @@ MIXED_LAYERS = [(128, 1024), (1024, 96)]
 # six layers: 12 parameter tensors, more than a scalar's elements in clip_grad_norm_'s all-reduce of their
 # norms
 DEEP_LAYERS = [(128, 160), (160, 160), (160, 160), (160, 160), (160, 160), (160, 96)]
+# widths no shard group divides (191 by 2 and 4, 150 by 4): FSDP2 pads each parameter's first dimension to a
+# multiple of its shard ranks, so its calls carry more elements than the model has (input and output as
+# LAYERS')
+ODD_LAYERS = [(128, 191), (191, 150), (150, 96)]
 #: DDP's bucket_cap_mb in the bucket cases, under the model's size: DDP all-reduces every gradient in one
 #: bucket until it rebuilds its buckets (torch/nn/parallel/distributed.py: no initial bucketing unless
 #: find_unused_parameters), then in buckets of about this many MiB (one closes once it holds as much) in the
@@ -1543,6 +1547,22 @@ CASES = {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=False (as ZeRO-2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "fsdp2-odd-widths": (lambda o: case_fsdp2(o, layers=ODD_LAYERS), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True, on layers of widths 191 "
+                  "and 150, which 4 shard ranks do not divide: each parameter's first dimension padded to a "
+                  "multiple of 4 (192, 152) in its all-gathers and reduce-scatters",
+        "layers": ODD_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "hsdp-2x2-odd-widths-ga2": (
+        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
+                             steps=2, layers=ODD_LAYERS), {
+            "scheme": "HSDP (FSDP2 on replicate 2 x shard 2) on layers of widths 191 and 150, 2 "
+                      "micro-batches each reducing its gradients: the first dimension of 191 padded to 192 "
+                      "on 2 shard ranks",
+            "layers": ODD_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+            "groups": fsdp_groups((2, 2)), "micro_batches": 2, "grad_sync": "every micro-batch",
+            "steps_profiled": 2}),
     "fsdp2-frozen-layers-0-2": (lambda o: case_fsdp2(o, frozen=FROZEN), {
         "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True, layers.0 and layers.2 "
                   "frozen (requires_grad False: a frozen backbone's or LoRA's base weights), layers.1 "
