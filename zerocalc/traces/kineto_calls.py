@@ -10,7 +10,7 @@ import bisect
 from typing import Any
 
 from zerocalc.traces.kineto_backward import backward_passes, optimizer_spans
-from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected, step_at
+from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected, chunk_cat_sizes, step_at
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
     _fill_groups,
@@ -53,6 +53,8 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
                     unlinked_kernels=unlinked, events=sel.n_events)
     if passes := backward_passes(sel.backward, sel.steps):
         res.meta["backward_passes"] = passes  # ProfilerStep number -> backward passes begun in it
+    if pairs := {p for raw in sel.chunk_cats if (p := chunk_cat_sizes(raw))}:
+        res.meta["fsdp_padding"] = sorted(pairs)  # (padded, own) elements of the units FSDP2 reduce-scatters
     if sel.optimizer and sel.steps:
         res.meta["optimizer_steps"] = _steps_holding([ts for ts, _ in sel.optimizer], sel.steps)
         res.meta["profiler_steps"] = [min(s[2] for s in sel.steps), max(s[2] for s in sel.steps)]

@@ -29,8 +29,13 @@ BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 UNNUMBERED = BACKWARD_PREFIX + "torch::autograd::AccumulateGrad"
 #: The profiler's annotation of a ``torch.optim.Optimizer``'s step (``Optimizer.step#Adam.step``).
 OPTIMIZER_PREFIX = "Optimizer.step#"
+#: The op FSDP2 copies a unit's gradients into its reduce-scatter input with
+#: (``foreach_reduce_scatter_copy_in``: ``torch._chunk_cat(unsharded_grads, dim=0, num_chunks=world_size,
+#: out=reduce_scatter_input.view(world_size, -1))``, under ``fsdp::chunk_cat`` in later releases): its
+#: ``Input Dims`` hold the gradients' own shapes and the padded input's (:func:`chunk_cat_sizes`).
+CHUNK_CAT = "aten::_chunk_cat"
 _NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES, BACKWARD_PREFIX,
-                  OPTIMIZER_PREFIX)
+                  OPTIMIZER_PREFIX, CHUNK_CAT)
 _US = 1e-6
 _INF = math.inf
 _NO_ARGS = msgspec.Raw()
@@ -162,6 +167,22 @@ def _arg_nelems(args: dict, i: int) -> tuple[int | None, str | None]:
 
 
 
+def chunk_cat_sizes(raw: Any) -> tuple[int, int] | None:
+    """(padded, own) elements of one ``aten::_chunk_cat`` of FSDP2's (:data:`CHUNK_CAT`): its ``out``, the
+    unit's reduce-scatter input of (shard ranks, padded shard) elements, and the gradients it copies in, their
+    first dimensions unpadded; None where its ``Input Dims`` do not read so (shapes not recorded, another
+    signature, more elements in than out)."""
+    args = _args(raw)
+    dims = args.get("Input Dims") if isinstance(args, dict) else None
+    if not isinstance(dims, list) or len(dims) != 4 or not isinstance(dims[0], list) or not dims[0]:
+        return None
+    shapes = [_prod(d) for d in dims[0]]
+    padded = _prod(dims[3])
+    if padded is None or None in shapes or not 0 < sum(shapes) <= padded:
+        return None
+    return padded, sum(shapes)
+
+
 #: Types a pid or tid may have: what identifies a thread must be hashable and comparable.
 _SCALARS = (int, str, float)
 _NUMBERS = (int, float)
@@ -179,10 +200,11 @@ class _Selected(NamedTuple):
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
     backward: list[tuple[float, float, Any, Any]]  # (ts, end, thread, args) of the autograd engine's nodes
     optimizer: list[tuple[float, float]]  # (ts, end) of each optimizer step annotation
+    chunk_cats: list[Any]  # the undecoded args of each aten::_chunk_cat (FSDP2's reduce-scatter copy-in)
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
-_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER = range(11)
+_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER, _CHUNK = range(12)
 
 
 def _classify(name: str, cat: Any) -> int:
@@ -198,6 +220,8 @@ def _classify(name: str, cat: Any) -> int:
         return _STEP
     if name.startswith(BACKWARD_PREFIX):
         return _NODE if cat == "cpu_op" else _CHECKED
+    if name == CHUNK_CAT:
+        return _CHUNK if cat == "cpu_op" else _CHECKED
     if name.startswith(OPTIMIZER_PREFIX):
         return _OPTIMIZER if cat == "user_annotation" else _CHECKED  # gpu_user_annotation: its GPU span
     if name.startswith("gloo:"):
@@ -245,7 +269,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
 
     ``None`` stands for an event that is not an object.
     """
-    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [])
+    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
@@ -258,6 +282,9 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
         if role is None:
             role = roles[key] = _classify(*key)
         if role == _SKIP:
+            continue
+        if role == _CHUNK:
+            sel.chunk_cats.append(e.args)
             continue
         ts, dur = e.ts, e.dur
         if role == _NODE or role == _OPTIMIZER:

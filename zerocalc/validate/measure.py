@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import ConfigError
-from zerocalc.validate import classify, infer
+from zerocalc.validate import classify, infer, padding
 from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
@@ -121,6 +121,9 @@ class Measurement:
     #: gradients are reduced on N; None: no experts apart)
     expert_size: int | None = None
     expert_psi: int | None = None
+    #: the gradients' own elements of the Ψ the trace reduces, its padding left out (FSDP2's, read from its
+    #: reduce-scatter copy-ins: :mod:`.padding`); None where the trace does not say
+    psi_own: int | None = None
     micro_batches: int = 1
     micro_batches_how: str = ""
     #: "every", "boundary" or None (the trace cannot tell), with the sentence saying why
@@ -197,7 +200,7 @@ def measure(
     notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
-    mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), more = _micro_batches_and_psi(
+    mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, psi_own), more = _micro_batches_and_psi(
         rows, ops, gs, groups, full, cat, small, rank_idx, step_id, micro_batches, psi, w,
         (meta, marked, per_optimizer[0] if per_optimizer else None))
     notes += more
@@ -221,7 +224,7 @@ def measure(
         comm_dtype=str(comm_dtype), notes=tuple(notes), per_step=per_step, categories=categories,
         pattern=pattern, order_variants=variants, ranks_how=ranks_how, world_size=world,
         dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard, expert_size=groups.expert,
-        expert_psi=expert_psi,
+        expert_psi=expert_psi, psi_own=psi_own,
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
@@ -255,11 +258,15 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     where they run in every micro-batch (:func:`_psi_in_trace`), with the small traffic beside it set apart
     (:func:`~.classify.small_traffic`), and Ψ used (``--psi`` checked, else the trace's: :func:`_psi`).
     Returns the micro-batches, the categories, the gradient reductions, (Ψ of the trace, Ψ used, how,
-    the experts' Ψ) and the notes."""
+    the experts' Ψ, the gradients' own elements of Ψ without FSDP2's padding: :mod:`.padding`) and the
+    notes."""
     grad = classify.gradient_calls(cat, ops, full) & ~small
     mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w, marks)
     syncs = mb.k if mb.grad_sync == "every" else 1
     dense_psi, expert_psi, notes = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
+    own = None if dense_psi is None or expert_psi is not None else padding.psi_without_padding(
+        marks[0], rows.codes("file") if rows.has("file") else None, grad, ops, full, rank_idx, step_id, syncs,
+        groups.shard is not None, w)
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
                                  dense_psi if dense_psi is not None else psi)
     data_ops = ops.isin(list(OP_NAMES))
@@ -268,7 +275,9 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     unsized = infer._count((cat == STEP) & ops.isin(classify.GRADIENT_OPS) & (full == 0) & ~small, w)
     psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only,
                                    unsized)
-    return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi), notes
+    if own is not None:
+        psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n)
+    return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, own), notes
 
 
 def _wire_dtypes(dt: Codes, ops: Codes, cat: np.ndarray, grad: np.ndarray, full: np.ndarray, eb: np.ndarray,

@@ -69,7 +69,7 @@ class CheckResult:
         m = self.measurement
         t = self.timing
         return {
-            "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how,
+            "psi": m.psi, "psi_inferred": m.psi_trace, "psi_how": m.psi_how, "psi_without_padding": m.psi_own,
             "n": m.n, "n_how": m.n_how, "world_size": m.world_size,
             "dp_group_sizes": list(m.dp_group_sizes), "hsdp_shard_size": m.shard_size,
             "expert_parallel": None if not m.expert_size else {

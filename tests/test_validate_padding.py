@@ -1,0 +1,107 @@
+"""check on FSDP2 runs whose widths the shard ranks do not divide: Ψ is what the reduce-scatters carry (each
+parameter's first dimension padded to a multiple of the shard ranks), and the gradients' own count beside it,
+read from FSDP2's reduce-scatter copy-ins (``aten::_chunk_cat``; :mod:`zerocalc.validate.padding`).
+
+Expected values come from each run's run.json (the model's layers, so its parameter count) and from
+count_calls.py (plain json/gzip, no zerocalc): the reduce-scatters' input elements (expected.json) and the
+copy-ins' gradient and input elements (``count_copy_ins``)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from real_runs import RUNS, count_calls
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.traces.kineto_events import chunk_cat_sizes
+from zerocalc.validate.columns import Codes
+from zerocalc.validate.padding import own_sizes
+
+runner = CliRunner()
+DATA = RUNS.parent
+
+
+def _check(path, *args) -> dict:
+    res = runner.invoke(app, ["check", str(path), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def _counted(case: str) -> tuple[int, int, int]:
+    """Rank 0's first step as the traces count it: the reduce-scatters' input elements, and the copy-ins'
+    gradient and input elements."""
+    step = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]["ProfilerStep#1"]
+    copies = count_calls().count_copy_ins(str(RUNS / case))["0"]["ProfilerStep#1"]
+    return (step["c10d_totals"]["c10d::_reduce_scatter_base_"]["in_elems"],
+            sum(c["grad_elems"] for c in copies), sum(c["out_elems"] for c in copies))
+
+
+@pytest.mark.parametrize("case, reductions, shard, scheme", [
+    ("fsdp2-odd-widths", 1, 4, "fsdp-full-shard"),  # 191 -> 192 and 150 -> 152 rows on 4 ranks
+    ("hsdp-2x2-odd-widths-ga2", 2, 2, "fsdp-hybrid")])  # 191 -> 192 on 2; each micro-batch reduces
+def test_psi_is_what_the_calls_carry_and_the_gradients_own_count_is_beside_it(case, reductions, shard,
+                                                                               scheme):
+    run = json.loads((RUNS / case / "run.json").read_text())
+    reduced, own, copied = _counted(case)
+    assert copied == reduced  # the copy-ins fill the reduce-scatters' inputs
+    assert own == reductions * run["model"]["psi"] < reduced
+    out = _check(RUNS / case)
+    assert out["psi"] == out["psi_inferred"] == reduced // reductions
+    assert out["psi_without_padding"] == run["model"]["psi"]
+    padding = (reduced - own) // reductions
+    # by hand: a padded row of each parameter whose first dimension the shard ranks do not divide
+    layers = [tuple(map(int, re.fullmatch(r"Linear\((\d+), (\d+)\)", t).groups()))
+              for t in run["model"]["layers"]]
+    rows = sum((-o % shard) * (i + 1) for i, o in layers)
+    assert padding == rows
+    own_said = f"; {run['model']['psi']:,} of them the gradients' own, {padding:,} FSDP2's padding"
+    assert own_said in out["psi_how"] and f"multiple of the {shard} ranks" in out["psi_how"]
+    assert scheme in out["matches"]
+
+
+def test_the_models_count_given_as_psi_is_confirmed_with_the_padding_named():
+    case = RUNS / "fsdp2-odd-widths"
+    run = json.loads((case / "run.json").read_text())
+    reduced, own, _ = _counted("fsdp2-odd-widths")
+    out = _check(case, "--psi", str(run["model"]["psi"]))
+    assert out["psi"] == run["model"]["psi"] and out["psi_inferred"] == reduced
+    assert f"{own:,} of them the gradients' own, {reduced - own:,} FSDP2's padding" in out["psi_how"]
+    assert "fsdp-full-shard" in out["matches"]
+
+
+@pytest.mark.parametrize("path", [RUNS / "fsdp2-ga4-no-sync", RUNS / "fsdp2-lora-r4", RUNS / "hsdp-2x2"])
+def test_fsdp2_runs_whose_widths_divide_have_no_padding(path):
+    # every width of these models is a multiple of 4 (LoRA's adapters of rank 4 too): nothing padded
+    out = _check(path)
+    assert out["psi_without_padding"] == out["psi"]
+    assert "padding" not in out["psi_how"]
+
+
+@pytest.mark.parametrize("path", [
+    RUNS / "ddp-bf16", RUNS / "ds-zero3-ga4", RUNS / "fsdp1-full-shard",  # no FSDP2 copy-in
+    DATA / "flight-recorder" / "fsdp2-no-reshard",  # a dump records no CPU op
+    DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz"])
+def test_traces_without_fsdp2_copy_ins_say_nothing_of_padding(path):
+    out = _check(path)
+    assert out["psi_without_padding"] is None and "padding" not in out["psi_how"]
+
+
+def test_a_copy_in_reads_only_in_its_signature():
+    dims = {"Input Dims": [[[191, 128], [191]], [], [], [4, 6192]]}
+    assert chunk_cat_sizes(dims) == (24768, 191 * 128 + 191)
+    for bad in ({"Input Dims": [[], [], [], [4, 6192]]},  # shapes not recorded
+                {"Input Dims": [[[191, 128]], [], []]},  # another signature
+                {"Input Dims": [[[200, 128]], [], [], [4, 6192]]},  # more in than out
+                {"Input Dims": [[[191, "x"]], [], [], [4, 6192]]}, {}, None):
+        assert chunk_cat_sizes(bad) is None, bad
+
+
+def test_a_padded_size_standing_for_two_counts_reads_none():
+    files = Codes(np.array([0, 1]), ("rank0", "rank1"))
+    assert own_sizes({"rank0": {"fsdp_padding": [(24768, 24639)]},
+                      "rank1": {"fsdp_padding": [(24768, 24639), (29184, 28800)]}}, files) == {
+        24768: 24639, 29184: 28800}
+    assert own_sizes({"rank0": {"fsdp_padding": [(24768, 24639)]},
+                      "rank1": {"fsdp_padding": [(24768, 24700)]}}, files) == {}
