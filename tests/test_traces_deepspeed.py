@@ -189,6 +189,29 @@ def test_the_cli_refuses_a_log_of_bytes_alone_in_one_line_naming_dtype():
     assert ok.exit_code == 0, ok.output
 
 
+def test_an_excerpt_whose_reduction_falls_outside_its_steps_says_so_and_what_reads_it():
+    # DeepSpeed's tutorial excerpt: a reduce_scatter_tensor of 678.86 MB, then two all_gather_into_tensor of
+    # 6.0 MB; the repeating gathers are its steps and the reduce-scatter one-off. Before, "no gradient
+    # collective (all-reduce, reduce-scatter or reduce)", though it has one
+    import json
+
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    log = DATA / "deepspeed-comms" / "tutorial-examples.txt"
+    for extra, bytes_alone in (([], True), (["--dtype", "fp16"], False)):
+        res = CliRunner().invoke(app, ["check", str(log), *extra])
+        assert res.exit_code == 2 and "Traceback" not in res.output
+        (line,) = res.stderr.strip().splitlines()
+        assert "its 1 reduce-scatter falls outside the steps found" in line and "--steps 1" in line
+        assert "--psi" in line and ("--dtype" in line) == bytes_alone
+    ok = CliRunner().invoke(app, ["check", str(log), "--dtype", "fp16", "--steps", "1", "--format", "json"])
+    assert ok.exit_code == 0, ok.output
+    # the whole excerpt one step: Ψ the reduce-scatter's 678.86 MiB of fp16 (DeepSpeed's rounded size)
+    assert json.loads(ok.stdout)["psi"] == round(678.86 * 1024**2 / 2)
+
+
 def test_a_type_known_by_its_width_alone_is_the_given_one_else_a_float():
     from zerocalc.validate.infer import type_of_width
 

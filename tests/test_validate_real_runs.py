@@ -1258,7 +1258,7 @@ def test_calls_that_record_bytes_alone_are_no_scalars_for_that_refusal():
     from zerocalc.errors import TraceMismatchError
 
     ts = read_traces(Path(__file__).parent / "data" / "traces" / "deepspeed-comms" / "tutorial-examples.txt")
-    with pytest.raises(TraceMismatchError, match="give --psi") as err:
+    with pytest.raises(TraceMismatchError, match="--psi") as err:
         check(ts.table, meta=ts.meta, n=2)
     assert "all scalars" not in str(err.value)
 

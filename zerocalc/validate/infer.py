@@ -11,6 +11,7 @@ formats of §5.
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -156,13 +157,30 @@ def psi_in_trace(grad: np.ndarray, ops: Codes, full: np.ndarray, rank: np.ndarra
     return int(round(weighted_median(tot.to_numpy(), pair_w))), notes
 
 
+class Unread(NamedTuple):
+    """Why a trace shows no Ψ, for the error where it has none to give (each 0 where not so)."""
+
+    #: the trace's collectives, where every one is a scalar
+    scalars_only: int = 0
+    #: the reductions in its steps that record no element count (bytes alone)
+    unsized: int = 0
+    #: the reductions outside its steps (one-off), by op ({"reduce-scatter": 1}), and how many of them record
+    #: bytes alone
+    outside: dict[str, int] | None = None
+    outside_unsized: int = 0
+
+
+#: A trace that says nothing of why it shows no Ψ.
+NOTHING_UNREAD = Unread()
+
+
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
-              shard_only: bool = False, parts: str = "", scalars_only: int = 0,
-              unsized: int = 0) -> tuple[int, str]:
+              shard_only: bool = False, parts: str = "",
+              unread: Unread = NOTHING_UNREAD) -> tuple[int, str]:
     """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's (read from the
     gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error;
-    ``scalars_only``: the trace's collectives where every one is a scalar (0: not so), for the error;
-    ``unsized``: the reductions in its steps that record no element count (bytes alone), for the error."""
+    ``unread``: why the trace shows none (:class:`Unread`), for the error."""
+    scalars_only, unsized = unread.scalars_only, unread.unsized
     if psi is None:
         if psi_trace is None and scalars_only:
             from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
@@ -176,6 +194,16 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
                 f"the trace's {unsized:,} reduction(s) in its steps record no element count, only bytes "
                 "(a DeepSpeed comms log's sizes): give --dtype, the type they carry, to read Ψ from them, "
                 "or --psi")
+        if psi_trace is None and unread.outside:
+            one = sum(unread.outside.values()) == 1
+            raise TraceMismatchError(
+                f"the trace has no gradient collective in its steps to infer Ψ from: its "
+                f"{_listed(unread.outside)} {'falls' if one else 'fall'} outside the steps found (an "
+                "excerpt, or a trace of one step that repeats nothing): give --steps K, the optimizer steps "
+                "it holds (--steps 1 reads it whole as one), or --psi"
+                + (f"; {'it records' if one else 'they record'} bytes alone (a DeepSpeed comms log's sizes): "
+                   f"--dtype, the type carried, reads Ψ from {'it' if one else 'them'}"
+                   if unread.outside_unsized else ""))
         if psi_trace is None:
             raise TraceMismatchError(
                 "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
@@ -200,6 +228,12 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
                 f"{'step' if syncs == 1 else 'gradient reduction'})"
                 if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
     return psi, psi_how
+
+
+def _listed(calls: dict[str, int]) -> str:
+    """``{"reduce-scatter": 1, "all-reduce": 2}`` as "1 reduce-scatter and 2 all-reduces"."""
+    parts = [f"{n:,} {op}{'s' if n != 1 else ''}" for op, n in calls.items()]
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _heaviest_type(dt: Codes, use: np.ndarray, eb: np.ndarray,

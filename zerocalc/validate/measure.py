@@ -27,7 +27,7 @@ from zerocalc.validate.accounting import (
     _world_sizes,
     ring_bytes_factor,
 )
-from zerocalc.validate.classify import CATEGORIES, STEP, UNEXPLAINED
+from zerocalc.validate.classify import CATEGORIES, ONE_OFF, STEP, UNEXPLAINED
 from zerocalc.validate.columns import (
     Codes,
     Rows,
@@ -272,9 +272,11 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     data_ops = ops.isin(list(OP_NAMES))
     scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     grad = classify.gradient_calls(cat, ops, full)
-    unsized = infer._count((cat == STEP) & ops.isin(classify.GRADIENT_OPS) & (full == 0) & ~small, w)
-    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, scalars_only,
-                                   unsized)
+    reductions, outside = ops.isin(classify.GRADIENT_OPS) & ~small, cat == ONE_OFF
+    unread = infer.Unread(scalars_only, infer._count((cat == STEP) & reductions & (full == 0), w),
+                          _by_op(reductions & outside, ops, w),
+                          infer._count(reductions & outside & (full == 0), w))
+    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread)
     if own is not None:
         psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n)
     return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, own), notes
@@ -328,8 +330,13 @@ def _psi_in_trace(grad: np.ndarray, gs: np.ndarray, groups, ops: Codes, full: np
     return dense_psi, expert_psi, notes + more
 
 
+def _by_op(mask: np.ndarray, ops: Codes, w: np.ndarray | None) -> dict[str, int]:
+    """The calls of ``mask`` counted by op ({"reduce-scatter": 1}), in the ops' order."""
+    return {OP_NAMES[o]: n for o in ops.present(mask) if (n := infer._count(mask & ops.eq(o), w))}
+
+
 def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups, grad: np.ndarray, ops: Codes,
-         syncs: int, scalars_only: int, unsized: int = 0) -> tuple[int | None, int, str]:
+         syncs: int, unread: infer.Unread = infer.NOTHING_UNREAD) -> tuple[int | None, int, str]:
     """Ψ the trace shows (each rank's parameters: the dense ones and, under expert parallelism, the rank's
     experts), Ψ used (``--psi``, checked against it, else it; :func:`~.infer.infer_psi`) and how."""
     psi_trace = dense_psi
@@ -339,7 +346,7 @@ def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups,
         f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
         "each rank's parameters, dense and experts)")
     psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=groups.shard is not None,
-                                   parts=parts, scalars_only=scalars_only, unsized=unsized)
+                                   parts=parts, unread=unread)
     if expert_psi is not None:
         psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
                     f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")
