@@ -1172,6 +1172,8 @@ DEEP_LAYERS = [(128, 160), (160, 160), (160, 160), (160, 160), (160, 160), (160,
 # multiple of its shard ranks, so its calls carry more elements than the model has (input and output as
 # LAYERS')
 ODD_LAYERS = [(128, 191), (191, 150), (150, 96)]
+# widths so narrow that padding them to a multiple of 4 adds a fifth to the model (9 -> 12, 5 -> 8)
+NARROW_LAYERS = [(128, 9), (9, 5), (5, 96)]
 #: DDP's bucket_cap_mb in the bucket cases, under the model's size: DDP all-reduces every gradient in one
 #: bucket until it rebuilds its buckets (torch/nn/parallel/distributed.py: no initial bucketing unless
 #: find_unused_parameters), then in buckets of about this many MiB (one closes once it holds as much) in the
@@ -1554,6 +1556,13 @@ CASES = {
         "layers": ODD_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp2-narrow-widths": (lambda o: case_fsdp2(o, layers=NARROW_LAYERS, steps=2), {
+        "scheme": "FSDP2 fully_shard per Linear + root, reshard_after_forward=True, on layers of widths 9 "
+                  "and 5: each parameter's first dimension padded to a multiple of 4 (12, 8), a fifth more "
+                  "elements in its calls than the model has",
+        "layers": NARROW_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": fsdp_groups((4,)), "micro_batches": 1, "grad_sync": "every micro-batch",
+        "steps_profiled": 2}),
     "hsdp-2x2-odd-widths-ga2": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
                              steps=2, layers=ODD_LAYERS), {
