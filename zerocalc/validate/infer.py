@@ -175,9 +175,10 @@ NOTHING_UNREAD = Unread()
 
 
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
-              shard_only: bool = False, parts: str = "",
-              unread: Unread = NOTHING_UNREAD) -> tuple[int, str]:
-    """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`) or the trace's (read from the
+              shard_only: bool = False, parts: str = "", unread: Unread = NOTHING_UNREAD,
+              own: int | None = None) -> tuple[int, str]:
+    """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`, or against ``own``, the gradients' own
+    elements of it where the trace's calls carry padding: :mod:`.padding`) or the trace's (read from the
     gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error;
     ``unread``: why the trace shows none (:class:`Unread`), for the error."""
     scalars_only, unsized = unread.scalars_only, unread.unsized
@@ -214,15 +215,24 @@ def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Cod
         per = "one step's" if syncs == 1 else f"one of the step's {syncs} gradient reductions:"
         return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of {per} gradient "
                            f"{'/'.join(sorted({OP_NAMES[o] for o in ops.present(grad)}))} calls)")
-    if psi_trace is not None and abs(psi_trace - psi) > RTOL * psi:
+    # --psi is refused where it is off both the Ψ the calls reduce and the gradients' own count in it
+    off = [abs(n - psi) > RTOL * psi for n in (psi_trace, own) if n is not None]
+    if off and all(off):
         fewer = ("; fewer than --psi: frozen parameters send no gradient (a frozen backbone, LoRA's base "
                  "weights: give the trained parameters' count, or leave --psi out), and a compressing "
                  "comm hook (PowerSGD's low-rank factors) reduces fewer elements than it trains"
                  if psi_trace < psi else "")
         raise TraceMismatchError(
             f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
-            f"elements per {'step' if syncs == 1 else 'gradient reduction'}{parts}{fewer}"
+            f"elements per {'step' if syncs == 1 else 'gradient reduction'}{parts}"
+            + ("" if own is None or own == psi_trace else f" ({own:,} of them the gradients' own, the rest "
+               "FSDP2's padding)") + fewer
         )
+    per = 'step' if syncs == 1 else 'gradient reduction'
+    if off and off[0]:  # --psi is the gradients' own count, off what the calls carry: priced as they carry it
+        return psi_trace, (f"Ψ = {psi_trace:,}: what the trace's gradient collectives reduce per {per}, "
+                           f"and the schemes are priced with (--psi {psi:,} is the gradients' own count in "
+                           "it)")
     psi_how = f"Ψ = {psi:,}: from --psi"
     psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per "
                 f"{'step' if syncs == 1 else 'gradient reduction'})"

@@ -276,7 +276,7 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     unread = infer.Unread(scalars_only, infer._count((cat == STEP) & reductions & (full == 0), w),
                           _by_op(reductions & outside, ops, w),
                           infer._count(reductions & outside & (full == 0), w))
-    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread)
+    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
     if own is not None:
         psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n)
     return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, own), notes
@@ -336,7 +336,8 @@ def _by_op(mask: np.ndarray, ops: Codes, w: np.ndarray | None) -> dict[str, int]
 
 
 def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups, grad: np.ndarray, ops: Codes,
-         syncs: int, unread: infer.Unread = infer.NOTHING_UNREAD) -> tuple[int | None, int, str]:
+         syncs: int, unread: infer.Unread = infer.NOTHING_UNREAD,
+         own: int | None = None) -> tuple[int | None, int, str]:
     """Ψ the trace shows (each rank's parameters: the dense ones and, under expert parallelism, the rank's
     experts), Ψ used (``--psi``, checked against it, else it; :func:`~.infer.infer_psi`) and how."""
     psi_trace = dense_psi
@@ -346,7 +347,7 @@ def _psi(psi: int | None, dense_psi: int | None, expert_psi: int | None, groups,
         f" ({psi_trace - expert_psi:,} of dense parameters and {expert_psi:,} of the rank's experts: give "
         "each rank's parameters, dense and experts)")
     psi, psi_how = infer.infer_psi(psi, psi_trace, grad, ops, syncs, shard_only=groups.shard is not None,
-                                   parts=parts, unread=unread)
+                                   parts=parts, unread=unread, own=own)
     if expert_psi is not None:
         psi_how += (f": {psi - expert_psi:,} of dense parameters, their gradients reduced on groups of "
                     f"{groups.n}, and {expert_psi:,} of the rank's experts, on groups of {groups.expert}")
