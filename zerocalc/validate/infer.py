@@ -177,67 +177,71 @@ NOTHING_UNREAD = Unread()
 def infer_psi(psi: int | None, psi_trace: int | None, grad: np.ndarray, ops: Codes, syncs: int = 1,
               shard_only: bool = False, parts: str = "", unread: Unread = NOTHING_UNREAD,
               own: int | None = None) -> tuple[int, str]:
-    """Ψ: ``--psi`` (checked against the trace within :data:`RTOL`, or against ``own``, the gradients' own
-    elements of it where the trace's calls carry padding: :mod:`.padding`) or the trace's (read from the
-    gradient collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error;
-    ``unread``: why the trace shows none (:class:`Unread`), for the error."""
-    scalars_only, unsized = unread.scalars_only, unread.unsized
-    if psi is None:
-        if psi_trace is None and scalars_only:
-            from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+    """Ψ: ``--psi`` (checked against the trace: :func:`_given`) or the trace's (read from the gradient
+    collectives ``grad``), and how; ``parts``: what the trace's Ψ is made of, for the error; ``unread``: why
+    the trace shows none (:class:`Unread`), for the error; ``own``: the gradients' own elements of the
+    trace's Ψ where its calls carry padding (:mod:`.padding`)."""
+    if psi is not None:
+        return _given(psi, psi_trace, own, syncs, parts)
+    if psi_trace is None:
+        raise _unread(unread)
+    if shard_only:
+        grad = grad & ops.eq("reduce_scatter")
+    per = "one step's" if syncs == 1 else f"one of the step's {syncs} gradient reductions:"
+    return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of {per} gradient "
+                       f"{'/'.join(sorted({OP_NAMES[o] for o in ops.present(grad)}))} calls)")
 
-            raise TraceMismatchError(
-                f"the trace has no gradient collective: its {scalars_only:,} collective(s) are all scalars "
-                f"of at most {SCALAR_MAX_ELEMENTS} elements (losses, metrics), as an evaluation or inference "
-                "run sends them, so there is no training step to check")
-        if psi_trace is None and unsized:
-            raise TraceMismatchError(
-                f"the trace's {unsized:,} reduction(s) in its steps record no element count, only bytes "
-                "(a DeepSpeed comms log's sizes): give --dtype, the type they carry, to read Ψ from them, "
-                "or --psi")
-        if psi_trace is None and unread.outside:
-            one = sum(unread.outside.values()) == 1
-            raise TraceMismatchError(
-                f"the trace has no gradient collective in its steps to infer Ψ from: its "
-                f"{_listed(unread.outside)} {'falls' if one else 'fall'} outside the steps found (an "
-                "excerpt, or a trace of one step that repeats nothing): give --steps K, the optimizer steps "
-                "it holds (--steps 1 reads it whole as one), or --psi"
-                + (f"; {'it records' if one else 'they record'} bytes alone (a DeepSpeed comms log's sizes): "
-                   f"--dtype, the type carried, reads Ψ from {'it' if one else 'them'}"
-                   if unread.outside_unsized else ""))
-        if psi_trace is None:
-            raise TraceMismatchError(
-                "the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
-                "to infer Ψ from: give --psi"
-            )
-        if shard_only:
-            grad = grad & ops.eq("reduce_scatter")
-        per = "one step's" if syncs == 1 else f"one of the step's {syncs} gradient reductions:"
-        return psi_trace, (f"Ψ = {psi_trace:,}: inferred from the trace (elements of {per} gradient "
-                           f"{'/'.join(sorted({OP_NAMES[o] for o in ops.present(grad)}))} calls)")
-    # --psi is refused where it is off both the Ψ the calls reduce and the gradients' own count in it
+
+def _unread(unread: Unread) -> TraceMismatchError:
+    """The refusal of a trace that shows no Ψ, naming why (:class:`Unread`) and what reads it."""
+    if unread.scalars_only:
+        from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
+
+        return TraceMismatchError(
+            f"the trace has no gradient collective: its {unread.scalars_only:,} collective(s) are all "
+            f"scalars of at most {SCALAR_MAX_ELEMENTS} elements (losses, metrics), as an evaluation or "
+            "inference run sends them, so there is no training step to check")
+    if unread.unsized:
+        return TraceMismatchError(
+            f"the trace's {unread.unsized:,} reduction(s) in its steps record no element count, only bytes "
+            "(a DeepSpeed comms log's sizes): give --dtype, the type they carry, to read Ψ from them, "
+            "or --psi")
+    if unread.outside:
+        one = sum(unread.outside.values()) == 1
+        return TraceMismatchError(
+            f"the trace has no gradient collective in its steps to infer Ψ from: its "
+            f"{_listed(unread.outside)} {'falls' if one else 'fall'} outside the steps found (an "
+            "excerpt, or a trace of one step that repeats nothing): give --steps K, the optimizer steps "
+            "it holds (--steps 1 reads it whole as one), or --psi"
+            + (f"; {'it records' if one else 'they record'} bytes alone (a DeepSpeed comms log's sizes): "
+               f"--dtype, the type carried, reads Ψ from {'it' if one else 'them'}"
+               if unread.outside_unsized else ""))
+    return TraceMismatchError("the trace has no gradient collective (all-reduce, reduce-scatter or reduce) "
+                              "to infer Ψ from: give --psi")
+
+
+def _given(psi: int, psi_trace: int | None, own: int | None, syncs: int, parts: str) -> tuple[int, str]:
+    """``--psi`` checked against the trace: within :data:`RTOL` of the Ψ its gradient collectives reduce, or
+    of the gradients' own count in it (``own``, where its calls carry padding), else refused; taken as the
+    own count where it is that alone, the schemes then priced with what the calls carry."""
+    per = "step" if syncs == 1 else "gradient reduction"
     off = [abs(n - psi) > RTOL * psi for n in (psi_trace, own) if n is not None]
     if off and all(off):
         fewer = ("; fewer than --psi: frozen parameters send no gradient (a frozen backbone, LoRA's base "
                  "weights: give the trained parameters' count, or leave --psi out), and a compressing "
                  "comm hook (PowerSGD's low-rank factors) reduces fewer elements than it trains"
                  if psi_trace < psi else "")
-        raise TraceMismatchError(
-            f"--psi {psi:,} contradicts the trace: its gradient collectives reduce {psi_trace:,} "
-            f"elements per {'step' if syncs == 1 else 'gradient reduction'}{parts}"
-            + ("" if own is None or own == psi_trace else f" ({own:,} of them the gradients' own, the rest "
-               "FSDP2's padding)") + fewer
-        )
-    per = 'step' if syncs == 1 else 'gradient reduction'
-    if off and off[0]:  # --psi is the gradients' own count, off what the calls carry: priced as they carry it
+        padded = "" if own is None or own == psi_trace else (
+            f" ({own:,} of them the gradients' own, the rest FSDP2's padding)")
+        raise TraceMismatchError(f"--psi {psi:,} contradicts the trace: its gradient collectives reduce "
+                                 f"{psi_trace:,} elements per {per}{parts}{padded}{fewer}")
+    if off and off[0]:  # the gradients' own count, off what the calls carry: priced as they carry it
         return psi_trace, (f"Ψ = {psi_trace:,}: what the trace's gradient collectives reduce per {per}, "
                            f"and the schemes are priced with (--psi {psi:,} is the gradients' own count in "
                            "it)")
-    psi_how = f"Ψ = {psi:,}: from --psi"
-    psi_how += (f" (the trace's gradient collectives reduce {psi_trace:,} elements per "
-                f"{'step' if syncs == 1 else 'gradient reduction'})"
-                if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
-    return psi, psi_how
+    return psi, f"Ψ = {psi:,}: from --psi" + (
+        f" (the trace's gradient collectives reduce {psi_trace:,} elements per {per})"
+        if psi_trace is not None else " (the trace has no gradient collective to confirm it)")
 
 
 def _listed(calls: dict[str, int]) -> str:
