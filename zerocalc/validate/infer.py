@@ -225,8 +225,8 @@ def _given(psi: int, psi_trace: int | None, own: int | None, syncs: int, parts: 
     of the gradients' own count in it (``own``, where its calls carry padding), else refused; taken as the
     own count where it is that alone, the schemes then priced with what the calls carry."""
     per = "step" if syncs == 1 else "gradient reduction"
-    off = [abs(n - psi) > RTOL * psi for n in (psi_trace, own) if n is not None]
-    if off and all(off):
+    off_trace = psi_trace is not None and abs(psi_trace - psi) > RTOL * psi
+    if off_trace and (own is None or abs(own - psi) > RTOL * psi):
         fewer = ("; fewer than --psi: frozen parameters send no gradient (a frozen backbone, LoRA's base "
                  "weights: give the trained parameters' count, or leave --psi out), and a compressing "
                  "comm hook (PowerSGD's low-rank factors) reduces fewer elements than it trains"
@@ -235,7 +235,7 @@ def _given(psi: int, psi_trace: int | None, own: int | None, syncs: int, parts: 
             f" ({own:,} of them the gradients' own, the rest FSDP2's padding)")
         raise TraceMismatchError(f"--psi {psi:,} contradicts the trace: its gradient collectives reduce "
                                  f"{psi_trace:,} elements per {per}{parts}{padded}{fewer}")
-    if off and off[0]:  # the gradients' own count, off what the calls carry: priced as they carry it
+    if off_trace:  # the gradients' own count, off what the calls carry: priced as they carry it
         return psi_trace, (f"Ψ = {psi_trace:,}: what the trace's gradient collectives reduce per {per}, "
                            f"and the schemes are priced with (--psi {psi:,} is the gradients' own count in "
                            "it)")
