@@ -321,7 +321,7 @@ def _check_text(res, skipped=()) -> str:
                      f"{format_bytes(c.measured_bytes_per_rank_per_step):>12}{c.ratio:>8.3f}  {pat:<7}  "
                      f"{c.explanation}")
     lines.append("")
-    lines.append("c" + _verdict(res)[1:])
+    lines.append(_verdict(res, "consistent"))
     for group in res.indistinguishable:
         lines.append(f"the trace cannot tell apart: {', '.join(group)} (same collectives, same volume)")
     t = res.timing
@@ -382,9 +382,10 @@ def _check_layout_lines(m) -> list[str]:
     return out
 
 
-def _verdict(res) -> str:
-    """``Consistent with the trace (best first): …``, with the schemes that send the pattern in a regime of
-    their implementation the notes name (parameters kept, gathered on smaller groups, frozen …)."""
+def _verdict(res, lead: str = "Consistent") -> str:
+    """``Consistent with the trace (best first): …`` (``lead`` its first word), with the schemes that send the
+    pattern in a regime of their implementation the notes name (parameters kept, gathered on smaller groups,
+    frozen …)."""
     from zerocalc.validate import reused_sentence
 
     also = [(res.kept, "gathered parameters kept across the micro-batches"),
@@ -392,7 +393,7 @@ def _verdict(res) -> str:
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
             (res.frozen, "frozen parameters gathered and never reduced")]
-    return ("Consistent with the trace (best first): " + (_ranked(res) or "none")
+    return (f"{lead} with the trace (best first): " + (_ranked(res) or "none")
             + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
             + "".join(f"; also {', '.join(names)} with {how} (see the note above)"
                       for names, how in also if names))
