@@ -40,6 +40,7 @@ def _counted(case: str) -> tuple[int, int, int]:
 
 @pytest.mark.parametrize("case, reductions, shard, scheme", [
     ("fsdp2-odd-widths", 1, 4, "fsdp-full-shard"),  # 191 -> 192 and 150 -> 152 rows on 4 ranks
+    ("torch2.14-fsdp2-odd-widths", 1, 4, "fsdp-full-shard"),  # the same run under torch 2.14.1
     ("fsdp2-narrow-widths", 1, 4, "fsdp-full-shard"),  # 9 -> 12 and 5 -> 8: a fifth of the model
     ("hsdp-2x2-odd-widths-ga2", 2, 2, "fsdp-hybrid")])  # 191 -> 192 on 2; each micro-batch reduces
 def test_psi_is_what_the_calls_carry_and_the_gradients_own_count_is_beside_it(case, reductions, shard,

@@ -48,6 +48,8 @@ CASES = {
     "torch2.4-ddp-zero-ro-fp16-hook": ("torch-zero1", 4, None, PSI * 2 * 3 / 4 * 2 + PSI * 3 / 4 * 4),
     "torch2.4-fsdp1-hybrid-2x2": ("fsdp-hybrid", 4, 2,
                                   2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
+    # HSDP and DeepSpeed ZeRO-3 under torch 2.14.1 (DeepSpeed 0.19.8): the same calls as under torch 2.13
+    "torch2.14-hsdp-2x2": ("fsdp-hybrid", 4, 2, 2 * PSI / 2 * 4 + PSI / 2 * 4 + PSI / 2 * 2 * 1 / 2 * 4),
     # Hugging Face Trainer's DDP: one fp32 all-reduce of Ψ on 4, after its two gathers of the step's item
     # count (one element a rank, before the forward): one micro-batch, not two
     "hf-trainer-ddp": ("dp", 4, None, PSI * 2 * 3 / 4 * 4),
@@ -175,6 +177,7 @@ MICRO = {
     # the same, one ProfilerStep per micro-batch: every 4th holds the optimizer's all-gather
     "ds-zero2-ga4-step-per-micro-batch": (4, "every"),
     "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
+    "torch2.14-ds-zero3-ga4": (4, "every"),  # the same run under torch 2.14.1
     "fsdp2-ga4-sync-every": (4, "every"),
     "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
@@ -372,11 +375,12 @@ def test_deepspeed_zero3_reuse_regime_given_prices_that_regime_only():
     assert "deepspeed-zero3" in res0.matches
 
 
-def test_deepspeed_zero3_with_parameters_kept_keeps_its_verdict():
+@pytest.mark.parametrize("case", ["ds-zero3-ga4", "torch2.14-ds-zero3-ga4"])  # under torch 2.13 and 2.14.1
+def test_deepspeed_zero3_with_parameters_kept_keeps_its_verdict(case):
     # README ds-zero3-ga4: one gather of Ψ and one reduce-scatter of Ψ per micro-batch, 4 micro-batches
-    nbytes, elems = _counted_step_bytes("ds-zero3-ga4")
+    nbytes, elems = _counted_step_bytes(case)
     assert elems == {"c10d::_allgather_base_": 4.0, "c10d::_reduce_scatter_base_": 4.0}
-    ts = read_traces(RUNS / "ds-zero3-ga4")
+    ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta)
     assert "deepspeed-zero3" in res.matches and "zero3" not in res.matches
     ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
