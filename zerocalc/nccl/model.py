@@ -266,11 +266,15 @@ class Tuning:
                     out.append((a, p, t))
         return out
 
-    def choose(self, coll: Collective, n_bytes: float) -> tuple[Algorithm, Protocol, float]:
+    def choose(self, coll: Collective, n_bytes: float,
+               algorithm: Algorithm | None = None) -> tuple[Algorithm, Protocol, float]:
         """The pair NCCL picks: least time in its cost table (each pair's time by its ``choice_scale``), the
-        first in index order on a tie (``topoGetAlgoInfo``); the time returned is the pair's own."""
+        first in index order on a tie (``topoGetAlgoInfo``); the time returned is the pair's own. With
+        ``algorithm``, the protocol it picks for that algorithm, as under ``NCCL_ALGO`` of that one."""
         best = None
         for a, p, t in self.times(coll, n_bytes):
+            if algorithm is not None and a != algorithm:
+                continue
             cost = t * self.entries[(coll, a, p)].choice_scale
             if best is None or cost < best[3]:
                 best = (a, p, t, cost)

@@ -154,8 +154,9 @@ def predict(tuning: Tuning, coll: Collective, n_bytes: float,
     time is the call's on the channels NCCL ``version`` launches it on under ``launch_env``
     (:func:`launched`). With ``ofi`` (aws-ofi-nccl's tuner plugin, loaded into an NCCL of tuner API
     ``tuner_api``), the pair it returns where it returns one (:func:`ofi_pair`), on NCCL's own channels.
-    With ``pair``, that pair's time whatever NCCL would choose (the pair a trace's kernel ran), launched and
-    calibrated as NCCL's own choice is; ``time_s`` is ``None`` where the machine cannot run it."""
+    With ``pair``, that pair's time whatever NCCL would choose (the algorithm a trace's kernels ran, at the
+    protocol NCCL picks in it), launched and calibrated as NCCL's own choice is; ``time_s`` is ``None``
+    where the machine cannot run it."""
     channels = line = run = full = None
     by_ofi = False
     if tuner is not None:

@@ -169,8 +169,8 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
         priced = priced.assign(ranks=priced["ranks"].mask(unstated, ",".join(map(str, range(m.world_size)))))
     priced = _placed(priced, g)
     tunings: dict = {}  # one communicator's table per group size and node fill
-    records = _records(priced, per_rank_step, lambda op, group, size, per_node, pair=None: _call_time(
-        op, group, size, topology, release, version, env, per_node, tunings, pair))
+    records = _records(priced, per_rank_step, lambda op, group, size, per_node, algorithm=None: _call_time(
+        op, group, size, topology, release, version, env, per_node, tunings, algorithm))
     pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records if r["category"] == "step")
     ours = priced[priced["category"] == "step"]
     meas = float(ours["dur"].sum()) / per_rank_step
@@ -184,20 +184,27 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
 
 _KERNEL_ALGOS = {"RING": "Ring", "TREE": "Tree", "COLLNET_DIRECT": "CollNetDirect",
                  "COLLNET_CHAIN": "CollNetChain", "NVLS": "NVLS", "NVLS_TREE": "NVLSTree", "PAT": "PAT"}
-_KERNEL_PROTOS = {"LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
-_KERNEL_PAIR = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_"
-                          r"(LL128|LL|SIMPLE)(?:_|$)")
+_KERNEL_ALGO = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_"
+                          r"(?:LL128|LL|SIMPLE)(?:_|$)")
 
 
-def kernel_pair(name: str) -> str | None:
-    """The algorithm/protocol pair an NCCL kernel's name states (``ncclKernel_AllReduce_RING_LL_Sum_float``
-    up to NCCL 2.18, ``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` after: ``Ring/LL``); ``None`` for a kernel
-    that states none (the generic kernel of NCCL 2.19 on) and for send / receive (all-to-all), whose
-    ``ncclKernel_SendRecv_RING_SIMPLE_...`` up to NCCL 2.18 names no ring it runs."""
-    if "SendRecv" in str(name or ""):  # point-to-point: no ring, whatever its name says
+def kernel_algorithm(name: str) -> str | None:
+    """The algorithm an NCCL kernel's name states, ``None`` where it states none. No name states the
+    protocol: NCCL builds a collective's kernel for LL alone and runs the call's own protocol (and reduction
+    operator) inside it through its table of device functions. Up to NCCL 2.18 there is one such kernel per
+    algorithm (``ncclKerns``, ``src/enqueue.cc`` v2.8-v2.18: every protocol of (collective, algorithm, type)
+    → ``ncclKernel_<coll>_<ALGO>_LL_Sum_<type>``), so ``ncclKernel_AllReduce_RING_LL_Sum_float`` is Ring at
+    any protocol. From 2.19 the kernels are those of ``best_kernel`` (``src/device/generate.py`` v2.19-v2.30):
+    a reduction's is ``…_TREE_LL`` for Tree and ``…_RING_LL`` for every other algorithm (Ring, NVLS, NVLS
+    Tree, CollNet, PAT), an all-gather's or broadcast's ``…_RING_LL`` for all: only Tree is stated.
+    Send / receive (all-to-all) names no ring it runs."""
+    name = str(name or "")
+    m = _KERNEL_ALGO.search(name)
+    if m is None or "SendRecv" in name:
         return None
-    m = _KERNEL_PAIR.search(str(name or ""))
-    return None if m is None else f"{_KERNEL_ALGOS[m.group(1)]}/{_KERNEL_PROTOS[m.group(2)]}"
+    if name.startswith("ncclKernel_"):
+        return _KERNEL_ALGOS[m.group(1)]
+    return "Tree" if m.group(1) == "TREE" else None
 
 
 def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
@@ -228,7 +235,7 @@ def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
                          "group_size": np.nan_to_num(c.group_size[step], nan=0).astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
-                         "ran": [kernel_pair(k) for k in kernels], "ranks": ranks,
+                         "ran": [kernel_algorithm(k) for k in kernels], "ranks": ranks,
                          "name": pd.Series(desc, index=range(len(step)), dtype=object).replace("undefined",
                                                                                                 "")})
 
@@ -257,10 +264,12 @@ def _placed(priced: pd.DataFrame, gpus_per_node: int) -> pd.DataFrame:
 def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
     """One record per distinct (category, collective, group, its ranks a node, bytes) of the ``priced``
     calls, in order of first appearance: calls per rank and step, the mean and fastest-rank durations,
-    ``price(op, group, bytes, ranks a node)``'s time and pair, their ratio, the pair the kernels ran where
-    their names state it and ``price(..., that pair)``'s time of it (``ran_predicted_s``: where the model
-    picks another pair, whether the links run the pair NCCL ran as the model times it), the group's name,
-    its nodes and whether the trace's ranks placed it (``placement`` "ranks", else "packed")."""
+    ``price(op, group, bytes, ranks a node)``'s time and pair, their ratio, the algorithm the kernels ran
+    where their names state it (:func:`kernel_algorithm`) and ``price(..., that algorithm)``'s pair and time
+    (``ran_pair``, ``ran_predicted_s``: the protocol NCCL's model picks within it; where the model picks
+    another algorithm, whether the links run the one NCCL ran as the model times it), the group's name, its
+    nodes and whether the trace's ranks placed it (``placement`` "ranks", else "packed"). ``ran``, which
+    stated a pair read off the kernels' names, is kept and ``None``: no name states the protocol."""
     records = []
     keys = ["category", "op", "group_size", "name", "per_node", "bytes"]
     for (category, op, group, name, per_node, size), rows in priced.groupby(keys, sort=False):
@@ -268,8 +277,8 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
         ran = rows["ran"].dropna()
         ran = ran.mode().iloc[0] if len(ran) else None
-        t_ran = None if ran is None else t if ran == pair else price(op, int(group), float(size),
-                                                                      int(per_node), ran)[0]
+        t_ran, ran_pair = (None, None) if ran is None else (t, pair) if pair.startswith(f"{ran}/") else price(
+            op, int(group), float(size), int(per_node), ran)
         records.append({"op": op, "group_size": int(group), "bytes": float(size), "category": category,
                         "group_name": name or None,
                         "nodes": -(-int(group) // int(per_node)), "ranks_per_node": int(per_node),
@@ -277,16 +286,17 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
                         "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
                         "ratio": measured / t if t > 0 else math.nan,
-                        "ran": ran, "ran_predicted_s": t_ran})
+                        "ran": None, "ran_algorithm": ran, "ran_pair": ran_pair, "ran_predicted_s": t_ran})
     return records
 
 
 def _call_time(op: str, group: int, n_bytes: float, topology, release, version: str, env,
-               per_node: int, tunings: dict, pair: str | None = None) -> tuple[float | None, str]:
+               per_node: int, tunings: dict, algorithm: str | None = None) -> tuple[float | None, str | None]:
     """One call of ``op`` on ``group`` ranks, ``per_node`` of them a node, of ``n_bytes`` (the nccl-tests
     size: the whole buffer, the gathered one for all-gather and reduce-scatter) as NCCL's model prices it:
-    seconds and the pair (``Ring/Simple``, ``P2P/Simple``); with ``pair`` (``Ring/LL``, the one the trace's
-    kernel ran), that pair's time (``None`` where the machine has none)."""
+    seconds and the pair (``Ring/Simple``, ``P2P/Simple``); with ``algorithm`` (``Ring``, the one the
+    trace's kernels ran), the pair of it NCCL's model picks and its time (``None``, ``None`` where the
+    machine cannot run it)."""
     from zerocalc.nccl.model import tune
     from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
     from zerocalc.nccl.predict import as_nccl_collective, predict
@@ -307,13 +317,24 @@ def _call_time(op: str, group: int, n_bytes: float, topology, release, version: 
     coll = as_nccl_collective(op)
     fits, _ = phase_calibration(topology, coll.value, group, topo_g)
     forced = None
-    if pair is not None:
-        from zerocalc.nccl.tables import Protocol
-
-        algo, proto = pair.split("/")
-        forced = (Algorithm(algo), Protocol(proto))
+    if algorithm is not None:
+        algo = Algorithm(algorithm)
+        if not any(a == algo for a, _, _ in tuning.times(coll, n_bytes)):
+            return None, None
+        forced = tuning.choose(coll, n_bytes, algo)[:2]
     pr = predict(tuning, coll, n_bytes, fits, launch_env=env.launch, pair=forced)
     return pr.time_s, f"{pr.algorithm.value}/{pr.protocol.value}"
+
+
+def _ran_words(r: dict, format_seconds) -> str:
+    """What a line says of the algorithm the call's kernels ran, where their names state one the model did
+    not pick: that algorithm and the model's time of it."""
+    ran, pair = r.get("ran_algorithm"), r.get("ran_pair")
+    if not ran or r["pair"].startswith(f"{ran}/"):
+        return ""
+    timed = (f", which NCCL's model times at {format_seconds(r['ran_predicted_s'])} ({pair})"
+             if pair and r.get("ran_predicted_s") is not None else "")
+    return f"; the trace's kernels ran {ran} (their names state no protocol){timed}"
 
 
 def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) -> list[str]:
@@ -334,10 +355,7 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
                      f"measured {format_seconds(r['measured_s'])}, NCCL {r['pair']} "
                      f"{format_seconds(r['predicted_s'])}, ratio {r['ratio']:.3g}"
                      + (f" (fastest rank {format_seconds(r['fastest_rank_s'])})" if fastest else "")
-                     + (f"; the trace's kernel ran {r['ran']}" if r.get("ran") else "")
-                     + (f", which NCCL's model times at {format_seconds(r['ran_predicted_s'])}"
-                        if r.get("ran") and r["ran"] != r["pair"] and r.get("ran_predicted_s") is not None
-                        else ""))
+                     + _ran_words(r, format_seconds))
     if len(top) > limit:
         lines.append(f"  … and {len(top) - limit} more (--format json lists them all)")
     other = t.other

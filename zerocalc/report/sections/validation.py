@@ -102,7 +102,8 @@ def _nccl_timing(w: Writer, t) -> None:
               + ("" if r["placement"] == "ranks" else " (packed)"),
               f"{r['calls_per_rank_per_step']:g}", format_seconds(r["measured_s"]),
               *([format_seconds(r["fastest_rank_s"])] if fastest else []), format_seconds(r["predicted_s"]),
-              r["pair"] + (f" (ran {r['ran']})" if r.get("ran") and r["ran"] != r["pair"] else ""),
+              r["pair"] + (f" (ran {r['ran_algorithm']})" if r.get("ran_algorithm")
+                           and not r["pair"].startswith(f"{r['ran_algorithm']}/") else ""),
               f"{r['ratio']:.3g}"] for r in top],
             align="llrrr" + ("r" if fastest else "") + "lr", size=7.0)
 
