@@ -177,7 +177,7 @@ def test_the_reports_validation_section_shows_the_timing(tmp_path):
 def test_the_algorithm_the_kernels_ran_is_timed_at_the_protocol_nccl_picks_in_it():
     # the DLRM kernels are Ring's, and NCCL's model picks Ring too (LL for the 448 B call, LL128 for the two
     # larger ones): the pair the model times for the algorithm they ran is its own choice, and no line says
-    # more. The fastest rank of each call, read off the trace, stays within 0.75-1.5 of that time
+    # more. The fastest rank of each call, read off the trace, stays within 0.8-1.5 of that time
     per_rank = [_all_reduce_kernels_us(r) for r in range(8)]
     fastest = [min(k[i] for k in per_rank) * 1e-6 for i in range(3)]  # in trace order: 394241, 112, 226960
     calls = [c for c in _check()["calls"] if c["op"] == "all_reduce"]
@@ -185,7 +185,7 @@ def test_the_algorithm_the_kernels_ran_is_timed_at_the_protocol_nccl_picks_in_it
     for c, f in zip(calls, fastest, strict=True):
         assert c["pair"].startswith("Ring/") and c["ran_pair"] == c["pair"]
         assert c["ran_predicted_s"] == c["predicted_s"] and c["fastest_rank_s"] == pytest.approx(f)
-        assert 0.75 <= f / c["ran_predicted_s"] <= 1.5
+        assert 0.8 <= f / c["ran_predicted_s"] <= 1.5
     # under NCCL_ALGO=Tree the model picks Tree and cannot run Ring: the line names what the kernels ran
     r = runner.invoke(app, ["check", str(DLRM), "--topology", "dgx-1-v100", "--nccl-algo", "Tree"])
     assert r.exit_code == 0, r.output

@@ -235,7 +235,7 @@ def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
                          "group_size": np.nan_to_num(c.group_size[step], nan=0).astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
-                         "ran": [kernel_algorithm(k) for k in kernels], "ranks": ranks,
+                         "kernel_algorithm": [kernel_algorithm(k) for k in kernels], "ranks": ranks,
                          "name": pd.Series(desc, index=range(len(step)), dtype=object).replace("undefined",
                                                                                                 "")})
 
@@ -275,10 +275,14 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
     for (category, op, group, name, per_node, size), rows in priced.groupby(keys, sort=False):
         t, pair = price(op, int(group), float(size), int(per_node))
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
-        ran = rows["ran"].dropna()
+        ran = rows["kernel_algorithm"].dropna()
         ran = ran.mode().iloc[0] if len(ran) else None
-        t_ran, ran_pair = (None, None) if ran is None else (t, pair) if pair.startswith(f"{ran}/") else price(
-            op, int(group), float(size), int(per_node), ran)
+        if ran is None:
+            t_ran, ran_pair = None, None
+        elif pair.startswith(f"{ran}/"):  # the model's own choice is of that algorithm
+            t_ran, ran_pair = t, pair
+        else:
+            t_ran, ran_pair = price(op, int(group), float(size), int(per_node), ran)
         records.append({"op": op, "group_size": int(group), "bytes": float(size), "category": category,
                         "group_name": name or None,
                         "nodes": -(-int(group) // int(per_node)), "ranks_per_node": int(per_node),
