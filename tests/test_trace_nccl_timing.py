@@ -169,7 +169,8 @@ def test_the_reports_validation_section_shows_the_timing(tmp_path):
                             str(DLRM)])
     assert r.exit_code == 0, r.output
     text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
-    assert "Timed by NCCL 2.30's own cost model (v2.30.7-1 tuning.cc) on dgx-1-v100" in text
+    # the DLRM kernels are named ncclKernel_...: priced as NCCL 2.18.6, the last release of that naming
+    assert "Timed by NCCL 2.18's own cost model (v2.18.6-1 tuning.cc) on dgx-1-v100" in text
     took = "took 1.33 ms per rank per step (sum of kernel durations), 175 µs on each call's fastest rank"
     assert took in text
 
@@ -250,7 +251,7 @@ def test_check_without_topology_names_the_preset_of_the_traces_gpus():
     assert not [n for n in json.loads(resnet.stdout)["notes"] if "deviceProperties" in n]
 
 
-def test_a_trace_that_states_no_release_says_which_priced_it():
+def test_a_trace_that_states_no_release_says_which_priced_it(tmp_path):
     # the DLRM ranks' distributedInfo has no nccl_version; the resnet trace's states 2.17.1
     from zerocalc.nccl import LATEST
 
@@ -261,10 +262,26 @@ def test_a_trace_that_states_no_release_says_which_priced_it():
         r = runner.invoke(app, ["check", str(path), "--format", "json", *args])
         return json.loads(r.stdout)["notes"]
 
+    # its kernels are named ncclKernel_...: NCCL 2.18 or before (src/enqueue.cc ncclKerns up to v2.18.6;
+    # ncclDevKernel_... from v2.19.3, src/device/generate.py), priced as the last release of that naming
+    said = ("--topology: the trace states no NCCL version; its NCCL kernels are named ncclKernel_… "
+            "(ncclDevKernel_… from NCCL 2.19): its calls are priced as NCCL 2.18.6, the last release of that "
+            "naming (--nccl-version to choose the run's)")
+    assert said in notes(DLRM, "--topology", "dgx-1-v100")
+    # the same trace with its kernels named as NCCL 2.19 on names them: the latest release prices it
+    renamed = tmp_path / "dlrm-ncclDevKernel"
+    renamed.mkdir()
+    for f in sorted(DLRM.glob("rank*.json.gz")):
+        text = gzip.decompress(f.read_bytes()).decode()
+        text = text.replace("ncclKernel_AllReduce_RING_LL_Sum_float",
+                            "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+        text = text.replace("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", "ncclDevKernel_SendRecv")
+        assert "ncclKernel_" not in text
+        (renamed / f.name).write_bytes(gzip.compress(text.encode()))
     latest = LATEST.tag.lstrip("v").split("-")[0]
     said = ("--topology: the trace states no NCCL version; its calls are "
             f"priced by the latest release modelled, {latest} (--nccl-version to choose the run's)")
-    assert said in notes(DLRM, "--topology", "dgx-1-v100")
+    assert said in notes(renamed, "--topology", "dgx-1-v100")
     chosen = notes(DLRM, "--topology", "dgx-1-v100", "--nccl-version", "2.18.1")
     resnet = notes(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz", "--topology", "dgx-a100")
     assert not [n for n in chosen + resnet if "states no NCCL version" in n]

@@ -188,6 +188,23 @@ _KERNEL_ALGO = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|N
                           r"(?:LL128|LL|SIMPLE)(?:_|$)")
 
 
+#: The last NCCL release whose collective kernels are named ``ncclKernel_…`` (``ncclKerns``,
+#: ``src/enqueue.cc`` v2.8-v2.18.6); from v2.19.3 they are ``ncclDevKernel_…`` (``src/device/generate.py``).
+LAST_NCCLKERNEL_RELEASE = "2.18.6"
+
+
+def release_by_kernel_names(m) -> str | None:
+    """The release a trace that states none is priced as by its NCCL kernels' names:
+    :data:`LAST_NCCLKERNEL_RELEASE` where each is ``ncclKernel_…`` (NCCL 2.18 or before), as a table in
+    nccl-tests' layout before v2.13 is priced as the last release of that layout; ``None`` otherwise
+    (``ncclDevKernel_…``: 2.19 or later, priced as the latest modelled)."""
+    rows = m.columns.rows
+    if not rows.has("kernel"):
+        return None
+    names = [n for n in rows.codes("kernel").present() if n.startswith(("ncclKernel", "ncclDevKernel"))]
+    return LAST_NCCLKERNEL_RELEASE if names and all(n.startswith("ncclKernel_") for n in names) else None
+
+
 def kernel_algorithm(name: str) -> str | None:
     """The algorithm an NCCL kernel's name states, ``None`` where it states none. No name states the
     protocol: NCCL builds a collective's kernel for LL alone and runs the call's own protocol (and reduction

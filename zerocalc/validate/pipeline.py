@@ -12,7 +12,7 @@ from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.frozen import frozen_note
 from zerocalc.validate.measure import Measurement, measure
-from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing
+from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing, release_by_kernel_names
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
     kept_for_backward_note,
@@ -187,9 +187,15 @@ def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: st
     if hint:
         notes.append(hint)
     if timed_by_nccl is not None and not nccl.get("nccl_version") and not _stated_versions(meta):
-        notes.append("--topology: the trace states no NCCL version; its "
-                     f"calls are priced by the latest release modelled, {timed_by_nccl.release} "
-                     "(--nccl-version to choose the run's)")
+        if release_by_kernel_names(m):
+            notes.append(f"--topology: the trace states no NCCL version; its NCCL kernels are named "
+                         f"ncclKernel_… (ncclDevKernel_… from NCCL 2.19): its calls are priced as NCCL "
+                         f"{timed_by_nccl.release}, the last release of that naming (--nccl-version to "
+                         "choose the run's)")
+        else:
+            notes.append("--topology: the trace states no NCCL version; its "
+                         f"calls are priced by the latest release modelled, {timed_by_nccl.release} "
+                         "(--nccl-version to choose the run's)")
     if nccl is not None and timed_by_nccl is None:
         notes.append("--topology: the trace records no call durations, so NCCL's model has nothing to be "
                      "set against")
@@ -363,4 +369,6 @@ def _by_nccl(m: Measurement, nccl: dict, meta: dict | None, gpus_per_node: int |
     options = {k: v for k, v in nccl.items() if k != "topology"}
     if options.get("nccl_version") is None and len(stated) == 1:
         options["nccl_version"] = next(iter(stated))
+    elif options.get("nccl_version") is None and not stated:
+        options["nccl_version"] = release_by_kernel_names(m)
     return nccl_timing(m, nccl["topology"], gpus_per_node=gpus_per_node, backend=backend, **options)
