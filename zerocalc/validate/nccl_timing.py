@@ -1,15 +1,16 @@
 """A training trace's collectives timed by NCCL's own cost model on a cluster (``check TRACE --topology``).
 
-Each call of the profiled steps the trace measured (its collective, group size, bytes and kernel
-duration) is priced as ``zerocalc table`` prices a phase's call (:mod:`zerocalc.nccl.steps`): NCCL's model of
-the release the trace states (``distributedInfo.nccl_version`` of a PyTorch profiler trace) or
-``--nccl-version``, on ``--topology`` with the group placed on its nodes (below), the pair NCCL picks for the
-call's size under ``NCCL_ALGO`` / ``NCCL_PROTO``, all-to-all by zerocalc's model of NCCL's point-to-point
-path. Each distinct (category, collective, group, size) is one line: the calls per rank and step, the mean
-measured duration, NCCL's predicted time and the pair, and their ratio (measured / predicted, as the trace's
-α-β timing states it). The step's total is the sum over the priced calls of its gradient and parameter
-traffic (the check's category "step", :mod:`zerocalc.validate.classify`); the steps' other NCCL calls
-(model buffers, scalars, a tensor-parallel group's, all-to-all) are timed beside it, and every call is
+Each call of the profiled steps the trace measured (its collective, group size, bytes and kernel duration) is
+priced as ``zerocalc table`` prices a phase's call (:mod:`zerocalc.nccl.steps`): NCCL's model of the release
+the trace states (``distributedInfo.nccl_version`` of a PyTorch profiler trace) or ``--nccl-version`` (where
+neither states one, the last release whose kernels are named as the trace's, :func:`release_by_kernel_names`,
+else the latest modelled), on ``--topology`` with the group placed on its nodes (below), the pair NCCL picks
+for the call's size under ``NCCL_ALGO`` / ``NCCL_PROTO``, all-to-all by zerocalc's model of NCCL's
+point-to-point path. Each distinct (category, collective, group, size) is one line: the calls per rank and
+step, the mean measured duration, NCCL's predicted time and the pair, and their ratio (measured / predicted,
+as the trace's α-β timing states it). The step's total is the sum over the priced calls of its gradient and
+parameter traffic (the check's category "step", :mod:`zerocalc.validate.classify`); the steps' other NCCL
+calls (model buffers, scalars, a tensor-parallel group's, all-to-all) are timed beside it, and every call is
 summed per group too.
 
 A group is placed on the nodes its members' global ranks fall on (rank r on node r // G, as torchrun and
@@ -239,7 +240,7 @@ def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
     """The step calls ``step`` of columns ``c`` (:class:`zerocalc.validate.measure.CallColumns`): op, group
-    size, bytes (the nccl-tests size), duration, rank, step, the pair its kernel's name states, its
+    size, bytes (the nccl-tests size), duration, rank, step, the algorithm its kernel's name states, its
     group's global ranks as the trace states them (``"0,8"``; ``""``: not stated) and its process group's
     description (``mesh_shard``, ``default_pg``; ``""``: none, or PyTorch's ``undefined``)."""
     kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else [""] * len(step)
@@ -347,11 +348,18 @@ def _call_time(op: str, group: int, n_bytes: float, topology, release, version: 
     return pr.time_s, f"{pr.algorithm.value}/{pr.protocol.value}"
 
 
+def ran_elsewhere(r: dict) -> str | None:
+    """The algorithm a call's kernels ran (:func:`kernel_algorithm`) where it is not the one of the pair
+    NCCL's model picks (record ``r`` of :attr:`NcclTiming.calls`), else ``None``."""
+    ran = r.get("ran_algorithm")
+    return ran if ran and not r["pair"].startswith(f"{ran}/") else None
+
+
 def _ran_words(r: dict, format_seconds) -> str:
     """What a line says of the algorithm the call's kernels ran, where their names state one the model did
     not pick: that algorithm and the model's time of it."""
-    ran, pair = r.get("ran_algorithm"), r.get("ran_pair")
-    if not ran or r["pair"].startswith(f"{ran}/"):
+    ran, pair = ran_elsewhere(r), r.get("ran_pair")
+    if ran is None:
         return ""
     timed = (f", which NCCL's model times at {format_seconds(r['ran_predicted_s'])} ({pair})"
              if pair and r.get("ran_predicted_s") is not None else "")

@@ -77,7 +77,7 @@ def draw(w: Writer, data: ReportData) -> None:
 def _nccl_timing(w: Writer, t) -> None:
     """A trace's calls timed by NCCL's model on the report's topology (:mod:`zerocalc.validate.nccl_timing`):
     the step's total against it, and its largest calls."""
-    from zerocalc.validate.nccl_timing import CATEGORY_WORDS
+    from zerocalc.validate.nccl_timing import CATEGORY_WORDS, ran_elsewhere
 
     fastest = not np.isnan(t.fastest_step_time_s)
     other = t.other
@@ -102,8 +102,7 @@ def _nccl_timing(w: Writer, t) -> None:
               + ("" if r["placement"] == "ranks" else " (packed)"),
               f"{r['calls_per_rank_per_step']:g}", format_seconds(r["measured_s"]),
               *([format_seconds(r["fastest_rank_s"])] if fastest else []), format_seconds(r["predicted_s"]),
-              r["pair"] + (f" (ran {r['ran_algorithm']})" if r.get("ran_algorithm")
-                           and not r["pair"].startswith(f"{r['ran_algorithm']}/") else ""),
+              r["pair"] + (f" (ran {ran_elsewhere(r)})" if ran_elsewhere(r) else ""),
               f"{r['ratio']:.3g}"] for r in top],
             align="llrrr" + ("r" if fastest else "") + "lr", size=7.0)
 
