@@ -10,11 +10,32 @@ from typing import Annotated
 
 import typer
 
+from zerocalc.cli.model_options import (
+    InterAlphaUs,
+    InterBwGBps,
+    IntraAlphaUs,
+    IntraBwGBps,
+    TableDtype,
+    TableGpuMemory,
+    TableGpusPerNode,
+    TableGradDtype,
+    TableGradSync,
+    TableHsdpShardSize,
+    TableK,
+    TableMicroBatches,
+    TableN,
+    TableParamDtype,
+    TablePp,
+    TablePsi,
+    TableReuseDistance,
+    TableSchemes,
+    TableSort,
+    TableTopology,
+    TableTp,
+)
 from zerocalc.cli.options import (
-    _DTYPE_HELP,
     _MODEL_HELP,
     _OFI_HELP,
-    _TOPOLOGY_HELP,
     _TUNER_HELP,
     BUCKET_HELP,
     NcclAlgoOption,
@@ -168,48 +189,27 @@ def _dp_gpus_per_node(g: int, tp: int, dp: int) -> int:
 
 
 def table_command(
-    psi: str = typer.Option(None, "--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T [default: 7.5e9]."),
-    n: int = typer.Option(64, "--n", help="GPUs in the world: the data-parallel degree N when --tp and --pp "
-                                          "are 1, else N = n/(tp·pp)."),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node",
-                                      help="GPUs per node [default: the topology's]."),
-    topology: str = typer.Option(
-        "dgx-a100", "--topology",
-        help=_TOPOLOGY_HELP),
-    dtype: str = typer.Option(None, "--dtype", help=_DTYPE_HELP + " Sets both sides [default: fp16]."),
-    param_dtype: str = typer.Option(None, "--param-dtype",
-                                    help="Dtype of the parameter-side collectives (all-gather, broadcast of "
-                                         "parameters), e.g. FSDP2 param_dtype [default: --dtype]."),
-    grad_dtype: str = typer.Option(None, "--grad-dtype",
-                                   help="Dtype of the gradient-side collectives (all-reduce, reduce-scatter, "
-                                        "reduce), e.g. FSDP2 reduce_dtype [default: --dtype]."),
-    micro_batches: int = typer.Option(1, "--micro-batches",
-                                      help="Micro-batches per optimizer step (gradient accumulation); each "
-                                           "scheme runs its collectives per micro-batch or per step as its "
-                                           "implementation does (zerocalc derive SCHEME)."),
-    grad_sync: str = typer.Option("every", "--grad-sync",
-                                  help="every or boundary: where the implementation lets you choose (DDP "
-                                       "and FSDP no_sync() / set_requires_gradient_sync(False)), reduce "
-                                       "gradients every micro-batch or only in the last."),
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel degree (the data-parallel group is n/(tp·pp))."),
-    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel degree."),
-    hsdp_shard_size: int = typer.Option(None, "--hsdp-shard-size",
-                                        help="fsdp-hybrid: ranks in one shard group H [default: the data-"
-                                             "parallel group's GPUs per node]."),
-    reuse_distance: float = typer.Option(1e9, "--reuse-distance",
-                                         help="deepspeed-zero3: stage3_max_reuse_distance, parameter "
-                                              "elements [default: DeepSpeed's 1e9]."),
-    k: float = typer.Option(12.0, "--k",
-                            help="Optimizer-state bytes per parameter (12: mixed-precision Adam)."),
-    schemes: str = typer.Option(None, "--schemes", help="Comma-separated scheme names [default: all]."),
+    psi: TablePsi = None,
+    n: TableN = 64,
+    gpus_per_node: TableGpusPerNode = None,
+    topology: TableTopology = "dgx-a100",
+    dtype: TableDtype = None,
+    param_dtype: TableParamDtype = None,
+    grad_dtype: TableGradDtype = None,
+    micro_batches: TableMicroBatches = 1,
+    grad_sync: TableGradSync = "every",
+    tp: TableTp = 1,
+    pp: TablePp = 1,
+    hsdp_shard_size: TableHsdpShardSize = None,
+    reuse_distance: TableReuseDistance = 1e9,
+    k: TableK = 12.0,
+    schemes: TableSchemes = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.",
                                              case_sensitive=False)] = TableFormat.table,
-    intra_alpha_us: float = typer.Option(None, "--intra-alpha-us", help="Override: intra-node latency, µs."),
-    intra_bw_gbps: float = typer.Option(None, "--intra-bw-GBps",
-                                        help="Override: one GPU's intra-node bandwidth, GB/s."),
-    inter_alpha_us: float = typer.Option(None, "--inter-alpha-us", help="Override: inter-node latency, µs."),
-    inter_bw_gbps: float = typer.Option(None, "--inter-bw-GBps",
-                                        help="Override: one node's inter-node bandwidth, GB/s."),
+    intra_alpha_us: IntraAlphaUs = None,
+    intra_bw_gbps: IntraBwGBps = None,
+    inter_alpha_us: InterAlphaUs = None,
+    inter_bw_gbps: InterBwGBps = None,
     nccl_version: NcclVersionOption = None,
     nccl_algo: NcclAlgoOption = None,
     nccl_proto: NcclProtoOption = None,
@@ -217,11 +217,8 @@ def table_command(
     nccl_tuner: str = typer.Option(None, "--nccl-tuner", help=_TUNER_HELP),
     ofi_tuner: str = typer.Option(None, "--ofi-tuner", help=_OFI_HELP),
     model: str = typer.Option(None, "--model", help=_MODEL_HELP),
-    gpu_memory: str = typer.Option(None, "--gpu-memory",
-                                   help="Memory of one GPU (80GB, 80GiB): adds a 'fits' column "
-                                        "[default: the topology's, if it names one]."),
-    sort: str = typer.Option(None, "--sort", help="time: the schemes that fit first, fastest first "
-                                                  "(ring time); memory: least memory first."),
+    gpu_memory: TableGpuMemory = None,
+    sort: TableSort = None,
     bucket: str = typer.Option(None, "--bucket", help=BUCKET_HELP),
 ) -> None:
     """Per-rank bytes sent per optimizer step, α-β time per algorithm, NCCL's own choice and time, and

@@ -9,6 +9,29 @@ from typing import Annotated
 
 import typer
 
+from zerocalc.cli.model_options import (
+    TIME_MODEL_HELP,
+    PlanDtype,
+    PlanFormat,
+    PlanGradDtype,
+    PlanMicroBatches,
+    PlanN,
+    PlanNcclAlgo,
+    PlanNcclProto,
+    PlanNcclVersion,
+    PlanParamDtype,
+    PlanPp,
+    PlanPsi,
+    PlanTimeModel,
+    PlanTopology,
+    PlanTp,
+    SimGpusPerNode,
+    SimMicroBatches,
+    SimN,
+    SimSchemes,
+    SimSeed,
+    SimSteps,
+)
 from zerocalc.cli.options import (
     _DTYPE_HELP,
     _MODEL_HELP,
@@ -30,102 +53,78 @@ from zerocalc.cli.options import (
 )
 from zerocalc.rendering import _feasibility_table
 
-#: ``--time-model``'s help, shared by feasibility and report
-_TIME_MODEL_HELP = ("How the implementation plan's time is priced: nccl (NCCL's own cost model and the "
-                    "algorithms it picks, RCCL's on AMD GPUs, as table's t NCCL) or ring (the α-β ring "
-                    "model) [default: nccl where the topology gives what NCCL's model needs, else ring].")
-
 
 def feasibility_cmd(
-    n: int = typer.Option(4, "--n", help="Simulated ranks (data-parallel degree N)."),
-    steps: int = typer.Option(20, "--steps", help="Adam steps to simulate (0: compare nothing)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the weights and of every micro-batch."),
-    micro_batches: int = typer.Option(
-        1, "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): each scheme "
-                                   "reduces every micro-batch or once per step as its implementation does."),
-    schemes: list[str] | None = typer.Option(  # noqa: B008 - typer's option declaration
-        None, "--schemes", help="Schemes to simulate (repeat or comma-separate); default: all."),
-    gpus_per_node: int | None = typer.Option(
-        None, "--gpus-per-node",
-        help="Ranks per node: of the simulation (for fsdp-hybrid and zeropp; default 2 if N is even) and "
-             "of the cluster the plan is priced on (default: the topology's)."),
-    psi: str | None = typer.Option(None, "--psi", help="Parameters of the model the plan is priced for: "
-                                                       "7.5e9, 70B [default: 7.5e9]."),
+    n: SimN = 4,
+    steps: SimSteps = 20,
+    seed: SimSeed = 0,
+    micro_batches: SimMicroBatches = 1,
+    schemes: SimSchemes = None,
+    gpus_per_node: SimGpusPerNode = None,
+    psi: PlanPsi = None,
     model: str | None = typer.Option(None, "--model", help=_MODEL_HELP),
-    plan_n: int | None = typer.Option(
-        None, "--plan-n", help="GPUs of the run the plan is priced for: its data-parallel degree N when "
-                               "--plan-tp and --plan-pp are 1, else N = plan-n/(tp·pp) [default: --n]."),
-    plan_tp: int = typer.Option(1, "--plan-tp", help="Tensor-parallel degree of that run: the plan is of its "
-                                                     "data-parallel group, Ψ/(tp·pp) a rank."),
-    plan_pp: int = typer.Option(1, "--plan-pp", help="Pipeline-parallel degree of that run."),
-    plan_micro_batches: int | None = typer.Option(
-        None, "--plan-micro-batches",
-        help="Micro-batches per optimizer step of the run the plan is priced for: each scheme reduces "
-             "every micro-batch or once per step as its implementation does [default: --micro-batches]."),
-    topology: str = typer.Option(
-        "dgx-a100", "--topology",
-        help="Cluster the plan is priced on: a preset (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gcp-a3-mega, "
-             "pcie-gen4, ethernet-100g) or a .toml file; its in-network reduction (nvls, sharp) is priced "
-             "where it has one."),
-    dtype: str = typer.Option("fp16", "--dtype",
-                              help="Element type on the wire for the plan. " + _DTYPE_HELP),
-    param_dtype: str | None = typer.Option(
-        None, "--param-dtype", help="The plan's parameter-side collectives' dtype (all-gather, broadcast of "
-                                    "parameters), e.g. FSDP2 param_dtype [default: --dtype]."),
-    grad_dtype: str | None = typer.Option(
-        None, "--grad-dtype", help="The plan's gradient-side collectives' dtype (all-reduce, reduce-scatter, "
-                                   "reduce), e.g. fp32 where gradients are reduced in fp32 (FSDP2 "
-                                   "reduce_dtype, Megatron grad_reduce_in_fp32) [default: --dtype]."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
-    time_model: str | None = typer.Option(None, "--time-model", help=_TIME_MODEL_HELP),
-    nccl_version: str | None = typer.Option(
-        None, "--nccl-version", help="NCCL version whose cost model prices the plan (RCCL's on an AMD "
-                                     "topology) [default: the latest]."),
-    nccl_algo: str | None = typer.Option(None, "--nccl-algo", envvar="NCCL_ALGO",
-                                         help="NCCL_ALGO list restricting NCCL's algorithms in the plan."),
-    nccl_proto: str | None = typer.Option(None, "--nccl-proto", envvar="NCCL_PROTO",
-                                          help="NCCL_PROTO list restricting NCCL's protocols in the plan."),
+    plan_n: PlanN = None,
+    plan_tp: PlanTp = 1,
+    plan_pp: PlanPp = 1,
+    plan_micro_batches: PlanMicroBatches = None,
+    topology: PlanTopology = "dgx-a100",
+    dtype: PlanDtype = "fp16",
+    param_dtype: PlanParamDtype = None,
+    grad_dtype: PlanGradDtype = None,
+    fmt: PlanFormat = "table",
+    time_model: PlanTimeModel = None,
+    nccl_version: PlanNcclVersion = None,
+    nccl_algo: PlanNcclAlgo = None,
+    nccl_proto: PlanNcclProto = None,
     bucket: str | None = typer.Option(None, "--bucket", help=BUCKET_HELP),
 ) -> None:
     """Simulate each scheme on N ranks training a small MLP, compare with data parallelism and the model,
     and state the verdict on DeepSpeed issue #4582 with the implementation plan it leads to, priced on a
     cluster."""
-
     from zerocalc.buckets import parse_bucket
-    from zerocalc.dtypes import dtype_bytes
     from zerocalc.errors import ConfigError
     from zerocalc.feasibility import FeasibilityConfig, run_feasibility
 
     fmt = output_format(fmt, ("table", "json"))
     call_bytes = None if bucket is None else parse_bucket(bucket)
     names = _scheme_names(schemes, "--schemes")
-    plan_psi, _ = model_psi(psi, model, default="7.5e9")
-    # whole bytes per element, every dtype zerocalc names (zerocalc.dtypes.DTYPE_BYTES)
-    comm_bytes = dtype_bytes(dtype)
-    param_bytes, grad_bytes = (None if d is None else dtype_bytes(d) for d in (param_dtype, grad_dtype))
-
-    topo = _load_topology(topology, None, None, None, None)
+    plan = _plan_options(n, gpus_per_node, psi, model, plan_n, topology, (dtype, param_dtype, grad_dtype),
+                         time_model, (nccl_version, nccl_algo, nccl_proto, call_bytes))
     cfg = FeasibilityConfig(n=n, steps=steps, seed=seed, micro_batches=micro_batches,
                             gpus_per_node=None if gpus_per_node is None else min(gpus_per_node, n))
     if plan_n is not None and plan_n < 1:
         raise ConfigError(f"must be a whole number of ranks ≥ 1, got {plan_n}", option="--plan-n")
     with _progress_bar("simulating") as progress:
-        result = run_feasibility(
-            cfg, names, plan_psi=plan_psi,
-            plan_comm_bytes=comm_bytes,
-            plan_topology=topo, plan_n=n if plan_n is None else plan_n,
-            plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
-            plan_time_model=None if time_model is None else time_model.strip().lower(),
-            plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
-                           call_bytes=call_bytes),
-            plan_micro_batches=plan_micro_batches, plan_tp=plan_tp, plan_pp=plan_pp,
-            plan_param_bytes=param_bytes, plan_grad_bytes=grad_bytes, progress=progress)
+        result = run_feasibility(cfg, names, plan_micro_batches=plan_micro_batches, plan_tp=plan_tp,
+                                 plan_pp=plan_pp, progress=progress, **plan)
     if fmt == "json":
         import json
 
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         typer.echo(_feasibility_table(result))
+
+
+def _plan_options(n: int, gpus_per_node: int | None, psi: str | None, model: str | None, plan_n: int | None,
+                  topology: str, dtypes: tuple, time_model: str | None, nccl: tuple) -> dict:
+    """``feasibility``'s options of the run the plan is priced for, read as ``run_feasibility``'s
+    ``plan_*`` arguments: Ψ, the wire's bytes (``dtypes``: --dtype, --param-dtype, --grad-dtype; whole bytes
+    per element, every dtype zerocalc names), the topology, N and its GPUs a node, the time model and
+    ``nccl`` (--nccl-version, --nccl-algo, --nccl-proto, --bucket's bytes a call)."""
+    from zerocalc.dtypes import dtype_bytes
+
+    nccl_version, nccl_algo, nccl_proto, call_bytes = nccl
+    plan_psi, _ = model_psi(psi, model, default="7.5e9")
+    comm_bytes = dtype_bytes(dtypes[0])
+    param_bytes, grad_bytes = (None if d is None else dtype_bytes(d) for d in dtypes[1:])
+    topo = _load_topology(topology, None, None, None, None)
+    return dict(plan_psi=plan_psi, plan_comm_bytes=comm_bytes, plan_topology=topo,
+                plan_n=n if plan_n is None else plan_n,
+                plan_gpus_per_node=topo.gpus_per_node if gpus_per_node is None else gpus_per_node,
+                plan_time_model=None if time_model is None else time_model.strip().lower(),
+                plan_nccl=dict(nccl_version=nccl_version, nccl_algo=nccl_algo, nccl_proto=nccl_proto,
+                               call_bytes=call_bytes),
+                plan_param_bytes=param_bytes, plan_grad_bytes=grad_bytes)
 
 
 def report_cmd(
@@ -158,7 +157,7 @@ def report_cmd(
     nccl_algo: NcclAlgoOption = None,
     nccl_proto: NcclProtoOption = None,
     nccl_env: NcclEnvOption = None,
-    time_model: Annotated[str | None, typer.Option("--time-model", help=_TIME_MODEL_HELP)] = None,
+    time_model: Annotated[str | None, typer.Option("--time-model", help=TIME_MODEL_HELP)] = None,
     bucket: Annotated[str | None, typer.Option("--bucket", help=BUCKET_HELP)] = None,
     param_dtype: Annotated[str | None, typer.Option(
         "--param-dtype", help="Dtype of the parameter-side collectives (all-gather, broadcast of "
