@@ -273,3 +273,42 @@ def falls_back(call: Call, choice: Choice, version: tuple[int, int, int], legacy
             return (f"NCCL {'.'.join(map(str, version))} falls back from a symmetric LL kernel where its "
                     "legacy model picks another protocol")
     return None
+
+
+#: The prefix of a symmetric kernel's symbol by release: ``ncclSymDevKernel_`` in v2.27.3-v2.27.7,
+#: ``ncclSymkDevKernel_`` from v2.28.3 (``kernel_cname``, ``src/device/symmetric/generate.py``), each
+#: ``<prefix><collective>_<kernel>`` and, for a reduction, ``_<op>_<type>`` (``sum_bf16``).
+SYMBOL_PREFIXES = ("ncclSymDevKernel_", "ncclSymkDevKernel_")
+_REDS = ("sum", "avg")  # all_reds, generate.py v2.27.3-v2.30.7 (avg from v2.30.3)
+_TYS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")  # all_tys, the same releases
+
+
+def kernel_of(symbol: str) -> str | None:
+    """The symmetric kernel a GPU kernel's symbol names (``AllReduce_RSxLD_AGxST`` of
+    ``ncclSymkDevKernel_AllReduce_RSxLD_AGxST_sum_bf16(ncclSymkDevWorkArgs4K)``), ``None`` for any other
+    symbol. Every kernel of ``generate.py``'s list is read, the TMA and network (GIN) ones of v2.29-v2.30
+    too (``AllGather_RailRing_LsaSTMC``), though :data:`KERNELS` times the LSA ones alone."""
+    name = str(symbol or "").split("(")[0]
+    prefix = next((p for p in SYMBOL_PREFIXES if name.startswith(p)), None)
+    if prefix is None:
+        return None
+    parts = name[len(prefix):].split("_")
+    if len(parts) > 3 and parts[-2] in _REDS and parts[-1] in _TYS:
+        parts = parts[:-2]
+    if len(parts) < 2 or parts[0] not in ("AllReduce", "AllGather", "ReduceScatter"):
+        return None
+    return "_".join(parts)
+
+
+def kernel_time_s(kernel_name: str, call: Call, version: tuple[int, int, int]) -> float | None:
+    """NCCL ``version``'s model of ``call`` on the kernel named ``kernel_name`` (one that ran: no choice
+    among kernels, :func:`pick`'s reading of the call's bytes and blocks), seconds; ``None`` for a kernel
+    :data:`KERNELS` does not hold or one of another collective."""
+    k = next((k for k in KERNELS if k.name == kernel_name), None)
+    if k is None or k.collective is not call.collective:
+        return None
+    n_bytes = per_rank_bytes(call)
+    if version >= (2, 28, 0):
+        n_bytes = -(-n_bytes // CELL_BYTES) * CELL_BYTES
+    t, _ = query(k, n_bytes, call.n_ranks, call.compute_capability >= 100)
+    return t * 1e-6

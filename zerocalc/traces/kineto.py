@@ -9,7 +9,8 @@ Every schema generation since 2023 (PyTorch ``record_param_comms``), resolved th
   ``In msg size`` in late 2023), else from the ``Input Dims`` of the ``nccl:<op>``
   annotation (pre-2023 traces), else from the ``Input Dims`` of the ``c10d::`` op by
   its signature (gloo). A ``TensorList`` argument gives sizes but no dtype: dtype NA;
-* GPU kernels (``ncclKernel_*`` up to NCCL 2.18, ``ncclDevKernel_*`` after) are linked by
+* GPU kernels (``ncclKernel_*`` up to NCCL 2.18, ``ncclDevKernel_*`` after; the symmetric kernels of
+  2.27 on, ``ncclSymDevKernel_*`` / ``ncclSymkDevKernel_*``) are linked by
   ``External id`` or, in old traces, by ``correlation`` → ``cudaLaunch*`` → the call that
   encloses the launch on that thread; their time is ``start_s``/``duration_s``;
 * over gloo, the ``gloo:<op>`` annotations of the worker threads are matched to the calls

@@ -20,7 +20,10 @@ import orjson
 from zerocalc.traces.records import ParseResult, bad
 from zerocalc.traces.schema import TORCH_DTYPES
 
-_KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel")
+#: NCCL's GPU kernels: its collectives' (``ncclKernel`` to 2.18, ``ncclDevKernel`` from 2.19) and, on
+#: buffers registered as a symmetric window, its symmetric kernels' (``ncclSymDevKernel`` in 2.27,
+#: ``ncclSymkDevKernel`` from 2.28: :data:`zerocalc.nccl.symmetric.SYMBOL_PREFIXES`).
+_KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel", "ncclSymDevKernel", "ncclSymkDevKernel")
 #: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
 #: The name prefix of the autograd engine's node events (:mod:`~zerocalc.traces.kineto_backward`).
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "

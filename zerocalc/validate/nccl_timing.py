@@ -170,8 +170,9 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
         priced = priced.assign(ranks=priced["ranks"].mask(unstated, ",".join(map(str, range(m.world_size)))))
     priced = _placed(priced, g)
     tunings: dict = {}  # one communicator's table per group size and node fill
-    records = _records(priced, per_rank_step, lambda op, group, size, per_node, algorithm=None: _call_time(
-        op, group, size, topology, release, version, env, per_node, tunings, algorithm))
+    records = _records(priced, per_rank_step, lambda op, group, size, per_node, algorithm=None, kernel=None:
+                       _call_time(op, group, size, topology, release, version, env, per_node, tunings,
+                                  algorithm, kernel))
     pred = sum(r["predicted_s"] * r["calls_per_rank_per_step"] for r in records if r["category"] == "step")
     ours = priced[priced["category"] == "step"]
     meas = float(ours["dur"].sum()) / per_rank_step
@@ -183,6 +184,9 @@ def nccl_timing(m, topology, *, nccl_version: str | None = None, nccl_algo: str 
                       tuple(f"{k}: {v} call(s)" for k, v in unpriced.items()), fast, version)
 
 
+#: The algorithm of a call whose kernels are NCCL's symmetric ones (as a sweep's row priced on one names it,
+#: :data:`zerocalc.validate.symmetric.ALGORITHM`).
+SYMK = "SYMK"
 _KERNEL_ALGOS = {"RING": "Ring", "TREE": "Tree", "COLLNET_DIRECT": "CollNetDirect",
                  "COLLNET_CHAIN": "CollNetChain", "NVLS": "NVLS", "NVLS_TREE": "NVLSTree", "PAT": "PAT"}
 _KERNEL_ALGO = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_"
@@ -192,17 +196,31 @@ _KERNEL_ALGO = re.compile(r"_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|N
 #: The last NCCL release whose collective kernels are named ``ncclKernel_…`` (``ncclKerns``,
 #: ``src/enqueue.cc`` v2.8-v2.18.6); from v2.19.3 they are ``ncclDevKernel_…`` (``src/device/generate.py``).
 LAST_NCCLKERNEL_RELEASE = "2.18.6"
+#: The last NCCL release whose symmetric kernels are named ``ncclSymDevKernel_…`` (v2.27.3-v2.27.7); from
+#: v2.28.3 they are ``ncclSymkDevKernel_…`` (``kernel_cname``, ``src/device/symmetric/generate.py``).
+LAST_NCCLSYMDEVKERNEL_RELEASE = "2.27.7"
+#: What names a release :func:`release_by_kernel_names` gives, as a note says it.
+KERNEL_NAMING = {
+    LAST_NCCLKERNEL_RELEASE: "its NCCL kernels are named ncclKernel_… (ncclDevKernel_… from NCCL 2.19)",
+    LAST_NCCLSYMDEVKERNEL_RELEASE: "its symmetric kernels are named ncclSymDevKernel_… (NCCL 2.27; "
+                                   "ncclSymkDevKernel_… from 2.28)",
+}
 
 
 def release_by_kernel_names(m) -> str | None:
-    """The release a trace that states none is priced as by its NCCL kernels' names:
-    :data:`LAST_NCCLKERNEL_RELEASE` where each is ``ncclKernel_…`` (NCCL 2.18 or before), as a table in
-    nccl-tests' layout before v2.13 is priced as the last release of that layout; ``None`` otherwise
-    (``ncclDevKernel_…``: 2.19 or later, priced as the latest modelled)."""
+    """The release a trace that states none is priced as by its NCCL kernels' names, as a table in
+    nccl-tests' layout before v2.13 is priced as the last release of that layout:
+    :data:`LAST_NCCLKERNEL_RELEASE` where each is ``ncclKernel_…`` (NCCL 2.18 or before),
+    :data:`LAST_NCCLSYMDEVKERNEL_RELEASE` where a symmetric kernel is ``ncclSymDevKernel_…`` (NCCL 2.27);
+    ``None`` otherwise (``ncclDevKernel_…``, ``ncclSymkDevKernel_…``: 2.19 or later, priced as the latest
+    modelled). :data:`KERNEL_NAMING` says each."""
     rows = m.columns.rows
     if not rows.has("kernel"):
         return None
-    names = [n for n in rows.codes("kernel").present() if n.startswith(("ncclKernel", "ncclDevKernel"))]
+    present = rows.codes("kernel").present()
+    if any(n.startswith("ncclSymDevKernel_") for n in present):
+        return LAST_NCCLSYMDEVKERNEL_RELEASE
+    names = [n for n in present if n.startswith(("ncclKernel", "ncclDevKernel", "ncclSymkDevKernel"))]
     return LAST_NCCLKERNEL_RELEASE if names and all(n.startswith("ncclKernel_") for n in names) else None
 
 
@@ -215,8 +233,14 @@ def kernel_algorithm(name: str) -> str | None:
     any protocol. From 2.19 the kernels are those of ``best_kernel`` (``src/device/generate.py`` v2.19-v2.30):
     a reduction's is ``…_TREE_LL`` for Tree and ``…_RING_LL`` for every other algorithm (Ring, NVLS, NVLS
     Tree, CollNet, PAT), an all-gather's or broadcast's ``…_RING_LL`` for all: only Tree is stated.
-    Send / receive (all-to-all) names no ring it runs."""
+    Send / receive (all-to-all) names no ring it runs. A symmetric kernel (NCCL 2.27 on, buffers registered
+    as a symmetric window) is none of the tuning model's algorithms: :data:`SYMK`, the kernel itself
+    :func:`zerocalc.nccl.symmetric.kernel_of`'s."""
+    from zerocalc.nccl.symmetric import kernel_of
+
     name = str(name or "")
+    if kernel_of(name) is not None:
+        return SYMK
     m = _KERNEL_ALGO.search(name)
     if m is None or "SendRecv" in name:
         return None
@@ -240,10 +264,12 @@ def _fastest(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
     """The step calls ``step`` of columns ``c`` (:class:`zerocalc.validate.measure.CallColumns`): op, group
-    size, bytes (the nccl-tests size), duration, rank, step, the algorithm its kernel's name states, its
-    group's global ranks as the trace states them (``"0,8"``; ``""``: not stated) and its process group's
-    description (``mesh_shard``, ``default_pg``; ``""``: none, or PyTorch's ``undefined``)."""
+    size, bytes (the nccl-tests size), duration, rank, step, the algorithm its kernel's name states (and the
+    symmetric kernel, where it is one: ``symk``), its group's global ranks as the trace states them
+    (``"0,8"``; ``""``: not stated) and its process group's description (``mesh_shard``, ``default_pg``;
+    ``""``: none, or PyTorch's ``undefined``)."""
     kernels = c.rows.codes("kernel").take(step).labels("") if c.rows.has("kernel") else [""] * len(step)
+    from zerocalc.nccl.symmetric import kernel_of
     from zerocalc.validate.classify import CATEGORIES
 
     ranks = c.rows.codes("group_ranks").take(step).labels("") if c.rows.has("group_ranks") else ""
@@ -253,7 +279,8 @@ def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
                          "group_size": np.nan_to_num(c.group_size[step], nan=0).astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
-                         "kernel_algorithm": [kernel_algorithm(k) for k in kernels], "ranks": ranks,
+                         "kernel_algorithm": [kernel_algorithm(k) for k in kernels],
+                         "symk": [kernel_of(k) for k in kernels], "ranks": ranks,
                          "name": pd.Series(desc, index=range(len(step)), dtype=object).replace("undefined",
                                                                                                 "")})
 
@@ -285,9 +312,11 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
     ``price(op, group, bytes, ranks a node)``'s time and pair, their ratio, the algorithm the kernels ran
     where their names state it (:func:`kernel_algorithm`) and ``price(..., that algorithm)``'s pair and time
     (``ran_pair``, ``ran_predicted_s``: the protocol NCCL's model picks within it; where the model picks
-    another algorithm, whether the links run the one NCCL ran as the model times it), the group's name, its
-    nodes and whether the trace's ranks placed it (``placement`` "ranks", else "packed"). ``ran``, which
-    stated a pair read off the kernels' names, is kept and ``None``: no name states the protocol."""
+    another algorithm, whether the links run the one NCCL ran as the model times it; for NCCL's symmetric
+    kernels, :data:`SYMK`, the kernel that ran, ``ran_kernel``, and ``price(..., SYMK, kernel)``'s time of
+    it), the group's name, its nodes and whether the trace's ranks placed it (``placement`` "ranks", else
+    "packed"). ``ran``, which stated a pair read off the kernels' names, is kept and ``None``: no name
+    states the protocol."""
     records = []
     keys = ["category", "op", "group_size", "name", "per_node", "bytes"]
     for (category, op, group, name, per_node, size), rows in priced.groupby(keys, sort=False):
@@ -295,8 +324,11 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
         measured, fastest = float(rows["dur"].mean()), float(rows["fastest"].mean())
         ran = rows["kernel_algorithm"].dropna()
         ran = ran.mode().iloc[0] if len(ran) else None
+        kernel = rows["symk"].dropna().mode().iloc[0] if ran == SYMK else None
         if ran is None:
             t_ran, ran_pair = None, None
+        elif kernel is not None:
+            t_ran, ran_pair = price(op, int(group), float(size), int(per_node), SYMK, kernel)
         elif pair.startswith(f"{ran}/"):  # the model's own choice is of that algorithm
             t_ran, ran_pair = t, pair
         else:
@@ -308,17 +340,20 @@ def _records(priced: pd.DataFrame, per_rank_step: int, price) -> list[dict]:
                         "calls_per_rank_per_step": len(rows) / per_rank_step, "measured_s": measured,
                         "fastest_rank_s": fastest, "predicted_s": t, "pair": pair,
                         "ratio": measured / t if t > 0 else math.nan,
-                        "ran": None, "ran_algorithm": ran, "ran_pair": ran_pair, "ran_predicted_s": t_ran})
+                        "ran": None, "ran_algorithm": ran, "ran_pair": ran_pair, "ran_predicted_s": t_ran,
+                        "ran_kernel": kernel})
     return records
 
 
 def _call_time(op: str, group: int, n_bytes: float, topology, release, version: str, env,
-               per_node: int, tunings: dict, algorithm: str | None = None) -> tuple[float | None, str | None]:
+               per_node: int, tunings: dict, algorithm: str | None = None,
+               kernel: str | None = None) -> tuple[float | None, str | None]:
     """One call of ``op`` on ``group`` ranks, ``per_node`` of them a node, of ``n_bytes`` (the nccl-tests
     size: the whole buffer, the gathered one for all-gather and reduce-scatter) as NCCL's model prices it:
     seconds and the pair (``Ring/Simple``, ``P2P/Simple``); with ``algorithm`` (``Ring``, the one the
     trace's kernels ran), the pair of it NCCL's model picks and its time (``None``, ``None`` where the
-    machine cannot run it)."""
+    machine cannot run it); with :data:`SYMK` and the symmetric ``kernel`` that ran, its time
+    (:func:`_symmetric_time`)."""
     from zerocalc.nccl.model import tune
     from zerocalc.nccl.p2p import P2pOp, op_time, p2p_comm
     from zerocalc.nccl.predict import as_nccl_collective, predict
@@ -331,6 +366,8 @@ def _call_time(op: str, group: int, n_bytes: float, topology, release, version: 
                                         proto_enable=env.proto_enable, nvls_enable=env.nvls_enable,
                                         min_channels=env.min_channels, max_channels=env.max_channels)
     tuning = tunings[group, per_node]
+    if algorithm == SYMK:
+        return _symmetric_time(tuning, as_nccl_collective(op), group, n_bytes, version, kernel)
     if op == "all_to_all":
         comm = p2p_comm(topo_g, group, release, version, tuning.comm_channels,
                         ring=tuning.machine.graphs[Algorithm.RING], **dict(env.p2p))
@@ -348,10 +385,33 @@ def _call_time(op: str, group: int, n_bytes: float, topology, release, version: 
     return pr.time_s, f"{pr.algorithm.value}/{pr.protocol.value}"
 
 
+def _symmetric_time(tuning, coll, group: int, n_bytes: float, version: str,
+                    kernel: str) -> tuple[float | None, str]:
+    """A call that ran on NCCL's symmetric ``kernel`` (``AllReduce_RSxLD_AGxST``) timed by NCCL
+    ``version``'s model of that kernel (:func:`zerocalc.nccl.symmetric.kernel_time_s`), no less than the
+    links take for its bytes (the bandwidth term of the pair the tuning model picks, as a sweep's row on a
+    symmetric kernel is priced: :meth:`zerocalc.validate.symmetric.SymmetricRun.apply`), and its pair
+    ``SYMK/<kernel after its collective>``; no time for a kernel that model does not hold (TMA, network)."""
+    from zerocalc.nccl.symmetric import Call, kernel_time_s
+    from zerocalc.validate.symmetric import wire_s
+
+    pair = f"{SYMK}/{kernel.split('_', 1)[1]}"
+    m = tuning.machine
+    v = tuple(int(x) for x in version.split(".")[:3])
+    t = kernel_time_s(kernel, Call(coll, int(n_bytes), group, m.compute_capability, bool(m.nvls)), v)
+    if t is None:
+        return None, pair
+    algo, proto = tuning.choose(coll, n_bytes)[:2]
+    return max(t, wire_s(tuning, coll, algo, proto, n_bytes)), pair
+
+
 def ran_elsewhere(r: dict) -> str | None:
     """The algorithm a call's kernels ran (:func:`kernel_algorithm`) where it is not the one of the pair
-    NCCL's model picks (record ``r`` of :attr:`NcclTiming.calls`), else ``None``."""
+    NCCL's model picks (record ``r`` of :attr:`NcclTiming.calls`), else ``None``; for NCCL's symmetric
+    kernels, which the tuning model never picks, the kernel's pair (``SYMK/RSxLD_AGxST``)."""
     ran = r.get("ran_algorithm")
+    if ran == SYMK:
+        return r.get("ran_pair") or SYMK
     return ran if ran and not r["pair"].startswith(f"{ran}/") else None
 
 
@@ -363,6 +423,11 @@ def _ran_words(r: dict, format_seconds) -> str:
         return ""
     timed = (f", which NCCL's model times at {format_seconds(r['ran_predicted_s'])} ({pair})"
              if pair and r.get("ran_predicted_s") is not None else "")
+    if ran.startswith(SYMK):
+        return (f"; the trace's kernels are NCCL's symmetric kernel {r['ran_kernel']} (buffers registered as "
+                "a symmetric window, NCCL 2.27 on)"
+                + (timed.replace("NCCL's model", "NCCL's model of it") if timed else
+                   ", which zerocalc does not time (NCCL's TMA and network symmetric kernels)"))
     return f"; the trace's kernels ran {ran} (their names state no protocol){timed}"
 
 

@@ -12,7 +12,7 @@ from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.frozen import frozen_note
 from zerocalc.validate.measure import Measurement, measure
-from zerocalc.validate.nccl_timing import NcclTiming, nccl_timing, release_by_kernel_names
+from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
     kept_for_backward_note,
@@ -187,11 +187,11 @@ def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: st
     if hint:
         notes.append(hint)
     if timed_by_nccl is not None and not nccl.get("nccl_version") and not _stated_versions(meta):
-        if release_by_kernel_names(m):
-            notes.append(f"--topology: the trace states no NCCL version; its NCCL kernels are named "
-                         f"ncclKernel_… (ncclDevKernel_… from NCCL 2.19): its calls are priced as NCCL "
-                         f"{timed_by_nccl.release}, the last release of that naming (--nccl-version to "
-                         "choose the run's)")
+        named = release_by_kernel_names(m)
+        if named:
+            notes.append(f"--topology: the trace states no NCCL version; {KERNEL_NAMING[named]}: its calls "
+                         f"are priced as NCCL {timed_by_nccl.release}, the last release of that naming "
+                         "(--nccl-version to choose the run's)")
         else:
             notes.append("--topology: the trace states no NCCL version; its "
                          f"calls are priced by the latest release modelled, {timed_by_nccl.release} "
