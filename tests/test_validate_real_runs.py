@@ -178,6 +178,9 @@ MICRO = {
     "ds-zero2-ga4-step-per-micro-batch": (4, "every"),
     "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
     "torch2.14-ds-zero3-ga4": (4, "every"),  # the same run under torch 2.14.1
+    # ZeRO-Offload (the optimizer states, and stage 3's parameters, in host memory): the same collectives
+    "ds-zero2-offload-ga4": (4, "every"),
+    "ds-zero3-offload-ga4": (4, "every"),
     "fsdp2-ga4-sync-every": (4, "every"),
     "fsdp2-ga4-no-sync": (4, "boundary"),  # gathers in every micro-batch, reduce-scatters in the last only
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
@@ -273,6 +276,8 @@ RAN = {
     "ds-zero1-ga4-6-layers-small-buckets": ("deepspeed-zero1", None),
     "ds-zero2-ga4-small-buckets": ("deepspeed-zero2", None),
     "ds-zero3-ga4": ("deepspeed-zero3", None),
+    "ds-zero2-offload-ga4": ("deepspeed-zero2", None),
+    "ds-zero3-offload-ga4": ("deepspeed-zero3", None),
     "fsdp2-ga4-sync-every": ("fsdp-full-shard", None),
     "fsdp2-ga4-no-sync": ("fsdp-full-shard", None),
     "fsdp1-ga4-no-sync": ("fsdp-full-shard", None),
@@ -375,7 +380,8 @@ def test_deepspeed_zero3_reuse_regime_given_prices_that_regime_only():
     assert "deepspeed-zero3" in res0.matches
 
 
-@pytest.mark.parametrize("case", ["ds-zero3-ga4", "torch2.14-ds-zero3-ga4"])  # under torch 2.13 and 2.14.1
+@pytest.mark.parametrize("case", ["ds-zero3-ga4", "torch2.14-ds-zero3-ga4",  # under torch 2.13 and 2.14.1
+                                  "ds-zero3-offload-ga4"])  # and with the optimizer and parameters offloaded
 def test_deepspeed_zero3_with_parameters_kept_keeps_its_verdict(case):
     # README ds-zero3-ga4: one gather of Ψ and one reduce-scatter of Ψ per micro-batch, 4 micro-batches
     nbytes, elems = _counted_step_bytes(case)
@@ -1812,3 +1818,27 @@ def test_a_scalar_opening_each_micro_batch_is_not_set_aside():
     codes, grad = [0, 1, 2, 0, 1, 2], [False, False, True, False, False, True]
     data, elems = [False, True, True, False, True, True], [1.0, 400.0, 100.0, 1.0, 400.0, 100.0]
     assert _step_blocks(codes, grad, data, elems, passes=2)[:2] == (2, "every")
+
+
+def _step_calls(case: str) -> list[tuple]:
+    """One optimizer step's calls of every rank, from the run's expected.json (counted from the traces by
+    count_calls.py): (op, dtype, elements in, out, calls), the 1-element scalars left out."""
+    rows = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]["ProfilerStep#1"]
+    return sorted((r["op"], r["dtype"], r["in_elems"], r["out_elems"], r["calls"]) for r in rows
+                  if r["in_elems"] > 1)
+
+
+@pytest.mark.parametrize(("offloaded", "twin", "ring_psi"), [
+    # 4 all-reduces of Ψ (2 · 3/4 each) and an all-gather of Ψ (3/4) on 4 ranks
+    ("ds-zero2-offload-ga4", "ds-zero2-ga4", 4 * 2 * 3 / 4 + 3 / 4),
+    # 4 all-gathers and 4 reduce-scatters of Ψ (3/4 each)
+    ("ds-zero3-offload-ga4", "ds-zero3-ga4", 8 * 3 / 4),
+])
+def test_zero_offload_sends_what_the_stage_sends_and_checks_so(offloaded, twin, ring_psi):
+    # README: the offloaded runs count their twins' collectives call for call (what goes to host memory and
+    # back is no collective), so they check as the twins do, at the same bytes
+    assert _step_calls(offloaded) == _step_calls(twin)
+    got = [check(ts.table, meta=ts.meta) for ts in map(read_traces, (RUNS / offloaded, RUNS / twin))]
+    assert got[0].measurement.bytes_per_rank_per_step == pytest.approx(ring_psi * PSI * 4)
+    assert got[0].matches == got[1].matches and got[0].matches
+    assert got[0].measurement.micro_batches == got[1].measurement.micro_batches == 4

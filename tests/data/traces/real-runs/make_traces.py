@@ -831,7 +831,11 @@ DS_GA = 4
 
 
 def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None, ga=DS_GA,
-              bucket=500_000_000):
+              bucket=500_000_000, offload=()):
+    """DeepSpeed's config for ZeRO ``stage``; ``offload`` the states ZeRO-Offload keeps in host memory
+    (``"optimizer"``, and for stage 3 ``"param"``), the client's torch Adam kept
+    (``zero_force_ds_cpu_optimizer`` false: DeepSpeedCPUAdam is a compiled op, and the optimizer's
+    arithmetic sends nothing)."""
     zero = {
         "stage": stage,
         "overlap_comm": False,
@@ -841,6 +845,8 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
     }
     if hpz:  # ZeRO++ hierarchical partitioning: a secondary copy of the parameters in groups of hpz ranks
         zero["zero_hpz_partition_size"] = hpz
+    for part in offload:  # ZeRO-Offload: the optimizer states (and stage 3's parameters) in host memory
+        zero[f"offload_{part}"] = {"device": "cpu"}
     if stage == 3:
         zero.update({
             "stage3_param_persistence_threshold": 0,
@@ -857,6 +863,8 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
     }
     if bf16:
         cfg["bf16"] = {"enabled": True}
+    if offload:
+        cfg["zero_force_ds_cpu_optimizer"] = False
     return cfg
 
 
@@ -1477,6 +1485,16 @@ CASES = {
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(1, bf16=True)}),
+    "ds-zero2-offload-ga4": (lambda o: case_deepspeed(o, ds_config(2, offload=("optimizer",))), {
+        "scheme": "DeepSpeed ZeRO stage 2 with ZeRO-Offload (optimizer states in host memory)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(2, offload=("optimizer",))}),
+    "ds-zero3-offload-ga4": (lambda o: case_deepspeed(o, ds_config(3, offload=("optimizer", "param"))), {
+        "scheme": "DeepSpeed ZeRO stage 3 with ZeRO-Offload (optimizer states and parameters in host memory)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, offload=("optimizer", "param"))}),
     "ds-zero2-ga4-small-buckets": (lambda o: case_deepspeed(o, ds_config(2, bucket=20_000)), {
         "scheme": "DeepSpeed ZeRO stage 2, reduce_bucket_size and allgather_bucket_size 20,000 elements: "
                   "each micro-batch all-reduces its gradients in 5 buckets (15,616, 28,560, 2,160, 192 and "
