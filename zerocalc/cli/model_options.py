@@ -1,4 +1,4 @@
-"""The option declarations of ``table`` and ``feasibility`` (:mod:`zerocalc.cli.model_commands`,
+"""The option declarations of ``table``, ``feasibility`` and ``report`` (:mod:`zerocalc.cli.model_commands`,
 :mod:`zerocalc.cli.review_commands`): each option's flag, type and help as one ``Annotated`` alias, so each
 command's signature is one line an option and its body the stages that read them."""
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from zerocalc.cli.options import _DTYPE_HELP, _TOPOLOGY_HELP
+from zerocalc.cli.options import _DTYPE_HELP, _MODEL_HELP, _OFI_HELP, _TOPOLOGY_HELP, _TUNER_HELP, BUCKET_HELP
 
 # --- table ---------------------------------------------------------------------------------------------
 
@@ -112,3 +112,47 @@ PlanNcclAlgo = Annotated[str | None, typer.Option(
     "--nccl-algo", envvar="NCCL_ALGO", help="NCCL_ALGO list restricting NCCL's algorithms in the plan.")]
 PlanNcclProto = Annotated[str | None, typer.Option(
     "--nccl-proto", envvar="NCCL_PROTO", help="NCCL_PROTO list restricting NCCL's protocols in the plan.")]
+
+# --- report --------------------------------------------------------------------------------------------
+
+ReportOutput = Annotated[str, typer.Option("-o", "--output", "--out", help="PDF to write.")]
+ReportPsi = Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
+                                               "[default: 7.5e9].")]
+ReportN = Annotated[int, typer.Option(
+    "--n", help="Data-parallel ranks N of the cluster (with --tp / --pp: the run's GPUs).")]
+ReportGpusPerNode = Annotated[int | None, typer.Option(
+    "--gpus-per-node", help="GPUs per node [default: the topology's].")]
+ReportTopology = Annotated[str, typer.Option("--topology", help=_TOPOLOGY_HELP)]
+ReportDtype = Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)]
+ReportTrace = Annotated[list[str] | None, typer.Option(
+    "--trace", help="A trace file or a directory of one run (repeat for several runs; - or a pipe is "
+                    "read as check reads one); default: the real traces bundled with zerocalc.")]
+ReportModel = Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)]
+ReportGpuMemory = Annotated[str | None, typer.Option(
+    "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
+                         "[default: the topology's, where it gives one].")]
+ReportNcclTuner = Annotated[str | None, typer.Option(
+    "--nccl-tuner", help=_TUNER_HELP + " The schemes are then also priced with NCCL's cost model, by "
+                         "itself and under these rules.")]
+ReportOfiTuner = Annotated[str | None, typer.Option(
+    "--ofi-tuner", help=_OFI_HELP + " The schemes are then also priced with NCCL's cost model, by itself "
+                        "and under the plugin.")]
+ReportTimeModel = Annotated[str | None, typer.Option("--time-model", help=TIME_MODEL_HELP)]
+ReportBucket = Annotated[str | None, typer.Option("--bucket", help=BUCKET_HELP)]
+ReportParamDtype = Annotated[str | None, typer.Option(
+    "--param-dtype", help="Dtype of the parameter-side collectives (all-gather, broadcast of "
+                          "parameters), e.g. FSDP2 param_dtype: the volume table, page 1 and the plan "
+                          "[default: --dtype].")]
+ReportGradDtype = Annotated[str | None, typer.Option(
+    "--grad-dtype", help="Dtype of the gradient-side collectives (all-reduce, reduce-scatter, "
+                         "reduce), e.g. fp32 (FSDP2 reduce_dtype, Megatron grad_reduce_in_fp32): the "
+                         "volume table, page 1 and the plan [default: --dtype].")]
+ReportMicroBatches = Annotated[int, typer.Option(
+    "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): the volume table, "
+                            "the simulation, the verdict and the plan run each scheme's collectives "
+                            "every micro-batch or once per step as its implementation does.")]
+ReportTp = Annotated[int, typer.Option(
+    "--tp", help="Tensor-parallel degree of the run: --n is then its GPUs, and the volume table, the "
+                 "verdict and the plan are of its data-parallel group, N = n/(tp·pp) ranks holding "
+                 "Ψ/(tp·pp) each, as table --tp lays it out.")]
+ReportPp = Annotated[int, typer.Option("--pp", help="Pipeline-parallel degree of the run (as --tp).")]

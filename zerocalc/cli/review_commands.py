@@ -5,12 +5,9 @@ design-review PDF). Each only wires options to library calls.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from zerocalc.cli.model_options import (
-    TIME_MODEL_HELP,
     PlanDtype,
     PlanFormat,
     PlanGradDtype,
@@ -25,6 +22,24 @@ from zerocalc.cli.model_options import (
     PlanTimeModel,
     PlanTopology,
     PlanTp,
+    ReportBucket,
+    ReportDtype,
+    ReportGpuMemory,
+    ReportGpusPerNode,
+    ReportGradDtype,
+    ReportMicroBatches,
+    ReportModel,
+    ReportN,
+    ReportNcclTuner,
+    ReportOfiTuner,
+    ReportOutput,
+    ReportParamDtype,
+    ReportPp,
+    ReportPsi,
+    ReportTimeModel,
+    ReportTopology,
+    ReportTp,
+    ReportTrace,
     SimGpusPerNode,
     SimMicroBatches,
     SimN,
@@ -33,11 +48,7 @@ from zerocalc.cli.model_options import (
     SimSteps,
 )
 from zerocalc.cli.options import (
-    _DTYPE_HELP,
     _MODEL_HELP,
-    _OFI_HELP,
-    _TOPOLOGY_HELP,
-    _TUNER_HELP,
     BUCKET_HELP,
     NcclAlgoOption,
     NcclEnvOption,
@@ -128,54 +139,28 @@ def _plan_options(n: int, gpus_per_node: int | None, psi: str | None, model: str
 
 
 def report_cmd(
-    output: Annotated[str, typer.Option("-o", "--output", "--out", help="PDF to write.")] = (
-        "reports/zero-colocation-review.pdf"),
-    psi: Annotated[str | None, typer.Option("--psi", help="Parameters: 7.5e9, 7.5B, 175B, 1T "
-                                            "[default: 7.5e9].")] = None,
-    n: Annotated[int, typer.Option("--n", help="Data-parallel ranks N of the cluster (with --tp / --pp: the "
-                                              "run's GPUs).")] = 64,
-    gpus_per_node: Annotated[int | None, typer.Option(
-        "--gpus-per-node", help="GPUs per node [default: the topology's].")] = None,
-    topology: Annotated[str, typer.Option(
-        "--topology",
-        help=_TOPOLOGY_HELP)] = "dgx-a100",
-    dtype: Annotated[str, typer.Option("--dtype", help=_DTYPE_HELP)] = "fp16",
-    trace: Annotated[list[str] | None, typer.Option(
-        "--trace", help="A trace file or a directory of one run (repeat for several runs; - or a pipe is "
-                        "read as check reads one); default: the real traces bundled with zerocalc.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help=_MODEL_HELP)] = None,
-    gpu_memory: Annotated[str | None, typer.Option(
-        "--gpu-memory", help="Memory of one GPU (80GB, 141e9): the summary flags model states above it "
-                             "[default: the topology's, where it gives one].")] = None,
-    nccl_tuner: Annotated[str | None, typer.Option(
-        "--nccl-tuner", help=_TUNER_HELP + " The schemes are then also priced with NCCL's cost model, by "
-                             "itself and under these rules.")] = None,
-    ofi_tuner: Annotated[str | None, typer.Option(
-        "--ofi-tuner", help=_OFI_HELP + " The schemes are then also priced with NCCL's cost model, by itself "
-                            "and under the plugin.")] = None,
+    output: ReportOutput = "reports/zero-colocation-review.pdf",
+    psi: ReportPsi = None,
+    n: ReportN = 64,
+    gpus_per_node: ReportGpusPerNode = None,
+    topology: ReportTopology = "dgx-a100",
+    dtype: ReportDtype = "fp16",
+    trace: ReportTrace = None,
+    model: ReportModel = None,
+    gpu_memory: ReportGpuMemory = None,
+    nccl_tuner: ReportNcclTuner = None,
+    ofi_tuner: ReportOfiTuner = None,
     nccl_version: NcclVersionOption = None,
     nccl_algo: NcclAlgoOption = None,
     nccl_proto: NcclProtoOption = None,
     nccl_env: NcclEnvOption = None,
-    time_model: Annotated[str | None, typer.Option("--time-model", help=TIME_MODEL_HELP)] = None,
-    bucket: Annotated[str | None, typer.Option("--bucket", help=BUCKET_HELP)] = None,
-    param_dtype: Annotated[str | None, typer.Option(
-        "--param-dtype", help="Dtype of the parameter-side collectives (all-gather, broadcast of "
-                              "parameters), e.g. FSDP2 param_dtype: the volume table, page 1 and the plan "
-                              "[default: --dtype].")] = None,
-    grad_dtype: Annotated[str | None, typer.Option(
-        "--grad-dtype", help="Dtype of the gradient-side collectives (all-reduce, reduce-scatter, "
-                             "reduce), e.g. fp32 (FSDP2 reduce_dtype, Megatron grad_reduce_in_fp32): the "
-                             "volume table, page 1 and the plan [default: --dtype].")] = None,
-    micro_batches: Annotated[int, typer.Option(
-        "--micro-batches", help="Micro-batches per optimizer step (gradient accumulation): the volume table, "
-                                "the simulation, the verdict and the plan run each scheme's collectives "
-                                "every micro-batch or once per step as its implementation does.")] = 1,
-    tp: Annotated[int, typer.Option(
-        "--tp", help="Tensor-parallel degree of the run: --n is then its GPUs, and the volume table, the "
-                     "verdict and the plan are of its data-parallel group, N = n/(tp·pp) ranks holding "
-                     "Ψ/(tp·pp) each, as table --tp lays it out.")] = 1,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline-parallel degree of the run (as --tp).")] = 1,
+    time_model: ReportTimeModel = None,
+    bucket: ReportBucket = None,
+    param_dtype: ReportParamDtype = None,
+    grad_dtype: ReportGradDtype = None,
+    micro_batches: ReportMicroBatches = 1,
+    tp: ReportTp = 1,
+    pp: ReportPp = 1,
 ) -> None:
     """Write the design-review PDF: question, model, derivations, figures, validation, verdict, plan.
 
