@@ -30,15 +30,39 @@ def os_error_line(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {what}" if paths else what
 
 
-def _named(exc: ZerocalcError, given: set[str]) -> str:
+def _named(exc: ZerocalcError, given: set[str], named_by: dict[str, str] | None = None) -> str:
     """The error's text, naming of the options it blames (``--n/--gpus-per-node``) those the user
-    gave, so that ``--gpus-per-node 3`` is not reported as ``--n``."""
-    from zerocalc.errors import ConfigError
+    gave, so that ``--gpus-per-node 3`` is not reported as ``--n``; a name zerocalc does not know
+    (:class:`~zerocalc.errors.UnknownNameError`) after the options whose value held it
+    (``named_by``: name → options, :func:`_options_naming`)."""
+    from zerocalc.errors import ConfigError, UnknownNameError
 
+    if isinstance(exc, UnknownNameError) and named_by and exc.name in named_by:
+        return f"{named_by[exc.name]}: {exc}"
     if not isinstance(exc, ConfigError) or not exc.option or "/" not in exc.option:
         return str(exc)
     blamed = exc.option.split("/")
     return f"{'/'.join([o for o in blamed if o in given] or blamed)}: {exc.message}"
+
+
+def _options_naming(group, argv: list[str]) -> dict[str, str]:
+    """Each name the command line gives an option that takes a value (``--dtype int3``,
+    ``--schemes=zero2,nope``: each comma-separated item), with the options that gave it
+    (``--dtype/--grad-dtype`` where two did): the options of the command ``argv`` invokes, so that a
+    flag before an argument is not read as its option."""
+    cmd, i = group, 0
+    while i < len(argv) and argv[i] in (getattr(cmd, "commands", None) or {}):
+        cmd, i = cmd.commands[argv[i]], i + 1
+    takes_value = {o for p in getattr(cmd, "params", ()) if getattr(p, "param_type_name", "") == "option"
+                   and not getattr(p, "is_flag", False) and not getattr(p, "count", False) for o in p.opts}
+    out: dict[str, list[str]] = {}
+    for j in range(i, len(argv)):
+        option, eq, value = argv[j].partition("=")
+        if option not in takes_value or (not eq and j + 1 >= len(argv)):
+            continue
+        for name in (value if eq else argv[j + 1]).split(","):
+            out.setdefault(name.strip(), []).append(option)
+    return {name: "/".join(dict.fromkeys(opts)) for name, opts in out.items() if name}
 
 
 def _read_numbers_alike(group) -> None:
@@ -153,7 +177,8 @@ class _OneLineErrors(typer.core.TyperGroup):
             # commands themselves return None.
             code = rv if isinstance(rv, int) else 0
         except ZerocalcError as exc:
-            _echo_err(f"error: {_named(exc, given)}")
+            words = list(sys.argv[1:] if argv is None else argv)
+            _echo_err(f"error: {_named(exc, given, _options_naming(self, words))}")
             code = 2
         except BrokenPipeError:  # the reader of our output went away (| head): not an error
             _quiet_stdout()
