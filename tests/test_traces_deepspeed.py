@@ -189,6 +189,41 @@ def test_the_cli_refuses_a_log_of_bytes_alone_in_one_line_naming_dtype():
     assert ok.exit_code == 0, ok.output
 
 
+def test_reductions_that_record_no_size_at_all_are_not_said_to_record_bytes(tmp_path):
+    # a profiler trace whose all-reduces record no size (their tensor list's shapes empty, as a trace of
+    # TensorList arguments records them): the real ds-zero2-ga4 run with those shapes taken out. Before, the
+    # refusal said they "record no element count, only bytes (a DeepSpeed comms log's sizes)" and asked for
+    # --dtype, which reads nothing from them
+    import gzip
+    import json
+
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    run = Path(__file__).parent / "data" / "traces" / "real-runs" / "ds-zero2-ga4"
+    out = tmp_path / "run"
+    out.mkdir()
+    emptied = 0
+    for f in sorted(run.glob("rank*.json.gz")):
+        doc = json.loads(gzip.decompress(f.read_bytes()))
+        for e in doc["traceEvents"]:
+            a = e.get("args") or {}
+            if e.get("name") == "c10d::allreduce_":
+                a["Input Dims"] = [[] for _ in a["Input Dims"]]
+                emptied += 1
+            if e.get("name") == "gloo:all_reduce":
+                for k in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
+                    a.pop(k, None)
+        (out / f.name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    # README: 4 all-reduces of Ψ and a 1-element one a step, 2 steps profiled, 4 ranks
+    assert emptied == 4 * 5 * 2
+    res = CliRunner().invoke(app, ["check", str(out)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr == ("error: the trace's 40 reduction(s) in its steps record no size, neither elements "
+                          "nor bytes: give --psi\n")
+
+
 def test_an_excerpt_whose_reduction_falls_outside_its_steps_says_so_and_what_reads_it():
     # DeepSpeed's tutorial excerpt: a reduce_scatter_tensor of 678.86 MB, then two all_gather_into_tensor of
     # 6.0 MB; the repeating gathers are its steps and the reduce-scatter one-off. Before, "no gradient

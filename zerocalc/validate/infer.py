@@ -168,6 +168,8 @@ class Unread(NamedTuple):
     #: bytes alone
     outside: dict[str, int] | None = None
     outside_unsized: int = 0
+    #: of ``unsized``, those that record no bytes either (a profiler trace's ``TensorList`` argument)
+    sizeless: int = 0
 
 
 #: A trace that says nothing of why it shows no Ψ.
@@ -201,6 +203,10 @@ def _unread(unread: Unread) -> TraceMismatchError:
             f"the trace has no gradient collective: its {unread.scalars_only:,} collective(s) are all "
             f"scalars of at most {SCALAR_MAX_ELEMENTS} elements (losses, metrics), as an evaluation or "
             "inference run sends them, so there is no training step to check")
+    if unread.sizeless:
+        return TraceMismatchError(
+            f"the trace's {unread.sizeless:,} reduction(s) in its steps record no size, neither elements nor "
+            "bytes: give --psi")
     if unread.unsized:
         return TraceMismatchError(
             f"the trace's {unread.unsized:,} reduction(s) in its steps record no element count, only bytes "

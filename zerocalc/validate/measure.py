@@ -273,9 +273,12 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     grad = classify.gradient_calls(cat, ops, full)
     reductions, outside = ops.isin(classify.GRADIENT_OPS) & ~small, cat == ONE_OFF
-    unread = infer.Unread(scalars_only, infer._count((cat == STEP) & reductions & (full == 0), w),
-                          _by_op(reductions & outside, ops, w),
-                          infer._count(reductions & outside & (full == 0), w))
+    in_bytes = (~np.isnan(rows.num("msg_size_bytes")) if rows.has("msg_size_bytes")
+                else np.zeros(len(full), dtype=bool))
+    unsized = (cat == STEP) & reductions & (full == 0)
+    unread = infer.Unread(scalars_only, infer._count(unsized, w), _by_op(reductions & outside, ops, w),
+                          infer._count(reductions & outside & (full == 0) & in_bytes, w),
+                          infer._count(unsized & ~in_bytes, w))
     psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
     if own is not None:
         psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n)
