@@ -33,3 +33,22 @@ def test_an_unknown_name_is_refused_naming_its_option(args, line):
     r = runner.invoke(app, args)
     assert r.exit_code == 2
     assert r.stderr.startswith(line) and r.stderr.count("\n") == 1, r.stderr
+
+
+SWEEP = "tests/data/traces/nccl-tests/all_reduce_perf-16xH100-2nodes.txt"
+
+
+@pytest.mark.parametrize(("args", "env", "line"), [
+    # --nccl-algo / --nccl-proto set NCCL_ALGO / NCCL_PROTO: a bad value names the option that set it
+    (["check", SWEEP, "--nccl-algo", "Foo"], {},
+     "error: --nccl-algo: NCCL_ALGO: unknown name 'foo' in 'Foo'"),
+    (["table", "--nccl-proto=Bar"], {}, "error: --nccl-proto: NCCL_PROTO: unknown name 'bar' in 'Bar'"),
+    # set in the environment alone, the variable is named, as before
+    (["check", SWEEP], {"NCCL_ALGO": "Foo"}, "error: NCCL_ALGO: unknown name 'foo' in 'Foo'"),
+    (["check", SWEEP, "--nccl-env", "NCCL_ALGO=Foo"], {},
+     "error: --nccl-env: NCCL_ALGO=Foo: unknown name 'foo'"),
+])
+def test_a_bad_nccl_variable_names_the_option_that_set_it(args, env, line):
+    r = runner.invoke(app, args, env=env)
+    assert r.exit_code == 2
+    assert r.stderr.startswith(line) and r.stderr.count("\n") == 1, r.stderr

@@ -30,15 +30,22 @@ def os_error_line(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {what}" if paths else what
 
 
+#: The variables an option sets (its envvar), named by the variable in the errors of their values.
+_SET_BY = {"NCCL_ALGO": "--nccl-algo", "NCCL_PROTO": "--nccl-proto"}
+
+
 def _named(exc: ZerocalcError, given: set[str], named_by: dict[str, str] | None = None) -> str:
     """The error's text, naming of the options it blames (``--n/--gpus-per-node``) those the user
     gave, so that ``--gpus-per-node 3`` is not reported as ``--n``; a name zerocalc does not know
     (:class:`~zerocalc.errors.UnknownNameError`) after the options whose value held it
-    (``named_by``: name → options, :func:`_options_naming`)."""
+    (``named_by``: name → options, :func:`_options_naming`); a bad ``NCCL_ALGO`` / ``NCCL_PROTO`` after
+    the option that set it, where one did (:data:`_SET_BY`)."""
     from zerocalc.errors import ConfigError, UnknownNameError
 
     if isinstance(exc, UnknownNameError) and named_by and exc.name in named_by:
         return f"{named_by[exc.name]}: {exc}"
+    if isinstance(exc, ConfigError) and _SET_BY.get(exc.option) in given:  # --nccl-algo sets NCCL_ALGO
+        return f"{_SET_BY[exc.option]}: {exc}"
     if not isinstance(exc, ConfigError) or not exc.option or "/" not in exc.option:
         return str(exc)
     blamed = exc.option.split("/")
