@@ -84,10 +84,11 @@ def _lsa_us(bus_bytes, base_us, sm_bw_gib, peak_gib):
 def test_symmetric_kernel_names_are_read_as_their_kernel(name, kernel):
     from zerocalc.nccl.symmetric import kernel_of
     from zerocalc.validate.nccl_timing import kernel_algorithm
+    from zerocalc.validate.symmetric import ALGORITHM
 
     assert kernel_of(name) == kernel
-    if kernel is not None:
-        assert kernel_algorithm(name) == "SYMK"
+    if kernel is not None:  # the algorithm a sweep's row on a symmetric kernel names too
+        assert kernel_algorithm(name) == ALGORITHM == "SYMK"
 
 
 def test_calls_on_symmetric_kernels_are_timed_on_the_kernel_that_ran(tmp_path):

@@ -272,6 +272,8 @@ def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
     from zerocalc.nccl.symmetric import kernel_of
     from zerocalc.validate.classify import CATEGORIES
 
+    read = {k: (kernel_algorithm(k), kernel_of(k)) for k in set(kernels)}  # each distinct name once
+
     ranks = c.rows.codes("group_ranks").take(step).labels("") if c.rows.has("group_ranks") else ""
     desc = c.rows.codes("group_desc").take(step).labels("") if c.rows.has("group_desc") else ""
     names = np.array(list(CATEGORIES))
@@ -279,8 +281,8 @@ def _calls_frame(c, step: np.ndarray) -> pd.DataFrame:
                          "group_size": np.nan_to_num(c.group_size[step], nan=0).astype(int),
                          "bytes": c.full_elements[step] * c.elem_bytes[step], "dur": c.duration_s[step],
                          "rank": c.rank_idx[step], "step": c.step_id[step],
-                         "kernel_algorithm": [kernel_algorithm(k) for k in kernels],
-                         "symk": [kernel_of(k) for k in kernels], "ranks": ranks,
+                         "kernel_algorithm": [read[k][0] for k in kernels],
+                         "symk": [read[k][1] for k in kernels], "ranks": ranks,
                          "name": pd.Series(desc, index=range(len(step)), dtype=object).replace("undefined",
                                                                                                 "")})
 
@@ -421,13 +423,14 @@ def _ran_words(r: dict, format_seconds) -> str:
     ran, pair = ran_elsewhere(r), r.get("ran_pair")
     if ran is None:
         return ""
-    timed = (f", which NCCL's model times at {format_seconds(r['ran_predicted_s'])} ({pair})"
-             if pair and r.get("ran_predicted_s") is not None else "")
+    t_ran = r.get("ran_predicted_s")
     if ran.startswith(SYMK):
         return (f"; the trace's kernels are NCCL's symmetric kernel {r['ran_kernel']} (buffers registered as "
-                "a symmetric window, NCCL 2.27 on)"
-                + (timed.replace("NCCL's model", "NCCL's model of it") if timed else
-                   ", which zerocalc does not time (NCCL's TMA and network symmetric kernels)"))
+                "a symmetric window, NCCL 2.27 on), which "
+                + (f"NCCL's model of it times at {format_seconds(t_ran)} ({pair})" if t_ran is not None else
+                   "zerocalc does not time (NCCL's TMA and network symmetric kernels)"))
+    timed = (f", which NCCL's model times at {format_seconds(t_ran)} ({pair})"
+             if pair and t_ran is not None else "")
     return f"; the trace's kernels ran {ran} (their names state no protocol){timed}"
 
 
