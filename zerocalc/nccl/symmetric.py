@@ -1,5 +1,6 @@
 """NCCL's symmetric kernels inside one NVLink domain: the kernel NCCL picks for a call on symmetrically
-registered buffers, and the time its own model gives it.
+registered buffers, and the time its own model gives it; for a profiler trace, the kernel a GPU kernel's
+symbol names (:func:`kernel_of`) and that kernel's time (:func:`kernel_time_s`).
 
 From NCCL 2.27 a buffer registered with ``ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)`` (what
 nccl-tests ``-R 2`` / ``--local_register 2`` does to its send and receive buffers, ``src/common.cu``
