@@ -191,6 +191,8 @@ MICRO = {
     "ds-zero1-ga4-6-layers-small-buckets": (4, "boundary"),
     "ddp-ga4-no-sync": (4, "boundary"),
     "torch2.4-ddp-ga4-no-sync": (4, "boundary"),  # the same run under torch 2.4.1
+    # the same under torch.compile: one CompiledFunctionBackward node a micro-batch's backward
+    "ddp-compiled-ga4-no-sync": (4, "boundary"),
     # the same, a layer under reentrant checkpointing: the nested backward in its backward is no pass
     "ddp-ga4-no-sync-reentrant-checkpoint": (4, "boundary"),
     # the same with one ProfilerStep a micro-batch: a step is the marked steps up to one that holds calls
@@ -228,7 +230,7 @@ PSI_OF = {"ds-zero1-ga4-6-layers-small-buckets": 139_136}
 
 #: the cases whose collectives repeat nothing inside a step: K is read from the backward passes alone
 FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ds-zero1-ga4-bf16", "ds-zero1-ga4-6-layers-small-buckets",
-                        "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync",
+                        "ddp-ga4-no-sync", "torch2.4-ddp-ga4-no-sync", "ddp-compiled-ga4-no-sync",
                         "ddp-ga4-no-sync-reentrant-checkpoint",
                         "ddp-ga4-no-sync-step-per-micro-batch", "ds-zero1-ga4-step-per-micro-batch",
                         "ds-zero1-ga4-without-profiler-steps",
@@ -264,6 +266,7 @@ RAN = {
     "torch2.4-ddp-ga4-no-sync": ("dp", None),
     "ddp-ga4-no-sync-reentrant-checkpoint": ("dp", None),
     "ddp-ga4-no-sync-step-per-micro-batch": ("dp", None),
+    "ddp-compiled-ga4-no-sync": ("dp", None),
     "ddp-ga4-sync-every-step-per-micro-batch": ("dp", None),
     "ds-zero1-ga4-step-per-micro-batch": ("deepspeed-zero1", None),
     "ds-zero1-ga4-without-profiler-steps": ("deepspeed-zero1", None),

@@ -136,10 +136,12 @@ def run_profiled_without_steps(outdir, steps, train_step, warmup=1):
 # --- plain PyTorch cases --------------------------------------------------------------------------
 
 
-def ddp_loop(model, opt, k, no_sync_first):
-    """k micro-batches per optimizer step; no_sync() on the first k-1 when no_sync_first."""
+def ddp_loop(model, opt, k, no_sync_first, forward=None):
+    """k micro-batches per optimizer step; no_sync() on the first k-1 when no_sync_first; ``forward``: what
+    runs the model (``torch.compile(model)``; default the DDP module itself)."""
     rank = dist.get_rank()
     dtype = next(model.parameters()).dtype
+    forward = model if forward is None else forward
 
     def train_step(step):
         opt.zero_grad(set_to_none=True)
@@ -147,22 +149,24 @@ def ddp_loop(model, opt, k, no_sync_first):
             x, y = batch(rank, step, m, dtype)
             ctx = model.no_sync() if (no_sync_first and m < k - 1) else contextlib.nullcontext()
             with ctx:
-                loss_fn(model(x), y).div(k).backward()
+                loss_fn(forward(x), y).div(k).backward()
         opt.step()
 
     return train_step
 
 
 def case_ddp(outdir, *, k=1, no_sync=False, dtype=torch.float32, group=None, steps=3, layers=LAYERS,
-             warmup=1, record_shapes=True, checkpointed=(), **ddp_options):
+             warmup=1, record_shapes=True, checkpointed=(), compiled=False, **ddp_options):
     """DDP (``ddp_options``: DistributedDataParallel's own, e.g. ``find_unused_parameters``), ``k``
     micro-batches a step (:func:`ddp_loop`), ``steps`` profiled after ``warmup`` steps; the layers
-    ``checkpointed`` under reentrant activation checkpointing (:class:`MLP`)."""
+    ``checkpointed`` under reentrant activation checkpointing (:class:`MLP`); ``compiled``: the DDP module
+    run through ``torch.compile`` (Inductor on CPU)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     model = DDP(make_model(dtype, layers, checkpointed), process_group=group, **ddp_options)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync), warmup, record_shapes)
+    forward = torch.compile(model) if compiled else None
+    run_profiled(outdir, steps, ddp_loop(model, opt, k, no_sync, forward), warmup, record_shapes)
 
 
 def case_ddp_step_per_micro_batch(outdir, k=4, steps=3, no_sync=True):
@@ -1714,6 +1718,10 @@ CASES = {
     "ddp-ga4-no-sync": (lambda o: case_ddp(o, k=4, no_sync=True, steps=2), {
         "scheme": "DDP", "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "ddp-compiled-ga4-no-sync": (lambda o: case_ddp(o, k=4, no_sync=True, steps=2, warmup=2, compiled=True), {
+        "scheme": "DDP under torch.compile", "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4}, "micro_batches": 4, "steps_profiled": 2, "warmup": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
     "lightning-ddp-ga4": (case_lightning, {
         "scheme": "Lightning Trainer, DDP, accumulate_grad_batches=4, Lightning's PyTorchProfiler",
