@@ -145,3 +145,13 @@ def test_a_symmetric_kernel_zerocalc_does_not_time_is_named_untimed(tmp_path):
     step = [c for c in t["calls"] if c["category"] == "step"]
     assert {(c["ran_pair"], c["ran_predicted_s"]) for c in step} == {("SYMK/RSxTmaLD_AGxTmaST", None)}
     assert "which zerocalc does not time" in _check(path).output
+
+
+def test_a_release_stated_with_its_build_prices_the_symmetric_kernel_as_the_release(tmp_path):
+    # NCCL prints its version with the CUDA build it was made for (2.28.3+cuda12.9), and --nccl-version
+    # takes it so: the kernel is priced as 2.28.3 (count rounded to a 1 KiB cell), as without the suffix
+    path = _renamed(tmp_path, SYMK_2_28)
+    for version in ("2.28.3+cuda12.9", "2.28.3"):
+        t = json.loads(_check(path, "--nccl-version", version, "--format", "json").stdout)["nccl_timing"]
+        (small,) = [c for c in t["calls"] if c["bytes"] == 448]
+        assert small["ran_predicted_s"] * 1e6 == pytest.approx(_lsa_us(1792, 7.8, 65, 320), rel=1e-6)

@@ -273,11 +273,12 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     scalars_only = infer._count(data_ops, w) if data_ops.any() and small[data_ops].all() else 0
     grad = classify.gradient_calls(cat, ops, full)
     reductions, outside = ops.isin(classify.GRADIENT_OPS) & ~small, cat == ONE_OFF
+    no_elements = reductions & (full == 0)
     in_bytes = (~np.isnan(rows.num("msg_size_bytes")) if rows.has("msg_size_bytes")
                 else np.zeros(len(full), dtype=bool))
-    unsized = (cat == STEP) & reductions & (full == 0)
+    unsized = (cat == STEP) & no_elements
     unread = infer.Unread(scalars_only, infer._count(unsized, w), _by_op(reductions & outside, ops, w),
-                          infer._count(reductions & outside & (full == 0) & in_bytes, w),
+                          infer._count(no_elements & outside & in_bytes, w),
                           infer._count(unsized & ~in_bytes, w))
     psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
     if own is not None:

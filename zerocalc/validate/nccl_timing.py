@@ -217,10 +217,9 @@ def release_by_kernel_names(m) -> str | None:
     rows = m.columns.rows
     if not rows.has("kernel"):
         return None
-    present = rows.codes("kernel").present()
-    if any(n.startswith("ncclSymDevKernel_") for n in present):
+    names = rows.codes("kernel").present()  # NCCL's kernels alone: the reader links no other
+    if any(n.startswith("ncclSymDevKernel_") for n in names):
         return LAST_NCCLSYMDEVKERNEL_RELEASE
-    names = [n for n in present if n.startswith(("ncclKernel", "ncclDevKernel", "ncclSymkDevKernel"))]
     return LAST_NCCLKERNEL_RELEASE if names and all(n.startswith("ncclKernel_") for n in names) else None
 
 
@@ -395,12 +394,13 @@ def _symmetric_time(tuning, coll, group: int, n_bytes: float, version: str,
     symmetric kernel is priced: :meth:`zerocalc.validate.symmetric.SymmetricRun.apply`), and its pair
     ``SYMK/<kernel after its collective>``; no time for a kernel that model does not hold (TMA, network)."""
     from zerocalc.nccl.symmetric import Call, kernel_time_s
+    from zerocalc.nccl.tables import parse_version
     from zerocalc.validate.symmetric import wire_s
 
     pair = f"{SYMK}/{kernel.split('_', 1)[1]}"
     m = tuning.machine
-    v = tuple(int(x) for x in version.split(".")[:3])
-    t = kernel_time_s(kernel, Call(coll, int(n_bytes), group, m.compute_capability, bool(m.nvls)), v)
+    call = Call(coll, int(n_bytes), group, m.compute_capability, bool(m.nvls))
+    t = kernel_time_s(kernel, call, parse_version(version))
     if t is None:
         return None, pair
     algo, proto = tuning.choose(coll, n_bytes)[:2]

@@ -187,15 +187,11 @@ def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: st
     if hint:
         notes.append(hint)
     if timed_by_nccl is not None and not nccl.get("nccl_version") and not _stated_versions(meta):
-        named = release_by_kernel_names(m)
-        if named:
-            notes.append(f"--topology: the trace states no NCCL version; {KERNEL_NAMING[named]}: its calls "
-                         f"are priced as NCCL {timed_by_nccl.release}, the last release of that naming "
-                         "(--nccl-version to choose the run's)")
-        else:
-            notes.append("--topology: the trace states no NCCL version; its "
-                         f"calls are priced by the latest release modelled, {timed_by_nccl.release} "
-                         "(--nccl-version to choose the run's)")
+        named, release = release_by_kernel_names(m), timed_by_nccl.release
+        how = (f"{KERNEL_NAMING[named]}: its calls are priced as NCCL {release}, the last release of that "
+               "naming" if named else f"its calls are priced by the latest release modelled, {release}")
+        notes.append(f"--topology: the trace states no NCCL version; {how} (--nccl-version to choose the "
+                     "run's)")
     if nccl is not None and timed_by_nccl is None:
         notes.append("--topology: the trace records no call durations, so NCCL's model has nothing to be "
                      "set against")
