@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
+from collections import Counter
 from pathlib import Path
 
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
@@ -16,3 +18,16 @@ def count_calls():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def forward_reductions(case: str) -> Counter:
+    """(elements, op around it) → calls of the reductions run in a forward pass over every rank and step of a
+    run, as count_calls.py counted them (expected.json's ``forward_reductions``)."""
+    e = json.loads((RUNS / case / "expected.json").read_text())
+    out: Counter = Counter()
+    for r in e["ranks"].values():
+        for s in r["steps"].values():
+            for f in s.get("forward_reductions", []):
+                _, elems, _, around = f.split(" ")
+                out[(int(elems), around)] += 1
+    return out

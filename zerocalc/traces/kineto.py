@@ -16,14 +16,17 @@ Every schema generation since 2023 (PyTorch ``record_param_comms``), resolved th
 * over gloo, the ``gloo:<op>`` annotations of the worker threads are matched to the calls
   in issue order, only when the two sequences agree in length, op and size everywhere
   (``link`` column says so); they give the transport time and the element type;
-* ``wait`` entries are dropped; ``ProfilerStep#k`` annotations give ``step``.
+* ``wait`` entries are dropped; ``ProfilerStep#k`` annotations give ``step``;
+* a reduction nested in an op the autograd engine differentiates, and in no node of the backward, ran in
+  a forward pass: ``forward_op`` names that op (:mod:`~zerocalc.traces.kineto_forward`).
 
 :func:`parse_bytes` decodes with msgspec only the fields it reads, into compact objects, and
 keeps only the events the table uses (benchmarks/bench_kineto.py); anything else falls back to
 a full orjson decode. The reader caps the decompressed size.
 
 The stages, one module each: the events the table uses (:mod:`~zerocalc.traces.kineto_events`),
-the calls they make and their rows (:mod:`~zerocalc.traces.kineto_calls`), the gloo annotations
+the calls they make and their rows (:mod:`~zerocalc.traces.kineto_calls`), the reductions of a forward
+pass (:mod:`~zerocalc.traces.kineto_forward`), the gloo annotations
 (:mod:`~zerocalc.traces.kineto_gloo`) and the groups of calls that record none
 (:mod:`~zerocalc.traces.kineto_groups`).
 """
@@ -48,6 +51,7 @@ from zerocalc.traces.kineto_events import (
     _select,
     _utf8,
 )
+from zerocalc.traces.kineto_forward import forward_reductions
 from zerocalc.traces.records import ParseResult, bad
 
 FORMAT = "kineto"
@@ -74,8 +78,9 @@ def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
         events = trace.traceEvents
         del trace
         sel = _select(_maybe_used(events), len(events), file, strict, res)
+        forward = forward_reductions(events, sel)
         del events  # drop the decoded events before building anything else
-        return _build(sel, info, res, file)
+        return _build(sel, info, res, file, forward)
     except (msgspec.DecodeError, _Invalid):
         pass
     try:
@@ -125,4 +130,5 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
         if e.get("ph") == "X" and type(name) is str and maybe[name]:
             used.append((i, _Event(name=name, cat=e.get("cat"), ts=e.get("ts"), dur=e.get("dur"),
                                    pid=e.get("pid"), tid=e.get("tid"), args=e.get("args"))))
-    return _build(_select(used, len(events), file, strict, res), info, res, file)
+    sel = _select(used, len(events), file, strict, res)
+    return _build(sel, info, res, file, forward_reductions(events, sel, decoded=True))

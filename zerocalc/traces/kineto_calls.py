@@ -31,8 +31,11 @@ from zerocalc.traces.schema import (
 )
 
 
-def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResult:
-    """Group the selected events into calls, link kernels, resolve each call into a row."""
+def _build(sel: _Selected, info: dict, res: ParseResult, file: str, forward: dict[int, str] | None = None
+           ) -> ParseResult:
+    """Group the selected events into calls, link kernels, resolve each call into a row; ``forward``: the
+    events of reductions run inside a forward pass, by index, each with the op around it
+    (:mod:`~zerocalc.traces.kineto_forward`)."""
     rank, world, pgs = _trace_meta(info, res)
     calls, thread_calls = _group_calls(sel)
     unlinked = _link_kernels(sel, calls, thread_calls)
@@ -40,7 +43,7 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str) -> ParseResu
     if not sel.steps and (steps := optimizer_spans(sel.optimizer, sel.backward)):
         sel.steps.extend(steps)  # no ProfilerStep: the optimizer's steps mark them
         res.meta["steps_from"] = "optimizer"
-    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows)
+    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows, forward or {})
     rows, gloo = res.rows, sel.gloo
     if not rows and gloo:
         rows.extend(_gloo_rows(gloo, sel.recs, file, rank, sel.steps, res))
@@ -141,10 +144,11 @@ def _link_kernels(sel: _Selected, calls: list[dict[str, Any]],
 
 
 def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None, file: str,
-                   rows: list[dict[str, Any]]) -> tuple[dict[str, int], set[str]]:
+                   rows: list[dict[str, Any]], forward: dict[int, str]) -> tuple[dict[str, int], set[str]]:
     """Each call, in order of its start, resolved into a row appended to ``rows``, with its group's
-    source, rank, step and timing (its kernels', else its CPU span's); the calls that are not rows
-    counted by reason, and the schema generations met."""
+    source, rank, step, timing (its kernels', else its CPU span's) and, where it ran in a forward pass (its
+    c10d op or annotation among ``forward``), the op around it in ``forward_op``; the calls that are not
+    rows counted by reason, and the schema generations met."""
     recs, steps = sel.recs, sel.steps
     step_starts = [s[0] for s in steps]
     ignored: dict[str, int] = {}
@@ -161,6 +165,7 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
         if row["rank"] is None:
             row["rank"] = rank
         row["step"] = step_at(step_starts, steps, call["ts"])
+        row["forward_op"] = forward.get(call.get("c10d"), forward.get(call.get("annot")))
         ks = call["kernels"]
         row["cpu_start_s"] = call["ts"] * _US
         row["cpu_duration_s"] = (call["end"] - call["ts"]) * _US

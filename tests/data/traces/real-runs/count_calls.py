@@ -18,6 +18,11 @@ from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
 * the ``aten::mse_loss`` ops on the main thread (``aten::cross_entropy_loss`` in the GPT-2 case): the model's
   loss, one per forward pass,
   so one per micro-batch;
+* the reductions of a forward pass (``forward_reductions``, written only where a step has any): every
+  ``c10d::`` all-reduce, reduce-scatter or reduce nested (on its thread, by start and end) in a CPU op
+  whose ``args`` record a ``Sequence number`` (an op autograd differentiates, an ``autograd.Function``'s
+  forward) and in no ``autograd::engine::evaluate_function:`` event (a node of the backward), as
+  ``"<op> <elements in> in <innermost such op>"``;
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
   elements, element type, thread id. Worker events belong to the step in whose window
   they start.
@@ -97,6 +102,29 @@ def c10d_call(e):
             "group_size_from_shapes": group, "root": root, "ts": e["ts"], "dur": e.get("dur", 0)}
 
 
+REDUCTIONS = ("c10d::allreduce_", "c10d::allreduce_coalesced_", "c10d::reduce_", "c10d::reduce_scatter_",
+              "c10d::_reduce_scatter_base_", "c10d::reduce_scatter_tensor_coalesced_")
+NODE = "autograd::engine::evaluate_function:"
+
+
+def mark_forward(events, tid, calls):
+    """Set ``forward_in`` on each call (a ``c10d_call`` dict) nested in a numbered op and in no node of the
+    backward on thread ``tid``: the innermost numbered op's name; None on every other call."""
+    by_start = {(c["ts"], c["dur"], c["op"]): c for c in calls}
+    stack = []  # the events enclosing the current one, outermost first
+    mine = (e for e in events if e["tid"] == tid and "dur" in e)
+    for e in sorted(mine, key=lambda e: (e["ts"], -e["dur"])):
+        end = e["ts"] + e["dur"]
+        while stack and stack[-1]["ts"] + stack[-1]["dur"] < end - 1e-3:
+            stack.pop()
+        c = by_start.get((e["ts"], e["dur"], e["name"]))
+        if c is not None:
+            numbered = [a["name"] for a in stack if (a.get("args") or {}).get("Sequence number", -1) >= 0]
+            in_node = any(a["name"].startswith(NODE) for a in stack)
+            c["forward_in"] = numbered[-1] if numbered and not in_node and c["op"] in REDUCTIONS else None
+        stack.append(e)
+
+
 def gloo_event(e):
     a = e.get("args", {})
     dims, types = a.get("Input Dims", [[]]), a.get("Input type", [""])
@@ -120,6 +148,7 @@ def count_file(path):
     calls = sorted((c10d_call(e) for e in events
                     if e.get("name", "").startswith("c10d::") and e["tid"] == main_tid),
                    key=lambda c: c["ts"])
+    mark_forward(events, main_tid, calls)
     workers = sorted((gloo_event(e) for e in events if e.get("name", "").startswith("gloo:")),
                      key=lambda g: g["ts"])
     pair(calls, workers)
@@ -132,17 +161,31 @@ def count_file(path):
         lo, hi = s["ts"], s["ts"] + s["dur"]
         inside = [c for c in calls if lo <= c["ts"] and c["ts"] + c["dur"] <= hi]
         wk = [g for g in workers if lo <= g["ts"] < hi]
-        losses = [e for e in events if e["name"] in LOSSES and e["tid"] == main_tid
-                  and lo <= e["ts"] and e["ts"] + e.get("dur", 0) <= hi]
+        losses = outermost([e for e in events if e["name"] in LOSSES and e["tid"] == main_tid
+                            and lo <= e["ts"] and e["ts"] + e.get("dur", 0) <= hi])
         row = out["steps"][s["name"]] = summarise(inside, wk)
         row["loss_calls"] = len(losses)
         # the calls in order with the forward passes between them: which micro-batch each falls in
         marks = sorted([(e["ts"], "forward") for e in losses]
                        + [(c["ts"], f"{c['op']} {c['in_elems']}") for c in inside])
         row["timeline"] = [m for _, m in marks]
+        forward = [f"{c['op']} {c['in_elems']} in {c['forward_in']}" for c in inside if c.get("forward_in")]
+        if forward:
+            row["forward_reductions"] = forward
     in_any = {id(c) for s in steps for c in calls
               if s["ts"] <= c["ts"] and c["ts"] + c["dur"] <= s["ts"] + s["dur"]}
     out["outside_steps"] = summarise([c for c in calls if id(c) not in in_any], [])["c10d"]
+    return out
+
+
+def outermost(evs):
+    """The events of ``evs`` that no other of them encloses (a loss a tensor subclass dispatches again,
+    DTensor's ``aten::mse_loss`` around the local one, is one forward pass)."""
+    out = []
+    for e in sorted(evs, key=lambda e: (e["ts"], -e.get("dur", 0))):
+        if out and e["ts"] + e.get("dur", 0) <= out[-1]["ts"] + out[-1].get("dur", 0):
+            continue
+        out.append(e)
     return out
 
 
@@ -274,6 +317,8 @@ def show(res):
                       f"worker {row['worker_op']} tids {row['worker_tids']}")
             if s["unpaired_c10d"]:
                 print(f"    ({s['unpaired_c10d']} c10d ops without a gloo worker event)")
+            if s.get("forward_reductions"):
+                print(f"    in a forward pass: {', '.join(squeeze(s['forward_reductions']))}")
         if r["outside_steps"]:
             print("  outside any ProfilerStep: " + "; ".join(
                 f"{row['calls']} x {row['op']} {row['in_elems']}" for row in r["outside_steps"]))
@@ -316,6 +361,8 @@ def markdown(res):
                 grp += f", root {r['root']}" if r["root"] is not None else ""
                 text.append(f"    - {r['calls']} x `{r['op']}` {r['dtype']} in {r['in_elems']} "
                             f"out {r['out_elems']}{grp}; worker `{r['worker_op']}`")
+            if s.get("forward_reductions"):
+                text.append(f"    - in a forward pass: {', '.join(squeeze(s['forward_reductions']))}")
         blocks.setdefault((loss[step], "\n".join(text)), []).append(step)
     lines = []
     for (passes, text), steps in blocks.items():

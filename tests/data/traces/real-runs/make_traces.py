@@ -694,6 +694,36 @@ def case_tp2_dp2(outdir):
     run_profiled(outdir, 3, train_step)
 
 
+def case_tp(outdir, *, k=1, first_whole=False):
+    """Tensor parallelism alone over the world's 4 ranks (PyTorch's ``parallelize_module`` on a 1-D
+    DeviceMesh ``tp``), no data parallelism: every rank trains on the same micro-batches. Default:
+    ``layers.0`` ``ColwiseParallel``, ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole (the all-reduce
+    of ``layers.1``'s output in the forward is the only reduction: the model's input needs no gradient).
+    ``first_whole``: ``layers.0`` whole, ``layers.1`` ``ColwiseParallel`` and ``layers.2``
+    ``RowwiseParallel`` (Megatron's MLP block behind a layer that needs its input's gradient: the
+    all-reduce of ``layers.2``'s output in the forward, and of ``layers.1``'s input gradient in the
+    backward). ``k`` micro-batches an optimizer step. The gradients of the whole layers are the same on
+    every rank, so nothing reduces them."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("tp",))
+    model = make_model()
+    plan = ({"layers.1": ColwiseParallel(), "layers.2": RowwiseParallel()} if first_whole
+            else {"layers.0": ColwiseParallel(), "layers.1": RowwiseParallel()})
+    parallelize_module(model, mesh["tp"], plan)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        for m in range(k):
+            x, y = batch(0, step, m)  # the same data on every rank
+            loss_fn(model(x), y).div(k).backward()
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
 def case_fsdp2_tp2(outdir, sequence_parallel=False):
     """PyTorch's own tensor parallelism (``parallelize_module``: ``layers.0`` ``ColwiseParallel``,
     ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole) on the ``tp`` dimension of a 2 × 2 DeviceMesh
@@ -1210,6 +1240,17 @@ CASES = {
         "groups": {"tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]]},
         "psi_per_rank": TP2_PSI_PER_RANK,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "tp4": (case_tp, {
+        "scheme": "tensor parallelism 4 alone (parallelize_module on a 1-D DeviceMesh: layers.0 "
+                  "ColwiseParallel, layers.1 RowwiseParallel, layers.2 whole), no data parallelism",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"tp": WORLD4},
+        "micro_batches": 1, "grad_sync": "none (no data parallelism)", "steps_profiled": 3}),
+    "tp4-first-whole-ga2": (lambda o: case_tp(o, k=2, first_whole=True), {
+        "scheme": "tensor parallelism 4 alone (parallelize_module on a 1-D DeviceMesh: layers.0 whole, "
+                  "layers.1 ColwiseParallel, layers.2 RowwiseParallel), no data parallelism, 2 micro-batches "
+                  "an optimizer step",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"tp": WORLD4},
+        "micro_batches": 2, "grad_sync": "none (no data parallelism)", "steps_profiled": 3}),
     "fsdp2-tp2": (case_fsdp2_tp2, {
         "scheme": "FSDP2 fully_shard per Linear + root on the dp dimension of a 2 x 2 DeviceMesh, PyTorch "
                   "tensor parallelism (layers.0 ColwiseParallel, layers.1 RowwiseParallel) on its tp "

@@ -1,0 +1,129 @@
+"""Reductions a Kineto trace runs inside a forward pass, from the ops that enclose each call.
+
+An op the autograd engine will differentiate records the ``Sequence number`` its node takes
+(``torch/csrc/autograd/function.h``, ``sequence_nr``; the profiler writes it in the op's ``args``), an
+``autograd.Function``'s ``apply`` as much as an ATen op. A reduction nested inside such an op, and inside
+no node of the backward, runs in the forward: the all-reduce of a tensor-parallel block's output
+(Megatron-LM's ``_ReduceFromModelParallelRegion``, DTensor's ``Redistribute`` under ``RowwiseParallel``),
+a sequence-parallel reduce-scatter, a vocabulary-parallel cross-entropy's all-reduces. It reduces
+activations; no data-parallel scheme reduces a gradient there, as the backward makes them. A reduction
+in the backward runs inside one of the engine's node events (``autograd::engine::evaluate_function:``),
+a hook's too, or after the backward, where no op encloses it that records a sequence number.
+
+The profiler writes a thread's CPU ops in the order they start, so the ops enclosing a call are found
+among the :data:`WINDOW` events before it; one further back (an op holding more events before the call
+than that) is not seen, and the call is not taken for a forward one.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from zerocalc.traces.kineto_events import BACKWARD_PREFIX, _args, _Selected
+from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
+
+#: How many events before a call are searched for the ops that enclose it.
+WINDOW = 64
+#: The reductions (a forward's activations are reduced, never gathered: an all-gather there is ZeRO-3's
+#: or FSDP's parameters, or sequence parallelism's input, which a data-parallel scheme may gather).
+REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")
+_NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in REDUCTIONS),
+                    *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in REDUCTIONS)])
+_SEQ = "Sequence number"
+_SEQ_BYTES = b'"Sequence number"'
+_EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
+
+
+def _struct_fields(e: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """(name, pid, tid, ts, dur, args) of a decoded event of the fast path (``_Event``; any other phase's
+    name is None)."""
+    name = e.name
+    if name is None:
+        return None, None, None, None, None, None
+    return name, e.pid, e.tid, e.ts, e.dur, e.args
+
+
+def _dict_fields(e: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """The same of an event decoded in full (a dict; anything else, or another phase, has no name)."""
+    if not isinstance(e, dict) or e.get("ph") != "X":
+        return None, None, None, None, None, None
+    return e.get("name"), e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur"), e.get("args")
+
+
+def _numbered(args: Any) -> bool:
+    """Whether an op's ``args`` record a sequence number (undecoded: decoded only where they name one)."""
+    if isinstance(args, bytes | bytearray | memoryview) or type(args).__name__ == "Raw":
+        if _SEQ_BYTES not in bytes(args):
+            return False
+        try:
+            args = _args(args)
+        except Exception:  # noqa: BLE001 (args that do not decode record nothing)
+            return False
+    seq = args.get(_SEQ) if isinstance(args, dict) else None
+    return type(seq) is int and seq >= 0
+
+
+def forward_reductions(events: Sequence[Any], sel: _Selected, decoded: bool = False) -> dict[int, str]:
+    """The reductions' events (``c10d::`` ops and ``nccl:`` annotations of an all-reduce, reduce-scatter or
+    reduce) that run inside a forward pass, by index, each with the name of the innermost op around it that
+    records a sequence number (``Redistribute``, ``_ReduceFromModelParallelRegion``); ``events``: the trace's
+    events, as the fast path decodes them (``decoded``: dicts, as
+    :func:`~zerocalc.traces.kineto.parse_document` has them)."""
+    fields: Callable[[Any], tuple] = _dict_fields if decoded else _struct_fields
+    nodes = _outer_nodes(sel)
+    out: dict[int, str] = {}
+    for thread, evs in sel.comm.items():
+        spans = nodes.get(thread, ([], []))
+        for ts, end, i, _ in evs:
+            if sel.recs[i][0] not in _NAMES or _inside(spans, ts, end):
+                continue
+            if op := _forward_op(events, i, thread, ts, end, fields):
+                out[i] = op
+    return out
+
+
+def _forward_op(events: Sequence[Any], i: int, thread: tuple, ts: float, end: float,
+                fields: Callable[[Any], tuple]) -> str | None:
+    """The innermost op recording a sequence number that encloses event ``i`` (on ``thread``, from ``ts`` to
+    ``end``) among the :data:`WINDOW` events before it, where no node of the backward encloses it there."""
+    found = None
+    for j in range(i - 1, max(-1, i - 1 - WINDOW), -1):
+        name, pid, tid, ets, dur, args = fields(events[j])
+        if type(name) is not str or (pid, tid) != thread:
+            continue
+        if not (isinstance(ets, int | float) and isinstance(dur, int | float)):
+            continue
+        if ets > ts + _EPS or ets + dur < end - _EPS:
+            continue  # not an op enclosing the call
+        if name.startswith(BACKWARD_PREFIX):
+            return None
+        if found is None and _numbered(args):
+            found = name
+    return found
+
+
+def _outer_nodes(sel: _Selected) -> dict[Any, tuple[list[float], list[float]]]:
+    """Per thread, the starts and ends of the outermost node events of the backward, in order."""
+    by_thread: dict[Any, list[tuple[float, float]]] = {}
+    for ts, end, thread, _ in sel.backward:
+        by_thread.setdefault(thread, []).append((ts, end))
+    out = {}
+    for thread, spans in by_thread.items():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        starts, ends = [], []
+        for ts, end in spans:
+            if ends and ts <= ends[-1]:
+                continue  # nested in the one before
+            starts.append(ts)
+            ends.append(end)
+        out[thread] = (starts, ends)
+    return out
+
+
+def _inside(spans: tuple[list[float], list[float]], ts: float, end: float) -> bool:
+    """Whether one of the outermost node spans (starts, ends) holds ``ts`` to ``end``."""
+    starts, ends = spans
+    j = bisect.bisect_right(starts, ts + _EPS) - 1
+    return j >= 0 and ends[j] >= end - _EPS
