@@ -223,8 +223,8 @@ def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> 
 
 
 def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: int | None,
-            n: int | None, w: np.ndarray | None = None, world_from: str | None = None
-            ) -> tuple[np.ndarray, Groups]:
+            n: int | None, w: np.ndarray | None = None, world_from: str | None = None,
+            activations: np.ndarray | None = None) -> tuple[np.ndarray, Groups]:
     """Group size of every call (recorded, else the world size, else ``n``), N and how it was found.
 
     N is ``--n`` (which must be one of the trace's group sizes) or found from the groups the
@@ -232,7 +232,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     group that reduces the most elements, or HSDP's shard × replicate groups (:func:`_hsdp`, beside
     tensor parallelism: :func:`_hsdp_beside`), or expert parallelism's (:func:`_experts`); without gradient
     collectives, the group of the collectives that move the most elements. Tensor-parallel groups
-    (:func:`_tensor_parallel_sizes`) are left out. ``w``: each call's weight (:mod:`.folded`; None: 1).
+    (:func:`_tensor_parallel_sizes`) are left out, and so are the reductions of a forward pass
+    (``activations``: :mod:`.activations`). ``w``: each call's weight (:mod:`.folded`; None: 1).
     ``world_from``: where the trace's world size comes from, where not its header (a DeepSpeed log's
     printed bandwidths).
     """
@@ -245,6 +246,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
                                    data_ops, sizes_by_elems)
     grad = ops.isin(GRADIENT_OPS) & (full > SCALAR_MAX_ELEMENTS) & (gs > 1)
     grad &= ~np.isin(gs, list(inner))
+    if activations is not None:
+        grad &= ~activations
     by_grad = _elements_by_size(gs[grad], _w(full[grad], w, grad))
     most = {k: v for k, v in sizes_by_elems.items() if k not in inner} or sizes_by_elems
     most_n = max(most, key=lambda k: (most[k], k))

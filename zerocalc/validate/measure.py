@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import ConfigError
-from zerocalc.validate import classify, infer, padding
+from zerocalc.validate import activations, classify, infer, padding
 from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
@@ -180,8 +180,10 @@ def measure(
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
+    fwd = activations.forward_reductions(rows, ops)
+    activations.refuse_activations_alone(rows, ops, full, fwd, w)
 
-    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta))
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), fwd)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
@@ -196,7 +198,7 @@ def measure(
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
-                                  world if world is not None else len(ranks), w)
+                                  world if world is not None else len(ranks), w, fwd)
     notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
@@ -409,14 +411,18 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
 
 def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: np.ndarray, full: np.ndarray,
                       rank_idx: np.ndarray, everyone: int,
-                      w: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
+                      w: np.ndarray | None, fwd: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
     other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
-    another group of the replicate size, ``groups.apart``). ``everyone``: the world's size. With a note
-    where gradients reduced in other buckets in some step were kept in the step."""
+    another group of the replicate size, ``groups.apart``), and so are the reductions of a forward pass
+    (``fwd``: :mod:`.activations`). ``everyone``: the world's size. With a note where gradients reduced in
+    other buckets in some step were kept in the step, and on the forward's reductions."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
+    if fwd.any():
+        notes.append(activations.activations_note(rows, ops, full, fwd & (cat == STEP), w))
+        cat[fwd & (cat == STEP)] = UNEXPLAINED
     if rebucketed.any():
         pair, _ = group_codes(rank_idx[rebucketed], step_id[rebucketed])
         k = int(np.bincount(rank_idx[rebucketed][first_rows(pair)]).max())
@@ -426,9 +432,14 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
                      "iteration; its first two under static_graph): counted in the step")
     if groups.apart is not None:
         cat[groups.apart & (cat == STEP)] = UNEXPLAINED
+    keys = group_keys(rows) if groups.shard is None or fwd.any() else None
     if groups.shard is None:
-        foreign = classify.foreign_groups(group_keys(rows), rank_idx, ops, full, gs, cat, everyone)
+        foreign = classify.foreign_groups(keys, rank_idx, ops, full, gs, cat, everyone)
         cat[foreign] = UNEXPLAINED
+    if fwd.any():
+        grad = classify.gradient_calls(cat, ops, full)
+        if note := activations.same_group_note(keys, gs, fwd, grad):
+            notes.append(note)
     return cat, notes
 
 

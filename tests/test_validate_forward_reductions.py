@@ -1,0 +1,70 @@
+"""Reductions of a forward pass (activations of model parallelism) in real gloo runs: read from the
+profiler traces, reported apart from the gradients, and a run of tensor parallelism alone refused.
+
+Expected values are counted from the traces by count_calls.py (expected.json's ``forward_reductions``:
+each c10d reduction nested in an op that records a ``Sequence number`` and in no node of the backward,
+found by a full stack of each thread's events, not by zerocalc) and the runs' facts (run.json,
+tests/data/traces/real-runs/README.md).
+"""
+
+
+import pytest
+from real_runs import RUNS, forward_reductions
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+from zerocalc.errors import TraceMismatchError
+from zerocalc.traces import read_traces
+from zerocalc.validate import check
+
+
+def test_tensor_parallelism_alone_is_refused_with_what_its_forward_reduces():
+    # tp4: 4 ranks × 3 steps × one all-reduce of 8 × 160 in the forward (counted), and nothing else
+    counted = forward_reductions("tp4")
+    assert counted == {(1280, "Redistribute"): 12}
+    ts = read_traces(RUNS / "tp4")
+    with pytest.raises(TraceMismatchError) as e:
+        check(ts.table, meta=ts.meta)
+    msg = str(e.value)
+    assert "no data-parallel traffic" in msg
+    assert "all-reduce of 1,280 elements ×12, inside Redistribute" in msg
+    res = CliRunner().invoke(app, ["check", str(RUNS / "tp4")])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "Traceback" not in res.output
+    assert res.output.startswith("error: no data-parallel traffic in ")
+
+
+def test_tensor_parallelism_alone_with_backward_reductions_says_they_may_be_activations():
+    # tp4-first-whole-ga2: per step and rank 2 all-reduces of 768 in the forward and 2 of 1,536 in the
+    # backward (counted); the forward's reported apart, the backward's read as the step's (a trace does not
+    # tell a block input's gradient from a parameter's), with the caution on the group they share
+    counted = forward_reductions("tp4-first-whole-ga2")
+    assert counted == {(768, "Redistribute"): 24}
+    ts = read_traces(RUNS / "tp4-first-whole-ga2")
+    m = check(ts.table, meta=ts.meta).measurement
+    assert m.psi_trace == 1536 and m.n == 4 and m.micro_batches == 2
+    assert any("reported apart as activations" in n and "all-reduce of 768 elements ×24, inside Redistribute"
+               in n for n in m.notes)
+    assert any(n.startswith("the forward passes reduce activations on the group of 4 ranks the gradients")
+               for n in m.notes)
+
+
+@pytest.mark.parametrize("case", ["tp2-dp2", "fsdp2-tp2", "fsdp2-tp2-sp", "hsdp-2x2-tp2", "pp2-fsdp2-tp2"])
+def test_forward_reductions_beside_data_parallelism_are_reported_apart(case):
+    # each counted forward reduction named in the note, by size and op, with its count over ranks and steps;
+    # the gradients are on other groups, so no caution on a shared group
+    (elems, around), k = next(iter(forward_reductions(case).items()))
+    assert len(forward_reductions(case)) == 1
+    ts = read_traces(RUNS / case)
+    m = check(ts.table, meta=ts.meta).measurement
+    op = "reduce-scatter" if case == "fsdp2-tp2-sp" else "all-reduce"
+    assert any(f"{op} of {elems:,} elements ×{k}, inside {around}" in n for n in m.notes)
+    assert not any(n.startswith("the forward passes reduce activations on the group") for n in m.notes)
+
+
+@pytest.mark.parametrize("case", ["ddp-ga4-no-sync", "fsdp2-ga4-no-sync", "ds-zero3-ga4", "pp2-dp2",
+                                  "lightning-ddp-ga4-sync-dist", "ddp-zero-ro-fp16-hook"])
+def test_runs_without_forward_reductions_have_no_such_note(case):
+    assert not forward_reductions(case)
+    ts = read_traces(RUNS / case)
+    m = check(ts.table, meta=ts.meta).measurement
+    assert not any("forward passes" in n for n in m.notes)
