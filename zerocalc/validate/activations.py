@@ -57,8 +57,9 @@ def refuse_activations_alone(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.n
     if (data & ~fwd).any():
         return
     files = sorted(set(rows.codes("file").present(na="the input")))
+    where = ", ".join(files) if len(files) <= 2 else f"{files[0]} and {len(files) - 1} other files"
     raise TraceMismatchError(
-        f"no data-parallel traffic in {', '.join(files)}: every reduction larger than a scalar runs inside a "
+        f"no data-parallel traffic in {where}: every reduction larger than a scalar runs inside a "
         f"forward pass ({_what(rows, ops, full, fwd, w)}), so it reduces activations of model parallelism "
         "(tensor, sequence or embedding parallelism), not gradients, which the backward makes; the schemes "
         "are data-parallel collectives (`zerocalc trace summary` counts these)")
