@@ -70,3 +70,18 @@ def test_runs_without_forward_reductions_have_no_such_note(case):
     ts = read_traces(RUNS / case)
     m = check(ts.table, meta=ts.meta).measurement
     assert not any("forward passes" in n for n in m.notes)
+
+
+def test_a_scalar_reduced_in_a_forward_pass_stays_a_scalar():
+    # by hand: 2 ranks × 2 steps, each a gradient all-reduce of 1,000 fp32 elements after the backward and an
+    # all-reduce of one element inside a checkpointed segment's forward (a capacity, a loss): scalar traffic,
+    # as any one-element reduction, not an activation of model parallelism
+    import pandas as pd
+
+    rows = [{"file": "t", "rank": r, "step": s, "op": "all_reduce", "dtype": "fp32", "elem_bytes": 4,
+             "in_nelems": e, "out_nelems": e, "group_size": 2, "forward_op": f}
+            for r in (0, 1) for s in (1, 2) for e, f in ((1, "CheckpointFunction"), (1000, None))]
+    m = check(pd.DataFrame(rows), meta={"t": {"world_size": 2}}).measurement
+    per = m.categories.set_index("category")["calls_per_rank_per_step"]
+    assert (per["step"], per["scalar"], per["unexplained"]) == (1, 1, 0)
+    assert m.psi == 1000 and not any("forward passes" in n for n in m.notes)

@@ -24,11 +24,13 @@ from zerocalc.validate.columns import Codes, Rows
 COLUMN = "forward_op"
 
 
-def forward_reductions(rows: Rows, ops: Codes) -> np.ndarray:
-    """The reductions (all-reduce, reduce-scatter, reduce) the trace records inside a forward pass."""
+def forward_reductions(rows: Rows, ops: Codes, full: np.ndarray) -> np.ndarray:
+    """The reductions (all-reduce, reduce-scatter, reduce) larger than a scalar that the trace records inside
+    a forward pass (``full``: each call's elements). A scalar there (a capacity or a loss reduced inside a
+    checkpointed segment) stays a scalar."""
     if not rows.has(COLUMN):
         return np.zeros(len(rows), dtype=bool)
-    return rows.notna(COLUMN) & ops.isin(GRADIENT_OPS)
+    return rows.notna(COLUMN) & ops.isin(GRADIENT_OPS) & ~(full <= SCALAR_MAX_ELEMENTS)
 
 
 def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndarray | None) -> str:

@@ -180,7 +180,7 @@ def measure(
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
-    fwd = activations.forward_reductions(rows, ops)
+    fwd = activations.forward_reductions(rows, ops, full)
     activations.refuse_activations_alone(rows, ops, full, fwd, w)
 
     gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), fwd)
