@@ -11,7 +11,7 @@ from collections import Counter
 
 import orjson
 import pytest
-from real_runs import RUNS, forward_reductions
+from real_runs import RUNS, count_calls, forward_reductions
 
 from zerocalc.traces import read_traces
 from zerocalc.traces.kineto import parse_bytes, parse_document
@@ -51,3 +51,26 @@ def test_the_slow_path_marks_the_same_calls():
     assert fast == slow
     # counted: 2 micro-batches × 3 steps, each an all-reduce of 768 in the forward, of 1,536 in the backward
     assert Counter(fast) == {("all_reduce", 768, "Redistribute"): 6, ("all_reduce", 1536, None): 6}
+
+
+def test_torchrecs_forward_reduce_scatters_on_an_nccl_trace():
+    # HolisticTraceAnalysis's TorchRec trace (rank 0 of 16, A100, NCCL): counted here from the file with
+    # count_calls.py's stack of each thread's events, no zerocalc: the reduce-scatters nested in
+    # ReduceScatterBase_Req's forward, 5 steps × two sizes (its pooled embeddings, 65,536 × 384 and × 64 in);
+    # DDP's all-reduces of the dense part run in no forward
+    path = RUNS.parent / "kineto" / "torchrec-a100-rank0-of-16.json.gz"
+    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+              if e.get("ph") == "X" and "dur" in e]
+    counted = Counter()
+    for tid in {e["tid"] for e in events if e["name"].startswith("c10d::")}:
+        calls = [{"ts": e["ts"], "dur": e["dur"], "op": e["name"], "dims": e["args"]["Input Dims"][1]}
+                 for e in events if e["tid"] == tid and e["name"].startswith("c10d::")]
+        count_calls().mark_forward(events, tid, calls)
+        counted.update((c["op"], c["dims"][0] * c["dims"][1], c["forward_in"]) for c in calls
+                       if c["forward_in"])
+    assert counted == {("c10d::_reduce_scatter_base_", 65536 * 384, "ReduceScatterBase_Req"): 5,
+                       ("c10d::_reduce_scatter_base_", 65536 * 64, "ReduceScatterBase_Req"): 5}
+    rows = parse_bytes(gzip.decompress(path.read_bytes()), "t").rows
+    got = Counter((r["op"], r["in_nelems"], r["forward_op"]) for r in rows if r["forward_op"])
+    assert got == {("reduce_scatter", e, around): k for (_, e, around), k in counted.items()}
+    assert {r["op"] for r in rows if r["forward_op"] is None} >= {"all_reduce"}

@@ -420,8 +420,8 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
     other buckets in some step were kept in the step, and on the forward's reductions."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
-    if fwd.any():
-        notes.append(activations.activations_note(rows, ops, full, fwd & (cat == STEP), w))
+    if note := activations.activations_note(rows, ops, full, fwd & (cat != ONE_OFF), w):
+        notes.append(note)
         cat[fwd & (cat == STEP)] = UNEXPLAINED
     if rebucketed.any():
         pair, _ = group_codes(rank_idx[rebucketed], step_id[rebucketed])
