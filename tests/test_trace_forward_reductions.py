@@ -74,3 +74,30 @@ def test_torchrecs_forward_reduce_scatters_on_an_nccl_trace():
     got = Counter((r["op"], r["in_nelems"], r["forward_op"]) for r in rows if r["forward_op"])
     assert got == {("reduce_scatter", e, around): k for (_, e, around), k in counted.items()}
     assert {r["op"] for r in rows if r["forward_op"] is None} >= {"all_reduce"}
+
+
+def _trace(with_leaf_node: bool) -> bytes:
+    """A minimal Kineto trace by hand: one profiler step; an all-reduce of 1,000 floats nested in an op that
+    records a sequence number (an autograd.Function's forward, as a DTensor redistribution run by a hook),
+    100 other ops before it; with ``with_leaf_node``, all of it inside an AccumulateGrad node (a hook's
+    work, as DDP's and FSDP1's run there)."""
+    def op(name, ts, dur, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                "args": args}
+
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0.0,
+               "dur": 2000.0}]
+    if with_leaf_node:
+        events.append(op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 1.0, 1000.0))
+    events += [op("aten::copy_", 2.0 + i, 0.5) for i in range(100)]
+    events.append(op("Redistribute", 200.0, 100.0, **{"Sequence number": 5, "Fwd thread id": 0}))
+    events.append(op("c10d::allreduce_", 210.0, 10.0, **{"Input Dims": [[1000]], "Input type": ["float"]}))
+    return json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0, "world_size": 2}}).encode()
+
+
+def test_a_hook_inside_an_accumulate_grad_node_is_no_forward_however_far_the_node_began():
+    # by hand: the node began 101 events before the call, the numbered op 1 before it
+    [row] = parse_bytes(_trace(with_leaf_node=True), "t").rows
+    assert row["op"] == "all_reduce" and row["forward_op"] is None
+    [row] = parse_bytes(_trace(with_leaf_node=False), "t").rows
+    assert row["forward_op"] == "Redistribute"

@@ -27,8 +27,9 @@ _KERNEL_PREFIXES = ("ncclKernel", "ncclDevKernel", "ncclSymDevKernel", "ncclSymk
 #: Name prefixes of the events that may matter (with ``record_param_comms`` and runtime launches).
 #: The name prefix of the autograd engine's node events (:mod:`~zerocalc.traces.kineto_backward`).
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
-#: The node event that records no sequence number and holds no other (a leaf's gradient accumulated): the
-#: parser skips it, a sixth of the nodes of a ResNet-50's backward.
+#: The node event that records no sequence number (a leaf's gradient accumulated; a sixth of the nodes of a
+#: ResNet-50's backward): no pass is counted by it, but the hooks run inside it (DDP's all-reduces, FSDP1's
+#: reduce-scatters), so its span is kept (:attr:`_Selected.leaves`).
 UNNUMBERED = BACKWARD_PREFIX + "torch::autograd::AccumulateGrad"
 #: The profiler's annotation of a ``torch.optim.Optimizer``'s step (``Optimizer.step#Adam.step``).
 OPTIMIZER_PREFIX = "Optimizer.step#"
@@ -202,19 +203,23 @@ class _Selected(NamedTuple):
     kernels: list[int]
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
     backward: list[tuple[float, float, Any, Any]]  # (ts, end, thread, args) of the autograd engine's nodes
+    leaves: list[tuple[float, float, Any]]  # (ts, end, thread) of its AccumulateGrad nodes (UNNUMBERED)
     optimizer: list[tuple[float, float]]  # (ts, end) of each optimizer step annotation
     chunk_cats: list[Any]  # the undecoded args of each aten::_chunk_cat (FSDP2's reduce-scatter copy-in)
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
-_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER, _CHUNK = range(12)
+(_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER, _CHUNK,
+ _LEAF) = range(13)
 
 
 def _classify(name: str, cat: Any) -> int:
     """The role of an event by name and category; ``_CHECKED`` = relevant, then dropped."""
     if not (name.startswith(_NAME_PREFIXES) or name == "record_param_comms"
-            or (cat == "cuda_runtime" and "Launch" in name)) or name == UNNUMBERED:
+            or (cat == "cuda_runtime" and "Launch" in name)):
         return _SKIP
+    if name == UNNUMBERED:
+        return _LEAF if cat == "cpu_op" else _CHECKED
     if cat == "kernel":
         return _KERNEL if name.startswith(_KERNEL_PREFIXES) else _CHECKED
     if cat == "cuda_runtime":
@@ -241,7 +246,7 @@ class _NameFilter(dict):
     def __missing__(self, name: Any) -> bool:
         v = self[name] = type(name) is str and (
             name.startswith(_NAME_PREFIXES) or name == "record_param_comms" or "Launch" in name
-        ) and name != UNNUMBERED
+        )
         return v
 
 
@@ -272,7 +277,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
 
     ``None`` stands for an event that is not an object.
     """
-    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [])
+    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
@@ -290,13 +295,15 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             sel.chunk_cats.append(e.args)
             continue
         ts, dur = e.ts, e.dur
-        if role == _NODE or role == _OPTIMIZER:
+        if role == _NODE or role == _OPTIMIZER or role == _LEAF:
             # a node of the backward, an optimizer step (kineto_backward): one that is malformed is left out
             pid, tid = e.pid, e.tid
             if type(ts) in _NUMBERS and type(dur) in _NUMBERS and -_INF < ts < _INF and 0 <= dur < _INF and (
                     pid is None or type(pid) in _SCALARS) and (tid is None or type(tid) in _SCALARS):
                 if role == _NODE:
                     sel.backward.append((ts, ts + dur, (pid, tid), e.args))
+                elif role == _LEAF:
+                    sel.leaves.append((ts, ts + dur, (pid, tid)))
                 else:
                     sel.optimizer.append((ts, ts + dur))
             continue

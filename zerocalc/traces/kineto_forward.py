@@ -7,8 +7,9 @@ no node of the backward, runs in the forward: the all-reduce of a tensor-paralle
 (Megatron-LM's ``_ReduceFromModelParallelRegion``, DTensor's ``Redistribute`` under ``RowwiseParallel``),
 a sequence-parallel reduce-scatter, a vocabulary-parallel cross-entropy's all-reduces. It reduces
 activations; no data-parallel scheme reduces a gradient there, as the backward makes them. A reduction
-in the backward runs inside one of the engine's node events (``autograd::engine::evaluate_function:``),
-a hook's too, or after the backward, where no op encloses it that records a sequence number.
+in the backward runs inside one of the engine's node events (``autograd::engine::evaluate_function:``;
+a hook's inside the node that runs it, DDP's and FSDP1's inside an ``AccumulateGrad``), or after the
+backward, where no op encloses it that records a sequence number.
 
 The profiler writes a thread's CPU ops in the order they start, so the ops enclosing a call are found
 among the :data:`WINDOW` events before it; one further back (an op holding more events before the call
@@ -25,7 +26,7 @@ from zerocalc.traces.kineto_events import BACKWARD_PREFIX, _args, _Selected
 from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
 
 #: How many events before a call are searched for the ops that enclose it.
-WINDOW = 64
+WINDOW = 128
 #: The reductions (a forward's activations are reduced, never gathered: an all-gather there is ZeRO-3's
 #: or FSDP's parameters, or sequence parallelism's input, which a data-parallel scheme may gather).
 REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")
@@ -105,9 +106,10 @@ def _forward_op(events: Sequence[Any], i: int, thread: tuple, ts: float, end: fl
 
 
 def _outer_nodes(sel: _Selected) -> dict[Any, tuple[list[float], list[float]]]:
-    """Per thread, the starts and ends of the outermost node events of the backward, in order."""
+    """Per thread, the starts and ends of the outermost node events of the backward (an AccumulateGrad's
+    too: the hooks run inside it), in order."""
     by_thread: dict[Any, list[tuple[float, float]]] = {}
-    for ts, end, thread, _ in sel.backward:
+    for ts, end, thread, *_ in (*sel.backward, *sel.leaves):
         by_thread.setdefault(thread, []).append((ts, end))
     out = {}
     for thread, spans in by_thread.items():
