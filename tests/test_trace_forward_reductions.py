@@ -101,3 +101,26 @@ def test_a_hook_inside_an_accumulate_grad_node_is_no_forward_however_far_the_nod
     assert row["op"] == "all_reduce" and row["forward_op"] is None
     [row] = parse_bytes(_trace(with_leaf_node=False), "t").rows
     assert row["forward_op"] == "Redistribute"
+
+
+def test_trace_summary_counts_the_calls_of_a_forward_pass():
+    # rank 0 of tp4-first-whole-ga2: per step 4 all-reduces, 2 of them in a forward pass (counted); a run with
+    # none keeps the summary's columns as they were
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    steps = json.loads((RUNS / "tp4-first-whole-ga2" / "expected.json").read_text())["ranks"]["0"]["steps"]
+    fwd = {int(k.split("#")[1]): len(s["forward_reductions"]) for k, s in steps.items()}
+    calls = {int(k.split("#")[1]): s["c10d_totals"]["c10d::allreduce_"]["calls"] for k, s in steps.items()}
+    path = str(RUNS / "tp4-first-whole-ga2" / "rank0.json.gz")
+    res = CliRunner().invoke(app, ["trace", "summary", path, "--format", "csv"])
+    lines = res.stdout.splitlines()
+    assert lines[0].endswith(",forward_calls")
+    got = {int(r.split(",")[3]): (int(r.split(",")[5]), int(r.split(",")[-1])) for r in lines[1:]}
+    assert got == {k: (calls[k], fwd[k]) for k in fwd}
+    text = CliRunner().invoke(app, ["trace", "summary", path]).stdout
+    assert text.count(f"({fwd[1]} in a forward pass)") == len(fwd)
+    plain = CliRunner().invoke(app, ["trace", "summary", str(RUNS / "ddp-bf16" / "rank0.json.gz"),
+                                     "--format", "csv"]).stdout
+    assert plain.splitlines()[0] == "file,rank,process,step,op,calls,in_nelems,out_nelems,in_bytes,out_bytes"

@@ -525,8 +525,10 @@ def _summary_text(file: str, part, meta: dict) -> str:
     # a receive has no input: what it receives, its output
     moved = [("out", o) if op == "recv" else ("in", b)
              for op, b, o in zip(part["op"].tolist(), values(part["in_bytes"]), out, strict=True)]
+    fwd = part["forward_calls"].tolist() if "forward_calls" in part else [0] * len(part)
     return head + "\n" + "\n".join(
         f"  {w:<{width}}  step {'-' if st is None else st!s:>5}  {op:<15} {c:>6} "
         f"{'call ' if c == 1 else 'calls'}  {side} {'?' if b is None else format_bytes(float(b))}"
-        for w, st, op, c, (side, b) in zip(who, values(part["step"]), part["op"].tolist(),
-                                           part["calls"].tolist(), moved, strict=True))
+        + (f"  ({f:g} in a forward pass)" if f else "")
+        for w, st, op, c, (side, b), f in zip(who, values(part["step"]), part["op"].tolist(),
+                                              part["calls"].tolist(), moved, fwd, strict=True))

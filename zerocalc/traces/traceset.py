@@ -64,7 +64,9 @@ class TraceSet:
                          index=t.index)
 
     def summary(self) -> pd.DataFrame:
-        """Per file, rank, step and op: number of calls and summed in/out elements and bytes.
+        """Per file, rank, step and op: number of calls and summed in/out elements and bytes, and where a
+        profiler trace records reductions inside a forward pass, how many of the calls are such
+        (``forward_calls``).
 
         A call without a rank is counted under its process instead, ``host:pid`` (column
         ``process``, missing where the rank is known or the trace names no process): NCCL debug
@@ -89,6 +91,10 @@ class TraceSet:
             out.insert(0, "calls", calls)
         else:
             out.insert(0, "calls", g.size())
+        if "forward_op" in table.columns and table["forward_op"].notna().any():
+            # the calls of each that a profiler trace records inside a forward pass (kineto_forward)
+            out["forward_calls"] = table["forward_op"].notna().astype(np.int64).groupby(
+                [t[k] for k in keys], dropna=False, sort=True).sum()
         return pd.DataFrame(out.reset_index())
 
 
