@@ -58,7 +58,7 @@ def test_torchrecs_forward_reduce_scatters_on_an_nccl_trace():
     # count_calls.py's stack of each thread's events, no zerocalc: the reduce-scatters nested in
     # ReduceScatterBase_Req's forward, 5 steps × two sizes (its pooled embeddings, 65,536 × 384 and × 64 in);
     # DDP's all-reduces of the dense part run in no forward
-    path = RUNS.parent / "kineto" / "torchrec-a100-rank0-of-16.json.gz"
+    path = RUNS.parent / "kineto" / "torchrec-a100-rank0-of-16" / "rank0.json.gz"
     events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
               if e.get("ph") == "X" and "dur" in e]
     counted = Counter()

@@ -92,7 +92,7 @@ def test_forward_reductions_on_another_group_are_named_too():
     # test_trace_forward_reductions: 5 of 65,536 × 384 and 5 of 65,536 × 64 elements in, inside
     # ReduceScatterBase_Req) run on groups of 8 where DDP all-reduces on 16: reported apart by their group
     # already, and named as activations all the same; no note is left empty
-    ts = read_traces(RUNS.parent / "kineto" / "torchrec-a100-rank0-of-16.json.gz")
+    ts = read_traces(RUNS.parent / "kineto" / "torchrec-a100-rank0-of-16" / "rank0.json.gz")
     m = check(ts.table, meta=ts.meta).measurement
     assert m.n == 16 and all(n.strip() for n in m.notes)
     said = (f"reduce-scatter of {65536 * 384:,} elements ×5, reduce-scatter of {65536 * 64:,} elements ×5, "
