@@ -25,7 +25,7 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
     # forward, and no other run does
     with_tp = {c for c in CASES if forward_reductions(c)}
     assert with_tp == {"tp2-dp2", "fsdp2-tp2", "fsdp2-tp2-sp", "hsdp-2x2-tp2", "pp2-fsdp2-tp2", "tp4",
-                       "tp4-first-whole-ga2"}
+                       "tp4-first-whole-ga2", "tp4-block-ga2"}
     for c in with_tp:
         assert "tp" in json.loads((RUNS / c / "run.json").read_text())["groups"]
 
@@ -124,3 +124,23 @@ def test_trace_summary_counts_the_calls_of_a_forward_pass():
     plain = CliRunner().invoke(app, ["trace", "summary", str(RUNS / "ddp-bf16" / "rank0.json.gz"),
                                      "--format", "csv"]).stdout
     assert plain.splitlines()[0] == "file,rank,process,step,op,calls,in_nelems,out_nelems,in_bytes,out_bytes"
+
+
+@pytest.mark.parametrize("case", ["tp4-block-ga2", "tp2-dp2", "fsdp2-tp2-sp", "ddp-ga4-no-sync"])
+def test_reader_records_the_shape_each_reduction_reduces(case):
+    # counted here from the files with plain json: each c10d reduction's tensor, its Input Dims where it is
+    # one tensor of at least two dimensions (a list of one such tensor too; a reduce-scatter's input, its
+    # second argument)
+    counted = Counter()
+    for path in sorted((RUNS / case).glob("rank*.json.gz")):
+        for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]:
+            name = e.get("name", "")
+            if e.get("ph") != "X" or name not in count_calls().REDUCTIONS:
+                continue
+            dims = e["args"]["Input Dims"][1 if "reduce_scatter" in name else 0]  # the input
+            dims = dims[0] if len(dims) == 1 and isinstance(dims[0], list) else dims
+            if len(dims) >= 2 and all(isinstance(d, int) for d in dims):
+                counted["x".join(map(str, dims))] += 1
+    table = read_traces(RUNS / case).table
+    got = Counter(table["in_shape"].dropna().tolist()) if "in_shape" in table else Counter()
+    assert got == counted

@@ -7,6 +7,7 @@ found by a full stack of each thread's events, not by zerocalc) and the runs' fa
 tests/data/traces/real-runs/README.md).
 """
 
+import json
 
 import pytest
 from real_runs import RUNS, forward_reductions
@@ -61,6 +62,7 @@ def test_forward_reductions_beside_data_parallelism_are_reported_apart(case):
     op = "reduce-scatter" if case == "fsdp2-tp2-sp" else "all-reduce"
     assert any(f"{op} of {elems:,} elements ×{k}, inside {around}" in n for n in m.notes)
     assert not any(n.startswith("the forward passes reduce activations on the group") for n in m.notes)
+    assert not any(n.startswith("reductions in the backward of tensors of the shape") for n in m.notes)
 
 
 @pytest.mark.parametrize("case", ["ddp-ga4-no-sync", "fsdp2-ga4-no-sync", "ds-zero3-ga4", "pp2-dp2",
@@ -98,3 +100,20 @@ def test_forward_reductions_on_another_group_are_named_too():
     said = (f"reduce-scatter of {65536 * 384:,} elements ×5, reduce-scatter of {65536 * 64:,} elements ×5, "
             "inside ReduceScatterBase_Req")
     assert any(said in n for n in m.notes)
+
+
+def test_tensor_parallelism_alone_whose_block_keeps_its_width_is_refused_too():
+    # tp4-block-ga2: per step and rank 4 all-reduces of 8 × 192 = 1,536 elements (counted), 2 in the forward
+    # (inside Redistribute) and 2 in the backward, of the same shape (the block's input gradient): 24 of each
+    # over the 4 ranks and 3 steps; nothing else
+    assert forward_reductions("tp4-block-ga2") == {(1536, "Redistribute"): 24}
+    steps = json.loads((RUNS / "tp4-block-ga2" / "expected.json").read_text())["ranks"]
+    total = sum(c["calls"] for r in steps.values() for s in r["steps"].values() for c in s["c10d"])
+    assert total == 48
+    ts = read_traces(RUNS / "tp4-block-ga2")
+    with pytest.raises(TraceMismatchError) as e:
+        check(ts.table, meta=ts.meta)
+    msg = str(e.value)
+    assert "inside a forward pass (all-reduce of 1,536 elements ×24, inside Redistribute)" in msg
+    assert ("in the backward those activations' gradients, tensors of the shape the forward reduces "
+            "(all-reduce of 1,536 elements ×24, of shape 8×192)") in msg

@@ -11,6 +11,7 @@ from typing import Any
 
 from zerocalc.traces.kineto_backward import backward_passes, optimizer_spans
 from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected, chunk_cat_sizes, step_at
+from zerocalc.traces.kineto_forward import reduced_shape
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
     _fill_groups,
@@ -166,6 +167,7 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
             row["rank"] = rank
         row["step"] = step_at(step_starts, steps, call["ts"])
         row["forward_op"] = forward.get(call.get("c10d"), forward.get(call.get("annot")))
+        row["in_shape"] = reduced_shape(*recs[call["c10d"]][::3]) if "c10d" in call else None
         ks = call["kernels"]
         row["cpu_start_s"] = call["ts"] * _US
         row["cpu_duration_s"] = (call["end"] - call["ts"]) * _US

@@ -11,6 +11,11 @@ in the backward runs inside one of the engine's node events (``autograd::engine:
 a hook's inside the node that runs it, DDP's and FSDP1's inside an ``AccumulateGrad``), or after the
 backward, where no op encloses it that records a sequence number.
 
+A reduction's own tensor tells its backward half (:func:`reduced_shape`): a tensor-parallel block reduces
+in the backward the gradient of its input, a tensor of the very shape its forward reduces where the block
+keeps its width (a transformer's MLP or attention: ``[batch, sequence, hidden]`` both ways), where a
+data-parallel scheme reduces gradients flattened into buckets or shaped as parameters.
+
 The profiler writes a thread's CPU ops in the order they start, so the ops enclosing a call are found
 among the :data:`WINDOW` events before it; one further back (an op holding more events before the call
 than that) is not seen, and the call is not taken for a forward one.
@@ -129,3 +134,19 @@ def _inside(spans: tuple[list[float], list[float]], ts: float, end: float) -> bo
     starts, ends = spans
     j = bisect.bisect_right(starts, ts + _EPS) - 1
     return j >= 0 and ends[j] >= end - _EPS
+
+
+def reduced_shape(name: str, args: Any) -> str | None:
+    """The shape of the one tensor a ``c10d::`` reduction ``name`` reduces, from its ``Input Dims``
+    (``"8x192"``), where it has at least two dimensions; None otherwise (a flat bucket, a list of several
+    tensors, shapes not recorded)."""
+    spec = C10D_OPS.get(name)
+    dims = args.get("Input Dims") if isinstance(args, dict) else None
+    if spec is None or spec[0] not in REDUCTIONS or not isinstance(dims, list) or len(dims) <= spec[2]:
+        return None
+    d = dims[spec[2]]
+    if isinstance(d, list) and len(d) == 1 and isinstance(d[0], list):
+        d = d[0]  # a list of one tensor
+    if not isinstance(d, list) or len(d) < 2 or not all(type(x) is int for x in d):
+        return None
+    return "x".join(map(str, d))

@@ -181,9 +181,12 @@ def measure(
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
     fwd = activations.forward_reductions(rows, ops, full)
-    activations.refuse_activations_alone(rows, ops, full, fwd, w)
+    keys = group_keys(rows) if fwd.any() else None
+    mirrored = (activations.activation_gradients(rows, ops, full, fwd, rank, keys) if fwd.any()
+                else np.zeros(len(rows), dtype=bool))
+    activations.refuse_activations_alone(rows, ops, full, fwd, mirrored, w)
 
-    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), fwd)
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), fwd | mirrored)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
@@ -198,7 +201,7 @@ def measure(
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
-                                  world if world is not None else len(ranks), w, fwd)
+                                  world if world is not None else len(ranks), w, (fwd, mirrored, keys))
     notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
@@ -411,18 +414,21 @@ def _summary(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, ran
 
 def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: np.ndarray, full: np.ndarray,
                       rank_idx: np.ndarray, everyone: int,
-                      w: np.ndarray | None, fwd: np.ndarray) -> tuple[np.ndarray, list[str]]:
+                      w: np.ndarray | None, act: tuple) -> tuple[np.ndarray, list[str]]:
     """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
     other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
-    another group of the replicate size, ``groups.apart``), and so are the reductions of a forward pass
-    (``fwd``: :mod:`.activations`). ``everyone``: the world's size. With a note where gradients reduced in
-    other buckets in some step were kept in the step, and on the forward's reductions."""
+    another group of the replicate size, ``groups.apart``), and so are the reductions of a forward pass and
+    their gradients' (``act``: the masks of both and the calls' group keys, None where there are none:
+    :mod:`.activations`). ``everyone``: the world's size. With a note where gradients reduced in other
+    buckets in some step were kept in the step, and on the activations' reductions."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
-    if note := activations.activations_note(rows, ops, full, fwd & (cat != ONE_OFF), w):
-        notes.append(note)
-        cat[fwd & (cat == STEP)] = UNEXPLAINED
+    fwd, mirrored, keys = act
+    for mask, say in ((fwd, activations.activations_note), (mirrored, activations.mirrored_note)):
+        if note := say(rows, ops, full, mask & (cat != ONE_OFF), w):
+            notes.append(note)
+            cat[mask & (cat == STEP)] = UNEXPLAINED
     if rebucketed.any():
         pair, _ = group_codes(rank_idx[rebucketed], step_id[rebucketed])
         k = int(np.bincount(rank_idx[rebucketed][first_rows(pair)]).max())
@@ -432,7 +438,8 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
                      "iteration; its first two under static_graph): counted in the step")
     if groups.apart is not None:
         cat[groups.apart & (cat == STEP)] = UNEXPLAINED
-    keys = group_keys(rows) if groups.shard is None or fwd.any() else None
+    if keys is None and groups.shard is None:
+        keys = group_keys(rows)
     if groups.shard is None:
         foreign = classify.foreign_groups(keys, rank_idx, ops, full, gs, cat, everyone)
         cat[foreign] = UNEXPLAINED

@@ -694,7 +694,7 @@ def case_tp2_dp2(outdir):
     run_profiled(outdir, 3, train_step)
 
 
-def case_tp(outdir, *, k=1, first_whole=False):
+def case_tp(outdir, *, k=1, first_whole=False, layers=LAYERS):
     """Tensor parallelism alone over the world's 4 ranks (PyTorch's ``parallelize_module`` on a 1-D
     DeviceMesh ``tp``), no data parallelism: every rank trains on the same micro-batches. Default:
     ``layers.0`` ``ColwiseParallel``, ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole (the all-reduce
@@ -702,13 +702,13 @@ def case_tp(outdir, *, k=1, first_whole=False):
     ``first_whole``: ``layers.0`` whole, ``layers.1`` ``ColwiseParallel`` and ``layers.2``
     ``RowwiseParallel`` (Megatron's MLP block behind a layer that needs its input's gradient: the
     all-reduce of ``layers.2``'s output in the forward, and of ``layers.1``'s input gradient in the
-    backward). ``k`` micro-batches an optimizer step. The gradients of the whole layers are the same on
-    every rank, so nothing reduces them."""
+    backward). ``k`` micro-batches an optimizer step; ``layers``: the Linear layers' sizes. The gradients
+    of the whole layers are the same on every rank, so nothing reduces them."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("tp",))
-    model = make_model()
+    model = make_model(layers=layers)
     plan = ({"layers.1": ColwiseParallel(), "layers.2": RowwiseParallel()} if first_whole
             else {"layers.0": ColwiseParallel(), "layers.1": RowwiseParallel()})
     parallelize_module(model, mesh["tp"], plan)
@@ -1225,6 +1225,8 @@ DDP_SMALL_BUCKET_MB = 0.1
 # inputs) and its whole bias, layers.2 whole
 TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
                     + LAYERS[1][1] + LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1])
+#: tp4-block-ga2's layers: a block 192 → 384 → 192 between two whole layers, as a transformer's MLP
+TP_BLOCK_LAYERS = [(128, 192), (192, 384), (384, 192), (192, 96)]
 #: the layers the frozen cases freeze, and the parameters left to train (layers.1's)
 FROZEN = (0, 2)
 PSI_TRAINED = LAYERS[1][0] * LAYERS[1][1] + LAYERS[1][1]
@@ -1249,6 +1251,14 @@ CASES = {
         "scheme": "tensor parallelism 4 alone (parallelize_module on a 1-D DeviceMesh: layers.0 whole, "
                   "layers.1 ColwiseParallel, layers.2 RowwiseParallel), no data parallelism, 2 micro-batches "
                   "an optimizer step",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"tp": WORLD4},
+        "micro_batches": 2, "grad_sync": "none (no data parallelism)", "steps_profiled": 3}),
+    "tp4-block-ga2": (lambda o: case_tp(o, k=2, first_whole=True, layers=TP_BLOCK_LAYERS), {
+        "scheme": "tensor parallelism 4 alone (parallelize_module on a 1-D DeviceMesh) on Linear(128,192) "
+                  "- Linear(192,384) - Linear(384,192) - Linear(192,96): layers.1 ColwiseParallel and "
+                  "layers.2 RowwiseParallel, a transformer MLP block's split (its input and output 192 "
+                  "wide), the others whole; no data parallelism, 2 micro-batches an optimizer step",
+        "layers": TP_BLOCK_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"tp": WORLD4},
         "micro_batches": 2, "grad_sync": "none (no data parallelism)", "steps_profiled": 3}),
     "fsdp2-tp2": (case_fsdp2_tp2, {
