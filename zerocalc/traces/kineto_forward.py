@@ -27,7 +27,9 @@ import bisect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from zerocalc.traces.kineto_events import BACKWARD_PREFIX, _args, _Selected
+import msgspec
+
+from zerocalc.traces.kineto_events import BACKWARD_PREFIX, _args, _Invalid, _Selected
 from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
 
 #: How many events before a call are searched for the ops that enclose it.
@@ -60,12 +62,12 @@ def _dict_fields(e: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 def _numbered(args: Any) -> bool:
     """Whether an op's ``args`` record a sequence number (undecoded: decoded only where they name one)."""
-    if isinstance(args, bytes | bytearray | memoryview) or type(args).__name__ == "Raw":
+    if type(args) is msgspec.Raw:
         if _SEQ_BYTES not in bytes(args):
             return False
         try:
             args = _args(args)
-        except Exception:  # noqa: BLE001 (args that do not decode record nothing)
+        except _Invalid:  # args that do not decode record nothing
             return False
     seq = args.get(_SEQ) if isinstance(args, dict) else None
     return type(seq) is int and seq >= 0
