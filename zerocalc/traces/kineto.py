@@ -18,7 +18,8 @@ Every schema generation since 2023 (PyTorch ``record_param_comms``), resolved th
   (``link`` column says so); they give the transport time and the element type;
 * ``wait`` entries are dropped; ``ProfilerStep#k`` annotations give ``step``;
 * a reduction nested in an op the autograd engine differentiates, and in no node of the backward, ran in
-  a forward pass: ``forward_op`` names that op (:mod:`~zerocalc.traces.kineto_forward`).
+  a forward pass: ``forward_op`` names that op; ``in_shape`` is the shape of the one tensor a ``c10d::``
+  reduction reduces, where it has two dimensions or more (:mod:`~zerocalc.traces.kineto_forward`).
 
 :func:`parse_bytes` decodes with msgspec only the fields it reads, into compact objects, and
 keeps only the events the table uses (benchmarks/bench_kineto.py); anything else falls back to

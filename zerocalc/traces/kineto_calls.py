@@ -148,8 +148,9 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
                    rows: list[dict[str, Any]], forward: dict[int, str]) -> tuple[dict[str, int], set[str]]:
     """Each call, in order of its start, resolved into a row appended to ``rows``, with its group's
     source, rank, step, timing (its kernels', else its CPU span's) and, where it ran in a forward pass (its
-    c10d op or annotation among ``forward``), the op around it in ``forward_op``; the calls that are not
-    rows counted by reason, and the schema generations met."""
+    c10d op or annotation among ``forward``), the op around it in ``forward_op``, and the shape its c10d
+    op reduces in ``in_shape``; the calls that are not rows counted by reason, and the schema generations
+    met."""
     recs, steps = sel.recs, sel.steps
     step_starts = [s[0] for s in steps]
     ignored: dict[str, int] = {}
@@ -167,7 +168,8 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
             row["rank"] = rank
         row["step"] = step_at(step_starts, steps, call["ts"])
         row["forward_op"] = forward.get(call.get("c10d"), forward.get(call.get("annot")))
-        row["in_shape"] = reduced_shape(*recs[call["c10d"]][::3]) if "c10d" in call else None
+        c10d = recs[call["c10d"]] if "c10d" in call else None  # (name, ts, dur, args)
+        row["in_shape"] = reduced_shape(c10d[0], c10d[3]) if c10d is not None else None
         ks = call["kernels"]
         row["cpu_start_s"] = call["ts"] * _US
         row["cpu_duration_s"] = (call["end"] - call["ts"]) * _US

@@ -34,8 +34,8 @@ from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
 
 #: How many events before a call are searched for the ops that enclose it.
 WINDOW = 128
-#: The reductions (a forward's activations are reduced, never gathered: an all-gather there is ZeRO-3's
-#: or FSDP's parameters, or sequence parallelism's input, which a data-parallel scheme may gather).
+#: The ops read (gathers are left as they are: an all-gather in a forward may be sequence parallelism's
+#: input as much as ZeRO-3's or FSDP's parameters, which a data-parallel scheme gathers there).
 REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")
 _NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in REDUCTIONS),
                     *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in REDUCTIONS)])
