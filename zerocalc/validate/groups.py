@@ -233,7 +233,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     tensor parallelism: :func:`_hsdp_beside`), or expert parallelism's (:func:`_experts`); without gradient
     collectives, the group of the collectives that move the most elements. Tensor-parallel groups
     (:func:`_tensor_parallel_sizes`) are left out, and so are the reductions of activations, a forward
-    pass's and their gradients' (``activations``: :mod:`.activations`). ``w``: each call's weight (:mod:`.folded`; None: 1).
+    pass's and their gradients' (``activations``: :mod:`.activations`). ``w``: each call's weight
+    (:mod:`.folded`; None: 1).
     ``world_from``: where the trace's world size comes from, where not its header (a DeepSpeed log's
     printed bandwidths).
     """

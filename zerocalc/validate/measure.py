@@ -420,8 +420,8 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
     another group of the replicate size, ``groups.apart``), and so are the reductions of a forward pass and
     those of their gradients (``act``: the masks of both, and the calls' group keys where the forward has
-    any, else None: :mod:`.activations`). ``everyone``: the world's size. With a note where gradients reduced in other
-    buckets in some step were kept in the step, and on the activations' reductions."""
+    any, else None: :mod:`.activations`). ``everyone``: the world's size. With a note where gradients
+    reduced in other buckets in some step were kept in the step, and on the activations' reductions."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
     fwd, mirrored, keys = act
