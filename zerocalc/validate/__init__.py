@@ -16,8 +16,10 @@ One module per stage, all pure (tables in, dataclasses and tables out; no printi
   read from.
 * :mod:`.steps`: steps, from step markers or repeating call sequences.
 * :mod:`.micro_batches`: micro-batches per optimizer step and when gradients are reduced.
-* :mod:`.measure`: those stages in order (:func:`measure`), the per-step tables and the measured
-  pattern.
+* :mod:`.activations`: the reductions of activations (a forward pass's, and their gradients'), set
+  apart from the gradients.
+* :mod:`.measure`: those stages in order (:func:`measure`); :mod:`.measured_tables`: the per-step
+  tables and the measured pattern.
 * :mod:`.compare`: every scheme's predicted per-step collectives against the measured ones, by
   volume and by pattern, the consistent schemes best first.
 * :mod:`.fit`: the ring α-β model fitted to timed calls (:func:`fit_alpha_beta`), and the step's time.
