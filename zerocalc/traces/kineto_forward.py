@@ -30,15 +30,15 @@ from typing import Any
 import msgspec
 
 from zerocalc.traces.kineto_events import BACKWARD_PREFIX, _args, _Invalid, _Selected
-from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
+from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS, REDUCTION_OPS
 
 #: How many events before a call are searched for the ops that enclose it.
 WINDOW = 128
-#: The ops read (gathers are left as they are: an all-gather in a forward may be sequence parallelism's
-#: input as much as ZeRO-3's or FSDP's parameters, which a data-parallel scheme gathers there).
-REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")
-_NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in REDUCTIONS),
-                    *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in REDUCTIONS)])
+#: The events read: the reductions' (gathers are left as they are: an all-gather in a forward may be
+#: sequence parallelism's input as much as ZeRO-3's or FSDP's parameters, which a data-parallel scheme
+#: gathers there).
+_NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in REDUCTION_OPS),
+                    *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in REDUCTION_OPS)])
 _SEQ = "Sequence number"
 _SEQ_BYTES = b'"Sequence number"'
 _EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
@@ -144,7 +144,7 @@ def reduced_shape(name: str, args: Any) -> str | None:
     tensors, shapes not recorded)."""
     spec = C10D_OPS.get(name)
     dims = args.get("Input Dims") if isinstance(args, dict) else None
-    if spec is None or spec[0] not in REDUCTIONS or not isinstance(dims, list) or len(dims) <= spec[2]:
+    if spec is None or spec[0] not in REDUCTION_OPS or not isinstance(dims, list) or len(dims) <= spec[2]:
         return None
     d = dims[spec[2]]
     if isinstance(d, list) and len(d) == 1 and isinstance(d[0], list):

@@ -37,6 +37,8 @@ OPS: Final[tuple[str, ...]] = (
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
     "all_to_all", "send", "recv", "barrier", "other",
 )
+#: The ops of :data:`OPS` that reduce (a gradient's, or an activation's).
+REDUCTION_OPS: Final[tuple[str, ...]] = ("all_reduce", "reduce_scatter", "reduce")
 
 #: Canonical dtype name → bytes per element (the one table, shared with the model).
 DTYPE_BYTES = _DTYPE_BYTES

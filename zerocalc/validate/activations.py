@@ -24,6 +24,7 @@ from zerocalc.errors import TraceMismatchError
 from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, _plural
 from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 from zerocalc.validate.columns import Codes, Rows
+from zerocalc.validate.groups import group_keys
 
 #: The canonical table's column naming the op a reduction ran inside, in a forward pass.
 COLUMN = "forward_op"
@@ -38,6 +39,18 @@ def forward_reductions(rows: Rows, ops: Codes, full: np.ndarray) -> np.ndarray:
     if not rows.has(COLUMN):
         return np.zeros(len(rows), dtype=bool)
     return rows.notna(COLUMN) & ops.isin(GRADIENT_OPS) & ~(full <= SCALAR_MAX_ELEMENTS)
+
+
+def masks(rows: Rows, ops: Codes, full: np.ndarray, rank: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The reductions of a forward pass (:func:`forward_reductions`), those of their gradients
+    (:func:`activation_gradients`), and each call's group key (:func:`~.groups.group_keys`), None where the
+    forward reduces nothing."""
+    fwd = forward_reductions(rows, ops, full)
+    if not fwd.any():
+        return fwd, np.zeros_like(fwd), None
+    keys = group_keys(rows)
+    return fwd, activation_gradients(rows, ops, full, fwd, rank, keys), keys
 
 
 def activation_gradients(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, rank: np.ndarray,

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import TraceMismatchError
-from zerocalc.traces.schema import SCALAR_MAX_ELEMENTS
+from zerocalc.traces.schema import REDUCTION_OPS, SCALAR_MAX_ELEMENTS
 from zerocalc.validate.accounting import _OP_VERBS, DP_OPS, OP_NAMES, _plural, _world_sizes
 from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_ranges, group_sums, zero_nan
 
@@ -29,7 +29,7 @@ CATEGORIES: dict[str, str] = {
 #: Per-step broadcasts moving less than this share of Ψ are model buffers, not parameters.
 BUFFER_MAX_SHARE_OF_PSI = 0.5
 #: Ops that reduce gradients (Ψ is read from their elements).
-GRADIENT_OPS: tuple[str, ...] = ("all_reduce", "reduce_scatter", "reduce")
+GRADIENT_OPS: tuple[str, ...] = REDUCTION_OPS
 
 
 #: Each category's code in the arrays the check works on (the order of :data:`CATEGORIES`).

@@ -178,10 +178,7 @@ def measure(
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
-    fwd = activations.forward_reductions(rows, ops, full)
-    keys = group_keys(rows) if fwd.any() else None
-    mirrored = (activations.activation_gradients(rows, ops, full, fwd, rank, keys) if fwd.any()
-                else np.zeros(len(rows), dtype=bool))
+    fwd, mirrored, keys = activations.masks(rows, ops, full, rank)
     activations.refuse_activations_alone(rows, ops, full, fwd, mirrored, w)
 
     gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), fwd | mirrored)
