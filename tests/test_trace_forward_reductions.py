@@ -144,3 +144,15 @@ def test_reader_records_the_shape_each_reduction_reduces(case):
     table = read_traces(RUNS / case).table
     got = Counter(table["in_shape"].dropna().tolist()) if "in_shape" in table else Counter()
     assert got == counted
+
+
+def test_a_trace_of_nccl_annotations_alone_is_read_alike():
+    # by hand: the same all-reduce as an older trace records it, an nccl:all_reduce annotation with its
+    # Input Dims and no c10d op (traces before 2023), inside the numbered op: a forward one, its shape unread
+    # (only a c10d op's is)
+    doc = json.loads(_trace(with_leaf_node=False))
+    call = doc["traceEvents"][-1]
+    call.update(name="nccl:all_reduce", cat="user_annotation")
+    [row] = parse_bytes(json.dumps(doc).encode(), "t").rows
+    assert (row["op"], row["in_nelems"], row["forward_op"], row["in_shape"]) == ("all_reduce", 1000,
+                                                                                  "Redistribute", None)
