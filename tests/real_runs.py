@@ -20,14 +20,20 @@ def count_calls():
     return mod
 
 
-def forward_reductions(case: str) -> Counter:
+def forward_reductions(case: str, key: str = "forward_reductions") -> Counter:
     """(elements, op around it) → calls of the reductions run in a forward pass over every rank and step of a
-    run, as count_calls.py counted them (expected.json's ``forward_reductions``)."""
+    run, as count_calls.py counted them (expected.json's ``forward_reductions``; ``key``
+    ``"forward_gathers"``: of its all-gathers)."""
     e = json.loads((RUNS / case / "expected.json").read_text())
     out: Counter = Counter()
     for r in e["ranks"].values():
         for s in r["steps"].values():
-            for f in s.get("forward_reductions", []):
+            for f in s.get(key, []):
                 _, elems, _, around = f.split(" ")
                 out[(int(elems), around)] += 1
     return out
+
+
+def forward_gathers(case: str) -> Counter:
+    """The same of the all-gathers run in a forward pass (``forward_gathers``), by elements in (a shard)."""
+    return forward_reductions(case, "forward_gathers")

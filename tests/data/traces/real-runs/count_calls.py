@@ -22,7 +22,8 @@ from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
   ``c10d::`` all-reduce, reduce-scatter or reduce nested (on its thread, by start and end) in a CPU op
   whose ``args`` record a ``Sequence number`` (an op autograd differentiates, an ``autograd.Function``'s
   forward) and in no ``autograd::engine::evaluate_function:`` event (a node of the backward), as
-  ``"<op> <elements in> in <innermost such op>"``;
+  ``"<op> <elements in> in <innermost such op>"``; and the all-gathers of a forward pass, every ``c10d::``
+  all-gather so nested (``forward_gathers``, likewise);
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
   elements, element type, thread id. Worker events belong to the step in whose window
   they start.
@@ -104,6 +105,8 @@ def c10d_call(e):
 
 REDUCTIONS = ("c10d::allreduce_", "c10d::allreduce_coalesced_", "c10d::reduce_", "c10d::reduce_scatter_",
               "c10d::_reduce_scatter_base_", "c10d::reduce_scatter_tensor_coalesced_")
+GATHERS = ("c10d::allgather_", "c10d::_allgather_base_", "c10d::allgather_into_tensor_coalesced_",
+           "c10d::allgather_coalesced_")
 NODE = "autograd::engine::evaluate_function:"
 
 
@@ -121,7 +124,8 @@ def mark_forward(events, tid, calls):
         if c is not None:
             numbered = [a["name"] for a in stack if (a.get("args") or {}).get("Sequence number", -1) >= 0]
             in_node = any(a["name"].startswith(NODE) for a in stack)
-            c["forward_in"] = numbered[-1] if numbered and not in_node and c["op"] in REDUCTIONS else None
+            marked = c["op"] in REDUCTIONS or c["op"] in GATHERS
+            c["forward_in"] = numbered[-1] if numbered and not in_node and marked else None
         stack.append(e)
 
 
@@ -169,9 +173,11 @@ def count_file(path):
         marks = sorted([(e["ts"], "forward") for e in losses]
                        + [(c["ts"], f"{c['op']} {c['in_elems']}") for c in inside])
         row["timeline"] = [m for _, m in marks]
-        forward = [f"{c['op']} {c['in_elems']} in {c['forward_in']}" for c in inside if c.get("forward_in")]
-        if forward:
-            row["forward_reductions"] = forward
+        for key, ops in (("forward_reductions", REDUCTIONS), ("forward_gathers", GATHERS)):
+            forward = [f"{c['op']} {c['in_elems']} in {c['forward_in']}" for c in inside
+                       if c.get("forward_in") and c["op"] in ops]
+            if forward:
+                row[key] = forward
     in_any = {id(c) for s in steps for c in calls
               if s["ts"] <= c["ts"] and c["ts"] + c["dur"] <= s["ts"] + s["dur"]}
     out["outside_steps"] = summarise([c for c in calls if id(c) not in in_any], [])["c10d"]
@@ -317,8 +323,9 @@ def show(res):
                       f"worker {row['worker_op']} tids {row['worker_tids']}")
             if s["unpaired_c10d"]:
                 print(f"    ({s['unpaired_c10d']} c10d ops without a gloo worker event)")
-            if s.get("forward_reductions"):
-                print(f"    in a forward pass: {', '.join(squeeze(s['forward_reductions']))}")
+            forward = s.get("forward_reductions", []) + s.get("forward_gathers", [])
+            if forward:
+                print(f"    in a forward pass: {', '.join(squeeze(forward))}")
         if r["outside_steps"]:
             print("  outside any ProfilerStep: " + "; ".join(
                 f"{row['calls']} x {row['op']} {row['in_elems']}" for row in r["outside_steps"]))
@@ -361,8 +368,9 @@ def markdown(res):
                 grp += f", root {r['root']}" if r["root"] is not None else ""
                 text.append(f"    - {r['calls']} x `{r['op']}` {r['dtype']} in {r['in_elems']} "
                             f"out {r['out_elems']}{grp}; worker `{r['worker_op']}`")
-            if s.get("forward_reductions"):
-                text.append(f"    - in a forward pass: {', '.join(squeeze(s['forward_reductions']))}")
+            forward = s.get("forward_reductions", []) + s.get("forward_gathers", [])
+            if forward:
+                text.append(f"    - in a forward pass: {', '.join(squeeze(forward))}")
         blocks.setdefault((loss[step], "\n".join(text)), []).append(step)
     lines = []
     for (passes, text), steps in blocks.items():

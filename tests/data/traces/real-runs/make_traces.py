@@ -724,6 +724,36 @@ def case_tp(outdir, *, k=1, first_whole=False, layers=LAYERS):
     run_profiled(outdir, 3, train_step)
 
 
+def case_tp_sp(outdir):
+    """Tensor parallelism with sequence parallelism over the world's 4 ranks, no data parallelism, as
+    torchtitan splits a model (``parallelize_module`` on a 1-D DeviceMesh ``tp``; every parameter a DTensor,
+    every rank the same micro-batches): ``layers.0`` ``RowwiseParallel(input_layouts=Replicate(),
+    output_layouts=Shard(0))`` (as its token embedding: the output reduce-scattered to a quarter of the
+    samples each), ``layers.1`` ``ColwiseParallel(input_layouts=Shard(0))`` (its input all-gathered) and
+    ``layers.2`` ``RowwiseParallel()`` (its output all-reduced). In the backward, the gradients of the
+    gathered input reduce-scattered and of the scattered output all-gathered; the model's input needs
+    none."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("tp",))
+    model = make_model()
+    parallelize_module(model, mesh["tp"], {
+        "layers.0": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(0)),
+        "layers.1": ColwiseParallel(input_layouts=Shard(0)),
+        "layers.2": RowwiseParallel()})
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(0, step, 0)  # the same data on every rank
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
 def case_fsdp2_tp2(outdir, sequence_parallel=False):
     """PyTorch's own tensor parallelism (``parallelize_module``: ``layers.0`` ``ColwiseParallel``,
     ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole) on the ``tp`` dimension of a 2 × 2 DeviceMesh
@@ -1261,6 +1291,13 @@ CASES = {
         "layers": TP_BLOCK_LAYERS,
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"tp": WORLD4},
         "micro_batches": 2, "grad_sync": "none (no data parallelism)", "steps_profiled": 3}),
+    "tp4-sp": (case_tp_sp, {
+        "scheme": "tensor parallelism 4 with sequence parallelism, no data parallelism (parallelize_module "
+                  "on a 1-D DeviceMesh: layers.0 RowwiseParallel(input_layouts=Replicate(), "
+                  "output_layouts=Shard(0)), layers.1 ColwiseParallel(input_layouts=Shard(0)), layers.2 "
+                  "RowwiseParallel())",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"tp": WORLD4},
+        "micro_batches": 1, "grad_sync": "none (no data parallelism)", "steps_profiled": 3}),
     "fsdp2-tp2": (case_fsdp2_tp2, {
         "scheme": "FSDP2 fully_shard per Linear + root on the dp dimension of a 2 x 2 DeviceMesh, PyTorch "
                   "tensor parallelism (layers.0 ColwiseParallel, layers.1 RowwiseParallel) on its tp "
