@@ -1,8 +1,9 @@
-"""The Kineto reader's reductions of a forward pass (``forward_op``) in real gloo runs.
+"""The Kineto reader's reductions and all-gathers of a forward pass (``forward_op``) in real gloo runs.
 
-Expected values are counted from the traces by count_calls.py (expected.json's ``forward_reductions``:
-each c10d reduction nested in an op that records a ``Sequence number`` and in no node of the backward,
-found from a full stack of each thread's events, not by zerocalc) and the runs' facts (run.json).
+Expected values are counted from the traces by count_calls.py (expected.json's ``forward_reductions`` and
+``forward_gathers``: each c10d reduction or all-gather nested in an op that records a ``Sequence number``
+and in no node of the backward, found from a full stack of each thread's events, not by zerocalc) and the
+runs' facts (run.json).
 """
 
 import gzip
@@ -11,7 +12,7 @@ from collections import Counter
 
 import orjson
 import pytest
-from real_runs import RUNS, count_calls, forward_reductions
+from real_runs import RUNS, count_calls, forward_gathers, forward_reductions
 
 from zerocalc.traces import read_traces
 from zerocalc.traces.kineto import parse_bytes, parse_document
@@ -28,6 +29,9 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
                        "tp4-first-whole-ga2", "tp4-block-ga2", "tp4-sp"}
     for c in with_tp:
         assert "tp" in json.loads((RUNS / c / "run.json").read_text())["groups"]
+    # and the runs of sequence parallelism, alone, all-gather in it: its input, inside Redistribute
+    assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp"}
+    assert forward_gathers("tp4-sp") == {(384, "Redistribute"): 12}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -38,9 +42,10 @@ def test_reader_marks_the_reductions_counted_in_a_forward_pass(case):
         assert not forward_reductions(case)
         return
     fwd = rows[rows["forward_op"].notna()]
-    assert set(fwd["op"].astype(str)) <= set(REDUCTIONS)
-    got = Counter(zip(fwd["in_nelems"].astype(int), fwd["forward_op"], strict=True))
-    assert got == forward_reductions(case)
+    assert set(fwd["op"].astype(str)) <= {*REDUCTIONS, "all_gather"}
+    for counted, ops in ((forward_reductions(case), REDUCTIONS), (forward_gathers(case), ["all_gather"])):
+        calls = fwd[fwd["op"].astype(str).isin(ops)]
+        assert Counter(zip(calls["in_nelems"].astype(int), calls["forward_op"], strict=True)) == counted
 
 
 def test_the_slow_path_marks_the_same_calls():
@@ -126,18 +131,20 @@ def test_trace_summary_counts_the_calls_of_a_forward_pass():
     assert plain.splitlines()[0] == "file,rank,process,step,op,calls,in_nelems,out_nelems,in_bytes,out_bytes"
 
 
-@pytest.mark.parametrize("case", ["tp4-block-ga2", "tp2-dp2", "fsdp2-tp2-sp", "ddp-ga4-no-sync"])
-def test_reader_records_the_shape_each_reduction_reduces(case):
-    # counted here from the files with plain json: each c10d reduction's tensor, its Input Dims where it is
-    # one tensor of at least two dimensions (a list of one such tensor too; a reduce-scatter's input, its
-    # second argument)
+@pytest.mark.parametrize("case", ["tp4-block-ga2", "tp2-dp2", "fsdp2-tp2-sp", "tp4-sp", "ddp-ga4-no-sync",
+                                  "fsdp2-ga4-no-sync"])
+def test_reader_records_the_shape_each_reduction_reduces_or_gathers_from(case):
+    # counted here from the files with plain json: each c10d reduction's tensor and each all-gather's input
+    # (a rank's shard), its Input Dims where it is one tensor of at least two dimensions (a list of one such
+    # tensor too; a reduce-scatter's and an all-gather's input is their second argument); FSDP2 gathers
+    # flat shards, none of which counts
     counted = Counter()
     for path in sorted((RUNS / case).glob("rank*.json.gz")):
         for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]:
             name = e.get("name", "")
-            if e.get("ph") != "X" or name not in count_calls().REDUCTIONS:
+            if e.get("ph") != "X" or name not in count_calls().REDUCTIONS + count_calls().GATHERS:
                 continue
-            dims = e["args"]["Input Dims"][1 if "reduce_scatter" in name else 0]  # the input
+            dims = e["args"]["Input Dims"][1 if "scatter" in name or "gather" in name else 0]  # the input
             dims = dims[0] if len(dims) == 1 and isinstance(dims[0], list) else dims
             if len(dims) >= 2 and all(isinstance(d, int) for d in dims):
                 counted["x".join(map(str, dims))] += 1
@@ -156,3 +163,35 @@ def test_a_trace_of_nccl_annotations_alone_is_read_alike():
     [row] = parse_bytes(json.dumps(doc).encode(), "t").rows
     assert (row["op"], row["in_nelems"], row["forward_op"], row["in_shape"]) == ("all_reduce", 1000,
                                                                                   "Redistribute", None)
+
+
+def test_an_all_gather_annotation_in_a_forward_pass_is_marked_too():
+    # by hand: the call of _trace as an nccl:all_gather annotation (an older trace's) inside the numbered op:
+    # marked as the forward's; inside an AccumulateGrad node (a hook's), not
+    for leaf, around in ((False, "Redistribute"), (True, None)):
+        doc = json.loads(_trace(with_leaf_node=leaf))
+        doc["traceEvents"][-1].update(name="nccl:all_gather", cat="user_annotation")
+        [row] = parse_bytes(json.dumps(doc).encode(), "t").rows
+        assert (row["op"], row["forward_op"]) == ("all_gather", around)
+
+
+def test_sequence_parallelism_alone_read_alike_by_both_paths():
+    # rank 0 of tp4-sp, counted (expected.json): per step a reduce-scatter of 1,536 in, an all-gather of 384
+    # in and an all-reduce of 768 in the forward, inside Redistribute; a reduce-scatter of 1,536 and an
+    # all-gather of 384 in the backward; the shapes counted by hand from the file's Input Dims (8 × 192
+    # reduced, 2 × 192 gathered from, 8 × 96 all-reduced)
+    steps = json.loads((RUNS / "tp4-sp" / "expected.json").read_text())["ranks"]["0"]["steps"]
+    fwd = Counter(f for s in steps.values() for f in s["forward_reductions"] + s["forward_gathers"])
+    assert fwd == {"c10d::reduce_scatter_tensor_coalesced_ 1536 in Redistribute": 3,
+                   "c10d::allgather_into_tensor_coalesced_ 384 in Redistribute": 3,
+                   "c10d::allreduce_ 768 in Redistribute": 3}
+    raw = gzip.decompress((RUNS / "tp4-sp" / "rank0.json.gz").read_bytes())
+    cols = ("op", "in_nelems", "forward_op", "in_shape")
+    fast = [tuple(r[c] for c in cols) for r in parse_bytes(raw, "t").rows]
+    slow = [tuple(r[c] for c in cols) for r in parse_document(orjson.loads(raw), "t").rows]
+    assert fast == slow
+    assert Counter(fast) == {("reduce_scatter", 1536, "Redistribute", "8x192"): 3,
+                             ("all_gather", 384, "Redistribute", "2x192"): 3,
+                             ("all_reduce", 768, "Redistribute", "8x96"): 3,
+                             ("reduce_scatter", 1536, None, "8x192"): 3,
+                             ("all_gather", 384, None, "2x192"): 3}

@@ -17,17 +17,18 @@ Every schema generation since 2023 (PyTorch ``record_param_comms``), resolved th
   in issue order, only when the two sequences agree in length, op and size everywhere
   (``link`` column says so); they give the transport time and the element type;
 * ``wait`` entries are dropped; ``ProfilerStep#k`` annotations give ``step``;
-* a reduction nested in an op the autograd engine differentiates, and in no node of the backward, ran in
-  a forward pass: ``forward_op`` names that op; ``in_shape`` is the shape of the one tensor a ``c10d::``
-  reduction reduces, where it has two dimensions or more (:mod:`~zerocalc.traces.kineto_forward`).
+* a reduction or an all-gather nested in an op the autograd engine differentiates, and in no node of the
+  backward, ran in a forward pass: ``forward_op`` names that op; ``in_shape`` is the shape of the one
+  tensor a ``c10d::`` reduction reduces or an all-gather gathers from, where it has two dimensions or more
+  (:mod:`~zerocalc.traces.kineto_forward`).
 
 :func:`parse_bytes` decodes with msgspec only the fields it reads, into compact objects, and
 keeps only the events the table uses (benchmarks/bench_kineto.py); anything else falls back to
 a full orjson decode. The reader caps the decompressed size.
 
 The stages, one module each: the events the table uses (:mod:`~zerocalc.traces.kineto_events`),
-the calls they make and their rows (:mod:`~zerocalc.traces.kineto_calls`), the reductions of a forward
-pass (:mod:`~zerocalc.traces.kineto_forward`), the gloo annotations
+the calls they make and their rows (:mod:`~zerocalc.traces.kineto_calls`), the reductions and all-gathers
+of a forward pass (:mod:`~zerocalc.traces.kineto_forward`), the gloo annotations
 (:mod:`~zerocalc.traces.kineto_gloo`) and the groups of calls that record none
 (:mod:`~zerocalc.traces.kineto_groups`).
 """
@@ -52,7 +53,7 @@ from zerocalc.traces.kineto_events import (
     _select,
     _utf8,
 )
-from zerocalc.traces.kineto_forward import forward_reductions
+from zerocalc.traces.kineto_forward import forward_calls
 from zerocalc.traces.records import ParseResult, bad
 
 FORMAT = "kineto"
@@ -79,7 +80,7 @@ def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
         events = trace.traceEvents
         del trace
         sel = _select(_maybe_used(events), len(events), file, strict, res)
-        forward = forward_reductions(events, sel)
+        forward = forward_calls(events, sel)
         del events  # drop the decoded events before building anything else
         return _build(sel, info, res, file, forward)
     except (msgspec.DecodeError, _Invalid):
@@ -132,4 +133,4 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
             used.append((i, _Event(name=name, cat=e.get("cat"), ts=e.get("ts"), dur=e.get("dur"),
                                    pid=e.get("pid"), tid=e.get("tid"), args=e.get("args"))))
     sel = _select(used, len(events), file, strict, res)
-    return _build(sel, info, res, file, forward_reductions(events, sel, decoded=True))
+    return _build(sel, info, res, file, forward_calls(events, sel, decoded=True))

@@ -11,7 +11,7 @@ from typing import Any
 
 from zerocalc.traces.kineto_backward import backward_passes, optimizer_spans
 from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected, chunk_cat_sizes, step_at
-from zerocalc.traces.kineto_forward import reduced_shape
+from zerocalc.traces.kineto_forward import input_shape
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
     _fill_groups,
@@ -149,8 +149,8 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
     """Each call, in order of its start, resolved into a row appended to ``rows``, with its group's
     source, rank, step, timing (its kernels', else its CPU span's) and, where it ran in a forward pass (its
     c10d op or annotation among ``forward``), the op around it in ``forward_op``, and the shape its c10d
-    op reduces in ``in_shape``; the calls that are not rows counted by reason, and the schema generations
-    met."""
+    op reduces or gathers from in ``in_shape``; the calls that are not rows counted by reason, and the
+    schema generations met."""
     recs, steps = sel.recs, sel.steps
     step_starts = [s[0] for s in steps]
     ignored: dict[str, int] = {}
@@ -169,7 +169,7 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
         row["step"] = step_at(step_starts, steps, call["ts"])
         row["forward_op"] = forward.get(call.get("c10d"), forward.get(call.get("annot")))
         c10d = recs[call["c10d"]] if "c10d" in call else None  # (name, ts, dur, args)
-        row["in_shape"] = reduced_shape(c10d[0], c10d[3]) if c10d is not None else None
+        row["in_shape"] = input_shape(c10d[0], c10d[3]) if c10d is not None else None
         ks = call["kernels"]
         row["cpu_start_s"] = call["ts"] * _US
         row["cpu_duration_s"] = (call["end"] - call["ts"]) * _US

@@ -1,4 +1,5 @@
-"""Reductions a Kineto trace runs inside a forward pass, from the ops that enclose each call.
+"""Reductions and all-gathers a Kineto trace runs inside a forward pass, from the ops that enclose each
+call.
 
 An op the autograd engine will differentiate records the ``Sequence number`` its node takes
 (``torch/csrc/autograd/function.h``, ``sequence_nr``; the profiler writes it in the op's ``args``), an
@@ -6,15 +7,21 @@ An op the autograd engine will differentiate records the ``Sequence number`` its
 no node of the backward, runs in the forward: the all-reduce of a tensor-parallel block's output
 (Megatron-LM's ``_ReduceFromModelParallelRegion``, DTensor's ``Redistribute`` under ``RowwiseParallel``),
 a sequence-parallel reduce-scatter, a vocabulary-parallel cross-entropy's all-reduces. It reduces
-activations; no data-parallel scheme reduces a gradient there, as the backward makes them. A reduction
+activations; no data-parallel scheme reduces a gradient there, as the backward makes them. An all-gather
+there gathers activations where sequence parallelism runs it (Megatron-LM's
+``_GatherFromSequenceParallelRegion``, DTensor's ``Redistribute`` under ``ColwiseParallel(input_layouts=
+Shard(...))``), parameters where a scheme gathers them through an autograd op (DTensor's, in torchtitan's
+SimpleFSDP); FSDP's and ZeRO-3's gathers run in module hooks, outside any such op. The reader marks both;
+the check tells them apart by the group (:mod:`zerocalc.validate.activations`). A reduction
 in the backward runs inside one of the engine's node events (``autograd::engine::evaluate_function:``;
 a hook's inside the node that runs it, DDP's and FSDP1's inside an ``AccumulateGrad``), or after the
 backward, where no op encloses it that records a sequence number.
 
-A reduction's own tensor tells its backward half (:func:`reduced_shape`): a tensor-parallel block reduces
+A call's own tensor tells its backward half (:func:`input_shape`): a tensor-parallel block reduces
 in the backward the gradient of its input, a tensor of the very shape its forward reduces where the block
 keeps its width (a transformer's MLP or attention: ``[batch, sequence, hidden]`` both ways), where a
-data-parallel scheme reduces gradients flattened into buckets or shaped as parameters.
+data-parallel scheme reduces gradients flattened into buckets or shaped as parameters (and gathers
+parameters flat, as FSDP and ZeRO-3 do).
 
 The profiler writes a thread's CPU ops in the order they start, so the ops enclosing a call are found
 among the :data:`WINDOW` events before it; one further back (an op holding more events before the call
@@ -34,11 +41,10 @@ from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS, REDUCTION_OP
 
 #: How many events before a call are searched for the ops that enclose it.
 WINDOW = 128
-#: The events read: the reductions' (gathers are left as they are: an all-gather in a forward may be
-#: sequence parallelism's input as much as ZeRO-3's or FSDP's parameters, which a data-parallel scheme
-#: gathers there).
-_NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in REDUCTION_OPS),
-                    *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in REDUCTION_OPS)])
+#: The ops whose calls are read: reductions and all-gathers.
+MARKED_OPS = (*REDUCTION_OPS, "all_gather")
+_NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in MARKED_OPS),
+                    *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in MARKED_OPS)])
 _SEQ = "Sequence number"
 _SEQ_BYTES = b'"Sequence number"'
 _EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
@@ -73,12 +79,12 @@ def _numbered(args: Any) -> bool:
     return type(seq) is int and seq >= 0
 
 
-def forward_reductions(events: Sequence[Any], sel: _Selected, decoded: bool = False) -> dict[int, str]:
-    """The reductions' events (``c10d::`` ops and ``nccl:`` annotations of an all-reduce, reduce-scatter or
-    reduce) that run inside a forward pass, by index, each with the name of the innermost op around it that
-    records a sequence number (``Redistribute``, ``_ReduceFromModelParallelRegion``); ``events``: the trace's
-    events, as the fast path decodes them (``decoded``: dicts, as
-    :func:`~zerocalc.traces.kineto.parse_document` has them)."""
+def forward_calls(events: Sequence[Any], sel: _Selected, decoded: bool = False) -> dict[int, str]:
+    """The events of reductions and all-gathers (``c10d::`` ops and ``nccl:`` annotations of an all-reduce,
+    reduce-scatter, reduce or all-gather) that run inside a forward pass, by index, each with the name of
+    the innermost op around it that records a sequence number (``Redistribute``,
+    ``_ReduceFromModelParallelRegion``); ``events``: the trace's events, as the fast path decodes them
+    (``decoded``: dicts, as :func:`~zerocalc.traces.kineto.parse_document` has them)."""
     fields: Callable[[Any], tuple] = _dict_fields if decoded else _struct_fields
     nodes = _outer_nodes(sel)
     out: dict[int, str] = {}
@@ -138,13 +144,13 @@ def _inside(spans: tuple[list[float], list[float]], ts: float, end: float) -> bo
     return j >= 0 and ends[j] >= end - _EPS
 
 
-def reduced_shape(name: str, args: Any) -> str | None:
-    """The shape of the one tensor a ``c10d::`` reduction ``name`` reduces, from its ``Input Dims``
-    (``"8x192"``), where it has at least two dimensions; None otherwise (a flat bucket, a list of several
-    tensors, shapes not recorded)."""
+def input_shape(name: str, args: Any) -> str | None:
+    """The shape of the one tensor a ``c10d::`` reduction ``name`` reduces, or an all-gather gathers from
+    (its input: a rank's shard), from its ``Input Dims`` (``"8x192"``), where it has at least two
+    dimensions; None otherwise (a flat bucket or shard, a list of several tensors, shapes not recorded)."""
     spec = C10D_OPS.get(name)
     dims = args.get("Input Dims") if isinstance(args, dict) else None
-    if spec is None or spec[0] not in REDUCTION_OPS or not isinstance(dims, list) or len(dims) <= spec[2]:
+    if spec is None or spec[0] not in MARKED_OPS or not isinstance(dims, list) or len(dims) <= spec[2]:
         return None
     d = dims[spec[2]]
     if isinstance(d, list) and len(d) == 1 and isinstance(d[0], list):
