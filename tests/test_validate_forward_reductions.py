@@ -1,16 +1,18 @@
-"""Reductions of a forward pass (activations of model parallelism) in real gloo runs: read from the
-profiler traces, reported apart from the gradients, and a run of tensor parallelism alone refused.
+"""Reductions and all-gathers of a forward pass (activations of model parallelism) in real gloo runs: read
+from the profiler traces, reported apart from the gradients and parameters, and a run of tensor
+parallelism alone (with sequence parallelism or without) refused.
 
-Expected values are counted from the traces by count_calls.py (expected.json's ``forward_reductions``:
-each c10d reduction nested in an op that records a ``Sequence number`` and in no node of the backward,
-found by a full stack of each thread's events, not by zerocalc) and the runs' facts (run.json,
-tests/data/traces/real-runs/README.md).
+Expected values are counted from the traces by count_calls.py (expected.json's ``forward_reductions`` and
+``forward_gathers``: each c10d reduction or all-gather nested in an op that records a ``Sequence number``
+and in no node of the backward, found by a full stack of each thread's events, not by zerocalc) and the
+runs' facts (run.json, tests/data/traces/real-runs/README.md).
 """
 
 import json
+from collections import Counter
 
 import pytest
-from real_runs import RUNS, forward_reductions
+from real_runs import RUNS, forward_gathers, forward_reductions
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
@@ -100,6 +102,11 @@ def test_forward_reductions_on_another_group_are_named_too():
     said = (f"reduce-scatter of {65536 * 384:,} elements ×5, reduce-scatter of {65536 * 64:,} elements ×5, "
             "inside ReduceScatterBase_Req")
     assert any(said in n for n in m.notes)
+    # and their gradients all-gathered back in the backward (counted from the file's c10d::_allgather_base_
+    # Input Dims: 5 from 8,192 × 384 into 65,536 × 384, 5 from 8,192 × 64 into 65,536 × 64), named as such
+    said = (f"all-gather of {65536 * 64:,} elements ×5, all-gather of {65536 * 384:,} elements ×5, "
+            "all-gathered from shards of 8192×384, 8192×64")
+    assert any(n.startswith("all-gathers in the backward") and n.endswith(said) for n in m.notes)
 
 
 def test_tensor_parallelism_alone_whose_block_keeps_its_width_is_refused_too():
@@ -117,3 +124,109 @@ def test_tensor_parallelism_alone_whose_block_keeps_its_width_is_refused_too():
     assert "inside a forward pass (all-reduce of 1,536 elements ×24, inside Redistribute)" in msg
     assert ("in the backward those activations' gradients, tensors of the shape the forward reduces "
             "(all-reduce of 1,536 elements ×24, of shape 8×192)") in msg
+
+
+def _counted_calls(case):
+    """(c10d op, elements in) → calls over every rank and step of a run (expected.json's per-step rows)."""
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    out = Counter()
+    for r in steps.values():
+        for s in r["steps"].values():
+            for c in s["c10d"]:
+                out[(c["op"], c["in_elems"])] += c["calls"]
+    return out
+
+
+def test_sequence_parallelism_alone_is_refused_with_what_it_gathers_and_reduces():
+    # tp4-sp (counted): over 4 ranks × 3 steps, in the forward a reduce-scatter of 1,536 in (8 × 192), an
+    # all-gather of 384 in (2 × 192, gathered over 4: 1,536) and an all-reduce of 768, inside Redistribute; in
+    # the backward a reduce-scatter of 1,536 and an all-gather of 384 more; nothing else
+    assert forward_reductions("tp4-sp") == {(1536, "Redistribute"): 12, (768, "Redistribute"): 12}
+    assert forward_gathers("tp4-sp") == {(384, "Redistribute"): 12}
+    assert _counted_calls("tp4-sp") == {("c10d::reduce_scatter_tensor_coalesced_", 1536): 24,
+                                        ("c10d::allgather_into_tensor_coalesced_", 384): 24,
+                                        ("c10d::allreduce_", 768): 12}
+    ts = read_traces(RUNS / "tp4-sp")
+    with pytest.raises(TraceMismatchError) as e:
+        check(ts.table, meta=ts.meta)
+    msg = str(e.value)
+    assert ("every reduction and all-gather larger than a scalar moves activations of model parallelism"
+            in msg)
+    assert ("inside a forward pass (reduce-scatter of 1,536 elements ×12, all-gather of 1,536 elements ×12, "
+            "all-reduce of 768 elements ×12, inside Redistribute)") in msg
+    assert ("in the backward those activations' gradients, tensors of the shapes the forward reduces and "
+            "gathers (reduce-scatter of 1,536 elements ×12, all-gather of 1,536 elements ×12, of shape "
+            "8×192; all-gathered from shards of 2×192)") in msg
+    res = CliRunner().invoke(app, ["check", str(RUNS / "tp4-sp")])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "Traceback" not in res.output
+    assert res.output.startswith("error: no data-parallel traffic in ")
+
+
+def test_sequence_parallel_gathers_beside_fsdp2_are_named_as_activations():
+    # fsdp2-tp2-sp (counted): on each of 4 ranks and 3 steps, the tensor-parallel group all-gathers the input
+    # in the forward (512 in, gathered over 2: 1,024) inside Redistribute, and in the backward the gradient of
+    # the reduce-scattered output (640 in: 4 × 160, the forward reduce-scatter's 8 × 160 over 2; 1,280);
+    # FSDP2's gathers (flat shards, in no numbered op) stay parameters'
+    assert forward_gathers("fsdp2-tp2-sp") == {(512, "Redistribute"): 12}
+    assert _counted_calls("fsdp2-tp2-sp")[("c10d::allgather_into_tensor_coalesced_", 640)] == 12
+    ts = read_traces(RUNS / "fsdp2-tp2-sp")
+    m = check(ts.table, meta=ts.meta).measurement
+    assert any(n.startswith("reductions and all-gathers inside forward passes") and
+               "all-gather of 1,024 elements ×12, reduce-scatter of 1,280 elements ×12, inside Redistribute"
+               in n for n in m.notes)
+    assert any(n.startswith("all-gathers in the backward") and
+               n.endswith("all-gather of 1,280 elements ×12, all-gathered from shards of 4×160")
+               for n in m.notes)
+
+
+def _hand_table(gather_op_around, reduce_in_forward, gather_group="0"):
+    """By hand: 2 ranks × 2 steps of one group; each step an all-gather of 1,000 elements (500 in) whose
+    ``forward_op`` is ``gather_op_around``, and after the backward a reduce-scatter of those 1,000 (500 out);
+    with ``reduce_in_forward``, an all-reduce of 64 elements inside Redistribute too; ``gather_group``: the
+    gathers' group's name (the others' is "0")."""
+    import pandas as pd
+
+    base = {"file": "t", "dtype": "fp32", "elem_bytes": 4, "group_size": 2, "group": "0"}
+    rows = []
+    for r in (0, 1):
+        for s in (1, 2):
+            rows.append({**base, "rank": r, "step": s, "op": "all_gather", "in_nelems": 500,
+                         "out_nelems": 1000, "forward_op": gather_op_around, "in_shape": "10x50",
+                         "group": gather_group})
+            if reduce_in_forward:
+                rows.append({**base, "rank": r, "step": s, "op": "all_reduce", "in_nelems": 64,
+                             "out_nelems": 64, "forward_op": "Redistribute", "in_shape": "8x8"})
+            rows.append({**base, "rank": r, "step": s, "op": "reduce_scatter", "in_nelems": 1000,
+                         "out_nelems": 500, "forward_op": None, "in_shape": None})
+    return pd.DataFrame(rows)
+
+
+def test_parameters_gathered_through_an_autograd_op_stay_parameters():
+    # by hand (_hand_table): the all-gathers run inside Redistribute, as a scheme gathering its parameters
+    # through DTensor does (torchtitan's SimpleFSDP), and the forward reduces nothing: a gather and a
+    # reduce-scatter of Ψ = 1,000 a step, FSDP's full-shard pattern, no activations' note
+    m = check(_hand_table("Redistribute", False), meta={"t": {"world_size": 2}}).measurement
+    assert m.psi == 1000 and not any("forward passes" in n for n in m.notes)
+    per = m.categories.set_index("category")["calls_per_rank_per_step"]
+    assert per["step"] == 2
+
+
+def test_a_gather_beside_a_forward_reduction_on_its_group_is_an_activation():
+    # by hand (_hand_table): the same, with an all-reduce of 64 elements inside Redistribute in each forward
+    # on that group: the gathers are sequence parallelism's then, reported apart; the reduce-scatter of 1,000
+    # alone is the step's
+    m = check(_hand_table("Redistribute", True), meta={"t": {"world_size": 2}}).measurement
+    assert any(n.startswith("reductions and all-gathers inside forward passes") and
+               "all-gather of 1,000 elements ×4, all-reduce of 64 elements ×4, inside Redistribute" in n
+               for n in m.notes)
+    per = m.categories.set_index("category")["calls_per_rank_per_step"]
+    assert (per["step"], per["unexplained"]) == (1, 2)
+
+
+def test_a_gather_in_a_forward_on_another_group_than_its_reductions_stays():
+    # by hand (_hand_table): the forward's all-reduce on group "0", the gathers inside Redistribute on group
+    # "1": not sequence parallelism's (it gathers on the group it scatters on); the all-reduces reported apart
+    m = check(_hand_table("Redistribute", True, gather_group="1"), meta={"t": {"world_size": 2}}).measurement
+    assert any(n.startswith("reductions inside forward passes") and
+               n.endswith("all-reduce of 64 elements ×4, inside Redistribute") for n in m.notes)
+    assert not any("all-gather of 1,000 elements" in n for n in m.notes if "forward passes" in n)

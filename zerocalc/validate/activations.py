@@ -1,17 +1,20 @@
-"""Reductions of activations: those a profiler trace records inside a forward pass.
+"""Activations' collectives: those a profiler trace records inside a forward pass, and their gradients'.
 
-A Kineto trace says which reductions ran nested in an op the autograd engine differentiates and in no
-node of the backward (its ``forward_op`` column, :mod:`zerocalc.traces.kineto_forward`): a tensor-parallel
-block's output all-reduced (Megatron-LM's ``_ReduceFromModelParallelRegion``, DTensor's ``Redistribute``
-under ``RowwiseParallel``), a sequence-parallel reduce-scatter, TorchRec's pooled embeddings
-reduce-scattered (``ReduceScatterBase_Req``). No gradient exists yet there: these reduce activations of
-model parallelism, and no data-parallel scheme sends them. Nor does it send their gradients, which a
-tensor-parallel block reduces in the backward at its input: a reduction outside the forward of a tensor of
-at least two dimensions, of the very shape a forward reduction of the same rank reduces on the same group
-(``in_shape``: a transformer block's ``[batch, sequence, hidden]`` both ways), is one
-(:func:`activation_gradients`; a data-parallel scheme reduces gradients flat in buckets, or shaped as their
-parameters). Both are reported apart, never read as gradients; a trace holding nothing else has no
-data-parallel traffic to check.
+A Kineto trace says which reductions and all-gathers ran nested in an op the autograd engine
+differentiates and in no node of the backward (its ``forward_op`` column,
+:mod:`zerocalc.traces.kineto_forward`): a tensor-parallel block's output all-reduced (Megatron-LM's
+``_ReduceFromModelParallelRegion``, DTensor's ``Redistribute`` under ``RowwiseParallel``), a
+sequence-parallel reduce-scatter, TorchRec's pooled embeddings reduce-scattered (``ReduceScatterBase_Req``).
+No gradient exists yet there: these reduce activations of model parallelism, and no data-parallel scheme
+sends them. An all-gather there, on a group the forward reduces on, is sequence parallelism's gathering
+back what its reduce-scatter scattered (:func:`forward_gathers`; a scheme that gathers parameters through
+an autograd op reduces nothing in the forward). Nor does a data-parallel scheme send those activations'
+gradients, which the backward moves on the same group as tensors of the activations' shapes: a
+tensor-parallel block's input gradient reduced, a sequence-parallel output's gradient gathered
+(:func:`activation_gradients`, by ``in_shape``: a transformer block's ``[batch, sequence, hidden]``; a
+data-parallel scheme reduces gradients flat in buckets, or shaped as their parameters, and gathers flat
+shards). All are reported apart, never read as gradients or parameters; a trace holding nothing else has
+no data-parallel traffic to check.
 """
 
 from __future__ import annotations
@@ -26,10 +29,14 @@ from zerocalc.validate.classify import GRADIENT_OPS, SCALAR_MAX_ELEMENTS
 from zerocalc.validate.columns import Codes, Rows
 from zerocalc.validate.groups import group_keys
 
-#: The canonical table's column naming the op a reduction ran inside, in a forward pass.
+#: The canonical table's column naming the op a reduction or an all-gather ran inside, in a forward pass.
 COLUMN = "forward_op"
-#: The canonical table's column holding the shape of the one tensor a reduction reduces (``8x192``).
+#: The canonical table's column holding the shape of the one tensor a reduction reduces, or an all-gather
+#: gathers from (``8x192``).
 SHAPE = "in_shape"
+#: The ops a forward pass moves activations by: the reductions, and the all-gathers of sequence
+#: parallelism.
+GATHER_OPS = ("all_gather",)
 
 
 def forward_reductions(rows: Rows, ops: Codes, full: np.ndarray) -> np.ndarray:
@@ -41,42 +48,87 @@ def forward_reductions(rows: Rows, ops: Codes, full: np.ndarray) -> np.ndarray:
     return rows.notna(COLUMN) & ops.isin(GRADIENT_OPS) & ~(full <= SCALAR_MAX_ELEMENTS)
 
 
+def forward_gathers(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, rank: np.ndarray,
+                    keys: np.ndarray) -> np.ndarray:
+    """The all-gathers larger than a scalar that the trace records inside a forward pass, on a group the same
+    ``rank``'s forward passes reduce activations on (``fwd``; ``keys``: each call's group, -1 unnamed):
+    sequence parallelism's, which gathers what its reduce-scatters scattered. A data-parallel scheme that
+    gathers its parameters through an autograd op (DTensor's redistribution, as torchtitan's SimpleFSDP
+    does) reduces nothing in the forward: its gathers stay parameters'."""
+    if not fwd.any():
+        return np.zeros(len(rows), dtype=bool)
+    cand = np.flatnonzero(rows.notna(COLUMN) & ops.isin(GATHER_OPS) & ~(full <= SCALAR_MAX_ELEMENTS))
+    out = np.zeros(len(rows), dtype=bool)
+    if len(cand):
+        at = np.flatnonzero(fwd)
+        seen = set(zip(rank[at].tolist(), keys[at].tolist(), strict=True))
+        out[cand] = [k in seen for k in zip(rank[cand].tolist(), keys[cand].tolist(), strict=True)]
+    return out
+
+
 def masks(rows: Rows, ops: Codes, full: np.ndarray, rank: np.ndarray
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The reductions of a forward pass (:func:`forward_reductions`), those of their gradients
-    (:func:`activation_gradients`), and each call's group key (:func:`~.groups.group_keys`), None where the
-    forward reduces nothing."""
+    """The activations' calls of a forward pass (:func:`forward_reductions`, :func:`forward_gathers`), those
+    of their gradients (:func:`activation_gradients`), and each call's group key
+    (:func:`~.groups.group_keys`), None where the forward reduces nothing."""
     fwd = forward_reductions(rows, ops, full)
     if not fwd.any():
         return fwd, np.zeros_like(fwd), None
     keys = group_keys(rows)
+    fwd |= forward_gathers(rows, ops, full, fwd, rank, keys)
     return fwd, activation_gradients(rows, ops, full, fwd, rank, keys), keys
 
 
 def activation_gradients(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, rank: np.ndarray,
                          keys: np.ndarray) -> np.ndarray:
-    """The reductions larger than a scalar outside a forward pass whose tensor, of at least two dimensions,
-    has the shape of one a forward reduction (``fwd``) of the same ``rank`` reduces on the same group
-    (``keys``: each call's group, -1 unnamed): the gradients of the activations a tensor-parallel block
-    reduces, which its backward reduces at the block's input."""
+    """The calls larger than a scalar outside a forward pass that move, on the group of a call of the
+    forward (``fwd``) of the same ``rank`` (``keys``: each call's group, -1 unnamed), a tensor of at least two
+    dimensions of a shape that call's activations have: a reduction of a tensor of the shape a forward
+    reduction reduces or a forward all-gather gathers into (a tensor-parallel block's input gradient, which
+    its backward reduces at the block's input), an all-gather from a shard of the shape a forward all-gather
+    gathers from or a forward reduce-scatter scatters into (sequence parallelism's output gradient). A
+    collective's shard is its tensor's first dimension split over its ranks, as ``c10d`` splits it."""
     out = np.zeros(len(rows), dtype=bool)
     if not fwd.any() or not rows.has(SHAPE):
         return out
-    shape = rows.codes(SHAPE).codes
-    cand = np.flatnonzero(~fwd & ops.isin(GRADIENT_OPS) & (shape >= 0) & ~(full <= SCALAR_MAX_ELEMENTS))
-    at = np.flatnonzero(fwd & (shape >= 0))
+    shape = rows.codes(SHAPE)
+    code = shape.codes
+    cand = np.flatnonzero(~fwd & ops.isin((*GRADIENT_OPS, *GATHER_OPS)) & (code >= 0)
+                          & ~(full <= SCALAR_MAX_ELEMENTS))
+    at = np.flatnonzero(fwd & (code >= 0))
     if not len(cand) or not len(at):
         return out
-    seen = set(zip(rank[at].tolist(), keys[at].tolist(), shape[at].tolist(), strict=True))
-    out[cand] = [k in seen for k in zip(rank[cand].tolist(), keys[cand].tolist(), shape[cand].tolist(),
-                                        strict=True)]
+    labels, op = shape.labels(""), ops.labels("?")
+    in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
+    whole, shard = set(), set()  # (rank, group, shape) of the activations whole, and of a rank's shard
+    for i in at.tolist():
+        k, ranks = (rank[i], keys[i]), out_e[i] / in_e[i] if in_e[i] > 0 else np.nan
+        if op[i] in GATHER_OPS:
+            shard.add((*k, labels[i]))
+            whole.add((*k, _first_dim_times(labels[i], ranks)))
+        else:
+            whole.add((*k, labels[i]))
+            if op[i] == "reduce_scatter":
+                shard.add((*k, _first_dim_times(labels[i], ranks)))
+    out[cand] = [(rank[i], keys[i], labels[i]) in (shard if op[i] in GATHER_OPS else whole)
+                 for i in cand.tolist()]
     return out
+
+
+def _first_dim_times(shape: str, factor: float) -> str | None:
+    """``shape`` (``"8x192"``) with its first dimension times ``factor`` (a whole number of elements), None
+    where it is not one."""
+    first, _, rest = shape.partition("x")
+    d = int(first) * factor
+    if not (np.isfinite(d) and d >= 1 and d == int(d)):
+        return None
+    return f"{int(d)}x{rest}"
 
 
 def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndarray | None,
           column: str = COLUMN) -> str:
     """The calls of ``mask`` by op and size, the commonest first (three at most), and the ops around them
-    (``column``: or their tensors' shapes, :data:`SHAPE`)."""
+    (``column``: or their tensors' shapes, :data:`SHAPE`, an all-gather's its shard's)."""
     count: Counter = Counter()
     weights = np.ones(len(mask)) if w is None else w
     for o, e, k in zip(ops.labels("?")[mask].tolist(), full[mask].tolist(), weights[mask].tolist(),
@@ -86,50 +138,81 @@ def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndar
     parts = [f"{OP_NAMES.get(o, o)} of {e:,.0f} elements ×{k:g}" if e == e else f"{OP_NAMES.get(o, o)} ×{k:g}"
              for (o, e), k in kinds[:3]]
     more = f" and {_plural(len(kinds) - 3, 'other size')}" if len(kinds) > 3 else ""
-    around = sorted({v.replace("x", "×") if column == SHAPE else v
-                     for v in rows.codes(column).labels("?")[mask].tolist()})
-    listed = ", ".join(around[:3]) + (" …" if len(around) > 3 else "")
-    return f"{', '.join(parts)}{more}, {'inside' if column == COLUMN else 'of shape'} {listed}"
+    values = rows.codes(column).labels("?")
+
+    def listed(at: np.ndarray) -> str:
+        around = sorted({v.replace("x", "×") if column == SHAPE else v for v in values[at].tolist()})
+        return ", ".join(around[:3]) + (" …" if len(around) > 3 else "")
+
+    if column == COLUMN:
+        return f"{', '.join(parts)}{more}, inside {listed(mask)}"
+    gathers = mask & ops.isin(GATHER_OPS)  # their shape is a rank's shard's
+    shapes = [f"of shape {listed(mask & ~gathers)}"] if (mask & ~gathers).any() else []
+    shapes += [f"all-gathered from shards of {listed(gathers)}"] if gathers.any() else []
+    return f"{', '.join(parts)}{more}, {'; '.join(shapes)}"
 
 
 def refuse_activations_alone(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray,
                              mirrored: np.ndarray, w: np.ndarray | None = None) -> None:
-    """Raise :class:`TraceMismatchError` where every collective larger than a scalar is a reduction of a
-    forward pass (``fwd``) or of those activations' gradients (``mirrored``): tensor parallelism alone, say,
-    whose only reductions are activations'."""
+    """Raise :class:`TraceMismatchError` where every collective larger than a scalar is an activations' call
+    of a forward pass (``fwd``) or of those activations' gradients (``mirrored``): tensor parallelism alone,
+    say, with or without sequence parallelism."""
     if not fwd.any():
         return
     data = ops.isin(_OP_VERBS) & ~(full <= SCALAR_MAX_ELEMENTS)
     if (data & ~fwd & ~mirrored).any():
         return
-    back = (", and in the backward those activations' gradients, tensors of the shape the forward reduces "
-            f"({_what(rows, ops, full, mirrored, w, SHAPE)})" if mirrored.any() else "")
+    shapes = "shape" if _kinds(ops, fwd | mirrored) == "reductions" else "shapes"
+    back = (f", and in the backward those activations' gradients, tensors of the {shapes} the forward "
+            f"{_verbs(ops, fwd)} ({_what(rows, ops, full, mirrored, w, SHAPE)})" if mirrored.any() else "")
     files = sorted(set(rows.codes("file").present(na="the input")))
     where = ", ".join(files) if len(files) <= 2 else f"{files[0]} and {len(files) - 1} other files"
+    every = ("every reduction larger than a scalar reduces" if not (ops.isin(GATHER_OPS) & data).any()
+             else "every reduction and all-gather larger than a scalar moves")
     raise TraceMismatchError(
-        f"no data-parallel traffic in {where}: every reduction larger than a scalar reduces activations of "
-        f"model parallelism (tensor, sequence or embedding parallelism), not parameters' gradients: inside a "
-        f"forward pass ({_what(rows, ops, full, fwd, w)}){back}; the schemes are data-parallel collectives "
+        f"no data-parallel traffic in {where}: {every} activations of model parallelism (tensor, sequence or "
+        f"embedding parallelism), not parameters or their gradients: inside a forward pass "
+        f"({_what(rows, ops, full, fwd, w)}){back}; the schemes are data-parallel collectives "
         "(`zerocalc trace summary` counts these)")
+
+
+def _kinds(ops: Codes, mask: np.ndarray) -> str:
+    """"reductions", "all-gathers" or "reductions and all-gathers": the calls of ``mask``."""
+    gathers = ops.isin(GATHER_OPS) & mask
+    if not gathers.any():
+        return "reductions"
+    return "all-gathers" if gathers.sum() == mask.sum() else "reductions and all-gathers"
+
+
+def _verbs(ops: Codes, mask: np.ndarray) -> str:
+    """"reduces", "gathers" or "reduces and gathers": what the calls of ``mask`` do."""
+    return {"reductions": "reduces", "all-gathers": "gathers"}.get(_kinds(ops, mask), "reduces and gathers")
 
 
 def activations_note(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, w: np.ndarray | None = None
                      ) -> str:
-    """The sentence on the reductions of a forward pass, reported apart ("" where there are none)."""
+    """The sentence on the activations' calls of a forward pass, reported apart ("" where there are none)."""
     if not fwd.any():
         return ""
-    return ("reductions inside forward passes, reported apart as activations of model parallelism (tensor, "
-            f"sequence or embedding parallelism), not gradients: {_what(rows, ops, full, fwd, w)}")
+    params = "" if _kinds(ops, fwd) == "reductions" else " or parameters"
+    return (f"{_kinds(ops, fwd)} inside forward passes, reported apart as activations of model parallelism "
+            f"(tensor, sequence or embedding parallelism), not gradients{params}: "
+            f"{_what(rows, ops, full, fwd, w)}")
 
 
 def mirrored_note(rows: Rows, ops: Codes, full: np.ndarray, mirrored: np.ndarray,
                   w: np.ndarray | None = None) -> str:
-    """The sentence on the activations' gradients reduced in the backward, reported apart ("" where none)."""
+    """The sentence on the activations' gradients moved in the backward, reported apart ("" where none)."""
     if not mirrored.any():
         return ""
-    return ("reductions in the backward of tensors of the shape the forward reduces on the same group, "
-            "reported apart as those activations' gradients (a tensor-parallel block's input), not "
-            f"parameters': {_what(rows, ops, full, mirrored, w, SHAPE)}")
+    if _kinds(ops, mirrored) == "reductions":
+        return ("reductions in the backward of tensors of the shape the forward reduces on the same group, "
+                "reported apart as those activations' gradients (a tensor-parallel block's input), not "
+                f"parameters': {_what(rows, ops, full, mirrored, w, SHAPE)}")
+    return (f"{_kinds(ops, mirrored)} in the backward of tensors of the shapes the forward's activations "
+            "have on the same group, reported apart as those activations' gradients (a tensor-parallel "
+            "block's input, a sequence-parallel output), not parameters' or their gradients: "
+            f"{_what(rows, ops, full, mirrored, w, SHAPE)}")
 
 
 def same_group_note(keys: np.ndarray, gs: np.ndarray, fwd: np.ndarray, grad: np.ndarray) -> str:
