@@ -38,19 +38,49 @@ def test_tensor_parallelism_alone_is_refused_with_what_its_forward_reduces():
                                  f"{len(files) - 1} other files: ")
 
 
-def test_tensor_parallelism_alone_with_backward_reductions_says_they_may_be_activations():
-    # tp4-first-whole-ga2: per step and rank 2 all-reduces of 768 in the forward and 2 of 1,536 in the
-    # backward (counted); the forward's reported apart, the backward's read as the step's (a trace does not
-    # tell a block input's gradient from a parameter's), with the caution on the group they share
+def test_tensor_parallelism_alone_with_backward_reductions_of_another_shape_is_refused_by_their_group():
+    # tp4-first-whole-ga2: per step and rank 2 all-reduces of 768 (8 × 96) in the forward and 2 of 1,536
+    # (8 × 192, the block's input gradient) in the backward (counted), all on the one group the 4 ranks'
+    # gloo worker threads serve: the backward's are of a shape the forward does not reduce, but on the group
+    # it reduces activations on, where no data-parallel scheme reduces: refused, both named
     counted = forward_reductions("tp4-first-whole-ga2")
     assert counted == {(768, "Redistribute"): 24}
+    steps = json.loads((RUNS / "tp4-first-whole-ga2" / "expected.json").read_text())["ranks"]
+    assert {c["in_elems"]: c["calls"] for r in steps.values() for s in r["steps"].values()
+            for c in s["c10d"]} == {768: 2, 1536: 2}
     ts = read_traces(RUNS / "tp4-first-whole-ga2")
-    m = check(ts.table, meta=ts.meta).measurement
-    assert m.psi_trace == 1536 and m.n == 4 and m.micro_batches == 2
-    assert any("reported apart as activations" in n and "all-reduce of 768 elements ×24, inside Redistribute"
-               in n for n in m.notes)
-    assert any(n.startswith("the forward passes reduce activations on the group of 4 ranks the gradients")
+    with pytest.raises(TraceMismatchError) as e:
+        check(ts.table, meta=ts.meta)
+    msg = str(e.value)
+    assert "inside a forward pass (all-reduce of 768 elements ×24, inside Redistribute)" in msg
+    assert ("outside it on the group it reduces them on, the gradients of those activations or of parameters "
+            "tensor parallelism replicates there (all-reduce of 1,536 elements ×24)") in msg
+
+
+def _tp_by_hand(named):
+    """By hand: 2 ranks × 2 steps of tensor parallelism alone, as tp4-first-whole-ga2 runs it: each step an
+    all-reduce of 8 × 96 inside Redistribute and, in the backward, one of 8 × 192 (a block's input
+    gradient); ``named``: the calls name their group (else nothing tells it)."""
+    import pandas as pd
+
+    base = {"file": "t", "op": "all_reduce", "dtype": "fp32", "elem_bytes": 4, "group_size": 2}
+    if named:
+        base["group"] = "0"
+    return pd.DataFrame([{**base, "rank": r, "step": s, "in_nelems": e, "out_nelems": e, "forward_op": f,
+                          "in_shape": shape}
+                         for r in (0, 1) for s in (1, 2)
+                         for e, f, shape in ((768, "Redistribute", "8x96"), (1536, None, "8x192"))])
+
+
+def test_backward_reductions_on_a_group_no_call_names_are_read_with_a_caution():
+    # by hand (_tp_by_hand): without group names, a reduction of another shape than the forward's may be a
+    # data-parallel group's of the same size: read as the step's (Ψ 1,536), with the caution on the size
+    m = check(_tp_by_hand(named=False), meta={"t": {"world_size": 2}}).measurement
+    assert m.psi_trace == 1536 and m.n == 2
+    assert any(n.startswith("the forward passes reduce activations on the group of 2 ranks the gradients")
                for n in m.notes)
+    with pytest.raises(TraceMismatchError, match="outside it on the group it reduces them on"):
+        check(_tp_by_hand(named=True), meta={"t": {"world_size": 2}})
 
 
 @pytest.mark.parametrize("case", ["tp2-dp2", "fsdp2-tp2", "fsdp2-tp2-sp", "hsdp-2x2-tp2", "pp2-fsdp2-tp2"])
@@ -150,9 +180,9 @@ def test_sequence_parallelism_alone_is_refused_with_what_it_gathers_and_reduces(
     with pytest.raises(TraceMismatchError) as e:
         check(ts.table, meta=ts.meta)
     msg = str(e.value)
-    assert ("every reduction and all-gather larger than a scalar moves activations of model parallelism"
-            in msg)
-    assert ("inside a forward pass (reduce-scatter of 1,536 elements ×12, all-gather of 1,536 elements ×12, "
+    assert ("every reduction and all-gather larger than a scalar is model parallelism's (tensor, sequence "
+            "or embedding parallelism), none a data-parallel scheme's: activations reduced and gathered "
+            "inside a forward pass (reduce-scatter of 1,536 elements ×12, all-gather of 1,536 elements ×12, "
             "all-reduce of 768 elements ×12, inside Redistribute)") in msg
     assert ("in the backward those activations' gradients, tensors of the shapes the forward reduces and "
             "gathers (reduce-scatter of 1,536 elements ×12, all-gather of 1,536 elements ×12, of shape "
@@ -179,14 +209,14 @@ def test_sequence_parallel_gathers_beside_fsdp2_are_named_as_activations():
                for n in m.notes)
 
 
-def _hand_table(gather_op_around, reduce_in_forward, gather_group="0"):
-    """By hand: 2 ranks × 2 steps of one group; each step an all-gather of 1,000 elements (500 in) whose
-    ``forward_op`` is ``gather_op_around``, and after the backward a reduce-scatter of those 1,000 (500 out);
-    with ``reduce_in_forward``, an all-reduce of 64 elements inside Redistribute too; ``gather_group``: the
-    gathers' group's name (the others' is "0")."""
+def _hand_table(gather_op_around, reduce_in_forward, gather_group="dp"):
+    """By hand: 2 ranks × 2 steps; each step an all-gather of 1,000 elements (500 in) on ``gather_group``
+    whose ``forward_op`` is ``gather_op_around``, and after the backward a reduce-scatter of those 1,000 (500
+    out) on group "dp"; with ``reduce_in_forward``, an all-reduce of 64 elements inside Redistribute on group
+    "tp" too."""
     import pandas as pd
 
-    base = {"file": "t", "dtype": "fp32", "elem_bytes": 4, "group_size": 2, "group": "0"}
+    base = {"file": "t", "dtype": "fp32", "elem_bytes": 4, "group_size": 2}
     rows = []
     for r in (0, 1):
         for s in (1, 2):
@@ -195,9 +225,10 @@ def _hand_table(gather_op_around, reduce_in_forward, gather_group="0"):
                          "group": gather_group})
             if reduce_in_forward:
                 rows.append({**base, "rank": r, "step": s, "op": "all_reduce", "in_nelems": 64,
-                             "out_nelems": 64, "forward_op": "Redistribute", "in_shape": "8x8"})
+                             "out_nelems": 64, "forward_op": "Redistribute", "in_shape": "8x8",
+                             "group": "tp"})
             rows.append({**base, "rank": r, "step": s, "op": "reduce_scatter", "in_nelems": 1000,
-                         "out_nelems": 500, "forward_op": None, "in_shape": None})
+                         "out_nelems": 500, "forward_op": None, "in_shape": None, "group": "dp"})
     return pd.DataFrame(rows)
 
 
@@ -213,9 +244,9 @@ def test_parameters_gathered_through_an_autograd_op_stay_parameters():
 
 def test_a_gather_beside_a_forward_reduction_on_its_group_is_an_activation():
     # by hand (_hand_table): the same, with an all-reduce of 64 elements inside Redistribute in each forward
-    # on that group: the gathers are sequence parallelism's then, reported apart; the reduce-scatter of 1,000
-    # alone is the step's
-    m = check(_hand_table("Redistribute", True), meta={"t": {"world_size": 2}}).measurement
+    # on the gathers' group: the gathers are sequence parallelism's then, reported apart; the reduce-scatter
+    # of 1,000 alone is the step's
+    m = check(_hand_table("Redistribute", True, gather_group="tp"), meta={"t": {"world_size": 2}}).measurement
     assert any(n.startswith("reductions and all-gathers inside forward passes") and
                "all-gather of 1,000 elements ×4, all-reduce of 64 elements ×4, inside Redistribute" in n
                for n in m.notes)
@@ -224,9 +255,32 @@ def test_a_gather_beside_a_forward_reduction_on_its_group_is_an_activation():
 
 
 def test_a_gather_in_a_forward_on_another_group_than_its_reductions_stays():
-    # by hand (_hand_table): the forward's all-reduce on group "0", the gathers inside Redistribute on group
-    # "1": not sequence parallelism's (it gathers on the group it scatters on); the all-reduces reported apart
-    m = check(_hand_table("Redistribute", True, gather_group="1"), meta={"t": {"world_size": 2}}).measurement
+    # by hand (_hand_table): the forward's all-reduce on group "tp", the gathers inside Redistribute on
+    # group "dp": not sequence parallelism's (it gathers on the group it scatters on); the all-reduces
+    # reported apart
+    m = check(_hand_table("Redistribute", True), meta={"t": {"world_size": 2}}).measurement
     assert any(n.startswith("reductions inside forward passes") and
                n.endswith("all-reduce of 64 elements ×4, inside Redistribute") for n in m.notes)
     assert not any("all-gather of 1,000 elements" in n for n in m.notes if "forward passes" in n)
+
+
+def test_other_reductions_on_the_tensor_parallel_group_beside_data_parallelism_are_reported_apart():
+    # by hand: 2 ranks × 2 steps; on group "tp" an all-reduce of 8 × 96 inside Redistribute and, after the
+    # backward, one of 96 elements (the gradient of a norm's weight tensor parallelism replicates); on group
+    # "dp" the gradient all-reduce of 1,000 elements: Ψ = 1,000 from "dp" alone, the 96 reported apart
+    import pandas as pd
+
+    base = {"file": "t", "op": "all_reduce", "dtype": "fp32", "elem_bytes": 4, "group_size": 2}
+    rows = [{**base, "rank": r, "step": s, "in_nelems": e, "out_nelems": e, "forward_op": f,
+             "in_shape": shape, "group": g}
+            for r in (0, 1) for s in (1, 2)
+            for e, f, shape, g in ((768, "Redistribute", "8x96", "tp"), (96, None, None, "tp"),
+                                   (1000, None, None, "dp"))]
+    m = check(pd.DataFrame(rows), meta={"t": {"world_size": 2}}).measurement
+    assert m.psi == 1000
+    assert any(n.startswith("reductions outside forward passes on the groups the forward passes reduce "
+                            "activations on")
+               and n.endswith("not data parallelism's: all-reduce of 96 elements ×4")
+               for n in m.notes)
+    per = m.categories.set_index("category")["calls_per_rank_per_step"]
+    assert (per["step"], per["unexplained"]) == (1, 2)

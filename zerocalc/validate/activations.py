@@ -20,6 +20,7 @@ no data-parallel traffic to check.
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -66,17 +67,56 @@ def forward_gathers(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, r
     return out
 
 
-def masks(rows: Rows, ops: Codes, full: np.ndarray, rank: np.ndarray
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The activations' calls of a forward pass (:func:`forward_reductions`, :func:`forward_gathers`), those
-    of their gradients (:func:`activation_gradients`), and each call's group key
-    (:func:`~.groups.group_keys`), None where the forward reduces nothing."""
+class Masks(NamedTuple):
+    """The activations' calls of a trace, as masks over its rows."""
+
+    #: Inside a forward pass (:func:`forward_reductions`, :func:`forward_gathers`).
+    fwd: np.ndarray
+    #: Outside it, of a tensor of an activation's shape on its group (:func:`activation_gradients`).
+    mirrored: np.ndarray
+    #: Outside it, the other reductions and all-gathers on a named group a rank's forward reduces
+    #: activations on (:func:`on_activation_groups`).
+    grouped: np.ndarray
+    #: Each call's group key (:func:`~.groups.group_keys`), None where the forward reduces nothing.
+    keys: np.ndarray | None
+
+    @property
+    def all(self) -> np.ndarray:
+        """Every activations' call, of the forward or not."""
+        return self.fwd | self.mirrored | self.grouped
+
+
+def masks(rows: Rows, ops: Codes, full: np.ndarray, rank: np.ndarray) -> Masks:
+    """The activations' calls of a forward pass, and outside it those of their gradients (by shape, and on
+    a named group by group)."""
     fwd = forward_reductions(rows, ops, full)
     if not fwd.any():
-        return fwd, np.zeros_like(fwd), None
+        return Masks(fwd, np.zeros_like(fwd), np.zeros_like(fwd), None)
     keys = group_keys(rows)
     fwd |= forward_gathers(rows, ops, full, fwd, rank, keys)
-    return fwd, activation_gradients(rows, ops, full, fwd, rank, keys), keys
+    mirrored = activation_gradients(rows, ops, full, fwd, rank, keys)
+    return Masks(fwd, mirrored, on_activation_groups(ops, full, fwd, mirrored, rank, keys), keys)
+
+
+def on_activation_groups(ops: Codes, full: np.ndarray, fwd: np.ndarray, mirrored: np.ndarray,
+                         rank: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The reductions and all-gathers larger than a scalar, in neither ``fwd`` nor ``mirrored``, on a group
+    the trace names (``keys`` ≥ 0) that the same ``rank``'s forward passes reduce activations on: a
+    tensor-parallel group, as no data-parallel scheme reduces on the group whose ranks share their data.
+    Its calls outside the forward are those activations' gradients (of a shape the forward does not
+    reduce: a block's input wider than its output), or the gradients of the parameters tensor parallelism
+    replicates on it (a norm's under sequence parallelism): model parallelism's traffic either way. On
+    groups the trace does not name, the shape alone tells (:func:`activation_gradients`)."""
+    fwd_red = fwd & ops.isin(GRADIENT_OPS) & (keys >= 0)
+    out = np.zeros(len(keys), dtype=bool)
+    if not fwd_red.any():
+        return out
+    cand = np.flatnonzero(~fwd & ~mirrored & ops.isin((*GRADIENT_OPS, *GATHER_OPS)) & (keys >= 0)
+                          & ~(full <= SCALAR_MAX_ELEMENTS))
+    at = np.flatnonzero(fwd_red)
+    seen = set(zip(rank[at].tolist(), keys[at].tolist(), strict=True))
+    out[cand] = [k in seen for k in zip(rank[cand].tolist(), keys[cand].tolist(), strict=True)]
+    return out
 
 
 def activation_gradients(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, rank: np.ndarray,
@@ -125,10 +165,8 @@ def _first_dim_times(shape: str, factor: float) -> str | None:
     return f"{int(d)}x{rest}"
 
 
-def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndarray | None,
-          column: str = COLUMN) -> str:
-    """The calls of ``mask`` by op and size, the commonest first (three at most), and the ops around them
-    (``column``: or their tensors' shapes, :data:`SHAPE`, an all-gather's its shard's)."""
+def _counted(ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndarray | None) -> str:
+    """The calls of ``mask`` by op and size, the commonest first (three at most)."""
     count: Counter = Counter()
     weights = np.ones(len(mask)) if w is None else w
     for o, e, k in zip(ops.labels("?")[mask].tolist(), full[mask].tolist(), weights[mask].tolist(),
@@ -138,6 +176,14 @@ def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndar
     parts = [f"{OP_NAMES.get(o, o)} of {e:,.0f} elements ×{k:g}" if e == e else f"{OP_NAMES.get(o, o)} ×{k:g}"
              for (o, e), k in kinds[:3]]
     more = f" and {_plural(len(kinds) - 3, 'other size')}" if len(kinds) > 3 else ""
+    return f"{', '.join(parts)}{more}"
+
+
+def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndarray | None,
+          column: str = COLUMN) -> str:
+    """The calls of ``mask`` by op and size (:func:`_counted`), and the ops around them (``column``: or their
+    tensors' shapes, :data:`SHAPE`, an all-gather's its shard's)."""
+    counted = _counted(ops, full, mask, w)
     values = rows.codes(column).labels("?")
 
     def listed(at: np.ndarray) -> str:
@@ -145,34 +191,38 @@ def _what(rows: Rows, ops: Codes, full: np.ndarray, mask: np.ndarray, w: np.ndar
         return ", ".join(around[:3]) + (" …" if len(around) > 3 else "")
 
     if column == COLUMN:
-        return f"{', '.join(parts)}{more}, inside {listed(mask)}"
+        return f"{counted}, inside {listed(mask)}"
     gathers = mask & ops.isin(GATHER_OPS)  # their shape is a rank's shard's
     shapes = [f"of shape {listed(mask & ~gathers)}"] if (mask & ~gathers).any() else []
     shapes += [f"all-gathered from shards of {listed(gathers)}"] if gathers.any() else []
-    return f"{', '.join(parts)}{more}, {'; '.join(shapes)}"
+    return f"{counted}, {'; '.join(shapes)}"
 
 
-def refuse_activations_alone(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray,
-                             mirrored: np.ndarray, w: np.ndarray | None = None) -> None:
+def refuse_activations_alone(rows: Rows, ops: Codes, full: np.ndarray, act: Masks,
+                             w: np.ndarray | None = None) -> None:
     """Raise :class:`TraceMismatchError` where every collective larger than a scalar is an activations' call
-    of a forward pass (``fwd``) or of those activations' gradients (``mirrored``): tensor parallelism alone,
-    say, with or without sequence parallelism."""
+    (``act``): tensor parallelism alone, say, with or without sequence parallelism."""
+    fwd, mirrored = act.fwd, act.mirrored
     if not fwd.any():
         return
     data = ops.isin(_OP_VERBS) & ~(full <= SCALAR_MAX_ELEMENTS)
-    if (data & ~fwd & ~mirrored).any():
+    if (data & ~act.all).any():
         return
     shapes = "shape" if _kinds(ops, fwd | mirrored) == "reductions" else "shapes"
     back = (f", and in the backward those activations' gradients, tensors of the {shapes} the forward "
             f"{_verbs(ops, fwd)} ({_what(rows, ops, full, mirrored, w, SHAPE)})" if mirrored.any() else "")
+    if act.grouped.any():
+        back += (", and outside it on the group it reduces them on, the gradients of those activations or of "
+                 f"parameters tensor parallelism replicates there ({_counted(ops, full, act.grouped, w)})")
     files = sorted(set(rows.codes("file").present(na="the input")))
     where = ", ".join(files) if len(files) <= 2 else f"{files[0]} and {len(files) - 1} other files"
-    every = ("every reduction larger than a scalar reduces" if not (ops.isin(GATHER_OPS) & data).any()
-             else "every reduction and all-gather larger than a scalar moves")
+    every = ("every reduction" if not (ops.isin(GATHER_OPS) & data).any()
+             else "every reduction and all-gather")
+    moved = {"reductions": "reduced", "all-gathers": "gathered"}.get(_kinds(ops, fwd), "reduced and gathered")
     raise TraceMismatchError(
-        f"no data-parallel traffic in {where}: {every} activations of model parallelism (tensor, sequence or "
-        f"embedding parallelism), not parameters or their gradients: inside a forward pass "
-        f"({_what(rows, ops, full, fwd, w)}){back}; the schemes are data-parallel collectives "
+        f"no data-parallel traffic in {where}: {every} larger than a scalar is model parallelism's (tensor, "
+        f"sequence or embedding parallelism), none a data-parallel scheme's: activations {moved} inside a "
+        f"forward pass ({_what(rows, ops, full, fwd, w)}){back}; the schemes are data-parallel collectives "
         "(`zerocalc trace summary` counts these)")
 
 
@@ -215,18 +265,28 @@ def mirrored_note(rows: Rows, ops: Codes, full: np.ndarray, mirrored: np.ndarray
             f"{_what(rows, ops, full, mirrored, w, SHAPE)}")
 
 
+def grouped_note(ops: Codes, full: np.ndarray, grouped: np.ndarray, w: np.ndarray | None = None) -> str:
+    """The sentence on the other calls outside the forward on a group it reduces activations on, reported
+    apart (:func:`on_activation_groups`; "" where none)."""
+    if not grouped.any():
+        return ""
+    return (f"{_kinds(ops, grouped)} outside forward passes on the groups the forward passes reduce "
+            "activations on, reported apart as model parallelism's (those activations' gradients, or the "
+            "gradients of parameters tensor parallelism replicates there), not data parallelism's: "
+            f"{_counted(ops, full, grouped, w)}")
+
+
 def same_group_note(keys: np.ndarray, gs: np.ndarray, fwd: np.ndarray, grad: np.ndarray) -> str:
-    """A caution where the step's gradient reductions (``grad``) run on a group the forward passes reduce
-    activations on (``keys``: each call's group, -1 unnamed, then told by its size ``gs``): without data
+    """A caution where the step's gradient reductions (``grad``) run on groups the trace does not name
+    (``keys`` -1) of the size of one the forward passes reduce activations on (``gs``): without data
     parallelism beside it, the backward's reductions on a tensor-parallel group are those activations'
-    gradients (a block's input), not parameters'; "" otherwise."""
+    gradients (a block's input), not parameters'; "" otherwise. (On a named group,
+    :func:`on_activation_groups` tells.)"""
     if not fwd.any() or not grad.any():
         return ""
-    named = keys >= 0
-    shared = set(keys[fwd & named].tolist()) & set(keys[grad & named].tolist())
-    at = grad & np.isin(keys, list(shared))
-    sizes_unnamed = set(gs[fwd & ~named].tolist()) & set(gs[grad & ~named].tolist())
-    at |= grad & ~named & np.isin(gs, list(sizes_unnamed))
+    unnamed = keys < 0
+    sizes_unnamed = set(gs[fwd & unnamed].tolist()) & set(gs[grad & unnamed].tolist())
+    at = grad & unnamed & np.isin(gs, list(sizes_unnamed))
     if not at.any():
         return ""
     sizes = sorted({int(s) for s in gs[at].tolist() if s == s})

@@ -178,10 +178,10 @@ def measure(
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
-    fwd, mirrored, keys = activations.masks(rows, ops, full, rank)
-    activations.refuse_activations_alone(rows, ops, full, fwd, mirrored, w)
+    act = activations.masks(rows, ops, full, rank)
+    activations.refuse_activations_alone(rows, ops, full, act, w)
 
-    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), fwd | mirrored)
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), act.all)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
@@ -196,7 +196,7 @@ def measure(
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
-                                  world if world is not None else len(ranks), w, (fwd, mirrored, keys))
+                                  world if world is not None else len(ranks), w, act)
     notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
@@ -394,18 +394,18 @@ def _bytes_sent(ops: Codes, gs: np.ndarray, full: np.ndarray, eb: np.ndarray, ap
 
 def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: np.ndarray, full: np.ndarray,
                       rank_idx: np.ndarray, everyone: int,
-                      w: np.ndarray | None, act: tuple) -> tuple[np.ndarray, list[str]]:
+                      w: np.ndarray | None, act: activations.Masks) -> tuple[np.ndarray, list[str]]:
     """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
     other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
-    another group of the replicate size, ``groups.apart``), and so are the reductions of a forward pass and
-    those of their gradients (``act``: the masks of both, and the calls' group keys where the forward has
-    any, else None: :mod:`.activations`). ``everyone``: the world's size. With a note where gradients
-    reduced in other buckets in some step were kept in the step, and on the activations' reductions."""
+    another group of the replicate size, ``groups.apart``), and so are the activations' calls of a forward
+    pass and outside it (``act``: :mod:`.activations`). ``everyone``: the world's size. With a note where
+    gradients reduced in other buckets in some step were kept in the step, and on the activations' calls."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
-    fwd, mirrored, keys = act
-    for mask, say in ((fwd, activations.activations_note), (mirrored, activations.mirrored_note)):
+    fwd, keys = act.fwd, act.keys
+    for mask, say in ((fwd, activations.activations_note), (act.mirrored, activations.mirrored_note),
+                      (act.grouped, lambda _, *a: activations.grouped_note(*a))):
         if note := say(rows, ops, full, mask & (cat != ONE_OFF), w):
             notes.append(note)
             cat[mask & (cat == STEP)] = UNEXPLAINED
