@@ -101,7 +101,8 @@ def forward_calls(events: Sequence[Any], sel: _Selected, decoded: bool = False) 
 def _forward_op(events: Sequence[Any], i: int, thread: tuple, ts: float, end: float,
                 fields: Callable[[Any], tuple]) -> str | None:
     """The innermost op recording a sequence number that encloses event ``i`` (on ``thread``, from ``ts`` to
-    ``end``) among the :data:`WINDOW` events before it, where no node of the backward encloses it there."""
+    ``end``) among the :data:`WINDOW` events before it, where no node of the backward encloses it there, nor
+    an event a backward's hook names so (:func:`_after_backward`)."""
     found = None
     for j in range(i - 1, max(-1, i - 1 - WINDOW), -1):
         name, pid, tid, ets, dur, args = fields(events[j])
@@ -111,11 +112,19 @@ def _forward_op(events: Sequence[Any], i: int, thread: tuple, ts: float, end: fl
             continue
         if ets > ts + _EPS or ets + dur < end - _EPS:
             continue  # not an op enclosing the call
-        if name.startswith(BACKWARD_PREFIX):
+        if name.startswith(BACKWARD_PREFIX) or _after_backward(name):
             return None
         if found is None and _numbered(args):
             found = name
     return found
+
+
+def _after_backward(name: str) -> bool:
+    """Whether an event's name says a backward runs it: the callbacks the autograd engine runs once a
+    backward's nodes are done run in no node (FSDP2's ``FSDP::root_post_backward_callback``, and inside it
+    ``FSDP::post_backward_reshard``, which redistributes the gradients of parameters tensor parallelism
+    replicates, an all-reduce inside ``Redistribute``, an op that records a sequence number)."""
+    return "backward" in name.lower()
 
 
 def _outer_nodes(sel: _Selected) -> dict[Any, tuple[list[float], list[float]]]:

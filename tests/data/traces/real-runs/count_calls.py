@@ -21,7 +21,8 @@ from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
 * the reductions of a forward pass (``forward_reductions``, written only where a step has any): every
   ``c10d::`` all-reduce, reduce-scatter or reduce nested (on its thread, by start and end) in a CPU op
   whose ``args`` record a ``Sequence number`` (an op autograd differentiates, an ``autograd.Function``'s
-  forward) and in no ``autograd::engine::evaluate_function:`` event (a node of the backward), as
+  forward) and in no ``autograd::engine::evaluate_function:`` event (a node of the backward) nor any event
+  whose name says ``backward`` (FSDP2's ``FSDP::root_post_backward_callback``, run after the nodes), as
   ``"<op> <elements in> in <innermost such op>"``; and the all-gathers of a forward pass, every ``c10d::``
   all-gather so nested (``forward_gathers``, likewise);
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
@@ -123,7 +124,7 @@ def mark_forward(events, tid, calls):
         c = by_start.get((e["ts"], e["dur"], e["name"]))
         if c is not None:
             numbered = [a["name"] for a in stack if (a.get("args") or {}).get("Sequence number", -1) >= 0]
-            in_node = any(a["name"].startswith(NODE) for a in stack)
+            in_node = any(a["name"].startswith(NODE) or "backward" in a["name"].lower() for a in stack)
             marked = c["op"] in REDUCTIONS or c["op"] in GATHERS
             c["forward_in"] = numbered[-1] if numbered and not in_node and marked else None
         stack.append(e)
