@@ -26,11 +26,11 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
     # forward, and no other run does
     with_tp = {c for c in CASES if forward_reductions(c)}
     assert with_tp == {"tp2-dp2", "fsdp2-tp2", "fsdp2-tp2-sp", "hsdp-2x2-tp2", "pp2-fsdp2-tp2", "tp4",
-                       "tp4-first-whole-ga2", "tp4-block-ga2", "tp4-sp"}
+                       "tp4-first-whole-ga2", "tp4-block-ga2", "tp4-sp", "fsdp2-tp2-sp-norm"}
     for c in with_tp:
         assert "tp" in json.loads((RUNS / c / "run.json").read_text())["groups"]
     # and the runs of sequence parallelism, alone, all-gather in it: its input, inside Redistribute
-    assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp"}
+    assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp", "fsdp2-tp2-sp-norm"}
     assert forward_gathers("tp4-sp") == {(384, "Redistribute"): 12}
 
 
@@ -195,3 +195,22 @@ def test_sequence_parallelism_alone_read_alike_by_both_paths():
                              ("all_reduce", 768, "Redistribute", "8x96"): 3,
                              ("reduce_scatter", 1536, None, "8x192"): 3,
                              ("all_gather", 384, None, "2x192"): 3}
+
+
+def test_fsdp2s_post_backward_reductions_are_not_a_forward_passes():
+    # fsdp2-tp2-sp-norm (counted): per step and rank 2 all-reduces of 128 elements (the replicated norm's
+    # gradients), inside Redistribute but inside FSDP::root_post_backward_callback, none among the forward's
+    steps = json.loads((RUNS / "fsdp2-tp2-sp-norm" / "expected.json").read_text())["ranks"]
+    per_step = {c["calls"] for r in steps.values() for s in r["steps"].values() for c in s["c10d"]
+                if c["op"] == "c10d::allreduce_"}
+    assert per_step == {2} and not any("allreduce" in f for r in steps.values() for s in r["steps"].values()
+                                       for f in s.get("forward_reductions", []))
+    table = read_traces(RUNS / "fsdp2-tp2-sp-norm").table
+    norm = table[(table["op"] == "all_reduce") & (table["in_nelems"] == 128)]
+    assert len(norm) == 24 and norm["forward_op"].isna().all()
+    # by hand: _trace's call inside the numbered op, both inside that callback's annotation: no forward's
+    doc = json.loads(_trace(with_leaf_node=False))
+    doc["traceEvents"].insert(1, {"ph": "X", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": 150.0,
+                                  "dur": 200.0, "args": {}, "name": "FSDP::root_post_backward_callback"})
+    [row] = parse_bytes(json.dumps(doc).encode(), "t").rows
+    assert row["forward_op"] is None

@@ -284,3 +284,23 @@ def test_other_reductions_on_the_tensor_parallel_group_beside_data_parallelism_a
                for n in m.notes)
     per = m.categories.set_index("category")["calls_per_rank_per_step"]
     assert (per["step"], per["unexplained"]) == (1, 2)
+
+
+def test_fsdp2_with_tensor_and_sequence_parallelism_and_a_replicated_norm():
+    # fsdp2-tp2-sp-norm (counted): each rank reduce-scatters its 35,888 parameters' gradients a step on its
+    # data-parallel group (run.json psi_per_rank: the norm's 256, half of each Linear); on the tensor-parallel
+    # group the forward gathers and reduce-scatters activations, and after the backward FSDP2 all-reduces the
+    # replicated norm's 2 gradients of 128 elements (24 over 4 ranks × 3 steps): model parallelism's, apart
+    run = json.loads((RUNS / "fsdp2-tp2-sp-norm" / "run.json").read_text())
+    steps = json.loads((RUNS / "fsdp2-tp2-sp-norm" / "expected.json").read_text())["ranks"]
+    grads = {sum(c["calls"] * c["in_elems"] for c in s["c10d"] if c["op"] == "c10d::_reduce_scatter_base_")
+             for r in steps.values() for s in r["steps"].values()}
+    assert grads == {run["psi_per_rank"]} == {35_888}
+    assert _counted_calls("fsdp2-tp2-sp-norm")[("c10d::allreduce_", 128)] == 24
+    ts = read_traces(RUNS / "fsdp2-tp2-sp-norm")
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.world_size) == (35_888, 2, 4) and "fsdp-full-shard" in res.matches
+    assert any(n.startswith("reductions outside forward passes on the groups the forward passes reduce")
+               and n.endswith("all-reduce of 128 elements ×24") for n in m.notes)
+    assert not any("all-reduce of 128" in n for n in m.notes if "inside forward passes" in n)

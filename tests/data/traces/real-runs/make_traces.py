@@ -792,6 +792,68 @@ def case_fsdp2_tp2(outdir, sequence_parallel=False):
     run_profiled(outdir, 3, train_step)
 
 
+class NormMLP(nn.Module):
+    """``LayerNorm(128)`` before :func:`make_model`'s layers (seed 0), as a transformer block's norm comes
+    before its MLP."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.norm = nn.LayerNorm(LAYERS[0][0])
+        self.layers = make_model().layers
+
+    def forward(self, x):
+        x = self.norm(x)
+        for k, layer in enumerate(self.layers):
+            x = torch.relu(layer(x)) if k < len(self.layers) - 1 else layer(x)
+        return x
+
+
+def case_fsdp2_tp2_sp_norm(outdir):
+    """FSDP2 with tensor and sequence parallelism as torchtitan's plan for a transformer composes them, on a
+    2 × 2 DeviceMesh (``dp``, ``tp``) and :class:`NormMLP`: the norm ``SequenceParallel(sequence_dim=0)``
+    (its weight and bias replicated on ``tp``, each tensor-parallel rank normalising its half of the
+    micro-batch's samples), ``layers.0`` ``ColwiseParallel(input_layouts=Shard(0))``, ``layers.1``
+    ``RowwiseParallel(output_layouts=Shard(0))``, ``layers.2`` ``ColwiseParallel(input_layouts=Shard(0),
+    output_layouts=Replicate())`` (as torchtitan's output layer without loss parallelism), so every parameter
+    is a DTensor and the loss is taken on the whole micro-batch on each tensor-parallel rank; then FSDP2
+    (``fully_shard`` on the norm, each Linear and the root) on ``dp``. The replicated norm's gradients are
+    partial sums over the tensor-parallel ranks: FSDP2's post-backward all-reduces them on ``tp`` (inside
+    ``Redistribute``) before it reduce-scatters them on ``dp``."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    model = NormMLP()
+    parallelize_module(model, mesh["tp"], {
+        "norm": SequenceParallel(sequence_dim=0),
+        "layers.0": ColwiseParallel(input_layouts=Shard(0)),
+        "layers.1": RowwiseParallel(output_layouts=Shard(0)),
+        "layers.2": ColwiseParallel(input_layouts=Shard(0), output_layouts=Replicate())})
+    fully_shard(model.norm, mesh=mesh["dp"])
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    dp_rank, tp_rank = mesh["dp"].get_local_rank(), mesh["tp"].get_local_rank()
+    half = MICRO_BATCH // 2
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(dp_rank, step, 0)
+        loss_fn(model(x[tp_rank * half:(tp_rank + 1) * half]), y).backward()
+        opt.step()
+
+    run_profiled(outdir, 3, train_step)
+
+
 MOE_EXPERTS, MOE_EP = 4, 2
 MOE_DENSE_PSI = 128 * 192 + 192 + 192 * MOE_EXPERTS + 192 * 96 + 96  # l0, the gate, l2: 44,064
 MOE_EXPERT_PSI = MOE_EXPERTS // MOE_EP * (192 * 160 + 160 + 160 * 192 + 192)  # a rank's experts: 123,584
@@ -1255,6 +1317,12 @@ DDP_SMALL_BUCKET_MB = 0.1
 # inputs) and its whole bias, layers.2 whole
 TP2_PSI_PER_RANK = (LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2 + LAYERS[0][1] // 2 * LAYERS[1][1]
                     + LAYERS[1][1] + LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1])
+#: fsdp2-tp2-sp-norm's parameters a rank holds: the norm's weight and bias whole (replicated on tp), half of
+#: each Linear's outputs (layers.0, layers.2: ColwiseParallel, with their biases) or inputs (layers.1:
+#: RowwiseParallel, its bias whole)
+NORM_TP2_PSI_PER_RANK = (2 * LAYERS[0][0] + LAYERS[0][0] * LAYERS[0][1] // 2 + LAYERS[0][1] // 2
+                         + LAYERS[1][0] // 2 * LAYERS[1][1] + LAYERS[1][1]
+                         + LAYERS[2][0] * LAYERS[2][1] // 2 + LAYERS[2][1] // 2)
 #: tp4-block-ga2's layers: a block 192 → 384 → 192 between two whole layers, as a transformer's MLP
 TP_BLOCK_LAYERS = [(128, 192), (192, 384), (384, 192), (192, 96)]
 #: the layers the frozen cases freeze, and the parameters left to train (layers.1's)
@@ -1314,6 +1382,19 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": [[0, 2], [1, 3]], "tp": [[0, 1], [2, 3]]},
         "psi_per_rank": TP2_PSI_PER_RANK,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp2-tp2-sp-norm": (case_fsdp2_tp2_sp_norm, {
+        "scheme": "FSDP2 fully_shard (the norm, each Linear, the root) on the dp dimension of a 2 x 2 "
+                  "DeviceMesh, tensor and sequence parallelism on its tp dimension as torchtitan's plan: "
+                  "LayerNorm(128) SequenceParallel(sequence_dim=0), layers.0 "
+                  "ColwiseParallel(input_layouts=Shard(0)), layers.1 "
+                  "RowwiseParallel(output_layouts=Shard(0)), layers.2 "
+                  "ColwiseParallel(input_layouts=Shard(0), output_layouts=Replicate())",
+        "norm": "LayerNorm(128) before layers.0 (weight and bias: 256 parameters)",
+        "psi_with_norm": sum(i * o + o for i, o in LAYERS) + 2 * LAYERS[0][0],
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": [[0, 2], [1, 3]], "tp": [[0, 1], [2, 3]]},
+        "psi_per_rank": NORM_TP2_PSI_PER_RANK,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
     "pp2-dp2": (case_pp2_dp2, {
         "scheme": "pipeline parallelism 2 (GPipe order, send/recv between ranks r and r + 2) x "
