@@ -15,7 +15,10 @@ SimpleFSDP); FSDP's and ZeRO-3's gathers run in module hooks, outside any such o
 the check tells them apart by the group (:mod:`zerocalc.validate.activations`). A reduction
 in the backward runs inside one of the engine's node events (``autograd::engine::evaluate_function:``;
 a hook's inside the node that runs it, DDP's and FSDP1's inside an ``AccumulateGrad``), or after the
-backward, where no op encloses it that records a sequence number.
+backward, where no op encloses it that records a sequence number, or in a callback the engine runs once
+the nodes are done, in no node but inside an event that names the backward (FSDP2's
+``FSDP::root_post_backward_callback``, whose ``Redistribute`` all-reduces the gradients of parameters
+tensor parallelism replicates).
 
 A call's own tensor tells its backward half (:func:`input_shape`): a tensor-parallel block reduces
 in the backward the gradient of its input, a tensor of the very shape its forward reduces where the block
