@@ -209,11 +209,11 @@ def test_sequence_parallel_gathers_beside_fsdp2_are_named_as_activations():
                for n in m.notes)
 
 
-def _hand_table(gather_op_around, reduce_in_forward, gather_group="dp"):
+def _hand_table(gather_op_around, reduce_in_forward, gather_group="dp", gather_shape="10x50"):
     """By hand: 2 ranks × 2 steps; each step an all-gather of 1,000 elements (500 in) on ``gather_group``
     whose ``forward_op`` is ``gather_op_around``, and after the backward a reduce-scatter of those 1,000 (500
     out) on group "dp"; with ``reduce_in_forward``, an all-reduce of 64 elements inside Redistribute on group
-    "tp" too."""
+    "tp" too; ``gather_shape``: the gathers' shard's shape (None: flat, or not recorded)."""
     import pandas as pd
 
     base = {"file": "t", "dtype": "fp32", "elem_bytes": 4, "group_size": 2}
@@ -221,7 +221,7 @@ def _hand_table(gather_op_around, reduce_in_forward, gather_group="dp"):
     for r in (0, 1):
         for s in (1, 2):
             rows.append({**base, "rank": r, "step": s, "op": "all_gather", "in_nelems": 500,
-                         "out_nelems": 1000, "forward_op": gather_op_around, "in_shape": "10x50",
+                         "out_nelems": 1000, "forward_op": gather_op_around, "in_shape": gather_shape,
                          "group": gather_group})
             if reduce_in_forward:
                 rows.append({**base, "rank": r, "step": s, "op": "all_reduce", "in_nelems": 64,
@@ -304,3 +304,16 @@ def test_fsdp2_with_tensor_and_sequence_parallelism_and_a_replicated_norm():
     assert any(n.startswith("reductions outside forward passes on the groups the forward passes reduce")
                and n.endswith("all-reduce of 128 elements ×24") for n in m.notes)
     assert not any("all-reduce of 128" in n for n in m.notes if "inside forward passes" in n)
+
+
+def test_flat_gathers_in_a_forward_op_stay_parameters_beside_a_forward_reduction():
+    # by hand (_hand_table): flat all-gathers (no shape of two dimensions) inside CheckpointFunction, as
+    # FSDP's or ZeRO-3's pre-forward hooks run inside a reentrant checkpoint's forward, beside a forward
+    # all-reduce, no call naming its group: not sequence parallelism's (it gathers [sequence / N, batch,
+    # hidden]); the gathers and the reduce-scatter stay the step's, FSDP's full-shard pattern
+    table = _hand_table("CheckpointFunction", True, gather_shape=None)
+    table["group"] = None
+    m = check(table, meta={"t": {"world_size": 2}}).measurement
+    assert not any("all-gather" in n for n in m.notes if "forward passes" in n)
+    per = m.categories.set_index("category")["calls_per_rank_per_step"]
+    assert per["step"] == 2 and m.psi == 1000

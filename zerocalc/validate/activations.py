@@ -51,14 +51,17 @@ def forward_reductions(rows: Rows, ops: Codes, full: np.ndarray) -> np.ndarray:
 
 def forward_gathers(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, rank: np.ndarray,
                     keys: np.ndarray) -> np.ndarray:
-    """The all-gathers larger than a scalar that the trace records inside a forward pass, on a group the same
-    ``rank``'s forward passes reduce activations on (``fwd``; ``keys``: each call's group, -1 unnamed):
-    sequence parallelism's, which gathers what its reduce-scatters scattered. A data-parallel scheme that
-    gathers its parameters through an autograd op (DTensor's redistribution, as torchtitan's SimpleFSDP
-    does) reduces nothing in the forward: its gathers stay parameters'."""
-    if not fwd.any():
+    """The all-gathers larger than a scalar that the trace records inside a forward pass, from a shard of at
+    least two dimensions (``in_shape``), on a group the same ``rank``'s forward passes reduce activations on
+    (``fwd``; ``keys``: each call's group, -1 unnamed): sequence parallelism's, which gathers what its
+    reduce-scatters scattered (``[sequence / N, batch, hidden]``). A data-parallel scheme that gathers its
+    parameters through an autograd op (DTensor's redistribution, as torchtitan's SimpleFSDP does) reduces
+    nothing in the forward: its gathers stay parameters'; FSDP's and ZeRO-3's, which run inside one where a
+    reentrant checkpoint's or a compiled graph's forward holds their hooks, gather flat shards."""
+    if not fwd.any() or not rows.has(SHAPE):
         return np.zeros(len(rows), dtype=bool)
-    cand = np.flatnonzero(rows.notna(COLUMN) & ops.isin(GATHER_OPS) & ~(full <= SCALAR_MAX_ELEMENTS))
+    cand = np.flatnonzero(rows.notna(COLUMN) & ops.isin(GATHER_OPS) & ~(full <= SCALAR_MAX_ELEMENTS)
+                          & rows.notna(SHAPE))
     out = np.zeros(len(rows), dtype=bool)
     if len(cand):
         at = np.flatnonzero(fwd)
