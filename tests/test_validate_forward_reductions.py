@@ -21,14 +21,19 @@ from zerocalc.traces import read_traces
 from zerocalc.validate import check
 
 
+def _refusal(case: str) -> str:
+    """The message ``check`` refuses the run ``case`` with (:class:`TraceMismatchError`)."""
+    ts = read_traces(RUNS / case)
+    with pytest.raises(TraceMismatchError) as e:
+        check(ts.table, meta=ts.meta)
+    return str(e.value)
+
+
 def test_tensor_parallelism_alone_is_refused_with_what_its_forward_reduces():
     # tp4: 4 ranks × 3 steps × one all-reduce of 8 × 160 in the forward (counted), and nothing else
     counted = forward_reductions("tp4")
     assert counted == {(1280, "Redistribute"): 12}
-    ts = read_traces(RUNS / "tp4")
-    with pytest.raises(TraceMismatchError) as e:
-        check(ts.table, meta=ts.meta)
-    msg = str(e.value)
+    msg = _refusal("tp4")
     assert "no data-parallel traffic" in msg
     assert "all-reduce of 1,280 elements ×12, inside Redistribute" in msg
     res = CliRunner().invoke(app, ["check", str(RUNS / "tp4")])
@@ -48,10 +53,7 @@ def test_tensor_parallelism_alone_with_backward_reductions_of_another_shape_is_r
     steps = json.loads((RUNS / "tp4-first-whole-ga2" / "expected.json").read_text())["ranks"]
     assert {c["in_elems"]: c["calls"] for r in steps.values() for s in r["steps"].values()
             for c in s["c10d"]} == {768: 2, 1536: 2}
-    ts = read_traces(RUNS / "tp4-first-whole-ga2")
-    with pytest.raises(TraceMismatchError) as e:
-        check(ts.table, meta=ts.meta)
-    msg = str(e.value)
+    msg = _refusal("tp4-first-whole-ga2")
     assert "inside a forward pass (all-reduce of 768 elements ×24, inside Redistribute)" in msg
     assert ("outside it on the group it reduces them on, the gradients of those activations or of parameters "
             "tensor parallelism replicates there (all-reduce of 1,536 elements ×24)") in msg
@@ -147,10 +149,7 @@ def test_tensor_parallelism_alone_whose_block_keeps_its_width_is_refused_too():
     steps = json.loads((RUNS / "tp4-block-ga2" / "expected.json").read_text())["ranks"]
     total = sum(c["calls"] for r in steps.values() for s in r["steps"].values() for c in s["c10d"])
     assert total == 48
-    ts = read_traces(RUNS / "tp4-block-ga2")
-    with pytest.raises(TraceMismatchError) as e:
-        check(ts.table, meta=ts.meta)
-    msg = str(e.value)
+    msg = _refusal("tp4-block-ga2")
     assert "inside a forward pass (all-reduce of 1,536 elements ×24, inside Redistribute)" in msg
     assert ("in the backward those activations' gradients, tensors of the shape the forward reduces "
             "(all-reduce of 1,536 elements ×24, of shape 8×192)") in msg
@@ -176,10 +175,7 @@ def test_sequence_parallelism_alone_is_refused_with_what_it_gathers_and_reduces(
     assert _counted_calls("tp4-sp") == {("c10d::reduce_scatter_tensor_coalesced_", 1536): 24,
                                         ("c10d::allgather_into_tensor_coalesced_", 384): 24,
                                         ("c10d::allreduce_", 768): 12}
-    ts = read_traces(RUNS / "tp4-sp")
-    with pytest.raises(TraceMismatchError) as e:
-        check(ts.table, meta=ts.meta)
-    msg = str(e.value)
+    msg = _refusal("tp4-sp")
     assert ("every reduction and all-gather larger than a scalar is model parallelism's (tensor, sequence "
             "or embedding parallelism), none a data-parallel scheme's: activations reduced and gathered "
             "inside a forward pass (reduce-scatter of 1,536 elements ×12, all-gather of 1,536 elements ×12, "
