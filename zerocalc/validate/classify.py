@@ -23,7 +23,8 @@ CATEGORIES: dict[str, str] = {
     "buffers": "per-step broadcasts of model buffers (e.g. DDP's BatchNorm statistics), not parameters",
     "scalar": "small scalar collectives (loss, gradient norm, overflow flags) and barriers",
     "one_off": "traffic outside the steady state (initial broadcasts, calls outside the profiled steps)",
-    "unexplained": "collectives no data-parallel scheme explains (all-to-all, point-to-point, other groups)",
+    "unexplained": "collectives no data-parallel scheme explains (all-to-all, point-to-point, other groups, "
+                   "model parallelism's activations)",
 }
 
 #: Per-step broadcasts moving less than this share of Ψ are model buffers, not parameters.
