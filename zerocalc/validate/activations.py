@@ -60,13 +60,17 @@ def forward_gathers(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, r
     reentrant checkpoint's or a compiled graph's forward holds their hooks, gather flat shards."""
     if not fwd.any() or not rows.has(SHAPE):
         return np.zeros(len(rows), dtype=bool)
-    cand = np.flatnonzero(rows.notna(COLUMN) & ops.isin(GATHER_OPS) & ~(full <= SCALAR_MAX_ELEMENTS)
-                          & rows.notna(SHAPE))
-    out = np.zeros(len(rows), dtype=bool)
-    if len(cand):
-        at = np.flatnonzero(fwd)
-        seen = set(zip(rank[at].tolist(), keys[at].tolist(), strict=True))
-        out[cand] = [k in seen for k in zip(rank[cand].tolist(), keys[cand].tolist(), strict=True)]
+    cand = rows.notna(COLUMN) & ops.isin(GATHER_OPS) & ~(full <= SCALAR_MAX_ELEMENTS) & rows.notna(SHAPE)
+    return _on_groups_of(cand, fwd, rank, keys)
+
+
+def _on_groups_of(cand: np.ndarray, at: np.ndarray, rank: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The calls of ``cand`` on a (``rank``, group ``keys``) pair that a call of ``at`` runs on."""
+    out = np.zeros(len(cand), dtype=bool)
+    idx, on = np.flatnonzero(cand), np.flatnonzero(at)
+    if len(idx) and len(on):
+        seen = set(zip(rank[on].tolist(), keys[on].tolist(), strict=True))
+        out[idx] = [k in seen for k in zip(rank[idx].tolist(), keys[idx].tolist(), strict=True)]
     return out
 
 
@@ -110,16 +114,9 @@ def on_activation_groups(ops: Codes, full: np.ndarray, fwd: np.ndarray, mirrored
     reduce: a block's input wider than its output), or the gradients of the parameters tensor parallelism
     replicates on it (a norm's under sequence parallelism): model parallelism's traffic either way. On
     groups the trace does not name, the shape alone tells (:func:`activation_gradients`)."""
-    fwd_red = fwd & ops.isin(GRADIENT_OPS) & (keys >= 0)
-    out = np.zeros(len(keys), dtype=bool)
-    if not fwd_red.any():
-        return out
-    cand = np.flatnonzero(~fwd & ~mirrored & ops.isin((*GRADIENT_OPS, *GATHER_OPS)) & (keys >= 0)
-                          & ~(full <= SCALAR_MAX_ELEMENTS))
-    at = np.flatnonzero(fwd_red)
-    seen = set(zip(rank[at].tolist(), keys[at].tolist(), strict=True))
-    out[cand] = [k in seen for k in zip(rank[cand].tolist(), keys[cand].tolist(), strict=True)]
-    return out
+    cand = (~fwd & ~mirrored & ops.isin((*GRADIENT_OPS, *GATHER_OPS)) & (keys >= 0)
+            & ~(full <= SCALAR_MAX_ELEMENTS))
+    return _on_groups_of(cand, fwd & ops.isin(GRADIENT_OPS) & (keys >= 0), rank, keys)
 
 
 def activation_gradients(rows: Rows, ops: Codes, full: np.ndarray, fwd: np.ndarray, rank: np.ndarray,

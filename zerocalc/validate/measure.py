@@ -404,9 +404,11 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
     fwd, keys = act.fwd, act.keys
-    for mask, say in ((fwd, activations.activations_note), (act.mirrored, activations.mirrored_note),
-                      (act.grouped, lambda _, *a: activations.grouped_note(*a))):
-        if note := say(rows, ops, full, mask & (cat != ONE_OFF), w):
+    kept = cat != ONE_OFF
+    for mask, note in ((fwd, activations.activations_note(rows, ops, full, fwd & kept, w)),
+                       (act.mirrored, activations.mirrored_note(rows, ops, full, act.mirrored & kept, w)),
+                       (act.grouped, activations.grouped_note(ops, full, act.grouped & kept, w))):
+        if note:
             notes.append(note)
             cat[mask & (cat == STEP)] = UNEXPLAINED
     if rebucketed.any():
