@@ -754,6 +754,19 @@ def case_tp_sp(outdir):
     run_profiled(outdir, 3, train_step)
 
 
+def _fsdp2_on_dp(model, mesh, modules):
+    """FSDP2 on the ``dp`` dimension of a (``dp``, ``tp``) DeviceMesh: ``fully_shard`` on each of
+    ``modules`` in order, then on the root; returns Adam over the model's parameters and the rank's
+    ``dp`` and ``tp`` coordinates."""
+    from torch.distributed.fsdp import fully_shard
+
+    for m in modules:
+        fully_shard(m, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    return opt, mesh["dp"].get_local_rank(), mesh["tp"].get_local_rank()
+
+
 def case_fsdp2_tp2(outdir, sequence_parallel=False):
     """PyTorch's own tensor parallelism (``parallelize_module``: ``layers.0`` ``ColwiseParallel``,
     ``layers.1`` ``RowwiseParallel``, ``layers.2`` whole) on the ``tp`` dimension of a 2 × 2 DeviceMesh
@@ -764,7 +777,6 @@ def case_fsdp2_tp2(outdir, sequence_parallel=False):
     tensor-parallel group all-gathers the input and reduce-scatters the output in place of that all-reduce,
     and their gradients likewise in the backward."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor import Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
@@ -775,11 +787,7 @@ def case_fsdp2_tp2(outdir, sequence_parallel=False):
         plan = {"layers.0": ColwiseParallel(input_layouts=Shard(0)),
                 "layers.1": RowwiseParallel(output_layouts=Shard(0))}
     parallelize_module(model, mesh["tp"], plan)
-    for layer in model.layers:
-        fully_shard(layer, mesh=mesh["dp"])
-    fully_shard(model, mesh=mesh["dp"])
-    opt = torch.optim.Adam(model.parameters(), lr=LR)
-    dp_rank, tp_rank = mesh["dp"].get_local_rank(), mesh["tp"].get_local_rank()
+    opt, dp_rank, tp_rank = _fsdp2_on_dp(model, mesh, model.layers)
     half = MICRO_BATCH // 2
     mine = slice(tp_rank * half, (tp_rank + 1) * half) if sequence_parallel else slice(None)
 
@@ -821,7 +829,6 @@ def case_fsdp2_tp2_sp_norm(outdir):
     partial sums over the tensor-parallel ranks: FSDP2's post-backward all-reduces them on ``tp`` (inside
     ``Redistribute``) before it reduce-scatters them on ``dp``."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
@@ -837,12 +844,7 @@ def case_fsdp2_tp2_sp_norm(outdir):
         "layers.0": ColwiseParallel(input_layouts=Shard(0)),
         "layers.1": RowwiseParallel(output_layouts=Shard(0)),
         "layers.2": ColwiseParallel(input_layouts=Shard(0), output_layouts=Replicate())})
-    fully_shard(model.norm, mesh=mesh["dp"])
-    for layer in model.layers:
-        fully_shard(layer, mesh=mesh["dp"])
-    fully_shard(model, mesh=mesh["dp"])
-    opt = torch.optim.Adam(model.parameters(), lr=LR)
-    dp_rank, tp_rank = mesh["dp"].get_local_rank(), mesh["tp"].get_local_rank()
+    opt, dp_rank, tp_rank = _fsdp2_on_dp(model, mesh, [model.norm, *model.layers])
     half = MICRO_BATCH // 2
 
     def train_step(step):
