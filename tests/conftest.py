@@ -1,8 +1,26 @@
 """Fixtures shared by the test modules."""
 
+import os
 from pathlib import Path
 
 import pytest
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): a worker per CPU this process may run on, within the cgroup's CPU
+    quota where one is set; xdist's own count (psutil's physical cores) is the host's, which a container's
+    limit can make many more than it may use. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` is left to xdist."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return cpus
 
 
 @pytest.fixture
