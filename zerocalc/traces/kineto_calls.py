@@ -10,7 +10,16 @@ import bisect
 from typing import Any
 
 from zerocalc.traces.kineto_backward import backward_passes, optimizer_spans
-from zerocalc.traces.kineto_events import _US, _arg_nelems, _args, _int, _Selected, chunk_cat_sizes, step_at
+from zerocalc.traces.kineto_events import (
+    _US,
+    _arg_nelems,
+    _args,
+    _int,
+    _Selected,
+    bucket_copy_elements,
+    chunk_cat_sizes,
+    step_at,
+)
 from zerocalc.traces.kineto_forward import input_shape
 from zerocalc.traces.kineto_gloo import _gloo_rows, _match_gloo
 from zerocalc.traces.kineto_groups import (
@@ -59,6 +68,8 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str, forward: dic
         res.meta["backward_passes"] = passes  # ProfilerStep number -> backward passes begun in it
     if pairs := {p for raw in sel.chunk_cats if (p := chunk_cat_sizes(raw))}:
         res.meta["fsdp_padding"] = sorted(pairs)  # (padded, own) elements of the units FSDP2 reduce-scatters
+    if sel.bucket_copies and None not in (copied := [bucket_copy_elements(raw) for raw in sel.bucket_copies]):
+        res.meta["ddp_bucket_elements"] = sum(copied)  # the gradient elements DDP copied into its buckets
     if sel.optimizer and sel.steps:
         res.meta["optimizer_steps"] = _steps_holding([ts for ts, _ in sel.optimizer], sel.steps)
         res.meta["profiler_steps"] = [min(s[2] for s in sel.steps), max(s[2] for s in sel.steps)]

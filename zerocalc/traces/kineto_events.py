@@ -38,8 +38,13 @@ OPTIMIZER_PREFIX = "Optimizer.step#"
 #: out=reduce_scatter_input.view(world_size, -1))``, under ``fsdp::chunk_cat`` in later releases): its
 #: ``Input Dims`` hold the gradients' own shapes and the padded input's (:func:`chunk_cat_sizes`).
 CHUNK_CAT = "aten::_chunk_cat"
+#: The ops DDP's reducer copies each gradient into its bucket with (``copy_grad_to_bucket`` in
+#: ``torch/csrc/distributed/c10d/reducer.cpp``: ``mul_out`` dividing by the ranks as it copies; ``copy_``
+#: where a comm hook is registered, which divides or not as it likes): their first ``Input Dims`` are the
+#: gradient's shape (:func:`bucket_copy_elements`).
+DDP_BUCKET_COPIES = ("torch::distributed::reducer::mul_out", "torch::distributed::reducer::copy_")
 _NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES, BACKWARD_PREFIX,
-                  OPTIMIZER_PREFIX, CHUNK_CAT)
+                  OPTIMIZER_PREFIX, CHUNK_CAT, *DDP_BUCKET_COPIES)
 _US = 1e-6
 _INF = math.inf
 _NO_ARGS = msgspec.Raw()
@@ -187,6 +192,16 @@ def chunk_cat_sizes(raw: Any) -> tuple[int, int] | None:
     return padded, sum(shapes)
 
 
+def bucket_copy_elements(raw: Any) -> int | None:
+    """The elements of the gradient one of DDP's bucket copies (:data:`DDP_BUCKET_COPIES`) copies: its first
+    ``Input Dims``; None where the shapes were not recorded or do not read as one."""
+    args = _args(raw)
+    dims = args.get("Input Dims") if isinstance(args, dict) else None
+    if not isinstance(dims, list) or not dims or not isinstance(dims[0], list) or not dims[0]:
+        return None
+    return _prod(dims[0])
+
+
 #: Types a pid or tid may have: what identifies a thread must be hashable and comparable.
 _SCALARS = (int, str, float)
 _NUMBERS = (int, float)
@@ -206,11 +221,12 @@ class _Selected(NamedTuple):
     leaves: list[tuple[float, float, Any]]  # (ts, end, thread) of its AccumulateGrad nodes (UNNUMBERED)
     optimizer: list[tuple[float, float]]  # (ts, end) of each optimizer step annotation
     chunk_cats: list[Any]  # the undecoded args of each aten::_chunk_cat (FSDP2's reduce-scatter copy-in)
+    bucket_copies: list[Any]  # the undecoded args of each of DDP's gradient copies into its buckets
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
 (_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER, _CHUNK,
- _LEAF) = range(13)
+ _LEAF, _BUCKET) = range(14)
 
 
 def _classify(name: str, cat: Any) -> int:
@@ -230,6 +246,8 @@ def _classify(name: str, cat: Any) -> int:
         return _NODE if cat == "cpu_op" else _CHECKED
     if name == CHUNK_CAT:
         return _CHUNK if cat == "cpu_op" else _CHECKED
+    if name in DDP_BUCKET_COPIES:
+        return _BUCKET if cat == "cpu_op" else _CHECKED
     if name.startswith(OPTIMIZER_PREFIX):
         return _OPTIMIZER if cat == "user_annotation" else _CHECKED  # gpu_user_annotation: its GPU span
     if name.startswith("gloo:"):
@@ -277,7 +295,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
 
     ``None`` stands for an event that is not an object.
     """
-    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [], [])
+    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
@@ -293,6 +311,9 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             continue
         if role == _CHUNK:
             sel.chunk_cats.append(e.args)
+            continue
+        if role == _BUCKET:
+            sel.bucket_copies.append(e.args)
             continue
         ts, dur = e.ts, e.dur
         if role == _NODE or role == _OPTIMIZER or role == _LEAF:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import ConfigError
-from zerocalc.validate import activations, classify, infer, measured_tables, padding
+from zerocalc.validate import activations, classify, comm_hooks, infer, measured_tables, padding
 from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
@@ -264,9 +264,11 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     mb = _micro_batches(rows, ops, gs, full, cat, grad, small, rank_idx, step_id, k, w, marks)
     syncs = mb.k if mb.grad_sync == "every" else 1
     dense_psi, expert_psi, notes = _psi_in_trace(grad, gs, groups, ops, full, rank_idx, step_id, syncs, w)
+    files = rows.codes("file") if rows.has("file") else None
     own = None if dense_psi is None or expert_psi is not None else padding.psi_without_padding(
-        marks[0], rows.codes("file") if rows.has("file") else None, grad, ops, full, rank_idx, step_id, syncs,
-        groups.shard is not None, w)
+        marks[0], files, grad, ops, full, rank_idx, step_id, syncs, groups.shard is not None, w)
+    hook = None if expert_psi is not None else comm_hooks.compressed(marks[0], files, grad, full, dense_psi,
+                                                                      w)
     cat = classify.small_traffic(cat, ops, full, rank_idx, step_id, small,
                                  dense_psi if dense_psi is not None else psi)
     data_ops = ops.isin(list(OP_NAMES))
@@ -280,7 +282,12 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     unread = infer.Unread(scalars_only, infer._count(unsized, w), _by_op(reductions & outside, ops, w),
                           infer._count(no_elements & outside & in_bytes, w),
                           infer._count(unsized & ~in_bytes, w))
-    psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
+    if hook is not None and (psi is None or abs(psi - hook.psi) <= infer.RTOL * hook.psi):
+        psi_how = comm_hooks.psi_sentence(hook, dense_psi, syncs, given=psi is not None)
+        psi_trace, psi = dense_psi, hook.psi  # a compressing comm hook's: Ψ is what DDP hands it
+        notes.append(comm_hooks.below_exact(hook, dense_psi, groups.n))
+    else:
+        psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
     if own is not None:
         psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n)
     return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, own), notes

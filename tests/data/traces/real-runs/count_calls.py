@@ -286,6 +286,26 @@ def count_copy_ins(casedir):
     return out
 
 
+def count_bucket_copies(casedir):
+    """Per rank, DDP's copies of its gradients into its buckets over the whole trace (the CPU ops
+    ``torch::distributed::reducer::mul_out``, or ``torch::distributed::reducer::copy_`` where a comm hook is
+    registered) as ``{"copies": how many, "elements": their first argument's elements summed}`` (None where
+    the trace recorded no shapes); ranks with none left out. Not part of expected.json."""
+    names = ("torch::distributed::reducer::mul_out", "torch::distributed::reducer::copy_")
+    out = {}
+    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
+        with gzip.open(os.path.join(casedir, f), "rt") as fh:
+            trace = json.load(fh)
+        copies = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") in names
+                  and e.get("cat") == "cpu_op"]
+        if copies:
+            shapes = [e.get("args", {}).get("Input Dims") for e in copies]
+            out[str(trace.get("distributedInfo", {}).get("rank"))] = {
+                "copies": len(copies),
+                "elements": None if None in shapes else sum(numel(d[0], "Tensor") for d in shapes)}
+    return out
+
+
 def merge_windows(a, b):
     """One rank's counts from two files (two profiling windows): the same header, steps of their own."""
     head = ("rank", "world_size", "backend", "pg_config")

@@ -252,6 +252,23 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
+def case_ddp_powersgd(outdir, rank=1, start=2):
+    """DDP with PyTorch's PowerSGD comm hook (``powerSGD_hook``, rank ``rank``, error feedback and warm start
+    on, as its defaults): from iteration ``start`` on, each bucket all-reduces the tensors it does not
+    compress (the biases: compressing them would not save ``min_compression_rate`` = 2×), then the P
+    factors, then the Q factors; before it, the bucket whole. ``start`` warm-up steps run unprofiled, so
+    every profiled step is compressed."""
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(make_model())
+    state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=rank,
+                                   start_powerSGD_iter=start)
+    model.register_comm_hook(state, powersgd.powerSGD_hook)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    run_profiled(outdir, 3, ddp_loop(model, opt, 1, False), warmup=start)
+
+
 def freeze(model, frozen=()):
     """``model`` with the parameters of its layers numbered in ``frozen`` set not to train
     (``requires_grad_(False)``, as a frozen backbone or LoRA's base weights are)."""
@@ -1522,6 +1539,15 @@ CASES = {
         "scheme": "DDP with fp16_compress_hook + ZeroRedundancyOptimizer(Adam)",
         "param_dtype": "float32", "reduce_dtype": "float16", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "ddp-powersgd-rank1": (case_ddp_powersgd, {
+        "scheme": "DDP with PowerSGD's comm hook (powerSGD_hook, matrix_approximation_rank 1, "
+                  "start_powerSGD_iter 2: the 2 warm-up steps reduce whole buckets, the profiled ones "
+                  "the biases and the rank-1 factors P (out x 1) and Q (in x 1) of each weight)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3, "warmup": 2,
+        "reduced_per_step": {"uncompressed (biases)": sum(o for _, o in LAYERS),
+                             "P factors": sum(o for _, o in LAYERS),
+                             "Q factors": sum(i for i, _ in LAYERS)}}),
     "ds-zero1-ga4": (lambda o: case_deepspeed(o, ds_config(1)), {
         "scheme": "DeepSpeed ZeRO stage 1", "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
