@@ -43,18 +43,19 @@ def test_the_reader_counts_ddps_bucket_copies_as_the_plain_counter_does(case):
     assert bucket_copy_elements(None) is None and bucket_copy_elements({"Input Dims": [[], []]}) is None
 
 
-def test_powersgds_run_is_priced_on_the_models_gradients_and_matches_no_exact_scheme():
-    run = json.loads((RUNS / POWERSGD / "run.json").read_text())
+@pytest.mark.parametrize("case", [POWERSGD, POWERSGD + "-ga4-no-sync"])
+def test_powersgds_run_is_priced_on_the_models_gradients_and_matches_no_exact_scheme(case):
+    run = json.loads((RUNS / case / "run.json").read_text())
     psi, n = run["model"]["psi"], run["world_size"]
-    expected = json.loads((RUNS / POWERSGD / "expected.json").read_text())
+    expected = json.loads((RUNS / case / "expected.json").read_text())
     per_step = {s: sum(r["in_elems"] * r["calls"] for r in rows)
                 for s, rows in expected["per_step_all_ranks"].items()}
     (carried,) = set(per_step.values())  # the biases, the one all-reduce the profiler records a step
     assert carried == run["reduced_per_step"]["uncompressed (biases)"]
-    copies = count_calls().count_bucket_copies(str(RUNS / POWERSGD))
+    copies = count_calls().count_bucket_copies(str(RUNS / case))
     assert {c["elements"] for c in copies.values()} == {psi * len(per_step)}  # every gradient, every step
 
-    out = _check(RUNS / POWERSGD)
+    out = _check(RUNS / case)
     assert (out["psi"], out["psi_inferred"], out["n"]) == (psi, carried, n)
     assert out["matches"] == []
     dp = next(c for c in out["schemes"] if c["scheme"] == "dp")
@@ -66,7 +67,7 @@ def test_powersgds_run_is_priced_on_the_models_gradients_and_matches_no_exact_sc
     assert any(f"(N-1)/N·Ψ = {least:,}" in t for t in out["notes"])
     assert "DDP copies into its buckets" in out["psi_how"] and f"carry {carried:,}" in out["psi_how"]
 
-    given = _check(RUNS / POWERSGD, "--psi", str(psi))
+    given = _check(RUNS / case, "--psi", str(psi))
     assert given["psi"] == psi and given["psi_how"].startswith(f"Ψ = {psi:,}: from --psi")
 
 

@@ -252,12 +252,12 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
-def case_ddp_powersgd(outdir, rank=1, start=2):
+def case_ddp_powersgd(outdir, rank=1, start=2, k=1):
     """DDP with PyTorch's PowerSGD comm hook (``powerSGD_hook``, rank ``rank``, error feedback and warm start
     on, as its defaults): from iteration ``start`` on, each bucket all-reduces the tensors it does not
     compress (the biases: compressing them would not save ``min_compression_rate`` = 2×), then the P
     factors, then the Q factors; before it, the bucket whole. ``start`` warm-up steps run unprofiled, so
-    every profiled step is compressed."""
+    every profiled step is compressed. ``k`` micro-batches a step, the first k-1 in ``no_sync()``."""
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -266,7 +266,7 @@ def case_ddp_powersgd(outdir, rank=1, start=2):
                                    start_powerSGD_iter=start)
     model.register_comm_hook(state, powersgd.powerSGD_hook)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
-    run_profiled(outdir, 3, ddp_loop(model, opt, 1, False), warmup=start)
+    run_profiled(outdir, 3, ddp_loop(model, opt, k, True), warmup=start)
 
 
 def freeze(model, frozen=()):
@@ -1545,6 +1545,15 @@ CASES = {
                   "the biases and the rank-1 factors P (out x 1) and Q (in x 1) of each weight)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3, "warmup": 2,
+        "reduced_per_step": {"uncompressed (biases)": sum(o for _, o in LAYERS),
+                             "P factors": sum(o for _, o in LAYERS),
+                             "Q factors": sum(i for i, _ in LAYERS)}}),
+    "ddp-powersgd-rank1-ga4-no-sync": (lambda o: case_ddp_powersgd(o, k=4), {
+        "scheme": "DDP with PowerSGD's comm hook (powerSGD_hook, matrix_approximation_rank 1, "
+                  "start_powerSGD_iter 2), 4 micro-batches a step, the first 3 in no_sync(): the last one's "
+                  "gradients compressed as in ddp-powersgd-rank1",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 4, "grad_sync": "last micro-batch (no_sync)", "steps_profiled": 3, "warmup": 2,
         "reduced_per_step": {"uncompressed (biases)": sum(o for _, o in LAYERS),
                              "P factors": sum(o for _, o in LAYERS),
                              "Q factors": sum(i for i, _ in LAYERS)}}),
