@@ -50,10 +50,11 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str, forward: dic
     calls, thread_calls = _group_calls(sel)
     unlinked = _link_kernels(sel, calls, thread_calls)
     sel.steps.sort()
+    after = _after_optimizer(sel)  # before the optimizer's steps stand in for missing ProfilerSteps
     if not sel.steps and (steps := optimizer_spans(sel.optimizer, sel.backward)):
         sel.steps.extend(steps)  # no ProfilerStep: the optimizer's steps mark them
         res.meta["steps_from"] = "optimizer"
-    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows, forward or {})
+    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows, forward or {}, after)
     rows, gloo = res.rows, sel.gloo
     if not rows and gloo:
         rows.extend(_gloo_rows(gloo, sel.recs, file, rank, sel.steps, res))
@@ -155,13 +156,39 @@ def _link_kernels(sel: _Selected, calls: list[dict[str, Any]],
     return unlinked
 
 
+def _after_optimizer(sel: _Selected):
+    """Whether a time falls after an optimizer step (the end of an ``Optimizer.step#`` annotation that no
+    other holds: ZeroRedundancyOptimizer's broadcasts follow its inner optimizer's step inside its own)
+    within the ProfilerStep that holds that end, with no node of a backward begun in between (a function of
+    the time); never where the trace marks no ProfilerStep."""
+    if not sel.steps or not sel.optimizer:
+        return lambda ts: False
+    outer: list[list[float]] = []
+    for ts, end in sorted(sel.optimizer):
+        if outer and ts <= outer[-1][1]:
+            outer[-1][1] = max(outer[-1][1], end)
+        else:
+            outer.append([ts, end])
+    bounds = sorted([(end, True) for _, end in outer] + [(ts, False) for ts, _ in outer]
+                    + [(b[0], False) for b in sel.backward] + [(s[0], False) for s in sel.steps])
+    times = [b[0] for b in bounds]
+
+    def after(ts: float) -> bool:
+        j = bisect.bisect_right(times, ts) - 1
+        return j >= 0 and bounds[j][1]
+
+    return after
+
+
 def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None, file: str,
-                   rows: list[dict[str, Any]], forward: dict[int, str]) -> tuple[dict[str, int], set[str]]:
+                   rows: list[dict[str, Any]], forward: dict[int, str],
+                   after=lambda ts: False) -> tuple[dict[str, int], set[str]]:
     """Each call, in order of its start, resolved into a row appended to ``rows``, with its group's
     source, rank, step, timing (its kernels', else its CPU span's) and, where it ran in a forward pass (its
     c10d op or annotation among ``forward``), the op around it in ``forward_op``, and the shape its c10d
-    op reduces or gathers from in ``in_shape``; the calls that are not rows counted by reason, and the
-    schema generations met."""
+    op reduces or gathers from in ``in_shape``; ``after_optimizer`` True where it began after the
+    optimizer's step in its ProfilerStep (``after``: :func:`_after_optimizer`); the calls that are not rows
+    counted by reason, and the schema generations met."""
     recs, steps = sel.recs, sel.steps
     step_starts = [s[0] for s in steps]
     ignored: dict[str, int] = {}
@@ -179,6 +206,7 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
             row["rank"] = rank
         row["step"] = step_at(step_starts, steps, call["ts"])
         row["forward_op"] = forward.get(call.get("c10d"), forward.get(call.get("annot")))
+        row["after_optimizer"] = True if after(call["ts"]) else None
         c10d = recs[call["c10d"]] if "c10d" in call else None  # (name, ts, dur, args)
         row["in_shape"] = input_shape(c10d[0], c10d[3]) if c10d is not None else None
         ks = call["kernels"]

@@ -206,7 +206,8 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
     ``group_ranks``); the others are left as they were, as is every call where no assignment fits.
     ``tids``: each worker's thread id."""
     sizes = [p for _, p, _, _ in pgs]
-    unsized = any(r["group_size"] is None and r.get("worker") in tids for r in rows)
+    unsized = any((r["group_size"] is None or r.get("group_from") == "pg_config") and r.get("worker") in tids
+                  for r in rows)
     if (len(set(sizes)) == len(sizes) and not unsized) or any(name is None or not name.isdigit()
                                                                for *_, name in pgs):
         return
@@ -241,7 +242,7 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
     places = {workers[i]: j for i, j in _monotone_places(allowed, preferred).items()}
     for r in rows:
         j = places.get(r.get("worker"))
-        if j is None or r["group"] is not None:
+        if j is None or (r["group"] is not None and r.get("group_from") != "pg_config"):
             continue
         label, size, ranks, _ = order[j]
         if r["group_size"] is None or (r.get("group_from") == "pg_config" and r["group_size"] != size):

@@ -224,7 +224,8 @@ def _experts(ops: Codes, gs: np.ndarray, full: np.ndarray, grad: np.ndarray) -> 
 
 def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: int | None,
             n: int | None, w: np.ndarray | None = None, world_from: str | None = None,
-            activations: np.ndarray | None = None) -> tuple[np.ndarray, Groups]:
+            activations: np.ndarray | None = None, averaged_on: int | None = None
+            ) -> tuple[np.ndarray, Groups]:
     """Group size of every call (recorded, else the world size, else ``n``), N and how it was found.
 
     N is ``--n`` (which must be one of the trace's group sizes) or found from the groups the
@@ -233,7 +234,8 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     tensor parallelism: :func:`_hsdp_beside`), or expert parallelism's (:func:`_experts`); without gradient
     collectives, the group of the collectives that move the most elements. Tensor-parallel groups
     (:func:`_tensor_parallel_sizes`) are left out, and so are the reductions of activations, a forward
-    pass's and their gradients' (``activations``: :mod:`.activations`). ``w``: each call's weight
+    pass's and their gradients' (``activations``: :mod:`.activations`; and parameter averaging's
+    all-reduces, :mod:`.averaging`, on groups of ``averaged_on``). ``w``: each call's weight
     (:mod:`.folded`; None: 1).
     ``world_from``: where the trace's world size comes from, where not its header (a DeepSpeed log's
     printed bandwidths).
@@ -289,7 +291,10 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
     n_ranks = len(pd.unique(rank))
     if world is not None and n_ranks > world:
         raise TraceMismatchError(f"{n_ranks} ranks in the traces but world_size is {world}")
-    if n_ranks > n:
+    if n_ranks > n and averaged_on is not None and averaged_on > n:
+        n_how += (f"; {n_ranks} ranks in all: each data-parallel group of {n} trains on its own between "
+                  f"the parameter averagings on groups of {averaged_on} (local SGD)")
+    elif n_ranks > n:
         n_how += (f"; {n_ranks} ranks in all: each data-parallel group of {n} is one of "
                   f"{n_ranks / n:g} model-parallel (pipeline or tensor) parts")
     return gs, Groups(n=int(n), sizes=sizes, shard=hsdp[0] if hsdp else None, how=n_how,

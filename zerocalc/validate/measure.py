@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import ConfigError
-from zerocalc.validate import activations, classify, comm_hooks, infer, measured_tables, padding
+from zerocalc.validate import activations, averaging, classify, comm_hooks, infer, measured_tables, padding
 from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
@@ -181,7 +181,9 @@ def measure(
     act = activations.masks(rows, ops, full, rank)
     activations.refuse_activations_alone(rows, ops, full, act, w)
 
-    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), act.all)
+    avg = averaging.calls(rows, ops, full, rank, w)
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), act.all | avg,
+                         averaging.recorded_group(rows, avg, world))
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
     eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
@@ -198,6 +200,9 @@ def measure(
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
                                   world if world is not None else len(ranks), w, act)
     notes += more
+    if text := averaging.note(avg & (cat != ONE_OFF), full, gs, rank_idx, step_id, groups.n, w):
+        notes.append(text)
+        cat[avg & (cat == STEP)] = UNEXPLAINED  # those on a group of the data-parallel size too
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, psi_own), more = _micro_batches_and_psi(

@@ -306,6 +306,40 @@ def count_bucket_copies(casedir):
     return out
 
 
+def count_after_optimizer(casedir):
+    """Per rank and ``ProfilerStep#k``, the c10d ops of the main thread that begin after the end of an
+    ``Optimizer.step#`` annotation in the step that no other such annotation holds, with no autograd node
+    begun between that end and them, as ``"op in_elems"`` strings in order. Not part of expected.json."""
+    out = {}
+    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
+        with gzip.open(os.path.join(casedir, f), "rt") as fh:
+            trace = json.load(fh)
+        events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        steps = sorted((e for e in events if STEP.match(e.get("name", ""))), key=lambda e: e["ts"])
+        opt = [e for e in events if e.get("name", "").startswith("Optimizer.step#")
+               and e.get("cat") == "user_annotation"]
+        outer = [e for e in opt if not any(o is not e and o["ts"] <= e["ts"]
+                                           and e["ts"] + e["dur"] <= o["ts"] + o["dur"] for o in opt)]
+        nodes = [e["ts"] for e in events if e.get("name", "").startswith(NODE)]
+        main_tid = steps[0]["tid"] if steps else None
+        calls = [c10d_call(e) for e in events
+                 if e.get("name", "").startswith("c10d::") and e["tid"] == main_tid]
+        rank = out.setdefault(str(trace.get("distributedInfo", {}).get("rank")), {})
+        for s in steps:
+            lo, hi = s["ts"], s["ts"] + s["dur"]
+            ends = [o["ts"] + o["dur"] for o in outer if lo <= o["ts"] + o["dur"] <= hi]
+            after = []
+            for c in sorted(calls, key=lambda c: c["ts"]):
+                if not lo <= c["ts"] <= hi:
+                    continue
+                before = [t for t in ends if t <= c["ts"]]
+                inside = any(o["ts"] <= c["ts"] <= o["ts"] + o["dur"] for o in outer)
+                if before and not inside and not any(max(before) <= t <= c["ts"] for t in nodes):
+                    after.append(f"{c['op']} {c['in_elems']}")
+            rank[s["name"]] = after
+    return out
+
+
 def merge_windows(a, b):
     """One rank's counts from two files (two profiling windows): the same header, steps of their own."""
     head = ("rank", "world_size", "backend", "pg_config")
