@@ -66,13 +66,25 @@ def test_a_scalar_on_a_guessed_size_does_not_bind_its_thread():
     assert rows[0]["group_size"] == 4 and rows[0]["group_ranks"] == "0,1,2,3"
 
 
-def test_left_alone_where_groups_differ_in_size_or_a_thread_holds_two_sizes():
-    rows = [_row("11", size=2, group_from="pg_config")]
-    _worker_groups(rows, [WORLD, TP], {"11": 11})  # one group of each size: named as before, not here
-    assert rows[0]["group"] is None
+def test_left_alone_where_a_thread_holds_two_sizes():
     rows = [_row("11", "all_gather", size=2), _row("11", "all_gather", size=4)]
     _worker_groups(rows, [WORLD, TP, DP], {"11": 11})
     assert [r["group"] for r in rows] == [None, None]
+
+
+def test_a_guessed_size_is_the_threads_where_the_groups_differ_in_size():
+    # one thread, a size pg_config guessed (the one group besides the world): nothing contradicts it
+    rows = [_row("11", size=2, group_from="pg_config")]
+    _worker_groups(rows, [WORLD, TP], {"11": 11})
+    assert (rows[0]["group"], rows[0]["group_size"]) == ("pg 1", 2)
+    # post-local SGD: the world's threads 11, 12 (made first) average the parameters, the subgroup's
+    # threads 21, 22 all-reduce the gradients; pg_config guesses the subgroup's 2 for every call: the
+    # threads' order puts the averaging on the world
+    rows = [_row(w, size=2, group_from="pg_config") for w in ("21", "11", "22", "12")]
+    _worker_groups(rows, [WORLD, TP], {"11": 11, "12": 12, "21": 21, "22": 22})
+    assert [(r["group"], r["group_size"]) for r in rows] == [("pg 1", 2), ("default_pg", 4), ("pg 1", 2),
+                                                             ("default_pg", 4)]
+    assert rows[1]["group_ranks"] == "0,1,2,3" and rows[1]["group_from"] == "worker"
 
 
 def test_a_call_without_a_size_takes_its_threads_group():

@@ -196,7 +196,9 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
                    tids: dict[str, int]) -> None:
     """Name the group of the calls a gloo worker thread runs where the rank has two process groups of one
     size (tensor parallelism 2 beside data parallelism 2), which the calls' sizes cannot tell apart, or
-    where calls have no size (an all-reduce on a tensor-parallel group of 2 beside data parallelism 4).
+    where calls have no size (an all-reduce on a tensor-parallel group of 2 beside data parallelism 4), or
+    only the size :func:`_fill_groups` guessed (the one group besides the world's, which post-local SGD's
+    parameter averaging on the world's threads is not on).
 
     Over gloo no call names its group, but each group runs its calls on worker threads of its own
     (:data:`THREADS_PER_GROUP`), started when the group is made. Groups are made in the order of their
