@@ -252,6 +252,12 @@ def case_ddp_zero_ro_fp16_hook(outdir):
     run_profiled(outdir, 3, ddp_loop(model, opt, 1, False))
 
 
+#: What PowerSGD's hook at rank 1 reduces a step of the MLP: the biases whole (compressing them would not save
+#: 2×), each weight's factors P (out × 1) and Q (in × 1).
+POWERSGD_RANK1_REDUCED = {"uncompressed (biases)": sum(o for _, o in LAYERS),
+                          "P factors": sum(o for _, o in LAYERS), "Q factors": sum(i for i, _ in LAYERS)}
+
+
 def case_ddp_powersgd(outdir, rank=1, start=2, k=1):
     """DDP with PyTorch's PowerSGD comm hook (``powerSGD_hook``, rank ``rank``, error feedback and warm start
     on, as its defaults): from iteration ``start`` on, each bucket all-reduces the tensors it does not
@@ -1573,18 +1579,14 @@ CASES = {
                   "the biases and the rank-1 factors P (out x 1) and Q (in x 1) of each weight)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3, "warmup": 2,
-        "reduced_per_step": {"uncompressed (biases)": sum(o for _, o in LAYERS),
-                             "P factors": sum(o for _, o in LAYERS),
-                             "Q factors": sum(i for i, _ in LAYERS)}}),
+        "reduced_per_step": POWERSGD_RANK1_REDUCED}),
     "ddp-powersgd-rank1-ga4-no-sync": (lambda o: case_ddp_powersgd(o, k=4), {
         "scheme": "DDP with PowerSGD's comm hook (powerSGD_hook, matrix_approximation_rank 1, "
                   "start_powerSGD_iter 2), 4 micro-batches a step, the first 3 in no_sync(): the last one's "
                   "gradients compressed as in ddp-powersgd-rank1",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 4, "grad_sync": "last micro-batch (no_sync)", "steps_profiled": 3, "warmup": 2,
-        "reduced_per_step": {"uncompressed (biases)": sum(o for _, o in LAYERS),
-                             "P factors": sum(o for _, o in LAYERS),
-                             "Q factors": sum(i for i, _ in LAYERS)}}),
+        "reduced_per_step": POWERSGD_RANK1_REDUCED}),
     "ddp-post-local-sgd-2x2": (case_ddp_post_local_sgd, {
         "scheme": "post-local SGD: DDP with post_localSGD_hook (start_localSGD_iter 2: the gradients "
                   "all-reduced within subgroups of 2 ranks, [0, 1] and [2, 3]) and "
