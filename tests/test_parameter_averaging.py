@@ -28,8 +28,8 @@ def _op(c10d: str) -> str:
     return next(v for k, v in OPS.items() if k in c10d)
 
 
-@pytest.mark.parametrize("case", [LOCAL_SGD, "ddp-zero-ro-fp16-hook", "fsdp2-eval-every-2", "ds-zero1-ga4",
-                                  "lightning-ddp-ga4-sync-dist"])
+@pytest.mark.parametrize("case", [LOCAL_SGD, "ddp-periodic-averager", "ddp-zero-ro-fp16-hook",
+                                  "fsdp2-eval-every-2", "ds-zero1-ga4", "lightning-ddp-ga4-sync-dist"])
 def test_the_reader_marks_the_calls_after_the_optimizers_step_as_the_plain_counter_does(case):
     counted = count_calls().count_after_optimizer(str(RUNS / case))
     for path in sorted((RUNS / case).glob("rank*.json.gz")):
@@ -65,6 +65,23 @@ def test_post_local_sgd_averages_apart_from_its_subgroups_gradients():
         averaged / steps * 2 * (world - 1) / world * psi * 4)
     dp = next(s for s in out["schemes"] if s["scheme"] == "dp")
     assert dp["measured_bytes_per_rank_per_step"] == pytest.approx(2 * (n - 1) / n * psi * 4)
+
+
+def test_averaging_over_the_data_parallel_group_itself_is_traffic_it_does_not_need():
+    run = json.loads((RUNS / "ddp-periodic-averager" / "run.json").read_text())
+    psi, (dp,) = run["model"]["psi"], run["groups"]["dp"]
+    n, averaged, steps = len(dp), len(run["averaged_in_profiled_steps"]), run["steps_profiled"]
+    res = runner.invoke(app, ["check", str(RUNS / "ddp-periodic-averager"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["matches"]) == (psi, n, ["dp"])
+    (note,) = [t for t in out["notes"] if t.startswith("parameter averaging")]
+    assert note.startswith("parameter averaging over the data-parallel group itself: ")
+    assert f"on groups of {n}, in {averaged} of its {steps} steps" in note
+    cats = {c["category"]: c for c in out["categories"]}
+    ring = 2 * (n - 1) / n * psi * 4  # one ring all-reduce of Ψ fp32 elements, per rank
+    assert cats["step"]["bytes_per_rank_per_step"] == pytest.approx(ring)
+    assert cats["unexplained"]["bytes_per_rank_per_step"] == pytest.approx(averaged / steps * ring)
 
 
 @pytest.mark.parametrize("case", ["fsdp2-eval-every-2", "ds-zero3-ga4-eval-every-2", "ddp-ga4-sync-every"])

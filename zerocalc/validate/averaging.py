@@ -78,9 +78,15 @@ def note(mask: np.ndarray, full: np.ndarray, gs: np.ndarray, rank: np.ndarray, s
     elems = int(np.median(full[mask]))
     calls = int(mine.sum() if w is None else w[mine].sum())
     m = int(gs[mask].max())
-    return (f"parameter averaging, not one data-parallel group: {_plural(calls, 'all-reduce')} of "
-            f"{elems:,} elements a rank after the optimizer's step, on groups of {m}, in {steps_with} of its "
-            f"{all_steps} steps, as many elements as its gradient reductions: the parameters (or their "
-            "change) averaged every few steps (PyTorch's PeriodicModelAverager beside post_localSGD_hook: "
-            f"local SGD; DiLoCo's outer step); between averagings each group of {n} trains on its own, "
-            "which no scheme here models: left out of the step's traffic")
+    what = (f"{_plural(calls, 'all-reduce')} of {elems:,} elements a rank after the optimizer's step, on "
+            f"groups of {m}, in {steps_with} of its {all_steps} steps, as many elements as its gradient "
+            "reductions")
+    if m <= n:  # over the data-parallel group itself: its parameters are equal already
+        return (f"parameter averaging over the data-parallel group itself: {what}: parameters its gradients' "
+                "reduction already keeps equal, averaged again (PyTorch's PeriodicModelAverager without "
+                "post_localSGD_hook): traffic the data-parallel update does not need, left out of the step's "
+                "traffic")
+    return (f"parameter averaging, not one data-parallel group: {what}: the parameters (or their change) "
+            "averaged every few steps (PyTorch's PeriodicModelAverager beside post_localSGD_hook: local SGD; "
+            f"DiLoCo's outer step); between averagings each group of {n} trains on its own, which no scheme "
+            "here models: left out of the step's traffic")

@@ -275,12 +275,13 @@ def case_ddp_powersgd(outdir, rank=1, start=2, k=1):
     run_profiled(outdir, 3, ddp_loop(model, opt, k, True), warmup=start)
 
 
-def case_ddp_post_local_sgd(outdir, start=2, period=2, subgroup_size=2, steps=4):
+def case_ddp_post_local_sgd(outdir, start=2, period=2, subgroup_size=2, steps=4, local=True):
     """Post-local SGD: DDP with ``post_localSGD_hook`` (``PostLocalSGDState(subgroup=...,
     start_localSGD_iter=start)``: from iteration ``start`` on, the gradients all-reduced within subgroups of
     ``subgroup_size`` ranks only) and a ``PeriodicModelAverager(period, warmup_steps=start)`` that
     all-reduces the flattened parameters over the world after the optimizer's step every ``period`` steps.
-    The ``start`` steps before run as the profiler's warm-up."""
+    The ``start`` steps before run as the profiler's warm-up. ``local`` False: no hook (the gradients
+    all-reduced over the world), the averager alone."""
     from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import (
         PostLocalSGDState,
         post_localSGD_hook,
@@ -288,10 +289,11 @@ def case_ddp_post_local_sgd(outdir, start=2, period=2, subgroup_size=2, steps=4)
     from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    subgroup, _ = dist.new_subgroups(group_size=subgroup_size)
     model = DDP(make_model())
-    state = PostLocalSGDState(process_group=None, subgroup=subgroup, start_localSGD_iter=start)
-    model.register_comm_hook(state, post_localSGD_hook)
+    if local:
+        subgroup, _ = dist.new_subgroups(group_size=subgroup_size)
+        state = PostLocalSGDState(process_group=None, subgroup=subgroup, start_localSGD_iter=start)
+        model.register_comm_hook(state, post_localSGD_hook)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     averager = PeriodicModelAverager(period=period, warmup_steps=start)
     train = ddp_loop(model, opt, 1, False)
@@ -1595,6 +1597,14 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"gradients (subgroups)": [[0, 1], [2, 3]], "averaging (world)": WORLD4},
         "micro_batches": 1, "grad_sync": "every micro-batch, within the subgroup", "steps_profiled": 4,
+        "warmup": 2, "averaged_in_profiled_steps": [2, 4]}),
+    "ddp-periodic-averager": (lambda o: case_ddp_post_local_sgd(o, local=False), {
+        "scheme": "DDP (gradients all-reduced over the 4 ranks) with PeriodicModelAverager(period 2, "
+                  "warmup_steps 2) and no post_localSGD_hook: the parameters, equal already, all-reduced "
+                  "over the 4 ranks after the optimizer's step every 2 steps",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "averaging (world)": WORLD4},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 4,
         "warmup": 2, "averaged_in_profiled_steps": [2, 4]}),
     "ds-zero1-ga4": (lambda o: case_deepspeed(o, ds_config(1)), {
         "scheme": "DeepSpeed ZeRO stage 1", "param_dtype": "float32", "reduce_dtype": "float32",
