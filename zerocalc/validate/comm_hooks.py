@@ -23,6 +23,7 @@ import numpy as np
 
 from zerocalc.validate.columns import Codes, group_sums
 from zerocalc.validate.folded import weighted_median
+from zerocalc.validate.infer import RTOL
 
 #: Reductions carrying less than this share of what DDP copied into its buckets: a compressing hook.
 COMPRESSED_BELOW = 0.5
@@ -56,6 +57,16 @@ def compressed(meta: dict | None, files: Codes | None, grad: np.ndarray, full: n
     if share >= COMPRESSED_BELOW:
         return None
     return Compressed(int(round(psi_trace / share)), share)
+
+
+def priced(hook: Compressed | None, psi: int | None, psi_trace: int, syncs: int,
+           n: int) -> tuple[int, str, str] | None:
+    """Ψ a compressing hook's trace is priced with (what DDP hands it; ``--psi`` ``psi`` where it says so
+    within :data:`~.infer.RTOL`), how it was found, and the note beside it; None without such a hook, or
+    where ``--psi`` says otherwise (then checked against the calls as ever)."""
+    if hook is None or psi is not None and abs(psi - hook.psi) > RTOL * hook.psi:
+        return None
+    return hook.psi, psi_sentence(hook, psi_trace, syncs, psi is not None), below_exact(hook, psi_trace, n)
 
 
 def psi_sentence(hook: Compressed, psi_trace: int, syncs: int, given: bool) -> str:

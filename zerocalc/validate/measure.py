@@ -287,10 +287,9 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     unread = infer.Unread(scalars_only, infer._count(unsized, w), _by_op(reductions & outside, ops, w),
                           infer._count(no_elements & outside & in_bytes, w),
                           infer._count(unsized & ~in_bytes, w))
-    if hook is not None and (psi is None or abs(psi - hook.psi) <= infer.RTOL * hook.psi):
-        psi_how = comm_hooks.psi_sentence(hook, dense_psi, syncs, given=psi is not None)
-        psi_trace, psi = dense_psi, hook.psi  # a compressing comm hook's: Ψ is what DDP hands it
-        notes.append(comm_hooks.below_exact(hook, dense_psi, groups.n))
+    if hooked := comm_hooks.priced(hook, psi, dense_psi, syncs, groups.n):
+        (psi, psi_how, note), psi_trace = hooked, dense_psi  # Ψ is what DDP hands the hook
+        notes.append(note)
     else:
         psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
     if own is not None:
