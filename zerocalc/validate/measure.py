@@ -178,31 +178,19 @@ def measure(
     ops = rows.codes("op")
     in_e, out_e = rows.num("in_nelems"), rows.num("out_nelems")
     full = _full_elements(ops, in_e, out_e)
-    act = activations.masks(rows, ops, full, rank)
-    activations.refuse_activations_alone(rows, ops, full, act, w)
-
-    avg = averaging.calls(rows, ops, full, rank, w)
-    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), act.all | avg,
-                         averaging.recorded_group(rows, avg, world))
+    act, avg, gs, groups = _groups(rows, rank, ops, full, world, n, w, meta)
     n, n_how = groups.n, groups.how
     dt = rows.codes("dtype")
-    eb, more = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
+    full, approx, eb, small, sent, more = _sizes(rows, rank_idx, ops, full, gs, dt, dtype, w, in_e)
     notes += more
-    full, approx, eb, more = infer.approximate_sizes(rows, ops, full, gs, eb, w, dtype)
-    notes += more
-    small = classify.scalar_calls(full, approx, ops, in_e)
-    full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
 
     step_id, steps_how, marked, per_optimizer, more = _steps(rows, meta, steps, rank, ops, in_e, out_e, gs,
                                                              small, w, sent, dt)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
     cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
-                                  world if world is not None else len(ranks), w, act)
+                                  world if world is not None else len(ranks), w, act, avg)
     notes += more
-    if text := averaging.note(avg & (cat != ONE_OFF), full, gs, rank_idx, step_id, groups.n, w):
-        notes.append(text)
-        cat[avg & (cat == STEP)] = UNEXPLAINED  # those on a group of the data-parallel size too
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
     mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, psi_own), more = _micro_batches_and_psi(
@@ -234,6 +222,31 @@ def measure(
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
     )
+
+
+def _groups(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: int | None, n: int | None,
+            w: np.ndarray | None, meta: dict | None):
+    """The activations' calls (:mod:`.activations`; refused where they are all the trace has) and parameter
+    averaging's (:mod:`.averaging`), then each call's group size and N (:func:`~.groups.infer_n`, both kinds
+    left out of the gradients it reads N from)."""
+    act = activations.masks(rows, ops, full, rank)
+    activations.refuse_activations_alone(rows, ops, full, act, w)
+    avg = averaging.calls(rows, ops, full, rank, w)
+    gs, groups = infer_n(rows, rank, ops, full, world, n, w, _world_from(meta), act.all | avg,
+                         averaging.recorded_group(rows, avg, world))
+    return act, avg, gs, groups
+
+
+def _sizes(rows: Rows, rank_idx: np.ndarray, ops: Codes, full: np.ndarray, gs: np.ndarray, dt: Codes,
+           dtype: str | None, w: np.ndarray | None, in_e: np.ndarray):
+    """Each call's element bytes (:func:`~.infer.fill_elem_types`), its elements where the trace records
+    bytes alone (:func:`~.infer.approximate_sizes`, with which are approximate), whether it is a scalar's,
+    and the bytes it sends (ring accounting), with the notes."""
+    eb, notes = infer.fill_elem_types(rows, rank_idx, ops, full, dt, dtype, w)
+    full, approx, eb, more = infer.approximate_sizes(rows, ops, full, gs, eb, w, dtype)
+    small = classify.scalar_calls(full, approx, ops, in_e)
+    full, eb, sent = _bytes_sent(ops, gs, full, eb, approx)
+    return full, approx, eb, small, sent, notes + more
 
 
 def _steps(rows: Rows, meta: dict | None, steps: int | None, rank: np.ndarray, ops: Codes, in_e: np.ndarray,
@@ -405,13 +418,15 @@ def _bytes_sent(ops: Codes, gs: np.ndarray, full: np.ndarray, eb: np.ndarray, ap
 
 def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: np.ndarray, full: np.ndarray,
                       rank_idx: np.ndarray, everyone: int,
-                      w: np.ndarray | None, act: activations.Masks) -> tuple[np.ndarray, list[str]]:
+                      w: np.ndarray | None, act: activations.Masks,
+                      avg: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Steady state, one-off and unexplained (:func:`~.classify.steady_state`), and the calls on a rank's
     other groups of its data-parallel size unexplained too (:func:`~.classify.foreign_groups`; not under
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
     another group of the replicate size, ``groups.apart``), and so are the activations' calls of a forward
-    pass and outside it (``act``: :mod:`.activations`). ``everyone``: the world's size. With a note where
-    gradients reduced in other buckets in some step were kept in the step, and on the activations' calls."""
+    pass and outside it (``act``: :mod:`.activations`), and parameter averaging's all-reduces (``avg``:
+    :mod:`.averaging`). ``everyone``: the world's size. With a note where gradients reduced in other buckets
+    in some step were kept in the step, on the activations' calls and on the averaging."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
     fwd, keys = act.fwd, act.keys
@@ -440,6 +455,9 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
         grad = classify.gradient_calls(cat, ops, full)
         if note := activations.same_group_note(keys, gs, fwd, grad):
             notes.append(note)
+    if note := averaging.note(avg & (cat != ONE_OFF), full, gs, rank_idx, step_id, groups.n, w):
+        notes.append(note)
+        cat[avg & (cat == STEP)] = UNEXPLAINED  # those on a group of the data-parallel size too
     return cat, notes
 
 
