@@ -265,15 +265,20 @@ def count_case(casedir):
             "per_step_all_ranks": common_rows(ranks), "ranks": ranks}
 
 
+def traces(casedir):
+    """The trace documents of a run's rank*.json.gz files, in the files' order."""
+    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
+        with gzip.open(os.path.join(casedir, f), "rt") as fh:
+            yield json.load(fh)
+
+
 def count_copy_ins(casedir):
     """Per rank and ``ProfilerStep#k``, each ``aten::_chunk_cat`` CPU op that starts in the step's window, in
     order: FSDP2's copy of a unit's gradients into its reduce-scatter input (``out``, argument 3, viewed as
     shard ranks x padded shard), as ``{"grad_elems": the gradients' elements (argument 0, a TensorList of
     their shapes), "out_elems": the input's}``. Not part of expected.json."""
     out = {}
-    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
-        with gzip.open(os.path.join(casedir, f), "rt") as fh:
-            trace = json.load(fh)
+    for trace in traces(casedir):
         events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
         steps = [e for e in events if STEP.match(e.get("name", ""))]
         copies = sorted((e for e in events if e.get("name") == "aten::_chunk_cat"
@@ -293,9 +298,7 @@ def count_bucket_copies(casedir):
     the trace recorded no shapes); ranks with none left out. Not part of expected.json."""
     names = ("torch::distributed::reducer::mul_out", "torch::distributed::reducer::copy_")
     out = {}
-    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
-        with gzip.open(os.path.join(casedir, f), "rt") as fh:
-            trace = json.load(fh)
+    for trace in traces(casedir):
         copies = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") in names
                   and e.get("cat") == "cpu_op"]
         if copies:
@@ -311,9 +314,7 @@ def count_after_optimizer(casedir):
     ``Optimizer.step#`` annotation in the step that no other such annotation holds, with no autograd node
     begun between that end and them, as ``"op in_elems"`` strings in order. Not part of expected.json."""
     out = {}
-    for f in sorted(f for f in os.listdir(casedir) if TRACE_FILE.fullmatch(f)):
-        with gzip.open(os.path.join(casedir, f), "rt") as fh:
-            trace = json.load(fh)
+    for trace in traces(casedir):
         events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
         steps = sorted((e for e in events if STEP.match(e.get("name", ""))), key=lambda e: e["ts"])
         opt = [e for e in events if e.get("name", "").startswith("Optimizer.step#")
