@@ -96,6 +96,36 @@ def test_rows_that_disagree_on_the_ranks_are_refused(tmp_path):
         ranks_from_bandwidth(parse(f, str(path)).rows, "all_reduce", file=str(path))
 
 
+
+def test_a_busbw_past_the_factors_limit_is_refused_naming_its_line(tmp_path):
+    # all-reduce's busbw = algbw × 2(n-1)/n stays under 2 × algbw for every n: 338.82 / 100.00 (line 4) is
+    # no rank count (the 1 GiB row, line 3, alone would give n = 16)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_table([
+        "  1073741824     268435456     float     sum      -1    10000  107.37  201.32      0"
+        "    10000  107.37  201.32      0",
+        "  8589934592    2147483648     float     sum      -1    85899  100.00  338.82      0"
+        "    85899  100.00  338.82      0",
+    ]))
+    one_line_error(run_check(path, "--topology", "dgx-h100"), "--n", ":4:", "2 or more")
+
+
+@pytest.mark.parametrize("cell", ["1e309", "9" * 320, "nan", "inf"], ids=["1e309", "320-digits", "nan", "inf"])
+def test_a_cell_no_double_holds_is_not_a_number(tmp_path, cell):
+    # a busbw no double holds (it overflows to infinity) is skipped like a word, naming its line
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_table([
+        "  1073741824     268435456     float     sum      -1    10000  107.37  201.32      0"
+        "    10000  107.37  201.32      0",
+        f"  2147483648     536870912     float     sum      -1    20000  107.37  {cell}      0"
+        "    20000  107.37  201.32      0",
+    ]))
+    res = run_check(path, "--topology", "dgx-h100")
+    assert res.exit_code == 0, res.output
+    assert f":4: oop_busbw '{cell}' is not a number" in res.output
+    res = run_check(path, "--topology", "dgx-h100", "--strict")
+    one_line_error(res, ":4:", "is not a number")
+
 def test_sizes_too_small_to_tell_and_a_factor_of_one_are_refused(tmp_path):
     # the p5 excerpt: three rows of 0.00 GB/s
     one_line_error(run_check(DATA / "all_reduce_perf-tag-output-p5-excerpt.txt"), "--n",

@@ -102,8 +102,16 @@ def listed_ranks_cut(rows: Iterable[Mapping[str, Any]], op: str, listed: int) ->
     if op not in _INVERSE:
         return False
     lo, _, hi, _, used, _ = _bounds(rows, _INVERSE[op][1])
-    whole = range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1) if math.isfinite(hi) else None
+    whole = _whole(lo, hi)
     return bool(used) and whole is not None and len(whole) > 1 and listed not in whole
+
+
+def _whole(lo: float, hi: float) -> range | None:
+    """The whole n within ``lo`` ≤ n ≤ ``hi``; None where ``hi`` is unbounded, empty where ``lo`` is (a
+    row whose busbw/algbw reaches the factor's limit, which no number of ranks gives)."""
+    if not math.isfinite(lo):
+        return range(0)
+    return range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1) if math.isfinite(hi) else None
 
 
 def ranks_from_bandwidth(rows: Iterable[Mapping[str, Any]], op: str, *, file: str) -> RanksFromBandwidth:
@@ -124,7 +132,10 @@ def ranks_from_bandwidth(rows: Iterable[Mapping[str, Any]], op: str, *, file: st
     if not used:
         raise TraceFormatError(file, None, "no row has non-zero algbw and busbw to read the ranks from "
                                            f"(busbw = algbw × {factor}); give --n")
-    whole = range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1) if math.isfinite(hi) else None
+    whole = _whole(lo, hi)
+    if not math.isfinite(lo):
+        raise TraceFormatError(file, lo_line, f"its busbw/algbw is {k:g} or more, which no number of ranks gives "
+                                              f"(busbw = algbw × {factor}); give --n")
     if whole is not None and len(whole) == 0:
         raise TraceFormatError(file, None, f"its rows disagree on the ranks their busbw/algbw implies "
                                            f"(line {lo_line}: n ≥ {lo:.2f}, line {hi_line}: n ≤ {hi:.2f}); "

@@ -19,6 +19,7 @@ reached; a row that is not completed before the next row, header or run is refus
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -53,7 +54,10 @@ _SIDE_V1 = {"time": "time_us", "algbw": "algbw", "busbw": "busbw", "res": "wrong
 
 
 def _float(tok: str) -> float | None:
-    return float(tok) if _NUM.match(tok) else None
+    """The token's value; None where it is not a number nccl-tests prints (``inf``, ``nan``) or overflows a
+    double (``1e309``)."""
+    v = float(tok) if _NUM.match(tok) else math.nan
+    return v if math.isfinite(v) else None
 
 
 @dataclass
