@@ -110,7 +110,8 @@ def test_a_busbw_past_the_factors_limit_is_refused_naming_its_line(tmp_path):
     one_line_error(run_check(path, "--topology", "dgx-h100"), "--n", ":4:", "2 or more")
 
 
-@pytest.mark.parametrize("cell", ["1e309", "9" * 320, "nan", "inf"], ids=["1e309", "320-digits", "nan", "inf"])
+@pytest.mark.parametrize("cell", ["1e309", "9" * 320, "nan", "inf"],
+                         ids=["1e309", "320-digits", "nan", "inf"])
 def test_a_cell_no_double_holds_is_not_a_number(tmp_path, cell):
     # a busbw no double holds (it overflows to infinity) is skipped like a word, naming its line
     path = tmp_path / "all_reduce_perf.txt"

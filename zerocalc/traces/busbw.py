@@ -134,8 +134,8 @@ def ranks_from_bandwidth(rows: Iterable[Mapping[str, Any]], op: str, *, file: st
                                            f"(busbw = algbw × {factor}); give --n")
     whole = _whole(lo, hi)
     if not math.isfinite(lo):
-        raise TraceFormatError(file, lo_line, f"its busbw/algbw is {k:g} or more, which no number of ranks gives "
-                                              f"(busbw = algbw × {factor}); give --n")
+        raise TraceFormatError(file, lo_line, f"its busbw/algbw is {k:g} or more, which no number of ranks "
+                                              f"gives (busbw = algbw × {factor}); give --n")
     if whole is not None and len(whole) == 0:
         raise TraceFormatError(file, None, f"its rows disagree on the ranks their busbw/algbw implies "
                                            f"(line {lo_line}: n ≥ {lo:.2f}, line {hi_line}: n ≤ {hi:.2f}); "
