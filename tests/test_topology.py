@@ -133,6 +133,8 @@ def test_toml_hardware_fields_round_trip_and_old_files_still_load():
     ({"nic_Gbps": 0}, "nic_Gbps must be a positive number"),
     ({"compute_capability": 9.0}, "compute_capability must be a whole number"),
     ({"cpu_vendor": "via"}, "cpu_vendor: must be one of intel, amd, arm"),
+    # NVLink of a generation on no link: every NVLink time divides by the links (a division by zero before)
+    ({"nvlink_gen": 4, "nvlinks_per_gpu": 0}, "nvlinks_per_gpu: must be ≥ 1 where nvlink_gen is 4"),
 ])
 def test_toml_hardware_field_errors(extra, match):
     with pytest.raises(ConfigError, match=match) as info:

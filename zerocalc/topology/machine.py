@@ -326,6 +326,9 @@ class Topology:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"must be a whole number ≥ 1, got {v!r}", option=key)
+        if self.nvlink_gen and self.nvlinks_per_gpu == 0:
+            raise ConfigError(f"must be ≥ 1 where nvlink_gen is {self.nvlink_gen} (a machine without NVLink "
+                              "has nvlink_gen = 0), got 0", option="nvlinks_per_gpu")
         if self.gpus_per_host is not None and self.gpus_per_host > self.gpus_per_node:
             raise ConfigError(f"must be at most gpus_per_node ({self.gpus_per_node}), "
                               f"got {self.gpus_per_host}", option="gpus_per_host")
