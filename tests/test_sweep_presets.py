@@ -127,6 +127,34 @@ def test_a_cell_no_double_holds_is_not_a_number(tmp_path, cell):
     res = run_check(path, "--topology", "dgx-h100", "--strict")
     one_line_error(res, ":4:", "is not a number")
 
+
+_TIMES = "    20000  107.37  201.32      0    20000  107.37  201.32      0"
+
+
+@pytest.mark.parametrize(("row", "says"), [
+    ("  99999999999999999999     268435456     float     sum      -1" + _TIMES,
+     "size_bytes '99999999999999999999' is past what a 64-bit count"),
+    ("  1073741824  99999999999999999999     float     sum      -1" + _TIMES,
+     "count '99999999999999999999' is past what a 64-bit count"),
+    ("  1073741824     268435456     float     sum      99999999999" + _TIMES,
+     "root '99999999999' is past what nccl-tests' int root holds"),
+], ids=["size", "count", "root"])
+def test_a_count_past_64_bits_is_refused_naming_its_line(tmp_path, row, says):
+    # nccl-tests prints size and count from size_t and the root from an int: a cell past them is no row of
+    # it (trace summary raised OverflowError building its table, check priced 1e20 bytes)
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text(_table([
+        "  1073741824     268435456     float     sum      -1    10000  107.37  201.32      0"
+        "    10000  107.37  201.32      0",
+        row,
+    ]))
+    res = run_check(path, "--topology", "dgx-h100", "--n", "16")
+    assert res.exit_code == 0, res.output
+    assert f":4: {says}" in res.output
+    res = runner.invoke(app, ["trace", "summary", str(path)])
+    assert res.exit_code == 0 and f":4: {says}" in res.output, res.output
+
+
 def test_sizes_too_small_to_tell_and_a_factor_of_one_are_refused(tmp_path):
     # the p5 excerpt: three rows of 0.00 GB/s
     one_line_error(run_check(DATA / "all_reduce_perf-tag-output-p5-excerpt.txt"), "--n",

@@ -219,6 +219,8 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
         if col in ("size_bytes", "count"):
             if not _INT.match(tok) or tok.startswith("-"):
                 raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a whole number")
+            if int(tok) >= 2**63:
+                raise TraceFormatError(file, lineno, f"{col} {tok!r} is past what a 64-bit count holds")
             rec[col] = int(tok)
         elif col == "redop" and tok == "":
             rec[col] = None  # the blank cell :func:`_blank_redop` restored
@@ -229,6 +231,8 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
         elif col == "root":
             if not _INT.match(tok):
                 raise TraceFormatError(file, lineno, f"root {tok!r} is not an integer")
+            if abs(int(tok)) >= 2**31:
+                raise TraceFormatError(file, lineno, f"root {tok!r} is past what nccl-tests' int root holds")
             rec[col] = int(tok)
         elif tok == "N/A":
             rec[col] = None
