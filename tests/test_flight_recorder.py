@@ -119,6 +119,24 @@ def test_a_bad_entry_is_refused_with_its_index_or_skipped(tmp_path):
     assert res.exit_code == 2 and "entry 3" in res.output and "Traceback" not in res.output
 
 
+
+@pytest.mark.parametrize(("key", "value"), [("record_id", "x"), ("collective_seq_id", [2]),
+                                            ("collective_seq_id", True), ("record_id", 1.5)])
+def test_an_entry_whose_ids_are_no_integers_is_skipped_naming_it(tmp_path, key, value):
+    # PyTorch writes record_id and collective_seq_id as integers (torch/csrc/distributed/c10d/
+    # FlightRecorder.hpp); a dump whose entry holds other is skipped there, where check raised ValueError
+    doc = json.loads((RUN / "rank0.json").read_text())
+    doc["entries"][3][key] = value
+    f = tmp_path / "rank0.json"
+    f.write_text(json.dumps(doc))
+    for cmd in (["check", str(f), "--n", "2"], ["trace", "summary", str(f)]):
+        res = runner.invoke(app, cmd)
+        assert res.exit_code == 0, res.output
+        assert f"rank0.json: entry 3: {key} {value!r} is not an integer" in res.output
+        res = runner.invoke(app, [*cmd, "--strict"])
+        assert res.exit_code == 2 and "Traceback" not in res.output
+        assert res.output.strip().endswith(f"rank0.json: entry 3: {key} {value!r} is not an integer")
+
 def test_a_group_without_a_size_asks_for_n(tmp_path):
     # gloo's dumps list no group's ranks: a world call with no gather of its own group has no size
     doc = json.loads((RUN / "rank0.json").read_text())

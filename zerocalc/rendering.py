@@ -287,7 +287,7 @@ def _skip_notes(skipped) -> list[str]:
         return []
     n = skipped.count
     return [f"skipped {n} unreadable line{'' if n == 1 else 's'} (--strict stops at the first), e.g. "
-            + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in skipped.examples[:3])]
+            + skipped.example_text()]
 
 
 def _check_text(res, skipped=()) -> str:

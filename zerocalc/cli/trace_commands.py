@@ -452,7 +452,7 @@ def trace_summary(
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
     if ts.skipped:
         typer.echo(f"skipped {_plural(ts.skipped.count, 'unreadable line')}, e.g. "
-                   + "; ".join(f"{f}:{ln}: {why}" for f, ln, why in ts.skipped.examples[:3]), err=True)
+                   + ts.skipped.example_text(), err=True)
 
 
 #: Rows of ``trace summary --format json / csv-rows`` turned into text at a time (a few MB of it).

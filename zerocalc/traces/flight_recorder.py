@@ -148,6 +148,10 @@ def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str,
     dtype = TORCH_DTYPES.get(dt, dt) if dt else None
     duration = e.get(KEY["duration_s"])
     created = e.get(KEY["start_s"])
+    seq, record = e.get(KEY["seq"]), e.get(KEY["record"], i)
+    for key, v in (("seq", seq), ("record", record)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ValueError(f"{KEY[key]} {v!r} is not an integer")
     return {"file": file, "rank": rank, "step": None, "op": op, "dtype": dtype,
             "elem_bytes": DTYPE_BYTES.get(dtype) if dtype else None, "in_nelems": i_n, "out_nelems": o_n,
             "group_size": len(members) or None, "group": pg_name,
@@ -156,7 +160,7 @@ def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str,
             and not isinstance(duration, bool) and duration >= 0 else None,
             "source_line": None, "op_name": name, "group_desc": desc or (listed[0] if listed else None),
             "group_ranks": ",".join(map(str, members)) if members else None, "state": e.get(KEY["state"]),
-            "seq": e.get(KEY["seq"]), "record": e.get(KEY["record"], i), "backend": m["backend"],
+            "seq": seq, "record": record, "backend": m["backend"],
             "peer": _peer(m["op"], m["rest"])}
 
 

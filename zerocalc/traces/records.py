@@ -32,6 +32,12 @@ class SkipLog:
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append((file, line, reason))
 
+    def example_text(self, k: int = 3) -> str:
+        """The first ``k`` examples as ``file:line: reason`` (``file: reason`` where no line is known: an
+        entry of a JSON document), joined by ``; ``."""
+        return "; ".join(f"{f}:{ln}: {why}" if ln is not None else f"{f}: {why}"
+                         for f, ln, why in self.examples[:k])
+
     def merge(self, other: SkipLog) -> None:
         self.count += other.count
         self.by_reason.update(other.by_reason)
