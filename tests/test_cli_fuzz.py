@@ -1,0 +1,223 @@
+"""Hypothesis at the command line: real files of every format the check reads, changed a line, a cell or a
+field at a time, give a verdict or one line and exit 2 (``check``, ``trace summary``), never a traceback.
+
+The parsers' own fuzzing (``test_traces_fuzz.py``) stops at the parsed rows; what reads them after (the ranks
+from busbw/algbw, the tables, the groups, the steps) met values the parsers let through: a busbw over twice
+its algbw, a cell of 1e309, a 20-digit count, a Flight Recorder ``record_id`` of ``"x"``. Derandomized, so a
+run is the same run everywhere; ``-m slow`` tries more of each."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from zerocalc.cli import app
+
+TRACES = Path(__file__).parent / "data" / "traces"
+TEXTS = [TRACES / p for p in (
+    "nccl-tests/all_reduce_perf-16xH100-2nodes.txt",  # device lines, 31 sizes
+    "nccl-tests/alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt",  # no device lines, ranks by busbw
+    "nccl-tests/sendrecv_perf-8xB200-vultr-1node-uint8-table-only.txt",  # a table alone
+    "nccl-tests/all_gather_perf-2xB200-gcp-a4-1node-nccl2.26.6.txt",
+    "nccl-debug/tp-allgather-reducescatter-2ranks.txt",  # NCCL INFO lines
+    "nccl-debug/send-recv-2ranks.txt",
+    "deepspeed-comms-gloo/zero2-ga4-verbose.log",  # DeepSpeed's comms logger
+    "deepspeed-comms/tutorial-examples.txt",
+    "nccl-inspector/readme-allreduce-8ranks-1node.log",
+)]
+RUNS = [TRACES / p for p in (
+    "flight-recorder/ddp-dp2-of-4-gloo",  # Flight Recorder dumps, JSON
+    "flight-recorder/ds-zero2-ga4",  # gzip'd
+    "real-runs/ddp-ga4-no-sync",  # PyTorch profiler traces
+    "real-runs/fsdp2-ga4-no-sync",
+)]
+#: cells a row may hold in place of a number: words, out-of-range numbers, what a double cannot hold
+CELLS = [b"nan", b"inf", b"-1", b"0", b"1e309", b"9" * 20, b"abc", b"", b"N/A", b"1.5", b"-0"]
+#: values a JSON field may hold in place of its own
+VALUES = [None, -1, 0, 1.5, "x", "", [], {}, True, 2**64, [1], {"a": 1}]
+NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+runner = CliRunner()
+
+
+@st.composite
+def changed_texts(draw):
+    """(name, bytes): a text file with one change: a line dropped, doubled or cut short, a number swapped for
+    a cell of :data:`CELLS`, a cell dropped or added, bytes put in, the file cut anywhere."""
+    path = draw(st.sampled_from(TEXTS))
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    i = draw(st.integers(0, len(lines) - 1))
+    how = draw(st.sampled_from(["drop", "double", "cell", "drop cell", "add cell", "bytes", "cut",
+                                "cut line"]))
+    if how == "drop":
+        del lines[i]
+    elif how == "double":
+        lines.insert(i, lines[i])
+    elif how == "cell" and NUMBER.search(lines[i]):
+        found = list(NUMBER.finditer(lines[i]))
+        m = found[draw(st.integers(0, len(found) - 1))]
+        lines[i] = lines[i][:m.start()] + draw(st.sampled_from(CELLS)) + lines[i][m.end():]
+    elif how in ("drop cell", "add cell") and lines[i].split():
+        cells = lines[i].split()
+        k = draw(st.integers(0, len(cells) - 1))
+        if how == "drop cell":
+            del cells[k]
+        else:
+            cells.insert(k, draw(st.sampled_from(CELLS)) or b"x")
+        lines[i] = b"  ".join(cells)
+    elif how == "bytes":
+        k = draw(st.integers(0, len(lines[i])))
+        put = draw(st.sampled_from([b"\x00", b"\xff\xfe", b"\r", b"\t", b"#"]))
+        lines[i] = lines[i][:k] + put + lines[i][k:]
+    elif how == "cut line":
+        lines[i] = lines[i][:draw(st.integers(0, len(lines[i])))]
+    data = b"\n".join(lines)
+    if how == "cut":
+        data = data[:draw(st.integers(0, len(data)))]
+    return path.name, data
+
+
+def _load(path: Path) -> dict:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+
+
+@st.composite
+def changed_runs(draw):
+    """(directory, {file name: bytes}): a run's files with one rank's changed: an event's or entry's field set
+    to a value of :data:`VALUES` or removed, an event removed, a top-level field replaced, the file cut."""
+    run = draw(st.sampled_from(RUNS))
+    files = sorted(p for p in run.iterdir() if p.name.startswith("rank"))
+    path = draw(st.sampled_from(files))
+    doc = _load(path)
+    items = doc.get("traceEvents") or doc.get("entries")
+    how = draw(st.sampled_from(["set", "set", "remove field", "remove item", "top", "cut"]))
+    if how in ("set", "remove field", "remove item"):
+        k = draw(st.integers(0, len(items) - 1))
+        if how == "remove item":
+            del items[k]
+        else:
+            target = items[k]
+            if draw(st.booleans()) and isinstance(target.get("args"), dict) and target["args"]:
+                target = target["args"]
+            key = draw(st.sampled_from(sorted(target)))
+            if how == "set":
+                target[key] = draw(st.sampled_from(VALUES))
+            else:
+                del target[key]
+    elif how == "top":
+        doc[draw(st.sampled_from(sorted(doc)))] = draw(st.sampled_from(VALUES))
+    data = json.dumps(doc).encode()
+    if how == "cut":
+        data = data[:draw(st.integers(0, len(data)))]
+    out = {p.name: p.read_bytes() for p in files}
+    out[path.name] = gzip.compress(data) if path.suffix == ".gz" else data
+    return run.name, out
+
+
+def _no_traceback(args: list[str], where: str) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code in (0, 2), f"{where}: {args} exit {res.exit_code}\n{res.output[-2000:]}"
+    assert res.exception is None or isinstance(res.exception, SystemExit), f"{where}: {res.exception!r}"
+    if res.exit_code == 2:
+        errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error")]
+        assert len(errors) == 1, f"{where}: {res.stderr[-2000:]}"
+
+
+def _check_text(case, fn=None):
+    name, data = case
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / name
+        f.write_bytes(data)
+        for args in (["check", str(f)], ["check", str(f), "--format", "json"], ["trace", "summary", str(f)]):
+            _no_traceback(args, name)
+
+
+def _check_run(case):
+    name, files = case
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / name
+        d.mkdir()
+        for fname, data in files.items():
+            (d / fname).write_bytes(data)
+        for args in (["check", str(d)], ["trace", "summary", str(d)]):
+            _no_traceback(args, name)
+
+
+def _text_with(name: str, old: bytes, new: bytes) -> tuple[str, bytes]:
+    path = next(p for p in TEXTS if p.name == name)
+    data = path.read_bytes()
+    assert old in data
+    return name, data.replace(old, new, 1)
+
+
+def _run_with(run: str, rank: str, index: int, key: str, value) -> tuple[str, dict[str, bytes]]:
+    path = TRACES / run / rank
+    doc = _load(path)
+    (doc.get("traceEvents") or doc["entries"])[index][key] = value
+    files = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.name.startswith("rank")}
+    data = json.dumps(doc).encode()
+    files[rank] = gzip.compress(data) if path.suffix == ".gz" else data
+    return path.parent.name, files
+
+
+#: what these tests found, kept as examples: a busbw no double holds (OverflowError reading the ranks from
+#: busbw/algbw), a busbw over twice its algbw (the same), a 20-digit count (OverflowError building trace
+#: summary's table), a record_id of "x" (ValueError building the dumps' table)
+KNOWN_TEXTS = [
+    _text_with("alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt", b"412.20  360.67", b"412.20  1e309"),
+    _text_with("all_reduce_perf-16xH100-2nodes.txt", b"180.71  338.82", b"100.00  338.82"),
+    _text_with("sendrecv_perf-8xB200-vultr-1node-uint8-table-only.txt", b"8388608       8388608",
+               b"8388608  99999999999999999999"),
+]
+KNOWN_RUNS = [_run_with("flight-recorder/ds-zero2-ga4", "rank2.json.gz", 3, "record_id", "x")]
+
+_FAST = settings(max_examples=40, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_SLOW = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                         HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("case", KNOWN_TEXTS, ids=["busbw-1e309", "busbw-over-2x", "count-20-digits"])
+def test_what_changed_text_files_found(case):
+    _check_text(case)
+
+
+@pytest.mark.parametrize("case", KNOWN_RUNS, ids=["record-id-x"])
+def test_what_changed_runs_found(case):
+    _check_run(case)
+
+
+@_FAST
+@given(changed_texts())
+def test_changed_text_files_give_a_verdict_or_one_line(case):
+    _check_text(case)
+
+
+@_FAST
+@given(changed_runs())
+def test_changed_runs_give_a_verdict_or_one_line(case):
+    _check_run(case)
+
+
+@pytest.mark.slow
+@_SLOW
+@given(changed_texts())
+def test_many_changed_text_files(case):
+    _check_text(case)
+
+
+@pytest.mark.slow
+@_SLOW
+@given(changed_runs())
+def test_many_changed_runs(case):
+    _check_run(case)
