@@ -27,6 +27,7 @@ TEXTS = [TRACES / p for p in (
     "nccl-tests/alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt",  # no device lines, ranks by busbw
     "nccl-tests/sendrecv_perf-8xB200-vultr-1node-uint8-table-only.txt",  # a table alone
     "nccl-tests/all_gather_perf-2xB200-gcp-a4-1node-nccl2.26.6.txt",
+    "nccl-tests/all_reduce_perf-1xH200-g1-nccl2.28.9.json",  # a -J report: one line of JSON
     "nccl-debug/tp-allgather-reducescatter-2ranks.txt",  # NCCL INFO lines
     "nccl-debug/send-recv-2ranks.txt",
     "deepspeed-comms-gloo/zero2-ga4-verbose.log",  # DeepSpeed's comms logger
@@ -172,12 +173,14 @@ def _run_with(run: str, rank: str, index: int, key: str, value) -> tuple[str, di
 
 #: what these tests found, kept as examples: a busbw no double holds (OverflowError reading the ranks from
 #: busbw/algbw), a busbw over twice its algbw (the same), a 20-digit count (OverflowError building trace
-#: summary's table), a record_id of "x" (ValueError building the dumps' table)
+#: summary's table), a -J report's root of "abc" (TypeError telling the op), a record_id of "x" (ValueError
+#: building the dumps' table)
 KNOWN_TEXTS = [
     _text_with("alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt", b"412.20  360.67", b"412.20  1e309"),
     _text_with("all_reduce_perf-16xH100-2nodes.txt", b"180.71  338.82", b"100.00  338.82"),
     _text_with("sendrecv_perf-8xB200-vultr-1node-uint8-table-only.txt", b"8388608       8388608",
                b"8388608  99999999999999999999"),
+    _text_with("all_reduce_perf-1xH200-g1-nccl2.28.9.json", b'"root":"    -1"', b'"root":"abc"'),
 ]
 KNOWN_RUNS = [_run_with("flight-recorder/ds-zero2-ga4", "rank2.json.gz", 3, "record_id", "x")]
 
@@ -187,7 +190,8 @@ _SLOW = settings(max_examples=600, deadline=None, suppress_health_check=[HealthC
                                                                          HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("case", KNOWN_TEXTS, ids=["busbw-1e309", "busbw-over-2x", "count-20-digits"])
+@pytest.mark.parametrize("case", KNOWN_TEXTS, ids=["busbw-1e309", "busbw-over-2x", "count-20-digits",
+                                                 "json-root-abc"])
 def test_what_changed_text_files_found(case):
     _check_text(case)
 

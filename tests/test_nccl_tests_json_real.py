@@ -58,3 +58,29 @@ def test_one_rank_report_is_refused_by_check_in_one_line():
     res = CliRunner().invoke(app, ["check", str(REPORT)])
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
     assert "one rank (the JSON report's devices" in res.output
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("root", "abc", "root 'abc' is not an integer"),  # check raised TypeError comparing it with 0
+    ("root", True, "root True is not an integer"),
+    ("size", True, "size True / count 16 are not whole numbers"),
+    ("count", -4, "size 64 / count -4 are not whole numbers"),
+    ("redop", 5, "redop 5 is not a name"),
+    ("out_of_place", [1], "out_of_place [1] is not an object"),
+])
+def test_a_result_of_other_types_than_nccl_tests_writes_is_skipped_naming_it(tmp_path, key, value, says):
+    # src/util.cu writes size and count as integers, type and redop as names, root as an integer in a
+    # padded string, each side as an object of numbers; the report is one line, so the result is named
+    doc = json.loads(REPORT.read_text())
+    assert (doc["results"][3]["size"], doc["results"][3]["count"]) == (64, 16)
+    doc["results"][3][key] = value
+    f = tmp_path / REPORT.name
+    f.write_text(json.dumps(doc))
+    ts = read_traces(str(f))
+    assert len(ts.table) == len(doc["results"]) - 1 and ts.skipped.count == 1
+    res = CliRunner().invoke(app, ["trace", "summary", str(f)])
+    assert res.exit_code == 0 and f"{f}: result 3: {says}" in res.output, res.output
+    res = CliRunner().invoke(app, ["trace", "summary", str(f), "--strict"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith(f"error: {f}: result 3: {says}"), line

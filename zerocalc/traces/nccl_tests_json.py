@@ -44,40 +44,69 @@ def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     code = doc.get("nccl_version")
     if isinstance(code, int) and not isinstance(code, bool) and code > 0:
         run.nccl_version = nccl_version_from_code(code)
-    for entry in doc.get("env") or []:
+    for entry in doc.get("env") if isinstance(doc.get("env"), list) else []:
         name, eq, value = entry.partition("=") if isinstance(entry, str) else ("", "", "")
         if eq and name.startswith("NCCL_") and value:
             run.env[name] = (value, None, 3)  # the process's own environment: what NCCL read
     for i, r in enumerate(doc["results"]):
         try:
-            rec: dict[str, Any] = {"layout": "json"}
-            for k, col in NCCL_TESTS_JSON_KEYS.items():
-                rec[col] = r.get(k)
-            for side, pre in (("out_of_place", "oop_"), ("in_place", "ip_")):
-                body = r.get(side) or {}
-                if "cpu_time" in body:  # -C (util.cu: the key names what the time is)
-                    rec["layout"] = "json" + CPUTIME_SUFFIX
-                for k, col in NCCL_TESTS_JSON_BODY.items():
-                    if k in body:
-                        if not (body[k] is None or isinstance(body[k], int | float)):
-                            raise TraceFormatError(file, i, f"{side}.{k} {body[k]!r} is not a number")
-                        rec[pre + col] = body[k]
-            if not isinstance(rec["size_bytes"], int) or not isinstance(rec["count"], int):
-                raise TraceFormatError(file, i, "result without integer size/count")
-            if not isinstance(rec["type"], str):
-                raise TraceFormatError(file, i, "result without a type")
-            rec.setdefault("oop_time_us", None)
-            rec.setdefault("oop_algbw", None)
-            rec.setdefault("oop_busbw", None)
-            if isinstance(rec.get("root"), str) and rec["root"].strip().lstrip("-").isdigit():
-                rec["root"] = int(rec["root"])
+            rec = _result(r, i, file)
             _to_row(rec, run.op_key, None, file, i)  # a result that does not fit fails here, not later
             run.recs.append((i, rec))
         except (TraceFormatError, AttributeError, TypeError) as exc:
             reason = exc.reason if isinstance(exc, TraceFormatError) else f"malformed result ({exc})"
-            bad(file, i, reason, strict, res.skipped)
+            bad(file, None, reason if reason.startswith("result ") else f"result {i}: {reason}", strict,
+                res.skipped)
     _tabulate([run], file, res)
     return res
+
+
+def _whole(v: Any) -> bool:
+    """Whether ``v`` is a JSON integer of a 64-bit count (not a boolean)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
+
+
+def _result(r: Any, i: int, file: str) -> dict[str, Any]:
+    """One entry of ``results`` as a row's record; :class:`TraceFormatError` naming it (``result i``: the
+    report is one line) where a field is not of nccl-tests' type (``src/util.cu`` writes ``size`` and
+    ``count`` as integers, ``type`` / ``redop`` as names, ``root`` as a padded integer, each side's figures
+    as numbers)."""
+    def refuse(what: str) -> TraceFormatError:
+        return TraceFormatError(file, None, f"result {i}: {what}")
+
+    if not isinstance(r, dict):
+        raise refuse("not an object")
+    rec: dict[str, Any] = {"layout": "json"}
+    for k, col in NCCL_TESTS_JSON_KEYS.items():
+        rec[col] = r.get(k)
+    for side, pre in (("out_of_place", "oop_"), ("in_place", "ip_")):
+        body = r.get(side) or {}
+        if not isinstance(body, dict):
+            raise refuse(f"{side} {body!r:.40} is not an object")
+        if "cpu_time" in body:  # -C (util.cu: the key names what the time is)
+            rec["layout"] = "json" + CPUTIME_SUFFIX
+        for k, col in NCCL_TESTS_JSON_BODY.items():
+            if k in body:
+                v = body[k]
+                if not (v is None or isinstance(v, int | float) and not isinstance(v, bool)):
+                    raise refuse(f"{side}.{k} {v!r} is not a number")
+                rec[pre + col] = v
+    if not _whole(rec["size_bytes"]) or not _whole(rec["count"]):
+        raise refuse(f"size {rec['size_bytes']!r:.30} / count {rec['count']!r:.30} are not whole numbers "
+                     "a 64-bit count holds")
+    if not isinstance(rec["type"], str):
+        raise refuse("without a type")
+    if rec["redop"] is not None and not isinstance(rec["redop"], str):
+        raise refuse(f"redop {rec['redop']!r:.30} is not a name")
+    root = rec.get("root")
+    if isinstance(root, str) and root.strip().lstrip("-").isdigit():
+        root = rec["root"] = int(root)
+    if root is not None and (isinstance(root, bool) or not isinstance(root, int) or abs(root) >= 2**31):
+        raise refuse(f"root {root!r:.30} is not an integer")
+    rec.setdefault("oop_time_us", None)
+    rec.setdefault("oop_algbw", None)
+    rec.setdefault("oop_busbw", None)
+    return rec
 
 
 def _json_config(run: _Run, config: dict[str, Any]) -> None:
