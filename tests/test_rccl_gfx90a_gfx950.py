@@ -121,3 +121,18 @@ def test_mi355x_two_node_sweep_is_read_and_checked():
     # size correction, 336 × 0.06 × 0.5 = 10.08 GB/s (zerocalc.nccl.rccl_net), against 40.38 µs measured
     assert rows[64]["predicted_s"] == pytest.approx((45.6 + 64 / 10080) * 1e-6)
     assert (rows[64]["algorithm"], rows[64]["protocol"]) == ("Tree", "LL")
+
+
+@pytest.mark.parametrize(("preset", "says"), [
+    # 64 ranks on 8 nodes: rome_model_74 (tuning=3); the 8-rank shard groups on one node: rome_model_73
+    ("amd-mi250x", ["tuning model 3 of rome_model_74", "tuning model 0 (rome_model_73, 8 MI250X GCDs"]),
+    ("amd-mi355x", ["tuning model 6, gfx950's"]),
+    ("amd-mi300x", ["tuning model 5 of the 8-GPU xGMI rome models"]),
+])
+def test_table_on_each_amd_preset_names_the_tuning_models_it_priced(preset, says):
+    # table on MI250X and MI355X raised KeyError naming the model (3, 6) its note had no words for
+    res = runner.invoke(app, ["table", "--topology", preset])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    (note,) = [ln for ln in res.output.splitlines() if ln.startswith("note: t RCCL: RCCL ")]
+    for words in says:
+        assert words in note

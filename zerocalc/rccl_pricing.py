@@ -106,14 +106,12 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         times.append(t)
         choices.append(c)
         per_row.append(phases)
-    models = sorted({t.model_index for t in tunings.values()}, reverse=True)
-    words = {5: "tuning model 5 for groups of 8 GPUs per node (the 8-GPU xGMI rome models)",
-             0: "tuning model 0 for groups of fewer GPUs per node (no rome model of RCCL's holds them)"}
+    models = sorted({t.model_words for t in tunings.values()}, reverse=True)
     across = any(t.n_nodes > 1 for t in tunings.values())
     notes = [f"t RCCL: RCCL {release.name}'s own cost model (ROCm {release.rocm}; {release.source}), the "
              "algorithm/protocol it picks per collective, MSCCL's in-place all-reduce programs where its "
              f"scheduler picks one; {calls_words(call_bytes)}"
-             + (f"; {' and '.join(words[m] for m in models)}" if models else "")
+             + (f"; {' and '.join(models)}" if models else "")
              + (f"; {note}" if note else ""),
              *(["t RCCL: across nodes RCCL's table picks the algorithm (from 2.25 its size ranges force the "
                 "protocol); the call is timed as its data moves, RCCL's latency and the xGMI bandwidth its "

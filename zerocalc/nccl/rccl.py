@@ -175,6 +175,20 @@ class RcclTuning:
     def model(self) -> TuningModel:
         return _MODELS.get(self.model_index, self.release.model)
 
+    @property
+    def model_words(self) -> str:
+        """Which ``rcclTuningModel`` entry prices it, and why (:func:`_model_and_total_bw`)."""
+        ppn = self.n_ranks // self.n_nodes
+        return {
+            5: "tuning model 5 of the 8-GPU xGMI rome models",
+            6: "tuning model 6, gfx950's on the 8-GPU xGMI rome models (ROCm/rccl develop after the NCCL "
+               "2.23 merge, whatever the release)",
+            3: "tuning model 3 of rome_model_74 (8 MI250X GCDs and 4 NICs a node)",
+        }.get(self.model_index) or (
+            "tuning model 0 (rome_model_73, 8 MI250X GCDs on one node, sets no tuning)"
+            if self.arch == "gfx90a" and ppn == 8 else
+            f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
+
     def _correction(
         self, table: tuple[tuple[float, ...], ...], p: Protocol, log_size: int, before: float
     ) -> float:

@@ -244,17 +244,7 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
 def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[dict], coll, group_size: int,
                  gpus_per_thread: int | None, stagger: float | None = None) -> list[str]:
     """What the rows rest on: RCCL's release and tuning model, MSCCL's programs, the terms not priced."""
-    ppn = tuning.n_ranks // tuning.n_nodes
-    model = {
-        5: "tuning model 5 of the 8-GPU xGMI rome models",
-        6: "tuning model 6, gfx950's on the 8-GPU xGMI rome models (ROCm/rccl develop after the NCCL 2.23 "
-           "merge, whatever the release)",
-        3: "tuning model 3 of rome_model_74 (8 MI250X GCDs and 4 NICs a node)",
-    }.get(tuning.model_index)
-    if model is None:
-        model = ("tuning model 0 (rome_model_73, 8 MI250X GCDs on one node, sets no tuning)"
-                 if tuning.arch == "gfx90a" and ppn == 8 else
-                 f"tuning model 0 (no rome model of RCCL's holds {ppn} GPUs per node)")
+    model = tuning.model_words
     source = (release.source if tuning.model_index == 5 else
               f"its tuning.cc rules, the tables of tuning_model_{tuning.model_index}")
     notes = [f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
