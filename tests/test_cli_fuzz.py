@@ -1,5 +1,7 @@
 """Hypothesis at the command line: real files of every format the check reads, changed a line, a cell or a
-field at a time, give a verdict or one line and exit 2 (``check``, ``trace summary``), never a traceback.
+field at a time, give a verdict or one line and exit 2 (``check``, ``trace summary``), never a traceback; and
+``table`` and ``check`` of a sweep under any few of their options' values (``table --topology amd-mi250x``
+raised KeyError).
 
 The parsers' own fuzzing (``test_traces_fuzz.py``) stops at the parsed rows; what reads them after (the ranks
 from busbw/algbw, the tables, the groups, the steps) met values the parsers let through: a busbw over twice
@@ -15,11 +17,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from zerocalc.cli import app
+from zerocalc.topology import PRESETS
 
 TRACES = Path(__file__).parent / "data" / "traces"
 TEXTS = [TRACES / p for p in (
@@ -225,3 +228,63 @@ def test_many_changed_text_files(case):
 @given(changed_runs())
 def test_many_changed_runs(case):
     _check_run(case)
+
+
+# -- options: each one's own values, any few of them together -------------------------------------------
+
+#: values of table's options: the presets, releases, restrictions and variables a user gives
+TABLE_OPTIONS = {
+    "--psi": ["1", "7.5B", "175B", "1T", "1,000"], "--n": ["1", "2", "3", "8", "16", "1000"],
+    "--gpus-per-node": ["1", "2", "3", "8", "72"], "--topology": sorted(PRESETS),
+    "--dtype": ["int8", "fp16", "bf16", "fp32", "fp8"], "--param-dtype": ["bf16", "fp32", "fp8"],
+    "--grad-dtype": ["bf16", "fp32"], "--micro-batches": ["1", "4", "1000"],
+    "--grad-sync": ["every", "boundary"],
+    "--tp": ["1", "2", "3", "8"], "--pp": ["1", "2", "3"], "--hsdp-shard-size": ["1", "2", "3", "8"],
+    "--k": ["0", "12", "2.5"], "--format": ["table", "csv", "json", "markdown", "latex"],
+    "--nccl-version": ["2.8.4", "2.12.12", "2.18.3", "2.19.3", "2.21.5", "2.26.2", "2.28.9", "2.30.7"],
+    "--nccl-algo": ["Ring", "Tree", "NVLS", "^NVLS", "CollNetDirect", "PAT", "NVLSTree"],
+    "--nccl-proto": ["LL", "LL128", "Simple", "^LL128"],
+    "--nccl-env": ["NCCL_NVLS_ENABLE=0", "NCCL_MIN_NCHANNELS=32", "NCCL_MAX_NCHANNELS=1",
+                   "NCCL_COLLNET_ENABLE=1"],
+    "--gpu-memory": ["80GB", "1GB"], "--bucket": ["25MiB", "1KiB", "1GB"],
+}
+#: values of check's options for an nccl-tests sweep
+SWEEP_OPTIONS = {
+    "--topology": sorted(PRESETS), "--nccl-version": TABLE_OPTIONS["--nccl-version"],
+    "--nccl-algo": TABLE_OPTIONS["--nccl-algo"], "--nccl-proto": TABLE_OPTIONS["--nccl-proto"],
+    "--nccl-env": TABLE_OPTIONS["--nccl-env"], "--n": ["1", "2", "4", "8", "16", "7"],
+    "--gpus-per-node": ["1", "2", "4", "8"], "--format": ["table", "json", "csv", "markdown"],
+}
+
+
+@st.composite
+def option_sets(draw, options):
+    keys = draw(st.lists(st.sampled_from(sorted(options)), max_size=5, unique=True))
+    return [a for k in keys for a in (k, draw(st.sampled_from(options[k])))]
+
+
+@_FAST
+@given(option_sets(TABLE_OPTIONS))
+@example(["--topology", "amd-mi250x"])  # found here: KeyError naming RCCL's tuning model 3
+def test_table_under_any_options_gives_a_table_or_one_line(args):
+    _no_traceback(["table", *args], "table")
+
+
+@_FAST
+@given(st.sampled_from([p for p in TEXTS if "nccl-tests" in str(p)]), option_sets(SWEEP_OPTIONS))
+def test_check_of_a_sweep_under_any_options_gives_a_verdict_or_one_line(sweep, args):
+    _no_traceback(["check", str(sweep), *args], sweep.name)
+
+
+@pytest.mark.slow
+@_SLOW
+@given(option_sets(TABLE_OPTIONS))
+def test_table_under_many_options(args):
+    _no_traceback(["table", *args], "table")
+
+
+@pytest.mark.slow
+@_SLOW
+@given(st.sampled_from([p for p in TEXTS if "nccl-tests" in str(p)]), option_sets(SWEEP_OPTIONS))
+def test_check_of_a_sweep_under_many_options(sweep, args):
+    _no_traceback(["check", str(sweep), *args], sweep.name)
