@@ -52,16 +52,28 @@ NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 runner = CliRunner()
 
 
+class Case:
+    """A changed file (``data``: its bytes) or run (``data``: each file's bytes), shown by what changed: a
+    falsifying example names the file and the change, not the megabytes it holds."""
+
+    def __init__(self, name: str, data, change: str):
+        self.name, self.data, self.change = name, data, change
+
+    def __repr__(self) -> str:
+        return f"Case({self.name!r}, {self.change})"
+
+
 @st.composite
 def changed_texts(draw):
-    """(name, bytes): a text file with one change: a line dropped, doubled or cut short, a number swapped for
-    a cell of :data:`CELLS`, a cell dropped or added, bytes put in, the file cut anywhere."""
+    """A text file with one change: a line dropped, doubled or cut short, a number swapped for a cell of
+    :data:`CELLS`, a cell dropped or added, bytes put in, the file cut anywhere."""
     path = draw(st.sampled_from(TEXTS))
     data = path.read_bytes()
     lines = data.split(b"\n")
     i = draw(st.integers(0, len(lines) - 1))
     how = draw(st.sampled_from(["drop", "double", "cell", "drop cell", "add cell", "bytes", "cut",
                                 "cut line"]))
+    change = f"{how} line {i + 1}"
     if how == "drop":
         del lines[i]
     elif how == "double":
@@ -69,25 +81,32 @@ def changed_texts(draw):
     elif how == "cell" and NUMBER.search(lines[i]):
         found = list(NUMBER.finditer(lines[i]))
         m = found[draw(st.integers(0, len(found) - 1))]
-        lines[i] = lines[i][:m.start()] + draw(st.sampled_from(CELLS)) + lines[i][m.end():]
+        cell = draw(st.sampled_from(CELLS))
+        lines[i] = lines[i][:m.start()] + cell + lines[i][m.end():]
+        change += f": {m[0]!r} -> {cell!r}"
     elif how in ("drop cell", "add cell") and lines[i].split():
         cells = lines[i].split()
         k = draw(st.integers(0, len(cells) - 1))
         if how == "drop cell":
-            del cells[k]
+            change += f": cell {k} {cells.pop(k)!r}"
         else:
             cells.insert(k, draw(st.sampled_from(CELLS)) or b"x")
+            change += f": {cells[k]!r} before cell {k}"
         lines[i] = b"  ".join(cells)
     elif how == "bytes":
         k = draw(st.integers(0, len(lines[i])))
         put = draw(st.sampled_from([b"\x00", b"\xff\xfe", b"\r", b"\t", b"#"]))
         lines[i] = lines[i][:k] + put + lines[i][k:]
+        change += f": {put!r} at {k}"
     elif how == "cut line":
-        lines[i] = lines[i][:draw(st.integers(0, len(lines[i])))]
+        k = draw(st.integers(0, len(lines[i])))
+        lines[i] = lines[i][:k]
+        change += f" at {k}"
     data = b"\n".join(lines)
     if how == "cut":
-        data = data[:draw(st.integers(0, len(data)))]
-    return path.name, data
+        k = draw(st.integers(0, len(data)))
+        data, change = data[:k], f"cut at byte {k}"
+    return Case(path.name, data, change)
 
 
 def _load(path: Path) -> dict:
@@ -97,35 +116,42 @@ def _load(path: Path) -> dict:
 
 @st.composite
 def changed_runs(draw):
-    """(directory, {file name: bytes}): a run's files with one rank's changed: an event's or entry's field set
-    to a value of :data:`VALUES` or removed, an event removed, a top-level field replaced, the file cut."""
+    """A run's files with one rank's changed: an event's or entry's field set to a value of :data:`VALUES`
+    or removed, an event removed, a top-level field replaced, the file cut."""
     run = draw(st.sampled_from(RUNS))
     files = sorted(p for p in run.iterdir() if p.name.startswith("rank"))
     path = draw(st.sampled_from(files))
     doc = _load(path)
     items = doc.get("traceEvents") or doc.get("entries")
     how = draw(st.sampled_from(["set", "set", "remove field", "remove item", "top", "cut"]))
+    change = f"{path.name}: {how}"
     if how in ("set", "remove field", "remove item"):
         k = draw(st.integers(0, len(items) - 1))
+        change += f" item {k}"
         if how == "remove item":
             del items[k]
         else:
             target = items[k]
             if draw(st.booleans()) and isinstance(target.get("args"), dict) and target["args"]:
-                target = target["args"]
+                target, change = target["args"], change + " args"
             key = draw(st.sampled_from(sorted(target)))
             if how == "set":
                 target[key] = draw(st.sampled_from(VALUES))
+                change += f" {key!r} = {target[key]!r}"
             else:
                 del target[key]
+                change += f" {key!r}"
     elif how == "top":
-        doc[draw(st.sampled_from(sorted(doc)))] = draw(st.sampled_from(VALUES))
+        key = draw(st.sampled_from(sorted(doc)))
+        doc[key] = draw(st.sampled_from(VALUES))
+        change += f" {key!r} = {doc[key]!r}"
     data = json.dumps(doc).encode()
     if how == "cut":
-        data = data[:draw(st.integers(0, len(data)))]
+        k = draw(st.integers(0, len(data)))
+        data, change = data[:k], change + f" at byte {k}"
     out = {p.name: p.read_bytes() for p in files}
     out[path.name] = gzip.compress(data) if path.suffix == ".gz" else data
-    return run.name, out
+    return Case(run.name, out, change)
 
 
 def _no_traceback(args: list[str], where: str) -> None:
@@ -137,8 +163,8 @@ def _no_traceback(args: list[str], where: str) -> None:
         assert len(errors) == 1, f"{where}: {res.stderr[-2000:]}"
 
 
-def _check_text(case, fn=None):
-    name, data = case
+def _check_text(case: Case) -> None:
+    name, data = case.name, case.data
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / name
         f.write_bytes(data)
@@ -146,8 +172,8 @@ def _check_text(case, fn=None):
             _no_traceback(args, name)
 
 
-def _check_run(case):
-    name, files = case
+def _check_run(case: Case) -> None:
+    name, files = case.name, case.data
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / name
         d.mkdir()
@@ -157,27 +183,27 @@ def _check_run(case):
             _no_traceback(args, name)
 
 
-def _text_with(name: str, old: bytes, new: bytes) -> tuple[str, bytes]:
+def _text_with(name: str, old: bytes, new: bytes) -> Case:
     path = next(p for p in TEXTS if p.name == name)
     data = path.read_bytes()
     assert old in data
-    return name, data.replace(old, new, 1)
+    return Case(name, data.replace(old, new, 1), f"{old!r} -> {new!r}")
 
 
-def _run_with(run: str, rank: str, index: int, key: str, value) -> tuple[str, dict[str, bytes]]:
+def _run_with(run: str, rank: str, index: int, key: str, value) -> Case:
     path = TRACES / run / rank
     doc = _load(path)
     (doc.get("traceEvents") or doc["entries"])[index][key] = value
     files = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.name.startswith("rank")}
     data = json.dumps(doc).encode()
     files[rank] = gzip.compress(data) if path.suffix == ".gz" else data
-    return path.parent.name, files
+    return Case(path.parent.name, files, f"{rank}: item {index} {key!r} = {value!r}")
 
 
 #: what these tests found, kept as examples: a busbw no double holds (OverflowError reading the ranks from
 #: busbw/algbw), a busbw over twice its algbw (the same), a 20-digit count (OverflowError building trace
 #: summary's table), a -J report's root of "abc" (TypeError telling the op), a record_id of "x" (ValueError
-#: building the dumps' table)
+#: building the dumps' table), a gloo call's args of -1 (AttributeError reading its sizes)
 KNOWN_TEXTS = [
     _text_with("alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt", b"412.20  360.67", b"412.20  1e309"),
     _text_with("all_reduce_perf-16xH100-2nodes.txt", b"180.71  338.82", b"100.00  338.82"),
@@ -185,7 +211,8 @@ KNOWN_TEXTS = [
                b"8388608  99999999999999999999"),
     _text_with("all_reduce_perf-1xH200-g1-nccl2.28.9.json", b'"root":"    -1"', b'"root":"abc"'),
 ]
-KNOWN_RUNS = [_run_with("flight-recorder/ds-zero2-ga4", "rank2.json.gz", 3, "record_id", "x")]
+KNOWN_RUNS = [_run_with("flight-recorder/ds-zero2-ga4", "rank2.json.gz", 3, "record_id", "x"),
+              _run_with("real-runs/ddp-ga4-no-sync", "rank0.json.gz", 11, "args", -1)]
 
 _FAST = settings(max_examples=40, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -199,7 +226,7 @@ def test_what_changed_text_files_found(case):
     _check_text(case)
 
 
-@pytest.mark.parametrize("case", KNOWN_RUNS, ids=["record-id-x"])
+@pytest.mark.parametrize("case", KNOWN_RUNS, ids=["record-id-x", "kineto-args-number"])
 def test_what_changed_runs_found(case):
     _check_run(case)
 

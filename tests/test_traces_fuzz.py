@@ -156,3 +156,18 @@ def test_kineto_thread_ids_must_be_scalars():
     assert parse_bytes(doc, "f.json").skipped.count == 1
     with pytest.raises(TraceFormatError, match="pid/tid"):
         parse_bytes(doc, "f.json", strict=True)
+
+
+def test_kineto_args_must_be_an_object():
+    """A collective's ``args`` that are a number or a list hold no sizes: the event is malformed, on both
+    decoding paths (check raised AttributeError reading its sizes)."""
+    import pytest
+
+    for value in (-1, [], "x"):
+        ev = {"ph": "X", "name": "gloo:broadcast", "cat": "user_annotation", "ts": 1, "dur": 2, "pid": 1,
+              "tid": 1, "args": value}
+        doc = orjson.dumps({"traceEvents": [ev]})
+        for parse in (parse_bytes, lambda d, f, **kw: parse_document(orjson.loads(d), f, **kw)):
+            assert parse(doc, "f.json").skipped.count == 1
+            with pytest.raises(TraceFormatError, match="args are not an object"):
+                parse(doc, "f.json", strict=True)

@@ -341,18 +341,23 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
         thread = (pid, tid)
         if role == _LAUNCH:  # arguments decoded only if a kernel has to be linked by correlation
             launches.append((e.args, thread, ts))
-        elif role == _KERNEL:
-            args = _args(e.args)
-            sel.kernels.append(i)
-            recs[i] = (name, e.ts, e.dur, args)
-        elif role == _STEP:
+            continue
+        if role == _STEP:
             k = _int(name[len("ProfilerStep#"):])
             if k is not None:
                 sel.steps.append((ts, ts + dur, k))
+            continue
+        if role == _CHECKED:
+            continue
+        args = _args(e.args)
+        if args is not None and type(args) is not dict:
+            bad(file, i, f"event {name[:40]!r} whose args are not an object", strict, res.skipped)
+            continue
+        recs[i] = (name, e.ts, e.dur, args)
+        if role == _KERNEL:
+            sel.kernels.append(i)
         elif role == _GLOO:
             sel.gloo.append((ts, ts + dur, i, thread))
-            recs[i] = (name, e.ts, e.dur, _args(e.args))
-        elif role != _CHECKED:
-            recs[i] = (name, e.ts, e.dur, _args(e.args))
+        else:
             comm.setdefault(thread, []).append((ts, ts + dur, i, _COMM_KIND[role]))
     return sel
