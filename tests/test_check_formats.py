@@ -61,3 +61,31 @@ def test_markdown_says_the_readings_in_a_regime_and_their_notes_as_the_text_does
     assert "C" + verdict[1:] in md.splitlines()
     notes = [line for line in text.splitlines() if line.startswith("note: ")]
     assert notes and all(f"- {n}" in md.splitlines() for n in notes)
+
+
+def test_what_the_reader_left_out_of_a_directory_is_said_in_every_format(tmp_path):
+    # check read a directory's traces and said nothing of the files it left out (trace summary said them):
+    # a run of four ranks with a notes file and a subdirectory beside them
+    d = tmp_path / "run"
+    d.mkdir()
+    for f in Path(RUN).glob("rank*.json.gz"):
+        (d / f.name).write_bytes(f.read_bytes())
+    (d / "notes.txt").write_text("batch 128\n")
+    (d / "rerun").mkdir()
+    said = [f"note: {d / 'notes.txt'}: skipped, unrecognised trace format",
+            f"note: {d / 'rerun'}: a subdirectory (another run?), not read; pass it on its own"]
+    text = _run("check", str(d))
+    assert text.exit_code == 0, text.output
+    assert all(any(ln.startswith(s) for ln in text.stdout.splitlines()) for s in said)
+    md = _run("check", str(d), "--format", "markdown")
+    assert all(any(ln.startswith(f"- {s}") for ln in md.stdout.splitlines()) for s in said)
+    for fmt in ("json", "csv"):
+        res = _run("check", str(d), "--format", fmt)
+        assert res.exit_code == 0 and all(s in res.stderr for s in said), res.stderr
+    doc = json.loads(_run("check", str(d), "--format", "json").stdout)
+    assert doc["skipped_files"] == {
+        str(d / "notes.txt"): "unrecognised trace format (not an NCCL log, Kineto JSON, nccl-tests output, "
+                              "DeepSpeed comms log, Flight Recorder dump or NCCL Inspector log)",
+        str(d / "rerun"): "a subdirectory (another run?), not read; pass it on its own"}
+    # the run's verdict is the same as read alone: only dp matches
+    assert doc["matches"] == json.loads(_run("check", RUN, "--format", "json").stdout)["matches"] == ["dp"]

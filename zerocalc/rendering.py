@@ -421,13 +421,16 @@ def _check_rows(res) -> list[dict]:
              "explanation": c.explanation} for c in res.comparisons]
 
 
-def _check_markdown(res) -> str:
+def _check_markdown(res, read=()) -> str:
+    """The ``check`` result as markdown: the text's lines and notes (``read``: the reader's, as
+    :func:`_check_text` takes them), its table of schemes, its verdict."""
     from zerocalc.units import format_bytes
 
     m = res.measurement
     lines = [f"- {m.psi_how}", f"- {m.n_how}", f"- steps: {m.steps_how}"]
     lines += [f"- {t}" for t in _check_layout_lines(m)]
     lines += [f"- note: {t}" for t in _check_notes(res)]
+    lines += [f"- note: {t}" for t in read]
     lines += ["", "| scheme | predicted per rank per step | measured | ratio | pattern | explanation |",
               "|---|---:|---:|---:|---|---|"]
     for c in res.comparisons:

@@ -129,23 +129,34 @@ def check_cmd(
 
 
 def _write_check(ts, res, fmt: str) -> None:
-    """The check's result on stdout: a CSV row per scheme, markdown, JSON (with the skipped lines) or
-    text (with a note on the skipped lines)."""
+    """The check's result on stdout: a CSV row per scheme, markdown, JSON (with the skipped lines and
+    files) or text. The text and markdown note the skipped lines and what the reader left out (files that
+    are no trace, subdirectories, a path given twice: ``ts.notes``, as ``trace summary`` says them); beside
+    CSV and JSON those notes go to stderr."""
+    read = [*ts.notes, *_skip_notes(ts.skipped)]
     if fmt == "csv":
         import pandas as pd
 
+        _notes_to_stderr(ts.notes)
         typer.echo(pd.DataFrame(_check_rows(res)).to_csv(index=False), nl=False)
     elif fmt == "markdown":
-        typer.echo(_check_markdown(res))
+        typer.echo(_check_markdown(res, read))
     elif fmt == "json":
         import json
 
+        _notes_to_stderr(ts.notes)
         d = res.as_dict()
         d["skipped_lines"] = {"count": ts.skipped.count,
                               "examples": [list(e) for e in ts.skipped.examples]}
+        d["skipped_files"] = dict(ts.skipped_files)
         typer.echo(json.dumps(_nan_to_none(d), indent=2, allow_nan=False, default=_json_default))
     else:
-        typer.echo(_check_text(res, _skip_notes(ts.skipped)))
+        typer.echo(_check_text(res, read))
+
+
+def _notes_to_stderr(notes) -> None:
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
 
 
 def _import_model_meanwhile() -> None:
@@ -418,8 +429,7 @@ def trace_summary(
         from dataclasses import replace
 
         ts = replace(ts, table=complete(ts.table, op=op, ranks=group))
-    for note in ts.notes:
-        typer.echo(f"note: {note}", err=True)
+    _notes_to_stderr(ts.notes)
     if ts.table.empty:
         from zerocalc.errors import TraceFormatError
 
