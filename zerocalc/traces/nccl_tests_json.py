@@ -18,7 +18,7 @@ from typing import Any
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.nccl_tests import _PERF, FORMAT, _Run, _tabulate, _to_row, nccl_version_from_code
-from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX
+from zerocalc.traces.nccl_tests_rows import COUNT_LIMIT, CPUTIME_SUFFIX, ROOT_LIMIT
 from zerocalc.traces.records import ParseResult, bad, json_document
 from zerocalc.traces.schema import NCCL_TESTS_JSON_BODY, NCCL_TESTS_JSON_KEYS
 
@@ -63,7 +63,7 @@ def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
 
 def _whole(v: Any) -> bool:
     """Whether ``v`` is a JSON integer of a 64-bit count (not a boolean)."""
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < COUNT_LIMIT
 
 
 def _result(r: Any, i: int, file: str) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def _result(r: Any, i: int, file: str) -> dict[str, Any]:
     root = rec.get("root")
     if isinstance(root, str) and root.strip().lstrip("-").isdigit():
         root = rec["root"] = int(root)
-    if root is not None and (isinstance(root, bool) or not isinstance(root, int) or abs(root) >= 2**31):
+    if root is not None and (isinstance(root, bool) or not isinstance(root, int) or abs(root) >= ROOT_LIMIT):
         raise refuse(f"root {root!r:.30} is not an integer")
     rec.setdefault("oop_time_us", None)
     rec.setdefault("oop_algbw", None)

@@ -53,6 +53,12 @@ _LEAD_V1 = {"bytes": "size_bytes", "N": "count", "type": "type", "op": "redop", 
 _SIDE_V1 = {"time": "time_us", "algbw": "algbw", "busbw": "busbw", "res": "wrong"}
 
 
+#: Past these a size or count (nccl-tests prints them from ``size_t``, read here as a signed 64-bit column)
+#: or a root (an ``int``) is no cell of an nccl-tests row.
+COUNT_LIMIT = 2**63
+ROOT_LIMIT = 2**31
+
+
 def _float(tok: str) -> float | None:
     """The token's value; None where it is not a number nccl-tests prints (``inf``, ``nan``) or overflows a
     double (``1e309``)."""
@@ -219,7 +225,7 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
         if col in ("size_bytes", "count"):
             if not _INT.match(tok) or tok.startswith("-"):
                 raise TraceFormatError(file, lineno, f"{col} {tok!r} is not a whole number")
-            if int(tok) >= 2**63:
+            if int(tok) >= COUNT_LIMIT:
                 raise TraceFormatError(file, lineno, f"{col} {tok!r} is past what a 64-bit count holds")
             rec[col] = int(tok)
         elif col == "redop" and tok == "":
@@ -231,7 +237,7 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
         elif col == "root":
             if not _INT.match(tok):
                 raise TraceFormatError(file, lineno, f"root {tok!r} is not an integer")
-            if abs(int(tok)) >= 2**31:
+            if abs(int(tok)) >= ROOT_LIMIT:
                 raise TraceFormatError(file, lineno, f"root {tok!r} is past what nccl-tests' int root holds")
             rec[col] = int(tok)
         elif tok == "N/A":
