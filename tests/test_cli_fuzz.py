@@ -203,13 +203,15 @@ def _run_with(run: str, rank: str, index: int, key: str, value) -> Case:
 #: what these tests found, kept as examples: a busbw no double holds (OverflowError reading the ranks from
 #: busbw/algbw), a busbw over twice its algbw (the same), a 20-digit count (OverflowError building trace
 #: summary's table), a -J report's root of "abc" (TypeError telling the op), a record_id of "x" (ValueError
-#: building the dumps' table), a gloo call's args of -1 (AttributeError reading its sizes)
+#: building the dumps' table), a gloo call's args of -1 (AttributeError reading its sizes), a DeepSpeed comms
+#: log's rank of 20 digits (OverflowError building the table)
 KNOWN_TEXTS = [
     _text_with("alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt", b"412.20  360.67", b"412.20  1e309"),
     _text_with("all_reduce_perf-16xH100-2nodes.txt", b"180.71  338.82", b"100.00  338.82"),
     _text_with("sendrecv_perf-8xB200-vultr-1node-uint8-table-only.txt", b"8388608       8388608",
                b"8388608  99999999999999999999"),
     _text_with("all_reduce_perf-1xH200-g1-nccl2.28.9.json", b'"root":"    -1"', b'"root":"abc"'),
+    _text_with("zero2-ga4-verbose.log", b"[Rank 0]", b"[Rank 99999999999999999999]"),
 ]
 KNOWN_RUNS = [_run_with("flight-recorder/ds-zero2-ga4", "rank2.json.gz", 3, "record_id", "x"),
               _run_with("real-runs/ddp-ga4-no-sync", "rank0.json.gz", 11, "args", -1)]
@@ -221,7 +223,7 @@ _SLOW = settings(max_examples=600, deadline=None, suppress_health_check=[HealthC
 
 
 @pytest.mark.parametrize("case", KNOWN_TEXTS, ids=["busbw-1e309", "busbw-over-2x", "count-20-digits",
-                                                 "json-root-abc"])
+                                                 "json-root-abc", "deepspeed-rank-20-digits"])
 def test_what_changed_text_files_found(case):
     _check_text(case)
 

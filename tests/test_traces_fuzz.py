@@ -171,3 +171,20 @@ def test_kineto_args_must_be_an_object():
             assert parse(doc, "f.json").skipped.count == 1
             with pytest.raises(TraceFormatError, match="args are not an object"):
                 parse(doc, "f.json", strict=True)
+
+
+def test_deepspeed_numbers_past_their_columns_are_malformed_lines():
+    """A rank of 20 digits (the table's rank column is 64-bit), a time or size no double holds, a summary
+    count past 64 bits: the line is malformed, not an OverflowError building the table (check raised it)."""
+    import pytest
+
+    line = ("[2026-12-06 00:25:06,945] [INFO] [logging.py:123:log_dist] [Rank 0] comm op: all_reduce | "
+            "time (ms): 15.27 | msg size: 277.75 KB | algbw (Gbps): 0.30 | busbw (Gbps): 0.22")
+    assert parse_verbose_line(line)["rank"] == 0
+    for old, new in (("[Rank 0]", "[Rank 99999999999999999999]"), ("15.27", "9" * 400),
+                     ("277.75 KB", "9" * 400 + " KB")):
+        with pytest.raises(TraceFormatError, match="f.log:3"):
+            parse_verbose_line(line.replace(old, new), file="f.log", lineno=3)
+    row = "        277.75 KB           4          15.27        0.30       0.22        0.14"
+    with pytest.raises(TraceFormatError, match="past what its column holds"):
+        parse_summary_row(row.replace("   4   ", "   99999999999999999999   "), file="f.log", lineno=3)

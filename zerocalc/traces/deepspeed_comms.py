@@ -24,12 +24,13 @@ in a note.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, TextIO
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.busbw import RanksFromBandwidth, ranks_from_bandwidth
-from zerocalc.traces.records import ParseResult, bad
+from zerocalc.traces.records import COUNT_LIMIT, ParseResult, bad
 from zerocalc.traces.schema import DEEPSPEED_OPS, DEEPSPEED_SIZE_UNITS, DEEPSPEED_SUMMARY_COLUMNS
 
 FORMAT = "deepspeed_comms"
@@ -43,6 +44,10 @@ VERBOSE = re.compile(
 HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\b")
 OPLINE = re.compile(r"^(?P<op>[A-Za-z_][\w.]*)(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?\s*$")
 SUMROW = re.compile(r"^\s+" + _SIZE + r"\s+(?P<rest>\d.*?)\s*$")
+
+
+#: a rank past this (torch.distributed's is an int) is no figure of a comms log
+_RANK_LIMIT = 2**31
 
 
 def _bytes(size: str, unit: str) -> float:
@@ -72,9 +77,15 @@ def parse_verbose_line(
     rank = m["rank"] or m["rank2"]
     if m["caller"] is not None:  # the logger's debug mode names the calling function
         row["caller"] = m["caller"]
-    row.update(rank=int(rank) if rank is not None else None, duration_s=float(m["time"]) * 1e-3,
-               msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=_bytes(m["size"], m["unit"]),
-               calls=1, algbw_Gbps_printed=float(m["algbw"]), busbw_Gbps_printed=float(m["busbw"]))
+    if rank is not None and int(rank) >= _RANK_LIMIT:
+        raise TraceFormatError(file, lineno, f"rank {rank[:30]} is past what a rank number holds")
+    size = _bytes(m["size"], m["unit"])
+    figures = [float(m[k]) for k in ("time", "algbw", "busbw")]
+    if not all(math.isfinite(v) for v in (size, *figures)):
+        raise TraceFormatError(file, lineno, "'comm op:' line with a number no double holds")
+    row.update(rank=int(rank) if rank is not None else None, duration_s=figures[0] * 1e-3,
+               msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=size,
+               calls=1, algbw_Gbps_printed=figures[1], busbw_Gbps_printed=figures[2])
     return row
 
 
@@ -90,8 +101,11 @@ def parse_summary_row(line: str, *, file: str = "<line>", lineno: int | None = N
         vals = [int(toks[0])] + [float(t) for t in toks[1:]]
     except ValueError:
         raise TraceFormatError(file, lineno, "log_summary row with a non-numeric column") from None
+    size = _bytes(m["size"], m["unit"])
+    if vals[0] >= COUNT_LIMIT or not all(math.isfinite(v) for v in (*vals[1:], size)):
+        raise TraceFormatError(file, lineno, "log_summary row with a number past what its column holds")
     rec = dict(zip(DEEPSPEED_SUMMARY_COLUMNS, vals, strict=True))
-    rec.update(msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=_bytes(m["size"], m["unit"]))
+    rec.update(msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=size)
     return rec
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.nccl_tests import _PERF, FORMAT, _Run, _tabulate, _to_row, nccl_version_from_code
-from zerocalc.traces.nccl_tests_rows import COUNT_LIMIT, CPUTIME_SUFFIX, ROOT_LIMIT
-from zerocalc.traces.records import ParseResult, bad, json_document
+from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, ROOT_LIMIT
+from zerocalc.traces.records import COUNT_LIMIT, ParseResult, bad, json_document
 from zerocalc.traces.schema import NCCL_TESTS_JSON_BODY, NCCL_TESTS_JSON_KEYS
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.prefix import inner_tags, prefix_of, strip_prefix
-from zerocalc.traces.records import SkipLog, bad
+from zerocalc.traces.records import COUNT_LIMIT, SkipLog, bad
 from zerocalc.traces.schema import NCCL_TESTS_DTYPES
 
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
@@ -53,9 +53,8 @@ _LEAD_V1 = {"bytes": "size_bytes", "N": "count", "type": "type", "op": "redop", 
 _SIDE_V1 = {"time": "time_us", "algbw": "algbw", "busbw": "busbw", "res": "wrong"}
 
 
-#: Past these a size or count (nccl-tests prints them from ``size_t``, read here as a signed 64-bit column)
-#: or a root (an ``int``) is no cell of an nccl-tests row.
-COUNT_LIMIT = 2**63
+#: Past this a root (nccl-tests prints an ``int``) is no cell of an nccl-tests row; a size or count past
+#: :data:`~zerocalc.traces.records.COUNT_LIMIT` neither.
 ROOT_LIMIT = 2**31
 
 

@@ -18,6 +18,10 @@ from zerocalc.errors import TraceFormatError
 MAX_EXAMPLES = 5
 
 
+#: A size or count at or past this is held by no cell of the table's 64-bit integer columns: a trace that
+#: prints one (nccl-tests' ``size_t``, a comms log's call count) has a line no reader takes.
+COUNT_LIMIT = 2**63
+
 @dataclass
 class SkipLog:
     """Lines a lenient read could not use: a count, a count per reason and the first examples."""
