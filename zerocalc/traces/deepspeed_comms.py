@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.busbw import RanksFromBandwidth, ranks_from_bandwidth
-from zerocalc.traces.records import COUNT_LIMIT, ParseResult, bad
+from zerocalc.traces.records import COUNT_LIMIT, INT_LIMIT, ParseResult, bad
 from zerocalc.traces.schema import DEEPSPEED_OPS, DEEPSPEED_SIZE_UNITS, DEEPSPEED_SUMMARY_COLUMNS
 
 FORMAT = "deepspeed_comms"
@@ -44,10 +44,6 @@ VERBOSE = re.compile(
 HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\b")
 OPLINE = re.compile(r"^(?P<op>[A-Za-z_][\w.]*)(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?\s*$")
 SUMROW = re.compile(r"^\s+" + _SIZE + r"\s+(?P<rest>\d.*?)\s*$")
-
-
-#: a rank past this (torch.distributed's is an int) is no figure of a comms log
-_RANK_LIMIT = 2**31
 
 
 def _bytes(size: str, unit: str) -> float:
@@ -77,7 +73,7 @@ def parse_verbose_line(
     rank = m["rank"] or m["rank2"]
     if m["caller"] is not None:  # the logger's debug mode names the calling function
         row["caller"] = m["caller"]
-    if rank is not None and int(rank) >= _RANK_LIMIT:
+    if rank is not None and int(rank) >= INT_LIMIT:
         raise TraceFormatError(file, lineno, f"rank {rank[:30]} is past what a rank number holds")
     size = _bytes(m["size"], m["unit"])
     figures = [float(m[k]) for k in ("time", "algbw", "busbw")]

@@ -18,8 +18,8 @@ from typing import Any
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.nccl_tests import _PERF, FORMAT, _Run, _tabulate, _to_row, nccl_version_from_code
-from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX, ROOT_LIMIT
-from zerocalc.traces.records import COUNT_LIMIT, ParseResult, bad, json_document
+from zerocalc.traces.nccl_tests_rows import CPUTIME_SUFFIX
+from zerocalc.traces.records import COUNT_LIMIT, INT_LIMIT, ParseResult, bad, json_document
 from zerocalc.traces.schema import NCCL_TESTS_JSON_BODY, NCCL_TESTS_JSON_KEYS
 
 
@@ -101,7 +101,7 @@ def _result(r: Any, i: int, file: str) -> dict[str, Any]:
     root = rec.get("root")
     if isinstance(root, str) and root.strip().lstrip("-").isdigit():
         root = rec["root"] = int(root)
-    if root is not None and (isinstance(root, bool) or not isinstance(root, int) or abs(root) >= ROOT_LIMIT):
+    if root is not None and (isinstance(root, bool) or not isinstance(root, int) or abs(root) >= INT_LIMIT):
         raise refuse(f"root {root!r:.30} is not an integer")
     rec.setdefault("oop_time_us", None)
     rec.setdefault("oop_algbw", None)

@@ -26,7 +26,7 @@ from typing import Any
 
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.prefix import inner_tags, prefix_of, strip_prefix
-from zerocalc.traces.records import COUNT_LIMIT, SkipLog, bad
+from zerocalc.traces.records import COUNT_LIMIT, INT_LIMIT, SkipLog, bad
 from zerocalc.traces.schema import NCCL_TESTS_DTYPES
 
 _NUM = re.compile(r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
@@ -51,11 +51,6 @@ _SIDE = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "bu
 CPUTIME_SUFFIX = "-cputime"
 _LEAD_V1 = {"bytes": "size_bytes", "N": "count", "type": "type", "op": "redop", "root": "root"}
 _SIDE_V1 = {"time": "time_us", "algbw": "algbw", "busbw": "busbw", "res": "wrong"}
-
-
-#: Past this a root (nccl-tests prints an ``int``) is no cell of an nccl-tests row; a size or count past
-#: :data:`~zerocalc.traces.records.COUNT_LIMIT` neither.
-ROOT_LIMIT = 2**31
 
 
 def _float(tok: str) -> float | None:
@@ -236,7 +231,7 @@ def _cells(toks: list[str], layout: Layout, file: str, lineno: int | None) -> di
         elif col == "root":
             if not _INT.match(tok):
                 raise TraceFormatError(file, lineno, f"root {tok!r} is not an integer")
-            if abs(int(tok)) >= ROOT_LIMIT:
+            if abs(int(tok)) >= INT_LIMIT:
                 raise TraceFormatError(file, lineno, f"root {tok!r} is past what nccl-tests' int root holds")
             rec[col] = int(tok)
         elif tok == "N/A":

@@ -21,6 +21,9 @@ MAX_EXAMPLES = 5
 #: A size or count at or past this is held by no cell of the table's 64-bit integer columns: a trace that
 #: prints one (nccl-tests' ``size_t``, a comms log's call count) has a line no reader takes.
 COUNT_LIMIT = 2**63
+#: A rank or root at or past this (an ``int`` where torch.distributed and nccl-tests print it) is no figure
+#: of a trace.
+INT_LIMIT = 2**31
 
 @dataclass
 class SkipLog:
