@@ -50,13 +50,12 @@ def parse_json(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
             run.env[name] = (value, None, 3)  # the process's own environment: what NCCL read
     for i, r in enumerate(doc["results"]):
         try:
-            rec = _result(r, i, file)
+            rec = _result(r, file)
             _to_row(rec, run.op_key, None, file, i)  # a result that does not fit fails here, not later
             run.recs.append((i, rec))
         except (TraceFormatError, AttributeError, TypeError) as exc:
             reason = exc.reason if isinstance(exc, TraceFormatError) else f"malformed result ({exc})"
-            bad(file, None, reason if reason.startswith("result ") else f"result {i}: {reason}", strict,
-                res.skipped)
+            bad(file, None, f"result {i}: {reason}", strict, res.skipped)
     _tabulate([run], file, res)
     return res
 
@@ -66,13 +65,12 @@ def _whole(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < COUNT_LIMIT
 
 
-def _result(r: Any, i: int, file: str) -> dict[str, Any]:
-    """One entry of ``results`` as a row's record; :class:`TraceFormatError` naming it (``result i``: the
-    report is one line) where a field is not of nccl-tests' type (``src/util.cu`` writes ``size`` and
-    ``count`` as integers, ``type`` / ``redop`` as names, ``root`` as a padded integer, each side's figures
-    as numbers)."""
+def _result(r: Any, file: str) -> dict[str, Any]:
+    """One entry of ``results`` as a row's record; :class:`TraceFormatError` saying which field is not of
+    nccl-tests' type (``src/util.cu`` writes ``size`` and ``count`` as integers, ``type`` / ``redop`` as
+    names, ``root`` as a padded integer, each side's figures as numbers); the caller names the result."""
     def refuse(what: str) -> TraceFormatError:
-        return TraceFormatError(file, None, f"result {i}: {what}")
+        return TraceFormatError(file, None, what)
 
     if not isinstance(r, dict):
         raise refuse("not an object")
