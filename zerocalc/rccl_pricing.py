@@ -22,7 +22,14 @@ from dataclasses import replace
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.predict import as_nccl_collective
-from zerocalc.nccl.rccl import price_call, rccl_calibration, rccl_default_for, rccl_release_for, rccl_tune
+from zerocalc.nccl.rccl import (
+    price_call,
+    rccl_calibration,
+    rccl_default_for,
+    rccl_release_for,
+    rccl_tune,
+    tables_words,
+)
 from zerocalc.nccl.steps import (
     CALIBRATED_MARK,
     PhaseTime,
@@ -107,8 +114,9 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         choices.append(c)
         per_row.append(phases)
     models = sorted({t.model_words for t in tunings.values()}, reverse=True)
+    sources = tables_words(release, {t.model_index for t in tunings.values()})
     across = any(t.n_nodes > 1 for t in tunings.values())
-    notes = [f"t RCCL: RCCL {release.name}'s own cost model (ROCm {release.rocm}; {release.source}), the "
+    notes = [f"t RCCL: RCCL {release.name}'s own cost model (ROCm {release.rocm}; {sources}), the "
              "algorithm/protocol it picks per collective, MSCCL's in-place all-reduce programs where its "
              f"scheduler picks one; {calls_words(call_bytes)}"
              + (f"; {' and '.join(models)}" if models else "")

@@ -74,7 +74,7 @@ channel-count thresholds across nodes (``channelThresholds``), and RCCL releases
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from zerocalc.errors import ConfigError
@@ -174,6 +174,11 @@ class RcclTuning:
     @property
     def model(self) -> TuningModel:
         return _MODELS.get(self.model_index, self.release.model)
+
+    @property
+    def source_words(self) -> str:
+        """Where its tables come from (:func:`tables_words`)."""
+        return tables_words(self.release, {self.model_index})
 
     @property
     def model_words(self) -> str:
@@ -382,6 +387,19 @@ def rccl_tune(
         net = min(topo.nics_per_node, ppn) * topo.nic_Gbps / 8.0
     return RcclTuning(release, model_index, n_ranks, nn, total, msccl, entries, arch, net,
                       user_proto=proto_enable is not None, ll128=ll128)
+
+
+def tables_words(release: RcclRelease, model_indices: Iterable[int]) -> str:
+    """Where the tables of ``model_indices`` come from: the release's source, which names its tuning model 5
+    (:data:`zerocalc.nccl.rccl_releases.RCCL_RELEASES`), and the other models' tables under the release's
+    ``tuning.cc`` rules; the release's source where none is given."""
+    indices = set(model_indices)
+    others = " and ".join(f"tuning_model_{i}" for i in sorted(indices - {5}))
+    if not others:
+        return release.source
+    if 5 in indices:
+        return f"{release.source}; the tables of {others}"
+    return f"its tuning.cc rules, the tables of {others}"
 
 
 def _timed_latency(m: TuningModel, coll: Collective, a: Algorithm, pi: int, n_ranks: int, nn: int,

@@ -245,8 +245,7 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
                  gpus_per_thread: int | None, stagger: float | None = None) -> list[str]:
     """What the rows rest on: RCCL's release and tuning model, MSCCL's programs, the terms not priced."""
     model = tuning.model_words
-    source = (release.source if tuning.model_index == 5 else
-              f"its tuning.cc rules, the tables of tuning_model_{tuning.model_index}")
+    source = tuning.source_words
     notes = [f"RCCL (AMD {topo.gpu or topo.gpu_arch}, {topo.gpu_arch}): priced by RCCL {release.name}'s cost "
              f"model (ROCm {release.rocm}; {source}), {model}, {tuning.total_bw_GBps:g} GB/s of xGMI "
              "per GPU as RCCL counts it"]
