@@ -156,3 +156,25 @@ def test_singular_wording(tmp_path):
     # AllGather count 2097152, datatype 7 = fp32: 2097152 × 4 B = 8.39 MB
     assert re.search(r"all_gather +1 call +in 8\.39 MB", res.stdout) and " calls" not in res.stdout
     assert "skipped 1 unreadable line, e.g." in res.stderr
+
+
+def test_skipped_profiler_events_are_named_by_their_index_not_a_line(tmp_path):
+    # A profiler trace is one JSON document: a malformed event is its entry of traceEvents, which the
+    # reader named as if it were a line ("rank0.json:11: …", the trace being one line) and counted as lines
+    doc = json.loads(gzip.decompress((DATA / "real-runs" / "ddp-bf16" / "rank0.json.gz").read_bytes()))
+    events = doc["traceEvents"]
+    gloo = [i for i, e in enumerate(events) if e.get("name", "").startswith("gloo:")]
+    first, second = gloo[:2]
+    events[first]["dur"] = "x"
+    events[second]["args"] = 5
+    trace = tmp_path / "rank0.json"
+    trace.write_text(json.dumps(doc))
+    res = _run(trace)
+    assert res.exit_code == 0, res.output
+    name = events[first]["name"]
+    assert (f"skipped 2 unreadable entries, e.g. {trace}: event {first} ({name!r}) without a valid ts/dur; "
+            f"{trace}: event {second} ") in res.stderr
+    assert f"{trace}:{first}:" not in res.stderr
+    strict = _run(trace, "--strict")
+    assert strict.exit_code == 2
+    assert strict.stderr.strip() == f"error: {trace}: event {first} ({name!r}) without a valid ts/dur"

@@ -188,3 +188,21 @@ def test_deepspeed_numbers_past_their_columns_are_malformed_lines():
     row = "        277.75 KB           4          15.27        0.30       0.22        0.14"
     with pytest.raises(TraceFormatError, match="past what its column holds"):
         parse_summary_row(row.replace("   4   ", "   99999999999999999999   "), file="f.log", lineno=3)
+
+
+def test_skip_log_counts_lines_entries_or_both():
+    """The count names what was skipped: lines of a text format, entries of a JSON document (no line), or
+    both where a directory held both."""
+    from zerocalc.traces.records import SkipLog
+
+    lines, entries, both = SkipLog(), SkipLog(), SkipLog()
+    lines.add("a.txt", 3, "x")
+    entries.add("b.json", None, "event 4 is not an object")
+    entries.add("b.json", None, "event 5 is not an object")
+    both.merge(lines)
+    both.merge(entries)
+    assert lines.counted() == "1 unreadable line"
+    assert entries.counted() == "2 unreadable entries"
+    assert both.counted() == "3 unreadable lines and entries"
+    assert both.example_text() == ("a.txt:3: x; b.json: event 4 is not an object; "
+                                   "b.json: event 5 is not an object")

@@ -49,7 +49,8 @@ class UnknownNameError(ZerocalcError, KeyError):
 
 
 class TraceFormatError(ZerocalcError, ValueError):
-    """A trace that cannot be read: names the file, the line (or event index) and the reason."""
+    """A trace that cannot be read: names the file, the line where it has one, and the reason (which names
+    the entry of a JSON document)."""
 
     def __init__(self, file: str, line: int | None, reason: str) -> None:
         self.file, self.line, self.reason = str(file), line, reason

@@ -285,8 +285,7 @@ def _skip_notes(skipped) -> list[str]:
     """The reader's summary of lines it could not use, as note lines ([] when none)."""
     if not skipped:
         return []
-    n = skipped.count
-    return [f"skipped {n} unreadable line{'' if n == 1 else 's'} (--strict stops at the first), e.g. "
+    return [f"skipped {skipped.counted()} (--strict stops at the first), e.g. "
             + skipped.example_text()]
 
 

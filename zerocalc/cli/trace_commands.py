@@ -70,7 +70,8 @@ def check_cmd(
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="Ranks per node "
                                                       "(default: N up to 8).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, json, csv or markdown.")] = "table",
-    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line or "
+                                                          "entry.")] = False,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Read the traces on a running Dask "
                                                   "cluster (tcp://HOST:PORT; zerocalc[dask]).")] = None,
     topology: Annotated[str | None, typer.Option(
@@ -231,7 +232,8 @@ def fit_cmd(
                                                "file is fitted apart.")],
     pooled: Annotated[bool, typer.Option("--pooled", help="One α, β over all ops of a group size.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
-    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unreadable line or "
+                                                          "entry.")] = False,
     out: Annotated[str | None, typer.Option(
         "--out", "-o", "--output",
         help="Write a topology TOML calibrated on these nccl-tests sweeps (NCCL's model, one α-β "
@@ -400,7 +402,7 @@ def trace_summary(
     fmt: str = typer.Option("table", "--format", help="table, csv (the summary), json (a list of the "
                             "canonical rows) or csv-rows (the canonical rows as CSV); rows are written as "
                             "they are read."),
-    strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line."),
+    strict: bool = typer.Option(False, "--strict", help="Stop at the first unreadable line or entry."),
     trace_format: str | None = typer.Option(None, "--trace-format", help=_TRACE_FORMAT_HELP),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Read the traces on a running Dask "
                                          "cluster (tcp://HOST:PORT; zerocalc[dask])."),
@@ -461,7 +463,7 @@ def trace_summary(
     total = summary.groupby("op")["calls"].sum()
     typer.echo("total: " + ", ".join(f"{op} {n}" for op, n in total.items()))
     if ts.skipped:
-        typer.echo(f"skipped {_plural(ts.skipped.count, 'unreadable line')}, e.g. "
+        typer.echo(f"skipped {ts.skipped.counted()}, e.g. "
                    + ts.skipped.example_text(), err=True)
 
 

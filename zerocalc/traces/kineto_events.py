@@ -300,7 +300,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
         if e is None:
-            bad(file, i, "event is not an object", strict, res.skipped)
+            bad(file, None, f"event {i} is not an object", strict, res.skipped)
             continue
         name, cat = e.name, e.cat
         key = (name, cat if type(cat) is str else None)  # any other category plays no part
@@ -331,11 +331,11 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
         if not (type(ts) is float and type(dur) is float and -_INF < ts < _INF and 0.0 <= dur < _INF):
             ts, dur = _num(ts), _num(dur)  # what is not a finite float, the rare case: as _num reads it
             if ts is None or dur is None or dur < 0:
-                bad(file, i, f"event {name[:40]!r} without a valid ts/dur", strict, res.skipped)
+                bad(file, None, f"event {i} ({name[:40]!r}) without a valid ts/dur", strict, res.skipped)
                 continue
         pid, tid = e.pid, e.tid
         if not ((pid is None or type(pid) in _SCALARS) and (tid is None or type(tid) in _SCALARS)):
-            bad(file, i, f"event {name[:40]!r} with a pid/tid that is not a number or a string",
+            bad(file, None, f"event {i} ({name[:40]!r}) with a pid/tid that is not a number or a string",
                 strict, res.skipped)
             continue
         thread = (pid, tid)
@@ -351,7 +351,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             continue
         args = _args(e.args)
         if args is not None and type(args) is not dict:
-            bad(file, i, f"event {name[:40]!r} whose args are not an object", strict, res.skipped)
+            bad(file, None, f"event {i} ({name[:40]!r}) whose args are not an object", strict, res.skipped)
             continue
         recs[i] = (name, e.ts, e.dur, args)
         if role == _KERNEL:

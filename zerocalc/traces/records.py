@@ -45,6 +45,14 @@ class SkipLog:
         return "; ".join(f"{f}:{ln}: {why}" if ln is not None else f"{f}: {why}"
                          for f, ln, why in self.examples[:k])
 
+    def counted(self) -> str:
+        """``3 unreadable lines``: ``entries`` where no example has a line (entries of JSON documents),
+        ``lines and entries`` where some have."""
+        lined = {ln is not None for _, ln, _ in self.examples} or {True}
+        noun = ("line", "lines") if lined == {True} else ("entry", "entries") if lined == {False} else (
+            "line or entry", "lines and entries")
+        return f"{self.count} unreadable {noun[self.count != 1]}"
+
     def merge(self, other: SkipLog) -> None:
         self.count += other.count
         self.by_reason.update(other.by_reason)
