@@ -97,27 +97,67 @@ def test_multi_op_rccl_file_calibrates_each_op(tmp_path):
         assert 0.9 <= float(np.median([r["ratio"] for r in s["rows"]])) <= 1.1
 
 
-def test_series_too_short_to_fit_is_skipped_and_named(tmp_path):
-    """The -d all file with its int8 series cut to one size (its first row): the other eleven series are
-    fitted, int8 is named as not fitted, and no calibration is written for it."""
+def _int8_cut_to_one_size(tmp_path, wrong=False):
+    """The -d all file with its int8 series cut to its first row (its #wrong counts set to 1: a failed
+    check, where ``wrong``)."""
     lines = (DATA / DALL).read_text().splitlines(keepends=True)
     int8 = [i for i, ln in enumerate(lines) if len(ln.split()) >= 13 and ln.split()[2] == "int8"]
+    if wrong:
+        cells = lines[int8[0]].split()
+        cells[8] = cells[12] = "1"
+        lines[int8[0]] = "  ".join(cells) + "\n"
     cut = tmp_path / DALL
     cut.write_text("".join(ln for i, ln in enumerate(lines) if i not in int8[1:]))
+    return cut, lines[int8[0]].split()
+
+
+def test_series_without_a_timed_size_is_skipped_and_named(tmp_path):
+    """The -d all file with its int8 series cut to one size whose check failed: the other eleven series are
+    fitted, int8 is named as not fitted, and no calibration is written for it."""
+    cut, _ = _int8_cut_to_one_size(tmp_path, wrong=True)
     out = tmp_path / "c.toml"
     res = runner.invoke(app, ["fit", str(cut), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "(int8 sum): not fitted" in res.stdout and "a fit needs at least 2" in res.stdout
+    assert ("(int8 sum): not fitted: all_reduce on 16 ranks: no timed size that passed nccl-tests' check "
+            "(1 failed it): nothing to fit") in res.stdout
     dtypes = {c["dtype"] for c in tomllib.loads(out.read_text())["nccl_calibration"]}
     assert "int8" not in dtypes and len(dtypes) == len(typed_rows(DALL)) - 1
 
 
-def test_fit_of_only_unpriced_sweeps_is_one_line_exit_2(tmp_path):
-    """A file whose every sweep is unfit still fails: one line, exit 2."""
-    res = runner.invoke(app, ["fit", str(DATA / "broadcast_perf-pre2022-NA-2ranks.txt"), "--out",
-                              str(tmp_path / "c.toml")])
-    assert res.exit_code == 2
-    assert "a fit needs at least 2" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+def test_series_of_one_size_scales_the_model_to_it(tmp_path):
+    """int8 cut to its first size (10 GiB): no line through one size; the calibration scales the model's
+    time to the size's measured time, so check on the file written predicts that time (the file's
+    out-of-place 51702.1 µs) at ratio 1 (fit_calibration; before, the series was not fitted)."""
+    cut, cells = _int8_cut_to_one_size(tmp_path)
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(cut), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "(int8 sum), any/any: the model's time × " in res.stdout
+    assert "one timed size, too few for an α-β line: every pair's time scaled to it" in res.stdout
+    (int8,) = [c for c in tomllib.loads(out.read_text())["nccl_calibration"] if c["dtype"] == "int8"]
+    assert (int8["algorithm"], int8["protocol"]) == ("any", "any") and int8["model_scale"] > 0
+    assert "alpha_us" not in int8 and "bw_GBps" not in int8
+    chk = runner.invoke(app, ["check", str(cut), "--topology", str(out), "--format", "json"])
+    assert chk.exit_code == 0, chk.output
+    (s,) = [s for s in json.loads(chk.stdout)["sweeps"] if s["dtype"] == "int8"]
+    (row,) = s["rows"]
+    assert row["bytes"] == int(cells[0]) == 10737418240 and row["calibrated"]
+    assert row["measured_s"] == pytest.approx(float(cells[5]) * 1e-6)
+    assert row["predicted_s"] == pytest.approx(51702.1e-6, rel=1e-9) and row["ratio"] == pytest.approx(1.0)
+
+
+def test_fit_of_only_unfit_sweeps_is_one_line_exit_2(tmp_path):
+    """A file whose every sweep is unfit still fails: one line, exit 2 (here the -d all file cut to its
+    first int8 size, whose check failed)."""
+    cut, cells = _int8_cut_to_one_size(tmp_path, wrong=True)
+    lines = cut.read_text().splitlines(keepends=True)
+    row = [ln.split() for ln in lines]
+    cut.write_text("".join(ln for ln, f in zip(lines, row, strict=True)
+                           if not (len(f) >= 13 and f[0].isdigit()) or f[2] == "int8"))
+    res = runner.invoke(app, ["fit", str(cut), "--out", str(tmp_path / "c.toml")])
+    assert res.exit_code == 2, res.output
+    assert "no timed size that passed nccl-tests' check (1 failed it)" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "c.toml").exists()
 
 
 def test_fit_takes_checks_algorithm_restriction(tmp_path):

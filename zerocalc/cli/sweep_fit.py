@@ -25,6 +25,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
     from zerocalc.errors import ConfigError, UnpricedOpError
     from zerocalc.nccl.env import restrictions
     from zerocalc.nccl.env_given import parse_given
+    from zerocalc.nccl.predict import ANY
     from zerocalc.topology import shape_words, topology_to_toml
 
     target = Path(out)
@@ -70,7 +71,9 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
         for c in got:
             shape = f" ({shape_words((c.nodes, c.ranks_per_node))})" if c.nodes else ""
             lines.append(f"{path}: {c.op} on {c.ranks} ranks{shape}{said}, {c.algorithm}/{c.protocol}: " + (
-                f"the model's time × {c.model_scale:.4g} (chosen at too few sizes for a fit of its own)"
+                f"the model's time × {c.model_scale:.4g} ("
+                + ("one timed size, too few for an α-β line: every pair's time scaled to it"
+                   if c.algorithm == ANY else "chosen at too few sizes for a fit of its own") + ")"
                 if c.model_scale else f"α = {c.alpha_us:.4g} µs, bw = {c.bw_GBps:.4g} GB/s"))
     if not fits:
         raise refused[0]

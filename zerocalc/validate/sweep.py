@@ -155,6 +155,16 @@ def _scaled_note(fits: Sequence[Calibration], cmp: SweepComparison) -> str:
               if c.model_scale and (c.op, c.ranks) == (cmp.op, cmp.group_size)}
     used = sorted({k for r in cmp.rows
                    if r.get("calibrated") and (k := (r["algorithm"], r["protocol"])) in scaled})
+    whole = scaled.get((ANY, ANY))
+    if whole and any(r.get("calibrated") for r in cmp.rows):
+        # a sweep of one timed size: its calibration scales the model (fit_calibration), pairs without
+        # a table of their own priced by it
+        fitted = {(c.algorithm, c.protocol) for c in fits if (c.op, c.ranks) == (cmp.op, cmp.group_size)}
+        rest = sorted({(r["algorithm"], r["protocol"]) for r in cmp.rows if r.get("calibrated")} - fitted)
+        if rest:
+            return (f"{', '.join(f'{a}/{p}' for a, p in rest)} calls priced by the library's own model × "
+                    f"{whole:.3g}, measured over the model's time at the one size the calibration's sweep "
+                    "timed")
     if not used:
         return ""
     return (f"{', '.join(f'{a}/{p}' for a, p in used)} calls (chosen at too few sizes of the calibration's "
@@ -503,7 +513,9 @@ def _fit_pair(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
 def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibration]:
     """α-β per (algorithm, protocol) NCCL chose, where at least ``min_sizes`` sizes chose it; for a pair
     chosen at fewer, the model's own time scaled as :func:`_scaled_pairs` says; and one pair over the whole
-    sweep (``algorithm = protocol = 'any'``) for the pairs the sweep did not show.
+    sweep (``algorithm = protocol = 'any'``) for the pairs the sweep did not show. A sweep of one timed
+    size (``-b 8G -e 8G``, a bandwidth check) holds no line: its calibration is the model's time scaled by
+    measured over model at that size (``any``, ``model_scale``), every pair and size alike.
 
     What is fitted is the collective's own time: a sweep run with several GPUs per thread (``-g G``) has
     each row's launch stagger (``launch_stagger_s``, :func:`launch_stagger_s`) taken off its measured
@@ -516,11 +528,18 @@ def fit_calibration(cmp: SweepComparison, *, min_sizes: int = 3) -> list[Calibra
     passed = passed_rows(cmp.rows)
     rows = [dict(r, measured_s=r["measured_s"] - (r.get("launch_stagger_s") or 0.0)) for r in passed]
     rows = [r for r in rows if r["measured_s"] > 0]
+    if len(rows) == 1 and (rows[0].get("nccl_s") or 0) > 0:
+        # one timed size (a bandwidth check at one size): no line through it, the model's time scaled
+        # to it at every size and pair
+        (r,) = rows
+        return [Calibration(cmp.op, cmp.group_size, ANY, ANY, 0.0, 0.0, cmp.nccl_version,
+                            model_scale=r["measured_s"] / r["nccl_s"])]
     if len(rows) < 2:
         failed = len(cmp.rows) - len(passed)
-        raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: {len(rows)} timed size(s)"
-                          + (f" that passed nccl-tests' check ({failed} failed it)" if failed else "")
-                          + "; a fit needs at least 2", option="fit")
+        passing = f" that passed nccl-tests' check ({failed} failed it)" if failed else ""
+        raise ConfigError(f"{cmp.op} on {cmp.group_size} ranks: " + (
+            f"no timed size{passing}: nothing to fit" if not rows else
+            f"1 timed size{passing}, which the model does not price: a fit needs at least 2"), option="fit")
     out = []
     pairs = sorted({(r["algorithm"], r["protocol"]) for r in rows})
     fitted: dict[tuple[str, str], tuple[float, float]] = {}
