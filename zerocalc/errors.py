@@ -34,6 +34,12 @@ class UnpricedOpError(ConfigError):
     in its files it is refused; ``table`` leaves the schemes that need it unpriced (``n/a``)."""
 
 
+class RestrictedOpError(UnpricedOpError):
+    """A collective no (algorithm, protocol) pair that ``NCCL_ALGO`` / ``NCCL_PROTO`` allow can run on the
+    machine (``NCCL_ALGO=Tree`` for a reduce-scatter): NCCL fails such a call, so it is unpriced as
+    :class:`UnpricedOpError` says; where it leaves nothing to price, the restriction is refused."""
+
+
 class UnknownNameError(ZerocalcError, KeyError):
     """A scheme, topology, collective, algorithm or dtype name that zerocalc does not know."""
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from zerocalc.errors import UnpricedOpError
+from zerocalc.errors import RestrictedOpError, UnpricedOpError
 from zerocalc.nccl import LATEST, Algorithm, release_for
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.env_given import OPTION, on_topology
@@ -73,6 +73,7 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
                    where=OPTION, p2p=p2p)
     times, choices, ofi_phases, shapes, calibrated, per_row = [], [], [], [], [], []
     unpriced: dict[str, list[str]] = {}
+    restricted: RestrictedOpError | None = None
     later_nvls = False  # a phase's NVLS timed with the later release's figures
     for r in df.itertuples(index=False):
         tp = int(getattr(r, "tp", 1))
@@ -83,7 +84,9 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
                                    proto_enable=env.proto_enable, nvls_enable=env.nvls_enable, tuner=tuner,
                                    nccl_version=version, ofi=ofi_tuner, env=env,
                                    **row_sizes(r, reuse_distance, call_bytes))
-        except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7)
+        except UnpricedOpError as e:  # a phase the release cannot run (send/receive before NCCL 2.7), or
+            # none of the pairs NCCL_ALGO / NCCL_PROTO allow can (NCCL fails the call)
+            restricted = restricted or (e if isinstance(e, RestrictedOpError) else None)
             times.append(math.nan)
             choices.append("n/a")
             per_row.append(None)
@@ -97,6 +100,8 @@ def price_rows(df, topo: Topology, *, nccl_version: str | None = None, nccl_algo
         times.append(t)
         choices.append(c)
         per_row.append(phases)
+    if restricted is not None and all(p is None for p in per_row):
+        raise restricted  # the restriction leaves no scheme priced: refused, as NCCL refuses its calls
     notes = [f"t NCCL: NCCL {release.name}'s own cost model ({release.tag} tuning.cc), the algorithm/"
              f"protocol it picks per collective; {calls_words(call_bytes)}; all-to-all (A2A) by zerocalc's "
              "model of NCCL's grouped send/receive (P2P)" + (f"; {note}" if note else ""),

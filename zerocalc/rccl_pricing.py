@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+from zerocalc.errors import RestrictedOpError
 from zerocalc.nccl.env import settings
 from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.predict import as_nccl_collective
@@ -103,9 +104,20 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
                          "price")
     env = settings(topo, version, nccl_algo, nccl_proto, stated=read, where=OPTION)
     times, choices, tunings, a2a, shapes, fitted, per_row = [], [], {}, [], [], False, []
+    restricted: dict[str, list[str]] = {}
+    first: RestrictedOpError | None = None
     for r in df.itertuples(index=False):
-        phases = rccl_phases(r.scheme, tunings, topology=topo, release=release, algo_enable=env.algo_enable,
-                             proto_enable=env.proto_enable, **row_sizes(r, reuse_distance, call_bytes))
+        try:
+            phases = rccl_phases(r.scheme, tunings, topology=topo, release=release,
+                                 algo_enable=env.algo_enable, proto_enable=env.proto_enable,
+                                 **row_sizes(r, reuse_distance, call_bytes))
+        except RestrictedOpError as e:  # none of the pairs NCCL_ALGO / NCCL_PROTO allow runs a phase
+            first = first or e
+            restricted.setdefault(e.message, []).append(r.scheme)
+            times.append(math.nan)
+            choices.append("n/a")
+            per_row.append(None)
+            continue
         shapes += [p.note for p in phases if p.note]
         fitted = fitted or any(p.calibrated for p in phases)
         a2a += [r.scheme] if any(p.algorithm == "unpriced" for p in phases) else []
@@ -113,6 +125,8 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
         times.append(t)
         choices.append(c)
         per_row.append(phases)
+    if first is not None and all(p is None for p in per_row):
+        raise first  # the restriction leaves no scheme priced: refused, as RCCL refuses its calls
     models = sorted({t.model_words for t in tunings.values()}, reverse=True)
     sources = tables_words(release, {t.model_index for t in tunings.values()})
     across = any(t.n_nodes > 1 for t in tunings.values())
@@ -126,6 +140,8 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
                 "graphs carry × the protocol's payload share, no faster than the NICs "
                 "(zerocalc.nccl.rccl_net; as check prices rccl-tests sweeps)"] if across else []),
              *env.notes, *env_notes,
+             *[f"t RCCL: {', '.join(schemes)} not priced (n/a): {why}"
+               for why, schemes in restricted.items()],
              *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
                 "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),
              *([f"t RCCL: {CALIBRATED_MARK} = a fitted α-β pair of the topology's calibration (zerocalc fit "

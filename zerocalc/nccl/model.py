@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import RestrictedOpError
 from zerocalc.nccl.channels import CommChannels, comm_channels, nvls_channels, stated_graph_channels
 from zerocalc.nccl.enabled import NVLS_OFF, applies, disabled_reason
 from zerocalc.nccl.graph import REQUIRED_FIELDS, Machine, machine
@@ -282,8 +282,9 @@ class Tuning:
             reasons = sorted({f"{e.algorithm.value}/{e.protocol.value}: {e.why_disabled}"
                               for (c, _, _), e in self.entries.items()
                               if c == coll and e.why_disabled not in ("NCCL_ALGO", "NCCL_PROTO", NVLS_OFF)})
-            raise ConfigError(f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
-                              f"here ({'; '.join(reasons[:4]) or 'all excluded'})", option="NCCL_ALGO")
+            raise RestrictedOpError(f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run "
+                                    f"{coll.value} here ({'; '.join(reasons[:4]) or 'all excluded'})",
+                                    option="NCCL_ALGO")
         return best[:3]
 
 

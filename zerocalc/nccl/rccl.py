@@ -77,7 +77,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from zerocalc.errors import ConfigError
+from zerocalc.errors import ConfigError, RestrictedOpError
 from zerocalc.nccl.rccl_net import STEERING_HOP_US, forced_protocol, wire_time_us
 from zerocalc.nccl.rccl_releases import (  # noqa: F401  (re-exported: the tables keep these names here)
     MODEL_0,
@@ -231,7 +231,7 @@ class RcclTuning:
                 if t is not None and (best is None or t < best[2]):
                     best = (a, p, t)
         if best is None:
-            raise ConfigError(
+            raise RestrictedOpError(
                 f"no algorithm/protocol that NCCL_ALGO / NCCL_PROTO allow can run {coll.value} "
                 "under RCCL here",
                 option="NCCL_ALGO",

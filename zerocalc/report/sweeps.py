@@ -6,6 +6,7 @@ Each function returns a tidy DataFrame (or list) computed from the public model
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 
@@ -73,9 +74,13 @@ def _nccl_options(config: ReportConfig) -> dict:
 def _notes(priced_notes: list[str], leave_out: str = "") -> list[str]:
     """The pricing's notes without the CLI table's ``t NCCL: `` / ``t RCCL: `` label (and any holding
     ``leave_out``, which the section says itself), each a sentence."""
+    from zerocalc.schemes import SCHEMES
+
     notes = [n.removeprefix("t NCCL: ").removeprefix("t RCCL: ") for n in priced_notes
              if not (leave_out and leave_out in n)]
-    return [n[:1].upper() + n[1:] for n in notes]
+    # a note that opens on a scheme's name keeps it as written (zero1, not Zero1)
+    return [n if re.match(r"[\w-]+", n) and re.match(r"[\w-]+", n)[0] in SCHEMES else n[:1].upper() + n[1:]
+            for n in notes]
 
 
 def nccl_priced(config: ReportConfig, table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:

@@ -69,6 +69,7 @@ def _draw_priced(w: Writer, data: ReportData) -> None:
         "prices them with the same; beside it, the textbook ring of the table above:", size=8.5)
     w.bullets(data.extra["volume_table_priced_notes"], size=8.5)
     rows = [[r.scheme, r.nccl_choice, format_seconds(r.time_s_nccl), format_seconds(r.time_s_ring),
+             "n/a" if r.time_s_nccl != r.time_s_nccl else  # NaN: a scheme the library's model leaves unpriced
              f"{r.time_s_nccl / r.time_s_ring:.2f}" if r.time_s_ring > 0 else "-"]
             for r in data.extra["volume_table_priced"].itertuples(index=False)]
     w.table(["scheme", f"{lib}'s choice", f"T {lib}", "T ring", f"{lib} / ring"], rows, align="llrrr",
