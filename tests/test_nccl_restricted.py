@@ -87,3 +87,16 @@ def test_report_under_tree_says_what_it_could_not_price(tmp_path):
     assert "dp AR Tree/Simple" in text and "zero2 n/a n/a 75.6 ms n/a" in text
     # the notes keep the schemes' names as written
     assert "• zero1, zero2 not priced (n/a)" in text and "Zero1" not in text
+
+
+def test_feasibility_under_nvls_alone_prices_the_plan_it_can():
+    # one H100 node: NVLS runs the all-reduce, reduce-scatter and all-gather; the plan's items that compare
+    # a scheme with and without in-network reduction price the "without" side on rings, which NCCL_ALGO=NVLS
+    # leaves nothing to run: those items are unpriced (the whole command was refused, exit 2)
+    res = runner.invoke(app, ["feasibility", "--topology", "dgx-h100", "--n", "8", "--nccl-algo", "NVLS"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    (colocated,) = [ln for ln in lines if ln.strip().startswith("zero2 → colocated:")]
+    assert "per step [NCCL: RS NVLS/Simple; AG NVLS/Simple → AG NVLS/Simple]" in colocated
+    in_switch = [lines[i + 1] for i, ln in enumerate(lines) if "[in the switch: nvls]" in ln]
+    assert in_switch and all("time not priced by NCCL's model" in ln for ln in in_switch)

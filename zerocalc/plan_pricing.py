@@ -26,6 +26,7 @@ from collections import namedtuple
 from collections.abc import Iterable
 from dataclasses import replace
 
+from zerocalc.errors import RestrictedOpError
 from zerocalc.nccl_pricing import calls_words
 from zerocalc.plan import ALL_KINDS, PlanTimes
 
@@ -107,7 +108,10 @@ def nccl_plan_times(keys: Iterable[tuple], kinds: tuple[str, ...], topology, *, 
         names = list(dict.fromkeys(name for name, _ in items))
         df = _Rows(names, psi=psi, n=n, g=g, comm_bytes=float(comm_bytes), micro_batches=micro_batches,
                    tp=tp, pp=pp, param_bytes=param_bytes, grad_bytes=grad_bytes)
-        priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto, call_bytes)
+        try:
+            priced = _price(df, topo, nccl_version, nccl_algo, nccl_proto, call_bytes)
+        except RestrictedOpError:  # NCCL_ALGO leaves none of the variant's schemes a pair: all unpriced
+            continue  # (NCCL_ALGO=NVLS where the rings variant has no in-network reduction)
         model = model or _model_name(priced.notes[0])
         row = {s: (t, c) for s, t, c in zip(df["scheme"], priced.times, priced.choices, strict=True)}
         for name, ops in items:
