@@ -190,3 +190,14 @@ def test_pair_fit_is_least_absolute_relative_error():
     assert alpha == pytest.approx(10e-6) and beta == pytest.approx(1e-9)
     ratios = (alpha + beta * n) / t
     assert float(np.median(ratios)) == pytest.approx(1.0)
+
+
+def test_plain_fit_of_a_one_size_sweep_points_to_fit_out():
+    """The ring α-β fit needs two sizes; on an nccl-tests sweep of one (8 GiB on 8 H200), the refusal says
+    that ``fit --out`` calibrates on it (a trace of one size gets no such hint:
+    test_validate_fit_report)."""
+    name = "all_reduce_perf-8xH200-azure-ndv5-nccl2.19.3.txt"
+    res = runner.invoke(app, ["fit", str(DATA / name)])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert res.stderr.strip().endswith("1 call(s) of 1 size left out: a fit needs at least two sizes "
+                                       "(fit --out calibrates NCCL's model on one size)")

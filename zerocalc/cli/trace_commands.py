@@ -295,6 +295,7 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
               pooled: bool) -> tuple[list, list[str], list[str]]:
     """The fits of one file, each of its runs apart: their frames, the remarks to print with them,
     and why a run had nothing to fit (said, and the other files and runs fitted)."""
+    from zerocalc.traces.nccl_tests import FORMAT as NCCL_TESTS_FORMAT
     from zerocalc.traces.nccl_tests import complete, cputime_refusal
     from zerocalc.validate import fit_trace, fits_frame
 
@@ -311,7 +312,8 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
         if refusal is not None:
             raise refusal
     table = complete(ts.table, op=op, ranks=group)
-    runs = (ts.meta.get(f) or next(iter(ts.meta.values()), {})).get("runs") or []
+    meta = ts.meta.get(f) or next(iter(ts.meta.values()), {})
+    runs, sweep = meta.get("runs") or [], meta.get("format") == NCCL_TESTS_FORMAT
     parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [
         (r, table[table["run"] == r["run"]]) for r in runs]
     for run, part in parts:
@@ -319,8 +321,10 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
         label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
         if not res.fits:  # said, and the other files and runs fitted; an error if none fits
             why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
+            one_size = sweep and any(w.endswith("a fit needs at least two sizes") for w in why)
             unfit.append(f"{label}: nothing to fit: "
-                         + ("; ".join(w for w in why if w) or "no timed collectives"))
+                         + ("; ".join(w for w in why if w) or "no timed collectives")
+                         + (" (fit --out calibrates NCCL's model on one size)" if one_size else ""))
             continue
         df = fits_frame(res.fits)
         df.insert(0, "file", f)
