@@ -186,6 +186,10 @@ MICRO = {
     # 4 forwards send nothing, one all-reduce at the boundary: K from the 4 backward passes a step runs
     "ds-zero1-ga4": (4, "boundary"),
     "ds-zero1-ga4-bf16": (4, "boundary"),  # BF16_Optimizer: one bf16 all-reduce of Ψ at the boundary
+    # an fp32 model, communication_data_type bf16: ZeRO-2's bf16 all-reduce of Ψ a micro-batch, ZeRO-3's
+    # fp32 gathers and bf16 reduce-scatter of Ψ a micro-batch
+    "ds-zero2-ga4-comm-bf16": (4, "every"),
+    "ds-zero3-ga4-comm-bf16": (4, "every"),
     # 11 buckets at the boundary, one size 4 times (the equal layers' biases) beside sizes once: not a sign
     # of 4 reductions; reduced in every micro-batch, each would recur a multiple of 4 times
     "ds-zero1-ga4-6-layers-small-buckets": (4, "boundary"),
@@ -276,6 +280,8 @@ RAN = {
     "ds-zero2-ga4-step-per-micro-batch": ("deepspeed-zero2", None),
     "ds-zero2-ga4-bf16": ("deepspeed-zero2", None),
     "ds-zero1-ga4-bf16": ("deepspeed-zero1", None),
+    "ds-zero2-ga4-comm-bf16": ("deepspeed-zero2", None),
+    "ds-zero3-ga4-comm-bf16": ("deepspeed-zero3", None),
     "ds-zero1-ga4-6-layers-small-buckets": ("deepspeed-zero1", None),
     "ds-zero2-ga4-small-buckets": ("deepspeed-zero2", None),
     "ds-zero3-ga4": ("deepspeed-zero3", None),
@@ -1849,3 +1855,33 @@ def test_zero_offload_sends_what_the_stage_sends_and_checks_so(offloaded, twin, 
     assert got[0].measurement.bytes_per_rank_per_step == pytest.approx(ring_psi * PSI * 4)
     assert got[0].matches == got[1].matches and got[0].matches
     assert got[0].measurement.micro_batches == got[1].measurement.micro_batches == 4
+
+
+#: c10d's element types in count_calls.py's words → bytes and zerocalc's name
+_WIDTHS = {"float": (4, "fp32"), "c10::BFloat16": (2, "bf16"), "double": (8, "fp64")}
+
+
+@pytest.mark.parametrize(("case", "scheme"), [("ds-zero2-ga4-comm-bf16", "deepspeed-zero2"),
+                                              ("ds-zero3-ga4-comm-bf16", "deepspeed-zero3")])
+def test_deepspeed_communication_data_type_prices_each_side_at_its_type(case, scheme):
+    """DeepSpeed's communication_data_type bf16 on an fp32 model: the gradients reduced in bf16, the
+    parameters gathered in fp32 (README). check reads the two sides' types apart and its bytes a step are the
+    counted calls' under the ring accounting, each at its own width."""
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.param_dtype, m.grad_dtype) == ("fp32", "bf16") and res.matches[0] == scheme
+    rows = json.loads((RUNS / case / "expected.json").read_text())["per_step_all_ranks"]["ProfilerStep#1"]
+    p, sent, pattern = 4, 0.0, Counter()
+    for r in rows:
+        width, name = _WIDTHS[r["dtype"]]
+        if r["in_elems"] == 1:
+            continue  # the step's scalars (a loss or overflow flag), not the step's traffic
+        op, elems = {"c10d::allreduce_": ("all_reduce", r["in_elems"]),
+                     "c10d::_allgather_base_": ("all_gather", r["out_elems"]),
+                     "c10d::_reduce_scatter_base_": ("reduce_scatter", r["in_elems"])}[r["op"]]
+        sent += r["calls"] * elems * width * (2 if op == "all_reduce" else 1) * (p - 1) / p
+        pattern[(op, p, name)] += r["calls"] * elems / PSI
+    assert m.bytes_per_rank_per_step == pytest.approx(sent, rel=1e-9)
+    got = next(s for s in res.as_dict()["schemes"] if s["scheme"] == scheme)["measured_pattern"]
+    assert {(e["op"], e["group"], e["dtype"]): e["elements_over_psi"] for e in got} == pytest.approx(pattern)

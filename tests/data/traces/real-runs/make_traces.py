@@ -1012,7 +1012,7 @@ DS_GA = 4
 
 
 def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None, ga=DS_GA,
-              bucket=500_000_000, offload=()):
+              bucket=500_000_000, offload=(), comm_dtype=None):
     """DeepSpeed's config for ZeRO ``stage``; ``offload`` the states ZeRO-Offload keeps in host memory
     (``"optimizer"``, and for stage 3 ``"param"``), the client's torch Adam kept
     (``zero_force_ds_cpu_optimizer`` false: DeepSpeedCPUAdam is a compiled op, and the optimizer's
@@ -1044,6 +1044,8 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
     }
     if bf16:
         cfg["bf16"] = {"enabled": True}
+    if comm_dtype:  # the type DeepSpeed reduces the gradients in, whatever the model's
+        cfg["communication_data_type"] = comm_dtype
     if offload:
         cfg["zero_force_ds_cpu_optimizer"] = False
     return cfg
@@ -1744,6 +1746,18 @@ CASES = {
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(1, bf16=True)}),
+    "ds-zero2-ga4-comm-bf16": (lambda o: case_deepspeed(o, ds_config(2, comm_dtype="bf16")), {
+        "scheme": "DeepSpeed ZeRO stage 2, an fp32 model with communication_data_type bf16: the gradients "
+                  "all-reduced in bf16, the updated parameters all-gathered in fp32",
+        "param_dtype": "float32", "reduce_dtype": "bfloat16 (communication_data_type)",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(2, comm_dtype="bf16")}),
+    "ds-zero3-ga4-comm-bf16": (lambda o: case_deepspeed(o, ds_config(3, comm_dtype="bf16")), {
+        "scheme": "DeepSpeed ZeRO stage 3, an fp32 model with communication_data_type bf16: the gradients "
+                  "reduce-scattered in bf16, the parameters all-gathered in fp32",
+        "param_dtype": "float32", "reduce_dtype": "bfloat16 (communication_data_type)",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, comm_dtype="bf16")}),
     "ds-zero2-offload-ga4": (lambda o: case_deepspeed(o, ds_config(2, offload=("optimizer",))), {
         "scheme": "DeepSpeed ZeRO stage 2 with ZeRO-Offload (optimizer states in host memory)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
