@@ -201,3 +201,23 @@ def test_plain_fit_of_a_one_size_sweep_points_to_fit_out():
     assert res.exit_code == 2 and res.stderr.count("\n") == 1
     assert res.stderr.strip().endswith("1 call(s) of 1 size left out: a fit needs at least two sizes "
                                        "(fit --out calibrates NCCL's model on one size)")
+
+
+def test_rccl_table_on_a_one_size_calibration_says_the_time_is_scaled(tmp_path):
+    """An rccl-tests sweep (8 MI300X) cut to its largest size: fit --out scales RCCL's model to it, and table
+    on the file marks the all-reduce it times and says it is RCCL's time scaled, not a fitted pair (its note
+    said "a fitted α-β pair" whatever the calibration held)."""
+    src = DATA / "all_reduce_perf-8xMI300X-g8-rocm-acceptance-guide.txt"
+    lines = src.read_text().splitlines(keepends=True)
+    rows = [i for i, ln in enumerate(lines) if len(ln.split()) >= 13 and ln.split()[0].isdigit()]
+    cut = tmp_path / "one.txt"
+    cut.write_text("".join(ln for i, ln in enumerate(lines) if i not in rows[:-1]))
+    out = tmp_path / "c.toml"
+    fit = runner.invoke(app, ["fit", str(cut), "--out", str(out)])
+    assert fit.exit_code == 0, fit.output
+    assert [c["algorithm"] for c in tomllib.loads(out.read_text())["nccl_calibration"]] == ["any"]
+    res = runner.invoke(app, ["table", "--topology", str(out), "--n", "8", "--schemes", "dp"])
+    assert res.exit_code == 0, res.output
+    assert "AR Ring/Simple*" in res.stdout
+    assert ("note: t RCCL: * = timed by the topology's calibration (zerocalc fit --out: a fitted α-β pair, "
+            "or RCCL's time scaled)") in res.output

@@ -144,7 +144,7 @@ def price_rows_rccl(df, topo: Topology, *, rccl_version: str | None = None, nccl
                for why, schemes in restricted.items()],
              *([f"t RCCL: {', '.join(dict.fromkeys(a2a))}: all-to-all (A2A) is not in RCCL's tuning model "
                 "(grouped point-to-point sends, not modelled under RCCL): unpriced"] if a2a else []),
-             *([f"t RCCL: {CALIBRATED_MARK} = a fitted α-β pair of the topology's calibration (zerocalc fit "
-                "--out)"] if fitted else []),
+             *([f"t RCCL: {CALIBRATED_MARK} = timed by the topology's calibration (zerocalc fit --out: a "
+                "fitted α-β pair, or RCCL's time scaled)"] if fitted else []),
              *[f"t RCCL: {t}" for t in dict.fromkeys(shapes)]]
     return NcclPricing(times, choices, notes, per_row)
