@@ -1051,6 +1051,17 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
     return cfg
 
 
+def ds_comm_bf16_case(stage, how):
+    """A case of DeepSpeed ZeRO ``stage`` on the fp32 model with ``communication_data_type`` bf16: the
+    gradients ``how`` all-gathered in fp32."""
+    cfg = ds_config(stage, comm_dtype="bf16")
+    return (lambda o: case_deepspeed(o, cfg), {
+        "scheme": f"DeepSpeed ZeRO stage {stage}, an fp32 model with communication_data_type bf16: the "
+                  f"gradients {how} all-gathered in fp32",
+        "param_dtype": "float32", "reduce_dtype": "bfloat16 (communication_data_type)",
+        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": cfg})
+
+
 def ds_default_config(stage):
     """DeepSpeed's defaults but for the stage (so stage 3 keeps every parameter of this model whole: each has
     fewer than stage3_param_persistence_threshold = 1e5 elements)."""
@@ -1746,18 +1757,8 @@ CASES = {
         "reduce_dtype": "bfloat16 (DeepSpeed's default communication_data_type for bf16)",
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(1, bf16=True)}),
-    "ds-zero2-ga4-comm-bf16": (lambda o: case_deepspeed(o, ds_config(2, comm_dtype="bf16")), {
-        "scheme": "DeepSpeed ZeRO stage 2, an fp32 model with communication_data_type bf16: the gradients "
-                  "all-reduced in bf16, the updated parameters all-gathered in fp32",
-        "param_dtype": "float32", "reduce_dtype": "bfloat16 (communication_data_type)",
-        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
-        "deepspeed_config": ds_config(2, comm_dtype="bf16")}),
-    "ds-zero3-ga4-comm-bf16": (lambda o: case_deepspeed(o, ds_config(3, comm_dtype="bf16")), {
-        "scheme": "DeepSpeed ZeRO stage 3, an fp32 model with communication_data_type bf16: the gradients "
-                  "reduce-scattered in bf16, the parameters all-gathered in fp32",
-        "param_dtype": "float32", "reduce_dtype": "bfloat16 (communication_data_type)",
-        "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2,
-        "deepspeed_config": ds_config(3, comm_dtype="bf16")}),
+    "ds-zero2-ga4-comm-bf16": ds_comm_bf16_case(2, "all-reduced in bf16, the updated parameters"),
+    "ds-zero3-ga4-comm-bf16": ds_comm_bf16_case(3, "reduce-scattered in bf16, the parameters"),
     "ds-zero2-offload-ga4": (lambda o: case_deepspeed(o, ds_config(2, offload=("optimizer",))), {
         "scheme": "DeepSpeed ZeRO stage 2 with ZeRO-Offload (optimizer states in host memory)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
