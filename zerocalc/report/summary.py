@@ -87,8 +87,9 @@ def in_short(data: ReportData) -> tuple[str, list[str]]:
                        f"{format_size(top['bytes_saved_per_rank'])}"
                        + (f" and {format_seconds(top['time_saved_s'])} per GPU per step."
                           if np.isfinite(top["time_saved_s"]) else
-                          " per GPU per step; its time is not priced, the NCCL options given leaving the "
-                          f"schemes' collectives no algorithm NCCL runs (section {number('volume_table')})."))
+                          " per GPU per step; its time is not priced"
+                          + (f" (section {number('volume_table')} names what is not and why)."
+                             if c.nccl_priced else " by the library's model.")))
     else:
         bullets.append("No change of scheme that keeps the update saves time on this cluster.")
     mem_z2, mem_col = float(z2["memory_bytes_per_rank"]), float(col["memory_bytes_per_rank"])
