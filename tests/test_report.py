@@ -51,6 +51,29 @@ def test_bytes_vs_n_matches_ring_volumes_derived_by_hand():
     assert set(df["scheme"]) == set(report.FIGURE_SCHEMES)
 
 
+def test_figures_against_n_on_nodes_that_do_not_divide_every_n():
+    """A report of N = 72 on 72-GPU NVL72 racks was refused ("N = 128 is not a multiple of the 72 GPUs per
+    node"): figures 1 and 3 sweep N to 1024. Each N now runs on whole nodes, the largest fill of a rack that
+    divides it: 64 GPUs a node from N = 128. fsdp-hybrid (HSDP) shards within a node, so at N = 128 its
+    H = 64 and R = 2: all-gathers of 2Ψ and a reduce-scatter of Ψ in the node, 3(H-1)/H Ψb, and an
+    all-reduce of Ψ/H across R, 2(R-1)/R Ψ/H b: (189 + 1)/64 Ψb; data parallelism's ring 2(N-1)/N Ψb
+    whatever the node."""
+    from zerocalc.report.sections.figures import _partial_nodes
+
+    config = report.ReportConfig(topology="gb200-nvl72", n=72, gpus_per_node=72)
+    df = report.bytes_vs_n(config).set_index(["scheme", "n"])["bytes_per_rank_over_psi"]
+    assert df[("fsdp-hybrid", 128)] == pytest.approx(190 / 64, rel=1e-12)
+    assert df[("fsdp-hybrid", 64)] == pytest.approx(3 * 63 / 64, rel=1e-12)  # one partial node: H = N
+    for n in report.N_SWEEP:
+        assert df[("dp", n)] == pytest.approx(2 * (n - 1) / n, rel=1e-12)
+    memory = report.memory_vs_n(config)
+    assert sorted(set(memory["n"])) == list(report.N_SWEEP)
+    assert _partial_nodes(config) == (" Nodes of 72 GPUs do not divide N = 128, 256, 512, 1024: there "
+                                      "each node holds the largest fill that does (64 GPUs), the nodes "
+                                      "fsdp-hybrid and zeropp shard within.")
+    assert _partial_nodes(CONFIG) == ""  # 8 GPUs a node divide every N of the sweep from 8
+
+
 def test_memory_vs_n_matches_zero_section_5_formulas():
     df = report.memory_vs_n(CONFIG)
     psi, k = 7.5e9, 12.0

@@ -220,8 +220,14 @@ def figure_gpus_per_node(config: ReportConfig, topo: str | Topology) -> int:
 
     if isinstance(topo, Topology) or topo == topology_name(config) or topo not in PRESETS:
         return config.gpus_per_node
-    g = min(PRESETS[topo].gpus_per_node, config.n)
-    return max(d for d in range(1, g + 1) if config.n % d == 0)
+    return node_fill(PRESETS[topo].gpus_per_node, config.n)
+
+
+def node_fill(gpus_per_node: int, n: int) -> int:
+    """The GPUs a node of ``gpus_per_node`` holds of a job of ``n``: all ``n`` below a node, else the
+    largest fill that divides ``n`` (whole nodes: 128 GPUs on 72-GPU NVL72 racks run as 2 of 64)."""
+    g = min(gpus_per_node, n)
+    return max(d for d in range(1, g + 1) if n % d == 0)
 
 
 def same_links_as() -> dict[str, str]:

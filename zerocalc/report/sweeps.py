@@ -13,7 +13,13 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from zerocalc.report.config import ReportConfig, figure_gpus_per_node, figure_topologies, topology_label
+from zerocalc.report.config import (
+    ReportConfig,
+    figure_gpus_per_node,
+    figure_topologies,
+    node_fill,
+    topology_label,
+)
 from zerocalc.topology import Topology
 
 #: Schemes drawn in the sweep figures (the table and the derivations show every scheme).
@@ -49,11 +55,19 @@ _TABLE1_LABELS = {"zero1": "ZeRO Table 1, P_os", "zero2": "ZeRO Table 1, P_os+g"
                   "zero3": "ZeRO Table 1, P_os+g+p"}
 
 
+def n_sweep_nodes(config: ReportConfig, n_values: Sequence[int] = N_SWEEP) -> np.ndarray:
+    """The GPUs a node holds at each N of figures 1 and 3 (:func:`~zerocalc.report.config.node_fill` of the
+    report's node size): the report's nodes wherever they divide N, as the model prices only whole nodes
+    (N = 128 on 72-GPU NVL72 racks refused the report of N = 72)."""
+    return np.array([node_fill(config.gpus_per_node, int(n)) for n in n_values], dtype=float)
+
+
 def _evaluate(config: ReportConfig, *, psi, n, schemes=None, topology: str | None = None,
-              gpus_per_node: int | None = None, **run) -> pd.DataFrame:
+              gpus_per_node=None, **run) -> pd.DataFrame:
     from zerocalc.evaluate import evaluate
 
-    return evaluate(schemes, psi=psi, n=n, gpus_per_node=gpus_per_node or config.gpus_per_node,
+    return evaluate(schemes, psi=psi, n=n,
+                    gpus_per_node=config.gpus_per_node if gpus_per_node is None else gpus_per_node,
                     topology=topology or config.topology, comm_dtype=config.comm_dtype, k=config.k, **run)
 
 
@@ -140,8 +154,10 @@ def nccl_under_tuner(config: ReportConfig,
 
 def bytes_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
                schemes: Sequence[str] = FIGURE_SCHEMES) -> pd.DataFrame:
-    """Bytes sent per rank per step against N at the report's Ψ (figure 1's data)."""
-    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes))
+    """Bytes sent per rank per step against N at the report's Ψ (figure 1's data), each N on whole nodes of
+    the report's size or the largest fill of them that divides N (:func:`n_sweep_nodes`)."""
+    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes),
+                   gpus_per_node=n_sweep_nodes(config, n_values))
     return df[["scheme", "psi", "n", "bytes_per_rank", "bytes_per_rank_over_psi"]].reset_index(drop=True)
 
 
@@ -182,8 +198,10 @@ def time_vs_psi(config: ReportConfig, psi_values: Sequence[float] = PSI_SWEEP,
 
 def memory_vs_n(config: ReportConfig, n_values: Sequence[int] = N_SWEEP,
                 schemes: Sequence[str] = ("dp", "zero1", "zero2", "zero3")) -> pd.DataFrame:
-    """Model-state memory per GPU against N at the report's Ψ and K (figure 3's data)."""
-    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes))
+    """Model-state memory per GPU against N at the report's Ψ and K (figure 3's data), on the nodes
+    :func:`n_sweep_nodes` gives."""
+    df = _evaluate(config, psi=config.psi, n=np.asarray(n_values, dtype=float), schemes=list(schemes),
+                   gpus_per_node=n_sweep_nodes(config, n_values))
     return df[["scheme", "psi", "n", "memory_bytes_per_rank"]].reset_index(drop=True)
 
 

@@ -26,7 +26,8 @@ def draw(w: Writer, data: ReportData) -> None:
     c = data.config
     first = (f"Bytes one rank sends per step against N at Ψ = {c.psi:,.0f}, {c.comm_dtype}, ring "
              "algorithms. Left in units of Ψ·b, right in bytes. The colocated proposal sits at half of "
-             "data parallel; the curves flatten at the paper's 2Ψ, 3Ψ and Ψ as (N−1)/N → 1.")
+             "data parallel; the curves flatten at the paper's 2Ψ, 3Ψ and Ψ as (N−1)/N → 1."
+             + _partial_nodes(c))
     _heading_with_figure(w, title("figures"), 4.1, first)
     w.figure(4.1, lambda sf: plots.plot_bytes_vs_n(data.bytes_vs_n, fig=sf), caption=first)
     panels = data.time_vs_psi["topology"].nunique()
@@ -56,6 +57,21 @@ def draw(w: Writer, data: ReportData) -> None:
     w.figure(height, lambda sf: plots.plot_time_vs_psi(data.time_vs_psi, fig=sf), caption=caption)
     _memory_figure(w, data)
     _divergence_figure(w, data)
+
+
+def _partial_nodes(config) -> str:
+    """Figure 1's words on its node sizes where the report's nodes do not divide every N of the sweep
+    (:func:`zerocalc.report.sweeps.n_sweep_nodes`); '' where they do."""
+    from zerocalc.report.sweeps import N_SWEEP, n_sweep_nodes
+
+    fills = n_sweep_nodes(config)
+    odd = [(n, int(f)) for n, f in zip(N_SWEEP, fills, strict=True) if f != min(config.gpus_per_node, n)]
+    if not odd:
+        return ""
+    ns = ", ".join(str(n) for n, _ in odd)
+    held = ", ".join(dict.fromkeys(str(f) for _, f in odd))
+    return (f" Nodes of {config.gpus_per_node} GPUs do not divide N = {ns}: there each node holds the "
+            f"largest fill that does ({held} GPUs), the nodes fsdp-hybrid and zeropp shard within.")
 
 
 def _memory_figure(w: Writer, data: ReportData) -> None:
