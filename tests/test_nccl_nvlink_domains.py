@@ -113,3 +113,18 @@ def test_nccl_clique_line_says_the_domain(tmp_path, size, split):
         assert _last_predicted(sweep) == pytest.approx(_last_predicted(across))
     else:
         assert _last_predicted(sweep) < 0.7 * _last_predicted(across)
+
+
+@pytest.mark.parametrize("args", [["--n", "256", "--gpus-per-node", "2"],
+                                  ["--n", "72", "--gpus-per-node", "8", "--tp", "4"]])
+def test_nodes_smaller_than_a_host_are_priced_not_refused(args):
+    """An NVL72 preset's hosts hold 4 GPUs (gpus_per_host); a node of 2 (--gpus-per-node 2, or a
+    data-parallel group's 2 ranks of an 8-GPU node under tp = 4) is 2 GPUs of one host. NCCL's pricing gave
+    the node 2 GPUs and kept the host's 4, and table stopped on its own check ("gpus_per_host: must be at
+    most gpus_per_node (2), got 4"), which names no option the user gave."""
+    res = runner.invoke(app, ["table", "--topology", "gb300-nvl72", "--schemes", "dp", *args])
+    assert res.exit_code == 0, res.output
+    assert PRESETS["gb300-nvl72"].gpus_per_host == 4
+    topo = PRESETS["gb300-nvl72"].with_gpus_per_node(2)
+    assert (topo.gpus_per_node, topo.gpus_per_host, topo.mnnvl) == (2, 2, False)
+    assert PRESETS["gb300-nvl72"].with_gpus_per_node(72).gpus_per_host == 4  # the rack's own: hosts of 4

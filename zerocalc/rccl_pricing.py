@@ -61,7 +61,7 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
             out.append(PhaseTime("all_to_all", ph.group.value, ranks, n_bytes, calls, "unpriced", "-",
                                  math.nan))
             continue
-        topo_g, _ = group_topology(replace(topology, gpus_per_node=g), ph.group, g)
+        topo_g, _ = group_topology(topology.with_gpus_per_node(g), ph.group, g)
         key = (ph.group, ranks, topo_g.gpus_per_node)
         if key not in tunings:
             tunings[key] = rccl_tune(topo_g, ranks, release, algo_enable=algo_enable,

@@ -150,7 +150,7 @@ def scheme_phases(scheme: str, *, psi: float, n: int, gpus_per_node: int, comm_b
         if ranks <= 1 or n_bytes <= 0:
             out.append(PhaseTime(ph.collective.value, ph.group.value, ranks, n_bytes, calls, "-", "-", 0.0))
             continue
-        topo_g, _ = group_topology(replace(topology, gpus_per_node=g), ph.group, g)
+        topo_g, _ = group_topology(topology.with_gpus_per_node(g), ph.group, g)
         key = (ph.group, ranks)
         if key not in tunings:
             tunings[key] = tune(topo_g, ranks, release, algo_enable=algo_enable, proto_enable=proto_enable,

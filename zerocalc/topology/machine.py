@@ -363,6 +363,13 @@ class Topology:
         kinds = [k for k in IN_NETWORK_REDUCTIONS if k in (self.in_network_reduction or ())]
         return "+".join(kinds) or None
 
+    def with_gpus_per_node(self, g: int) -> Topology:
+        """The same machine with nodes of ``g`` GPUs (the GPUs of one group a node holds): a host of an
+        NVLink domain holds at most the node's ``g`` (an NVL72 rack's 4-GPU hosts, 2 of whose GPUs are one
+        data-parallel group's under tp = 4, are a node of 2 on one host)."""
+        host = self.gpus_per_host
+        return replace(self, gpus_per_node=g, gpus_per_host=None if host is None else min(host, g))
+
     @property
     def mnnvl(self) -> bool:
         """A node is an NVLink domain of several hosts (``gpus_per_host`` below ``gpus_per_node``)."""

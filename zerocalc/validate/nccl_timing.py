@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -361,7 +361,7 @@ def _call_time(op: str, group: int, n_bytes: float, topology, release, version: 
     from zerocalc.nccl.steps import phase_calibration
     from zerocalc.nccl.tables import Algorithm
 
-    topo_g = replace(topology, gpus_per_node=per_node)
+    topo_g = topology.with_gpus_per_node(per_node)
     if (group, per_node) not in tunings:
         tunings[group, per_node] = tune(topo_g, group, release, algo_enable=env.algo_enable,
                                         proto_enable=env.proto_enable, nvls_enable=env.nvls_enable,
