@@ -74,6 +74,27 @@ def test_figures_against_n_on_nodes_that_do_not_divide_every_n():
     assert _partial_nodes(CONFIG) == ""  # 8 GPUs a node divide every N of the sweep from 8
 
 
+@pytest.mark.parametrize(("config", "fills"), [
+    # 12 GPUs at pp = 2: a data-parallel group of 6 must cover whole nodes, so gh200's 4-GPU nodes hold 3
+    (dict(topology="abci-a", n=12, gpus_per_node=3, pp=2), {"gh200": 3, "dgx-h100": 6, "gb200-nvl72": 12}),
+    # 6 GPUs at tp = 2: gh200's 4 does not divide 6, and its next fill, 3, would split a tensor-parallel
+    # pair across nodes (tp = 2 neither divides 3 nor is a multiple of it): 2
+    (dict(topology="leonardo-booster", n=6, gpus_per_node=6, tp=2), {"gh200": 2, "dgx-h100": 6}),
+])
+def test_figure_2_gives_each_preset_a_node_fill_the_layout_allows(config, fills):
+    """Figure 2 prices every preset at the report's N on the preset's own node, the largest fill dividing N;
+    under tp or pp that fill must also lay out the groups (tensor-parallel ranks within a node or whole
+    nodes of them, each data-parallel group on whole nodes): the report refused these valid configurations
+    ("tp = 2 neither divides nor is a multiple of the 3 GPUs per node", of gh200's fill, not the user's)."""
+    from zerocalc.report.config import figure_gpus_per_node
+
+    c = report.ReportConfig(**config)
+    for preset, fill in fills.items():
+        assert figure_gpus_per_node(c, preset) == fill
+    df = report.time_vs_psi(c)
+    assert set(fills) <= set(df["topology"])
+
+
 def test_memory_vs_n_matches_zero_section_5_formulas():
     df = report.memory_vs_n(CONFIG)
     psi, k = 7.5e9, 12.0

@@ -220,14 +220,26 @@ def figure_gpus_per_node(config: ReportConfig, topo: str | Topology) -> int:
 
     if isinstance(topo, Topology) or topo == topology_name(config) or topo not in PRESETS:
         return config.gpus_per_node
-    return node_fill(PRESETS[topo].gpus_per_node, config.n)
+    return node_fill(PRESETS[topo].gpus_per_node, config.n, config.tp, config.pp)
 
 
-def node_fill(gpus_per_node: int, n: int) -> int:
+def node_fill(gpus_per_node: int, n: int, tp: int = 1, pp: int = 1) -> int:
     """The GPUs a node of ``gpus_per_node`` holds of a job of ``n``: all ``n`` below a node, else the
-    largest fill that divides ``n`` (whole nodes: 128 GPUs on 72-GPU NVL72 racks run as 2 of 64)."""
-    g = min(gpus_per_node, n)
-    return max(d for d in range(1, g + 1) if n % d == 0)
+    largest fill that divides ``n`` (whole nodes: 128 GPUs on 72-GPU NVL72 racks run as 2 of 64) and lays
+    out ``tp`` x ``pp`` with whole nodes for the data-parallel groups
+    (:func:`zerocalc.evaluate.data_parallel_layout`: 12 GPUs at pp = 2 on 4-GPU nodes run as 3 a node)."""
+    from zerocalc.errors import ConfigError
+    from zerocalc.evaluate import data_parallel_layout
+
+    for d in range(min(gpus_per_node, n), 0, -1):
+        if n % d:
+            continue
+        try:
+            data_parallel_layout(n, d, tp, pp)
+        except ConfigError:
+            continue
+        return d
+    return 1  # a node of one GPU lays out any tp x pp that divides n (the report's own N was checked)
 
 
 def same_links_as() -> dict[str, str]:
