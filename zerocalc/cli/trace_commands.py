@@ -298,6 +298,7 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
     from zerocalc.traces.nccl_tests import FORMAT as NCCL_TESTS_FORMAT
     from zerocalc.traces.nccl_tests import complete, cputime_refusal
     from zerocalc.validate import fit_trace, fits_frame
+    from zerocalc.validate.fit import ONE_SIZE
 
     frames, remarks, unfit = [], [], []
     ts = _read_traces(f, strict=strict, fmt=trace_format)
@@ -321,7 +322,7 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
         label = f"{f} (run {run['run'] + 1} of {len(runs)}, line {run['line']})" if run else f
         if not res.fits:  # said, and the other files and runs fitted; an error if none fits
             why = [_missing_facts(runs if run is None else [run], op, group), *res.skipped]
-            one_size = sweep and any(w.endswith("a fit needs at least two sizes") for w in why)
+            one_size = sweep and any(w.endswith(ONE_SIZE) for w in why)
             unfit.append(f"{label}: nothing to fit: "
                          + ("; ".join(w for w in why if w) or "no timed collectives")
                          + (" (fit --out calibrates NCCL's model on one size)" if one_size else ""))

@@ -93,8 +93,7 @@ def _notes(priced_notes: list[str], leave_out: str = "") -> list[str]:
     notes = [n.removeprefix("t NCCL: ").removeprefix("t RCCL: ") for n in priced_notes
              if not (leave_out and leave_out in n)]
     # a note that opens on a scheme's name keeps it as written (zero1, not Zero1)
-    return [n if re.match(r"[\w-]+", n) and re.match(r"[\w-]+", n)[0] in SCHEMES else n[:1].upper() + n[1:]
-            for n in notes]
+    return [n if re.match(r"[\w-]*", n)[0] in SCHEMES else n[:1].upper() + n[1:] for n in notes]
 
 
 def nccl_priced(config: ReportConfig, table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:

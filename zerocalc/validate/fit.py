@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 #: A fit whose standard error reaches this share of its value is flagged as unreliable.
 UNRELIABLE_SE_SHARE = 0.5
+#: What :func:`fit_trace` says of an op and group timed at one size (which ``fit --out`` calibrates on).
+ONE_SIZE = "a fit needs at least two sizes"
 
 
 @dataclass(frozen=True)
@@ -327,7 +329,7 @@ def fit_trace(table: pd.DataFrame, *, meta: dict | None = None, pooled: bool = F
             label = "+".join(sorted(set(g["op"])))
             sizes = g["n"].nunique()
             skipped.append(f"{label} on {int(g['p'].iloc[0])} ranks: {len(g)} call(s) of {sizes} "
-                           f"size{'' if sizes == 1 else 's'} left out: a fit needs at least two sizes")
+                           f"size{'' if sizes == 1 else 's'} left out: {ONE_SIZE}")
     return FitResult(fits=tuple(fits), skipped=tuple(skipped), notes=tuple(notes))
 
 
