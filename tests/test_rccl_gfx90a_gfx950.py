@@ -142,3 +142,46 @@ def test_table_on_each_amd_preset_names_the_tuning_models_it_priced(preset, says
         assert words in note
     assert cites in note
     assert ("tuning_model_5" in note) == (preset == "amd-mi300x")
+
+
+def test_a_pair_only_a_restriction_leaves_is_timed_without_its_steering_correction():
+    """8 MI355X on one node under NCCL_ALGO=Tree: Tree/Simple is skipped within a node on gfx950, so every
+    all-reduce outside MSCCL's programs runs Tree/LL, which model 6 corrects by 0.1 from 8 KiB (its LL row of
+    treeCorrectionFactor) to steer RCCL to Ring. Once run, the pair is timed as RCCL's latency, 12 + 2 × 7
+    × 0.9 = 24.6 µs (baseLat LL + 2 × (p - 1) xGMI hops), plus the bytes at 336 × 0.06 × 0.5 = 10.08 GB/s
+    (totalBw × bwRatio × the tree's bus-to-algorithm 1/2): an 8 GiB call 852 ms, not 8.5 s."""
+    from zerocalc.nccl.env import settings
+
+    topo = PRESETS["amd-mi355x"]
+    env = settings(topo, "2.26.6", "Tree", None)
+    from zerocalc.nccl.rccl import rccl_default_for
+
+    rel = rccl_default_for("gfx950")
+    forced = rccl_tune(topo, 8, rel, algo_enable=env.algo_enable, proto_enable=env.proto_enable)
+    n = 8 << 30
+    call = price_call(forced, C.ALL_REDUCE, n, 4, True)
+    assert (call.algorithm, call.protocol) == ("Tree", "LL")
+    assert call.time_us == pytest.approx(24.6 + n / (1000 * 10.08))
+    assert (call.forced_correction, call.unrestricted) == (0.1, "Ring/Simple")
+    free = price_call(rccl_tune(topo, 8, rel), C.ALL_REDUCE, n, 4, True)
+    assert (free.algorithm, free.protocol, free.forced_correction) == ("Ring", "Simple", None)
+    # a pair RCCL picks unrestricted keeps its table time, correction included: 8 MI250X GCDs on one node
+    # (model 0) take Tree/Simple at 1 MiB
+    mi250 = rccl_tune(PRESETS["amd-mi250x"], 8, V2_21)
+    own = price_call(mi250, C.ALL_REDUCE, 1 << 20, 4, True)
+    assert (own.algorithm, own.protocol, own.forced_correction) == ("Tree", "Simple", None)
+    assert own.time_us == pytest.approx(mi250.time_us(C.ALL_REDUCE, A.TREE, P.SIMPLE, 1 << 20))
+
+
+def test_table_under_nccl_algo_tree_on_one_amd_node_says_how_it_times_tree():
+    # data parallelism's all-reduce of 7.5e9 fp16 elements, 15e9 B, as Tree/LL: 24.6 µs + 15e9 B at
+    # 10.08 GB/s = 1.488 s
+    res = runner.invoke(app, ["table", "--topology", "amd-mi355x", "--n", "8", "--nccl-algo", "Tree",
+                              "--schemes", "dp", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)
+    assert row["nccl_choice"] == "AR Tree/LL"
+    assert row["time_s_nccl"] == pytest.approx(24.6e-6 + 15e9 / 10.08e9, rel=1e-6)
+    said = "only because NCCL_ALGO / NCCL_PROTO leave it no other"
+    notes = [n for n in res.stderr.splitlines() if said in n]
+    assert len(notes) == 1 and "its table would pick Ring/Simple" in notes[0] and "×0.1" in notes[0]

@@ -24,6 +24,7 @@ from zerocalc.nccl.env import settings
 from zerocalc.nccl.env_given import OPTION, on_topology
 from zerocalc.nccl.predict import as_nccl_collective
 from zerocalc.nccl.rccl import (
+    forced_words,
     price_call,
     rccl_calibration,
     rccl_default_for,
@@ -75,6 +76,8 @@ def rccl_phases(scheme: str, tunings: dict, *, topology: Topology, release, algo
                                call.protocol)
         if fit is not None:
             t = fit.time_s(n_bytes, t)
+        elif call.forced_correction is not None:
+            note = "; ".join(filter(None, (note, f"{coll.value}: {forced_words(call)}")))
         out.append(PhaseTime(coll.value, ph.group.value, ranks, n_bytes, calls, call.algorithm,
                              call.protocol, calls * t, note=note, calibrated=fit is not None))
     return out

@@ -124,6 +124,8 @@ MI300A_LINKS_PER_PEER = 2
 _GFX94_LIKE = ("gfx942", "gfx950")
 #: ``getNetOverhead`` (µs) by host CPU vendor (``tuning.cc``).
 _NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0}
+#: The ``why_disabled`` of a pair the user's restriction turned off (:func:`rccl_tune`).
+_USER_RESTRICTIONS = ("NCCL_ALGO", "NCCL_PROTO")
 
 
 def _log2i(n: int) -> int:
@@ -204,30 +206,46 @@ class RcclTuning:
             return table[pi][log_size]
         return table[pi - 1][26] if pi > 0 else before  # [p][-1]: the entry before the row (TuningModel)
 
-    def time_us(self, coll: Collective, a: Algorithm, p: Protocol, n_bytes: int) -> float | None:
-        """``ncclTopoGetAlgoTime`` (RCCL's branch; numPipeOps = 1); ``None`` when the pair is disabled or has
-        no bandwidth after its correction."""
-        e = self.entries.get((coll, a, p))
-        if e is None or not e.enabled or e.bandwidth_GBps <= 0:
-            return None
+    @property
+    def restricted(self) -> bool:
+        """``NCCL_ALGO`` / ``NCCL_PROTO`` turned off a pair the table would otherwise hold."""
+        return any(e.why_disabled in _USER_RESTRICTIONS for e in self.entries.values())
+
+    def correction(self, coll: Collective, a: Algorithm, p: Protocol, n_bytes: int) -> float:
+        """The size correction RCCL's table applies to the pair's bandwidth at ``n_bytes``
+        (``treeCorrectionFactor`` for Tree, ``ringCorrectionFactor`` for Ring across nodes; 1 otherwise)."""
         m = self.model
-        bw = e.bandwidth_GBps
         log_size = _log2i(int(n_bytes) >> 6)
         if a == A.TREE:
-            bw *= self._correction(m.tree_correction, p, log_size, m.before_tree)
-        elif a == A.RING and self.n_nodes > 1:
-            bw *= self._correction(m.ring_correction, p, log_size, m.tree_correction[2][26])
+            return self._correction(m.tree_correction, p, log_size, m.before_tree)
+        if a == A.RING and self.n_nodes > 1:
+            return self._correction(m.ring_correction, p, log_size, m.tree_correction[2][26])
+        return 1.0
+
+    def time_us(self, coll: Collective, a: Algorithm, p: Protocol, n_bytes: int, *, corrected: bool = True,
+                unrestricted: bool = False) -> float | None:
+        """``ncclTopoGetAlgoTime`` (RCCL's branch; numPipeOps = 1); ``None`` when the pair is disabled or has
+        no bandwidth after its correction. ``corrected`` false: without the size correction
+        (:meth:`correction`); ``unrestricted``: a pair only ``NCCL_ALGO`` / ``NCCL_PROTO`` turned off counts
+        as enabled."""
+        e = self.entries.get((coll, a, p))
+        if e is None or e.bandwidth_GBps <= 0 or not (
+                e.enabled or (unrestricted and e.why_disabled in _USER_RESTRICTIONS)):
+            return None
+        bw = e.bandwidth_GBps * (self.correction(coll, a, p, n_bytes) if corrected else 1.0)
         if bw <= 0:
             return None
         return e.latency_us + n_bytes / (1000.0 * bw)
 
-    def choose(self, coll: Collective, n_bytes: int) -> tuple[Algorithm, Protocol, float]:
+    def choose(self, coll: Collective, n_bytes: int, *,
+               unrestricted: bool = False) -> tuple[Algorithm, Protocol, float]:
         """The pair RCCL picks: least time, first in (algorithm, protocol) index order on a tie (Tree before
-        Ring, ``topoGetAlgoInfo``), and its time in µs."""
+        Ring, ``topoGetAlgoInfo``), and its time in µs; ``unrestricted``: the pair it would pick without
+        ``NCCL_ALGO`` / ``NCCL_PROTO``."""
         best = None
         for a in (A.TREE, A.RING):
             for p in _PROTOS:
-                t = self.time_us(coll, a, p, n_bytes)
+                t = self.time_us(coll, a, p, n_bytes, unrestricted=unrestricted)
                 if t is not None and (best is None or t < best[2]):
                     best = (a, p, t)
         if best is None:
@@ -279,6 +297,13 @@ class RcclCall:
     untimed: str | None = None
     #: the time is the node's NICs' (:func:`network_floor_us`), above RCCL's own estimate
     net_bound: bool = False
+    #: on one node, a pair RCCL runs only because ``NCCL_ALGO`` / ``NCCL_PROTO`` leave it no other: the size
+    #: correction its table steers away from it with (:meth:`RcclTuning.correction`), left out of the time;
+    #: ``None`` otherwise
+    forced_correction: float | None = None
+    #: the pair RCCL's table would pick without the restriction (``"Ring/Simple"``), where
+    #: ``forced_correction`` is set
+    unrestricted: str | None = None
 
 
 def price_call(
@@ -288,7 +313,13 @@ def price_call(
     scheduler picks first, whatever ``NCCL_ALGO`` / ``NCCL_PROTO`` say (``msccl_lifecycle.cc``
     ``mscclSchedulerSelectAlgo`` reads neither), timed as the module docstring says, else RCCL's table's
     choice and time (:meth:`RcclTuning.choose`); across nodes the table's algorithm with the protocol RCCL
-    forces by size, timed as its data moves (:mod:`zerocalc.nccl.rccl_net`)."""
+    forces by size, timed as its data moves (:mod:`zerocalc.nccl.rccl_net`).
+
+    On one node a pair RCCL runs only because ``NCCL_ALGO`` / ``NCCL_PROTO`` leave it no other is timed
+    without the size correction its table gives it (:attr:`RcclCall.forced_correction`): the corrections are
+    how the table steers RCCL away from a pair (model 6's Tree/LL all-reduce ×0.1 from 8 KiB), which is the
+    choice RCCL makes, not how long the pair takes once it runs (the rule :mod:`zerocalc.nccl.rccl_net`
+    follows across nodes); with it, an 8 GiB all-reduce forced to Tree on 8 MI355X was priced at 8.5 s."""
     a, p, t_us = tuning.choose(coll, n_bytes)
     if tuning.n_nodes > 1:
         p = forced_protocol(tuning, coll, n_bytes) or p
@@ -296,11 +327,26 @@ def price_call(
         return RcclCall(a.value, p.value, t_us, net_bound=bound)
     prog = tuning.msccl_program(coll, n_bytes, elem_bytes, in_place)
     if prog is None:
+        if tuning.restricted:
+            free = tuning.choose(coll, n_bytes, unrestricted=True)
+            factor = tuning.correction(coll, a, p, n_bytes)
+            if free[:2] != (a, p) and factor != 1.0:
+                return RcclCall(a.value, p.value, tuning.time_us(coll, a, p, n_bytes, corrected=False),
+                                forced_correction=factor, unrestricted=f"{free[0].value}/{free[1].value}")
         return RcclCall(a.value, p.value, t_us)
     m_us = tuning.msccl_time_us(prog, n_bytes)
     if m_us is None:
         return RcclCall(a.value, p.value, t_us, untimed=prog.file)
     return RcclCall(MSCCL, prog.protocol.value, m_us, program=prog.file)
+
+
+def forced_words(call: RcclCall) -> str:
+    """The note on a call :func:`price_call` timed without its size correction (``forced_correction``)."""
+    return (f"RCCL runs {call.algorithm}/{call.protocol} on one node only because NCCL_ALGO / "
+            f"NCCL_PROTO leave it no other (its table would pick {call.unrestricted}); timed without the "
+            "size correction its table steers RCCL away from it with (×"
+            f"{call.forced_correction:g} here): RCCL's latency + the bytes at its bandwidth "
+            "(zerocalc.nccl.rccl.price_call)")
 
 
 def rccl_calibration(topo: Topology, coll: Collective | str, ranks: int, algo: str, proto: str):

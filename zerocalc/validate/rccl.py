@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from zerocalc.errors import UnpricedOpError
-from zerocalc.nccl.rccl import RcclTuning, price_call, rccl_calibration, rccl_release_for, rccl_tune
+from zerocalc.nccl.rccl import (
+    RcclTuning,
+    forced_words,
+    price_call,
+    rccl_calibration,
+    rccl_release_for,
+    rccl_tune,
+)
 from zerocalc.nccl.rccl_net import STEERING_HOP_US, forced_protocol
 from zerocalc.nccl.release import Algorithm
 from zerocalc.topology import Topology
@@ -218,6 +225,8 @@ def _priced_row(r: Mapping, measured: float, tuning, topo: Topology, coll, group
     fit = rccl_calibration(topo, coll, group_size, algo, proto)
     if fit is not None:
         t, calibrated = fit.time_s(n, t), True
+    elif call.forced_correction is not None:
+        extra["forced"] = forced_words(call)
     launched = t + (stagger or 0.0)
     row = {
         "bytes": n,
@@ -252,6 +261,9 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
     if note:
         notes.append(note)
     notes += _msccl_words(tuning, out)
+    forced = [r.pop("forced") for r in out if "forced" in r]
+    if forced:
+        notes += [f"{len([f for f in forced if f == w])} of these sizes: {w}" for w in dict.fromkeys(forced)]
     if tuning.n_nodes > 1:
         notes += _across_nodes_words(tuning, coll, out)
     bound = [r for r in out if r.get("net_bound")]
