@@ -245,6 +245,39 @@ def _fit_notes(method: str, n_points: int, alpha: float, beta: float, a_se: floa
     return notes
 
 
+def _from_summaries(df: pd.DataFrame, table: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """Fill in, in place, what a DeepSpeed comms log states of its calls where ``df`` has no size or time:
+    the message size alone (``msg_size_bytes``: 1024-based units rounded to 2 decimals, of the tensor
+    argument, so an all-gather's shard: its full vector is that × the group, the rule ``check`` reads it by,
+    :func:`zerocalc.validate.infer._sized_in_bytes`) and a ``log_summary`` row's mean time of its size
+    (``mean_duration_s``: each of its calls fitted at it). Returns the notes saying so, and the all-gathers
+    whose size waits on a group size the trace does not record."""
+    notes = []
+    waits = np.zeros(len(df), dtype=bool)
+    if "msg_size_bytes" in table.columns:
+        msg = _num(table["msg_size_bytes"])
+        use = (np.isnan(df["n"].to_numpy(float)) & ~np.isnan(msg) & (msg > 0)
+               & df["op"].isin(list(_OP_VERBS)).to_numpy())
+        gathers = df["op"].to_numpy() == "all_gather"
+        waits = use & gathers & np.isnan(df["p"].to_numpy(float))
+        use &= ~waits
+        if use.any():
+            full = np.where(gathers, msg * df["p"].to_numpy(float), msg)
+            df.loc[use, "n"] = full[use]
+            notes.append(f"{int(use.sum())} call(s) record only an approximate message size (DeepSpeed's "
+                         "comms logger: 1024-based units rounded to 2 decimals, an all-gather's shard times "
+                         "its group): fitted on those bytes")
+    if "mean_duration_s" in table.columns:
+        mean = _num(table["mean_duration_s"])
+        use = (np.isnan(df["t"].to_numpy(float)) & ~np.isnan(mean) & (mean > 0)
+               & df["op"].isin(list(_OP_VERBS)).to_numpy())
+        if use.any():
+            df.loc[use, "t"] = mean[use]
+            notes.append(f"{int(use.sum())} call(s) are rows of a log_summary table, which states each "
+                         "size's mean time alone: each call fitted at its size's mean")
+    return notes, waits
+
+
 def _size_bytes(table: pd.DataFrame) -> np.ndarray:
     """Full-vector bytes per row: nccl-tests' ``size_bytes`` where present, else elements × bytes."""
     full = full_vector_elements(table["op"].astype(str).to_numpy(), _num(table["in_nelems"]),
@@ -295,10 +328,12 @@ def fit_trace(table: pd.DataFrame, *, meta: dict | None = None, pooled: bool = F
         df.loc[filled, "p"] = fill[filled]
         for f, cnt in df[filled].groupby("file").size().items():
             notes.append(f"{f}: {cnt} call(s) record no group size: taken as the trace's world_size {ws[f]}")
+    said, waits = _from_summaries(df, table)
+    notes += said
     reason = pd.Series("", index=df.index)
     reason[df["p"].isna()] = "no group size recorded (give a trace with a world size)"
     reason[df["p"] <= 1] = "group of one rank (nothing crosses)"
-    reason[~(df["n"] > 0)] = "no size recorded"
+    reason[~(df["n"] > 0) & ~waits] = "no size recorded"
     reason[~(df["t"] > 0)] = "no duration recorded"
     if "wrong" in table.columns and "layout" in table.columns:  # nccl-tests rows
         from zerocalc.traces.nccl_tests_rows import counts_wrong
