@@ -14,6 +14,7 @@ from matplotlib.artist import Artist
 from matplotlib.figure import SubFigure
 from matplotlib.layout_engine import ConstrainedLayoutEngine, LayoutEngine
 from matplotlib.patches import Rectangle
+from matplotlib.transforms import Bbox
 
 from zerocalc.report.page import (
     BODY_PT,
@@ -155,7 +156,15 @@ class LayoutFirst(Artist):
     needs no such draw: it measures what it lays out itself (``get_tightbbox``). Run from this
     artist, the lowest in the figure's drawing order, it lays the page out during the one drawing
     that is written, with a renderer of the same kind, so the page comes out the same, drawn once.
+
+    The engine's solver places an axes to within a few units in the thirteenth digit of the page, not
+    the same from one run to the next (a clip rectangle at 615.9475891323 pt or …324), so the positions
+    it sets are rounded to :data:`POSITION_DIGITS` decimals of the page (a millionth of a point): the
+    same report gives the same bytes.
     """
+
+    #: decimals of the figure fraction an axes' laid-out position keeps
+    POSITION_DIGITS = 9
 
     def __init__(self, engine: LayoutEngine) -> None:
         super().__init__()
@@ -164,6 +173,9 @@ class LayoutFirst(Artist):
 
     def draw(self, renderer) -> None:
         self.engine.execute(self.figure)
+        for ax in self.figure.get_axes():
+            x0, y0, x1, y1 = (round(v, self.POSITION_DIGITS) for v in ax.get_position(original=True).extents)
+            ax._set_position(Bbox([[x0, y0], [x1, y1]]))
 
 
 def laid_out(page) -> bool:
