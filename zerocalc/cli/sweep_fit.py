@@ -10,6 +10,32 @@ import typer
 from zerocalc.cli.options import _load_topology, _read_tuner
 from zerocalc.cli.sweep_commands import _check_one, _listed_hosts, _sweep_inputs, _sweep_topology
 
+#: What each trace format is, in a sentence (:func:`_refuse_traces`).
+_TRACE_WORDS = {"kineto": "a PyTorch profiler trace", "nccl_log": "an NCCL debug log",
+                "flight_recorder": "a PyTorch Flight Recorder dump",
+                "deepspeed_comms": "a DeepSpeed comms log"}
+
+
+def _refuse_traces(files) -> None:
+    """A file of a training run's calls given to ``fit --out`` is refused, saying what it is and what reads
+    it: the calibration is NCCL's model fitted on an nccl-tests sweep (or an NCCL Inspector log), one
+    collective timed over a range of sizes, and a trace is read by ``fit`` without ``--out`` (α-β on its
+    timed calls) and by ``check``. A file that cannot be read or told is left to the sweep reader, which
+    says why."""
+    from zerocalc.errors import ConfigError, TraceFormatError
+    from zerocalc.traces import reader
+
+    for path in files:
+        try:
+            kind = reader.detect_file(path)
+        except (OSError, TraceFormatError):
+            continue
+        if kind in _TRACE_WORDS:
+            raise ConfigError(f"{path} is {_TRACE_WORDS[kind]}, not an nccl-tests sweep: the calibration "
+                              "is NCCL's model fitted on an nccl-tests run (or NCCL Inspector logs); "
+                              "`zerocalc fit FILE` without --out fits α-β on a trace's timed calls, and "
+                              "`zerocalc check FILE` reads it against the schemes", option="--out")
+
 
 def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl_proto=None,
              nccl_env=None) -> None:
@@ -34,6 +60,7 @@ def _fit_out(files, out, topology, nccl_version, n, strict, nccl_algo=None, nccl
         raise ConfigError(f"{out} is an input; choose another file", option="--out")
     restrictions(nccl_algo, nccl_proto)  # a bad list is refused before any file is read
     env_given = parse_given(nccl_env, nccl_algo, nccl_proto)
+    _refuse_traces(files)
     inputs = _sweep_inputs(files, n, strict)
     base, how = _fit_base(topology, inputs)
     tuner = _read_tuner(None, base)  # the tuner the topology names: check will price under it too

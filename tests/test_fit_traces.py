@@ -1,7 +1,8 @@
-"""``fit`` on DeepSpeed comms logs: the calls state their message size in DeepSpeed's rounded units (an
-all-gather's shard) and, in a ``log_summary`` table, only each size's mean time. Expected values are counted
-from the files with plain regular expressions and fitted by hand (``fit``'s documented "joint" method: least
-squares of the relative error, which through two sizes passes through each size's 1/t²-weighted mean)."""
+"""``fit`` on a training run's traces. DeepSpeed comms logs: the calls state their message size in
+DeepSpeed's rounded units (an all-gather's shard) and, in a ``log_summary`` table, only each size's mean time.
+Expected values are counted from the files with plain regular expressions and fitted by hand (``fit``'s
+documented "joint" method: least squares of the relative error, which through two sizes passes through each
+size's 1/t²-weighted mean). ``fit --out`` calibrates on nccl-tests sweeps and refuses a trace in one line."""
 
 from __future__ import annotations
 
@@ -85,3 +86,18 @@ def test_verbose_all_gathers_are_fitted_on_their_shard_times_the_group():
     assert f["alpha_s"] == pytest.approx(alpha, rel=1e-6)
     assert f["busbw_GBps"] == pytest.approx(1 / beta / 1e9, rel=1e-6)
     assert "an all-gather's shard times its group" in err
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    (TRACES / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz", "a PyTorch profiler trace"),
+    (TRACES / "nccl-debug" / "tp-allgather-reducescatter-2ranks.txt", "an NCCL debug log"),
+    (GLOO_ZERO3, "a DeepSpeed comms log"),
+    (TRACES / "flight-recorder" / "hsdp-2x2" / "rank0.json.gz", "a PyTorch Flight Recorder dump"),
+])
+def test_fit_out_refuses_a_trace_saying_what_it_is_and_what_reads_it(tmp_path, path, kind):
+    out = tmp_path / "c.toml"
+    res = runner.invoke(app, ["fit", str(path), "--out", str(out)])
+    assert res.exit_code == 2 and not out.exists()
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("error: --out: ") and f"{path} is {kind}, not an nccl-tests sweep" in line
+    assert "`zerocalc fit FILE` without --out" in line and "Traceback" not in res.output
