@@ -285,3 +285,15 @@ def test_a_trace_that_states_no_release_says_which_priced_it(tmp_path):
     chosen = notes(DLRM, "--topology", "dgx-1-v100", "--nccl-version", "2.18.1")
     resnet = notes(DATA / "kineto" / "ddp-resnet50-a100-rank0-of-2.json.gz", "--topology", "dgx-a100")
     assert not [n for n in chosen + resnet if "states no NCCL version" in n]
+
+
+def test_the_wait_line_speaks_of_calls_where_a_host_timer_measured_them():
+    """DeepSpeed's comms logger times each call on the host (its verbose lines' ``time (ms)``), not a kernel:
+    the line on a step far slower than NCCL's model says what a call's measured time holds without calling
+    it a kernel's. The gloo ZeRO-2 run's log: its calls take milliseconds where NCCL's model gives µs."""
+    log = DATA / "deepspeed-comms-gloo" / "zero2-ga4-verbose.log"
+    r = runner.invoke(app, ["check", str(log), "--dtype", "fp32", "--topology", "dgx-h100"])
+    assert r.exit_code == 0, r.output
+    (line,) = [x for x in r.stdout.splitlines() if "× NCCL's time" in x]
+    assert line.lstrip().startswith("the calls took") and "a call's measured time runs from its start" in line
+    assert "host timer" in line and "kernels ran" not in line

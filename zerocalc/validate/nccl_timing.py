@@ -471,9 +471,10 @@ def timing_lines(t: NcclTiming, format_seconds, format_bytes, limit: int = 6) ->
     if t.unpriced:
         lines.append(f"  not priced: {'; '.join(t.unpriced)}")
     if t.ratio > SKEW_RATIO:
-        lines.append(f"  the kernels ran {t.ratio:.3g}× NCCL's time: a kernel's duration runs from its "
-                     "launch on the rank to the end of the collective, so it holds the wait for the slowest "
-                     "rank and any overlap with compute; "
+        lines.append(f"  the calls took {t.ratio:.3g}× NCCL's time: a call's measured time runs from its "
+                     "start on the rank (its kernel's launch, or a host timer's start: DeepSpeed's comms "
+                     "logger) to the end of the collective, so it holds the wait for the slowest rank and "
+                     "any overlap with compute; "
                      + ("each call's fastest rank is the nearer measure of the links" if fastest else
                         "traces of every rank tell the wait apart (each call's fastest rank)"))
     return lines
