@@ -106,6 +106,31 @@ def test_a_coalesced_group_is_its_calls_and_the_slow_path_titles_are_their_ops()
         ("broadcast", 3, 1), ("broadcast", 5, 1), ("all_reduce", 8, 2), ("reduce", 4, 3)]
 
 
+def test_a_group_closed_by_its_op_types_name_is_its_calls():
+    """PyTorch's Flight Recorder analyzer (tools/flight_recorder/components/types.py ``COLLECTIVES``, and its
+    tests' uneven all-gather and reduce-scatter) closes the slow path's group with an entry named after the
+    OpType (``endCoalescing(OpType::ALLGATHER)``): ``ALLGATHER_coalesced``, ``REDUCE_SCATTER_coalesced``,
+    with no tensors. Those are no calls; ``allreduce_coalesced`` and ``all_gather_into_tensor_coalesced``
+    are."""
+    def entry(i, seq, name, n):
+        return {"record_id": i, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": seq,
+                "profiling_name": name, "input_sizes": [[n]] if n else [[]],
+                "output_sizes": [[n]] if n else [[]], "input_dtypes": ["Float"] if n else [],
+                "state": "completed"}
+
+    doc = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
+           "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+           "entries": [entry(0, 1, "nccl:_broadcast_oop", 4), entry(1, 1, "nccl:_broadcast_oop", 5),
+                       entry(2, 1, "nccl:ALLGATHER_coalesced", 0), entry(3, 2, "nccl:_reduce_oop", 4),
+                       entry(4, 2, "nccl:_reduce_oop", 4), entry(5, 2, "nccl:REDUCE_SCATTER_coalesced", 0),
+                       entry(6, 3, "nccl:allreduce_coalesced", 8),
+                       entry(7, 4, "nccl:all_gather_into_tensor_coalesced", 6)]}
+    rows = parse_document(doc, "nccl_trace_rank_0").rows
+    assert [(r["op"], r["in_nelems"], r["seq"]) for r in rows] == [
+        ("broadcast", 4, 1), ("broadcast", 5, 1), ("reduce", 4, 2), ("reduce", 4, 2), ("all_reduce", 8, 3),
+        ("all_gather", 6, 4)]
+
+
 def test_a_bad_entry_is_refused_with_its_index_or_skipped(tmp_path):
     doc = json.loads((RUN / "rank0.json").read_text())
     doc["entries"][3]["profiling_name"] = 7

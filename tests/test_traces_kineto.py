@@ -118,3 +118,22 @@ def test_2023_msg_size_generation_and_wait_dropped():
     assert (row["op"], row["dtype"], row["elem_bytes"]) == ("all_gather", "bf16", 2)
     assert (row["in_nelems"], row["out_nelems"], row["group_size"]) == (1024, 8192, 8)
     assert res.meta["ignored"] == {"record_param_comms 'wait'": 1}
+
+
+def test_the_slow_paths_collective_names_are_their_ops_and_a_groups_close_is_none():
+    """ProcessGroupNCCL records an all-gather / reduce-scatter of unequal sizes as one out-of-place
+    broadcast / reduction a rank (``RECORD_PARAM_COMMS_DATA`` colName ``"_broadcast_oop"`` /
+    ``"_reduce_oop"``, torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp), closed by an entry named after
+    the OpType (``ALLGATHER_coalesced``) or ``coalesced``, which is no call."""
+    def rpc(ts, name, n):
+        return {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": ts,
+                "dur": 1.0, "args": {"Collective name": name, "dtype": "Float", "In msg nelems": n,
+                                     "Out msg nelems": n, "Group size": 2}}
+
+    evs = [rpc(10.0, "_broadcast_oop", 3), rpc(20.0, "_broadcast_oop", 5),
+           rpc(30.0, "ALLGATHER_coalesced", 0), rpc(40.0, "_reduce_oop", 4), rpc(50.0, "coalesced", 0)]
+    res = parse_document({"traceEvents": evs}, "t.json")
+    assert [(r["op"], r["in_nelems"]) for r in res.rows] == [
+        ("broadcast", 3), ("broadcast", 5), ("reduce", 4)]
+    assert res.meta["ignored"] == {"record_param_comms 'ALLGATHER_coalesced'": 1,
+                                   "record_param_comms 'coalesced'": 1}

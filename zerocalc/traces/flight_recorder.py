@@ -45,7 +45,7 @@ from typing import Any
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.pickled import is_pickle, load_data
 from zerocalc.traces.records import ParseResult, bad, json_document
-from zerocalc.traces.schema import ANNOTATION_GROUP_END, DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES
+from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES, closes_group
 from zerocalc.traces.schema import FLIGHT_RECORDER_DUMP_KEYS as DUMP
 from zerocalc.traces.schema import FLIGHT_RECORDER_KEYS as KEY
 
@@ -127,7 +127,7 @@ def _closes_group(e: Any) -> bool:
     the group's calls, each an entry of its own with the group's ``collective_seq_id``): not a call."""
     name = e.get(KEY["op_name"]) if isinstance(e, dict) else None
     m = _NAME.match(name) if isinstance(name, str) else None
-    return m is not None and m["op"] == ANNOTATION_GROUP_END and not m["rest"]
+    return m is not None and closes_group(m["op"]) and not m["rest"]
 
 
 def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str, Any]:

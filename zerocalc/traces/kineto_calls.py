@@ -38,6 +38,7 @@ from zerocalc.traces.schema import (
     KINETO_COLLECTIVE_NAMES,
     KINETO_IGNORED_COLLECTIVES,
     TORCH_DTYPES,
+    closes_group,
 )
 
 
@@ -276,6 +277,8 @@ def _identify(row: dict[str, Any], call: dict, recs: dict, c10d, generations: se
     if annot is not None:
         generations.add("annotation-input-dims")
         suffix = annot[0][len("nccl:"):]
+        if closes_group(suffix):  # the entry closing a group of coalesced calls: no call of its own
+            return f"annotation {annot[0]!r}"
         row["op"] = KINETO_ANNOTATION_OPS.get(suffix, "other")
         row["op_name"] = annot[0]
         n, dt = _arg_nelems(annot[3] or {}, 0)
@@ -294,7 +297,7 @@ def _from_record_param_comms(row: dict[str, Any], rargs: dict, generations: set[
     """``row`` from the arguments of ``record_param_comms`` in the first schema generation whose marker
     they hold (:data:`~zerocalc.traces.schema.KINETO_ARG_GENERATIONS`); '' or why it is not a row."""
     cname = rargs["Collective name"]
-    if not isinstance(cname, str) or cname in KINETO_IGNORED_COLLECTIVES:
+    if not isinstance(cname, str) or cname in KINETO_IGNORED_COLLECTIVES or closes_group(cname):
         return f"record_param_comms {cname!r}"
     row["op"] = KINETO_COLLECTIVE_NAMES.get(cname, "other")
     row["op_name"] = cname

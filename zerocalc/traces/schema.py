@@ -8,6 +8,7 @@ schema generation is a new table entry. Sources: the project files named at each
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from zerocalc.dtypes import DTYPE_BYTES as _DTYPE_BYTES
@@ -106,6 +107,9 @@ KINETO_COLLECTIVE_NAMES: Final[dict[str, str]] = {
     "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter",
     "reduce_scatter_tensor_coalesced": "reduce_scatter",
     "broadcast": "broadcast", "reduce": "reduce",
+    # an all-gather / reduce-scatter of unequal sizes: one out-of-place broadcast / reduction a rank
+    # (ProcessGroupNCCL.cpp's RECORD_PARAM_COMMS_DATA colName "_broadcast_oop" / "_reduce_oop")
+    "_broadcast_oop": "broadcast", "_reduce_oop": "reduce",
     "all_to_all": "all_to_all", "alltoall": "all_to_all", "alltoall_base": "all_to_all",
     "all_to_allv": "all_to_all",
     "send": "send", "recv": "recv", "recvAnySource": "recv", "barrier": "barrier",
@@ -133,6 +137,17 @@ KINETO_ANNOTATION_OPS: Final[dict[str, str]] = {
 #: The annotation that closes a group of coalesced calls (``nccl:coalesced``: ProcessGroupNCCL's
 #: ``endCoalescing``, with no tensors): its calls are entries of their own, so it is none.
 ANNOTATION_GROUP_END: Final[str] = "coalesced"
+_OPTYPE_GROUP_END = re.compile(r"[A-Z][A-Z0-9_]*_coalesced")
+
+
+def closes_group(op: str) -> bool:
+    """Whether ``op`` (a profiling title's op, or a ``Collective name``) closes a group of coalesced calls:
+    ``coalesced``, or an ``OpType``'s name before ``_coalesced`` (``ALLGATHER_coalesced``,
+    ``REDUCE_SCATTER_coalesced``: ``endCoalescing(OpType::ALLGATHER)`` after the ``_broadcast_oop`` calls
+    of an all-gather of unequal sizes, as PyTorch's Flight Recorder analyzer lists them,
+    ``tools/flight_recorder/components/types.py`` ``COLLECTIVES``); not ``allreduce_coalesced`` or
+    ``all_gather_into_tensor_coalesced``, which are calls."""
+    return op == ANNOTATION_GROUP_END or _OPTYPE_GROUP_END.fullmatch(op) is not None
 
 #: Argument keys of record_param_comms / NCCL kernels, one table per schema generation
 #: (PyTorch ``record_param_comms`` arguments). Checked newest first; a generation matches when its
