@@ -45,7 +45,7 @@ from typing import Any
 from zerocalc.errors import TraceFormatError
 from zerocalc.traces.pickled import is_pickle, load_data
 from zerocalc.traces.records import ParseResult, bad, json_document
-from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, TORCH_DTYPES, closes_group
+from zerocalc.traces.schema import DTYPE_BYTES, KINETO_ANNOTATION_OPS, NOT_CALLS, TORCH_DTYPES, closes_group
 from zerocalc.traces.schema import FLIGHT_RECORDER_DUMP_KEYS as DUMP
 from zerocalc.traces.schema import FLIGHT_RECORDER_KEYS as KEY
 
@@ -104,7 +104,7 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     backends: set[str] = set()
     rows = res.rows
     for i, e in enumerate(doc[DUMP["entries"]]):
-        if _closes_group(e):
+        if _no_call(e):
             continue
         try:
             row = _row(e, file, i, rank, groups)
@@ -122,12 +122,14 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
     return res
 
 
-def _closes_group(e: Any) -> bool:
-    """Whether an entry is the one that closes a group of coalesced calls (``nccl:coalesced``, recorded after
-    the group's calls, each an entry of its own with the group's ``collective_seq_id``): not a call."""
+def _no_call(e: Any) -> bool:
+    """Whether an entry is no call: the one that closes a group of coalesced calls (``nccl:coalesced``,
+    recorded after the group's calls, each an entry of its own with the group's ``collective_seq_id``;
+    :func:`zerocalc.traces.schema.closes_group`), or a communicator's bookkeeping
+    (:data:`zerocalc.traces.schema.NOT_CALLS`)."""
     name = e.get(KEY["op_name"]) if isinstance(e, dict) else None
     m = _NAME.match(name) if isinstance(name, str) else None
-    return m is not None and closes_group(m["op"]) and not m["rest"]
+    return m is not None and (closes_group(m["op"]) or m["op"] in NOT_CALLS) and not m["rest"]
 
 
 def _row(e: Any, file: str, i: int, rank: int | None, groups: dict) -> dict[str, Any]:
