@@ -158,6 +158,7 @@ def closes_group(op: str) -> bool:
     ``all_gather_into_tensor_coalesced``, which are calls."""
     return op == ANNOTATION_GROUP_END or _OPTYPE_GROUP_END.fullmatch(op) is not None
 
+
 #: Argument keys of record_param_comms / NCCL kernels, one table per schema generation
 #: (PyTorch ``record_param_comms`` arguments). Checked newest first; a generation matches when its
 #: marker key is present.
