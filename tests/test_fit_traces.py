@@ -101,3 +101,18 @@ def test_fit_out_refuses_a_trace_saying_what_it_is_and_what_reads_it(tmp_path, p
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("error: --out: ") and f"{path} is {kind}, not an nccl-tests sweep" in line
     assert "`zerocalc fit FILE` without --out" in line and "Traceback" not in res.output
+
+
+def test_ranks_gives_the_group_of_a_trace_whose_calls_name_none():
+    """The gloo ZeRO-3 run's log_summary alone (``comms-summary.txt``) prints no bandwidth that pins a world
+    size: its calls name no group and nothing is fitted, unless ``--ranks`` gives it (4, the run's). Its
+    all_gather_into_tensor rows: 15 calls of 10 sizes, each shard × 4 ranks."""
+    path = TRACES / "deepspeed-gloo-zero3-n4" / "comms-summary.txt"
+    res = runner.invoke(app, ["fit", str(path)])
+    said = "no group size recorded (give a trace with a world size, or fit --ranks)"
+    assert res.exit_code == 2 and said in res.stderr
+    rows = _summary_rows(path, "all_gather_into_tensor")
+    fits, err = _fit(path, "--ranks", "4")
+    f = fits[("all_gather", 4)]
+    assert (f["n_points"], f["n_sizes"]) == (sum(c for _, c, _ in rows), len(rows)) == (15, 10)
+    assert "call(s) record no group size: taken as --ranks 4" in err

@@ -258,8 +258,8 @@ def fit_cmd(
         "--trace-format", help=_TRACE_FORMAT_HELP)] = None,
     op: Annotated[str | None, typer.Option("--op", help="The collective of nccl-tests rows that name none "
                                            "(an excerpt without its header), e.g. all_reduce.")] = None,
-    ranks: Annotated[int | None, typer.Option("--ranks", help="The group size of nccl-tests rows that "
-                                              "name none.")] = None,
+    ranks: Annotated[int | None, typer.Option("--ranks", help="The group size of nccl-tests rows, or of a "
+                                              "trace's calls, that name none.")] = None,
 ) -> None:
     """Fit the ring α-β model (latency, bus bandwidth with its uncertainty) to measured timings;
     with --out, calibrate NCCL's model on nccl-tests sweeps and write it as a topology TOML."""
@@ -313,6 +313,14 @@ def _fit_file(f: str, strict: bool, trace_format: str | None, op: str | None, gr
         if refusal is not None:
             raise refusal
     table = complete(ts.table, op=op, ranks=group)
+    if group is not None and "group_size" in table.columns:  # a trace's calls that name no group
+        unnamed = table["group_size"].isna() & (
+            table["layout"].isna() if "layout" in table.columns else True)
+        if unnamed.any():
+            table = table.copy()
+            table.loc[unnamed, "group_size"] = group
+            remarks.append(f"note: {int(unnamed.sum())} call(s) record no group size: taken as --ranks "
+                           f"{group}")
     meta = ts.meta.get(f) or next(iter(ts.meta.values()), {})
     runs, sweep = meta.get("runs") or [], meta.get("format") == NCCL_TESTS_FORMAT
     parts = [(None, table)] if "run" not in table.columns or len(runs) < 2 else [

@@ -331,7 +331,7 @@ def fit_trace(table: pd.DataFrame, *, meta: dict | None = None, pooled: bool = F
     said, waits = _from_summaries(df, table)
     notes += said
     reason = pd.Series("", index=df.index)
-    reason[df["p"].isna()] = "no group size recorded (give a trace with a world size)"
+    reason[df["p"].isna()] = "no group size recorded (give a trace with a world size, or fit --ranks)"
     reason[df["p"] <= 1] = "group of one rank (nothing crosses)"
     reason[~(df["n"] > 0) & ~waits] = "no size recorded"
     reason[~(df["t"] > 0)] = "no duration recorded"
