@@ -129,7 +129,7 @@ def test_a_group_closed_by_its_op_types_name_is_its_calls():
     assert [(r["op"], r["in_nelems"], r["seq"]) for r in rows] == [
         ("broadcast", 4, 1), ("broadcast", 5, 1), ("reduce", 4, 2), ("reduce", 4, 2), ("all_reduce", 8, 3),
         ("all_gather", 6, 4)]
-    # the analyzer's other titles (2026): single-tensor and uneven calls are their ops; a communicator's
+    # the analyzer's later titles: single-tensor and uneven calls are their ops; a communicator's
     # split and a memory window's creation are no calls
     doc["entries"] = [entry(0, 1, "nccl:all_gather_single", 3), entry(1, 2, "nccl:reduce_scatter_v", 6),
                       entry(2, 3, "nccl:all_to_all_v_single", 4), entry(3, 4, "nccl:split", 0),

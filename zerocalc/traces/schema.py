@@ -133,15 +133,15 @@ KINETO_ANNOTATION_OPS: Final[dict[str, str]] = {
     "all_to_all": "all_to_all",
     "send": "send", "recv": "recv", "barrier": "barrier", "gather": "other", "scatter": "other",
     "all_reduce_coalesced": "all_reduce", "allreduce_coalesced": "all_reduce",
-    # the single-tensor and uneven ("_v") titles PyTorch's Flight Recorder analyzer lists beside them
-    # (tools/flight_recorder/components/types.py COLLECTIVES, 2026)
+    # the single-tensor and uneven ("_v") titles PyTorch's Flight Recorder analyzer lists beside them in
+    # its later releases (tools/flight_recorder/components/types.py COLLECTIVES)
     "all_gather_single": "all_gather", "all_gather_v": "all_gather",
     "reduce_scatter_single": "reduce_scatter", "reduce_scatter_v": "reduce_scatter",
     "all_to_all_single": "all_to_all", "all_to_all_v_single": "all_to_all",
 }
 #: Entries of a Flight Recorder dump that are a communicator's bookkeeping, no call: a communicator split and
 #: a memory window's creation (PyTorch's Flight Recorder analyzer lists ``split`` and ``new_window`` among
-#: its entries, tools/flight_recorder/components/types.py, 2026).
+#: its entries in its later releases, tools/flight_recorder/components/types.py).
 NOT_CALLS: Final[frozenset[str]] = frozenset({"split", "new_window"})
 #: The annotation that closes a group of coalesced calls (``nccl:coalesced``: ProcessGroupNCCL's
 #: ``endCoalescing``, with no tensors): its calls are entries of their own, so it is none.
