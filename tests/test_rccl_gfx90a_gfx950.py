@@ -185,3 +185,15 @@ def test_table_under_nccl_algo_tree_on_one_amd_node_says_how_it_times_tree():
     said = "only because NCCL_ALGO / NCCL_PROTO leave it no other"
     notes = [n for n in res.stderr.splitlines() if said in n]
     assert len(notes) == 1 and "its table would pick Ring/Simple" in notes[0] and "×0.1" in notes[0]
+
+
+def test_the_reports_notes_keep_a_collectives_name_as_written():
+    """The report's notes are the table's without their ``t RCCL:`` label, each opened with a capital, but
+    a collective's name before a colon stays as the table writes it (as a scheme's name does)."""
+    from zerocalc.report.sweeps import _notes
+
+    assert _notes(["t RCCL: all_reduce: RCCL runs Tree/LL on one node only because NCCL_ALGO …",
+                   "t RCCL: zero1, zero2 not priced (n/a): …", "t NCCL: priced under NCCL_ALGO=Tree",
+                   "t NCCL: reduce the bytes"]) == [
+        "all_reduce: RCCL runs Tree/LL on one node only because NCCL_ALGO …",
+        "zero1, zero2 not priced (n/a): …", "Priced under NCCL_ALGO=Tree", "Reduce the bytes"]

@@ -88,12 +88,17 @@ def _nccl_options(config: ReportConfig) -> dict:
 def _notes(priced_notes: list[str], leave_out: str = "") -> list[str]:
     """The pricing's notes without the CLI table's ``t NCCL: `` / ``t RCCL: `` label (and any holding
     ``leave_out``, which the section says itself), each a sentence."""
+    from zerocalc.collectives import Collective
     from zerocalc.schemes import SCHEMES
 
     notes = [n.removeprefix("t NCCL: ").removeprefix("t RCCL: ") for n in priced_notes
              if not (leave_out and leave_out in n)]
-    # a note that opens on a scheme's name keeps it as written (zero1, not Zero1)
-    return [n if re.match(r"[\w-]*", n)[0] in SCHEMES else n[:1].upper() + n[1:] for n in notes]
+
+    def as_written(n: str) -> bool:  # a scheme's name (zero1, not Zero1), or a collective's before a colon
+        first = re.match(r"[\w-]*", n)[0]
+        return first in SCHEMES or (first in set(Collective) and n[len(first):len(first) + 1] == ":")
+
+    return [n if as_written(n) else n[:1].upper() + n[1:] for n in notes]
 
 
 def nccl_priced(config: ReportConfig, table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
