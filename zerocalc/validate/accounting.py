@@ -100,6 +100,13 @@ def full_vector_elements(op: np.ndarray, in_nelems: np.ndarray, out_nelems: np.n
 
 
 
+def full_from_message(is_gather: np.ndarray, msg_bytes: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The full vector's bytes of calls that record a message size alone (DeepSpeed's comms logger: the
+    tensor argument, an all-gather's shard, a reduce-scatter's whole input): the shard × the group for an
+    all-gather (``is_gather``), the message itself otherwise."""
+    return np.where(is_gather, msg_bytes * group, msg_bytes)
+
+
 def _per_op_and_size(func, op, p: np.ndarray) -> np.ndarray:
     """``func(op, p)`` for every row, computed once per distinct (op, p) pair; ``op`` is an array of
     names or :class:`~zerocalc.validate.columns.Codes`."""

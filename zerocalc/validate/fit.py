@@ -23,6 +23,7 @@ from zerocalc.validate.accounting import (
     _per_op_and_size,
     _world_sizes,
     busbw_factor,
+    full_from_message,
     full_vector_elements,
     latency_hops,
 )
@@ -248,8 +249,9 @@ def _fit_notes(method: str, n_points: int, alpha: float, beta: float, a_se: floa
 def _from_summaries(df: pd.DataFrame, table: pd.DataFrame) -> tuple[list[str], np.ndarray]:
     """Fill in, in place, what a DeepSpeed comms log states of its calls where ``df`` has no size or time:
     the message size alone (``msg_size_bytes``: 1024-based units rounded to 2 decimals, of the tensor
-    argument, so an all-gather's shard: its full vector is that × the group, the rule ``check`` reads it by,
-    :func:`zerocalc.validate.infer._sized_in_bytes`) and a ``log_summary`` row's mean time of its size
+    argument, so an all-gather's shard: its full vector is that × the group,
+    :func:`zerocalc.validate.accounting.full_from_message`, as ``check`` reads it) and
+    a ``log_summary`` row's mean time of its size
     (``mean_duration_s``: each of its calls fitted at it). Returns the notes saying so, and the all-gathers
     whose size waits on a group size the trace does not record."""
     notes = []
@@ -262,8 +264,7 @@ def _from_summaries(df: pd.DataFrame, table: pd.DataFrame) -> tuple[list[str], n
         waits = use & gathers & np.isnan(df["p"].to_numpy(float))
         use &= ~waits
         if use.any():
-            full = np.where(gathers, msg * df["p"].to_numpy(float), msg)
-            df.loc[use, "n"] = full[use]
+            df.loc[use, "n"] = full_from_message(gathers, msg, df["p"].to_numpy(float))[use]
             notes.append(f"{int(use.sum())} call(s) record only an approximate message size (DeepSpeed's "
                          "comms logger: 1024-based units rounded to 2 decimals, an all-gather's shard times "
                          "its group): fitted on those bytes")

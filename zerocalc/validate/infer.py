@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from zerocalc.errors import TraceMismatchError
-from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, RTOL, _plural
+from zerocalc.validate.accounting import _OP_VERBS, OP_NAMES, RTOL, _plural, full_from_message
 from zerocalc.validate.columns import Codes, Rows, first_rows, group_codes, group_sums, zero_nan
 from zerocalc.validate.folded import weighted, weighted_median
 
@@ -120,7 +120,7 @@ def _sized_in_bytes(rows: Rows, ops: Codes, data_ops: np.ndarray, full: np.ndarr
     approx = np.full(len(rows), np.nan)
     msg = rows.num("msg_size_bytes")
     use = data_ops & np.isnan(full) & ~np.isnan(msg)
-    approx[use] = np.where(ops.eq("all_gather")[use], msg[use] * gs[use], msg[use])
+    approx[use] = full_from_message(ops.eq("all_gather")[use], msg[use], gs[use])
     if not use.any():
         return full, approx, eb, []
     typed = dtype is not None and not (eb[use] > 0).any()

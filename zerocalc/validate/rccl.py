@@ -15,6 +15,7 @@ does on NVIDIA GPUs with NVIDIA's figure.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from zerocalc.errors import UnpricedOpError
@@ -261,9 +262,8 @@ def _model_notes(topo: Topology, tuning, release, note: str | None, out: list[di
     if note:
         notes.append(note)
     notes += _msccl_words(tuning, out)
-    forced = [r.pop("forced") for r in out if "forced" in r]
-    if forced:
-        notes += [f"{len([f for f in forced if f == w])} of these sizes: {w}" for w in dict.fromkeys(forced)]
+    forced = Counter(r.pop("forced") for r in out if "forced" in r)
+    notes += [f"{k} of these sizes: {w}" for w, k in forced.items()]
     if tuning.n_nodes > 1:
         notes += _across_nodes_words(tuning, coll, out)
     bound = [r for r in out if r.get("net_bound")]
