@@ -634,32 +634,82 @@ def case_pp2_fsdp2(outdir):
     run_fsdp2_stage(outdir, mesh, part, 3)
 
 
-def run_fsdp2_stage(outdir, mesh, part, steps):
+def run_fsdp2_stage(outdir, mesh, part, steps, schedule="GPipe", micro_batches=PP_MICRO_BATCHES, stages=None):
     """FSDP2 (``fully_shard`` per Linear + the stage) on the ``dp`` dimension of ``mesh`` for this rank's
-    pipeline stage ``part``, run by ``ScheduleGPipe`` (``PP_MICRO_BATCHES`` micro-batches a step) on its
-    ``pp`` dimension, each dp rank on its own batches; ``steps`` profiled optimizer steps."""
+    pipeline stage ``part``, run by ``torch.distributed.pipelining``'s ``Schedule<schedule>``
+    (``micro_batches`` a step) on its ``pp`` dimension, each dp rank on its own batches; ``steps`` profiled
+    optimizer steps. ``stages``: for a schedule of several stages a rank (``Interleaved1F1B``), this
+    rank's ``(stage index, part)`` pairs of ``2 * len(stages)`` stages in all (``part`` unused)."""
     from torch.distributed.fsdp import fully_shard
-    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+    from torch.distributed.pipelining import PipelineStage, schedules
 
-    stage, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
-    for m in part:
-        if isinstance(m, nn.Linear):
-            fully_shard(m, mesh=mesh["dp"])
-    fully_shard(part, mesh=mesh["dp"])
-    pipe = PipelineStage(part, stage, 2, torch.device("cpu"), group=mesh["pp"].get_group())
-    schedule = ScheduleGPipe(pipe, n_microbatches=PP_MICRO_BATCHES, loss_fn=loss_fn)
-    opt = torch.optim.Adam(part.parameters(), lr=LR)
+    pp, dp_rank = mesh["pp"].get_local_rank(), mesh["dp"].get_local_rank()
+    mine = stages or [(pp, part)]
+    n_stages = 2 * len(mine)
+    pipes, params = [], []
+    for index, module in mine:
+        for m in module:
+            if isinstance(m, nn.Linear):
+                fully_shard(m, mesh=mesh["dp"])
+        fully_shard(module, mesh=mesh["dp"])
+        pipes.append(PipelineStage(module, index, n_stages, torch.device("cpu"),
+                                   group=mesh["pp"].get_group()))
+        params += list(module.parameters())
+    cls = getattr(schedules, f"Schedule{schedule}")
+    sched = cls(pipes if stages else pipes[0], n_microbatches=micro_batches, loss_fn=loss_fn)
+    opt = torch.optim.Adam(params, lr=LR)
+    first = any(index == 0 for index, _ in mine)
+    last = any(index == n_stages - 1 for index, _ in mine)
 
     def train_step(step):
         opt.zero_grad(set_to_none=True)
-        xs, ys = zip(*(batch(dp_rank, step, m) for m in range(PP_MICRO_BATCHES)), strict=True)
-        if stage == 0:
-            schedule.step(torch.cat(xs))
-        else:
-            schedule.step(target=torch.cat(ys), losses=[])
+        xs, ys = zip(*(batch(dp_rank, step, m) for m in range(micro_batches)), strict=True)
+        args = (torch.cat(xs),) if first else ()
+        kwargs = {"target": torch.cat(ys), "losses": []} if last else {}
+        sched.step(*args, **kwargs)
         opt.step()
 
     run_profiled(outdir, steps, train_step)
+
+
+def case_pp2_fsdp2_schedule(outdir, schedule, micro_batches):
+    """``case_pp2_fsdp2`` (its model, stages and FSDP2) run by ``Schedule<schedule>`` with ``micro_batches``
+    a step: ``1F1B`` runs a stage's warm-up forwards, then one forward and one backward in turn, where
+    GPipe runs every forward first."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp"))
+    full = make_model()
+    first = mesh["pp"].get_local_rank() == 0
+    part = (nn.Sequential(full.layers[0], nn.ReLU(), full.layers[1], nn.ReLU()) if first
+            else nn.Sequential(full.layers[2]))
+    run_fsdp2_stage(outdir, mesh, part, 2, schedule=schedule, micro_batches=micro_batches)
+
+
+#: the interleaved case's four stages of DEEP_LAYERS: layers [bounds[s], bounds[s + 1]) in stage s
+INTERLEAVED_BOUNDS = (0, 2, 3, 5, 6)
+
+
+def case_pp2_fsdp2_interleaved(outdir, schedule="Interleaved1F1B", micro_batches=4):
+    """PyTorch's interleaved pipeline schedule (``Schedule<schedule>``, ``micro_batches`` a step) over 4
+    stages of :data:`DEEP_LAYERS`' 6 Linears (:data:`INTERLEAVED_BOUNDS`: layers 0-1, 2, 3-4, 5), two a
+    rank of the ``pp`` dimension of a 2 × 2 DeviceMesh (``pp``, ``dp``): stages 0 and 2 on ranks 0 and 1,
+    stages 1 and 3 on ranks 2 and 3; FSDP2 (``fully_shard`` per Linear + each stage) on ``dp``."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp"))
+    full = make_model(layers=DEEP_LAYERS)
+    pp = mesh["pp"].get_local_rank()
+    stages = []
+    for index in (pp, pp + 2):
+        lo, hi = INTERLEAVED_BOUNDS[index], INTERLEAVED_BOUNDS[index + 1]
+        mods = []
+        for k in range(lo, hi):
+            mods.append(full.layers[k])
+            if k < len(DEEP_LAYERS) - 1:
+                mods.append(nn.ReLU())
+        stages.append((index, nn.Sequential(*mods)))
+    run_fsdp2_stage(outdir, mesh, None, 2, schedule=schedule, micro_batches=micro_batches, stages=stages)
 
 
 def case_pp2_fsdp2_tp2(outdir):
@@ -1485,6 +1535,36 @@ CASES = {
                                        LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
         "micro_batches": PP_MICRO_BATCHES,
         "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 3}),
+    "pp2-fsdp2-1f1b-ga4": (lambda o: case_pp2_fsdp2_schedule(o, "1F1B", 4), {
+        "scheme": "PyTorch pipeline parallelism 2 (torch.distributed.pipelining, Schedule1F1B, 4 "
+                  "micro-batches) x FSDP2 2 (fully_shard per Linear + the stage, on the dp dimension of a "
+                  "2 x 2 DeviceMesh)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"pp": [[0, 2], [1, 3]],
+                                                                         "dp": [[0, 1], [2, 3]]},
+        "pipeline": {"schedule": "Schedule1F1B", "stages": [[0, 1], [2, 3]], "layers": [[0, 1], [2]],
+                     "psi_per_stage": [LAYERS[0][0] * LAYERS[0][1] + LAYERS[0][1]
+                                       + LAYERS[1][0] * LAYERS[1][1] + LAYERS[1][1],
+                                       LAYERS[2][0] * LAYERS[2][1] + LAYERS[2][1]]},
+        "micro_batches": 4,
+        "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 2}),
+    "pp2-fsdp2-interleaved-1f1b-ga4": (case_pp2_fsdp2_interleaved, {
+        "scheme": "PyTorch interleaved pipeline parallelism (torch.distributed.pipelining, "
+                  "ScheduleInterleaved1F1B, 4 micro-batches): 4 stages, 2 a rank of pp 2, x FSDP2 2 "
+                  "(fully_shard per Linear + each stage, on the dp dimension of a 2 x 2 DeviceMesh)",
+        "layers": DEEP_LAYERS,
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"pp": [[0, 2], [1, 3]],
+                                                                         "dp": [[0, 1], [2, 3]]},
+        "pipeline": {"schedule": "ScheduleInterleaved1F1B",
+                     "stages": [[0, 1], [2, 3], [0, 1], [2, 3]],
+                     "layers": [list(range(INTERLEAVED_BOUNDS[s], INTERLEAVED_BOUNDS[s + 1]))
+                                for s in range(4)],
+                     "psi_per_pp_rank": [sum(i * o + o for i, o in DEEP_LAYERS[INTERLEAVED_BOUNDS[s]:
+                                                                               INTERLEAVED_BOUNDS[s + 1]])
+                                      + sum(i * o + o for i, o in DEEP_LAYERS[INTERLEAVED_BOUNDS[s + 2]:
+                                                                               INTERLEAVED_BOUNDS[s + 3]])
+                                      for s in range(2)]},
+        "micro_batches": 4,
+        "grad_sync": "once, after the last micro-batch's backward (the schedule's)", "steps_profiled": 2}),
     "pp2-fsdp2-tp2": (case_pp2_fsdp2_tp2, {
         "scheme": "3-D: pipeline parallelism 2 (torch.distributed.pipelining, ScheduleGPipe) x FSDP2 2 "
                   "(fully_shard per Linear + the stage) x tensor parallelism 2 in stage 0 (layers.0 "
