@@ -523,6 +523,38 @@ def test_pipeline_schedules_keep_fsdp2s_backward_gathers_across_micro_batches():
     assert not any(c.matches_if_kept_across_micro_batches for c in res.comparisons)
 
 
+@pytest.mark.parametrize("case", ["pp2-fsdp2-1f1b-ga4", "pp2-fsdp2-interleaved-1f1b-ga4"])
+def test_pipeline_schedules_that_alternate_forward_and_backward_count_micro_batches_by_backward_passes(case):
+    # Schedule1F1B and ScheduleInterleaved1F1B with FSDP2, 4 micro-batches a step. Counted (count_calls.py):
+    # every rank gathers each of its layers 5 times a step (K + 1) and reduce-scatters it once, yet the
+    # calls that open a step repeat twice (the warm-up's forwards), not once per micro-batch. The
+    # profiler's autograd node events count 4 backward passes a step, which give K
+    run = json.loads((RUNS / case / "run.json").read_text())
+    k = run["micro_batches"]
+    ranks = json.loads((RUNS / case / "expected.json").read_text())["ranks"]
+    reduced = {}
+    for r, s in ranks.items():
+        for step in s["steps"].values():
+            gathers = Counter()
+            for c in step["c10d"]:
+                if c["op"] == "c10d::_allgather_base_":
+                    gathers[c["in_elems"]] += c["calls"]
+            scatters = {c["in_elems"]: c["calls"] for c in step["c10d"]
+                        if c["op"] == "c10d::_reduce_scatter_base_"}
+            # each layer's shard (half its reduce-scatter's input on the group of 2) gathered K + 1 times
+            assert gathers == {e // 2: (k + 1) * n for e, n in scatters.items()}
+            reduced[int(r)] = sum(e * n for e, n in scatters.items())
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert m.psi == sum(reduced.values()) / 4
+    assert (m.micro_batches, m.grad_sync) == (k, "boundary")
+    assert "backward passes" in m.micro_batches_how
+    fsdp = next(c for c in res.comparisons if c.scheme == "fsdp-full-shard")
+    assert not fsdp.pattern_match and fsdp.matches_if_kept_across_micro_batches
+    assert any(f"{k + 1} gathers of the parameters a step in place of {2 * k}" in n for n in res.notes)
+
+
 def test_an_evaluation_inside_every_second_marked_step_is_one_off():
     # FSDP2 evaluating after every 2nd step, inside its ProfilerStep. Counted (count_calls.py): steps 2 and 4
     # hold all of steps 1 and 3's calls and more: the evaluation's 3 gathers and a 16-element all-reduce,

@@ -397,8 +397,8 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, spanned: bool
                ) -> tuple[int, str]:
     """K and how it was found: ``--micro-batches`` (``k``), else the block that repeats ``inferred`` times
-    inside a step, else the backward passes a marked step runs (``passes``, the most common; ``spanned``:
-    counted over marked steps without calls), else 1."""
+    inside a step unless a marked step runs more backward passes (``passes``, the most common), else
+    those passes (``spanned``: counted over marked steps without calls), else 1."""
     if k is not None:
         if k < 1:
             from zerocalc.errors import ConfigError
@@ -414,6 +414,16 @@ def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, s
         how = (f"K = {k}: inferred from the trace (it marks no optimizer steps; each repeating step is one "
                f"block of collectives repeated {k} times, the gradient reductions in every block or in the "
                "last alone: one per micro-batch)")
+    elif inferred > 1 and marked and passes and passes > inferred:
+        # the block that opens a step repeats fewer times than the step's backward passes: no block per
+        # micro-batch, as a pipeline schedule other than GPipe (1F1B, interleaved, zero bubble) orders them:
+        # a stage's warm-up forwards back to back, then forwards and backwards in turn
+        k = passes
+        how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
+               "autograd engine's node events: a node numbered above every one before it opens a pass); "
+               f"the block of collectives that opens each step repeats {inferred} times, fewer: the "
+               "micro-batches do not each send one block, as a pipeline schedule that runs forwards and "
+               "backwards in turn (1F1B, interleaved) orders them")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
