@@ -563,6 +563,16 @@ def case_fsdp2_mixed(outdir):
     case_fsdp2(outdir, mp_policy=mp)
 
 
+def case_hsdp_2x4_mixed(outdir):
+    """HSDP on 8 ranks (replicate 2 × shard 4) with :func:`case_fsdp2_mixed`'s precision, 2 micro-batches a
+    step, the gradients synchronised in the last alone."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    case_fsdp2(outdir, mesh_shape=(2, 4), mesh_names=("replicate", "shard"), mp_policy=mp, k=2,
+               sync_every=False, steps=2)
+
+
 PP_MICRO_BATCHES = 2
 
 
@@ -1406,6 +1416,8 @@ def case_lightning(outdir, *, ga=4, steps=2, sync_dist=False):
 def fsdp_groups(mesh_shape):
     if mesh_shape == (2, 2):  # DeviceMesh [[0, 1], [2, 3]]: dim 0 replicate, dim 1 shard
         return {"replicate": [[0, 2], [1, 3]], "shard": [[0, 1], [2, 3]]}
+    if mesh_shape == (2, 4):  # DeviceMesh [[0, 1, 2, 3], [4, 5, 6, 7]]
+        return {"replicate": [[0, 4], [1, 5], [2, 6], [3, 7]], "shard": [[0, 1, 2, 3], [4, 5, 6, 7]]}
     return {"shard": [[0, 1, 2, 3]]}
 
 
@@ -1624,6 +1636,14 @@ CASES = {
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
             "micro_batches": 4, "steps_profiled": 2,
             "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
+    "hsdp-2x4-mixed-bf16-fp32-ga2": (
+        case_hsdp_2x4_mixed, {
+            "scheme": "HSDP on 8 ranks: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 4), per "
+                      "Linear + root, bf16 parameters and fp32 gradient reductions, 2 micro-batches, "
+                      "set_requires_gradient_sync(False) on the first",
+            "world_size": 8, "param_dtype": "bfloat16", "reduce_dtype": "float32",
+            "groups": fsdp_groups((2, 4)), "micro_batches": 2, "steps_profiled": 2,
+            "grad_sync": "once, in the last micro-batch"}),
     "ddp-subgroup-dp2-of-4": (case_ddp_subgroup, {
         "scheme": "DDP on a data-parallel sub-group of 2 in a world of 4 (as under TP=2)",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": [[0, 2], [1, 3]]},
