@@ -121,6 +121,40 @@ def test_hsdp_with_the_forward_gather_kept_reads_as_hybrid_at_that_option(traces
     assert "fsdp-hybrid" in flat["matches_if_parameters_kept_for_backward"]
 
 
+def test_hsdp_whose_shard_and_replicate_groups_differ_in_size_spans_the_world():
+    # HSDP on 8 ranks, shard groups of 4 and replicate groups of 2 (run.json), bf16 gathers and fp32
+    # reductions, 2 micro-batches synchronised in the last. Counted (count_calls.py): each layer's shard
+    # gathered 4 times a step in bf16 (group 4 from shapes), its gradient reduce-scattered once (group 4)
+    # and its shard all-reduced once; no all-reduce states its group over gloo, and the rank's process
+    # groups (pg_config) are the world (8), the replicate group (2) and the shard group (4). The all-reduces
+    # ran on the gloo threads that gathered nothing: not the shard group's, so the replicate group's.
+    # Before, they were taken to span the world and N read 4 x 8 = 32 on 8 ranks
+    case = "hsdp-2x4-mixed-bf16-fp32-ga2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    rank0 = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]
+    assert sorted(g["pg_size"] for g in rank0["pg_config"]) == [2, 4, 8]
+    calls = rank0["steps"]["ProfilerStep#1"]["c10d"]
+    gathered = sum(c["in_elems"] * c["group_size_from_shapes"] * c["calls"] for c in calls
+                   if c["op"] == "c10d::_allgather_base_")
+    scattered = sum(c["in_elems"] * c["calls"] for c in calls if c["op"] == "c10d::_reduce_scatter_base_")
+    shards = sum(c["in_elems"] * c["calls"] for c in calls if c["op"] == "c10d::allreduce_")
+    assert (gathered, scattered, shards) == (4 * PSI, PSI, PSI / 4)
+    ts = read_traces(RUNS / case)
+    ar = ts.table[ts.table["op"] == "all_reduce"]
+    replicate = {r: ",".join(map(str, g)) for g in run["groups"]["replicate"] for r in g}
+    assert (ar["group_size"] == 2).all() and (ar["group_ranks"] == ar["rank"].map(replicate)).all()
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.world_size, m.shard_size) == (PSI, 8, run["world_size"], 4)
+    assert "replicate groups of 2" in m.n_how and "also has groups" not in m.n_how
+    assert (m.micro_batches, m.grad_sync) == (run["micro_batches"], "boundary")
+    # ring accounting: (p-1)/p of a gather (bf16) or reduce-scatter (fp32) on 4, 2(p-1)/p of the shards'
+    # all-reduce (fp32) on 2
+    assert m.bytes_per_rank_per_step == pytest.approx(
+        gathered * 3 / 4 * 2 + scattered * 3 / 4 * 4 + shards * 2 * 1 / 2 * 4, rel=1e-9)
+    assert res.matches == ("fsdp-hybrid",)
+
+
 def test_mixed_precision_prices_each_side_at_its_dtype(traces):
     res = check(traces["fsdp2-mixed-bf16-fp32"].table, meta=traces["fsdp2-mixed-bf16-fp32"].meta)
     m = res.measurement

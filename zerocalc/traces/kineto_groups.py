@@ -141,6 +141,14 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
         guess = world
     elif len(others) == 1 and all(p == world or g == "default_pg" or p in others for g, p, _, _ in pgs):
         guess = next(iter(others))
+    # sub-groups of several sizes, every size but one that of a worker's known calls (HSDP's shard group of
+    # 4 beside its replicate group of 2: the shard group's threads gather, the others all-reduce): a
+    # worker of unknown size runs the calls of the one sub-group left, as the one-size guess above reads
+    # a sub-group job
+    claimed = {next(iter(k)) for k in by_worker.values() if len(k) == 1}
+    left = others - claimed
+    worker_guess = next(iter(left)) if guess is None and len(others) > 1 and len(left) == 1 and all(
+        p in (world, 1) or g == "default_pg" or p in others for g, p, _, _ in pgs) else None
     for r in rows:
         if r["group_size"] is None and r["op"] not in ("send", "recv"):
             known = by_worker.get(r.get("worker"), set())
@@ -148,6 +156,8 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
                 r["group_size"], r["group_from"] = next(iter(known)), "worker"
             elif guess is not None:
                 r["group_size"], r["group_from"] = guess, "pg_config"
+            elif worker_guess is not None and r.get("worker") is not None:
+                r["group_size"], r["group_from"] = worker_guess, "pg_config"
         if r["op"] == "all_gather" and r["out_nelems"] is None and r["in_nelems"] is not None \
                 and r["group_size"] is not None:
             r["out_nelems"] = r["in_nelems"] * r["group_size"]

@@ -352,10 +352,9 @@ def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, e
         how = (f"N = {n}: inferred from the trace (the data-parallel groups: the groups of "
                f"{' and '.join(map(str, sorted(inner)))} ranks are consecutive global ranks, tensor "
                "parallelism's layout, and are reported apart")
-    elif len(sizes_by_elems) > 1:
-        others = ", ".join(str(k) for k in sorted(sizes_by_elems) if k != n)
-        how += (f"; the trace also has groups of {others} ranks, reported apart: give --n if the "
-                "data-parallel group is another")
+    elif rest := [k for k in sorted(sizes_by_elems) if k != n and (hsdp is None or k not in hsdp)]:
+        how += (f"; the trace also has groups of {', '.join(map(str, rest))} ranks, reported apart: give --n "
+                "if the data-parallel group is another")
     if world is None:
         return how + ")"
     return how + (f"; world size {world} from {world_from})" if world_from
