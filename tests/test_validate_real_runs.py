@@ -155,6 +155,30 @@ def test_hsdp_whose_shard_and_replicate_groups_differ_in_size_spans_the_world():
     assert res.matches == ("fsdp-hybrid",)
 
 
+def test_deepspeed_autotp_beside_zero1_reads_as_zero1_on_the_data_parallel_group():
+    # DeepSpeed AutoTP training (tensor parallelism 2 of a one-layer Llama) with ZeRO-1 on data-parallel
+    # groups of 2, 2 micro-batches a step. Counted (count_calls.py), every rank, every step: one all-reduce
+    # of 69,824 elements (the rank's half of the model's split layers, and the rest whole) and one
+    # all-gather of its half back (group 2 from shapes), at the boundary; in the forward passes, the
+    # tensor-parallel group's all-reduces of RowParallel's outputs and all-gathers of the output head's
+    # logits, and in the backward the all-reduces of the same shape (activations and their gradients)
+    case = "ds-autotp2-zero1-ga2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    step = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]["ProfilerStep#1"]
+    big = max(c["in_elems"] for c in step["c10d"])
+    calls = {(c["op"], c["in_elems"]): c["calls"] for c in step["c10d"]}
+    assert calls[("c10d::allreduce_", big)] == calls[("c10d::_allgather_base_", big // 2)] == 1
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.world_size) == (big, 2, run["world_size"])
+    assert (m.micro_batches, m.grad_sync) == (run["micro_batches"], "boundary")
+    # ring accounting on 2: the all-reduce sends Ψ, the all-gather Ψ/2 (fp32)
+    assert m.bytes_per_rank_per_step == pytest.approx(big * 4 + big / 2 * 4, rel=1e-9)
+    assert res.matches[0] == "deepspeed-zero1"
+    assert any("activations of model parallelism" in n for n in m.notes)
+
+
 def test_mixed_precision_prices_each_side_at_its_dtype(traces):
     res = check(traces["fsdp2-mixed-bf16-fp32"].table, meta=traces["fsdp2-mixed-bf16-fp32"].meta)
     m = res.measurement

@@ -1253,6 +1253,49 @@ def case_deepspeed_moe(outdir, cfg, steps=2):
 
 # --- the cases ------------------------------------------------------------------------------------
 
+# --- DeepSpeed AutoTP: tensor parallelism of a Hugging Face model beside ZeRO --------------------------
+
+#: a Llama of one decoder layer (transformers' ``LlamaConfig``, random weights, seed 0): AutoTP training
+#: splits Llama's attention and MLP projections and its output head; GPT-2 it refuses (kernel injection)
+AUTOTP_LLAMA = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+                "num_attention_heads": 4, "num_key_value_heads": 4, "max_position_embeddings": 64}
+AUTOTP_MICRO_BATCH = 2  # sequences a micro-batch
+AUTOTP_SEQ = 16  # tokens a sequence
+
+
+def autotp_config(stage, tp=2, ga=2):
+    """DeepSpeed's config for ZeRO ``stage`` beside AutoTP training of ``tp`` ranks
+    (``tensor_parallel.autotp_size``, DeepSpeed 0.16.4 and later), ``ga`` micro-batches a step."""
+    return {"train_micro_batch_size_per_gpu": AUTOTP_MICRO_BATCH, "gradient_accumulation_steps": ga,
+            "zero_optimization": {"stage": stage}, "tensor_parallel": {"autotp_size": tp},
+            "zero_allow_untested_optimizer": True, "steps_per_print": 1_000_000}
+
+
+def case_deepspeed_autotp(outdir, cfg, steps=2):
+    """DeepSpeed's engine on :data:`AUTOTP_LLAMA` with AutoTP training (``cfg``: :func:`autotp_config`):
+    DeepSpeed splits each tensor-parallel group's copy of the model (its data-parallel groups the ranks
+    alike in it) and reduces the gradients over the data-parallel group by ZeRO's rule; each data-parallel
+    rank on its own random token sequences (the labels the inputs, a causal LM's)."""
+    import deepspeed
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**AUTOTP_LLAMA))
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    tp = cfg["tensor_parallel"]["autotp_size"]
+    data_rank = dist.get_rank() // tp
+
+    def train_step(step):
+        for m in range(cfg["gradient_accumulation_steps"]):
+            g = torch.Generator().manual_seed(1000 * step + 10 * m + data_rank)
+            ids = torch.randint(0, AUTOTP_LLAMA["vocab_size"], (AUTOTP_MICRO_BATCH, AUTOTP_SEQ), generator=g)
+            engine.backward(engine(input_ids=ids, labels=ids).loss)
+            engine.step()
+
+    run_profiled(outdir, steps, train_step)
+
+
 # --- Hugging Face Trainer cases --------------------------------------------------------------------
 
 
@@ -2106,6 +2149,13 @@ CASES = {
         "grad_sync": "last micro-batch only (Lightning's no_sync() on the first 3)",
         "schedule": {"wait": 0, "warmup": 1, "active": 8}, "steps_profiled": 8,
         "profiler_step_per": "micro-batch"}),
+    "ds-autotp2-zero1-ga2": (lambda o: case_deepspeed_autotp(o, autotp_config(1)), {
+        "scheme": "DeepSpeed AutoTP training (tensor parallelism 2 of a one-layer Llama) beside ZeRO stage 1 "
+                  "on the data-parallel groups of 2",
+        "model": {"transformers": "LlamaForCausalLM", "config": AUTOTP_LLAMA},
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]]}, "micro_batches": 2, "steps_profiled": 2,
+        "deepspeed_config": autotp_config(1)}),
     "hf-trainer-ddp": (lambda o: case_hf_trainer(o, steps=3), {
         "scheme": "Hugging Face Trainer, DDP (its default on several ranks)", "param_dtype": "float32",
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 1,
@@ -2177,6 +2227,10 @@ def describe(case):
         import transformers
 
         out["transformers"], out["accelerate"] = transformers.__version__, accelerate.__version__
+    if "transformers" in facts.get("model", {}):
+        import transformers
+
+        out["transformers"] = transformers.__version__
     profiler_keys = ("warmup", "schedule", "record_shapes")  # in out["profiler"]
     out.update({key: v for key, v in facts.items() if key != "layers" and key not in profiler_keys})
     return out
