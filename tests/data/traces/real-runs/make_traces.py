@@ -333,14 +333,16 @@ def fsdp2_model(mesh, mp_policy=None, reshard=True, units=None, layers=LAYERS, f
 
 
 def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, data_rank=None,
-               keep_after_backward=False):
+               keep_after_backward=False, log_loss=False):
     """k micro-batches a step; gradients synchronised in the last alone unless ``sync_every``; under HSDP,
     the replicate all-reduce in the last alone unless ``all_reduce_every`` (reduce-scatters in every one);
     what a backward gathered kept for the next micro-batch, but after the last, where
     ``keep_after_backward`` (``set_reshard_after_backward(False)`` on the others);
     the gradients clipped to ``max_norm`` before the optimizer step where given (torchtitan's default 1.0:
     ``torch.nn.utils.clip_grad_norm_`` on the sharded gradients). Each rank trains on the batches of
-    ``data_rank`` (default its own rank; its data-parallel place where tensor-parallel ranks share them)."""
+    ``data_rank`` (default its own rank; its data-parallel place where tensor-parallel ranks share them).
+    ``log_loss``: after the optimizer step, the last micro-batch's loss all-reduced over the world (one
+    element), as a loop that logs the mean loss does."""
     rank = dist.get_rank() if data_rank is None else data_rank
 
     def train_step(step):
@@ -353,10 +355,13 @@ def fsdp2_loop(model, opt, k, sync_every, all_reduce_every=True, max_norm=None, 
             if keep_after_backward:
                 model.set_reshard_after_backward(m == k - 1)
             x, y = batch(rank, step, m)
-            loss_fn(model(x), y).div(k).backward()
+            loss = loss_fn(model(x), y).div(k)
+            loss.backward()
         if max_norm is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         opt.step()
+        if log_loss:
+            dist.all_reduce(loss.detach())
 
     return train_step
 
@@ -563,14 +568,18 @@ def case_fsdp2_mixed(outdir):
     case_fsdp2(outdir, mp_policy=mp)
 
 
-def case_hsdp_2x4_mixed(outdir):
+def case_hsdp_2x4_mixed(outdir, log_loss=False):
     """HSDP on 8 ranks (replicate 2 × shard 4) with :func:`case_fsdp2_mixed`'s precision, 2 micro-batches a
-    step, the gradients synchronised in the last alone."""
+    step, the gradients synchronised in the last alone; with ``log_loss``, each step's last loss all-reduced
+    over the world after the optimizer step (``fsdp2_loop``'s)."""
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy
 
+    mesh = init_device_mesh("cpu", (2, 4), mesh_dim_names=("replicate", "shard"))
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    case_fsdp2(outdir, mesh_shape=(2, 4), mesh_names=("replicate", "shard"), mp_policy=mp, k=2,
-               sync_every=False, steps=2)
+    model = fsdp2_model(mesh, mp)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    run_profiled(outdir, 2, fsdp2_loop(model, opt, 2, sync_every=False, log_loss=log_loss))
 
 
 PP_MICRO_BATCHES = 2
@@ -1684,6 +1693,13 @@ CASES = {
             "scheme": "HSDP on 8 ranks: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 4), per "
                       "Linear + root, bf16 parameters and fp32 gradient reductions, 2 micro-batches, "
                       "set_requires_gradient_sync(False) on the first",
+            "world_size": 8, "param_dtype": "bfloat16", "reduce_dtype": "float32",
+            "groups": fsdp_groups((2, 4)), "micro_batches": 2, "steps_profiled": 2,
+            "grad_sync": "once, in the last micro-batch"}),
+    "hsdp-2x4-mixed-bf16-fp32-ga2-log-loss": (
+        lambda o: case_hsdp_2x4_mixed(o, log_loss=True), {
+            "scheme": "hsdp-2x4-mixed-bf16-fp32-ga2, and after each optimizer step the step's last loss "
+                      "all-reduced over the world (one element)",
             "world_size": 8, "param_dtype": "bfloat16", "reduce_dtype": "float32",
             "groups": fsdp_groups((2, 4)), "micro_batches": 2, "steps_profiled": 2,
             "grad_sync": "once, in the last micro-batch"}),
