@@ -582,6 +582,28 @@ def case_hsdp_2x4_mixed(outdir, log_loss=False):
     run_profiled(outdir, 2, fsdp2_loop(model, opt, 2, sync_every=False, log_loss=log_loss))
 
 
+def case_hsdp_metrics(outdir):
+    """HSDP as ``hsdp-2x2`` (FSDP2 on a 2 × 2 mesh, one micro-batch a step), the loss the mean of the
+    per-sample losses, and after each optimizer step those 8 per-sample losses (padded to 16) all-reduced
+    over the world, as a loop that logs a metric vector does."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
+    model = fsdp2_model(mesh)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    rank = dist.get_rank()
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        x, y = batch(rank, step, 0)
+        per_sample = nn.functional.mse_loss(model(x), y, reduction="none").mean(dim=1)
+        per_sample.mean().backward()
+        opt.step()
+        dist.all_reduce(torch.cat([per_sample.detach(), torch.zeros(16 - len(per_sample))]))
+
+    run_profiled(outdir, 2, train_step)
+
+
 PP_MICRO_BATCHES = 2
 
 
@@ -1688,6 +1710,11 @@ CASES = {
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
             "micro_batches": 4, "steps_profiled": 2,
             "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
+    "hsdp-2x2-metrics-all-reduce": (case_hsdp_metrics, {
+        "scheme": "HSDP as hsdp-2x2, one micro-batch, and after each optimizer step the 8 per-sample losses "
+                  "(padded to 16 elements) all-reduced over the world",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+        "micro_batches": 1, "steps_profiled": 2, "grad_sync": "every micro-batch"}),
     "hsdp-2x4-mixed-bf16-fp32-ga2": (
         case_hsdp_2x4_mixed, {
             "scheme": "HSDP on 8 ranks: FSDP2 fully_shard on a 2-D DeviceMesh (replicate 2 x shard 4), per "
