@@ -121,15 +121,17 @@ def test_hsdp_with_the_forward_gather_kept_reads_as_hybrid_at_that_option(traces
     assert "fsdp-hybrid" in flat["matches_if_parameters_kept_for_backward"]
 
 
-def test_hsdp_whose_shard_and_replicate_groups_differ_in_size_spans_the_world():
+@pytest.mark.parametrize("case", ["hsdp-2x4-mixed-bf16-fp32-ga2", "hsdp-2x4-mixed-bf16-fp32-ga2-log-loss"])
+def test_hsdp_whose_shard_and_replicate_groups_differ_in_size_spans_the_world(case):
     # HSDP on 8 ranks, shard groups of 4 and replicate groups of 2 (run.json), bf16 gathers and fp32
     # reductions, 2 micro-batches synchronised in the last. Counted (count_calls.py): each layer's shard
     # gathered 4 times a step in bf16 (group 4 from shapes), its gradient reduce-scattered once (group 4)
     # and its shard all-reduced once; no all-reduce states its group over gloo, and the rank's process
     # groups (pg_config) are the world (8), the replicate group (2) and the shard group (4). The all-reduces
     # ran on the gloo threads that gathered nothing: not the shard group's, so the replicate group's.
-    # Before, they were taken to span the world and N read 4 x 8 = 32 on 8 ranks
-    case = "hsdp-2x4-mixed-bf16-fp32-ga2"
+    # Before, without the loss's all-reduce, they were taken to span the world and N read 4 x 8 = 32 on 8
+    # ranks. The log-loss run all-reduces a one-element loss after each step on the world, on threads made
+    # before the others (the world's): it stays on the world
     run = json.loads((RUNS / case / "run.json").read_text())
     rank0 = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]
     assert sorted(g["pg_size"] for g in rank0["pg_config"]) == [2, 4, 8]
@@ -137,12 +139,16 @@ def test_hsdp_whose_shard_and_replicate_groups_differ_in_size_spans_the_world():
     gathered = sum(c["in_elems"] * c["group_size_from_shapes"] * c["calls"] for c in calls
                    if c["op"] == "c10d::_allgather_base_")
     scattered = sum(c["in_elems"] * c["calls"] for c in calls if c["op"] == "c10d::_reduce_scatter_base_")
-    shards = sum(c["in_elems"] * c["calls"] for c in calls if c["op"] == "c10d::allreduce_")
-    assert (gathered, scattered, shards) == (4 * PSI, PSI, PSI / 4)
+    shards = sum(c["in_elems"] * c["calls"] for c in calls
+                 if c["op"] == "c10d::allreduce_" and c["in_elems"] > 1)
+    losses = sum(c["calls"] for c in calls if c["op"] == "c10d::allreduce_" and c["in_elems"] == 1)
+    assert (gathered, scattered, shards, losses) == (4 * PSI, PSI, PSI / 4, int(case.endswith("log-loss")))
     ts = read_traces(RUNS / case)
-    ar = ts.table[ts.table["op"] == "all_reduce"]
+    ar = ts.table[(ts.table["op"] == "all_reduce") & (ts.table["in_nelems"] > 1)]
     replicate = {r: ",".join(map(str, g)) for g in run["groups"]["replicate"] for r in g}
     assert (ar["group_size"] == 2).all() and (ar["group_ranks"] == ar["rank"].map(replicate)).all()
+    loss = ts.table[(ts.table["op"] == "all_reduce") & (ts.table["in_nelems"] == 1)]
+    assert len(loss) == 8 * run["steps_profiled"] * losses and (loss["group_size"] == run["world_size"]).all()
     res = check(ts.table, meta=ts.meta)
     m = res.measurement
     assert (m.psi, m.n, m.world_size, m.shard_size) == (PSI, 8, run["world_size"], 4)
@@ -152,6 +158,28 @@ def test_hsdp_whose_shard_and_replicate_groups_differ_in_size_spans_the_world():
     # all-reduce (fp32) on 2
     assert m.bytes_per_rank_per_step == pytest.approx(
         gathered * 3 / 4 * 2 + scattered * 3 / 4 * 4 + shards * 2 * 1 / 2 * 4, rel=1e-9)
+    assert res.matches == ("fsdp-hybrid",)
+
+
+def test_hsdp_beside_a_metric_all_reduce_on_the_world_names_the_world_apart():
+    # HSDP 2 x 2 and, after each step, 16 elements (the per-sample losses, padded) all-reduced over the world
+    # of 4 (run.json). Counted (count_calls.py): hsdp-2x2's calls and one all-reduce of 16 a step. Its thread
+    # names the world (4 ranks), so the replicate group's all-reduces of shards are HSDP's and the world's
+    # reported apart: N's sentence names the groups of 4, where it said 'other groups of 2 (tensor
+    # parallelism's)' and 'also has groups of 2 ranks'
+    case = "hsdp-2x2-metrics-all-reduce"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    step = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]["ProfilerStep#1"]
+    metric = [c for c in step["c10d"] if c["op"] == "c10d::allreduce_" and c["in_elems"] == 16]
+    assert [c["calls"] for c in metric] == [1]
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.shard_size) == (PSI, run["world_size"], 2)
+    assert "the all-reduces on the rank's other groups of 4 are reported apart" in m.n_how
+    assert "tensor parallelism" not in m.n_how and "also has groups" not in m.n_how
+    apart = f"all-reduce on {run['world_size']} ranks ×{run['world_size'] * run['steps_profiled']}"
+    assert any(apart in n for n in m.notes)
     assert res.matches == ("fsdp-hybrid",)
 
 

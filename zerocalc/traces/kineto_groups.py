@@ -144,7 +144,8 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     # sub-groups of several sizes, every size but one that of a worker's known calls (HSDP's shard group of
     # 4 beside its replicate group of 2: the shard group's threads gather, the others all-reduce): a
     # worker of unknown size runs the calls of the one sub-group left, as the one-size guess above reads
-    # a sub-group job
+    # a sub-group job (:func:`_worker_groups` then moves a world's thread, a loss's, to the world by the
+    # threads' order)
     claimed = {next(iter(k)) for k in by_worker.values() if len(k) == 1}
     left = others - claimed
     worker_guess = next(iter(left)) if guess is None and len(others) > 1 and len(left) == 1 and all(

@@ -267,8 +267,9 @@ def infer_n(rows: Rows, rank: np.ndarray, ops: Codes, full: np.ndarray, world: i
         trace_n, sizes = experts[0], frozenset(experts)
     if n is None:
         n = trace_n
-        n_how = _inferred_how(n, world, most_n if by_grad else None, hsdp, beside, experts, inner,
-                              sizes_by_elems, world_from)
+        n_how = _inferred_how(n, world, most_n if by_grad else None, hsdp,
+                              None if beside is None else sorted({int(g) for g in gs[beside[2]]}), experts,
+                              inner, sizes_by_elems, world_from)
         if world is not None and unnamed:
             n_how += (f"; no call records its group, so each is taken to span the world of {world} ranks: "
                       "give --n if they ran on a smaller one")
@@ -333,7 +334,8 @@ def _sizes_of_calls(rows: Rows, ops: Codes, world: int | None, n: int | None) ->
 def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, experts, inner: set[int],
                   sizes_by_elems: dict[int, float], world_from: str | None = None) -> str:
     """The sentence saying how N was found in the trace (``most_n``: the group size that moves the most
-    data, where gradient collectives chose another; None where there are none)."""
+    data, where gradient collectives chose another; None where there are none; ``beside``: the sizes of the
+    groups whose all-reduces HSDP's replicate group leaves apart, :func:`_hsdp_beside`)."""
     how = f"N = {n}: inferred from the trace (group size of the collectives that move the most data"
     if most_n is not None and n != most_n:
         how = (f"N = {n}: inferred from the trace (the group the gradient collectives run on; "
@@ -341,8 +343,9 @@ def _inferred_how(n: int, world: int | None, most_n: int | None, hsdp, beside, e
     if hsdp is not None:
         how = (f"N = {n}: inferred from the trace (HSDP: gradients reduce-scattered on shard groups of "
                f"{hsdp[0]} ranks, then each shard all-reduced on replicate groups of {hsdp[1]}")
-    if beside is not None:
-        how += (f"; the all-reduces on the rank's other groups of {hsdp[1]} (tensor parallelism's) are "
+    if beside is not None:  # the sizes of the rank's other groups that all-reduce
+        whose = " (tensor parallelism's)" if beside == [hsdp[1]] else ""
+        how += (f"; the all-reduces on the rank's other groups of {', '.join(map(str, beside))}{whose} are "
                 "reported apart")
     if experts is not None:
         how = (f"N = {n}: inferred from the trace (expert parallelism: the dense parameters' gradients "
