@@ -26,11 +26,14 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
     # forward, and no other run does
     with_tp = {c for c in CASES if forward_reductions(c)}
     assert with_tp == {"tp2-dp2", "fsdp2-tp2", "fsdp2-tp2-sp", "hsdp-2x2-tp2", "pp2-fsdp2-tp2", "tp4",
-                       "tp4-first-whole-ga2", "tp4-block-ga2", "tp4-sp", "fsdp2-tp2-sp-norm"}
+                       "tp4-first-whole-ga2", "tp4-block-ga2", "tp4-sp", "fsdp2-tp2-sp-norm",
+                       "ds-autotp2-zero1-ga2"}
     for c in with_tp:
         assert "tp" in json.loads((RUNS / c / "run.json").read_text())["groups"]
-    # and the runs of sequence parallelism, alone, all-gather in it: its input, inside Redistribute
-    assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp", "fsdp2-tp2-sp-norm"}
+    # and the runs of sequence parallelism all-gather in it: its input, inside Redistribute; and DeepSpeed
+    # AutoTP the logits of its split output head, inside GatherFromTensorParallelRegion
+    assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp", "fsdp2-tp2-sp-norm",
+                                                        "ds-autotp2-zero1-ga2"}
     assert forward_gathers("tp4-sp") == {(384, "Redistribute"): 12}
 
 
