@@ -148,8 +148,7 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
     # threads' order)
     claimed = {next(iter(k)) for k in by_worker.values() if len(k) == 1}
     left = others - claimed
-    worker_guess = next(iter(left)) if guess is None and len(others) > 1 and len(left) == 1 and all(
-        p in (world, 1) or g == "default_pg" or p in others for g, p, _, _ in pgs) else None
+    worker_guess = next(iter(left)) if guess is None and len(others) > 1 and len(left) == 1 else None
     for r in rows:
         if r["group_size"] is None and r["op"] not in ("send", "recv"):
             known = by_worker.get(r.get("worker"), set())

@@ -419,20 +419,17 @@ def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, s
         # micro-batch, as a pipeline schedule other than GPipe (1F1B, interleaved, zero bubble) orders them:
         # a stage's warm-up forwards back to back, then forwards and backwards in turn
         k = passes
-        how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
-               "autograd engine's node events: a node numbered above every one before it opens a pass); "
-               f"the block of collectives that opens each step repeats {inferred} times, fewer: the "
-               "micro-batches do not each send one block, as a pipeline schedule that runs forwards and "
-               "backwards in turn (1F1B, interleaved) orders them")
+        how = (f"{_by_passes(k)}; the block of collectives that opens each step repeats {inferred} times, "
+               "fewer: the micro-batches do not each send one block, as a pipeline schedule that runs "
+               "forwards and backwards in turn (1F1B, interleaved) orders them")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
                f"repeated {k} times: one per micro-batch)")
     elif marked and passes and passes > 1:
         k = passes
-        how = (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
-               "autograd engine's node events: a node numbered above every one before it opens a pass); "
-               "no collective repeats inside a step: the micro-batches before the boundary send nothing")
+        how = (f"{_by_passes(k)}; no collective repeats inside a step: the micro-batches before the boundary "
+               "send nothing")
         if spanned:
             how += (" (the profiler marks every micro-batch: a step is the marked steps since the one before "
                     "that held calls)")
@@ -445,6 +442,12 @@ def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, s
         how = ("K = 1: nothing repeats inside an optimizer step (one micro-batch, or micro-batches that send "
                "nothing before the boundary: give --micro-batches K if so)")
     return k, how
+
+
+def _by_passes(k: int) -> str:
+    """How K was read from the backward passes each marked step runs, the opening of the sentence."""
+    return (f"K = {k}: inferred from the trace's backward passes (each optimizer step runs {k}, by the "
+            "autograd engine's node events: a node numbered above every one before it opens a pass)")
 
 
 def _most(counts: Counter | None) -> int | None:
