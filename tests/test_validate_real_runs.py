@@ -207,6 +207,29 @@ def test_deepspeed_autotp_beside_zero1_reads_as_zero1_on_the_data_parallel_group
     assert any("activations of model parallelism" in n for n in m.notes)
 
 
+def test_deepspeed_ulysses_beside_zero2_reduces_the_whole_model_over_every_rank():
+    # DeepSpeed Ulysses sequence parallelism 2 beside ZeRO-2 on 4 ranks. Counted (count_calls.py), every
+    # rank, every step: the attention's all-to-alls on the sequence group (group 2 from pg_config), an
+    # all-reduce of the whole model (sequence parallelism splits tokens, not parameters) and its all-gather
+    # back from quarters (group 4 from shapes): ZeRO over all 4 ranks
+    case = "ds-ulysses2-zero2"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    step = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]["ProfilerStep#1"]
+    calls = {(c["op"], c["in_elems"]): c for c in step["c10d"]}
+    psi = max(e for op, e in calls if op == "c10d::allreduce_")
+    assert calls[("c10d::_allgather_base_", psi // 4)]["group_size_from_shapes"] == 4
+    a2a = sum(c["calls"] for (op, _), c in calls.items() if op == "c10d::alltoall_base_")
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches) == (psi, run["world_size"], 1)
+    # ring accounting on 4, fp32: the all-reduce 2 x 3/4 of Ψ, the all-gather 3/4
+    assert m.bytes_per_rank_per_step == pytest.approx(psi * 2 * 3 / 4 * 4 + psi * 3 / 4 * 4, rel=1e-9)
+    assert any(f"all-to-all on 2 ranks ×{a2a * 4 * run['steps_profiled']}" in n for n in m.notes)
+    # DeepSpeed's ZeRO-1 and ZeRO-2 send alike (an all-reduce of the bucket, then the gather)
+    assert set(res.matches) == {"deepspeed-zero1", "deepspeed-zero2"}
+
+
 def test_mixed_precision_prices_each_side_at_its_dtype(traces):
     res = check(traces["fsdp2-mixed-bf16-fp32"].table, meta=traces["fsdp2-mixed-bf16-fp32"].meta)
     m = res.measurement

@@ -1327,6 +1327,54 @@ def case_deepspeed_autotp(outdir, cfg, steps=2):
     run_profiled(outdir, steps, train_step)
 
 
+#: the Ulysses case's sequences: SP ranks each take an equal slice of a sequence of this many tokens
+ULYSSES_SEQ = 32
+
+
+def ulysses_config(stage, sp=2):
+    """DeepSpeed's config for ZeRO ``stage`` beside Ulysses sequence parallelism of ``sp`` ranks
+    (``sequence_parallel_size``), one micro-batch of 2 sequences a step."""
+    return {"train_micro_batch_size_per_gpu": AUTOTP_MICRO_BATCH, "gradient_accumulation_steps": 1,
+            "zero_optimization": {"stage": stage}, "sequence_parallel_size": sp,
+            "zero_allow_untested_optimizer": True, "steps_per_print": 1_000_000}
+
+
+def case_deepspeed_ulysses(outdir, cfg, steps=2):
+    """DeepSpeed's Ulysses sequence parallelism for Hugging Face models (Arctic Long Sequence Training:
+    ``UlyssesSPAttentionHF.register_with_transformers`` over ``sdpa``, its ``mpu`` given to
+    ``deepspeed.initialize``) on :data:`AUTOTP_LLAMA` with ``cfg`` (:func:`ulysses_config`): each
+    sequence-parallel rank takes its slice of each sequence (:data:`ULYSSES_SEQ` tokens, ``position_ids``
+    the global positions), the attention all-to-alls its heads and tokens over the sequence-parallel group,
+    and ZeRO reduces the gradients over the data × sequence-parallel ranks; the loss is each rank's slice's
+    cross entropy."""
+    import deepspeed
+    from deepspeed.runtime.sequence_parallel.ulysses_sp import UlyssesSPAttentionHF
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**AUTOTP_LLAMA, attn_implementation="sdpa"))
+    sp = cfg["sequence_parallel_size"]
+    mpu = UlyssesSPAttentionHF.register_with_transformers(
+        model_name_or_path=model, core_attn_implementation="sdpa", sequence_parallel_size=sp,
+        micro_batch_size=AUTOTP_MICRO_BATCH, seq_length=ULYSSES_SEQ, seq_length_is_variable=False)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg, mpu=mpu)
+    rank = dist.get_rank()
+    width = ULYSSES_SEQ // sp
+    mine = slice(rank % sp * width, (rank % sp + 1) * width)
+    positions = torch.arange(ULYSSES_SEQ).expand(AUTOTP_MICRO_BATCH, ULYSSES_SEQ)
+
+    def train_step(step):
+        g = torch.Generator().manual_seed(1000 * step + rank // sp)
+        ids = torch.randint(0, AUTOTP_LLAMA["vocab_size"], (AUTOTP_MICRO_BATCH, ULYSSES_SEQ), generator=g)
+        logits = engine(input_ids=ids[:, mine], position_ids=positions[:, mine]).logits
+        engine.backward(nn.functional.cross_entropy(logits.reshape(-1, AUTOTP_LLAMA["vocab_size"]),
+                                                    ids[:, mine].reshape(-1)))
+        engine.step()
+
+    run_profiled(outdir, steps, train_step)
+
+
 # --- Hugging Face Trainer cases --------------------------------------------------------------------
 
 
@@ -2199,6 +2247,13 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]]}, "micro_batches": 2, "steps_profiled": 2,
         "deepspeed_config": autotp_config(1)}),
+    "ds-ulysses2-zero2": (lambda o: case_deepspeed_ulysses(o, ulysses_config(2)), {
+        "scheme": "DeepSpeed Ulysses sequence parallelism 2 (Arctic Long Sequence Training, "
+                  "UlyssesSPAttentionHF over sdpa) of a one-layer Llama beside ZeRO stage 2 over all 4 ranks",
+        "model": {"transformers": "LlamaForCausalLM", "config": AUTOTP_LLAMA},
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"sp": [[0, 1], [2, 3]], "dp": WORLD4}, "micro_batches": 1, "steps_profiled": 2,
+        "deepspeed_config": ulysses_config(2)}),
     "hf-trainer-ddp": (lambda o: case_hf_trainer(o, steps=3), {
         "scheme": "Hugging Face Trainer, DDP (its default on several ranks)", "param_dtype": "float32",
         "reduce_dtype": "float32", "groups": {"dp": WORLD4}, "micro_batches": 1,
