@@ -773,9 +773,10 @@ def case_pp2_fsdp2_tp2(outdir):
     run_fsdp2_stage(outdir, mesh, part, 2)
 
 
-def case_tp2_dp2(outdir):
-    """Tensor parallelism of 2 × data parallelism of 2, Megatron's MLP split by hand: tensor-parallel
-    groups {0, 1} and {2, 3} (consecutive ranks), data-parallel groups {0, 2} and {1, 3}. ``layers.0`` is
+def case_tp2_dp2(outdir, dp=2, steps=3):
+    """Tensor parallelism of 2 × data parallelism of 2 (``dp``), Megatron's MLP split by hand:
+    tensor-parallel groups {0, 1} and {2, 3} (consecutive ranks; … {2·dp - 2, 2·dp - 1}), data-parallel
+    groups {0, 2} and {1, 3} (the even and the odd ranks). ``layers.0`` is
     split by its outputs (each rank 96 of 192; its input's gradient all-reduced over the tensor-parallel
     group in the backward), ``layers.1`` by its inputs (each rank 96 of 192, its output all-reduced over the
     group in the forward, the bias whole on both), ``layers.2`` whole on both. After the backward each rank
@@ -785,8 +786,9 @@ def case_tp2_dp2(outdir):
     threads each group starts (``zerocalc.traces.kineto_groups._worker_groups``). Its Flight Recorder
     dumps (``../flight-recorder/make_runs.py``) name each call's group."""
     rank = dist.get_rank()
-    tp_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank creates every group
-    dp_groups = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+    # every rank creates every group, the tensor-parallel ones first
+    tp_groups = [dist.new_group([2 * i, 2 * i + 1]) for i in range(dp)]
+    dp_groups = [dist.new_group(list(range(j, 2 * dp, 2))) for j in (0, 1)]
     tp, tp_rank = tp_groups[rank // 2], rank % 2
     dp, dp_rank = dp_groups[rank % 2], rank // 2
 
@@ -835,7 +837,7 @@ def case_tp2_dp2(outdir):
             dist.all_reduce(p.grad, group=dp)
         opt.step()
 
-    run_profiled(outdir, 3, train_step)
+    run_profiled(outdir, steps, train_step)
 
 
 def case_tp(outdir, *, k=1, first_whole=False, layers=LAYERS):
@@ -1592,6 +1594,14 @@ CASES = {
         "groups": {"tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]]},
         "psi_per_rank": TP2_PSI_PER_RANK,
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "tp2-dp4": (lambda o: case_tp2_dp2(o, dp=4, steps=2), {
+        "scheme": "tp2-dp2's Megatron MLP split by hand on 8 ranks: tensor parallelism 2 (consecutive "
+                  "ranks) x data parallelism 4 (the even and the odd ranks), each rank's gradients "
+                  "all-reduced over its data-parallel group, one call a tensor",
+        "world_size": 8, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"tp": [[0, 1], [2, 3], [4, 5], [6, 7]], "dp": [[0, 2, 4, 6], [1, 3, 5, 7]]},
+        "psi_per_rank": TP2_PSI_PER_RANK,
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "tp4": (case_tp, {
         "scheme": "tensor parallelism 4 alone (parallelize_module on a 1-D DeviceMesh: layers.0 "
                   "ColwiseParallel, layers.1 RowwiseParallel, layers.2 whole), no data parallelism",
