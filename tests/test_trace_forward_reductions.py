@@ -27,7 +27,7 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
     with_tp = {c for c in CASES if forward_reductions(c)}
     assert with_tp == {"tp2-dp2", "fsdp2-tp2", "fsdp2-tp2-sp", "hsdp-2x2-tp2", "pp2-fsdp2-tp2", "tp4",
                        "tp4-first-whole-ga2", "tp4-block-ga2", "tp4-sp", "fsdp2-tp2-sp-norm",
-                       "ds-autotp2-zero1-ga2"}
+                       "ds-autotp2-zero1-ga2", "tp2-dp4"}
     for c in with_tp:
         assert "tp" in json.loads((RUNS / c / "run.json").read_text())["groups"]
     # and the runs of sequence parallelism all-gather in it: its input, inside Redistribute; and DeepSpeed

@@ -183,6 +183,36 @@ def test_hsdp_beside_a_metric_all_reduce_on_the_world_names_the_world_apart():
     assert res.matches == ("fsdp-hybrid",)
 
 
+def test_tensor_and_data_parallel_groups_of_two_sizes_by_hand_over_gloo():
+    # tp2-dp2's code on 8 ranks: tensor-parallel groups of 2 (made first), data-parallel groups of 4
+    # (run.json). Counted (count_calls.py): every call an all-reduce, none sized by its shapes; one in the
+    # forward (inside ReduceFromTP), the others the gradients, one a tensor, summing to the rank's
+    # parameters. The gloo threads that ran them are the tensor-parallel group's, then the data-parallel
+    # group's (groups start their threads as they are made, in pg_config's order): before, no thread was
+    # placed, every call spanned the world and N read 8
+    case = "tp2-dp4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    rank0 = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]
+    assert sorted(g["pg_size"] for g in rank0["pg_config"]) == [2, 4, 8]
+    step = rank0["steps"]["ProfilerStep#1"]
+    assert {c["op"] for c in step["c10d"]} == {"c10d::allreduce_"}
+    forward = {int(k.split()[1]) for k in step.get("forward_reductions", {})}
+    grads = sum(c["in_elems"] * c["calls"] for c in step["c10d"] if c["in_elems"] not in forward)
+    assert grads == run["psi_per_rank"]
+    ts = read_traces(RUNS / case)
+    dp = {r: ",".join(map(str, g)) for g in run["groups"]["dp"] for r in g}
+    tp = {r: ",".join(map(str, g)) for g in run["groups"]["tp"] for r in g}
+    rows = ts.table
+    fwd = rows["forward_op"].notna()
+    assert (rows.loc[fwd, "group_ranks"] == rows.loc[fwd, "rank"].map(tp)).all()
+    assert (rows.loc[~fwd, "group_ranks"] == rows.loc[~fwd, "rank"].map(dp)).all()
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.world_size) == (grads, 4, run["world_size"])
+    assert m.bytes_per_rank_per_step == pytest.approx(grads * 2 * 3 / 4 * 4, rel=1e-9)
+    assert res.matches[0] == "dp"
+
+
 def test_deepspeed_autotp_beside_zero1_reads_as_zero1_on_the_data_parallel_group():
     # DeepSpeed AutoTP training (tensor parallelism 2 of a one-layer Llama) with ZeRO-1 on data-parallel
     # groups of 2, 2 micro-batches a step. Counted (count_calls.py), every rank, every step: one all-reduce
