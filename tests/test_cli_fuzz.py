@@ -200,11 +200,23 @@ def _run_with(run: str, rank: str, index: int, key: str, value) -> Case:
     return Case(path.parent.name, files, f"{rank}: item {index} {key!r} = {value!r}")
 
 
+def _run_top(run: str, rank: str, key: str, value) -> Case:
+    """A run whose trace ``rank`` has its top-level ``key`` set to ``value``."""
+    path = TRACES / run / rank
+    doc = _load(path)
+    doc[key] = value
+    files = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.name.startswith("rank")}
+    data = json.dumps(doc).encode()
+    files[rank] = gzip.compress(data) if path.suffix == ".gz" else data
+    return Case(path.parent.name, files, f"{rank}: top {key!r} = {value!r}")
+
+
 #: what these tests found, kept as examples: a busbw no double holds (OverflowError reading the ranks from
 #: busbw/algbw), a busbw over twice its algbw (the same), a 20-digit count (OverflowError building trace
 #: summary's table), a -J report's root of "abc" (TypeError telling the op), a record_id of "x" (ValueError
 #: building the dumps' table), a gloo call's args of -1 (AttributeError reading its sizes), a DeepSpeed comms
-#: log's rank of 20 digits (OverflowError building the table)
+#: log's rank of 20 digits (OverflowError building the table), a gloo trace without distributedInfo
+#: (ValueError placing its worker threads on no process group)
 KNOWN_TEXTS = [
     _text_with("alltoall_perf-8xMI355X-oci-pollara-1node-2sizes.txt", b"412.20  360.67", b"412.20  1e309"),
     _text_with("all_reduce_perf-16xH100-2nodes.txt", b"180.71  338.82", b"100.00  338.82"),
@@ -214,7 +226,8 @@ KNOWN_TEXTS = [
     _text_with("zero2-ga4-verbose.log", b"[Rank 0]", b"[Rank 99999999999999999999]"),
 ]
 KNOWN_RUNS = [_run_with("flight-recorder/ds-zero2-ga4", "rank2.json.gz", 3, "record_id", "x"),
-              _run_with("real-runs/ddp-ga4-no-sync", "rank0.json.gz", 11, "args", -1)]
+              _run_with("real-runs/ddp-ga4-no-sync", "rank0.json.gz", 11, "args", -1),
+              _run_top("real-runs/ddp-ga4-no-sync", "rank0.json.gz", "distributedInfo", None)]
 
 _FAST = settings(max_examples=40, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -228,7 +241,8 @@ def test_what_changed_text_files_found(case):
     _check_text(case)
 
 
-@pytest.mark.parametrize("case", KNOWN_RUNS, ids=["record-id-x", "kineto-args-number"])
+@pytest.mark.parametrize("case", KNOWN_RUNS, ids=["record-id-x", "kineto-args-number",
+                                                "kineto-no-distributed-info"])
 def test_what_changed_runs_found(case):
     _check_run(case)
 

@@ -252,7 +252,7 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
     preferred = [({j for j in ok if order[j][1] in seen[w]}, guessed.get(w, 1))
                  for w, ok in zip(workers, allowed, strict=True)]
     places = {workers[i]: j for i, j in _monotone_places(allowed, preferred).items()}
-    if not places and not any(known[w] or seen[w] for w in workers):
+    if not places and order and not any(known[w] or seen[w] for w in workers):
         # no call of any worker states a size, and the order leaves each in doubt between the world and a
         # sub-group: a sub-group job (as :func:`_fill_groups` reads one of one size) runs its calls on its
         # sub-groups, so the workers take them in order where that placement is the only one (tensor
