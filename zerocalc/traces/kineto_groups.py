@@ -107,6 +107,13 @@ def _group_from_shapes(row: dict) -> bool:
     return True
 
 
+def _sub_group(label: str, size: int, world: int | None) -> bool:
+    """Whether a rank's process group (``pg_config``'s ``label`` and ``size``) is a sub-group: not the default
+    group, and of neither the world's size nor one rank (a mesh dimension of 1: no call that moves data runs
+    on it)."""
+    return label != "default_pg" and size not in (world, 1)
+
+
 def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], str | None]],
                  world: int | None) -> None:
     """Group size and group of the calls that record none, from what the trace does say.
@@ -131,7 +138,7 @@ def _fill_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], st
         if r.get("worker") is not None and r["group_size"] is not None:
             by_worker.setdefault(r["worker"], set()).add(r["group_size"])
     _sizes_from_sibling_workers(rows, by_worker)
-    others = {p for g, p, _, _ in pgs if g != "default_pg" and p not in (world, 1)}
+    others = {p for g, p, _, _ in pgs if _sub_group(g, p, world)}
     only = {p for _, p, _, _ in pgs}
     guess = None
     ranks_of: dict[tuple, str | None] = {}  # (group, size) → its ranks (_pg_ranks), once per group
@@ -259,7 +266,7 @@ def _worker_groups(rows: list[dict], pgs: list[tuple[str, int, tuple[int, ...], 
         # parallelism 2 beside data parallelism 4 by hand: the first threads the tensor-parallel group's,
         # the next the data-parallel group's)
         world = max(pg[1] for pg in order)
-        sub = [[j for j in ok if order[j][1] not in (world, 1)] for ok in allowed]
+        sub = [[j for j in ok if _sub_group(order[j][0], order[j][1], world)] for ok in allowed]
         if all(sub):
             places = {workers[i]: j for i, j in _monotone_places(sub).items()}
     for r in rows:
