@@ -37,3 +37,9 @@ def forward_reductions(case: str, key: str = "forward_reductions") -> Counter:
 def forward_gathers(case: str) -> Counter:
     """The same of the all-gathers run in a forward pass (``forward_gathers``), by elements in (a shard)."""
     return forward_reductions(case, "forward_gathers")
+
+
+def recompute_gathers(case: str) -> Counter:
+    """The same of the all-gathers run in a reentrant checkpoint's recompute (``recompute_gathers``), by
+    elements in (a shard) and the checkpoint's node."""
+    return forward_reductions(case, "recompute_gathers")

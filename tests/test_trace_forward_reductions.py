@@ -12,7 +12,7 @@ from collections import Counter
 
 import orjson
 import pytest
-from real_runs import RUNS, count_calls, forward_gathers, forward_reductions
+from real_runs import RUNS, count_calls, forward_gathers, forward_reductions, recompute_gathers
 
 from zerocalc.traces import read_traces
 from zerocalc.traces.kineto import parse_bytes, parse_document
@@ -30,10 +30,13 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
                        "ds-autotp2-zero1-ga2", "tp2-dp4"}
     for c in with_tp:
         assert "tp" in json.loads((RUNS / c / "run.json").read_text())["groups"]
-    # and the runs of sequence parallelism all-gather in it: its input, inside Redistribute; and DeepSpeed
-    # AutoTP the logits of its split output head, inside GatherFromTensorParallelRegion
+    # and the runs of sequence parallelism all-gather in it: its input, inside Redistribute; DeepSpeed
+    # AutoTP the logits of its split output head, inside GatherFromTensorParallelRegion; and FSDP1 and ZeRO-3
+    # the checkpointed layer's parameters, their forward hooks run inside a reentrant CheckpointFunction
     assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp", "fsdp2-tp2-sp-norm",
-                                                        "ds-autotp2-zero1-ga2"}
+                                                        "ds-autotp2-zero1-ga2", "fsdp1-reentrant-checkpoint",
+                                                        "ds-zero3-reuse0-reentrant-checkpoint"}
+    assert forward_gathers("fsdp1-reentrant-checkpoint") == {(7_720, "CheckpointFunction"): 8}
     assert forward_gathers("tp4-sp") == {(384, "Redistribute"): 12}
 
 
@@ -49,6 +52,10 @@ def test_reader_marks_the_reductions_counted_in_a_forward_pass(case):
     for counted, ops in ((forward_reductions(case), REDUCTIONS), (forward_gathers(case), ["all_gather"])):
         calls = fwd[fwd["op"].astype(str).isin(ops)]
         assert Counter(zip(calls["in_nelems"].astype(int), calls["forward_op"], strict=True)) == counted
+    # and the all-gathers of a reentrant checkpoint's recompute (kineto_recompute), as counted
+    again = rows[rows["recompute_op"].notna()] if "recompute_op" in rows else rows.iloc[:0]
+    assert Counter(zip(again["in_nelems"].astype(int), again.get("recompute_op", []), strict=True)) == (
+        recompute_gathers(case))
 
 
 def test_the_slow_path_marks_the_same_calls():

@@ -51,7 +51,7 @@ def _one(raw: msgspec.Raw) -> Any:
         return None
 
 
-def backward_passes(nodes: list[tuple[float, float, Any, Any]], steps: list[tuple[float, float, int]]
+def backward_passes(nodes: list[tuple[float, float, Any, Any, str]], steps: list[tuple[float, float, int]]
                     ) -> dict[int, int]:
     """ProfilerStep number → backward passes that begin inside it, from the node events ``nodes``
     ((ts, end, thread, args)) and the sorted ``steps`` ((ts, end, number)); steps without any are left
@@ -85,7 +85,7 @@ def backward_passes(nodes: list[tuple[float, float, Any, Any]], steps: list[tupl
     return out
 
 
-def optimizer_spans(optimizer: list[tuple[float, float]], nodes: list[tuple[float, float, Any, Any]]
+def optimizer_spans(optimizer: list[tuple[float, float]], nodes: list[tuple[float, float, Any, Any, str]]
                     ) -> list[tuple[float, float, int]]:
     """Steps for a trace that marks none (a profiler run without ``prof.step()``), from the optimizer's
     step annotations ``optimizer`` ((ts, end)) and the backward's node events ``nodes``: step k (1, 2, ...)

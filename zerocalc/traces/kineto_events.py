@@ -217,7 +217,7 @@ class _Selected(NamedTuple):
     gloo: list[tuple[float, float, int, Any]]  # (ts, end, index, worker thread)
     kernels: list[int]
     launches: list[tuple[Any, Any, float]]  # (args, thread, ts) of cudaLaunch* calls, in order
-    backward: list[tuple[float, float, Any, Any]]  # (ts, end, thread, args) of the autograd engine's nodes
+    backward: list[tuple[float, float, Any, Any, str]]  # (ts, end, thread, args, name) of the engine's nodes
     leaves: list[tuple[float, float, Any]]  # (ts, end, thread) of its AccumulateGrad nodes (UNNUMBERED)
     optimizer: list[tuple[float, float]]  # (ts, end) of each optimizer step annotation
     chunk_cats: list[Any]  # the undecoded args of each aten::_chunk_cat (FSDP2's reduce-scatter copy-in)
@@ -322,7 +322,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             if type(ts) in _NUMBERS and type(dur) in _NUMBERS and -_INF < ts < _INF and 0 <= dur < _INF and (
                     pid is None or type(pid) in _SCALARS) and (tid is None or type(tid) in _SCALARS):
                 if role == _NODE:
-                    sel.backward.append((ts, ts + dur, (pid, tid), e.args))
+                    sel.backward.append((ts, ts + dur, (pid, tid), e.args, name))
                 elif role == _LEAF:
                     sel.leaves.append((ts, ts + dur, (pid, tid)))
                 else:

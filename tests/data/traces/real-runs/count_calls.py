@@ -25,6 +25,11 @@ from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
   whose name says ``backward`` (FSDP2's ``FSDP::root_post_backward_callback``, run after the nodes), as
   ``"<op> <elements in> in <innermost such op>"``; and the all-gathers of a forward pass, every ``c10d::``
   all-gather so nested (``forward_gathers``, likewise);
+* the all-gathers of a reentrant checkpoint's recompute (``recompute_gathers``, written only where a step
+  has any): every ``c10d::`` all-gather whose innermost enclosing ``autograd::engine::evaluate_function:``
+  event is a checkpoint's (``CheckpointFunctionBackward``), with no event between that names a backward (a
+  hook of the backward that follows the recompute, FSDP1's ``_pre_backward_hook``), as
+  ``"<op> <elements in> in <that node>"``;
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
   elements, element type, thread id. Worker events belong to the step in whose window
   they start.
@@ -127,7 +132,21 @@ def mark_forward(events, tid, calls):
             in_node = any(a["name"].startswith(NODE) or "backward" in a["name"].lower() for a in stack)
             marked = c["op"] in REDUCTIONS or c["op"] in GATHERS
             c["forward_in"] = numbered[-1] if numbered and not in_node and marked else None
+            c["recompute_in"] = recompute_node(stack) if c["op"] in GATHERS else None
         stack.append(e)
+
+
+def recompute_node(stack):
+    """The name of the innermost node of the backward in ``stack`` (the events enclosing a call, outermost
+    first) where it is a reentrant checkpoint's (``CheckpointFunctionBackward``) and no event inside it
+    names a backward (a hook of the backward that follows the recompute); None otherwise."""
+    for k in range(len(stack) - 1, -1, -1):
+        name = stack[k]["name"]
+        if name.startswith(NODE):
+            inner = [a["name"] for a in stack[k + 1:]]
+            hook = any("backward" in n.lower() and "Checkpoint" not in n for n in inner)
+            return name[len(NODE):].strip() if "Checkpoint" in name and not hook else None
+    return None
 
 
 def gloo_event(e):
@@ -179,6 +198,9 @@ def count_file(path):
                        if c.get("forward_in") and c["op"] in ops]
             if forward:
                 row[key] = forward
+        again = [f"{c['op']} {c['in_elems']} in {c['recompute_in']}" for c in inside if c.get("recompute_in")]
+        if again:
+            row["recompute_gathers"] = again
     in_any = {id(c) for s in steps for c in calls
               if s["ts"] <= c["ts"] and c["ts"] + c["dur"] <= s["ts"] + s["dur"]}
     out["outside_steps"] = summarise([c for c in calls if id(c) not in in_any], [])["c10d"]
@@ -427,6 +449,8 @@ def markdown(res):
             forward = s.get("forward_reductions", []) + s.get("forward_gathers", [])
             if forward:
                 text.append(f"    - in a forward pass: {', '.join(squeeze(forward))}")
+            if again := s.get("recompute_gathers"):
+                text.append(f"    - in a checkpoint's recompute: {', '.join(squeeze(again))}")
         blocks.setdefault((loss[step], "\n".join(text)), []).append(step)
     lines = []
     for (passes, text), steps in blocks.items():

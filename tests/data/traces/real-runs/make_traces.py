@@ -408,12 +408,13 @@ def case_fsdp2_checkpoint(outdir, *, every=2, steps=6):
         shutil.rmtree(where)
 
 
-def fsdp1_model(strategy, mixed=False, groups=None, units=None, frozen=()):
+def fsdp1_model(strategy, mixed=False, groups=None, units=None, frozen=(), checkpointed=()):
     """FSDP1 (``FullyShardedDataParallel``): one unit per Linear (``ModuleWrapPolicy``; the first ``units``
     alone where given, by ``lambda_auto_wrap_policy``: the others' parameters stay in the root unit) and the
     root, each unit's weight and bias one flat parameter; ``groups`` = (shard group, replicate group) for
     HYBRID_SHARD; the layers numbered in ``frozen`` frozen (:func:`freeze`; ``use_orig_params=True`` then,
-    as FSDP1 needs to hold frozen and trained parameters in one model)."""
+    as FSDP1 needs to hold frozen and trained parameters in one model); those in ``checkpointed`` under
+    reentrant activation checkpointing (:class:`MLP`: ``checkpoint(FSDP(layer))``)."""
     import functools
 
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -421,7 +422,7 @@ def fsdp1_model(strategy, mixed=False, groups=None, units=None, frozen=()):
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy, lambda_auto_wrap_policy
 
     mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed else None
-    model = freeze(make_model(), frozen)
+    model = freeze(make_model(checkpointed=checkpointed), frozen)
     policy = ModuleWrapPolicy({nn.Linear})
     if units is not None:
         own = set(model.layers[:units])
@@ -432,7 +433,7 @@ def fsdp1_model(strategy, mixed=False, groups=None, units=None, frozen=()):
 
 
 def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False, steps=3, units=None,
-               evaluate_every=None, frozen=()):
+               evaluate_every=None, frozen=(), checkpointed=()):
     """FSDP1 (:func:`fsdp1_model`) in :func:`ddp_loop`; with ``evaluate_every``, :func:`evaluating`."""
     groups = None
     if "HYBRID_SHARD" in strategy:  # shard over {0, 1} and {2, 3}, replicate over {0, 2} and {1, 3}
@@ -440,7 +441,7 @@ def case_fsdp1(outdir, strategy="FULL_SHARD", *, k=1, no_sync=False, mixed=False
         replicate = [dist.new_group(r) for r in ([0, 2], [1, 3])]
         rank = dist.get_rank()
         groups = (shard[rank // 2], replicate[rank % 2])
-    model = fsdp1_model(strategy, mixed, groups, units, frozen)
+    model = fsdp1_model(strategy, mixed, groups, units, frozen, checkpointed)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     train_step = ddp_loop(model, opt, k, no_sync)
     if evaluate_every:
@@ -1168,14 +1169,14 @@ def ds_default_config(stage):
 
 
 def case_deepspeed(outdir, cfg, steps=2, step_per_micro_batch=False, layers=LAYERS, warmup=1,
-                   without_steps=False, evaluate_every=None, lora=0):
+                   without_steps=False, evaluate_every=None, lora=0, checkpointed=()):
     """DeepSpeed's engine on :func:`make_model` (:func:`lora_model` of rank ``lora`` where given), ``cfg`` its
     config; with ``evaluate_every``, after every such optimizer step (the warm-up step 0 too), inside its
     ``ProfilerStep``, an evaluation of 2 batches (``engine.eval()``, forward passes under
     ``torch.no_grad()``, each all-reducing its 16 per-sample losses, then ``engine.train()``)."""
     import deepspeed
 
-    model = lora_model(lora) if lora else make_model(layers=layers)
+    model = lora_model(lora) if lora else make_model(layers=layers, checkpointed=checkpointed)
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     rank = dist.get_rank()
@@ -1474,6 +1475,37 @@ def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False,
         held_out = None if eval_steps is None else (HFTokens(64) if gpt2 else HFData(64))
         Trainer(model=model, args=args, train_dataset=data, eval_dataset=held_out,
                 callbacks=[StepProfiler(prof)]).train()
+
+
+def case_fsdp1_gpt2_checkpoint(outdir, *, steps=2, layers=2):
+    """FSDP1 ``FULL_SHARD`` on Hugging Face's GPT-2 (:data:`HF_GPT2`, ``layers`` blocks), one unit per
+    ``GPT2Block`` (``transformer_auto_wrap_policy``) + root, under the model's own gradient checkpointing
+    as transformers 4.35-4.x turned it on (``gradient_checkpointing_enable()``: ``use_reentrant=True``;
+    transformers 5 passes ``False`` unless told): each block run as ``checkpoint(FSDP(block))``. AdamW, one
+    micro-batch of :class:`HFTokens` a step, the loss the model's own."""
+    import functools
+
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(**{**HF_GPT2, "n_layer": layers}))
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    model.train()
+    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={GPT2Block})
+    model = FSDP(model, auto_wrap_policy=policy, device_id=torch.device("cpu"))
+    opt = torch.optim.AdamW(model.parameters(), lr=LR)
+    data, rank, world = HFTokens(), dist.get_rank(), dist.get_world_size()
+
+    def train_step(step):
+        opt.zero_grad(set_to_none=True)
+        ids = data.ids[(step * world + rank) * MICRO_BATCH:][:MICRO_BATCH]
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+
+    run_profiled(outdir, steps, train_step)
 
 
 HF_OPTIMIZER = "AdamW (Trainer's default optim, adamw_torch_fused)"
@@ -1903,6 +1935,13 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": DS_GA, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0)}),
+    "ds-zero3-reuse0-reentrant-checkpoint": (
+        lambda o: case_deepspeed(o, ds_config(3, 0, 0, ga=1), checkpointed=(1,)), {
+        "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0, stage3_prefetch_bucket_size 0, "
+                  "layers.1 under torch.utils.checkpoint.checkpoint(use_reentrant=True)",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "steps_profiled": 2, "checkpointed": ["layers.1"],
+        "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0, ga=1)}),
     "ds-zero3-defaults-ga4": (lambda o: case_deepspeed(o, ds_default_config(3)), {
         "scheme": "DeepSpeed ZeRO stage 3 with DeepSpeed's defaults (every parameter persistent: fewer than "
                   "stage3_param_persistence_threshold = 1e5 elements)", "param_dtype": "float32",
@@ -2165,6 +2204,20 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 4, "steps_profiled": 2,
         "grad_sync": "last micro-batch only (no_sync() on the first 3)"}),
+    "fsdp1-reentrant-checkpoint": (lambda o: case_fsdp1(o, checkpointed=(1,), steps=2), {
+        "scheme": "FSDP1 FULL_SHARD, one unit per Linear + root, layers.1 under "
+                  "torch.utils.checkpoint.checkpoint(use_reentrant=True) (checkpoint(FSDP(layer)))",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2,
+        "checkpointed": ["layers.1"]}),
+    "fsdp1-gpt2-reentrant-checkpoint": (case_fsdp1_gpt2_checkpoint, {
+        "scheme": "FSDP1 FULL_SHARD on Hugging Face's GPT-2, one unit per GPT2Block + root, "
+                  "gradient_checkpointing_enable(use_reentrant=True)",
+        "model": {"transformers": "GPT2LMHeadModel", "config": {**HF_GPT2, "n_layer": 2}, "psi": 136_960,
+                  "sequence_length": HF_SEQ}, "optimizer": "AdamW",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2,
+        "checkpointed": ["transformer.h.0", "transformer.h.1"]}),
     "fsdp1-shard-grad-op-eval-every-2": (
         lambda o: case_fsdp1(o, "SHARD_GRAD_OP", steps=4, evaluate_every=2), {
         "scheme": "FSDP1 SHARD_GRAD_OP, one unit per Linear + root; after every 2nd optimizer step "

@@ -1,0 +1,103 @@
+"""All-gathers a Kineto trace runs in the recompute of reentrant activation checkpointing, from the node of
+the backward that encloses each call.
+
+``torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`` runs its segment's forward under an
+``autograd.Function``, ``CheckpointFunction``, whose backward runs that forward again and then a backward of
+its own inside the node (``CheckpointFunctionBackward``); Megatron-LM's and DeepSpeed's activation
+checkpointing are functions of that name too. A sharded scheme whose unit the segment holds gathers the unit
+for the forward, again for the recompute, where its forward hooks run once more, and again for the unit's
+backward where the recompute left it resharded: FSDP1 (``FULL_SHARD``; pytorch/pytorch#105635, "two
+allgathers per layer" in the backward of a Llama under Hugging Face's gradient checkpointing; fairscale issue
+777: ``checkpoint(FSDP(module))`` gathers for the forward, for the forward in the backward and for the
+backward), and DeepSpeed ZeRO-3 where it does not keep the gathered parameters. FSDP2 prefetches the unit for
+its backward before the recompute runs, and non-reentrant checkpointing recomputes inside the unit's own
+backward: neither gathers a third time.
+
+A call of the recompute runs inside the node event of that function's backward
+(``autograd::engine::evaluate_function: CheckpointFunctionBackward``) and in no node nested in it: the
+backward that follows the recompute runs its nodes inside it, each in an event of its own. The node events
+of a thread nest in time; the innermost one that holds a call is found in one sweep over the thread's nodes
+and calls in order of their start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from zerocalc.traces.kineto_events import _Selected
+from zerocalc.traces.kineto_forward import WINDOW, _dict_fields, _struct_fields
+from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
+
+#: What names the node of a reentrant checkpoint's backward (``CheckpointFunctionBackward``).
+CHECKPOINT = "Checkpoint"
+#: The events of all-gather calls, by name.
+_GATHERS = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op == "all_gather"),
+                      *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op == "all_gather")])
+_EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
+
+
+def recompute_calls(events: Sequence[Any], sel: _Selected, decoded: bool = False) -> dict[int, str]:
+    """The events of all-gathers run in a reentrant checkpoint's recompute, by index, each with the name of
+    that node (``CheckpointFunctionBackward``, the engine's prefix left out): those whose innermost enclosing
+    node of the backward is a checkpoint's, and that no hook of the backward runs there
+    (:func:`_in_backward_hook`); ``events`` as :func:`~zerocalc.traces.kineto_forward.forward_calls` takes
+    them."""
+    nodes: dict[object, list[tuple[float, float, str]]] = {}
+    for ts, end, thread, _args, name, *_ in sel.backward:
+        nodes.setdefault(thread, []).append((ts, end, name))
+    fields: Callable[[Any], tuple] = _dict_fields if decoded else _struct_fields
+    out: dict[int, str] = {}
+    for thread, calls in sel.comm.items():
+        spans = nodes.get(thread)
+        if not spans or not any(CHECKPOINT in name for *_, name in spans):
+            continue
+        gathers = [(ts, end, i) for ts, end, i, _ in calls if sel.recs[i][0] in _GATHERS]
+        found = _innermost_checkpoint(sorted(spans, key=lambda s: (s[0], -s[1])), sorted(gathers))
+        out.update((i, name) for i, (name, since) in found.items()
+                   if not _in_backward_hook(events, i, thread, since, fields))
+    return out
+
+
+def _innermost_checkpoint(spans: list[tuple[float, float, str]], gathers: list[tuple[float, float, int]]
+                          ) -> dict[int, tuple[str, float]]:
+    """Of ``gathers`` ((ts, end, index), by start), those whose innermost enclosing span of ``spans`` ((ts,
+    end, name), by start, the longer first) names a checkpoint, with that name and the span's start."""
+    out: dict[int, tuple[str, float]] = {}
+    stack: list[tuple[float, float, str]] = []
+    j = 0
+    for ts, end, i in gathers:
+        while j < len(spans) and spans[j][0] <= ts + _EPS:
+            while stack and stack[-1][1] < spans[j][0] - _EPS:
+                stack.pop()  # ended before this node began: not its parent
+            stack.append(spans[j])
+            j += 1
+        while stack and stack[-1][1] < end - _EPS:
+            stack.pop()  # ended before the call did: holds neither it nor any later call
+        if stack and CHECKPOINT in (name := stack[-1][2]):
+            out[i] = (name.split(": ", 1)[-1], stack[-1][0])
+    return out
+
+
+def _in_backward_hook(events: Sequence[Any], i: int, thread: tuple, since: float,
+                      fields: Callable[[Any], tuple]) -> bool:
+    """Whether an op that began inside the checkpoint's node (at ``since`` or after) and encloses event ``i``
+    names a backward, among the :data:`~zerocalc.traces.kineto_forward.WINDOW` events before it: a hook of
+    the backward that follows the recompute, run in the node itself (FSDP1's
+    ``FullyShardedDataParallel._pre_backward_hook`` prefetching the next unit for its backward), where
+    the recompute's forward hooks (``FullyShardedDataParallel._pre_forward``) name none."""
+    _name, _pid, _tid, ts, dur, _args = fields(events[i])
+    end = ts + dur
+    for j in range(i - 1, max(-1, i - 1 - WINDOW), -1):
+        name, pid, tid, ets, edur, _ = fields(events[j])
+        if type(name) is not str or (pid, tid) != thread:
+            continue
+        if not (isinstance(ets, int | float) and isinstance(edur, int | float)):
+            continue
+        if ets < since - _EPS:
+            return False  # before the node: past every op inside it
+        if ets + edur < end - _EPS:
+            continue  # not an op enclosing the call
+        if "backward" in name.lower() and CHECKPOINT not in name:
+            return True
+    return False
