@@ -19,7 +19,16 @@ import numpy as np
 import pandas as pd
 
 from zerocalc.errors import ConfigError
-from zerocalc.validate import activations, averaging, classify, comm_hooks, infer, measured_tables, padding
+from zerocalc.validate import (
+    activations,
+    averaging,
+    classify,
+    comm_hooks,
+    infer,
+    measured_tables,
+    padding,
+    recompute,
+)
 from zerocalc.validate.accounting import (
     OP_NAMES,
     _per_op_and_size,
@@ -188,8 +197,8 @@ def measure(
                                                              small, w, sent, dt)
     del in_e, out_e, rank  # the rank index serves from here on
     notes += more
-    cat, more = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
-                                  world if world is not None else len(ranks), w, act, avg)
+    cat, more, regathered = _first_categories(rows, ops, gs, groups, step_id, full, rank_idx,
+                                              world if world is not None else len(ranks), w, act, avg)
     notes += more
     small, more = classify.with_non_gradients(cat, ops, gs, full, rank_idx, step_id, small, dt)
     notes += more
@@ -208,7 +217,7 @@ def measure(
                        full_elements=full, elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
                        duration_s=rows.num("duration_s"))
     n_steps, per_step, categories, unexplained, pattern, variants, pattern_groups = measured_tables.summarise(
-        cols, cat, ops, gs, rank_idx, ranks, step_id, w)
+        cols, cat, ops, gs, rank_idx, ranks, step_id, w, noted=regathered & (cat == UNEXPLAINED))
     if unexplained:
         notes.append(unexplained)
     return Measurement(
@@ -425,8 +434,10 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
     HSDP, whose shard and replicate groups may be of one size: there the all-reduces the groups found on
     another group of the replicate size, ``groups.apart``), and so are the activations' calls of a forward
     pass and outside it (``act``: :mod:`.activations`), and parameter averaging's all-reduces (``avg``:
-    :mod:`.averaging`). ``everyone``: the world's size. With a note where gradients reduced in other buckets
-    in some step were kept in the step, on the activations' calls and on the averaging."""
+    :mod:`.averaging`), and the all-gathers a reentrant checkpoint's recompute adds (:mod:`.recompute`).
+    ``everyone``: the world's size. With a note where gradients reduced in other buckets in some step were
+    kept in the step, on the activations' calls, on the recompute's and on the averaging; and the mask of the
+    recompute's gathers (their note names them: the note on unexplained calls leaves them out)."""
     cat, rebucketed = classify.steady_state(ops, gs, groups.sizes, step_id, full, rank_idx)
     notes = []
     fwd, keys = act.fwd, act.keys
@@ -437,6 +448,10 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
         if note:
             notes.append(note)
             cat[mask & (cat == STEP)] = UNEXPLAINED
+    regathered = recompute.extra_gathers(rows, ops, full, gs, rank_idx, step_id) & kept
+    if note := recompute.note(rows, full, regathered, rank_idx, step_id, w):
+        notes.append(note)
+        cat[regathered & (cat == STEP)] = UNEXPLAINED
     if rebucketed.any():
         pair, _ = group_codes(rank_idx[rebucketed], step_id[rebucketed])
         k = int(np.bincount(rank_idx[rebucketed][first_rows(pair)]).max())
@@ -458,7 +473,7 @@ def _first_categories(rows: Rows, ops: Codes, gs: np.ndarray, groups, step_id: n
     if note := averaging.note(avg & (cat != ONE_OFF), full, gs, rank_idx, step_id, groups.n, w):
         notes.append(note)
         cat[avg & (cat == STEP)] = UNEXPLAINED  # those on a group of the data-parallel size too
-    return cat, notes
+    return cat, notes, regathered
 
 
 def _full_elements(ops: Codes, in_e: np.ndarray, out_e: np.ndarray) -> np.ndarray:

@@ -29,14 +29,16 @@ if TYPE_CHECKING:
 
 
 def summarise(cols: CallColumns, cat: np.ndarray, ops: Codes, gs: np.ndarray, rank_idx: np.ndarray,
-              ranks: tuple, step_id: np.ndarray, w: np.ndarray | None = None):
-    """The steps counted, the per-step and per-category tables, the note on unexplained calls, and
-    the measured step pattern (ops, order variants, groups). ``w``: each call's weight (a folded
-    trace's: the steps it stands for counted too)."""
+              ranks: tuple, step_id: np.ndarray, w: np.ndarray | None = None,
+              noted: np.ndarray | None = None):
+    """The steps counted, the per-step and per-category tables, the note on unexplained calls (those of
+    ``noted`` left out: reported apart with a note of their own that names what sends them), and the
+    measured step pattern (ops, order variants, groups). ``w``: each call's weight (a folded trace's: the
+    steps it stands for counted too)."""
     steps_used = np.unique(step_id[step_id >= 0])
     n_steps = (len(steps_used) if w is None else _weighted_steps(rank_idx, step_id, w)) or 1
     per_step, categories = _per_step_tables(cols, rank_idx, ranks, steps_used, w, n_steps)
-    unexplained = classify.unexplained_note(cat, ops, gs, w)
+    unexplained = classify.unexplained_note(cat if noted is None else np.where(noted, STEP, cat), ops, gs, w)
     step = np.flatnonzero((cat == STEP) & (gs != 1))  # a group of one rank moves nothing: no pattern's
     pattern, variants = _measured_pattern(cols, step, rank_idx, len(ranks) * n_steps, w)
     groups = _measured_groups(cols, step, len(ranks) * n_steps, [o for o, *_ in pattern], w)
