@@ -65,6 +65,7 @@ def test_a_unit_gathered_again_by_the_recompute_is_reported_apart(case, scheme, 
     assert scheme in res.matches and "zero3" in res.matches and not res.frozen
     note = next(n for n in m.notes if "recompute" in n)
     assert f"({LAYER1:,} elements)" in note and "pytorch/pytorch#105635" in note
+    assert res.as_dict()["recompute_gathered_elements_per_rank_per_step"] == LAYER1
 
 
 def test_a_prefetch_inside_the_checkpoints_node_is_the_backwards_own_gather():
@@ -84,6 +85,7 @@ def test_a_prefetch_inside_the_checkpoints_node_is_the_backwards_own_gather():
     assert cats["unexplained"] == 0
     assert not any("recompute" in n for n in (*res.notes, *res.measurement.notes))
     assert "fsdp-full-shard" in res.partly_kept  # the root kept, as without checkpointing
+    assert res.as_dict()["recompute_gathered_elements_per_rank_per_step"] is None
 
 
 def _trace(events: list[dict]) -> bytes:

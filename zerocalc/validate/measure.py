@@ -131,6 +131,9 @@ class Measurement:
     #: the gradients' own elements of the Ψ the trace reduces, its padding left out (FSDP2's, read from its
     #: reduce-scatter copy-ins: :mod:`.padding`); None where the trace does not say
     psi_own: int | None = None
+    #: the elements a rank gathers a step again in a reentrant checkpoint's recompute, reported apart
+    #: (:mod:`.recompute`); 0 where none
+    recompute_elements: float = 0.0
     micro_batches: int = 1
     micro_batches_how: str = ""
     #: "every", "boundary" or None (the trace cannot tell), with the sentence saying why
@@ -227,6 +230,8 @@ def measure(
         pattern=pattern, order_variants=variants, ranks_how=ranks_how, world_size=world,
         dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard, expert_size=groups.expert,
         expert_psi=expert_psi, psi_own=psi_own,
+        recompute_elements=recompute.per_rank_step(full, regathered & (cat == UNEXPLAINED), rank_idx, step_id,
+                                                   w)[1],
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,

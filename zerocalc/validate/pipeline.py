@@ -90,6 +90,7 @@ class CheckResult:
             "matches_if_some_parameters_kept_for_backward": list(self.partly_kept),
             "matches_with_frozen_parameters": list(self.frozen),
             "frozen_gathered_elements_per_rank_per_step": self.frozen_elements or None,
+            "recompute_gathered_elements_per_rank_per_step": m.recompute_elements or None,
             "matches_if_parameters_gathered_again_in_backward": [
                 c.scheme for c in self.comparisons if c.matches_if_regathered],
             "matches_reuse_regime": {c.scheme: {"reuse_distance": c.reuse_distance, "regime": c.reuse_regime}

@@ -50,16 +50,23 @@ def extra_gathers(rows: Rows, ops: Codes, full: np.ndarray, gs: np.ndarray, rank
     return out
 
 
+def per_rank_step(full: np.ndarray, extra: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray,
+                  w: np.ndarray | None) -> tuple[float, float]:
+    """The recompute's extra all-gathers (``extra``) a rank a step, and their elements; (0, 0) where none."""
+    if not extra.any():
+        return 0.0, 0.0
+    weights = np.ones(len(full)) if w is None else w
+    ranks_steps = len(set(zip(rank_idx[extra].tolist(), step_id[extra].tolist(), strict=True)))
+    return float(weights[extra].sum()) / ranks_steps, float((full * weights)[extra].sum()) / ranks_steps
+
+
 def note(rows: Rows, full: np.ndarray, extra: np.ndarray, rank_idx: np.ndarray, step_id: np.ndarray,
          w: np.ndarray | None) -> str:
     """The sentence on the recompute's extra all-gathers, reported apart ("" where none): their elements a
-    rank a step, and the checkpoints that ran them."""
+    rank a step (:func:`per_rank_step`), and the checkpoints that ran them."""
     if not extra.any():
         return ""
-    weights = np.ones(len(full)) if w is None else w
-    ranks_steps = len(set(zip(rank_idx[extra].tolist(), step_id[extra].tolist(), strict=True)))
-    calls = float(weights[extra].sum()) / ranks_steps
-    elements = float((full * weights)[extra].sum()) / ranks_steps
+    calls, elements = per_rank_step(full, extra, rank_idx, step_id, w)
     names = sorted(set(rows.codes(COLUMN).labels("?")[extra].tolist()))
     n = round(calls)
     return (f"{_plural(n, 'all-gather')} a rank a step ({elements:,.0f} elements) in the recompute of a "
