@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from zerocalc.traces import read_traces
-from zerocalc.traces.kineto import parse_bytes
+from zerocalc.traces.kineto import parse_bytes, parse_document
 from zerocalc.validate import check
 from zerocalc.validate.columns import Rows
 from zerocalc.validate.recompute import extra_gathers
@@ -111,8 +111,10 @@ def test_the_reader_names_the_gathers_of_a_recompute_and_no_other():
         {"name": "autograd::engine::evaluate_function: AddmmBackward0", "ts": 300, "dur": 50}, _gather(310),
         _gather(700),  # after the node
     ]
-    rows = sorted(parse_bytes(_trace(events), "t.json").rows, key=lambda r: r["cpu_start_s"])
-    assert [r.get("recompute_op") for r in rows] == ["CheckpointFunctionBackward", None, None, None]
+    data = _trace(events)
+    for parsed in (parse_bytes(data, "t.json"), parse_document(json.loads(data), "t.json")):  # fast, full
+        rows = sorted(parsed.rows, key=lambda r: r["cpu_start_s"])
+        assert [r.get("recompute_op") for r in rows] == ["CheckpointFunctionBackward", None, None, None]
 
 
 @pytest.mark.parametrize(("marks", "extra"), [

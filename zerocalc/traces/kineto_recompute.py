@@ -54,16 +54,17 @@ def recompute_calls(events: Sequence[Any], sel: _Selected, decoded: bool = False
             continue
         gathers = [(ts, end, i) for ts, end, i, _ in calls if sel.recs[i][0] in _GATHERS]
         found = _innermost_checkpoint(sorted(spans, key=lambda s: (s[0], -s[1])), sorted(gathers))
-        out.update((i, name) for i, (name, since) in found.items()
-                   if not _in_backward_hook(events, i, thread, since, fields))
+        out.update((i, name) for i, (name, since, ts, end) in found.items()
+                   if not _in_backward_hook(events, i, thread, (since, ts, end), fields))
     return out
 
 
 def _innermost_checkpoint(spans: list[tuple[float, float, str]], gathers: list[tuple[float, float, int]]
-                          ) -> dict[int, tuple[str, float]]:
+                          ) -> dict[int, tuple[str, float, float, float]]:
     """Of ``gathers`` ((ts, end, index), by start), those whose innermost enclosing span of ``spans`` ((ts,
-    end, name), by start, the longer first) names a checkpoint, with that name and the span's start."""
-    out: dict[int, tuple[str, float]] = {}
+    end, name), by start, the longer first) names a checkpoint, with that name, the span's start and the
+    gather's start and end."""
+    out: dict[int, tuple[str, float, float, float]] = {}
     stack: list[tuple[float, float, str]] = []
     j = 0
     for ts, end, i in gathers:
@@ -75,19 +76,19 @@ def _innermost_checkpoint(spans: list[tuple[float, float, str]], gathers: list[t
         while stack and stack[-1][1] < end - _EPS:
             stack.pop()  # ended before the call did: holds neither it nor any later call
         if stack and CHECKPOINT in (name := stack[-1][2]):
-            out[i] = (name.split(": ", 1)[-1], stack[-1][0])
+            out[i] = (name.split(": ", 1)[-1], stack[-1][0], ts, end)
     return out
 
 
-def _in_backward_hook(events: Sequence[Any], i: int, thread: tuple, since: float,
+def _in_backward_hook(events: Sequence[Any], i: int, thread: tuple, at: tuple[float, float, float],
                       fields: Callable[[Any], tuple]) -> bool:
-    """Whether an op that began inside the checkpoint's node (at ``since`` or after) and encloses event ``i``
-    names a backward, among the :data:`~zerocalc.traces.kineto_forward.WINDOW` events before it: a hook of
-    the backward that follows the recompute, run in the node itself (FSDP1's
-    ``FullyShardedDataParallel._pre_backward_hook`` prefetching the next unit for its backward), where
-    the recompute's forward hooks (``FullyShardedDataParallel._pre_forward``) name none."""
-    _name, _pid, _tid, ts, dur, _args = fields(events[i])
-    end = ts + dur
+    """Whether an op that began inside the checkpoint's node and encloses event ``i`` (``at``: the node's
+    start, the call's start and end) names a backward, among the
+    :data:`~zerocalc.traces.kineto_forward.WINDOW` events before it: a hook of the backward that follows the
+    recompute, run in the node itself (FSDP1's ``FullyShardedDataParallel._pre_backward_hook`` prefetching
+    the next unit for its backward), where the recompute's forward hooks
+    (``FullyShardedDataParallel._pre_forward``) name none."""
+    since, ts, end = at
     for j in range(i - 1, max(-1, i - 1 - WINDOW), -1):
         name, pid, tid, ets, edur, _ = fields(events[j])
         if type(name) is not str or (pid, tid) != thread:
