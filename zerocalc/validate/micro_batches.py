@@ -358,8 +358,10 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
                   small=small)
     passes = _most(backwards)  # on a tie, the count the backward passes confirm, else the fewer
     inferred = max(found, key=lambda r: (found[r], r == passes, -r)) if found else 1
-    k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned)
     mode = max(modes, key=modes.get) if modes else None
+    k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned, reduces=mode == "every")
+    if k != inferred and mode in ("boundary", "none"):
+        mode = "boundary" if k > 1 else None  # the gathers after the block, its calls' repeats, are no blocks
     if mode == KEPT_BACKWARDS:
         mode = "boundary"
         if k == inferred and k > 1:
@@ -394,11 +396,12 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     return MicroBatches(k, how, None, "the trace does not show when the gradients are reduced")
 
 
-def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, spanned: bool
-               ) -> tuple[int, str]:
+def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, spanned: bool,
+               reduces: bool = True) -> tuple[int, str]:
     """K and how it was found: ``--micro-batches`` (``k``), else the block that repeats ``inferred`` times
-    inside a step unless a marked step runs more backward passes (``passes``, the most common), else
-    those passes (``spanned``: counted over marked steps without calls), else 1."""
+    inside a step unless a marked step runs more backward passes (``passes``, the most common), or fewer
+    where the block reduces no gradient (``reduces`` False), else those passes (``spanned``: counted over
+    marked steps without calls), else 1."""
     if k is not None:
         if k < 1:
             from zerocalc.errors import ConfigError
@@ -422,6 +425,16 @@ def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, s
         how = (f"{_by_passes(k)}; the block of collectives that opens each step repeats {inferred} times, "
                "fewer: the micro-batches do not each send one block, as a pipeline schedule that runs "
                "forwards and backwards in turn (1F1B, interleaved) orders them")
+    elif inferred > 1 and marked and passes and passes < inferred and not reduces:
+        # more repeats than backward passes, of a block that reduces nothing: the gathers of units of one
+        # size back to back (a model's equal blocks, each its own unit), or one unit gathered for its
+        # forward and again for its backward, not one block a micro-batch (where a block reduces, a rank
+        # that joined early under DDP's Join shadows the others' reductions without a backward of its own)
+        k = passes
+        how = (f"{_by_passes(k)}; the block of collectives that opens each step repeats {inferred} times, "
+               "more, and reduces no gradient: gathers alike back to back (units of one size, as a model's "
+               "equal blocks are, or one unit gathered for its forward and again for its backward), not one "
+               "block a micro-batch")
     elif inferred > 1:
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "

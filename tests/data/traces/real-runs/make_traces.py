@@ -1594,6 +1594,9 @@ DEEP_LAYERS = [(128, 160), (160, 160), (160, 160), (160, 160), (160, 160), (160,
 ODD_LAYERS = [(128, 191), (191, 150), (150, 96)]
 # widths so narrow that padding them to a multiple of 4 adds a fifth to the model (9 -> 12, 5 -> 8)
 NARROW_LAYERS = [(128, 9), (9, 5), (5, 96)]
+# four Linears, the first three of one size (128 -> 128), as a model's equal blocks are: each its own FSDP2
+# unit or ZeRO-3 module, the forward's first gathers alike back to back
+EQUAL_LAYERS = [(128, 128), (128, 128), (128, 128), (128, 96)]
 #: DDP's bucket_cap_mb in the bucket cases, under the model's size: DDP all-reduces every gradient in one
 #: bucket until it rebuilds its buckets (torch/nn/parallel/distributed.py: no initial bucketing unless
 #: find_unused_parameters), then in buckets of about this many MiB (one closes once it holds as much) in the
@@ -2138,6 +2141,30 @@ CASES = {
         "layers": NARROW_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": fsdp_groups((4,)), "micro_batches": 1, "grad_sync": "every micro-batch",
         "steps_profiled": 2}),
+    "fsdp2-equal-layers": (lambda o: case_fsdp2(o, layers=EQUAL_LAYERS, steps=2), {
+        "scheme": "FSDP2 fully_shard per Linear + root (holding nothing), reshard_after_forward=True, on "
+                  "three Linears of one size and a fourth: the step opens with three gathers alike",
+        "layers": EQUAL_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": fsdp_groups((4,)), "micro_batches": 1, "grad_sync": "every micro-batch",
+        "steps_profiled": 2}),
+    "fsdp2-equal-layers-ga2-no-sync": (
+        lambda o: case_fsdp2(o, layers=EQUAL_LAYERS, k=2, sync_every=False, steps=2), {
+        "scheme": "as fsdp2-equal-layers, 2 micro-batches a step",
+        "layers": EQUAL_LAYERS, "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": fsdp_groups((4,)), "micro_batches": 2, "steps_profiled": 2,
+        "grad_sync": "last micro-batch only (set_requires_gradient_sync(False) on the first)"}),
+    "fsdp2-one-unit": (lambda o: case_fsdp2(o, units=0, steps=2), {
+        "scheme": "FSDP2 fully_shard on the root alone (one unit: the whole model), "
+                  "reshard_after_forward=True: gathered for the forward and again for the backward",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
+    "ds-zero3-reuse0-equal-layers": (
+        lambda o: case_deepspeed(o, ds_config(3, 0, 0, ga=1), layers=EQUAL_LAYERS), {
+        "scheme": "DeepSpeed ZeRO stage 3, stage3_max_reuse_distance 0, stage3_prefetch_bucket_size 0, on "
+                  "fsdp2-equal-layers' Linears", "layers": EQUAL_LAYERS,
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0, ga=1)}),
     "hsdp-2x2-odd-widths-ga2": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
                              steps=2, layers=ODD_LAYERS), {

@@ -1,0 +1,82 @@
+"""Gathers alike back to back that are no micro-batches: units of one size (a model's equal blocks) or one
+unit gathered for its forward and again for its backward, where the trace's backward passes say how many
+micro-batches a step runs.
+
+Expected values are the real runs' counts (tests/data/traces/real-runs/README.md, expected.json, counted by
+count_calls.py with plain json/gzip: the c10d calls of each rank and step, and its forward passes, one
+loss each), priced under the ring accounting: a rank sends (p-1)/p of an all-gather's or a
+reduce-scatter's vector (Thakur, Rabenseifner & Gropp 2005).
+"""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from zerocalc.traces import read_traces
+from zerocalc.validate import check
+from zerocalc.validate.micro_batches import _k_and_how
+
+RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
+EQUAL = 3 * (128 * 128 + 128) + 128 * 96 + 96  # EQUAL_LAYERS: 61,920
+PSI = 24_768 + 30_880 + 15_456  # LAYERS: 71,104
+
+
+def _counted(case: str) -> list[tuple[int, Counter]]:
+    """Per rank and step: its forward passes and the elements it moves by op (an all-gather's whole vector
+    from its shard on 4 ranks, a reduce-scatter's input), scalars and broadcasts left out."""
+    e = json.loads((RUNS / case / "expected.json").read_text())
+    out = []
+    for r in e["ranks"].values():
+        for s in r["steps"].values():
+            per: Counter = Counter()
+            for row in s["c10d"]:
+                if "allgather" in row["op"]:
+                    per["all_gather"] += row["in_elems"] * 4 * row["calls"]
+                elif "reduce_scatter" in row["op"]:
+                    per["reduce_scatter"] += row["in_elems"] * row["calls"]
+            out.append((s["loss_calls"], per))
+    return out
+
+
+@pytest.mark.parametrize(("case", "psi", "scheme"), [
+    # three units of one size open the step: before, K = 3 and no scheme
+    ("fsdp2-equal-layers", EQUAL, "fsdp-full-shard"),
+    # one unit, gathered for the forward and again for the backward: before, K = 2 and fsdp-shard-grad-op
+    ("fsdp2-one-unit", PSI, "fsdp-full-shard"),
+    # DeepSpeed ZeRO-3 releasing every parameter after its module: before, K = 3 and no scheme
+    ("ds-zero3-reuse0-equal-layers", EQUAL, "deepspeed-zero3"),
+])
+def test_gathers_alike_opening_a_step_of_one_backward_are_one_micro_batch(case, psi, scheme):
+    for passes, per in _counted(case):  # counted: one forward pass; 2Ψ gathered, Ψ reduce-scattered
+        assert passes == 1 and per == {"all_gather": 2 * psi, "reduce_scatter": psi}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches) == (psi, 4, 1)
+    assert "backward passes" in m.micro_batches_how and "reduces no gradient" in m.micro_batches_how
+    assert m.bytes_per_rank_per_step == pytest.approx(3 * psi * 3 / 4 * 4, rel=1e-9)
+    assert scheme in res.matches and "zero3" in res.matches
+
+
+def test_gathers_alike_opening_a_step_of_two_micro_batches_are_two():
+    # counted: 2 forward passes a step; each gathers the 4 units for its forward and its backward (4Ψ in
+    # all), the gradients reduce-scattered once, in the last (set_requires_gradient_sync(False) before)
+    for passes, per in _counted("fsdp2-equal-layers-ga2-no-sync"):
+        assert passes == 2 and per == {"all_gather": 4 * EQUAL, "reduce_scatter": EQUAL}
+    ts = read_traces(RUNS / "fsdp2-equal-layers-ga2-no-sync")
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    # before: K = 3, and the backward's gathers read as kept across the micro-batches
+    assert (m.micro_batches, m.grad_sync) == (2, "boundary")
+    assert m.bytes_per_rank_per_step == pytest.approx(5 * EQUAL * 3 / 4 * 4, rel=1e-9)
+    assert res.matches == ("fsdp-full-shard", "fsdp-hybrid") and not res.kept
+
+
+@pytest.mark.parametrize(("reduces", "k"), [(False, 2), (True, 3)])
+def test_a_block_that_reduces_stands_against_fewer_backward_passes(reduces, k):
+    # by hand: a block repeated 3 times in steps of 2 backward passes. Gathers alike are the passes'; a block
+    # that reduces stands (under DDP's Join, a rank that joined early shadows the others' all-reduces
+    # without a backward of its own)
+    assert _k_and_how(None, 3, True, 2, False, reduces=reduces)[0] == k
