@@ -43,3 +43,20 @@ def recompute_gathers(case: str) -> Counter:
     """The same of the all-gathers run in a reentrant checkpoint's recompute (``recompute_gathers``), by
     elements in (a shard) and the checkpoint's node."""
     return forward_reductions(case, "recompute_gathers")
+
+
+def gathered_and_scattered(case: str, ranks: int = 4) -> list[tuple[dict, Counter]]:
+    """Each rank's steps of a run as count_calls.py counted them (expected.json), each with the elements it
+    all-gathers (a call's whole vector: its shard times ``ranks``) and reduce-scatters (a call's input)."""
+    e = json.loads((RUNS / case / "expected.json").read_text())
+    out = []
+    for r in e["ranks"].values():
+        for s in r["steps"].values():
+            per: Counter = Counter()
+            for row in s["c10d"]:
+                if "allgather" in row["op"]:
+                    per["all_gather"] += row["in_elems"] * ranks * row["calls"]
+                elif "reduce_scatter" in row["op"]:
+                    per["reduce_scatter"] += row["in_elems"] * row["calls"]
+            out.append((s, per))
+    return out

@@ -8,11 +8,11 @@ loss each), priced under the ring accounting: a rank sends (p-1)/p of an all-gat
 reduce-scatter's vector (Thakur, Rabenseifner & Gropp 2005).
 """
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from real_runs import gathered_and_scattered
 
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
@@ -24,20 +24,8 @@ PSI = 24_768 + 30_880 + 15_456  # LAYERS: 71,104
 
 
 def _counted(case: str) -> list[tuple[int, Counter]]:
-    """Per rank and step: its forward passes and the elements it moves by op (an all-gather's whole vector
-    from its shard on 4 ranks, a reduce-scatter's input), scalars and broadcasts left out."""
-    e = json.loads((RUNS / case / "expected.json").read_text())
-    out = []
-    for r in e["ranks"].values():
-        for s in r["steps"].values():
-            per: Counter = Counter()
-            for row in s["c10d"]:
-                if "allgather" in row["op"]:
-                    per["all_gather"] += row["in_elems"] * 4 * row["calls"]
-                elif "reduce_scatter" in row["op"]:
-                    per["reduce_scatter"] += row["in_elems"] * row["calls"]
-            out.append((s["loss_calls"], per))
-    return out
+    """Per rank and step: its forward passes and the elements it all-gathers and reduce-scatters."""
+    return [(s["loss_calls"], per) for s, per in gathered_and_scattered(case)]
 
 
 @pytest.mark.parametrize(("case", "psi", "scheme"), [

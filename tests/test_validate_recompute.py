@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from real_runs import gathered_and_scattered
 
 from zerocalc.traces import read_traces
 from zerocalc.traces.kineto import parse_bytes, parse_document
@@ -27,20 +28,9 @@ LAYER1 = 30_880  # layers.1, the checkpointed one
 
 
 def _counted(case: str) -> list[tuple[Counter, list[str]]]:
-    """Per rank and step: the elements each op moves (an all-gather's whole vector, a reduce-scatter's
-    input), and the all-gathers counted in a checkpoint's recompute."""
-    e = json.loads((RUNS / case / "expected.json").read_text())
-    out = []
-    for r in e["ranks"].values():
-        for s in r["steps"].values():
-            per: Counter = Counter()
-            for row in s["c10d"]:
-                gathered = "allgather" in row["op"]
-                elements = row["in_elems"] * 4 if gathered else row["in_elems"]  # 4 ranks
-                if elements > 1:
-                    per["all_gather" if gathered else row["op"]] += elements * row["calls"]
-            out.append((per, s.get("recompute_gathers", [])))
-    return out
+    """Per rank and step: the elements it all-gathers and reduce-scatters, and the all-gathers counted in a
+    checkpoint's recompute."""
+    return [(per, s.get("recompute_gathers", [])) for s, per in gathered_and_scattered(case)]
 
 
 @pytest.mark.parametrize(("case", "scheme"), [("fsdp1-reentrant-checkpoint", "fsdp-full-shard"),
@@ -51,7 +41,7 @@ def test_a_unit_gathered_again_by_the_recompute_is_reported_apart(case, scheme, 
     # more, inside CheckpointFunctionBackward; Ψ reduce-scattered
     for per, again in _counted(case):
         assert per["all_gather"] == 2 * PSI + LAYER1
-        assert sum(v for k, v in per.items() if "reduce_scatter" in k) == PSI
+        assert per["reduce_scatter"] == PSI
         assert again == [again[0]] and again[0].endswith(f"{LAYER1 // 4} in CheckpointFunctionBackward")
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi)

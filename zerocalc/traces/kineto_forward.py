@@ -34,7 +34,7 @@ than that) is not seen, and the call is not taken for a forward one.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -107,6 +107,18 @@ def _forward_op(events: Sequence[Any], i: int, thread: tuple, ts: float, end: fl
     ``end``) among the :data:`WINDOW` events before it, where no node of the backward encloses it there, nor
     an event a backward's hook names so (:func:`_after_backward`)."""
     found = None
+    for name, _, args in enclosing(events, i, thread, ts, end, fields):
+        if name.startswith(BACKWARD_PREFIX) or _after_backward(name):
+            return None
+        if found is None and _numbered(args):
+            found = name
+    return found
+
+
+def enclosing(events: Sequence[Any], i: int, thread: tuple, ts: float, end: float,
+              fields: Callable[[Any], tuple]) -> Iterator[tuple[str, float, Any]]:
+    """The ops on ``thread`` that enclose event ``i`` (from ``ts`` to ``end``) among the :data:`WINDOW` events
+    before it, the innermost first, each as (name, start, args)."""
     for j in range(i - 1, max(-1, i - 1 - WINDOW), -1):
         name, pid, tid, ets, dur, args = fields(events[j])
         if type(name) is not str or (pid, tid) != thread:
@@ -115,11 +127,7 @@ def _forward_op(events: Sequence[Any], i: int, thread: tuple, ts: float, end: fl
             continue
         if ets > ts + _EPS or ets + dur < end - _EPS:
             continue  # not an op enclosing the call
-        if name.startswith(BACKWARD_PREFIX) or _after_backward(name):
-            return None
-        if found is None and _numbered(args):
-            found = name
-    return found
+        yield name, ets, args
 
 
 def _after_backward(name: str) -> bool:

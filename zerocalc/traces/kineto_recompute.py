@@ -15,9 +15,11 @@ backward: neither gathers a third time.
 
 A call of the recompute runs inside the node event of that function's backward
 (``autograd::engine::evaluate_function: CheckpointFunctionBackward``) and in no node nested in it: the
-backward that follows the recompute runs its nodes inside it, each in an event of its own. The node events
-of a thread nest in time; the innermost one that holds a call is found in one sweep over the thread's nodes
-and calls in order of their start.
+backward that follows the recompute runs its nodes inside it, each in an event of its own. Nor does it run
+under an op that names a backward: FSDP1's ``_pre_backward_hook`` runs in that node too, where it
+prefetches the next unit for its backward (that gather is the backward's own, and the recompute then finds
+the unit whole). The node events of a thread nest in time; the innermost one that holds a call is found in
+one sweep over the thread's nodes and calls in order of their start.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from zerocalc.traces.kineto_events import _Selected
-from zerocalc.traces.kineto_forward import WINDOW, _dict_fields, _struct_fields
+from zerocalc.traces.kineto_forward import _dict_fields, _struct_fields, enclosing
 from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
 
 #: What names the node of a reentrant checkpoint's backward (``CheckpointFunctionBackward``).
@@ -89,16 +91,9 @@ def _in_backward_hook(events: Sequence[Any], i: int, thread: tuple, at: tuple[fl
     the next unit for its backward), where the recompute's forward hooks
     (``FullyShardedDataParallel._pre_forward``) name none."""
     since, ts, end = at
-    for j in range(i - 1, max(-1, i - 1 - WINDOW), -1):
-        name, pid, tid, ets, edur, _ = fields(events[j])
-        if type(name) is not str or (pid, tid) != thread:
-            continue
-        if not (isinstance(ets, int | float) and isinstance(edur, int | float)):
-            continue
+    for name, ets, _ in enclosing(events, i, thread, ts, end, fields):
         if ets < since - _EPS:
-            return False  # before the node: past every op inside it
-        if ets + edur < end - _EPS:
-            continue  # not an op enclosing the call
+            return False  # begun before the node: past every op inside it
         if "backward" in name.lower() and CHECKPOINT not in name:
             return True
     return False
