@@ -219,8 +219,9 @@ def measure(
     cols = CallColumns(rows=rows, ranks=ranks, rank_idx=rank_idx, step_id=step_id, ops=ops, group_size=gs,
                        full_elements=full, elem_bytes=eb, bytes_sent=sent, cat=cat, dtype=dt,
                        duration_s=rows.num("duration_s"))
+    regathered &= cat == UNEXPLAINED  # the recompute's gathers reported apart (:mod:`.recompute`)
     n_steps, per_step, categories, unexplained, pattern, variants, pattern_groups = measured_tables.summarise(
-        cols, cat, ops, gs, rank_idx, ranks, step_id, w, noted=regathered & (cat == UNEXPLAINED))
+        cols, cat, ops, gs, rank_idx, ranks, step_id, w, noted=regathered)
     if unexplained:
         notes.append(unexplained)
     return Measurement(
@@ -230,8 +231,7 @@ def measure(
         pattern=pattern, order_variants=variants, ranks_how=ranks_how, world_size=world,
         dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard, expert_size=groups.expert,
         expert_psi=expert_psi, psi_own=psi_own,
-        recompute_elements=recompute.per_rank_step(full, regathered & (cat == UNEXPLAINED), rank_idx, step_id,
-                                                   w)[1],
+        recompute_elements=recompute.per_rank_step(full, regathered, rank_idx, step_id, w)[1],
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,
