@@ -8,6 +8,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 
 
@@ -60,3 +62,10 @@ def gathered_and_scattered(case: str, ranks: int = 4) -> list[tuple[dict, Counte
                     per["reduce_scatter"] += row["in_elems"] * row["calls"]
             out.append((s, per))
     return out
+
+
+def sampled(cases: list[str], every: int = 3) -> list:
+    """``cases`` for a test that recounts every run's traces: one in ``every`` (in name order) in the default
+    run, the others marked slow (``python -m pytest -m slow`` runs them): those recounts, a second or more
+    a run, are the default suite's main cost as runs are added."""
+    return [c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow) for i, c in enumerate(cases)]
