@@ -46,11 +46,18 @@ from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS, REDUCTION_OP
 WINDOW = 128
 #: The ops whose calls are read: reductions and all-gathers.
 MARKED_OPS = (*REDUCTION_OPS, "all_gather")
-_NAMES = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in MARKED_OPS),
-                    *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in MARKED_OPS)])
+
+
+def call_names(ops: tuple[str, ...]) -> frozenset[str]:
+    """The names of the events of calls of ``ops``: their ``c10d::`` ops and ``nccl:`` annotations."""
+    return frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op in ops),
+                      *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op in ops)])
+
+
+_NAMES = call_names(MARKED_OPS)
 _SEQ = "Sequence number"
 _SEQ_BYTES = b'"Sequence number"'
-_EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
+EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
 
 
 def _struct_fields(e: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
@@ -125,7 +132,7 @@ def enclosing(events: Sequence[Any], i: int, thread: tuple, ts: float, end: floa
             continue
         if not (isinstance(ets, int | float) and isinstance(dur, int | float)):
             continue
-        if ets > ts + _EPS or ets + dur < end - _EPS:
+        if ets > ts + EPS or ets + dur < end - EPS:
             continue  # not an op enclosing the call
         yield name, ets, args
 
@@ -160,8 +167,8 @@ def _outer_nodes(sel: _Selected) -> dict[Any, tuple[list[float], list[float]]]:
 def _inside(spans: tuple[list[float], list[float]], ts: float, end: float) -> bool:
     """Whether one of the outermost node spans (starts, ends) holds ``ts`` to ``end``."""
     starts, ends = spans
-    j = bisect.bisect_right(starts, ts + _EPS) - 1
-    return j >= 0 and ends[j] >= end - _EPS
+    j = bisect.bisect_right(starts, ts + EPS) - 1
+    return j >= 0 and ends[j] >= end - EPS
 
 
 def input_shape(name: str, args: Any) -> str | None:

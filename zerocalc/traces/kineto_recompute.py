@@ -28,15 +28,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from zerocalc.traces.kineto_events import _Selected
-from zerocalc.traces.kineto_forward import _dict_fields, _struct_fields, enclosing
-from zerocalc.traces.schema import C10D_OPS, KINETO_ANNOTATION_OPS
+from zerocalc.traces.kineto_forward import EPS, _dict_fields, _struct_fields, call_names, enclosing
 
 #: What names the node of a reentrant checkpoint's backward (``CheckpointFunctionBackward``).
 CHECKPOINT = "Checkpoint"
 #: The events of all-gather calls, by name.
-_GATHERS = frozenset([*(n for n, (op, *_) in C10D_OPS.items() if op == "all_gather"),
-                      *("nccl:" + n for n, op in KINETO_ANNOTATION_OPS.items() if op == "all_gather")])
-_EPS = 1e-3  # µs: a child's end, computed from its own ts and dur, may pass its parent's by a rounding
+_GATHERS = call_names(("all_gather",))
 
 
 def recompute_calls(events: Sequence[Any], sel: _Selected, decoded: bool = False) -> dict[int, str]:
@@ -70,12 +67,12 @@ def _innermost_checkpoint(spans: list[tuple[float, float, str]], gathers: list[t
     stack: list[tuple[float, float, str]] = []
     j = 0
     for ts, end, i in gathers:
-        while j < len(spans) and spans[j][0] <= ts + _EPS:
-            while stack and stack[-1][1] < spans[j][0] - _EPS:
+        while j < len(spans) and spans[j][0] <= ts + EPS:
+            while stack and stack[-1][1] < spans[j][0] - EPS:
                 stack.pop()  # ended before this node began: not its parent
             stack.append(spans[j])
             j += 1
-        while stack and stack[-1][1] < end - _EPS:
+        while stack and stack[-1][1] < end - EPS:
             stack.pop()  # ended before the call did: holds neither it nor any later call
         if stack and CHECKPOINT in (name := stack[-1][2]):
             out[i] = (name.split(": ", 1)[-1], stack[-1][0], ts, end)
@@ -92,7 +89,7 @@ def _in_backward_hook(events: Sequence[Any], i: int, thread: tuple, at: tuple[fl
     (``FullyShardedDataParallel._pre_forward``) name none."""
     since, ts, end = at
     for name, ets, _ in enclosing(events, i, thread, ts, end, fields):
-        if ets < since - _EPS:
+        if ets < since - EPS:
             return False  # begun before the node: past every op inside it
         if "backward" in name.lower() and CHECKPOINT not in name:
             return True

@@ -360,8 +360,6 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     inferred = max(found, key=lambda r: (found[r], r == passes, -r)) if found else 1
     mode = max(modes, key=modes.get) if modes else None
     k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned, reduces=mode == "every")
-    if k != inferred and mode in ("boundary", "none"):
-        mode = "boundary" if k > 1 else None  # the gathers after the block, its calls' repeats, are no blocks
     if mode == KEPT_BACKWARDS:
         mode = "boundary"
         if k == inferred and k > 1:
