@@ -54,7 +54,7 @@ from zerocalc.traces.kineto_events import (
     _utf8,
 )
 from zerocalc.traces.kineto_forward import forward_calls
-from zerocalc.traces.kineto_recompute import recompute_calls
+from zerocalc.traces.kineto_recompute import backward_calls
 from zerocalc.traces.records import ParseResult, bad
 
 FORMAT = "kineto"
@@ -81,9 +81,9 @@ def parse_bytes(data: bytes, file: str, *, strict: bool = False) -> ParseResult:
         events = trace.traceEvents
         del trace
         sel = _select(_maybe_used(events), len(events), file, strict, res)
-        forward, again = forward_calls(events, sel), recompute_calls(events, sel)
+        forward, (backward, again) = forward_calls(events, sel), backward_calls(events, sel)
         del events  # drop the decoded events before building anything else
-        return _build(sel, info, res, file, forward, again)
+        return _build(sel, info, res, file, forward, again, backward)
     except (msgspec.DecodeError, _Invalid):
         pass
     try:
@@ -134,5 +134,5 @@ def parse_document(doc: Any, file: str, *, strict: bool = False) -> ParseResult:
             used.append((i, _Event(name=name, cat=e.get("cat"), ts=e.get("ts"), dur=e.get("dur"),
                                    pid=e.get("pid"), tid=e.get("tid"), args=e.get("args"))))
     sel = _select(used, len(events), file, strict, res)
-    return _build(sel, info, res, file, forward_calls(events, sel, decoded=True),
-                  recompute_calls(events, sel, decoded=True))
+    backward, again = backward_calls(events, sel, decoded=True)
+    return _build(sel, info, res, file, forward_calls(events, sel, decoded=True), again, backward)

@@ -43,11 +43,12 @@ from zerocalc.traces.schema import (
 
 
 def _build(sel: _Selected, info: dict, res: ParseResult, file: str, forward: dict[int, str] | None = None,
-           recompute: dict[int, str] | None = None) -> ParseResult:
+           recompute: dict[int, str] | None = None, backward: dict[int, str] | None = None) -> ParseResult:
     """Group the selected events into calls, link kernels, resolve each call into a row; ``forward``: the
     events of reductions run inside a forward pass, by index, each with the op around it
     (:mod:`~zerocalc.traces.kineto_forward`); ``recompute``: the events of all-gathers a reentrant
-    checkpoint's recompute ran, with its node's name (:mod:`~zerocalc.traces.kineto_recompute`)."""
+    checkpoint's recompute ran, with its node's name, ``backward`` those of all-gathers run inside a node of
+    the backward, with the innermost node's name (:mod:`~zerocalc.traces.kineto_recompute`)."""
     rank, world, pgs = _trace_meta(info, res)
     calls, thread_calls = _group_calls(sel)
     unlinked = _link_kernels(sel, calls, thread_calls)
@@ -56,7 +57,8 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str, forward: dic
     if not sel.steps and (steps := optimizer_spans(sel.optimizer, sel.backward)):
         sel.steps.extend(steps)  # no ProfilerStep: the optimizer's steps mark them
         res.meta["steps_from"] = "optimizer"
-    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows, forward or {}, after, recompute)
+    ignored, generations = _resolve_calls(calls, sel, rank, file, res.rows, forward or {}, after, recompute,
+                                          backward)
     rows, gloo = res.rows, sel.gloo
     if not rows and gloo:
         rows.extend(_gloo_rows(gloo, sel.recs, file, rank, sel.steps, res))
@@ -184,14 +186,15 @@ def _after_optimizer(sel: _Selected):
 
 def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None, file: str,
                    rows: list[dict[str, Any]], forward: dict[int, str],
-                   after=lambda ts: False, recompute: dict[int, str] | None = None
-                   ) -> tuple[dict[str, int], set[str]]:
+                   after=lambda ts: False, recompute: dict[int, str] | None = None,
+                   backward: dict[int, str] | None = None) -> tuple[dict[str, int], set[str]]:
     """Each call, in order of its start, resolved into a row appended to ``rows``, with its group's
     source, rank, step, timing (its kernels', else its CPU span's) and, where it ran in a forward pass (its
     c10d op or annotation among ``forward``), the op around it in ``forward_op``, and the shape its c10d
     op reduces or gathers from in ``in_shape``; where it gathered in a reentrant checkpoint's recompute (its
     c10d op or annotation among ``recompute``: :mod:`~zerocalc.traces.kineto_recompute`), that node's name in
-    ``recompute_op``; ``after_optimizer`` True where it began after the
+    ``recompute_op``; where it gathered inside a node of the backward (among ``backward``), the innermost
+    node's name in ``backward_op``; ``after_optimizer`` True where it began after the
     optimizer's step in its ProfilerStep (``after``: :func:`_after_optimizer`); the calls that are not rows
     counted by reason, and the schema generations met."""
     recs, steps = sel.recs, sel.steps
@@ -213,6 +216,8 @@ def _resolve_calls(calls: list[dict[str, Any]], sel: _Selected, rank: int | None
         row["forward_op"] = forward.get(call.get("c10d"), forward.get(call.get("annot")))
         if recompute:
             row["recompute_op"] = recompute.get(call.get("c10d"), recompute.get(call.get("annot")))
+        if backward:
+            row["backward_op"] = backward.get(call.get("c10d"), backward.get(call.get("annot")))
         row["after_optimizer"] = True if after(call["ts"]) else None
         c10d = recs[call["c10d"]] if "c10d" in call else None  # (name, ts, dur, args)
         row["in_shape"] = input_shape(c10d[0], c10d[3]) if c10d is not None else None

@@ -30,6 +30,9 @@ from the end of the k-th ``Optimizer.step#`` annotation to the end of the next):
   event is a checkpoint's (``CheckpointFunctionBackward``), with no event between that names a backward (a
   hook of the backward that follows the recompute, FSDP1's ``_pre_backward_hook``), as
   ``"<op> <elements in> in <that node>"``;
+* the all-gathers run in the backward (``backward_gathers``, written only where a step has any): every
+  ``c10d::`` all-gather nested in an ``autograd::engine::evaluate_function:`` event, as
+  ``"<op> <elements in> in <the innermost such node>"``;
 * every ``gloo:*`` annotation (the gloo worker thread that carried the call out): name,
   elements, element type, thread id. Worker events belong to the step in whose window
   they start.
@@ -133,6 +136,8 @@ def mark_forward(events, tid, calls):
             marked = c["op"] in REDUCTIONS or c["op"] in GATHERS
             c["forward_in"] = numbered[-1] if numbered and not in_node and marked else None
             c["recompute_in"] = recompute_node(stack) if c["op"] in GATHERS else None
+            nodes = [a["name"][len(NODE):].strip() for a in stack if a["name"].startswith(NODE)]
+            c["backward_in"] = nodes[-1] if nodes and c["op"] in GATHERS else None
         stack.append(e)
 
 
@@ -201,6 +206,10 @@ def count_file(path):
         again = [f"{c['op']} {c['in_elems']} in {c['recompute_in']}" for c in inside if c.get("recompute_in")]
         if again:
             row["recompute_gathers"] = again
+        backward = [f"{c['op']} {c['in_elems']} in {c['backward_in']}" for c in inside
+                    if c.get("backward_in")]
+        if backward:
+            row["backward_gathers"] = backward
     in_any = {id(c) for s in steps for c in calls
               if s["ts"] <= c["ts"] and c["ts"] + c["dur"] <= s["ts"] + s["dur"]}
     out["outside_steps"] = summarise([c for c in calls if id(c) not in in_any], [])["c10d"]
