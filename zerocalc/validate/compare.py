@@ -16,11 +16,13 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from zerocalc.errors import ConfigError
+from zerocalc.traces.deepspeed_comms import FORMAT as DEEPSPEED_COMMS
 from zerocalc.validate.accounting import RTOL, ring_bytes_factor
 from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
 from zerocalc.validate.frozen import frozen_choices
 from zerocalc.validate.measure import Measurement
+from zerocalc.validate.regather import regathered_share
 from zerocalc.validate.regimes import (
     KEPT_FOR_BACKWARD_OPTIONS,
     all_reduced_once,
@@ -93,6 +95,10 @@ class SchemeComparison:
     #: more than they reduce)
     frozen_gathered: float = 0.0
     frozen_how: str = ""
+    #: DeepSpeed ZeRO-3: the share of Ψ gathered again in the backward each micro-batch, read from the
+    #: trace, with which the pattern matches (a model past stage3_max_reuse_distance for part of its modules;
+    #: :func:`~.regather.regathered_share`; 0 where it is not read so)
+    regathered_share: float = 0.0
 
     @property
     def label(self) -> str:
@@ -130,6 +136,7 @@ class SchemeComparison:
             "matches_if_all_reduced_once": self.matches_if_all_reduced_once,
             "share_kept_for_backward": self.kept_for_backward_share or None,
             "matches_with_frozen_parameters": bool(self.frozen_gathered),
+            "share_gathered_again_in_backward": self.regathered_share or None,
         }
 
 
@@ -362,9 +369,11 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     sch = numeric.scheme(name)
     meas_fine, meas = m.pattern_groups, m.pattern
     chosen = next((t for t in tried if t[-1]), None)
-    frozen, how = 0.0, ""
+    frozen, how, again = 0.0, "", 0.0
     if chosen is None and frozen_at is not None:
         chosen, frozen, how = frozen_at
+    if chosen is None and tried[0][0] is not None and m.n > 1:
+        chosen, again = _part_regathered(sch, seen)
     d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
     pred = _merged(fine)
     predicted = sum(b for *_, b in pred)
@@ -372,6 +381,9 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     reused, kept, share, once, part = _regimes(name, m, mkeys, pkeys, phases, d, order, pattern_match,
                                                int(pricing.micro_batches), seen.units)
     regime = "" if d is None else reuse_regime(d, m.psi)
+    if again:  # priced at the distance the formula gives that share at, which is not the run's: none said
+        d, regime = None, (f"{again:.3g}Ψ gathered again in backward, read from the trace: past "
+                           "stage3_max_reuse_distance")
     regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
     if m.n == 1:
         ratio, volume_match, pattern_match, reused, regathered, kept, share, once, part = (
@@ -391,8 +403,24 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
         predicted_groups=fine, measured_groups=meas_fine, matches_if_regathered=regathered,
         reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
         gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
-        kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how,
+        kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how, regathered_share=again,
     )
+
+
+def _part_regathered(sch, seen: _Seen) -> tuple[tuple | None, float]:
+    """DeepSpeed ZeRO-3 priced with the share of Ψ the trace shows gathered again in the backward
+    (:func:`~.regather.regathered_share`, from the scheme with every parameter kept for the backward), at the
+    reuse distance its formula, Max(0, Ψ - D/2), gives that share at: (that pricing (:func:`_against`),
+    the share), or (None, 0) where the trace does not read so."""
+    m, mkeys, pricing = seen.m, seen.mkeys, seen.pricing
+    kept = _against(sch, m, mkeys, m.pattern_groups, replace(pricing, reuse_distance=2.0 * m.psi))
+    share = regathered_share(mkeys, kept[3], int(pricing.micro_batches), m.psi, m.gathered_in_backward,
+                             seen.units, DEEPSPEED_COMMS in m.formats)
+    if not share:
+        return None, 0.0
+    at = _against(sch, m, mkeys, m.pattern_groups,
+                  replace(pricing, reuse_distance=2.0 * m.psi * (1 - share)))
+    return (at, share) if at[-1] else (None, 0.0)
 
 
 def _explains(c: SchemeComparison) -> bool:

@@ -52,6 +52,7 @@ from zerocalc.validate.marked_steps import MARKERS
 from zerocalc.validate.micro_batches import backward_passes, infer_micro_batches
 from zerocalc.validate.optimizer_steps import optimizer_marked, spanned_by_optimizer
 from zerocalc.validate.ranks import assign_ranks
+from zerocalc.validate.regather import gathered_in_backward
 from zerocalc.validate.steps import infer_steps
 
 
@@ -134,6 +135,11 @@ class Measurement:
     #: the elements a rank gathers a step again in a reentrant checkpoint's recompute, reported apart
     #: (:mod:`.recompute`); 0 where none
     recompute_elements: float = 0.0
+    #: the elements of the step's all-gathers a rank runs a step inside a node of the backward (a trace that
+    #: records the backward's nodes: :mod:`.regather`); None where the trace does not show where they ran
+    gathered_in_backward: float | None = None
+    #: the formats of the files read (their readers' ``meta["format"]``: "kineto", "deepspeed_comms", …)
+    formats: tuple[str, ...] = ()
     micro_batches: int = 1
     micro_batches_how: str = ""
     #: "every", "boundary" or None (the trace cannot tell), with the sentence saying why
@@ -232,6 +238,10 @@ def measure(
         dp_group_sizes=tuple(sorted(groups.sizes)), shard_size=groups.shard, expert_size=groups.expert,
         expert_psi=expert_psi, psi_own=psi_own,
         recompute_elements=recompute.per_rank_step(full, regathered, rank_idx, step_id, w)[1],
+        gathered_in_backward=gathered_in_backward(rows, cat, ops, step_id, full, w, meta,
+                                                  len(ranks) * n_steps),
+        formats=tuple(sorted({str(v["format"]) for v in (meta or {}).values()
+                              if isinstance(v, dict) and v.get("format")})),
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,
         param_dtype=sides[0], param_elem_bytes=sides[1], grad_dtype=sides[2], grad_elem_bytes=sides[3],
         pattern_groups=pattern_groups,

@@ -13,6 +13,7 @@ from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.frozen import frozen_note
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
+from zerocalc.validate.regather import regathered_note
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
     kept_for_backward_note,
@@ -226,6 +227,9 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     partly = kept_for_backward_note(comps, m.psi)
     if partly:
         notes.append(partly)
+    for share in sorted({c.regathered_share for c in comps if c.regathered_share}):
+        notes.append(regathered_note([c.scheme for c in comps if c.regathered_share == share], share, m.psi,
+                                     m.gathered_in_backward is not None))
     return comps, notes, secondary
 
 

@@ -1,5 +1,5 @@
-"""Make ``zero2-ga4-verbose.log``, ``zero3-ga4-one-evaluation-verbose.log``, ``zero3-ga1-verbose.log`` and
-``zero2-ga4-small-buckets-verbose.log``:
+"""Make ``zero2-ga4-verbose.log``, ``zero3-ga4-one-evaluation-verbose.log``, ``zero3-ga1-verbose.log``,
+``zero2-ga4-small-buckets-verbose.log`` and ``zero3-ga2-past-reuse-distance-verbose.log``:
 DeepSpeed's comms logger, verbose, over a real ZeRO-2 (ZeRO-3) run.
 
 Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
@@ -8,6 +8,8 @@ Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc
     torchrun --nproc_per_node 4 make_comms_log.py OUT.log --stage 3 --steps 7 --evaluate-after 3
     torchrun --nproc_per_node 4 make_comms_log.py OUT.log --stage 3 --micro-batches 1 --steps 5
     torchrun --nproc_per_node 4 make_comms_log.py OUT.log --bucket-size 20000
+    torchrun --nproc_per_node 4 make_comms_log.py OUT.log --stage 3 --micro-batches 2 \
+        --reuse-distance 10000 --prefetch 500 --live 10000
 
 The model, data and optimizer are ``real-runs/make_traces.py``'s (the MLP of Ψ = 71,104, Adam), under
 ``ds_config(2)`` (ZeRO stage 2, 4 micro-batches an optimizer step, ``overlap_comm`` off) with
@@ -17,7 +19,9 @@ rank 0 (``log_dist(..., [0])``) at INFO; this script sends its logger's records 
 the function that called the op (``| [Caller Func: allreduce_bucket]``). ``--stage S`` runs
 ``ds_config(S)``, ``--micro-batches K`` with K micro-batches an optimizer step (default 4), ``--steps N``
 that many optimizer steps, ``--bucket-size E`` ``reduce_bucket_size`` and ``allgather_bucket_size`` of E
-elements (default 5e8), and ``--evaluate-after I`` evaluates once after
+elements (default 5e8), ``--reuse-distance E``, ``--prefetch E`` and ``--live E`` ZeRO-3's
+``stage3_max_reuse_distance``, ``stage3_prefetch_bucket_size`` and ``stage3_max_live_parameters`` (default
+1e9, 5e7 and 1e9), and ``--evaluate-after I`` evaluates once after
 optimizer step I (0-based; ``make_traces.evaluate``: ``engine.eval()``, 2 batches of forward passes under
 ``torch.no_grad()``, each all-reducing its losses with ``torch.distributed``, which the comms logger does
 not time).
@@ -39,9 +43,10 @@ STEPS = 3
 
 
 def main(out, debug=False, stage=2, steps=STEPS, evaluate_after=None, micro_batches=m.DS_GA,
-         bucket=500_000_000):
+         bucket=500_000_000, reuse_distance=1_000_000_000, prefetch=50_000_000, live=1_000_000_000):
     deepspeed.init_distributed(dist_backend="gloo")
-    cfg = m.ds_config(stage, ga=micro_batches, bucket=bucket)
+    cfg = m.ds_config(stage, ga=micro_batches, bucket=bucket, reuse_distance=reuse_distance,
+                      prefetch=prefetch, live=live)
     cfg["comms_logger"] = {"enabled": True, "verbose": True, "prof_all": True, "debug": debug}
     model = m.make_model()
     opt = torch.optim.Adam(model.parameters(), lr=m.LR)
@@ -72,4 +77,6 @@ def _option(name, default):
 if __name__ == "__main__":
     main(sys.argv[1], debug="--debug" in sys.argv[2:], stage=_option("--stage", 2),
          steps=_option("--steps", STEPS), evaluate_after=_option("--evaluate-after", None),
-         micro_batches=_option("--micro-batches", m.DS_GA), bucket=_option("--bucket-size", 500_000_000))
+         micro_batches=_option("--micro-batches", m.DS_GA), bucket=_option("--bucket-size", 500_000_000),
+         reuse_distance=_option("--reuse-distance", 1_000_000_000),
+         prefetch=_option("--prefetch", 50_000_000), live=_option("--live", 1_000_000_000))

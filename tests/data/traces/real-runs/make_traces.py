@@ -1106,7 +1106,7 @@ DS_GA = 4
 
 
 def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=False, hpz=None, ga=DS_GA,
-              bucket=500_000_000, offload=(), comm_dtype=None):
+              bucket=500_000_000, offload=(), comm_dtype=None, live=1_000_000_000):
     """DeepSpeed's config for ZeRO ``stage``; ``offload`` the states ZeRO-Offload keeps in host memory
     (``"optimizer"``, and for stage 3 ``"param"``), the client's torch Adam kept
     (``zero_force_ds_cpu_optimizer`` false: DeepSpeedCPUAdam is a compiled op, and the optimizer's
@@ -1126,7 +1126,7 @@ def ds_config(stage, reuse_distance=1_000_000_000, prefetch=50_000_000, bf16=Fal
         zero.update({
             "stage3_param_persistence_threshold": 0,
             "stage3_max_reuse_distance": reuse_distance,
-            "stage3_max_live_parameters": 1_000_000_000,
+            "stage3_max_live_parameters": live,
             "stage3_prefetch_bucket_size": prefetch,
         })
     cfg = {
@@ -1428,11 +1428,44 @@ HF_GPT2 = {"n_layer": 1, "n_embd": 64, "n_head": 2, "vocab_size": 512, "n_positi
 HF_SEQ = 16  # tokens a sample
 
 
-def hf_gpt2():
+def hf_gpt2(**config):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config(**HF_GPT2))
+    return GPT2LMHeadModel(GPT2Config(**{**HF_GPT2, **config}))
+
+
+#: DeepSpeed ZeRO-3's defaults (stage3_max_reuse_distance and stage3_max_live_parameters 1e9 elements,
+#: stage3_prefetch_bucket_size 5e7) scaled to the traced models as a model of 7e9 parameters sees them:
+#: reuse distance and live parameters a seventh of Ψ, the prefetch bucket 1/140 (for HF_GPT2_3 below, Ψ =
+#: 219,712 untied: 26,000 and 1,300 elements), so the backward gathers again the earlier modules' parameters
+#: and keeps the last ones'
+DS_AS_7B = {"reuse_distance": 26_000, "prefetch": 1_300, "live": 26_000}
+#: HF_GPT2 with 3 blocks and the output layer's weight its own (``tie_word_embeddings=False``, as Llama 2
+#: and 3 8B, Mistral 7B and Qwen 2.5 7B have it)
+HF_GPT2_3 = {"n_layer": 3, "tie_word_embeddings": False}
+
+
+def case_ds_gpt2(outdir, cfg, steps=2, **config):
+    """DeepSpeed's engine on transformers' GPT-2 (:func:`hf_gpt2` with ``config``), ``cfg`` its config, its
+    ``gradient_accumulation_steps`` micro-batches of :class:`HFTokens` an optimizer step, each
+    ``engine.backward(loss); engine.step()``, ``steps`` profiled after a warm-up step."""
+    import deepspeed
+
+    model = hf_gpt2(**config)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    data, rank, world = HFTokens(), dist.get_rank(), dist.get_world_size()
+    ga = cfg["gradient_accumulation_steps"]
+
+    def step(s):
+        for m in range(ga):
+            ids = data.ids[((s * ga + m) * world + rank) * MICRO_BATCH:][:MICRO_BATCH]
+            engine.backward(engine(input_ids=ids, labels=ids).loss)
+            engine.step()
+
+    run_profiled(outdir, steps, step)
 
 
 def case_hf_trainer(outdir, *, ga=1, steps=2, deepspeed_config=None, gpt2=False, logging_steps=1,
@@ -2165,6 +2198,22 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, reuse_distance=0, prefetch=0, ga=1)}),
+    "ds-zero3-past-reuse-distance-ga2": (
+        lambda o: case_deepspeed(o, ds_config(3, ga=2, reuse_distance=10_000, prefetch=500, live=10_000)), {
+        "scheme": "DeepSpeed ZeRO stage 3 at stage3_max_reuse_distance and stage3_max_live_parameters "
+                  "10,000, stage3_prefetch_bucket_size 500 (a seventh and 1/140 of Ψ: the defaults as a "
+                  "7e9-parameter model sees them), 2 micro-batches",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 2, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, ga=2, reuse_distance=10_000, prefetch=500, live=10_000)}),
+    "ds-zero3-gpt2-past-reuse-distance": (
+        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, **DS_AS_7B), **HF_GPT2_3), {
+        "scheme": "DeepSpeed ZeRO stage 3 on transformers' GPT-2 (3 blocks, output layer untied) at "
+                  "DeepSpeed's defaults scaled as a 7e9-parameter model sees them (DS_AS_7B: reuse distance "
+                  "and live parameters 26,000, prefetch bucket 1,300 elements), 1 micro-batch",
+        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
     "hsdp-2x2-odd-widths-ga2": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
                              steps=2, layers=ODD_LAYERS), {

@@ -1,0 +1,137 @@
+"""DeepSpeed ZeRO-3 on a model past stage3_max_reuse_distance: the backward gathers part of the parameters
+again, and the check reads that share from the trace.
+
+Expected values are the real runs' counts (tests/data/traces/real-runs/README.md, expected.json, counted by
+count_calls.py from the traces with plain json/gzip: a step's ``backward_gathers`` are its all-gathers nested
+in a node of the backward) and the DeepSpeed comms log's lines (deepspeed-comms-gloo/README row), priced
+under the ring accounting: a rank sends (p-1)/p of an all-gather's or reduce-scatter's vector (Thakur,
+Rabenseifner & Gropp 2005).
+"""
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from real_runs import gathered_and_scattered
+
+from zerocalc.traces import read_traces
+from zerocalc.validate import check
+from zerocalc.validate.regather import regathered_share
+
+DATA = Path(__file__).parent / "data" / "traces"
+RUNS = DATA / "real-runs"
+MLP_PSI = 24_768 + 30_880 + 15_456  # the MLP's three layers (README: Ψ = 71,104)
+GPT2_PSI = 219_712  # HF_GPT2_3 (run.json's model.psi)
+
+#: run → (Ψ, micro-batches a step)
+PAST = {"ds-zero3-past-reuse-distance-ga2": (MLP_PSI, 2), "ds-zero3-gpt2-past-reuse-distance": (GPT2_PSI, 1)}
+
+
+def _backward_counted(case: str) -> list[tuple[Counter, int]]:
+    """Per rank and step as count_calls.py counted them: the elements all-gathered and reduce-scattered, and
+    the elements gathered in the backward (a call's shard times the 4 ranks)."""
+    out = []
+    for s, per in gathered_and_scattered(case):
+        back = sum(int(g.split(" ")[1]) * 4 for g in s.get("backward_gathers", []))
+        out.append((per, back))
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(PAST))
+@pytest.mark.parametrize("given", [False, True])
+def test_a_model_past_the_reuse_distance_checks_as_zero3_with_the_share_it_gathers_again(case, given):
+    psi, k = PAST[case]
+    counted = _backward_counted(case)
+    backward = {b for _, b in counted}
+    assert len(backward) == 1  # every rank, every step alike
+    back = backward.pop()
+    for per, b in counted:  # the forward gathers Ψ a micro-batch, the backward part of it again
+        assert per["all_gather"] - b == k * psi and 0 < b < k * psi
+        assert per["reduce_scatter"] == k * psi
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, psi=psi if given else None)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches) == (psi, 4, k)
+    assert m.gathered_in_backward == pytest.approx(back, rel=1e-12)
+    # before: no scheme (DeepSpeed's formula, Max(0, Ψ - D/2), gives none at the default 1e9 and 2Ψ at 0)
+    assert res.matches == ("deepspeed-zero3",)
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    share = back / (k * psi)
+    assert c.regathered_share == pytest.approx(share, rel=1e-12)
+    assert c.ratio == pytest.approx(1.0, rel=1e-9)
+    sent = (k * psi + back + k * psi) * 3 / 4 * 4  # gathered and reduce-scattered, 3/4 of it sent, fp32
+    assert c.predicted_bytes_per_rank_per_step == pytest.approx(sent, rel=1e-9)
+    assert f"{share:.3g}Ψ gathered again in backward" in c.reuse_regime
+    note = next(n for n in res.notes if "gathered again in the backward each micro-batch" in n)
+    assert f"({back / k:,.0f} elements)" in note and "as its nodes show" in note
+    d = res.as_dict()
+    rec = next(s for s in d["schemes"] if s["scheme"] == "deepspeed-zero3")
+    assert rec["share_gathered_again_in_backward"] == pytest.approx(share, rel=1e-12)
+    # the formula's distance for that share is not the run's (26,000 or 10,000 elements): none is said
+    assert d["matches_reuse_regime"]["deepspeed-zero3"] == {"reuse_distance": None, "regime": c.reuse_regime}
+
+
+def test_deepspeeds_comms_log_of_such_a_run_reads_the_same_share():
+    # the log's steady micro-batches (after the first step's): gathers of 24.0 KB, 192 B, 30.16 KB, 15.09 KB
+    # (the forward: Ψ/4 a rank), 30.16 and 24.19 KB (the backward again), a 277.75 KB reduce-scatter (Ψ)
+    log = DATA / "deepspeed-comms-gloo" / "zero3-ga2-past-reuse-distance-verbose.log"
+    sizes = re.findall(r"comm op: (\w+) \| .*? msg size: ([\d.]+) (K?B)", log.read_text())
+    kb = [(op, float(v) * (1024 if u == "KB" else 1)) for op, v, u in sizes]
+    rs = [i for i, (op, _) in enumerate(kb) if op == "reduce_scatter_tensor"]
+    micro = kb[rs[-2] + 1:rs[-1] + 1]  # the last micro-batch: from after the one before's reduce-scatter
+    gathers = [b for op, b in micro if op == "all_gather_into_tensor"]
+    assert [round(b) for b in gathers] == [24_576, 192, 30_884, 15_452, 30_884, 24_771]
+    back_bytes = sum(gathers[4:])  # the two gathered again, a rank's shards of 4 bytes an element
+    ts = read_traces(log)
+    res = check(ts.table, meta=ts.meta, dtype="fp32")
+    assert res.measurement.gathered_in_backward is None  # the log does not say which ran in the backward
+    assert res.matches == ("deepspeed-zero3",)
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    # the logger rounds its sizes to 2 decimals of KB: the share within that
+    assert c.regathered_share == pytest.approx(back_bytes / 4 * 4 / MLP_PSI, rel=1e-3)
+    assert "as DeepSpeed's are)" in next(n for n in res.notes if "gathered again in the backward" in n)
+
+
+def test_fsdp_that_keeps_its_root_for_the_backward_is_not_read_as_zero3():
+    # FSDP1 keeps its root unit gathered from the forward to the backward: the forward gathers Ψ, the backward
+    # the rest again, as in a ZeRO-3 past its reuse distance, but FSDP gathers the units it reduces
+    ts = read_traces(RUNS / "fsdp1-root-holds-last")
+    res = check(ts.table, meta=ts.meta)
+    assert "deepspeed-zero3" not in res.matches and not any(c.regathered_share for c in res.comparisons)
+    assert "fsdp-full-shard" in res.partly_kept
+
+
+def test_without_the_backwards_nodes_only_deepspeeds_log_is_read_so():
+    # the same run with the nodes of the backward not recorded (as a Flight Recorder dump or an NCCL log of
+    # those calls would show them): the totals alone could be other calls', so no reading
+    ts = read_traces(RUNS / "ds-zero3-past-reuse-distance-ga2")
+    meta = {f: {k: v for k, v in m.items() if k != "backward_passes"} for f, m in ts.meta.items()}
+    res = check(ts.table.drop(columns=["backward_op"]), meta=meta, micro_batches=2)
+    assert res.measurement.gathered_in_backward is None
+    assert not res.matches and not any(c.regathered_share for c in res.comparisons)
+
+
+PKEYS = {("all_gather", 4): 100.0, ("reduce_scatter", 4): 100.0}  # every parameter kept: Ψ = 100 gathered
+
+
+@pytest.mark.parametrize(("gathered", "backward", "units", "deepspeed", "share"), [
+    (160.0, 60.0, False, False, 0.6),  # the forward gathers Ψ, the backward 0.6Ψ again
+    (160.0, 50.0, False, False, 0.0),  # the forward gathers 1.1Ψ: not each parameter once
+    (160.0, 60.0, True, False, 0.0),  # gathers of the reduced vectors: FSDP's
+    (160.0, None, False, False, 0.0),  # no split shown, not DeepSpeed's log
+    (160.0, None, False, True, 0.6),  # DeepSpeed's own log
+    (200.0, 100.0, False, False, 0.0),  # every parameter gathered again: reuse distance 0's regime
+    (101.0, 1.0, False, False, 0.0),  # within the tolerance of Ψ: the regime that keeps them
+])
+def test_the_share_read_from_the_gathers(gathered, backward, units, deepspeed, share):
+    mkeys = {("all_gather", 4): gathered, ("reduce_scatter", 4): 100.0}
+    got = regathered_share(mkeys, PKEYS, 1, 100.0, backward, lambda: units, deepspeed)
+    assert got == pytest.approx(share)
+
+
+def test_the_share_needs_the_other_calls_alike():
+    mkeys = {("all_gather", 4): 160.0, ("reduce_scatter", 4): 90.0}
+    assert regathered_share(mkeys, PKEYS, 1, 100.0, 60.0, lambda: False, False) == 0.0
+    mkeys = {("all_gather", 4): 160.0, ("all_reduce", 4): 100.0}
+    assert regathered_share(mkeys, PKEYS, 1, 100.0, 60.0, lambda: False, False) == 0.0

@@ -1,0 +1,88 @@
+"""DeepSpeed ZeRO-3 with part of its parameters gathered again in the backward: a model past
+``stage3_max_reuse_distance``.
+
+ZeRO-3 gathers every parameter for the forward and keeps a gathered parameter for its next use when that
+use comes within ``stage3_max_reuse_distance`` elements of the step's module trace (1e9 by default;
+``deepspeed/runtime/zero/partitioned_param_coordinator.py`` ``__params_to_release``). A model of a few
+billion parameters is past it for its first layers and within it for its last: the backward gathers again
+a share r of Ψ that the module order sets, 0 < r < 1, so a micro-batch gathers (1 + r)Ψ, neither the Ψ of a
+model within the distance nor the 2Ψ of one far past it. The scheme's formula, Max(0, Ψ - D/2), prices the
+distance D from parameter elements alone; the modules' sizes and DeepSpeed's prefetch buckets move the true
+share off it by a few per cent, which the check cannot tell from another scheme. So the share is read from
+the trace, where it shows that DeepSpeed sent it:
+
+* the gathers are not of the vectors the reductions reduce: DeepSpeed gathers a module's parameters (with
+  those its prefetch bucket joins) and reduce-scatters gradient buckets of ``reduce_bucket_size``, where
+  FSDP gathers and reduces the same flat units, and FSDP that keeps part of its parameters for the backward
+  is read so (:func:`~.regimes.kept_for_backward_share`);
+* where the trace records the backward's nodes (a Kineto trace: its ``backward_op`` column,
+  :mod:`zerocalc.traces.kineto_recompute`), the forward gathers Ψ a micro-batch, each parameter once, and
+  the backward the rest; where it does not, the trace is DeepSpeed's own comms log.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from zerocalc.validate.accounting import RTOL
+from zerocalc.validate.classify import STEP
+
+#: The canonical table's column naming the node of the backward an all-gather ran in.
+COLUMN = "backward_op"
+
+
+
+def gathered_in_backward(rows, cat: np.ndarray, ops, step_id: np.ndarray, full: np.ndarray,
+                         w: np.ndarray | None, meta: dict | None, rank_steps: float) -> float | None:
+    """The elements of the step's all-gathers that ran inside a node of the backward, a rank a step
+    (``rank_steps``: the ranks times the steps counted); None where a file of those gathers records no
+    backward pass (the trace does not show where they ran)."""
+    gathers = (cat == STEP) & ops.eq("all_gather") & (step_id >= 0)
+    if not gathers.any() or rank_steps <= 0:
+        return None
+    files = rows.codes("file")
+    used = np.unique(files.codes[gathers])
+    if (used < 0).any() or not all((meta or {}).get(files.names[f], {}).get("backward_passes") for f in used):
+        return None
+    inside = gathers & rows.notna(COLUMN) if rows.has(COLUMN) else np.zeros(len(full), dtype=bool)
+    weights = np.ones(len(full)) if w is None else w
+    return float((full * weights)[inside].sum()) / rank_steps
+
+
+def regathered_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: float | None,
+                     units, deepspeed: bool) -> float:
+    """The share r of Ψ DeepSpeed ZeRO-3 gathers again in the backward, each micro-batch, for the measured
+    pattern (module docstring): the measured gathers k(1 + r)Ψ with 0 < r < 1, in the group the scheme
+    gathers on, where ``pkeys`` (the scheme's elements per (op, group) with every parameter kept for the
+    backward, kΨ gathered) agrees with the other calls and the gathers are not of the reduced vectors
+    (``units()`` False: FSDP's are, and FSDP that keeps part of its parameters for the backward is read
+    so). Where the trace shows where the gathers ran (``backward``: the elements gathered in the backward a
+    step), the forward gathers kΨ; where it does not, only DeepSpeed's own log (``deepspeed``) is read so:
+    a Flight Recorder dump or an NCCL log of other calls would read alike. 0 where it does not read so."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if len(gathers) != 1 or set(mkeys) != set(pkeys) or psi <= 0 or k < 1:
+        return 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return 0.0
+    measured = mkeys[gathers[0]]
+    share = measured / (k * psi) - 1
+    if not RTOL < share < 1 - RTOL or (backward is None and not deepspeed) or units():
+        return 0.0
+    if backward is not None and not math.isclose(measured - backward, k * psi, rel_tol=RTOL):
+        return 0.0
+    return share
+
+
+def regathered_note(schemes, share: float, psi: float, shown: bool) -> str:
+    """The note naming the schemes that send the measured pattern with ``share`` of Ψ gathered again in the
+    backward (:func:`regathered_share`); ``shown``: whether the trace shows which gathers ran there."""
+    how = "gathers of modules and buckets, not of the vectors reduced, as DeepSpeed's are"
+    if shown:
+        how += "; the forward gathers each parameter once and the backward the rest, as its nodes show"
+    return (f"{', '.join(schemes)} sends exactly this pattern with {share:.3g}Ψ ({share * psi:,.0f} "
+            "elements) of the parameters gathered again in the backward each micro-batch "
+            f"({1 + share:.3g}Ψ gathered in place of Ψ or 2Ψ): a model past stage3_max_reuse_distance (1e9 "
+            "elements by default) for its earlier modules and within it for its later ones, read from the "
+            "trace (" + how + "); the scheme's Max(0, Ψ - D/2) prices it from elements alone")
