@@ -10,6 +10,7 @@ Rabenseifner & Gropp 2005).
 
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from real_runs import gathered_and_scattered
 
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
+from zerocalc.validate.frozen import pass_gathers
 from zerocalc.validate.regather import regathered_share
 
 DATA = Path(__file__).parent / "data" / "traces"
@@ -135,3 +137,53 @@ def test_the_share_needs_the_other_calls_alike():
     assert regathered_share(mkeys, PKEYS, 1, 100.0, 60.0, lambda: False, False) == 0.0
     mkeys = {("all_gather", 4): 160.0, ("all_reduce", 4): 100.0}
     assert regathered_share(mkeys, PKEYS, 1, 100.0, 60.0, lambda: False, False) == 0.0
+
+
+#: run → Ψ, what its gradient reductions reduce
+BEYOND = {"ds-zero3-lora-r4-past-reuse-distance": 3_712,  # LoRA's adapters (README: 3,712 of 74,816)
+          "ds-zero3-gpt2-tied-past-reuse-distance": 186_944}  # GPT-2, the output layer the embedding's
+
+
+@pytest.mark.parametrize("case", sorted(BEYOND))
+def test_parameters_gathered_and_never_reduced_past_the_reuse_distance_are_named(case):
+    psi = BEYOND[case]
+    counted = _backward_counted(case)
+    per, back = counted[0]
+    assert all((p, b) == (per, back) for p, b in counted)  # every rank, every step alike
+    forward = per["all_gather"] - back
+    assert per["reduce_scatter"] == psi and forward > psi and 0 < back <= forward
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.gathered_in_backward) == (psi, 1, back)
+    # before: no scheme; now deepspeed-zero3, what it gathers past one gather of Ψ named, by pass
+    assert not res.matches and res.frozen == ("deepspeed-zero3",)
+    assert res.frozen_elements == per["all_gather"] - psi
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert c.frozen_how == "pass" and c.reuse_distance is None
+    note = next(n for n in res.notes if "never reduced on a model past" in n)
+    assert f"{per['all_gather'] - psi:,} elements a step" in note
+    assert f"{forward - psi:,} of them in the forward" in note and f"{back:,} in the backward again" in note
+    assert "tied input and output embeddings" in note
+
+
+def test_lora_within_the_reuse_distance_reads_as_before():
+    # ds-zero3-lora-r4-ga4: every parameter kept for the backward (nothing gathered in it), read by unit
+    ts = read_traces(RUNS / "ds-zero3-lora-r4-ga4")
+    res = check(ts.table, meta=ts.meta)
+    assert res.measurement.gathered_in_backward == 0
+    assert "deepspeed-zero3" in res.frozen
+    assert next(c for c in res.comparisons if c.scheme == "deepspeed-zero3").frozen_how == "unit"
+
+
+def test_the_pass_reading_needs_the_backward_shown_and_no_more_than_the_forward_again():
+    ts = read_traces(RUNS / "ds-zero3-lora-r4-past-reuse-distance")
+    m = check(ts.table, meta=ts.meta).measurement
+    gathered, back = 108_384, 33_568  # counted (README): 74,816 in the forward, 33,568 in the backward
+    mkeys = {("all_gather", 4): gathered, ("reduce_scatter", 4): 3_712}
+    kept = {("all_gather", 4): 3_712, ("reduce_scatter", 4): 3_712}  # every parameter gathered once
+    assert pass_gathers(m, mkeys, kept) == (gathered - 3_712, back)
+    assert pass_gathers(replace(m, gathered_in_backward=None), mkeys, kept) == (0.0, 0.0)
+    assert pass_gathers(replace(m, gathered_in_backward=0.0), mkeys, kept) == (0.0, 0.0)  # read by unit
+    assert pass_gathers(replace(m, gathered_in_backward=60_000.0), mkeys, kept) == (0.0, 0.0)  # > forward
+    assert pass_gathers(m, {**mkeys, ("reduce_scatter", 4): 3_000}, kept) == (0.0, 0.0)

@@ -391,7 +391,9 @@ def _verdict(res, lead: str = "Consistent") -> str:
             (res.secondary_partition, "parameters gathered on smaller groups"),
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
-            (res.frozen, "frozen parameters gathered and never reduced")]
+            (res.frozen, "frozen parameters gathered and never reduced" if not any(
+                c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)
+             else "parameters gathered and never reduced, or tied and gathered at each use")]
     return (f"{lead} with the trace (best first): " + (_ranked(res) or "none")
             + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
             + "".join(f"; also {', '.join(names)} with {how} (see the note above)"

@@ -384,6 +384,9 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     if again:  # priced at the distance the formula gives that share at, which is not the run's: none said
         d, regime = None, (f"{again:.3g}Ψ gathered again in backward, read from the trace: past "
                            "stage3_max_reuse_distance")
+    elif how == "pass":  # priced with every parameter kept; what the backward gathers again is in the note
+        d, regime = None, ("part gathered again in backward, read from the trace: past "
+                           "stage3_max_reuse_distance")
     regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
     if m.n == 1:
         ratio, volume_match, pattern_match, reused, regathered, kept, share, once, part = (

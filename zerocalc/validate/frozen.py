@@ -28,6 +28,12 @@ Two readings, tried last: where no scheme sends the pattern as priced nor in a r
   is read so where its gathers and reductions pair up as units do (a model within one bucket of each);
   elsewhere its buckets hold no units to count. FSDP1 reduce-scatters a unit's whole flat gradient,
   frozen parts included (zeros), so it reads as it is.
+* **by pass**: DeepSpeed ZeRO-3 on a model past ``stage3_max_reuse_distance`` (:mod:`.regather`), its
+  buckets holding no units: where the trace shows which gathers ran in the backward and they are not of the
+  reduced vectors, the forward gathers more than Ψ a micro-batch (each parameter it computes with once, the
+  frozen ones too) and the backward part of that again (:func:`pass_gathers`). A parameter used twice in
+  the forward and released between its uses (tied input and output embeddings) is gathered at each use and
+  reads the same: the note says so.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import numpy as np
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, gradient_calls
 from zerocalc.validate.measure import Measurement
-from zerocalc.validate.regimes import same_elements
+from zerocalc.validate.regimes import gathers_of_reduced_vectors, same_elements
 
 #: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
 #: parameters are sharded whether they train or not.
@@ -116,15 +122,49 @@ def unit_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, int]:
     return sum(mkeys[key] - pkeys[key] for key in gathers), p
 
 
-def frozen_note(schemes, elements: float, psi: float, units: bool) -> str:
+def pass_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, float]:
+    """DeepSpeed ZeRO-3, priced with every parameter gathered once a micro-batch (``pkeys``: kΨ gathered), on
+    a model past ``stage3_max_reuse_distance`` with parameters it gathers and never reduces (module
+    docstring, by pass): (the elements a step gathered past that price, those gathered in the backward);
+    (0, 0) where it does not read so: the trace does not show where the gathers ran
+    (``Measurement.gathered_in_backward``), they are of the reduced vectors (FSDP's units, read by unit),
+    another call differs from the price, the forward gathers no more than kΨ, or the backward gathers
+    nothing (every parameter kept: read by unit or by size) or more than the forward."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    back, k = m.gathered_in_backward, max(m.micro_batches, 1)
+    if back is None or len(gathers) != 1 or set(mkeys) != set(pkeys) or m.psi <= 0:
+        return 0.0, 0.0
+    if not math.isclose(pkeys[gathers[0]], k * m.psi, rel_tol=RTOL):
+        return 0.0, 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return 0.0, 0.0
+    forward = mkeys[gathers[0]] - back
+    if not (forward > k * m.psi * (1 + RTOL) and RTOL * forward < back <= forward * (1 + RTOL)):
+        return 0.0, 0.0
+    if gathers_of_reduced_vectors(m):
+        return 0.0, 0.0
+    return mkeys[gathers[0]] - pkeys[gathers[0]], back
+
+
+def frozen_note(schemes, elements: float, psi: float, how: str, backward: float = 0.0) -> str:
     """The note naming the schemes that send the measured pattern with frozen parameters, ``elements`` a step
-    gathered and never reduced, read by unit (``units``) or by size."""
+    gathered and never reduced, read by unit, by size or by pass (``how``: "unit", "size", "pass"; by pass,
+    ``backward`` of them gathered in the backward)."""
+    send = "sends" if len(schemes) == 1 else "send"
+    if how == "pass":
+        return (f"{', '.join(schemes)} {send} exactly this pattern with parameters gathered and never "
+                f"reduced on a model past stage3_max_reuse_distance: {elements:,.0f} elements a step are "
+                f"gathered beyond one gather of Ψ a micro-batch, {elements - backward:,.0f} of them in the "
+                "forward (parameters the gradient reductions leave out, as a frozen backbone's or LoRA's "
+                "base weights, or one used twice in the forward and gathered again at its second use, as "
+                f"tied input and output embeddings are) and {backward:,.0f} in the backward again (the "
+                "parameters past the reuse distance, as the trace's nodes of the backward show); "
+                f"Ψ = {psi:,.0f} is what the gradient reductions reduce")
     how = ("past what the trained parameters' units price: each unit gathered whole, frozen parameters with "
            "it, and its trained parameters' gradients alone reduced, as an FSDP2 unit or a DeepSpeed ZeRO-3 "
-           "bucket that holds LoRA's adapters beside their frozen base weights is" if units else
+           "bucket that holds LoRA's adapters beside their frozen base weights is" if how == "unit" else
            "in calls of sizes no gradient reduction has: whole units gathered for the compute and never "
            "reduced, as FSDP and ZeRO-3 do for a frozen backbone's")
-    send = "sends" if len(schemes) == 1 else "send"
     return (f"{', '.join(schemes)} {send} exactly this pattern with frozen parameters: {elements:,.0f} "
             f"elements a step are gathered {how}; Ψ = {psi:,.0f} is the trained parameters, the rest of the "
             "model is gathered besides")
@@ -132,10 +172,10 @@ def frozen_note(schemes, elements: float, psi: float, units: bool) -> str:
 
 def frozen_choices(m: Measurement, mkeys: dict, tried_by: dict[str, list]) -> dict[str, tuple]:
     """The schemes of :data:`GATHER_FROZEN` that send the measured pattern with frozen parameters, each as
-    (its pricing that does, the elements a step gathered and never reduced, "size" or "unit"):
+    (its pricing that does, the elements a step gathered and never reduced, "size", "unit" or "pass"):
     ``tried_by`` holds each scheme's pricings at its reuse regimes (:func:`~.compare._priced`). By size
     where some scheme reads so (the first regime that does), else by unit, the schemes (and the regime of
-    each) that gather a unit the most times a micro-batch."""
+    each) that gather a unit the most times a micro-batch, else by pass (deepspeed-zero3 alone)."""
     names = [name for name in tried_by if name in GATHER_FROZEN]  # in the schemes' order
     shares = frozen_shares(m)
     unfrozen = _without_frozen(mkeys, shares) if shares else {}
@@ -152,4 +192,10 @@ def frozen_choices(m: Measurement, mkeys: dict, tried_by: dict[str, list]) -> di
         if read:
             fits[name] = max(read, key=lambda tf: tf[1][1])  # the first of the most gathers a unit
     most = max((f[1] for _t, f in fits.values()), default=0)
-    return {name: (t, f[0], "unit") for name, (t, f) in fits.items() if f[1] == most}
+    if fits:
+        return {name: (t, f[0], "unit") for name, (t, f) in fits.items() if f[1] == most}
+    for name in (n for n in names if n == "deepspeed-zero3"):
+        kept = next((t for t in tried_by[name] if t[0] is not None and t[0] >= 2 * m.psi), None)
+        if kept is not None and (f := pass_gathers(m, mkeys, kept[3]))[0]:
+            return {name: (kept, f[0], "pass")}
+    return {}

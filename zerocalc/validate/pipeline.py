@@ -240,8 +240,8 @@ def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
     found = [c for c in comps if c.frozen_gathered]
     if not found:
         return {}
-    notes.append(frozen_note([c.label for c in found], found[0].frozen_gathered, m.psi,
-                             found[0].frozen_how == "unit"))
+    notes.append(frozen_note([c.label for c in found], found[0].frozen_gathered, m.psi, found[0].frozen_how,
+                             m.gathered_in_backward or 0.0))
     return {"frozen": tuple(c.scheme for c in found), "frozen_elements": found[0].frozen_gathered}
 
 

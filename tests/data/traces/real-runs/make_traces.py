@@ -2214,6 +2214,24 @@ CASES = {
         "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
+    "ds-zero3-lora-r4-past-reuse-distance": (
+        lambda o: case_deepspeed(o, ds_config(3, ga=1, reuse_distance=10_000, prefetch=500, live=10_000),
+                                 lora=LORA_R), {
+        "scheme": f"DeepSpeed ZeRO stage 3 on LoRALinear layers (a frozen Linear beside trained "
+                  f"rank-{LORA_R} adapters) at ds-zero3-past-reuse-distance-ga2's reuse distance, live "
+                  "parameters and prefetch bucket, 1 micro-batch",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "lora_rank": LORA_R, "frozen": ["layers.*.base"], "psi_trained": PSI_LORA,
+        "micro_batches": 1, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, ga=1, reuse_distance=10_000, prefetch=500, live=10_000)}),
+    "ds-zero3-gpt2-tied-past-reuse-distance": (
+        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, **DS_AS_7B), n_layer=3), {
+        "scheme": "ds-zero3-gpt2-past-reuse-distance with the output layer's weight the token embedding's "
+                  "(transformers' default tie_word_embeddings=True, as GPT-2, Llama 3.2 1B and 3B and Qwen "
+                  "2.5 up to 3B have it)",
+        "model": {"gpt2_config": {**HF_GPT2, "n_layer": 3}, "psi": 186_944, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
     "hsdp-2x2-odd-widths-ga2": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
                              steps=2, layers=ODD_LAYERS), {
