@@ -19,7 +19,7 @@ from real_runs import gathered_and_scattered
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
 from zerocalc.validate.frozen import pass_gathers
-from zerocalc.validate.regather import regathered_share
+from zerocalc.validate.regather import recomputed_share, regathered_share
 
 DATA = Path(__file__).parent / "data" / "traces"
 RUNS = DATA / "real-runs"
@@ -187,3 +187,42 @@ def test_the_pass_reading_needs_the_backward_shown_and_no_more_than_the_forward_
     assert pass_gathers(replace(m, gathered_in_backward=0.0), mkeys, kept) == (0.0, 0.0)  # read by unit
     assert pass_gathers(replace(m, gathered_in_backward=60_000.0), mkeys, kept) == (0.0, 0.0)  # > forward
     assert pass_gathers(m, {**mkeys, ("reduce_scatter", 4): 3_000}, kept) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("case", ["ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint",
+                                  "ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint"])
+def test_activation_checkpointing_past_the_reuse_distance_gathers_more_than_psi_in_the_backward(case):
+    counted = _backward_counted(case)
+    per, back = counted[0]
+    assert all((p, b) == (per, back) for p, b in counted)
+    # counted: the forward gathers Ψ, the backward more (blocks again for the recompute and their backward)
+    assert per["all_gather"] - back == GPT2_PSI and GPT2_PSI < back < 2 * GPT2_PSI
+    assert per["reduce_scatter"] == GPT2_PSI
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.gathered_in_backward) == (GPT2_PSI, 1, back)
+    # before: no scheme; no recompute's gather is reported apart (none of them pairs with the backward's)
+    assert not res.matches and res.recomputed == ("deepspeed-zero3",) and not res.frozen
+    assert m.recompute_elements == 0
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert c.recomputed_share == pytest.approx(back / GPT2_PSI, rel=1e-12)
+    note = next(n for n in res.notes if "recompute of activation checkpointing" in n)
+    assert f"({back:,} elements)" in note
+    d = res.as_dict()
+    assert d["matches_if_recomputed_in_backward"] == ["deepspeed-zero3"]
+    rec = next(s for s in d["schemes"] if s["scheme"] == "deepspeed-zero3")
+    assert rec["share_gathered_in_backward_with_recompute"] == pytest.approx(back / GPT2_PSI, rel=1e-12)
+
+
+@pytest.mark.parametrize(("gathered", "backward", "units", "share"), [
+    (230.0, 130.0, False, 1.3),  # the forward Ψ, the backward 1.3Ψ
+    (230.0, 130.0, True, 0.0),  # gathers of the reduced vectors: FSDP's
+    (230.0, None, False, 0.0),  # where they ran not shown
+    (230.0, 120.0, False, 0.0),  # the forward 1.1Ψ
+    (160.0, 60.0, False, 0.0),  # the backward under Ψ: regathered_share's
+    (310.0, 210.0, False, 0.0),  # the backward over 2Ψ
+])
+def test_the_recompute_share_read_from_the_gathers(gathered, backward, units, share):
+    mkeys = {("all_gather", 4): gathered, ("reduce_scatter", 4): 100.0}
+    assert recomputed_share(mkeys, PKEYS, 1, 100.0, backward, lambda: units) == pytest.approx(share)

@@ -391,6 +391,7 @@ def _verdict(res, lead: str = "Consistent") -> str:
             (res.secondary_partition, "parameters gathered on smaller groups"),
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
+            (res.recomputed, "parameters gathered again for activation checkpointing's recompute"),
             (res.frozen, "frozen parameters gathered and never reduced" if not any(
                 c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)
              else "parameters gathered and never reduced, or tied and gathered at each use")]

@@ -22,7 +22,7 @@ from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
 from zerocalc.validate.frozen import frozen_choices
 from zerocalc.validate.measure import Measurement
-from zerocalc.validate.regather import regathered_share
+from zerocalc.validate.regather import recomputed_share, regathered_share
 from zerocalc.validate.regimes import (
     KEPT_FOR_BACKWARD_OPTIONS,
     all_reduced_once,
@@ -99,6 +99,10 @@ class SchemeComparison:
     #: trace, with which the pattern matches (a model past stage3_max_reuse_distance for part of its modules;
     #: :func:`~.regather.regathered_share`; 0 where it is not read so)
     regathered_share: float = 0.0
+    #: DeepSpeed ZeRO-3: the share of Ψ, more than Ψ, the backward gathers each micro-batch, read from the
+    #: trace, with which the pattern matches (activation checkpointing's recompute gathering segments again;
+    #: :func:`~.regather.recomputed_share`; 0 where it is not read so)
+    recomputed_share: float = 0.0
 
     @property
     def label(self) -> str:
@@ -137,6 +141,7 @@ class SchemeComparison:
             "share_kept_for_backward": self.kept_for_backward_share or None,
             "matches_with_frozen_parameters": bool(self.frozen_gathered),
             "share_gathered_again_in_backward": self.regathered_share or None,
+            "share_gathered_in_backward_with_recompute": self.recomputed_share or None,
         }
 
 
@@ -372,8 +377,11 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     frozen, how, again = 0.0, "", 0.0
     if chosen is None and frozen_at is not None:
         chosen, frozen, how = frozen_at
+    recomputed = 0.0
     if chosen is None and tried[0][0] is not None and m.n > 1:
         chosen, again = _part_regathered(sch, seen)
+        if chosen is None:
+            recomputed = _recomputed(sch, seen)
     d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
     pred = _merged(fine)
     predicted = sum(b for *_, b in pred)
@@ -407,7 +415,17 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
         reuse_distance=d, reuse_regime=regime, matches_if_kept_across_micro_batches=bool(kept or share),
         gathers_if_kept=kept, persistent_share=share, matches_if_all_reduced_once=once,
         kept_for_backward_share=part, frozen_gathered=frozen, frozen_how=how, regathered_share=again,
+        recomputed_share=recomputed,
     )
+
+
+def _recomputed(sch, seen: _Seen) -> float:
+    """The share of Ψ, more than Ψ, DeepSpeed ZeRO-3's backward gathers (:func:`~.regather.recomputed_share`,
+    from the scheme with every parameter kept for the backward); 0 where the trace does not read so."""
+    m, pricing = seen.m, seen.pricing
+    kept = _against(sch, m, seen.mkeys, m.pattern_groups, replace(pricing, reuse_distance=2.0 * m.psi))
+    return recomputed_share(seen.mkeys, kept[3], int(pricing.micro_batches), m.psi, m.gathered_in_backward,
+                            seen.units)
 
 
 def _part_regathered(sch, seen: _Seen) -> tuple[tuple | None, float]:
@@ -430,7 +448,8 @@ def _explains(c: SchemeComparison) -> bool:
     """Whether a scheme sends the measured pattern as priced or in a regime of its implementation
     (:func:`_regimes`, parameters gathered again in backward)."""
     return bool(c.pattern_match or c.matches_if_reused or c.matches_if_kept_across_micro_batches
-                or c.matches_if_all_reduced_once or c.kept_for_backward_share or c.matches_if_regathered)
+                or c.matches_if_all_reduced_once or c.kept_for_backward_share or c.matches_if_regathered
+                or c.recomputed_share)
 
 
 def _regimes(name: str, m: Measurement, mkeys: dict, pkeys: dict, phases, d: float | None, order: str,

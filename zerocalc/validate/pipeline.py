@@ -13,7 +13,7 @@ from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.frozen import frozen_note
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
-from zerocalc.validate.regather import regathered_note
+from zerocalc.validate.regather import recomputed_note, regathered_note
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
     kept_for_backward_note,
@@ -51,6 +51,9 @@ class CheckResult:
     #: those of frozen parameters (:mod:`.frozen`), and those gathers' elements per rank per step
     frozen: tuple[str, ...] = field(default=())
     frozen_elements: float = 0.0
+    #: schemes that send exactly the measured pattern with more than Ψ gathered in the backward: activation
+    #: checkpointing's recompute (:func:`~.regather.recomputed_share`)
+    recomputed: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
     nccl_timing: NcclTiming | None = None
@@ -90,6 +93,7 @@ class CheckResult:
             "matches_if_all_reduced_once": list(self.all_reduced_once),
             "matches_if_some_parameters_kept_for_backward": list(self.partly_kept),
             "matches_with_frozen_parameters": list(self.frozen),
+            "matches_if_recomputed_in_backward": list(self.recomputed),
             "frozen_gathered_elements_per_rank_per_step": self.frozen_elements or None,
             "recompute_gathered_elements_per_rank_per_step": m.recompute_elements or None,
             "matches_if_parameters_gathered_again_in_backward": [
@@ -176,6 +180,7 @@ def check(
         secondary_partition=secondary[0] if secondary else (),
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
         partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share), **frozen,
+        recomputed=tuple(c.scheme for c in comps if c.recomputed_share),
     )
     return _read_again(res, table, options) if recorded else res
 
@@ -230,6 +235,8 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     for share in sorted({c.regathered_share for c in comps if c.regathered_share}):
         notes.append(regathered_note([c.scheme for c in comps if c.regathered_share == share], share, m.psi,
                                      m.gathered_in_backward is not None))
+    for share in sorted({c.recomputed_share for c in comps if c.recomputed_share}):
+        notes.append(recomputed_note([c.scheme for c in comps if c.recomputed_share == share], share, m.psi))
     return comps, notes, secondary
 
 
@@ -294,7 +301,8 @@ def _explained(res: CheckResult) -> bool:
     notes name (parameters kept or gathered again, HSDP's all-reduce in the last micro-batch, gathers on a
     smaller group, frozen parameters gathered and never reduced)."""
     return bool(res.matches or res.reused or res.kept or res.secondary_partition or res.all_reduced_once
-                or res.partly_kept or res.frozen or any(c.matches_if_regathered for c in res.comparisons))
+                or res.partly_kept or res.frozen or res.recomputed
+                or any(c.matches_if_regathered for c in res.comparisons))
 
 
 def _apart(res: CheckResult) -> float:

@@ -75,6 +75,38 @@ def regathered_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: flo
     return share
 
 
+def recomputed_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: float | None, units) -> float:
+    """The share b of Ψ DeepSpeed ZeRO-3's backward gathers a micro-batch where that is more than Ψ, 1 < b
+    ≤ 2: parameters gathered twice in the backward, for the recompute of activation checkpointing and for
+    their own backward (``torch.utils.checkpoint``, reentrant or not: DeepSpeed's forward hooks run again in
+    the recompute and gather a segment it released after the forward, and it releases it again before the
+    segment's backward). Read where the trace shows where the gathers ran (``backward``), the forward gathers
+    kΨ, the gathers are not of the reduced vectors (``units()`` False) and ``pkeys`` (every parameter kept
+    for the backward) agrees with the other calls; 0 elsewhere. Nothing in the trace tells the recompute's
+    gathers of a non-reentrant checkpoint from the backward's, so the share is read whole."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if backward is None or len(gathers) != 1 or set(mkeys) != set(pkeys) or psi <= 0 or k < 1:
+        return 0.0
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return 0.0
+    share = backward / (k * psi)
+    forward = mkeys[gathers[0]] - backward
+    if not (math.isclose(forward, k * psi, rel_tol=RTOL) and 1 + RTOL < share <= 2 + RTOL):
+        return 0.0
+    return 0.0 if units() else share
+
+
+def recomputed_note(schemes, share: float, psi: float) -> str:
+    """The note naming the schemes that send the measured pattern with ``share`` of Ψ, more than Ψ, gathered
+    in the backward each micro-batch (:func:`recomputed_share`)."""
+    return (f"{', '.join(schemes)} sends exactly this pattern with the backward gathering {share:.3g}Ψ "
+            f"({share * psi:,.0f} elements) each micro-batch, more than each parameter once, and the forward "
+            "Ψ: parameters gathered for the recompute of activation checkpointing and again for their own "
+            "backward (torch.utils.checkpoint, reentrant or not: DeepSpeed's forward hooks gather a "
+            "checkpointed segment again when the backward recomputes it, on a model past "
+            "stage3_max_reuse_distance), as the trace's nodes of the backward show")
+
+
 def regathered_note(schemes, share: float, psi: float, shown: bool) -> str:
     """The note naming the schemes that send the measured pattern with ``share`` of Ψ gathered again in the
     backward (:func:`regathered_share`); ``shown``: whether the trace shows which gathers ran there."""

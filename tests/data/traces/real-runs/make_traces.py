@@ -1446,13 +1446,17 @@ DS_AS_7B = {"reuse_distance": 26_000, "prefetch": 1_300, "live": 26_000}
 HF_GPT2_3 = {"n_layer": 3, "tie_word_embeddings": False}
 
 
-def case_ds_gpt2(outdir, cfg, steps=2, **config):
+def case_ds_gpt2(outdir, cfg, steps=2, reentrant=None, **config):
     """DeepSpeed's engine on transformers' GPT-2 (:func:`hf_gpt2` with ``config``), ``cfg`` its config, its
     ``gradient_accumulation_steps`` micro-batches of :class:`HFTokens` an optimizer step, each
-    ``engine.backward(loss); engine.step()``, ``steps`` profiled after a warm-up step."""
+    ``engine.backward(loss); engine.step()``, ``steps`` profiled after a warm-up step; where ``reentrant`` is
+    given, every block under activation checkpointing (``gradient_checkpointing_enable`` with that
+    ``use_reentrant``: transformers 4's default True, 5's False)."""
     import deepspeed
 
     model = hf_gpt2(**config)
+    if reentrant is not None:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
@@ -2231,6 +2235,24 @@ CASES = {
                   "2.5 up to 3B have it)",
         "model": {"gpt2_config": {**HF_GPT2, "n_layer": 3}, "psi": 186_944, "sequence_length": HF_SEQ},
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
+    "ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint": (
+        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, **DS_AS_7B), reentrant=True, **HF_GPT2_3), {
+        "scheme": "ds-zero3-gpt2-past-reuse-distance with every block under activation checkpointing "
+                  "(gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': True}), "
+                  "transformers 4's default)",
+        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "checkpointed": ["transformer.h.*"], "use_reentrant": True,
+        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
+    "ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint": (
+        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, **DS_AS_7B), reentrant=False, **HF_GPT2_3), {
+        "scheme": "ds-zero3-gpt2-past-reuse-distance with every block under activation checkpointing "
+                  "(gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False}), "
+                  "transformers 5's default)",
+        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "checkpointed": ["transformer.h.*"], "use_reentrant": False,
         "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
     "hsdp-2x2-odd-widths-ga2": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
