@@ -19,6 +19,11 @@ from zerocalc.traces.kineto import parse_bytes, parse_document
 
 CASES = sorted(d.name for d in RUNS.iterdir() if (d / "expected.json").exists())
 REDUCTIONS = ["all_reduce", "reduce_scatter", "reduce"]
+#: Runs whose forward gathers run in an op that began more events before them than the reader searches
+#: (kineto_forward.WINDOW, a documented limit): a reentrant CheckpointFunction around a whole transformer
+#: block, 271 to 617 of rank 0's events before the gathers of its parameters (counted in the trace). The
+#: reader marks none of them.
+FAR_BACK = {"ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint"}
 
 
 def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
@@ -35,8 +40,9 @@ def test_the_runs_have_forward_reductions_where_tensor_parallelism_ran():
     # the checkpointed layer's parameters, their forward hooks run inside a reentrant CheckpointFunction
     assert {c for c in CASES if forward_gathers(c)} == {"fsdp2-tp2-sp", "tp4-sp", "fsdp2-tp2-sp-norm",
                                                         "ds-autotp2-zero1-ga2", "fsdp1-reentrant-checkpoint",
-                                                        "ds-zero3-reuse0-reentrant-checkpoint"}
+                                                        "ds-zero3-reuse0-reentrant-checkpoint", *FAR_BACK}
     assert forward_gathers("fsdp1-reentrant-checkpoint") == {(7_720, "CheckpointFunction"): 8}
+    assert all({op for _, op in forward_gathers(c)} == {"CheckpointFunction"} for c in FAR_BACK)
     assert forward_gathers("tp4-sp") == {(384, "Redistribute"): 12}
 
 
@@ -49,7 +55,8 @@ def test_reader_marks_the_reductions_counted_in_a_forward_pass(case):
         return
     fwd = rows[rows["forward_op"].notna()]
     assert set(fwd["op"].astype(str)) <= {*REDUCTIONS, "all_gather"}
-    for counted, ops in ((forward_reductions(case), REDUCTIONS), (forward_gathers(case), ["all_gather"])):
+    gathers = Counter() if case in FAR_BACK else forward_gathers(case)
+    for counted, ops in ((forward_reductions(case), REDUCTIONS), (gathers, ["all_gather"])):
         calls = fwd[fwd["op"].astype(str).isin(ops)]
         assert Counter(zip(calls["in_nelems"].astype(int), calls["forward_op"], strict=True)) == counted
     # and the all-gathers of a reentrant checkpoint's recompute (kineto_recompute), as counted
