@@ -1156,6 +1156,20 @@ def ds_comm_bf16_case(stage, how):
         "groups": {"dp": WORLD4}, "micro_batches": DS_GA, "steps_profiled": 2, "deepspeed_config": cfg})
 
 
+def ds_gpt2_checkpoint_case(reentrant, transformers):
+    """A case of ds-zero3-gpt2-past-reuse-distance with every block under activation checkpointing of
+    ``use_reentrant`` ``reentrant`` (the default of that major release of ``transformers``)."""
+    cfg = ds_config(3, ga=1, **DS_AS_7B)
+    return (lambda o: case_ds_gpt2(o, cfg, reentrant=reentrant, **HF_GPT2_3), {
+        "scheme": "ds-zero3-gpt2-past-reuse-distance with every block under activation checkpointing "
+                  "(gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': "
+                  f"{reentrant}}}), transformers {transformers}'s default)",
+        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "checkpointed": ["transformer.h.*"], "use_reentrant": reentrant,
+        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": cfg})
+
+
 def ds_default_config(stage):
     """DeepSpeed's defaults but for the stage (so stage 3 keeps every parameter of this model whole: each has
     fewer than stage3_param_persistence_threshold = 1e5 elements)."""
@@ -2236,24 +2250,8 @@ CASES = {
         "model": {"gpt2_config": {**HF_GPT2, "n_layer": 3}, "psi": 186_944, "sequence_length": HF_SEQ},
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
-    "ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint": (
-        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, **DS_AS_7B), reentrant=True, **HF_GPT2_3), {
-        "scheme": "ds-zero3-gpt2-past-reuse-distance with every block under activation checkpointing "
-                  "(gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': True}), "
-                  "transformers 4's default)",
-        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
-        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
-        "checkpointed": ["transformer.h.*"], "use_reentrant": True,
-        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
-    "ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint": (
-        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, **DS_AS_7B), reentrant=False, **HF_GPT2_3), {
-        "scheme": "ds-zero3-gpt2-past-reuse-distance with every block under activation checkpointing "
-                  "(gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False}), "
-                  "transformers 5's default)",
-        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
-        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
-        "checkpointed": ["transformer.h.*"], "use_reentrant": False,
-        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
+    "ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint": ds_gpt2_checkpoint_case(True, "4"),
+    "ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_case(False, "5"),
     "hsdp-2x2-odd-widths-ga2": (
         lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, sync_every=True,
                              steps=2, layers=ODD_LAYERS), {
