@@ -226,3 +226,15 @@ def test_activation_checkpointing_past_the_reuse_distance_gathers_more_than_psi_
 def test_the_recompute_share_read_from_the_gathers(gathered, backward, units, share):
     mkeys = {("all_gather", 4): gathered, ("reduce_scatter", 4): 100.0}
     assert recomputed_share(mkeys, PKEYS, 1, 100.0, backward, lambda: units) == pytest.approx(share)
+
+
+@pytest.mark.parametrize(("case", "reading"), [("ds-zero3-gpt2-past-reuse-distance", "matches"),
+                                               ("ds-zero3-lora-r4-past-reuse-distance", "frozen"),
+                                               ("ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint",
+                                                "recomputed")])
+def test_a_reuse_distance_given_reads_the_same(case, reading):
+    # a distance under every run's 2Ψ (the runs': 26,000 or 10,000 elements, README): the formula prices
+    # none of these runs at it, and the readings from the trace stand
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta, reuse_distance=5_000)
+    assert getattr(res, reading) == ("deepspeed-zero3",)

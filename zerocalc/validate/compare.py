@@ -334,7 +334,10 @@ def compare(
     # where no scheme matches, at any regime nor in one of its implementation's: frozen parameters gathered,
     # never reduced (:mod:`.frozen`), the last reading tried
     if m.n > 1 and not any(_explains(c) for c in out):
-        frozen_by = frozen_choices(m, mkeys, tried_by)
+        # ZeRO-3 read by pass needs its pricing with every parameter kept, whatever reuse distance was given
+        with_kept = {name: [*tried, _at_kept(numeric.scheme(name), m, mkeys, pricing)]
+                     if tried[0][0] is not None else tried for name, tried in tried_by.items()}
+        frozen_by = frozen_choices(m, mkeys, with_kept)
         out = [_compared(c.scheme, tried_by[c.scheme], seen, frozen_by[c.scheme]) if c.scheme in frozen_by
                else c for c in out]
     if m.shard_size is not None and not any(c.pattern_match for c in out):
@@ -393,8 +396,7 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
         d, regime = None, (f"{again:.3g}Ψ gathered again in backward, read from the trace: past "
                            "stage3_max_reuse_distance")
     elif how == "pass":  # priced with every parameter kept; what the backward gathers again is in the note
-        d, regime = None, ("part gathered again in backward, read from the trace: past "
-                           "stage3_max_reuse_distance")
+        d, regime = None, ""
     regathered = pattern_match and d is not None and _regathered(d, m.psi) >= m.psi
     if m.n == 1:
         ratio, volume_match, pattern_match, reused, regathered, kept, share, once, part = (
@@ -419,11 +421,17 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     )
 
 
+def _at_kept(sch, m: Measurement, mkeys: dict, pricing: Pricing) -> tuple:
+    """A scheme priced by reuse distance (deepspeed-zero3) at 2Ψ, every parameter kept for the backward
+    (:func:`_against`), the price the readings of what a trace shows its backward gather start from."""
+    return _against(sch, m, mkeys, m.pattern_groups, replace(pricing, reuse_distance=2.0 * m.psi))
+
+
 def _recomputed(sch, seen: _Seen) -> float:
     """The share of Ψ, more than Ψ, DeepSpeed ZeRO-3's backward gathers (:func:`~.regather.recomputed_share`,
     from the scheme with every parameter kept for the backward); 0 where the trace does not read so."""
     m, pricing = seen.m, seen.pricing
-    kept = _against(sch, m, seen.mkeys, m.pattern_groups, replace(pricing, reuse_distance=2.0 * m.psi))
+    kept = _at_kept(sch, m, seen.mkeys, pricing)
     return recomputed_share(seen.mkeys, kept[3], int(pricing.micro_batches), m.psi, m.gathered_in_backward,
                             seen.units)
 
@@ -434,7 +442,7 @@ def _part_regathered(sch, seen: _Seen) -> tuple[tuple | None, float]:
     reuse distance its formula, Max(0, Ψ - D/2), gives that share at: (that pricing (:func:`_against`),
     the share), or (None, 0) where the trace does not read so."""
     m, mkeys, pricing = seen.m, seen.mkeys, seen.pricing
-    kept = _against(sch, m, mkeys, m.pattern_groups, replace(pricing, reuse_distance=2.0 * m.psi))
+    kept = _at_kept(sch, m, mkeys, pricing)
     share = regathered_share(mkeys, kept[3], int(pricing.micro_batches), m.psi, m.gathered_in_backward,
                              seen.units, DEEPSPEED_COMMS in m.formats)
     if not share:
