@@ -3,7 +3,7 @@ the compute like the trained ones, never reduced, so Ψ read from the reductions
 and the all-gathers carry more than a scheme prices from it. DDP and ZeRO-1/-2 hold a frozen parameter whole
 and send nothing for it.
 
-Two readings, tried last: where no scheme sends the pattern as priced nor in a regime of its implementation
+Three readings, tried last: where no scheme sends the pattern as priced nor in a regime of its implementation
 (:mod:`.regimes`):
 
 * **by size**: whole units frozen. FSDP gathers a unit whole and reduces it whole, so a unit that trains is

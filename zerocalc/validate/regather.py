@@ -18,6 +18,15 @@ the trace, where it shows that DeepSpeed sent it:
 * where the trace records the backward's nodes (a Kineto trace: its ``backward_op`` column,
   :mod:`zerocalc.traces.kineto_recompute`), the forward gathers Ψ a micro-batch, each parameter once, and
   the backward the rest; where it does not, the trace is DeepSpeed's own comms log.
+
+Under activation checkpointing (``torch.utils.checkpoint``, reentrant or not) such a model's backward gathers
+more than Ψ: DeepSpeed's forward hooks run again when the backward recomputes a checkpointed segment and
+gather it, and it is released and gathered again for the segment's own backward. Where the forward gathers Ψ
+and the backward between Ψ and 2Ψ, that share is read whole (:func:`recomputed_share`): nothing in the trace
+tells a non-reentrant recompute's gathers from the backward's, and DeepSpeed's prefetch buckets give the
+recompute's gathers other sizes than the backward's, so :mod:`.recompute` pairs none of them. Frozen
+parameters or tied embeddings past the distance make the forward gather more than Ψ: :mod:`.frozen` reads
+them (by pass).
 """
 
 from __future__ import annotations
@@ -31,7 +40,6 @@ from zerocalc.validate.classify import STEP
 
 #: The canonical table's column naming the node of the backward an all-gather ran in.
 COLUMN = "backward_op"
-
 
 
 def gathered_in_backward(rows, cat: np.ndarray, ops, step_id: np.ndarray, full: np.ndarray,
