@@ -238,3 +238,13 @@ def test_a_reuse_distance_given_reads_the_same(case, reading):
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, reuse_distance=5_000)
     assert getattr(res, reading) == ("deepspeed-zero3",)
+
+
+def test_an_nccl_log_whose_gathers_exceed_psi_is_not_read_as_zero3_past_its_distance():
+    # nccl-debug/tp-allgather-reducescatter-2ranks.txt: 1.5Ψ gathered for a reduce-scatter of Ψ on 2 ranks
+    # (tensor-parallel calls, the ranks' calls unequal); an NCCL log shows no backward and is no DeepSpeed
+    # log, so the totals alone are not read so
+    ts = read_traces(DATA / "nccl-debug" / "tp-allgather-reducescatter-2ranks.txt")
+    res = check(ts.table, meta=ts.meta)
+    assert res.measurement.gathered_in_backward is None
+    assert not res.matches and not any(c.regathered_share or c.recomputed_share for c in res.comparisons)
