@@ -50,8 +50,6 @@ from zerocalc.validate.compare import (
     compare,
     consistent,
     indistinguishable,
-    predicted_pattern,
-    sympy_float,
 )
 from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, reused_sentence
 from zerocalc.validate.fit import (
@@ -69,6 +67,7 @@ from zerocalc.validate.fit import (
 )
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.pipeline import CheckResult, check
+from zerocalc.validate.pricing import predicted_pattern, sympy_float
 from zerocalc.validate.ranks import PROCESS_COLUMNS
 from zerocalc.validate.repeats import _repeating_suffix, _z_function
 
