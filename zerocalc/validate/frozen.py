@@ -45,7 +45,7 @@ import numpy as np
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, gradient_calls
 from zerocalc.validate.measure import Measurement
-from zerocalc.validate.regimes import gathers_of_reduced_vectors, same_elements
+from zerocalc.validate.regimes import gather_apart, gathers_of_reduced_vectors, same_elements
 
 #: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
 #: parameters are sharded whether they train or not.
@@ -130,20 +130,18 @@ def pass_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, float
     (``Measurement.gathered_in_backward``), they are of the reduced vectors (FSDP's units, read by unit),
     another call differs from the price, the forward gathers no more than kΨ, or the backward gathers
     nothing (every parameter kept: read by unit or by size) or more than the forward."""
-    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    gather = gather_apart(mkeys, pkeys)
     back, k = m.gathered_in_backward, max(m.micro_batches, 1)
-    if back is None or len(gathers) != 1 or set(mkeys) != set(pkeys) or m.psi <= 0:
+    if back is None or gather is None or m.psi <= 0:
         return 0.0, 0.0
-    if not math.isclose(pkeys[gathers[0]], k * m.psi, rel_tol=RTOL):
+    if not math.isclose(pkeys[gather], k * m.psi, rel_tol=RTOL):
         return 0.0, 0.0
-    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
-        return 0.0, 0.0
-    forward = mkeys[gathers[0]] - back
+    forward = mkeys[gather] - back
     if not (forward > k * m.psi * (1 + RTOL) and RTOL * forward < back <= forward * (1 + RTOL)):
         return 0.0, 0.0
     if gathers_of_reduced_vectors(m):
         return 0.0, 0.0
-    return mkeys[gathers[0]] - pkeys[gathers[0]], back
+    return mkeys[gather] - pkeys[gather], back
 
 
 def frozen_note(schemes, elements: float, psi: float, how: str, backward: float = 0.0) -> str:

@@ -37,6 +37,7 @@ import numpy as np
 
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP
+from zerocalc.validate.regimes import gather_apart
 
 #: The canonical table's column naming the node of the backward an all-gather ran in.
 COLUMN = "backward_op"
@@ -69,12 +70,10 @@ def regathered_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: flo
     so). Where the trace shows where the gathers ran (``backward``: the elements gathered in the backward a
     step), the forward gathers kΨ; where it does not, only DeepSpeed's own log (``deepspeed``) is read so:
     a Flight Recorder dump or an NCCL log of other calls would read alike. 0 where it does not read so."""
-    gathers = [key for key in pkeys if key[0] == "all_gather"]
-    if len(gathers) != 1 or set(mkeys) != set(pkeys) or psi <= 0 or k < 1:
+    gather = gather_apart(mkeys, pkeys)
+    if gather is None or psi <= 0 or k < 1:
         return 0.0
-    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
-        return 0.0
-    measured = mkeys[gathers[0]]
+    measured = mkeys[gather]
     share = measured / (k * psi) - 1
     if not RTOL < share < 1 - RTOL or (backward is None and not deepspeed) or units():
         return 0.0
@@ -92,13 +91,11 @@ def recomputed_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: flo
     kΨ, the gathers are not of the reduced vectors (``units()`` False) and ``pkeys`` (every parameter kept
     for the backward) agrees with the other calls; 0 elsewhere. Nothing in the trace tells the recompute's
     gathers of a non-reentrant checkpoint from the backward's, so the share is read whole."""
-    gathers = [key for key in pkeys if key[0] == "all_gather"]
-    if backward is None or len(gathers) != 1 or set(mkeys) != set(pkeys) or psi <= 0 or k < 1:
-        return 0.0
-    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+    gather = gather_apart(mkeys, pkeys)
+    if backward is None or gather is None or psi <= 0 or k < 1:
         return 0.0
     share = backward / (k * psi)
-    forward = mkeys[gathers[0]] - backward
+    forward = mkeys[gather] - backward
     if not (math.isclose(forward, k * psi, rel_tol=RTOL) and 1 + RTOL < share <= 2 + RTOL):
         return 0.0
     return 0.0 if units() else share

@@ -9,12 +9,15 @@ elements per (op, group), and the notes that name them; frozen parameters, gathe
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, UNEXPLAINED, gradient_calls
-from zerocalc.validate.measure import Measurement
+
+if TYPE_CHECKING:  # for annotations alone: measure reads regather, which reads gather_apart here
+    from zerocalc.validate.measure import Measurement
 
 #: Schemes whose forward gather kept for backward is an option of their implementation that no scheme of its
 #: own prices, and that option in words: HSDP with SHARD_GRAD_OP inside the shard group (FSDP1's
@@ -77,6 +80,18 @@ def all_reduced_once(mkeys: dict, pkeys: dict, k: int) -> bool:
                for key, e in mkeys.items())
 
 
+def gather_apart(mkeys: dict, pkeys: dict) -> tuple | None:
+    """The one (all_gather, group) key of a scheme's elements per (op, group) ``pkeys`` where the measured
+    ``mkeys`` has the same keys and every other call as priced: the gathers a regime reads, alone left to
+    differ; None where not."""
+    gathers = [key for key in pkeys if key[0] == "all_gather"]
+    if len(gathers) != 1 or set(mkeys) != set(pkeys):
+        return None
+    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
+        return None
+    return gathers[0]
+
+
 def persistent_share(mkeys: dict, pkeys: dict, k: int, psi: float) -> float:
     """The share p of Ψ with which DeepSpeed ZeRO-3, priced with its parameters gathered once a micro-batch
     (A = kΨ gathered a step), sends the measured pattern once p·Ψ of them are persistent: at most
@@ -85,15 +100,11 @@ def persistent_share(mkeys: dict, pkeys: dict, k: int, psi: float) -> float:
     updated shards gathered once after the optimizer step (``stage3.py`` ``_post_step``). The measured
     gathers are then k(1 - p)Ψ + pΨ, so p = (A - measured)·k / (A·(k - 1)); 0 where the other calls
     differ, the scheme is priced otherwise (A is not kΨ) or p falls outside (0, 1]."""
-    gathers = [key for key in pkeys if key[0] == "all_gather"]
-    if k < 2 or len(gathers) != 1 or set(mkeys) != set(pkeys):
+    gather = gather_apart(mkeys, pkeys)
+    if k < 2 or gather is None or not math.isclose(pkeys[gather], k * psi, rel_tol=RTOL):
         return 0.0
-    if not math.isclose(pkeys[gathers[0]], k * psi, rel_tol=RTOL):
-        return 0.0
-    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
-        return 0.0
-    a = pkeys[gathers[0]]
-    share = (a - mkeys[gathers[0]]) * k / (a * (k - 1))
+    a = pkeys[gather]
+    share = (a - mkeys[gather]) * k / (a * (k - 1))
     return min(share, 1.0) if 0 < share <= 1 + RTOL else 0.0
 
 
@@ -126,16 +137,14 @@ def kept_for_backward_share(mkeys: dict, pkeys: dict, phases, k: int, psi: float
     0 where the other calls differ, the scheme gathers otherwise, or q falls outside (0, 1) (q = 1, every
     gather kept, is :func:`same_elements` at half the gathers). Read only where the gathers are of the
     reduced vectors (:func:`gathers_of_reduced_vectors`)."""
-    gathers = [key for key in pkeys if key[0] == "all_gather"]
-    if len(gathers) != 1 or set(mkeys) != set(pkeys):
+    gather = gather_apart(mkeys, pkeys)
+    if gather is None:
         return 0.0
-    a = pkeys[gathers[0]]
+    a = pkeys[gather]
     calls = sum(ph[2] for ph in phases if ph[0] == "all_gather")
     if not (math.isclose(calls, 2 * k) and math.isclose(a, 2 * k * psi, rel_tol=RTOL)):
         return 0.0
-    if not all(math.isclose(e, pkeys[key], rel_tol=RTOL) for key, e in mkeys.items() if key != gathers[0]):
-        return 0.0
-    share = 2 * (a - mkeys[gathers[0]]) / a
+    share = 2 * (a - mkeys[gather]) / a
     return share if RTOL < share < 1 - RTOL else 0.0
 
 
