@@ -235,9 +235,10 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
         chosen, frozen, how = frozen_at
     recomputed = 0.0
     if chosen is None and tried[0][0] is not None and m.n > 1:
-        chosen, again = _part_regathered(sch, seen)
+        kept_keys = _at_kept(sch, m, mkeys, seen.pricing)[3]
+        chosen, again = _part_regathered(sch, seen, kept_keys)
         if chosen is None:
-            recomputed = _recomputed(sch, seen)
+            recomputed = _recomputed(seen, kept_keys)
     d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
     pred = merged(fine)
     predicted = sum(b for *_, b in pred)
@@ -280,28 +281,27 @@ def _at_kept(sch, m: Measurement, mkeys: dict, pricing: Pricing) -> tuple:
     return price_against(sch, m, mkeys, m.pattern_groups, replace(pricing, reuse_distance=2.0 * m.psi))
 
 
-def _recomputed(sch, seen: _Seen) -> float:
+def _recomputed(seen: _Seen, kept_keys: dict) -> float:
     """The share of Ψ, more than Ψ, DeepSpeed ZeRO-3's backward gathers (:func:`~.regather.recomputed_share`,
-    from the scheme with every parameter kept for the backward); 0 where the trace does not read so."""
-    m, pricing = seen.m, seen.pricing
-    kept = _at_kept(sch, m, seen.mkeys, pricing)
-    return recomputed_share(seen.mkeys, kept[3], int(pricing.micro_batches), m.psi, m.gathered_in_backward,
-                            seen.units)
+    from its elements per (op, group) with every parameter kept for the backward, ``kept_keys``); 0 where
+    the trace does not read so."""
+    m = seen.m
+    return recomputed_share(seen.mkeys, kept_keys, int(seen.pricing.micro_batches), m.psi,
+                            m.gathered_in_backward, seen.units)
 
 
-def _part_regathered(sch, seen: _Seen) -> tuple[tuple | None, float]:
+def _part_regathered(sch, seen: _Seen, kept_keys: dict) -> tuple[tuple | None, float]:
     """DeepSpeed ZeRO-3 priced with the share of Ψ the trace shows gathered again in the backward
-    (:func:`~.regather.regathered_share`, from the scheme with every parameter kept for the backward), at the
-    reuse distance its formula, Max(0, Ψ - D/2), gives that share at: (that pricing (:func:`price_against`),
-    the share), or (None, 0) where the trace does not read so."""
+    (:func:`~.regather.regathered_share`, from its elements per (op, group) with every parameter kept for the
+    backward, ``kept_keys``), at the reuse distance its formula, Max(0, Ψ - D/2), gives that share at: (that
+    pricing (:func:`price_against`), the share), or (None, 0) where the trace does not read so."""
     m, mkeys, pricing = seen.m, seen.mkeys, seen.pricing
-    kept = _at_kept(sch, m, mkeys, pricing)
-    share = regathered_share(mkeys, kept[3], int(pricing.micro_batches), m.psi, m.gathered_in_backward,
+    share = regathered_share(mkeys, kept_keys, int(pricing.micro_batches), m.psi, m.gathered_in_backward,
                              seen.units, DEEPSPEED_COMMS in m.formats)
     if not share:
         return None, 0.0
     at = price_against(sch, m, mkeys, m.pattern_groups,
-                  replace(pricing, reuse_distance=2.0 * m.psi * (1 - share)))
+                       replace(pricing, reuse_distance=2.0 * m.psi * (1 - share)))
     return (at, share) if at[-1] else (None, 0.0)
 
 
