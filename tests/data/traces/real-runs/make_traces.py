@@ -1170,6 +1170,19 @@ def ds_gpt2_checkpoint_case(reentrant, transformers):
         "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": cfg})
 
 
+def ds_gpt2_checkpoint_variant_case(what, config, psi, cfg, lora=0, **facts):
+    """A case of DeepSpeed ZeRO-3 on transformers' GPT-2 (:func:`hf_gpt2` with ``config``, ``psi`` its
+    parameters) with every block under non-reentrant activation checkpointing (transformers 5's default),
+    ``cfg`` its config, ``what`` the scheme's words for the rest; with ``lora``, peft's LoRA of that rank."""
+    return (lambda o: case_ds_gpt2(o, cfg, reentrant=False, lora=lora, **config), {
+        "scheme": f"{what}, every block under activation checkpointing (gradient_checkpointing_enable("
+                  "gradient_checkpointing_kwargs={'use_reentrant': False}), transformers 5's default)",
+        "model": {"gpt2_config": {**HF_GPT2, **config}, "psi": psi, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
+        "checkpointed": ["transformer.h.*"], "use_reentrant": False, **facts,
+        "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": cfg})
+
+
 def ds_default_config(stage):
     """DeepSpeed's defaults but for the stage (so stage 3 keeps every parameter of this model whole: each has
     fewer than stage3_param_persistence_threshold = 1e5 elements)."""
@@ -1460,19 +1473,29 @@ DS_AS_7B = {"reuse_distance": 26_000, "prefetch": 1_300, "live": 26_000}
 HF_GPT2_3 = {"n_layer": 3, "tie_word_embeddings": False}
 
 
-def case_ds_gpt2(outdir, cfg, steps=2, reentrant=None, **config):
+#: the GPT-2 modules peft's LoRA adapts in the LoRA cases (every Conv1D: attention's c_attn and c_proj, the
+#: MLP's c_fc and c_proj; Conv1D stores its weight transposed, so fan_in_fan_out)
+HF_LORA_TARGETS = ["c_attn", "c_proj", "c_fc"]
+
+
+def case_ds_gpt2(outdir, cfg, steps=2, reentrant=None, lora=0, **config):
     """DeepSpeed's engine on transformers' GPT-2 (:func:`hf_gpt2` with ``config``), ``cfg`` its config, its
     ``gradient_accumulation_steps`` micro-batches of :class:`HFTokens` an optimizer step, each
     ``engine.backward(loss); engine.step()``, ``steps`` profiled after a warm-up step; where ``reentrant`` is
     given, every block under activation checkpointing (``gradient_checkpointing_enable`` with that
-    ``use_reentrant``: transformers 4's default True, 5's False)."""
+    ``use_reentrant``: transformers 4's default True, 5's False); with ``lora``, peft's LoRA of that rank on
+    :data:`HF_LORA_TARGETS`, the base model frozen, its adapters alone given to the optimizer."""
     import deepspeed
 
     model = hf_gpt2(**config)
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=lora, target_modules=HF_LORA_TARGETS, fan_in_fan_out=True))
     if reentrant is not None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=LR)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     data, rank, world = HFTokens(), dist.get_rank(), dist.get_world_size()
     ga = cfg["gradient_accumulation_steps"]
@@ -2250,6 +2273,20 @@ CASES = {
         "model": {"gpt2_config": {**HF_GPT2, "n_layer": 3}, "psi": 186_944, "sequence_length": HF_SEQ},
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"dp": WORLD4},
         "micro_batches": 1, "steps_profiled": 2, "deepspeed_config": ds_config(3, ga=1, **DS_AS_7B)}),
+    "ds-zero3-gpt2-tied-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_variant_case(
+        "ds-zero3-gpt2-tied-past-reuse-distance (the output layer's weight the token embedding's)",
+        {"n_layer": 3}, 186_944, ds_config(3, ga=1, **DS_AS_7B)),
+    "ds-zero3-gpt2-lora-r4-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_variant_case(
+        f"ds-zero3-gpt2-past-reuse-distance with peft's LoRA of rank {LORA_R} on every Conv1D "
+        "(HF_LORA_TARGETS), the base model frozen", HF_GPT2_3, 219_712 + 12_288,
+        ds_config(3, ga=1, **DS_AS_7B), lora=LORA_R, lora_rank=LORA_R, lora_targets=HF_LORA_TARGETS,
+        frozen=["all but *.lora_A.*, *.lora_B.*"], psi_trained=12_288),
+    "ds-zero3-gpt2-lora-r4-non-reentrant-checkpoint": ds_gpt2_checkpoint_variant_case(
+        f"DeepSpeed ZeRO stage 3 at its default reuse distance, live parameters and prefetch bucket (the "
+        f"model well within them) on transformers' GPT-2 (3 blocks, output layer untied) with peft's LoRA of "
+        f"rank {LORA_R} on every Conv1D (HF_LORA_TARGETS), the base model frozen", HF_GPT2_3,
+        219_712 + 12_288, ds_config(3, ga=1), lora=LORA_R, lora_rank=LORA_R, lora_targets=HF_LORA_TARGETS,
+        frozen=["all but *.lora_A.*, *.lora_B.*"], psi_trained=12_288),
     "ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint": ds_gpt2_checkpoint_case(True, "4"),
     "ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_case(False, "5"),
     "hsdp-2x2-odd-widths-ga2": (
@@ -2502,10 +2539,14 @@ def describe(case):
         import transformers
 
         out["transformers"], out["accelerate"] = transformers.__version__, accelerate.__version__
-    if "transformers" in facts.get("model", {}):
+    if "transformers" in facts.get("model", {}) or "gpt2_config" in facts.get("model", {}):
         import transformers
 
         out["transformers"] = transformers.__version__
+    if "lora_targets" in facts:
+        import peft
+
+        out["peft"] = peft.__version__
     profiler_keys = ("warmup", "schedule", "record_shapes")  # in out["profiler"]
     out.update({key: v for key, v in facts.items() if key != "layers" and key not in profiler_keys})
     return out
