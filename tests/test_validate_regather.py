@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 from real_runs import gathered_and_scattered
+from typer.testing import CliRunner
 
+from zerocalc.cli import app
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
-from zerocalc.validate.frozen import pass_gathers
+from zerocalc.validate.frozen import pass_gathers, pass_recomputed
 from zerocalc.validate.regather import recomputed_share, regathered_share
 
 DATA = Path(__file__).parent / "data" / "traces"
@@ -161,7 +163,7 @@ def test_parameters_gathered_and_never_reduced_past_the_reuse_distance_are_named
     assert res.frozen_elements == per["all_gather"] - psi
     c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
     assert c.frozen_how == "pass" and c.reuse_distance is None
-    note = next(n for n in res.notes if "never reduced on a model past" in n)
+    note = next(n for n in res.notes if "never reduced, on a model past" in n)
     assert f"{per['all_gather'] - psi:,} elements a step" in note
     assert f"{forward - psi:,} of them in the forward" in note and f"{back:,} in the backward again" in note
     assert "tied input and output embeddings" in note
@@ -176,7 +178,7 @@ def test_lora_within_the_reuse_distance_reads_as_before():
     assert next(c for c in res.comparisons if c.scheme == "deepspeed-zero3").frozen_how == "unit"
 
 
-def test_the_pass_reading_needs_the_backward_shown_and_no_more_than_the_forward_again():
+def test_the_pass_reading_needs_the_backward_shown_and_no_more_than_twice_the_forward_again():
     ts = read_traces(RUNS / "ds-zero3-lora-r4-past-reuse-distance")
     m = check(ts.table, meta=ts.meta).measurement
     gathered, back = 108_384, 33_568  # counted (README): 74,816 in the forward, 33,568 in the backward
@@ -185,7 +187,10 @@ def test_the_pass_reading_needs_the_backward_shown_and_no_more_than_the_forward_
     assert pass_gathers(m, mkeys, kept) == (gathered - 3_712, back)
     assert pass_gathers(replace(m, gathered_in_backward=None), mkeys, kept) == (0.0, 0.0)
     assert pass_gathers(replace(m, gathered_in_backward=0.0), mkeys, kept) == (0.0, 0.0)  # read by unit
-    assert pass_gathers(replace(m, gathered_in_backward=60_000.0), mkeys, kept) == (0.0, 0.0)  # > forward
+    # a backward of 60,000 past its forward of 48,384, under twice it: activation checkpointing's recompute
+    more = replace(m, gathered_in_backward=60_000.0)
+    assert pass_gathers(more, mkeys, kept) == (gathered - 3_712, 60_000.0)
+    assert pass_gathers(replace(m, gathered_in_backward=80_000.0), mkeys, kept) == (0.0, 0.0)  # > 2 × 28,384
     assert pass_gathers(m, {**mkeys, ("reduce_scatter", 4): 3_000}, kept) == (0.0, 0.0)
 
 
@@ -213,6 +218,47 @@ def test_activation_checkpointing_past_the_reuse_distance_gathers_more_than_psi_
     assert d["matches_if_recomputed_in_backward"] == ["deepspeed-zero3"]
     rec = next(s for s in d["schemes"] if s["scheme"] == "deepspeed-zero3")
     assert rec["share_gathered_in_backward_with_recompute"] == pytest.approx(back / GPT2_PSI, rel=1e-12)
+
+
+#: run → Ψ (the gradients reduced: the whole model with tied embeddings, the adapters under LoRA); each run's
+#: blocks under non-reentrant activation checkpointing, peft's LoRA of rank 4 on every Conv1D (README)
+CHECKPOINTED = {"ds-zero3-gpt2-tied-past-reuse-distance-non-reentrant-checkpoint": 186_944,
+                "ds-zero3-gpt2-lora-r4-past-reuse-distance-non-reentrant-checkpoint": 12_288,
+                "ds-zero3-gpt2-lora-r4-non-reentrant-checkpoint": 12_288}
+
+
+@pytest.mark.parametrize("case", sorted(CHECKPOINTED))
+def test_frozen_or_tied_parameters_under_activation_checkpointing_read_by_pass(case):
+    psi = CHECKPOINTED[case]
+    counted = _backward_counted(case)
+    per, back = counted[0]
+    assert all((p, b) == (per, back) for p, b in counted)  # every rank, every step alike
+    forward = per["all_gather"] - back
+    # counted: the forward gathers more than Ψ, the backward up to twice the forward
+    assert per["reduce_scatter"] == psi and forward > psi and 0 < back <= 2 * forward
+    recompute = back > forward  # more than the forward: the past-distance runs, not the one within it
+    assert recompute == ("past-reuse-distance" in case)
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.gathered_in_backward) == (psi, 1, back)
+    # before: no scheme; now deepspeed-zero3 by pass, with the recompute named where the backward says so
+    assert not res.matches and res.frozen == ("deepspeed-zero3",)
+    assert res.frozen_elements == per["all_gather"] - psi
+    assert pass_recomputed(m, res.frozen_elements) == recompute
+    assert res.recomputed == (("deepspeed-zero3",) if recompute else ())
+    note = next(n for n in res.notes if "never reduced, on a model past" in n)
+    assert f"{forward - psi:,} of them in the forward" in note and f"{back:,} in the backward again" in note
+    assert ("more than the forward: parameters gathered for activation checkpointing's recompute" in note) \
+        == recompute
+    d = res.as_dict()
+    assert d["matches_with_frozen_parameters"] == ["deepspeed-zero3"]
+    assert d["matches_if_recomputed_in_backward"] == (["deepspeed-zero3"] if recompute else [])
+    text = CliRunner().invoke(app, ["check", str(RUNS / case)]).stdout
+    verdict = next(line for line in text.splitlines() if line.startswith("consistent with the trace"))
+    assert verdict.count("deepspeed-zero3") == 1  # one reading, the recompute inside it
+    assert ("and gathered again for activation checkpointing's recompute (see the note above)" in verdict) \
+        == recompute
 
 
 @pytest.mark.parametrize(("gathered", "backward", "units", "share"), [

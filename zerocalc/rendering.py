@@ -391,10 +391,13 @@ def _verdict(res, lead: str = "Consistent") -> str:
             (res.secondary_partition, "parameters gathered on smaller groups"),
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
-            (res.recomputed, "parameters gathered again for activation checkpointing's recompute"),
+            (tuple(s for s in res.recomputed if s not in res.frozen),
+             "parameters gathered again for activation checkpointing's recompute"),
             (res.frozen, "frozen parameters gathered and never reduced" if not any(
                 c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)
-             else "parameters gathered and never reduced, or tied and gathered at each use")]
+             else "parameters gathered and never reduced, or tied and gathered at each use"
+             + (", and gathered again for activation checkpointing's recompute"
+                if set(res.frozen) & set(res.recomputed) else ""))]
     return (f"{lead} with the trace (best first): " + (_ranked(res) or "none")
             + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
             + "".join(f"; also {', '.join(names)} with {how} (see the note above)"

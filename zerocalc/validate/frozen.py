@@ -33,7 +33,14 @@ Three readings, tried last: where no scheme sends the pattern as priced nor in a
   reduced vectors, the forward gathers more than Ψ a micro-batch (each parameter it computes with once, the
   frozen ones too) and the backward part of that again (:func:`pass_gathers`). A parameter used twice in
   the forward and released between its uses (tied input and output embeddings) is gathered at each use and
-  reads the same: the note says so.
+  reads the same: the note says so. Under activation checkpointing (``torch.utils.checkpoint``, reentrant
+  or not) DeepSpeed's forward hooks gather a checkpointed segment again when the backward recomputes it, and
+  it is released and gathered again for the segment's own backward, so the backward gathers up to twice
+  what the forward does; where it gathers more than the forward, that is the recompute
+  (:func:`pass_recomputed`: LoRA or tied embeddings on a model past the distance, checkpointed, as
+  fine-tuning a model of a few billion parameters runs). A recompute can also release parameters a model
+  within the distance kept, which its backward then gathers again (LoRA under non-reentrant checkpointing,
+  at DeepSpeed's defaults): that reads by pass too.
 """
 
 from __future__ import annotations
@@ -129,7 +136,8 @@ def pass_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, float
     (0, 0) where it does not read so: the trace does not show where the gathers ran
     (``Measurement.gathered_in_backward``), they are of the reduced vectors (FSDP's units, read by unit),
     another call differs from the price, the forward gathers no more than kΨ, or the backward gathers
-    nothing (every parameter kept: read by unit or by size) or more than the forward."""
+    nothing (every parameter kept: read by unit or by size) or more than twice the forward (each parameter
+    gathered once for activation checkpointing's recompute and once for its own backward)."""
     gather = gather_apart(mkeys, pkeys)
     back, k = m.gathered_in_backward, max(m.micro_batches, 1)
     if back is None or gather is None or m.psi <= 0:
@@ -137,26 +145,46 @@ def pass_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, float
     if not math.isclose(pkeys[gather], k * m.psi, rel_tol=RTOL):
         return 0.0, 0.0
     forward = mkeys[gather] - back
-    if not (forward > k * m.psi * (1 + RTOL) and RTOL * forward < back <= forward * (1 + RTOL)):
+    if not (forward > k * m.psi * (1 + RTOL) and RTOL * forward < back <= 2 * forward * (1 + RTOL)):
         return 0.0, 0.0
     if gathers_of_reduced_vectors(m):
         return 0.0, 0.0
     return mkeys[gather] - pkeys[gather], back
 
 
-def frozen_note(schemes, elements: float, psi: float, how: str, backward: float = 0.0) -> str:
+def pass_recomputed(m: Measurement, elements: float) -> bool:
+    """Whether DeepSpeed ZeRO-3 read by pass (:func:`pass_gathers`, ``elements`` a step gathered past one
+    gather of Ψ a micro-batch) gathers more in the backward than in the forward: only activation
+    checkpointing's recompute does (a parameter past the reuse distance is gathered again once for its
+    backward; a tied one at each use, as in the forward)."""
+    back = m.gathered_in_backward or 0.0
+    forward = max(m.micro_batches, 1) * m.psi + elements - back
+    return back > forward * (1 + RTOL)
+
+
+def frozen_note(schemes, elements: float, psi: float, how: str, backward: float = 0.0,
+                recomputed: bool = False) -> str:
     """The note naming the schemes that send the measured pattern with frozen parameters, ``elements`` a step
     gathered and never reduced, read by unit, by size or by pass (``how``: "unit", "size", "pass"; by pass,
-    ``backward`` of them gathered in the backward)."""
+    ``backward`` of them gathered in the backward, more than the forward where ``recomputed``:
+    :func:`pass_recomputed`)."""
     send = "sends" if len(schemes) == 1 else "send"
     if how == "pass":
+        forward = elements - backward
+        again = ("parameters released after their use in the forward: past the reuse distance, or by "
+                 "activation checkpointing's recompute, as the trace's nodes of the backward show"
+                 if not recomputed else
+                 "more than the forward: parameters gathered for activation checkpointing's recompute and "
+                 "again for their own backward (torch.utils.checkpoint, reentrant or not: DeepSpeed's "
+                 "forward hooks gather a checkpointed segment again when the backward recomputes it), as "
+                 "the trace's nodes of the backward show")
         return (f"{', '.join(schemes)} {send} exactly this pattern with parameters gathered and never "
-                f"reduced on a model past stage3_max_reuse_distance: {elements:,.0f} elements a step are "
-                f"gathered beyond one gather of Ψ a micro-batch, {elements - backward:,.0f} of them in the "
+                "reduced, on a model past stage3_max_reuse_distance or under activation checkpointing: "
+                f"{elements:,.0f} elements a step are "
+                f"gathered beyond one gather of Ψ a micro-batch, {forward:,.0f} of them in the "
                 "forward (parameters the gradient reductions leave out, as a frozen backbone's or LoRA's "
                 "base weights, or one used twice in the forward and gathered again at its second use, as "
-                f"tied input and output embeddings are) and {backward:,.0f} in the backward again (the "
-                "parameters past the reuse distance, as the trace's nodes of the backward show); "
+                f"tied input and output embeddings are) and {backward:,.0f} in the backward again ({again}); "
                 f"Ψ = {psi:,.0f} is what the gradient reductions reduce")
     how = ("past what the trained parameters' units price: each unit gathered whole, frozen parameters with "
            "it, and its trained parameters' gradients alone reduced, as an FSDP2 unit or a DeepSpeed ZeRO-3 "

@@ -10,7 +10,7 @@ import pandas as pd
 from zerocalc.validate.compare import SchemeComparison, compare, consistent, indistinguishable
 from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
-from zerocalc.validate.frozen import frozen_note
+from zerocalc.validate.frozen import frozen_note, pass_recomputed
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
 from zerocalc.validate.regather import recomputed_note, regathered_note
@@ -52,7 +52,8 @@ class CheckResult:
     frozen: tuple[str, ...] = field(default=())
     frozen_elements: float = 0.0
     #: schemes that send exactly the measured pattern with more than Ψ gathered in the backward: activation
-    #: checkpointing's recompute (:func:`~.regather.recomputed_share`)
+    #: checkpointing's recompute (:func:`~.regather.recomputed_share`), or read with frozen parameters by pass
+    #: with a backward that gathers more than the forward (:func:`~.frozen.pass_recomputed`)
     recomputed: tuple[str, ...] = field(default=())
     #: the step's collectives timed by NCCL's model on a cluster (``check TRACE --topology``;
     #: :mod:`zerocalc.validate.nccl_timing`), ``None`` without one
@@ -164,6 +165,7 @@ def check(
     notes += regime_notes
     matches = tuple(consistent(comps))
     frozen = _frozen(m, comps, notes)
+    recomputed_by_pass = frozen.pop("recomputed", ())
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
     if recorded and not matches:
         notes.append(recorded)
@@ -180,7 +182,7 @@ def check(
         secondary_partition=secondary[0] if secondary else (),
         all_reduced_once=tuple(c.scheme for c in comps if c.matches_if_all_reduced_once),
         partly_kept=tuple(c.scheme for c in comps if c.kept_for_backward_share), **frozen,
-        recomputed=tuple(c.scheme for c in comps if c.recomputed_share),
+        recomputed=tuple(c.scheme for c in comps if c.recomputed_share) + recomputed_by_pass,
     )
     return _read_again(res, table, options) if recorded else res
 
@@ -242,14 +244,17 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
 
 def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
     """The schemes that match with frozen parameters gathered and never reduced (:mod:`.frozen`: all read one
-    way, where no scheme explains the trace otherwise), and those gathers' elements per rank per step
-    (:class:`CheckResult` fields), their note appended to ``notes``."""
+    way, where no scheme explains the trace otherwise), those gathers' elements per rank per step, and the
+    schemes whose backward gathers more than their forward, read by pass (activation checkpointing's
+    recompute: :func:`~.frozen.pass_recomputed`), their note appended to ``notes``."""
     found = [c for c in comps if c.frozen_gathered]
     if not found:
         return {}
+    recomputed = found[0].frozen_how == "pass" and pass_recomputed(m, found[0].frozen_gathered)
     notes.append(frozen_note([c.label for c in found], found[0].frozen_gathered, m.psi, found[0].frozen_how,
-                             m.gathered_in_backward or 0.0))
-    return {"frozen": tuple(c.scheme for c in found), "frozen_elements": found[0].frozen_gathered}
+                             m.gathered_in_backward or 0.0, recomputed))
+    return {"frozen": tuple(c.scheme for c in found), "frozen_elements": found[0].frozen_gathered,
+            "recomputed": tuple(c.scheme for c in found) if recomputed else ()}
 
 
 def _gloo_reduce_scatter_note(m: Measurement, meta: dict | None, backend: str | None) -> str | None:
