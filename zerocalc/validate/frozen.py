@@ -171,20 +171,19 @@ def frozen_note(schemes, elements: float, psi: float, how: str, backward: float 
     send = "sends" if len(schemes) == 1 else "send"
     if how == "pass":
         forward = elements - backward
-        again = ("parameters released after their use in the forward: past the reuse distance, or by "
-                 "activation checkpointing's recompute, as the trace's nodes of the backward show"
-                 if not recomputed else
-                 "more than the forward: parameters gathered for activation checkpointing's recompute and "
-                 "again for their own backward (torch.utils.checkpoint, reentrant or not: DeepSpeed's "
-                 "forward hooks gather a checkpointed segment again when the backward recomputes it), as "
-                 "the trace's nodes of the backward show")
+        again = ("parameters released after their use in the forward (past the reuse distance, or by "
+                 "activation checkpointing's recompute)" if not recomputed else
+                 "more than the forward: parameters gathered for activation checkpointing's recompute "
+                 "(torch.utils.checkpoint, reentrant or not: DeepSpeed's forward hooks gather a checkpointed "
+                 "segment again when the backward recomputes it) and again for their own backward")
         return (f"{', '.join(schemes)} {send} exactly this pattern with parameters gathered and never "
                 "reduced, on a model past stage3_max_reuse_distance or under activation checkpointing: "
                 f"{elements:,.0f} elements a step are "
                 f"gathered beyond one gather of Ψ a micro-batch, {forward:,.0f} of them in the "
                 "forward (parameters the gradient reductions leave out, as a frozen backbone's or LoRA's "
                 "base weights, or one used twice in the forward and gathered again at its second use, as "
-                f"tied input and output embeddings are) and {backward:,.0f} in the backward again ({again}); "
+                f"tied input and output embeddings are) and {backward:,.0f} in the backward again, {again}, "
+                "as the trace's nodes of the backward show; "
                 f"Ψ = {psi:,.0f} is what the gradient reductions reduce")
     how = ("past what the trained parameters' units price: each unit gathered whole, frozen parameters with "
            "it, and its trained parameters' gradients alone reduced, as an FSDP2 unit or a DeepSpeed ZeRO-3 "
