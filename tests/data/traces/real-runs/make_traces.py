@@ -2287,6 +2287,21 @@ CASES = {
         f"rank {LORA_R} on every Conv1D (HF_LORA_TARGETS), the base model frozen", HF_GPT2_3,
         219_712 + 12_288, ds_config(3, ga=1), lora=LORA_R, lora_rank=LORA_R, lora_targets=HF_LORA_TARGETS,
         frozen=["all but *.lora_A.*, *.lora_B.*"], psi_trained=12_288),
+    "ds-zero3-gpt2-hpz2-past-reuse-distance": (
+        lambda o: case_ds_gpt2(o, ds_config(3, ga=1, hpz=2, **DS_AS_7B), **HF_GPT2_3), {
+        "scheme": "ds-zero3-gpt2-past-reuse-distance with ZeRO++ hpZ (zero_hpz_partition_size 2: a secondary "
+                  "copy of the parameters in each group of 2 ranks, as ZeRO++ keeps one in each node)",
+        "model": {"gpt2_config": {**HF_GPT2, **HF_GPT2_3}, "psi": 219_712, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": 1, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, ga=1, hpz=2, **DS_AS_7B)}),
+    "ds-zero3-hpz2-past-reuse-distance-ga2": (
+        lambda o: case_deepspeed(o, ds_config(3, ga=2, hpz=2, reuse_distance=10_000, prefetch=500,
+                                              live=10_000)), {
+        "scheme": "ds-zero3-past-reuse-distance-ga2 with ZeRO++ hpZ (zero_hpz_partition_size 2)",
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": 2, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, ga=2, hpz=2, reuse_distance=10_000, prefetch=500, live=10_000)}),
     "ds-zero3-gpt2-past-reuse-distance-reentrant-checkpoint": ds_gpt2_checkpoint_case(True, "4"),
     "ds-zero3-gpt2-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_case(False, "5"),
     "hsdp-2x2-odd-widths-ga2": (
