@@ -294,3 +294,64 @@ def test_an_nccl_log_whose_gathers_exceed_psi_is_not_read_as_zero3_past_its_dist
     res = check(ts.table, meta=ts.meta)
     assert res.measurement.gathered_in_backward is None
     assert not res.matches and not any(c.regathered_share or c.recomputed_share for c in res.comparisons)
+
+
+#: run → (Ψ, micro-batches a step, the share of Ψ gathered again in the backward, as the same run without hpZ
+#: gathers it again: ds-zero3-gpt2-past-reuse-distance, ds-zero3-past-reuse-distance-ga2)
+HPZ = {"ds-zero3-gpt2-hpz2-past-reuse-distance": (GPT2_PSI, 1, 186_944),
+       "ds-zero3-hpz2-past-reuse-distance-ga2": (MLP_PSI, 2, 55_648)}
+
+
+def _by_group(step: dict) -> tuple[Counter, int]:
+    """A step as count_calls.py counted it: the elements all-gathered per group size (a call's whole
+    vector), and the elements gathered in the backward, each of those calls one of a group of 2 (its shard
+    a size only the groups of 2 gather, checked)."""
+    per: Counter = Counter()
+    for row in step["c10d"]:
+        if "allgather" in row["op"]:
+            per[row["group_size_from_shapes"]] += row["out_elems"] * row["calls"]
+    sizes = {p: {row["in_elems"] for row in step["c10d"]
+                 if "allgather" in row["op"] and row["group_size_from_shapes"] == p} for p in (2, 4)}
+    back = [int(g.split(" ")[1]) for g in step.get("backward_gathers", [])]
+    assert all(b in sizes[2] and b not in sizes[4] for b in back)
+    return per, 2 * sum(back)
+
+
+@pytest.mark.parametrize("case", sorted(HPZ))
+def test_zero3_with_hpz_past_the_reuse_distance_gathers_again_from_the_secondary_copy(case):
+    psi, k, again = HPZ[case]
+    counted = [_by_group(s) for s, _per in gathered_and_scattered(case)]
+    per, back = counted[0]
+    assert all(c == counted[0] for c in counted)  # every rank, every step alike
+    # counted: Ψ gathered on the world of 4 (the first forward), the rest on groups of 2 (the secondary
+    # copy): the backward's k times the share gathered again, the later micro-batches' forwards Ψ each
+    assert per[4] == psi and back == k * again and per[2] == back + (k - 1) * psi
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.n) == (psi, k, 4)
+    assert m.gathered_in_backward == 0 and m.apart_gathered_in_backward == back
+    # before: the gathers on groups of 2 set apart and the rest read as deepspeed-zero3 keeping every
+    # parameter for the backward (or none); now ZeRO++'s secondary partition past the reuse distance
+    assert res.secondary_partition == ("deepspeed-zero3",) and "deepspeed-zero3" not in res.matches
+    assert not any("deepspeed-zero3" in g for g in res.indistinguishable)
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert c.regathered_share == pytest.approx(again / psi, rel=1e-12)
+    note = next(n for n in res.notes if "zero_hpz_partition_size = 2" in n)
+    assert f"({per[2] / psi:.3g}Ψ a step)" in note and f"{again / psi:.3g}Ψ a micro-batch" in note
+    assert any(f"({again:,} elements)" in n and "gathered again in the backward" in n for n in res.notes)
+    d = res.as_dict()
+    assert d["matches_with_secondary_partition"] == ["deepspeed-zero3"]
+    rec = next(s for s in d["schemes"] if s["scheme"] == "deepspeed-zero3")
+    assert rec["share_gathered_again_in_backward"] == pytest.approx(again / psi, rel=1e-12)
+
+
+def test_zero3_with_hpz_within_the_reuse_distance_reads_as_before():
+    # ds-zero3-hpz2-ga4: nothing gathered in the backward; the secondary copy's gathers are the later
+    # micro-batches' forwards, read as they were (tests/test_validate_real_runs.py)
+    ts = read_traces(RUNS / "ds-zero3-hpz2-ga4")
+    res = check(ts.table, meta=ts.meta)
+    assert res.measurement.apart_gathered_in_backward == 0  # none of them ran in the backward
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert res.secondary_partition == ("deepspeed-zero3",) and not c.regathered_share
+    assert not any("past stage3_max_reuse_distance" in n for n in res.notes)

@@ -388,10 +388,12 @@ def _verdict(res, lead: str = "Consistent") -> str:
     from zerocalc.validate import reused_sentence
 
     also = [(res.kept, "gathered parameters kept across the micro-batches"),
-            (res.secondary_partition, "parameters gathered on smaller groups"),
+            (res.secondary_partition, "parameters gathered on smaller groups"
+             + (", and gathered again for activation checkpointing's recompute"
+                if set(res.secondary_partition) & set(res.recomputed) else "")),
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
-            (tuple(s for s in res.recomputed if s not in res.frozen),
+            (tuple(s for s in res.recomputed if s not in res.frozen + res.secondary_partition),
              "parameters gathered again for activation checkpointing's recompute"),
             (res.frozen, "frozen parameters gathered and never reduced" if not any(
                 c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)

@@ -138,6 +138,9 @@ class Measurement:
     #: the elements of the step's all-gathers a rank runs a step inside a node of the backward (a trace that
     #: records the backward's nodes: :mod:`.regather`); None where the trace does not show where they ran
     gathered_in_backward: float | None = None
+    #: the same of the all-gathers reported apart (a secondary copy's: :func:`~.regather.hpz_regathered`);
+    #: None where there are none or the trace does not show where they ran
+    apart_gathered_in_backward: float | None = None
     #: the formats of the files read (their readers' ``meta["format"]``: "kineto", "deepspeed_comms", …)
     formats: tuple[str, ...] = ()
     micro_batches: int = 1
@@ -240,6 +243,8 @@ def measure(
         recompute_elements=recompute.per_rank_step(full, regathered, rank_idx, step_id, w)[1],
         gathered_in_backward=gathered_in_backward(rows, cat, ops, step_id, full, w, meta,
                                                   len(ranks) * n_steps),
+        apart_gathered_in_backward=gathered_in_backward(rows, cat, ops, step_id, full, w, meta,
+                                                        len(ranks) * n_steps, UNEXPLAINED),
         formats=tuple(sorted({str(v["format"]) for v in (meta or {}).values()
                               if isinstance(v, dict) and v.get("format")})),
         micro_batches=mb.k, micro_batches_how=mb.how, grad_sync=mb.grad_sync, grad_sync_how=mb.grad_sync_how,

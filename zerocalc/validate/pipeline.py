@@ -13,7 +13,7 @@ from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.frozen import frozen_note, pass_recomputed
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
-from zerocalc.validate.regather import recomputed_note, regathered_note
+from zerocalc.validate.regather import hpz_regathered, recomputed_note, regathered_note
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
     kept_for_backward_note,
@@ -161,9 +161,9 @@ def check(
     comps = compare(m, schemes, gpus_per_node=gpus_per_node, fit=t.fit if t is not None else None,
                     reuse_distance=reuse_distance)
     notes = _run_notes(m, meta, nccl, backend, timed_by_nccl)
-    comps, regime_notes, secondary = _regime_notes(m, comps)
+    comps, regime_notes, secondary, set_apart = _regime_notes(m, comps)
     notes += regime_notes
-    matches = tuple(consistent(comps))
+    matches = tuple(s for s in consistent(comps) if s not in set_apart)
     frozen = _frozen(m, comps, notes)
     recomputed_by_pass = frozen.pop("recomputed", ())
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
@@ -176,7 +176,9 @@ def check(
                      "forward nor prefetched")
     res = CheckResult(
         measurement=m, comparisons=tuple(comps), matches=matches,
-        indistinguishable=tuple(tuple(g) for g in indistinguishable(comps)), timing=t, notes=tuple(notes),
+        indistinguishable=tuple(g for g in (tuple(s for s in g if s not in set_apart)
+                                            for g in indistinguishable(comps)) if len(g) > 1),
+        timing=t, notes=tuple(notes),
         reused=tuple(c.scheme for c in comps if c.matches_if_reused), nccl_timing=timed_by_nccl,
         kept=tuple(c.scheme for c in comps if c.matches_if_kept_across_micro_batches),
         secondary_partition=secondary[0] if secondary else (),
@@ -212,19 +214,24 @@ def _run_notes(m: Measurement, meta: dict | None, nccl: dict | None, backend: st
     return notes
 
 
-def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple | None]:
+def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple | None, tuple[str, ...]]:
     """The notes naming the schemes that send the measured pattern in a regime of their implementation
     (:mod:`~.regimes`), and the comparisons with the gathers reported apart on smaller groups taken for
-    that rather than for parameters kept on N; (comparisons, notes, the secondary partition or None)."""
+    that rather than for parameters kept on N; (comparisons, notes, the secondary partition or None, the
+    schemes whose match on the calls left is set aside: DeepSpeed ZeRO-3 read past its reuse distance with
+    hpZ (:func:`~.regather.hpz_regathered`), whose gathers reported apart are its own, so the parameters
+    kept for the backward that the rest prices it at are not what it ran)."""
     notes = []
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
-    secondary = secondary_partition(m, comps)
+    secondary, again = secondary_partition(m, comps), {}
+    if secondary is None and (hpz := hpz_regathered(m, comps)) is not None:
+        secondary, again = hpz[:2], hpz[2]  # past the reuse distance: part gathered again from the copy
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
-                         persistent_share=0.0, kept_for_backward_share=0.0) if c.scheme in secondary[0] else c
-                 for c in comps]
+                         persistent_share=0.0, kept_for_backward_share=0.0, **again)
+                 if c.scheme in secondary[0] else c for c in comps]
     notes += kept_notes(comps, m.micro_batches, m.psi)
     if secondary:
         notes += secondary[1]
@@ -239,7 +246,7 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
                                      m.gathered_in_backward is not None))
     for share in sorted({c.recomputed_share for c in comps if c.recomputed_share}):
         notes.append(recomputed_note([c.scheme for c in comps if c.recomputed_share == share], share, m.psi))
-    return comps, notes, secondary
+    return comps, notes, secondary, secondary[0] if again else ()
 
 
 def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:

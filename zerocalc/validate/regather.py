@@ -35,20 +35,28 @@ import math
 
 import numpy as np
 
+from zerocalc.traces.deepspeed_comms import FORMAT as DEEPSPEED_COMMS
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP
-from zerocalc.validate.regimes import gather_apart
+from zerocalc.validate.regimes import (
+    by_op_and_group,
+    gather_apart,
+    gathers_of_reduced_vectors,
+    secondary_gathers,
+)
 
 #: The canonical table's column naming the node of the backward an all-gather ran in.
 COLUMN = "backward_op"
 
 
 def gathered_in_backward(rows, cat: np.ndarray, ops, step_id: np.ndarray, full: np.ndarray,
-                         w: np.ndarray | None, meta: dict | None, rank_steps: float) -> float | None:
-    """The elements of the step's all-gathers that ran inside a node of the backward, a rank a step
-    (``rank_steps``: the ranks times the steps counted); None where a file of those gathers records no
-    backward pass (the trace does not show where they ran)."""
-    gathers = (cat == STEP) & ops.eq("all_gather") & (step_id >= 0)
+                         w: np.ndarray | None, meta: dict | None, rank_steps: float,
+                         category: int = STEP) -> float | None:
+    """The elements of the step's all-gathers (of ``category``: those the schemes model, or those reported
+    apart) that ran inside a node of the backward, a rank a step (``rank_steps``: the ranks times the steps
+    counted); None where there are none or a file of those gathers records no backward pass (the trace
+    does not show where they ran)."""
+    gathers = (cat == category) & ops.eq("all_gather") & (step_id >= 0)
     if not gathers.any() or rank_steps <= 0:
         return None
     files = rows.codes("file")
@@ -123,3 +131,41 @@ def regathered_note(schemes, share: float, psi: float, shown: bool) -> str:
             f"({1 + share:.3g}Ψ gathered in place of Ψ or 2Ψ): a model past stage3_max_reuse_distance (1e9 "
             "elements by default) for its earlier modules and within it for its later ones, read from the "
             "trace (" + how + "); the scheme's Max(0, Ψ - D/2) prices it from elements alone")
+
+
+def hpz_regathered(m, comps) -> tuple[tuple[str, ...], list[str], dict[str, float]] | None:
+    """DeepSpeed ZeRO-3 with ZeRO++'s hierarchical partitioning (``zero_hpz_partition_size`` s) on a model
+    past ``stage3_max_reuse_distance``: the first forward after the optimizer step gathers on all N ranks,
+    every later gather (the backward's of the parameters released past the distance, the later
+    micro-batches' forwards) on the groups of s from their secondary copy, reported apart
+    (:func:`~.regimes.secondary_gathers`). Counted among the gathers on N, they make k(1 + r)Ψ, 0 < r < 1,
+    as :func:`regathered_share` reads it (the backward's elements those of both groups), or, under activation
+    checkpointing, a backward of more than kΨ, as :func:`recomputed_share` does: (("deepspeed-zero3",), its
+    notes, the comparison's field and share that say so); None where the trace does not read so."""
+    on = secondary_gathers(m)
+    comp = next((c for c in comps if c.scheme == "deepspeed-zero3"), None)
+    if on is None or comp is None:
+        return None
+    s, extra = on
+    k = max(m.micro_batches, 1)
+    whole = ("all_gather", m.n)
+    measured = by_op_and_group(comp.measured_groups)
+    measured[whole] = measured.get(whole, 0.0) + extra
+    kept = {**by_op_and_group(comp.predicted_groups), whole: k * m.psi}  # every parameter gathered once
+    backward = (None if m.gathered_in_backward is None
+                else m.gathered_in_backward + (m.apart_gathered_in_backward or 0.0))
+    units = lambda: gathers_of_reduced_vectors(m)  # noqa: E731
+    share = regathered_share(measured, kept, k, m.psi, backward, units, DEEPSPEED_COMMS in m.formats)
+    field, again = "regathered_share", "the parameters gathered again in the backward"
+    if not share:  # under activation checkpointing: more than Ψ in the backward
+        share = recomputed_share(measured, kept, k, m.psi, backward, units)
+        field, again = "recomputed_share", ("gathered in the backward, more than each parameter once, as "
+                                            "activation checkpointing's recompute gathers")
+    if not share:
+        return None
+    note = (f"deepspeed-zero3 sends exactly this pattern with ZeRO++'s hierarchical partitioning (hpZ, "
+            f"zero_hpz_partition_size = {s}) on a model past stage3_max_reuse_distance: the all-gathers on "
+            f"groups of {s} reported apart ({extra / m.psi:.3g}Ψ a step) are its parameter gathers from each "
+            f"group's secondary copy after the first forward since the optimizer step, {share:.3g}Ψ a "
+            f"micro-batch of them {again} (the next note)")
+    return ("deepspeed-zero3",), [note], {field: share}

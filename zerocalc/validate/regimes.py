@@ -221,10 +221,10 @@ SECONDARY_PARTITION: dict[str, str] = {
 }
 
 
-def secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[str]] | None:
-    """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
-    groups of one size s that divides N, count among their parameter gathers on N (those of
-    :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
+def secondary_gathers(m: Measurement) -> tuple[int, float] | None:
+    """Where every call reported apart in the steps is an all-gather on groups of one size s that divides N,
+    1 < s < N (a secondary copy's or a resharded unit's gathers: :data:`SECONDARY_PARTITION`): (s, those
+    gathers' elements a rank a step); None otherwise."""
     cols = m.columns
     if m.n < 2 or not m.steps or not len(m.ranks):
         return None
@@ -236,7 +236,17 @@ def secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[st
     s = sizes.pop()
     if not (1 < s < m.n and m.n % s == 0):
         return None
-    extra = float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)  # per rank per step
+    return s, float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)
+
+
+def secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[str]] | None:
+    """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
+    groups of one size s that divides N, count among their parameter gathers on N (those of
+    :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
+    on = secondary_gathers(m)
+    if on is None:
+        return None
+    s, extra = on
     found, notes = [], []
     for comp in comps:
         if comp.scheme not in SECONDARY_PARTITION:
