@@ -346,6 +346,31 @@ def test_zero3_with_hpz_past_the_reuse_distance_gathers_again_from_the_secondary
     assert rec["share_gathered_again_in_backward"] == pytest.approx(again / psi, rel=1e-12)
 
 
+def test_zero3_with_hpz_past_the_reuse_distance_under_checkpointing_gathers_more_than_psi_in_the_backward():
+    case = "ds-zero3-gpt2-hpz2-past-reuse-distance-non-reentrant-checkpoint"
+    counted = [_by_group(s) for s, _per in gathered_and_scattered(case)]
+    per, back = counted[0]
+    assert all(c == counted[0] for c in counted)
+    # counted: Ψ on the world of 4 in the forward; the backward's, more than Ψ, all on the groups of 2
+    assert per[4] == GPT2_PSI and per[2] == back and GPT2_PSI < back < 2 * GPT2_PSI
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.gathered_in_backward) == (GPT2_PSI, 1, 0)
+    assert m.apart_gathered_in_backward == back
+    assert res.secondary_partition == ("deepspeed-zero3",) and res.recomputed == ("deepspeed-zero3",)
+    assert "deepspeed-zero3" not in res.matches
+    c = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert c.recomputed_share == pytest.approx(back / GPT2_PSI, rel=1e-12) and not c.regathered_share
+    assert any("zero_hpz_partition_size = 2" in n and "activation checkpointing's recompute" in n
+               for n in res.notes)
+    assert any(f"({back:,} elements)" in n for n in res.notes)
+    text = CliRunner().invoke(app, ["check", str(RUNS / case)]).stdout
+    verdict = next(line for line in text.splitlines() if line.startswith("consistent with the trace"))
+    assert verdict.count("deepspeed-zero3") == 1
+    assert "smaller groups, and gathered again for activation checkpointing's recompute" in verdict
+
+
 def test_zero3_with_hpz_within_the_reuse_distance_reads_as_before():
     # ds-zero3-hpz2-ga4: nothing gathered in the backward; the secondary copy's gathers are the later
     # micro-batches' forwards, read as they were (tests/test_validate_real_runs.py)

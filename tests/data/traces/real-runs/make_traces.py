@@ -2295,6 +2295,9 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": 1, "steps_profiled": 2,
         "deepspeed_config": ds_config(3, ga=1, hpz=2, **DS_AS_7B)}),
+    "ds-zero3-gpt2-hpz2-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_variant_case(
+        "ds-zero3-gpt2-hpz2-past-reuse-distance (ZeRO++ hpZ, zero_hpz_partition_size 2)", HF_GPT2_3, 219_712,
+        ds_config(3, ga=1, hpz=2, **DS_AS_7B), groups={"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}),
     "ds-zero3-hpz2-past-reuse-distance-ga2": (
         lambda o: case_deepspeed(o, ds_config(3, ga=2, hpz=2, reuse_distance=10_000, prefetch=500,
                                               live=10_000)), {
