@@ -146,18 +146,27 @@ BEYOND = {"ds-zero3-lora-r4-past-reuse-distance": 3_712,  # LoRA's adapters (REA
           "ds-zero3-gpt2-tied-past-reuse-distance": 186_944}  # GPT-2, the output layer the embedding's
 
 
-@pytest.mark.parametrize("case", sorted(BEYOND))
-def test_parameters_gathered_and_never_reduced_past_the_reuse_distance_are_named(case):
-    psi = BEYOND[case]
+def _read_by_pass(case: str, psi: int):
+    """A run of one micro-batch a step whose gradient reductions reduce ``psi``, as counted (every rank, every
+    step alike: the step's all-gathered and reduce-scattered elements, those gathered in the backward, and
+    so those in the forward, more than Ψ) and as checked."""
     counted = _backward_counted(case)
     per, back = counted[0]
     assert all((p, b) == (per, back) for p, b in counted)  # every rank, every step alike
     forward = per["all_gather"] - back
-    assert per["reduce_scatter"] == psi and forward > psi and 0 < back <= forward
+    assert per["reduce_scatter"] == psi and forward > psi and back > 0
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta)
     m = res.measurement
     assert (m.psi, m.micro_batches, m.gathered_in_backward) == (psi, 1, back)
+    return res, per, back, forward
+
+
+@pytest.mark.parametrize("case", sorted(BEYOND))
+def test_parameters_gathered_and_never_reduced_past_the_reuse_distance_are_named(case):
+    psi = BEYOND[case]
+    res, per, back, forward = _read_by_pass(case, psi)
+    assert back <= forward
     # before: no scheme; now deepspeed-zero3, what it gathers past one gather of Ψ named, by pass
     assert not res.matches and res.frozen == ("deepspeed-zero3",)
     assert res.frozen_elements == per["all_gather"] - psi
@@ -230,18 +239,11 @@ CHECKPOINTED = {"ds-zero3-gpt2-tied-past-reuse-distance-non-reentrant-checkpoint
 @pytest.mark.parametrize("case", sorted(CHECKPOINTED))
 def test_frozen_or_tied_parameters_under_activation_checkpointing_read_by_pass(case):
     psi = CHECKPOINTED[case]
-    counted = _backward_counted(case)
-    per, back = counted[0]
-    assert all((p, b) == (per, back) for p, b in counted)  # every rank, every step alike
-    forward = per["all_gather"] - back
-    # counted: the forward gathers more than Ψ, the backward up to twice the forward
-    assert per["reduce_scatter"] == psi and forward > psi and 0 < back <= 2 * forward
+    res, per, back, forward = _read_by_pass(case, psi)
+    m = res.measurement
+    assert back <= 2 * forward  # counted: the backward up to twice the forward
     recompute = back > forward  # more than the forward: the past-distance runs, not the one within it
     assert recompute == ("past-reuse-distance" in case)
-    ts = read_traces(RUNS / case)
-    res = check(ts.table, meta=ts.meta)
-    m = res.measurement
-    assert (m.psi, m.micro_batches, m.gathered_in_backward) == (psi, 1, back)
     # before: no scheme; now deepspeed-zero3 by pass, with the recompute named where the backward says so
     assert not res.matches and res.frozen == ("deepspeed-zero3",)
     assert res.frozen_elements == per["all_gather"] - psi
