@@ -26,12 +26,15 @@ and the backward between Ψ and 2Ψ, that share is read whole (:func:`recomputed
 tells a non-reentrant recompute's gathers from the backward's, and DeepSpeed's prefetch buckets give the
 recompute's gathers other sizes than the backward's, so :mod:`.recompute` pairs none of them. Frozen
 parameters or tied embeddings past the distance make the forward gather more than Ψ: :mod:`.frozen` reads
-them (by pass).
+them (by pass). With ZeRO++'s hierarchical partitioning (hpZ) the gathers after the first forward since the
+optimizer step, the backward's among them, come from a secondary copy on groups of s ranks and are
+reported apart; counted with those on N they read the same (:func:`hpz_regathered`).
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -154,7 +157,7 @@ def hpz_regathered(m, comps) -> tuple[tuple[str, ...], list[str], dict[str, floa
     kept = {**by_op_and_group(comp.predicted_groups), whole: k * m.psi}  # every parameter gathered once
     backward = (None if m.gathered_in_backward is None
                 else m.gathered_in_backward + (m.apart_gathered_in_backward or 0.0))
-    units = lambda: gathers_of_reduced_vectors(m)  # noqa: E731
+    units = partial(gathers_of_reduced_vectors, m)
     share = regathered_share(measured, kept, k, m.psi, backward, units, DEEPSPEED_COMMS in m.formats)
     field, again = "regathered_share", "the parameters gathered again in the backward"
     if not share:  # under activation checkpointing: more than Ψ in the backward
