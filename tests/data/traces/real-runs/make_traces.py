@@ -2298,6 +2298,14 @@ CASES = {
     "ds-zero3-gpt2-hpz2-past-reuse-distance-non-reentrant-checkpoint": ds_gpt2_checkpoint_variant_case(
         "ds-zero3-gpt2-hpz2-past-reuse-distance (ZeRO++ hpZ, zero_hpz_partition_size 2)", HF_GPT2_3, 219_712,
         ds_config(3, ga=1, hpz=2, **DS_AS_7B), groups={"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}),
+    "ds-zero3-gpt2-tied-hpz2-past-reuse-distance-ga2": (
+        lambda o: case_ds_gpt2(o, ds_config(3, ga=2, hpz=2, **DS_AS_7B), n_layer=3), {
+        "scheme": "ds-zero3-gpt2-tied-past-reuse-distance with ZeRO++ hpZ (zero_hpz_partition_size 2), 2 "
+                  "micro-batches",
+        "model": {"gpt2_config": {**HF_GPT2, "n_layer": 3}, "psi": 186_944, "sequence_length": HF_SEQ},
+        "param_dtype": "float32", "reduce_dtype": "float32",
+        "groups": {"dp": WORLD4, "hpz": [[0, 1], [2, 3]]}, "micro_batches": 2, "steps_profiled": 2,
+        "deepspeed_config": ds_config(3, ga=2, hpz=2, **DS_AS_7B)}),
     "ds-zero3-hpz2-past-reuse-distance-ga2": (
         lambda o: case_deepspeed(o, ds_config(3, ga=2, hpz=2, reuse_distance=10_000, prefetch=500,
                                               live=10_000)), {
