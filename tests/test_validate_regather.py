@@ -373,6 +373,36 @@ def test_zero3_with_hpz_past_the_reuse_distance_under_checkpointing_gathers_more
     assert "smaller groups, and gathered again for activation checkpointing's recompute" in verdict
 
 
+def test_zero3_with_hpz_and_tied_embeddings_past_the_reuse_distance_reads_by_pass():
+    case, psi, k = "ds-zero3-gpt2-tied-hpz2-past-reuse-distance-ga2", 186_944, 2
+    counted = [_by_group(s) for s, _per in gathered_and_scattered(case)]
+    per, back = counted[0]
+    assert all(c == counted[0] for c in counted)
+    total = per[4] + per[2]
+    forward = total - back
+    # counted: the forwards gather more than kΨ (the tied weight at each use), the backward part of it again
+    assert forward > k * psi and 0 < back <= forward
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.n) == (psi, k, 4)
+    assert m.gathered_in_backward + m.apart_gathered_in_backward == back
+    # before: "zero2; also deepspeed-zero3 with gathered parameters kept across the micro-batches"
+    assert res.secondary_partition == ("deepspeed-zero3",) and res.frozen == ("deepspeed-zero3",)
+    assert not res.kept and "deepspeed-zero3" not in res.matches
+    assert res.frozen_elements == total - k * psi
+    assert any("zero_hpz_partition_size = 2" in n and "never reduced, or tied, among them" in n
+               for n in res.notes)
+    note = next(n for n in res.notes if "never reduced, on a model past" in n)
+    assert note.startswith("deepspeed-zero3 sends")  # named without the regime the calls left price
+    assert f"{forward - k * psi:,} of them in the forward" in note
+    assert f"{back:,} in the backward again" in note
+    text = CliRunner().invoke(app, ["check", str(RUNS / case)]).stdout
+    verdict = next(line for line in text.splitlines() if line.startswith("consistent with the trace"))
+    assert verdict.count("deepspeed-zero3") == 1
+    assert "smaller groups and some of them never reduced, or tied and gathered at each use" in verdict
+
+
 def test_zero3_with_hpz_within_the_reuse_distance_reads_as_before():
     # ds-zero3-hpz2-ga4: nothing gathered in the backward; the secondary copy's gathers are the later
     # micro-batches' forwards, read as they were (tests/test_validate_real_runs.py)

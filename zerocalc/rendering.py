@@ -387,19 +387,22 @@ def _verdict(res, lead: str = "Consistent") -> str:
     frozen …)."""
     from zerocalc.validate import reused_sentence
 
+    recompute = ", and gathered again for activation checkpointing's recompute"
+    smaller = tuple(res.secondary_partition)  # the schemes named so take the readings below in its phrase
+    frozen = tuple(s for s in res.frozen if s not in smaller)
+    by_pass = any(c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)
     also = [(res.kept, "gathered parameters kept across the micro-batches"),
-            (res.secondary_partition, "parameters gathered on smaller groups"
-             + (", and gathered again for activation checkpointing's recompute"
-                if set(res.secondary_partition) & set(res.recomputed) else "")),
+            (smaller, "parameters gathered on smaller groups"
+             + (" and some of them never reduced, or tied and gathered at each use"
+                if set(smaller) & set(res.frozen) else "")
+             + (recompute if set(smaller) & set(res.recomputed) else "")),
             (res.all_reduced_once, "the shards all-reduced once a step"),
             (res.partly_kept, "part of the parameters kept from the forward to the backward"),
-            (tuple(s for s in res.recomputed if s not in res.frozen + res.secondary_partition),
+            (tuple(s for s in res.recomputed if s not in res.frozen + smaller),
              "parameters gathered again for activation checkpointing's recompute"),
-            (res.frozen, "frozen parameters gathered and never reduced" if not any(
-                c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)
+            (frozen, "frozen parameters gathered and never reduced" if not by_pass
              else "parameters gathered and never reduced, or tied and gathered at each use"
-             + (", and gathered again for activation checkpointing's recompute"
-                if set(res.frozen) & set(res.recomputed) else ""))]
+             + (recompute if set(frozen) & set(res.recomputed) else ""))]
     return (f"{lead} with the trace (best first): " + (_ranked(res) or "none")
             + (f"; also {reused_sentence(res.reused)}" if res.reused else "")
             + "".join(f"; also {', '.join(names)} with {how} (see the note above)"

@@ -40,18 +40,22 @@ Three readings, tried last: where no scheme sends the pattern as priced nor in a
   (:func:`pass_recomputed`: LoRA or tied embeddings on a model past the distance, checkpointed, as
   fine-tuning a model of a few billion parameters runs). A recompute can also release parameters a model
   within the distance kept, which its backward then gathers again (LoRA under non-reentrant checkpointing,
-  at DeepSpeed's defaults): that reads by pass too.
+  at DeepSpeed's defaults): that reads by pass too. With ZeRO++'s hpZ the gathers after the first forward
+  since the optimizer step come from a secondary copy on smaller groups and are reported apart; counted with
+  those on N they read by pass the same (:func:`hpz_pass`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, gradient_calls
 from zerocalc.validate.measure import Measurement
+from zerocalc.validate.regather import hpz_merged, hpz_note
 from zerocalc.validate.regimes import gather_apart, gathers_of_reduced_vectors, same_elements
 
 #: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
@@ -150,6 +154,22 @@ def pass_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, float
     if gathers_of_reduced_vectors(m):
         return 0.0, 0.0
     return mkeys[gather] - pkeys[gather], back
+
+
+def hpz_pass(m: Measurement, comps) -> tuple[tuple[str, ...], list[str], dict] | None:
+    """DeepSpeed ZeRO-3 with ZeRO++'s hpZ past its reuse distance (:func:`~.regather.hpz_regathered`) with
+    parameters gathered and never reduced, or tied: read by pass (:func:`pass_gathers`) once the gathers
+    reported apart on groups of s are counted with those on N, the backward's elements those of both:
+    (("deepspeed-zero3",), its note, the comparison's fields that say so); None where it does not read so."""
+    merged = hpz_merged(m, comps)
+    if merged is None or merged[4] is None:
+        return None
+    s, extra, measured, kept, backward = merged
+    elements, back = pass_gathers(replace(m, gathered_in_backward=backward), measured, kept)
+    if not elements:
+        return None
+    note = hpz_note(s, extra, m.psi, "parameters gathered and never reduced, or tied, among them")
+    return ("deepspeed-zero3",), [note], {"frozen_gathered": elements, "frozen_how": "pass"}
 
 
 def pass_recomputed(m: Measurement, elements: float) -> bool:

@@ -10,7 +10,7 @@ import pandas as pd
 from zerocalc.validate.compare import SchemeComparison, compare, consistent, indistinguishable
 from zerocalc.validate.explain import reused_sentence
 from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
-from zerocalc.validate.frozen import frozen_note, pass_recomputed
+from zerocalc.validate.frozen import frozen_note, hpz_pass, pass_recomputed
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
 from zerocalc.validate.regather import hpz_regathered, recomputed_note, regathered_note
@@ -164,7 +164,7 @@ def check(
     comps, regime_notes, secondary, set_apart = _regime_notes(m, comps)
     notes += regime_notes
     matches = tuple(s for s in consistent(comps) if s not in set_apart)
-    frozen = _frozen(m, comps, notes)
+    frozen = _frozen(m, comps, notes, set_apart)
     recomputed_by_pass = frozen.pop("recomputed", ())
     recorded = _gloo_reduce_scatter_note(m, meta, backend)
     if recorded and not matches:
@@ -226,7 +226,7 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     if reused:
         notes.append(reused_sentence(reused))
     secondary, again = secondary_partition(m, comps), {}
-    if secondary is None and (hpz := hpz_regathered(m, comps)) is not None:
+    if secondary is None and (hpz := hpz_regathered(m, comps) or hpz_pass(m, comps)) is not None:
         secondary, again = hpz[:2], hpz[2]  # past the reuse distance: part gathered again from the copy
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
@@ -249,16 +249,22 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     return comps, notes, secondary, secondary[0] if again else ()
 
 
-def _frozen(m: Measurement, comps: list, notes: list[str]) -> dict:
+def _frozen(m: Measurement, comps: list, notes: list[str], hpz: tuple[str, ...] = ()) -> dict:
     """The schemes that match with frozen parameters gathered and never reduced (:mod:`.frozen`: all read one
     way, where no scheme explains the trace otherwise), those gathers' elements per rank per step, and the
     schemes whose backward gathers more than their forward, read by pass (activation checkpointing's
-    recompute: :func:`~.frozen.pass_recomputed`), their note appended to ``notes``."""
+    recompute: :func:`~.frozen.pass_recomputed`), their note appended to ``notes``; ``hpz``: the schemes
+    read past their reuse distance with hpZ, whose backward's gathers are also those reported apart
+    (:func:`~.frozen.hpz_pass`)."""
     found = [c for c in comps if c.frozen_gathered]
     if not found:
         return {}
+    if found[0].scheme in hpz:
+        m = replace(m, gathered_in_backward=(m.gathered_in_backward or 0.0)
+                    + (m.apart_gathered_in_backward or 0.0))
     recomputed = found[0].frozen_how == "pass" and pass_recomputed(m, found[0].frozen_gathered)
-    notes.append(frozen_note([c.label for c in found], found[0].frozen_gathered, m.psi, found[0].frozen_how,
+    labels = [c.scheme if c.scheme in hpz else c.label for c in found]  # hpZ's: not the regime priced
+    notes.append(frozen_note(labels, found[0].frozen_gathered, m.psi, found[0].frozen_how,
                              m.gathered_in_backward or 0.0, recomputed))
     return {"frozen": tuple(c.scheme for c in found), "frozen_elements": found[0].frozen_gathered,
             "recomputed": tuple(c.scheme for c in found) if recomputed else ()}

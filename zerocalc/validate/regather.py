@@ -145,18 +145,11 @@ def hpz_regathered(m, comps) -> tuple[tuple[str, ...], list[str], dict[str, floa
     as :func:`regathered_share` reads it (the backward's elements those of both groups), or, under activation
     checkpointing, a backward of more than kΨ, as :func:`recomputed_share` does: (("deepspeed-zero3",), its
     notes, the comparison's field and share that say so); None where the trace does not read so."""
-    on = secondary_gathers(m)
-    comp = next((c for c in comps if c.scheme == "deepspeed-zero3"), None)
-    if on is None or comp is None:
+    merged = hpz_merged(m, comps)
+    if merged is None:
         return None
-    s, extra = on
+    s, extra, measured, kept, backward = merged
     k = max(m.micro_batches, 1)
-    whole = ("all_gather", m.n)
-    measured = by_op_and_group(comp.measured_groups)
-    measured[whole] = measured.get(whole, 0.0) + extra
-    kept = {**by_op_and_group(comp.predicted_groups), whole: k * m.psi}  # every parameter gathered once
-    backward = (None if m.gathered_in_backward is None
-                else m.gathered_in_backward + (m.apart_gathered_in_backward or 0.0))
     units = partial(gathers_of_reduced_vectors, m)
     share = regathered_share(measured, kept, k, m.psi, backward, units, DEEPSPEED_COMMS in m.formats)
     field, again = "regathered_share", "the parameters gathered again in the backward"
@@ -166,9 +159,34 @@ def hpz_regathered(m, comps) -> tuple[tuple[str, ...], list[str], dict[str, floa
                                             "activation checkpointing's recompute gathers")
     if not share:
         return None
-    note = (f"deepspeed-zero3 sends exactly this pattern with ZeRO++'s hierarchical partitioning (hpZ, "
-            f"zero_hpz_partition_size = {s}) on a model past stage3_max_reuse_distance: the all-gathers on "
-            f"groups of {s} reported apart ({extra / m.psi:.3g}Ψ a step) are its parameter gathers from each "
-            f"group's secondary copy after the first forward since the optimizer step, {share:.3g}Ψ a "
-            f"micro-batch of them {again} (the next note)")
+    note = hpz_note(s, extra, m.psi, f"{share:.3g}Ψ a micro-batch of them {again}")
     return ("deepspeed-zero3",), [note], {field: share}
+
+
+def hpz_merged(m, comps) -> tuple[int, float, dict, dict, float | None] | None:
+    """DeepSpeed ZeRO-3's comparison with the all-gathers reported apart on groups of s counted among those on
+    N (:func:`hpz_regathered`): (s, their elements a rank a step, the measured elements per (op, group) so
+    merged, the scheme's with every parameter gathered once a micro-batch, the elements both gathered in
+    the backward or None where the trace does not show it); None where there are no such gathers or no
+    such scheme."""
+    on = secondary_gathers(m)
+    comp = next((c for c in comps if c.scheme == "deepspeed-zero3"), None)
+    if on is None or comp is None:
+        return None
+    s, extra = on
+    whole = ("all_gather", m.n)
+    measured = by_op_and_group(comp.measured_groups)
+    measured[whole] = measured.get(whole, 0.0) + extra
+    kept = {**by_op_and_group(comp.predicted_groups), whole: max(m.micro_batches, 1) * m.psi}
+    backward = (None if m.gathered_in_backward is None
+                else m.gathered_in_backward + (m.apart_gathered_in_backward or 0.0))
+    return s, extra, measured, kept, backward
+
+
+def hpz_note(s: int, extra: float, psi: float, what: str) -> str:
+    """The note naming DeepSpeed ZeRO-3 with hpZ on groups of ``s`` past its reuse distance, ``extra``
+    elements a rank a step gathered on them, ``what`` saying what part of them is."""
+    return (f"deepspeed-zero3 sends exactly this pattern with ZeRO++'s hierarchical partitioning (hpZ, "
+            f"zero_hpz_partition_size = {s}) on a model past stage3_max_reuse_distance: the all-gathers on "
+            f"groups of {s} reported apart ({extra / psi:.3g}Ψ a step) are its parameter gathers from each "
+            f"group's secondary copy after the first forward since the optimizer step, {what} (a note below)")
