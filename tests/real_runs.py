@@ -64,8 +64,19 @@ def gathered_and_scattered(case: str, ranks: int = 4) -> list[tuple[dict, Counte
     return out
 
 
+#: the compressed traces of a run past which its recounts run in the slow suite alone (the checkpointed GPT-2
+#: runs', 1.9 to 2.6 MB: 3 to 4 s a recount, the default suite's largest per-run cost)
+HEAVY_BYTES = 1_800_000
+
+
+def _heavy(case: str) -> bool:
+    return sum(f.stat().st_size for f in (RUNS / case).glob("rank*.json.gz")) > HEAVY_BYTES
+
+
 def sampled(cases: list[str], every: int = 3) -> list:
     """``cases`` for a test that recounts every run's traces: one in ``every`` (in name order) in the default
-    run, the others marked slow (``python -m pytest -m slow`` runs them): those recounts, a second or more
-    a run, are the default suite's main cost as runs are added."""
-    return [c if i % every == 0 else pytest.param(c, marks=pytest.mark.slow) for i, c in enumerate(cases)]
+    run but those of more than :data:`HEAVY_BYTES` of traces, the others marked slow (``python -m pytest -m
+    slow`` runs them): those recounts, a second or more a run, are the default suite's main cost as runs are
+    added."""
+    return [c if i % every == 0 and not _heavy(c) else pytest.param(c, marks=pytest.mark.slow)
+            for i, c in enumerate(cases)]
