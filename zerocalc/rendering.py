@@ -393,7 +393,7 @@ def _verdict(res, lead: str = "Consistent") -> str:
     by_pass = any(c.frozen_how == "pass" for c in res.comparisons if c.scheme in res.frozen)
     also = [(res.kept, "gathered parameters kept across the micro-batches"),
             (smaller, "parameters gathered on smaller groups"
-             + (" and some of them never reduced, or tied and gathered at each use"
+             + (" and some of them never reduced" + (", or tied and gathered at each use" if by_pass else "")
                 if set(smaller) & set(res.frozen) else "")
              + (recompute if set(smaller) & set(res.recomputed) else "")),
             (res.all_reduced_once, "the shards all-reduced once a step"),
