@@ -55,7 +55,7 @@ import numpy as np
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP, gradient_calls
 from zerocalc.validate.measure import Measurement
-from zerocalc.validate.regather import hpz_merged, hpz_note
+from zerocalc.validate.regather import HpzMerged, hpz_note
 from zerocalc.validate.regimes import gather_apart, gathers_of_reduced_vectors, same_elements
 
 #: The schemes that gather every parameter they compute with, a frozen one too: FSDP's units and ZeRO-3's
@@ -156,15 +156,14 @@ def pass_gathers(m: Measurement, mkeys: dict, pkeys: dict) -> tuple[float, float
     return mkeys[gather] - pkeys[gather], back
 
 
-def hpz_pass(m: Measurement, comps) -> tuple[tuple[str, ...], list[str], dict] | None:
+def hpz_pass(m: Measurement, merged: HpzMerged) -> tuple[tuple[str, ...], list[str], dict] | None:
     """DeepSpeed ZeRO-3 with ZeRO++'s hpZ past its reuse distance (:func:`~.regather.hpz_regathered`) with
     parameters gathered and never reduced, or tied: read by pass (:func:`pass_gathers`) once the gathers
     reported apart on groups of s are counted with those on N, the backward's elements those of both:
     (("deepspeed-zero3",), its note, the comparison's fields that say so); None where it does not read so."""
-    merged = hpz_merged(m, comps)
-    if merged is None or merged[4] is None:
-        return None
     s, extra, measured, kept, backward = merged
+    if backward is None:
+        return None
     elements, back = pass_gathers(replace(m, gathered_in_backward=backward), measured, kept)
     if not elements:
         return None

@@ -13,12 +13,19 @@ from zerocalc.validate.fit import AlphaBetaFit, Timing, timing
 from zerocalc.validate.frozen import frozen_note, hpz_pass, pass_recomputed
 from zerocalc.validate.measure import Measurement, measure
 from zerocalc.validate.nccl_timing import KERNEL_NAMING, NcclTiming, nccl_timing, release_by_kernel_names
-from zerocalc.validate.regather import hpz_regathered, recomputed_note, regathered_note
+from zerocalc.validate.regather import (
+    gathered_in_backward_with_apart,
+    hpz_merged,
+    hpz_regathered,
+    recomputed_note,
+    regathered_note,
+)
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
     kept_for_backward_note,
     kept_notes,
     secondary_partition,
+    smaller_group_gathers,
 )
 
 
@@ -225,9 +232,13 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     reused = tuple(c.scheme for c in comps if c.matches_if_reused)
     if reused:
         notes.append(reused_sentence(reused))
-    secondary, again = secondary_partition(m, comps), {}
-    if secondary is None and (hpz := hpz_regathered(m, comps) or hpz_pass(m, comps)) is not None:
-        secondary, again = hpz[:2], hpz[2]  # past the reuse distance: part gathered again from the copy
+    on = smaller_group_gathers(m)
+    secondary, again = (secondary_partition(m, comps, on) if on else None), {}
+    if secondary is None and on and (merged := hpz_merged(m, comps, on)) is not None:
+        # past the reuse distance: part gathered again from the copy
+        hpz = hpz_regathered(m, merged) or hpz_pass(m, merged)
+        if hpz is not None:
+            secondary, again = hpz[:2], hpz[2]
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
                          persistent_share=0.0, kept_for_backward_share=0.0, **again)
@@ -260,8 +271,7 @@ def _frozen(m: Measurement, comps: list, notes: list[str], hpz: tuple[str, ...] 
     if not found:
         return {}
     if found[0].scheme in hpz:
-        m = replace(m, gathered_in_backward=(m.gathered_in_backward or 0.0)
-                    + (m.apart_gathered_in_backward or 0.0))
+        m = replace(m, gathered_in_backward=gathered_in_backward_with_apart(m))
     recomputed = found[0].frozen_how == "pass" and pass_recomputed(m, found[0].frozen_gathered)
     labels = [c.scheme if c.scheme in hpz else c.label for c in found]  # hpZ's: not the regime priced
     notes.append(frozen_note(labels, found[0].frozen_gathered, m.psi, found[0].frozen_how,

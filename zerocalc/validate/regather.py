@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,7 +46,6 @@ from zerocalc.validate.regimes import (
     by_op_and_group,
     gather_apart,
     gathers_of_reduced_vectors,
-    secondary_gathers,
 )
 
 #: The canonical table's column naming the node of the backward an all-gather ran in.
@@ -136,18 +136,16 @@ def regathered_note(schemes, share: float, psi: float, shown: bool) -> str:
             "trace (" + how + "); the scheme's Max(0, Ψ - D/2) prices it from elements alone")
 
 
-def hpz_regathered(m, comps) -> tuple[tuple[str, ...], list[str], dict[str, float]] | None:
+def hpz_regathered(m, merged: HpzMerged) -> tuple[tuple[str, ...], list[str], dict[str, float]] | None:
     """DeepSpeed ZeRO-3 with ZeRO++'s hierarchical partitioning (``zero_hpz_partition_size`` s) on a model
     past ``stage3_max_reuse_distance``: the first forward after the optimizer step gathers on all N ranks,
     every later gather (the backward's of the parameters released past the distance, the later
     micro-batches' forwards) on the groups of s from their secondary copy, reported apart
-    (:func:`~.regimes.secondary_gathers`). Counted among the gathers on N, they make k(1 + r)Ψ, 0 < r < 1,
-    as :func:`regathered_share` reads it (the backward's elements those of both groups), or, under activation
-    checkpointing, a backward of more than kΨ, as :func:`recomputed_share` does: (("deepspeed-zero3",), its
-    notes, the comparison's field and share that say so); None where the trace does not read so."""
-    merged = hpz_merged(m, comps)
-    if merged is None:
-        return None
+    (:func:`~.regimes.smaller_group_gathers`). Counted among the gathers on N (``merged``:
+    :func:`hpz_merged`), they make k(1 + r)Ψ, 0 < r < 1, as :func:`regathered_share` reads it (the backward's
+    elements those of both groups), or, under activation checkpointing, a backward of more than kΨ, as
+    :func:`recomputed_share` does: (("deepspeed-zero3",), its notes, the comparison's field and share that
+    say so); None where the trace does not read so."""
     s, extra, measured, kept, backward = merged
     k = max(m.micro_batches, 1)
     units = partial(gathers_of_reduced_vectors, m)
@@ -163,24 +161,41 @@ def hpz_regathered(m, comps) -> tuple[tuple[str, ...], list[str], dict[str, floa
     return ("deepspeed-zero3",), [note], {field: share}
 
 
-def hpz_merged(m, comps) -> tuple[int, float, dict, dict, float | None] | None:
-    """DeepSpeed ZeRO-3's comparison with the all-gathers reported apart on groups of s counted among those on
-    N (:func:`hpz_regathered`): (s, their elements a rank a step, the measured elements per (op, group) so
-    merged, the scheme's with every parameter gathered once a micro-batch, the elements both gathered in
-    the backward or None where the trace does not show it); None where there are no such gathers or no
-    such scheme."""
-    on = secondary_gathers(m)
+class HpzMerged(NamedTuple):
+    """DeepSpeed ZeRO-3's comparison with the all-gathers reported apart on groups of s counted among those
+    on N (:func:`hpz_merged`)."""
+
+    s: int
+    #: the gathers on the groups of s, elements a rank a step
+    extra: float
+    #: the measured elements per (op, group), those gathers counted on N
+    measured: dict
+    #: the scheme's, every parameter gathered once a micro-batch
+    kept: dict
+    #: the elements both gathered in the backward; None where the trace does not show it
+    backward: float | None
+
+
+def hpz_merged(m, comps, on: tuple[int, float]) -> HpzMerged | None:
+    """:class:`HpzMerged` for the gathers on groups of s ``on`` (:func:`~.regimes.smaller_group_gathers`);
+    None where no deepspeed-zero3 was compared."""
     comp = next((c for c in comps if c.scheme == "deepspeed-zero3"), None)
-    if on is None or comp is None:
+    if comp is None:
         return None
     s, extra = on
     whole = ("all_gather", m.n)
     measured = by_op_and_group(comp.measured_groups)
     measured[whole] = measured.get(whole, 0.0) + extra
     kept = {**by_op_and_group(comp.predicted_groups), whole: max(m.micro_batches, 1) * m.psi}
-    backward = (None if m.gathered_in_backward is None
-                else m.gathered_in_backward + (m.apart_gathered_in_backward or 0.0))
-    return s, extra, measured, kept, backward
+    return HpzMerged(s, extra, measured, kept, gathered_in_backward_with_apart(m))
+
+
+def gathered_in_backward_with_apart(m) -> float | None:
+    """The elements a rank gathers a step in the backward, those of the gathers reported apart too (hpZ's
+    secondary copy's); None where the trace does not show where its gathers ran."""
+    if m.gathered_in_backward is None:
+        return None
+    return m.gathered_in_backward + (m.apart_gathered_in_backward or 0.0)
 
 
 def hpz_note(s: int, extra: float, psi: float, what: str) -> str:

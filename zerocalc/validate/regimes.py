@@ -221,7 +221,7 @@ SECONDARY_PARTITION: dict[str, str] = {
 }
 
 
-def secondary_gathers(m: Measurement) -> tuple[int, float] | None:
+def smaller_group_gathers(m: Measurement) -> tuple[int, float] | None:
     """Where every call reported apart in the steps is an all-gather on groups of one size s that divides N,
     1 < s < N (a secondary copy's or a resharded unit's gathers: :data:`SECONDARY_PARTITION`): (s, those
     gathers' elements a rank a step); None otherwise."""
@@ -239,13 +239,12 @@ def secondary_gathers(m: Measurement) -> tuple[int, float] | None:
     return s, float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)
 
 
-def secondary_partition(m: Measurement, comps) -> tuple[tuple[str, ...], list[str]] | None:
+def secondary_partition(m: Measurement, comps,
+                        on: tuple[int, float]) -> tuple[tuple[str, ...], list[str]] | None:
     """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
-    groups of one size s that divides N, count among their parameter gathers on N (those of
+    groups of one size s that divides N (``on``: (s, their elements a rank a step), from
+    :func:`smaller_group_gathers`), count among their parameter gathers on N (those of
     :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
-    on = secondary_gathers(m)
-    if on is None:
-        return None
     s, extra = on
     found, notes = [], []
     for comp in comps:
