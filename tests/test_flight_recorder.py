@@ -925,3 +925,29 @@ def test_a_norm_vector_beside_reduce_scatters_recorded_as_all_reduces_is_no_grad
     out, _ = _checked("fsdp2-6-layers-ga4-clip")
     assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, 4, k, "every")
     assert any("all-reduces of 12 elements" in n for n in out["notes"])
+
+
+def test_a_real_dump_whose_first_gather_is_sequence_parallelisms_reads_as_deepspeed_zero2():
+    # DeepSpeed ZeRO-2 on 4 ranks beside Ulysses sequence parallelism on pairs, one micro-batch. Counted from
+    # the dumps: each step all-reduces the 106,688-element gradient on the group of 4, then a 0-d flag, then
+    # gathers the 26,672-element partitions there; before the first of those, the step's first call with
+    # data gathers token positions (int64) on the rank's pair. Before: that gather was taken for a sharded
+    # forward's, and the all-reduces read as the reduce-scatters they may stand for (fsdp-shard-grad-op)
+    run, ranks = _count("ds-ulysses2-zero2")
+    for entries in ranks:
+        data = [e for e in entries if e["profiling_name"] in ("gloo:all_gather", "gloo:all_reduce")
+                and math.prod(e["input_sizes"][0]) > 1]
+        assert data[0]["profiling_name"] == "gloo:all_gather" and data[0]["input_dtypes"] == ["Long"]
+        pair = data[0]["process_group"][0]
+        reducing = {e["process_group"][0] for e in entries if e["profiling_name"] == "gloo:all_reduce"}
+        assert pair not in reducing
+        grads = [math.prod(e["input_sizes"][0]) for e in entries if e["profiling_name"] == "gloo:all_reduce"
+                 and math.prod(e["input_sizes"][0]) > 1]
+        parts = [math.prod(e["output_sizes"][0]) for e in entries if e["profiling_name"] == "gloo:all_gather"
+                 and e["input_dtypes"] == ["Float"]]
+        assert grads == parts == [106_688] * run["optimizer_steps"]
+    res = runner.invoke(app, ["check", str(FR / "ds-ulysses2-zero2"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"]) == (106_688, 4, run["optimizer_steps"])
+    assert "deepspeed-zero2" in out["matches"] and "fsdp-shard-grad-op" not in out["matches"]

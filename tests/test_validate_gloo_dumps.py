@@ -97,3 +97,18 @@ def test_a_dump_opens_with_gathers_where_its_first_data_call_is_an_all_gather():
     meta = {**META, "gloo1": META["gloo0"]}
     assert not opens_with_gathers(both, meta)
     assert not opens_with_gathers(_dump(fsdp, file="nccl0"), META)
+
+
+def test_a_gather_of_token_ids_or_on_a_group_it_reduces_nothing_on_opens_no_sharded_forward():
+    from zerocalc.validate.gloo_dumps import opens_with_gathers
+
+    deepspeed = [("broadcast", 5000, "fp32"), ("all_reduce", 1000, "fp32"), ("all_gather", 250, "fp32")]
+    # sequence parallelism gathers the micro-batch's positions (int64) before DeepSpeed ZeRO-2 reduces
+    assert not opens_with_gathers(_dump([("all_gather", 32, "int64")] + deepspeed), META)
+    # and its activations on the rank's pair, a group no gradient is reduced on
+    t = _dump([("all_gather", 512, "fp32")] + deepspeed)
+    t["group"] = pd.Series(["1"] + ["0"] * len(deepspeed), dtype="category")
+    assert not opens_with_gathers(t, META)
+    # a float gather on the group the rank reduces on is a sharded forward's, as before
+    t["group"] = pd.Series(["0"] * (len(deepspeed) + 1), dtype="category")
+    assert opens_with_gathers(t, META)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from zerocalc.validate.classify import NORM_MAX_SHARE, OBJECT_TYPES, SCALAR_MAX_ELEMENTS
+from zerocalc.validate.classify import INTEGER_TYPES, NORM_MAX_SHARE, OBJECT_TYPES, SCALAR_MAX_ELEMENTS
 
 
 def gloo_dump_files(meta: dict | None) -> set[str]:
@@ -63,9 +63,11 @@ def stand_ins(table: pd.DataFrame, meta: dict | None, sized: bool = True) -> np.
 
 def opens_with_gathers(table: pd.DataFrame, meta: dict | None) -> bool:
     """Whether every gloo dump of ``table`` holds its rank's first call (record 0: the ring buffer has not
-    wrapped) and its first gather or reduction with data (not a scalar, not pickled bytes) is an all-gather:
-    a sharded forward gathers each unit before its gradient is reduced (FSDP1, FSDP2, HSDP, DeepSpeed
-    ZeRO-3), where DeepSpeed ZeRO-1 and -2 and DDP reduce a step's gradients before they first gather."""
+    wrapped) and its first gather or reduction of floating-point data (not a scalar, not pickled bytes nor
+    token ids) on a group it reduces gradients on is an all-gather: a sharded forward gathers each unit
+    before its gradient is reduced (FSDP1, FSDP2, HSDP, DeepSpeed ZeRO-3), where DeepSpeed ZeRO-1 and -2 and
+    DDP reduce a step's gradients before they first gather. Gathers on other groups (sequence parallelism's
+    token ids and activations, a tensor-parallel group's) say nothing of the data-parallel one."""
     files = gloo_dump_files(meta)
     if not files or "record" not in table or not len(table):
         return False
@@ -74,14 +76,16 @@ def opens_with_gathers(table: pd.DataFrame, meta: dict | None) -> bool:
     size = table["in_nelems"].to_numpy(dtype=np.float64, na_value=np.nan)
     record = table["record"].to_numpy(dtype=np.float64, na_value=np.nan)
     dtype = table["dtype"].astype(str).to_numpy()
+    group = table["group"].astype(str).to_numpy()
     data = np.isin(op, ["all_gather", "all_reduce", "reduce_scatter"]) & (size > SCALAR_MAX_ELEMENTS) \
-        & ~np.isin(dtype, OBJECT_TYPES)
+        & ~np.isin(dtype, OBJECT_TYPES + INTEGER_TYPES)
+    reduces = data & (op != "all_gather")
     for f in files:
         mine = np.flatnonzero(file == f)
         if not len(mine) or np.nanmin(record[mine], initial=np.inf) != 0:
             return False
         first = mine[np.argsort(record[mine], kind="stable")]
-        first = first[data[first]]
+        first = first[data[first] & np.isin(group[first], group[mine[reduces[mine]]])]
         if not len(first) or op[first[0]] != "all_gather":
             return False
     return True
