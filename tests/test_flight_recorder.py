@@ -927,6 +927,37 @@ def test_a_norm_vector_beside_reduce_scatters_recorded_as_all_reduces_is_no_grad
     assert any("all-reduces of 12 elements" in n for n in out["notes"])
 
 
+@pytest.mark.parametrize(("case", "matches"), [("hsdp-2x4-mixed-bf16-fp32-ga2", ["fsdp-hybrid"]),
+                                               ("fsdp2-equal-layers-ga2-no-sync", ["fsdp-full-shard",
+                                                                                   "fsdp-hybrid"])])
+def test_real_dumps_of_two_micro_batches_reduced_in_the_second_read_as_two(case, matches):
+    # FSDP2 with 2 micro-batches a step and set_requires_gradient_sync(False) on the first, no step markers
+    # (HSDP on 2 × 4 ranks in bf16 with fp32 reductions; 4 units, 3 of one size). Counted from the dumps:
+    # each step gathers every unit in both micro-batches' forwards and backwards (4Ψ), more than half of its
+    # gathers before its first reduction; it reduces each unit's whole once (over gloo, the reduce-scatter
+    # recorded as an all-reduce), Ψ in all, and under HSDP all-reduces each shard (Ψ over the shard group)
+    # on the replicate group. Before: K = 1, and no scheme for HSDP, none for the equal units
+    run, ranks = _count(case)
+    steps, psi = run["optimizer_steps"], run["model"]["psi"]
+    shard = len(run["groups"]["shard"][0])
+    for entries in ranks:
+        assert len(entries) % steps == 0
+        step = entries[:len(entries) // steps]
+        gathers = [math.prod(e["output_sizes"][0]) for e in step if e["profiling_name"] == "gloo:all_gather"]
+        reduced = [math.prod(e["input_sizes"][0]) for e in step if e["profiling_name"] == "gloo:all_reduce"]
+        first = next(i for i, e in enumerate(step) if e["profiling_name"] == "gloo:all_reduce")
+        assert sum(gathers) == 4 * psi and 2 * first > len(gathers)
+        wholes = [r for r in reduced if r in set(gathers)]
+        shards = psi // shard if "replicate" in run["groups"] else 0  # HSDP's all-reduces of the shards
+        assert sum(wholes) == psi and sum(reduced) - psi == shards
+    res = runner.invoke(app, ["check", str(FR / case), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"], out["grad_sync"]) == (
+        psi, run["world_size"], steps, run["micro_batches"], "boundary")
+    assert out["matches"] == matches
+
+
 def test_a_real_dump_whose_first_gather_is_sequence_parallelisms_reads_as_deepspeed_zero2():
     # DeepSpeed ZeRO-2 on 4 ranks beside Ulysses sequence parallelism on pairs, one micro-batch. Counted from
     # the dumps: each step all-reduces the 106,688-element gradient on the group of 4, then a 0-d flag, then

@@ -16,7 +16,7 @@ from real_runs import gathered_and_scattered
 
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
-from zerocalc.validate.micro_batches import _k_and_how
+from zerocalc.validate.micro_batches import _alike_then_reductions, _blocks, _k_and_how
 
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 EQUAL = 3 * (128 * 128 + 128) + 128 * 96 + 96  # EQUAL_LAYERS: 61,920
@@ -68,3 +68,48 @@ def test_a_block_that_reduces_stands_against_fewer_backward_passes(reduces, k):
     # that reduces stands (under DDP's Join, a rank that joined early shadows the others' all-reduces
     # without a backward of its own)
     assert _k_and_how(None, 3, True, 2, False, reduces=reduces)[0] == k
+
+
+def _step(calls: str, sizes: dict[str, int]) -> tuple[list, list, list, list, list]:
+    """A step's calls by hand: each letter a call (upper case a gather of its unit, ``r``+unit a
+    reduce-scatter of its whole, ``x``+unit an all-reduce of its shard on another group), as
+    :func:`_blocks` takes them: codes, gradient reductions, data, elements, reduce-scatters."""
+    toks = calls.split()
+    codes = [hash(t) % 1000 for t in toks]
+    grad = [t[0] in "rx" for t in toks]
+    elems = [float(sizes[t[-1]] // (4 if t[0] == "x" else 1)) for t in toks]
+    return codes, grad, [True] * len(toks), elems, [t[0] == "r" for t in toks]
+
+
+MB = "A B C C B A"  # a micro-batch of 3 units that reduces nothing: forward, then backward (reshard after it)
+
+
+@pytest.mark.parametrize(("calls", "k"), [
+    # HSDP, 2 micro-batches, the second reducing (each unit's reduce-scatter, then its shard's all-reduce)
+    # among its backward's gathers: two micro-batches reduced at the boundary
+    (f"{MB} A B C C B rC xC A rB xB rA xA", 2),
+    # units of one size: the block of one call repeats, and still two micro-batches; or four
+    ("A A A D D A A A A A A D D A rD A rA A rA rA", 2),
+    ("A A A D D A A A " * 3 + "A A A D D A rD A rA A rA rA", 4),
+    # one unit, gathered for the forward and again for the backward: blocks of the one call gather no more
+    # than the step reduces, blocks of two do (the step's blocks read as 4 before this reading: 4
+    # micro-batches keeping the unit from forward to backward send the same calls)
+    ("A A A A rA", 2),
+    # a reduction before the first micro-batch's gathers are done: no micro-batch reduces nothing
+    ("A B C C rC B A A B C C B rB A rA", None),
+    # halves unlike: no micro-batches alike
+    (f"{MB} A B C B C rC rB A rA", None),
+    # 4 micro-batches found from another phase (a trace without markers, steps found from its end): the
+    # reductions come after 2 of them, and a whole micro-batch's gathers after the first reduction
+    (f"{MB} {MB} A B C C B rC A rB rA {MB}", None),
+    # one micro-batch of units of one size, gathered in the forward and again in the backward
+    ("A A A A A rA A rA A rA", None),
+    # 2 micro-batches whose units are kept from forward to backward gather Ψ a block, no more than the step
+    # reduces: not told from one micro-batch of units of one size here (a profiler trace's passes tell them)
+    ("A B C A B C rC rB rA", None),
+])
+def test_micro_batches_alike_with_the_reductions_in_the_last(calls, k):
+    step = _step(calls, {"A": 1000, "B": 800, "C": 600, "D": 500})
+    assert _alike_then_reductions(*step) == k
+    if k and calls != "A A A A rA":  # and so the step's blocks read, where nothing else reads surely
+        assert _blocks(*step)[::3] == (k, True) and _blocks(*step)[1] == "boundary"

@@ -115,6 +115,8 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
             mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
     if not sure and (k := _blocks_between_scalars(codes, grad, data, elems, scatter)):
         reps, mode, sure = k, "every", True
+    if not sure and (k := _alike_then_reductions(codes, grad, data, elems, scatter)):
+        reps, mode, sure = k, "boundary", True
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
         reps, mode, sure = k, KEPT_BACKWARDS, True
     return reps, mode, recur, sure
@@ -184,6 +186,42 @@ def _gathers_what_it_reduces(grad: list[bool], data: list[bool] | None, elems: l
     reduced = sum(elems[i] for i in range(first, per) if grad[i] and (sc is None or sc[i]))
     gathered = sum(elems[i] for i in range(first) if data is None or data[i])
     return 0 < reduced <= gathered * (1 + 1e-9)
+
+
+def _alike_then_reductions(codes: list[int], grad: list[bool], data: list[bool] | None,
+                           elems: list[float] | None, scatter: list[bool] | None = None) -> int | None:
+    """K where a step is K ≥ 2 micro-batches alike, the gradients reduced in the last alone: its calls that
+    carry data and reduce no gradients are one block K times, the first K − 1 wholly before the first
+    reduction and at most half a block's calls after it (the last backward's gathers of the units it has
+    not reduced yet), and the block gathers more than the step reduces (what it reduce-scatters, where it
+    does: HSDP's all-reduces of the shards on the replicate group reduce those gradients again). That is
+    FSDP's or HSDP's step under ``set_requires_gradient_sync(False)`` (``no_sync()``) on the earlier
+    micro-batches, each gathering its units in the forward and again in the backward, the reductions among
+    the last's gathers. The finest such blocks count. A step of one micro-batch whose forward and backward
+    gather alike (one unit, or units of one size, gathered in the forward and again in the backward)
+    gathers in its first half no more than it reduces, and is not taken for two; a step found in another
+    phase (the steps of a trace without markers found from its end) has more calls after its first
+    reduction. Tried where no other reading is sure: two micro-batches show no block repeated back to
+    back before the reductions, nor do units of one size gathered in a row (a block of one call repeated),
+    which :func:`_blocks` cannot take for micro-batches. None where the step is not so."""
+    if elems is None:
+        return None
+    calls = [i for i, g in enumerate(grad) if not g and (data is None or data[i])]
+    first = next((i for i, g in enumerate(grad) if g), None)
+    if first is None:
+        return None
+    after = sum(i > first for i in calls)
+    sc = scatter if scatter is not None and any(scatter) else None
+    reduced = sum(elems[i] for i in range(len(grad)) if grad[i] and (sc is None or sc[i]))
+    for k in range(len(calls), 1, -1):
+        per = len(calls) // k
+        if per * k != len(calls) or calls[(k - 1) * per - 1] > first or 2 * after > per:
+            continue
+        block = [codes[i] for i in calls[:per]]
+        if all([codes[i] for i in calls[b * per:(b + 1) * per]] == block for b in range(1, k)) \
+                and 0 < reduced < sum(elems[i] for i in calls[:per]) / (1 + 1e-9):
+            return k
+    return None
 
 
 def _blocks_between_scalars(codes: list[int], grad: list[bool], data: list[bool] | None,
