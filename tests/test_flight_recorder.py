@@ -982,3 +982,32 @@ def test_a_real_dump_whose_first_gather_is_sequence_parallelisms_reads_as_deepsp
     out = json.loads(res.stdout)
     assert (out["psi"], out["n"], out["steps"]) == (106_688, 4, run["optimizer_steps"])
     assert "deepspeed-zero2" in out["matches"] and "fsdp-shard-grad-op" not in out["matches"]
+
+
+def test_a_real_dump_of_deepspeed_zero3_past_its_reuse_distance_reads_the_share_gathered_again():
+    # DeepSpeed ZeRO-3 with stage3_max_reuse_distance 10,000 (the model's first layers past it), 2
+    # micro-batches, no step markers, no backward pass. Counted from the dumps: after the first micro-batch,
+    # each gathers the model's partitions once (Ψ in all) and then layers.1's and layers.0's again, then
+    # reduces Ψ in one bucket (over gloo, an all-reduce of the whole); the share gathered again is what
+    # the gathers bring past Ψ. Before: none (the share was read only where the trace marks the backward,
+    # or from DeepSpeed's own comms log)
+    run, ranks = _count("ds-zero3-past-reuse-distance-ga2")
+    psi = run["model"]["psi"]
+    for entries in ranks:
+        blocks, gathered = [], 0
+        for e in entries:
+            if e["profiling_name"] == "gloo:all_gather":
+                gathered += math.prod(e["output_sizes"][0])
+            elif e["profiling_name"] == "gloo:all_reduce" and math.prod(e["input_sizes"][0]) == psi:
+                blocks.append(gathered)
+                gathered = 0
+        assert len(blocks) == run["optimizer_steps"] * run["micro_batches"]
+        assert set(blocks[1:]) == {psi + 55_648}  # the first micro-batch gathers its layers as it goes
+    res = runner.invoke(app, ["check", str(FR / "ds-zero3-past-reuse-distance-ga2"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["micro_batches"], out["grad_sync"]) == (psi, 4, 2, "every")
+    assert out["matches"] == ["deepspeed-zero3"]
+    (zero3,) = [s for s in out["schemes"] if s["scheme"] == "deepspeed-zero3"]
+    assert zero3["share_gathered_again_in_backward"] == pytest.approx(55_648 / psi, rel=1e-9)
+    assert any("marks no backward pass" in note for note in out["notes"])

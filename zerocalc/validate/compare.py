@@ -12,9 +12,9 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import NamedTuple
 
-from zerocalc.traces.deepspeed_comms import FORMAT as DEEPSPEED_COMMS
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.explain import NO_CROSS_RANK_TRAFFIC, _explain
 from zerocalc.validate.fit import AlphaBetaFit
@@ -40,6 +40,7 @@ from zerocalc.validate.regimes import (
     kept_for_backward_share,
     kept_gathers,
     persistent_share,
+    ranks_gather_alike,
     same_elements,
 )
 
@@ -297,7 +298,7 @@ def _part_regathered(sch, seen: _Seen, kept_keys: dict) -> tuple[tuple | None, f
     pricing (:func:`price_against`), the share), or (None, 0) where the trace does not read so."""
     m, mkeys, pricing = seen.m, seen.mkeys, seen.pricing
     share = regathered_share(mkeys, kept_keys, int(pricing.micro_batches), m.psi, m.gathered_in_backward,
-                             seen.units, DEEPSPEED_COMMS in m.formats)
+                             seen.units, partial(ranks_gather_alike, m))
     if not share:
         return None, 0.0
     at = price_against(sch, m, mkeys, m.pattern_groups,

@@ -17,7 +17,9 @@ the trace, where it shows that DeepSpeed sent it:
   is read so (:func:`~.regimes.kept_for_backward_share`);
 * where the trace records the backward's nodes (a Kineto trace: its ``backward_op`` column,
   :mod:`zerocalc.traces.kineto_recompute`), the forward gathers Ψ a micro-batch, each parameter once, and
-  the backward the rest; where it does not, the trace is DeepSpeed's own comms log.
+  the backward the rest; where it does not (a Flight Recorder dump, an NCCL log, DeepSpeed's comms log), the
+  gathers past Ψ are read as the backward's, and the note says what else sends them (a tied weight gathered
+  at each use, frozen parameters), which only the nodes tell apart.
 
 Under activation checkpointing (``torch.utils.checkpoint``, reentrant or not) such a model's backward gathers
 more than Ψ: DeepSpeed's forward hooks run again when the backward recomputes a checkpointed segment and
@@ -39,13 +41,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from zerocalc.traces.deepspeed_comms import FORMAT as DEEPSPEED_COMMS
 from zerocalc.validate.accounting import RTOL
 from zerocalc.validate.classify import STEP
 from zerocalc.validate.regimes import (
     by_op_and_group,
     gather_apart,
     gathers_of_reduced_vectors,
+    ranks_gather_alike,
 )
 
 #: The canonical table's column naming the node of the backward an all-gather ran in.
@@ -72,25 +74,27 @@ def gathered_in_backward(rows, cat: np.ndarray, ops, step_id: np.ndarray, full: 
 
 
 def regathered_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: float | None,
-                     units, deepspeed: bool) -> float:
+                     units, alike) -> float:
     """The share r of Ψ DeepSpeed ZeRO-3 gathers again in the backward, each micro-batch, for the measured
     pattern (module docstring): the measured gathers k(1 + r)Ψ with 0 < r < 1, in the group the scheme
     gathers on, where ``pkeys`` (the scheme's elements per (op, group) with every parameter kept for the
     backward, kΨ gathered) agrees with the other calls and the gathers are not of the reduced vectors
     (``units()`` False: FSDP's are, and FSDP that keeps part of its parameters for the backward is read
     so). Where the trace shows where the gathers ran (``backward``: the elements gathered in the backward a
-    step), the forward gathers kΨ; where it does not, only DeepSpeed's own log (``deepspeed``) is read so:
-    a Flight Recorder dump or an NCCL log of other calls would read alike. 0 where it does not read so."""
+    step), the forward gathers kΨ; where it does not (a Flight Recorder dump, an NCCL log, DeepSpeed's comms
+    log), the gathers past kΨ are read as the backward's (:func:`regathered_note` says so) where every rank
+    gathers alike (``alike()``: data parallelism's gathers, where a tensor-parallel excerpt's differ). 0 where
+    it does not read so."""
     gather = gather_apart(mkeys, pkeys)
     if gather is None or psi <= 0 or k < 1:
         return 0.0
     measured = mkeys[gather]
     share = measured / (k * psi) - 1
-    if not RTOL < share < 1 - RTOL or (backward is None and not deepspeed) or units():
+    if not RTOL < share < 1 - RTOL or units():
         return 0.0
     if backward is not None and not math.isclose(measured - backward, k * psi, rel_tol=RTOL):
         return 0.0
-    return share
+    return share if backward is not None or alike() else 0.0
 
 
 def recomputed_share(mkeys: dict, pkeys: dict, k: int, psi: float, backward: float | None, units) -> float:
@@ -129,6 +133,10 @@ def regathered_note(schemes, share: float, psi: float, shown: bool) -> str:
     how = "gathers of modules and buckets, not of the vectors reduced, as DeepSpeed's are"
     if shown:
         how += "; the forward gathers each parameter once and the backward the rest, as its nodes show"
+    else:
+        how += ("; the trace marks no backward pass, so the gathers past Ψ are read as the backward's: a "
+                "tied weight gathered again at a later use in the forward, or frozen parameters gathered and "
+                "never reduced, add to them alike, which a profiler trace's nodes of the backward tell apart")
     return (f"{', '.join(schemes)} sends exactly this pattern with {share:.3g}Ψ ({share * psi:,.0f} "
             "elements) of the parameters gathered again in the backward each micro-batch "
             f"({1 + share:.3g}Ψ gathered in place of Ψ or 2Ψ): a model past stage3_max_reuse_distance (1e9 "
@@ -149,7 +157,7 @@ def hpz_regathered(m, merged: HpzMerged) -> tuple[tuple[str, ...], list[str], di
     s, extra, measured, kept, backward = merged
     k = max(m.micro_batches, 1)
     units = partial(gathers_of_reduced_vectors, m)
-    share = regathered_share(measured, kept, k, m.psi, backward, units, DEEPSPEED_COMMS in m.formats)
+    share = regathered_share(measured, kept, k, m.psi, backward, units, partial(ranks_gather_alike, m))
     field, again = "regathered_share", "the parameters gathered again in the backward"
     if not share:  # under activation checkpointing: more than Ψ in the backward
         share = recomputed_share(measured, kept, k, m.psi, backward, units)

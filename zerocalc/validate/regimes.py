@@ -126,6 +126,23 @@ def gathers_of_reduced_vectors(m: Measurement) -> bool:
     return bool(len(gathered)) and bool(np.isin(gathered, reduced).all())
 
 
+def ranks_gather_alike(m: Measurement) -> bool:
+    """Whether every rank all-gathers as many elements a step as every other, in the step's calls: data
+    parallelism's gathers of a model's partitions, each rank its own share of the same parameters (where an
+    excerpt of tensor parallelism's gathers of activations, or a pipeline's stages, differ by rank)."""
+    cols = m.columns
+    gathers = (cols.cat == STEP) & (cols.step_id >= 0) & cols.ops.eq("all_gather")
+    if not gathers.any():
+        return False
+    r, s = cols.rank_idx[gathers], cols.step_id[gathers]
+    steps = np.array([len(np.unique(s[r == i])) for i in range(len(cols.ranks))], dtype=np.float64)
+    per = np.bincount(r, weights=cols.full_elements[gathers], minlength=len(cols.ranks))
+    if (steps == 0).any():
+        return False
+    per = per / steps
+    return bool(np.allclose(per, per[0], rtol=RTOL, atol=0.0))
+
+
 def kept_for_backward_share(mkeys: dict, pkeys: dict, phases, k: int, psi: float) -> float:
     """The share q of Ψ with which a scheme that gathers its parameters twice a micro-batch (forward and
     backward: A = 2kΨ a step, in 2k gathers) sends the measured pattern once the forward's gathers of q·Ψ are
