@@ -12,7 +12,6 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import NamedTuple
 
 from zerocalc.validate.accounting import RTOL
@@ -298,7 +297,7 @@ def _part_regathered(sch, seen: _Seen, kept_keys: dict) -> tuple[tuple | None, f
     pricing (:func:`price_against`), the share), or (None, 0) where the trace does not read so."""
     m, mkeys, pricing = seen.m, seen.mkeys, seen.pricing
     share = regathered_share(mkeys, kept_keys, int(pricing.micro_batches), m.psi, m.gathered_in_backward,
-                             seen.units, partial(ranks_gather_alike, m))
+                             seen.units, functools.partial(ranks_gather_alike, m))
     if not share:
         return None, 0.0
     at = price_against(sch, m, mkeys, m.pattern_groups,
