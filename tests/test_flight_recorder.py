@@ -932,7 +932,8 @@ def test_a_norm_vector_beside_reduce_scatters_recorded_as_all_reduces_is_no_grad
                                                                                    "fsdp-hybrid"])])
 def test_real_dumps_of_two_micro_batches_reduced_in_the_second_read_as_two(case, matches):
     # FSDP2 with 2 micro-batches a step and set_requires_gradient_sync(False) on the first, no step markers
-    # (HSDP on 2 × 4 ranks in bf16 with fp32 reductions; 4 units, 3 of one size). Counted from the dumps:
+    # (one run HSDP on 2 × 4 ranks, bf16 parameters and fp32 reductions; the other 4 units on 4 ranks, 3 of
+    # them of one size). Counted from the dumps:
     # each step gathers every unit in both micro-batches' forwards and backwards (4Ψ), more than half of its
     # gathers before its first reduction; it reduces each unit's whole once (over gloo, the reduce-scatter
     # recorded as an all-reduce), Ψ in all, and under HSDP all-reduces each shard (Ψ over the shard group)

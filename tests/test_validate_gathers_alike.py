@@ -75,7 +75,8 @@ def _step(calls: str, sizes: dict[str, int]) -> tuple[list, list, list, list, li
     reduce-scatter of its whole, ``x``+unit an all-reduce of its shard on another group), as
     :func:`_blocks` takes them: codes, gradient reductions, data, elements, reduce-scatters."""
     toks = calls.split()
-    codes = [hash(t) % 1000 for t in toks]
+    names: dict[str, int] = {}
+    codes = [names.setdefault(t, len(names)) for t in toks]
     grad = [t[0] in "rx" for t in toks]
     elems = [float(sizes[t[-1]] // (4 if t[0] == "x" else 1)) for t in toks]
     return codes, grad, [True] * len(toks), elems, [t[0] == "r" for t in toks]
