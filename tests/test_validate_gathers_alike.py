@@ -16,7 +16,12 @@ from real_runs import gathered_and_scattered
 
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
-from zerocalc.validate.micro_batches import _alike_then_reductions, _blocks, _k_and_how
+from zerocalc.validate.micro_batches import (
+    _alike_then_reductions,
+    _blocks,
+    _k_and_how,
+    _two_with_more_reductions,
+)
 
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 EQUAL = 3 * (128 * 128 + 128) + 128 * 96 + 96  # EQUAL_LAYERS: 61,920
@@ -114,3 +119,20 @@ def test_micro_batches_alike_with_the_reductions_in_the_last(calls, k):
     assert _alike_then_reductions(*step) == k
     if k and calls != "A A A A rA":  # and so the step's blocks read, where nothing else reads surely
         assert _blocks(*step)[::3] == (k, True) and _blocks(*step)[1] == "boundary"
+
+
+@pytest.mark.parametrize(("calls", "two"), [
+    # HSDP, 2 micro-batches reduce-scattering in each, the replicate all-reduces in the second alone
+    ("A B C C B rC A rB rA A B C C B rC xC A rB xB rA xA", True),
+    # units of one size (a block of one call repeats at the start)
+    ("A A A D D A rD A rA A rA rA A A A D D A rD xD A rA xA A rA xA rA xA", True),
+    # one micro-batch of HSDP: its all-reduces follow its reduce-scatters, no block before them
+    ("A B C C B rC xC A rB xB rA xA", False),
+    # 2 micro-batches alike, no reductions of the last's own: found by the blocks' repeat, not here
+    ("A B C C B rC A rB rA A B C C B rC A rB rA", False),
+])
+def test_two_micro_batches_that_reduce_each_the_last_once_more(calls, two):
+    step = _step(calls, {"A": 1000, "B": 800, "C": 600, "D": 500})
+    assert _two_with_more_reductions(*step[:3]) is two
+    if two:
+        assert _blocks(*step)[:2] == (2, "every") and _blocks(*step)[3]

@@ -1111,44 +1111,51 @@ def test_zero3_at_deepspeeds_defaults_with_some_parameters_persistent(psi):
     assert ds.persistent_share == 1 and ds.gathers_if_kept == 1
 
 
+#: HSDP runs with the replicate all-reduce in the last micro-batch alone, and their micro-batches a step
+ALL_REDUCE_LAST = [("hsdp-2x2-ga4-all-reduce-last", 4), ("hsdp-2x2-ga2-all-reduce-last", 2)]
+
+
 @pytest.mark.parametrize("psi", [None, PSI])
-def test_hsdp_all_reducing_in_the_last_micro_batch_alone(psi):
-    # HSDP 2 x 2, 4 micro-batches, set_requires_all_reduce(False) on the first 3. Counted (count_calls.py):
-    # every step on every rank gathers 8Ψ and reduce-scatters 4Ψ on its shard group of 2, and all-reduces
-    # its half of Ψ once (the group of 2 the op does not name)
-    case = "hsdp-2x2-ga4-all-reduce-last"
+@pytest.mark.parametrize(("case", "k"), ALL_REDUCE_LAST)
+def test_hsdp_all_reducing_in_the_last_micro_batch_alone(case, k, psi):
+    # HSDP 2 x 2, k micro-batches, set_requires_all_reduce(False) on the first k - 1. Counted
+    # (count_calls.py): every step on every rank gathers 2kΨ and reduce-scatters kΨ on its shard group of 2,
+    # and all-reduces its half of Ψ once (the group of 2 the op does not name). With 2 micro-batches nothing
+    # repeats back to back before the last's all-reduces: before, K = 2 from the backward passes, read as
+    # micro-batches that send nothing before the boundary, Ψ read as 2Ψ and no scheme
     for passes, per in _elements_per_step(case):
-        assert passes == 4
-        assert per == {("c10d::_allgather_base_", 2): 8 * PSI, ("c10d::_reduce_scatter_base_", 2): 4 * PSI,
-                       ("c10d::allreduce_", None): PSI / 2}
+        assert passes == k
+        assert per == {("c10d::_allgather_base_", 2): 2 * k * PSI,
+                       ("c10d::_reduce_scatter_base_", 2): k * PSI, ("c10d::allreduce_", None): PSI / 2}
     ts = read_traces(RUNS / case)
     res = check(ts.table, meta=ts.meta, psi=psi)
     m = res.measurement
     # before: N = 2 with the all-reduces reported apart as another group's; K = 4 with Ψ from one micro-batch
-    assert (m.psi, m.n, m.shard_size, m.micro_batches, m.grad_sync) == (PSI, 4, 2, 4, "every")
-    # ring accounting on groups of 2: half of 8Ψ gathered, of 4Ψ reduce-scattered, and twice half of Ψ/2
-    assert m.bytes_per_rank_per_step == pytest.approx((8 * PSI / 2 + 4 * PSI / 2 + PSI / 2) * 4, rel=1e-9)
+    assert (m.psi, m.n, m.shard_size, m.micro_batches, m.grad_sync) == (PSI, 4, 2, k, "every")
+    # ring accounting on groups of 2: half of 2kΨ gathered, of kΨ reduce-scattered, and twice half of Ψ/2
+    assert m.bytes_per_rank_per_step == pytest.approx((2 * k * PSI / 2 + k * PSI / 2 + PSI / 2) * 4, rel=1e-9)
     hybrid = next(c for c in res.comparisons if c.scheme == "fsdp-hybrid")
     assert not hybrid.pattern_match and hybrid.matches_if_all_reduced_once
     assert res.all_reduced_once == ("fsdp-hybrid",)
-    assert any("set_requires_all_reduce(False)" in n and "in place of 4" in n for n in res.notes)
+    assert any("set_requires_all_reduce(False)" in n and f"in place of {k}" in n for n in res.notes)
     assert res.as_dict()["matches_if_all_reduced_once"] == ["fsdp-hybrid"]
     # HSDP that all-reduces in every micro-batch (hsdp-2x2, one micro-batch) sets no such flag
     ts = read_traces(RUNS / "hsdp-2x2")
     assert not check(ts.table, meta=ts.meta).all_reduced_once
 
 
-def test_hsdp_all_reducing_in_the_last_micro_batch_alone_without_step_markers():
+@pytest.mark.parametrize(("case", "k"), ALL_REDUCE_LAST)
+def test_hsdp_all_reducing_in_the_last_micro_batch_alone_without_step_markers(case, k):
     # the same calls with the profiler's step markers dropped, as a trace that marks no steps (an NCCL log)
     # shows them: the steps are found as repeated blocks, and inside each the last micro-batch is the block
-    # once more with the all-reduces, which a step of its own would not be: 4 micro-batches, Ψ as before
+    # once more with the all-reduces, which a step of its own would not be: k micro-batches, Ψ as before
     import numpy as np
 
-    ts = read_traces(RUNS / "hsdp-2x2-ga4-all-reduce-last")
+    ts = read_traces(RUNS / case)
     table = ts.table.assign(step=np.nan)
     res = check(table, meta=ts.meta)
     m = res.measurement
-    assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, 2, 4)
+    assert (m.psi, m.n, m.steps, m.micro_batches) == (PSI, 4, 2, k)
     assert res.all_reduced_once == ("fsdp-hybrid",)
 
 

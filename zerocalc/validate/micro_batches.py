@@ -113,6 +113,8 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
                                         or (rest and _gathers_what_it_reduces(grad, data, elems, per,
                                                                               scatter)))) or (
             mode == "boundary" and not closed and _reductions_after(grad, data, elems, per, reps))
+    if not sure and _two_with_more_reductions(codes, grad, data):
+        reps, mode, sure = 2, "every", True
     if not sure and (k := _blocks_between_scalars(codes, grad, data, elems, scatter)):
         reps, mode, sure = k, "every", True
     if not sure and (k := _alike_then_reductions(codes, grad, data, elems, scatter)):
@@ -268,6 +270,23 @@ def _backwards_after_one_forward(codes: list[int], grad: list[bool], data: list[
     closed = core == block and any(grad[i] for i in extra) and all(
         grad[i] or (data is not None and not data[i]) for i in extra)
     return r + 1 if q and closed else None
+
+
+def _two_with_more_reductions(codes: list[int], grad: list[bool], data: list[bool] | None) -> bool:
+    """Whether a step is one block that reduces gradients, then the block once more with gradient reductions
+    of its own among its calls (:func:`_with_more_reductions`): 2 micro-batches that reduce in each, the
+    last once more, as HSDP's replicate all-reduce of the shards runs in the last micro-batch alone (FSDP2's
+    ``set_requires_all_reduce(False)`` on the first). With 3 or more, the block repeats back to back before
+    the last and :func:`_blocks` finds it; with 2 nothing repeats (or a call alike repeats: units of one
+    size gathered in a row). The second block opens with the first's opening call, after the first's
+    reductions."""
+    first = next((i for i, g in enumerate(grad) if g), None)
+    if first is None:
+        return False
+    for per in range(first + 1, len(codes) // 2 + 1):
+        if codes[per] == codes[0] and _with_more_reductions(codes, grad, data, per, 1, set(codes[:per])):
+            return True
+    return False
 
 
 def _with_more_reductions(codes: list[int], grad: list[bool], data: list[bool] | None, per: int, reps: int,

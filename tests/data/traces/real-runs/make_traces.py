@@ -1877,6 +1877,14 @@ CASES = {
             "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
             "micro_batches": 4, "steps_profiled": 2,
             "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
+    "hsdp-2x2-ga2-all-reduce-last": (
+        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, steps=2,
+                             all_reduce_every=False), {
+            "scheme": "HSDP as hsdp-2x2, 2 micro-batches, set_requires_all_reduce(False) on the first: "
+                      "reduce-scatters in both micro-batches, the replicate all-reduce in the last alone",
+            "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+            "micro_batches": 2, "steps_profiled": 2,
+            "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
     "hsdp-2x2-metrics-all-reduce": (case_hsdp_metrics, {
         "scheme": "HSDP as hsdp-2x2, one micro-batch, and after each optimizer step the 8 per-sample losses "
                   "(padded to 16 elements) all-reduced over the world",
