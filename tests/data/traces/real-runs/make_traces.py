@@ -583,6 +583,20 @@ def case_hsdp_2x4_mixed(outdir, log_loss=False):
     run_profiled(outdir, 2, fsdp2_loop(model, opt, 2, sync_every=False, log_loss=log_loss))
 
 
+def hsdp_all_reduce_last_case(k):
+    """A case of HSDP as ``hsdp-2x2`` with ``k`` micro-batches a step and ``set_requires_all_reduce(False)``
+    on all but the last: reduce-scatters in every micro-batch, the replicate all-reduce in the last alone."""
+    first, every = (("the first", "both micro-batches") if k == 2
+                    else (f"the first {k - 1}", "every micro-batch"))
+    return (lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=k, steps=2,
+                                 all_reduce_every=False), {
+        "scheme": f"HSDP as hsdp-2x2, {k} micro-batches, set_requires_all_reduce(False) on {first}: "
+                  f"reduce-scatters in {every}, the replicate all-reduce in the last alone",
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
+        "micro_batches": k, "steps_profiled": 2,
+        "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"})
+
+
 def case_hsdp_metrics(outdir):
     """HSDP as ``hsdp-2x2`` (FSDP2 on a 2 × 2 mesh, one micro-batch a step), the loss the mean of the
     per-sample losses, and after each optimizer step those 8 per-sample losses (padded to 16) all-reduced
@@ -1869,22 +1883,8 @@ CASES = {
         "param_dtype": "float32", "reduce_dtype": "float32",
         "groups": {"replicate": WORLD4, "shard": [[0], [1], [2], [3]]}, "micro_batches": 1,
         "grad_sync": "every micro-batch", "steps_profiled": 3}),
-    "hsdp-2x2-ga4-all-reduce-last": (
-        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=4, steps=2,
-                             all_reduce_every=False), {
-            "scheme": "HSDP as hsdp-2x2, 4 micro-batches, set_requires_all_reduce(False) on the first 3: "
-                      "reduce-scatters in every micro-batch, the replicate all-reduce in the last alone",
-            "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
-            "micro_batches": 4, "steps_profiled": 2,
-            "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
-    "hsdp-2x2-ga2-all-reduce-last": (
-        lambda o: case_fsdp2(o, mesh_shape=(2, 2), mesh_names=("replicate", "shard"), k=2, steps=2,
-                             all_reduce_every=False), {
-            "scheme": "HSDP as hsdp-2x2, 2 micro-batches, set_requires_all_reduce(False) on the first: "
-                      "reduce-scatters in both micro-batches, the replicate all-reduce in the last alone",
-            "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((2, 2)),
-            "micro_batches": 2, "steps_profiled": 2,
-            "grad_sync": "reduce-scatter every micro-batch, all-reduce in the last only"}),
+    "hsdp-2x2-ga4-all-reduce-last": hsdp_all_reduce_last_case(4),
+    "hsdp-2x2-ga2-all-reduce-last": hsdp_all_reduce_last_case(2),
     "hsdp-2x2-metrics-all-reduce": (case_hsdp_metrics, {
         "scheme": "HSDP as hsdp-2x2, one micro-batch, and after each optimizer step the 8 per-sample losses "
                   "(padded to 16 elements) all-reduced over the world",
