@@ -16,12 +16,8 @@ from real_runs import gathered_and_scattered
 
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
-from zerocalc.validate.micro_batches import (
-    _alike_then_reductions,
-    _blocks,
-    _k_and_how,
-    _two_with_more_reductions,
-)
+from zerocalc.validate.micro_batches import _k_and_how
+from zerocalc.validate.step_blocks import _alike_then_reductions, _blocks, _two_with_more_reductions
 
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 EQUAL = 3 * (128 * 128 + 128) + 128 * 96 + 96  # EQUAL_LAYERS: 61,920

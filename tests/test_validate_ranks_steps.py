@@ -456,7 +456,7 @@ def test_a_trace_cut_mid_step_reads_its_micro_batches_in_the_steps_phase(tmp_pat
 
 
 def test_equal_layers_after_a_first_step_that_differs_are_not_cut_steps():
-    from zerocalc.validate.micro_batches import _cut_phase
+    from zerocalc.validate.step_blocks import cut_phase
 
     # one FSDP-like step of 3 equal layers, one micro-batch: 3 forward gathers (code 0, 500 elements a
     # rank into 1,000), then a gather and a reduce-scatter (code 1, 1,000 elements) a layer in backward.
@@ -466,12 +466,12 @@ def test_equal_layers_after_a_first_step_that_differs_are_not_cut_steps():
     codes = [0, 0, 0] + [0, 1] * 3
     grad = [c == 1 for c in codes]
     args = (codes, grad, [True] * 9, [1000.0] * 9)
-    assert _cut_phase(args, [2, 0, 1, 0, 1, 0, 1]) is None
+    assert cut_phase(args, [2, 0, 1, 0, 1, 0, 1]) is None
     # the same calls, an optimizer's gather after blocks that reduce alone (DeepSpeed ZeRO-2, code 2, the
     # shards of 3,000 elements): moved to the front, 3 micro-batches
     codes = [1, 1, 2, 1]
     args = (codes, [True, True, False, True], [True] * 4, [1000.0, 1000.0, 3000.0, 1000.0])
-    assert _cut_phase(args, [5, 1, 1, 2, 1])[:2] == (3, "every")
+    assert cut_phase(args, [5, 1, 1, 2, 1])[:2] == (3, "every")
 
 
 def test_one_expert_a_rank_counts_in_psi_and_its_group_of_one_moves_nothing(tmp_path):

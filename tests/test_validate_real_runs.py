@@ -1244,19 +1244,19 @@ def test_share_kept_for_backward_by_hand():
 
 def test_a_block_without_reductions_then_reductions_alone_is_micro_batches_only_when_it_gathers_them():
     # by hand, one step found without markers: codes 1 and 3 are gathers, 2 a reduce-scatter
-    from zerocalc.validate.micro_batches import _step_blocks
+    from zerocalc.validate.step_blocks import step_blocks
 
     # [gather 60, gather 40] x 3, then the reduce-scatter of 100 (what one block gathers): 3 micro-batches
     codes, grad = [1, 3, 1, 3, 1, 3, 2], [False] * 6 + [True]
     elems = [60.0, 40.0] * 3 + [100.0]
-    assert _step_blocks(codes, grad, [True] * 7, elems) == (3, "boundary", 1, True)
+    assert step_blocks(codes, grad, [True] * 7, elems) == (3, "boundary", 1, True)
     # one layer's gather of 100 x 3 (a model of equal layers, kept for backward), then its reductions of
     # 300: one micro-batch, which a trace without markers cannot be sure of
     codes, grad, elems = [1, 1, 1, 2, 2, 2], [False] * 3 + [True] * 3, [100.0] * 6
-    assert _step_blocks(codes, grad, [True] * 6, elems)[3] is False
+    assert step_blocks(codes, grad, [True] * 6, elems)[3] is False
     # other calls with data after the repeats (a training micro-batch after evaluations): not sure either
     codes, grad = [1, 3, 1, 3, 1, 3, 1, 2], [False] * 7 + [True]
-    assert _step_blocks(codes, grad, [True] * 8, [60.0, 40.0] * 3 + [60.0, 100.0])[3] is False
+    assert step_blocks(codes, grad, [True] * 8, [60.0, 40.0] * 3 + [60.0, 100.0])[3] is False
 
 
 def test_no_share_kept_for_backward_is_read_off_ranks_that_gather_unlike():
@@ -1896,25 +1896,25 @@ def test_a_profile_without_profiler_steps_takes_the_optimizers_steps(case):
 def test_scalars_repeated_at_a_step_opening_are_not_micro_batches_where_the_passes_are_counted():
     # by hand, Hugging Face Trainer's step (real-runs/hf-trainer-*, README): code 0 its gather of one
     # element, twice, before the forward; 1 the gradient all-reduce of Ψ; 2 an int all-reduce of 6
-    from zerocalc.validate.micro_batches import _step_blocks
+    from zerocalc.validate.step_blocks import step_blocks
 
     codes, grad, data, elems = [0, 0, 1, 2], [False, False, True, False], [False, False, True, False], [
         4.0, 4.0, 71104.0, 6.0]
     # read alone the opening pair repeats twice, and is taken for two micro-batches
-    assert _step_blocks(codes, grad, data, elems)[:2] == (2, "boundary")
+    assert step_blocks(codes, grad, data, elems)[:2] == (2, "boundary")
     # where the trace counts the backward passes, they tell the micro-batches: nothing repeats here
-    assert _step_blocks(codes, grad, data, elems, passes=1)[:2] == (1, None)
+    assert step_blocks(codes, grad, data, elems, passes=1)[:2] == (1, None)
     # DeepSpeed ZeRO-2 under Trainer: after the pair, the all-reduce of Ψ in each of 4 micro-batches, then
     # two scalars (3) and the updated partitions' gathers (4, 5)
     codes = [0, 0, 1, 1, 1, 1, 3, 3, 4, 5]
     grad = [False, False, True, True, True, True, False, False, False, False]
     data = [False, False, True, True, True, True, False, False, True, True]
     elems = [4.0, 4.0] + [71104.0] * 4 + [1.0, 1.0, 70656.0, 448.0]
-    assert _step_blocks(codes, grad, data, elems, passes=4) == (4, "every", 4, True)
+    assert step_blocks(codes, grad, data, elems, passes=4) == (4, "every", 4, True)
     # a block with data is read as before, passes or not
     codes, grad, data = [1, 3, 1, 3, 1, 3, 2], [False] * 6 + [True], [True] * 7
     elems = [60.0, 40.0] * 3 + [100.0]
-    assert _step_blocks(codes, grad, data, elems, passes=3) == (3, "boundary", 1, True)
+    assert step_blocks(codes, grad, data, elems, passes=3) == (3, "boundary", 1, True)
 
 
 def test_a_flag_broadcast_every_batch_is_scalar_traffic_not_buffers():
@@ -2004,11 +2004,11 @@ def test_a_scalar_opening_each_micro_batch_is_not_set_aside():
     # by hand: a loop whose 2 micro-batches each open with a scalar (code 0), gather (1) and reduce (2):
     # the block [0, 1, 2] repeats twice as it stands, which the passes confirm; set aside, the opening
     # scalar would leave [1, 2, 0, 1, 2], no longer two blocks alike
-    from zerocalc.validate.micro_batches import _step_blocks
+    from zerocalc.validate.step_blocks import step_blocks
 
     codes, grad = [0, 1, 2, 0, 1, 2], [False, False, True, False, False, True]
     data, elems = [False, True, True, False, True, True], [1.0, 400.0, 100.0, 1.0, 400.0, 100.0]
-    assert _step_blocks(codes, grad, data, elems, passes=2)[:2] == (2, "every")
+    assert step_blocks(codes, grad, data, elems, passes=2)[:2] == (2, "every")
 
 
 def _step_calls(case: str) -> list[tuple]:
