@@ -134,12 +134,11 @@ def ranks_gather_alike(m: Measurement) -> bool:
     gathers = (cols.cat == STEP) & (cols.step_id >= 0) & cols.ops.eq("all_gather")
     if not gathers.any():
         return False
-    r, s = cols.rank_idx[gathers], cols.step_id[gathers]
-    steps = np.array([len(np.unique(s[r == i])) for i in range(len(cols.ranks))], dtype=np.float64)
-    per = np.bincount(r, weights=cols.full_elements[gathers], minlength=len(cols.ranks))
+    r = cols.rank_idx[gathers]
+    steps = np.bincount(np.unique(np.stack([r, cols.step_id[gathers]]), axis=1)[0], minlength=len(cols.ranks))
     if (steps == 0).any():
         return False
-    per = per / steps
+    per = np.bincount(r, weights=cols.full_elements[gathers], minlength=len(cols.ranks)) / steps
     return bool(np.allclose(per, per[0], rtol=RTOL, atol=0.0))
 
 
