@@ -279,3 +279,41 @@ def test_debug_lines_name_their_caller_and_are_read(tmp_path):
     assert list(t["caller"]) == callers
     assert list(t["msg_size_bytes"]) == [277.75 * 1024, 4.0, 69.44 * 1024]
     assert list(t["duration_s"].round(5)) == [0.12077, 0.00081, 0.00395]
+
+
+SUMMARY_STRAGGLER = DATA / "deepspeed-comms-gloo" / "zero2-ga4-summary-straggler.log"
+
+
+def test_a_summary_with_its_straggler_breakdown_reads_each_call_once_at_the_summarys_mean():
+    ts = read_traces(SUMMARY_STRAGGLER)
+    assert ts.skipped.count == 0
+    t = ts.table
+    counts = {k: int(v) for k, v in t.groupby(["op_name", "msg_size"]).size().items()}
+    # the Count column of the log_summary table (lines 1-14); the breakdown after it (lines 19-33)
+    # counts 9 all_reduces of 4.0 B, its own all-reduces of the broadcasts' latencies among them
+    assert counts == {
+        ("broadcast", "384.0 B"): 1, ("broadcast", "640.0 B"): 1, ("broadcast", "768.0 B"): 1,
+        ("broadcast", "60.0 KB"): 1, ("broadcast", "96.0 KB"): 1, ("broadcast", "120.0 KB"): 1,
+        ("all_reduce", "4.0 B"): 3, ("all_reduce", "277.75 KB"): 12,
+        ("all_gather_into_tensor", "69.44 KB"): 3, ("log_summary_barrier", "0 B"): 1,
+    }
+    assert t["summary"].all()
+    means = t.groupby(["op_name", "msg_size"])["mean_duration_s"].first()
+    # the summary's Avg Latency(ms), not the breakdown's straggler (3.52) nor its comm latency (2.50)
+    assert round(means[("log_summary_barrier", "0 B")] * 1e3, 2) == 6.01
+    assert round(means[("broadcast", "384.0 B")] * 1e3, 2) == 15.61
+    assert round(means[("all_reduce", "4.0 B")] * 1e3, 2) == 120.09
+    (meta,) = ts.meta.values()
+    assert any("straggler effect" in n and "10 rows" in n and "lines 21-33" in n for n in meta["notes"])
+
+
+def test_a_straggler_breakdown_row_out_of_its_layout_is_refused_with_its_line(tmp_path):
+    lines = SUMMARY_STRAGGLER.read_text().splitlines()
+    assert lines[20].split() == ["384.0", "B", "1", "10.61", "5.00", "10.61", "5.00"]
+    lines[20] = "                    384.0 B             1                   10.61               5.00"
+    bad_log = tmp_path / "cut.log"
+    bad_log.write_text("\n".join(lines) + "\n")
+    ts = read_traces(bad_log)
+    assert ts.skipped.count == 1
+    assert ts.skipped.examples == [(str(bad_log), 21, "straggler breakdown row does not have 6 columns")]
+    assert len(ts.table) == 25  # the summary's calls, as read whole

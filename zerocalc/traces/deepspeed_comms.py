@@ -10,7 +10,12 @@
 * the ``log_summary`` table: an op name on its own line (optionally ``| [Caller Func: f]``),
   then rows ``size count total_ms avg_ms tput_Gbps busbw_Gbps``. A summary row becomes
   ``count`` rows of the canonical table with ``duration_s`` NA (only the mean is known,
-  in ``mean_duration_s``).
+  in ``mean_duration_s``);
+* after it, with ``log_summary(show_straggler=True)``, the breakdown with straggler effect: the same
+  layout with other columns, ``size count total_comm_ms total_straggler_ms avg_comm_ms avg_straggler_ms``
+  (each call's fastest rank's latency and the rest's wait, all-reduced over the ranks). Its rows are
+  the summary's calls again (with the analysis's own all-reduces of 4 B among them, logged as it runs):
+  each row is checked against that layout and counted as no call, in a note.
 
 Sizes are DeepSpeed's ``convert_size``: 1024-based units rounded to 2 decimals, of the tensor
 argument (``reduce_scatter_tensor``: the full input; ``all_gather_into_tensor``: the shard),
@@ -42,6 +47,10 @@ VERBOSE = re.compile(
     + r" \| algbw \(Gbps\): (?P<algbw>\d+(?:\.\d+)?) +\| busbw \(Gbps\): (?P<busbw>\d+(?:\.\d+)?)"
 )
 HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\b")
+#: the straggler breakdown's header (``comms_logging.py``, ``log_all(show_straggler=True)``)
+STRAGGLER_HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\s+Total comm lat\(ms\)")
+#: a line of underscores or dashes: the rules DeepSpeed prints around "Breakdown with straggler effect"
+RULE = re.compile(r"^[_-]{3,}\s*$")
 OPLINE = re.compile(r"^(?P<op>[A-Za-z_][\w.]*)(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?\s*$")
 SUMROW = re.compile(r"^\s+" + _SIZE + r"\s+(?P<rest>\d.*?)\s*$")
 
@@ -85,21 +94,23 @@ def parse_verbose_line(
     return row
 
 
-def parse_summary_row(line: str, *, file: str = "<line>", lineno: int | None = None) -> dict[str, Any] | None:
-    """A ``log_summary`` data row → its fields; ``None`` if the line is not indented data."""
+def parse_summary_row(line: str, *, file: str = "<line>", lineno: int | None = None,
+                      what: str = "log_summary row") -> dict[str, Any] | None:
+    """A ``log_summary`` data row → its fields; ``None`` if the line is not indented data. ``what`` names
+    the row in an error (the straggler breakdown's rows have the same layout, other columns)."""
     m = SUMROW.match(line)
     if m is None:
         return None
     toks = m["rest"].split()
     if len(toks) != len(DEEPSPEED_SUMMARY_COLUMNS) or not toks[0].isdigit():
-        raise TraceFormatError(file, lineno, "log_summary row does not have 6 columns")
+        raise TraceFormatError(file, lineno, f"{what} does not have 6 columns")
     try:
         vals = [int(toks[0])] + [float(t) for t in toks[1:]]
     except ValueError:
-        raise TraceFormatError(file, lineno, "log_summary row with a non-numeric column") from None
+        raise TraceFormatError(file, lineno, f"{what} with a non-numeric column") from None
     size = _bytes(m["size"], m["unit"])
     if vals[0] >= COUNT_LIMIT or not all(math.isfinite(v) for v in (*vals[1:], size)):
-        raise TraceFormatError(file, lineno, "log_summary row with a number past what its column holds")
+        raise TraceFormatError(file, lineno, f"{what} with a number past what its column holds")
     rec = dict(zip(DEEPSPEED_SUMMARY_COLUMNS, vals, strict=True))
     rec.update(msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=size)
     return rec
@@ -109,6 +120,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     res = ParseResult(meta={"format": FORMAT, "backend": None})
     rows = res.rows
     in_table = False
+    straggler: list[int] = []  # the straggler breakdown's rows (line numbers): no calls of their own
     current: tuple[str, str | None] | None = None
     ranks: set[int] = set()
     for lineno, line in enumerate(stream, 1):
@@ -121,21 +133,25 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                         ranks.add(row["rank"])
                 continue
             if HEADER.match(line):
-                in_table, current = True, None
+                in_table, current = ("straggler" if STRAGGLER_HEADER.match(line) else "summary"), None
                 continue
             if not in_table:
                 continue
-            if line.startswith("#"):  # a comment ends the table, a blank line does not
+            if line.startswith("#") or RULE.match(line):  # a comment or a rule ends it, a blank line not
                 in_table = False
                 continue
             if not line.strip():
                 continue
             if line[0].isspace():
-                rec = parse_summary_row(line, file=file, lineno=lineno)
+                what = "straggler breakdown row" if in_table == "straggler" else "log_summary row"
+                rec = parse_summary_row(line, file=file, lineno=lineno, what=what)
                 if rec is None:
-                    raise TraceFormatError(file, lineno, "unreadable log_summary row")
+                    raise TraceFormatError(file, lineno, f"unreadable {what}")
                 if current is None:
-                    raise TraceFormatError(file, lineno, "log_summary row before any op name")
+                    raise TraceFormatError(file, lineno, f"{what} before any op name")
+                if in_table == "straggler":
+                    straggler.append(lineno)
+                    continue
                 name, caller = current
                 n = rec.pop("calls")
                 for _ in range(n):
@@ -159,6 +175,11 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
         res.meta["world_from"] = "its printed bandwidths"
         res.meta["notes"] = [f"world size {found.n}: from DeepSpeed's printed bandwidths, "
                              + found.how.removeprefix("from ")]
+    if straggler:
+        res.meta.setdefault("notes", []).append(
+            f"the breakdown with straggler effect (log_summary(show_straggler=True), {len(straggler)} rows, "
+            f"lines {straggler[0]}-{straggler[-1]}) repeats the summary's calls with their latency split "
+            "into the fastest rank's and the others' wait: read as no calls of its own")
     return res
 
 

@@ -1,6 +1,6 @@
 """Make ``zero2-ga4-verbose.log``, ``zero3-ga4-one-evaluation-verbose.log``, ``zero3-ga1-verbose.log``,
-``zero2-ga4-small-buckets-verbose.log`` and ``zero3-ga2-past-reuse-distance-verbose.log``:
-DeepSpeed's comms logger, verbose, over a real ZeRO-2 (ZeRO-3) run.
+``zero2-ga4-small-buckets-verbose.log``, ``zero3-ga2-past-reuse-distance-verbose.log`` and
+``zero2-ga4-summary-straggler.log``: DeepSpeed's comms logger over a real ZeRO-2 (ZeRO-3) run.
 
 Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
 
@@ -10,6 +10,7 @@ Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc
     torchrun --nproc_per_node 4 make_comms_log.py OUT.log --bucket-size 20000
     torchrun --nproc_per_node 4 make_comms_log.py OUT.log --stage 3 --micro-batches 2 \
         --reuse-distance 10000 --prefetch 500 --live 10000
+    torchrun --nproc_per_node 4 make_comms_log.py OUT.log --not-verbose --summary --straggler
 
 The model, data and optimizer are ``real-runs/make_traces.py``'s (the MLP of Ψ = 71,104, Adam), under
 ``ds_config(2)`` (ZeRO stage 2, 4 micro-batches an optimizer step, ``overlap_comm`` off) with
@@ -21,12 +22,17 @@ the function that called the op (``| [Caller Func: allreduce_bucket]``). ``--sta
 that many optimizer steps, ``--bucket-size E`` ``reduce_bucket_size`` and ``allgather_bucket_size`` of E
 elements (default 5e8), ``--reuse-distance E``, ``--prefetch E`` and ``--live E`` ZeRO-3's
 ``stage3_max_reuse_distance``, ``stage3_prefetch_bucket_size`` and ``stage3_max_live_parameters`` (default
-1e9, 5e7 and 1e9), and ``--evaluate-after I`` evaluates once after
+1e9, 5e7 and 1e9), ``--not-verbose`` leaves the logger's ``verbose`` off (DeepSpeed's default: no line per
+op), ``--summary`` calls ``deepspeed.comm.log_summary()`` after the last step and appends what rank 0
+prints to OUT.log (``--straggler``: ``log_summary(show_straggler=True)``, its breakdown with straggler
+effect after the table), and ``--evaluate-after I`` evaluates once after
 optimizer step I (0-based; ``make_traces.evaluate``: ``engine.eval()``, 2 batches of forward passes under
 ``torch.no_grad()``, each all-reducing its losses with ``torch.distributed``, which the comms logger does
 not time).
 """
 
+import contextlib
+import io
 import logging
 import os
 import sys
@@ -43,11 +49,12 @@ STEPS = 3
 
 
 def main(out, debug=False, stage=2, steps=STEPS, evaluate_after=None, micro_batches=m.DS_GA,
-         bucket=500_000_000, reuse_distance=1_000_000_000, prefetch=50_000_000, live=1_000_000_000):
+         bucket=500_000_000, reuse_distance=1_000_000_000, prefetch=50_000_000, live=1_000_000_000,
+         verbose=True, summary=False, straggler=False):
     deepspeed.init_distributed(dist_backend="gloo")
     cfg = m.ds_config(stage, ga=micro_batches, bucket=bucket, reuse_distance=reuse_distance,
                       prefetch=prefetch, live=live)
-    cfg["comms_logger"] = {"enabled": True, "verbose": True, "prof_all": True, "debug": debug}
+    cfg["comms_logger"] = {"enabled": True, "verbose": verbose, "prof_all": True, "debug": debug}
     model = m.make_model()
     opt = torch.optim.Adam(model.parameters(), lr=m.LR)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
@@ -66,6 +73,13 @@ def main(out, debug=False, stage=2, steps=STEPS, evaluate_after=None, micro_batc
             engine.eval()
             m.evaluate(engine)
             engine.train()
+    if summary:  # log_all print()s its table on rank 0
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            deepspeed.comm.log_summary(show_straggler=straggler)
+        if rank == 0:
+            with open(out, "a") as f:
+                f.write(printed.getvalue())
     dist.barrier()
     dist.destroy_process_group()
 
@@ -79,4 +93,6 @@ if __name__ == "__main__":
          steps=_option("--steps", STEPS), evaluate_after=_option("--evaluate-after", None),
          micro_batches=_option("--micro-batches", m.DS_GA), bucket=_option("--bucket-size", 500_000_000),
          reuse_distance=_option("--reuse-distance", 1_000_000_000),
-         prefetch=_option("--prefetch", 50_000_000), live=_option("--live", 1_000_000_000))
+         prefetch=_option("--prefetch", 50_000_000), live=_option("--live", 1_000_000_000),
+         verbose="--not-verbose" not in sys.argv[2:], summary="--summary" in sys.argv[2:],
+         straggler="--straggler" in sys.argv[2:])
