@@ -317,3 +317,15 @@ def test_a_straggler_breakdown_row_out_of_its_layout_is_refused_with_its_line(tm
     assert ts.skipped.count == 1
     assert ts.skipped.examples == [(str(bad_log), 21, "straggler breakdown row does not have 6 columns")]
     assert len(ts.table) == 25  # the summary's calls, as read whole
+
+
+def test_check_refuses_a_summary_alone_in_one_line_naming_the_loggers_verbose_lines():
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    for path in (SUMMARY_STRAGGLER, DATA / "deepspeed-gloo-zero3-n4" / "comms-summary.txt"):
+        res = CliRunner().invoke(app, ["check", str(path), "--dtype", "fp32"])
+        assert res.exit_code == 2 and "Traceback" not in res.output
+        (line,) = res.stderr.strip().splitlines()
+        assert "log_summary table" in line and '"verbose": true' in line and "zerocalc fit" in line

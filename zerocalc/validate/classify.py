@@ -86,6 +86,13 @@ def select_calls(table: pd.DataFrame, meta: dict | None, ops: Codes | None = Non
         names = ", ".join(sorted(set(files.present(na="nan")))) if len(table) else "the input"
         hint = (" (nccl-tests output and comms-logger summaries are not per-call traces)"
                 if aside.any() else "")
+        summaries = aside & (table["summary"].fillna(False).astype(bool).to_numpy()
+                             if "summary" in table.columns else False)
+        if summaries.any() and (aside == summaries).all():  # DeepSpeed's log_summary tables alone
+            hint = (" (DeepSpeed's log_summary table counts each size's calls over the whole run, in no "
+                    "order, which tells no step from another; check reads the comms logger's line per "
+                    "call: run with \"comms_logger\": {\"enabled\": true, \"verbose\": true}; zerocalc "
+                    "fit reads the table)")
         p2p = {o: int((keep & ops.eq(o)).sum()) for o in ("send", "recv")}
         if not hint and any(p2p.values()):
             hint = (f" (only point-to-point calls, {p2p['send']} send and {p2p['recv']} recv, as pipeline "
