@@ -329,3 +329,42 @@ def test_check_refuses_a_summary_alone_in_one_line_naming_the_loggers_verbose_li
         assert res.exit_code == 2 and "Traceback" not in res.output
         (line,) = res.stderr.strip().splitlines()
         assert "log_summary table" in line and '"verbose": true' in line and "zerocalc fit" in line
+
+
+def test_a_summarys_calls_keep_their_fastest_ranks_mean_where_the_breakdown_counts_them_alike():
+    t = read_traces(SUMMARY_STRAGGLER).table
+    fastest = t.groupby(["op_name", "msg_size"])["comm_mean_duration_s"].first()
+    # the breakdown's Avg comm lat(ms) column (lines 21-33), where its Count is the summary's
+    assert round(fastest[("broadcast", "384.0 B")] * 1e3, 2) == 10.61
+    assert round(fastest[("broadcast", "96.0 KB")] * 1e3, 2) == 0.85
+    assert round(fastest[("all_reduce", "277.75 KB")] * 1e3, 2) == 98.13
+    assert round(fastest[("all_gather_into_tensor", "69.44 KB")] * 1e3, 2) == 15.51
+    # 9 all-reduces of 4.0 B in the breakdown (its own among them) where the summary counts 3: none kept
+    assert fastest[("all_reduce", "4.0 B")] != fastest[("all_reduce", "4.0 B")]
+
+
+def test_fit_takes_a_summarys_calls_at_their_fastest_ranks_mean(tmp_path):
+    from zerocalc.validate.fit import fit_trace
+
+    lines = SUMMARY_STRAGGLER.read_text().splitlines()
+    # the breakdown's broadcast rows (lines 21-26): size, unit, count, then its Avg comm lat(ms) 6th
+    fastest = {tuple(f[:2]): f[5] for f in (line.split() for line in lines[20:26])}
+    # the summary alone (lines 1-14), each broadcast's Avg Latency(ms) (5th field) made the breakdown's:
+    # what fit should read from the whole file
+    by_hand = []
+    for line in lines[:14]:
+        f = line.split()
+        if tuple(f[:2]) in fastest and len(f) == 7:
+            f[4] = fastest[tuple(f[:2])]
+            line = " " * 20 + f"{f[0]} {f[1]}".ljust(20) + "".join(x.ljust(20) for x in f[2:])
+        by_hand.append(line)
+    assert sum(line != old for line, old in zip(by_hand, lines, strict=False)) == 6
+    edited = tmp_path / "summary-by-hand.log"
+    edited.write_text("\n".join(by_hand) + "\n")
+    whole, hand = read_traces(SUMMARY_STRAGGLER), read_traces(edited)
+    # the group fit's --ranks 4 gives (the log records none)
+    got, want = (fit_trace(ts.table.assign(group_size=4), meta=ts.meta) for ts in (whole, hand))
+    (b_got,) = [f for f in got.fits if f.op == "broadcast"]
+    (b_want,) = [f for f in want.fits if f.op == "broadcast"]
+    assert b_got.latency_s == b_want.latency_s and b_got.beta_s_per_byte == b_want.beta_s_per_byte
+    assert any("fastest rank" in n for n in got.notes) and not any("fastest rank" in n for n in want.notes)

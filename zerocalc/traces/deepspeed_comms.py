@@ -15,7 +15,9 @@
   layout with other columns, ``size count total_comm_ms total_straggler_ms avg_comm_ms avg_straggler_ms``
   (each call's fastest rank's latency and the rest's wait, all-reduced over the ranks). Its rows are
   the summary's calls again (with the analysis's own all-reduces of 4 B among them, logged as it runs):
-  each row is checked against that layout and counted as no call, in a note.
+  each row is checked against that layout and counted as no call, in a note; where a row counts as many
+  calls as the summary's of its op and size, its mean latency of the fastest rank is kept on those calls
+  (``comm_mean_duration_s``: the call's time without the wait for the last rank to arrive).
 
 Sizes are DeepSpeed's ``convert_size``: 1024-based units rounded to 2 decimals, of the tensor
 argument (``reduce_scatter_tensor``: the full input; ``all_gather_into_tensor``: the shard),
@@ -49,6 +51,10 @@ VERBOSE = re.compile(
 HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\b")
 #: the straggler breakdown's header (``comms_logging.py``, ``log_all(show_straggler=True)``)
 STRAGGLER_HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\s+Total comm lat\(ms\)")
+#: the straggler breakdown's columns after the size (``log_all``: the latencies of each call's fastest rank,
+#: all-reduced with MIN over the ranks, and the others' wait beyond it)
+STRAGGLER_COLUMNS = ("calls", "total_comm_latency_ms", "total_straggler_ms", "avg_comm_latency_ms",
+                     "avg_straggler_ms")
 #: a line of underscores or dashes: the rules DeepSpeed prints around "Breakdown with straggler effect"
 RULE = re.compile(r"^[_-]{3,}\s*$")
 OPLINE = re.compile(r"^(?P<op>[A-Za-z_][\w.]*)(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?\s*$")
@@ -95,14 +101,16 @@ def parse_verbose_line(
 
 
 def parse_summary_row(line: str, *, file: str = "<line>", lineno: int | None = None,
-                      what: str = "log_summary row") -> dict[str, Any] | None:
+                      what: str = "log_summary row",
+                      columns: tuple[str, ...] = DEEPSPEED_SUMMARY_COLUMNS) -> dict[str, Any] | None:
     """A ``log_summary`` data row → its fields; ``None`` if the line is not indented data. ``what`` names
-    the row in an error (the straggler breakdown's rows have the same layout, other columns)."""
+    the row in an error and ``columns`` its fields after the size (the straggler breakdown's rows have the
+    same layout, other columns: :data:`STRAGGLER_COLUMNS`)."""
     m = SUMROW.match(line)
     if m is None:
         return None
     toks = m["rest"].split()
-    if len(toks) != len(DEEPSPEED_SUMMARY_COLUMNS) or not toks[0].isdigit():
+    if len(toks) != len(columns) or not toks[0].isdigit():
         raise TraceFormatError(file, lineno, f"{what} does not have 6 columns")
     try:
         vals = [int(toks[0])] + [float(t) for t in toks[1:]]
@@ -111,7 +119,7 @@ def parse_summary_row(line: str, *, file: str = "<line>", lineno: int | None = N
     size = _bytes(m["size"], m["unit"])
     if vals[0] >= COUNT_LIMIT or not all(math.isfinite(v) for v in (*vals[1:], size)):
         raise TraceFormatError(file, lineno, f"{what} with a number past what its column holds")
-    rec = dict(zip(DEEPSPEED_SUMMARY_COLUMNS, vals, strict=True))
+    rec = dict(zip(columns, vals, strict=True))
     rec.update(msg_size=f"{m['size']} {m['unit']}", msg_size_bytes=size)
     return rec
 
@@ -121,6 +129,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     rows = res.rows
     in_table = False
     straggler: list[int] = []  # the straggler breakdown's rows (line numbers): no calls of their own
+    comm_means: dict[tuple, tuple[int, float]] = {}  # (op, caller, size) → calls, fastest rank's mean ms
     current: tuple[str, str | None] | None = None
     ranks: set[int] = set()
     for lineno, line in enumerate(stream, 1):
@@ -144,13 +153,16 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                 continue
             if line[0].isspace():
                 what = "straggler breakdown row" if in_table == "straggler" else "log_summary row"
-                rec = parse_summary_row(line, file=file, lineno=lineno, what=what)
+                rec = parse_summary_row(line, file=file, lineno=lineno, what=what,
+                                        columns=STRAGGLER_COLUMNS if in_table == "straggler"
+                                        else DEEPSPEED_SUMMARY_COLUMNS)
                 if rec is None:
                     raise TraceFormatError(file, lineno, f"unreadable {what}")
                 if current is None:
                     raise TraceFormatError(file, lineno, f"{what} before any op name")
                 if in_table == "straggler":
                     straggler.append(lineno)
+                    comm_means[(*current, rec["msg_size"])] = (rec["calls"], rec["avg_comm_latency_ms"])
                     continue
                 name, caller = current
                 n = rec.pop("calls")
@@ -175,12 +187,26 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
         res.meta["world_from"] = "its printed bandwidths"
         res.meta["notes"] = [f"world size {found.n}: from DeepSpeed's printed bandwidths, "
                              + found.how.removeprefix("from ")]
+    if comm_means:
+        _fastest_rank_means(rows, comm_means)
     if straggler:
         res.meta.setdefault("notes", []).append(
             f"the breakdown with straggler effect (log_summary(show_straggler=True), {len(straggler)} rows, "
             f"lines {straggler[0]}-{straggler[-1]}) repeats the summary's calls with their latency split "
             "into the fastest rank's and the others' wait: read as no calls of its own")
     return res
+
+
+def _fastest_rank_means(rows: list[dict[str, Any]], comm_means: dict[tuple, tuple[int, float]]) -> None:
+    """Keep, on each ``log_summary`` call, the straggler breakdown's mean latency of the fastest rank
+    (``Avg comm lat(ms)``, in ``comm_mean_duration_s``) where its row counts as many calls as the summary's
+    row of that op, caller and size (the breakdown also counts its own all-reduces, which the summary,
+    printed before them, does not)."""
+    for row in rows:
+        if row.get("summary"):
+            found = comm_means.get((row["op_name"], row["caller"], row["msg_size"]))
+            if found is not None and found[0] == row["calls"]:
+                row["comm_mean_duration_s"] = found[1] * 1e-3
 
 
 #: DeepSpeed ops whose printed busbw is algbw × (n-1)/n (``calc_bw_log``; all_reduce's algbw doubles its size)

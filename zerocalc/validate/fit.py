@@ -270,12 +270,19 @@ def _from_summaries(df: pd.DataFrame, table: pd.DataFrame) -> tuple[list[str], n
                          "its group): fitted on those bytes")
     if "mean_duration_s" in table.columns:
         mean = _num(table["mean_duration_s"])
+        fastest = (_num(table["comm_mean_duration_s"]) if "comm_mean_duration_s" in table.columns
+                   else np.full(len(table), np.nan))
         use = (np.isnan(df["t"].to_numpy(float)) & ~np.isnan(mean) & (mean > 0)
                & df["op"].isin(list(_OP_VERBS)).to_numpy())
+        without_wait = use & ~np.isnan(fastest) & (fastest > 0)
         if use.any():
-            df.loc[use, "t"] = mean[use]
+            df.loc[use, "t"] = np.where(without_wait, fastest, mean)[use]
             notes.append(f"{int(use.sum())} call(s) are rows of a log_summary table, which states each "
                          "size's mean time alone: each call fitted at its size's mean")
+        if without_wait.any():
+            notes.append(f"{int(without_wait.sum())} of them at the mean its breakdown with straggler effect "
+                         "gives of the fastest rank (log_summary(show_straggler=True): each call's time "
+                         "without the wait for the last rank to arrive)")
     return notes, waits
 
 
