@@ -369,3 +369,21 @@ def test_fit_takes_a_summarys_calls_at_their_fastest_ranks_mean(tmp_path):
     (b_want,) = [f for f in want.fits if f.op == "broadcast"]
     assert b_got.latency_s == b_want.latency_s and b_got.beta_s_per_byte == b_want.beta_s_per_byte
     assert any("fastest rank" in n for n in got.notes) and not any("fastest rank" in n for n in want.notes)
+
+
+def test_each_summary_keeps_the_fastest_rank_means_of_the_breakdown_after_it(tmp_path):
+    # log_summary called twice (as with reset_log() each epoch): the second breakdown's 384 B broadcast
+    # made 1.23 ms; the first table's calls keep the first breakdown's 10.61 ms
+    lines = SUMMARY_STRAGGLER.read_text().splitlines()
+    second = list(lines)
+    assert second[20].split()[5] == "10.61"
+    second[20] = " " * 20 + "".join(x.ljust(20) for x in ("384.0 B", "1", "10.61", "5.00", "1.23", "5.00"))
+    twice = tmp_path / "two-summaries.log"
+    twice.write_text("\n".join(lines + second) + "\n")
+    ts = read_traces(twice)
+    assert ts.skipped.count == 0
+    first_384 = ts.table[(ts.table["msg_size"] == "384.0 B") & (ts.table["source_line"] == 3)]
+    second_384 = ts.table[(ts.table["msg_size"] == "384.0 B") & (ts.table["source_line"] == 3 + len(lines))]
+    assert len(first_384) == len(second_384) == 1
+    assert round(first_384["comm_mean_duration_s"].iloc[0] * 1e3, 2) == 10.61
+    assert round(second_384["comm_mean_duration_s"].iloc[0] * 1e3, 2) == 1.23

@@ -129,7 +129,10 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     rows = res.rows
     in_table = False
     straggler: list[int] = []  # the straggler breakdown's rows (line numbers): no calls of their own
-    comm_means: dict[tuple, tuple[int, float]] = {}  # (op, caller, size) → calls, fastest rank's mean ms
+    # (summary table, op, caller, size) → calls, fastest rank's mean ms: a breakdown's, of the table before it
+    comm_means: dict[tuple, tuple[int, float]] = {}
+    tables = 0  # log_summary tables so far (one a call of log_summary, as with reset_log() each epoch)
+    summary_rows: list[tuple[int, dict[str, Any]]] = []  # each summary call, with its table
     current: tuple[str, str | None] | None = None
     ranks: set[int] = set()
     for lineno, line in enumerate(stream, 1):
@@ -143,6 +146,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                 continue
             if HEADER.match(line):
                 in_table, current = ("straggler" if STRAGGLER_HEADER.match(line) else "summary"), None
+                tables += in_table == "summary"
                 continue
             if not in_table:
                 continue
@@ -162,7 +166,8 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                     raise TraceFormatError(file, lineno, f"{what} before any op name")
                 if in_table == "straggler":
                     straggler.append(lineno)
-                    comm_means[(*current, rec["msg_size"])] = (rec["calls"], rec["avg_comm_latency_ms"])
+                    comm_means[(tables, *current, rec["msg_size"])] = (rec["calls"],
+                                                                       rec["avg_comm_latency_ms"])
                     continue
                 name, caller = current
                 n = rec.pop("calls")
@@ -172,6 +177,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                                msg_size=rec["msg_size"], msg_size_bytes=rec["msg_size_bytes"],
                                total_duration_s=rec["total_latency_ms"] * 1e-3, summary=True)
                     rows.append(row)
+                    summary_rows.append((tables, row))
                 continue
             m = OPLINE.match(line)
             if m is None:
@@ -188,7 +194,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
         res.meta["notes"] = [f"world size {found.n}: from DeepSpeed's printed bandwidths, "
                              + found.how.removeprefix("from ")]
     if comm_means:
-        _fastest_rank_means(rows, comm_means)
+        _fastest_rank_means(summary_rows, comm_means)
     if straggler:
         res.meta.setdefault("notes", []).append(
             f"the breakdown with straggler effect (log_summary(show_straggler=True), {len(straggler)} rows, "
@@ -197,16 +203,16 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     return res
 
 
-def _fastest_rank_means(rows: list[dict[str, Any]], comm_means: dict[tuple, tuple[int, float]]) -> None:
-    """Keep, on each ``log_summary`` call, the straggler breakdown's mean latency of the fastest rank
-    (``Avg comm lat(ms)``, in ``comm_mean_duration_s``) where its row counts as many calls as the summary's
-    row of that op, caller and size (the breakdown also counts its own all-reduces, which the summary,
-    printed before them, does not)."""
-    for row in rows:
-        if row.get("summary"):
-            found = comm_means.get((row["op_name"], row["caller"], row["msg_size"]))
-            if found is not None and found[0] == row["calls"]:
-                row["comm_mean_duration_s"] = found[1] * 1e-3
+def _fastest_rank_means(summary_rows: list[tuple[int, dict[str, Any]]],
+                        comm_means: dict[tuple, tuple[int, float]]) -> None:
+    """Keep, on each ``log_summary`` call (with its table's number), the mean latency of the fastest rank
+    that the breakdown after that table gives (``Avg comm lat(ms)``, in ``comm_mean_duration_s``), where
+    the breakdown's row counts as many calls as the summary's row of that op, caller and size (the
+    breakdown also counts its own all-reduces, which the summary, printed before them, does not)."""
+    for table, row in summary_rows:
+        found = comm_means.get((table, row["op_name"], row["caller"], row["msg_size"]))
+        if found is not None and found[0] == row["calls"]:
+            row["comm_mean_duration_s"] = found[1] * 1e-3
 
 
 #: DeepSpeed ops whose printed busbw is algbw × (n-1)/n (``calc_bw_log``; all_reduce's algbw doubles its size)
