@@ -55,6 +55,9 @@ STRAGGLER_HEADER = re.compile(r"^Comm\. Op\s+Message Size\s+Count\s+Total comm l
 #: all-reduced with MIN over the ranks, and the others' wait beyond it)
 STRAGGLER_COLUMNS = ("calls", "total_comm_latency_ms", "total_straggler_ms", "avg_comm_latency_ms",
                      "avg_straggler_ms")
+#: each table's rows: the name an error gives them and their columns after the size
+_LAYOUTS = {"summary": ("log_summary row", DEEPSPEED_SUMMARY_COLUMNS),
+            "straggler": ("straggler breakdown row", STRAGGLER_COLUMNS)}
 #: a line of underscores or dashes: the rules DeepSpeed prints around "Breakdown with straggler effect"
 RULE = re.compile(r"^[_-]{3,}\s*$")
 OPLINE = re.compile(r"^(?P<op>[A-Za-z_][\w.]*)(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?\s*$")
@@ -132,7 +135,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     # (summary table, op, caller, size) → calls, fastest rank's mean ms: a breakdown's, of the table before it
     comm_means: dict[tuple, tuple[int, float]] = {}
     tables = 0  # log_summary tables so far (one a call of log_summary, as with reset_log() each epoch)
-    summary_rows: list[tuple[int, dict[str, Any]]] = []  # each summary call, with its table
+    summary_lines: list[tuple[tuple, int, int]] = []  # each summary row: its key, its calls in rows
     current: tuple[str, str | None] | None = None
     ranks: set[int] = set()
     for lineno, line in enumerate(stream, 1):
@@ -156,10 +159,8 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
             if not line.strip():
                 continue
             if line[0].isspace():
-                what = "straggler breakdown row" if in_table == "straggler" else "log_summary row"
-                rec = parse_summary_row(line, file=file, lineno=lineno, what=what,
-                                        columns=STRAGGLER_COLUMNS if in_table == "straggler"
-                                        else DEEPSPEED_SUMMARY_COLUMNS)
+                what, columns = _LAYOUTS[in_table]
+                rec = parse_summary_row(line, file=file, lineno=lineno, what=what, columns=columns)
                 if rec is None:
                     raise TraceFormatError(file, lineno, f"unreadable {what}")
                 if current is None:
@@ -177,7 +178,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
                                msg_size=rec["msg_size"], msg_size_bytes=rec["msg_size_bytes"],
                                total_duration_s=rec["total_latency_ms"] * 1e-3, summary=True)
                     rows.append(row)
-                    summary_rows.append((tables, row))
+                summary_lines.append(((tables, name, caller, rec["msg_size"]), len(rows) - n, len(rows)))
                 continue
             m = OPLINE.match(line)
             if m is None:
@@ -194,7 +195,7 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
         res.meta["notes"] = [f"world size {found.n}: from DeepSpeed's printed bandwidths, "
                              + found.how.removeprefix("from ")]
     if comm_means:
-        _fastest_rank_means(summary_rows, comm_means)
+        _fastest_rank_means(rows, summary_lines, comm_means)
     if straggler:
         res.meta.setdefault("notes", []).append(
             f"the breakdown with straggler effect (log_summary(show_straggler=True), {len(straggler)} rows, "
@@ -203,16 +204,18 @@ def parse(stream: TextIO, file: str, *, strict: bool = False) -> ParseResult:
     return res
 
 
-def _fastest_rank_means(summary_rows: list[tuple[int, dict[str, Any]]],
+def _fastest_rank_means(rows: list[dict[str, Any]], summary_lines: list[tuple[tuple, int, int]],
                         comm_means: dict[tuple, tuple[int, float]]) -> None:
-    """Keep, on each ``log_summary`` call (with its table's number), the mean latency of the fastest rank
-    that the breakdown after that table gives (``Avg comm lat(ms)``, in ``comm_mean_duration_s``), where
-    the breakdown's row counts as many calls as the summary's row of that op, caller and size (the
-    breakdown also counts its own all-reduces, which the summary, printed before them, does not)."""
-    for table, row in summary_rows:
-        found = comm_means.get((table, row["op_name"], row["caller"], row["msg_size"]))
-        if found is not None and found[0] == row["calls"]:
-            row["comm_mean_duration_s"] = found[1] * 1e-3
+    """Keep, on the calls ``rows[lo:hi]`` of each ``log_summary`` row (``summary_lines``: its (table, op,
+    caller, size) and ``lo``, ``hi``), the mean latency of the fastest rank that the breakdown after that
+    table gives (``Avg comm lat(ms)``, in ``comm_mean_duration_s``), where the breakdown's row counts as many
+    calls (the breakdown also counts its own all-reduces, which the summary, printed before them, does
+    not)."""
+    for key, lo, hi in summary_lines:
+        found = comm_means.get(key)
+        if found is not None and found[0] == hi - lo:
+            for row in rows[lo:hi]:
+                row["comm_mean_duration_s"] = found[1] * 1e-3
 
 
 #: DeepSpeed ops whose printed busbw is algbw × (n-1)/n (``calc_bw_log``; all_reduce's algbw doubles its size)
