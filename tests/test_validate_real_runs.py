@@ -317,6 +317,10 @@ MICRO = {
     "ds-zero2-ga4-step-per-micro-batch": (4, "every"),
     "ds-zero3-ga4": (4, "every"),  # gathers and a reduce-scatter of Ψ in each micro-batch
     "torch2.14-ds-zero3-ga4": (4, "every"),  # the same run under torch 2.14.1
+    # the same run under DeepSpeed 0.15.4: a reduce-scatter of Ψ in each micro-batch, but the first gathers
+    # Ψ and the later ones all but layers.0 (kept gathered from one micro-batch's backward to the next's
+    # forward), so no block repeats: K from the backward passes
+    "deepspeed0.15.4-ds-zero3-ga4": (4, "every"),
     # ZeRO-Offload (the optimizer states, and stage 3's parameters, in host memory): the same collectives
     "ds-zero2-offload-ga4": (4, "every"),
     "ds-zero3-offload-ga4": (4, "every"),
@@ -379,7 +383,7 @@ FROM_BACKWARD_PASSES = {"ds-zero1-ga4", "ds-zero1-ga4-bf16", "ds-zero1-ga4-6-lay
                         "ds-zero1-ga4-without-profiler-steps",
                         "fsdp1-shard-grad-op-ga4-no-sync", "fsdp1-hybrid-zero2-2x2-ga4-no-sync", "pp2-dp2",
                         "ds-pipe2-dp2-zero1-ga4", "hf-trainer-ddp-ga4",
-                        "lightning-ddp-ga4", "lightning-ddp-ga4-sync-dist"}
+                        "lightning-ddp-ga4", "lightning-ddp-ga4-sync-dist", "deepspeed0.15.4-ds-zero3-ga4"}
 
 
 @pytest.mark.parametrize("case", list(MICRO))
@@ -399,7 +403,8 @@ def test_micro_batches_and_gradient_sync_read_from_the_trace(case):
         m2 = check(ts.table, meta=ts.meta, micro_batches=2).measurement
         assert m2.micro_batches == 2 and m2.micro_batches_how == (
             "K = 2: from --micro-batches (the trace's steps run 4 backward passes each)")
-        assert m2.psi == psi
+        # reduced in each of 4 micro-batches, 2 of them read as one reduce 2Ψ
+        assert m2.psi == (psi if sync == "boundary" else psi * k // 2)
 
 
 #: case → (scheme that ran, --micro-batches where given): README's runs
@@ -1109,6 +1114,57 @@ def test_zero3_at_deepspeeds_defaults_with_some_parameters_persistent(psi):
     ts = read_traces(RUNS / "ds-zero3-defaults-ga4")
     ds = next(c for c in check(ts.table, meta=ts.meta).comparisons if c.scheme == "deepspeed-zero3")
     assert ds.persistent_share == 1 and ds.gathers_if_kept == 1
+
+
+def test_zero3_before_0_19_3_keeps_the_first_layer_gathered_across_micro_batches():
+    # ds-zero3-ga4 run under DeepSpeed 0.15.4 (stage3_param_persistence_threshold 0: nothing persistent).
+    # Counted (count_calls.py): every step on every rank reduce-scatters Ψ in each of its 4 micro-batches and
+    # gathers Ψ before the first, then 46,336 (layers 1 and 2) before each later one, nothing after the last
+    # reduction: layers.0's 24,768, the module the backward uses last, stay gathered for the next forward
+    case = "deepspeed0.15.4-ds-zero3-ga4"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert run["deepspeed"] == "0.15.4"
+    assert run["deepspeed_config"]["zero_optimization"]["stage3_param_persistence_threshold"] == 0
+    first = run["model"]["psi_per_layer"][0]
+    assert first == 24_768
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): PSI + 3 * (PSI - first),
+                       ("c10d::_reduce_scatter_base_", 4): 4 * PSI}
+    steps = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"].values()
+    for s in steps:  # nothing gathered after the step's last reduce-scatter
+        order = s["timeline"]
+        last = max(i for i, c in enumerate(order) if c.startswith("c10d::_reduce_scatter_base_"))
+        assert not any(c.startswith("c10d::_allgather_base_") for c in order[last:])
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    m = res.measurement
+    assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (PSI, 4, 4, "every")
+    how = m.micro_batches_how
+    assert "send nothing" not in how and "recur in each (4 times a step)" in how
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.persistent_share == pytest.approx(first / PSI, rel=1e-9) and res.kept == ("deepspeed-zero3",)
+    note = next(n for n in res.notes if n.startswith("deepspeed-zero3 sends exactly this pattern"))
+    assert "34.8% of Ψ (24,768 elements) gathered once a step" in note and "persistent:" not in note
+    assert "the first micro-batch after the optimizer step gathers them" in note and "before 0.19.3" in note
+    # the same share read from DeepSpeed 0.19.8's persistent parameters (gathered after the last reduction)
+    # keeps its words
+    ts = read_traces(RUNS / "ds-zero3-defaults-mixed-ga4")
+    res = check(ts.table, meta=ts.meta)
+    assert any("43.1% of Ψ (99,424 elements) persistent: parameters of at most" in n for n in res.notes)
+
+
+def test_elements_gathered_after_a_steps_last_reduction():
+    # counted (count_calls.py, README): DeepSpeed 0.19.8 at its defaults gathers its persistent parameters'
+    # 99,424 elements after the last reduce-scatter of each step; 0.15.4 with none persistent, nothing there;
+    # FSDP2 (fsdp2-mixed-bf16-fp32) gathers layers.0's 24,768 after the last-but-one reduce-scatter and
+    # nothing after the last
+    from zerocalc.validate.regimes import gathered_after_reductions
+
+    for case, after in (("ds-zero3-defaults-mixed-ga4", 99_424), ("deepspeed0.15.4-ds-zero3-ga4", 0),
+                        ("fsdp2-mixed-bf16-fp32", 0)):
+        ts = read_traces(RUNS / case)
+        assert gathered_after_reductions(check(ts.table, meta=ts.meta).measurement) == after, case
 
 
 #: HSDP runs with the replicate all-reduce in the last micro-batch alone, and their micro-batches a step

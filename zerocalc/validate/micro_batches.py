@@ -145,20 +145,23 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     passes = _most(backwards)  # on a tie, the count the backward passes confirm, else the fewer
     inferred = max(found, key=lambda r: (found[r], r == passes, -r)) if found else 1
     mode = max(modes, key=modes.get) if modes else None
-    k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned, reduces=mode == "every")
+    recur = max(repeats, key=repeats.get) if repeats else None
+    k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned, reduces=mode == "every",
+                        recur=recur)
     if mode == KEPT_BACKWARDS:
         mode = "boundary"
         if k == inferred and k > 1:
             how = (f"K = {k}: inferred from the trace (each optimizer step holds one forward's gathers, then "
                    f"{k} backward blocks alike, the gradient reductions in the last: one per micro-batch, "
                    "each gathering again what the one forward gathered)")
+    recurring = False  # the mode read from the gradient reductions' recurrence, no block repeating
     if mode is None and k > 1 and (repeats or (use & grad).any()):
         # K given, nothing repeats: the gradient reductions recur K times per step (a multiple: buckets of
         # one size) where each micro-batch reduces; else (once each, or unlike: buckets of equal layers
         # beside others, DeepSpeed ZeRO-1's bucket of reduce_bucket_size elements beside the rest) they are
         # reduced at the boundary
-        recur = max(repeats, key=repeats.get) if repeats else None
         mode = "every" if recur is not None and recur % k == 0 else "boundary"
+        recurring = mode == "every"
         if mode == "boundary" and not marked:
             return MicroBatches(k, how, "boundary", "gradients reduced once a step found, as at the boundary "
                                                     "(no_sync / set_requires_gradient_sync(False) on the "
@@ -171,8 +174,9 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
         return MicroBatches(1, how, None, "one micro-batch per optimizer step: nothing to tell")
     if mode == "every":
         return MicroBatches(k, how, "every",
-                            "gradients reduced in every micro-batch (the repeated block holds the gradient "
-                            "collectives)")
+                            "gradients reduced in every micro-batch (" + (
+                                f"the gradient reductions recur {recur} times a step" if recurring else
+                                "the repeated block holds the gradient collectives") + ")")
     if mode == "boundary":
         return MicroBatches(k, how, "boundary", "gradients reduced once per optimizer step (no_sync / "
                                                 "set_requires_gradient_sync(False) on the earlier "
@@ -181,11 +185,12 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
 
 
 def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, spanned: bool,
-               reduces: bool = True) -> tuple[int, str]:
+               reduces: bool = True, recur: int | None = None) -> tuple[int, str]:
     """K and how it was found: ``--micro-batches`` (``k``), else the block that repeats ``inferred`` times
     inside a step unless a marked step runs more backward passes (``passes``, the most common), or fewer
     where the block reduces no gradient (``reduces`` False), else those passes (``spanned``: counted over
-    marked steps without calls), else 1."""
+    marked steps without calls), else 1. ``recur``: the times a step's gradient reductions recur (a multiple
+    of the passes where each micro-batch reduces, though no block repeats alike)."""
     if k is not None:
         if k < 1:
             from zerocalc.errors import ConfigError
@@ -223,6 +228,14 @@ def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, s
         k = inferred
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
                f"repeated {k} times: one per micro-batch)")
+    elif marked and passes and passes > 1 and recur and recur % passes == 0:
+        # each micro-batch reduces, but the blocks around the reductions differ: DeepSpeed ZeRO-3 before
+        # 0.19.3 keeps the parameters its backward uses last for the next micro-batch's forward, so the first
+        # micro-batch gathers more than the others
+        k = passes
+        how = (f"{_by_passes(k)}; the gradient reductions recur in each ({recur} times a step), but no "
+               "block of collectives repeats alike: the calls around them differ from one micro-batch to "
+               "the next")
     elif marked and passes and passes > 1:
         k = passes
         how = (f"{_by_passes(k)}; no collective repeats inside a step: the micro-batches before the boundary "

@@ -22,6 +22,7 @@ from zerocalc.validate.regather import (
 )
 from zerocalc.validate.regimes import (
     all_reduced_once_note,
+    gathered_after_reductions,
     kept_for_backward_note,
     kept_notes,
     secondary_partition,
@@ -243,7 +244,8 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
                          persistent_share=0.0, kept_for_backward_share=0.0, **again)
                  if c.scheme in secondary[0] else c for c in comps]
-    notes += kept_notes(comps, m.micro_batches, m.psi)
+    kept = any(0 < c.persistent_share < 1 for c in comps)
+    notes += kept_notes(comps, m.micro_batches, m.psi, gathered_after_reductions(m) if kept else None)
     if secondary:
         notes += secondary[1]
     once = tuple(c.scheme for c in comps if c.matches_if_all_reduced_once)

@@ -183,9 +183,59 @@ def kept_for_backward_note(comps, psi: float) -> str | None:
             "the share is those modules' parameters")
 
 
-def kept_notes(comps, k: int, psi: float) -> list[str]:
+def gathered_after_reductions(m: Measurement) -> float | None:
+    """The elements a rank gathers a step after the step's last gradient reduction (a mean over the
+    (rank, step) pairs that reduce): where DeepSpeed ZeRO-3 gathers its persistent parameters' updated
+    shards, after the optimizer step (``stage3.py`` ``_post_step``); None where no step reduces."""
+    cols = m.columns
+    in_step = (cols.cat == STEP) & (cols.step_id >= 0)
+    sel = np.flatnonzero(in_step)  # in rank and time order
+    if not len(sel):
+        return None
+    pair = cols.rank_idx[sel].astype(np.int64) * (int(cols.step_id[sel].max()) + 1) + cols.step_id[sel]
+    _, inv = np.unique(pair, return_inverse=True)
+    grad = gradient_calls(cols.cat, cols.ops, cols.full_elements)[sel]
+    last = np.full(inv.max() + 1, -1, dtype=np.int64)
+    np.maximum.at(last, inv[grad], np.flatnonzero(grad))
+    reducing = last >= 0
+    if not reducing.any():
+        return None
+    after = cols.ops.eq("all_gather")[sel] & (np.arange(len(sel)) > last[inv]) & reducing[inv]
+    return float(cols.full_elements[sel][after].sum()) / int(reducing.sum())
+
+
+def _kept_share_words(name: str, share: float, psi: float, k: int, after: float | None) -> str:
+    """What keeps ``share`` of Ψ gathered across DeepSpeed ZeRO-3's ``k`` micro-batches, as where the trace
+    gathers it tells (``after``: :func:`gathered_after_reductions`): persistent parameters' updated shards
+    gathered after the optimizer step, or the parameters the backward gathers last kept for the next
+    micro-batch's forward, gathered in the first micro-batch alone (DeepSpeed before 0.19.3: the same run of
+    ds-zero3-ga4 under 0.15.4 to 0.19.2 gathers so, under 0.19.3 and later every micro-batch gathers Ψ)."""
+    kept = share * psi
+    persistent = ("parameters of at most stage3_param_persistence_threshold elements (100,000 by default) "
+                  "are never released for forward and backward and their updated shards are gathered once "
+                  "after the optimizer step")
+    if after is None or math.isclose(after, kept, rel_tol=0.01):
+        return (f"{name} sends exactly this pattern with {share:.1%} of Ψ ({kept:,.0f} elements) persistent: "
+                f"{persistent}, the others in each of the {k} micro-batches "
+                "(deepspeed/runtime/zero/stage3.py _post_step)")
+    head = (f"{name} sends exactly this pattern with {share:.1%} of Ψ ({kept:,.0f} elements) gathered once a "
+            f"step and the rest in each of the {k} micro-batches")
+    boundary = ("the parameters of the modules the backward uses last (a model's first layers), kept "
+                "gathered for the next micro-batch's forward within stage3_max_reuse_distance, as "
+                "DeepSpeed before 0.19.3 keeps them: the first micro-batch after the optimizer step "
+                "gathers them, the later ones do not")
+    if after <= 0.01 * kept:
+        return f"{head}: {boundary}"
+    return (f"{head}: {after:,.0f} of those elements gathered after the optimizer step, as persistent "
+            f"parameters are ({persistent}: deepspeed/runtime/zero/stage3.py _post_step), the other "
+            f"{kept - after:,.0f} {boundary}")
+
+
+def kept_notes(comps, k: int, psi: float, after: float | None = None) -> list[str]:
     """What the schemes that match with gathered parameters kept across the step's ``k`` micro-batches
-    send, and which implementation keeps them so."""
+    send, and which implementation keeps them so (``after``: the elements gathered a step after its last
+    gradient reduction, :func:`gathered_after_reductions`, which tells DeepSpeed ZeRO-3's persistent
+    parameters from those it keeps across a micro-batch boundary)."""
     out = []
     backward = [c.scheme for c in comps if c.gathers_if_kept == k + 1]
     if backward:
@@ -202,12 +252,7 @@ def kept_notes(comps, k: int, psi: float) -> list[str]:
                        "gathered once after the optimizer step (1 gather of the parameters a step in place "
                        f"of {k}; deepspeed/runtime/zero/stage3.py _post_step)")
         elif c.persistent_share > 0:
-            out.append(f"{c.scheme} sends exactly this pattern with {c.persistent_share:.1%} of Ψ "
-                       f"({c.persistent_share * psi:,.0f} elements) persistent: parameters of at most "
-                       "stage3_param_persistence_threshold elements (100,000 by default) are never released "
-                       "for forward and backward and their updated shards are gathered once after the "
-                       f"optimizer step, the others in each of the {k} micro-batches "
-                       "(deepspeed/runtime/zero/stage3.py _post_step)")
+            out.append(_kept_share_words(c.scheme, c.persistent_share, psi, k, after))
     whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.persistent_share == 0]
     for names, was in (([s for s in whole if s not in KEPT_FOR_BACKWARD_OPTIONS], k),
                        ([s for s in whole if s in KEPT_FOR_BACKWARD_OPTIONS], 2 * k)):
