@@ -17,7 +17,13 @@ from real_runs import gathered_and_scattered
 from zerocalc.traces import read_traces
 from zerocalc.validate import check
 from zerocalc.validate.micro_batches import _k_and_how
-from zerocalc.validate.step_blocks import _alike_then_reductions, _blocks, _two_with_more_reductions
+from zerocalc.validate.step_blocks import (
+    WIDER_FIRST,
+    _alike_then_reductions,
+    _blocks,
+    _two_with_more_reductions,
+    _wider_first_block,
+)
 
 RUNS = Path(__file__).parent / "data" / "traces" / "real-runs"
 EQUAL = 3 * (128 * 128 + 128) + 128 * 96 + 96  # EQUAL_LAYERS: 61,920
@@ -132,3 +138,43 @@ def test_two_micro_batches_that_reduce_each_the_last_once_more(calls, two):
     assert _two_with_more_reductions(*step[:3]) is two
     if two:
         assert _blocks(*step)[:2] == (2, "every") and _blocks(*step)[3]
+
+
+@pytest.mark.parametrize(("calls", "k"), [
+    # DeepSpeed ZeRO-3 before 0.19.3, 4 micro-batches: the first gathers the whole model (W), the later ones
+    # all but the layer the backward used last (R), each reduce-scatters Ψ (P), then a scalar (s)
+    ("W rP R rP R rP R rP s", 4),
+    ("W rP R rP", 2),
+    # past the reuse distance: the first gathers (1 + r)Ψ, less than 2Ψ; the second a different set
+    ("A B C B A rP D C D B rP", 2),
+    # one micro-batch of 3 equal layers, each reduced alone after its backward gather: the first block holds
+    # the whole forward's gathers, 3 times what a block reduces or more
+    ("E E E E rE E rE E rE", None),
+    # the later blocks unlike
+    ("W rP R rP D rP", None),
+    # the first gathers less than a block reduces
+    ("R rP W rP W rP", None),
+    # blocks alike from the first: found by their repeat, not here
+    ("W rP W rP W rP", None),
+])
+def test_micro_batches_whose_first_gathers_more(calls, k):
+    step = _step(calls, {"W": 1000, "P": 1000, "R": 650, "A": 400, "B": 300, "C": 300, "D": 350, "E": 300,
+                         "s": 1})
+    step = (step[0], step[1], [t != "s" for t in calls.split()], step[3], step[4])
+    assert _wider_first_block(*step) == k
+    if k:
+        assert _blocks(*step)[:2] == (k, WIDER_FIRST) and _blocks(*step)[3]
+
+
+def test_k_from_the_passes_where_each_micro_batch_reduces_but_no_block_repeats():
+    # by hand: a marked step of 4 backward passes, no block repeated, the gradient reductions 4 times (or 8:
+    # two buckets a micro-batch): each micro-batch reduces, the calls around the reductions differ; once a
+    # step (or not a multiple of 4), the micro-batches before the boundary send nothing
+    for recur in (4, 8):
+        k, how = _k_and_how(None, 1, True, 4, False, recur=recur)
+        assert k == 4 and how.endswith(
+            f"the gradient reductions recur in each ({recur} times a step), but no block of collectives "
+            "repeats alike: the calls around them differ from one micro-batch to the next")
+    for recur in (None, 1, 6):
+        k, how = _k_and_how(None, 1, True, 4, False, recur=recur)
+        assert k == 4 and how.endswith("the micro-batches before the boundary send nothing")

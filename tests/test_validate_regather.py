@@ -393,6 +393,11 @@ def test_zero3_with_hpz_and_tied_embeddings_past_the_reuse_distance_reads_by_pas
     res = check(ts.table, meta=ts.meta)
     m = res.measurement
     assert (m.psi, m.micro_batches, m.n) == (psi, k, 4)
+    # 2 blocks that end in a reduce-scatter of Ψ each, the second gathering less on the 4 ranks (the rest
+    # from the secondary copy, reported apart); before: "no collective repeats inside a step: the
+    # micro-batches before the boundary send nothing", beside "gradients reduced in every micro-batch"
+    assert "the first gathers more than the one after it" in m.micro_batches_how
+    assert "send nothing" not in m.micro_batches_how
     assert m.gathered_in_backward + m.apart_gathered_in_backward == back
     # before: "zero2; also deepspeed-zero3 with gathered parameters kept across the micro-batches"
     assert res.secondary_partition == ("deepspeed-zero3",) and res.frozen == ("deepspeed-zero3",)

@@ -16,7 +16,7 @@ import numpy as np
 
 from zerocalc.validate.classify import SCALAR_MAX_ELEMENTS
 from zerocalc.validate.columns import Codes, distinct_runs, group_codes
-from zerocalc.validate.step_blocks import KEPT_BACKWARDS, cut_phase, step_blocks
+from zerocalc.validate.step_blocks import KEPT_BACKWARDS, WIDER_FIRST, cut_phase, step_blocks
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,15 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     recur = max(repeats, key=repeats.get) if repeats else None
     k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned, reduces=mode == "every",
                         recur=recur)
+    if mode == WIDER_FIRST:
+        mode = "every"
+        if k == inferred and k > 1:
+            later = "the one after it" if k == 2 else f"the {k - 1} after it, which repeat alike"
+            how = (f"K = {k}: inferred from the trace (each optimizer step holds {k} blocks of collectives "
+                   "that end in the same gradient reductions, one per micro-batch: the first gathers more "
+                   f"than {later}, which do not gather again there what an earlier one kept, as DeepSpeed "
+                   "ZeRO-3 before 0.19.3 keeps the parameters its backward uses last, or gathered from "
+                   "elsewhere, as ZeRO++'s hpZ does from its secondary copy)")
     if mode == KEPT_BACKWARDS:
         mode = "boundary"
         if k == inferred and k > 1:

@@ -15,6 +15,9 @@ from zerocalc.validate.repeats import _leading_repeats
 #: :func:`step_blocks`'s mode where the micro-batches are one forward's gathers, then backwards alike, the
 #: reductions in the last (:func:`_backwards_after_one_forward`): the boundary, read so.
 KEPT_BACKWARDS = "boundary, backwards after one forward"
+#: :func:`step_blocks`'s mode where the micro-batches each reduce alike, the first gathering more than the
+#: later ones, which repeat alike (:func:`_wider_first_block`): every micro-batch reduces, read so.
+WIDER_FIRST = "every, the first micro-batch gathering more"
 
 
 def step_blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
@@ -102,7 +105,54 @@ def _blocks(codes: list[int], grad: list[bool], data: list[bool] | None = None,
         reps, mode, sure = k, "boundary", True
     if not sure and (k := _backwards_after_one_forward(codes, grad, data)):
         reps, mode, sure = k, KEPT_BACKWARDS, True
+    if not sure and (k := _wider_first_block(codes, grad, data, elems, scatter)):
+        reps, mode, sure = k, WIDER_FIRST, True
     return reps, mode, recur, sure
+
+
+def _wider_first_block(codes: list[int], grad: list[bool], data: list[bool] | None,
+                       elems: list[float] | None, scatter: list[bool] | None = None) -> int | None:
+    """K where a step is K ≥ 2 blocks that each end in the same gradient reductions, the K − 1 after the
+    first alike, the first gathering more than each of them, at least what a block reduces and less than
+    K times it, then calls that reduce nothing: DeepSpeed ZeRO-3 before 0.19.3 under gradient
+    accumulation, which keeps the parameters its backward uses last gathered into the next micro-batch's
+    forward, so the first micro-batch after the optimizer step gathers Ψ and the later ones the rest, each
+    reducing Ψ. Blocks are cut after each run of reductions; calls without data (scalars) are left out, and
+    where they fall between the blocks, the blocks are steps (a step closes with one). One micro-batch
+    whose backward reduces units of one size, one a block, gathers every unit in its first block, K times
+    what a block reduces or more, and is not taken for K. None where the step is not so."""
+    if elems is None:
+        return None
+    sc = scatter if scatter is not None and any(scatter) else None
+    blocks: list[tuple[list[int], list[int]]] = []  # each block's data calls, then its reductions
+    pre: list[int] = []
+    red: list[int] = []
+    for i, g in enumerate(grad):
+        if g:
+            red.append(i)
+            if i + 1 == len(grad) or not grad[i + 1]:
+                blocks.append((pre, red))
+                pre, red = [], []
+        elif data is None or data[i]:
+            pre.append(i)
+    k = len(blocks)
+    if k < 2:
+        return None
+    # no scalar between the blocks: one closes each optimizer step (an overflow flag, a norm), not each
+    # micro-batch, so blocks with scalars between them are steps
+    inner = range(blocks[0][1][0], blocks[-1][1][-1])
+    if data is not None and not all(data[i] or grad[i] for i in inner):
+        return None
+    reductions = [codes[i] for i in blocks[0][1]]
+    if any([codes[i] for i in r] != reductions for _, r in blocks[1:]):
+        return None
+    later = [codes[i] for i in blocks[1][0]]
+    if any([codes[i] for i in c] != later for c, _ in blocks[2:]):
+        return None
+    reduced = sum(elems[i] for i in blocks[0][1] if sc is None or sc[i])
+    first = sum(elems[i] for i in blocks[0][0])
+    rest = sum(elems[i] for i in blocks[1][0])
+    return k if 0 < reduced <= first < k * reduced and rest < first else None
 
 
 def _recurrence(counts: Counter) -> int | None:
