@@ -330,6 +330,38 @@ def test_real_deepspeed_zero3_dumps_show_their_micro_batches():
         psi, n, steps - 1, k, "every")
 
 
+def test_real_deepspeed_before_0_19_3_zero3_dumps_show_their_micro_batches():
+    # the same run under DeepSpeed 0.15.4. Counted from the dumps: each step after the warm-up one gathers
+    # the whole model once (71,104), then in each of the 3 later micro-batches all but layers.0 (46,336),
+    # each micro-batch reducing Ψ (recorded as an all-reduce of the whole), then a 0-d fp64 all-reduce; the
+    # gathers on the default group, the reductions on a group of its own of the same 4 ranks. Before, one
+    # micro-batch of 4Ψ and no scheme: the all-reduces were not read as the reduce-scatters they stand for
+    case = "deepspeed0.15.4-ds-zero3-ga4"
+    run, ranks = _count(case)
+    steps, k, psi = run["optimizer_steps"], run["micro_batches"], run["model"]["psi"]
+    n = len(run["groups"]["dp"][0])
+    assert run["deepspeed"] == "0.15.4"
+    rest = psi - run["model"]["psi_per_layer"][0]
+    first = [("gloo:all_gather", psi // n, psi), ("gloo:all_reduce", psi, psi)]
+    later = [("gloo:all_gather", rest // n, rest), ("gloo:all_reduce", psi, psi)]
+    for entries in ranks:
+        seq = [(e["profiling_name"], math.prod(e["input_sizes"][0]), math.prod(e["output_sizes"][0]))
+               for e in entries if e["input_sizes"]]  # barriers record no sizes
+        step = first + later * (k - 1) + [("gloo:all_reduce", 1, 1)]
+        assert seq[-(steps - 1) * len(step):] == step * (steps - 1)
+        groups = {(e["profiling_name"], e["process_group"][1]) for e in entries[-len(step):]}
+        assert groups == {("gloo:all_gather", "default_pg"), ("gloo:all_reduce", "undefined")}
+    res = runner.invoke(app, ["check", str(FR / case), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["psi"], out["n"], out["steps"], out["micro_batches"], out["grad_sync"]) == (
+        psi, n, steps - 1, k, "every")
+    assert out["all_reduces_read_as_reduce_scatters"] == n * (steps * k)
+    ds = next(s for s in out["schemes"] if s["scheme"] == "deepspeed-zero3")
+    assert ds["persistent_share"] == pytest.approx((psi - rest) / psi, rel=1e-9)
+    assert any("the first micro-batch after the optimizer step gathers them" in note for note in out["notes"])
+
+
 def test_real_deepspeed_zero3_dumps_in_small_buckets_reduce_every_parameter_as_gradients():
     # DeepSpeed ZeRO-3, reduce_bucket_size and stage3_prefetch_bucket_size 20,000: counted from the dumps,
     # each micro-batch gathers the 5 parameters one by one (the biases' 192 and 160 elements alone) and

@@ -48,7 +48,7 @@ def stand_ins(table: pd.DataFrame, meta: dict | None, sized: bool = True) -> np.
     size = table["in_nelems"].to_numpy(dtype=np.float64, na_value=np.nan)
     out = table["out_nelems"].to_numpy(dtype=np.float64, na_value=np.nan)
     gs = table["group_size"].to_numpy(dtype=np.float64, na_value=np.nan)
-    key = pd.Series(list(zip(table["file"].astype(str), table["rank"].astype(str), table["group"].astype(str),
+    key = pd.Series(list(zip(table["file"].astype(str), table["rank"].astype(str), _members(table, in_dump),
                              strict=True)), dtype=object)
     ag = in_dump & (op == "all_gather")
     gathered = set(zip(key[ag], out[ag], strict=True)) if sized else set(key[ag])
@@ -59,6 +59,30 @@ def stand_ins(table: pd.DataFrame, meta: dict | None, sized: bool = True) -> np.
     mask[[i for i in ar.tolist() if ((key[i], size[i]) if sized else key[i]) in gathered
           and size[i] % gs[i] == 0 and (sized or size[i] > largest[key[i]] * NORM_MAX_SHARE)]] = True
     return mask
+
+
+def _members(table: pd.DataFrame, in_dump: np.ndarray) -> list[str]:
+    """Each row's group by its ranks where the table says them (``group_ranks``; the default group, which a
+    gloo dump lists without ranks, all the ranks whose dumps are read, where its size is theirs), else by
+    its name: two groups of the same ranks are one for the reduction a gather stands beside, as DeepSpeed
+    before 0.19.3 gathers ZeRO-3's parameters on the default group and reduces on a data-parallel group of
+    every rank."""
+    names = table["group"].astype(str).to_numpy()
+    ranks = table["group_ranks"] if "group_ranks" in table else pd.Series([None] * len(table))
+    desc = table["group_desc"] if "group_desc" in table else pd.Series([None] * len(table))
+    world = ",".join(str(r) for r in sorted({int(r) for r in table["rank"][in_dump]}))
+    size = table["group_size"].to_numpy(dtype=np.float64, na_value=np.nan)
+    n = len(world.split(",")) if world else 0
+    out = []
+    for i, name in enumerate(names):
+        given = ranks.iloc[i]
+        if isinstance(given, str) and given:
+            out.append(given)
+        elif desc.iloc[i] == "default_pg" and size[i] == n:
+            out.append(world)
+        else:
+            out.append(f"group {name}")
+    return out
 
 
 def opens_with_gathers(table: pd.DataFrame, meta: dict | None) -> bool:
