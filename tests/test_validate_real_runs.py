@@ -8,6 +8,7 @@ are that arithmetic under the ring accounting: a rank sends 2(p-1)/p of an all-r
 
 import gzip
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -1141,7 +1142,7 @@ def test_zero3_before_0_19_3_keeps_the_first_layer_gathered_across_micro_batches
     res = check(ts.table, meta=ts.meta)
     m = res.measurement
     assert (m.psi, m.n, m.micro_batches, m.grad_sync) == (PSI, 4, 4, "every")
-    assert "the first gathers more than the 3 after it, which repeat alike" in m.micro_batches_how
+    assert "the first gathers more than the 3 after it (alike), which do not gather" in m.micro_batches_how
     ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
     assert ds.persistent_share == pytest.approx(first / PSI, rel=1e-9) and res.kept == ("deepspeed-zero3",)
     note = next(n for n in res.notes if n.startswith("deepspeed-zero3 sends exactly this pattern"))
@@ -1152,6 +1153,27 @@ def test_zero3_before_0_19_3_keeps_the_first_layer_gathered_across_micro_batches
     ts = read_traces(RUNS / "ds-zero3-defaults-mixed-ga4")
     res = check(ts.table, meta=ts.meta)
     assert any("43.1% of Ψ (99,424 elements) persistent: parameters of at most" in n for n in res.notes)
+
+
+def test_zero3_before_0_19_3_reads_the_same_from_its_comms_log():
+    # the same model and config under DeepSpeed 0.15.4, its comms logger verbose (deepspeed-comms-gloo,
+    # README): each step after the first gathers 69.44 KB, then 45.25 KB before each of 3 later micro-batches,
+    # a 277.75 KB reduce-scatter in each of the 4, an 8-byte norm at the end; the logger's sizes are a rank's
+    # bytes (a gather's partition, a reduce-scatter's whole), fp32
+    log = RUNS.parent / "deepspeed-comms-gloo" / "zero3-ga4-deepspeed0.15.4-verbose.log"
+    ops = re.findall(r"comm op: (\w+) \| .*? msg size: ([\d.]+) ?(K?B)", log.read_text())
+    step = [(op, v + " " + u) for op, v, u in ops][-9:]
+    assert step == [("all_gather_into_tensor", "69.44 KB"), ("reduce_scatter_tensor", "277.75 KB")] + [
+        ("all_gather_into_tensor", "45.25 KB"), ("reduce_scatter_tensor", "277.75 KB")] * 3 + [
+        ("all_reduce", "8.0 B")]
+    ts = read_traces(log)
+    res = check(ts.table, meta=ts.meta, dtype="fp32")
+    m = res.measurement
+    assert (m.psi, m.micro_batches, m.grad_sync) == (round(277.75 * 1024 / 4), 4, "every")
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    # the share kept: what the later gathers leave out of the first's, to the logger's 2 decimals of KB
+    assert ds.persistent_share == pytest.approx(1 - 45.25 / 69.44, abs=1e-3)
+    assert any("the first micro-batch after the optimizer step gathers them" in n for n in res.notes)
 
 
 def test_elements_gathered_after_a_steps_last_reduction():

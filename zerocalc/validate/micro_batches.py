@@ -151,7 +151,7 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     if mode == WIDER_FIRST:
         mode = "every"
         if k == inferred and k > 1:
-            later = "the one after it" if k == 2 else f"the {k - 1} after it, which repeat alike"
+            later = "the one after it" if k == 2 else f"the {k - 1} after it (alike)"
             how = (f"K = {k}: inferred from the trace (each optimizer step holds {k} blocks of collectives "
                    "that end in the same gradient reductions, one per micro-batch: the first gathers more "
                    f"than {later}, which do not gather again there what an earlier one kept, as DeepSpeed "

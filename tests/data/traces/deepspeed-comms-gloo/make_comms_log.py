@@ -1,6 +1,8 @@
 """Make ``zero2-ga4-verbose.log``, ``zero3-ga4-one-evaluation-verbose.log``, ``zero3-ga1-verbose.log``,
-``zero2-ga4-small-buckets-verbose.log``, ``zero3-ga2-past-reuse-distance-verbose.log`` and
-``zero2-ga4-summary-straggler.log``: DeepSpeed's comms logger over a real ZeRO-2 (ZeRO-3) run.
+``zero2-ga4-small-buckets-verbose.log``, ``zero3-ga2-past-reuse-distance-verbose.log``,
+``zero2-ga4-summary-straggler.log`` and ``zero3-ga4-deepspeed0.15.4-verbose.log`` (``--stage 3`` under
+DeepSpeed 0.15.4, with ``LOCAL_SIZE=4`` in the environment: its CPU accelerator's device count, which
+DeepSpeed's launcher sets): DeepSpeed's comms logger over a real ZeRO-2 (ZeRO-3) run.
 
 Usage (CPU, gloo; torch and DeepSpeed in a virtualenv of their own, not zerocalc dependencies)::
 
