@@ -1155,6 +1155,32 @@ def test_zero3_before_0_19_3_keeps_the_first_layer_gathered_across_micro_batches
     assert any("43.1% of Ψ (99,424 elements) persistent: parameters of at most" in n for n in res.notes)
 
 
+def test_zero3_before_0_19_3_at_its_defaults_keeps_some_persistent_and_the_first_layer():
+    # ds-zero3-defaults-mixed-ga4 under DeepSpeed 0.15.4: Linear(128, 1024) - ReLU - Linear(1024, 96) at
+    # ZeRO-3's defaults, 4 micro-batches. Counted (count_calls.py): every step on every rank gathers
+    # layers.0's weight (131,072, past the 1e5 persistence threshold) once, before the first micro-batch,
+    # reduce-scatters Ψ = 230,496 in each, and gathers the persistent rest (99,424) after the last: Ψ
+    # gathered once a step, but not all of it persistent (0.19.8 gathers the weight in every micro-batch)
+    case = "deepspeed0.15.4-ds-zero3-defaults-mixed-ga4"
+    total, weight, persistent = 230_496, 128 * 1024, 1024 + 1024 * 96 + 96
+    assert json.loads((RUNS / case / "run.json").read_text())["model"]["psi"] == total == weight + persistent
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): weight + persistent,
+                       ("c10d::_reduce_scatter_base_", 4): 4 * total}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    from zerocalc.validate.regimes import gathered_after_reductions
+
+    assert gathered_after_reductions(res.measurement) == persistent
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.persistent_share == 1 and res.kept == ("deepspeed-zero3",)
+    note = next(n for n in res.notes if n.startswith("deepspeed-zero3 sends exactly this pattern"))
+    assert "every parameter persistent" not in note
+    assert f"{persistent:,} of those elements gathered after the optimizer step" in note
+    assert f"the other {weight:,} the parameters of the modules the backward uses last" in note
+
+
 def test_zero3_before_0_19_3_reads_the_same_from_its_comms_log():
     # the same model and config under DeepSpeed 0.15.4, its comms logger verbose (deepspeed-comms-gloo,
     # README): each step after the first gathers 69.44 KB, then 45.25 KB before each of 3 later micro-batches,

@@ -244,7 +244,7 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
                          persistent_share=0.0, kept_for_backward_share=0.0, **again)
                  if c.scheme in secondary[0] else c for c in comps]
-    kept = any(0 < c.persistent_share < 1 for c in comps)
+    kept = any(c.persistent_share > 0 for c in comps)
     notes += kept_notes(comps, m.micro_batches, m.psi, gathered_after_reductions(m) if kept else None)
     if secondary:
         notes += secondary[1]

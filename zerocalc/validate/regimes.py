@@ -219,7 +219,9 @@ def _kept_share_words(name: str, share: float, psi: float, k: int, after: float 
                 f"{persistent}, the others in each of the {k} micro-batches "
                 "(deepspeed/runtime/zero/stage3.py _post_step)")
     head = (f"{name} sends exactly this pattern with {share:.1%} of Ψ ({kept:,.0f} elements) gathered once a "
-            f"step and the rest in each of the {k} micro-batches")
+            f"step and the rest in each of the {k} micro-batches" if share < 1 else
+            f"{name} sends exactly this pattern with every parameter gathered once a step (1 gather of the "
+            f"parameters a step in place of {k})")
     boundary = ("the parameters of the modules the backward uses last (a model's first layers), kept "
                 "gathered for the next micro-batch's forward within stage3_max_reuse_distance, as "
                 "DeepSpeed before 0.19.3 keeps them: the first micro-batch after the optimizer step "
@@ -245,7 +247,10 @@ def kept_notes(comps, k: int, psi: float, after: float | None = None) -> list[st
                    "micro-batch (PyTorch's pipeline schedules set it; set_reshard_after_backward under "
                    "gradient accumulation)")
     for c in comps:
-        if c.persistent_share >= 1:
+        if c.persistent_share >= 1 and after is not None and after < psi * 0.99:
+            # not all persistent: those gathered before the step's last reduction are kept otherwise
+            out.append(_kept_share_words(c.scheme, 1.0, psi, k, after))
+        elif c.persistent_share >= 1:
             out.append(f"{c.scheme} sends exactly this pattern with every parameter persistent (at most "
                        "stage3_param_persistence_threshold elements, 100,000 by default, as every parameter "
                        "of a small model is): never released for forward and backward, its updated shards "
