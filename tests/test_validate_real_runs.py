@@ -1181,6 +1181,47 @@ def test_zero3_before_0_19_3_at_its_defaults_keeps_some_persistent_and_the_first
     assert f"the other {weight:,} the parameters of the modules the backward uses last" in note
 
 
+def test_zero3_before_0_19_3_past_its_reuse_distance_keeps_the_first_layer_too():
+    # ds-zero3-past-reuse-distance-ga2 under DeepSpeed 0.15.4 (README): counted (count_calls.py), each step's
+    # first micro-batch gathers 126,752 elements before its reduce-scatter (Ψ, then layers.1 and layers.0
+    # again in the backward: 55,648), the second 101,984 (all of that but layers.0's 24,768, kept from the
+    # first's backward). Before: "gathered and never reduced, or tied", 5,952 read as frozen in the forward
+    case = "deepspeed0.15.4-ds-zero3-past-reuse-distance-ga2"
+    layers = json.loads((RUNS / case / "run.json").read_text())["model"]["psi_per_layer"]
+    again, kept = layers[1] + layers[0], layers[0]
+    for r in json.loads((RUNS / case / "expected.json").read_text())["ranks"].values():
+        for step in r["steps"].values():
+            blocks, gathered = [], 0
+            for call in step["timeline"]:
+                op, _, elems = call.partition(" ")
+                if op == "c10d::_allgather_base_":
+                    gathered += int(elems) * 4  # a rank's shard of a vector gathered on 4
+                elif op == "c10d::_reduce_scatter_base_":
+                    blocks.append(gathered)
+                    gathered = 0
+            assert blocks == [PSI + again, PSI + again - kept] == [126_752, 101_984]
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.regathered_share == pytest.approx(again / PSI, rel=1e-9)
+    assert ds.persistent_share == pytest.approx(kept / PSI, rel=1e-9)
+    assert res.kept == ("deepspeed-zero3",) and not res.frozen
+    note = next(n for n in res.notes if n.startswith("deepspeed-zero3 sends exactly this pattern"))
+    assert "34.8% of Ψ (24,768 elements) gathered once a step" in note
+    assert "0.783Ψ (55,648 elements) of the parameters gathered again" in note
+    assert "the first micro-batch gathers 1.78Ψ, each later one 1.43Ψ" in note
+    assert not any("never reduced" in n for n in res.notes)
+    # its Flight Recorder dump (no nodes of the backward to read) reads the same, where the share gathered
+    # again alone would be the two micro-batches' mean (0.608Ψ)
+    ts = read_traces(RUNS.parent / "flight-recorder" / case)
+    res = check(ts.table, meta=ts.meta)
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert (res.measurement.psi, res.measurement.micro_batches) == (PSI, 2)
+    assert ds.regathered_share == pytest.approx(again / PSI, rel=1e-9)
+    assert ds.persistent_share == pytest.approx(kept / PSI, rel=1e-9)
+    assert res.kept == ("deepspeed-zero3",) and "deepspeed-zero3" not in res.matches
+
+
 def test_zero3_before_0_19_3_reads_the_same_from_its_comms_log():
     # the same model and config under DeepSpeed 0.15.4, its comms logger verbose (deepspeed-comms-gloo,
     # README): each step after the first gathers 69.44 KB, then 45.25 KB before each of 3 later micro-batches,

@@ -35,6 +35,8 @@ from zerocalc.validate.regimes import (
     KEPT_FOR_BACKWARD_OPTIONS,
     all_reduced_once,
     by_op_and_group,
+    first_and_later_gathers,
+    gather_apart,
     gathers_of_reduced_vectors,
     kept_for_backward_share,
     kept_gathers,
@@ -230,14 +232,18 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     sch = numeric.scheme(name)
     meas_fine, meas = m.pattern_groups, m.pattern
     chosen = next((t for t in tried if t[-1]), None)
-    frozen, how, again = 0.0, "", 0.0
+    frozen, how, again, kept_share = 0.0, "", 0.0, 0.0
     if chosen is None and frozen_at is not None:
         chosen, frozen, how = frozen_at
     recomputed = 0.0
     if chosen is None and tried[0][0] is not None and m.n > 1:
         kept_keys = _at_kept(sch, m, mkeys, seen.pricing)[3]
-        chosen, again = _part_regathered(sch, seen, kept_keys)
-        if chosen is None:
+        # where the first micro-batch gathers more than the later ones: before 0.19.3, the modules the
+        # backward uses last kept into the next (read first: the share gathered again alone is their mean)
+        again, kept_share = _kept_and_regathered(seen, kept_keys)
+        if not again:
+            chosen, again = _part_regathered(sch, seen, kept_keys)
+        if chosen is None and not again:
             recomputed = _recomputed(seen, kept_keys)
     d, phases, fine, pkeys, ratio, order, pattern_match = chosen or tried[0]
     pred = merged(fine)
@@ -245,6 +251,7 @@ def _compared(name: str, tried: list[tuple], seen: _Seen, frozen_at: tuple | Non
     volume_match = math.isclose(ratio, 1.0, rel_tol=RTOL)
     reused, kept, share, once, part = _regimes(name, m, mkeys, pkeys, phases, d, order, pattern_match,
                                                int(pricing.micro_batches), seen.units)
+    share = share or kept_share
     regime = "" if d is None else reuse_regime(d, m.psi)
     if again:  # priced at the distance the formula gives that share at, which is not the run's: none said
         d, regime = None, (f"{again:.3g}Ψ gathered again in backward, read from the trace: past "
@@ -288,6 +295,28 @@ def _recomputed(seen: _Seen, kept_keys: dict) -> float:
     m = seen.m
     return recomputed_share(seen.mkeys, kept_keys, int(seen.pricing.micro_batches), m.psi,
                             m.gathered_in_backward, seen.units)
+
+
+def _kept_and_regathered(seen: _Seen, kept_keys: dict) -> tuple[float, float]:
+    """(r, b): DeepSpeed ZeRO-3 past its reuse distance, r of Ψ gathered again in each micro-batch's backward,
+    and before 0.19.3 b of Ψ kept gathered from one micro-batch into the next (the modules its backward uses
+    last): the first micro-batch of a step gathers (1 + r)Ψ, each later one (1 + r - b)Ψ
+    (:func:`~.regimes.first_and_later_gathers`), read as :func:`~.regather.regathered_share` reads the
+    step with the later ones gathering as the first; (0, 0) where the trace does not read so."""
+    m = seen.m
+    blocks = first_and_later_gathers(m)
+    gather = gather_apart(seen.mkeys, kept_keys)
+    if blocks is None or gather is None or m.psi <= 0:
+        return 0.0, 0.0
+    first, later = blocks
+    k = int(seen.pricing.micro_batches)
+    kept = (first - later) / m.psi
+    if not RTOL < kept < 1 or not math.isclose(seen.mkeys[gather], first + (k - 1) * later, rel_tol=RTOL):
+        return 0.0, 0.0
+    as_first = {**seen.mkeys, gather: k * first}
+    again = regathered_share(as_first, kept_keys, k, m.psi, None, seen.units,
+                             functools.partial(ranks_gather_alike, m))
+    return (again, kept) if again else (0.0, 0.0)
 
 
 def _part_regathered(sch, seen: _Seen, kept_keys: dict) -> tuple[tuple | None, float]:

@@ -254,8 +254,10 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
     partly = kept_for_backward_note(comps, m.psi)
     if partly:
         notes.append(partly)
-    for share in sorted({c.regathered_share for c in comps if c.regathered_share}):
-        notes.append(regathered_note([c.scheme for c in comps if c.regathered_share == share], share, m.psi,
+    # a share gathered again beside parameters kept across the micro-batches is said in that note
+    alone = [c for c in comps if c.regathered_share and not c.persistent_share]
+    for share in sorted({c.regathered_share for c in alone}):
+        notes.append(regathered_note([c.scheme for c in alone if c.regathered_share == share], share, m.psi,
                                      m.gathered_in_backward is not None))
     for share in sorted({c.recomputed_share for c in comps if c.recomputed_share}):
         notes.append(recomputed_note([c.scheme for c in comps if c.recomputed_share == share], share, m.psi))

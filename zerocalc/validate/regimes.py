@@ -204,6 +204,37 @@ def gathered_after_reductions(m: Measurement) -> float | None:
     return float(cols.full_elements[sel][after].sum()) / int(reducing.sum())
 
 
+def first_and_later_gathers(m: Measurement) -> tuple[float, float] | None:
+    """(the elements a rank gathers in a step's first micro-batch, those it gathers in each later one)
+    where every (rank, step) cuts into as many blocks as the step has micro-batches, each ending in a run of
+    gradient reductions (the blocks :func:`~.step_blocks._wider_first_block` reads), the later blocks
+    gathering alike and every rank alike; None otherwise, or where calls of the steps are reported apart
+    (gathers on another group: a secondary copy's)."""
+    cols, k = m.columns, m.micro_batches
+    in_step = (cols.step_id >= 0) & np.isin(cols.cat, (STEP, UNEXPLAINED))
+    if k < 2 or not in_step.any() or ((cols.cat == UNEXPLAINED) & in_step).any():
+        return None
+    sel = np.flatnonzero(in_step)  # in rank and time order
+    grad = gradient_calls(cols.cat, cols.ops, cols.full_elements)[sel]
+    gathers = np.where(cols.ops.eq("all_gather")[sel], cols.full_elements[sel], 0.0)
+    pair = cols.rank_idx[sel].astype(np.int64) * (int(cols.step_id[sel].max()) + 1) + cols.step_id[sel]
+    cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+    seen = set()
+    for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(sel)]]), strict=True):
+        g = grad[lo:hi]
+        ends = np.flatnonzero(g & ~np.append(g[1:], False))  # each run of reductions' last call
+        if len(ends) != k:
+            return None
+        sums = np.add.reduceat(gathers[lo:hi], np.concatenate([[0], ends[:-1] + 1]))
+        if not np.allclose(sums[1:], sums[1], rtol=RTOL, atol=0.0):
+            return None
+        seen.add((round(float(sums[0])), round(float(sums[1]))))
+    if len(seen) != 1:
+        return None
+    first, later = seen.pop()
+    return float(first), float(later)
+
+
 def _kept_share_words(name: str, share: float, psi: float, k: int, after: float | None) -> str:
     """What keeps ``share`` of Ψ gathered across DeepSpeed ZeRO-3's ``k`` micro-batches, as where the trace
     gathers it tells (``after``: :func:`gathered_after_reductions`): persistent parameters' updated shards
@@ -257,7 +288,14 @@ def kept_notes(comps, k: int, psi: float, after: float | None = None) -> list[st
                        "gathered once after the optimizer step (1 gather of the parameters a step in place "
                        f"of {k}; deepspeed/runtime/zero/stage3.py _post_step)")
         elif c.persistent_share > 0:
-            out.append(_kept_share_words(c.scheme, c.persistent_share, psi, k, after))
+            words = _kept_share_words(c.scheme, c.persistent_share, psi, k, after)
+            if r := c.regathered_share:  # past the reuse distance too
+                b = c.persistent_share
+                words += (f"; beside them, {r:.3g}Ψ ({r * psi:,.0f} elements) of the parameters gathered "
+                          "again in each micro-batch's backward, a model past stage3_max_reuse_distance for "
+                          f"its earlier modules: the first micro-batch gathers {1 + r:.3g}Ψ, each later one "
+                          f"{1 + r - b:.3g}Ψ (the step's blocks, each ending in its gradient reductions)")
+            out.append(words)
     whole = [c.scheme for c in comps if c.gathers_if_kept == 1 and c.persistent_share == 0]
     for names, was in (([s for s in whole if s not in KEPT_FOR_BACKWARD_OPTIONS], k),
                        ([s for s in whole if s in KEPT_FOR_BACKWARD_OPTIONS], 2 * k)):
