@@ -1020,6 +1020,30 @@ def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partitio
     assert not res.kept
 
 
+def test_zero3_before_0_19_3_with_hpz_keeps_the_first_layer_beside_its_secondary_copy():
+    # the same run under DeepSpeed 0.15.4. Counted (count_calls.py): every step on every rank gathers the
+    # whole model once on the world of 4, then before each later forward all but layers.0 (46,336) on its
+    # group of 2, and reduce-scatters Ψ in every micro-batch. Before: "every parameter gathered once a step",
+    # all of Ψ said kept across the micro-batches, the secondary copy not named
+    case = "deepspeed0.15.4-ds-zero3-hpz2-ga4"
+    first = json.loads((RUNS / case / "run.json").read_text())["model"]["psi_per_layer"][0]
+    for passes, per in _elements_per_step(case):
+        assert passes == 4
+        assert per == {("c10d::_allgather_base_", 4): PSI, ("c10d::_allgather_base_", 2): 3 * (PSI - first),
+                       ("c10d::_reduce_scatter_base_", 4): 4 * PSI}
+    ts = read_traces(RUNS / case)
+    res = check(ts.table, meta=ts.meta)
+    assert (res.measurement.psi, res.measurement.micro_batches) == (PSI, 4)
+    assert res.secondary_partition == ("deepspeed-zero3",)
+    ds = next(c for c in res.comparisons if c.scheme == "deepspeed-zero3")
+    assert ds.persistent_share == pytest.approx(first / PSI, rel=1e-9)
+    assert any("zero_hpz_partition_size = 2" in n and f"({3 * (PSI - first) / PSI:.3g}Ψ a step)" in n
+               for n in res.notes)
+    assert any("34.8% of Ψ (24,768 elements) gathered once a step" in n and "before 0.19.3" in n
+               for n in res.notes)
+    assert not any("every parameter" in n for n in res.notes)
+
+
 @pytest.mark.parametrize("psi", [None, PSI])
 def test_fsdp2_resharding_to_a_smaller_group_names_its_backward_gathers(psi):
     # FSDP2 fully_shard(reshard_after_forward=2) on 4 ranks. Counted (count_calls.py): every step on every

@@ -241,8 +241,10 @@ def _regime_notes(m: Measurement, comps: list) -> tuple[list, list[str], tuple |
         if hpz is not None:
             secondary, again = hpz[:2], hpz[2]
     if secondary:  # the gathers reported apart explain it better than parameters kept on N
+        # but for a share DeepSpeed ZeRO-3 keeps beside them (secondary_partition's third part)
+        kept_by = secondary[2] if len(secondary) > 2 else {}
         comps = [replace(c, matches_if_kept_across_micro_batches=False, gathers_if_kept=0,
-                         persistent_share=0.0, kept_for_backward_share=0.0, **again)
+                         persistent_share=kept_by.get(c.scheme, 0.0), kept_for_backward_share=0.0, **again)
                  if c.scheme in secondary[0] else c for c in comps]
     kept = any(c.persistent_share > 0 for c in comps)
     notes += kept_notes(comps, m.micro_batches, m.psi, gathered_after_reductions(m) if kept else None)

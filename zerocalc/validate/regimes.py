@@ -343,27 +343,38 @@ def smaller_group_gathers(m: Measurement) -> tuple[int, float] | None:
     return s, float(cols.full_elements[secondary].sum()) / (len(m.ranks) * m.steps)
 
 
-def secondary_partition(m: Measurement, comps,
-                        on: tuple[int, float]) -> tuple[tuple[str, ...], list[str]] | None:
+def secondary_partition(m: Measurement, comps, on: tuple[int, float]
+                        ) -> tuple[tuple[str, ...], list[str], dict[str, float]] | None:
     """The schemes that send exactly the measured pattern once the all-gathers reported apart, all on
     groups of one size s that divides N (``on``: (s, their elements a rank a step), from
     :func:`smaller_group_gathers`), count among their parameter gathers on N (those of
-    :data:`SECONDARY_PARTITION`), and the notes that say so; None where no scheme does."""
+    :data:`SECONDARY_PARTITION`), the notes that say so, and the share of Ψ DeepSpeed ZeRO-3 keeps gathered
+    across the micro-batches beside it where it does (:func:`persistent_share` of the gathers so counted:
+    before 0.19.3, the modules its backward uses last, which the later micro-batches' gathers from the copy
+    leave out); None where no scheme does."""
     s, extra = on
-    found, notes = [], []
+    found, notes, kept = [], [], {}
     for comp in comps:
         if comp.scheme not in SECONDARY_PARTITION:
             continue
         pred = by_op_and_group(comp.predicted_groups)
         meas = by_op_and_group(comp.measured_groups)
         gathers = meas.get(("all_gather", m.n), 0.0) + extra
-        if set(pred) == set(meas) | {("all_gather", m.n)} and math.isclose(
-                pred[("all_gather", m.n)], gathers, rel_tol=RTOL) and all(
-                math.isclose(e, pred[k], rel_tol=RTOL) for k, e in meas.items() if k != ("all_gather", m.n)):
+        alike = set(pred) == set(meas) | {("all_gather", m.n)} and all(
+            math.isclose(e, pred[k], rel_tol=RTOL) for k, e in meas.items() if k != ("all_gather", m.n))
+        share = 0.0
+        if alike and not math.isclose(pred[("all_gather", m.n)], gathers, rel_tol=RTOL):
+            share = (persistent_share({**meas, ("all_gather", m.n): gathers}, pred, m.micro_batches, m.psi)
+                     if comp.scheme == "deepspeed-zero3" else 0.0)
+            if not 0 < share < 1:
+                continue
+        if alike:
             found.append(comp.scheme)
             how = SECONDARY_PARTITION[comp.scheme].format(s=s, n=m.n, extra=f"{extra / m.psi:.3g}")
             notes.append(f"{comp.scheme} sends exactly this pattern with {how}")
-    return (tuple(found), notes) if found else None
+            if share:
+                kept[comp.scheme] = share
+    return (tuple(found), notes, kept) if found else None
 
 
 def all_reduced_once_note(schemes, k: int) -> str:
