@@ -67,22 +67,17 @@ def _members(table: pd.DataFrame, in_dump: np.ndarray) -> list[str]:
     its name: two groups of the same ranks are one for the reduction a gather stands beside, as DeepSpeed
     before 0.19.3 gathers ZeRO-3's parameters on the default group and reduces on a data-parallel group of
     every rank."""
-    names = table["group"].astype(str).to_numpy()
-    ranks = table["group_ranks"] if "group_ranks" in table else pd.Series([None] * len(table))
-    desc = table["group_desc"] if "group_desc" in table else pd.Series([None] * len(table))
-    world = ",".join(str(r) for r in sorted({int(r) for r in table["rank"][in_dump]}))
-    size = table["group_size"].to_numpy(dtype=np.float64, na_value=np.nan)
-    n = len(world.split(",")) if world else 0
-    out = []
-    for i, name in enumerate(names):
-        given = ranks.iloc[i]
-        if isinstance(given, str) and given:
-            out.append(given)
-        elif desc.iloc[i] == "default_pg" and size[i] == n:
-            out.append(world)
-        else:
-            out.append(f"group {name}")
-    return out
+    out = ("group " + table["group"].astype(str)).to_numpy(dtype=object)
+    ranks = sorted({int(r) for r in table["rank"][in_dump]})
+    if "group_desc" in table:
+        size = table["group_size"].to_numpy(dtype=np.float64, na_value=np.nan)
+        out[(table["group_desc"].astype(str).to_numpy() == "default_pg") & (size == len(ranks))] = ",".join(
+            map(str, ranks))
+    if "group_ranks" in table:
+        given = table["group_ranks"].to_numpy(dtype=object)
+        listed = np.array([isinstance(g, str) and g != "" for g in given], dtype=bool)
+        out[listed] = given[listed]
+    return out.tolist()
 
 
 def opens_with_gathers(table: pd.DataFrame, meta: dict | None) -> bool:

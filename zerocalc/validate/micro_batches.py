@@ -238,9 +238,10 @@ def _k_and_how(k: int | None, inferred: int, marked: bool, passes: int | None, s
         how = (f"K = {k}: inferred from the trace (each optimizer step opens with one block of collectives "
                f"repeated {k} times: one per micro-batch)")
     elif marked and passes and passes > 1 and recur and recur % passes == 0:
-        # each micro-batch reduces, but the blocks around the reductions differ: DeepSpeed ZeRO-3 before
-        # 0.19.3 keeps the parameters its backward uses last for the next micro-batch's forward, so the first
-        # micro-batch gathers more than the others
+        # each micro-batch reduces, but the blocks around the reductions differ, in no shape step_blocks
+        # reads: DeepSpeed ZeRO-3 before 0.19.3 at its defaults gathers a module it keeps across them before
+        # the first alone and its persistent parameters after the last
+        # (real-runs/deepspeed0.15.4-ds-zero3-defaults-mixed-ga4)
         k = passes
         how = (f"{_by_passes(k)}; the gradient reductions recur in each ({recur} times a step), but no "
                "block of collectives repeats alike: the calls around them differ from one micro-batch to "

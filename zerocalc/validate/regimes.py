@@ -225,7 +225,8 @@ def first_and_later_gathers(m: Measurement) -> tuple[float, float] | None:
         ends = np.flatnonzero(g & ~np.append(g[1:], False))  # each run of reductions' last call
         if len(ends) != k:
             return None
-        sums = np.add.reduceat(gathers[lo:hi], np.concatenate([[0], ends[:-1] + 1]))
+        # each block's gathers, up to its reductions' end (what follows the last is no micro-batch's)
+        sums = np.add.reduceat(gathers[lo:lo + ends[-1] + 1], np.concatenate([[0], ends[:-1] + 1]))
         if not np.allclose(sums[1:], sums[1], rtol=RTOL, atol=0.0):
             return None
         seen.add((round(float(sums[0])), round(float(sums[1]))))
@@ -238,9 +239,10 @@ def first_and_later_gathers(m: Measurement) -> tuple[float, float] | None:
 def _kept_share_words(name: str, share: float, psi: float, k: int, after: float | None) -> str:
     """What keeps ``share`` of Ψ gathered across DeepSpeed ZeRO-3's ``k`` micro-batches, as where the trace
     gathers it tells (``after``: :func:`gathered_after_reductions`): persistent parameters' updated shards
-    gathered after the optimizer step, or the parameters the backward gathers last kept for the next
-    micro-batch's forward, gathered in the first micro-batch alone (DeepSpeed before 0.19.3: the same run of
-    ds-zero3-ga4 under 0.15.4 to 0.19.2 gathers so, under 0.19.3 and later every micro-batch gathers Ψ)."""
+    gathered after the optimizer step, or the parameters of the modules the backward uses last kept for the
+    next micro-batch's forward, gathered in the first micro-batch alone (DeepSpeed before 0.19.3: the same
+    run of ds-zero3-ga4 under 0.15.4 to 0.19.2 gathers so, under 0.19.3 and later every micro-batch gathers
+    Ψ)."""
     kept = share * psi
     persistent = ("parameters of at most stage3_param_persistence_threshold elements (100,000 by default) "
                   "are never released for forward and backward and their updated shards are gathered once "
