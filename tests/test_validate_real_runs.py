@@ -405,7 +405,7 @@ def test_micro_batches_and_gradient_sync_read_from_the_trace(case):
         m2 = check(ts.table, meta=ts.meta, micro_batches=2).measurement
         assert m2.micro_batches == 2 and m2.micro_batches_how == (
             "K = 2: from --micro-batches (the trace's steps run 4 backward passes each)")
-        # reduced in each of 4 micro-batches, 2 of them read as one reduce 2Ψ
+        # reduced in each of 4 micro-batches: read as 2, each reduces 2Ψ
         assert m2.psi == (psi if sync == "boundary" else psi * k // 2)
 
 
@@ -1023,8 +1023,8 @@ def test_zero3_with_hpz_reads_its_micro_batches_and_names_the_secondary_partitio
 def test_zero3_before_0_19_3_with_hpz_keeps_the_first_layer_beside_its_secondary_copy():
     # the same run under DeepSpeed 0.15.4. Counted (count_calls.py): every step on every rank gathers the
     # whole model once on the world of 4, then before each later forward all but layers.0 (46,336) on its
-    # group of 2, and reduce-scatters Ψ in every micro-batch. Before: "every parameter gathered once a step",
-    # all of Ψ said kept across the micro-batches, the secondary copy not named
+    # group of 2, and reduce-scatters Ψ in every micro-batch. Before: "every parameter persistent", all of
+    # Ψ said kept across the micro-batches, the secondary copy not named
     case = "deepspeed0.15.4-ds-zero3-hpz2-ga4"
     first = json.loads((RUNS / case / "run.json").read_text())["model"]["psi_per_layer"][0]
     for passes, per in _elements_per_step(case):
