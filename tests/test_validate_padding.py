@@ -126,3 +126,41 @@ def test_a_padded_size_standing_for_two_counts_reads_none():
         24768: 24639, 29184: 28800}
     assert own_sizes({"rank0": {"fsdp_padding": [(24768, 24639)]},
                       "rank1": {"fsdp_padding": [(24768, 24700)]}}, files) == {}
+
+
+def test_fsdp1_on_ranks_that_do_not_divide_a_flat_parameter_says_its_padding():
+    # FSDP1 FULL_SHARD on 3 ranks (run.json). Counted: each step reduce-scatters 15,456, 30,882 and 24,768
+    # elements (expected.json), and the trace's aten::pad pads a flat gradient of 30,880 by [0, 2] before the
+    # second (plain json/gzip): layers.1's 30,880 parameters padded to a multiple of 3; the others divide
+    import gzip
+
+    case = "fsdp1-full-shard-3-ranks"
+    run = json.loads((RUNS / case / "run.json").read_text())
+    assert run["world_size"] == 3 and run["model"]["psi"] == 71_104
+    step = json.loads((RUNS / case / "expected.json").read_text())["ranks"]["0"]["steps"]["ProfilerStep#1"]
+    scattered = step["c10d_totals"]["c10d::_reduce_scatter_base_"]["in_elems"]
+    pads = set()
+    for r in range(3):
+        doc = json.loads(gzip.decompress((RUNS / case / f"rank{r}.json.gz").read_bytes()))
+        pads |= {(e["args"]["Input Dims"][0][0], e["args"]["Concrete Inputs"][1]) for e in doc["traceEvents"]
+                 if e.get("name") == "aten::pad"}
+    assert pads == {(30_880, "[0, 2]")}
+    assert scattered == 71_104 + 2
+    out = _check(RUNS / case)
+    assert (out["psi"], out["psi_without_padding"], out["n"]) == (scattered, run["model"]["psi"], 3)
+    assert out["psi_how"].endswith("; 71,104 of them the gradients' own, 2 FSDP1's padding (each flat "
+                                   "parameter padded to a multiple of the 3 ranks it is sharded over; the "
+                                   "flat gradients' sizes in the trace's aten::pad before their "
+                                   "reduce-scatters)")
+
+
+def test_an_fsdp1_pad_reads_as_padded_and_own_elements():
+    # by hand: aten::pad calls of a 1-D vector at its end, read as (padded, own) where their arguments say so
+    from zerocalc.traces.kineto_events import pad_sizes
+
+    args = {"Input Dims": [[30880], [], [], []], "Concrete Inputs": ["", "[0, 2]", "", ""]}
+    assert pad_sizes(args) == (30_882, 30_880)
+    assert pad_sizes({**args, "Concrete Inputs": ["", "[1, 2]", "", ""]}) is None  # padded at both ends
+    assert pad_sizes({**args, "Input Dims": [[8, 160], [], [], []]}) is None  # not a flat vector
+    assert pad_sizes({**args, "Concrete Inputs": ["", "[0, 0]", "", ""]}) is None
+    assert pad_sizes({"Input Dims": [[30880]]}) is None  # no padding recorded

@@ -18,6 +18,7 @@ from zerocalc.traces.kineto_events import (
     _Selected,
     bucket_copy_elements,
     chunk_cat_sizes,
+    pad_sizes,
     step_at,
 )
 from zerocalc.traces.kineto_forward import input_shape
@@ -73,12 +74,22 @@ def _build(sel: _Selected, info: dict, res: ParseResult, file: str, forward: dic
         res.meta["backward_passes"] = passes  # ProfilerStep number -> backward passes begun in it
     if pairs := {p for raw in sel.chunk_cats if (p := chunk_cat_sizes(raw))}:
         res.meta["fsdp_padding"] = sorted(pairs)  # (padded, own) elements of the units FSDP2 reduce-scatters
+    elif sel.pads and (pairs := _scattered_pads(sel.pads, rows)):
+        res.meta["fsdp1_padding"] = pairs  # (padded, own) elements of flat gradients FSDP1 reduce-scatters
     if sel.bucket_copies and None not in (copied := [bucket_copy_elements(raw) for raw in sel.bucket_copies]):
         res.meta["ddp_bucket_elements"] = sum(copied)  # the gradient elements DDP copied into its buckets
     if sel.optimizer and sel.steps:
         res.meta["optimizer_steps"] = _steps_holding([ts for ts, _ in sel.optimizer], sel.steps)
         res.meta["profiler_steps"] = [min(s[2] for s in sel.steps), max(s[2] for s in sel.steps)]
     return res
+
+
+def _scattered_pads(pads: list[Any], rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(padded, own) of the ``aten::pad`` calls (:func:`pad_sizes`) whose padded vector is as long as a
+    reduce-scatter's input of the same file: FSDP1's flat gradients padded to a multiple of the ranks; a
+    model's own pads of other sizes are left out."""
+    scattered = {r.get("in_nelems") for r in rows if r.get("op") == "reduce_scatter"}
+    return sorted({p for raw in pads if (p := pad_sizes(raw)) and p[0] in scattered})
 
 
 def _steps_holding(starts: list[float], steps: list[tuple[float, float, int]]) -> list[int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import codecs
 import math
+import re
 from collections.abc import Iterable
 from itertools import compress
 from operator import attrgetter
@@ -38,13 +39,18 @@ OPTIMIZER_PREFIX = "Optimizer.step#"
 #: out=reduce_scatter_input.view(world_size, -1))``, under ``fsdp::chunk_cat`` in later releases): its
 #: ``Input Dims`` hold the gradients' own shapes and the padded input's (:func:`chunk_cat_sizes`).
 CHUNK_CAT = "aten::_chunk_cat"
+#: The op FSDP1 pads a flat gradient with to a multiple of the ranks before its reduce-scatter
+#: (``_get_reduce_scatter_tensors`` in ``torch/distributed/fsdp/_runtime_utils.py``: ``F.pad(unsharded_grad,
+#: [0, numel_to_pad])``): its ``Input Dims`` hold the flat gradient's own elements and its ``Concrete
+#: Inputs`` the padding (:func:`pad_sizes`).
+FSDP1_PAD = "aten::pad"
 #: The ops DDP's reducer copies each gradient into its bucket with (``copy_grad_to_bucket`` in
 #: ``torch/csrc/distributed/c10d/reducer.cpp``: ``mul_out`` dividing by the ranks as it copies; ``copy_``
 #: where a comm hook is registered, which divides or not as it likes): their first ``Input Dims`` are the
 #: gradient's shape (:func:`bucket_copy_elements`).
 DDP_BUCKET_COPIES = ("torch::distributed::reducer::mul_out", "torch::distributed::reducer::copy_")
 _NAME_PREFIXES = ("c10d::", "nccl:", "gloo:", "ProfilerStep#", *_KERNEL_PREFIXES, BACKWARD_PREFIX,
-                  OPTIMIZER_PREFIX, CHUNK_CAT, *DDP_BUCKET_COPIES)
+                  OPTIMIZER_PREFIX, CHUNK_CAT, FSDP1_PAD, *DDP_BUCKET_COPIES)
 _US = 1e-6
 _INF = math.inf
 _NO_ARGS = msgspec.Raw()
@@ -192,6 +198,24 @@ def chunk_cat_sizes(raw: Any) -> tuple[int, int] | None:
     return padded, sum(shapes)
 
 
+def pad_sizes(raw: Any) -> tuple[int, int] | None:
+    """(padded, own) elements of one ``aten::pad`` of a flat vector at its end (:data:`FSDP1_PAD`): its one
+    1-D input and its ``[0, p]`` padding, p > 0; None where its arguments do not read so (shapes not recorded,
+    another tensor or padding)."""
+    args = _args(raw)
+    if not isinstance(args, dict):
+        return None
+    dims, given = args.get("Input Dims"), args.get("Concrete Inputs")
+    if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and len(dims[0]) == 1
+            and isinstance(given, list) and len(given) > 1 and isinstance(given[1], str)):
+        return None
+    own = _prod(dims[0])
+    m = re.fullmatch(r"\[0, ([0-9]+)\]", given[1])
+    if own is None or own <= 0 or m is None or int(m[1]) <= 0:
+        return None
+    return own + int(m[1]), own
+
+
 def bucket_copy_elements(raw: Any) -> int | None:
     """The elements of the gradient one of DDP's bucket copies (:data:`DDP_BUCKET_COPIES`) copies: its first
     ``Input Dims``; None where the shapes were not recorded or do not read as one."""
@@ -221,12 +245,13 @@ class _Selected(NamedTuple):
     leaves: list[tuple[float, float, Any]]  # (ts, end, thread) of its AccumulateGrad nodes (UNNUMBERED)
     optimizer: list[tuple[float, float]]  # (ts, end) of each optimizer step annotation
     chunk_cats: list[Any]  # the undecoded args of each aten::_chunk_cat (FSDP2's reduce-scatter copy-in)
+    pads: list[Any]  # the undecoded args of each aten::pad (FSDP1's flat gradient padded to the ranks)
     bucket_copies: list[Any]  # the undecoded args of each of DDP's gradient copies into its buckets
 
 
 # What one (name, cat) pair of a complete ("X") event is to the parser.
 (_SKIP, _KERNEL, _LAUNCH, _STEP, _GLOO, _C10D, _RPC, _ANNOT, _CHECKED, _NODE, _OPTIMIZER, _CHUNK,
- _LEAF, _BUCKET) = range(14)
+ _LEAF, _BUCKET, _PAD) = range(15)
 
 
 def _classify(name: str, cat: Any) -> int:
@@ -246,6 +271,8 @@ def _classify(name: str, cat: Any) -> int:
         return _NODE if cat == "cpu_op" else _CHECKED
     if name == CHUNK_CAT:
         return _CHUNK if cat == "cpu_op" else _CHECKED
+    if name.startswith(FSDP1_PAD):  # aten::pad_sequence and the like pass the name filter, and are nothing
+        return _PAD if name == FSDP1_PAD and cat == "cpu_op" else _SKIP
     if name in DDP_BUCKET_COPIES:
         return _BUCKET if cat == "cpu_op" else _CHECKED
     if name.startswith(OPTIMIZER_PREFIX):
@@ -295,7 +322,7 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
 
     ``None`` stands for an event that is not an object.
     """
-    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [], [], [])
+    sel = _Selected(n_events, {}, {}, [], [], [], [], [], [], [], [], [], [])
     recs, comm, launches = sel.recs, sel.comm, sel.launches
     roles: dict[tuple[str, Any], int] = {}
     for i, e in events:
@@ -311,6 +338,9 @@ def _select(events: Iterable[tuple[int, _Event | None]], n_events: int, file: st
             continue
         if role == _CHUNK:
             sel.chunk_cats.append(e.args)
+            continue
+        if role == _PAD:
+            sel.pads.append(e.args)
             continue
         if role == _BUCKET:
             sel.bucket_copies.append(e.args)

@@ -335,7 +335,8 @@ def _micro_batches_and_psi(rows: Rows, ops: Codes, gs: np.ndarray, groups, full:
     else:
         psi_trace, psi, psi_how = _psi(psi, dense_psi, expert_psi, groups, grad, ops, syncs, unread, own)
     if own is not None:
-        psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n)
+        psi_how += padding.padding_sentence(psi_trace, own, groups.shard or groups.n,
+                                            padding.pads_fsdp1(marks[0], files))
     return mb, cat, grad, (psi_trace, psi, psi_how, expert_psi, own), notes
 
 

@@ -2374,6 +2374,11 @@ CASES = {
                   "+ root",
         "param_dtype": "float32", "reduce_dtype": "float32", "groups": fsdp_groups((4,)),
         "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 3}),
+    "fsdp1-full-shard-3-ranks": (lambda o: case_fsdp1(o, steps=2), {
+        "scheme": "FSDP1 FULL_SHARD on 3 ranks, one unit per Linear + root: layers.1's flat parameter "
+                  "(30,880 elements) padded to 30,882, a multiple of 3", "world_size": 3,
+        "param_dtype": "float32", "reduce_dtype": "float32", "groups": {"shard": [[0, 1, 2]]},
+        "micro_batches": 1, "grad_sync": "every micro-batch", "steps_profiled": 2}),
     "fsdp1-mixed-bf16-fp32": (lambda o: case_fsdp1(o, mixed=True), {
         "scheme": "FSDP1 FULL_SHARD, one unit per Linear + root, MixedPrecision(param_dtype=bfloat16, "
                   "reduce_dtype=float32)",
