@@ -387,3 +387,24 @@ def test_each_summary_keeps_the_fastest_rank_means_of_the_breakdown_after_it(tmp
     assert len(first_384) == len(second_384) == 1
     assert round(first_384["comm_mean_duration_s"].iloc[0] * 1e3, 2) == 10.61
     assert round(second_384["comm_mean_duration_s"].iloc[0] * 1e3, 2) == 1.23
+
+
+def test_a_fit_through_every_sizes_time_gives_no_uncertainty():
+    # the summary (lines 1-14) times each size's all_reduces at one mean, two sizes (4.0 B and 277.75 KB): the
+    # line through them has no spread to give an uncertainty by (it printed ± 1e-13-odd µs); a sweep of 31
+    # sizes, each its own time off the line, keeps its ±
+    from typer.testing import CliRunner
+
+    from zerocalc.cli import app
+
+    sizes = [line.split()[:2] for line in SUMMARY_STRAGGLER.read_text().splitlines()[:14]
+             if line.startswith(" ") and line.split()]
+    assert ["4.0", "B"] in sizes and ["277.75", "KB"] in sizes
+    out = CliRunner().invoke(app, ["fit", str(SUMMARY_STRAGGLER), "--ranks", "4"]).stdout
+    block = out[out.index("all_reduce on 4 ranks, 2 sizes"):].split("\n", 4)[:4]
+    assert block[1].startswith("  latency (zero-size call) ") and "±" not in block[1]
+    assert "bus bandwidth" in block[2] and "±" not in block[2]  # here none: the 4 B calls took longer
+    assert block[3] == ("  the line passes through every size's time (one time a size): no spread to give an "
+                        "uncertainty by")
+    sweep = CliRunner().invoke(app, ["fit", str(DATA / "nccl-tests" / "all_reduce_perf-16xH100-2nodes.txt")])
+    assert "±" in sweep.stdout and "passes through every" not in sweep.stdout

@@ -380,6 +380,10 @@ def _write_fits(out, files: list[str], remarks: dict[str, list[str]], fmt: str) 
             typer.echo("\n".join(lines))
 
 
+#: A standard error below this share of its value is a fit's rounding (:func:`_fit_lines`).
+_EXACT = 1e-6
+
+
 def _fit_lines(r, out) -> list[str]:
     """The text of one fit ``r`` (a row of ``out``, all the fits): what was fitted, α and the bus
     bandwidth with their uncertainties, and what the input itself says."""
@@ -388,13 +392,21 @@ def _fit_lines(r, out) -> list[str]:
     run = "" if r.run is None or r.run != r.run or (out["file"] == r.file).sum() == 1 else (
         f", run {int(r.run) + 1}")
     nccl = f", {r.library} {r.nccl_version}" if isinstance(r.nccl_version, str) else ""
+    # a fit through every point (one time per size: a comms-logger summary's means, or two sizes) has no
+    # spread to tell its uncertainty by: its standard errors are rounding, not said
+    exact = r.latency_se_s <= _EXACT * abs(r.latency_s)
     lines = [f"{r.file}: {r.op} on {r.group_size} ranks{run}{nccl}, {r.n_sizes} "
              f"size{'' if r.n_sizes == 1 else 's'} ({r.n_points} calls), method {r.method}",
-             f"  latency (zero-size call) {format_seconds(r.latency_s)} ± "
-             f"{format_seconds(r.latency_se_s)}  (α = {format_seconds(r.alpha_s)} per ring step)",
-             f"  bus bandwidth {r.busbw_GBps:.4g} ± {r.busbw_se_GBps:.2g} GB/s  (1/β)"
+             f"  latency (zero-size call) {format_seconds(r.latency_s)}"
+             + ("" if exact else f" ± {format_seconds(r.latency_se_s)}")
+             + f"  (α = {format_seconds(r.alpha_s)} per ring step)",
+             f"  bus bandwidth {r.busbw_GBps:.4g}" + ("" if exact else f" ± {r.busbw_se_GBps:.2g}")
+             + " GB/s  (1/β)"
              if r.beta_s_per_byte > 0 else
              f"  no bus bandwidth: β = {r.beta_s_per_byte:.3g} s/B ≤ 0 (the times do not grow with the size)"]
+    if exact:
+        lines.append("  the line passes through every size's time (one time a size): no spread to give an "
+                     "uncertainty by")
     if r.method == "regimes":
         lines.append(f"  fitted on {r.n_latency_points} latency-dominated and {r.n_bandwidth_points} "
                      "bandwidth-dominated sizes; the others differ by up to "
