@@ -130,24 +130,30 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
     they span marked steps without calls.
     """
     backwards, spanned = backwards or (Counter(), False)
+    passes = _most(backwards)  # on a tie, the count the backward passes confirm, else the fewer
     if apart is not None:
         secondary, gs = secondary_gathers(ops, gs, full, use, apart)
         use = use | (secondary & (step_id >= 0))
-    found: Counter = Counter()
-    modes: Counter = Counter()
-    repeats: Counter = Counter()  # the times a step's gradient calls recur (_recurrence)
     if not marked:  # steps found as equal blocks: each rank's first stands for all of its steps
         use = use & (step_id == 0)
+    # each reading's count over the (rank, step) pairs; repeats: the times a step's gradient calls recur
+    found, modes, repeats = Counter(), Counter(), Counter()
     _count_blocks(ops, gs, full, use, grad, rank, step_id, found, modes, repeats, w,
-                  sure_only=not marked and k is None, passes=_most(backwards),
+                  sure_only=not marked and k is None, passes=passes,
                   lead=(step_id < 0) & ~apart if not marked and k is None and apart is not None else None,
                   small=small)
-    passes = _most(backwards)  # on a tie, the count the backward passes confirm, else the fewer
     inferred = max(found, key=lambda r: (found[r], r == passes, -r)) if found else 1
     mode = max(modes, key=modes.get) if modes else None
     recur = max(repeats, key=repeats.get) if repeats else None
-    k, how = _k_and_how(k, inferred, marked, _most(backwards), spanned, reduces=mode == "every",
-                        recur=recur)
+    k, how = _k_and_how(k, inferred, marked, passes, spanned, reduces=mode == "every", recur=recur)
+    mode, how = _shaped(mode, how, k, inferred)
+    return _sync_read(k, how, mode, recur, marked, bool(repeats) or bool((use & grad).any()))
+
+
+def _shaped(mode: str | None, how: str, k: int, inferred: int) -> tuple[str | None, str]:
+    """The gradient-sync mode of the step shapes :mod:`.step_blocks` names by a mode of their own (a first
+    micro-batch that gathers more; one forward, then backwards alike), and K's sentence for them where the
+    blocks gave it."""
     if mode == WIDER_FIRST:
         mode = "every"
         if k == inferred and k > 1:
@@ -163,8 +169,15 @@ def infer_micro_batches(ops: Codes, gs: np.ndarray, full: np.ndarray, use: np.nd
             how = (f"K = {k}: inferred from the trace (each optimizer step holds one forward's gathers, then "
                    f"{k} backward blocks alike, the gradient reductions in the last: one per micro-batch, "
                    "each gathering again what the one forward gathered)")
+    return mode, how
+
+
+def _sync_read(k: int, how: str, mode: str | None, recur: int | None, marked: bool,
+               reducing: bool) -> MicroBatches:
+    """The reading: K, how, and the gradient-sync mode the blocks show (``mode``), else, where K > 1 and the
+    step reduces (``reducing``), the one the gradient reductions' recurrence shows (``recur``)."""
     recurring = False  # the mode read from the gradient reductions' recurrence, no block repeating
-    if mode is None and k > 1 and (repeats or (use & grad).any()):
+    if mode is None and k > 1 and reducing:
         # K given, nothing repeats: the gradient reductions recur K times per step (a multiple: buckets of
         # one size) where each micro-batch reduces; else (once each, or unlike: buckets of equal layers
         # beside others, DeepSpeed ZeRO-1's bucket of reduce_bucket_size elements beside the rest) they are
